@@ -1,0 +1,693 @@
+/* fl_symbol: addresses to functions, files and lines, with elfutils libdwfl.
+ *
+ * The process's modules are reported to libdwfl from the text of its
+ * /proc/PID/maps (or, for a live pid, by libdwfl itself, which also picks up
+ * the vDSO). Each lookup resolves the address once: the DWARF scopes give the
+ * chain of inlined subroutines ending in the enclosing subprogram, the line
+ * table gives the innermost file:line and each inlined subroutine's
+ * DW_AT_call_file/DW_AT_call_line gives the location in the frame around it.
+ * Modules without DWARF fall back to their ELF symbol table. Sorted
+ * per-module tables of symbols and unit ranges stand in for libdwfl's own
+ * searches where those are slow or missing (see "per-module indexes").
+ *
+ * The modules are read from their paths when first needed, so they must
+ * still be there: a file deleted since it was mapped (a maps line ending in
+ * " (deleted)") or replaced gives no symbols, or wrong ones.
+ *
+ * Everything a lookup returns is kept: frames in one growing pool, indexed by
+ * an open-addressing hash table keyed by (pc, is_return_address), and every
+ * string interned in a second hash table, so that a repeated lookup is a hash
+ * probe and a copy, and equal strings are equal pointers.
+ *
+ * Debug files are searched the standard libdwfl way (build-id and
+ * .gnu_debuglink under /usr/lib/debug); when DEBUGINFOD_URLS is set in the
+ * environment, libdwfl also asks those debuginfod servers, as gdb and perf do.
+ *
+ * A symbolizer is not thread-safe: one thread at a time. */
+#define _GNU_SOURCE
+#include "cflame/fl_symbol.h"
+
+#include <assert.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One resolved address: frames [first, first + count) of the pool. */
+typedef struct cache_slot {
+  uint64_t pc;
+  uint32_t first;
+  uint32_t count;
+  bool used;
+  bool is_return_address;
+} cache_slot_t;
+
+struct fl_symbolizer {
+  Dwfl *dwfl;
+
+  cache_slot_t *cache; /* capacity cache_mask + 1, a power of two */
+  size_t cache_mask;
+  size_t cache_len;
+
+  fl_frame_info_t *pool; /* the frames of every cached lookup */
+  size_t pool_len;
+  size_t pool_cap;
+
+  char **strings; /* interned strings; capacity strings_mask + 1 */
+  size_t strings_mask;
+  size_t strings_len;
+};
+
+/* libdwfl keeps a pointer to the callbacks (and to the debuginfo path) for
+ * the life of the Dwfl, so both are static. NULL path: the default search. */
+static char *debuginfo_path;
+static const Dwfl_Callbacks proc_callbacks = {
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .debuginfo_path = &debuginfo_path,
+};
+
+/* ---- strings ---- */
+
+static uint64_t hash_string(const char *s) {
+  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3u;
+  }
+  return h;
+}
+
+/* Returns the interned copy of s (owned by sym), or NULL when s is NULL or
+ * memory runs out: a missing name is better than no profile. */
+static const char *intern(fl_symbolizer_t *sym, const char *s) {
+  if (!s) return NULL;
+  if ((sym->strings_len + 1) * 2 > sym->strings_mask + 1) {
+    size_t cap = (sym->strings_mask + 1) * 2;
+    char **grown = calloc(cap, sizeof *grown);
+    if (!grown) return NULL;
+    for (size_t i = 0; i <= sym->strings_mask; i++) {
+      char *old = sym->strings[i];
+      if (!old) continue;
+      size_t j = hash_string(old) & (cap - 1);
+      while (grown[j]) j = (j + 1) & (cap - 1);
+      grown[j] = old;
+    }
+    free(sym->strings);
+    sym->strings = grown;
+    sym->strings_mask = cap - 1;
+  }
+  size_t i = hash_string(s) & sym->strings_mask;
+  for (; sym->strings[i]; i = (i + 1) & sym->strings_mask)
+    if (strcmp(sym->strings[i], s) == 0) return sym->strings[i];
+  char *copy = strdup(s);
+  if (!copy) return NULL;
+  sym->strings[i] = copy;
+  sym->strings_len++;
+  return copy;
+}
+
+/* ---- the cache ---- */
+
+static size_t hash_pc(uint64_t pc, bool is_return_address) {
+  uint64_t h = pc ^ (is_return_address ? 0x9e3779b97f4a7c15u : 0);
+  h ^= h >> 33; /* murmur3's finalizer */
+  h *= 0xff51afd7ed558ccdu;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53u;
+  h ^= h >> 33;
+  return (size_t)h;
+}
+
+/* Returns the slot holding (pc, is_return_address), or the empty slot where
+ * it belongs. */
+static cache_slot_t *cache_probe(fl_symbolizer_t *sym, uint64_t pc, bool is_return_address) {
+  size_t i = hash_pc(pc, is_return_address) & sym->cache_mask;
+  for (;; i = (i + 1) & sym->cache_mask) {
+    cache_slot_t *slot = &sym->cache[i];
+    if (!slot->used) return slot;
+    if (slot->pc == pc && slot->is_return_address == is_return_address) return slot;
+  }
+}
+
+/* Makes room for one more entry (load factor at most 1/2). Returns 0, or -1
+ * when out of memory, the table unchanged. */
+static int cache_reserve(fl_symbolizer_t *sym) {
+  if ((sym->cache_len + 1) * 2 <= sym->cache_mask + 1) return 0;
+  size_t cap = (sym->cache_mask + 1) * 2;
+  cache_slot_t *grown = calloc(cap, sizeof *grown);
+  if (!grown) return -1;
+  for (size_t i = 0; i <= sym->cache_mask; i++) {
+    cache_slot_t *old = &sym->cache[i];
+    if (!old->used) continue;
+    size_t j = hash_pc(old->pc, old->is_return_address) & (cap - 1);
+    while (grown[j].used) j = (j + 1) & (cap - 1);
+    grown[j] = *old;
+  }
+  free(sym->cache);
+  sym->cache = grown;
+  sym->cache_mask = cap - 1;
+  return 0;
+}
+
+/* Appends a frame to the pool. Returns 0, or -1 when out of memory. */
+static int pool_push(fl_symbolizer_t *sym, const fl_frame_info_t *frame) {
+  if (sym->pool_len == sym->pool_cap) {
+    size_t cap = sym->pool_cap ? sym->pool_cap * 2 : 256;
+    if (cap > UINT32_MAX) return -1;
+    fl_frame_info_t *grown = realloc(sym->pool, cap * sizeof *grown);
+    if (!grown) return -1;
+    sym->pool = grown;
+    sym->pool_cap = cap;
+  }
+  sym->pool[sym->pool_len++] = *frame;
+  return 0;
+}
+
+/* ---- DWARF ---- */
+
+/* libdw joins a relative file name of the line table to its directory, the
+ * compilation directory for directory 0: gcc records `#line 1 "cell[3]"` as
+ * "cell[3]" in directory 0, and libdw returns "/comp/dir/cell[3]". Undo that
+ * join, so that the name reads as the compiler wrote it. (An absolute name
+ * that happens to lie under the compilation directory is made relative too:
+ * libdw does not tell the two apart.) */
+static const char *strip_comp_dir(Dwarf_Die *cu, const char *path) {
+  Dwarf_Files *files;
+  const char *const *dirs;
+  size_t ndirs;
+  if (!cu || !path || path[0] != '/') return path;
+  if (dwarf_getsrcfiles(cu, &files, NULL) != 0) return path;
+  if (dwarf_getsrcdirs(files, &dirs, &ndirs) != 0 || ndirs == 0 || !dirs[0]) return path;
+  size_t n = strlen(dirs[0]);
+  while (n > 1 && dirs[0][n - 1] == '/') n--;
+  if (n <= 1 || strncmp(path, dirs[0], n) != 0 || path[n] != '/') return path;
+  return path + n + 1;
+}
+
+/* The name of a subprogram or inlined subroutine, following
+ * DW_AT_abstract_origin and DW_AT_specification; NULL if none. This is the
+ * name in the source, not an asm label's symbol. */
+static const char *die_name(Dwarf_Die *die) {
+  Dwarf_Attribute attr;
+  return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+}
+
+/* Reads a call-site attribute of an inlined subroutine; 0 when absent. */
+static Dwarf_Word die_udata(Dwarf_Die *die, unsigned int name) {
+  Dwarf_Attribute attr;
+  Dwarf_Word value;
+  if (dwarf_formudata(dwarf_attr(die, name, &attr), &value) != 0) return 0;
+  return value;
+}
+
+/* The call site file of an inlined subroutine, from its own CU's file table;
+ * NULL when unknown. */
+static const char *call_file(Dwarf_Die *inlined) {
+  Dwarf_Attribute attr;
+  Dwarf_Word index;
+  Dwarf_Die cu;
+  Dwarf_Files *files;
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &index) != 0) return NULL;
+  if (!dwarf_diecu(inlined, &cu, NULL, NULL)) return NULL;
+  if (dwarf_getsrcfiles(&cu, &files, NULL) != 0) return NULL;
+  return strip_comp_dir(&cu, dwarf_filesrc(files, index, NULL, NULL));
+}
+
+/* ---- per-module indexes ----
+ *
+ * libdwfl finds an address's symbol by a linear scan of the whole symbol
+ * table (most of an uncached lookup in libc), and its compilation unit
+ * through .debug_aranges, which clang does not emit (and libdw 0.188 does not
+ * make up from the units). So each module gets, on first need, sorted tables
+ * of its function symbols and of its units' address ranges, kept in the
+ * module's libdwfl userdata and freed with the symbolizer. */
+
+typedef struct elf_func {
+  Dwarf_Addr low, high; /* absolute addresses */
+  const char *name;     /* in the module's string table, owned by libdwfl */
+  int rank;             /* binding preference among aliases: global highest */
+  int order;            /* index in the symbol table: the first alias wins */
+} elf_func_t;
+
+typedef struct cu_range {
+  Dwarf_Addr low, high; /* relative to cu_bias */
+  Dwarf_Die cu;
+} cu_range_t;
+
+typedef struct module_index {
+  bool funcs_built;
+  elf_func_t *funcs; /* sorted by low, then rank */
+  size_t nfuncs;
+
+  bool cus_built;
+  cu_range_t *cus; /* sorted by low */
+  size_t ncus;
+  Dwarf_Addr cu_bias;
+} module_index_t;
+
+/* Returns mod's index, creating an empty one; NULL when out of memory. */
+static module_index_t *module_index(Dwfl_Module *mod) {
+  void **userdata;
+  dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+  if (!*userdata) *userdata = calloc(1, sizeof(module_index_t));
+  return *userdata;
+}
+
+static int module_index_free(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+                             void *arg) {
+  (void)mod, (void)name, (void)start, (void)arg;
+  module_index_t *index = *userdata;
+  if (index) {
+    free(index->funcs);
+    free(index->cus);
+    free(index);
+    *userdata = NULL;
+  }
+  return DWARF_CB_OK;
+}
+
+/* Grows *array (of *cap elements of size bytes) to hold len + 1. Returns 0,
+ * or -1 when out of memory. */
+static int grow(void **array, size_t *cap, size_t len, size_t size) {
+  if (len < *cap) return 0;
+  size_t n = *cap ? *cap * 2 : 64;
+  void *grown = realloc(*array, n * size);
+  if (!grown) return -1;
+  *array = grown;
+  *cap = n;
+  return 0;
+}
+
+static int compare_funcs(const void *a, const void *b) {
+  const elf_func_t *x = a, *y = b;
+  if (x->low != y->low) return x->low < y->low ? -1 : 1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return (x->order < y->order) - (x->order > y->order); /* the first alias last */
+}
+
+/* Which of two aliases at one address names a function best. */
+static int binding_rank(int binding) {
+  if (binding == STB_GLOBAL) return 2;
+  if (binding == STB_WEAK) return 1;
+  return 0;
+}
+
+static void build_funcs(Dwfl_Module *mod, module_index_t *index) {
+  size_t cap = 0;
+  int n = dwfl_module_getsymtab(mod);
+  for (int i = 1; i < n; i++) {
+    GElf_Sym elf_sym;
+    GElf_Addr addr;
+    GElf_Word shndx;
+    const char *name = dwfl_module_getsym_info(mod, i, &elf_sym, &addr, &shndx, NULL, NULL);
+    if (!name || !*name || elf_sym.st_size == 0 || shndx == SHN_UNDEF) continue;
+    int type = GELF_ST_TYPE(elf_sym.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
+    if (grow((void **)&index->funcs, &cap, index->nfuncs, sizeof *index->funcs) != 0) break;
+    index->funcs[index->nfuncs++] = (elf_func_t){
+        .low = addr,
+        .high = addr + elf_sym.st_size,
+        .name = name,
+        .rank = binding_rank(GELF_ST_BIND(elf_sym.st_info)),
+        .order = i,
+    };
+  }
+  if (index->nfuncs > 1) qsort(index->funcs, index->nfuncs, sizeof *index->funcs, compare_funcs);
+}
+
+/* Number of entries of a sorted array whose low is at most key: the index
+ * one past the last candidate. */
+#define UPPER_BOUND(array, n, key, result) \
+  do {                                     \
+    size_t lo_ = 0, hi_ = (n);             \
+    while (lo_ < hi_) {                    \
+      size_t mid_ = lo_ + (hi_ - lo_) / 2; \
+      if ((array)[mid_].low <= (key))      \
+        lo_ = mid_ + 1;                    \
+      else                                 \
+        hi_ = mid_;                        \
+    }                                      \
+    (result) = lo_;                        \
+  } while (0)
+
+/* The name of the function symbol holding addr, or NULL. Prefers, among
+ * aliases, a global to a weak to a local symbol, then the first in the
+ * table, as libdwfl does. Symbols without a size are left to libdwfl, which
+ * checks their section. */
+static const char *elf_func_name(Dwfl_Module *mod, uint64_t addr) {
+  module_index_t *index = module_index(mod);
+  if (index) {
+    if (!index->funcs_built) {
+      build_funcs(mod, index);
+      index->funcs_built = true;
+    }
+    size_t end;
+    UPPER_BOUND(index->funcs, index->nfuncs, addr, end);
+    /* The innermost symbol holding addr starts last; a few steps back
+     * cover a symbol that holds a smaller one. */
+    for (size_t i = end, steps = 0; i > 0 && steps < 32; i--, steps++)
+      if (addr < index->funcs[i - 1].high) return index->funcs[i - 1].name;
+  }
+  GElf_Off offset;
+  GElf_Sym elf_sym;
+  return dwfl_module_addrinfo(mod, addr, &offset, &elf_sym, NULL, NULL, NULL);
+}
+
+static int compare_cus(const void *a, const void *b) {
+  const cu_range_t *x = a, *y = b;
+  return (x->low > y->low) - (x->low < y->low);
+}
+
+static void build_cus(Dwfl_Module *mod, module_index_t *index) {
+  size_t cap = 0;
+  Dwarf_Die *cu = NULL;
+  while ((cu = dwfl_module_nextcu(mod, cu, &index->cu_bias))) {
+    Dwarf_Addr base, low, high;
+    ptrdiff_t offset = 0;
+    while ((offset = dwarf_ranges(cu, offset, &base, &low, &high)) > 0) {
+      if (low >= high) continue;
+      if (grow((void **)&index->cus, &cap, index->ncus, sizeof *index->cus) != 0) goto done;
+      index->cus[index->ncus++] = (cu_range_t){.low = low, .high = high, .cu = *cu};
+    }
+  }
+done:
+  if (index->ncus > 1) qsort(index->cus, index->ncus, sizeof *index->cus, compare_cus);
+}
+
+/* Finds the unit holding addr from the units' own ranges. Returns true with
+ * the unit in *cu and the DWARF bias in *bias. */
+static bool find_cu_by_ranges(Dwfl_Module *mod, uint64_t addr, Dwarf_Die *cu, Dwarf_Addr *bias) {
+  Dwarf_Addr dwarf_bias;
+  module_index_t *index = module_index(mod);
+  if (!index) return false;
+  if (!index->cus_built) {
+    if (!dwfl_module_getdwarf(mod, &dwarf_bias)) return false; /* no DWARF at all */
+    build_cus(mod, index);
+    index->cus_built = true;
+  }
+  size_t end;
+  UPPER_BOUND(index->cus, index->ncus, addr - index->cu_bias, end);
+  if (end == 0 || addr - index->cu_bias >= index->cus[end - 1].high) return false;
+  *cu = index->cus[end - 1].cu;
+  *bias = index->cu_bias;
+  return true;
+}
+
+/* Finds the compilation unit whose code holds addr and copies its DIE to
+ * *cu. Returns cu, or NULL when there is none.
+ *
+ * libdwfl finds the unit through .debug_aranges, which clang does not emit
+ * (and libdw 0.188 does not make up from the units), so when it fails the
+ * units' own ranges are searched. With split DWARF (-gsplit-dwarf) the
+ * functions are in the .dwo file's unit, not in the skeleton unit of the
+ * module: that split unit is returned when libdw finds it. */
+static Dwarf_Die *find_cu(Dwfl_Module *mod, uint64_t addr, Dwarf_Die *cu, Dwarf_Addr *bias) {
+  Dwarf_Die *found = dwfl_module_addrdie(mod, addr, bias);
+  if (found)
+    *cu = *found;
+  else if (!find_cu_by_ranges(mod, addr, cu, bias))
+    return NULL;
+
+  uint8_t unit_type;
+  Dwarf_Die split;
+  if (dwarf_cu_info(cu->cu, NULL, &unit_type, NULL, &split, NULL, NULL, NULL) == 0 &&
+      unit_type == DW_UT_skeleton && dwarf_tag(&split) == DW_TAG_compile_unit)
+    *cu = split;
+  return cu;
+}
+
+enum { MAX_NESTED_FUNCTIONS = 64, MAX_SCOPE_DEPTH = 256 };
+
+/* Walks down from parent along the DIEs whose code holds pc (relative to
+ * the DWARF bias) and appends the functions on the way, subprograms and
+ * inlined subroutines, to chain: outermost first. The walk skips whole
+ * subtrees that do not hold pc, and looks into namespaces and imported
+ * (partial) units, which have no addresses of their own. Returns true when
+ * a DIE holding pc was found. Deeper nestings than the chain holds keep the
+ * outer functions.
+ *
+ * dwarf_getscopes does the same but then also walks the unit again for the
+ * abstract origin of inlined instances, which costs more than the whole
+ * lookup and is not needed here. */
+static bool find_functions(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, int *len,
+                           int depth) {
+  Dwarf_Die child, imported;
+  Dwarf_Attribute attr;
+  if (depth > MAX_SCOPE_DEPTH || dwarf_child(parent, &child) != 0) return false;
+  do {
+    switch (dwarf_tag(&child)) {
+      case DW_TAG_subprogram:
+      case DW_TAG_inlined_subroutine:
+      case DW_TAG_entry_point:
+        if (dwarf_haspc(&child, pc) <= 0) break;
+        if (*len < MAX_NESTED_FUNCTIONS) chain[(*len)++] = child;
+        find_functions(&child, pc, chain, len, depth + 1);
+        return true;
+      case DW_TAG_lexical_block:
+      case DW_TAG_try_block:
+      case DW_TAG_catch_block:
+      case DW_TAG_with_stmt:
+        if (dwarf_haspc(&child, pc) <= 0) break;
+        find_functions(&child, pc, chain, len, depth + 1);
+        return true;
+      case DW_TAG_namespace:
+      case DW_TAG_module:
+        if (find_functions(&child, pc, chain, len, depth + 1)) return true;
+        break;
+      case DW_TAG_imported_unit:
+        if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &imported) &&
+            find_functions(&imported, pc, chain, len, depth + 1))
+          return true;
+        break;
+      default: break;
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
+static int clamp_int(Dwarf_Word v) {
+  return v > (Dwarf_Word)INT32_MAX ? 0 : (int)v;
+}
+
+/* Resolves addr (already pc - 1 for return addresses) and appends its frames
+ * to the pool, innermost first. Appends at least one frame unless memory
+ * runs out. Returns the number appended. */
+static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
+  size_t first = sym->pool_len;
+  fl_frame_info_t base = {0};
+  fl_frame_info_t frame;
+
+  Dwfl_Module *mod = dwfl_addrmodule(sym->dwfl, addr);
+  if (!mod) {
+    pool_push(sym, &base);
+    return sym->pool_len - first;
+  }
+  Dwarf_Addr start = 0, bias = 0;
+  const char *module = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+  if (module && strncmp(module, "[vdso", 5) == 0) module = "[vdso]"; /* libdwfl: "[vdso: PID]" */
+  base.module = intern(sym, module);
+  /* Without the ELF file the bias is unknown; the start of the lowest
+   * mapping is the bias of a shared object whose first segment is at 0. */
+  base.module_base = dwfl_module_getelf(mod, &bias) ? bias : start;
+
+  const char *elf_name = elf_func_name(mod, addr);
+
+  Dwarf_Addr dwarf_bias = 0;
+  Dwarf_Die cu_die;
+  Dwarf_Die *cu = find_cu(mod, addr, &cu_die, &dwarf_bias);
+
+  /* The innermost location, from the line table. */
+  const char *file = NULL;
+  int line = 0, col = 0;
+  Dwarf_Line *dwarf_line = cu ? dwarf_getsrc_die(cu, addr - dwarf_bias) : NULL;
+  if (dwarf_line) {
+    file = intern(sym, strip_comp_dir(cu, dwarf_linesrc(dwarf_line, NULL, NULL)));
+    dwarf_lineno(dwarf_line, &line);
+    dwarf_linecol(dwarf_line, &col);
+  }
+
+  Dwarf_Die chain[MAX_NESTED_FUNCTIONS];
+  int nchain = 0;
+  if (cu) find_functions(cu, addr - dwarf_bias, chain, &nchain, 0);
+
+  /* Innermost first, down to the nearest real function. */
+  bool reached_subprogram = false;
+  for (int i = nchain - 1; i >= 0 && !reached_subprogram; i--) {
+    Dwarf_Die *die = &chain[i];
+    frame = base;
+    frame.func = intern(sym, die_name(die));
+    frame.file = file;
+    frame.line = line;
+    frame.col = col;
+    if (dwarf_tag(die) == DW_TAG_inlined_subroutine) {
+      frame.inlined = true;
+      /* The next frame out is where this one was inlined. */
+      file = intern(sym, call_file(die));
+      line = clamp_int(die_udata(die, DW_AT_call_line));
+      col = clamp_int(die_udata(die, DW_AT_call_column));
+    } else {
+      reached_subprogram = true;
+      if (!frame.func) frame.func = intern(sym, elf_name);
+    }
+    if (pool_push(sym, &frame) != 0) break;
+  }
+  /* No DWARF (or inlined frames whose subprogram was not found): the
+   * out-of-line function is the ELF symbol. */
+  if (!reached_subprogram) {
+    frame = base;
+    frame.func = intern(sym, elf_name);
+    frame.file = file;
+    frame.line = line;
+    frame.col = col;
+    pool_push(sym, &frame);
+  }
+  return sym->pool_len - first;
+}
+
+/* ---- the symbolizer ---- */
+
+/* Allocates a symbolizer with empty tables and an empty Dwfl; NULL with a
+ * reason in err. */
+static fl_symbolizer_t *symbolizer_alloc(char *err, size_t err_size) {
+  fl_symbolizer_t *sym = calloc(1, sizeof *sym);
+  if (!sym) goto oom;
+  sym->cache_mask = 1023;
+  sym->cache = calloc(sym->cache_mask + 1, sizeof *sym->cache);
+  sym->strings_mask = 255;
+  sym->strings = calloc(sym->strings_mask + 1, sizeof *sym->strings);
+  if (!sym->cache || !sym->strings) goto oom;
+  sym->dwfl = dwfl_begin(&proc_callbacks);
+  if (!sym->dwfl) {
+    snprintf(err, err_size, "cannot start libdwfl: %s", dwfl_errmsg(-1));
+    goto fail;
+  }
+  return sym;
+
+oom:
+  snprintf(err, err_size, "out of memory");
+fail:
+  fl_symbolizer_destroy(&sym);
+  return NULL;
+}
+
+/* Describes a libdwfl report result: an errno when positive, else libdwfl's
+ * own error. */
+static void report_error(int rc, const char *what, char *err, size_t err_size) {
+  snprintf(err, err_size, "%s: %s", what, rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
+}
+
+fl_symbolizer_t *fl_symbolizer_new_from_maps(const char *maps_text, char *err, size_t err_size) {
+  FILE *maps = NULL;
+  fl_symbolizer_t *sym = symbolizer_alloc(err, err_size);
+  if (!sym) return NULL;
+  assert(maps_text);
+
+  dwfl_report_begin(sym->dwfl);
+  size_t len = strlen(maps_text);
+  if (len > 0) { /* fmemopen refuses an empty buffer on older glibc */
+    maps = fmemopen((void *)maps_text, len, "r");
+    if (!maps) {
+      snprintf(err, err_size, "cannot read the maps text: %s", strerror(errno));
+      goto fail;
+    }
+    int rc = dwfl_linux_proc_maps_report(sym->dwfl, maps);
+    if (rc != 0) {
+      report_error(rc, "cannot parse the maps text", err, err_size);
+      goto fail;
+    }
+  }
+  if (dwfl_report_end(sym->dwfl, NULL, NULL) != 0) {
+    report_error(-1, "cannot report the modules", err, err_size);
+    goto fail;
+  }
+  if (maps) fclose(maps);
+  return sym;
+
+fail:
+  if (maps) fclose(maps);
+  fl_symbolizer_destroy(&sym);
+  return NULL;
+}
+
+fl_symbolizer_t *fl_symbolizer_new_from_pid(int pid, char *err, size_t err_size) {
+  char what[64];
+  fl_symbolizer_t *sym = symbolizer_alloc(err, err_size);
+  if (!sym) return NULL;
+
+  dwfl_report_begin(sym->dwfl);
+  int rc = dwfl_linux_proc_report(sym->dwfl, pid);
+  if (rc != 0) {
+    snprintf(what, sizeof what, "cannot read the modules of process %d", pid);
+    report_error(rc, what, err, err_size);
+    goto fail;
+  }
+  if (dwfl_report_end(sym->dwfl, NULL, NULL) != 0) {
+    report_error(-1, "cannot report the modules", err, err_size);
+    goto fail;
+  }
+  return sym;
+
+fail:
+  fl_symbolizer_destroy(&sym);
+  return NULL;
+}
+
+int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_address,
+                         fl_frame_info_t *frames, int max) {
+  assert(sym);
+  if (max <= 0) return 0;
+  assert(frames);
+
+  const fl_frame_info_t *found;
+  size_t count;
+  cache_slot_t *slot = cache_probe(sym, pc, is_return_address);
+  if (slot->used) {
+    found = &sym->pool[slot->first];
+    count = slot->count;
+  } else {
+    /* The call instruction ends just before the return address. */
+    uint64_t addr = is_return_address && pc > 0 ? pc - 1 : pc;
+    size_t first = sym->pool_len;
+    count = resolve(sym, addr);
+    if (count == 0) { /* out of memory: an unknown frame, uncached */
+      memset(frames, 0, sizeof *frames);
+      return 1;
+    }
+    found = &sym->pool[first];
+    if (cache_reserve(sym) == 0) {
+      slot = cache_probe(sym, pc, is_return_address); /* the table may have grown */
+      *slot = (cache_slot_t){.pc = pc,
+                             .first = (uint32_t)first,
+                             .count = (uint32_t)count,
+                             .used = true,
+                             .is_return_address = is_return_address};
+      sym->cache_len++;
+    } else {
+      /* Uncached: hand out the frames, then give their room back. */
+      sym->pool_len = first;
+    }
+  }
+  if (count > (size_t)max) count = (size_t)max;
+  memcpy(frames, found, count * sizeof *frames);
+  return (int)count;
+}
+
+void fl_symbolizer_destroy(fl_symbolizer_t **symp) {
+  if (!symp || !*symp) return;
+  fl_symbolizer_t *sym = *symp;
+  if (sym->dwfl) {
+    dwfl_getmodules(sym->dwfl, module_index_free, NULL, 0);
+    dwfl_end(sym->dwfl);
+  }
+  if (sym->strings)
+    for (size_t i = 0; i <= sym->strings_mask; i++) free(sym->strings[i]);
+  free(sym->strings);
+  free(sym->cache);
+  free(sym->pool);
+  free(sym);
+  *symp = NULL;
+}

@@ -1,0 +1,51 @@
+/* fl_symbol: turns instruction addresses of a process into functions, source
+ * files and lines, with inlined functions as frames of their own.
+ *
+ * Built on elfutils libdwfl. The process's modules are reported from the text
+ * of its /proc/PID/maps (so a process that has already died can still be
+ * symbolized from a copy of its maps taken while it ran). Results are cached
+ * per address. */
+#ifndef FL_SYMBOL_H
+#define FL_SYMBOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct fl_symbolizer fl_symbolizer_t;
+
+typedef struct fl_frame_info {
+  const char *func;   /* function name from DWARF, else the ELF symbol, else
+                         NULL; borrowed, valid until the symbolizer is
+                         destroyed */
+  const char *file;   /* source file as recorded in DWARF (#line names such as
+                         "cell[3]" included) or NULL; borrowed */
+  int line;           /* 0 when unknown */
+  int col;            /* 0 when unknown */
+  const char *module; /* full path of the module (shared object or
+                         executable) or NULL; borrowed */
+  uint64_t module_base; /* load bias of the module */
+  bool inlined;       /* this frame is inlined into the next one */
+} fl_frame_info_t;
+
+/* Creates a symbolizer for a process whose /proc/PID/maps text is maps_text.
+ * Returns a new symbolizer, or NULL with a reason in err. */
+fl_symbolizer_t *fl_symbolizer_new_from_maps(const char *maps_text, char *err, size_t err_size);
+
+/* Same, reading /proc/PID/maps of a live process. */
+fl_symbolizer_t *fl_symbolizer_new_from_pid(int pid, char *err, size_t err_size);
+
+/* Symbolizes pc. When is_return_address is true (every frame of a stack but
+ * the innermost one of a fault or sample), pc - 1 is looked up so that the
+ * call instruction, not the one after it, gives the line.
+ *
+ * Writes up to max frames to frames: the innermost inlined function first,
+ * then the functions it is inlined into, ending with the real (out-of-line)
+ * function. Returns the number written (at least 1 when max >= 1: an unknown
+ * address gives one frame with func NULL and module set when known). */
+int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_address,
+                         fl_frame_info_t *frames, int max);
+
+void fl_symbolizer_destroy(fl_symbolizer_t **sym);
+
+#endif

@@ -1,0 +1,927 @@
+/* execute_request: magics, compiling, running in the worker, streaming its
+ * output, and reporting how it ended (see kn_kernel.h). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "cflame/fl_symbol.h"
+#include "kn_kernel.h"
+#include "kn_magic.h"
+
+#define OUTPUT_BATCH_MS 30
+#define OUTPUT_BATCH_BYTES (64 * 1024)
+#define DEFAULT_OUTPUT_LIMIT (4u << 20)
+/* Interrupt escalation: SIGINT, then SIGUSR2 (unwind wherever the cell is),
+ * then kill and restart the worker. */
+#define INTERRUPT_FORCE_MS 250
+#define INTERRUPT_KILL_MS 800
+#define MAX_BACKTRACE 24
+
+struct kn_exec {
+  kn_msg_t *request;
+  bool silent, allow_stdin, stop_on_error;
+  int count; /* execution count for the reply */
+  int cell;  /* number the cell is compiled under */
+  kn_compiled_t *compiled;
+  bool timeit;
+
+  /* Output waiting to be published: one stream at a time, in order. */
+  char out_kind; /* 'O', 'E' or 0 */
+  kn_strbuf_t out;
+  long long out_since_ms;
+  size_t out_total, out_dropped, out_limit;
+
+  bool input_pending;
+  char *crash_report;
+  int interrupt_stage;
+  long long interrupt_at_ms;
+};
+
+/* The last execute request: output from threads a cell left running is
+ * shown under it. */
+static kn_msg_t *last_request;
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the magics of this module ---- */
+
+typedef struct magic_info {
+  const char *name;
+  bool line, cell;
+  const char *usage;
+  const char *help;
+} magic_info_t;
+
+static const magic_info_t magics[] = {
+    {"cc", true, false, "%cc [COMPILER]",
+     "Show the compiler, or set it for the rest of the session (e.g. %cc clang).\n"
+     "The default is cc, or $CC when the kernel was started with it set."},
+    {"cflags", true, false, "%cflags [FLAGS...]",
+     "Show the compiler flags, or replace them for the rest of the session.\n"
+     "The default is " KN_DEFAULT_CFLAGS "."},
+    {"ldflags", true, false, "%ldflags [FLAGS...]",
+     "Show the link flags, or replace them for the rest of the session (e.g. %ldflags -lm "
+     "-lpthread).\nThe default is " KN_DEFAULT_LDFLAGS "."},
+    {"timeit", true, true, "%%timeit [-n N] [-r R]  /  %timeit [-n N] [-r R] STATEMENT",
+     "Time the cell body (or the statement): R runs of N loops each, reporting the mean and\n"
+     "standard deviation per loop, as IPython does. Without -n, N grows by tens until one\n"
+     "run takes at least 0.2 s. -r defaults to 7."},
+    {"reset", true, false, "%reset",
+     "Start a fresh session: forget every definition, type, macro and global, and restart\n"
+     "the worker process. Compiler settings are kept."},
+    {"lsmagic", true, false, "%lsmagic", "List the magics."},
+};
+
+const char *const kn_magic_names[] = {"cc", "cflags", "ldflags", "timeit", "reset", "lsmagic",
+                                      NULL};
+
+static const magic_info_t *find_magic(const char *name) {
+  for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
+    if (!strcmp(magics[i].name, name)) return &magics[i];
+  return NULL;
+}
+
+const char *kn_magic_help(const char *name) {
+  static char buf[2048];
+  const magic_info_t *m = find_magic(name);
+  if (!m) return NULL;
+  snprintf(buf, sizeof buf, "%s\n\n%s", m->usage, m->help);
+  return buf;
+}
+
+static char *valid_magics(bool cell) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++) {
+    if (cell ? !magics[i].cell : !magics[i].line) continue;
+    kn_strbuf_printf(&sb, "%s%s%s", sb.len ? ", " : "", cell ? "%%" : "%", magics[i].name);
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+/* ---- output ---- */
+
+/* Length of the longest prefix of s[0..n) that does not end inside a UTF-8
+ * sequence (an incomplete sequence at the end waits for more bytes). */
+static size_t utf8_complete_prefix(const unsigned char *s, size_t n) {
+  size_t i = n, back = 0;
+  while (i > 0 && back < 4 && (s[i - 1] & 0xC0) == 0x80) {
+    i--;
+    back++;
+  }
+  if (i == 0) return n;
+  unsigned char c = s[i - 1];
+  size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+  return (need > back + 1 && need <= 4 && c >= 0xC0) ? i - 1 : n;
+}
+
+/* Copies s to valid UTF-8, replacing invalid bytes with U+FFFD. */
+static char *utf8_sanitize(const unsigned char *s, size_t n) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
+                                                    : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = len > 0 && i + len <= n && !(len == 2 && c < 0xC2);
+    for (size_t j = 1; ok && j < len; j++)
+      if ((s[i + j] & 0xC0) != 0x80) ok = false;
+    if (ok && c == 0) ok = true;
+    if (ok) {
+      kn_strbuf_append(&sb, (const char *)s + i, len);
+      i += len;
+    } else {
+      kn_strbuf_puts(&sb, "\xef\xbf\xbd");
+      i++;
+    }
+  }
+  if (!sb.data) return kn_strdup("");
+  /* jansson strings may hold NUL only with the length-aware API; text with
+   * NUL bytes is shown without them. */
+  size_t w = 0;
+  for (size_t r = 0; r < sb.len; r++)
+    if (sb.data[r]) sb.data[w++] = sb.data[r];
+  sb.data[w] = '\0';
+  return kn_strbuf_steal(&sb);
+}
+
+static void publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text) {
+  kn_publish(k, parent, "stream",
+             json_pack("{s:s, s:s}", "name", kind == 'E' ? "stderr" : "stdout", "text", text));
+}
+
+static void flush_output(kn_kernel_t *k, kn_exec_t *e, bool all) {
+  if (!e->out.len) return;
+  size_t n = all ? e->out.len : utf8_complete_prefix((unsigned char *)e->out.data, e->out.len);
+  if (n == 0) return;
+  char *text = utf8_sanitize((unsigned char *)e->out.data, n);
+  if (*text) publish_stream(k, e->request, e->out_kind, text);
+  free(text);
+  memmove(e->out.data, e->out.data + n, e->out.len - n);
+  e->out.len -= n;
+  e->out.data[e->out.len] = '\0';
+}
+
+static void add_output(kn_kernel_t *k, kn_exec_t *e, char kind, const char *data, size_t len) {
+  if (e->out_total >= e->out_limit) {
+    e->out_dropped += len;
+    return;
+  }
+  if (e->out_total + len > e->out_limit) {
+    e->out_dropped += e->out_total + len - e->out_limit;
+    len = e->out_limit - e->out_total;
+  }
+  e->out_total += len;
+  if (e->out_kind != kind) {
+    flush_output(k, e, true);
+    e->out_kind = kind;
+  }
+  if (!e->out.len) e->out_since_ms = now_ms();
+  kn_strbuf_append(&e->out, data, len);
+  if (e->out.len >= OUTPUT_BATCH_BYTES) flush_output(k, e, false);
+}
+
+/* ---- finishing ---- */
+
+static void exec_free(kn_exec_t *e) {
+  if (e->compiled) kn_compiled_destroy(&e->compiled);
+  kn_strbuf_free(&e->out);
+  free(e->crash_report);
+  free(e);
+}
+
+/* Ends the execution: publishes the error (if ename), replies, goes idle.
+ * traceback (stolen) may be NULL: then it is [ename: evalue]. */
+static void finish(kn_kernel_t *k, kn_exec_t *e, const char *ename, const char *evalue,
+                   json_t *traceback) {
+  flush_output(k, e, true);
+  if (e->out_dropped) {
+    char note[256];
+    snprintf(note, sizeof note,
+             "\n[cflame: this cell's output passed the limit of %zu bytes; %zu more bytes were "
+             "not shown]\n",
+             e->out_limit, e->out_dropped);
+    publish_stream(k, e->request, 'E', note);
+  }
+  /* stop_on_error: requests queued behind a failed one are aborted before
+   * its reply goes out, so that what a client sends after seeing the reply
+   * always runs. */
+  if (ename && e->stop_on_error) kn_execute_abort_queued(k);
+  json_t *reply;
+  if (ename) {
+    if (!traceback) {
+      kn_strbuf_t line = KN_STRBUF_INIT;
+      kn_strbuf_printf(&line, "%s: %s", ename, evalue);
+      traceback = json_pack("[s]", line.data);
+      kn_strbuf_free(&line);
+    }
+    kn_publish(k, e->request, "error",
+               json_pack("{s:s, s:s, s:O}", "ename", ename, "evalue", evalue, "traceback",
+                         traceback));
+    reply = json_pack("{s:s, s:i, s:s, s:s, s:o, s:{}}", "status", "error", "execution_count",
+                      e->count, "ename", ename, "evalue", evalue, "traceback", traceback,
+                      "user_expressions");
+  } else {
+    reply = json_pack("{s:s, s:i, s:{}, s:[]}", "status", "ok", "execution_count", e->count,
+                      "user_expressions", "payload");
+  }
+  kn_reply(k, k->shell, e->request, "execute_reply", reply);
+  kn_publish_status(k, e->request, "idle");
+
+  if (last_request) kn_msg_destroy(&last_request);
+  last_request = e->request;
+  e->request = NULL;
+  if (k->exec == e) k->exec = NULL;
+  exec_free(e);
+}
+
+static void finish_ok(kn_kernel_t *k, kn_exec_t *e) { finish(k, e, NULL, NULL, NULL); }
+
+static void finish_error(kn_kernel_t *k, kn_exec_t *e, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void finish_error(kn_kernel_t *k, kn_exec_t *e, const char *ename, const char *fmt, ...) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  kn_strbuf_vprintf(&sb, fmt, ap);
+  va_end(ap);
+  finish(k, e, ename, sb.data ? sb.data : "", NULL);
+  kn_strbuf_free(&sb);
+}
+
+void kn_execute_abort_queued(kn_kernel_t *k) {
+  kn_msg_t *msg;
+  while ((msg = kn_receive(k, k->shell, "shell")) != NULL) {
+    if (!strcmp(kn_msg_type(msg), "execute_request")) {
+      kn_publish_status(k, msg, "busy");
+      kn_reply(k, k->shell, msg, "execute_reply",
+               json_pack("{s:s, s:i, s:{}}", "status", "aborted", "execution_count",
+                         k->execution_count, "user_expressions"));
+      kn_publish_status(k, msg, "idle");
+    } else {
+      kn_serve(k, k->shell, msg);
+    }
+    kn_msg_destroy(&msg);
+  }
+}
+
+/* ---- crash reports ---- */
+
+static const char *signal_name(int sig) {
+  switch (sig) {
+  case SIGSEGV: return "SIGSEGV";
+  case SIGBUS: return "SIGBUS";
+  case SIGFPE: return "SIGFPE";
+  case SIGILL: return "SIGILL";
+  case SIGABRT: return "SIGABRT";
+  case SIGTRAP: return "SIGTRAP";
+  case SIGSYS: return "SIGSYS";
+  case SIGKILL: return "SIGKILL";
+  case SIGTERM: return "SIGTERM";
+  default: return "signal";
+  }
+}
+
+static const char *base_name(const char *path) {
+  const char *s = path ? strrchr(path, '/') : NULL;
+  return s ? s + 1 : path ? path : "?";
+}
+
+/* Whether a frame belongs to the kernel's own machinery: the worker
+ * executable or a cell's generated entry function. */
+static bool is_machinery(const fl_frame_info_t *f) {
+  if (f->module && !strcmp(base_name(f->module), "cflame-worker")) return true;
+  return f->func && !strncmp(f->func, "cflame_run_", 11);
+}
+
+static bool is_cell_file(const char *file) { return file && !strncmp(file, "cell[", 5); }
+
+/* Parses the worker's crash report (kw_fault.c), symbolizes its stack and
+ * builds the error: *headline ("Segmentation fault at cell[3]:5 in
+ * crash()") and the traceback lines. */
+static void describe_crash(const char *report, int sig, char **headline, json_t *traceback) {
+  uint64_t pcs[128], addr = 0, sp = 0;
+  size_t n_pcs = 0;
+  const char *maps = strstr(report, "\nmaps\n");
+  for (const char *p = report; p && *p && (!maps || p < maps);) {
+    if (!strncmp(p, "signal ", 7)) sig = atoi(p + 7);
+    if (!strncmp(p, "addr ", 5)) addr = strtoull(p + 5, NULL, 16);
+    if (!strncmp(p, "sp ", 3)) sp = strtoull(p + 3, NULL, 16);
+    if (!strncmp(p, "pc ", 3) && n_pcs < 128) pcs[n_pcs++] = strtoull(p + 3, NULL, 16);
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  bool overflow = sig == SIGSEGV && sp && addr && (addr > sp ? addr - sp : sp - addr) < 65536;
+  const char *what = overflow ? "Stack overflow" : strsignal(sig);
+
+  kn_strbuf_t where = KN_STRBUF_INIT;
+  kn_strbuf_t tb = KN_STRBUF_INIT;
+  char err[256];
+  fl_symbolizer_t *sym = maps ? fl_symbolizer_new_from_maps(maps + 6, err, sizeof err) : NULL;
+  int shown = 0, hidden = 0;
+  bool seen_cell = false;
+  for (size_t i = 0; sym && i < n_pcs; i++) {
+    fl_frame_info_t frames[16];
+    int nf = fl_symbolizer_lookup(sym, pcs[i], i > 0, frames, 16);
+    for (int j = 0; j < nf; j++) {
+      const fl_frame_info_t *f = &frames[j];
+      if (is_machinery(f)) {
+        /* The cell's top-level statements live in its entry function: show
+         * them by their cell line, and nothing of the machinery below. */
+        if (f->func && !strncmp(f->func, "cflame_run_", 11) && is_cell_file(f->file)) {
+          kn_strbuf_printf(&tb, "#%d  top level of %s:%d\n", shown++, f->file, f->line);
+          if (!where.len) kn_strbuf_printf(&where, " at %s:%d", f->file, f->line);
+        }
+        if (seen_cell || (f->module && !strcmp(base_name(f->module), "cflame-worker"))) goto done;
+        continue;
+      }
+      if (shown >= MAX_BACKTRACE) {
+        /* A stack overflow has thousands of frames: the first ones say it. */
+        hidden++;
+        if (is_cell_file(f->file)) seen_cell = true;
+        continue;
+      }
+      char *func = kn_session_clean_message(f->func ? f->func : "??");
+      if (is_cell_file(f->file)) {
+        seen_cell = true;
+        kn_strbuf_printf(&tb, "#%d  %s() at %s:%d%s\n", shown++, func, f->file, f->line,
+                         f->inlined ? " (inlined)" : "");
+        if (!where.len) kn_strbuf_printf(&where, " at %s:%d in %s()", f->file, f->line, func);
+      } else if (f->file && f->line) {
+        kn_strbuf_printf(&tb, "#%d  %s() at %s:%d (%s)\n", shown++, func, f->file, f->line,
+                         base_name(f->module));
+      } else {
+        kn_strbuf_printf(&tb, "#%d  %s() in %s\n", shown++, func, base_name(f->module));
+      }
+      free(func);
+    }
+  }
+done:
+  if (hidden) kn_strbuf_printf(&tb, "... %d more frames\n", hidden);
+  if (sym) fl_symbolizer_destroy(&sym);
+  kn_strbuf_t head = KN_STRBUF_INIT;
+  kn_strbuf_printf(&head, "%s%s", what, where.data ? where.data : "");
+  if (sig == SIGSEGV || sig == SIGBUS)
+    kn_strbuf_printf(&head, " (address 0x%" PRIx64 ")", addr);
+  *headline = kn_strbuf_steal(&head);
+  json_array_append_new(traceback, json_sprintf("%s: %s", signal_name(sig), *headline));
+  if (tb.len) {
+    json_array_append_new(traceback, json_string("Backtrace (most recent call first):"));
+    char *p = tb.data;
+    while (p && *p) {
+      char *nl = strchr(p, '\n');
+      if (nl) *nl = '\0';
+      json_array_append_new(traceback, json_sprintf("  %s", p));
+      p = nl ? nl + 1 : NULL;
+    }
+  }
+  kn_strbuf_free(&where);
+  kn_strbuf_free(&tb);
+}
+
+/* The worker is gone while e ran: say why, start a new worker, reload the
+ * session's code. */
+static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
+  /* The cell compiled and loaded: its definitions stay in the session even
+   * though its run ended badly. */
+  if (e->compiled) kn_session_commit(k->session, &e->compiled);
+
+  char err[512];
+  int rc = kn_kernel_start_worker(k, err, sizeof err);
+  const char *restart_note =
+      rc < 0 ? "The worker could not be restarted: "
+             : kn_session_has_globals(k->session)
+                   ? "The worker process was restarted: earlier cells' definitions were reloaded, "
+                     "and global variables were reset to their initial values."
+                   : "The worker process was restarted: earlier cells' definitions were reloaded.";
+  kn_strbuf_t note = KN_STRBUF_INIT;
+  kn_strbuf_puts(&note, restart_note);
+  if (rc < 0) kn_strbuf_puts(&note, err);
+
+  json_t *tb = json_array();
+  kn_strbuf_t value = KN_STRBUF_INIT;
+  const char *ename;
+  if (e->interrupt_stage > 0) {
+    ename = "Interrupted";
+    kn_strbuf_puts(&value, "the cell was interrupted; it did not stop in time, so its process "
+                           "was ended");
+    json_array_append_new(tb, json_sprintf("Interrupted: %s", value.data));
+  } else if (WIFEXITED(status)) {
+    ename = "Exit";
+    kn_strbuf_printf(&value, "the cell called exit(%d)", WEXITSTATUS(status));
+    json_array_append_new(tb, json_sprintf("Exit: %s", value.data));
+  } else {
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    ename = signal_name(sig);
+    if (e->crash_report) {
+      char *headline;
+      describe_crash(e->crash_report, sig, &headline, tb);
+      kn_strbuf_puts(&value, headline);
+      free(headline);
+    } else {
+      kn_strbuf_printf(&value, "the worker process died of %s (%s)", signal_name(sig),
+                       strsignal(sig));
+      json_array_append_new(tb, json_sprintf("%s: %s", ename, value.data));
+    }
+  }
+  kn_strbuf_printf(&value, ". %s", note.data);
+  json_array_append_new(tb, json_string(note.data));
+  char *ename_copy = kn_strdup(ename);
+  finish(k, e, ename_copy, value.data, tb);
+  free(ename_copy);
+  kn_strbuf_free(&value);
+  kn_strbuf_free(&note);
+}
+
+/* ---- %%timeit report ---- */
+
+static void format_duration(char *buf, size_t size, double ns) {
+  const char *unit = "ns";
+  double v = ns;
+  if (ns >= 1e9) {
+    v = ns / 1e9;
+    unit = "s";
+  } else if (ns >= 1e6) {
+    v = ns / 1e6;
+    unit = "ms";
+  } else if (ns >= 1e3) {
+    v = ns / 1e3;
+    unit = "\xc2\xb5s";
+  }
+  int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+  snprintf(buf, size, "%.*f %s", decimals, v, unit);
+}
+
+static void report_timeit(kn_kernel_t *k, kn_exec_t *e, json_t *t) {
+  json_int_t number = json_integer_value(json_object_get(t, "number"));
+  json_t *times = json_object_get(t, "per_loop_ns");
+  size_t r = json_array_size(times);
+  double mean = 0, var = 0;
+  for (size_t i = 0; i < r; i++) mean += json_number_value(json_array_get(times, i));
+  mean /= r ? (double)r : 1;
+  for (size_t i = 0; i < r; i++) {
+    double d = json_number_value(json_array_get(times, i)) - mean;
+    var += d * d;
+  }
+  double sd = r > 1 ? sqrt(var / (double)r) : 0;
+  char m[32], s[32], text[256];
+  format_duration(m, sizeof m, mean);
+  format_duration(s, sizeof s, sd);
+  snprintf(text, sizeof text,
+           "%s \xc2\xb1 %s per loop (mean \xc2\xb1 std. dev. of %zu run%s, %" JSON_INTEGER_FORMAT
+           " loop%s each)\n",
+           m, s, r, r == 1 ? "" : "s", number, number == 1 ? "" : "s");
+  add_output(k, e, 'O', text, strlen(text));
+}
+
+/* ---- events from the worker ---- */
+
+static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
+  const char *status = json_string_value(json_object_get(ev, "status"));
+  if (status && !strcmp(status, "error")) {
+    const char *ename = json_string_value(json_object_get(ev, "ename"));
+    const char *evalue = json_string_value(json_object_get(ev, "evalue"));
+    /* "/tmp/cflame-x/cell_3.so: undefined symbol: foo" -> the part that
+     * speaks of the user's code. */
+    const char *msg = evalue ? evalue : "";
+    const char *u = strstr(msg, "undefined symbol: ");
+    char *clean = kn_session_clean_message(u ? u : msg);
+    finish_error(k, e, ename ? ename : "Error", "%s", clean);
+    free(clean);
+    return;
+  }
+  /* It ran (perhaps partly): its definitions are now part of the session. */
+  if (e->compiled) {
+    bool has_main = e->compiled->has_main;
+    kn_session_commit(k->session, &e->compiled);
+    if (status && !strcmp(status, "interrupted")) {
+      finish_error(k, e, "Interrupted", "the cell was interrupted");
+      return;
+    }
+    json_t *t = json_object_get(ev, "timeit");
+    if (t) report_timeit(k, e, t);
+    int rc = (int)json_integer_value(json_object_get(ev, "rc"));
+    if (has_main && rc != 0) {
+      finish_error(k, e, "MainReturned", "main returned %d", rc);
+      return;
+    }
+  }
+  finish_ok(k, e);
+}
+
+static void send_to_worker(kn_kernel_t *k, json_t *cmd) {
+  char err[256];
+  if (kn_worker_send(k->worker, cmd, err, sizeof err) < 0) kn_log(k, "%s", err);
+  json_decref(cmd);
+}
+
+static void on_input_request(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
+  if (!e->allow_stdin) {
+    send_to_worker(k, json_pack("{s:s}", "op", "input_eof"));
+    return;
+  }
+  e->input_pending = true;
+  flush_output(k, e, true);
+  kn_reply(k, k->stdin_sock, e->request, "input_request",
+           json_pack("{s:s, s:b}", "prompt", json_string_value(json_object_get(ev, "prompt")) ?: "",
+                     "password", json_is_true(json_object_get(ev, "password"))));
+}
+
+typedef struct worker_ctx {
+  kn_kernel_t *k;
+  kn_exec_t *e;
+  bool exited;
+  int status;
+  json_t *done;
+} worker_ctx_t;
+
+static void on_worker_event(void *ctx, const kn_wev_t *ev) {
+  worker_ctx_t *c = ctx;
+  kn_kernel_t *k = c->k;
+  kn_exec_t *e = c->e;
+  switch (ev->type) {
+  case KN_WEV_STDOUT:
+  case KN_WEV_STDERR: {
+    char kind = ev->type == KN_WEV_STDOUT ? 'O' : 'E';
+    if (e) {
+      add_output(k, e, kind, ev->data, ev->len);
+    } else if (last_request) {
+      char *text = utf8_sanitize((const unsigned char *)ev->data, ev->len);
+      publish_stream(k, last_request, kind, text);
+      free(text);
+    }
+    break;
+  }
+  case KN_WEV_CRASH:
+    if (e) {
+      free(e->crash_report);
+      e->crash_report = kn_strndup(ev->data, ev->len);
+    }
+    break;
+  case KN_WEV_EXITED:
+    c->exited = true;
+    c->status = ev->status;
+    break;
+  case KN_WEV_JSON: {
+    const char *name = json_string_value(json_object_get(ev->json, "ev"));
+    if (!e || !name) break;
+    if (!strcmp(name, "done") && !c->done)
+      c->done = json_incref(ev->json);
+    else if (!strcmp(name, "input_request"))
+      on_input_request(k, e, ev->json);
+    break;
+  }
+  }
+}
+
+void kn_execute_on_worker(kn_kernel_t *k) {
+  worker_ctx_t c = {.k = k, .e = k->exec};
+  /* Events after "done" belong to no cell; read them one pass at a time. */
+  kn_worker_read(k->worker, on_worker_event, &c);
+  if (c.done && k->exec) {
+    on_done(k, k->exec, c.done);
+  } else if (c.exited) {
+    if (k->exec) {
+      on_worker_exit(k, k->exec, c.status);
+    } else {
+      char err[512];
+      kn_log(k, "the worker exited between cells; restarting it");
+      if (kn_kernel_start_worker(k, err, sizeof err) < 0) kn_log(k, "%s", err);
+    }
+  }
+  json_decref(c.done);
+}
+
+void kn_execute_on_input_reply(kn_kernel_t *k, kn_msg_t *msg) {
+  kn_exec_t *e = k->exec;
+  if (!e || !e->input_pending) return;
+  e->input_pending = false;
+  const char *value = json_string_value(json_object_get(msg->content, "value"));
+  if (value)
+    send_to_worker(k, json_pack("{s:s, s:s}", "op", "input_reply", "value", value));
+  else
+    send_to_worker(k, json_pack("{s:s}", "op", "input_eof"));
+}
+
+void kn_execute_interrupt(kn_kernel_t *k) {
+  kn_exec_t *e = k->exec;
+  if (!e || !kn_worker_alive(k->worker)) return;
+  if (e->interrupt_stage == 0) {
+    e->interrupt_stage = 1;
+    e->interrupt_at_ms = now_ms();
+  }
+  kn_worker_signal(k->worker, SIGINT);
+}
+
+int kn_execute_tick(kn_kernel_t *k) {
+  kn_exec_t *e = k->exec;
+  if (!e) return -1;
+  long long now = now_ms();
+  int timeout = -1;
+  if (e->out.len) {
+    long long due = e->out_since_ms + OUTPUT_BATCH_MS;
+    if (now >= due) {
+      flush_output(k, e, false);
+      if (e->out.len) e->out_since_ms = now;
+    } else {
+      timeout = (int)(due - now);
+    }
+  }
+  if (e->interrupt_stage == 1 && now - e->interrupt_at_ms >= INTERRUPT_FORCE_MS) {
+    e->interrupt_stage = 2;
+    kn_worker_signal(k->worker, SIGUSR2);
+  } else if (e->interrupt_stage == 2 && now - e->interrupt_at_ms >= INTERRUPT_KILL_MS) {
+    e->interrupt_stage = 3;
+    kn_worker_signal(k->worker, SIGKILL);
+  }
+  if (e->interrupt_stage == 1 || e->interrupt_stage == 2) {
+    long long due = e->interrupt_at_ms +
+                    (e->interrupt_stage == 1 ? INTERRUPT_FORCE_MS : INTERRUPT_KILL_MS);
+    int t = due > now ? (int)(due - now) : 0;
+    if (timeout < 0 || t < timeout) timeout = t;
+  }
+  if (e->out.len && timeout < 0) timeout = OUTPUT_BATCH_MS;
+  return timeout;
+}
+
+/* ---- starting an execution ---- */
+
+static void print(kn_kernel_t *k, kn_exec_t *e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void print(kn_kernel_t *k, kn_exec_t *e, const char *fmt, ...) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  kn_strbuf_vprintf(&sb, fmt, ap);
+  va_end(ap);
+  if (sb.len) add_output(k, e, 'O', sb.data, sb.len);
+  kn_strbuf_free(&sb);
+}
+
+/* Parses IPython-style -n N -r R flags off the front of args. *rest points
+ * at what follows them. Returns 0 or -1 with err. */
+static int parse_timeit_flags(const char *args, json_int_t *number, json_int_t *repeat,
+                              const char **rest, char *err, size_t err_size) {
+  const char *p = args;
+  *number = 0;
+  *repeat = 7;
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (p[0] != '-' || !(p[1] == 'n' || p[1] == 'r') || !(isspace((unsigned char)p[2]) || isdigit((unsigned char)p[2]))) break;
+    char flag = p[1];
+    p += 2;
+    while (isspace((unsigned char)*p)) p++;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 1 || v > 1000000000 || errno ||
+        !(isspace((unsigned char)*end) || *end == '\0')) {
+      snprintf(err, err_size, "%%timeit: -%c needs a whole number from 1 to 1000000000", flag);
+      return -1;
+    }
+    if (flag == 'n')
+      *number = v;
+    else
+      *repeat = v;
+    p = end;
+  }
+  if (*p == '-') {
+    snprintf(err, err_size, "%%timeit: unknown flag '%.*s'; valid flags: -n N (loops per run), "
+                            "-r R (runs)", (int)strcspn(p, " \t"), p);
+    return -1;
+  }
+  *rest = p;
+  return 0;
+}
+
+/* Runs one line magic. Returns 0, or -1 having finished e with an error. */
+static int run_line_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m) {
+  char err[1024];
+  if (!strcmp(m->name, "cc")) {
+    if (!*m->args)
+      print(k, e, "%s\n", kn_session_cc(k->session));
+    else if (kn_session_set_cc(k->session, m->args, err, sizeof err) < 0)
+      goto fail;
+    return 0;
+  }
+  if (!strcmp(m->name, "cflags") || !strcmp(m->name, "ldflags")) {
+    bool c = m->name[0] == 'c';
+    if (!*m->args) {
+      print(k, e, "%s\n", c ? kn_session_cflags(k->session) : kn_session_ldflags(k->session));
+      return 0;
+    }
+    int rc = c ? kn_session_set_cflags(k->session, m->args, err, sizeof err)
+               : kn_session_set_ldflags(k->session, m->args, err, sizeof err);
+    if (rc < 0) goto fail;
+    return 0;
+  }
+  if (!strcmp(m->name, "reset")) {
+    if (*m->args) {
+      snprintf(err, sizeof err, "%%reset takes no arguments");
+      goto fail;
+    }
+    kn_session_reset(k->session);
+    if (kn_kernel_start_worker(k, err, sizeof err) < 0) goto fail;
+    print(k, e, "Session reset: every definition was forgotten and the worker restarted.\n");
+    return 0;
+  }
+  if (!strcmp(m->name, "lsmagic")) {
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_puts(&sb, "Available magics:\n");
+    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
+      kn_strbuf_printf(&sb, "  %-48s %.*s\n", magics[i].usage,
+                       (int)strcspn(magics[i].help, "\n"), magics[i].help);
+    print(k, e, "%s", sb.data);
+    kn_strbuf_free(&sb);
+    return 0;
+  }
+  {
+    char *valid = valid_magics(false);
+    const magic_info_t *known = find_magic(m->name);
+    if (known && !known->line)
+      snprintf(err, sizeof err, "%%%s is a cell magic: write it as %%%%%s on the first line",
+               m->name, m->name);
+    else
+      snprintf(err, sizeof err, "unknown magic %%%s; valid line magics: %s", m->name, valid);
+    free(valid);
+    finish_error(k, e, "MagicError", "%s", err);
+    return -1;
+  }
+fail:
+  finish_error(k, e, "MagicError", "%s", err);
+  return -1;
+}
+
+static bool blank(const char *s) {
+  for (; *s; s++)
+    if (!isspace((unsigned char)*s)) return false;
+  return true;
+}
+
+/* Compiles code and hands it to the worker; e stays running. */
+static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int first_line,
+                            json_t *timeit) {
+  char err[1024], *diagnostics = NULL;
+  int rc = kn_session_compile(k->session, e->cell, code, first_line, &e->compiled, &diagnostics,
+                              err, sizeof err);
+  if (rc == 1) {
+    /* The first error line is the value; every diagnostic line goes in the
+     * traceback, as the compiler printed them. */
+    json_t *tb = json_array();
+    const char *first = NULL;
+    size_t first_len = 0;
+    for (char *p = diagnostics; p && *p;) {
+      char *nl = strchr(p, '\n');
+      size_t len = nl ? (size_t)(nl - p) : strlen(p);
+      json_array_append_new(tb, json_stringn(p, len));
+      if (!first && memmem(p, len, "error", 5)) {
+        first = p;
+        first_len = len;
+      }
+      p = nl ? nl + 1 : NULL;
+    }
+    char *value = first ? kn_strndup(first, first_len) : kn_strdup("the cell did not compile");
+    finish(k, e, "CompileError", value, tb);
+    free(value);
+    free(diagnostics);
+    json_decref(timeit);
+    return;
+  }
+  if (rc < 0) {
+    json_decref(timeit);
+    finish_error(k, e, "KernelError", "%s", err);
+    return;
+  }
+  if (e->compiled->warnings && *e->compiled->warnings) {
+    add_output(k, e, 'E', e->compiled->warnings, strlen(e->compiled->warnings));
+    if (e->compiled->warnings[strlen(e->compiled->warnings) - 1] != '\n')
+      add_output(k, e, 'E', "\n", 1);
+  }
+  if (!kn_worker_alive(k->worker) && kn_kernel_start_worker(k, err, sizeof err) < 0) {
+    json_decref(timeit);
+    finish_error(k, e, "KernelError", "%s", err);
+    return;
+  }
+  json_t *cmd = json_pack("{s:s, s:s, s:s, s:b}", "op", "run", "path", e->compiled->so_path,
+                          "entry", e->compiled->entry, "allow_stdin", e->allow_stdin);
+  if (timeit) json_object_set_new(cmd, "timeit", timeit);
+  if (kn_worker_send(k->worker, cmd, err, sizeof err) < 0) {
+    json_decref(cmd);
+    finish_error(k, e, "KernelError", "%s", err);
+    return;
+  }
+  json_decref(cmd);
+  k->exec = e;
+}
+
+void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
+  kn_exec_t *e = kn_xcalloc(1, sizeof *e);
+  e->request = msg;
+  const char *code = json_string_value(json_object_get(msg->content, "code"));
+  if (!code) code = "";
+  e->silent = json_is_true(json_object_get(msg->content, "silent"));
+  json_t *sh = json_object_get(msg->content, "store_history");
+  bool store_history = !e->silent && (sh ? json_is_true(sh) : true);
+  json_t *as = json_object_get(msg->content, "allow_stdin");
+  e->allow_stdin = as ? json_is_true(as) : true;
+  json_t *soe = json_object_get(msg->content, "stop_on_error");
+  e->stop_on_error = soe ? json_is_true(soe) : true;
+  const char *limit = getenv("CFLAME_OUTPUT_LIMIT");
+  e->out_limit = limit && atol(limit) > 0 ? (size_t)atol(limit) : DEFAULT_OUTPUT_LIMIT;
+
+  kn_publish_status(k, msg, "busy");
+  if (store_history) {
+    k->execution_count++;
+    kn_history_add(k, code);
+  }
+  e->count = k->execution_count;
+  /* Cells are compiled under their execution count (cell[N] in messages).
+   * Executions that store no history take numbers from a range of their
+   * own, so their symbols never clash with a numbered cell's. */
+  static int unnumbered_cells = 1000000;
+  e->cell = store_history ? k->execution_count : ++unnumbered_cells;
+  if (!e->silent)
+    kn_publish(k, msg, "execute_input",
+               json_pack("{s:s, s:i}", "code", code, "execution_count", k->execution_count));
+
+  kn_cell_magics_t cm;
+  char err[1024];
+  if (kn_magic_split(code, &cm, err, sizeof err) < 0) {
+    finish_error(k, e, "MagicError", "%s", err);
+    return;
+  }
+  for (size_t i = 0; i < cm.n_lines; i++) {
+    if (!strcmp(cm.lines[i].name, "timeit")) {
+      if (cm.cell || i + 1 < cm.n_lines || !blank(cm.body)) {
+        finish_error(k, e, "MagicError",
+                     "%%timeit STATEMENT must be the last line of its cell; use %%%%timeit on "
+                     "the first line to time a whole cell");
+        goto out;
+      }
+      json_int_t number, repeat;
+      const char *stmt;
+      if (parse_timeit_flags(cm.lines[i].args, &number, &repeat, &stmt, err, sizeof err) < 0) {
+        finish_error(k, e, "MagicError", "%s", err);
+        goto out;
+      }
+      if (blank(stmt)) {
+        finish_error(k, e, "MagicError", "%%timeit needs a statement to time");
+        goto out;
+      }
+      char *code_line = kn_strdup(stmt);
+      compile_and_run(k, e, code_line, cm.lines[i].line,
+                      json_pack("{s:I, s:I}", "number", number, "repeat", repeat));
+      free(code_line);
+      goto out;
+    }
+    if (run_line_magic(k, e, &cm.lines[i]) < 0) goto out;
+  }
+  json_t *timeit = NULL;
+  if (cm.cell) {
+    if (!strcmp(cm.cell->name, "timeit")) {
+      json_int_t number, repeat;
+      const char *rest;
+      if (parse_timeit_flags(cm.cell->args, &number, &repeat, &rest, err, sizeof err) < 0) {
+        finish_error(k, e, "MagicError", "%s", err);
+        goto out;
+      }
+      if (!blank(rest)) {
+        finish_error(k, e, "MagicError",
+                     "%%%%timeit: unexpected '%s'; valid flags: -n N (loops per run), -r R (runs)",
+                     rest);
+        goto out;
+      }
+      timeit = json_pack("{s:I, s:I}", "number", number, "repeat", repeat);
+    } else {
+      char *valid = valid_magics(true);
+      const magic_info_t *known = find_magic(cm.cell->name);
+      if (known)
+        finish_error(k, e, "MagicError", "%%%s is a line magic: write it as %%%s", cm.cell->name,
+                     cm.cell->name);
+      else
+        finish_error(k, e, "MagicError", "unknown cell magic %%%%%s; valid cell magics: %s",
+                     cm.cell->name, valid);
+      free(valid);
+      goto out;
+    }
+  }
+  if (blank(cm.body)) {
+    json_decref(timeit);
+    finish_ok(k, e);
+    goto out;
+  }
+  compile_and_run(k, e, cm.body, cm.body_line, timeit);
+out:
+  kn_cell_magics_free(&cm);
+}

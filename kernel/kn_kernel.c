@@ -1,0 +1,350 @@
+/* Sockets, the message loop and the heartbeat (see kn_kernel.h). */
+#define _GNU_SOURCE
+#include "kn_kernel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+#include <zmq.h>
+
+void kn_log(kn_kernel_t *k, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("[cflame] ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+int kn_send(kn_kernel_t *k, void *socket, const kn_msg_t *msg) {
+  kn_blob_t *frames;
+  size_t n;
+  char err[256];
+  kn_msg_t *tmp = NULL;
+  const kn_msg_t *out = msg;
+  if (socket == k->iopub) {
+    /* iopub routes by topic: "kernel.<session>.<msg_type>". */
+    tmp = kn_xcalloc(1, sizeof *tmp);
+    *tmp = *msg;
+    kn_blob_t topic;
+    char buf[128];
+    int len = snprintf(buf, sizeof buf, "kernel.%s.%s", k->session_id, kn_msg_type(msg));
+    topic.data = (unsigned char *)buf;
+    topic.size = (size_t)len;
+    tmp->idents = &topic;
+    tmp->n_idents = 1;
+    out = tmp;
+    int rc = kn_wire_encode(out, &k->key, &frames, &n, err, sizeof err);
+    free(tmp);
+    if (rc < 0) {
+      kn_log(k, "cannot encode %s: %s", kn_msg_type(msg), err);
+      return -1;
+    }
+  } else if (kn_wire_encode(out, &k->key, &frames, &n, err, sizeof err) < 0) {
+    kn_log(k, "cannot encode %s: %s", kn_msg_type(msg), err);
+    return -1;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (zmq_send(socket, frames[i].data, frames[i].size, i + 1 < n ? ZMQ_SNDMORE : 0) < 0) {
+      kn_log(k, "cannot send %s: %s", kn_msg_type(msg), zmq_strerror(errno));
+      rc = -1;
+      break;
+    }
+  }
+  kn_frames_free(frames, n);
+  return rc;
+}
+
+int kn_reply(kn_kernel_t *k, void *socket, const kn_msg_t *parent, const char *msg_type,
+             json_t *content) {
+  kn_msg_t *m = kn_msg_new(msg_type, parent, k->session_id, content);
+  int rc = kn_send(k, socket, m);
+  kn_msg_destroy(&m);
+  return rc;
+}
+
+int kn_publish(kn_kernel_t *k, const kn_msg_t *parent, const char *msg_type, json_t *content) {
+  return kn_reply(k, k->iopub, parent, msg_type, content);
+}
+
+void kn_publish_status(kn_kernel_t *k, const kn_msg_t *parent, const char *state) {
+  kn_publish(k, parent, "status", json_pack("{s:s}", "execution_state", state));
+}
+
+/* Receives one multipart message; returns it decoded and verified, or NULL
+ * (dropped and logged) if it is malformed or its signature is wrong. */
+kn_msg_t *kn_receive(kn_kernel_t *k, void *socket, const char *name) {
+  kn_blob_t *frames = NULL;
+  size_t n = 0, cap = 0;
+  int more = 1;
+  while (more) {
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    if (zmq_msg_recv(&part, socket, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&part);
+      break;
+    }
+    if (n == cap) {
+      cap = cap ? cap * 2 : 8;
+      frames = kn_xrealloc(frames, cap * sizeof *frames);
+    }
+    frames[n].size = zmq_msg_size(&part);
+    frames[n].data = kn_xmalloc(frames[n].size + 1);
+    memcpy(frames[n].data, zmq_msg_data(&part), frames[n].size);
+    n++;
+    more = zmq_msg_more(&part);
+    zmq_msg_close(&part);
+  }
+  kn_msg_t *msg = NULL;
+  char err[256];
+  if (n > 0 && kn_wire_decode(frames, n, &k->key, &msg, err, sizeof err) < 0) {
+    kn_log(k, "dropped a message on %s: %s", name, err);
+    msg = NULL;
+  }
+  kn_frames_free(frames, n);
+  return msg;
+}
+
+/* ---- heartbeat: its own thread, so it answers while cells run ---- */
+
+static void *heartbeat_main(void *arg) {
+  void *hb = arg;
+  char buf[1024];
+  for (;;) {
+    int n = zmq_recv(hb, buf, sizeof buf, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break; /* ETERM: the context is shutting down */
+    }
+    if (n > (int)sizeof buf) n = (int)sizeof buf;
+    if (zmq_send(hb, buf, (size_t)n, 0) < 0 && errno == ETERM) break;
+  }
+  int linger = 0;
+  zmq_setsockopt(hb, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_close(hb);
+  return NULL;
+}
+
+/* ---- signals: SIGINT interrupts the cell, SIGTERM ends the kernel ---- */
+
+static int signal_fd = -1;
+
+static void on_signal(int sig) {
+  int saved = errno;
+  char c = sig == SIGINT ? 'i' : 't';
+  if (signal_fd >= 0) (void)!write(signal_fd, &c, 1);
+  errno = saved;
+}
+
+static int bind_socket(kn_kernel_t *k, void **sock, int type, int port, char *err,
+                       size_t err_size) {
+  char ep[512];
+  kn_conn_endpoint(&k->conn, port, ep, sizeof ep);
+  *sock = zmq_socket(k->zctx, type);
+  if (!*sock || zmq_bind(*sock, ep) < 0) {
+    snprintf(err, err_size, "cannot bind %s: %s", ep, zmq_strerror(errno));
+    return -1;
+  }
+  int linger = 1000;
+  zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger);
+  return 0;
+}
+
+int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size) {
+  if (!k->worker) k->worker = kn_worker_new(k->worker_path);
+  kn_worker_stop(k->worker, 0);
+  if (kn_worker_start(k->worker, NULL, err, err_size) < 0) return -1;
+  /* Earlier cells' code comes back; their statements do not run again. */
+  for (size_t i = 0; i < kn_session_n_objects(k->session); i++) {
+    json_t *cmd = json_pack("{s:s, s:s}", "op", "load", "path", kn_session_object(k->session, i));
+    int rc = kn_worker_send(k->worker, cmd, err, err_size);
+    json_decref(cmd);
+    if (rc < 0) return -1;
+    bool exited;
+    json_t *ev = kn_worker_wait_event(k->worker, "loaded", 10000, NULL, NULL, &exited);
+    if (!ev) {
+      snprintf(err, err_size, "the worker did not reload %s", kn_session_object(k->session, i));
+      return -1;
+    }
+    if (!json_is_true(json_object_get(ev, "ok")))
+      kn_log(k, "reloading %s: %s", kn_session_object(k->session, i),
+             json_string_value(json_object_get(ev, "error")));
+    json_decref(ev);
+  }
+  return 0;
+}
+
+int kn_kernel_init(kn_kernel_t *k, const char *connection_file, char *err, size_t err_size) {
+  memset(k, 0, sizeof *k);
+  k->sigint_pipe[0] = k->sigint_pipe[1] = -1;
+  if (kn_conn_load(connection_file, &k->conn, err, err_size) < 0) return -1;
+  k->key.data = (const unsigned char *)k->conn.key;
+  k->key.len = k->conn.key_len;
+  uuid_t u;
+  uuid_generate_random(u);
+  uuid_unparse_lower(u, k->session_id);
+  k->log_debug = getenv("CFLAME_DEBUG") != NULL;
+
+  k->zctx = zmq_ctx_new();
+  if (bind_socket(k, &k->shell, ZMQ_ROUTER, k->conn.shell_port, err, err_size) < 0 ||
+      bind_socket(k, &k->control, ZMQ_ROUTER, k->conn.control_port, err, err_size) < 0 ||
+      bind_socket(k, &k->stdin_sock, ZMQ_ROUTER, k->conn.stdin_port, err, err_size) < 0 ||
+      bind_socket(k, &k->iopub, ZMQ_PUB, k->conn.iopub_port, err, err_size) < 0 ||
+      bind_socket(k, &k->hb, ZMQ_REP, k->conn.hb_port, err, err_size) < 0)
+    return -1;
+
+  pthread_t hb_thread;
+  if (pthread_create(&hb_thread, NULL, heartbeat_main, k->hb) != 0) {
+    snprintf(err, err_size, "cannot start the heartbeat thread");
+    return -1;
+  }
+  pthread_detach(hb_thread);
+
+  if (pipe2(k->sigint_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+    snprintf(err, err_size, "cannot create the signal pipe: %s", strerror(errno));
+    return -1;
+  }
+  signal_fd = k->sigint_pipe[1];
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  k->session = kn_session_new(err, err_size);
+  if (!k->session) return -1;
+  char *dir = kn_self_dir();
+  kn_strbuf_t path = KN_STRBUF_INIT;
+  kn_strbuf_printf(&path, "%s/cflame-worker", dir);
+  free(dir);
+  k->worker_path = kn_strbuf_steal(&path);
+  return kn_kernel_start_worker(k, err, err_size);
+}
+
+void kn_kernel_fini(kn_kernel_t *k) {
+  if (k->worker) kn_worker_destroy(&k->worker);
+  kn_session_destroy(&k->session);
+  void *socks[] = {k->shell, k->control, k->stdin_sock, k->iopub};
+  for (size_t i = 0; i < 4; i++) {
+    if (!socks[i]) continue;
+    int linger = 100;
+    zmq_setsockopt(socks[i], ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(socks[i]);
+  }
+  if (k->zctx) {
+    zmq_ctx_shutdown(k->zctx);
+    zmq_ctx_term(k->zctx);
+  }
+  signal_fd = -1;
+  if (k->sigint_pipe[0] >= 0) close(k->sigint_pipe[0]);
+  if (k->sigint_pipe[1] >= 0) close(k->sigint_pipe[1]);
+  kn_history_free(k);
+  free(k->worker_path);
+  kn_conn_free(&k->conn);
+}
+
+/* Answers a request from shell or control (not execute) with busy/idle
+ * around it. */
+void kn_serve(kn_kernel_t *k, void *socket, kn_msg_t *msg) {
+  kn_publish_status(k, msg, "busy");
+  if (!kn_requests_dispatch(k, socket, msg))
+    kn_log(k, "ignored a %s request", kn_msg_type(msg));
+  kn_publish_status(k, msg, "idle");
+}
+
+static void on_control(kn_kernel_t *k) {
+  kn_msg_t *msg = kn_receive(k, k->control, "control");
+  if (!msg) return;
+  if (k->log_debug) kn_log(k, "control: %s", kn_msg_type(msg));
+  if (!strcmp(kn_msg_type(msg), "interrupt_request")) {
+    kn_publish_status(k, msg, "busy");
+    kn_execute_interrupt(k);
+    kn_reply(k, k->control, msg, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
+    kn_publish_status(k, msg, "idle");
+  } else {
+    kn_serve(k, k->control, msg);
+  }
+  kn_msg_destroy(&msg);
+}
+
+static void on_shell(kn_kernel_t *k) {
+  kn_msg_t *msg = kn_receive(k, k->shell, "shell");
+  if (!msg) return;
+  if (k->log_debug) kn_log(k, "shell: %s", kn_msg_type(msg));
+  if (!strcmp(kn_msg_type(msg), "execute_request")) {
+    kn_execute_start(k, msg); /* takes msg */
+    return;
+  }
+  kn_serve(k, k->shell, msg);
+  kn_msg_destroy(&msg);
+}
+
+static void on_stdin(kn_kernel_t *k) {
+  kn_msg_t *msg = kn_receive(k, k->stdin_sock, "stdin");
+  if (!msg) return;
+  if (!strcmp(kn_msg_type(msg), "input_reply")) kn_execute_on_input_reply(k, msg);
+  kn_msg_destroy(&msg);
+}
+
+static void on_signal_pipe(kn_kernel_t *k) {
+  char buf[16];
+  ssize_t n;
+  while ((n = read(k->sigint_pipe[0], buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < n; i++) {
+      if (buf[i] == 'i')
+        kn_execute_interrupt(k);
+      else
+        k->shutting_down = true;
+    }
+  }
+}
+
+int kn_kernel_run(kn_kernel_t *k) {
+  while (!k->shutting_down) {
+    zmq_pollitem_t items[8];
+    int n = 0, i_control, i_stdin, i_sig, i_shell = -1, i_worker = -1;
+    i_control = n;
+    items[n++] = (zmq_pollitem_t){k->control, 0, ZMQ_POLLIN, 0};
+    i_stdin = n;
+    items[n++] = (zmq_pollitem_t){k->stdin_sock, 0, ZMQ_POLLIN, 0};
+    i_sig = n;
+    items[n++] = (zmq_pollitem_t){NULL, k->sigint_pipe[0], ZMQ_POLLIN, 0};
+    int wfds[3];
+    kn_worker_fds(k->worker, wfds);
+    i_worker = n;
+    for (int j = 0; j < 3; j++)
+      if (wfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, wfds[j], ZMQ_POLLIN, 0};
+    int n_worker = n - i_worker;
+    /* One execution at a time: further shell requests wait in the socket. */
+    if (!k->exec) {
+      i_shell = n;
+      items[n++] = (zmq_pollitem_t){k->shell, 0, ZMQ_POLLIN, 0};
+    }
+    int timeout = kn_execute_tick(k);
+    int rc = zmq_poll(items, n, timeout);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      kn_log(k, "poll failed: %s", zmq_strerror(errno));
+      return -1;
+    }
+    if (items[i_sig].revents) on_signal_pipe(k);
+    if (items[i_control].revents) on_control(k);
+    bool worker_ready = false;
+    for (int j = 0; j < n_worker; j++)
+      if (items[i_worker + j].revents) worker_ready = true;
+    if (worker_ready) kn_execute_on_worker(k);
+    if (items[i_stdin].revents) on_stdin(k);
+    if (i_shell >= 0 && items[i_shell].revents && !k->exec) on_shell(k);
+  }
+  return 0;
+}

@@ -1,0 +1,441 @@
+/* kn_magic: magic lines at the start of a cell, and their option words (see
+ * kn_magic.h). */
+#include "kn_magic.h"
+
+#include "kn_strbuf.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static void set_err(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t err_size, const char *fmt, ...) {
+  if (!err || !err_size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, err_size, fmt, ap);
+  va_end(ap);
+}
+
+/* ---- magic lines ---- */
+
+static void magic_free(kn_magic_t *m) {
+  free(m->name);
+  free(m->args);
+  m->name = m->args = NULL;
+}
+
+void kn_cell_magics_free(kn_cell_magics_t *m) {
+  if (!m) return;
+  for (size_t i = 0; i < m->n_lines; i++) magic_free(&m->lines[i]);
+  free(m->lines);
+  if (m->cell) magic_free(m->cell);
+  free(m->cell);
+  free(m->body);
+  memset(m, 0, sizeof *m);
+}
+
+/* Blank lines may come before the first magic and between magics; they then
+ * belong to neither: the body starts after the last magic line, so that its
+ * line numbers (body_line) stay those of the cell. A line magic may follow
+ * the cell magic. */
+int kn_magic_split(const char *code, kn_cell_magics_t *out, char *err, size_t err_size) {
+  memset(out, 0, sizeof *out);
+  const char *p = code, *body = code;
+  int line = 1, body_line = 1;
+  bool seen_magic = false;
+
+  while (*p) {
+    const char *q = p;
+    while (is_blank(*q)) q++;
+    const char *eol = strchr(q, '\n');
+    if (!eol) eol = q + strlen(q);
+    const char *next = *eol ? eol + 1 : eol;
+    if (q == eol) { /* blank line */
+      p = next;
+      line++;
+      continue;
+    }
+    if (*q != '%') break;
+
+    bool is_cell = q[1] == '%';
+    const char *name = q + (is_cell ? 2 : 1), *name_end = name;
+    while (name_end < eol && is_name_char(*name_end)) name_end++;
+    if (name_end == name) {
+      set_err(err, err_size, "line %d: '%s' must be followed by a magic name", line,
+              is_cell ? "%%" : "%");
+      goto fail;
+    }
+    if (is_cell && (seen_magic || out->cell)) {
+      set_err(err, err_size,
+              "%%%%%.*s must be on the first line of the cell (it is on line %d): a cell "
+              "magic applies to the whole cell",
+              (int)(name_end - name), name, line);
+      goto fail;
+    }
+    const char *args = name_end, *args_end = eol;
+    while (args < args_end && is_blank(*args)) args++;
+    while (args_end > args && is_blank(args_end[-1])) args_end--;
+
+    kn_magic_t m = {kn_strndup(name, (size_t)(name_end - name)), is_cell,
+                    kn_strndup(args, (size_t)(args_end - args)), line};
+    if (is_cell) {
+      out->cell = kn_xmalloc(sizeof *out->cell);
+      *out->cell = m;
+    } else {
+      out->lines = kn_xrealloc(out->lines, (out->n_lines + 1) * sizeof *out->lines);
+      out->lines[out->n_lines++] = m;
+    }
+    seen_magic = true;
+    p = next;
+    line++;
+    body = p;
+    body_line = line;
+  }
+  out->body = kn_strdup(body);
+  out->body_line = body_line;
+  return 0;
+
+fail:
+  kn_cell_magics_free(out);
+  return -1;
+}
+
+/* ---- words ---- */
+
+void kn_words_free(char **words) {
+  if (!words) return;
+  for (size_t i = 0; words[i]; i++) free(words[i]);
+  free(words);
+}
+
+int kn_words_split(const char *args, char ***words, char *err, size_t err_size) {
+  char **v = kn_xcalloc(1, sizeof *v);
+  size_t n = 0;
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  const char *p = args ? args : "";
+
+  *words = NULL;
+  for (;;) {
+    while (is_blank(*p) || *p == '\n') p++;
+    if (!*p) break;
+    const char *start = p;
+    bool quoted = false;
+    kn_strbuf_clear(&sb); /* a quoted "" is a word of its own */
+    while (*p && (quoted || !(is_blank(*p) || *p == '\n'))) {
+      if (*p == '"') {
+        quoted = !quoted;
+        p++;
+      } else if (quoted && *p == '\\' && (p[1] == '"' || p[1] == '\\')) {
+        kn_strbuf_putc(&sb, p[1]);
+        p += 2;
+      } else {
+        kn_strbuf_putc(&sb, *p++);
+      }
+    }
+    if (quoted) {
+      set_err(err, err_size, "unterminated quote in %s", start);
+      goto fail;
+    }
+    v = kn_xrealloc(v, (n + 2) * sizeof *v);
+    v[n++] = kn_strbuf_steal(&sb);
+    v[n] = NULL;
+  }
+  kn_strbuf_free(&sb);
+  *words = v;
+  return (int)n;
+
+fail:
+  kn_strbuf_free(&sb);
+  kn_words_free(v);
+  return -1;
+}
+
+/* ---- options ---- */
+
+void kn_opts_free(kn_opts_t *opts) {
+  if (!opts) return;
+  for (size_t i = 0; i < opts->n_vals; i++) {
+    free(opts->vals[i].s);
+    kn_words_free(opts->vals[i].list);
+  }
+  free(opts->vals);
+  kn_words_free(opts->positional);
+  memset(opts, 0, sizeof *opts);
+}
+
+const kn_optval_t *kn_opts_get(const kn_opts_t *opts, const char *key) {
+  for (size_t i = 0; i < opts->n_vals; i++)
+    if (strcmp(opts->vals[i].key, key) == 0) return &opts->vals[i];
+  return NULL;
+}
+
+static long find_key(const kn_optspec_t *spec, size_t n_spec, const char *key, size_t len) {
+  for (size_t i = 0; i < n_spec; i++)
+    if (strlen(spec[i].key) == len && strncmp(spec[i].key, key, len) == 0) return (long)i;
+  return -1;
+}
+
+/* " (1..100000)" for a spec with a range, "" otherwise. */
+static void range_text(const kn_optspec_t *s, char *buf, size_t size) {
+  if (s->min > s->max)
+    buf[0] = '\0';
+  else if (s->type == KN_OPT_INT)
+    snprintf(buf, size, " (%lld..%lld)", (long long)s->min, (long long)s->max);
+  else
+    snprintf(buf, size, " (%g..%g)", s->min, s->max);
+}
+
+/* "a, b or c" from "a|b|c". */
+static char *choices_text(const char *choices) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  const char *p = choices ? choices : "";
+  while (*p) {
+    const char *bar = strchr(p, '|');
+    size_t len = bar ? (size_t)(bar - p) : strlen(p);
+    if (sb.len) kn_strbuf_puts(&sb, bar ? ", " : " or ");
+    kn_strbuf_append(&sb, p, len);
+    p += len + (bar ? 1 : 0);
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+/* Whether s is a decimal number: [+-]digits[.digits][e[+-]digits], with at
+ * least one digit before the exponent (".5" and "5." count). */
+static bool is_decimal(const char *s, bool allow_fraction) {
+  size_t digits = 0;
+  if (*s == '+' || *s == '-') s++;
+  while (*s >= '0' && *s <= '9') s++, digits++;
+  if (allow_fraction && *s == '.') {
+    s++;
+    while (*s >= '0' && *s <= '9') s++, digits++;
+  }
+  if (!digits) return false;
+  if (allow_fraction && (*s == 'e' || *s == 'E')) {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    if (!(*s >= '0' && *s <= '9')) return false;
+    while (*s >= '0' && *s <= '9') s++;
+  }
+  return *s == '\0';
+}
+
+/* Converts value for spec s into v. shown is the word as the user wrote it
+ * ("width=abc", "-n abc") for the error message. */
+static int set_value(const char *magic, const kn_optspec_t *s, const char *value, const char *shown,
+                     kn_optval_t *v, char *err, size_t err_size) {
+  char range[96];
+  range_text(s, range, sizeof range);
+  switch (s->type) {
+    case KN_OPT_BOOL:
+      if (strcmp(value, "true") == 0) {
+        v->b = true;
+      } else if (strcmp(value, "false") == 0) {
+        v->b = false;
+      } else {
+        set_err(err, err_size, "%s: %s is not valid; choose true or false", magic, shown);
+        return -1;
+      }
+      break;
+    case KN_OPT_INT: {
+      if (!is_decimal(value, false)) {
+        set_err(err, err_size, "%s: %s is not an integer%s", magic, shown, range);
+        return -1;
+      }
+      errno = 0;
+      long long i = strtoll(value, NULL, 10);
+      if (errno == ERANGE || (s->min <= s->max && ((double)i < s->min || (double)i > s->max))) {
+        set_err(err, err_size, "%s: %s is out of range%s", magic, shown,
+                range[0] ? range : " (too large)");
+        return -1;
+      }
+      v->i = i;
+      break;
+    }
+    case KN_OPT_DOUBLE: {
+      double d = is_decimal(value, true) ? strtod(value, NULL) : NAN;
+      if (!isfinite(d)) {
+        set_err(err, err_size, "%s: %s is not a number%s", magic, shown, range);
+        return -1;
+      }
+      if (s->min <= s->max && (d < s->min || d > s->max)) {
+        set_err(err, err_size, "%s: %s is out of range%s", magic, shown, range);
+        return -1;
+      }
+      v->d = d;
+      break;
+    }
+    case KN_OPT_STRING: v->s = kn_strdup(value); break;
+    case KN_OPT_ENUM: {
+      const char *p = s->choices ? s->choices : "";
+      size_t len = strlen(value);
+      bool found = false;
+      while (*p && !found) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        found = n == len && strncmp(p, value, len) == 0;
+        p += n + (bar ? 1 : 0);
+      }
+      if (!found) {
+        char *choices = choices_text(s->choices);
+        set_err(err, err_size, "%s: %s is not valid; choose %s", magic, shown, choices);
+        free(choices);
+        return -1;
+      }
+      v->s = kn_strdup(value);
+      break;
+    }
+    case KN_OPT_LIST: {
+      char **list = kn_xcalloc(1, sizeof *list);
+      size_t n = 0;
+      const char *p = value;
+      for (;;) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        const char *a = p;
+        while (a < end && is_blank(*a)) a++;
+        while (end > a && is_blank(end[-1])) end--;
+        if (end == a) {
+          kn_words_free(list);
+          set_err(err, err_size,
+                  "%s: %s is not valid; give a comma-separated list of non-empty names", magic,
+                  shown);
+          return -1;
+        }
+        list = kn_xrealloc(list, (n + 2) * sizeof *list);
+        list[n++] = kn_strndup(a, (size_t)(end - a));
+        list[n] = NULL;
+        if (!comma) break;
+        p = comma + 1;
+      }
+      v->list = list;
+      v->n_list = n;
+      break;
+    }
+  }
+  v->set = true;
+  return 0;
+}
+
+static void unknown_option(const char *magic, const char *word, size_t len,
+                           const kn_optspec_t *spec, size_t n_spec, char *err, size_t err_size) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (size_t i = 0; i < n_spec; i++) {
+    if (i) kn_strbuf_puts(&sb, ", ");
+    kn_strbuf_puts(&sb, spec[i].key);
+  }
+  if (n_spec)
+    set_err(err, err_size, "%s: unknown option '%.*s'; valid options: %s", magic, (int)len, word,
+            sb.data);
+  else
+    set_err(err, err_size, "%s: unknown option '%.*s'; it takes no options", magic, (int)len, word);
+  kn_strbuf_free(&sb);
+}
+
+/* Word forms, in order of precedence:
+ *   key=value   key made of letters, digits and '_' (not "x==y");
+ *   -k value    IPython-style flag naming a spec key; a BOOL flag takes no
+ *               value and means true; -n10 also works for one-letter keys;
+ *   anything else is positional (including "-5"). */
+int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec, size_t n_spec,
+                  kn_opts_t *out, char *err, size_t err_size) {
+  char **words = NULL;
+  kn_strbuf_t name = KN_STRBUF_INIT, shown = KN_STRBUF_INIT;
+  size_t n_pos = 0;
+
+  memset(out, 0, sizeof *out);
+  if (magic[0] != '%') kn_strbuf_putc(&name, '%');
+  kn_strbuf_puts(&name, magic);
+  out->vals = kn_xcalloc(n_spec ? n_spec : 1, sizeof *out->vals);
+  out->n_vals = n_spec;
+  for (size_t i = 0; i < n_spec; i++) out->vals[i].key = spec[i].key;
+  out->positional = kn_xcalloc(1, sizeof *out->positional);
+
+  char werr[256];
+  int n = kn_words_split(args, &words, werr, sizeof werr);
+  if (n < 0) {
+    set_err(err, err_size, "%s: %s", name.data, werr);
+    goto fail;
+  }
+
+  for (int i = 0; i < n; i++) {
+    const char *w = words[i], *value = NULL;
+    const char *eq = strchr(w, '=');
+    long idx = -1;
+    kn_strbuf_clear(&shown);
+
+    size_t klen = 0;
+    while (is_name_char(w[klen])) klen++;
+    bool key_value =
+        eq && klen > 0 && w + klen == eq && eq[1] != '=' && !(w[0] >= '0' && w[0] <= '9');
+    bool flag = w[0] == '-' &&
+                ((w[1] >= 'a' && w[1] <= 'z') || (w[1] >= 'A' && w[1] <= 'Z') || w[1] == '_');
+    if (key_value) {
+      idx = find_key(spec, n_spec, w, klen);
+      if (idx < 0) {
+        unknown_option(name.data, w, klen, spec, n_spec, err, err_size);
+        goto fail;
+      }
+      value = eq + 1;
+      kn_strbuf_puts(&shown, w);
+    } else if (flag) {
+      const char *key = w + 1;
+      idx = find_key(spec, n_spec, key, strlen(key));
+      if (idx >= 0 && spec[idx].type == KN_OPT_BOOL) {
+        value = "true";
+        kn_strbuf_puts(&shown, w);
+      } else if (idx >= 0) {
+        if (i + 1 >= n) {
+          set_err(err, err_size, "%s: %s needs a value", name.data, w);
+          goto fail;
+        }
+        value = words[++i];
+        kn_strbuf_printf(&shown, "%s %s", w, value);
+      } else {
+        idx = find_key(spec, n_spec, key, 1);
+        if (idx < 0 || spec[idx].type == KN_OPT_BOOL) {
+          unknown_option(name.data, w, strlen(w), spec, n_spec, err, err_size);
+          goto fail;
+        }
+        value = key + 1; /* -n10 */
+        kn_strbuf_puts(&shown, w);
+      }
+    } else {
+      out->positional = kn_xrealloc(out->positional, (n_pos + 2) * sizeof *out->positional);
+      out->positional[n_pos++] = kn_strdup(w);
+      out->positional[n_pos] = NULL;
+      out->n_positional = n_pos;
+      continue;
+    }
+    if (out->vals[idx].set) {
+      set_err(err, err_size, "%s: option '%s' is given twice", name.data, spec[idx].key);
+      goto fail;
+    }
+    if (set_value(name.data, &spec[idx], value, shown.data, &out->vals[idx], err, err_size) < 0)
+      goto fail;
+  }
+  kn_words_free(words);
+  kn_strbuf_free(&name);
+  kn_strbuf_free(&shown);
+  return 0;
+
+fail:
+  kn_words_free(words);
+  kn_strbuf_free(&name);
+  kn_strbuf_free(&shown);
+  kn_opts_free(out);
+  return -1;
+}

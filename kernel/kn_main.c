@@ -1,0 +1,48 @@
+/* cflame-kernel: a Jupyter kernel for C. Started by Jupyter as
+ *   cflame-kernel -f CONNECTION_FILE */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_kernel.h"
+
+static void usage(FILE *to) {
+  fprintf(to,
+          "usage: cflame-kernel -f CONNECTION_FILE\n"
+          "\n"
+          "The cflame Jupyter kernel. Jupyter starts it through its kernelspec\n"
+          "(share/jupyter/kernels/cflame/kernel.json); run `jupyter console\n"
+          "--kernel cflame` or choose \"C (cflame)\" in JupyterLab.\n");
+}
+
+int main(int argc, char **argv) {
+  const char *connection_file = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-f") && i + 1 < argc)
+      connection_file = argv[++i];
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--version")) {
+      printf("cflame-kernel %s\n", KN_IMPLEMENTATION_VERSION);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (!connection_file) {
+    usage(stderr);
+    return 2;
+  }
+  static kn_kernel_t kernel;
+  char err[1024];
+  if (kn_kernel_init(&kernel, connection_file, err, sizeof err) < 0) {
+    fprintf(stderr, "cflame-kernel: %s\n", err);
+    kn_kernel_fini(&kernel);
+    return 1;
+  }
+  int rc = kn_kernel_run(&kernel);
+  kn_kernel_fini(&kernel);
+  return rc < 0 ? 1 : 0;
+}

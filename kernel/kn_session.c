@@ -1,0 +1,746 @@
+#define _GNU_SOURCE
+#include "kn_session.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kn_magic.h"
+#include "kn_strbuf.h"
+
+extern char **environ;
+
+/* One declaration the session keeps for later cells. */
+typedef struct entry {
+  char *key;      /* what a redefinition replaces: "id:f", "tag:struct P", ... */
+  char *name;     /* the declared name (for completion), or NULL */
+  char *header;   /* text placed in later cells' translation units */
+  char *describe; /* what inspection shows */
+  int cell;
+  bool is_definition; /* FUNC or GLOBAL: a later PROTO/EXTERN does not replace it */
+  bool is_global;
+  bool is_typedef;
+} entry_t;
+
+struct kn_session {
+  char *dir;
+  char *cwd; /* the kernel's working directory: the notebook's folder */
+  char *cc, *cflags, *ldflags;
+  entry_t *entries;
+  size_t n_entries, cap_entries;
+  char **objects;
+  size_t n_objects, cap_objects;
+  const char **typedefs; /* NULL-terminated view of entries' typedef names */
+};
+
+/* ---- small helpers ---- */
+
+static char *item_key(const kn_item_t *it) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  switch (it->kind) {
+  case KN_ITEM_FUNC:
+  case KN_ITEM_PROTO:
+  case KN_ITEM_GLOBAL:
+  case KN_ITEM_EXTERN:
+    if (!it->name) return NULL;
+    kn_strbuf_printf(&sb, "id:%s", it->name);
+    break;
+  case KN_ITEM_TYPE:
+    if (!it->name) return NULL;
+    if (!strncmp(it->name, "struct ", 7) || !strncmp(it->name, "union ", 6) ||
+        !strncmp(it->name, "enum ", 5))
+      kn_strbuf_printf(&sb, "tag:%s", it->name);
+    else
+      kn_strbuf_printf(&sb, "id:%s", it->name);
+    break;
+  case KN_ITEM_PREPROC:
+    if (it->name && !strncmp(it->text + strspn(it->text, " \t#"), "define", 6))
+      kn_strbuf_printf(&sb, "macro:%s", it->name);
+    else
+      kn_strbuf_printf(&sb, "pp:%s", it->text);
+    break;
+  case KN_ITEM_STMT:
+    return NULL;
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+static bool is_typedef_item(const kn_item_t *it) {
+  return it->kind == KN_ITEM_TYPE && it->name && strncmp(it->name, "struct ", 7) &&
+         strncmp(it->name, "union ", 6) && strncmp(it->name, "enum ", 5);
+}
+
+/* FUNC and GLOBAL items carry definitions that prototypes and externs of the
+ * same name must not displace. */
+static bool item_is_definition(const kn_item_t *it) {
+  return it->kind == KN_ITEM_FUNC || it->kind == KN_ITEM_GLOBAL;
+}
+
+static void put_line(kn_strbuf_t *sb, int cell, int line) {
+  kn_strbuf_printf(sb, "#line %d \"cell[%d]\"\n", line > 0 ? line : 1, cell);
+}
+
+/* #line for text that starts at column col of that line: the padding keeps
+ * the compiler's column numbers those of the cell. */
+static void put_pos(kn_strbuf_t *sb, int cell, int line, int col) {
+  put_line(sb, cell, line);
+  for (int i = 1; i < col; i++) kn_strbuf_putc(sb, ' ');
+}
+
+static void put_symbol(kn_strbuf_t *sb, int cell, const char *name) {
+  kn_strbuf_printf(sb, " __asm__(\"cflame_c%d_%s\")", cell, name);
+}
+
+/* An inline function's text, made `static` when it was plain `inline`: a
+ * C99 inline definition emits no symbol, and later cells repeat it. */
+static void put_inline_text(kn_strbuf_t *sb, const kn_item_t *it) {
+  if (!it->is_static) kn_strbuf_puts(sb, "static ");
+  kn_strbuf_puts(sb, it->text);
+  kn_strbuf_putc(sb, '\n');
+}
+
+/* Whether an initializer is made only of literals and operators, so it can
+ * stay a static initializer and survive a worker restart. Identifiers (other
+ * than sizeof) may name variables or functions: those run in the cell. */
+static bool init_is_constant(const char *s) {
+  for (const char *p = s; *p;) {
+    if (*p == '"' || *p == '\'') {
+      char q = *p++;
+      while (*p && *p != q) p += (*p == '\\' && p[1]) ? 2 : 1;
+      if (*p) p++;
+    } else if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
+      while (isalnum((unsigned char)*p) || *p == '.' || *p == '_' ||
+             ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E' || p[-1] == 'p' ||
+                                           p[-1] == 'P')))
+        p++;
+    } else if (isalpha((unsigned char)*p) || *p == '_') {
+      const char *b = p;
+      while (isalnum((unsigned char)*p) || *p == '_') p++;
+      if (!(p - b == 6 && !strncmp(b, "sizeof", 6))) return false;
+    } else {
+      p++;
+    }
+  }
+  return true;
+}
+
+static bool global_init_is_static(const kn_item_t *it) {
+  return it->init && (it->init_is_static || it->is_array_unsized || init_is_constant(it->init));
+}
+
+/* The text an item contributes to the translation units of later cells. */
+static char *header_text(const kn_item_t *it, int cell) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  put_line(&sb, cell, it->line);
+  switch (it->kind) {
+  case KN_ITEM_FUNC:
+    if (it->is_inline) {
+      put_inline_text(&sb, it);
+    } else {
+      kn_strbuf_puts(&sb, it->signature);
+      put_symbol(&sb, cell, it->name);
+      kn_strbuf_puts(&sb, ";\n");
+    }
+    break;
+  case KN_ITEM_GLOBAL:
+    kn_strbuf_puts(&sb, "extern ");
+    kn_strbuf_puts(&sb, it->decl);
+    put_symbol(&sb, cell, it->name);
+    kn_strbuf_puts(&sb, ";\n");
+    break;
+  default:
+    kn_strbuf_puts(&sb, it->text);
+    kn_strbuf_putc(&sb, '\n');
+    break;
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+static char *describe_text(const kn_item_t *it) {
+  const char *t = it->text;
+  if (it->kind == KN_ITEM_FUNC) t = it->signature;
+  if (it->kind == KN_ITEM_GLOBAL) t = it->decl;
+  /* Drop the blanks left where `static` was. */
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  bool space = false;
+  for (const char *p = t; *p; p++) {
+    if (*p == ' ' || *p == '\t') {
+      space = sb.len > 0;
+      continue;
+    }
+    if (space) kn_strbuf_putc(&sb, ' ');
+    space = false;
+    kn_strbuf_putc(&sb, *p);
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+static ssize_t find_entry(const kn_session_t *s, const char *key) {
+  for (size_t i = 0; i < s->n_entries; i++)
+    if (!strcmp(s->entries[i].key, key)) return (ssize_t)i;
+  return -1;
+}
+
+/* Whether item it (with key) should take the place of entry e. */
+static bool replaces(const kn_item_t *it, const entry_t *e) {
+  return !(e->is_definition && !item_is_definition(it));
+}
+
+static void entry_free(entry_t *e) {
+  free(e->key);
+  free(e->name);
+  free(e->header);
+  free(e->describe);
+}
+
+/* ---- construction ---- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  return remove(path);
+}
+
+kn_session_t *kn_session_new(char *err, size_t err_size) {
+  kn_session_t *s = kn_xcalloc(1, sizeof *s);
+  const char *tmp = getenv("TMPDIR");
+  char tmpl[PATH_MAX];
+  snprintf(tmpl, sizeof tmpl, "%s/cflame-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(tmpl)) {
+    snprintf(err, err_size, "cannot create the session directory %s: %s", tmpl, strerror(errno));
+    free(s);
+    return NULL;
+  }
+  s->dir = kn_strdup(tmpl);
+  char cwd[PATH_MAX];
+  s->cwd = kn_strdup(getcwd(cwd, sizeof cwd) ? cwd : ".");
+  const char *cc = getenv("CC");
+  s->cc = kn_strdup(cc && *cc ? cc : KN_DEFAULT_CC);
+  s->cflags = kn_strdup(KN_DEFAULT_CFLAGS);
+  s->ldflags = kn_strdup(KN_DEFAULT_LDFLAGS);
+  s->typedefs = kn_xcalloc(1, sizeof *s->typedefs);
+  return s;
+}
+
+static void forget_all(kn_session_t *s) {
+  for (size_t i = 0; i < s->n_entries; i++) entry_free(&s->entries[i]);
+  s->n_entries = 0;
+  for (size_t i = 0; i < s->n_objects; i++) free(s->objects[i]);
+  s->n_objects = 0;
+  free(s->typedefs);
+  s->typedefs = kn_xcalloc(1, sizeof *s->typedefs);
+}
+
+void kn_session_destroy(kn_session_t **sp) {
+  kn_session_t *s = *sp;
+  if (!s) return;
+  forget_all(s);
+  free(s->entries);
+  free(s->objects);
+  free(s->typedefs);
+  if (s->dir) nftw(s->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  free(s->dir);
+  free(s->cwd);
+  free(s->cc);
+  free(s->cflags);
+  free(s->ldflags);
+  free(s);
+  *sp = NULL;
+}
+
+void kn_session_reset(kn_session_t *s) {
+  forget_all(s);
+  /* Keep the directory itself; empty it. */
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s", s->dir);
+  nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  mkdir(path, 0700);
+}
+
+const char *kn_session_dir(const kn_session_t *s) { return s->dir; }
+const char *kn_session_cc(const kn_session_t *s) { return s->cc; }
+const char *kn_session_cflags(const kn_session_t *s) { return s->cflags; }
+const char *kn_session_ldflags(const kn_session_t *s) { return s->ldflags; }
+
+/* ---- running the compiler ---- */
+
+/* Runs argv in dir, collecting stdout and stderr into *output (new).
+ * Returns the exit status (0..255), 127 when it could not start, or -1. */
+static int run_tool(char *const argv[], const char *dir, char **output) {
+  int p[2];
+  *output = NULL;
+  if (pipe2(p, O_CLOEXEC) < 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(p[1]);
+  if (rc != 0) {
+    close(p[0]);
+    *output = kn_strdup(strerror(rc));
+    return 127;
+  }
+  kn_strbuf_t out = KN_STRBUF_INIT;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(p[0], buf, sizeof buf)) != 0) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    kn_strbuf_append(&out, buf, (size_t)n);
+  }
+  close(p[0]);
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      status = -1;
+      break;
+    }
+  *output = kn_strbuf_steal(&out);
+  if (status == -1) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int check_words(const char *what, const char *value, char *err, size_t err_size) {
+  char **words;
+  int n = kn_words_split(value, &words, err, err_size);
+  if (n < 0) return -1;
+  kn_words_free(words);
+  (void)what;
+  return 0;
+}
+
+int kn_session_set_cc(kn_session_t *s, const char *cc, char *err, size_t err_size) {
+  char **words;
+  int n = kn_words_split(cc, &words, err, err_size);
+  if (n < 0) return -1;
+  if (n == 0) {
+    kn_words_free(words);
+    snprintf(err, err_size, "%%cc needs a compiler command, such as cc, gcc or clang");
+    return -1;
+  }
+  size_t nw = (size_t)n;
+  char **argv = kn_xcalloc(nw + 2, sizeof *argv);
+  for (size_t i = 0; i < nw; i++) argv[i] = words[i];
+  argv[nw] = "--version";
+  char *out;
+  int rc = run_tool(argv, NULL, &out);
+  free(argv);
+  kn_words_free(words);
+  if (rc != 0) {
+    snprintf(err, err_size, "%%cc: '%s' does not run (%s); the compiler stays '%s'", cc,
+             rc == 127 ? "not found" : "it failed with --version", s->cc);
+    free(out);
+    return -1;
+  }
+  free(out);
+  free(s->cc);
+  s->cc = kn_strdup(cc);
+  return 0;
+}
+
+int kn_session_set_cflags(kn_session_t *s, const char *flags, char *err, size_t err_size) {
+  if (check_words("%cflags", flags, err, err_size) < 0) return -1;
+  free(s->cflags);
+  s->cflags = kn_strdup(flags);
+  return 0;
+}
+
+int kn_session_set_ldflags(kn_session_t *s, const char *flags, char *err, size_t err_size) {
+  if (check_words("%ldflags", flags, err, err_size) < 0) return -1;
+  free(s->ldflags);
+  s->ldflags = kn_strdup(flags);
+  return 0;
+}
+
+/* ---- building a translation unit ---- */
+
+static const char prelude[] =
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "#include <math.h>\n"
+    "#include <stdint.h>\n"
+    "#include <stdbool.h>\n"
+    "#include <stddef.h>\n";
+
+/* Index of the item of this cell that provides the header text for key:
+ * the last item with that key, a definition preferred over declarations. */
+static ssize_t dominant_item(const kn_items_t *items, const char *key, char **keys) {
+  ssize_t best = -1;
+  for (size_t i = 0; i < items->n; i++) {
+    if (!keys[i] || strcmp(keys[i], key)) continue;
+    if (best < 0 || item_is_definition(&items->items[i]) ||
+        !item_is_definition(&items->items[best]))
+      best = (ssize_t)i;
+  }
+  return best;
+}
+
+static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items, char **keys,
+                       kn_strbuf_t *tu, bool *has_main) {
+  bool *placed = kn_xcalloc(items->n + 1, sizeof *placed);
+  *has_main = false;
+  kn_strbuf_puts(tu, "#line 1 \"<cflame prelude>\"\n");
+  kn_strbuf_puts(tu, prelude);
+
+  /* Earlier cells' declarations; what this cell redefines takes the old
+   * place, so declarations that depend on it stay after it. */
+  for (size_t e = 0; e < s->n_entries; e++) {
+    const entry_t *en = &s->entries[e];
+    ssize_t i = dominant_item(items, en->key, keys);
+    if (i >= 0 && replaces(&items->items[i], en)) {
+      char *h = header_text(&items->items[i], cell);
+      kn_strbuf_puts(tu, h);
+      free(h);
+      for (size_t j = 0; j < items->n; j++)
+        if (keys[j] && !strcmp(keys[j], en->key)) placed[j] = true;
+    } else {
+      kn_strbuf_puts(tu, en->header);
+    }
+  }
+
+  /* This cell, in order. Declarations placed above are not repeated, except
+   * that definitions still need their bodies here. */
+  kn_strbuf_t run = KN_STRBUF_INIT;
+  for (size_t i = 0; i < items->n; i++) {
+    const kn_item_t *it = &items->items[i];
+    bool first_of_name = true;
+    for (size_t j = 0; j < i; j++)
+      if (keys[i] && keys[j] && !strcmp(keys[i], keys[j])) first_of_name = false;
+    switch (it->kind) {
+    case KN_ITEM_STMT:
+      put_pos(&run, cell, it->line, it->col);
+      kn_strbuf_puts(&run, it->text);
+      kn_strbuf_putc(&run, '\n');
+      break;
+    case KN_ITEM_FUNC:
+      if (it->is_inline) {
+        if (placed[i]) break;
+        put_pos(tu, cell, it->line, it->col);
+        put_inline_text(tu, it);
+        break;
+      }
+      if (!strcmp(it->name, "main")) *has_main = true;
+      if (!placed[i] && first_of_name) {
+        /* The first mention of the name gets the assembler name, so that
+         * uses before the definition bind to it too. */
+        put_line(tu, cell, it->line);
+        kn_strbuf_puts(tu, it->signature);
+        put_symbol(tu, cell, it->name);
+        kn_strbuf_puts(tu, ";\n");
+      }
+      put_pos(tu, cell, it->line, it->col);
+      kn_strbuf_puts(tu, it->definition);
+      kn_strbuf_putc(tu, '\n');
+      break;
+    case KN_ITEM_GLOBAL: {
+      bool static_init = global_init_is_static(it);
+      put_line(tu, cell, it->line);
+      kn_strbuf_puts(tu, static_init || !it->init ? it->decl : it->decl_mutable);
+      put_symbol(tu, cell, it->name);
+      if (static_init) {
+        kn_strbuf_puts(tu, " =\n");
+        put_pos(tu, cell, it->init_line, it->init_col);
+        kn_strbuf_puts(tu, it->init);
+      }
+      kn_strbuf_puts(tu, ";\n");
+      if (it->init && !static_init) {
+        kn_strbuf_printf(&run, "%s = (\n", it->name);
+        put_pos(&run, cell, it->init_line, it->init_col);
+        kn_strbuf_printf(&run, "%s);\n", it->init);
+      }
+      break;
+    }
+    default:
+      if (placed[i]) break;
+      put_pos(tu, cell, it->line, it->col);
+      kn_strbuf_puts(tu, it->text);
+      kn_strbuf_putc(tu, '\n');
+      /* A prototype written before the definition in the same cell: give
+       * the name its assembler name now. */
+      if ((it->kind == KN_ITEM_PROTO || it->kind == KN_ITEM_EXTERN) && first_of_name && keys[i]) {
+        ssize_t d = dominant_item(items, keys[i], keys);
+        if (d > (ssize_t)i && item_is_definition(&items->items[d]) &&
+            !(items->items[d].kind == KN_ITEM_FUNC && items->items[d].is_inline)) {
+          const kn_item_t *def = &items->items[d];
+          put_line(tu, cell, def->line);
+          if (def->kind == KN_ITEM_FUNC)
+            kn_strbuf_puts(tu, def->signature);
+          else {
+            kn_strbuf_puts(tu, "extern ");
+            kn_strbuf_puts(tu, def->decl);
+          }
+          put_symbol(tu, cell, def->name);
+          kn_strbuf_puts(tu, ";\n");
+        }
+      }
+      break;
+    }
+  }
+
+  kn_strbuf_printf(tu, "#line 1 \"<cflame cell %d>\"\nint cflame_run_%d(void) {\n", cell, cell);
+  if (run.data) kn_strbuf_puts(tu, run.data);
+  if (*has_main) {
+    /* main may be declared (void) or (int, char **); call it through a
+     * second name for the same symbol, declared with the full signature. */
+    kn_strbuf_printf(tu,
+                     "{ extern int cflame_main_entry(int, char **) __asm__(\"cflame_c%d_main\");\n"
+                     "  static char cflame_arg0[] = \"cell\";\n"
+                     "  static char *cflame_argv[] = {cflame_arg0, 0};\n"
+                     "  return cflame_main_entry(1, cflame_argv); }\n",
+                     cell);
+  }
+  kn_strbuf_puts(tu, "return 0;\n}\n");
+  kn_strbuf_free(&run);
+  free(placed);
+}
+
+static int write_file(const char *path, const char *text, size_t len) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  size_t n = fwrite(text, 1, len, f);
+  if (fclose(f) != 0 || n != len) return -1;
+  return 0;
+}
+
+/* Appends the words of flags to the argv under construction. */
+static int push_words(char ***argv, size_t *n, const char *flags, char *err, size_t err_size) {
+  char **words;
+  int k = kn_words_split(flags, &words, err, err_size);
+  if (k < 0) return -1;
+  *argv = kn_xrealloc(*argv, (*n + (size_t)k + 1) * sizeof **argv);
+  for (int i = 0; i < k; i++) (*argv)[(*n)++] = kn_strdup(words[i]);
+  (*argv)[*n] = NULL;
+  kn_words_free(words);
+  return 0;
+}
+
+static void push(char ***argv, size_t *n, const char *w) {
+  *argv = kn_xrealloc(*argv, (*n + 2) * sizeof **argv);
+  (*argv)[(*n)++] = kn_strdup(w);
+  (*argv)[*n] = NULL;
+}
+
+char *kn_session_clean_message(const char *text) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  const char *p = text;
+  while (*p) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    /* Lines about the generated entry function or the prelude say nothing
+     * the user wrote. */
+    bool drop = (memmem(p, len, "In function 'cflame_run_", 24) != NULL) ||
+                (memmem(p, len, "In function \xe2\x80\x98" "cflame_run_", 18) != NULL) ||
+                (memmem(p, len, ": At top level:", 15) != NULL);
+    if (!drop) {
+      for (size_t i = 0; i < len;) {
+        /* cflame_c<digits>_name -> name */
+        if (len - i > 9 && !memcmp(p + i, "cflame_c", 8) && isdigit((unsigned char)p[i + 8]) &&
+            (i == 0 || !(isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_'))) {
+          size_t j = i + 8;
+          while (j < len && isdigit((unsigned char)p[j])) j++;
+          if (j < len && p[j] == '_') {
+            i = j + 1;
+            continue;
+          }
+        }
+        kn_strbuf_putc(&sb, p[i++]);
+      }
+      kn_strbuf_putc(&sb, '\n');
+    }
+    p += len;
+    if (*p == '\n') p++;
+  }
+  /* No trailing newline of our own if the text had none. */
+  if (sb.len && (!*text || text[strlen(text) - 1] != '\n')) sb.data[--sb.len] = '\0';
+  return kn_strbuf_steal(&sb);
+}
+
+int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_line,
+                       kn_compiled_t **out, char **diagnostics, char *err, size_t err_size) {
+  int rc = -1;
+  char **keys = NULL, **argv = NULL, *output = NULL;
+  size_t argc = 0, n_keys = 0;
+  kn_strbuf_t tu = KN_STRBUF_INIT, src = KN_STRBUF_INIT;
+  kn_compiled_t *c = kn_xcalloc(1, sizeof *c);
+  char path_c[PATH_MAX], path_so[PATH_MAX], path_cell[PATH_MAX];
+
+  *out = NULL;
+  *diagnostics = NULL;
+  c->cell = cell;
+  if (kn_cell_split(code, kn_session_typedefs(s), first_line, &c->items) < 0) {
+    snprintf(err, err_size, "out of memory splitting the cell");
+    goto fail;
+  }
+  n_keys = c->items.n;
+  keys = kn_xcalloc(n_keys + 1, sizeof *keys);
+  for (size_t i = 0; i < n_keys; i++) keys[i] = item_key(&c->items.items[i]);
+  build_unit(s, cell, &c->items, keys, &tu, &c->has_main);
+
+  snprintf(path_c, sizeof path_c, "%s/cell_%d.c", s->dir, cell);
+  snprintf(path_so, sizeof path_so, "%s/cell_%d.so", s->dir, cell);
+  snprintf(path_cell, sizeof path_cell, "%s/cell[%d]", s->dir, cell);
+  /* The cell's own text, at its cell line numbers, for the compiler to
+   * quote in diagnostics. */
+  for (int i = 1; i < first_line; i++) kn_strbuf_putc(&src, '\n');
+  kn_strbuf_puts(&src, code);
+  if (write_file(path_c, tu.data, tu.len) < 0 || write_file(path_cell, src.data, src.len) < 0) {
+    snprintf(err, err_size, "cannot write %s: %s", path_c, strerror(errno));
+    goto fail;
+  }
+
+  if (push_words(&argv, &argc, s->cc, err, err_size) < 0 ||
+      push_words(&argv, &argc, s->cflags, err, err_size) < 0)
+    goto fail;
+  const char *fixed[] = {"-fPIC", "-shared", "-fdiagnostics-color=never", "-iquote", s->cwd,
+                         "-o", path_so, path_c};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) push(&argv, &argc, fixed[i]);
+  if (push_words(&argv, &argc, s->ldflags, err, err_size) < 0) goto fail;
+
+  int status = run_tool(argv, s->dir, &output);
+  if (status == 127) {
+    snprintf(err, err_size, "cannot run the compiler '%s': %s (change it with %%cc)", s->cc,
+             output ? output : "not found");
+    goto fail;
+  }
+  char *clean = kn_session_clean_message(output ? output : "");
+  if (status != 0) {
+    *diagnostics = clean;
+    unlink(path_so);
+    rc = 1;
+    goto fail;
+  }
+  c->warnings = clean;
+  c->so_path = kn_strdup(path_so);
+  char entry[64];
+  snprintf(entry, sizeof entry, "cflame_run_%d", cell);
+  c->entry = kn_strdup(entry);
+  *out = c;
+  c = NULL;
+  rc = 0;
+
+fail:
+  for (size_t i = 0; i < n_keys; i++) free(keys[i]);
+  free(keys);
+  if (argv)
+    for (size_t i = 0; i < argc; i++) free(argv[i]);
+  free(argv);
+  free(output);
+  kn_strbuf_free(&tu);
+  kn_strbuf_free(&src);
+  if (c) kn_compiled_destroy(&c);
+  return rc;
+}
+
+void kn_compiled_destroy(kn_compiled_t **cp) {
+  kn_compiled_t *c = *cp;
+  if (!c) return;
+  if (c->so_path) unlink(c->so_path);
+  free(c->so_path);
+  free(c->entry);
+  free(c->warnings);
+  kn_items_free(&c->items);
+  free(c);
+  *cp = NULL;
+}
+
+static void rebuild_typedefs(kn_session_t *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->n_entries; i++) n += s->entries[i].is_typedef;
+  free(s->typedefs);
+  s->typedefs = kn_xcalloc(n + 1, sizeof *s->typedefs);
+  n = 0;
+  for (size_t i = 0; i < s->n_entries; i++)
+    if (s->entries[i].is_typedef) s->typedefs[n++] = s->entries[i].name;
+}
+
+void kn_session_commit(kn_session_t *s, kn_compiled_t **cp) {
+  kn_compiled_t *c = *cp;
+  for (size_t i = 0; i < c->items.n; i++) {
+    const kn_item_t *it = &c->items.items[i];
+    char *key = item_key(it);
+    if (!key) continue;
+    ssize_t at = find_entry(s, key);
+    if (at >= 0 && !replaces(it, &s->entries[at])) {
+      free(key);
+      continue;
+    }
+    entry_t e = {.key = key,
+                 .name = it->name ? kn_strdup(it->name) : NULL,
+                 .header = header_text(it, c->cell),
+                 .describe = describe_text(it),
+                 .cell = c->cell,
+                 .is_definition = item_is_definition(it),
+                 .is_global = it->kind == KN_ITEM_GLOBAL,
+                 .is_typedef = is_typedef_item(it)};
+    if (at >= 0) {
+      entry_free(&s->entries[at]);
+      s->entries[at] = e;
+    } else {
+      if (s->n_entries == s->cap_entries) {
+        s->cap_entries = s->cap_entries ? s->cap_entries * 2 : 64;
+        s->entries = kn_xrealloc(s->entries, s->cap_entries * sizeof *s->entries);
+      }
+      s->entries[s->n_entries++] = e;
+    }
+  }
+  if (s->n_objects == s->cap_objects) {
+    s->cap_objects = s->cap_objects ? s->cap_objects * 2 : 64;
+    s->objects = kn_xrealloc(s->objects, s->cap_objects * sizeof *s->objects);
+  }
+  s->objects[s->n_objects++] = c->so_path;
+  c->so_path = NULL;
+  rebuild_typedefs(s);
+  kn_compiled_destroy(cp);
+}
+
+size_t kn_session_n_objects(const kn_session_t *s) { return s->n_objects; }
+const char *kn_session_object(const kn_session_t *s, size_t i) {
+  return i < s->n_objects ? s->objects[i] : NULL;
+}
+
+bool kn_session_has_globals(const kn_session_t *s) {
+  for (size_t i = 0; i < s->n_entries; i++)
+    if (s->entries[i].is_global) return true;
+  return false;
+}
+
+void kn_session_each_name(const kn_session_t *s, void (*fn)(void *ctx, const char *name),
+                          void *ctx) {
+  for (size_t i = 0; i < s->n_entries; i++) {
+    const char *name = s->entries[i].name;
+    if (!name) continue;
+    /* "struct P" completes as "P" after the keyword. */
+    const char *sp = strrchr(name, ' ');
+    fn(ctx, sp ? sp + 1 : name);
+  }
+}
+
+const char *kn_session_describe(const kn_session_t *s, const char *name, int *cell) {
+  for (size_t i = s->n_entries; i-- > 0;) {
+    const entry_t *e = &s->entries[i];
+    if (!e->name) continue;
+    const char *sp = strrchr(e->name, ' ');
+    if (!strcmp(e->name, name) || (sp && !strcmp(sp + 1, name))) {
+      if (cell) *cell = e->cell;
+      return e->describe;
+    }
+  }
+  return NULL;
+}
+
+const char *const *kn_session_typedefs(const kn_session_t *s) { return s->typedefs; }

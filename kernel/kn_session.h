@@ -1,0 +1,115 @@
+/* kn_session: what a notebook session has declared, and how a cell becomes a
+ * shared object.
+ *
+ * The session keeps an ordered list of declarations ("entries") taken from
+ * the cells that ran: preprocessor lines, types, prototypes of the functions
+ * and extern declarations of the globals defined so far. Each cell is
+ * compiled as one translation unit:
+ *
+ *   prelude (#include of the common headers)
+ *   the entries, with #line directives naming the cell each came from
+ *   this cell's declarations and definitions
+ *   int cflame_run_N(void) { the cell's statements and global initializers }
+ *
+ * Functions and globals get a unique assembler name per cell
+ * (`cflame_c3_f`), so a later cell can redefine `f`: the entry for `f` is
+ * replaced where it stood, and code compiled afterwards binds to the new
+ * symbol while code compiled before keeps the old one. `static` is dropped
+ * from file-scope definitions so that later cells see them; `inline`
+ * functions are repeated whole in later cells, as a header would.
+ *
+ * Compilation happens in the session's private directory (removed by
+ * kn_session_destroy); the cell's text is written there as `cell[N]` so the
+ * compiler quotes source lines in its diagnostics. */
+#ifndef KN_SESSION_H
+#define KN_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kn_cell.h"
+
+typedef struct kn_session kn_session_t;
+
+#define KN_DEFAULT_CC "cc"
+#define KN_DEFAULT_CFLAGS "-std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall"
+#define KN_DEFAULT_LDFLAGS "-lm"
+
+/* A compiled cell, not yet part of the session. */
+typedef struct kn_compiled {
+  int cell;        /* the cell's number (its execution count) */
+  char *so_path;   /* the shared object; owned */
+  char *entry;     /* "cflame_run_N"; owned */
+  bool has_main;   /* the cell defines main: its entry calls it */
+  char *warnings;  /* the compiler's diagnostics on success ("" if none) */
+  kn_items_t items; /* the cell's pieces, committed by kn_session_commit */
+} kn_compiled_t;
+
+/* Creates a session with a private directory under $TMPDIR (or /tmp) and the
+ * default compiler and flags ($CC overrides cc). Returns NULL with err. */
+kn_session_t *kn_session_new(char *err, size_t err_size);
+
+/* Removes the private directory and everything in it. */
+void kn_session_destroy(kn_session_t **s);
+
+const char *kn_session_dir(const kn_session_t *s);
+
+/* The compiler, flags and link flags, as the user set them. */
+const char *kn_session_cc(const kn_session_t *s);
+const char *kn_session_cflags(const kn_session_t *s);
+const char *kn_session_ldflags(const kn_session_t *s);
+/* Set them. The value is split into words as a shell would (quotes group).
+ * kn_session_set_cc checks that the compiler runs (`CC --version`).
+ * Return 0, or -1 with err. */
+int kn_session_set_cc(kn_session_t *s, const char *cc, char *err, size_t err_size);
+int kn_session_set_cflags(kn_session_t *s, const char *flags, char *err, size_t err_size);
+int kn_session_set_ldflags(kn_session_t *s, const char *flags, char *err, size_t err_size);
+
+/* Compiles code (the cell's text after its magic lines; first_line is the
+ * cell line where it starts) as cell number cell.
+ * Returns 0 with *out set (new), 1 when the compiler rejected the code (then
+ * *diagnostics is new text, with "cell[N]:LINE:COL" positions), or -1 on an
+ * internal failure (err). */
+int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_line,
+                       kn_compiled_t **out, char **diagnostics, char *err, size_t err_size);
+
+/* Makes the compiled cell part of the session: its declarations become
+ * entries, and its shared object is loaded again after a worker restart.
+ * Takes ownership of c (sets *c to NULL). */
+void kn_session_commit(kn_session_t *s, kn_compiled_t **c);
+
+/* Discards a compiled cell that is not committed (removes its files). */
+void kn_compiled_destroy(kn_compiled_t **c);
+
+/* The shared objects of committed cells, in the order they were loaded. */
+size_t kn_session_n_objects(const kn_session_t *s);
+const char *kn_session_object(const kn_session_t *s, size_t i);
+
+/* Whether any committed cell defined a global variable (whose value a
+ * worker restart resets). */
+bool kn_session_has_globals(const kn_session_t *s);
+
+/* Forgets every declaration and object (for %reset); keeps the compiler
+ * settings. */
+void kn_session_reset(kn_session_t *s);
+
+/* Names the session declares (functions, globals, types, macros), for
+ * completion: calls fn for each. */
+void kn_session_each_name(const kn_session_t *s, void (*fn)(void *ctx, const char *name),
+                          void *ctx);
+
+/* For inspection: the declaration of name as the user wrote it (function
+ * signature, global declaration, type definition or macro) and the cell
+ * that defined it. Returns NULL when unknown. Borrowed. */
+const char *kn_session_describe(const kn_session_t *s, const char *name, int *cell);
+
+/* Known typedef names (NULL-terminated array; borrowed, valid until the next
+ * commit or reset), for the splitter. */
+const char *const *kn_session_typedefs(const kn_session_t *s);
+
+/* Rewrites assembler names in text ("cflame_c3_f" -> "f") and drops lines
+ * about the generated entry function; returns new text. Used on compiler
+ * and loader messages. */
+char *kn_session_clean_message(const char *text);
+
+#endif

@@ -1,0 +1,93 @@
+#include "kn_strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(void) {
+  static const char msg[] = "cflame: out of memory\n";
+  fwrite(msg, 1, sizeof msg - 1, stderr);
+  abort();
+}
+
+void *kn_xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) oom();
+  return p;
+}
+
+void *kn_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) oom();
+  return p;
+}
+
+void *kn_xrealloc(void *p, size_t n) {
+  p = realloc(p, n ? n : 1);
+  if (!p) oom();
+  return p;
+}
+
+char *kn_strndup(const char *s, size_t n) {
+  char *d = kn_xmalloc(n + 1);
+  memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+char *kn_strdup(const char *s) { return kn_strndup(s, strlen(s)); }
+
+static void reserve(kn_strbuf_t *sb, size_t extra) {
+  if (sb->len + extra + 1 <= sb->cap) return;
+  size_t cap = sb->cap ? sb->cap : 64;
+  while (cap < sb->len + extra + 1) cap *= 2;
+  sb->data = kn_xrealloc(sb->data, cap);
+  sb->cap = cap;
+}
+
+void kn_strbuf_append(kn_strbuf_t *sb, const char *s, size_t n) {
+  reserve(sb, n);
+  if (n) memcpy(sb->data + sb->len, s, n);
+  sb->len += n;
+  sb->data[sb->len] = '\0';
+}
+
+void kn_strbuf_puts(kn_strbuf_t *sb, const char *s) { kn_strbuf_append(sb, s, strlen(s)); }
+
+void kn_strbuf_putc(kn_strbuf_t *sb, char c) { kn_strbuf_append(sb, &c, 1); }
+
+void kn_strbuf_vprintf(kn_strbuf_t *sb, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return;
+  reserve(sb, (size_t)n);
+  vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+  sb->len += (size_t)n;
+}
+
+void kn_strbuf_printf(kn_strbuf_t *sb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  kn_strbuf_vprintf(sb, fmt, ap);
+  va_end(ap);
+}
+
+void kn_strbuf_clear(kn_strbuf_t *sb) {
+  sb->len = 0;
+  if (sb->data) sb->data[0] = '\0';
+}
+
+char *kn_strbuf_steal(kn_strbuf_t *sb) {
+  char *d = sb->data ? sb->data : kn_strdup("");
+  sb->data = NULL;
+  sb->len = sb->cap = 0;
+  return d;
+}
+
+void kn_strbuf_free(kn_strbuf_t *sb) {
+  free(sb->data);
+  sb->data = NULL;
+  sb->len = sb->cap = 0;
+}

@@ -1,0 +1,39 @@
+/* kn_strbuf: a growable, always NUL-terminated byte buffer.
+ *
+ * Used wherever the kernel assembles text (generated translation units,
+ * error messages, output batches). Allocation failure aborts: the kernel
+ * cannot serve a session without memory, and every caller would otherwise
+ * carry an error path it could not test. */
+#ifndef KN_STRBUF_H
+#define KN_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct kn_strbuf {
+  char *data; /* NUL-terminated; owned */
+  size_t len;
+  size_t cap;
+} kn_strbuf_t;
+
+#define KN_STRBUF_INIT {NULL, 0, 0}
+
+void kn_strbuf_append(kn_strbuf_t *sb, const char *s, size_t n);
+void kn_strbuf_puts(kn_strbuf_t *sb, const char *s);
+void kn_strbuf_putc(kn_strbuf_t *sb, char c);
+void kn_strbuf_printf(kn_strbuf_t *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void kn_strbuf_vprintf(kn_strbuf_t *sb, const char *fmt, va_list ap);
+void kn_strbuf_clear(kn_strbuf_t *sb);
+/* Returns the data (new; the caller frees it) and leaves sb empty. Never NULL. */
+char *kn_strbuf_steal(kn_strbuf_t *sb);
+void kn_strbuf_free(kn_strbuf_t *sb);
+
+/* strdup/strndup/malloc that abort on failure. */
+char *kn_strdup(const char *s);
+char *kn_strndup(const char *s, size_t n);
+void *kn_xmalloc(size_t n);
+void *kn_xcalloc(size_t n, size_t size);
+void *kn_xrealloc(void *p, size_t n);
+
+#endif

@@ -1,0 +1,343 @@
+/* kn_wire: Jupyter wire messages as frames (see kn_wire.h).
+ *
+ * Decoding treats every frame as untrusted bytes: frames are addressed only
+ * through their (data, size) pairs, never as C strings, and the signature is
+ * verified over the raw JSON frames before any of them reaches the parser. */
+#include "kn_wire.h"
+
+#include "kn_strbuf.h"
+
+#include <assert.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uuid/uuid.h>
+
+#define WIRE_DELIM_LEN (sizeof KN_WIRE_DELIM - 1)
+#define WIRE_SIG_HEX_LEN 64
+
+/* The four signed JSON frames, in wire order. */
+static const char *const wire_part_names[4] = {"header", "parent_header", "metadata",
+                                               "content"};
+
+static void wire_err(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void wire_err(char *err, size_t err_size, const char *fmt, ...) {
+  if (!err || err_size == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, err_size, fmt, ap);
+  va_end(ap);
+}
+
+/* Copies size bytes into a new blob. data may be NULL when size is 0. */
+static void blob_copy(kn_blob_t *dst, const unsigned char *data, size_t size) {
+  dst->data = kn_xmalloc(size);
+  if (size) memcpy(dst->data, data, size);
+  dst->size = size;
+}
+
+/* Copies n blobs into a new array (NULL when n is 0). */
+static kn_blob_t *blobs_copy(const kn_blob_t *src, size_t n) {
+  if (n == 0) return NULL;
+  kn_blob_t *dst = kn_xcalloc(n, sizeof *dst);
+  for (size_t i = 0; i < n; i++) blob_copy(&dst[i], src[i].data, src[i].size);
+  return dst;
+}
+
+static bool is_delim(const kn_blob_t *frame) {
+  return frame->size == WIRE_DELIM_LEN && memcmp(frame->data, KN_WIRE_DELIM, WIRE_DELIM_LEN) == 0;
+}
+
+int kn_wire_sign(const kn_key_t *key, const kn_blob_t parts[4], char hex[65]) {
+  static const char digits[] = "0123456789abcdef";
+  EVP_MAC *mac = NULL;
+  EVP_MAC_CTX *ctx = NULL;
+  unsigned char digest[32];
+  size_t digest_len = 0;
+  char digest_name[] = "SHA256";
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
+      OSSL_PARAM_construct_end(),
+  };
+
+  hex[0] = '\0';
+  if (!key || key->len == 0) return 0;
+
+  mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+  if (!mac) goto fail;
+  ctx = EVP_MAC_CTX_new(mac);
+  if (!ctx) goto fail;
+  if (!EVP_MAC_init(ctx, key->data, key->len, params)) goto fail;
+  for (int i = 0; i < 4; i++) {
+    /* Skip empty parts: their data pointer may legitimately be NULL. */
+    if (parts[i].size && !EVP_MAC_update(ctx, parts[i].data, parts[i].size)) goto fail;
+  }
+  if (!EVP_MAC_final(ctx, digest, &digest_len, sizeof digest)) goto fail;
+  if (digest_len != sizeof digest) goto fail;
+
+  for (size_t i = 0; i < sizeof digest; i++) {
+    hex[2 * i] = digits[digest[i] >> 4];
+    hex[2 * i + 1] = digits[digest[i] & 0xf];
+  }
+  hex[WIRE_SIG_HEX_LEN] = '\0';
+  EVP_MAC_CTX_free(ctx);
+  EVP_MAC_free(mac);
+  return 0;
+
+fail:
+  hex[0] = '\0';
+  EVP_MAC_CTX_free(ctx);
+  EVP_MAC_free(mac);
+  return -1;
+}
+
+/* Checks the signature frame against the four JSON frames. With an empty key
+ * the signature frame is ignored, whatever it holds, as jupyter_client does
+ * when it has no key. With a key, the frame must be exactly the 64 lowercase
+ * hex digits of the HMAC; the compare is constant-time. */
+static int verify_signature(const kn_key_t *key, const kn_blob_t *sig, const kn_blob_t parts[4],
+                            char *err, size_t err_size) {
+  char expected[65];
+
+  if (!key || key->len == 0) return 0;
+  if (sig->size == 0) {
+    wire_err(err, err_size, "missing signature");
+    return -1;
+  }
+  if (kn_wire_sign(key, parts, expected) < 0) {
+    wire_err(err, err_size, "cannot compute HMAC-SHA256 (OpenSSL failed)");
+    return -1;
+  }
+  if (sig->size != WIRE_SIG_HEX_LEN || CRYPTO_memcmp(expected, sig->data, WIRE_SIG_HEX_LEN) != 0) {
+    wire_err(err, err_size, "bad signature");
+    return -1;
+  }
+  return 0;
+}
+
+/* Parses one JSON frame, which must hold exactly one JSON object (trailing
+ * bytes other than whitespace are rejected). JSON_DECODE_ANY only makes a
+ * valid scalar reach the object check, for a clearer error. Returns a new
+ * reference, or NULL with err naming the part. */
+static json_t *parse_part(const kn_blob_t *frame, const char *name, char *err, size_t err_size) {
+  json_error_t jerr;
+  json_t *value = json_loadb((const char *)frame->data, frame->size, JSON_DECODE_ANY, &jerr);
+
+  if (!value) {
+    wire_err(err, err_size, "%s is not JSON: %s", name, jerr.text);
+    return NULL;
+  }
+  if (!json_is_object(value)) {
+    json_decref(value);
+    wire_err(err, err_size, "%s is not a JSON object", name);
+    return NULL;
+  }
+  return value;
+}
+
+int kn_wire_decode(const kn_blob_t *frames, size_t n_frames, const kn_key_t *key,
+                   kn_msg_t **out, char *err, size_t err_size) {
+  kn_msg_t *msg = NULL;
+  json_t *parsed[4] = {NULL, NULL, NULL, NULL};
+  const kn_blob_t *sig, *parts;
+  size_t delim = 0, after;
+
+  *out = NULL;
+  while (delim < n_frames && !is_delim(&frames[delim])) delim++;
+  if (delim == n_frames) {
+    wire_err(err, err_size, "no %s delimiter", KN_WIRE_DELIM);
+    goto fail;
+  }
+  /* After the delimiter: signature, the four JSON frames, then buffers. */
+  after = n_frames - delim - 1;
+  if (after < 5) {
+    wire_err(err, err_size, "too few frames after %s (got %zu, need at least 5)", KN_WIRE_DELIM,
+             after);
+    goto fail;
+  }
+  sig = &frames[delim + 1];
+  parts = &frames[delim + 2];
+  if (verify_signature(key, sig, parts, err, err_size) < 0) goto fail;
+
+  for (int i = 0; i < 4; i++) {
+    parsed[i] = parse_part(&parts[i], wire_part_names[i], err, err_size);
+    if (!parsed[i]) goto fail;
+  }
+
+  msg = kn_xcalloc(1, sizeof *msg);
+  msg->idents = blobs_copy(frames, delim);
+  msg->n_idents = delim;
+  msg->header = parsed[0];
+  msg->parent_header = parsed[1];
+  msg->metadata = parsed[2];
+  msg->content = parsed[3];
+  msg->n_buffers = after - 5;
+  msg->buffers = blobs_copy(parts + 4, msg->n_buffers);
+  *out = msg;
+  return 0;
+
+fail:
+  for (int i = 0; i < 4; i++) json_decref(parsed[i]);
+  return -1;
+}
+
+static int dump_to_strbuf(const char *buffer, size_t size, void *data) {
+  kn_strbuf_append(data, buffer, size);
+  return 0;
+}
+
+/* Serializes one JSON part compactly into a new blob (allocated by kn_strbuf,
+ * so that kn_frames_free's free() matches whatever allocator jansson uses).
+ * A NULL part is sent as {}; anything but an object is refused, since no
+ * peer would accept it. */
+static int dump_part(const json_t *value, const char *name, kn_blob_t *blob, char *err,
+                     size_t err_size) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+
+  if (!value) {
+    blob_copy(blob, (const unsigned char *)"{}", 2);
+    return 0;
+  }
+  if (!json_is_object(value)) {
+    wire_err(err, err_size, "%s is not a JSON object", name);
+    goto fail;
+  }
+  if (json_dump_callback(value, dump_to_strbuf, &sb, JSON_COMPACT) != 0) {
+    wire_err(err, err_size, "cannot serialize %s", name);
+    goto fail;
+  }
+  blob->size = sb.len;
+  blob->data = (unsigned char *)kn_strbuf_steal(&sb);
+  return 0;
+
+fail:
+  kn_strbuf_free(&sb);
+  return -1;
+}
+
+int kn_wire_encode(const kn_msg_t *msg, const kn_key_t *key, kn_blob_t **frames,
+                   size_t *n_frames, char *err, size_t err_size) {
+  const json_t *values[4] = {msg->header, msg->parent_header, msg->metadata, msg->content};
+  size_t n = msg->n_idents + 2 + 4 + msg->n_buffers;
+  kn_blob_t *out = kn_xcalloc(n, sizeof *out);
+  kn_blob_t *sig, *parts;
+  size_t at = 0;
+  char hex[65];
+
+  *frames = NULL;
+  *n_frames = 0;
+  for (size_t i = 0; i < msg->n_idents; i++, at++)
+    blob_copy(&out[at], msg->idents[i].data, msg->idents[i].size);
+  blob_copy(&out[at++], (const unsigned char *)KN_WIRE_DELIM, WIRE_DELIM_LEN);
+  sig = &out[at++];
+  parts = &out[at];
+  for (int i = 0; i < 4; i++, at++) {
+    if (dump_part(values[i], wire_part_names[i], &out[at], err, err_size) < 0) goto fail;
+  }
+  for (size_t i = 0; i < msg->n_buffers; i++, at++)
+    blob_copy(&out[at], msg->buffers[i].data, msg->buffers[i].size);
+
+  if (kn_wire_sign(key, parts, hex) < 0) {
+    wire_err(err, err_size, "cannot compute HMAC-SHA256 (OpenSSL failed)");
+    goto fail;
+  }
+  blob_copy(sig, (const unsigned char *)hex, strlen(hex));
+
+  *frames = out;
+  *n_frames = n;
+  return 0;
+
+fail:
+  /* Frames not yet filled are zeroed by kn_xcalloc, so freeing all is safe. */
+  kn_frames_free(out, n);
+  return -1;
+}
+
+void kn_frames_free(kn_blob_t *frames, size_t n_frames) {
+  if (!frames) return;
+  for (size_t i = 0; i < n_frames; i++) free(frames[i].data);
+  free(frames);
+}
+
+/* Aborts on a jansson allocation failure, as kn_xmalloc does for malloc. */
+static json_t *json_check(json_t *value) {
+  if (!value) {
+    static const char msg[] = "cflame: out of memory (jansson)\n";
+    fwrite(msg, 1, sizeof msg - 1, stderr);
+    abort();
+  }
+  return value;
+}
+
+/* Formats the current UTC time as "YYYY-MM-DDTHH:MM:SS.uuuuuuZ". */
+static void iso8601_now(char buf[32]) {
+  struct timespec ts;
+  struct tm tm;
+
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, 32 - n, ".%06ldZ", (long)(ts.tv_nsec / 1000));
+}
+
+kn_msg_t *kn_msg_new(const char *msg_type, const kn_msg_t *parent, const char *session_id,
+                     json_t *content) {
+  assert(msg_type);
+  uuid_t uuid;
+  char msg_id[37];
+  char date[32];
+  kn_msg_t *msg = kn_xcalloc(1, sizeof *msg);
+
+  uuid_generate_random(uuid);
+  uuid_unparse_lower(uuid, msg_id);
+  iso8601_now(date);
+
+  json_t *header = json_check(json_object());
+  json_object_set_new(header, "msg_id", json_check(json_string(msg_id)));
+  json_object_set_new(header, "session", json_check(json_string(session_id ? session_id : "")));
+  json_object_set_new(header, "username", json_check(json_string("cflame")));
+  json_object_set_new(header, "date", json_check(json_string(date)));
+  json_object_set_new(header, "msg_type", json_check(json_string(msg_type)));
+  json_object_set_new(header, "version", json_check(json_string("5.3")));
+  msg->header = header;
+
+  /* A deep copy, so that editing the reply never alters the request. */
+  if (parent && parent->header) {
+    msg->parent_header = json_check(json_deep_copy(parent->header));
+  } else {
+    msg->parent_header = json_check(json_object());
+  }
+  if (parent) {
+    msg->idents = blobs_copy(parent->idents, parent->n_idents);
+    msg->n_idents = parent->n_idents;
+  }
+  msg->metadata = json_check(json_object());
+  msg->content = content ? content : json_check(json_object());
+  return msg;
+}
+
+const char *kn_msg_type(const kn_msg_t *msg) {
+  const char *type = msg ? json_string_value(json_object_get(msg->header, "msg_type")) : NULL;
+  return type ? type : "";
+}
+
+void kn_msg_destroy(kn_msg_t **msgp) {
+  kn_msg_t *msg = msgp ? *msgp : NULL;
+  if (!msg) return;
+  kn_frames_free(msg->idents, msg->n_idents);
+  kn_frames_free(msg->buffers, msg->n_buffers);
+  json_decref(msg->header);
+  json_decref(msg->parent_header);
+  json_decref(msg->metadata);
+  json_decref(msg->content);
+  free(msg);
+  *msgp = NULL;
+}

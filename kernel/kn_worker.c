@@ -1,0 +1,327 @@
+#define _GNU_SOURCE
+#include "kn_worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kn_chan.h"
+#include "kn_strbuf.h"
+
+struct kn_worker {
+  char *path;
+  pid_t pid;
+  int cmd_fd; /* we write */
+  int evt_fd; /* we read: frames */
+  int out_fd; /* we read: raw stdout */
+  int err_fd; /* we read: raw stderr */
+  kn_chan_reader_t evt;
+};
+
+kn_worker_t *kn_worker_new(const char *worker_path) {
+  kn_worker_t *w = kn_xcalloc(1, sizeof *w);
+  w->path = kn_strdup(worker_path);
+  w->pid = -1;
+  w->cmd_fd = w->evt_fd = w->out_fd = w->err_fd = -1;
+  return w;
+}
+
+char *kn_self_dir(void) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return kn_strdup(".");
+  buf[n] = '\0';
+  return kn_strdup(dirname(buf));
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static void close_all(kn_worker_t *w) {
+  close_fd(&w->cmd_fd);
+  close_fd(&w->evt_fd);
+  close_fd(&w->out_fd);
+  close_fd(&w->err_fd);
+  w->evt.start = w->evt.len = 0;
+}
+
+bool kn_worker_alive(const kn_worker_t *w) { return w->pid > 0; }
+pid_t kn_worker_pid(const kn_worker_t *w) { return w->pid; }
+
+void kn_worker_fds(const kn_worker_t *w, int fds[3]) {
+  fds[0] = w->evt_fd;
+  fds[1] = w->out_fd;
+  fds[2] = w->err_fd;
+}
+
+/* In the child: puts fd at target (dup2 handles fd == target by clearing
+ * nothing, so move it explicitly). */
+static void place_fd(int fd, int target) {
+  if (fd == target) {
+    int fl = fcntl(fd, F_GETFD);
+    fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
+  } else {
+    dup2(fd, target);
+  }
+}
+
+int kn_worker_start(kn_worker_t *w, const char *cwd, char *err, size_t err_size) {
+  int cmd[2] = {-1, -1}, evt[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+  if (pipe2(cmd, O_CLOEXEC) < 0 || pipe2(evt, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+      pipe2(errp, O_CLOEXEC) < 0) {
+    snprintf(err, err_size, "cannot create pipes for the worker: %s", strerror(errno));
+    goto fail;
+  }
+  /* Every descriptor the child must move must sit above the targets 0..4,
+   * or one dup2 could overwrite another before it is moved. */
+  int *all[] = {&cmd[0], &evt[1], &out[1], &errp[1]};
+  for (size_t i = 0; i < 4; i++) {
+    if (*all[i] <= 4) {
+      int moved = fcntl(*all[i], F_DUPFD_CLOEXEC, 10);
+      close(*all[i]);
+      *all[i] = moved;
+    }
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(err, err_size, "cannot start the worker: %s", strerror(errno));
+    goto fail;
+  }
+  if (pid == 0) {
+    /* The worker gets its own process group, so a SIGINT typed at the
+     * kernel's terminal reaches the kernel alone, which forwards it. */
+    setpgid(0, 0);
+    int devnull = open("/dev/null", O_RDONLY);
+    place_fd(devnull, 0);
+    place_fd(out[1], 1);
+    place_fd(errp[1], 2);
+    place_fd(cmd[0], KN_CHAN_CMD_FD);
+    place_fd(evt[1], KN_CHAN_EVT_FD);
+    for (int fd = 5; fd < 1024; fd++) close(fd);
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (cwd && chdir(cwd) < 0) _exit(126);
+    execl(w->path, "cflame-worker", (char *)NULL);
+    _exit(127);
+  }
+  close(cmd[0]);
+  close(evt[1]);
+  close(out[1]);
+  close(errp[1]);
+  w->pid = pid;
+  w->cmd_fd = cmd[1];
+  w->evt_fd = evt[0];
+  w->out_fd = out[0];
+  w->err_fd = errp[0];
+  fcntl(w->evt_fd, F_SETFL, O_NONBLOCK);
+  fcntl(w->out_fd, F_SETFL, O_NONBLOCK);
+  fcntl(w->err_fd, F_SETFL, O_NONBLOCK);
+
+  bool exited = false;
+  json_t *ready = kn_worker_wait_event(w, "ready", 10000, NULL, NULL, &exited);
+  if (!ready) {
+    snprintf(err, err_size, "the worker %s did not start%s", w->path,
+             exited ? " (it exited)" : " within 10 s");
+    kn_worker_stop(w, 0);
+    return -1;
+  }
+  json_decref(ready);
+  return 0;
+
+fail:
+  for (int i = 0; i < 2; i++) {
+    if (cmd[i] >= 0) close(cmd[i]);
+    if (evt[i] >= 0) close(evt[i]);
+    if (out[i] >= 0) close(out[i]);
+    if (errp[i] >= 0) close(errp[i]);
+  }
+  return -1;
+}
+
+int kn_worker_send(kn_worker_t *w, const json_t *cmd, char *err, size_t err_size) {
+  if (w->cmd_fd < 0 || kn_chan_write_json(w->cmd_fd, cmd) < 0) {
+    snprintf(err, err_size, "cannot reach the worker: %s",
+             w->cmd_fd < 0 ? "it is not running" : strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Reads everything available from a raw pipe and reports it. Returns false
+ * at end of file. */
+static bool drain_raw(kn_worker_t *w, int *fd, kn_wev_type_t type, kn_wev_fn fn, void *ctx) {
+  char buf[65536];
+  while (*fd >= 0) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n > 0) {
+      if (fn) {
+        kn_wev_t ev = {.type = type, .data = buf, .len = (size_t)n};
+        fn(ctx, &ev);
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    close_fd(fd);
+    return false;
+  }
+  return false;
+}
+
+static void reap(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
+  /* Output written just before the end is still in the raw pipes. A child
+   * process of the cell may hold them open, so read only what is there. */
+  drain_raw(w, &w->out_fd, KN_WEV_STDOUT, fn, ctx);
+  drain_raw(w, &w->err_fd, KN_WEV_STDERR, fn, ctx);
+  int status = 0;
+  if (w->pid > 0) {
+    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  w->pid = -1;
+  close_all(w);
+  if (fn) {
+    kn_wev_t ev = {.type = KN_WEV_EXITED, .status = status};
+    fn(ctx, &ev);
+  }
+}
+
+/* Pops the frames buffered in the event reader. If want is non-NULL, stops
+ * at the first JSON event named want and returns it (new reference). */
+static json_t *pop_events(kn_worker_t *w, const char *want, kn_wev_fn fn, void *ctx) {
+  char kind;
+  const unsigned char *data;
+  size_t len;
+  int r;
+  while ((r = kn_chan_pop(&w->evt, &kind, &data, &len)) == 1) {
+    kn_wev_t ev = {.data = (const char *)data, .len = len};
+    if (kind == 'O' || kind == 'E') {
+      ev.type = kind == 'O' ? KN_WEV_STDOUT : KN_WEV_STDERR;
+      if (fn) fn(ctx, &ev);
+    } else if (kind == 'C') {
+      ev.type = KN_WEV_CRASH;
+      if (fn) fn(ctx, &ev);
+    } else if (kind == 'J') {
+      json_t *obj = json_loadb((const char *)data, len, 0, NULL);
+      if (!obj) continue;
+      const char *name = json_string_value(json_object_get(obj, "ev"));
+      if (want && name && strcmp(name, want) == 0) return obj;
+      ev.type = KN_WEV_JSON;
+      ev.json = obj;
+      if (fn) fn(ctx, &ev);
+      json_decref(obj);
+    }
+  }
+  if (r < 0) {
+    /* A corrupt stream cannot be resynchronised: the worker is beyond
+     * trust; stop it and let the caller see it exit. */
+    kill(w->pid, SIGKILL);
+  }
+  return NULL;
+}
+
+void kn_worker_read(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
+  drain_raw(w, &w->out_fd, KN_WEV_STDOUT, fn, ctx);
+  drain_raw(w, &w->err_fd, KN_WEV_STDERR, fn, ctx);
+  while (w->evt_fd >= 0) {
+    ssize_t n = kn_chan_fill(&w->evt, w->evt_fd);
+    pop_events(w, NULL, fn, ctx);
+    if (n > 0) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    reap(w, fn, ctx);
+    break;
+  }
+}
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+json_t *kn_worker_wait_event(kn_worker_t *w, const char *ev, int timeout_ms, kn_wev_fn fn,
+                             void *ctx, bool *exited) {
+  long long deadline = now_ms() + timeout_ms;
+  *exited = false;
+  for (;;) {
+    json_t *got = pop_events(w, ev, fn, ctx);
+    if (got) return got;
+    if (w->evt_fd < 0) {
+      *exited = true;
+      return NULL;
+    }
+    long long left = deadline - now_ms();
+    if (left <= 0) return NULL;
+    struct pollfd p[3] = {{w->evt_fd, POLLIN, 0}, {w->out_fd, POLLIN, 0}, {w->err_fd, POLLIN, 0}};
+    int r = poll(p, 3, (int)left);
+    if (r < 0 && errno != EINTR) return NULL;
+    if (r <= 0) continue;
+    drain_raw(w, &w->out_fd, KN_WEV_STDOUT, fn, ctx);
+    drain_raw(w, &w->err_fd, KN_WEV_STDERR, fn, ctx);
+    ssize_t n = kn_chan_fill(&w->evt, w->evt_fd);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      got = pop_events(w, ev, fn, ctx);
+      if (got) return got;
+      reap(w, fn, ctx);
+      *exited = true;
+      return NULL;
+    }
+  }
+}
+
+void kn_worker_signal(kn_worker_t *w, int sig) {
+  if (w->pid > 0) kill(w->pid, sig);
+}
+
+void kn_worker_stop(kn_worker_t *w, int grace_ms) {
+  if (w->pid <= 0) {
+    close_all(w);
+    return;
+  }
+  if (grace_ms > 0 && w->cmd_fd >= 0) {
+    json_t *cmd = json_pack("{s:s}", "op", "exit");
+    kn_chan_write_json(w->cmd_fd, cmd);
+    json_decref(cmd);
+    long long deadline = now_ms() + grace_ms;
+    while (now_ms() < deadline) {
+      if (waitpid(w->pid, NULL, WNOHANG) == w->pid) {
+        w->pid = -1;
+        break;
+      }
+      struct timespec ts = {0, 5000000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  if (w->pid > 0) {
+    /* The whole process group: processes the cell started go too. */
+    kill(-w->pid, SIGKILL);
+    kill(w->pid, SIGKILL);
+    while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    w->pid = -1;
+  }
+  close_all(w);
+}
+
+void kn_worker_destroy(kn_worker_t **wp) {
+  kn_worker_t *w = *wp;
+  if (!w) return;
+  kn_worker_stop(w, 200);
+  kn_chan_reader_free(&w->evt);
+  free(w->path);
+  free(w);
+  *wp = NULL;
+}

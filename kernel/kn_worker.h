@@ -1,0 +1,75 @@
+/* kn_worker: the kernel's handle on its worker process (kernel/worker/).
+ *
+ * Starts cflame-worker (found next to the kernel's own executable) with the
+ * pipes of kn_chan.h, sends it commands, and turns what it writes into
+ * events. The kernel's poll loop watches kn_worker_fds() and calls
+ * kn_worker_read() when one is readable. */
+#ifndef KN_WORKER_H
+#define KN_WORKER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct kn_worker kn_worker_t;
+
+typedef enum kn_wev_type {
+  KN_WEV_STDOUT, /* data/len: bytes for the stdout stream */
+  KN_WEV_STDERR, /* data/len: bytes for the stderr stream */
+  KN_WEV_JSON,   /* json: an event object ("done", "input_request", ...) */
+  KN_WEV_CRASH,  /* data/len: the crash report text of kw_fault.c */
+  KN_WEV_EXITED, /* the worker is gone; status is its waitpid status */
+} kn_wev_type_t;
+
+typedef struct kn_wev {
+  kn_wev_type_t type;
+  const char *data; /* borrowed, valid during the callback */
+  size_t len;
+  json_t *json; /* borrowed */
+  int status;
+} kn_wev_t;
+
+typedef void (*kn_wev_fn)(void *ctx, const kn_wev_t *ev);
+
+/* Creates a handle; worker_path is the cflame-worker executable. New. */
+kn_worker_t *kn_worker_new(const char *worker_path);
+
+/* Starts the process (with cwd as its working directory) and waits up to
+ * 10 s for its "ready" event. Returns 0, or -1 with err. */
+int kn_worker_start(kn_worker_t *w, const char *cwd, char *err, size_t err_size);
+
+bool kn_worker_alive(const kn_worker_t *w);
+pid_t kn_worker_pid(const kn_worker_t *w);
+
+/* Sends a command object (not stolen). Returns 0 or -1 with err. */
+int kn_worker_send(kn_worker_t *w, const json_t *cmd, char *err, size_t err_size);
+
+/* Descriptors to poll for reading: events, raw stdout, raw stderr. Entries
+ * of a dead worker are -1. */
+void kn_worker_fds(const kn_worker_t *w, int fds[3]);
+
+/* Reads what is available on the worker's descriptors and calls fn for each
+ * event, in order. When the event pipe reaches end of file, drains the raw
+ * pipes, reaps the process and reports KN_WEV_EXITED. Never blocks. */
+void kn_worker_read(kn_worker_t *w, kn_wev_fn fn, void *ctx);
+
+/* Waits up to timeout_ms for one JSON event named ev (other events go to fn
+ * as they come). Returns the event (new reference) or NULL on timeout or
+ * exit (then *exited is set). */
+json_t *kn_worker_wait_event(kn_worker_t *w, const char *ev, int timeout_ms, kn_wev_fn fn,
+                             void *ctx, bool *exited);
+
+/* Sends sig to the worker. */
+void kn_worker_signal(kn_worker_t *w, int sig);
+
+/* Stops the process: asks it to exit, then SIGKILL after grace_ms; reaps it. */
+void kn_worker_stop(kn_worker_t *w, int grace_ms);
+
+void kn_worker_destroy(kn_worker_t **w);
+
+/* Path of the directory holding the running executable (for finding
+ * cflame-worker). Returns a new string. */
+char *kn_self_dir(void);
+
+#endif

@@ -1,0 +1,52 @@
+/* kw: the worker process that loads and runs cells.
+ *
+ * The kernel starts one worker per session (kn_worker.c) and talks to it over
+ * the framed pipes of kn_chan.h. The worker dlopens each cell's shared object
+ * with RTLD_GLOBAL, so later cells bind to earlier cells' functions and
+ * globals, and calls the cell's entry function. It is deliberately small: it
+ * knows nothing of Jupyter or of compiling.
+ *
+ *   kw_main.c   command loop: load, run (with timing and %%timeit), exit
+ *   kw_io.c     stdout/stderr as frames on the event pipe; stdin on request
+ *   kw_fault.c  crash reports (signal, stack, maps) and interrupts */
+#ifndef KW_H
+#define KW_H
+
+#include <jansson.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- kw_io.c ---- */
+
+/* Replaces stdout and stderr with FILEs that send 'O' and 'E' frames on the
+ * event pipe, and stdin with one that asks the kernel for input. */
+int kw_io_init(void);
+/* Before each cell: whether reads of stdin may ask the frontend. */
+void kw_io_begin_cell(bool allow_stdin);
+/* After each cell: flushes stdout and stderr. */
+void kw_io_end_cell(void);
+/* Sends a JSON event to the kernel (thread-safe). Returns 0 or -1. */
+int kw_send(const json_t *event);
+/* Sends a JSON event and steals it. */
+int kw_send_new(json_t *event);
+
+/* ---- kw_fault.c ---- */
+
+/* Installs the crash handlers (on an alternate stack) and the interrupt
+ * handler, and warms up the unwinder so the handlers never enter the
+ * dynamic loader. */
+int kw_fault_init(void);
+/* Records the executable range of a loaded cell object, so that an interrupt
+ * arriving while cell code runs can unwind at once. */
+void kw_fault_add_code_range(uintptr_t lo, uintptr_t hi);
+
+/* The jump buffer of the running cell; valid while kw_cell_running is 1. */
+extern sigjmp_buf kw_cell_jmp;
+extern volatile sig_atomic_t kw_cell_running;
+/* Set by an interrupt that arrived while the cell ran, even one that could
+ * not unwind at once (a sleep it cut short): the cell counts as interrupted. */
+extern volatile sig_atomic_t kw_interrupt_requested;
+
+#endif

@@ -1,0 +1,201 @@
+/* Crashes and interrupts in the worker (see kw.h).
+ *
+ * A fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS)
+ * runs crash_handler on an alternate stack, so stack overflows are caught
+ * too. It unwinds the faulting thread with libunwind from the signal
+ * context, copies /proc/self/maps, sends both to the kernel as one 'C' frame,
+ * and then lets the signal kill the process: the kernel symbolizes the
+ * report, tells the user, and starts a fresh worker. Everything in the
+ * handler is async-signal-safe or was warmed up before (the unwinder's first
+ * use resolves symbols through the dynamic loader).
+ *
+ * SIGINT (sent by the kernel on interrupt_request) unwinds to the command
+ * loop with siglongjmp when the main thread is executing cell code or is
+ * blocked in a system call: the cell's state stays as it was. When the main thread is inside a library
+ * (which may hold a lock) the handler only notes the request; the kernel
+ * then sends SIGUSR2 a little later, which unwinds wherever the thread is,
+ * and kills and restarts the worker if even that does not end the cell
+ * within a second. */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include <errno.h>
+#include <fcntl.h>
+#include <libunwind.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "kn_chan.h"
+#include "kw.h"
+
+sigjmp_buf kw_cell_jmp;
+volatile sig_atomic_t kw_cell_running;
+volatile sig_atomic_t kw_interrupt_requested;
+
+#define MAX_CODE_RANGES 16384
+#define MAX_PCS 128
+#define ALT_STACK_SIZE (256 * 1024)
+
+static struct {
+  uintptr_t lo, hi;
+} code_ranges[MAX_CODE_RANGES];
+static volatile sig_atomic_t n_code_ranges;
+static pid_t main_tid;
+
+/* Static so the handler needs no stack for it: maps text can be long. */
+static char report[1 << 20];
+
+void kw_fault_add_code_range(uintptr_t lo, uintptr_t hi) {
+  if (n_code_ranges >= MAX_CODE_RANGES) return;
+  code_ranges[n_code_ranges].lo = lo;
+  code_ranges[n_code_ranges].hi = hi;
+  n_code_ranges = n_code_ranges + 1;
+}
+
+static bool in_cell_code(uintptr_t pc) {
+  for (int i = 0; i < n_code_ranges; i++)
+    if (pc >= code_ranges[i].lo && pc < code_ranges[i].hi) return true;
+  return false;
+}
+
+/* ---- async-signal-safe formatting ---- */
+
+static size_t put_str(size_t at, const char *s) {
+  while (*s && at < sizeof report - 1) report[at++] = *s++;
+  return at;
+}
+
+static size_t put_hex(size_t at, uint64_t v) {
+  char tmp[19];
+  int n = 0;
+  do {
+    tmp[n++] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  at = put_str(at, "0x");
+  while (n > 0 && at < sizeof report - 1) report[at++] = tmp[--n];
+  return at;
+}
+
+static size_t put_dec(size_t at, long v) {
+  char tmp[24];
+  int n = 0;
+  if (v < 0) {
+    at = put_str(at, "-");
+    v = -v;
+  }
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n > 0 && at < sizeof report - 1) report[at++] = tmp[--n];
+  return at;
+}
+
+static void crash_handler(int sig, siginfo_t *si, void *ucv) {
+  ucontext_t *uc = ucv;
+  size_t at = 0;
+  at = put_str(at, "signal ");
+  at = put_dec(at, sig);
+  at = put_str(at, "\ncode ");
+  at = put_dec(at, si->si_code);
+  at = put_str(at, "\naddr ");
+  at = put_hex(at, (uint64_t)(uintptr_t)si->si_addr);
+  at = put_str(at, "\nsp ");
+  at = put_hex(at, (uint64_t)uc->uc_mcontext.gregs[REG_RSP]);
+  at = put_str(at, "\ntid ");
+  at = put_dec(at, (long)syscall(SYS_gettid));
+  at = put_str(at, "\nmain_tid ");
+  at = put_dec(at, (long)main_tid);
+  at = put_str(at, "\n");
+
+  /* The faulting instruction first, then return addresses. */
+  unw_cursor_t cursor;
+  if (unw_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
+    for (int i = 0; i < MAX_PCS; i++) {
+      unw_word_t pc;
+      if (unw_get_reg(&cursor, UNW_REG_IP, &pc) < 0 || pc == 0) break;
+      at = put_str(at, "pc ");
+      at = put_hex(at, pc);
+      at = put_str(at, "\n");
+      if (unw_step(&cursor) <= 0) break;
+    }
+  }
+  at = put_str(at, "maps\n");
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n;
+    while (at < sizeof report - 1 &&
+           (n = syscall(SYS_read, fd, report + at, sizeof report - 1 - at)) > 0)
+      at += (size_t)n;
+    close(fd);
+  }
+  kn_chan_write(KN_CHAN_EVT_FD, 'C', report, at);
+
+  /* Die of the same signal, so the kernel sees how the worker ended. */
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+}
+
+static void interrupt_handler(int sig, siginfo_t *si, void *ucv) {
+  int saved = errno;
+  if (!kw_cell_running) goto out;
+  kw_interrupt_requested = 1;
+  /* Only the main thread runs the cell's entry and owns the jump buffer. */
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  if (tid != main_tid) {
+    syscall(SYS_tgkill, getpid(), main_tid, sig);
+    goto out;
+  }
+  ucontext_t *uc = ucv;
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  /* Right after a `syscall` instruction (0f 05): the thread was blocked in
+   * a system call wrapper (sleep, read, poll), which holds no lock. */
+  bool in_syscall = pc >= 2 && ((const unsigned char *)pc)[-2] == 0x0f &&
+                    ((const unsigned char *)pc)[-1] == 0x05;
+  if (sig == SIGUSR2 || in_cell_code(pc) || in_syscall) {
+    kw_cell_running = 0;
+    siglongjmp(kw_cell_jmp, 1);
+  }
+out:
+  errno = saved;
+}
+
+int kw_fault_init(void) {
+  main_tid = (pid_t)syscall(SYS_gettid);
+
+  /* Warm up libunwind: its first use binds symbols lazily. */
+  void *pcs[4];
+  unw_backtrace(pcs, 4);
+  unw_cursor_t cursor;
+  unw_context_t ctx;
+  unw_getcontext(&ctx);
+  unw_init_local2(&cursor, &ctx, 0);
+  unw_step(&cursor);
+
+  stack_t ss = {.ss_sp = malloc(ALT_STACK_SIZE), .ss_size = ALT_STACK_SIZE, .ss_flags = 0};
+  if (!ss.ss_sp || sigaltstack(&ss, NULL) < 0) return -1;
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = crash_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+  for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+    if (sigaction(fatal[i], &sa, NULL) < 0) return -1;
+
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = interrupt_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGUSR2, &sa, NULL) < 0) return -1;
+  return 0;
+}

@@ -1,0 +1,164 @@
+/* Standard streams of the cells (see kw.h).
+ *
+ * stdout and stderr become cookie FILEs whose writes are 'O'/'E' frames on
+ * the event pipe, so the kernel sees printf output and the worker's events
+ * in one ordered stream. Writes to descriptors 1 and 2 (write(2), child
+ * processes) go to the raw pipes the kernel also reads.
+ *
+ * stdin becomes a cookie FILE that, when the execute request allowed it,
+ * sends an input_request event and blocks for the kernel's input_reply; when
+ * it did not, reads see end of file. read(2) on descriptor 0 is interposed
+ * (the worker exports `read`, and cells bind to the executable's symbol
+ * first) so that the same rule holds for raw reads. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdio_ext.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kn_chan.h"
+#include "kw.h"
+
+/* Recursive: an interrupt may unwind the main thread out of a write or a
+ * read while it holds one of these; it must still be able to take them. */
+static pthread_mutex_t evt_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static bool cell_allow_stdin;
+
+/* One line of input handed out by pieces: what the frontend answered, plus
+ * the newline a terminal would have delivered. */
+static pthread_mutex_t input_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static char *input_buf;
+static size_t input_len, input_pos;
+static bool input_eof;
+
+int kw_send(const json_t *event) {
+  char *text = json_dumps(event, JSON_COMPACT);
+  if (!text) return -1;
+  pthread_mutex_lock(&evt_lock);
+  int rc = kn_chan_write(KN_CHAN_EVT_FD, 'J', text, strlen(text));
+  pthread_mutex_unlock(&evt_lock);
+  free(text);
+  return rc;
+}
+
+int kw_send_new(json_t *event) {
+  int rc = event ? kw_send(event) : -1;
+  json_decref(event);
+  return rc;
+}
+
+static ssize_t stream_write(char kind, const char *buf, size_t size) {
+  size_t done = 0;
+  pthread_mutex_lock(&evt_lock);
+  while (done < size) {
+    size_t n = size - done;
+    if (n > KN_CHAN_ATOMIC) n = KN_CHAN_ATOMIC;
+    if (kn_chan_write(KN_CHAN_EVT_FD, kind, buf + done, n) < 0) break;
+    done += n;
+  }
+  pthread_mutex_unlock(&evt_lock);
+  return done ? (ssize_t)done : -1;
+}
+
+static ssize_t stdout_write(void *cookie, const char *buf, size_t size) {
+  return stream_write('O', buf, size);
+}
+
+static ssize_t stderr_write(void *cookie, const char *buf, size_t size) {
+  return stream_write('E', buf, size);
+}
+
+/* Asks the kernel for one line. Returns 0 with the line in input_buf, or -1
+ * when there is none (stdin not allowed, the frontend gave none, or the
+ * kernel went away). Called with input_lock held. */
+static int request_line(void) {
+  if (!cell_allow_stdin || input_eof) return -1;
+  if (kw_send_new(json_pack("{s:s, s:s, s:b}", "ev", "input_request", "prompt", "", "password",
+                            0)) < 0)
+    return -1;
+  char kind, *data;
+  size_t len;
+  if (kn_chan_read_blocking(KN_CHAN_CMD_FD, &kind, &data, &len) <= 0) return -1;
+  json_t *reply = kind == 'J' ? json_loadb(data, len, 0, NULL) : NULL;
+  free(data);
+  const char *value = json_string_value(json_object_get(reply, "value"));
+  if (!value) {
+    /* {"op": "input_eof"}: the frontend cannot answer; later reads of this
+     * cell see end of file without asking again. */
+    input_eof = true;
+    json_decref(reply);
+    return -1;
+  }
+  free(input_buf);
+  input_len = strlen(value) + 1;
+  input_buf = malloc(input_len + 1);
+  if (input_buf) {
+    memcpy(input_buf, value, input_len - 1);
+    input_buf[input_len - 1] = '\n';
+    input_buf[input_len] = '\0';
+  }
+  input_pos = 0;
+  json_decref(reply);
+  return input_buf ? 0 : -1;
+}
+
+/* Copies up to size bytes of pending input into buf; asks for a line when
+ * none is pending. Returns bytes copied, 0 at end of file. */
+static ssize_t input_read(char *buf, size_t size) {
+  pthread_mutex_lock(&input_lock);
+  ssize_t n = 0;
+  if (input_pos >= input_len && request_line() < 0) goto done;
+  n = (ssize_t)(input_len - input_pos);
+  if ((size_t)n > size) n = (ssize_t)size;
+  memcpy(buf, input_buf + input_pos, (size_t)n);
+  input_pos += (size_t)n;
+done:
+  pthread_mutex_unlock(&input_lock);
+  return n;
+}
+
+static ssize_t stdin_read(void *cookie, char *buf, size_t size) { return input_read(buf, size); }
+
+/* Interposes read(2) for the cells: descriptor 0 reads the frontend's input;
+ * every other descriptor is the plain system call. */
+__attribute__((visibility("default"))) ssize_t read(int fd, void *buf, size_t count) {
+  if (fd == 0) return input_read(buf, count);
+  return syscall(SYS_read, fd, buf, count);
+}
+
+int kw_io_init(void) {
+  cookie_io_functions_t out_io = {.write = stdout_write};
+  cookie_io_functions_t err_io = {.write = stderr_write};
+  cookie_io_functions_t in_io = {.read = stdin_read};
+  FILE *out = fopencookie(NULL, "w", out_io);
+  FILE *err = fopencookie(NULL, "w", err_io);
+  FILE *in = fopencookie(NULL, "r", in_io);
+  if (!out || !err || !in) return -1;
+  /* Line-buffered stdout, as on a terminal; unbuffered stderr. */
+  setvbuf(out, NULL, _IOLBF, BUFSIZ);
+  setvbuf(err, NULL, _IONBF, 0);
+  stdout = out;
+  stderr = err;
+  stdin = in;
+  return 0;
+}
+
+void kw_io_begin_cell(bool allow_stdin) {
+  pthread_mutex_lock(&input_lock);
+  cell_allow_stdin = allow_stdin;
+  input_eof = false;
+  input_len = input_pos = 0;
+  pthread_mutex_unlock(&input_lock);
+  /* Input a previous cell left unread is not this cell's. */
+  __fpurge(stdin);
+  clearerr(stdin);
+}
+
+void kw_io_end_cell(void) {
+  fflush(stdout);
+  fflush(stderr);
+}

@@ -1,0 +1,197 @@
+/* The worker's entry point and command loop (see kw.h). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kn_chan.h"
+#include "kw.h"
+
+typedef int (*cell_entry_fn)(void);
+
+static int64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Records the executable segments of the object loaded from path. */
+static int note_code_range(struct dl_phdr_info *info, size_t size, void *data) {
+  const char *path = data;
+  if (!info->dlpi_name || strcmp(info->dlpi_name, path) != 0) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+      kw_fault_add_code_range(lo, lo + ph->p_memsz);
+    }
+  }
+  return 1;
+}
+
+/* dlopens path into the global scope. Returns the handle or NULL with the
+ * loader's message in err. */
+static void *load_object(const char *path, char *err, size_t err_size) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!h) {
+    snprintf(err, err_size, "%s", dlerror());
+    return NULL;
+  }
+  dl_iterate_phdr(note_code_range, (void *)path);
+  return h;
+}
+
+static json_t *error_event(const char *ename, const char *evalue) {
+  return json_pack("{s:s, s:s, s:s, s:s}", "ev", "done", "status", "error", "ename", ename,
+                   "evalue", evalue);
+}
+
+static void cmd_load(json_t *cmd) {
+  const char *path = json_string_value(json_object_get(cmd, "path"));
+  char err[1024];
+  if (!path) {
+    kw_send_new(json_pack("{s:s, s:b, s:s}", "ev", "loaded", "ok", 0, "error", "no path"));
+    return;
+  }
+  if (!load_object(path, err, sizeof err))
+    kw_send_new(json_pack("{s:s, s:b, s:s}", "ev", "loaded", "ok", 0, "error", err));
+  else
+    kw_send_new(json_pack("{s:s, s:b}", "ev", "loaded", "ok", 1));
+}
+
+/* Runs entry once under the interrupt jump buffer. Returns 0 when it
+ * returned (its value in *rc), 1 when interrupted. */
+static int run_once(cell_entry_fn entry, int *rc) {
+  if (sigsetjmp(kw_cell_jmp, 1) != 0) {
+    kw_cell_running = 0;
+    return 1;
+  }
+  kw_cell_running = 1;
+  *rc = entry();
+  kw_cell_running = 0;
+  return kw_interrupt_requested ? 1 : 0;
+}
+
+/* %%timeit: IPython's rules. With number == 0, tries 1, 10, 100, ... loops
+ * until one batch takes at least 0.2 s; then times repeat batches. */
+static json_t *run_timeit(cell_entry_fn entry, json_int_t number, json_int_t repeat,
+                          int *interrupted) {
+  int rc;
+  if (number <= 0) {
+    for (number = 1;; number *= 10) {
+      int64_t t0 = clock_ns(CLOCK_MONOTONIC);
+      for (json_int_t i = 0; i < number; i++)
+        if (run_once(entry, &rc)) goto interrupted;
+      if (clock_ns(CLOCK_MONOTONIC) - t0 >= 200000000 || number >= 1000000000) break;
+    }
+  }
+  json_t *times = json_array();
+  for (json_int_t r = 0; r < repeat; r++) {
+    int64_t t0 = clock_ns(CLOCK_MONOTONIC);
+    for (json_int_t i = 0; i < number; i++)
+      if (run_once(entry, &rc)) {
+        json_decref(times);
+        goto interrupted;
+      }
+    double per_loop = (double)(clock_ns(CLOCK_MONOTONIC) - t0) / (double)number;
+    json_array_append_new(times, json_real(per_loop));
+  }
+  return json_pack("{s:I, s:I, s:o}", "number", number, "repeat", repeat, "per_loop_ns", times);
+interrupted:
+  *interrupted = 1;
+  return NULL;
+}
+
+static void cmd_run(json_t *cmd) {
+  const char *path = json_string_value(json_object_get(cmd, "path"));
+  const char *entry_name = json_string_value(json_object_get(cmd, "entry"));
+  bool allow_stdin = json_is_true(json_object_get(cmd, "allow_stdin"));
+  json_t *timeit = json_object_get(cmd, "timeit");
+  char err[1024];
+
+  if (!path || !entry_name) {
+    kw_send_new(error_event("WorkerError", "run needs path and entry"));
+    return;
+  }
+  void *h = load_object(path, err, sizeof err);
+  if (!h) {
+    kw_send_new(error_event("LinkError", err));
+    return;
+  }
+  cell_entry_fn entry;
+  *(void **)&entry = dlsym(h, entry_name);
+  if (!entry) {
+    kw_send_new(error_event("LinkError", dlerror()));
+    return;
+  }
+
+  kw_io_begin_cell(allow_stdin);
+  kw_interrupt_requested = 0;
+  int rc = 0, interrupted = 0;
+  json_t *timing = NULL;
+  int64_t wall0 = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  if (json_is_object(timeit)) {
+    json_int_t number = json_integer_value(json_object_get(timeit, "number"));
+    json_int_t repeat = json_integer_value(json_object_get(timeit, "repeat"));
+    timing = run_timeit(entry, number, repeat > 0 ? repeat : 7, &interrupted);
+  } else {
+    interrupted = run_once(entry, &rc);
+  }
+  int64_t wall = clock_ns(CLOCK_MONOTONIC) - wall0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  kw_io_end_cell();
+
+  json_t *ev = json_pack("{s:s, s:s, s:i, s:I, s:I}", "ev", "done", "status",
+                         interrupted ? "interrupted" : "ok", "rc", rc, "wall_ns",
+                         (json_int_t)wall, "cpu_ns", (json_int_t)cpu);
+  if (timing) json_object_set_new(ev, "timeit", timing);
+  kw_send_new(ev);
+}
+
+int main(int argc, char **argv) {
+  /* The kernel gives us the command and event pipes; they must not leak into
+   * processes the cells start. */
+  if (fcntl(KN_CHAN_CMD_FD, F_GETFD) < 0 || fcntl(KN_CHAN_EVT_FD, F_GETFD) < 0) {
+    fprintf(stderr, "cflame-worker: started without its pipes; it is run by cflame-kernel\n");
+    return 2;
+  }
+  fcntl(KN_CHAN_CMD_FD, F_SETFD, FD_CLOEXEC);
+  fcntl(KN_CHAN_EVT_FD, F_SETFD, FD_CLOEXEC);
+
+  if (kw_io_init() < 0 || kw_fault_init() < 0) {
+    fprintf(stderr, "cflame-worker: set-up failed: %s\n", strerror(errno));
+    return 2;
+  }
+  kw_send_new(json_pack("{s:s, s:i}", "ev", "ready", "pid", (int)getpid()));
+
+  for (;;) {
+    char kind, *data;
+    size_t len;
+    int r = kn_chan_read_blocking(KN_CHAN_CMD_FD, &kind, &data, &len);
+    if (r <= 0) break; /* the kernel went away */
+    json_t *cmd = kind == 'J' ? json_loadb(data, len, 0, NULL) : NULL;
+    free(data);
+    const char *op = json_string_value(json_object_get(cmd, "op"));
+    if (!op) {
+      json_decref(cmd);
+      continue;
+    }
+    if (strcmp(op, "run") == 0)
+      cmd_run(cmd);
+    else if (strcmp(op, "load") == 0)
+      cmd_load(cmd);
+    else if (strcmp(op, "exit") == 0) {
+      json_decref(cmd);
+      break;
+    }
+    json_decref(cmd);
+  }
+  fflush(NULL);
+  _exit(0);
+}

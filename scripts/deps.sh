@@ -1,0 +1,30 @@
+# Sourced by scripts/test and scripts/demo: installs what cflame needs from
+# Debian's packages (as root), or says the one apt-get line to run.
+CFLAME_DEBS="build-essential cmake pkg-config clang libclang-rt-14-dev \
+libzmq3-dev libjansson-dev uuid-dev libssl-dev libunwind-dev libdw-dev libelf-dev \
+python3 python3-zmq python3-jupyter-client python3-jupyter-kernel-test python3-pytest \
+python3-nbconvert python3-nbformat python3-ipykernel jupyter-nbconvert jupyter-core"
+
+cflame_missing_debs() {
+  local missing=""
+  for p in $CFLAME_DEBS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  echo "$missing"
+}
+
+cflame_install_debs() {
+  local missing
+  missing=$(cflame_missing_debs)
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" = 0 ]; then
+    echo "==> installing Debian packages:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  else
+    echo "cflame needs these Debian packages; run:" >&2
+    echo "  sudo apt-get install$missing" >&2
+    return 1
+  fi
+}

@@ -1,0 +1,299 @@
+"""Shared set-up of cflame's end-to-end tests: start the real kernel through
+jupyter_client and run cells the way a frontend does.
+
+The kernelspec comes from the build tree: CMake passes CFLAME_JUPYTER_PATH
+(build/share/jupyter); run by hand, the tests fall back to
+../../build/share/jupyter next to this file. It is put first in JUPYTER_PATH
+at import, so that jupyter_kernel_test's own start-up finds it too.
+"""
+import contextlib
+import os
+import pathlib
+import queue
+import time
+import weakref
+
+import pytest
+from jupyter_client import KernelManager
+
+HERE = pathlib.Path(__file__).resolve().parent
+CFLAME_JUPYTER_PATH = os.environ.get("CFLAME_JUPYTER_PATH") or str(
+    HERE.parent.parent / "build" / "share" / "jupyter"
+)
+_old = os.environ.get("JUPYTER_PATH")
+os.environ["JUPYTER_PATH"] = CFLAME_JUPYTER_PATH + (os.pathsep + _old if _old else "")
+
+KERNEL_JSON = pathlib.Path(CFLAME_JUPYTER_PATH) / "kernels" / "cflame" / "kernel.json"
+
+
+def pytest_sessionstart(session):
+    if not KERNEL_JSON.is_file():
+        raise pytest.UsageError(
+            f"no cflame kernelspec at {KERNEL_JSON}: build first (cmake --build build) "
+            "or set CFLAME_JUPYTER_PATH"
+        )
+
+
+# ---------------------------------------------------------------- kernels
+
+
+@contextlib.contextmanager
+def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30):
+    """Starts a cflame kernel; yields (km, kc); shuts it down afterwards.
+
+    env: extra environment variables for the kernel (None values remove a
+    variable from the kernel's environment). ip: the address, or for the ipc
+    transport the path prefix of the sockets. stderr: a file for the
+    kernel's log (default: inherited)."""
+    km = KernelManager(kernel_name="cflame", transport=transport, **({"ip": ip} if ip else {}))
+    kenv = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            kenv.pop(key, None)
+        else:
+            kenv[key] = value
+    km.start_kernel(env=kenv, **({"stderr": stderr} if stderr is not None else {}))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=ready_timeout)
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        if km.has_kernel:
+            km.shutdown_kernel(now=False)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    """One kernel per test module: (km, kc)."""
+    with start_kernel() as (km, kc):
+        yield km, kc
+
+
+@pytest.fixture(scope="module")
+def kc(kernel):
+    return kernel[1]
+
+
+@pytest.fixture(scope="module")
+def km(kernel):
+    return kernel[0]
+
+
+@pytest.fixture
+def fresh():
+    """A kernel of the test's own, for tests that crash, reset or restart."""
+    with start_kernel() as (km, kc):
+        yield km, kc
+
+
+# ---------------------------------------------------------------- running cells
+
+
+class Run:
+    """What one execute_request produced.
+
+    reply: the execute_reply content; outputs: stream / error / display_data /
+    execute_result / input_request messages in arrival order, each a dict of
+    the content plus "msg_type" and "t" (monotonic arrival time); msgs: every
+    iopub message of the request (full messages, with "t" added); reply_t:
+    arrival time of the execute_reply; sent_t: when the request was sent."""
+
+    def __init__(self, msg_id, sent_t):
+        self.msg_id = msg_id
+        self.sent_t = sent_t
+        self.reply = None
+        self.reply_msg = None
+        self.reply_t = None
+        self.outputs = []
+        self.msgs = []
+        self.idle_t = None
+
+
+def send(kc, code, allow_stdin=False, stop_on_error=True, silent=False, store_history=True):
+    """Sends an execute_request without waiting; returns its msg_id."""
+    return kc.execute(
+        code,
+        silent=silent,
+        store_history=store_history,
+        allow_stdin=allow_stdin,
+        stop_on_error=stop_on_error,
+    )
+
+
+# Messages read while waiting for another request's are kept here, per
+# client and channel, until their own request's turn comes.
+_STASH_MAX = 5000
+_stashes = weakref.WeakKeyDictionary()
+
+
+def _stash(kc, channel):
+    return _stashes.setdefault(kc, {"iopub": [], "shell": [], "stdin": []})[channel]
+
+
+def _take(kc, channel, msg_id):
+    """Removes and returns the stashed messages of channel for msg_id."""
+    st = _stash(kc, channel)
+    mine = [m for m in st if m["parent_header"].get("msg_id") == msg_id]
+    if mine:
+        st[:] = [m for m in st if m["parent_header"].get("msg_id") != msg_id]
+    return mine
+
+
+def _read(kc, channel, msg_id, timeout):
+    """The next message of channel for msg_id, from the stash or the socket
+    (stashing others); None if none came within timeout (0: just look)."""
+    mine = _take(kc, channel, msg_id)
+    if mine:
+        st = _stash(kc, channel)
+        st[:0] = mine[1:]
+        return mine[0]
+    get = getattr(kc, f"get_{channel}_msg")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            msg = get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        msg["t"] = time.monotonic()
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return msg
+        st = _stash(kc, channel)
+        st.append(msg)
+        del st[:-_STASH_MAX]
+        if time.monotonic() >= deadline:
+            return None
+
+
+def collect(kc, msg_id, timeout=30, inputs=None, sent_t=None):
+    """Collects everything the kernel sends for request msg_id: the iopub
+    messages up to status idle, the execute_reply, and input_requests on the
+    stdin channel (answered in turn from `inputs`, a list of strings).
+    Returns a Run."""
+    r = Run(msg_id, sent_t if sent_t is not None else time.monotonic())
+    answers = list(inputs or [])
+    deadline = time.monotonic() + timeout
+    while r.idle_t is None or r.reply is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"no complete answer within {timeout} s "
+                f"(idle: {r.idle_t is not None}, reply: {r.reply is not None}); "
+                f"outputs so far: {_summary(r.outputs)}"
+            )
+        while r.idle_t is None:
+            msg = _read(kc, "iopub", msg_id, 0.01)
+            if msg is None:
+                break
+            t = msg["t"]
+            r.msgs.append(msg)
+            mt = msg["msg_type"]
+            if mt in ("stream", "error", "display_data", "execute_result", "update_display_data"):
+                out = dict(msg["content"])
+                out["msg_type"] = mt
+                out["t"] = t
+                r.outputs.append(out)
+            elif mt == "status" and msg["content"]["execution_state"] == "idle":
+                r.idle_t = t
+        while True:
+            msg = _read(kc, "stdin", msg_id, 0)
+            if msg is None:
+                break
+            if msg["msg_type"] == "input_request":
+                out = dict(msg["content"])
+                out["msg_type"] = "input_request"
+                out["t"] = msg["t"]
+                r.outputs.append(out)
+                if answers:
+                    kc.input(answers.pop(0))
+                else:
+                    raise AssertionError(f"unexpected input_request {msg['content']!r}")
+        if r.reply is None:
+            msg = _read(kc, "shell", msg_id, 0 if r.idle_t is None else 0.01)
+            if msg is not None:
+                r.reply_t = msg["t"]
+                r.reply_msg = msg
+                r.reply = msg["content"]
+    return r
+
+
+def run_full(kc, code, allow_stdin=False, timeout=30, stop_on_error=True, inputs=None, **kw):
+    t = time.monotonic()
+    msg_id = send(kc, code, allow_stdin=allow_stdin, stop_on_error=stop_on_error, **kw)
+    return collect(kc, msg_id, timeout=timeout, inputs=inputs, sent_t=t)
+
+
+def run(kc, code, allow_stdin=False, timeout=30, stop_on_error=True, inputs=None):
+    """Runs a cell; returns (reply_content, outputs)."""
+    r = run_full(kc, code, allow_stdin=allow_stdin, timeout=timeout,
+                 stop_on_error=stop_on_error, inputs=inputs)
+    return r.reply, r.outputs
+
+
+def stdout(outputs):
+    return "".join(o["text"] for o in outputs if o["msg_type"] == "stream" and o["name"] == "stdout")
+
+
+def stderr(outputs):
+    return "".join(o["text"] for o in outputs if o["msg_type"] == "stream" and o["name"] == "stderr")
+
+
+def errors(outputs):
+    return [o for o in outputs if o["msg_type"] == "error"]
+
+
+def _summary(outputs, limit=2000):
+    text = repr([{k: v for k, v in o.items() if k != "t"} for o in outputs])
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def ok(kc, code, **kw):
+    """Runs a cell that must succeed; returns its stdout."""
+    reply, outputs = run(kc, code, **kw)
+    assert reply["status"] == "ok", (
+        f"cell {code!r} failed: {reply.get('ename')}: {reply.get('evalue')}\n"
+        f"traceback: {reply.get('traceback')}\noutputs: {_summary(outputs)}"
+    )
+    return stdout(outputs)
+
+
+def fails(kc, code, ename, stop_on_error=False, **kw):
+    """Runs a cell that must fail with ename; returns (reply, outputs). Also
+    checks that the error was published on iopub with the same content.
+
+    The request says stop_on_error=False unless told otherwise, so that the
+    test's next cell is never taken for a queued request to abort (whether
+    the kernel gets that right is test_protocol's business)."""
+    reply, outputs = run(kc, code, stop_on_error=stop_on_error, **kw)
+    assert reply["status"] == "error", f"cell {code!r} did not fail: outputs {_summary(outputs)}"
+    assert reply["ename"] == ename, (
+        f"cell {code!r}: expected {ename}, got {reply['ename']}: {reply['evalue']}\n"
+        f"traceback: {reply.get('traceback')}"
+    )
+    errs = errors(outputs)
+    assert len(errs) == 1, f"expected one error message on iopub, got {_summary(outputs)}"
+    assert errs[0]["ename"] == ename and errs[0]["evalue"] == reply["evalue"]
+    return reply, outputs
+
+
+def request(kc, method, *args, timeout=10, **kwargs):
+    """Sends a shell request with kc.<method>(...) and returns its reply
+    message."""
+    msg_id = getattr(kc, method)(*args, **kwargs)
+    msg = _read(kc, "shell", msg_id, timeout)
+    if msg is None:
+        raise TimeoutError(f"no reply to {method} within {timeout} s")
+    return msg
+
+
+def drain_iopub(kc, quiet=0.2):
+    """Reads iopub until it has been quiet for `quiet` seconds; returns the
+    messages (those stashed before included)."""
+    st = _stash(kc, "iopub")
+    msgs = list(st)
+    st.clear()
+    while True:
+        try:
+            msgs.append(kc.get_iopub_msg(timeout=quiet))
+        except queue.Empty:
+            return msgs

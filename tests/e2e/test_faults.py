@@ -1,0 +1,226 @@
+"""SPEC section 7 (Bad input and faults): what the user gets when a cell does
+not compile, does not link, crashes, never ends, exits, or floods its
+output; and for unknown magics. Nothing here may stop the kernel, and the
+session keeps its definitions. (Profiling rows are tested elsewhere.)"""
+import re
+import time
+
+from conftest import collect, fails, ok, request, run, send, stderr, stdout
+
+
+def traceback_text(reply):
+    return "\n".join(reply["traceback"])
+
+
+# ---------------------------------------------------------------- compile and link
+
+
+def test_compile_error_names_cell_line_and_column(kc):
+    reply, outputs = fails(kc, "int a = 1;\nint b = ;", "CompileError")
+    n = reply["execution_count"]
+    assert any(f"cell[{n}]:2:9: error" in line for line in reply["traceback"]), reply["traceback"]
+    assert f"cell[{n}]:2:9: error" in reply["evalue"]
+    # Nothing the compiler did not complain about is reported against line 1.
+    assert not any(f"cell[{n}]:1:" in line and "error" in line for line in reply["traceback"]), (
+        reply["traceback"]
+    )
+    assert stdout(outputs) == ""
+
+
+def test_compile_error_keeps_nothing_from_the_cell(kc):
+    fails(kc, 'int kept_x = 1;\nint kept_y = ;\nprintf("ran\\n");', "CompileError")
+    reply, outputs = fails(kc, 'printf("%d\\n", kept_x);', "CompileError")
+    assert re.search(r"kept_x.{0,3} undeclared", traceback_text(reply)), reply["traceback"]
+    # The session still works, and the name can be defined anew.
+    assert ok(kc, 'int kept_x = 2;\nprintf("%d\\n", kept_x);') == "2\n"
+
+
+def test_compile_error_line_after_magic_lines(kc):
+    # Line numbers count the cell's own lines, magic lines included.
+    reply, outputs = fails(kc, "%cflags\n\nint c = 1;\nint d = ;", "CompileError")
+    n = reply["execution_count"]
+    assert any(f"cell[{n}]:4:9: error" in line for line in reply["traceback"]), reply["traceback"]
+
+
+def test_undefined_symbol_is_a_link_error(kc):
+    reply, outputs = fails(kc, "void nothere(void);\nnothere();", "LinkError")
+    assert "undefined symbol: nothere" in reply["evalue"]
+    assert ok(kc, 'printf("usable\\n");') == "usable\n"
+
+
+# ---------------------------------------------------------------- crashes
+
+
+CRASH_CELL = """void crash(void) {
+  int *p = 0;
+  *p = 1;
+}
+crash();"""
+
+
+def test_segfault_names_signal_line_and_function(kc):
+    ok(kc, "int still_here(void) { return 42; }\nint seg_global = 5;")
+    ok(kc, "seg_global = 99;")
+    reply, outputs = fails(kc, CRASH_CELL, "SIGSEGV")
+    n = reply["execution_count"]
+    assert "Segmentation fault" in reply["evalue"]
+    assert f"cell[{n}]:3" in reply["evalue"], reply["evalue"]
+    assert "crash" in reply["evalue"]
+    assert any(line.startswith("Backtrace") for line in reply["traceback"]), reply["traceback"]
+    assert any("crash" in line and f"cell[{n}]:3" in line for line in reply["traceback"])
+    assert "global variables were reset" in reply["evalue"]
+    # Earlier definitions remain usable; globals are back at their initial value.
+    assert ok(kc, 'printf("%d %d\\n", still_here(), seg_global);') == "42 5\n"
+    # The crashed cell's function is part of the session too.
+    assert ok(kc, "void (*crash_ptr)(void) = crash;\nprintf(\"%d\\n\", crash_ptr != 0);") == "1\n"
+
+
+def test_segfault_without_globals_says_nothing_about_globals(fresh):
+    km, kc = fresh
+    ok(kc, "int no_globals_here(void) { return 1; }")
+    reply, outputs = fails(kc, CRASH_CELL, "SIGSEGV")
+    assert "global variables were reset" not in reply["evalue"]
+    assert ok(kc, 'printf("%d\\n", no_globals_here());') == "1\n"
+
+
+def test_abort(kc):
+    reply, outputs = fails(kc, "void give_up(void) {\n  abort();\n}\ngive_up();", "SIGABRT")
+    n = reply["execution_count"]
+    assert "Aborted" in reply["evalue"]
+    assert f"cell[{n}]:2" in reply["evalue"], reply["evalue"]
+    assert "give_up" in reply["evalue"]
+    assert ok(kc, 'printf("after abort\\n");') == "after abort\n"
+
+
+def test_integer_division_by_zero(kc):
+    reply, outputs = fails(kc, 'volatile int divisor = 0;\nprintf("%d\\n", 10 / divisor);', "SIGFPE")
+    n = reply["execution_count"]
+    assert "Floating point exception" in reply["evalue"]
+    assert f"cell[{n}]:2" in reply["evalue"], reply["evalue"]
+    assert stdout(outputs) == ""
+
+
+def test_bus_error(kc):
+    reply, outputs = fails(kc, "#include <sys/mman.h>\n"
+                               "FILE *bus_f = tmpfile();\n"
+                               "char *bus_p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fileno(bus_f), 0);\n"
+                               'printf("%d\\n", bus_p[0]);', "SIGBUS")
+    n = reply["execution_count"]
+    assert "Bus error" in reply["evalue"]
+    assert f"cell[{n}]:4" in reply["evalue"], reply["evalue"]
+
+
+def test_stack_overflow(kc):
+    reply, outputs = fails(kc, "int recurse(int n) {\n"
+                               "  volatile char pad[256];\n"
+                               "  pad[0] = (char)n;\n"
+                               "  return recurse(n + 1) + pad[0];\n"
+                               "}\n"
+                               'printf("%d\\n", recurse(0));', "SIGSEGV")
+    assert "Stack overflow" in reply["evalue"], reply["evalue"]
+    assert "recurse" in reply["evalue"]
+    assert ok(kc, 'printf("after overflow\\n");') == "after overflow\n"
+
+
+def test_exit_is_reported_and_the_session_reloaded(kc):
+    ok(kc, "int exit_helper(void) { return 11; }")
+    reply, outputs = fails(kc, 'printf("bye\\n");\nexit(3);', "Exit")
+    assert "exit(3)" in reply["evalue"]
+    assert stdout(outputs) == "bye\n"
+    assert ok(kc, 'printf("%d\\n", exit_helper());') == "11\n"
+
+
+# ---------------------------------------------------------------- interrupts
+
+
+def interrupt_after(km, kc, code, delay=0.5):
+    """Sends code, interrupts it after delay seconds; returns (Run,
+    seconds from the interrupt to the reply)."""
+    t0 = time.monotonic()
+    msg_id = send(kc, code, stop_on_error=False)
+    time.sleep(delay)
+    t_int = time.monotonic()
+    km.interrupt_kernel()
+    r = collect(kc, msg_id, timeout=20, sent_t=t0)
+    return r, r.reply_t - t_int
+
+
+def test_interrupt_endless_loop_keeps_state(kernel):
+    km, kc = kernel
+    ok(kc, "int before_loop = 0;\nint loop_helper(void) { return 8; }")
+    r, dt = interrupt_after(km, kc, "before_loop = 7;\nfor (;;);")
+    assert r.reply["status"] == "error"
+    assert r.reply["ename"] == "Interrupted"
+    assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
+    assert ok(kc, 'printf("%d %d\\n", before_loop, loop_helper());') == "7 8\n"
+
+
+def test_interrupt_sleep(kernel):
+    km, kc = kernel
+    r, dt = interrupt_after(km, kc, '#include <unistd.h>\nsleep(100);\nprintf("after sleep\\n");')
+    assert r.reply["status"] == "error"
+    assert r.reply["ename"] == "Interrupted"
+    assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
+    assert stdout(r.outputs) == ""
+    assert ok(kc, 'printf("awake\\n");') == "awake\n"
+
+
+def test_interrupt_printing_loop(kernel):
+    km, kc = kernel
+    r, dt = interrupt_after(km, kc, 'for (long i = 0;; i++) printf("line %ld\\n", i);')
+    assert r.reply["status"] == "error"
+    assert r.reply["ename"] == "Interrupted"
+    assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
+    assert stdout(r.outputs).startswith("line 0\nline 1\n")
+    assert ok(kc, 'printf("quiet now\\n");') == "quiet now\n"
+
+
+# ---------------------------------------------------------------- output flood
+
+
+def test_output_flood_is_cut_and_the_kernel_stays_responsive(kc):
+    # 1,000,000 lines of 50 bytes: 50 MB.
+    reply, outputs = run(kc, 'for (int i = 0; i < 1000000; i++) printf("%049d\\n", i);', timeout=120)
+    assert reply["status"] == "ok"
+    text = stdout(outputs)
+    total = sum(len(o["text"]) for o in outputs if o["msg_type"] == "stream")
+    assert 0 < total < 5_000_000, total
+    assert text.startswith("0" * 49 + "\n" + "0" * 48 + "1\n")
+    assert "output passed the limit" in stderr(outputs)
+    t = time.monotonic()
+    info = request(kc, "kernel_info", timeout=5)
+    assert info["content"]["status"] == "ok"
+    assert time.monotonic() - t < 2
+    assert ok(kc, 'printf("small\\n");') == "small\n"
+
+
+# ---------------------------------------------------------------- magics
+
+
+def test_unknown_line_magic(kc):
+    reply, outputs = fails(kc, '%nosuch\nprintf("should not run\\n");', "MagicError")
+    assert "unknown magic %nosuch" in reply["evalue"]
+    assert "%cflags" in reply["evalue"] and "%lsmagic" in reply["evalue"]
+    assert stdout(outputs) == ""
+
+
+def test_unknown_cell_magic(kc):
+    reply, outputs = fails(kc, '%%nosuch\nprintf("should not run\\n");', "MagicError")
+    assert "%%nosuch" in reply["evalue"]
+    assert "%%timeit" in reply["evalue"]
+    assert stdout(outputs) == ""
+
+
+def test_unknown_timeit_flag(kc):
+    reply, outputs = fails(kc, '%%timeit -q 5\nprintf("should not run\\n");', "MagicError")
+    assert "-q" in reply["evalue"]
+    assert "-n" in reply["evalue"] and "-r" in reply["evalue"]
+    assert stdout(outputs) == ""
+
+
+def test_errors_do_not_stop_the_kernel(kernel):
+    # After all of the above, the module's kernel process still serves.
+    km, kc = kernel
+    assert km.is_alive()
+    assert ok(kc, 'printf("%d\\n", 6 * 7);') == "42\n"
+    assert request(kc, "kernel_info")["content"]["status"] == "ok"

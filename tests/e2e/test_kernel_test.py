@@ -1,0 +1,81 @@
+"""jupyter_kernel_test's conformance suite, run against cflame.
+
+KernelTests starts the kernel itself (start_new_kernel) in setUpClass, so
+JUPYTER_PATH must name the build tree's kernelspec before that: it is set
+here at import from CFLAME_JUPYTER_PATH (conftest.py does the same)."""
+import os
+import pathlib
+import unittest
+
+_path = os.environ.get("CFLAME_JUPYTER_PATH") or str(
+    pathlib.Path(__file__).resolve().parent.parent.parent / "build" / "share" / "jupyter")
+if not os.environ.get("JUPYTER_PATH", "").startswith(_path):
+    os.environ["JUPYTER_PATH"] = _path + (os.pathsep + os.environ["JUPYTER_PATH"]
+                                          if os.environ.get("JUPYTER_PATH") else "")
+
+import jupyter_kernel_test  # noqa: E402
+from jupyter_kernel_test.msgspec_v5 import validate_message  # noqa: E402
+
+
+class CflameKernelTests(jupyter_kernel_test.KernelTests):
+    kernel_name = "cflame"
+    language_name = "c"
+    file_extension = ".c"
+
+    code_hello_world = 'printf("hello, world\\n");'
+    code_stderr = 'fprintf(stderr, "oops\\n");'
+
+    completion_samples = [
+        {"text": "whi", "matches": {"while"}},
+        {"text": "%lsm", "matches": {"%lsmagic"}},
+    ]
+
+    complete_code_samples = ["int x = 1;", 'printf("}\\n");', "// {"]
+    incomplete_code_samples = ["int f(void) {", "int a[] = {1,", "/* comment"]
+    invalid_code_samples = ["}", "int x = 1; )"]
+
+    code_inspect_sample = "%cflags"
+
+    code_generate_error = "int x = ;"
+
+    # A C cell has no value to show, nothing pages, and nothing clears
+    # output: these tests of the suite do not apply.
+    test_execute_result = None
+    test_display_data = None
+    test_pager = None
+    test_clear_output = None
+
+    # The suite's own history test needs execute_result samples; this one
+    # checks tail, range and search on cells that print.
+    def test_history(self):
+        codes = ['printf("hist a\\n");', 'printf("hist b\\n");']
+        reply = self.history_helper(codes, output=False, raw=True, hist_access_type="tail", n=2)
+        hist = reply["content"]["history"]
+        self.assertEqual([h[2] for h in hist], codes)
+        session, start = hist[0][0], hist[0][1]
+        self.assertEqual(hist[1][1], start + 1)
+
+        reply = self.history_helper([], output=False, raw=True, hist_access_type="range",
+                                    session=session, start=start, stop=start + 1)
+        self.assertEqual([h[2] for h in reply["content"]["history"]], codes[:1])
+
+        reply = self.history_helper([], output=False, raw=True, hist_access_type="search",
+                                    pattern="*hist b*")
+        self.assertIn(codes[1], [h[2] for h in reply["content"]["history"]])
+
+    def test_execute_stdout_exact(self):
+        self.flush_channels()
+        reply, output_msgs = self.execute_helper(code='printf("a\\n");\nputs("b");')
+        self.assertEqual(reply["content"]["status"], "ok")
+        text = "".join(m["content"]["text"] for m in output_msgs if m["msg_type"] == "stream")
+        self.assertEqual(text, "a\nb\n")
+
+    def test_error_reply_content(self):
+        self.flush_channels()
+        reply, output_msgs = self.execute_helper(code="int x = ;", stop_on_error=False)
+        self.assertEqual(reply["content"]["ename"], "CompileError")
+        validate_message(output_msgs[0], "error", reply["parent_header"]["msg_id"])
+
+
+if __name__ == "__main__":
+    unittest.main()

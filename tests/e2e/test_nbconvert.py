@@ -1,0 +1,36 @@
+"""`jupyter nbconvert --execute` drives the kernel (SPEC section 6): the
+executed notebook holds each cell's output, in order, with its execution
+count, and an error cell's error."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import nbformat
+
+NOTEBOOK = pathlib.Path(__file__).resolve().parent / "notebooks" / "session.ipynb"
+
+
+def test_nbconvert_execute(tmp_path):
+    env = dict(os.environ)  # conftest put the build tree's kernelspec in JUPYTER_PATH
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+         "--ExecutePreprocessor.timeout=60", "--output-dir", str(tmp_path), str(NOTEBOOK)],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    nb = nbformat.read(tmp_path / NOTEBOOK.name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == [1, 2, 3, 4, 5]
+
+    def text(cell, name):
+        return "".join(o.get("text", "") for o in cell.outputs
+                       if o.output_type == "stream" and o.name == name)
+
+    assert code[0].outputs == []
+    assert text(code[1], "stdout") == "FLAME\nGRAPH\ntotal 25\n"
+    assert text(code[2], "stderr") == "a warning on stderr\n"
+    assert text(code[2], "stdout") == "total is still 25\n"
+    errs = [o for o in code[3].outputs if o.output_type == "error"]
+    assert len(errs) == 1 and errs[0].ename == "CompileError"
+    assert any("cell[4]:1:14: error" in line for line in errs[0].traceback), errs[0].traceback
+    assert text(code[4], "stdout") == "-std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall\n"

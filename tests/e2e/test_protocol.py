@@ -1,0 +1,411 @@
+"""SPEC section 6 (Protocol): signatures, heartbeat, the requests and
+replies of Jupyter messaging 5.3, stop_on_error, restart, shutdown, and the
+ipc transport."""
+import glob
+import os
+import re
+import signal
+import time
+
+import pytest
+import zmq
+from jupyter_client.session import Session
+
+from conftest import (collect, drain_iopub, fails, ok, request, run_full, send,
+                      start_kernel, stdout)
+
+
+def endpoint(info, port_name):
+    if info["transport"] == "ipc":
+        return f"ipc://{info['ip']}-{info[port_name]}"
+    return f"tcp://{info['ip']}:{info[port_name]}"
+
+
+def iopub_texts(msgs):
+    return "".join(m["content"].get("text", "") for m in msgs if m["msg_type"] == "stream")
+
+
+# ---------------------------------------------------------------- the wire
+
+
+def test_forged_unsigned_and_malformed_messages_are_dropped(tmp_path):
+    log_path = tmp_path / "kernel.log"
+    with open(log_path, "w") as log, start_kernel(stderr=log) as (km, kc):
+        _send_bad_messages(km, kc)
+    log = log_path.read_text()
+    dropped = [line for line in log.splitlines() if "dropped" in line]
+    # Nine bad messages, each dropped and logged.
+    assert len(dropped) >= 9, log
+
+
+def _send_bad_messages(km, kc):
+    info = km.get_connection_info()
+    ctx = zmq.Context.instance()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint(info, "shell_port"))
+    try:
+        drain_iopub(kc)
+        real = Session(key=info["key"], signature_scheme=info["signature_scheme"])
+        forged = Session(key=b"not-the-kernel-key", signature_scheme=info["signature_scheme"])
+        unsigned = Session(key=b"")
+        assert forged.sign([b"{}"]) != real.sign([b"{}"])
+
+        def execute(session, text):
+            return session.msg("execute_request", content={
+                "code": f'printf("{text}\\n");', "silent": False, "store_history": True,
+                "user_expressions": {}, "allow_stdin": False, "stop_on_error": False})
+
+        # (a) correct format, wrong HMAC; (b) empty signature.
+        forged.send(sock, execute(forged, "FORGED"))
+        unsigned.send(sock, execute(unsigned, "UNSIGNED"))
+        # (a') a real message whose signature was altered in one place.
+        frames = real.serialize(execute(real, "TAMPERED"))
+        sig = frames[1]
+        frames[1] = (b"0" if sig[:1] != b"0" else b"1") + sig[1:]
+        sock.send_multipart(frames)
+        # (a'') a real signature over a changed content.
+        frames = real.serialize(execute(real, "ORIGINAL"))
+        frames[5] = frames[5].replace(b"ORIGINAL", b"SWAPPED!")
+        sock.send_multipart(frames)
+        # (c) garbage: random bytes, no delimiter, too few frames, bad JSON.
+        sock.send_multipart([os.urandom(64)])
+        sock.send_multipart([os.urandom(16), os.urandom(300), os.urandom(5)])
+        sock.send_multipart([b"<IDS|MSG>"])
+        sock.send_multipart([b"<IDS|MSG>", b"", b"{", b"{}", b"{}", b"{}"])
+        bad_json = [b"{not json", b"{}", b"{}", b"{}"]
+        sock.send_multipart([b"<IDS|MSG>", real.sign(bad_json)] + bad_json)
+        # A properly signed request on the same socket runs: the socket and
+        # the checks above are what the kernel saw.
+        good = execute(real, "SIGNED")
+        real.send(sock, good)
+        assert sock.poll(10000), "no reply to the properly signed request"
+        idents, reply = real.feed_identities(sock.recv_multipart())
+        reply = real.deserialize(reply)
+        assert reply["parent_header"]["msg_id"] == good["header"]["msg_id"]
+        assert reply["content"]["status"] == "ok"
+        # Nothing else answered on the raw socket.
+        assert not sock.poll(300)
+    finally:
+        sock.close()
+    text = iopub_texts(drain_iopub(kc, quiet=0.5))
+    assert "SIGNED" in text
+    for word in ("FORGED", "UNSIGNED", "TAMPERED", "ORIGINAL", "SWAPPED"):
+        assert word not in text
+    assert request(kc, "kernel_info")["content"]["status"] == "ok"
+    assert ok(kc, 'printf("still serving\\n");') == "still serving\n"
+
+
+def test_heartbeat_answers_while_a_cell_runs(km, kc):
+    info = km.get_connection_info()
+    ctx = zmq.Context.instance()
+    hb = ctx.socket(zmq.REQ)
+    hb.setsockopt(zmq.LINGER, 0)
+    hb.connect(endpoint(info, "hb_port"))
+    try:
+        t0 = time.monotonic()
+        msg_id = send(kc, '#include <unistd.h>\nsleep(3);\nprintf("slept\\n");')
+        time.sleep(0.3)
+        for i in range(5):
+            ping = f"ping {i}".encode()
+            t = time.monotonic()
+            hb.send(ping)
+            assert hb.poll(1000), f"no heartbeat echo within 1 s (ping {i})"
+            assert hb.recv() == ping
+            assert time.monotonic() - t < 1.0
+            time.sleep(0.3)
+        r = collect(kc, msg_id, timeout=15, sent_t=t0)
+    finally:
+        hb.close()
+    assert r.reply["status"] == "ok"
+    assert stdout(r.outputs) == "slept\n"
+    assert r.reply_t - t0 >= 2.5, "the pings were not sent while the cell ran"
+
+
+# ---------------------------------------------------------------- requests
+
+
+def status_sequence(msgs, msg_id):
+    return [m["content"]["execution_state"] for m in msgs
+            if m["msg_type"] == "status" and m["parent_header"].get("msg_id") == msg_id]
+
+
+def test_kernel_info_reply(kc):
+    drain_iopub(kc)
+    reply = request(kc, "kernel_info")
+    c = reply["content"]
+    assert c["status"] == "ok"
+    assert c["protocol_version"] == "5.3"
+    assert c["implementation"] == "cflame"
+    assert c["language_info"]["name"] == "c"
+    assert c["language_info"]["file_extension"] == ".c"
+    assert reply["header"]["version"] == "5.3"
+    msgs = drain_iopub(kc)
+    assert status_sequence(msgs, reply["parent_header"]["msg_id"]) == ["busy", "idle"]
+
+
+def test_execution_count_and_execute_input(kc):
+    r1 = run_full(kc, 'printf("one\\n");')
+    r2 = run_full(kc, 'printf("two\\n");')
+    n1, n2 = r1.reply["execution_count"], r2.reply["execution_count"]
+    assert n2 == n1 + 1
+    for r, n, code in ((r1, n1, 'printf("one\\n");'), (r2, n2, 'printf("two\\n");')):
+        inputs = [m for m in r.msgs if m["msg_type"] == "execute_input"]
+        assert len(inputs) == 1
+        assert inputs[0]["content"]["code"] == code
+        assert inputs[0]["content"]["execution_count"] == n
+    # An error counts too.
+    r3 = run_full(kc, "int count_err = ;", stop_on_error=False)
+    assert r3.reply["status"] == "error"
+    assert r3.reply["execution_count"] == n2 + 1
+
+
+def test_status_busy_then_idle_around_execute(kc):
+    r = run_full(kc, 'printf("x\\n");')
+    types = [m["msg_type"] for m in r.msgs]
+    assert types[0] == "status" and r.msgs[0]["content"]["execution_state"] == "busy"
+    assert types[-1] == "status" and r.msgs[-1]["content"]["execution_state"] == "idle"
+    assert types.index("execute_input") < types.index("stream")
+    assert status_sequence(r.msgs, r.msg_id) == ["busy", "idle"]
+
+
+def test_history_tail(kc):
+    c1, c2 = 'printf("h1\\n");', 'printf("h2\\n");'
+    r1 = run_full(kc, c1)
+    r2 = run_full(kc, c2)
+    reply = request(kc, "history", hist_access_type="tail", n=2, output=False, raw=True)
+    assert reply["content"]["status"] == "ok"
+    hist = reply["content"]["history"]
+    assert [h[2] for h in hist] == [c1, c2]
+    assert [h[1] for h in hist] == [r1.reply["execution_count"], r2.reply["execution_count"]]
+
+
+def test_comm_info(kc):
+    reply = request(kc, "comm_info")
+    assert reply["content"]["status"] == "ok"
+    assert reply["content"]["comms"] == {}
+
+
+@pytest.mark.parametrize("code,status", [
+    ("int x = 1;", "complete"),
+    ("int f(void) {", "incomplete"),
+    ("}", "invalid"),
+    ('printf("a\\n");\nfor (int i = 0; i < 3; i++) {\n  if (i) {', "incomplete"),
+    ("/* open comment", "incomplete"),
+    ("%cflags -O0\nint y = (1 +", "incomplete"),
+])
+def test_is_complete(kc, code, status):
+    reply = request(kc, "is_complete", code)
+    assert reply["content"]["status"] == status
+    if status == "incomplete":
+        assert isinstance(reply["content"].get("indent"), str)
+
+
+def test_complete_session_names_keywords_and_magics(kc):
+    ok(kc, "int my_counter = 0;\nint my_cube(int x) { return x * x * x; }")
+    c = request(kc, "complete", "my_c", 4)["content"]
+    assert c["status"] == "ok"
+    assert "my_counter" in c["matches"] and "my_cube" in c["matches"]
+    assert all(m.startswith("my_c") for m in c["matches"])
+    assert (c["cursor_start"], c["cursor_end"]) == (0, 4)
+
+    c = request(kc, "complete", "whi", 3)["content"]
+    assert "while" in c["matches"]
+    assert (c["cursor_start"], c["cursor_end"]) == (0, 3)
+
+    c = request(kc, "complete", "%cfl", 4)["content"]
+    assert "%cflags" in c["matches"]
+    assert (c["cursor_start"], c["cursor_end"]) == (0, 4)
+
+    # In the middle of a line: only the word before the cursor is replaced.
+    code = "x = my_cou + 1;"
+    c = request(kc, "complete", code, 10)["content"]
+    assert c["matches"] == ["my_counter"]
+    assert (c["cursor_start"], c["cursor_end"]) == (4, 10)
+
+
+def test_inspect(kc):
+    ok(kc, "int add(int a, int b) { return a + b; }")
+    c = request(kc, "inspect", "add", 3)["content"]
+    assert c["status"] == "ok"
+    assert c["found"] is True
+    assert "int add(int a, int b)" in c["data"]["text/plain"]
+
+    c = request(kc, "inspect", "%cflags", 7)["content"]
+    assert c["found"] is True
+    assert "%cflags" in c["data"]["text/plain"]
+    assert "-std=gnu17" in c["data"]["text/plain"]
+
+    c = request(kc, "inspect", "no_such_name_here", 5)["content"]
+    assert c["status"] == "ok"
+    assert c["found"] is False
+
+
+def test_silent_execute_has_no_count_and_no_input(kc):
+    before = run_full(kc, 'printf("counted\\n");').reply["execution_count"]
+    r = run_full(kc, "int silent_g = 3;", silent=True, store_history=False)
+    assert r.reply["status"] == "ok"
+    assert [m for m in r.msgs if m["msg_type"] == "execute_input"] == []
+    after = run_full(kc, 'printf("%d\\n", silent_g);')
+    assert after.reply["execution_count"] == before + 1
+    assert stdout(after.outputs) == "3\n"
+
+
+# ---------------------------------------------------------------- interrupts
+
+
+def test_kernelspec_asks_for_message_interrupts(km):
+    assert km.kernel_spec.interrupt_mode == "message"
+    assert km.kernel_spec.language == "c"
+
+
+def test_sigint_to_the_kernel_interrupts(km, kc):
+    t0 = time.monotonic()
+    msg_id = send(kc, "int sigint_g = 1;\nsigint_g = 5;\nfor (;;);", stop_on_error=False)
+    time.sleep(0.5)
+    t_int = time.monotonic()
+    os.kill(km.provisioner.process.pid, signal.SIGINT)
+    r = collect(kc, msg_id, timeout=20, sent_t=t0)
+    assert r.reply["status"] == "error"
+    assert r.reply["ename"] == "Interrupted"
+    assert r.reply_t - t_int < 1.0
+    assert km.is_alive()
+    assert ok(kc, 'printf("%d\\n", sigint_g);') == "5\n"
+
+
+def test_interrupt_reply_on_control(km, kc):
+    t0 = time.monotonic()
+    msg_id = send(kc, "for (;;);", stop_on_error=False)
+    time.sleep(0.3)
+    msg = kc.session.msg("interrupt_request", {})
+    kc.control_channel.send(msg)
+    reply = kc.get_control_msg(timeout=5)
+    assert reply["msg_type"] == "interrupt_reply"
+    assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    assert reply["content"]["status"] == "ok"
+    r = collect(kc, msg_id, timeout=20, sent_t=t0)
+    assert r.reply["ename"] == "Interrupted"
+
+
+# ---------------------------------------------------------------- stop_on_error
+
+
+def test_stop_on_error_aborts_queued_requests(kc):
+    ids = [send(kc, "int soe = ;"),
+           send(kc, 'printf("SHOULD NOT RUN 1\\n");'),
+           send(kc, 'printf("SHOULD NOT RUN 2\\n");')]
+    runs = [collect(kc, i, timeout=30) for i in ids]
+    assert runs[0].reply["status"] == "error"
+    assert runs[0].reply["ename"] == "CompileError"
+    assert [r.reply["status"] for r in runs[1:]] == ["aborted", "aborted"]
+    assert all(stdout(r.outputs) == "" for r in runs[1:])
+    # (A request sent right after an aborted reply is the business of
+    # test_request_sent_after_the_error_reply_is_not_aborted.)
+    time.sleep(0.2)
+    assert ok(kc, 'printf("runs again\\n");') == "runs again\n"
+
+
+def test_stop_on_error_false_runs_queued_requests(kc):
+    ids = [send(kc, "int soe2 = ;", stop_on_error=False),
+           send(kc, 'printf("ran\\n");')]
+    runs = [collect(kc, i, timeout=30) for i in ids]
+    assert runs[0].reply["status"] == "error"
+    assert runs[1].reply["status"] == "ok"
+    assert stdout(runs[1].outputs) == "ran\n"
+
+
+def test_request_sent_after_the_error_reply_is_not_aborted(kc):
+    # stop_on_error aborts what was queued when the error happened, not a
+    # request the frontend sends after it saw the error (as a user at
+    # `jupyter console` does). Each request here is sent as soon as the
+    # reply to the one before arrived.
+    statuses = []
+    for i in range(40):
+        for code in (f"int after_err{i} = ;", 'printf("next\\n");'):
+            msg_id = send(kc, code, stop_on_error=True)
+            while True:
+                reply = kc.get_shell_msg(timeout=30)
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    break
+            statuses.append(reply["content"]["status"])
+    drain_iopub(kc)
+    aborted = statuses.count("aborted")
+    assert aborted == 0, f"{aborted} of 80 requests sent after the previous reply were aborted"
+    assert statuses == ["error", "ok"] * 40
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+def test_restart(fresh):
+    km, kc = fresh
+    ok(kc, "int before_restart = 1;")
+    km.restart_kernel()
+    kc.wait_for_ready(timeout=30)
+    r = run_full(kc, 'printf("after restart\\n");')
+    assert r.reply["status"] == "ok"
+    assert stdout(r.outputs) == "after restart\n"
+    assert r.reply["execution_count"] == 1
+    reply, outputs = fails(kc, 'printf("%d\\n", before_restart);', "CompileError")
+
+
+def _children(pid):
+    kids = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                text = f.read()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        if int(fields[1]) == pid:
+            kids.append((int(stat.split("/")[2]), comm))
+    return kids
+
+
+def _session_dirs(pid):
+    """The cflame session directories whose cell objects process pid maps."""
+    dirs = set()
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            m = re.search(r"(/\S*/cflame-[^/\s]+)/\S+\.so", line)
+            if m:
+                dirs.add(m.group(1))
+    return dirs
+
+
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
+def test_shutdown_ends_the_worker_and_removes_the_session_dir():
+    with start_kernel() as (km, kc):
+        ok(kc, 'int shut_g = 1;\nprintf("hi\\n");')
+        proc = km.provisioner.process
+        workers = [pid for pid, comm in _children(proc.pid) if comm == "cflame-worker"]
+        assert len(workers) == 1, _children(proc.pid)
+        dirs = _session_dirs(workers[0])
+        assert len(dirs) == 1 and all(os.path.isdir(d) for d in dirs), dirs
+        km.shutdown_kernel()
+        assert proc.poll() is not None
+        deadline = time.monotonic() + 3
+        while not _gone(workers[0]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(workers[0]), "the cflame-worker process outlived the kernel"
+        for d in dirs:
+            assert not os.path.exists(d), f"{d} was left behind"
+        # A clean exit: nothing killed it, and (under ASan) no leak report.
+        assert proc.returncode == 0
+
+
+def test_ipc_transport(tmp_path):
+    with start_kernel(transport="ipc", ip=str(tmp_path / "kernel")) as (km, kc):
+        assert km.get_connection_info()["transport"] == "ipc"
+        assert ok(kc, 'printf("over ipc\\n");') == "over ipc\n"
+        reply = request(kc, "kernel_info")
+        assert reply["content"]["implementation"] == "cflame"

@@ -1,0 +1,276 @@
+/* Tests fl_symbol against a real shared object: a cell-like C file is
+ * compiled at run time with `#line 1 "cell[7]"`, an asm-labelled function and
+ * an always_inline helper, loaded with dlopen, and the return addresses it
+ * records are symbolized from this process's own /proc/self/maps. */
+#define _GNU_SOURCE
+#include "cflame/fl_symbol.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+
+/* Line numbers below count from the #line directive: the line after it is 1.
+ * The probe is exported, so -fPIC calls it through the PLT and cannot inline
+ * it; it records its return address, which lies in work() (ra[0]) or in
+ * helper() inlined into work() (ra[1]). */
+static const char cell_source[] =
+    "#line 1 \"cell[7]\"\n"
+    "int work(int) __asm__(\"cflame_c7_work\");\n"                       /* 1 */
+    "void *cflame_c7_ra[2];\n"                                           /* 2 */
+    "__attribute__((noinline)) void cflame_c7_probe(int i) {\n"          /* 3 */
+    "  cflame_c7_ra[i] = __builtin_return_address(0);\n"                 /* 4 */
+    "  __asm__ volatile(\"\" ::: \"memory\");\n"                         /* 5 */
+    "}\n"                                                                /* 6 */
+    "static inline __attribute__((always_inline)) int helper(int x) {\n" /* 7 */
+    "  cflame_c7_probe(1);\n"                                            /* 8 */
+    "  return x * 3;\n"                                                  /* 9 */
+    "}\n"                                                                /* 10 */
+    "int work(int x) {\n"                                                /* 11 */
+    "  cflame_c7_probe(0);\n"                                            /* 12 */
+    "  return helper(x) + 1;\n"                                          /* 13 */
+    "}\n";                                                               /* 14 */
+enum { LINE_HELPER_CALL = 8, LINE_WORK = 11, LINE_WORK_CALL = 12, LINE_WORK_INLINE = 13 };
+
+#define SO_NAME "libcflame_test_cell7.so"
+#define NODEBUG_SO_NAME "libcflame_test_cell7_nodebug.so"
+
+static char dir[] = "/tmp/cflame_test_symbol.XXXXXX";
+static char src_path[256], so_path[256], nodebug_so_path[256];
+
+/* Writes the cell into dir and compiles it twice, with and without debug
+ * information; returns 0 or -1. */
+static int build_cell(void) {
+  char cmd[1024];
+  const char *cc = getenv("CC");
+  if (!cc || !*cc) cc = "cc";
+  if (!mkdtemp(dir)) return -1;
+  snprintf(src_path, sizeof src_path, "%s/cell7.c", dir);
+  snprintf(so_path, sizeof so_path, "%s/" SO_NAME, dir);
+  snprintf(nodebug_so_path, sizeof nodebug_so_path, "%s/" NODEBUG_SO_NAME, dir);
+  FILE *f = fopen(src_path, "w");
+  if (!f) return -1;
+  fputs(cell_source, f);
+  if (fclose(f) != 0) return -1;
+  snprintf(cmd, sizeof cmd, "%s -O2 -g -shared -fPIC -o '%s' '%s'", cc, so_path, src_path);
+  if (system(cmd) != 0) return -1;
+  snprintf(cmd, sizeof cmd, "%s -O2 -g0 -shared -fPIC -o '%s' '%s'", cc, nodebug_so_path, src_path);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Returns a new string with the text of /proc/self/maps, or NULL. */
+/* Removes dir and what the compiler left in it (.dwo files with
+ * CC="gcc -gsplit-dwarf", say). */
+static void remove_dir(void) {
+  char path[512];
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)))
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+      }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+static char *read_self_maps(void) {
+  char buf[4096], *text = NULL;
+  size_t n, len = 0;
+  FILE *in = fopen("/proc/self/maps", "r");
+  if (!in) return NULL;
+  FILE *out = open_memstream(&text, &len);
+  if (out) {
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+    fclose(out);
+  }
+  fclose(in);
+  return text;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = s ? strlen(s) : 0, m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The checks every symbolizer must pass on the loaded cell. */
+static void check_cell(fl_symbolizer_t *sym, uint64_t work_pc, uint64_t ra_work,
+                       uint64_t ra_helper) {
+  fl_frame_info_t fr[8];
+
+  /* The entry of work(): not a return address, the DWARF name, the line of
+   * its definition. */
+  int n = fl_symbolizer_lookup(sym, work_pc, false, fr, 8);
+  CHECK_INT(n, 1);
+  CHECK_STR(fr[0].func, "work");
+  CHECK_STR(fr[0].file, "cell[7]");
+  CHECK_INT(fr[0].line, LINE_WORK);
+  CHECK(!fr[0].inlined);
+  CHECK(ends_with(fr[0].module, "/" SO_NAME));
+  CHECK(fr[0].module_base != 0 && fr[0].module_base <= work_pc);
+
+  /* A call made directly from work(). */
+  n = fl_symbolizer_lookup(sym, ra_work, true, fr, 8);
+  CHECK_INT(n, 1);
+  CHECK_STR(fr[0].func, "work");
+  CHECK_STR(fr[0].file, "cell[7]");
+  CHECK_INT(fr[0].line, LINE_WORK_CALL);
+  CHECK(!fr[0].inlined);
+
+  /* A call made from helper(), inlined into work(). */
+  n = fl_symbolizer_lookup(sym, ra_helper, true, fr, 8);
+  CHECK_INT(n, 2);
+  CHECK_STR(fr[0].func, "helper");
+  CHECK_STR(fr[0].file, "cell[7]");
+  CHECK_INT(fr[0].line, LINE_HELPER_CALL);
+  CHECK(fr[0].inlined);
+  CHECK(ends_with(fr[0].module, "/" SO_NAME));
+  if (n == 2) {
+    CHECK_STR(fr[1].func, "work");
+    CHECK_STR(fr[1].file, "cell[7]");
+    CHECK_INT(fr[1].line, LINE_WORK_INLINE);
+    CHECK(!fr[1].inlined);
+    CHECK(fr[1].module == fr[0].module);
+  }
+}
+
+int main(void) {
+  char err[256] = "";
+  fl_frame_info_t fr[8], again[8];
+
+  if (build_cell() != 0) {
+    fprintf(stderr, "cannot compile the test cell in %s\n", dir);
+    return 1;
+  }
+  void *so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+  if (!so) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    remove_dir();
+    return 1;
+  }
+  int (*work)(int) = (int (*)(int))dlsym(so, "cflame_c7_work");
+  void **ra = dlsym(so, "cflame_c7_ra");
+  CHECK(work != NULL);
+  CHECK(ra != NULL);
+  CHECK(dlsym(so, "work") == NULL); /* only the asm label is a symbol */
+  if (!work || !ra) {
+    remove_dir();
+    return TEST_DONE();
+  }
+  CHECK_INT(work(2), 7);
+  uint64_t work_pc = (uint64_t)(uintptr_t)work;
+  uint64_t ra_work = (uint64_t)(uintptr_t)ra[0];
+  uint64_t ra_helper = (uint64_t)(uintptr_t)ra[1];
+
+  /* The same code without DWARF: only its ELF symbol table. */
+  void *nodebug_so = dlopen(nodebug_so_path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(nodebug_so != NULL);
+  void *nodebug_work = nodebug_so ? dlsym(nodebug_so, "cflame_c7_work") : NULL;
+  CHECK(nodebug_work != NULL && nodebug_work != (void *)work);
+
+  /* libc's own qsort (not a sanitizer's interceptor or a PLT entry). */
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void *qsort_pc = libc ? dlsym(libc, "qsort") : NULL;
+  CHECK(qsort_pc != NULL);
+
+  char *maps = read_self_maps();
+  CHECK(maps != NULL);
+  fl_symbolizer_t *sym = fl_symbolizer_new_from_maps(maps ? maps : "", err, sizeof err);
+  CHECK(sym != NULL);
+  if (!sym) {
+    fprintf(stderr, "fl_symbolizer_new_from_maps: %s\n", err);
+    remove_dir();
+    return TEST_DONE();
+  }
+  check_cell(sym, work_pc, ra_work, ra_helper);
+
+  /* The cache: the same frames, the same pointers. */
+  int n = fl_symbolizer_lookup(sym, ra_helper, true, fr, 8);
+  int n2 = fl_symbolizer_lookup(sym, ra_helper, true, again, 8);
+  CHECK_INT(n2, n);
+  CHECK(memcmp(fr, again, (size_t)n * sizeof fr[0]) == 0);
+  CHECK(fr[0].func == again[0].func && fr[0].file == again[0].file);
+
+  /* A return address is looked up at pc - 1, not pc. */
+  n = fl_symbolizer_lookup(sym, ra_work, false, fr, 8);
+  CHECK(n >= 1);
+  n = fl_symbolizer_lookup(sym, ra_work + 1, true, again, 8);
+  CHECK(n >= 1);
+  CHECK(fr[0].line == again[0].line && fr[0].func == again[0].func);
+
+  /* max bounds the frames, innermost first. */
+  CHECK_INT(fl_symbolizer_lookup(sym, ra_helper, true, fr, 1), 1);
+  CHECK_STR(fr[0].func, "helper");
+  CHECK_INT(fl_symbolizer_lookup(sym, ra_helper, true, fr, 0), 0);
+
+  /* Without debug information: the ELF symbol (the asm label), no line. */
+  if (nodebug_work) {
+    n = fl_symbolizer_lookup(sym, (uint64_t)(uintptr_t)nodebug_work, false, fr, 8);
+    CHECK_INT(n, 1);
+    CHECK_STR(fr[0].func, "cflame_c7_work");
+    CHECK_STR(fr[0].file, NULL);
+    CHECK_INT(fr[0].line, 0);
+    CHECK(!fr[0].inlined);
+    CHECK(ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
+  }
+
+  /* libc, with or without its debug info: a name and the module. */
+  if (qsort_pc) {
+    n = fl_symbolizer_lookup(sym, (uint64_t)(uintptr_t)qsort_pc, false, fr, 8);
+    CHECK(n >= 1);
+    CHECK(fr[n - 1].func != NULL);
+    CHECK(fr[n - 1].func && strstr(fr[n - 1].func, "qsort") != NULL);
+    CHECK(fr[0].module && strstr(fr[0].module, "libc.so") != NULL);
+    CHECK(!fr[n - 1].inlined);
+  }
+
+  /* Nothing is mapped at 0x10. */
+  memset(fr, 0xff, sizeof fr);
+  n = fl_symbolizer_lookup(sym, 0x10, false, fr, 8);
+  CHECK_INT(n, 1);
+  CHECK(fr[0].func == NULL);
+  CHECK(fr[0].file == NULL);
+  CHECK(fr[0].module == NULL);
+  CHECK_INT(fr[0].line, 0);
+  CHECK(!fr[0].inlined);
+  CHECK_INT(fl_symbolizer_lookup(sym, 0, true, fr, 8), 1);
+  CHECK(fr[0].func == NULL);
+
+  fl_symbolizer_destroy(&sym);
+  CHECK(sym == NULL);
+  fl_symbolizer_destroy(&sym); /* harmless twice */
+
+  /* The same from the live process. */
+  sym = fl_symbolizer_new_from_pid(getpid(), err, sizeof err);
+  CHECK(sym != NULL);
+  if (sym) check_cell(sym, work_pc, ra_work, ra_helper);
+  fl_symbolizer_destroy(&sym);
+
+  /* Errors: a process that does not exist; empty maps are no modules. */
+  err[0] = '\0';
+  sym = fl_symbolizer_new_from_pid(0x3ffffff0, err, sizeof err);
+  CHECK(sym == NULL);
+  CHECK(err[0] != '\0');
+  fl_symbolizer_destroy(&sym);
+  sym = fl_symbolizer_new_from_maps("", err, sizeof err);
+  CHECK(sym != NULL);
+  if (sym) {
+    CHECK_INT(fl_symbolizer_lookup(sym, work_pc, false, fr, 8), 1);
+    CHECK(fr[0].func == NULL && fr[0].module == NULL);
+  }
+  fl_symbolizer_destroy(&sym);
+
+  free(maps);
+  if (libc) dlclose(libc);
+  if (nodebug_so) dlclose(nodebug_so);
+  dlclose(so);
+  remove_dir();
+  return TEST_DONE();
+}
