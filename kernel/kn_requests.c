@@ -19,13 +19,12 @@ static json_t *language_info(void) {
 
 static void kernel_info(kn_kernel_t *k, void *socket, kn_msg_t *msg) {
   json_t *content = json_pack(
-      "{s:s, s:s, s:s, s:s, s:o, s:s, s:[{s:s, s:s}], s:b}", "status", "ok", "protocol_version",
+      "{s:s, s:s, s:s, s:s, s:o, s:s, s:[], s:b}", "status", "ok", "protocol_version",
       KN_PROTOCOL_VERSION, "implementation", "cflame", "implementation_version",
       KN_IMPLEMENTATION_VERSION, "language_info", language_info(), "banner",
       "cflame " KN_IMPLEMENTATION_VERSION " -- C cells, compiled and run in a persistent "
       "session.\nType %lsmagic for the magics.",
-      "help_links", "text", "cflame documentation", "url", "https://github.com/cflame/cflame",
-      "debugger", 0);
+      "help_links", "debugger", 0);
   kn_reply(k, socket, msg, "kernel_info_reply", content);
 }
 
