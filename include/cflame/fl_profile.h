@@ -1,0 +1,113 @@
+/* fl_profile: a set of weighted stack samples, symbolized.
+ *
+ * A profile is what a profiler recorded, in a form every consumer of the
+ * flame library understands: a table of distinct frames (function, file,
+ * line, module, instruction address, what kind of code), and samples, each a
+ * stack of frame ids from the root (outermost caller) to the leaf (where the
+ * sample hit), with a weight and the thread it came from.
+ *
+ * Weights are in the profile's unit: for a CPU profile one unit is one
+ * sampling interval of CPU time (so a weight of 3 says "this stack ran for
+ * three intervals"); for an allocation profile it is bytes, and each sample
+ * also carries the number of allocations it stands for.
+ *
+ * Frames are interned: two frames with the same fields get the same id, and
+ * their strings are owned by the profile. */
+#ifndef FL_PROFILE_H
+#define FL_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum fl_profile_kind {
+  FL_PROFILE_CPU,   /* weights: sampling intervals of CPU time */
+  FL_PROFILE_ALLOC, /* weights: bytes; counts: allocations */
+} fl_profile_kind_t;
+
+/* What kind of code a frame is, for colours and for C=false folding. */
+enum {
+  FL_FRAME_CELL = 1u << 0,    /* the user's code (a notebook cell, or the
+                                 program being profiled) */
+  FL_FRAME_SYSTEM = 1u << 1,  /* a system library (libc, libm, libgomp, ...) */
+  FL_FRAME_ALLOC = 1u << 2,   /* the allocator (malloc, free, ...) */
+  FL_FRAME_INLINED = 1u << 3, /* inlined into its caller */
+  FL_FRAME_ROOT = 1u << 4,    /* the synthetic root that stands for the whole
+                                 run (a cell, a process) */
+  FL_FRAME_KERNEL = 1u << 5,  /* an operating-system kernel frame ([k]) */
+};
+
+typedef struct fl_frame {
+  const char *func;   /* never NULL: unknown functions are "[unknown]" */
+  const char *file;   /* source file ("cell[3]", "/usr/include/x.h") or NULL */
+  int line;           /* 0 when unknown */
+  const char *module; /* "cell[3]", "libc.so.6", a program name; or NULL */
+  uint64_t addr;      /* instruction address, for combine=false; 0 if unknown */
+  uint32_t flags;     /* FL_FRAME_* */
+} fl_frame_t;
+
+typedef struct fl_profile fl_profile_t;
+
+typedef struct fl_profile_info {
+  fl_profile_kind_t kind;
+  uint64_t interval_ns;     /* sampling interval (CPU); 0 for allocations */
+  double sample_rate;       /* allocation sampling probability (1 = every call) */
+  uint64_t samples;         /* samples taken (not weighted) */
+  uint64_t total_weight;    /* sum of weights */
+  uint64_t total_allocs;    /* allocation profiles: sum of allocation counts */
+  uint64_t dropped;         /* samples lost because the buffer was full */
+  double cpu_seconds;       /* CPU time the profiled run used (0 if unknown) */
+  double wall_seconds;      /* wall-clock time of the profiled run (0 if unknown) */
+  char source[256];         /* how it was taken: "cell[5]", "perf script", ... */
+  char compiler[256];       /* compiler and flags, when known */
+  int64_t taken_unix;       /* when it was taken (seconds since the epoch), 0 if unknown */
+} fl_profile_info_t;
+
+/* A new, empty profile. */
+fl_profile_t *fl_profile_new(fl_profile_kind_t kind);
+void fl_profile_destroy(fl_profile_t **p);
+
+/* A deep copy. New. */
+fl_profile_t *fl_profile_copy(const fl_profile_t *p);
+
+/* Info about the profile: read it, and fill in what the producer knows.
+ * Borrowed; counts (samples, total_weight, total_allocs) are kept up to date
+ * by fl_profile_add_sample. */
+fl_profile_info_t *fl_profile_info(fl_profile_t *p);
+const fl_profile_info_t *fl_profile_info_const(const fl_profile_t *p);
+
+/* Interns a frame (its strings are copied) and returns its id. */
+uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame);
+
+/* The frame with that id; borrowed, valid for the profile's lifetime. */
+const fl_frame_t *fl_profile_frame(const fl_profile_t *p, uint32_t id);
+size_t fl_profile_n_frames(const fl_profile_t *p);
+
+/* Adds a sample: n frame ids from the root to the leaf. thread is the
+ * thread it was taken on (an OS thread id, or 0). weight >= 1; allocs is the
+ * number of allocations it stands for (0 for CPU profiles). */
+void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                           uint64_t allocs, int thread);
+
+/* Adds every sample of src to p (frames re-interned). Both must be of the
+ * same kind. */
+void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
+
+/* Removes every sample; keeps the kind and interval. */
+void fl_profile_clear(fl_profile_t *p);
+
+/* Iterating the samples. */
+size_t fl_profile_n_samples(const fl_profile_t *p);
+typedef struct fl_sample {
+  const uint32_t *stack; /* root first; borrowed */
+  size_t n;
+  uint64_t weight;
+  uint64_t allocs;
+  int thread;
+} fl_sample_t;
+void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out);
+
+/* The distinct threads seen, ascending. *threads is new (free it). */
+size_t fl_profile_threads(const fl_profile_t *p, int **threads);
+
+#endif

@@ -1,0 +1,66 @@
+/* fl_render: a flame graph tree drawn three ways, and the MIME bundle that
+ * carries all three.
+ *
+ *   fl_vegalite  a Vega-Lite 5 spec: rectangles with labels that fit,
+ *                tooltips, pan and wheel zoom along the sample axis,
+ *                click-to-zoom and double-click reset, a search box that
+ *                highlights matches and shows their share, a legend.
+ *   fl_svg       the same layout and colours as a standalone SVG drawn here
+ *                (labels truncated to fit, a <title> per frame), for exports
+ *                and viewers without JavaScript.
+ *   fl_text_*    the reports of Julia's Profile.print: an indented tree and
+ *                a flat table.
+ *
+ * The Vega-Lite data has one row per drawn frame with the fields id, parent,
+ * depth, x0, x1, count, self, pct, func, file, line, module, status (and
+ * allocs for allocation profiles); at most max_rows rows. */
+#ifndef FL_RENDER_H
+#define FL_RENDER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cflame/fl_tree.h"
+
+typedef struct fl_view_opts {
+  int width;          /* pixels; default 800 */
+  int height;         /* pixels; 0 (default): sized to the depth */
+  const char *title;  /* NULL: none */
+  const char *note;   /* a line under the title: samples, rate, CPU time */
+  bool icicle;        /* root at the top; default false (root at the bottom) */
+  bool dark;          /* dark theme */
+  size_t max_rows;    /* default 5000 */
+} fl_view_opts_t;
+
+void fl_view_opts_init(fl_view_opts_t *v);
+
+/* The Vega-Lite 5 spec (with $schema). New reference; NULL with err. */
+json_t *fl_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+
+/* The SVG document. New string (free it). */
+char *fl_svg(const fl_tree_t *t, const fl_view_opts_t *v);
+
+typedef struct fl_text_opts {
+  int maxdepth;      /* deeper frames are not printed; default 0 = no limit */
+  uint64_t mincount; /* frames with fewer samples are not printed; default 0 */
+  int cols;          /* line width to cut at; default 100 */
+  size_t max_lines;  /* default 0 = no limit; the bundle uses 200 */
+} fl_text_opts_t;
+
+void fl_text_opts_init(fl_text_opts_t *o);
+
+/* Profile.print(format=:tree): one line per frame, indented by depth,
+ *   "  count  func  file:line"
+ * New string. */
+char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o);
+
+/* Profile.print(format=:flat): one line per distinct frame with its
+ * inclusive and self counts, most expensive first. New string. */
+char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
+
+/* The MIME bundle {"application/vnd.vegalite.v5+json": spec,
+ * "image/svg+xml": svg, "text/plain": text}. New reference; NULL with err. */
+json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+
+#endif
