@@ -32,9 +32,7 @@ import json
 import os
 import pathlib
 import platform
-import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -119,10 +117,11 @@ class Kernel:
     def _socket(self, kind, port_key):
         s = self.ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 0)
-        # Connected before the kernel binds: retry every millisecond rather
-        # than zmq's default 100 ms, which would dominate a start time.
+        # Connected before the kernel binds: retry every millisecond (no
+        # back-off: RECONNECT_IVL_MAX stays 0) rather than zmq's default
+        # 100 ms, which would dominate a start time.
         s.setsockopt(zmq.RECONNECT_IVL, 1)
-        s.setsockopt(zmq.RECONNECT_IVL_MAX, 5)
+        s.setsockopt(zmq.RECONNECT_IVL_MAX, 0)
         s.connect(f"tcp://127.0.0.1:{self.conn[port_key]}")
         return s
 
@@ -293,10 +292,11 @@ def bench_start(argvs, runs, warmup, workdir, env):
     return raw, warm
 
 
-def bare_compile(src, out_so):
+def bare_compile(src, out_so, env):
+    """Compiles src as the kernel does; returns (seconds, argv)."""
     argv = [CC, *CFLAGS, *FIXED, "-o", str(out_so), str(src), *LDFLAGS]
     t0 = time.perf_counter()
-    r = subprocess.run(argv, cwd=str(src.parent), stdin=subprocess.DEVNULL,
+    r = subprocess.run(argv, cwd=str(src.parent), env=env, stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     t = time.perf_counter() - t0
     if r.returncode != 0:
@@ -306,7 +306,8 @@ def bare_compile(src, out_so):
 
 def bench_cell(argvs, runs, warmup, workdir, env):
     # The kernel makes its session directory under TMPDIR: give it one of
-    # its own, so that the directory is found without guessing.
+    # its own, so that the directory is found without guessing. The bare
+    # compiler gets the same TMPDIR (gcc keeps its .s and .o there).
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="tmp-", dir=workdir))
     cenv = dict(env)
     cenv["TMPDIR"] = str(tmp)
@@ -335,7 +336,7 @@ def bench_cell(argvs, runs, warmup, workdir, env):
         cdir = pathlib.Path(tempfile.mkdtemp(prefix="bare-", dir=workdir))
         src = cdir / first.name
         shutil.copyfile(first, src)
-        bare_compile(src, cdir / "x.so")  # warm the page cache like the cells are
+        bare_compile(src, cdir / "x.so", cenv)  # warm the page cache like the cells are
 
         raw = {"cflame_cell": [], "bare_compile": [], "ipykernel_cell": [], "cflame_detail": []}
         argv = None
@@ -348,7 +349,7 @@ def bench_cell(argvs, runs, warmup, workdir, env):
 
         def bare():
             nonlocal argv
-            t, argv = bare_compile(src, cdir / "x.so")
+            t, argv = bare_compile(src, cdir / "x.so", cenv)
             raw["bare_compile"].append(t)
 
         def ipykernel_cell():

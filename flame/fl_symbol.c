@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fl__strset.h"
+
 /* One resolved address: frames [first, first + count) of the pool. */
 typedef struct cache_slot {
   uint64_t pc;
@@ -56,9 +58,7 @@ struct fl_symbolizer {
   size_t pool_len;
   size_t pool_cap;
 
-  char **strings; /* interned strings; capacity strings_mask + 1 */
-  size_t strings_mask;
-  size_t strings_len;
+  fl__strset_t strings; /* interned strings */
 };
 
 /* libdwfl keeps a pointer to the callbacks (and to the debuginfo path) for
@@ -72,42 +72,8 @@ static const Dwfl_Callbacks proc_callbacks = {
 
 /* ---- strings ---- */
 
-static uint64_t hash_string(const char *s) {
-  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3u;
-  }
-  return h;
-}
-
-/* Returns the interned copy of s (owned by sym), or NULL when s is NULL or
- * memory runs out: a missing name is better than no profile. */
 static const char *intern(fl_symbolizer_t *sym, const char *s) {
-  if (!s) return NULL;
-  if ((sym->strings_len + 1) * 2 > sym->strings_mask + 1) {
-    size_t cap = (sym->strings_mask + 1) * 2;
-    char **grown = calloc(cap, sizeof *grown);
-    if (!grown) return NULL;
-    for (size_t i = 0; i <= sym->strings_mask; i++) {
-      char *old = sym->strings[i];
-      if (!old) continue;
-      size_t j = hash_string(old) & (cap - 1);
-      while (grown[j]) j = (j + 1) & (cap - 1);
-      grown[j] = old;
-    }
-    free(sym->strings);
-    sym->strings = grown;
-    sym->strings_mask = cap - 1;
-  }
-  size_t i = hash_string(s) & sym->strings_mask;
-  for (; sym->strings[i]; i = (i + 1) & sym->strings_mask)
-    if (strcmp(sym->strings[i], s) == 0) return sym->strings[i];
-  char *copy = strdup(s);
-  if (!copy) return NULL;
-  sym->strings[i] = copy;
-  sym->strings_len++;
-  return copy;
+  return fl__strset_intern(&sym->strings, s);
 }
 
 /* ---- the cache ---- */
@@ -557,9 +523,7 @@ static fl_symbolizer_t *symbolizer_alloc(char *err, size_t err_size) {
   if (!sym) goto oom;
   sym->cache_mask = 1023;
   sym->cache = calloc(sym->cache_mask + 1, sizeof *sym->cache);
-  sym->strings_mask = 255;
-  sym->strings = calloc(sym->strings_mask + 1, sizeof *sym->strings);
-  if (!sym->cache || !sym->strings) goto oom;
+  if (!sym->cache || fl__strset_init(&sym->strings, 256) < 0) goto oom;
   sym->dwfl = dwfl_begin(&proc_callbacks);
   if (!sym->dwfl) {
     snprintf(err, err_size, "cannot start libdwfl: %s", dwfl_errmsg(-1));
@@ -683,9 +647,7 @@ void fl_symbolizer_destroy(fl_symbolizer_t **symp) {
     dwfl_getmodules(sym->dwfl, module_index_free, NULL, 0);
     dwfl_end(sym->dwfl);
   }
-  if (sym->strings)
-    for (size_t i = 0; i <= sym->strings_mask; i++) free(sym->strings[i]);
-  free(sym->strings);
+  fl__strset_free(&sym->strings);
   free(sym->cache);
   free(sym->pool);
   free(sym);

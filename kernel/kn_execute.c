@@ -16,6 +16,7 @@
 #include "cflame/fl_symbol.h"
 #include "kn_kernel.h"
 #include "kn_magic.h"
+#include "kn_profmagic.h"
 
 #define OUTPUT_BATCH_MS 30
 #define OUTPUT_BATCH_BYTES (64 * 1024)
@@ -33,6 +34,7 @@ struct kn_exec {
   int cell;  /* number the cell is compiled under */
   kn_compiled_t *compiled;
   bool timeit;
+  kn_profreq_t profreq; /* mode KN_PROF_NONE unless profiling */
 
   /* Output waiting to be published: one stream at a time, in order. */
   char out_kind; /* 'O', 'E' or 0 */
@@ -83,10 +85,35 @@ static const magic_info_t magics[] = {
      "Start a fresh session: forget every definition, type, macro and global, and restart\n"
      "the worker process. Compiler settings are kept."},
     {"lsmagic", true, false, "%lsmagic", "List the magics."},
+    {"profview", true, true, "%%profview [opts]  /  %profview [opts] STATEMENT",
+     "Clear the session profile, run the cell (or the statement) under the sampling profiler\n"
+     "and show its flame graph.\n"
+     "Profiler: delay= (seconds, default 0.001) n= (buffer frames) threads=1,2|all\n"
+     "Tree: C=false combine=true lines=true recur=off|flat pruned=f,g filter=text|/regex/\n"
+     "      minwidth=0.001\n"
+     "View: width=800 height= title= icicle=false theme=light|dark"},
+    {"profile", true, true, "%%profile [opts]  /  %profile [opts] STATEMENT",
+     "Run the cell (or the statement) under the profiler, adding to the session profile;\n"
+     "show nothing. See %profshow and %profprint. Options: delay= n="},
+    {"profshow", true, false, "%profshow [opts]",
+     "Show the session profile as a flame graph (tree and view options as %%profview)."},
+    {"profprint", true, false, "%profprint [format=tree|flat] [maxdepth=] [mincount=] [cols=]",
+     "Print a text report of the session profile, as Julia's Profile.print; tree options\n"
+     "as %%profview."},
+    {"profclear", true, false, "%profclear", "Empty the session profile."},
+    {"profinit", true, false, "%profinit [n=FRAMES] [delay=SECONDS]",
+     "Show or set the sample buffer size (frames) and the sampling interval (seconds)."},
+    {"profsize", true, false, "%profsize WIDTH HEIGHT",
+     "Show or set the default size of flame graphs in pixels (height 0: sized to the depth)."},
+    {"profsave", true, false, "%profsave PATH [opts]",
+     "Write the last flame graph shown (or the session profile) to PATH: .svg, .vl.json\n"
+     "(the Vega-Lite spec) or .txt, by its ending."},
 };
 
-const char *const kn_magic_names[] = {"cc", "cflags", "ldflags", "timeit", "reset", "lsmagic",
-                                      NULL};
+const char *const kn_magic_names[] = {"cc",        "cflags",   "ldflags",  "timeit",
+                                      "reset",     "lsmagic",  "profview", "profile",
+                                      "profshow",  "profprint", "profclear", "profinit",
+                                      "profsize",  "profsave", NULL};
 
 static const magic_info_t *find_magic(const char *name) {
   for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
@@ -196,6 +223,7 @@ static void add_output(kn_kernel_t *k, kn_exec_t *e, char kind, const char *data
 
 static void exec_free(kn_exec_t *e) {
   if (e->compiled) kn_compiled_destroy(&e->compiled);
+  kn_profreq_free(&e->profreq);
   kn_strbuf_free(&e->out);
   free(e->crash_report);
   free(e);
@@ -390,12 +418,27 @@ done:
   kn_strbuf_free(&tb);
 }
 
+static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char *maps_text,
+                            pid_t pid);
+
 /* The worker is gone while e ran: say why, start a new worker, reload the
  * session's code. */
 static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
   /* The cell compiled and loaded: its definitions stay in the session even
    * though its run ended badly. */
   if (e->compiled) kn_session_commit(k->session, &e->compiled);
+  /* The samples survive the crash in the shared buffer: what was profiled up
+   * to the crash joins the session profile (see %profshow). */
+  if (e->profreq.mode != KN_PROF_NONE && e->crash_report) {
+    const char *maps = strstr(e->crash_report, "\nmaps\n");
+    const char *tid = strstr(e->crash_report, "\nmain_tid ");
+    if (maps && tid) {
+      kn_profmode_t mode = e->profreq.mode;
+      e->profreq.mode = KN_PROF_ACCUMULATE; /* keep it; no graph for a crashed run */
+      on_profile_done(k, e, NULL, maps + 6, (pid_t)atoi(tid + 10));
+      e->profreq.mode = mode;
+    }
+  }
 
   char err[512];
   int rc = kn_kernel_start_worker(k, err, sizeof err);
@@ -485,6 +528,80 @@ static void report_timeit(kn_kernel_t *k, kn_exec_t *e, json_t *t) {
   add_output(k, e, 'O', text, strlen(text));
 }
 
+/* ---- profiles ---- */
+
+static void publish_display(kn_kernel_t *k, kn_exec_t *e, json_t *content) {
+  flush_output(k, e, true);
+  json_object_set_new(content, "transient", json_object());
+  kn_publish(k, e->request, "display_data", content);
+}
+
+/* The profiled run of e ended (ev is the worker's "done" event, or NULL
+ * after a crash, when maps_text comes from the crash report): read the
+ * samples, add them to the session profile, and show the flame graph for
+ * %%profview. */
+static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char *maps_text,
+                            pid_t pid) {
+  json_t *info = json_object_get(ev, "profile");
+  kn_prof_run_t run = {.interval_ns = e->profreq.delay_ns, .cell = e->cell};
+  run.samples = (uint64_t)json_integer_value(json_object_get(info, "samples"));
+  run.dropped = (uint64_t)json_integer_value(json_object_get(info, "dropped"));
+  run.cpu_seconds = (double)json_integer_value(json_object_get(info, "cpu_ns")) / 1e9;
+  if (!run.cpu_seconds) run.cpu_seconds = (double)json_integer_value(json_object_get(ev, "cpu_ns")) / 1e9;
+  run.wall_seconds = (double)json_integer_value(json_object_get(ev, "wall_ns")) / 1e9;
+  snprintf(run.source, sizeof run.source, "%s",
+           json_string_value(json_object_get(info, "source")) ?: "");
+
+  char err[512];
+  fl_profile_t *prof = kn_prof_collect(k->prof, maps_text ? pid : kn_worker_pid(k->worker),
+                                       maps_text, &run, err, sizeof err);
+  if (!prof) {
+    char *msg = kn_strdup(err);
+    add_output(k, e, 'E', "cflame: the profile could not be read: ", 39);
+    add_output(k, e, 'E', msg, strlen(msg));
+    add_output(k, e, 'E', "\n", 1);
+    free(msg);
+    return;
+  }
+  fl_profile_info_t *pi = fl_profile_info(prof);
+  snprintf(pi->compiler, sizeof pi->compiler, "%s %s %s", kn_session_cc(k->session),
+           kn_session_cflags(k->session), kn_session_ldflags(k->session));
+  if (e->profreq.mode == KN_PROF_VIEW) {
+    fl_profile_destroy(&k->prof->session);
+    k->prof->session = fl_profile_copy(prof);
+  } else {
+    fl_profile_merge(k->prof->session, prof);
+    fl_profile_info_t *si = fl_profile_info(k->prof->session);
+    si->interval_ns = pi->interval_ns;
+    si->cpu_seconds += pi->cpu_seconds;
+    si->wall_seconds += pi->wall_seconds;
+    si->dropped += pi->dropped;
+  }
+  if (e->profreq.mode == KN_PROF_VIEW) {
+    if (fl_profile_n_samples(prof) == 0) {
+      char *msg = kn_prof_empty_message(prof);
+      add_output(k, e, 'O', msg, strlen(msg));
+      free(msg);
+    } else {
+      char name[32];
+      snprintf(name, sizeof name, "cell[%d]", e->cell);
+      json_t *content = kn_prof_show(k->prof, prof, &e->profreq, name, err, sizeof err);
+      if (content)
+        publish_display(k, e, content);
+      else {
+        add_output(k, e, 'E', err, strlen(err));
+        add_output(k, e, 'E', "\n", 1);
+      }
+    }
+  } else if (run.dropped) {
+    char *summary = kn_prof_summary(prof);
+    add_output(k, e, 'E', summary, strlen(summary));
+    add_output(k, e, 'E', "\n", 1);
+    free(summary);
+  }
+  fl_profile_destroy(&prof);
+}
+
 /* ---- events from the worker ---- */
 
 static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
@@ -511,6 +628,7 @@ static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
     }
     json_t *t = json_object_get(ev, "timeit");
     if (t) report_timeit(k, e, t);
+    if (e->profreq.mode != KN_PROF_NONE) on_profile_done(k, e, ev, NULL, 0);
     int rc = (int)json_integer_value(json_object_get(ev, "rc"));
     if (has_main && rc != 0) {
       finish_error(k, e, "MainReturned", "main returned %d", rc);
@@ -736,6 +854,16 @@ static int run_line_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m) {
     print(k, e, "Session reset: every definition was forgotten and the worker restarted.\n");
     return 0;
   }
+  if (kn_profmagic_is_line(m->name)) {
+    char *output = NULL;
+    json_t *display = NULL;
+    if (kn_profmagic_line(k->prof, m->name, m->args, &output, &display, err, sizeof err) < 0)
+      goto fail;
+    if (output) add_output(k, e, 'O', output, strlen(output));
+    free(output);
+    if (display) publish_display(k, e, display);
+    return 0;
+  }
   if (!strcmp(m->name, "lsmagic")) {
     kn_strbuf_t sb = KN_STRBUF_INIT;
     kn_strbuf_puts(&sb, "Available magics:\n");
@@ -746,18 +874,7 @@ static int run_line_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m) {
     kn_strbuf_free(&sb);
     return 0;
   }
-  {
-    char *valid = valid_magics(false);
-    const magic_info_t *known = find_magic(m->name);
-    if (known && !known->line)
-      snprintf(err, sizeof err, "%%%s is a cell magic: write it as %%%%%s on the first line",
-               m->name, m->name);
-    else
-      snprintf(err, sizeof err, "unknown magic %%%s; valid line magics: %s", m->name, valid);
-    free(valid);
-    finish_error(k, e, "MagicError", "%s", err);
-    return -1;
-  }
+  snprintf(err, sizeof err, "%%%s cannot be used here", m->name);
 fail:
   finish_error(k, e, "MagicError", "%s", err);
   return -1;
@@ -816,6 +933,17 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
   json_t *cmd = json_pack("{s:s, s:s, s:s, s:b}", "op", "run", "path", e->compiled->so_path,
                           "entry", e->compiled->entry, "allow_stdin", e->allow_stdin);
   if (timeit) json_object_set_new(cmd, "timeit", timeit);
+  if (e->profreq.mode != KN_PROF_NONE) {
+    if (kn_prof_prepare(k->prof, e->profreq.n_words, err, sizeof err) < 0) {
+      json_decref(cmd);
+      finish_error(k, e, "ProfileError", "%s", err);
+      return;
+    }
+    json_object_set_new(cmd, "profile",
+                        json_pack("{s:I, s:s, s:I}", "interval_ns", (json_int_t)e->profreq.delay_ns,
+                                  "file", k->prof->buffer_path, "words",
+                                  (json_int_t)e->profreq.n_words));
+  }
   if (kn_worker_send(k->worker, cmd, err, sizeof err) < 0) {
     json_decref(cmd);
     finish_error(k, e, "KernelError", "%s", err);
@@ -823,6 +951,99 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
   }
   json_decref(cmd);
   k->exec = e;
+}
+
+static bool is_statement_magic(const char *name) {
+  return !strcmp(name, "timeit") || !strcmp(name, "profview") || !strcmp(name, "profile");
+}
+
+/* Checks that every magic of the cell exists in the form it is written in.
+ * Returns 0, or -1 having finished e with the error. */
+static int check_magics(kn_kernel_t *k, kn_exec_t *e, const kn_cell_magics_t *cm) {
+  for (size_t i = 0; i < cm->n_lines; i++) {
+    const kn_magic_t *m = &cm->lines[i];
+    const magic_info_t *known = find_magic(m->name);
+    if (known && known->line) continue;
+    char *valid = valid_magics(false);
+    if (known)
+      finish_error(k, e, "MagicError", "%%%s is a cell magic: write it as %%%%%s on the first line",
+                   m->name, m->name);
+    else
+      finish_error(k, e, "MagicError", "unknown magic %%%s; valid line magics: %s", m->name, valid);
+    free(valid);
+    return -1;
+  }
+  if (cm->cell) {
+    const magic_info_t *known = find_magic(cm->cell->name);
+    if (known && known->cell) return 0;
+    char *valid = valid_magics(true);
+    if (known)
+      finish_error(k, e, "MagicError", "%%%s is a line magic: write it as %%%s", cm->cell->name,
+                   cm->cell->name);
+    else
+      finish_error(k, e, "MagicError", "unknown cell magic %%%%%s; valid cell magics: %s",
+                   cm->cell->name, valid);
+    free(valid);
+    return -1;
+  }
+  return 0;
+}
+
+/* Parses the magic that decides how the code runs (%%timeit, %%profview,
+ * %%profile, or their statement forms): sets *timeit or e->profreq, and for
+ * statement forms *stmt (new). Returns 0, or -1 having finished e. */
+static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bool statement,
+                           json_t **timeit, char **stmt) {
+  char err[1024];
+  *timeit = NULL;
+  *stmt = NULL;
+  if (!strcmp(m->name, "timeit")) {
+    json_int_t number, repeat;
+    const char *rest;
+    if (parse_timeit_flags(m->args, &number, &repeat, &rest, err, sizeof err) < 0) goto fail;
+    if (statement && blank(rest)) {
+      snprintf(err, sizeof err, "%%timeit needs a statement to time");
+      goto fail;
+    }
+    if (!statement && !blank(rest)) {
+      snprintf(err, sizeof err,
+               "%%%%timeit: unexpected '%s'; valid flags: -n N (loops per run), -r R (runs)", rest);
+      goto fail;
+    }
+    if (statement) *stmt = kn_strdup(rest);
+    *timeit = json_pack("{s:I, s:I}", "number", number, "repeat", repeat);
+    return 0;
+  }
+  if (!strcmp(m->name, "profview") || !strcmp(m->name, "profile")) {
+    bool view = m->name[4] == 'v';
+    unsigned groups = KN_OPTS_PROFILER | (view ? KN_OPTS_TREE | KN_OPTS_VIEW : 0);
+    char *opts = NULL;
+    if (statement)
+      kn_profreq_split_statement(m->args, groups, &opts, stmt);
+    else
+      opts = kn_strdup(m->args);
+    int rc = kn_profreq_parse(k->prof, m->name, opts, groups, &e->profreq, err, sizeof err);
+    free(opts);
+    if (rc < 0) goto fail;
+    if (!statement && e->profreq.positional[0]) {
+      snprintf(err, sizeof err, "%%%%%s: unexpected '%s'; options are key=value words, such as "
+                                "delay=0.0001", m->name, e->profreq.positional[0]);
+      goto fail;
+    }
+    if (statement && blank(*stmt)) {
+      snprintf(err, sizeof err, "%%%s needs a statement to profile, such as %%%s work(100);",
+               m->name, m->name);
+      goto fail;
+    }
+    e->profreq.mode = view ? KN_PROF_VIEW : KN_PROF_ACCUMULATE;
+    return 0;
+  }
+  return 0;
+fail:
+  free(*stmt);
+  *stmt = NULL;
+  finish_error(k, e, "MagicError", "%s", err);
+  return -1;
 }
 
 void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
@@ -861,64 +1082,46 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
     finish_error(k, e, "MagicError", "%s", err);
     return;
   }
-  for (size_t i = 0; i < cm.n_lines; i++) {
-    if (!strcmp(cm.lines[i].name, "timeit")) {
-      if (cm.cell || i + 1 < cm.n_lines || !blank(cm.body)) {
-        finish_error(k, e, "MagicError",
-                     "%%timeit STATEMENT must be the last line of its cell; use %%%%timeit on "
-                     "the first line to time a whole cell");
-        goto out;
-      }
-      json_int_t number, repeat;
-      const char *stmt;
-      if (parse_timeit_flags(cm.lines[i].args, &number, &repeat, &stmt, err, sizeof err) < 0) {
-        finish_error(k, e, "MagicError", "%s", err);
-        goto out;
-      }
-      if (blank(stmt)) {
-        finish_error(k, e, "MagicError", "%%timeit needs a statement to time");
-        goto out;
-      }
-      char *code_line = kn_strdup(stmt);
-      compile_and_run(k, e, code_line, cm.lines[i].line,
-                      json_pack("{s:I, s:I}", "number", number, "repeat", repeat));
-      free(code_line);
-      goto out;
-    }
-    if (run_line_magic(k, e, &cm.lines[i]) < 0) goto out;
+  /* Every magic is checked before any runs: a typo in the second one must
+   * not leave the first one applied. */
+  if (check_magics(k, e, &cm) < 0) goto out;
+
+  /* The statement forms (%timeit, %profview, %profile STMT) end the cell. */
+  const kn_magic_t *stmt_magic = NULL;
+  for (size_t i = 0; i < cm.n_lines; i++)
+    if (is_statement_magic(cm.lines[i].name)) stmt_magic = &cm.lines[i];
+  if (stmt_magic && (stmt_magic != &cm.lines[cm.n_lines - 1] || cm.cell || !blank(cm.body))) {
+    finish_error(k, e, "MagicError",
+                 "%%%s STATEMENT must be the last line of its cell; use %%%%%s on the first line "
+                 "for a whole cell",
+                 stmt_magic->name, stmt_magic->name);
+    goto out;
   }
   json_t *timeit = NULL;
-  if (cm.cell) {
-    if (!strcmp(cm.cell->name, "timeit")) {
-      json_int_t number, repeat;
-      const char *rest;
-      if (parse_timeit_flags(cm.cell->args, &number, &repeat, &rest, err, sizeof err) < 0) {
-        finish_error(k, e, "MagicError", "%s", err);
-        goto out;
-      }
-      if (!blank(rest)) {
-        finish_error(k, e, "MagicError",
-                     "%%%%timeit: unexpected '%s'; valid flags: -n N (loops per run), -r R (runs)",
-                     rest);
-        goto out;
-      }
-      timeit = json_pack("{s:I, s:I}", "number", number, "repeat", repeat);
-    } else {
-      char *valid = valid_magics(true);
-      const magic_info_t *known = find_magic(cm.cell->name);
-      if (known)
-        finish_error(k, e, "MagicError", "%%%s is a line magic: write it as %%%s", cm.cell->name,
-                     cm.cell->name);
-      else
-        finish_error(k, e, "MagicError", "unknown cell magic %%%%%s; valid cell magics: %s",
-                     cm.cell->name, valid);
-      free(valid);
+  char *stmt = NULL;
+  const kn_magic_t *run_magic = stmt_magic ? stmt_magic : cm.cell;
+  if (run_magic && parse_run_magic(k, e, run_magic, run_magic == stmt_magic, &timeit, &stmt) < 0)
+    goto out;
+
+  for (size_t i = 0; i < cm.n_lines; i++) {
+    if (&cm.lines[i] == stmt_magic) break;
+    if (run_line_magic(k, e, &cm.lines[i]) < 0) {
+      json_decref(timeit);
+      free(stmt);
       goto out;
     }
+  }
+  if (stmt) {
+    compile_and_run(k, e, stmt, stmt_magic->line, timeit);
+    free(stmt);
+    goto out;
   }
   if (blank(cm.body)) {
     json_decref(timeit);
-    finish_ok(k, e);
+    if (e->profreq.mode != KN_PROF_NONE || timeit)
+      finish_error(k, e, "MagicError", "%%%%%s needs code below it to run", cm.cell->name);
+    else
+      finish_ok(k, e);
     goto out;
   }
   compile_and_run(k, e, cm.body, cm.body_line, timeit);

@@ -223,6 +223,7 @@ int kn_kernel_init(kn_kernel_t *k, const char *connection_file, char *err, size_
 
   k->session = kn_session_new(err, err_size);
   if (!k->session) return -1;
+  k->prof = kn_prof_new(kn_session_dir(k->session));
   char *dir = kn_self_dir();
   kn_strbuf_t path = KN_STRBUF_INIT;
   kn_strbuf_printf(&path, "%s/cflame-worker", dir);
@@ -233,6 +234,7 @@ int kn_kernel_init(kn_kernel_t *k, const char *connection_file, char *err, size_
 
 void kn_kernel_fini(kn_kernel_t *k) {
   if (k->worker) kn_worker_destroy(&k->worker);
+  kn_prof_destroy(&k->prof);
   kn_session_destroy(&k->session);
   void *socks[] = {k->shell, k->control, k->stdin_sock, k->iopub};
   for (size_t i = 0; i < 4; i++) {

@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "kn_conn.h"
+#include "kn_prof.h"
 #include "kn_session.h"
 #include "kn_strbuf.h"
 #include "kn_wire.h"
@@ -46,6 +47,7 @@ typedef struct kn_kernel {
   size_t n_history, cap_history;
 
   kn_session_t *session;
+  kn_prof_t *prof;
   kn_worker_t *worker;
   char *worker_path;
 

@@ -3,10 +3,15 @@
 CFLAME_DEBS="build-essential cmake pkg-config clang libclang-rt-14-dev \
 libzmq3-dev libjansson-dev uuid-dev libssl-dev libunwind-dev libdw-dev libelf-dev \
 python3 python3-zmq python3-jupyter-client python3-jupyter-kernel-test python3-pytest \
-python3-nbconvert python3-nbformat python3-ipykernel jupyter-nbconvert jupyter-core"
+python3-nbconvert python3-nbformat python3-ipykernel jupyter-nbconvert jupyter-core \
+chromium"
 
 cflame_missing_debs() {
   local missing=""
+  # Node (for the vega-lite checks) may come from the image; Debian's
+  # nodejs and npm otherwise.
+  command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+  command -v npm >/dev/null 2>&1 || missing="$missing npm"
   for p in $CFLAME_DEBS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
   done

@@ -76,27 +76,37 @@ fl_profile_t *fl_profile_copy(const fl_profile_t *p);
 fl_profile_info_t *fl_profile_info(fl_profile_t *p);
 const fl_profile_info_t *fl_profile_info_const(const fl_profile_t *p);
 
-/* Interns a frame (its strings are copied) and returns its id. */
+/* Interns a frame (its strings are copied; a NULL func becomes
+ * "[unknown]") and returns its id: ids are 0, 1, 2, ... in order of first
+ * appearance, and equal fields (all six) give the same id. Out of memory
+ * aborts, as in fl_profile_add_sample. */
 uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame);
 
 /* The frame with that id; borrowed, valid for the profile's lifetime. */
 const fl_frame_t *fl_profile_frame(const fl_profile_t *p, uint32_t id);
 size_t fl_profile_n_frames(const fl_profile_t *p);
 
-/* Adds a sample: n frame ids from the root to the leaf. thread is the
- * thread it was taken on (an OS thread id, or 0). weight >= 1; allocs is the
- * number of allocations it stands for (0 for CPU profiles). */
+/* Adds a sample: n frame ids from the root to the leaf (n may be 0: the
+ * root's own time). thread is the thread it was taken on (an OS thread id,
+ * or 0). weight >= 1; allocs is the number of allocations it stands for (0
+ * for CPU profiles). Out of memory aborts with a message: a profile that
+ * silently lost samples would mislead. */
 void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
                            uint64_t allocs, int thread);
 
-/* Adds every sample of src to p (frames re-interned). Both must be of the
- * same kind. */
+/* Adds every sample of src to p (frames re-interned), and src's dropped
+ * count, CPU and wall-clock seconds; p takes src's interval if it has none.
+ * Both must be of the same kind. p may be src (which doubles it). */
 void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
 
-/* Removes every sample; keeps the kind and interval. */
+/* Removes every sample; keeps the kind, interval and sample rate, and the
+ * frames (their ids stay valid). The other info fields are zeroed. */
 void fl_profile_clear(fl_profile_t *p);
 
-/* Iterating the samples. */
+/* Iterating the samples, in the order they were added. Each distinct stack
+ * is stored once: samples with equal stacks get equal stack pointers, so
+ * the pair (stack, n) identifies a distinct stack. The pointers stay valid
+ * until the profile is changed. */
 size_t fl_profile_n_samples(const fl_profile_t *p);
 typedef struct fl_sample {
   const uint32_t *stack; /* root first; borrowed */

@@ -50,13 +50,25 @@ typedef struct fl_text_opts {
 
 void fl_text_opts_init(fl_text_opts_t *o);
 
-/* Profile.print(format=:tree): one line per frame, indented by depth,
- *   "  count  func  file:line"
- * New string. */
+/* Profile.print(format=:tree): a total line, a column header, then one
+ * line per visible frame in pre-order, indented two spaces per depth:
+ *   "   11     0  cell[1]"
+ *   "    7     1    main  cell[1]:5"        (count, self, func, location)
+ * Allocation trees print bytes with units and an Allocs column. Lines are
+ * cut to cols with "…"; very deep indentation becomes "+DEPTH "; frames
+ * deeper than maxdepth or below mincount are skipped; past max_lines a
+ * "… N more lines" line ends the list; a last line says how many frames
+ * minwidth hid. o NULL: the defaults. New string; NULL only out of memory. */
 char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o);
 
-/* Profile.print(format=:flat): one line per distinct frame with its
- * inclusive and self counts, most expensive first. New string. */
+/* Profile.print(format=:flat): one line per distinct frame (the tree's
+ * frame identity) with Count, Self, Percent, Function, File:Line, most
+ * expensive first, ties by function, file, line. Count is the weight of the
+ * samples whose stack holds the frame at least once (a recursive function
+ * counts once per sample, unlike Julia's per-occurrence count), so no
+ * count exceeds the total. The root is not listed. Made from the tree's
+ * visible frames: build it with minwidth 0 for exact figures. maxdepth does
+ * not apply. New string; NULL only out of memory. */
 char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
 
 /* The MIME bundle {"application/vnd.vegalite.v5+json": spec,

@@ -3,31 +3,40 @@
  * Each node is a frame at a position in the call tree: its count is the
  * weight of every sample whose stack passes through it (inclusive), its self
  * count the weight of samples that end in it. Children are ordered as the
- * source is (by the line in the parent where the call happens, then by
- * name), and each node occupies the sample range [x0, x1) of the axis, the
- * children packed from the parent's x0. The root (depth 0) stands for the
- * whole run.
+ * source is: with lines on, by their own (file, line, func), frames without
+ * a file first; with lines off, by the line in the parent where the call
+ * happens (the smallest seen), then by name. Each node occupies the sample
+ * range [x0, x1) of the axis, the children packed from the parent's x0 and
+ * the parent's self (and anything minwidth hid) left empty at the end. The
+ * root (depth 0, FL_FRAME_ROOT, func = root_name) stands for the whole
+ * run.
  *
  * Options follow FlameGraphs.jl's flamegraph():
  *   C        false: frames of system libraries (FL_FRAME_SYSTEM,
  *            FL_FRAME_ALLOC) are folded into the nearest caller that is not
- *            one; the caller's status records what was folded in
- *            (FL_STATUS_SYSTEM, FL_STATUS_ALLOC).
+ *            one (the root if none); the caller's status records what was
+ *            folded in (FL_FRAME_SYSTEM gives FL_STATUS_SYSTEM,
+ *            FL_FRAME_ALLOC gives FL_STATUS_ALLOC). Frames they call hang
+ *            under that caller: a comparator called by qsort shows under
+ *            the cell frame that called qsort.
  *   combine  true: one frame per source line; false: one per instruction
  *            address.
- *   lines    false: one frame per function (file and line dropped), as
- *            perf-style flame graphs draw them.
- *   recur    FL_RECUR_FLAT: a function already on the stack rewinds to its
- *            earlier frame, so self-recursion looks like a loop.
- *   pruned   function names whose subtrees are cut (the frame stays and
- *            takes its subtree's weight as self).
+ *   lines    false: one frame per function (func, module; line 0, the
+ *            function's file kept), as perf-style flame graphs draw them.
+ *            Wins over combine=false.
+ *   recur    FL_RECUR_FLAT: a function (func, module) already on the path
+ *            rewinds to its earlier frame (or, for another line of it, to
+ *            that frame's parent), so self-recursion looks like a loop.
+ *   pruned   exact function names whose subtrees are cut (the frame stays
+ *            and takes its subtree's weight as self).
  *   filter   keep only samples whose stack has a frame whose function name
  *            contains the text (or matches the POSIX extended regex when
- *            filter_is_regex).
- *   threads  keep only samples of these threads (NULL: all).
- *   minwidth hide frames narrower than this share of the total (their
- *            weight stays in the parent's count; the number hidden is
- *            reported). */
+ *            filter_is_regex). Every recorded frame counts, also those that
+ *            C=false folds away.
+ *   threads  keep only samples of these n_threads threads (NULL: all).
+ *   minwidth hide frames whose count is below this share of the root's
+ *            count, with their subtrees (their weight stays in the parent's
+ *            count, not in its self; fl_tree_hidden says how many). */
 #ifndef FL_TREE_H
 #define FL_TREE_H
 
@@ -78,26 +87,31 @@ struct fl_node {
 
 typedef struct fl_tree fl_tree_t;
 
-/* Builds the tree of profile p (which must outlive the tree). root_name
- * names the root frame ("cell[5]", a program). Returns a new tree, or NULL
- * with err (a bad filter regex). */
+/* Builds the tree of profile p (which must outlive the tree and not change
+ * while it lives). root_name names the root frame ("cell[5]", a program;
+ * copied; NULL: "all"); opts NULL: the defaults. Returns a new tree, or
+ * NULL with err (a bad filter regex, naming it and why; out of memory). */
 fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts,
                          const char *root_name, char *err, size_t err_size);
 void fl_tree_destroy(fl_tree_t **t);
 
 const fl_node_t *fl_tree_root(const fl_tree_t *t);
 const fl_profile_t *fl_tree_profile(const fl_tree_t *t);
-/* Nodes in depth-first pre-order (the root first); borrowed. */
+/* The visible nodes in depth-first pre-order (the root first), node i
+ * having id i; borrowed. fl_tree_node: NULL when i is out of range. */
 size_t fl_tree_n_nodes(const fl_tree_t *t);
 const fl_node_t *fl_tree_node(const fl_tree_t *t, size_t i);
 int fl_tree_max_depth(const fl_tree_t *t);
-/* How many frames minwidth hid, and their total weight. */
+/* How many frames minwidth hid (descendants of hidden frames included),
+ * and their total weight (that of the topmost hidden frames). */
 size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight);
 
-/* Nodes to draw, at most max_rows: the visible nodes in pre-order; when
- * there are more, the narrowest are dropped (a dropped node's descendants
- * go too) until max_rows remain. *rows is new (free it; the nodes are
- * borrowed). Returns the count; *n_merged says how many were left out. */
+/* Nodes to draw, at most max_rows (0: no limit): the visible nodes in
+ * pre-order; when there are more, the narrowest are dropped (a dropped
+ * node's descendants go too; ties go to the earlier node, so a parent is
+ * never dropped before its child) until max_rows remain. *rows is new (free
+ * it; the nodes are borrowed). Returns the count; *n_merged (may be NULL)
+ * says how many were left out. Out of memory: 0 and *rows NULL. */
 size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows,
                     size_t *n_merged);
 

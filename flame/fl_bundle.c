@@ -1,0 +1,423 @@
+/* fl_bundle: the MIME bundle of a flame graph, and what its renderers share
+ * (fl__render.h): rows, layout, kinds and colours, notes, text clean-up.
+ *
+ * The bundle is {"application/vnd.vegalite.v5+json": spec, "image/svg+xml":
+ * svg, "text/plain": tree report}. SPEC.md section 4 bounds it: at most 5,000
+ * rows, and under 1 MB as compact JSON. Rows cost about 200 bytes in the
+ * spec and as much again in the SVG, so a tree with thousands of frames can
+ * need fewer rows than max_rows: fl_bundle renders, measures, and when the
+ * bundle is too big draws fewer (narrower frames go first, and the note
+ * under the title says how many), until it fits. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl__render.h"
+
+/* Under 1 MB with room for the display_data message around it. */
+#define BUNDLE_MAX_BYTES 1000000
+
+void fl_view_opts_init(fl_view_opts_t *v) {
+  memset(v, 0, sizeof *v);
+  v->width = 800;
+  v->height = 0;
+  v->max_rows = FL__MAX_ROWS;
+}
+
+/* ---- rows ---- */
+
+int fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
+  memset(r, 0, sizeof *r);
+  if (max_rows == 0 || max_rows > FL__MAX_ROWS) max_rows = FL__MAX_ROWS;
+  r->n = fl_tree_rows(t, max_rows, &r->rows, &r->n_merged);
+  if (!r->rows) return -1;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->rows[i]->depth + 1 > r->levels) r->levels = r->rows[i]->depth + 1;
+  r->total = fl_tree_root(t)->count;
+  return 0;
+}
+
+typedef struct ranked {
+  uint64_t count;
+  uint32_t id;
+  uint32_t index; /* in the rows */
+} ranked_t;
+
+/* Widest first; among equals the smaller id, so a parent (never narrower
+ * than its child) comes before its children: fl_tree_rows's order. */
+static int cmp_ranked(const void *pa, const void *pb) {
+  const ranked_t *a = pa, *b = pb;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* Keeps the max_rows widest of r's rows, in pre-order: what fl_tree_rows
+ * would choose, without sorting the whole tree again. Returns 0, or -1 out
+ * of memory (r unchanged). */
+static int rows_shrink(fl__rows_t *r, size_t max_rows) {
+  if (max_rows >= r->n) return 0;
+  ranked_t *ranked = malloc(r->n * sizeof *ranked);
+  bool *kept = calloc(r->n, sizeof *kept);
+  if (!ranked || !kept) {
+    free(ranked);
+    free(kept);
+    return -1;
+  }
+  for (size_t i = 0; i < r->n; i++)
+    ranked[i] = (ranked_t){.count = r->rows[i]->count, .id = r->rows[i]->id, .index = (uint32_t)i};
+  qsort(ranked, r->n, sizeof *ranked, cmp_ranked);
+  for (size_t i = 0; i < max_rows; i++) kept[ranked[i].index] = true;
+  size_t k = 0;
+  r->levels = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    if (!kept[i]) continue;
+    r->rows[k++] = r->rows[i];
+    if (r->rows[i]->depth + 1 > r->levels) r->levels = r->rows[i]->depth + 1;
+  }
+  r->n_merged += r->n - k;
+  r->n = k;
+  free(ranked);
+  free(kept);
+  return 0;
+}
+
+void fl__rows_free(fl__rows_t *r) {
+  free(r->rows);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- layout ---- */
+
+#define LEVEL_PX 18.0
+#define MAX_AUTO_HEIGHT 2000.0
+#define MIN_LABEL_LEVEL_PX 10.0
+
+void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l) {
+  int levels = r->levels > 0 ? r->levels : 1;
+  l->width = v->width > 0 ? v->width : 800;
+  if (v->height > 0) {
+    l->height = v->height;
+  } else {
+    /* Deep recursion would make a plot too tall for a browser's canvas:
+     * past MAX_AUTO_HEIGHT the levels get thinner, down to one pixel. */
+    l->height = levels * LEVEL_PX;
+    if (l->height > MAX_AUTO_HEIGHT) l->height = fmax(MAX_AUTO_HEIGHT, (double)levels);
+  }
+  l->level_px = l->height / levels;
+  l->labels = l->level_px >= MIN_LABEL_LEVEL_PX;
+}
+
+/* ---- kinds and colours ---- */
+
+typedef struct palette {
+  const char *label;
+  const char *middle; /* the colour at the middle of the ranges */
+  uint8_t r0, r_span, g0, g_span, b0, b_span;
+} palette_t;
+
+/* Cell code is flamegraph.pl's "hot" palette (reds, oranges, yellows),
+ * system libraries blues, the allocator violets, the kernel greens, other
+ * code khaki; the root is grey. Light enough for black labels, and bright
+ * enough on a dark background. */
+static const palette_t palettes[FL__N_KINDS] = {
+    [FL__KIND_CELL] = {"cell code", "#eb911e", 215, 40, 80, 130, 0, 60},
+    [FL__KIND_SYSTEM] = {"system library", "#73b6ed", 90, 50, 160, 45, 220, 35},
+    [FL__KIND_ALLOC] = {"allocator", "#c393ed", 175, 40, 130, 35, 220, 35},
+    [FL__KIND_KERNEL] = {"kernel", "#82cf78", 110, 40, 190, 35, 100, 40},
+    [FL__KIND_OTHER] = {"other code", "#c5c5ac", 185, 25, 185, 25, 160, 25},
+    [FL__KIND_ROOT] = {"root", "#b0b0b0", 176, 0, 176, 0, 176, 0},
+};
+
+fl__kind_t fl__kind_of(const fl_node_t *n) {
+  uint32_t f = n->frame.flags;
+  if (n->depth == 0 || (f & FL_FRAME_ROOT)) return FL__KIND_ROOT;
+  if (f & FL_FRAME_ALLOC) return FL__KIND_ALLOC;
+  if (f & FL_FRAME_KERNEL) return FL__KIND_KERNEL;
+  if (f & FL_FRAME_SYSTEM) return FL__KIND_SYSTEM;
+  if (f & FL_FRAME_CELL) return FL__KIND_CELL;
+  return FL__KIND_OTHER;
+}
+
+const char *fl__kind_label(fl__kind_t k) {
+  return palettes[k].label;
+}
+const char *fl__kind_color(fl__kind_t k) {
+  return palettes[k].middle;
+}
+
+unsigned fl__kinds_present(const fl__rows_t *r) {
+  unsigned present = 0;
+  for (size_t i = 0; i < r->n; i++) present |= 1u << fl__kind_of(r->rows[i]);
+  return present;
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 0xcbf29ce484222325u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+  /* FNV's low bits mix poorly for short names: finish like murmur3. */
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdu;
+  h ^= h >> 33;
+  return h;
+}
+
+void fl__node_color(const fl_node_t *n, char hex[8]) {
+  const palette_t *p = &palettes[fl__kind_of(n)];
+  uint64_t h = fnv1a(n->frame.func ? n->frame.func : "");
+  /* Three independent fractions in [0, 1) from the hash. */
+  double v1 = (double)(h & 0xffff) / 65536.0;
+  double v2 = (double)((h >> 16) & 0xffff) / 65536.0;
+  double v3 = (double)((h >> 32) & 0xffff) / 65536.0;
+  unsigned r = p->r0 + (unsigned)(p->r_span * v3);
+  unsigned g = p->g0 + (unsigned)(p->g_span * v1);
+  unsigned b = p->b0 + (unsigned)(p->b_span * v2);
+  snprintf(hex, 8, "#%02x%02x%02x", r & 0xff, g & 0xff, b & 0xff);
+}
+
+static const fl__theme_t light = {"#ffffff", "#222222", "#000000", "#c000c0"};
+static const fl__theme_t dark = {"#1e1e1e", "#e6e6e6", "#000000", "#ff40ff"};
+
+const fl__theme_t *fl__theme_of(const fl_view_opts_t *v) {
+  return v->dark ? &dark : &light;
+}
+
+/* ---- words and notes ---- */
+
+bool fl__is_alloc(const fl_tree_t *t) {
+  const fl_profile_t *p = fl_tree_profile(t);
+  return p && fl_profile_info_const(p)->kind == FL_PROFILE_ALLOC;
+}
+
+const char *fl__unit(const fl_tree_t *t) {
+  return fl__is_alloc(t) ? "bytes" : "samples";
+}
+
+void fl__thousands(uint64_t n, char out[32]) {
+  char digits[24];
+  int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);
+  int j = 0;
+  for (int i = 0; i < len; i++) {
+    if (i > 0 && (len - i) % 3 == 0) out[j++] = ',';
+    out[j++] = digits[i];
+  }
+  out[j] = '\0';
+}
+
+int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
+              char lines[FL__MAX_NOTES][FL__NOTE_SIZE]) {
+  int n = 0;
+  if (v->note && v->note[0]) {
+    char *clean = fl__clean_text(v->note, false);
+    size_t len = clean ? strlen(clean) : 0;
+    if (len >= FL__NOTE_SIZE) { /* cut between characters */
+      len = FL__NOTE_SIZE - 1;
+      while (len > 0 && ((unsigned char)clean[len] & 0xc0) == 0x80) len--;
+    }
+    if (len) memcpy(lines[n], clean, len);
+    lines[n++][len] = '\0';
+    free(clean);
+  }
+  uint64_t hidden_weight = 0;
+  size_t hidden = fl_tree_hidden(t, &hidden_weight);
+  if (hidden == 0 && r->n_merged == 0) return n;
+
+  char a[32], b[32], c[32];
+  fl__thousands(hidden, a);
+  fl__thousands(r->n_merged, b);
+  fl__thousands(r->n, c);
+  double share = r->total ? 100.0 * (double)hidden_weight / (double)r->total : 0;
+  if (hidden && r->n_merged) {
+    snprintf(lines[n++], FL__NOTE_SIZE,
+             "%s narrow frames hidden (%.2g%% of %s), %s more left out to draw at most %s", a,
+             share, fl__unit(t), b, c);
+  } else if (hidden) {
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames hidden (%.2g%% of %s)", a, share,
+             fl__unit(t));
+  } else {
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames left out to draw at most %s", b, c);
+  }
+  return n;
+}
+
+/* The length of the valid UTF-8 sequence at s (at most n bytes), 0 if none
+ * starts there. Rejects overlong forms, surrogates and code points past
+ * U+10FFFF, as JSON and XML parsers do. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  if (s[0] < 0x80) return 1;
+  size_t len;
+  uint32_t cp;
+  if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+    len = 2, cp = s[0] & 0x1f;
+  } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+    len = 3, cp = s[0] & 0x0f;
+  } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+    len = 4, cp = s[0] & 0x07;
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3f);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+      (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  /* U+FFFE and U+FFFF are not XML characters. */
+  if (cp == 0xfffe || cp == 0xffff) return 0;
+  return len;
+}
+
+char *fl__clean_text(const char *s, bool lines) {
+  if (!s) s = "";
+  size_t n = strlen(s);
+  char *out = malloc(n + 1);
+  if (!out) return NULL;
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, j = 0;
+  while (i < n) {
+    size_t len = utf8_seq(u + i, n - i);
+    if (u[i] == '\t' || u[i] == '\n' || u[i] == '\r') {
+      out[j++] = lines ? (char)u[i] : ' ';
+      i++;
+    } else if (len == 0 || u[i] < 0x20 || u[i] == 0x7f) {
+      out[j++] = '?';
+      i++;
+    } else {
+      memcpy(out + j, s + i, len);
+      i += len, j += len;
+    }
+  }
+  out[j] = '\0';
+  return out;
+}
+
+/* ---- a growing string ---- */
+
+static bool buf_reserve(fl__buf_t *b, size_t more) {
+  if (b->oom) return false;
+  if (b->len + more + 1 <= b->cap) return true;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + more + 1) cap *= 2;
+  char *grown = realloc(b->data, cap);
+  if (!grown) {
+    b->oom = true;
+    return false;
+  }
+  b->data = grown;
+  b->cap = cap;
+  return true;
+}
+
+void fl__buf_add(fl__buf_t *b, const char *s, size_t n) {
+  if (!buf_reserve(b, n)) return;
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+void fl__buf_puts(fl__buf_t *b, const char *s) {
+  fl__buf_add(b, s, strlen(s));
+}
+
+void fl__buf_printf(fl__buf_t *b, const char *fmt, ...) {
+  char small[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof small) {
+    fl__buf_add(b, small, (size_t)n);
+    return;
+  }
+  if (!buf_reserve(b, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+char *fl__buf_take(fl__buf_t *b) {
+  char *s = NULL;
+  if (b->oom)
+    free(b->data);
+  else
+    s = b->data ? b->data : strdup("");
+  memset(b, 0, sizeof *b);
+  return s;
+}
+
+/* ---- the bundle ---- */
+
+/* The bundle for these rows: new, or NULL with err. */
+static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
+                         const char *text, char *err, size_t err_size) {
+  json_t *spec = fl__vegalite_rows(t, v, r, err, err_size);
+  char *svg = spec ? fl__svg_rows(t, v, r) : NULL;
+  json_t *bundle = NULL;
+  if (!spec) goto done;
+  if (!svg) {
+    snprintf(err, err_size, "out of memory drawing the flame graph");
+    goto done;
+  }
+  bundle = json_object();
+  if (!bundle || json_object_set_new(bundle, "application/vnd.vegalite.v5+json", spec) != 0 ||
+      json_object_set_new(bundle, "image/svg+xml", json_string(svg)) != 0 ||
+      json_object_set_new(bundle, "text/plain", json_string(text)) != 0) {
+    json_decref(bundle);
+    bundle = NULL;
+    snprintf(err, err_size, "out of memory drawing the flame graph");
+  }
+  spec = NULL; /* stolen by the bundle, or freed with it */
+done:
+  json_decref(spec);
+  free(svg);
+  return bundle;
+}
+
+json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  fl_text_opts_t to;
+  fl_text_opts_init(&to);
+  to.max_lines = 200;
+  char *raw_text = fl_text_tree(t, &to);
+  char *text = raw_text ? fl__clean_text(raw_text, true) : NULL;
+  free(raw_text);
+  json_t *bundle = NULL;
+  if (!text) {
+    snprintf(err, err_size, "out of memory drawing the flame graph");
+    return NULL;
+  }
+
+  fl__rows_t r;
+  if (fl__rows_get(t, v->max_rows, &r) < 0) {
+    snprintf(err, err_size, "out of memory drawing the flame graph");
+    free(text);
+    return NULL;
+  }
+  for (int attempt = 0;; attempt++) {
+    bundle = bundle_of(t, v, &r, text, err, err_size);
+    if (!bundle) break;
+    size_t bytes = json_dumpb(bundle, NULL, 0, JSON_COMPACT);
+    if (bytes < BUNDLE_MAX_BYTES || r.n <= 1 || attempt == 7) break;
+    /* Too big: scale the rows down by the overshoot, with a margin, since
+     * the narrow frames left out cost less than the average. */
+    size_t fewer = (size_t)((double)r.n * (BUNDLE_MAX_BYTES * 0.95) / (double)bytes);
+    json_decref(bundle);
+    bundle = NULL;
+    if (rows_shrink(&r, fewer < r.n ? (fewer ? fewer : 1) : r.n - 1) < 0) {
+      snprintf(err, err_size, "out of memory drawing the flame graph");
+      break;
+    }
+  }
+  fl__rows_free(&r);
+  free(text);
+  return bundle;
+}

@@ -1,0 +1,809 @@
+/* fl_sampler: an in-process sampling profiler of CPU time (see
+ * include/cflame/fl_sampler.h for the contract and the buffer layout).
+ *
+ * Timers. Each registered thread gets a timer of its own CPU time that
+ * signals that very thread, the first of these that the system allows:
+ *  - a perf event counting the thread's task clock (PERF_COUNT_SW_TASK_CLOCK)
+ *    with attr.sigtrap (Linux 6.1 and later): on overflow the kernel queues
+ *    a SIGTRAP (si_code TRAP_PERF, si_perf_data our cookie) as task work,
+ *    delivered when the thread next returns to user mode. It has hrtimer
+ *    resolution (1,000 signals per CPU-second at 1 ms, 10,000 at 0.1 ms),
+ *    counts kernel time too where perf_event_paranoid allows it, and can
+ *    never interrupt a sleep: a timer that expires inside a system call
+ *    signals after the call returns. It is also the cheapest: about 20 us
+ *    per signal on this project's virtual machines, as much as one sample
+ *    of `perf record` costs there;
+ *  - the same perf event with O_ASYNC and F_SETSIG (SIGPROF) where sigtrap
+ *    is missing. Its signal goes through an interrupt of its own (about
+ *    35 us per signal on the same machines), and it counts user mode only
+ *    (exclude_kernel): a signal queued while the thread runs kernel code
+ *    would be pending as the thread goes to sleep in that call, and the
+ *    sleep would end early with EINTR (measured: hundreds of EINTRs per
+ *    second in polls and sleeps at 0.1 ms);
+ *  - timer_create on the thread's CPU clock (SIGEV_THREAD_ID, SIGPROF),
+ *    when perf events are not allowed at all. Linux fires these on the
+ *    scheduler tick (about 250 per CPU-second here whatever the interval),
+ *    after the system call, so they cause no EINTR either.
+ * Every interval is drawn uniformly from [0.75, 1.25] x interval (a
+ * per-thread xorshift generator; perf: PERF_EVENT_IOC_PERIOD, timer:
+ * one-shot re-armed by the handler), so a workload whose period is a
+ * multiple of the interval is not aliased. CFLAME_SAMPLER_SOURCE=perf-async
+ * or =timer in the environment forces the second or third kind (for tests).
+ *
+ * SIGTRAP is shared with breakpoints and the worker's crash handler: a
+ * SIGTRAP that is not ours goes to the handler installed before
+ * fl_sampler_init (or to the default action, which ends the process).
+ *
+ * Weights. The handler reads its thread's CPU clock. A record's weight is
+ * the thread's CPU time since its previous record plus a carried remainder,
+ * in intervals, rounded to the nearest; the remainder (positive or
+ * negative, at most half an interval) is carried to the thread's next
+ * record. A sample whose weight rounds to 0 records nothing and leaves its
+ * time to the next one. So weights x interval add up to the CPU time of the
+ * sampled threads whatever the timer's real rate.
+ *
+ * The handler takes no lock, allocates nothing and never enters the
+ * dynamic loader:
+ *  - its per-thread state is a preallocated slot, found through a static
+ *    TLS index (initial-exec);
+ *  - libunwind's caches are per thread (UNW_CACHE_PER_THREAD) and warmed up
+ *    on each thread when it registers, by a signal to itself that runs the
+ *    handler's whole unwinding path once (libunwind creates its per-thread
+ *    trace cache under a lock on first use; every function the handler
+ *    calls gets its PLT slot bound there too);
+ *  - libunwind (1.6) looks up unwind tables with dl_iterate_phdr, which
+ *    takes the loader's lock. This file defines dl_iterate_phdr: executables
+ *    come first in symbol lookup, so libunwind's calls land here. Outside
+ *    the handler it forwards to the C library's; inside, it describes the
+ *    one object that holds the address being looked up with glibc's
+ *    lock-free, async-signal-safe _dl_find_object (libunwind's callback
+ *    data begins with that address). An address in no loaded object gets
+ *    no unwind information, which ends the stack there;
+ *  - records are reserved in the buffer with an atomic compare-and-swap on
+ *    used_words, so that used_words never passes capacity_words.
+ * A full buffer stops sampling: each thread's handler then turns its timer
+ * off and counts the sample as dropped.
+ *
+ * A sample that lands inside libunwind itself (a cell calling backtrace(),
+ * or the crash handler) records only the interrupted instruction: unwinding
+ * again would reuse libunwind's per-thread caches while they change.
+ *
+ * Stopping. fl_sampler_stop (and fl_sampler_thread_exit) clear a slot's
+ * `armed` flag, turn its timer off, and wait until the thread is out of the
+ * handler (`busy`, a Dekker-style pair of sequentially consistent flags)
+ * before closing the timer: afterwards nothing writes to the buffer. */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include "cflame/fl_sampler.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libunwind.h>
+#include <link.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+
+#define PROF_SIGNAL SIGPROF /* perf O_ASYNC and CPU timers */
+#define TRAP_COOKIE 0x63666c616d65ull /* si_perf_data of our SIGTRAPs: "cflame" */
+#define MAX_THREADS 1024
+/* Frames of the handler itself (and libunwind) above the signal frame. */
+#define HANDLER_FRAMES 16
+#define MIN_INTERVAL_NS 10000 /* the kernel's floor for task-clock periods */
+
+/* The kernel's siginfo for TRAP_PERF carries si_perf_data right after
+ * si_addr; glibc's siginfo_t does not name it. */
+_Static_assert(offsetof(siginfo_t, si_addr) == 16, "siginfo_t layout");
+#define SI_PERF_DATA(si) (*(const unsigned long *)((const char *)(si) + 24))
+
+/* Timer kinds, best first (see the top of the file). */
+enum { KIND_PERF_TRAP, KIND_PERF_ASYNC, KIND_CPU_TIMER, KIND_NONE };
+
+/* One registered thread. Only that thread's handler reads and writes the
+ * sampling fields while it is armed; registration and arming happen under
+ * reg_lock. */
+typedef struct slot {
+  int used;    /* registered (reg_lock) */
+  int armed;   /* atomic: the timer runs; the handler may record */
+  int busy;    /* atomic: the handler runs on the thread */
+  int warming; /* the handler unwinds but records nothing */
+  pid_t tid;
+  int kind;    /* KIND_* of this thread's timer */
+  int perf_fd; /* -1 when none */
+  bool has_timer;
+  timer_t timer;
+  int64_t cpu_last_ns; /* the thread's CPU clock at its previous record */
+  int64_t carry_ns;    /* remainder carried to the next record */
+  uint64_t rng;        /* xorshift64* state for the jitter */
+  void *pcs[FL_SAMPLER_MAX_DEPTH + HANDLER_FRAMES];
+} slot_t;
+
+static slot_t slots[MAX_THREADS];
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Index + 1 of the calling thread's slot; 0 when not registered. */
+static __thread int tls_slot __attribute__((tls_model("initial-exec")));
+/* Set while the handler unwinds: dl_iterate_phdr takes the lock-free path. */
+static __thread int tls_unwinding __attribute__((tls_model("initial-exec")));
+
+static struct {
+  bool initialized;
+  fl_sampler_header_t *hdr; /* NULL until a buffer is given */
+  uint64_t *words;          /* the records, after the header */
+  uint64_t capacity;        /* words */
+  int running;              /* atomic */
+  int full;                 /* atomic: the buffer filled up during this run */
+  uint64_t interval_ns;
+  uint64_t tag;
+  int kind;               /* the kind this run uses (the first thread's) */
+  bool trap_allowed;      /* Linux >= 6.1: sigtrap as task work */
+  bool trap_user_only;    /* exclude_kernel was needed (perf_event_paranoid) */
+  uint64_t samples_at_start;
+  uintptr_t restorer; /* the signal trampoline (__restore_rt) */
+  struct sigaction prev_trap; /* SIGTRAP's handler before ours */
+  /* For the lock-free dl_iterate_phdr: */
+  struct link_map *main_map;
+  const ElfW(Phdr) *main_phdr;
+  size_t main_phnum;
+  uintptr_t unwind_lo, unwind_hi; /* libunwind's mapping */
+} S;
+
+typedef int (*iterate_phdr_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+static iterate_phdr_fn real_dl_iterate_phdr;
+
+/* ---- small helpers (async-signal-safe) ---- */
+
+static pid_t current_tid(void) { return (pid_t)syscall(SYS_gettid); }
+
+/* The CPU clock of thread tid, as pthread_getcpuclockid computes it. */
+static clockid_t thread_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
+
+static int64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  if (clock_gettime(id, &ts) < 0) return 0;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t rng_next(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* The next interval: uniform in [0.75, 1.25] x interval_ns. */
+static uint64_t next_period(slot_t *sl) {
+  uint64_t iv = S.interval_ns, span = iv / 2;
+  return iv - iv / 4 + rng_next(&sl->rng) % (span + 1);
+}
+
+static int perf_set_period(int fd, uint64_t period) {
+  return ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
+}
+
+static int timer_set_once(timer_t t, uint64_t ns) {
+  struct itimerspec its = {.it_interval = {0, 0},
+                           .it_value = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)}};
+  return timer_settime(t, 0, &its, NULL);
+}
+
+/* ---- dl_iterate_phdr without the loader's lock ---- */
+
+/* The interposed dl_iterate_phdr runs before sanitizer runtimes are set
+ * up (AddressSanitizer calls it from its initializer): no instrumentation
+ * there. */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+/* Describes the object holding ip the way dl_iterate_phdr would, using
+ * _dl_find_object (no lock). Returns 1, or 0 when no object holds ip. */
+NO_SANITIZE static int object_phdr_info(uintptr_t ip, struct dl_phdr_info *info) {
+  struct dl_find_object fo;
+  if (_dl_find_object((void *)ip, &fo) != 0) return 0;
+  const ElfW(Phdr) *phdr;
+  size_t phnum;
+  uintptr_t bias = fo.dlfo_link_map->l_addr;
+  if (fo.dlfo_link_map == S.main_map && S.main_phdr) {
+    phdr = S.main_phdr;
+    phnum = S.main_phnum;
+  } else {
+    /* The first mapping of a shared object starts with its ELF header. */
+    uintptr_t start = (uintptr_t)fo.dlfo_map_start, size = (uintptr_t)fo.dlfo_map_end - start;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+    if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phoff > size ||
+        eh->e_phnum > (size - eh->e_phoff) / sizeof(ElfW(Phdr)))
+      return 0;
+    phdr = (const ElfW(Phdr) *)(start + eh->e_phoff);
+    phnum = eh->e_phnum;
+    size_t i;
+    for (i = 0; i < phnum; i++)
+      if (phdr[i].p_type == PT_LOAD && phdr[i].p_offset == 0) break;
+    if (i == phnum || bias + phdr[i].p_vaddr != start) return 0;
+  }
+  memset(info, 0, sizeof *info);
+  info->dlpi_addr = bias;
+  info->dlpi_name = fo.dlfo_link_map->l_name;
+  info->dlpi_phdr = phdr;
+  info->dlpi_phnum = (ElfW(Half))phnum;
+  return 1;
+}
+
+/* Interposes the C library's dl_iterate_phdr (see the top of the file). */
+NO_SANITIZE int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
+  if (tls_unwinding) {
+    /* Only libunwind's own callback is expected here: its data begins with
+     * the address it looks for. Anything else gets nothing. */
+    if ((uintptr_t)callback < S.unwind_lo || (uintptr_t)callback >= S.unwind_hi) return 0;
+    struct dl_phdr_info info;
+    if (!object_phdr_info(*(const uintptr_t *)data, &info)) return 0;
+    return callback(&info, sizeof info, data);
+  }
+  iterate_phdr_fn real = __atomic_load_n(&real_dl_iterate_phdr, __ATOMIC_ACQUIRE);
+  if (!real) {
+    *(void **)&real = dlsym(RTLD_NEXT, "dl_iterate_phdr");
+    if (!real) return 0;
+    __atomic_store_n(&real_dl_iterate_phdr, real, __ATOMIC_RELEASE);
+  }
+  return real(callback, data);
+}
+
+__attribute__((constructor)) static void resolve_dl_iterate_phdr(void) {
+  iterate_phdr_fn real;
+  *(void **)&real = dlsym(RTLD_NEXT, "dl_iterate_phdr");
+  if (real) __atomic_store_n(&real_dl_iterate_phdr, real, __ATOMIC_RELEASE);
+}
+
+/* ---- the signal handler ---- */
+
+/* Unwinds the interrupted context into sl->pcs: the interrupted
+ * instruction first, then return addresses. Returns the count. */
+static size_t unwind(slot_t *sl, ucontext_t *uc) {
+  uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  void **pcs = sl->pcs;
+  if (rip >= S.unwind_lo && rip < S.unwind_hi) {
+    pcs[0] = (void *)rip;
+    return 1;
+  }
+  tls_unwinding = 1;
+  /* libunwind's fast trace (a per-thread cache of frame layouts keyed by
+   * address) from here: the handler's own frames, the signal trampoline,
+   * then the interrupted frame. It stores return addresses minus 1 except
+   * after a signal frame; when the fast trace gives up, unw_backtrace
+   * walks again with unw_step and stores plain addresses. The trampoline's
+   * entry tells which. */
+  int n = unw_backtrace(pcs, FL_SAMPLER_MAX_DEPTH + HANDLER_FRAMES);
+  size_t start = 0;
+  uintptr_t adjust = 0;
+  for (int i = 0; i + 1 < n && i < HANDLER_FRAMES; i++) {
+    uintptr_t p = (uintptr_t)pcs[i];
+    if ((uintptr_t)pcs[i + 1] == rip && (p == S.restorer - 1 || p == S.restorer)) {
+      start = (size_t)i + 1;
+      adjust = p == S.restorer - 1;
+      break;
+    }
+  }
+  size_t out = 0;
+  if (start) {
+    size_t avail = (size_t)n - start;
+    if (avail > FL_SAMPLER_MAX_DEPTH) avail = FL_SAMPLER_MAX_DEPTH;
+    pcs[0] = (void *)rip;
+    for (size_t k = 1; k < avail; k++) pcs[k] = (void *)((uintptr_t)pcs[start + k] + adjust);
+    out = avail;
+  } else {
+    /* Not found (an unusual frame above the trampoline): walk from the
+     * interrupted context itself. */
+    unw_cursor_t cursor;
+    if (unw_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
+      do {
+        unw_word_t ip;
+        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+        pcs[out++] = (void *)ip;
+      } while (out < FL_SAMPLER_MAX_DEPTH && unw_step(&cursor) > 0);
+    }
+    if (out == 0) pcs[out++] = (void *)rip;
+  }
+  tls_unwinding = 0;
+  return out;
+}
+
+/* Turns the calling thread's timer off from its handler (buffer full). A
+ * one-shot CPU timer stays off by not being re-armed. */
+static void stop_own_timer(slot_t *sl) {
+  if (sl->perf_fd >= 0) ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+/* A SIGTRAP that no perf event of ours sent: a breakpoint, a trap
+ * instruction. It goes where it would have gone without us. */
+static void forward_trap(int sig, siginfo_t *si, void *uc) {
+  const struct sigaction *prev = &S.prev_trap;
+  if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
+    prev->sa_sigaction(sig, si, uc);
+  } else if (prev->sa_handler == SIG_IGN) {
+  } else if (prev->sa_handler != SIG_DFL && prev->sa_handler) {
+    prev->sa_handler(sig);
+  } else {
+    /* Default action: end the process with the same signal. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTRAP, &dfl, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTRAP);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    syscall(SYS_tgkill, getpid(), current_tid(), SIGTRAP);
+  }
+}
+
+static void sample_handler(int sig, siginfo_t *si, void *ucv) {
+  if (sig == SIGTRAP && !(si->si_code == TRAP_PERF && SI_PERF_DATA(si) == TRAP_COOKIE)) {
+    forward_trap(sig, si, ucv);
+    return;
+  }
+  int saved_errno = errno;
+  int s = tls_slot - 1;
+  if (s < 0) goto out;
+  slot_t *sl = &slots[s];
+  __atomic_store_n(&sl->busy, 1, __ATOMIC_SEQ_CST);
+  if (sl->warming) {
+    unwind(sl, ucv);
+    goto done;
+  }
+  if (!__atomic_load_n(&sl->armed, __ATOMIC_SEQ_CST)) goto done;
+  if (__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
+    stop_own_timer(sl);
+    __atomic_fetch_add(&S.hdr->dropped, 1, __ATOMIC_RELAXED);
+    goto done;
+  }
+
+  int64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  /* A perf event keeps its period (its hrtimer is forwarded from its last
+   * expiry, so the handler's own time does not stretch it); a new one is
+   * drawn for one sample in 32 at random, as PERF_EVENT_IOC_PERIOD
+   * restarts the hrtimer, which costs about 15 us on a virtual machine,
+   * most of a signal. Runs of equal periods between random ones de-alias
+   * as well as a new period for every sample (the phase still walks at
+   * random; simulated: the same spread of a 1:3 split's estimate whether
+   * the workload's period is 1/3, 1/2, 1, 1.1 or 2 intervals).
+   * The one-shot CPU timer is re-armed every time. */
+  if (sl->perf_fd >= 0) {
+    if ((rng_next(&sl->rng) & 31) == 0) perf_set_period(sl->perf_fd, next_period(sl));
+  } else if (sl->has_timer) {
+    timer_set_once(sl->timer, next_period(sl));
+  }
+
+  /* Weight: the CPU time since the last record plus the carry, in
+   * intervals, rounded to the nearest but at least 1. */
+  int64_t iv = (int64_t)S.interval_ns;
+  int64_t acc = now - sl->cpu_last_ns + sl->carry_ns;
+  if (acc <= 0) goto done; /* its time goes to the next record */
+  int64_t weight = (acc + iv / 2) / iv;
+  if (weight == 0) weight = 1;
+
+  size_t n = unwind(sl, ucv);
+  uint64_t need = FL_SAMPLER_RECORD_WORDS + n;
+  uint64_t pos = __atomic_load_n(&S.hdr->used_words, __ATOMIC_RELAXED);
+  do {
+    if (pos + need > S.capacity) {
+      __atomic_store_n(&S.full, 1, __ATOMIC_RELAXED);
+      __atomic_fetch_add(&S.hdr->dropped, 1, __ATOMIC_RELAXED);
+      stop_own_timer(sl);
+      goto done;
+    }
+  } while (!__atomic_compare_exchange_n(&S.hdr->used_words, &pos, pos + need, true,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  uint64_t *rec = S.words + pos;
+  rec[1] = (uint64_t)weight;
+  rec[2] = (uint64_t)(now - sl->cpu_last_ns);
+  rec[3] = S.tag;
+  for (size_t i = 0; i < n; i++) rec[FL_SAMPLER_RECORD_WORDS + i] = (uint64_t)(uintptr_t)sl->pcs[i];
+  /* Word 0 last: a reader that sees it sees the whole record. */
+  __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)sl->tid, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&S.hdr->samples, 1, __ATOMIC_RELAXED);
+  sl->carry_ns = acc - weight * iv;
+  sl->cpu_last_ns = now;
+done:
+  __atomic_store_n(&sl->busy, 0, __ATOMIC_SEQ_CST);
+out:
+  errno = saved_errno;
+}
+
+/* ---- timers (under reg_lock) ---- */
+
+/* Opens a disabled task-clock event for tid that signals it every period
+ * ns of its CPU time: SIGTRAP (kind KIND_PERF_TRAP) or SIGPROF
+ * (KIND_PERF_ASYNC). Returns the descriptor or -1 with errno. */
+static int open_perf(pid_t tid, uint64_t period, int kind) {
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_TASK_CLOCK;
+  a.sample_period = period;
+  a.disabled = 1;
+  a.exclude_hv = 1;
+  int fd;
+  if (kind == KIND_PERF_TRAP) {
+    a.sigtrap = 1;
+    a.remove_on_exec = 1; /* required with sigtrap */
+    a.sig_data = TRAP_COOKIE;
+    a.exclude_kernel = S.trap_user_only;
+    fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0 && (errno == EACCES || errno == EPERM) && !a.exclude_kernel) {
+      /* perf_event_paranoid >= 2 without CAP_PERFMON: user mode only. */
+      a.exclude_kernel = 1;
+      fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+      if (fd >= 0) S.trap_user_only = true;
+    }
+    return fd;
+  }
+  a.exclude_kernel = 1; /* see the top of the file: no EINTR */
+  fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return -1;
+  struct f_owner_ex owner = {F_OWNER_TID, tid};
+  int fl = fcntl(fd, F_GETFL);
+  if (fcntl(fd, F_SETOWN_EX, &owner) < 0 || fcntl(fd, F_SETSIG, PROF_SIGNAL) < 0 || fl < 0 ||
+      fcntl(fd, F_SETFL, fl | O_ASYNC) < 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+static int open_timer(pid_t tid, timer_t *t) {
+  struct sigevent ev;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = PROF_SIGNAL;
+  ev._sigev_un._tid = tid;
+  return timer_create(thread_clock(tid), &ev, t);
+}
+
+/* Starts sl's timer with the first kind from S.kind on that works for it.
+ * Returns 0 or -1 with errno. */
+static int arm(slot_t *sl) {
+  uint64_t first = next_period(sl);
+  sl->cpu_last_ns = clock_ns(thread_clock(sl->tid));
+  sl->carry_ns = 0;
+  sl->perf_fd = -1;
+  sl->has_timer = false;
+  for (int kind = S.kind; kind < KIND_NONE; kind++) {
+    if (kind == KIND_PERF_TRAP && !S.trap_allowed) continue;
+    sl->kind = kind;
+    if (kind != KIND_CPU_TIMER) {
+      sl->perf_fd = open_perf(sl->tid, first, kind);
+      if (sl->perf_fd < 0) continue;
+      __atomic_store_n(&sl->armed, 1, __ATOMIC_SEQ_CST);
+      if (ioctl(sl->perf_fd, PERF_EVENT_IOC_ENABLE, 0) == 0) return 0;
+      __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
+      close(sl->perf_fd);
+      sl->perf_fd = -1;
+    } else {
+      if (open_timer(sl->tid, &sl->timer) < 0) return -1;
+      sl->has_timer = true;
+      __atomic_store_n(&sl->armed, 1, __ATOMIC_SEQ_CST);
+      if (timer_set_once(sl->timer, first) == 0) return 0;
+      int e = errno;
+      __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
+      timer_delete(sl->timer);
+      sl->has_timer = false;
+      errno = e;
+      return -1;
+    }
+  }
+  return -1;
+}
+
+/* Stops sl's timer and waits until its thread is out of the handler. */
+static void disarm(slot_t *sl) {
+  __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
+  if (sl->perf_fd >= 0) ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  if (sl->has_timer) timer_set_once(sl->timer, 0);
+  while (__atomic_load_n(&sl->busy, __ATOMIC_SEQ_CST)) sched_yield();
+  if (sl->perf_fd >= 0) close(sl->perf_fd);
+  if (sl->has_timer) timer_delete(sl->timer);
+  sl->perf_fd = -1;
+  sl->has_timer = false;
+}
+
+/* ---- registration ---- */
+
+/* Runs the handler's unwinding once on the calling thread (see the top of
+ * the file). */
+static void warm_up(slot_t *sl) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, PROF_SIGNAL);
+  pthread_sigmask(SIG_UNBLOCK, &set, &old);
+  sl->warming = 1;
+  syscall(SYS_tgkill, getpid(), sl->tid, PROF_SIGNAL); /* handled before it returns */
+  sl->warming = 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void fl_sampler_thread_enter(void) {
+  if (!S.initialized || tls_slot) return;
+  pthread_mutex_lock(&reg_lock);
+  int s = 0;
+  while (s < MAX_THREADS && slots[s].used) s++;
+  if (s < MAX_THREADS) { /* else: not sampled */
+    slot_t *sl = &slots[s];
+    sl->used = 1;
+    sl->armed = 0;
+    sl->busy = 0;
+    sl->tid = current_tid();
+    sl->perf_fd = -1;
+    sl->has_timer = false;
+    sl->rng = ((uint64_t)sl->tid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)clock_ns(CLOCK_MONOTONIC);
+    if (!sl->rng) sl->rng = 1;
+    tls_slot = s + 1;
+    warm_up(sl);
+    if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) arm(sl); /* failure: not sampled */
+  }
+  pthread_mutex_unlock(&reg_lock);
+}
+
+void fl_sampler_thread_exit(void) {
+  int s = tls_slot - 1;
+  if (s < 0) return;
+  pthread_mutex_lock(&reg_lock);
+  disarm(&slots[s]);
+  slots[s].used = 0;
+  tls_slot = 0;
+  pthread_mutex_unlock(&reg_lock);
+}
+
+/* fork: the child has only the forking thread, no timers, and copies of
+ * the parent's perf descriptors (which still watch the parent's threads). */
+static void before_fork(void) { pthread_mutex_lock(&reg_lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&reg_lock); }
+static void after_fork_child(void) {
+  int own = tls_slot - 1;
+  for (int s = 0; s < MAX_THREADS; s++) {
+    slot_t *sl = &slots[s];
+    if (!sl->used) continue;
+    if (sl->perf_fd >= 0) close(sl->perf_fd);
+    sl->perf_fd = -1;
+    sl->has_timer = false;
+    sl->armed = 0;
+    sl->busy = 0;
+    if (s == own)
+      sl->tid = current_tid();
+    else
+      sl->used = 0;
+  }
+  S.running = 0;
+  pthread_mutex_init(&reg_lock, NULL);
+}
+
+/* ---- the process ---- */
+
+size_t fl_sampler_buffer_bytes(size_t n_words) {
+  return (FL_SAMPLER_HEADER_WORDS + n_words) * sizeof(uint64_t);
+}
+
+/* Finds what the lock-free dl_iterate_phdr needs: the main program's
+ * program headers and libunwind's mapping. */
+static void find_objects(void) {
+  struct dl_find_object fo;
+  if (_dl_find_object((void *)getauxval(AT_ENTRY), &fo) == 0 &&
+      getauxval(AT_PHENT) == sizeof(ElfW(Phdr))) {
+    S.main_map = fo.dlfo_link_map;
+    S.main_phdr = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+    S.main_phnum = getauxval(AT_PHNUM);
+  }
+  union {
+    int (*fn)(void **, int);
+    void *p;
+  } bt = {unw_backtrace};
+  if (_dl_find_object(bt.p, &fo) == 0) {
+    S.unwind_lo = (uintptr_t)fo.dlfo_map_start;
+    S.unwind_hi = (uintptr_t)fo.dlfo_map_end;
+  }
+}
+
+/* Linux 6.1 delivers perf SIGTRAPs as task work (never inside a system
+ * call) and, since 5.19, does not force them on a thread that blocks
+ * SIGTRAP. */
+static bool kernel_has_trap_task_work(void) {
+  struct utsname u;
+  int major = 0, minor = 0;
+  if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
+  return major > 6 || (major == 6 && minor >= 1);
+}
+
+int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
+  if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) {
+    snprintf(err, err_size, "the sampler is running");
+    return -1;
+  }
+  if (buf) {
+    if (((uintptr_t)buf & 7) || bytes < fl_sampler_buffer_bytes(64)) {
+      snprintf(err, err_size, "the sample buffer is too small or misaligned (%zu bytes)", bytes);
+      return -1;
+    }
+    memset(buf, 0, bytes);
+    S.hdr = buf;
+    S.words = (uint64_t *)buf + FL_SAMPLER_HEADER_WORDS;
+    S.capacity = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;
+    S.hdr->capacity_words = S.capacity;
+    __atomic_store_n(&S.hdr->magic, FL_SAMPLER_MAGIC, __ATOMIC_RELEASE);
+  } else {
+    S.hdr = NULL;
+    S.words = NULL;
+    S.capacity = 0;
+  }
+  if (S.initialized) {
+    fl_sampler_thread_enter();
+    return 0;
+  }
+
+  find_objects();
+  if (!S.unwind_hi) {
+    snprintf(err, err_size, "cannot locate libunwind in the process");
+    return -1;
+  }
+  S.trap_allowed = kernel_has_trap_task_work();
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = sample_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  /* Nothing else (an interrupt's siglongjmp above all) may run inside the
+   * handler; faults are left unblocked so that they still report. */
+  sigfillset(&sa.sa_mask);
+  int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
+  for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&sa.sa_mask, faults[i]);
+  struct sigaction now;
+  if (sigaction(PROF_SIGNAL, &sa, NULL) < 0 || sigaction(PROF_SIGNAL, NULL, &now) < 0 ||
+      sigaction(SIGTRAP, &sa, &S.prev_trap) < 0) {
+    snprintf(err, err_size, "cannot install the sampling signal handler: %s", strerror(errno));
+    return -1;
+  }
+  S.restorer = (uintptr_t)now.sa_restorer;
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+
+  /* Bind the PLT slots of what the handler calls outside unwinding. */
+  perf_set_period(-1, 0);
+  ioctl(-1, PERF_EVENT_IOC_DISABLE, 0);
+  timer_t t;
+  if (open_timer(current_tid(), &t) == 0) {
+    timer_set_once(t, 0);
+    timer_delete(t);
+  }
+  clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+  S.initialized = true;
+  fl_sampler_thread_enter();
+  return 0;
+}
+
+void fl_sampler_reset(void) {
+  if (!S.hdr || __atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) return;
+  uint64_t used = S.hdr->used_words;
+  if (used > S.capacity) used = S.capacity;
+  /* Zero what the last run wrote, so that a reservation never filled reads
+   * as the end of the records. */
+  memset(S.words, 0, used * sizeof(uint64_t));
+  S.hdr->used_words = 0;
+  S.hdr->dropped = 0;
+  S.hdr->samples = 0;
+  S.hdr->source = FL_SAMPLER_SOURCE_NONE;
+  S.full = 0;
+}
+
+int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_size) {
+  if (!S.initialized || !S.hdr) {
+    snprintf(err, err_size, "the sampler has no buffer (fl_sampler_init)");
+    return -1;
+  }
+  if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) {
+    snprintf(err, err_size, "the sampler is already running");
+    return -1;
+  }
+  if (interval_ns < MIN_INTERVAL_NS) {
+    snprintf(err, err_size, "the sampling interval must be at least %d ns", MIN_INTERVAL_NS);
+    return -1;
+  }
+  pthread_mutex_lock(&reg_lock);
+  S.interval_ns = interval_ns;
+  S.tag = tag;
+  S.full = 0;
+  S.samples_at_start = S.hdr->samples;
+  S.hdr->interval_ns = interval_ns;
+  const char *want = getenv("CFLAME_SAMPLER_SOURCE");
+  S.kind = !want                        ? KIND_PERF_TRAP
+           : !strcmp(want, "timer")     ? KIND_CPU_TIMER
+           : !strcmp(want, "perf-async") ? KIND_PERF_ASYNC
+                                        : KIND_PERF_TRAP;
+  __atomic_store_n(&S.running, 1, __ATOMIC_SEQ_CST);
+  int armed = 0, first_err = 0;
+  pid_t pid = getpid();
+  for (int s = 0; s < MAX_THREADS; s++) {
+    slot_t *sl = &slots[s];
+    if (!sl->used) continue;
+    /* A thread that ended without fl_sampler_thread_exit. */
+    if (syscall(SYS_tgkill, pid, sl->tid, 0) < 0 && errno == ESRCH) {
+      sl->used = 0;
+      continue;
+    }
+    if (arm(sl) == 0) {
+      /* The first thread tells which kind works here. */
+      if (++armed == 1) S.kind = sl->kind;
+    } else if (!first_err) {
+      first_err = errno;
+    }
+  }
+  S.hdr->source = S.kind == KIND_CPU_TIMER ? FL_SAMPLER_SOURCE_CPU_TIMER
+                                           : FL_SAMPLER_SOURCE_PERF_TASK_CLOCK;
+  pthread_mutex_unlock(&reg_lock);
+  if (!armed) {
+    fl_sampler_stop();
+    snprintf(err, err_size, "cannot start a CPU timer for sampling: %s",
+             first_err ? strerror(first_err) : "no thread is registered");
+    return -1;
+  }
+  return 0;
+}
+
+uint64_t fl_sampler_stop(void) {
+  pthread_mutex_lock(&reg_lock);
+  for (int s = 0; s < MAX_THREADS; s++)
+    if (slots[s].used) disarm(&slots[s]);
+  __atomic_store_n(&S.running, 0, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&reg_lock);
+  return S.hdr ? __atomic_load_n(&S.hdr->samples, __ATOMIC_RELAXED) - S.samples_at_start : 0;
+}
+
+bool fl_sampler_running(void) { return __atomic_load_n(&S.running, __ATOMIC_SEQ_CST) != 0; }
+
+/* ---- reading ---- */
+
+int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec) {
+  const uint64_t *w = buf;
+  if (bytes < fl_sampler_buffer_bytes(0) || ((uintptr_t)buf & 7)) return -1;
+  const fl_sampler_header_t *h = buf;
+  if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != FL_SAMPLER_MAGIC) return -1;
+  uint64_t cap = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;
+  if (h->capacity_words < cap) cap = h->capacity_words;
+  uint64_t used = __atomic_load_n(&h->used_words, __ATOMIC_ACQUIRE);
+  if (used > cap) return -1;
+  const uint64_t *words = w + FL_SAMPLER_HEADER_WORDS;
+  uint64_t p = *pos;
+  if (p >= used) return 0;
+  if (used - p < FL_SAMPLER_RECORD_WORDS) return -1;
+  uint64_t w0 = __atomic_load_n(&words[p], __ATOMIC_ACQUIRE);
+  if (w0 == 0) return 0; /* reserved, never filled */
+  uint64_t n = w0 >> 32;
+  if (n == 0 || n > FL_SAMPLER_MAX_DEPTH || used - p - FL_SAMPLER_RECORD_WORDS < n) return -1;
+  rec->tid = (int)(uint32_t)w0;
+  rec->weight = words[p + 1];
+  rec->cpu_ns = words[p + 2];
+  rec->tag = words[p + 3];
+  rec->pcs = &words[p + FL_SAMPLER_RECORD_WORDS];
+  rec->n_pcs = (size_t)n;
+  *pos = (size_t)(p + FL_SAMPLER_RECORD_WORDS + n);
+  return 1;
+}

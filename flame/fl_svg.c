@@ -1,0 +1,265 @@
+/* fl_svg: a flame graph as a standalone SVG document, for exports and for
+ * viewers without JavaScript.
+ *
+ * The same rows, layout and colours as the Vega-Lite view (fl__render.h):
+ * one <rect> per frame with a <title> child that holds the tooltip text
+ * (function, file:line and module, samples or bytes with the percent of the
+ * total, self, and what C=false folded in), the function name drawn inside
+ * where three characters fit and cut with "…" to the frame's width, the
+ * title and notes above, a legend of the kinds of code below.
+ *
+ * Labels are measured, not rendered: at 11 px in a monospace font a
+ * character is 0.6 em wide, so a label of n characters needs 6.6 n pixels.
+ * Styles are presentation attributes on groups rather than a <style>
+ * element, so that an SVG pasted inline into an HTML page (nbconvert does)
+ * styles nothing else on the page. Attribute values are single-quoted, which
+ * saves escaping them in the JSON bundle. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl__render.h"
+
+#define MARGIN 10.0
+#define LABEL_FONT_PX 11.0
+#define LABEL_CHAR_PX (0.6 * LABEL_FONT_PX)
+#define LABEL_PAD_PX 3.0
+#define LABEL_MIN_CHARS 3
+#define MONOSPACE "Menlo, Consolas, DejaVu Sans Mono, monospace"
+#define SANS "Helvetica, Arial, sans-serif"
+
+/* s, escaped for XML text and attribute values. */
+static void put_escaped(fl__buf_t *b, const char *s, size_t n) {
+  size_t start = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *rep = NULL;
+    switch (s[i]) {
+      case '&': rep = "&amp;"; break;
+      case '<': rep = "&lt;"; break;
+      case '>': rep = "&gt;"; break;
+      case '\'': rep = "&apos;"; break;
+      case '"': rep = "&quot;"; break;
+      default: continue;
+    }
+    fl__buf_add(b, s + start, i - start);
+    fl__buf_puts(b, rep);
+    start = i + 1;
+  }
+  fl__buf_add(b, s + start, n - start);
+}
+
+/* s (any bytes; NULL as "") cleaned to valid UTF-8 without control
+ * characters, then escaped. */
+static void put_text(fl__buf_t *b, const char *s) {
+  char *clean = fl__clean_text(s, false);
+  if (!clean) {
+    b->oom = true;
+    return;
+  }
+  put_escaped(b, clean, strlen(clean));
+  free(clean);
+}
+
+/* A pixel value with one decimal, without a trailing ".0". */
+static void put_px(fl__buf_t *b, double px) {
+  char num[32];
+  int n = snprintf(num, sizeof num, "%.1f", px);
+  if (n > 2 && num[n - 1] == '0' && num[n - 2] == '.') n -= 2;
+  if (n == 2 && num[0] == '-' && num[1] == '0') n = 1, num[0] = '0';
+  fl__buf_add(b, num, (size_t)n);
+}
+
+/* The number of characters (code points) of valid UTF-8 s. */
+static size_t utf8_chars(const char *s) {
+  size_t n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+  return n;
+}
+
+/* The byte length of the first `chars` characters of valid UTF-8 s. */
+static size_t utf8_prefix(const char *s, size_t chars) {
+  size_t i = 0;
+  while (s[i] && chars > 0) {
+    i++;
+    while (((unsigned char)s[i] & 0xc0) == 0x80) i++;
+    chars--;
+  }
+  return i;
+}
+
+/* The tooltip: function; location and module; weight, percent and self;
+ * what was folded in. */
+static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc) {
+  const fl_frame_t *f = &n->frame;
+  char count[32], self[32], allocs[32];
+  fl__thousands(n->count, count);
+  fl__thousands(n->self, self);
+  fl__thousands(n->allocs, allocs);
+  double pct = total ? 100.0 * (double)n->count / (double)total : 0;
+
+  fl__buf_puts(b, "<title>");
+  put_text(b, f->func ? f->func : "[unknown]");
+  fl__buf_puts(b, "\n");
+  if (f->file) {
+    put_text(b, f->file);
+    if (f->line > 0) fl__buf_printf(b, ":%d", f->line);
+    if (f->module) {
+      fl__buf_puts(b, " (");
+      put_text(b, f->module);
+      fl__buf_puts(b, ")");
+    }
+  } else if (f->module) {
+    put_text(b, f->module);
+  } else {
+    fl__buf_puts(b, "?");
+  }
+  if (alloc)
+    fl__buf_printf(b, "\n%s bytes (%.4g%%), self %s bytes, %s allocations", count, pct, self,
+                   allocs);
+  else
+    fl__buf_printf(b, "\n%s samples (%.4g%%), self %s", count, pct, self);
+  if (n->status) {
+    fl__buf_puts(b, "\nfolded in: ");
+    if (n->status & FL_STATUS_SYSTEM) fl__buf_puts(b, "system libraries");
+    if ((n->status & FL_STATUS_SYSTEM) && (n->status & FL_STATUS_ALLOC)) fl__buf_puts(b, ", ");
+    if (n->status & FL_STATUS_ALLOC) fl__buf_puts(b, "allocator");
+  }
+  fl__buf_puts(b, "</title>");
+}
+
+/* The label of a frame w pixels wide at (x, y): the function name, cut to
+ * fit; nothing when fewer than LABEL_MIN_CHARS characters fit. */
+static void put_label(fl__buf_t *b, const fl_node_t *n, double x, double y, double w) {
+  size_t fit = (size_t)fmax(0, floor((w - 2 * LABEL_PAD_PX) / LABEL_CHAR_PX));
+  if (fit < LABEL_MIN_CHARS) return;
+  char *name = fl__clean_text(n->frame.func ? n->frame.func : "[unknown]", false);
+  if (!name) {
+    b->oom = true;
+    return;
+  }
+  size_t chars = utf8_chars(name);
+  fl__buf_puts(b, "<text x='");
+  put_px(b, x + LABEL_PAD_PX);
+  fl__buf_puts(b, "' y='");
+  put_px(b, y);
+  fl__buf_puts(b, "'>");
+  if (chars <= fit) {
+    put_escaped(b, name, strlen(name));
+  } else {
+    put_escaped(b, name, utf8_prefix(name, fit - 1));
+    fl__buf_puts(b, "\xe2\x80\xa6"); /* … */
+  }
+  fl__buf_puts(b, "</text>\n");
+  free(name);
+}
+
+char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
+  const fl__theme_t *th = fl__theme_of(v);
+  bool alloc = fl__is_alloc(t);
+  fl__layout_t l;
+  fl__layout_of(v, r, &l);
+  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
+  int n_notes = fl__notes(t, v, r, notes);
+  bool has_title = v->title && v->title[0];
+
+  /* Vertical layout: title, notes, plot, legend. */
+  double y = MARGIN;
+  double title_y = has_title ? (y += 16) : 0;
+  double note_y[FL__MAX_NOTES];
+  for (int i = 0; i < n_notes; i++) note_y[i] = (y += 16);
+  double plot_top = y + (has_title || n_notes ? 12 : 0);
+  double legend_y = plot_top + l.height + 22;
+  double full_w = l.width + 2 * MARGIN, full_h = legend_y + 8 + MARGIN;
+  double scale = r->total ? l.width / (double)r->total : 0;
+
+  fl__buf_t b = {0};
+  fl__buf_puts(&b, "<?xml version='1.0' encoding='UTF-8'?>\n");
+  fl__buf_puts(&b, "<svg xmlns='http://www.w3.org/2000/svg' width='");
+  put_px(&b, full_w);
+  fl__buf_puts(&b, "' height='");
+  put_px(&b, full_h);
+  fl__buf_puts(&b, "' viewBox='0 0 ");
+  put_px(&b, full_w);
+  fl__buf_puts(&b, " ");
+  put_px(&b, full_h);
+  fl__buf_printf(&b, "' font-family='%s'>\n", SANS);
+  fl__buf_printf(&b, "<rect width='100%%' height='100%%' fill='%s'/>\n", th->background);
+
+  fl__buf_printf(&b, "<g fill='%s'>\n", th->text);
+  if (has_title) {
+    fl__buf_printf(&b, "<text x='%g' y='%g' font-size='14' font-weight='bold'>", MARGIN, title_y);
+    put_text(&b, v->title);
+    fl__buf_puts(&b, "</text>\n");
+  }
+  for (int i = 0; i < n_notes; i++) {
+    fl__buf_printf(&b, "<text x='%g' y='%g' font-size='12'>", MARGIN, note_y[i]);
+    put_text(&b, notes[i]);
+    fl__buf_puts(&b, "</text>\n");
+  }
+  fl__buf_puts(&b, "</g>\n");
+
+  /* Frames: a rect with its title each, then their labels on top, which
+   * let the pointer through to the rect's title. */
+  fl__buf_printf(&b, "<g stroke='%s' stroke-width='0.5'>\n", th->background);
+  for (size_t i = 0; i < r->n && !b.oom; i++) {
+    const fl_node_t *n = r->rows[i];
+    int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
+    char color[8];
+    fl__node_color(n, color);
+    fl__buf_puts(&b, "<rect x='");
+    put_px(&b, MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
+    fl__buf_puts(&b, "' y='");
+    put_px(&b, plot_top + level * l.level_px);
+    double w = (double)n->count * scale;
+    fl__buf_puts(&b, "' width='");
+    put_px(&b, fmax(0.1, w));
+    fl__buf_puts(&b, "' height='");
+    put_px(&b, l.level_px);
+    fl__buf_printf(&b, "' fill='%s'%s>", color, w < FL__OUTLINE_MIN_PX ? " stroke='none'" : "");
+    put_title(&b, n, r->total, alloc);
+    fl__buf_puts(&b, "</rect>\n");
+  }
+  fl__buf_puts(&b, "</g>\n");
+  if (l.labels) {
+    fl__buf_printf(&b, "<g font-family='%s' font-size='%g' fill='%s' pointer-events='none'>\n",
+                   MONOSPACE, LABEL_FONT_PX, th->frame_text);
+    for (size_t i = 0; i < r->n && !b.oom; i++) {
+      const fl_node_t *n = r->rows[i];
+      int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
+      double x = MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
+      double mid = plot_top + (level + 0.5) * l.level_px;
+      put_label(&b, n, x, mid + 0.36 * LABEL_FONT_PX, (double)n->count * scale);
+    }
+    fl__buf_puts(&b, "</g>\n");
+  }
+
+  /* Legend: a swatch and a name per kind of code drawn. */
+  fl__buf_printf(&b, "<g font-size='11' fill='%s'>\n", th->text);
+  unsigned kinds = fl__kinds_present(r);
+  double lx = MARGIN;
+  for (int k = 0; k < FL__N_KINDS; k++) {
+    if (!(kinds & (1u << k))) continue;
+    const char *label = fl__kind_label((fl__kind_t)k);
+    fl__buf_printf(&b, "<rect x='%g' y='%g' width='10' height='10' fill='%s'/>", lx, legend_y - 9,
+                   fl__kind_color((fl__kind_t)k));
+    fl__buf_printf(&b, "<text x='%g' y='%g'>%s</text>\n", lx + 14, legend_y, label);
+    lx += 14 + 6.5 * (double)strlen(label) + 16;
+  }
+  fl__buf_puts(&b, "</g>\n</svg>\n");
+  return fl__buf_take(&b);
+}
+
+char *fl_svg(const fl_tree_t *t, const fl_view_opts_t *v) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  fl__rows_t r;
+  if (fl__rows_get(t, v->max_rows, &r) < 0) return NULL;
+  char *svg = fl__svg_rows(t, v, &r);
+  fl__rows_free(&r);
+  return svg;
+}

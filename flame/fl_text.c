@@ -1,0 +1,502 @@
+/* fl_text: the text reports of Julia's Profile.print, for consoles and for
+ * the text/plain part of a bundle.
+ *
+ * Tree (format=:tree), one line per frame in pre-order, indented two spaces
+ * per level under the root:
+ *
+ *   Total: 10 samples (interval 1 ms)
+ *   Count Self  Frame
+ *      10    0  cell[1]
+ *      10    2    main  cell[1]:5
+ *       8    8      work  cell[1]:12
+ *
+ * Flat (format=:flat), one line per distinct frame (same identity as the
+ * tree's nodes: function, file, line, module, address), most expensive
+ * first, ties by function, file and line:
+ *
+ *   Total: 10 samples (interval 1 ms)
+ *   Count Self  Percent  Function  File:Line
+ *      10    2   100.0%  main      cell[1]:5
+ *
+ * A frame's Count in the flat report is the weight of the samples whose
+ * stack contains it at least once: a recursive function is counted once per
+ * sample, not once per occurrence as Julia does, so no count exceeds the
+ * total. Self is the weight of the samples that end in it. The root (the
+ * whole run) is not listed. The report is made from the tree's nodes, so
+ * frames that minwidth hid are missing from it: build the tree with
+ * minwidth=0 for an exact flat report.
+ *
+ * Allocation profiles print byte counts with units (B, KiB, MiB, GiB) and
+ * an Allocs column (inclusive allocation counts).
+ *
+ * Location: "file:line", "file" when the line is unknown, else the module,
+ * else nothing. Lines wider than cols are cut to cols columns ending in
+ * "…"; in the tree, indentation deeper than half of the columns right of
+ * the counts is shown as "+D " (D the depth), so that names stay visible. maxdepth and mincount
+ * skip frames (the root is depth 0); max_lines limits the frame lines and
+ * ends the report with "… N more lines". A tree with frames that minwidth
+ * hid ends with a line that says how many and how much. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflame/fl_render.h"
+
+/* ---- a growing string ---- */
+
+typedef struct sb {
+  char *data;
+  size_t len, cap;
+  bool oom;
+} sb_t;
+
+static void sb_grow(sb_t *b, size_t more) {
+  if (b->oom || b->len + more + 1 <= b->cap) return;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + more + 1) cap *= 2;
+  char *grown = realloc(b->data, cap);
+  if (!grown) {
+    b->oom = true;
+    return;
+  }
+  b->data = grown;
+  b->cap = cap;
+}
+
+static void sb_putn(sb_t *b, const char *s, size_t n) {
+  sb_grow(b, n);
+  if (b->oom) return;
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+static void sb_puts(sb_t *b, const char *s) {
+  sb_putn(b, s, strlen(s));
+}
+
+static void sb_spaces(sb_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++) sb_putn(b, " ", 1);
+}
+
+static void sb_printf(sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sb_t *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  sb_grow(b, (size_t)n);
+  if (b->oom) return;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+/* The string, new (the caller frees it); NULL if memory ran out. */
+static char *sb_steal(sb_t *b) {
+  sb_grow(b, 0);
+  if (b->oom) {
+    free(b->data);
+    return NULL;
+  }
+  return b->data;
+}
+
+/* Columns of UTF-8 text: one per code point. */
+static size_t text_width(const char *s, size_t n) {
+  size_t w = 0;
+  for (size_t i = 0; i < n; i++)
+    if (((unsigned char)s[i] & 0xc0) != 0x80) w++;
+  return w;
+}
+
+/* Appends line (without its newline) to out, cut to cols columns with a
+ * final "…" when wider (cols <= 0: never cut), then a newline. */
+static void put_line(sb_t *out, const char *line, size_t len, int cols) {
+  if (cols > 0 && text_width(line, len) > (size_t)cols) {
+    size_t keep = (size_t)cols - 1, w = 0, i = 0;
+    for (; i < len; i++) {
+      if (((unsigned char)line[i] & 0xc0) != 0x80) {
+        if (w == keep) break;
+        w++;
+      }
+    }
+    sb_putn(out, line, i);
+    sb_puts(out, "…");
+  } else {
+    sb_putn(out, line, len);
+  }
+  sb_putn(out, "\n", 1);
+}
+
+/* ---- numbers ---- */
+
+static int digits(uint64_t v) {
+  int d = 1;
+  while (v >= 10) {
+    v /= 10;
+    d++;
+  }
+  return d;
+}
+
+/* "512 B", "1.5 KiB", "12.0 MiB", "3.2 GiB". */
+static void format_bytes(char *buf, size_t size, uint64_t bytes) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    snprintf(buf, size, "%" PRIu64 " B", bytes);
+    return;
+  }
+  double v = (double)bytes / 1024;
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < sizeof units / sizeof *units) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+/* "1 ms", "250 us", "1.5 ms", "10 s". */
+static void format_interval(char *buf, size_t size, uint64_t ns) {
+  if (ns >= 1000000000 && ns % 1000000000 == 0)
+    snprintf(buf, size, "%" PRIu64 " s", ns / 1000000000);
+  else if (ns >= 1000000)
+    snprintf(buf, size, "%g ms", (double)ns / 1e6);
+  else if (ns >= 1000)
+    snprintf(buf, size, "%g us", (double)ns / 1e3);
+  else
+    snprintf(buf, size, "%" PRIu64 " ns", ns);
+}
+
+/* ---- common parts ---- */
+
+typedef struct layout {
+  bool alloc;
+  int count_w, allocs_w; /* column widths */
+} layout_t;
+
+static layout_t layout_of(const fl_tree_t *t) {
+  const fl_node_t *root = fl_tree_root(t);
+  layout_t l = {.alloc = fl_profile_info_const(fl_tree_profile(t))->kind == FL_PROFILE_ALLOC};
+  if (l.alloc) {
+    l.count_w = 10; /* "1023.9 KiB" */
+    l.allocs_w = digits(root->allocs) > 6 ? digits(root->allocs) : 6;
+  } else {
+    l.count_w = digits(root->count) > 5 ? digits(root->count) : 5;
+  }
+  return l;
+}
+
+static void put_total(sb_t *out, const fl_tree_t *t, const layout_t *l, int cols) {
+  const fl_node_t *root = fl_tree_root(t);
+  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  sb_t line = {0};
+  if (l->alloc) {
+    char bytes[32];
+    format_bytes(bytes, sizeof bytes, root->count);
+    sb_printf(&line, "Total: %s in %" PRIu64 " allocation%s", bytes, root->allocs,
+              root->allocs == 1 ? "" : "s");
+  } else {
+    sb_printf(&line, "Total: %" PRIu64 " sample%s", root->count, root->count == 1 ? "" : "s");
+    if (info->interval_ns) {
+      char iv[32];
+      format_interval(iv, sizeof iv, info->interval_ns);
+      sb_printf(&line, " (interval %s)", iv);
+    }
+  }
+  if (!line.oom)
+    put_line(out, line.data, line.len, cols);
+  else
+    out->oom = true;
+  free(line.data);
+}
+
+/* The count columns of a line: count and self, and allocs for allocation
+ * profiles, each followed by its separator. */
+static void put_counts(sb_t *line, const layout_t *l, uint64_t count, uint64_t self,
+                       uint64_t allocs) {
+  if (l->alloc) {
+    char c[32], s[32];
+    format_bytes(c, sizeof c, count);
+    format_bytes(s, sizeof s, self);
+    sb_printf(line, "%*s %*s %*" PRIu64 "  ", l->count_w, c, l->count_w, s, l->allocs_w, allocs);
+  } else {
+    sb_printf(line, "%*" PRIu64 " %*" PRIu64 "  ", l->count_w, count, l->count_w, self);
+  }
+}
+
+static void put_count_headers(sb_t *line, const layout_t *l) {
+  if (l->alloc)
+    sb_printf(line, "%*s %*s %*s  ", l->count_w, "Bytes", l->count_w, "Self", l->allocs_w,
+              "Allocs");
+  else
+    sb_printf(line, "%*s %*s  ", l->count_w, "Count", l->count_w, "Self");
+}
+
+static void put_location(sb_t *line, const fl_frame_t *f) {
+  if (f->file && f->line > 0)
+    sb_printf(line, "%s:%d", f->file, f->line);
+  else if (f->file)
+    sb_puts(line, f->file);
+  else if (f->module)
+    sb_puts(line, f->module);
+}
+
+static bool has_location(const fl_frame_t *f) {
+  return f->file || f->module;
+}
+
+void fl_text_opts_init(fl_text_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->maxdepth = 0;
+  o->mincount = 0;
+  o->cols = 100;
+  o->max_lines = 0;
+}
+
+static bool printed(const fl_node_t *n, const fl_text_opts_t *o) {
+  if (o->maxdepth > 0 && n->depth > o->maxdepth) return false;
+  return n->count >= o->mincount;
+}
+
+/* ---- tree ---- */
+
+/* o NULL: the defaults. Returns NULL only when out of memory. */
+char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o) {
+  fl_text_opts_t defaults;
+  if (!o) {
+    fl_text_opts_init(&defaults);
+    o = &defaults;
+  }
+  layout_t l = layout_of(t);
+  sb_t out = {0}, line = {0};
+  put_total(&out, t, &l, o->cols);
+  put_count_headers(&line, &l);
+  sb_puts(&line, "Frame");
+  if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+  size_t n = fl_tree_n_nodes(t), lines = 0, more = 0;
+  for (size_t i = 0; i < n; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    if (!printed(node, o)) continue;
+    if (o->max_lines && lines == o->max_lines) {
+      more++;
+      continue;
+    }
+    line.len = 0;
+    put_counts(&line, &l, node->count, node->self, node->allocs);
+    /* Indentation deeper than half of what the counts leave becomes "+D ". */
+    size_t room = o->cols > 0 && (size_t)o->cols > line.len ? (size_t)o->cols - line.len : 0;
+    size_t max_indent = o->cols > 0 ? room / 2 : SIZE_MAX;
+    size_t indent = 2 * (size_t)node->depth;
+    if (indent > max_indent) {
+      char tag[32];
+      int w = snprintf(tag, sizeof tag, "+%d ", node->depth);
+      sb_spaces(&line, max_indent > (size_t)w ? max_indent - (size_t)w : 0);
+      sb_puts(&line, tag);
+    } else {
+      sb_spaces(&line, indent);
+    }
+    sb_puts(&line, node->frame.func);
+    if (has_location(&node->frame)) {
+      sb_puts(&line, "  ");
+      put_location(&line, &node->frame);
+    }
+    if (line.oom) break;
+    put_line(&out, line.data, line.len, o->cols);
+    lines++;
+  }
+  if (more) {
+    line.len = 0;
+    sb_printf(&line, "… %zu more line%s", more, more == 1 ? "" : "s");
+    put_line(&out, line.data, line.len, o->cols);
+  }
+  uint64_t hidden_weight;
+  size_t hidden = fl_tree_hidden(t, &hidden_weight);
+  if (hidden) {
+    line.len = 0;
+    char w[32];
+    if (l.alloc)
+      format_bytes(w, sizeof w, hidden_weight);
+    else
+      snprintf(w, sizeof w, "%" PRIu64 " sample%s", hidden_weight, hidden_weight == 1 ? "" : "s");
+    sb_printf(&line, "%zu frame%s narrower than minwidth hidden (%s)", hidden,
+              hidden == 1 ? "" : "s", w);
+    put_line(&out, line.data, line.len, o->cols);
+  }
+  if (line.oom) out.oom = true;
+  free(line.data);
+  return sb_steal(&out);
+}
+
+/* ---- flat ---- */
+
+typedef struct flat_row {
+  const fl_frame_t *frame; /* the first node's */
+  uint64_t count, self, allocs;
+} flat_row_t;
+
+static int cmp_str(const char *a, const char *b) {
+  if (a == b) return 0;
+  if (!a) return -1;
+  if (!b) return 1;
+  return strcmp(a, b);
+}
+
+/* Orders frames by identity: func, file, line, module, addr. */
+static int cmp_frame(const fl_frame_t *a, const fl_frame_t *b) {
+  int c;
+  if ((c = cmp_str(a->func, b->func)) != 0) return c;
+  if ((c = cmp_str(a->file, b->file)) != 0) return c;
+  if (a->line != b->line) return a->line < b->line ? -1 : 1;
+  if ((c = cmp_str(a->module, b->module)) != 0) return c;
+  return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+static int cmp_node_ptr(const void *pa, const void *pb) {
+  const fl_node_t *a = *(const fl_node_t *const *)pa, *b = *(const fl_node_t *const *)pb;
+  int c = cmp_frame(&a->frame, &b->frame);
+  return c ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+static int cmp_row(const void *pa, const void *pb) {
+  const flat_row_t *a = pa, *b = pb;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  return cmp_frame(a->frame, b->frame);
+}
+
+/* Rows of every distinct frame, counted once per sample: a node counts
+ * unless a node of the same frame is among its ancestors (walked in
+ * pre-order, with the groups on the current path marked). *rows is new;
+ * returns the count, or -1 out of memory. */
+static long flat_rows(const fl_tree_t *t, flat_row_t **rows) {
+  size_t n = fl_tree_n_nodes(t);
+  const fl_node_t **sorted = malloc((n ? n : 1) * sizeof *sorted);
+  uint32_t *group = malloc((n ? n : 1) * sizeof *group); /* by node id */
+  bool *on_path = calloc(n ? n : 1, sizeof *on_path);    /* by group */
+  uint32_t *path = malloc((n + 1) * sizeof *path);       /* groups, by depth */
+  bool *owns = malloc((n + 1) * sizeof *owns);
+  flat_row_t *r = calloc(n ? n : 1, sizeof *r);
+  long n_rows = 0;
+  if (!sorted || !group || !on_path || !path || !owns || !r) goto fail;
+  for (size_t i = 1; i < n; i++) sorted[i - 1] = fl_tree_node(t, i);
+  qsort(sorted, n - 1, sizeof *sorted, cmp_node_ptr);
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (i == 0 || cmp_frame(&sorted[i - 1]->frame, &sorted[i]->frame) != 0)
+      r[n_rows++].frame = &sorted[i]->frame;
+    group[sorted[i]->id] = (uint32_t)n_rows - 1;
+  }
+  /* path[1 .. depth]: the groups of the current node's ancestors; owns[d]:
+   * whether the node at depth d set its group's mark (the outermost one). */
+  size_t depth = 0;
+  for (size_t i = 1; i < n; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    for (; depth >= (size_t)node->depth; depth--)
+      if (owns[depth]) on_path[path[depth]] = false;
+    uint32_t g = group[i];
+    bool outer = on_path[g];
+    r[g].self += node->self;
+    if (!outer) {
+      r[g].count += node->count;
+      r[g].allocs += node->allocs;
+      on_path[g] = true;
+    }
+    depth++;
+    path[depth] = g;
+    owns[depth] = !outer;
+  }
+  free(sorted);
+  free(group);
+  free(on_path);
+  free(path);
+  free(owns);
+  qsort(r, (size_t)n_rows, sizeof *r, cmp_row);
+  *rows = r;
+  return n_rows;
+fail:
+  free(sorted);
+  free(group);
+  free(on_path);
+  free(path);
+  free(owns);
+  free(r);
+  return -1;
+}
+
+/* o NULL: the defaults; maxdepth does not apply. Returns NULL only when out
+ * of memory. */
+char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
+  fl_text_opts_t defaults;
+  if (!o) {
+    fl_text_opts_init(&defaults);
+    o = &defaults;
+  }
+  flat_row_t *rows = NULL;
+  long n_rows = flat_rows(t, &rows);
+  if (n_rows < 0) return NULL;
+  layout_t l = layout_of(t);
+  uint64_t total = fl_tree_root(t)->count;
+  sb_t out = {0}, line = {0};
+  put_total(&out, t, &l, o->cols);
+
+  /* The function column is as wide as the widest name printed, up to 40. */
+  size_t func_w = strlen("Function");
+  for (long i = 0; i < n_rows; i++) {
+    if (rows[i].count < o->mincount) continue;
+    size_t w = text_width(rows[i].frame->func, strlen(rows[i].frame->func));
+    if (w > func_w) func_w = w > 40 ? 40 : w;
+  }
+  put_count_headers(&line, &l);
+  sb_puts(&line, "Percent  Function");
+  sb_spaces(&line, func_w - strlen("Function"));
+  sb_puts(&line, "  File:Line");
+  if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+
+  size_t lines = 0, more = 0;
+  for (long i = 0; i < n_rows; i++) {
+    const flat_row_t *row = &rows[i];
+    if (row->count < o->mincount) continue;
+    if (o->max_lines && lines == o->max_lines) {
+      more++;
+      continue;
+    }
+    line.len = 0;
+    put_counts(&line, &l, row->count, row->self, row->allocs);
+    double pct = total ? 100.0 * (double)row->count / (double)total : 0;
+    sb_printf(&line, "%6.1f%%  ", pct);
+    const char *func = row->frame->func;
+    size_t len = strlen(func), w = text_width(func, len);
+    if (w > func_w) { /* cut to func_w columns, ending in "…" */
+      size_t keep = func_w - 1, cw = 0, k = 0;
+      for (; k < len; k++)
+        if (((unsigned char)func[k] & 0xc0) != 0x80 && cw++ == keep) break;
+      sb_putn(&line, func, k);
+      sb_puts(&line, "…");
+    } else {
+      sb_puts(&line, func);
+      sb_spaces(&line, func_w - w);
+    }
+    if (has_location(row->frame)) {
+      sb_puts(&line, "  ");
+      put_location(&line, row->frame);
+    } else {
+      while (line.len && line.data[line.len - 1] == ' ') line.data[--line.len] = '\0';
+    }
+    if (line.oom) break;
+    put_line(&out, line.data, line.len, o->cols);
+    lines++;
+  }
+  if (more) {
+    line.len = 0;
+    sb_printf(&line, "… %zu more line%s", more, more == 1 ? "" : "s");
+    put_line(&out, line.data, line.len, o->cols);
+  }
+  if (line.oom) out.oom = true;
+  free(line.data);
+  free(rows);
+  return sb_steal(&out);
+}

@@ -1,0 +1,833 @@
+/* fl_tree: the flame graph tree of a profile.
+ *
+ * Building a tree takes five steps, none of which probes a hash table per
+ * sample or per frame of a sample:
+ *
+ *  1. Roles. Each distinct frame of the profile is looked at once: which
+ *     node identity ("key") it has under the options (lines, combine), which
+ *     function it belongs to (for recur=flat), whether C=false folds it away
+ *     and with which status bits, whether it is pruned, whether it matches
+ *     the filter. Keys are numbered in the order their children should be
+ *     drawn in (see "children order").
+ *  2. Stacks. Samples that pass the thread filter are summed per distinct
+ *     stack (the profile stores each distinct stack once and hands out the
+ *     same (pointer, length) for it), so a profile of 10^6 samples over 10^5
+ *     stacks goes on with 10^5 stacks.
+ *  3. Paths. Each stack that passes the filter becomes its path of keys from
+ *     the root: folded frames are dropped and mark the element above them,
+ *     recursion rewinds, a pruned frame ends the path.
+ *  4. Trie. The paths are sorted, so that paths with a common prefix are
+ *     neighbours, and the nodes are made from each path's difference to the
+ *     one before it: nodes come out in depth-first pre-order, each child
+ *     after its parent. A path's weight goes to the self count of its last
+ *     node; inclusive counts are summed afterwards, children into parents.
+ *  5. Layout. Children are put in order, frames narrower than minwidth are
+ *     hidden, and the visible nodes are laid out in pre-order into one array
+ *     (ids are indexes into it), each child's range packed from its
+ *     parent's x0, its parent's self range last.
+ *
+ * Decisions where FlameGraphs.jl leaves room:
+ *  - lines=false wins over combine=false: one node per function.
+ *  - A node's frame is the first profile frame (by id) with its key, with
+ *    addr 0 under combine=true and line 0 under lines=false (and file the
+ *    first non-NULL file seen for the function).
+ *  - C=false: a folded frame's status bits go to the element of the path
+ *    that is last when the frame is met (the nearest kept caller, or the
+ *    root), so a comparator called by qsort hangs under the cell frame that
+ *    called qsort, which is marked FL_STATUS_SYSTEM. FL_FRAME_SYSTEM gives
+ *    FL_STATUS_SYSTEM and FL_FRAME_ALLOC gives FL_STATUS_ALLOC (malloc in
+ *    libc, flagged both, gives both).
+ *  - The filter looks at every frame of the sample as recorded, including
+ *    frames that C=false folds away and frames below a pruned one, so
+ *    filter=qsort keeps the stacks that went through qsort.
+ *  - recur=flat: when the function of a frame (same func and module) is
+ *    already on the path, the path rewinds to that earlier element if the
+ *    frame has the same key, else to the earlier element's parent and goes
+ *    on from there (so with lines on, f:5 inside a recursion started at f:3
+ *    becomes a sibling of f:3, as the lines of a loop body are). Status bits
+ *    of elements a rewind removes are dropped with them.
+ *  - Children order: with lines on, by the child's (file, line, func,
+ *    module, addr), NULL files first; with lines off, by the smallest line
+ *    of the parent frame at which the call was seen (the call site), then
+ *    func and module.
+ *  - minwidth: a node with count < minwidth * (root count) is hidden with
+ *    its subtree; the parent keeps its self count, so the hidden weight
+ *    shows as a gap. fl_tree_hidden counts every hidden node (descendants
+ *    included) and the weight of the topmost ones. */
+#define _GNU_SOURCE
+#include "cflame/fl_tree.h"
+
+#include <limits.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl__strset.h"
+
+struct fl_tree {
+  const fl_profile_t *profile;
+  fl_node_t *nodes; /* n_nodes, in pre-order; nodes[i].id == i */
+  size_t n_nodes;
+  fl_node_t **child_ptrs; /* every node's children, back to back */
+  char *root_name;
+  int max_depth;
+  size_t hidden;
+  uint64_t hidden_weight;
+};
+
+/* ---- identities ---- */
+
+/* The fields that decide whether two frames share a node. Strings are the
+ * profile's interned pointers, so equal strings are equal pointers. */
+typedef struct ident {
+  const char *func, *file, *module;
+  int line;
+  uint64_t addr;
+} ident_t;
+
+/* An open-addressing set of identities, numbered in order of addition. */
+typedef struct ident_set {
+  ident_t *items; /* room for as many as it was sized for */
+  size_t n;
+  uint32_t *table; /* index + 1, or 0 */
+  size_t mask;
+} ident_set_t;
+
+
+static uint64_t hash_ident(const ident_t *k) {
+  uint64_t h = fl__mix64((uint64_t)(uintptr_t)k->func);
+  h = fl__mix64(h ^ (uint64_t)(uintptr_t)k->file);
+  h = fl__mix64(h ^ (uint64_t)(uintptr_t)k->module);
+  h = fl__mix64(h ^ (uint64_t)(uint32_t)k->line);
+  return fl__mix64(h ^ k->addr);
+}
+
+static bool ident_equal(const ident_t *a, const ident_t *b) {
+  return a->func == b->func && a->file == b->file && a->module == b->module && a->line == b->line &&
+         a->addr == b->addr;
+}
+
+static void ident_set_free(ident_set_t *s) {
+  free(s->items);
+  free(s->table);
+  memset(s, 0, sizeof *s);
+}
+
+/* Sizes the set for up to n identities. Returns 0, or -1 out of memory. */
+static int ident_set_init(ident_set_t *s, size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  s->items = malloc((n ? n : 1) * sizeof *s->items);
+  s->table = calloc(cap, sizeof *s->table);
+  s->n = 0;
+  s->mask = cap - 1;
+  return s->items && s->table ? 0 : -1;
+}
+
+/* The number of k in s, added if new (the set was sized for it);
+ * *added says whether it was. */
+static uint32_t ident_set_add(ident_set_t *s, const ident_t *k, bool *added) {
+  size_t i = hash_ident(k) & s->mask;
+  for (uint32_t slot; (slot = s->table[i]) != 0; i = (i + 1) & s->mask)
+    if (ident_equal(&s->items[slot - 1], k)) {
+      *added = false;
+      return slot - 1;
+    }
+  uint32_t id = (uint32_t)s->n++;
+  s->items[id] = *k;
+  s->table[i] = id + 1;
+  *added = true;
+  return id;
+}
+
+/* ---- roles of frames ---- */
+
+typedef struct frame_role {
+  uint32_t key;  /* node identity: index into keys, in drawing order */
+  uint32_t func; /* function identity (func, module), for recur=flat */
+  uint32_t fold; /* C=false: the FL_STATUS_* bits it gives its caller; 0: kept */
+  bool pruned;
+  bool match; /* the filter matches its function */
+} frame_role_t;
+
+/* A path of keys from the root (the root itself not included); small, for
+ * sorting. */
+typedef struct path {
+  const uint32_t *keys; /* len keys in path_keys; status and call lines at
+                           the same offset in path_status and path_calls */
+  uint32_t len;
+  uint32_t stack; /* the stack it came from: index into sums and root_status */
+} path_t;
+
+typedef struct bnode {
+  uint64_t count, self, allocs, self_allocs; /* count, allocs: set by lay_out */
+  uint32_t parent;
+  uint32_t key;
+  uint32_t status;
+  int call_line; /* smallest line of the parent frame seen calling it */
+} bnode_t;
+
+/* The work of one build; freed at its end. */
+typedef struct builder {
+  const fl_profile_t *p;
+  const fl_tree_opts_t *o;
+  frame_role_t *roles;
+  fl_frame_t *keys; /* the representative frame of each key */
+  size_t n_keys;
+  size_t n_funcs;
+  regex_t re;
+  bool re_ok;
+
+  path_t *paths;
+  size_t n_paths;
+  size_t n_path_keys;
+  uint32_t *path_keys; /* every path's keys, back to back */
+  uint8_t *path_status;
+  int *path_calls;      /* the line in the parent element where it was called */
+  uint8_t *root_status; /* by stack: what was folded into the root */
+
+  bnode_t *nodes; /* index 0 is the root; children after their parents */
+  size_t n_nodes;
+} builder_t;
+
+static bool in_list(const char *const *names, const char *s) {
+  if (!names) return false;
+  for (; *names; names++)
+    if (strcmp(*names, s) == 0) return true;
+  return false;
+}
+
+static int cmp_str(const char *a, const char *b) {
+  if (a == b) return 0;
+  if (!a) return -1;
+  if (!b) return 1;
+  return strcmp(a, b);
+}
+
+typedef struct ranked {
+  fl_frame_t frame;
+  uint32_t key;
+} ranked_t;
+
+/* Source order of frames with lines: file (NULL first), line, func, module,
+ * addr. */
+static int cmp_by_line(const void *pa, const void *pb) {
+  const fl_frame_t *a = &((const ranked_t *)pa)->frame, *b = &((const ranked_t *)pb)->frame;
+  int c = cmp_str(a->file, b->file);
+  if (c) return c;
+  if (a->line != b->line) return a->line < b->line ? -1 : 1;
+  if ((c = cmp_str(a->func, b->func)) != 0) return c;
+  if ((c = cmp_str(a->module, b->module)) != 0) return c;
+  return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+/* Functions without lines: by name, then module. */
+static int cmp_by_name(const void *pa, const void *pb) {
+  const fl_frame_t *a = &((const ranked_t *)pa)->frame, *b = &((const ranked_t *)pb)->frame;
+  int c = cmp_str(a->func, b->func);
+  return c ? c : cmp_str(a->module, b->module);
+}
+
+/* Renumbers the keys in the order of cmp_by_line (lines on) or cmp_by_name
+ * (lines off), so that comparing key numbers compares frames. Returns 0,
+ * or -1 out of memory. */
+static int rank_keys(builder_t *b) {
+  size_t n = b->n_keys, n_frames = fl_profile_n_frames(b->p);
+  ranked_t *r = malloc((n ? n : 1) * sizeof *r);
+  uint32_t *rank = malloc((n ? n : 1) * sizeof *rank);
+  if (!r || !rank) goto fail;
+  for (size_t k = 0; k < n; k++) r[k] = (ranked_t){.frame = b->keys[k], .key = (uint32_t)k};
+  qsort(r, n, sizeof *r, b->o->lines ? cmp_by_line : cmp_by_name);
+  for (size_t k = 0; k < n; k++) {
+    rank[r[k].key] = (uint32_t)k;
+    b->keys[k] = r[k].frame;
+  }
+  for (size_t id = 0; id < n_frames; id++) b->roles[id].key = rank[b->roles[id].key];
+  free(r);
+  free(rank);
+  return 0;
+fail:
+  free(r);
+  free(rank);
+  return -1;
+}
+
+/* Fills b->roles and b->keys. Returns 0, or -1 with err. */
+static int compute_roles(builder_t *b, char *err, size_t err_size) {
+  const fl_tree_opts_t *o = b->o;
+  size_t n = fl_profile_n_frames(b->p);
+  ident_set_t keys = {0}, funcs = {0};
+  b->roles = calloc(n ? n : 1, sizeof *b->roles);
+  b->keys = malloc((n ? n : 1) * sizeof *b->keys);
+  if (!b->roles || !b->keys || ident_set_init(&keys, n) < 0 || ident_set_init(&funcs, n) < 0)
+    goto fail;
+  for (uint32_t id = 0; id < n; id++) {
+    const fl_frame_t *f = fl_profile_frame(b->p, id);
+    frame_role_t *r = &b->roles[id];
+    bool added;
+    ident_t k = {.func = f->func, .module = f->module};
+    r->func = ident_set_add(&funcs, &k, &added);
+    if (o->lines) {
+      k.file = f->file;
+      k.line = f->line;
+      if (!o->combine) k.addr = f->addr;
+    }
+    r->key = ident_set_add(&keys, &k, &added);
+    fl_frame_t *rep = &b->keys[r->key];
+    if (added) {
+      *rep = *f;
+      rep->line = k.line;
+      rep->addr = k.addr;
+    } else if (!rep->file && f->file) {
+      rep->file = f->file; /* lines=false: a function's first known file */
+    }
+    if (!o->C)
+      r->fold = (f->flags & FL_FRAME_SYSTEM ? FL_STATUS_SYSTEM : 0) |
+                (f->flags & FL_FRAME_ALLOC ? FL_STATUS_ALLOC : 0);
+    r->pruned = in_list(o->pruned, f->func);
+    if (o->filter && o->filter_is_regex)
+      r->match = regexec(&b->re, f->func, 0, NULL, 0) == 0;
+    else if (o->filter)
+      r->match = strstr(f->func, o->filter) != NULL;
+  }
+  b->n_keys = keys.n;
+  b->n_funcs = funcs.n;
+  ident_set_free(&keys);
+  ident_set_free(&funcs);
+  if (rank_keys(b) < 0) goto fail;
+  return 0;
+fail:
+  snprintf(err, err_size, "out of memory building the flame graph");
+  ident_set_free(&keys);
+  ident_set_free(&funcs);
+  return -1;
+}
+
+/* ---- distinct stacks ---- */
+
+typedef struct stack_sum {
+  const uint32_t *stack; /* the profile's shared copy */
+  size_t n;
+  uint64_t weight, allocs;
+} stack_sum_t;
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sums the samples that pass the thread filter per distinct stack, in the
+ * order the stacks first appear. *sums is new. Returns the count, or -1 out
+ * of memory. */
+static long sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_sum_t **sums,
+                       size_t *max_len) {
+  size_t n_samples = fl_profile_n_samples(p), n = 0, cap = 64, mask = 63;
+  stack_sum_t *s = malloc(cap * sizeof *s);
+  uint32_t *table = calloc(mask + 1, sizeof *table);
+  int *threads = NULL;
+  if (!s || !table) goto fail;
+  if (o->threads) {
+    threads = malloc((o->n_threads ? o->n_threads : 1) * sizeof *threads);
+    if (!threads) goto fail;
+    if (o->n_threads) memcpy(threads, o->threads, o->n_threads * sizeof *threads);
+    qsort(threads, o->n_threads, sizeof *threads, cmp_int);
+  }
+  *max_len = 0;
+  const uint32_t *last = NULL;
+  size_t last_i = 0;
+  for (size_t i = 0; i < n_samples; i++) {
+    fl_sample_t smp;
+    fl_profile_sample(p, i, &smp);
+    if (threads && !bsearch(&smp.thread, threads, o->n_threads, sizeof *threads, cmp_int)) continue;
+    size_t k;
+    if (n && smp.stack == last && smp.n == s[last_i].n) {
+      k = last_i; /* runs of one stack are common */
+    } else {
+      size_t j = fl__mix64((uint64_t)(uintptr_t)smp.stack) & mask;
+      for (uint32_t slot; (slot = table[j]) != 0; j = (j + 1) & mask)
+        if (s[slot - 1].stack == smp.stack && s[slot - 1].n == smp.n) break;
+      if (table[j]) {
+        k = table[j] - 1;
+      } else {
+        if (n == cap) {
+          stack_sum_t *grown = realloc(s, cap * 2 * sizeof *s);
+          if (!grown) goto fail;
+          s = grown;
+          cap *= 2;
+        }
+        k = n++;
+        s[k] = (stack_sum_t){.stack = smp.stack, .n = smp.n};
+        table[j] = (uint32_t)k + 1;
+        if (smp.n > *max_len) *max_len = smp.n;
+        if (n * 2 > mask + 1) { /* grow the table */
+          size_t cap2 = (mask + 1) * 2;
+          uint32_t *grown = calloc(cap2, sizeof *grown);
+          if (!grown) goto fail;
+          for (size_t t = 0; t < n; t++) {
+            size_t q = fl__mix64((uint64_t)(uintptr_t)s[t].stack) & (cap2 - 1);
+            while (grown[q]) q = (q + 1) & (cap2 - 1);
+            grown[q] = (uint32_t)t + 1;
+          }
+          free(table);
+          table = grown;
+          mask = cap2 - 1;
+        }
+      }
+      last = smp.stack;
+      last_i = k;
+    }
+    s[k].weight += smp.weight;
+    s[k].allocs += smp.allocs;
+  }
+  free(table);
+  free(threads);
+  *sums = s;
+  return (long)n;
+fail:
+  free(s);
+  free(table);
+  free(threads);
+  return -1;
+}
+
+/* ---- paths ---- */
+
+/* Turns every stack that passes the filter into a path (see the file
+ * comment). Returns 0, or -1 out of memory. */
+static int make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, size_t max_len) {
+  bool flat = b->o->recur == FL_RECUR_FLAT;
+  size_t total = 0;
+  for (size_t s = 0; s < n_sums; s++) total += sums[s].n;
+  /* One path per stack; by level (0 is the root): key, status, the raw
+   * line of the frame (for its children's call line), call line, func. */
+  size_t levels = max_len + 1;
+  uint32_t *lk = malloc(levels * sizeof *lk);
+  uint32_t *ls = malloc(levels * sizeof *ls);
+  int *lline = malloc(levels * sizeof *lline);
+  int *lcall = malloc(levels * sizeof *lcall);
+  uint32_t *lfunc = malloc(levels * sizeof *lfunc);
+  uint32_t *on_path = flat ? calloc(b->n_funcs + 1, sizeof *on_path) : NULL; /* level, 0: no */
+  b->paths = malloc((n_sums ? n_sums : 1) * sizeof *b->paths);
+  b->path_keys = malloc((total ? total : 1) * sizeof *b->path_keys);
+  b->path_status = malloc(total ? total : 1);
+  b->path_calls = malloc((total ? total : 1) * sizeof *b->path_calls);
+  b->root_status = malloc(n_sums ? n_sums : 1);
+  if (!lk || !ls || !lline || !lcall || !lfunc || (flat && !on_path) || !b->paths ||
+      !b->path_keys || !b->path_status || !b->path_calls || !b->root_status)
+    goto fail;
+  size_t used = 0;
+  b->n_paths = 0;
+  for (size_t s = 0; s < n_sums; s++) {
+    const uint32_t *stack = sums[s].stack;
+    size_t n = sums[s].n;
+    if (b->o->filter) {
+      bool match = false;
+      for (size_t i = 0; i < n && !match; i++) match = b->roles[stack[i]].match;
+      if (!match) continue;
+    }
+    size_t depth = 0;
+    ls[0] = 0;
+    lline[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+      const frame_role_t *r = &b->roles[stack[i]];
+      if (r->fold) {
+        ls[depth] |= r->fold;
+        continue;
+      }
+      int line = fl_profile_frame(b->p, stack[i])->line;
+      bool again = false; /* recur=flat: rewound to an element of this very key */
+      if (flat && on_path[r->func]) {
+        size_t level = on_path[r->func];
+        size_t target = lk[level] == r->key ? level : level - 1;
+        for (; depth > target; depth--) on_path[lfunc[depth]] = 0;
+        if (target == level) {
+          lline[depth] = line;
+          again = true;
+        }
+      }
+      if (!again) {
+        depth++;
+        lk[depth] = r->key;
+        ls[depth] = 0;
+        lcall[depth] = lline[depth - 1];
+        lline[depth] = line;
+        lfunc[depth] = r->func;
+        if (flat) on_path[r->func] = (uint32_t)depth;
+      }
+      if (r->pruned) break;
+    }
+    b->paths[b->n_paths++] =
+        (path_t){.keys = b->path_keys + used, .len = (uint32_t)depth, .stack = (uint32_t)s};
+    b->root_status[s] = (uint8_t)ls[0];
+    for (size_t d = 1; d <= depth; d++, used++) {
+      b->path_keys[used] = lk[d];
+      b->path_status[used] = (uint8_t)ls[d];
+      b->path_calls[used] = lcall[d];
+      if (flat) on_path[lfunc[d]] = 0;
+    }
+  }
+  b->n_path_keys = used;
+  free(lk);
+  free(ls);
+  free(lline);
+  free(lcall);
+  free(lfunc);
+  free(on_path);
+  return 0;
+fail:
+  free(lk);
+  free(ls);
+  free(lline);
+  free(lcall);
+  free(lfunc);
+  free(on_path);
+  return -1;
+}
+
+/* ---- the trie ---- */
+
+/* Lexicographic order of key sequences, a prefix first. */
+static int cmp_path(const void *pa, const void *pb) {
+  const path_t *a = pa, *b = pb;
+  uint32_t n = a->len < b->len ? a->len : b->len;
+  for (uint32_t i = 0; i < n; i++)
+    if (a->keys[i] != b->keys[i]) return a->keys[i] < b->keys[i] ? -1 : 1;
+  return (a->len > b->len) - (a->len < b->len);
+}
+
+/* Makes b->nodes from the sorted paths: each path shares the nodes of its
+ * common prefix with the path before it and adds the rest. A child is
+ * never added twice, since every path through it follows the first one
+ * without a break. Returns 0, or -1 out of memory. */
+static int make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
+  qsort(b->paths, b->n_paths, sizeof *b->paths, cmp_path);
+  uint32_t *at = malloc((max_len + 1) * sizeof *at); /* the node of each level */
+  /* At most one node per key of a path, and the root: allocated at once
+   * (pages never touched cost nothing), so the array never moves. */
+  if (b->n_path_keys >= UINT32_MAX) goto fail;
+  b->nodes = malloc((b->n_path_keys + 1) * sizeof *b->nodes);
+  if (!at || !b->nodes) goto fail;
+  b->nodes[0] = (bnode_t){.call_line = 0};
+  b->n_nodes = 1;
+  at[0] = 0;
+  const path_t *prev = NULL;
+  for (size_t i = 0; i < b->n_paths; i++) {
+    const path_t *path = &b->paths[i];
+    uint32_t same = 0;
+    if (prev)
+      while (same < path->len && same < prev->len && path->keys[same] == prev->keys[same]) same++;
+    for (uint32_t d = same; d < path->len; d++) {
+      b->nodes[b->n_nodes] = (bnode_t){.parent = at[d], .key = path->keys[d], .call_line = INT_MAX};
+      at[d + 1] = (uint32_t)b->n_nodes++;
+    }
+    size_t off = (size_t)(path->keys - b->path_keys);
+    b->nodes[0].status |= b->root_status[path->stack];
+    for (uint32_t d = 0; d < path->len; d++) {
+      bnode_t *node = &b->nodes[at[d + 1]];
+      node->status |= b->path_status[off + d];
+      if (b->path_calls[off + d] < node->call_line) node->call_line = b->path_calls[off + d];
+    }
+    bnode_t *last = &b->nodes[at[path->len]];
+    last->self += sums[path->stack].weight;
+    last->self_allocs += sums[path->stack].allocs;
+    prev = path;
+  }
+  free(at);
+  return 0;
+fail:
+  free(at);
+  return -1;
+}
+
+/* ---- layout ---- */
+
+typedef struct kid {
+  uint32_t node;
+  uint32_t key;
+  int call_line;
+} kid_t;
+
+/* Children without lines: by call site, then name and module (the key
+ * order). With lines, the key order alone, which the trie already gives. */
+static int cmp_kid_by_call(const void *pa, const void *pb) {
+  const kid_t *a = pa, *b = pb;
+  if (a->call_line != b->call_line) return a->call_line < b->call_line ? -1 : 1;
+  return (a->key > b->key) - (a->key < b->key);
+}
+
+/* Lays the build nodes out into t: sums inclusive counts, orders children,
+ * hides narrow ones, numbers the visible ones in pre-order. Returns 0, or
+ * -1 out of memory. */
+static int lay_out(builder_t *b, fl_tree_t *t) {
+  size_t nb = b->n_nodes;
+  bnode_t *bn = b->nodes;
+  size_t *first = calloc(nb + 1, sizeof *first); /* kids of i: [first[i], first[i + 1]) */
+  size_t *fill = malloc(nb * sizeof *fill);
+  kid_t *kids = malloc(nb * sizeof *kids);
+  uint32_t *id_of = malloc(nb * sizeof *id_of); /* UINT32_MAX: not drawn */
+  uint32_t *order = malloc(nb * sizeof *order);
+  uint32_t *todo = malloc(nb * sizeof *todo);
+  if (!first || !fill || !kids || !id_of || !order || !todo) goto fail;
+
+  /* Inclusive counts: children come after their parents. */
+  for (size_t i = 0; i < nb; i++) {
+    bn[i].count = bn[i].self;
+    bn[i].allocs = bn[i].self_allocs;
+  }
+  for (size_t i = nb; i-- > 1;) {
+    bn[bn[i].parent].count += bn[i].count;
+    bn[bn[i].parent].allocs += bn[i].allocs;
+  }
+
+  /* Children lists, in the order the nodes were made. */
+  for (size_t i = 1; i < nb; i++) first[bn[i].parent + 1]++;
+  for (size_t i = 0; i < nb; i++) first[i + 1] += first[i];
+  memcpy(fill, first, nb * sizeof *fill);
+  for (size_t i = 1; i < nb; i++)
+    kids[fill[bn[i].parent]++] =
+        (kid_t){.node = (uint32_t)i, .key = bn[i].key, .call_line = bn[i].call_line};
+  if (!b->o->lines) {
+    for (size_t i = 0; i < nb; i++) {
+      kid_t *k = kids + first[i];
+      size_t n = first[i + 1] - first[i], j = 1;
+      while (j < n && cmp_kid_by_call(&k[j - 1], &k[j]) <= 0) j++;
+      if (j < n) qsort(k, n, sizeof *k, cmp_kid_by_call);
+    }
+  }
+
+  /* What is drawn: see the file comment on minwidth. A node with no
+   * weight (only from samples of weight 0) is neither drawn nor hidden. */
+  double minwidth = b->o->minwidth > 0 ? b->o->minwidth : 0;
+  double threshold = minwidth * (double)bn[0].count;
+  id_of[0] = 0;
+  t->hidden = 0;
+  t->hidden_weight = 0;
+  for (size_t i = 1; i < nb; i++) {
+    bool drawn = bn[i].count && !((double)bn[i].count < threshold);
+    id_of[i] = drawn ? 0 : UINT32_MAX;
+    if (bn[i].count && !drawn) {
+      t->hidden++;
+      uint32_t parent = bn[i].parent;
+      if (parent == 0 || !((double)bn[parent].count < threshold)) t->hidden_weight += bn[i].count;
+    }
+  }
+
+  /* Pre-order numbering. */
+  size_t n_todo = 0, n = 0;
+  todo[n_todo++] = 0;
+  while (n_todo) {
+    uint32_t i = todo[--n_todo];
+    id_of[i] = (uint32_t)n;
+    order[n++] = i;
+    for (size_t k = first[i + 1]; k-- > first[i];)
+      if (id_of[kids[k].node] != UINT32_MAX) todo[n_todo++] = kids[k].node;
+  }
+
+  t->nodes = calloc(n, sizeof *t->nodes);
+  t->child_ptrs = malloc((n > 1 ? n - 1 : 1) * sizeof *t->child_ptrs);
+  if (!t->nodes || !t->child_ptrs) goto fail;
+  t->n_nodes = n;
+  t->max_depth = 0;
+  size_t next_child = 0;
+  for (size_t id = 0; id < n; id++) {
+    const bnode_t *src = &bn[order[id]];
+    fl_node_t *node = &t->nodes[id];
+    /* parent, depth and x0 were set by the parent (the root's are 0) */
+    if (id == 0)
+      node->frame = (fl_frame_t){.func = t->root_name, .flags = FL_FRAME_ROOT};
+    else
+      node->frame = b->keys[src->key];
+    node->count = src->count;
+    node->self = src->self;
+    node->allocs = src->allocs;
+    node->self_allocs = src->self_allocs;
+    node->x1 = node->x0 + node->count;
+    node->status = src->status;
+    node->id = (uint32_t)id;
+    if (node->depth > t->max_depth) t->max_depth = node->depth;
+    node->children = t->child_ptrs + next_child;
+    uint64_t x = node->x0;
+    for (size_t k = first[order[id]]; k < first[order[id] + 1]; k++) {
+      uint32_t cid = id_of[kids[k].node];
+      if (cid == UINT32_MAX) continue;
+      fl_node_t *child = &t->nodes[cid];
+      child->parent = node;
+      child->depth = node->depth + 1;
+      child->x0 = x;
+      x += bn[kids[k].node].count;
+      t->child_ptrs[next_child++] = child;
+      node->n_children++;
+    }
+    if (!node->n_children) node->children = NULL;
+  }
+  free(first);
+  free(fill);
+  free(kids);
+  free(id_of);
+  free(order);
+  free(todo);
+  return 0;
+fail:
+  free(first);
+  free(fill);
+  free(kids);
+  free(id_of);
+  free(order);
+  free(todo);
+  return -1;
+}
+
+/* ---- the tree ---- */
+
+void fl_tree_opts_init(fl_tree_opts_t *opts) {
+  memset(opts, 0, sizeof *opts);
+  opts->C = false;
+  opts->combine = true;
+  opts->lines = true;
+  opts->recur = FL_RECUR_OFF;
+  opts->minwidth = 0.001;
+}
+
+static void builder_free(builder_t *b) {
+  if (b->re_ok) regfree(&b->re);
+  free(b->roles);
+  free(b->keys);
+  free(b->paths);
+  free(b->path_keys);
+  free(b->path_status);
+  free(b->path_calls);
+  free(b->root_status);
+  free(b->nodes);
+}
+
+/* opts NULL: the defaults; root_name NULL: "all". */
+fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, const char *root_name,
+                         char *err, size_t err_size) {
+  fl_tree_opts_t defaults;
+  if (!opts) {
+    fl_tree_opts_init(&defaults);
+    opts = &defaults;
+  }
+  builder_t b = {.p = p, .o = opts};
+  stack_sum_t *sums = NULL;
+  fl_tree_t *t = calloc(1, sizeof *t);
+  if (!t || !(t->root_name = strdup(root_name ? root_name : "all"))) {
+    snprintf(err, err_size, "out of memory building the flame graph");
+    goto fail;
+  }
+  t->profile = p;
+  if (opts->filter && opts->filter_is_regex) {
+    int rc = regcomp(&b.re, opts->filter, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+      char why[256];
+      regerror(rc, &b.re, why, sizeof why);
+      snprintf(err, err_size, "filter: bad regular expression \"%s\": %s", opts->filter, why);
+      goto fail;
+    }
+    b.re_ok = true;
+  }
+  if (compute_roles(&b, err, err_size) < 0) goto fail;
+
+  size_t max_len = 0;
+  long n_sums = sum_stacks(p, opts, &sums, &max_len);
+  if (n_sums < 0 || make_paths(&b, sums, (size_t)n_sums, max_len) < 0 ||
+      make_nodes(&b, sums, max_len) < 0 || lay_out(&b, t) < 0) {
+    snprintf(err, err_size, "out of memory building the flame graph");
+    goto fail;
+  }
+  builder_free(&b);
+  free(sums);
+  return t;
+fail:
+  builder_free(&b);
+  free(sums);
+  fl_tree_destroy(&t);
+  return NULL;
+}
+
+void fl_tree_destroy(fl_tree_t **tp) {
+  fl_tree_t *t = *tp;
+  if (!t) return;
+  free(t->nodes);
+  free(t->child_ptrs);
+  free(t->root_name);
+  free(t);
+  *tp = NULL;
+}
+
+const fl_node_t *fl_tree_root(const fl_tree_t *t) {
+  return &t->nodes[0];
+}
+const fl_profile_t *fl_tree_profile(const fl_tree_t *t) {
+  return t->profile;
+}
+size_t fl_tree_n_nodes(const fl_tree_t *t) {
+  return t->n_nodes;
+}
+
+const fl_node_t *fl_tree_node(const fl_tree_t *t, size_t i) {
+  return i < t->n_nodes ? &t->nodes[i] : NULL;
+}
+
+int fl_tree_max_depth(const fl_tree_t *t) {
+  return t->max_depth;
+}
+
+size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight) {
+  if (hidden_weight) *hidden_weight = t->hidden_weight;
+  return t->hidden;
+}
+
+/* ---- rows ---- */
+
+typedef struct width {
+  uint64_t count;
+  uint32_t id;
+} width_t;
+
+/* Widest first; among equals, the smaller id (so a parent, which is never
+ * narrower than its child, always comes before it). */
+static int cmp_by_width(const void *pa, const void *pb) {
+  const width_t *a = pa, *b = pb;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* max_rows 0: no limit. Keeping the max_rows widest nodes keeps every
+ * kept node's parent: a parent's count is at least its child's and it sorts
+ * first among equals. Out of memory: returns 0, *rows NULL. */
+size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows,
+                    size_t *n_merged) {
+  size_t n = t->n_nodes, keep = max_rows && max_rows < n ? max_rows : n;
+  const fl_node_t **out = malloc(keep * sizeof *out);
+  width_t *by_width = NULL;
+  bool *kept = NULL;
+  if (!out) goto fail;
+  if (keep == n) {
+    for (size_t i = 0; i < n; i++) out[i] = &t->nodes[i];
+  } else {
+    by_width = malloc(n * sizeof *by_width);
+    kept = calloc(n, sizeof *kept);
+    if (!by_width || !kept) goto fail;
+    for (size_t i = 0; i < n; i++)
+      by_width[i] = (width_t){.count = t->nodes[i].count, .id = (uint32_t)i};
+    qsort(by_width, n, sizeof *by_width, cmp_by_width);
+    for (size_t i = 0; i < keep; i++) kept[by_width[i].id] = true;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+      if (kept[i]) out[k++] = &t->nodes[i];
+  }
+  free(by_width);
+  free(kept);
+  *rows = out;
+  if (n_merged) *n_merged = n - keep;
+  return keep;
+fail:
+  free(out);
+  free(by_width);
+  free(kept);
+  *rows = NULL;
+  if (n_merged) *n_merged = n;
+  return 0;
+}

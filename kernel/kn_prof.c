@@ -1,0 +1,317 @@
+#define _GNU_SOURCE
+#include "kn_prof.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cflame/fl_sampler.h"
+#include "cflame/fl_symbol.h"
+#include "kn_strbuf.h"
+
+kn_prof_t *kn_prof_new(const char *session_dir) {
+  kn_prof_t *p = kn_xcalloc(1, sizeof *p);
+  p->delay_ns = KN_PROF_DEFAULT_DELAY_NS;
+  p->n_words = KN_PROF_DEFAULT_WORDS;
+  p->width = 800;
+  kn_prof_set_dir(p, session_dir);
+  p->session = fl_profile_new(FL_PROFILE_CPU);
+  return p;
+}
+
+void kn_prof_set_dir(kn_prof_t *p, const char *session_dir) {
+  free(p->buffer_path);
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  kn_strbuf_printf(&sb, "%s/samples.buf", session_dir);
+  p->buffer_path = kn_strbuf_steal(&sb);
+}
+
+void kn_prof_destroy(kn_prof_t **pp) {
+  kn_prof_t *p = *pp;
+  if (!p) return;
+  free(p->buffer_path);
+  fl_profile_destroy(&p->session);
+  fl_profile_destroy(&p->last_profile);
+  json_decref(p->last_bundle);
+  free(p->last_text);
+  free(p);
+  *pp = NULL;
+}
+
+int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
+  size_t bytes = fl_sampler_buffer_bytes((size_t)n_words);
+  int fd = open(p->buffer_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0) {
+    snprintf(err, err_size, "cannot prepare the sample buffer %s (%zu bytes): %s",
+             p->buffer_path, bytes, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+/* ---- classifying frames ---- */
+
+static const char *base_name(const char *path) {
+  const char *s = path ? strrchr(path, '/') : NULL;
+  return s ? s + 1 : path;
+}
+
+/* "cell_12.so" -> 12, else 0. */
+static int cell_of_module(const char *module) {
+  const char *b = base_name(module);
+  if (!b || strncmp(b, "cell_", 5) != 0) return 0;
+  char *end;
+  long n = strtol(b + 5, &end, 10);
+  return (end != b + 5 && !strcmp(end, ".so")) ? (int)n : 0;
+}
+
+static bool is_system_module(const char *module) {
+  if (!module) return false;
+  static const char *const dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
+                                     "/usr/local/lib/", NULL};
+  for (size_t i = 0; dirs[i]; i++)
+    if (!strncmp(module, dirs[i], strlen(dirs[i]))) return true;
+  return module[0] == '[' || strstr(module, "linux-vdso") != NULL;
+}
+
+static bool is_allocator_func(const char *func) {
+  static const char *const names[] = {
+      "malloc",        "free",          "calloc",         "realloc",        "reallocarray",
+      "posix_memalign", "aligned_alloc", "memalign",      "valloc",         "pvalloc",
+      "cfree",         "_int_malloc",   "_int_free",      "_int_realloc",   "_int_memalign",
+      "malloc_consolidate", "sysmalloc", "systrim",       "heap_trim",      "unlink_chunk",
+      "alloc_perturb", "free_perturb",  "_mid_memalign",  "tcache_init",    "tcache_get",
+      "tcache_put",    "__libc_malloc", "__libc_free",    "__libc_calloc",  "__libc_realloc",
+      "__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign", "_int_free_merge_chunk",
+      "_int_free_create_chunk", "_int_free_maybe_consolidate", "malloc_printerr", NULL};
+  for (size_t i = 0; names[i]; i++)
+    if (!strcmp(func, names[i])) return true;
+  return false;
+}
+
+/* "cflame_c3_f" -> "f" (the ELF name of a cell function; DWARF usually
+ * gives the plain name already). Borrowed pointer into func. */
+static const char *plain_name(const char *func) {
+  if (strncmp(func, "cflame_c", 8) != 0 || !isdigit((unsigned char)func[8])) return func;
+  const char *p = func + 8;
+  while (isdigit((unsigned char)*p)) p++;
+  return *p == '_' ? p + 1 : func;
+}
+
+/* ---- turning records into stacks ---- */
+
+typedef struct conv {
+  fl_profile_t *prof;
+  fl_symbolizer_t *sym;
+  int *tids;
+  size_t n_tids;
+  pid_t main_tid;
+  uint32_t *stack; /* root first, built from the back */
+  size_t cap;
+} conv_t;
+
+static int thread_index(const conv_t *c, int tid) {
+  if (tid == c->main_tid) return 1;
+  int idx = 2;
+  for (size_t i = 0; i < c->n_tids; i++) {
+    if (c->tids[i] == c->main_tid) continue;
+    if (c->tids[i] == tid) return idx;
+    idx++;
+  }
+  return 0;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Frame ids of one record, leaf first, into ids; returns how many, with
+ * *complete set when the stack reached the kernel's machinery (and was cut
+ * there). */
+static size_t record_frames(conv_t *c, const fl_sampler_record_t *rec, uint32_t *ids, size_t max,
+                            bool *complete) {
+  size_t n = 0;
+  *complete = false;
+  for (size_t i = 0; i < rec->n_pcs && n < max; i++) {
+    fl_frame_info_t info[16];
+    int k = fl_symbolizer_lookup(c->sym, rec->pcs[i], i > 0, info, 16);
+    for (int j = 0; j < k && n < max; j++) {
+      const fl_frame_info_t *f = &info[j];
+      const char *mod_base = base_name(f->module);
+      if (mod_base && !strcmp(mod_base, "cflame-worker")) {
+        *complete = true;
+        return n;
+      }
+      int cell = cell_of_module(f->module);
+      char cellname[32] = "";
+      if (cell) snprintf(cellname, sizeof cellname, "cell[%d]", cell);
+      fl_frame_t fr = {0};
+      const char *func = f->func ? plain_name(f->func) : "[unknown]";
+      bool entry = cell && f->func && !strncmp(f->func, "cflame_run_", 11);
+      fr.func = entry ? "top-level scope" : func;
+      fr.file = f->file;
+      fr.line = f->line;
+      fr.module = cell ? cellname : mod_base;
+      fr.addr = rec->pcs[i] - f->module_base;
+      if (cell)
+        fr.flags = FL_FRAME_CELL;
+      else if (is_allocator_func(func))
+        fr.flags = FL_FRAME_ALLOC;
+      else if (is_system_module(f->module))
+        fr.flags = FL_FRAME_SYSTEM;
+      if (f->inlined) fr.flags |= FL_FRAME_INLINED;
+      ids[n++] = fl_profile_frame_id(c->prof, &fr);
+      if (entry) {
+        /* The cell's own statements: the root's child. */
+        *complete = true;
+        return n;
+      }
+    }
+  }
+  return n;
+}
+
+fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
+                              const kn_prof_run_t *run, char *err, size_t err_size) {
+  fl_profile_t *prof = NULL;
+  void *map = MAP_FAILED;
+  size_t bytes = 0;
+  conv_t c = {0};
+  uint32_t *leaf_first = NULL;
+
+  int fd = open(p->buffer_path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0) {
+    snprintf(err, err_size, "cannot read the sample buffer %s: %s", p->buffer_path,
+             strerror(errno));
+    goto fail;
+  }
+  bytes = (size_t)st.st_size;
+  if (bytes) map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (bytes && map == MAP_FAILED) {
+    snprintf(err, err_size, "cannot map the sample buffer: %s", strerror(errno));
+    goto fail;
+  }
+
+  c.sym = maps_text ? fl_symbolizer_new_from_maps(maps_text, err, err_size)
+                    : fl_symbolizer_new_from_pid(pid, err, err_size);
+  if (!c.sym) goto fail;
+  c.main_tid = pid;
+  prof = fl_profile_new(FL_PROFILE_CPU);
+  c.prof = prof;
+
+  /* Threads are numbered 1 (the cell's main thread), 2, 3, ... in the
+   * order the system created them. */
+  size_t pos = 0, cap_tids = 0;
+  fl_sampler_record_t rec;
+  int r;
+  while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) {
+    bool seen = false;
+    for (size_t i = 0; i < c.n_tids && !seen; i++) seen = c.tids[i] == rec.tid;
+    if (seen) continue;
+    if (c.n_tids == cap_tids) {
+      cap_tids = cap_tids ? cap_tids * 2 : 16;
+      c.tids = kn_xrealloc(c.tids, cap_tids * sizeof *c.tids);
+    }
+    c.tids[c.n_tids++] = rec.tid;
+  }
+  qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
+
+  size_t max_frames = FL_SAMPLER_MAX_DEPTH * 4;
+  leaf_first = kn_xmalloc(max_frames * sizeof *leaf_first);
+  c.stack = kn_xmalloc((max_frames + 1) * sizeof *c.stack);
+  uint32_t incomplete = 0;
+  bool have_incomplete = false;
+  pos = 0;
+  while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) {
+    bool complete;
+    size_t n = record_frames(&c, &rec, leaf_first, max_frames, &complete);
+    size_t m = 0;
+    if (!complete) {
+      /* The unwinder stopped before the cell's entry: show the part it
+       * found under a frame that says so, not as if it were the cell. */
+      if (!have_incomplete) {
+        fl_frame_t fr = {.func = "[incomplete stack]"};
+        incomplete = fl_profile_frame_id(prof, &fr);
+        have_incomplete = true;
+      }
+      c.stack[m++] = incomplete;
+    }
+    for (size_t i = n; i-- > 0;) c.stack[m++] = leaf_first[i];
+    fl_profile_add_sample(prof, c.stack, m, rec.weight ? rec.weight : 1, 0,
+                          thread_index(&c, rec.tid));
+  }
+
+  fl_profile_info_t *info = fl_profile_info(prof);
+  info->interval_ns = run->interval_ns;
+  info->dropped = run->dropped;
+  info->cpu_seconds = run->cpu_seconds;
+  info->wall_seconds = run->wall_seconds;
+  snprintf(info->source, sizeof info->source, "cell[%d]", run->cell);
+  info->taken_unix = (int64_t)time(NULL);
+
+fail:
+  if (c.sym) fl_symbolizer_destroy(&c.sym);
+  free(c.tids);
+  free(c.stack);
+  free(leaf_first);
+  if (map != MAP_FAILED) munmap(map, bytes);
+  if (fd >= 0) close(fd);
+  return prof;
+}
+
+/* 1234567 -> "1,234,567" */
+static void group_digits(char *buf, size_t size, uint64_t v) {
+  char tmp[32];
+  int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+  size_t o = 0;
+  for (int i = 0; i < n && o + 2 < size; i++) {
+    if (i > 0 && (n - i) % 3 == 0) buf[o++] = ',';
+    buf[o++] = tmp[i];
+  }
+  buf[o] = '\0';
+}
+
+static void format_interval(char *buf, size_t size, uint64_t ns) {
+  if (ns >= 1000000 && ns % 1000000 == 0)
+    snprintf(buf, size, "%llu ms", (unsigned long long)(ns / 1000000));
+  else if (ns >= 1000)
+    snprintf(buf, size, "%g ms", (double)ns / 1e6);
+  else
+    snprintf(buf, size, "%llu ns", (unsigned long long)ns);
+}
+
+char *kn_prof_summary(const fl_profile_t *prof) {
+  const fl_profile_info_t *info = fl_profile_info_const(prof);
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  char samples[32], interval[32];
+  group_digits(samples, sizeof samples, info->samples);
+  format_interval(interval, sizeof interval, info->interval_ns);
+  double represented = (double)info->total_weight * (double)info->interval_ns / 1e9;
+  kn_strbuf_printf(&sb, "%s samples, %s interval", samples, interval);
+  if (info->cpu_seconds > 0)
+    kn_strbuf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
+  kn_strbuf_printf(&sb, "; %.3f s of CPU represented", represented);
+  if (info->cpu_seconds > 0 || info->wall_seconds > 0)
+    kn_strbuf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
+                     info->wall_seconds);
+  if (info->dropped) {
+    char dropped[32];
+    group_digits(dropped, sizeof dropped, info->dropped);
+    kn_strbuf_printf(&sb, "; the buffer filled up and %s samples were not taken (raise n= or "
+                          "%%profinit n=)",
+                     dropped);
+  }
+  return kn_strbuf_steal(&sb);
+}

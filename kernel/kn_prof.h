@@ -1,0 +1,73 @@
+/* kn_prof: the kernel's side of profiling.
+ *
+ * Holds the session profile (what %%profile accumulates and %profshow
+ * shows), the profiler settings (%profinit: interval and buffer size;
+ * %profsize: default width and height), the file the worker's sampler writes
+ * into, and the last flame graph shown (for %profsave).
+ *
+ * kn_prof_collect turns the worker's sample buffer into a profile: every
+ * address is symbolized (functions, cell lines, inlined frames), the
+ * kernel's own machinery (the worker's loop, the generated entry function,
+ * thread trampolines) is cut off so the cell's code hangs under the root,
+ * cell symbols get their plain names ("cflame_c3_f" -> "f", module
+ * "cell[3]"), and frames are classed as cell code, system library or
+ * allocator. */
+#ifndef KN_PROF_H
+#define KN_PROF_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cflame/fl_profile.h"
+#include "cflame/fl_render.h"
+#include "cflame/fl_tree.h"
+
+#define KN_PROF_DEFAULT_DELAY_NS 1000000ull
+#define KN_PROF_DEFAULT_WORDS 1000000ull
+
+typedef struct kn_prof {
+  uint64_t delay_ns;   /* %profinit delay= */
+  uint64_t n_words;    /* %profinit n= (buffer size in frames) */
+  int width, height;   /* %profsize; height 0: sized to the depth */
+  char *buffer_path;   /* the sample file in the session directory */
+  fl_profile_t *session; /* accumulated by %%profile; replaced by %%profview */
+  /* The last graph shown, for %profsave. */
+  fl_profile_t *last_profile;
+  json_t *last_bundle;
+  char *last_text;
+} kn_prof_t;
+
+kn_prof_t *kn_prof_new(const char *session_dir);
+void kn_prof_destroy(kn_prof_t **p);
+
+/* Points the sample file at a (new) session directory. */
+void kn_prof_set_dir(kn_prof_t *p, const char *session_dir);
+
+/* Creates (or resizes) the sample file for a run with n_words of buffer.
+ * Returns 0 or -1 with err. */
+int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size);
+
+typedef struct kn_prof_run {
+  uint64_t interval_ns;
+  uint64_t samples;   /* records in the buffer */
+  uint64_t dropped;   /* samples lost: buffer full */
+  double cpu_seconds; /* the worker's CPU time during the cell */
+  double wall_seconds;
+  char source[32];    /* timer source the sampler used */
+  int cell;
+} kn_prof_run_t;
+
+/* Reads the sample file after a run of cell (by worker pid, which must still
+ * be alive, or with maps_text from a crash report when it is not) and
+ * returns a new CPU profile; *run describes the run. NULL with err. */
+fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
+                              const kn_prof_run_t *run, char *err, size_t err_size);
+
+/* "1,234 samples · 1 ms interval (998 per CPU-second) · 1.234 s of CPU
+ * represented; the cell used 1.240 s CPU, 1.250 s wall". New string. */
+char *kn_prof_summary(const fl_profile_t *prof);
+
+#endif

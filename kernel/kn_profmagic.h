@@ -1,0 +1,84 @@
+/* kn_profmagic: the profiling magics' options, and showing profiles.
+ *
+ *   %%profview [opts] / %profview STMT     profile, replace the session profile, show it
+ *   %%profile [opts]  / %profile STMT      profile, add to the session profile
+ *   %profshow [opts]                       show the session profile
+ *   %profprint [format=tree|flat] [opts]   text report of the session profile
+ *   %profclear                             empty the session profile
+ *   %profinit [n=] [delay=]                show or set buffer size and interval
+ *   %profsize W H                          default width and height
+ *   %profsave PATH [opts]                  write the last graph (.svg, .vl.json, .txt)
+ *
+ * Running cells is kn_execute.c's job; this module parses the options into a
+ * kn_profreq_t that travels with the execution, and turns the resulting
+ * profile into a display_data bundle. */
+#ifndef KN_PROFMAGIC_H
+#define KN_PROFMAGIC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "cflame/fl_render.h"
+#include "cflame/fl_tree.h"
+#include "kn_prof.h"
+
+typedef enum kn_profmode {
+  KN_PROF_NONE,
+  KN_PROF_VIEW,       /* %%profview: replace the session profile and show it */
+  KN_PROF_ACCUMULATE, /* %%profile: add to the session profile */
+} kn_profmode_t;
+
+/* Which option groups a magic takes. */
+enum {
+  KN_OPTS_PROFILER = 1 << 0, /* delay, n, threads */
+  KN_OPTS_TREE = 1 << 1,     /* C, combine, lines, recur, pruned, filter, minwidth */
+  KN_OPTS_VIEW = 1 << 2,     /* width, height, title, icicle, theme */
+  KN_OPTS_PRINT = 1 << 3,    /* format, maxdepth, mincount, cols */
+};
+
+typedef struct kn_profreq {
+  kn_profmode_t mode;
+  uint64_t delay_ns;
+  uint64_t n_words;
+  fl_tree_opts_t tree;
+  fl_view_opts_t view;
+  fl_text_opts_t text;
+  bool flat; /* %profprint format=flat */
+  /* Storage behind the pointers in tree and view. */
+  char **pruned;
+  char *filter;
+  int *threads;
+  char *title;
+  char **positional; /* words that are not options (NULL-terminated) */
+} kn_profreq_t;
+
+/* Parses args of magic (for messages: "profview") taking the option groups
+ * in `groups`, with defaults from the session's settings. Returns 0, or -1
+ * with err naming what is valid. */
+int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
+                     kn_profreq_t *req, char *err, size_t err_size);
+void kn_profreq_free(kn_profreq_t *req);
+
+/* Splits a line-magic's args into leading options and the statement that
+ * follows ("width=600 f(3);" -> "width=600", "f(3);"). New strings. */
+void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, char **stmt);
+
+/* Builds the flame graph of prof and its display_data content ({"data":
+ * bundle, "metadata": {}}), remembering it for %profsave. root_name names
+ * the root frame. Returns a new reference, or NULL with err. */
+json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
+                     const char *root_name, char *err, size_t err_size);
+
+/* The message for a run that took no sample. New string. */
+char *kn_prof_empty_message(const fl_profile_t *prof);
+
+/* Line magics that need no worker. Each returns 0 with *output (new text to
+ * print, may be NULL) and *display (new display_data content, may be NULL),
+ * or -1 with err. */
+int kn_profmagic_line(kn_prof_t *kp, const char *name, const char *args, char **output,
+                      json_t **display, char *err, size_t err_size);
+
+/* Whether name is one of the line magics kn_profmagic_line handles. */
+bool kn_profmagic_is_line(const char *name);
+
+#endif

@@ -1,0 +1,344 @@
+// Drives a cflame flame graph in a real browser, as a JupyterLab user would.
+//
+//   node tests/render/browser_test.mjs [--screenshot PNG] FILE_OR_DIR...
+//
+// Each FILE is a Vega-Lite spec or a MIME bundle (see check_spec.mjs); a DIR
+// stands for the *.json files in it. The page loads vega, vega-lite and
+// vega-embed from node_modules (or from $VEGA_MODULES, another node_modules
+// directory, to try the versions a given JupyterLab ships) and embeds the
+// spec with vegaEmbed, as JupyterLab's renderer does; Debian's Chromium
+// (/usr/bin/chromium, or $CHROMIUM) runs it headless, with a fresh profile
+// and no network. For each file the test asserts:
+//   - nothing is logged to the console as a warning or error;
+//   - typing in the search box dims the frames that do not match, outlines
+//     the ones that do, and shows the matched share, which equals the sum of
+//     the counts of matching frames with no matching ancestor over the root's;
+//   - hovering a frame shows a tooltip with function, file:line, module,
+//     samples, self and percent;
+//   - clicking a frame zooms the x domain to its [x0, x1], double-clicking
+//     resets it to the whole run;
+//   - the wheel zooms and a drag pans the x domain (and a drag is not taken
+//     for a click);
+//   - labels are drawn only inside their frame;
+//   - for a bundle, the SVG parses as XML in the browser, with one rect per row.
+// --screenshot PNG saves what the page shows (PNG-N.png for several files).
+// Exits 0 when every file passes; otherwise prints what failed and exits 1.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const VL_MIME = 'application/vnd.vegalite.v5+json';
+const SVG_MIME = 'image/svg+xml';
+
+// $VEGA_MODULES: another node_modules with vega, vega-lite and vega-embed,
+// to try the spec with the versions a given JupyterLab ships.
+const modules = process.env.VEGA_MODULES || path.join(here, 'node_modules');
+
+function lib(rel) {
+  return fs.readFileSync(path.join(modules, rel), 'utf8');
+}
+
+// The libraries are inlined, so the page needs no server and no network.
+const PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><title>cflame flame graph</title>
+<script>${lib('vega/build/vega.min.js')}</script>
+<script>${lib('vega-lite/build/vega-lite.min.js')}</script>
+<script>${lib('vega-embed/build/vega-embed.min.js')}</script>
+</head><body style="margin: 10px"><div id="vis"></div></body></html>`;
+
+class Failure extends Error {}
+
+function check(cond, what) {
+  if (!cond) throw new Failure(what);
+}
+
+/* The matched share the page should show, computed here from the rows. */
+function expectedShare(rows, text) {
+  const needle = text.toLowerCase();
+  const byId = new Map(rows.map(r => [r.id, r]));
+  const matches = r => r.func.toLowerCase().includes(needle);
+  let sum = 0;
+  for (const r of rows) {
+    if (!matches(r)) continue;
+    let p = byId.get(r.parent);
+    while (p && !matches(p)) p = byId.get(p.parent);
+    if (!p) sum += r.count;
+  }
+  return (100 * sum) / rows[0].count;
+}
+
+/* Page-side helpers, installed once the view exists. */
+function installHelpers() {
+  window.cf = {
+    domain: () => window.view.scale('x').domain(),
+    // Every item of a mark type in the scenegraph, with its datum.
+    items(marktype) {
+      const out = [];
+      (function walk(node) {
+        if (!node) return;
+        if (node.marktype === marktype && node.items && node.role === 'mark') out.push(...node.items);
+        for (const it of node.items || []) walk(it);
+      })(window.view.scenegraph().root);
+      return out;
+    },
+    frameItems() {
+      return cf.items('rect').filter(it => it.datum && it.datum.x1 !== undefined);
+    },
+    labelItems() {
+      return cf.items('text').filter(it => it.datum && it.datum.x1 !== undefined);
+    },
+    texts() {
+      return cf.items('text').map(it => String(it.text || ''));
+    },
+    // Client coordinates of the middle of the visible part of a frame,
+    // scrolled into the window first (deep graphs are taller than it).
+    pointOf(row) {
+      const v = window.view;
+      const canvas = v.container().querySelector('canvas, svg');
+      // The plot's offset in the canvas: the view's padding, then its origin.
+      const pad = v.padding();
+      const [ox, oy] = v.origin();
+      const sx = v.scale('x'), sy = v.scale('y');
+      const [d0, d1] = sx.domain();
+      const a = Math.max(row.x0, d0), b = Math.min(row.x1, d1);
+      const at = () => {
+        const box = canvas.getBoundingClientRect();
+        return {
+          x: box.left + (pad.left || 0) + ox + sx((a + b) / 2),
+          y: box.top + (pad.top || 0) + oy + sy(row.depth + 0.5),
+        };
+      };
+      const p = at();
+      if (p.y < 50 || p.y > window.innerHeight - 50) window.scrollBy(0, p.y - window.innerHeight / 2);
+      return at();
+    },
+  };
+}
+
+async function waitDomain(page, pred, what) {
+  try {
+    await page.waitForFunction(pred, null, { timeout: 3000 });
+  } catch {
+    const d = await page.evaluate(() => cf.domain());
+    throw new Failure(`${what}: x domain is ${JSON.stringify(d)}`);
+  }
+}
+
+/* A frame to click: the widest below the root that is not the whole run. */
+function pickFrame(rows) {
+  const total = rows[0].count;
+  const cands = rows.filter(r => r.depth >= 1 && r.count < total).sort((a, b) => b.count - a.count);
+  return cands[0] || rows[0];
+}
+
+async function testFile(browser, file, screenshot) {
+  const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const spec = doc[VL_MIME] || doc;
+  const svg = doc[SVG_MIME];
+  const rows = spec.data.values;
+  const total = rows[0].count;
+  const unit = rows[0].allocs !== undefined ? 'bytes' : 'samples';
+
+  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  const logged = [];
+  page.on('console', msg => {
+    if (msg.type() === 'error' || msg.type() === 'warning') logged.push(`${msg.type()}: ${msg.text()}`);
+  });
+  page.on('pageerror', err => logged.push(`page error: ${err.message}`));
+  try {
+    await page.setContent(PAGE);
+    const started = Date.now();
+    await page.evaluate(async s => {
+      const result = await vegaEmbed('#vis', s, { actions: true });
+      window.view = result.view;
+    }, spec);
+    const embedMs = Date.now() - started;
+    await page.evaluate(installHelpers);
+
+    // Drawn: one rect per row, labels inside their frames.
+    const nRects = await page.evaluate(() => cf.frameItems().length);
+    check(nRects === rows.length, `${nRects} frame rects drawn for ${rows.length} rows`);
+    if (total === 0) {
+      // An empty profile: it draws, and there is nothing to interact with.
+      check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
+      console.log('  empty profile embedded');
+      return null;
+    }
+    const d0 = await page.evaluate(() => cf.domain());
+    check(d0[0] === 0 && d0[1] === total, `initial x domain ${JSON.stringify(d0)}`);
+    const badLabels = await page.evaluate(() => {
+      const sx = window.view.scale('x');
+      return cf.labelItems().filter(it => {
+        if (!it.text) return false;
+        const right = Math.min(sx(it.datum.x1), window.view.width());
+        return it.x < sx(it.datum.x0) || it.x + (it.limit || 0) > right + 0.5 || !(it.limit > 0);
+      }).length;
+    });
+    check(badLabels === 0, `${badLabels} labels not limited to their frame`);
+    const nLabels = await page.evaluate(() => cf.labelItems().filter(it => it.text).length);
+    const hasLabels = spec.layer.some(l => l.name === 'labels');
+    check(nLabels > 0 || !hasLabels, 'no frame has a label');
+
+    // Search: type a function name, partly in the wrong case.
+    const target = pickFrame(rows);
+    const needle = target.func.length > 3 ? target.func.slice(1, -1).toUpperCase() : target.func;
+    const input = page.locator('.vega-bindings input[name="search"]');
+    check((await input.count()) === 1, 'no search box');
+    await input.pressSequentially(needle, { delay: 5 });
+    await page.waitForFunction(() => cf.texts().some(t => t.startsWith('matched: ')), null,
+                               { timeout: 3000 });
+    const want = expectedShare(rows, needle);
+    const shown = await page.evaluate(() => cf.texts().find(t => t.startsWith('matched: ')));
+    const shareClipped = await page.evaluate(() => {
+      let clipped = null;
+      (function walk(node) {
+        if (!node) return;
+        if (node.marktype === 'text' && node.role === 'mark' &&
+            (node.items || []).some(it => String(it.text || '').startsWith('matched: '))) {
+          clipped = !!node.clip;
+        }
+        for (const it of node.items || []) walk(it);
+      })(window.view.scenegraph().root);
+      return clipped;
+    });
+    check(shareClipped === false, 'the matched share is clipped away (it sits above the plot)');
+    check(shown === `matched: ${want.toFixed(2)}%`, `share shows "${shown}", expected ${want.toFixed(2)}%`);
+    const hl = await page.evaluate(n => {
+      const out = { match: 0, dimmed: 0, wrong: 0 };
+      for (const it of cf.frameItems()) {
+        const m = it.datum.func.toLowerCase().includes(n.toLowerCase());
+        if (m && it.opacity === 1 && it.strokeWidth > 1) out.match++;
+        else if (!m && it.opacity < 1) out.dimmed++;
+        else out.wrong++;
+      }
+      return out;
+    }, needle);
+    check(hl.match > 0 && hl.wrong === 0, `search highlight: ${JSON.stringify(hl)}`);
+    await input.fill('');
+    await page.waitForFunction(() => !cf.texts().some(t => t.startsWith('matched: ')), null,
+                               { timeout: 3000 });
+    const undimmed = await page.evaluate(() => cf.frameItems().every(it => it.opacity === 1));
+    check(undimmed, 'frames stay dimmed after the search is cleared');
+
+    // Tooltip of the frame.
+    let pt = await page.evaluate(r => cf.pointOf(r), target);
+    await page.mouse.move(pt.x, pt.y);
+    const tip = page.locator('#vg-tooltip-element');
+    await tip.waitFor({ state: 'visible', timeout: 3000 });
+    const tipText = await tip.innerText();
+    const loc = target.file ? target.file + (target.line ? `:${target.line}` : '') : '?';
+    for (const want of ['function', target.func, 'file:line', loc, 'module', unit, 'self', 'percent',
+                        target.count.toLocaleString('en-US')]) {
+      check(tipText.includes(want), `tooltip lacks "${want}": ${JSON.stringify(tipText)}`);
+    }
+
+    // Click zooms to the frame; double-click resets.
+    await page.mouse.click(pt.x, pt.y);
+    await waitDomain(page, `cf.domain()[0] === ${target.x0} && cf.domain()[1] === ${target.x1}`,
+                     `after clicking ${target.func} [${target.x0}, ${target.x1})`);
+    await page.mouse.dblclick(pt.x, pt.y);
+    await waitDomain(page, `cf.domain()[0] === 0 && cf.domain()[1] === ${total}`,
+                     'after double-click');
+
+    // The wheel zooms in around the pointer.
+    const rootPt = await page.evaluate(r => cf.pointOf(r), rows[0]);
+    await page.mouse.move(rootPt.x, rootPt.y);
+    await page.mouse.wheel(0, -300);
+    await waitDomain(page, `cf.domain()[1] - cf.domain()[0] < ${total} * 0.95`, 'after wheel zoom');
+    const dz = await page.evaluate(() => cf.domain());
+    // A drag pans: same span, shifted; and the drag is no click.
+    await page.mouse.move(rootPt.x, rootPt.y);
+    await page.mouse.down();
+    await page.mouse.move(rootPt.x - 60, rootPt.y, { steps: 6 });
+    await page.mouse.move(rootPt.x - 120, rootPt.y, { steps: 6 });
+    await page.mouse.up();
+    await waitDomain(page, `cf.domain()[0] > ${dz[0]}`, 'after drag');
+    const dp = await page.evaluate(() => cf.domain());
+    const span = (d) => d[1] - d[0];
+    check(Math.abs(span(dp) - span(dz)) < 1e-6 * total, `drag changed the span: ${dz} -> ${dp}`);
+    // After a pan, a click still zooms to a frame.
+    pt = await page.evaluate(r => cf.pointOf(r), rows[0]);
+    await page.mouse.click(pt.x, pt.y);
+    await waitDomain(page, `cf.domain()[0] === 0 && cf.domain()[1] === ${total}`,
+                     'after clicking the root while panned');
+
+    // The SVG of the bundle, parsed by the browser.
+    if (typeof svg === 'string') {
+      const res = await page.evaluate(text => {
+        const d = new DOMParser().parseFromString(text, 'image/svg+xml');
+        const err = d.querySelector('parsererror');
+        return { err: err ? err.textContent : null, rects: d.querySelectorAll('rect > title').length };
+      }, svg);
+      check(res.err === null, `SVG does not parse: ${res.err}`);
+      check(res.rects === rows.length, `SVG has ${res.rects} titled rects for ${rows.length} rows`);
+    }
+
+    if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
+    check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
+    console.log(`  ${rows.length} rows embedded in ${embedMs} ms; ${nLabels} labels; ` +
+                `search "${needle}" ${shown}`);
+    return null;
+  } catch (e) {
+    if (screenshot) await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});
+    if (logged.length) console.log(`  console: ${logged.slice(0, 5).join(' | ')}`);
+    return e instanceof Failure ? e.message : e.stack || String(e);
+  } finally {
+    await page.close();
+  }
+}
+
+const args = process.argv.slice(2);
+let screenshot = null;
+const si = args.indexOf('--screenshot');
+if (si >= 0) {
+  screenshot = args[si + 1];
+  args.splice(si, 2);
+}
+/* The files named, with each directory replaced by its *.json files. */
+function expandDirs(names) {
+  return names.flatMap(name =>
+    fs.statSync(name).isDirectory()
+      ? fs.readdirSync(name).filter(f => f.endsWith('.json')).sort().map(f => path.join(name, f))
+      : [name]);
+}
+
+args.splice(0, args.length, ...expandDirs(args));
+if (args.length === 0) {
+  console.error('usage: node browser_test.mjs [--screenshot PNG] SPEC_OR_BUNDLE.json|DIR...');
+  process.exit(2);
+}
+const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+if (!fs.existsSync(executablePath)) {
+  console.error(`no Chromium at ${executablePath} (apt-get install chromium, or set CHROMIUM)`);
+  process.exit(1);
+}
+const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cflame-chromium-'));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+let failed = 0;
+try {
+  for (const [i, file] of args.entries()) {
+    console.log(`${file}:`);
+    const shot = screenshot && args.length > 1 ? screenshot.replace(/(\.png)?$/, `-${i}.png`) : screenshot;
+    const problem = await testFile(context, file, shot);
+    if (problem) {
+      failed++;
+      console.log(`  FAIL ${problem}`);
+    } else {
+      console.log('  ok');
+    }
+  }
+} finally {
+  await context.close();
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+}
+console.log(`${args.length - failed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

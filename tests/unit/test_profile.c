@@ -1,0 +1,422 @@
+/* Tests fl_profile: frame interning, samples and shared stacks, info
+ * counters, copy, merge, clear, the threads list, allocation profiles. */
+#include "cflame/fl_profile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int line,
+                      const char *module, uint64_t addr, uint32_t flags) {
+  fl_frame_t f = {
+      .func = func, .file = file, .line = line, .module = module, .addr = addr, .flags = flags};
+  return fl_profile_frame_id(p, &f);
+}
+
+static void test_new(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  CHECK(p != NULL);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  CHECK_INT(info->kind, FL_PROFILE_CPU);
+  CHECK_INT(info->samples, 0);
+  CHECK_INT(info->total_weight, 0);
+  CHECK(info->sample_rate == 1);
+  CHECK_INT(fl_profile_n_frames(p), 0);
+  CHECK_INT(fl_profile_n_samples(p), 0);
+  CHECK(fl_profile_info(p) == fl_profile_info_const(p));
+  int *threads = NULL;
+  CHECK_INT(fl_profile_threads(p, &threads), 0);
+  free(threads);
+  fl_profile_destroy(&p);
+  CHECK(p == NULL);
+  fl_profile_destroy(&p); /* harmless on NULL */
+}
+
+static void test_interning(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  char name[16], file[16];
+  strcpy(name, "work");
+  strcpy(file, "cell[1]");
+  uint32_t a = frame(p, name, file, 12, "cell[1]", 0x1000, FL_FRAME_CELL);
+  /* The strings were copied: changing the caller's buffers changes nothing. */
+  strcpy(name, "XXXX");
+  strcpy(file, "YYYYYYY");
+  const fl_frame_t *f = fl_profile_frame(p, a);
+  CHECK_STR(f->func, "work");
+  CHECK_STR(f->file, "cell[1]");
+  CHECK_STR(f->module, "cell[1]");
+  CHECK(f->func != name);
+  CHECK_INT(f->line, 12);
+  CHECK_INT(f->addr, 0x1000);
+  CHECK_INT(f->flags, FL_FRAME_CELL);
+
+  /* Same fields, other buffers: the same id. */
+  CHECK_INT(frame(p, "work", "cell[1]", 12, "cell[1]", 0x1000, FL_FRAME_CELL), a);
+  /* Any field differing: a new id. */
+  uint32_t b = frame(p, "work", "cell[1]", 13, "cell[1]", 0x1000, FL_FRAME_CELL);
+  uint32_t c = frame(p, "work", "cell[1]", 12, "cell[1]", 0x1004, FL_FRAME_CELL);
+  uint32_t d = frame(p, "work", "cell[1]", 12, "cell[1]", 0x1000, FL_FRAME_CELL | FL_FRAME_INLINED);
+  uint32_t e = frame(p, "work", "cell[2]", 12, "cell[1]", 0x1000, FL_FRAME_CELL);
+  uint32_t g = frame(p, "work", "cell[1]", 12, "cell[2]", 0x1000, FL_FRAME_CELL);
+  uint32_t h = frame(p, "work", NULL, 12, "cell[1]", 0x1000, FL_FRAME_CELL);
+  uint32_t i = frame(p, "work", "cell[1]", 12, NULL, 0x1000, FL_FRAME_CELL);
+  uint32_t j = frame(p, "Work", "cell[1]", 12, "cell[1]", 0x1000, FL_FRAME_CELL);
+  CHECK_INT(a, 0);
+  CHECK_INT(b, 1);
+  CHECK_INT(c, 2);
+  CHECK_INT(d, 3);
+  CHECK_INT(e, 4);
+  CHECK_INT(g, 5);
+  CHECK_INT(h, 6);
+  CHECK_INT(i, 7);
+  CHECK_INT(j, 8);
+  CHECK_INT(fl_profile_n_frames(p), 9);
+  CHECK(fl_profile_frame(p, h)->file == NULL);
+  CHECK(fl_profile_frame(p, i)->module == NULL);
+  /* Equal strings are one copy. */
+  CHECK(fl_profile_frame(p, a)->func == fl_profile_frame(p, b)->func);
+  CHECK(fl_profile_frame(p, a)->file == fl_profile_frame(p, a)->module);
+
+  /* A missing function name is "[unknown]", and interns like the text. */
+  uint32_t u = frame(p, NULL, NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM);
+  CHECK_STR(fl_profile_frame(p, u)->func, "[unknown]");
+  CHECK_INT(frame(p, "[unknown]", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM), u);
+
+  /* Many frames: the tables grow and ids stay dense and stable. */
+  char buf[32];
+  uint32_t first = (uint32_t)fl_profile_n_frames(p);
+  int bad = 0;
+  for (int k = 0; k < 20000; k++) {
+    snprintf(buf, sizeof buf, "f%d", k);
+    if (frame(p, buf, "x.c", k, "prog", (uint64_t)k, 0) != first + (uint32_t)k) bad++;
+  }
+  for (int k = 0; k < 20000; k++) {
+    snprintf(buf, sizeof buf, "f%d", k);
+    if (frame(p, buf, "x.c", k, "prog", (uint64_t)k, 0) != first + (uint32_t)k) bad++;
+    if (strcmp(fl_profile_frame(p, first + (uint32_t)k)->func, buf) != 0) bad++;
+  }
+  CHECK_INT(bad, 0);
+  CHECK_INT(fl_profile_n_frames(p), first + 20000);
+  fl_profile_destroy(&p);
+}
+
+/* A small CPU profile: main:5 -> work:12 (3 + 1), main:5 (1), main:7 ->
+ * other:20 (4); threads 1, 2 and 7. */
+static fl_profile_t *small_profile(uint32_t ids[4]) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  ids[0] = frame(p, "main", "cell[1]", 5, "cell[1]", 0, FL_FRAME_CELL);
+  ids[1] = frame(p, "work", "cell[1]", 12, "cell[1]", 0, FL_FRAME_CELL);
+  ids[2] = frame(p, "main", "cell[1]", 7, "cell[1]", 0, FL_FRAME_CELL);
+  ids[3] = frame(p, "other", "cell[1]", 20, "cell[1]", 0, FL_FRAME_CELL);
+  uint32_t s1[] = {ids[0], ids[1]}, s2[] = {ids[0]}, s3[] = {ids[2], ids[3]};
+  fl_profile_add_sample(p, s1, 2, 3, 0, 1);
+  fl_profile_add_sample(p, s2, 1, 1, 0, 7);
+  fl_profile_add_sample(p, s3, 2, 4, 0, 2);
+  fl_profile_add_sample(p, s1, 2, 1, 0, 2);
+  return p;
+}
+
+static void test_samples(void) {
+  uint32_t ids[4];
+  fl_profile_t *p = small_profile(ids);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  CHECK_INT(fl_profile_n_samples(p), 4);
+  CHECK_INT(info->samples, 4);
+  CHECK_INT(info->total_weight, 9);
+  CHECK_INT(info->total_allocs, 0);
+  CHECK_INT(info->interval_ns, 1000000);
+
+  fl_sample_t s;
+  fl_profile_sample(p, 0, &s);
+  CHECK_INT(s.n, 2);
+  CHECK_INT(s.stack[0], ids[0]);
+  CHECK_INT(s.stack[1], ids[1]);
+  CHECK_INT(s.weight, 3);
+  CHECK_INT(s.allocs, 0);
+  CHECK_INT(s.thread, 1);
+  const uint32_t *first_stack = s.stack;
+  fl_profile_sample(p, 1, &s);
+  CHECK_INT(s.n, 1);
+  CHECK_INT(s.stack[0], ids[0]);
+  CHECK_INT(s.thread, 7);
+  fl_profile_sample(p, 2, &s);
+  CHECK_INT(s.n, 2);
+  CHECK_INT(s.stack[0], ids[2]);
+  CHECK_INT(s.stack[1], ids[3]);
+  CHECK_INT(s.weight, 4);
+  fl_profile_sample(p, 3, &s);
+  CHECK_INT(s.weight, 1);
+  CHECK_INT(s.thread, 2);
+  /* Equal stacks are stored once. */
+  CHECK(s.stack == first_stack);
+
+  /* An empty stack is a sample too (its weight is the root's self). */
+  fl_profile_add_sample(p, NULL, 0, 2, 0, 1);
+  fl_profile_sample(p, 4, &s);
+  CHECK_INT(s.n, 0);
+  CHECK_INT(s.weight, 2);
+  CHECK_INT(info->total_weight, 11);
+
+  int *threads = NULL;
+  size_t n = fl_profile_threads(p, &threads);
+  CHECK_INT(n, 3);
+  if (n == 3) {
+    CHECK_INT(threads[0], 1);
+    CHECK_INT(threads[1], 2);
+    CHECK_INT(threads[2], 7);
+  }
+  free(threads);
+  fl_profile_destroy(&p);
+}
+
+static void test_threads_many(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t f = frame(p, "f", NULL, 0, NULL, 0, 0);
+  static const int order[] = {5, 3, 5, 5, 0, 3, -2, 9, 0, 5};
+  for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+    fl_profile_add_sample(p, &f, 1, 1, 0, order[i]);
+  int *threads = NULL;
+  size_t n = fl_profile_threads(p, &threads);
+  CHECK_INT(n, 5);
+  if (n == 5) {
+    CHECK_INT(threads[0], -2);
+    CHECK_INT(threads[1], 0);
+    CHECK_INT(threads[2], 3);
+    CHECK_INT(threads[3], 5);
+    CHECK_INT(threads[4], 9);
+  }
+  free(threads);
+  fl_profile_destroy(&p);
+}
+
+static void test_copy(void) {
+  uint32_t ids[4];
+  fl_profile_t *p = small_profile(ids);
+  fl_profile_info(p)->cpu_seconds = 0.5;
+  strcpy(fl_profile_info(p)->source, "cell[1]");
+  fl_profile_t *c = fl_profile_copy(p);
+  CHECK(c != NULL);
+  /* Nothing of the copy lives in the original. */
+  fl_profile_destroy(&p);
+  CHECK_INT(fl_profile_n_frames(c), 4);
+  CHECK_INT(fl_profile_n_samples(c), 4);
+  const fl_profile_info_t *info = fl_profile_info_const(c);
+  CHECK_INT(info->samples, 4);
+  CHECK_INT(info->total_weight, 9);
+  CHECK_INT(info->interval_ns, 1000000);
+  CHECK(info->cpu_seconds == 0.5);
+  CHECK_STR(info->source, "cell[1]");
+  CHECK_STR(fl_profile_frame(c, ids[3])->func, "other");
+  CHECK_INT(fl_profile_frame(c, ids[3])->line, 20);
+  fl_sample_t s, t;
+  fl_profile_sample(c, 2, &s);
+  CHECK_INT(s.n, 2);
+  CHECK_INT(s.stack[0], ids[2]);
+  CHECK_INT(s.stack[1], ids[3]);
+  CHECK_INT(s.weight, 4);
+  CHECK_INT(s.thread, 2);
+  /* The copy interns and shares stacks like the original. */
+  CHECK_INT(frame(c, "work", "cell[1]", 12, "cell[1]", 0, FL_FRAME_CELL), ids[1]);
+  uint32_t st[] = {ids[0], ids[1]};
+  fl_profile_add_sample(c, st, 2, 1, 0, 1);
+  fl_profile_sample(c, 0, &s);
+  fl_profile_sample(c, 4, &t);
+  CHECK(s.stack == t.stack);
+  CHECK_INT(fl_profile_n_samples(c), 5);
+
+  /* Changing the copy leaves the original alone. */
+  p = small_profile(ids);
+  fl_profile_t *c2 = fl_profile_copy(p);
+  fl_profile_add_sample(c2, st, 2, 10, 0, 1);
+  frame(c2, "new", NULL, 0, NULL, 0, 0);
+  CHECK_INT(fl_profile_n_samples(p), 4);
+  CHECK_INT(fl_profile_info_const(p)->total_weight, 9);
+  CHECK_INT(fl_profile_n_frames(p), 4);
+  fl_profile_destroy(&c2);
+  fl_profile_destroy(&p);
+  fl_profile_destroy(&c);
+
+  /* An empty profile copies. */
+  p = fl_profile_new(FL_PROFILE_ALLOC);
+  c = fl_profile_copy(p);
+  CHECK_INT(fl_profile_info_const(c)->kind, FL_PROFILE_ALLOC);
+  CHECK_INT(fl_profile_n_samples(c), 0);
+  fl_profile_destroy(&p);
+  fl_profile_destroy(&c);
+}
+
+static void test_merge(void) {
+  uint32_t ids[4];
+  fl_profile_t *p = small_profile(ids);
+  fl_profile_info(p)->dropped = 1;
+  fl_profile_info(p)->cpu_seconds = 1.0;
+
+  /* src has its frames in another order, one frame p lacks, and no interval. */
+  fl_profile_t *src = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t other = frame(src, "other", "cell[1]", 20, "cell[1]", 0, FL_FRAME_CELL);
+  uint32_t extra = frame(src, "extra", "cell[2]", 3, "cell[2]", 0, FL_FRAME_CELL);
+  uint32_t main7 = frame(src, "main", "cell[1]", 7, "cell[1]", 0, FL_FRAME_CELL);
+  uint32_t s1[] = {main7, other}, s2[] = {main7, extra};
+  fl_profile_add_sample(src, s1, 2, 5, 0, 3);
+  fl_profile_add_sample(src, s2, 2, 2, 0, 1);
+  fl_profile_info(src)->dropped = 2;
+  fl_profile_info(src)->cpu_seconds = 0.25;
+
+  fl_profile_merge(p, src);
+  CHECK_INT(fl_profile_n_frames(p), 5);
+  CHECK_INT(fl_profile_n_samples(p), 6);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  CHECK_INT(info->samples, 6);
+  CHECK_INT(info->total_weight, 16);
+  CHECK_INT(info->dropped, 3);
+  CHECK(info->cpu_seconds == 1.25);
+  CHECK_INT(info->interval_ns, 1000000);
+  fl_sample_t s, t;
+  fl_profile_sample(p, 4, &s);
+  CHECK_INT(s.n, 2);
+  CHECK_INT(s.stack[0], ids[2]); /* re-interned to p's ids */
+  CHECK_INT(s.stack[1], ids[3]);
+  CHECK_INT(s.weight, 5);
+  CHECK_INT(s.thread, 3);
+  fl_profile_sample(p, 2, &t);
+  CHECK(s.stack == t.stack); /* the same stack as p's own main:7 -> other */
+  fl_profile_sample(p, 5, &s);
+  CHECK_STR(fl_profile_frame(p, s.stack[1])->func, "extra");
+  CHECK_STR(fl_profile_frame(p, s.stack[1])->file, "cell[2]");
+  /* src is unchanged. */
+  CHECK_INT(fl_profile_n_samples(src), 2);
+  CHECK_INT(fl_profile_n_frames(src), 3);
+
+  /* Merging into an empty profile takes the interval. */
+  fl_profile_t *empty = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_merge(empty, p);
+  CHECK_INT(fl_profile_info_const(empty)->interval_ns, 1000000);
+  CHECK_INT(fl_profile_info_const(empty)->total_weight, 16);
+  CHECK_INT(fl_profile_n_samples(empty), 6);
+
+  /* Merging a profile into itself doubles it. */
+  fl_profile_merge(p, p);
+  CHECK_INT(fl_profile_n_samples(p), 12);
+  CHECK_INT(info->total_weight, 32);
+  CHECK_INT(fl_profile_n_frames(p), 5);
+  fl_profile_sample(p, 10, &s);
+  fl_profile_sample(p, 4, &t);
+  CHECK(s.stack == t.stack);
+  CHECK_INT(s.weight, 5);
+
+  fl_profile_destroy(&empty);
+  fl_profile_destroy(&src);
+  fl_profile_destroy(&p);
+}
+
+static void test_clear(void) {
+  uint32_t ids[4];
+  fl_profile_t *p = small_profile(ids);
+  fl_profile_info(p)->dropped = 4;
+  fl_profile_info(p)->cpu_seconds = 2;
+  strcpy(fl_profile_info(p)->source, "cell[1]");
+  fl_profile_clear(p);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  CHECK_INT(fl_profile_n_samples(p), 0);
+  CHECK_INT(info->samples, 0);
+  CHECK_INT(info->total_weight, 0);
+  CHECK_INT(info->dropped, 0);
+  CHECK(info->cpu_seconds == 0);
+  CHECK_STR(info->source, "");
+  CHECK_INT(info->kind, FL_PROFILE_CPU);
+  CHECK_INT(info->interval_ns, 1000000);
+  /* Frame ids stay valid. */
+  CHECK_STR(fl_profile_frame(p, ids[1])->func, "work");
+  CHECK_INT(frame(p, "work", "cell[1]", 12, "cell[1]", 0, FL_FRAME_CELL), ids[1]);
+  int *threads = NULL;
+  CHECK_INT(fl_profile_threads(p, &threads), 0);
+  free(threads);
+  /* And it fills again. */
+  uint32_t st[] = {ids[0], ids[1]};
+  fl_profile_add_sample(p, st, 2, 2, 0, 1);
+  fl_profile_add_sample(p, st, 2, 3, 0, 1);
+  fl_sample_t s, t;
+  fl_profile_sample(p, 0, &s);
+  fl_profile_sample(p, 1, &t);
+  CHECK(s.stack == t.stack);
+  CHECK_INT(s.stack[1], ids[1]);
+  CHECK_INT(info->total_weight, 5);
+  CHECK_INT(info->samples, 2);
+  fl_profile_destroy(&p);
+}
+
+static void test_alloc(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_info(p)->sample_rate = 0.01;
+  uint32_t m = frame(p, "main", "cell[1]", 3, "cell[1]", 0, FL_FRAME_CELL);
+  uint32_t mal = frame(p, "malloc", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM | FL_FRAME_ALLOC);
+  uint32_t st[] = {m, mal};
+  fl_profile_add_sample(p, st, 2, 4096, 2, 1);
+  fl_profile_add_sample(p, st, 2, 100, 1, 1);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  CHECK_INT(info->kind, FL_PROFILE_ALLOC);
+  CHECK_INT(info->total_weight, 4196);
+  CHECK_INT(info->total_allocs, 3);
+  CHECK(info->sample_rate == 0.01);
+  fl_sample_t s;
+  fl_profile_sample(p, 0, &s);
+  CHECK_INT(s.allocs, 2);
+  CHECK_INT(s.weight, 4096);
+
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_merge(q, p);
+  fl_profile_merge(q, p);
+  CHECK_INT(fl_profile_info_const(q)->total_allocs, 6);
+  CHECK_INT(fl_profile_info_const(q)->total_weight, 8392);
+  fl_profile_clear(q);
+  CHECK_INT(fl_profile_info_const(q)->total_allocs, 0);
+  CHECK_INT(fl_profile_info_const(q)->kind, FL_PROFILE_ALLOC);
+  fl_profile_destroy(&q);
+  fl_profile_destroy(&p);
+}
+
+/* Many samples over fewer distinct stacks: each distinct stack is shared. */
+static void test_many_samples(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t f[64];
+  char name[16];
+  for (int i = 0; i < 64; i++) {
+    snprintf(name, sizeof name, "f%d", i);
+    f[i] = frame(p, name, NULL, 0, NULL, 0, 0);
+  }
+  enum { DISTINCT = 5000, SAMPLES = 50000, DEPTH = 10 };
+  uint32_t st[DEPTH];
+  for (int i = 0; i < SAMPLES; i++) {
+    int s = (i * 7919) % DISTINCT;
+    for (int d = 0; d < DEPTH; d++) st[d] = f[(s >> (d * 2 % 13)) % 64];
+    st[DEPTH - 1] = (uint32_t)(s % 64);
+    st[DEPTH - 2] = (uint32_t)(s / 64 % 64);
+    fl_profile_add_sample(p, st, DEPTH, 1, 0, 1);
+  }
+  CHECK_INT(fl_profile_n_samples(p), SAMPLES);
+  int bad = 0;
+  fl_sample_t a, b;
+  for (int i = 0; i + DISTINCT < SAMPLES; i += 97) {
+    fl_profile_sample(p, (size_t)i, &a);
+    fl_profile_sample(p, (size_t)i + DISTINCT, &b); /* the same s */
+    if (a.stack != b.stack || a.n != DEPTH) bad++;
+  }
+  CHECK_INT(bad, 0);
+  fl_profile_destroy(&p);
+}
+
+int main(void) {
+  test_new();
+  test_interning();
+  test_samples();
+  test_threads_many();
+  test_copy();
+  test_merge();
+  test_clear();
+  test_alloc();
+  test_many_samples();
+  return TEST_DONE();
+}

@@ -1,0 +1,753 @@
+/* Tests the flame graph renderers (fl_vegalite, fl_svg, fl_bundle) on trees
+ * built with fl_profile and fl_tree: the structure of the Vega-Lite spec
+ * (rows, fields, bounds, layers, interactions), that the SVG is well-formed
+ * XML with one titled rect per row in the rows' colours, themes and icicles,
+ * allocation profiles, hostile function names, an empty profile, and the
+ * size bounds of SPEC.md section 4 on a big tree (at most 5,000 rows, a
+ * bundle under 1 MB).
+ *
+ *   test_render [DIR]
+ *
+ * With DIR (or $CFLAME_RENDER_OUT), the bundles and one 5,000-row spec are
+ * also written there as JSON files, for the real consumers:
+ * node tests/render/check_spec.mjs DIR (vega-lite, vega and an XML parser)
+ * and node tests/render/browser_test.mjs DIR (Chromium). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cflame/fl_profile.h"
+#include "cflame/fl_render.h"
+#include "cflame/fl_tree.h"
+#include "test.h"
+
+static const char *out_dir;
+
+static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int line,
+                      const char *module, uint32_t flags) {
+  fl_frame_t f = {.func = func, .file = file, .line = line, .module = module, .flags = flags};
+  return fl_profile_frame_id(p, &f);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void write_out(const char *name, const json_t *bundle) {
+  if (!out_dir) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", out_dir, name);
+  if (json_dump_file(bundle, path, JSON_COMPACT) != 0) {
+    fprintf(stderr, "cannot write %s\n", path);
+    test_failures++;
+  }
+}
+
+/* ---- a minimal XML well-formedness check ----
+ *
+ * Enough for what fl_svg writes and for what would break it: one root
+ * element, tags closed in order, attribute values quoted and free of '<',
+ * known entity references only, no bare '&' or '<' in text, no control
+ * characters, valid UTF-8. Returns NULL, or what is wrong. */
+
+static const char *xml_entity(const char **pp) {
+  const char *p = *pp; /* at '&' */
+  static const char *const names[] = {"amp;", "lt;", "gt;", "apos;", "quot;"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    size_t n = strlen(names[i]);
+    if (strncmp(p + 1, names[i], n) == 0) {
+      *pp = p + 1 + n;
+      return NULL;
+    }
+  }
+  if (p[1] == '#') {
+    const char *q = p + 2;
+    if (*q == 'x') q++;
+    const char *digits = q;
+    while ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f') || (*q >= 'A' && *q <= 'F')) q++;
+    if (q > digits && *q == ';') {
+      *pp = q + 1;
+      return NULL;
+    }
+  }
+  return "bad entity reference";
+}
+
+static bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == ':' || c == '.';
+}
+
+static const char *xml_check(const char *s) {
+  char stack[64][32];
+  int depth = 0, roots = 0;
+  const unsigned char *u = (const unsigned char *)s;
+  for (size_t i = 0; u[i]; i++) {
+    if (u[i] < 0x20 && u[i] != '\n' && u[i] != '\t' && u[i] != '\r') return "control character";
+    if (u[i] >= 0x80) { /* validate UTF-8 lead and continuation bytes */
+      int len = u[i] >= 0xf0 ? 4 : u[i] >= 0xe0 ? 3 : u[i] >= 0xc2 ? 2 : 0;
+      if (len == 0 || u[i] > 0xf4) return "invalid UTF-8";
+      for (int k = 1; k < len; k++)
+        if ((u[i + k] & 0xc0) != 0x80) return "invalid UTF-8";
+      i += len - 1;
+    }
+  }
+  const char *p = s;
+  if (strncmp(p, "<?xml", 5) == 0) {
+    p = strstr(p, "?>");
+    if (!p) return "unterminated XML declaration";
+    p += 2;
+  }
+  while (*p) {
+    if (*p == '<') {
+      if (p[1] == '/') {
+        const char *q = p + 2, *name = q;
+        while (name_char(*q)) q++;
+        size_t n = (size_t)(q - name);
+        if (*q != '>') return "bad end tag";
+        if (depth == 0 || strlen(stack[depth - 1]) != n || strncmp(stack[depth - 1], name, n))
+          return "end tag does not match";
+        depth--;
+        p = q + 1;
+        continue;
+      }
+      const char *q = p + 1, *name = q;
+      while (name_char(*q)) q++;
+      size_t n = (size_t)(q - name);
+      if (n == 0 || n >= sizeof stack[0]) return "bad tag name";
+      if (depth == 0 && ++roots > 1) return "more than one root element";
+      for (;;) { /* attributes */
+        while (*q == ' ' || *q == '\n' || *q == '\t') q++;
+        if (*q == '>' || (q[0] == '/' && q[1] == '>')) break;
+        const char *attr = q;
+        while (name_char(*q)) q++;
+        if (q == attr || *q != '=') return "bad attribute";
+        char quote = *++q;
+        if (quote != '\'' && quote != '"') return "unquoted attribute value";
+        for (q++; *q != quote; q++) {
+          if (!*q || *q == '<') return "bad attribute value";
+          if (*q == '&') {
+            const char *why = xml_entity(&q);
+            if (why) return why;
+            q--;
+          }
+        }
+        q++;
+        if (*q != ' ' && *q != '>' && *q != '/' && *q != '\n') return "attributes run together";
+      }
+      if (*q == '>') {
+        if (depth == (int)(sizeof stack / sizeof *stack)) return "too deep";
+        memcpy(stack[depth], name, n);
+        stack[depth++][n] = '\0';
+        p = q + 1;
+      } else {
+        p = q + 2;
+      }
+      continue;
+    }
+    if (*p == '&') {
+      const char *why = xml_entity(&p);
+      if (why) return why;
+      continue;
+    }
+    if (*p == '>' && p > s && p[-1] == ']') return "']]>' in text";
+    if (depth == 0 && *p != ' ' && *p != '\n' && *p != '\t' && *p != '\r')
+      return "text outside the root element";
+    p++;
+  }
+  if (depth != 0) return "unclosed element";
+  if (roots != 1) return "no root element";
+  return NULL;
+}
+
+static void test_xml_check(void) {
+  CHECK(xml_check("<a x='1'><b/>t &amp; u</a>") == NULL);
+  CHECK(xml_check("<?xml version='1.0'?>\n<a>\n</a>\n") == NULL);
+  CHECK(xml_check("<a><b></a>") != NULL);
+  CHECK(xml_check("<a>x & y</a>") != NULL);
+  CHECK(xml_check("<a>x < y</a>") != NULL);
+  CHECK(xml_check("<a x=1/>") != NULL);
+  CHECK(xml_check("<a/><b/>") != NULL);
+  CHECK(xml_check("<a>\x01</a>") != NULL);
+  CHECK(xml_check("<a>\xff</a>") != NULL);
+  CHECK(xml_check("<a x='<'/>") != NULL);
+}
+
+/* ---- helpers on the outputs ---- */
+
+static size_t count_of(const char *s, const char *needle) {
+  size_t n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* The layer of spec named name, or NULL. Borrowed. */
+static json_t *layer_named(json_t *spec, const char *name) {
+  size_t i;
+  json_t *layer;
+  json_array_foreach(json_object_get(spec, "layer"), i, layer) {
+    if (json_is_string(json_object_get(layer, "name")) &&
+        strcmp(json_string_value(json_object_get(layer, "name")), name) == 0)
+      return layer;
+  }
+  return NULL;
+}
+
+/* The tooltip expression of a layer's mark, or "". Borrowed. */
+static const char *tooltip_expr(json_t *layer) {
+  const char *s = json_string_value(
+      json_object_get(json_object_get(json_object_get(layer, "mark"), "tooltip"), "expr"));
+  CHECK(s != NULL);
+  return s ? s : "";
+}
+
+/* Checks the rows against the tree: one per node (when all fit), the
+ * fields and their values, bounds. */
+static void check_rows(json_t *spec, const fl_tree_t *t, bool alloc) {
+  json_t *rows = json_object_get(json_object_get(spec, "data"), "values");
+  CHECK(json_is_array(rows));
+  size_t n = json_array_size(rows);
+  CHECK(n >= 1 && n <= 5000);
+  const fl_node_t *root = fl_tree_root(t);
+  static const char *const fields[] = {"id",    "parent", "depth",  "x0",   "x1",
+                                       "count", "self",   "pct",    "func", "file",
+                                       "line",  "module", "status", "color"};
+  size_t i;
+  json_t *row;
+  int max_depth = 0;
+  json_array_foreach(rows, i, row) {
+    for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
+      if (!json_object_get(row, fields[f])) {
+        fprintf(stderr, "row %zu has no %s\n", i, fields[f]);
+        CHECK(0);
+      }
+    }
+    CHECK(alloc == (json_object_get(row, "allocs") != NULL));
+    json_int_t id = json_integer_value(json_object_get(row, "id"));
+    const fl_node_t *node = fl_tree_node(t, (size_t)id);
+    CHECK(node != NULL);
+    if (!node) continue;
+    CHECK_INT(json_integer_value(json_object_get(row, "x0")), node->x0);
+    CHECK_INT(json_integer_value(json_object_get(row, "x1")), node->x1);
+    CHECK_INT(json_integer_value(json_object_get(row, "count")), node->count);
+    CHECK_INT(json_integer_value(json_object_get(row, "self")), node->self);
+    CHECK_INT(json_integer_value(json_object_get(row, "depth")), node->depth);
+    CHECK_INT(json_integer_value(json_object_get(row, "status")), node->status);
+    CHECK_STR(json_string_value(json_object_get(row, "func")), node->frame.func);
+    CHECK(node->x1 - node->x0 == node->count);
+    CHECK(node->x0 >= root->x0 && node->x1 <= root->x1);
+    if (i == 0) {
+      CHECK(json_is_null(json_object_get(row, "parent")));
+      CHECK(node == root);
+    } else {
+      CHECK_INT(json_integer_value(json_object_get(row, "parent")), node->parent->id);
+    }
+    double pct = json_number_value(json_object_get(row, "pct"));
+    double want = root->count ? 100.0 * (double)node->count / (double)root->count : 0;
+    CHECK(pct > want - 0.001 && pct < want + 0.001);
+    const char *color = json_string_value(json_object_get(row, "color"));
+    CHECK(color && strlen(color) == 7 && color[0] == '#');
+    if (alloc) CHECK_INT(json_integer_value(json_object_get(row, "allocs")), node->allocs);
+    if (node->depth > max_depth) max_depth = node->depth;
+  }
+  /* The y scale spans the drawn levels. */
+  json_t *ydomain = json_object_get(
+      json_object_get(
+          json_object_get(json_object_get(layer_named(spec, "frames"), "encoding"), "y"), "scale"),
+      "domain");
+  CHECK_INT(json_integer_value(json_array_get(ydomain, 1)), max_depth + 1);
+}
+
+/* Each row's colour is the fill of the SVG rect whose title names its
+ * function, in the same order. */
+static void check_svg_matches(const char *svg, json_t *spec) {
+  json_t *rows = json_object_get(json_object_get(spec, "data"), "values");
+  const char *p = svg;
+  size_t i;
+  json_t *row;
+  json_array_foreach(rows, i, row) {
+    p = strstr(p, "<rect x=");
+    CHECK(p != NULL);
+    if (!p) return;
+    const char *fill = strstr(p, "fill='");
+    char want[32];
+    snprintf(want, sizeof want, "fill='%s'", json_string_value(json_object_get(row, "color")));
+    CHECK(fill && strncmp(fill, want, strlen(want)) == 0);
+    p = fill ? fill : p + 1;
+  }
+}
+
+/* ---- profiles ---- */
+
+/* A cell that calls work (two lines), qsort with a comparator, and malloc. */
+static fl_profile_t *small_profile(fl_profile_kind_t kind) {
+  fl_profile_t *p = fl_profile_new(kind);
+  uint32_t main_ = frame(p, "main", "cell[1]", 3, "cell[1]", FL_FRAME_CELL);
+  uint32_t work5 = frame(p, "work", "cell[1]", 5, "cell[1]", FL_FRAME_CELL);
+  uint32_t work6 = frame(p, "work", "cell[1]", 6, "cell[1]", FL_FRAME_CELL);
+  uint32_t qsort_ = frame(p, "qsort", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
+  uint32_t cmp = frame(p, "cmp_doubles", "cell[1]", 9, "cell[1]", FL_FRAME_CELL);
+  uint32_t malloc_ = frame(p, "malloc", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM | FL_FRAME_ALLOC);
+  uint32_t s1[] = {main_, work5}, s2[] = {main_, work6}, s3[] = {main_, qsort_, cmp},
+           s4[] = {main_, qsort_}, s5[] = {main_, malloc_}, s6[] = {main_};
+  bool alloc = kind == FL_PROFILE_ALLOC;
+  fl_profile_add_sample(p, s1, 2, alloc ? 4096 : 40, alloc ? 2 : 0, 1);
+  fl_profile_add_sample(p, s2, 2, alloc ? 1024 : 25, alloc ? 1 : 0, 1);
+  fl_profile_add_sample(p, s3, 3, alloc ? 64 : 20, alloc ? 4 : 0, 1);
+  fl_profile_add_sample(p, s4, 2, alloc ? 16 : 8, alloc ? 1 : 0, 1);
+  fl_profile_add_sample(p, s5, 2, alloc ? 2048 : 5, alloc ? 1 : 0, 1);
+  fl_profile_add_sample(p, s6, 1, alloc ? 8 : 2, alloc ? 1 : 0, 1);
+  return p;
+}
+
+static fl_tree_t *tree_of(const fl_profile_t *p, bool C, double minwidth) {
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.C = C;
+  o.minwidth = minwidth;
+  char err[256] = "";
+  fl_tree_t *t = fl_tree_build(p, &o, "cell[1]", err, sizeof err);
+  if (!t) fprintf(stderr, "fl_tree_build: %s\n", err);
+  CHECK(t != NULL);
+  return t;
+}
+
+/* ---- tests ---- */
+
+static void test_view_opts(void) {
+  fl_view_opts_t v;
+  memset(&v, 0x5a, sizeof v);
+  fl_view_opts_init(&v);
+  CHECK_INT(v.width, 800);
+  CHECK_INT(v.height, 0);
+  CHECK(v.title == NULL && v.note == NULL);
+  CHECK(!v.icicle && !v.dark);
+  CHECK_INT(v.max_rows, 5000);
+}
+
+static void test_small(void) {
+  fl_profile_t *p = small_profile(FL_PROFILE_CPU);
+  fl_tree_t *t = tree_of(p, true, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.title = "cell[1]";
+  v.note = "100 samples at 1 ms, 0.100 s CPU";
+  char err[256] = "";
+  json_t *spec = fl_vegalite(t, &v, err, sizeof err);
+  CHECK(spec != NULL);
+  if (!spec) goto done;
+  CHECK_STR(json_string_value(json_object_get(spec, "$schema")),
+            "https://vega.github.io/schema/vega-lite/v5.json");
+  CHECK_INT(json_array_size(json_object_get(json_object_get(spec, "data"), "values")),
+            fl_tree_n_nodes(t));
+  check_rows(spec, t, false);
+  CHECK_INT(json_integer_value(json_object_get(spec, "width")), 800);
+  /* 18 pixels a level: root, main, qsort, cmp_doubles. */
+  CHECK(json_number_value(json_object_get(spec, "height")) == 4 * 18);
+  json_t *title = json_object_get(spec, "title");
+  CHECK_STR(json_string_value(json_object_get(title, "text")), "cell[1]");
+  CHECK_STR(json_string_value(json_array_get(json_object_get(title, "subtitle"), 0)), v.note);
+
+  /* The search box. */
+  json_t *search = json_array_get(json_object_get(spec, "params"), 0);
+  CHECK_STR(json_string_value(json_object_get(search, "name")), "search");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(search, "bind"), "input")), "search");
+  /* Pan and zoom: an interval on x bound to the scales; click-zoom. */
+  json_t *frames = layer_named(spec, "frames");
+  CHECK(frames != NULL);
+  json_t *pan = json_array_get(json_object_get(frames, "params"), 0);
+  CHECK_STR(json_string_value(json_object_get(pan, "bind")), "scales");
+  json_t *sel = json_object_get(pan, "select");
+  CHECK_STR(json_string_value(json_object_get(sel, "type")), "interval");
+  CHECK_INT(json_array_size(json_object_get(sel, "encodings")), 1);
+  CHECK_STR(json_string_value(json_array_get(json_object_get(sel, "encodings"), 0)), "x");
+  json_t *pick = json_array_get(json_object_get(frames, "params"), 1);
+  CHECK_STR(json_string_value(json_object_get(pick, "name")), "pick");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(pick, "select"), "clear")),
+            "dblclick");
+  /* The tooltip names what SPEC.md asks for, in order. */
+  const char *tooltip = tooltip_expr(frames);
+  const char *want[] = {
+      "'function':", "'file:line':", "'module':", "'samples':", "'self':", "'percent':"};
+  const char *at = tooltip;
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    at = at ? strstr(at, want[i]) : NULL;
+    CHECK(at != NULL);
+  }
+  CHECK(strstr(tooltip, "'folded in'") != NULL);
+  CHECK(strstr(tooltip, "bytes") == NULL);
+  CHECK(layer_named(spec, "labels") != NULL);
+  CHECK(layer_named(spec, "share") != NULL);
+  /* The legend names the kinds drawn: root, cell code, system library,
+   * allocator (malloc is both; the allocator wins). */
+  json_t *legend = layer_named(spec, "legend");
+  json_t *domain = json_object_get(
+      json_object_get(json_object_get(json_object_get(legend, "encoding"), "color"), "scale"),
+      "domain");
+  CHECK_INT(json_array_size(domain), 4);
+  CHECK_STR(json_string_value(json_array_get(domain, 0)), "cell code");
+  CHECK_STR(json_string_value(json_array_get(domain, 1)), "system library");
+  CHECK_STR(json_string_value(json_array_get(domain, 2)), "allocator");
+  CHECK_STR(json_string_value(json_array_get(domain, 3)), "root");
+
+  /* The SVG: well-formed, a titled rect per row in the row's colour. */
+  char *svg = fl_svg(t, &v);
+  CHECK(svg != NULL);
+  if (svg) {
+    const char *why = xml_check(svg);
+    if (why) fprintf(stderr, "SVG: %s\n", why);
+    CHECK(why == NULL);
+    CHECK(strstr(svg, "xmlns='http://www.w3.org/2000/svg'") != NULL);
+    CHECK_INT(count_of(svg, "<title>"), fl_tree_n_nodes(t));
+    CHECK_INT(count_of(svg, "</rect>"), fl_tree_n_nodes(t));
+    check_svg_matches(svg, spec);
+    CHECK(strstr(svg, ">cell[1]</text>") != NULL);                  /* the title */
+    CHECK(strstr(svg, "100 samples at 1 ms, 0.100 s CPU") != NULL); /* the note */
+    CHECK(strstr(svg, "<title>work\ncell[1]:5 (cell[1])\n40 samples (40%), self 40</title>"));
+    CHECK(strstr(svg, ">system library</text>") != NULL); /* the legend */
+    CHECK(strstr(svg, "fill='#ffffff'") != NULL);
+  }
+  free(svg);
+
+  /* The bundle. */
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (bundle) {
+    CHECK(json_is_object(json_object_get(bundle, "application/vnd.vegalite.v5+json")));
+    CHECK(json_is_string(json_object_get(bundle, "image/svg+xml")));
+    const char *text = json_string_value(json_object_get(bundle, "text/plain"));
+    CHECK(text && strstr(text, "cmp_doubles") != NULL);
+    CHECK(text && strchr(text, '\n') != NULL); /* the report keeps its lines */
+    write_out("small.json", bundle);
+  }
+  json_decref(bundle);
+done:
+  json_decref(spec);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+static void test_dark_icicle_folded(void) {
+  fl_profile_t *p = small_profile(FL_PROFILE_CPU);
+  fl_tree_t *t = tree_of(p, false, 0); /* qsort and malloc folded into main */
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.dark = true;
+  v.icicle = true;
+  v.width = 600;
+  v.height = 300;
+  char err[256] = "";
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (!bundle) goto done;
+  json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+  check_rows(spec, t, false);
+  CHECK_STR(json_string_value(json_object_get(spec, "background")), "#1e1e1e");
+  CHECK_INT(json_integer_value(json_object_get(spec, "width")), 600);
+  CHECK(json_number_value(json_object_get(spec, "height")) == 300);
+  json_t *y = json_object_get(json_object_get(layer_named(spec, "frames"), "encoding"), "y");
+  CHECK(json_is_true(json_object_get(json_object_get(y, "scale"), "reverse")));
+  const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+  CHECK(svg && xml_check(svg) == NULL);
+  CHECK(svg && strstr(svg, "fill='#1e1e1e'") != NULL);
+  CHECK(svg && strstr(svg, "folded in: system libraries, allocator") != NULL);
+  /* Icicle: the root is at the top of the plot, main right under it. */
+  const char *root_rect = svg ? strstr(svg, "<rect x='10' y='") : NULL;
+  CHECK(root_rect != NULL);
+  write_out("dark-icicle.json", bundle);
+done:
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+static void test_alloc(void) {
+  fl_profile_t *p = small_profile(FL_PROFILE_ALLOC);
+  fl_tree_t *t = tree_of(p, true, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.title = "allocations of cell[1]";
+  char err[256] = "";
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (!bundle) goto done;
+  json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+  check_rows(spec, t, true);
+  json_t *frames = layer_named(spec, "frames");
+  json_t *x = json_object_get(json_object_get(frames, "encoding"), "x");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(x, "axis"), "title")), "bytes");
+  const char *tooltip = tooltip_expr(frames);
+  CHECK(strstr(tooltip, "'bytes': format(datum.count") != NULL);
+  CHECK(strstr(tooltip, "'self bytes': format(datum.self") != NULL);
+  CHECK(strstr(tooltip, "'allocations': format(datum.allocs") != NULL);
+  CHECK(strstr(tooltip, "'samples'") == NULL);
+  const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+  CHECK(svg && xml_check(svg) == NULL);
+  CHECK(svg && strstr(svg, "4,096 bytes (56.") != NULL);
+  CHECK(svg && strstr(svg, "2 allocations") != NULL);
+  write_out("alloc.json", bundle);
+done:
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* Names that break naive JSON and XML writers. */
+static void test_hostile_names(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t a = frame(p, "operator<<&'\"]]>", "a&b<c>.c", 1, "lib\x01x.so", FL_FRAME_CELL);
+  uint32_t b = frame(p, "bad\xff\xfeutf8\xc3", NULL, 0, NULL, FL_FRAME_CELL);
+  uint32_t c = frame(p, "caf\xc3\xa9_\xe6\x97\xa5\xe6\x9c\xac_a_rather_long_function_name",
+                     "cell[2]", 7, "cell[2]", FL_FRAME_CELL);
+  uint32_t s1[] = {a, b}, s2[] = {a, c};
+  fl_profile_add_sample(p, s1, 2, 30, 0, 1);
+  fl_profile_add_sample(p, s2, 2, 70, 0, 1);
+  fl_tree_t *t = tree_of(p, true, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.title = "<script>alert('x')</script> & \xff";
+  v.note = "note\twith\ncontrols\x01";
+  char err[256] = "";
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (!bundle) goto done;
+  char *dumped = json_dumps(bundle, JSON_COMPACT);
+  CHECK(dumped != NULL); /* every string is valid UTF-8 */
+  json_t *again = dumped ? json_loads(dumped, 0, NULL) : NULL;
+  CHECK(again != NULL);
+  json_decref(again);
+  free(dumped);
+  const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+  const char *why = svg ? xml_check(svg) : "no SVG";
+  if (why) fprintf(stderr, "SVG: %s\n", why);
+  CHECK(why == NULL);
+  CHECK(svg && strstr(svg, "operator&lt;&lt;&amp;&apos;&quot;]]&gt;") != NULL);
+  CHECK(svg && strstr(svg, "&lt;script&gt;") != NULL && strstr(svg, "<script") == NULL);
+  CHECK(svg && strstr(svg, ">note with controls?</text>") != NULL);
+  CHECK(svg && strstr(svg, "caf\xc3\xa9_\xe6\x97\xa5\xe6\x9c\xac_a_rather_long") != NULL);
+  write_out("hostile.json", bundle);
+done:
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* A long note is cut between characters, never inside one. */
+static void test_long_note(void) {
+  fl_profile_t *p = small_profile(FL_PROFILE_CPU);
+  fl_tree_t *t = tree_of(p, true, 0);
+  char note[2000] = "";
+  /* é is two bytes: a cut at the odd byte FL__NOTE_SIZE - 1 would split one. */
+  while (strlen(note) + 2 < sizeof note) strcat(note, "\xc3\xa9");
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.note = note;
+  char err[256] = "";
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (bundle) {
+    json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+    const char *shown = json_string_value(
+        json_array_get(json_object_get(json_object_get(spec, "title"), "subtitle"), 0));
+    CHECK(shown && strlen(shown) > 400);
+    const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+    CHECK(svg && xml_check(svg) == NULL);
+  }
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+static void test_empty(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_tree_t *t = tree_of(p, false, 0.001);
+  char err[256] = "";
+  json_t *bundle = fl_bundle(t, NULL, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (bundle) {
+    json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+    CHECK_INT(json_array_size(json_object_get(json_object_get(spec, "data"), "values")), 1);
+    const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+    CHECK(svg && xml_check(svg) == NULL);
+    write_out("empty.json", bundle);
+  }
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* A deterministic pseudo-random generator (xorshift). */
+static uint64_t rng_state = 88172645463325252u;
+static uint64_t rng(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+/* Hundreds of functions in thousands of distinct stacks, and a recursion
+ * `recursion` deep: far more frames than 5,000 rows. */
+static fl_profile_t *big_profile(size_t recursion) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  enum { N_FUNCS = 400, N_STACKS = 30000, MAX_RECURSION = 1000 };
+  uint32_t funcs[N_FUNCS];
+  for (int i = 0; i < N_FUNCS; i++) {
+    char name[64], file[64];
+    uint32_t flags = i % 5 == 0 ? FL_FRAME_SYSTEM : FL_FRAME_CELL;
+    snprintf(name, sizeof name, "%s_function_%03d", flags == FL_FRAME_SYSTEM ? "lib" : "cell", i);
+    snprintf(file, sizeof file, "cell[%d]", 1 + i % 7);
+    funcs[i] = frame(p, name, flags == FL_FRAME_SYSTEM ? NULL : file,
+                     flags == FL_FRAME_SYSTEM ? 0 : 1 + i % 90,
+                     flags == FL_FRAME_SYSTEM ? "libbig.so.1" : file, flags);
+  }
+  uint32_t main_ = frame(p, "main", "cell[1]", 1, "cell[1]", FL_FRAME_CELL);
+  uint32_t fib = frame(p, "fib", "cell[1]", 4, "cell[1]", FL_FRAME_CELL);
+  uint32_t stack[MAX_RECURSION + 64];
+  if (recursion > MAX_RECURSION) recursion = MAX_RECURSION;
+  for (int s = 0; s < N_STACKS; s++) {
+    size_t n = 0;
+    stack[n++] = main_;
+    size_t depth = 2 + rng() % 40;
+    uint64_t path = rng() % 6; /* a few hot prefixes, so stacks share nodes */
+    for (size_t d = 0; d < depth; d++) {
+      uint64_t pick = d < 4 ? (path * 7 + d) % N_FUNCS : rng() % N_FUNCS;
+      stack[n++] = funcs[pick];
+    }
+    fl_profile_add_sample(p, stack, n, 1 + rng() % 20, 0, 1);
+  }
+  for (int s = 0; s < 200; s++) {
+    size_t n = 0;
+    stack[n++] = main_;
+    size_t depth = recursion - (size_t)(rng() % (recursion / 5 + 1));
+    for (size_t d = 0; d < depth; d++) stack[n++] = fib;
+    fl_profile_add_sample(p, stack, n, 3, 0, 1);
+  }
+  return p;
+}
+
+static void test_big(void) {
+  fl_profile_t *p = big_profile(600);
+  fl_tree_t *t = tree_of(p, true, 0); /* minwidth 0: every frame visible */
+  fprintf(stderr, "big tree: %zu nodes, max depth %d\n", fl_tree_n_nodes(t), fl_tree_max_depth(t));
+  CHECK(fl_tree_n_nodes(t) > 20000);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.title = "big";
+  char err[256] = "";
+
+  double t0 = now_ms();
+  json_t *spec = fl_vegalite(t, &v, err, sizeof err);
+  double t1 = now_ms();
+  char *svg = fl_svg(t, &v);
+  double t2 = now_ms();
+  CHECK(spec != NULL && svg != NULL);
+  if (spec) {
+    json_t *rows = json_object_get(json_object_get(spec, "data"), "values");
+    CHECK_INT(json_array_size(rows), 5000);
+    check_rows(spec, t, false);
+    /* The note says what is not drawn. */
+    const char *note = json_string_value(
+        json_array_get(json_object_get(json_object_get(spec, "title"), "subtitle"), 0));
+    CHECK(note && strstr(note, "left out to draw at most 5,000") != NULL);
+    size_t bytes = json_dumpb(spec, NULL, 0, JSON_COMPACT);
+    fprintf(stderr, "5000 rows: spec %zu bytes in %.1f ms, SVG %zu bytes in %.1f ms\n", bytes,
+            t1 - t0, svg ? strlen(svg) : 0, t2 - t1);
+  }
+  if (svg) {
+    CHECK(xml_check(svg) == NULL);
+    CHECK_INT(count_of(svg, "<title>"), 5000);
+  }
+  json_decref(spec);
+  free(svg);
+
+  /* The bundle stays under 1 MB, with as many rows as fit. */
+  double t3 = now_ms();
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  double t4 = now_ms();
+  CHECK(bundle != NULL);
+  if (bundle) {
+    size_t bytes = json_dumpb(bundle, NULL, 0, JSON_COMPACT);
+    json_t *bspec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+    size_t n = json_array_size(json_object_get(json_object_get(bspec, "data"), "values"));
+    fprintf(stderr, "bundle: %zu bytes, %zu rows, %.1f ms\n", bytes, n, t4 - t3);
+    CHECK(bytes < 1000000);
+    CHECK(n <= 5000 && n >= 1000);
+    check_rows(bspec, t, false);
+    const char *svgb = json_string_value(json_object_get(bundle, "image/svg+xml"));
+    CHECK(svgb && xml_check(svgb) == NULL);
+    CHECK(svgb && count_of(svgb, "<title>") == n);
+    write_out("big.json", bundle);
+  }
+  json_decref(bundle);
+
+  /* A shallower recursion, with the default minwidth: the narrow frames
+   * are hidden, and said so. */
+  fl_profile_t *p2 = big_profile(30);
+  fl_tree_t *t2_ = tree_of(p2, true, 0.001);
+  bundle = fl_bundle(t2_, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (bundle) {
+    CHECK(json_dumpb(bundle, NULL, 0, JSON_COMPACT) < 1000000);
+    json_t *bspec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+    const char *note = json_string_value(
+        json_array_get(json_object_get(json_object_get(bspec, "title"), "subtitle"), 0));
+    CHECK(note && strstr(note, "narrow frames hidden") != NULL);
+    write_out("big-minwidth.json", bundle);
+  }
+  json_decref(bundle);
+  fl_tree_destroy(&t2_);
+
+  /* The same shallow profile with every frame: the spec alone has 5,000
+   * rows; the bundle keeps as many as fit in 1 MB. */
+  t2_ = tree_of(p2, true, 0);
+  v.title = "every frame";
+  double t5 = now_ms();
+  json_t *spec5000 = fl_vegalite(t2_, &v, err, sizeof err);
+  double t6 = now_ms();
+  CHECK(spec5000 != NULL);
+  if (spec5000) {
+    CHECK_INT(json_array_size(json_object_get(json_object_get(spec5000, "data"), "values")), 5000);
+    fprintf(stderr, "shallow tree, %zu nodes: 5000-row spec in %.1f ms\n", fl_tree_n_nodes(t2_),
+            t6 - t5);
+    write_out("big-5000.vl.json", spec5000);
+  }
+  json_decref(spec5000);
+  bundle = fl_bundle(t2_, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (bundle) {
+    CHECK(json_dumpb(bundle, NULL, 0, JSON_COMPACT) < 1000000);
+    write_out("big-shallow.json", bundle);
+  }
+  json_decref(bundle);
+  fl_tree_destroy(&t2_);
+  fl_profile_destroy(&p2);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+int main(int argc, char **argv) {
+  out_dir = argc > 1 ? argv[1] : getenv("CFLAME_RENDER_OUT");
+  if (out_dir && !out_dir[0]) out_dir = NULL;
+  if (out_dir) {
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+      perror(out_dir);
+      return 1;
+    }
+  }
+  test_xml_check();
+  test_view_opts();
+  test_small();
+  test_dark_icicle_folded();
+  test_alloc();
+  test_hostile_names();
+  test_long_note();
+  test_empty();
+  test_big();
+  return TEST_DONE();
+}

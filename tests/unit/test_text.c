@@ -1,0 +1,443 @@
+/* Tests the text reports (fl_text_tree, fl_text_flat) on small trees whose
+ * every line is known: layout, cutting to cols, deep indentation, maxdepth,
+ * mincount, max_lines, the hidden-frames note, flat aggregation counted
+ * once per sample, allocation units. */
+#include "cflame/fl_render.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int line,
+                      const char *module) {
+  fl_frame_t f = {
+      .func = func, .file = file, .line = line, .module = module, .flags = FL_FRAME_CELL};
+  return fl_profile_frame_id(p, &f);
+}
+
+static uint32_t cell(fl_profile_t *p, const char *func, int line) {
+  return frame(p, func, "cell[1]", line, "cell[1]");
+}
+
+static void sample(fl_profile_t *p, uint64_t weight, uint64_t allocs, int n, ...) {
+  uint32_t st[64];
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) st[i] = va_arg(ap, uint32_t);
+  va_end(ap);
+  fl_profile_add_sample(p, st, (size_t)n, weight, allocs, 1);
+}
+
+static fl_tree_t *build(const fl_profile_t *p, double minwidth, bool lines, const char *root) {
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.minwidth = minwidth;
+  o.lines = lines;
+  char err[128];
+  fl_tree_t *t = fl_tree_build(p, &o, root, err, sizeof err);
+  if (!t) {
+    fprintf(stderr, "build failed: %s\n", err);
+    exit(1);
+  }
+  return t;
+}
+
+/* Checks a report (new string, freed here) against the expected text. */
+#define CHECK_REPORT(report, want) \
+  do {                             \
+    char *r_ = (report);           \
+    CHECK_STR(r_, (want));         \
+    free(r_);                      \
+  } while (0)
+
+/* The basic profile of test_tree.c: [main:7, other:20] 4, [main:5,
+ * work:13] 2, [main:5, work:12, helper:30] 3, [main:5] 1, [main:5, work:12]
+ * 1, at 1 ms. */
+static fl_profile_t *basic_profile(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  uint32_t m7 = cell(p, "main", 7), o20 = cell(p, "other", 20), m5 = cell(p, "main", 5);
+  uint32_t w13 = cell(p, "work", 13), w12 = cell(p, "work", 12), h30 = cell(p, "helper", 30);
+  sample(p, 4, 0, 2, m7, o20);
+  sample(p, 2, 0, 2, m5, w13);
+  sample(p, 3, 0, 3, m5, w12, h30);
+  sample(p, 1, 0, 1, m5);
+  sample(p, 1, 0, 2, m5, w12);
+  return p;
+}
+
+static void test_opts_init(void) {
+  fl_text_opts_t o;
+  memset(&o, 0xff, sizeof o);
+  fl_text_opts_init(&o);
+  CHECK_INT(o.maxdepth, 0);
+  CHECK_INT(o.mincount, 0);
+  CHECK_INT(o.cols, 100);
+  CHECK_INT(o.max_lines, 0);
+}
+
+static void test_tree_basic(void) {
+  fl_profile_t *p = basic_profile();
+  fl_tree_t *t = build(p, 0.001, true, "cell[1]");
+  fl_text_opts_t o;
+  fl_text_opts_init(&o);
+  static const char want[] =
+      "Total: 11 samples (interval 1 ms)\n"
+      "Count  Self  Frame\n"
+      "   11     0  cell[1]\n"
+      "    7     1    main  cell[1]:5\n"
+      "    4     1      work  cell[1]:12\n"
+      "    3     3        helper  cell[1]:30\n"
+      "    2     2      work  cell[1]:13\n"
+      "    4     0    main  cell[1]:7\n"
+      "    4     4      other  cell[1]:20\n";
+  CHECK_REPORT(fl_text_tree(t, &o), want);
+  CHECK_REPORT(fl_text_tree(t, NULL), want); /* NULL: the defaults */
+
+  /* maxdepth: the root is depth 0. */
+  o.maxdepth = 1;
+  CHECK_REPORT(fl_text_tree(t, &o),
+               "Total: 11 samples (interval 1 ms)\n"
+               "Count  Self  Frame\n"
+               "   11     0  cell[1]\n"
+               "    7     1    main  cell[1]:5\n"
+               "    4     0    main  cell[1]:7\n");
+  /* mincount */
+  o.maxdepth = 0;
+  o.mincount = 4;
+  CHECK_REPORT(fl_text_tree(t, &o),
+               "Total: 11 samples (interval 1 ms)\n"
+               "Count  Self  Frame\n"
+               "   11     0  cell[1]\n"
+               "    7     1    main  cell[1]:5\n"
+               "    4     1      work  cell[1]:12\n"
+               "    4     0    main  cell[1]:7\n"
+               "    4     4      other  cell[1]:20\n");
+  /* max_lines counts frame lines and says how many more there were. */
+  o.mincount = 0;
+  o.max_lines = 5;
+  CHECK_REPORT(fl_text_tree(t, &o),
+               "Total: 11 samples (interval 1 ms)\n"
+               "Count  Self  Frame\n"
+               "   11     0  cell[1]\n"
+               "    7     1    main  cell[1]:5\n"
+               "    4     1      work  cell[1]:12\n"
+               "    3     3        helper  cell[1]:30\n"
+               "    2     2      work  cell[1]:13\n"
+               "… 2 more lines\n");
+  o.max_lines = 6;
+  CHECK_REPORT(fl_text_tree(t, &o),
+               "Total: 11 samples (interval 1 ms)\n"
+               "Count  Self  Frame\n"
+               "   11     0  cell[1]\n"
+               "    7     1    main  cell[1]:5\n"
+               "    4     1      work  cell[1]:12\n"
+               "    3     3        helper  cell[1]:30\n"
+               "    2     2      work  cell[1]:13\n"
+               "    4     0    main  cell[1]:7\n"
+               "… 1 more line\n");
+  o.max_lines = 7;
+  CHECK_REPORT(fl_text_tree(t, &o), want);
+  /* Narrow: every line is cut to 20 columns, ending in "…". */
+  o.cols = 20;
+  o.max_lines = 3;
+  CHECK_REPORT(fl_text_tree(t, &o),
+               "Total: 11 samples (…\n"
+               "Count  Self  Frame\n"
+               "   11     0  cell[1]\n"
+               "    7     1    main…\n"
+               "    4     1  +2 wor…\n" /* 7 columns left: indent at most 3 */
+               "… 4 more lines\n");
+  /* cols 0: never cut. */
+  o.cols = 0;
+  o.max_lines = 0;
+  CHECK_REPORT(fl_text_tree(t, &o), want);
+  fl_tree_destroy(&t);
+
+  /* Frames minwidth hid are reported at the end. */
+  t = build(p, 0.3, true, "cell[1]");
+  CHECK_REPORT(fl_text_tree(t, NULL),
+               "Total: 11 samples (interval 1 ms)\n"
+               "Count  Self  Frame\n"
+               "   11     0  cell[1]\n"
+               "    7     1    main  cell[1]:5\n"
+               "    4     1      work  cell[1]:12\n"
+               "    4     0    main  cell[1]:7\n"
+               "    4     4      other  cell[1]:20\n"
+               "2 frames narrower than minwidth hidden (5 samples)\n");
+  fl_tree_destroy(&t);
+
+  /* Intervals are written in their unit; none when unknown. */
+  fl_profile_info(p)->interval_ns = 250000;
+  t = build(p, 0.001, true, "cell[1]");
+  o.maxdepth = 0;
+  o.cols = 100;
+  o.max_lines = 1;
+  CHECK_REPORT(fl_text_tree(t, &o),
+               "Total: 11 samples (interval 250 us)\n"
+               "Count  Self  Frame\n"
+               "   11     0  cell[1]\n"
+               "… 6 more lines\n");
+  fl_tree_destroy(&t);
+  fl_profile_info(p)->interval_ns = 1500000;
+  t = build(p, 0.001, true, "cell[1]");
+  char *r = fl_text_tree(t, &o);
+  CHECK(strncmp(r, "Total: 11 samples (interval 1.5 ms)\n", 36) == 0);
+  free(r);
+  fl_tree_destroy(&t);
+  fl_profile_info(p)->interval_ns = 0;
+  t = build(p, 0.001, true, "cell[1]");
+  r = fl_text_tree(t, &o);
+  CHECK(strncmp(r, "Total: 11 samples\n", 18) == 0);
+  free(r);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+static void test_flat_basic(void) {
+  fl_profile_t *p = basic_profile();
+  fl_tree_t *t = build(p, 0.001, true, "cell[1]");
+  fl_text_opts_t o;
+  fl_text_opts_init(&o);
+  /* Most expensive first; ties (4) by function, file and line. The root is
+   * not a row. */
+  static const char want[] =
+      "Total: 11 samples (interval 1 ms)\n"
+      "Count  Self  Percent  Function  File:Line\n"
+      "    7     1    63.6%  main      cell[1]:5\n"
+      "    4     0    36.4%  main      cell[1]:7\n"
+      "    4     4    36.4%  other     cell[1]:20\n"
+      "    4     1    36.4%  work      cell[1]:12\n"
+      "    3     3    27.3%  helper    cell[1]:30\n"
+      "    2     2    18.2%  work      cell[1]:13\n";
+  CHECK_REPORT(fl_text_flat(t, &o), want);
+  CHECK_REPORT(fl_text_flat(t, NULL), want);
+  o.mincount = 4;
+  o.max_lines = 2;
+  CHECK_REPORT(fl_text_flat(t, &o),
+               "Total: 11 samples (interval 1 ms)\n"
+               "Count  Self  Percent  Function  File:Line\n"
+               "    7     1    63.6%  main      cell[1]:5\n"
+               "    4     0    36.4%  main      cell[1]:7\n"
+               "… 2 more lines\n");
+  o.mincount = 0;
+  o.max_lines = 0;
+  o.cols = 20;
+  CHECK_REPORT(fl_text_flat(t, &o),
+               "Total: 11 samples (…\n"
+               "Count  Self  Percen…\n"
+               "    7     1    63.6…\n"
+               "    4     0    36.4…\n"
+               "    4     4    36.4…\n"
+               "    4     1    36.4…\n"
+               "    3     3    27.3…\n"
+               "    2     2    18.2…\n");
+  fl_tree_destroy(&t);
+
+  /* lines=false: one row per function; the location is the file alone. */
+  t = build(p, 0.001, false, "cell[1]");
+  CHECK_REPORT(fl_text_flat(t, NULL),
+               "Total: 11 samples (interval 1 ms)\n"
+               "Count  Self  Percent  Function  File:Line\n"
+               "   11     1   100.0%  main      cell[1]\n"
+               "    6     3    54.5%  work      cell[1]\n"
+               "    4     4    36.4%  other     cell[1]\n"
+               "    3     3    27.3%  helper    cell[1]\n");
+  CHECK_REPORT(fl_text_tree(t, NULL),
+               "Total: 11 samples (interval 1 ms)\n"
+               "Count  Self  Frame\n"
+               "   11     0  cell[1]\n"
+               "   11     1    main  cell[1]\n"
+               "    6     3      work  cell[1]\n"
+               "    3     3        helper  cell[1]\n"
+               "    4     4      other  cell[1]\n");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* A recursive function counts once per sample in the flat report:
+ *   [main:2, f:5, f:5, f:6, g:9] 3, [main:2, f:5, f:5, f:5] 2,
+ *   [main:2, f:6, g:9] 1
+ * f:5 is on 5 samples' stacks (Julia would say 12: once per occurrence). */
+static void test_flat_recursion(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t m2 = frame(p, "main", "r.c", 2, "prog"), f5 = frame(p, "f", "r.c", 5, "prog");
+  uint32_t f6 = frame(p, "f", "r.c", 6, "prog"), g9 = frame(p, "g", "r.c", 9, "prog");
+  sample(p, 3, 0, 5, m2, f5, f5, f6, g9);
+  sample(p, 2, 0, 4, m2, f5, f5, f5);
+  sample(p, 1, 0, 3, m2, f6, g9);
+  fl_tree_t *t = build(p, 0.001, true, "prog");
+  CHECK_REPORT(fl_text_flat(t, NULL),
+               "Total: 6 samples\n"
+               "Count  Self  Percent  Function  File:Line\n"
+               "    6     0   100.0%  main      r.c:2\n"
+               "    5     2    83.3%  f         r.c:5\n"
+               "    4     0    66.7%  f         r.c:6\n"
+               "    4     4    66.7%  g         r.c:9\n");
+  CHECK_REPORT(fl_text_tree(t, NULL),
+               "Total: 6 samples\n"
+               "Count  Self  Frame\n"
+               "    6     0  prog\n"
+               "    6     0    main  r.c:2\n"
+               "    5     0      f  r.c:5\n"
+               "    5     0        f  r.c:5\n"
+               "    2     2          f  r.c:5\n"
+               "    3     0          f  r.c:6\n"
+               "    3     3            g  r.c:9\n"
+               "    1     0      f  r.c:6\n"
+               "    1     1        g  r.c:9\n");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+static void test_alloc(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+  uint32_t m5 = cell(p, "main", 5), m6 = cell(p, "main", 6);
+  uint32_t big = cell(p, "big", 10), small = cell(p, "small", 11);
+  sample(p, 3 * 1048576, 3, 2, m5, big);
+  sample(p, 1536, 2, 2, m5, small);
+  sample(p, 100, 1, 1, m6);
+  fl_tree_t *t = build(p, 0, true, "cell[1]");
+  CHECK_REPORT(fl_text_tree(t, NULL),
+               "Total: 3.0 MiB in 6 allocations\n"
+               "     Bytes       Self Allocs  Frame\n"
+               "   3.0 MiB        0 B      6  cell[1]\n"
+               "   3.0 MiB        0 B      5    main  cell[1]:5\n"
+               "   3.0 MiB    3.0 MiB      3      big  cell[1]:10\n"
+               "   1.5 KiB    1.5 KiB      2      small  cell[1]:11\n"
+               "     100 B      100 B      1    main  cell[1]:6\n");
+  CHECK_REPORT(fl_text_flat(t, NULL),
+               "Total: 3.0 MiB in 6 allocations\n"
+               "     Bytes       Self Allocs  Percent  Function  File:Line\n"
+               "   3.0 MiB        0 B      5   100.0%  main      cell[1]:5\n"
+               "   3.0 MiB    3.0 MiB      3    99.9%  big       cell[1]:10\n"
+               "   1.5 KiB    1.5 KiB      2     0.0%  small     cell[1]:11\n"
+               "     100 B      100 B      1     0.0%  main      cell[1]:6\n");
+  fl_tree_destroy(&t);
+  /* The hidden note is in bytes. */
+  t = build(p, 0.001, true, "cell[1]");
+  CHECK_REPORT(fl_text_tree(t, NULL),
+               "Total: 3.0 MiB in 6 allocations\n"
+               "     Bytes       Self Allocs  Frame\n"
+               "   3.0 MiB        0 B      6  cell[1]\n"
+               "   3.0 MiB        0 B      5    main  cell[1]:5\n"
+               "   3.0 MiB    3.0 MiB      3      big  cell[1]:10\n"
+               "2 frames narrower than minwidth hidden (1.6 KiB)\n");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+
+  /* One allocation, and the larger units. */
+  p = fl_profile_new(FL_PROFILE_ALLOC);
+  m5 = cell(p, "main", 5);
+  sample(p, 5ull << 30, 1, 1, m5);
+  t = build(p, 0.001, true, "cell[1]");
+  CHECK_REPORT(fl_text_tree(t, NULL),
+               "Total: 5.0 GiB in 1 allocation\n"
+               "     Bytes       Self Allocs  Frame\n"
+               "   5.0 GiB        0 B      1  cell[1]\n"
+               "   5.0 GiB    5.0 GiB      1    main  cell[1]:5\n");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* Library frames show their module; deep frames a "+depth" tag. */
+static void test_deep_and_modules(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t st[14];
+  char name[16];
+  for (int i = 0; i < 14; i++) {
+    snprintf(name, sizeof name, "f%d", i);
+    st[i] = frame(p, name, NULL, 0, i % 2 ? "libx.so" : NULL);
+  }
+  fl_profile_add_sample(p, st, 14, 1, 0, 1);
+  fl_tree_t *t = build(p, 0.001, true, "prog");
+  fl_text_opts_t o;
+  fl_text_opts_init(&o);
+  o.cols = 40;
+  /* 27 columns right of the counts: indentation beyond 13 becomes a tag. */
+  CHECK_REPORT(fl_text_tree(t, &o),
+               "Total: 1 sample\n"
+               "Count  Self  Frame\n"
+               "    1     0  prog\n"
+               "    1     0    f0\n"
+               "    1     0      f1  libx.so\n"
+               "    1     0        f2\n"
+               "    1     0          f3  libx.so\n"
+               "    1     0            f4\n"
+               "    1     0              f5  libx.so\n"
+               "    1     0            +7 f6\n"
+               "    1     0            +8 f7  libx.so\n"
+               "    1     0            +9 f8\n"
+               "    1     0           +10 f9  libx.so\n"
+               "    1     0           +11 f10\n"
+               "    1     0           +12 f11  libx.so\n"
+               "    1     0           +13 f12\n"
+               "    1     1           +14 f13  libx.so\n");
+  o.max_lines = 3;
+  CHECK_REPORT(fl_text_flat(t, &o),
+               "Total: 1 sample\n"
+               "Count  Self  Percent  Function  File:Li…\n"
+               "    1     0   100.0%  f0\n"
+               "    1     0   100.0%  f1        libx.so\n"
+               "    1     0   100.0%  f10\n"
+               "… 11 more lines\n");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* Cutting counts columns, not bytes; long names are cut in the flat
+ * report's function column. */
+static void test_utf8_and_long_names(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t a = frame(p, "na\xc3\xafve_sum_of_squares", "x.c", 3, NULL);
+  uint32_t b = frame(p, "very_long_function_name_abcdefghijklmnopqrstuvwxyz", "x.c", 9, NULL);
+  sample(p, 2, 0, 1, a);
+  sample(p, 1, 0, 2, a, b);
+  fl_tree_t *t = build(p, 0.001, true, "prog");
+  fl_text_opts_t o;
+  fl_text_opts_init(&o);
+  o.cols = 20;
+  CHECK_REPORT(fl_text_tree(t, &o),
+               "Total: 3 samples\n"
+               "Count  Self  Frame\n"
+               "    3     0  prog\n"
+               "    3     2    na\xc3\xafv…\n"
+               "    1     1  +2 ver…\n");
+  o.cols = 0;
+  CHECK_REPORT(fl_text_flat(t, &o),
+               "Total: 3 samples\n"
+               "Count  Self  Percent  Function                                  File:Line\n"
+               "    3     2   100.0%  na\xc3\xafve_sum_of_squares                      x.c:3\n"
+               "    1     1    33.3%  very_long_function_name_abcdefghijklmno…  x.c:9\n");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+static void test_empty(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_tree_t *t = build(p, 0.001, true, "cell[4]");
+  CHECK_REPORT(fl_text_tree(t, NULL),
+               "Total: 0 samples\n"
+               "Count  Self  Frame\n"
+               "    0     0  cell[4]\n");
+  CHECK_REPORT(fl_text_flat(t, NULL),
+               "Total: 0 samples\n"
+               "Count  Self  Percent  Function  File:Line\n");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+int main(void) {
+  test_opts_init();
+  test_tree_basic();
+  test_flat_basic();
+  test_flat_recursion();
+  test_alloc();
+  test_deep_and_modules();
+  test_utf8_and_long_names();
+  test_empty();
+  return TEST_DONE();
+}
