@@ -291,16 +291,22 @@ static json_t *title_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__r
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
   int n_notes = fl__notes(t, v, r, notes);
   if (!(v->title && v->title[0]) && n_notes == 0) return NULL;
+  /* Vega draws no title group, subtitle included, when the title text is
+   * empty: without a title the first note takes its place, in the
+   * subtitle's style. */
+  bool titled = v->title && v->title[0];
   json_t *subtitle = json_array();
-  for (int i = 0; i < n_notes; i++) json_array_append_new(subtitle, json_string(notes[i]));
+  for (int i = titled ? 0 : 1; i < n_notes; i++)
+    json_array_append_new(subtitle, json_string(notes[i]));
   return json_pack(
-      "{s:o,s:o,s:s,s:s,s:s,s:i,s:i}",
-      "text", text_or_null(v->title ? v->title : ""),
+      "{s:o,s:o,s:s,s:s,s:s,s:i,s:s,s:i}",
+      "text", text_or_null(titled ? v->title : notes[0]),
       "subtitle", subtitle,
       "anchor", "start",
       "color", th->text,
       "subtitleColor", th->text,
-      "fontSize", 14,
+      "fontSize", titled ? 14 : 11,
+      "fontWeight", titled ? "bold" : "normal",
       "offset", v->icicle ? 10 : 2);
 }
 

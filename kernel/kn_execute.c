@@ -940,9 +940,9 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
       return;
     }
     json_object_set_new(cmd, "profile",
-                        json_pack("{s:I, s:s, s:I}", "interval_ns", (json_int_t)e->profreq.delay_ns,
-                                  "file", k->prof->buffer_path, "words",
-                                  (json_int_t)e->profreq.n_words));
+                        json_pack("{s:I, s:s, s:I, s:i}", "interval_ns",
+                                  (json_int_t)e->profreq.delay_ns, "file", k->prof->buffer_path,
+                                  "words", (json_int_t)e->profreq.n_words, "tag", e->cell));
   }
   if (kn_worker_send(k->worker, cmd, err, sizeof err) < 0) {
     json_decref(cmd);

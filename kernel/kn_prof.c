@@ -299,10 +299,10 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   group_digits(samples, sizeof samples, info->samples);
   format_interval(interval, sizeof interval, info->interval_ns);
   double represented = (double)info->total_weight * (double)info->interval_ns / 1e9;
-  kn_strbuf_printf(&sb, "%s samples, %s interval", samples, interval);
+  kn_strbuf_printf(&sb, "%s samples every %s of CPU", samples, interval);
   if (info->cpu_seconds > 0)
     kn_strbuf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
-  kn_strbuf_printf(&sb, "; %.3f s of CPU represented", represented);
+  kn_strbuf_printf(&sb, " represent %.3f s of CPU", represented);
   if (info->cpu_seconds > 0 || info->wall_seconds > 0)
     kn_strbuf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
                      info->wall_seconds);

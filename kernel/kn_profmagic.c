@@ -47,15 +47,18 @@ static size_t specs_for(unsigned groups, kn_optspec_t *out) {
   return n;
 }
 
+/* Whether a leading word of a statement-form magic is an option: KEY=VALUE
+ * with KEY an identifier, and nothing of a C statement about it (no ';', no
+ * call). Unknown keys count as options, so that a misspelt one is reported
+ * as such rather than compiled as C. */
 static bool is_option_word(const char *w, size_t len, unsigned groups) {
   const char *eq = memchr(w, '=', len);
-  if (!eq || w[len - 1] == ';' || memchr(w, '(', len)) return false;
-  kn_optspec_t specs[N_OPTIONS];
-  size_t n = specs_for(groups, specs);
-  for (size_t i = 0; i < n; i++)
-    if (strlen(specs[i].key) == (size_t)(eq - w) && !strncmp(specs[i].key, w, (size_t)(eq - w)))
-      return true;
-  return false;
+  if (!eq || eq == w || w[len - 1] == ';' || memchr(w, '(', len) || eq[1] == '=') return false;
+  for (const char *p = w; p < eq; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_') || (p == w && isdigit((unsigned char)*p)))
+      return false;
+  (void)groups;
+  return true;
 }
 
 void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, char **stmt) {

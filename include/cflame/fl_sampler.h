@@ -10,14 +10,26 @@
  * What it guarantees (and tests):
  *  - the interval is honoured in CPU time: each record carries the CPU time
  *    its thread used since the previous record, and its weight in intervals
- *    (with the remainder carried to the next record), so totals are right
- *    even where the kernel fires CPU timers only on its tick;
- *  - timers measure CPU time, so a thread that sleeps or blocks is never
- *    signalled: sampling causes no EINTR in the cell's sleeps and reads;
- *  - each interval is jittered (uniform within +-25%) against aliasing;
+ *    (rounded to the nearest, at least 1, the remainder carried to the
+ *    thread's next record), so totals are right even where the kernel
+ *    fires CPU timers only on its tick;
+ *  - timers measure CPU time and signal only after a system call returns,
+ *    so a thread that sleeps or blocks is never interrupted: sampling
+ *    causes no EINTR in the cell's sleeps, reads and polls;
+ *  - intervals are jittered against aliasing: drawn uniformly within
+ *    +-25% of interval_ns (perf events keep one for a random run of
+ *    samples, 32 on average, as changing it costs a timer restart);
  *  - the handler allocates nothing, takes no lock and does not enter the
  *    dynamic loader (libunwind is warmed up on each thread before its timer
- *    starts); records are reserved with one atomic add.
+ *    starts; this module interposes dl_iterate_phdr, see fl_sampler.c);
+ *    records are reserved with one atomic compare-and-swap, so used_words
+ *    never passes capacity_words.
+ *
+ * Signals: SIGTRAP (perf events with attr.sigtrap, Linux 6.1 and later; a
+ * SIGTRAP that is not the sampler's goes to the handler installed before
+ * fl_sampler_init, or ends the process as it would have) and SIGPROF
+ * (older kernels, and the CPU-timer fallback). A program must not install
+ * its own handlers for them after fl_sampler_init.
  *
  * Buffer layout (64-bit words, native endianness):
  *   header (FL_SAMPLER_HEADER_WORDS words, fl_sampler_header_t), then
@@ -60,28 +72,40 @@ enum {
 /* Bytes of buffer needed for n_words of records. */
 size_t fl_sampler_buffer_bytes(size_t n_words);
 
-/* Prepares the process: installs the signal handler, warms up libunwind on
- * the calling thread, and takes buf (bytes long, zero-filled or not) as the
- * buffer, writing its header. Call once, before any thread is registered.
+/* Prepares the process: installs the signal handlers, warms up libunwind on
+ * the calling thread and registers it, and takes buf (bytes long, 8-byte
+ * aligned, zero-filled or not: it is cleared) as the buffer, writing its
+ * header. buf may be NULL (bytes 0): the process is prepared and threads
+ * can register, but fl_sampler_start fails until a buffer is given. Call
+ * it first before any thread registers; it may be called again while not
+ * running, to switch buffers (registered threads stay registered).
  * Returns 0, or -1 with err. */
 int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size);
 
 /* Clears the buffer for a new run. */
 void fl_sampler_reset(void);
 
-/* Registers the calling thread (warming up libunwind on it). Threads
- * registered while sampling is on start being sampled at once. Call from
- * each thread's start (cflame wraps pthread_create to do it) and
- * fl_sampler_thread_exit before it ends. */
+/* Registers the calling thread (warming up libunwind on it: one signal to
+ * itself). Threads registered while sampling is on start being sampled at
+ * once. Call from each thread's start (cflame wraps pthread_create to do
+ * it) and fl_sampler_thread_exit before it ends. Does nothing before
+ * fl_sampler_init, or for a thread already registered; at most 1,024
+ * threads are registered at a time (others are not sampled). After fork,
+ * the child has only the forking thread registered, and nothing runs. */
 void fl_sampler_thread_enter(void);
 void fl_sampler_thread_exit(void);
 
-/* Starts sampling every registered thread every interval_ns of its CPU
- * time; records carry tag. Returns 0, or -1 with err (no timer source). */
+/* Starts sampling every registered thread every interval_ns (at least
+ * 10,000) of its CPU time; records carry tag. The header's source says
+ * which timers run. Returns 0, or -1 with err (no buffer, or no timer
+ * source). CFLAME_SAMPLER_SOURCE=perf-async or =timer in the environment
+ * forces a fallback source (for tests). */
 int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_size);
 
-/* Stops sampling (all threads). Returns the number of samples recorded
- * since start. */
+/* Stops sampling (all threads) and returns when no handler runs any more:
+ * afterwards nothing writes to the buffer. Returns the number of samples
+ * recorded since start. A buffer that fills up stops sampling early (each
+ * thread's timer stops at its next signal): header.dropped > 0. */
 uint64_t fl_sampler_stop(void);
 
 bool fl_sampler_running(void);

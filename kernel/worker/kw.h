@@ -8,7 +8,8 @@
  *
  *   kw_main.c   command loop: load, run (with timing and %%timeit), exit
  *   kw_io.c     stdout/stderr as frames on the event pipe; stdin on request
- *   kw_fault.c  crash reports (signal, stack, maps) and interrupts */
+ *   kw_fault.c  crash reports (signal, stack, maps) and interrupts
+ *   kw_threads.c  registers every thread a cell starts with the sampler */
 #ifndef KW_H
 #define KW_H
 
@@ -48,5 +49,12 @@ extern volatile sig_atomic_t kw_cell_running;
 /* Set by an interrupt that arrived while the cell ran, even one that could
  * not unwind at once (a sleep it cut short): the cell counts as interrupted. */
 extern volatile sig_atomic_t kw_interrupt_requested;
+
+/* ---- kw_threads.c ---- */
+
+/* Resolves the C library's pthread_create; the worker's own pthread_create
+ * and thrd_create (exported, so cells and libgomp bind to them) register
+ * each new thread with fl_sampler for its lifetime. Returns 0 or -1. */
+int kw_threads_init(void);
 
 #endif

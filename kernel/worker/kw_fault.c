@@ -188,6 +188,9 @@ int kw_fault_init(void) {
   sa.sa_sigaction = crash_handler;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
+  /* A profiler sample must not interrupt the crash report's own unwind. */
+  sigaddset(&sa.sa_mask, SIGPROF);
+  sigaddset(&sa.sa_mask, SIGTRAP);
   int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
     if (sigaction(fatal[i], &sa, NULL) < 0) return -1;

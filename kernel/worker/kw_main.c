@@ -8,9 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cflame/fl_sampler.h"
 #include "kn_chan.h"
 #include "kw.h"
 
@@ -60,6 +63,109 @@ static void *load_object(const char *path, char *err, size_t err_size) {
 static json_t *error_event(const char *ename, const char *evalue) {
   return json_pack("{s:s, s:s, s:s, s:s}", "ev", "done", "status", "error", "ename", ename,
                    "evalue", evalue);
+}
+
+/* ---- profiling: the sampler around a run ----
+ *
+ * A run command may carry "profile": {"interval_ns": N, "file": PATH,
+ * "words": W, "tag": T (optional, what records carry: the cell number)}.
+ * PATH is a file the kernel made fl_sampler_buffer_bytes(W) long; the
+ * worker maps it shared, so that the samples survive a crash of the
+ * worker, and samples every thread of the cell from just before its entry
+ * is called to just after it returns. The "done" event then says
+ * "profile": {"samples": N, "dropped": D, "source": "perf-task-clock" or
+ * "cpu-timer", "interval_ns": N, "cpu_ns": the process's CPU time while
+ * sampling}. */
+
+static struct {
+  void *map;
+  size_t bytes;
+  dev_t dev;
+  ino_t ino;
+  char *path;
+} sample_file;
+
+/* Maps path (re-mapping when the kernel names another file, another size,
+ * or a new file at the same path) and gives it to the sampler. */
+static int map_sample_file(const char *path, uint64_t words, char *err, size_t err_size) {
+  size_t bytes = fl_sampler_buffer_bytes((size_t)words);
+  void *map = MAP_FAILED;
+  struct stat st;
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) < 0) {
+    snprintf(err, err_size, "cannot open the sample buffer %s: %s", path, strerror(errno));
+    goto fail;
+  }
+  if (sample_file.map && sample_file.bytes == bytes && sample_file.dev == st.st_dev &&
+      sample_file.ino == st.st_ino && strcmp(sample_file.path, path) == 0) {
+    close(fd);
+    return 0;
+  }
+  if ((size_t)st.st_size < bytes) {
+    snprintf(err, err_size, "the sample buffer %s is %lld bytes, not %zu", path,
+             (long long)st.st_size, bytes);
+    goto fail;
+  }
+  map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    snprintf(err, err_size, "cannot map the sample buffer %s: %s", path, strerror(errno));
+    goto fail;
+  }
+  if (fl_sampler_init(map, bytes, err, err_size) < 0) goto fail;
+  close(fd);
+  if (sample_file.map) munmap(sample_file.map, sample_file.bytes);
+  free(sample_file.path);
+  sample_file.map = map;
+  sample_file.bytes = bytes;
+  sample_file.dev = st.st_dev;
+  sample_file.ino = st.st_ino;
+  sample_file.path = strdup(path);
+  return 0;
+fail:
+  if (map != MAP_FAILED) munmap(map, bytes);
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
+typedef struct profile_run {
+  bool on;
+  uint64_t interval_ns;
+  int64_t cpu0;
+} profile_run_t;
+
+/* Prepares the buffer and starts sampling as spec (the command's
+ * "profile", or NULL: no profiling) says. Returns 0 or -1 with err. */
+static int profile_begin(json_t *spec, profile_run_t *pr, char *err, size_t err_size) {
+  memset(pr, 0, sizeof *pr);
+  if (!json_is_object(spec)) return 0;
+  const char *path = json_string_value(json_object_get(spec, "file"));
+  json_int_t interval = json_integer_value(json_object_get(spec, "interval_ns"));
+  json_int_t words = json_integer_value(json_object_get(spec, "words"));
+  json_int_t tag = json_integer_value(json_object_get(spec, "tag"));
+  if (!path || interval <= 0 || words <= 0) {
+    snprintf(err, err_size, "profile needs file, interval_ns and words");
+    return -1;
+  }
+  if (map_sample_file(path, (uint64_t)words, err, err_size) < 0) return -1;
+  fl_sampler_reset();
+  pr->cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  if (fl_sampler_start((uint64_t)interval, (uint64_t)tag, err, err_size) < 0) return -1;
+  pr->on = true;
+  pr->interval_ns = (uint64_t)interval;
+  return 0;
+}
+
+/* Stops sampling; returns the "profile" member of the done event (new), or
+ * NULL when the run was not profiled. */
+static json_t *profile_end(profile_run_t *pr) {
+  if (!pr->on) return NULL;
+  uint64_t samples = fl_sampler_stop();
+  int64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - pr->cpu0;
+  const fl_sampler_header_t *h = sample_file.map;
+  return json_pack("{s:I, s:I, s:s, s:I, s:I}", "samples", (json_int_t)samples, "dropped",
+                   (json_int_t)h->dropped, "source",
+                   h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer" : "perf-task-clock",
+                   "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu);
 }
 
 static void cmd_load(json_t *cmd) {
@@ -141,6 +247,11 @@ static void cmd_run(json_t *cmd) {
     return;
   }
 
+  profile_run_t prof;
+  if (profile_begin(json_object_get(cmd, "profile"), &prof, err, sizeof err) < 0) {
+    kw_send_new(error_event("ProfileError", err));
+    return;
+  }
   kw_io_begin_cell(allow_stdin);
   kw_interrupt_requested = 0;
   int rc = 0, interrupted = 0;
@@ -154,12 +265,14 @@ static void cmd_run(json_t *cmd) {
     interrupted = run_once(entry, &rc);
   }
   int64_t wall = clock_ns(CLOCK_MONOTONIC) - wall0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  json_t *profile = profile_end(&prof);
   kw_io_end_cell();
 
   json_t *ev = json_pack("{s:s, s:s, s:i, s:I, s:I}", "ev", "done", "status",
                          interrupted ? "interrupted" : "ok", "rc", rc, "wall_ns",
                          (json_int_t)wall, "cpu_ns", (json_int_t)cpu);
   if (timing) json_object_set_new(ev, "timeit", timing);
+  if (profile) json_object_set_new(ev, "profile", profile);
   kw_send_new(ev);
 }
 
@@ -177,6 +290,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cflame-worker: set-up failed: %s\n", strerror(errno));
     return 2;
   }
+  /* After kw_fault_init: the sampler takes SIGTRAP over (perf events signal
+   * with it) and hands the traps that are not its own to the crash
+   * handler. Without it, profiling runs fail with the reason. */
+  char err[256];
+  kw_threads_init();
+  if (fl_sampler_init(NULL, 0, err, sizeof err) < 0)
+    fprintf(stderr, "cflame-worker: the profiler is unavailable: %s\n", err);
   kw_send_new(json_pack("{s:s, s:i}", "ev", "ready", "pid", (int)getpid()));
 
   for (;;) {

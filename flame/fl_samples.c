@@ -1,0 +1,37 @@
+/* Reading a sample buffer written by fl_sampler (see fl_sampler.h). Kept
+ * apart from the sampler itself, which belongs in the profiled process: a
+ * reader (the kernel, a tool) links only this. */
+#include <stdint.h>
+
+#include "cflame/fl_sampler.h"
+
+size_t fl_sampler_buffer_bytes(size_t n_words) {
+  return (FL_SAMPLER_HEADER_WORDS + n_words) * sizeof(uint64_t);
+}
+
+int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec) {
+  const uint64_t *w = buf;
+  if (bytes < fl_sampler_buffer_bytes(0) || ((uintptr_t)buf & 7)) return -1;
+  const fl_sampler_header_t *h = buf;
+  if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != FL_SAMPLER_MAGIC) return -1;
+  uint64_t cap = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;
+  if (h->capacity_words < cap) cap = h->capacity_words;
+  uint64_t used = __atomic_load_n(&h->used_words, __ATOMIC_ACQUIRE);
+  if (used > cap) return -1;
+  const uint64_t *words = w + FL_SAMPLER_HEADER_WORDS;
+  uint64_t p = *pos;
+  if (p >= used) return 0;
+  if (used - p < FL_SAMPLER_RECORD_WORDS) return -1;
+  uint64_t w0 = __atomic_load_n(&words[p], __ATOMIC_ACQUIRE);
+  if (w0 == 0) return 0; /* reserved, never filled */
+  uint64_t n = w0 >> 32;
+  if (n == 0 || n > FL_SAMPLER_MAX_DEPTH || used - p - FL_SAMPLER_RECORD_WORDS < n) return -1;
+  rec->tid = (int)(uint32_t)w0;
+  rec->weight = words[p + 1];
+  rec->cpu_ns = words[p + 2];
+  rec->tag = words[p + 3];
+  rec->pcs = &words[p + FL_SAMPLER_RECORD_WORDS];
+  rec->n_pcs = (size_t)n;
+  *pos = (size_t)(p + FL_SAMPLER_RECORD_WORDS + n);
+  return 1;
+}

@@ -1,0 +1,749 @@
+/* Tests fl_sampler against workloads whose answers are known: CPU-bound
+ * loops of measured length, functions that split the time 1:3, a workload
+ * whose period equals the interval, two threads splitting the CPU 3:1,
+ * sleeps and blocking reads that must not see EINTR, a qsort comparator
+ * whose stack must go through the C library, a thread that allocates and
+ * loads libraries while it is sampled, a buffer too small for the run, and
+ * a child process that crashes while it samples into a shared file.
+ *
+ * Samples are attributed to functions with the project's own symbolizer
+ * (fl_symbol) on this process. The test prints what it measured (records
+ * per CPU-second, shares, handler cost) so that a run doubles as a report. */
+#define _GNU_SOURCE
+#include "cflame/fl_sampler.h"
+#include "cflame/fl_symbol.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define MS 1000000ull
+#define MAIN_WORDS (1u << 20)
+
+static void *main_buf;
+static size_t main_bytes;
+static fl_symbolizer_t *sym;
+
+static int64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int gettid_(void) {
+  return (int)syscall(SYS_gettid);
+}
+
+/* ---- workloads: a latency-bound multiply chain, the same code in each ---- */
+
+static volatile uint64_t sink;
+
+#define CHAIN(n)                                                 \
+  do {                                                           \
+    uint64_t x_ = sink;                                          \
+    for (uint64_t i_ = 0; i_ < (n); i_++) {                      \
+      x_ = x_ * 6364136223846793005ull + 1442695040888963407ull; \
+      __asm__ volatile("" : "+r"(x_));                           \
+    }                                                            \
+    sink = x_;                                                   \
+  } while (0)
+
+__attribute__((noipa)) void tsamp_burn(uint64_t n) {
+  CHAIN(n);
+}
+__attribute__((noipa)) void tsamp_a(uint64_t n) {
+  CHAIN(n);
+}
+__attribute__((noipa)) void tsamp_b(uint64_t n) {
+  CHAIN(3 * n);
+}
+__attribute__((noipa)) void tsamp_thread_work(uint64_t n) {
+  CHAIN(n);
+}
+__attribute__((noipa)) void tsamp_child_work(uint64_t n) {
+  CHAIN(n);
+}
+
+/* Runs tsamp_burn until the calling thread has used cpu_ns more CPU. */
+static void burn_cpu(int64_t cpu_ns) {
+  int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + cpu_ns;
+  while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end) tsamp_burn(20000);
+}
+
+/* ns of CPU per CHAIN iteration. */
+static double ns_per_iteration(void) {
+  uint64_t n = 20000000;
+  int64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  tsamp_burn(n);
+  return (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (double)n;
+}
+
+/* ---- reading what was sampled ---- */
+
+/* The out-of-line function holding pc (inlined frames skipped), or "". */
+static const char *func_of(uint64_t pc, bool is_return_address) {
+  fl_frame_info_t fr[16];
+  int n = fl_symbolizer_lookup(sym, pc, is_return_address, fr, 16);
+  return n > 0 && fr[n - 1].func ? fr[n - 1].func : "";
+}
+
+static const char *module_of(uint64_t pc, bool is_return_address) {
+  fl_frame_info_t fr[16];
+  int n = fl_symbolizer_lookup(sym, pc, is_return_address, fr, 16);
+  return n > 0 && fr[n - 1].module ? fr[n - 1].module : "";
+}
+
+static const char *leaf_func(const fl_sampler_record_t *r) {
+  return func_of(r->pcs[0], false);
+}
+
+typedef struct totals {
+  uint64_t records, weight;
+  int corrupt; /* fl_sampler_next returned -1 */
+} totals_t;
+
+static totals_t sum_all(const void *buf, size_t bytes) {
+  totals_t t = {0};
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  int rc;
+  while ((rc = fl_sampler_next(buf, bytes, &pos, &r)) == 1) {
+    t.records++;
+    t.weight += r.weight;
+  }
+  t.corrupt = rc < 0;
+  return t;
+}
+
+/* Weight of the records whose leaf is in function name. */
+static uint64_t weight_in(const char *name) {
+  uint64_t w = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1)
+    if (!strcmp(leaf_func(&r), name)) w += r.weight;
+  return w;
+}
+
+static const fl_sampler_header_t *header(void) {
+  return main_buf;
+}
+
+static void start(uint64_t interval_ns) {
+  char err[256] = "";
+  fl_sampler_reset();
+  int rc = fl_sampler_start(interval_ns, 7, err, sizeof err);
+  if (rc != 0) fprintf(stderr, "fl_sampler_start: %s\n", err);
+  CHECK(rc == 0);
+}
+
+static const char *source_name(uint64_t s) {
+  return s == FL_SAMPLER_SOURCE_PERF_TASK_CLOCK ? "perf-task-clock"
+         : s == FL_SAMPLER_SOURCE_CPU_TIMER     ? "cpu-timer"
+                                                : "none";
+}
+
+#define CHECK_NEAR(got, want, tol)                                                                 \
+  do {                                                                                             \
+    double g__ = (got), w__ = (want), t__ = (tol);                                                 \
+    test_checks++;                                                                                 \
+    if (!(g__ >= w__ - t__ && g__ <= w__ + t__)) {                                                 \
+      test_failures++;                                                                             \
+      fprintf(stderr, "%s:%d: %s is %.4f, expected %.4f +- %.4f\n", __FILE__, __LINE__, #got, g__, \
+              w__, t__);                                                                           \
+    }                                                                                              \
+  } while (0)
+
+/* ---- 1 and 5: the interval is honoured, weights add up to CPU time ---- */
+
+static void run_interval(uint64_t interval_ns, int64_t cpu_ns, const char *label) {
+  int64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  start(interval_ns);
+  burn_cpu(cpu_ns);
+  uint64_t n = fl_sampler_stop();
+  int64_t t = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0, p = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - p0;
+  totals_t tot = sum_all(main_buf, main_bytes);
+  CHECK(!tot.corrupt);
+  CHECK_INT(tot.records, n);
+  double cpu_s = (double)t / 1e9;
+  double represented = (double)tot.weight * (double)interval_ns;
+  fprintf(stderr,
+          "  %s: source %s, %llu records in %.3f CPU-s = %.0f records/CPU-s (%.0f expected), "
+          "weights x interval = %.4f s (thread CPU %.4f s, process CPU %.4f s)\n",
+          label, source_name(header()->source), (unsigned long long)tot.records, cpu_s,
+          (double)tot.records / cpu_s, 1e9 / (double)interval_ns, represented / 1e9, cpu_s,
+          (double)p / 1e9);
+  CHECK_NEAR(represented / (double)t, 1.0, 0.05);
+  CHECK_NEAR(represented / (double)p, 1.0, 0.05);
+  CHECK(header()->dropped == 0);
+  CHECK(header()->interval_ns == interval_ns);
+
+  /* The leaf is the interrupted instruction in the workload (the handler
+   * and the signal trampoline are never part of a stack), and the stack
+   * goes on to this function's caller. */
+  uint64_t in_burn = 0, with_handler = 0, complete = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
+    CHECK_INT(r.tag, 7);
+    CHECK_INT(r.tid, gettid_());
+    if (!strcmp(leaf_func(&r), "tsamp_burn")) in_burn++;
+    for (size_t i = 0; i < r.n_pcs; i++) {
+      const char *f = func_of(r.pcs[i], i > 0);
+      if (strstr(f, "sample_handler") || strstr(f, "restore_rt")) with_handler++;
+      if (!strcmp(f, "run_interval")) complete++;
+    }
+  }
+  CHECK(in_burn >= tot.records * 95 / 100);
+  CHECK_INT(with_handler, 0);
+  CHECK(complete >= tot.records * 95 / 100);
+}
+
+static void test_interval(void) {
+  fprintf(stderr, "1. interval honoured, weights = CPU time\n");
+  run_interval(1 * MS, 1000 * MS, "1 ms");
+  CHECK(header()->source == FL_SAMPLER_SOURCE_PERF_TASK_CLOCK);
+  /* About 1,000 records per CPU-second (fewer where the host steals the
+   * virtual CPU: the timer then fires early in CPU time and the sample
+   * joins the next one). */
+  CHECK(header()->samples >= 850);
+  run_interval(MS / 10, 400 * MS, "0.1 ms");
+  CHECK(header()->samples >= 3000);
+  setenv("CFLAME_SAMPLER_SOURCE", "perf-async", 1);
+  run_interval(1 * MS, 300 * MS, "1 ms, perf O_ASYNC");
+  CHECK(header()->source == FL_SAMPLER_SOURCE_PERF_TASK_CLOCK);
+  setenv("CFLAME_SAMPLER_SOURCE", "timer", 1);
+  run_interval(1 * MS, 400 * MS, "1 ms, CPU timer");
+  CHECK(header()->source == FL_SAMPLER_SOURCE_CPU_TIMER);
+  run_interval(MS / 10, 300 * MS, "0.1 ms, CPU timer");
+  unsetenv("CFLAME_SAMPLER_SOURCE");
+}
+
+/* ---- 2 and 3: a 1:3 split, unaliased and aliased ---- */
+
+static double b_share(void) {
+  double wa = (double)weight_in("tsamp_a"), wb = (double)weight_in("tsamp_b");
+  return wa + wb > 0 ? 100.0 * wb / (wa + wb) : 0;
+}
+
+static void run_split(uint64_t interval_ns, uint64_t n, int64_t cpu_ns) {
+  start(interval_ns);
+  int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + cpu_ns;
+  while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end)
+    for (int k = 0; k < 16; k++) {
+      tsamp_a(n);
+      tsamp_b(n);
+    }
+  fl_sampler_stop();
+}
+
+static void test_split(double ns_per_it) {
+  fprintf(stderr, "2. 1:3 split\n");
+  uint64_t n = (uint64_t)(30000 / ns_per_it); /* a: 30 us, b: 90 us */
+  run_split(MS / 10, n, 1000 * MS);
+  double share = b_share();
+  fprintf(stderr, "  b's share %.2f%% (75 expected), %llu records at 0.1 ms\n", share,
+          (unsigned long long)header()->samples);
+  CHECK_NEAR(share, 75.0, 2.0);
+}
+
+/* CPU ns of one tsamp_a(n) + tsamp_b(n) pair: the best of a few batches
+ * (a batch the host interrupts runs long). */
+static double pair_ns(uint64_t n) {
+  double best = 1e30;
+  for (int round = 0; round < 5; round++) {
+    int64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (int k = 0; k < 100; k++) {
+      tsamp_a(n);
+      tsamp_b(n);
+    }
+    double t = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / 100;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+/* The a+b pair takes exactly one interval of CPU: without jitter every
+ * sample would fall at the same point of the pair. */
+static void test_aliasing(double ns_per_it) {
+  fprintf(stderr, "3. aliasing: workload period = interval\n");
+  uint64_t interval = MS / 10;
+  uint64_t n = (uint64_t)((double)interval / 4 / ns_per_it);
+  for (int round = 0; round < 2; round++) n = (uint64_t)((double)n * (double)interval / pair_ns(n));
+  double pair = pair_ns(n);
+  run_split(interval, n, 1500 * MS);
+  double share = b_share();
+  fprintf(stderr,
+          "  pair period %.1f us, interval %.1f us: b's share %.2f%% (75 expected), "
+          "%llu records\n",
+          pair / 1e3, (double)interval / 1e3, share, (unsigned long long)header()->samples);
+  CHECK_NEAR(share, 75.0, 2.0);
+}
+
+/* ---- 4 and 5: two threads, 3:1 ---- */
+
+typedef struct worker {
+  uint64_t n;
+  int tid;
+  int64_t cpu_ns;
+  pthread_barrier_t *barrier;
+} worker_t;
+
+static void *thread_main(void *p) {
+  worker_t *w = p;
+  fl_sampler_thread_enter();
+  w->tid = gettid_();
+  pthread_barrier_wait(w->barrier);
+  int64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  for (int k = 0; k < 100; k++) tsamp_thread_work(w->n / 100);
+  w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+  fl_sampler_thread_exit();
+  return NULL;
+}
+
+static void test_threads(double ns_per_it) {
+  fprintf(stderr, "4. two threads, 75/25; 5. total weight = process CPU\n");
+  uint64_t unit = (uint64_t)(300e6 / ns_per_it); /* 0.3 s */
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, NULL, 3);
+  worker_t wa = {.n = 3 * unit, .barrier = &barrier}, wb = {.n = unit, .barrier = &barrier};
+  int64_t p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  start(1 * MS);
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, thread_main, &wa);
+  pthread_create(&tb, NULL, thread_main, &wb);
+  pthread_barrier_wait(&barrier);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  fl_sampler_stop();
+  int64_t p = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - p0;
+  pthread_barrier_destroy(&barrier);
+
+  uint64_t w_a = 0, w_b = 0, w_other = 0, in_work = 0, records = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
+    records++;
+    if (r.tid == wa.tid)
+      w_a += r.weight;
+    else if (r.tid == wb.tid)
+      w_b += r.weight;
+    else
+      w_other += r.weight;
+    if ((r.tid == wa.tid || r.tid == wb.tid) && !strcmp(leaf_func(&r), "tsamp_thread_work"))
+      in_work++;
+  }
+  double share_a = 100.0 * (double)w_a / (double)(w_a + w_b);
+  double total_s = (double)(w_a + w_b + w_other) * 1e-3;
+  fprintf(stderr,
+          "  thread A (tid %d) %.2f%% of the weight (75 expected; its CPU %.3f s, weights %.3f s), "
+          "thread B (tid %d) CPU %.3f s, weights %.3f s; other threads %.3f s\n"
+          "  total weight x interval %.4f s, process CPU %.4f s\n",
+          wa.tid, share_a, (double)wa.cpu_ns / 1e9, (double)w_a * 1e-3, wb.tid,
+          (double)wb.cpu_ns / 1e9, (double)w_b * 1e-3, (double)w_other * 1e-3, total_s,
+          (double)p / 1e9);
+  CHECK_NEAR(share_a, 75.0, 3.0);
+  CHECK_NEAR((double)w_a * 1e6 / (double)wa.cpu_ns, 1.0, 0.05);
+  CHECK_NEAR((double)w_b * 1e6 / (double)wb.cpu_ns, 1.0, 0.05);
+  CHECK_NEAR(total_s * 1e9 / (double)p, 1.0, 0.05);
+  CHECK(in_work >= records * 90 / 100);
+}
+
+/* ---- 6: no EINTR ---- */
+
+typedef struct pipe_writer {
+  int fd;
+} pipe_writer_t;
+
+static void *write_later(void *p) {
+  pipe_writer_t *w = p;
+  fl_sampler_thread_enter();
+  usleep(100000);
+  ssize_t n = write(w->fd, "data", 4);
+  (void)n;
+  fl_sampler_thread_exit();
+  return NULL;
+}
+
+static void run_no_eintr(uint64_t interval_ns) {
+  start(interval_ns);
+  int64_t w0 = clock_ns(CLOCK_MONOTONIC);
+  int failed_sleeps = 0;
+  for (int i = 0; i < 10; i++) {
+    burn_cpu(3 * (int64_t)interval_ns); /* the timer is near expiry as the sleep starts */
+    if (usleep(20000) != 0) failed_sleeps++;
+  }
+  int64_t slept = clock_ns(CLOCK_MONOTONIC) - w0;
+
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  pipe_writer_t pw = {fds[1]};
+  pthread_t t;
+  pthread_create(&t, NULL, write_later, &pw);
+  burn_cpu(3 * (int64_t)interval_ns);
+  char got[8] = "";
+  ssize_t n = read(fds[0], got, sizeof got);
+  int read_errno = n < 0 ? errno : 0;
+  pthread_join(t, NULL);
+
+  int failed_polls = 0;
+  for (int i = 0; i < 4; i++) {
+    burn_cpu(3 * (int64_t)interval_ns);
+    struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+    if (poll(&pf, 1, 25) != 0) failed_polls++;
+  }
+  close(fds[0]);
+  close(fds[1]);
+  uint64_t samples = fl_sampler_stop();
+  fprintf(stderr,
+          "  %.1f ms (%s): 10 x usleep(20000): %d failed, %.1f ms wall; read: %zd bytes%s%s; "
+          "4 x poll(25 ms): %d failed; %llu samples\n",
+          (double)interval_ns / 1e6, getenv("CFLAME_SAMPLER_SOURCE") ?: "default", failed_sleeps,
+          (double)slept / 1e6, n, read_errno ? ", " : "", read_errno ? strerror(read_errno) : "",
+          failed_polls, (unsigned long long)samples);
+  CHECK_INT(failed_sleeps, 0);
+  CHECK(slept >= 200 * (int64_t)MS);
+  CHECK_INT(n, 4);
+  CHECK(memcmp(got, "data", 4) == 0);
+  CHECK_INT(failed_polls, 0);
+  /* The tick-driven CPU timer may not fire in the few ms of CPU used here. */
+  if (header()->source == FL_SAMPLER_SOURCE_PERF_TASK_CLOCK) CHECK(samples > 0);
+}
+
+static void test_no_eintr(void) {
+  fprintf(stderr, "6. no EINTR in sleeps, reads and polls\n");
+  run_no_eintr(1 * MS);
+  run_no_eintr(MS / 10);
+  /* The other timer kinds too. */
+  setenv("CFLAME_SAMPLER_SOURCE", "perf-async", 1);
+  run_no_eintr(MS / 10);
+  setenv("CFLAME_SAMPLER_SOURCE", "timer", 1);
+  run_no_eintr(MS / 10);
+  unsetenv("CFLAME_SAMPLER_SOURCE");
+}
+
+/* ---- 7: stacks through the C library ---- */
+
+__attribute__((noipa)) int tsamp_cmp(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+__attribute__((noipa)) void tsamp_sort_all(int *v, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = (int)(seed >> 33);
+  }
+  qsort(v, n, sizeof *v, tsamp_cmp);
+  sink += (uint64_t)v[n / 2]; /* not a tail call: this frame stays on the stack */
+}
+
+static void test_qsort(void) {
+  fprintf(stderr, "7. qsort comparator under qsort, under its caller\n");
+  size_t n = 1u << 20;
+  int *v = malloc(n * sizeof *v);
+  start(MS / 5);
+  int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + 600 * (int64_t)MS;
+  for (uint64_t seed = 1; clock_ns(CLOCK_THREAD_CPUTIME_ID) < end; seed++)
+    tsamp_sort_all(v, n, seed);
+  fl_sampler_stop();
+  free(v);
+
+  uint64_t with_cmp = 0, through_libc = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  const char *example = NULL;
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
+    size_t i_cmp = r.n_pcs, i_caller = r.n_pcs;
+    for (size_t i = 0; i < r.n_pcs; i++) {
+      const char *f = func_of(r.pcs[i], i > 0);
+      if (i_cmp == r.n_pcs && !strcmp(f, "tsamp_cmp")) i_cmp = i;
+      if (i_caller == r.n_pcs && !strcmp(f, "tsamp_sort_all")) i_caller = i;
+    }
+    if (i_cmp == r.n_pcs) continue;
+    with_cmp++;
+
+    bool libc_between = false;
+    for (size_t i = i_cmp + 1; i < i_caller && i < r.n_pcs; i++)
+      if (strstr(module_of(r.pcs[i], true), "libc.so")) libc_between = true;
+    if (libc_between && i_caller < r.n_pcs && i_caller > i_cmp) {
+      through_libc++;
+      if (!example) example = func_of(r.pcs[i_cmp + 1], true);
+    }
+  }
+  fprintf(stderr, "  %llu of %llu samples in the comparator go through libc (%s) to the caller\n",
+          (unsigned long long)through_libc, (unsigned long long)with_cmp, example ? example : "-");
+  CHECK(with_cmp > 50);
+  CHECK(through_libc >= with_cmp * 90 / 100);
+}
+
+/* ---- 8: sampling a thread that allocates and loads libraries ---- */
+
+static volatile int churn_stop;
+static char churn_lib[256];
+
+static void *churn(void *p) {
+  uint64_t *rounds = p;
+  fl_sampler_thread_enter();
+  while (!churn_stop) {
+    for (int i = 0; i < 64; i++) {
+      void *m = malloc((size_t)(16 << (i % 12)));
+      memset(m, 1, 16);
+      free(m);
+    }
+    void *h = dlopen(churn_lib, RTLD_NOW | RTLD_LOCAL);
+    if (h) dlclose(h);
+    (*rounds)++;
+  }
+  fl_sampler_thread_exit();
+  return NULL;
+}
+
+static void test_handler_safety(const char *tmpdir) {
+  fprintf(stderr, "8. malloc/free and dlopen/dlclose while sampled\n");
+  char src[256], cmd[1024];
+  snprintf(src, sizeof src, "%s/churn.c", tmpdir);
+  snprintf(churn_lib, sizeof churn_lib, "%s/libchurn.so", tmpdir);
+  FILE *f = fopen(src, "w");
+  if (f) {
+    fputs("int churn_value(int x) { return x * 3; }\n", f);
+    fclose(f);
+  }
+  const char *cc = getenv("CC");
+  snprintf(cmd, sizeof cmd, "%s -shared -fPIC -o '%s' '%s'", cc && *cc ? cc : "cc", churn_lib, src);
+  if (!f || system(cmd) != 0) snprintf(churn_lib, sizeof churn_lib, "libm.so.6");
+
+  uint64_t rounds = 0;
+  churn_stop = 0;
+  start(MS / 10);
+  pthread_t t;
+  pthread_create(&t, NULL, churn, &rounds);
+  burn_cpu(500 * (int64_t)MS);
+  churn_stop = 1;
+  pthread_join(t, NULL);
+  uint64_t samples = fl_sampler_stop();
+  uint64_t main_records = 0, churn_records = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
+    if (r.tid == gettid_())
+      main_records++;
+    else
+      churn_records++;
+  }
+  fprintf(stderr, "  %llu dlopen rounds of %s; %llu samples (%llu of the churning thread)\n",
+          (unsigned long long)rounds, churn_lib, (unsigned long long)samples,
+          (unsigned long long)churn_records);
+  CHECK(rounds > 10);
+  CHECK(main_records > 100);
+  CHECK(churn_records > 10);
+}
+
+/* ---- 9: a full buffer ---- */
+
+static void test_full_buffer(void) {
+  fprintf(stderr, "9. full buffer\n");
+  char err[256];
+  size_t words = 1000;
+  size_t bytes = fl_sampler_buffer_bytes(words);
+  /* Exactly the size given, so that AddressSanitizer sees any overrun; and
+   * a canary after it for the plain build. */
+  uint64_t *tiny = malloc(bytes + 64 * sizeof(uint64_t));
+  for (int i = 0; i < 64; i++) tiny[bytes / 8 + (size_t)i] = 0xdeadbeefcafef00dull;
+  CHECK(fl_sampler_init(tiny, bytes, err, sizeof err) == 0);
+  fl_sampler_reset();
+  CHECK(fl_sampler_start(MS / 10, 9, err, sizeof err) == 0);
+  burn_cpu(200 * (int64_t)MS);
+  uint64_t samples = fl_sampler_stop();
+  const fl_sampler_header_t *h = (const fl_sampler_header_t *)tiny;
+  totals_t t = sum_all(tiny, bytes);
+  int canary_ok = 1;
+  for (int i = 0; i < 64; i++) canary_ok &= tiny[bytes / 8 + (size_t)i] == 0xdeadbeefcafef00dull;
+  fprintf(stderr, "  %llu words: %llu records, %llu dropped, %llu of %llu words used\n",
+          (unsigned long long)words, (unsigned long long)t.records, (unsigned long long)h->dropped,
+          (unsigned long long)h->used_words, (unsigned long long)h->capacity_words);
+  CHECK(!t.corrupt);
+  CHECK_INT(t.records, samples);
+  CHECK_INT(h->samples, samples);
+  CHECK(h->dropped > 0);
+  CHECK(h->used_words <= h->capacity_words);
+  CHECK(h->capacity_words == words);
+  CHECK(canary_ok);
+  CHECK(samples > 5);
+  CHECK(fl_sampler_init(main_buf, main_bytes, err, sizeof err) == 0);
+  free(tiny);
+}
+
+/* ---- 10: the samples of a crashed process ---- */
+
+static void test_crash(const char *tmpdir) {
+  fprintf(stderr, "10. samples survive a crash\n");
+  char path[256], err[256];
+  snprintf(path, sizeof path, "%s/samples.buf", tmpdir);
+  size_t bytes = fl_sampler_buffer_bytes(1u << 16);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  CHECK(fd >= 0);
+  CHECK(ftruncate(fd, (off_t)bytes) == 0);
+  close(fd);
+
+  fflush(NULL);
+  pid_t child = fork();
+  if (child == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    int cfd = open(path, O_RDWR);
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+    if (map == MAP_FAILED || fl_sampler_init(map, bytes, err, sizeof err) < 0) _exit(3);
+    fl_sampler_reset();
+    if (fl_sampler_start(MS / 10, 10, err, sizeof err) < 0) _exit(4);
+    int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + 200 * (int64_t)MS;
+    while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end) tsamp_child_work(20000);
+    abort(); /* still sampling */
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+
+  fd = open(path, O_RDONLY);
+  void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  CHECK(map != MAP_FAILED);
+  if (map == MAP_FAILED) return;
+  uint64_t records = 0, in_work = 0, right_tid = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  int rc;
+  while ((rc = fl_sampler_next(map, bytes, &pos, &r)) == 1) {
+    records++;
+    if (r.tid == child && r.tag == 10) right_tid++;
+    if (!strcmp(leaf_func(&r), "tsamp_child_work")) in_work++;
+  }
+  fprintf(stderr, "  the crashed child (pid %d) left %llu records, %llu in its workload\n",
+          (int)child, (unsigned long long)records, (unsigned long long)in_work);
+  CHECK(rc == 0);
+  CHECK(records > 100);
+  CHECK_INT(right_tid, records);
+  CHECK(in_work >= records * 90 / 100);
+  munmap(map, bytes);
+  unlink(path);
+}
+
+/* ---- the reader on bad input ---- */
+
+static void test_reader(void) {
+  uint64_t junk[64] = {1, 2, 3};
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  CHECK(fl_sampler_next(junk, sizeof junk, &pos, &r) == -1);
+  CHECK(fl_sampler_next(junk, 8, &pos, &r) == -1);
+  /* A header whose used_words passes the end. */
+  uint64_t b[FL_SAMPLER_HEADER_WORDS + 8] = {FL_SAMPLER_MAGIC, 8, 9};
+  CHECK(fl_sampler_next(b, sizeof b, &pos, &r) == -1);
+  /* A record longer than the words used. */
+  b[2] = 5;
+  b[FL_SAMPLER_HEADER_WORDS] = (3ull << 32) | 42;
+  CHECK(fl_sampler_next(b, sizeof b, &pos, &r) == -1);
+  b[FL_SAMPLER_HEADER_WORDS] = (1ull << 32) | 42;
+  CHECK(fl_sampler_next(b, sizeof b, &pos, &r) == 1);
+  CHECK_INT(r.tid, 42);
+  CHECK_INT(r.n_pcs, 1);
+  CHECK(fl_sampler_next(b, sizeof b, &pos, &r) == 0);
+}
+
+/* ---- handler cost ---- */
+
+__attribute__((noipa)) void tsamp_deep(int depth, uint64_t n) {
+  if (depth > 0)
+    tsamp_deep(depth - 1, n);
+  else
+    tsamp_burn(n);
+  __asm__ volatile("");
+}
+
+/* CPU time per sample: the same work with and without sampling at 0.1 ms. */
+static void report_handler_cost(void) {
+  const int reps = 2;
+  double best_plain = 1e30, best_sampled = 1e30;
+  uint64_t samples = 0;
+  for (int k = 0; k < reps; k++) {
+    int64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (int i = 0; i < 100; i++) tsamp_deep(20, 200000);
+    double plain = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+    start(MS / 10);
+    t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (int i = 0; i < 100; i++) tsamp_deep(20, 200000);
+    double sampled = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+    uint64_t s = fl_sampler_stop();
+    if (sampled - plain < best_sampled - best_plain || k == 0) {
+      best_plain = plain;
+      best_sampled = sampled;
+      samples = s;
+    }
+  }
+  fprintf(stderr,
+          "  handler cost (stack depth ~25, 0.1 ms): %.2f us CPU per sample "
+          "(%.1f%% overhead at 0.1 ms)\n",
+          samples ? (best_sampled - best_plain) / 1e3 / (double)samples : 0.0,
+          100.0 * (best_sampled - best_plain) / best_plain);
+}
+
+int main(void) {
+  alarm(55); /* a deadlock fails the test instead of hanging it */
+  char err[256];
+  char tmpdir[] = "/tmp/cflame_test_sampler.XXXXXX";
+  CHECK(mkdtemp(tmpdir) != NULL);
+
+  main_bytes = fl_sampler_buffer_bytes(MAIN_WORDS);
+  main_buf = mmap(NULL, main_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(main_buf != MAP_FAILED);
+  CHECK(fl_sampler_start(MS, 0, err, sizeof err) == -1); /* no buffer yet */
+  CHECK(fl_sampler_init(NULL, 0, err, sizeof err) == 0);
+  CHECK(fl_sampler_init(main_buf, main_bytes, err, sizeof err) == 0);
+  CHECK(fl_sampler_start(100, 0, err, sizeof err) == -1); /* below the floor */
+  test_reader();
+
+  double ns_per_it = ns_per_iteration();
+  sym = fl_symbolizer_new_from_pid(getpid(), err, sizeof err);
+  CHECK(sym != NULL);
+  if (!sym) {
+    fprintf(stderr, "symbolizer: %s\n", err);
+    return TEST_DONE();
+  }
+
+  /* CFLAME_TEST_ONLY=27 runs tests 2 and 7 only (0 is test 10, c the
+   * handler cost). */
+  const char *only = getenv("CFLAME_TEST_ONLY");
+#define RUN(k, call) \
+  if (!only || strchr(only, k)) call
+  RUN('1', test_interval());
+  RUN('2', test_split(ns_per_it));
+  RUN('3', test_aliasing(ns_per_it));
+  RUN('4', test_threads(ns_per_it));
+  RUN('6', test_no_eintr());
+  RUN('7', test_qsort());
+  RUN('8', test_handler_safety(tmpdir));
+  RUN('9', test_full_buffer());
+  RUN('0', test_crash(tmpdir));
+  RUN('c', report_handler_cost());
+
+  fl_symbolizer_destroy(&sym);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  return TEST_DONE();
+}
