@@ -175,7 +175,9 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   double scale = r->total ? l.width / (double)r->total : 0;
 
   fl__buf_t b = {0};
-  fl__buf_puts(&b, "<?xml version='1.0' encoding='UTF-8'?>\n");
+  /* No XML declaration: the SVG is embedded in HTML by nbconvert and
+   * JupyterLab (lxml refuses a declaration in text), and a standalone .svg
+   * is UTF-8 XML without one. */
   fl__buf_puts(&b, "<svg xmlns='http://www.w3.org/2000/svg' width='");
   put_px(&b, full_w);
   fl__buf_puts(&b, "' height='");

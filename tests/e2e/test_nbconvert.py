@@ -34,3 +34,42 @@ def test_nbconvert_execute(tmp_path):
     assert len(errs) == 1 and errs[0].ename == "CompileError"
     assert any("cell[4]:1:14: error" in line for line in errs[0].traceback), errs[0].traceback
     assert text(code[4], "stdout") == "-std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall\n"
+
+
+def test_html_export_shows_every_flame_graph(tmp_path):
+    """An executed notebook with %%profview cells exported with
+    `nbconvert --to html` carries each flame graph as inline SVG, so a reader
+    without JavaScript sees it."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "cflame", "display_name": "C (cflame)", "language": "c"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "__attribute__((noinline)) double spin(int n) {\n"
+            "    volatile double s = 0;\n"
+            "    for (int i = 0; i < n; i++) s += i * 0.5;\n"
+            "    return s;\n"
+            "}"),
+        nbformat.v4.new_code_cell('%%profview title="first graph"\nfor (int r = 0; r < 40; r++) spin(1000000);'),
+        nbformat.v4.new_code_cell('%profview title="second graph" for (int r = 0; r < 40; r++) spin(1000000);'),
+    ]
+    src = tmp_path / "profiled.ipynb"
+    nbformat.write(nb, src)
+    env = dict(os.environ)
+    executed = tmp_path / "executed.ipynb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+         "--ExecutePreprocessor.timeout=120", "--output-dir", str(tmp_path),
+         "--output", executed.name, str(src)],
+        env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "html", "--output-dir", str(tmp_path),
+         "--output", "executed.html", str(executed)],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "executed.html").read_text()
+    # Each graph's own SVG is inline, with its title and a <title> per frame.
+    assert html.count("<svg") >= 2, "no inline SVG flame graphs in the HTML export"
+    for title in ("first graph", "second graph"):
+        assert title in html
+    assert "spin" in html and "top-level scope" in html
