@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cflame/fl_diff.h"
 #include "cflame/fl_tree.h"
 
 typedef struct fl_view_opts {
@@ -74,5 +75,20 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
 /* The MIME bundle {"application/vnd.vegalite.v5+json": spec,
  * "image/svg+xml": svg, "text/plain": text}. New reference; NULL with err. */
 json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+
+/* ---- differential flame graphs (fl_diff.h) ----
+ *
+ * The same three renderings of a diff: the drawn tree's layout, each frame
+ * coloured by its change — red for growth, blue for shrinkage, saturation by
+ * |delta| on a scale symmetric around zero (fl_diff_max_delta), a neutral
+ * grey for changes within noise, a distinct colour for new frames — with a
+ * legend that says so, and the vanished frames listed under the graph with
+ * their baseline counts. Rows add the fields base (null when new), delta and
+ * change ("grew", "shrank", "same", "new"); tooltips give target, baseline
+ * and delta in samples (or bytes) and percent. */
+json_t *fl_vegalite_diff(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size);
+char *fl_svg_diff(const fl_diff_t *d, const fl_view_opts_t *v);
+char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o);
+json_t *fl_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size);
 
 #endif
