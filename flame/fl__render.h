@@ -10,10 +10,17 @@
  *   colours  a frame's colour: its kind's palette, varied by a hash of the
  *            function name (as flamegraph.pl does), so that neighbours differ
  *            and a function has one colour everywhere.
- *   notes    the lines under the title: the caller's note, and how many
- *            frames are not drawn.
- *   text     a valid UTF-8 copy of a string, for JSON and XML.
- *   buf      a growing string. */
+ *   notes    the lines under the title: the caller's note, a diff's notes
+ *            and summary, and how many frames are not drawn.
+ *   diffs    what a differential flame graph adds (fl_diff.h): its colours
+ *            (by change, saturation by |delta|), legend, the words for the
+ *            drawn and the other profile, and the list of vanished frames.
+ *   text     a valid UTF-8 copy of a string, for JSON and XML; amounts.
+ *   buf      a growing string.
+ *
+ * A diff is drawn by the same code as a plain graph: rows of its drawn tree
+ * (fl_diff_tree) with rows.diff set, which switches colours, tooltips,
+ * legend and notes to the diff's, and adds the vanished list. */
 #ifndef FL__RENDER_H
 #define FL__RENDER_H
 
@@ -32,13 +39,15 @@
 typedef struct fl__rows {
   const fl_node_t **rows; /* pre-order, the root first; borrowed nodes */
   size_t n;
-  size_t n_merged; /* visible nodes left out to stay within max_rows */
-  int levels;      /* deepest drawn depth + 1 */
-  uint64_t total;  /* the root's count */
+  size_t n_merged;       /* visible nodes left out to stay within max_rows */
+  int levels;            /* deepest drawn depth + 1 */
+  uint64_t total;        /* the root's count */
+  const fl_diff_t *diff; /* a diff's rows (of fl_diff_tree), or NULL */
 } fl__rows_t;
 
 /* Fills r with the rows to draw: at most max_rows (0 or more than
- * FL__MAX_ROWS: FL__MAX_ROWS). Returns 0, or -1 out of memory. */
+ * FL__MAX_ROWS: FL__MAX_ROWS); r->diff NULL (a diff's caller sets it).
+ * Returns 0, or -1 out of memory. */
 int fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r);
 void fl__rows_free(fl__rows_t *r);
 
@@ -82,6 +91,8 @@ unsigned fl__kinds_present(const fl__rows_t *r);
 
 /* The node's fill colour as "#rrggbb" into hex. */
 void fl__node_color(const fl_node_t *n, char hex[8]);
+/* A row's fill: fl__diff_color for a diff's rows, else fl__node_color. */
+void fl__row_color(const fl__rows_t *r, const fl_node_t *n, char hex[8]);
 
 typedef struct fl__theme {
   const char *background;
@@ -98,17 +109,79 @@ bool fl__is_alloc(const fl_tree_t *t);
 /* What the x axis counts: "samples" or "bytes". */
 const char *fl__unit(const fl_tree_t *t);
 
-#define FL__MAX_NOTES 2
+#define FL__MAX_NOTES 8
 #define FL__NOTE_SIZE 512
 
-/* The lines under the title: v->note, and how many frames are not drawn
- * (hidden by minwidth, left out to stay within the rows). Returns how many
- * lines were written. */
+/* The lines under the title: v->note; for a diff (r->diff), its notes
+ * (fl_diff_notes), "baseline layout, …" when negated, and the summary
+ * (fl__diff_summary); and how many frames are not drawn (hidden by
+ * minwidth, left out to stay within the rows). Returns how many lines were
+ * written. */
 int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
               char lines[FL__MAX_NOTES][FL__NOTE_SIZE]);
 
 /* "1,234,567". */
 void fl__thousands(uint64_t n, char out[32]);
+/* v with thousands separators and at most two decimals, trailing zeros
+ * dropped ("1,234", "12.5", "-0.25"); with sign, "+" before positive
+ * values and zero. */
+void fl__amount(double v, bool sign, char out[48]);
+
+/* ---- diffs ---- */
+
+/* The fills of a diff (SPEC.md section 4): a change's colour runs from a
+ * pale tint (the smallest change) to the full colour (|delta| equal to
+ * fl_diff_max_delta): white mixed with the full colour, its share
+ * FL__DIFF_MIN_TINT + (1 - FL__DIFF_MIN_TINT) |delta| / max, the same for
+ * red and blue, so equal changes either way are equally saturated. Frames
+ * whose change is within noise are neutral grey, new frames teal: neither
+ * red, blue nor grey, and readable with black labels on both themes. */
+#define FL__DIFF_GREW_COLOR "#d72828"   /* the full red */
+#define FL__DIFF_SHRANK_COLOR "#2864d7" /* the full blue */
+#define FL__DIFF_SAME_COLOR "#c8c8c8"
+#define FL__DIFF_NEW_COLOR "#2aa198"
+#define FL__DIFF_MIN_TINT 0.2
+
+/* The fill of node n of d's drawn tree, by its change and |delta|. */
+void fl__diff_color(const fl_diff_t *d, const fl_node_t *n, char hex[8]);
+/* The rows' change field: "grew", "shrank", "same", "new". */
+const char *fl__change_name(fl_change_t c);
+
+/* What the drawn tree is ("target", or "baseline" when negated) and what
+ * the other one is. */
+const char *fl__drawn_name(const fl_diff_t *d);
+const char *fl__other_name(const fl_diff_t *d);
+
+/* The legend: a title that says what the colours measure ("target −
+ * baseline", or "baseline − target, baseline layout"), and one entry per
+ * change in the order grew, shrank, same, new, each label starting with the
+ * change's name. */
+#define FL__N_CHANGES 4
+typedef struct fl__legend_entry {
+  fl_change_t change;
+  const char *label;
+  const char *color;
+} fl__legend_entry_t;
+const char *fl__diff_legend_title(const fl_diff_t *d);
+void fl__diff_legend(const fl_diff_t *d, fl__legend_entry_t out[FL__N_CHANGES]);
+
+/* "grew: 3 frames, shrank: 2, new: 1, vanished: 1; 85% of the target
+ * within noise": the drawn frames below the root by change, the vanished
+ * ones, and fl_diff_neutral_share. */
+void fl__diff_summary(const fl_diff_t *d, char *out, size_t size);
+
+/* The vanished list under a diff: a header ("Vanished (in the baseline
+ * only):", or "Only in the target (not drawn):" when negated), then at most
+ * FL__VANISHED_MAX lines, widest first, then "… and K more". */
+#define FL__VANISHED_MAX 20
+const char *fl__vanished_header(const fl_diff_t *d);
+/* "func  file:line  — baseline 12 samples (3.4%)": the frame, its count
+ * (scaled to the drawn tree's units) and its share of the other profile.
+ * Raw: the caller cleans it for JSON or XML. */
+void fl__vanished_line(const fl_diff_t *d, const fl_vanished_t *v, char *out, size_t size);
+/* The other profile's total, scaled to the drawn tree's units (the root's
+ * base); 0 when empty. */
+double fl__other_total(const fl_diff_t *d);
 
 /* A copy of s (NULL: "") that is valid UTF-8 without control characters,
  * for JSON and XML: each invalid byte and each control character becomes

@@ -1,5 +1,6 @@
-/* fl_bundle: the MIME bundle of a flame graph, and what its renderers share
- * (fl__render.h): rows, layout, kinds and colours, notes, text clean-up.
+/* fl_bundle: the MIME bundle of a flame graph or of a diff, and what its
+ * renderers share (fl__render.h): rows, layout, kinds and colours, a diff's
+ * colours, legend, summary and vanished list, notes, text clean-up.
  *
  * The bundle is {"application/vnd.vegalite.v5+json": spec, "image/svg+xml":
  * svg, "text/plain": tree report}. SPEC.md section 4 bounds it: at most 5,000
@@ -7,7 +8,8 @@
  * spec and as much again in the SVG, so a tree with thousands of frames can
  * need fewer rows than max_rows: fl_bundle renders, measures, and when the
  * bundle is too big draws fewer (narrower frames go first, and the note
- * under the title says how many), until it fits. */
+ * under the title says how many), until it fits. fl_diff_bundle does the
+ * same with a diff's renderings. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -176,6 +178,13 @@ void fl__node_color(const fl_node_t *n, char hex[8]) {
   snprintf(hex, 8, "#%02x%02x%02x", r & 0xff, g & 0xff, b & 0xff);
 }
 
+void fl__row_color(const fl__rows_t *r, const fl_node_t *n, char hex[8]) {
+  if (r->diff)
+    fl__diff_color(r->diff, n, hex);
+  else
+    fl__node_color(n, hex);
+}
+
 static const fl__theme_t light = {"#ffffff", "#222222", "#000000", "#c000c0"};
 static const fl__theme_t dark = {"#1e1e1e", "#e6e6e6", "#000000", "#ff40ff"};
 
@@ -205,19 +214,31 @@ void fl__thousands(uint64_t n, char out[32]) {
   out[j] = '\0';
 }
 
+/* Copies s into line, cleaned, cut between characters to fit. */
+static void note_copy(char line[FL__NOTE_SIZE], const char *s) {
+  char *clean = fl__clean_text(s, false);
+  size_t len = clean ? strlen(clean) : 0;
+  if (len >= FL__NOTE_SIZE) { /* cut between characters */
+    len = FL__NOTE_SIZE - 1;
+    while (len > 0 && ((unsigned char)clean[len] & 0xc0) == 0x80) len--;
+  }
+  if (len) memcpy(line, clean, len);
+  line[len] = '\0';
+  free(clean);
+}
+
 int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
               char lines[FL__MAX_NOTES][FL__NOTE_SIZE]) {
   int n = 0;
-  if (v->note && v->note[0]) {
-    char *clean = fl__clean_text(v->note, false);
-    size_t len = clean ? strlen(clean) : 0;
-    if (len >= FL__NOTE_SIZE) { /* cut between characters */
-      len = FL__NOTE_SIZE - 1;
-      while (len > 0 && ((unsigned char)clean[len] & 0xc0) == 0x80) len--;
-    }
-    if (len) memcpy(lines[n], clean, len);
-    lines[n++][len] = '\0';
-    free(clean);
+  if (v->note && v->note[0]) note_copy(lines[n++], v->note);
+  if (r->diff) {
+    /* Room for the negate line, the summary and the hidden line. */
+    const char *const *notes = fl_diff_notes(r->diff);
+    for (; notes && *notes && n < FL__MAX_NOTES - 3; notes++) note_copy(lines[n++], *notes);
+    if (fl_diff_options(r->diff)->negate)
+      snprintf(lines[n++], FL__NOTE_SIZE,
+               "baseline layout, coloured by baseline \xe2\x88\x92 target");
+    fl__diff_summary(r->diff, lines[n++], FL__NOTE_SIZE);
   }
   uint64_t hidden_weight = 0;
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
@@ -239,6 +260,124 @@ int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
     snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames left out to draw at most %s", b, c);
   }
   return n;
+}
+
+void fl__amount(double v, bool sign, char out[48]) {
+  double rounded = round(v * 100) / 100;
+  if (rounded == 0) rounded = 0; /* no "-0" */
+  double whole = trunc(fabs(rounded));
+  char digits[32];
+  if (whole < 1e18)
+    fl__thousands((uint64_t)whole, digits);
+  else
+    snprintf(digits, sizeof digits, "%.3g", whole);
+  int cents = (int)llround((fabs(rounded) - whole) * 100);
+  const char *prefix = rounded < 0 ? "-" : sign ? "+" : "";
+  if (cents == 0)
+    snprintf(out, 48, "%s%s", prefix, digits);
+  else if (cents % 10 == 0)
+    snprintf(out, 48, "%s%s.%d", prefix, digits, cents / 10);
+  else
+    snprintf(out, 48, "%s%s.%02d", prefix, digits, cents);
+}
+
+/* ---- diffs ---- */
+
+const char *fl__change_name(fl_change_t c) {
+  switch (c) {
+    case FL_CHANGE_GREW: return "grew";
+    case FL_CHANGE_SHRANK: return "shrank";
+    case FL_CHANGE_NEW: return "new";
+    case FL_CHANGE_SAME: break;
+  }
+  return "same";
+}
+
+/* The full colours of growth and shrinkage, as in FL__DIFF_*_COLOR. */
+static const uint8_t grew_rgb[3] = {0xd7, 0x28, 0x28}, shrank_rgb[3] = {0x28, 0x64, 0xd7};
+
+void fl__diff_color(const fl_diff_t *d, const fl_node_t *n, char hex[8]) {
+  const fl_diff_node_t *dn = fl_diff_node(d, n->id);
+  fl_change_t change = dn ? dn->change : FL_CHANGE_SAME;
+  if (change == FL_CHANGE_SAME || change == FL_CHANGE_NEW) {
+    snprintf(hex, 8, "%s", change == FL_CHANGE_NEW ? FL__DIFF_NEW_COLOR : FL__DIFF_SAME_COLOR);
+    return;
+  }
+  double max = fl_diff_max_delta(d);
+  double size = max > 0 ? fmin(1, fabs(dn->delta) / max) : 0;
+  double tint = FL__DIFF_MIN_TINT + (1 - FL__DIFF_MIN_TINT) * size;
+  const uint8_t *full = change == FL_CHANGE_GREW ? grew_rgb : shrank_rgb;
+  unsigned c[3];
+  for (int i = 0; i < 3; i++) c[i] = (unsigned)lround(255 * (1 - tint) + full[i] * tint);
+  snprintf(hex, 8, "#%02x%02x%02x", c[0] & 0xff, c[1] & 0xff, c[2] & 0xff);
+}
+
+const char *fl__drawn_name(const fl_diff_t *d) {
+  return fl_diff_options(d)->negate ? "baseline" : "target";
+}
+
+const char *fl__other_name(const fl_diff_t *d) {
+  return fl_diff_options(d)->negate ? "target" : "baseline";
+}
+
+const char *fl__diff_legend_title(const fl_diff_t *d) {
+  return fl_diff_options(d)->negate ? "baseline \xe2\x88\x92 target (baseline layout)"
+                                    : "target \xe2\x88\x92 baseline";
+}
+
+void fl__diff_legend(const fl_diff_t *d, fl__legend_entry_t out[FL__N_CHANGES]) {
+  bool negate = fl_diff_options(d)->negate;
+  bool noise = fl_diff_options(d)->noise > 0;
+  out[0] = (fl__legend_entry_t){FL_CHANGE_GREW, "grew", FL__DIFF_GREW_COLOR};
+  out[1] = (fl__legend_entry_t){FL_CHANGE_SHRANK, "shrank", FL__DIFF_SHRANK_COLOR};
+  out[2] = (fl__legend_entry_t){FL_CHANGE_SAME, noise ? "same (within noise)" : "same",
+                                FL__DIFF_SAME_COLOR};
+  out[3] = (fl__legend_entry_t){FL_CHANGE_NEW, negate ? "new (only in the baseline)" : "new",
+                                FL__DIFF_NEW_COLOR};
+}
+
+void fl__diff_summary(const fl_diff_t *d, char *out, size_t size) {
+  const fl_tree_t *t = fl_diff_tree(d);
+  size_t by_change[FL__N_CHANGES] = {0};
+  for (size_t i = 1; i < fl_tree_n_nodes(t); i++) {
+    const fl_diff_node_t *dn = fl_diff_node(d, (uint32_t)i);
+    if (dn && (unsigned)dn->change < FL__N_CHANGES) by_change[dn->change]++;
+  }
+  const fl_vanished_t *vanished;
+  size_t n_vanished = fl_diff_vanished(d, &vanished);
+  char grew[32], shrank[32], added[32], gone[32];
+  fl__thousands(by_change[FL_CHANGE_GREW], grew);
+  fl__thousands(by_change[FL_CHANGE_SHRANK], shrank);
+  fl__thousands(by_change[FL_CHANGE_NEW], added);
+  fl__thousands(n_vanished, gone);
+  snprintf(out, size, "grew: %s frame%s, shrank: %s, new: %s, vanished: %s; %.3g%% of the %s %s",
+           grew, by_change[FL_CHANGE_GREW] == 1 ? "" : "s", shrank, added, gone,
+           100 * fl_diff_neutral_share(d), fl__drawn_name(d),
+           fl_diff_options(d)->noise > 0 ? "within noise" : "unchanged");
+}
+
+const char *fl__vanished_header(const fl_diff_t *d) {
+  return fl_diff_options(d)->negate ? "Only in the target (not drawn):"
+                                    : "Vanished (in the baseline only):";
+}
+
+double fl__other_total(const fl_diff_t *d) {
+  const fl_diff_node_t *root = fl_diff_node(d, 0);
+  return root && root->has_base ? root->base : 0;
+}
+
+void fl__vanished_line(const fl_diff_t *d, const fl_vanished_t *v, char *out, size_t size) {
+  const fl_frame_t *f = &v->node->frame;
+  char where[300] = "", count[48];
+  if (f->file && f->line > 0)
+    snprintf(where, sizeof where, "  %s:%d", f->file, f->line);
+  else if (f->file || f->module)
+    snprintf(where, sizeof where, "  %s", f->file ? f->file : f->module);
+  fl__amount(v->count, false, count);
+  double total = fl__other_total(d);
+  snprintf(out, size, "%s%s  \xe2\x80\x94 %s %s %s (%.3g%%)", f->func ? f->func : "[unknown]",
+           where, fl__other_name(d), count, fl__unit(fl_diff_tree(d)),
+           total > 0 ? 100 * v->count / total : 0);
 }
 
 /* The length of the valid UTF-8 sequence at s (at most n bytes), 0 if none
@@ -378,16 +517,10 @@ done:
   return bundle;
 }
 
-json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
-  fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
-  fl_text_opts_t to;
-  fl_text_opts_init(&to);
-  to.max_lines = 200;
-  char *raw_text = fl_text_tree(t, &to);
+/* The bundle of tree t (a diff's drawn tree when d is not NULL) with the
+ * report raw_text (freed here): as many rows as fit. New, or NULL with err. */
+static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t *v,
+                          char *raw_text, char *err, size_t err_size) {
   char *text = raw_text ? fl__clean_text(raw_text, true) : NULL;
   free(raw_text);
   json_t *bundle = NULL;
@@ -402,6 +535,7 @@ json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t
     free(text);
     return NULL;
   }
+  r.diff = d;
   for (int attempt = 0;; attempt++) {
     bundle = bundle_of(t, v, &r, text, err, err_size);
     if (!bundle) break;
@@ -420,4 +554,28 @@ json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t
   fl__rows_free(&r);
   free(text);
   return bundle;
+}
+
+json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  fl_text_opts_t to;
+  fl_text_opts_init(&to);
+  to.max_lines = 200;
+  return bundle_fit(t, NULL, v, fl_text_tree(t, &to), err, err_size);
+}
+
+json_t *fl_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  fl_text_opts_t to;
+  fl_text_opts_init(&to);
+  to.max_lines = 200;
+  return bundle_fit(fl_diff_tree(d), d, v, fl_text_diff(d, &to), err, err_size);
 }

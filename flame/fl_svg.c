@@ -8,6 +8,10 @@
  * where three characters fit and cut with "…" to the frame's width, the
  * title and notes above, a legend of the kinds of code below.
  *
+ * A diff (fl_svg_diff) is drawn the same way with the diff's colours; each
+ * title adds the other profile's count, the delta and the change, the legend
+ * names the changes, and the frames that vanished are listed under it.
+ *
  * Labels are measured, not rendered: at 11 px in a monospace font a
  * character is 0.6 em wide, so a label of n characters needs 6.6 n pixels.
  * Styles are presentation attributes on groups rather than a <style>
@@ -29,6 +33,7 @@
 #define LABEL_MIN_CHARS 3
 #define MONOSPACE "Menlo, Consolas, DejaVu Sans Mono, monospace"
 #define SANS "Helvetica, Arial, sans-serif"
+#define VANISHED_LINE_PX 15
 
 /* s, escaped for XML text and attribute values. */
 static void put_escaped(fl__buf_t *b, const char *s, size_t n) {
@@ -89,17 +94,8 @@ static size_t utf8_prefix(const char *s, size_t chars) {
   return i;
 }
 
-/* The tooltip: function; location and module; weight, percent and self;
- * what was folded in. */
-static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc) {
-  const fl_frame_t *f = &n->frame;
-  char count[32], self[32], allocs[32];
-  fl__thousands(n->count, count);
-  fl__thousands(n->self, self);
-  fl__thousands(n->allocs, allocs);
-  double pct = total ? 100.0 * (double)n->count / (double)total : 0;
-
-  fl__buf_puts(b, "<title>");
+/* The first lines of a tooltip: function; location and module. */
+static void put_frame_id(fl__buf_t *b, const fl_frame_t *f) {
   put_text(b, f->func ? f->func : "[unknown]");
   fl__buf_puts(b, "\n");
   if (f->file) {
@@ -115,17 +111,79 @@ static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool all
   } else {
     fl__buf_puts(b, "?");
   }
+}
+
+static void put_folded(fl__buf_t *b, const fl_node_t *n) {
+  if (!n->status) return;
+  fl__buf_puts(b, "\nfolded in: ");
+  if (n->status & FL_STATUS_SYSTEM) fl__buf_puts(b, "system libraries");
+  if ((n->status & FL_STATUS_SYSTEM) && (n->status & FL_STATUS_ALLOC)) fl__buf_puts(b, ", ");
+  if (n->status & FL_STATUS_ALLOC) fl__buf_puts(b, "allocator");
+}
+
+/* The tooltip: function; location and module; weight, percent and self;
+ * what was folded in. */
+static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc) {
+  char count[32], self[32], allocs[32];
+  fl__thousands(n->count, count);
+  fl__thousands(n->self, self);
+  fl__thousands(n->allocs, allocs);
+  double pct = total ? 100.0 * (double)n->count / (double)total : 0;
+
+  fl__buf_puts(b, "<title>");
+  put_frame_id(b, &n->frame);
   if (alloc)
     fl__buf_printf(b, "\n%s bytes (%.4g%%), self %s bytes, %s allocations", count, pct, self,
                    allocs);
   else
     fl__buf_printf(b, "\n%s samples (%.4g%%), self %s", count, pct, self);
-  if (n->status) {
-    fl__buf_puts(b, "\nfolded in: ");
-    if (n->status & FL_STATUS_SYSTEM) fl__buf_puts(b, "system libraries");
-    if ((n->status & FL_STATUS_SYSTEM) && (n->status & FL_STATUS_ALLOC)) fl__buf_puts(b, ", ");
-    if (n->status & FL_STATUS_ALLOC) fl__buf_puts(b, "allocator");
+  put_folded(b, n);
+  fl__buf_puts(b, "</title>");
+}
+
+/* The tooltip of a diff's frame: function; location and module; the drawn
+ * profile's count and percent; the other's (or "new"); the delta with its
+ * share of the total, and the change; with delta=self the self counts;
+ * what was folded in. */
+static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n, uint64_t total,
+                           bool alloc) {
+  const fl_diff_node_t *dn = fl_diff_node(d, n->id);
+  const fl_diff_opts_t *o = fl_diff_options(d);
+  const char *unit = alloc ? "bytes" : "samples";
+  bool self = o->delta == FL_DELTA_SELF;
+  fl__legend_entry_t legend[FL__N_CHANGES];
+  fl__diff_legend(d, legend);
+  char count[48], base[48], delta[48];
+  fl__amount((double)n->count, false, count);
+  fl__amount(dn ? dn->delta : 0, true, delta);
+  double pct = total ? 100.0 * (double)n->count / (double)total : 0;
+  double other_total = fl__other_total(d);
+
+  fl__buf_puts(b, "<title>");
+  put_frame_id(b, &n->frame);
+  fl__buf_printf(b, "\n%s: %s %s (%.4g%%)", fl__drawn_name(d), count, unit, pct);
+  if (self) {
+    fl__amount((double)n->self, false, count);
+    fl__buf_printf(b, ", self %s", count);
   }
+  fl__buf_printf(b, "\n%s: ", fl__other_name(d));
+  if (!dn || !dn->has_base) {
+    fl__buf_puts(b, o->negate ? "none (only in the baseline)" : "new");
+  } else {
+    fl__amount(dn->base, false, base);
+    fl__buf_printf(b, "%s %s", base, unit);
+    if (other_total > 0) fl__buf_printf(b, " (%.4g%%)", 100 * dn->base / other_total);
+    if (self) {
+      fl__amount(dn->base_self, false, base);
+      fl__buf_printf(b, ", self %s", base);
+    }
+  }
+  fl__buf_printf(b, "\ndelta: %s %s%s (%+.3g%% of the total), ", delta, self ? "self " : "", unit,
+                 total ? 100.0 * (dn ? dn->delta : 0) / (double)total : 0.0);
+  fl_change_t change = dn ? dn->change : FL_CHANGE_SAME;
+  for (int i = 0; i < FL__N_CHANGES; i++)
+    if (legend[i].change == change) fl__buf_puts(b, legend[i].label);
+  put_folded(b, n);
   fl__buf_puts(b, "</title>");
 }
 
@@ -155,6 +213,36 @@ static void put_label(fl__buf_t *b, const fl_node_t *n, double x, double y, doub
   free(name);
 }
 
+/* A legend swatch and its label at x, on the line whose baseline is y;
+ * returns the x of the next one. */
+static double put_swatch(fl__buf_t *b, double x, double y, const char *color, const char *label) {
+  fl__buf_printf(b, "<rect x='%g' y='%g' width='10' height='10' fill='%s'/>", x, y - 9, color);
+  fl__buf_printf(b, "<text x='%g' y='%g'>", x + 14, y);
+  put_text(b, label);
+  fl__buf_puts(b, "</text>\n");
+  return x + 14 + 6.5 * (double)utf8_chars(label) + 16;
+}
+
+static void put_kinds_legend(fl__buf_t *b, unsigned kinds, double y) {
+  double x = MARGIN;
+  for (int k = 0; k < FL__N_KINDS; k++)
+    if (kinds & (1u << k))
+      x = put_swatch(b, x, y, fl__kind_color((fl__kind_t)k), fl__kind_label((fl__kind_t)k));
+}
+
+/* "target − baseline:" then the changes in their full colours. */
+static void put_diff_legend(fl__buf_t *b, const fl_diff_t *d, double y) {
+  const char *title = fl__diff_legend_title(d);
+  fl__buf_printf(b, "<text x='%g' y='%g' font-weight='bold'>", MARGIN, y);
+  put_text(b, title);
+  fl__buf_puts(b, ":</text>\n");
+  double x = MARGIN + 7 * (double)(utf8_chars(title) + 1) + 12;
+  fl__legend_entry_t entries[FL__N_CHANGES];
+  fl__diff_legend(d, entries);
+  for (int i = 0; i < FL__N_CHANGES; i++)
+    x = put_swatch(b, x, y, entries[i].color, entries[i].label);
+}
+
 char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
   const fl__theme_t *th = fl__theme_of(v);
   bool alloc = fl__is_alloc(t);
@@ -171,7 +259,14 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   for (int i = 0; i < n_notes; i++) note_y[i] = (y += 16);
   double plot_top = y + (has_title || n_notes ? 12 : 0);
   double legend_y = plot_top + l.height + 22;
-  double full_w = l.width + 2 * MARGIN, full_h = legend_y + 8 + MARGIN;
+  /* A diff's vanished list: a header, the lines, "… and K more". */
+  const fl_vanished_t *vanished = NULL;
+  size_t n_vanished = r->diff ? fl_diff_vanished(r->diff, &vanished) : 0;
+  size_t shown = n_vanished < FL__VANISHED_MAX ? n_vanished : FL__VANISHED_MAX;
+  double vanished_y = legend_y + 26;
+  size_t vanished_lines = n_vanished ? 1 + shown + (n_vanished > shown) : 0;
+  double bottom = vanished_lines ? vanished_y + VANISHED_LINE_PX * (vanished_lines - 1) : legend_y;
+  double full_w = l.width + 2 * MARGIN, full_h = bottom + 8 + MARGIN;
   double scale = r->total ? l.width / (double)r->total : 0;
 
   fl__buf_t b = {0};
@@ -209,7 +304,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
     const fl_node_t *n = r->rows[i];
     int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
     char color[8];
-    fl__node_color(n, color);
+    fl__row_color(r, n, color);
     fl__buf_puts(&b, "<rect x='");
     put_px(&b, MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
     fl__buf_puts(&b, "' y='");
@@ -220,7 +315,10 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
     fl__buf_puts(&b, "' height='");
     put_px(&b, l.level_px);
     fl__buf_printf(&b, "' fill='%s'%s>", color, w < FL__OUTLINE_MIN_PX ? " stroke='none'" : "");
-    put_title(&b, n, r->total, alloc);
+    if (r->diff)
+      put_diff_title(&b, r->diff, n, r->total, alloc);
+    else
+      put_title(&b, n, r->total, alloc);
     fl__buf_puts(&b, "</rect>\n");
   }
   fl__buf_puts(&b, "</g>\n");
@@ -237,19 +335,37 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
     fl__buf_puts(&b, "</g>\n");
   }
 
-  /* Legend: a swatch and a name per kind of code drawn. */
+  /* Legend: a swatch and a name per kind of code drawn, or per change. */
   fl__buf_printf(&b, "<g font-size='11' fill='%s'>\n", th->text);
-  unsigned kinds = fl__kinds_present(r);
-  double lx = MARGIN;
-  for (int k = 0; k < FL__N_KINDS; k++) {
-    if (!(kinds & (1u << k))) continue;
-    const char *label = fl__kind_label((fl__kind_t)k);
-    fl__buf_printf(&b, "<rect x='%g' y='%g' width='10' height='10' fill='%s'/>", lx, legend_y - 9,
-                   fl__kind_color((fl__kind_t)k));
-    fl__buf_printf(&b, "<text x='%g' y='%g'>%s</text>\n", lx + 14, legend_y, label);
-    lx += 14 + 6.5 * (double)strlen(label) + 16;
+  if (r->diff)
+    put_diff_legend(&b, r->diff, legend_y);
+  else
+    put_kinds_legend(&b, fl__kinds_present(r), legend_y);
+  fl__buf_puts(&b, "</g>\n");
+  if (vanished_lines) {
+    fl__buf_printf(&b, "<g font-size='11' fill='%s'>\n", th->text);
+    fl__buf_printf(&b, "<text x='%g' y='%g' font-weight='bold'>", MARGIN, vanished_y);
+    put_text(&b, fl__vanished_header(r->diff));
+    fl__buf_puts(&b, "</text>\n");
+    char line[1024];
+    for (size_t i = 0; i < shown && !b.oom; i++) {
+      fl__vanished_line(r->diff, &vanished[i], line, sizeof line);
+      /* xml:space keeps the two spaces between a name and its location
+       * (browsers heed it on the text element only). */
+      fl__buf_printf(&b, "<text x='%g' y='%g' xml:space='preserve'>", MARGIN,
+                     vanished_y + VANISHED_LINE_PX * (i + 1.0));
+      put_text(&b, line);
+      fl__buf_puts(&b, "</text>\n");
+    }
+    if (n_vanished > shown) {
+      char more[32];
+      fl__thousands(n_vanished - shown, more);
+      fl__buf_printf(&b, "<text x='%g' y='%g'>\xe2\x80\xa6 and %s more</text>\n", MARGIN,
+                     vanished_y + VANISHED_LINE_PX * (shown + 1.0), more);
+    }
+    fl__buf_puts(&b, "</g>\n");
   }
-  fl__buf_puts(&b, "</g>\n</svg>\n");
+  fl__buf_puts(&b, "</svg>\n");
   return fl__buf_take(&b);
 }
 
@@ -262,6 +378,20 @@ char *fl_svg(const fl_tree_t *t, const fl_view_opts_t *v) {
   fl__rows_t r;
   if (fl__rows_get(t, v->max_rows, &r) < 0) return NULL;
   char *svg = fl__svg_rows(t, v, &r);
+  fl__rows_free(&r);
+  return svg;
+}
+
+char *fl_svg_diff(const fl_diff_t *d, const fl_view_opts_t *v) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  fl__rows_t r;
+  if (fl__rows_get(fl_diff_tree(d), v->max_rows, &r) < 0) return NULL;
+  r.diff = d;
+  char *svg = fl__svg_rows(fl_diff_tree(d), v, &r);
   fl__rows_free(&r);
   return svg;
 }

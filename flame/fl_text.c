@@ -35,15 +35,36 @@
  * the counts is shown as "+D " (D the depth), so that names stay visible. maxdepth and mincount
  * skip frames (the root is depth 0); max_lines limits the frame lines and
  * ends the report with "… N more lines". A tree with frames that minwidth
- * hid ends with a line that says how many and how much. */
+ * hid ends with a line that says how many and how much.
+ *
+ * Diff (fl_text_diff): the tree of a diff's drawn profile, with its counts,
+ * the other profile's (scaled to the same units; "-" for new frames), the
+ * delta and the change, after a total line, the diff's notes and its
+ * summary; the vanished frames at the end (at most 20, widest first):
+ *
+ *   Total: target 602 samples, baseline 510 samples (interval 1 ms)
+ *   grew: 2 frames, shrank: 1, new: 1, vanished: 2; 25.2% of the target within noise
+ *     Target Baseline    Delta  Change  Frame
+ *        602      510      +92  grew    cell[2]
+ *        602      510      +92  grew      main  cell[1]:3
+ *         60        -      +60  new         memcpy  libc.so.6
+ *        152      150       +2  same        qsort  libc.so.6
+ *        300      100     +200  grew        work  cell[1]:5
+ *         80      200     -120  shrank      parse  cell[1]:8
+ *   Vanished (in the baseline only):
+ *     tokenize  cell[1]:20  — baseline 60 samples (11.8%)
+ *
+ * Negated, the drawn profile is the baseline and its column comes first.
+ * Allocation diffs print bytes with units, as the tree does. */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cflame/fl_render.h"
+#include "fl__render.h"
 
 /* ---- a growing string ---- */
 
@@ -266,6 +287,70 @@ static bool printed(const fl_node_t *n, const fl_text_opts_t *o) {
 
 /* ---- tree ---- */
 
+/* Appends the columns in front of a frame's name to a line. */
+typedef void columns_fn(sb_t *line, const fl_node_t *node, const void *ctx);
+
+/* The frame lines of a tree report, one per printed frame in pre-order:
+ * columns(), the indentation, the name and location; then "… N more lines"
+ * past max_lines, and how many frames minwidth hid. line is scratch. */
+static void put_tree_lines(sb_t *out, sb_t *line, const fl_tree_t *t, const fl_text_opts_t *o,
+                           columns_fn *columns, const void *ctx) {
+  layout_t l = layout_of(t);
+  size_t n = fl_tree_n_nodes(t), lines = 0, more = 0;
+  for (size_t i = 0; i < n; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    if (!printed(node, o)) continue;
+    if (o->max_lines && lines == o->max_lines) {
+      more++;
+      continue;
+    }
+    line->len = 0;
+    columns(line, node, ctx);
+    /* Indentation deeper than half of what the counts leave becomes "+D ". */
+    size_t room = o->cols > 0 && (size_t)o->cols > line->len ? (size_t)o->cols - line->len : 0;
+    size_t max_indent = o->cols > 0 ? room / 2 : SIZE_MAX;
+    size_t indent = 2 * (size_t)node->depth;
+    if (indent > max_indent) {
+      char tag[32];
+      int w = snprintf(tag, sizeof tag, "+%d ", node->depth);
+      sb_spaces(line, max_indent > (size_t)w ? max_indent - (size_t)w : 0);
+      sb_puts(line, tag);
+    } else {
+      sb_spaces(line, indent);
+    }
+    sb_puts(line, node->frame.func);
+    if (has_location(&node->frame)) {
+      sb_puts(line, "  ");
+      put_location(line, &node->frame);
+    }
+    if (line->oom) break;
+    put_line(out, line->data, line->len, o->cols);
+    lines++;
+  }
+  if (more) {
+    line->len = 0;
+    sb_printf(line, "… %zu more line%s", more, more == 1 ? "" : "s");
+    put_line(out, line->data, line->len, o->cols);
+  }
+  uint64_t hidden_weight;
+  size_t hidden = fl_tree_hidden(t, &hidden_weight);
+  if (hidden) {
+    line->len = 0;
+    char w[32];
+    if (l.alloc)
+      format_bytes(w, sizeof w, hidden_weight);
+    else
+      snprintf(w, sizeof w, "%" PRIu64 " sample%s", hidden_weight, hidden_weight == 1 ? "" : "s");
+    sb_printf(line, "%zu frame%s narrower than minwidth hidden (%s)", hidden,
+              hidden == 1 ? "" : "s", w);
+    put_line(out, line->data, line->len, o->cols);
+  }
+}
+
+static void plain_columns(sb_t *line, const fl_node_t *node, const void *ctx) {
+  put_counts(line, ctx, node->count, node->self, node->allocs);
+}
+
 /* o NULL: the defaults. Returns NULL only when out of memory. */
 char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
@@ -279,54 +364,130 @@ char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o) {
   put_count_headers(&line, &l);
   sb_puts(&line, "Frame");
   if (!line.oom) put_line(&out, line.data, line.len, o->cols);
-  size_t n = fl_tree_n_nodes(t), lines = 0, more = 0;
-  for (size_t i = 0; i < n; i++) {
-    const fl_node_t *node = fl_tree_node(t, i);
-    if (!printed(node, o)) continue;
-    if (o->max_lines && lines == o->max_lines) {
-      more++;
-      continue;
-    }
-    line.len = 0;
-    put_counts(&line, &l, node->count, node->self, node->allocs);
-    /* Indentation deeper than half of what the counts leave becomes "+D ". */
-    size_t room = o->cols > 0 && (size_t)o->cols > line.len ? (size_t)o->cols - line.len : 0;
-    size_t max_indent = o->cols > 0 ? room / 2 : SIZE_MAX;
-    size_t indent = 2 * (size_t)node->depth;
-    if (indent > max_indent) {
-      char tag[32];
-      int w = snprintf(tag, sizeof tag, "+%d ", node->depth);
-      sb_spaces(&line, max_indent > (size_t)w ? max_indent - (size_t)w : 0);
-      sb_puts(&line, tag);
-    } else {
-      sb_spaces(&line, indent);
-    }
-    sb_puts(&line, node->frame.func);
-    if (has_location(&node->frame)) {
-      sb_puts(&line, "  ");
-      put_location(&line, &node->frame);
-    }
-    if (line.oom) break;
-    put_line(&out, line.data, line.len, o->cols);
-    lines++;
+  put_tree_lines(&out, &line, t, o, plain_columns, &l);
+  if (line.oom) out.oom = true;
+  free(line.data);
+  return sb_steal(&out);
+}
+
+/* ---- diff ---- */
+
+typedef struct diff_layout {
+  const fl_diff_t *d;
+  bool alloc;
+  int count_w, delta_w; /* column widths */
+} diff_layout_t;
+
+/* A count of a diff's column: bytes with units, or samples, with one
+ * decimal when scaling made them fractional; with sign, "+" or "-" first. */
+static void format_diff_count(char *buf, size_t size, double v, bool sign, bool alloc) {
+  const char *prefix = v < 0 ? "-" : sign ? "+" : "";
+  double a = fabs(v);
+  if (alloc) {
+    char bytes[32];
+    format_bytes(bytes, sizeof bytes, (uint64_t)llround(a));
+    snprintf(buf, size, "%s%s", prefix, bytes);
+  } else if (fabs(a - round(a)) < 0.05) {
+    snprintf(buf, size, "%s%.0f", round(a) == 0 ? (sign ? "+" : "") : prefix, round(a));
+  } else {
+    snprintf(buf, size, "%s%.1f", prefix, a);
   }
-  if (more) {
-    line.len = 0;
-    sb_printf(&line, "… %zu more line%s", more, more == 1 ? "" : "s");
-    put_line(&out, line.data, line.len, o->cols);
+}
+
+static void diff_columns(sb_t *line, const fl_node_t *node, const void *ctx) {
+  const diff_layout_t *l = ctx;
+  const fl_diff_node_t *dn = fl_diff_node(l->d, node->id);
+  char count[48], base[48], delta[48];
+  format_diff_count(count, sizeof count, (double)node->count, false, l->alloc);
+  if (dn && dn->has_base)
+    format_diff_count(base, sizeof base, dn->base, false, l->alloc);
+  else
+    snprintf(base, sizeof base, "-");
+  format_diff_count(delta, sizeof delta, dn ? dn->delta : 0, true, l->alloc);
+  sb_printf(line, "%*s %*s %*s  %-6s  ", l->count_w, count, l->count_w, base, l->delta_w, delta,
+            fl__change_name(dn ? dn->change : FL_CHANGE_SAME));
+}
+
+/* The name of a column: "Target", "Baseline". */
+static void put_capitalized(sb_t *line, int width, const char *word) {
+  char w[32];
+  snprintf(w, sizeof w, "%s", word);
+  if (w[0] >= 'a' && w[0] <= 'z') w[0] = (char)(w[0] - 'a' + 'A');
+  sb_printf(line, "%*s ", width, w);
+}
+
+char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
+  fl_text_opts_t defaults;
+  if (!o) {
+    fl_text_opts_init(&defaults);
+    o = &defaults;
   }
-  uint64_t hidden_weight;
-  size_t hidden = fl_tree_hidden(t, &hidden_weight);
-  if (hidden) {
-    line.len = 0;
-    char w[32];
-    if (l.alloc)
-      format_bytes(w, sizeof w, hidden_weight);
-    else
-      snprintf(w, sizeof w, "%" PRIu64 " sample%s", hidden_weight, hidden_weight == 1 ? "" : "s");
-    sb_printf(&line, "%zu frame%s narrower than minwidth hidden (%s)", hidden,
-              hidden == 1 ? "" : "s", w);
-    put_line(&out, line.data, line.len, o->cols);
+  const fl_tree_t *t = fl_diff_tree(d);
+  const fl_diff_opts_t *dopts = fl_diff_options(d);
+  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  const fl_node_t *root = fl_tree_root(t);
+  double other_total = fl__other_total(d);
+  diff_layout_t l = {.d = d, .alloc = info->kind == FL_PROFILE_ALLOC};
+  if (l.alloc) {
+    l.count_w = 10; /* "1023.9 KiB" */
+    l.delta_w = 11;
+  } else {
+    double widest = fmax((double)root->count, other_total);
+    l.count_w =
+        digits((uint64_t)llround(widest)) + 2 > 8 ? digits((uint64_t)llround(widest)) + 2 : 8;
+    l.delta_w = l.count_w;
+  }
+
+  sb_t out = {0}, line = {0};
+  char a[48], b[48];
+  format_diff_count(a, sizeof a, (double)root->count, false, l.alloc);
+  format_diff_count(b, sizeof b, other_total, false, l.alloc);
+  sb_printf(&line, "Total: %s %s%s, %s %s%s", fl__drawn_name(d), a, l.alloc ? "" : " samples",
+            fl__other_name(d), b, l.alloc ? "" : " samples");
+  if (!l.alloc && info->interval_ns) {
+    char iv[32];
+    format_interval(iv, sizeof iv, info->interval_ns);
+    sb_printf(&line, " (interval %s)", iv);
+  }
+  if (dopts->delta == FL_DELTA_SELF) sb_puts(&line, "; deltas of self counts");
+  if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+  if (dopts->negate) {
+    static const char negated[] = "Baseline layout, coloured by baseline − target";
+    put_line(&out, negated, strlen(negated), o->cols);
+  }
+  for (const char *const *note = fl_diff_notes(d); note && *note; note++)
+    put_line(&out, *note, strlen(*note), o->cols);
+  char summary[512];
+  fl__diff_summary(d, summary, sizeof summary);
+  put_line(&out, summary, strlen(summary), o->cols);
+
+  line.len = 0;
+  put_capitalized(&line, l.count_w, fl__drawn_name(d));
+  put_capitalized(&line, l.count_w, fl__other_name(d));
+  sb_printf(&line, "%*s  %-6s  Frame", l.delta_w, "Delta", "Change");
+  if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+  put_tree_lines(&out, &line, t, o, diff_columns, &l);
+
+  const fl_vanished_t *vanished;
+  size_t n_vanished = fl_diff_vanished(d, &vanished);
+  if (n_vanished) {
+    const char *header = fl__vanished_header(d);
+    put_line(&out, header, strlen(header), o->cols);
+    size_t shown = n_vanished < FL__VANISHED_MAX ? n_vanished : FL__VANISHED_MAX;
+    char text[1024];
+    for (size_t i = 0; i < shown; i++) {
+      line.len = 0;
+      fl__vanished_line(d, &vanished[i], text, sizeof text);
+      sb_printf(&line, "  %s", text);
+      if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+    }
+    if (n_vanished > shown) {
+      line.len = 0;
+      char more[32];
+      fl__thousands(n_vanished - shown, more);
+      sb_printf(&line, "  … and %s more", more);
+      if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+    }
   }
   if (line.oom) out.oom = true;
   free(line.data);

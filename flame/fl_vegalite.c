@@ -30,6 +30,21 @@
  *   legend  an empty layer whose colour scale names the kinds of code drawn
  *           (the frames' own colours vary within each kind's palette).
  *
+ * A diff (fl_vegalite_diff) is the same view of its drawn tree: the rows add
+ * base (null for new frames), delta and change (and base_self when deltas
+ * are of self counts), their colour is the change's (fl__diff_color), the
+ * tooltip gives target, baseline and delta in samples (bytes) and percent,
+ * and the legend names the changes. It is placed at a fixed distance under
+ * the plot, so that a fifth layer can list the vanished frames under it:
+ *
+ *   vanished  text marks with a dataset of their own (a header, a line per
+ *             frame with its func, file, line, module, count and pct, and
+ *             "… and K more"), so that data.values stays the frames.
+ *
+ * usermeta.cflame.diff says how the diff was made (negate, delta, noise,
+ * scale, max_delta, the other profile's total, how many frames vanished)
+ * and its colours, for tests and for whoever reads the spec.
+ *
  * Everything is checked by the real vega-lite and vega, headless and in
  * Chromium: tests/render/check_spec.mjs and browser_test.mjs. */
 #define _GNU_SOURCE
@@ -73,9 +88,17 @@ static json_t *text_or_null(const char *s) {
   return j;
 }
 
-static json_t *row_of(const fl_node_t *n, uint64_t total, bool alloc) {
+/* A count as JSON: an integer when it is one (unscaled counts), else a
+ * real with four decimals. New. */
+static json_t *number_of(double v) {
+  if (v == floor(v) && fabs(v) < 9007199254740992.0) return json_integer((json_int_t)v);
+  return json_real(round(v * 1e4) / 1e4);
+}
+
+static json_t *row_of(const fl__rows_t *r, const fl_node_t *n, bool alloc) {
   char color[8];
-  fl__node_color(n, color);
+  fl__row_color(r, n, color);
+  uint64_t total = r->total;
   /* Four decimals: enough for a tooltip, and short in the JSON. */
   double pct = total ? round(1e6 * (double)n->count / (double)total) / 1e4 : 0;
   json_t *row = json_object();
@@ -95,6 +118,16 @@ static json_t *row_of(const fl_node_t *n, uint64_t total, bool alloc) {
   rc |= json_object_set_new(row, "module", text_or_null(n->frame.module));
   rc |= json_object_set_new(row, "status", json_integer(n->status));
   if (alloc) rc |= json_object_set_new(row, "allocs", json_integer((json_int_t)n->allocs));
+  if (r->diff) {
+    const fl_diff_node_t *dn = fl_diff_node(r->diff, n->id);
+    bool base = dn && dn->has_base;
+    rc |= json_object_set_new(row, "base", base ? number_of(dn->base) : json_null());
+    if (fl_diff_options(r->diff)->delta == FL_DELTA_SELF)
+      rc |= json_object_set_new(row, "base_self", base ? number_of(dn->base_self) : json_null());
+    rc |= json_object_set_new(row, "delta", number_of(dn ? dn->delta : 0));
+    rc |= json_object_set_new(row, "change",
+                              json_string(fl__change_name(dn ? dn->change : FL_CHANGE_SAME)));
+  }
   rc |= json_object_set_new(row, "color", json_string(color));
   if (rc) {
     json_decref(row);
@@ -106,7 +139,7 @@ static json_t *row_of(const fl_node_t *n, uint64_t total, bool alloc) {
 static json_t *rows_of(const fl__rows_t *r, bool alloc) {
   json_t *rows = json_array();
   for (size_t i = 0; rows && i < r->n; i++) {
-    if (json_array_append_new(rows, row_of(r->rows[i], r->total, alloc)) != 0) {
+    if (json_array_append_new(rows, row_of(r, r->rows[i], alloc)) != 0) {
       json_decref(rows);
       return NULL;
     }
@@ -141,6 +174,61 @@ static json_t *tooltip_of(bool alloc) {
   snprintf(expr, sizeof expr, "datum.status ? {%s%s%s} : {%s%s}", common, counts, folded, common,
            counts);
   return json_pack("{s:s}", "expr", expr);
+}
+
+/* The tooltip of a diff's frame: function, file:line and module as for a
+ * plain graph, then the drawn profile's count with its percent, the other
+ * profile's (or what a frame without a partner shows), the delta with its
+ * share of the total, the change in the legend's words, and what was folded
+ * in. With delta=self, self counts too. "target" and "baseline" swap places
+ * when negated (the drawn profile comes first). New. */
+static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
+  const fl_diff_opts_t *o = fl_diff_options(d);
+  const char *unit = alloc ? "bytes" : "samples";
+  bool self = o->delta == FL_DELTA_SELF;
+  double other_total = fl__other_total(d);
+  fl__legend_entry_t legend[FL__N_CHANGES];
+  fl__diff_legend(d, legend);
+  const char *missing = o->negate ? "none (only in the baseline)" : "new";
+
+  fl__buf_t b = {0};
+  fl__buf_puts(&b,
+               "'function': datum.func, "
+               "'file:line': datum.file ? datum.file + (datum.line ? ':' + datum.line : '') : '?', "
+               "'module': datum.module || '?', ");
+  fl__buf_printf(&b, "'%s': format(datum.count, ',') + ' %s (' + format(datum.pct, '.4~r') + '%%)', ",
+                 fl__drawn_name(d), unit);
+  if (self) fl__buf_printf(&b, "'self': format(datum.self, ',') + ' %s', ", unit);
+  if (alloc) fl__buf_puts(&b, "'allocations': format(datum.allocs, ','), ");
+  fl__buf_printf(&b, "'%s': datum.base === null ? '%s' : format(datum.base, ',.2~f') + ' %s",
+                 fl__other_name(d), missing, unit);
+  if (other_total > 0)
+    fl__buf_printf(&b, " (' + format(100 * datum.base / %.17g, '.4~r') + '%%)', ", other_total);
+  else
+    fl__buf_puts(&b, "', ");
+  if (self)
+    fl__buf_printf(&b, "'%s self': datum.base_self === null ? '%s' : "
+                   "format(datum.base_self, ',.2~f') + ' %s', ",
+                   fl__other_name(d), missing, unit);
+  fl__buf_printf(&b, "'delta': format(datum.delta, '+,.2~f') + ' %s%s (' + "
+                 "format(100 * datum.delta / %llu, '+.3~r') + '%% of the total)', ",
+                 self ? "self " : "", unit, (unsigned long long)(total ? total : 1));
+  fl__buf_puts(&b, "'change': ");
+  for (int i = 0; i < FL__N_CHANGES - 1; i++)
+    fl__buf_printf(&b, "datum.change === '%s' ? '%s' : ", fl__change_name(legend[i].change),
+                   legend[i].label);
+  fl__buf_printf(&b, "'%s'", legend[FL__N_CHANGES - 1].label);
+  char *fields = fl__buf_take(&b);
+  if (!fields) return NULL;
+  static const char folded[] =
+      ", 'folded in': (datum.status & 1 ? 'system libraries' : '') + "
+      "(datum.status === 3 ? ', ' : '') + (datum.status & 2 ? 'allocator' : '')";
+  fl__buf_printf(&b, "datum.status ? {%s%s} : {%s}", fields, folded, fields);
+  free(fields);
+  char *expr = fl__buf_take(&b);
+  json_t *tooltip = expr ? json_pack("{s:s}", "expr", expr) : NULL;
+  free(expr);
+  return tooltip;
 }
 
 /* 1 for a match (or no search), dimmed otherwise. */
@@ -286,6 +374,114 @@ static json_t *legend_layer(unsigned kinds) {
                                      "symbolType", "square");
 }
 
+/* Where a diff's legend goes: under the plot and its axis, at a fixed
+ * place (vega would put a bottom legend under every mark, the vanished list
+ * included), and the vanished list under it. */
+static double diff_legend_y(const fl_view_opts_t *v, const fl__layout_t *l) {
+  return round(l->height) + (v->icicle ? 14 : 44);
+}
+#define VANISHED_GAP_PX 44 /* from the legend's top to the list's */
+#define VANISHED_LINE_PX 15
+
+/* The legend of a diff: the four changes in their full colours, titled by
+ * what the colours measure. */
+static json_t *diff_legend_layer(const fl_diff_t *d, const fl_view_opts_t *v,
+                                 const fl__layout_t *l) {
+  fl__legend_entry_t entries[FL__N_CHANGES];
+  fl__diff_legend(d, entries);
+  json_t *domain = json_array(), *range = json_array();
+  for (int i = 0; i < FL__N_CHANGES; i++) {
+    json_array_append_new(domain, json_string(entries[i].label));
+    json_array_append_new(range, json_string(entries[i].color));
+  }
+  return json_pack(
+      "{s:s,s:[{s:s}],s:{s:s,s:i},"
+      "s:{s:{s:s,s:s,s:{s:o,s:o},s:{s:s,s:s,s:s,s:s,s:i,s:f}}}}",
+      "name", "legend",
+      "transform", "filter", "false",
+      "mark", "type", "square", "opacity", 1,
+      "encoding", "color", "field", "change", "type", "nominal",
+                           "scale", "domain", domain, "range", range,
+                           "legend", "title", fl__diff_legend_title(d), "orient", "none",
+                                     "direction", "horizontal", "symbolType", "square",
+                                     "legendX", 0, "legendY", diff_legend_y(v, l));
+}
+
+/* One row of the vanished list: its line number, its text, and for a frame
+ * what it is. New. */
+static json_t *vanished_row(int i, const char *text, const fl_vanished_t *vn, double other_total) {
+  json_t *row = json_pack("{s:i,s:o}", "i", i, "text", text_or_null(text));
+  if (row && vn) {
+    const fl_frame_t *f = &vn->node->frame;
+    double pct = other_total > 0 ? round(1e6 * vn->count / other_total) / 1e4 : 0;
+    json_object_set_new(row, "func", text_or_null(f->func ? f->func : "[unknown]"));
+    json_object_set_new(row, "file", text_or_null(f->file));
+    json_object_set_new(row, "line", json_integer(f->line > 0 ? f->line : 0));
+    json_object_set_new(row, "module", text_or_null(f->module));
+    json_object_set_new(row, "count", number_of(vn->count));
+    json_object_set_new(row, "pct", json_real(pct));
+  }
+  return row;
+}
+
+/* The frames that vanished, as text under the legend; NULL when none did.
+ * New. */
+static json_t *vanished_layer(const fl_diff_t *d, const fl_view_opts_t *v,
+                              const fl__layout_t *l) {
+  const fl_vanished_t *vanished;
+  size_t n = fl_diff_vanished(d, &vanished);
+  if (n == 0) return NULL;
+  const fl__theme_t *th = fl__theme_of(v);
+  double other_total = fl__other_total(d);
+  json_t *values = json_array();
+  json_array_append_new(values, vanished_row(0, fl__vanished_header(d), NULL, 0));
+  size_t shown = n < FL__VANISHED_MAX ? n : FL__VANISHED_MAX;
+  char line[1024];
+  for (size_t i = 0; i < shown; i++) {
+    fl__vanished_line(d, &vanished[i], line, sizeof line);
+    json_array_append_new(values, vanished_row((int)i + 1, line, &vanished[i], other_total));
+  }
+  if (n > shown) {
+    char more[32];
+    fl__thousands(n - shown, more);
+    snprintf(line, sizeof line, "\xe2\x80\xa6 and %s more", more);
+    json_array_append_new(values, vanished_row((int)shown + 1, line, NULL, 0));
+  }
+  char y[96];
+  snprintf(y, sizeof y, "%g + %d * datum.i", diff_legend_y(v, l) + VANISHED_GAP_PX,
+           VANISHED_LINE_PX);
+  return json_pack(
+      "{s:s,s:{s:o},s:{s:s,s:s,s:s,s:i,s:s,s:b,s:{s:s},s:i},"
+      "s:{s:{s:i},s:{s:{s:s}},s:{s:s,s:s}}}",
+      "name", "vanished",
+      "data", "values", values,
+      "mark", "type", "text", "align", "left", "baseline", "top", "fontSize", 11,
+              "fill", th->text, "clip", 0,
+              "fontWeight", "expr", "datum.i === 0 ? 'bold' : 'normal'",
+              "limit", l->width,
+      "encoding", "x", "value", 0,
+                  "y", "value", "expr", y,
+                  "text", "field", "text", "type", "nominal");
+}
+
+/* usermeta.cflame.diff: how the diff was made, and its colours. New. */
+static json_t *diff_meta(const fl_diff_t *d) {
+  const fl_diff_opts_t *o = fl_diff_options(d);
+  const fl_vanished_t *vanished;
+  size_t n = fl_diff_vanished(d, &vanished);
+  return json_pack(
+      "{s:b,s:s,s:f,s:f,s:f,s:o,s:I,s:{s:s,s:s,s:s,s:s}}",
+      "negate", o->negate,
+      "delta", o->delta == FL_DELTA_SELF ? "self" : "total",
+      "noise", o->noise,
+      "scale", fl_diff_scale(d),
+      "max_delta", fl_diff_max_delta(d),
+      "other_total", number_of(fl__other_total(d)),
+      "vanished", (json_int_t)n,
+      "colors", "grew", FL__DIFF_GREW_COLOR, "shrank", FL__DIFF_SHRANK_COLOR,
+                "same", FL__DIFF_SAME_COLOR, "new", FL__DIFF_NEW_COLOR);
+}
+
 static json_t *title_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
   const fl__theme_t *th = fl__theme_of(v);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
@@ -328,17 +524,23 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
   uint64_t hidden_weight;
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
   char description[300];
-  snprintf(description, sizeof description, "Flame graph of %s: %zu frames",
-           fl_tree_root(t)->frame.func, r->n);
+  snprintf(description, sizeof description, "%s of %s: %zu frames",
+           r->diff ? "Differential flame graph" : "Flame graph", fl_tree_root(t)->frame.func, r->n);
   char *clean_description = fl__clean_text(description, false);
 
-  json_t *tooltip = tooltip_of(alloc);
+  json_t *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total) : tooltip_of(alloc);
   json_t *layers = json_array();
   if (layers) {
     json_array_append_new(layers, frames_layer(t, v, r, tooltip));
     if (l.labels) json_array_append_new(layers, labels_layer(v, tooltip));
     json_array_append_new(layers, share_layer(v, r->total));
-    json_array_append_new(layers, legend_layer(fl__kinds_present(r)));
+    if (r->diff) {
+      json_array_append_new(layers, diff_legend_layer(r->diff, v, &l));
+      json_t *vanished = vanished_layer(r->diff, v, &l);
+      if (vanished) json_array_append_new(layers, vanished);
+    } else {
+      json_array_append_new(layers, legend_layer(fl__kinds_present(r)));
+    }
   }
   json_decref(tooltip);
 
@@ -364,6 +566,9 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
   if (spec) {
     json_t *title = title_of(t, v, r);
     if (title) json_object_set_new(spec, "title", title);
+    if (r->diff)
+      json_object_set_new(json_object_get(json_object_get(spec, "usermeta"), "cflame"), "diff",
+                          diff_meta(r->diff));
   }
   if (!spec) snprintf(err, err_size, "out of memory drawing the flame graph");
   return spec;
@@ -383,6 +588,23 @@ json_t *fl_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size
     return NULL;
   }
   json_t *spec = fl__vegalite_rows(t, v, &r, err, err_size);
+  fl__rows_free(&r);
+  return spec;
+}
+
+json_t *fl_vegalite_diff(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  fl__rows_t r;
+  if (fl__rows_get(fl_diff_tree(d), v->max_rows, &r) < 0) {
+    snprintf(err, err_size, "out of memory drawing the flame graph");
+    return NULL;
+  }
+  r.diff = d;
+  json_t *spec = fl__vegalite_rows(fl_diff_tree(d), v, &r, err, err_size);
   fl__rows_free(&r);
   return spec;
 }

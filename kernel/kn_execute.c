@@ -105,6 +105,15 @@ static const magic_info_t magics[] = {
      "Show or set the sample buffer size (frames) and the sampling interval (seconds)."},
     {"profsize", true, false, "%profsize WIDTH HEIGHT",
      "Show or set the default size of flame graphs in pixels (height 0: sized to the depth)."},
+    {"profbase", true, true, "%%profbase NAME [delay= n=]  /  %profbase NAME STATEMENT  /  %profbase",
+     "Profile the cell (or the statement) and keep the result as baseline NAME, with how it\n"
+     "was taken (interval, compiler and flags, time). %profbase alone lists the baselines."},
+    {"profdiffview", true, true, "%%profdiffview NAME [opts]  /  %profdiffview NAME [opts] STATEMENT",
+     "Profile the cell (or the statement) and show its differential flame graph against\n"
+     "baseline NAME: red grew, blue shrank, grey within noise, a distinct colour for new\n"
+     "frames; vanished frames are listed under the graph.\n"
+     "Diff: negate=false normalize=false delta=total|self noise=2; tree and view options as\n"
+     "%%profview."},
     {"profsave", true, false, "%profsave PATH [opts]",
      "Write the last flame graph shown (or the session profile) to PATH: .svg, .vl.json\n"
      "(the Vega-Lite spec) or .txt, by its ending."},
@@ -113,7 +122,8 @@ static const magic_info_t magics[] = {
 const char *const kn_magic_names[] = {"cc",        "cflags",   "ldflags",  "timeit",
                                       "reset",     "lsmagic",  "profview", "profile",
                                       "profshow",  "profprint", "profclear", "profinit",
-                                      "profsize",  "profsave", NULL};
+                                      "profsize",  "profsave", "profbase", "profdiffview",
+                                      NULL};
 
 static const magic_info_t *find_magic(const char *name) {
   for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
@@ -432,9 +442,15 @@ static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
   if (e->profreq.mode != KN_PROF_NONE && e->crash_report) {
     const char *maps = strstr(e->crash_report, "\nmaps\n");
     const char *tid = strstr(e->crash_report, "\nmain_tid ");
-    if (maps && tid) {
+    if (maps && tid && e->profreq.mode != KN_PROF_BASE) {
+      /* No graph for a crashed run, but %profshow shows what was sampled:
+       * a %%profview run replaces the session profile as it would have. */
       kn_profmode_t mode = e->profreq.mode;
-      e->profreq.mode = KN_PROF_ACCUMULATE; /* keep it; no graph for a crashed run */
+      if (mode == KN_PROF_VIEW || mode == KN_PROF_DIFF) {
+        fl_profile_destroy(&k->prof->session);
+        k->prof->session = fl_profile_new(FL_PROFILE_CPU);
+      }
+      e->profreq.mode = KN_PROF_ACCUMULATE;
       on_profile_done(k, e, NULL, maps + 6, (pid_t)atoi(tid + 10));
       e->profreq.mode = mode;
     }
@@ -566,7 +582,18 @@ static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char
   fl_profile_info_t *pi = fl_profile_info(prof);
   snprintf(pi->compiler, sizeof pi->compiler, "%s %s %s", kn_session_cc(k->session),
            kn_session_cflags(k->session), kn_session_ldflags(k->session));
-  if (e->profreq.mode == KN_PROF_VIEW) {
+  if (e->profreq.mode == KN_PROF_BASE) {
+    kn_prof_set_baseline(k->prof, e->profreq.baseline, prof);
+    char *summary = kn_prof_summary(prof);
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "Baseline %s: %s\n", e->profreq.baseline, summary);
+    add_output(k, e, 'O', sb.data, sb.len);
+    kn_strbuf_free(&sb);
+    free(summary);
+    fl_profile_destroy(&prof);
+    return;
+  }
+  if (e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF) {
     fl_profile_destroy(&k->prof->session);
     k->prof->session = fl_profile_copy(prof);
   } else {
@@ -577,7 +604,7 @@ static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char
     si->wall_seconds += pi->wall_seconds;
     si->dropped += pi->dropped;
   }
-  if (e->profreq.mode == KN_PROF_VIEW) {
+  if (e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF) {
     if (fl_profile_n_samples(prof) == 0) {
       char *msg = kn_prof_empty_message(prof);
       add_output(k, e, 'O', msg, strlen(msg));
@@ -585,7 +612,11 @@ static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char
     } else {
       char name[32];
       snprintf(name, sizeof name, "cell[%d]", e->cell);
-      json_t *content = kn_prof_show(k->prof, prof, &e->profreq, name, err, sizeof err);
+      json_t *content =
+          e->profreq.mode == KN_PROF_DIFF
+              ? kn_prof_show_diff(k->prof, prof, kn_prof_baseline(k->prof, e->profreq.baseline),
+                                  &e->profreq, name, err, sizeof err)
+              : kn_prof_show(k->prof, prof, &e->profreq, name, err, sizeof err);
       if (content)
         publish_display(k, e, content);
       else {
@@ -854,6 +885,12 @@ static int run_line_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m) {
     print(k, e, "Session reset: every definition was forgotten and the worker restarted.\n");
     return 0;
   }
+  if (!strcmp(m->name, "profbase")) {
+    char *list = kn_prof_baseline_list(k->prof);
+    add_output(k, e, 'O', list, strlen(list));
+    free(list);
+    return 0;
+  }
   if (kn_profmagic_is_line(m->name)) {
     char *output = NULL;
     json_t *display = NULL;
@@ -953,8 +990,11 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
   k->exec = e;
 }
 
-static bool is_statement_magic(const char *name) {
-  return !strcmp(name, "timeit") || !strcmp(name, "profview") || !strcmp(name, "profile");
+static bool is_statement_magic(const kn_magic_t *m) {
+  /* %profbase alone lists the baselines; with a NAME it profiles. */
+  if (!strcmp(m->name, "profbase")) return *m->args != '\0';
+  return !strcmp(m->name, "timeit") || !strcmp(m->name, "profview") ||
+         !strcmp(m->name, "profile") || !strcmp(m->name, "profdiffview");
 }
 
 /* Checks that every magic of the cell exists in the form it is written in.
@@ -1014,16 +1054,48 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
     *timeit = json_pack("{s:I, s:I}", "number", number, "repeat", repeat);
     return 0;
   }
-  if (!strcmp(m->name, "profview") || !strcmp(m->name, "profile")) {
-    bool view = m->name[4] == 'v';
-    unsigned groups = KN_OPTS_PROFILER | (view ? KN_OPTS_TREE | KN_OPTS_VIEW : 0);
+  if (!strcmp(m->name, "profview") || !strcmp(m->name, "profile") ||
+      !strcmp(m->name, "profbase") || !strcmp(m->name, "profdiffview")) {
+    kn_profmode_t mode = !strcmp(m->name, "profview")   ? KN_PROF_VIEW
+                         : !strcmp(m->name, "profile")  ? KN_PROF_ACCUMULATE
+                         : !strcmp(m->name, "profbase") ? KN_PROF_BASE
+                                                        : KN_PROF_DIFF;
+    unsigned groups = KN_OPTS_PROFILER;
+    if (mode == KN_PROF_VIEW) groups |= KN_OPTS_TREE | KN_OPTS_VIEW;
+    if (mode == KN_PROF_DIFF) groups |= KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF;
+    /* Baseline magics start with the baseline's NAME. */
+    const char *args = m->args;
+    char *name = NULL;
+    if (mode == KN_PROF_BASE || mode == KN_PROF_DIFF) {
+      while (isspace((unsigned char)*args)) args++;
+      size_t len = strcspn(args, " \t");
+      if (len == 0 || memchr(args, '=', len)) {
+        char *names = kn_prof_baseline_names(k->prof);
+        snprintf(err, sizeof err, "%%%s needs a baseline NAME first%s%s", m->name,
+                 mode == KN_PROF_DIFF ? "; baselines: " : " (%%profbase NAME)",
+                 mode == KN_PROF_DIFF ? names : "");
+        free(names);
+        goto fail;
+      }
+      name = kn_strndup(args, len);
+      args += len;
+      if (mode == KN_PROF_DIFF && !kn_prof_baseline(k->prof, name)) {
+        char *names = kn_prof_baseline_names(k->prof);
+        snprintf(err, sizeof err, "%%%s: no baseline named '%s'; baselines: %s", m->name, name,
+                 names);
+        free(names);
+        free(name);
+        goto fail;
+      }
+    }
     char *opts = NULL;
     if (statement)
-      kn_profreq_split_statement(m->args, groups, &opts, stmt);
+      kn_profreq_split_statement(args, groups, &opts, stmt);
     else
-      opts = kn_strdup(m->args);
+      opts = kn_strdup(args);
     int rc = kn_profreq_parse(k->prof, m->name, opts, groups, &e->profreq, err, sizeof err);
     free(opts);
+    e->profreq.baseline = name; /* the request owns it from here on */
     if (rc < 0) goto fail;
     if (!statement && e->profreq.positional[0]) {
       snprintf(err, sizeof err, "%%%%%s: unexpected '%s'; options are key=value words, such as "
@@ -1035,7 +1107,7 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
                m->name, m->name);
       goto fail;
     }
-    e->profreq.mode = view ? KN_PROF_VIEW : KN_PROF_ACCUMULATE;
+    e->profreq.mode = mode;
     return 0;
   }
   return 0;
@@ -1089,7 +1161,7 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   /* The statement forms (%timeit, %profview, %profile STMT) end the cell. */
   const kn_magic_t *stmt_magic = NULL;
   for (size_t i = 0; i < cm.n_lines; i++)
-    if (is_statement_magic(cm.lines[i].name)) stmt_magic = &cm.lines[i];
+    if (is_statement_magic(&cm.lines[i])) stmt_magic = &cm.lines[i];
   if (stmt_magic && (stmt_magic != &cm.lines[cm.n_lines - 1] || cm.cell || !blank(cm.body))) {
     finish_error(k, e, "MagicError",
                  "%%%s STATEMENT must be the last line of its cell; use %%%%%s on the first line "

@@ -17,6 +17,9 @@
 #include "cflame/fl_symbol.h"
 #include "kn_strbuf.h"
 
+static void group_digits(char *buf, size_t size, uint64_t v);
+static void format_interval(char *buf, size_t size, uint64_t ns);
+
 kn_prof_t *kn_prof_new(const char *session_dir) {
   kn_prof_t *p = kn_xcalloc(1, sizeof *p);
   p->delay_ns = KN_PROF_DEFAULT_DELAY_NS;
@@ -42,8 +45,66 @@ void kn_prof_destroy(kn_prof_t **pp) {
   fl_profile_destroy(&p->last_profile);
   json_decref(p->last_bundle);
   free(p->last_text);
+  for (size_t i = 0; i < p->n_baselines; i++) {
+    free(p->baselines[i].name);
+    fl_profile_destroy(&p->baselines[i].prof);
+  }
+  free(p->baselines);
   free(p);
   *pp = NULL;
+}
+
+void kn_prof_set_baseline(kn_prof_t *p, const char *name, const fl_profile_t *prof) {
+  for (size_t i = 0; i < p->n_baselines; i++) {
+    if (strcmp(p->baselines[i].name, name) != 0) continue;
+    fl_profile_destroy(&p->baselines[i].prof);
+    p->baselines[i].prof = fl_profile_copy(prof);
+    return;
+  }
+  p->baselines = kn_xrealloc(p->baselines, (p->n_baselines + 1) * sizeof *p->baselines);
+  p->baselines[p->n_baselines].name = kn_strdup(name);
+  p->baselines[p->n_baselines].prof = fl_profile_copy(prof);
+  p->n_baselines++;
+}
+
+const fl_profile_t *kn_prof_baseline(const kn_prof_t *p, const char *name) {
+  for (size_t i = 0; i < p->n_baselines; i++)
+    if (!strcmp(p->baselines[i].name, name)) return p->baselines[i].prof;
+  return NULL;
+}
+
+char *kn_prof_baseline_names(const kn_prof_t *p) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (size_t i = 0; i < p->n_baselines; i++)
+    kn_strbuf_printf(&sb, "%s%s", i ? ", " : "", p->baselines[i].name);
+  if (!sb.len) kn_strbuf_puts(&sb, "none yet (make one with %%profbase NAME)");
+  return kn_strbuf_steal(&sb);
+}
+
+char *kn_prof_baseline_list(const kn_prof_t *p) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  if (!p->n_baselines) {
+    kn_strbuf_puts(&sb, "No baselines yet: profile a cell with %%profbase NAME to keep one.\n");
+    return kn_strbuf_steal(&sb);
+  }
+  kn_strbuf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", "Baseline", "Kind", "Samples",
+                   "Interval", "Taken", "From", "Compiler");
+  for (size_t i = 0; i < p->n_baselines; i++) {
+    const fl_profile_info_t *info = fl_profile_info_const(p->baselines[i].prof);
+    char samples[32], interval[32] = "-", when[32] = "?";
+    group_digits(samples, sizeof samples, info->samples);
+    if (info->interval_ns) format_interval(interval, sizeof interval, info->interval_ns);
+    if (info->taken_unix) {
+      time_t t = (time_t)info->taken_unix;
+      struct tm tm;
+      localtime_r(&t, &tm);
+      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    }
+    kn_strbuf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", p->baselines[i].name,
+                     info->kind == FL_PROFILE_ALLOC ? "alloc" : "CPU", samples, interval, when,
+                     info->source[0] ? info->source : "-", info->compiler[0] ? info->compiler : "-");
+  }
+  return kn_strbuf_steal(&sb);
 }
 
 int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
@@ -162,6 +223,13 @@ static size_t record_frames(conv_t *c, const fl_sampler_record_t *rec, uint32_t 
       fr.func = entry ? "top-level scope" : func;
       fr.file = f->file;
       fr.line = f->line;
+      /* Code the kernel generated around the cell's statements (the entry
+       * function's own prologue, OpenMP's wait in it) is the cell's, at no
+       * particular line. */
+      if (cell && f->file && !strncmp(f->file, "<cflame cell", 12)) {
+        fr.file = cellname;
+        fr.line = 0;
+      }
       fr.module = cell ? cellname : mod_base;
       fr.addr = rec->pcs[i] - f->module_base;
       if (cell)
@@ -306,12 +374,9 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   if (info->cpu_seconds > 0 || info->wall_seconds > 0)
     kn_strbuf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
                      info->wall_seconds);
-  if (info->dropped) {
-    char dropped[32];
-    group_digits(dropped, sizeof dropped, info->dropped);
-    kn_strbuf_printf(&sb, "; the buffer filled up and %s samples were not taken (raise n= or "
-                          "%%profinit n=)",
-                     dropped);
-  }
+  if (info->dropped)
+    kn_strbuf_printf(&sb, "; the sample buffer filled up and sampling stopped early, so the graph "
+                          "covers %.3f s of the run's CPU (raise n=, or %%profinit n=)",
+                     represented);
   return kn_strbuf_steal(&sb);
 }

@@ -28,6 +28,12 @@
 #define KN_PROF_DEFAULT_DELAY_NS 1000000ull
 #define KN_PROF_DEFAULT_WORDS 1000000ull
 
+/* A named baseline (%%profbase NAME): a profile and how it was taken. */
+typedef struct kn_baseline {
+  char *name;
+  fl_profile_t *prof; /* its info says kind, interval, compiler, time, source */
+} kn_baseline_t;
+
 typedef struct kn_prof {
   uint64_t delay_ns;   /* %profinit delay= */
   uint64_t n_words;    /* %profinit n= (buffer size in frames) */
@@ -38,6 +44,8 @@ typedef struct kn_prof {
   fl_profile_t *last_profile;
   json_t *last_bundle;
   char *last_text;
+  kn_baseline_t *baselines;
+  size_t n_baselines;
 } kn_prof_t;
 
 kn_prof_t *kn_prof_new(const char *session_dir);
@@ -65,6 +73,16 @@ typedef struct kn_prof_run {
  * returns a new CPU profile; *run describes the run. NULL with err. */
 fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
                               const kn_prof_run_t *run, char *err, size_t err_size);
+
+/* Keeps prof (a copy is taken) as baseline name, replacing one of that
+ * name. */
+void kn_prof_set_baseline(kn_prof_t *p, const char *name, const fl_profile_t *prof);
+/* The baseline called name, or NULL. Borrowed. */
+const fl_profile_t *kn_prof_baseline(const kn_prof_t *p, const char *name);
+/* "a, b, c" (new string), or "none yet" when there are none. */
+char *kn_prof_baseline_names(const kn_prof_t *p);
+/* The %profbase listing. New string. */
+char *kn_prof_baseline_list(const kn_prof_t *p);
 
 /* "1,234 samples · 1 ms interval (998 per CPU-second) · 1.234 s of CPU
  * represented; the cell used 1.240 s CPU, 1.250 s wall". New string. */

@@ -37,6 +37,10 @@ static const group_spec_t all_options[] = {
     {KN_OPTS_PRINT, {"maxdepth", KN_OPT_INT, NULL, 1, 10000, "deepest level printed"}},
     {KN_OPTS_PRINT, {"mincount", KN_OPT_INT, NULL, 0, 1e15, "frames with fewer samples are not printed"}},
     {KN_OPTS_PRINT, {"cols", KN_OPT_INT, NULL, 20, 10000, "line width (default 100)"}},
+    {KN_OPTS_DIFF, {"negate", KN_OPT_BOOL, NULL, 1, 0, "draw the baseline's layout, coloured by baseline - target"}},
+    {KN_OPTS_DIFF, {"normalize", KN_OPT_BOOL, NULL, 1, 0, "scale the baseline to the target's total first"}},
+    {KN_OPTS_DIFF, {"delta", KN_OPT_ENUM, "total|self", 1, 0, "inclusive change per frame, or self change"}},
+    {KN_OPTS_DIFF, {"noise", KN_OPT_DOUBLE, NULL, 0, 1000, "z-score under which a change is noise (default 2; 0: off)"}},
 };
 #define N_OPTIONS (sizeof all_options / sizeof all_options[0])
 
@@ -95,6 +99,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   fl_tree_opts_init(&req->tree);
   fl_view_opts_init(&req->view);
   fl_text_opts_init(&req->text);
+  fl_diff_opts_init(&req->diff);
   req->view.width = prof->width;
   req->view.height = prof->height;
 
@@ -161,6 +166,11 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   if ((v = kn_opts_get(&o, "maxdepth")) && v->set) req->text.maxdepth = (int)v->i;
   if ((v = kn_opts_get(&o, "mincount")) && v->set) req->text.mincount = (uint64_t)v->i;
   if ((v = kn_opts_get(&o, "cols")) && v->set) req->text.cols = (int)v->i;
+  if ((v = kn_opts_get(&o, "negate")) && v->set) req->diff.negate = v->b;
+  if ((v = kn_opts_get(&o, "normalize")) && v->set) req->diff.normalize = v->b;
+  if ((v = kn_opts_get(&o, "delta")) && v->set)
+    req->diff.delta = !strcmp(v->s, "self") ? FL_DELTA_SELF : FL_DELTA_TOTAL;
+  if ((v = kn_opts_get(&o, "noise")) && v->set) req->diff.noise = v->d;
 
   req->positional = kn_xcalloc(o.n_positional + 1, sizeof *req->positional);
   for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = kn_strdup(o.positional[i]);
@@ -174,10 +184,20 @@ void kn_profreq_free(kn_profreq_t *req) {
   free(req->filter);
   free(req->threads);
   free(req->title);
+  free(req->baseline);
   memset(req, 0, sizeof *req);
 }
 
 /* ---- showing ---- */
+
+/* Remembers a shown bundle (and the profile behind it) for %profsave. */
+static void remember(kn_prof_t *kp, const fl_profile_t *prof, json_t *bundle) {
+  fl_profile_destroy(&kp->last_profile);
+  kp->last_profile = fl_profile_copy(prof);
+  json_decref(kp->last_bundle);
+  kp->last_bundle = json_incref(bundle);
+}
+
 
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
                      const char *root_name, char *err, size_t err_size) {
@@ -199,13 +219,35 @@ json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t
   json_object_set_new(bundle, "text/plain", json_string(sb.data));
   kn_strbuf_free(&sb);
 
-  fl_profile_destroy(&kp->last_profile);
-  kp->last_profile = fl_profile_copy(prof);
-  json_decref(kp->last_bundle);
-  kp->last_bundle = json_incref(bundle);
+  remember(kp, prof, bundle);
   fl_tree_destroy(&tree);
   free(summary);
   return json_pack("{s:o, s:{}}", "data", bundle, "metadata");
+}
+
+json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_profile_t *baseline,
+                          const kn_profreq_t *req, const char *root_name, char *err,
+                          size_t err_size) {
+  fl_diff_t *d = fl_diff_build(target, baseline, &req->tree, &req->diff, root_name, err, err_size);
+  if (!d) return NULL;
+  char *summary = kn_prof_summary(target);
+  kn_strbuf_t note = KN_STRBUF_INIT;
+  kn_strbuf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
+  fl_view_opts_t view = req->view;
+  view.note = note.data;
+  json_t *bundle = fl_diff_bundle(d, &view, err, err_size);
+  if (bundle) {
+    const char *text = json_string_value(json_object_get(bundle, "text/plain"));
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "%s\n%s", note.data, text ? text : "");
+    json_object_set_new(bundle, "text/plain", json_string(sb.data));
+    kn_strbuf_free(&sb);
+    remember(kp, target, bundle);
+  }
+  fl_diff_destroy(&d);
+  free(summary);
+  kn_strbuf_free(&note);
+  return bundle ? json_pack("{s:o, s:{}}", "data", bundle, "metadata") : NULL;
 }
 
 char *kn_prof_empty_message(const fl_profile_t *prof) {
@@ -227,6 +269,7 @@ char *kn_prof_empty_message(const fl_profile_t *prof) {
 bool kn_profmagic_is_line(const char *name) {
   static const char *const names[] = {"profshow", "profprint", "profclear", "profinit",
                                       "profsize", "profsave", NULL};
+  /* %profbase alone lists the baselines; with arguments it profiles. */
   for (size_t i = 0; names[i]; i++)
     if (!strcmp(names[i], name)) return true;
   return false;

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "cflame/fl_diff.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 #include "kn_prof.h"
@@ -26,6 +27,8 @@ typedef enum kn_profmode {
   KN_PROF_NONE,
   KN_PROF_VIEW,       /* %%profview: replace the session profile and show it */
   KN_PROF_ACCUMULATE, /* %%profile: add to the session profile */
+  KN_PROF_BASE,       /* %%profbase NAME: keep the profile as a baseline */
+  KN_PROF_DIFF,       /* %%profdiffview NAME: show the diff against a baseline */
 } kn_profmode_t;
 
 /* Which option groups a magic takes. */
@@ -34,6 +37,7 @@ enum {
   KN_OPTS_TREE = 1 << 1,     /* C, combine, lines, recur, pruned, filter, minwidth */
   KN_OPTS_VIEW = 1 << 2,     /* width, height, title, icicle, theme */
   KN_OPTS_PRINT = 1 << 3,    /* format, maxdepth, mincount, cols */
+  KN_OPTS_DIFF = 1 << 4,     /* negate, normalize, delta, noise */
 };
 
 typedef struct kn_profreq {
@@ -44,6 +48,8 @@ typedef struct kn_profreq {
   fl_view_opts_t view;
   fl_text_opts_t text;
   bool flat; /* %profprint format=flat */
+  fl_diff_opts_t diff;
+  char *baseline; /* %%profbase / %%profdiffview NAME */
   /* Storage behind the pointers in tree and view. */
   char **pruned;
   char *filter;
@@ -68,6 +74,13 @@ void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, 
  * the root frame. Returns a new reference, or NULL with err. */
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
                      const char *root_name, char *err, size_t err_size);
+
+/* The differential flame graph of target against baseline, as display_data
+ * content; remembered for %profsave. NULL with err (e.g. CPU against
+ * allocation profile). */
+json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_profile_t *baseline,
+                          const kn_profreq_t *req, const char *root_name, char *err,
+                          size_t err_size);
 
 /* The message for a run that took no sample. New string. */
 char *kn_prof_empty_message(const fl_profile_t *prof);

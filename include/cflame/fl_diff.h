@@ -5,34 +5,52 @@
  * noise, self and total deltas both available, and baselines taken
  * differently compared fairly or refused.
  *
- * Matching. Both profiles become trees with the same tree options. Frames
- * match by their path from the root: at each level the children of a
- * matched pair are aligned as a longest common subsequence of their names
- * (func, and line when lines are on) in source order. A frame of cell code
- * (FL_FRAME_CELL) left without a same-named partner then pairs with the
- * unmatched cell-code sibling on the other side whose subtree agrees best
- * (the most shared weight among their descendants' names), so `f1` against
- * `f2`, or a function redefined in a later cell, compares as the user means.
- * Children of matched frames are matched in turn; unmatched target frames
- * are new, unmatched baseline frames vanished.
+ * Matching. Both profiles become trees with the same tree options, first
+ * with minwidth 0: frames are matched on these whole trees, so a frame that
+ * minwidth hides on one side still has its partner (a frame that grew from
+ * a sliver is not "new"). Frames match by their path from the root: at each
+ * level the children of a matched pair are aligned by function name (the
+ * plain name; module, file and line do not count, so a function redefined
+ * in another cell, whose lines moved, keeps its partner). The frames of one
+ * function at that level (its lines, when lines are on) align as a longest
+ * common subsequence in source order: as many pairs as the shorter side
+ * has, and among those alignments the one whose subtrees agree most, so a
+ * loop inserted between two others is new and the one it pushed down meets
+ * its old line. Distinct names pair whatever their relative order (with
+ * lines on, siblings sort by file, so redefining a function in a later
+ * cell moves it after its siblings). A function of cell code
+ * (FL_FRAME_CELL) left without a same-named partner then pairs with an
+ * unpaired cell-code function on the other side whose subtree agrees best
+ * (subtree agreement: the share of weight they have in common, by the
+ * names of their descendants; at least 10%), best pair first, and their
+ * frames align as above: so `f1` against `f2` compares as the user means,
+ * as ProfileVega's rule for REPL-defined functions does. Children of
+ * matched frames are matched in turn; unmatched frames of the drawn tree
+ * are new, the topmost unmatched frames of the other tree vanished.
  *
- * Deltas. For each matched frame, with base the baseline count scaled to the
- * target's units:
- *   delta=total  target count - base count (inclusive), as ProfileVega;
- *   delta=self   target self - base self, as Gregg's difffolded.
- * Scaling: baselines with another interval are compared per unit of time
- * (counts times interval), with a note; normalize=true also scales the
- * baseline's total to the target's. A CPU profile and an allocation profile
- * are not compared (an error).
+ * Deltas. For each matched frame, with base the partner's count scaled to
+ * the drawn tree's units:
+ *   delta=total  count - base (inclusive), as ProfileVega;
+ *   delta=self   self - base_self, as Gregg's difffolded.
+ * A new frame's delta is its count (or self).
+ * Scaling: CPU profiles with different intervals are compared per unit of
+ * time: baseline counts are multiplied by s = base interval / target
+ * interval, with a note (an unknown interval, 0, leaves s at 1, with a
+ * note). normalize=true multiplies s further so that the baseline's total
+ * equals the target's (totals after the tree options' filters). Allocation
+ * profiles count bytes and are not scaled by intervals. A CPU profile and
+ * an allocation profile are not compared (an error).
  *
  * Noise. A change counts only when it is larger than sampling error: with
  * counts t and b (b scaled by s), z = (t - s b) / sqrt(t + s^2 b) (Poisson
- * counts); |z| < noise (default 2; 0 turns this off) makes the frame "same".
+ * counts; with delta=self, of self counts); |z| < noise (default 2; 0
+ * turns this off) or delta 0 makes the frame "same".
  *
  * Layout. The graph is drawn with the target's layout and coloured by the
  * delta; negate=true draws the baseline's layout and colours by
- * baseline - target, as ProfileVega does (then target-only frames are the
- * ones listed as vanished, and baseline-only frames are "new"). */
+ * baseline - target, as ProfileVega does: then the target's counts are
+ * divided by s to come into the baseline's units, target-only frames are
+ * the ones listed as vanished, and baseline-only frames are "new". */
 #ifndef FL_DIFF_H
 #define FL_DIFF_H
 
@@ -80,11 +98,14 @@ typedef struct fl_vanished {
 
 typedef struct fl_diff fl_diff_t;
 
-/* Compares target against base (both must outlive the diff). Builds both
- * trees with tree_opts (minwidth is applied to the drawn tree after
- * matching). Returns a new diff, or NULL with err: profiles of different
- * kinds ("a CPU profile cannot be compared with an allocation profile"),
- * or a bad filter. */
+/* Compares target against base (both must outlive the diff and not change
+ * while it lives). Builds both trees with tree_opts (NULL: the defaults)
+ * and root_name (NULL: "all"); minwidth applies to the drawn and the other
+ * tree as shown, not to matching. opts NULL: the defaults. Returns a new
+ * diff, or NULL with err: profiles of different kinds ("a CPU profile
+ * cannot be compared with an allocation profile: the baseline is an
+ * allocation profile and the target a CPU profile", or the other way
+ * round), a bad filter (as fl_tree_build says), out of memory. */
 fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
                          const fl_tree_opts_t *tree_opts, const fl_diff_opts_t *opts,
                          const char *root_name, char *err, size_t err_size);
@@ -92,29 +113,40 @@ void fl_diff_destroy(fl_diff_t **d);
 
 /* The tree that is drawn (the target's; the baseline's with negate). */
 const fl_tree_t *fl_diff_tree(const fl_diff_t *d);
-/* The other tree. */
+/* The other tree (the baseline's; the target's with negate), with the same
+ * options: vanished frames point into it. */
 const fl_tree_t *fl_diff_other_tree(const fl_diff_t *d);
 const fl_diff_opts_t *fl_diff_options(const fl_diff_t *d);
 
-/* The diff of drawn node id. Borrowed. */
+/* The diff of drawn node id; NULL when there is no such node. Borrowed. */
 const fl_diff_node_t *fl_diff_node(const fl_diff_t *d, uint32_t id);
 
 /* Frames that vanished (of the other tree, with no partner), widest first;
- * only the topmost of a vanished subtree is listed. Borrowed array. */
+ * only the topmost of a vanished subtree is listed, and only frames the
+ * other tree shows (minwidth). parent_match is NULL when the partner of
+ * the vanished frame's parent is hidden by minwidth in the drawn tree.
+ * Borrowed array. */
 size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out);
 
 /* The factor baseline counts were multiplied by (interval ratio, times the
- * normalization), and notes for the user ("the baseline was sampled every
- * 0.5 ms; counts are compared per unit of time"). Borrowed strings,
- * NULL-terminated. */
+ * normalization; with negate, target counts were divided by it), and notes
+ * for the user, such as "the baseline was sampled every 0.5 ms and the
+ * target every 1 ms: counts are compared per unit of time" and "baseline
+ * scaled to the target's total (×1.23)". Borrowed strings, NULL-terminated
+ * (an empty list when there is nothing to say). */
 double fl_diff_scale(const fl_diff_t *d);
 const char *const *fl_diff_notes(const fl_diff_t *d);
 
-/* The largest |delta| among drawn frames (the colour scale's end). */
+/* The largest |delta| among drawn frames that grew or shrank (the colour
+ * scale's end; new frames and frames within noise have colours of their
+ * own and do not stretch it); 0 when none did. */
 double fl_diff_max_delta(const fl_diff_t *d);
 
-/* Share of drawn frames (by count) whose change is "same". For tests and
- * summaries. */
+/* Share of the drawn profile's weight in frames whose change is "same":
+ * the sum of their self counts over the root's count, over the whole tree
+ * (frames minwidth hides included), so that the shares of the four changes
+ * add up to 1. With an empty drawn profile: 1 if the root is "same", else
+ * 0. For tests and summaries. */
 double fl_diff_neutral_share(const fl_diff_t *d);
 
 #endif

@@ -297,3 +297,137 @@ def drain_iopub(kc, quiet=0.2):
             msgs.append(kc.get_iopub_msg(timeout=quiet))
         except queue.Empty:
             return msgs
+
+
+# ---------------------------------------------------------------- flame graph outputs
+# Helpers of the profiling tests (test_profile.py, test_profile_truth.py).
+
+import json  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+VL_MIME = "application/vnd.vegalite.v5+json"
+SVG_MIME = "image/svg+xml"
+SOURCE_DIR = pathlib.Path(os.environ.get("CFLAME_SOURCE_DIR") or HERE.parent.parent)
+CHECK_SPEC = SOURCE_DIR / "tests" / "render" / "check_spec.mjs"
+
+
+def displays(outputs):
+    return [o for o in outputs if o["msg_type"] == "display_data"]
+
+
+def flame(kc, code, timeout=60, **kw):
+    """Runs a cell that must succeed and answer with exactly one
+    display_data; returns (bundle, reply, outputs)."""
+    reply, outputs = run(kc, code, timeout=timeout, **kw)
+    assert reply["status"] == "ok", (
+        f"cell {code!r} failed: {reply.get('ename')}: {reply.get('evalue')}\n"
+        f"outputs: {_summary(outputs)}"
+    )
+    ds = displays(outputs)
+    assert len(ds) == 1, f"cell {code!r}: expected one display_data, got {_summary(outputs)}"
+    return ds[0]["data"], reply, outputs
+
+
+def rows_of(bundle):
+    """The data rows of a flame graph bundle (or of a bare Vega-Lite spec)."""
+    spec = bundle.get(VL_MIME, bundle)
+    return spec["data"]["values"]
+
+
+_SUMMARY_RE = re.compile(
+    r"(?P<samples>[\d,]+) samples every (?P<interval>[\d.]+) (?P<unit>ms|ns) of CPU"
+    r"(?: \((?P<rate>\d+) per CPU-second\))?"
+    r" represent (?P<represented>[\d.]+) s of CPU"
+    r"(?:; the run used (?P<cpu>[\d.]+) s CPU, (?P<wall>[\d.]+) s wall)?"
+)
+
+
+def summary_of(text):
+    """Parses the summary line of a profile ("N samples every 1 ms of CPU (R
+    per CPU-second) represent X s of CPU; the run used Y s CPU, Z s wall")
+    found in text (a bundle's text/plain, or %profprint's output). Returns a
+    dict: samples, interval (seconds), rate, represented, cpu, wall (None
+    where the line leaves them out), line."""
+    if isinstance(text, dict):
+        text = text["text/plain"]
+    m = _SUMMARY_RE.search(text)
+    assert m, f"no profile summary line in {text[:500]!r}"
+    scale = 1e-3 if m["unit"] == "ms" else 1e-9
+    num = lambda k: float(m[k]) if m[k] is not None else None  # noqa: E731
+    return {
+        "samples": int(m["samples"].replace(",", "")),
+        "interval": float(m["interval"]) * scale,
+        "rate": num("rate"),
+        "represented": num("represented"),
+        "cpu": num("cpu"),
+        "wall": num("wall"),
+        "line": m.group(0),
+    }
+
+
+def by_id(rows):
+    return {r["id"]: r for r in rows}
+
+
+def ancestors(rows, row, index=None):
+    """The rows above row's frame, its parent first, up to the root."""
+    index = index or by_id(rows)
+    out = []
+    p = row["parent"]
+    while p is not None:
+        out.append(index[p])
+        p = index[p]["parent"]
+    return out
+
+
+def children(rows, row):
+    return [r for r in rows if r["parent"] == row["id"]]
+
+
+class SpecStore:
+    """Collects flame graph bundles (and Vega-Lite specs) to check them with
+    tests/render/check_spec.mjs: the real vega-lite 5 and vega 5."""
+
+    def __init__(self, tag):
+        import tempfile
+
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix=f"cflame-{tag}-"))
+        self.n = 0
+
+    def add(self, bundle, name="bundle"):
+        self.n += 1
+        path = self.dir / f"{self.n:03d}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)[:60]}.json"
+        path.write_text(json.dumps(bundle))
+        return path
+
+    def check(self):
+        """Runs check_spec.mjs over everything added; fails with its report."""
+        assert self.n > 0, "no flame graph was collected"
+        check_spec(self.dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def check_spec(*paths, timeout=300):
+    """Runs tests/render/check_spec.mjs on the files or directories; fails
+    with its report unless every one passes. Returns its output."""
+    node = os.environ.get("CFLAME_NODE") or shutil.which("node")
+    assert node, "no node to run check_spec.mjs (set CFLAME_NODE)"
+    p = subprocess.run([node, str(CHECK_SPEC), *map(str, paths)], capture_output=True, text=True,
+                       timeout=timeout)
+    report = p.stdout + p.stderr
+    assert p.returncode == 0, f"check_spec.mjs failed:\n{report[-20000:]}"
+    return report
+
+
+def interrupt_after_delay(km, kc, code, delay=0.5):
+    """Sends code, interrupts the kernel after delay seconds; returns (Run,
+    seconds from the interrupt to the reply)."""
+    t0 = time.monotonic()
+    msg_id = send(kc, code, stop_on_error=False)
+    time.sleep(delay)
+    t_int = time.monotonic()
+    km.interrupt_kernel()
+    r = collect(kc, msg_id, timeout=20, sent_t=t0)
+    return r, r.reply_t - t_int

@@ -21,6 +21,17 @@
 //     for a click);
 //   - labels are drawn only inside their frame;
 //   - for a bundle, the SVG parses as XML in the browser, with one rect per row.
+// For a differential flame graph (rows with a change field), also:
+//   - hovering the widest frame of each change (grew, shrank, same, new) shows
+//     the drawn profile's count and percent ("target", or "baseline" when
+//     negated), the other's count and percent of its total (or what a new
+//     frame shows instead), the signed delta with its share of the total,
+//     and the change as the legend names it;
+//   - every frame is drawn in its row's colour;
+//   - the legend sits under the plot and its axis, and the vanished list,
+//     when there is one, under the legend: none of them overlap, and the
+//     list lies inside the embedded view;
+//   - search, click-zoom, wheel zoom and drag-pan behave as for any graph.
 // --screenshot PNG saves what the page shows (PNG-N.png for several files).
 // Exits 0 when every file passes; otherwise prints what failed and exits 1.
 import fs from 'node:fs';
@@ -69,6 +80,40 @@ function expectedShare(rows, text) {
     if (!p) sum += r.count;
   }
   return (100 * sum) / rows[0].count;
+}
+
+/* d3-format's '.Nr' trimmed ('~'): N significant digits, no trailing zeros;
+ * d3 writes negative numbers with U+2212. */
+function sig(v, digits, sign) {
+  const s = String(parseFloat(Math.abs(v).toPrecision(digits)));
+  return (v < 0 ? '\u2212' : sign ? '+' : '') + s;
+}
+
+/* d3-format's ',.2~f' (and '+,.2~f' with sign). */
+function amount(v, sign) {
+  const s = Math.abs(v).toLocaleString('en-US', { maximumFractionDigits: 2 });
+  return (v < 0 && s !== '0' ? '\u2212' : sign ? '+' : '') + s;
+}
+
+/* What the tooltip of a diff's row must say, as [key, value] pairs. */
+function diffTooltip(spec, row, unit) {
+  const meta = spec.usermeta.cflame.diff;
+  const total = spec.data.values[0].count;
+  const drawn = meta.negate ? 'baseline' : 'target', other = meta.negate ? 'target' : 'baseline';
+  const legend = spec.layer.find(l => l.name === 'legend').encoding.color.scale.domain;
+  const want = [
+    [drawn, `${row.count.toLocaleString('en-US')} ${unit} (${sig(row.pct, 4)}%)`],
+    ['delta', `${amount(row.delta, true)} ${meta.delta === 'self' ? 'self ' : ''}${unit} ` +
+              `(${sig((100 * row.delta) / total, 3, true)}% of the total)`],
+    ['change', legend[['grew', 'shrank', 'same', 'new'].indexOf(row.change)]],
+  ];
+  if (row.base === null) {
+    want.push([other, meta.negate ? 'none (only in the baseline)' : 'new']);
+  } else {
+    const pct = meta.other_total > 0 ? ` (${sig((100 * row.base) / meta.other_total, 4)}%)` : '';
+    want.push([other, `${amount(row.base)} ${unit}${pct}`]);
+  }
+  return want;
 }
 
 /* Page-side helpers, installed once the view exists. */
@@ -133,6 +178,79 @@ function pickFrame(rows) {
   const total = rows[0].count;
   const cands = rows.filter(r => r.depth >= 1 && r.count < total).sort((a, b) => b.count - a.count);
   return cands[0] || rows[0];
+}
+
+/* A diff's tooltips, colours and layout in the page; returns a note for
+ * the log. */
+async function checkDiffPage(page, spec, rows, unit) {
+  // Tooltips: the widest frame of each change, where it is wide enough to
+  // point at.
+  const tip = page.locator('#vg-tooltip-element');
+  const hovered = [];
+  for (const change of ['grew', 'shrank', 'same', 'new']) {
+    const row = rows.filter(r => r.change === change && r.depth > 0).sort((a, b) => b.count - a.count)[0];
+    if (!row || row.count < rows[0].count / 200) continue;
+    const pt = await page.evaluate(r => cf.pointOf(r), row);
+    await page.mouse.move(pt.x, pt.y);
+    let text = '';
+    try {
+      await page.waitForFunction(f => {
+        const el = document.getElementById('vg-tooltip-element');
+        return el && el.classList.contains('visible') && el.innerText.includes(f);
+      }, row.func, { timeout: 3000 });
+      text = await tip.innerText();
+    } catch {
+      text = await tip.innerText().catch(() => '');
+    }
+    // Older vega-tooltip writes "key:" where newer writes "key".
+    for (const [key, value] of diffTooltip(spec, row, unit)) {
+      const line = new RegExp(`(^|\\n)${key}:?\\s*\\n?\\s*${value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(\\n|$)`);
+      check(line.test(text), `tooltip of ${change} frame ${row.func} lacks ${key}: ${value}: ${JSON.stringify(text)}`);
+    }
+    hovered.push(change);
+  }
+  check(hovered.length > 0, 'no diff frame wide enough to hover');
+
+  // Colours as drawn.
+  const wrong = await page.evaluate(() => cf.frameItems().filter(it => it.fill !== it.datum.color).length);
+  check(wrong === 0, `${wrong} frames not drawn in their row's colour`);
+
+  // Layout: plot (and axis), then the legend, then the vanished list, all
+  // inside the view.
+  const box = await page.evaluate(() => {
+    const v = window.view;
+    const union = items => items.reduce((b, it) => it.bounds ? {
+      y1: Math.min(b.y1, it.bounds.y1), y2: Math.max(b.y2, it.bounds.y2),
+    } : b, { y1: Infinity, y2: -Infinity });
+    const legends = [], axes = [];
+    (function walk(node) {
+      if (!node) return;
+      if (node.role === 'legend') legends.push(...node.items);
+      if (node.role === 'axis') axes.push(...node.items);
+      for (const it of node.items || []) walk(it);
+    })(v.scenegraph().root);
+    const vanished = cf.items('text').filter(it => it.datum && it.datum.i !== undefined && it.datum.text !== undefined);
+    const canvas = v.container().querySelector('canvas, svg');
+    return {
+      height: v.height(), legend: union(legends), axis: union(axes), vanished: union(vanished),
+      n: vanished.length, origin: v.origin()[1], canvas: canvas.getBoundingClientRect().height,
+      texts: vanished.map(it => it.text),
+    };
+  });
+  const meta = spec.usermeta.cflame.diff;
+  check(box.legend.y1 >= box.height, `the legend (${box.legend.y1}) overlaps the plot (height ${box.height})`);
+  check(box.legend.y1 >= box.axis.y2 || box.axis.y2 <= 0 || box.axis.y1 < 0,
+        `the legend (${JSON.stringify(box.legend)}) overlaps the axis (${JSON.stringify(box.axis)})`);
+  if (meta.vanished > 0) {
+    check(box.n === Math.min(meta.vanished, 20) + 1 + (meta.vanished > 20 ? 1 : 0),
+          `${box.n} vanished lines drawn for ${meta.vanished} frames`);
+    check(box.vanished.y1 >= box.legend.y2, `the vanished list (${JSON.stringify(box.vanished)}) overlaps the legend (${JSON.stringify(box.legend)})`);
+    check(box.origin + box.vanished.y2 <= box.canvas + 1,
+          `the vanished list ends at ${box.origin + box.vanished.y2}, past the view (${box.canvas})`);
+  } else {
+    check(box.n === 0, `${box.n} vanished lines drawn, none vanished`);
+  }
+  return `; diff tooltips of ${hovered.join(', ')}; ${meta.vanished} vanished`;
 }
 
 async function testFile(browser, file, screenshot) {
@@ -231,9 +349,16 @@ async function testFile(browser, file, screenshot) {
     await tip.waitFor({ state: 'visible', timeout: 3000 });
     const tipText = await tip.innerText();
     const loc = target.file ? target.file + (target.line ? `:${target.line}` : '') : '?';
-    for (const want of ['function', target.func, 'file:line', loc, 'module', unit, 'self', 'percent',
+    const isDiff = rows[0].change !== undefined;
+    for (const want of ['function', target.func, 'file:line', loc, 'module', unit,
+                        ...(isDiff ? [] : ['self', 'percent']),
                         target.count.toLocaleString('en-US')]) {
       check(tipText.includes(want), `tooltip lacks "${want}": ${JSON.stringify(tipText)}`);
+    }
+    let diffNote = '';
+    if (isDiff) {
+      diffNote = await checkDiffPage(page, spec, rows, unit);
+      pt = await page.evaluate(r => cf.pointOf(r), target);
     }
 
     // Click zooms to the frame; double-click resets.
@@ -280,7 +405,7 @@ async function testFile(browser, file, screenshot) {
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
     check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
     console.log(`  ${rows.length} rows embedded in ${embedMs} ms; ${nLabels} labels; ` +
-                `search "${needle}" ${shown}`);
+                `search "${needle}" ${shown}${diffNote}`);
     return null;
   } catch (e) {
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});

@@ -15,8 +15,30 @@
 //   - checks the data rows: at most 5,000, the fields SPEC.md section 4 names,
 //     x1 - x0 == count, pct, depth bounds, parents drawn before children.
 // For a bundle it also checks that the SVG is well-formed XML with one <rect>
-// and one <title> per row, that text/plain is there, and that the bundle,
-// dumped as compact JSON, is under 1 MB.
+// and one <title> per row, each filled with its row's colour, that
+// text/plain is there, and that the bundle, dumped as compact JSON, is under
+// 1 MB.
+//
+// A differential flame graph (fl_vegalite_diff, fl_diff_bundle: rows with a
+// change field, usermeta.cflame.diff) is also checked for what a diff adds
+// (checkDiff):
+//   - rows: base (number, or null exactly for new frames), delta (number;
+//     count - base, or self - base_self with delta=self), change in
+//     grew|shrank|same|new, grew with delta > 0, shrank with delta < 0;
+//   - colours: the legend names grew, shrank, same, new, in that order, in a
+//     red, a blue, a grey and a colour that is none of these; each row's
+//     colour agrees with its change: the legend's grey or new colour, or
+//     the hue of its red or blue, never near grey, more saturated (or as
+//     saturated) for a bigger |delta| whichever its sign, and the full
+//     colour at the largest |delta|;
+//   - notes: the summary line, and the negate line when negated;
+//   - the vanished list: a text layer with a dataset of its own (not the
+//     frames' data.values) when frames vanished, and only then: a header,
+//     one line per frame widest first (at most 20, then "… and K more"),
+//     and vega draws those texts;
+//   - rendered: vega draws each frame in its row's colour and the legend's
+//     four labels; a bundle's SVG has the vanished header, its text the
+//     Delta and Change columns.
 //
 // Exits 0 when every file passes; otherwise prints what failed and exits 1.
 // With VEGA_MODULES=DIR (a node_modules directory), uses the vega and
@@ -134,6 +156,195 @@ function checkRows(rows, problems) {
   });
 }
 
+/* ---- differential flame graphs ---- */
+
+const CHANGES = ['grew', 'shrank', 'same', 'new'];
+
+function isDiff(spec) {
+  const rows = spec.data && spec.data.values;
+  return Array.isArray(rows) && rows.length > 0 && 'change' in rows[0];
+}
+
+function rgbOf(hex) {
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/.exec(hex || '');
+  return m ? { r: parseInt(m[1], 16), g: parseInt(m[2], 16), b: parseInt(m[3], 16) } : null;
+}
+
+/* max - min of the channels: 0 for greys. */
+function chromaOf(c) {
+  return Math.max(c.r, c.g, c.b) - Math.min(c.r, c.g, c.b);
+}
+
+/* The HSL hue in degrees (0 for greys). */
+function hueOf(c) {
+  const max = Math.max(c.r, c.g, c.b), d = chromaOf(c);
+  if (d === 0) return 0;
+  let h;
+  if (max === c.r) h = ((c.g - c.b) / d) % 6;
+  else if (max === c.g) h = (c.b - c.r) / d + 2;
+  else h = (c.r - c.g) / d + 4;
+  return (h * 60 + 360) % 360;
+}
+
+function hueDistance(a, b) {
+  const d = Math.abs(a - b) % 360;
+  return Math.min(d, 360 - d);
+}
+
+/* The layer named name, or undefined. */
+function layerNamed(spec, name) {
+  return (spec.layer || []).find(l => l.name === name);
+}
+
+/* The legend's colour per change, from the legend layer; pushes problems. */
+function diffLegend(spec, problems) {
+  const legend = layerNamed(spec, 'legend');
+  const color = legend && legend.encoding && legend.encoding.color;
+  const scale = color && color.scale;
+  if (!scale || !Array.isArray(scale.domain) || !Array.isArray(scale.range)) {
+    problems.push('diff: no legend layer with a colour scale');
+    return null;
+  }
+  const colors = {};
+  CHANGES.forEach((change, i) => {
+    const label = scale.domain[i];
+    if (typeof label !== 'string' || !label.startsWith(change)) {
+      problems.push(`diff legend entry ${i} is ${JSON.stringify(label)}, not "${change}…"`);
+    }
+    colors[change] = scale.range[i];
+  });
+  if (typeof color.legend?.title !== 'string' || !color.legend.title.includes('\u2212')) {
+    problems.push(`diff legend title ${JSON.stringify(color.legend?.title)} says no "a − b"`);
+  }
+  const [grew, shrank, same, added] = CHANGES.map(c => rgbOf(colors[c]));
+  if (!grew || !shrank || !same || !added) {
+    problems.push(`diff legend colours ${JSON.stringify(colors)}`);
+    return null;
+  }
+  if (hueDistance(hueOf(grew), 0) > 15 || chromaOf(grew) < 100) problems.push(`grew colour ${colors.grew} is not a red`);
+  if (hueDistance(hueOf(shrank), 220) > 20 || chromaOf(shrank) < 100) problems.push(`shrank colour ${colors.shrank} is not a blue`);
+  if (chromaOf(same) !== 0) problems.push(`same colour ${colors.same} is not a grey`);
+  if (chromaOf(added) < 60 || hueDistance(hueOf(added), hueOf(grew)) < 30 ||
+      hueDistance(hueOf(added), hueOf(shrank)) < 30) {
+    problems.push(`new colour ${colors.new} is too close to grey, red or blue`);
+  }
+  return colors;
+}
+
+/* The title's text and subtitle lines. */
+function titleLines(spec) {
+  const t = spec.title;
+  if (!t) return [];
+  if (typeof t === 'string') return [t];
+  return [].concat(t.text || [], t.subtitle || []);
+}
+
+/* What a diff adds: rows, colours, legend, notes, vanished list; pushes
+ * problems. Returns what the rendered checks need. */
+function checkDiff(spec, problems) {
+  const meta = spec.usermeta && spec.usermeta.cflame && spec.usermeta.cflame.diff;
+  if (!meta) {
+    problems.push('diff: no usermeta.cflame.diff');
+    return null;
+  }
+  const rows = spec.data.values;
+  const colors = diffLegend(spec, problems);
+  const self = meta.delta === 'self';
+  const changed = [];
+  rows.forEach((r, i) => {
+    if (problems.length > 30) return;
+    if (!CHANGES.includes(r.change)) problems.push(`row ${i}: change ${JSON.stringify(r.change)}`);
+    if (typeof r.delta !== 'number') problems.push(`row ${i}: delta is ${typeOf(r.delta)}`);
+    if (!['number', 'null'].includes(typeOf(r.base))) problems.push(`row ${i}: base is ${typeOf(r.base)}`);
+    if ((r.base === null) !== (r.change === 'new')) problems.push(`row ${i}: base ${r.base} with change ${r.change}`);
+    if (self && !('base_self' in r)) problems.push(`row ${i}: delta=self, and no base_self`);
+    if (r.base !== null) {
+      const want = self ? r.self - r.base_self : r.count - r.base;
+      if (Math.abs(r.delta - want) > 1e-3 * Math.max(1, Math.abs(want))) {
+        problems.push(`row ${i}: delta ${r.delta}, expected ${want}`);
+      }
+    }
+    if (r.change === 'grew' && !(r.delta > 0)) problems.push(`row ${i}: grew with delta ${r.delta}`);
+    if (r.change === 'shrank' && !(r.delta < 0)) problems.push(`row ${i}: shrank with delta ${r.delta}`);
+    if (!colors) return;
+    const c = rgbOf(r.color);
+    if (!c) return;
+    if (r.change === 'same' || r.change === 'new') {
+      if (r.color !== colors[r.change]) problems.push(`row ${i} (${r.change}): colour ${r.color}, not ${colors[r.change]}`);
+      return;
+    }
+    const full = rgbOf(colors[r.change]);
+    if (chromaOf(c) < 0.15 * chromaOf(full)) problems.push(`row ${i} (${r.change}): colour ${r.color} is nearly grey`);
+    else if (hueDistance(hueOf(c), hueOf(full)) > 8) problems.push(`row ${i} (${r.change}): colour ${r.color} is not the hue of ${colors[r.change]}`);
+    if (Math.abs(Math.abs(r.delta) - meta.max_delta) < 1e-6 * Math.max(1, meta.max_delta) && r.color !== colors[r.change]) {
+      problems.push(`row ${i} (${r.change}): the largest |delta| in ${r.color}, not the full ${colors[r.change]}`);
+    }
+    changed.push({ i, mag: Math.abs(r.delta), chroma: chromaOf(c) });
+  });
+  // One symmetric scale: a bigger |delta| is never paler, red or blue.
+  changed.sort((a, b) => a.mag - b.mag || a.chroma - b.chroma);
+  for (let k = 1; k < changed.length; k++) {
+    const a = changed[k - 1], b = changed[k];
+    if (b.mag > a.mag && b.chroma + 2 < a.chroma) {
+      problems.push(`row ${b.i} (|delta| ${b.mag}) is paler than row ${a.i} (|delta| ${a.mag})`);
+      break;
+    }
+  }
+
+  const lines = titleLines(spec);
+  if (!lines.some(l => /^grew: [\d,]+ frames?, shrank: [\d,]+, new: [\d,]+, vanished: [\d,]+; /.test(l))) {
+    problems.push(`diff: no summary among the notes ${JSON.stringify(lines)}`);
+  }
+  const negated = lines.includes('baseline layout, coloured by baseline \u2212 target');
+  if (negated !== !!meta.negate) problems.push(`diff: negate ${meta.negate}, and the notes ${JSON.stringify(lines)}`);
+
+  // The vanished list: its own data, a header, widest first, at most 20.
+  const layer = layerNamed(spec, 'vanished');
+  const V = meta.vanished;
+  let texts = [];
+  if ((V > 0) !== !!layer) problems.push(`diff: ${V} frames vanished, and ${layer ? 'a' : 'no'} vanished layer`);
+  if (layer) {
+    const values = layer.data && layer.data.values;
+    if (!Array.isArray(values) || values === rows) {
+      problems.push('vanished layer has no dataset of its own');
+    } else {
+      const shown = Math.min(V, 20);
+      if (values.length !== 1 + shown + (V > shown ? 1 : 0)) {
+        problems.push(`vanished layer has ${values.length} lines for ${V} frames`);
+      }
+      if (!/^(Vanished \(in the baseline only\)|Only in the target \(not drawn\)):$/.test(values[0].text)) {
+        problems.push(`vanished header ${JSON.stringify(values[0].text)}`);
+      }
+      const other = meta.negate ? 'target' : 'baseline';
+      for (let k = 1; k <= shown && k < values.length; k++) {
+        const v = values[k];
+        if (typeof v.func !== 'string' || typeof v.count !== 'number' || !v.text.startsWith(v.func) ||
+            !v.text.includes(`\u2014 ${other} `)) {
+          problems.push(`vanished line ${k}: ${JSON.stringify(v)}`);
+          break;
+        }
+        if (k > 1 && v.count > values[k - 1].count) problems.push(`vanished line ${k} is wider than the one before`);
+      }
+      if (V > shown) {
+        const m = /^\u2026 and ([\d,]+) more$/.exec(values[values.length - 1].text);
+        if (!m || Number(m[1].replace(/,/g, '')) !== V - shown) {
+          problems.push(`vanished list ends with ${JSON.stringify(values[values.length - 1].text)}`);
+        }
+      }
+      texts = values.map(v => v.text);
+    }
+  }
+  return { colors, legendLabels: layerNamed(spec, 'legend')?.encoding?.color?.scale?.domain || [], texts };
+}
+
+/* Every item of a mark type in a scenegraph. */
+function findItems(node, marktype, out = []) {
+  if (!node) return out;
+  if (node.marktype === marktype && node.items) out.push(...node.items);
+  for (const it of node.items || []) findItems(it, marktype, out);
+  return out;
+}
+
 /* Validates, compiles and renders one Vega-Lite spec; pushes problems. */
 async function checkSpec(spec, problems) {
   if (spec.$schema !== 'https://vega.github.io/schema/vega-lite/v5.json') {
@@ -144,6 +355,7 @@ async function checkSpec(spec, problems) {
     problems.push(`does not match the Vega-Lite 5 schema: ${errs.join('; ')}`);
   }
   checkRows(spec.data && spec.data.values, problems);
+  const diff = isDiff(spec) ? checkDiff(spec, problems) : null;
 
   const vlProblems = [];
   let compiled;
@@ -168,6 +380,18 @@ async function checkSpec(spec, problems) {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     if (!svg.startsWith('<svg') || !svg.includes('<path') || svg.length < 1000) {
       problems.push('vega rendered an empty picture');
+    }
+    // Each frame in its row's colour; a diff's legend and vanished list.
+    const frames = findItems(view.scenegraph().root, 'rect').filter(it => it.datum && it.datum.x1 !== undefined);
+    const miscoloured = frames.filter(it => it.fill !== it.datum.color);
+    if (frames.length !== spec.data.values.length || miscoloured.length) {
+      problems.push(`vega drew ${frames.length} frames, ${miscoloured.length} not in their row's colour`);
+    }
+    if (diff) {
+      const drawn = findTexts(view.scenegraph().root);
+      for (const want of [...diff.legendLabels, ...diff.texts]) {
+        if (!drawn.includes(want)) problems.push(`vega did not draw the text ${JSON.stringify(want)}`);
+      }
     }
     // The search box: set it and check the matched share.
     const rows = spec.data.values;
@@ -215,7 +439,7 @@ function findTexts(node, out = []) {
 }
 
 /* Well-formedness and structure of the SVG; pushes problems. */
-function checkSvg(svg, nRows, problems) {
+function checkSvg(svg, rows, problems) {
   if (typeof svg !== 'string') {
     problems.push('image/svg+xml is not a string');
     return;
@@ -231,8 +455,11 @@ function checkSvg(svg, nRows, problems) {
     problems.push('SVG has no <svg xmlns="http://www.w3.org/2000/svg"> root');
     return;
   }
-  const rects = (svg.match(/<rect\b[^>]*>\s*<title>/g) || []).length;
-  if (rects !== nRows) problems.push(`SVG has ${rects} frame rects with a title, expected ${nRows}`);
+  const rects = svg.match(/<rect\b[^>]*>\s*<title>/g) || [];
+  if (rects.length !== rows.length) problems.push(`SVG has ${rects.length} frame rects with a title, expected ${rows.length}`);
+  // The same colours as the spec, frame by frame.
+  const wrong = rects.findIndex((r, i) => rows[i] && !r.includes(`fill='${rows[i].color}'`));
+  if (wrong >= 0) problems.push(`SVG rect ${wrong} is not filled with ${rows[wrong].color}: ${rects[wrong]}`);
 }
 
 async function checkFile(file) {
@@ -251,7 +478,16 @@ async function checkFile(file) {
       problems.push('bundle has no text/plain');
     }
     const rows = doc[VL_MIME].data && doc[VL_MIME].data.values;
-    checkSvg(doc[SVG_MIME], Array.isArray(rows) ? rows.length : -1, problems);
+    checkSvg(doc[SVG_MIME], Array.isArray(rows) ? rows : [], problems);
+    if (isDiff(doc[VL_MIME])) {
+      const text = doc['text/plain'] || '', svg = doc[SVG_MIME] || '';
+      if (!/ Delta {2}Change {2}Frame\n/.test(text)) problems.push('diff text/plain has no Delta and Change columns');
+      const meta = doc[VL_MIME].usermeta?.cflame?.diff;
+      const header = meta?.negate ? 'Only in the target (not drawn):' : 'Vanished (in the baseline only):';
+      if (meta?.vanished > 0 && !(svg.includes(`>${header}</text>`) && text.includes(`\n${header}\n`))) {
+        problems.push(`diff: the SVG or the text lacks "${header}"`);
+      }
+    }
     console.log(`  bundle ${bytes} bytes, SVG ${Buffer.byteLength(doc[SVG_MIME] || '')} bytes`);
     await checkSpec(doc[VL_MIME], problems);
   } else {

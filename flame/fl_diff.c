@@ -1,0 +1,806 @@
+/* fl_diff: a differential flame graph.
+ *
+ * Building a diff takes five steps:
+ *
+ *  1. Kinds and scale. A CPU profile and an allocation profile are refused.
+ *     CPU profiles count sampling intervals, so a baseline taken with
+ *     another interval is compared per unit of time: its counts are
+ *     multiplied by s = base interval / target interval (unknown intervals,
+ *     0, leave s at 1, with a note). normalize=true multiplies s further so
+ *     that the baseline's total equals the target's. Allocation profiles
+ *     count bytes and are not scaled by any interval.
+ *  2. Trees. Each profile becomes a tree with the caller's options but
+ *     minwidth 0 (the "full" trees), and, when minwidth is set, again with
+ *     it (the trees that are shown). Matching uses the full trees, so a
+ *     frame that minwidth hides on one side still matches its partner: a
+ *     frame that shrank to a sliver is not "vanished", one that grew from a
+ *     sliver is not "new". A shown node is mapped to its full node by its
+ *     path (same profile, same options: same frames in the same order).
+ *     So a diff with minwidth costs four tree builds, which dominate its
+ *     time (matching two trees of 10^6 nodes takes about 0.1 s).
+ *  3. Matching, level by level from the roots (which always match). The
+ *     children of a matched pair are grouped by function name (the plain
+ *     name: module, file and line are ignored, so a function redefined in
+ *     another cell, whose lines moved, keeps its partner):
+ *      - a name present on both sides pairs its frames in source order, as
+ *        a longest common subsequence of the frames of that function: as
+ *        many pairs as the shorter side has frames, and among alignments
+ *        with that many, the one whose pairs' subtrees agree most (see
+ *        "agreement"), then the one with most equal lines. So with lines
+ *        on, a loop line that moved still meets its old self, and a loop
+ *        inserted between two others is new;
+ *      - names on one side only that are cell code (FL_FRAME_CELL) then pair
+ *        across names, the pair of groups whose subtrees agree most first
+ *        (ties: the nearest in position, then the earlier), when they agree
+ *        on at least MIN_AGREEMENT of their weight; their frames align as
+ *        above. This is ProfileVega's wildcard rule for REPL-defined
+ *        functions, and what makes f1 against f2 compare as the user means.
+ *        Two leaf functions (all self weight) agree fully, so a renamed
+ *        leaf pairs with its new name too.
+ *     Distinct names are paired regardless of their relative order: with
+ *     lines on, siblings are ordered by (file, line), so redefining a
+ *     function in a later cell moves it after its siblings, and a strict
+ *     LCS over all names would then call one of them new.
+ *  4. Deltas and noise, per node of the full drawn tree (see the header),
+ *     copied to the shown nodes.
+ *  5. Vanished frames: the topmost unmatched frames of the other full tree
+ *     that its shown tree draws, widest first.
+ *
+ * Agreement of two sets of frames (one per side) is the overlap of their
+ * subtrees' weight by function name: each frame contributes its own self
+ * weight under a common "self" key and its descendants' self weights under
+ * their names (down to AGREE_DEPTH levels; a frame at that depth brings its
+ * whole count), each side divided by its total, and the overlap is the sum
+ * of the smaller shares: 1 for the same shape, 0 for nothing in common.
+ *
+ * Negate draws the baseline: the roles swap (drawn = baseline, other =
+ * target), the other side's counts are divided by s instead, and deltas are
+ * baseline - target in the baseline's units. */
+#define _GNU_SOURCE
+#include "cflame/fl_diff.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl__strset.h"
+
+#define NONE UINT32_MAX
+
+enum {
+  AGREE_DEPTH = 8,           /* levels of a subtree that agreement looks at */
+  MAX_ALIGN_CELLS = 1 << 16, /* larger alignments pair frames in order */
+  MAX_FALLBACK_GROUPS = 64,  /* per side, the widest; the rest stay unpaired */
+  MAX_NOTES = 4,
+};
+
+/* Cell-code frames of different names pair only when their subtrees share
+ * at least this much of their weight. */
+static const double MIN_AGREEMENT = 0.1;
+
+struct fl_diff {
+  fl_diff_opts_t opts;
+  fl_tree_t *full_drawn, *full_other; /* minwidth 0: what is matched */
+  fl_tree_t *drawn, *other;           /* as shown; may be the full trees */
+  fl_diff_node_t *nodes;              /* by drawn id */
+  fl_vanished_t *vanished;
+  size_t n_vanished;
+  double scale;
+  double max_delta;
+  double neutral_share;
+  char note_text[MAX_NOTES][256];
+  const char *notes[MAX_NOTES + 1];
+  size_t n_notes;
+};
+
+void fl_diff_opts_init(fl_diff_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->negate = false;
+  o->normalize = false;
+  o->delta = FL_DELTA_TOTAL;
+  o->noise = 2;
+}
+
+/* ---- one side of the matching ---- */
+
+typedef struct side {
+  const fl_tree_t *t; /* a full tree */
+  size_t n;
+  const char **name; /* by id: func interned in the matcher's set, shared by both sides */
+  uint32_t *end;     /* by id: the subtree of i is the ids [i, end[i]) (pre-order) */
+  uint32_t *partner; /* by id: the partner's id on the other side, or NONE */
+} side_t;
+
+static void side_free(side_t *s) {
+  free(s->name);
+  free(s->end);
+  free(s->partner);
+  memset(s, 0, sizeof *s);
+}
+
+static int side_init(side_t *s, const fl_tree_t *t, fl__strset_t *names) {
+  s->t = t;
+  s->n = fl_tree_n_nodes(t);
+  s->name = malloc(s->n * sizeof *s->name);
+  s->end = malloc(s->n * sizeof *s->end);
+  s->partner = malloc(s->n * sizeof *s->partner);
+  if (!s->name || !s->end || !s->partner) return -1;
+  for (size_t i = s->n; i-- > 0;) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    s->name[i] = fl__strset_intern(names, node->frame.func);
+    if (!s->name[i]) return -1;
+    s->end[i] =
+        node->n_children ? s->end[node->children[node->n_children - 1]->id] : (uint32_t)i + 1;
+    s->partner[i] = NONE;
+  }
+  return 0;
+}
+
+/* ---- histograms of subtrees, for agreement ---- */
+
+typedef struct hent {
+  uintptr_t key; /* an interned name, or 0 for the frames' own self weight */
+  double w;
+} hent_t;
+
+typedef struct hist {
+  hent_t *e;
+  size_t n, cap;
+  double total;
+} hist_t;
+
+static void hist_free(hist_t *h) {
+  free(h->e);
+  memset(h, 0, sizeof *h);
+}
+
+static int hist_push(hist_t *h, uintptr_t key, double w) {
+  if (h->n == h->cap) {
+    size_t cap = h->cap ? 2 * h->cap : 32;
+    hent_t *e = realloc(h->e, cap * sizeof *e);
+    if (!e) return -1;
+    h->e = e;
+    h->cap = cap;
+  }
+  h->e[h->n++] = (hent_t){.key = key, .w = w};
+  return 0;
+}
+
+/* Adds the subtree of node id (see "agreement" in the file comment). */
+static int hist_add_subtree(hist_t *h, const side_t *s, uint32_t id) {
+  const fl_node_t *top = fl_tree_node(s->t, id);
+  for (uint32_t u = id; u < s->end[id];) {
+    const fl_node_t *n = fl_tree_node(s->t, u);
+    if (n->depth - top->depth >= AGREE_DEPTH) {
+      if (hist_push(h, (uintptr_t)s->name[u], (double)n->count) < 0) return -1;
+      u = s->end[u];
+      continue;
+    }
+    if (n->self && hist_push(h, u == id ? 0 : (uintptr_t)s->name[u], (double)n->self) < 0)
+      return -1;
+    u++;
+  }
+  h->total += (double)top->count;
+  return 0;
+}
+
+static int cmp_hent(const void *pa, const void *pb) {
+  const hent_t *a = pa, *b = pb;
+  return (a->key > b->key) - (a->key < b->key);
+}
+
+/* Sorts by key and sums equal keys. */
+static void hist_finish(hist_t *h) {
+  if (!h->n) return;
+  qsort(h->e, h->n, sizeof *h->e, cmp_hent);
+  size_t k = 0;
+  for (size_t i = 1; i < h->n; i++) {
+    if (h->e[i].key == h->e[k].key)
+      h->e[k].w += h->e[i].w;
+    else
+      h->e[++k] = h->e[i];
+  }
+  h->n = k + 1;
+}
+
+/* The agreement of two finished histograms, in [0, 1]. */
+static double agreement(const hist_t *a, const hist_t *b) {
+  if (a->total <= 0 || b->total <= 0) return 0;
+  double sum = 0;
+  size_t i = 0, j = 0;
+  while (i < a->n && j < b->n) {
+    if (a->e[i].key < b->e[j].key) {
+      i++;
+    } else if (a->e[i].key > b->e[j].key) {
+      j++;
+    } else {
+      double x = a->e[i].w / a->total, y = b->e[j].w / b->total;
+      sum += x < y ? x : y;
+      i++;
+      j++;
+    }
+  }
+  return sum > 1 ? 1 : sum;
+}
+
+/* ---- matching ---- */
+
+typedef struct pair {
+  uint32_t d, o;
+} pair_t;
+
+typedef struct matcher {
+  side_t d, o;   /* the drawn and the other full tree */
+  pair_t *work;  /* matched pairs whose children are still to be matched */
+  size_t n_work; /* room for min(d.n, o.n): each node is matched once */
+} matcher_t;
+
+static void pair_up(matcher_t *m, uint32_t d, uint32_t o) {
+  m->d.partner[d] = o;
+  m->o.partner[o] = d;
+  m->work[m->n_work++] = (pair_t){.d = d, .o = o};
+}
+
+/* A child at the level being matched. */
+typedef struct kid {
+  const char *name; /* interned */
+  uint32_t id;
+  uint32_t pos; /* among its siblings */
+  uint8_t side; /* 0 drawn, 1 other */
+} kid_t;
+
+static int cmp_kid(const void *pa, const void *pb) {
+  const kid_t *a = pa, *b = pb;
+  if (a->name != b->name) return (uintptr_t)a->name < (uintptr_t)b->name ? -1 : 1;
+  if (a->side != b->side) return a->side < b->side ? -1 : 1;
+  return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* An alignment's value, compared in this order. */
+typedef struct score {
+  uint32_t pairs;
+  double agree;
+  uint32_t same_line;
+} score_t;
+
+static int cmp_score(score_t a, score_t b) {
+  if (a.pairs != b.pairs) return a.pairs < b.pairs ? -1 : 1;
+  if (fabs(a.agree - b.agree) > 1e-9) return a.agree < b.agree ? -1 : 1;
+  return (a.same_line > b.same_line) - (a.same_line < b.same_line);
+}
+
+/* Pairs frames dk[0..a) with ok[0..b) (each in source order) without
+ * crossing: as many pairs as possible, then the most agreement, then the
+ * most equal lines. Returns 0, or -1 out of memory. */
+static int align(matcher_t *m, const kid_t *dk, size_t a, const kid_t *ok, size_t b) {
+  if (a == 1 && b == 1) {
+    pair_up(m, dk[0].id, ok[0].id);
+    return 0;
+  }
+  if (a * b > MAX_ALIGN_CELLS) {
+    for (size_t i = 0; i < a && i < b; i++) pair_up(m, dk[i].id, ok[i].id);
+    return 0;
+  }
+  int rc = -1;
+  hist_t *h = calloc(a + b, sizeof *h);
+  score_t *best = malloc((a + 1) * (b + 1) * sizeof *best);
+  uint8_t *move = malloc((a + 1) * (b + 1)); /* 0 skip drawn, 1 skip other, 2 pair */
+  if (!h || !best || !move) goto done;
+  for (size_t i = 0; i < a + b; i++) {
+    const side_t *s = i < a ? &m->d : &m->o;
+    if (hist_add_subtree(&h[i], s, i < a ? dk[i].id : ok[i - a].id) < 0) goto done;
+    hist_finish(&h[i]);
+  }
+#define AT(i, j) ((i) * (b + 1) + (j))
+  for (size_t i = 0; i <= a; i++) {
+    for (size_t j = 0; j <= b; j++) {
+      if (i == 0 || j == 0) {
+        best[AT(i, j)] = (score_t){0, 0, 0};
+        move[AT(i, j)] = i == 0 ? 1 : 0;
+        continue;
+      }
+      score_t s = best[AT(i - 1, j)];
+      uint8_t mv = 0;
+      if (cmp_score(best[AT(i, j - 1)], s) > 0) {
+        s = best[AT(i, j - 1)];
+        mv = 1;
+      }
+      score_t p = best[AT(i - 1, j - 1)];
+      p.pairs++;
+      p.agree += agreement(&h[i - 1], &h[a + j - 1]);
+      p.same_line += fl_tree_node(m->d.t, dk[i - 1].id)->frame.line ==
+                     fl_tree_node(m->o.t, ok[j - 1].id)->frame.line;
+      if (cmp_score(p, s) > 0) {
+        s = p;
+        mv = 2;
+      }
+      best[AT(i, j)] = s;
+      move[AT(i, j)] = mv;
+    }
+  }
+  for (size_t i = a, j = b; i > 0 && j > 0;) {
+    uint8_t mv = move[AT(i, j)];
+    if (mv == 2)
+      pair_up(m, dk[--i].id, ok[--j].id);
+    else if (mv == 1)
+      j--;
+    else
+      i--;
+  }
+#undef AT
+  rc = 0;
+done:
+  if (h)
+    for (size_t i = 0; i < a + b; i++) hist_free(&h[i]);
+  free(h);
+  free(best);
+  free(move);
+  return rc;
+}
+
+/* The frames of one side sharing a name, at one level. */
+typedef struct group {
+  const kid_t *kids; /* n, in source order */
+  size_t n;
+  uint32_t pos; /* the first one's position among its siblings */
+  uint64_t count;
+  hist_t h;
+  bool used;
+} group_t;
+
+static int cmp_group_width(const void *pa, const void *pb) {
+  const group_t *a = pa, *b = pb;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+typedef struct candidate {
+  double agree;
+  uint32_t dist;
+  uint32_t dpos;
+  group_t *dg, *og;
+} candidate_t;
+
+static int cmp_candidate(const void *pa, const void *pb) {
+  const candidate_t *a = pa, *b = pb;
+  if (a->agree != b->agree) return a->agree > b->agree ? -1 : 1;
+  if (a->dist != b->dist) return a->dist < b->dist ? -1 : 1;
+  return (a->dpos > b->dpos) - (a->dpos < b->dpos);
+}
+
+/* Pairs unpaired groups of cell code across names, the best agreeing pair
+ * first. Returns 0, or -1 out of memory. */
+static int pair_cell_groups(matcher_t *m, group_t *dg, size_t nd, group_t *og, size_t no) {
+  if (!nd || !no) return 0;
+  if (nd > MAX_FALLBACK_GROUPS) {
+    qsort(dg, nd, sizeof *dg, cmp_group_width);
+    nd = MAX_FALLBACK_GROUPS;
+  }
+  if (no > MAX_FALLBACK_GROUPS) {
+    qsort(og, no, sizeof *og, cmp_group_width);
+    no = MAX_FALLBACK_GROUPS;
+  }
+  int rc = -1;
+  size_t nc = 0;
+  candidate_t *c = malloc(nd * no * sizeof *c);
+  if (!c) goto done;
+  for (size_t i = 0; i < nd + no; i++) {
+    group_t *g = i < nd ? &dg[i] : &og[i - nd];
+    const side_t *s = i < nd ? &m->d : &m->o;
+    for (size_t k = 0; k < g->n; k++)
+      if (hist_add_subtree(&g->h, s, g->kids[k].id) < 0) goto done;
+    hist_finish(&g->h);
+  }
+  for (size_t i = 0; i < nd; i++)
+    for (size_t j = 0; j < no; j++) {
+      double a = agreement(&dg[i].h, &og[j].h);
+      if (a < MIN_AGREEMENT) continue;
+      uint32_t dist = dg[i].pos > og[j].pos ? dg[i].pos - og[j].pos : og[j].pos - dg[i].pos;
+      c[nc++] =
+          (candidate_t){.agree = a, .dist = dist, .dpos = dg[i].pos, .dg = &dg[i], .og = &og[j]};
+    }
+  qsort(c, nc, sizeof *c, cmp_candidate);
+  for (size_t k = 0; k < nc; k++) {
+    if (c[k].dg->used || c[k].og->used) continue;
+    c[k].dg->used = c[k].og->used = true;
+    if (align(m, c[k].dg->kids, c[k].dg->n, c[k].og->kids, c[k].og->n) < 0) goto done;
+  }
+  rc = 0;
+done:
+  free(c);
+  return rc;
+}
+
+/* Matches the children of the matched pair (d, o). Returns 0, or -1 out of
+ * memory. */
+static int match_children(matcher_t *m, uint32_t d, uint32_t o) {
+  const fl_node_t *dn = fl_tree_node(m->d.t, d), *on = fl_tree_node(m->o.t, o);
+  size_t n = dn->n_children + on->n_children;
+  if (!dn->n_children || !on->n_children) return 0;
+  int rc = -1;
+  kid_t *k = malloc(n * sizeof *k);
+  group_t *groups = calloc(n, sizeof *groups); /* unpaired cell groups: drawn ones, then other */
+  size_t nd = 0, no = 0;
+  if (!k || !groups) goto done;
+  for (size_t i = 0; i < dn->n_children; i++) {
+    uint32_t id = dn->children[i]->id;
+    k[i] = (kid_t){.name = m->d.name[id], .id = id, .pos = (uint32_t)i, .side = 0};
+  }
+  for (size_t i = 0; i < on->n_children; i++) {
+    uint32_t id = on->children[i]->id;
+    k[dn->n_children + i] = (kid_t){.name = m->o.name[id], .id = id, .pos = (uint32_t)i, .side = 1};
+  }
+  qsort(k, n, sizeof *k, cmp_kid);
+  group_t *og = groups + dn->n_children; /* room for every other-side child */
+  for (size_t i = 0; i < n;) {
+    size_t j = i, split;
+    while (j < n && k[j].name == k[i].name) j++;
+    for (split = i; split < j && k[split].side == 0; split++) continue;
+    if (split > i && split < j) {
+      if (align(m, k + i, split - i, k + split, j - split) < 0) goto done;
+    } else {
+      const side_t *s = split > i ? &m->d : &m->o;
+      const fl_node_t *first = fl_tree_node(s->t, k[i].id);
+      if (first->frame.flags & FL_FRAME_CELL) {
+        group_t *g = split > i ? &groups[nd++] : &og[no++];
+        g->kids = k + i;
+        g->n = j - i;
+        g->pos = k[i].pos;
+        for (size_t q = i; q < j; q++) g->count += fl_tree_node(s->t, k[q].id)->count;
+      }
+    }
+    i = j;
+  }
+  if (pair_cell_groups(m, groups, nd, og, no) < 0) goto done;
+  rc = 0;
+done:
+  if (groups) {
+    for (size_t i = 0; i < n; i++) hist_free(&groups[i].h);
+  }
+  free(groups);
+  free(k);
+  return rc;
+}
+
+/* Matches the two full trees from their roots. */
+static int match_trees(matcher_t *m) {
+  size_t cap = m->d.n < m->o.n ? m->d.n : m->o.n;
+  m->work = malloc(cap * sizeof *m->work);
+  if (!m->work) return -1;
+  m->n_work = 0;
+  pair_up(m, 0, 0);
+  while (m->n_work) {
+    pair_t p = m->work[--m->n_work];
+    if (match_children(m, p.d, p.o) < 0) return -1;
+  }
+  return 0;
+}
+
+/* ---- shown trees against full trees ---- */
+
+static bool same_frame(const fl_frame_t *a, const fl_frame_t *b) {
+  return a->func == b->func && a->file == b->file && a->module == b->module && a->line == b->line &&
+         a->addr == b->addr && a->flags == b->flags;
+}
+
+/* Maps every node of shown (the tree of the same profile and options as
+ * full, with minwidth) to its node in full: vis_to_full by shown id,
+ * full_to_vis by full id (NONE for hidden nodes). Frames are the same
+ * interned representatives in both, and children keep their order, so one
+ * forward scan per level finds them. Returns 0, or -1 if a node has no
+ * counterpart (which would be a bug). */
+static int map_shown(const fl_tree_t *full, const fl_tree_t *shown, uint32_t *vis_to_full,
+                     uint32_t *full_to_vis) {
+  size_t nf = fl_tree_n_nodes(full), ns = fl_tree_n_nodes(shown);
+  for (size_t i = 0; i < nf; i++) full_to_vis[i] = NONE;
+  vis_to_full[0] = 0;
+  full_to_vis[0] = 0;
+  /* Pre-order: a shown node's parent is mapped before it. */
+  for (size_t v = 0; v < ns; v++) {
+    const fl_node_t *sn = fl_tree_node(shown, v);
+    const fl_node_t *fn = fl_tree_node(full, vis_to_full[v]);
+    size_t at = 0;
+    for (size_t c = 0; c < sn->n_children; c++) {
+      const fl_node_t *want = sn->children[c];
+      while (at < fn->n_children && !same_frame(&fn->children[at]->frame, &want->frame)) at++;
+      if (at == fn->n_children) return -1;
+      vis_to_full[want->id] = fn->children[at]->id;
+      full_to_vis[fn->children[at]->id] = want->id;
+      at++;
+    }
+  }
+  return 0;
+}
+
+/* ---- scale and notes ---- */
+
+static void add_note(fl_diff_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(fl_diff_t *d, const char *fmt, ...) {
+  if (d->n_notes == MAX_NOTES) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->note_text[d->n_notes], sizeof d->note_text[0], fmt, ap);
+  va_end(ap);
+  d->notes[d->n_notes] = d->note_text[d->n_notes];
+  d->n_notes++;
+  d->notes[d->n_notes] = NULL;
+}
+
+/* "0.5 ms", "250 µs", "800 ns". */
+static void format_interval(char *buf, size_t size, uint64_t ns) {
+  if (ns >= 100000)
+    snprintf(buf, size, "%g ms", (double)ns / 1e6);
+  else if (ns >= 1000)
+    snprintf(buf, size, "%g µs", (double)ns / 1e3);
+  else
+    snprintf(buf, size, "%llu ns", (unsigned long long)ns);
+}
+
+/* Sets d->scale (what baseline counts are multiplied by) and the notes. */
+static void compute_scale(fl_diff_t *d, const fl_profile_info_t *ti, const fl_profile_info_t *bi,
+                          uint64_t target_total, uint64_t base_total) {
+  double s = 1;
+  if (ti->kind == FL_PROFILE_CPU) {
+    if (ti->interval_ns && bi->interval_ns && ti->interval_ns != bi->interval_ns) {
+      char tb[32], bb[32];
+      format_interval(tb, sizeof tb, ti->interval_ns);
+      format_interval(bb, sizeof bb, bi->interval_ns);
+      s = (double)bi->interval_ns / (double)ti->interval_ns;
+      add_note(d,
+               "the baseline was sampled every %s and the target every %s: counts are compared "
+               "per unit of time",
+               bb, tb);
+    } else if (!ti->interval_ns != !bi->interval_ns) {
+      add_note(d, "the %s's sampling interval is unknown: counts are compared as they are",
+               ti->interval_ns ? "baseline" : "target");
+    }
+  }
+  if (d->opts.normalize) {
+    if (!target_total || !base_total) {
+      add_note(d, "the %s has no samples: it cannot be scaled to the other's total",
+               base_total ? "target" : "baseline");
+    } else {
+      double norm = (double)target_total / ((double)base_total * s);
+      s *= norm;
+      if (d->opts.negate)
+        add_note(d, "target scaled to the baseline's total (×%.3g)", 1 / norm);
+      else
+        add_note(d, "baseline scaled to the target's total (×%.3g)", norm);
+    }
+  }
+  d->scale = s;
+}
+
+/* ---- deltas ---- */
+
+/* The diff of drawn node x against its partner y (NULL: none), whose
+ * counts are multiplied by k to be in x's units. */
+static fl_diff_node_t node_diff(const fl_diff_opts_t *o, const fl_node_t *x, const fl_node_t *y,
+                                double k) {
+  fl_diff_node_t r = {0};
+  bool self = o->delta == FL_DELTA_SELF;
+  double xv = (double)(self ? x->self : x->count);
+  if (!y) {
+    r.delta = xv;
+    r.change = FL_CHANGE_NEW;
+    return r;
+  }
+  r.has_base = true;
+  r.base = k * (double)y->count;
+  r.base_self = k * (double)y->self;
+  double yv = (double)(self ? y->self : y->count);
+  r.delta = xv - k * yv;
+  double var = xv + k * k * yv;
+  r.z = var > 0 ? r.delta / sqrt(var) : 0;
+  if (r.delta == 0 || (o->noise > 0 && fabs(r.z) < o->noise))
+    r.change = FL_CHANGE_SAME;
+  else
+    r.change = r.delta > 0 ? FL_CHANGE_GREW : FL_CHANGE_SHRANK;
+  return r;
+}
+
+static int cmp_vanished(const void *pa, const void *pb) {
+  const fl_vanished_t *a = pa, *b = pb;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  return (a->node->id > b->node->id) - (a->node->id < b->node->id);
+}
+
+/* ---- the diff ---- */
+
+fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
+                         const fl_tree_opts_t *tree_opts, const fl_diff_opts_t *opts,
+                         const char *root_name, char *err, size_t err_size) {
+  fl_diff_t *d = NULL;
+  fl__strset_t names = {0};
+  matcher_t m = {0};
+  uint32_t *vis_to_full_d = NULL, *full_to_vis_d = NULL, *vis_to_full_o = NULL,
+           *full_to_vis_o = NULL;
+  fl_diff_node_t *full_nodes = NULL;
+  bool names_ok = false;
+
+  const fl_profile_info_t *ti = fl_profile_info_const(target), *bi = fl_profile_info_const(base);
+  if (ti->kind != bi->kind) {
+    snprintf(err, err_size,
+             "a CPU profile cannot be compared with an allocation profile: the baseline is %s and "
+             "the target %s",
+             bi->kind == FL_PROFILE_CPU ? "a CPU profile" : "an allocation profile",
+             ti->kind == FL_PROFILE_CPU ? "a CPU profile" : "an allocation profile");
+    return NULL;
+  }
+
+  fl_tree_opts_t shown_opts, full_opts;
+  if (tree_opts)
+    shown_opts = *tree_opts;
+  else
+    fl_tree_opts_init(&shown_opts);
+  full_opts = shown_opts;
+  full_opts.minwidth = 0;
+  bool hide = shown_opts.minwidth > 0;
+
+  d = calloc(1, sizeof *d);
+  if (!d) goto oom;
+  if (opts)
+    d->opts = *opts;
+  else
+    fl_diff_opts_init(&d->opts);
+  const fl_profile_t *pd = d->opts.negate ? base : target, *po = d->opts.negate ? target : base;
+  if (!(d->full_drawn = fl_tree_build(pd, &full_opts, root_name, err, err_size)) ||
+      !(d->full_other = fl_tree_build(po, &full_opts, root_name, err, err_size)))
+    goto fail;
+  if (hide) {
+    if (!(d->drawn = fl_tree_build(pd, &shown_opts, root_name, err, err_size)) ||
+        !(d->other = fl_tree_build(po, &shown_opts, root_name, err, err_size)))
+      goto fail;
+  } else {
+    d->drawn = d->full_drawn;
+    d->other = d->full_other;
+  }
+
+  const fl_tree_t *full_t = d->opts.negate ? d->full_other : d->full_drawn;
+  const fl_tree_t *full_b = d->opts.negate ? d->full_drawn : d->full_other;
+  compute_scale(d, ti, bi, fl_tree_root(full_t)->count, fl_tree_root(full_b)->count);
+  double k = d->opts.negate ? 1 / d->scale : d->scale; /* other units -> drawn units */
+
+  /* Matching. */
+  if (fl__strset_init(&names, 1024) < 0) goto oom;
+  names_ok = true;
+  if (side_init(&m.d, d->full_drawn, &names) < 0 || side_init(&m.o, d->full_other, &names) < 0 ||
+      match_trees(&m) < 0)
+    goto oom;
+
+  /* Shown ids against full ids. */
+  size_t nfd = m.d.n, nfo = m.o.n, nsd = fl_tree_n_nodes(d->drawn), nso = fl_tree_n_nodes(d->other);
+  vis_to_full_d = malloc(nsd * sizeof *vis_to_full_d);
+  full_to_vis_d = malloc(nfd * sizeof *full_to_vis_d);
+  vis_to_full_o = malloc(nso * sizeof *vis_to_full_o);
+  full_to_vis_o = malloc(nfo * sizeof *full_to_vis_o);
+  if (!vis_to_full_d || !full_to_vis_d || !vis_to_full_o || !full_to_vis_o) goto oom;
+  if (map_shown(d->full_drawn, d->drawn, vis_to_full_d, full_to_vis_d) < 0 ||
+      map_shown(d->full_other, d->other, vis_to_full_o, full_to_vis_o) < 0) {
+    snprintf(err, err_size, "internal error: the shown flame graph differs from the full one");
+    goto fail;
+  }
+
+  /* Deltas over the whole drawn tree (for the neutral share), then the
+   * shown nodes. */
+  full_nodes = malloc(nfd * sizeof *full_nodes);
+  d->nodes = malloc(nsd * sizeof *d->nodes);
+  if (!full_nodes || !d->nodes) goto oom;
+  double same_weight = 0;
+  for (size_t i = 0; i < nfd; i++) {
+    const fl_node_t *x = fl_tree_node(d->full_drawn, i);
+    uint32_t p = m.d.partner[i];
+    full_nodes[i] = node_diff(&d->opts, x, p == NONE ? NULL : fl_tree_node(d->full_other, p), k);
+    if (full_nodes[i].change == FL_CHANGE_SAME) same_weight += (double)x->self;
+  }
+  uint64_t root_count = fl_tree_root(d->full_drawn)->count;
+  if (root_count)
+    d->neutral_share = same_weight / (double)root_count;
+  else
+    d->neutral_share = full_nodes[0].change == FL_CHANGE_SAME ? 1 : 0;
+  d->max_delta = 0;
+  for (size_t v = 0; v < nsd; v++) {
+    d->nodes[v] = full_nodes[vis_to_full_d[v]];
+    fl_change_t c = d->nodes[v].change;
+    if ((c == FL_CHANGE_GREW || c == FL_CHANGE_SHRANK) && fabs(d->nodes[v].delta) > d->max_delta)
+      d->max_delta = fabs(d->nodes[v].delta);
+  }
+
+  /* Vanished: shown nodes of the other tree with no partner whose parent
+   * has one. */
+  size_t nv = 0;
+  for (size_t i = 1; i < nfo; i++)
+    if (m.o.partner[i] == NONE && full_to_vis_o[i] != NONE &&
+        m.o.partner[fl_tree_node(d->full_other, i)->parent->id] != NONE)
+      nv++;
+  d->vanished = malloc((nv ? nv : 1) * sizeof *d->vanished);
+  if (!d->vanished) goto oom;
+  for (size_t i = 1; i < nfo; i++) {
+    const fl_node_t *y = fl_tree_node(d->full_other, i);
+    uint32_t parent_partner = m.o.partner[y->parent->id];
+    if (m.o.partner[i] != NONE || full_to_vis_o[i] == NONE || parent_partner == NONE) continue;
+    uint32_t pm = full_to_vis_d[parent_partner];
+    d->vanished[d->n_vanished++] = (fl_vanished_t){
+        .node = fl_tree_node(d->other, full_to_vis_o[i]),
+        .count = k * (double)y->count,
+        .parent_match = pm == NONE ? NULL : fl_tree_node(d->drawn, pm),
+    };
+  }
+  qsort(d->vanished, d->n_vanished, sizeof *d->vanished, cmp_vanished);
+
+  free(full_nodes);
+  free(vis_to_full_d);
+  free(full_to_vis_d);
+  free(vis_to_full_o);
+  free(full_to_vis_o);
+  free(m.work);
+  side_free(&m.d);
+  side_free(&m.o);
+  fl__strset_free(&names);
+  return d;
+
+oom:
+  snprintf(err, err_size, "out of memory comparing profiles");
+fail:
+  free(full_nodes);
+  free(vis_to_full_d);
+  free(full_to_vis_d);
+  free(vis_to_full_o);
+  free(full_to_vis_o);
+  free(m.work);
+  side_free(&m.d);
+  side_free(&m.o);
+  if (names_ok) fl__strset_free(&names);
+  fl_diff_destroy(&d);
+  return NULL;
+}
+
+void fl_diff_destroy(fl_diff_t **dp) {
+  fl_diff_t *d = *dp;
+  if (!d) return;
+  if (d->drawn != d->full_drawn) fl_tree_destroy(&d->drawn);
+  if (d->other != d->full_other) fl_tree_destroy(&d->other);
+  fl_tree_destroy(&d->full_drawn);
+  fl_tree_destroy(&d->full_other);
+  free(d->nodes);
+  free(d->vanished);
+  free(d);
+  *dp = NULL;
+}
+
+const fl_tree_t *fl_diff_tree(const fl_diff_t *d) {
+  return d->drawn;
+}
+const fl_tree_t *fl_diff_other_tree(const fl_diff_t *d) {
+  return d->other;
+}
+const fl_diff_opts_t *fl_diff_options(const fl_diff_t *d) {
+  return &d->opts;
+}
+
+const fl_diff_node_t *fl_diff_node(const fl_diff_t *d, uint32_t id) {
+  return id < fl_tree_n_nodes(d->drawn) ? &d->nodes[id] : NULL;
+}
+
+size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out) {
+  *out = d->vanished;
+  return d->n_vanished;
+}
+
+double fl_diff_scale(const fl_diff_t *d) {
+  return d->scale;
+}
+
+const char *const *fl_diff_notes(const fl_diff_t *d) {
+  return d->notes;
+}
+
+double fl_diff_max_delta(const fl_diff_t *d) {
+  return d->max_delta;
+}
+
+double fl_diff_neutral_share(const fl_diff_t *d) {
+  return d->neutral_share;
+}

@@ -1,0 +1,160 @@
+"""Differential flame graphs through the kernel (SPEC sections 3 and 4):
+%%profbase keeps a baseline, %%profdiffview shows a profile against it.
+
+The workload is ProfileVega's documentation example translated to C: f1(n)
+sums 10,000 random numbers n times, then again; f2(n) sums 20,000 n times,
+takes the maximum of 1,000 n times, then sums 5,000 n times."""
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import errors, fails, ok, run, stdout
+
+WORKLOAD = r"""
+__attribute__((noinline)) double sum_rand(int k) {
+    static unsigned s = 12345;
+    double t = 0;
+    for (int i = 0; i < k; i++) { s = s * 1103515245u + 12345u; t += (s >> 8) * 1e-7; }
+    return t;
+}
+__attribute__((noinline)) double max_arr(int k) {
+    static double a[1000];
+    static unsigned s = 777;
+    double m = -1;
+    for (int r = 0; r < 8; r++)
+        for (int i = 0; i < k; i++) { s = s * 1103515245u + 12345u; a[i] = s >> 8; if (a[i] > m) m = a[i]; }
+    return m;
+}
+double f1(int n) {
+    double res = 0;
+    for (int i = 0; i < n; i++) res += sum_rand(10000);
+    for (int i = 0; i < n; i++) res -= sum_rand(10000);
+    return res;
+}
+double f2(int n) {
+    double res = 0;
+    for (int i = 0; i < n; i++) res += sum_rand(20000);
+    for (int i = 0; i < n; i++) res += max_arr(1000);
+    for (int i = 0; i < n; i++) res -= sum_rand(5000);
+    return res;
+}
+"""
+
+N = 20000  # about 0.5 s of CPU for f1, some 500 samples
+
+
+def display(outputs):
+    shown = [o for o in outputs if o["msg_type"] == "display_data"]
+    assert len(shown) == 1, f"expected one flame graph, got {[o['msg_type'] for o in outputs]}"
+    return shown[0]["data"]
+
+
+def rows_of(data):
+    return data["application/vnd.vegalite.v5+json"]["data"]["values"]
+
+
+def check_with_vegalite(data, tmp):
+    """The real vega-lite 5 and vega 5 accept the spec (tests/render)."""
+    node = os.environ.get("CFLAME_NODE", "node")
+    src = pathlib.Path(os.environ.get("CFLAME_SOURCE_DIR", pathlib.Path(__file__).parents[2]))
+    spec_file = pathlib.Path(tmp) / "diff.vl.json"
+    spec_file.write_text(json.dumps(data["application/vnd.vegalite.v5+json"]))
+    proc = subprocess.run([node, str(src / "tests/render/check_spec.mjs"), str(spec_file)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def diffed(kc):
+    ok(kc, WORKLOAD)
+    out = ok(kc, f"%%profbase before\nprintf(\"%.1f\\n\", f1({N}));", timeout=120)
+    assert "Baseline before:" in out, out
+    reply, outputs = run(kc, f"%%profdiffview before\nprintf(\"%.1f\\n\", f2({N}));", timeout=120)
+    assert reply["status"] == "ok", reply
+    return display(outputs)
+
+
+def frames(rows, func):
+    return [r for r in rows if r["func"] == func]
+
+
+def test_profbase_lists_the_baseline(kc, diffed):
+    listing = ok(kc, "%profbase")
+    line = next(l for l in listing.splitlines() if l.startswith("before"))
+    assert "CPU" in line and "1 ms" in line and "-O2" in line
+
+
+def test_diff_rows_carry_base_delta_change(diffed):
+    rows = rows_of(diffed)
+    for r in rows:
+        assert {"base", "delta", "change"} <= r.keys()
+        assert r["change"] in ("grew", "shrank", "same", "new")
+        assert (r["base"] is None) == (r["change"] == "new")
+
+
+def test_first_loop_grew_last_shrank_max_arr_new(diffed):
+    rows = rows_of(diffed)
+    sums = sorted(frames(rows, "sum_rand"), key=lambda r: r["x0"])
+    # Under f2 (matched with f1, a renamed cell function) sum_rand appears
+    # twice: the first loop (20,000 against 10,000) and the last (5,000
+    # against 10,000).
+    assert len(sums) >= 2, sums
+    first, last = sums[0], sums[-1]
+    assert first["change"] == "grew" and first["delta"] > 0, first
+    assert last["change"] == "shrank" and last["delta"] < 0, last
+    maxes = frames(rows, "max_arr")
+    assert maxes and all(r["change"] == "new" and r["base"] is None for r in maxes), maxes
+    f2 = frames(rows, "f2")
+    assert f2 and f2[0]["base"] is not None, "f2 should pair with the baseline's f1"
+
+
+def test_diff_bundle_holds_three_renderings_and_validates(diffed, tmp_path):
+    assert {"application/vnd.vegalite.v5+json", "image/svg+xml", "text/plain"} <= diffed.keys()
+    import xml.etree.ElementTree as ET
+    ET.fromstring(diffed["image/svg+xml"])
+    assert "before" in diffed["text/plain"]
+    check_with_vegalite(diffed, tmp_path)
+
+
+def test_negate_draws_the_baseline_layout(kc, diffed, tmp_path):
+    reply, outputs = run(kc, f"%%profdiffview before negate=true\nf2({N});", timeout=120)
+    assert reply["status"] == "ok"
+    data = display(outputs)
+    rows = rows_of(data)
+    # The baseline's layout: f1's two loops of sum_rand, no max_arr.
+    assert not frames(rows, "max_arr")
+    assert frames(rows, "f1")
+    check_with_vegalite(data, tmp_path)
+
+
+def test_a_workload_against_itself_is_mostly_neutral(kc):
+    ok(kc, f"%%profbase self\nf1({N});", timeout=120)
+    reply, outputs = run(kc, f"%%profdiffview self\nf1({N});", timeout=120)
+    assert reply["status"] == "ok"
+    rows = rows_of(display(outputs))
+    total = rows[0]["count"]
+    neutral = sum(r["self"] for r in rows if r["change"] == "same")
+    assert neutral / total >= 0.8, [(r["func"], r["change"], r["delta"]) for r in rows]
+
+
+def test_unknown_baseline_names_the_valid_ones(kc, diffed):
+    reply, outputs = fails(kc, '%%profdiffview nosuch\nprintf("ran\\n");', "MagicError")
+    assert "nosuch" in reply["evalue"] and "before" in reply["evalue"]
+    assert stdout(outputs) == ""
+
+
+def test_bad_diff_option_names_the_valid_ones(kc, diffed):
+    reply, _ = fails(kc, "%%profdiffview before delta=both\nf2(10);", "MagicError")
+    assert "total" in reply["evalue"] and "self" in reply["evalue"]
+
+
+def test_statement_forms(kc, diffed):
+    out = ok(kc, f"%profbase stmt f1({N // 2});", timeout=120)
+    assert "Baseline stmt:" in out, out
+    reply, outputs = run(kc, f"%profdiffview stmt delta=self f2({N // 2});", timeout=120)
+    assert reply["status"] == "ok"
+    assert rows_of(display(outputs))

@@ -1,0 +1,434 @@
+"""SPEC section 3, "What the profiler must get right": the profiler tells
+the truth, measured through the real kernel on workloads whose answer is
+known.
+
+Numbers come from what the user sees: the data rows of the Vega-Lite spec
+(count, self, func, ...) and the summary line of text/plain ("N samples
+every 1 ms of CPU (R per CPU-second) represent X s of CPU; the run used Y s
+CPU, Z s wall").
+
+About the tolerances. The shares are sampling estimates: at 1,000 samples
+per CPU-second a 75 % share measured over one CPU-second has a standard
+deviation of about 1.4 points, so the workloads that must land within
++-2 points run long enough (or sample often enough) for that to be 3 to 6
+standard deviations, which keeps these tests from flaking while a real
+bias (aliasing, lost samples, wrong weights) still fails them. Totals are
+not estimates: every sample carries the CPU time of its thread since its
+previous one, so totals and per-thread shares are held to the SPEC's 5 %
+and +-3 points on short runs.
+"""
+import re
+
+import pytest
+
+from conftest import (SpecStore, ancestors, by_id, children, flame, ok, rows_of, run, start_kernel,
+                      stdout, summary_of)
+
+STORE = SpecStore("profile-truth")
+
+# Work of known cost: the same loop (a chain of dependent floating-point
+# additions, so its speed is steady) run u times in a(), 3u times in b().
+# calib() is a copy for measuring the machine without touching a or b.
+DEFS = r"""
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile double sink;
+__attribute__((noinline)) void a(long u) { double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }
+__attribute__((noinline)) void b(long u) { double z = 0; for (long k = 0; k < 3 * u; k++) z += k * 0.5; sink += z; }
+__attribute__((noinline)) void calib(long u) { double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }
+
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static double thread_cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static double mono_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+/* For the sleeping tests: a thread that burns CPU until told to stop, and
+ * one that writes a byte to a pipe after 50 ms. */
+static volatile int burn_stop;
+static void *burner(void *p) { while (!burn_stop) calib(1000); return NULL; }
+static void *writer(void *p) { usleep(50000); if (write(*(int *)p, "x", 1) != 1) perror("write"); return NULL; }
+/* Iterations of the loop per millisecond of CPU, measured over >= 50 ms. */
+static long iters_per_ms(void) {
+  long u = 1000;
+  for (;;) {
+    double t0 = cpu_now();
+    calib(u);
+    double dt = cpu_now() - t0;
+    if (dt > 0.05) return (long)(u * 0.001 / dt);
+    u *= 2;
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def kc():
+    with start_kernel() as (km, kc):
+        ok(kc, DEFS)
+        out = ok(kc, 'long PER_MS = iters_per_ms();\nprintf("%ld\\n", PER_MS);')
+        assert int(out) > 1000, out
+        yield kc
+
+
+def profile(kc, code, name, **kw):
+    """Runs a profiled cell; returns (bundle, rows, summary, stdout)."""
+    bundle, reply, outputs = flame(kc, code, **kw)
+    STORE.add(bundle, name)
+    return bundle, rows_of(bundle), summary_of(bundle), stdout(outputs)
+
+
+def top_level(rows):
+    tops = [r for r in rows if r["func"] == "top-level scope" and r["depth"] == 1]
+    assert tops, f"no top-level scope under the root: {rows[:5]}"
+    return tops
+
+
+def func_total(rows, func, parents):
+    """Samples of the frames of func whose parent is one of parents."""
+    ids = {p["id"] for p in parents}
+    return sum(r["count"] for r in rows if r["func"] == func and r["parent"] in ids)
+
+
+def b_share(rows):
+    """b's share of the time in a and b (in percent), and the samples in a + b."""
+    tops = top_level(rows)
+    na, nb = func_total(rows, "a", tops), func_total(rows, "b", tops)
+    assert na + nb > 0, rows[:10]
+    return 100.0 * nb / (na + nb), na + nb
+
+
+def assert_totals_agree(s, root_count, where):
+    """The represented CPU time agrees with what the run used, within 5 %."""
+    assert s["cpu"] and s["cpu"] > 0, f"{where}: the summary does not say the CPU time: {s['line']}"
+    assert abs(s["represented"] - s["cpu"]) <= 0.05 * s["cpu"], f"{where}: {s['line']}"
+    weighted = root_count * s["interval"]
+    assert abs(weighted - s["cpu"]) <= 0.05 * s["cpu"], (
+        f"{where}: root count {root_count} x interval {s['interval']} s = {weighted:.3f} s, "
+        f"but the run used {s['cpu']} s: {s['line']}")
+
+
+# ---------------------------------------------------------------- the interval
+
+
+def test_interval_is_honoured(kc):
+    """delay=0.001 on a CPU-bound cell of about 1 s of CPU: about 1,000
+    samples per CPU-second, said in the summary; the samples represent the
+    CPU time the run used."""
+    bundle, rows, s, out = profile(kc, "%%profview\na(1000 * PER_MS);", "interval")
+    assert s["interval"] == pytest.approx(0.001), s["line"]
+    assert 0.8 <= s["cpu"] <= 2.0, f"the workload should take about 1 s of CPU: {s['line']}"
+    assert s["rate"] is not None, f"the summary does not state the effective rate: {s['line']}"
+    assert 800 <= s["rate"] <= 1100, f"not about 1,000 samples per CPU-second: {s['line']}"
+    # The printed rate is what the numbers say.
+    assert s["rate"] == pytest.approx(s["samples"] / s["cpu"], rel=0.02, abs=2), s["line"]
+    assert_totals_agree(s, rows[0]["count"], "1 s of a()")
+
+
+def test_total_weight_matches_cell_cpu_time(kc):
+    """Several functions, nested calls, a C library call and a second
+    thread: the root's count x the interval is the cell's CPU time (measured
+    by the cell itself with CLOCK_PROCESS_CPUTIME_ID) within 5 %, and so is
+    what the summary says the samples represent."""
+    ok(kc, r"""
+__attribute__((noinline)) void tw_leaf(long u) { calib(u); sink += 1; }
+__attribute__((noinline)) void tw_mid(long u) { tw_leaf(u); a(u / 2); sink += 1; }
+__attribute__((noinline)) void *tw_thread(void *p) { b(*(long *)p); return NULL; }
+static int tw_cmp(const void *x, const void *y) {
+  double u = *(const double *)x, v = *(const double *)y;
+  return (u > v) - (u < v);
+}""")
+    bundle, rows, s, out = profile(kc, r"""%%profview
+double tw_t0 = cpu_now();
+long tw_u = 100 * PER_MS;
+pthread_t tw_th;
+pthread_create(&tw_th, NULL, tw_thread, &tw_u);
+tw_mid(2 * tw_u);
+a(tw_u);
+double *tw_v = malloc(300000 * sizeof *tw_v);
+for (int r = 0; r < 3; r++) {
+  for (int i = 0; i < 300000; i++) tw_v[i] = rand();
+  qsort(tw_v, 300000, sizeof *tw_v, tw_cmp);
+}
+free(tw_v);
+pthread_join(tw_th, NULL);
+printf("cpu %.6f\n", cpu_now() - tw_t0);""", "total-weight")
+    m = re.search(r"cpu ([\d.]+)", out)
+    assert m, out
+    cell_cpu = float(m.group(1))
+    assert cell_cpu > 0.5, f"the workload should take most of a second: {cell_cpu} s"
+    root = rows[0]
+    weighted = root["count"] * s["interval"]
+    assert abs(weighted - cell_cpu) <= 0.05 * cell_cpu, (
+        f"root count {root['count']} x {s['interval']} s = {weighted:.3f} s, but the cell "
+        f"measured {cell_cpu:.3f} s of CPU: {s['line']}")
+    assert abs(s["represented"] - cell_cpu) <= 0.05 * cell_cpu, (s["line"], cell_cpu)
+    assert abs(s["cpu"] - cell_cpu) <= 0.05 * cell_cpu, (s["line"], cell_cpu)
+    # The functions are there, and the thread's hangs on the root.
+    funcs = {r["func"] for r in rows}
+    assert {"tw_mid", "tw_leaf", "a", "calib"} <= funcs, funcs
+    assert any(r["func"] == "tw_thread" and r["parent"] == root["id"] for r in rows), funcs
+
+
+# ---------------------------------------------------------------- shares
+
+
+def test_one_to_three_split(kc):
+    """a() does 1 unit and b() 3 units per iteration: b's share of a + b is
+    75 % within +-2 points. (Units of 2 ms, 3 s of CPU: about 3,000
+    samples.)"""
+    bundle, rows, s, out = profile(
+        kc, "%%profview\nfor (int i = 0; i < 375; i++) { a(2 * PER_MS); b(2 * PER_MS); }", "split")
+    share, n = b_share(rows)
+    assert n > 2000, f"too few samples in a and b: {n}; {s['line']}"
+    assert abs(share - 75) <= 2, f"b's share is {share:.2f} %, not 75 +- 2 ({n} samples); {s['line']}"
+    assert_totals_agree(s, rows[0]["count"], "1:3 split")
+
+
+def test_one_to_three_split_at_a_tenth_of_a_millisecond(kc):
+    """The same split at delay=0.0001, with short calls (a pair takes
+    25 us): about 10,000 samples per CPU-second."""
+    bundle, rows, s, out = profile(
+        kc, "%%profview delay=0.0001\n"
+            "for (long i = 0; i < 40000; i++) { a(PER_MS / 160); b(PER_MS / 160); }",
+        "split-fast")
+    assert s["interval"] == pytest.approx(0.0001), s["line"]
+    assert s["rate"] and 8000 <= s["rate"] <= 11000, f"not about 10,000 per CPU-second: {s['line']}"
+    share, n = b_share(rows)
+    assert n > 7000, f"too few samples in a and b: {n}; {s['line']}"
+    assert abs(share - 75) <= 2, f"b's share is {share:.2f} %, not 75 +- 2 ({n} samples); {s['line']}"
+    assert_totals_agree(s, rows[0]["count"], "1:3 split at 0.1 ms")
+
+
+def test_no_aliasing_with_a_period_equal_to_the_interval(kc):
+    """The 1:3 split in a loop whose iteration takes exactly 1 ms of CPU
+    (calibrated inside the profiled cell, so the profiler's own cost is
+    included): still 75 % within +-2 points. Without jittered intervals
+    every sample would land at the same point of the loop. (8 s of CPU:
+    the spread of the estimate is then about 0.5 points.)"""
+    bundle, rows, s, out = profile(kc, r"""%%profview
+long al_q = iters_per_ms() / 4; /* a(q) + b(q): 4q iterations, 1 ms */
+double al_t0 = cpu_now();
+for (int i = 0; i < 8000; i++) { a(al_q); b(al_q); }
+printf("%.4f ms per iteration\n", (cpu_now() - al_t0) / 8000 * 1e3);""", "aliasing")
+    period = float(re.search(r"([\d.]+) ms per iteration", out).group(1))
+    assert 0.8 <= period <= 1.25, f"the loop's period should be about 1 ms of CPU, it is {period} ms"
+    share, n = b_share(rows)
+    assert n > 6000, f"too few samples in a and b: {n}; {s['line']}"
+    assert abs(share - 75) <= 2, (
+        f"b's share is {share:.2f} %, not 75 +- 2, with a {period} ms loop period "
+        f"({n} samples); {s['line']}")
+
+
+# ---------------------------------------------------------------- threads
+
+
+def test_pthreads_are_sampled_with_their_thread(kc):
+    """Two threads started by the cell, one burning 0.75 s of its CPU time,
+    the other 0.25 s: each thread's share is 75 / 25 within +-3 points,
+    both from the rows of the thread functions (which hang on the root) and
+    from threads=2 / threads=3 (the threads in creation order)."""
+    ok(kc, r"""
+__attribute__((noinline)) void *th_a(void *p) {
+  double t0 = thread_cpu_now();
+  while (thread_cpu_now() - t0 < 0.75) calib(PER_MS / 10);
+  return NULL;
+}
+__attribute__((noinline)) void *th_b(void *p) {
+  double t0 = thread_cpu_now();
+  while (thread_cpu_now() - t0 < 0.25) calib(PER_MS / 10);
+  return NULL;
+}""")
+    bundle, rows, s, out = profile(kc, """%%profview
+pthread_t th1, th2;
+pthread_create(&th1, NULL, th_a, NULL);
+pthread_create(&th2, NULL, th_b, NULL);
+pthread_join(th1, NULL);
+pthread_join(th2, NULL);""", "pthreads")
+    root = rows[0]
+    na = sum(r["count"] for r in children(rows, root) if r["func"] == "th_a")
+    nb = sum(r["count"] for r in children(rows, root) if r["func"] == "th_b")
+    assert na and nb, f"the thread functions are not on the root: {[r['func'] for r in children(rows, root)]}"
+    share = 100.0 * na / (na + nb)
+    assert abs(share - 75) <= 3, f"thread A's share from the rows is {share:.2f} %, not 75 +- 3"
+    assert_totals_agree(s, root["count"], "two threads")
+
+    totals = {}
+    for t in (2, 3):
+        b2, _, _ = flame(kc, f"%profshow threads={t}")
+        STORE.add(b2, f"pthreads-threads{t}")
+        r2 = rows_of(b2)
+        totals[t] = r2[0]["count"]
+        names = {r["func"] for r in children(r2, r2[0])}
+        want = "th_a" if t == 2 else "th_b"
+        assert want in names, f"threads={t} shows {names}, expected {want}"
+        assert ({"th_a", "th_b"} - {want}).isdisjoint(names), f"threads={t} shows {names}"
+    share = 100.0 * totals[2] / (totals[2] + totals[3])
+    assert abs(share - 75) <= 3, f"thread 2's share from threads= is {share:.2f} %, not 75 +- 3"
+
+
+def test_openmp_threads_are_sampled(kc):
+    """An OpenMP parallel loop on two threads: samples come from both."""
+    ok(kc, "%cflags -std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall -fopenmp")
+    ok(kc, "%ldflags -lm -fopenmp")
+    try:
+        bundle, rows, s, out = profile(kc, """%%profview
+#pragma omp parallel for num_threads(2) schedule(static)
+for (int k = 0; k < 400; k++) calib(PER_MS);
+printf("done\\n");""", "openmp")
+        assert out == "done\n"
+        total = rows[0]["count"]
+        assert total * s["interval"] > 0.2, s["line"]
+        counts = {}
+        for t in (1, 2):
+            b2, _, _ = flame(kc, f"%profshow threads={t}")
+            STORE.add(b2, f"openmp-threads{t}")
+            counts[t] = rows_of(b2)[0]["count"]
+        # schedule(static): each thread does half of the iterations.
+        assert counts[2] >= 0.3 * total, f"thread 2 has {counts[2]} of {total} samples"
+        assert counts[1] >= 0.3 * total, f"thread 1 has {counts[1]} of {total} samples"
+        assert counts[1] + counts[2] == total, (counts, total)
+        assert_totals_agree(s, total, "OpenMP")
+    finally:
+        ok(kc, "%cflags -std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall")
+        ok(kc, "%ldflags -lm")
+
+
+# ---------------------------------------------------------------- no EINTR
+
+
+SLEEPS = r"""%%profview delay=DELAY
+int sl_fail = 0;
+burn_stop = 0;
+pthread_t sl_burner;
+pthread_create(&sl_burner, NULL, burner, NULL); /* keeps the profiler busy meanwhile */
+for (int i = 0; i < 10; i++) {
+  calib(PER_MS);                  /* some CPU time first: the thread's timer runs */
+  double t0 = mono_now();
+  int r = usleep(20000);
+  double dt = mono_now() - t0;
+  if (r != 0) { printf("usleep returned %d: %s\n", r, strerror(errno)); sl_fail++; }
+  else if (dt < 0.0199) { printf("usleep(20000) returned after %.2f ms\n", dt * 1e3); sl_fail++; }
+}
+calib(PER_MS);
+{
+  double t0 = mono_now();
+  int r = poll(NULL, 0, 100);
+  double dt = mono_now() - t0;
+  if (r != 0) { printf("poll returned %d: %s\n", r, strerror(errno)); sl_fail++; }
+  else if (dt < 0.0999) { printf("poll(100 ms) returned after %.2f ms\n", dt * 1e3); sl_fail++; }
+}
+{
+  int fds[2];
+  if (pipe(fds)) { printf("pipe: %s\n", strerror(errno)); sl_fail++; }
+  pthread_t w;
+  pthread_create(&w, NULL, writer, &fds[1]);
+  calib(PER_MS);
+  char c;
+  ssize_t n = read(fds[0], &c, 1);
+  if (n != 1) { printf("read returned %zd: %s\n", n, strerror(errno)); sl_fail++; }
+  pthread_join(w, NULL);
+  close(fds[0]);
+  close(fds[1]);
+}
+{
+  struct timespec req = {0, 50000000}, rem;
+  calib(PER_MS);
+  if (nanosleep(&req, &rem)) { printf("nanosleep: %s\n", strerror(errno)); sl_fail++; }
+}
+burn_stop = 1;
+pthread_join(sl_burner, NULL);
+printf("failures: %d\n", sl_fail);"""
+
+
+@pytest.mark.parametrize("delay", ["0.001", "0.0001"])
+def test_sampling_causes_no_eintr(kc, delay):
+    """Sleeps (usleep in 20 ms steps, poll with a 100 ms timeout, a blocking
+    read of a pipe, nanosleep) while another thread of the cell burns CPU,
+    all profiled: every call returns as it would unprofiled, none with
+    EINTR, none early."""
+    bundle, rows, s, out = profile(kc, SLEEPS.replace("DELAY", delay), f"eintr-{delay}")
+    assert out == "failures: 0\n", out
+    # 10 x 20 ms + 100 ms + 50 ms + 50 ms of sleeping, at least.
+    assert s["wall"] is not None and s["wall"] >= 0.4, s["line"]
+    assert s["samples"] > 0, s["line"]
+
+
+# ---------------------------------------------------------------- stacks through libc
+
+
+def test_qsort_comparator_shows_under_qsort(kc):
+    """qsort (in Debian's libc, built without frame pointers) calls a
+    comparator defined in an earlier cell. With C=true the comparator's
+    frames have qsort (or its internals) below them, and under that the
+    cell's top-level scope; with C=false (the default) the comparator sits
+    directly on top-level scope, whose status says system-library frames
+    were folded into it."""
+    ok(kc, r"""
+__attribute__((noinline)) int qs_cmp(const void *x, const void *y) {
+  double u = *(const double *)x, v = *(const double *)y;
+  return (u > v) - (u < v);
+}
+int QS_N = 1000000;
+double *qs_v;""")
+    bundle, rows, s, out = profile(kc, """%%profview C=true
+qs_v = malloc(QS_N * sizeof *qs_v);
+for (int r = 0; r < 2; r++) {
+  for (int i = 0; i < QS_N; i++) qs_v[i] = rand();
+  qsort(qs_v, QS_N, sizeof *qs_v, qs_cmp);
+}""", "qsort-C")
+    index = by_id(rows)
+    root = rows[0]
+    cmps = [r for r in rows if r["func"] == "qs_cmp"]
+    assert cmps, "the comparator does not appear"
+    in_cmp = sum(r["count"] for r in cmps if not any(p["func"] == "qs_cmp" for p in ancestors(rows, r, index)))
+    assert in_cmp >= 0.1 * root["count"], f"the comparator has {in_cmp} of {root['count']} samples"
+    sortish = re.compile(r"qsort|msort|quicksort|introsort|heapsort|insertion_sort")
+    for r in cmps:
+        chain = ancestors(rows, r, index)
+        names = [p["func"] for p in chain]
+        k = next((i for i, p in enumerate(chain) if sortish.search(p["func"])), None)
+        assert k is not None, f"a comparator frame without qsort under it: {names}"
+        assert "libc" in (chain[k]["module"] or ""), chain[k]
+        assert any(p["func"] == "top-level scope" for p in chain[k + 1:]), (
+            f"qsort is not under the cell's top-level scope: {names}")
+    # The stacks are complete: hardly anything is cut short.
+    cut = sum(r["count"] for r in rows if r["func"] == "[incomplete stack]")
+    assert cut <= 0.02 * root["count"], f"{cut} of {root['count']} samples have incomplete stacks"
+
+    # The same profile with C=false (the default).
+    b2, _, _ = flame(kc, "%profshow")
+    STORE.add(b2, "qsort-noC")
+    rows2 = rows_of(b2)
+    index2 = by_id(rows2)
+    cmps2 = [r for r in rows2 if r["func"] == "qs_cmp"]
+    assert cmps2, "the comparator does not appear with C=false"
+    assert not any("libc" in (r["module"] or "") for r in rows2), "C=false shows libc frames"
+    for r in cmps2:
+        parent = index2[r["parent"]]
+        assert parent["func"] == "top-level scope", f"qs_cmp hangs under {parent['func']}"
+        assert parent["status"] & 1, f"top-level scope's status {parent['status']} lacks bit 1"
+
+
+# ---------------------------------------------------------------- every spec renders
+
+
+def test_zz_every_spec_passes_check_spec():
+    """Every flame graph produced above validates against the Vega-Lite 5
+    schema, compiles with no warnings and renders (check_spec.mjs)."""
+    STORE.check()
