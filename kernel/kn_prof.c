@@ -160,6 +160,22 @@ static bool is_allocator_func(const char *func) {
   return false;
 }
 
+/* A sanitizer's runtime (cells built with %cflags -fsanitize=address, or
+ * cflame's own sanitizer builds) replaces the allocator: its interceptors
+ * and allocator internals are allocator time too. */
+static bool is_sanitizer_allocator(const char *mod_base, const char *func) {
+  static const char *const runtimes[] = {"libasan.so", "liblsan.so", "libtsan.so",
+                                         "libhwasan.so", NULL};
+  bool runtime = false;
+  for (size_t i = 0; mod_base && runtimes[i] && !runtime; i++)
+    runtime = !strncmp(mod_base, runtimes[i], strlen(runtimes[i]));
+  if (!runtime) return false;
+  static const char *const words[] = {"alloc", "Alloc", "free", "Free", NULL};
+  for (size_t i = 0; words[i]; i++)
+    if (strstr(func, words[i])) return true;
+  return false;
+}
+
 /* "cflame_c3_f" -> "f" (the ELF name of a cell function; DWARF usually
  * gives the plain name already). Borrowed pointer into func. */
 static const char *plain_name(const char *func) {
@@ -234,7 +250,7 @@ static size_t record_frames(conv_t *c, const fl_sampler_record_t *rec, uint32_t 
       fr.addr = rec->pcs[i] - f->module_base;
       if (cell)
         fr.flags = FL_FRAME_CELL;
-      else if (is_allocator_func(func))
+      else if (is_allocator_func(func) || is_sanitizer_allocator(mod_base, func))
         fr.flags = FL_FRAME_ALLOC;
       else if (is_system_module(f->module))
         fr.flags = FL_FRAME_SYSTEM;
@@ -294,7 +310,7 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
     }
     c.tids[c.n_tids++] = rec.tid;
   }
-  qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
+  if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
 
   size_t max_frames = FL_SAMPLER_MAX_DEPTH * 4;
   leaf_first = kn_xmalloc(max_frames * sizeof *leaf_first);

@@ -192,8 +192,10 @@ void kn_profreq_free(kn_profreq_t *req) {
 
 /* Remembers a shown bundle (and the profile behind it) for %profsave. */
 static void remember(kn_prof_t *kp, const fl_profile_t *prof, json_t *bundle) {
-  fl_profile_destroy(&kp->last_profile);
-  kp->last_profile = fl_profile_copy(prof);
+  if (prof != kp->last_profile) { /* %profsave with options shows it again */
+    fl_profile_destroy(&kp->last_profile);
+    kp->last_profile = fl_profile_copy(prof);
+  }
   json_decref(kp->last_bundle);
   kp->last_bundle = json_incref(bundle);
 }

@@ -433,7 +433,7 @@ def test_minwidth_hides_narrow_frames(kc, opt_profile):
     assert "hidden" in b["text/plain"] or "hidden" in json.dumps(b[VL_MIME].get("title"))
 
 
-ALLOC_FUNCS = re.compile(r"^(__libc_)?(malloc|free|calloc|realloc)$|^_int_(malloc|free)|^tcache_|^alloc_perturb$|^malloc_consolidate$|^unlink_chunk$")
+ALLOC_FUNCS = re.compile(r"^(__libc_|__interceptor_)?(malloc|free|calloc|realloc)$|^_int_(malloc|free)|^tcache_|^alloc_perturb$|^malloc_consolidate$|^unlink_chunk$")
 
 
 def test_C_true_shows_system_library_and_allocator_frames(kc):
@@ -457,14 +457,19 @@ def test_C_true_shows_system_library_and_allocator_frames(kc):
 
     b, rows, _, _ = show(kc, "%profshow C=true", "alloc-memset-C")
     index = by_id(rows)
-    libc = [r for r in rows if "libc" in (r["module"] or "")]
+    # libc's, or (in a sanitizer build of cflame) the sanitizer runtime's
+    # allocator and memset.
+    libc = [r for r in rows if re.match(r"lib(c|asan)\.so", r["module"] or "")]
     assert libc, [(r["func"], r["module"]) for r in rows]
     alloc = [r for r in libc if ALLOC_FUNCS.search(r["func"])]
-    system = [r for r in libc if "memset" in r["func"]]
+    # (A sanitizer's allocator calls memset itself, under malloc and free.)
+    system = [r for r in libc if "memset" in r["func"]
+              and not any(ALLOC_FUNCS.search(a["func"]) for a in ancestors(rows, r, index))]
     cell = [r for r in rows if r["module"] == f"cell[{n}]"]
     assert alloc and system and cell, [r["func"] for r in rows]
     # memset hangs on the memset line; malloc and free on the malloc line.
-    assert all(index[r["parent"]]["line"] == 3 for r in system), [(r, index[r["parent"]]) for r in system]
+    assert all(ancestors(rows, r, index)[-2]["line"] == 3 for r in system), \
+        [(r["func"], ancestors(rows, r, index)[-2]) for r in system]
     assert all(ancestors(rows, r, index)[-2]["line"] == 2 for r in alloc), \
         [(r["func"], ancestors(rows, r, index)[-2]) for r in alloc]
     # Three kinds, three palettes.
