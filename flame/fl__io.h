@@ -1,0 +1,108 @@
+/* fl__io: what the readers of fl_io share (fl_io.c, fl_folded.c,
+ * fl_perfscript.c): walking the input line by line, the error message, and
+ * a cache from a frame's text to its profile id, so that a frame that comes
+ * back on every line is interned in the profile once. Internal (fl__). */
+#ifndef FL__IO_H
+#define FL__IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cflame/fl_io.h"
+
+/* ---- lines ---- */
+
+typedef struct fl__lines {
+  const char *data;
+  size_t len, pos;
+  size_t lineno; /* of the line last returned, 1-based */
+} fl__lines_t;
+
+/* The next line, without its "\n" or "\r\n"; false at the end. */
+static inline bool fl__next_line(fl__lines_t *it, const char **line, size_t *n) {
+  if (it->pos >= it->len) return false;
+  const char *s = it->data + it->pos;
+  size_t rest = it->len - it->pos, k = 0;
+  while (k < rest && s[k] != '\n') k++;
+  it->pos += k < rest ? k + 1 : k;
+  it->lineno++;
+  if (k && s[k - 1] == '\r') k--;
+  *line = s;
+  *n = k;
+  return true;
+}
+
+/* Perl's \s, \d and \w on bytes, as stackcollapse-perf.pl's patterns use
+ * them. */
+static inline bool fl__is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+static inline bool fl__is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+static inline bool fl__is_word(char c) {
+  return fl__is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+/* A blank line: empty or only whitespace. */
+bool fl__blank(const char *s, size_t n);
+
+/* Fills err: file from name, line, and the printf-style message. Returns -1
+ * (for "return fl__io_fail(...)"). */
+int fl__io_fail(fl_io_error_t *err, const char *name, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The start of a line, for an error message: at most 60 bytes, control
+ * characters as '?', "…" when cut. */
+void fl__excerpt(const char *s, size_t n, char out[80]);
+
+/* ---- the frame cache ---- */
+
+/* Maps a byte string (a frame's text, as the reader sees it) to the id the
+ * profile gave its frame. Keys are copied. */
+typedef struct fl__frame_cache {
+  struct fl__cached *slots; /* open addressing; capacity mask + 1 */
+  size_t mask, n;
+  char *arena; /* every key, back to back */
+  size_t arena_len, arena_cap;
+} fl__frame_cache_t;
+
+int fl__frame_cache_init(fl__frame_cache_t *c);
+void fl__frame_cache_free(fl__frame_cache_t *c);
+/* True and *id when key is known. */
+bool fl__frame_cache_get(const fl__frame_cache_t *c, const char *key, size_t n, uint32_t *id);
+/* Remembers key → id. Returns 0, or -1 out of memory. */
+int fl__frame_cache_put(fl__frame_cache_t *c, const char *key, size_t n, uint32_t id);
+
+/* ---- the readers, into an empty profile of their own ---- */
+
+/* Each returns 0, or -1 with err. They add samples and may leave the
+ * profile half filled on error (the caller throws it away). */
+int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *name,
+                    fl_io_error_t *err);
+int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const char *name,
+                         fl_io_error_t *err);
+
+/* Does this line start a perf script sample (an event header)? On true,
+ * comm_len is the length of the process name, and tid/pid digits are
+ * found as stackcollapse-perf.pl finds them. */
+typedef struct fl__perf_header {
+  size_t comm_len;
+  const char *pid, *tid; /* digits, not NUL-terminated; tid NULL when absent */
+  size_t pid_len, tid_len;
+} fl__perf_header_t;
+bool fl__perf_header(const char *s, size_t n, fl__perf_header_t *h);
+/* Does a header end in an event name, as stackcollapse-perf.pl's
+ * /:\s*(\d+)*\s+(\S+):\s*$/ finds it ("...: 250000 cpu-clock:ppp: ")? ev
+ * (may be NULL) gets the name ("cpu-clock:ppp") and the period, if any. */
+typedef struct fl__perf_event {
+  const char *name; /* not NUL-terminated */
+  size_t name_len;
+  uint64_t period; /* 0 when the header has none */
+} fl__perf_event_t;
+bool fl__perf_event(const char *s, size_t n, fl__perf_event_t *ev);
+/* Is this line a perf script frame line ("\t4011d6 main+0x16 (/tmp/prog)")? */
+bool fl__perf_frame_line(const char *s, size_t n);
+
+#endif

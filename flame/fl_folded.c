@@ -1,0 +1,250 @@
+/* fl_folded: folded stacks, the text format of flamegraph.pl, inferno and
+ * speedscope: one line per distinct stack, "frame;frame;...;frame COUNT",
+ * root first.
+ *
+ * Reading (fl__read_folded): the count is the last word of the line (after
+ * the last space or tab, trailing whitespace ignored), and the stack is
+ * what comes before that one separator, so frames may contain spaces, as
+ * flamegraph.pl's /^(.*)\s+?(\d+)$/ splits them. Frames are interned
+ * through a cache keyed by their text: a deep profile repeats the same few
+ * thousand frames on every line, and each is parsed and interned in the
+ * profile once.
+ *
+ * Writing (fl_folded): the tree's nodes come in pre-order with their
+ * depths, so the text of the path to each node is the path to its parent
+ * (the text of the current path up to depth - 1) plus its own frame; each
+ * node with self weight gives a line. The lines are sorted bytewise, as
+ * stackcollapse-perf.pl sorts its output, and equal texts merged. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl__io.h"
+#include "fl__render.h"
+
+/* ---- reading ---- */
+
+/* A frame's text: "func", or "func (FILE:LINE)" with a positive LINE;
+ * "_[k]" ends kernel frames and "_[i]" inlined ones. Returns the frame's
+ * id, or -1 out of memory. */
+static int64_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t *scratch,
+                           const char *s, size_t n) {
+  uint32_t id;
+  if (fl__frame_cache_get(cache, s, n, &id)) return id;
+  size_t func_len = n, file = 0, file_len = 0;
+  long line = 0;
+  if (n > 0 && s[n - 1] == ')') {
+    size_t open = n - 1;
+    while (open > 0 && !(s[open - 1] == ' ' && s[open] == '(')) open--;
+    if (open > 0) { /* s[open - 1 .. open] is " (" */
+      size_t colon = n - 1, digits;
+      while (colon > open + 1 && fl__is_digit(s[colon - 1])) colon--;
+      digits = colon;
+      if (digits < n - 1 && colon > open + 2 && s[colon - 1] == ':') {
+        for (size_t i = digits; i < n - 1 && line <= INT_MAX; i++) line = line * 10 + (s[i] - '0');
+        if (line > 0 && line <= INT_MAX) {
+          func_len = open - 1;
+          file = open + 1;
+          file_len = colon - 1 - file;
+        }
+      }
+    }
+  }
+  scratch->len = 0;
+  fl__buf_add(scratch, s, func_len);
+  fl__buf_add(scratch, "", 1);
+  fl__buf_add(scratch, s + file, file_len);
+  fl__buf_add(scratch, "", 1);
+  if (scratch->oom) return -1;
+  const char *func = scratch->data;
+  uint32_t flags = FL_FRAME_CELL;
+  if (func_len >= 4 && memcmp(func + func_len - 4, "_[k]", 4) == 0)
+    flags = FL_FRAME_KERNEL;
+  else if (func_len >= 4 && memcmp(func + func_len - 4, "_[i]", 4) == 0)
+    flags |= FL_FRAME_INLINED;
+  fl_frame_t f = {.func = func,
+                  .file = file_len ? scratch->data + func_len + 1 : NULL,
+                  .line = file_len ? (int)line : 0,
+                  .flags = flags};
+  id = fl_profile_frame_id(p, &f);
+  if (fl__frame_cache_put(cache, s, n, id) < 0) return -1;
+  return id;
+}
+
+int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *name,
+                    fl_io_error_t *err) {
+  fl__frame_cache_t cache;
+  fl__buf_t scratch = {0};
+  uint32_t *ids = NULL;
+  size_t ids_cap = 0, lines = 0, zero_lines = 0;
+  uint64_t total = 0;
+  fl__lines_t it = {.data = data, .len = len};
+  const char *s;
+  size_t n;
+  if (fl__frame_cache_init(&cache) < 0) goto oom;
+  while (fl__next_line(&it, &s, &n)) {
+    if (fl__blank(s, n) || s[0] == '#') continue;
+    size_t end = n;
+    while (end > 0 && fl__is_space(s[end - 1])) end--;
+    size_t word = end;
+    while (word > 0 && !fl__is_space(s[word - 1])) word--;
+    uint64_t count = 0;
+    bool ok = word < end;
+    for (size_t i = word; i < end && ok; i++) {
+      uint64_t d = (uint64_t)(s[i] - '0');
+      if (!fl__is_digit(s[i])) {
+        ok = false;
+      } else if (count > (UINT64_MAX - d) / 10) {
+        char found[80];
+        fl__excerpt(s + word, end - word, found);
+        fl__io_fail(err, name, it.lineno, "the count %s is too large (at most %" PRIu64 ")",
+                    found, UINT64_MAX);
+        goto fail;
+      } else {
+        count = count * 10 + d;
+      }
+    }
+    if (!ok) {
+      char found[80];
+      fl__excerpt(s, n, found);
+      fl__io_fail(err, name, it.lineno,
+                  "not a line of folded stacks: found \"%s\"; expected \"frame;frame;...;frame "
+                  "COUNT\" with COUNT, the last word, a non-negative integer",
+                  found);
+      goto fail;
+    }
+    lines++;
+    if (count == 0) {
+      zero_lines++;
+      continue;
+    }
+    if (total > UINT64_MAX - count) {
+      fl__io_fail(err, name, it.lineno,
+                  "the counts add up to more than %" PRIu64 ", the most a profile holds",
+                  UINT64_MAX);
+      goto fail;
+    }
+    total += count;
+    size_t stack_len = word > 0 ? word - 1 : 0; /* without the one separator */
+    size_t n_ids = 0;
+    for (size_t start = 0; stack_len > 0;) {
+      const char *semi = memchr(s + start, ';', stack_len - start);
+      size_t stop = semi ? (size_t)(semi - s) : stack_len;
+      int64_t id = parse_frame(p, &cache, &scratch, s + start, stop - start);
+      if (id < 0) goto oom;
+      if (n_ids == ids_cap) {
+        size_t cap = ids_cap ? ids_cap * 2 : 64;
+        uint32_t *grown = realloc(ids, cap * sizeof *grown);
+        if (!grown) goto oom;
+        ids = grown;
+        ids_cap = cap;
+      }
+      ids[n_ids++] = (uint32_t)id;
+      if (!semi) break;
+      start = stop + 1;
+    }
+    fl_profile_add_sample(p, ids, n_ids, count, 0, 0);
+  }
+  if (total == 0) {
+    if (lines == 0)
+      fl__io_fail(err, name, 0,
+                  "no samples found in %s: it has no lines of folded stacks (\"frame;frame;...;"
+                  "frame COUNT\") or perf script output",
+                  name);
+    else
+      fl__io_fail(err, name, 0, "no samples found in %s: every count in its %zu line%s is 0", name,
+                  zero_lines, zero_lines == 1 ? "" : "s");
+    goto fail;
+  }
+  snprintf(fl_profile_info(p)->source, sizeof fl_profile_info(p)->source, "folded stacks");
+  fl__frame_cache_free(&cache);
+  free(scratch.data);
+  free(ids);
+  return 0;
+oom:
+  fl__io_fail(err, name, it.lineno, "out of memory reading %s", name);
+fail:
+  fl__frame_cache_free(&cache);
+  free(scratch.data);
+  free(ids);
+  return -1;
+}
+
+/* ---- writing ---- */
+
+/* Appends text with ';' written ':' and line breaks as spaces, so that it
+ * stays one frame of one line. */
+static void add_frame_text(fl__buf_t *b, const char *s) {
+  size_t start = b->len;
+  fl__buf_puts(b, s);
+  if (b->oom) return;
+  for (size_t i = start; i < b->len; i++) {
+    char c = b->data[i];
+    if (c == ';') b->data[i] = ':';
+    else if (c == '\n' || c == '\r') b->data[i] = ' ';
+  }
+}
+
+typedef struct line {
+  size_t off, len; /* the path's text in the arena */
+  uint64_t count;
+} line_t;
+
+/* Bytewise, a prefix first: Perl's cmp on byte strings. */
+static int cmp_lines(const void *pa, const void *pb, void *arena) {
+  const line_t *a = pa, *b = pb;
+  const char *base = arena;
+  size_t n = a->len < b->len ? a->len : b->len;
+  int c = memcmp(base + a->off, base + b->off, n);
+  if (c) return c;
+  return (a->len > b->len) - (a->len < b->len);
+}
+
+char *fl_folded(const fl_tree_t *t) {
+  size_t n_nodes = fl_tree_n_nodes(t), n_lines = 0;
+  int max_depth = fl_tree_max_depth(t);
+  size_t *ends = malloc(((size_t)max_depth + 1) * sizeof *ends); /* path text length by depth */
+  line_t *lines = malloc((n_nodes ? n_nodes : 1) * sizeof *lines);
+  fl__buf_t path = {0}, arena = {0}, out = {0};
+  char *result = NULL;
+  if (!ends || !lines) goto done;
+  for (size_t i = 0; i < n_nodes; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    int d = node->depth;
+    path.len = d > 0 ? ends[d - 1] : 0;
+    if (d > 1) fl__buf_add(&path, ";", 1);
+    if (d > 0) {
+      add_frame_text(&path, node->frame.func);
+      if (node->frame.line > 0 && node->frame.file) {
+        fl__buf_add(&path, " (", 2);
+        add_frame_text(&path, node->frame.file);
+        fl__buf_printf(&path, ":%d)", node->frame.line);
+      }
+    }
+    if (path.oom) goto done;
+    ends[d] = path.len;
+    if (node->self == 0) continue;
+    lines[n_lines++] = (line_t){.off = arena.len, .len = path.len, .count = node->self};
+    fl__buf_add(&arena, path.data ? path.data : "", path.len);
+    if (arena.oom) goto done;
+  }
+  if (n_lines) qsort_r(lines, n_lines, sizeof *lines, cmp_lines, arena.data);
+  for (size_t i = 0; i < n_lines; i++) {
+    uint64_t count = lines[i].count;
+    while (i + 1 < n_lines && cmp_lines(&lines[i], &lines[i + 1], arena.data) == 0)
+      count += lines[++i].count;
+    fl__buf_add(&out, arena.data + lines[i].off, lines[i].len);
+    fl__buf_printf(&out, " %" PRIu64 "\n", count);
+  }
+  result = fl__buf_take(&out);
+done:
+  free(ends);
+  free(lines);
+  free(path.data);
+  free(arena.data);
+  free(out.data);
+  return result;
+}

@@ -1,0 +1,117 @@
+/* fl_io: profiles to and from files.
+ *
+ * Two text formats come in, told apart by their content:
+ *
+ *   folded stacks  one line per distinct stack, "frame;frame;...;frame
+ *                  COUNT", root first, as flamegraph.pl, inferno and
+ *                  speedscope read and write them. The count is the last
+ *                  whitespace-separated word, a non-negative integer; frames
+ *                  may contain spaces. Blank lines and lines starting with
+ *                  '#' are skipped, and so are lines whose count is 0. A
+ *                  frame ending in " (FILE:LINE)" gets that file and line
+ *                  (what fl_folded writes for a tree built with lines on),
+ *                  one ending in "_[k]" is a kernel frame (FL_FRAME_KERNEL)
+ *                  and one ending in "_[i]" an inlined one (FL_FRAME_INLINED),
+ *                  their names kept as written; every other frame counts as
+ *                  the program's own code (FL_FRAME_CELL). A line with no
+ *                  frames, only a count, is weight of the root itself.
+ *   perf script    the text `perf script` prints for a `perf record -g`
+ *                  recording: per sample an event header ("prog 1234
+ *                  5678.901234: 250000 cpu-clock:"), indented frame lines
+ *                  ("\t4011d6 main+0x16 (/tmp/prog)"), leaf first, and a
+ *                  blank line. Stacks are folded the way stackcollapse-perf.pl
+ *                  folds them with its default options: the process name
+ *                  (spaces made underscores) as the outermost frame, "+0x…"
+ *                  offsets dropped, an unknown symbol named after its module
+ *                  ("[libfoo.so]", or "[unknown]"), arguments after a '('
+ *                  dropped, quotes removed, ';' made ':', "a->b" inline chains
+ *                  split with "_[i]" on the inlined frames, kernel frames
+ *                  kept, and only samples of the first event type seen. Each
+ *                  sample weighs 1 (stackcollapse-perf.pl versions that print
+ *                  the sample period as the count give the same stacks with
+ *                  counts multiplied by it); a constant period of a cpu-clock
+ *                  or task-clock event (nanoseconds) becomes the profile's
+ *                  interval. A frame keeps its module's file name
+ *                  (fl_frame_t.module) and is marked FL_FRAME_KERNEL
+ *                  ([kernel.kallsyms], vmlinux, kernel addresses),
+ *                  FL_FRAME_SYSTEM (a shared library under /usr/lib or /lib)
+ *                  or FL_FRAME_CELL. Source lines that `perf script -F
+ *                  +srcline` prints under a frame give it a file and line.
+ *                  Samples keep their thread id.
+ *
+ * Both accept "\r\n" line ends. Malformed input is an error that names the
+ * input and the line, says what was found and what a valid line looks
+ * like, and adds nothing.
+ *
+ * Out: fl_folded writes folded stacks, fl_html_page a standalone page. */
+#ifndef FL_IO_H
+#define FL_IO_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "cflame/fl_profile.h"
+#include "cflame/fl_tree.h"
+
+typedef struct fl_io_error {
+  char file[256];    /* the input's name as given ("-" for stdin, or "<stdin>") */
+  size_t line;       /* 1-based line of the problem, 0 if none */
+  char message[512]; /* what was wrong and what is valid */
+} fl_io_error_t;
+
+typedef enum fl_input_kind {
+  FL_INPUT_AUTO,
+  FL_INPUT_FOLDED,
+  FL_INPUT_PERF_SCRIPT
+} fl_input_kind_t;
+
+/* "auto", "folded stacks", "perf script". Static. */
+const char *fl_input_kind_name(fl_input_kind_t kind);
+
+/* Parses folded stacks or `perf script` text (kind FL_INPUT_AUTO: told apart
+ * by content) of len bytes, named name in errors (NULL: "<input>"), and adds
+ * its samples to p, which must be a FL_PROFILE_CPU profile (weight = count).
+ * data need not be NUL-terminated; a NUL byte in it is an error (not text).
+ * Returns 0, or -1 with *err filled, in which case p is unchanged: the input
+ * is parsed into a profile of its own and merged into p once all of it is
+ * read. No samples at all (empty input, only comments, only counts of 0) is
+ * an error too. *kind_out (may be NULL) gets the kind detected, also on
+ * error. When p had no source yet, its info.source becomes the kind read. */
+int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
+                    fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err);
+
+/* The same from a file; path "-" reads standard input (named "<stdin>" in
+ * errors). An unreadable file is an error naming it and saying why (the
+ * errno text). */
+int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind,
+                         fl_input_kind_t *kind_out, fl_io_error_t *err);
+
+/* Folded stacks of a tree, as drawn: the tree options (C=false folding,
+ * lines, filter, pruned, minwidth) are those fl_tree_build applied. One line
+ * per distinct root-to-node path whose last node has self weight > 0,
+ * "frame;frame;...;frame COUNT\n", root first, without the tree's own root
+ * (FL_FRAME_ROOT): its self weight, if any, is a line with no frames,
+ * " COUNT\n", which flamegraph.pl also reads as the root's. Frame text is
+ * func, or "func (file:line)" for a frame with a known file and line (a
+ * tree built with lines=true); ';' in a name is written ':' and line
+ * breaks as spaces, so the line splits back into the same frames. Paths
+ * whose text is equal (two functions of one name in different modules)
+ * are one line with the summed count. Lines are sorted bytewise, as
+ * stackcollapse-perf.pl sorts them. Frames minwidth hid are not written:
+ * build with minwidth 0 for every sample. New string (free it); NULL out of
+ * memory. */
+char *fl_folded(const fl_tree_t *t);
+
+/* A standalone HTML page (UTF-8) that shows a flame graph with or without
+ * JavaScript: the kernel's SVG inline, visible from the start, and the
+ * Vega-Lite spec rendered by vega-embed (vega@5, vega-lite@5, vega-embed@6
+ * from the jsDelivr CDN). Once vega-embed has drawn the interactive view,
+ * the SVG is hidden; offline, with the scripts blocked or JavaScript off,
+ * or when embedding fails, the SVG stays and a line says why the
+ * interactive view is missing. title (NULL: "cflame flame graph") is
+ * HTML-escaped; the spec is embedded as JSON with "<", ">" and "&"
+ * escaped, so no text in it can end the script element. vegalite_spec is
+ * borrowed. New string (free it); NULL out of memory. */
+char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title);
+
+#endif

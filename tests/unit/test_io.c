@@ -1,0 +1,607 @@
+/* Tests of fl_io: the folded stacks reader and writer, the perf script
+ * reader on real captures against stackcollapse-perf.pl's output for them
+ * (tests/data/perf, see its README), round trips, errors, and the HTML
+ * page. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflame/fl_io.h"
+#include "cflame/fl_render.h"
+#include "test.h"
+
+static const char *data_dir(void) {
+  const char *d = getenv("CFLAME_TEST_DATA");
+  return d ? d : "tests/data";
+}
+
+/* The contents of tests/data/perf/NAME, new; NULL when it cannot be read. */
+static char *read_data(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/perf/%s", data_dir(), name);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "cannot open %s\n", path);
+    return NULL;
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  char chunk[65536];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, got, m);
+  fclose(f);
+  fclose(m);
+  return buf;
+}
+
+static void data_path(const char *name, char *out, size_t size) {
+  snprintf(out, size, "%s/perf/%s", data_dir(), name);
+}
+
+/* A profile of text (any kind), or NULL with *err. */
+static fl_profile_t *read_text(const char *text, fl_input_kind_t *kind, fl_io_error_t *err) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  if (fl_read_profile(p, text, strlen(text), "test.txt", FL_INPUT_AUTO, kind, err) < 0)
+    fl_profile_destroy(&p);
+  return p;
+}
+
+/* Folded stacks of p with C on, the given lines option, minwidth 0. New. */
+static char *folded_of(const fl_profile_t *p, bool lines, bool C) {
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.C = C;
+  o.lines = lines;
+  o.minwidth = 0;
+  char err[256];
+  fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
+  if (!t) {
+    fprintf(stderr, "fl_tree_build: %s\n", err);
+    return NULL;
+  }
+  char *out = fl_folded(t);
+  fl_tree_destroy(&t);
+  return out;
+}
+
+/* The frame of p whose function is func, or NULL. */
+static const fl_frame_t *frame_named(const fl_profile_t *p, const char *func) {
+  for (size_t i = 0; i < fl_profile_n_frames(p); i++)
+    if (strcmp(fl_profile_frame(p, (uint32_t)i)->func, func) == 0) return fl_profile_frame(p, (uint32_t)i);
+  return NULL;
+}
+
+/* Does a sample of p have a frame whose function is func? */
+static bool in_samples(const fl_profile_t *p, const char *func) {
+  for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
+    fl_sample_t s;
+    fl_profile_sample(p, i, &s);
+    for (size_t k = 0; k < s.n; k++)
+      if (strcmp(fl_profile_frame(p, s.stack[k])->func, func) == 0) return true;
+  }
+  return false;
+}
+
+/* ---- folded stacks in ---- */
+
+static void test_folded_counts(void) {
+  fl_io_error_t err;
+  fl_input_kind_t kind = FL_INPUT_AUTO;
+  fl_profile_t *p = read_text("a;b;c 3\na;b 2\n\nd 5\n", &kind, &err);
+  CHECK(p != NULL);
+  if (!p) return;
+  CHECK_INT(kind, FL_INPUT_FOLDED);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  CHECK_INT(info->total_weight, 10);
+  CHECK_INT(fl_profile_n_samples(p), 3);
+  CHECK_INT(fl_profile_n_frames(p), 4);
+  fl_sample_t s;
+  fl_profile_sample(p, 0, &s);
+  CHECK_INT(s.n, 3);
+  CHECK_INT(s.weight, 3);
+  CHECK_STR(fl_profile_frame(p, s.stack[0])->func, "a");
+  CHECK_STR(fl_profile_frame(p, s.stack[2])->func, "c");
+  CHECK_STR(info->source, "test.txt (folded stacks)");
+  fl_profile_destroy(&p);
+}
+
+static void test_folded_spaces_and_lines(void) {
+  fl_io_error_t err;
+  const char *text = "# written by hand\r\n"
+                     "my func;other thing  7\r\n"
+                     "main (cell[1]:5);work (cell[1]:12) 4\n"
+                     "main (cell[1]:5);g (x) 1\n"
+                     "h (a.c:0);k (:3);sys_read_[k];inl_[i] 2\n"
+                     "   \n"
+                     "zero;count 0\n"
+                     " 6\n";
+  fl_profile_t *p = read_text(text, NULL, &err);
+  CHECK(p != NULL);
+  if (!p) {
+    fprintf(stderr, "  %s:%zu: %s\n", err.file, err.line, err.message);
+    return;
+  }
+  CHECK_INT(fl_profile_info_const(p)->total_weight, 20);
+  CHECK(frame_named(p, "my func") != NULL);
+  /* "  7": the stack keeps everything before the one separator */
+  CHECK(frame_named(p, "other thing ") != NULL);
+  const fl_frame_t *m = frame_named(p, "main");
+  CHECK(m && m->file && strcmp(m->file, "cell[1]") == 0 && m->line == 5);
+  const fl_frame_t *w = frame_named(p, "work");
+  CHECK(w && w->line == 12 && (w->flags & FL_FRAME_CELL));
+  /* not FILE:LINE with a positive line: the name as written */
+  CHECK(frame_named(p, "g (x)") != NULL);
+  CHECK(frame_named(p, "h (a.c:0)") != NULL);
+  CHECK(frame_named(p, "k (:3)") != NULL);
+  const fl_frame_t *k = frame_named(p, "sys_read_[k]");
+  CHECK(k && k->flags == FL_FRAME_KERNEL);
+  const fl_frame_t *i = frame_named(p, "inl_[i]");
+  CHECK(i && (i->flags & FL_FRAME_INLINED));
+  CHECK(frame_named(p, "zero") == NULL); /* a count of 0 adds nothing */
+  /* " 6": weight of the root itself */
+  size_t root_only = 0;
+  for (size_t s = 0; s < fl_profile_n_samples(p); s++) {
+    fl_sample_t smp;
+    fl_profile_sample(p, s, &smp);
+    if (smp.n == 0) root_only += smp.weight;
+  }
+  CHECK_INT(root_only, 6);
+  fl_profile_destroy(&p);
+}
+
+/* A failed read names the file and line, says what is valid, and leaves
+ * the profile as it was. */
+static void check_folded_error_n(const char *text, size_t len, size_t want_line,
+                                 const char *want_text) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  CHECK_INT(fl_read_profile(p, "x;y 4\n", 6, "before", FL_INPUT_AUTO, NULL, &err), 0);
+  size_t frames = fl_profile_n_frames(p), samples = fl_profile_n_samples(p);
+  int rc = fl_read_profile(p, text, len, "bad.folded", FL_INPUT_AUTO, NULL, &err);
+  CHECK_INT(rc, -1);
+  CHECK_STR(err.file, "bad.folded");
+  CHECK_INT(err.line, want_line);
+  if (!strstr(err.message, want_text)) {
+    fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", err.message, want_text);
+    CHECK(!"the error says what is wrong");
+  }
+  CHECK_INT(fl_profile_n_frames(p), frames);
+  CHECK_INT(fl_profile_n_samples(p), samples);
+  CHECK_INT(fl_profile_info_const(p)->total_weight, 4);
+  fl_profile_destroy(&p);
+}
+
+static void check_folded_error(const char *text, size_t want_line, const char *want_text) {
+  check_folded_error_n(text, strlen(text), want_line, want_text);
+}
+
+static void test_folded_errors(void) {
+  check_folded_error("a;b 3\n\nc;d 1.5\n", 3, "frame;frame;...;frame COUNT");
+  check_folded_error("a;b 3\nc;d -2\n", 2, "\"c;d -2\"");
+  check_folded_error("a;b 3\nno count here\n", 2, "non-negative integer");
+  check_folded_error("a 99999999999999999999\n", 1, "too large");
+  check_folded_error("a 18446744073709551615\nb 1\n", 2, "add up");
+  check_folded_error("", 0, "no samples");
+  check_folded_error("# only a comment\n\n", 0, "no samples");
+  check_folded_error("a;b 0\nc 0\n", 0, "every count");
+  check_folded_error_n("a;b 3\nc\0d 1\n", 12, 2, "NUL");
+  /* the first line wrong: neither kind, and both are described */
+  check_folded_error("hello world\n", 1, "perf script");
+}
+
+/* ---- perf script in ---- */
+
+/* stackcollapse-perf.pl's counts are multiples of ours: scales ours. */
+static char *scale_counts(const char *folded, uint64_t factor) {
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  for (const char *line = folded; *line;) {
+    const char *end = strchr(line, '\n');
+    const char *sp = end;
+    while (sp > line && sp[-1] != ' ') sp--;
+    fprintf(f, "%.*s%" PRIu64 "\n", (int)(sp - line), line, (uint64_t)strtoull(sp, NULL, 10) * factor);
+    line = end + 1;
+  }
+  fclose(f);
+  return out;
+}
+
+/* Reads tests/data/perf/NAME.txt and checks its folded stacks against
+ * NAME.folded (stackcollapse-perf.pl at ef64564) when there is one, and
+ * against NAME.latest.folded (newer, counting periods) scaled by period. */
+static fl_profile_t *check_capture(const char *name, bool has_old, uint64_t period) {
+  char path[512], file[128];
+  snprintf(file, sizeof file, "%s.txt", name);
+  data_path(file, path, sizeof path);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  fl_input_kind_t kind = FL_INPUT_AUTO;
+  if (fl_read_profile_file(p, path, FL_INPUT_AUTO, &kind, &err) < 0) {
+    fprintf(stderr, "  %s:%zu: %s\n", err.file, err.line, err.message);
+    CHECK(!"the capture reads");
+    fl_profile_destroy(&p);
+    return NULL;
+  }
+  CHECK_INT(kind, FL_INPUT_PERF_SCRIPT);
+  /* As stackcollapse-perf.pl: every frame, one per function. */
+  char *ours = folded_of(p, false, true);
+  CHECK(ours != NULL);
+  if (has_old) {
+    snprintf(file, sizeof file, "%s.folded", name);
+    char *want = read_data(file);
+    CHECK(want && ours && strcmp(ours, want) == 0);
+    if (want && ours && strcmp(ours, want) != 0)
+      fprintf(stderr, "  %s: folded stacks differ from stackcollapse-perf.pl's\n", name);
+    free(want);
+  }
+  snprintf(file, sizeof file, "%s.latest.folded", name);
+  char *want = read_data(file), *scaled = ours ? scale_counts(ours, period) : NULL;
+  CHECK(want && scaled && strcmp(scaled, want) == 0);
+  if (want && scaled && strcmp(scaled, want) != 0)
+    fprintf(stderr, "  %s: folded stacks x %" PRIu64 " differ from the newer script's\n", name,
+            period);
+  free(want);
+  free(scaled);
+  free(ours);
+  return p;
+}
+
+static void test_perf_captures(void) {
+  fl_profile_t *p = check_capture("single", true, 250000);
+  if (p) {
+    const fl_profile_info_t *info = fl_profile_info_const(p);
+    CHECK_INT(info->interval_ns, 250000); /* cpu-clock's period, in ns */
+    CHECK_INT(info->total_weight, info->samples);
+    const fl_frame_t *leaf = frame_named(p, "leaf");
+    CHECK(leaf && leaf->flags == FL_FRAME_CELL && leaf->module &&
+          strcmp(leaf->module, "workload") == 0);
+    const fl_frame_t *libc = frame_named(p, "__libc_start_call_main");
+    CHECK(libc && libc->flags == FL_FRAME_SYSTEM && strcmp(libc->module, "libc.so.6") == 0);
+    const fl_frame_t *k = frame_named(p, "asm_exc_page_fault");
+    CHECK(k && k->flags == FL_FRAME_KERNEL && strcmp(k->module, "[kernel.kallsyms]") == 0);
+    int *threads = NULL;
+    size_t n = fl_profile_threads(p, &threads);
+    CHECK(n == 1 && threads[0] > 0);
+    free(threads);
+    /* C=false folds libc's frames into their callers */
+    char *folded = folded_of(p, false, false);
+    CHECK(folded && !strstr(folded, "__libc_start_call_main") && !strstr(folded, "__random"));
+    CHECK(folded && strstr(folded, "\nworkload;main;outer;middle;leaf "));
+    free(folded);
+    fl_profile_destroy(&p);
+  }
+  p = check_capture("threads", true, 250000);
+  if (p) {
+    CHECK(frame_named(p, "hash_worker") != NULL); /* the process frame, spaces made _ */
+    CHECK(frame_named(p, "t_") != NULL);          /* "t": the one-letter name */
+    int *threads = NULL;
+    CHECK(fl_profile_threads(p, &threads) >= 3);
+    free(threads);
+    fl_profile_destroy(&p);
+  }
+  p = check_capture("events", false, 250000);
+  char *events = read_data("events.txt");
+  if (p && events) {
+    /* only the samples of cpu-clock, the first event */
+    size_t cpu_clock = 0, headers = 0;
+    for (const char *line = events; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+      if (*line == '\t' || *line == '\n' || *line == '#') continue;
+      headers++;
+      const char *eol = strchr(line, '\n');
+      const char *ev = strstr(line, " cpu-clock:");
+      cpu_clock += ev && (!eol || ev < eol);
+    }
+    CHECK(cpu_clock > 0 && cpu_clock < headers);
+    CHECK_INT(fl_profile_info_const(p)->samples, cpu_clock);
+  }
+  free(events);
+  fl_profile_destroy(&p);
+  p = check_capture("pidtid", true, 1);
+  if (p) {
+    CHECK_INT(fl_profile_info_const(p)->interval_ns, 0); /* no period printed */
+    fl_profile_destroy(&p);
+  }
+  p = check_capture("srcline", false, 250000);
+  if (p) {
+    const fl_frame_t *leaf = NULL;
+    for (size_t i = 0; i < fl_profile_n_frames(p); i++) {
+      const fl_frame_t *f = fl_profile_frame(p, (uint32_t)i);
+      if (strcmp(f->func, "leaf") == 0 && f->line > 0) leaf = f;
+    }
+    CHECK(leaf && strcmp(leaf->file, "workload.c") == 0);
+    /* with --no-lines, the old script's output exactly */
+    char *ours = folded_of(p, false, true), *want = read_data("srcline.folded");
+    CHECK(ours && want && strcmp(ours, want) == 0);
+    free(ours);
+    free(want);
+    /* with lines, frames carry them in the folded text */
+    ours = folded_of(p, true, true);
+    CHECK(ours && strstr(ours, ";leaf (workload.c:"));
+    free(ours);
+    fl_profile_destroy(&p);
+  }
+  p = check_capture("synthetic", false, 1);
+  if (p) {
+    const fl_frame_t *f = frame_named(p, "nf_hook_slow");
+    CHECK(f && f->flags == FL_FRAME_KERNEL); /* a bracketed module at a kernel address */
+    f = frame_named(p, "[libv8.so]");
+    CHECK(f && f->flags == FL_FRAME_SYSTEM && strcmp(f->module, "libv8.so") == 0);
+    f = frame_named(p, "innermost_[i]");
+    CHECK(f && (f->flags & FL_FRAME_INLINED));
+    f = frame_named(p, "[unknown]");
+    CHECK(f && f->flags == FL_FRAME_CELL);
+    CHECK(!in_samples(p, "orphan_before_any_header"));
+    CHECK(!in_samples(p, "skipped_other_event"));
+    CHECK(!in_samples(p, "dropped_without_blank_line_at_end"));
+    CHECK(in_samples(p, "spaced_module"));
+    fl_profile_destroy(&p);
+  }
+}
+
+static void test_perf_errors(void) {
+  char *text = read_data("single.txt");
+  CHECK(text != NULL);
+  if (!text) return;
+  /* a garbage line at line 10 */
+  size_t line = 1;
+  char *at = text;
+  while (line < 10 && (at = strchr(at, '\n')) != NULL) {
+    at++;
+    line++;
+  }
+  CHECK(at != NULL);
+  if (!at) return;
+  char *bad = NULL;
+  if (asprintf(&bad, "%.*sthis is not perf output\n%s", (int)(at - text), text, at) < 0) return;
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  fl_input_kind_t kind;
+  CHECK_INT(fl_read_profile(p, bad, strlen(bad), "bad.perf", FL_INPUT_AUTO, &kind, &err), -1);
+  CHECK_INT(kind, FL_INPUT_PERF_SCRIPT);
+  CHECK_STR(err.file, "bad.perf");
+  CHECK_INT(err.line, 10);
+  CHECK(strstr(err.message, "this is not perf output") && strstr(err.message, "cpu-clock:"));
+  CHECK_INT(fl_profile_n_samples(p), 0);
+  CHECK_INT(fl_profile_n_frames(p), 0);
+  free(bad);
+
+  /* perf script of a recording without -g: headers, no call stacks */
+  const char *flat = "prog 12 [000] 1.000: 250000 cpu-clock:ppp:  4011d6 main+0x1 (/x)\n"
+                     "prog 12 [000] 1.001: 250000 cpu-clock:ppp:  4011d6 main+0x1 (/x)\n";
+  CHECK_INT(fl_read_profile(p, flat, strlen(flat), "flat", FL_INPUT_AUTO, &kind, &err), -1);
+  CHECK_INT(kind, FL_INPUT_PERF_SCRIPT);
+  CHECK(strstr(err.message, "perf record -g") != NULL);
+
+  /* perf script forced on folded text */
+  CHECK_INT(fl_read_profile(p, "a;b 3\n", 6, "f", FL_INPUT_PERF_SCRIPT, NULL, &err), -1);
+  CHECK_INT(err.line, 1);
+  /* a missing file names it and says why */
+  CHECK_INT(fl_read_profile_file(p, "/nonexistent/x.folded", FL_INPUT_AUTO, NULL, &err), -1);
+  CHECK_STR(err.file, "/nonexistent/x.folded");
+  CHECK(strstr(err.message, "/nonexistent/x.folded") && strstr(err.message, "No such file"));
+  CHECK_INT(fl_profile_n_samples(p), 0);
+  fl_profile_destroy(&p);
+
+  /* allocation profiles take no CPU samples */
+  p = fl_profile_new(FL_PROFILE_ALLOC);
+  CHECK_INT(fl_read_profile(p, "a 1\n", 4, "f", FL_INPUT_AUTO, NULL, &err), -1);
+  CHECK(strstr(err.message, "allocation profile") != NULL);
+  fl_profile_destroy(&p);
+  free(text);
+}
+
+/* ---- folded stacks out, and back ---- */
+
+static uint32_t add_frame(fl_profile_t *p, const char *func, const char *file, int line,
+                          const char *module, uint32_t flags) {
+  fl_frame_t f = {.func = func, .file = file, .line = line, .module = module, .flags = flags};
+  return fl_profile_frame_id(p, &f);
+}
+
+/* A small profile with lines, a system library, a name with ';' and a
+ * stack made only of system frames (the root's own time when C=false). */
+static fl_profile_t *sample_profile(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t main5 = add_frame(p, "main", "cell[1]", 5, "cell[1]", FL_FRAME_CELL);
+  uint32_t main7 = add_frame(p, "main", "cell[1]", 7, "cell[1]", FL_FRAME_CELL);
+  uint32_t work = add_frame(p, "work", "cell[1]", 12, "cell[1]", FL_FRAME_CELL);
+  uint32_t qsort_ = add_frame(p, "qsort", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
+  uint32_t cmp = add_frame(p, "cmp", "cell[2]", 3, "cell[2]", FL_FRAME_CELL);
+  uint32_t odd = add_frame(p, "odd;name with space", "cell[2]", 9, "cell[2]", FL_FRAME_CELL);
+  uint32_t start = add_frame(p, "start_thread", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
+  fl_profile_add_sample(p, (uint32_t[]){main5, work}, 2, 30, 0, 1);
+  fl_profile_add_sample(p, (uint32_t[]){main5}, 1, 5, 0, 1);
+  fl_profile_add_sample(p, (uint32_t[]){main7, qsort_, cmp}, 3, 12, 0, 1);
+  fl_profile_add_sample(p, (uint32_t[]){main7, qsort_}, 2, 4, 0, 1);
+  fl_profile_add_sample(p, (uint32_t[]){main7, odd}, 2, 2, 0, 1);
+  fl_profile_add_sample(p, (uint32_t[]){start}, 1, 3, 0, 2);
+  fl_profile_add_sample(p, (uint32_t[]){main5, work}, 2, 1, 0, 1);
+  return p;
+}
+
+static void check_round_trip(bool lines, bool C) {
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.lines = lines;
+  o.C = C;
+  o.minwidth = 0;
+  char err[256];
+  fl_profile_t *p = sample_profile();
+  fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
+  char *text = t ? fl_folded(t) : NULL;
+  CHECK(text != NULL);
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t ioerr;
+  int rc = text ? fl_read_profile(q, text, strlen(text), "saved.folded", FL_INPUT_AUTO, NULL, &ioerr)
+                : -1;
+  CHECK_INT(rc, 0);
+  fl_tree_t *t2 = rc == 0 ? fl_tree_build(q, &o, "all", err, sizeof err) : NULL;
+  char *text2 = t2 ? fl_folded(t2) : NULL;
+  CHECK(text2 && strcmp(text, text2) == 0);
+  if (t && t2) {
+    CHECK_INT(fl_tree_n_nodes(t2), fl_tree_n_nodes(t));
+    CHECK_INT(fl_tree_root(t2)->count, fl_tree_root(t)->count);
+    CHECK_INT(fl_tree_root(t2)->self, fl_tree_root(t)->self);
+    /* With lines, children are in source order, which the lines keep;
+     * without, the call sites that ordered them are not in the file. */
+    for (size_t i = 0; lines && i < fl_tree_n_nodes(t) && i < fl_tree_n_nodes(t2); i++) {
+      const fl_node_t *a = fl_tree_node(t, i), *b = fl_tree_node(t2, i);
+      CHECK_INT(b->count, a->count);
+      CHECK_INT(b->depth, a->depth);
+      CHECK_INT(b->frame.line, a->frame.line);
+    }
+  }
+  if (text && (!text2 || strcmp(text, text2) != 0))
+    fprintf(stderr, "  lines=%d C=%d:\n%s---\n%s", lines, C, text, text2 ? text2 : "(null)");
+  free(text);
+  free(text2);
+  fl_tree_destroy(&t);
+  fl_tree_destroy(&t2);
+  fl_profile_destroy(&p);
+  fl_profile_destroy(&q);
+}
+
+static void test_folded_out(void) {
+  fl_profile_t *p = sample_profile();
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.minwidth = 0; /* lines on, C off: the defaults otherwise */
+  char err[256];
+  fl_tree_t *t = fl_tree_build(p, &o, "cell[3]", err, sizeof err);
+  char *text = fl_folded(t);
+  /* sorted bytewise; "func (file:line)"; ';' written ':'; the frames C=false
+   * folded away gone, their time in the caller (and the root's own, " 3") */
+  CHECK_STR(text, " 3\n"
+                  "main (cell[1]:5) 5\n"
+                  "main (cell[1]:5);work (cell[1]:12) 31\n"
+                  "main (cell[1]:7) 4\n"
+                  "main (cell[1]:7);cmp (cell[2]:3) 12\n"
+                  "main (cell[1]:7);odd:name with space (cell[2]:9) 2\n");
+  free(text);
+  fl_tree_destroy(&t);
+  o.lines = false;
+  o.C = true;
+  t = fl_tree_build(p, &o, NULL, err, sizeof err);
+  text = fl_folded(t);
+  CHECK_STR(text, "main 5\n"
+                  "main;odd:name with space 2\n"
+                  "main;qsort 4\n"
+                  "main;qsort;cmp 12\n"
+                  "main;work 31\n"
+                  "start_thread 3\n");
+  free(text);
+  fl_tree_destroy(&t);
+  /* minwidth hides, and fl_folded writes what is drawn */
+  o.minwidth = 0.1;
+  t = fl_tree_build(p, &o, NULL, err, sizeof err);
+  text = fl_folded(t);
+  CHECK(text && !strstr(text, "odd") && strstr(text, "main;work 31\n"));
+  free(text);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+
+  /* two functions of one name in different modules: one line */
+  p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t a = add_frame(p, "[unknown]", NULL, 0, "libx.so", FL_FRAME_SYSTEM);
+  uint32_t b = add_frame(p, "[unknown]", NULL, 0, "liby.so", FL_FRAME_SYSTEM);
+  uint32_t r = add_frame(p, "prog", NULL, 0, NULL, FL_FRAME_CELL);
+  fl_profile_add_sample(p, (uint32_t[]){r, a}, 2, 2, 0, 0);
+  fl_profile_add_sample(p, (uint32_t[]){r, b}, 2, 3, 0, 0);
+  o.minwidth = 0;
+  t = fl_tree_build(p, &o, NULL, err, sizeof err);
+  text = fl_folded(t);
+  CHECK_STR(text, "prog;[unknown] 5\n");
+  free(text);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+
+  check_round_trip(false, true);
+  check_round_trip(true, true);
+  check_round_trip(false, false);
+  check_round_trip(true, false);
+}
+
+/* Folded stacks of a real capture survive a round trip through a file. */
+static void test_perf_round_trip(void) {
+  char path[512];
+  data_path("srcline.txt", path, sizeof path);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  CHECK_INT(fl_read_profile_file(p, path, FL_INPUT_AUTO, NULL, &err), 0);
+  for (int lines = 0; lines < 2; lines++) {
+    char *a = folded_of(p, lines, true);
+    fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+    CHECK_INT(a ? fl_read_profile(q, a, strlen(a), "a", FL_INPUT_AUTO, NULL, &err) : -1, 0);
+    char *b = folded_of(q, lines, true);
+    CHECK(a && b && strcmp(a, b) == 0);
+    free(a);
+    free(b);
+    fl_profile_destroy(&q);
+  }
+  fl_profile_destroy(&p);
+}
+
+/* ---- the HTML page ---- */
+
+static void test_html_page(void) {
+  fl_profile_t *p = sample_profile();
+  char err[256];
+  fl_tree_t *t = fl_tree_build(p, NULL, "</script><!--", err, sizeof err);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  json_t *spec = fl_vegalite(t, &v, err, sizeof err);
+  char *svg = fl_svg(t, &v);
+  CHECK(spec && svg);
+  char *html = fl_html_page(spec, svg, "Profile <b>\"x\" & 'y'</b>");
+  CHECK(html != NULL);
+  if (!html) return;
+  CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+  CHECK(strstr(html, "<title>Profile &lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;</title>"));
+  CHECK(strstr(html, "<b>") == NULL);
+  CHECK(strstr(html, svg) != NULL); /* the SVG, inline */
+  CHECK(strstr(html, "<script src=\"https://cdn.jsdelivr.net/npm/vega@5\"></script>"));
+  CHECK(strstr(html, "<script src=\"https://cdn.jsdelivr.net/npm/vega-lite@5\"></script>"));
+  CHECK(strstr(html, "<script src=\"https://cdn.jsdelivr.net/npm/vega-embed@6\"></script>"));
+  CHECK(strstr(html, "vegaEmbed(") != NULL);
+  /* The spec: in its own script element, which no text in it can end;
+   * parsed back, it is the spec. */
+  const char *open = "<script id=\"cflame-spec\" type=\"application/json\">";
+  const char *start = strstr(html, open);
+  CHECK(start != NULL);
+  if (start) {
+    start += strlen(open);
+    const char *end = strstr(start, "</script>");
+    CHECK(end != NULL);
+    if (end) {
+      CHECK(memmem(start, (size_t)(end - start), "<", 1) == NULL);
+      json_error_t jerr;
+      json_t *back = json_loadb(start, (size_t)(end - start), 0, &jerr);
+      CHECK(back && json_equal(back, spec));
+      json_decref(back);
+    }
+  }
+  free(html);
+  html = fl_html_page(spec, svg, NULL);
+  CHECK(html && strstr(html, "<title>cflame flame graph</title>"));
+  free(html);
+  json_decref(spec);
+  free(svg);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+int main(void) {
+  test_folded_counts();
+  test_folded_spaces_and_lines();
+  test_folded_errors();
+  test_perf_captures();
+  test_perf_errors();
+  test_folded_out();
+  test_perf_round_trip();
+  test_html_page();
+  return TEST_DONE();
+}

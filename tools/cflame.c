@@ -1,0 +1,669 @@
+/* cflame: the flame graph library on the command line (SPEC.md section 5).
+ *
+ *   cflame [options] INPUT...
+ *
+ * Reads folded stacks or `perf script` text (each INPUT a file, or - for
+ * standard input; several are merged into one profile), builds the flame
+ * graph with the tree options, and writes it as SVG, a standalone HTML
+ * page, a Vega-Lite spec, folded stacks or a text tree, to standard output
+ * or to -o FILE. With --diff BASE it draws the differential flame graph of
+ * the inputs against BASE.
+ *
+ * Everything is made in memory before anything is written, and -o writes a
+ * temporary file next to FILE that is renamed over it at the end: on any
+ * error nothing is written and FILE is left as it was. Errors go to stderr
+ * as "cflame: FILE:LINE: message" (exit 1); a bad command line exits 2. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cflame/fl_diff.h"
+#include "cflame/fl_io.h"
+#include "cflame/fl_profile.h"
+#include "cflame/fl_render.h"
+#include "cflame/fl_tree.h"
+
+#ifndef CFLAME_VERSION
+#define CFLAME_VERSION "unknown"
+#endif
+
+#define EXIT_USAGE 2
+
+typedef enum format { FMT_SVG, FMT_HTML, FMT_VEGALITE, FMT_FOLDED, FMT_TEXT } format_t;
+static const char *const format_names[] = {"svg", "html", "vegalite", "folded", "text"};
+
+typedef struct cli {
+  format_t format;
+  const char *output; /* NULL: standard output */
+  fl_input_kind_t input_kind;
+  fl_tree_opts_t tree;
+  bool minwidth_given;
+  char **pruned; /* NULL-terminated, from --pruned */
+  int *threads;
+  fl_view_opts_t view;
+  const char *diff_base; /* --diff BASE, or NULL */
+  fl_diff_opts_t diff;
+  char **inputs;
+  int n_inputs;
+} cli_t;
+
+static const char usage_text[] =
+    "Usage: cflame [OPTIONS] INPUT...\n"
+    "\n"
+    "Draws the flame graph of profiles recorded elsewhere. Each INPUT is a file of\n"
+    "folded stacks (\"frame;frame;...;frame COUNT\" lines, as flamegraph.pl, inferno,\n"
+    "speedscope and cflame's %profsave write them) or the text of `perf script`\n"
+    "(of a `perf record -g` recording); the kind is told by the content. - reads\n"
+    "standard input. Several INPUTs are merged into one profile.\n"
+    "\n"
+    "Output:\n"
+    "  -f, --format FORMAT    svg, html, vegalite, folded or text (default: svg)\n"
+    "                           svg       the flame graph as an SVG image\n"
+    "                           html      a standalone page: the interactive view\n"
+    "                                     (vega-embed from a CDN) and the SVG, which\n"
+    "                                     shows when offline\n"
+    "                           vegalite  the Vega-Lite 5 spec (JSON)\n"
+    "                           folded    folded stacks; with --diff, \"stack BASE\n"
+    "                                     TARGET\" lines as difffolded.pl writes them\n"
+    "                           text      the tree as text, as %profprint prints it\n"
+    "  -o, --output FILE      write to FILE instead of standard output; on any\n"
+    "                         error nothing is written and FILE is left as it was\n"
+    "      --input-format KIND  auto, folded or perf (default: auto, by content)\n"
+    "\n"
+    "Graph (the tree options of the notebook's magics):\n"
+    "      --C                show frames of system libraries (default)\n"
+    "      --no-C             fold frames of shared libraries under /usr/lib and /lib\n"
+    "                         into their callers\n"
+    "      --lines            one frame per source line, where the input has lines\n"
+    "                         (\"func (file:line)\" frames; default)\n"
+    "      --no-lines         one frame per function\n"
+    "      --recur off|flat   flat: recursion drawn as a loop (default: off)\n"
+    "      --filter TEXT      keep only stacks with a frame whose function contains\n"
+    "                         TEXT; /REGEX/ for an extended regular expression\n"
+    "                         (default: keep all)\n"
+    "      --pruned NAMES     comma-separated function names whose subtrees are cut\n"
+    "                         (default: none)\n"
+    "      --threads TIDS     comma-separated thread ids of perf script samples to\n"
+    "                         keep (default: all)\n"
+    "      --minwidth SHARE   hide frames narrower than SHARE of the total, 0 to 1\n"
+    "                         (default: 0.001; 0 for --format folded)\n"
+    "\n"
+    "View:\n"
+    "      --width PX         width in pixels (default: 800)\n"
+    "      --height PX        height in pixels (default: sized to the depth)\n"
+    "      --title TEXT       the title (default: the names of the inputs)\n"
+    "      --icicle           the root at the top (default: at the bottom)\n"
+    "      --theme light|dark colours for a light or dark page (default: light)\n"
+    "\n"
+    "Differential flame graph:\n"
+    "      --diff BASE        compare the INPUTs (the target) with the profile in\n"
+    "                         BASE (a file, or -): red grew, blue shrank (default:\n"
+    "                         no diff)\n"
+    "      --negate           draw the baseline's layout, coloured by baseline -\n"
+    "                         target (default: off)\n"
+    "      --normalize        scale the baseline to the target's total first\n"
+    "                         (default: off)\n"
+    "      --delta total|self inclusive change per frame, or self change (default:\n"
+    "                         total)\n"
+    "      --noise Z          changes under Z standard errors are drawn as noise;\n"
+    "                         0 turns this off (default: 2)\n"
+    "\n"
+    "  -h, --help             this text\n"
+    "  -V, --version          the version\n"
+    "\n"
+    "Examples:\n"
+    "  perf record -g -o perf.data ./prog && perf script -i perf.data > prog.perf\n"
+    "  cflame prog.perf -o prog.svg\n"
+    "  cflame --format html --title prog prog.perf -o prog.html\n"
+    "  cflame --format folded prog.perf > prog.folded\n"
+    "  cflame --diff before.folded after.folded -o diff.svg\n"
+    "\n"
+    "Exit status: 0 on success, 1 when an input or the output fails, 2 for a bad\n"
+    "command line.\n";
+
+static const char valid_options[] =
+    "-f/--format, -o/--output, --input-format, --C, --no-C, --lines, --no-lines, --recur, "
+    "--filter, --pruned, --threads, --minwidth, --width, --height, --title, --icicle, --theme, "
+    "--diff, --negate, --normalize, --delta, --noise, -h/--help, -V/--version";
+
+enum {
+  OPT_INPUT_FORMAT = 256,
+  OPT_C,
+  OPT_NO_C,
+  OPT_LINES,
+  OPT_NO_LINES,
+  OPT_RECUR,
+  OPT_FILTER,
+  OPT_PRUNED,
+  OPT_THREADS,
+  OPT_MINWIDTH,
+  OPT_WIDTH,
+  OPT_HEIGHT,
+  OPT_TITLE,
+  OPT_ICICLE,
+  OPT_THEME,
+  OPT_DIFF,
+  OPT_NEGATE,
+  OPT_NORMALIZE,
+  OPT_DELTA,
+  OPT_NOISE,
+};
+
+static const struct option long_options[] = {
+    {"format", required_argument, NULL, 'f'},
+    {"output", required_argument, NULL, 'o'},
+    {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
+    {"C", no_argument, NULL, OPT_C},
+    {"no-C", no_argument, NULL, OPT_NO_C},
+    {"lines", no_argument, NULL, OPT_LINES},
+    {"no-lines", no_argument, NULL, OPT_NO_LINES},
+    {"recur", required_argument, NULL, OPT_RECUR},
+    {"filter", required_argument, NULL, OPT_FILTER},
+    {"pruned", required_argument, NULL, OPT_PRUNED},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"minwidth", required_argument, NULL, OPT_MINWIDTH},
+    {"width", required_argument, NULL, OPT_WIDTH},
+    {"height", required_argument, NULL, OPT_HEIGHT},
+    {"title", required_argument, NULL, OPT_TITLE},
+    {"icicle", no_argument, NULL, OPT_ICICLE},
+    {"theme", required_argument, NULL, OPT_THEME},
+    {"diff", required_argument, NULL, OPT_DIFF},
+    {"negate", no_argument, NULL, OPT_NEGATE},
+    {"normalize", no_argument, NULL, OPT_NORMALIZE},
+    {"delta", required_argument, NULL, OPT_DELTA},
+    {"noise", required_argument, NULL, OPT_NOISE},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ---- errors ---- */
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("cflame: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* A usage error: the message, a pointer to --help; exit 2. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("cflame: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs("\n(cflame --help lists every option)\n", stderr);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+static void say_io_error(const fl_io_error_t *e) {
+  if (e->line)
+    say("%s:%zu: %s", e->file, e->line, e->message);
+  else
+    say("%s", e->message);
+}
+
+/* ---- option values ---- */
+
+/* The index of word in names, or -1. */
+static int pick(const char *word, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(word, names[i]) == 0) return i;
+  return -1;
+}
+
+static bool parse_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_int(const char *s, long lo, long hi, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return false;
+  *out = (int)v;
+  return true;
+}
+
+/* Splits a comma-separated list into a new NULL-terminated array of new
+ * strings (empty items dropped). NULL out of memory. */
+static char **split_list(const char *s) {
+  size_t n = 1;
+  for (const char *p = s; *p; p++) n += *p == ',';
+  char **out = calloc(n + 1, sizeof *out);
+  if (!out) return NULL;
+  size_t k = 0;
+  for (const char *p = s;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len && !(out[k++] = strndup(p, len))) {
+      for (size_t i = 0; i < k; i++) free(out[i]);
+      free(out);
+      return NULL;
+    }
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return out;
+}
+
+static void free_list(char **list) {
+  if (!list) return;
+  for (char **p = list; *p; p++) free(*p);
+  free(list);
+}
+
+/* Parses argv into c. Returns -1 to go on, else the exit status (0 after
+ * --help or --version, 2 for a bad command line). */
+static int parse_args(int argc, char **argv, cli_t *c) {
+  static const char *const input_kinds[] = {"auto", "folded", "perf"};
+  static const char *const recurs[] = {"off", "flat"};
+  static const char *const themes[] = {"light", "dark"};
+  static const char *const deltas[] = {"total", "self"};
+  int k;
+  opterr = 0; /* unknown options are reported below, with the valid ones */
+  for (int opt; (opt = getopt_long(argc, argv, ":f:o:hV", long_options, NULL)) != -1;) {
+    switch (opt) {
+      case 'f':
+        if ((k = pick(optarg, format_names, 5)) < 0)
+          return usage_error("--format %s: unknown format; valid: svg, html, vegalite, folded, "
+                             "text",
+                             optarg);
+        c->format = (format_t)k;
+        break;
+      case 'o':
+        if (!*optarg) return usage_error("-o: the output file name is empty");
+        c->output = optarg;
+        break;
+      case OPT_INPUT_FORMAT:
+        if ((k = pick(optarg, input_kinds, 3)) < 0)
+          return usage_error("--input-format %s: unknown; valid: auto, folded, perf", optarg);
+        c->input_kind = k == 0 ? FL_INPUT_AUTO : k == 1 ? FL_INPUT_FOLDED : FL_INPUT_PERF_SCRIPT;
+        break;
+      case OPT_C: c->tree.C = true; break;
+      case OPT_NO_C: c->tree.C = false; break;
+      case OPT_LINES: c->tree.lines = true; break;
+      case OPT_NO_LINES: c->tree.lines = false; break;
+      case OPT_RECUR:
+        if ((k = pick(optarg, recurs, 2)) < 0)
+          return usage_error("--recur %s: valid: off, flat", optarg);
+        c->tree.recur = k ? FL_RECUR_FLAT : FL_RECUR_OFF;
+        break;
+      case OPT_FILTER: {
+        size_t n = strlen(optarg);
+        if (n == 0) return usage_error("--filter: the text is empty");
+        c->tree.filter_is_regex = n >= 2 && optarg[0] == '/' && optarg[n - 1] == '/';
+        if (c->tree.filter_is_regex) {
+          optarg[n - 1] = '\0'; /* argv is ours to change */
+          c->tree.filter = optarg + 1;
+        } else {
+          c->tree.filter = optarg;
+        }
+        break;
+      }
+      case OPT_PRUNED:
+        free_list(c->pruned);
+        if (!(c->pruned = split_list(optarg))) return say("out of memory"), 1;
+        c->tree.pruned = (const char *const *)c->pruned;
+        break;
+      case OPT_THREADS: {
+        char **items = split_list(optarg);
+        if (!items) return say("out of memory"), 1;
+        size_t n = 0;
+        while (items[n]) n++;
+        free(c->threads);
+        c->threads = calloc(n ? n : 1, sizeof *c->threads);
+        for (size_t i = 0; i < n && c->threads; i++) {
+          if (!parse_int(items[i], 0, 2147483647, &c->threads[i])) {
+            int rc = usage_error("--threads %s: \"%s\" is not a thread id (a non-negative "
+                                 "integer); give comma-separated ids",
+                                 optarg, items[i]);
+            free_list(items);
+            return rc;
+          }
+        }
+        free_list(items);
+        if (!c->threads) return say("out of memory"), 1;
+        if (n == 0) return usage_error("--threads: no thread id given");
+        c->tree.threads = c->threads;
+        c->tree.n_threads = n;
+        break;
+      }
+      case OPT_MINWIDTH:
+        if (!parse_double(optarg, &c->tree.minwidth) || c->tree.minwidth < 0 ||
+            c->tree.minwidth > 1)
+          return usage_error("--minwidth %s: expected a share of the total from 0 to 1, such "
+                             "as 0.001",
+                             optarg);
+        c->minwidth_given = true;
+        break;
+      case OPT_WIDTH:
+        if (!parse_int(optarg, 1, 100000, &c->view.width))
+          return usage_error("--width %s: expected pixels, a whole number from 1 to 100000",
+                             optarg);
+        break;
+      case OPT_HEIGHT:
+        if (!parse_int(optarg, 0, 100000, &c->view.height))
+          return usage_error("--height %s: expected pixels, a whole number from 0 (sized to "
+                             "the depth) to 100000",
+                             optarg);
+        break;
+      case OPT_TITLE: c->view.title = optarg; break;
+      case OPT_ICICLE: c->view.icicle = true; break;
+      case OPT_THEME:
+        if ((k = pick(optarg, themes, 2)) < 0)
+          return usage_error("--theme %s: valid: light, dark", optarg);
+        c->view.dark = k == 1;
+        break;
+      case OPT_DIFF:
+        if (!*optarg) return usage_error("--diff: the baseline file name is empty");
+        c->diff_base = optarg;
+        break;
+      case OPT_NEGATE: c->diff.negate = true; break;
+      case OPT_NORMALIZE: c->diff.normalize = true; break;
+      case OPT_DELTA:
+        if ((k = pick(optarg, deltas, 2)) < 0)
+          return usage_error("--delta %s: valid: total, self", optarg);
+        c->diff.delta = k ? FL_DELTA_SELF : FL_DELTA_TOTAL;
+        break;
+      case OPT_NOISE:
+        if (!parse_double(optarg, &c->diff.noise) || c->diff.noise < 0)
+          return usage_error("--noise %s: expected a z-score, a number >= 0 (0 turns it off)",
+                             optarg);
+        break;
+      case 'h': fputs(usage_text, stdout); return 0;
+      case 'V': printf("cflame %s\n", CFLAME_VERSION); return 0;
+      case ':':
+        return usage_error("%s needs a value; valid options: %s", argv[optind - 1],
+                           valid_options);
+      default: {
+        const char *bad = argv[optind - 1];
+        char shortopt[3] = {'-', (char)optopt, '\0'};
+        /* getopt leaves optind past a bad long option; a bad short one may
+         * sit inside a group ("-fx"), so name it alone. */
+        if (optopt) bad = shortopt;
+        return usage_error("unknown option %s; valid options: %s", bad, valid_options);
+      }
+    }
+  }
+  c->inputs = argv + optind;
+  c->n_inputs = argc - optind;
+  if (c->n_inputs == 0)
+    return usage_error("no INPUT: give files of folded stacks or perf script output, or - for "
+                       "standard input");
+  int stdin_uses = c->diff_base && strcmp(c->diff_base, "-") == 0;
+  for (int i = 0; i < c->n_inputs; i++) stdin_uses += strcmp(c->inputs[i], "-") == 0;
+  if (stdin_uses > 1) return usage_error("- (standard input) can be read only once");
+  bool diff_only = c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL;
+  if (diff_only && !c->diff_base)
+    return usage_error("--negate, --normalize and --delta need --diff BASE");
+  if (!c->minwidth_given && c->format == FMT_FOLDED) c->tree.minwidth = 0;
+  return -1;
+}
+
+/* ---- the work ---- */
+
+/* A profile of the files, merged. NULL after saying why. */
+static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  if (!p) {
+    say("out of memory");
+    return NULL;
+  }
+  for (int i = 0; i < n; i++) {
+    fl_io_error_t err;
+    if (fl_read_profile_file(p, paths[i], kind, NULL, &err) < 0) {
+      say_io_error(&err);
+      fl_profile_destroy(&p);
+      return NULL;
+    }
+  }
+  return p;
+}
+
+/* "12,345 samples (perf script, every 0.25 ms)". */
+static void summary_of(const fl_profile_t *p, char *out, size_t size) {
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  char n[32];
+  uint64_t v = info->total_weight;
+  char digits[32];
+  int len = snprintf(digits, sizeof digits, "%" PRIu64, v), k = 0;
+  for (int i = 0; i < len; i++) {
+    if (i && (len - i) % 3 == 0) n[k++] = ',';
+    n[k++] = digits[i];
+  }
+  n[k] = '\0';
+  if (info->interval_ns)
+    snprintf(out, size, "%s samples, one every %g ms", n, (double)info->interval_ns / 1e6);
+  else
+    snprintf(out, size, "%s samples", n);
+}
+
+/* "a.perf, b.perf" (or "standard input"), cut to fit. */
+static void names_of(char *const *paths, int n, char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < n && used + 1 < size; i++) {
+    const char *name = strcmp(paths[i], "-") == 0 ? "standard input" : paths[i];
+    int w = snprintf(out + used, size - used, "%s%s", i ? ", " : "", name);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+}
+
+/* One "stack COUNT" line of fl_folded's output: the stack's length and
+ * the count. */
+static size_t split_folded_line(const char *line, size_t n, uint64_t *count) {
+  size_t sp = n;
+  while (sp > 0 && line[sp - 1] != ' ') sp--;
+  *count = strtoull(line + sp, NULL, 10);
+  return sp ? sp - 1 : 0;
+}
+
+/* The folded form of a diff: "stack BASE TARGET" per stack of either
+ * profile, as Brendan Gregg's difffolded.pl writes it and flamegraph.pl
+ * reads it; --normalize scales BASE to the target's total. Both folded
+ * texts are sorted the same way, so they merge in one pass. */
+static char *folded_diff(const fl_tree_t *target, const fl_tree_t *base, bool normalize) {
+  char *a = fl_folded(base), *b = fl_folded(target);
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = a && b ? open_memstream(&out, &len) : NULL;
+  if (!f) goto done;
+  double scale = 1;
+  uint64_t ta = fl_tree_root(base)->count, tb = fl_tree_root(target)->count;
+  if (normalize && ta) scale = (double)tb / (double)ta;
+  const char *pa = a, *pb = b;
+  while (*pa || *pb) {
+    const char *ea = strchrnul(pa, '\n'), *eb = strchrnul(pb, '\n');
+    uint64_t ca = 0, cb = 0;
+    size_t na = *pa ? split_folded_line(pa, (size_t)(ea - pa), &ca) : 0;
+    size_t nb = *pb ? split_folded_line(pb, (size_t)(eb - pb), &cb) : 0;
+    int c;
+    if (!*pa) c = 1;
+    else if (!*pb) c = -1;
+    else {
+      c = memcmp(pa, pb, na < nb ? na : nb);
+      if (!c) c = (na > nb) - (na < nb);
+    }
+    const char *stack = c <= 0 ? pa : pb;
+    size_t ns = c <= 0 ? na : nb;
+    uint64_t base_count = c <= 0 ? ca : 0, target_count = c >= 0 ? cb : 0;
+    fprintf(f, "%.*s %.0f %" PRIu64 "\n", (int)ns, stack, (double)base_count * scale,
+            target_count);
+    if (c <= 0) pa = *ea ? ea + 1 : ea;
+    if (c >= 0) pb = *eb ? eb + 1 : eb;
+  }
+  if (fclose(f) != 0) {
+    free(out);
+    out = NULL;
+  }
+done:
+  free(a);
+  free(b);
+  return out;
+}
+
+/* The spec as compact JSON and a line end. New string, NULL out of memory. */
+static char *dump_spec(const json_t *spec) {
+  char *json = json_dumps(spec, JSON_COMPACT);
+  char *out = NULL;
+  if (json && asprintf(&out, "%s\n", json) < 0) out = NULL;
+  free(json);
+  return out;
+}
+
+/* The output: of the diff d when there is one, else of the tree t (a
+ * diff's folded stacks are folded_diff's). New string; NULL after saying
+ * why. */
+static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d) {
+  char err[512] = "out of memory";
+  char *out = NULL, *svg = NULL;
+  json_t *spec = NULL;
+  const fl_view_opts_t *v = &c->view;
+  switch (c->format) {
+    case FMT_SVG: out = d ? fl_svg_diff(d, v) : fl_svg(t, v); break;
+    case FMT_TEXT: out = d ? fl_text_diff(d, NULL) : fl_text_tree(t, NULL); break;
+    case FMT_FOLDED: out = fl_folded(t); break;
+    case FMT_VEGALITE:
+      spec = d ? fl_vegalite_diff(d, v, err, sizeof err) : fl_vegalite(t, v, err, sizeof err);
+      if (spec) out = dump_spec(spec);
+      break;
+    case FMT_HTML:
+      spec = d ? fl_vegalite_diff(d, v, err, sizeof err) : fl_vegalite(t, v, err, sizeof err);
+      svg = d ? fl_svg_diff(d, v) : fl_svg(t, v);
+      if (spec && svg) out = fl_html_page(spec, svg, v->title);
+      break;
+  }
+  json_decref(spec);
+  free(svg);
+  if (!out) say("%s", err);
+  return out;
+}
+
+/* Writes text to path through a temporary file renamed over it, so that
+ * path is either the whole new output or what it was. Returns 0, or -1
+ * after saying why. */
+static int write_file(const char *path, const char *text, size_t len) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 16);
+  if (!tmp) return say("out of memory"), -1;
+  snprintf(tmp, n + 16, "%s.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    say("cannot write %s: %s", path, strerror(errno));
+    free(tmp);
+    return -1;
+  }
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask); /* as a plain open() would have made it */
+  FILE *f = fdopen(fd, "w");
+  bool ok = f && fwrite(text, 1, len, f) == len;
+  int saved = errno;
+  if (f ? fclose(f) != 0 : close(fd) != 0) ok = false;
+  if (ok && rename(tmp, path) != 0) {
+    ok = false;
+    saved = errno;
+  }
+  if (!ok) {
+    say("cannot write %s: %s", path, strerror(saved ? saved : EIO));
+    unlink(tmp);
+  }
+  free(tmp);
+  return ok ? 0 : -1;
+}
+
+static int write_output(const cli_t *c, const char *text) {
+  size_t len = strlen(text);
+  if (c->output && strcmp(c->output, "-") != 0) return write_file(c->output, text, len);
+  if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+    say("cannot write to standard output: %s", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static int run(cli_t *c) {
+  int status = 1;
+  fl_profile_t *target = NULL, *base = NULL;
+  fl_tree_t *tree = NULL, *base_tree = NULL;
+  fl_diff_t *diff = NULL;
+  char *out = NULL, err[512];
+  char names[512], summary[160], title[600];
+
+  if (!(target = read_inputs(c->inputs, c->n_inputs, c->input_kind))) goto done;
+  if (c->diff_base && !(base = read_inputs((char *const *)&c->diff_base, 1, c->input_kind)))
+    goto done;
+  names_of(c->inputs, c->n_inputs, names, sizeof names);
+  summary_of(target, summary, sizeof summary);
+  if (!c->view.title) {
+    if (c->diff_base)
+      snprintf(title, sizeof title, "%s against %s", names, c->diff_base);
+    else
+      snprintf(title, sizeof title, "%s", names);
+    c->view.title = title;
+  }
+  c->view.note = summary;
+
+  if (!c->diff_base) {
+    if (!(tree = fl_tree_build(target, &c->tree, "all", err, sizeof err))) {
+      say("%s", err);
+      goto done;
+    }
+    out = render(c, tree, NULL);
+  } else if (c->format == FMT_FOLDED) {
+    if (!(tree = fl_tree_build(target, &c->tree, "all", err, sizeof err)) ||
+        !(base_tree = fl_tree_build(base, &c->tree, "all", err, sizeof err))) {
+      say("%s", err);
+      goto done;
+    }
+    if (!(out = folded_diff(tree, base_tree, c->diff.normalize))) say("out of memory");
+  } else {
+    if (!(diff = fl_diff_build(target, base, &c->tree, &c->diff, "all", err, sizeof err))) {
+      say("%s", err);
+      goto done;
+    }
+    out = render(c, NULL, diff);
+  }
+  if (out && write_output(c, out) == 0) status = 0;
+done:
+  free(out);
+  fl_diff_destroy(&diff);
+  fl_tree_destroy(&tree);
+  fl_tree_destroy(&base_tree);
+  fl_profile_destroy(&target);
+  fl_profile_destroy(&base);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  cli_t c = {.format = FMT_SVG, .input_kind = FL_INPUT_AUTO};
+  fl_tree_opts_init(&c.tree);
+  c.tree.C = true; /* every frame perf recorded, as flamegraph.pl draws it */
+  fl_view_opts_init(&c.view);
+  fl_diff_opts_init(&c.diff);
+  int status = parse_args(argc, argv, &c);
+  if (status < 0) status = run(&c);
+  free_list(c.pruned);
+  free(c.threads);
+  return status;
+}
