@@ -74,7 +74,7 @@ static const char usage_text[] =
     "                           folded    folded stacks; with --diff, \"stack BASE\n"
     "                                     TARGET\" lines as difffolded.pl writes them\n"
     "                           text      the tree as text, as %profprint prints it\n"
-    "  -o, --output FILE      write to FILE instead of standard output; on any\n"
+    "  -o, --output FILE      write to FILE (default: standard output); on any\n"
     "                         error nothing is written and FILE is left as it was\n"
     "      --input-format KIND  auto, folded or perf (default: auto, by content)\n"
     "\n"

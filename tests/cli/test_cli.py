@@ -1,0 +1,296 @@
+"""The cflame command line (SPEC.md section 5), run as a user runs it.
+
+Each output format is checked by its real consumer: the SVG by an XML
+parser, the Vega-Lite spec by vega-lite and vega (tests/render/check_spec.mjs
+under node), the folded stacks against stackcollapse-perf.pl's output for
+the same capture (tests/data/perf), the HTML page by extracting what it
+embeds. Errors: exit status, the message on stderr, and that nothing is
+written.
+
+Environment (set by tests/CMakeLists.txt): CFLAME_BIN (the cflame binary),
+CFLAME_TEST_DATA (tests/data), CFLAME_NODE and CFLAME_RENDER_DIR (node and
+tests/render, for check_spec.mjs).
+"""
+import json
+import os
+import re
+import stat
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+CFLAME = os.environ.get("CFLAME_BIN", "build/bin/cflame")
+DATA = Path(os.environ.get("CFLAME_TEST_DATA", "tests/data")) / "perf"
+NODE = os.environ.get("CFLAME_NODE", "node")
+RENDER = Path(os.environ.get("CFLAME_RENDER_DIR", "tests/render"))
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def cflame(*args, stdin=None, cwd=None):
+    return subprocess.run([CFLAME, *map(str, args)], input=stdin, capture_output=True,
+                          text=True, cwd=cwd, timeout=60)
+
+
+def ok(*args, **kw):
+    r = cflame(*args, **kw)
+    assert r.returncode == 0, f"cflame {' '.join(map(str, args))}: {r.returncode}\n{r.stderr}"
+    return r.stdout
+
+
+def check_spec(path):
+    """The real vega-lite 5 and vega 5 compile and render it, no warnings."""
+    r = subprocess.run([NODE, str(RENDER / "check_spec.mjs"), str(path)], capture_output=True,
+                       text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def folded_counts(text):
+    out = {}
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        out[stack] = out.get(stack, 0) + int(count)
+    return out
+
+
+# ---- every format ----
+
+def test_svg_is_xml_with_a_titled_rect_per_frame(tmp_path):
+    svg = ok(DATA / "single.txt")
+    root = ET.fromstring(svg)
+    assert root.tag == SVG_NS + "svg"
+    titles = [t.text for t in root.iter(SVG_NS + "title")]
+    assert any(t.startswith("leaf\n") for t in titles), titles[:5]
+    assert any(t.startswith("all\n") for t in titles)
+    # the default title names the input, the note counts its samples
+    texts = [t.text for t in root.iter(SVG_NS + "text")]
+    assert str(DATA / "single.txt") in texts
+    samples = sum(folded_counts((DATA / "single.folded").read_text()).values())
+    assert any(t and t.startswith(f"{samples} samples") for t in texts), texts[:4]
+
+
+def test_vegalite_passes_vega_lite(tmp_path):
+    out = tmp_path / "single.vl.json"
+    ok("--format", "vegalite", DATA / "single.txt", "-o", out)
+    spec = json.loads(out.read_text())
+    assert spec["$schema"] == "https://vega.github.io/schema/vega-lite/v5.json"
+    rows = spec["data"]["values"]
+    leaf = [r for r in rows if r["func"] == "leaf"]
+    assert leaf and leaf[0]["module"] == "workload"
+    check_spec(out)
+
+
+def test_html_holds_the_spec_and_the_svg(tmp_path):
+    page = ok("--format", "html", "--title", "a <title> & more", DATA / "single.txt")
+    spec = json.loads(ok("--format", "vegalite", "--title", "a <title> & more",
+                         DATA / "single.txt"))
+    m = re.search(r'<script id="cflame-spec" type="application/json">(.*?)</script>', page, re.S)
+    assert m and json.loads(m.group(1)) == spec
+    assert "<title>a &lt;title&gt; &amp; more</title>" in page
+    svg = ok("--format", "svg", "--title", "a <title> & more", DATA / "single.txt")
+    assert svg in page
+    assert 'src="https://cdn.jsdelivr.net/npm/vega-embed@6"' in page
+
+
+def test_folded_is_stackcollapse_perf(tmp_path):
+    for name in ("single", "threads", "pidtid"):
+        assert ok("--format", "folded", DATA / f"{name}.txt") == \
+            (DATA / f"{name}.folded").read_text(), name
+    # the folded output reads back as the same stacks
+    out = tmp_path / "single.folded"
+    ok("-f", "folded", DATA / "single.txt", "-o", out)
+    assert ok("-f", "folded", out) == out.read_text()
+
+
+def test_text_is_the_tree():
+    text = ok("--format", "text", "--no-C", DATA / "single.txt")
+    lines = text.splitlines()
+    assert lines[0].startswith("Total: ")
+    counts = folded_counts((DATA / "single.folded").read_text())
+    total = sum(c for s, c in counts.items() if ";middle;leaf" in s)
+    self = sum(c for s, c in counts.items() if s.endswith(";middle;leaf"))
+    assert self > 0
+    assert re.search(rf"^\s+{total}\s+{self}\s+leaf  workload$", text, re.M), text
+
+
+def test_inputs_merge_and_stdin():
+    single = (DATA / "single.txt").read_text()
+    assert ok("-f", "folded", "-", stdin=single) == (DATA / "single.folded").read_text()
+    both = folded_counts(ok("-f", "folded", DATA / "single.txt", DATA / "single.folded"))
+    once = folded_counts((DATA / "single.folded").read_text())
+    assert both == {k: 2 * v for k, v in once.items()}
+
+
+def test_output_file(tmp_path):
+    out = tmp_path / "g.svg"
+    old = os.umask(0o022)
+    try:
+        assert cflame(DATA / "single.txt", "-o", out).stdout == ""
+    finally:
+        os.umask(old)
+    assert out.read_text() == ok(DATA / "single.txt")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.svg"]  # no temporary left
+
+
+def test_tree_options():
+    C_off = ok("-f", "folded", "--no-C", DATA / "single.txt")
+    assert "__libc_start_call_main" not in C_off and "workload;main;outer;middle;leaf " in C_off
+    filtered = folded_counts(ok("-f", "folded", "--filter", "middle", DATA / "single.txt"))
+    assert filtered and all("middle" in s for s in filtered)
+    regex = folded_counts(ok("-f", "folded", "--filter", "/^(leaf|compare)$/",
+                             DATA / "single.txt"))
+    assert regex and all(re.search(r";(leaf|compare)(;|$)", s) for s in regex)
+    pruned = folded_counts(ok("-f", "folded", "--pruned", "outer,msort_with_tmp.part.0",
+                              DATA / "single.txt"))
+    assert not any(";outer;" in s for s in pruned) and any(s.endswith(";outer") for s in pruned)
+    total = sum(folded_counts((DATA / "single.folded").read_text()).values())
+    assert sum(pruned.values()) == total
+    # minwidth hides frames narrower than 5% from the folded output, once
+    # asked to: the lines left are those whose every frame is that wide
+    full = folded_counts((DATA / "single.folded").read_text())
+    wide = folded_counts(ok("-f", "folded", "--minwidth", "0.05", DATA / "single.txt"))
+
+    def width(prefix):
+        return sum(c for s, c in full.items() if s == prefix or s.startswith(prefix + ";"))
+
+    def shown(stack):
+        frames = stack.split(";")
+        return all(width(";".join(frames[:i])) >= 0.05 * total for i in range(1, len(frames) + 1))
+
+    assert wide == {s: c for s, c in full.items() if shown(s)}
+    assert sum(wide.values()) < total
+
+
+def test_threads_option():
+    tids = sorted({int(m.group(1)) for m in
+                   re.finditer(r"^hash worker\s+(\d+)", (DATA / "threads.txt").read_text(), re.M)})
+    assert len(tids) == 1
+    only = folded_counts(ok("-f", "folded", "--threads", tids[0], DATA / "threads.txt"))
+    assert only and all(s.startswith("hash_worker;") for s in only)
+
+
+# ---- diffs ----
+
+def test_diff(tmp_path):
+    base = tmp_path / "base.folded"
+    target = tmp_path / "target.folded"
+    base.write_text("main;parse 100\nmain;work 100\nmain;gone;read 40\n")
+    target.write_text("main;parse 100\nmain;work 300\nmain;fresh;write 50\n")
+    out = tmp_path / "diff.vl.json"
+    ok("--format", "vegalite", "--diff", base, target, "-o", out)
+    rows = {r["func"]: r for r in json.loads(out.read_text())["data"]["values"]}
+    assert rows["work"]["change"] == "grew" and rows["work"]["base"] == 100
+    assert rows["fresh"]["change"] == "new" and rows["fresh"]["base"] is None
+    assert rows["parse"]["change"] == "same"
+    check_spec(out)
+    text = ok("--format", "text", "--diff", base, target)
+    assert "Delta  Change  Frame" in text and "gone" in text.split("Vanished")[1]
+    neg = json.loads(ok("--format", "vegalite", "--diff", base, "--negate", target))
+    assert {r["func"] for r in neg["data"]["values"]} >= {"gone"}
+    self_rows = json.loads(ok("-f", "vegalite", "--diff", base, "--delta", "self", target))
+    assert all("base_self" in r for r in self_rows["data"]["values"] if r["base"] is not None)
+    ET.fromstring(ok("--diff", base, target))
+    assert "<svg" in ok("-f", "html", "--diff", base, target)
+    # folded: difffolded.pl's "stack BASE TARGET"
+    assert ok("-f", "folded", "--diff", base, target).splitlines() == [
+        "main;fresh;write 0 50", "main;gone;read 40 0", "main;parse 100 100",
+        "main;work 100 300"]
+    # normalized: the baseline scaled to the target's total (450 / 240)
+    lines = ok("-f", "folded", "--diff", base, "--normalize", target).splitlines()
+    assert lines[2] == "main;parse 188 100"
+    # all in noise with a huge threshold
+    quiet = json.loads(ok("-f", "vegalite", "--diff", base, "--noise", "1000", target))
+    assert {r["change"] for r in quiet["data"]["values"]} <= {"same", "new"}
+
+
+# ---- errors ----
+
+def test_bad_input_writes_nothing(tmp_path):
+    bad = tmp_path / "bad.folded"
+    bad.write_text("main;work 3\n\nmain;parse 2.5\n")
+    out = tmp_path / "out.svg"
+    r = cflame(bad, "-o", out)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith(f"cflame: {bad}:3: "), r.stderr
+    assert "frame;frame;...;frame COUNT" in r.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == [bad]
+    # an existing output file is left as it was
+    out.write_text("before")
+    assert cflame(DATA / "single.txt", bad, "-o", out).returncode == 1
+    assert out.read_text() == "before"
+    # and a bad baseline too
+    assert cflame("--diff", bad, DATA / "single.txt", "-o", out).returncode == 1
+    assert out.read_text() == "before"
+
+
+def test_bad_perf_script_names_the_line(tmp_path):
+    lines = (DATA / "single.txt").read_text().splitlines(keepends=True)
+    lines.insert(6, "garbage in the middle\n")
+    bad = tmp_path / "bad.perf"
+    bad.write_text("".join(lines))
+    r = cflame("-f", "folded", bad)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith(f"cflame: {bad}:7: not a line of perf script output"), r.stderr
+
+
+def test_unreadable_and_empty_inputs(tmp_path):
+    r = cflame(tmp_path / "missing.folded")
+    assert r.returncode == 1
+    assert f"cannot open {tmp_path / 'missing.folded'}: No such file or directory" in r.stderr
+    r = cflame("-", stdin="")
+    assert r.returncode == 1 and "no samples found in <stdin>" in r.stderr
+    r = cflame(DATA / "single.txt", "-o", tmp_path / "no" / "such" / "dir.svg")
+    assert r.returncode == 1 and "cannot write" in r.stderr
+
+
+def valid_options():
+    """The options cflame itself lists as valid (from an unknown option)."""
+    r = cflame("--no-such-option", DATA / "single.txt")
+    m = re.search(r"valid options: (.*)", r.stderr)
+    assert m, r.stderr
+    return [o for item in m.group(1).split(", ") for o in item.split("/")]
+
+
+def test_unknown_option_names_the_valid_ones():
+    r = cflame("--bogus", DATA / "single.txt")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "unknown option --bogus" in r.stderr
+    opts = valid_options()
+    for want in ("--format", "--output", "--diff", "--width", "--height", "--minwidth",
+                 "--title", "--icicle", "--negate", "--normalize", "--delta", "--noise"):
+        assert want in opts
+    r = cflame("-x", DATA / "single.txt")
+    assert r.returncode == 2 and "unknown option -x" in r.stderr
+    r = cflame("--format", "png", DATA / "single.txt")
+    assert r.returncode == 2 and "svg, html, vegalite, folded, text" in r.stderr
+    r = cflame("--width", "wide", DATA / "single.txt")
+    assert r.returncode == 2 and "--width wide" in r.stderr
+    r = cflame(DATA / "single.txt", "--format")
+    assert r.returncode == 2 and "--format needs a value" in r.stderr
+    r = cflame()
+    assert r.returncode == 2 and "no INPUT" in r.stderr
+    r = cflame("--negate", DATA / "single.txt")
+    assert r.returncode == 2 and "need --diff" in r.stderr
+
+
+def test_help_lists_every_option():
+    text = ok("--help")
+    assert text.startswith("Usage: cflame [OPTIONS] INPUT...")
+    for opt in valid_options():
+        assert re.search(rf"(^|[\s,]){re.escape(opt)}([\s,=]|$)", text, re.M), opt
+    # each option with a value says its default
+    for opt in ("--format", "--minwidth", "--width", "--height", "--title", "--theme",
+                "--delta", "--noise", "--recur", "--input-format", "--filter", "--pruned",
+                "--threads", "--diff", "--negate", "--normalize", "--output"):
+        m = re.search(rf"^ {{2,6}}(-\w, )?{opt}\b.*?(?=^ {{2,6}}-|^$|\Z)", text, re.M | re.S)
+        assert m and "default" in m.group(0), opt
+    assert ok("--version").startswith("cflame ")
+
+
+@pytest.mark.parametrize("flag", ["--C", "--no-C", "--lines", "--no-lines", "--icicle",
+                                  "--theme=dark", "--recur=flat", "--height=300",
+                                  "--width=500", "--input-format=perf"])
+def test_each_view_and_tree_flag_is_accepted(flag):
+    ET.fromstring(ok(flag, DATA / "single.txt"))
