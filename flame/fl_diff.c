@@ -29,7 +29,8 @@
  *        "agreement"), then the one with most equal lines. So with lines
  *        on, a loop line that moved still meets its old self, and a loop
  *        inserted between two others is new;
- *      - names on one side only that are cell code (FL_FRAME_CELL) then pair
+ *      - names on one side only that are cell code defined interactively
+ *        (FL_FRAME_REPL; not a program's functions read from a file) pair
  *        across names, the pair of groups whose subtrees agree most first
  *        (ties: the nearest in position, then the earlier), when they agree
  *        on at least MIN_AGREEMENT of their weight; their frames align as
@@ -443,7 +444,7 @@ static int match_children(matcher_t *m, uint32_t d, uint32_t o) {
     } else {
       const side_t *s = split > i ? &m->d : &m->o;
       const fl_node_t *first = fl_tree_node(s->t, k[i].id);
-      if (first->frame.flags & FL_FRAME_CELL) {
+      if (first->frame.flags & FL_FRAME_REPL) {
         group_t *g = split > i ? &groups[nd++] : &og[no++];
         g->kids = k + i;
         g->n = j - i;

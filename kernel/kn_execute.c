@@ -108,22 +108,30 @@ static const magic_info_t magics[] = {
     {"profbase", true, true, "%%profbase NAME [delay= n=]  /  %profbase NAME STATEMENT  /  %profbase",
      "Profile the cell (or the statement) and keep the result as baseline NAME, with how it\n"
      "was taken (interval, compiler and flags, time). %profbase alone lists the baselines."},
-    {"profdiffview", true, true, "%%profdiffview NAME [opts]  /  %profdiffview NAME [opts] STATEMENT",
+    {"profdiffview", true, true, "%%profdiffview NAME [opts]  /  %profdiffview NAME [opts] [STATEMENT]",
      "Profile the cell (or the statement) and show its differential flame graph against\n"
      "baseline NAME: red grew, blue shrank, grey within noise, a distinct colour for new\n"
-     "frames; vanished frames are listed under the graph.\n"
+     "frames; vanished frames are listed under the graph. Without a statement, the line\n"
+     "form compares the session profile (%%profile, %profload) against NAME.\n"
      "Diff: negate=false normalize=false delta=total|self noise=2; tree and view options as\n"
      "%%profview."},
     {"profsave", true, false, "%profsave PATH [opts]",
-     "Write the last flame graph shown (or the session profile) to PATH: .svg, .vl.json\n"
-     "(the Vega-Lite spec) or .txt, by its ending."},
+     "Write the last flame graph shown (or the session profile) to PATH, by its ending:\n"
+     ".svg (the kernel's SVG), .html (a standalone page: the interactive view, and the SVG\n"
+     "for offline reading), .vl.json (the Vega-Lite spec), .folded (folded stacks, as\n"
+     "flamegraph.pl reads them; a diff as 'stack BASE TARGET' lines) or .txt (the text\n"
+     "report). Options (tree, view, diff) redraw it first."},
+    {"profload", true, false, "%profload PATH [PATH...] [as=NAME]",
+     "Read folded stacks or the text of `perf script` (told apart by content) into the\n"
+     "session profile, replacing it (then %profshow, %profprint, %profdiffview NAME), or\n"
+     "with as=NAME keep it as baseline NAME. Several paths are merged."},
 };
 
 const char *const kn_magic_names[] = {"cc",        "cflags",   "ldflags",  "timeit",
                                       "reset",     "lsmagic",  "profview", "profile",
                                       "profshow",  "profprint", "profclear", "profinit",
-                                      "profsize",  "profsave", "profbase", "profdiffview",
-                                      NULL};
+                                      "profsize",  "profsave", "profload", "profbase",
+                                      "profdiffview", NULL};
 
 static const magic_info_t *find_magic(const char *name) {
   for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
@@ -891,6 +899,12 @@ static int run_line_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m) {
     free(list);
     return 0;
   }
+  if (!strcmp(m->name, "profdiffview")) {
+    json_t *display = kn_prof_diff_session(k->prof, m->args, err, sizeof err);
+    if (!display) goto fail;
+    publish_display(k, e, display);
+    return 0;
+  }
   if (kn_profmagic_is_line(m->name)) {
     char *output = NULL;
     json_t *display = NULL;
@@ -993,8 +1007,10 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
 static bool is_statement_magic(const kn_magic_t *m) {
   /* %profbase alone lists the baselines; with a NAME it profiles. */
   if (!strcmp(m->name, "profbase")) return *m->args != '\0';
+  /* %profdiffview NAME alone shows the session profile against NAME. */
+  if (!strcmp(m->name, "profdiffview")) return kn_profdiff_has_statement(m->args);
   return !strcmp(m->name, "timeit") || !strcmp(m->name, "profview") ||
-         !strcmp(m->name, "profile") || !strcmp(m->name, "profdiffview");
+         !strcmp(m->name, "profile");
 }
 
 /* Checks that every magic of the cell exists in the form it is written in.

@@ -43,8 +43,10 @@ void kn_prof_destroy(kn_prof_t **pp) {
   free(p->buffer_path);
   fl_profile_destroy(&p->session);
   fl_profile_destroy(&p->last_profile);
+  fl_profile_destroy(&p->last_baseline);
+  free(p->last_args);
+  free(p->last_root);
   json_decref(p->last_bundle);
-  free(p->last_text);
   for (size_t i = 0; i < p->n_baselines; i++) {
     free(p->baselines[i].name);
     fl_profile_destroy(&p->baselines[i].prof);
@@ -249,7 +251,7 @@ static size_t record_frames(conv_t *c, const fl_sampler_record_t *rec, uint32_t 
       fr.module = cell ? cellname : mod_base;
       fr.addr = rec->pcs[i] - f->module_base;
       if (cell)
-        fr.flags = FL_FRAME_CELL;
+        fr.flags = FL_FRAME_CELL | FL_FRAME_REPL;
       else if (is_allocator_func(func) || is_sanitizer_allocator(mod_base, func))
         fr.flags = FL_FRAME_ALLOC;
       else if (is_system_module(f->module))
@@ -383,6 +385,13 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   group_digits(samples, sizeof samples, info->samples);
   format_interval(interval, sizeof interval, info->interval_ns);
   double represented = (double)info->total_weight * (double)info->interval_ns / 1e9;
+  if (!info->interval_ns) {
+    /* Read from a file that does not say how often it sampled. */
+    kn_strbuf_printf(&sb, "%s samples (weight %llu)%s%s", samples,
+                     (unsigned long long)info->total_weight, info->source[0] ? " from " : "",
+                     info->source);
+    return kn_strbuf_steal(&sb);
+  }
   kn_strbuf_printf(&sb, "%s samples every %s of CPU", samples, interval);
   if (info->cpu_seconds > 0)
     kn_strbuf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);

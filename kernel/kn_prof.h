@@ -40,10 +40,13 @@ typedef struct kn_prof {
   int width, height;   /* %profsize; height 0: sized to the depth */
   char *buffer_path;   /* the sample file in the session directory */
   fl_profile_t *session; /* accumulated by %%profile; replaced by %%profview */
-  /* The last graph shown, for %profsave. */
+  /* The last graph shown, for %profsave: its profile (and baseline, for
+   * a diff), the options it was drawn with, its root's name, its bundle. */
   fl_profile_t *last_profile;
+  fl_profile_t *last_baseline;
+  char *last_args;
+  char *last_root;
   json_t *last_bundle;
-  char *last_text;
   kn_baseline_t *baselines;
   size_t n_baselines;
 } kn_prof_t;

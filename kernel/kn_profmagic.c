@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "cflame/fl_io.h"
 #include "kn_magic.h"
 #include "kn_strbuf.h"
 
@@ -103,6 +106,8 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   req->view.width = prof->width;
   req->view.height = prof->height;
 
+  req->args = kn_strdup(args);
+
   kn_optspec_t specs[N_OPTIONS];
   size_t n = specs_for(groups, specs);
   kn_opts_t o;
@@ -185,21 +190,36 @@ void kn_profreq_free(kn_profreq_t *req) {
   free(req->threads);
   free(req->title);
   free(req->baseline);
+  free(req->args);
   memset(req, 0, sizeof *req);
 }
 
 /* ---- showing ---- */
 
-/* Remembers a shown bundle (and the profile behind it) for %profsave. */
-static void remember(kn_prof_t *kp, const fl_profile_t *prof, json_t *bundle) {
-  if (prof != kp->last_profile) { /* %profsave with options shows it again */
+/* Remembers a shown graph for %profsave: its profiles (copies; prof and
+ * baseline may be the ones remembered already, when %profsave draws the
+ * last graph again), the options and root it was drawn with, its bundle. */
+static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
+                     const kn_profreq_t *req, const char *root_name, json_t *bundle) {
+  if (prof != kp->last_profile) {
     fl_profile_destroy(&kp->last_profile);
     kp->last_profile = fl_profile_copy(prof);
+  }
+  if (baseline != kp->last_baseline) {
+    fl_profile_destroy(&kp->last_baseline);
+    kp->last_baseline = baseline ? fl_profile_copy(baseline) : NULL;
+  }
+  if (req->args != kp->last_args) {
+    free(kp->last_args);
+    kp->last_args = kn_strdup(req->args ? req->args : "");
+  }
+  if (root_name != kp->last_root) {
+    free(kp->last_root);
+    kp->last_root = kn_strdup(root_name);
   }
   json_decref(kp->last_bundle);
   kp->last_bundle = json_incref(bundle);
 }
-
 
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
                      const char *root_name, char *err, size_t err_size) {
@@ -221,7 +241,7 @@ json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t
   json_object_set_new(bundle, "text/plain", json_string(sb.data));
   kn_strbuf_free(&sb);
 
-  remember(kp, prof, bundle);
+  remember(kp, prof, NULL, req, root_name, bundle);
   fl_tree_destroy(&tree);
   free(summary);
   return json_pack("{s:o, s:{}}", "data", bundle, "metadata");
@@ -244,7 +264,7 @@ json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_pr
     kn_strbuf_printf(&sb, "%s\n%s", note.data, text ? text : "");
     json_object_set_new(bundle, "text/plain", json_string(sb.data));
     kn_strbuf_free(&sb);
-    remember(kp, target, bundle);
+    remember(kp, target, baseline, req, root_name, bundle);
   }
   fl_diff_destroy(&d);
   free(summary);
@@ -270,81 +290,361 @@ char *kn_prof_empty_message(const fl_profile_t *prof) {
 
 bool kn_profmagic_is_line(const char *name) {
   static const char *const names[] = {"profshow", "profprint", "profclear", "profinit",
-                                      "profsize", "profsave", NULL};
+                                      "profsize", "profsave", "profload", NULL};
   /* %profbase alone lists the baselines; with arguments it profiles. */
   for (size_t i = 0; names[i]; i++)
     if (!strcmp(names[i], name)) return true;
   return false;
 }
 
+static const char *const save_exts[] = {".svg", ".html", ".vl.json", ".folded", ".txt", NULL};
+
 static const char *extension(const char *path) {
   size_t len = strlen(path);
-  static const char *const exts[] = {".vl.json", ".svg", ".txt", NULL};
-  for (size_t i = 0; exts[i]; i++) {
-    size_t el = strlen(exts[i]);
-    if (len > el && !strcasecmp(path + len - el, exts[i])) return exts[i];
+  for (size_t i = 0; save_exts[i]; i++) {
+    size_t el = strlen(save_exts[i]);
+    if (len > el && !strcasecmp(path + len - el, save_exts[i])) return save_exts[i];
   }
   return NULL;
 }
 
+/* ---- folded stacks of the last graph ---- */
+
+typedef struct folded_line {
+  char *stack; /* borrowed from a folded text */
+  uint64_t count[2]; /* baseline, target */
+} folded_line_t;
+
+/* Splits folded text (from fl_folded) in place into (stack, count) pairs,
+ * adding them to *lines with the count in slot `which`. */
+static void add_folded(char *text, int which, folded_line_t **lines, size_t *n, size_t *cap) {
+  for (char *line = text; *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    char *sp = strrchr(line, ' ');
+    if (sp) {
+      *sp = '\0';
+      if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 256;
+        *lines = kn_xrealloc(*lines, *cap * sizeof **lines);
+      }
+      (*lines)[*n] = (folded_line_t){.stack = line};
+      (*lines)[(*n)++].count[which] = strtoull(sp + 1, NULL, 10);
+    }
+    if (!nl) break;
+    line = nl + 1;
+  }
+}
+
+static int cmp_folded(const void *a, const void *b) {
+  return strcmp(((const folded_line_t *)a)->stack, ((const folded_line_t *)b)->stack);
+}
+
+/* The folded stacks of prof (against baseline, when not NULL), drawn with
+ * req's tree options and root. A
+ * diff is written as difffolded.pl writes one, "stack BASE TARGET" per
+ * line (flamegraph.pl draws such a file as a differential flame graph),
+ * the baseline scaled to the target's total first under normalize=true.
+ * New string, or NULL with err. */
+static char *folded_text(const fl_profile_t *prof, const fl_profile_t *baseline, const char *root,
+                         const kn_profreq_t *req, char *err, size_t err_size) {
+  fl_tree_t *t = fl_tree_build(prof, &req->tree, root, err, err_size);
+  if (!t) return NULL;
+  char *target = fl_folded(t);
+  fl_tree_destroy(&t);
+  if (!baseline) return target;
+  t = fl_tree_build(baseline, &req->tree, root, err, err_size);
+  if (!t) {
+    free(target);
+    return NULL;
+  }
+  char *base = fl_folded(t);
+  fl_tree_destroy(&t);
+  folded_line_t *lines = NULL;
+  size_t n = 0, cap = 0;
+  add_folded(base, 0, &lines, &n, &cap);
+  add_folded(target, 1, &lines, &n, &cap);
+  if (n) qsort(lines, n, sizeof *lines, cmp_folded);
+  double total[2] = {0, 0};
+  for (size_t i = 0; i < n; i++) {
+    total[0] += (double)lines[i].count[0];
+    total[1] += (double)lines[i].count[1];
+  }
+  double scale = req->diff.normalize && total[0] > 0 ? total[1] / total[0] : 1.0;
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (size_t i = 0; i < n;) {
+    /* A stack in both profiles: one line with both counts. */
+    uint64_t c[2] = {lines[i].count[0], lines[i].count[1]};
+    size_t j = i + 1;
+    for (; j < n && !strcmp(lines[j].stack, lines[i].stack); j++) {
+      c[0] += lines[j].count[0];
+      c[1] += lines[j].count[1];
+    }
+    kn_strbuf_printf(&sb, "%s %llu %llu\n", lines[i].stack,
+                     (unsigned long long)llround((double)c[0] * scale), (unsigned long long)c[1]);
+    i = j;
+  }
+  free(lines);
+  free(base);
+  free(target);
+  return kn_strbuf_steal(&sb);
+}
+
+/* Writes text to path through a temporary file, so that a failed write
+ * leaves nothing half-written. Returns 0, or -1 with err. */
+static int write_file(const char *path, const char *text, char *err, size_t err_size) {
+  kn_strbuf_t tmp = KN_STRBUF_INIT;
+  kn_strbuf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid());
+  FILE *f = fopen(tmp.data, "w");
+  int rc = 0;
+  if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp.data, path) < 0) {
+    snprintf(err, err_size, "%%profsave: cannot write %s: %s", path, strerror(errno));
+    if (f) unlink(tmp.data);
+    rc = -1;
+  }
+  kn_strbuf_free(&tmp);
+  return rc;
+}
+
 static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_t err_size) {
-  kn_profreq_t req;
+  kn_profreq_t req, drawn;
+  bool have_drawn = false;
+  const unsigned groups = KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF;
+  if (kn_profreq_parse(kp, "profsave", args, groups, &req, err, err_size) < 0) return -1;
   int rc = -1;
-  if (kn_profreq_parse(kp, "profsave", args, KN_OPTS_TREE | KN_OPTS_VIEW, &req, err, err_size) < 0)
-    return -1;
   json_t *bundle = NULL;
-  FILE *f = NULL;
   char *text = NULL;
   const char *path = req.positional[0];
   if (!path || req.positional[1]) {
-    snprintf(err, err_size, "%%profsave needs one PATH ending in .svg, .vl.json or .txt%s",
-             path ? "; quote a path with spaces" : "");
+    snprintf(err, err_size, "%%profsave needs one PATH ending in .svg, .html, .vl.json, .folded "
+                            "or .txt%s", path ? "; quote a path with spaces" : "");
     goto out;
   }
   const char *ext = extension(path);
   if (!ext) {
     snprintf(err, err_size, "%%profsave: cannot tell the format of '%s'; valid endings: .svg, "
-                            ".vl.json, .txt", path);
+                            ".html, .vl.json, .folded, .txt", path);
     goto out;
   }
+  /* What to save: the last graph shown, or else the session profile. */
+  const bool shown = kp->last_profile != NULL;
+  const fl_profile_t *prof = shown ? kp->last_profile : kp->session;
+  const fl_profile_t *baseline = shown ? kp->last_baseline : NULL;
+  const char *root = shown ? kp->last_root : "all";
+  if (!shown && fl_profile_n_samples(kp->session) == 0) {
+    snprintf(err, err_size, "%%profsave: there is no profile to save yet; run %%%%profview or "
+                            "%%%%profile first");
+    goto out;
+  }
+  /* %profsave's own options redraw it; without any, it is saved as shown. */
   bool has_opts = strchr(args, '=') != NULL;
-  if (kp->last_bundle && !has_opts) {
-    bundle = json_incref(kp->last_bundle);
+  if (!has_opts) {
+    if (kn_profreq_parse(kp, "profsave", shown ? kp->last_args : "", KN_OPTS_PROFILER | groups,
+                         &drawn, err, err_size) < 0)
+      goto out;
+    have_drawn = true;
+  }
+  kn_profreq_t *opts = has_opts ? &req : &drawn;
+  if (!strcmp(ext, ".folded")) {
+    /* Every sample: nothing is too narrow for a file, unless asked. */
+    if (!strstr(opts->args, "minwidth=")) opts->tree.minwidth = 0;
+    text = folded_text(prof, baseline, root, opts, err, err_size);
+    if (!text) goto out;
   } else {
-    const fl_profile_t *prof = kp->last_profile ? kp->last_profile : kp->session;
-    if (!prof || fl_profile_n_samples(prof) == 0) {
-      snprintf(err, err_size, "%%profsave: there is no profile to save yet; run %%%%profview or "
-                              "%%%%profile first");
+    if (shown && !has_opts) {
+      bundle = json_incref(kp->last_bundle);
+    } else {
+      json_t *content = baseline ? kn_prof_show_diff(kp, prof, baseline, opts, root, err, err_size)
+                                 : kn_prof_show(kp, prof, opts, root, err, err_size);
+      if (!content) goto out;
+      bundle = json_incref(json_object_get(content, "data"));
+      json_decref(content);
+    }
+    const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+    json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+    if (!strcmp(ext, ".svg")) {
+      text = kn_strdup(svg);
+    } else if (!strcmp(ext, ".txt")) {
+      text = kn_strdup(json_string_value(json_object_get(bundle, "text/plain")));
+    } else if (!strcmp(ext, ".html")) {
+      const char *title = opts->title;
+      kn_strbuf_t t = KN_STRBUF_INIT;
+      if (!title) {
+        const fl_profile_info_t *info = fl_profile_info_const(prof);
+        kn_strbuf_printf(&t, "cflame %s: %s", baseline ? "diff" : "profile",
+                         info->source[0] ? info->source : root);
+        title = t.data;
+      }
+      text = fl_html_page(spec, svg, title);
+      kn_strbuf_free(&t);
+    } else {
+      text = json_dumps(spec, JSON_INDENT(1));
+    }
+    if (!text) {
+      snprintf(err, err_size, "%%profsave: out of memory");
       goto out;
     }
-    json_t *content = kn_prof_show(kp, prof, &req, "all", err, err_size);
-    if (!content) goto out;
-    bundle = json_incref(json_object_get(content, "data"));
-    json_decref(content);
   }
-  if (!strcmp(ext, ".svg"))
-    text = kn_strdup(json_string_value(json_object_get(bundle, "image/svg+xml")));
-  else if (!strcmp(ext, ".txt"))
-    text = kn_strdup(json_string_value(json_object_get(bundle, "text/plain")));
-  else
-    text = json_dumps(json_object_get(bundle, "application/vnd.vegalite.v5+json"), JSON_INDENT(1));
-  f = fopen(path, "w");
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-    snprintf(err, err_size, "%%profsave: cannot write %s: %s", path, strerror(errno));
-    f = NULL;
-    goto out;
-  }
-  f = NULL;
+  if (write_file(path, text, err, err_size) < 0) goto out;
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "Saved %s (%zu bytes)\n", path, strlen(text));
   *output = kn_strbuf_steal(&sb);
   rc = 0;
 out:
-  if (f) fclose(f);
   free(text);
   json_decref(bundle);
   kn_profreq_free(&req);
+  if (have_drawn) kn_profreq_free(&drawn);
   return rc;
+}
+
+/* ---- %profload ---- */
+
+static bool valid_baseline_name(const char *name) {
+  if (!*name) return false;
+  for (const char *p = name; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.')) return false;
+  return true;
+}
+
+static int load(kn_prof_t *kp, const char *args, char **output, char *err, size_t err_size) {
+  char **words;
+  int n_words = kn_words_split(args, &words, err, err_size);
+  if (n_words < 0) return -1;
+  const char **paths = kn_xcalloc((size_t)n_words + 1, sizeof *paths);
+  int rc = -1;
+  fl_profile_t *p = NULL;
+  const char *name = NULL;
+  size_t n_paths = 0;
+  for (size_t i = 0; words[i]; i++) {
+    if (!strncmp(words[i], "as=", 3)) {
+      name = words[i] + 3;
+      if (!valid_baseline_name(name)) {
+        snprintf(err, err_size, "%%profload: as=%s: a baseline name is letters, digits, '_', "
+                                "'-' and '.'", name);
+        goto out;
+      }
+    } else if (strchr(words[i], '=') && !strchr(words[i], '/') && words[i][0] != '.') {
+      snprintf(err, err_size, "%%profload: unknown option '%.*s'; valid: as=NAME (load as a "
+                              "baseline instead of the session profile)",
+               (int)strcspn(words[i], "="), words[i]);
+      goto out;
+    } else {
+      paths[n_paths++] = words[i];
+    }
+  }
+  if (!n_paths) {
+    snprintf(err, err_size, "%%profload needs a PATH: folded stacks (flamegraph.pl, inferno, "
+                            "%%profsave x.folded) or the text of perf script; %%profload PATH "
+                            "[PATH...] [as=NAME]");
+    goto out;
+  }
+  p = fl_profile_new(FL_PROFILE_CPU);
+  kn_strbuf_t src = KN_STRBUF_INIT;
+  const char *kind_name = NULL;
+  for (size_t i = 0; i < n_paths; i++) {
+    fl_io_error_t e;
+    fl_input_kind_t kind;
+    if (fl_read_profile_file(p, paths[i], FL_INPUT_AUTO, &kind, &e) < 0) {
+      if (e.line)
+        snprintf(err, err_size, "%s:%zu: %s", e.file, e.line, e.message);
+      else
+        snprintf(err, err_size, "%s: %s", e.file, e.message);
+      kn_strbuf_free(&src);
+      goto out;
+    }
+    const char *base = strrchr(paths[i], '/');
+    kn_strbuf_printf(&src, "%s%s", i ? ", " : "", base ? base + 1 : paths[i]);
+    kind_name = fl_input_kind_name(kind);
+  }
+  fl_profile_info_t *info = fl_profile_info(p);
+  snprintf(info->source, sizeof info->source, "%s", src.data);
+  info->taken_unix = (int64_t)time(NULL);
+  kn_strbuf_free(&src);
+  char samples[32];
+  snprintf(samples, sizeof samples, "%llu", (unsigned long long)info->samples);
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  kn_strbuf_printf(&sb, "Loaded %s samples (%s, total weight %llu%s) from %s", samples,
+                   n_paths > 1 ? "several inputs" : kind_name,
+                   (unsigned long long)info->total_weight,
+                   info->interval_ns ? ", interval read from the file" : "", info->source);
+  if (name) {
+    bool replaced = kn_prof_baseline(kp, name) != NULL;
+    kn_prof_set_baseline(kp, name, p);
+    kn_strbuf_printf(&sb, " as baseline %s%s; compare with %%profdiffview %s.\n", name,
+                     replaced ? " (replacing the one of that name)" : "", name);
+  } else {
+    size_t before = fl_profile_n_samples(kp->session);
+    fl_profile_destroy(&kp->session);
+    kp->session = p;
+    p = NULL;
+    kn_strbuf_printf(&sb, " into the session profile");
+    if (before) kn_strbuf_printf(&sb, " (it replaces the %zu samples there)", before);
+    kn_strbuf_puts(&sb, "; show it with %profshow or %profprint.\n");
+  }
+  *output = kn_strbuf_steal(&sb);
+  rc = 0;
+out:
+  fl_profile_destroy(&p);
+  free(paths);
+  kn_words_free(words);
+  return rc;
+}
+
+/* ---- %profdiffview NAME on the session profile ---- */
+
+/* Splits "NAME rest" at the first blank. *name is new, or NULL when the
+ * first word is missing or is an option. */
+static const char *split_name(const char *args, char **name) {
+  while (isspace((unsigned char)*args)) args++;
+  size_t len = strcspn(args, " \t\n");
+  *name = len && !memchr(args, '=', len) ? kn_strndup(args, len) : NULL;
+  return args + len;
+}
+
+bool kn_profdiff_has_statement(const char *args) {
+  char *name, *opts, *stmt;
+  const char *rest = split_name(args, &name);
+  if (!name) return true; /* the run path reports the missing NAME */
+  kn_profreq_split_statement(rest, KN_OPTS_PROFILER | KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF,
+                             &opts, &stmt);
+  bool has = stmt[strspn(stmt, " \t\r\n")] != '\0';
+  free(name);
+  free(opts);
+  free(stmt);
+  return has;
+}
+
+json_t *kn_prof_diff_session(kn_prof_t *kp, const char *args, char *err, size_t err_size) {
+  char *name;
+  const char *rest = split_name(args, &name);
+  const fl_profile_t *base = name ? kn_prof_baseline(kp, name) : NULL;
+  if (!base) {
+    char *names = kn_prof_baseline_names(kp);
+    if (name)
+      snprintf(err, err_size, "%%profdiffview: no baseline named '%s'; baselines: %s", name, names);
+    else
+      snprintf(err, err_size, "%%profdiffview needs a baseline NAME first; baselines: %s", names);
+    free(names);
+    free(name);
+    return NULL;
+  }
+  json_t *content = NULL;
+  kn_profreq_t req;
+  if (kn_profreq_parse(kp, "profdiffview", rest, KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF, &req,
+                       err, err_size) < 0) {
+    free(name);
+    return NULL;
+  }
+  req.baseline = name;
+  if (fl_profile_n_samples(kp->session) == 0)
+    snprintf(err, err_size, "%%profdiffview %s: the session profile is empty; give a statement to "
+                            "profile (%%profdiffview %s work();), or fill the session profile with "
+                            "%%%%profile or %%profload", name, name);
+  else
+    content = kn_prof_show_diff(kp, kp->session, base, &req, "all", err, err_size);
+  kn_profreq_free(&req);
+  return content;
 }
 
 int kn_profmagic_line(kn_prof_t *kp, const char *name, const char *args, char **output,
@@ -409,6 +709,7 @@ int kn_profmagic_line(kn_prof_t *kp, const char *name, const char *args, char **
     return 0;
   }
   if (!strcmp(name, "profsave")) return save(kp, args, output, err, err_size);
+  if (!strcmp(name, "profload")) return load(kp, args, output, err, err_size);
 
   bool show = !strcmp(name, "profshow");
   kn_profreq_t req;

@@ -56,6 +56,7 @@ typedef struct kn_profreq {
   int *threads;
   char *title;
   char **positional; /* words that are not options (NULL-terminated) */
+  char *args;        /* the option words as written (for %profsave) */
 } kn_profreq_t;
 
 /* Parses args of magic (for messages: "profview") taking the option groups
@@ -81,6 +82,15 @@ json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t
 json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_profile_t *baseline,
                           const kn_profreq_t *req, const char *root_name, char *err,
                           size_t err_size);
+
+/* %profdiffview NAME [opts] with no statement: the session profile (what
+ * %%profile gathered or %profload read) against baseline NAME. Returns
+ * display_data content, or NULL with err. */
+json_t *kn_prof_diff_session(kn_prof_t *kp, const char *args, char *err, size_t err_size);
+
+/* Whether %profdiffview's args (NAME, options, then a statement) hold a
+ * statement to profile. */
+bool kn_profdiff_has_statement(const char *args);
 
 /* The message for a run that took no sample. New string. */
 char *kn_prof_empty_message(const fl_profile_t *prof);

@@ -18,9 +18,9 @@
  * loop inserted between two others is new and the one it pushed down meets
  * its old line. Distinct names pair whatever their relative order (with
  * lines on, siblings sort by file, so redefining a function in a later
- * cell moves it after its siblings). A function of cell code
- * (FL_FRAME_CELL) left without a same-named partner then pairs with an
- * unpaired cell-code function on the other side whose subtree agrees best
+ * cell moves it after its siblings). A function of interactively defined
+ * cell code (FL_FRAME_REPL) left without a same-named partner then pairs
+ * with an unpaired such function on the other side whose subtree agrees best
  * (subtree agreement: the share of weight they have in common, by the
  * names of their descendants; at least 10%), best pair first, and their
  * frames align as above: so `f1` against `f2` compares as the user means,

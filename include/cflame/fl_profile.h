@@ -35,6 +35,10 @@ enum {
   FL_FRAME_ROOT = 1u << 4,    /* the synthetic root that stands for the whole
                                  run (a cell, a process) */
   FL_FRAME_KERNEL = 1u << 5,  /* an operating-system kernel frame ([k]) */
+  FL_FRAME_REPL = 1u << 6,    /* with FL_FRAME_CELL: defined interactively (a
+                                 notebook cell), so it may be renamed or
+                                 redefined between two profiles; a diff pairs
+                                 such frames across names (see fl_diff.h) */
 };
 
 typedef struct fl_frame {

@@ -56,7 +56,7 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
       f.func = tok;
       f.file = cellname;
       f.module = cellname;
-      f.flags = FL_FRAME_CELL;
+      f.flags = FL_FRAME_CELL | FL_FRAME_REPL;
     }
     ids[n++] = fl_profile_frame_id(p, &f);
   }

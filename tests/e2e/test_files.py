@@ -1,0 +1,251 @@
+"""SPEC sections 3 and 5 through the kernel: %profsave in every format
+(.svg, .html, .vl.json, .folded, .txt, for plain and diff graphs), and
+%profload of folded stacks and of `perf script` text, into the session
+profile or as a baseline, with the errors a user gets for bad files.
+
+The readers and writers themselves are tested in tests/unit/test_io.c and
+through the cflame CLI in tests/cli/; here what matters is what a notebook
+user sees.
+"""
+import collections
+import json
+import pathlib
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import (SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, fails, flame, ok, rows_of,
+                      start_kernel)
+
+STORE = SpecStore("files")
+PERF_DATA = SOURCE_DIR / "tests" / "data" / "perf"
+
+DEFS = r"""
+static volatile double sink;
+__attribute__((noinline)) void leaf(long u) { double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }
+__attribute__((noinline)) void middle(long u) { leaf(u); leaf(u); }
+__attribute__((noinline)) void other(long u) { double z = 0; for (long k = 0; k < u; k++) z += k * 0.25; sink += z; }
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    with start_kernel() as (km, kc):
+        ok(kc, DEFS)
+        yield km, kc
+
+
+def show(kc, code, name):
+    bundle, reply, outputs = flame(kc, code)
+    STORE.add(bundle, name)
+    return bundle, rows_of(bundle), reply
+
+
+def shape(rows):
+    """The tree as a user reads it, without the root (whose name says where
+    the profile came from): a multiset of (path of names, file, line,
+    count)."""
+    index = {r["id"]: r for r in rows}
+
+    def path(r):
+        out = []
+        while r["parent"] is not None:
+            out.append(r["func"])
+            r = index[r["parent"]]
+        return tuple(reversed(out))
+
+    return collections.Counter((path(r), r["file"], r["line"], r["count"])
+                               for r in rows if r["parent"] is not None)
+
+
+def folded_lines(path):
+    out = []
+    for line in pathlib.Path(path).read_text().splitlines():
+        m = re.fullmatch(r"(.+) (\d+)", line)
+        assert m, f"not a folded line: {line!r}"
+        out.append((m.group(1), int(m.group(2))))
+    return out
+
+
+PROFILED = "%%profview\nfor (int i = 0; i < 60; i++) { middle(300000); other(300000); }"
+
+
+# ---------------------------------------------------------------- %profsave
+
+
+def test_profsave_html_is_a_standalone_page_with_the_svg_inline(kc, tmp_path):
+    bundle, rows, _ = show(kc, PROFILED, "html")
+    html = tmp_path / "graph.html"
+    out = ok(kc, f"%profsave {html}")
+    assert f"Saved {html}" in out, out
+    page = html.read_text()
+    assert page.lstrip().lower().startswith("<!doctype html>"), page[:100]
+    # The kernel's SVG, as sent in the bundle, so the page shows it offline.
+    assert bundle[SVG_MIME] in page
+    assert "vega-embed" in page and "vega-lite@5" in page
+    # The spec is in the page (escaped so that nothing in it ends a script).
+    assert '"$schema"' in page and "vega-lite/v5" in page
+    assert "</script" not in page.split("<script", 2)[-1].split(">", 1)[1].split("</script")[0]
+
+
+def test_profsave_folded_round_trips_through_profload(kc, tmp_path):
+    """%profsave x.folded writes every sample of the graph as folded
+    stacks; %profload x.folded reads them back into the session profile,
+    and the graph drawn from it is the same tree: the same frames, files,
+    lines and counts."""
+    show(kc, PROFILED, "round-trip-before")
+    before = flame(kc, "%profshow minwidth=0")[0]
+    folded = tmp_path / "x.folded"
+    ok(kc, f"%profsave {folded}")
+    lines = folded_lines(folded)
+    total = rows_of(before)[0]["count"]
+    assert sum(c for _, c in lines) == total, (sum(c for _, c in lines), total)
+    # Root first, lines on: "top-level scope (cell[N]:L);middle (cell[M]:L);leaf (...)".
+    assert all(s.startswith("top-level scope (cell[") for s, _ in lines), lines[:3]
+    assert any(re.search(r";middle \(cell\[\d+\]:\d+\);leaf \(cell\[\d+\]:\d+\)$", s)
+               for s, _ in lines), lines[:5]
+    out = ok(kc, f"%profload {folded}")
+    assert "Loaded" in out and "folded stacks" in out and "session profile" in out, out
+    after = flame(kc, "%profshow minwidth=0")[0]
+    STORE.add(after, "round-trip-after")
+    assert shape(rows_of(after)) == shape(rows_of(before))
+    # A second save of the loaded profile gives the same file.
+    again = tmp_path / "again.folded"
+    ok(kc, f"%profsave {again}")
+    assert again.read_text() == folded.read_text()
+
+
+def test_profsave_folded_follows_the_drawn_options(kc, tmp_path):
+    show(kc, PROFILED, "folded-options")
+    by_func = tmp_path / "f.folded"
+    ok(kc, f"%profsave {by_func} lines=false")
+    lines = folded_lines(by_func)
+    assert all("(" not in s for s, _ in lines), lines[:3]
+    assert ("top-level scope;middle;leaf" in {s for s, _ in lines}), lines
+
+
+def test_profsave_svg_vegalite_txt_of_a_diff_and_its_folded_has_two_counts(kc, tmp_path):
+    ok(kc, "%%profbase files_base\nfor (int i = 0; i < 60; i++) { middle(300000); other(100000); }")
+    bundle, rows, _ = show(kc, "%%profdiffview files_base\n"
+                               "for (int i = 0; i < 60; i++) { middle(100000); other(300000); }",
+                           "diff-save")
+    assert "change" in rows[0]
+    svg, vl, txt, html, folded = (tmp_path / f"d.{e}" for e in ("svg", "vl.json", "txt", "html",
+                                                                "folded"))
+    for p in (svg, vl, txt, html, folded):
+        ok(kc, f"%profsave {p}")
+    assert svg.read_text() == bundle[SVG_MIME]
+    ET.parse(svg)
+    assert json.loads(vl.read_text()) == bundle[VL_MIME]
+    assert "files_base" in txt.read_text()
+    assert bundle[SVG_MIME] in html.read_text()
+    # difffolded.pl's format: "stack BASELINE TARGET".
+    rows3 = []
+    for line in folded.read_text().splitlines():
+        m = re.fullmatch(r"(.+) (\d+) (\d+)", line)
+        assert m, f"not a two-count folded line: {line!r}"
+        rows3.append((m.group(1), int(m.group(2)), int(m.group(3))))
+    leaf = [(b, t) for s, b, t in rows3 if re.search(r";leaf \([^;]*\)$", s)]
+    oth = [(b, t) for s, b, t in rows3 if re.search(r";other \([^;]*\)$", s)]
+    assert sum(b for b, _ in leaf) > 2 * sum(t for _, t in leaf), leaf  # leaf shrank
+    assert sum(t for _, t in oth) > 2 * sum(b for b, _ in oth), oth  # other grew
+
+
+def test_profsave_bad_paths(kc, tmp_path):
+    show(kc, PROFILED, "bad-paths")
+    reply, _ = fails(kc, f"%profsave {tmp_path / 'x.png'}", "MagicError")
+    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt"):
+        assert ext in reply["evalue"], reply["evalue"]
+    missing = tmp_path / "no" / "such" / "dir" / "x.svg"
+    reply, _ = fails(kc, f"%profsave {missing}", "MagicError")
+    assert str(missing) in reply["evalue"] and "No such file" in reply["evalue"], reply["evalue"]
+    assert not missing.parent.exists()
+
+
+# ---------------------------------------------------------------- %profload
+
+
+def test_profload_perf_script_gives_the_graph_of_stackcollapse_perf(kc):
+    """A `perf script` capture loads into the same graph as the folded
+    stacks Brendan Gregg's stackcollapse-perf.pl made of it (checked-in
+    capture and output; see tests/data/perf/README)."""
+    out = ok(kc, f"%profload {PERF_DATA / 'threads.txt'}")
+    assert "perf script" in out and "threads.txt" in out, out
+    from_perf = flame(kc, "%profshow minwidth=0 C=true")[0]
+    STORE.add(from_perf, "perf-threads")
+    rows = rows_of(from_perf)
+    names = {r["func"] for r in rows}
+    assert {"hash_worker", "sort_worker", "hash_block", "start_thread"} <= names, names
+    ok(kc, f"%profload {PERF_DATA / 'threads.folded'}")
+    from_folded = flame(kc, "%profshow minwidth=0 C=true")[0]
+    paths = lambda rows: collections.Counter({k[0]: k[3] for k in shape(rows)})  # noqa: E731
+    assert paths(rows) == paths(rows_of(from_folded))
+    text = ok(kc, "%profprint C=true")
+    assert "hash_block" in text and "samples" in text, text
+
+
+def test_profload_as_baseline_and_profdiffview_on_the_session(kc, tmp_path):
+    base, target = tmp_path / "base.folded", tmp_path / "target.folded"
+    base.write_text("main;work;slow 300\nmain;work;fast 100\nmain;gone 50\n")
+    target.write_text("main;work;slow 100\nmain;work;fast 300\nmain;fresh 50\n")
+    out = ok(kc, f"%profload {base} as=old_run")
+    assert "baseline old_run" in out, out
+    assert "old_run" in ok(kc, "%profbase")
+    ok(kc, f"%profload {target}")
+    bundle, reply, outputs = flame(kc, "%profdiffview old_run")
+    STORE.add(bundle, "loaded-diff")
+    rows = {r["func"]: r for r in rows_of(bundle)}
+    assert rows["slow"]["change"] == "shrank" and rows["slow"]["base"] == 300
+    assert rows["fast"]["change"] == "grew" and rows["fast"]["count"] == 300
+    assert rows["fresh"]["change"] == "new"
+    assert "gone" in bundle["text/plain"]  # vanished frames are listed
+    folded = tmp_path / "diff.folded"
+    ok(kc, f"%profsave {folded}")
+    assert set(folded.read_text().splitlines()) == {
+        "main;fresh 0 50", "main;gone 50 0", "main;work;fast 100 300", "main;work;slow 300 100"}
+
+
+def test_profload_malformed_file_names_file_and_line_and_keeps_the_session(kc, tmp_path):
+    bundle, rows, reply = show(kc, PROFILED, "before-bad-load")
+    cell = reply["execution_count"]
+    bad = tmp_path / "bad.folded"
+    bad.write_text("main;a 3\nmain;b 4\nmain;c lots\n")
+    reply, outputs = fails(kc, f"%profload {bad}", "MagicError")
+    assert f"{bad}:3:" in reply["evalue"], reply["evalue"]
+    assert "COUNT" in reply["evalue"] and "main;c lots" in reply["evalue"], reply["evalue"]
+    # Nothing was loaded: the session profile is still the cell's.
+    again = flame(kc, "%profshow")[0]
+    assert any(r["module"] == f"cell[{cell}]" for r in rows_of(again))
+    missing = tmp_path / "missing.folded"
+    reply, _ = fails(kc, f"%profload {missing}", "MagicError")
+    assert str(missing) in reply["evalue"] and "No such file" in reply["evalue"], reply["evalue"]
+    # And the session's definitions are all there.
+    assert ok(kc, 'middle(10); printf("still here\\n");') == "still here\n"
+
+
+@pytest.mark.parametrize("args, words", [
+    ("", ["PATH", "perf script", "as=NAME"]),
+    ("x.folded colour=red", ["colour", "as=NAME"]),
+    ('x.folded as="two words"', ["baseline name", "letters"]),
+    ("x.folded as=a;b", ["baseline name"]),
+])
+def test_profload_usage_errors(kc, args, words):
+    reply, _ = fails(kc, f"%profload {args}", "MagicError")
+    for w in words:
+        assert w in reply["evalue"], (w, reply["evalue"])
+
+
+def test_profdiffview_without_statement_needs_a_session_profile(kc, tmp_path):
+    base = tmp_path / "b.folded"
+    base.write_text("main;x 10\n")
+    ok(kc, f"%profload {base} as=b")
+    ok(kc, "%profclear")
+    reply, _ = fails(kc, "%profdiffview b", "MagicError")
+    assert "session profile is empty" in reply["evalue"], reply["evalue"]
+    reply, _ = fails(kc, "%profdiffview nosuch", "MagicError")
+    assert "no baseline named 'nosuch'" in reply["evalue"] and "b" in reply["evalue"]
+
+
+def test_zz_every_spec_passes_check_spec():
+    STORE.check()
