@@ -106,6 +106,8 @@ const fl__theme_t *fl__theme_of(const fl_view_opts_t *v);
 /* ---- words and notes ---- */
 
 bool fl__is_alloc(const fl_tree_t *t);
+/* An allocation profile weighed by allocation counts, not bytes. */
+bool fl__alloc_counts(const fl_tree_t *t);
 /* What the x axis counts: "samples" or "bytes". */
 const char *fl__unit(const fl_tree_t *t);
 

@@ -199,8 +199,13 @@ bool fl__is_alloc(const fl_tree_t *t) {
   return p && fl_profile_info_const(p)->kind == FL_PROFILE_ALLOC;
 }
 
+bool fl__alloc_counts(const fl_tree_t *t) {
+  const fl_profile_t *p = fl_tree_profile(t);
+  return fl__is_alloc(t) && fl_profile_info_const(p)->weight_is_count;
+}
+
 const char *fl__unit(const fl_tree_t *t) {
-  return fl__is_alloc(t) ? "bytes" : "samples";
+  return fl__alloc_counts(t) ? "allocations" : fl__is_alloc(t) ? "bytes" : "samples";
 }
 
 void fl__thousands(uint64_t n, char out[32]) {

@@ -630,6 +630,14 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
              ti->kind == FL_PROFILE_CPU ? "a CPU profile" : "an allocation profile");
     return NULL;
   }
+  if (ti->kind == FL_PROFILE_ALLOC && ti->weight_is_count != bi->weight_is_count) {
+    snprintf(err, err_size,
+             "allocation profiles weighed differently cannot be compared: the baseline weighs "
+             "%s and the target %s; take both with the same weight=bytes|count",
+             bi->weight_is_count ? "allocation counts" : "bytes",
+             ti->weight_is_count ? "allocation counts" : "bytes");
+    return NULL;
+  }
 
   fl_tree_opts_t shown_opts, full_opts;
   if (tree_opts)

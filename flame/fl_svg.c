@@ -123,7 +123,8 @@ static void put_folded(fl__buf_t *b, const fl_node_t *n) {
 
 /* The tooltip: function; location and module; weight, percent and self;
  * what was folded in. */
-static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc) {
+static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc,
+                      bool counts) {
   char count[32], self[32], allocs[32];
   fl__thousands(n->count, count);
   fl__thousands(n->self, self);
@@ -132,7 +133,9 @@ static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool all
 
   fl__buf_puts(b, "<title>");
   put_frame_id(b, &n->frame);
-  if (alloc)
+  if (counts)
+    fl__buf_printf(b, "\n%s allocations (%.4g%%), self %s", count, pct, self);
+  else if (alloc)
     fl__buf_printf(b, "\n%s bytes (%.4g%%), self %s bytes, %s allocations", count, pct, self,
                    allocs);
   else
@@ -149,7 +152,7 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
                            bool alloc) {
   const fl_diff_node_t *dn = fl_diff_node(d, n->id);
   const fl_diff_opts_t *o = fl_diff_options(d);
-  const char *unit = alloc ? "bytes" : "samples";
+  const char *unit = fl__unit(fl_diff_tree(d));
   bool self = o->delta == FL_DELTA_SELF;
   fl__legend_entry_t legend[FL__N_CHANGES];
   fl__diff_legend(d, legend);
@@ -318,7 +321,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
     if (r->diff)
       put_diff_title(&b, r->diff, n, r->total, alloc);
     else
-      put_title(&b, n, r->total, alloc);
+      put_title(&b, n, r->total, alloc, fl__alloc_counts(t));
     fl__buf_puts(&b, "</rect>\n");
   }
   fl__buf_puts(&b, "</g>\n");

@@ -197,18 +197,28 @@ static void format_interval(char *buf, size_t size, uint64_t ns) {
 /* ---- common parts ---- */
 
 typedef struct layout {
-  bool alloc;
+  bool alloc;  /* bytes, with an Allocs column */
+  bool counts; /* an allocation profile weighed by allocation counts */
   int count_w, allocs_w; /* column widths */
 } layout_t;
 
+/* Whether t's profile is an allocation profile weighed by counts: its
+ * columns are plain numbers, as samples are. */
+static bool weighs_counts(const fl_profile_info_t *info) {
+  return info->kind == FL_PROFILE_ALLOC && info->weight_is_count;
+}
+
 static layout_t layout_of(const fl_tree_t *t) {
   const fl_node_t *root = fl_tree_root(t);
-  layout_t l = {.alloc = fl_profile_info_const(fl_tree_profile(t))->kind == FL_PROFILE_ALLOC};
+  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  layout_t l = {.alloc = info->kind == FL_PROFILE_ALLOC && !weighs_counts(info),
+                .counts = weighs_counts(info)};
   if (l.alloc) {
     l.count_w = 10; /* "1023.9 KiB" */
     l.allocs_w = digits(root->allocs) > 6 ? digits(root->allocs) : 6;
   } else {
-    l.count_w = digits(root->count) > 5 ? digits(root->count) : 5;
+    int min_w = l.counts ? 6 : 5; /* "Allocs", "Count" */
+    l.count_w = digits(root->count) > min_w ? digits(root->count) : min_w;
   }
   return l;
 }
@@ -222,6 +232,8 @@ static void put_total(sb_t *out, const fl_tree_t *t, const layout_t *l, int cols
     format_bytes(bytes, sizeof bytes, root->count);
     sb_printf(&line, "Total: %s in %" PRIu64 " allocation%s", bytes, root->allocs,
               root->allocs == 1 ? "" : "s");
+  } else if (l->counts) {
+    sb_printf(&line, "Total: %" PRIu64 " allocation%s", root->count, root->count == 1 ? "" : "s");
   } else {
     sb_printf(&line, "Total: %" PRIu64 " sample%s", root->count, root->count == 1 ? "" : "s");
     if (info->interval_ns) {
@@ -256,7 +268,7 @@ static void put_count_headers(sb_t *line, const layout_t *l) {
     sb_printf(line, "%*s %*s %*s  ", l->count_w, "Bytes", l->count_w, "Self", l->allocs_w,
               "Allocs");
   else
-    sb_printf(line, "%*s %*s  ", l->count_w, "Count", l->count_w, "Self");
+    sb_printf(line, "%*s %*s  ", l->count_w, l->counts ? "Allocs" : "Count", l->count_w, "Self");
 }
 
 static void put_location(sb_t *line, const fl_frame_t *f) {
@@ -340,7 +352,8 @@ static void put_tree_lines(sb_t *out, sb_t *line, const fl_tree_t *t, const fl_t
     if (l.alloc)
       format_bytes(w, sizeof w, hidden_weight);
     else
-      snprintf(w, sizeof w, "%" PRIu64 " sample%s", hidden_weight, hidden_weight == 1 ? "" : "s");
+      snprintf(w, sizeof w, "%" PRIu64 " %s%s", hidden_weight, l.counts ? "allocation" : "sample",
+               hidden_weight == 1 ? "" : "s");
     sb_printf(line, "%zu frame%s narrower than minwidth hidden (%s)", hidden,
               hidden == 1 ? "" : "s", w);
     put_line(out, line->data, line->len, o->cols);
@@ -427,7 +440,8 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
   const fl_node_t *root = fl_tree_root(t);
   double other_total = fl__other_total(d);
-  diff_layout_t l = {.d = d, .alloc = info->kind == FL_PROFILE_ALLOC};
+  diff_layout_t l = {.d = d, .alloc = info->kind == FL_PROFILE_ALLOC && !weighs_counts(info)};
+  const char *unit = weighs_counts(info) ? " allocations" : " samples";
   if (l.alloc) {
     l.count_w = 10; /* "1023.9 KiB" */
     l.delta_w = 11;
@@ -442,9 +456,9 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   char a[48], b[48];
   format_diff_count(a, sizeof a, (double)root->count, false, l.alloc);
   format_diff_count(b, sizeof b, other_total, false, l.alloc);
-  sb_printf(&line, "Total: %s %s%s, %s %s%s", fl__drawn_name(d), a, l.alloc ? "" : " samples",
-            fl__other_name(d), b, l.alloc ? "" : " samples");
-  if (!l.alloc && info->interval_ns) {
+  sb_printf(&line, "Total: %s %s%s, %s %s%s", fl__drawn_name(d), a, l.alloc ? "" : unit,
+            fl__other_name(d), b, l.alloc ? "" : unit);
+  if (info->kind == FL_PROFILE_CPU && info->interval_ns) {
     char iv[32];
     format_interval(iv, sizeof iv, info->interval_ns);
     sb_printf(&line, " (interval %s)", iv);

@@ -155,7 +155,7 @@ static json_t *rows_of(const fl__rows_t *r, bool alloc) {
  * (key: value, in order): function, file:line, module, samples (bytes),
  * self, percent, and for frames with folded-in code what was folded.
  * Unknown locations show "?", not "null". New. */
-static json_t *tooltip_of(bool alloc) {
+static json_t *tooltip_of(bool alloc, bool counts_only) {
   static const char common[] =
       "'function': datum.func, "
       "'file:line': datum.file ? datum.file + (datum.line ? ':' + datum.line : '') : '?', "
@@ -166,10 +166,13 @@ static json_t *tooltip_of(bool alloc) {
   static const char bytes[] =
       "'bytes': format(datum.count, ','), 'self bytes': format(datum.self, ','), "
       "'allocations': format(datum.allocs, ','), 'percent': format(datum.pct, '.4~r') + '%'";
+  static const char allocations[] =
+      "'allocations': format(datum.count, ','), 'self allocations': format(datum.self, ','), "
+      "'percent': format(datum.pct, '.4~r') + '%'";
   static const char folded[] =
       ", 'folded in': (datum.status & 1 ? 'system libraries' : '') + "
       "(datum.status === 3 ? ', ' : '') + (datum.status & 2 ? 'allocator' : '')";
-  const char *counts = alloc ? bytes : cpu;
+  const char *counts = counts_only ? allocations : alloc ? bytes : cpu;
   char expr[2048];
   snprintf(expr, sizeof expr, "datum.status ? {%s%s%s} : {%s%s}", common, counts, folded, common,
            counts);
@@ -184,7 +187,8 @@ static json_t *tooltip_of(bool alloc) {
  * when negated (the drawn profile comes first). New. */
 static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
   const fl_diff_opts_t *o = fl_diff_options(d);
-  const char *unit = alloc ? "bytes" : "samples";
+  const char *unit = fl__unit(fl_diff_tree(d));
+  if (fl__alloc_counts(fl_diff_tree(d))) alloc = false; /* the counts are the allocations */
   bool self = o->delta == FL_DELTA_SELF;
   double other_total = fl__other_total(d);
   fl__legend_entry_t legend[FL__N_CHANGES];
@@ -528,7 +532,8 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
            r->diff ? "Differential flame graph" : "Flame graph", fl_tree_root(t)->frame.func, r->n);
   char *clean_description = fl__clean_text(description, false);
 
-  json_t *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total) : tooltip_of(alloc);
+  json_t *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total)
+                            : tooltip_of(alloc, fl__alloc_counts(t));
   json_t *layers = json_array();
   if (layers) {
     json_array_append_new(layers, frames_layer(t, v, r, tooltip));

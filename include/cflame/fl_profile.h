@@ -60,6 +60,8 @@ typedef struct fl_profile_info {
   uint64_t total_weight;    /* sum of weights */
   uint64_t total_allocs;    /* allocation profiles: sum of allocation counts */
   uint64_t dropped;         /* samples lost because the buffer was full */
+  bool weight_is_count;     /* allocation profiles: weights are allocation
+                               counts (weight=count), not bytes */
   double cpu_seconds;       /* CPU time the profiled run used (0 if unknown) */
   double wall_seconds;      /* wall-clock time of the profiled run (0 if unknown) */
   char source[256];         /* how it was taken: "cell[5]", "perf script", ... */

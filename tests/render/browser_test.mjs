@@ -259,7 +259,8 @@ async function testFile(browser, file, screenshot) {
   const svg = doc[SVG_MIME];
   const rows = spec.data.values;
   const total = rows[0].count;
-  const unit = rows[0].allocs !== undefined ? 'bytes' : 'samples';
+  // The unit the spec says its widths are in (samples, bytes or allocations).
+  const unit = spec.usermeta?.cflame?.unit ?? (rows[0].allocs !== undefined ? 'bytes' : 'samples');
 
   const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
   const logged = [];

@@ -382,6 +382,38 @@ done:
   fl_profile_destroy(&p);
 }
 
+/* weight=count: widths are allocation counts, and every label says so. */
+static void test_alloc_counts(void) {
+  fl_profile_t *p = small_profile(FL_PROFILE_ALLOC);
+  fl_profile_info(p)->weight_is_count = true;
+  fl_tree_t *t = tree_of(p, true, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  char err[256] = "";
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (!bundle) goto done;
+  json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+  json_t *frames = layer_named(spec, "frames");
+  json_t *x = json_object_get(json_object_get(frames, "encoding"), "x");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(x, "axis"), "title")), "allocations");
+  const char *tooltip = tooltip_expr(frames);
+  CHECK(strstr(tooltip, "'allocations': format(datum.count") != NULL);
+  CHECK(strstr(tooltip, "'self allocations': format(datum.self") != NULL);
+  CHECK(strstr(tooltip, "bytes") == NULL);
+  const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+  CHECK(svg && xml_check(svg) == NULL);
+  CHECK(svg && strstr(svg, " bytes") == NULL);
+  CHECK(svg && strstr(svg, " allocations (") != NULL);
+  const char *text = json_string_value(json_object_get(bundle, "text/plain"));
+  CHECK(text && strstr(text, "allocations") != NULL && strstr(text, "Bytes") == NULL);
+  write_out("alloc-counts.json", bundle);
+done:
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 /* Names that break naive JSON and XML writers. */
 static void test_hostile_names(void) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
@@ -630,6 +662,7 @@ int main(int argc, char **argv) {
   test_small();
   test_dark_icicle_folded();
   test_alloc();
+  test_alloc_counts();
   test_hostile_names();
   test_long_note();
   test_empty();

@@ -341,6 +341,25 @@ static void test_alloc(void) {
                "   5.0 GiB    5.0 GiB      1    main  cell[1]:5\n");
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
+
+  /* weight=count: the widths are allocations, printed as numbers. */
+  p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_info(p)->weight_is_count = true;
+  m5 = cell(p, "main", 5);
+  big = cell(p, "big", 10);
+  small = cell(p, "small", 11);
+  sample(p, 3, 3, 2, m5, big);
+  sample(p, 2, 2, 2, m5, small);
+  t = build(p, 0, true, "cell[1]");
+  CHECK_REPORT(fl_text_tree(t, NULL),
+               "Total: 5 allocations\n"
+               "Allocs   Self  Frame\n"
+               "     5      0  cell[1]\n"
+               "     5      0    main  cell[1]:5\n"
+               "     3      3      big  cell[1]:10\n"
+               "     2      2      small  cell[1]:11\n");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
 }
 
 /* Library frames show their module; deep frames a "+depth" tag. */
