@@ -9,7 +9,9 @@
  *   kw_main.c   command loop: load, run (with timing and %%timeit), exit
  *   kw_io.c     stdout/stderr as frames on the event pipe; stdin on request
  *   kw_fault.c  crash reports (signal, stack, maps) and interrupts
- *   kw_threads.c  registers every thread a cell starts with the sampler */
+ *   kw_threads.c  registers every thread a cell starts with the sampler
+ *                 and the allocation recorder
+ *   kw_alloc.c  the allocator's entry points, for allocation profiling */
 #ifndef KW_H
 #define KW_H
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
 #include "kn_chan.h"
 #include "kw.h"
@@ -65,7 +66,7 @@ static json_t *error_event(const char *ename, const char *evalue) {
                    "evalue", evalue);
 }
 
-/* ---- profiling: the sampler around a run ----
+/* ---- profiling: the sampler or the allocation recorder around a run ----
  *
  * A run command may carry "profile": {"interval_ns": N, "file": PATH,
  * "words": W, "tag": T (optional, what records carry: the cell number)}.
@@ -75,51 +76,80 @@ static json_t *error_event(const char *ename, const char *evalue) {
  * is called to just after it returns. The "done" event then says
  * "profile": {"samples": N, "dropped": D, "source": "perf-task-clock" or
  * "cpu-timer", "interval_ns": N, "cpu_ns": the process's CPU time while
- * sampling}. */
+ * sampling}.
+ *
+ * Or it may carry "allocs": {"sample_rate": R (0 < R <= 1), "file": PATH,
+ * "words": W, "table_slots": S (a power of two: see fl_allocs.h), "tag": T
+ * (optional)}. PATH is a file the kernel made fl_allocs_buffer_bytes(W, S)
+ * long, mapped shared the same way; the allocation calls of every thread
+ * are recorded (kw_alloc.c, fl_allocs) from just before the cell's entry is
+ * called to just after it returns. The "done" event then says "allocs":
+ * {"records": N, "dropped": D, "calls": C, "bytes": B, "frees": F,
+ * "sample_rate": R}: records written, sampled calls that did not fit, and
+ * every allocation call, the bytes they asked for and the blocks released
+ * while recording, sampled or not (the header of the file says the same).
+ * A run carries one of "profile" and "allocs", not both. */
 
-static struct {
+/* A buffer file mapped shared, kept from run to run. */
+typedef struct mapped_file {
   void *map;
   size_t bytes;
+  uint64_t layout; /* what else shapes the buffer (the table's slots) */
   dev_t dev;
   ino_t ino;
   char *path;
-} sample_file;
+} mapped_file_t;
 
-/* Maps path (re-mapping when the kernel names another file, another size,
- * or a new file at the same path) and gives it to the sampler. */
-static int map_sample_file(const char *path, uint64_t words, char *err, size_t err_size) {
-  size_t bytes = fl_sampler_buffer_bytes((size_t)words);
+static mapped_file_t sample_file, allocs_file;
+
+typedef int (*give_buffer_fn)(void *map, size_t bytes, uint64_t layout, char *err, size_t err_size);
+
+static int give_to_sampler(void *map, size_t bytes, uint64_t layout, char *err, size_t err_size) {
+  (void)layout;
+  return fl_sampler_init(map, bytes, err, err_size);
+}
+
+static int give_to_allocs(void *map, size_t bytes, uint64_t layout, char *err, size_t err_size) {
+  return fl_allocs_init(map, bytes, (size_t)layout, err, err_size);
+}
+
+/* Maps path, bytes long, into mf (re-mapping when the kernel names another
+ * file, another size or layout, or a new file at the same path) and gives a
+ * new mapping to its recorder with give. what names the buffer in errors. */
+static int map_buffer_file(mapped_file_t *mf, const char *what, const char *path, size_t bytes,
+                           uint64_t layout, give_buffer_fn give, char *err, size_t err_size) {
   void *map = MAP_FAILED;
   struct stat st;
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0 || fstat(fd, &st) < 0) {
-    snprintf(err, err_size, "cannot open the sample buffer %s: %s", path, strerror(errno));
+    snprintf(err, err_size, "cannot open the %s %s: %s", what, path, strerror(errno));
     goto fail;
   }
-  if (sample_file.map && sample_file.bytes == bytes && sample_file.dev == st.st_dev &&
-      sample_file.ino == st.st_ino && strcmp(sample_file.path, path) == 0) {
+  if (mf->map && mf->bytes == bytes && mf->layout == layout && mf->dev == st.st_dev &&
+      mf->ino == st.st_ino && strcmp(mf->path, path) == 0) {
     close(fd);
     return 0;
   }
   if ((size_t)st.st_size < bytes) {
-    snprintf(err, err_size, "the sample buffer %s is %lld bytes, not %zu", path,
-             (long long)st.st_size, bytes);
+    snprintf(err, err_size, "the %s %s is %lld bytes, not %zu", what, path, (long long)st.st_size,
+             bytes);
     goto fail;
   }
   map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) {
-    snprintf(err, err_size, "cannot map the sample buffer %s: %s", path, strerror(errno));
+    snprintf(err, err_size, "cannot map the %s %s: %s", what, path, strerror(errno));
     goto fail;
   }
-  if (fl_sampler_init(map, bytes, err, err_size) < 0) goto fail;
+  if (give(map, bytes, layout, err, err_size) < 0) goto fail;
   close(fd);
-  if (sample_file.map) munmap(sample_file.map, sample_file.bytes);
-  free(sample_file.path);
-  sample_file.map = map;
-  sample_file.bytes = bytes;
-  sample_file.dev = st.st_dev;
-  sample_file.ino = st.st_ino;
-  sample_file.path = strdup(path);
+  if (mf->map) munmap(mf->map, mf->bytes);
+  free(mf->path);
+  mf->map = map;
+  mf->bytes = bytes;
+  mf->layout = layout;
+  mf->dev = st.st_dev;
+  mf->ino = st.st_ino;
+  mf->path = strdup(path);
   return 0;
 fail:
   if (map != MAP_FAILED) munmap(map, bytes);
@@ -146,7 +176,9 @@ static int profile_begin(json_t *spec, profile_run_t *pr, char *err, size_t err_
     snprintf(err, err_size, "profile needs file, interval_ns and words");
     return -1;
   }
-  if (map_sample_file(path, (uint64_t)words, err, err_size) < 0) return -1;
+  if (map_buffer_file(&sample_file, "sample buffer", path, fl_sampler_buffer_bytes((size_t)words),
+                      0, give_to_sampler, err, err_size) < 0)
+    return -1;
   fl_sampler_reset();
   pr->cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   if (fl_sampler_start((uint64_t)interval, (uint64_t)tag, err, err_size) < 0) return -1;
@@ -166,6 +198,62 @@ static json_t *profile_end(profile_run_t *pr) {
                    (json_int_t)h->dropped, "source",
                    h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer" : "perf-task-clock",
                    "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu);
+}
+
+typedef struct allocs_run {
+  bool on;
+  double sample_rate;
+  uint64_t tag;
+} allocs_run_t;
+
+/* Prepares the buffer for recording allocations as spec (the command's
+ * "allocs", or NULL: no recording) says; allocs_start starts it. Returns
+ * 0 or -1 with err. */
+static int allocs_prepare(json_t *spec, allocs_run_t *ar, char *err, size_t err_size) {
+  memset(ar, 0, sizeof *ar);
+  if (!json_is_object(spec)) return 0;
+  const char *path = json_string_value(json_object_get(spec, "file"));
+  json_t *rate = json_object_get(spec, "sample_rate");
+  json_int_t words = json_integer_value(json_object_get(spec, "words"));
+  json_int_t slots = json_integer_value(json_object_get(spec, "table_slots"));
+  double r = json_number_value(rate);
+  if (!path || !json_is_number(rate) || words <= 0 || slots <= 0) {
+    snprintf(err, err_size, "allocs needs file, sample_rate, words and table_slots");
+    return -1;
+  }
+  if (!(r > 0 && r <= 1)) {
+    snprintf(err, err_size, "allocs: sample_rate must be more than 0 and at most 1 (got %g)", r);
+    return -1;
+  }
+  if (map_buffer_file(&allocs_file, "allocation buffer", path,
+                      fl_allocs_buffer_bytes((size_t)words, (size_t)slots), (uint64_t)slots,
+                      give_to_allocs, err, err_size) < 0)
+    return -1;
+  ar->on = true;
+  ar->sample_rate = r;
+  ar->tag = (uint64_t)json_integer_value(json_object_get(spec, "tag"));
+  return 0;
+}
+
+/* Starts recording (just before the cell's entry). Returns 0 or -1 with
+ * err. */
+static int allocs_start(allocs_run_t *ar, char *err, size_t err_size) {
+  if (!ar->on) return 0;
+  if (fl_allocs_start(ar->sample_rate, ar->tag, err, err_size) == 0) return 0;
+  ar->on = false;
+  return -1;
+}
+
+/* Stops recording; returns the "allocs" member of the done event (new), or
+ * NULL when the run recorded nothing. */
+static json_t *allocs_end(allocs_run_t *ar) {
+  if (!ar->on) return NULL;
+  uint64_t records = fl_allocs_stop();
+  const fl_allocs_header_t *h = allocs_file.map;
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f}", "records", (json_int_t)records, "dropped",
+                   (json_int_t)h->dropped, "calls", (json_int_t)h->calls, "bytes",
+                   (json_int_t)h->bytes, "frees", (json_int_t)h->frees, "sample_rate",
+                   ar->sample_rate);
 }
 
 static void cmd_load(json_t *cmd) {
@@ -248,7 +336,9 @@ static void cmd_run(json_t *cmd) {
   }
 
   profile_run_t prof;
-  if (profile_begin(json_object_get(cmd, "profile"), &prof, err, sizeof err) < 0) {
+  allocs_run_t allocs;
+  if (allocs_prepare(json_object_get(cmd, "allocs"), &allocs, err, sizeof err) < 0 ||
+      profile_begin(json_object_get(cmd, "profile"), &prof, err, sizeof err) < 0) {
     kw_send_new(error_event("ProfileError", err));
     return;
   }
@@ -257,6 +347,12 @@ static void cmd_run(json_t *cmd) {
   int rc = 0, interrupted = 0;
   json_t *timing = NULL;
   int64_t wall0 = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  if (allocs_start(&allocs, err, sizeof err) < 0) {
+    json_decref(profile_end(&prof));
+    kw_io_end_cell();
+    kw_send_new(error_event("ProfileError", err));
+    return;
+  }
   if (json_is_object(timeit)) {
     json_int_t number = json_integer_value(json_object_get(timeit, "number"));
     json_int_t repeat = json_integer_value(json_object_get(timeit, "repeat"));
@@ -264,15 +360,17 @@ static void cmd_run(json_t *cmd) {
   } else {
     interrupted = run_once(entry, &rc);
   }
+  json_t *allocs_info = allocs_end(&allocs);
   int64_t wall = clock_ns(CLOCK_MONOTONIC) - wall0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
   json_t *profile = profile_end(&prof);
   kw_io_end_cell();
 
   json_t *ev = json_pack("{s:s, s:s, s:i, s:I, s:I}", "ev", "done", "status",
-                         interrupted ? "interrupted" : "ok", "rc", rc, "wall_ns",
-                         (json_int_t)wall, "cpu_ns", (json_int_t)cpu);
+                         interrupted ? "interrupted" : "ok", "rc", rc, "wall_ns", (json_int_t)wall,
+                         "cpu_ns", (json_int_t)cpu);
   if (timing) json_object_set_new(ev, "timeit", timing);
   if (profile) json_object_set_new(ev, "profile", profile);
+  if (allocs_info) json_object_set_new(ev, "allocs", allocs_info);
   kw_send_new(ev);
 }
 
@@ -297,6 +395,7 @@ int main(int argc, char **argv) {
   kw_threads_init();
   if (fl_sampler_init(NULL, 0, err, sizeof err) < 0)
     fprintf(stderr, "cflame-worker: the profiler is unavailable: %s\n", err);
+  fl_allocs_thread_enter();
   kw_send_new(json_pack("{s:s, s:i}", "ev", "ready", "pid", (int)getpid()));
 
   for (;;) {

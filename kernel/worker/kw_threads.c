@@ -1,6 +1,9 @@
 /* Threads that cells start (see kw.h).
  *
- * The sampler (fl_sampler) samples the threads that registered with it.
+ * The sampler (fl_sampler) samples the threads that registered with it;
+ * the allocation recorder (fl_allocs) records every thread, and warms up
+ * on each new one here so that its first recorded allocation costs no more
+ * than the others.
  * The worker exports pthread_create and thrd_create: cells' shared objects
  * and the libraries they load bind to the executable's symbols first, so
  * every thread a cell starts, OpenMP's included (libgomp calls
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <threads.h>
 
+#include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
 #include "kw.h"
 
@@ -31,9 +35,10 @@ typedef struct thread_start {
   void *arg;
 } thread_start_t;
 
-static void leave_sampler(void *unused) {
+static void leave_profilers(void *unused) {
   (void)unused;
   fl_sampler_thread_exit();
+  fl_allocs_thread_exit();
 }
 
 static void *run_thread(void *p) {
@@ -41,7 +46,8 @@ static void *run_thread(void *p) {
   free(p);
   void *result;
   fl_sampler_thread_enter();
-  pthread_cleanup_push(leave_sampler, NULL);
+  fl_allocs_thread_enter();
+  pthread_cleanup_push(leave_profilers, NULL);
   if (start.c11_routine)
     result = (void *)(intptr_t)start.c11_routine(start.arg);
   else

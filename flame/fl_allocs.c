@@ -1,0 +1,610 @@
+/* fl_allocs: the allocation recorder (see include/cflame/fl_allocs.h for
+ * the contract and the buffer layout).
+ *
+ * The hooks run inside every allocation call of the process, so they are
+ * built around a fast path that touches only the calling thread's state:
+ *  - not recording: one load of fl__allocs_recording;
+ *  - recording, call not sampled: the thread's counters (calls, bytes)
+ *    and its countdown to the next sample, all in memory only that thread
+ *    writes; no atomic read-modify-write, no shared cache line written;
+ *  - a free while recording: the thread's frees counter, then one load
+ *    from the filter (FL_ALLOCS_FILTER_BUCKETS 16-bit counts of the live
+ *    entries of the table by hash bucket, 8 KiB that stay in cache): a
+ *    zero means the block was not sampled, and the table is not touched.
+ *
+ * Sampling. Each thread counts down the calls to its next sample: after a
+ * sample it draws the gap from the geometric distribution of parameter
+ * sample_rate (1 + floor(log(U) / log(1 - p)), U uniform in (0, 1], from a
+ * per-thread xorshift64* generator), which samples every call independently
+ * with probability p, as a coin per call would, at the cost of a decrement.
+ * At sample_rate 1 the gap is always 1. A start bumps S.epoch; a thread
+ * whose countdown belongs to an earlier run draws a new one first.
+ *
+ * A sampled call:
+ *  1. unwinds with unw_backtrace into the thread's TLS buffer and keeps the
+ *     frames from the allocation function's caller on (the interposer
+ *     passes its return address; libunwind's fast trace stores return
+ *     addresses minus 1, its unw_step fallback plain ones: both are
+ *     recognized, and plain ones are stored);
+ *  2. claims a slot of the table for the block's address (compare-and-swap
+ *     of an empty or freed slot within FL_ALLOCS_MAX_PROBE of the address's
+ *     home slot) and increments the filter's bucket;
+ *  3. reserves the record's words with a compare-and-swap on used_words (so
+ *     used_words never passes capacity_words), writes word 0 as "reserved"
+ *     (n_pcs, tid 0), the fields and addresses, the table slot's record
+ *     position, then word 0 with the tid (release).
+ *  A full table or buffer counts the record as dropped (a full buffer
+ *  also stops further unwinding until the next start).
+ * A release while recording whose filter bucket is not zero probes the
+ * table from the home slot (at most FL_ALLOCS_MAX_PROBE slots, stopping at
+ * a slot never used); on a match it marks the slot freed (a tombstone,
+ * reused by later claims), decrements the bucket, and sets FL_ALLOCS_FREED
+ * in the record's kind word.
+ *
+ * Why a block's entry is always found: its slot is claimed inside the
+ * allocation call, before the program has the address, and its release
+ * comes after the program got the address back; the release of the old
+ * block in realloc happens before glibc's realloc can hand that address to
+ * another thread. Entries are only ever turned into tombstones, never back
+ * into never-used slots, so a probe never stops short of a live entry.
+ *
+ * Re-entry. libunwind allocates on a thread's first unwind (its per-thread
+ * trace cache; pthread_setspecific's second-level array), and so could any
+ * signal handler that interrupts a hook. T.guard is set on the slow paths:
+ * calls that find it set pass through, unrecorded and uncounted.
+ *
+ * Stopping. fl_allocs_stop clears fl__allocs_recording, then waits until no thread
+ * is on a slow path: each thread's counters carry a `busy` flag that the
+ * thread sets before it checks fl__allocs_recording (a Dekker-style pair of
+ * sequentially consistent accesses, as fl_sampler's handler does), so after
+ * the wait nothing writes to the buffer. The calling thread's own flag and
+ * guard are reset instead: a cell interrupted with siglongjmp may have left
+ * them set, and the thread is not on a slow path if it calls stop.
+ *
+ * Counters. Each thread owns one of MAX_THREADS counter blocks (taken on
+ * its first counted call or at fl_allocs_thread_enter, given back at
+ * fl_allocs_thread_exit; a later owner goes on from the same values). The
+ * blocks only grow: start notes their sum, stop writes the difference to
+ * the header. Threads beyond MAX_THREADS, and threads past their exit,
+ * share one block of atomic counters. */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include "cflame/fl_allocs.h"
+
+#include <errno.h>
+#include <libunwind.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS 1024
+/* Frames of the recorder and the interposer above the caller, at most. */
+#define OWN_FRAMES 16
+#define FL_ALLOCS_MAX_PROBE 64
+#define SLOT_EMPTY 0
+#define SLOT_FREED 1
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* The hooks' fast paths may run before a sanitizer runtime is set up (the
+ * loader allocates through the program's malloc early on): no
+ * instrumentation there. */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+enum { C_CALLS, C_BYTES, C_FREES, C_N };
+
+/* One thread's counters, on a cache line of its own. */
+typedef struct counters {
+  uint64_t n[C_N]; /* written by the owner only (atomically when shared) */
+  int owned;       /* atomic: a thread owns the block */
+  int busy;        /* atomic: the owner is on a slow path (shared: how many are) */
+  bool shared;     /* the block of threads without one of their own */
+} __attribute__((aligned(64))) counters_t;
+
+static counters_t counter_blocks[MAX_THREADS];
+static counters_t shared_counters = {.shared = true, .owned = 1};
+
+typedef struct thread_state {
+  counters_t *c;  /* NULL until the thread's first counted call */
+  uint64_t skip;  /* calls up to and including the next sampled one */
+  uint64_t epoch; /* the run skip was drawn for */
+  uint64_t rng;   /* xorshift64* state; 0 until seeded */
+  int guard;      /* on a slow path: allocations pass through */
+  int tid;
+  void *pcs[FL_ALLOCS_MAX_DEPTH + OWN_FRAMES];
+} thread_state_t;
+
+static __thread thread_state_t T __attribute__((tls_model("initial-exec")));
+
+/* Read on every call: on a line of its own, written only by start and
+ * stop (and a forked child). The interposer reads it inline
+ * (fl_allocs_active). */
+int fl__allocs_recording __attribute__((aligned(64)));
+
+/* Read on every hook: kept on a line that is written only by start, stop
+ * and init. */
+static struct {
+  bool every; /* sample_rate == 1 */
+  uint64_t epoch;
+  double log_keep; /* log(1 - sample_rate) */
+  uint64_t tag;
+  fl_allocs_header_t *hdr; /* NULL until fl_allocs_init */
+  uint64_t *table;         /* 2 words a slot */
+  uint16_t *filter;
+  uint64_t *words; /* the records */
+  uint64_t capacity;
+  uint64_t table_mask;
+  int table_shift; /* 64 - log2(table_slots) */
+} __attribute__((aligned(64))) S;
+
+/* Written while recording, apart from S. */
+static struct {
+  int full;        /* atomic: the buffer filled up during this run */
+  int table_dirty; /* atomic: a slot was claimed since the table was cleared */
+  uint64_t base[C_N];
+} __attribute__((aligned(64))) W;
+
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+
+/* ---- small helpers ---- */
+
+static uint64_t rng_next(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+static void seed(thread_state_t *t) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  static uint64_t threads_seeded;
+  uint64_t n = __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED);
+  t->rng = ((uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL) ^ (n << 32) ^ (uint64_t)ts.tv_sec;
+  if (!t->rng) t->rng = 1;
+}
+
+/* Calls up to and including the next sampled one. */
+static uint64_t draw_skip(thread_state_t *t) {
+  if (S.every) return 1;
+  if (unlikely(!t->rng)) seed(t);
+  /* U uniform in (0, 1], with 53 bits. */
+  double u = (double)((rng_next(&t->rng) >> 11) + 1) * 0x1.0p-53;
+  double gap = floor(log(u) / S.log_keep);
+  return gap >= 0x1.0p62 ? (1ull << 62) : 1 + (uint64_t)gap;
+}
+
+static uint64_t hash_addr(const void *p) {
+  return ((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL;
+}
+
+static unsigned filter_bucket(uint64_t h) {
+  return (unsigned)(h >> 52); /* FL_ALLOCS_FILTER_BUCKETS == 1 << 12 */
+}
+_Static_assert(FL_ALLOCS_FILTER_BUCKETS == 1 << 12, "filter_bucket takes 12 bits");
+
+static uint64_t records_offset(uint64_t table_slots) {
+  return FL_ALLOCS_HEADER_WORDS + 2 * table_slots + FL_ALLOCS_FILTER_WORDS;
+}
+
+/* ---- counters ---- */
+
+/* Takes a free counter block for t (the shared one when none is left). */
+static counters_t *own_counters(thread_state_t *t) {
+  for (int i = 0; i < MAX_THREADS; i++) {
+    counters_t *c = &counter_blocks[i];
+    int free_ = 0;
+    if (!__atomic_load_n(&c->owned, __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&c->owned, &free_, 1, false, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED)) {
+      t->c = c;
+      return c;
+    }
+  }
+  t->c = &shared_counters;
+  return t->c;
+}
+
+NO_SANITIZE static inline void count(counters_t *c, int which, uint64_t v) {
+  if (unlikely(c->shared))
+    __atomic_fetch_add(&c->n[which], v, __ATOMIC_RELAXED);
+  else
+    __atomic_store_n(&c->n[which], __atomic_load_n(&c->n[which], __ATOMIC_RELAXED) + v,
+                     __ATOMIC_RELAXED);
+}
+
+static void sum_counters(uint64_t sum[C_N]) {
+  memset(sum, 0, C_N * sizeof sum[0]);
+  for (int i = 0; i <= MAX_THREADS; i++) {
+    counters_t *c = i < MAX_THREADS ? &counter_blocks[i] : &shared_counters;
+    for (int k = 0; k < C_N; k++) sum[k] += __atomic_load_n(&c->n[k], __ATOMIC_RELAXED);
+  }
+}
+
+/* Enters a slow path: returns false (and leaves) when recording stopped
+ * meanwhile. */
+static bool enter_busy(counters_t *c) {
+  if (c->shared)
+    __atomic_fetch_add(&c->busy, 1, __ATOMIC_SEQ_CST);
+  else
+    __atomic_store_n(&c->busy, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST)) return true;
+  if (c->shared)
+    __atomic_fetch_sub(&c->busy, 1, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+  return false;
+}
+
+static void leave_busy(counters_t *c) {
+  if (c->shared)
+    __atomic_fetch_sub(&c->busy, 1, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- unwinding ---- */
+
+/* Unwinds the calling thread into t->pcs from the frame that called the
+ * allocation function (caller: its return address) on, as plain return
+ * addresses. Returns how many (at least 1 when caller is not 0: the caller
+ * alone when it is not found on the stack). Not inlined, so that the
+ * warm-up runs the very same frames. */
+__attribute__((noinline)) static size_t unwind(thread_state_t *t, uintptr_t caller) {
+  void **pcs = t->pcs;
+  int n = unw_backtrace(pcs, FL_ALLOCS_MAX_DEPTH + OWN_FRAMES);
+  if (!caller) return 0;
+  for (int i = 0; i < n && i < OWN_FRAMES; i++) {
+    uintptr_t p = (uintptr_t)pcs[i];
+    if (p != caller && p != caller - 1) continue;
+    uintptr_t adjust = p == caller - 1;
+    size_t avail = (size_t)(n - i);
+    if (avail > FL_ALLOCS_MAX_DEPTH) avail = FL_ALLOCS_MAX_DEPTH;
+    for (size_t k = 0; k < avail; k++) pcs[k] = (void *)((uintptr_t)pcs[i + k] + adjust);
+    return avail;
+  }
+  pcs[0] = (void *)caller;
+  return 1;
+}
+
+/* ---- the table of sampled blocks ---- */
+
+/* Claims a slot for ptr. Returns its index, or -1 when the probe window is
+ * full. */
+static int64_t table_claim(const void *ptr, uint64_t h) {
+  uint64_t key = (uint64_t)(uintptr_t)ptr;
+  uint64_t home = h >> S.table_shift;
+  for (uint64_t i = 0; i < FL_ALLOCS_MAX_PROBE && i <= S.table_mask; i++) {
+    uint64_t s = (home + i) & S.table_mask;
+    uint64_t *k = &S.table[2 * s];
+    uint64_t cur = __atomic_load_n(k, __ATOMIC_RELAXED);
+    while (cur == SLOT_EMPTY || cur == SLOT_FREED) {
+      if (__atomic_compare_exchange_n(k, &cur, key, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&S.filter[filter_bucket(h)], 1, __ATOMIC_RELAXED);
+        if (!__atomic_load_n(&W.table_dirty, __ATOMIC_RELAXED))
+          __atomic_store_n(&W.table_dirty, 1, __ATOMIC_RELAXED);
+        return (int64_t)s;
+      }
+    }
+  }
+  return -1;
+}
+
+static void table_release(uint64_t s, uint64_t h) {
+  __atomic_store_n(&S.table[2 * s], SLOT_FREED, __ATOMIC_RELEASE);
+  __atomic_fetch_sub(&S.filter[filter_bucket(h)], 1, __ATOMIC_RELAXED);
+}
+
+/* Finds ptr's slot. Returns its index or -1. */
+static int64_t table_find(const void *ptr, uint64_t h) {
+  uint64_t key = (uint64_t)(uintptr_t)ptr;
+  uint64_t home = h >> S.table_shift;
+  for (uint64_t i = 0; i < FL_ALLOCS_MAX_PROBE && i <= S.table_mask; i++) {
+    uint64_t s = (home + i) & S.table_mask;
+    uint64_t cur = __atomic_load_n(&S.table[2 * s], __ATOMIC_ACQUIRE);
+    if (cur == key) return (int64_t)s;
+    if (cur == SLOT_EMPTY) return -1;
+  }
+  return -1;
+}
+
+/* Unregisters ptr when it is a sampled block: its record is marked freed.
+ * Returns its record's position + 1, or 0. Called on a slow path. */
+static uint64_t unregister(const void *ptr, uint64_t h) {
+  int64_t s = table_find(ptr, h);
+  if (s < 0) return 0;
+  uint64_t pos = __atomic_load_n(&S.table[2 * s + 1], __ATOMIC_RELAXED);
+  table_release((uint64_t)s, h);
+  __atomic_fetch_or(&S.words[pos + 3], FL_ALLOCS_FREED, __ATOMIC_RELAXED);
+  return pos + 1;
+}
+
+/* ---- the sampled path ---- */
+
+/* Records the allocation of bytes at ptr. Called with t->guard set and
+ * the thread busy. */
+static void record(thread_state_t *t, void *ptr, size_t bytes, int kind, uintptr_t caller) {
+  if (__atomic_load_n(&W.full, __ATOMIC_RELAXED)) goto drop;
+  size_t n = unwind(t, caller);
+  uint64_t h = hash_addr(ptr);
+  int64_t s = table_claim(ptr, h);
+  if (s < 0) goto drop;
+  uint64_t need = FL_ALLOCS_RECORD_WORDS + n;
+  uint64_t pos = __atomic_load_n(&S.hdr->used_words, __ATOMIC_RELAXED);
+  do {
+    if (pos + need > S.capacity) {
+      table_release((uint64_t)s, h);
+      __atomic_store_n(&W.full, 1, __ATOMIC_RELAXED);
+      goto drop;
+    }
+  } while (!__atomic_compare_exchange_n(&S.hdr->used_words, &pos, pos + need, true,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  uint64_t *rec = S.words + pos;
+  /* Reserved: a reader after a crash skips it whole. */
+  __atomic_store_n(&rec[0], (uint64_t)n << 32, __ATOMIC_RELAXED);
+  rec[1] = bytes;
+  rec[2] = (uint64_t)(uintptr_t)ptr;
+  __atomic_store_n(&rec[3], (uint64_t)kind, __ATOMIC_RELAXED);
+  rec[4] = S.tag;
+  for (size_t i = 0; i < n; i++) rec[FL_ALLOCS_RECORD_WORDS + i] = (uint64_t)(uintptr_t)t->pcs[i];
+  __atomic_store_n(&S.table[2 * s + 1], pos, __ATOMIC_RELAXED);
+  if (unlikely(!t->tid)) t->tid = (int)syscall(SYS_gettid);
+  /* Word 0 last: a reader that sees it sees the whole record. */
+  __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)t->tid, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&S.hdr->records, 1, __ATOMIC_RELAXED);
+  return;
+drop:
+  __atomic_fetch_add(&S.hdr->dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* The allocation hook past the countdown: draws the next gap and records. */
+__attribute__((noinline)) static void sampled(thread_state_t *t, counters_t *c, void *ptr,
+                                              size_t bytes, int kind, uintptr_t caller) {
+  t->guard = 1;
+  t->skip = draw_skip(t);
+  if (enter_busy(c)) {
+    record(t, ptr, bytes, kind, caller);
+    leave_busy(c);
+  }
+  t->guard = 0;
+}
+
+/* ---- the hooks ---- */
+
+NO_SANITIZE void fl_allocs_on_alloc(void *ptr, size_t bytes, int kind, const void *caller) {
+  if (likely(!__atomic_load_n(&fl__allocs_recording, __ATOMIC_ACQUIRE))) return;
+  thread_state_t *t = &T;
+  if (unlikely(t->guard) || unlikely(!ptr)) return;
+  counters_t *c = t->c;
+  if (unlikely(!c)) c = own_counters(t);
+  count(c, C_CALLS, 1);
+  count(c, C_BYTES, bytes);
+  if (unlikely(t->epoch != S.epoch)) {
+    t->epoch = S.epoch;
+    t->skip = draw_skip(t);
+  }
+  if (likely(t->skip > 1)) {
+    t->skip--;
+    return;
+  }
+  sampled(t, c, ptr, bytes, kind, (uintptr_t)caller);
+}
+
+/* A release while recording of a block whose filter bucket is not empty. */
+__attribute__((noinline)) static uint64_t release_slow(thread_state_t *t, counters_t *c,
+                                                       const void *ptr, uint64_t h) {
+  uint64_t token = 0;
+  t->guard = 1;
+  if (enter_busy(c)) {
+    token = unregister(ptr, h);
+    leave_busy(c);
+  }
+  t->guard = 0;
+  return token;
+}
+
+/* Counts a release of ptr and unregisters it when it was sampled. Returns
+ * the token of fl_allocs_on_realloc_begin: TOKEN_COUNTED when the release
+ * was counted, or'ed with the record's position + 1 when it was sampled. */
+#define TOKEN_COUNTED (1ull << 63)
+NO_SANITIZE static inline uint64_t on_release(void *ptr) {
+  if (likely(!__atomic_load_n(&fl__allocs_recording, __ATOMIC_ACQUIRE))) return 0;
+  thread_state_t *t = &T;
+  if (unlikely(t->guard) || unlikely(!ptr)) return 0;
+  counters_t *c = t->c;
+  if (unlikely(!c)) c = own_counters(t);
+  count(c, C_FREES, 1);
+  uint64_t h = hash_addr(ptr);
+  if (likely(__atomic_load_n(&S.filter[filter_bucket(h)], __ATOMIC_RELAXED) == 0))
+    return TOKEN_COUNTED;
+  return TOKEN_COUNTED | release_slow(t, c, ptr, h);
+}
+
+NO_SANITIZE void fl_allocs_on_free(void *ptr) {
+  on_release(ptr);
+}
+
+NO_SANITIZE uint64_t fl_allocs_on_realloc_begin(void *old) {
+  return on_release(old);
+}
+
+/* Registers old again after a failed realloc, as it was. */
+static void restore(thread_state_t *t, counters_t *c, void *old, uint64_t pos) {
+  t->guard = 1;
+  if (enter_busy(c)) {
+    uint64_t h = hash_addr(old);
+    int64_t s = table_claim(old, h);
+    if (s >= 0) {
+      __atomic_store_n(&S.table[2 * s + 1], pos, __ATOMIC_RELAXED);
+      __atomic_fetch_and(&S.words[pos + 3], ~FL_ALLOCS_FREED, __ATOMIC_RELAXED);
+    }
+    leave_busy(c);
+  }
+  t->guard = 0;
+}
+
+NO_SANITIZE void fl_allocs_on_realloc_end(void *old, uint64_t token, void *ptr, size_t bytes,
+                                          const void *caller) {
+  if (ptr) {
+    fl_allocs_on_alloc(ptr, bytes, FL_ALLOC_REALLOC, caller);
+    return;
+  }
+  /* realloc(old, 0) released old; any other NULL is a failure that left
+   * old as it was. */
+  if (!old || bytes == 0 || !(token & TOKEN_COUNTED)) return;
+  thread_state_t *t = &T;
+  count(t->c, C_FREES, (uint64_t)-1); /* not released after all */
+  uint64_t pos1 = token & ~TOKEN_COUNTED;
+  if (pos1 && __atomic_load_n(&fl__allocs_recording, __ATOMIC_ACQUIRE))
+    restore(t, t->c, old, pos1 - 1);
+}
+
+/* ---- threads and the process ---- */
+
+static void after_fork_child(void) {
+  /* The buffer is the parent's (a shared mapping): the child leaves it. */
+  __atomic_store_n(&fl__allocs_recording, 0, __ATOMIC_SEQ_CST);
+  S.hdr = NULL;
+  S.words = NULL;
+  S.table = NULL;
+  S.filter = NULL;
+  T.guard = 0;
+}
+
+static void prepare_process(void) {
+  /* Per-thread caches: libunwind's global cache takes a lock. */
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  volatile double x = 0.5;
+  x = log(x); /* bind libm's log where binding is lazy */
+  (void)x;
+  pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+void fl_allocs_thread_enter(void) {
+  pthread_once(&process_once, prepare_process);
+  thread_state_t *t = &T;
+  t->guard = 1;
+  if (!t->c || t->c == &shared_counters) own_counters(t);
+  if (!t->tid) t->tid = (int)syscall(SYS_gettid);
+  if (!t->rng) seed(t);
+  unwind(t, 0); /* creates libunwind's per-thread caches */
+  t->guard = 0;
+}
+
+void fl_allocs_thread_exit(void) {
+  thread_state_t *t = &T;
+  counters_t *c = t->c;
+  /* Later calls on this thread (TLS destructors) share the atomic block. */
+  t->c = &shared_counters;
+  if (c && c != &shared_counters) __atomic_store_n(&c->owned, 0, __ATOMIC_RELEASE);
+}
+
+int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size) {
+  if (__atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST)) {
+    snprintf(err, err_size, "the allocation recorder is recording");
+    return -1;
+  }
+  if (table_slots < FL_ALLOCS_MIN_TABLE_SLOTS || table_slots > FL_ALLOCS_MAX_TABLE_SLOTS ||
+      (table_slots & (table_slots - 1))) {
+    snprintf(err, err_size,
+             "the table of sampled blocks has %zu slots; it needs a power of two from %u to %u",
+             table_slots, FL_ALLOCS_MIN_TABLE_SLOTS, FL_ALLOCS_MAX_TABLE_SLOTS);
+    return -1;
+  }
+  if (!buf || ((uintptr_t)buf & 7) || bytes < fl_allocs_buffer_bytes(64, table_slots)) {
+    snprintf(err, err_size,
+             "the allocation buffer is too small or misaligned (%zu bytes; at least %zu, "
+             "8-byte aligned, for %zu table slots)",
+             bytes, fl_allocs_buffer_bytes(64, table_slots), table_slots);
+    return -1;
+  }
+  pthread_once(&process_once, prepare_process);
+  memset(buf, 0, bytes);
+  uint64_t *w = buf;
+  S.hdr = buf;
+  S.table = w + FL_ALLOCS_HEADER_WORDS;
+  S.filter = (uint16_t *)(S.table + 2 * table_slots);
+  S.words = w + records_offset(table_slots);
+  S.capacity = bytes / sizeof(uint64_t) - records_offset(table_slots);
+  S.table_mask = table_slots - 1;
+  S.table_shift = 64 - __builtin_ctzll(table_slots);
+  W.table_dirty = 0;
+  S.hdr->capacity_words = S.capacity;
+  S.hdr->table_slots = table_slots;
+  __atomic_store_n(&S.hdr->magic, FL_ALLOCS_MAGIC, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* The calling thread is on no slow path (see the top of the file). */
+static void reset_own_state(void) {
+  T.guard = 0;
+  if (T.c && !T.c->shared) __atomic_store_n(&T.c->busy, 0, __ATOMIC_SEQ_CST);
+}
+
+int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size) {
+  if (!S.hdr) {
+    snprintf(err, err_size, "the allocation recorder has no buffer (fl_allocs_init)");
+    return -1;
+  }
+  if (__atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST)) {
+    snprintf(err, err_size, "the allocation recorder is already recording");
+    return -1;
+  }
+  if (!(sample_rate > 0 && sample_rate <= 1)) {
+    snprintf(err, err_size, "sample_rate must be more than 0 and at most 1 (got %g)", sample_rate);
+    return -1;
+  }
+  fl_allocs_header_t *h = S.hdr;
+  uint64_t used = h->used_words < S.capacity ? h->used_words : S.capacity;
+  /* Zero what the last run wrote, so that a reservation never filled reads
+   * as the end of the records. */
+  memset(S.words, 0, used * sizeof(uint64_t));
+  if (W.table_dirty) {
+    memset(S.table, 0, (2 * (S.table_mask + 1) + FL_ALLOCS_FILTER_WORDS) * sizeof(uint64_t));
+    W.table_dirty = 0;
+  }
+  h->used_words = 0;
+  h->records = 0;
+  h->dropped = 0;
+  h->calls = h->bytes = h->frees = 0;
+  memcpy(&h->sample_rate_bits, &sample_rate, sizeof sample_rate);
+  h->tag = tag;
+  W.full = 0;
+  S.every = sample_rate >= 1;
+  S.log_keep = S.every ? 0 : log1p(-sample_rate);
+  S.tag = tag;
+  S.epoch++;
+  sum_counters(W.base);
+  reset_own_state();
+  __atomic_store_n(&fl__allocs_recording, 1, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+uint64_t fl_allocs_stop(void) {
+  if (!__atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST)) return 0;
+  __atomic_store_n(&fl__allocs_recording, 0, __ATOMIC_SEQ_CST);
+  reset_own_state();
+  for (int i = 0; i <= MAX_THREADS; i++) {
+    counters_t *c = i < MAX_THREADS ? &counter_blocks[i] : &shared_counters;
+    while (__atomic_load_n(&c->busy, __ATOMIC_SEQ_CST)) sched_yield();
+  }
+  uint64_t sum[C_N];
+  sum_counters(sum);
+  fl_allocs_header_t *h = S.hdr;
+  h->calls = sum[C_CALLS] - W.base[C_CALLS];
+  h->bytes = sum[C_BYTES] - W.base[C_BYTES];
+  h->frees = sum[C_FREES] - W.base[C_FREES];
+  return __atomic_load_n(&h->records, __ATOMIC_RELAXED);
+}
+
+bool fl_allocs_recording(void) {
+  return __atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST) != 0;
+}

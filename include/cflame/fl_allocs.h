@@ -1,0 +1,187 @@
+/* fl_allocs: an in-process recorder of memory allocations.
+ *
+ * Runs inside the profiled process (cflame's worker), which interposes the
+ * allocator's entry points (malloc, calloc, realloc, reallocarray, free,
+ * posix_memalign, aligned_alloc, memalign, valloc, pvalloc: see
+ * kernel/worker/kw_alloc.c) and calls the hooks below around glibc's own.
+ * While recording, each allocation call is sampled with probability
+ * sample_rate (1: every one, exactly); a sampled one is unwound with
+ * libunwind and appended to a preallocated buffer the caller provides
+ * (cflame maps a file, so the records survive a crash and the kernel can
+ * read them). When a sampled block is freed (or realloc'd away) while
+ * recording, its record is marked freed, so a reader can tell what was
+ * still allocated when recording stopped (live=true).
+ *
+ * The recording path allocates nothing and takes no lock of its own:
+ * records are reserved with an atomic compare-and-swap; the sampled blocks
+ * are found again on free through a lock-free open-addressing table
+ * preallocated with the buffer (behind a small filter of counters, so that
+ * the free of an unsampled block costs one load of an 8 KiB array);
+ * per-thread state (the sampling countdown and its random generator, the
+ * counters, the recursion guard, the unwinding buffer) is in initial-exec
+ * TLS; libunwind is warmed up by fl_allocs_thread_enter on every thread.
+ * Calls made while the recorder itself runs on a thread (libunwind's own
+ * allocations) pass through unrecorded and uncounted. One exception, shared
+ * with every user of libunwind outside a signal handler: the first unwind
+ * through code libunwind has not cached yet looks its unwind tables up with
+ * dl_iterate_phdr, which takes the loader's (recursive) list lock for the
+ * lookup; no other lock is taken under it, so it cannot deadlock.
+ *
+ * Whatever is sampled, every successful allocation call while recording is
+ * counted (calls, bytes requested) and so is every release of a block
+ * (frees), in per-thread counters summed into the header by
+ * fl_allocs_stop: the estimate (sampled bytes / sample_rate) can be checked
+ * against the truth. Sampling is per call, as Julia's Profile.Allocs does:
+ * each thread counts down a geometrically distributed number of calls to
+ * its next sample, which is the same as an independent draw per call.
+ *
+ * realloc is a release of the old block and an allocation of the new size
+ * (kind FL_ALLOC_REALLOC), whether the block moved or not: the old block is
+ * unregistered before glibc's realloc runs (another thread may get its
+ * address as soon as realloc released it) and registered again if realloc
+ * fails. realloc(NULL, n) is an allocation of kind FL_ALLOC_REALLOC;
+ * realloc(p, 0) a release.
+ *
+ * Buffer layout (64-bit words, native endianness):
+ *   header (FL_ALLOCS_HEADER_WORDS words, fl_allocs_header_t);
+ *   the table of sampled blocks: table_slots slots of 2 words (the block's
+ *     address, 0 for a slot never used, 1 for a slot whose block was
+ *     freed; the position of its record, in words from the first record);
+ *   the filter: FL_ALLOCS_FILTER_BUCKETS 16-bit counters of the table's
+ *     live entries by hash bucket (FL_ALLOCS_FILTER_WORDS words);
+ *   records (capacity_words words):
+ *     word 0 = n_pcs << 32 | tid (written last, with release; a record
+ *              reserved but never completed, after a crash, reads n_pcs << 32
+ *              with tid 0 and is skipped; 0 ends the buffer early),
+ *     word 1 = bytes requested,
+ *     word 2 = the block's address,
+ *     word 3 = kind (FL_ALLOC_*) | FL_ALLOCS_FREED when freed while
+ *              recording (set atomically by the release),
+ *     word 4 = tag (what the profiled code was: cflame's cell number),
+ *     then n_pcs >= 1 return addresses, the leaf first: pcs[0] is the
+ *     return address into the function that called the allocation function
+ *     (for strdup, fopen and the like that is the C library's strdup, whose
+ *     caller is pcs[1]); the recorder's and the interposer's own frames are
+ *     not recorded. Every address, the first included, is a return address
+ *     (symbolize address - 1 for the line of the call). */
+#ifndef FL_ALLOCS_H
+#define FL_ALLOCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FL_ALLOCS_MAGIC 0x31636f6c6c61666cULL /* "flalloc1" */
+#define FL_ALLOCS_HEADER_WORDS 32
+#define FL_ALLOCS_RECORD_WORDS 5 /* before the addresses */
+#define FL_ALLOCS_MAX_DEPTH 256
+#define FL_ALLOCS_FREED (1ull << 63)
+#define FL_ALLOCS_FILTER_BUCKETS 4096
+#define FL_ALLOCS_FILTER_WORDS (FL_ALLOCS_FILTER_BUCKETS * 2 / 8)
+#define FL_ALLOCS_MIN_TABLE_SLOTS 16
+#define FL_ALLOCS_MAX_TABLE_SLOTS (1u << 27)
+
+enum {
+  FL_ALLOC_MALLOC = 1,
+  FL_ALLOC_CALLOC = 2,
+  FL_ALLOC_REALLOC = 3,  /* realloc, reallocarray */
+  FL_ALLOC_MEMALIGN = 4, /* posix_memalign, aligned_alloc, memalign, valloc, pvalloc */
+};
+
+typedef struct fl_allocs_header {
+  uint64_t magic;
+  uint64_t capacity_words;   /* words of records (after the table and filter) */
+  uint64_t used_words;       /* reserved so far (atomic; never above capacity_words) */
+  uint64_t table_slots;      /* slots of the table of sampled blocks */
+  uint64_t records;          /* records written */
+  uint64_t dropped;          /* sampled allocations that did not fit (buffer or table full) */
+  uint64_t sample_rate_bits; /* the double sample_rate, as its bits */
+  uint64_t calls;            /* successful allocation calls while recording (at stop) */
+  uint64_t bytes;            /* bytes those calls asked for (at stop) */
+  uint64_t frees;            /* blocks released while recording: free of non-NULL, the
+                                old block of realloc (at stop) */
+  uint64_t tag;              /* the tag of the last fl_allocs_start */
+  uint64_t reserved[FL_ALLOCS_HEADER_WORDS - 11];
+} fl_allocs_header_t;
+
+/* Bytes of buffer for n_words of records and a table of table_slots
+ * slots. */
+size_t fl_allocs_buffer_bytes(size_t n_words, size_t table_slots);
+
+/* Takes buf (bytes long, 8-byte aligned) as the buffer, with a table of
+ * table_slots slots (a power of two from FL_ALLOCS_MIN_TABLE_SLOTS to
+ * FL_ALLOCS_MAX_TABLE_SLOTS; at least twice as many as sampled blocks may
+ * be live at once), clears it and writes its header. Call while not
+ * recording, before the first start and again to switch buffers. Prepares
+ * the process on first use (as fl_allocs_thread_enter does). Returns 0 or
+ * -1 with err. */
+int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size);
+
+/* Starts recording on every thread (0 < sample_rate <= 1), records
+ * carrying tag. Each start begins afresh: the previous run's records,
+ * table and counters are cleared. Returns 0 or -1 with err (no buffer,
+ * already recording, bad rate). */
+int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size);
+
+/* Stops recording; returns when no thread writes to the buffer any more,
+ * after summing the threads' counters into the header (calls, bytes,
+ * frees). Returns the number of records written since start. Counting is
+ * per thread and unsynchronized: a call that another thread is making at
+ * the very moment of stop may be left out of the counters (never out of
+ * the records). */
+uint64_t fl_allocs_stop(void);
+
+bool fl_allocs_recording(void);
+
+/* Warms up the calling thread (libunwind's per-thread caches, this
+ * module's per-thread state) so that its first recorded allocation neither
+ * allocates nor locks. Call from each thread's start (cflame's
+ * pthread_create wrapper does) and on the main thread; threads that do not
+ * are still recorded, their first record paying the warm-up (libunwind
+ * then allocates, unrecorded, and takes its own locks once).
+ * fl_allocs_thread_exit, at a thread's end, hands its counters on to later
+ * threads (at most 1,024 threads have counters of their own at a time; the
+ * others share atomic ones). After fork, the child records nothing. */
+void fl_allocs_thread_enter(void);
+void fl_allocs_thread_exit(void);
+
+/* Whether recording is on: what the interposer checks first, inline, so
+ * that while it is off each entry point is one load and a tail call to
+ * the C library's (with no frame of its own on the stack, so that CPU
+ * profiles see the cell call the C library's allocator directly). */
+extern int fl__allocs_recording;
+static inline bool fl_allocs_active(void) {
+  return __atomic_load_n(&fl__allocs_recording, __ATOMIC_RELAXED) != 0;
+}
+
+/* The interposer's hooks. caller is the allocation function's return
+ * address (__builtin_return_address(0)): the stack is recorded from there.
+ * on_alloc after a successful allocation of bytes at ptr (kind FL_ALLOC_*;
+ * ptr NULL: nothing happens), on_free before the release of ptr. For
+ * realloc(old, n): on_realloc_begin(old) before glibc's realloc (it
+ * unregisters old and returns a token), then on_realloc_end with realloc's
+ * result. Each is one load when not recording. */
+void fl_allocs_on_alloc(void *ptr, size_t bytes, int kind, const void *caller);
+void fl_allocs_on_free(void *ptr);
+uint64_t fl_allocs_on_realloc_begin(void *old);
+void fl_allocs_on_realloc_end(void *old, uint64_t token, void *ptr, size_t bytes,
+                              const void *caller);
+
+/* ---- reading a buffer (in any process) ---- */
+
+typedef struct fl_allocs_record {
+  int tid;
+  uint64_t bytes;
+  uint64_t addr;
+  int kind;   /* FL_ALLOC_* */
+  bool freed; /* freed while recording */
+  uint64_t tag;
+  const uint64_t *pcs; /* return addresses, leaf first; borrowed */
+  size_t n_pcs;
+} fl_allocs_record_t;
+
+/* Walks the records. *pos starts at 0. Returns 1 with *rec, 0 at the end,
+ * -1 if the buffer is corrupt. */
+int fl_allocs_next(const void *buf, size_t bytes, size_t *pos, fl_allocs_record_t *rec);
+
+#endif

@@ -1,0 +1,634 @@
+/* Tests fl_allocs and the worker's allocator entry points (kw_alloc.c),
+ * both linked into this executable, which exports its symbols as the
+ * worker does, so that the C library's own calls (strdup, fopen) bind to
+ * them too. Known answers: exact counts and bytes at sample_rate 1 by
+ * allocating function, the freed half marked freed, strdup's blocks under
+ * its caller, estimates at sample_rate 0.1 within 4 standard deviations of
+ * the binomial, 4 threads allocating at once without a deadlock or a lost
+ * record, every allocation function with its kind and its argument errors,
+ * a full buffer and a full table, nothing recorded when not recording or
+ * in a forked child, and the reader's handling of an incomplete record.
+ *
+ * Records are attributed with dladdr on each return address minus 1. */
+#define _GNU_SOURCE
+#include "cflame/fl_allocs.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+/* Huge requests fail with NULL, as glibc's do, instead of ending the
+ * test. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) {
+  return "allocator_may_return_null=1:detect_leaks=0";
+}
+#endif
+
+#define WORDS (4u << 20)
+#define TABLE_SLOTS (1u << 16)
+
+static void *buf;
+static size_t buf_bytes;
+static char err[256];
+
+static void *map_buffer(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    perror("mmap");
+    exit(2);
+  }
+  return p;
+}
+
+static void use_main_buffer(void) {
+  if (fl_allocs_init(buf, buf_bytes, TABLE_SLOTS, err, sizeof err) < 0) {
+    fprintf(stderr, "fl_allocs_init: %s\n", err);
+    exit(2);
+  }
+}
+
+static void start(double rate) {
+  if (fl_allocs_start(rate, 7, err, sizeof err) < 0) {
+    fprintf(stderr, "fl_allocs_start: %s\n", err);
+    exit(2);
+  }
+}
+
+static const fl_allocs_header_t *header(void) {
+  return buf;
+}
+
+/* The name of the function holding return address pc, or "". */
+static const char *func_of(uint64_t pc) {
+  Dl_info info;
+  if (!dladdr((void *)(uintptr_t)(pc - 1), &info) || !info.dli_sname) return "";
+  return info.dli_sname;
+}
+
+static bool in_libc(uint64_t pc) {
+  Dl_info info;
+  return dladdr((void *)(uintptr_t)(pc - 1), &info) && info.dli_fname &&
+         strstr(info.dli_fname, "libc.so");
+}
+
+/* Walks the main buffer: calls fn on each record; returns how many, or -1
+ * if the reader reports corruption. */
+static long walk(void (*fn)(const fl_allocs_record_t *, void *), void *arg) {
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  long n = 0;
+  int r;
+  while ((r = fl_allocs_next(buf, buf_bytes, &pos, &rec)) == 1) {
+    if (fn) fn(&rec, arg);
+    n++;
+  }
+  return r < 0 ? -1 : n;
+}
+
+/* ---- 1. known answers at sample_rate 1 ---- */
+
+#define N_MALLOC 1000
+#define N_CALLOC 3000
+static void *mallocs[N_MALLOC], *callocs[N_CALLOC];
+
+__attribute__((noipa)) void talloc_mallocs(void) {
+  for (int i = 0; i < N_MALLOC; i++) mallocs[i] = malloc(1024);
+}
+
+__attribute__((noipa)) void talloc_callocs(void) {
+  for (int i = 0; i < N_CALLOC; i++) callocs[i] = calloc(1, 1024);
+}
+
+typedef struct by_func {
+  long n[3], bytes[3], freed[3], other, wrong_kind, wrong_tag;
+} by_func_t;
+
+static void tally(const fl_allocs_record_t *rec, void *arg) {
+  by_func_t *b = arg;
+  const char *f = func_of(rec->pcs[0]);
+  int k = !strcmp(f, "talloc_mallocs") ? 1 : !strcmp(f, "talloc_callocs") ? 2 : 0;
+  if (!k) {
+    b->other++;
+    return;
+  }
+  b->n[k]++;
+  b->bytes[k] += (long)rec->bytes;
+  b->freed[k] += rec->freed;
+  if (rec->kind != (k == 1 ? FL_ALLOC_MALLOC : FL_ALLOC_CALLOC)) b->wrong_kind++;
+  if (rec->tag != 7) b->wrong_tag++;
+}
+
+static void test_known_answers(void) {
+  start(1);
+  talloc_mallocs();
+  talloc_callocs();
+  /* Free the first half of each while recording. */
+  for (int i = 0; i < N_MALLOC / 2; i++) free(mallocs[i]);
+  for (int i = 0; i < N_CALLOC / 2; i++) free(callocs[i]);
+  uint64_t records = fl_allocs_stop();
+  const fl_allocs_header_t *h = header();
+  CHECK_INT(records, N_MALLOC + N_CALLOC);
+  CHECK_INT(h->records, N_MALLOC + N_CALLOC);
+  CHECK_INT(h->calls, N_MALLOC + N_CALLOC);
+  CHECK_INT(h->bytes, 4096000);
+  CHECK_INT(h->frees, (N_MALLOC + N_CALLOC) / 2);
+  CHECK_INT(h->dropped, 0);
+  double rate;
+  memcpy(&rate, &h->sample_rate_bits, sizeof rate);
+  CHECK(rate == 1.0);
+
+  by_func_t b = {0};
+  CHECK_INT(walk(tally, &b), N_MALLOC + N_CALLOC);
+  CHECK_INT(b.n[1], 1000);
+  CHECK_INT(b.bytes[1], 1024000);
+  CHECK_INT(b.n[2], 3000);
+  CHECK_INT(b.bytes[2], 3072000);
+  CHECK_INT(b.freed[1], 500);
+  CHECK_INT(b.freed[2], 1500);
+  CHECK_INT(b.other, 0);
+  CHECK_INT(b.wrong_kind, 0);
+  CHECK_INT(b.wrong_tag, 0);
+  /* The freed ones are the first halves: their addresses. */
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  long mismatched = 0;
+  for (int i = 0; fl_allocs_next(buf, buf_bytes, &pos, &rec) == 1; i++) {
+    bool first_half = i < N_MALLOC ? i < N_MALLOC / 2 : i - N_MALLOC < N_CALLOC / 2;
+    void *want = i < N_MALLOC ? mallocs[i] : callocs[i - N_MALLOC];
+    if (rec.addr != (uint64_t)(uintptr_t)want || rec.freed != first_half) mismatched++;
+  }
+  CHECK_INT(mismatched, 0);
+  /* Not recording: the rest is freed, and nothing changes. */
+  uint64_t used = h->used_words;
+  for (int i = N_MALLOC / 2; i < N_MALLOC; i++) free(mallocs[i]);
+  for (int i = N_CALLOC / 2; i < N_CALLOC; i++) free(callocs[i]);
+  CHECK_INT(h->used_words, used);
+  by_func_t after = {0};
+  CHECK_INT(walk(tally, &after), N_MALLOC + N_CALLOC);
+  CHECK_INT(after.freed[1] + after.freed[2], (N_MALLOC + N_CALLOC) / 2);
+}
+
+/* ---- 2. allocations inside the C library ---- */
+
+__attribute__((noipa)) char *talloc_dup(const char *s) {
+  char *d = strdup(s);
+  __asm__ volatile("" ::: "memory");
+  return d;
+}
+
+__attribute__((noipa)) FILE *talloc_fopen(void) {
+  FILE *f = fopen("/dev/null", "r");
+  __asm__ volatile("" ::: "memory");
+  return f;
+}
+
+static void test_libc_callers(void) {
+  start(1);
+  char *d = talloc_dup("fifteen letters");
+  FILE *f = talloc_fopen();
+  free(d);
+  fl_allocs_stop();
+  if (f) fclose(f);
+#if defined(__SANITIZE_ADDRESS__)
+  /* ASan's interceptors of strdup and fopen allocate from ASan directly. */
+  fprintf(stderr, "test_libc_callers: skipped under AddressSanitizer\n");
+#else
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  int dups = 0, fopens = 0;
+  while (fl_allocs_next(buf, buf_bytes, &pos, &rec) == 1) {
+    CHECK(rec.n_pcs >= 2);
+    if (rec.n_pcs < 2) continue;
+    /* The leaf is the C library's function, its caller comes next. */
+    if (!strcmp(func_of(rec.pcs[1]), "talloc_dup")) {
+      dups++;
+      CHECK(in_libc(rec.pcs[0]));
+      CHECK_INT(rec.bytes, 16);
+      CHECK_INT(rec.kind, FL_ALLOC_MALLOC);
+      CHECK(rec.freed);
+    }
+    bool under_fopen = false;
+    for (size_t i = 0; i < rec.n_pcs; i++)
+      if (!strcmp(func_of(rec.pcs[i]), "talloc_fopen")) under_fopen = true;
+    if (under_fopen) {
+      fopens++;
+      CHECK(in_libc(rec.pcs[0]));
+    }
+  }
+  CHECK_INT(dups, 1);
+  CHECK(fopens >= 1);
+#endif
+}
+
+/* ---- 3. estimates at sample_rate 0.1 ---- */
+
+#define N_SAMPLED 100000
+
+static size_t sampled_size(int i) {
+  return 16 + (size_t)(i * 37 % 1000);
+}
+
+__attribute__((noipa)) void talloc_sampled(void) {
+  void *ring[8] = {0};
+  for (int i = 0; i < N_SAMPLED; i++) {
+    free(ring[i & 7]);
+    ring[i & 7] = malloc(sampled_size(i));
+  }
+  for (int i = 0; i < 8; i++) free(ring[i]);
+}
+
+typedef struct sums {
+  long n, bytes, freed, other;
+} sums_t;
+
+static void add_sampled(const fl_allocs_record_t *rec, void *arg) {
+  sums_t *s = arg;
+  if (strcmp(func_of(rec->pcs[0]), "talloc_sampled") != 0) {
+    s->other++;
+    return;
+  }
+  s->n++;
+  s->bytes += (long)rec->bytes;
+  s->freed += rec->freed;
+}
+
+static void test_sample_rate(void) {
+  const double p = 0.1;
+  start(p);
+  talloc_sampled();
+  fl_allocs_stop();
+  const fl_allocs_header_t *h = header();
+  double total = 0, squares = 0;
+  for (int i = 0; i < N_SAMPLED; i++) {
+    total += (double)sampled_size(i);
+    squares += (double)sampled_size(i) * (double)sampled_size(i);
+  }
+  CHECK_INT(h->calls, N_SAMPLED);
+  CHECK_INT(h->bytes, (long long)total);
+  CHECK_INT(h->frees, N_SAMPLED);
+  sums_t s = {0};
+  CHECK(walk(add_sampled, &s) >= 0);
+  CHECK_INT(s.other, 0);
+  CHECK_INT(s.freed, s.n);
+  /* The count of sampled calls is Binomial(n, p); the sampled bytes have
+   * variance p (1 - p) sum(size^2), so the estimate bytes / p has
+   * (1 - p) / p sum(size^2). Both within 4 standard deviations. */
+  double n = N_SAMPLED, count_sd = sqrt(n * p * (1 - p));
+  double bytes_sd = sqrt((1 - p) / p * squares);
+  double est_count = (double)s.n / p, est_bytes = (double)s.bytes / p;
+  fprintf(stderr,
+          "sample_rate 0.1: %ld sampled of %d (expected %.0f +- %.1f); bytes estimate %.0f of "
+          "%.0f (+- %.0f)\n",
+          s.n, N_SAMPLED, n * p, count_sd, est_bytes, total, bytes_sd);
+  CHECK(fabs((double)s.n - n * p) <= 4 * count_sd);
+  CHECK(fabs(est_count - n) <= 4 * count_sd / p);
+  CHECK(fabs(est_bytes - total) <= 4 * bytes_sd);
+}
+
+/* ---- 4. threads at sample_rate 1 ---- */
+
+#define N_THREADS 4
+#define N_PER_THREAD 50000
+
+static pthread_barrier_t barrier;
+
+__attribute__((noipa)) void talloc_thread_work(void) {
+  void *ring[16] = {0};
+  for (int i = 0; i < N_PER_THREAD; i++) {
+    free(ring[i & 15]);
+    ring[i & 15] = malloc(8 + (size_t)(i % 200));
+  }
+  for (int i = 0; i < 16; i++) free(ring[i]);
+}
+
+static void *thread_main(void *arg) {
+  /* Half of the threads warm up, as the worker's do; the others take
+   * libunwind's first-use path inside a recorded call. */
+  if ((intptr_t)arg % 2 == 0) fl_allocs_thread_enter();
+  pthread_barrier_wait(&barrier);
+  talloc_thread_work();
+  pthread_barrier_wait(&barrier);
+  pthread_barrier_wait(&barrier); /* recording stopped: the thread's end is not counted */
+  if ((intptr_t)arg % 2 == 0) fl_allocs_thread_exit();
+  return NULL;
+}
+
+static void on_alarm(int sig) {
+  static const char msg[] = "test_allocs: timed out (a deadlock?)\n";
+  (void)sig;
+  if (write(2, msg, sizeof msg - 1) < 0) _exit(4);
+  _exit(3);
+}
+
+static void add_thread(const fl_allocs_record_t *rec, void *arg) {
+  sums_t *s = arg;
+  if (strcmp(func_of(rec->pcs[0]), "talloc_thread_work") != 0) {
+    s->other++;
+    return;
+  }
+  s->n++;
+  s->freed += rec->freed;
+}
+
+static void test_threads(void) {
+  pthread_t th[N_THREADS];
+  pthread_barrier_init(&barrier, NULL, N_THREADS + 1);
+  for (intptr_t i = 0; i < N_THREADS; i++) pthread_create(&th[i], NULL, thread_main, (void *)i);
+  signal(SIGALRM, on_alarm);
+  alarm(60);
+  start(1);
+  pthread_barrier_wait(&barrier); /* go */
+  pthread_barrier_wait(&barrier); /* all done */
+  uint64_t records = fl_allocs_stop();
+  alarm(0);
+  pthread_barrier_wait(&barrier);
+  for (int i = 0; i < N_THREADS; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&barrier);
+  const fl_allocs_header_t *h = header();
+  CHECK_INT(h->calls, N_THREADS * N_PER_THREAD);
+  CHECK_INT(records, h->calls);
+  CHECK_INT(h->dropped, 0);
+  CHECK_INT(h->frees, N_THREADS * N_PER_THREAD);
+  sums_t s = {0};
+  CHECK_INT(walk(add_thread, &s), N_THREADS * N_PER_THREAD);
+  CHECK_INT(s.n, N_THREADS * N_PER_THREAD);
+  CHECK_INT(s.freed, N_THREADS * N_PER_THREAD);
+  CHECK_INT(s.other, 0);
+}
+
+/* ---- 5. every allocation function ---- */
+
+typedef struct expect {
+  int kind;
+  uint64_t bytes;
+  bool freed;
+} expect_t;
+
+static void *kept[16];
+/* Through volatiles, so that the compiler neither folds realloc(NULL, n)
+ * into malloc(n) nor warns about the sizes meant to fail. */
+static void *volatile null_ptr;
+static volatile size_t huge = SIZE_MAX / 2, most = SIZE_MAX;
+
+__attribute__((noipa)) void talloc_kinds(void) {
+  void *p = realloc(null_ptr, 100); /* 1: realloc 100, freed by the next */
+  p = realloc(p, 5000);             /* 2: realloc 5000, freed by realloc(p, 0) */
+  errno = 0;
+  CHECK(realloc(p, 0) == NULL);
+  void *volatile s = malloc(64); /* 3: malloc 64, freed at the end */
+  errno = 0;
+  void *volatile grown = realloc(s, huge); /* fails: s stays allocated */
+  CHECK(grown == NULL);
+  CHECK_INT(errno, ENOMEM);
+  kept[0] = reallocarray(null_ptr, 10, 10); /* 4: realloc 100 */
+  errno = 0;
+  CHECK(reallocarray(null_ptr, most, 2) == NULL);
+  CHECK_INT(errno, ENOMEM);
+
+  void *m = (void *)&kept;
+  CHECK_INT(posix_memalign(&m, 3, 10), EINVAL);
+  CHECK_INT(posix_memalign(&m, 4, 10), EINVAL);
+  CHECK_INT(posix_memalign(&m, 0, 10), EINVAL);
+  CHECK(m == (void *)&kept);
+  errno = 1234;
+  CHECK_INT(posix_memalign(&m, 64, 100), 0); /* 5: memalign 100 */
+  CHECK_INT(errno, 1234);
+  CHECK(((uintptr_t)m & 63) == 0);
+  kept[1] = m;
+  CHECK_INT(posix_memalign(&m, 64, huge), ENOMEM);
+  CHECK(m == kept[1]);
+
+  kept[2] = aligned_alloc(256, 512); /* 6: memalign 512 */
+  CHECK(((uintptr_t)kept[2] & 255) == 0);
+  errno = 0;
+  CHECK(aligned_alloc(3, 12) == NULL);
+  CHECK_INT(errno, EINVAL);
+  kept[3] = memalign(32, 50); /* 7: memalign 50 */
+  CHECK(((uintptr_t)kept[3] & 31) == 0);
+  kept[4] = memalign(24, 50); /* 8: memalign 50, at 32 (rounded up, as glibc does) */
+  CHECK(((uintptr_t)kept[4] & 31) == 0);
+  long page = sysconf(_SC_PAGESIZE);
+  kept[5] = valloc(10); /* 9: memalign 10 */
+  CHECK(((uintptr_t)kept[5] & (uintptr_t)(page - 1)) == 0);
+  kept[6] = pvalloc(10); /* 10: memalign 10 */
+  CHECK(((uintptr_t)kept[6] & (uintptr_t)(page - 1)) == 0);
+  errno = 0;
+  CHECK(calloc(huge, 4) == NULL);
+  CHECK_INT(errno, ENOMEM);
+  kept[7] = calloc(3, 7); /* 11: calloc 21 */
+  CHECK(kept[7] && ((char *)kept[7])[20] == 0);
+  kept[8] = malloc(0); /* 12: malloc 0 */
+  CHECK(malloc_usable_size(kept[8]) >= 1);
+  free(NULL);
+  free(s);
+}
+
+static void test_kinds(void) {
+  start(1);
+  talloc_kinds();
+  fl_allocs_stop();
+  static const expect_t want[] = {
+      {FL_ALLOC_REALLOC, 100, true},   {FL_ALLOC_REALLOC, 5000, true},
+      {FL_ALLOC_MALLOC, 64, true},     {FL_ALLOC_REALLOC, 100, false},
+      {FL_ALLOC_MEMALIGN, 100, false}, {FL_ALLOC_MEMALIGN, 512, false},
+      {FL_ALLOC_MEMALIGN, 50, false},  {FL_ALLOC_MEMALIGN, 50, false},
+      {FL_ALLOC_MEMALIGN, 10, false},  {FL_ALLOC_MEMALIGN, 10, false},
+      {FL_ALLOC_CALLOC, 21, false},    {FL_ALLOC_MALLOC, 0, false},
+  };
+  const size_t n_want = sizeof want / sizeof want[0];
+  size_t pos = 0, i = 0;
+  fl_allocs_record_t rec;
+  while (fl_allocs_next(buf, buf_bytes, &pos, &rec) == 1) {
+    if (i < n_want) {
+      CHECK_INT(rec.kind, want[i].kind);
+      CHECK_INT(rec.bytes, want[i].bytes);
+      CHECK_INT(rec.freed, want[i].freed);
+      CHECK_STR(func_of(rec.pcs[0]), "talloc_kinds");
+      if (rec.kind != want[i].kind || rec.bytes != want[i].bytes || rec.freed != want[i].freed)
+        fprintf(stderr, "  (record %zu)\n", i + 1);
+    }
+    i++;
+  }
+  CHECK_INT(i, n_want);
+  const fl_allocs_header_t *h = header();
+  CHECK_INT(h->calls, n_want);
+  /* realloc(p, 5000) released the first block, realloc(p, 0) the second,
+   * free(s) the third; the failed realloc released nothing. */
+  CHECK_INT(h->frees, 3);
+  for (int k = 0; k < 16; k++) {
+    free(kept[k]);
+    kept[k] = NULL;
+  }
+}
+
+/* ---- 6. a full buffer, a full table ---- */
+
+__attribute__((noipa)) void talloc_many(void **out, int n) {
+  for (int i = 0; i < n; i++) out[i] = malloc(32);
+}
+
+static void test_full(void) {
+  static void *out[1000];
+  /* Room for a few dozen records. */
+  size_t small = fl_allocs_buffer_bytes(400, 1024);
+  void *b = map_buffer(small);
+  CHECK_INT(fl_allocs_init(b, small, 1024, err, sizeof err), 0);
+  start(1);
+  talloc_many(out, 1000);
+  uint64_t records = fl_allocs_stop();
+  const fl_allocs_header_t *h = b;
+  CHECK(records > 10 && records < 100);
+  CHECK_INT(h->calls, 1000);
+  CHECK_INT(records + h->dropped, 1000);
+  CHECK(h->used_words <= h->capacity_words);
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  uint64_t read = 0;
+  while (fl_allocs_next(b, small, &pos, &rec) == 1) read++;
+  CHECK_INT(read, records);
+  for (int i = 0; i < 1000; i++) free(out[i]);
+
+  /* A table of 16 slots holds 16 live sampled blocks. */
+  size_t tbytes = fl_allocs_buffer_bytes(100000, 16);
+  void *t = map_buffer(tbytes);
+  CHECK_INT(fl_allocs_init(t, tbytes, 16, err, sizeof err), 0);
+  start(1);
+  talloc_many(out, 100);
+  for (int i = 0; i < 8; i++) free(out[i]); /* 8 slots free again */
+  talloc_many(out, 8);
+  records = fl_allocs_stop();
+  h = t;
+  CHECK_INT(records, 24);
+  CHECK_INT(h->dropped, 84);
+  for (int i = 0; i < 100; i++) free(out[i]);
+
+  /* Bad arguments say what is valid. */
+  CHECK_INT(fl_allocs_init(t, tbytes, 100, err, sizeof err), -1);
+  CHECK(strstr(err, "power of two") != NULL);
+  CHECK_INT(fl_allocs_init(t, 64, 16, err, sizeof err), -1);
+  CHECK(strstr(err, "too small") != NULL);
+  CHECK_INT(fl_allocs_init(t, tbytes, 16, err, sizeof err), 0);
+  CHECK_INT(fl_allocs_start(0, 0, err, sizeof err), -1);
+  CHECK(strstr(err, "at most 1") != NULL);
+  CHECK_INT(fl_allocs_start(1.5, 0, err, sizeof err), -1);
+  CHECK_INT(fl_allocs_start(NAN, 0, err, sizeof err), -1);
+  munmap(b, small);
+  munmap(t, tbytes);
+  use_main_buffer();
+}
+
+/* ---- 7. nothing recorded when not recording, nor in a child ---- */
+
+__attribute__((noipa)) void talloc_child(void) {
+  for (int i = 0; i < 100; i++) free(malloc(100));
+}
+
+__attribute__((noipa)) void talloc_one(void **out) {
+  *out = malloc(77);
+}
+
+static long count_in(const char *func) {
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  long n = 0;
+  while (fl_allocs_next(buf, buf_bytes, &pos, &rec) == 1)
+    for (size_t i = 0; i < rec.n_pcs; i++)
+      if (!strcmp(func_of(rec.pcs[i]), func)) {
+        n++;
+        break;
+      }
+  return n;
+}
+
+static void test_not_recording(void) {
+  start(1);
+  CHECK_INT(fl_allocs_start(1, 0, err, sizeof err), -1); /* already */
+  CHECK(fl_allocs_recording());
+  fl_allocs_stop();
+  CHECK(!fl_allocs_recording());
+  const fl_allocs_header_t *h = header();
+  uint64_t used = h->used_words;
+  talloc_child();
+  void *p;
+  talloc_one(&p);
+  free(p);
+  CHECK_INT(h->used_words, used);
+  CHECK_INT(h->records, 0);
+  CHECK_INT(fl_allocs_stop(), 0);
+
+  /* A child forked while recording records nothing into the parent's
+   * buffer (a shared mapping in the worker). */
+  start(1);
+  pid_t pid = fork();
+  if (pid == 0) {
+    talloc_child();
+    _exit(fl_allocs_recording() ? 1 : 0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  talloc_one(&p);
+  fl_allocs_stop();
+  free(p);
+  CHECK_INT(count_in("talloc_child"), 0);
+  CHECK_INT(count_in("talloc_one"), 1);
+}
+
+/* ---- 8. the reader ---- */
+
+static void test_reader(void) {
+  void *p[3];
+  start(1);
+  for (int i = 0; i < 3; i++) talloc_one(&p[i]);
+  fl_allocs_stop();
+  for (int i = 0; i < 3; i++) free(p[i]);
+  CHECK_INT(walk(NULL, NULL), 3);
+  /* The second record, reserved but never completed (tid 0), is skipped. */
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  CHECK_INT(fl_allocs_next(buf, buf_bytes, &pos, &rec), 1);
+  size_t second = pos;
+  /* The first record is at position 0 of the records. */
+  uint64_t *words = (uint64_t *)rec.pcs - FL_ALLOCS_RECORD_WORDS;
+  uint64_t saved = words[second];
+  words[second] &= ~0xffffffffull;
+  CHECK_INT(walk(NULL, NULL), 2);
+  words[second] = saved | (1000ull << 32); /* more addresses than the maximum */
+  CHECK_INT(walk(NULL, NULL), -1);
+  words[second] = saved;
+  words[second + 3] = 99; /* no such kind */
+  CHECK_INT(walk(NULL, NULL), -1);
+  words[second + 3] = FL_ALLOC_MALLOC;
+  CHECK_INT(walk(NULL, NULL), 3);
+  CHECK_INT(fl_allocs_next(buf, 8, &(size_t){0}, &rec), -1);
+}
+
+int main(void) {
+  fl_allocs_thread_enter();
+  buf_bytes = fl_allocs_buffer_bytes(WORDS, TABLE_SLOTS);
+  buf = map_buffer(buf_bytes);
+  use_main_buffer();
+  test_known_answers();
+  test_libc_callers();
+  test_sample_rate();
+  test_threads();
+  test_kinds();
+  test_full();
+  test_not_recording();
+  test_reader();
+  return TEST_DONE();
+}
