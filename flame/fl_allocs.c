@@ -1,24 +1,31 @@
 /* fl_allocs: the allocation recorder (see include/cflame/fl_allocs.h for
  * the contract and the buffer layout).
  *
- * The hooks run inside every allocation call of the process, so they are
- * built around a fast path that touches only the calling thread's state:
- *  - not recording: one load of fl__allocs_recording;
- *  - recording, call not sampled: the thread's counters (calls, bytes)
- *    and its countdown to the next sample, all in memory only that thread
- *    writes; no atomic read-modify-write, no shared cache line written;
- *  - a free while recording: the thread's frees counter, then one load
- *    from the filter (FL_ALLOCS_FILTER_BUCKETS 16-bit counts of the live
- *    entries of the table by hash bucket, 8 KiB that stay in cache): a
- *    zero means the block was not sampled, and the table is not touched.
+ * The interposer runs inside every allocation call of the process, so the
+ * common cases are inline in it (fl_allocs.h) and touch only the calling
+ * thread's state:
+ *  - not recording: one load of fl__allocs.recording, then a tail call;
+ *  - recording, call not sampled: the thread's countdown to its next
+ *    sample and its counters (calls, bytes), in its own counter block
+ *    (memory only that thread writes: no atomic read-modify-write, no
+ *    shared cache line written);
+ *  - a free while recording: one load from the filter
+ *    (FL_ALLOCS_FILTER_BUCKETS 16-bit counts of the live entries of the
+ *    table by hash bucket, 8 KiB that stay in cache): a zero means the
+ *    block was not sampled and only the thread's frees counter changes.
+ * Everything else comes here through the hooks: a thread's first call (it
+ * takes a counter block), the sampled call, the first call of a run (start
+ * zeroes every block's countdown, so that it is drawn again at the new
+ * rate), the free of a block whose filter bucket is not zero, realloc, and
+ * the threads beyond MAX_THREADS (one shared block of atomic counters,
+ * their countdowns in TLS, checked against fl__allocs.epoch).
  *
  * Sampling. Each thread counts down the calls to its next sample: after a
  * sample it draws the gap from the geometric distribution of parameter
  * sample_rate (1 + floor(log(U) / log(1 - p)), U uniform in (0, 1], from a
  * per-thread xorshift64* generator), which samples every call independently
  * with probability p, as a coin per call would, at the cost of a decrement.
- * At sample_rate 1 the gap is always 1. A start bumps S.epoch; a thread
- * whose countdown belongs to an earlier run draws a new one first.
+ * At sample_rate 1 the gap is always 1.
  *
  * A sampled call:
  *  1. unwinds with unw_backtrace into the thread's TLS buffer and keeps the
@@ -41,6 +48,11 @@
  * reused by later claims), decrements the bucket, and sets FL_ALLOCS_FREED
  * in the record's kind word.
  *
+ * Start empties the table by clearing the slots the last run's records
+ * name (word 3 keeps each record's slot), not the whole table, unless a
+ * slot may have been claimed without a complete record (a full buffer, a
+ * record cut off by siglongjmp).
+ *
  * Why a block's entry is always found: its slot is claimed inside the
  * allocation call, before the program has the address, and its release
  * comes after the program got the address back; the release of the old
@@ -53,9 +65,9 @@
  * signal handler that interrupts a hook. T.guard is set on the slow paths:
  * calls that find it set pass through, unrecorded and uncounted.
  *
- * Stopping. fl_allocs_stop clears fl__allocs_recording, then waits until no thread
+ * Stopping. fl_allocs_stop clears fl__allocs.recording, then waits until no thread
  * is on a slow path: each thread's counters carry a `busy` flag that the
- * thread sets before it checks fl__allocs_recording (a Dekker-style pair of
+ * thread sets before it checks fl__allocs.recording (a Dekker-style pair of
  * sequentially consistent accesses, as fl_sampler's handler does), so after
  * the wait nothing writes to the buffer. The calling thread's own flag and
  * guard are reset instead: a cell interrupted with siglongjmp may have left
@@ -88,6 +100,11 @@
 #define FL_ALLOCS_MAX_PROBE 64
 #define SLOT_EMPTY 0
 #define SLOT_FREED 1
+/* A record's word 3: the kind in the low byte, the table slot in bits
+ * 32-62 (the recorder's own: start clears those slots), FL_ALLOCS_FREED. */
+#define KIND_MASK 0xffull
+#define SLOT_MASK 0x7fffffffull
+_Static_assert(FL_ALLOCS_MAX_TABLE_SLOTS - 1 <= SLOT_MASK, "slots fit in word 3");
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -99,45 +116,31 @@
 
 enum { C_CALLS, C_BYTES, C_FREES, C_N };
 
-/* One thread's counters, on a cache line of its own. */
-typedef struct counters {
-  uint64_t n[C_N]; /* written by the owner only (atomically when shared) */
-  int owned;       /* atomic: a thread owns the block */
-  int busy;        /* atomic: the owner is on a slow path (shared: how many are) */
-  bool shared;     /* the block of threads without one of their own */
-} __attribute__((aligned(64))) counters_t;
+typedef fl__allocs_counters_t counters_t;
+typedef fl__allocs_thread_t thread_state_t;
+_Static_assert(sizeof(((counters_t *)0)->n) / sizeof(uint64_t) == C_N, "counters");
+_Static_assert(sizeof(((thread_state_t *)0)->pcs) / sizeof(void *) ==
+                   FL_ALLOCS_MAX_DEPTH + OWN_FRAMES,
+               "the unwinding buffer");
 
 static counters_t counter_blocks[MAX_THREADS];
 static counters_t shared_counters = {.shared = true, .owned = 1};
 
-typedef struct thread_state {
-  counters_t *c;  /* NULL until the thread's first counted call */
-  uint64_t skip;  /* calls up to and including the next sampled one */
-  uint64_t epoch; /* the run skip was drawn for */
-  uint64_t rng;   /* xorshift64* state; 0 until seeded */
-  int guard;      /* on a slow path: allocations pass through */
-  int tid;
-  void *pcs[FL_ALLOCS_MAX_DEPTH + OWN_FRAMES];
-} thread_state_t;
+__thread thread_state_t fl__allocs_thread __attribute__((tls_model("initial-exec")));
+#define T fl__allocs_thread
 
-static __thread thread_state_t T __attribute__((tls_model("initial-exec")));
-
-/* Read on every call: on a line of its own, written only by start and
- * stop (and a forked child). The interposer reads it inline
- * (fl_allocs_active). */
-int fl__allocs_recording __attribute__((aligned(64)));
+/* Read on every call (see fl_allocs.h). */
+fl__allocs_global_t fl__allocs;
 
 /* Read on every hook: kept on a line that is written only by start, stop
  * and init. */
 static struct {
-  bool every; /* sample_rate == 1 */
-  uint64_t epoch;
+  bool every;      /* sample_rate == 1 */
   double log_keep; /* log(1 - sample_rate) */
   uint64_t tag;
   fl_allocs_header_t *hdr; /* NULL until fl_allocs_init */
   uint64_t *table;         /* 2 words a slot */
-  uint16_t *filter;
-  uint64_t *words; /* the records */
+  uint64_t *words;         /* the records */
   uint64_t capacity;
   uint64_t table_mask;
   int table_shift; /* 64 - log2(table_slots) */
@@ -146,7 +149,7 @@ static struct {
 /* Written while recording, apart from S. */
 static struct {
   int full;        /* atomic: the buffer filled up during this run */
-  int table_dirty; /* atomic: a slot was claimed since the table was cleared */
+  int table_stray; /* atomic: a slot was claimed that no record names */
   uint64_t base[C_N];
 } __attribute__((aligned(64))) W;
 
@@ -182,14 +185,9 @@ static uint64_t draw_skip(thread_state_t *t) {
   return gap >= 0x1.0p62 ? (1ull << 62) : 1 + (uint64_t)gap;
 }
 
-static uint64_t hash_addr(const void *p) {
-  return ((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL;
-}
-
-static unsigned filter_bucket(uint64_t h) {
-  return (unsigned)(h >> 52); /* FL_ALLOCS_FILTER_BUCKETS == 1 << 12 */
-}
-_Static_assert(FL_ALLOCS_FILTER_BUCKETS == 1 << 12, "filter_bucket takes 12 bits");
+#define hash_addr fl__allocs_hash
+#define filter_bucket(h) FL__ALLOCS_BUCKET(h)
+_Static_assert(FL_ALLOCS_FILTER_BUCKETS == 1 << 12, "a bucket is 12 bits of the hash");
 
 static uint64_t records_offset(uint64_t table_slots) {
   return FL_ALLOCS_HEADER_WORDS + 2 * table_slots + FL_ALLOCS_FILTER_WORDS;
@@ -236,7 +234,7 @@ static bool enter_busy(counters_t *c) {
     __atomic_fetch_add(&c->busy, 1, __ATOMIC_SEQ_CST);
   else
     __atomic_store_n(&c->busy, 1, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST)) return true;
+  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) return true;
   if (c->shared)
     __atomic_fetch_sub(&c->busy, 1, __ATOMIC_RELEASE);
   else
@@ -288,9 +286,7 @@ static int64_t table_claim(const void *ptr, uint64_t h) {
     uint64_t cur = __atomic_load_n(k, __ATOMIC_RELAXED);
     while (cur == SLOT_EMPTY || cur == SLOT_FREED) {
       if (__atomic_compare_exchange_n(k, &cur, key, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-        __atomic_fetch_add(&S.filter[filter_bucket(h)], 1, __ATOMIC_RELAXED);
-        if (!__atomic_load_n(&W.table_dirty, __ATOMIC_RELAXED))
-          __atomic_store_n(&W.table_dirty, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&fl__allocs.filter[filter_bucket(h)], 1, __ATOMIC_RELAXED);
         return (int64_t)s;
       }
     }
@@ -300,7 +296,7 @@ static int64_t table_claim(const void *ptr, uint64_t h) {
 
 static void table_release(uint64_t s, uint64_t h) {
   __atomic_store_n(&S.table[2 * s], SLOT_FREED, __ATOMIC_RELEASE);
-  __atomic_fetch_sub(&S.filter[filter_bucket(h)], 1, __ATOMIC_RELAXED);
+  __atomic_fetch_sub(&fl__allocs.filter[filter_bucket(h)], 1, __ATOMIC_RELAXED);
 }
 
 /* Finds ptr's slot. Returns its index or -1. */
@@ -342,6 +338,7 @@ static void record(thread_state_t *t, void *ptr, size_t bytes, int kind, uintptr
   do {
     if (pos + need > S.capacity) {
       table_release((uint64_t)s, h);
+      __atomic_store_n(&W.table_stray, 1, __ATOMIC_RELAXED);
       __atomic_store_n(&W.full, 1, __ATOMIC_RELAXED);
       goto drop;
     }
@@ -352,7 +349,7 @@ static void record(thread_state_t *t, void *ptr, size_t bytes, int kind, uintptr
   __atomic_store_n(&rec[0], (uint64_t)n << 32, __ATOMIC_RELAXED);
   rec[1] = bytes;
   rec[2] = (uint64_t)(uintptr_t)ptr;
-  __atomic_store_n(&rec[3], (uint64_t)kind, __ATOMIC_RELAXED);
+  __atomic_store_n(&rec[3], (uint64_t)kind | (uint64_t)s << 32, __ATOMIC_RELAXED);
   rec[4] = S.tag;
   for (size_t i = 0; i < n; i++) rec[FL_ALLOCS_RECORD_WORDS + i] = (uint64_t)(uintptr_t)t->pcs[i];
   __atomic_store_n(&S.table[2 * s + 1], pos, __ATOMIC_RELAXED);
@@ -369,7 +366,6 @@ drop:
 __attribute__((noinline)) static void sampled(thread_state_t *t, counters_t *c, void *ptr,
                                               size_t bytes, int kind, uintptr_t caller) {
   t->guard = 1;
-  t->skip = draw_skip(t);
   if (enter_busy(c)) {
     record(t, ptr, bytes, kind, caller);
     leave_busy(c);
@@ -380,21 +376,31 @@ __attribute__((noinline)) static void sampled(thread_state_t *t, counters_t *c, 
 /* ---- the hooks ---- */
 
 NO_SANITIZE void fl_allocs_on_alloc(void *ptr, size_t bytes, int kind, const void *caller) {
-  if (likely(!__atomic_load_n(&fl__allocs_recording, __ATOMIC_ACQUIRE))) return;
+  if (likely(!__atomic_load_n(&fl__allocs.recording, __ATOMIC_ACQUIRE))) return;
   thread_state_t *t = &T;
   if (unlikely(t->guard) || unlikely(!ptr)) return;
   counters_t *c = t->c;
   if (unlikely(!c)) c = own_counters(t);
   count(c, C_CALLS, 1);
   count(c, C_BYTES, bytes);
-  if (unlikely(t->epoch != S.epoch)) {
-    t->epoch = S.epoch;
-    t->skip = draw_skip(t);
+  /* The countdown: the block's, zeroed by start; or, in the shared block,
+   * the thread's own, drawn again in a new run. */
+  uint64_t *skip = &c->skip;
+  if (unlikely(c->shared)) {
+    skip = &t->skip;
+    uint64_t epoch = __atomic_load_n(&fl__allocs.epoch, __ATOMIC_RELAXED);
+    if (t->epoch != epoch) {
+      t->epoch = epoch;
+      *skip = 0;
+    }
   }
-  if (likely(t->skip > 1)) {
-    t->skip--;
+  uint64_t left = __atomic_load_n(skip, __ATOMIC_RELAXED);
+  if (unlikely(left == 0)) left = draw_skip(t);
+  if (likely(left > 1)) {
+    __atomic_store_n(skip, left - 1, __ATOMIC_RELAXED);
     return;
   }
+  __atomic_store_n(skip, draw_skip(t), __ATOMIC_RELAXED);
   sampled(t, c, ptr, bytes, kind, (uintptr_t)caller);
 }
 
@@ -416,14 +422,14 @@ __attribute__((noinline)) static uint64_t release_slow(thread_state_t *t, counte
  * was counted, or'ed with the record's position + 1 when it was sampled. */
 #define TOKEN_COUNTED (1ull << 63)
 NO_SANITIZE static inline uint64_t on_release(void *ptr) {
-  if (likely(!__atomic_load_n(&fl__allocs_recording, __ATOMIC_ACQUIRE))) return 0;
+  if (likely(!__atomic_load_n(&fl__allocs.recording, __ATOMIC_ACQUIRE))) return 0;
   thread_state_t *t = &T;
   if (unlikely(t->guard) || unlikely(!ptr)) return 0;
   counters_t *c = t->c;
   if (unlikely(!c)) c = own_counters(t);
   count(c, C_FREES, 1);
   uint64_t h = hash_addr(ptr);
-  if (likely(__atomic_load_n(&S.filter[filter_bucket(h)], __ATOMIC_RELAXED) == 0))
+  if (likely(__atomic_load_n(&fl__allocs.filter[filter_bucket(h)], __ATOMIC_RELAXED) == 0))
     return TOKEN_COUNTED;
   return TOKEN_COUNTED | release_slow(t, c, ptr, h);
 }
@@ -443,8 +449,10 @@ static void restore(thread_state_t *t, counters_t *c, void *old, uint64_t pos) {
     uint64_t h = hash_addr(old);
     int64_t s = table_claim(old, h);
     if (s >= 0) {
+      /* Live again, in its new slot (no other thread can free it now). */
+      uint64_t kind = __atomic_load_n(&S.words[pos + 3], __ATOMIC_RELAXED) & KIND_MASK;
       __atomic_store_n(&S.table[2 * s + 1], pos, __ATOMIC_RELAXED);
-      __atomic_fetch_and(&S.words[pos + 3], ~FL_ALLOCS_FREED, __ATOMIC_RELAXED);
+      __atomic_store_n(&S.words[pos + 3], kind | (uint64_t)s << 32, __ATOMIC_RELAXED);
     }
     leave_busy(c);
   }
@@ -463,7 +471,7 @@ NO_SANITIZE void fl_allocs_on_realloc_end(void *old, uint64_t token, void *ptr, 
   thread_state_t *t = &T;
   count(t->c, C_FREES, (uint64_t)-1); /* not released after all */
   uint64_t pos1 = token & ~TOKEN_COUNTED;
-  if (pos1 && __atomic_load_n(&fl__allocs_recording, __ATOMIC_ACQUIRE))
+  if (pos1 && __atomic_load_n(&fl__allocs.recording, __ATOMIC_ACQUIRE))
     restore(t, t->c, old, pos1 - 1);
 }
 
@@ -471,11 +479,11 @@ NO_SANITIZE void fl_allocs_on_realloc_end(void *old, uint64_t token, void *ptr, 
 
 static void after_fork_child(void) {
   /* The buffer is the parent's (a shared mapping): the child leaves it. */
-  __atomic_store_n(&fl__allocs_recording, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&fl__allocs.recording, 0, __ATOMIC_SEQ_CST);
   S.hdr = NULL;
   S.words = NULL;
   S.table = NULL;
-  S.filter = NULL;
+  fl__allocs.filter = NULL;
   T.guard = 0;
 }
 
@@ -508,7 +516,7 @@ void fl_allocs_thread_exit(void) {
 }
 
 int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size) {
-  if (__atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST)) {
+  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) {
     snprintf(err, err_size, "the allocation recorder is recording");
     return -1;
   }
@@ -531,16 +539,37 @@ int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_
   uint64_t *w = buf;
   S.hdr = buf;
   S.table = w + FL_ALLOCS_HEADER_WORDS;
-  S.filter = (uint16_t *)(S.table + 2 * table_slots);
+  fl__allocs.filter = (uint16_t *)(S.table + 2 * table_slots);
   S.words = w + records_offset(table_slots);
   S.capacity = bytes / sizeof(uint64_t) - records_offset(table_slots);
   S.table_mask = table_slots - 1;
   S.table_shift = 64 - __builtin_ctzll(table_slots);
-  W.table_dirty = 0;
+  W.table_stray = 0;
   S.hdr->capacity_words = S.capacity;
   S.hdr->table_slots = table_slots;
   __atomic_store_n(&S.hdr->magic, FL_ALLOCS_MAGIC, __ATOMIC_RELEASE);
   return 0;
+}
+
+/* Empties the table and the filter after a run that used `used` words of
+ * records: each record names its slot, so only those are cleared (a whole
+ * table of 2^20 slots is 16 MiB to write), unless a slot may have been
+ * claimed that no complete record names. */
+static void clear_table(uint64_t used) {
+  uint64_t slots = S.table_mask + 1;
+  bool stray = W.table_stray;
+  for (uint64_t p = 0; !stray && p + FL_ALLOCS_RECORD_WORDS <= used;) {
+    uint64_t w0 = S.words[p], s = (S.words[p + 3] >> 32) & SLOT_MASK;
+    if (w0 == 0 || (uint32_t)w0 == 0 || s >= slots) {
+      stray = true; /* a record left incomplete (a thread cut off by siglongjmp) */
+      break;
+    }
+    S.table[2 * s] = S.table[2 * s + 1] = 0;
+    p += FL_ALLOCS_RECORD_WORDS + (w0 >> 32);
+  }
+  if (stray) memset(S.table, 0, 2 * slots * sizeof(uint64_t));
+  memset(fl__allocs.filter, 0, FL_ALLOCS_FILTER_WORDS * sizeof(uint64_t));
+  W.table_stray = 0;
 }
 
 /* The calling thread is on no slow path (see the top of the file). */
@@ -554,7 +583,7 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
     snprintf(err, err_size, "the allocation recorder has no buffer (fl_allocs_init)");
     return -1;
   }
-  if (__atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST)) {
+  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) {
     snprintf(err, err_size, "the allocation recorder is already recording");
     return -1;
   }
@@ -564,13 +593,10 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
   }
   fl_allocs_header_t *h = S.hdr;
   uint64_t used = h->used_words < S.capacity ? h->used_words : S.capacity;
+  clear_table(used);
   /* Zero what the last run wrote, so that a reservation never filled reads
    * as the end of the records. */
   memset(S.words, 0, used * sizeof(uint64_t));
-  if (W.table_dirty) {
-    memset(S.table, 0, (2 * (S.table_mask + 1) + FL_ALLOCS_FILTER_WORDS) * sizeof(uint64_t));
-    W.table_dirty = 0;
-  }
   h->used_words = 0;
   h->records = 0;
   h->dropped = 0;
@@ -581,16 +607,18 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
   S.every = sample_rate >= 1;
   S.log_keep = S.every ? 0 : log1p(-sample_rate);
   S.tag = tag;
-  S.epoch++;
+  __atomic_store_n(&fl__allocs.epoch, fl__allocs.epoch + 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < MAX_THREADS; i++)
+    __atomic_store_n(&counter_blocks[i].skip, 0, __ATOMIC_RELAXED);
   sum_counters(W.base);
   reset_own_state();
-  __atomic_store_n(&fl__allocs_recording, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&fl__allocs.recording, 1, __ATOMIC_SEQ_CST);
   return 0;
 }
 
 uint64_t fl_allocs_stop(void) {
-  if (!__atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST)) return 0;
-  __atomic_store_n(&fl__allocs_recording, 0, __ATOMIC_SEQ_CST);
+  if (!__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) return 0;
+  __atomic_store_n(&fl__allocs.recording, 0, __ATOMIC_SEQ_CST);
   reset_own_state();
   for (int i = 0; i <= MAX_THREADS; i++) {
     counters_t *c = i < MAX_THREADS ? &counter_blocks[i] : &shared_counters;
@@ -606,5 +634,5 @@ uint64_t fl_allocs_stop(void) {
 }
 
 bool fl_allocs_recording(void) {
-  return __atomic_load_n(&fl__allocs_recording, __ATOMIC_SEQ_CST) != 0;
+  return __atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST) != 0;
 }

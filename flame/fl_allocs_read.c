@@ -39,7 +39,7 @@ int fl_allocs_next(const void *buf, size_t bytes, size_t *pos, fl_allocs_record_
       continue;
     }
     uint64_t kind = __atomic_load_n(&words[p + 3], __ATOMIC_RELAXED);
-    int k = (int)(kind & ~FL_ALLOCS_FREED);
+    int k = (int)(kind & 0xff); /* bits 32-62 are the recorder's */
     if (k < FL_ALLOC_MALLOC || k > FL_ALLOC_MEMALIGN) return -1;
     rec->tid = (int)(uint32_t)w0;
     rec->bytes = words[p + 1];

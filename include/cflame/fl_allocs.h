@@ -21,7 +21,8 @@
  * counters, the recursion guard, the unwinding buffer) is in initial-exec
  * TLS; libunwind is warmed up by fl_allocs_thread_enter on every thread.
  * Calls made while the recorder itself runs on a thread (libunwind's own
- * allocations) pass through unrecorded and uncounted. One exception, shared
+ * allocations, on a thread that was not warmed up) pass through
+ * unrecorded. One exception, shared
  * with every user of libunwind outside a signal handler: the first unwind
  * through code libunwind has not cached yet looks its unwind tables up with
  * dl_iterate_phdr, which takes the loader's (recursive) list lock for the
@@ -55,8 +56,9 @@
  *              with tid 0 and is skipped; 0 ends the buffer early),
  *     word 1 = bytes requested,
  *     word 2 = the block's address,
- *     word 3 = kind (FL_ALLOC_*) | FL_ALLOCS_FREED when freed while
- *              recording (set atomically by the release),
+ *     word 3 = kind (FL_ALLOC_*, the low 8 bits) | FL_ALLOCS_FREED when
+ *              freed while recording (set atomically by the release); bits
+ *              32-62 are the recorder's (the block's table slot),
  *     word 4 = tag (what the profiled code was: cflame's cell number),
  *     then n_pcs >= 1 return addresses, the leaf first: pcs[0] is the
  *     return address into the function that called the allocation function
@@ -145,13 +147,93 @@ bool fl_allocs_recording(void);
 void fl_allocs_thread_enter(void);
 void fl_allocs_thread_exit(void);
 
-/* Whether recording is on: what the interposer checks first, inline, so
- * that while it is off each entry point is one load and a tail call to
- * the C library's (with no frame of its own on the stack, so that CPU
- * profiles see the cell call the C library's allocator directly). */
-extern int fl__allocs_recording;
+/* ---- internals the interposer inlines: the fast paths ----
+ *
+ * While not recording, an interposed entry point is one load
+ * (fl_allocs_active) and a tail call to the C library's function, with no
+ * frame of its own on the stack (so CPU profiles see the cell call the C
+ * library's allocator directly). While recording, a call that is not
+ * sampled is counted inline (fl__allocs_pass_alloc, fl__allocs_pass_free:
+ * the thread's countdown and counters, no atomic read-modify-write, no
+ * call) before the same tail call; everything else (the sampled call, the
+ * free of a block whose filter bucket is not empty, a thread's first call,
+ * a new run, a call inside the recorder) takes the hooks below. */
+
+/* One thread's counters, on a cache line of its own: calls, bytes,
+ * frees, written by the owner only (atomically in the shared block), and
+ * its countdown to the next sample (zeroed by each start, so that the
+ * owner's next call draws a new one at the new rate). */
+typedef struct fl__allocs_counters {
+  uint64_t n[3];
+  uint64_t skip; /* calls up to and including the next sampled one; 0 in the shared block */
+  int owned;     /* atomic: a thread owns the block */
+  int busy;      /* atomic: the owner is on a slow path (shared: how many are) */
+  bool shared;   /* the block of threads without one of their own */
+} __attribute__((aligned(64))) fl__allocs_counters_t;
+
+/* The calling thread's state (initial-exec TLS). */
+typedef struct fl__allocs_thread {
+  fl__allocs_counters_t *c; /* NULL until the thread's first counted call */
+  uint64_t skip;            /* the countdown of a thread in the shared block */
+  uint64_t epoch;           /* the run that skip was drawn for */
+  int guard;                /* on a slow path: allocations pass through */
+  int tid;
+  uint64_t rng; /* xorshift64* state; 0 until seeded */
+  void *pcs[FL_ALLOCS_MAX_DEPTH + 16];
+} fl__allocs_thread_t;
+
+/* What every call reads: written by start and stop (and a forked child). */
+typedef struct fl__allocs_global {
+  int recording;    /* atomic */
+  uint64_t epoch;   /* bumped by each start */
+  uint16_t *filter; /* live table entries by bucket (in the buffer) */
+} __attribute__((aligned(64))) fl__allocs_global_t;
+
+extern fl__allocs_global_t fl__allocs;
+extern __thread fl__allocs_thread_t fl__allocs_thread __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t fl__allocs_hash(const void *p) {
+  return ((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL;
+}
+
+/* The filter bucket of hash h: its top 12 bits. */
+#define FL__ALLOCS_BUCKET(h) ((unsigned)((h) >> 52))
+
+/* Whether recording is on. */
 static inline bool fl_allocs_active(void) {
-  return __atomic_load_n(&fl__allocs_recording, __ATOMIC_RELAXED) != 0;
+  return __atomic_load_n(&fl__allocs.recording, __ATOMIC_RELAXED) != 0;
+}
+
+/* While recording: counts an allocation call of bytes that is not sampled
+ * and returns true; false when the call takes fl_allocs_on_alloc instead
+ * (then nothing is counted here). A failed call counted here stays counted
+ * (at sample_rate 1 every call takes the hook, which counts successes
+ * only), and so does an allocation libunwind makes inside the recorder on
+ * a thread that was not warmed up. */
+static inline bool fl__allocs_pass_alloc(size_t bytes) {
+  fl__allocs_counters_t *c = fl__allocs_thread.c;
+  if (__builtin_expect(!c, 0)) return false;
+  uint64_t skip = __atomic_load_n(&c->skip, __ATOMIC_RELAXED);
+  if (__builtin_expect(skip <= 1, 0)) return false;
+  __atomic_store_n(&c->skip, skip - 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&c->n[0], __atomic_load_n(&c->n[0], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&c->n[1], __atomic_load_n(&c->n[1], __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
+  return true;
+}
+
+/* While recording: counts the release of ptr when it was not sampled (its
+ * filter bucket is empty) and returns true; false when the release takes
+ * fl_allocs_on_free instead (then nothing is counted here). */
+static inline bool fl__allocs_pass_free(const void *ptr) {
+  fl__allocs_counters_t *c = fl__allocs_thread.c;
+  if (__builtin_expect(!c || c->shared, 0)) return false;
+  if (!ptr) return true;
+  uint64_t h = fl__allocs_hash(ptr);
+  if (__builtin_expect(
+          __atomic_load_n(&fl__allocs.filter[FL__ALLOCS_BUCKET(h)], __ATOMIC_RELAXED) != 0, 0))
+    return false;
+  __atomic_store_n(&c->n[2], __atomic_load_n(&c->n[2], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+  return true;
 }
 
 /* The interposer's hooks. caller is the allocation function's return

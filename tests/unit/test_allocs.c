@@ -7,7 +7,8 @@
  * the binomial, 4 threads allocating at once without a deadlock or a lost
  * record, every allocation function with its kind and its argument errors,
  * a full buffer and a full table, nothing recorded when not recording or
- * in a forked child, and the reader's handling of an incomplete record.
+ * in a forked child, runs that do not see each other's blocks, and the
+ * reader's handling of an incomplete record.
  *
  * Records are attributed with dladdr on each return address minus 1. */
 #define _GNU_SOURCE
@@ -588,7 +589,31 @@ static void test_not_recording(void) {
   CHECK_INT(count_in("talloc_one"), 1);
 }
 
-/* ---- 8. the reader ---- */
+/* ---- 8. each run afresh ---- */
+
+/* A block sampled in one run and freed in the next marks nothing in the
+ * next run's records (the table starts empty: start clears the slots the
+ * last run's records name). */
+static void test_runs_are_separate(void) {
+  void *kept_block, *fresh;
+  start(1);
+  talloc_one(&kept_block);
+  CHECK_INT(fl_allocs_stop(), 1);
+  start(1);
+  talloc_one(&fresh);
+  free(kept_block);
+  CHECK_INT(fl_allocs_stop(), 1);
+  const fl_allocs_header_t *h = header();
+  CHECK_INT(h->frees, 1);
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  CHECK_INT(fl_allocs_next(buf, buf_bytes, &pos, &rec), 1);
+  CHECK(rec.addr == (uint64_t)(uintptr_t)fresh);
+  CHECK(!rec.freed);
+  free(fresh);
+}
+
+/* ---- 9. the reader ---- */
 
 static void test_reader(void) {
   void *p[3];
@@ -629,6 +654,7 @@ int main(void) {
   test_kinds();
   test_full();
   test_not_recording();
+  test_runs_are_separate();
   test_reader();
   return TEST_DONE();
 }
