@@ -27,6 +27,26 @@
 
 /* ---- reading ---- */
 
+/* Does the frame text s[0, n) end in a source location " (FILE:LINE)",
+ * FILE not empty and LINE a positive int? Then *open is the index of its
+ * '(' (the last " (" of the text), *colon that of the ':' before LINE. */
+static bool ends_in_location(const char *s, size_t n, size_t *open, size_t *colon, int *line) {
+  if (n < 6 || s[n - 1] != ')') return false;
+  size_t o = n - 1;
+  while (o > 0 && !(s[o - 1] == ' ' && s[o] == '(')) o--;
+  if (o == 0) return false;
+  size_t c = n - 1;
+  while (c > o + 1 && fl__is_digit(s[c - 1])) c--;
+  if (c == n - 1 || c <= o + 2 || s[c - 1] != ':') return false;
+  long v = 0;
+  for (size_t i = c; i < n - 1 && v <= INT_MAX; i++) v = v * 10 + (s[i] - '0');
+  if (v <= 0 || v > INT_MAX) return false;
+  *open = o;
+  *colon = c - 1;
+  *line = (int)v;
+  return true;
+}
+
 /* A frame's text: "func", or "func (FILE:LINE)" with a positive LINE;
  * "_[k]" ends kernel frames and "_[i]" inlined ones. Returns the frame's
  * id, or -1 out of memory. */
@@ -34,24 +54,12 @@ static int64_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t 
                            const char *s, size_t n) {
   uint32_t id;
   if (fl__frame_cache_get(cache, s, n, &id)) return id;
-  size_t func_len = n, file = 0, file_len = 0;
-  long line = 0;
-  if (n > 0 && s[n - 1] == ')') {
-    size_t open = n - 1;
-    while (open > 0 && !(s[open - 1] == ' ' && s[open] == '(')) open--;
-    if (open > 0) { /* s[open - 1 .. open] is " (" */
-      size_t colon = n - 1, digits;
-      while (colon > open + 1 && fl__is_digit(s[colon - 1])) colon--;
-      digits = colon;
-      if (digits < n - 1 && colon > open + 2 && s[colon - 1] == ':') {
-        for (size_t i = digits; i < n - 1 && line <= INT_MAX; i++) line = line * 10 + (s[i] - '0');
-        if (line > 0 && line <= INT_MAX) {
-          func_len = open - 1;
-          file = open + 1;
-          file_len = colon - 1 - file;
-        }
-      }
-    }
+  size_t func_len = n, file = 0, file_len = 0, open, colon;
+  int line = 0;
+  if (ends_in_location(s, n, &open, &colon, &line)) {
+    func_len = open - 1;
+    file = open + 1;
+    file_len = colon - file;
   }
   scratch->len = 0;
   fl__buf_add(scratch, s, func_len);
@@ -67,7 +75,7 @@ static int64_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t 
     flags |= FL_FRAME_INLINED;
   fl_frame_t f = {.func = func,
                   .file = file_len ? scratch->data + func_len + 1 : NULL,
-                  .line = file_len ? (int)line : 0,
+                  .line = file_len ? line : 0,
                   .flags = flags};
   id = fl_profile_frame_id(p, &f);
   if (fl__frame_cache_put(cache, s, n, id) < 0) return -1;
@@ -100,8 +108,8 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
       } else if (count > (UINT64_MAX - d) / 10) {
         char found[80];
         fl__excerpt(s + word, end - word, found);
-        fl__io_fail(err, name, it.lineno, "the count %s is too large (at most %" PRIu64 ")",
-                    found, UINT64_MAX);
+        fl__io_fail(err, name, it.lineno, "the count %s is too large (at most %" PRIu64 ")", found,
+                    UINT64_MAX);
         goto fail;
       } else {
         count = count * 10 + d;
@@ -175,16 +183,39 @@ fail:
 
 /* ---- writing ---- */
 
-/* Appends text with ';' written ':' and line breaks as spaces, so that it
- * stays one frame of one line. */
-static void add_frame_text(fl__buf_t *b, const char *s) {
+/* Appends a frame's function name or file with ';' written ':' and line
+ * breaks as '?', so that it stays one frame of one line; in a file, " ("
+ * is written "_(", so that the location's " (" is the text's last. */
+static void add_frame_text(fl__buf_t *b, const char *s, bool file) {
   size_t start = b->len;
   fl__buf_puts(b, s);
   if (b->oom) return;
   for (size_t i = start; i < b->len; i++) {
     char c = b->data[i];
-    if (c == ';') b->data[i] = ':';
-    else if (c == '\n' || c == '\r') b->data[i] = ' ';
+    if (c == ';')
+      b->data[i] = ':';
+    else if (c == '\n' || c == '\r')
+      b->data[i] = '?';
+    else if (file && c == ' ' && i + 1 < b->len && b->data[i + 1] == '(')
+      b->data[i] = '_';
+  }
+}
+
+/* A frame as text: "func (file:line)", or "func" alone; a function name
+ * that itself ends like a location gets '_' for the space before its '('
+ * (and before any earlier one that would then start a location), so that it
+ * does not read back as one. */
+static void add_frame(fl__buf_t *b, const fl_frame_t *f) {
+  size_t start = b->len, open, colon;
+  int line;
+  add_frame_text(b, f->func, false);
+  if (f->line > 0 && f->file) {
+    fl__buf_add(b, " (", 2);
+    add_frame_text(b, f->file, true);
+    fl__buf_printf(b, ":%d)", f->line);
+  } else {
+    while (!b->oom && ends_in_location(b->data + start, b->len - start, &open, &colon, &line))
+      b->data[start + open - 1] = '_'; /* then an earlier " (" may start one */
   }
 }
 
@@ -216,14 +247,7 @@ char *fl_folded(const fl_tree_t *t) {
     int d = node->depth;
     path.len = d > 0 ? ends[d - 1] : 0;
     if (d > 1) fl__buf_add(&path, ";", 1);
-    if (d > 0) {
-      add_frame_text(&path, node->frame.func);
-      if (node->frame.line > 0 && node->frame.file) {
-        fl__buf_add(&path, " (", 2);
-        add_frame_text(&path, node->frame.file);
-        fl__buf_printf(&path, ":%d)", node->frame.line);
-      }
-    }
+    if (d > 0) add_frame(&path, &node->frame);
     if (path.oom) goto done;
     ends[d] = path.len;
     if (node->self == 0) continue;

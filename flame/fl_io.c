@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ bool fl__frame_cache_get(const fl__frame_cache_t *c, const char *key, size_t n, 
   uint64_t h = hash_bytes(key, n);
   for (size_t i = h & c->mask; c->slots[i].used; i = (i + 1) & c->mask) {
     const fl__cached_t *e = &c->slots[i];
-    if (e->hash == h && e->len == n && memcmp(c->arena + e->off, key, n) == 0) {
+    if (e->hash == h && e->len == n && (n == 0 || memcmp(c->arena + e->off, key, n) == 0)) {
       *id = e->id;
       return true;
     }
@@ -249,6 +250,13 @@ int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *n
     goto fail;
   }
   fl_profile_info_t *info = fl_profile_info(p);
+  if (fl_profile_info_const(scratch)->total_weight > UINT64_MAX - info->total_weight) {
+    fl__io_fail(err, name, 0,
+                "the counts of %s and of the profile it is added to add up to more than %" PRIu64
+                ", the most a profile holds",
+                name, UINT64_MAX);
+    goto fail;
+  }
   fl_profile_merge(p, scratch); /* takes the interval when p has none */
   if (!info->source[0])
     snprintf(info->source, sizeof info->source, "%s (%s)", name, fl_input_kind_name(kind));
@@ -263,9 +271,8 @@ fail:
  * length, or -1 with errno. */
 static ssize_t read_all(int fd, char **out) {
   struct stat st;
-  size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
-                   ? (size_t)st.st_size + 1
-                   : 65536;
+  size_t cap =
+      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 65536;
   size_t len = 0;
   char *buf = malloc(cap);
   if (!buf) return -1;

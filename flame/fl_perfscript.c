@@ -182,11 +182,11 @@ typedef struct reader {
   const char *name;
   fl_io_error_t *err;
   fl__frame_cache_t cache;
-  fl__buf_t pname;  /* the sample's process name, NUL-terminated */
-  bool have_pname;  /* a sample is open */
-  bool java;        /* pname starts with "java" */
+  fl__buf_t pname; /* the sample's process name, NUL-terminated */
+  bool have_pname; /* a sample is open */
+  bool java;       /* pname starts with "java" */
   int tid;
-  uint32_t *stack;  /* frame ids, leaf first, without the process */
+  uint32_t *stack; /* frame ids, leaf first, without the process */
   size_t n, cap;
   fl__buf_t filter; /* the event type kept */
   bool have_filter;
@@ -224,8 +224,10 @@ static uint64_t parse_hex(const char *s, size_t n) {
   if (n > 16) return 0;
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
-    int d = fl__is_digit(c) ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = fl__is_digit(c)        ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) return 0;
     v = v << 4 | (uint64_t)d;
   }
@@ -256,7 +258,7 @@ static uint32_t frame_id(reader_t *r, const char *func, const char *module, size
   k->len = 0;
   char flag_byte = (char)(flags & 0x7f);
   fl__buf_add(k, &flag_byte, 1);
-  fl__buf_add(k, module, module_len);
+  if (module_len) fl__buf_add(k, module, module_len);
   fl__buf_add(k, "", 1);
   fl__buf_puts(k, func);
   if (k->oom) {
@@ -314,8 +316,7 @@ static void tidy_part(reader_t *r, const char *part, size_t n, const frame_line_
     static const char anon[] = "anonymous namespace)";
     for (size_t i = 0; i < len; i++) {
       if (s[i] != '(') continue;
-      if (len - i - 1 >= sizeof anon - 1 && memcmp(s + i + 1, anon, sizeof anon - 1) == 0)
-        continue;
+      if (len - i - 1 >= sizeof anon - 1 && memcmp(s + i + 1, anon, sizeof anon - 1) == 0) continue;
       len = i;
       break;
     }

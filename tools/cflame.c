@@ -284,9 +284,10 @@ static int parse_args(int argc, char **argv, cli_t *c) {
     switch (opt) {
       case 'f':
         if ((k = pick(optarg, format_names, 5)) < 0)
-          return usage_error("--format %s: unknown format; valid: svg, html, vegalite, folded, "
-                             "text",
-                             optarg);
+          return usage_error(
+              "--format %s: unknown format; valid: svg, html, vegalite, folded, "
+              "text",
+              optarg);
         c->format = (format_t)k;
         break;
       case 'o':
@@ -333,9 +334,10 @@ static int parse_args(int argc, char **argv, cli_t *c) {
         c->threads = calloc(n ? n : 1, sizeof *c->threads);
         for (size_t i = 0; i < n && c->threads; i++) {
           if (!parse_int(items[i], 0, 2147483647, &c->threads[i])) {
-            int rc = usage_error("--threads %s: \"%s\" is not a thread id (a non-negative "
-                                 "integer); give comma-separated ids",
-                                 optarg, items[i]);
+            int rc = usage_error(
+                "--threads %s: \"%s\" is not a thread id (a non-negative "
+                "integer); give comma-separated ids",
+                optarg, items[i]);
             free_list(items);
             return rc;
           }
@@ -350,9 +352,10 @@ static int parse_args(int argc, char **argv, cli_t *c) {
       case OPT_MINWIDTH:
         if (!parse_double(optarg, &c->tree.minwidth) || c->tree.minwidth < 0 ||
             c->tree.minwidth > 1)
-          return usage_error("--minwidth %s: expected a share of the total from 0 to 1, such "
-                             "as 0.001",
-                             optarg);
+          return usage_error(
+              "--minwidth %s: expected a share of the total from 0 to 1, such "
+              "as 0.001",
+              optarg);
         c->minwidth_given = true;
         break;
       case OPT_WIDTH:
@@ -362,9 +365,10 @@ static int parse_args(int argc, char **argv, cli_t *c) {
         break;
       case OPT_HEIGHT:
         if (!parse_int(optarg, 0, 100000, &c->view.height))
-          return usage_error("--height %s: expected pixels, a whole number from 0 (sized to "
-                             "the depth) to 100000",
-                             optarg);
+          return usage_error(
+              "--height %s: expected pixels, a whole number from 0 (sized to "
+              "the depth) to 100000",
+              optarg);
         break;
       case OPT_TITLE: c->view.title = optarg; break;
       case OPT_ICICLE: c->view.icicle = true; break;
@@ -392,8 +396,7 @@ static int parse_args(int argc, char **argv, cli_t *c) {
       case 'h': fputs(usage_text, stdout); return 0;
       case 'V': printf("cflame %s\n", CFLAME_VERSION); return 0;
       case ':':
-        return usage_error("%s needs a value; valid options: %s", argv[optind - 1],
-                           valid_options);
+        return usage_error("%s needs a value; valid options: %s", argv[optind - 1], valid_options);
       default: {
         const char *bad = argv[optind - 1];
         char shortopt[3] = {'-', (char)optopt, '\0'};
@@ -407,8 +410,9 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   c->inputs = argv + optind;
   c->n_inputs = argc - optind;
   if (c->n_inputs == 0)
-    return usage_error("no INPUT: give files of folded stacks or perf script output, or - for "
-                       "standard input");
+    return usage_error(
+        "no INPUT: give files of folded stacks or perf script output, or - for "
+        "standard input");
   int stdin_uses = c->diff_base && strcmp(c->diff_base, "-") == 0;
   for (int i = 0; i < c->n_inputs; i++) stdin_uses += strcmp(c->inputs[i], "-") == 0;
   if (stdin_uses > 1) return usage_error("- (standard input) can be read only once");
@@ -498,8 +502,10 @@ static char *folded_diff(const fl_tree_t *target, const fl_tree_t *base, bool no
     size_t na = *pa ? split_folded_line(pa, (size_t)(ea - pa), &ca) : 0;
     size_t nb = *pb ? split_folded_line(pb, (size_t)(eb - pb), &cb) : 0;
     int c;
-    if (!*pa) c = 1;
-    else if (!*pb) c = -1;
+    if (!*pa)
+      c = 1;
+    else if (!*pb)
+      c = -1;
     else {
       c = memcmp(pa, pb, na < nb ? na : nb);
       if (!c) c = (na > nb) - (na < nb);
@@ -507,8 +513,7 @@ static char *folded_diff(const fl_tree_t *target, const fl_tree_t *base, bool no
     const char *stack = c <= 0 ? pa : pb;
     size_t ns = c <= 0 ? na : nb;
     uint64_t base_count = c <= 0 ? ca : 0, target_count = c >= 0 ? cb : 0;
-    fprintf(f, "%.*s %.0f %" PRIu64 "\n", (int)ns, stack, (double)base_count * scale,
-            target_count);
+    fprintf(f, "%.*s %.0f %" PRIu64 "\n", (int)ns, stack, (double)base_count * scale, target_count);
     if (c <= 0) pa = *ea ? ea + 1 : ea;
     if (c >= 0) pb = *eb ? eb + 1 : eb;
   }
@@ -592,14 +597,37 @@ static int write_file(const char *path, const char *text, size_t len) {
   return ok ? 0 : -1;
 }
 
-static int write_output(const cli_t *c, const char *text) {
-  size_t len = strlen(text);
-  if (c->output && strcmp(c->output, "-") != 0) return write_file(c->output, text, len);
-  if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
-    say("cannot write to standard output: %s", strerror(errno));
+/* Writes text to f, named name in errors. Returns 0, or -1 after saying
+ * why. */
+static int write_stream(FILE *f, const char *name, const char *text, size_t len) {
+  if (fwrite(text, 1, len, f) != len || fflush(f) != 0) {
+    say("cannot write to %s: %s", name, strerror(errno));
     return -1;
   }
   return 0;
+}
+
+static int write_output(const cli_t *c, const char *text) {
+  size_t len = strlen(text);
+  if (!c->output || strcmp(c->output, "-") == 0)
+    return write_stream(stdout, "standard output", text, len);
+  /* Something that is not a regular file (/dev/null, a pipe) is written
+   * as it is: a file renamed over it would replace it. */
+  struct stat st;
+  if (stat(c->output, &st) == 0 && !S_ISREG(st.st_mode)) {
+    FILE *f = fopen(c->output, "w");
+    if (!f) {
+      say("cannot write %s: %s", c->output, strerror(errno));
+      return -1;
+    }
+    int rc = write_stream(f, c->output, text, len);
+    if (fclose(f) != 0 && rc == 0) {
+      say("cannot write %s: %s", c->output, strerror(errno));
+      rc = -1;
+    }
+    return rc;
+  }
+  return write_file(c->output, text, len);
 }
 
 static int run(cli_t *c) {

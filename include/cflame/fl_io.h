@@ -59,11 +59,7 @@ typedef struct fl_io_error {
   char message[512]; /* what was wrong and what is valid */
 } fl_io_error_t;
 
-typedef enum fl_input_kind {
-  FL_INPUT_AUTO,
-  FL_INPUT_FOLDED,
-  FL_INPUT_PERF_SCRIPT
-} fl_input_kind_t;
+typedef enum fl_input_kind { FL_INPUT_AUTO, FL_INPUT_FOLDED, FL_INPUT_PERF_SCRIPT } fl_input_kind_t;
 
 /* "auto", "folded stacks", "perf script". Static. */
 const char *fl_input_kind_name(fl_input_kind_t kind);
@@ -94,7 +90,9 @@ int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind
  * " COUNT\n", which flamegraph.pl also reads as the root's. Frame text is
  * func, or "func (file:line)" for a frame with a known file and line (a
  * tree built with lines=true); ';' in a name is written ':' and line
- * breaks as spaces, so the line splits back into the same frames. Paths
+ * breaks as '?', so the line splits back into the same frames, and a name
+ * that would read back as a location gets '_' for the space before its
+ * '(' (a function named "f (a.c:1)" without one; " (" inside a file). Paths
  * whose text is equal (two functions of one name in different modules)
  * are one line with the summed count. Lines are sorted bytewise, as
  * stackcollapse-perf.pl sorts them. Frames minwidth hid are not written:

@@ -132,6 +132,10 @@ def test_output_file(tmp_path):
     assert out.read_text() == ok(DATA / "single.txt")
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.svg"]  # no temporary left
+    # what is not a regular file is written as it is, not renamed over
+    ok(DATA / "single.txt", "-o", "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert ok(DATA / "single.txt", "-o", "-") == ok(DATA / "single.txt")  # - is stdout
 
 
 def test_tree_options():

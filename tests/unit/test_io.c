@@ -70,7 +70,8 @@ static char *folded_of(const fl_profile_t *p, bool lines, bool C) {
 /* The frame of p whose function is func, or NULL. */
 static const fl_frame_t *frame_named(const fl_profile_t *p, const char *func) {
   for (size_t i = 0; i < fl_profile_n_frames(p); i++)
-    if (strcmp(fl_profile_frame(p, (uint32_t)i)->func, func) == 0) return fl_profile_frame(p, (uint32_t)i);
+    if (strcmp(fl_profile_frame(p, (uint32_t)i)->func, func) == 0)
+      return fl_profile_frame(p, (uint32_t)i);
   return NULL;
 }
 
@@ -110,14 +111,15 @@ static void test_folded_counts(void) {
 
 static void test_folded_spaces_and_lines(void) {
   fl_io_error_t err;
-  const char *text = "# written by hand\r\n"
-                     "my func;other thing  7\r\n"
-                     "main (cell[1]:5);work (cell[1]:12) 4\n"
-                     "main (cell[1]:5);g (x) 1\n"
-                     "h (a.c:0);k (:3);sys_read_[k];inl_[i] 2\n"
-                     "   \n"
-                     "zero;count 0\n"
-                     " 6\n";
+  const char *text =
+      "# written by hand\r\n"
+      "my func;other thing  7\r\n"
+      "main (cell[1]:5);work (cell[1]:12) 4\n"
+      "main (cell[1]:5);g (x) 1\n"
+      "h (a.c:0);k (:3);sys_read_[k];inl_[i] 2\n"
+      "   \n"
+      "zero;count 0\n"
+      " 6\n";
   fl_profile_t *p = read_text(text, NULL, &err);
   CHECK(p != NULL);
   if (!p) {
@@ -184,6 +186,8 @@ static void test_folded_errors(void) {
   check_folded_error("a;b 3\nno count here\n", 2, "non-negative integer");
   check_folded_error("a 99999999999999999999\n", 1, "too large");
   check_folded_error("a 18446744073709551615\nb 1\n", 2, "add up");
+  /* fits alone, not with the 4 samples the profile holds */
+  check_folded_error("a 18446744073709551614\n", 0, "add up");
   check_folded_error("", 0, "no samples");
   check_folded_error("# only a comment\n\n", 0, "no samples");
   check_folded_error("a;b 0\nc 0\n", 0, "every count");
@@ -203,7 +207,8 @@ static char *scale_counts(const char *folded, uint64_t factor) {
     const char *end = strchr(line, '\n');
     const char *sp = end;
     while (sp > line && sp[-1] != ' ') sp--;
-    fprintf(f, "%.*s%" PRIu64 "\n", (int)(sp - line), line, (uint64_t)strtoull(sp, NULL, 10) * factor);
+    fprintf(f, "%.*s%" PRIu64 "\n", (int)(sp - line), line,
+            (uint64_t)strtoull(sp, NULL, 10) * factor);
     line = end + 1;
   }
   fclose(f);
@@ -288,7 +293,8 @@ static void test_perf_captures(void) {
   if (p && events) {
     /* only the samples of cpu-clock, the first event */
     size_t cpu_clock = 0, headers = 0;
-    for (const char *line = events; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    for (const char *line = events; line && *line;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
       if (*line == '\t' || *line == '\n' || *line == '#') continue;
       headers++;
       const char *eol = strchr(line, '\n');
@@ -370,8 +376,9 @@ static void test_perf_errors(void) {
   free(bad);
 
   /* perf script of a recording without -g: headers, no call stacks */
-  const char *flat = "prog 12 [000] 1.000: 250000 cpu-clock:ppp:  4011d6 main+0x1 (/x)\n"
-                     "prog 12 [000] 1.001: 250000 cpu-clock:ppp:  4011d6 main+0x1 (/x)\n";
+  const char *flat =
+      "prog 12 [000] 1.000: 250000 cpu-clock:ppp:  4011d6 main+0x1 (/x)\n"
+      "prog 12 [000] 1.001: 250000 cpu-clock:ppp:  4011d6 main+0x1 (/x)\n";
   CHECK_INT(fl_read_profile(p, flat, strlen(flat), "flat", FL_INPUT_AUTO, &kind, &err), -1);
   CHECK_INT(kind, FL_INPUT_PERF_SCRIPT);
   CHECK(strstr(err.message, "perf record -g") != NULL);
@@ -436,8 +443,9 @@ static void check_round_trip(bool lines, bool C) {
   CHECK(text != NULL);
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t ioerr;
-  int rc = text ? fl_read_profile(q, text, strlen(text), "saved.folded", FL_INPUT_AUTO, NULL, &ioerr)
-                : -1;
+  int rc = text
+               ? fl_read_profile(q, text, strlen(text), "saved.folded", FL_INPUT_AUTO, NULL, &ioerr)
+               : -1;
   CHECK_INT(rc, 0);
   fl_tree_t *t2 = rc == 0 ? fl_tree_build(q, &o, "all", err, sizeof err) : NULL;
   char *text2 = t2 ? fl_folded(t2) : NULL;
@@ -475,24 +483,26 @@ static void test_folded_out(void) {
   char *text = fl_folded(t);
   /* sorted bytewise; "func (file:line)"; ';' written ':'; the frames C=false
    * folded away gone, their time in the caller (and the root's own, " 3") */
-  CHECK_STR(text, " 3\n"
-                  "main (cell[1]:5) 5\n"
-                  "main (cell[1]:5);work (cell[1]:12) 31\n"
-                  "main (cell[1]:7) 4\n"
-                  "main (cell[1]:7);cmp (cell[2]:3) 12\n"
-                  "main (cell[1]:7);odd:name with space (cell[2]:9) 2\n");
+  CHECK_STR(text,
+            " 3\n"
+            "main (cell[1]:5) 5\n"
+            "main (cell[1]:5);work (cell[1]:12) 31\n"
+            "main (cell[1]:7) 4\n"
+            "main (cell[1]:7);cmp (cell[2]:3) 12\n"
+            "main (cell[1]:7);odd:name with space (cell[2]:9) 2\n");
   free(text);
   fl_tree_destroy(&t);
   o.lines = false;
   o.C = true;
   t = fl_tree_build(p, &o, NULL, err, sizeof err);
   text = fl_folded(t);
-  CHECK_STR(text, "main 5\n"
-                  "main;odd:name with space 2\n"
-                  "main;qsort 4\n"
-                  "main;qsort;cmp 12\n"
-                  "main;work 31\n"
-                  "start_thread 3\n");
+  CHECK_STR(text,
+            "main 5\n"
+            "main;odd:name with space 2\n"
+            "main;qsort 4\n"
+            "main;qsort;cmp 12\n"
+            "main;work 31\n"
+            "start_thread 3\n");
   free(text);
   fl_tree_destroy(&t);
   /* minwidth hides, and fl_folded writes what is drawn */
@@ -523,6 +533,40 @@ static void test_folded_out(void) {
   check_round_trip(true, true);
   check_round_trip(false, false);
   check_round_trip(true, false);
+}
+
+/* Names that would not split back into the same frames are written so that
+ * they do (cases the fuzzer found). */
+static void test_folded_out_escapes(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t root = add_frame(p, "r", NULL, 0, NULL, FL_FRAME_CELL);
+  uint32_t g = add_frame(p, "g (a.c:3)", NULL, 0, NULL, FL_FRAME_CELL);
+  uint32_t h = add_frame(p, "h (p:1) (q:2)", NULL, 0, NULL, FL_FRAME_CELL);
+  uint32_t x = add_frame(p, "x\ry\nz", NULL, 0, NULL, FL_FRAME_CELL);
+  uint32_t k = add_frame(p, "k", "dir (1)/k.c", 4, NULL, FL_FRAME_CELL);
+  fl_profile_add_sample(p, (uint32_t[]){root, g}, 2, 1, 0, 0);
+  fl_profile_add_sample(p, (uint32_t[]){root, h}, 2, 2, 0, 0);
+  fl_profile_add_sample(p, (uint32_t[]){root, x}, 2, 3, 0, 0);
+  fl_profile_add_sample(p, (uint32_t[]){root, k}, 2, 4, 0, 0);
+  char *text = folded_of(p, true, true);
+  CHECK_STR(text,
+            "r;g_(a.c:3) 1\n"
+            "r;h_(p:1)_(q:2) 2\n"
+            "r;k (dir_(1)/k.c:4) 4\n"
+            "r;x?y?z 3\n");
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  CHECK_INT(text ? fl_read_profile(q, text, strlen(text), "t", FL_INPUT_FOLDED, NULL, &err) : -1,
+            0);
+  const fl_frame_t *back = frame_named(q, "k");
+  CHECK(back && back->line == 4 && strcmp(back->file, "dir_(1)/k.c") == 0);
+  CHECK(frame_named(q, "g_(a.c:3)") != NULL);
+  char *again = folded_of(q, true, true);
+  CHECK(text && again && strcmp(text, again) == 0);
+  free(text);
+  free(again);
+  fl_profile_destroy(&p);
+  fl_profile_destroy(&q);
 }
 
 /* Folded stacks of a real capture survive a round trip through a file. */
@@ -601,6 +645,7 @@ int main(void) {
   test_perf_captures();
   test_perf_errors();
   test_folded_out();
+  test_folded_out_escapes();
   test_perf_round_trip();
   test_html_page();
   return TEST_DONE();

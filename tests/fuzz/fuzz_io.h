@@ -1,0 +1,101 @@
+/* What the fuzz targets of the profile readers (fuzz_folded.c,
+ * fuzz_perfscript.c) check on every input, whatever its kind:
+ *
+ *  - the input is copied to a heap block of exactly its size, so
+ *    AddressSanitizer catches any read past its end;
+ *  - the profile read into already holds one sample: a failed read must
+ *    leave it as it was (samples, weight, frames) and fill in an error
+ *    with a NUL-terminated message, the input's name, and a line number
+ *    no larger than the input's line count;
+ *  - a successful read must add at least one unit of weight, and the tree
+ *    of what was read must weigh as much;
+ *  - its folded stacks, read back as folded stacks, must give the same
+ *    folded stacks again (fl_folded's output is a fixed point of reading
+ *    and writing), and the same total weight.
+ * Any failure aborts. Header-only: each target includes it once. */
+#ifndef CFLAME_FUZZ_IO_H
+#define CFLAME_FUZZ_IO_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflame/fl_io.h"
+
+static void fuzz_io_fail(const char *what, const char *detail) {
+  fprintf(stderr, "fuzz: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+  abort();
+}
+
+/* Folded stacks of p (every frame, with lines when asked, minwidth 0). */
+static char *fuzz_io_folded(const fl_profile_t *p, bool lines, uint64_t *root_count) {
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.C = true;
+  o.lines = lines;
+  o.minwidth = 0;
+  char err[256];
+  fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
+  if (!t) fuzz_io_fail("fl_tree_build failed", err);
+  *root_count = fl_tree_root(t)->count;
+  char *text = fl_folded(t);
+  if (!text) fuzz_io_fail("fl_folded returned NULL", NULL);
+  fl_tree_destroy(&t);
+  return text;
+}
+
+static void fuzz_io_round_trip(const fl_profile_t *p, bool lines) {
+  uint64_t total = fl_profile_info_const(p)->total_weight, weight1, weight2;
+  char *first = fuzz_io_folded(p, lines, &weight1);
+  if (weight1 != total) fuzz_io_fail("the tree does not weigh what was read", NULL);
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  if (fl_read_profile(q, first, strlen(first), "folded", FL_INPUT_FOLDED, NULL, &err) < 0)
+    fuzz_io_fail("fl_folded's output does not read back", err.message);
+  char *second = fuzz_io_folded(q, lines, &weight2);
+  if (weight2 != total) fuzz_io_fail("the weight changed in the round trip", NULL);
+  if (strcmp(first, second) != 0) fuzz_io_fail("folded stacks changed in the round trip", NULL);
+  free(first);
+  free(second);
+  fl_profile_destroy(&q);
+}
+
+/* Reads data as kind into a profile that holds one sample already, and
+ * checks the outcome as the file comment says. */
+static void fuzz_io_read(const uint8_t *data, size_t size, fl_input_kind_t kind) {
+  char *copy = malloc(size ? size : 1);
+  if (!copy) abort();
+  if (size) memcpy(copy, data, size);
+  size_t lines = 1;
+  for (size_t i = 0; i < size; i++) lines += copy[i] == '\n';
+
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_frame_t f = {.func = "before", .flags = FL_FRAME_CELL};
+  uint32_t id = fl_profile_frame_id(p, &f);
+  fl_profile_add_sample(p, &id, 1, 7, 0, 0);
+
+  fl_io_error_t err;
+  memset(&err, 0x55, sizeof err); /* no NUL unless the reader writes one */
+  fl_input_kind_t got;
+  int rc = fl_read_profile(p, copy, size, "fuzz-input", kind, &got, &err);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  if (kind != FL_INPUT_AUTO && got != kind) fuzz_io_fail("kind_out is not the kind asked", NULL);
+  if (rc < 0) {
+    if (!memchr(err.message, '\0', sizeof err.message) || !err.message[0])
+      fuzz_io_fail("no error message", NULL);
+    if (strcmp(err.file, "fuzz-input") != 0) fuzz_io_fail("the error names another file", NULL);
+    if (err.line > lines) fuzz_io_fail("the error's line is past the end", err.message);
+    if (fl_profile_n_samples(p) != 1 || info->total_weight != 7 || fl_profile_n_frames(p) != 1)
+      fuzz_io_fail("a failed read changed the profile", err.message);
+  } else {
+    if (rc != 0) fuzz_io_fail("fl_read_profile returned neither 0 nor -1", NULL);
+    if (info->total_weight <= 7) fuzz_io_fail("a successful read added no weight", NULL);
+    fuzz_io_round_trip(p, false);
+    fuzz_io_round_trip(p, true);
+  }
+  fl_profile_destroy(&p);
+  free(copy);
+}
+
+#endif
