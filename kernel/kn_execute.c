@@ -115,6 +115,16 @@ static const magic_info_t magics[] = {
      "form compares the session profile (%%profile, %profload) against NAME.\n"
      "Diff: negate=false normalize=false delta=total|self noise=2; tree and view options as\n"
      "%%profview."},
+    {"profallocs", true, true,
+     "%%profallocs [sample_rate=] [weight=bytes|count] [live=true] [opts]  /  %profallocs [opts] STATEMENT",
+     "Run the cell (or the statement) recording its memory allocations (malloc, calloc,\n"
+     "realloc, aligned allocations, in every thread, libc's own included) and show where\n"
+     "they were made: widths are bytes (weight=count: allocations), estimated from a\n"
+     "sample_rate share of the calls (default 0.1; 1 records every one, exactly);\n"
+     "live=true shows only what the cell had not freed when it ended.\n"
+     "Baselines: %%profbase NAME allocs=true [sample_rate= weight= live=]; %%profdiffview\n"
+     "NAME then profiles allocations the way the baseline was taken.\n"
+     "Also n= (record buffer in words); tree and view options as %%profview."},
     {"profsave", true, false, "%profsave PATH [opts]",
      "Write the last flame graph shown (or the session profile) to PATH, by its ending:\n"
      ".svg (the kernel's SVG), .html (a standalone page: the interactive view, and the SVG\n"
@@ -131,7 +141,7 @@ const char *const kn_magic_names[] = {"cc",        "cflags",   "ldflags",  "time
                                       "reset",     "lsmagic",  "profview", "profile",
                                       "profshow",  "profprint", "profclear", "profinit",
                                       "profsize",  "profsave", "profload", "profbase",
-                                      "profdiffview", NULL};
+                                      "profdiffview", "profallocs", NULL};
 
 static const magic_info_t *find_magic(const char *name) {
   for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
@@ -447,7 +457,7 @@ static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
   if (e->compiled) kn_session_commit(k->session, &e->compiled);
   /* The samples survive the crash in the shared buffer: what was profiled up
    * to the crash joins the session profile (see %profshow). */
-  if (e->profreq.mode != KN_PROF_NONE && e->crash_report) {
+  if (e->profreq.mode != KN_PROF_NONE && !e->profreq.allocs && e->crash_report) {
     const char *maps = strstr(e->crash_report, "\nmaps\n");
     const char *tid = strstr(e->crash_report, "\nmain_tid ");
     if (maps && tid && e->profreq.mode != KN_PROF_BASE) {
@@ -564,8 +574,90 @@ static void publish_display(kn_kernel_t *k, kn_exec_t *e, json_t *content) {
  * after a crash, when maps_text comes from the crash report): read the
  * samples, add them to the session profile, and show the flame graph for
  * %%profview. */
+/* Shows prof, the profile of e's cell: its flame graph, or for
+ * %%profdiffview its diff against the baseline; a graph that cannot be
+ * drawn is reported on stderr. */
+static void show_cell_profile(kn_kernel_t *k, kn_exec_t *e, const fl_profile_t *prof) {
+  char name[32], err[512];
+  snprintf(name, sizeof name, "cell[%d]", e->cell);
+  json_t *content =
+      e->profreq.mode == KN_PROF_DIFF
+          ? kn_prof_show_diff(k->prof, prof, kn_prof_baseline(k->prof, e->profreq.baseline),
+                              &e->profreq, name, err, sizeof err)
+          : kn_prof_show(k->prof, prof, &e->profreq, name, err, sizeof err);
+  if (content) {
+    publish_display(k, e, content);
+  } else {
+    add_output(k, e, 'E', err, strlen(err));
+    add_output(k, e, 'E', "\n", 1);
+  }
+}
+
+/* The allocation-profiled run of e ended (ev is the worker's "done"
+ * event): read the records, keep them as a baseline or show their graph. */
+static void on_allocs_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
+  json_t *info = json_object_get(ev, "allocs");
+  kn_allocs_run_t run = {.sample_rate = e->profreq.sample_rate,
+                         .live = e->profreq.live,
+                         .weight_count = e->profreq.weight_count,
+                         .cell = e->cell};
+  run.records = (uint64_t)json_integer_value(json_object_get(info, "records"));
+  run.dropped = (uint64_t)json_integer_value(json_object_get(info, "dropped"));
+  run.calls = (uint64_t)json_integer_value(json_object_get(info, "calls"));
+  run.bytes = (uint64_t)json_integer_value(json_object_get(info, "bytes"));
+  run.frees = (uint64_t)json_integer_value(json_object_get(info, "frees"));
+  run.cpu_seconds = (double)json_integer_value(json_object_get(ev, "cpu_ns")) / 1e9;
+  run.wall_seconds = (double)json_integer_value(json_object_get(ev, "wall_ns")) / 1e9;
+  char err[512];
+  fl_profile_t *prof =
+      kn_prof_collect_allocs(k->prof, kn_worker_pid(k->worker), &run, err, sizeof err);
+  if (!prof) {
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "cflame: the allocation profile could not be read: %s\n", err);
+    add_output(k, e, 'E', sb.data, sb.len);
+    kn_strbuf_free(&sb);
+    return;
+  }
+  fl_profile_info_t *pi = fl_profile_info(prof);
+  snprintf(pi->compiler, sizeof pi->compiler, "%s %s %s", kn_session_cc(k->session),
+           kn_session_cflags(k->session), kn_session_ldflags(k->session));
+  char *summary = kn_prof_summary(prof);
+  if (e->profreq.mode == KN_PROF_BASE) {
+    kn_prof_set_baseline(k->prof, e->profreq.baseline, prof);
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "Baseline %s: %s\n", e->profreq.baseline, summary);
+    add_output(k, e, 'O', sb.data, sb.len);
+    kn_strbuf_free(&sb);
+  } else if (fl_profile_n_samples(prof) == 0) {
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    if (run.calls == 0)
+      kn_strbuf_puts(&sb, "No allocations: the cell made no call to malloc, calloc, realloc or an "
+                          "aligned allocation function while it ran.\n");
+    else if (run.live)
+      kn_strbuf_printf(&sb, "Nothing is still allocated: of the %llu allocation calls the cell made"
+                            "%s, every block recorded was freed before it ended (live=true).\n",
+                       (unsigned long long)run.calls,
+                       run.sample_rate < 1 ? " (a sample of them recorded)" : "");
+    else
+      kn_strbuf_printf(&sb, "No allocation was sampled: the cell made %llu allocation calls and "
+                            "sample_rate=%g recorded none of them; use a higher sample_rate= "
+                            "(1 records every one).\n",
+                       (unsigned long long)run.calls, run.sample_rate);
+    add_output(k, e, 'O', sb.data, sb.len);
+    kn_strbuf_free(&sb);
+  } else {
+    show_cell_profile(k, e, prof);
+  }
+  free(summary);
+  fl_profile_destroy(&prof);
+}
+
 static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char *maps_text,
                             pid_t pid) {
+  if (e->profreq.allocs) {
+    on_allocs_done(k, e, ev);
+    return;
+  }
   json_t *info = json_object_get(ev, "profile");
   kn_prof_run_t run = {.interval_ns = e->profreq.delay_ns, .cell = e->cell};
   run.samples = (uint64_t)json_integer_value(json_object_get(info, "samples"));
@@ -618,19 +710,7 @@ static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char
       add_output(k, e, 'O', msg, strlen(msg));
       free(msg);
     } else {
-      char name[32];
-      snprintf(name, sizeof name, "cell[%d]", e->cell);
-      json_t *content =
-          e->profreq.mode == KN_PROF_DIFF
-              ? kn_prof_show_diff(k->prof, prof, kn_prof_baseline(k->prof, e->profreq.baseline),
-                                  &e->profreq, name, err, sizeof err)
-              : kn_prof_show(k->prof, prof, &e->profreq, name, err, sizeof err);
-      if (content)
-        publish_display(k, e, content);
-      else {
-        add_output(k, e, 'E', err, strlen(err));
-        add_output(k, e, 'E', "\n", 1);
-      }
+      show_cell_profile(k, e, prof);
     }
   } else if (run.dropped) {
     char *summary = kn_prof_summary(prof);
@@ -984,7 +1064,18 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
   json_t *cmd = json_pack("{s:s, s:s, s:s, s:b}", "op", "run", "path", e->compiled->so_path,
                           "entry", e->compiled->entry, "allow_stdin", e->allow_stdin);
   if (timeit) json_object_set_new(cmd, "timeit", timeit);
-  if (e->profreq.mode != KN_PROF_NONE) {
+  if (e->profreq.mode != KN_PROF_NONE && e->profreq.allocs) {
+    if (kn_prof_prepare_allocs(k->prof, e->profreq.n_words, err, sizeof err) < 0) {
+      json_decref(cmd);
+      finish_error(k, e, "ProfileError", "%s", err);
+      return;
+    }
+    json_object_set_new(cmd, "allocs",
+                        json_pack("{s:f, s:s, s:I, s:I, s:i}", "sample_rate",
+                                  e->profreq.sample_rate, "file", k->prof->allocs_path, "words",
+                                  (json_int_t)e->profreq.n_words, "table_slots",
+                                  (json_int_t)KN_ALLOCS_TABLE_SLOTS, "tag", e->cell));
+  } else if (e->profreq.mode != KN_PROF_NONE) {
     if (kn_prof_prepare(k->prof, e->profreq.n_words, err, sizeof err) < 0) {
       json_decref(cmd);
       finish_error(k, e, "ProfileError", "%s", err);
@@ -1010,7 +1101,7 @@ static bool is_statement_magic(const kn_magic_t *m) {
   /* %profdiffview NAME alone shows the session profile against NAME. */
   if (!strcmp(m->name, "profdiffview")) return kn_profdiff_has_statement(m->args);
   return !strcmp(m->name, "timeit") || !strcmp(m->name, "profview") ||
-         !strcmp(m->name, "profile");
+         !strcmp(m->name, "profile") || !strcmp(m->name, "profallocs");
 }
 
 /* Checks that every magic of the cell exists in the form it is written in.
@@ -1045,6 +1136,53 @@ static int check_magics(kn_kernel_t *k, kn_exec_t *e, const kn_cell_magics_t *cm
   return 0;
 }
 
+/* Decides whether req profiles CPU time or allocations (%%profallocs;
+ * %%profbase with allocs=true or allocation options; %%profdiffview as its
+ * baseline was taken), takes a diff's allocation settings from its
+ * baseline unless written, and refuses options of the other kind and a
+ * diff of one kind against the other. Returns 0, or -1 with err. */
+static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, kn_profmode_t mode,
+                                const char *magic, char *err, size_t err_size) {
+  bool alloc_opts = r->sample_rate_set || r->weight_set || r->live_set;
+  if (mode == KN_PROF_ALLOCS) {
+    r->allocs = true;
+  } else if (mode == KN_PROF_BASE) {
+    if (!r->allocs_given) r->allocs = alloc_opts;
+  } else if (mode == KN_PROF_DIFF) {
+    const fl_profile_info_t *bi = fl_profile_info_const(kn_prof_baseline(k->prof, r->baseline));
+    bool base_allocs = bi->kind == FL_PROFILE_ALLOC;
+    if (!r->allocs_given) r->allocs = base_allocs || alloc_opts;
+    if (r->allocs != base_allocs) {
+      snprintf(err, err_size,
+               "%%%s %s: baseline %s is %s, and this would be %s: a CPU profile cannot be "
+               "compared with an allocation profile. Profile the same way as the baseline "
+               "(%s), or take another baseline with %%%%profbase NAME%s",
+               magic, r->baseline, r->baseline,
+               base_allocs ? "an allocation profile" : "a CPU profile",
+               r->allocs ? "an allocation profile" : "a CPU profile",
+               base_allocs ? "allocs=true" : "allocs=false", r->allocs ? " allocs=true" : "");
+      return -1;
+    }
+    if (r->allocs) {
+      if (!r->sample_rate_set) r->sample_rate = bi->sample_rate;
+      if (!r->weight_set) r->weight_count = bi->weight_is_count;
+      if (!r->live_set) r->live = bi->live_only;
+    }
+  }
+  if (r->allocs && r->delay_set) {
+    snprintf(err, err_size, "%%%s: delay= is the CPU profiler's sampling interval; an allocation "
+                            "profile samples allocations: use sample_rate= (0 < rate <= 1)", magic);
+    return -1;
+  }
+  if (!r->allocs && alloc_opts) {
+    snprintf(err, err_size, "%%%s: sample_rate=, weight= and live= are options of allocation "
+                            "profiles (%%%%profallocs, or allocs=true)", magic);
+    return -1;
+  }
+  if (r->allocs && !r->n_set) r->n_words = KN_ALLOCS_DEFAULT_WORDS;
+  return 0;
+}
+
 /* Parses the magic that decides how the code runs (%%timeit, %%profview,
  * %%profile, or their statement forms): sets *timeit or e->profreq, and for
  * statement forms *stmt (new). Returns 0, or -1 having finished e. */
@@ -1071,14 +1209,19 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
     return 0;
   }
   if (!strcmp(m->name, "profview") || !strcmp(m->name, "profile") ||
-      !strcmp(m->name, "profbase") || !strcmp(m->name, "profdiffview")) {
-    kn_profmode_t mode = !strcmp(m->name, "profview")   ? KN_PROF_VIEW
-                         : !strcmp(m->name, "profile")  ? KN_PROF_ACCUMULATE
-                         : !strcmp(m->name, "profbase") ? KN_PROF_BASE
-                                                        : KN_PROF_DIFF;
+      !strcmp(m->name, "profbase") || !strcmp(m->name, "profdiffview") ||
+      !strcmp(m->name, "profallocs")) {
+    kn_profmode_t mode = !strcmp(m->name, "profview")     ? KN_PROF_VIEW
+                         : !strcmp(m->name, "profile")    ? KN_PROF_ACCUMULATE
+                         : !strcmp(m->name, "profbase")   ? KN_PROF_BASE
+                         : !strcmp(m->name, "profallocs") ? KN_PROF_ALLOCS
+                                                          : KN_PROF_DIFF;
     unsigned groups = KN_OPTS_PROFILER;
     if (mode == KN_PROF_VIEW) groups |= KN_OPTS_TREE | KN_OPTS_VIEW;
-    if (mode == KN_PROF_DIFF) groups |= KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF;
+    if (mode == KN_PROF_ALLOCS) groups |= KN_OPTS_ALLOC | KN_OPTS_TREE | KN_OPTS_VIEW;
+    if (mode == KN_PROF_BASE) groups |= KN_OPTS_ALLOC | KN_OPTS_KIND;
+    if (mode == KN_PROF_DIFF)
+      groups |= KN_OPTS_ALLOC | KN_OPTS_KIND | KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF;
     /* Baseline magics start with the baseline's NAME. */
     const char *args = m->args;
     char *name = NULL;
@@ -1123,6 +1266,7 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
                m->name, m->name);
       goto fail;
     }
+    if (resolve_profile_kind(k, &e->profreq, mode, m->name, err, sizeof err) < 0) goto fail;
     e->profreq.mode = mode;
     return 0;
   }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
 #include "kn_strbuf.h"
@@ -35,12 +37,16 @@ void kn_prof_set_dir(kn_prof_t *p, const char *session_dir) {
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "%s/samples.buf", session_dir);
   p->buffer_path = kn_strbuf_steal(&sb);
+  free(p->allocs_path);
+  kn_strbuf_printf(&sb, "%s/allocs.buf", session_dir);
+  p->allocs_path = kn_strbuf_steal(&sb);
 }
 
 void kn_prof_destroy(kn_prof_t **pp) {
   kn_prof_t *p = *pp;
   if (!p) return;
   free(p->buffer_path);
+  free(p->allocs_path);
   fl_profile_destroy(&p->session);
   fl_profile_destroy(&p->last_profile);
   fl_profile_destroy(&p->last_baseline);
@@ -197,6 +203,8 @@ typedef struct conv {
   pid_t main_tid;
   uint32_t *stack; /* root first, built from the back */
   size_t cap;
+  uint32_t incomplete; /* the "[incomplete stack]" frame, once made */
+  bool have_incomplete;
 } conv_t;
 
 static int thread_index(const conv_t *c, int tid) {
@@ -215,16 +223,17 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Frame ids of one record, leaf first, into ids; returns how many, with
- * *complete set when the stack reached the kernel's machinery (and was cut
- * there). */
-static size_t record_frames(conv_t *c, const fl_sampler_record_t *rec, uint32_t *ids, size_t max,
-                            bool *complete) {
+/* Frame ids of one record's addresses (leaf first; with leaf_is_return
+ * the leaf too is a return address), leaf first, into ids; returns how
+ * many, with *complete set when the stack reached the kernel's machinery
+ * (and was cut there). */
+static size_t record_frames(conv_t *c, const uint64_t *pcs, size_t n_pcs, bool leaf_is_return,
+                            uint32_t *ids, size_t max, bool *complete) {
   size_t n = 0;
   *complete = false;
-  for (size_t i = 0; i < rec->n_pcs && n < max; i++) {
+  for (size_t i = 0; i < n_pcs && n < max; i++) {
     fl_frame_info_t info[16];
-    int k = fl_symbolizer_lookup(c->sym, rec->pcs[i], i > 0, info, 16);
+    int k = fl_symbolizer_lookup(c->sym, pcs[i], i > 0 || leaf_is_return, info, 16);
     for (int j = 0; j < k && n < max; j++) {
       const fl_frame_info_t *f = &info[j];
       const char *mod_base = base_name(f->module);
@@ -249,7 +258,7 @@ static size_t record_frames(conv_t *c, const fl_sampler_record_t *rec, uint32_t 
         fr.line = 0;
       }
       fr.module = cell ? cellname : mod_base;
-      fr.addr = rec->pcs[i] - f->module_base;
+      fr.addr = pcs[i] - f->module_base;
       if (cell)
         fr.flags = FL_FRAME_CELL | FL_FRAME_REPL;
       else if (is_allocator_func(func) || is_sanitizer_allocator(mod_base, func))
@@ -268,6 +277,80 @@ static size_t record_frames(conv_t *c, const fl_sampler_record_t *rec, uint32_t 
   return n;
 }
 
+/* Maps the file at path (what names it in errors) for reading. Returns 0
+ * with *map (MAP_FAILED when the file is empty) and *bytes, or -1 with
+ * err. */
+static int map_buffer(const char *path, const char *what, void **map, size_t *bytes, char *err,
+                      size_t err_size) {
+  *map = MAP_FAILED;
+  *bytes = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0) {
+    snprintf(err, err_size, "cannot read the %s %s: %s", what, path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *bytes = (size_t)st.st_size;
+  if (*bytes) *map = mmap(NULL, *bytes, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (*bytes && *map == MAP_FAILED) {
+    snprintf(err, err_size, "cannot map the %s: %s", what, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Notes a thread seen in the records (for thread_index). */
+static void note_tid(conv_t *c, int tid, size_t *cap) {
+  for (size_t i = 0; i < c->n_tids; i++)
+    if (c->tids[i] == tid) return;
+  if (c->n_tids == *cap) {
+    *cap = *cap ? *cap * 2 : 16;
+    c->tids = kn_xrealloc(c->tids, *cap * sizeof *c->tids);
+  }
+  c->tids[c->n_tids++] = tid;
+}
+
+/* A record's stack, root first, into c->stack (room for max + 2 frames);
+ * returns its length. When the unwinder stopped before the cell's entry,
+ * the part it found hangs under a frame that says so, not as if it were
+ * the cell. leaf_first is scratch room for max frames. */
+static size_t record_stack(conv_t *c, const uint64_t *pcs, size_t n_pcs, bool leaf_is_return,
+                           uint32_t *leaf_first, size_t max) {
+  bool complete;
+  size_t n = record_frames(c, pcs, n_pcs, leaf_is_return, leaf_first, max, &complete);
+  size_t m = 0;
+  if (!complete) {
+    if (!c->have_incomplete) {
+      fl_frame_t fr = {.func = "[incomplete stack]"};
+      c->incomplete = fl_profile_frame_id(c->prof, &fr);
+      c->have_incomplete = true;
+    }
+    c->stack[m++] = c->incomplete;
+  }
+  for (size_t i = n; i-- > 0;) c->stack[m++] = leaf_first[i];
+  return m;
+}
+
+/* What a profile of a cell's run says about the run. */
+static void note_run(fl_profile_info_t *info, uint64_t dropped, double cpu_seconds,
+                     double wall_seconds, int cell) {
+  info->dropped = dropped;
+  info->cpu_seconds = cpu_seconds;
+  info->wall_seconds = wall_seconds;
+  snprintf(info->source, sizeof info->source, "cell[%d]", cell);
+  info->taken_unix = (int64_t)time(NULL);
+}
+
+static void conv_free(conv_t *c, uint32_t *leaf_first, void *map, size_t bytes) {
+  if (c->sym) fl_symbolizer_destroy(&c->sym);
+  free(c->tids);
+  free(c->stack);
+  free(leaf_first);
+  if (map != MAP_FAILED) munmap(map, bytes);
+}
+
 fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
                               const kn_prof_run_t *run, char *err, size_t err_size) {
   fl_profile_t *prof = NULL;
@@ -276,19 +359,7 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
   conv_t c = {0};
   uint32_t *leaf_first = NULL;
 
-  int fd = open(p->buffer_path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0) {
-    snprintf(err, err_size, "cannot read the sample buffer %s: %s", p->buffer_path,
-             strerror(errno));
-    goto fail;
-  }
-  bytes = (size_t)st.st_size;
-  if (bytes) map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-  if (bytes && map == MAP_FAILED) {
-    snprintf(err, err_size, "cannot map the sample buffer: %s", strerror(errno));
-    goto fail;
-  }
+  if (map_buffer(p->buffer_path, "sample buffer", &map, &bytes, err, err_size) < 0) goto fail;
 
   c.sym = maps_text ? fl_symbolizer_new_from_maps(maps_text, err, err_size)
                     : fl_symbolizer_new_from_pid(pid, err, err_size);
@@ -302,58 +373,120 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
   size_t pos = 0, cap_tids = 0;
   fl_sampler_record_t rec;
   int r;
-  while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) {
-    bool seen = false;
-    for (size_t i = 0; i < c.n_tids && !seen; i++) seen = c.tids[i] == rec.tid;
-    if (seen) continue;
-    if (c.n_tids == cap_tids) {
-      cap_tids = cap_tids ? cap_tids * 2 : 16;
-      c.tids = kn_xrealloc(c.tids, cap_tids * sizeof *c.tids);
-    }
-    c.tids[c.n_tids++] = rec.tid;
-  }
+  while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) note_tid(&c, rec.tid, &cap_tids);
   if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
 
   size_t max_frames = FL_SAMPLER_MAX_DEPTH * 4;
   leaf_first = kn_xmalloc(max_frames * sizeof *leaf_first);
   c.stack = kn_xmalloc((max_frames + 1) * sizeof *c.stack);
-  uint32_t incomplete = 0;
-  bool have_incomplete = false;
   pos = 0;
   while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) {
-    bool complete;
-    size_t n = record_frames(&c, &rec, leaf_first, max_frames, &complete);
-    size_t m = 0;
-    if (!complete) {
-      /* The unwinder stopped before the cell's entry: show the part it
-       * found under a frame that says so, not as if it were the cell. */
-      if (!have_incomplete) {
-        fl_frame_t fr = {.func = "[incomplete stack]"};
-        incomplete = fl_profile_frame_id(prof, &fr);
-        have_incomplete = true;
-      }
-      c.stack[m++] = incomplete;
-    }
-    for (size_t i = n; i-- > 0;) c.stack[m++] = leaf_first[i];
+    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, false, leaf_first, max_frames);
     fl_profile_add_sample(prof, c.stack, m, rec.weight ? rec.weight : 1, 0,
                           thread_index(&c, rec.tid));
   }
 
   fl_profile_info_t *info = fl_profile_info(prof);
   info->interval_ns = run->interval_ns;
-  info->dropped = run->dropped;
-  info->cpu_seconds = run->cpu_seconds;
-  info->wall_seconds = run->wall_seconds;
-  snprintf(info->source, sizeof info->source, "cell[%d]", run->cell);
-  info->taken_unix = (int64_t)time(NULL);
+  note_run(info, run->dropped, run->cpu_seconds, run->wall_seconds, run->cell);
 
 fail:
-  if (c.sym) fl_symbolizer_destroy(&c.sym);
-  free(c.tids);
-  free(c.stack);
-  free(leaf_first);
-  if (map != MAP_FAILED) munmap(map, bytes);
-  if (fd >= 0) close(fd);
+  conv_free(&c, leaf_first, map, bytes);
+  return prof;
+}
+
+int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
+  size_t bytes = fl_allocs_buffer_bytes((size_t)n_words, (size_t)KN_ALLOCS_TABLE_SLOTS);
+  /* A new file each run: its pages are zero without being written. */
+  unlink(p->allocs_path);
+  int fd = open(p->allocs_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0) {
+    snprintf(err, err_size, "cannot prepare the allocation buffer %s (%zu bytes): %s",
+             p->allocs_path, bytes, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+static const char *alloc_func_name(int kind) {
+  switch (kind) {
+  case FL_ALLOC_CALLOC: return "calloc";
+  case FL_ALLOC_REALLOC: return "realloc";
+  case FL_ALLOC_MEMALIGN: return "memalign";
+  default: return "malloc";
+  }
+}
+
+fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run,
+                                     char *err, size_t err_size) {
+  fl_profile_t *prof = NULL;
+  void *map = MAP_FAILED;
+  size_t bytes = 0;
+  conv_t c = {0};
+  uint32_t *leaf_first = NULL;
+
+  if (map_buffer(p->allocs_path, "allocation buffer", &map, &bytes, err, err_size) < 0)
+    goto fail;
+  c.sym = fl_symbolizer_new_from_pid(pid, err, err_size);
+  if (!c.sym) goto fail;
+  c.main_tid = pid;
+  prof = fl_profile_new(FL_PROFILE_ALLOC);
+  c.prof = prof;
+
+  size_t pos = 0, cap_tids = 0;
+  fl_allocs_record_t rec;
+  int r;
+  while (bytes && (r = fl_allocs_next(map, bytes, &pos, &rec)) == 1) note_tid(&c, rec.tid, &cap_tids);
+  if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
+
+  /* The allocation functions, as the leaf frames under their callers. */
+  uint32_t alloc_frame[FL_ALLOC_MEMALIGN + 1];
+  for (int k = FL_ALLOC_MALLOC; k <= FL_ALLOC_MEMALIGN; k++) {
+    fl_frame_t fr = {.func = alloc_func_name(k), .module = "libc.so.6",
+                     .flags = FL_FRAME_SYSTEM | FL_FRAME_ALLOC};
+    alloc_frame[k] = fl_profile_frame_id(prof, &fr);
+  }
+  size_t max_frames = FL_ALLOCS_MAX_DEPTH * 4;
+  leaf_first = kn_xmalloc(max_frames * sizeof *leaf_first);
+  c.stack = kn_xmalloc((max_frames + 2) * sizeof *c.stack);
+  /* Each record stands for 1 / sample_rate allocations of its size: the
+   * running totals are rounded, not each record, so that totals are the
+   * sums divided by the rate. */
+  double scale = run->sample_rate > 0 ? 1.0 / run->sample_rate : 1.0;
+  uint64_t n_seen = 0, bytes_seen = 0, allocs_out = 0, bytes_out = 0;
+  pos = 0;
+  while (bytes && (r = fl_allocs_next(map, bytes, &pos, &rec)) == 1) {
+    if (run->live && rec.freed) continue;
+    n_seen++;
+    bytes_seen += rec.bytes;
+    uint64_t allocs = (uint64_t)llround((double)n_seen * scale) - allocs_out;
+    uint64_t est = (uint64_t)llround((double)bytes_seen * scale) - bytes_out;
+    allocs_out += allocs;
+    bytes_out += est;
+    uint64_t weight = run->weight_count ? allocs : est;
+    if (weight == 0) continue; /* a 0-byte allocation weighs nothing */
+
+    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, true, leaf_first, max_frames);
+    c.stack[m++] = alloc_frame[rec.kind];
+    fl_profile_add_sample(prof, c.stack, m, weight, allocs, thread_index(&c, rec.tid));
+  }
+  if (r < 0) {
+    snprintf(err, err_size, "the allocation buffer is corrupt");
+    fl_profile_destroy(&prof);
+    goto fail;
+  }
+
+  fl_profile_info_t *info = fl_profile_info(prof);
+  info->sample_rate = run->sample_rate;
+  info->weight_is_count = run->weight_count;
+  info->live_only = run->live;
+  info->calls = run->calls;
+  note_run(info, run->dropped, run->cpu_seconds, run->wall_seconds, run->cell);
+
+fail:
+  conv_free(&c, leaf_first, map, bytes);
   return prof;
 }
 
@@ -385,6 +518,32 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   group_digits(samples, sizeof samples, info->samples);
   format_interval(interval, sizeof interval, info->interval_ns);
   double represented = (double)info->total_weight * (double)info->interval_ns / 1e9;
+  if (info->kind == FL_PROFILE_ALLOC) {
+    char allocs[32], calls[32], size[32];
+    group_digits(allocs, sizeof allocs, info->total_allocs);
+    group_digits(calls, sizeof calls, info->calls);
+    double b = info->weight_is_count ? 0 : (double)info->total_weight;
+    if (b >= 1 << 20)
+      snprintf(size, sizeof size, "%.1f MiB", b / (1 << 20));
+    else if (b >= 1 << 10)
+      snprintf(size, sizeof size, "%.1f KiB", b / (1 << 10));
+    else
+      snprintf(size, sizeof size, "%.0f B", b);
+    kn_strbuf_printf(&sb, "%s%s allocation%s", info->sample_rate < 1 ? "~" : "", allocs,
+                     info->total_allocs == 1 ? "" : "s");
+    if (!info->weight_is_count) kn_strbuf_printf(&sb, " of %s%s", info->sample_rate < 1 ? "~" : "", size);
+    if (info->live_only) kn_strbuf_puts(&sb, " still allocated at the end (live=true)");
+    if (info->sample_rate < 1)
+      kn_strbuf_printf(&sb, ", estimated from %s sampled allocation%s (sample_rate=%g)", samples,
+                       info->samples == 1 ? "" : "s", info->sample_rate);
+    else
+      kn_strbuf_puts(&sb, ", every one recorded (sample_rate=1)");
+    if (info->calls) kn_strbuf_printf(&sb, "; the run made %s allocation calls", calls);
+    if (info->dropped)
+      kn_strbuf_printf(&sb, "; the record buffer filled up and %llu sampled allocations were lost "
+                            "(lower sample_rate=, or raise n=)", (unsigned long long)info->dropped);
+    return kn_strbuf_steal(&sb);
+  }
   if (!info->interval_ns) {
     /* Read from a file that does not say how often it sampled. */
     kn_strbuf_printf(&sb, "%s samples (weight %llu)%s%s", samples,

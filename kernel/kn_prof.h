@@ -39,6 +39,7 @@ typedef struct kn_prof {
   uint64_t n_words;    /* %profinit n= (buffer size in frames) */
   int width, height;   /* %profsize; height 0: sized to the depth */
   char *buffer_path;   /* the sample file in the session directory */
+  char *allocs_path;   /* the allocation records' file, beside it */
   fl_profile_t *session; /* accumulated by %%profile; replaced by %%profview */
   /* The last graph shown, for %profsave: its profile (and baseline, for
    * a diff), the options it was drawn with, its root's name, its bundle. */
@@ -76,6 +77,31 @@ typedef struct kn_prof_run {
  * returns a new CPU profile; *run describes the run. NULL with err. */
 fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
                               const kn_prof_run_t *run, char *err, size_t err_size);
+
+/* An allocation-profiled run (%%profallocs): what the worker reported. */
+typedef struct kn_allocs_run {
+  double sample_rate;
+  bool live;         /* only what was not freed by the end */
+  bool weight_count; /* widths are allocation counts, not bytes */
+  uint64_t records, dropped, calls, bytes, frees;
+  double cpu_seconds, wall_seconds;
+  int cell;
+} kn_allocs_run_t;
+
+#define KN_ALLOCS_DEFAULT_WORDS (16ull << 20) /* 128 MiB of records, sparse */
+#define KN_ALLOCS_TABLE_SLOTS (1ull << 20)    /* sampled blocks alive at once */
+
+/* Creates (or resizes) the allocation records' file for n_words of
+ * records. Returns 0 or -1 with err. */
+int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size);
+
+/* Reads the allocation records after a run (the worker pid must be alive)
+ * into a new allocation profile: each record's stack under the cell, with
+ * the allocation function (malloc, calloc, realloc, memalign) as its leaf
+ * frame, weighed by bytes (or by count), both scaled by 1 / sample_rate;
+ * with run->live only records not freed by the end. NULL with err. */
+fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run,
+                                     char *err, size_t err_size);
 
 /* Keeps prof (a copy is taken) as baseline name, replacing one of that
  * name. */

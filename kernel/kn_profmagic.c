@@ -44,6 +44,10 @@ static const group_spec_t all_options[] = {
     {KN_OPTS_DIFF, {"normalize", KN_OPT_BOOL, NULL, 1, 0, "scale the baseline to the target's total first"}},
     {KN_OPTS_DIFF, {"delta", KN_OPT_ENUM, "total|self", 1, 0, "inclusive change per frame, or self change"}},
     {KN_OPTS_DIFF, {"noise", KN_OPT_DOUBLE, NULL, 0, 1000, "z-score under which a change is noise (default 2; 0: off)"}},
+    {KN_OPTS_ALLOC, {"sample_rate", KN_OPT_DOUBLE, NULL, 1e-6, 1, "share of allocations recorded (default 0.1; 1: every one, exactly)"}},
+    {KN_OPTS_ALLOC, {"weight", KN_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes (default) or by allocation count"}},
+    {KN_OPTS_ALLOC, {"live", KN_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends (default false)"}},
+    {KN_OPTS_KIND, {"allocs", KN_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time (default: as the baseline)"}},
 };
 #define N_OPTIONS (sizeof all_options / sizeof all_options[0])
 
@@ -105,6 +109,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   fl_diff_opts_init(&req->diff);
   req->view.width = prof->width;
   req->view.height = prof->height;
+  req->sample_rate = 0.1;
 
   req->args = kn_strdup(args);
 
@@ -113,8 +118,30 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   kn_opts_t o;
   if (kn_opts_parse(magic, args, specs, n, &o, err, err_size) < 0) return -1;
   const kn_optval_t *v;
-  if ((v = kn_opts_get(&o, "delay")) && v->set) req->delay_ns = (uint64_t)llround(v->d * 1e9);
-  if ((v = kn_opts_get(&o, "n")) && v->set) req->n_words = (uint64_t)v->i;
+  if ((v = kn_opts_get(&o, "delay")) && v->set) {
+    req->delay_ns = (uint64_t)llround(v->d * 1e9);
+    req->delay_set = true;
+  }
+  if ((v = kn_opts_get(&o, "n")) && v->set) {
+    req->n_words = (uint64_t)v->i;
+    req->n_set = true;
+  }
+  if ((v = kn_opts_get(&o, "sample_rate")) && v->set) {
+    req->sample_rate = v->d;
+    req->sample_rate_set = true;
+  }
+  if ((v = kn_opts_get(&o, "weight")) && v->set) {
+    req->weight_count = !strcmp(v->s, "count");
+    req->weight_set = true;
+  }
+  if ((v = kn_opts_get(&o, "live")) && v->set) {
+    req->live = v->b;
+    req->live_set = true;
+  }
+  if ((v = kn_opts_get(&o, "allocs")) && v->set) {
+    req->allocs = v->b;
+    req->allocs_given = true;
+  }
   if ((v = kn_opts_get(&o, "threads")) && v->set) {
     bool all = false;
     req->threads = kn_xcalloc(v->n_list + 1, sizeof *req->threads);
@@ -439,15 +466,20 @@ static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_
   /* %profsave's own options redraw it; without any, it is saved as shown. */
   bool has_opts = strchr(args, '=') != NULL;
   if (!has_opts) {
-    if (kn_profreq_parse(kp, "profsave", shown ? kp->last_args : "", KN_OPTS_PROFILER | groups,
-                         &drawn, err, err_size) < 0)
+    /* Whatever the magic that drew it took (%%profallocs' options too). */
+    const unsigned drawn_groups = KN_OPTS_PROFILER | KN_OPTS_ALLOC | KN_OPTS_KIND | groups;
+    if (kn_profreq_parse(kp, "profsave", shown ? kp->last_args : "", drawn_groups, &drawn, err,
+                         err_size) < 0)
       goto out;
     have_drawn = true;
   }
   kn_profreq_t *opts = has_opts ? &req : &drawn;
   if (!strcmp(ext, ".folded")) {
-    /* Every sample: nothing is too narrow for a file, unless asked. */
+    /* Every sample: nothing is too narrow for a file, unless asked. A
+     * diff's stacks are written by function unless lines are asked for:
+     * the same line of two cells ("cell[3]:2", "cell[5]:2") is one stack. */
     if (!strstr(opts->args, "minwidth=")) opts->tree.minwidth = 0;
+    if (baseline && !strstr(opts->args, "lines=")) opts->tree.lines = false;
     text = folded_text(prof, baseline, root, opts, err, err_size);
     if (!text) goto out;
   } else {

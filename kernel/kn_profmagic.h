@@ -29,6 +29,7 @@ typedef enum kn_profmode {
   KN_PROF_ACCUMULATE, /* %%profile: add to the session profile */
   KN_PROF_BASE,       /* %%profbase NAME: keep the profile as a baseline */
   KN_PROF_DIFF,       /* %%profdiffview NAME: show the diff against a baseline */
+  KN_PROF_ALLOCS,     /* %%profallocs: show the cell's allocation graph */
 } kn_profmode_t;
 
 /* Which option groups a magic takes. */
@@ -38,6 +39,8 @@ enum {
   KN_OPTS_VIEW = 1 << 2,     /* width, height, title, icicle, theme */
   KN_OPTS_PRINT = 1 << 3,    /* format, maxdepth, mincount, cols */
   KN_OPTS_DIFF = 1 << 4,     /* negate, normalize, delta, noise */
+  KN_OPTS_ALLOC = 1 << 5,    /* sample_rate, weight, live */
+  KN_OPTS_KIND = 1 << 6,     /* allocs (baselines and diffs: which profiler) */
 };
 
 typedef struct kn_profreq {
@@ -50,6 +53,13 @@ typedef struct kn_profreq {
   bool flat; /* %profprint format=flat */
   fl_diff_opts_t diff;
   char *baseline; /* %%profbase / %%profdiffview NAME */
+  /* Allocation profiles: whether this is one, and how it is taken. */
+  bool allocs, allocs_given;
+  double sample_rate; /* default 0.1 */
+  bool weight_count, live;
+  /* Which options were written (for defaults taken from a baseline, and
+   * options that do not fit the kind of profile). */
+  bool delay_set, n_set, sample_rate_set, weight_set, live_set;
   /* Storage behind the pointers in tree and view. */
   char **pruned;
   char *filter;

@@ -62,6 +62,10 @@ typedef struct fl_profile_info {
   uint64_t dropped;         /* samples lost because the buffer was full */
   bool weight_is_count;     /* allocation profiles: weights are allocation
                                counts (weight=count), not bytes */
+  bool live_only;           /* allocation profiles: only what was still
+                               allocated when the run ended (live=true) */
+  uint64_t calls;           /* allocation profiles: every allocation call the
+                               run made, sampled or not (0 if unknown) */
   double cpu_seconds;       /* CPU time the profiled run used (0 if unknown) */
   double wall_seconds;      /* wall-clock time of the profiled run (0 if unknown) */
   char source[256];         /* how it was taken: "cell[5]", "perf script", ... */

@@ -126,9 +126,9 @@ def test_profsave_folded_follows_the_drawn_options(kc, tmp_path):
 
 
 def test_profsave_svg_vegalite_txt_of_a_diff_and_its_folded_has_two_counts(kc, tmp_path):
-    ok(kc, "%%profbase files_base\nfor (int i = 0; i < 60; i++) { middle(300000); other(100000); }")
+    ok(kc, "%%profbase files_base\nfor (int i = 0; i < 200; i++) { middle(300000); other(100000); }")
     bundle, rows, _ = show(kc, "%%profdiffview files_base\n"
-                               "for (int i = 0; i < 60; i++) { middle(100000); other(300000); }",
+                               "for (int i = 0; i < 200; i++) { middle(100000); other(300000); }",
                            "diff-save")
     assert "change" in rows[0]
     svg, vl, txt, html, folded = (tmp_path / f"d.{e}" for e in ("svg", "vl.json", "txt", "html",
@@ -140,16 +140,20 @@ def test_profsave_svg_vegalite_txt_of_a_diff_and_its_folded_has_two_counts(kc, t
     assert json.loads(vl.read_text()) == bundle[VL_MIME]
     assert "files_base" in txt.read_text()
     assert bundle[SVG_MIME] in html.read_text()
-    # difffolded.pl's format: "stack BASELINE TARGET".
+    # difffolded.pl's format: "stack BASELINE TARGET", by function (lines=false)
+    # so that the two cells' statements meet.
     rows3 = []
     for line in folded.read_text().splitlines():
         m = re.fullmatch(r"(.+) (\d+) (\d+)", line)
         assert m, f"not a two-count folded line: {line!r}"
         rows3.append((m.group(1), int(m.group(2)), int(m.group(3))))
-    leaf = [(b, t) for s, b, t in rows3 if re.search(r";leaf \([^;]*\)$", s)]
-    oth = [(b, t) for s, b, t in rows3 if re.search(r";other \([^;]*\)$", s)]
-    assert sum(b for b, _ in leaf) > 2 * sum(t for _, t in leaf), leaf  # leaf shrank
-    assert sum(t for _, t in oth) > 2 * sum(b for b, _ in oth), oth  # other grew
+    stacks = {s: (b, t) for s, b, t in rows3}
+    leaf, oth = stacks["top-level scope;middle;leaf"], stacks["top-level scope;other"]
+    assert leaf[0] > 1.5 * leaf[1], leaf  # leaf shrank (to a third)
+    assert oth[1] > 1.5 * oth[0], oth  # other grew (threefold)
+    lined = tmp_path / "lines.folded"
+    ok(kc, f"%profsave {lined} lines=true")
+    assert re.search(r"^top-level scope \(cell\[\d+\]:\d+\);", lined.read_text(), re.M)
 
 
 def test_profsave_bad_paths(kc, tmp_path):

@@ -37,7 +37,7 @@ def test_nbconvert_execute(tmp_path):
 
 
 def test_html_export_shows_every_flame_graph(tmp_path):
-    """An executed notebook with %%profview cells exported with
+    """An executed notebook with %%profview and %%profallocs cells exported with
     `nbconvert --to html` carries each flame graph as inline SVG, so a reader
     without JavaScript sees it."""
     nb = nbformat.v4.new_notebook()
@@ -51,6 +51,8 @@ def test_html_export_shows_every_flame_graph(tmp_path):
             "}"),
         nbformat.v4.new_code_cell('%%profview title="first graph"\nfor (int r = 0; r < 40; r++) spin(1000000);'),
         nbformat.v4.new_code_cell('%profview title="second graph" for (int r = 0; r < 40; r++) spin(1000000);'),
+        nbformat.v4.new_code_cell('%%profallocs sample_rate=1 title="third graph"\n'
+                                  'for (int i = 0; i < 1000; i++) { void *volatile p = malloc(100 + i); free(p); }'),
     ]
     src = tmp_path / "profiled.ipynb"
     nbformat.write(nb, src)
@@ -69,7 +71,7 @@ def test_html_export_shows_every_flame_graph(tmp_path):
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "executed.html").read_text()
     # Each graph's own SVG is inline, with its title and a <title> per frame.
-    assert html.count("<svg") >= 2, "no inline SVG flame graphs in the HTML export"
-    for title in ("first graph", "second graph"):
+    assert html.count("<svg") >= 3, "no inline SVG flame graphs in the HTML export"
+    for title in ("first graph", "second graph", "third graph"):
         assert title in html
     assert "spin" in html and "top-level scope" in html

@@ -250,7 +250,7 @@ __attribute__((noinline)) double hrb(int d, unsigned s, long n) {
     ok(kc, funcs + "\n" + dispatch + "\n" + recursion, timeout=120)
     bundle, rows, reply, outputs = show(
         kc, "%%profview\nvolatile double hs = 0;\n"
-            "for (int i = 0; i < 300; i++) hs += hdispatch(i, 3 * PER_MS);\n"
+            "for (int i = 0; i < 300; i++) hs += hdispatch(i, 6 * PER_MS);\n"
             "for (unsigned i = 0; i < 3000; i++) hs += hra(2000, i * 2654435761u, PER_MS / 10);",
         "huge", timeout=120)
     # Its size as the kernel sends it: compact JSON in UTF-8 (as

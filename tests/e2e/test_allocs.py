@@ -1,0 +1,196 @@
+"""SPEC sections 3 and 4 for allocation profiles, through the kernel:
+%%profallocs with known answers (exact at sample_rate=1, within the
+binomial bound when sampling), live=true, allocations made inside libc,
+threads, weight=count, allocation baselines and diffs, and the refusals.
+"""
+import math
+import re
+
+import pytest
+
+from conftest import (SpecStore, by_id, displays, fails, flame, ok, rows_of, run, start_kernel,
+                      stdout)
+
+STORE = SpecStore("allocs")
+
+DEFS = r"""
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *kept[4000];
+char *dups[100];
+__attribute__((noinline)) void make_mallocs(int n) { for (int i = 0; i < n; i++) kept[i] = malloc(1024); }
+__attribute__((noinline)) void make_callocs(int n) { for (int i = 0; i < n; i++) kept[1000 + i] = calloc(1, 1024); }
+__attribute__((noinline)) void free_half(void) {
+  for (int i = 0; i < 1000; i += 2) { free(kept[i]); kept[i] = 0; }
+  for (int i = 1000; i < 4000; i += 2) { free(kept[i]); kept[i] = 0; }
+}
+__attribute__((noinline)) void free_all(void) { for (int i = 0; i < 4000; i++) { free(kept[i]); kept[i] = 0; } }
+__attribute__((noinline)) void duplicate(void) {
+  char s[100];
+  memset(s, 'x', 99);
+  s[99] = 0;
+  for (int i = 0; i < 100; i++) dups[i] = strdup(s);
+}
+__attribute__((noinline)) void churn(int n, size_t size) {
+  for (int i = 0; i < n; i++) { void *volatile p = malloc(size); free(p); }
+}
+static void *thread_body(void *arg) { churn(25000, 64); return arg; }
+__attribute__((noinline)) void four_threads(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], 0, thread_body, 0);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], 0);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    with start_kernel() as (km, kc):
+        ok(kc, "%ldflags -lpthread")
+        ok(kc, DEFS)
+        yield km, kc
+
+
+def show(kc, code, name, timeout=60):
+    bundle, reply, outputs = flame(kc, code, timeout=timeout)
+    STORE.add(bundle, name)
+    return bundle, rows_of(bundle)
+
+
+def frames(rows, func):
+    return [r for r in rows if r["func"] == func]
+
+
+def total(rows, func, field="count"):
+    return sum(r[field] for r in frames(rows, func))
+
+
+def test_exact_bytes_and_counts_at_sample_rate_1(kc):
+    bundle, rows = show(kc, "%%profallocs sample_rate=1\nmake_mallocs(1000);\nmake_callocs(3000);\nfree_all();",
+                        "exact")
+    assert total(rows, "make_mallocs") == 1_024_000, frames(rows, "make_mallocs")
+    assert total(rows, "make_mallocs", "allocs") == 1000
+    assert total(rows, "make_callocs") == 3_072_000, frames(rows, "make_callocs")
+    assert total(rows, "make_callocs", "allocs") == 3000
+    assert rows[0]["count"] == 4_096_000 and rows[0]["allocs"] == 4000
+    # The allocator's frames are folded into their callers and marked.
+    assert all(r["status"] & 2 for r in frames(rows, "make_mallocs")), frames(rows, "make_mallocs")
+    assert "4,000 allocations" in bundle["text/plain"] and "sample_rate=1" in bundle["text/plain"]
+    assert "bytes" in bundle["image/svg+xml"] and "allocations" in bundle["image/svg+xml"]
+    # C=true shows the allocation functions as leaves under their callers.
+    b, rows_c = show(kc, "%%profallocs sample_rate=1 C=true\nmake_mallocs(1000);\nmake_callocs(3000);\nfree_all();",
+                     "exact-C")
+    index = by_id(rows_c)
+    mallocs = frames(rows_c, "malloc")
+    callocs = frames(rows_c, "calloc")
+    assert sum(r["count"] for r in mallocs) == 1_024_000 and sum(r["count"] for r in callocs) == 3_072_000
+    assert {index[r["parent"]]["func"] for r in mallocs} == {"make_mallocs"}
+    assert {index[r["parent"]]["func"] for r in callocs} == {"make_callocs"}
+
+
+def test_weight_count_draws_allocation_counts(kc):
+    bundle, rows = show(kc, "%%profallocs sample_rate=1 weight=count\nmake_mallocs(1000);\nmake_callocs(3000);\nfree_all();",
+                        "count")
+    assert total(rows, "make_mallocs") == 1000 and total(rows, "make_callocs") == 3000
+    spec = bundle["application/vnd.vegalite.v5+json"]
+    assert spec["usermeta"]["cflame"]["unit"] == "allocations"
+    assert "Bytes" not in bundle["text/plain"]
+
+
+def test_live_true_shows_what_was_not_freed(kc):
+    code = "%%profallocs sample_rate=1 live=true\nmake_mallocs(1000);\nmake_callocs(3000);\nfree_half();"
+    bundle, rows = show(kc, code, "live")
+    assert total(rows, "make_mallocs") == 512_000 and total(rows, "make_mallocs", "allocs") == 500
+    assert total(rows, "make_callocs") == 1_536_000 and total(rows, "make_callocs", "allocs") == 1500
+    assert "live=true" in bundle["text/plain"]
+    ok(kc, "free_all();")
+    # Everything freed: nothing live, and the output says so.
+    reply, outputs = run(kc, "%%profallocs sample_rate=1 live=true\nmake_mallocs(10);\nfree_all();")
+    assert reply["status"] == "ok" and not displays(outputs)
+    assert "Nothing is still allocated" in stdout(outputs), stdout(outputs)
+
+
+def test_strdup_inside_libc_counts_under_its_caller(kc):
+    bundle, rows = show(kc, "%%profallocs sample_rate=1\nduplicate();", "strdup")
+    assert total(rows, "duplicate") == 100 * 100 and total(rows, "duplicate", "allocs") == 100
+    b, rows_c = show(kc, "%profallocs sample_rate=1 C=true duplicate();", "strdup-C")
+    index = by_id(rows_c)
+    dup = [r for r in rows_c if "strdup" in r["func"]]
+    assert dup and all(index[r["parent"]]["func"] == "duplicate" for r in dup), dup
+    ok(kc, "for (int i = 0; i < 100; i++) free(dups[i]);")
+
+
+def test_sampling_estimates_within_the_binomial_bound(kc):
+    n, p, size = 20000, 0.1, 1000
+    bundle, rows = show(kc, f"%%profallocs sample_rate={p}\nchurn({n}, {size});", "sampled")
+    est = total(rows, "churn", "allocs")
+    est_bytes = total(rows, "churn")
+    # The number sampled is Binomial(n, p); the estimate divides it by p.
+    bound = 4 * math.sqrt(n * p * (1 - p)) / p
+    assert abs(est - n) <= bound, (est, n, bound)
+    assert abs(est_bytes - n * size) <= bound * size, (est_bytes, n * size)
+    assert "sample_rate=0.1" in bundle["text/plain"] and "estimated" in bundle["text/plain"]
+
+
+def test_four_threads_at_rate_1_lose_nothing(kc):
+    bundle, rows = show(kc, "%%profallocs sample_rate=1\nfour_threads();", "threads", timeout=120)
+    assert total(rows, "churn", "allocs") == 100_000, frames(rows, "churn")
+    assert total(rows, "churn") == 6_400_000
+
+
+def test_allocation_baseline_and_diff(kc):
+    out = ok(kc, "%%profbase alloc_base allocs=true sample_rate=1\nmake_mallocs(1000);\nmake_callocs(1000);\nfree_all();")
+    assert "Baseline alloc_base" in out, out
+    listing = ok(kc, "%profbase")
+    assert re.search(r"alloc_base\s+alloc\b", listing), listing
+    bundle, rows = show(kc, "%%profdiffview alloc_base\nmake_mallocs(500);\nmake_callocs(3000);\nfree_all();",
+                        "alloc-diff")
+    m, c = frames(rows, "make_mallocs")[0], frames(rows, "make_callocs")[0]
+    assert m["change"] == "shrank" and m["base"] == 1_024_000 and m["count"] == 512_000, m
+    assert c["change"] == "grew" and c["base"] == 1_024_000 and c["count"] == 3_072_000, c
+
+
+def test_cpu_and_allocation_profiles_are_not_compared(kc):
+    ok(kc, "%%profbase cpu_base\nchurn(100000, 64);")
+    reply, _ = fails(kc, "%%profdiffview cpu_base allocs=true\nchurn(1000, 64);", "MagicError")
+    assert "cannot be compared" in reply["evalue"] and "CPU profile" in reply["evalue"], reply["evalue"]
+    ok(kc, "%%profbase a_base allocs=true sample_rate=1\nchurn(10, 64);")
+    reply, _ = fails(kc, "%%profdiffview a_base allocs=false\nchurn(10, 64);", "MagicError")
+    assert "cannot be compared" in reply["evalue"], reply["evalue"]
+    # The session profile (CPU) against an allocation baseline.
+    ok(kc, "%%profile\nchurn(200000, 64);")
+    reply, _ = fails(kc, "%profdiffview a_base", "MagicError")
+    assert "cannot be compared" in reply["evalue"], reply["evalue"]
+
+
+@pytest.mark.parametrize("code, words", [
+    ("%%profallocs delay=0.001\nchurn(10, 64);", ["delay=", "sample_rate="]),
+    ("%%profallocs sample_rate=2\nchurn(10, 64);", ["sample_rate", "1"]),
+    ("%%profallocs weight=pages\nchurn(10, 64);", ["bytes", "count"]),
+    ("%%profview live=true\nchurn(10, 64);", ["live", "valid"]),
+    ("%%profbase x allocs=false sample_rate=0.5\nchurn(10, 64);", ["allocation profiles"]),
+])
+def test_bad_options_name_what_is_valid_and_nothing_runs(kc, code, words):
+    reply, outputs = fails(kc, code, "MagicError")
+    for w in words:
+        assert w in reply["evalue"], (w, reply["evalue"])
+
+
+def test_no_allocations_explains_itself(kc):
+    reply, outputs = run(kc, "%%profallocs\nint x = 1; (void)x;")
+    assert reply["status"] == "ok" and not displays(outputs)
+    assert "No allocations" in stdout(outputs), stdout(outputs)
+
+
+def test_profsave_of_an_allocation_graph(kc, tmp_path):
+    show(kc, "%%profallocs sample_rate=1\nmake_mallocs(1000);\nfree_all();", "save")
+    folded = tmp_path / "a.folded"
+    ok(kc, f"%profsave {folded}")
+    lines = folded.read_text().splitlines()
+    assert sum(int(line.rsplit(" ", 1)[1]) for line in lines) == 1_024_000, lines
+
+
+def test_zz_every_spec_passes_check_spec():
+    STORE.check()
