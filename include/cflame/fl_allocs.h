@@ -189,10 +189,15 @@ typedef struct fl__allocs_global {
   uint16_t *filter; /* live table entries by bucket (in the buffer) */
 } __attribute__((aligned(64))) fl__allocs_global_t;
 
+/* Inlined into the interposer, which may run before a sanitizer's
+ * runtime is set up: never instrumented. */
+#define FL__ALLOCS_INLINE \
+  static inline __attribute__((always_inline, no_sanitize("address", "undefined")))
+
 extern fl__allocs_global_t fl__allocs;
 extern __thread fl__allocs_thread_t fl__allocs_thread __attribute__((tls_model("initial-exec")));
 
-static inline uint64_t fl__allocs_hash(const void *p) {
+FL__ALLOCS_INLINE uint64_t fl__allocs_hash(const void *p) {
   return ((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL;
 }
 
@@ -200,7 +205,7 @@ static inline uint64_t fl__allocs_hash(const void *p) {
 #define FL__ALLOCS_BUCKET(h) ((unsigned)((h) >> 52))
 
 /* Whether recording is on. */
-static inline bool fl_allocs_active(void) {
+FL__ALLOCS_INLINE bool fl_allocs_active(void) {
   return __atomic_load_n(&fl__allocs.recording, __ATOMIC_RELAXED) != 0;
 }
 
@@ -210,7 +215,7 @@ static inline bool fl_allocs_active(void) {
  * (at sample_rate 1 every call takes the hook, which counts successes
  * only), and so does an allocation libunwind makes inside the recorder on
  * a thread that was not warmed up. */
-static inline bool fl__allocs_pass_alloc(size_t bytes) {
+FL__ALLOCS_INLINE bool fl__allocs_pass_alloc(size_t bytes) {
   fl__allocs_counters_t *c = fl__allocs_thread.c;
   if (__builtin_expect(!c, 0)) return false;
   uint64_t skip = __atomic_load_n(&c->skip, __ATOMIC_RELAXED);
@@ -224,7 +229,7 @@ static inline bool fl__allocs_pass_alloc(size_t bytes) {
 /* While recording: counts the release of ptr when it was not sampled (its
  * filter bucket is empty) and returns true; false when the release takes
  * fl_allocs_on_free instead (then nothing is counted here). */
-static inline bool fl__allocs_pass_free(const void *ptr) {
+FL__ALLOCS_INLINE bool fl__allocs_pass_free(const void *ptr) {
   fl__allocs_counters_t *c = fl__allocs_thread.c;
   if (__builtin_expect(!c || c->shared, 0)) return false;
   if (!ptr) return true;

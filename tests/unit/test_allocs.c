@@ -80,7 +80,7 @@ static const char *func_of(uint64_t pc) {
   return info.dli_sname;
 }
 
-static bool in_libc(uint64_t pc) {
+__attribute__((unused)) static bool in_libc(uint64_t pc) {
   Dl_info info;
   return dladdr((void *)(uintptr_t)(pc - 1), &info) && info.dli_fname &&
          strstr(info.dli_fname, "libc.so");
@@ -320,7 +320,11 @@ static void *thread_main(void *arg) {
   /* Half of the threads warm up, as the worker's do; the others take
    * libunwind's first-use path inside a recorded call. */
   if ((intptr_t)arg % 2 == 0) fl_allocs_thread_enter();
-  pthread_barrier_wait(&barrier);
+  /* A first allocation before recording: AddressSanitizer's runtime
+   * allocates (pthread_getattr_np) on a thread's first one. */
+  free(malloc(1));
+  pthread_barrier_wait(&barrier); /* ready: the thread's start is behind it */
+  pthread_barrier_wait(&barrier); /* go: recording */
   talloc_thread_work();
   pthread_barrier_wait(&barrier);
   pthread_barrier_wait(&barrier); /* recording stopped: the thread's end is not counted */
@@ -351,6 +355,7 @@ static void test_threads(void) {
   for (intptr_t i = 0; i < N_THREADS; i++) pthread_create(&th[i], NULL, thread_main, (void *)i);
   signal(SIGALRM, on_alarm);
   alarm(60);
+  pthread_barrier_wait(&barrier); /* ready */
   start(1);
   pthread_barrier_wait(&barrier); /* go */
   pthread_barrier_wait(&barrier); /* all done */
