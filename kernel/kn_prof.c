@@ -237,7 +237,11 @@ static size_t record_frames(conv_t *c, const uint64_t *pcs, size_t n_pcs, bool l
     for (int j = 0; j < k && n < max; j++) {
       const fl_frame_info_t *f = &info[j];
       const char *mod_base = base_name(f->module);
-      if (mod_base && !strcmp(mod_base, "cflame-worker")) {
+      /* The worker's own code is the kernel's machinery, where the stack
+       * is cut; but for its allocator entry points (kw_alloc.c), which are
+       * the allocator as the cell sees it. */
+      if (mod_base && !strcmp(mod_base, "cflame-worker") &&
+          !(f->func && is_allocator_func(f->func))) {
         *complete = true;
         return n;
       }
