@@ -262,6 +262,7 @@ static size_t record_frames(conv_t *c, const uint64_t *pcs, size_t n_pcs, bool l
         fr.line = 0;
       }
       fr.module = cell ? cellname : mod_base;
+      if (mod_base && !strcmp(mod_base, "cflame-worker")) fr.module = "cflame allocator";
       fr.addr = pcs[i] - f->module_base;
       if (cell)
         fr.flags = FL_FRAME_CELL | FL_FRAME_REPL;
