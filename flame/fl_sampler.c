@@ -37,13 +37,16 @@
  *
  * Weights. The handler reads its thread's CPU clock (CLOCK_THREAD_CPUTIME_ID,
  * which leaves out time the host steals from a virtual CPU, unlike the
- * perf timer). A record's weight is the thread's CPU time since its
- * previous record plus a carried remainder, in intervals, rounded to the
- * nearest but at least 1; the remainder (between -1 and +1/2 interval) is
- * carried to the thread's next record. A sample with nothing to weigh (the
- * carry ate it) records nothing and leaves its time to the next one. So
- * weights x interval add up to the CPU time of the sampled threads,
- * whatever the timer's real rate, to within an interval per thread.
+ * perf timer): at every record on the CPU timer, at one record in
+ * CLOCK_EVERY on a perf event (whose signals come one per period of the
+ * thread's task clock; the others weigh 1). A measuring record's weight is
+ * the thread's CPU time since the previous measuring record plus a carried
+ * remainder (less an interval for each record in between), in intervals,
+ * rounded to the nearest but at least 1; the remainder is carried on. A
+ * sample with nothing to weigh (the carry ate it) records nothing and
+ * leaves its time to the next one. So weights x interval add up to the CPU
+ * time of the sampled threads, whatever the timer's real rate, to within a
+ * few intervals per thread.
  *
  * Unwinding. unw_backtrace from the handler, through the signal
  * trampoline: libunwind's fast trace (a per-thread cache of frame layouts
@@ -116,6 +119,8 @@
 #define MAX_THREADS 1024
 /* Frames of the handler itself (and libunwind) above the signal frame. */
 #define HANDLER_FRAMES 16
+/* On a perf event, one record in CLOCK_EVERY reads the thread's CPU clock. */
+#define CLOCK_EVERY 8
 #define MIN_INTERVAL_NS 10000 /* the kernel's floor for task-clock periods */
 
 /* The kernel's siginfo for TRAP_PERF carries si_perf_data right after
@@ -141,6 +146,7 @@ typedef struct slot {
   timer_t timer;
   int64_t cpu_last_ns; /* the thread's CPU clock at its previous record */
   int64_t carry_ns;    /* remainder carried to the next record */
+  int unmeasured;      /* records since the last one that read the clock */
   uint64_t rng;        /* xorshift64* state for the jitter */
   void *pcs[FL_SAMPLER_MAX_DEPTH + HANDLER_FRAMES];
 } slot_t;
@@ -390,7 +396,18 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     goto done;
   }
 
-  int64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  /* A perf event's signal stands for one period of the thread's task
+   * clock, so most records need no clock of their own: on a perf event the
+   * handler reads the CPU clock (a system call, about 1.2 us of the ~20 us
+   * a sample costs) at one record in CLOCK_EVERY and weighs the others 1.
+   * The record that reads it takes the batch's difference (the carry), so
+   * totals stay exact; what moves is at most a fraction of an interval per
+   * record between records of the same batch, at random. The CPU timer's
+   * signals come on the scheduler tick, whatever the interval: there every
+   * record reads the clock. */
+  int64_t iv = (int64_t)S.interval_ns;
+  bool measure = sl->perf_fd < 0 || ++sl->unmeasured >= CLOCK_EVERY;
+  int64_t now = measure ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
   /* A perf event keeps its period (its hrtimer is forwarded from its last
    * expiry, so the handler's own time does not stretch it); a new one is
    * drawn for one sample in 32 at random, as PERF_EVENT_IOC_PERIOD
@@ -406,13 +423,18 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     timer_set_once(sl->timer, next_period(sl));
   }
 
-  /* Weight: the CPU time since the last record plus the carry, in
-   * intervals, rounded to the nearest but at least 1. */
-  int64_t iv = (int64_t)S.interval_ns;
-  int64_t acc = now - sl->cpu_last_ns + sl->carry_ns;
-  if (acc <= 0) goto done; /* its time goes to the next record */
-  int64_t weight = (acc + iv / 2) / iv;
-  if (weight == 0) weight = 1;
+  /* Weight: the CPU time since the last measuring record plus the carry,
+   * in intervals, rounded to the nearest but at least 1 (1 when not
+   * measuring, the interval taken from the carry). */
+  int64_t acc, weight = 1;
+  if (measure) {
+    acc = now - sl->cpu_last_ns + sl->carry_ns;
+    if (acc <= 0) goto done; /* its time goes to the next record */
+    weight = (acc + iv / 2) / iv;
+    if (weight == 0) weight = 1;
+  } else {
+    acc = sl->carry_ns;
+  }
 
   size_t n = unwind(sl, ucv);
   uint64_t need = FL_SAMPLER_RECORD_WORDS + n;
@@ -428,14 +450,17 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   uint64_t *rec = S.words + pos;
   rec[1] = (uint64_t)weight;
-  rec[2] = (uint64_t)(now - sl->cpu_last_ns);
+  rec[2] = measure ? (uint64_t)(now - sl->cpu_last_ns) : 0;
   rec[3] = S.tag;
   for (size_t i = 0; i < n; i++) rec[FL_SAMPLER_RECORD_WORDS + i] = (uint64_t)(uintptr_t)sl->pcs[i];
   /* Word 0 last: a reader that sees it sees the whole record. */
   __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)sl->tid, __ATOMIC_RELEASE);
   __atomic_fetch_add(&S.hdr->samples, 1, __ATOMIC_RELAXED);
   sl->carry_ns = acc - weight * iv;
-  sl->cpu_last_ns = now;
+  if (measure) {
+    sl->cpu_last_ns = now;
+    sl->unmeasured = 0;
+  }
 done:
   __atomic_store_n(&sl->busy, 0, __ATOMIC_SEQ_CST);
 out:
@@ -501,6 +526,7 @@ static int arm(slot_t *sl) {
   uint64_t first = next_period(sl);
   sl->cpu_last_ns = clock_ns(thread_clock(sl->tid));
   sl->carry_ns = 0;
+  sl->unmeasured = 0;
   sl->perf_fd = -1;
   sl->has_timer = false;
   for (int kind = S.kind; kind < KIND_NONE; kind++) {

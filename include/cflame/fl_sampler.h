@@ -8,11 +8,11 @@
  * and the kernel can read them).
  *
  * What it guarantees (and tests):
- *  - the interval is honoured in CPU time: each record carries the CPU time
- *    its thread used since the previous record, and its weight in intervals
- *    (rounded to the nearest, at least 1, the remainder carried to the
- *    thread's next record), so totals are right even where the kernel
- *    fires CPU timers only on its tick;
+ *  - the interval is honoured in CPU time: each record carries its weight
+ *    in intervals, from the thread's CPU clock (rounded to the nearest, at
+ *    least 1, the remainder carried to the thread's next record), so
+ *    totals are right even where the kernel fires CPU timers only on its
+ *    tick;
  *  - timers measure CPU time and signal only after a system call returns,
  *    so a thread that sleeps or blocks is never interrupted: sampling
  *    causes no EINTR in the cell's sleeps, reads and polls;
@@ -34,7 +34,8 @@
  * Buffer layout (64-bit words, native endianness):
  *   header (FL_SAMPLER_HEADER_WORDS words, fl_sampler_header_t), then
  *   records: word 0 = n_pcs << 32 | tid, word 1 = weight (intervals),
- *            word 2 = CPU ns since the thread's previous record,
+ *            word 2 = CPU ns since the thread's previous record that
+ *            measured it (0 when this one did not: see fl_sampler.c),
  *            word 3 = tag (what the profiled code was: cflame's cell number),
  *            then n_pcs instruction addresses, the leaf first; every
  *            address but the first is a return address.
