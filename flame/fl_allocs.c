@@ -94,6 +94,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fl__rng.h"
+
 #define MAX_THREADS 1024
 /* Frames of the recorder and the interposer above the caller, at most. */
 #define OWN_FRAMES 16
@@ -157,15 +159,6 @@ static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 
 /* ---- small helpers ---- */
 
-static uint64_t rng_next(uint64_t *state) {
-  uint64_t x = *state;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *state = x;
-  return x * 0x2545F4914F6CDD1DULL;
-}
-
 static void seed(thread_state_t *t) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -180,7 +173,7 @@ static uint64_t draw_skip(thread_state_t *t) {
   if (S.every) return 1;
   if (unlikely(!t->rng)) seed(t);
   /* U uniform in (0, 1], with 53 bits. */
-  double u = (double)((rng_next(&t->rng) >> 11) + 1) * 0x1.0p-53;
+  double u = (double)((fl__rng_next(&t->rng) >> 11) + 1) * 0x1.0p-53;
   double gap = floor(log(u) / S.log_keep);
   return gap >= 0x1.0p62 ? (1ull << 62) : 1 + (uint64_t)gap;
 }

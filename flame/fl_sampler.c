@@ -110,6 +110,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "fl__rng.h"
+
 #ifndef TRAP_PERF
 #define TRAP_PERF 6
 #endif
@@ -200,19 +202,10 @@ static int64_t clock_ns(clockid_t id) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static uint64_t rng_next(uint64_t *state) {
-  uint64_t x = *state;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *state = x;
-  return x * 0x2545F4914F6CDD1DULL;
-}
-
 /* The next interval: uniform in [0.75, 1.25] x interval_ns. */
 static uint64_t next_period(slot_t *sl) {
   uint64_t iv = S.interval_ns, span = iv / 2;
-  return iv - iv / 4 + rng_next(&sl->rng) % (span + 1);
+  return iv - iv / 4 + fl__rng_next(&sl->rng) % (span + 1);
 }
 
 static int perf_set_period(int fd, uint64_t period) {
@@ -418,7 +411,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * the workload's period is 1/3, 1/2, 1, 1.1 or 2 intervals).
    * The one-shot CPU timer is re-armed every time. */
   if (sl->perf_fd >= 0) {
-    if ((rng_next(&sl->rng) & 31) == 0) perf_set_period(sl->perf_fd, next_period(sl));
+    if ((fl__rng_next(&sl->rng) & 31) == 0) perf_set_period(sl->perf_fd, next_period(sl));
   } else if (sl->has_timer) {
     timer_set_once(sl->timer, next_period(sl));
   }
