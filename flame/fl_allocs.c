@@ -28,9 +28,11 @@
  * At sample_rate 1 the gap is always 1.
  *
  * A sampled call:
- *  1. unwinds with unw_backtrace into the thread's TLS buffer and keeps the
- *     frames from the allocation function's caller on (the interposer
- *     passes its return address; libunwind's fast trace stores return
+ *  1. unwinds into the thread's TLS buffer from the allocation function's
+ *     caller on (the interposer passes its return address): by the
+ *     frame-pointer walk when the caller is in a registered range (see
+ *     "The frame-pointer walk" below), or else with unw_backtrace, keeping
+ *     the frames from the caller on (libunwind's fast trace stores return
  *     addresses minus 1, its unw_step fallback plain ones: both are
  *     recognized, and plain ones are stored);
  *  2. claims a slot of the table for the block's address (compare-and-swap
@@ -59,6 +61,28 @@
  * block in realloc happens before glibc's realloc can hand that address to
  * another thread. Entries are only ever turned into tombstones, never back
  * into never-used slots, so a probe never stops short of a live entry.
+ *
+ * The frame-pointer walk (x86-64). Code compiled with frame pointers
+ * starts each function with push %rbp; mov %rsp, %rbp: at the address in
+ * rbp lie the caller's rbp and, 8 bytes above, the return address into the
+ * caller. The walk starts from its own frame and follows the chain through
+ * the recorder's and the interposer's frames (this library and the
+ * interposer are built with frame pointers) to the frame whose return
+ * address is the caller's (the interposer's entry points keep no frame of
+ * their own, so that frame is the *_recorded function's, and the rbp it
+ * saved is the caller's). From there each step reads the next return
+ * address: in a registered range, it is recorded and the walk goes on;
+ * in the base range, it is recorded and the stack is complete; anything
+ * else, and any frame pointer that is not 16-byte aligned, within the
+ * thread's stack bounds and at least 16 bytes above the previous one,
+ * gives the stack to unw_backtrace. The bounds come from
+ * pthread_getattr_np at fl_allocs_thread_enter (the main thread's top is
+ * the end of its mapping); the walk starts inside them, at the current
+ * frame, and only goes up, so every read is of the live stack. The ranges
+ * are a sorted array searched by bisection after a check of the range the
+ * previous frame was in (frames of one cell come in runs); they change
+ * only while not recording, when no thread is on a slow path (see
+ * Stopping), so the walk reads them without a lock.
  *
  * Re-entry. libunwind allocates on a thread's first unwind (its per-thread
  * trace cache; pthread_setspecific's second-level array), and so could any
@@ -100,6 +124,7 @@
 /* Frames of the recorder and the interposer above the caller, at most. */
 #define OWN_FRAMES 16
 #define FL_ALLOCS_MAX_PROBE 64
+#define MAX_FP_RANGES 16384
 #define SLOT_EMPTY 0
 #define SLOT_FREED 1
 /* A record's word 3: the kind in the low byte, the table slot in bits
@@ -242,15 +267,121 @@ static void leave_busy(counters_t *c) {
     __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 }
 
+/* ---- code ranges for the frame-pointer walk ---- */
+
+typedef struct code_range {
+  uintptr_t lo, hi;
+} code_range_t;
+
+/* Sorted by lo, disjoint; written only while not recording. */
+static code_range_t fp_ranges[MAX_FP_RANGES];
+static size_t n_fp_ranges;
+static code_range_t base_range;
+
+static inline bool in_range(const code_range_t *r, uintptr_t pc) {
+  return pc - r->lo < r->hi - r->lo;
+}
+
+/* Whether pc is in a registered range; *hint is the index of the range
+ * found last (checked first), updated on a hit. */
+static inline bool in_fp_range(uintptr_t pc, size_t *hint) {
+  size_t n = n_fp_ranges;
+  if (*hint < n && in_range(&fp_ranges[*hint], pc)) return true;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (pc < fp_ranges[mid].lo)
+      hi = mid;
+    else if (pc >= fp_ranges[mid].hi)
+      lo = mid + 1;
+    else {
+      *hint = mid;
+      return true;
+    }
+  }
+  return false;
+}
+
+int fl_allocs_add_fp_range(uintptr_t lo, uintptr_t hi) {
+  if (lo >= hi || __atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) return -1;
+  size_t at = 0;
+  while (at < n_fp_ranges && fp_ranges[at].hi <= lo) at++;
+  if (at < n_fp_ranges && fp_ranges[at].lo < hi)
+    return fp_ranges[at].lo == lo && fp_ranges[at].hi == hi ? 0 : -1;
+  if (n_fp_ranges == MAX_FP_RANGES) return -1;
+  memmove(&fp_ranges[at + 1], &fp_ranges[at], (n_fp_ranges - at) * sizeof fp_ranges[0]);
+  fp_ranges[at] = (code_range_t){lo, hi};
+  n_fp_ranges++;
+  return 0;
+}
+
+void fl_allocs_set_base_range(uintptr_t lo, uintptr_t hi) {
+  base_range = lo < hi ? (code_range_t){lo, hi} : (code_range_t){0, 0};
+}
+
 /* ---- unwinding ---- */
+
+#if defined(__x86_64__)
+/* Walks the frame-pointer chain of the calling thread into t->pcs from
+ * the frame that called the allocation function (caller: its return
+ * address) up to the base range (see the top of the file). Returns how
+ * many return addresses (caller first, the base range's last), or 0 when
+ * the stack is not one the walk can take: then nothing in t->pcs counts.
+ * Reads only within the thread's stack bounds; never instrumented, as it
+ * reads other functions' frame records. */
+NO_SANITIZE static size_t fp_walk(thread_state_t *t, uintptr_t caller) {
+  const uintptr_t lo = t->stack_lo, hi = t->stack_hi;
+  size_t hint = 0;
+  if (hi - lo < 16 || !in_fp_range(caller, &hint)) return 0;
+  /* The highest frame pointer whose record (2 words) is on the stack. */
+  const uintptr_t top = hi - 2 * sizeof(uintptr_t);
+  uintptr_t fp = (uintptr_t)__builtin_frame_address(0), floor = lo;
+  /* The recorder's and interposer's own frames, up to the one that
+   * returns to caller: the rbp saved there is the caller's. */
+  for (int k = 0;; k++) {
+    if (k == OWN_FRAMES || fp < floor || fp > top || (fp & 15)) return 0;
+    const uintptr_t *rec = (const uintptr_t *)fp;
+    floor = fp + 16;
+    fp = rec[0];
+    if (rec[1] == caller) break;
+  }
+  void **pcs = t->pcs;
+  size_t n = 0;
+  pcs[n++] = (void *)caller;
+  while (n < FL_ALLOCS_MAX_DEPTH) {
+    if (fp < floor || fp > top || (fp & 15)) return 0;
+    const uintptr_t *rec = (const uintptr_t *)fp;
+    uintptr_t ret = rec[1];
+    bool base = in_range(&base_range, ret);
+    if (!base && !in_fp_range(ret, &hint)) return 0;
+    pcs[n++] = (void *)ret;
+    if (base) break;
+    floor = fp + 16;
+    fp = rec[0];
+  }
+  return n; /* complete, or as deep as libunwind's would be */
+}
+#endif
 
 /* Unwinds the calling thread into t->pcs from the frame that called the
  * allocation function (caller: its return address) on, as plain return
- * addresses. Returns how many (at least 1 when caller is not 0: the caller
- * alone when it is not found on the stack). Not inlined, so that the
- * warm-up runs the very same frames. */
-__attribute__((noinline)) static size_t unwind(thread_state_t *t, uintptr_t caller) {
+ * addresses: by the frame-pointer walk where it can (*by_fp set), with
+ * libunwind otherwise. Returns how many (at least 1 when caller is not 0:
+ * the caller alone when it is not found on the stack). Not inlined, so
+ * that the warm-up (caller 0: libunwind only) runs the very same
+ * frames. */
+__attribute__((noinline)) static size_t unwind(thread_state_t *t, uintptr_t caller, bool *by_fp) {
   void **pcs = t->pcs;
+  *by_fp = false;
+#if defined(__x86_64__)
+  if (caller) {
+    size_t n = fp_walk(t, caller);
+    if (n) {
+      *by_fp = true;
+      return n;
+    }
+  }
+#endif
   int n = unw_backtrace(pcs, FL_ALLOCS_MAX_DEPTH + OWN_FRAMES);
   if (!caller) return 0;
   for (int i = 0; i < n && i < OWN_FRAMES; i++) {
@@ -322,7 +453,8 @@ static uint64_t unregister(const void *ptr, uint64_t h) {
  * the thread busy. */
 static void record(thread_state_t *t, void *ptr, size_t bytes, int kind, uintptr_t caller) {
   if (__atomic_load_n(&W.full, __ATOMIC_RELAXED)) goto drop;
-  size_t n = unwind(t, caller);
+  bool by_fp;
+  size_t n = unwind(t, caller, &by_fp);
   uint64_t h = hash_addr(ptr);
   int64_t s = table_claim(ptr, h);
   if (s < 0) goto drop;
@@ -350,6 +482,7 @@ static void record(thread_state_t *t, void *ptr, size_t bytes, int kind, uintptr
   /* Word 0 last: a reader that sees it sees the whole record. */
   __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)t->tid, __ATOMIC_RELEASE);
   __atomic_fetch_add(&S.hdr->records, 1, __ATOMIC_RELAXED);
+  if (by_fp) __atomic_fetch_add(&S.hdr->fp_records, 1, __ATOMIC_RELAXED);
   return;
 drop:
   __atomic_fetch_add(&S.hdr->dropped, 1, __ATOMIC_RELAXED);
@@ -489,6 +622,21 @@ static void prepare_process(void) {
   pthread_atfork(NULL, NULL, after_fork_child);
 }
 
+/* Notes the calling thread's stack bounds for the frame-pointer walk
+ * (pthread_getattr_np allocates and, on the main thread, reads
+ * /proc/self/maps: called with t->guard set, never on a recording path). */
+static void note_stack(thread_state_t *t) {
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size >= 16) {
+    t->stack_lo = (uintptr_t)addr;
+    t->stack_hi = (uintptr_t)addr + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
 void fl_allocs_thread_enter(void) {
   pthread_once(&process_once, prepare_process);
   thread_state_t *t = &T;
@@ -496,7 +644,9 @@ void fl_allocs_thread_enter(void) {
   if (!t->c || t->c == &shared_counters) own_counters(t);
   if (!t->tid) t->tid = (int)syscall(SYS_gettid);
   if (!t->rng) seed(t);
-  unwind(t, 0); /* creates libunwind's per-thread caches */
+  if (!t->stack_hi) note_stack(t);
+  bool by_fp;
+  unwind(t, 0, &by_fp); /* creates libunwind's per-thread caches */
   t->guard = 0;
 }
 
@@ -594,6 +744,7 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
   h->records = 0;
   h->dropped = 0;
   h->calls = h->bytes = h->frees = 0;
+  h->fp_records = 0;
   memcpy(&h->sample_rate_bits, &sample_rate, sizeof sample_rate);
   h->tag = tag;
   W.full = 0;

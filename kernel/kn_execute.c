@@ -1061,8 +1061,9 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
     finish_error(k, e, "KernelError", "%s", err);
     return;
   }
-  json_t *cmd = json_pack("{s:s, s:s, s:s, s:b}", "op", "run", "path", e->compiled->so_path,
-                          "entry", e->compiled->entry, "allow_stdin", e->allow_stdin);
+  json_t *cmd = json_pack("{s:s, s:s, s:s, s:b, s:b}", "op", "run", "path", e->compiled->so_path,
+                          "entry", e->compiled->entry, "allow_stdin", e->allow_stdin,
+                          "frame_pointers", e->compiled->frame_pointers);
   if (timeit) json_object_set_new(cmd, "timeit", timeit);
   if (e->profreq.mode != KN_PROF_NONE && e->profreq.allocs) {
     if (kn_prof_prepare_allocs(k->prof, e->profreq.n_words, err, sizeof err) < 0) {

@@ -164,7 +164,9 @@ int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size) {
   if (kn_worker_start(k->worker, NULL, err, err_size) < 0) return -1;
   /* Earlier cells' code comes back; their statements do not run again. */
   for (size_t i = 0; i < kn_session_n_objects(k->session); i++) {
-    json_t *cmd = json_pack("{s:s, s:s}", "op", "load", "path", kn_session_object(k->session, i));
+    json_t *cmd =
+        json_pack("{s:s, s:s, s:b}", "op", "load", "path", kn_session_object(k->session, i),
+                  "frame_pointers", kn_session_object_frame_pointers(k->session, i));
     int rc = kn_worker_send(k->worker, cmd, err, err_size);
     json_decref(cmd);
     if (rc < 0) return -1;

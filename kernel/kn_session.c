@@ -38,6 +38,7 @@ struct kn_session {
   entry_t *entries;
   size_t n_entries, cap_entries;
   char **objects;
+  bool *objects_fp; /* objects[i] was compiled with frame pointers */
   size_t n_objects, cap_objects;
   const char **typedefs; /* NULL-terminated view of entries' typedef names */
 };
@@ -244,6 +245,7 @@ void kn_session_destroy(kn_session_t **sp) {
   forget_all(s);
   free(s->entries);
   free(s->objects);
+  free(s->objects_fp);
   free(s->typedefs);
   if (s->dir) nftw(s->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   free(s->dir);
@@ -570,6 +572,53 @@ char *kn_session_clean_message(const char *text) {
   return kn_strbuf_steal(&sb);
 }
 
+/* ---- frame pointers (for the allocation recorder's fast unwinding) ---- */
+
+static bool ends_with(const char *w, const char *suffix) {
+  size_t n = strlen(w), k = strlen(suffix);
+  return n >= k && !strcmp(w + n - k, suffix);
+}
+
+/* Whether word may put code compiled with other flags into the object. */
+static bool brings_foreign_code(const char *w) {
+  static const char *const files[] = {".a", ".o", ".lo", ".obj", ".s", ".S", ".sx", ".asm"};
+  static const char *const runtime_libs[] = {"-lm", "-lc", "-ldl", "-lpthread", "-lrt",
+                                             "-lutil", "-lgomp", "-latomic"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+    if (w[0] != '-' && ends_with(w, files[i])) return true;
+  if (!strncmp(w, "-l", 2)) {
+    for (size_t i = 0; i < sizeof runtime_libs / sizeof runtime_libs[0]; i++)
+      if (!strcmp(w, runtime_libs[i])) return false;
+    return true; /* -l:FILE, or a library that may be an archive */
+  }
+  return !strncmp(w, "-static", 7) || !strncmp(w, "-x", 2) ||
+         (!strncmp(w, "-Wl,", 4) && (strstr(w, "static") || strstr(w, "whole-archive")));
+}
+
+bool kn_session_flags_keep_frame_pointers(const char *cflags, const char *ldflags) {
+  enum { UNSAID, OMIT, KEEP } fp = UNSAID;
+  bool o0 = false;
+  const char *lists[] = {cflags, ldflags};
+  for (int l = 0; l < 2; l++) {
+    char **words, err[256];
+    if (kn_words_split(lists[l] ? lists[l] : "", &words, err, sizeof err) < 0) return false;
+    bool foreign = false;
+    for (char **w = words; *w && !foreign; w++) {
+      if (!strcmp(*w, "-fomit-frame-pointer"))
+        fp = OMIT;
+      else if (!strcmp(*w, "-fno-omit-frame-pointer"))
+        fp = KEEP;
+      else if (!strncmp(*w, "-O", 2))
+        o0 = !strcmp(*w, "-O0");
+      else
+        foreign = brings_foreign_code(*w);
+    }
+    kn_words_free(words);
+    if (foreign) return false;
+  }
+  return fp == KEEP || (fp == UNSAID && o0);
+}
+
 int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_line,
                        kn_compiled_t **out, char **diagnostics, char *err, size_t err_size) {
   int rc = -1;
@@ -625,6 +674,7 @@ int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_li
     goto fail;
   }
   c->warnings = clean;
+  c->frame_pointers = kn_session_flags_keep_frame_pointers(s->cflags, s->ldflags);
   c->so_path = kn_strdup(path_so);
   char entry[64];
   snprintf(entry, sizeof entry, "cflame_run_%d", cell);
@@ -701,7 +751,9 @@ void kn_session_commit(kn_session_t *s, kn_compiled_t **cp) {
   if (s->n_objects == s->cap_objects) {
     s->cap_objects = s->cap_objects ? s->cap_objects * 2 : 64;
     s->objects = kn_xrealloc(s->objects, s->cap_objects * sizeof *s->objects);
+    s->objects_fp = kn_xrealloc(s->objects_fp, s->cap_objects * sizeof *s->objects_fp);
   }
+  s->objects_fp[s->n_objects] = c->frame_pointers;
   s->objects[s->n_objects++] = c->so_path;
   c->so_path = NULL;
   rebuild_typedefs(s);
@@ -711,6 +763,10 @@ void kn_session_commit(kn_session_t *s, kn_compiled_t **cp) {
 size_t kn_session_n_objects(const kn_session_t *s) { return s->n_objects; }
 const char *kn_session_object(const kn_session_t *s, size_t i) {
   return i < s->n_objects ? s->objects[i] : NULL;
+}
+
+bool kn_session_object_frame_pointers(const kn_session_t *s, size_t i) {
+  return i < s->n_objects && s->objects_fp[i];
 }
 
 bool kn_session_has_globals(const kn_session_t *s) {

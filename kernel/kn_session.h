@@ -42,6 +42,7 @@ typedef struct kn_compiled {
   char *entry;     /* "cflame_run_N"; owned */
   bool has_main;   /* the cell defines main: its entry calls it */
   char *warnings;  /* the compiler's diagnostics on success ("" if none) */
+  bool frame_pointers; /* kept frame pointers (kn_session_flags_keep_frame_pointers) */
   kn_items_t items; /* the cell's pieces, committed by kn_session_commit */
 } kn_compiled_t;
 
@@ -84,6 +85,21 @@ void kn_compiled_destroy(kn_compiled_t **c);
 /* The shared objects of committed cells, in the order they were loaded. */
 size_t kn_session_n_objects(const kn_session_t *s);
 const char *kn_session_object(const kn_session_t *s, size_t i);
+
+/* Whether the object of committed cell i was compiled with frame
+ * pointers (false when unknown or out of range). */
+bool kn_session_object_frame_pointers(const kn_session_t *s, size_t i);
+
+/* Whether a cell compiled with cflags and linked with ldflags (one
+ * compiler run, so both count, in that order) keeps frame pointers in all
+ * its code, which lets the worker's allocation recorder walk them (see
+ * fl_allocs.h): the last of -fomit-frame-pointer and
+ * -fno-omit-frame-pointer is the latter, or neither is given and the last
+ * -O is -O0. Conservative: false when the flags may bring code compiled
+ * elsewhere into the object (object files, archives, assembly, -l: and
+ * -l of other than the C runtime's own libraries, which may be static,
+ * -static, -Wl,-Bstatic or --whole-archive, -x) or do not split. */
+bool kn_session_flags_keep_frame_pointers(const char *cflags, const char *ldflags);
 
 /* Whether any committed cell defined a global variable (whose value a
  * worker restart resets). */

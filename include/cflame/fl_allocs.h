@@ -5,10 +5,32 @@
  * posix_memalign, aligned_alloc, memalign, valloc, pvalloc: see
  * kernel/worker/kw_alloc.c) and calls the hooks below around glibc's own.
  * While recording, each allocation call is sampled with probability
- * sample_rate (1: every one, exactly); a sampled one is unwound with
- * libunwind and appended to a preallocated buffer the caller provides
- * (cflame maps a file, so the records survive a crash and the kernel can
- * read them). When a sampled block is freed (or realloc'd away) while
+ * sample_rate (1: every one, exactly); a sampled one is unwound and
+ * appended to a preallocated buffer the caller provides (cflame maps a
+ * file, so the records survive a crash and the kernel can read them).
+ *
+ * Unwinding. A sampled allocation is unwound with libunwind
+ * (unw_backtrace), 150-250 ns a stack, unless it was called from code the
+ * caller registered as compiled with frame pointers
+ * (fl_allocs_add_fp_range: cflame registers the cells compiled with
+ * -fno-omit-frame-pointer, the default, or -O0). Then, on x86-64, the
+ * recorder walks the chain of saved frame pointers instead, a few ns a
+ * frame, as long as every return address on the way is in a registered
+ * range, until one is in the base range (fl_allocs_set_base_range: the
+ * code below which the stack is the profiler's own machinery, cflame's
+ * worker, which readers cut anyway); that return address is the last one
+ * recorded. Each step checks that the frame pointer is 16-byte aligned
+ * and lies within the thread's stack (taken by fl_allocs_thread_enter),
+ * above the previous one, so the walk reads only the live stack and
+ * cannot fault. Any other return address (a libc function such as qsort
+ * calling back into a cell, a library without frame pointers), an invalid
+ * frame pointer, a thread that did not call fl_allocs_thread_enter, or a
+ * stack other than the thread's own (a signal's alternate stack, a
+ * coroutine's) makes the whole stack come from libunwind. Either way the
+ * record holds the same return addresses, up to the first one in the base
+ * range. The header's fp_records counts the records the walk made.
+ *
+ * When a sampled block is freed (or realloc'd away) while
  * recording, its record is marked freed, so a reader can tell what was
  * still allocated when recording stopped (live=true).
  *
@@ -103,7 +125,9 @@ typedef struct fl_allocs_header {
   uint64_t frees;            /* blocks released while recording: free of non-NULL, the
                                 old block of realloc (at stop) */
   uint64_t tag;              /* the tag of the last fl_allocs_start */
-  uint64_t reserved[FL_ALLOCS_HEADER_WORDS - 11];
+  uint64_t fp_records;       /* records whose stack the frame-pointer walk took (see
+                                Unwinding above); the others are libunwind's */
+  uint64_t reserved[FL_ALLOCS_HEADER_WORDS - 12];
 } fl_allocs_header_t;
 
 /* Bytes of buffer for n_words of records and a table of table_slots
@@ -135,12 +159,35 @@ uint64_t fl_allocs_stop(void);
 
 bool fl_allocs_recording(void);
 
+/* Registers [lo, hi) as code compiled with frame pointers, whose frames
+ * the recorder may unwind by walking the frame-pointer chain (see
+ * Unwinding above): the executable segments of an object whose every
+ * function keeps its frame pointer in rbp (gcc and clang with
+ * -fno-omit-frame-pointer, or -O0). A range registered by mistake (code
+ * without frame pointers) can make records lose frames. Ranges are kept
+ * until the process ends; registering a range again does nothing. Call
+ * while not recording. Returns 0, or -1 when recording, when [lo, hi) is
+ * empty or overlaps another range, or when 16,384 ranges are registered
+ * (then stacks through it come from libunwind). */
+int fl_allocs_add_fp_range(uintptr_t lo, uintptr_t hi);
+
+/* Sets [lo, hi) as the base range (none at first; lo == hi: none again):
+ * code below whose frames the stack is of no interest (cflame's worker,
+ * which calls the cells; the kernel cuts stacks at its first frame). The
+ * frame-pointer walk ends at the first return address in it, which is
+ * recorded, and calls the stack complete; without a base range the walk
+ * never completes and every stack comes from libunwind. Call while not
+ * recording. */
+void fl_allocs_set_base_range(uintptr_t lo, uintptr_t hi);
+
 /* Warms up the calling thread (libunwind's per-thread caches, this
- * module's per-thread state) so that its first recorded allocation neither
+ * module's per-thread state, the bounds of its stack for the
+ * frame-pointer walk) so that its first recorded allocation neither
  * allocates nor locks. Call from each thread's start (cflame's
  * pthread_create wrapper does) and on the main thread; threads that do not
  * are still recorded, their first record paying the warm-up (libunwind
- * then allocates, unrecorded, and takes its own locks once).
+ * then allocates, unrecorded, and takes its own locks once), and are
+ * always unwound by libunwind.
  * fl_allocs_thread_exit, at a thread's end, hands its counters on to later
  * threads (at most 1,024 threads have counters of their own at a time; the
  * others share atomic ones). After fork, the child records nothing. */
@@ -178,7 +225,8 @@ typedef struct fl__allocs_thread {
   uint64_t epoch;           /* the run that skip was drawn for */
   int guard;                /* on a slow path: allocations pass through */
   int tid;
-  uint64_t rng; /* xorshift64* state; 0 until seeded */
+  uint64_t rng;                 /* xorshift64* state; 0 until seeded */
+  uintptr_t stack_lo, stack_hi; /* the thread's stack; 0, 0 until fl_allocs_thread_enter */
   void *pcs[FL_ALLOCS_MAX_DEPTH + 16];
 } fl__allocs_thread_t;
 

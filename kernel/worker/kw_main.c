@@ -35,29 +35,57 @@ static int64_t clock_ns(clockid_t id) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Records the executable segments of the object loaded from path. */
+typedef struct loaded_object {
+  const char *path;
+  bool frame_pointers; /* compiled with frame pointers (the command says) */
+} loaded_object_t;
+
+/* Records the executable segments of the object loaded from path: with
+ * the crash handler, and with the allocation recorder when compiled with
+ * frame pointers. */
 static int note_code_range(struct dl_phdr_info *info, size_t size, void *data) {
-  const char *path = data;
-  if (!info->dlpi_name || strcmp(info->dlpi_name, path) != 0) return 0;
+  const loaded_object_t *obj = data;
+  if (!info->dlpi_name || strcmp(info->dlpi_name, obj->path) != 0) return 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
       uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
       kw_fault_add_code_range(lo, lo + ph->p_memsz);
+      if (obj->frame_pointers) fl_allocs_add_fp_range(lo, lo + ph->p_memsz);
     }
   }
   return 1;
 }
 
-/* dlopens path into the global scope. Returns the handle or NULL with the
- * loader's message in err. */
-static void *load_object(const char *path, char *err, size_t err_size) {
+/* The worker's own code is the allocation recorder's base range: a return
+ * address into it (run_once, run_thread) ends a frame-pointer walk, as the
+ * kernel ends every stack at the worker's first frame. The executable is
+ * the first object dl_iterate_phdr reports. */
+static int note_base_range(struct dl_phdr_info *info, size_t size, void *data) {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      uintptr_t seg = info->dlpi_addr + ph->p_vaddr;
+      if (seg < lo) lo = seg;
+      if (seg + ph->p_memsz > hi) hi = seg + ph->p_memsz;
+    }
+  }
+  if (lo < hi) fl_allocs_set_base_range(lo, hi);
+  return 1;
+}
+
+/* dlopens path into the global scope; frame_pointers: its code keeps
+ * frame pointers. Returns the handle or NULL with the loader's message in
+ * err. */
+static void *load_object(const char *path, bool frame_pointers, char *err, size_t err_size) {
   void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   if (!h) {
     snprintf(err, err_size, "%s", dlerror());
     return NULL;
   }
-  dl_iterate_phdr(note_code_range, (void *)path);
+  loaded_object_t obj = {path, frame_pointers};
+  dl_iterate_phdr(note_code_range, &obj);
   return h;
 }
 
@@ -85,9 +113,16 @@ static json_t *error_event(const char *ename, const char *evalue) {
  * are recorded (kw_alloc.c, fl_allocs) from just before the cell's entry is
  * called to just after it returns. The "done" event then says "allocs":
  * {"records": N, "dropped": D, "calls": C, "bytes": B, "frees": F,
- * "sample_rate": R}: records written, sampled calls that did not fit, and
- * every allocation call, the bytes they asked for and the blocks released
- * while recording, sampled or not (the header of the file says the same).
+ * "sample_rate": R, "fp_records": P}: records written, sampled calls that
+ * did not fit, and every allocation call, the bytes they asked for and the
+ * blocks released while recording, sampled or not (the header of the file
+ * says the same), and how many records the frame-pointer walk unwound.
+ *
+ * "load" and "run" may say "frame_pointers": true when the object was
+ * compiled with frame pointers (the kernel knows the flags): its code is
+ * then registered with the allocation recorder, whose sampled allocations
+ * called from it are unwound by walking the frame-pointer chain instead of
+ * libunwind (see fl_allocs.h). Absent or false: libunwind.
  * A run carries one of "profile" and "allocs", not both. */
 
 /* A buffer file mapped shared, kept from run to run. */
@@ -250,20 +285,21 @@ static json_t *allocs_end(allocs_run_t *ar) {
   if (!ar->on) return NULL;
   uint64_t records = fl_allocs_stop();
   const fl_allocs_header_t *h = allocs_file.map;
-  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f}", "records", (json_int_t)records, "dropped",
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "records", (json_int_t)records, "dropped",
                    (json_int_t)h->dropped, "calls", (json_int_t)h->calls, "bytes",
                    (json_int_t)h->bytes, "frees", (json_int_t)h->frees, "sample_rate",
-                   ar->sample_rate);
+                   ar->sample_rate, "fp_records", (json_int_t)h->fp_records);
 }
 
 static void cmd_load(json_t *cmd) {
   const char *path = json_string_value(json_object_get(cmd, "path"));
+  bool frame_pointers = json_is_true(json_object_get(cmd, "frame_pointers"));
   char err[1024];
   if (!path) {
     kw_send_new(json_pack("{s:s, s:b, s:s}", "ev", "loaded", "ok", 0, "error", "no path"));
     return;
   }
-  if (!load_object(path, err, sizeof err))
+  if (!load_object(path, frame_pointers, err, sizeof err))
     kw_send_new(json_pack("{s:s, s:b, s:s}", "ev", "loaded", "ok", 0, "error", err));
   else
     kw_send_new(json_pack("{s:s, s:b}", "ev", "loaded", "ok", 1));
@@ -316,6 +352,7 @@ static void cmd_run(json_t *cmd) {
   const char *path = json_string_value(json_object_get(cmd, "path"));
   const char *entry_name = json_string_value(json_object_get(cmd, "entry"));
   bool allow_stdin = json_is_true(json_object_get(cmd, "allow_stdin"));
+  bool frame_pointers = json_is_true(json_object_get(cmd, "frame_pointers"));
   json_t *timeit = json_object_get(cmd, "timeit");
   char err[1024];
 
@@ -323,7 +360,7 @@ static void cmd_run(json_t *cmd) {
     kw_send_new(error_event("WorkerError", "run needs path and entry"));
     return;
   }
-  void *h = load_object(path, err, sizeof err);
+  void *h = load_object(path, frame_pointers, err, sizeof err);
   if (!h) {
     kw_send_new(error_event("LinkError", err));
     return;
@@ -396,6 +433,7 @@ int main(int argc, char **argv) {
   if (fl_sampler_init(NULL, 0, err, sizeof err) < 0)
     fprintf(stderr, "cflame-worker: the profiler is unavailable: %s\n", err);
   fl_allocs_thread_enter();
+  dl_iterate_phdr(note_base_range, NULL);
   kw_send_new(json_pack("{s:s, s:i}", "ev", "ready", "pid", (int)getpid()));
 
   for (;;) {

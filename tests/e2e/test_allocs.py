@@ -4,6 +4,7 @@ binomial bound when sampling), live=true, allocations made inside libc,
 threads, weight=count, allocation baselines and diffs, and the refusals.
 """
 import math
+import os
 import re
 
 import pytest
@@ -112,6 +113,9 @@ def test_live_true_shows_what_was_not_freed(kc):
     assert "Nothing is still allocated" in stdout(outputs), stdout(outputs)
 
 
+@pytest.mark.skipif(bool(os.environ.get("CFLAME_SANITIZED")),
+                    reason="under AddressSanitizer, strdup is ASan's and allocates from ASan "
+                           "directly, not through the worker's malloc (kernel/worker/kw_alloc.c)")
 def test_strdup_inside_libc_counts_under_its_caller(kc):
     bundle, rows = show(kc, "%%profallocs sample_rate=1\nduplicate();", "strdup")
     assert total(rows, "duplicate") == 100 * 100 and total(rows, "duplicate", "allocs") == 100
@@ -190,6 +194,69 @@ def test_profsave_of_an_allocation_graph(kc, tmp_path):
     ok(kc, f"%profsave {folded}")
     lines = folded.read_text().splitlines()
     assert sum(int(line.rsplit(" ", 1)[1]) for line in lines) == 1_024_000, lines
+
+
+WALK_DEFS = r"""
+#include <pthread.h>
+#include <sys/mman.h>
+/* The worker's allocation recorder (exported by cflame-worker; see
+ * include/cflame/fl_allocs.h), on a buffer of this cell's own. */
+size_t fl_allocs_buffer_bytes(size_t n_words, size_t table_slots);
+int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size);
+int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size);
+uint64_t fl_allocs_stop(void);
+uint64_t *own_buffer;
+typedef void *(*grab_fn)(size_t);
+__attribute__((noinline)) void *grab(size_t n) { void *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
+static void *grab_in_thread(void *fn) { free(((grab_fn)fn)(48)); return NULL; }
+/* Records an allocation by fn on this thread and one on a new thread;
+ * prints how many records the frame-pointer walk made (header word 11). */
+__attribute__((noinline)) void count_walks(grab_fn fn) {
+  char err[256];
+  size_t bytes = fl_allocs_buffer_bytes(1 << 16, 1024);
+  if (!own_buffer) {
+    own_buffer = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fl_allocs_init(own_buffer, bytes, 1024, err, sizeof err) < 0) { printf("%s\n", err); return; }
+  }
+  pthread_t t;
+  fl_allocs_start(1, 0, err, sizeof err);
+  free(fn(40));
+  pthread_create(&t, NULL, grab_in_thread, (void *)fn);
+  pthread_join(t, NULL);
+  fl_allocs_stop();
+  printf("%llu of %llu\n", (unsigned long long)own_buffer[11], (unsigned long long)own_buffer[4]);
+}
+"""
+
+DEFAULT_CFLAGS = "-std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall"
+
+
+def walks(kc, fn):
+    out = ok(kc, f"count_walks({fn});")
+    m = re.fullmatch(r"(\d+) of (\d+)\n", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_cells_with_frame_pointers_are_unwound_by_the_walk():
+    """The kernel tells the worker which cells keep frame pointers, on run
+    and on the reload after a restart; allocations from those cells (on the
+    main thread up to run_once, on a cell's thread up to the worker's
+    thread start) are unwound by the frame-pointer walk, the others by
+    libunwind. A kernel of its own: the cell takes over the recorder's
+    buffer."""
+    with start_kernel() as (km, kc):
+        ok(kc, WALK_DEFS)
+        fp, records = walks(kc, "grab")
+        assert fp == 2 and records >= 2, (fp, records)
+        ok(kc, "%cflags -std=gnu17 -O2 -g -Wall")
+        ok(kc, "__attribute__((noinline)) void *grab_omitted(size_t n) {\n"
+               "  void *p = malloc(n); __asm__ volatile(\"\" ::: \"memory\"); return p;\n}")
+        ok(kc, f"%cflags {DEFAULT_CFLAGS}")
+        assert walks(kc, "grab_omitted")[0] == 0
+        fails(kc, "exit(3);", "Exit")
+        assert walks(kc, "grab")[0] == 2
+        assert walks(kc, "grab_omitted")[0] == 0
 
 
 def test_zz_every_spec_passes_check_spec():

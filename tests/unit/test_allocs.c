@@ -7,8 +7,12 @@
  * the binomial, 4 threads allocating at once without a deadlock or a lost
  * record, every allocation function with its kind and its argument errors,
  * a full buffer and a full table, nothing recorded when not recording or
- * in a forked child, runs that do not see each other's blocks, and the
- * reader's handling of an incomplete record.
+ * in a forked child, runs that do not see each other's blocks, the
+ * reader's handling of an incomplete record, and the frame-pointer walk:
+ * through shared objects compiled here with the cell flags, the same
+ * return addresses as libunwind's, and libunwind's whole stack wherever
+ * the walk meets a frame it cannot vouch for (qsort in the C library, an
+ * object built with -fomit-frame-pointer, a thread that did not register).
  *
  * Records are attributed with dladdr on each return address minus 1. */
 #define _GNU_SOURCE
@@ -16,6 +20,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
@@ -647,6 +652,286 @@ static void test_reader(void) {
   CHECK_INT(fl_allocs_next(buf, 8, &(size_t){0}, &rec), -1);
 }
 
+/* ---- 10. the frame-pointer walk ---- */
+
+/* Compiled at test time as the kernel compiles cells (cc, the cell flags,
+ * -fPIC -shared): a 5-deep chain that mallocs at its end, and a qsort
+ * whose comparator mallocs (its caller is the C library). */
+static const char fp_source[] =
+    "#include <stdlib.h>\n"
+    "#define STEP __attribute__((noinline))\n"
+    "#define KEEP_CALL() __asm__ volatile(\"\" ::: \"memory\") /* no tail call */\n"
+    "STEP void *fp5(size_t n) { void *p = malloc(n); KEEP_CALL(); return p; }\n"
+    "STEP void *fp4(size_t n) { void *p = fp5(n); KEEP_CALL(); return p; }\n"
+    "STEP void *fp3(size_t n) { void *p = fp4(n); KEEP_CALL(); return p; }\n"
+    "STEP void *fp2(size_t n) { void *p = fp3(n); KEEP_CALL(); return p; }\n"
+    "STEP void *fp1(size_t n) { void *p = fp2(n); KEEP_CALL(); return p; }\n"
+    "void *fp_cmp_block;\n"
+    "STEP int fp_cmp(const void *a, const void *b) {\n"
+    "  if (!fp_cmp_block) fp_cmp_block = malloc(24);\n"
+    "  return *(const int *)a - *(const int *)b;\n"
+    "}\n"
+    "STEP void fp_sort(void) {\n"
+    "  int v[8] = {5, 3, 7, 1, 8, 2, 6, 4};\n"
+    "  qsort(v, 8, sizeof v[0], fp_cmp);\n"
+    "  KEEP_CALL();\n"
+    "}\n";
+
+/* Built with -fomit-frame-pointer: a frame the walk must not pass. */
+static const char nofp_source[] =
+    "#include <stddef.h>\n"
+    "__attribute__((noinline)) void *nofp_call(void *(*f)(size_t), size_t n) {\n"
+    "  void *p = f(n);\n"
+    "  __asm__ volatile(\"\" ::: \"memory\");\n"
+    "  return p;\n"
+    "}\n";
+
+typedef void *(*chain_fn)(size_t);
+
+/* Compiles source into dir/name.so with flags and dlopens it. */
+static void *build_object(const char *dir, const char *name, const char *source,
+                          const char *flags) {
+  char c_path[512], so_path[512], cmd[2048];
+  snprintf(c_path, sizeof c_path, "%s/%s.c", dir, name);
+  snprintf(so_path, sizeof so_path, "%s/%s.so", dir, name);
+  FILE *f = fopen(c_path, "w");
+  if (!f || fputs(source, f) < 0 || fclose(f) != 0) {
+    perror(c_path);
+    exit(2);
+  }
+  const char *cc = getenv("CC");
+  snprintf(cmd, sizeof cmd, "%s %s -fPIC -shared -o %s %s", cc && *cc ? cc : "cc", flags, so_path,
+           c_path);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "test_allocs: failed: %s\n", cmd);
+    exit(2);
+  }
+  void *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "test_allocs: %s\n", dlerror());
+    exit(2);
+  }
+  unlink(c_path);
+  unlink(so_path);
+  return h;
+}
+
+typedef struct code_ranges {
+  const char *name; /* the object's path ends with this; "" for the executable */
+  bool as_fp;       /* register as frame-pointer ranges, or set as the base range */
+  int found;
+} code_ranges_t;
+
+/* Registers the executable segments of an object, as the worker does. */
+static int register_ranges(struct dl_phdr_info *info, size_t size, void *data) {
+  code_ranges_t *r = data;
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  bool is_exe = !*name && !r->found && !*r->name;
+  size_t n = strlen(name), k = strlen(r->name);
+  if (!is_exe && !(*r->name && n >= k && !strcmp(name + n - k, r->name))) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (r->as_fp)
+      CHECK_INT(fl_allocs_add_fp_range(lo, hi), 0);
+    else
+      fl_allocs_set_base_range(lo, hi);
+    r->found++;
+  }
+  return 1;
+}
+
+/* The walk ends here: a return address into the executable (the base
+ * range), as into the worker's run_once. */
+__attribute__((noipa)) void *tfp_call(chain_fn chain, size_t n) {
+  void *p = chain(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+__attribute__((noipa)) void *tfp_call_through(void *(*via)(chain_fn, size_t), chain_fn chain,
+                                              size_t n) {
+  void *p = via(chain, n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+__attribute__((noipa)) void tfp_sort(void (*sort)(void)) {
+  sort();
+  __asm__ volatile("" ::: "memory");
+}
+
+/* The one record of bytes in the main buffer (NULL and a failed check
+ * unless there is exactly one). */
+static bool find_record(uint64_t bytes, fl_allocs_record_t *out) {
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  int n = 0;
+  while (fl_allocs_next(buf, buf_bytes, &pos, &rec) == 1)
+    if (rec.bytes == bytes && n++ == 0) *out = rec;
+  CHECK_INT(n, 1);
+  return n == 1;
+}
+
+static bool stack_has(const fl_allocs_record_t *rec, const char *func) {
+  for (size_t i = 0; i < rec->n_pcs; i++)
+    if (!strcmp(func_of(rec->pcs[i]), func)) return true;
+  return false;
+}
+
+typedef struct walk_thread {
+  chain_fn chain;
+  bool enter; /* registers with the recorder (its stack bounds) */
+  void *block;
+} walk_thread_t;
+
+static void *walk_thread_main(void *arg) {
+  walk_thread_t *w = arg;
+  if (w->enter) fl_allocs_thread_enter();
+  free(malloc(1)); /* ASan's first allocation on a thread allocates */
+  pthread_barrier_wait(&barrier);
+  pthread_barrier_wait(&barrier); /* recording */
+  w->block = tfp_call(w->chain, 48);
+  pthread_barrier_wait(&barrier);
+  if (w->enter) fl_allocs_thread_exit();
+  return NULL;
+}
+
+static void test_fp_walk(void) {
+#if !defined(__x86_64__)
+  fprintf(stderr, "test_fp_walk: skipped (the walk is for x86-64)\n");
+  return;
+#else
+  char dir[] = "/tmp/cflame-test-allocs-XXXXXX";
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    exit(2);
+  }
+  /* The kernel's default cell flags (kernel/kn_session.h). */
+  void *fp = build_object(dir, "fp", fp_source, "-std=gnu17 -O2 -g -fno-omit-frame-pointer");
+  void *nofp = build_object(dir, "nofp", nofp_source, "-std=gnu17 -O2 -g -fomit-frame-pointer");
+  rmdir(dir);
+  chain_fn chain;
+  void (*sort)(void);
+  void *(*through)(chain_fn, size_t);
+  *(void **)&chain = dlsym(fp, "fp1");
+  *(void **)&sort = dlsym(fp, "fp_sort");
+  *(void **)&through = dlsym(nofp, "nofp_call");
+  void **cmp_block = dlsym(fp, "fp_cmp_block");
+  CHECK(chain && sort && through && cmp_block);
+  if (!chain || !sort || !through || !cmp_block) return;
+  code_ranges_t exe = {"", false, 0};
+  dl_iterate_phdr(register_ranges, &exe);
+  CHECK(exe.found >= 1);
+  CHECK_INT(fl_allocs_add_fp_range(10, 10), -1); /* empty */
+
+  /* libunwind's stack: fp.so is not registered yet. */
+  start(1);
+  void *slow_block = tfp_call(chain, 40);
+  fl_allocs_stop();
+  CHECK_INT(header()->fp_records, 0);
+  fl_allocs_record_t slow;
+  uint64_t slow_pcs[FL_ALLOCS_MAX_DEPTH];
+  size_t n_slow = 0;
+  if (find_record(40, &slow)) {
+    n_slow = slow.n_pcs;
+    memcpy(slow_pcs, slow.pcs, n_slow * sizeof slow_pcs[0]);
+  }
+  free(slow_block);
+
+  /* The walk's: the same call, from the same place. */
+  code_ranges_t fp_ranges = {"/fp.so", true, 0};
+  dl_iterate_phdr(register_ranges, &fp_ranges);
+  CHECK(fp_ranges.found >= 1);
+  dl_iterate_phdr(register_ranges, &fp_ranges); /* again: no change */
+  start(1);
+  CHECK_INT(fl_allocs_add_fp_range(1, 2), -1); /* not while recording */
+  void *fast_block = tfp_call(chain, 40);
+  fl_allocs_stop();
+  CHECK_INT(header()->fp_records, 1);
+  fl_allocs_record_t fast;
+  if (find_record(40, &fast)) {
+    /* fp5, fp4, fp3, fp2, fp1, and the return into tfp_call (the base
+     * range), where the walk stops: libunwind's goes on below it. */
+    static const char *const want[] = {"fp5", "fp4", "fp3", "fp2", "fp1", "tfp_call"};
+    CHECK_INT(fast.n_pcs, 6);
+    CHECK(n_slow > 6);
+    for (size_t i = 0; i < 6 && i < fast.n_pcs; i++) {
+      CHECK_STR(func_of(fast.pcs[i]), want[i]);
+      if (i < n_slow && fast.pcs[i] != slow_pcs[i]) {
+        fprintf(stderr, "  pc %zu: walk %#llx, libunwind %#llx\n", i,
+                (unsigned long long)fast.pcs[i], (unsigned long long)slow_pcs[i]);
+        CHECK(fast.pcs[i] == slow_pcs[i]);
+      }
+    }
+    CHECK_INT(fast.kind, FL_ALLOC_MALLOC);
+    CHECK(fast.addr == (uint64_t)(uintptr_t)fast_block);
+  }
+  /* Its free finds it, as any sampled block's. */
+  start(1);
+  free(fast_block);
+  fl_allocs_stop();
+  CHECK_INT(header()->frees, 1);
+
+  /* A comparator called by qsort: the C library's frame is not the
+   * walk's, libunwind takes the whole stack. */
+  start(1);
+  tfp_sort(sort);
+  fl_allocs_stop();
+  CHECK_INT(header()->fp_records, 0);
+  fl_allocs_record_t cmp;
+  if (find_record(24, &cmp)) {
+    CHECK_STR(func_of(cmp.pcs[0]), "fp_cmp");
+#if !defined(__SANITIZE_ADDRESS__) /* ASan intercepts qsort */
+    CHECK(cmp.n_pcs >= 2 && in_libc(cmp.pcs[1]));
+#endif
+    CHECK(stack_has(&cmp, "fp_sort"));
+    CHECK(stack_has(&cmp, "tfp_sort"));
+    CHECK(stack_has(&cmp, "test_fp_walk") || stack_has(&cmp, "main"));
+  }
+  free(*cmp_block);
+
+  /* Through an object without frame pointers. */
+  start(1);
+  void *through_block = tfp_call_through(through, chain, 40);
+  fl_allocs_stop();
+  CHECK_INT(header()->fp_records, 0);
+  fl_allocs_record_t via;
+  if (find_record(40, &via)) {
+    static const char *const want[] = {
+        "fp5", "fp4", "fp3", "fp2", "fp1", "nofp_call", "tfp_call_through"};
+    CHECK(via.n_pcs > 7);
+    for (size_t i = 0; i < 7 && i < via.n_pcs; i++) CHECK_STR(func_of(via.pcs[i]), want[i]);
+  }
+  free(through_block);
+
+  /* Threads: one that registered walks (its own stack's bounds), one that
+   * did not is unwound by libunwind. */
+  walk_thread_t w[2] = {{chain, true, NULL}, {chain, false, NULL}};
+  pthread_t th[2];
+  pthread_barrier_init(&barrier, NULL, 3);
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, walk_thread_main, &w[i]);
+  pthread_barrier_wait(&barrier);
+  start(1);
+  pthread_barrier_wait(&barrier);
+  pthread_barrier_wait(&barrier);
+  fl_allocs_stop();
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&barrier);
+  CHECK_INT(header()->records, 2);
+  CHECK_INT(header()->fp_records, 1);
+  size_t pos = 0;
+  fl_allocs_record_t rec;
+  while (fl_allocs_next(buf, buf_bytes, &pos, &rec) == 1) {
+    CHECK_STR(func_of(rec.pcs[0]), "fp5");
+    CHECK(rec.n_pcs >= 6 && !strcmp(func_of(rec.pcs[5]), "tfp_call"));
+  }
+  for (int i = 0; i < 2; i++) free(w[i].block);
+  fl_allocs_set_base_range(0, 0);
+#endif
+}
+
 int main(void) {
   fl_allocs_thread_enter();
   buf_bytes = fl_allocs_buffer_bytes(WORDS, TABLE_SLOTS);
@@ -661,5 +946,6 @@ int main(void) {
   test_not_recording();
   test_runs_are_separate();
   test_reader();
+  test_fp_walk();
   return TEST_DONE();
 }

@@ -137,6 +137,40 @@ static void test_compiler_settings(void) {
   CHECK(x && *x == 42);
 }
 
+/* Which flags keep frame pointers in all of a cell's code (for the
+ * allocation recorder's frame-pointer walk); unknown is no. */
+static void test_frame_pointer_flags(void) {
+  CHECK(kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS, KN_DEFAULT_LDFLAGS));
+  CHECK(kn_session_flags_keep_frame_pointers("-O0 -g", "-lm"));
+  CHECK(
+      kn_session_flags_keep_frame_pointers("-O3 -fomit-frame-pointer -fno-omit-frame-pointer", ""));
+  CHECK(kn_session_flags_keep_frame_pointers("-O2", "-fno-omit-frame-pointer -lpthread"));
+  CHECK(!kn_session_flags_keep_frame_pointers("-O2 -g", "-lm"));
+  CHECK(!kn_session_flags_keep_frame_pointers("-g", "")); /* the compiler's default level */
+  CHECK(!kn_session_flags_keep_frame_pointers("-O0 -O2", ""));
+  CHECK(!kn_session_flags_keep_frame_pointers("-O0 -fomit-frame-pointer", ""));
+  CHECK(!kn_session_flags_keep_frame_pointers("-fno-omit-frame-pointer -fomit-frame-pointer", ""));
+  CHECK(!kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS, "-fomit-frame-pointer"));
+  /* Code compiled elsewhere may come in. */
+  CHECK(!kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS, "helper.o -lm"));
+  CHECK(!kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS, "/opt/lib/libfoo.a"));
+  CHECK(!kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS, "-L. -lfoo"));
+  CHECK(!kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS, "-l:libfoo.a"));
+  CHECK(!kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS, "-Wl,-Bstatic -lm"));
+  CHECK(!kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS " fast.S", "-lm"));
+  CHECK(!kn_session_flags_keep_frame_pointers(KN_DEFAULT_CFLAGS, "\"unclosed"));
+  /* A compiled cell knows, and so does the session once it is committed. */
+  size_t before = kn_session_n_objects(session);
+  CHECK_INT(run_cell(70, "int fp_default = 1;"), 0);
+  CHECK(kn_session_object_frame_pointers(session, before));
+  CHECK(!kn_session_object_frame_pointers(session, before + 1)); /* no such object */
+  char err[512];
+  CHECK_INT(kn_session_set_cflags(session, "-std=gnu17 -O2", err, sizeof err), 0);
+  CHECK_INT(run_cell(71, "int fp_omitted = 1;"), 0);
+  CHECK(!kn_session_object_frame_pointers(session, before + 1));
+  CHECK_INT(kn_session_set_cflags(session, KN_DEFAULT_CFLAGS, err, sizeof err), 0);
+}
+
 int main(void) {
   char err[512];
   session = kn_session_new(err, sizeof err);
@@ -151,6 +185,7 @@ int main(void) {
   test_prototype_before_definition_in_one_cell();
   test_clean_message();
   test_compiler_settings();
+  test_frame_pointer_flags();
   kn_session_destroy(&session);
   struct stat st;
   CHECK(stat(dir, &st) != 0); /* the private directory is gone */
