@@ -34,6 +34,11 @@ __attribute__((noinline)) void duplicate(void) {
   s[99] = 0;
   for (int i = 0; i < 100; i++) dups[i] = strdup(s);
 }
+__attribute__((noinline)) void open_files(void) {
+  FILE *f[10];
+  for (int i = 0; i < 10; i++) f[i] = fopen("/dev/null", "r");
+  for (int i = 0; i < 10; i++) fclose(f[i]);
+}
 __attribute__((noinline)) void churn(int n, size_t size) {
   for (int i = 0; i < n; i++) { void *volatile p = malloc(size); free(p); }
 }
@@ -124,6 +129,24 @@ def test_strdup_inside_libc_counts_under_its_caller(kc):
     dup = [r for r in rows_c if "strdup" in r["func"]]
     assert dup and all(index[r["parent"]]["func"] == "duplicate" for r in dup), dup
     ok(kc, "for (int i = 0; i < 100; i++) free(dups[i]);")
+
+
+def test_fopen_inside_libc_counts_under_its_caller(kc):
+    """libc's fopen allocates its FILE with malloc: that is counted under
+    the cell's call to fopen (in every build: a sanitizer's fopen calls
+    libc's, whose malloc is the worker's)."""
+    bundle, rows = show(kc, "%%profallocs sample_rate=1\nopen_files();", "fopen")
+    assert total(rows, "open_files", "allocs") >= 10, frames(rows, "open_files")
+    assert total(rows, "open_files") >= 10 * 400  # a FILE is about 472 bytes
+    b, rows_c = show(kc, "%profallocs sample_rate=1 C=true open_files();", "fopen-C")
+    index = by_id(rows_c)
+    leaves = [r for r in rows_c if r["func"] == "malloc"]
+    for leaf in leaves:
+        chain = [leaf]
+        while chain[-1]["parent"] is not None:
+            chain.append(index[chain[-1]["parent"]])
+        names = [r["func"] for r in chain]
+        assert "open_files" in names and any("fopen" in n for n in names), names
 
 
 def test_sampling_estimates_within_the_binomial_bound(kc):
