@@ -99,9 +99,11 @@
  *
  * Counters. Each thread owns one of MAX_THREADS counter blocks (taken on
  * its first counted call or at fl_allocs_thread_enter, given back at
- * fl_allocs_thread_exit; a later owner goes on from the same values). The
- * blocks only grow: start notes their sum, stop writes the difference to
- * the header. Threads beyond MAX_THREADS, and threads past their exit,
+ * fl_allocs_thread_exit; a later owner goes on from the same values): the
+ * calls, bytes and frees, and the records written and walked (so that a
+ * sampled call adds to no shared counter; written on a slow path, which
+ * stop waits for, they are exact). The blocks only grow: start notes
+ * their sum, stop writes the difference to the header. Threads beyond MAX_THREADS, and threads past their exit,
  * share one block of atomic counters. */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
@@ -141,7 +143,7 @@ _Static_assert(FL_ALLOCS_MAX_TABLE_SLOTS - 1 <= SLOT_MASK, "slots fit in word 3"
  * instrumentation there. */
 #define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
-enum { C_CALLS, C_BYTES, C_FREES, C_N };
+enum { C_CALLS, C_BYTES, C_FREES, C_RECORDS, C_FP_RECORDS, C_N };
 
 typedef fl__allocs_counters_t counters_t;
 typedef fl__allocs_thread_t thread_state_t;
@@ -451,11 +453,15 @@ static uint64_t unregister(const void *ptr, uint64_t h) {
 
 /* Records the allocation of bytes at ptr. Called with t->guard set and
  * the thread busy. */
-static void record(thread_state_t *t, void *ptr, size_t bytes, int kind, uintptr_t caller) {
+static void record(thread_state_t *t, counters_t *c, void *ptr, size_t bytes, int kind,
+                   uintptr_t caller) {
   if (__atomic_load_n(&W.full, __ATOMIC_RELAXED)) goto drop;
+  uint64_t h = hash_addr(ptr);
+  /* The block's home slot is a cache (and TLB) miss in a table of up to
+   * 2 GiB: fetched while the stack is unwound. */
+  __builtin_prefetch(&S.table[2 * (h >> S.table_shift)], 1);
   bool by_fp;
   size_t n = unwind(t, caller, &by_fp);
-  uint64_t h = hash_addr(ptr);
   int64_t s = table_claim(ptr, h);
   if (s < 0) goto drop;
   uint64_t need = FL_ALLOCS_RECORD_WORDS + n;
@@ -481,8 +487,10 @@ static void record(thread_state_t *t, void *ptr, size_t bytes, int kind, uintptr
   if (unlikely(!t->tid)) t->tid = (int)syscall(SYS_gettid);
   /* Word 0 last: a reader that sees it sees the whole record. */
   __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)t->tid, __ATOMIC_RELEASE);
-  __atomic_fetch_add(&S.hdr->records, 1, __ATOMIC_RELAXED);
-  if (by_fp) __atomic_fetch_add(&S.hdr->fp_records, 1, __ATOMIC_RELAXED);
+  /* Counted per thread, summed by stop: no read-modify-write of the
+   * header's line, which every sampled call reserves from. */
+  count(c, C_RECORDS, 1);
+  if (by_fp) count(c, C_FP_RECORDS, 1);
   return;
 drop:
   __atomic_fetch_add(&S.hdr->dropped, 1, __ATOMIC_RELAXED);
@@ -493,7 +501,7 @@ __attribute__((noinline)) static void sampled(thread_state_t *t, counters_t *c, 
                                               size_t bytes, int kind, uintptr_t caller) {
   t->guard = 1;
   if (enter_busy(c)) {
-    record(t, ptr, bytes, kind, caller);
+    record(t, c, ptr, bytes, kind, caller);
     leave_busy(c);
   }
   t->guard = 0;
@@ -774,7 +782,9 @@ uint64_t fl_allocs_stop(void) {
   h->calls = sum[C_CALLS] - W.base[C_CALLS];
   h->bytes = sum[C_BYTES] - W.base[C_BYTES];
   h->frees = sum[C_FREES] - W.base[C_FREES];
-  return __atomic_load_n(&h->records, __ATOMIC_RELAXED);
+  h->records = sum[C_RECORDS] - W.base[C_RECORDS];
+  h->fp_records = sum[C_FP_RECORDS] - W.base[C_FP_RECORDS];
+  return h->records;
 }
 
 bool fl_allocs_recording(void) {

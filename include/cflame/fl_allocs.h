@@ -117,7 +117,7 @@ typedef struct fl_allocs_header {
   uint64_t capacity_words;   /* words of records (after the table and filter) */
   uint64_t used_words;       /* reserved so far (atomic; never above capacity_words) */
   uint64_t table_slots;      /* slots of the table of sampled blocks */
-  uint64_t records;          /* records written */
+  uint64_t records;          /* records written (at stop) */
   uint64_t dropped;          /* sampled allocations that did not fit (buffer or table full) */
   uint64_t sample_rate_bits; /* the double sample_rate, as its bits */
   uint64_t calls;            /* successful allocation calls while recording (at stop) */
@@ -126,7 +126,7 @@ typedef struct fl_allocs_header {
                                 old block of realloc (at stop) */
   uint64_t tag;              /* the tag of the last fl_allocs_start */
   uint64_t fp_records;       /* records whose stack the frame-pointer walk took (see
-                                Unwinding above); the others are libunwind's */
+                                Unwinding above; at stop); the others are libunwind's */
   uint64_t reserved[FL_ALLOCS_HEADER_WORDS - 12];
 } fl_allocs_header_t;
 
@@ -207,11 +207,12 @@ void fl_allocs_thread_exit(void);
  * a new run, a call inside the recorder) takes the hooks below. */
 
 /* One thread's counters, on a cache line of its own: calls, bytes,
- * frees, written by the owner only (atomically in the shared block), and
+ * frees, records and records the frame-pointer walk made, written by the
+ * owner only (atomically in the shared block), and
  * its countdown to the next sample (zeroed by each start, so that the
  * owner's next call draws a new one at the new rate). */
 typedef struct fl__allocs_counters {
-  uint64_t n[3];
+  uint64_t n[5];
   uint64_t skip; /* calls up to and including the next sampled one; 0 in the shared block */
   int owned;     /* atomic: a thread owns the block */
   int busy;      /* atomic: the owner is on a slow path (shared: how many are) */
