@@ -3,22 +3,29 @@
 allocation of the worker's interposed allocator, not recording and
 recording at sample_rate 1 and 0.01, on a malloc-heavy loop.
 
-The workload, bench/workloads/allocs_main.c, keeps 8 blocks alive and
+The workload, bench/workloads/allocs_cell.c, keeps 8 blocks alive and
 frees the oldest and mallocs a new one (16 to 1,024 bytes) per iteration:
 one malloc and one free, nearly all served by glibc's thread cache, about
 6 ns for the pair here, the cheapest allocation there is (the recorder's
 cost shows at its largest). The same loop with --fill also writes each new
-block whole, an allocation that is used. It is compiled twice with the
-cell flags (-O2 -g -fno-omit-frame-pointer) and -Wl,-z,now:
+block whole, an allocation that is used. It is built as a cell is (the
+cell flags, -O2 -g -fno-omit-frame-pointer, -fPIC -shared) and dlopened
+by a driver, bench/workloads/allocs_main.c, built twice with the cell
+flags and -Wl,-z,now:
 
-  plain       the loop alone, on glibc's malloc;
-  interposed  the loop with kernel/worker/kw_alloc.c and
+  plain       the driver alone: the loop on glibc's malloc;
+  interposed  the driver with kernel/worker/kw_alloc.c and
               build/lib/libcflame_sampler.a, exporting its symbols, as the
               worker is: every malloc and free goes through cflame's entry
               points. Recording does what the worker does for a
               %%profallocs cell: a buffer file mapped shared, fl_allocs_init
-              once, fl_allocs_start just before the loop, fl_allocs_stop
-              just after (the kernel's table of 2^20 slots).
+              once, the cell's code registered as compiled with frame
+              pointers and the driver's as the base range (so sampled
+              allocations take the frame-pointer walk),
+              fl_allocs_start just before the loop, fl_allocs_stop just
+              after (the kernel's table of 2^20 slots). With --no-fp nothing
+              is registered and libunwind unwinds every sampled allocation,
+              as before the walk existed (the "libunwind" rows).
 
 Two measurements, as bench_profiler.py makes them:
 
@@ -32,7 +39,9 @@ Two measurements, as bench_profiler.py makes them:
               recording on (start, loop, stop) and off in one process, the
               order swapped every pair; the figure is the median of
               on / off - 1 over the pairs (the first pair, warm-up, is left
-              out by the program). Chunks run a fraction of a second apart,
+              out by the program). At sample_rate 0.01 and 1, with the walk
+              and with libunwind, and at 1e-9, where nothing is sampled:
+              the cost of counting the calls that are not sampled, alone. Chunks run a fraction of a second apart,
               so a shared machine's drift falls on both alike. The SPEC
               target (recording at 0.01 <= 10% over not recording) is judged
               on this one.
@@ -55,7 +64,11 @@ from bench_kernel import CC, CFLAGS, machine_info  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 WORKLOAD = REPO / "bench" / "workloads" / "allocs_main.c"
+CELL = REPO / "bench" / "workloads" / "allocs_cell.c"
 TARGET = 0.10  # SPEC section 9: <= 10% at sample_rate 0.01
+# A rate at which nothing is sampled in a run: what recording costs the
+# calls that are not sampled (the countdown and the counters), alone.
+COUNT_ONLY_RATE = 1e-9
 
 
 def build(build_dir, out):
@@ -64,10 +77,11 @@ def build(build_dir, out):
         sys.exit(f"{lib} is missing: build cflame first (scripts/bench does)")
     common = [*CFLAGS, "-Wl,-z,now"]
     plain, interposed = out / "allocs_plain", out / "allocs_interposed"
-    for argv in ([*common, "-o", plain, WORKLOAD],
+    for argv in ([*CFLAGS, "-fPIC", "-shared", "-o", out / "allocs_cell.so", CELL],
+                 [*common, "-o", plain, WORKLOAD, "-ldl"],
                  [*common, "-DCFLAME_ALLOCS", f"-I{REPO / 'include'}", "-rdynamic", "-o",
                   interposed, WORKLOAD, REPO / "kernel" / "worker" / "kw_alloc.c", lib,
-                  "-lunwind", "-lpthread", "-lm"]):
+                  "-lunwind", "-lpthread", "-ldl", "-lm"]):
         r = subprocess.run([CC, *map(str, argv)], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"building the workload failed:\n{r.stderr}")
@@ -115,18 +129,22 @@ def whole_runs(plain, interposed, fill, iters, rounds):
     return rows, runs
 
 
-def switching(interposed, fill, iters, pairs, processes, rate):
+def switching(interposed, fill, iters, pairs, processes, rate, walk=True):
     chunks = []
     for _ in range(processes):
-        argv = [interposed] + (["--fill"] if fill else []) + ["--chunks", pairs, iters, rate]
+        argv = ([interposed] + (["--fill"] if fill else []) + ([] if walk else ["--no-fp"])
+                + ["--chunks", pairs, iters, rate])
         chunks += run_json(argv)["chunks"]
     ratios = [c["on_cpu_ns"] / c["off_cpu_ns"] - 1 for c in chunks]
     per_record = [(c["on_cpu_ns"] - c["off_cpu_ns"]) / c["records"] for c in chunks if c["records"]]
-    return {"rate": rate, "pairs": len(chunks), "overhead": statistics.median(ratios),
+    return {"rate": rate, "unwinder": "walk" if walk else "libunwind", "pairs": len(chunks),
+            "overhead": statistics.median(ratios),
             "q": quartiles(ratios),
             "off_ns_per_iter": statistics.median(c["off_cpu_ns"] for c in chunks) / iters,
             "on_ns_per_iter": statistics.median(c["on_cpu_ns"] for c in chunks) / iters,
             "records_per_chunk": statistics.median(c["records"] for c in chunks),
+            "fp_share": (sum(c["fp_records"] for c in chunks)
+                         / max(1, sum(c["records"] for c in chunks))),
             "extra_ns_per_record": statistics.median(per_record) if per_record else None,
             "raw": chunks}
 
@@ -166,14 +184,17 @@ def main():
                   f"({args.chunk_processes} x {args.chunk_pairs} pairs of {args.chunk_iters:,}"
                   " iterations; overhead = median of on / off - 1)")
             sw = [switching(interposed, fill, args.chunk_iters, args.chunk_pairs,
-                            args.chunk_processes, rate) for rate in (0.01, 1)]
-            print(f"{'sample_rate':>11} {'overhead':>9} {'p25..p75':>17} {'off ns/iter':>11}"
-                  f" {'on ns/iter':>10} {'records':>8} {'ns/record':>9}")
+                            args.chunk_processes, rate, walk)
+                  for walk, rate in ((True, 0.01), (True, 1), (False, 0.01), (False, 1),
+                                     (True, COUNT_ONLY_RATE))]
+            print(f"{'sample_rate':>11} {'unwinder':>9} {'overhead':>9} {'p25..p75':>17}"
+                  f" {'off ns/iter':>11} {'on ns/iter':>10} {'records':>8} {'walked':>7}"
+                  f" {'ns/record':>9}")
             for s in sw:
-                print(f"{s['rate']:>11} {pct(s['overhead']):>9} "
+                print(f"{s['rate']:>11} {s['unwinder']:>9} {pct(s['overhead']):>9} "
                       f"{pct(s['q'][0]) + '..' + pct(s['q'][1]):>17} {s['off_ns_per_iter']:11.2f}"
                       f" {s['on_ns_per_iter']:10.2f} {s['records_per_chunk']:8.0f}"
-                      f" {s['extra_ns_per_record'] or 0:9.0f}")
+                      f" {s['fp_share'] * 100:6.1f}% {s['extra_ns_per_record'] or 0:9.0f}")
             key = "fill" if fill else "churn"
             results[key] = {"whole_runs": rows, "whole_runs_raw": raw, "switching": sw}
     results["loadavg_after"] = os.getloadavg()
@@ -181,7 +202,7 @@ def main():
     churn = results["churn"]["switching"][0]["overhead"]
     fill = results["fill"]["switching"][0]["overhead"]
     print("\n== target (SPEC section 9): recording at sample_rate 0.01 <= 10% on a malloc-heavy"
-          " loop, over the same process not recording")
+          " loop, over the same process not recording (frame-pointer walk)")
     for name, x in (("malloc+free", churn), ("malloc+free, blocks written whole", fill)):
         print(f"  {name:36} {pct(x):>8}  {'met' if x <= TARGET else 'MISSED'}")
     if args.json:

@@ -1,14 +1,7 @@
-/* allocs_main: a malloc-heavy loop, plain or under cflame's allocation
- * recorder, that prints what it cost as one JSON line on stdout.
- *
- * The loop keeps 8 blocks alive: each iteration frees the oldest and
- * mallocs a new one of a size drawn from 16 to 1,024 bytes (a fixed
- * generator, so every run does the same calls), and touches its first
- * byte. That is one malloc and one free per iteration, most of them served
- * by glibc's thread cache: about the cheapest allocation there is, so the
- * recorder's cost per call shows at its largest. With --fill first, each
- * new block is also written whole (memset) and its last byte read: an
- * allocation that is used, as a cell's would be.
+/* allocs_main: the driver of a malloc-heavy loop (allocs_cell.c, a
+ * shared object built as a cell is, next to this executable), plain or
+ * under cflame's allocation recorder, that prints what it cost as one JSON
+ * line on stdout.
  *
  * Built twice by bench/bench_allocs.py with the cell flags (-O2 -g
  * -fno-omit-frame-pointer) and -Wl,-z,now:
@@ -16,22 +9,35 @@
  *   interposed  with -DCFLAME_ALLOCS, kernel/worker/kw_alloc.c and
  *               build/lib/libcflame_sampler.a, exporting its symbols
  *               (-rdynamic), as the worker is.
+ * Each dlopens allocs_cell.so as the worker dlopens a cell. The interposed
+ * one, as the worker does, registers the cell's code with the recorder as
+ * compiled with frame pointers (fl_allocs_add_fp_range) and its own code
+ * as the base range (fl_allocs_set_base_range), so that sampled
+ * allocations are unwound by the frame-pointer walk; with --no-fp it
+ * registers nothing and libunwind unwinds them all.
  *
  *   allocs_main [--fill] ITERS        not recording (both binaries)
- *   allocs_main ITERS RATE            (interposed) recording at RATE, as the
+ *   allocs_main [--fill] [--no-fp] ITERS RATE
+ *                                     (interposed) recording at RATE, as the
  *                                     worker records a %%profallocs cell:
  *                                     a shared mapping of a file, init,
  *                                     start just before the loop and stop
  *                                     just after
- *   allocs_main --chunks N ITERS RATE (interposed) N pairs of chunks of
+ *   allocs_main [--fill] [--no-fp] --chunks N ITERS RATE
+ *                                     (interposed) N pairs of chunks of
  *                                     ITERS, one recording and one not, the
  *                                     order swapped every pair
  *
  * Printed: the loop's CPU and wall time in ns per iteration (from just
  * before start to just after stop for a recorded loop), the recorder's
- * records, dropped and calls, and a checksum of the sizes. */
+ * records, dropped, calls and fp_records (records the frame-pointer walk
+ * unwound), and a checksum of the sizes. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +54,11 @@
  * run (about 11 words a record here), so that none is dropped. */
 #define TABLE_SLOTS (1ull << 20)
 
-static int fill; /* --fill: write each new block whole */
+static int fill;  /* --fill: write each new block whole */
+static int no_fp; /* --no-fp: libunwind unwinds every sampled allocation */
+
+typedef uint64_t (*cell_fn)(long iters, int fill);
+static cell_fn allocs_cell;
 
 static int64_t now_ns(clockid_t id) {
   struct timespec ts;
@@ -58,33 +68,51 @@ static int64_t now_ns(clockid_t id) {
 
 static volatile uint64_t sink;
 
-__attribute__((noinline)) static uint64_t alloc_loop(long iters) {
-  void *live[8] = {0};
-  uint64_t x = 0x9E3779B97F4A7C15ull, sum = 0;
-  for (long i = 0; i < iters; i++) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    size_t size = 16 + (size_t)((x >> 33) % 1009);
-    free(live[i & 7]);
-    char *p = malloc(size);
-    p[0] = (char)i;
-    if (fill) {
-      memset(p, (int)i, size);
-      sum += (unsigned char)((volatile char *)p)[size - 1];
-    }
-    live[i & 7] = p;
-    sum += size;
-  }
-  for (int i = 0; i < 8; i++) free(live[i]);
-  return sum;
-}
-
 typedef struct timing {
   int64_t cpu_ns, wall_ns;
-  uint64_t records, dropped, calls;
+  uint64_t records, dropped, calls, fp_records;
 } timing_t;
+
+/* dlopens allocs_cell.so from this executable's directory. */
+static void *load_cell(void) {
+  char exe[PATH_MAX], path[PATH_MAX + 32];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n < 0) {
+    perror("allocs_main: /proc/self/exe");
+    exit(2);
+  }
+  exe[n] = '\0';
+  snprintf(path, sizeof path, "%s/allocs_cell.so", dirname(exe));
+  void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!h || !(*(void **)&allocs_cell = dlsym(h, "allocs_cell"))) {
+    fprintf(stderr, "allocs_main: %s\n", dlerror());
+    exit(2);
+  }
+  return h;
+}
 
 #if defined(CFLAME_ALLOCS)
 static const fl_allocs_header_t *header;
+
+/* As the worker's note_code_range and note_base_range: the cell's
+ * executable segments as frame-pointer ranges, this executable's (the
+ * first object) as the base range. */
+static int register_ranges(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  bool is_exe = *(int *)data == 0;
+  *(int *)data += 1;
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  size_t n = strlen(name);
+  bool is_cell = n >= 14 && !strcmp(name + n - 14, "allocs_cell.so");
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (is_exe) fl_allocs_set_base_range(lo, lo + ph->p_memsz);
+    if (is_cell) fl_allocs_add_fp_range(lo, lo + ph->p_memsz);
+  }
+  return 0;
+}
 
 /* Maps a buffer file shared, as the worker does, and gives it to the
  * recorder. */
@@ -107,6 +135,8 @@ static void setup_recorder(long iters, double rate) {
   }
   header = map;
   fl_allocs_thread_enter();
+  int seen = 0;
+  if (!no_fp) dl_iterate_phdr(register_ranges, &seen);
 }
 
 static void start(double rate) {
@@ -126,12 +156,13 @@ static timing_t run(long iters, double rate) {
 #if defined(CFLAME_ALLOCS)
   if (rate > 0) start(rate);
 #endif
-  sink += alloc_loop(iters);
+  sink += allocs_cell(iters, fill);
 #if defined(CFLAME_ALLOCS)
   if (rate > 0) {
     t.records = fl_allocs_stop();
     t.dropped = header->dropped;
     t.calls = header->calls;
+    t.fp_records = header->fp_records;
   }
 #endif
   t.cpu_ns = now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
@@ -140,11 +171,17 @@ static timing_t run(long iters, double rate) {
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && !strcmp(argv[1], "--fill")) {
-    fill = 1;
+  for (;;) {
+    if (argc >= 2 && !strcmp(argv[1], "--fill"))
+      fill = 1;
+    else if (argc >= 2 && !strcmp(argv[1], "--no-fp"))
+      no_fp = 1;
+    else
+      break;
     argv++;
     argc--;
   }
+  load_cell();
   if (argc >= 2 && !strcmp(argv[1], "--chunks")) {
 #if defined(CFLAME_ALLOCS)
     if (argc != 5) goto usage;
@@ -165,9 +202,10 @@ int main(int argc, char **argv) {
       }
       printf(
           "%s{\"on_cpu_ns\": %lld, \"off_cpu_ns\": %lld, \"on_wall_ns\": %lld, "
-          "\"off_wall_ns\": %lld, \"records\": %llu}",
+          "\"off_wall_ns\": %lld, \"records\": %llu, \"fp_records\": %llu}",
           i ? ", " : "", (long long)on.cpu_ns, (long long)off.cpu_ns, (long long)on.wall_ns,
-          (long long)off.wall_ns, (unsigned long long)on.records);
+          (long long)off.wall_ns, (unsigned long long)on.records,
+          (unsigned long long)on.fp_records);
     }
     printf("], \"iters\": %ld, \"rate\": %g}\n", iters, rate);
     return 0;
@@ -186,14 +224,15 @@ int main(int argc, char **argv) {
   timing_t t = run(iters, rate);
   printf(
       "{\"iters\": %ld, \"rate\": %g, \"cpu_ns\": %lld, \"wall_ns\": %lld, "
-      "\"records\": %llu, \"dropped\": %llu, \"calls\": %llu, \"checksum\": %llu}\n",
+      "\"records\": %llu, \"dropped\": %llu, \"calls\": %llu, \"fp_records\": %llu, "
+      "\"checksum\": %llu}\n",
       iters, rate, (long long)t.cpu_ns, (long long)t.wall_ns, (unsigned long long)t.records,
-      (unsigned long long)t.dropped, (unsigned long long)t.calls, (unsigned long long)sink);
+      (unsigned long long)t.dropped, (unsigned long long)t.calls,
+      (unsigned long long)t.fp_records, (unsigned long long)sink);
   return 0;
 usage:
   fprintf(stderr,
-          "usage: allocs_main [--fill] ITERS [RATE] | allocs_main [--fill] --chunks PAIRS ITERS "
-          "RATE "
-          "(RATE and --chunks: the interposed build only)\n");
+          "usage: allocs_main [--fill] [--no-fp] ITERS [RATE] | allocs_main [--fill] [--no-fp] "
+          "--chunks PAIRS ITERS RATE (RATE, --no-fp and --chunks: the interposed build only)\n");
   return 2;
 }
