@@ -1,0 +1,111 @@
+/* The floor under any sampler built on signals: what one perf task-clock
+ * signal (SIGTRAP by attr.sigtrap, as flame/fl_sampler.c uses) costs the
+ * sampled thread when its handler does nothing, does what cflame's handler
+ * does (unw_backtrace), or also reads the thread's CPU clock.
+ *
+ *   cc -O2 -fno-omit-frame-pointer -o signal_floor bench/workloads/signal_floor.c \
+ *      -lunwind -lunwind-x86_64
+ *   ./signal_floor MODE PERIOD_NS     MODE 1: empty handler, 2: + unw_backtrace,
+ *                                    3: + clock_gettime(CLOCK_THREAD_CPUTIME_ID)
+ *
+ * It runs the same 20-million-iteration loop 30 times with the event off
+ * and 30 times with it on, alternately, and prints the best of each, the
+ * overhead and the CPU per sample. Not part of scripts/bench: it is the
+ * experiment behind docs/PERFORMANCE.md's "signal floor" paragraph. */
+#define _GNU_SOURCE
+#include <libunwind.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile long hits;
+static volatile long iterations = 20000000;
+static int mode;
+
+static void on_trap(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si, (void)uc;
+  hits++;
+  if (mode >= 2) {
+    void *pcs[128];
+    unw_backtrace(pcs, 128);
+  }
+  if (mode >= 3) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  }
+}
+
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+__attribute__((noinline)) static double work(long n) {
+  double z = 0;
+  for (long k = 0; k < n; k++) {
+    z += (double)k * 0.5;
+    __asm__ volatile("" : "+x"(z));
+  }
+  return z;
+}
+__attribute__((noinline)) static double deeper(long n) { return work(n) + 1; }
+__attribute__((noinline)) static double deepest(long n) { return deeper(n) + 1; }
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s MODE(1-3) PERIOD_NS\n", argv[0]);
+    return 2;
+  }
+  mode = atoi(argv[1]);
+  long period = atol(argv[2]);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_trap;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGTRAP, &sa, NULL);
+  void *pcs[128];
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  unw_backtrace(pcs, 128); /* warm up, as the sampler does */
+
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_TASK_CLOCK;
+  a.sample_period = (unsigned long)period;
+  a.disabled = 1;
+  a.exclude_hv = 1;
+  a.exclude_kernel = 1;
+  a.sigtrap = 1;
+  a.remove_on_exec = 1;
+  int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+  if (fd < 0) {
+    perror("perf_event_open");
+    return 1;
+  }
+  double best_on = 1e9, best_off = 1e9, sink = 0;
+  for (int r = 0; r < 30; r++) {
+    double t0 = cpu_now();
+    sink += deepest(iterations + r);
+    double t1 = cpu_now();
+    if (t1 - t0 < best_off) best_off = t1 - t0;
+    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    t0 = cpu_now();
+    sink += deepest(iterations + 2 * r);
+    t1 = cpu_now();
+    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+    if (t1 - t0 < best_on) best_on = t1 - t0;
+  }
+  printf("mode %d, period %ld ns: off %.4f s, on %.4f s, overhead %+.1f%%, %ld samples, "
+         "%.1f us per sample (%g)\n",
+         mode, period, best_off, best_on, 100 * (best_on / best_off - 1), hits,
+         (best_on - best_off) / ((double)hits / 30.0) * 1e6, sink);
+  return 0;
+}
