@@ -72,7 +72,8 @@ void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l
 /* ---- kinds and colours ---- */
 
 typedef enum fl__kind {
-  FL__KIND_CELL,
+  FL__KIND_CELL,    /* code of a notebook cell (FL_FRAME_REPL) */
+  FL__KIND_PROGRAM, /* a program's own code, read from a file: coloured as cell code */
   FL__KIND_SYSTEM,
   FL__KIND_ALLOC,
   FL__KIND_KERNEL,
@@ -82,7 +83,8 @@ typedef enum fl__kind {
 } fl__kind_t;
 
 fl__kind_t fl__kind_of(const fl_node_t *n);
-/* "cell code", "system library", "allocator", "kernel", "other code", "root". */
+/* "cell code", "program code", "system library", "allocator", "kernel",
+ * "other code", "root". */
 const char *fl__kind_label(fl__kind_t k);
 /* The kind's middle colour, "#rrggbb", for the legend. */
 const char *fl__kind_color(fl__kind_t k);

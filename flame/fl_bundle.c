@@ -125,6 +125,7 @@ typedef struct palette {
  * enough on a dark background. */
 static const palette_t palettes[FL__N_KINDS] = {
     [FL__KIND_CELL] = {"cell code", "#eb911e", 215, 40, 80, 130, 0, 60},
+    [FL__KIND_PROGRAM] = {"program code", "#eb911e", 215, 40, 80, 130, 0, 60},
     [FL__KIND_SYSTEM] = {"system library", "#73b6ed", 90, 50, 160, 45, 220, 35},
     [FL__KIND_ALLOC] = {"allocator", "#c393ed", 175, 40, 130, 35, 220, 35},
     [FL__KIND_KERNEL] = {"kernel", "#82cf78", 110, 40, 190, 35, 100, 40},
@@ -138,7 +139,7 @@ fl__kind_t fl__kind_of(const fl_node_t *n) {
   if (f & FL_FRAME_ALLOC) return FL__KIND_ALLOC;
   if (f & FL_FRAME_KERNEL) return FL__KIND_KERNEL;
   if (f & FL_FRAME_SYSTEM) return FL__KIND_SYSTEM;
-  if (f & FL_FRAME_CELL) return FL__KIND_CELL;
+  if (f & FL_FRAME_CELL) return f & FL_FRAME_REPL ? FL__KIND_CELL : FL__KIND_PROGRAM;
   return FL__KIND_OTHER;
 }
 

@@ -172,11 +172,11 @@ static void check_svg_matches(const char *svg, json_t *spec) {
 /* A cell that calls work (two lines), qsort with a comparator, and malloc. */
 static fl_profile_t *small_profile(fl_profile_kind_t kind) {
   fl_profile_t *p = fl_profile_new(kind);
-  uint32_t main_ = frame(p, "main", "cell[1]", 3, "cell[1]", FL_FRAME_CELL);
-  uint32_t work5 = frame(p, "work", "cell[1]", 5, "cell[1]", FL_FRAME_CELL);
-  uint32_t work6 = frame(p, "work", "cell[1]", 6, "cell[1]", FL_FRAME_CELL);
+  uint32_t main_ = frame(p, "main", "cell[1]", 3, "cell[1]", FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t work5 = frame(p, "work", "cell[1]", 5, "cell[1]", FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t work6 = frame(p, "work", "cell[1]", 6, "cell[1]", FL_FRAME_CELL | FL_FRAME_REPL);
   uint32_t qsort_ = frame(p, "qsort", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
-  uint32_t cmp = frame(p, "cmp_doubles", "cell[1]", 9, "cell[1]", FL_FRAME_CELL);
+  uint32_t cmp = frame(p, "cmp_doubles", "cell[1]", 9, "cell[1]", FL_FRAME_CELL | FL_FRAME_REPL);
   uint32_t malloc_ = frame(p, "malloc", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM | FL_FRAME_ALLOC);
   uint32_t s1[] = {main_, work5}, s2[] = {main_, work6}, s3[] = {main_, qsort_, cmp},
            s4[] = {main_, qsort_}, s5[] = {main_, malloc_}, s6[] = {main_};
@@ -346,6 +346,27 @@ static void test_dark_icicle_folded(void) {
   CHECK(root_rect != NULL);
   write_out("dark-icicle.json", bundle);
 done:
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* A program's functions read from a file (cell code without FL_FRAME_REPL)
+ * are coloured as cell code but named "program code" in the legend. */
+static void test_program_code_legend(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t m = frame(p, "main", "prog.c", 3, "prog", FL_FRAME_CELL);
+  uint32_t w = frame(p, "work", "prog.c", 9, "prog", FL_FRAME_CELL);
+  uint32_t s[] = {m, w};
+  fl_profile_add_sample(p, s, 2, 10, 0, 1);
+  fl_tree_t *t = tree_of(p, true, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  char err[256] = "";
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  const char *svg = bundle ? json_string_value(json_object_get(bundle, "image/svg+xml")) : NULL;
+  CHECK(svg && strstr(svg, "program code") && !strstr(svg, "cell code"));
   json_decref(bundle);
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
@@ -662,6 +683,7 @@ int main(int argc, char **argv) {
   test_small();
   test_dark_icicle_folded();
   test_alloc();
+  test_program_code_legend();
   test_alloc_counts();
   test_hostile_names();
   test_long_note();
