@@ -79,10 +79,13 @@ __attribute__((noipa)) void tsamp_child_work(uint64_t n) {
   CHAIN(n);
 }
 
-/* Runs tsamp_burn until the calling thread has used cpu_ns more CPU. */
+/* Runs tsamp_burn until the calling thread has used cpu_ns more CPU. The
+ * chunks are long (a few hundred microseconds) so that the clock reads
+ * between them, system calls that slow down on a busy machine, stay well
+ * under the 5% of samples that may land outside tsamp_burn. */
 static void burn_cpu(int64_t cpu_ns) {
   int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + cpu_ns;
-  while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end) tsamp_burn(20000);
+  while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end) tsamp_burn(200000);
 }
 
 /* ns of CPU per CHAIN iteration. */
