@@ -41,10 +41,11 @@ Two measurements, as bench_profiler.py makes them:
               on / off - 1 over the pairs (the first pair, warm-up, is left
               out by the program). At sample_rate 0.01 and 1, with the walk
               and with libunwind, and at 1e-9, where nothing is sampled:
-              the cost of counting the calls that are not sampled, alone. Chunks run a fraction of a second apart,
-              so a shared machine's drift falls on both alike. The SPEC
-              target (recording at 0.01 <= 10% over not recording) is judged
-              on this one.
+              the cost of the calls that are not sampled (the countdown to
+              the next sample, the filter check of a free), alone. Chunks
+              run a fraction of a second apart, so a shared machine's drift
+              falls on both alike. The SPEC target (recording at 0.01 <= 10%
+              over not recording) is judged on this one.
 
 Nothing here asserts: the table says whether the target was met. Raw
 timings go to --json.
@@ -67,7 +68,7 @@ WORKLOAD = REPO / "bench" / "workloads" / "allocs_main.c"
 CELL = REPO / "bench" / "workloads" / "allocs_cell.c"
 TARGET = 0.10  # SPEC section 9: <= 10% at sample_rate 0.01
 # A rate at which nothing is sampled in a run: what recording costs the
-# calls that are not sampled (the countdown and the counters), alone.
+# calls that are not sampled (the countdown, the filter check), alone.
 COUNT_ONLY_RATE = 1e-9
 
 

@@ -5,27 +5,33 @@
  * common cases are inline in it (fl_allocs.h) and touch only the calling
  * thread's state:
  *  - not recording: one load of fl__allocs.recording, then a tail call;
- *  - recording, call not sampled: the thread's countdown to its next
- *    sample and its counters (calls, bytes), in its own counter block
- *    (memory only that thread writes: no atomic read-modify-write, no
- *    shared cache line written);
+ *  - recording, call not sampled: the thread's count of calls goes up by
+ *    one, below the count at which its next sample falls (sample_at), in
+ *    its own counter block (memory only that thread writes: no atomic
+ *    read-modify-write, no shared cache line written); nothing else;
  *  - a free while recording: one load from the filter
  *    (FL_ALLOCS_FILTER_BUCKETS 16-bit counts of the live entries of the
  *    table by hash bucket, 8 KiB that stay in cache): a zero means the
- *    block was not sampled and only the thread's frees counter changes.
+ *    block was not sampled, and nothing else is done.
  * Everything else comes here through the hooks: a thread's first call (it
  * takes a counter block), the sampled call, the first call of a run (start
- * zeroes every block's countdown, so that it is drawn again at the new
+ * zeroes every block's sample_at, so that a gap is drawn again at the new
  * rate), the free of a block whose filter bucket is not zero, realloc, and
  * the threads beyond MAX_THREADS (one shared block of atomic counters,
  * their countdowns in TLS, checked against fl__allocs.epoch).
  *
- * Sampling. Each thread counts down the calls to its next sample: after a
+ * Sampling. Each thread counts its calls up to its next sample: after a
  * sample it draws the gap from the geometric distribution of parameter
  * sample_rate (1 + floor(log(U) / log(1 - p)), U uniform in (0, 1], from a
- * per-thread xorshift64* generator), which samples every call independently
- * with probability p, as a coin per call would, at the cost of a decrement.
- * At sample_rate 1 the gap is always 1.
+ * per-thread xorshift64* generator) and sets sample_at to its count plus
+ * the gap, which samples every call independently with probability p, as
+ * a coin per call would, at the cost of an increment. At sample_rate 1 the
+ * gap is always 1. The count is the thread's number of calls, so calls
+ * needs no counter of its own; it is kept counting up rather than down
+ * (calls = gaps drawn - calls left would do as well) because then start,
+ * which must reset every thread's countdown, writes sample_at, which the
+ * inline path only reads: an owner's decrement in flight cannot undo
+ * start's reset and, with it, the count.
  *
  * A sampled call:
  *  1. unwinds into the thread's TLS buffer from the allocation function's
@@ -99,12 +105,15 @@
  *
  * Counters. Each thread owns one of MAX_THREADS counter blocks (taken on
  * its first counted call or at fl_allocs_thread_enter, given back at
- * fl_allocs_thread_exit; a later owner goes on from the same values): the
- * calls, bytes and frees, and the records written and walked (so that a
+ * fl_allocs_thread_exit; a later owner goes on from the same values, and
+ * from the same countdown, which is memoryless): the calls, and the
+ * sampled blocks released, the records written and walked (so that a
  * sampled call adds to no shared counter; written on a slow path, which
- * stop waits for, they are exact). The blocks only grow: start notes
- * their sum, stop writes the difference to the header. Threads beyond MAX_THREADS, and threads past their exit,
- * share one block of atomic counters. */
+ * stop waits for, they are exact). The counts only grow: start notes
+ * their sum, stop writes the difference to the header. sample_at is
+ * written by start (zero) and by the owner inside a busy window only (see
+ * Stopping), so the two never race. Threads beyond MAX_THREADS, and
+ * threads past their exit, share one block of atomic counters. */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include "cflame/fl_allocs.h"
@@ -143,11 +152,8 @@ _Static_assert(FL_ALLOCS_MAX_TABLE_SLOTS - 1 <= SLOT_MASK, "slots fit in word 3"
  * instrumentation there. */
 #define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
-enum { C_CALLS, C_BYTES, C_FREES, C_RECORDS, C_FP_RECORDS, C_N };
-
 typedef fl__allocs_counters_t counters_t;
 typedef fl__allocs_thread_t thread_state_t;
-_Static_assert(sizeof(((counters_t *)0)->n) / sizeof(uint64_t) == C_N, "counters");
 _Static_assert(sizeof(((thread_state_t *)0)->pcs) / sizeof(void *) ==
                    FL_ALLOCS_MAX_DEPTH + OWN_FRAMES,
                "the unwinding buffer");
@@ -160,6 +166,11 @@ __thread thread_state_t fl__allocs_thread __attribute__((tls_model("initial-exec
 
 /* Read on every call (see fl_allocs.h). */
 fl__allocs_global_t fl__allocs;
+
+/* The counts of counter blocks, summed. */
+typedef struct counts {
+  uint64_t calls, frees, records, fp_records;
+} counts_t;
 
 /* Read on every hook: kept on a line that is written only by start, stop
  * and init. */
@@ -179,7 +190,7 @@ static struct {
 static struct {
   int full;        /* atomic: the buffer filled up during this run */
   int table_stray; /* atomic: a slot was claimed that no record names */
-  uint64_t base[C_N];
+  counts_t base;   /* the counters' sums at start */
 } __attribute__((aligned(64))) W;
 
 static pthread_once_t process_once = PTHREAD_ONCE_INIT;
@@ -231,20 +242,24 @@ static counters_t *own_counters(thread_state_t *t) {
   return t->c;
 }
 
-NO_SANITIZE static inline void count(counters_t *c, int which, uint64_t v) {
+/* Adds v to the count at field, one of c's. */
+NO_SANITIZE static inline void count(counters_t *c, uint64_t *field, uint64_t v) {
   if (unlikely(c->shared))
-    __atomic_fetch_add(&c->n[which], v, __ATOMIC_RELAXED);
+    __atomic_fetch_add(field, v, __ATOMIC_RELAXED);
   else
-    __atomic_store_n(&c->n[which], __atomic_load_n(&c->n[which], __ATOMIC_RELAXED) + v,
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(field, __atomic_load_n(field, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
 }
 
-static void sum_counters(uint64_t sum[C_N]) {
-  memset(sum, 0, C_N * sizeof sum[0]);
+static counts_t sum_counters(void) {
+  counts_t sum = {0};
   for (int i = 0; i <= MAX_THREADS; i++) {
     counters_t *c = i < MAX_THREADS ? &counter_blocks[i] : &shared_counters;
-    for (int k = 0; k < C_N; k++) sum[k] += __atomic_load_n(&c->n[k], __ATOMIC_RELAXED);
+    sum.calls += __atomic_load_n(&c->calls, __ATOMIC_RELAXED);
+    sum.frees += __atomic_load_n(&c->frees, __ATOMIC_RELAXED);
+    sum.records += __atomic_load_n(&c->records, __ATOMIC_RELAXED);
+    sum.fp_records += __atomic_load_n(&c->fp_records, __ATOMIC_RELAXED);
   }
+  return sum;
 }
 
 /* Enters a slow path: returns false (and leaves) when recording stopped
@@ -438,14 +453,16 @@ static int64_t table_find(const void *ptr, uint64_t h) {
   return -1;
 }
 
-/* Unregisters ptr when it is a sampled block: its record is marked freed.
- * Returns its record's position + 1, or 0. Called on a slow path. */
-static uint64_t unregister(const void *ptr, uint64_t h) {
+/* Unregisters ptr when it is a sampled block: its record is marked freed
+ * and counted in c's frees. Returns its record's position + 1, or 0.
+ * Called on a slow path. */
+static uint64_t unregister(counters_t *c, const void *ptr, uint64_t h) {
   int64_t s = table_find(ptr, h);
   if (s < 0) return 0;
   uint64_t pos = __atomic_load_n(&S.table[2 * s + 1], __ATOMIC_RELAXED);
   table_release((uint64_t)s, h);
   __atomic_fetch_or(&S.words[pos + 3], FL_ALLOCS_FREED, __ATOMIC_RELAXED);
+  count(c, &c->frees, 1);
   return pos + 1;
 }
 
@@ -489,19 +506,61 @@ static void record(thread_state_t *t, counters_t *c, void *ptr, size_t bytes, in
   __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)t->tid, __ATOMIC_RELEASE);
   /* Counted per thread, summed by stop: no read-modify-write of the
    * header's line, which every sampled call reserves from. */
-  count(c, C_RECORDS, 1);
-  if (by_fp) count(c, C_FP_RECORDS, 1);
+  count(c, &c->records, 1);
+  if (by_fp) count(c, &c->fp_records, 1);
   return;
 drop:
   __atomic_fetch_add(&S.hdr->dropped, 1, __ATOMIC_RELAXED);
 }
 
-/* The allocation hook past the countdown: draws the next gap and records. */
+/* A sampled allocation of a thread in the shared block: records. */
 __attribute__((noinline)) static void sampled(thread_state_t *t, counters_t *c, void *ptr,
                                               size_t bytes, int kind, uintptr_t caller) {
   t->guard = 1;
   if (enter_busy(c)) {
     record(t, c, ptr, bytes, kind, caller);
+    leave_busy(c);
+  }
+  t->guard = 0;
+}
+
+/* A call of a thread in the shared block (counted atomically; its
+ * countdown in TLS, drawn again in a new run). */
+NO_SANITIZE static void shared_alloc(thread_state_t *t, counters_t *c, void *ptr, size_t bytes,
+                                     int kind, uintptr_t caller) {
+  __atomic_fetch_add(&c->calls, 1, __ATOMIC_RELAXED);
+  uint64_t epoch = __atomic_load_n(&fl__allocs.epoch, __ATOMIC_RELAXED);
+  if (t->epoch != epoch) {
+    t->epoch = epoch;
+    t->skip = 0;
+  }
+  uint64_t left = t->skip;
+  if (unlikely(left == 0)) left = draw_skip(t);
+  if (likely(left > 1)) {
+    t->skip = left - 1;
+    return;
+  }
+  t->skip = draw_skip(t);
+  sampled(t, c, ptr, bytes, kind, caller);
+}
+
+/* A counted call of a thread with a block of its own whose count reached
+ * sample_at (calls, its count with this call): the sampled one, or the
+ * run's first (sample_at zeroed by start: this call begins a gap drawn at
+ * the run's rate, and is sampled when the gap is 1). sample_at is written
+ * only here, inside the busy window, so that stop's wait orders it before
+ * the next start's zero. */
+__attribute__((noinline)) static void at_sample_point(thread_state_t *t, counters_t *c,
+                                                      uint64_t calls, void *ptr, size_t bytes,
+                                                      int kind, uintptr_t caller) {
+  t->guard = 1;
+  if (enter_busy(c)) {
+    uint64_t at = __atomic_load_n(&c->sample_at, __ATOMIC_RELAXED);
+    if (at == 0) at = calls - 1 + draw_skip(t);
+    bool take = calls >= at;
+    if (take) at = calls + draw_skip(t);
+    __atomic_store_n(&c->sample_at, at, __ATOMIC_RELAXED);
+    if (take) record(t, c, ptr, bytes, kind, caller);
     leave_busy(c);
   }
   t->guard = 0;
@@ -515,27 +574,15 @@ NO_SANITIZE void fl_allocs_on_alloc(void *ptr, size_t bytes, int kind, const voi
   if (unlikely(t->guard) || unlikely(!ptr)) return;
   counters_t *c = t->c;
   if (unlikely(!c)) c = own_counters(t);
-  count(c, C_CALLS, 1);
-  count(c, C_BYTES, bytes);
-  /* The countdown: the block's, zeroed by start; or, in the shared block,
-   * the thread's own, drawn again in a new run. */
-  uint64_t *skip = &c->skip;
   if (unlikely(c->shared)) {
-    skip = &t->skip;
-    uint64_t epoch = __atomic_load_n(&fl__allocs.epoch, __ATOMIC_RELAXED);
-    if (t->epoch != epoch) {
-      t->epoch = epoch;
-      *skip = 0;
-    }
-  }
-  uint64_t left = __atomic_load_n(skip, __ATOMIC_RELAXED);
-  if (unlikely(left == 0)) left = draw_skip(t);
-  if (likely(left > 1)) {
-    __atomic_store_n(skip, left - 1, __ATOMIC_RELAXED);
+    shared_alloc(t, c, ptr, bytes, kind, (uintptr_t)caller);
     return;
   }
-  __atomic_store_n(skip, draw_skip(t), __ATOMIC_RELAXED);
-  sampled(t, c, ptr, bytes, kind, (uintptr_t)caller);
+  /* As fl__allocs_pass_alloc counts, for a successful call only. */
+  uint64_t calls = __atomic_load_n(&c->calls, __ATOMIC_RELAXED) + 1;
+  __atomic_store_n(&c->calls, calls, __ATOMIC_RELAXED);
+  if (likely(calls < __atomic_load_n(&c->sample_at, __ATOMIC_RELAXED))) return;
+  at_sample_point(t, c, calls, ptr, bytes, kind, (uintptr_t)caller);
 }
 
 /* A release while recording of a block whose filter bucket is not empty. */
@@ -544,28 +591,26 @@ __attribute__((noinline)) static uint64_t release_slow(thread_state_t *t, counte
   uint64_t token = 0;
   t->guard = 1;
   if (enter_busy(c)) {
-    token = unregister(ptr, h);
+    token = unregister(c, ptr, h);
     leave_busy(c);
   }
   t->guard = 0;
   return token;
 }
 
-/* Counts a release of ptr and unregisters it when it was sampled. Returns
- * the token of fl_allocs_on_realloc_begin: TOKEN_COUNTED when the release
- * was counted, or'ed with the record's position + 1 when it was sampled. */
-#define TOKEN_COUNTED (1ull << 63)
+/* Unregisters ptr when it was sampled (and counts its release). Returns
+ * the token of fl_allocs_on_realloc_begin: the record's position + 1 when
+ * it was sampled, or 0. */
 NO_SANITIZE static inline uint64_t on_release(void *ptr) {
   if (likely(!__atomic_load_n(&fl__allocs.recording, __ATOMIC_ACQUIRE))) return 0;
   thread_state_t *t = &T;
   if (unlikely(t->guard) || unlikely(!ptr)) return 0;
-  counters_t *c = t->c;
-  if (unlikely(!c)) c = own_counters(t);
-  count(c, C_FREES, 1);
   uint64_t h = hash_addr(ptr);
   if (likely(__atomic_load_n(&fl__allocs.filter[filter_bucket(h)], __ATOMIC_RELAXED) == 0))
-    return TOKEN_COUNTED;
-  return TOKEN_COUNTED | release_slow(t, c, ptr, h);
+    return 0;
+  counters_t *c = t->c;
+  if (unlikely(!c)) c = own_counters(t);
+  return release_slow(t, c, ptr, h);
 }
 
 NO_SANITIZE void fl_allocs_on_free(void *ptr) {
@@ -576,7 +621,9 @@ NO_SANITIZE uint64_t fl_allocs_on_realloc_begin(void *old) {
   return on_release(old);
 }
 
-/* Registers old again after a failed realloc, as it was. */
+/* Registers old again after a failed realloc, as it was: not freed, not
+ * counted in frees (unless the table has no slot for it any more: then its
+ * record stays freed, and counted). */
 static void restore(thread_state_t *t, counters_t *c, void *old, uint64_t pos) {
   t->guard = 1;
   if (enter_busy(c)) {
@@ -587,6 +634,7 @@ static void restore(thread_state_t *t, counters_t *c, void *old, uint64_t pos) {
       uint64_t kind = __atomic_load_n(&S.words[pos + 3], __ATOMIC_RELAXED) & KIND_MASK;
       __atomic_store_n(&S.table[2 * s + 1], pos, __ATOMIC_RELAXED);
       __atomic_store_n(&S.words[pos + 3], kind | (uint64_t)s << 32, __ATOMIC_RELAXED);
+      count(c, &c->frees, (uint64_t)-1);
     }
     leave_busy(c);
   }
@@ -600,13 +648,10 @@ NO_SANITIZE void fl_allocs_on_realloc_end(void *old, uint64_t token, void *ptr, 
     return;
   }
   /* realloc(old, 0) released old; any other NULL is a failure that left
-   * old as it was. */
-  if (!old || bytes == 0 || !(token & TOKEN_COUNTED)) return;
-  thread_state_t *t = &T;
-  count(t->c, C_FREES, (uint64_t)-1); /* not released after all */
-  uint64_t pos1 = token & ~TOKEN_COUNTED;
-  if (pos1 && __atomic_load_n(&fl__allocs.recording, __ATOMIC_ACQUIRE))
-    restore(t, t->c, old, pos1 - 1);
+   * old as it was: registered again when it was a sampled block (a token
+   * says so; then on_release gave the thread a counter block). */
+  if (!old || bytes == 0 || !token) return;
+  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_ACQUIRE)) restore(&T, T.c, old, token - 1);
 }
 
 /* ---- threads and the process ---- */
@@ -751,7 +796,7 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
   h->used_words = 0;
   h->records = 0;
   h->dropped = 0;
-  h->calls = h->bytes = h->frees = 0;
+  h->calls = h->frees = 0;
   h->fp_records = 0;
   memcpy(&h->sample_rate_bits, &sample_rate, sizeof sample_rate);
   h->tag = tag;
@@ -760,9 +805,11 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
   S.log_keep = S.every ? 0 : log1p(-sample_rate);
   S.tag = tag;
   __atomic_store_n(&fl__allocs.epoch, fl__allocs.epoch + 1, __ATOMIC_RELAXED);
+  /* No owner writes sample_at now (stop waited), and each sees the zero
+   * before recording is on: its next call takes the hook and draws. */
   for (int i = 0; i < MAX_THREADS; i++)
-    __atomic_store_n(&counter_blocks[i].skip, 0, __ATOMIC_RELAXED);
-  sum_counters(W.base);
+    __atomic_store_n(&counter_blocks[i].sample_at, 0, __ATOMIC_RELAXED);
+  W.base = sum_counters();
   reset_own_state();
   __atomic_store_n(&fl__allocs.recording, 1, __ATOMIC_SEQ_CST);
   return 0;
@@ -776,14 +823,12 @@ uint64_t fl_allocs_stop(void) {
     counters_t *c = i < MAX_THREADS ? &counter_blocks[i] : &shared_counters;
     while (__atomic_load_n(&c->busy, __ATOMIC_SEQ_CST)) sched_yield();
   }
-  uint64_t sum[C_N];
-  sum_counters(sum);
+  counts_t sum = sum_counters();
   fl_allocs_header_t *h = S.hdr;
-  h->calls = sum[C_CALLS] - W.base[C_CALLS];
-  h->bytes = sum[C_BYTES] - W.base[C_BYTES];
-  h->frees = sum[C_FREES] - W.base[C_FREES];
-  h->records = sum[C_RECORDS] - W.base[C_RECORDS];
-  h->fp_records = sum[C_FP_RECORDS] - W.base[C_FP_RECORDS];
+  h->calls = sum.calls - W.base.calls;
+  h->frees = sum.frees - W.base.frees;
+  h->records = sum.records - W.base.records;
+  h->fp_records = sum.fp_records - W.base.fp_records;
   return h->records;
 }
 

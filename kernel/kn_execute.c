@@ -604,7 +604,6 @@ static void on_allocs_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
   run.records = (uint64_t)json_integer_value(json_object_get(info, "records"));
   run.dropped = (uint64_t)json_integer_value(json_object_get(info, "dropped"));
   run.calls = (uint64_t)json_integer_value(json_object_get(info, "calls"));
-  run.bytes = (uint64_t)json_integer_value(json_object_get(info, "bytes"));
   run.frees = (uint64_t)json_integer_value(json_object_get(info, "frees"));
   run.cpu_seconds = (double)json_integer_value(json_object_get(ev, "cpu_ns")) / 1e9;
   run.wall_seconds = (double)json_integer_value(json_object_get(ev, "wall_ns")) / 1e9;

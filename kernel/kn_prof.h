@@ -83,7 +83,7 @@ typedef struct kn_allocs_run {
   double sample_rate;
   bool live;         /* only what was not freed by the end */
   bool weight_count; /* widths are allocation counts, not bytes */
-  uint64_t records, dropped, calls, bytes, frees;
+  uint64_t records, dropped, calls, frees;
   double cpu_seconds, wall_seconds;
   int cell;
 } kn_allocs_run_t;

@@ -50,13 +50,24 @@
  * dl_iterate_phdr, which takes the loader's (recursive) list lock for the
  * lookup; no other lock is taken under it, so it cannot deadlock.
  *
- * Whatever is sampled, every successful allocation call while recording is
- * counted (calls, bytes requested) and so is every release of a block
- * (frees), in per-thread counters summed into the header by
- * fl_allocs_stop: the estimate (sampled bytes / sample_rate) can be checked
- * against the truth. Sampling is per call, as Julia's Profile.Allocs does:
- * each thread counts down a geometrically distributed number of calls to
- * its next sample, which is the same as an independent draw per call.
+ * Sampling is per call, as Julia's Profile.Allocs does: each thread
+ * counts its allocation calls up to the next sample, a geometrically
+ * distributed number of calls away, which is the same as an independent
+ * draw per call. That count is the only thing an unsampled call changes,
+ * and it is exact: the header's calls says how many allocation calls were
+ * made while recording, whatever the sample rate. A call is counted when
+ * it succeeds. A failed one (NULL) is counted when the interposer passed
+ * it inline, counted before the C library ran it and its result never
+ * seen: below sample_rate 1 that is every failed malloc, calloc or aligned
+ * allocation except one at a sample point (whose sample goes to the
+ * thread's next successful call) or a thread's first call of a run;
+ * realloc and reallocarray always take the hook, and at sample_rate 1
+ * every call does, so their failures are never counted.
+ * Neither the bytes of unsampled calls nor their releases are counted: it
+ * would cost every call more than the count. The header has no total of
+ * bytes requested (the records' bytes are that total at sample_rate 1, and
+ * divided by sample_rate its estimate below), and its frees counts the
+ * sampled blocks released while recording: the records marked freed.
  *
  * realloc is a release of the old block and an allocation of the new size
  * (kind FL_ALLOC_REALLOC), whether the block moved or not: the old block is
@@ -95,7 +106,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FL_ALLOCS_MAGIC 0x31636f6c6c61666cULL /* "flalloc1" */
+#define FL_ALLOCS_MAGIC 0x32636f6c6c61666cULL /* "flalloc2" */
 #define FL_ALLOCS_HEADER_WORDS 32
 #define FL_ALLOCS_RECORD_WORDS 5 /* before the addresses */
 #define FL_ALLOCS_MAX_DEPTH 256
@@ -120,14 +131,14 @@ typedef struct fl_allocs_header {
   uint64_t records;          /* records written (at stop) */
   uint64_t dropped;          /* sampled allocations that did not fit (buffer or table full) */
   uint64_t sample_rate_bits; /* the double sample_rate, as its bits */
-  uint64_t calls;            /* successful allocation calls while recording (at stop) */
-  uint64_t bytes;            /* bytes those calls asked for (at stop) */
-  uint64_t frees;            /* blocks released while recording: free of non-NULL, the
-                                old block of realloc (at stop) */
+  uint64_t calls;            /* allocation calls while recording, sampled or not (see
+                                Sampling above: exact; failed ones below rate 1; at stop) */
+  uint64_t frees;            /* sampled blocks released while recording (free, realloc,
+                                realloc(p, 0)): the records marked freed (at stop) */
   uint64_t tag;              /* the tag of the last fl_allocs_start */
   uint64_t fp_records;       /* records whose stack the frame-pointer walk took (see
                                 Unwinding above; at stop); the others are libunwind's */
-  uint64_t reserved[FL_ALLOCS_HEADER_WORDS - 12];
+  uint64_t reserved[FL_ALLOCS_HEADER_WORDS - 11];
 } fl_allocs_header_t;
 
 /* Bytes of buffer for n_words of records and a table of table_slots
@@ -150,11 +161,11 @@ int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_
 int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size);
 
 /* Stops recording; returns when no thread writes to the buffer any more,
- * after summing the threads' counters into the header (calls, bytes,
- * frees). Returns the number of records written since start. Counting is
- * per thread and unsynchronized: a call that another thread is making at
- * the very moment of stop may be left out of the counters (never out of
- * the records). */
+ * after summing the threads' counters into the header (calls, frees,
+ * records, fp_records). Returns the number of records written since
+ * start. Counting calls is per thread and unsynchronized: a call that
+ * another thread is making at the very moment of stop may be left out of
+ * calls (never out of the records). */
 uint64_t fl_allocs_stop(void);
 
 bool fl_allocs_recording(void);
@@ -199,30 +210,42 @@ void fl_allocs_thread_exit(void);
  * While not recording, an interposed entry point is one load
  * (fl_allocs_active) and a tail call to the C library's function, with no
  * frame of its own on the stack (so CPU profiles see the cell call the C
- * library's allocator directly). While recording, a call that is not
- * sampled is counted inline (fl__allocs_pass_alloc, fl__allocs_pass_free:
- * the thread's countdown and counters, no atomic read-modify-write, no
- * call) before the same tail call; everything else (the sampled call, the
- * free of a block whose filter bucket is not empty, a thread's first call,
- * a new run, a call inside the recorder) takes the hooks below. */
+ * library's allocator directly). While recording, an allocation call that
+ * is not sampled only counts itself towards the thread's next sample
+ * (fl__allocs_pass_alloc: a load, a compare and a store to the thread's own
+ * cache line, no atomic read-modify-write, no call), and a free only
+ * checks that the block cannot be a sampled one (fl__allocs_pass_free: one
+ * load from the filter), before the same tail call; everything else (the
+ * sampled call, the free of a block whose filter bucket is not empty, a
+ * thread's first call, a new run, realloc, a call inside the recorder)
+ * takes the hooks below. */
 
-/* One thread's counters, on a cache line of its own: calls, bytes,
- * frees, records and records the frame-pointer walk made, written by the
- * owner only (atomically in the shared block), and
- * its countdown to the next sample (zeroed by each start, so that the
- * owner's next call draws a new one at the new rate). */
+/* One thread's counters, on a cache line of its own, written by the owner
+ * only (atomically in the shared block): its allocation calls, which are
+ * also its countdown to the next sample (the owner's calls go on inline
+ * while below sample_at), the sampled blocks it released, its records and
+ * those the frame-pointer walk made. sample_at is zeroed by each start, so
+ * that the owner's next call takes the hook and draws a gap at the new
+ * rate; the owner writes it only on a slow path that stop waits for, so a
+ * start's zero is never overwritten by a gap of the run before. The
+ * counts only grow: start and stop sum them over the blocks. */
 typedef struct fl__allocs_counters {
-  uint64_t n[5];
-  uint64_t skip; /* calls up to and including the next sampled one; 0 in the shared block */
-  int owned;     /* atomic: a thread owns the block */
-  int busy;      /* atomic: the owner is on a slow path (shared: how many are) */
-  bool shared;   /* the block of threads without one of their own */
+  uint64_t calls;      /* allocation calls counted */
+  uint64_t sample_at;  /* the calls count the next sampled call brings it to; 0: draw
+                          (always 0 in the shared block, whose threads take the hook) */
+  uint64_t frees;      /* sampled blocks released */
+  uint64_t records;    /* records written */
+  uint64_t fp_records; /* records the frame-pointer walk unwound */
+  int owned;           /* atomic: a thread owns the block */
+  int busy;            /* atomic: the owner is on a slow path (shared: how many are) */
+  bool shared;         /* the block of threads without one of their own */
 } __attribute__((aligned(64))) fl__allocs_counters_t;
 
 /* The calling thread's state (initial-exec TLS). */
 typedef struct fl__allocs_thread {
   fl__allocs_counters_t *c; /* NULL until the thread's first counted call */
-  uint64_t skip;            /* the countdown of a thread in the shared block */
+  uint64_t skip;            /* the countdown of a thread in the shared block: calls up to
+                               and including its next sampled one */
   uint64_t epoch;           /* the run that skip was drawn for */
   int guard;                /* on a slow path: allocations pass through */
   int tid;
@@ -258,36 +281,28 @@ FL__ALLOCS_INLINE bool fl_allocs_active(void) {
   return __atomic_load_n(&fl__allocs.recording, __ATOMIC_RELAXED) != 0;
 }
 
-/* While recording: counts an allocation call of bytes that is not sampled
- * and returns true; false when the call takes fl_allocs_on_alloc instead
- * (then nothing is counted here). A failed call counted here stays counted
- * (at sample_rate 1 every call takes the hook, which counts successes
- * only), and so does an allocation libunwind makes inside the recorder on
- * a thread that was not warmed up. */
-FL__ALLOCS_INLINE bool fl__allocs_pass_alloc(size_t bytes) {
+/* While recording: counts an allocation call towards the thread's next
+ * sample and returns true when it is not that sample; false when the call
+ * takes fl_allocs_on_alloc instead (then nothing is counted here: the hook
+ * counts it if it succeeds). Counted here before the C library runs it, a
+ * call that fails stays counted, and so does an allocation libunwind makes
+ * inside the recorder on a thread that was not warmed up. */
+FL__ALLOCS_INLINE bool fl__allocs_pass_alloc(void) {
   fl__allocs_counters_t *c = fl__allocs_thread.c;
   if (__builtin_expect(!c, 0)) return false;
-  uint64_t skip = __atomic_load_n(&c->skip, __ATOMIC_RELAXED);
-  if (__builtin_expect(skip <= 1, 0)) return false;
-  __atomic_store_n(&c->skip, skip - 1, __ATOMIC_RELAXED);
-  __atomic_store_n(&c->n[0], __atomic_load_n(&c->n[0], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-  __atomic_store_n(&c->n[1], __atomic_load_n(&c->n[1], __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
+  uint64_t calls = __atomic_load_n(&c->calls, __ATOMIC_RELAXED) + 1;
+  if (__builtin_expect(calls >= __atomic_load_n(&c->sample_at, __ATOMIC_RELAXED), 0)) return false;
+  __atomic_store_n(&c->calls, calls, __ATOMIC_RELAXED);
   return true;
 }
 
-/* While recording: counts the release of ptr when it was not sampled (its
- * filter bucket is empty) and returns true; false when the release takes
- * fl_allocs_on_free instead (then nothing is counted here). */
+/* While recording: returns true when ptr cannot be a sampled block (its
+ * filter bucket is empty, the free of NULL included unless bucket 0 is
+ * not), false when the release takes fl_allocs_on_free instead. Nothing is
+ * counted: frees counts sampled blocks only. */
 FL__ALLOCS_INLINE bool fl__allocs_pass_free(const void *ptr) {
-  fl__allocs_counters_t *c = fl__allocs_thread.c;
-  if (__builtin_expect(!c || c->shared, 0)) return false;
-  if (!ptr) return true;
   uint64_t h = fl__allocs_hash(ptr);
-  if (__builtin_expect(
-          __atomic_load_n(&fl__allocs.filter[FL__ALLOCS_BUCKET(h)], __ATOMIC_RELAXED) != 0, 0))
-    return false;
-  __atomic_store_n(&c->n[2], __atomic_load_n(&c->n[2], __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-  return true;
+  return __atomic_load_n(&fl__allocs.filter[FL__ALLOCS_BUCKET(h)], __ATOMIC_RELAXED) == 0;
 }
 
 /* The interposer's hooks. caller is the allocation function's return

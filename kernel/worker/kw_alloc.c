@@ -60,10 +60,11 @@ void *REAL(pvalloc)(size_t size);
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* While not recording, each entry point is a flag test and a tail call to
- * the real one, so that it has no frame of its own; while recording, a
- * call that is not sampled is counted inline before the same tail call
- * (see fl_allocs.h), and the others are a tail call to the entry point's
- * *_recorded twin, with the caller's return address. */
+ * the real one, so that it has no frame of its own; while recording, an
+ * allocation that is not sampled only counts itself towards the thread's
+ * next sample, and a free only checks the filter, inline before the same
+ * tail call (see fl_allocs.h); the others are a tail call to the entry
+ * point's *_recorded twin, with the caller's return address. */
 
 static bool power_of_two(size_t x) {
   return x && !(x & (x - 1));
@@ -76,7 +77,7 @@ SLOW static void *malloc_recorded(size_t size, const void *caller) {
 }
 
 ENTRY void *malloc(size_t size) {
-  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc(size))
+  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc())
     return malloc_recorded(size, CALLER);
   return REAL(malloc)(size);
 }
@@ -99,9 +100,7 @@ SLOW static void *calloc_recorded(size_t n, size_t size, const void *caller) {
 }
 
 ENTRY void *calloc(size_t n, size_t size) {
-  size_t bytes;
-  if (unlikely(fl_allocs_active()) &&
-      (__builtin_mul_overflow(n, size, &bytes) || !fl__allocs_pass_alloc(bytes)))
+  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc())
     return calloc_recorded(n, size, CALLER);
   return REAL(calloc)(n, size);
 }
@@ -137,7 +136,7 @@ SLOW static void *memalign_recorded(size_t alignment, size_t size, const void *c
 
 /* memalign of glibc, and of ASan once the alignment is valid for it. */
 static inline void *memalign_from(size_t alignment, size_t size, const void *caller) {
-  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc(size))
+  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc())
     return memalign_recorded(alignment, size, caller);
   return REAL(memalign)(alignment, size);
 }
@@ -184,13 +183,13 @@ SLOW static void *page_aligned_recorded(size_t size, bool whole_pages, const voi
 }
 
 ENTRY void *valloc(size_t size) {
-  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc(size))
+  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc())
     return page_aligned_recorded(size, false, CALLER);
   return REAL(valloc)(size);
 }
 
 ENTRY void *pvalloc(size_t size) {
-  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc(size))
+  if (unlikely(fl_allocs_active()) && !fl__allocs_pass_alloc())
     return page_aligned_recorded(size, true, CALLER);
   return REAL(pvalloc)(size);
 }

@@ -112,11 +112,12 @@ static json_t *error_event(const char *ename, const char *evalue) {
  * long, mapped shared the same way; the allocation calls of every thread
  * are recorded (kw_alloc.c, fl_allocs) from just before the cell's entry is
  * called to just after it returns. The "done" event then says "allocs":
- * {"records": N, "dropped": D, "calls": C, "bytes": B, "frees": F,
- * "sample_rate": R, "fp_records": P}: records written, sampled calls that
- * did not fit, and every allocation call, the bytes they asked for and the
- * blocks released while recording, sampled or not (the header of the file
- * says the same), and how many records the frame-pointer walk unwound.
+ * {"records": N, "dropped": D, "calls": C, "frees": F, "sample_rate": R,
+ * "fp_records": P}: records written, sampled calls that did not fit, every
+ * allocation call made while recording, sampled or not, the sampled blocks
+ * released while recording (the header of the file says the same; see
+ * fl_allocs.h for what calls counts of failed calls), and how many records
+ * the frame-pointer walk unwound.
  *
  * "load" and "run" may say "frame_pointers": true when the object was
  * compiled with frame pointers (the kernel knows the flags): its code is
@@ -285,10 +286,10 @@ static json_t *allocs_end(allocs_run_t *ar) {
   if (!ar->on) return NULL;
   uint64_t records = fl_allocs_stop();
   const fl_allocs_header_t *h = allocs_file.map;
-  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "records", (json_int_t)records, "dropped",
-                   (json_int_t)h->dropped, "calls", (json_int_t)h->calls, "bytes",
-                   (json_int_t)h->bytes, "frees", (json_int_t)h->frees, "sample_rate",
-                   ar->sample_rate, "fp_records", (json_int_t)h->fp_records);
+  return json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "records", (json_int_t)records, "dropped",
+                   (json_int_t)h->dropped, "calls", (json_int_t)h->calls, "frees",
+                   (json_int_t)h->frees, "sample_rate", ar->sample_rate, "fp_records",
+                   (json_int_t)h->fp_records);
 }
 
 static void cmd_load(json_t *cmd) {

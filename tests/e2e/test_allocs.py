@@ -233,7 +233,7 @@ typedef void *(*grab_fn)(size_t);
 __attribute__((noinline)) void *grab(size_t n) { void *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
 static void *grab_in_thread(void *fn) { free(((grab_fn)fn)(48)); return NULL; }
 /* Records an allocation by fn on this thread and one on a new thread;
- * prints how many records the frame-pointer walk made (header word 11). */
+ * prints how many records the frame-pointer walk made (header word 10). */
 __attribute__((noinline)) void count_walks(grab_fn fn) {
   char err[256];
   size_t bytes = fl_allocs_buffer_bytes(1 << 16, 1024);
@@ -247,7 +247,7 @@ __attribute__((noinline)) void count_walks(grab_fn fn) {
   pthread_create(&t, NULL, grab_in_thread, (void *)fn);
   pthread_join(t, NULL);
   fl_allocs_stop();
-  printf("%llu of %llu\n", (unsigned long long)own_buffer[11], (unsigned long long)own_buffer[4]);
+  printf("%llu of %llu\n", (unsigned long long)own_buffer[10], (unsigned long long)own_buffer[4]);
 }
 """
 

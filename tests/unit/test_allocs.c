@@ -12,7 +12,10 @@
  * through shared objects compiled here with the cell flags, the same
  * return addresses as libunwind's, and libunwind's whole stack wherever
  * the walk meets a frame it cannot vouch for (qsort in the C library, an
- * object built with -fomit-frame-pointer, a thread that did not register).
+ * object built with -fomit-frame-pointer, a thread that did not register),
+ * and the call count, exact at every sample rate, on several threads, run
+ * after run at rates that change (each run's first calls draw afresh), with
+ * a thread that gives its counter block up and one that takes it over.
  *
  * Records are attributed with dladdr on each return address minus 1. */
 #define _GNU_SOURCE
@@ -150,7 +153,6 @@ static void test_known_answers(void) {
   CHECK_INT(records, N_MALLOC + N_CALLOC);
   CHECK_INT(h->records, N_MALLOC + N_CALLOC);
   CHECK_INT(h->calls, N_MALLOC + N_CALLOC);
-  CHECK_INT(h->bytes, 4096000);
   CHECK_INT(h->frees, (N_MALLOC + N_CALLOC) / 2);
   CHECK_INT(h->dropped, 0);
   double rate;
@@ -284,12 +286,11 @@ static void test_sample_rate(void) {
     squares += (double)sampled_size(i) * (double)sampled_size(i);
   }
   CHECK_INT(h->calls, N_SAMPLED);
-  CHECK_INT(h->bytes, (long long)total);
-  CHECK_INT(h->frees, N_SAMPLED);
   sums_t s = {0};
   CHECK(walk(add_sampled, &s) >= 0);
   CHECK_INT(s.other, 0);
   CHECK_INT(s.freed, s.n);
+  CHECK_INT(h->frees, s.n); /* the sampled blocks, all freed */
   /* The count of sampled calls is Binomial(n, p); the sampled bytes have
    * variance p (1 - p) sum(size^2), so the estimate bytes / p has
    * (1 - p) / p sum(size^2). Both within 4 standard deviations. */
@@ -603,7 +604,7 @@ static void test_not_recording(void) {
 
 /* A block sampled in one run and freed in the next marks nothing in the
  * next run's records (the table starts empty: start clears the slots the
- * last run's records name). */
+ * last run's records name), nor counts in its frees. */
 static void test_runs_are_separate(void) {
   void *kept_block, *fresh;
   start(1);
@@ -614,7 +615,8 @@ static void test_runs_are_separate(void) {
   free(kept_block);
   CHECK_INT(fl_allocs_stop(), 1);
   const fl_allocs_header_t *h = header();
-  CHECK_INT(h->frees, 1);
+  CHECK_INT(h->frees, 0);
+  CHECK_INT(h->calls, 1);
   size_t pos = 0;
   fl_allocs_record_t rec;
   CHECK_INT(fl_allocs_next(buf, buf_bytes, &pos, &rec), 1);
@@ -868,11 +870,15 @@ static void test_fp_walk(void) {
     CHECK_INT(fast.kind, FL_ALLOC_MALLOC);
     CHECK(fast.addr == (uint64_t)(uintptr_t)fast_block);
   }
+  free(fast_block);
   /* Its free finds it, as any sampled block's. */
   start(1);
+  fast_block = tfp_call(chain, 40);
   free(fast_block);
   fl_allocs_stop();
+  CHECK_INT(header()->fp_records, 1);
   CHECK_INT(header()->frees, 1);
+  if (find_record(40, &fast)) CHECK(fast.freed);
 
   /* A comparator called by qsort: the C library's frame is not the
    * walk's, libunwind takes the whole stack. */
@@ -932,6 +938,176 @@ static void test_fp_walk(void) {
 #endif
 }
 
+/* ---- 11. the call count: exact at every rate ---- */
+
+/* The count is the countdown to each thread's next sample (see
+ * fl_allocs.c), so it must stay exact where the countdown is reset (each
+ * start, at a new rate), handed over (a thread's exit, a new thread taking
+ * its block) or given up (the shared block), and the sampling must follow
+ * the new rate from each run's first call: a run at 1 after one at 1e-9,
+ * whose gaps are longer than the run, still records every call. */
+
+#define N_COUNT_THREADS 3
+#define COUNT_CYCLES 6
+static const double count_rates[COUNT_CYCLES] = {0.1, 1e-9, 1, 0.1, 1, 0.1};
+/* The cycle from which thread 2 has given its block up (fl_allocs_thread_exit:
+ * the shared block), and the one in which a new thread takes a block. */
+#define SHARED_FROM 3
+#define NEWCOMER_IN 4
+
+/* Makes n allocation calls of every kind, all successful, and frees every
+ * block; returns n. */
+__attribute__((noipa)) long tcount_work(long n) {
+  void *ring[8] = {0};
+  for (long i = 0; i < n; i++) {
+    size_t size = 16 + (size_t)(i * 13 % 500);
+    void **slot = &ring[i & 7];
+    switch (i % 6) {
+      case 0:
+        free(*slot);
+        *slot = malloc(size);
+        break;
+      case 1:
+        free(*slot);
+        *slot = calloc(2, size);
+        break;
+      case 2:
+        free(*slot);
+        *slot = realloc(null_ptr, size);
+        break;
+      case 3:
+        free(*slot);
+        *slot = aligned_alloc(64, 128);
+        break;
+      case 4: /* grows, or allocates the first time round */
+        *slot = realloc(*slot, size + 600);
+        break;
+      default: {
+        void *m = NULL;
+        free(*slot);
+        CHECK_INT(posix_memalign(&m, 32, size), 0);
+        *slot = m;
+      }
+    }
+    CHECK(*slot != NULL);
+  }
+  for (int i = 0; i < 8; i++) free(ring[i]);
+  return n;
+}
+
+static long count_calls_for(int who, int cycle) {
+  return 5000 + 1000 * who + 37 * cycle;
+}
+
+static void *count_thread_main(void *arg) {
+  int who = (int)(intptr_t)arg;
+  fl_allocs_thread_enter();
+  free(malloc(1));                /* ASan's first allocation on a thread allocates */
+  pthread_barrier_wait(&barrier); /* ready */
+  for (int cycle = 0; cycle < COUNT_CYCLES; cycle++) {
+    if (who == 2 && cycle == SHARED_FROM) fl_allocs_thread_exit();
+    pthread_barrier_wait(&barrier); /* recording */
+    tcount_work(count_calls_for(who, cycle));
+    pthread_barrier_wait(&barrier);
+    pthread_barrier_wait(&barrier); /* stopped: not counted */
+    tcount_work(100);
+    pthread_barrier_wait(&barrier); /* before the next start */
+  }
+  if (who != 2) fl_allocs_thread_exit();
+  return NULL;
+}
+
+/* A thread that does not register and counts its first calls while
+ * recording: it takes a free counter block (one given up, as thread 2's)
+ * with whatever countdown it holds. */
+static pthread_barrier_t newcomer_barrier;
+
+static void *newcomer_main(void *arg) {
+  (void)arg;
+  free(malloc(1));                         /* ASan's first allocation on a thread allocates */
+  pthread_barrier_wait(&newcomer_barrier); /* ready */
+  pthread_barrier_wait(&newcomer_barrier); /* recording */
+  tcount_work(count_calls_for(N_COUNT_THREADS, NEWCOMER_IN));
+  fl_allocs_thread_exit();
+  pthread_barrier_wait(&newcomer_barrier); /* done */
+  return NULL;
+}
+
+static void count_freed(const fl_allocs_record_t *rec, void *arg) {
+  *(long *)arg += rec->freed;
+}
+
+static void test_call_counts(void) {
+  pthread_t th[N_COUNT_THREADS];
+  pthread_barrier_init(&barrier, NULL, N_COUNT_THREADS + 1);
+  for (intptr_t i = 0; i < N_COUNT_THREADS; i++)
+    pthread_create(&th[i], NULL, count_thread_main, (void *)i);
+  pthread_barrier_init(&newcomer_barrier, NULL, 2);
+  signal(SIGALRM, on_alarm);
+  alarm(120);
+  pthread_barrier_wait(&barrier); /* ready */
+  for (int cycle = 0; cycle < COUNT_CYCLES; cycle++) {
+    double rate = count_rates[cycle];
+    pthread_t newcomer;
+    if (cycle == NEWCOMER_IN) {
+      pthread_create(&newcomer, NULL, newcomer_main, NULL);
+      pthread_barrier_wait(&newcomer_barrier);
+    }
+    start(rate);
+    pthread_barrier_wait(&barrier); /* go */
+    long want = tcount_work(count_calls_for(N_COUNT_THREADS + 1, cycle));
+    for (int i = 0; i < N_COUNT_THREADS; i++) want += count_calls_for(i, cycle);
+    if (cycle == NEWCOMER_IN) {
+      pthread_barrier_wait(&newcomer_barrier); /* go */
+      pthread_barrier_wait(&newcomer_barrier); /* done */
+      want += count_calls_for(N_COUNT_THREADS, cycle);
+    }
+    pthread_barrier_wait(&barrier); /* all done */
+    uint64_t records = fl_allocs_stop();
+    pthread_barrier_wait(&barrier); /* stopped */
+    pthread_barrier_wait(&barrier); /* the threads' calls while not recording are made */
+    const fl_allocs_header_t *h = header();
+    long freed = 0;
+    CHECK_INT(walk(count_freed, &freed), records);
+    fprintf(stderr, "call counts, run %d at sample_rate %g: %llu calls (%ld made), %llu records\n",
+            cycle, rate, (unsigned long long)h->calls, want, (unsigned long long)records);
+    CHECK_INT(h->calls, want);
+    CHECK_INT(h->dropped, 0);
+    CHECK_INT(h->frees, freed);
+    if (rate == 1) {
+      CHECK_INT(records, want);
+      CHECK_INT(freed, want);
+    } else {
+      double mean = (double)want * rate, sd = sqrt((double)want * rate * (1 - rate));
+      CHECK(fabs((double)records - mean) <= 5 * sd + 1);
+    }
+    if (cycle == NEWCOMER_IN) pthread_join(newcomer, NULL);
+  }
+  alarm(0);
+  for (int i = 0; i < N_COUNT_THREADS; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&barrier);
+  pthread_barrier_destroy(&newcomer_barrier);
+
+  /* A failed call counts when it passed inline: at rate 1 never, below 1
+   * unless it was a sample point or the thread's first call of the run. */
+  void *volatile kept_block;
+  start(1e-9);
+  kept_block = malloc(8); /* the first call: the hook draws */
+  CHECK(malloc(huge) == NULL);
+  free(kept_block);
+  fl_allocs_stop();
+  CHECK_INT(header()->calls, 2);
+  CHECK_INT(header()->records, 0);
+  start(1);
+  kept_block = malloc(8);
+  CHECK(malloc(huge) == NULL);
+  free(kept_block);
+  fl_allocs_stop();
+  CHECK_INT(header()->calls, 1);
+  CHECK_INT(header()->records, 1);
+  CHECK_INT(header()->frees, 1);
+}
+
 int main(void) {
   fl_allocs_thread_enter();
   buf_bytes = fl_allocs_buffer_bytes(WORDS, TABLE_SLOTS);
@@ -947,5 +1123,6 @@ int main(void) {
   test_runs_are_separate();
   test_reader();
   test_fp_walk();
+  test_call_counts();
   return TEST_DONE();
 }
