@@ -23,7 +23,8 @@ flags and -Wl,-z,now:
               pointers and the driver's as the base range (so sampled
               allocations take the frame-pointer walk),
               fl_allocs_start just before the loop, fl_allocs_stop just
-              after (the kernel's table of 2^20 slots). With --no-fp nothing
+              after (the kernel's table for the rate: fl_allocs_table_slots for 2^19
+              live allocations, 2^14 slots at 0.01, 2^20 at 1). With --no-fp nothing
               is registered and libunwind unwinds every sampled allocation,
               as before the walk existed (the "libunwind" rows).
 

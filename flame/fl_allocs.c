@@ -22,8 +22,9 @@
  *
  * Sampling. Each thread counts its calls up to its next sample: after a
  * sample it draws the gap from the geometric distribution of parameter
- * sample_rate (1 + floor(log(U) / log(1 - p)), U uniform in (0, 1], from a
- * per-thread xorshift64* generator) and sets sample_at to its count plus
+ * sample_rate (from a per-thread xorshift64* generator, with an alias
+ * table and no log: see "sampling gaps" below) and sets sample_at to its
+ * count plus
  * the gap, which samples every call independently with probability p, as
  * a coin per call would, at the cost of an increment. At sample_rate 1 the
  * gap is always 1. The count is the thread's number of calls, so calls
@@ -97,9 +98,19 @@
  *
  * Stopping. fl_allocs_stop clears fl__allocs.recording, then waits until no thread
  * is on a slow path: each thread's counters carry a `busy` flag that the
- * thread sets before it checks fl__allocs.recording (a Dekker-style pair of
- * sequentially consistent accesses, as fl_sampler's handler does), so after
- * the wait nothing writes to the buffer. The calling thread's own flag and
+ * thread sets before it checks fl__allocs.recording, a Dekker-style pair:
+ * the slow path stores busy, then loads recording; stop stores recording,
+ * then loads busy. Each needs a full fence between its store and its load.
+ * The slow path's is only a compiler barrier when the process registered
+ * for membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) at its first init:
+ * stop then calls it after clearing recording, which runs a full fence on
+ * every CPU running a thread of the process (and a thread not running has
+ * passed a context switch, one too), so either a slow path's busy store is
+ * visible to stop's wait or its load sees recording off, as with a fence
+ * on each side (folly's asymmetric fences; the sampled call no longer pays
+ * a fence, some 10-20 ns cold). Without membarrier (an old kernel, a
+ * seccomp filter) each slow path fences, as before. After the wait
+ * nothing writes to the buffer. The calling thread's own flag and
  * guard are reset instead: a cell interrupted with siglongjmp may have left
  * them set, and the thread is not on a slow path if it calls stop.
  *
@@ -125,6 +136,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -175,8 +187,6 @@ typedef struct counts {
 /* Read on every hook: kept on a line that is written only by start, stop
  * and init. */
 static struct {
-  bool every;      /* sample_rate == 1 */
-  double log_keep; /* log(1 - sample_rate) */
   uint64_t tag;
   fl_allocs_header_t *hdr; /* NULL until fl_allocs_init */
   uint64_t *table;         /* 2 words a slot */
@@ -206,14 +216,113 @@ static void seed(thread_state_t *t) {
   if (!t->rng) t->rng = 1;
 }
 
+/* ---- sampling gaps ----
+ *
+ * The gap G (calls up to and including the next sampled one) is geometric
+ * with parameter p = sample_rate: P(G = g) = p (1 - p)^(g - 1), g >= 1.
+ * Written G - 1 = M Q + R for a power of two M, Q = floor((G - 1) / M)
+ * and R = (G - 1) mod M are independent: Q is geometric on 0, 1, ... with
+ * P(Q >= 1) = (1 - p)^M, and R is the geometric truncated to [0, M),
+ * P(R = r) = p (1 - p)^r / (1 - (1 - p)^M). So a gap is drawn exactly
+ * without a log: R from an alias table of M entries (Walker's method: one
+ * random word, one load, one compare) and Q by counting draws below
+ * (1 - p)^M, which start makes at most 1/2 by its choice of M (the
+ * smallest power of two that does), so Q takes 2 draws or fewer on
+ * average. The table is built by start in doubles (each probability within
+ * a few ulps) and compares 56-bit fractions: every probability is within
+ * 2^-50 of the exact one, as with the log it replaces (53-bit uniforms).
+ * Rates for which M would pass GAP_TABLE_MAX (below 1 - 2^(-1/256), about
+ * 0.0027) keep the log: 1 + floor(log(U) / log(1 - p)), U uniform in
+ * (0, 1]. At sample_rate 1 the gap is always 1. */
+#define GAP_TABLE_MAX 256
+#define FRACTION_BITS 56
+#define FRACTION_MASK ((1ull << FRACTION_BITS) - 1)
+
+typedef struct gap_sampler {
+  bool every;          /* sample_rate == 1: every gap is 1 */
+  bool by_log;         /* the rate is below the table's: floor(log(U) / log_keep) */
+  double log_keep;     /* log(1 - sample_rate) */
+  uint64_t m;          /* M: a power of two, at most GAP_TABLE_MAX */
+  uint64_t q_continue; /* (1 - p)^M in 64-bit fixed point: a draw below it adds M */
+  /* Entry i: its own probability's share in 56-bit fixed point (bits
+   * 8-63), then its alias (bits 0-7). */
+  uint64_t alias[GAP_TABLE_MAX];
+} gap_sampler_t;
+
+/* Sets g up for sample_rate (0 < sample_rate <= 1). */
+static void gap_sampler_init(gap_sampler_t *g, double sample_rate) {
+  memset(g, 0, sizeof *g);
+  g->every = sample_rate >= 1;
+  if (g->every) return;
+  double keep = 1 - sample_rate;
+  g->log_keep = log1p(-sample_rate);
+  uint64_t m = 1;
+  while (m < GAP_TABLE_MAX && pow(keep, (double)m) > 0.5) m *= 2;
+  double keep_m = pow(keep, (double)m);
+  if (keep_m > 0.5) {
+    g->by_log = true;
+    return;
+  }
+  g->m = m;
+  g->q_continue = (uint64_t)ldexp(keep_m, 64);
+  /* Vose's construction of the alias table for R's probabilities, each
+   * scaled by m (so that the mean is 1). */
+  double scaled[GAP_TABLE_MAX];
+  uint32_t small[GAP_TABLE_MAX], large[GAP_TABLE_MAX];
+  size_t n_small = 0, n_large = 0;
+  for (uint64_t r = 0; r < m; r++) {
+    scaled[r] = (double)m * sample_rate * pow(keep, (double)r) / (1 - keep_m);
+    if (scaled[r] < 1)
+      small[n_small++] = (uint32_t)r;
+    else
+      large[n_large++] = (uint32_t)r;
+  }
+  while (n_small && n_large) {
+    uint32_t s = small[--n_small], l = large[n_large - 1];
+    g->alias[s] = (uint64_t)ldexp(scaled[s], FRACTION_BITS) << 8 | l;
+    scaled[l] -= 1 - scaled[s];
+    if (scaled[l] < 1) {
+      n_large--;
+      small[n_small++] = l;
+    }
+  }
+  /* What is left has probability 1 up to rounding: always itself (its
+   * own alias, whichever way the compare goes). */
+  for (size_t k = 0; k < n_large; k++) g->alias[large[k]] = large[k];
+  for (size_t k = 0; k < n_small; k++) g->alias[small[k]] = small[k];
+}
+
+/* A gap drawn from g with the generator at *rng (not 0). */
+static uint64_t gap_draw(const gap_sampler_t *g, uint64_t *rng) {
+  if (g->every) return 1;
+  if (unlikely(g->by_log)) {
+    /* U uniform in (0, 1], with 53 bits. */
+    double u = (double)((fl__rng_next(rng) >> 11) + 1) * 0x1.0p-53;
+    double gap = floor(log(u) / g->log_keep);
+    return gap >= 0x1.0p62 ? (1ull << 62) : 1 + (uint64_t)gap;
+  }
+  uint64_t x = fl__rng_next(rng);
+  /* R: the entry from the top bits, its own or its alias by the rest. */
+  uint64_t i = (x >> FRACTION_BITS) & (g->m - 1), e = g->alias[i];
+  uint64_t gap = 1 + ((x & FRACTION_MASK) < (e >> 8) ? i : (e & 0xff));
+  while (fl__rng_next(rng) < g->q_continue) gap += g->m;
+  return gap;
+}
+
+static gap_sampler_t gaps;
+
 /* Calls up to and including the next sampled one. */
 static uint64_t draw_skip(thread_state_t *t) {
-  if (S.every) return 1;
+  if (gaps.every) return 1;
   if (unlikely(!t->rng)) seed(t);
-  /* U uniform in (0, 1], with 53 bits. */
-  double u = (double)((fl__rng_next(&t->rng) >> 11) + 1) * 0x1.0p-53;
-  double gap = floor(log(u) / S.log_keep);
-  return gap >= 0x1.0p62 ? (1ull << 62) : 1 + (uint64_t)gap;
+  return gap_draw(&gaps, &t->rng);
+}
+
+void fl__allocs_draw_gaps(double sample_rate, uint64_t seed_, uint64_t *out, size_t n) {
+  gap_sampler_t g;
+  gap_sampler_init(&g, sample_rate);
+  uint64_t rng = seed_ ? seed_ : 1;
+  for (size_t i = 0; i < n; i++) out[i] = gap_draw(&g, &rng);
 }
 
 #define hash_addr fl__allocs_hash
@@ -262,14 +371,34 @@ static counts_t sum_counters(void) {
   return sum;
 }
 
+/* Whether stop's membarrier (MEMBARRIER_CMD_PRIVATE_EXPEDITED) orders
+ * the slow paths' entry (see Stopping at the top of the file): set once
+ * by prepare_process, when the process registered for it. */
+static bool use_membarrier;
+
+/* The slow path's half of the Dekker pair of enter_busy and stop: a full
+ * fence, or only the compiler's when stop runs membarrier, which makes
+ * every running thread of the process execute one for it. */
+static inline void busy_fence(void) {
+  if (likely(use_membarrier))
+    __asm__ __volatile__("" ::: "memory");
+  else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void fl__allocs_no_membarrier(void) {
+  use_membarrier = false;
+}
+
 /* Enters a slow path: returns false (and leaves) when recording stopped
  * meanwhile. */
 static bool enter_busy(counters_t *c) {
   if (c->shared)
-    __atomic_fetch_add(&c->busy, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&c->busy, 1, __ATOMIC_RELAXED);
   else
-    __atomic_store_n(&c->busy, 1, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) return true;
+    __atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
+  busy_fence();
+  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_RELAXED)) return true;
   if (c->shared)
     __atomic_fetch_sub(&c->busy, 1, __ATOMIC_RELEASE);
   else
@@ -673,6 +802,13 @@ static void prepare_process(void) {
   x = log(x); /* bind libm's log where binding is lazy */
   (void)x;
   pthread_atfork(NULL, NULL, after_fork_child);
+  /* The stop protocol without a fence on the slow paths (see Stopping):
+   * only when the kernel has private expedited membarrier and this
+   * process is registered for it. */
+  long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+    use_membarrier = true;
 }
 
 /* Notes the calling thread's stack bounds for the frame-pointer walk
@@ -801,8 +937,7 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
   memcpy(&h->sample_rate_bits, &sample_rate, sizeof sample_rate);
   h->tag = tag;
   W.full = 0;
-  S.every = sample_rate >= 1;
-  S.log_keep = S.every ? 0 : log1p(-sample_rate);
+  gap_sampler_init(&gaps, sample_rate);
   S.tag = tag;
   __atomic_store_n(&fl__allocs.epoch, fl__allocs.epoch + 1, __ATOMIC_RELAXED);
   /* No owner writes sample_at now (stop waited), and each sees the zero
@@ -818,6 +953,11 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
 uint64_t fl_allocs_stop(void) {
   if (!__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) return 0;
   __atomic_store_n(&fl__allocs.recording, 0, __ATOMIC_SEQ_CST);
+  /* The other half of enter_busy's fence (see Stopping): after it, every
+   * thread that entered a slow path has its busy flag visible here, and
+   * every later entry sees recording off. It cannot fail once the process
+   * registered (only an unregistered process gets EPERM). */
+  if (use_membarrier) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   reset_own_state();
   for (int i = 0; i <= MAX_THREADS; i++) {
     counters_t *c = i < MAX_THREADS ? &counter_blocks[i] : &shared_counters;

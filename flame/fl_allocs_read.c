@@ -14,6 +14,13 @@ size_t fl_allocs_buffer_bytes(size_t n_words, size_t table_slots) {
   return (size_t)(records_offset(table_slots) + n_words) * sizeof(uint64_t);
 }
 
+size_t fl_allocs_table_slots(uint64_t live_blocks, double sample_rate) {
+  double want = 2 * (double)live_blocks * (sample_rate < 1 ? sample_rate : 1);
+  size_t slots = FL_ALLOCS_RUN_MIN_TABLE_SLOTS;
+  while (slots < FL_ALLOCS_MAX_TABLE_SLOTS && (double)slots < want) slots *= 2;
+  return slots;
+}
+
 int fl_allocs_next(const void *buf, size_t bytes, size_t *pos, fl_allocs_record_t *rec) {
   const fl_allocs_header_t *h = buf;
   if (bytes < fl_allocs_buffer_bytes(0, 0) || ((uintptr_t)buf & 7)) return -1;

@@ -1074,7 +1074,8 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
                         json_pack("{s:f, s:s, s:I, s:I, s:i}", "sample_rate",
                                   e->profreq.sample_rate, "file", k->prof->allocs_path, "words",
                                   (json_int_t)e->profreq.n_words, "table_slots",
-                                  (json_int_t)KN_ALLOCS_TABLE_SLOTS, "tag", e->cell));
+                                  (json_int_t)KN_ALLOCS_RUN_TABLE_SLOTS(e->profreq.sample_rate),
+                                  "tag", e->cell));
   } else if (e->profreq.mode != KN_PROF_NONE) {
     if (kn_prof_prepare(k->prof, e->profreq.n_words, err, sizeof err) < 0) {
       json_decref(cmd);

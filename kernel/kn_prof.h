@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cflame/fl_allocs.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
@@ -89,7 +90,15 @@ typedef struct kn_allocs_run {
 } kn_allocs_run_t;
 
 #define KN_ALLOCS_DEFAULT_WORDS (16ull << 20) /* 128 MiB of records, sparse */
-#define KN_ALLOCS_TABLE_SLOTS (1ull << 20)    /* sampled blocks alive at once */
+/* Allocations alive at once that a %%profallocs run has room for: the
+ * worker's table of sampled blocks is sized from them and the sample rate
+ * (fl_allocs_table_slots: 2^20 slots at sample_rate 1, 2^14 at 0.01). The
+ * buffer file is sized for the largest table, KN_ALLOCS_TABLE_SLOTS; a
+ * smaller one leaves the rest to records. */
+#define KN_ALLOCS_LIVE_BLOCKS (1ull << 19)
+#define KN_ALLOCS_TABLE_SLOTS (1ull << 20)
+#define KN_ALLOCS_RUN_TABLE_SLOTS(sample_rate) \
+  fl_allocs_table_slots(KN_ALLOCS_LIVE_BLOCKS, (sample_rate))
 
 /* Creates (or resizes) the allocation records' file for n_words of
  * records. Returns 0 or -1 with err. */

@@ -50,9 +50,10 @@
 #include "cflame/fl_allocs.h"
 #endif
 
-/* The kernel's table (kernel/kn_prof.h); the records are sized for the
- * run (about 11 words a record here), so that none is dropped. */
-#define TABLE_SLOTS (1ull << 20)
+/* The kernel's table for the run's rate (KN_ALLOCS_RUN_TABLE_SLOTS in
+ * kernel/kn_prof.h: room for 2^19 live allocations); the records are sized
+ * for the run (about 11 words a record here), so that none is dropped. */
+#define KERNEL_LIVE_BLOCKS (1ull << 19)
 
 static int fill;  /* --fill: write each new block whole */
 static int no_fp; /* --no-fp: libunwind unwinds every sampled allocation */
@@ -119,7 +120,8 @@ static int register_ranges(struct dl_phdr_info *info, size_t size, void *data) {
 static void setup_recorder(long iters, double rate) {
   char path[] = "/tmp/cflame-bench-allocs-XXXXXX";
   size_t words = (size_t)((double)iters * rate * 16) + (1u << 16);
-  size_t bytes = fl_allocs_buffer_bytes(words, TABLE_SLOTS);
+  size_t slots = fl_allocs_table_slots(KERNEL_LIVE_BLOCKS, rate);
+  size_t bytes = fl_allocs_buffer_bytes(words, slots);
   int fd = mkstemp(path);
   char err[256];
   if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0) {
@@ -129,7 +131,7 @@ static void setup_recorder(long iters, double rate) {
   void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   unlink(path);
-  if (map == MAP_FAILED || fl_allocs_init(map, bytes, TABLE_SLOTS, err, sizeof err) < 0) {
+  if (map == MAP_FAILED || fl_allocs_init(map, bytes, slots, err, sizeof err) < 0) {
     fprintf(stderr, "allocs_main: %s\n", map == MAP_FAILED ? "mmap failed" : err);
     exit(2);
   }

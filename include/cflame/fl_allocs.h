@@ -145,6 +145,17 @@ typedef struct fl_allocs_header {
  * slots. */
 size_t fl_allocs_buffer_bytes(size_t n_words, size_t table_slots);
 
+/* The table slots for runs at sample_rate (0 < sample_rate <= 1) of code
+ * that may have live_blocks allocations alive at once: twice the sampled
+ * blocks expected alive among them (live_blocks * sample_rate), rounded up
+ * to a power of two, at least FL_ALLOCS_RUN_MIN_TABLE_SLOTS (room for the
+ * binomial spread of a few) and at most FL_ALLOCS_MAX_TABLE_SLOTS. A
+ * smaller table is fewer cache and TLB misses for each sampled call and
+ * its free: at sample_rate 0.01 the table for 2^19 blocks is 256 KiB
+ * instead of 16 MiB. */
+#define FL_ALLOCS_RUN_MIN_TABLE_SLOTS 1024
+size_t fl_allocs_table_slots(uint64_t live_blocks, double sample_rate);
+
 /* Takes buf (bytes long, 8-byte aligned) as the buffer, with a table of
  * table_slots slots (a power of two from FL_ALLOCS_MIN_TABLE_SLOTS to
  * FL_ALLOCS_MAX_TABLE_SLOTS; at least twice as many as sampled blocks may
@@ -317,6 +328,15 @@ void fl_allocs_on_free(void *ptr);
 uint64_t fl_allocs_on_realloc_begin(void *old);
 void fl_allocs_on_realloc_end(void *old, uint64_t token, void *ptr, size_t bytes,
                               const void *caller);
+
+/* For tests: n gaps (calls up to and including the next sampled one) drawn
+ * as the recorder draws them at sample_rate, from the generator seeded
+ * with seed, into out. */
+void fl__allocs_draw_gaps(double sample_rate, uint64_t seed, uint64_t *out, size_t n);
+
+/* For tests: makes every later slow path fence and stop skip membarrier
+ * (the protocol of a kernel without it). Call while not recording. */
+void fl__allocs_no_membarrier(void);
 
 /* ---- reading a buffer (in any process) ---- */
 

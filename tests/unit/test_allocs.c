@@ -1108,6 +1108,144 @@ static void test_call_counts(void) {
   CHECK_INT(header()->frees, 1);
 }
 
+/* ---- 10. the sampling gaps ---- */
+
+#define N_GAPS 2000000
+
+/* The gaps the recorder draws at rate p: geometric on 1, 2, ... with
+ * P(G = g) = p (1 - p)^(g - 1). Checks their mean (1 / p) and variance
+ * ((1 - p) / p^2) within 5 standard errors (the variance's from the
+ * sample's fourth central moment), and the frequency of each gap up to
+ * limit within 5 binomial standard deviations (across the table's M, the
+ * boundary of its two parts, for the table-driven rates). */
+static void check_gaps(double p, uint64_t seed, int limit) {
+  static uint64_t g[N_GAPS];
+  static uint64_t count[1024];
+  fl__allocs_draw_gaps(p, seed, g, N_GAPS);
+  double n = N_GAPS, mean = 0;
+  memset(count, 0, sizeof count);
+  for (size_t i = 0; i < N_GAPS; i++) {
+    mean += (double)g[i];
+    if (g[i] < 1024) count[g[i]]++;
+  }
+  mean /= n;
+  double m2 = 0, m4 = 0;
+  for (size_t i = 0; i < N_GAPS; i++) {
+    double d = (double)g[i] - mean;
+    m2 += d * d;
+    m4 += d * d * d * d;
+  }
+  m2 /= n;
+  m4 /= n;
+  double want_mean = 1 / p, want_var = (1 - p) / (p * p);
+  double mean_se = sqrt(want_var / n), var_se = sqrt((m4 - m2 * m2) / n);
+  if (fabs(mean - want_mean) > 5 * mean_se || fabs(m2 - want_var) > 5 * var_se) {
+    fprintf(stderr, "gaps at %g: mean %g (want %g ± %g), variance %g (want %g ± %g)\n", p, mean,
+            want_mean, 5 * mean_se, m2, want_var, 5 * var_se);
+    CHECK(false);
+  }
+  CHECK_INT(count[0], 0);
+  for (int k = 1; k <= limit && k < 1024; k++) {
+    double pk = p * pow(1 - p, k - 1), sd = sqrt(n * pk * (1 - pk));
+    if (fabs((double)count[k] - n * pk) > 5 * sd + 1) {
+      fprintf(stderr, "gaps at %g: %llu of %d, expected %g ± %g\n", p,
+              (unsigned long long)count[k], k, n * pk, 5 * sd);
+      CHECK(false);
+    }
+  }
+}
+
+static void test_gaps(void) {
+  static uint64_t g[1000];
+  fl__allocs_draw_gaps(1, 42, g, 1000);
+  int ones = 0;
+  for (int i = 0; i < 1000; i++) ones += g[i] == 1;
+  CHECK_INT(ones, 1000); /* sample_rate 1: every call, exactly */
+  check_gaps(0.5, 1, 20);
+  check_gaps(0.01, 2, 400);
+  check_gaps(0.1, 3, 100);
+  check_gaps(0.3, 4, 40);
+  check_gaps(0.001, 5, 0); /* below the table: the log */
+}
+
+/* The table's size for a run: twice the sampled blocks expected alive. */
+static void test_table_slots(void) {
+  CHECK_INT(fl_allocs_table_slots(1u << 19, 1), 1u << 20);
+  CHECK_INT(fl_allocs_table_slots(1u << 19, 0.01), 1u << 14);
+  CHECK_INT(fl_allocs_table_slots(1u << 19, 0.1), 1u << 17);
+  CHECK_INT(fl_allocs_table_slots(1u << 19, 1e-9), FL_ALLOCS_RUN_MIN_TABLE_SLOTS);
+  CHECK_INT(fl_allocs_table_slots(1ull << 40, 1), FL_ALLOCS_MAX_TABLE_SLOTS);
+}
+
+/* ---- 11. stopping while threads allocate ---- */
+
+#define N_STOPPERS 3
+#define N_STOPS 150
+
+static volatile int stoppers_run;
+
+__attribute__((noipa)) static void *stopper_thread(void *arg) {
+  void *ring[16] = {0};
+  if ((intptr_t)arg % 2 == 0) fl_allocs_thread_enter();
+  for (unsigned i = 0; __atomic_load_n(&stoppers_run, __ATOMIC_RELAXED); i++) {
+    free(ring[i & 15]);
+    ring[i & 15] = malloc(8 + i % 300);
+  }
+  for (int i = 0; i < 16; i++) free(ring[i]);
+  if ((intptr_t)arg % 2 == 0) fl_allocs_thread_exit();
+  return NULL;
+}
+
+/* Runs of a fraction of a millisecond at sample_rate 0.5 (a slow path
+ * every other call) started and stopped while N_STOPPERS threads allocate
+ * and free without a pause. After each stop, every record that stop
+ * counted is complete in the buffer (none lost, none cut off), and
+ * nothing writes to the buffer any more: its used words and its records
+ * are the same a while later, while the threads go on. */
+static void check_stops(const char *how) {
+  pthread_t th[N_STOPPERS];
+  static uint64_t copy[1u << 20];
+  stoppers_run = 1;
+  for (intptr_t i = 0; i < N_STOPPERS; i++) pthread_create(&th[i], NULL, stopper_thread, (void *)i);
+  signal(SIGALRM, on_alarm);
+  alarm(60);
+  int bad = 0;
+  uint64_t total = 0;
+  const uint64_t *words = (const uint64_t *)buf + FL_ALLOCS_HEADER_WORDS + 2 * TABLE_SLOTS +
+                          FL_ALLOCS_FILTER_WORDS;
+  for (int k = 0; k < N_STOPS; k++) {
+    start(0.5);
+    usleep(200 + 50 * (k % 8));
+    uint64_t records = fl_allocs_stop();
+    const fl_allocs_header_t *h = header();
+    uint64_t used = h->used_words;
+    size_t n_copy = used < (1u << 20) ? used : (1u << 20);
+    memcpy(copy, words, n_copy * sizeof(uint64_t));
+    long walked = walk(NULL, NULL);
+    usleep(300);
+    if (walked != (long)records || h->records != records || h->dropped != 0 ||
+        h->used_words != used || memcmp(copy, words, n_copy * sizeof(uint64_t)) != 0) {
+      fprintf(stderr, "stop %d (%s): %ld records in the buffer, %llu counted, %llu dropped, used "
+              "%llu then %llu\n", k, how, walked, (unsigned long long)records,
+              (unsigned long long)h->dropped, (unsigned long long)used,
+              (unsigned long long)h->used_words);
+      bad++;
+    }
+    total += records;
+  }
+  stoppers_run = 0;
+  for (int i = 0; i < N_STOPPERS; i++) pthread_join(th[i], NULL);
+  alarm(0);
+  CHECK_INT(bad, 0);
+  CHECK(total > 0);
+}
+
+static void test_stops(void) {
+  check_stops("membarrier where the kernel has it");
+  fl__allocs_no_membarrier();
+  check_stops("a fence per slow path");
+}
+
 int main(void) {
   fl_allocs_thread_enter();
   buf_bytes = fl_allocs_buffer_bytes(WORDS, TABLE_SLOTS);
@@ -1124,5 +1262,8 @@ int main(void) {
   test_reader();
   test_fp_walk();
   test_call_counts();
+  test_gaps();
+  test_table_slots();
+  test_stops(); /* last: it turns membarrier off */
   return TEST_DONE();
 }
