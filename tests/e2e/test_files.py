@@ -62,7 +62,9 @@ def shape(rows):
 def folded_lines(path):
     out = []
     for line in pathlib.Path(path).read_text().splitlines():
-        m = re.fullmatch(r"(.+) (\d+)", line)
+        # " N" with no frames is the root's own weight (samples taken in the
+        # kernel's machinery around the cell), as flamegraph.pl reads it.
+        m = re.fullmatch(r"(.*) (\d+)", line)
         assert m, f"not a folded line: {line!r}"
         out.append((m.group(1), int(m.group(2))))
     return out
@@ -102,7 +104,7 @@ def test_profsave_folded_round_trips_through_profload(kc, tmp_path):
     total = rows_of(before)[0]["count"]
     assert sum(c for _, c in lines) == total, (sum(c for _, c in lines), total)
     # Root first, lines on: "top-level scope (cell[N]:L);middle (cell[M]:L);leaf (...)".
-    assert all(s.startswith("top-level scope (cell[") for s, _ in lines), lines[:3]
+    assert all(s.startswith("top-level scope (cell[") for s, _ in lines if s), lines[:3]
     assert any(re.search(r";middle \(cell\[\d+\]:\d+\);leaf \(cell\[\d+\]:\d+\)$", s)
                for s, _ in lines), lines[:5]
     out = ok(kc, f"%profload {folded}")
@@ -144,7 +146,7 @@ def test_profsave_svg_vegalite_txt_of_a_diff_and_its_folded_has_two_counts(kc, t
     # so that the two cells' statements meet.
     rows3 = []
     for line in folded.read_text().splitlines():
-        m = re.fullmatch(r"(.+) (\d+) (\d+)", line)
+        m = re.fullmatch(r"(.*) (\d+) (\d+)", line)
         assert m, f"not a two-count folded line: {line!r}"
         rows3.append((m.group(1), int(m.group(2)), int(m.group(3))))
     stacks = {s: (b, t) for s, b, t in rows3}

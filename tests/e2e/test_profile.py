@@ -609,7 +609,9 @@ def test_profsave_html_and_folded(kc, tmp_path):
     ok(kc, f"%profsave {folded}")
     assert "<html" in html.read_text().lower() and "vega" in html.read_text()
     lines = folded.read_text().splitlines()
-    assert lines and all(re.fullmatch(r".+ \d+", line) for line in lines), lines[:5]
+    # (" N" with no frames is the root's own weight: samples taken in the
+    # kernel's machinery around the cell, which flamegraph.pl reads too.)
+    assert lines and all(re.fullmatch(r".* \d+", line) for line in lines), lines[:5]
     assert any(re.search(r";c \(cell\[\d+\]:\d+\) \d+$", line) for line in lines), lines[:5]
 
 
