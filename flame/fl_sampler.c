@@ -44,9 +44,10 @@
  * remainder (less an interval for each record in between), in intervals,
  * rounded to the nearest but at least 1; the remainder is carried on. A
  * sample with nothing to weigh (the carry ate it) records nothing and
- * leaves its time to the next one. So weights x interval add up to the CPU
- * time of the sampled threads, whatever the timer's real rate, to within a
- * few intervals per thread.
+ * leaves its time to the next one; when sampling stops, the time since a
+ * thread's last record goes to that record (unless the buffer filled up). So weights x interval add up
+ * to the CPU time of the sampled threads, whatever the timer's real rate,
+ * to within an interval per thread.
  *
  * Unwinding. unw_backtrace from the handler, through the signal
  * trampoline: libunwind's fast trace (a per-thread cache of frame layouts
@@ -175,6 +176,7 @@ typedef struct slot {
   int64_t cpu_last_ns; /* the thread's CPU clock at its previous record */
   int64_t carry_ns;    /* remainder carried to the next record */
   int unmeasured;      /* records since the last one that read the clock */
+  uint64_t *last_rec;  /* this run's last record of the thread, or NULL */
   uint64_t rng;        /* xorshift64* state for the jitter */
   /* The thread's stack (for the frame-pointer walk); 0, 0 when unknown. */
   uintptr_t stack_lo, stack_hi;
@@ -596,6 +598,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
   } while (!__atomic_compare_exchange_n(&S.hdr->used_words, &pos, pos + need, true,
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   uint64_t *rec = S.words + pos;
+  sl->last_rec = rec;
   rec[1] = (uint64_t)weight;
   rec[2] = measure ? (uint64_t)(now - sl->cpu_last_ns) : 0;
   rec[3] = S.tag;
@@ -673,6 +676,7 @@ static int open_timer(pid_t tid, timer_t *t) {
 static int arm(slot_t *sl) {
   uint64_t first = next_period(sl);
   sl->cpu_last_ns = clock_ns(thread_clock(sl->tid));
+  sl->last_rec = NULL;
   sl->carry_ns = 0;
   sl->unmeasured = 0;
   sl->perf_fd = -1;
@@ -710,6 +714,16 @@ static void disarm(slot_t *sl) {
   if (sl->perf_fd >= 0) ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
   if (sl->has_timer) timer_set_once(sl->timer, 0);
   while (__atomic_load_n(&sl->busy, __ATOMIC_SEQ_CST)) sched_yield();
+  /* The thread's CPU time since its last record (a tick-driven CPU timer
+   * can leave several intervals of it, more so on a busy machine) goes to
+   * that record, so that weights add up to the thread's CPU time; not
+   * when the buffer filled up, whose dropped samples the header counts. */
+  if (sl->last_rec && !__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
+    int64_t iv = (int64_t)S.interval_ns;
+    int64_t tail = clock_ns(thread_clock(sl->tid)) - sl->cpu_last_ns + sl->carry_ns;
+    if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
+    sl->last_rec = NULL;
+  }
   if (sl->perf_fd >= 0) close(sl->perf_fd);
   if (sl->has_timer) timer_delete(sl->timer);
   sl->perf_fd = -1;
