@@ -10,9 +10,7 @@ noise of a shared machine falls on both sides alike.
             One workload, bench/workloads/deepstack.c (a call stack about
             20 frames deep: 16 distinct layers, a recursive walk, libm,
             hashing and sorting leaves), compiled once with the cell flags
-            (-O2 -g -fno-omit-frame-pointer; its code is registered with
-            the sampler as such, and the rest of the binary's as the base
-            range, as the worker does for cells) and linked with
+            (-O2 -g -fno-omit-frame-pointer) and linked with
             overhead_main.c and build/lib/libcflame_sampler.a into one
             binary. That binary runs, in rotating order each round:
               plain                       no profiler
@@ -110,13 +108,6 @@ def build_tools(build_dir, out):
     inc = ["-I", str(REPO / "include")]
     obj = out / "deepstack.o"
     cc(*CFLAGS, "-c", WORKLOADS / "deepstack.c", "-o", obj)
-    # The workload's code in a section of its own (cflame_cell_text), which
-    # overhead_main registers with the sampler as compiled with frame
-    # pointers, as the worker registers a cell's object.
-    r = subprocess.run(["objcopy", "--rename-section", ".text=cflame_cell_text", str(obj)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"bench: objcopy failed:\n{r.stderr}")
     cc(*CFLAGS, *inc, "-c", WORKLOADS / "overhead_main.c", "-o", out / "overhead_main.o")
     # Linked as the worker is: the sampler, libunwind, and -z now (the
     # handler must never enter the loader to bind a symbol).

@@ -141,13 +141,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fl__fpwalk.h"
 #include "fl__rng.h"
 
 #define MAX_THREADS 1024
 /* Frames of the recorder and the interposer above the caller, at most. */
 #define OWN_FRAMES 16
 #define FL_ALLOCS_MAX_PROBE 64
+#define MAX_FP_RANGES 16384
 #define SLOT_EMPTY 0
 #define SLOT_FREED 1
 /* A record's word 3: the kind in the low byte, the table slot in bits
@@ -415,16 +415,54 @@ static void leave_busy(counters_t *c) {
 
 /* ---- code ranges for the frame-pointer walk ---- */
 
-/* Written only while not recording. */
-static fl__code_ranges_t ranges;
+typedef struct code_range {
+  uintptr_t lo, hi;
+} code_range_t;
+
+/* Sorted by lo, disjoint; written only while not recording. */
+static code_range_t fp_ranges[MAX_FP_RANGES];
+static size_t n_fp_ranges;
+static code_range_t base_range;
+
+static inline bool in_range(const code_range_t *r, uintptr_t pc) {
+  return pc - r->lo < r->hi - r->lo;
+}
+
+/* Whether pc is in a registered range; *hint is the index of the range
+ * found last (checked first), updated on a hit. */
+static inline bool in_fp_range(uintptr_t pc, size_t *hint) {
+  size_t n = n_fp_ranges;
+  if (*hint < n && in_range(&fp_ranges[*hint], pc)) return true;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (pc < fp_ranges[mid].lo)
+      hi = mid;
+    else if (pc >= fp_ranges[mid].hi)
+      lo = mid + 1;
+    else {
+      *hint = mid;
+      return true;
+    }
+  }
+  return false;
+}
 
 int fl_allocs_add_fp_range(uintptr_t lo, uintptr_t hi) {
-  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) return -1;
-  return fl__add_fp_range(&ranges, lo, hi);
+  if (lo >= hi || __atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) return -1;
+  size_t at = 0;
+  while (at < n_fp_ranges && fp_ranges[at].hi <= lo) at++;
+  if (at < n_fp_ranges && fp_ranges[at].lo < hi)
+    return fp_ranges[at].lo == lo && fp_ranges[at].hi == hi ? 0 : -1;
+  if (n_fp_ranges == MAX_FP_RANGES) return -1;
+  memmove(&fp_ranges[at + 1], &fp_ranges[at], (n_fp_ranges - at) * sizeof fp_ranges[0]);
+  fp_ranges[at] = (code_range_t){lo, hi};
+  n_fp_ranges++;
+  return 0;
 }
 
 void fl_allocs_set_base_range(uintptr_t lo, uintptr_t hi) {
-  fl__set_base_range(&ranges, lo, hi);
+  base_range = lo < hi ? (code_range_t){lo, hi} : (code_range_t){0, 0};
 }
 
 /* ---- unwinding ---- */
@@ -440,7 +478,7 @@ void fl_allocs_set_base_range(uintptr_t lo, uintptr_t hi) {
 NO_SANITIZE static size_t fp_walk(thread_state_t *t, uintptr_t caller) {
   const uintptr_t lo = t->stack_lo, hi = t->stack_hi;
   size_t hint = 0;
-  if (hi - lo < 16 || !fl__in_fp_range(&ranges, caller, &hint)) return 0;
+  if (hi - lo < 16 || !in_fp_range(caller, &hint)) return 0;
   /* The highest frame pointer whose record (2 words) is on the stack. */
   const uintptr_t top = hi - 2 * sizeof(uintptr_t);
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0), floor = lo;
@@ -453,9 +491,21 @@ NO_SANITIZE static size_t fp_walk(thread_state_t *t, uintptr_t caller) {
     fp = rec[0];
     if (rec[1] == caller) break;
   }
-  t->pcs[0] = (void *)caller;
-  /* complete, or as deep as libunwind's would be */
-  return fl__fp_walk_chain(&ranges, fp, floor, lo, hi, t->pcs, 1, FL_ALLOCS_MAX_DEPTH, &hint);
+  void **pcs = t->pcs;
+  size_t n = 0;
+  pcs[n++] = (void *)caller;
+  while (n < FL_ALLOCS_MAX_DEPTH) {
+    if (fp < floor || fp > top || (fp & 15)) return 0;
+    const uintptr_t *rec = (const uintptr_t *)fp;
+    uintptr_t ret = rec[1];
+    bool base = in_range(&base_range, ret);
+    if (!base && !in_fp_range(ret, &hint)) return 0;
+    pcs[n++] = (void *)ret;
+    if (base) break;
+    floor = fp + 16;
+    fp = rec[0];
+  }
+  return n; /* complete, or as deep as libunwind's would be */
 }
 #endif
 

@@ -53,32 +53,7 @@
  * trampoline: libunwind's fast trace (a per-thread cache of frame layouts
  * keyed by address) takes 0.3 us for 28 frames here, where an unw_step
  * loop from the signal context takes 13 us. The trampoline's address
- * (sa_restorer) marks where the interrupted frames begin. But on a real
- * stack, 0.1 ms after the last sample, its caches are cold, and it costs
- * a few us: where the interrupted instruction is in code registered as
- * compiled with frame pointers (fl_sampler_add_fp_range), the handler
- * walks the chain of saved frame pointers from the interrupted context
- * instead (fl__fpwalk.h, the allocation recorder's walk), up to the base
- * range. A signal can land where the interrupted function's frame is not
- * set up (rbp still the caller's, the return address on top of the
- * stack): at its entry before `push %rbp`, after `pop %rbp` (or `leave`)
- * on its way out, in a PLT stub, and anywhere in a function that gcc
- * gives no frame even with -fno-omit-frame-pointer: a leaf that does not
- * touch the stack (most hot loops) or one that only tail-calls. Walking
- * from rbp there would skip the caller. So the walk reads the
- * instructions at the interrupted PC: at `endbr64; push %rbp; mov
- * %rsp,%rbp`, at `push %rbp; mov %rsp,%rbp` and at `ret` the return
- * address is at [rsp] and rbp is the caller's; at `mov %rsp,%rbp` after a
- * `push %rbp` it is at [rsp + 8], with the caller's rbp at [rsp]
- * (checked). Elsewhere, when [rsp] holds an address in executable code,
- * it is taken for the return address (rbp the caller's) only if it follows
- * a direct call (`call rel32`) to an address in the PC's range at or
- * before the PC (the function's entry, or a PLT stub); a frame that is set
- * up has its locals or saved registers there, never such an address. Any
- * other address there, or a step of the walk that fails, and the stack
- * comes from libunwind. When [rsp] is no code address, the frame is set
- * up. The walk reads only the thread's stack (bounds noted when it
- * registers) and code in the registered ranges.
+ * (sa_restorer) marks where the interrupted frames begin.
  *
  * The handler takes no lock, allocates nothing and never enters the
  * dynamic loader:
@@ -136,7 +111,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "fl__fpwalk.h"
 #include "fl__rng.h"
 
 #ifndef TRAP_PERF
@@ -178,8 +152,6 @@ typedef struct slot {
   int unmeasured;      /* records since the last one that read the clock */
   uint64_t *last_rec;  /* this run's last record of the thread, or NULL */
   uint64_t rng;        /* xorshift64* state for the jitter */
-  /* The thread's stack (for the frame-pointer walk); 0, 0 when unknown. */
-  uintptr_t stack_lo, stack_hi;
   void *pcs[FL_SAMPLER_MAX_DEPTH + HANDLER_FRAMES];
 } slot_t;
 
@@ -200,7 +172,6 @@ static struct {
   uint64_t interval_ns;
   uint64_t tag;
   int kind;            /* the kind this run uses (the first thread's) */
-  bool no_fp_walk;     /* CFLAME_SAMPLER_UNWIND=libunwind: never walk */
   bool trap_allowed;   /* Linux >= 6.1: sigtrap as task work */
   bool trap_user_only; /* exclude_kernel was needed (perf_event_paranoid) */
   uint64_t samples_at_start;
@@ -215,10 +186,6 @@ static struct {
 
 typedef int (*iterate_phdr_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
 static iterate_phdr_fn real_dl_iterate_phdr;
-
-/* Code compiled with frame pointers and the base range; written only while
- * not running. */
-static fl__code_ranges_t ranges;
 
 /* ---- small helpers (async-signal-safe) ---- */
 
@@ -321,137 +288,17 @@ __attribute__((constructor)) static void resolve_dl_iterate_phdr(void) {
   if (real) __atomic_store_n(&real_dl_iterate_phdr, real, __ATOMIC_RELEASE);
 }
 
-/* ---- the frame-pointer walk (see Unwinding at the top of the file) ---- */
-
-#if defined(__x86_64__)
-/* Whether v is an address in executable code: a registered range, or an
- * executable segment of a loaded object (found with _dl_find_object, no
- * lock). An object whose segments cannot be read counts as code. */
-NO_SANITIZE static bool is_code_address(uintptr_t v, size_t *hint) {
-  if (fl__in_range(&ranges.base, v) || fl__in_fp_range(&ranges, v, hint)) return true;
-  struct dl_find_object fo;
-  if (v < 4096 || _dl_find_object((void *)v, &fo) != 0) return false;
-  struct dl_phdr_info info;
-  if (!object_phdr_info(v, &info)) return true;
-  for (size_t i = 0; i < info.dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info.dlpi_phdr[i];
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) &&
-        v - info.dlpi_addr - ph->p_vaddr < ph->p_memsz)
-      return true;
-  }
-  return false;
-}
-
-/* Whether the n bytes of want are at code[0..avail). */
-static bool code_is(const uint8_t *code, size_t avail, const uint8_t *want, size_t n) {
-  if (avail < n) return false;
-  for (size_t i = 0; i < n; i++)
-    if (code[i] != want[i]) return false;
-  return true;
-}
-
-/* Whether ret, in a registered range, follows a direct call (`call rel32`)
- * to an address in code (the range of the interrupted PC rip) at or
- * before rip: the entry of the interrupted function, or a PLT stub. */
-NO_SANITIZE static bool called_from(uintptr_t ret, const fl__code_range_t *code, uintptr_t rip,
-                                    size_t *hint) {
-  const fl__code_range_t *in = fl__in_range(&ranges.base, ret)       ? &ranges.base
-                               : fl__in_fp_range(&ranges, ret, hint) ? &ranges.fp[*hint]
-                                                                     : NULL;
-  if (!in || ret - in->lo < 5 || *(const uint8_t *)(ret - 5) != 0xe8) return false;
-  int32_t rel;
-  __builtin_memcpy(&rel, (const void *)(ret - 4), sizeof rel);
-  uintptr_t target = ret + (uintptr_t)(intptr_t)rel;
-  return target >= code->lo && target <= rip;
-}
-
-/* Unwinds the interrupted context uc into sl->pcs by walking frame
- * pointers: the interrupted instruction first, then return addresses up
- * to the base range's. Returns the count, or 0 when the context is not one
- * the walk can take (then nothing in sl->pcs counts): the PC outside the
- * registered ranges, rsp off the thread's stack, the frame possibly not
- * set up, or a step that fails. Reads only the thread's stack and the
- * code at the PC within its range. */
-NO_SANITIZE static size_t fp_unwind(slot_t *sl, const ucontext_t *uc) {
-  static const uint8_t push_mov[4] = {0x55, 0x48, 0x89, 0xe5}; /* push %rbp; mov %rsp,%rbp */
-  static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-  const uintptr_t lo = sl->stack_lo, hi = sl->stack_hi;
-  const uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-  const uintptr_t rsp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-  const uintptr_t rbp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-  size_t hint = 0;
-  if (hi - lo < 32 || rsp < lo || rsp > hi - 16 || (rsp & 7) ||
-      !fl__in_fp_range(&ranges, rip, &hint))
-    return 0;
-  const fl__code_range_t *code = &ranges.fp[hint];
-  const uint8_t *op = (const uint8_t *)rip;
-  const size_t avail = code->hi - rip; /* bytes of the range from the PC on */
-  const uintptr_t *sp = (const uintptr_t *)rsp;
-  void **pcs = sl->pcs;
-  pcs[0] = (void *)rip;
-  uintptr_t ret, fp = rbp, floor;
-  if (code_is(op, avail, push_mov, 4) ||
-      (code_is(op, avail, endbr64, 4) && code_is(op + 4, avail - 4, push_mov, 4)) ||
-      code_is(op, avail, (const uint8_t[]){0xc3}, 1)) {
-    /* At the entry, or at `ret`: the return address on top, rbp the
-     * caller's. */
-    ret = sp[0];
-    floor = rsp + 8;
-  } else if (rip > code->lo && op[-1] == push_mov[0] && code_is(op, avail, push_mov + 1, 3)) {
-    /* Between `push %rbp` and `mov %rsp,%rbp`. */
-    if (sp[0] != rbp) return 0;
-    ret = sp[1];
-    floor = rsp + 16;
-  } else if (sp[0] - lo >= hi - lo && is_code_address(sp[0], &hint)) {
-    /* The top of the stack is a return address: the frame is not set up
-     * (see the top of the file), but only a direct call's is taken. */
-    if (!called_from(sp[0], code, rip, &hint)) return 0;
-    ret = sp[0];
-    floor = rsp + 8;
-  } else {
-    /* The frame is set up. */
-    return fl__fp_walk_chain(&ranges, rbp, rsp, lo, hi, pcs, 1, FL_SAMPLER_MAX_DEPTH, &hint);
-  }
-  bool base = fl__in_range(&ranges.base, ret);
-  if (!base && !fl__in_fp_range(&ranges, ret, &hint)) return 0;
-  pcs[1] = (void *)ret;
-  if (base) return 2;
-  return fl__fp_walk_chain(&ranges, fp, floor, lo, hi, pcs, 2, FL_SAMPLER_MAX_DEPTH, &hint);
-}
-#endif
-
-int fl_sampler_add_fp_range(uintptr_t lo, uintptr_t hi) {
-  if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) return -1;
-  return fl__add_fp_range(&ranges, lo, hi);
-}
-
-void fl_sampler_set_base_range(uintptr_t lo, uintptr_t hi) {
-  if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) return;
-  fl__set_base_range(&ranges, lo, hi);
-}
-
 /* ---- the signal handler ---- */
 
 /* Unwinds the interrupted context into sl->pcs: the interrupted
- * instruction first, then return addresses. Returns the count; *by_fp
- * tells whether the frame-pointer walk did it. */
-static size_t unwind(slot_t *sl, ucontext_t *uc, bool *by_fp) {
+ * instruction first, then return addresses. Returns the count. */
+static size_t unwind(slot_t *sl, ucontext_t *uc) {
   uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
   void **pcs = sl->pcs;
-  *by_fp = false;
   if (rip >= S.unwind_lo && rip < S.unwind_hi) {
     pcs[0] = (void *)rip;
     return 1;
   }
-#if defined(__x86_64__)
-  if (!sl->warming && !S.no_fp_walk) {
-    size_t n = fp_unwind(sl, uc);
-    if (n) {
-      *by_fp = true;
-      return n;
-    }
-  }
-#endif
   tls_unwinding = 1;
   /* libunwind's fast trace (a per-thread cache of frame layouts keyed by
    * address) from here: the handler's own frames, the signal trampoline,
@@ -533,9 +380,8 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
   if (s < 0) goto out;
   slot_t *sl = &slots[s];
   __atomic_store_n(&sl->busy, 1, __ATOMIC_SEQ_CST);
-  bool by_fp;
   if (sl->warming) {
-    unwind(sl, ucv, &by_fp);
+    unwind(sl, ucv);
     goto done;
   }
   if (!__atomic_load_n(&sl->armed, __ATOMIC_SEQ_CST)) goto done;
@@ -585,7 +431,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     acc = sl->carry_ns;
   }
 
-  size_t n = unwind(sl, ucv, &by_fp);
+  size_t n = unwind(sl, ucv);
   uint64_t need = FL_SAMPLER_RECORD_WORDS + n;
   uint64_t pos = __atomic_load_n(&S.hdr->used_words, __ATOMIC_RELAXED);
   do {
@@ -606,7 +452,6 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
   /* Word 0 last: a reader that sees it sees the whole record. */
   __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)sl->tid, __ATOMIC_RELEASE);
   __atomic_fetch_add(&S.hdr->samples, 1, __ATOMIC_RELAXED);
-  if (by_fp) __atomic_fetch_add(&S.hdr->fp_records, 1, __ATOMIC_RELAXED);
   sl->carry_ns = acc - weight * iv;
   if (measure) {
     sl->cpu_last_ns = now;
@@ -745,22 +590,6 @@ static void warm_up(slot_t *sl) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Notes the calling thread's stack bounds for the frame-pointer walk
- * (pthread_getattr_np allocates and, on the main thread, reads
- * /proc/self/maps: never from the handler). */
-static void note_stack(slot_t *sl) {
-  pthread_attr_t attr;
-  void *addr;
-  size_t size;
-  sl->stack_lo = sl->stack_hi = 0;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
-  if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size >= 32) {
-    sl->stack_lo = (uintptr_t)addr;
-    sl->stack_hi = (uintptr_t)addr + size;
-  }
-  pthread_attr_destroy(&attr);
-}
-
 void fl_sampler_thread_enter(void) {
   if (!S.initialized || tls_slot) return;
   pthread_mutex_lock(&reg_lock);
@@ -776,7 +605,6 @@ void fl_sampler_thread_enter(void) {
     sl->has_timer = false;
     sl->rng = ((uint64_t)sl->tid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)clock_ns(CLOCK_MONOTONIC);
     if (!sl->rng) sl->rng = 1;
-    note_stack(sl);
     tls_slot = s + 1;
     warm_up(sl);
     if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) arm(sl); /* failure: not sampled */
@@ -932,7 +760,6 @@ void fl_sampler_reset(void) {
   S.hdr->dropped = 0;
   S.hdr->samples = 0;
   S.hdr->source = FL_SAMPLER_SOURCE_NONE;
-  S.hdr->fp_records = 0;
   S.full = 0;
 }
 
@@ -955,8 +782,6 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   S.full = 0;
   S.samples_at_start = S.hdr->samples;
   S.hdr->interval_ns = interval_ns;
-  const char *unw = getenv("CFLAME_SAMPLER_UNWIND");
-  S.no_fp_walk = unw && !strcmp(unw, "libunwind");
   const char *want = getenv("CFLAME_SAMPLER_SOURCE");
   S.kind = !want                         ? KIND_PERF_TRAP
            : !strcmp(want, "timer")      ? KIND_CPU_TIMER

@@ -16,10 +16,7 @@
  * fl_sampler_init is given the mapping, fl_sampler_reset and
  * fl_sampler_start come just before the work and fl_sampler_stop just
  * after. Linked with build/lib/libcflame_sampler.a and -Wl,-z,now, as the
- * worker is. The workload's code (deepstack.o's .text, renamed
- * cflame_cell_text by bench_profiler.py) is registered with the sampler as
- * compiled with frame pointers, and the rest of the executable's code as
- * the base range, as the worker registers a cell and itself.
+ * worker is.
  *
  * Printed: the process's own CPU time at exit (getrusage RUSAGE_SELF: user
  * and system, so a profiler's work in this process, in its signal handler
@@ -37,7 +34,6 @@
  * per chunk: CPU and wall time, on and off, and cflame's samples. */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,31 +67,6 @@ static void perf_ctl(const char *cmd) {
   }
 }
 
-/* deepstack.o's code (see the top of the file). */
-extern char __start_cflame_cell_text[] __attribute__((weak));
-extern char __stop_cflame_cell_text[] __attribute__((weak));
-
-/* Registers the workload's code as compiled with frame pointers and the
- * executable's other code (on the side of the larger part) as the base
- * range. The executable is the first object dl_iterate_phdr reports. */
-static int register_ranges(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  (void)data;
-  uintptr_t lo = (uintptr_t)__start_cflame_cell_text, hi = (uintptr_t)__stop_cflame_cell_text;
-  if (!lo || lo >= hi) return 1;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t seg = info->dlpi_addr + ph->p_vaddr, end = seg + ph->p_memsz;
-    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || lo < seg || hi > end) continue;
-    fl_sampler_add_fp_range(lo, hi);
-    if (lo - seg >= end - hi)
-      fl_sampler_set_base_range(seg, lo);
-    else
-      fl_sampler_set_base_range(hi, end);
-  }
-  return 1;
-}
-
 static void *map_buffer(char *path, size_t path_size, size_t *bytes) {
   /* The kernel's default buffer: 10^6 words (kn_prof.h). */
   *bytes = fl_sampler_buffer_bytes(1000000);
@@ -117,7 +88,6 @@ static void *map_buffer(char *path, size_t path_size, size_t *bytes) {
     fprintf(stderr, "fl_sampler_init: %s\n", err);
     exit(1);
   }
-  dl_iterate_phdr(register_ranges, NULL);
   return map;
 }
 
@@ -150,8 +120,7 @@ static int run_chunks(int argc, char **argv) {
   double *on_cpu = calloc((size_t)n, sizeof(double)), *off_cpu = calloc((size_t)n, sizeof(double));
   double *on_wall = calloc((size_t)n, sizeof(double)), *off_wall = calloc((size_t)n, sizeof(double));
   double *on_samples = calloc((size_t)n, sizeof(double));
-  uint64_t result = 0, fp_records = 0;
-  const fl_sampler_header_t *h = map;
+  uint64_t result = 0;
   for (int i = 0; i < n; i++) {
     for (int half = 0; half < 2; half++) {
       bool on = (half == 0) == (i % 2 == 0);
@@ -171,14 +140,13 @@ static int run_chunks(int argc, char **argv) {
       (on ? on_cpu : off_cpu)[i] = (double)(c1 - c0) / 1e9;
       (on ? on_wall : off_wall)[i] = (double)(w1 - w0) / 1e9;
       if (on) on_samples[i] = (double)samples;
-      if (on && h) fp_records += h->fp_records;
     }
   }
+  const fl_sampler_header_t *h = map;
   printf("{\"chunks\": %d, \"iters\": %ld, \"interval_ns\": %llu, \"perf\": %s, "
-         "\"result\": \"%016llx\", \"dropped\": %llu, \"fp_records\": %llu",
+         "\"result\": \"%016llx\", \"dropped\": %llu",
          n, iters, (unsigned long long)interval, perf ? "true" : "false",
-         (unsigned long long)result, (unsigned long long)(h ? h->dropped : 0),
-         (unsigned long long)fp_records);
+         (unsigned long long)result, (unsigned long long)(h ? h->dropped : 0));
   print_array("on_cpu", on_cpu, n);
   print_array("off_cpu", off_cpu, n);
   print_array("on_wall", on_wall, n);
@@ -222,7 +190,6 @@ int main(int argc, char **argv) {
                        : h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer"
                                                                   : "perf-task-clock";
   uint64_t dropped = interval ? h->dropped : 0, used = interval ? h->used_words : 0;
-  uint64_t fp_records = interval ? h->fp_records : 0;
   if (map) munmap(map, bytes);
   if (*path) unlink(path);
 
@@ -230,11 +197,10 @@ int main(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &ru);
   printf("{\"iters\": %ld, \"interval_ns\": %llu, \"result\": \"%016llx\", "
          "\"utime\": %.6f, \"stime\": %.6f, \"work_cpu\": %.9f, \"work_wall\": %.9f, "
-         "\"samples\": %llu, \"dropped\": %llu, \"used_words\": %llu, \"fp_records\": %llu, "
-         "\"source\": \"%s\"}\n",
+         "\"samples\": %llu, \"dropped\": %llu, \"used_words\": %llu, \"source\": \"%s\"}\n",
          iters, (unsigned long long)interval, (unsigned long long)result, tv(ru.ru_utime),
          tv(ru.ru_stime), (double)(c1 - c0) / 1e9, (double)(w1 - w0) / 1e9,
          (unsigned long long)samples, (unsigned long long)dropped, (unsigned long long)used,
-         (unsigned long long)fp_records, source);
+         source);
   return 0;
 }

@@ -25,24 +25,6 @@
  *    records are reserved with one atomic compare-and-swap, so used_words
  *    never passes capacity_words.
  *
- * Unwinding. The handler unwinds with libunwind (unw_backtrace), unless
- * the interrupted instruction is in code registered as compiled with frame
- * pointers (fl_sampler_add_fp_range: cflame registers the cells compiled
- * with them, as for the allocation recorder). Then, on x86-64, it walks
- * the chain of saved frame pointers from the interrupted context instead,
- * as long as every return address on the way is in a registered range,
- * up to the first one in the base range (fl_sampler_set_base_range:
- * cflame's worker, where readers cut stacks anyway), which is the last
- * one recorded. Each step checks that the frame pointer is 16-byte
- * aligned, within the thread's stack (noted by fl_sampler_thread_enter)
- * and above the previous one. Anything else (a leaf or a caller in other
- * code, an interrupted instruction where the frame is not, or may not be,
- * set up: see fl_sampler.c) is unwound by libunwind. Either way a record
- * holds the same addresses, up to the first in the base range. The
- * header's fp_records counts the records the walk made.
- * CFLAME_SAMPLER_UNWIND=libunwind in the environment at fl_sampler_start
- * turns the walk off (for tests).
- *
  * Signals: SIGTRAP (perf events with attr.sigtrap, Linux 6.1 and later; a
  * SIGTRAP that is not the sampler's goes to the handler installed before
  * fl_sampler_init, or ends the process as it would have) and SIGPROF
@@ -79,8 +61,7 @@ typedef struct fl_sampler_header {
   uint64_t interval_ns;
   uint64_t samples;        /* records written */
   uint64_t source;         /* FL_SAMPLER_SOURCE_* of the timers used */
-  uint64_t fp_records;     /* records unwound by the frame-pointer walk */
-  uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 8];
+  uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 7];
 } fl_sampler_header_t;
 
 enum {
@@ -129,25 +110,6 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
 uint64_t fl_sampler_stop(void);
 
 bool fl_sampler_running(void);
-
-/* Registers [lo, hi) as code compiled with frame pointers, which the
- * handler may unwind by walking the frame-pointer chain (see Unwinding
- * above): the executable segments of an object whose every function keeps
- * its frame pointer in rbp (gcc and clang with -fno-omit-frame-pointer,
- * or -O0). A range registered by mistake can make records lose frames.
- * Ranges are kept until the process ends; registering one again does
- * nothing. Call while not running. Returns 0, or -1 when running, when
- * [lo, hi) is empty or overlaps another range, or when 16,384 ranges are
- * registered (then stacks through it come from libunwind). */
-int fl_sampler_add_fp_range(uintptr_t lo, uintptr_t hi);
-
-/* Sets [lo, hi) as the base range (none at first; lo == hi: none again):
- * the code below whose frames a stack is of no interest (cflame's worker,
- * which calls the cells). The frame-pointer walk ends at the first return
- * address in it, which is recorded, and calls the stack complete; without
- * a base range every stack comes from libunwind. Call while not
- * running. */
-void fl_sampler_set_base_range(uintptr_t lo, uintptr_t hi);
 
 /* ---- reading a buffer (in any process) ---- */
 

@@ -41,8 +41,8 @@ typedef struct loaded_object {
 } loaded_object_t;
 
 /* Records the executable segments of the object loaded from path: with
- * the crash handler, and with the sampler and the allocation recorder when
- * compiled with frame pointers. */
+ * the crash handler, and with the allocation recorder when compiled with
+ * frame pointers. */
 static int note_code_range(struct dl_phdr_info *info, size_t size, void *data) {
   const loaded_object_t *obj = data;
   if (!info->dlpi_name || strcmp(info->dlpi_name, obj->path) != 0) return 0;
@@ -51,19 +51,16 @@ static int note_code_range(struct dl_phdr_info *info, size_t size, void *data) {
     if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
       uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
       kw_fault_add_code_range(lo, lo + ph->p_memsz);
-      if (obj->frame_pointers) {
-        fl_sampler_add_fp_range(lo, lo + ph->p_memsz);
-        fl_allocs_add_fp_range(lo, lo + ph->p_memsz);
-      }
+      if (obj->frame_pointers) fl_allocs_add_fp_range(lo, lo + ph->p_memsz);
     }
   }
   return 1;
 }
 
-/* The worker's own code is the sampler's and the allocation recorder's
- * base range: a return address into it (run_once, run_thread) ends a
- * frame-pointer walk, as the kernel ends every stack at the worker's first
- * frame. The executable is the first object dl_iterate_phdr reports. */
+/* The worker's own code is the allocation recorder's base range: a return
+ * address into it (run_once, run_thread) ends a frame-pointer walk, as the
+ * kernel ends every stack at the worker's first frame. The executable is
+ * the first object dl_iterate_phdr reports. */
 static int note_base_range(struct dl_phdr_info *info, size_t size, void *data) {
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -74,10 +71,7 @@ static int note_base_range(struct dl_phdr_info *info, size_t size, void *data) {
       if (seg + ph->p_memsz > hi) hi = seg + ph->p_memsz;
     }
   }
-  if (lo < hi) {
-    fl_sampler_set_base_range(lo, hi);
-    fl_allocs_set_base_range(lo, hi);
-  }
+  if (lo < hi) fl_allocs_set_base_range(lo, hi);
   return 1;
 }
 
@@ -110,7 +104,7 @@ static json_t *error_event(const char *ename, const char *evalue) {
  * is called to just after it returns. The "done" event then says
  * "profile": {"samples": N, "dropped": D, "source": "perf-task-clock" or
  * "cpu-timer", "interval_ns": N, "cpu_ns": the process's CPU time while
- * sampling, "fp_records": the records the frame-pointer walk unwound}.
+ * sampling}.
  *
  * Or it may carry "allocs": {"sample_rate": R (0 < R <= 1), "file": PATH,
  * "words": W, "table_slots": S (a power of two: see fl_allocs.h), "tag": T
@@ -127,10 +121,9 @@ static json_t *error_event(const char *ename, const char *evalue) {
  *
  * "load" and "run" may say "frame_pointers": true when the object was
  * compiled with frame pointers (the kernel knows the flags): its code is
- * then registered with the sampler, whose samples in it, and with the
- * allocation recorder, whose sampled allocations called from it, are
- * unwound by walking the frame-pointer chain instead of libunwind (see
- * fl_sampler.h and fl_allocs.h). Absent or false: libunwind.
+ * then registered with the allocation recorder, whose sampled allocations
+ * called from it are unwound by walking the frame-pointer chain instead of
+ * libunwind (see fl_allocs.h). Absent or false: libunwind.
  * A run carries one of "profile" and "allocs", not both. */
 
 /* A buffer file mapped shared, kept from run to run. */
@@ -237,11 +230,10 @@ static json_t *profile_end(profile_run_t *pr) {
   uint64_t samples = fl_sampler_stop();
   int64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - pr->cpu0;
   const fl_sampler_header_t *h = sample_file.map;
-  return json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "samples", (json_int_t)samples, "dropped",
+  return json_pack("{s:I, s:I, s:s, s:I, s:I}", "samples", (json_int_t)samples, "dropped",
                    (json_int_t)h->dropped, "source",
                    h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer" : "perf-task-clock",
-                   "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu,
-                   "fp_records", (json_int_t)h->fp_records);
+                   "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu);
 }
 
 typedef struct allocs_run {

@@ -4,9 +4,7 @@
  * sleeps and blocking reads that must not see EINTR, a qsort comparator
  * whose stack must go through the C library, a thread that allocates and
  * loads libraries while it is sampled, a buffer too small for the run, and
- * a child process that crashes while it samples into a shared file, and
- * the frame-pointer walk against libunwind on a chain compiled with frame
- * pointers at test time.
+ * a child process that crashes while it samples into a shared file.
  *
  * Samples are attributed to functions with the project's own symbolizer
  * (fl_symbol) on this process. The test prints what it measured (records
@@ -18,7 +16,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -595,260 +592,6 @@ static void test_full_buffer(void) {
   free(tiny);
 }
 
-/* ---- f: the frame-pointer walk against libunwind ---- */
-
-/* Compiled at test time with frame pointers: a 5-deep chain whose
- * innermost function calls a small leaf (gcc gives it no frame: the
- * return address is on top of the stack throughout), a function without a
- * frame either that only tail-calls another such leaf, a small function
- * with a frame (its prologue and `ret` are a good share of its
- * instructions), and memset (a leaf in the C library). Each PC is reached by one path, so it has
- * one true stack. */
-static const char fp_source[] =
-    "#include <string.h>\n"
-    "typedef unsigned long ul;\n"
-    "volatile ul fpt_sink;\n"
-    "__attribute__((noipa)) ul fpt_step(ul x) {\n"
-    "  x = x * 6364136223846793005ul + 1442695040888963407ul;\n"
-    "  __asm__ volatile(\"\" : \"+r\"(x));\n"
-    "  return x ^ (x >> 7);\n"
-    "}\n"
-    "__attribute__((noipa)) ul fpt_step2(ul x) {\n"
-    "  x = x * 2862933555777941757ul + 3037000493ul;\n"
-    "  __asm__ volatile(\"\" : \"+r\"(x));\n"
-    "  return x ^ (x >> 9);\n"
-    "}\n"
-    "__attribute__((noipa)) ul fpt_tail(ul x) { return fpt_step2(x + 1); }\n"
-    "__attribute__((noipa)) ul fpt_framed(ul x) {\n"
-    "  volatile ul on_stack = x;\n"
-    "  return on_stack * 3;\n"
-    "}\n"
-    "__attribute__((noipa)) void fpt_d5(ul n, char *buf, ul len) {\n"
-    "  ul x = fpt_sink;\n"
-    "  for (ul i = 0; i < n; i++) {\n"
-    "    x = fpt_step(x);\n"
-    "    x = fpt_tail(x);\n"
-    "    x = fpt_framed(x);\n"
-    "    for (int k = 0; k < 40; k++) {\n"
-    "      x = x * 6364136223846793005ul + 1;\n"
-    "      __asm__ volatile(\"\" : \"+r\"(x));\n"
-    "    }\n"
-    "  }\n"
-    "  memset(buf, (int)x, len);\n"
-    "  fpt_sink = x;\n"
-    "}\n"
-    "__attribute__((noipa)) void fpt_d4(ul n, char *b, ul l) { fpt_d5(n, b, l); fpt_sink++; }\n"
-    "__attribute__((noipa)) void fpt_d3(ul n, char *b, ul l) { fpt_d4(n, b, l); fpt_sink++; }\n"
-    "__attribute__((noipa)) void fpt_d2(ul n, char *b, ul l) { fpt_d3(n, b, l); fpt_sink++; }\n"
-    "__attribute__((noipa)) void fpt_d1(ul n, char *b, ul l) { fpt_d2(n, b, l); fpt_sink++; }\n";
-
-typedef void (*fpt_chain_fn)(unsigned long, char *, unsigned long);
-
-typedef struct code_ranges {
-  const char *suffix; /* the object's path ends with this; NULL: the executable */
-  int found;
-} code_ranges_t;
-
-/* Registers the executable segments of an object as the worker does: the
- * one compiled with frame pointers as such, the executable as the base
- * range. */
-static int register_ranges(struct dl_phdr_info *info, size_t size, void *data) {
-  code_ranges_t *r = data;
-  const char *name = info->dlpi_name ? info->dlpi_name : "";
-  size_t n = strlen(name);
-  if (r->suffix ? !(n >= strlen(r->suffix) && !strcmp(name + n - strlen(r->suffix), r->suffix))
-                : (*name || r->found))
-    return 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-    if (r->suffix)
-      CHECK_INT(fl_sampler_add_fp_range(lo, hi), 0);
-    else
-      fl_sampler_set_base_range(lo, hi);
-    r->found++;
-  }
-  return 1;
-}
-
-static uintptr_t base_lo, base_hi; /* the executable's code */
-
-static int note_exe(struct dl_phdr_info *info, size_t size, void *data) {
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-      base_lo = info->dlpi_addr + ph->p_vaddr;
-      base_hi = base_lo + ph->p_memsz;
-    }
-  }
-  return 1; /* the executable comes first */
-}
-
-/* The walk ends at the return address into this function (the base
- * range), as at the worker's run_once. */
-__attribute__((noipa)) void tsamp_fp_run(fpt_chain_fn chain, char *buf, int64_t cpu_ns) {
-  int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + cpu_ns;
-  while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end) chain(2000, buf, 1u << 18);
-  sink++;
-}
-
-/* Samples the chain for 0.4 CPU-s, with the walk or with libunwind alone:
- * from the same call site, so that the stacks are the same. */
-__attribute__((noipa)) static uint64_t sample_chain(fpt_chain_fn chain, char *buf,
-                                                    bool libunwind_only) {
-  if (libunwind_only) setenv("CFLAME_SAMPLER_UNWIND", "libunwind", 1);
-  start(MS / 10);
-  if (!libunwind_only) CHECK_INT(fl_sampler_add_fp_range(2, 3), -1); /* not while running */
-  tsamp_fp_run(chain, buf, 400 * (int64_t)MS);
-  uint64_t samples = fl_sampler_stop();
-  unsetenv("CFLAME_SAMPLER_UNWIND");
-  return samples;
-}
-
-/* A record's stack up to and including its first address in the base
- * range. */
-typedef struct fp_stack {
-  uint64_t pcs[16];
-  size_t n;
-  bool complete; /* ends in the base range */
-} fp_stack_t;
-
-static fp_stack_t cut_stack(const fl_sampler_record_t *r) {
-  fp_stack_t s = {.n = 0};
-  for (size_t i = 0; i < r->n_pcs && s.n < 16; i++) {
-    s.pcs[s.n++] = r->pcs[i];
-    if (i > 0 && r->pcs[i] - base_lo < base_hi - base_lo) {
-      s.complete = true;
-      break;
-    }
-  }
-  return s;
-}
-
-/* The function holding pc: from the loader for the object loaded at
- * test time (which the symbolizer, made before, does not know). */
-static const char *dl_name(uint64_t pc, bool is_return_address, bool *in_libc) {
-  Dl_info di;
-  if (!dladdr((void *)(uintptr_t)(pc - is_return_address), &di)) return "";
-  if (in_libc) *in_libc = di.dli_fname && strstr(di.dli_fname, "libc.so");
-  return di.dli_sname ? di.dli_sname : func_of(pc, is_return_address);
-}
-
-static bool same_stack(const fp_stack_t *a, const fp_stack_t *b) {
-  return a->n == b->n && !memcmp(a->pcs, b->pcs, a->n * sizeof a->pcs[0]);
-}
-
-static void test_fp_walk(const char *tmpdir) {
-  fprintf(stderr, "f. the frame-pointer walk gives libunwind's stacks\n");
-  char c_path[256], so_path[256], cmd[1024];
-  snprintf(c_path, sizeof c_path, "%s/fpchain.c", tmpdir);
-  snprintf(so_path, sizeof so_path, "%s/fpchain.so", tmpdir);
-  FILE *f = fopen(c_path, "w");
-  CHECK(f && fputs(fp_source, f) >= 0 && fclose(f) == 0);
-  const char *cc = getenv("CC");
-  snprintf(cmd, sizeof cmd,
-           "%s -std=gnu17 -O2 -g -fno-omit-frame-pointer -fPIC -shared -o '%s' '%s'",
-           cc && *cc ? cc : "cc", so_path, c_path);
-  CHECK(system(cmd) == 0);
-  void *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
-  CHECK(h != NULL);
-  if (!h) return;
-  fpt_chain_fn chain;
-  *(void **)&chain = dlsym(h, "fpt_d1");
-  CHECK(chain != NULL);
-  if (!chain) return;
-  code_ranges_t fp = {"/fpchain.so", 0}, exe = {NULL, 0};
-  dl_iterate_phdr(register_ranges, &fp);
-  dl_iterate_phdr(register_ranges, &exe);
-  dl_iterate_phdr(note_exe, NULL);
-  CHECK(fp.found >= 1 && exe.found >= 1);
-  CHECK_INT(fl_sampler_add_fp_range(1, 1), -1); /* empty */
-  dl_iterate_phdr(register_ranges, &fp);        /* again: no change */
-  char *buf = malloc(1u << 18);
-
-  /* libunwind's stacks, each once. */
-  enum { MAX_LEAVES = 4096 };
-  static fp_stack_t truth[MAX_LEAVES];
-  size_t n_truth = 0;
-  sample_chain(chain, buf, true);
-  CHECK_INT(header()->fp_records, 0);
-  size_t pos = 0;
-  fl_sampler_record_t r;
-  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
-    fp_stack_t s = cut_stack(&r);
-    size_t k = 0;
-    while (k < n_truth && !same_stack(&truth[k], &s)) k++;
-    if (k == n_truth && n_truth < MAX_LEAVES) truth[n_truth++] = s;
-  }
-
-  /* The walk's, compared with them leaf PC by leaf PC. */
-  uint64_t samples = sample_chain(chain, buf, false);
-  uint64_t compared = 0, differ = 0, in_step = 0, in_framed = 0, in_libc = 0, libc_complete = 0,
-           complete = 0;
-  pos = 0;
-  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
-    fp_stack_t s = cut_stack(&r);
-    complete += s.complete;
-    bool libc = false;
-    const char *leaf = dl_name(r.pcs[0], false, &libc);
-    if (!strcmp(leaf, "fpt_step")) in_step++;
-    if (!strcmp(leaf, "fpt_framed")) in_framed++;
-    if (libc && !(s.n >= 2 && s.pcs[1] - base_lo < base_hi - base_lo)) {
-      /* memset under fpt_d5 ... fpt_d1 and tsamp_fp_run (not the clock
-       * reads that tsamp_fp_run calls itself). */
-      in_libc++;
-      static const char *const want[] = {"fpt_d5", "fpt_d4", "fpt_d3",
-                                         "fpt_d2", "fpt_d1", "tsamp_fp_run"};
-      size_t w = 0;
-      for (size_t i = 1; i < s.n && w < 6; i++)
-        if (!strcmp(dl_name(s.pcs[i], true, NULL), want[w])) w++;
-      libc_complete += w == 6 && s.complete;
-    }
-    /* libunwind's stacks for the same leaf PC: the walk's must be one. */
-    size_t k_leaf = n_truth;
-    bool same = false;
-    for (size_t k = 0; k < n_truth; k++) {
-      if (truth[k].pcs[0] != s.pcs[0]) continue;
-      k_leaf = k;
-      same |= same_stack(&truth[k], &s);
-    }
-    if (k_leaf < n_truth) {
-      size_t k = k_leaf;
-      compared++;
-      if (!same && differ++ < 3) {
-        fprintf(stderr, "  leaf %s+%#llx: walk", leaf, (unsigned long long)s.pcs[0]);
-        for (size_t i = 1; i < s.n; i++)
-          fprintf(stderr, " %s %#llx", dl_name(s.pcs[i], true, NULL), (unsigned long long)s.pcs[i]);
-        fprintf(stderr, "; libunwind");
-        for (size_t i = 1; i < truth[k].n; i++)
-          fprintf(stderr, " %s %#llx", dl_name(truth[k].pcs[i], true, NULL),
-                  (unsigned long long)truth[k].pcs[i]);
-        fprintf(stderr, "\n");
-      }
-    }
-  }
-  uint64_t fp_records = header()->fp_records;
-  fprintf(stderr,
-          "  %llu samples, %llu by the walk; %llu compared with libunwind's stack for the same "
-          "leaf PC (%zu stacks), %llu differ; %llu in fpt_step, %llu in fpt_framed; %llu in libc, "
-          "%llu of them complete\n",
-          (unsigned long long)samples, (unsigned long long)fp_records, (unsigned long long)compared,
-          n_truth, (unsigned long long)differ, (unsigned long long)in_step,
-          (unsigned long long)in_framed, (unsigned long long)in_libc,
-          (unsigned long long)libc_complete);
-  CHECK(samples > 1000);
-  CHECK(fp_records >= samples / 2);
-  CHECK(compared >= samples * 8 / 10);
-  CHECK_INT(differ, 0);
-  CHECK(in_step > 30);
-  CHECK(in_framed > 30);
-  CHECK(in_libc > 20);
-  CHECK_INT(libc_complete, in_libc);
-  CHECK(complete >= samples * 99 / 100);
-  free(buf);
-}
-
 /* ---- 10: the samples of a crashed process ---- */
 
 static void test_crash(const char *tmpdir) {
@@ -999,7 +742,6 @@ int main(void) {
   RUN('8', test_handler_safety(tmpdir));
   RUN('9', test_full_buffer());
   RUN('0', test_crash(tmpdir));
-  RUN('f', test_fp_walk(tmpdir));
   RUN('c', report_handler_cost());
 
   fl_symbolizer_destroy(&sym);
