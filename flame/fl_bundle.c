@@ -43,18 +43,15 @@ int fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
 
 typedef struct ranked {
   uint64_t count;
-  uint32_t depth;
   uint32_t id;
   uint32_t index; /* in the rows */
 } ranked_t;
 
-/* Widest first; among equals the shallower, then the smaller id, so a
- * parent (never narrower than its child) comes before its children:
- * fl_tree_rows's order. */
+/* Widest first; among equals the smaller id, so a parent (never narrower
+ * than its child) comes before its children: fl_tree_rows's order. */
 static int cmp_ranked(const void *pa, const void *pb) {
   const ranked_t *a = pa, *b = pb;
   if (a->count != b->count) return a->count > b->count ? -1 : 1;
-  if (a->depth != b->depth) return a->depth < b->depth ? -1 : 1;
   return (a->id > b->id) - (a->id < b->id);
 }
 
@@ -71,10 +68,7 @@ static int rows_shrink(fl__rows_t *r, size_t max_rows) {
     return -1;
   }
   for (size_t i = 0; i < r->n; i++)
-    ranked[i] = (ranked_t){.count = r->rows[i]->count,
-                           .depth = (uint32_t)r->rows[i]->depth,
-                           .id = r->rows[i]->id,
-                           .index = (uint32_t)i};
+    ranked[i] = (ranked_t){.count = r->rows[i]->count, .id = r->rows[i]->id, .index = (uint32_t)i};
   qsort(ranked, r->n, sizeof *ranked, cmp_ranked);
   for (size_t i = 0; i < max_rows; i++) kept[ranked[i].index] = true;
   size_t k = 0;

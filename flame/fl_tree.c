@@ -783,19 +783,14 @@ size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight) {
 
 typedef struct width {
   uint64_t count;
-  uint32_t depth;
   uint32_t id;
 } width_t;
 
-/* Widest first; among equals the shallower, then the smaller id. A parent,
- * never narrower than its child and always shallower, comes before it; and
- * where a cut falls among frames of one width, it keeps the ones nearer the
- * root, which say more about where the time went than the tip of a deep
- * recursion does. */
+/* Widest first; among equals, the smaller id (so a parent, which is never
+ * narrower than its child, always comes before it). */
 static int cmp_by_width(const void *pa, const void *pb) {
   const width_t *a = pa, *b = pb;
   if (a->count != b->count) return a->count > b->count ? -1 : 1;
-  if (a->depth != b->depth) return a->depth < b->depth ? -1 : 1;
   return (a->id > b->id) - (a->id < b->id);
 }
 
@@ -816,8 +811,7 @@ size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows
     kept = calloc(n, sizeof *kept);
     if (!by_width || !kept) goto fail;
     for (size_t i = 0; i < n; i++)
-      by_width[i] = (width_t){
-          .count = t->nodes[i].count, .depth = (uint32_t)t->nodes[i].depth, .id = (uint32_t)i};
+      by_width[i] = (width_t){.count = t->nodes[i].count, .id = (uint32_t)i};
     qsort(by_width, n, sizeof *by_width, cmp_by_width);
     for (size_t i = 0; i < keep; i++) kept[by_width[i].id] = true;
     size_t k = 0;
