@@ -118,6 +118,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   kn_opts_t o;
   if (kn_opts_parse(magic, args, specs, n, &o, err, err_size) < 0) return -1;
   const kn_optval_t *v;
+  for (size_t i = 0; i < o.n_vals; i++) req->n_set_options += o.vals[i].set;
   if ((v = kn_opts_get(&o, "delay")) && v->set) {
     req->delay_ns = (uint64_t)llround(v->d * 1e9);
     req->delay_set = true;
@@ -168,7 +169,10 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   }
   if ((v = kn_opts_get(&o, "C")) && v->set) req->tree.C = v->b;
   if ((v = kn_opts_get(&o, "combine")) && v->set) req->tree.combine = v->b;
-  if ((v = kn_opts_get(&o, "lines")) && v->set) req->tree.lines = v->b;
+  if ((v = kn_opts_get(&o, "lines")) && v->set) {
+    req->tree.lines = v->b;
+    req->lines_set = true;
+  }
   if ((v = kn_opts_get(&o, "recur")) && v->set)
     req->tree.recur = !strcmp(v->s, "flat") ? FL_RECUR_FLAT : FL_RECUR_OFF;
   if ((v = kn_opts_get(&o, "pruned")) && v->set) {
@@ -185,7 +189,10 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
     }
     req->tree.filter = req->filter;
   }
-  if ((v = kn_opts_get(&o, "minwidth")) && v->set) req->tree.minwidth = v->d;
+  if ((v = kn_opts_get(&o, "minwidth")) && v->set) {
+    req->tree.minwidth = v->d;
+    req->minwidth_set = true;
+  }
   if ((v = kn_opts_get(&o, "width")) && v->set) req->view.width = (int)v->i;
   if ((v = kn_opts_get(&o, "height")) && v->set) req->view.height = (int)v->i;
   if ((v = kn_opts_get(&o, "title")) && v->set) {
@@ -464,7 +471,7 @@ static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_
     goto out;
   }
   /* %profsave's own options redraw it; without any, it is saved as shown. */
-  bool has_opts = strchr(args, '=') != NULL;
+  bool has_opts = req.n_set_options > 0;
   if (!has_opts) {
     /* Whatever the magic that drew it took (%%profallocs' options too). */
     const unsigned drawn_groups = KN_OPTS_PROFILER | KN_OPTS_ALLOC | KN_OPTS_KIND | groups;
@@ -478,8 +485,8 @@ static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_
     /* Every sample: nothing is too narrow for a file, unless asked. A
      * diff's stacks are written by function unless lines are asked for:
      * the same line of two cells ("cell[3]:2", "cell[5]:2") is one stack. */
-    if (!strstr(opts->args, "minwidth=")) opts->tree.minwidth = 0;
-    if (baseline && !strstr(opts->args, "lines=")) opts->tree.lines = false;
+    if (!opts->minwidth_set) opts->tree.minwidth = 0;
+    if (baseline && !opts->lines_set) opts->tree.lines = false;
     text = folded_text(prof, baseline, root, opts, err, err_size);
     if (!text) goto out;
   } else {
@@ -767,7 +774,7 @@ int kn_profmagic_line(kn_prof_t *kp, const char *name, const char *args, char **
   }
   /* The flat report lists every function: nothing is too narrow to count,
    * unless the user said so. */
-  if (req.flat && !strstr(args, "minwidth=")) req.tree.minwidth = 0;
+  if (req.flat && !req.minwidth_set) req.tree.minwidth = 0;
   fl_tree_t *tree = fl_tree_build(kp->session, &req.tree, "all", err, err_size);
   if (!tree) goto out;
   char *summary = kn_prof_summary(kp->session);

@@ -59,7 +59,8 @@ typedef struct kn_profreq {
   bool weight_count, live;
   /* Which options were written (for defaults taken from a baseline, and
    * options that do not fit the kind of profile). */
-  bool delay_set, n_set, sample_rate_set, weight_set, live_set;
+  bool delay_set, n_set, sample_rate_set, weight_set, live_set, minwidth_set, lines_set;
+  size_t n_set_options; /* how many key=value options were written */
   /* Storage behind the pointers in tree and view. */
   char **pruned;
   char *filter;
