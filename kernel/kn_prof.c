@@ -306,6 +306,19 @@ static int map_buffer(const char *path, const char *what, void **map, size_t *by
   return 0;
 }
 
+/* Starts a conversion of pid's records (with maps_text when the process
+ * is gone): a symbolizer and a new profile of kind. Returns the profile,
+ * or NULL with err. */
+static fl_profile_t *conv_begin(conv_t *c, pid_t pid, const char *maps_text,
+                                fl_profile_kind_t kind, char *err, size_t err_size) {
+  c->sym = maps_text ? fl_symbolizer_new_from_maps(maps_text, err, err_size)
+                     : fl_symbolizer_new_from_pid(pid, err, err_size);
+  if (!c->sym) return NULL;
+  c->main_tid = pid;
+  c->prof = fl_profile_new(kind);
+  return c->prof;
+}
+
 /* Notes a thread seen in the records (for thread_index). */
 static void note_tid(conv_t *c, int tid, size_t *cap) {
   for (size_t i = 0; i < c->n_tids; i++)
@@ -366,12 +379,7 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
 
   if (map_buffer(p->buffer_path, "sample buffer", &map, &bytes, err, err_size) < 0) goto fail;
 
-  c.sym = maps_text ? fl_symbolizer_new_from_maps(maps_text, err, err_size)
-                    : fl_symbolizer_new_from_pid(pid, err, err_size);
-  if (!c.sym) goto fail;
-  c.main_tid = pid;
-  prof = fl_profile_new(FL_PROFILE_CPU);
-  c.prof = prof;
+  if (!(prof = conv_begin(&c, pid, maps_text, FL_PROFILE_CPU, err, err_size))) goto fail;
 
   /* Threads are numbered 1 (the cell's main thread), 2, 3, ... in the
    * order the system created them. */
@@ -434,11 +442,7 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
 
   if (map_buffer(p->allocs_path, "allocation buffer", &map, &bytes, err, err_size) < 0)
     goto fail;
-  c.sym = fl_symbolizer_new_from_pid(pid, err, err_size);
-  if (!c.sym) goto fail;
-  c.main_tid = pid;
-  prof = fl_profile_new(FL_PROFILE_ALLOC);
-  c.prof = prof;
+  if (!(prof = conv_begin(&c, pid, NULL, FL_PROFILE_ALLOC, err, err_size))) goto fail;
 
   size_t pos = 0, cap_tids = 0;
   fl_allocs_record_t rec;
