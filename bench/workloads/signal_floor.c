@@ -24,8 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "floor_loop.h"
+
 static volatile long hits;
-static volatile long iterations = 20000000;
 static int mode;
 
 static void on_trap(int sig, siginfo_t *si, void *uc) {
@@ -41,22 +42,6 @@ static void on_trap(int sig, siginfo_t *si, void *uc) {
   }
 }
 
-static double cpu_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-__attribute__((noinline)) static double work(long n) {
-  double z = 0;
-  for (long k = 0; k < n; k++) {
-    z += (double)k * 0.5;
-    __asm__ volatile("" : "+x"(z));
-  }
-  return z;
-}
-__attribute__((noinline)) static double deeper(long n) { return work(n) + 1; }
-__attribute__((noinline)) static double deepest(long n) { return deeper(n) + 1; }
 
 int main(int argc, char **argv) {
   if (argc != 3) {
@@ -90,22 +75,11 @@ int main(int argc, char **argv) {
     perror("perf_event_open");
     return 1;
   }
-  double best_on = 1e9, best_off = 1e9, sink = 0;
-  for (int r = 0; r < 30; r++) {
-    double t0 = cpu_now();
-    sink += deepest(iterations + r);
-    double t1 = cpu_now();
-    if (t1 - t0 < best_off) best_off = t1 - t0;
-    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-    t0 = cpu_now();
-    sink += deepest(iterations + 2 * r);
-    t1 = cpu_now();
-    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-    if (t1 - t0 < best_on) best_on = t1 - t0;
-  }
+  double best_on, best_off;
+  double sink = floor_measure(fd, &best_off, &best_on);
   printf("mode %d, period %ld ns: off %.4f s, on %.4f s, overhead %+.1f%%, %ld samples, "
          "%.1f us per sample (%g)\n",
          mode, period, best_off, best_on, 100 * (best_on / best_off - 1), hits,
-         (best_on - best_off) / ((double)hits / 30.0) * 1e6, sink);
+         (best_on - best_off) / ((double)hits / FLOOR_RUNS) * 1e6, sink);
   return 0;
 }

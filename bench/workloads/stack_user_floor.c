@@ -24,28 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile long iterations = 20000000;
+#include "floor_loop.h"
+
 static atomic_int done;
 static struct perf_event_mmap_page *meta;
 static size_t data_size;
 static uint64_t drained_bytes, drained_samples;
 
-static double cpu_now(clockid_t id) {
-  struct timespec t;
-  clock_gettime(id, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-__attribute__((noinline)) static double work(long n) {
-  double z = 0;
-  for (long k = 0; k < n; k++) {
-    z += (double)k * 0.5;
-    __asm__ volatile("" : "+x"(z));
-  }
-  return z;
-}
-__attribute__((noinline)) static double deeper(long n) { return work(n) + 1; }
-__attribute__((noinline)) static double deepest(long n) { return deeper(n) + 1; }
 
 /* Drains the ring buffer: reads each record's header (as a consumer that
  * copies the stack to a file would, minus the copy) and frees its space. */
@@ -100,19 +85,8 @@ int main(int argc, char **argv) {
   }
   pthread_t reader;
   pthread_create(&reader, NULL, drain, NULL);
-  double best_on = 1e9, best_off = 1e9, sink = 0;
-  for (int r = 0; r < 30; r++) {
-    double t0 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
-    sink += deepest(iterations + r);
-    double t1 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
-    if (t1 - t0 < best_off) best_off = t1 - t0;
-    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-    t0 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
-    sink += deepest(iterations + 2 * r);
-    t1 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
-    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-    if (t1 - t0 < best_on) best_on = t1 - t0;
-  }
+  double best_on, best_off;
+  double sink = floor_measure(fd, &best_off, &best_on);
   usleep(20000);
   atomic_store(&done, 1);
   pthread_join(reader, NULL);

@@ -1,0 +1,53 @@
+/* The loop and the on/off measurement shared by signal_floor.c and
+ * stack_user_floor.c: a 3-deep call chain around a floating-point loop,
+ * run RUNS times with a perf event off and RUNS times with it on,
+ * alternately, keeping the best CPU time of each (the calling thread's). */
+#ifndef FLOOR_LOOP_H
+#define FLOOR_LOOP_H
+
+#include <sys/ioctl.h>
+#include <linux/perf_event.h>
+#include <time.h>
+
+#define FLOOR_RUNS 30
+
+static volatile long floor_iterations = 20000000;
+
+static double floor_cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+__attribute__((noinline)) static double floor_work(long n) {
+  double z = 0;
+  for (long k = 0; k < n; k++) {
+    z += (double)k * 0.5;
+    __asm__ volatile("" : "+x"(z));
+  }
+  return z;
+}
+__attribute__((noinline)) static double floor_deeper(long n) { return floor_work(n) + 1; }
+__attribute__((noinline)) static double floor_deepest(long n) { return floor_deeper(n) + 1; }
+
+/* Best CPU seconds of the loop with the perf event fd off and on; returns
+ * the loops' sum (print it, so the loops are not optimized away). */
+static double floor_measure(int fd, double *best_off, double *best_on) {
+  double sink = 0;
+  *best_off = *best_on = 1e9;
+  for (int r = 0; r < FLOOR_RUNS; r++) {
+    double t0 = floor_cpu_now();
+    sink += floor_deepest(floor_iterations + r);
+    double t1 = floor_cpu_now();
+    if (t1 - t0 < *best_off) *best_off = t1 - t0;
+    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    t0 = floor_cpu_now();
+    sink += floor_deepest(floor_iterations + 2 * r);
+    t1 = floor_cpu_now();
+    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+    if (t1 - t0 < *best_on) *best_on = t1 - t0;
+  }
+  return sink;
+}
+
+#endif
