@@ -205,6 +205,8 @@ typedef struct conv {
   size_t cap;
   uint32_t incomplete; /* the "[incomplete stack]" frame, once made */
   bool have_incomplete;
+  uint32_t too_deep; /* the "[deeper than N frames]" frame, once made */
+  bool have_too_deep;
 } conv_t;
 
 static int thread_index(const conv_t *c, int tid) {
@@ -333,13 +335,25 @@ static void note_tid(conv_t *c, int tid, size_t *cap) {
 /* A record's stack, root first, into c->stack (room for max + 2 frames);
  * returns its length. When the unwinder stopped before the cell's entry,
  * the part it found hangs under a frame that says so, not as if it were
- * the cell. leaf_first is scratch room for max frames. */
-static size_t record_stack(conv_t *c, const uint64_t *pcs, size_t n_pcs, bool leaf_is_return,
-                           uint32_t *leaf_first, size_t max) {
+ * the cell: "[deeper than N frames]" when the recorder kept its limit of
+ * depth_limit frames (the leaf side of a deeper stack), "[incomplete
+ * stack]" when the unwinder found no caller (code without unwind
+ * information). leaf_first is scratch room for max frames. */
+static size_t record_stack(conv_t *c, const uint64_t *pcs, size_t n_pcs, size_t depth_limit,
+                           bool leaf_is_return, uint32_t *leaf_first, size_t max) {
   bool complete;
   size_t n = record_frames(c, pcs, n_pcs, leaf_is_return, leaf_first, max, &complete);
   size_t m = 0;
-  if (!complete) {
+  if (!complete && n_pcs >= depth_limit) {
+    if (!c->have_too_deep) {
+      char name[48];
+      snprintf(name, sizeof name, "[deeper than %zu frames]", depth_limit);
+      fl_frame_t fr = {.func = name};
+      c->too_deep = fl_profile_frame_id(c->prof, &fr);
+      c->have_too_deep = true;
+    }
+    c->stack[m++] = c->too_deep;
+  } else if (!complete) {
     if (!c->have_incomplete) {
       fl_frame_t fr = {.func = "[incomplete stack]"};
       c->incomplete = fl_profile_frame_id(c->prof, &fr);
@@ -394,7 +408,7 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
   c.stack = kn_xmalloc((max_frames + 1) * sizeof *c.stack);
   pos = 0;
   while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) {
-    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, false, leaf_first, max_frames);
+    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, FL_SAMPLER_MAX_DEPTH, false, leaf_first, max_frames);
     fl_profile_add_sample(prof, c.stack, m, rec.weight ? rec.weight : 1, 0,
                           thread_index(&c, rec.tid));
   }
@@ -477,7 +491,7 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
     uint64_t weight = run->weight_count ? allocs : est;
     if (weight == 0) continue; /* a 0-byte allocation weighs nothing */
 
-    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, true, leaf_first, max_frames);
+    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, FL_ALLOCS_MAX_DEPTH, true, leaf_first, max_frames);
     c.stack[m++] = alloc_frame[rec.kind];
     fl_profile_add_sample(prof, c.stack, m, weight, allocs, thread_index(&c, rec.tid));
   }

@@ -279,6 +279,30 @@ __attribute__((noinline)) double hrb(int d, unsigned s, long n) {
     check_spec(path)
 
 
+def test_stack_deeper_than_the_limit_says_so(kc):
+    """A recursion 1,500 deep: the sampler keeps the 512 frames on the leaf
+    side, and the graph puts them under a frame on the root that says the
+    stack was deeper, not under the cell as if the cell had called the
+    recursion's middle."""
+    ok(kc, r"""
+__attribute__((noinline)) double dleaf(long n) { double z = 0; for (long k = 0; k < n; k++) z += k * 0.25; return z; }
+__attribute__((noinline)) double ddeep(int d, long n) { return d == 0 ? dleaf(n) : ddeep(d - 1, n) + 1e-9; }""")
+    bundle, rows, _, _ = show(kc, "%%profview\nvolatile double ds = 0;\n"
+                                  "for (int i = 0; i < 200; i++) ds += ddeep(1500, PER_MS);",
+                              "deeper-than-limit")
+    index = by_id(rows)
+    marks = [r for r in rows if r["func"] == "[deeper than 512 frames]"]
+    assert len(marks) == 1 and marks[0]["depth"] == 1, marks
+    leaf = sum(r["count"] for r in rows if r["func"] == "dleaf")
+    under_mark = sum(r["count"] for r in rows if r["func"] == "dleaf"
+                     and any(a["func"] == "[deeper than 512 frames]" for a in ancestors(rows, r, index)))
+    assert leaf > 100 and under_mark == leaf, (leaf, under_mark)
+    # The leaf side is whole: dleaf on top of 511 frames of ddeep.
+    tip = max((r for r in rows if r["func"] == "dleaf"), key=lambda r: r["count"])
+    assert tip["depth"] == 1 + 512, tip["depth"]
+    assert not any(r["func"] == "[incomplete stack]" for r in rows)
+
+
 def test_empty_profile_says_how_long_it_ran_and_what_to_do(kc):
     reply, outputs = run(kc, "%%profview\nint x = 1;")
     assert reply["status"] == "ok", reply
