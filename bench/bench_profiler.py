@@ -33,12 +33,17 @@ noise of a shared machine falls on both sides alike.
             median over the rounds (quartiles for spread).
             Whole runs seconds apart are at the mercy of the machine's
             swings of speed (10-20% within a minute on these VMs, even
-            idle), so the same binary also runs with --chunks: one process
-            switches the profiler on and off around chunks of 0.1 s of the
-            work (cflame: fl_sampler_reset/start/stop, as per cell; perf:
-            perf record -D -1 --control, enable/disable), and each on chunk
-            is compared with its neighbouring off chunk. The target compares
-            these switching figures; the whole runs are shown next to them.
+            idle), so the same binary also runs with --chunks: one process,
+            run inside perf record, goes through rounds of three chunks of
+            0.1 s of the work, in rotating order: no profiler, cflame's
+            sampler (fl_sampler_reset/start/stop, as per cell) and perf
+            (perf record -D -1 --control, enable/disable). Each profiled
+            chunk is compared with its round's chunk with no profiler, and
+            cflame's with perf's of the same round: the median of those
+            differences, with its distribution-free 95% interval, says
+            whether cflame costs more than perf beyond the machine's noise.
+            The target compares these switching figures; the whole runs are
+            shown next to them.
 
   profview  %%profview's cost beyond the cell's own run time, through the
             real kernel (raw zmq, as bench_kernel.py). A setup cell defines
@@ -61,6 +66,7 @@ to --json.
 import argparse
 import datetime
 import json
+import math
 import os
 import pathlib
 import re
@@ -232,75 +238,127 @@ def bench_overhead(tools, runs, work_seconds, workdir, use_perf):
     return {"iters": iters, "iters_per_cpu_s": probe / cal, "variants": variants, "runs": raw}
 
 
-def run_chunked(tools, variant, pairs, iters, workdir):
-    """One process switching the profiler on and off around chunks of the
-    work (overhead_main --chunks)."""
+def run_chunked(tools, rate, rounds, iters, workdir, use_perf, dwarf=False):
+    """One process switching the profilers on and off around chunks of the
+    work (overhead_main --chunks): each round, a chunk with no profiler,
+    one under cflame's sampler at rate's interval, and one under perf
+    record -g at rate's frequency, in rotating order. With dwarf, a chunk
+    with no profiler and one under perf record --call-graph dwarf (perf's
+    complete stacks: 8 KiB of stack copied per sample, unwound afterwards),
+    for reference."""
     exe = str(tools["overhead"])
     env = dict(os.environ, TMPDIR=str(workdir))
-    if variant["kind"] == "cflame":
-        argv = [exe, "--chunks", str(pairs), str(iters), str(variant["interval_ns"])]
-    else:
+    argv = [exe, "--chunks", str(rounds), str(iters)]
+    if not dwarf:
+        argv += ["--cflame", str(rate["interval_ns"])]
+    if use_perf:
         ctl, ack = pathlib.Path(workdir) / "perf.ctl", pathlib.Path(workdir) / "perf.ack"
         for f in (ctl, ack):
             f.unlink(missing_ok=True)
             os.mkfifo(f)
         data = str(pathlib.Path(workdir) / "perf.data")
-        argv = ["perf", "record", "-F", str(variant["freq"]), "-g", "-D", "-1",
+        argv = ["perf", "record", "-F", str(rate["freq"]),
+                *(["--call-graph", "dwarf"] if dwarf else ["-g"]), "-D", "-1",
                 "--control", f"fifo:{ctl},{ack}", "-o", data, "--",
-                exe, "--chunks", str(pairs), str(iters), "--perf", str(ctl), str(ack)]
+                *argv, "--perf", str(ctl), str(ack)]
     r = subprocess.run(argv, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
     if r.returncode != 0:
         sys.exit(f"bench: {' '.join(argv)} failed ({r.returncode}):\n{r.stderr}")
     rec = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
-    if variant["kind"] == "perf":
+    if use_perf:
         m = PERF_SAMPLES.search(r.stderr)
         rec["perf_samples"] = int(m.group(1)) if m else None
         pathlib.Path(data).unlink(missing_ok=True)
     return rec
 
 
-def bench_chunked(tools, variants, processes, pairs, chunk_seconds, iters_per_s, workdir):
+CHUNK_RATES = [{"name": "1 ms", "interval_ns": 1_000_000, "freq": 1000},
+               {"name": "0.1 ms", "interval_ns": 100_000, "freq": 10000}]
+
+
+def bench_chunked(tools, processes, rounds, chunk_seconds, iters_per_s, workdir, use_perf):
     iters = max(1000, int(iters_per_s * chunk_seconds))
-    raw = {v["name"]: [] for v in variants}
+    raw = {r["name"]: [] for r in CHUNK_RATES}
+    dwarf = {r["name"]: [] for r in CHUNK_RATES}
     for i in range(processes):
-        order = variants if i % 2 == 0 else list(reversed(variants))
-        for v in order:
+        order = CHUNK_RATES if i % 2 == 0 else list(reversed(CHUNK_RATES))
+        for rate in order:
             time.sleep(SETTLE_S)
-            raw[v["name"]].append(run_chunked(tools, v, pairs, iters, workdir))
-    return {"iters": iters, "pairs": pairs, "processes": processes, "runs": raw}
+            raw[rate["name"]].append(run_chunked(tools, rate, rounds, iters, workdir, use_perf))
+            if use_perf:
+                time.sleep(SETTLE_S)
+                dwarf[rate["name"]].append(
+                    run_chunked(tools, rate, rounds, iters, workdir, use_perf, dwarf=True))
+    return {"iters": iters, "rounds": rounds, "processes": processes, "perf": use_perf,
+            "runs": raw, "dwarf_runs": dwarf if use_perf else None}
+
+
+def median_ci(xs, level=0.95):
+    """A distribution-free confidence interval for the median of xs: the
+    order statistics x(j) and x(n+1-j), j the largest with P(B < j) <=
+    (1-level)/2 for B ~ Binomial(n, 1/2). None when n is too small."""
+    xs = sorted(xs)
+    n = len(xs)
+    tail, cdf, j = (1 - level) / 2, 0.0, 0
+    while j < n:
+        nxt = cdf + math.comb(n, j) / 2 ** n
+        if nxt > tail:
+            break
+        cdf, j = nxt, j + 1
+    return (xs[j - 1], xs[n - j]) if j >= 1 else None
 
 
 def chunked_summary(res):
-    """Per variant: the on/off ratio of each pair of chunks, minus 1, pooled
-    over the processes; the first pair of each process (the profiler's
-    first samples: cold caches, perf's first frequency adjustment) is left
-    out of the median and reported apart."""
+    """Per rate: each round's chunks over its own chunk with no profiler,
+    minus 1, pooled over the processes, for cflame and for perf; and the
+    per-round difference cflame - perf, whose median and its 95% interval
+    say whether one costs more than the other. The first round of each
+    process (the profilers' first samples: cold caches, perf's first
+    frequency adjustment) is left out and cflame's is reported apart."""
     out = {}
     for name, recs in res["runs"].items():
-        paired = [on / off - 1 for r in recs
-                  for on, off in list(zip(r["on_cpu"], r["off_cpu"]))[1:]]
-        wall = [on / off - 1 for r in recs
-                for on, off in list(zip(r["on_wall"], r["off_wall"]))[1:]]
-        first = [r["on_cpu"][0] - statistics.median(r["off_cpu"]) for r in recs]
-        on_cpu = sum(sum(r["on_cpu"]) for r in recs)
-        if recs[0]["perf"]:
-            samples = sum(r.get("perf_samples") or 0 for r in recs)
-        else:
-            samples = sum(sum(r["on_samples"]) for r in recs)
-        off = statistics.median(x for r in recs for x in r["off_cpu"])
-        s = {"overhead": statistics.median(paired), "p25": quantile(paired, 0.25),
-             "p75": quantile(paired, 0.75), "min": min(paired), "max": max(paired),
-             "n": len(paired), "wall_overhead": statistics.median(wall),
-             "first_chunk_extra_cpu": statistics.median(first),
-             "chunk_cpu_off": off,
-             "rate_per_cpu_s": samples / on_cpu if on_cpu else None}
-        if s["rate_per_cpu_s"]:
-            s["cpu_per_sample"] = s["overhead"] / s["rate_per_cpu_s"]
+        rounds = [(r, i) for r in recs for i in range(1, len(r["off_cpu"]))]
+        s = {"n": len(rounds)}
+        for who in ("cflame", "perf"):
+            if f"{who}_cpu" not in recs[0]:
+                continue
+            ov = [r[f"{who}_cpu"][i] / r["off_cpu"][i] - 1 for r, i in rounds]
+            wall = [r[f"{who}_wall"][i] / r["off_wall"][i] - 1 for r, i in rounds]
+            on_cpu = sum(sum(r[f"{who}_cpu"]) for r in recs)
+            samples = (sum(sum(r["cflame_samples"]) for r in recs) if who == "cflame"
+                       else sum(r.get("perf_samples") or 0 for r in recs))
+            v = {"overhead": statistics.median(ov), "p25": quantile(ov, 0.25),
+                 "p75": quantile(ov, 0.75), "ci95": median_ci(ov),
+                 "wall_overhead": statistics.median(wall),
+                 "rate_per_cpu_s": samples / on_cpu if on_cpu else None}
+            if v["rate_per_cpu_s"]:
+                v["cpu_per_sample"] = v["overhead"] / v["rate_per_cpu_s"]
+            s[who] = v
+        s["chunk_cpu_off"] = statistics.median(x for r in recs for x in r["off_cpu"])
+        s["cflame"]["first_chunk_extra_cpu"] = statistics.median(
+            r["cflame_cpu"][0] - statistics.median(r["off_cpu"]) for r in recs)
+        if "perf" in s:
+            d = [(r["cflame_cpu"][i] - r["perf_cpu"][i]) / r["off_cpu"][i] for r, i in rounds]
+            s["minus_perf"] = {"median": statistics.median(d), "ci95": median_ci(d),
+                               "p25": quantile(d, 0.25), "p75": quantile(d, 0.75),
+                               "rounds_not_higher": sum(x <= 0 for x in d), "n": len(d)}
+        if res.get("dwarf_runs"):
+            drecs = res["dwarf_runs"][name]
+            ov = [r["perf_cpu"][i] / r["off_cpu"][i] - 1
+                  for r in drecs for i in range(1, len(r["off_cpu"]))]
+            on_cpu = sum(sum(r["perf_cpu"]) for r in drecs)
+            samples = sum(r.get("perf_samples") or 0 for r in drecs)
+            v = {"overhead": statistics.median(ov), "p25": quantile(ov, 0.25),
+                 "p75": quantile(ov, 0.75), "ci95": median_ci(ov),
+                 "wall_overhead": statistics.median(
+                     r["perf_wall"][i] / r["off_wall"][i] - 1
+                     for r in drecs for i in range(1, len(r["off_wall"]))),
+                 "rate_per_cpu_s": samples / on_cpu if on_cpu else None,
+                 "chunk_cpu_off": statistics.median(x for r in drecs for x in r["off_cpu"])}
+            if v["rate_per_cpu_s"]:
+                v["cpu_per_sample"] = v["overhead"] / v["rate_per_cpu_s"]
+            s["perf_dwarf"] = v
         out[name] = s
-    for c, p in (("cflame 1 ms", "perf -F 1000"), ("cflame 0.1 ms", "perf -F 10000")):
-        if c in out and p in out:
-            out[c]["ratio_to_perf"] = (out[c]["overhead"] / out[p]["overhead"]
-                                       if out[p]["overhead"] > 0 else None)
     return out
 
 
@@ -691,22 +749,42 @@ def print_table(res):
         ch = o["chunked"]
         cs = ch["summary"]
         print()
-        print(f"switching in one process: {ch['processes']} processes x {ch['pairs']} pairs of "
-              f"chunks of {ch['iters']} iterations, profiler on / off; overhead = median of "
-              f"on / off - 1 over {next(iter(cs.values()))['n']} pairs (p25..p75)")
-        print(f"{'variant':14s} {'off CPU s':>9s} {'overhead':>8s} {'p25..p75':>15s} "
-              f"{'wall':>8s} {'per CPU-s':>9s} {'us/smp':>6s} {'1st chunk':>9s} {'vs perf':>7s}")
-        for name, v in cs.items():
-            rate = f"{v['rate_per_cpu_s']:9.0f}" if v.get("rate_per_cpu_s") else ""
-            per = f"{v['cpu_per_sample'] * 1e6:6.1f}" if "cpu_per_sample" in v else ""
-            rp = f"{v['ratio_to_perf']:6.2f}x" if v.get("ratio_to_perf") else ""
-            print(f"{name:14s} {v['chunk_cpu_off']:9.3f} {pct(v['overhead']):>8s} "
-                  f"{pct(v['p25'])}..{pct(v['p75'])} {pct(v['wall_overhead']):>8s} {rate:>9s} "
-                  f"{per:>6s} {v['first_chunk_extra_cpu'] * 1000:7.1f}ms {rp:>7s}")
+        print(f"switching in one process: per interval, {ch['processes']} processes x "
+              f"{ch['rounds']} rounds of chunks of {ch['iters']} iterations, each round one "
+              f"chunk with no profiler, one under cflame, one under perf, in rotating order; "
+              f"overhead = median over {next(iter(cs.values()))['n']} rounds of chunk / the "
+              f"round's chunk with no profiler - 1 (p25..p75; 95% interval of the median)")
+        print(f"{'variant':16s} {'off CPU s':>9s} {'overhead':>8s} {'p25..p75':>15s} "
+              f"{'95% interval':>15s} {'wall':>8s} {'per CPU-s':>9s} {'us/smp':>6s} {'1st chunk':>9s}")
+        for rate in CHUNK_RATES:
+            c = cs[rate["name"]]
+            for who, label in (("cflame", f"cflame {rate['name']}"),
+                               ("perf", f"perf -F {rate['freq']}"),
+                               ("perf_dwarf", f"perf dwarf {rate['freq']}")):
+                if who not in c:
+                    continue
+                v = c[who]
+                r_ = f"{v['rate_per_cpu_s']:9.0f}" if v.get("rate_per_cpu_s") else ""
+                per = f"{v['cpu_per_sample'] * 1e6:6.1f}" if "cpu_per_sample" in v else ""
+                ci = f"{pct(v['ci95'][0])}..{pct(v['ci95'][1])}" if v["ci95"] else ""
+                first = (f"{v['first_chunk_extra_cpu'] * 1000:7.1f}ms"
+                         if "first_chunk_extra_cpu" in v else "")
+                print(f"{label:16s} {v.get('chunk_cpu_off', c['chunk_cpu_off']):9.3f} "
+                      f"{pct(v['overhead']):>8s} "
+                      f"{pct(v['p25'])}..{pct(v['p75'])} {ci:>15s} {pct(v['wall_overhead']):>8s} "
+                      f"{r_:>9s} {per:>6s} {first:>9s}")
+            if "minus_perf" in c:
+                d = c["minus_perf"]
+                ci = (f", 95% interval {d['ci95'][0] * 100:+.1f}..{d['ci95'][1] * 100:+.1f}"
+                      if d["ci95"] else "")
+                print(f"  cflame {rate['name']} minus perf, the same round: median "
+                      f"{d['median'] * 100:+.1f} points{ci} (p25..p75 {d['p25'] * 100:+.1f}.."
+                      f"{d['p75'] * 100:+.1f}); not higher in {d['rounds_not_higher']} of "
+                      f"{d['n']} rounds")
         for name, v in s.items():
             if "minus_perf" in v:
                 d = v["minus_perf"]
-                print(f"  {name} minus perf at the same rate, per round: median "
+                print(f"  whole runs, {name} minus perf at the same rate, per round: median "
                       f"{d['median'] * 100:+.1f} points ({d['min'] * 100:+.1f}..{d['max'] * 100:+.1f}); "
                       f"not higher in {d['rounds_not_higher']} of {d['n']} rounds")
         for name, v in s.items():
@@ -772,11 +850,12 @@ def main():
     ap.add_argument("--work-seconds", type=float, default=1.0,
                     help="CPU seconds of the overhead workload (1.0)")
     ap.add_argument("--chunk-pairs", type=int, default=30,
-                    help="on/off pairs of chunks in each switching process (30)")
+                    help="rounds of chunks (no profiler, cflame, perf) in each switching "
+                         "process, and on/off pairs in each of the worker's switching cells (30)")
     ap.add_argument("--chunk-seconds", type=float, default=0.1,
                     help="CPU seconds of each chunk (0.1)")
     ap.add_argument("--chunk-processes", type=int, default=2,
-                    help="switching processes per profiler variant (2)")
+                    help="switching processes per interval (2)")
     ap.add_argument("--worker-chunk-rounds", type=int, default=2,
                     help="cells switching the sampler inside the real worker, per interval (2)")
     ap.add_argument("--profview-runs", type=int, default=6,
@@ -807,28 +886,32 @@ def main():
             o = bench_overhead(tools, args.runs, args.work_seconds, workdir,
                                res["perf"]["available"])
             o["summary"] = overhead_summary(o)
-            profiled = [v for v in o["variants"] if v["kind"] != "plain"]
-            ch = bench_chunked(tools, profiled, args.chunk_processes, args.chunk_pairs,
-                               args.chunk_seconds, o["iters_per_cpu_s"], workdir)
+            ch = bench_chunked(tools, args.chunk_processes, args.chunk_pairs, args.chunk_seconds,
+                               o["iters_per_cpu_s"], workdir, res["perf"]["available"])
             ch["summary"] = chunked_summary(ch)
             o["chunked"] = ch
             res["overhead"] = o
             s, cs = o["summary"], ch["summary"]
-            for ms_, freq in (("1 ms", 1000), ("0.1 ms", 10000)):
-                cn, pn = f"cflame {ms_}", f"perf -F {freq}"
-                c, cw = cs[cn]["overhead"], s[cn]["work_cpu"]["overhead"]
-                what = f"sampler overhead at {ms_} vs perf record -g -F {freq}"
-                if pn in cs:
-                    p, pw = cs[pn]["overhead"], s[pn]["work_cpu"]["overhead"]
+            for rate in CHUNK_RATES:
+                c = cs[rate["name"]]
+                cw = s[f"cflame {rate['name']}"]["work_cpu"]["overhead"]
+                what = f"sampler overhead at {rate['name']} vs perf record -g -F {rate['freq']}"
+                if "minus_perf" in c:
+                    d = c["minus_perf"]
+                    pw = s[f"perf -F {rate['freq']}"]["work_cpu"]["overhead"]
+                    ci = d["ci95"]
                     res["targets"].append({
                         "what": what,
-                        "value": f"{c * 100:+.1f}% vs {p * 100:+.1f}% (whole runs "
-                                 f"{cw * 100:+.1f}% vs {pw * 100:+.1f}%)",
-                        "target": "no higher than perf", "met": c <= p})
+                        "value": f"{c['cflame']['overhead'] * 100:+.1f}% vs "
+                                 f"{c['perf']['overhead'] * 100:+.1f}%, difference "
+                                 f"{d['median'] * 100:+.1f} points"
+                                 + (f" (95% {ci[0] * 100:+.1f}..{ci[1] * 100:+.1f})" if ci else "")
+                                 + f"; whole runs {cw * 100:+.1f}% vs {pw * 100:+.1f}%",
+                        "target": "no higher than perf", "met": d["median"] <= 0})
                 else:
                     res["targets"].append({
-                        "what": what, "value": f"{c * 100:+.1f}%; perf unavailable: "
-                                               f"{res['perf'].get('reason')}",
+                        "what": what, "value": f"{c['cflame']['overhead'] * 100:+.1f}%; perf "
+                                               f"unavailable: {res['perf'].get('reason')}",
                         "target": "no higher than perf", "met": None})
         if args.only in (None, "profview"):
             configs = [{"delay": 0.0001, "runs": args.profview_runs}]

@@ -27,7 +27,7 @@
  * Intervals are drawn uniformly from [0.75, 1.25] x interval (a per-thread
  * xorshift generator), so a workload whose period is a multiple of the
  * interval is not aliased: a perf event gets a new period at one sample in
- * 32 at random (PERF_EVENT_IOC_PERIOD; see sample_handler), a one-shot
+ * PERIOD_EVERY at random (PERF_EVENT_IOC_PERIOD; see sample_handler), a one-shot
  * CPU timer a new expiry at every sample. CFLAME_SAMPLER_SOURCE=perf-async
  * or =timer in the environment forces the second or third kind (for tests).
  *
@@ -124,6 +124,9 @@
 #define HANDLER_FRAMES 16
 /* On a perf event, one record in CLOCK_EVERY reads the thread's CPU clock. */
 #define CLOCK_EVERY 8
+/* On a perf event, one record in PERIOD_EVERY (a power of 2) draws a new
+ * period. */
+#define PERIOD_EVERY 256
 #define MIN_INTERVAL_NS 10000 /* the kernel's floor for task-clock periods */
 
 /* The kernel's siginfo for TRAP_PERF carries si_perf_data right after
@@ -405,15 +408,17 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
   int64_t now = measure ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
   /* A perf event keeps its period (its hrtimer is forwarded from its last
    * expiry, so the handler's own time does not stretch it); a new one is
-   * drawn for one sample in 32 at random, as PERF_EVENT_IOC_PERIOD
-   * restarts the hrtimer, which costs about 15 us on a virtual machine,
-   * most of a signal. Runs of equal periods between random ones de-alias
-   * as well as a new period for every sample (the phase still walks at
-   * random; simulated: the same spread of a 1:3 split's estimate whether
-   * the workload's period is 1/3, 1/2, 1, 1.1 or 2 intervals).
+   * drawn for one sample in PERIOD_EVERY at random, as PERF_EVENT_IOC_PERIOD
+   * restarts the hrtimer, which costs about 20 us on a virtual machine,
+   * more than a signal. Runs of equal periods between random ones de-alias
+   * as well as a new period for every sample: within a run the workload's
+   * phase walks by the period modulo the workload's period (simulated by
+   * bench/alias_sim.py: the same spread of a 1:3 split's estimate for
+   * runs of 1, 32, 128 and 256 samples, whether the workload's period is
+   * 1/3, 1/2, 1, 1.1, 2 or 4 intervals).
    * The one-shot CPU timer is re-armed every time. */
   if (sl->perf_fd >= 0) {
-    if ((fl__rng_next(&sl->rng) & 31) == 0) perf_set_period(sl->perf_fd, next_period(sl));
+    if ((fl__rng_next(&sl->rng) & (PERIOD_EVERY - 1)) == 0) perf_set_period(sl->perf_fd, next_period(sl));
   } else if (sl->has_timer) {
     timer_set_once(sl->timer, next_period(sl));
   }

@@ -5,11 +5,12 @@
  *   overhead_main ITERS INTERVAL_NS     under fl_sampler, as cflame's worker
  *                                       runs a %%profview cell
  *
- *   overhead_main --chunks N ITERS INTERVAL_NS
- *   overhead_main --chunks N ITERS --perf CTL_FIFO ACK_FIFO
- *                                       N pairs of chunks of ITERS each, one
- *                                       with the profiler on and one with it
- *                                       off, the order swapped every pair
+ *   overhead_main --chunks N ITERS [--cflame INTERVAL_NS] [--perf CTL ACK]
+ *                                       N rounds of chunks of ITERS each:
+ *                                       one with no profiler, one under
+ *                                       cflame's sampler, one under perf
+ *                                       (run inside perf record --control
+ *                                       fifo:CTL,ACK), in rotating order
  *
  * The sampled run does what the worker does (kernel/worker/kw_main.c): the
  * sample buffer is a file mapped shared (created here, in $TMPDIR),
@@ -25,13 +26,14 @@
  * itself (from just before start to just after stop), and the sampler's
  * samples, dropped samples and timer source.
  *
- * With --chunks, the profiler is switched on and off around chunks of the
- * work inside one process, so that on and off run a fraction of a second
- * apart and a shared machine's slow swings of speed fall on both alike.
- * cflame's chunks are timed with fl_sampler_reset/start/stop inside (a
- * cell's run). perf's (perf record -D -1 --control fifo:CTL,ACK) are timed
- * after perf acknowledged "enable" and before "disable" is sent. Printed
- * per chunk: CPU and wall time, on and off, and cflame's samples. */
+ * With --chunks, the profilers are switched on and off around chunks of
+ * the work inside one process, so that the chunks of a round run a
+ * fraction of a second apart and a shared machine's slow swings of speed
+ * fall on all alike. cflame's chunks are timed with fl_sampler_reset/
+ * start/stop inside (a cell's run). perf's (perf record -D -1 --control
+ * fifo:CTL,ACK) are timed after perf acknowledged "enable" and before
+ * "disable" is sent. Printed per variant and round: CPU and wall time; and
+ * cflame's samples. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdbool.h>
@@ -97,36 +99,62 @@ static void print_array(const char *name, const double *v, int n) {
   printf("]");
 }
 
+/* The variants a switching process rotates through, each round: the work
+ * with no profiler, under cflame's sampler, under perf. */
+enum { OFF, CFLAME, PERF, N_VARIANTS };
+static const char *const variant_names[N_VARIANTS] = {"off", "cflame", "perf"};
+
 static int run_chunks(int argc, char **argv) {
-  if (argc < 5) {
-    fprintf(stderr, "usage: %s --chunks N ITERS (INTERVAL_NS | --perf CTL ACK)\n", argv[0]);
+  const char *usage = "usage: %s --chunks N ITERS [--cflame INTERVAL_NS] [--perf CTL ACK]\n";
+  if (argc < 4) {
+    fprintf(stderr, usage, argv[0]);
     return 2;
   }
   int n = atoi(argv[2]);
   long iters = atol(argv[3]);
-  bool perf = !strcmp(argv[4], "--perf");
-  uint64_t interval = perf ? 0 : strtoull(argv[4], NULL, 10);
+  uint64_t interval = 0;
+  bool used[N_VARIANTS] = {true, false, false};
+  for (int a = 4; a < argc; a++) {
+    if (!strcmp(argv[a], "--cflame") && a + 1 < argc) {
+      interval = strtoull(argv[++a], NULL, 10);
+      used[CFLAME] = true;
+    } else if (!strcmp(argv[a], "--perf") && a + 2 < argc) {
+      if ((ctl_fd = open(argv[a + 1], O_WRONLY)) < 0 || (ack_fd = open(argv[a + 2], O_RDONLY)) < 0) {
+        perror("perf control fifos");
+        return 1;
+      }
+      used[PERF] = true;
+      a += 2;
+    } else {
+      fprintf(stderr, usage, argv[0]);
+      return 2;
+    }
+  }
+  if (n < 1 || iters < 1 || (!used[CFLAME] && !used[PERF])) {
+    fprintf(stderr, usage, argv[0]);
+    return 2;
+  }
+  int order[N_VARIANTS], k = 0;
+  for (int v = 0; v < N_VARIANTS; v++)
+    if (used[v]) order[k++] = v;
   char path[4096] = "", err[256];
   size_t bytes = 0;
-  void *map = NULL;
-  if (perf) {
-    if (argc < 7 || (ctl_fd = open(argv[5], O_WRONLY)) < 0 || (ack_fd = open(argv[6], O_RDONLY)) < 0) {
-      perror("perf control fifos");
-      return 1;
-    }
-  } else {
-    map = map_buffer(path, sizeof path, &bytes);
+  void *map = used[CFLAME] ? map_buffer(path, sizeof path, &bytes) : NULL;
+  double *cpu[N_VARIANTS], *wall[N_VARIANTS];
+  for (int v = 0; v < N_VARIANTS; v++) {
+    cpu[v] = calloc((size_t)n, sizeof(double));
+    wall[v] = calloc((size_t)n, sizeof(double));
   }
-  double *on_cpu = calloc((size_t)n, sizeof(double)), *off_cpu = calloc((size_t)n, sizeof(double));
-  double *on_wall = calloc((size_t)n, sizeof(double)), *off_wall = calloc((size_t)n, sizeof(double));
-  double *on_samples = calloc((size_t)n, sizeof(double));
+  double *samples = calloc((size_t)n, sizeof(double));
   uint64_t result = 0;
   for (int i = 0; i < n; i++) {
-    for (int half = 0; half < 2; half++) {
-      bool on = (half == 0) == (i % 2 == 0);
-      if (on && perf) perf_ctl("enable\n");
+    /* Round i starts its rotation at variant i % k, so that none always
+     * follows the same one. */
+    for (int j = 0; j < k; j++) {
+      int v = order[(i + j) % k];
+      if (v == PERF) perf_ctl("enable\n");
       int64_t w0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
-      if (on && !perf) {
+      if (v == CFLAME) {
         fl_sampler_reset();
         if (fl_sampler_start(interval, 1, err, sizeof err) < 0) {
           fprintf(stderr, "fl_sampler_start: %s\n", err);
@@ -134,24 +162,27 @@ static int run_chunks(int argc, char **argv) {
         }
       }
       result += deepstack_run(iters);
-      uint64_t samples = on && !perf ? fl_sampler_stop() : 0;
+      if (v == CFLAME) samples[i] = (double)fl_sampler_stop();
       int64_t c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID), w1 = now_ns(CLOCK_MONOTONIC);
-      if (on && perf) perf_ctl("disable\n");
-      (on ? on_cpu : off_cpu)[i] = (double)(c1 - c0) / 1e9;
-      (on ? on_wall : off_wall)[i] = (double)(w1 - w0) / 1e9;
-      if (on) on_samples[i] = (double)samples;
+      if (v == PERF) perf_ctl("disable\n");
+      cpu[v][i] = (double)(c1 - c0) / 1e9;
+      wall[v][i] = (double)(w1 - w0) / 1e9;
     }
   }
   const fl_sampler_header_t *h = map;
-  printf("{\"chunks\": %d, \"iters\": %ld, \"interval_ns\": %llu, \"perf\": %s, "
-         "\"result\": \"%016llx\", \"dropped\": %llu",
-         n, iters, (unsigned long long)interval, perf ? "true" : "false",
-         (unsigned long long)result, (unsigned long long)(h ? h->dropped : 0));
-  print_array("on_cpu", on_cpu, n);
-  print_array("off_cpu", off_cpu, n);
-  print_array("on_wall", on_wall, n);
-  print_array("off_wall", off_wall, n);
-  print_array("on_samples", on_samples, n);
+  printf("{\"chunks\": %d, \"iters\": %ld, \"interval_ns\": %llu, \"result\": \"%016llx\", "
+         "\"dropped\": %llu",
+         n, iters, (unsigned long long)interval, (unsigned long long)result,
+         (unsigned long long)(h ? h->dropped : 0));
+  for (int v = 0; v < N_VARIANTS; v++) {
+    if (!used[v]) continue;
+    char name[32];
+    snprintf(name, sizeof name, "%s_cpu", variant_names[v]);
+    print_array(name, cpu[v], n);
+    snprintf(name, sizeof name, "%s_wall", variant_names[v]);
+    print_array(name, wall[v], n);
+  }
+  if (used[CFLAME]) print_array("cflame_samples", samples, n);
   printf("}\n");
   if (map) munmap(map, bytes);
   if (*path) unlink(path);
