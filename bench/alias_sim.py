@@ -3,7 +3,7 @@
 
 A workload repeats a loop of period k intervals, the first quarter in a()
 and the rest in b(). The sampler fires after periods drawn uniformly from
-[0.75, 1.25] x interval, keeping each period for a run of R samples on
+[0.75, 1.25] x interval (see --spread), keeping each period for a run of R samples on
 average (a new one at one sample in R, at random), as the perf-event timer
 does with PERIOD_EVERY = R. The estimate of b's share is the fraction of
 samples that land in b. Printed per R and k: the estimate's bias and spread
@@ -11,19 +11,22 @@ samples that land in b. Printed per R and k: the estimate's bias and spread
 independent samples. Equal spreads for every R mean that runs of equal
 periods de-alias as well as a new period for every sample.
 
-  /usr/bin/python3 bench/alias_sim.py [--trials 400]
+  /usr/bin/python3 bench/alias_sim.py [--trials 400] [--spread 0.25]
+
+--spread s draws periods from [1 - s, 1 + s] x interval instead (the
+sampler's is 0.25), to see what a narrower jitter would cost.
 """
 import argparse
 
 import numpy as np
 
 
-def estimate(rng, n, run, k, trials):
+def estimate(rng, n, run, k, trials, spread):
     shares = []
     for _ in range(trials):
         change = rng.random(n) < 1.0 / run
         change[0] = True
-        drawn = rng.uniform(0.75, 1.25, n)
+        drawn = rng.uniform(1 - spread, 1 + spread, n)
         last = np.maximum.accumulate(np.where(change, np.arange(n), 0))
         t = np.cumsum(drawn[last]) + rng.random() * k
         shares.append(np.mean((t % k) / k >= 0.25))
@@ -35,6 +38,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--spread", type=float, default=0.25)
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     ks = (1 / 3, 0.5, 1, 1.1, 2, 4)
@@ -42,7 +46,7 @@ def main():
         print(f"{n} samples: independent samples' spread {np.sqrt(.75 * .25 / n) * 100:.2f} points")
         print("  run R  " + "  ".join(f"{'k=' + format(k, '.2f'):>13s}" for k in ks))
         for run in (1, 32, 128, 256):
-            cells = [estimate(rng, n, run, k, args.trials) for k in ks]
+            cells = [estimate(rng, n, run, k, args.trials, args.spread) for k in ks]
             print(f"  {run:5d}  " + "  ".join(f"{b:+6.2f}±{s:5.2f}" for b, s in cells))
 
 
