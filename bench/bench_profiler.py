@@ -835,6 +835,9 @@ def print_table(res):
             print(f"    kernel functions on the buffer ({st['records']} records, {st['pcs']} "
                   f"addresses, {st['tree_nodes']} tree nodes), medians of {st['repeats']}:")
             print("     " + ", ".join(f"{n} {v * 1000:.1f}" for n, v in t.items()) + " ms")
+            if "collect_first_s" in st:
+                print(f"     the first collect (the session's symbolizer new, not refreshed): "
+                      f"{st['collect_first_s'] * 1000:.1f} ms")
         elif st:
             print(f"    stages: {st.get('error')}")
     print()

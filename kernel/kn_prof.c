@@ -58,6 +58,7 @@ void kn_prof_destroy(kn_prof_t **pp) {
     fl_profile_destroy(&p->baselines[i].prof);
   }
   free(p->baselines);
+  fl_symbolizer_destroy(&p->sym);
   free(p);
   *pp = NULL;
 }
@@ -198,6 +199,7 @@ static const char *plain_name(const char *func) {
 typedef struct conv {
   fl_profile_t *prof;
   fl_symbolizer_t *sym;
+  bool owns_sym; /* sym is this conversion's own, not the session's */
   int *tids;
   size_t n_tids;
   pid_t main_tid;
@@ -207,7 +209,21 @@ typedef struct conv {
   bool have_incomplete;
   uint32_t too_deep; /* the "[deeper than N frames]" frame, once made */
   bool have_too_deep;
+  /* What each address came to (pc_frames), for the next record that has
+   * it: a buffer of 10^4 records holds a few hundred distinct addresses. */
+  struct pc_seen *seen; /* open addressing, capacity seen_mask + 1 */
+  size_t seen_mask, n_seen;
+  uint32_t *seen_ids; /* the frame ids, seen[i].first onwards */
+  size_t n_seen_ids, cap_seen_ids;
 } conv_t;
+
+typedef struct pc_seen {
+  uint64_t key; /* pc << 1 | is_return_address */
+  uint32_t first;
+  uint8_t count;
+  bool used;
+  bool stop; /* the stack ends at this address (pc_frames) */
+} pc_seen_t;
 
 static int thread_index(const conv_t *c, int tid) {
   if (tid == c->main_tid) return 1;
@@ -225,6 +241,99 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+#define PC_FRAMES_MAX 16
+
+/* The frame ids of one address, innermost first (several when code is
+ * inlined there), into ids; returns how many. *stop is set when the stack
+ * ends here: at the kernel's machinery (the worker's own code, left out)
+ * or at the cell's entry (the cell's own statements, the root's child,
+ * kept). */
+static size_t pc_frames(conv_t *c, uint64_t pc, bool is_return, uint32_t *ids, bool *stop) {
+  fl_frame_info_t info[PC_FRAMES_MAX];
+  int k = fl_symbolizer_lookup(c->sym, pc, is_return, info, PC_FRAMES_MAX);
+  size_t n = 0;
+  *stop = false;
+  for (int j = 0; j < k; j++) {
+    const fl_frame_info_t *f = &info[j];
+    const char *mod_base = base_name(f->module);
+    /* The worker's own code is the kernel's machinery, where the stack
+     * is cut; but for its allocator entry points (kw_alloc.c), which are
+     * the allocator as the cell sees it. */
+    if (mod_base && !strcmp(mod_base, "cflame-worker") &&
+        !(f->func && is_allocator_func(f->func))) {
+      *stop = true;
+      return n;
+    }
+    int cell = cell_of_module(f->module);
+    char cellname[32] = "";
+    if (cell) snprintf(cellname, sizeof cellname, "cell[%d]", cell);
+    fl_frame_t fr = {0};
+    const char *func = f->func ? plain_name(f->func) : "[unknown]";
+    bool entry = cell && f->func && !strncmp(f->func, "cflame_run_", 11);
+    fr.func = entry ? "top-level scope" : func;
+    fr.file = f->file;
+    fr.line = f->line;
+    /* Code the kernel generated around the cell's statements (the entry
+     * function's own prologue, OpenMP's wait in it) is the cell's, at no
+     * particular line. */
+    if (cell && f->file && !strncmp(f->file, "<cflame cell", 12)) {
+      fr.file = cellname;
+      fr.line = 0;
+    }
+    fr.module = cell ? cellname : mod_base;
+    if (mod_base && !strcmp(mod_base, "cflame-worker")) fr.module = "cflame allocator";
+    fr.addr = pc - f->module_base;
+    if (cell)
+      fr.flags = FL_FRAME_CELL | FL_FRAME_REPL;
+    else if (is_allocator_func(func) || is_sanitizer_allocator(mod_base, func))
+      fr.flags = FL_FRAME_ALLOC;
+    else if (is_system_module(f->module))
+      fr.flags = FL_FRAME_SYSTEM;
+    if (f->inlined) fr.flags |= FL_FRAME_INLINED;
+    ids[n++] = fl_profile_frame_id(c->prof, &fr);
+    if (entry) {
+      *stop = true;
+      return n;
+    }
+  }
+  return n;
+}
+
+/* pc_frames of (pc, is_return), from c->seen when an earlier record had
+ * the address. */
+static const pc_seen_t *pc_frames_seen(conv_t *c, uint64_t pc, bool is_return) {
+  if ((c->n_seen + 1) * 2 > c->seen_mask + 1) {
+    size_t cap = c->seen_mask ? (c->seen_mask + 1) * 2 : 1024;
+    pc_seen_t *grown = kn_xcalloc(cap, sizeof *grown);
+    for (size_t i = 0; c->seen_mask && i <= c->seen_mask; i++) {
+      if (!c->seen[i].used) continue;
+      size_t h = (size_t)(c->seen[i].key * 0x9e3779b97f4a7c15u >> 20) & (cap - 1);
+      while (grown[h].used) h = (h + 1) & (cap - 1);
+      grown[h] = c->seen[i];
+    }
+    free(c->seen);
+    c->seen = grown;
+    c->seen_mask = cap - 1;
+  }
+  uint64_t key = pc << 1 | is_return;
+  size_t h = (size_t)(key * 0x9e3779b97f4a7c15u >> 20) & c->seen_mask;
+  while (c->seen[h].used && c->seen[h].key != key) h = (h + 1) & c->seen_mask;
+  pc_seen_t *e = &c->seen[h];
+  if (!e->used) {
+    if (c->n_seen_ids + PC_FRAMES_MAX > c->cap_seen_ids) {
+      c->cap_seen_ids = (c->cap_seen_ids + PC_FRAMES_MAX) * 2;
+      c->seen_ids = kn_xrealloc(c->seen_ids, c->cap_seen_ids * sizeof *c->seen_ids);
+    }
+    bool stop;
+    size_t n = pc_frames(c, pc, is_return, c->seen_ids + c->n_seen_ids, &stop);
+    *e = (pc_seen_t){
+        .key = key, .first = (uint32_t)c->n_seen_ids, .count = (uint8_t)n, .used = true, .stop = stop};
+    c->n_seen_ids += n;
+    c->n_seen++;
+  }
+  return e;
+}
+
 /* Frame ids of one record's addresses (leaf first; with leaf_is_return
  * the leaf too is a return address), leaf first, into ids; returns how
  * many, with *complete set when the stack reached the kernel's machinery
@@ -234,51 +343,12 @@ static size_t record_frames(conv_t *c, const uint64_t *pcs, size_t n_pcs, bool l
   size_t n = 0;
   *complete = false;
   for (size_t i = 0; i < n_pcs && n < max; i++) {
-    fl_frame_info_t info[16];
-    int k = fl_symbolizer_lookup(c->sym, pcs[i], i > 0 || leaf_is_return, info, 16);
-    for (int j = 0; j < k && n < max; j++) {
-      const fl_frame_info_t *f = &info[j];
-      const char *mod_base = base_name(f->module);
-      /* The worker's own code is the kernel's machinery, where the stack
-       * is cut; but for its allocator entry points (kw_alloc.c), which are
-       * the allocator as the cell sees it. */
-      if (mod_base && !strcmp(mod_base, "cflame-worker") &&
-          !(f->func && is_allocator_func(f->func))) {
-        *complete = true;
-        return n;
-      }
-      int cell = cell_of_module(f->module);
-      char cellname[32] = "";
-      if (cell) snprintf(cellname, sizeof cellname, "cell[%d]", cell);
-      fl_frame_t fr = {0};
-      const char *func = f->func ? plain_name(f->func) : "[unknown]";
-      bool entry = cell && f->func && !strncmp(f->func, "cflame_run_", 11);
-      fr.func = entry ? "top-level scope" : func;
-      fr.file = f->file;
-      fr.line = f->line;
-      /* Code the kernel generated around the cell's statements (the entry
-       * function's own prologue, OpenMP's wait in it) is the cell's, at no
-       * particular line. */
-      if (cell && f->file && !strncmp(f->file, "<cflame cell", 12)) {
-        fr.file = cellname;
-        fr.line = 0;
-      }
-      fr.module = cell ? cellname : mod_base;
-      if (mod_base && !strcmp(mod_base, "cflame-worker")) fr.module = "cflame allocator";
-      fr.addr = pcs[i] - f->module_base;
-      if (cell)
-        fr.flags = FL_FRAME_CELL | FL_FRAME_REPL;
-      else if (is_allocator_func(func) || is_sanitizer_allocator(mod_base, func))
-        fr.flags = FL_FRAME_ALLOC;
-      else if (is_system_module(f->module))
-        fr.flags = FL_FRAME_SYSTEM;
-      if (f->inlined) fr.flags |= FL_FRAME_INLINED;
-      ids[n++] = fl_profile_frame_id(c->prof, &fr);
-      if (entry) {
-        /* The cell's own statements: the root's child. */
-        *complete = true;
-        return n;
-      }
+    const pc_seen_t *e = pc_frames_seen(c, pcs[i], i > 0 || leaf_is_return);
+    size_t j = 0;
+    for (; j < e->count && n < max; j++) ids[n++] = c->seen_ids[e->first + j];
+    if (e->stop && j == e->count) {
+      *complete = true;
+      return n;
     }
   }
   return n;
@@ -309,12 +379,20 @@ static int map_buffer(const char *path, const char *what, void **map, size_t *by
 }
 
 /* Starts a conversion of pid's records (with maps_text when the process
- * is gone): a symbolizer and a new profile of kind. Returns the profile,
- * or NULL with err. */
-static fl_profile_t *conv_begin(conv_t *c, pid_t pid, const char *maps_text,
+ * is gone): a symbolizer and a new profile of kind. A live worker's
+ * symbolizer is p's, refreshed; a dead one's is the conversion's own.
+ * Returns the profile, or NULL with err. */
+static fl_profile_t *conv_begin(conv_t *c, kn_prof_t *p, pid_t pid, const char *maps_text,
                                 fl_profile_kind_t kind, char *err, size_t err_size) {
-  c->sym = maps_text ? fl_symbolizer_new_from_maps(maps_text, err, err_size)
-                     : fl_symbolizer_new_from_pid(pid, err, err_size);
+  if (maps_text) {
+    c->sym = fl_symbolizer_new_from_maps(maps_text, err, err_size);
+    c->owns_sym = true;
+  } else {
+    if (p->sym && fl_symbolizer_refresh_from_pid(p->sym, pid, err, err_size) < 0)
+      fl_symbolizer_destroy(&p->sym);
+    if (!p->sym) p->sym = fl_symbolizer_new_from_pid(pid, err, err_size);
+    c->sym = p->sym;
+  }
   if (!c->sym) return NULL;
   c->main_tid = pid;
   c->prof = fl_profile_new(kind);
@@ -376,9 +454,11 @@ static void note_run(fl_profile_info_t *info, uint64_t dropped, double cpu_secon
 }
 
 static void conv_free(conv_t *c, uint32_t *leaf_first, void *map, size_t bytes) {
-  if (c->sym) fl_symbolizer_destroy(&c->sym);
+  if (c->owns_sym) fl_symbolizer_destroy(&c->sym);
   free(c->tids);
   free(c->stack);
+  free(c->seen);
+  free(c->seen_ids);
   free(leaf_first);
   if (map != MAP_FAILED) munmap(map, bytes);
 }
@@ -393,7 +473,7 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
 
   if (map_buffer(p->buffer_path, "sample buffer", &map, &bytes, err, err_size) < 0) goto fail;
 
-  if (!(prof = conv_begin(&c, pid, maps_text, FL_PROFILE_CPU, err, err_size))) goto fail;
+  if (!(prof = conv_begin(&c, p, pid, maps_text, FL_PROFILE_CPU, err, err_size))) goto fail;
 
   /* Threads are numbered 1 (the cell's main thread), 2, 3, ... in the
    * order the system created them. */
@@ -456,7 +536,7 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
 
   if (map_buffer(p->allocs_path, "allocation buffer", &map, &bytes, err, err_size) < 0)
     goto fail;
-  if (!(prof = conv_begin(&c, pid, NULL, FL_PROFILE_ALLOC, err, err_size))) goto fail;
+  if (!(prof = conv_begin(&c, p, pid, NULL, FL_PROFILE_ALLOC, err, err_size))) goto fail;
 
   size_t pos = 0, cap_tids = 0;
   fl_allocs_record_t rec;

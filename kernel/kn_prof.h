@@ -24,6 +24,7 @@
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_render.h"
+#include "cflame/fl_symbol.h"
 #include "cflame/fl_tree.h"
 
 #define KN_PROF_DEFAULT_DELAY_NS 1000000ull
@@ -51,6 +52,10 @@ typedef struct kn_prof {
   json_t *last_bundle;
   kn_baseline_t *baselines;
   size_t n_baselines;
+  /* The live worker's symbolizer, kept from one collection to the next
+   * (refreshed each time), so that its libraries' debug information is
+   * read once, not per cell. */
+  fl_symbolizer_t *sym;
 } kn_prof_t;
 
 kn_prof_t *kn_prof_new(const char *session_dir);

@@ -35,6 +35,15 @@ fl_symbolizer_t *fl_symbolizer_new_from_maps(const char *maps_text, char *err, s
 /* Same, reading /proc/PID/maps of a live process. */
 fl_symbolizer_t *fl_symbolizer_new_from_pid(int pid, char *err, size_t err_size);
 
+/* Makes sym (from fl_symbolizer_new_from_pid) describe process pid as it is
+ * now, and forgets every lookup. A module still mapped under the same name
+ * at the same addresses keeps what was read of it (its DWARF, decompressed
+ * debug sections, indexes), so a symbolizer kept across the runs of one
+ * process pays for its libraries once; other modules are dropped. Returns
+ * 0, or -1 with a reason in err (sym then knows an incomplete set of
+ * modules: destroy it). */
+int fl_symbolizer_refresh_from_pid(fl_symbolizer_t *sym, int pid, char *err, size_t err_size);
+
 /* Symbolizes pc. When is_return_address is true (every frame of a stack but
  * the innermost one of a fault or sample), pc - 1 is looked up so that the
  * call instruction, not the one after it, gives the line.

@@ -251,6 +251,39 @@ int main(void) {
   sym = fl_symbolizer_new_from_pid(getpid(), err, sizeof err);
   CHECK(sym != NULL);
   if (sym) check_cell(sym, work_pc, ra_work, ra_helper);
+
+  /* Refreshed as the process changes: what is still mapped answers as
+   * before; an unloaded module answers nothing, even at an address looked
+   * up before (the lookups are forgotten); a module loaded again is found
+   * again. */
+  if (sym && nodebug_work) {
+    uint64_t old_pc = (uint64_t)(uintptr_t)nodebug_work;
+    CHECK_INT(fl_symbolizer_lookup(sym, old_pc, false, fr, 8), 1);
+    CHECK_STR(fr[0].func, "cflame_c7_work");
+    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, getpid(), err, sizeof err), 0);
+    check_cell(sym, work_pc, ra_work, ra_helper);
+    dlclose(nodebug_so);
+    nodebug_so = NULL;
+    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, getpid(), err, sizeof err), 0);
+    CHECK_INT(fl_symbolizer_lookup(sym, old_pc, false, fr, 8), 1);
+    CHECK(fr[0].func == NULL || strcmp(fr[0].func, "cflame_c7_work") != 0 ||
+          !ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
+    check_cell(sym, work_pc, ra_work, ra_helper);
+    nodebug_so = dlopen(nodebug_so_path, RTLD_NOW | RTLD_LOCAL);
+    CHECK(nodebug_so != NULL);
+    void *reloaded = nodebug_so ? dlsym(nodebug_so, "cflame_c7_work") : NULL;
+    CHECK(reloaded != NULL);
+    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, getpid(), err, sizeof err), 0);
+    if (reloaded) {
+      CHECK_INT(fl_symbolizer_lookup(sym, (uint64_t)(uintptr_t)reloaded, false, fr, 8), 1);
+      CHECK_STR(fr[0].func, "cflame_c7_work");
+      CHECK(ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
+    }
+    /* A process that is gone: an error that says which. */
+    err[0] = '\0';
+    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, 0x3ffffff0, err, sizeof err), -1);
+    CHECK(strstr(err, "process") != NULL);
+  }
   fl_symbolizer_destroy(&sym);
 
   /* Errors: a process that does not exist; empty maps are no modules. */
