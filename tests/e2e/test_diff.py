@@ -98,11 +98,14 @@ def test_diff_rows_carry_base_delta_change(diffed):
 
 def test_first_loop_grew_last_shrank_max_arr_new(diffed):
     rows = rows_of(diffed)
-    sums = sorted(frames(rows, "sum_rand"), key=lambda r: r["x0"])
     # Under f2 (matched with f1, a renamed cell function) sum_rand appears
     # twice: the first loop (20,000 against 10,000) and the last (5,000
-    # against 10,000).
-    assert len(sums) >= 2, sums
+    # against 10,000). Frames are per line, so a sample or two can also land
+    # on sum_rand's first or last line (its prologue, its return): frames of
+    # their own, left out here by taking the two widest.
+    widest = sorted(frames(rows, "sum_rand"), key=lambda r: r["count"], reverse=True)[:2]
+    sums = sorted(widest, key=lambda r: r["x0"])
+    assert len(sums) == 2, sums
     first, last = sums[0], sums[-1]
     assert first["change"] == "grew" and first["delta"] > 0, first
     assert last["change"] == "shrank" and last["delta"] < 0, last
