@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -141,6 +142,47 @@ static void check_cell(fl_symbolizer_t *sym, uint64_t work_pc, uint64_t ra_work,
   }
 }
 
+/* A child process that holds the libraries the way the worker holds cells,
+ * for the refresh test: a symbolizer maps the files it reads, and in the
+ * process it symbolizes those mappings would show as modules of their own.
+ * Commands on cmd, answers on ans: 'c' closes the library without debug
+ * information (answers 0), 'o' opens it again (answers its work function's
+ * address), 'q' ends the child. */
+static pid_t start_holder(void *nodebug_so, int *cmd, int *ans) {
+  int to[2], from[2];
+  if (pipe(to) < 0 || pipe(from) < 0) return -1;
+  pid_t pid = fork();
+  if (pid != 0) {
+    close(to[0]);
+    close(from[1]);
+    *cmd = to[1];
+    *ans = from[0];
+    return pid;
+  }
+  close(to[1]);
+  close(from[0]);
+  char c;
+  while (read(to[0], &c, 1) == 1 && c != 'q') {
+    uint64_t reply = 0;
+    if (c == 'c' && nodebug_so) {
+      dlclose(nodebug_so);
+      nodebug_so = NULL;
+    } else if (c == 'o') {
+      nodebug_so = dlopen(nodebug_so_path, RTLD_NOW | RTLD_LOCAL);
+      void *work = nodebug_so ? dlsym(nodebug_so, "cflame_c7_work") : NULL;
+      reply = (uint64_t)(uintptr_t)work;
+    }
+    if (write(from[1], &reply, sizeof reply) != sizeof reply) break;
+  }
+  _exit(0);
+}
+
+static uint64_t ask_holder(int cmd, int ans, char c) {
+  uint64_t reply = UINT64_MAX;
+  if (write(cmd, &c, 1) != 1 || read(ans, &reply, sizeof reply) != sizeof reply) return UINT64_MAX;
+  return reply;
+}
+
 int main(void) {
   char err[256] = "";
   fl_frame_info_t fr[8], again[8];
@@ -252,37 +294,58 @@ int main(void) {
   CHECK(sym != NULL);
   if (sym) check_cell(sym, work_pc, ra_work, ra_helper);
 
-  /* Refreshed as the process changes: what is still mapped answers as
-   * before; an unloaded module answers nothing, even at an address looked
-   * up before (the lookups are forgotten); a module loaded again is found
-   * again. */
-  if (sym && nodebug_work) {
+  fl_symbolizer_destroy(&sym);
+
+  /* Refreshed as a process changes (a child holding the same libraries, as
+   * the worker holds cells): what is still mapped answers as before; an
+   * unloaded module answers nothing, even at an address looked up before
+   * (the lookups are forgotten); a module loaded again is found again. */
+  int cmd = -1, ans = -1;
+  pid_t holder = nodebug_work ? start_holder(nodebug_so, &cmd, &ans) : -1;
+  CHECK(!nodebug_work || holder > 0);
+  sym = holder > 0 ? fl_symbolizer_new_from_pid(holder, err, sizeof err) : NULL;
+  CHECK(!nodebug_work || sym != NULL);
+  if (sym) {
     uint64_t old_pc = (uint64_t)(uintptr_t)nodebug_work;
     CHECK_INT(fl_symbolizer_lookup(sym, old_pc, false, fr, 8), 1);
     CHECK_STR(fr[0].func, "cflame_c7_work");
-    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, getpid(), err, sizeof err), 0);
+    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, holder, err, sizeof err), 0);
     check_cell(sym, work_pc, ra_work, ra_helper);
-    dlclose(nodebug_so);
-    nodebug_so = NULL;
-    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, getpid(), err, sizeof err), 0);
+    CHECK(ask_holder(cmd, ans, 'c') == 0);
+    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, holder, err, sizeof err), 0);
+    /* The old address answers as a new symbolizer of the process does
+     * (not necessarily nothing: another module's range may now take it
+     * in), never with the closed library. */
     CHECK_INT(fl_symbolizer_lookup(sym, old_pc, false, fr, 8), 1);
-    CHECK(fr[0].func == NULL || strcmp(fr[0].func, "cflame_c7_work") != 0 ||
-          !ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
-    check_cell(sym, work_pc, ra_work, ra_helper);
-    nodebug_so = dlopen(nodebug_so_path, RTLD_NOW | RTLD_LOCAL);
-    CHECK(nodebug_so != NULL);
-    void *reloaded = nodebug_so ? dlsym(nodebug_so, "cflame_c7_work") : NULL;
-    CHECK(reloaded != NULL);
-    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, getpid(), err, sizeof err), 0);
-    if (reloaded) {
-      CHECK_INT(fl_symbolizer_lookup(sym, (uint64_t)(uintptr_t)reloaded, false, fr, 8), 1);
-      CHECK_STR(fr[0].func, "cflame_c7_work");
-      CHECK(ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
+    CHECK(!ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
+    CHECK(!fr[0].func || strcmp(fr[0].func, "cflame_c7_work") != 0);
+    fl_symbolizer_t *fresh = fl_symbolizer_new_from_pid(holder, err, sizeof err);
+    CHECK(fresh != NULL);
+    if (fresh) {
+      CHECK_INT(fl_symbolizer_lookup(fresh, old_pc, false, again, 8), 1);
+      CHECK(!fr[0].module == !again[0].module);
+      CHECK(!fr[0].module || !strcmp(fr[0].module, again[0].module));
+      CHECK(!fr[0].func == !again[0].func);
+      CHECK(!fr[0].func || !strcmp(fr[0].func, again[0].func));
     }
+    fl_symbolizer_destroy(&fresh);
+    check_cell(sym, work_pc, ra_work, ra_helper);
+    uint64_t reloaded = ask_holder(cmd, ans, 'o');
+    CHECK(reloaded != 0 && reloaded != UINT64_MAX);
+    CHECK_INT(fl_symbolizer_refresh_from_pid(sym, holder, err, sizeof err), 0);
+    CHECK_INT(fl_symbolizer_lookup(sym, reloaded, false, fr, 8), 1);
+    CHECK_STR(fr[0].func, "cflame_c7_work");
+    CHECK(ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
     /* A process that is gone: an error that says which. */
     err[0] = '\0';
     CHECK_INT(fl_symbolizer_refresh_from_pid(sym, 0x3ffffff0, err, sizeof err), -1);
     CHECK(strstr(err, "process") != NULL);
+  }
+  if (holder > 0) {
+    ask_holder(cmd, ans, 'q');
+    close(cmd);
+    close(ans);
+    waitpid(holder, NULL, 0);
   }
   fl_symbolizer_destroy(&sym);
 
