@@ -299,6 +299,10 @@ static size_t pc_frames(conv_t *c, uint64_t pc, bool is_return, uint32_t *ids, b
   return n;
 }
 
+static size_t seen_hash(uint64_t key) {
+  return (size_t)(key * 0x9e3779b97f4a7c15u >> 20); /* Fibonacci hashing */
+}
+
 /* pc_frames of (pc, is_return), from c->seen when an earlier record had
  * the address. */
 static const pc_seen_t *pc_frames_seen(conv_t *c, uint64_t pc, bool is_return) {
@@ -307,7 +311,7 @@ static const pc_seen_t *pc_frames_seen(conv_t *c, uint64_t pc, bool is_return) {
     pc_seen_t *grown = kn_xcalloc(cap, sizeof *grown);
     for (size_t i = 0; c->seen_mask && i <= c->seen_mask; i++) {
       if (!c->seen[i].used) continue;
-      size_t h = (size_t)(c->seen[i].key * 0x9e3779b97f4a7c15u >> 20) & (cap - 1);
+      size_t h = seen_hash(c->seen[i].key) & (cap - 1);
       while (grown[h].used) h = (h + 1) & (cap - 1);
       grown[h] = c->seen[i];
     }
@@ -316,7 +320,7 @@ static const pc_seen_t *pc_frames_seen(conv_t *c, uint64_t pc, bool is_return) {
     c->seen_mask = cap - 1;
   }
   uint64_t key = pc << 1 | is_return;
-  size_t h = (size_t)(key * 0x9e3779b97f4a7c15u >> 20) & c->seen_mask;
+  size_t h = seen_hash(key) & c->seen_mask;
   while (c->seen[h].used && c->seen[h].key != key) h = (h + 1) & c->seen_mask;
   pc_seen_t *e = &c->seen[h];
   if (!e->used) {
