@@ -13,6 +13,10 @@ periods de-alias as well as a new period for every sample.
 
   /usr/bin/python3 bench/alias_sim.py [--trials 400] [--spread 0.25]
 
+--tail N estimates how often a profile of N samples is off by more than 2
+points (use --trials 1500 or more): long runs of one period give rare but
+large errors.
+
 --spread s draws periods from [1 - s, 1 + s] x interval instead (the
 sampler's is 0.25), to see what a narrower jitter would cost.
 """
@@ -21,7 +25,7 @@ import argparse
 import numpy as np
 
 
-def estimate(rng, n, run, k, trials, spread):
+def estimate(rng, n, run, k, trials, spread, beyond=None):
     shares = []
     for _ in range(trials):
         change = rng.random(n) < 1.0 / run
@@ -30,8 +34,10 @@ def estimate(rng, n, run, k, trials, spread):
         last = np.maximum.accumulate(np.where(change, np.arange(n), 0))
         t = np.cumsum(drawn[last]) + rng.random() * k
         shares.append(np.mean((t % k) / k >= 0.25))
-    shares = np.array(shares)
-    return (shares.mean() - 0.75) * 100, shares.std() * 100
+    err = (np.array(shares) - 0.75) * 100
+    if beyond is not None:
+        return np.mean(np.abs(err) > beyond) * 100, np.abs(err).max()
+    return err.mean(), err.std()
 
 
 def main():
@@ -39,8 +45,18 @@ def main():
     ap.add_argument("--trials", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--spread", type=float, default=0.25)
+    ap.add_argument("--tail", type=int, metavar="N",
+                    help="instead: for N samples of a loop of 1 and 1.02 intervals, the "
+                         "share of profiles off by more than 2 points, and the largest error")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.tail:
+        for run in (32, 64, 128, 256):
+            cells = [estimate(rng, args.tail, run, k, args.trials, args.spread, beyond=2)
+                     for k in (1, 1.02)]
+            print(f"  run {run:3d}: " + "  ".join(
+                f"k={k}: {p:.2f}% beyond 2 points, max {m:.2f}" for k, (p, m) in zip((1, 1.02), cells)))
+        return
     ks = (1 / 3, 0.5, 1, 1.1, 2, 4)
     for n in (1000, 8000):
         print(f"{n} samples: independent samples' spread {np.sqrt(.75 * .25 / n) * 100:.2f} points")
