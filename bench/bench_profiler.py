@@ -308,6 +308,26 @@ def median_ci(xs, level=0.95):
     return (xs[j - 1], xs[n - j]) if j >= 1 else None
 
 
+def profiler_summary(recs, who):
+    """One profiler's chunks (who: "cflame" or "perf") over their rounds'
+    chunks with no profiler, minus 1, the first round of each process left
+    out: median, quartiles, 95% interval, wall, rate and CPU per sample."""
+    rounds = [(r, i) for r in recs for i in range(1, len(r["off_cpu"]))]
+    ov = [r[f"{who}_cpu"][i] / r["off_cpu"][i] - 1 for r, i in rounds]
+    wall = [r[f"{who}_wall"][i] / r["off_wall"][i] - 1 for r, i in rounds]
+    on_cpu = sum(sum(r[f"{who}_cpu"]) for r in recs)
+    samples = (sum(sum(r["cflame_samples"]) for r in recs) if who == "cflame"
+               else sum(r.get("perf_samples") or 0 for r in recs))
+    v = {"overhead": statistics.median(ov), "p25": quantile(ov, 0.25),
+         "p75": quantile(ov, 0.75), "ci95": median_ci(ov),
+         "wall_overhead": statistics.median(wall),
+         "rate_per_cpu_s": samples / on_cpu if on_cpu else None,
+         "chunk_cpu_off": statistics.median(x for r in recs for x in r["off_cpu"])}
+    if v["rate_per_cpu_s"]:
+        v["cpu_per_sample"] = v["overhead"] / v["rate_per_cpu_s"]
+    return v
+
+
 def chunked_summary(res):
     """Per rate: each round's chunks over its own chunk with no profiler,
     minus 1, pooled over the processes, for cflame and for perf; and the
@@ -320,20 +340,8 @@ def chunked_summary(res):
         rounds = [(r, i) for r in recs for i in range(1, len(r["off_cpu"]))]
         s = {"n": len(rounds)}
         for who in ("cflame", "perf"):
-            if f"{who}_cpu" not in recs[0]:
-                continue
-            ov = [r[f"{who}_cpu"][i] / r["off_cpu"][i] - 1 for r, i in rounds]
-            wall = [r[f"{who}_wall"][i] / r["off_wall"][i] - 1 for r, i in rounds]
-            on_cpu = sum(sum(r[f"{who}_cpu"]) for r in recs)
-            samples = (sum(sum(r["cflame_samples"]) for r in recs) if who == "cflame"
-                       else sum(r.get("perf_samples") or 0 for r in recs))
-            v = {"overhead": statistics.median(ov), "p25": quantile(ov, 0.25),
-                 "p75": quantile(ov, 0.75), "ci95": median_ci(ov),
-                 "wall_overhead": statistics.median(wall),
-                 "rate_per_cpu_s": samples / on_cpu if on_cpu else None}
-            if v["rate_per_cpu_s"]:
-                v["cpu_per_sample"] = v["overhead"] / v["rate_per_cpu_s"]
-            s[who] = v
+            if f"{who}_cpu" in recs[0]:
+                s[who] = profiler_summary(recs, who)
         s["chunk_cpu_off"] = statistics.median(x for r in recs for x in r["off_cpu"])
         s["cflame"]["first_chunk_extra_cpu"] = statistics.median(
             r["cflame_cpu"][0] - statistics.median(r["off_cpu"]) for r in recs)
@@ -343,21 +351,7 @@ def chunked_summary(res):
                                "p25": quantile(d, 0.25), "p75": quantile(d, 0.75),
                                "rounds_not_higher": sum(x <= 0 for x in d), "n": len(d)}
         if res.get("dwarf_runs"):
-            drecs = res["dwarf_runs"][name]
-            ov = [r["perf_cpu"][i] / r["off_cpu"][i] - 1
-                  for r in drecs for i in range(1, len(r["off_cpu"]))]
-            on_cpu = sum(sum(r["perf_cpu"]) for r in drecs)
-            samples = sum(r.get("perf_samples") or 0 for r in drecs)
-            v = {"overhead": statistics.median(ov), "p25": quantile(ov, 0.25),
-                 "p75": quantile(ov, 0.75), "ci95": median_ci(ov),
-                 "wall_overhead": statistics.median(
-                     r["perf_wall"][i] / r["off_wall"][i] - 1
-                     for r in drecs for i in range(1, len(r["off_wall"]))),
-                 "rate_per_cpu_s": samples / on_cpu if on_cpu else None,
-                 "chunk_cpu_off": statistics.median(x for r in drecs for x in r["off_cpu"])}
-            if v["rate_per_cpu_s"]:
-                v["cpu_per_sample"] = v["overhead"] / v["rate_per_cpu_s"]
-            s["perf_dwarf"] = v
+            s["perf_dwarf"] = profiler_summary(res["dwarf_runs"][name], "perf")
         out[name] = s
     return out
 
@@ -769,7 +763,7 @@ def print_table(res):
                 ci = f"{pct(v['ci95'][0])}..{pct(v['ci95'][1])}" if v["ci95"] else ""
                 first = (f"{v['first_chunk_extra_cpu'] * 1000:7.1f}ms"
                          if "first_chunk_extra_cpu" in v else "")
-                print(f"{label:16s} {v.get('chunk_cpu_off', c['chunk_cpu_off']):9.3f} "
+                print(f"{label:16s} {v['chunk_cpu_off']:9.3f} "
                       f"{pct(v['overhead']):>8s} "
                       f"{pct(v['p25'])}..{pct(v['p75'])} {ci:>15s} {pct(v['wall_overhead']):>8s} "
                       f"{r_:>9s} {per:>6s} {first:>9s}")

@@ -45,9 +45,9 @@
  * rounded to the nearest but at least 1; the remainder is carried on. A
  * sample with nothing to weigh (the carry ate it) records nothing and
  * leaves its time to the next one; when sampling stops, the time since a
- * thread's last record goes to that record (unless the buffer filled up). So weights x interval add up
- * to the CPU time of the sampled threads, whatever the timer's real rate,
- * to within an interval per thread.
+ * thread's last record goes to that record (unless the buffer filled up).
+ * So weights x interval add up to the CPU time of the sampled threads,
+ * whatever the timer's real rate, to within an interval per thread.
  *
  * Unwinding. unw_backtrace from the handler, through the signal
  * trampoline: libunwind's fast trace (a per-thread cache of frame layouts
@@ -410,19 +410,18 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * expiry, so the handler's own time does not stretch it); a new one is
    * drawn for one sample in PERIOD_EVERY at random, as PERF_EVENT_IOC_PERIOD
    * restarts the hrtimer, which costs about 20 us on a virtual machine,
-   * more than a signal. Runs of equal periods between random ones de-alias
-   * as well as a new period for every sample: within a run the workload's
-   * phase walks by the period modulo the workload's period (simulated by
-   * bench/alias_sim.py: the same spread of a 1:3 split's estimate for
-   * runs of 1, 32, 128 and 256 samples, whether the workload's period is
-   * 1/3, 1/2, 1, 1.1, 2 or 4 intervals). But a run whose period is nearly
-   * a multiple of the workload's puts all its samples at one phase, so
-   * longer runs give rarer but larger errors: over 13,600 samples of a
-   * loop of one interval, an error beyond 2 points in 0.07% of profiles at
-   * 32, 0.6% at 256 (up to 5 points), which a unit test met. Hence 32.
+   * more than a signal. Within a run of equal periods the workload's phase
+   * walks by the period modulo the workload's, so runs de-alias about as
+   * well as a new period every sample; but a run whose period is nearly a
+   * multiple of the workload's puts all its samples at one phase, and the
+   * longer the runs, the larger (if rarer) that error. bench/alias_sim.py
+   * --tail: over 13,600 samples of a loop of one interval, profiles off by
+   * more than 2 points are about 0.07% at 32 and 0.6% at 256 (up to 5
+   * points, which a unit test met). Hence 32.
    * The one-shot CPU timer is re-armed every time. */
   if (sl->perf_fd >= 0) {
-    if ((fl__rng_next(&sl->rng) & (PERIOD_EVERY - 1)) == 0) perf_set_period(sl->perf_fd, next_period(sl));
+    if ((fl__rng_next(&sl->rng) & (PERIOD_EVERY - 1)) == 0)
+      perf_set_period(sl->perf_fd, next_period(sl));
   } else if (sl->has_timer) {
     timer_set_once(sl->timer, next_period(sl));
   }

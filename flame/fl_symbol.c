@@ -577,27 +577,38 @@ fail:
   return NULL;
 }
 
-fl_symbolizer_t *fl_symbolizer_new_from_pid(int pid, char *err, size_t err_size) {
-  char what[64];
-  fl_symbolizer_t *sym = symbolizer_alloc(err, err_size);
-  if (!sym) return NULL;
+/* dwfl_report_end's callback for a module no longer reported: its index
+ * goes with it. Though declared void *, what libdwfl passes is the address
+ * of the module's userdata, as to dwfl_getmodules's callbacks. */
+static int module_removed(Dwfl_Module *mod, void *userdata, const char *name, Dwarf_Addr base,
+                          void *arg) {
+  return module_index_free(mod, userdata, name, base, arg);
+}
 
+/* Reports the modules of process pid to sym's Dwfl: those reported before
+ * under the same name and range are kept, the others dropped. Returns 0,
+ * or -1 with err. */
+static int report_pid(fl_symbolizer_t *sym, int pid, char *err, size_t err_size) {
   dwfl_report_begin(sym->dwfl);
   int rc = dwfl_linux_proc_report(sym->dwfl, pid);
   if (rc != 0) {
+    char what[64];
     snprintf(what, sizeof what, "cannot read the modules of process %d", pid);
     report_error(rc, what, err, err_size);
-    goto fail;
+    dwfl_report_end(sym->dwfl, module_removed, NULL);
+    return -1;
   }
-  if (dwfl_report_end(sym->dwfl, NULL, NULL) != 0) {
+  if (dwfl_report_end(sym->dwfl, module_removed, NULL) != 0) {
     report_error(-1, "cannot report the modules", err, err_size);
-    goto fail;
+    return -1;
   }
-  return sym;
+  return 0;
+}
 
-fail:
-  fl_symbolizer_destroy(&sym);
-  return NULL;
+fl_symbolizer_t *fl_symbolizer_new_from_pid(int pid, char *err, size_t err_size) {
+  fl_symbolizer_t *sym = symbolizer_alloc(err, err_size);
+  if (sym && report_pid(sym, pid, err, err_size) < 0) fl_symbolizer_destroy(&sym);
+  return sym;
 }
 
 int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_address,
@@ -640,34 +651,13 @@ int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_addre
   return (int)count;
 }
 
-/* dwfl_report_end's callback for a module no longer reported: its index
- * goes with it. Though declared void *, what libdwfl passes is the address
- * of the module's userdata, as to dwfl_getmodules's callbacks. */
-static int module_removed(Dwfl_Module *mod, void *userdata, const char *name, Dwarf_Addr base,
-                          void *arg) {
-  return module_index_free(mod, userdata, name, base, arg);
-}
-
 int fl_symbolizer_refresh_from_pid(fl_symbolizer_t *sym, int pid, char *err, size_t err_size) {
   assert(sym);
-  char what[64];
   /* Addresses may belong to other modules now: forget every lookup. */
   memset(sym->cache, 0, (sym->cache_mask + 1) * sizeof *sym->cache);
   sym->cache_len = 0;
   sym->pool_len = 0;
-  dwfl_report_begin(sym->dwfl);
-  int rc = dwfl_linux_proc_report(sym->dwfl, pid);
-  if (rc != 0) {
-    snprintf(what, sizeof what, "cannot read the modules of process %d", pid);
-    report_error(rc, what, err, err_size);
-    dwfl_report_end(sym->dwfl, module_removed, NULL);
-    return -1;
-  }
-  if (dwfl_report_end(sym->dwfl, module_removed, NULL) != 0) {
-    report_error(-1, "cannot report the modules", err, err_size);
-    return -1;
-  }
-  return 0;
+  return report_pid(sym, pid, err, err_size);
 }
 
 void fl_symbolizer_destroy(fl_symbolizer_t **symp) {

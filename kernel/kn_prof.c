@@ -330,8 +330,11 @@ static const pc_seen_t *pc_frames_seen(conv_t *c, uint64_t pc, bool is_return) {
     }
     bool stop;
     size_t n = pc_frames(c, pc, is_return, c->seen_ids + c->n_seen_ids, &stop);
-    *e = (pc_seen_t){
-        .key = key, .first = (uint32_t)c->n_seen_ids, .count = (uint8_t)n, .used = true, .stop = stop};
+    *e = (pc_seen_t){.key = key,
+                     .first = (uint32_t)c->n_seen_ids,
+                     .count = (uint8_t)n,
+                     .used = true,
+                     .stop = stop};
     c->n_seen_ids += n;
     c->n_seen++;
   }
@@ -492,7 +495,8 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
   c.stack = kn_xmalloc((max_frames + 1) * sizeof *c.stack);
   pos = 0;
   while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) {
-    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, FL_SAMPLER_MAX_DEPTH, false, leaf_first, max_frames);
+    size_t m =
+        record_stack(&c, rec.pcs, rec.n_pcs, FL_SAMPLER_MAX_DEPTH, false, leaf_first, max_frames);
     fl_profile_add_sample(prof, c.stack, m, rec.weight ? rec.weight : 1, 0,
                           thread_index(&c, rec.tid));
   }
@@ -575,7 +579,8 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
     uint64_t weight = run->weight_count ? allocs : est;
     if (weight == 0) continue; /* a 0-byte allocation weighs nothing */
 
-    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, FL_ALLOCS_MAX_DEPTH, true, leaf_first, max_frames);
+    size_t m =
+        record_stack(&c, rec.pcs, rec.n_pcs, FL_ALLOCS_MAX_DEPTH, true, leaf_first, max_frames);
     c.stack[m++] = alloc_frame[rec.kind];
     fl_profile_add_sample(prof, c.stack, m, weight, allocs, thread_index(&c, rec.tid));
   }

@@ -119,7 +119,8 @@ static int run_chunks(int argc, char **argv) {
       interval = strtoull(argv[++a], NULL, 10);
       used[CFLAME] = true;
     } else if (!strcmp(argv[a], "--perf") && a + 2 < argc) {
-      if ((ctl_fd = open(argv[a + 1], O_WRONLY)) < 0 || (ack_fd = open(argv[a + 2], O_RDONLY)) < 0) {
+      if ((ctl_fd = open(argv[a + 1], O_WRONLY)) < 0 ||
+          (ack_fd = open(argv[a + 2], O_RDONLY)) < 0) {
         perror("perf control fifos");
         return 1;
       }

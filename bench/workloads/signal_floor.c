@@ -42,7 +42,6 @@ static void on_trap(int sig, siginfo_t *si, void *uc) {
   }
 }
 
-
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s MODE(1-3) PERIOD_NS\n", argv[0]);
@@ -60,26 +59,17 @@ int main(int argc, char **argv) {
   unw_backtrace(pcs, 128); /* warm up, as the sampler does */
 
   struct perf_event_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_TASK_CLOCK;
-  a.sample_period = (unsigned long)period;
-  a.disabled = 1;
-  a.exclude_hv = 1;
-  a.exclude_kernel = 1;
+  floor_task_clock_attr(&a, (unsigned long)period);
   a.sigtrap = 1;
   a.remove_on_exec = 1;
-  int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-  if (fd < 0) {
-    perror("perf_event_open");
-    return 1;
-  }
+  int fd = floor_open(&a);
+  if (fd < 0) return 1;
   double best_on, best_off;
   double sink = floor_measure(fd, &best_off, &best_on);
-  printf("mode %d, period %ld ns: off %.4f s, on %.4f s, overhead %+.1f%%, %ld samples, "
-         "%.1f us per sample (%g)\n",
-         mode, period, best_off, best_on, 100 * (best_on / best_off - 1), hits,
-         (best_on - best_off) / ((double)hits / FLOOR_RUNS) * 1e6, sink);
+  printf(
+      "mode %d, period %ld ns: off %.4f s, on %.4f s, overhead %+.1f%%, %ld samples, "
+      "%.1f us per sample (%g)\n",
+      mode, period, best_off, best_on, 100 * (best_on / best_off - 1), hits,
+      (best_on - best_off) / ((double)hits / FLOOR_RUNS) * 1e6, sink);
   return 0;
 }

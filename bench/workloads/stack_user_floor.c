@@ -31,7 +31,6 @@ static struct perf_event_mmap_page *meta;
 static size_t data_size;
 static uint64_t drained_bytes, drained_samples;
 
-
 /* Drains the ring buffer: reads each record's header (as a consumer that
  * copies the stack to a file would, minus the copy) and frees its space. */
 static void *drain(void *arg) {
@@ -58,24 +57,14 @@ int main(int argc, char **argv) {
     return 2;
   }
   struct perf_event_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_TASK_CLOCK;
-  a.sample_period = (unsigned long)atol(argv[1]);
+  floor_task_clock_attr(&a, (unsigned long)atol(argv[1]));
   a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |
                   PERF_SAMPLE_STACK_USER;
   a.sample_regs_user = (1ull << 6) | (1ull << 7) | (1ull << 8); /* bp, sp, ip on x86-64 */
   a.sample_stack_user = (unsigned)atoi(argv[2]);
-  a.disabled = 1;
-  a.exclude_hv = 1;
-  a.exclude_kernel = 1;
   a.exclude_callchain_kernel = 1;
-  int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-  if (fd < 0) {
-    perror("perf_event_open");
-    return 1;
-  }
+  int fd = floor_open(&a);
+  if (fd < 0) return 1;
   size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = 1024; /* 4 MiB of data */
   data_size = pages * page;
   meta = mmap(NULL, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -90,10 +79,11 @@ int main(int argc, char **argv) {
   usleep(20000);
   atomic_store(&done, 1);
   pthread_join(reader, NULL);
-  printf("period %s ns, stack %s bytes: off %.4f s, on %.4f s, overhead %+.1f%% of the sampled "
-         "thread; %llu samples drained (%.0f bytes each) (%g)\n",
-         argv[1], argv[2], best_off, best_on, 100 * (best_on / best_off - 1),
-         (unsigned long long)drained_samples,
-         drained_samples ? (double)drained_bytes / (double)drained_samples : 0.0, sink);
+  printf(
+      "period %s ns, stack %s bytes: off %.4f s, on %.4f s, overhead %+.1f%% of the sampled "
+      "thread; %llu samples drained (%.0f bytes each) (%g)\n",
+      argv[1], argv[2], best_off, best_on, 100 * (best_on / best_off - 1),
+      (unsigned long long)drained_samples,
+      drained_samples ? (double)drained_bytes / (double)drained_samples : 0.0, sink);
   return 0;
 }

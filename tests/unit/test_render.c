@@ -202,6 +202,18 @@ static fl_tree_t *tree_of(const fl_profile_t *p, bool C, double minwidth) {
   return t;
 }
 
+/* The bundle of t drawn with the default view options; NULL (a failed
+ * check) when fl_bundle fails. */
+static json_t *default_bundle(const fl_tree_t *t) {
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  char err[256] = "";
+  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+  if (!bundle) fprintf(stderr, "fl_bundle: %s\n", err);
+  CHECK(bundle != NULL);
+  return bundle;
+}
+
 /* ---- tests ---- */
 
 static void test_view_opts(void) {
@@ -360,11 +372,7 @@ static void test_program_code_legend(void) {
   uint32_t s[] = {m, w};
   fl_profile_add_sample(p, s, 2, 10, 0, 1);
   fl_tree_t *t = tree_of(p, true, 0);
-  fl_view_opts_t v;
-  fl_view_opts_init(&v);
-  char err[256] = "";
-  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
-  CHECK(bundle != NULL);
+  json_t *bundle = default_bundle(t);
   const char *svg = bundle ? json_string_value(json_object_get(bundle, "image/svg+xml")) : NULL;
   CHECK(svg && strstr(svg, "program code") && !strstr(svg, "cell code"));
   json_decref(bundle);
@@ -408,11 +416,7 @@ static void test_alloc_counts(void) {
   fl_profile_t *p = small_profile(FL_PROFILE_ALLOC);
   fl_profile_info(p)->weight_is_count = true;
   fl_tree_t *t = tree_of(p, true, 0);
-  fl_view_opts_t v;
-  fl_view_opts_init(&v);
-  char err[256] = "";
-  json_t *bundle = fl_bundle(t, &v, err, sizeof err);
-  CHECK(bundle != NULL);
+  json_t *bundle = default_bundle(t);
   if (!bundle) goto done;
   json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
   json_t *frames = layer_named(spec, "frames");
