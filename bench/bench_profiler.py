@@ -250,7 +250,7 @@ def run_chunked(tools, rate, rounds, iters, workdir, use_perf, dwarf=False):
     env = dict(os.environ, TMPDIR=str(workdir))
     argv = [exe, "--chunks", str(rounds), str(iters)]
     if not dwarf:
-        argv += ["--cflame", str(rate["interval_ns"])]
+        argv += ["--cflame", str(rate["interval_ns"]), "--parts"]
     if use_perf:
         ctl, ack = pathlib.Path(workdir) / "perf.ctl", pathlib.Path(workdir) / "perf.ack"
         for f in (ctl, ack):
@@ -316,8 +316,10 @@ def profiler_summary(recs, who):
     ov = [r[f"{who}_cpu"][i] / r["off_cpu"][i] - 1 for r, i in rounds]
     wall = [r[f"{who}_wall"][i] / r["off_wall"][i] - 1 for r, i in rounds]
     on_cpu = sum(sum(r[f"{who}_cpu"]) for r in recs)
-    samples = (sum(sum(r["cflame_samples"]) for r in recs) if who == "cflame"
-               else sum(r.get("perf_samples") or 0 for r in recs))
+    # The sampler's counts are per chunk; perf's is its whole run's (from
+    # perf record's report, enabled only around its chunks).
+    samples = (sum(r.get("perf_samples") or 0 for r in recs) if who == "perf"
+               else sum(sum(r.get(f"{who}_samples", [])) for r in recs))
     v = {"overhead": statistics.median(ov), "p25": quantile(ov, 0.25),
          "p75": quantile(ov, 0.75), "ci95": median_ci(ov),
          "wall_overhead": statistics.median(wall),
@@ -326,6 +328,28 @@ def profiler_summary(recs, who):
     if v["rate_per_cpu_s"]:
         v["cpu_per_sample"] = v["overhead"] / v["rate_per_cpu_s"]
     return v
+
+
+def round_diff(recs, a, b):
+    """Per round, variant a's chunk minus variant b's, over the round's
+    chunk with no profiler (in points of overhead), the first round of each
+    process left out: median, its 95% interval, quartiles, and the rounds
+    where a was not higher."""
+    d = [(r[f"{a}_cpu"][i] - r[f"{b}_cpu"][i]) / r["off_cpu"][i]
+         for r in recs for i in range(1, len(r["off_cpu"]))]
+    return {"median": statistics.median(d), "ci95": median_ci(d), "p25": quantile(d, 0.25),
+            "p75": quantile(d, 0.75), "rounds_not_higher": sum(x <= 0 for x in d), "n": len(d)}
+
+
+# The parts of cflame's sample (overhead_main --parts), each the difference
+# of two variants in the same round: (key, minuend, subtrahend, what it is).
+SAMPLE_PARTS = [
+    ("unwind", "cflame", "cflame_leaf", "unwinding the stack (complete records minus leaf-only records)"),
+    ("record", "cflame_leaf", "cflame_signal",
+     "the rest of the handler: clock, period, a one-address record (leaf-only minus signal-only)"),
+    ("signal_minus_perf", "cflame_signal", "perf",
+     "the sampler's signal, taken and returned from, minus perf -g's whole sample"),
+]
 
 
 def chunked_summary(res):
@@ -339,17 +363,16 @@ def chunked_summary(res):
     for name, recs in res["runs"].items():
         rounds = [(r, i) for r in recs for i in range(1, len(r["off_cpu"]))]
         s = {"n": len(rounds)}
-        for who in ("cflame", "perf"):
+        for who in ("cflame", "perf", "cflame_leaf", "cflame_signal"):
             if f"{who}_cpu" in recs[0]:
                 s[who] = profiler_summary(recs, who)
         s["chunk_cpu_off"] = statistics.median(x for r in recs for x in r["off_cpu"])
         s["cflame"]["first_chunk_extra_cpu"] = statistics.median(
             r["cflame_cpu"][0] - statistics.median(r["off_cpu"]) for r in recs)
         if "perf" in s:
-            d = [(r["cflame_cpu"][i] - r["perf_cpu"][i]) / r["off_cpu"][i] for r, i in rounds]
-            s["minus_perf"] = {"median": statistics.median(d), "ci95": median_ci(d),
-                               "p25": quantile(d, 0.25), "p75": quantile(d, 0.75),
-                               "rounds_not_higher": sum(x <= 0 for x in d), "n": len(d)}
+            s["minus_perf"] = round_diff(recs, "cflame", "perf")
+        s["parts"] = {key: round_diff(recs, a, b) for key, a, b, _ in SAMPLE_PARTS
+                      if f"{a}_cpu" in recs[0] and f"{b}_cpu" in recs[0]}
         if res.get("dwarf_runs"):
             s["perf_dwarf"] = profiler_summary(res["dwarf_runs"][name], "perf")
         out[name] = s
@@ -745,7 +768,8 @@ def print_table(res):
         print()
         print(f"switching in one process: per interval, {ch['processes']} processes x "
               f"{ch['rounds']} rounds of chunks of {ch['iters']} iterations, each round one "
-              f"chunk with no profiler, one under cflame, one under perf, in rotating order; "
+              f"chunk with no profiler, one under cflame, one under perf, one under cflame "
+              f"recording leaves only, one under cflame taking signals only, in rotating order; "
               f"overhead = median over {next(iter(cs.values()))['n']} rounds of chunk / the "
               f"round's chunk with no profiler - 1 (p25..p75; 95% interval of the median)")
         print(f"{'variant':16s} {'off CPU s':>9s} {'overhead':>8s} {'p25..p75':>15s} "
@@ -754,7 +778,9 @@ def print_table(res):
             c = cs[rate["name"]]
             for who, label in (("cflame", f"cflame {rate['name']}"),
                                ("perf", f"perf -F {rate['freq']}"),
-                               ("perf_dwarf", f"perf dwarf {rate['freq']}")):
+                               ("perf_dwarf", f"perf dwarf {rate['freq']}"),
+                               ("cflame_leaf", "  leaf only"),
+                               ("cflame_signal", "  signal only")):
                 if who not in c:
                     continue
                 v = c[who]
@@ -775,6 +801,12 @@ def print_table(res):
                       f"{d['median'] * 100:+.1f} points{ci} (p25..p75 {d['p25'] * 100:+.1f}.."
                       f"{d['p75'] * 100:+.1f}); not higher in {d['rounds_not_higher']} of "
                       f"{d['n']} rounds")
+            for key, _, _, what in SAMPLE_PARTS:
+                if key in c.get("parts", {}):
+                    d = c["parts"][key]
+                    ci = (f" (95% {d['ci95'][0] * 100:+.1f}..{d['ci95'][1] * 100:+.1f})"
+                          if d["ci95"] else "")
+                    print(f"    {rate['name']}, {what}: {d['median'] * 100:+.1f} points{ci}")
         for name, v in s.items():
             if "minus_perf" in v:
                 d = v["minus_perf"]

@@ -53,7 +53,11 @@
  * trampoline: libunwind's fast trace (a per-thread cache of frame layouts
  * keyed by address) takes 0.3 us for 28 frames here, where an unw_step
  * loop from the signal context takes 13 us. The trampoline's address
- * (sa_restorer) marks where the interrupted frames begin.
+ * (sa_restorer) marks where the interrupted frames begin. The unwind is
+ * nearly all of what a sample costs beyond the signal (bench/: the
+ * handler's modes, fl_sampler_set_mode, measure it part by part), and it
+ * grows with the frames: fl_sampler_call ends the stack at its caller's
+ * callee, so that the worker's own frames below a cell are not unwound.
  *
  * The handler takes no lock, allocates nothing and never enters the
  * dynamic loader:
@@ -175,6 +179,8 @@ static struct {
   uint64_t interval_ns;
   uint64_t tag;
   int kind;            /* the kind this run uses (the first thread's) */
+  int mode;            /* fl_sampler_mode_t of this run */
+  int next_mode;       /* ... of the next run (fl_sampler_set_mode) */
   bool trap_allowed;   /* Linux >= 6.1: sigtrap as task work */
   bool trap_user_only; /* exclude_kernel was needed (perf_event_paranoid) */
   uint64_t samples_at_start;
@@ -291,11 +297,38 @@ __attribute__((constructor)) static void resolve_dl_iterate_phdr(void) {
   if (real) __atomic_store_n(&real_dl_iterate_phdr, real, __ATOMIC_RELEASE);
 }
 
+/* ---- the root of sampled stacks ---- */
+
+/* fl_sampler_call(fn, arg): calls fn(arg) from a frame that saves %rbp (so
+ * frame-pointer walks go on through it) and whose return address is
+ * undefined in its CFI (so DWARF unwinders, libunwind's fast trace among
+ * them, end the stack at it). */
+__asm__(".text\n"
+        ".globl fl_sampler_call\n"
+        ".type fl_sampler_call, @function\n"
+        "fl_sampler_call:\n"
+        ".cfi_startproc\n"
+        ".cfi_undefined rip\n"
+        "  endbr64\n"
+        "  pushq %rbp\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        ".cfi_offset rbp, -16\n"
+        "  movq %rsp, %rbp\n"
+        "  movq %rdi, %rax\n"
+        "  movq %rsi, %rdi\n"
+        "  call *%rax\n"
+        "  popq %rbp\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size fl_sampler_call, .-fl_sampler_call\n");
+
 /* ---- the signal handler ---- */
 
 /* Unwinds the interrupted context into sl->pcs: the interrupted
  * instruction first, then return addresses. Returns the count. */
-static size_t unwind(slot_t *sl, ucontext_t *uc) {
+/* Inlined: a frame of its own would be one more for every sample to unwind. */
+static inline __attribute__((always_inline)) size_t unwind(slot_t *sl, ucontext_t *uc) {
   uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
   void **pcs = sl->pcs;
   if (rip >= S.unwind_lo && rip < S.unwind_hi) {
@@ -388,6 +421,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     goto done;
   }
   if (!__atomic_load_n(&sl->armed, __ATOMIC_SEQ_CST)) goto done;
+  if (S.mode == FL_SAMPLER_SIGNAL_ONLY) goto done;
   if (__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
     stop_own_timer(sl);
     __atomic_fetch_add(&S.hdr->dropped, 1, __ATOMIC_RELAXED);
@@ -439,7 +473,13 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     acc = sl->carry_ns;
   }
 
-  size_t n = unwind(sl, ucv);
+  size_t n;
+  if (S.mode == FL_SAMPLER_LEAF_ONLY) {
+    sl->pcs[0] = (void *)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+    n = 1;
+  } else {
+    n = unwind(sl, ucv);
+  }
   uint64_t need = FL_SAMPLER_RECORD_WORDS + n;
   uint64_t pos = __atomic_load_n(&S.hdr->used_words, __ATOMIC_RELAXED);
   do {
@@ -787,6 +827,7 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   pthread_mutex_lock(&reg_lock);
   S.interval_ns = interval_ns;
   S.tag = tag;
+  S.mode = S.next_mode;
   S.full = 0;
   S.samples_at_start = S.hdr->samples;
   S.hdr->interval_ns = interval_ns;
@@ -823,6 +864,12 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
     return -1;
   }
   return 0;
+}
+
+void fl_sampler_set_mode(fl_sampler_mode_t mode) {
+  pthread_mutex_lock(&reg_lock);
+  S.next_mode = mode;
+  pthread_mutex_unlock(&reg_lock);
 }
 
 uint64_t fl_sampler_stop(void) {

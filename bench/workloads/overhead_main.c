@@ -6,11 +6,17 @@
  *                                       runs a %%profview cell
  *
  *   overhead_main --chunks N ITERS [--cflame INTERVAL_NS] [--perf CTL ACK]
+ *                 [--parts]
  *                                       N rounds of chunks of ITERS each:
  *                                       one with no profiler, one under
  *                                       cflame's sampler, one under perf
  *                                       (run inside perf record --control
- *                                       fifo:CTL,ACK), in rotating order
+ *                                       fifo:CTL,ACK), in rotating order;
+ *                                       with --parts, also one under the
+ *                                       sampler recording the interrupted
+ *                                       instruction alone (no unwinding)
+ *                                       and one taking its signals and
+ *                                       recording nothing
  *
  * The sampled run does what the worker does (kernel/worker/kw_main.c): the
  * sample buffer is a file mapped shared (created here, in $TMPDIR),
@@ -49,6 +55,24 @@
 #include "cflame/fl_sampler.h"
 
 uint64_t deepstack_run(long iters);
+
+/* The work, called as the worker calls a cell: through fl_sampler_call,
+ * the root of the sampled stacks (plain or profiled alike). */
+typedef struct work {
+  long iters;
+  uint64_t result;
+} work_t;
+
+static void work_call(void *arg) {
+  work_t *w = arg;
+  w->result = deepstack_run(w->iters);
+}
+
+static uint64_t work(long iters) {
+  work_t w = {iters, 0};
+  fl_sampler_call(work_call, &w);
+  return w.result;
+}
 
 static int64_t now_ns(clockid_t id) {
   struct timespec ts;
@@ -101,11 +125,16 @@ static void print_array(const char *name, const double *v, int n) {
 
 /* The variants a switching process rotates through, each round: the work
  * with no profiler, under cflame's sampler, under perf. */
-enum { OFF, CFLAME, PERF, N_VARIANTS };
-static const char *const variant_names[N_VARIANTS] = {"off", "cflame", "perf"};
+enum { OFF, CFLAME, PERF, LEAF, SIGNAL, N_VARIANTS };
+static const char *const variant_names[N_VARIANTS] = {"off", "cflame", "perf", "cflame_leaf",
+                                                      "cflame_signal"};
+/* The sampler's mode for each variant that runs it. */
+static const fl_sampler_mode_t variant_modes[N_VARIANTS] = {
+    [CFLAME] = FL_SAMPLER_STACKS, [LEAF] = FL_SAMPLER_LEAF_ONLY, [SIGNAL] = FL_SAMPLER_SIGNAL_ONLY};
 
 static int run_chunks(int argc, char **argv) {
-  const char *usage = "usage: %s --chunks N ITERS [--cflame INTERVAL_NS] [--perf CTL ACK]\n";
+  const char *usage =
+      "usage: %s --chunks N ITERS [--cflame INTERVAL_NS] [--perf CTL ACK] [--parts]\n";
   if (argc < 4) {
     fprintf(stderr, usage, argv[0]);
     return 2;
@@ -113,7 +142,7 @@ static int run_chunks(int argc, char **argv) {
   int n = atoi(argv[2]);
   long iters = atol(argv[3]);
   uint64_t interval = 0;
-  bool used[N_VARIANTS] = {true, false, false};
+  bool used[N_VARIANTS] = {true};
   for (int a = 4; a < argc; a++) {
     if (!strcmp(argv[a], "--cflame") && a + 1 < argc) {
       interval = strtoull(argv[++a], NULL, 10);
@@ -126,12 +155,14 @@ static int run_chunks(int argc, char **argv) {
       }
       used[PERF] = true;
       a += 2;
+    } else if (!strcmp(argv[a], "--parts")) {
+      used[LEAF] = used[SIGNAL] = true;
     } else {
       fprintf(stderr, usage, argv[0]);
       return 2;
     }
   }
-  if (n < 1 || iters < 1 || (!used[CFLAME] && !used[PERF])) {
+  if (n < 1 || iters < 1 || (!used[CFLAME] && !used[PERF]) || (used[LEAF] && !used[CFLAME])) {
     fprintf(stderr, usage, argv[0]);
     return 2;
   }
@@ -141,12 +172,14 @@ static int run_chunks(int argc, char **argv) {
   char path[4096] = "", err[256];
   size_t bytes = 0;
   void *map = used[CFLAME] ? map_buffer(path, sizeof path, &bytes) : NULL;
+  bool sampled[N_VARIANTS] = {[CFLAME] = true, [LEAF] = true, [SIGNAL] = true};
   double *cpu[N_VARIANTS], *wall[N_VARIANTS];
   for (int v = 0; v < N_VARIANTS; v++) {
     cpu[v] = calloc((size_t)n, sizeof(double));
     wall[v] = calloc((size_t)n, sizeof(double));
   }
-  double *samples = calloc((size_t)n, sizeof(double));
+  double *samples[N_VARIANTS];
+  for (int v = 0; v < N_VARIANTS; v++) samples[v] = calloc((size_t)n, sizeof(double));
   uint64_t result = 0;
   for (int i = 0; i < n; i++) {
     /* Round i starts its rotation at variant i % k, so that none always
@@ -155,15 +188,16 @@ static int run_chunks(int argc, char **argv) {
       int v = order[(i + j) % k];
       if (v == PERF) perf_ctl("enable\n");
       int64_t w0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
-      if (v == CFLAME) {
+      if (sampled[v]) {
+        fl_sampler_set_mode(variant_modes[v]);
         fl_sampler_reset();
         if (fl_sampler_start(interval, 1, err, sizeof err) < 0) {
           fprintf(stderr, "fl_sampler_start: %s\n", err);
           return 1;
         }
       }
-      result += deepstack_run(iters);
-      if (v == CFLAME) samples[i] = (double)fl_sampler_stop();
+      result += work(iters);
+      if (sampled[v]) samples[v][i] = (double)fl_sampler_stop();
       int64_t c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID), w1 = now_ns(CLOCK_MONOTONIC);
       if (v == PERF) perf_ctl("disable\n");
       cpu[v][i] = (double)(c1 - c0) / 1e9;
@@ -183,7 +217,12 @@ static int run_chunks(int argc, char **argv) {
     snprintf(name, sizeof name, "%s_wall", variant_names[v]);
     print_array(name, wall[v], n);
   }
-  if (used[CFLAME]) print_array("cflame_samples", samples, n);
+  for (int v = 0; v < N_VARIANTS; v++) {
+    if (!used[v] || !sampled[v]) continue;
+    char name[32];
+    snprintf(name, sizeof name, "%s_samples", variant_names[v]);
+    print_array(name, samples[v], n);
+  }
   printf("}\n");
   if (map) munmap(map, bytes);
   if (*path) unlink(path);
@@ -213,7 +252,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  uint64_t result = deepstack_run(iters);
+  uint64_t result = work(iters);
   if (interval) samples = fl_sampler_stop();
   int64_t c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID), w1 = now_ns(CLOCK_MONOTONIC);
 

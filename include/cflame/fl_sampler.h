@@ -111,6 +111,26 @@ uint64_t fl_sampler_stop(void);
 
 bool fl_sampler_running(void);
 
+/* Calls fn(arg) as the root of the stacks sampled inside it: its frame's
+ * call-frame information marks the return address undefined, as a
+ * thread's first frame does, so an unwinder stops there and the handler
+ * does not unwind the caller's frames in every sample. The worker runs
+ * each cell through it; its own frames would be trimmed anyway. */
+void fl_sampler_call(void (*fn)(void *), void *arg);
+
+/* What the signal handler does with a sample, for measuring what each part
+ * of a sample costs (bench/bench_profiler.py): a complete record (the
+ * default, and all that cflame itself uses); a record of the interrupted
+ * instruction alone, without unwinding; or nothing at all, so that the
+ * timer's signal is taken and returned from. Applies from the next
+ * fl_sampler_start. */
+typedef enum fl_sampler_mode {
+  FL_SAMPLER_STACKS = 0,
+  FL_SAMPLER_LEAF_ONLY,
+  FL_SAMPLER_SIGNAL_ONLY,
+} fl_sampler_mode_t;
+void fl_sampler_set_mode(fl_sampler_mode_t mode);
+
 /* ---- reading a buffer (in any process) ---- */
 
 typedef struct fl_sampler_record {

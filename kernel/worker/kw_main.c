@@ -306,15 +306,29 @@ static void cmd_load(json_t *cmd) {
     kw_send_new(json_pack("{s:s, s:b}", "ev", "loaded", "ok", 1));
 }
 
-/* Runs entry once under the interrupt jump buffer. Returns 0 when it
- * returned (its value in *rc), 1 when interrupted. */
+typedef struct cell_call {
+  cell_entry_fn entry;
+  int rc;
+} cell_call_t;
+
+static void call_entry(void *arg) {
+  cell_call_t *c = arg;
+  c->rc = c->entry();
+}
+
+/* Runs entry once under the interrupt jump buffer, as the root of the
+ * stacks the sampler takes (fl_sampler_call: the worker's frames below are
+ * not unwound). Returns 0 when it returned (its value in *rc), 1 when
+ * interrupted. */
 static int run_once(cell_entry_fn entry, int *rc) {
   if (sigsetjmp(kw_cell_jmp, 1) != 0) {
     kw_cell_running = 0;
     return 1;
   }
   kw_cell_running = 1;
-  *rc = entry();
+  cell_call_t call = {entry, 0};
+  fl_sampler_call(call_entry, &call);
+  *rc = call.rc;
   kw_cell_running = 0;
   return kw_interrupt_requested ? 1 : 0;
 }

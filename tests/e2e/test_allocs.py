@@ -264,7 +264,7 @@ def walks(kc, fn):
 def test_cells_with_frame_pointers_are_unwound_by_the_walk():
     """The kernel tells the worker which cells keep frame pointers, on run
     and on the reload after a restart; allocations from those cells (on the
-    main thread up to run_once, on a cell's thread up to the worker's
+    main thread up to call_entry, on a cell's thread up to the worker's
     thread start) are unwound by the frame-pointer walk, the others by
     libunwind. A kernel of its own: the cell takes over the recorder's
     buffer."""

@@ -64,8 +64,9 @@ REQUIRED = {
     "status": (int,),
 }
 
-MACHINERY_FUNCS = {"main", "run_once", "_start", "__libc_start_main", "__libc_start_call_main",
-                   "dlopen", "dlsym", "_dl_open", "dl_open_worker", "_dl_catch_exception"}
+MACHINERY_FUNCS = {"main", "run_once", "call_entry", "fl_sampler_call", "_start",
+                   "__libc_start_main", "__libc_start_call_main", "dlopen", "dlsym", "_dl_open",
+                   "dl_open_worker", "_dl_catch_exception"}
 
 
 @pytest.fixture(scope="module")

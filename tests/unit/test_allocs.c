@@ -745,7 +745,7 @@ static int register_ranges(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 /* The walk ends here: a return address into the executable (the base
- * range), as into the worker's run_once. */
+ * range), as into the worker's call_entry. */
 __attribute__((noipa)) void *tfp_call(chain_fn chain, size_t n) {
   void *p = chain(n);
   __asm__ volatile("" ::: "memory");

@@ -495,6 +495,88 @@ static void test_qsort(void) {
   CHECK(through_libc >= with_cmp * 90 / 100);
 }
 
+/* ---- r: fl_sampler_call, the root of sampled stacks; the modes ---- */
+
+__attribute__((noipa)) void tsamp_rooted(uint64_t n) {
+  CHAIN(n);
+  __asm__ volatile(""); /* not a tail call */
+}
+
+static void rooted_work(void *arg) {
+  int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + *(int64_t *)arg;
+  while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end) tsamp_rooted(200000);
+}
+
+/* Runs rooted_work for cpu_ns through fl_sampler_call in the given mode;
+ * returns the thread's CPU time it took. */
+static int64_t run_rooted(fl_sampler_mode_t mode, int64_t cpu_ns) {
+  fl_sampler_set_mode(mode);
+  int64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  start(MS / 5);
+  fl_sampler_call(rooted_work, &cpu_ns);
+  fl_sampler_stop();
+  fl_sampler_set_mode(FL_SAMPLER_STACKS);
+  return clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+}
+
+static void test_root(void) {
+  fprintf(stderr, "r. fl_sampler_call ends the stacks; leaf-only and signal-only modes\n");
+  /* Every stack taken inside fl_sampler_call ends in it: the unwinder stops
+   * there, with the frames above it whole. */
+  int64_t t = run_rooted(FL_SAMPLER_STACKS, 300 * MS);
+  totals_t tot = sum_all(main_buf, main_bytes);
+  uint64_t in_rooted = 0, ends_at_root = 0, whole = 0, beyond = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
+    if (strcmp(leaf_func(&r), "tsamp_rooted")) continue;
+    in_rooted++;
+    const char *last = func_of(r.pcs[r.n_pcs - 1], r.n_pcs > 1);
+    if (!strcmp(last, "fl_sampler_call")) ends_at_root++;
+    if (r.n_pcs == 3 && !strcmp(func_of(r.pcs[1], true), "rooted_work")) whole++;
+    for (size_t i = 0; i < r.n_pcs; i++)
+      if (!strcmp(func_of(r.pcs[i], i > 0), "run_rooted")) beyond++;
+  }
+  fprintf(stderr, "  stacks: %llu of %llu records in tsamp_rooted, %llu end at the root, "
+          "%llu are tsamp_rooted < rooted_work < fl_sampler_call\n",
+          (unsigned long long)in_rooted, (unsigned long long)tot.records,
+          (unsigned long long)ends_at_root, (unsigned long long)whole);
+  CHECK(in_rooted >= tot.records * 95 / 100);
+  CHECK_INT(ends_at_root, in_rooted);
+  CHECK_INT(whole, in_rooted);
+  CHECK_INT(beyond, 0);
+  CHECK_NEAR((double)tot.weight * (double)(MS / 5) / (double)t, 1.0, 0.05);
+
+  /* Leaf only: one address a record, the interrupted instruction, and
+   * weights that still add up to the CPU time. */
+  t = run_rooted(FL_SAMPLER_LEAF_ONLY, 300 * MS);
+  tot = sum_all(main_buf, main_bytes);
+  uint64_t one = 0;
+  in_rooted = 0;
+  pos = 0;
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
+    if (r.n_pcs == 1) one++;
+    if (!strcmp(leaf_func(&r), "tsamp_rooted")) in_rooted++;
+  }
+  fprintf(stderr, "  leaf only: %llu records, %llu of one address, %llu in tsamp_rooted\n",
+          (unsigned long long)tot.records, (unsigned long long)one,
+          (unsigned long long)in_rooted);
+  CHECK(tot.records > 500);
+  CHECK_INT(one, tot.records);
+  CHECK(in_rooted >= tot.records * 95 / 100);
+  CHECK_NEAR((double)tot.weight * (double)(MS / 5) / (double)t, 1.0, 0.05);
+
+  /* Signal only: the timer runs and nothing is recorded. */
+  run_rooted(FL_SAMPLER_SIGNAL_ONLY, 100 * MS);
+  tot = sum_all(main_buf, main_bytes);
+  CHECK_INT(tot.records, 0);
+  CHECK(header()->source == FL_SAMPLER_SOURCE_PERF_TASK_CLOCK);
+
+  /* And the next run records whole stacks again. */
+  run_rooted(FL_SAMPLER_STACKS, 50 * MS);
+  CHECK(header()->samples > 100);
+}
+
 /* ---- 8: sampling a thread that allocates and loads libraries ---- */
 
 static volatile int churn_stop;
@@ -739,6 +821,7 @@ int main(void) {
   RUN('4', test_threads(ns_per_it));
   RUN('6', test_no_eintr());
   RUN('7', test_qsort());
+  RUN('r', test_root());
   RUN('8', test_handler_safety(tmpdir));
   RUN('9', test_full_buffer());
   RUN('0', test_crash(tmpdir));
