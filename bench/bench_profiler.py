@@ -34,14 +34,19 @@ noise of a shared machine falls on both sides alike.
             Whole runs seconds apart are at the mercy of the machine's
             swings of speed (10-20% within a minute on these VMs, even
             idle), so the same binary also runs with --chunks: one process,
-            run inside perf record, goes through rounds of three chunks of
+            run inside perf record, goes through rounds of five chunks of
             0.1 s of the work, in rotating order: no profiler, cflame's
-            sampler (fl_sampler_reset/start/stop, as per cell) and perf
-            (perf record -D -1 --control, enable/disable). Each profiled
-            chunk is compared with its round's chunk with no profiler, and
-            cflame's with perf's of the same round: the median of those
+            sampler (fl_sampler_reset/start/stop, as per cell), perf
+            (perf record -D -1 --control, enable/disable), and cflame's
+            sampler in its two measuring modes (fl_sampler_set_mode:
+            leaf-only records, signals only). Each profiled chunk is
+            compared with its round's chunk with no profiler, and cflame's
+            with perf's of the same round: the median of those
             differences, with its distribution-free 95% interval, says
             whether cflame costs more than perf beyond the machine's noise.
+            The measuring modes take cflame's sample apart in the same
+            rounds (SAMPLE_PARTS): the unwind, the rest of the handler,
+            and the signal itself against perf's whole sample.
             The target compares these switching figures; the whole runs are
             shown next to them.
 
@@ -344,7 +349,8 @@ def round_diff(recs, a, b):
 # The parts of cflame's sample (overhead_main --parts), each the difference
 # of two variants in the same round: (key, minuend, subtrahend, what it is).
 SAMPLE_PARTS = [
-    ("unwind", "cflame", "cflame_leaf", "unwinding the stack (complete records minus leaf-only records)"),
+    ("unwind", "cflame", "cflame_leaf",
+     "unwinding the stack (complete records minus leaf-only records)"),
     ("record", "cflame_leaf", "cflame_signal",
      "the rest of the handler: clock, period, a one-address record (leaf-only minus signal-only)"),
     ("signal_minus_perf", "cflame_signal", "perf",
@@ -769,7 +775,8 @@ def print_table(res):
         print(f"switching in one process: per interval, {ch['processes']} processes x "
               f"{ch['rounds']} rounds of chunks of {ch['iters']} iterations, each round one "
               f"chunk with no profiler, one under cflame, one under perf, one under cflame "
-              f"recording leaves only, one under cflame taking signals only, in rotating order; "
+              f"recording leaves only, one under cflame taking signals only, in rotating "
+              f"order; "
               f"overhead = median over {next(iter(cs.values()))['n']} rounds of chunk / the "
               f"round's chunk with no profiler - 1 (p25..p75; 95% interval of the median)")
         print(f"{'variant':16s} {'off CPU s':>9s} {'overhead':>8s} {'p25..p75':>15s} "

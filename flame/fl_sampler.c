@@ -56,8 +56,8 @@
  * (sa_restorer) marks where the interrupted frames begin. The unwind is
  * nearly all of what a sample costs beyond the signal (bench/: the
  * handler's modes, fl_sampler_set_mode, measure it part by part), and it
- * grows with the frames: fl_sampler_call ends the stack at its caller's
- * callee, so that the worker's own frames below a cell are not unwound.
+ * grows with the frames: stacks taken inside fl_sampler_call end at its
+ * frame, so that the worker's own frames below a cell are not unwound.
  *
  * The handler takes no lock, allocates nothing and never enters the
  * dynamic loader:
@@ -326,8 +326,8 @@ __asm__(".text\n"
 /* ---- the signal handler ---- */
 
 /* Unwinds the interrupted context into sl->pcs: the interrupted
- * instruction first, then return addresses. Returns the count. */
-/* Inlined: a frame of its own would be one more for every sample to unwind. */
+ * instruction first, then return addresses. Returns the count. Inlined: a
+ * frame of its own would be one more for every sample to unwind. */
 static inline __attribute__((always_inline)) size_t unwind(slot_t *sl, ucontext_t *uc) {
   uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
   void **pcs = sl->pcs;

@@ -124,7 +124,8 @@ static void print_array(const char *name, const double *v, int n) {
 }
 
 /* The variants a switching process rotates through, each round: the work
- * with no profiler, under cflame's sampler, under perf. */
+ * with no profiler, under cflame's sampler, under perf, and (--parts) under
+ * the sampler in its two measuring modes. */
 enum { OFF, CFLAME, PERF, LEAF, SIGNAL, N_VARIANTS };
 static const char *const variant_names[N_VARIANTS] = {"off", "cflame", "perf", "cflame_leaf",
                                                       "cflame_signal"};
