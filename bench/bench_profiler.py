@@ -35,7 +35,8 @@ noise of a shared machine falls on both sides alike.
             swings of speed (10-20% within a minute on these VMs, even
             idle), so the same binary also runs with --chunks: one process,
             run inside perf record, goes through rounds of five chunks of
-            0.1 s of the work, in rotating order: no profiler, cflame's
+            0.1 s of the work, in an order drawn at random for each round
+            (so that no variant always follows the same one): no profiler, cflame's
             sampler (fl_sampler_reset/start/stop, as per cell), perf
             (perf record -D -1 --control, enable/disable), and cflame's
             sampler in its two measuring modes (fl_sampler_set_mode:
@@ -247,7 +248,7 @@ def run_chunked(tools, rate, rounds, iters, workdir, use_perf, dwarf=False):
     """One process switching the profilers on and off around chunks of the
     work (overhead_main --chunks): each round, a chunk with no profiler,
     one under cflame's sampler at rate's interval, and one under perf
-    record -g at rate's frequency, in rotating order. With dwarf, a chunk
+    record -g at rate's frequency, in a random order each round. With dwarf, a chunk
     with no profiler and one under perf record --call-graph dwarf (perf's
     complete stacks: 8 KiB of stack copied per sample, unwound afterwards),
     for reference."""
@@ -775,8 +776,8 @@ def print_table(res):
         print(f"switching in one process: per interval, {ch['processes']} processes x "
               f"{ch['rounds']} rounds of chunks of {ch['iters']} iterations, each round one "
               f"chunk with no profiler, one under cflame, one under perf, one under cflame "
-              f"recording leaves only, one under cflame taking signals only, in rotating "
-              f"order; "
+              f"recording leaves only, one under cflame taking signals only, in a random "
+              f"order each round; "
               f"overhead = median over {next(iter(cs.values()))['n']} rounds of chunk / the "
               f"round's chunk with no profiler - 1 (p25..p75; 95% interval of the median)")
         print(f"{'variant':16s} {'off CPU s':>9s} {'overhead':>8s} {'p25..p75':>15s} "

@@ -11,7 +11,8 @@
  *                                       one with no profiler, one under
  *                                       cflame's sampler, one under perf
  *                                       (run inside perf record --control
- *                                       fifo:CTL,ACK), in rotating order;
+ *                                       fifo:CTL,ACK), in an order drawn
+ *                                       at random for each round;
  *                                       with --parts, also one under the
  *                                       sampler recording the interrupted
  *                                       instruction alone (no unwinding)
@@ -123,7 +124,7 @@ static void print_array(const char *name, const double *v, int n) {
   printf("]");
 }
 
-/* The variants a switching process rotates through, each round: the work
+/* The variants a switching process runs, each round: the work
  * with no profiler, under cflame's sampler, under perf, and (--parts) under
  * the sampler in its two measuring modes. */
 enum { OFF, CFLAME, PERF, LEAF, SIGNAL, N_VARIANTS };
@@ -182,11 +183,24 @@ static int run_chunks(int argc, char **argv) {
   double *samples[N_VARIANTS];
   for (int v = 0; v < N_VARIANTS; v++) samples[v] = calloc((size_t)n, sizeof(double));
   uint64_t result = 0;
+  /* Each round runs the variants in an order of its own, drawn at random
+   * (Fisher-Yates, xorshift64 seeded with the process id): what a chunk
+   * leaves behind (perf's recorder draining its buffer, the sampler's
+   * stop) then falls on every other variant alike. A rotation would not
+   * do: it keeps the cyclic order, so each variant would always follow
+   * the same one. */
+  uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
   for (int i = 0; i < n; i++) {
-    /* Round i starts its rotation at variant i % k, so that none always
-     * follows the same one. */
+    for (int j = k - 1; j > 0; j--) {
+      rng ^= rng << 13;
+      rng ^= rng >> 7;
+      rng ^= rng << 17;
+      int r = (int)(rng % (uint64_t)(j + 1)), t = order[j];
+      order[j] = order[r];
+      order[r] = t;
+    }
     for (int j = 0; j < k; j++) {
-      int v = order[(i + j) % k];
+      int v = order[j];
       if (v == PERF) perf_ctl("enable\n");
       int64_t w0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
       if (sampled[v]) {
