@@ -120,7 +120,8 @@ def build_tools(build_dir, out):
     inc = ["-I", str(REPO / "include")]
     obj = out / "deepstack.o"
     cc(*CFLAGS, "-c", WORKLOADS / "deepstack.c", "-o", obj)
-    cc(*CFLAGS, *inc, "-c", WORKLOADS / "overhead_main.c", "-o", out / "overhead_main.o")
+    cc(*CFLAGS, *inc, "-I", str(REPO / "flame"), "-c", WORKLOADS / "overhead_main.c",
+       "-o", out / "overhead_main.o")
     # Linked as the worker is: the sampler, libunwind, and -z now (the
     # handler must never enter the loader to bind a symbol).
     cc("-o", out / "overhead", obj, out / "overhead_main.o", lib / "libcflame_sampler.a",

@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "cflame/fl_sampler.h"
+#include "fl__rng.h" /* flame/: the sampler's own generator */
 
 uint64_t deepstack_run(long iters);
 
@@ -184,7 +185,7 @@ static int run_chunks(int argc, char **argv) {
   for (int v = 0; v < N_VARIANTS; v++) samples[v] = calloc((size_t)n, sizeof(double));
   uint64_t result = 0;
   /* Each round runs the variants in an order of its own, drawn at random
-   * (Fisher-Yates, xorshift64 seeded with the process id): what a chunk
+   * (Fisher-Yates, fl__rng seeded with the process id): what a chunk
    * leaves behind (perf's recorder draining its buffer, the sampler's
    * stop) then falls on every other variant alike. A rotation would not
    * do: it keeps the cyclic order, so each variant would always follow
@@ -192,10 +193,7 @@ static int run_chunks(int argc, char **argv) {
   uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
   for (int i = 0; i < n; i++) {
     for (int j = k - 1; j > 0; j--) {
-      rng ^= rng << 13;
-      rng ^= rng >> 7;
-      rng ^= rng << 17;
-      int r = (int)(rng % (uint64_t)(j + 1)), t = order[j];
+      int r = (int)(fl__rng_next(&rng) % (uint64_t)(j + 1)), t = order[j];
       order[j] = order[r];
       order[r] = t;
     }
