@@ -1406,12 +1406,29 @@ static void blank_leading_magics(char *code) {
   }
 }
 
+bool kn_cell_has_cell_magic(const char *code) {
+  const char *p = code;
+  while (is_blank((unsigned char)*p) || *p == '\n') p++;
+  return p[0] == '%' && p[1] == '%';
+}
+
 const char *kn_cell_completeness(const char *code) {
   char *copy = kn_strdup(code);
   const char *verdict = "complete";
   toks_t t;
   char *stack = NULL;
   memset(&t, 0, sizeof t);
+
+  /* A cell magic's body ends with a blank line, as in IPython. */
+  if (kn_cell_has_cell_magic(code)) {
+    const char *last = strrchr(code, '\n');
+    last = last ? last + 1 : code;
+    while (is_blank((unsigned char)*last)) last++;
+    if (*last || !strchr(code, '\n')) {
+      verdict = "incomplete";
+      goto done;
+    }
+  }
 
   blank_leading_magics(copy);
   size_t len = strlen(copy);

@@ -151,9 +151,14 @@ void kn_items_free(kn_items_t *items);
  *                a string or character literal left open at the end of a
  *                line (C literals cannot go on to the next line).
  * Magic lines (starting with %, at the start of the cell as kn_magic_split
- * finds them) are ignored. Brackets inside directives do not count. Returns
- * a static string. */
+ * finds them) are ignored, but a cell that begins with a cell magic
+ * (%%name) is incomplete until its last line is blank, as in IPython: its
+ * body may take several lines. Brackets inside directives do not count.
+ * Returns a static string. */
 const char *kn_cell_completeness(const char *code);
+
+/* Whether code begins with a cell magic (%%name). */
+bool kn_cell_has_cell_magic(const char *code);
 
 /* Names of C keywords, NULL-terminated (for completion). */
 extern const char *const kn_c_keywords[];

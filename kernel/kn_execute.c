@@ -157,6 +157,39 @@ const char *kn_magic_help(const char *name) {
   return buf;
 }
 
+/* The first sentence of a magic's help, on one line: up to the first full
+ * stop outside parentheses that ends the text or comes before a space. */
+static char *first_sentence(const char *help) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  int depth = 0;
+  for (const char *p = help; *p; p++) {
+    kn_strbuf_putc(&sb, *p == '\n' ? ' ' : *p);
+    if (*p == '(') depth++;
+    if (*p == ')' && depth > 0) depth--;
+    if (*p == '.' && depth == 0 && (!p[1] || isspace((unsigned char)p[1]))) break;
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+/* Appends text in lines of at most width columns (longer words stand
+ * alone), each after indent. */
+static void put_wrapped(kn_strbuf_t *sb, const char *text, const char *indent, size_t width) {
+  size_t room = width - strlen(indent), used = 0;
+  for (const char *p = text; *p;) {
+    while (*p == ' ') p++;
+    size_t w = strcspn(p, " ");
+    if (!w) break;
+    if (used && used + 1 + w > room) {
+      kn_strbuf_putc(sb, '\n');
+      used = 0;
+    }
+    kn_strbuf_printf(sb, "%s%.*s", used ? " " : indent, (int)w, p);
+    used += (used ? 1 : 0) + w;
+    p += w;
+  }
+  kn_strbuf_putc(sb, '\n');
+}
+
 static char *valid_magics(bool cell) {
   kn_strbuf_t sb = KN_STRBUF_INIT;
   for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++) {
@@ -997,9 +1030,13 @@ static int run_line_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m) {
   if (!strcmp(m->name, "lsmagic")) {
     kn_strbuf_t sb = KN_STRBUF_INIT;
     kn_strbuf_puts(&sb, "Available magics:\n");
-    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
-      kn_strbuf_printf(&sb, "  %-48s %.*s\n", magics[i].usage,
-                       (int)strcspn(magics[i].help, "\n"), magics[i].help);
+    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++) {
+      char *summary = first_sentence(magics[i].help);
+      kn_strbuf_printf(&sb, "  %s\n", magics[i].usage);
+      put_wrapped(&sb, summary, "      ", 90);
+      free(summary);
+    }
+    kn_strbuf_puts(&sb, "Help on one magic: %NAME? (or Shift-Tab on it in JupyterLab).\n");
     print(k, e, "%s", sb.data);
     kn_strbuf_free(&sb);
     return 0;
@@ -1318,6 +1355,16 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   /* Every magic is checked before any runs: a typo in the second one must
    * not leave the first one applied. */
   if (check_magics(k, e, &cm) < 0) goto out;
+  /* %NAME? (or %NAME ??, %%NAME? on a cell) shows the magic's help and runs
+   * nothing, as in IPython. */
+  for (size_t i = 0; i <= cm.n_lines; i++) {
+    const kn_magic_t *m = i < cm.n_lines ? &cm.lines[i] : cm.cell;
+    if (m && (!strcmp(m->args, "?") || !strcmp(m->args, "??"))) {
+      print(k, e, "%s\n", kn_magic_help(m->name));
+      finish_ok(k, e);
+      goto out;
+    }
+  }
 
   /* The statement forms (%timeit, %profview, %profile STMT) end the cell. */
   const kn_magic_t *stmt_magic = NULL;

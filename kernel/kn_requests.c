@@ -142,7 +142,10 @@ static void is_complete(kn_kernel_t *k, void *socket, kn_msg_t *msg) {
   const char *code = json_string_value(json_object_get(msg->content, "code"));
   const char *status = kn_cell_completeness(code ? code : "");
   json_t *content = json_pack("{s:s}", "status", status);
-  if (!strcmp(status, "incomplete")) json_object_set_new(content, "indent", json_string("    "));
+  /* A cell magic's body starts at the left margin; an open bracket indents. */
+  if (!strcmp(status, "incomplete"))
+    json_object_set_new(content, "indent",
+                        json_string(kn_cell_has_cell_magic(code ? code : "") ? "" : "    "));
   kn_reply(k, socket, msg, "is_complete_reply", content);
 }
 

@@ -370,6 +370,10 @@ int kn_session_set_ldflags(kn_session_t *s, const char *flags, char *err, size_t
 
 /* ---- building a translation unit ---- */
 
+/* The file name (a format of the cell number) of the kernel's code after a
+ * cell's statements. */
+#define END_FILE "<cflame cell %d end>"
+
 static const char prelude[] =
     "#include <stdio.h>\n"
     "#include <stdlib.h>\n"
@@ -496,6 +500,10 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
 
   kn_strbuf_printf(tu, "#line 1 \"<cflame cell %d>\"\nint cflame_run_%d(void) {\n", cell, cell);
   if (run.data) kn_strbuf_puts(tu, run.data);
+  /* What follows the cell's statements is the kernel's: a diagnostic there
+   * (a statement left unfinished runs into it) names this file, and
+   * end_of_cell_messages moves it to the end of the cell. */
+  kn_strbuf_printf(tu, "\n#line 1 \"" END_FILE "\"\n", cell);
   if (*has_main) {
     /* main may be declared (void) or (int, char **); call it through a
      * second name for the same symbol, declared with the full signature. */
@@ -535,6 +543,96 @@ static void push(char ***argv, size_t *n, const char *w) {
   *argv = kn_xrealloc(*argv, (*n + 2) * sizeof **argv);
   (*argv)[(*n)++] = kn_strdup(w);
   (*argv)[*n] = NULL;
+}
+
+/* Where a cell's text ends: the last line that is not blank (in the
+ * cell's numbering) and the column after its last character. */
+static void cell_end(const char *code, int first_line, int *line, int *col) {
+  *line = first_line;
+  *col = 1;
+  int at = first_line;
+  for (const char *p = code; *p; at++) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    while (len > 0 && isspace((unsigned char)p[len - 1])) len--;
+    if (len > 0) {
+      *line = at;
+      *col = (int)len + 1;
+    }
+    if (!eol) break;
+    p = eol + 1;
+  }
+}
+
+/* Whether a line of compiler output is a message (or a summary), not a
+ * quote of the source under one. */
+static bool is_message_line(const char *p, size_t len) {
+  static const char *const marks[] = {": error: ", ": warning: ", ": note: ", ": fatal error: ",
+                                      "In function", "At top level:", "In file included from",
+                                      " generated."};
+  for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+    if (memmem(p, len, marks[i], strlen(marks[i]))) return true;
+  return false;
+}
+
+/* Moves the compiler's messages about the kernel's code after a cell's
+ * statements (END_FILE) to the end of the cell. Only a statement the cell
+ * left unfinished gets there, as "expected ';' before 'return'": that
+ * becomes "cell[N]:LINE:COL: error: expected ';' at the end of the cell".
+ * The warning that the entry function ends without a return follows only
+ * from such an error, and is dropped. */
+static char *end_of_cell_messages(const char *text, int cell, const char *code, int first_line) {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, END_FILE, cell);
+  size_t plen = strlen(prefix);
+  char cellfile[64];
+  snprintf(cellfile, sizeof cellfile, "cell[%d]:%%d:%%d:%%n", cell);
+  int line, col;
+  cell_end(code, first_line, &line, &col);
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (const char *p = text; *p;) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    const char *next = eol ? eol + 1 : p + len;
+    if (len < plen || memcmp(p, prefix, plen) != 0) {
+      /* At the cell's end, the token after it is the kernel's. */
+      int at_line, at_col, n = 0;
+      const char *before = memmem(p, len, " before ", 8);
+      if (before && sscanf(p, cellfile, &at_line, &at_col, &n) == 2 && n > 0 &&
+          (at_line > line || (at_line == line && at_col >= col)))
+        kn_strbuf_printf(&sb, "%.*s at the end of the cell\n", (int)(before - p), p);
+      else
+        kn_strbuf_printf(&sb, "%.*s\n", (int)len, p);
+      p = next;
+      continue;
+    }
+    /* prefix[:LINE[:COL]]: message, then (clang) the kernel's line quoted,
+     * which is dropped */
+    const char *q = p + plen, *end = p + len;
+    for (int field = 0; field < 2 && q + 1 < end && q[0] == ':' && isdigit((unsigned char)q[1]);
+         field++) {
+      q++;
+      while (q < end && isdigit((unsigned char)*q)) q++;
+    }
+    size_t mlen = (size_t)(end - q);
+    if (!memmem(q, mlen, "control reaches end of non-void function", 40)) {
+      const char *before = memmem(q, mlen, " before ", 8);
+      if (before)
+        kn_strbuf_printf(&sb, "cell[%d]:%d:%d%.*s at the end of the cell\n", cell, line, col,
+                         (int)(before - q), q);
+      else
+        kn_strbuf_printf(&sb, "cell[%d]:%d:%d%.*s\n", cell, line, col, (int)mlen, q);
+    }
+    p = next;
+    while (*p) {
+      eol = strchr(p, '\n');
+      len = eol ? (size_t)(eol - p) : strlen(p);
+      if (is_message_line(p, len)) break;
+      p = eol ? eol + 1 : p + len;
+    }
+  }
+  if (sb.len && (!*text || text[strlen(text) - 1] != '\n')) sb.data[--sb.len] = '\0';
+  return kn_strbuf_steal(&sb);
 }
 
 char *kn_session_clean_message(const char *text) {
@@ -666,7 +764,9 @@ int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_li
              output ? output : "not found");
     goto fail;
   }
-  char *clean = kn_session_clean_message(output ? output : "");
+  char *moved = end_of_cell_messages(output ? output : "", cell, code, first_line);
+  char *clean = kn_session_clean_message(moved);
+  free(moved);
   if (status != 0) {
     *diagnostics = clean;
     unlink(path_so);

@@ -5,6 +5,8 @@ session keeps its definitions. (Profiling rows are tested elsewhere.)"""
 import re
 import time
 
+import pytest
+
 from conftest import collect, fails, ok, request, run, send, stderr, stdout
 
 
@@ -40,6 +42,38 @@ def test_compile_error_line_after_magic_lines(kc):
     reply, outputs = fails(kc, "%cflags\n\nint c = 1;\nint d = ;", "CompileError")
     n = reply["execution_count"]
     assert any(f"cell[{n}]:4:9: error" in line for line in reply["traceback"]), reply["traceback"]
+
+
+@pytest.mark.parametrize("code,at,message", [
+    # The kernel's own code follows the cell's statements: an unfinished
+    # statement is reported where the cell ends, not against a line of the
+    # kernel's that the cell does not have.
+    ('printf("%d\\n", 4)', "1:18", "expected ‘;’ at the end of the cell"),
+    ("int z = 5 *", "1:12", "expected expression at the end of the cell"),
+    ("int m = 1;\nm = m +  \n\n", "2:8", "expected expression at the end of the cell"),
+    ("for (int i = 0; i < 3; i++) {\n  i++;", "2:7", "expected declaration or statement at end of input"),
+    ('int main(void) {\n  printf("x\\n")\n', "2:16", "expected ‘;’"),
+])
+def test_unfinished_statement_is_reported_at_the_end_of_the_cell(kc, code, at, message):
+    reply, outputs = fails(kc, code, "CompileError")
+    n = reply["execution_count"]
+    text = traceback_text(reply)
+    assert f"cell[{n}]:{at}: error: {message}" in text, text
+    assert "return" not in text and "cflame" not in text and "non-void" not in text, text
+    last = code.rstrip().count("\n") + 1
+    assert not re.search(rf"cell\[{n}\]:(\d+):", text) or all(
+        int(m) <= last for m in re.findall(rf"cell\[{n}\]:(\d+):", text)), text
+
+
+def test_unfinished_statement_under_clang(fresh):
+    # clang quotes the line it complains about, even one of the kernel's.
+    km, kc = fresh
+    ok(kc, "%cc clang")
+    reply, outputs = fails(kc, "int z = 5 *", "CompileError")
+    n = reply["execution_count"]
+    text = traceback_text(reply)
+    assert f"cell[{n}]:1:12: error: expected expression" in text, text
+    assert "return" not in text and "cflame" not in text, text
 
 
 def test_undefined_symbol_is_a_link_error(kc):

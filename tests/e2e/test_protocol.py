@@ -193,6 +193,10 @@ def test_comm_info(kc):
     ('printf("a\\n");\nfor (int i = 0; i < 3; i++) {\n  if (i) {', "incomplete"),
     ("/* open comment", "incomplete"),
     ("%cflags -O0\nint y = (1 +", "incomplete"),
+    # A cell magic's body ends with a blank line, as in IPython's console.
+    ("%%profview", "incomplete"),
+    ("%%profview\nwork();", "incomplete"),
+    ("%%profview\nwork();\n", "complete"),
 ])
 def test_is_complete(kc, code, status):
     reply = request(kc, "is_complete", code)

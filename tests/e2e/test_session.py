@@ -7,6 +7,9 @@ own kernel."""
 import os
 import re
 
+import pytest
+
+
 from conftest import errors, fails, ok, run, run_full, stderr, stdout
 
 DEFAULT_CFLAGS = "-std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall"
@@ -285,8 +288,34 @@ def test_timeit(kc):
 
 def test_lsmagic_lists_the_magics(kc):
     out = ok(kc, "%lsmagic")
-    for name in ("%cc", "%cflags", "%ldflags", "%%timeit", "%reset", "%lsmagic"):
+    for name in ("%cc", "%cflags", "%ldflags", "%%timeit", "%reset", "%lsmagic", "%%profview",
+                 "%profsave", "%profload", "%%profallocs"):
         assert name in out, f"{name} missing from %lsmagic:\n{out}"
+    # Each magic's summary is a whole sentence, wrapped to fit a console.
+    lines = out.splitlines()
+    assert all(len(line) <= 90 for line in lines if line.startswith("      ")), out
+    summaries = " ".join(line.strip() for line in lines if line.startswith("      "))
+    assert "reporting the mean and standard deviation per loop, as IPython does." in summaries
+    assert "(e.g. %cc clang)." in summaries
+    assert "%NAME?" in lines[-1]
+
+
+@pytest.mark.parametrize("code,usage", [
+    ("%profview?", "%%profview [opts]"),
+    ("%%timeit?\nhelp_kept++;", "%%timeit [-n N] [-r R]"),
+    ("%profsave ??", "%profsave PATH [opts]"),
+])
+def test_magic_help(kc, code, usage):
+    ok(kc, "int help_kept = 4;")
+    out = ok(kc, code)
+    assert out.startswith(usage), out
+    # Nothing ran: a %%timeit help does not run its body.
+    assert ok(kc, 'printf("%d\\n", help_kept);') == "4\n"
+
+
+def test_help_on_an_unknown_magic_names_the_valid_ones(kc):
+    reply, outputs = fails(kc, "%profveiw?", "MagicError")
+    assert "unknown magic %profveiw" in reply["evalue"] and "%profview" in reply["evalue"]
 
 
 def test_reset_forgets_definitions(fresh):

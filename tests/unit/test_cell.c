@@ -555,6 +555,13 @@ static const completeness_case_t completeness_cases[] = {
     {"#define OPEN {\nx;", "complete"},
     {"%profview width=(\nf();", "complete"},
     {"\n%%timeit -n 3 {\n%cflags -O3 (\nfor (;;) {", "incomplete"},
+    {"\n%%timeit -n 3 {\n%cflags -O3 (\nfor (;;) {\n\n", "incomplete"},
+    {"%%profview", "incomplete"}, /* a cell magic's body ends with a blank line */
+    {"%%profview\nf();", "incomplete"},
+    {"%%profview\nf();\n", "complete"},
+    {"  %%profview delay=0.0001\nf();\n  \n", "complete"},
+    {"%%profview\nf(\n\n", "incomplete"},
+    {"%profview f();", "complete"},
     {"%profile f(\n", "complete"},
     {"x = 1;\n%profile f(", "incomplete"}, /* not a magic once code has started */
 };
