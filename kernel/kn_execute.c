@@ -482,6 +482,22 @@ done:
 static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char *maps_text,
                             pid_t pid);
 
+/* What became of the profile of a run cut short (a crash, an interrupt),
+ * for the error message: " The flame graph shows ..." or "". */
+static const char *cut_short_note(kn_profmode_t mode) {
+  switch (mode) {
+  case KN_PROF_VIEW:
+  case KN_PROF_DIFF:
+    return " The flame graph shows what the cell ran until then.";
+  case KN_PROF_ACCUMULATE:
+    return " What the cell ran until then was added to the session profile.";
+  case KN_PROF_BASE:
+    return " No baseline was kept: a run cut short is not one.";
+  default:
+    return "";
+  }
+}
+
 /* The worker is gone while e ran: say why, start a new worker, reload the
  * session's code. */
 static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
@@ -489,21 +505,15 @@ static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
    * though its run ended badly. */
   if (e->compiled) kn_session_commit(k->session, &e->compiled);
   /* The samples survive the crash in the shared buffer: what was profiled up
-   * to the crash joins the session profile (see %profshow). */
+   * to the crash is shown and joins the session profile, as it would have
+   * at the end of the run (a run cut short makes no baseline). */
+  const char *profile_note = "";
   if (e->profreq.mode != KN_PROF_NONE && !e->profreq.allocs && e->crash_report) {
     const char *maps = strstr(e->crash_report, "\nmaps\n");
     const char *tid = strstr(e->crash_report, "\nmain_tid ");
     if (maps && tid && e->profreq.mode != KN_PROF_BASE) {
-      /* No graph for a crashed run, but %profshow shows what was sampled:
-       * a %%profview run replaces the session profile as it would have. */
-      kn_profmode_t mode = e->profreq.mode;
-      if (mode == KN_PROF_VIEW || mode == KN_PROF_DIFF) {
-        fl_profile_destroy(&k->prof->session);
-        k->prof->session = fl_profile_new(FL_PROFILE_CPU);
-      }
-      e->profreq.mode = KN_PROF_ACCUMULATE;
       on_profile_done(k, e, NULL, maps + 6, (pid_t)atoi(tid + 10));
-      e->profreq.mode = mode;
+      profile_note = cut_short_note(e->profreq.mode);
     }
   }
 
@@ -545,8 +555,9 @@ static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
       json_array_append_new(tb, json_sprintf("%s: %s", ename, value.data));
     }
   }
-  kn_strbuf_printf(&value, ". %s", note.data);
+  kn_strbuf_printf(&value, ". %s%s", note.data, profile_note);
   json_array_append_new(tb, json_string(note.data));
+  if (*profile_note) json_array_append_new(tb, json_string(profile_note + 1));
   char *ename_copy = kn_strdup(ename);
   finish(k, e, ename_copy, value.data, tb);
   free(ename_copy);
@@ -774,7 +785,12 @@ static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
     bool has_main = e->compiled->has_main;
     kn_session_commit(k->session, &e->compiled);
     if (status && !strcmp(status, "interrupted")) {
-      finish_error(k, e, "Interrupted", "the cell was interrupted");
+      /* What ran until the interrupt was sampled: that is how one sees
+       * where a cell that does not end spends its time. */
+      kn_profmode_t mode = e->profreq.mode;
+      if (mode != KN_PROF_NONE && mode != KN_PROF_BASE) on_profile_done(k, e, ev, NULL, 0);
+      const char *note = cut_short_note(mode);
+      finish_error(k, e, "Interrupted", "the cell was interrupted%s%s", *note ? "." : "", note);
       return;
     }
     json_t *t = json_object_get(ev, "timeit");

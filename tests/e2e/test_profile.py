@@ -670,6 +670,12 @@ def test_crash_while_profiling_keeps_the_samples(fresh):
                            "SIGSEGV")
     crashed = reply["execution_count"]
     assert "Segmentation fault" in reply["evalue"]
+    # The graph of what ran until the crash comes before the error.
+    assert "The flame graph shows what the cell ran until then" in reply["evalue"], reply["evalue"]
+    shown = displays(outputs)
+    assert len(shown) == 1, [o["msg_type"] for o in outputs]
+    rows = rows_of(keep(shown[0]["data"], "crashed"))
+    assert sum(r["count"] for r in rows if r["func"] == "spin") >= 50, [(r["func"], r["count"]) for r in rows]
     assert ok(kc, 'printf("alive %g\\n", spin(10));').startswith("alive")
     bundle, rows, _, _ = show(kc, "%profshow", "after-crash")
     index = by_id(rows)
@@ -697,11 +703,31 @@ def test_crash_in_profview_replaces_the_session_profile(fresh):
 
 def test_interrupting_a_profiled_loop(kernel):
     km, kc = kernel
-    r, dt = interrupt_after_delay(km, kc, "%%profview\nfor (;;);", delay=0.7)
+    r, dt = interrupt_after_delay(km, kc, "%%profview\nfor (;;) a(PER_MS);", delay=0.7)
     assert r.reply["status"] == "error", r.reply
     assert r.reply["ename"] == "Interrupted", r.reply
     assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
+    # Where a cell that does not end spends its time: the graph of what it
+    # ran until the interrupt, before the error.
+    assert "The flame graph shows what the cell ran until then" in r.reply["evalue"], r.reply
+    shown = displays(r.outputs)
+    assert len(shown) == 1, [o["msg_type"] for o in r.outputs]
+    bundle = keep(shown[0]["data"], "interrupted")
+    rows = rows_of(bundle)
+    s = summary_of(bundle)
+    assert sum(row["count"] for row in rows if row["func"] == "a") >= 0.8 * s["samples"], s["line"]
+    assert 0.3 < s["cpu"] < 5, s["line"]
     assert ok(kc, 'printf("still here\\n");') == "still here\n"
+    # %%profile adds what ran to the session profile; a baseline is not kept.
+    ok(kc, "%profclear")
+    r, dt = interrupt_after_delay(km, kc, "%%profile\nfor (;;) a(1);", delay=0.7)
+    assert "was added to the session profile" in r.reply["evalue"], r.reply
+    assert not displays(r.outputs)
+    assert summary_of(ok(kc, "%profprint"))["samples"] > 100
+    r, dt = interrupt_after_delay(km, kc, "%%profbase cut\nfor (;;) a(1);", delay=0.7)
+    assert "No baseline was kept" in r.reply["evalue"], r.reply
+    reply, outputs = fails(kc, "%profdiffview cut\na(1);", "MagicError")
+    assert "cut" in reply["evalue"]
     bundle, rows, _, _ = show(kc, "%%profview\na(100 * PER_MS);", "after-interrupt")
     assert any(r["func"] == "a" for r in rows)
 
