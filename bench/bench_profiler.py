@@ -249,15 +249,15 @@ def run_chunked(tools, rate, rounds, iters, workdir, use_perf, dwarf=False):
     """One process switching the profilers on and off around chunks of the
     work (overhead_main --chunks): each round, a chunk with no profiler,
     one under cflame's sampler at rate's interval, and one under perf
-    record -g at rate's frequency, in a random order each round. With dwarf, a chunk
-    with no profiler and one under perf record --call-graph dwarf (perf's
-    complete stacks: 8 KiB of stack copied per sample, unwound afterwards),
-    for reference."""
+    record -g at rate's frequency, in a random order each round. With dwarf, perf
+    records with --call-graph dwarf instead (perf's complete stacks: 8 KiB of
+    stack copied per sample, unwound afterwards), for reference: the stacks
+    cflame's are compared with there are as complete as its own."""
     exe = str(tools["overhead"])
     env = dict(os.environ, TMPDIR=str(workdir))
-    argv = [exe, "--chunks", str(rounds), str(iters)]
+    argv = [exe, "--chunks", str(rounds), str(iters), "--cflame", str(rate["interval_ns"])]
     if not dwarf:
-        argv += ["--cflame", str(rate["interval_ns"]), "--parts"]
+        argv += ["--parts"]
     if use_perf:
         ctl, ack = pathlib.Path(workdir) / "perf.ctl", pathlib.Path(workdir) / "perf.ack"
         for f in (ctl, ack):
@@ -382,7 +382,10 @@ def chunked_summary(res):
         s["parts"] = {key: round_diff(recs, a, b) for key, a, b, _ in SAMPLE_PARTS
                       if f"{a}_cpu" in recs[0] and f"{b}_cpu" in recs[0]}
         if res.get("dwarf_runs"):
-            s["perf_dwarf"] = profiler_summary(res["dwarf_runs"][name], "perf")
+            drecs = res["dwarf_runs"][name]
+            s["perf_dwarf"] = profiler_summary(drecs, "perf")
+            if "cflame_cpu" in drecs[0]:
+                s["minus_perf_dwarf"] = round_diff(drecs, "cflame", "perf")
         out[name] = s
     return out
 
@@ -810,6 +813,14 @@ def print_table(res):
                       f"{d['median'] * 100:+.1f} points{ci} (p25..p75 {d['p25'] * 100:+.1f}.."
                       f"{d['p75'] * 100:+.1f}); not higher in {d['rounds_not_higher']} of "
                       f"{d['n']} rounds")
+            if "minus_perf_dwarf" in c:
+                d = c["minus_perf_dwarf"]
+                ci = (f", 95% interval {d['ci95'][0] * 100:+.1f}..{d['ci95'][1] * 100:+.1f}"
+                      if d["ci95"] else "")
+                print(f"  cflame {rate['name']} minus perf --call-graph dwarf (complete stacks "
+                      f"too), the same round of the processes perf dwarf recorded: median "
+                      f"{d['median'] * 100:+.1f} points{ci}; not higher in "
+                      f"{d['rounds_not_higher']} of {d['n']} rounds")
             for key, _, _, what in SAMPLE_PARTS:
                 if key in c.get("parts", {}):
                     d = c["parts"][key]
