@@ -488,6 +488,7 @@ static const char *cut_short_note(kn_profmode_t mode) {
   switch (mode) {
   case KN_PROF_VIEW:
   case KN_PROF_DIFF:
+  case KN_PROF_ALLOCS:
     return " The flame graph shows what the cell ran until then.";
   case KN_PROF_ACCUMULATE:
     return " What the cell ran until then was added to the session profile.";

@@ -651,9 +651,12 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     else
       kn_strbuf_puts(&sb, ", every one recorded (sample_rate=1)");
     if (info->calls) kn_strbuf_printf(&sb, "; the run made %s allocation calls", calls);
-    if (info->dropped)
-      kn_strbuf_printf(&sb, "; the record buffer filled up and %llu sampled allocations were lost "
-                            "(lower sample_rate=, or raise n=)", (unsigned long long)info->dropped);
+    if (info->dropped) {
+      char dropped[32];
+      group_digits(dropped, sizeof dropped, info->dropped);
+      kn_strbuf_printf(&sb, "; the record buffer filled up and %s sampled allocations were lost "
+                            "(lower sample_rate=, or raise n=)", dropped);
+    }
     return kn_strbuf_steal(&sb);
   }
   if (!info->interval_ns) {

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from conftest import (SpecStore, by_id, displays, fails, flame, ok, rows_of, run, start_kernel,
-                      stdout)
+from conftest import (SpecStore, by_id, displays, fails, flame, interrupt_after_delay, ok,
+                      rows_of, run, start_kernel, stdout)
 
 STORE = SpecStore("allocs")
 
@@ -209,6 +209,19 @@ def test_no_allocations_explains_itself(kc):
     reply, outputs = run(kc, "%%profallocs\nint x = 1; (void)x;")
     assert reply["status"] == "ok" and not displays(outputs)
     assert "No allocations" in stdout(outputs), stdout(outputs)
+
+
+def test_interrupted_allocation_profile_shows_what_ran(kernel):
+    km, kc = kernel
+    r, dt = interrupt_after_delay(km, kc, "%%profallocs\nfor (;;) churn(1000, 64);", delay=0.7)
+    assert r.reply["ename"] == "Interrupted", r.reply
+    assert "The flame graph shows what the cell ran until then" in r.reply["evalue"], r.reply
+    shown = displays(r.outputs)
+    assert len(shown) == 1, [o["msg_type"] for o in r.outputs]
+    bundle = shown[0]["data"]
+    STORE.add(bundle, "interrupted")
+    rows = rows_of(bundle)
+    assert total(rows, "churn") > 1000, [(x["func"], x["count"]) for x in rows]
 
 
 def test_profsave_of_an_allocation_graph(kc, tmp_path):
