@@ -508,7 +508,7 @@ static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
   /* The samples survive the crash in the shared buffer: what was profiled up
    * to the crash is shown and joins the session profile, as it would have
    * at the end of the run (a run cut short makes no baseline). */
-  const char *profile_note = "";
+  const char *profile_note = e->profreq.mode == KN_PROF_BASE ? cut_short_note(KN_PROF_BASE) : "";
   if (e->profreq.mode != KN_PROF_NONE && !e->profreq.allocs && e->crash_report) {
     const char *maps = strstr(e->crash_report, "\nmaps\n");
     const char *tid = strstr(e->crash_report, "\nmain_tid ");

@@ -684,6 +684,10 @@ def test_crash_while_profiling_keeps_the_samples(fresh):
     # Profiling works in the new worker.
     bundle, rows, _, _ = show(kc, "%%profview\nspin(100000000);", "after-crash-profview")
     assert any(r["func"] == "spin" for r in rows)
+    # A run cut short by a crash makes no baseline.
+    reply, outputs = fails(kc, "%%profbase crashed\nspin(100000000);\nint *p = 0;\n*p = 1;", "SIGSEGV")
+    assert "No baseline was kept" in reply["evalue"], reply["evalue"]
+    reply, outputs = fails(kc, "%profdiffview crashed\nspin(10);", "MagicError")
 
 
 def test_crash_in_profview_replaces_the_session_profile(fresh):
