@@ -805,22 +805,18 @@ def print_table(res):
                       f"{pct(v['overhead']):>8s} "
                       f"{pct(v['p25'])}..{pct(v['p75'])} {ci:>15s} {pct(v['wall_overhead']):>8s} "
                       f"{r_:>9s} {per:>6s} {first:>9s}")
-            if "minus_perf" in c:
-                d = c["minus_perf"]
-                ci = (f", 95% interval {d['ci95'][0] * 100:+.1f}..{d['ci95'][1] * 100:+.1f}"
-                      if d["ci95"] else "")
-                print(f"  cflame {rate['name']} minus perf, the same round: median "
-                      f"{d['median'] * 100:+.1f} points{ci} (p25..p75 {d['p25'] * 100:+.1f}.."
-                      f"{d['p75'] * 100:+.1f}); not higher in {d['rounds_not_higher']} of "
-                      f"{d['n']} rounds")
-            if "minus_perf_dwarf" in c:
-                d = c["minus_perf_dwarf"]
-                ci = (f", 95% interval {d['ci95'][0] * 100:+.1f}..{d['ci95'][1] * 100:+.1f}"
-                      if d["ci95"] else "")
-                print(f"  cflame {rate['name']} minus perf --call-graph dwarf (complete stacks "
-                      f"too), the same round of the processes perf dwarf recorded: median "
-                      f"{d['median'] * 100:+.1f} points{ci}; not higher in "
-                      f"{d['rounds_not_higher']} of {d['n']} rounds")
+            for key, against, where in (
+                    ("minus_perf", "perf", ""),
+                    ("minus_perf_dwarf", "perf --call-graph dwarf (complete stacks too)",
+                     " of the processes perf dwarf recorded")):
+                if key in c:
+                    d = c[key]
+                    ci = (f", 95% interval {d['ci95'][0] * 100:+.1f}..{d['ci95'][1] * 100:+.1f}"
+                          if d["ci95"] else "")
+                    print(f"  cflame {rate['name']} minus {against}, the same round{where}: "
+                          f"median {d['median'] * 100:+.1f} points{ci} (p25..p75 "
+                          f"{d['p25'] * 100:+.1f}..{d['p75'] * 100:+.1f}); not higher in "
+                          f"{d['rounds_not_higher']} of {d['n']} rounds")
             for key, _, _, what in SAMPLE_PARTS:
                 if key in c.get("parts", {}):
                     d = c["parts"][key]
