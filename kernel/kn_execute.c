@@ -737,17 +737,8 @@ static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char
     fl_profile_destroy(&prof);
     return;
   }
-  if (e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF) {
-    fl_profile_destroy(&k->prof->session);
-    k->prof->session = fl_profile_copy(prof);
-  } else {
-    fl_profile_merge(k->prof->session, prof);
-    fl_profile_info_t *si = fl_profile_info(k->prof->session);
-    si->interval_ns = pi->interval_ns;
-    si->cpu_seconds += pi->cpu_seconds;
-    si->wall_seconds += pi->wall_seconds;
-    si->dropped += pi->dropped;
-  }
+  kn_prof_session_add(k->prof, prof,
+                      e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF);
   if (e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF) {
     if (fl_profile_n_samples(prof) == 0) {
       char *msg = kn_prof_empty_message(prof);

@@ -510,6 +510,16 @@ fail:
   return prof;
 }
 
+void kn_prof_session_add(kn_prof_t *p, const fl_profile_t *run, bool replace) {
+  if (replace) {
+    fl_profile_destroy(&p->session);
+    p->session = fl_profile_copy(run);
+    return;
+  }
+  fl_profile_merge(p->session, run);
+  fl_profile_info(p->session)->interval_ns = fl_profile_info_const(run)->interval_ns;
+}
+
 int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
   size_t bytes = fl_allocs_buffer_bytes((size_t)n_words, (size_t)KN_ALLOCS_TABLE_SLOTS);
   /* A new file each run: its pages are zero without being written. */

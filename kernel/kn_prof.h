@@ -117,6 +117,13 @@ int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err
 fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run,
                                      char *err, size_t err_size);
 
+/* Adds a run's profile to the session profile (a copy is taken): with
+ * replace (%%profview, %%profdiffview) the session becomes that run alone;
+ * otherwise (%%profile) its samples, dropped count, CPU and wall time are
+ * added once, and the session takes the run's interval. The only place the
+ * session profile takes in a run. */
+void kn_prof_session_add(kn_prof_t *p, const fl_profile_t *run, bool replace);
+
 /* Keeps prof (a copy is taken) as baseline name, replacing one of that
  * name. */
 void kn_prof_set_baseline(kn_prof_t *p, const char *name, const fl_profile_t *prof);

@@ -554,6 +554,27 @@ def test_profile_accumulates_then_profshow_profprint_profclear(kc):
     assert "empty" in ok(kc, "%profprint")
 
 
+def test_profile_and_profview_report_the_same_rate_and_cpu(kc):
+    """The same work under %%profile (then %profprint) and under %%profview:
+    one run's samples, CPU and wall time are counted once in the session
+    profile, so both report the same rate and the samples represent the
+    CPU the run used."""
+    work = "for (int i = 0; i < 300; i++) a(PER_MS);"
+    ok(kc, "%profclear")
+    reply, outputs = run(kc, "%%profile\n" + work)
+    assert reply["status"] == "ok", outputs
+    merged = summary_of(ok(kc, "%profprint"))
+    bundle, _, _, _ = show(kc, "%%profview\n" + work, "same-work")
+    viewed = summary_of(bundle)
+    for s in (merged, viewed):
+        assert s["cpu"] and s["wall"], s["line"]
+        assert abs(s["represented"] - s["cpu"]) <= 0.1 * s["cpu"], s["line"]
+        assert s["cpu"] <= s["wall"] * 1.05 + 0.01, s["line"]
+    assert abs(merged["rate"] - viewed["rate"]) <= 0.15 * viewed["rate"], (merged["line"], viewed["line"])
+    # Both ran 300 ms of a(): their CPU times differ by noise, not twofold.
+    assert 0.67 < merged["cpu"] / viewed["cpu"] < 1.5, (merged["line"], viewed["line"])
+
+
 def test_profinit_shows_and_sets_the_interval(fresh):
     km, kc = fresh
     assert ok(kc, "%profinit").strip() == "n=1000000 delay=0.001"
