@@ -9,7 +9,13 @@
  *     0, leave s at 1, with a note). normalize=true multiplies s further so
  *     that the baseline's total equals the target's. Allocation profiles
  *     count bytes and are not scaled by any interval.
- *  2. Trees. Each profile becomes a tree with the caller's options but
+ *  2. Trees. A function that both profiles ran from different definitions
+ *     (cell code redefined in a later cell; see redefined_functions) is
+ *     drawn one frame per call, without lines, in both trees: the lines of
+ *     two definitions do not correspond, and pairing them line by line
+ *     would count the same work twice, as new frames of the target and
+ *     vanished frames of the baseline. Each profile becomes a tree with
+ *     the caller's options but
  *     minwidth 0 (the "full" trees), and, when minwidth is set, again with
  *     it (the trees that are shown). Matching uses the full trees, so a
  *     frame that minwidth hides on one side still matches its partner: a
@@ -574,6 +580,24 @@ static void compute_scale(fl_diff_t *d, const fl_profile_info_t *ti, const fl_pr
   d->scale = s;
 }
 
+/* "fib was redefined in another cell: it is compared as a whole function,
+ * without lines." */
+static void note_redefined(fl_diff_t *d, const char *const *names) {
+  char list[160] = "";
+  size_t n = 0, len = 0;
+  for (; names[n]; n++) {
+    int w = snprintf(list + len, sizeof list - len, "%s%s", n ? ", " : "", names[n]);
+    if (w < 0 || (size_t)w >= sizeof list - len) {
+      snprintf(list + len, sizeof list - len, ", ...");
+      while (names[n]) n++;
+      break;
+    }
+    len += (size_t)w;
+  }
+  add_note(d, "%s %s redefined in another cell: %s compared as a whole function, without lines",
+           list, n == 1 ? "was" : "were", n == 1 ? "it is" : "each is");
+}
+
 /* ---- deltas ---- */
 
 /* The diff of drawn node x against its partner y (NULL: none), whose
@@ -608,6 +632,58 @@ static int cmp_vanished(const void *pa, const void *pb) {
   return (a->node->id > b->node->id) - (a->node->id < b->node->id);
 }
 
+/* ---- functions redefined between the two profiles ---- */
+
+typedef struct definition {
+  const char *func, *module;
+  int side; /* 0 target, 1 baseline */
+} definition_t;
+
+static int cmp_definition(const void *pa, const void *pb) {
+  const definition_t *a = pa, *b = pb;
+  int c = strcmp(a->func, b->func);
+  if (!c) c = strcmp(a->module, b->module);
+  return c ? c : a->side - b->side;
+}
+
+/* The functions defined interactively (FL_FRAME_REPL; not a cell's own
+ * statements) that both profiles ran, but from no common definition
+ * (module): a cell function redefined in a later cell. The lines of two definitions do not correspond, so the
+ * diff compares such a function as a whole. Returns a new NULL-terminated
+ * array of names borrowed from the profiles, or NULL out of memory. */
+static const char **redefined_functions(const fl_profile_t *target, const fl_profile_t *base) {
+  const fl_profile_t *side[2] = {target, base};
+  size_t n = 0, cap = 0;
+  for (int s = 0; s < 2; s++) cap += fl_profile_n_frames(side[s]);
+  definition_t *defs = malloc((cap ? cap : 1) * sizeof *defs);
+  const char **names = NULL;
+  if (!defs) return NULL;
+  for (int s = 0; s < 2; s++)
+    for (size_t id = 0; id < fl_profile_n_frames(side[s]); id++) {
+      const fl_frame_t *f = fl_profile_frame(side[s], (uint32_t)id);
+      if ((f->flags & (FL_FRAME_REPL | FL_FRAME_CELL_BODY)) == FL_FRAME_REPL && f->func && f->module)
+        defs[n++] = (definition_t){.func = f->func, .module = f->module, .side = s};
+    }
+  qsort(defs, n, sizeof *defs, cmp_definition);
+  size_t n_names = 0;
+  if (!(names = malloc((n + 1) * sizeof *names))) goto done;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    bool sides[2] = {false, false}, common = false;
+    for (; j < n && !strcmp(defs[j].func, defs[i].func); j++) {
+      sides[defs[j].side] = true;
+      if (j > i && defs[j].side != defs[j - 1].side && !strcmp(defs[j].module, defs[j - 1].module))
+        common = true;
+    }
+    if (sides[0] && sides[1] && !common) names[n_names++] = defs[i].func;
+    i = j;
+  }
+  names[n_names] = NULL;
+done:
+  free(defs);
+  return names;
+}
+
 /* ---- the diff ---- */
 
 fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
@@ -619,6 +695,7 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   uint32_t *vis_to_full_d = NULL, *full_to_vis_d = NULL, *vis_to_full_o = NULL,
            *full_to_vis_o = NULL;
   fl_diff_node_t *full_nodes = NULL;
+  const char **redefined = NULL;
   bool names_ok = false;
 
   const fl_profile_info_t *ti = fl_profile_info_const(target), *bi = fl_profile_info_const(base);
@@ -644,6 +721,10 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
     shown_opts = *tree_opts;
   else
     fl_tree_opts_init(&shown_opts);
+  if (shown_opts.lines) {
+    if (!(redefined = redefined_functions(target, base))) goto oom;
+    shown_opts.whole_functions = redefined;
+  }
   full_opts = shown_opts;
   full_opts.minwidth = 0;
   bool hide = shown_opts.minwidth > 0;
@@ -670,6 +751,7 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   const fl_tree_t *full_t = d->opts.negate ? d->full_other : d->full_drawn;
   const fl_tree_t *full_b = d->opts.negate ? d->full_drawn : d->full_other;
   compute_scale(d, ti, bi, fl_tree_root(full_t)->count, fl_tree_root(full_b)->count);
+  if (redefined && redefined[0]) note_redefined(d, redefined);
   double k = d->opts.negate ? 1 / d->scale : d->scale; /* other units -> drawn units */
 
   /* Matching. */
@@ -748,6 +830,7 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   side_free(&m.d);
   side_free(&m.o);
   fl__strset_free(&names);
+  free(redefined);
   return d;
 
 oom:
@@ -762,6 +845,7 @@ fail:
   side_free(&m.d);
   side_free(&m.o);
   if (names_ok) fl__strset_free(&names);
+  free(redefined);
   fl_diff_destroy(&d);
   return NULL;
 }

@@ -268,7 +268,7 @@ static int compute_roles(builder_t *b, char *err, size_t err_size) {
     bool added;
     ident_t k = {.func = f->func, .module = f->module};
     r->func = ident_set_add(&funcs, &k, &added);
-    if (o->lines) {
+    if (o->lines && !in_list(o->whole_functions, f->func)) {
       k.file = f->file;
       k.line = f->line;
       if (!o->combine) k.addr = f->addr;

@@ -284,7 +284,7 @@ static size_t pc_frames(conv_t *c, uint64_t pc, bool is_return, uint32_t *ids, b
     if (mod_base && !strcmp(mod_base, "cflame-worker")) fr.module = "cflame allocator";
     fr.addr = pc - f->module_base;
     if (cell)
-      fr.flags = FL_FRAME_CELL | FL_FRAME_REPL;
+      fr.flags = FL_FRAME_CELL | FL_FRAME_REPL | (entry ? FL_FRAME_CELL_BODY : 0);
     else if (is_allocator_func(func) || is_sanitizer_allocator(mod_base, func))
       fr.flags = FL_FRAME_ALLOC;
     else if (is_system_module(f->module))

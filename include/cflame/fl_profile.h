@@ -39,6 +39,10 @@ enum {
                                  notebook cell), so it may be renamed or
                                  redefined between two profiles; a diff pairs
                                  such frames across names (see fl_diff.h) */
+  FL_FRAME_CELL_BODY = 1u << 7, /* with FL_FRAME_REPL: a cell's own top-level
+                                 statements. Every cell has its own, so a diff
+                                 compares two of them line by line, never as
+                                 one function redefined */
 };
 
 typedef struct fl_frame {

@@ -24,6 +24,9 @@
  *   lines    false: one frame per function (func, module; line 0, the
  *            function's file kept), as perf-style flame graphs draw them.
  *            Wins over combine=false.
+ *   whole_functions  names of functions drawn one frame per function even
+ *            with lines on (a diff uses it for a function redefined between
+ *            its two profiles, whose lines do not correspond).
  *   recur    FL_RECUR_FLAT: a function (func, module) already on the path
  *            rewinds to its earlier frame (or, for another line of it, to
  *            that frame's parent), so self-recursion looks like a loop.
@@ -58,6 +61,7 @@ typedef struct fl_tree_opts {
   bool combine; /* default true */
   bool lines;   /* default true */
   fl_recur_t recur;
+  const char *const *whole_functions; /* NULL-terminated, or NULL */
   const char *const *pruned; /* NULL-terminated, or NULL */
   const char *filter;        /* NULL: no filter */
   bool filter_is_regex;

@@ -7,6 +7,7 @@ takes the maximum of 1,000 n times, then sums 5,000 n times."""
 import json
 import os
 import pathlib
+import re
 import subprocess
 import tempfile
 
@@ -161,3 +162,48 @@ def test_statement_forms(kc, diffed):
     reply, outputs = run(kc, f"%profdiffview stmt delta=self f2({N // 2});", timeout=120)
     assert reply["status"] == "ok"
     assert rows_of(display(outputs))
+
+
+FIB_CELLS = [
+    "__attribute__((noinline)) long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }",
+    "%%profbase fib1\nvolatile long r = 0; for (int i = 0; i < 3; i++) r += fib(38);",
+    # The same function, redefined over four lines: its frames are other
+    # lines in another cell.
+    "__attribute__((noinline)) long fib(int n) {\n  if (n < 2)\n    return n;\n"
+    "  return fib(n - 1) + fib(n - 2);\n}",
+    "%%profdiffview fib1\nvolatile long r = 0; for (int i = 0; i < 3; i++) r += fib(38);",
+]
+
+
+def vanished_of(text):
+    """(frame, baseline share in %) for each line under "Vanished"."""
+    out, on = [], False
+    for line in text.splitlines():
+        if line.startswith("Vanished"):
+            on = True
+        elif on and "\u2014" in line:
+            m = re.search(r"^\s+(\S+).*\(([\d.]+)%\)", line)
+            out.append((m[1], float(m[2])))
+    return out
+
+
+def test_a_redefined_function_is_not_counted_twice(kc):
+    """A recursive fib redefined in another cell compares with its old self:
+    the baseline's samples of fib meet the new fib's frames instead of being
+    listed as vanished while the new frames count as new."""
+    for code in FIB_CELLS[:3]:
+        ok(kc, code, timeout=120)
+    reply, outputs = run(kc, FIB_CELLS[3], timeout=120)
+    assert reply["status"] == "ok", reply
+    data = display(outputs)
+    rows = rows_of(data)
+    text = data["text/plain"]
+    top = [r for r in rows if r["func"] == "fib" and rows[r["parent"]]["func"] == "top-level scope"]
+    widest = max(top, key=lambda r: r["count"])
+    assert widest["base"] is not None, f"the new fib met no baseline frame: {widest}"
+    gone = vanished_of(text)
+    assert sum(share for _, share in gone) <= 3, f"baseline frames listed as vanished: {gone}\n{text[-3000:]}"
+    # What is new is fib's own new lines (the test and the return), never
+    # most of the graph.
+    new = sum(r["count"] for r in rows if r["change"] == "new" and rows[r["parent"]]["change"] != "new")
+    assert new <= 0.35 * rows[0]["count"], f"{new} of {rows[0]['count']} samples are in new frames"

@@ -28,7 +28,8 @@
 
 /* Adds a sample of weight w whose stack is spec, root first, frames split by
  * ';'. A frame is "func", "func:line" or "func@N:line" (cell code of cell N,
- * default 1: file and module "cell[N]"), or "~func" (libc). */
+ * default 1: file and module "cell[N]"), "^func..." (the same, as a cell's
+ * own statements), or "~func" (libc). */
 static void add(fl_profile_t *p, uint64_t w, const char *spec) {
   uint32_t ids[64];
   size_t n = 0;
@@ -42,6 +43,8 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
       f.module = "libc.so.6";
       f.flags = FL_FRAME_SYSTEM;
     } else {
+      bool body = tok[0] == '^';
+      tok += body;
       int cell = 1;
       char *colon = strchr(tok, ':'), *at = strchr(tok, '@');
       if (colon) {
@@ -56,7 +59,7 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
       f.func = tok;
       f.file = cellname;
       f.module = cellname;
-      f.flags = FL_FRAME_CELL | FL_FRAME_REPL;
+      f.flags = FL_FRAME_CELL | FL_FRAME_REPL | (body ? FL_FRAME_CELL_BODY : 0);
     }
     ids[n++] = fl_profile_frame_id(p, &f);
   }
@@ -325,6 +328,49 @@ static void test_redefinition(void) {
     CHECK_INT(nv, 0);
     fl_diff_destroy(&d);
   }
+  fl_profile_destroy(&b);
+  fl_profile_destroy(&t);
+}
+
+/* A recursive fib on one line (cell 1) redefined over several lines (cell
+ * 3): each level of the new one splits its weight over lines 2 and 4 where
+ * the old one had line 1. Lines of two definitions do not correspond, so fib
+ * is compared as a whole function, one frame a level on both sides: nothing
+ * is new or vanished, and a note says so. The cells' own statements keep
+ * their lines: the two loops of the cell stay apart. */
+static void test_redefined_recursion(void) {
+  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
+  add(b, 30, "^top@5:2;fib@1:1;fib@1:1;fib@1:1");
+  add(b, 20, "^top@5:2;fib@1:1;fib@1:1");
+  add(b, 10, "^top@5:3;g@1:1");
+  add(t, 24, "^top@6:2;fib@3:4;fib@3:4;fib@3:2");
+  add(t, 6, "^top@6:2;fib@3:4;fib@3:2;fib@3:4");
+  add(t, 20, "^top@6:2;fib@3:4;fib@3:2");
+  add(t, 10, "^top@6:3;g@1:1");
+  fl_tree_opts_t to = topts(true, 0);
+  fl_diff_opts_t o = dopts(2);
+  fl_diff_t *d = checked(diff(t, b, &to, &o));
+  CHECK_INT(fl_tree_root(fl_diff_tree(d))->n_children, 2); /* the loops of lines 2 and 3 */
+  const fl_node_t *fib = at(fl_diff_tree(d), "top:2;fib");
+  CHECK(fib != NULL);
+  if (fib) {
+    CHECK_INT(fib->frame.line, 0);
+    CHECK_STR(fib->frame.module, "cell[3]");
+    CHECK_INT(fib->n_children, 1);
+  }
+  CHECK_NEAR(dn(d, "top:2;fib")->base, 50);
+  CHECK_NEAR(dn(d, "top:2;fib;fib")->base, 50);
+  CHECK_NEAR(dn(d, "top:2;fib;fib;fib")->base, 30);
+  CHECK_INT(dn(d, "top:2;fib;fib;fib")->change, FL_CHANGE_SAME);
+  CHECK_NEAR(dn(d, "top:3;g")->base, 10);
+  size_t nv;
+  vanished(d, &nv);
+  CHECK_INT(nv, 0);
+  for (size_t i = 0; i < fl_tree_n_nodes(fl_diff_tree(d)); i++)
+    CHECK(fl_diff_node(d, (uint32_t)i)->change != FL_CHANGE_NEW);
+  CHECK_INT(n_notes(d), 1);
+  CHECK(strstr(fl_diff_notes(d)[0], "fib was redefined in another cell") != NULL);
+  fl_diff_destroy(&d);
   fl_profile_destroy(&b);
   fl_profile_destroy(&t);
 }
@@ -987,6 +1033,7 @@ int main(void) {
   test_self_diff();
   test_renamed();
   test_redefinition();
+  test_redefined_recursion();
   test_inserted_line();
   test_recursion();
   test_new_subtree();
