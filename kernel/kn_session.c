@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <gelf.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -45,6 +46,11 @@ struct kn_session {
 
 /* ---- small helpers ---- */
 
+static bool item_key_is_macro(const kn_item_t *it) {
+  return it->kind == KN_ITEM_PREPROC && it->name &&
+         !strncmp(it->text + strspn(it->text, " \t#"), "define", 6);
+}
+
 static char *item_key(const kn_item_t *it) {
   kn_strbuf_t sb = KN_STRBUF_INIT;
   switch (it->kind) {
@@ -64,7 +70,7 @@ static char *item_key(const kn_item_t *it) {
       kn_strbuf_printf(&sb, "id:%s", it->name);
     break;
   case KN_ITEM_PREPROC:
-    if (it->name && !strncmp(it->text + strspn(it->text, " \t#"), "define", 6))
+    if (item_key_is_macro(it))
       kn_strbuf_printf(&sb, "macro:%s", it->name);
     else
       kn_strbuf_printf(&sb, "pp:%s", it->text);
@@ -99,6 +105,44 @@ static void put_pos(kn_strbuf_t *sb, int cell, int line, int col) {
 
 static void put_symbol(kn_strbuf_t *sb, int cell, const char *name) {
   kn_strbuf_printf(sb, " __asm__(\"cflame_c%d_%s\")", cell, name);
+}
+
+/* A function written as main is main only if the preprocessor leaves it so:
+ * a program pasted in with `#define main prog_main` defines prog_main. Its
+ * assembler name in the cell's own unit is therefore that of what main
+ * expands to where it stands (cflame_cN_main, or cflame_cN_prog_main), so
+ * that the object says which it is (resolve_main). */
+static bool writes_main(const kn_item_t *it) {
+  return it->kind == KN_ITEM_FUNC && !it->is_inline && it->name && !strcmp(it->name, "main");
+}
+
+static void put_main_symbol(kn_strbuf_t *sb, int cell) {
+  kn_strbuf_printf(sb, " __asm__(cflame_symbol_name(cflame_symbol(%d, main)))", cell);
+}
+
+/* Items a cell's unit takes where the cell has them, never at the place of
+ * the earlier entry they replace: preprocessor directives (a macro means
+ * what was defined and undefined before the line that uses it) and a
+ * function written as main. */
+static bool in_cell_order(const kn_item_t *it) {
+  return it->kind == KN_ITEM_PREPROC || writes_main(it);
+}
+
+static bool is_include(const kn_item_t *it) {
+  const char *t = it->text + strspn(it->text, " \t");
+  if (*t++ != '#') return false;
+  t += strspn(t, " \t");
+  return !strncmp(t, "include", 7);
+}
+
+/* A directive of cell as a unit holds it, at its line: a #define first
+ * undefines its macro, so that redefining a macro in a later cell is no
+ * error. */
+static void put_directive(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
+  if (item_key_is_macro(it)) kn_strbuf_printf(sb, "#undef %s\n", it->name);
+  put_pos(sb, cell, it->line, it->col);
+  kn_strbuf_puts(sb, it->text);
+  kn_strbuf_putc(sb, '\n');
 }
 
 /* An inline function's text, made `static` when it was plain `inline`: a
@@ -141,6 +185,10 @@ static bool global_init_is_static(const kn_item_t *it) {
 /* The text an item contributes to the translation units of later cells. */
 static char *header_text(const kn_item_t *it, int cell) {
   kn_strbuf_t sb = KN_STRBUF_INIT;
+  if (it->kind == KN_ITEM_PREPROC) {
+    put_directive(&sb, cell, it);
+    return kn_strbuf_steal(&sb);
+  }
   put_line(&sb, cell, it->line);
   switch (it->kind) {
   case KN_ITEM_FUNC:
@@ -381,7 +429,12 @@ static const char prelude[] =
     "#include <math.h>\n"
     "#include <stdint.h>\n"
     "#include <stdbool.h>\n"
-    "#include <stddef.h>\n";
+    "#include <stddef.h>\n"
+    /* put_symbol's expansion of a name into its assembler name */
+    "#define cflame_symbol_name_(x) #x\n"
+    "#define cflame_symbol_name(x) cflame_symbol_name_(x)\n"
+    "#define cflame_symbol_(cell, name) cflame_c##cell##_##name\n"
+    "#define cflame_symbol(cell, name) cflame_symbol_(cell, name)\n";
 
 /* Index of the item of this cell that provides the header text for key:
  * the last item with that key, a definition preferred over declarations. */
@@ -397,9 +450,9 @@ static ssize_t dominant_item(const kn_items_t *items, const char *key, char **ke
 }
 
 static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items, char **keys,
-                       kn_strbuf_t *tu, bool *has_main) {
+                       kn_strbuf_t *tu) {
   bool *placed = kn_xcalloc(items->n + 1, sizeof *placed);
-  *has_main = false;
+  bool main_written = false;
   kn_strbuf_puts(tu, "#line 1 \"<cflame prelude>\"\n");
   kn_strbuf_puts(tu, prelude);
 
@@ -408,7 +461,11 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
   for (size_t e = 0; e < s->n_entries; e++) {
     const entry_t *en = &s->entries[e];
     ssize_t i = dominant_item(items, en->key, keys);
-    if (i >= 0 && replaces(&items->items[i], en)) {
+    if (i >= 0 && in_cell_order(&items->items[i])) {
+      /* An earlier directive stays where it was; an earlier main is not
+       * declared again (nothing calls main). */
+      if (items->items[i].kind == KN_ITEM_PREPROC) kn_strbuf_puts(tu, en->header);
+    } else if (i >= 0 && replaces(&items->items[i], en)) {
       char *h = header_text(&items->items[i], cell);
       kn_strbuf_puts(tu, h);
       free(h);
@@ -440,13 +497,16 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
         put_inline_text(tu, it);
         break;
       }
-      if (!strcmp(it->name, "main")) *has_main = true;
+      if (writes_main(it)) main_written = true;
       if (!placed[i] && first_of_name) {
         /* The first mention of the name gets the assembler name, so that
          * uses before the definition bind to it too. */
         put_line(tu, cell, it->line);
         kn_strbuf_puts(tu, it->signature);
-        put_symbol(tu, cell, it->name);
+        if (writes_main(it))
+          put_main_symbol(tu, cell);
+        else
+          put_symbol(tu, cell, it->name);
         kn_strbuf_puts(tu, ";\n");
       }
       put_pos(tu, cell, it->line, it->col);
@@ -471,6 +531,11 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
       }
       break;
     }
+    case KN_ITEM_PREPROC:
+      /* An #include the session already has was included at its place. */
+      if (is_include(it) && keys[i] && find_entry(s, keys[i]) >= 0) break;
+      put_directive(tu, cell, it);
+      break;
     default:
       if (placed[i]) break;
       put_pos(tu, cell, it->line, it->col);
@@ -504,19 +569,109 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
    * (a statement left unfinished runs into it) names this file, and
    * end_of_cell_messages moves it to the end of the cell. */
   kn_strbuf_printf(tu, "\n#line 1 \"" END_FILE "\"\n", cell);
-  if (*has_main) {
+  if (main_written) {
     /* main may be declared (void) or (int, char **); call it through a
-     * second name for the same symbol, declared with the full signature. */
+     * second name for the same symbol, declared with the full signature.
+     * The reference is weak: where a macro renamed main, the object does
+     * not define cflame_cN_main and nothing is called. */
     kn_strbuf_printf(tu,
-                     "{ extern int cflame_main_entry(int, char **) __asm__(\"cflame_c%d_main\");\n"
+                     "{ extern int cflame_main_entry(int, char **) __asm__(\"cflame_c%d_main\")\n"
+                     "    __attribute__((weak));\n"
                      "  static char cflame_arg0[] = \"cell\";\n"
                      "  static char *cflame_argv[] = {cflame_arg0, 0};\n"
-                     "  return cflame_main_entry(1, cflame_argv); }\n",
+                     "  if (cflame_main_entry) return cflame_main_entry(1, cflame_argv); }\n",
                      cell);
   }
   kn_strbuf_puts(tu, "return 0;\n}\n");
   kn_strbuf_free(&run);
   free(placed);
+}
+
+/* Calls fn with the name of each dynamic symbol that the shared object at
+ * path defines. */
+static void each_defined_symbol(const char *path, void (*fn)(void *ctx, const char *name),
+                                void *ctx) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  elf_version(EV_CURRENT);
+  Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+  for (Elf_Scn *scn = NULL; elf && (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize) continue;
+    Elf_Data *data = elf_getdata(scn, NULL);
+    for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+      GElf_Sym sym;
+      const char *name;
+      if (gelf_getsym(data, (int)i, &sym) && sym.st_shndx != SHN_UNDEF &&
+          (name = elf_strptr(elf, sh.sh_link, sym.st_name)))
+        fn(ctx, name);
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+}
+
+typedef struct main_search {
+  const kn_items_t *items;
+  char prefix[32]; /* "cflame_cN_" */
+  bool is_main;
+  char *renamed;   /* what main expanded to; NULL if none or not one */
+  int n_renamed;
+} main_search_t;
+
+static void note_symbol(void *ctx, const char *name) {
+  main_search_t *m = ctx;
+  size_t n = strlen(m->prefix);
+  if (strncmp(name, m->prefix, n)) return;
+  const char *own = name + n;
+  if (!strcmp(own, "main")) {
+    m->is_main = true;
+    return;
+  }
+  for (size_t i = 0; i < m->items->n; i++) {
+    const kn_item_t *it = &m->items->items[i];
+    if (it->name && (it->kind == KN_ITEM_FUNC || it->kind == KN_ITEM_GLOBAL) && !writes_main(it) &&
+        !strcmp(it->name, own))
+      return;
+  }
+  if (m->n_renamed++ == 0) m->renamed = kn_strdup(own);
+}
+
+/* Replaces the first whole word main in *text with name. */
+static void rename_main_in(char **text, const char *name) {
+  if (!*text) return;
+  for (char *p = *text; (p = strstr(p, "main")); p += 4) {
+    bool before = p > *text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    bool after = isalnum((unsigned char)p[4]) || p[4] == '_';
+    if (before || after) continue;
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "%.*s%s%s", (int)(p - *text), *text, name, p + 4);
+    free(*text);
+    *text = kn_strbuf_steal(&sb);
+    return;
+  }
+}
+
+/* Whether the cell's function written as main is main, read from its
+ * object (put_main_symbol): c->has_main. Where a macro renamed it, the
+ * item takes the name it was compiled under, so that the session declares
+ * prog_main, not main, to later cells. */
+static void resolve_main(kn_compiled_t *c) {
+  kn_item_t *written = NULL;
+  for (size_t i = 0; i < c->items.n && !written; i++)
+    if (writes_main(&c->items.items[i])) written = &c->items.items[i];
+  if (!written) return;
+  main_search_t m = {.items = &c->items};
+  snprintf(m.prefix, sizeof m.prefix, "cflame_c%d_", c->cell);
+  each_defined_symbol(c->so_path, note_symbol, &m);
+  c->has_main = m.is_main;
+  if (!m.is_main && m.n_renamed == 1) {
+    rename_main_in(&written->signature, m.renamed);
+    rename_main_in(&written->text, m.renamed);
+    free(written->name);
+    written->name = kn_strdup(m.renamed);
+  }
+  free(m.renamed);
 }
 
 static int write_file(const char *path, const char *text, size_t len) {
@@ -736,7 +891,7 @@ int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_li
   n_keys = c->items.n;
   keys = kn_xcalloc(n_keys + 1, sizeof *keys);
   for (size_t i = 0; i < n_keys; i++) keys[i] = item_key(&c->items.items[i]);
-  build_unit(s, cell, &c->items, keys, &tu, &c->has_main);
+  build_unit(s, cell, &c->items, keys, &tu);
 
   snprintf(path_c, sizeof path_c, "%s/cell_%d.c", s->dir, cell);
   snprintf(path_so, sizeof path_so, "%s/cell_%d.so", s->dir, cell);
@@ -776,6 +931,7 @@ int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_li
   c->warnings = clean;
   c->frame_pointers = kn_session_flags_keep_frame_pointers(s->cflags, s->ldflags);
   c->so_path = kn_strdup(path_so);
+  resolve_main(c);
   char entry[64];
   snprintf(entry, sizeof entry, "cflame_run_%d", cell);
   c->entry = kn_strdup(entry);
@@ -825,10 +981,13 @@ void kn_session_commit(kn_session_t *s, kn_compiled_t **cp) {
     char *key = item_key(it);
     if (!key) continue;
     ssize_t at = find_entry(s, key);
-    if (at >= 0 && !replaces(it, &s->entries[at])) {
+    if (at >= 0 && (is_include(it) || !replaces(it, &s->entries[at]))) {
       free(key);
       continue;
     }
+    /* A directive is kept where the cell has it (in_cell_order): the
+     * earlier one stays in its place for the entries after it. */
+    if (it->kind == KN_ITEM_PREPROC) at = -1;
     entry_t e = {.key = key,
                  .name = it->name ? kn_strdup(it->name) : NULL,
                  .header = header_text(it, c->cell),

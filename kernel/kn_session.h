@@ -40,7 +40,8 @@ typedef struct kn_compiled {
   int cell;        /* the cell's number (its execution count) */
   char *so_path;   /* the shared object; owned */
   char *entry;     /* "cflame_run_N"; owned */
-  bool has_main;   /* the cell defines main: its entry calls it */
+  bool has_main;   /* the cell's object defines main, which its entry calls;
+                      a main renamed by a macro is not main */
   char *warnings;  /* the compiler's diagnostics on success ("" if none) */
   bool frame_pointers; /* kept frame pointers (kn_session_flags_keep_frame_pointers) */
   kn_items_t items; /* the cell's pieces, committed by kn_session_commit */

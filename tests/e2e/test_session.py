@@ -156,6 +156,35 @@ def test_main_returning_non_zero_is_an_error(kc):
     assert stdout(outputs) == "ran\n"
 
 
+
+# How a whole program is brought into a notebook: its main renamed by a
+# macro, to be called later with arguments of one's choice.
+PROGRAM_AS_MACRO = r"""#define main nbody_main
+int main(int argc, char **argv) {
+  int n = atoi(argv[1]);          /* crashes when argv[1] is NULL */
+  printf("steps=%d\n", n);
+  return 0;
+}
+#undef main"""
+
+
+def test_main_renamed_by_a_macro_is_not_called(kc):
+    out = ok(kc, PROGRAM_AS_MACRO)
+    assert out == "", out
+    assert ok(kc, 'char *nb_args[] = {"nbody", "1000", 0};\nnbody_main(2, nb_args);') == "steps=1000\n"
+    # The usage-printing kind: it would exit if it were called with argc 1.
+    out = ok(kc, "#define main fannkuch_main\n"
+                 "int main(int argc, char **argv) {\n"
+                 '  if (argc < 2) { fprintf(stderr, "usage: fannkuch N\\n"); exit(2); }\n'
+                 "  return 0;\n"
+                 "}\n"
+                 "#undef main\n"
+                 'printf("defined\\n");')
+    assert out == "defined\n", out
+    assert ok(kc, 'char *fk[] = {"fk", "7", 0};\nprintf("%d\\n", fannkuch_main(2, fk));') == "0\n"
+    # A real main still runs, after the renamed one.
+    assert ok(kc, 'int main(void) { printf("real main\\n"); return 0; }') == "real main\n"
+
 # ---------------------------------------------------------------- output
 
 

@@ -88,6 +88,26 @@ static void test_main_is_called(void) {
   CHECK_INT(run_cell(31, "int unused_here = 1;"), 0);
 }
 
+/* A program pasted in with its main renamed by a macro: nothing is called,
+ * the function is compiled under the name the macro gave it, and later
+ * cells call it by that name; a second such program in the same session
+ * too, although its directives repeat the first one's. */
+static void test_main_renamed_by_a_macro(void) {
+  const char *prog = "#define main %s\n"
+                     "int main(int argc, char **argv) { return argc * %d; }\n"
+                     "#undef main\n";
+  char code[256];
+  snprintf(code, sizeof code, prog, "first_main", 10);
+  CHECK_INT(run_cell(33, code), 0);
+  CHECK(sym("cflame_c33_first_main") != NULL);
+  CHECK(sym("cflame_c33_main") == NULL);
+  snprintf(code, sizeof code, prog, "second_main", 100);
+  CHECK_INT(run_cell(34, code), 0);
+  CHECK_INT(run_cell(35, "return first_main(2, 0) + second_main(3, 0);"), 320);
+  /* main is main again after the #undef. */
+  CHECK_INT(run_cell(36, "int main(void) { return 5; }"), 5);
+}
+
 static void test_compile_error_keeps_nothing(void) {
   kn_compiled_t *c = NULL;
   char *diag = NULL, err[512];
@@ -181,6 +201,7 @@ int main(void) {
   test_globals_with_runtime_initializers();
   test_types_and_typedefs();
   test_main_is_called();
+  test_main_renamed_by_a_macro();
   test_compile_error_keeps_nothing();
   test_prototype_before_definition_in_one_cell();
   test_clean_message();
