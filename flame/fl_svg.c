@@ -190,12 +190,14 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
   fl__buf_puts(b, "</title>");
 }
 
-/* The label of a frame w pixels wide at (x, y): the function name, cut to
+/* The label of a frame w pixels wide at (x, y): fl_node_label, cut to
  * fit; nothing when fewer than LABEL_MIN_CHARS characters fit. */
 static void put_label(fl__buf_t *b, const fl_node_t *n, double x, double y, double w) {
   size_t fit = (size_t)fmax(0, floor((w - 2 * LABEL_PAD_PX) / LABEL_CHAR_PX));
   if (fit < LABEL_MIN_CHARS) return;
-  char *name = fl__clean_text(n->frame.func ? n->frame.func : "[unknown]", false);
+  char *label = fl_node_label(n);
+  char *name = label ? fl__clean_text(label, false) : NULL;
+  free(label);
   if (!name) {
     b->oom = true;
     return;

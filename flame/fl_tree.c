@@ -57,6 +57,7 @@
 #define _GNU_SOURCE
 #include "cflame/fl_tree.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <regex.h>
 #include <stdio.h>
@@ -556,6 +557,71 @@ static int cmp_kid_by_call(const void *pa, const void *pb) {
   return (a->key > b->key) - (a->key < b->key);
 }
 
+static int cmp_child_frame(const void *pa, const void *pb) {
+  const fl_frame_t *a = &(*(const fl_node_t *const *)pa)->frame;
+  const fl_frame_t *b = &(*(const fl_node_t *const *)pb)->frame;
+  if (a->func != b->func) return (uintptr_t)a->func < (uintptr_t)b->func ? -1 : 1;
+  if (a->line != b->line) return a->line < b->line ? -1 : 1;
+  if (a->module != b->module) return (uintptr_t)a->module < (uintptr_t)b->module ? -1 : 1;
+  return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+/* Sets each child's label_detail from its siblings. Strings are interned
+ * by the profile, so equal names are equal pointers. Returns 0, or -1 out
+ * of memory. */
+static int set_label_details(fl_tree_t *t) {
+  size_t most = 0;
+  for (size_t i = 0; i < t->n_nodes; i++)
+    if (t->nodes[i].n_children > most) most = t->nodes[i].n_children;
+  if (most < 2) return 0;
+  fl_node_t **kids = malloc(most * sizeof *kids);
+  if (!kids) return -1;
+  for (size_t i = 0; i < t->n_nodes; i++) {
+    const fl_node_t *n = &t->nodes[i];
+    size_t k = n->n_children;
+    if (k < 2) continue;
+    memcpy(kids, n->children, k * sizeof *kids);
+    qsort(kids, k, sizeof *kids, cmp_child_frame);
+    /* Runs of one name, and within them runs of one line. */
+    for (size_t a = 0, b; a < k; a = b) {
+      for (b = a + 1; b < k && kids[b]->frame.func == kids[a]->frame.func;) b++;
+      if (b - a < 2) continue;
+      for (size_t c = a, e; c < b; c = e) {
+        bool modules = false;
+        for (e = c + 1; e < b && kids[e]->frame.line == kids[c]->frame.line; e++)
+          modules |= kids[e]->frame.module != kids[c]->frame.module;
+        uint8_t detail = e - c < 2 ? FL_LABEL_LINE : modules ? FL_LABEL_MODULE : FL_LABEL_ADDR;
+        for (size_t q = c; q < e; q++) kids[q]->label_detail = detail;
+      }
+    }
+  }
+  free(kids);
+  return 0;
+}
+
+char *fl_node_label(const fl_node_t *n) {
+  const fl_frame_t *f = &n->frame;
+  const char *func = f->func ? f->func : "[unknown]";
+  char line[32] = "";
+  if (f->line > 0) snprintf(line, sizeof line, ":%d", f->line);
+  char *out = NULL;
+  int rc;
+  switch (n->label_detail) {
+  case FL_LABEL_LINE:
+    rc = asprintf(&out, "%s%s", func, line);
+    break;
+  case FL_LABEL_MODULE:
+    rc = asprintf(&out, "%s%s (%s)", func, line, f->module ? f->module : "?");
+    break;
+  case FL_LABEL_ADDR:
+    rc = asprintf(&out, "%s%s @0x%" PRIx64, func, line, f->addr);
+    break;
+  default:
+    rc = asprintf(&out, "%s", func);
+  }
+  return rc < 0 ? NULL : out;
+}
+
 /* Lays the build nodes out into t: sums inclusive counts, orders children,
  * hides narrow ones, numbers the visible ones in pre-order. Returns 0, or
  * -1 out of memory. */
@@ -661,6 +727,7 @@ static int lay_out(builder_t *b, fl_tree_t *t) {
     }
     if (!node->n_children) node->children = NULL;
   }
+  if (set_label_details(t) < 0) goto fail;
   free(first);
   free(fill);
   free(kids);

@@ -19,7 +19,7 @@
  *           A search box (the param "search") dims the frames whose function
  *           does not contain the text (case-insensitive) and outlines the
  *           ones that do.
- *   labels  the function name in each frame, where at least a few
+ *   labels  the frame's label (fl_node_label) in each frame, where at least a few
  *           characters fit, cut to the frame's current width in pixels
  *           (computed from the x scale, so labels appear as one zooms in).
  *   share   "matched: P%" above the plot while searching: the count of the
@@ -113,6 +113,9 @@ static json_t *row_of(const fl__rows_t *r, const fl_node_t *n, bool alloc) {
   rc |= json_object_set_new(row, "self", json_integer((json_int_t)n->self));
   rc |= json_object_set_new(row, "pct", json_real(pct));
   rc |= json_object_set_new(row, "func", text_or_null(n->frame.func ? n->frame.func : "[unknown]"));
+  char *label = fl_node_label(n);
+  rc |= label ? json_object_set_new(row, "label", text_or_null(label)) : -1;
+  free(label);
   rc |= json_object_set_new(row, "file", text_or_null(n->frame.file));
   rc |= json_object_set_new(row, "line", json_integer(n->frame.line > 0 ? n->frame.line : 0));
   rc |= json_object_set_new(row, "module", text_or_null(n->frame.module));
@@ -312,7 +315,7 @@ static json_t *labels_layer(const fl_view_opts_t *v, json_t *tooltip) {
       "{s:{s:{s:s}},s:{s:{s:s}},s:{s:{s:s,s:s},s:s},s:o}",
       "x", "value", "expr", VIS_LEFT " + 3",
       "y", "value", "expr", "scale('y', datum.depth + 0.5)",
-      "text", "condition", "test", fits, "field", "func",
+      "text", "condition", "test", fits, "field", "label",
               "value", "",
       "opacity", opacity_of());
   return json_pack("{s:s,s:o,s:o}", "name", "labels", "mark", mark, "encoding", enc);

@@ -73,6 +73,14 @@ typedef struct fl_tree_opts {
 /* The defaults: C false, combine true, lines true, recur off, minwidth 0.001. */
 void fl_tree_opts_init(fl_tree_opts_t *opts);
 
+/* What tells a frame from a drawn sibling of the same function name. */
+enum {
+  FL_LABEL_NAME,   /* no sibling has its name */
+  FL_LABEL_LINE,   /* another line of the function: "f:18" */
+  FL_LABEL_MODULE, /* the same line of another cell or module: "f:18 (cell[3])" */
+  FL_LABEL_ADDR,   /* the same line at another address (combine=false): "f:18 @0x1a2" */
+};
+
 typedef struct fl_node fl_node_t;
 struct fl_node {
   fl_frame_t frame;     /* strings borrowed from the profile */
@@ -83,6 +91,8 @@ struct fl_node {
   uint64_t x0, x1;      /* sample range; x1 - x0 == count */
   int depth;            /* root 0 */
   uint32_t status;      /* FL_STATUS_* */
+  uint8_t label_detail; /* FL_LABEL_*: what fl_node_label adds to the name to
+                           tell the frame from its drawn siblings */
   uint32_t id;          /* 0 for the root, then in depth-first pre-order */
   fl_node_t *parent;
   fl_node_t **children; /* in source order */
@@ -109,6 +119,14 @@ int fl_tree_max_depth(const fl_tree_t *t);
 /* How many frames minwidth hid (descendants of hidden frames included),
  * and their total weight (that of the topmost hidden frames). */
 size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight);
+
+/* What a frame is called on the graph: its function name, and where a
+ * drawn sibling has the same name, what tells them apart (label_detail):
+ * "count_primes:18". A C programmer reading four frames
+ * "count_primes" side by side takes it for a bug. The renderers and the
+ * text report draw this; tooltips and data keep func, file and line. New
+ * string, or NULL out of memory. */
+char *fl_node_label(const fl_node_t *n);
 
 /* Nodes to draw, at most max_rows (0: no limit): the visible nodes in
  * pre-order; when there are more, the narrowest are dropped (a dropped

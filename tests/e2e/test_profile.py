@@ -226,6 +226,35 @@ def test_svg_is_xml_with_a_titled_rect_per_frame(kc, opt_profile):
     assert a_titles and all("samples" in t and "cell[" in t for t in a_titles), a_titles
 
 
+def test_siblings_of_one_function_are_labelled_apart(kc):
+    """A function whose two loops are two lines: its frames sit side by side,
+    and their labels say which line each is, in the Vega-Lite view and the
+    SVG alike."""
+    ok(kc, "__attribute__((noinline)) void two_loops(long u) {\n"
+           "  double z = 0;\n"
+           "  for (long k = 0; k < u; k++) z += k * 0.5;\n"
+           "  for (long k = 0; k < u; k++) z = z * 0.999 + k;\n"
+           "  sink += z;\n"
+           "}")
+    bundle, rows, _, _ = show(kc, "%%profview\nfor (int i = 0; i < 150; i++) two_loops(PER_MS);",
+                              "two-lines")
+    by_parent = collections.defaultdict(list)
+    for r in rows:
+        if r["func"] == "two_loops":
+            by_parent[r["parent"]].append(r)
+    side_by_side = max(by_parent.values(), key=len)
+    assert len(side_by_side) >= 2, f"two_loops should show two lines: {side_by_side}"
+    labels = [r["label"] for r in side_by_side]
+    assert labels == [f"two_loops:{r['line']}" for r in side_by_side], labels
+    assert len(set(labels)) == len(labels), labels
+    # A frame alone keeps its plain name.
+    assert all(r["label"] == r["func"] for r in rows if r["func"] == "top-level scope")
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text for t in ET.fromstring(bundle[SVG_MIME]).iter(ns + "text")]
+    drawn = [t for t in texts if t and t.startswith("two_loops")]
+    assert drawn and all(t.startswith("two_loops:") for t in drawn), drawn
+
+
 def test_huge_profile_is_cut_to_size(kc, tmp_path):
     """300 distinct functions and a recursion 480 deep, whose first 380
     levels every call shares and whose last 100 follow ever different paths

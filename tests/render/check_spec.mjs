@@ -12,7 +12,7 @@
 //     failing on any warning or error vega logs,
 //   - types a function name into the search param and checks the matched
 //     share the view shows against one computed here from the rows,
-//   - checks the data rows: at most 5,000, the fields SPEC.md section 4 names,
+//   - checks the data rows: at most 5,000, the fields cflame's docs name,
 //     x1 - x0 == count, pct, depth bounds, parents drawn before children.
 // For a bundle it also checks that the SVG is well-formed XML with one <rect>
 // and one <title> per row, each filled with its row's colour, that
@@ -154,6 +154,18 @@ function checkRows(rows, problems) {
     if (!/^#[0-9a-f]{6}$/.test(r.color)) problems.push(`row ${i}: color ${r.color}`);
     byId.set(r.id, r);
   });
+  // What a frame says on the graph: two siblings never look the same
+  // (four frames "count_primes" side by side read as a bug).
+  const seen = new Map();
+  for (const r of rows) {
+    if (typeof r.label !== 'string' || !r.label.startsWith(r.func)) {
+      problems.push(`row ${r.id}: label ${JSON.stringify(r.label)} does not name ${r.func}`);
+      continue;
+    }
+    const key = `${r.parent} ${r.label}`;
+    if (seen.has(key)) problems.push(`rows ${seen.get(key)} and ${r.id}: siblings both labelled ${JSON.stringify(r.label)}`);
+    seen.set(key, r.id);
+  }
 }
 
 /* ---- differential flame graphs ---- */
