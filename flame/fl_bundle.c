@@ -3,9 +3,15 @@
  * colours, legend, summary and vanished list, notes, text clean-up.
  *
  * The bundle is {"application/vnd.vegalite.v5+json": spec, "image/svg+xml":
- * svg, "text/plain": tree report}. SPEC.md section 4 bounds it: at most 5,000
- * rows, and under 1 MB as compact JSON. Rows cost about 200 bytes in the
- * spec and as much again in the SVG, so a tree with thousands of frames can
+ * svg, "text/markdown": the same svg in a <div>, "text/plain": tree report}
+ * (docs/PROFILING.md, "What each front end shows"). The markdown item is
+ * for exports: nbconvert 6.5 strips an SVG item's <rect> and <text> (its
+ * clean_html), but passes markdown, whose raw HTML keeps the SVG whole, and
+ * JupyterLab ranks markdown (60) below Vega-Lite (57), so it still shows
+ * the interactive view; text/html (50) would outrank it. The bundle holds
+ * at most 5,000 rows, and stays under 1 MB as compact JSON. Rows cost about
+ * 200 bytes in the spec and twice as much in the SVGs, so a tree with
+ * thousands of frames can
  * need fewer rows than max_rows: fl_bundle renders, measures, and when the
  * bundle is too big draws fewer (narrower frames go first, and the note
  * under the title says how many), until it fits. fl_diff_bundle does the
@@ -497,20 +503,39 @@ char *fl__buf_take(fl__buf_t *b) {
 
 /* ---- the bundle ---- */
 
+/* The markdown item: svg as an HTML block, which in CommonMark runs from a
+ * line that opens a <div> to the first blank line; so the copy has none.
+ * The <div> scrolls where the page is narrower than the graph's smallest
+ * scale. New, or NULL out of memory. */
+static char *markdown_of(const char *svg) {
+  fl__buf_t b = {0};
+  fl__buf_puts(&b, "<div class=\"cflame-flamegraph\" style=\"overflow-x:auto\">\n");
+  for (const char *p = svg; *p;) {
+    size_t n = strcspn(p, "\n");
+    fl__buf_add(&b, p, n);
+    for (p += n; *p == '\n'; p++) continue;
+    if (*p) fl__buf_puts(&b, "\n");
+  }
+  fl__buf_puts(&b, "\n</div>\n");
+  return fl__buf_take(&b);
+}
+
 /* The bundle for these rows: new, or NULL with err. */
 static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
                          const char *text, char *err, size_t err_size) {
   json_t *spec = fl__vegalite_rows(t, v, r, err, err_size);
   char *svg = spec ? fl__svg_rows(t, v, r) : NULL;
+  char *markdown = svg ? markdown_of(svg) : NULL;
   json_t *bundle = NULL;
   if (!spec) goto done;
-  if (!svg) {
+  if (!svg || !markdown) {
     snprintf(err, err_size, "out of memory drawing the flame graph");
     goto done;
   }
   bundle = json_object();
   if (!bundle || json_object_set_new(bundle, "application/vnd.vegalite.v5+json", spec) != 0 ||
       json_object_set_new(bundle, "image/svg+xml", json_string(svg)) != 0 ||
+      json_object_set_new(bundle, "text/markdown", json_string(markdown)) != 0 ||
       json_object_set_new(bundle, "text/plain", json_string(text)) != 0) {
     json_decref(bundle);
     bundle = NULL;
@@ -520,6 +545,7 @@ static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__
 done:
   json_decref(spec);
   free(svg);
+  free(markdown);
   return bundle;
 }
 

@@ -34,6 +34,9 @@
 #define MONOSPACE "Menlo, Consolas, DejaVu Sans Mono, monospace"
 #define SANS "Helvetica, Arial, sans-serif"
 #define VANISHED_LINE_PX 15
+/* The smallest share of its width a page may scale the graph to: 11 px
+ * labels stay at 7.7 px or more. */
+#define MIN_SCALE 0.7
 
 /* s, escaped for XML text and attribute values. */
 static void put_escaped(fl__buf_t *b, const char *s, size_t n) {
@@ -286,7 +289,10 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   put_px(&b, full_w);
   fl__buf_puts(&b, " ");
   put_px(&b, full_h);
-  fl__buf_printf(&b, "' font-family='%s'>\n", SANS);
+  /* In a page the graph follows the width of its output area, down to
+   * MIN_SCALE of its own (labels stay legible; narrower pages scroll). */
+  fl__buf_printf(&b, "' style='max-width:100%%;height:auto;min-width:%dpx' font-family='%s'>\n",
+                 (int)(MIN_SCALE * full_w), SANS);
   fl__buf_printf(&b, "<rect width='100%%' height='100%%' fill='%s'/>\n", th->background);
 
   fl__buf_printf(&b, "<g fill='%s'>\n", th->text);

@@ -73,7 +73,9 @@ char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o);
 char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
 
 /* The MIME bundle {"application/vnd.vegalite.v5+json": spec,
- * "image/svg+xml": svg, "text/plain": text}. New reference; NULL with err. */
+ * "image/svg+xml": svg, "text/markdown": the svg in a <div> (for exports:
+ * nbconvert 6.5 strips SVG items but not markdown), "text/plain": text}.
+ * New reference; NULL with err. */
 json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
 
 /* ---- differential flame graphs (fl_diff.h) ----

@@ -4,7 +4,8 @@
 //
 // Each FILE is either a Vega-Lite spec (.vl.json, fl_vegalite) or a MIME
 // bundle (fl_bundle: {"application/vnd.vegalite.v5+json": ..., "image/svg+xml":
-// ..., "text/plain": ...}); a DIR stands for the *.json files in it. For a
+// ..., "text/markdown": ..., "text/plain": ...}); a DIR stands for the *.json
+// files in it. For a
 // spec it:
 //   - validates it against the Vega-Lite 5 JSON schema that vega-lite ships,
 //   - compiles it with vega-lite's compile(), failing on any warning,
@@ -16,8 +17,9 @@
 //     x1 - x0 == count, pct, depth bounds, parents drawn before children.
 // For a bundle it also checks that the SVG is well-formed XML with one <rect>
 // and one <title> per row, each filled with its row's colour, that
-// text/plain is there, and that the bundle, dumped as compact JSON, is under
-// 1 MB.
+// text/markdown holds the SVG as one HTML block and no text/html outranks
+// the spec in JupyterLab, that text/plain is there, and that the bundle,
+// dumped as compact JSON, is under 1 MB.
 //
 // A differential flame graph (fl_vegalite_diff, fl_diff_bundle: rows with a
 // change field, usermeta.cflame.diff) is also checked for what a diff adds
@@ -491,6 +493,14 @@ async function checkFile(file) {
     }
     const rows = doc[VL_MIME].data && doc[VL_MIME].data.values;
     checkSvg(doc[SVG_MIME], Array.isArray(rows) ? rows : [], problems);
+    // Exports show the markdown copy of the SVG (nbconvert 6.5 strips SVG
+    // items): one HTML block, so no blank line. JupyterLab must still pick
+    // the Vega-Lite view: nothing it ranks above it (text/html) is there.
+    const md = doc['text/markdown'];
+    if (typeof md !== 'string' || !md.startsWith('<div') || !md.includes('<svg') || /\n\s*\n/.test(md.trim())) {
+      problems.push('text/markdown is not the SVG as one HTML block');
+    }
+    if ('text/html' in doc) problems.push('text/html would outrank the Vega-Lite view in JupyterLab');
     if (isDiff(doc[VL_MIME])) {
       const text = doc['text/plain'] || '', svg = doc[SVG_MIME] || '';
       if (!/ Delta {2}Change {2}Frame\n/.test(text)) problems.push('diff text/plain has no Delta and Change columns');
