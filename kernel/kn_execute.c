@@ -706,9 +706,11 @@ static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char
   kn_prof_run_t run = {.interval_ns = e->profreq.delay_ns, .cell = e->cell};
   run.samples = (uint64_t)json_integer_value(json_object_get(info, "samples"));
   run.dropped = (uint64_t)json_integer_value(json_object_get(info, "dropped"));
-  run.cpu_seconds = (double)json_integer_value(json_object_get(info, "cpu_ns")) / 1e9;
-  if (!run.cpu_seconds) run.cpu_seconds = (double)json_integer_value(json_object_get(ev, "cpu_ns")) / 1e9;
-  run.wall_seconds = (double)json_integer_value(json_object_get(ev, "wall_ns")) / 1e9;
+  /* CPU and wall time over the sampler's window; the run's own when the
+   * worker died before it could say (a crash). */
+  json_t *window = json_object_get(info, "cpu_ns") ? info : ev;
+  run.cpu_seconds = (double)json_integer_value(json_object_get(window, "cpu_ns")) / 1e9;
+  run.wall_seconds = (double)json_integer_value(json_object_get(window, "wall_ns")) / 1e9;
   snprintf(run.source, sizeof run.source, "%s",
            json_string_value(json_object_get(info, "source")) ?: "");
 

@@ -310,8 +310,8 @@ char *kn_prof_empty_message(const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb,
-                   "No samples: the run took %.3f ms of CPU (%.3f ms wall), less than the sampling "
-                   "interval of %g ms.\n"
+                   "No samples: the run took %.3f ms of CPU (%.3f ms wall, the profiler's start "
+                   "and stop included), less than the sampling interval of %g ms.\n"
                    "To see where its time goes, profile it for longer: run the work in a loop "
                    "(for (int i = 0; i < 1000; i++) ...), or sample more often with delay= "
                    "(e.g. %%%%profview delay=0.0001).\n",

@@ -193,10 +193,13 @@ fail:
   return -1;
 }
 
+/* A profiled run's CPU and wall time are measured over one window, from
+ * before the sampler starts to after it stops: what the samples can cover
+ * (and for a tiny cell, CPU time never exceeds wall time). */
 typedef struct profile_run {
   bool on;
   uint64_t interval_ns;
-  int64_t cpu0;
+  int64_t cpu0, wall0;
 } profile_run_t;
 
 /* Prepares the buffer and starts sampling as spec (the command's
@@ -217,6 +220,7 @@ static int profile_begin(json_t *spec, profile_run_t *pr, char *err, size_t err_
     return -1;
   fl_sampler_reset();
   pr->cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  pr->wall0 = clock_ns(CLOCK_MONOTONIC);
   if (fl_sampler_start((uint64_t)interval, (uint64_t)tag, err, err_size) < 0) return -1;
   pr->on = true;
   pr->interval_ns = (uint64_t)interval;
@@ -229,11 +233,13 @@ static json_t *profile_end(profile_run_t *pr) {
   if (!pr->on) return NULL;
   uint64_t samples = fl_sampler_stop();
   int64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - pr->cpu0;
+  int64_t wall = clock_ns(CLOCK_MONOTONIC) - pr->wall0;
   const fl_sampler_header_t *h = sample_file.map;
-  return json_pack("{s:I, s:I, s:s, s:I, s:I}", "samples", (json_int_t)samples, "dropped",
+  return json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "samples", (json_int_t)samples, "dropped",
                    (json_int_t)h->dropped, "source",
                    h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer" : "perf-task-clock",
-                   "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu);
+                   "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu,
+                   "wall_ns", (json_int_t)wall);
 }
 
 typedef struct allocs_run {
