@@ -669,17 +669,22 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     }
     return kn_strbuf_steal(&sb);
   }
+  /* A sample is one interval of CPU time: the unit of every count the
+   * graphs and reports show. A stack the sampler recorded late stands for
+   * the intervals it spanned, so there can be more samples than stacks. */
+  char weight[32];
+  group_digits(weight, sizeof weight, info->total_weight);
   if (!info->interval_ns) {
     /* Read from a file that does not say how often it sampled. */
-    kn_strbuf_printf(&sb, "%s samples (weight %llu)%s%s", samples,
-                     (unsigned long long)info->total_weight, info->source[0] ? " from " : "",
-                     info->source);
+    kn_strbuf_printf(&sb, "%s samples in %s stacks%s%s", weight, samples,
+                     info->source[0] ? " from " : "", info->source);
     return kn_strbuf_steal(&sb);
   }
-  kn_strbuf_printf(&sb, "%s samples every %s of CPU", samples, interval);
+  kn_strbuf_printf(&sb, "%s samples every %s of CPU represent %.3f s of CPU", weight, interval,
+                   represented);
+  kn_strbuf_printf(&sb, ", from %s stacks recorded", samples);
   if (info->cpu_seconds > 0)
     kn_strbuf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
-  kn_strbuf_printf(&sb, " represent %.3f s of CPU", represented);
   if (info->cpu_seconds > 0 || info->wall_seconds > 0)
     kn_strbuf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
                      info->wall_seconds);

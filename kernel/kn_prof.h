@@ -134,8 +134,10 @@ char *kn_prof_baseline_names(const kn_prof_t *p);
 /* The %profbase listing. New string. */
 char *kn_prof_baseline_list(const kn_prof_t *p);
 
-/* "1,234 samples · 1 ms interval (998 per CPU-second) · 1.234 s of CPU
- * represented; the cell used 1.240 s CPU, 1.250 s wall". New string. */
+/* "1,234 samples every 1 ms of CPU represent 1.234 s of CPU, from 1,180
+ * stacks recorded (952 per CPU-second); the run used 1.240 s CPU, 1.250 s
+ * wall". A sample is one interval of CPU: the unit of every count the
+ * graphs and reports show. New string. */
 char *kn_prof_summary(const fl_profile_t *prof);
 
 #endif

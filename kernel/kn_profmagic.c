@@ -600,12 +600,10 @@ static int load(kn_prof_t *kp, const char *args, char **output, char *err, size_
   snprintf(info->source, sizeof info->source, "%s", src.data);
   info->taken_unix = (int64_t)time(NULL);
   kn_strbuf_free(&src);
-  char samples[32];
-  snprintf(samples, sizeof samples, "%llu", (unsigned long long)info->samples);
   kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "Loaded %s samples (%s, total weight %llu%s) from %s", samples,
+  kn_strbuf_printf(&sb, "Loaded %llu samples in %llu stacks (%s%s) from %s",
+                   (unsigned long long)info->total_weight, (unsigned long long)info->samples,
                    n_paths > 1 ? "several inputs" : kind_name,
-                   (unsigned long long)info->total_weight,
                    info->interval_ns ? ", interval read from the file" : "", info->source);
   if (name) {
     bool replaced = kn_prof_baseline(kp, name) != NULL;
@@ -613,12 +611,12 @@ static int load(kn_prof_t *kp, const char *args, char **output, char *err, size_
     kn_strbuf_printf(&sb, " as baseline %s%s; compare with %%profdiffview %s.\n", name,
                      replaced ? " (replacing the one of that name)" : "", name);
   } else {
-    size_t before = fl_profile_n_samples(kp->session);
+    uint64_t before = fl_profile_info_const(kp->session)->total_weight;
     fl_profile_destroy(&kp->session);
     kp->session = p;
     p = NULL;
     kn_strbuf_printf(&sb, " into the session profile");
-    if (before) kn_strbuf_printf(&sb, " (it replaces the %zu samples there)", before);
+    if (before) kn_strbuf_printf(&sb, " (it replaces the %llu samples there)", (unsigned long long)before);
     kn_strbuf_puts(&sb, "; show it with %profshow or %profprint.\n");
   }
   *output = kn_strbuf_steal(&sb);

@@ -338,18 +338,21 @@ def rows_of(bundle):
 
 _SUMMARY_RE = re.compile(
     r"(?P<samples>[\d,]+) samples every (?P<interval>[\d.]+) (?P<unit>ms|ns) of CPU"
-    r"(?: \((?P<rate>\d+) per CPU-second\))?"
     r" represent (?P<represented>[\d.]+) s of CPU"
+    r", from (?P<stacks>[\d,]+) stacks recorded"
+    r"(?: \((?P<rate>\d+) per CPU-second\))?"
     r"(?:; the run used (?P<cpu>[\d.]+) s CPU, (?P<wall>[\d.]+) s wall)?"
 )
 
 
 def summary_of(text):
-    """Parses the summary line of a profile ("N samples every 1 ms of CPU (R
-    per CPU-second) represent X s of CPU; the run used Y s CPU, Z s wall")
-    found in text (a bundle's text/plain, or %profprint's output). Returns a
-    dict: samples, interval (seconds), rate, represented, cpu, wall (None
-    where the line leaves them out), line."""
+    """Parses the summary line of a profile ("N samples every 1 ms of CPU
+    represent X s of CPU, from S stacks recorded (R per CPU-second); the run
+    used Y s CPU, Z s wall") found in text (a bundle's text/plain, or
+    %profprint's output). Returns a dict: samples (intervals of CPU, the
+    unit of every count), stacks (recorded), interval (seconds), rate
+    (stacks per CPU-second), represented, cpu, wall (None where the line
+    leaves them out), line."""
     if isinstance(text, dict):
         text = text["text/plain"]
     m = _SUMMARY_RE.search(text)
@@ -358,6 +361,7 @@ def summary_of(text):
     num = lambda k: float(m[k]) if m[k] is not None else None  # noqa: E731
     return {
         "samples": int(m["samples"].replace(",", "")),
+        "stacks": int(m["stacks"].replace(",", "")),
         "interval": float(m["interval"]) * scale,
         "rate": num("rate"),
         "represented": num("represented"),

@@ -4,8 +4,8 @@ known.
 
 Numbers come from what the user sees: the data rows of the Vega-Lite spec
 (count, self, func, ...) and the summary line of text/plain ("N samples
-every 1 ms of CPU (R per CPU-second) represent X s of CPU; the run used Y s
-CPU, Z s wall").
+every 1 ms of CPU represent X s of CPU, from S stacks recorded (R per
+CPU-second); the run used Y s CPU, Z s wall").
 
 About the tolerances. The shares are sampling estimates: at 1,000 samples
 per CPU-second a 75 % share measured over one CPU-second has a standard
@@ -134,9 +134,11 @@ def test_interval_is_honoured(kc):
     assert s["interval"] == pytest.approx(0.001), s["line"]
     assert 0.8 <= s["cpu"] <= 2.0, f"the workload should take about 1 s of CPU: {s['line']}"
     assert s["rate"] is not None, f"the summary does not state the effective rate: {s['line']}"
-    assert 800 <= s["rate"] <= 1100, f"not about 1,000 samples per CPU-second: {s['line']}"
-    # The printed rate is what the numbers say.
-    assert s["rate"] == pytest.approx(s["samples"] / s["cpu"], rel=0.02, abs=2), s["line"]
+    assert 800 <= s["rate"] <= 1100, f"not about 1,000 stacks per CPU-second: {s['line']}"
+    # The printed rate is what the numbers say, and a sample is one interval.
+    assert s["rate"] == pytest.approx(s["stacks"] / s["cpu"], rel=0.02, abs=2), s["line"]
+    assert s["stacks"] <= s["samples"], s["line"]
+    assert s["represented"] == pytest.approx(s["samples"] * s["interval"], rel=0.002, abs=0.001), s["line"]
     assert_totals_agree(s, rows[0]["count"], "1 s of a()")
 
 
