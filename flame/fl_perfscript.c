@@ -50,7 +50,12 @@
  * (FL_FRAME_KERNEL for [kernel.*], vmlinux and bracketed modules at kernel
  * addresses; FL_FRAME_SYSTEM for shared libraries under /usr/lib or /lib;
  * FL_FRAME_CELL otherwise; FL_FRAME_INLINED for the inlined parts of a
- * chain), and the thread id of the sample. */
+ * chain), and the thread id of the sample. A frame that perf --call-graph
+ * dwarf prints as "func (inlined)" has no module of its own: it takes the
+ * module and kind of the frame printed after it at the same address (the
+ * function it was inlined into: libc's msort_with_tmp is libc's), else of
+ * the frame printed before it (perf prints __libc_start_main_impl inlined
+ * between libc's __libc_start_call_main and the program's _start). */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdio.h>
@@ -192,6 +197,10 @@ typedef struct reader {
   bool have_filter;
   bool after_frame; /* the line before was a frame line */
   size_t p0;        /* its outermost part's index in stack, or SIZE_MAX */
+  fl__buf_t inlined;    /* functions printed "(inlined)" whose module is not
+                           known yet, innermost first, each NUL-ended */
+  size_t n_inlined;
+  fl__buf_t inlined_pc; /* the address of the last of them */
   uint64_t period;  /* of the samples kept, while it is one and the same */
   bool period_varies, clock_only;
   size_t headers, samples;
@@ -351,6 +360,32 @@ typedef struct part {
   size_t n;
 } part_t;
 
+/* Pushes the waiting inlined functions with the module and kind of the
+ * frame they belong to. Returns 0, or -1 out of memory. */
+static int push_inlined(reader_t *r, const char *module, size_t module_len, uint32_t flags) {
+  bool oom = false;
+  const char *func = r->inlined.data;
+  for (size_t i = 0; i < r->n_inlined; i++, func += strlen(func) + 1) {
+    uint32_t id = frame_id(r, func, module, module_len, flags | FL_FRAME_INLINED, &oom);
+    if (oom || push_frame(r, id) < 0) return -1;
+  }
+  r->n_inlined = 0;
+  r->inlined.len = 0;
+  return 0;
+}
+
+/* push_inlined with the module and kind of the frame before them (leaf
+ * side), or of none when they are the leaf. */
+static int push_inlined_as_before(reader_t *r) {
+  const fl_frame_t *f = r->n ? fl_profile_frame(r->p, r->stack[r->n - 1]) : NULL;
+  fl__buf_t module = {0};
+  if (f && f->module) fl__buf_puts(&module, f->module); /* frame_id may move it */
+  if (module.oom) return -1;
+  int rc = push_inlined(r, module.data, module.len, f ? f->flags & ~FL_FRAME_INLINED : 0);
+  free(module.data);
+  return rc;
+}
+
 /* A frame line of the open sample: its parts, outermost first after the
  * sample is reversed. Returns 0, or -1 out of memory. */
 static int on_frame(reader_t *r, const frame_line_t *f) {
@@ -382,9 +417,32 @@ static int on_frame(reader_t *r, const frame_line_t *f) {
   }
   while (n_parts > 0 && parts[n_parts - 1].n == 0) n_parts--;
 
+  /* perf --call-graph dwarf prints a function inlined at an address as
+   * "func (inlined)", without its module: it waits for the next frame. */
+  if (f->mod_len == 7 && memcmp(f->mod, "inlined", 7) == 0) {
+    for (size_t i = n_parts; i-- > 0;) {
+      tidy_part(r, parts[i].s, parts[i].n, f, i > 0);
+      fl__buf_add(&r->inlined, r->text.data, r->text.len + 1);
+      r->n_inlined++;
+    }
+    r->inlined_pc.len = 0;
+    fl__buf_add(&r->inlined_pc, f->pc, f->pc_len);
+    if (r->text.oom || r->inlined.oom || r->inlined_pc.oom) goto oom;
+    if (parts != small) free(parts);
+    return 0;
+  }
   uint32_t flags = frame_flags(f);
   size_t b = base_of(f->mod, f->mod_len);
   bool oom = false;
+  if (r->n_inlined) {
+    /* Inlined at this frame's own address: they belong to it, the function
+     * they were inlined into. Otherwise they are the caller side of the
+     * frame before them, at its module's addresses. */
+    bool same_pc = r->inlined_pc.len == f->pc_len && !memcmp(r->inlined_pc.data, f->pc, f->pc_len);
+    int rc = same_pc || r->n == 0 ? push_inlined(r, f->mod + b, f->mod_len - b, flags)
+                                  : push_inlined_as_before(r);
+    if (rc < 0) goto oom;
+  }
   /* Pushed innermost first: the sample is reversed at its end. */
   for (size_t i = n_parts; i-- > 0;) {
     tidy_part(r, parts[i].s, parts[i].n, f, i > 0);
@@ -479,6 +537,8 @@ static int on_header(reader_t *r, const char *s, size_t n, const fl__perf_header
  * the outermost to the leaf. */
 static int on_sample_end(reader_t *r) {
   bool oom = false;
+  /* Inlined functions at the bottom of the stack, with no frame after them. */
+  if (r->n_inlined && push_inlined_as_before(r) < 0) return -1;
   uint32_t root = frame_id(r, r->pname.data, NULL, 0, FL_FRAME_CELL, &oom);
   if (oom || push_frame(r, root) < 0) return -1;
   for (size_t i = 0, j = r->n - 1; i < j; i++, j--) {
@@ -498,6 +558,8 @@ static void reader_free(reader_t *r) {
   free(r->pname.data);
   free(r->filter.data);
   free(r->text.data);
+  free(r->inlined.data);
+  free(r->inlined_pc.data);
   free(r->key.data);
   free(r->stack);
 }

@@ -348,6 +348,37 @@ static void test_perf_captures(void) {
   }
 }
 
+/* perf record --call-graph dwarf prints functions inlined at an address
+ * as "func (inlined)", without a module: libc's msort_with_tmp (inlined
+ * into qsort_r) and __libc_start_main_impl are libc's code, coloured and
+ * folded as such, never the program's. */
+static void test_perf_dwarf_inlined(void) {
+  char *text = read_data("dwarf.txt");
+  CHECK(text != NULL);
+  if (!text) return;
+  fl_io_error_t err;
+  fl_input_kind_t kind;
+  fl_profile_t *p = read_text(text, &kind, &err);
+  CHECK(p != NULL);
+  free(text);
+  if (!p) return;
+  static const char *const libc_inlined[] = {"msort_with_tmp", "__libc_start_main_impl"};
+  for (size_t i = 0; i < 2; i++) {
+    const fl_frame_t *f = frame_named(p, libc_inlined[i]);
+    CHECK(f && f->module && strcmp(f->module, "libc.so.6") == 0);
+    CHECK(f && f->flags == (FL_FRAME_SYSTEM | FL_FRAME_INLINED));
+  }
+  const fl_frame_t *f = frame_named(p, "cmp");
+  CHECK(f && f->flags == FL_FRAME_CELL && strcmp(f->module, "qsorter") == 0);
+  /* C=false folds them into the program's frames: the comparator hangs
+   * under main, no libc frame is left. */
+  char *folded = folded_of(p, false, false);
+  CHECK(folded && !strstr(folded, "msort_with_tmp") && !strstr(folded, "__libc_start_main_impl"));
+  CHECK(folded && strstr(folded, "qsorter;_start;main;cmp "));
+  free(folded);
+  fl_profile_destroy(&p);
+}
+
 static void test_perf_errors(void) {
   char *text = read_data("single.txt");
   CHECK(text != NULL);
@@ -643,6 +674,7 @@ int main(void) {
   test_folded_spaces_and_lines();
   test_folded_errors();
   test_perf_captures();
+  test_perf_dwarf_inlined();
   test_perf_errors();
   test_folded_out();
   test_folded_out_escapes();
