@@ -65,56 +65,57 @@ typedef struct magic_info {
   bool line, cell;
   const char *usage;
   const char *help;
+  unsigned options; /* the KN_OPTS_* groups of key=value options it takes */
 } magic_info_t;
+
+#define RUN_OPTS (KN_OPTS_PROFILER | KN_OPTS_TREE | KN_OPTS_VIEW)
 
 static const magic_info_t magics[] = {
     {"cc", true, false, "%cc [COMPILER]",
      "Show the compiler, or set it for the rest of the session (e.g. %cc clang).\n"
-     "The default is cc, or $CC when the kernel was started with it set."},
+     "The default is cc, or $CC when the kernel was started with it set.", 0},
     {"cflags", true, false, "%cflags [FLAGS...]",
      "Show the compiler flags, or replace them for the rest of the session.\n"
-     "The default is " KN_DEFAULT_CFLAGS "."},
+     "The default is " KN_DEFAULT_CFLAGS ".", 0},
     {"ldflags", true, false, "%ldflags [FLAGS...]",
      "Show the link flags, or replace them for the rest of the session (e.g. %ldflags -lm "
-     "-lpthread).\nThe default is " KN_DEFAULT_LDFLAGS "."},
+     "-lpthread).\nThe default is " KN_DEFAULT_LDFLAGS ".", 0},
     {"timeit", true, true, "%%timeit [-n N] [-r R]  /  %timeit [-n N] [-r R] STATEMENT",
      "Time the cell body (or the statement): R runs of N loops each, reporting the mean and\n"
      "standard deviation per loop, as IPython does. Without -n, N grows by tens until one\n"
-     "run takes at least 0.2 s. -r defaults to 7."},
+     "run takes at least 0.2 s. -r defaults to 7.", 0},
     {"reset", true, false, "%reset",
      "Start a fresh session: forget every definition, type, macro and global, and restart\n"
-     "the worker process. Compiler settings are kept."},
-    {"lsmagic", true, false, "%lsmagic", "List the magics."},
+     "the worker process. Compiler settings are kept.", 0},
+    {"lsmagic", true, false, "%lsmagic", "List the magics.", 0},
     {"profview", true, true, "%%profview [opts]  /  %profview [opts] STATEMENT",
      "Clear the session profile, run the cell (or the statement) under the sampling profiler\n"
-     "and show its flame graph.\n"
-     "Profiler: delay= (seconds, default 0.001) n= (buffer frames) threads=1,2|all\n"
-     "Tree: C=false combine=true lines=true recur=off|flat pruned=f,g filter=text|/regex/\n"
-     "      minwidth=0.001\n"
-     "View: width=800 height= title= icicle=false theme=light|dark"},
+     "and show its flame graph.",
+     RUN_OPTS},
     {"profile", true, true, "%%profile [opts]  /  %profile [opts] STATEMENT",
      "Run the cell (or the statement) under the profiler, adding to the session profile;\n"
-     "show nothing. See %profshow and %profprint. Options: delay= n="},
+     "show nothing. See %profshow and %profprint.",
+     KN_OPTS_PROFILER},
     {"profshow", true, false, "%profshow [opts]",
-     "Show the session profile as a flame graph (tree and view options as %%profview)."},
+     "Show the session profile as a flame graph.", KN_OPTS_TREE | KN_OPTS_VIEW},
     {"profprint", true, false, "%profprint [format=tree|flat] [maxdepth=] [mincount=] [cols=]",
-     "Print a text report of the session profile, as Julia's Profile.print; tree options\n"
-     "as %%profview."},
-    {"profclear", true, false, "%profclear", "Empty the session profile."},
+     "Print a text report of the session profile, as Julia's Profile.print.",
+     KN_OPTS_TREE | KN_OPTS_PRINT},
+    {"profclear", true, false, "%profclear", "Empty the session profile.", 0},
     {"profinit", true, false, "%profinit [n=FRAMES] [delay=SECONDS]",
-     "Show or set the sample buffer size (frames) and the sampling interval (seconds)."},
+     "Show or set the sample buffer size (frames) and the sampling interval (seconds).", 0},
     {"profsize", true, false, "%profsize WIDTH HEIGHT",
-     "Show or set the default size of flame graphs in pixels (height 0: sized to the depth)."},
+     "Show or set the default size of flame graphs in pixels (height 0: sized to the depth).", 0},
     {"profbase", true, true, "%%profbase NAME [delay= n=]  /  %profbase NAME STATEMENT  /  %profbase",
      "Profile the cell (or the statement) and keep the result as baseline NAME, with how it\n"
-     "was taken (interval, compiler and flags, time). %profbase alone lists the baselines."},
+     "was taken (interval, compiler and flags, time). %profbase alone lists the baselines.",
+     KN_OPTS_PROFILER | KN_OPTS_ALLOC | KN_OPTS_KIND},
     {"profdiffview", true, true, "%%profdiffview NAME [opts]  /  %profdiffview NAME [opts] [STATEMENT]",
      "Profile the cell (or the statement) and show its differential flame graph against\n"
      "baseline NAME: red grew, blue shrank, grey within noise, a distinct colour for new\n"
      "frames; vanished frames are listed under the graph. Without a statement, the line\n"
-     "form compares the session profile (%%profile, %profload) against NAME.\n"
-     "Diff: negate=false normalize=false delta=total|self noise=2; tree and view options as\n"
-     "%%profview."},
+     "form compares the session profile (%%profile, %profload) against NAME.",
+     RUN_OPTS | KN_OPTS_DIFF | KN_OPTS_ALLOC | KN_OPTS_KIND},
     {"profallocs", true, true,
      "%%profallocs [sample_rate=] [weight=bytes|count] [live=true] [opts]  /  %profallocs [opts] STATEMENT",
      "Run the cell (or the statement) recording its memory allocations (malloc, calloc,\n"
@@ -123,18 +124,19 @@ static const magic_info_t magics[] = {
      "sample_rate share of the calls (default 0.1; 1 records every one, exactly);\n"
      "live=true shows only what the cell had not freed when it ended.\n"
      "Baselines: %%profbase NAME allocs=true [sample_rate= weight= live=]; %%profdiffview\n"
-     "NAME then profiles allocations the way the baseline was taken.\n"
-     "Also n= (record buffer in words); tree and view options as %%profview."},
+     "NAME then profiles allocations the way the baseline was taken.",
+     RUN_OPTS | KN_OPTS_ALLOC},
     {"profsave", true, false, "%profsave PATH [opts]",
      "Write the last flame graph shown (or the session profile) to PATH, by its ending:\n"
      ".svg (the kernel's SVG), .html (a standalone page: the interactive view, and the SVG\n"
      "for offline reading), .vl.json (the Vega-Lite spec), .folded (folded stacks, as\n"
      "flamegraph.pl reads them; a diff as 'stack BASE TARGET' lines) or .txt (the text\n"
-     "report). Options (tree, view, diff) redraw it first."},
+     "report). Options redraw it first.",
+     KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF},
     {"profload", true, false, "%profload PATH [PATH...] [as=NAME]",
      "Read folded stacks or the text of `perf script` (told apart by content) into the\n"
      "session profile, replacing it (then %profshow, %profprint, %profdiffview NAME), or\n"
-     "with as=NAME keep it as baseline NAME. Several paths are merged."},
+     "with as=NAME keep it as baseline NAME. Several paths are merged.", 0},
 };
 
 const char *const kn_magic_names[] = {"cc",        "cflags",   "ldflags",  "timeit",
@@ -150,10 +152,13 @@ static const magic_info_t *find_magic(const char *name) {
 }
 
 const char *kn_magic_help(const char *name) {
-  static char buf[2048];
+  static char buf[8192];
   const magic_info_t *m = find_magic(name);
   if (!m) return NULL;
-  snprintf(buf, sizeof buf, "%s\n\n%s", m->usage, m->help);
+  char *options = m->options ? kn_profmagic_options_help(m->options) : NULL;
+  snprintf(buf, sizeof buf, "%s\n\n%s%s%s", m->usage, m->help, options ? "\n\nOptions:\n" : "",
+           options ? options : "");
+  free(options);
   return buf;
 }
 
@@ -1264,12 +1269,7 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
                          : !strcmp(m->name, "profbase")   ? KN_PROF_BASE
                          : !strcmp(m->name, "profallocs") ? KN_PROF_ALLOCS
                                                           : KN_PROF_DIFF;
-    unsigned groups = KN_OPTS_PROFILER;
-    if (mode == KN_PROF_VIEW) groups |= KN_OPTS_TREE | KN_OPTS_VIEW;
-    if (mode == KN_PROF_ALLOCS) groups |= KN_OPTS_ALLOC | KN_OPTS_TREE | KN_OPTS_VIEW;
-    if (mode == KN_PROF_BASE) groups |= KN_OPTS_ALLOC | KN_OPTS_KIND;
-    if (mode == KN_PROF_DIFF)
-      groups |= KN_OPTS_ALLOC | KN_OPTS_KIND | KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF;
+    unsigned groups = find_magic(m->name)->options;
     /* Baseline magics start with the baseline's NAME. */
     const char *args = m->args;
     char *name = NULL;

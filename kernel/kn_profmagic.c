@@ -23,26 +23,26 @@ typedef struct group_spec {
 static const group_spec_t all_options[] = {
     {KN_OPTS_PROFILER, {"delay", KN_OPT_DOUBLE, NULL, 1e-6, 10, "sampling interval in seconds (default 0.001)"}},
     {KN_OPTS_PROFILER, {"n", KN_OPT_INT, NULL, 1000, 1e9, "sample buffer size in frames (default 1000000)"}},
-    {KN_OPTS_TREE | KN_OPTS_PROFILER, {"threads", KN_OPT_LIST, NULL, 1, 0, "thread numbers to show (1 = the cell's main thread), or all"}},
+    {KN_OPTS_TREE | KN_OPTS_PROFILER, {"threads", KN_OPT_LIST, NULL, 1, 0, "thread numbers to show (1 = the cell's main thread), or all (default all)"}},
     {KN_OPTS_TREE, {"C", KN_OPT_BOOL, NULL, 1, 0, "show frames of system libraries (default false)"}},
     {KN_OPTS_TREE, {"combine", KN_OPT_BOOL, NULL, 1, 0, "one frame per source line, not per instruction (default true)"}},
     {KN_OPTS_TREE, {"lines", KN_OPT_BOOL, NULL, 1, 0, "false: one frame per function (default true)"}},
-    {KN_OPTS_TREE, {"recur", KN_OPT_ENUM, "off|flat", 1, 0, "flat: draw self-recursion as a loop"}},
-    {KN_OPTS_TREE, {"pruned", KN_OPT_LIST, NULL, 1, 0, "functions whose subtrees are cut"}},
-    {KN_OPTS_TREE, {"filter", KN_OPT_STRING, NULL, 1, 0, "keep stacks with a frame matching this text or /regex/"}},
+    {KN_OPTS_TREE, {"recur", KN_OPT_ENUM, "off|flat", 1, 0, "flat: draw self-recursion as a loop (default off)"}},
+    {KN_OPTS_TREE, {"pruned", KN_OPT_LIST, NULL, 1, 0, "functions whose subtrees are cut (default none)"}},
+    {KN_OPTS_TREE, {"filter", KN_OPT_STRING, NULL, 1, 0, "keep stacks with a frame matching this text or /regex/ (default: all)"}},
     {KN_OPTS_TREE, {"minwidth", KN_OPT_DOUBLE, NULL, 0, 1, "hide frames narrower than this share (default 0.001)"}},
     {KN_OPTS_VIEW, {"width", KN_OPT_INT, NULL, 100, 100000, "width in pixels (default 800)"}},
     {KN_OPTS_VIEW, {"height", KN_OPT_INT, NULL, 50, 100000, "height in pixels (default: sized to the depth)"}},
-    {KN_OPTS_VIEW, {"title", KN_OPT_STRING, NULL, 1, 0, "title above the graph"}},
+    {KN_OPTS_VIEW, {"title", KN_OPT_STRING, NULL, 1, 0, "title above the graph (default none)"}},
     {KN_OPTS_VIEW, {"icicle", KN_OPT_BOOL, NULL, 1, 0, "root at the top (default false)"}},
-    {KN_OPTS_VIEW, {"theme", KN_OPT_ENUM, "light|dark", 1, 0, "colour theme"}},
+    {KN_OPTS_VIEW, {"theme", KN_OPT_ENUM, "light|dark", 1, 0, "colour theme (default light)"}},
     {KN_OPTS_PRINT, {"format", KN_OPT_ENUM, "tree|flat", 1, 0, "tree (default) or flat"}},
-    {KN_OPTS_PRINT, {"maxdepth", KN_OPT_INT, NULL, 1, 10000, "deepest level printed"}},
-    {KN_OPTS_PRINT, {"mincount", KN_OPT_INT, NULL, 0, 1e15, "frames with fewer samples are not printed"}},
+    {KN_OPTS_PRINT, {"maxdepth", KN_OPT_INT, NULL, 1, 10000, "deepest level printed (default: all)"}},
+    {KN_OPTS_PRINT, {"mincount", KN_OPT_INT, NULL, 0, 1e15, "frames with fewer samples are not printed (default 0)"}},
     {KN_OPTS_PRINT, {"cols", KN_OPT_INT, NULL, 20, 10000, "line width (default 100)"}},
-    {KN_OPTS_DIFF, {"negate", KN_OPT_BOOL, NULL, 1, 0, "draw the baseline's layout, coloured by baseline - target"}},
-    {KN_OPTS_DIFF, {"normalize", KN_OPT_BOOL, NULL, 1, 0, "scale the baseline to the target's total first"}},
-    {KN_OPTS_DIFF, {"delta", KN_OPT_ENUM, "total|self", 1, 0, "inclusive change per frame, or self change"}},
+    {KN_OPTS_DIFF, {"negate", KN_OPT_BOOL, NULL, 1, 0, "draw the baseline's layout, coloured by baseline - target (default false)"}},
+    {KN_OPTS_DIFF, {"normalize", KN_OPT_BOOL, NULL, 1, 0, "scale the baseline to the target's total first (default false)"}},
+    {KN_OPTS_DIFF, {"delta", KN_OPT_ENUM, "total|self", 1, 0, "inclusive change per frame, or self change (default total)"}},
     {KN_OPTS_DIFF, {"noise", KN_OPT_DOUBLE, NULL, 0, 1000, "z-score under which a change is noise (default 2; 0: off)"}},
     {KN_OPTS_ALLOC, {"sample_rate", KN_OPT_DOUBLE, NULL, 1e-6, 1, "share of allocations recorded (default 0.1; 1: every one, exactly)"}},
     {KN_OPTS_ALLOC, {"weight", KN_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes (default) or by allocation count"}},
@@ -50,6 +50,23 @@ static const group_spec_t all_options[] = {
     {KN_OPTS_KIND, {"allocs", KN_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time (default: as the baseline)"}},
 };
 #define N_OPTIONS (sizeof all_options / sizeof all_options[0])
+
+char *kn_profmagic_options_help(unsigned groups) {
+  static const char *const placeholder[] = {
+      [KN_OPT_BOOL] = "true|false", [KN_OPT_INT] = "N",       [KN_OPT_DOUBLE] = "X",
+      [KN_OPT_STRING] = "TEXT",     [KN_OPT_ENUM] = NULL,      [KN_OPT_LIST] = "A,B",
+  };
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    const kn_optspec_t *o = &all_options[i].spec;
+    if (!(all_options[i].group & groups)) continue;
+    char word[64];
+    snprintf(word, sizeof word, "%s=%s", o->key, o->type == KN_OPT_ENUM ? o->choices : placeholder[o->type]);
+    kn_strbuf_printf(&sb, "  %-20s %s\n", word, o->help);
+  }
+  if (sb.len) sb.data[--sb.len] = '\0';
+  return kn_strbuf_steal(&sb);
+}
 
 static size_t specs_for(unsigned groups, kn_optspec_t *out) {
   size_t n = 0;

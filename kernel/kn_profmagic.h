@@ -43,6 +43,11 @@ enum {
   KN_OPTS_KIND = 1 << 6,     /* allocs (baselines and diffs: which profiler) */
 };
 
+/* One line per option of the groups, as the magics' help shows them:
+ * "  delay=X              sampling interval in seconds (default 0.001)".
+ * New string. */
+char *kn_profmagic_options_help(unsigned groups);
+
 typedef struct kn_profreq {
   kn_profmode_t mode;
   uint64_t delay_ns;

@@ -342,6 +342,26 @@ def test_magic_help(kc, code, usage):
     assert ok(kc, 'printf("%d\\n", help_kept);') == "4\n"
 
 
+def test_magic_help_says_what_each_option_means_and_its_default(kc):
+    """As IPython's magic help does: one line per option, its meaning and
+    its default."""
+    out = ok(kc, "%profview?")
+    options = out.split("Options:\n", 1)[1].splitlines()
+    keys = [line.split("=", 1)[0].strip() for line in options]
+    for key in ("delay", "n", "threads", "C", "combine", "lines", "recur", "pruned", "filter",
+                "minwidth", "width", "height", "title", "icicle", "theme"):
+        assert key in keys, f"{key}= missing from %profview?:\n{out}"
+    for line in options:
+        assert re.match(r"  \S+=\S+ +\S", line), line
+        assert "default" in line, f"no default in {line!r}"
+    assert any(l.strip().startswith("C=true|false") and "system libraries" in l for l in options), out
+    # Each magic lists the options it takes, and only those.
+    diff = ok(kc, "%profdiffview?")
+    assert "negate=true|false" in diff and "noise=X" in diff
+    assert "negate=" not in out and "format=" not in out
+    assert "Options:" not in ok(kc, "%cc?")
+
+
 def test_help_on_an_unknown_magic_names_the_valid_ones(kc):
     reply, outputs = fails(kc, "%profveiw?", "MagicError")
     assert "unknown magic %profveiw" in reply["evalue"] and "%profview" in reply["evalue"]
