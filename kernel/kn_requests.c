@@ -2,8 +2,10 @@
  * history, comm_info, shutdown (see kn_kernel.h). */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kn_cell.h"
 #include "kn_kernel.h"
@@ -18,12 +20,19 @@ static json_t *language_info(void) {
 }
 
 static void kernel_info(kn_kernel_t *k, void *socket, kn_msg_t *msg) {
+  /* jupyter console 6.4 never forwards Ctrl-C to a kernel, and the kernel
+   * runs in a session of its own, out of the terminal's reach: the banner
+   * says what interrupts a cell from another terminal. */
+  char banner[256];
+  snprintf(banner, sizeof banner,
+           "cflame " KN_IMPLEMENTATION_VERSION " -- C cells, compiled and run in a persistent "
+           "session.\nType %%lsmagic for the magics. To interrupt a running cell from a "
+           "terminal: kill -INT %ld",
+           (long)getpid());
   json_t *content = json_pack(
       "{s:s, s:s, s:s, s:s, s:o, s:s, s:[], s:b}", "status", "ok", "protocol_version",
       KN_PROTOCOL_VERSION, "implementation", "cflame", "implementation_version",
-      KN_IMPLEMENTATION_VERSION, "language_info", language_info(), "banner",
-      "cflame " KN_IMPLEMENTATION_VERSION " -- C cells, compiled and run in a persistent "
-      "session.\nType %lsmagic for the magics.",
+      KN_IMPLEMENTATION_VERSION, "language_info", language_info(), "banner", banner,
       "help_links", "debugger", 0);
   kn_reply(k, socket, msg, "kernel_info_reply", content);
 }
