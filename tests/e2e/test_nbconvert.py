@@ -1,6 +1,9 @@
-"""`jupyter nbconvert --execute` drives the kernel (SPEC section 6): the
-executed notebook holds each cell's output, in order, with its execution
-count, and an error cell's error."""
+"""`jupyter nbconvert --execute` drives the kernel: the executed notebook
+holds each cell's output, in order, with its execution count, and an error
+cell's error. Exported pages (`--to html`) draw every flame graph, checked
+in headless Chromium; scripts/demo's notebook too, and its kernelspec step.
+"""
+import json
 import os
 import pathlib
 import shutil
@@ -124,3 +127,36 @@ def test_demo_notebook_export_draws_every_graph(tmp_path):
     shown = sum(1 for c in nb.cells for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {}))
     assert shown >= 5, f"the demo showed {shown} flame graphs"
     print(drawn_in_chromium([tmp_path / "demo.html"], graphs=shown))
+
+
+INSTALL_KERNELSPEC = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "install_kernelspec.py"
+
+
+def test_demo_never_repoints_another_checkouts_kernel(tmp_path):
+    """scripts/demo installs the kernelspec for the user only where no
+    cflame kernel of another checkout is installed, and says what it did and
+    how to undo it."""
+    built = pathlib.Path(os.environ["JUPYTER_PATH"].split(os.pathsep)[0]) / "kernels" / "cflame"
+    env = dict(os.environ, JUPYTER_DATA_DIR=str(tmp_path / "data"))
+    installed = tmp_path / "data" / "kernels" / "cflame" / "kernel.json"
+
+    def install():
+        p = subprocess.run([sys.executable, str(INSTALL_KERNELSPEC), str(built)], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    out = install()
+    assert installed.exists() and "undo with: jupyter kernelspec uninstall cflame" in out, out
+    ours = json.loads(installed.read_text())["argv"][0]
+    # Another checkout's kernel, installed before: left as it is.
+    other = json.loads(installed.read_text())
+    other["argv"][0] = "/elsewhere/build/bin/cflame-kernel"
+    installed.write_text(json.dumps(other))
+    out = install()
+    assert json.loads(installed.read_text())["argv"][0] == "/elsewhere/build/bin/cflame-kernel"
+    assert "left as it is" in out and f"jupyter kernelspec install --user {built}" in out, out
+    # Its own, installed before: installed again.
+    installed.write_text(json.dumps(dict(other, argv=[ours] + other["argv"][1:])))
+    out = install()
+    assert "installed" in out and json.loads(installed.read_text())["argv"][0] == ours, out

@@ -779,7 +779,12 @@ def test_interrupting_a_profiled_loop(kernel):
     rows = rows_of(bundle)
     s = summary_of(bundle)
     assert sum(row["count"] for row in rows if row["func"] == "a") >= 0.8 * s["samples"], s["line"]
-    assert 0.3 < s["cpu"] < 5, s["line"]
+    # However busy the machine, the samples stand for the CPU the loop got
+    # before the interrupt, and it got some: bounds from the run's own
+    # figures, not from how long it should have run.
+    assert s["cpu"] > 0 and s["samples"] >= 10, s["line"]
+    assert abs(s["represented"] - s["cpu"]) <= 0.1 * s["cpu"] + 0.002, s["line"]
+    assert s["cpu"] <= s["wall"] * 1.05 + 0.01, s["line"]
     assert ok(kc, 'printf("still here\\n");') == "still here\n"
     # %%profile adds what ran to the session profile; a baseline is not kept.
     ok(kc, "%profclear")
