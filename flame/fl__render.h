@@ -113,14 +113,14 @@ bool fl__alloc_counts(const fl_tree_t *t);
 /* What the x axis counts: "samples" or "bytes". */
 const char *fl__unit(const fl_tree_t *t);
 
-#define FL__MAX_NOTES 8
+#define FL__MAX_NOTES 12
 #define FL__NOTE_SIZE 512
 
 /* The lines under the title: v->note; for a diff (r->diff), its notes
  * (fl_diff_notes), "baseline layout, …" when negated, and the summary
  * (fl__diff_summary); and how many frames are not drawn (hidden by
- * minwidth, left out to stay within the rows). Returns how many lines were
- * written. */
+ * minwidth, left out to stay within the rows). Each is wrapped at spaces
+ * to the plot's width. Returns how many lines were written. */
 int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
               char lines[FL__MAX_NOTES][FL__NOTE_SIZE]);
 

@@ -239,8 +239,50 @@ static void note_copy(char line[FL__NOTE_SIZE], const char *s) {
   free(clean);
 }
 
+static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
+                    char lines[FL__MAX_NOTES][FL__NOTE_SIZE]);
+
+/* Splits note into lines of at most cols characters at spaces (a longer
+ * word stands alone) into lines[*n...], while there is room. */
+static void wrap_note(const char *note, size_t cols, char lines[FL__MAX_NOTES][FL__NOTE_SIZE], int *n) {
+  const char *p = note;
+  while (*p && *n < FL__MAX_NOTES) {
+    size_t len = strlen(p), cut = len;
+    if (len > cols && *n < FL__MAX_NOTES - 1) {
+      /* The last space within cols characters (UTF-8 continuation bytes do
+       * not count), else the first one after. */
+      size_t chars = 0, last_space = 0, last_clause = 0, i = 0;
+      for (; i < len && chars <= cols; i++) {
+        if (((unsigned char)p[i] & 0xc0) != 0x80) chars++;
+        if (p[i] == ' ' && chars <= cols) {
+          last_space = i;
+          if (i > 0 && (p[i - 1] == ';' || p[i - 1] == ',')) last_clause = i;
+        }
+      }
+      if (!last_space) last_space = strcspn(p, " ");
+      /* Between clauses where that keeps the line at least half full. */
+      cut = last_clause > cols / 2 ? last_clause : last_space;
+    }
+    note_copy(lines[(*n)++], p);
+    if (cut < strlen(lines[*n - 1])) lines[*n - 1][cut] = '\0';
+    p += cut;
+    while (*p == ' ') p++;
+  }
+}
+
 int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
               char lines[FL__MAX_NOTES][FL__NOTE_SIZE]) {
+  char raw[FL__MAX_NOTES][FL__NOTE_SIZE];
+  int n_raw = notes_of(t, v, r, raw), n = 0;
+  /* 12 px text averages about 6.5 px a character: wrap to the plot. */
+  size_t cols = (size_t)((v->width > 0 ? v->width : 800) / 6.5);
+  for (int i = 0; i < n_raw; i++) wrap_note(raw[i], cols, lines, &n);
+  return n;
+}
+
+/* The notes before wrapping. */
+static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
+                    char lines[FL__MAX_NOTES][FL__NOTE_SIZE]) {
   int n = 0;
   if (v->note && v->note[0]) note_copy(lines[n++], v->note);
   if (r->diff) {

@@ -52,6 +52,7 @@ void kn_prof_destroy(kn_prof_t **pp) {
   fl_profile_destroy(&p->last_baseline);
   free(p->last_args);
   free(p->last_root);
+  free(p->last_baseline_name);
   json_decref(p->last_bundle);
   for (size_t i = 0; i < p->n_baselines; i++) {
     free(p->baselines[i].name);

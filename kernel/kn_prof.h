@@ -47,6 +47,7 @@ typedef struct kn_prof {
    * a diff), the options it was drawn with, its root's name, its bundle. */
   fl_profile_t *last_profile;
   fl_profile_t *last_baseline;
+  char *last_baseline_name;
   char *last_args;
   char *last_root;
   json_t *last_bundle;

@@ -260,6 +260,10 @@ static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t
     fl_profile_destroy(&kp->last_baseline);
     kp->last_baseline = baseline ? fl_profile_copy(baseline) : NULL;
   }
+  if (req->baseline != kp->last_baseline_name) {
+    free(kp->last_baseline_name);
+    kp->last_baseline_name = baseline && req->baseline ? kn_strdup(req->baseline) : NULL;
+  }
   if (req->args != kp->last_args) {
     free(kp->last_args);
     kp->last_args = kn_strdup(req->args ? req->args : "");
@@ -498,6 +502,9 @@ static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_
     have_drawn = true;
   }
   kn_profreq_t *opts = has_opts ? &req : &drawn;
+  /* A diff drawn again names its baseline as it was shown. */
+  if (baseline && !opts->baseline && kp->last_baseline_name)
+    opts->baseline = kn_strdup(kp->last_baseline_name);
   if (!strcmp(ext, ".folded")) {
     /* Every sample: nothing is too narrow for a file, unless asked. A
      * diff's stacks are written by function unless lines are asked for:

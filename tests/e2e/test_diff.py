@@ -135,6 +135,18 @@ def test_negate_draws_the_baseline_layout(kc, diffed, tmp_path):
     check_with_vegalite(data, tmp_path)
 
 
+def test_profsave_redraws_a_diff_against_the_same_baseline(kc, diffed, tmp_path):
+    """%profsave with options draws the last diff again: its line under the
+    title names the baseline, and long lines wrap inside the graph."""
+    out = tmp_path / "self.svg"
+    ok(kc, f"%profsave {out} delta=self")
+    import xml.etree.ElementTree as ET
+    texts = [t.text or "" for t in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}text")]
+    assert any(t.endswith("against baseline before") for t in texts), texts[:6]
+    width = float(ET.parse(out).getroot().get("width"))
+    assert all(len(t) * 6.5 <= width for t in texts[:6]), texts[:6]
+
+
 def test_a_workload_against_itself_is_mostly_neutral(kc):
     ok(kc, f"%%profbase self\nf1({N});", timeout=120)
     reply, outputs = run(kc, f"%%profdiffview self\nf1({N});", timeout=120)
