@@ -430,7 +430,7 @@ static const char prelude[] =
     "#include <stdint.h>\n"
     "#include <stdbool.h>\n"
     "#include <stddef.h>\n"
-    /* put_symbol's expansion of a name into its assembler name */
+    /* put_main_symbol: a name, macros expanded, into its assembler name */
     "#define cflame_symbol_name_(x) #x\n"
     "#define cflame_symbol_name(x) cflame_symbol_name_(x)\n"
     "#define cflame_symbol_(cell, name) cflame_c##cell##_##name\n"
