@@ -372,19 +372,14 @@ void kn_execute_abort_queued(kn_kernel_t *k) {
 
 /* ---- crash reports ---- */
 
+/* "SIGSEGV", "SIGALRM", ...: the name C programmers know a signal by.
+ * The buffer is the caller's thread's (the kernel's main loop). */
 static const char *signal_name(int sig) {
-  switch (sig) {
-  case SIGSEGV: return "SIGSEGV";
-  case SIGBUS: return "SIGBUS";
-  case SIGFPE: return "SIGFPE";
-  case SIGILL: return "SIGILL";
-  case SIGABRT: return "SIGABRT";
-  case SIGTRAP: return "SIGTRAP";
-  case SIGSYS: return "SIGSYS";
-  case SIGKILL: return "SIGKILL";
-  case SIGTERM: return "SIGTERM";
-  default: return "signal";
-  }
+  static char name[32];
+  const char *abbrev = sigabbrev_np(sig);
+  if (!abbrev) return "signal";
+  snprintf(name, sizeof name, "SIG%s", abbrev);
+  return name;
 }
 
 static const char *base_name(const char *path) {
@@ -506,7 +501,7 @@ static const char *cut_short_note(kn_profmode_t mode) {
 
 /* The worker is gone while e ran: say why, start a new worker, reload the
  * session's code. */
-static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
+static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status, const char *reason) {
   /* The cell compiled and loaded: its definitions stay in the session even
    * though its run ended badly. */
   if (e->compiled) kn_session_commit(k->session, &e->compiled);
@@ -538,7 +533,13 @@ static void on_worker_exit(kn_kernel_t *k, kn_exec_t *e, int status) {
   json_t *tb = json_array();
   kn_strbuf_t value = KN_STRBUF_INIT;
   const char *ename;
-  if (e->interrupt_stage > 0) {
+  if (reason && *reason) {
+    /* The kernel ended the worker because of what the cell did to its
+     * channels. */
+    ename = "ChannelError";
+    kn_strbuf_puts(&value, reason);
+    json_array_append_new(tb, json_sprintf("ChannelError: %s", reason));
+  } else if (e->interrupt_stage > 0) {
     ename = "Interrupted";
     kn_strbuf_puts(&value, "the cell was interrupted; it did not stop in time, so its process "
                            "was ended");
@@ -827,6 +828,7 @@ typedef struct worker_ctx {
   kn_exec_t *e;
   bool exited;
   int status;
+  char reason[256]; /* why the kernel ended the worker, or "" */
   json_t *done;
 } worker_ctx_t;
 
@@ -856,6 +858,7 @@ static void on_worker_event(void *ctx, const kn_wev_t *ev) {
   case KN_WEV_EXITED:
     c->exited = true;
     c->status = ev->status;
+    snprintf(c->reason, sizeof c->reason, "%s", ev->data ? ev->data : "");
     break;
   case KN_WEV_JSON: {
     const char *name = json_string_value(json_object_get(ev->json, "ev"));
@@ -869,22 +872,63 @@ static void on_worker_event(void *ctx, const kn_wev_t *ev) {
   }
 }
 
+/* What ended the worker, in a sentence ("the worker process died of
+ * SIGALRM (Alarm clock)"). New string. */
+static char *describe_exit(int status, const char *reason) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  if (reason && *reason)
+    kn_strbuf_puts(&sb, reason);
+  else if (WIFEXITED(status))
+    kn_strbuf_printf(&sb, "the worker process exited with status %d", WEXITSTATUS(status));
+  else if (WIFSIGNALED(status))
+    kn_strbuf_printf(&sb, "the worker process died of %s (%s)", signal_name(WTERMSIG(status)),
+                     strsignal(WTERMSIG(status)));
+  else
+    kn_strbuf_puts(&sb, "the worker process ended");
+  return kn_strbuf_steal(&sb);
+}
+
+/* The worker ended while no cell ran (an alarm, a thread of an earlier
+ * cell, a signal from outside): it is restarted now, and the next cell's
+ * output says what happened, as a crash during a cell does. */
+static void on_worker_exit_between_cells(kn_kernel_t *k, int status, const char *reason) {
+  char *what = describe_exit(status, reason), err[512];
+  kn_log(k, "between cells, %s; restarting it", what);
+  int rc = kn_kernel_start_worker(k, err, sizeof err);
+  kn_strbuf_t note = KN_STRBUF_INIT;
+  kn_strbuf_printf(&note, "cflame: between cells, %s. ", what);
+  if (rc < 0)
+    kn_strbuf_printf(&note, "The worker could not be restarted: %s\n", err);
+  else if (kn_session_has_globals(k->session))
+    kn_strbuf_puts(&note, "The worker was restarted: earlier cells' definitions were reloaded, and "
+                          "global variables were reset to their initial values.\n");
+  else
+    kn_strbuf_puts(&note, "The worker was restarted: earlier cells' definitions were reloaded.\n");
+  free(k->between_cells_note);
+  k->between_cells_note = kn_strbuf_steal(&note);
+  free(what);
+}
+
+/* Handles what the worker reported (c): the running cell's end, or the
+ * worker's. */
+static void after_worker_events(kn_kernel_t *k, worker_ctx_t *c) {
+  /* Both may come in one pass: the cell finished, then the worker ended
+   * (a cell that closed its command channel). */
+  if (c->done && k->exec) on_done(k, k->exec, c->done);
+  if (c->exited) {
+    if (k->exec)
+      on_worker_exit(k, k->exec, c->status, c->reason);
+    else
+      on_worker_exit_between_cells(k, c->status, c->reason);
+  }
+  json_decref(c->done);
+}
+
 void kn_execute_on_worker(kn_kernel_t *k) {
   worker_ctx_t c = {.k = k, .e = k->exec};
   /* Events after "done" belong to no cell; read them one pass at a time. */
   kn_worker_read(k->worker, on_worker_event, &c);
-  if (c.done && k->exec) {
-    on_done(k, k->exec, c.done);
-  } else if (c.exited) {
-    if (k->exec) {
-      on_worker_exit(k, k->exec, c.status);
-    } else {
-      char err[512];
-      kn_log(k, "the worker exited between cells; restarting it");
-      if (kn_kernel_start_worker(k, err, sizeof err) < 0) kn_log(k, "%s", err);
-    }
-  }
-  json_decref(c.done);
+  after_worker_events(k, &c);
 }
 
 void kn_execute_on_input_reply(kn_kernel_t *k, kn_msg_t *msg) {
@@ -905,14 +949,16 @@ void kn_execute_interrupt(kn_kernel_t *k) {
     e->interrupt_stage = 1;
     e->interrupt_at_ms = now_ms();
   }
-  kn_worker_signal(k->worker, SIGINT);
+  kn_worker_signal_group(k->worker, SIGINT);
 }
 
 int kn_execute_tick(kn_kernel_t *k) {
+  worker_ctx_t c = {.k = k, .e = k->exec};
+  int timeout = kn_worker_tick(k->worker, on_worker_event, &c);
+  after_worker_events(k, &c);
   kn_exec_t *e = k->exec;
-  if (!e) return -1;
+  if (!e) return timeout;
   long long now = now_ms();
-  int timeout = -1;
   if (e->out.len) {
     long long due = e->out_since_ms + OUTPUT_BATCH_MS;
     if (now >= due) {
@@ -927,7 +973,7 @@ int kn_execute_tick(kn_kernel_t *k) {
     kn_worker_signal(k->worker, SIGUSR2);
   } else if (e->interrupt_stage == 2 && now - e->interrupt_at_ms >= INTERRUPT_KILL_MS) {
     e->interrupt_stage = 3;
-    kn_worker_signal(k->worker, SIGKILL);
+    kn_worker_signal_group(k->worker, SIGKILL);
   }
   if (e->interrupt_stage == 1 || e->interrupt_stage == 2) {
     long long due = e->interrupt_at_ms +
@@ -1345,6 +1391,12 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   if (store_history) {
     k->execution_count++;
     kn_history_add(k, code);
+  }
+  if (k->between_cells_note) {
+    /* What happened to the worker since the last cell, said first. */
+    publish_stream(k, msg, 'E', k->between_cells_note);
+    free(k->between_cells_note);
+    k->between_cells_note = NULL;
   }
   e->count = k->execution_count;
   /* Cells are compiled under their execution count (cell[N] in messages).

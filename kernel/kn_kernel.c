@@ -253,6 +253,7 @@ void kn_kernel_fini(kn_kernel_t *k) {
   if (k->sigint_pipe[0] >= 0) close(k->sigint_pipe[0]);
   if (k->sigint_pipe[1] >= 0) close(k->sigint_pipe[1]);
   kn_history_free(k);
+  free(k->between_cells_note);
   free(k->worker_path);
   kn_conn_free(&k->conn);
 }
@@ -315,7 +316,10 @@ static void on_signal_pipe(kn_kernel_t *k) {
 
 int kn_kernel_run(kn_kernel_t *k) {
   while (!k->shutting_down) {
-    zmq_pollitem_t items[8];
+    /* First: the tick may end the running execution (a worker that ended,
+     * output due), which decides whether shell is polled. */
+    int timeout = kn_execute_tick(k);
+    zmq_pollitem_t items[4 + KN_WORKER_FDS];
     int n = 0, i_control, i_stdin, i_sig, i_shell = -1, i_worker = -1;
     i_control = n;
     items[n++] = (zmq_pollitem_t){k->control, 0, ZMQ_POLLIN, 0};
@@ -323,10 +327,10 @@ int kn_kernel_run(kn_kernel_t *k) {
     items[n++] = (zmq_pollitem_t){k->stdin_sock, 0, ZMQ_POLLIN, 0};
     i_sig = n;
     items[n++] = (zmq_pollitem_t){NULL, k->sigint_pipe[0], ZMQ_POLLIN, 0};
-    int wfds[3];
+    int wfds[KN_WORKER_FDS];
     kn_worker_fds(k->worker, wfds);
     i_worker = n;
-    for (int j = 0; j < 3; j++)
+    for (int j = 0; j < KN_WORKER_FDS; j++)
       if (wfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, wfds[j], ZMQ_POLLIN, 0};
     int n_worker = n - i_worker;
     /* One execution at a time: further shell requests wait in the socket. */
@@ -334,7 +338,6 @@ int kn_kernel_run(kn_kernel_t *k) {
       i_shell = n;
       items[n++] = (zmq_pollitem_t){k->shell, 0, ZMQ_POLLIN, 0};
     }
-    int timeout = kn_execute_tick(k);
     int rc = zmq_poll(items, n, timeout);
     if (rc < 0) {
       if (errno == EINTR) continue;

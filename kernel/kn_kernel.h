@@ -52,6 +52,8 @@ typedef struct kn_kernel {
   char *worker_path;
 
   kn_exec_t *exec; /* the running execution, or NULL */
+  char *between_cells_note; /* what happened to the worker while no cell ran,
+                               for the next cell's output; or NULL */
   bool shutting_down;
   bool restart_requested;
   bool log_debug;

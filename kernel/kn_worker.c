@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,21 +18,35 @@
 #include "kn_chan.h"
 #include "kn_strbuf.h"
 
+/* How long the event pipe may be at end of file while the worker lives:
+ * a dying process closes its descriptors a moment before it can be
+ * reaped; past this, a cell closed or replaced descriptor 4. */
+#define CHANNEL_GRACE_MS 250
+
 struct kn_worker {
   char *path;
   pid_t pid;
+  int pid_fd; /* readable once the process has ended (pidfd_open) */
   int cmd_fd; /* we write */
   int evt_fd; /* we read: frames */
   int out_fd; /* we read: raw stdout */
   int err_fd; /* we read: raw stderr */
   kn_chan_reader_t evt;
+  long long evt_eof_ms; /* when the event pipe reached end of file; 0: not */
+  char stop_reason[256]; /* why the kernel ended the worker, or "" */
 };
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 kn_worker_t *kn_worker_new(const char *worker_path) {
   kn_worker_t *w = kn_xcalloc(1, sizeof *w);
   w->path = kn_strdup(worker_path);
   w->pid = -1;
-  w->cmd_fd = w->evt_fd = w->out_fd = w->err_fd = -1;
+  w->pid_fd = w->cmd_fd = w->evt_fd = w->out_fd = w->err_fd = -1;
   return w;
 }
 
@@ -49,20 +64,23 @@ static void close_fd(int *fd) {
 }
 
 static void close_all(kn_worker_t *w) {
+  close_fd(&w->pid_fd);
   close_fd(&w->cmd_fd);
   close_fd(&w->evt_fd);
   close_fd(&w->out_fd);
   close_fd(&w->err_fd);
   w->evt.start = w->evt.len = 0;
+  w->evt_eof_ms = 0;
 }
 
 bool kn_worker_alive(const kn_worker_t *w) { return w->pid > 0; }
 pid_t kn_worker_pid(const kn_worker_t *w) { return w->pid; }
 
-void kn_worker_fds(const kn_worker_t *w, int fds[3]) {
+void kn_worker_fds(const kn_worker_t *w, int fds[KN_WORKER_FDS]) {
   fds[0] = w->evt_fd;
   fds[1] = w->out_fd;
   fds[2] = w->err_fd;
+  fds[3] = w->pid_fd;
 }
 
 /* In the child: puts fd at target (dup2 handles fd == target by clearing
@@ -122,6 +140,17 @@ int kn_worker_start(kn_worker_t *w, const char *cwd, char *err, size_t err_size)
   close(out[1]);
   close(errp[1]);
   w->pid = pid;
+  w->stop_reason[0] = '\0';
+  /* The kernel learns of the worker's end from the process itself, never
+   * from its pipes, which a cell can close or hand to a child. */
+  w->pid_fd = pidfd_open(pid, 0);
+  if (w->pid_fd < 0) {
+    snprintf(err, err_size, "cannot watch the worker (pidfd_open: %s); cflame needs Linux 5.3 or later",
+             strerror(errno));
+    kn_worker_stop(w, 0);
+    return -1;
+  }
+  fcntl(w->pid_fd, F_SETFD, FD_CLOEXEC);
   w->cmd_fd = cmd[1];
   w->evt_fd = evt[0];
   w->out_fd = out[0];
@@ -181,20 +210,38 @@ static bool drain_raw(kn_worker_t *w, int *fd, kn_wev_type_t type, kn_wev_fn fn,
   return false;
 }
 
-static void reap(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
-  /* Output written just before the end is still in the raw pipes. A child
-   * process of the cell may hold them open, so read only what is there. */
+/* Ends the worker for reason (said with its exit): the whole process
+ * group, so that what its cells started goes too. */
+static void stop_for(kn_worker_t *w, const char *reason) {
+  if (w->pid <= 0) return;
+  if (!w->stop_reason[0]) snprintf(w->stop_reason, sizeof w->stop_reason, "%s", reason);
+  kill(-w->pid, SIGKILL);
+  kill(w->pid, SIGKILL);
+}
+
+/* Reports the worker's end if it has ended: what it wrote last is still in
+ * the pipes, read as far as it goes without waiting (a child of a cell may
+ * hold the raw pipes open). Never blocks. */
+static void reap_if_ended(kn_worker_t *w, kn_wev_fn fn, void *ctx);
+
+static void drain_events(kn_worker_t *w, kn_wev_fn fn, void *ctx);
+
+static void reap_if_ended(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
+  if (w->pid <= 0) return;
+  int status = 0;
+  pid_t r = waitpid(w->pid, &status, WNOHANG);
+  if (r == 0 || (r < 0 && errno == EINTR)) return;
+  drain_events(w, fn, ctx);
   drain_raw(w, &w->out_fd, KN_WEV_STDOUT, fn, ctx);
   drain_raw(w, &w->err_fd, KN_WEV_STDERR, fn, ctx);
-  int status = 0;
-  if (w->pid > 0) {
-    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  /* Its whole group, on any end: processes its cells started in the
+   * background do not outlive it. */
+  kill(-w->pid, SIGKILL);
   w->pid = -1;
   close_all(w);
   if (fn) {
-    kn_wev_t ev = {.type = KN_WEV_EXITED, .status = status};
+    kn_wev_t ev = {.type = KN_WEV_EXITED, .status = status,
+                   .data = w->stop_reason[0] ? w->stop_reason : NULL};
     fn(ctx, &ev);
   }
 }
@@ -219,6 +266,14 @@ static json_t *pop_events(kn_worker_t *w, const char *want, kn_wev_fn fn, void *
       if (!obj) continue;
       const char *name = json_string_value(json_object_get(obj, "ev"));
       if (want && name && strcmp(name, want) == 0) return obj;
+      if (name && !strcmp(name, "channel_lost")) {
+        /* The worker saw a cell close or replace its command channel. */
+        snprintf(w->stop_reason, sizeof w->stop_reason,
+                 "the cell closed the kernel's channel (fd %d)",
+                 (int)json_integer_value(json_object_get(obj, "fd")));
+        json_decref(obj);
+        continue;
+      }
       ev.type = KN_WEV_JSON;
       ev.json = obj;
       if (fn) fn(ctx, &ev);
@@ -228,28 +283,39 @@ static json_t *pop_events(kn_worker_t *w, const char *want, kn_wev_fn fn, void *
   if (r < 0) {
     /* A corrupt stream cannot be resynchronised: the worker is beyond
      * trust; stop it and let the caller see it exit. */
-    kill(w->pid, SIGKILL);
+    stop_for(w, "the kernel stopped the worker: its channel (fd 4) carried bytes that are not "
+                "the kernel's frames, as when a cell writes into descriptor 4");
   }
   return NULL;
+}
+
+/* Reads and pops the event pipe as far as it goes without waiting; at end
+ * of file, closes it and notes when. */
+static void drain_events(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
+  while (w->evt_fd >= 0) {
+    ssize_t n = kn_chan_fill(&w->evt, w->evt_fd);
+    pop_events(w, NULL, fn, ctx);
+    if (n > 0) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+    close_fd(&w->evt_fd);
+    w->evt_eof_ms = now_ms();
+  }
 }
 
 void kn_worker_read(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   drain_raw(w, &w->out_fd, KN_WEV_STDOUT, fn, ctx);
   drain_raw(w, &w->err_fd, KN_WEV_STDERR, fn, ctx);
-  while (w->evt_fd >= 0) {
-    ssize_t n = kn_chan_fill(&w->evt, w->evt_fd);
-    pop_events(w, NULL, fn, ctx);
-    if (n > 0) continue;
-    if (n < 0 && errno == EAGAIN) break;
-    reap(w, fn, ctx);
-    break;
-  }
+  drain_events(w, fn, ctx);
+  reap_if_ended(w, fn, ctx);
 }
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+int kn_worker_tick(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
+  reap_if_ended(w, fn, ctx);
+  if (w->pid <= 0 || !w->evt_eof_ms || w->stop_reason[0]) return -1;
+  long long left = w->evt_eof_ms + CHANNEL_GRACE_MS - now_ms();
+  if (left > 0) return (int)left;
+  stop_for(w, "the cell closed the kernel's channel (fd 4)");
+  return -1;
 }
 
 json_t *kn_worker_wait_event(kn_worker_t *w, const char *ev, int timeout_ms, kn_wev_fn fn,
@@ -275,7 +341,10 @@ json_t *kn_worker_wait_event(kn_worker_t *w, const char *ev, int timeout_ms, kn_
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       got = pop_events(w, ev, fn, ctx);
       if (got) return got;
-      reap(w, fn, ctx);
+      /* Its start or a reload failed: it is of no use, whatever holds its
+       * pipes. */
+      stop_for(w, "the worker closed its channel");
+      kn_worker_stop(w, 0);
       *exited = true;
       return NULL;
     }
@@ -286,33 +355,34 @@ void kn_worker_signal(kn_worker_t *w, int sig) {
   if (w->pid > 0) kill(w->pid, sig);
 }
 
+void kn_worker_signal_group(kn_worker_t *w, int sig) {
+  if (w->pid > 0) kill(-w->pid, sig);
+}
+
 void kn_worker_stop(kn_worker_t *w, int grace_ms) {
   if (w->pid <= 0) {
     close_all(w);
     return;
   }
+  pid_t pid = w->pid;
+  bool reaped = false;
   if (grace_ms > 0 && w->cmd_fd >= 0) {
     json_t *cmd = json_pack("{s:s}", "op", "exit");
     kn_chan_write_json(w->cmd_fd, cmd);
     json_decref(cmd);
-    long long deadline = now_ms() + grace_ms;
-    while (now_ms() < deadline) {
-      if (waitpid(w->pid, NULL, WNOHANG) == w->pid) {
-        w->pid = -1;
-        break;
-      }
-      struct timespec ts = {0, 5000000};
-      nanosleep(&ts, NULL);
+    struct pollfd p = {w->pid_fd, POLLIN, 0};
+    if (poll(&p, 1, grace_ms) == 1) reaped = waitpid(pid, NULL, WNOHANG) == pid;
+  }
+  /* The whole process group, in any case: what the cells started in the
+   * background goes too. SIGKILL ends the worker at once, so the wait is
+   * short. */
+  kill(-pid, SIGKILL);
+  if (!reaped) {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
     }
   }
-  if (w->pid > 0) {
-    /* The whole process group: processes the cell started go too. */
-    kill(-w->pid, SIGKILL);
-    kill(w->pid, SIGKILL);
-    while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-    w->pid = -1;
-  }
+  w->pid = -1;
   close_all(w);
 }
 

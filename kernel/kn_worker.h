@@ -19,7 +19,9 @@ typedef enum kn_wev_type {
   KN_WEV_STDERR, /* data/len: bytes for the stderr stream */
   KN_WEV_JSON,   /* json: an event object ("done", "input_request", ...) */
   KN_WEV_CRASH,  /* data/len: the crash report text of kw_fault.c */
-  KN_WEV_EXITED, /* the worker is gone; status is its waitpid status */
+  KN_WEV_EXITED, /* the worker is gone; status is its waitpid status, and
+                    data, when not NULL, why the kernel ended it (a cell
+                    closed or corrupted the kernel's channel) */
 } kn_wev_type_t;
 
 typedef struct kn_wev {
@@ -45,14 +47,23 @@ pid_t kn_worker_pid(const kn_worker_t *w);
 /* Sends a command object (not stolen). Returns 0 or -1 with err. */
 int kn_worker_send(kn_worker_t *w, const json_t *cmd, char *err, size_t err_size);
 
-/* Descriptors to poll for reading: events, raw stdout, raw stderr. Entries
- * of a dead worker are -1. */
-void kn_worker_fds(const kn_worker_t *w, int fds[3]);
+/* Descriptors to poll for reading: events, raw stdout, raw stderr, and the
+ * process's pidfd (readable once it has ended). Entries of a dead worker
+ * are -1. */
+#define KN_WORKER_FDS 4
+void kn_worker_fds(const kn_worker_t *w, int fds[KN_WORKER_FDS]);
 
 /* Reads what is available on the worker's descriptors and calls fn for each
- * event, in order. When the event pipe reaches end of file, drains the raw
- * pipes, reaps the process and reports KN_WEV_EXITED. Never blocks. */
+ * event, in order. Once the process has ended, reads what is left in its
+ * pipes, reaps it and reports KN_WEV_EXITED (its process group is killed:
+ * what its cells started in the background goes with it). Never blocks. */
 void kn_worker_read(kn_worker_t *w, kn_wev_fn fn, void *ctx);
+
+/* Between polls: reports an ended worker as kn_worker_read does, and ends
+ * one whose event pipe has been at end of file for a while although it
+ * lives (a cell closed or replaced descriptor 4). Returns the milliseconds
+ * the poll may wait for the next check, or -1 for no limit. */
+int kn_worker_tick(kn_worker_t *w, kn_wev_fn fn, void *ctx);
 
 /* Waits up to timeout_ms for one JSON event named ev (other events go to fn
  * as they come). Returns the event (new reference) or NULL on timeout or
@@ -62,6 +73,10 @@ json_t *kn_worker_wait_event(kn_worker_t *w, const char *ev, int timeout_ms, kn_
 
 /* Sends sig to the worker. */
 void kn_worker_signal(kn_worker_t *w, int sig);
+/* Sends sig to the worker's process group: the worker and the processes
+ * its cells started (system("sleep 9")), as Ctrl-C in a terminal reaches
+ * its foreground job. */
+void kn_worker_signal_group(kn_worker_t *w, int sig);
 
 /* Stops the process: asks it to exit, then SIGKILL after grace_ms; reaps it. */
 void kn_worker_stop(kn_worker_t *w, int grace_ms);

@@ -24,8 +24,11 @@
 /* ---- kw_io.c ---- */
 
 /* Replaces stdout and stderr with FILEs that send 'O' and 'E' frames on the
- * event pipe, and stdin with one that asks the kernel for input. */
+ * event pipe, and stdin with one that asks the kernel for input. A child
+ * that a cell forks gets neither channel, and plain stdout and stderr. */
 int kw_io_init(void);
+/* Whether this process is a child a cell forked, not the worker. */
+bool kw_io_in_forked_child(void);
 /* Before each cell: whether reads of stdin may ask the frontend. */
 void kw_io_begin_cell(bool allow_stdin);
 /* After each cell: flushes stdout and stderr. */

@@ -130,7 +130,31 @@ __attribute__((visibility("default"))) ssize_t read(int fd, void *buf, size_t co
   return syscall(SYS_read, fd, buf, count);
 }
 
+/* In a child a cell forked: the kernel's channels are the worker's alone.
+ * The child gets neither (it must never read the worker's commands or
+ * hold the event pipe open past the worker's death), and its stdout and
+ * stderr write to descriptors 1 and 2, whose raw pipes the kernel reads. */
+static void child_after_fork(void) {
+  close(KN_CHAN_CMD_FD);
+  close(KN_CHAN_EVT_FD);
+  FILE *out = fdopen(1, "w"), *err = fdopen(2, "w");
+  if (out) {
+    setvbuf(out, NULL, _IOLBF, BUFSIZ);
+    stdout = out;
+  }
+  if (err) {
+    setvbuf(err, NULL, _IONBF, 0);
+    stderr = err;
+  }
+}
+
+static pid_t worker_pid;
+
+bool kw_io_in_forked_child(void) { return getpid() != worker_pid; }
+
 int kw_io_init(void) {
+  worker_pid = getpid();
+  if (pthread_atfork(NULL, NULL, child_after_fork) != 0) return -1;
   cookie_io_functions_t out_io = {.write = stdout_write};
   cookie_io_functions_t err_io = {.write = stderr_write};
   cookie_io_functions_t in_io = {.read = stdin_read};

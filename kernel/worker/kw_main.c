@@ -418,6 +418,13 @@ static void cmd_run(json_t *cmd) {
   } else {
     interrupted = run_once(entry, &rc);
   }
+  if (kw_io_in_forked_child()) {
+    /* A fork() in the cell: the child ran the rest of the cell too, and
+     * ends with it, never to act as the worker. */
+    fflush(stdout);
+    fflush(stderr);
+    _exit(interrupted ? 130 : rc & 0xff);
+  }
   json_t *allocs_info = allocs_end(&allocs);
   int64_t wall = clock_ns(CLOCK_MONOTONIC) - wall0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
   json_t *profile = profile_end(&prof);
@@ -457,11 +464,21 @@ int main(int argc, char **argv) {
   dl_iterate_phdr(note_base_range, NULL);
   kw_send_new(json_pack("{s:s, s:i}", "ev", "ready", "pid", (int)getpid()));
 
+  struct stat cmd_pipe;
+  fstat(KN_CHAN_CMD_FD, &cmd_pipe);
   for (;;) {
     char kind, *data;
     size_t len;
     int r = kn_chan_read_blocking(KN_CHAN_CMD_FD, &kind, &data, &len);
-    if (r <= 0) break; /* the kernel went away */
+    if (r <= 0) {
+      /* The kernel went away, or a cell closed or replaced descriptor 3:
+       * say which, while the event pipe may still carry it. */
+      struct stat now;
+      if (fstat(KN_CHAN_CMD_FD, &now) < 0 || now.st_ino != cmd_pipe.st_ino ||
+          now.st_dev != cmd_pipe.st_dev)
+        kw_send_new(json_pack("{s:s, s:i}", "ev", "channel_lost", "fd", KN_CHAN_CMD_FD));
+      break;
+    }
     json_t *cmd = kind == 'J' ? json_loadb(data, len, 0, NULL) : NULL;
     free(data);
     const char *op = json_string_value(json_object_get(cmd, "op"));
