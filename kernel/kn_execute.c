@@ -1372,11 +1372,38 @@ fail:
   return -1;
 }
 
+/* What is wrong with an execute_request's code, or NULL: it must be a
+ * string, and C text holds no NUL. New string. */
+static char *bad_code(const json_t *code) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  if (!json_is_string(code)) {
+    kn_strbuf_printf(&sb, "execute_request: 'code' must be a string (the cell's text); it is %s",
+                     !code ? "missing" : json_is_null(code) ? "null" : "not a string");
+    return kn_strbuf_steal(&sb);
+  }
+  const char *text = json_string_value(code);
+  size_t len = json_string_length(code), at = strlen(text);
+  if (at == len) return NULL;
+  int line = 1, col = 1;
+  for (size_t i = 0; i < at; i++) {
+    if (text[i] == '\n') {
+      line++;
+      col = 1;
+    } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+      col++;
+    }
+  }
+  kn_strbuf_printf(&sb, "the cell holds a NUL character (U+0000) at line %d, column %d; C source "
+                        "cannot contain one: remove it",
+                   line, col);
+  return kn_strbuf_steal(&sb);
+}
+
 void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   kn_exec_t *e = kn_xcalloc(1, sizeof *e);
   e->request = msg;
-  const char *code = json_string_value(json_object_get(msg->content, "code"));
-  if (!code) code = "";
+  char *bad = bad_code(json_object_get(msg->content, "code"));
+  const char *code = bad ? "" : json_string_value(json_object_get(msg->content, "code"));
   e->silent = json_is_true(json_object_get(msg->content, "silent"));
   json_t *sh = json_object_get(msg->content, "store_history");
   bool store_history = !e->silent && (sh ? json_is_true(sh) : true);
@@ -1388,6 +1415,13 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   e->out_limit = limit && atol(limit) > 0 ? (size_t)atol(limit) : DEFAULT_OUTPUT_LIMIT;
 
   kn_publish_status(k, msg, "busy");
+  if (bad) {
+    /* Answered, never dropped: a client waits for every reply. */
+    e->count = k->execution_count;
+    finish_error(k, e, "RequestError", "%s", bad);
+    free(bad);
+    return;
+  }
   if (store_history) {
     k->execution_count++;
     kn_history_add(k, code);

@@ -108,6 +108,10 @@ kn_msg_t *kn_receive(kn_kernel_t *k, void *socket, const char *name) {
   if (n > 0 && kn_wire_decode(frames, n, &k->key, &msg, err, sizeof err) < 0) {
     kn_log(k, "dropped a message on %s: %s", name, err);
     msg = NULL;
+  } else if (msg && kn_replay_seen(k->replay, msg->signature)) {
+    /* A message sent again as it was: a replay, never run twice. */
+    kn_log(k, "dropped a replayed %s on %s (its signature was seen before)", kn_msg_type(msg), name);
+    kn_msg_destroy(&msg);
   }
   kn_frames_free(frames, n);
   return msg;
@@ -115,17 +119,20 @@ kn_msg_t *kn_receive(kn_kernel_t *k, void *socket, const char *name) {
 
 /* ---- heartbeat: its own thread, so it answers while cells run ---- */
 
+/* Echoes every ping whole, whatever its size. */
 static void *heartbeat_main(void *arg) {
   void *hb = arg;
-  char buf[1024];
   for (;;) {
-    int n = zmq_recv(hb, buf, sizeof buf, 0);
-    if (n < 0) {
+    zmq_msg_t ping;
+    zmq_msg_init(&ping);
+    if (zmq_msg_recv(&ping, hb, 0) < 0) {
+      zmq_msg_close(&ping);
       if (errno == EINTR) continue;
       break; /* ETERM: the context is shutting down */
     }
-    if (n > (int)sizeof buf) n = (int)sizeof buf;
-    if (zmq_send(hb, buf, (size_t)n, 0) < 0 && errno == ETERM) break;
+    int rc = zmq_msg_send(&ping, hb, 0); /* takes the message on success */
+    if (rc < 0) zmq_msg_close(&ping);
+    if (rc < 0 && errno == ETERM) break;
   }
   int linger = 0;
   zmq_setsockopt(hb, ZMQ_LINGER, &linger, sizeof linger);
@@ -194,6 +201,7 @@ int kn_kernel_init(kn_kernel_t *k, const char *connection_file, char *err, size_
   uuid_generate_random(u);
   uuid_unparse_lower(u, k->session_id);
   k->log_debug = getenv("CFLAME_DEBUG") != NULL;
+  k->replay = kn_replay_new();
 
   k->zctx = zmq_ctx_new();
   if (bind_socket(k, &k->shell, ZMQ_ROUTER, k->conn.shell_port, err, err_size) < 0 ||
@@ -253,6 +261,7 @@ void kn_kernel_fini(kn_kernel_t *k) {
   if (k->sigint_pipe[0] >= 0) close(k->sigint_pipe[0]);
   if (k->sigint_pipe[1] >= 0) close(k->sigint_pipe[1]);
   kn_history_free(k);
+  kn_replay_destroy(&k->replay);
   free(k->between_cells_note);
   free(k->worker_path);
   kn_conn_free(&k->conn);

@@ -41,6 +41,7 @@ typedef struct kn_kernel {
   void *zctx;
   void *shell, *control, *iopub, *stdin_sock, *hb;
   int sigint_pipe[2]; /* SIGINT to the kernel writes here */
+  kn_replay_t *replay; /* signatures seen: replayed messages are dropped */
 
   int execution_count;
   kn_history_entry_t *history;

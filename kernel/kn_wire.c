@@ -129,7 +129,10 @@ static int verify_signature(const kn_key_t *key, const kn_blob_t *sig, const kn_
  * reference, or NULL with err naming the part. */
 static json_t *parse_part(const kn_blob_t *frame, const char *name, char *err, size_t err_size) {
   json_error_t jerr;
-  json_t *value = json_loadb((const char *)frame->data, frame->size, JSON_DECODE_ANY, &jerr);
+  /* JSON_ALLOW_NUL: a string may hold "\u0000" (a NUL typed into a cell);
+   * the request is answered, and its handler says what is wrong. */
+  json_t *value = json_loadb((const char *)frame->data, frame->size,
+                             JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 
   if (!value) {
     wire_err(err, err_size, "%s is not JSON: %s", name, jerr.text);
@@ -181,6 +184,7 @@ int kn_wire_decode(const kn_blob_t *frames, size_t n_frames, const kn_key_t *key
   msg->content = parsed[3];
   msg->n_buffers = after - 5;
   msg->buffers = blobs_copy(parts + 4, msg->n_buffers);
+  if (sig->size < sizeof msg->signature) memcpy(msg->signature, sig->data, sig->size);
   *out = msg;
   return 0;
 
@@ -340,4 +344,76 @@ void kn_msg_destroy(kn_msg_t **msgp) {
   json_decref(msg->content);
   free(msg);
   *msgp = NULL;
+}
+
+/* ---- replays ---- */
+
+/* A ring of the last signatures, and an open-addressing table of ring
+ * positions (+1; 0 is empty) keyed by the signature's first hex digits,
+ * twice the ring's size. The oldest signature leaves the table when its
+ * place in the ring is taken, by backward-shift deletion, so the table
+ * never fills. */
+struct kn_replay {
+  char (*ring)[64];
+  uint32_t *table;
+  size_t next, count;
+};
+
+#define REPLAY_SLOTS (2 * KN_REPLAY_HISTORY)
+
+static size_t replay_hash(const char *sig) {
+  uint64_t h = 1469598103934665603u;
+  for (size_t i = 0; i < 64 && sig[i]; i++) h = (h ^ (unsigned char)sig[i]) * 1099511628211u;
+  return (size_t)(h & (REPLAY_SLOTS - 1));
+}
+
+kn_replay_t *kn_replay_new(void) {
+  kn_replay_t *r = kn_xcalloc(1, sizeof *r);
+  r->ring = kn_xcalloc(KN_REPLAY_HISTORY, sizeof *r->ring);
+  r->table = kn_xcalloc(REPLAY_SLOTS, sizeof *r->table);
+  return r;
+}
+
+void kn_replay_destroy(kn_replay_t **rp) {
+  kn_replay_t *r = *rp;
+  if (!r) return;
+  free(r->ring);
+  free(r->table);
+  free(r);
+  *rp = NULL;
+}
+
+static void replay_forget(kn_replay_t *r, uint32_t pos) {
+  size_t i = replay_hash(r->ring[pos]);
+  while (r->table[i] != pos + 1) i = (i + 1) & (REPLAY_SLOTS - 1);
+  /* Backward shift: move later entries of the run into the hole when their
+   * home is at or before it. */
+  for (size_t j = (i + 1) & (REPLAY_SLOTS - 1);; j = (j + 1) & (REPLAY_SLOTS - 1)) {
+    if (!r->table[j]) break;
+    size_t home = replay_hash(r->ring[r->table[j] - 1]);
+    if (((j - home) & (REPLAY_SLOTS - 1)) >= ((j - i) & (REPLAY_SLOTS - 1))) {
+      r->table[i] = r->table[j];
+      i = j;
+    }
+  }
+  r->table[i] = 0;
+}
+
+bool kn_replay_seen(kn_replay_t *r, const char *signature) {
+  if (!signature[0]) return false;
+  size_t i = replay_hash(signature);
+  for (; r->table[i]; i = (i + 1) & (REPLAY_SLOTS - 1))
+    if (!strncmp(r->ring[r->table[i] - 1], signature, 64)) return true;
+  uint32_t pos = (uint32_t)r->next;
+  if (r->count == KN_REPLAY_HISTORY) {
+    replay_forget(r, pos);
+    /* The hole may have moved the run that i ended: probe again. */
+    for (i = replay_hash(signature); r->table[i]; i = (i + 1) & (REPLAY_SLOTS - 1)) continue;
+  } else {
+    r->count++;
+  }
+  strncpy(r->ring[pos], signature, 64);
+  r->table[i] = pos + 1;
+  r->next = (r->next + 1) % KN_REPLAY_HISTORY;
+  return false;
 }

@@ -33,6 +33,7 @@ typedef struct kn_msg {
   json_t *content;
   kn_blob_t *buffers; /* extra binary frames after content; owned */
   size_t n_buffers;
+  char signature[65]; /* as received (hex HMAC), "" when unsigned */
 } kn_msg_t;
 
 /* The signing key. key may hold any bytes; len 0 disables signing. */
@@ -63,6 +64,18 @@ int kn_wire_encode(const kn_msg_t *msg, const kn_key_t *key, kn_blob_t **frames,
                    size_t *n_frames, char *err, size_t err_size);
 
 void kn_frames_free(kn_blob_t *frames, size_t n_frames);
+
+/* The signatures of the last KN_REPLAY_HISTORY messages received, so that a
+ * message sent again (captured and replayed) is recognised, as
+ * jupyter_client's Session does with its digest history. */
+#define KN_REPLAY_HISTORY 16384
+typedef struct kn_replay kn_replay_t;
+kn_replay_t *kn_replay_new(void);
+void kn_replay_destroy(kn_replay_t **r);
+/* Whether signature (hex, as received) was seen among the last
+ * KN_REPLAY_HISTORY; if not, remembers it, forgetting the oldest. An empty
+ * signature (unsigned sessions) is never a repeat. */
+bool kn_replay_seen(kn_replay_t *r, const char *signature);
 
 /* Creates a message of type msg_type in session session_id, with a fresh
  * msg_id (uuid4), date (ISO 8601, UTC, microseconds), username "cflame" and

@@ -10,6 +10,8 @@ import signal
 import time
 
 import pytest
+import zmq
+from jupyter_client.session import Session
 
 from conftest import collect, errors, ok, run, send, start_kernel, stderr, stdout
 
@@ -190,3 +192,102 @@ def test_shutdown_ends_the_cells_children():
         children = processes(["sleep", "41"]) + processes(["sleep", "43"])
         assert len(children) == 2, children
     assert gone(children), f"children of cells outlived the kernel: {children}"
+
+
+# ---------------------------------------------------------------- the wire
+
+
+def raw_socket(km, port="shell_port"):
+    """A DEALER socket of our own to the kernel, and the session that signs
+    for it."""
+    info = km.get_connection_info()
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    ip = info["ip"]
+    sock.connect(f"{info['transport']}://{ip}:{info[port]}")
+    return sock, Session(key=info["key"], signature_scheme=info["signature_scheme"])
+
+
+def execute_msg(session, code, **content):
+    body = {"silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False,
+            "stop_on_error": False}
+    if code is not _MISSING:
+        body["code"] = code
+    body.update(content)
+    return session.msg("execute_request", content=body)
+
+
+_MISSING = object()
+
+
+def replies(sock, session, n, timeout=10.0):
+    """The next n replies on sock (deserialized), or fewer at the timeout."""
+    out = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n and sock.poll(max(0, int(1000 * (deadline - time.monotonic())))):
+        idents, msg = session.feed_identities(sock.recv_multipart())
+        out.append(session.deserialize(msg))
+    return out
+
+
+def test_a_nul_in_a_cell_gets_an_error_that_says_where(kernel):
+    km, kc = kernel
+    reply, outputs = run(kc, 'int a = 1;\nint b\x00 = 2;\nprintf("%d\\n", a);', timeout=20)
+    assert reply["status"] == "error" and reply["ename"] == "RequestError", reply
+    assert "NUL" in reply["evalue"] and "line 2, column 6" in reply["evalue"], reply["evalue"]
+    assert_session_kept(kc)
+
+
+@pytest.mark.parametrize("code", [_MISSING, None, 5, ["printf"]])
+def test_an_execute_request_without_code_text_gets_an_error(kernel, code):
+    km, kc = kernel
+    sock, session = raw_socket(km)
+    try:
+        msg = execute_msg(session, code)
+        session.send(sock, msg)
+        got = replies(sock, session, 1)
+        assert got, "no reply"
+        assert got[0]["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+        assert got[0]["content"]["status"] == "error", got[0]["content"]
+        assert "'code' must be a string" in got[0]["content"]["evalue"], got[0]["content"]
+    finally:
+        sock.close()
+    assert_session_kept(kc)
+
+
+def test_a_replayed_message_runs_once(tmp_path):
+    log_path = tmp_path / "kernel.log"
+    with open(log_path, "w") as log, start_kernel(stderr=log) as (km, kc):
+        ok(kc, "int replays = 0;")
+        shell, session = raw_socket(km)
+        control, _ = raw_socket(km, "control_port")
+        try:
+            frames = session.serialize(execute_msg(session, 'printf("run %d\\n", ++replays);'))
+            shell.send_multipart(frames)
+            assert len(replies(shell, session, 1)) == 1
+            # The same signed message again, on the same socket and on another.
+            shell.send_multipart(frames)
+            control.send_multipart(frames)
+            assert not replies(shell, session, 1, timeout=1.0), "a replay was answered"
+        finally:
+            shell.close()
+            control.close()
+        assert ok(kc, 'printf("%d\\n", replays);') == "1\n"
+    dropped = [line for line in log_path.read_text().splitlines() if "replayed" in line]
+    assert len(dropped) == 2, dropped
+
+
+def test_the_heartbeat_echoes_what_it_got(kernel):
+    km, kc = kernel
+    info = km.get_connection_info()
+    hb = zmq.Context.instance().socket(zmq.REQ)
+    hb.setsockopt(zmq.LINGER, 0)
+    hb.connect(f"{info['transport']}://{info['ip']}:{info['hb_port']}")
+    try:
+        for size in (1, 1024, 5000, 200000):
+            ping = os.urandom(size)
+            hb.send(ping)
+            assert hb.poll(5000), f"no echo of a {size}-byte ping"
+            assert hb.recv() == ping, f"a {size}-byte ping was not echoed whole"
+    finally:
+        hb.close()

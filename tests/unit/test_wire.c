@@ -503,7 +503,34 @@ static void test_msg_new(void) {
   CHECK_STR(kn_msg_type(NULL), "");
 }
 
+/* Replays: a signature is recognised as long as it is among the last
+ * KN_REPLAY_HISTORY seen, forgotten after, through many evictions (the
+ * table's deletions must keep every remembered one findable). */
+static void test_replay_history(void) {
+  kn_replay_t *r = kn_replay_new();
+  char sig[65];
+  CHECK(!kn_replay_seen(r, ""));
+  CHECK(!kn_replay_seen(r, ""));
+  size_t total = 3 * KN_REPLAY_HISTORY + 123;
+  size_t wrong = 0;
+  for (size_t i = 0; i < total; i++) {
+    snprintf(sig, sizeof sig, "%064zx", i * 2654435761u);
+    if (kn_replay_seen(r, sig)) wrong++;
+    if (!kn_replay_seen(r, sig)) wrong++;
+  }
+  CHECK_INT(wrong, 0);
+  for (size_t back = 1; back <= KN_REPLAY_HISTORY; back += 997) {
+    snprintf(sig, sizeof sig, "%064zx", (total - back) * 2654435761u);
+    CHECK(kn_replay_seen(r, sig));
+  }
+  snprintf(sig, sizeof sig, "%064zx", (total - KN_REPLAY_HISTORY - 1) * 2654435761u);
+  CHECK(!kn_replay_seen(r, sig)); /* forgotten (and now remembered again) */
+  kn_replay_destroy(&r);
+  CHECK(r == NULL);
+}
+
 int main(void) {
+  test_replay_history();
   test_sign_vectors();
   test_decode_valid();
   test_encode_exact();
