@@ -33,6 +33,8 @@ struct kn_exec {
   int count; /* execution count for the reply */
   int cell;  /* number the cell is compiled under */
   kn_compiled_t *compiled;
+  kn_compile_t *compiling; /* the compiler under way, or NULL */
+  json_t *timeit_spec;     /* %%timeit's run options, kept while compiling */
   bool timeit;
   kn_profreq_t profreq; /* mode KN_PROF_NONE unless profiling */
 
@@ -289,6 +291,8 @@ static void add_output(kn_kernel_t *k, kn_exec_t *e, char kind, const char *data
 
 static void exec_free(kn_exec_t *e) {
   if (e->compiled) kn_compiled_destroy(&e->compiled);
+  kn_compile_cancel(&e->compiling);
+  json_decref(e->timeit_spec);
   kn_profreq_free(&e->profreq);
   kn_strbuf_free(&e->out);
   free(e->crash_report);
@@ -942,8 +946,18 @@ void kn_execute_on_input_reply(kn_kernel_t *k, kn_msg_t *msg) {
     send_to_worker(k, json_pack("{s:s}", "op", "input_eof"));
 }
 
+void kn_execute_stop(kn_kernel_t *k) {
+  if (k->exec) kn_compile_cancel(&k->exec->compiling);
+}
+
 void kn_execute_interrupt(kn_kernel_t *k) {
   kn_exec_t *e = k->exec;
+  if (e && e->compiling) {
+    /* Nothing ran yet: the compiler stops, the cell is not kept. */
+    kn_compile_cancel(&e->compiling);
+    finish_error(k, e, "Interrupted", "the cell was interrupted while it compiled; nothing ran");
+    return;
+  }
   if (!e || !kn_worker_alive(k->worker)) return;
   if (e->interrupt_stage == 0) {
     e->interrupt_stage = 1;
@@ -1114,12 +1128,47 @@ static bool blank(const char *s) {
   return true;
 }
 
-/* Compiles code and hands it to the worker; e stays running. */
+/* Starts compiling code; e is the running execution from now on, and the
+ * main loop, which never waits for the compiler, goes on in
+ * kn_execute_on_compiler. timeit is stolen. */
 static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int first_line,
                             json_t *timeit) {
-  char err[1024], *diagnostics = NULL;
-  int rc = kn_session_compile(k->session, e->cell, code, first_line, &e->compiled, &diagnostics,
-                              err, sizeof err);
+  char err[1024];
+  e->compiling = kn_session_compile_start(k->session, e->cell, code, first_line, err, sizeof err);
+  if (!e->compiling) {
+    json_decref(timeit);
+    finish_error(k, e, "KernelError", "%s", err);
+    return;
+  }
+  e->timeit_spec = timeit;
+  k->exec = e;
+}
+
+void kn_execute_compiler_fds(const kn_kernel_t *k, int fds[2]) {
+  fds[0] = fds[1] = -1;
+  if (k->exec && k->exec->compiling) kn_compile_fds(k->exec->compiling, fds);
+}
+
+static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics, const char *err,
+                         json_t *timeit);
+
+void kn_execute_on_compiler(kn_kernel_t *k) {
+  kn_exec_t *e = k->exec;
+  if (!e || !e->compiling || !kn_compile_poll(e->compiling)) return;
+  char err[1024] = "", *diagnostics = NULL;
+  int rc = kn_session_compile_finish(k->session, &e->compiling, &e->compiled, &diagnostics, err,
+                                     sizeof err);
+  json_t *timeit = e->timeit_spec;
+  e->timeit_spec = NULL;
+  run_compiled(k, e, rc, diagnostics, err, timeit);
+}
+
+/* The compiler's answer (rc as kn_session_compile's): reports its errors,
+ * or hands the cell to the worker. timeit is stolen. */
+static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics, const char *err_in,
+                         json_t *timeit) {
+  char err[1024];
+  snprintf(err, sizeof err, "%s", err_in);
   if (rc == 1) {
     /* The first error line is the value; every diagnostic line goes in the
      * traceback, as the compiler printed them. */

@@ -243,6 +243,7 @@ int kn_kernel_init(kn_kernel_t *k, const char *connection_file, char *err, size_
 }
 
 void kn_kernel_fini(kn_kernel_t *k) {
+  kn_execute_stop(k);
   if (k->worker) kn_worker_destroy(&k->worker);
   kn_prof_destroy(&k->prof);
   kn_session_destroy(&k->session);
@@ -328,7 +329,7 @@ int kn_kernel_run(kn_kernel_t *k) {
     /* First: the tick may end the running execution (a worker that ended,
      * output due), which decides whether shell is polled. */
     int timeout = kn_execute_tick(k);
-    zmq_pollitem_t items[4 + KN_WORKER_FDS];
+    zmq_pollitem_t items[6 + KN_WORKER_FDS];
     int n = 0, i_control, i_stdin, i_sig, i_shell = -1, i_worker = -1;
     i_control = n;
     items[n++] = (zmq_pollitem_t){k->control, 0, ZMQ_POLLIN, 0};
@@ -342,6 +343,11 @@ int kn_kernel_run(kn_kernel_t *k) {
     for (int j = 0; j < KN_WORKER_FDS; j++)
       if (wfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, wfds[j], ZMQ_POLLIN, 0};
     int n_worker = n - i_worker;
+    int cfds[2], i_compiler = n;
+    kn_execute_compiler_fds(k, cfds);
+    for (int j = 0; j < 2; j++)
+      if (cfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, cfds[j], ZMQ_POLLIN, 0};
+    int n_compiler = n - i_compiler;
     /* One execution at a time: further shell requests wait in the socket. */
     if (!k->exec) {
       i_shell = n;
@@ -359,6 +365,11 @@ int kn_kernel_run(kn_kernel_t *k) {
     for (int j = 0; j < n_worker; j++)
       if (items[i_worker + j].revents) worker_ready = true;
     if (worker_ready) kn_execute_on_worker(k);
+    for (int j = 0; j < n_compiler; j++)
+      if (items[i_compiler + j].revents) {
+        kn_execute_on_compiler(k);
+        break;
+      }
     if (items[i_stdin].revents) on_stdin(k);
     if (i_shell >= 0 && items[i_shell].revents && !k->exec) on_shell(k);
   }

@@ -107,6 +107,12 @@ void kn_history_free(kn_kernel_t *k);
 void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg);
 /* Feeds the worker's output and events to the running execution. */
 void kn_execute_on_worker(kn_kernel_t *k);
+/* The running execution's compiler descriptors to poll (-1 when none), and
+ * what to do when one is ready: the main loop never waits for a compiler. */
+void kn_execute_compiler_fds(const kn_kernel_t *k, int fds[2]);
+void kn_execute_on_compiler(kn_kernel_t *k);
+/* At shutdown: ends a compiler under way. */
+void kn_execute_stop(kn_kernel_t *k);
 /* Handles an input_reply from the stdin socket. */
 void kn_execute_on_input_reply(kn_kernel_t *k, kn_msg_t *msg);
 /* Interrupt request: stop the running cell. */

@@ -5,12 +5,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <gelf.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -872,30 +875,93 @@ bool kn_session_flags_keep_frame_pointers(const char *cflags, const char *ldflag
   return fp == KEEP || (fp == UNSAID && o0);
 }
 
-int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_line,
-                       kn_compiled_t **out, char **diagnostics, char *err, size_t err_size) {
-  int rc = -1;
-  char **keys = NULL, **argv = NULL, *output = NULL;
+/* A compiler run under way (kn_session_compile_start). */
+struct kn_compile {
+  kn_compiled_t *c; /* the cell as far as it goes: number, items */
+  char *code;       /* the cell's text, for its diagnostics */
+  int first_line;
+  char *path_so;
+  bool frame_pointers;
+  pid_t pid;       /* the compiler, leading a process group of its own */
+  int pid_fd;      /* readable once it has ended */
+  int out_fd;      /* its stdout and stderr */
+  kn_strbuf_t output;
+  bool ended;
+  int status;      /* its waitpid status, once ended */
+};
+
+/* Spawns argv in dir, in a process group of its own, with stdout and stderr
+ * on a non-blocking pipe. Returns 0, or -1 with err naming what failed
+ * (which resource ran out, or that the compiler could not run: 127). */
+static int spawn_tool(char *const argv[], const char *dir, kn_compile_t *job, char *err,
+                      size_t err_size) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) {
+    snprintf(err, err_size, "cannot create a pipe for the compiler's output: %s%s", strerror(errno),
+             errno == EMFILE ? " (the kernel's limit of open files is reached)" : "");
+    return -1;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  int rc = posix_spawnp(&job->pid, argv[0], &fa, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(p[1]);
+  if (rc != 0) {
+    close(p[0]);
+    snprintf(err, err_size, "cannot run the compiler '%s': %s%s (change it with %%cc)", argv[0],
+             strerror(rc), rc == EMFILE ? " (the kernel's limit of open files is reached)" : "");
+    return -1;
+  }
+  job->out_fd = p[0];
+  fcntl(job->out_fd, F_SETFL, O_NONBLOCK);
+  job->pid_fd = pidfd_open(job->pid, 0);
+  if (job->pid_fd < 0) {
+    snprintf(err, err_size, "cannot watch the compiler (pidfd_open): %s", strerror(errno));
+    kill(-job->pid, SIGKILL);
+    waitpid(job->pid, NULL, 0);
+    job->pid = -1;
+    return -1;
+  }
+  fcntl(job->pid_fd, F_SETFD, FD_CLOEXEC);
+  return 0;
+}
+
+kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *code, int first_line,
+                                       char *err, size_t err_size) {
+  char **keys = NULL, **argv = NULL;
   size_t argc = 0, n_keys = 0;
   kn_strbuf_t tu = KN_STRBUF_INIT, src = KN_STRBUF_INIT;
-  kn_compiled_t *c = kn_xcalloc(1, sizeof *c);
+  kn_compile_t *job = kn_xcalloc(1, sizeof *job);
+  job->pid = -1;
+  job->pid_fd = job->out_fd = -1;
+  job->c = kn_xcalloc(1, sizeof *job->c);
+  job->c->cell = cell;
+  job->code = kn_strdup(code);
+  job->first_line = first_line;
   char path_c[PATH_MAX], path_so[PATH_MAX], path_cell[PATH_MAX];
 
-  *out = NULL;
-  *diagnostics = NULL;
-  c->cell = cell;
-  if (kn_cell_split(code, kn_session_typedefs(s), first_line, &c->items) < 0) {
+  if (kn_cell_split(code, kn_session_typedefs(s), first_line, &job->c->items) < 0) {
     snprintf(err, err_size, "out of memory splitting the cell");
     goto fail;
   }
-  n_keys = c->items.n;
+  n_keys = job->c->items.n;
   keys = kn_xcalloc(n_keys + 1, sizeof *keys);
-  for (size_t i = 0; i < n_keys; i++) keys[i] = item_key(&c->items.items[i]);
-  build_unit(s, cell, &c->items, keys, &tu);
+  for (size_t i = 0; i < n_keys; i++) keys[i] = item_key(&job->c->items.items[i]);
+  build_unit(s, cell, &job->c->items, keys, &tu);
 
   snprintf(path_c, sizeof path_c, "%s/cell_%d.c", s->dir, cell);
   snprintf(path_so, sizeof path_so, "%s/cell_%d.so", s->dir, cell);
   snprintf(path_cell, sizeof path_cell, "%s/cell[%d]", s->dir, cell);
+  job->path_so = kn_strdup(path_so);
   /* The cell's own text, at its cell line numbers, for the compiler to
    * quote in diagnostics. */
   for (int i = 1; i < first_line; i++) kn_strbuf_putc(&src, '\n');
@@ -912,44 +978,127 @@ int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_li
                          "-o", path_so, path_c};
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) push(&argv, &argc, fixed[i]);
   if (push_words(&argv, &argc, s->ldflags, err, err_size) < 0) goto fail;
-
-  int status = run_tool(argv, s->dir, &output);
-  if (status == 127) {
-    snprintf(err, err_size, "cannot run the compiler '%s': %s (change it with %%cc)", s->cc,
-             output ? output : "not found");
-    goto fail;
-  }
-  char *moved = end_of_cell_messages(output ? output : "", cell, code, first_line);
-  char *clean = kn_session_clean_message(moved);
-  free(moved);
-  if (status != 0) {
-    *diagnostics = clean;
-    unlink(path_so);
-    rc = 1;
-    goto fail;
-  }
-  c->warnings = clean;
-  c->frame_pointers = kn_session_flags_keep_frame_pointers(s->cflags, s->ldflags);
-  c->so_path = kn_strdup(path_so);
-  resolve_main(c);
-  char entry[64];
-  snprintf(entry, sizeof entry, "cflame_run_%d", cell);
-  c->entry = kn_strdup(entry);
-  *out = c;
-  c = NULL;
-  rc = 0;
+  job->frame_pointers = kn_session_flags_keep_frame_pointers(s->cflags, s->ldflags);
+  if (spawn_tool(argv, s->dir, job, err, err_size) < 0) goto fail;
+  goto out;
 
 fail:
+  kn_compile_cancel(&job);
+out:
   for (size_t i = 0; i < n_keys; i++) free(keys[i]);
   free(keys);
   if (argv)
     for (size_t i = 0; i < argc; i++) free(argv[i]);
   free(argv);
-  free(output);
   kn_strbuf_free(&tu);
   kn_strbuf_free(&src);
-  if (c) kn_compiled_destroy(&c);
+  return job;
+}
+
+void kn_compile_fds(const kn_compile_t *job, int fds[2]) {
+  fds[0] = job->out_fd;
+  fds[1] = job->pid_fd;
+}
+
+bool kn_compile_poll(kn_compile_t *job) {
+  char buf[8192];
+  while (job->out_fd >= 0) {
+    ssize_t n = read(job->out_fd, buf, sizeof buf);
+    if (n > 0) {
+      kn_strbuf_append(&job->output, buf, (size_t)n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    close(job->out_fd);
+    job->out_fd = -1;
+  }
+  if (!job->ended && job->pid > 0 && waitpid(job->pid, &job->status, WNOHANG) == job->pid) {
+    job->ended = true;
+    job->pid = -1;
+    if (job->pid_fd >= 0) close(job->pid_fd);
+    job->pid_fd = -1;
+  }
+  /* Done when it has ended and its output is read: a process the compiler
+   * left behind may hold the pipe, so its end alone decides. */
+  if (job->ended && job->out_fd >= 0) {
+    close(job->out_fd);
+    job->out_fd = -1;
+  }
+  return job->ended;
+}
+
+void kn_compile_cancel(kn_compile_t **jp) {
+  kn_compile_t *job = *jp;
+  if (!job) return;
+  if (job->pid > 0) {
+    /* The whole group: cc and the cc1, as and ld it started. */
+    kill(-job->pid, SIGKILL);
+    while (waitpid(job->pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (job->pid_fd >= 0) close(job->pid_fd);
+  if (job->out_fd >= 0) close(job->out_fd);
+  if (job->path_so) unlink(job->path_so);
+  free(job->path_so);
+  kn_compiled_destroy(&job->c);
+  free(job->code);
+  kn_strbuf_free(&job->output);
+  free(job);
+  *jp = NULL;
+}
+
+int kn_session_compile_finish(kn_session_t *s, kn_compile_t **jp, kn_compiled_t **out,
+                              char **diagnostics, char *err, size_t err_size) {
+  kn_compile_t *job = *jp;
+  int rc = -1;
+  *out = NULL;
+  *diagnostics = NULL;
+  int status = WIFEXITED(job->status) ? WEXITSTATUS(job->status) : 128 + WTERMSIG(job->status);
+  const char *output = job->output.data ? job->output.data : "";
+  if (status == 127) {
+    snprintf(err, err_size, "cannot run the compiler '%s': %s (change it with %%cc)", s->cc,
+             *output ? output : "not found");
+    goto out;
+  }
+  char *moved = end_of_cell_messages(output, job->c->cell, job->code, job->first_line);
+  char *clean = kn_session_clean_message(moved);
+  free(moved);
+  if (status != 0) {
+    *diagnostics = clean;
+    rc = 1;
+    goto out;
+  }
+  kn_compiled_t *c = job->c;
+  c->warnings = clean;
+  c->frame_pointers = job->frame_pointers;
+  c->so_path = job->path_so;
+  job->path_so = NULL;
+  resolve_main(c);
+  char entry[64];
+  snprintf(entry, sizeof entry, "cflame_run_%d", c->cell);
+  c->entry = kn_strdup(entry);
+  *out = c;
+  job->c = NULL;
+  rc = 0;
+out:
+  kn_compile_cancel(jp);
   return rc;
+}
+
+int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_line,
+                       kn_compiled_t **out, char **diagnostics, char *err, size_t err_size) {
+  *out = NULL;
+  *diagnostics = NULL;
+  kn_compile_t *job = kn_session_compile_start(s, cell, code, first_line, err, err_size);
+  if (!job) return -1;
+  while (!kn_compile_poll(job)) {
+    int fds[2];
+    kn_compile_fds(job, fds);
+    struct pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    poll(p, 2, -1);
+  }
+  return kn_session_compile_finish(s, &job, out, diagnostics, err, err_size);
 }
 
 void kn_compiled_destroy(kn_compiled_t **cp) {

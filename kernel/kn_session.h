@@ -68,12 +68,30 @@ int kn_session_set_cflags(kn_session_t *s, const char *flags, char *err, size_t 
 int kn_session_set_ldflags(kn_session_t *s, const char *flags, char *err, size_t err_size);
 
 /* Compiles code (the cell's text after its magic lines; first_line is the
- * cell line where it starts) as cell number cell.
+ * cell line where it starts) as cell number cell, waiting for the compiler.
  * Returns 0 with *out set (new), 1 when the compiler rejected the code (then
  * *diagnostics is new text, with "cell[N]:LINE:COL" positions), or -1 on an
  * internal failure (err). */
 int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_line,
                        kn_compiled_t **out, char **diagnostics, char *err, size_t err_size);
+
+/* The same in steps, for a caller that must not wait (the kernel's main
+ * loop): start the compiler, poll its descriptors, and finish once
+ * kn_compile_poll says it has ended; or cancel it (its process group is
+ * killed and its files removed). */
+typedef struct kn_compile kn_compile_t;
+/* A new job, or NULL with err (which says what ran out: a pipe, the
+ * compiler). */
+kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *code, int first_line,
+                                       char *err, size_t err_size);
+/* The compiler's output pipe and pidfd, to poll for reading (-1 once done). */
+void kn_compile_fds(const kn_compile_t *job, int fds[2]);
+/* Reads what the compiler wrote; true once it has ended. Never blocks. */
+bool kn_compile_poll(kn_compile_t *job);
+/* As kn_session_compile's result, for an ended job, which it destroys. */
+int kn_session_compile_finish(kn_session_t *s, kn_compile_t **job, kn_compiled_t **out,
+                              char **diagnostics, char *err, size_t err_size);
+void kn_compile_cancel(kn_compile_t **job);
 
 /* Makes the compiled cell part of the session: its declarations become
  * entries, and its shared object is loaded again after a worker restart.

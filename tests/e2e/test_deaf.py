@@ -291,3 +291,65 @@ def test_the_heartbeat_echoes_what_it_got(kernel):
             assert hb.recv() == ping, f"a {size}-byte ping was not echoed whole"
     finally:
         hb.close()
+
+
+# ---------------------------------------------------------------- a slow compiler
+
+
+@pytest.fixture
+def slow_cc(tmp_path):
+    """A compiler that takes a minute before it compiles (but answers
+    --version at once), as a cell whose macros explode would."""
+    script = tmp_path / "slowcc"
+    script.write_text('#!/bin/sh\ncase "$1" in --version) exec cc --version;; esac\n'
+                      "sleep 61\nexec cc \"$@\"\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_the_kernel_answers_while_a_cell_compiles(kernel, slow_cc):
+    km, kc = kernel
+    ok(kc, f"%cc {slow_cc}")
+    t0 = time.monotonic()
+    msg_id = send(kc, 'printf("compiled\\n");', stop_on_error=False)
+    deadline = time.monotonic() + 10
+    while not processes(["sleep", "61"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sleeping = processes(["sleep", "61"])
+    assert sleeping, "the slow compiler did not start"
+    # kernel_info on control, and the heartbeat, while the compiler runs.
+    control, session = raw_socket(km, "control_port")
+    try:
+        info = session.msg("kernel_info_request", {})
+        session.send(control, info)
+        got = replies(control, session, 1, timeout=5)
+        assert got and got[0]["parent_header"]["msg_id"] == info["header"]["msg_id"], got
+    finally:
+        control.close()
+    assert kc.hb_channel.is_beating()
+    # An interrupt stops the compiler: nothing ran.
+    km.interrupt_kernel()
+    r = collect(kc, msg_id, timeout=20, sent_t=t0)
+    assert r.reply["status"] == "error" and r.reply["ename"] == "Interrupted", r.reply
+    assert "while it compiled" in r.reply["evalue"], r.reply["evalue"]
+    assert r.reply_t - t0 < 30, "the reply waited for the compiler"
+    assert gone(sleeping), "the compiler outlived the interrupt"
+    assert "compiled" not in stdout(r.outputs)
+    ok(kc, "%cc cc")
+    assert_session_kept(kc)
+
+
+def test_shutdown_ends_a_compiler_under_way(slow_cc):
+    with start_kernel() as (km, kc):
+        ok(kc, f"%cc {slow_cc}")
+        send(kc, 'printf("compiled\\n");', stop_on_error=False)
+        deadline = time.monotonic() + 10
+        while not processes(["sleep", "61"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sleeping = processes(["sleep", "61"])
+        assert sleeping, "the slow compiler did not start"
+        t0 = time.monotonic()
+        km.shutdown_kernel(now=False)
+        assert time.monotonic() - t0 < 20, "shutdown waited for the compiler"
+        assert not km.is_alive()
+    assert gone(sleeping), "the compiler outlived the kernel"
