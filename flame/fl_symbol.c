@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fl__strset.h"
 
@@ -64,8 +65,29 @@ struct fl_symbolizer {
 /* libdwfl keeps a pointer to the callbacks (and to the debuginfo path) for
  * the life of the Dwfl, so both are static. NULL path: the default search. */
 static char *debuginfo_path;
+
+/* libdwfl's find_elf for a process, but holding no descriptor: the file is
+ * mapped, libelf is told it is done with the descriptor, and the
+ * descriptor is closed. A symbolizer kept for a whole session meets a new
+ * module (a cell's object) at every profiled cell; with one descriptor
+ * each, a long session would run out of them. */
+static int find_elf_mapped(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                           char **file_name, Elf **elfp) {
+  int fd = dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
+  if (fd < 0 || *elfp) return fd;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  if (!elf) return fd;
+  if (elf_cntl(elf, ELF_C_FDDONE) != 0) {
+    elf_end(elf);
+    return fd;
+  }
+  close(fd);
+  *elfp = elf;
+  return -1;
+}
+
 static const Dwfl_Callbacks proc_callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
+    .find_elf = find_elf_mapped,
     .find_debuginfo = dwfl_standard_find_debuginfo,
     .debuginfo_path = &debuginfo_path,
 };

@@ -4,6 +4,7 @@ without a reply, nor loses the session without a word.
 
 Every test starts a kernel of its own and waits for each reply with a time
 limit, so that a hang fails the test instead of stopping the suite."""
+import json
 import os
 import pathlib
 import signal
@@ -353,3 +354,39 @@ def test_shutdown_ends_a_compiler_under_way(slow_cc):
         assert time.monotonic() - t0 < 20, "shutdown waited for the compiler"
         assert not km.is_alive()
     assert gone(sleeping), "the compiler outlived the kernel"
+
+
+# ---------------------------------------------------------------- resources
+
+
+def open_files(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_profiled_cells_keep_the_open_files_bounded(tmp_path):
+    """Sixty %%profview cells in a kernel allowed 70 open files: every one
+    runs, and the kernel's open files do not grow with the cells."""
+    built = pathlib.Path(os.environ["JUPYTER_PATH"].split(os.pathsep)[0]) / "kernels" / "cflame"
+    spec = json.loads((built / "kernel.json").read_text())
+    spec["argv"] = ["prlimit", "--nofile=70:70", *spec["argv"]]
+    (tmp_path / "kernels" / "cflame").mkdir(parents=True)
+    (tmp_path / "kernels" / "cflame" / "kernel.json").write_text(json.dumps(spec))
+    old = os.environ["JUPYTER_PATH"]
+    os.environ["JUPYTER_PATH"] = str(tmp_path) + os.pathsep + old
+    try:
+        with start_kernel() as (km, kc):
+            pid = km.provisioner.process.pid
+            counts = []
+            for i in range(60):
+                reply, outputs = run(kc, f"%%profview\nvolatile double s{i} = 0;\n"
+                                         f"for (int k = 0; k < 30000000; k++) s{i} += k * 0.5;",
+                                     timeout=60)
+                assert reply["status"] == "ok", (i, reply, outputs)
+                assert [o for o in outputs if o["msg_type"] == "display_data"], (i, outputs)
+                counts.append(open_files(pid))
+            # After the first cells (libraries met once), constant.
+            assert max(counts[10:]) == min(counts[10:]), counts
+            assert ok(kc, "%reset") is not None
+            assert ok(kc, 'printf("still here\\n");') == "still here\n"
+    finally:
+        os.environ["JUPYTER_PATH"] = old
