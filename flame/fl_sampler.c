@@ -186,6 +186,8 @@ static struct {
   uint64_t samples_at_start;
   uintptr_t restorer;         /* the signal trampoline (__restore_rt) */
   struct sigaction prev_trap; /* SIGTRAP's handler before ours */
+  struct sigaction ours;      /* the sampling handler, as installed */
+  unsigned replaced;          /* signals (bits) whose handler a run took over */
   /* For the lock-free dl_iterate_phdr: */
   struct link_map *main_map;
   const ElfW(Phdr) *main_phdr;
@@ -750,6 +752,7 @@ static int prepare_process(char *err, size_t err_size) {
   int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
   for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&sa.sa_mask, faults[i]);
   struct sigaction now;
+  S.ours = sa;
   if (sigaction(PROF_SIGNAL, &sa, NULL) < 0 || sigaction(PROF_SIGNAL, NULL, &now) < 0 ||
       sigaction(SIGTRAP, &sa, &S.prev_trap) < 0) {
     snprintf(err, err_size, "cannot install the sampling signal handler: %s", strerror(errno));
@@ -824,6 +827,17 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
     snprintf(err, err_size, "the sampling interval must be at least %d ns", MIN_INTERVAL_NS);
     return -1;
   }
+  /* A cell may have replaced the handlers the sampler needs (signal(SIGTRAP,
+   * h), SIG_IGN): each run takes them back. A SIGTRAP handler the cell set
+   * becomes the one that traps not ours go to. */
+  struct sigaction cur;
+  if (sigaction(SIGTRAP, NULL, &cur) == 0 && cur.sa_sigaction != sample_handler) {
+    S.prev_trap = cur;
+    sigaction(SIGTRAP, &S.ours, NULL);
+  }
+  if (sigaction(PROF_SIGNAL, NULL, &cur) == 0 && cur.sa_sigaction != sample_handler)
+    sigaction(PROF_SIGNAL, &S.ours, NULL);
+  S.replaced = 0;
   pthread_mutex_lock(&reg_lock);
   S.interval_ns = interval_ns;
   S.tag = tag;
@@ -873,12 +887,23 @@ void fl_sampler_set_mode(fl_sampler_mode_t mode) {
 }
 
 uint64_t fl_sampler_stop(void) {
+  /* Did the run itself replace a handler the sampler needs? Then the
+   * samples after that were lost. */
+  struct sigaction cur;
+  if (sigaction(SIGTRAP, NULL, &cur) == 0 && cur.sa_sigaction != sample_handler)
+    S.replaced |= 1u << 0;
+  if (sigaction(PROF_SIGNAL, NULL, &cur) == 0 && cur.sa_sigaction != sample_handler)
+    S.replaced |= 1u << 1;
   pthread_mutex_lock(&reg_lock);
   for (int s = 0; s < MAX_THREADS; s++)
     if (slots[s].used) disarm(&slots[s]);
   __atomic_store_n(&S.running, 0, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&reg_lock);
   return S.hdr ? __atomic_load_n(&S.hdr->samples, __ATOMIC_RELAXED) - S.samples_at_start : 0;
+}
+
+const char *fl_sampler_replaced_handler(void) {
+  return S.replaced & 1u ? "SIGTRAP" : S.replaced & 2u ? "SIGPROF" : NULL;
 }
 
 bool fl_sampler_running(void) {

@@ -751,11 +751,26 @@ static void on_profile_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev, const char
   }
   kn_prof_session_add(k->prof, prof,
                       e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF);
+  const char *replaced = json_string_value(json_object_get(info, "handler_replaced"));
+  if (replaced) {
+    /* The cell took over a signal the profiler samples with (signal(SIGTRAP,
+     * h), SIG_IGN): sampling stopped then. */
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "cflame: the cell replaced the handler of %s, which the profiler samples "
+                          "with, so sampling stopped there: %s. The next profiled cell takes the "
+                          "handler back.\n",
+                     replaced, fl_profile_n_samples(prof) ? "the graph shows what ran before"
+                                                          : "no sample was taken");
+    add_output(k, e, 'E', sb.data, sb.len);
+    kn_strbuf_free(&sb);
+  }
   if (e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF) {
     if (fl_profile_n_samples(prof) == 0) {
-      char *msg = kn_prof_empty_message(prof);
-      add_output(k, e, 'O', msg, strlen(msg));
-      free(msg);
+      if (!replaced) {
+        char *msg = kn_prof_empty_message(prof);
+        add_output(k, e, 'O', msg, strlen(msg));
+        free(msg);
+      }
     } else {
       show_cell_profile(k, e, prof);
     }

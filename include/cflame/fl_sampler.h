@@ -111,6 +111,12 @@ uint64_t fl_sampler_stop(void);
 
 bool fl_sampler_running(void);
 
+/* After fl_sampler_stop: the signal whose handler the run replaced, so that
+ * sampling stopped where it did ("SIGTRAP", "SIGPROF"), or NULL. Each
+ * fl_sampler_start takes the handlers back, so a cell that replaced one
+ * only spoils its own run. */
+const char *fl_sampler_replaced_handler(void);
+
 /* Calls fn(arg) as the root of the stacks sampled inside it: its frame's
  * call-frame information marks the return address undefined, as a
  * thread's first frame does, so an unwinder stops there and the handler

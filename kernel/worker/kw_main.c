@@ -235,11 +235,14 @@ static json_t *profile_end(profile_run_t *pr) {
   int64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - pr->cpu0;
   int64_t wall = clock_ns(CLOCK_MONOTONIC) - pr->wall0;
   const fl_sampler_header_t *h = sample_file.map;
-  return json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "samples", (json_int_t)samples, "dropped",
-                   (json_int_t)h->dropped, "source",
-                   h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer" : "perf-task-clock",
-                   "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu,
-                   "wall_ns", (json_int_t)wall);
+  json_t *info = json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "samples", (json_int_t)samples,
+                           "dropped", (json_int_t)h->dropped, "source",
+                           h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer" : "perf-task-clock",
+                           "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu,
+                           "wall_ns", (json_int_t)wall);
+  const char *replaced = fl_sampler_replaced_handler();
+  if (info && replaced) json_object_set_new(info, "handler_replaced", json_string(replaced));
+  return info;
 }
 
 typedef struct allocs_run {

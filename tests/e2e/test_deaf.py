@@ -390,3 +390,27 @@ def test_profiled_cells_keep_the_open_files_bounded(tmp_path):
             assert ok(kc, 'printf("still here\\n");') == "still here\n"
     finally:
         os.environ["JUPYTER_PATH"] = old
+
+
+# ---------------------------------------------------------------- the profiler's signals
+
+
+@pytest.mark.parametrize("how", ["SIG_IGN", "on_trap"])
+def test_a_cell_that_took_sigtrap_does_not_blind_the_profiler(kernel, how):
+    km, kc = kernel
+    ok(kc, "static int traps; static void on_trap(int sig) { traps++; }\n"
+           "volatile double burn;\n"
+           "__attribute__((noinline)) void spin(long n) { for (long i = 0; i < n; i++) burn += i * 0.5; }")
+    ok(kc, f"signal(SIGTRAP, {how});")
+    # The next profiled run takes the handler back and samples.
+    reply, outputs = run(kc, "%%profview\nspin(300000000);", timeout=120)
+    assert reply["status"] == "ok", reply
+    shown = [o for o in outputs if o["msg_type"] == "display_data"]
+    assert shown, outputs
+    assert "No samples" not in stdout(outputs), outputs
+    assert any(r["func"] == "spin" for r in shown[0]["data"]["application/vnd.vegalite.v5+json"]["data"]["values"])
+    # Replaced during the run: said, not "shorter than the interval".
+    reply, outputs = run(kc, f"%%profview\nsignal(SIGTRAP, {how});\nspin(300000000);", timeout=120)
+    assert reply["status"] == "ok", reply
+    assert "replaced the handler of SIGTRAP" in stderr(outputs), outputs
+    assert "less than the sampling interval" not in stdout(outputs), outputs
