@@ -340,6 +340,21 @@ def test_the_kernel_answers_while_a_cell_compiles(kernel, slow_cc):
     assert_session_kept(kc)
 
 
+def test_sigterm_ends_the_kernel_while_a_cell_compiles(slow_cc):
+    with start_kernel() as (km, kc):
+        ok(kc, f"%cc {slow_cc}")
+        send(kc, 'printf("compiled\\n");', stop_on_error=False)
+        deadline = time.monotonic() + 10
+        while not processes(["sleep", "61"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sleeping = processes(["sleep", "61"])
+        assert sleeping, "the slow compiler did not start"
+        pid = km.provisioner.process.pid
+        os.kill(pid, signal.SIGTERM)
+        assert gone([pid], within=20), "the kernel did not end on SIGTERM"
+    assert gone(sleeping), "the compiler outlived the kernel"
+
+
 def test_shutdown_ends_a_compiler_under_way(slow_cc):
     with start_kernel() as (km, kc):
         ok(kc, f"%cc {slow_cc}")
