@@ -14,7 +14,7 @@ import pytest
 import zmq
 from jupyter_client.session import Session
 
-from conftest import collect, errors, ok, run, send, start_kernel, stderr, stdout
+from conftest import collect, errors, ok, open_files, run, send, start_kernel, stderr, stdout
 
 
 @pytest.fixture
@@ -372,10 +372,6 @@ def test_shutdown_ends_a_compiler_under_way(slow_cc):
 
 
 # ---------------------------------------------------------------- resources
-
-
-def open_files(pid):
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def test_profiled_cells_keep_the_open_files_bounded(tmp_path):

@@ -5,7 +5,7 @@ its open files stay constant and its resident memory grows by less than
 import os
 import time
 
-from conftest import collect, send, start_kernel
+from conftest import collect, open_files, send, start_kernel
 
 CYCLES = 20  # of 25 cells: 500 cells
 
@@ -36,18 +36,9 @@ def cycle_cells(c):
 
 
 def kernel_figures(pid):
-    """The kernel's open files (files, pipes, pidfds: what a leak would pile
-    up; ZeroMQ's sockets and event descriptors follow the clients'
-    connections, which a busy machine makes reconnect, so they are left
-    out) and its resident memory in kB."""
-    fds = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if not target.startswith(("socket:", "anon_inode:[eventfd]", "anon_inode:[eventpoll]")):
-            fds += 1
+    """The kernel's open files (conftest.open_files) and its resident memory
+    in kB."""
+    fds = open_files(pid)
     with open(f"/proc/{pid}/status") as f:
         rss_kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
     return fds, rss_kb
