@@ -389,8 +389,13 @@ def test_profiled_cells_keep_the_open_files_bounded(tmp_path):
             pid = km.provisioner.process.pid
             counts = []
             for i in range(60):
-                reply, outputs = run(kc, f"%%profview\nvolatile double s{i} = 0;\n"
-                                         f"for (int k = 0; k < 30000000; k++) s{i} += k * 0.5;",
+                # memset: every run samples libc too, so that its debug
+                # information (a file opened once a session) is met at once.
+                reply, outputs = run(kc, f"%%profview\nstatic char b{i}[65536];\n"
+                                         f"volatile double s{i} = 0;\n"
+                                         f"for (int k = 0; k < 30000000; k++) s{i} += k * 0.5;\n"
+                                         f"void *(*volatile fill{i})(void *, int, size_t) = memset;\n"
+                                         f"for (int k = 0; k < 300; k++) fill{i}(b{i}, k, sizeof b{i});",
                                      timeout=60)
                 assert reply["status"] == "ok", (i, reply, outputs)
                 assert [o for o in outputs if o["msg_type"] == "display_data"], (i, outputs)
