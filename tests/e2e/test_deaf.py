@@ -308,16 +308,23 @@ def slow_cc(tmp_path):
     return str(script)
 
 
-def test_the_kernel_answers_while_a_cell_compiles(kernel, slow_cc):
-    km, kc = kernel
+def start_slow_compile(kc, slow_cc):
+    """Sets the slow compiler and sends a cell; returns the pids of the
+    compiler's sleep once it runs, and the request's msg_id."""
     ok(kc, f"%cc {slow_cc}")
-    t0 = time.monotonic()
     msg_id = send(kc, 'printf("compiled\\n");', stop_on_error=False)
     deadline = time.monotonic() + 10
     while not processes(["sleep", "61"]) and time.monotonic() < deadline:
         time.sleep(0.05)
     sleeping = processes(["sleep", "61"])
     assert sleeping, "the slow compiler did not start"
+    return sleeping, msg_id
+
+
+def test_the_kernel_answers_while_a_cell_compiles(kernel, slow_cc):
+    km, kc = kernel
+    t0 = time.monotonic()
+    sleeping, msg_id = start_slow_compile(kc, slow_cc)
     # kernel_info on control, and the heartbeat, while the compiler runs.
     control, session = raw_socket(km, "control_port")
     try:
@@ -342,13 +349,7 @@ def test_the_kernel_answers_while_a_cell_compiles(kernel, slow_cc):
 
 def test_sigterm_ends_the_kernel_while_a_cell_compiles(slow_cc):
     with start_kernel() as (km, kc):
-        ok(kc, f"%cc {slow_cc}")
-        send(kc, 'printf("compiled\\n");', stop_on_error=False)
-        deadline = time.monotonic() + 10
-        while not processes(["sleep", "61"]) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        sleeping = processes(["sleep", "61"])
-        assert sleeping, "the slow compiler did not start"
+        sleeping, _ = start_slow_compile(kc, slow_cc)
         pid = km.provisioner.process.pid
         os.kill(pid, signal.SIGTERM)
         assert gone([pid], within=20), "the kernel did not end on SIGTERM"
@@ -357,13 +358,7 @@ def test_sigterm_ends_the_kernel_while_a_cell_compiles(slow_cc):
 
 def test_shutdown_ends_a_compiler_under_way(slow_cc):
     with start_kernel() as (km, kc):
-        ok(kc, f"%cc {slow_cc}")
-        send(kc, 'printf("compiled\\n");', stop_on_error=False)
-        deadline = time.monotonic() + 10
-        while not processes(["sleep", "61"]) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        sleeping = processes(["sleep", "61"])
-        assert sleeping, "the slow compiler did not start"
+        sleeping, _ = start_slow_compile(kc, slow_cc)
         t0 = time.monotonic()
         km.shutdown_kernel(now=False)
         assert time.monotonic() - t0 < 20, "shutdown waited for the compiler"
