@@ -23,7 +23,8 @@
 #include "kn_wire.h"
 #include "kn_worker.h"
 
-#define KN_IMPLEMENTATION_VERSION "0.1.0"
+/* CMake gives the version (project() in CMakeLists.txt, its one source). */
+#define KN_IMPLEMENTATION_VERSION CFLAME_VERSION
 #define KN_PROTOCOL_VERSION "5.3"
 
 typedef struct kn_exec kn_exec_t;

@@ -32,7 +32,7 @@
 #include "cflame/fl_tree.h"
 
 #ifndef CFLAME_VERSION
-#define CFLAME_VERSION "unknown"
+#error "CFLAME_VERSION comes from CMake (project() in CMakeLists.txt)"
 #endif
 
 #define EXIT_USAGE 2
