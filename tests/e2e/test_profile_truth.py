@@ -402,7 +402,15 @@ for (int r = 0; r < 2; r++) {
     cmps = [r for r in rows if r["func"] == "qs_cmp"]
     assert cmps, "the comparator does not appear"
     in_cmp = sum(r["count"] for r in cmps if not any(p["func"] == "qs_cmp" for p in ancestors(rows, r, index)))
-    assert in_cmp >= 0.1 * root["count"], f"the comparator has {in_cmp} of {root['count']} samples"
+    # A real share of the sort, the weight of the topmost qsort frames that
+    # it is part of: about 25% here, about 11% in the sanitizer build, whose
+    # interceptors slow libc's copying inside qsort. Lost comparator frames
+    # would give none.
+    sort_rx = re.compile(r"qsort|msort|quicksort|introsort|heapsort|insertion_sort")
+    in_sort = sum(r["count"] for r in rows if sort_rx.search(r["func"]) and
+                  not any(sort_rx.search(p["func"]) for p in ancestors(rows, r, index)))
+    assert in_sort > 0 and in_cmp >= 0.05 * in_sort, \
+        f"the comparator has {in_cmp} of the sort's {in_sort} samples ({root['count']} in all)"
     sortish = re.compile(r"qsort|msort|quicksort|introsort|heapsort|insertion_sort")
     for r in cmps:
         chain = ancestors(rows, r, index)
