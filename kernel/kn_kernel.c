@@ -14,6 +14,81 @@
 #include <uuid/uuid.h>
 #include <zmq.h>
 
+#include "kn_conn.h"
+#include "kn_exec.h"
+#include "kn_names.h"
+
+struct kn_kernel {
+  kn_conn_t conn;
+  kn_key_t key;
+  char session_id[37];
+  void *zctx;
+  void *sockets[4]; /* by kn_channel_t */
+  void *hb;
+  int sigint_pipe[2];  /* SIGINT to the kernel writes here */
+  kn_replay_t *replay; /* signatures seen: replayed messages are dropped */
+
+  int execution_count;
+  int unnumbered_cells; /* cell numbers of executions without history */
+  kn_history_t *history;
+
+  kn_session_t *session;
+  kn_prof_t *prof;
+  kn_worker_t *worker;
+  char *worker_path;
+
+  kn_exec_t *exec;
+  kn_msg_t *last_request;
+  char *between_cells_note;
+  bool shutting_down;
+  bool restart_requested;
+  bool log_debug;
+};
+
+static const char *const channel_names[] = {"shell", "control", "stdin", "iopub"};
+
+kn_session_t *kn_kernel_session(kn_kernel_t *k) { return k->session; }
+kn_prof_t *kn_kernel_prof(kn_kernel_t *k) { return k->prof; }
+kn_worker_t *kn_kernel_worker(kn_kernel_t *k) { return k->worker; }
+kn_history_t *kn_kernel_history(kn_kernel_t *k) { return k->history; }
+kn_exec_t *kn_kernel_exec(const kn_kernel_t *k) { return k->exec; }
+void kn_kernel_set_exec(kn_kernel_t *k, kn_exec_t *e) { k->exec = e; }
+int kn_kernel_execution_count(const kn_kernel_t *k) { return k->execution_count; }
+
+int kn_kernel_count_execution(kn_kernel_t *k, const char *code, bool store_history, int *cell) {
+  if (store_history) {
+    k->execution_count++;
+    kn_history_add(k->history, k->execution_count, code);
+    *cell = k->execution_count;
+  } else {
+    *cell = ++k->unnumbered_cells;
+  }
+  return k->execution_count;
+}
+
+const kn_msg_t *kn_kernel_last_request(const kn_kernel_t *k) { return k->last_request; }
+
+void kn_kernel_keep_request(kn_kernel_t *k, kn_msg_t *msg) {
+  kn_msg_destroy(&k->last_request);
+  k->last_request = msg;
+}
+
+void kn_kernel_note_between_cells(kn_kernel_t *k, char *note) {
+  free(k->between_cells_note);
+  k->between_cells_note = note;
+}
+
+char *kn_kernel_take_note(kn_kernel_t *k) {
+  char *note = k->between_cells_note;
+  k->between_cells_note = NULL;
+  return note;
+}
+
+void kn_kernel_shutdown(kn_kernel_t *k, bool restart) {
+  k->shutting_down = true;
+  k->restart_requested = restart;
+}
+
 void kn_log(kn_kernel_t *k, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -23,13 +98,14 @@ void kn_log(kn_kernel_t *k, const char *fmt, ...) {
   va_end(ap);
 }
 
-int kn_send(kn_kernel_t *k, void *socket, const kn_msg_t *msg) {
+static int send_msg(kn_kernel_t *k, kn_channel_t channel, const kn_msg_t *msg) {
+  void *socket = k->sockets[channel];
   kn_blob_t *frames;
   size_t n;
   char err[256];
   kn_msg_t *tmp = NULL;
   const kn_msg_t *out = msg;
-  if (socket == k->iopub) {
+  if (channel == KN_IOPUB) {
     /* iopub routes by topic: "kernel.<session>.<msg_type>". */
     tmp = kn_xcalloc(1, sizeof *tmp);
     *tmp = *msg;
@@ -63,16 +139,16 @@ int kn_send(kn_kernel_t *k, void *socket, const kn_msg_t *msg) {
   return rc;
 }
 
-int kn_reply(kn_kernel_t *k, void *socket, const kn_msg_t *parent, const char *msg_type,
+int kn_reply(kn_kernel_t *k, kn_channel_t channel, const kn_msg_t *parent, const char *msg_type,
              json_t *content) {
   kn_msg_t *m = kn_msg_new(msg_type, parent, k->session_id, content);
-  int rc = kn_send(k, socket, m);
+  int rc = send_msg(k, channel, m);
   kn_msg_destroy(&m);
   return rc;
 }
 
 int kn_publish(kn_kernel_t *k, const kn_msg_t *parent, const char *msg_type, json_t *content) {
-  return kn_reply(k, k->iopub, parent, msg_type, content);
+  return kn_reply(k, KN_IOPUB, parent, msg_type, content);
 }
 
 void kn_publish_status(kn_kernel_t *k, const kn_msg_t *parent, const char *state) {
@@ -81,7 +157,9 @@ void kn_publish_status(kn_kernel_t *k, const kn_msg_t *parent, const char *state
 
 /* Receives one multipart message; returns it decoded and verified, or NULL
  * (dropped and logged) if it is malformed or its signature is wrong. */
-kn_msg_t *kn_receive(kn_kernel_t *k, void *socket, const char *name) {
+kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel) {
+  void *socket = k->sockets[channel];
+  const char *name = channel_names[channel];
   kn_blob_t *frames = NULL;
   size_t n = 0, cap = 0;
   int more = 1;
@@ -191,9 +269,7 @@ int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size) {
   return 0;
 }
 
-int kn_kernel_init(kn_kernel_t *k, const char *connection_file, char *err, size_t err_size) {
-  memset(k, 0, sizeof *k);
-  k->sigint_pipe[0] = k->sigint_pipe[1] = -1;
+static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t err_size) {
   if (kn_conn_load(connection_file, &k->conn, err, err_size) < 0) return -1;
   k->key.data = (const unsigned char *)k->conn.key;
   k->key.len = k->conn.key_len;
@@ -204,10 +280,10 @@ int kn_kernel_init(kn_kernel_t *k, const char *connection_file, char *err, size_
   k->replay = kn_replay_new();
 
   k->zctx = zmq_ctx_new();
-  if (bind_socket(k, &k->shell, ZMQ_ROUTER, k->conn.shell_port, err, err_size) < 0 ||
-      bind_socket(k, &k->control, ZMQ_ROUTER, k->conn.control_port, err, err_size) < 0 ||
-      bind_socket(k, &k->stdin_sock, ZMQ_ROUTER, k->conn.stdin_port, err, err_size) < 0 ||
-      bind_socket(k, &k->iopub, ZMQ_PUB, k->conn.iopub_port, err, err_size) < 0 ||
+  if (bind_socket(k, &k->sockets[KN_SHELL], ZMQ_ROUTER, k->conn.shell_port, err, err_size) < 0 ||
+      bind_socket(k, &k->sockets[KN_CONTROL], ZMQ_ROUTER, k->conn.control_port, err, err_size) < 0 ||
+      bind_socket(k, &k->sockets[KN_STDIN], ZMQ_ROUTER, k->conn.stdin_port, err, err_size) < 0 ||
+      bind_socket(k, &k->sockets[KN_IOPUB], ZMQ_PUB, k->conn.iopub_port, err, err_size) < 0 ||
       bind_socket(k, &k->hb, ZMQ_REP, k->conn.hb_port, err, err_size) < 0)
     return -1;
 
@@ -236,23 +312,35 @@ int kn_kernel_init(kn_kernel_t *k, const char *connection_file, char *err, size_
   k->prof = kn_prof_new(kn_session_dir(k->session));
   char *dir = kn_self_dir();
   kn_strbuf_t path = KN_STRBUF_INIT;
-  kn_strbuf_printf(&path, "%s/cflame-worker", dir);
+  kn_strbuf_printf(&path, "%s/" KN_WORKER_NAME, dir);
   free(dir);
   k->worker_path = kn_strbuf_steal(&path);
   return kn_kernel_start_worker(k, err, err_size);
 }
 
-void kn_kernel_fini(kn_kernel_t *k) {
+kn_kernel_t *kn_kernel_new(const char *connection_file, char *err, size_t err_size) {
+  kn_kernel_t *k = kn_xcalloc(1, sizeof *k);
+  k->sigint_pipe[0] = k->sigint_pipe[1] = -1;
+  k->history = kn_history_new();
+  /* Executions that store no history are numbered from here up. */
+  k->unnumbered_cells = 1000000;
+  if (init(k, connection_file, err, err_size) < 0) kn_kernel_destroy(&k);
+  return k;
+}
+
+void kn_kernel_destroy(kn_kernel_t **kp) {
+  kn_kernel_t *k = *kp;
+  if (!k) return;
   kn_execute_stop(k);
+  kn_exec_destroy(&k->exec);
   if (k->worker) kn_worker_destroy(&k->worker);
   kn_prof_destroy(&k->prof);
   kn_session_destroy(&k->session);
-  void *socks[] = {k->shell, k->control, k->stdin_sock, k->iopub};
   for (size_t i = 0; i < 4; i++) {
-    if (!socks[i]) continue;
+    if (!k->sockets[i]) continue;
     int linger = 100;
-    zmq_setsockopt(socks[i], ZMQ_LINGER, &linger, sizeof linger);
-    zmq_close(socks[i]);
+    zmq_setsockopt(k->sockets[i], ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(k->sockets[i]);
   }
   if (k->zctx) {
     zmq_ctx_shutdown(k->zctx);
@@ -261,51 +349,54 @@ void kn_kernel_fini(kn_kernel_t *k) {
   signal_fd = -1;
   if (k->sigint_pipe[0] >= 0) close(k->sigint_pipe[0]);
   if (k->sigint_pipe[1] >= 0) close(k->sigint_pipe[1]);
-  kn_history_free(k);
+  kn_history_destroy(&k->history);
   kn_replay_destroy(&k->replay);
+  kn_msg_destroy(&k->last_request);
   free(k->between_cells_note);
   free(k->worker_path);
   kn_conn_free(&k->conn);
+  free(k);
+  *kp = NULL;
 }
 
 /* Answers a request from shell or control (not execute) with busy/idle
  * around it. */
-void kn_serve(kn_kernel_t *k, void *socket, kn_msg_t *msg) {
+void kn_serve(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
   kn_publish_status(k, msg, "busy");
-  if (!kn_requests_dispatch(k, socket, msg))
+  if (!kn_requests_dispatch(k, channel, msg))
     kn_log(k, "ignored a %s request", kn_msg_type(msg));
   kn_publish_status(k, msg, "idle");
 }
 
 static void on_control(kn_kernel_t *k) {
-  kn_msg_t *msg = kn_receive(k, k->control, "control");
+  kn_msg_t *msg = kn_receive(k, KN_CONTROL);
   if (!msg) return;
   if (k->log_debug) kn_log(k, "control: %s", kn_msg_type(msg));
   if (!strcmp(kn_msg_type(msg), "interrupt_request")) {
     kn_publish_status(k, msg, "busy");
     kn_execute_interrupt(k);
-    kn_reply(k, k->control, msg, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
+    kn_reply(k, KN_CONTROL, msg, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
     kn_publish_status(k, msg, "idle");
   } else {
-    kn_serve(k, k->control, msg);
+    kn_serve(k, KN_CONTROL, msg);
   }
   kn_msg_destroy(&msg);
 }
 
 static void on_shell(kn_kernel_t *k) {
-  kn_msg_t *msg = kn_receive(k, k->shell, "shell");
+  kn_msg_t *msg = kn_receive(k, KN_SHELL);
   if (!msg) return;
   if (k->log_debug) kn_log(k, "shell: %s", kn_msg_type(msg));
   if (!strcmp(kn_msg_type(msg), "execute_request")) {
     kn_execute_start(k, msg); /* takes msg */
     return;
   }
-  kn_serve(k, k->shell, msg);
+  kn_serve(k, KN_SHELL, msg);
   kn_msg_destroy(&msg);
 }
 
 static void on_stdin(kn_kernel_t *k) {
-  kn_msg_t *msg = kn_receive(k, k->stdin_sock, "stdin");
+  kn_msg_t *msg = kn_receive(k, KN_STDIN);
   if (!msg) return;
   if (!strcmp(kn_msg_type(msg), "input_reply")) kn_execute_on_input_reply(k, msg);
   kn_msg_destroy(&msg);
@@ -332,9 +423,9 @@ int kn_kernel_run(kn_kernel_t *k) {
     zmq_pollitem_t items[6 + KN_WORKER_FDS];
     int n = 0, i_control, i_stdin, i_sig, i_shell = -1, i_worker = -1;
     i_control = n;
-    items[n++] = (zmq_pollitem_t){k->control, 0, ZMQ_POLLIN, 0};
+    items[n++] = (zmq_pollitem_t){k->sockets[KN_CONTROL], 0, ZMQ_POLLIN, 0};
     i_stdin = n;
-    items[n++] = (zmq_pollitem_t){k->stdin_sock, 0, ZMQ_POLLIN, 0};
+    items[n++] = (zmq_pollitem_t){k->sockets[KN_STDIN], 0, ZMQ_POLLIN, 0};
     i_sig = n;
     items[n++] = (zmq_pollitem_t){NULL, k->sigint_pipe[0], ZMQ_POLLIN, 0};
     int wfds[KN_WORKER_FDS];
@@ -351,7 +442,7 @@ int kn_kernel_run(kn_kernel_t *k) {
     /* One execution at a time: further shell requests wait in the socket. */
     if (!k->exec) {
       i_shell = n;
-      items[n++] = (zmq_pollitem_t){k->shell, 0, ZMQ_POLLIN, 0};
+      items[n++] = (zmq_pollitem_t){k->sockets[KN_SHELL], 0, ZMQ_POLLIN, 0};
     }
     int rc = zmq_poll(items, n, timeout);
     if (rc < 0) {

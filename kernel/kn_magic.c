@@ -332,10 +332,14 @@ static int set_value(const char *magic, const kn_optspec_t *s, const char *value
 
 static void unknown_option(const char *magic, const char *word, size_t len,
                            const kn_optspec_t *spec, size_t n_spec, char *err, size_t err_size) {
+  /* A flag (-x) is answered with flags, a key=value word with keys, each
+   * with what it means. */
+  bool flag = word[0] == '-';
   kn_strbuf_t sb = KN_STRBUF_INIT;
   for (size_t i = 0; i < n_spec; i++) {
     if (i) kn_strbuf_puts(&sb, ", ");
-    kn_strbuf_puts(&sb, spec[i].key);
+    kn_strbuf_printf(&sb, "%s%s", flag ? "-" : "", spec[i].key);
+    if (flag && spec[i].help) kn_strbuf_printf(&sb, " (%s)", spec[i].help);
   }
   if (n_spec)
     set_err(err, err_size, "%s: unknown option '%.*s'; valid options: %s", magic, (int)len, word,

@@ -11,6 +11,7 @@
 #ifndef KN_MAGIC_H
 #define KN_MAGIC_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -28,6 +29,13 @@ typedef struct kn_cell_magics {
   char *body;       /* the code after the magic lines (owned; may be "") */
   int body_line;    /* 1-based line of body's first line within the cell */
 } kn_cell_magics_t;
+
+/* What a line magic that needs no worker gives back: text to print and a
+ * display_data content to publish (each new, or NULL). */
+typedef struct kn_magic_result {
+  char *output;
+  json_t *display;
+} kn_magic_result_t;
 
 /* Splits the magic lines off code. A '%%' line after the first line, or a
  * second '%%' magic, is an error (returns -1 with err). Returns 0. */

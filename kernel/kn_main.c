@@ -35,14 +35,13 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  static kn_kernel_t kernel;
   char err[1024];
-  if (kn_kernel_init(&kernel, connection_file, err, sizeof err) < 0) {
+  kn_kernel_t *kernel = kn_kernel_new(connection_file, err, sizeof err);
+  if (!kernel) {
     fprintf(stderr, "cflame-kernel: %s\n", err);
-    kn_kernel_fini(&kernel);
     return 1;
   }
-  int rc = kn_kernel_run(&kernel);
-  kn_kernel_fini(&kernel);
+  int rc = kn_kernel_run(kernel);
+  kn_kernel_destroy(&kernel);
   return rc < 0 ? 1 : 0;
 }

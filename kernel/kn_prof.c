@@ -17,16 +17,43 @@
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
+#include "kn_names.h"
 #include "kn_strbuf.h"
+
+/* A named baseline (%%profbase NAME): a profile and how it was taken. */
+typedef struct baseline {
+  char *name;
+  fl_profile_t *prof; /* its info says kind, interval, compiler, time, source */
+} baseline_t;
+
+struct kn_prof {
+  kn_prof_settings_t settings;
+  char *buffer_path; /* the sample file in the session directory */
+  char *allocs_path; /* the allocation records' file, beside it */
+  fl_profile_t *session;
+  /* The last graph shown (owned copies of kn_prof_shown_t's fields). */
+  fl_profile_t *last_profile;
+  fl_profile_t *last_baseline;
+  char *last_baseline_name;
+  char *last_args;
+  char *last_root;
+  json_t *last_bundle;
+  baseline_t *baselines;
+  size_t n_baselines;
+  /* The live worker's symbolizer, kept from one collection to the next
+   * (refreshed each time), so that its libraries' debug information is
+   * read once, not per cell. */
+  fl_symbolizer_t *sym;
+};
 
 static void group_digits(char *buf, size_t size, uint64_t v);
 static void format_interval(char *buf, size_t size, uint64_t ns);
 
 kn_prof_t *kn_prof_new(const char *session_dir) {
   kn_prof_t *p = kn_xcalloc(1, sizeof *p);
-  p->delay_ns = KN_PROF_DEFAULT_DELAY_NS;
-  p->n_words = KN_PROF_DEFAULT_WORDS;
-  p->width = 800;
+  p->settings.delay_ns = KN_PROF_DEFAULT_DELAY_NS;
+  p->settings.n_words = KN_PROF_DEFAULT_WORDS;
+  p->settings.width = 800;
   kn_prof_set_dir(p, session_dir);
   p->session = fl_profile_new(FL_PROFILE_CPU);
   return p;
@@ -40,6 +67,21 @@ void kn_prof_set_dir(kn_prof_t *p, const char *session_dir) {
   free(p->allocs_path);
   kn_strbuf_printf(&sb, "%s/allocs.buf", session_dir);
   p->allocs_path = kn_strbuf_steal(&sb);
+}
+
+const char *kn_prof_buffer_path(const kn_prof_t *p) { return p->buffer_path; }
+const char *kn_prof_allocs_path(const kn_prof_t *p) { return p->allocs_path; }
+
+kn_prof_settings_t kn_prof_settings(const kn_prof_t *p) { return p->settings; }
+
+void kn_prof_set_sampling(kn_prof_t *p, uint64_t n_words, uint64_t delay_ns) {
+  p->settings.n_words = n_words;
+  p->settings.delay_ns = delay_ns;
+}
+
+void kn_prof_set_size(kn_prof_t *p, int width, int height) {
+  p->settings.width = width;
+  p->settings.height = height;
 }
 
 void kn_prof_destroy(kn_prof_t **pp) {
@@ -132,20 +174,6 @@ int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) 
 
 /* ---- classifying frames ---- */
 
-static const char *base_name(const char *path) {
-  const char *s = path ? strrchr(path, '/') : NULL;
-  return s ? s + 1 : path;
-}
-
-/* "cell_12.so" -> 12, else 0. */
-static int cell_of_module(const char *module) {
-  const char *b = base_name(module);
-  if (!b || strncmp(b, "cell_", 5) != 0) return 0;
-  char *end;
-  long n = strtol(b + 5, &end, 10);
-  return (end != b + 5 && !strcmp(end, ".so")) ? (int)n : 0;
-}
-
 static bool is_system_module(const char *module) {
   if (!module) return false;
   static const char *const dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
@@ -188,13 +216,6 @@ static bool is_sanitizer_allocator(const char *mod_base, const char *func) {
 
 /* "cflame_c3_f" -> "f" (the ELF name of a cell function; DWARF usually
  * gives the plain name already). Borrowed pointer into func. */
-static const char *plain_name(const char *func) {
-  if (strncmp(func, "cflame_c", 8) != 0 || !isdigit((unsigned char)func[8])) return func;
-  const char *p = func + 8;
-  while (isdigit((unsigned char)*p)) p++;
-  return *p == '_' ? p + 1 : func;
-}
-
 /* ---- turning records into stacks ---- */
 
 typedef struct conv {
@@ -256,33 +277,33 @@ static size_t pc_frames(conv_t *c, uint64_t pc, bool is_return, uint32_t *ids, b
   *stop = false;
   for (int j = 0; j < k; j++) {
     const fl_frame_info_t *f = &info[j];
-    const char *mod_base = base_name(f->module);
+    const char *mod_base = kn_base_name(f->module);
+    int cell;
+    kn_frame_kind_t kind = kn_frame_classify(f, &cell);
     /* The worker's own code is the kernel's machinery, where the stack
      * is cut; but for its allocator entry points (kw_alloc.c), which are
      * the allocator as the cell sees it. */
-    if (mod_base && !strcmp(mod_base, "cflame-worker") &&
-        !(f->func && is_allocator_func(f->func))) {
+    if (kind == KN_FRAME_WORKER && !(f->func && is_allocator_func(f->func))) {
       *stop = true;
       return n;
     }
-    int cell = cell_of_module(f->module);
     char cellname[32] = "";
-    if (cell) snprintf(cellname, sizeof cellname, "cell[%d]", cell);
+    if (cell) snprintf(cellname, sizeof cellname, KN_CELL_FILE_FMT, cell);
     fl_frame_t fr = {0};
-    const char *func = f->func ? plain_name(f->func) : "[unknown]";
-    bool entry = cell && f->func && !strncmp(f->func, "cflame_run_", 11);
+    const char *func = f->func ? kn_plain_name(f->func) : "[unknown]";
+    bool entry = cell && kind == KN_FRAME_ENTRY;
     fr.func = entry ? "top-level scope" : func;
     fr.file = f->file;
     fr.line = f->line;
     /* Code the kernel generated around the cell's statements (the entry
      * function's own prologue, OpenMP's wait in it) is the cell's, at no
      * particular line. */
-    if (cell && f->file && !strncmp(f->file, "<cflame cell", 12)) {
+    if (cell && kn_is_generated_file(f->file)) {
       fr.file = cellname;
       fr.line = 0;
     }
     fr.module = cell ? cellname : mod_base;
-    if (mod_base && !strcmp(mod_base, "cflame-worker")) fr.module = "cflame allocator";
+    if (kind == KN_FRAME_WORKER) fr.module = "cflame allocator";
     fr.addr = pc - f->module_base;
     if (cell)
       fr.flags = FL_FRAME_CELL | FL_FRAME_REPL | (entry ? FL_FRAME_CELL_BODY : 0);
@@ -457,7 +478,7 @@ static void note_run(fl_profile_info_t *info, uint64_t dropped, double cpu_secon
   info->dropped = dropped;
   info->cpu_seconds = cpu_seconds;
   info->wall_seconds = wall_seconds;
-  snprintf(info->source, sizeof info->source, "cell[%d]", cell);
+  snprintf(info->source, sizeof info->source, KN_CELL_FILE_FMT, cell);
   info->taken_unix = (int64_t)time(NULL);
 }
 
@@ -511,14 +532,66 @@ fail:
   return prof;
 }
 
-void kn_prof_session_add(kn_prof_t *p, const fl_profile_t *run, bool replace) {
-  if (replace) {
+const fl_profile_t *kn_prof_session(const kn_prof_t *p) { return p->session; }
+
+void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t mode) {
+  switch (mode) {
+  case KN_PROF_VIEW:
+  case KN_PROF_DIFF:
     fl_profile_destroy(&p->session);
     p->session = fl_profile_copy(run);
-    return;
+    break;
+  case KN_PROF_ACCUMULATE:
+    fl_profile_merge(p->session, run);
+    fl_profile_info(p->session)->interval_ns = fl_profile_info_const(run)->interval_ns;
+    break;
+  case KN_PROF_NONE:
+  case KN_PROF_BASE:
+  case KN_PROF_ALLOCS:
+    break;
   }
-  fl_profile_merge(p->session, run);
-  fl_profile_info(p->session)->interval_ns = fl_profile_info_const(run)->interval_ns;
+}
+
+void kn_prof_session_replace(kn_prof_t *p, fl_profile_t *prof) {
+  fl_profile_destroy(&p->session);
+  p->session = prof;
+}
+
+void kn_prof_session_clear(kn_prof_t *p) { fl_profile_clear(p->session); }
+
+/* Replaces *slot with a copy of s, unless it is *slot already. */
+static void keep_string(char **slot, const char *s) {
+  if (s == *slot) return;
+  free(*slot);
+  *slot = s ? kn_strdup(s) : NULL;
+}
+
+static void keep_profile(fl_profile_t **slot, const fl_profile_t *prof) {
+  if (prof == *slot) return;
+  fl_profile_destroy(slot);
+  *slot = prof ? fl_profile_copy(prof) : NULL;
+}
+
+void kn_prof_remember(kn_prof_t *p, const kn_prof_shown_t *shown) {
+  keep_profile(&p->last_profile, shown->profile);
+  keep_profile(&p->last_baseline, shown->baseline);
+  keep_string(&p->last_baseline_name, shown->baseline ? shown->baseline_name : NULL);
+  keep_string(&p->last_args, shown->args ? shown->args : "");
+  keep_string(&p->last_root, shown->root);
+  json_incref(shown->bundle);
+  json_decref(p->last_bundle);
+  p->last_bundle = shown->bundle;
+}
+
+bool kn_prof_last_shown(const kn_prof_t *p, kn_prof_shown_t *out) {
+  if (!p->last_profile) return false;
+  *out = (kn_prof_shown_t){.profile = p->last_profile,
+                           .baseline = p->last_baseline,
+                           .baseline_name = p->last_baseline_name,
+                           .args = p->last_args,
+                           .root = p->last_root,
+                           .bundle = p->last_bundle};
+  return true;
 }
 
 int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {

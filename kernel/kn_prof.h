@@ -30,40 +30,49 @@
 #define KN_PROF_DEFAULT_DELAY_NS 1000000ull
 #define KN_PROF_DEFAULT_WORDS 1000000ull
 
-/* A named baseline (%%profbase NAME): a profile and how it was taken. */
-typedef struct kn_baseline {
-  char *name;
-  fl_profile_t *prof; /* its info says kind, interval, compiler, time, source */
-} kn_baseline_t;
+/* How a profiled run is used. */
+typedef enum kn_profmode {
+  KN_PROF_NONE,
+  KN_PROF_VIEW,       /* %%profview: replace the session profile and show it */
+  KN_PROF_ACCUMULATE, /* %%profile: add to the session profile */
+  KN_PROF_BASE,       /* %%profbase NAME: keep the profile as a baseline */
+  KN_PROF_DIFF,       /* %%profdiffview NAME: show the diff against a baseline */
+  KN_PROF_ALLOCS,     /* %%profallocs: show the cell's allocation graph */
+} kn_profmode_t;
 
-typedef struct kn_prof {
-  uint64_t delay_ns;   /* %profinit delay= */
-  uint64_t n_words;    /* %profinit n= (buffer size in frames) */
-  int width, height;   /* %profsize; height 0: sized to the depth */
-  char *buffer_path;   /* the sample file in the session directory */
-  char *allocs_path;   /* the allocation records' file, beside it */
-  fl_profile_t *session; /* accumulated by %%profile; replaced by %%profview */
-  /* The last graph shown, for %profsave: its profile (and baseline, for
-   * a diff), the options it was drawn with, its root's name, its bundle. */
-  fl_profile_t *last_profile;
-  fl_profile_t *last_baseline;
-  char *last_baseline_name;
-  char *last_args;
-  char *last_root;
-  json_t *last_bundle;
-  kn_baseline_t *baselines;
-  size_t n_baselines;
-  /* The live worker's symbolizer, kept from one collection to the next
-   * (refreshed each time), so that its libraries' debug information is
-   * read once, not per cell. */
-  fl_symbolizer_t *sym;
-} kn_prof_t;
+typedef struct kn_prof kn_prof_t;
+
+/* What every profiled run starts from, unless its options say otherwise. */
+typedef struct kn_prof_settings {
+  uint64_t delay_ns; /* %profinit delay= */
+  uint64_t n_words;  /* %profinit n= (buffer size in frames) */
+  int width, height; /* %profsize; height 0: sized to the depth */
+} kn_prof_settings_t;
+
+/* The last graph shown, which %profsave writes: its profile (and baseline,
+ * for a diff), the options it was drawn with, its root's name, its
+ * bundle. All borrowed. */
+typedef struct kn_prof_shown {
+  const fl_profile_t *profile;
+  const fl_profile_t *baseline; /* NULL unless a diff */
+  const char *baseline_name;    /* NULL unless a diff */
+  const char *args;
+  const char *root;
+  json_t *bundle;
+} kn_prof_shown_t;
 
 kn_prof_t *kn_prof_new(const char *session_dir);
 void kn_prof_destroy(kn_prof_t **p);
 
 /* Points the sample file at a (new) session directory. */
 void kn_prof_set_dir(kn_prof_t *p, const char *session_dir);
+/* The files the worker's sampler and allocation recorder write into. */
+const char *kn_prof_buffer_path(const kn_prof_t *p);
+const char *kn_prof_allocs_path(const kn_prof_t *p);
+
+kn_prof_settings_t kn_prof_settings(const kn_prof_t *p);
+void kn_prof_set_sampling(kn_prof_t *p, uint64_t n_words, uint64_t delay_ns);
+void kn_prof_set_size(kn_prof_t *p, int width, int height);
 
 /* Creates (or resizes) the sample file for a run with n_words of buffer.
  * Returns 0 or -1 with err. */
@@ -118,12 +127,29 @@ int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err
 fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run,
                                      char *err, size_t err_size);
 
-/* Adds a run's profile to the session profile (a copy is taken): with
- * replace (%%profview, %%profdiffview) the session becomes that run alone;
- * otherwise (%%profile) its samples, dropped count, CPU and wall time are
- * added once, and the session takes the run's interval. The only place the
- * session profile takes in a run. */
-void kn_prof_session_add(kn_prof_t *p, const fl_profile_t *run, bool replace);
+/* ---- the session profile: what %%profile gathers and %profshow shows ---- */
+
+/* Borrowed; never NULL (empty until a run or %profload fills it). */
+const fl_profile_t *kn_prof_session(const kn_prof_t *p);
+/* Takes a finished run into the session profile, by how it ran (mode):
+ * %%profview and %%profdiffview make the session that run alone (a copy);
+ * %%profile adds its samples, dropped count, CPU and wall time once, and
+ * the session takes its interval; baselines and allocation profiles leave
+ * the session as it is. The only place the session profile takes in a
+ * run. */
+void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t mode);
+/* Replaces the session profile with prof (stolen): %profload. */
+void kn_prof_session_replace(kn_prof_t *p, fl_profile_t *prof);
+void kn_prof_session_clear(kn_prof_t *p);
+
+/* ---- the last graph shown, for %profsave ---- */
+
+/* Remembers a shown graph. The profiles are copied, unless they are the
+ * ones remembered already (%profsave redrawing the last graph); the bundle
+ * gains a reference. */
+void kn_prof_remember(kn_prof_t *p, const kn_prof_shown_t *shown);
+/* The last graph shown into *out; false when none was. */
+bool kn_prof_last_shown(const kn_prof_t *p, kn_prof_shown_t *out);
 
 /* Keeps prof (a copy is taken) as baseline name, replacing one of that
  * name. */

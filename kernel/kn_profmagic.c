@@ -118,14 +118,15 @@ static char **copy_list(const kn_optval_t *v) {
 int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
                      kn_profreq_t *req, char *err, size_t err_size) {
   memset(req, 0, sizeof *req);
-  req->delay_ns = prof->delay_ns;
-  req->n_words = prof->n_words;
+  kn_prof_settings_t settings = kn_prof_settings(prof);
+  req->delay_ns = settings.delay_ns;
+  req->n_words = settings.n_words;
   fl_tree_opts_init(&req->tree);
   fl_view_opts_init(&req->view);
   fl_text_opts_init(&req->text);
   fl_diff_opts_init(&req->diff);
-  req->view.width = prof->width;
-  req->view.height = prof->height;
+  req->view.width = settings.width;
+  req->view.height = settings.height;
   req->sample_rate = 0.1;
 
   req->args = kn_strdup(args);
@@ -247,33 +248,15 @@ void kn_profreq_free(kn_profreq_t *req) {
 
 /* ---- showing ---- */
 
-/* Remembers a shown graph for %profsave: its profiles (copies; prof and
- * baseline may be the ones remembered already, when %profsave draws the
- * last graph again), the options and root it was drawn with, its bundle. */
+/* Remembers a shown graph for %profsave. */
 static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
                      const kn_profreq_t *req, const char *root_name, json_t *bundle) {
-  if (prof != kp->last_profile) {
-    fl_profile_destroy(&kp->last_profile);
-    kp->last_profile = fl_profile_copy(prof);
-  }
-  if (baseline != kp->last_baseline) {
-    fl_profile_destroy(&kp->last_baseline);
-    kp->last_baseline = baseline ? fl_profile_copy(baseline) : NULL;
-  }
-  if (req->baseline != kp->last_baseline_name) {
-    free(kp->last_baseline_name);
-    kp->last_baseline_name = baseline && req->baseline ? kn_strdup(req->baseline) : NULL;
-  }
-  if (req->args != kp->last_args) {
-    free(kp->last_args);
-    kp->last_args = kn_strdup(req->args ? req->args : "");
-  }
-  if (root_name != kp->last_root) {
-    free(kp->last_root);
-    kp->last_root = kn_strdup(root_name);
-  }
-  json_decref(kp->last_bundle);
-  kp->last_bundle = json_incref(bundle);
+  kn_prof_remember(kp, &(kn_prof_shown_t){.profile = prof,
+                                          .baseline = baseline,
+                                          .baseline_name = req->baseline,
+                                          .args = req->args,
+                                          .root = root_name,
+                                          .bundle = bundle});
 }
 
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
@@ -342,15 +325,6 @@ char *kn_prof_empty_message(const fl_profile_t *prof) {
 }
 
 /* ---- line magics without a worker ---- */
-
-bool kn_profmagic_is_line(const char *name) {
-  static const char *const names[] = {"profshow", "profprint", "profclear", "profinit",
-                                      "profsize", "profsave", "profload", NULL};
-  /* %profbase alone lists the baselines; with arguments it profiles. */
-  for (size_t i = 0; names[i]; i++)
-    if (!strcmp(names[i], name)) return true;
-  return false;
-}
 
 static const char *const save_exts[] = {".svg", ".html", ".vl.json", ".folded", ".txt", NULL};
 
@@ -461,7 +435,9 @@ static int write_file(const char *path, const char *text, char *err, size_t err_
   return rc;
 }
 
-static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_t err_size) {
+int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                      size_t err_size) {
+  char **output = &res->output;
   kn_profreq_t req, drawn;
   bool have_drawn = false;
   const unsigned groups = KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF;
@@ -482,11 +458,12 @@ static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_
     goto out;
   }
   /* What to save: the last graph shown, or else the session profile. */
-  const bool shown = kp->last_profile != NULL;
-  const fl_profile_t *prof = shown ? kp->last_profile : kp->session;
-  const fl_profile_t *baseline = shown ? kp->last_baseline : NULL;
-  const char *root = shown ? kp->last_root : "all";
-  if (!shown && fl_profile_n_samples(kp->session) == 0) {
+  kn_prof_shown_t last;
+  const bool shown = kn_prof_last_shown(kp, &last);
+  const fl_profile_t *prof = shown ? last.profile : kn_prof_session(kp);
+  const fl_profile_t *baseline = shown ? last.baseline : NULL;
+  const char *root = shown ? last.root : "all";
+  if (!shown && fl_profile_n_samples(prof) == 0) {
     snprintf(err, err_size, "%%profsave: there is no profile to save yet; run %%%%profview or "
                             "%%%%profile first");
     goto out;
@@ -496,15 +473,15 @@ static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_
   if (!has_opts) {
     /* Whatever the magic that drew it took (%%profallocs' options too). */
     const unsigned drawn_groups = KN_OPTS_PROFILER | KN_OPTS_ALLOC | KN_OPTS_KIND | groups;
-    if (kn_profreq_parse(kp, "profsave", shown ? kp->last_args : "", drawn_groups, &drawn, err,
+    if (kn_profreq_parse(kp, "profsave", shown ? last.args : "", drawn_groups, &drawn, err,
                          err_size) < 0)
       goto out;
     have_drawn = true;
   }
   kn_profreq_t *opts = has_opts ? &req : &drawn;
   /* A diff drawn again names its baseline as it was shown. */
-  if (baseline && !opts->baseline && kp->last_baseline_name)
-    opts->baseline = kn_strdup(kp->last_baseline_name);
+  if (baseline && !opts->baseline && last.baseline_name)
+    opts->baseline = kn_strdup(last.baseline_name);
   if (!strcmp(ext, ".folded")) {
     /* Every sample: nothing is too narrow for a file, unless asked. A
      * diff's stacks are written by function unless lines are asked for:
@@ -515,7 +492,7 @@ static int save(kn_prof_t *kp, const char *args, char **output, char *err, size_
     if (!text) goto out;
   } else {
     if (shown && !has_opts) {
-      bundle = json_incref(kp->last_bundle);
+      bundle = json_incref(last.bundle);
     } else {
       json_t *content = baseline ? kn_prof_show_diff(kp, prof, baseline, opts, root, err, err_size)
                                  : kn_prof_show(kp, prof, opts, root, err, err_size);
@@ -570,7 +547,9 @@ static bool valid_baseline_name(const char *name) {
   return true;
 }
 
-static int load(kn_prof_t *kp, const char *args, char **output, char *err, size_t err_size) {
+int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                      size_t err_size) {
+  char **output = &res->output;
   char **words;
   int n_words = kn_words_split(args, &words, err, err_size);
   if (n_words < 0) return -1;
@@ -635,9 +614,8 @@ static int load(kn_prof_t *kp, const char *args, char **output, char *err, size_
     kn_strbuf_printf(&sb, " as baseline %s%s; compare with %%profdiffview %s.\n", name,
                      replaced ? " (replacing the one of that name)" : "", name);
   } else {
-    uint64_t before = fl_profile_info_const(kp->session)->total_weight;
-    fl_profile_destroy(&kp->session);
-    kp->session = p;
+    uint64_t before = fl_profile_info_const(kn_prof_session(kp))->total_weight;
+    kn_prof_session_replace(kp, p);
     p = NULL;
     kn_strbuf_printf(&sb, " into the session profile");
     if (before) kn_strbuf_printf(&sb, " (it replaces the %llu samples there)", (unsigned long long)before);
@@ -676,7 +654,8 @@ bool kn_profdiff_has_statement(const char *args) {
   return has;
 }
 
-json_t *kn_prof_diff_session(kn_prof_t *kp, const char *args, char *err, size_t err_size) {
+int kn_profmagic_diff_session(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                              size_t err_size) {
   char *name;
   const char *rest = split_name(args, &name);
   const fl_profile_t *base = name ? kn_prof_baseline(kp, name) : NULL;
@@ -688,126 +667,144 @@ json_t *kn_prof_diff_session(kn_prof_t *kp, const char *args, char *err, size_t 
       snprintf(err, err_size, "%%profdiffview needs a baseline NAME first; baselines: %s", names);
     free(names);
     free(name);
-    return NULL;
+    return -1;
   }
-  json_t *content = NULL;
   kn_profreq_t req;
   if (kn_profreq_parse(kp, "profdiffview", rest, KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF, &req,
                        err, err_size) < 0) {
     free(name);
-    return NULL;
+    return -1;
   }
   req.baseline = name;
-  if (fl_profile_n_samples(kp->session) == 0)
+  const fl_profile_t *session = kn_prof_session(kp);
+  if (fl_profile_n_samples(session) == 0)
     snprintf(err, err_size, "%%profdiffview %s: the session profile is empty; give a statement to "
                             "profile (%%profdiffview %s work();), or fill the session profile with "
                             "%%%%profile or %%profload", name, name);
   else
-    content = kn_prof_show_diff(kp, kp->session, base, &req, "all", err, err_size);
+    res->display = kn_prof_show_diff(kp, session, base, &req, "all", err, err_size);
   kn_profreq_free(&req);
-  return content;
+  return res->display ? 0 : -1;
 }
 
-int kn_profmagic_line(kn_prof_t *kp, const char *name, const char *args, char **output,
-                      json_t **display, char *err, size_t err_size) {
-  *output = NULL;
-  *display = NULL;
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  if (!strcmp(name, "profclear")) {
-    if (*args) {
-      snprintf(err, err_size, "%%profclear takes no arguments");
-      return -1;
-    }
-    fl_profile_clear(kp->session);
-    return 0;
-  }
-  if (!strcmp(name, "profinit")) {
-    kn_profreq_t req;
-    kn_optspec_t specs[N_OPTIONS];
-    (void)specs;
-    if (kn_profreq_parse(kp, "profinit", args, KN_OPTS_PROFILER, &req, err, err_size) < 0)
-      return -1;
-    if (req.positional[0] || req.tree.n_threads) {
-      snprintf(err, err_size, "%%profinit takes n= (buffer size in frames) and delay= (sampling "
-                              "interval in seconds)");
-      kn_profreq_free(&req);
-      return -1;
-    }
-    kp->n_words = req.n_words;
-    kp->delay_ns = req.delay_ns;
-    kn_profreq_free(&req);
-    kn_strbuf_printf(&sb, "n=%llu delay=%g\n", (unsigned long long)kp->n_words,
-                     (double)kp->delay_ns / 1e9);
-    *output = kn_strbuf_steal(&sb);
-    return 0;
-  }
-  if (!strcmp(name, "profsize")) {
-    char **words;
-    int n = kn_words_split(args, &words, err, err_size);
-    if (n < 0) return -1;
-    if (n != 0 && n != 2) {
-      kn_words_free(words);
-      snprintf(err, err_size, "%%profsize takes a width and a height in pixels: %%profsize 800 "
-                              "400 (height 0: sized to the depth)");
-      return -1;
-    }
-    if (n == 2) {
-      char *e1, *e2;
-      long w = strtol(words[0], &e1, 10), h = strtol(words[1], &e2, 10);
-      if (*e1 || *e2 || w < 100 || w > 100000 || h < 0 || h > 100000) {
-        snprintf(err, err_size, "%%profsize %s %s: the width must be 100..100000 and the height "
-                                "0..100000 pixels (0: sized to the depth)", words[0], words[1]);
-        kn_words_free(words);
-        return -1;
-      }
-      kp->width = (int)w;
-      kp->height = (int)h;
-    }
-    kn_words_free(words);
-    kn_strbuf_printf(&sb, "width=%d height=%d%s\n", kp->width, kp->height,
-                     kp->height ? "" : " (sized to the depth)");
-    *output = kn_strbuf_steal(&sb);
-    return 0;
-  }
-  if (!strcmp(name, "profsave")) return save(kp, args, output, err, err_size);
-  if (!strcmp(name, "profload")) return load(kp, args, output, err, err_size);
+int kn_profmagic_baselines(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                           size_t err_size) {
+  res->output = kn_prof_baseline_list(kp);
+  return 0;
+}
 
-  bool show = !strcmp(name, "profshow");
+int kn_profmagic_clear(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                       size_t err_size) {
+  if (*args) {
+    snprintf(err, err_size, "%%profclear takes no arguments");
+    return -1;
+  }
+  kn_prof_session_clear(kp);
+  return 0;
+}
+
+int kn_profmagic_init(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                      size_t err_size) {
+  kn_profreq_t req;
+  if (kn_profreq_parse(kp, "profinit", args, KN_OPTS_PROFILER, &req, err, err_size) < 0) return -1;
+  if (req.positional[0] || req.tree.n_threads) {
+    snprintf(err, err_size, "%%profinit takes n= (buffer size in frames) and delay= (sampling "
+                            "interval in seconds)");
+    kn_profreq_free(&req);
+    return -1;
+  }
+  kn_prof_set_sampling(kp, req.n_words, req.delay_ns);
+  kn_profreq_free(&req);
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  kn_prof_settings_t now = kn_prof_settings(kp);
+  kn_strbuf_printf(&sb, "n=%llu delay=%g\n", (unsigned long long)now.n_words,
+                   (double)now.delay_ns / 1e9);
+  res->output = kn_strbuf_steal(&sb);
+  return 0;
+}
+
+int kn_profmagic_size(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                      size_t err_size) {
+  char **words;
+  int n = kn_words_split(args, &words, err, err_size);
+  if (n < 0) return -1;
+  if (n != 0 && n != 2) {
+    kn_words_free(words);
+    snprintf(err, err_size, "%%profsize takes a width and a height in pixels: %%profsize 800 "
+                            "400 (height 0: sized to the depth)");
+    return -1;
+  }
+  if (n == 2) {
+    char *e1, *e2;
+    long w = strtol(words[0], &e1, 10), h = strtol(words[1], &e2, 10);
+    if (*e1 || *e2 || w < 100 || w > 100000 || h < 0 || h > 100000) {
+      snprintf(err, err_size, "%%profsize %s %s: the width must be 100..100000 and the height "
+                              "0..100000 pixels (0: sized to the depth)", words[0], words[1]);
+      kn_words_free(words);
+      return -1;
+    }
+    kn_prof_set_size(kp, (int)w, (int)h);
+  }
+  kn_words_free(words);
+  kn_prof_settings_t now = kn_prof_settings(kp);
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  kn_strbuf_printf(&sb, "width=%d height=%d%s\n", now.width, now.height,
+                   now.height ? "" : " (sized to the depth)");
+  res->output = kn_strbuf_steal(&sb);
+  return 0;
+}
+
+/* %profshow (show) and %profprint: the session profile as a graph or a
+ * text report. */
+static int show_session(kn_prof_t *kp, const char *name, bool show, const char *args,
+                        kn_magic_result_t *res, char *err, size_t err_size) {
   kn_profreq_t req;
   if (kn_profreq_parse(kp, name, args, KN_OPTS_TREE | (show ? KN_OPTS_VIEW : KN_OPTS_PRINT), &req,
                        err, err_size) < 0)
     return -1;
   int rc = -1;
+  const fl_profile_t *session = kn_prof_session(kp);
   if (req.positional[0]) {
     snprintf(err, err_size, "%%%s: unexpected '%s'; options are key=value words", name,
              req.positional[0]);
     goto out;
   }
-  if (fl_profile_n_samples(kp->session) == 0) {
-    *output = kn_strdup("The session profile is empty: profile a cell with %%profile or "
-                        "%%profview first.\n");
+  if (fl_profile_n_samples(session) == 0) {
+    res->output = kn_strdup("The session profile is empty: profile a cell with %%profile or "
+                            "%%profview first.\n");
     rc = 0;
     goto out;
   }
   if (show) {
-    *display = kn_prof_show(kp, kp->session, &req, "all", err, err_size);
-    rc = *display ? 0 : -1;
+    res->display = kn_prof_show(kp, session, &req, "all", err, err_size);
+    rc = res->display ? 0 : -1;
     goto out;
   }
   /* The flat report lists every function: nothing is too narrow to count,
    * unless the user said so. */
   if (req.flat && !req.minwidth_set) req.tree.minwidth = 0;
-  fl_tree_t *tree = fl_tree_build(kp->session, &req.tree, "all", err, err_size);
+  fl_tree_t *tree = fl_tree_build(session, &req.tree, "all", err, err_size);
   if (!tree) goto out;
-  char *summary = kn_prof_summary(kp->session);
+  char *summary = kn_prof_summary(session);
   char *report = req.flat ? fl_text_flat(tree, &req.text) : fl_text_tree(tree, &req.text);
+  kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "%s\n%s", summary, report);
   free(summary);
   free(report);
   fl_tree_destroy(&tree);
-  *output = kn_strbuf_steal(&sb);
+  res->output = kn_strbuf_steal(&sb);
   rc = 0;
 out:
   kn_profreq_free(&req);
   return rc;
+}
+
+int kn_profmagic_show(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                      size_t err_size) {
+  return show_session(kp, "profshow", true, args, res, err, err_size);
+}
+
+int kn_profmagic_print(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                       size_t err_size) {
+  return show_session(kp, "profprint", false, args, res, err, err_size);
 }

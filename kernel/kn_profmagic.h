@@ -1,17 +1,13 @@
-/* kn_profmagic: the profiling magics' options, and showing profiles.
+/* kn_profmagic: the profiling magics' options, their line forms, and
+ * showing profiles.
  *
- *   %%profview [opts] / %profview STMT     profile, replace the session profile, show it
- *   %%profile [opts]  / %profile STMT      profile, add to the session profile
- *   %profshow [opts]                       show the session profile
- *   %profprint [format=tree|flat] [opts]   text report of the session profile
- *   %profclear                             empty the session profile
- *   %profinit [n=] [delay=]                show or set buffer size and interval
- *   %profsize W H                          default width and height
- *   %profsave PATH [opts]                  write the last graph (.svg, .vl.json, .txt)
- *
- * Running cells is kn_execute.c's job; this module parses the options into a
- * kn_profreq_t that travels with the execution, and turns the resulting
- * profile into a display_data bundle. */
+ * The magics themselves are declared in the magic table (kn_magics.c).
+ * This module parses their key=value options into a kn_profreq_t that
+ * travels with the execution (kn_run.c starts it, kn_profrun.c uses it
+ * when the run ends), runs the line forms that need no worker (%profshow,
+ * %profprint, %profclear, %profinit, %profsize, %profsave, %profload, and
+ * %profbase and %profdiffview without a statement), and turns a profile
+ * into a display_data bundle. */
 #ifndef KN_PROFMAGIC_H
 #define KN_PROFMAGIC_H
 
@@ -21,16 +17,8 @@
 #include "cflame/fl_diff.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
+#include "kn_magic.h"
 #include "kn_prof.h"
-
-typedef enum kn_profmode {
-  KN_PROF_NONE,
-  KN_PROF_VIEW,       /* %%profview: replace the session profile and show it */
-  KN_PROF_ACCUMULATE, /* %%profile: add to the session profile */
-  KN_PROF_BASE,       /* %%profbase NAME: keep the profile as a baseline */
-  KN_PROF_DIFF,       /* %%profdiffview NAME: show the diff against a baseline */
-  KN_PROF_ALLOCS,     /* %%profallocs: show the cell's allocation graph */
-} kn_profmode_t;
 
 /* Which option groups a magic takes. */
 enum {
@@ -99,11 +87,6 @@ json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_pr
                           const kn_profreq_t *req, const char *root_name, char *err,
                           size_t err_size);
 
-/* %profdiffview NAME [opts] with no statement: the session profile (what
- * %%profile gathered or %profload read) against baseline NAME. Returns
- * display_data content, or NULL with err. */
-json_t *kn_prof_diff_session(kn_prof_t *kp, const char *args, char *err, size_t err_size);
-
 /* Whether %profdiffview's args (NAME, options, then a statement) hold a
  * statement to profile. */
 bool kn_profdiff_has_statement(const char *args);
@@ -111,13 +94,26 @@ bool kn_profdiff_has_statement(const char *args);
 /* The message for a run that took no sample. New string. */
 char *kn_prof_empty_message(const fl_profile_t *prof);
 
-/* Line magics that need no worker. Each returns 0 with *output (new text to
- * print, may be NULL) and *display (new display_data content, may be NULL),
- * or -1 with err. */
-int kn_profmagic_line(kn_prof_t *kp, const char *name, const char *args, char **output,
-                      json_t **display, char *err, size_t err_size);
+/* ---- the line magics that need no worker ----
+ *
+ * Each takes the magic's args, and returns 0 with res filled (text to
+ * print, a display to publish), or -1 with err naming what is valid. The
+ * magic table (kn_magics.c) names them. */
 
-/* Whether name is one of the line magics kn_profmagic_line handles. */
-bool kn_profmagic_is_line(const char *name);
+typedef int (*kn_prof_line_fn)(kn_prof_t *kp, const char *args, kn_magic_result_t *res,
+                               char *err, size_t err_size);
+
+int kn_profmagic_show(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+int kn_profmagic_print(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+int kn_profmagic_clear(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+int kn_profmagic_init(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+int kn_profmagic_size(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+int kn_profmagic_save(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+int kn_profmagic_load(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+/* %profbase alone: the list of baselines. */
+int kn_profmagic_baselines(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+/* %profdiffview NAME [opts] with no statement: the session profile (what
+ * %%profile gathered or %profload read) against baseline NAME. */
+int kn_profmagic_diff_session(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
 
 #endif

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kn_magic.h"
+#include "kn_names.h"
 #include "kn_strbuf.h"
 
 extern char **environ;
@@ -96,7 +97,7 @@ static bool item_is_definition(const kn_item_t *it) {
 }
 
 static void put_line(kn_strbuf_t *sb, int cell, int line) {
-  kn_strbuf_printf(sb, "#line %d \"cell[%d]\"\n", line > 0 ? line : 1, cell);
+  kn_strbuf_printf(sb, "#line %d \"" KN_CELL_FILE_FMT "\"\n", line > 0 ? line : 1, cell);
 }
 
 /* #line for text that starts at column col of that line: the padding keeps
@@ -107,7 +108,7 @@ static void put_pos(kn_strbuf_t *sb, int cell, int line, int col) {
 }
 
 static void put_symbol(kn_strbuf_t *sb, int cell, const char *name) {
-  kn_strbuf_printf(sb, " __asm__(\"cflame_c%d_%s\")", cell, name);
+  kn_strbuf_printf(sb, " __asm__(\"" KN_SYMBOL_PREFIX "%d_%s\")", cell, name);
 }
 
 /* A function written as main is main only if the preprocessor leaves it so:
@@ -423,7 +424,7 @@ int kn_session_set_ldflags(kn_session_t *s, const char *flags, char *err, size_t
 
 /* The file name (a format of the cell number) of the kernel's code after a
  * cell's statements. */
-#define END_FILE "<cflame cell %d end>"
+#define END_FILE KN_GEN_FILE_PREFIX " %d end>"
 
 static const char prelude[] =
     "#include <stdio.h>\n"
@@ -566,7 +567,8 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
     }
   }
 
-  kn_strbuf_printf(tu, "#line 1 \"<cflame cell %d>\"\nint cflame_run_%d(void) {\n", cell, cell);
+  kn_strbuf_printf(tu, "#line 1 \"" KN_GEN_FILE_FMT "\"\nint " KN_ENTRY_FMT "(void) {\n", cell,
+                   cell);
   if (run.data) kn_strbuf_puts(tu, run.data);
   /* What follows the cell's statements is the kernel's: a diagnostic there
    * (a statement left unfinished runs into it) names this file, and
@@ -578,7 +580,7 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
      * The reference is weak: where a macro renamed main, the object does
      * not define cflame_cN_main and nothing is called. */
     kn_strbuf_printf(tu,
-                     "{ extern int cflame_main_entry(int, char **) __asm__(\"cflame_c%d_main\")\n"
+                     "{ extern int cflame_main_entry(int, char **) __asm__(\"" KN_SYMBOL_PREFIX "%d_main\")\n"
                      "    __attribute__((weak));\n"
                      "  static char cflame_arg0[] = \"cell\";\n"
                      "  static char *cflame_argv[] = {cflame_arg0, 0};\n"
@@ -665,7 +667,7 @@ static void resolve_main(kn_compiled_t *c) {
     if (writes_main(&c->items.items[i])) written = &c->items.items[i];
   if (!written) return;
   main_search_t m = {.items = &c->items};
-  snprintf(m.prefix, sizeof m.prefix, "cflame_c%d_", c->cell);
+  snprintf(m.prefix, sizeof m.prefix, KN_SYMBOL_PREFIX "%d_", c->cell);
   each_defined_symbol(c->so_path, note_symbol, &m);
   c->has_main = m.is_main;
   if (!m.is_main && m.n_renamed == 1) {
@@ -744,7 +746,7 @@ static char *end_of_cell_messages(const char *text, int cell, const char *code, 
   snprintf(prefix, sizeof prefix, END_FILE, cell);
   size_t plen = strlen(prefix);
   char cellfile[64];
-  snprintf(cellfile, sizeof cellfile, "cell[%d]:%%d:%%d:%%n", cell);
+  snprintf(cellfile, sizeof cellfile, KN_CELL_FILE_FMT ":%%d:%%d:%%n", cell);
   int line, col;
   cell_end(code, first_line, &line, &col);
   kn_strbuf_t sb = KN_STRBUF_INIT;
@@ -776,10 +778,10 @@ static char *end_of_cell_messages(const char *text, int cell, const char *code, 
     if (!memmem(q, mlen, "control reaches end of non-void function", 40)) {
       const char *before = memmem(q, mlen, " before ", 8);
       if (before)
-        kn_strbuf_printf(&sb, "cell[%d]:%d:%d%.*s at the end of the cell\n", cell, line, col,
+        kn_strbuf_printf(&sb, KN_CELL_FILE_FMT ":%d:%d%.*s at the end of the cell\n", cell, line, col,
                          (int)(before - q), q);
       else
-        kn_strbuf_printf(&sb, "cell[%d]:%d:%d%.*s\n", cell, line, col, (int)mlen, q);
+        kn_strbuf_printf(&sb, KN_CELL_FILE_FMT ":%d:%d%.*s\n", cell, line, col, (int)mlen, q);
     }
     p = next;
     while (*p) {
@@ -801,15 +803,19 @@ char *kn_session_clean_message(const char *text) {
     size_t len = eol ? (size_t)(eol - p) : strlen(p);
     /* Lines about the generated entry function or the prelude say nothing
      * the user wrote. */
-    bool drop = (memmem(p, len, "In function 'cflame_run_", 24) != NULL) ||
-                (memmem(p, len, "In function \xe2\x80\x98" "cflame_run_", 18) != NULL) ||
+    static const char plain_quote[] = "In function '" KN_ENTRY_PREFIX,
+                      curly_quote[] = "In function \xe2\x80\x98" KN_ENTRY_PREFIX;
+    bool drop = (memmem(p, len, plain_quote, sizeof plain_quote - 1) != NULL) ||
+                (memmem(p, len, curly_quote, sizeof curly_quote - 1) != NULL) ||
                 (memmem(p, len, ": At top level:", 15) != NULL);
     if (!drop) {
       for (size_t i = 0; i < len;) {
         /* cflame_c<digits>_name -> name */
-        if (len - i > 9 && !memcmp(p + i, "cflame_c", 8) && isdigit((unsigned char)p[i + 8]) &&
+        size_t np = strlen(KN_SYMBOL_PREFIX);
+        if (len - i > np + 1 && !memcmp(p + i, KN_SYMBOL_PREFIX, np) &&
+            isdigit((unsigned char)p[i + np]) &&
             (i == 0 || !(isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_'))) {
-          size_t j = i + 8;
+          size_t j = i + np;
           while (j < len && isdigit((unsigned char)p[j])) j++;
           if (j < len && p[j] == '_') {
             i = j + 1;
@@ -959,8 +965,8 @@ kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *co
   build_unit(s, cell, &job->c->items, keys, &tu);
 
   snprintf(path_c, sizeof path_c, "%s/cell_%d.c", s->dir, cell);
-  snprintf(path_so, sizeof path_so, "%s/cell_%d.so", s->dir, cell);
-  snprintf(path_cell, sizeof path_cell, "%s/cell[%d]", s->dir, cell);
+  snprintf(path_so, sizeof path_so, "%s/" KN_CELL_SO_FMT, s->dir, cell);
+  snprintf(path_cell, sizeof path_cell, "%s/" KN_CELL_FILE_FMT, s->dir, cell);
   job->path_so = kn_strdup(path_so);
   /* The cell's own text, at its cell line numbers, for the compiler to
    * quote in diagnostics. */
@@ -1076,7 +1082,7 @@ int kn_session_compile_finish(kn_session_t *s, kn_compile_t **jp, kn_compiled_t 
   job->path_so = NULL;
   resolve_main(c);
   char entry[64];
-  snprintf(entry, sizeof entry, "cflame_run_%d", c->cell);
+  snprintf(entry, sizeof entry, KN_ENTRY_FMT, c->cell);
   c->entry = kn_strdup(entry);
   *out = c;
   job->c = NULL;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kn_chan.h"
+#include "kn_names.h"
 #include "kn_strbuf.h"
 
 /* How long the event pipe may be at end of file while the worker lives:
@@ -132,7 +133,7 @@ int kn_worker_start(kn_worker_t *w, const char *cwd, char *err, size_t err_size)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (cwd && chdir(cwd) < 0) _exit(126);
-    execl(w->path, "cflame-worker", (char *)NULL);
+    execl(w->path, KN_WORKER_NAME, (char *)NULL);
     _exit(127);
   }
   close(cmd[0]);

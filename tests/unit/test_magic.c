@@ -321,7 +321,7 @@ static void test_opts_flags(void) {
   CHECK_INT(kn_opts_parse("%%timeit", "-n 1 n=2", timeit_spec, 3, &o, err, sizeof err), -1);
   CHECK_STR(err, "%%timeit: option 'n' is given twice");
   CHECK_INT(kn_opts_parse("%%timeit", "-x 1", timeit_spec, 3, &o, err, sizeof err), -1);
-  CHECK_STR(err, "%%timeit: unknown option '-x'; valid options: n, r, q");
+  CHECK_STR(err, "%%timeit: unknown option '-x'; valid options: -n (loops), -r (repeats), -q (quiet)");
 }
 
 int main(void) {

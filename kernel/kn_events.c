@@ -1,0 +1,205 @@
+/* What the worker says while a cell runs, and interrupts (see kn_exec.h).
+ *
+ * An interrupt escalates: SIGINT to the worker's process group first (the
+ * cell may handle it, and a cell blocked in a system call is unwound at
+ * once); SIGUSR2 after INTERRUPT_FORCE_MS unwinds the cell wherever it is;
+ * after INTERRUPT_KILL_MS the worker is killed and restarted, which loses
+ * global variables but never the kernel. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_exec.h"
+#include "kn_timeit.h"
+#include "kn_util.h"
+#include "kn_worker.h"
+
+#define INTERRUPT_FORCE_MS 250
+#define INTERRUPT_KILL_MS 800
+
+static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
+  kn_session_t *session = kn_kernel_session(k);
+  const char *status = json_string_value(json_object_get(ev, "status"));
+  if (status && !strcmp(status, "error")) {
+    const char *ename = json_string_value(json_object_get(ev, "ename"));
+    const char *evalue = json_string_value(json_object_get(ev, "evalue"));
+    /* "/tmp/cflame-x/cell_3.so: undefined symbol: foo" -> the part that
+     * speaks of the user's code. */
+    const char *msg = evalue ? evalue : "";
+    const char *u = strstr(msg, "undefined symbol: ");
+    char *clean = kn_session_clean_message(u ? u : msg);
+    kn_exec_fail(e, ename ? ename : "Error", "%s", clean);
+    free(clean);
+    return;
+  }
+  /* It ran (perhaps partly): its definitions are now part of the session. */
+  if (e->compiled) {
+    bool has_main = e->compiled->has_main;
+    kn_session_commit(session, &e->compiled);
+    if (status && !strcmp(status, "interrupted")) {
+      /* What ran until the interrupt was sampled: that is how one sees
+       * where a cell that does not end spends its time. */
+      kn_profmode_t mode = e->profreq.mode;
+      if (mode != KN_PROF_NONE && mode != KN_PROF_BASE) kn_profrun_done(e, ev, NULL, 0);
+      const char *note = kn_profrun_cut_short_note(mode);
+      kn_exec_fail(e, "Interrupted", "the cell was interrupted%s%s", *note ? "." : "", note);
+      return;
+    }
+    json_t *t = json_object_get(ev, "timeit");
+    if (t) {
+      char *report = kn_timeit_report(t);
+      kn_exec_output(e, 'O', report, strlen(report));
+      free(report);
+    }
+    if (e->profreq.mode != KN_PROF_NONE) kn_profrun_done(e, ev, NULL, 0);
+    int rc = (int)json_integer_value(json_object_get(ev, "rc"));
+    if (has_main && rc != 0) {
+      kn_exec_fail(e, "MainReturned", "main returned %d", rc);
+      return;
+    }
+  }
+  kn_exec_finish_ok(e);
+}
+
+static void send_to_worker(kn_kernel_t *k, json_t *cmd) {
+  char err[256];
+  if (kn_worker_send(kn_kernel_worker(k), cmd, err, sizeof err) < 0) kn_log(k, "%s", err);
+  json_decref(cmd);
+}
+
+static void on_input_request(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
+  if (!e->allow_stdin) {
+    send_to_worker(k, json_pack("{s:s}", "op", "input_eof"));
+    return;
+  }
+  e->input_pending = true;
+  kn_output_flush(&e->out, true);
+  kn_reply(k, KN_STDIN, e->request, "input_request",
+           json_pack("{s:s, s:b}", "prompt", json_string_value(json_object_get(ev, "prompt")) ?: "",
+                     "password", json_is_true(json_object_get(ev, "password"))));
+}
+
+typedef struct worker_ctx {
+  kn_kernel_t *k;
+  kn_exec_t *e;
+  bool exited;
+  int status;
+  char reason[256]; /* why the kernel ended the worker, or "" */
+  json_t *done;
+} worker_ctx_t;
+
+static void on_worker_event(void *ctx, const kn_wev_t *ev) {
+  worker_ctx_t *c = ctx;
+  kn_kernel_t *k = c->k;
+  kn_exec_t *e = c->e;
+  switch (ev->type) {
+  case KN_WEV_STDOUT:
+  case KN_WEV_STDERR: {
+    char kind = ev->type == KN_WEV_STDOUT ? 'O' : 'E';
+    const kn_msg_t *last = kn_kernel_last_request(k);
+    if (e) {
+      kn_exec_output(e, kind, ev->data, ev->len);
+    } else if (last) {
+      char *text = kn_utf8_clean((const unsigned char *)ev->data, ev->len);
+      if (*text) kn_exec_publish_stream(k, last, kind, text);
+      free(text);
+    }
+    break;
+  }
+  case KN_WEV_CRASH:
+    if (e) {
+      free(e->crash_report);
+      e->crash_report = kn_strndup(ev->data, ev->len);
+    }
+    break;
+  case KN_WEV_EXITED:
+    c->exited = true;
+    c->status = ev->status;
+    snprintf(c->reason, sizeof c->reason, "%s", ev->data ? ev->data : "");
+    break;
+  case KN_WEV_JSON: {
+    const char *name = json_string_value(json_object_get(ev->json, "ev"));
+    if (!e || !name) break;
+    if (!strcmp(name, "done") && !c->done)
+      c->done = json_incref(ev->json);
+    else if (!strcmp(name, "input_request"))
+      on_input_request(k, e, ev->json);
+    break;
+  }
+  }
+}
+
+/* Handles what the worker reported (c): the running cell's end, or the
+ * worker's. */
+static void after_worker_events(kn_kernel_t *k, worker_ctx_t *c) {
+  /* Both may come in one pass: the cell finished, then the worker ended
+   * (a cell that closed its command channel). */
+  if (c->done && kn_kernel_exec(k)) on_done(k, kn_kernel_exec(k), c->done);
+  if (c->exited) kn_restart_after_exit(k, kn_kernel_exec(k), c->status, c->reason);
+  json_decref(c->done);
+}
+
+void kn_execute_on_worker(kn_kernel_t *k) {
+  worker_ctx_t c = {.k = k, .e = kn_kernel_exec(k)};
+  /* Events after "done" belong to no cell; read them one pass at a time. */
+  kn_worker_read(kn_kernel_worker(k), on_worker_event, &c);
+  after_worker_events(k, &c);
+}
+
+void kn_execute_on_input_reply(kn_kernel_t *k, kn_msg_t *msg) {
+  kn_exec_t *e = kn_kernel_exec(k);
+  if (!e || !e->input_pending) return;
+  e->input_pending = false;
+  const char *value = json_string_value(json_object_get(msg->content, "value"));
+  if (value)
+    send_to_worker(k, json_pack("{s:s, s:s}", "op", "input_reply", "value", value));
+  else
+    send_to_worker(k, json_pack("{s:s}", "op", "input_eof"));
+}
+
+void kn_execute_stop(kn_kernel_t *k) {
+  if (kn_kernel_exec(k)) kn_compile_cancel(&kn_kernel_exec(k)->compiling);
+}
+
+void kn_execute_interrupt(kn_kernel_t *k) {
+  kn_exec_t *e = kn_kernel_exec(k);
+  if (e && e->compiling) {
+    /* Nothing ran yet: the compiler stops, the cell is not kept. */
+    kn_compile_cancel(&e->compiling);
+    kn_exec_fail(e, "Interrupted", "the cell was interrupted while it compiled; nothing ran");
+    return;
+  }
+  if (!e || !kn_worker_alive(kn_kernel_worker(k))) return;
+  if (e->interrupt_stage == 0) {
+    e->interrupt_stage = 1;
+    e->interrupt_at_ms = kn_now_ms();
+  }
+  kn_worker_signal_group(kn_kernel_worker(k), SIGINT);
+}
+
+int kn_execute_tick(kn_kernel_t *k) {
+  worker_ctx_t c = {.k = k, .e = kn_kernel_exec(k)};
+  int timeout = kn_worker_tick(kn_kernel_worker(k), on_worker_event, &c);
+  after_worker_events(k, &c);
+  kn_exec_t *e = kn_kernel_exec(k);
+  if (!e) return timeout;
+  long long now = kn_now_ms();
+  int t = kn_output_tick(&e->out, now);
+  if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+  if (e->interrupt_stage == 1 && now - e->interrupt_at_ms >= INTERRUPT_FORCE_MS) {
+    e->interrupt_stage = 2;
+    kn_worker_signal(kn_kernel_worker(k), SIGUSR2);
+  } else if (e->interrupt_stage == 2 && now - e->interrupt_at_ms >= INTERRUPT_KILL_MS) {
+    e->interrupt_stage = 3;
+    kn_worker_signal_group(kn_kernel_worker(k), SIGKILL);
+  }
+  if (e->interrupt_stage == 1 || e->interrupt_stage == 2) {
+    long long due = e->interrupt_at_ms +
+                    (e->interrupt_stage == 1 ? INTERRUPT_FORCE_MS : INTERRUPT_KILL_MS);
+    t = due > now ? (int)(due - now) : 0;
+    if (timeout < 0 || t < timeout) timeout = t;
+  }
+  return timeout;
+}
+

@@ -1,0 +1,120 @@
+/* An execution's output and its reply (see kn_exec.h). */
+#include "kn_exec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_util.h"
+
+void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text) {
+  kn_publish(k, parent, "stream",
+             json_pack("{s:s, s:s}", "name", kind == 'E' ? "stderr" : "stdout", "text", text));
+}
+
+static void publish_output(void *ctx, char kind, const char *text) {
+  kn_exec_t *e = ctx;
+  kn_exec_publish_stream(e->k, e->request, kind, text);
+}
+
+kn_exec_t *kn_exec_new(kn_kernel_t *k, kn_msg_t *request) {
+  kn_exec_t *e = kn_xcalloc(1, sizeof *e);
+  e->k = k;
+  e->request = request;
+  const char *limit = getenv("CFLAME_OUTPUT_LIMIT");
+  kn_output_init(&e->out, limit && atol(limit) > 0 ? (size_t)atol(limit) : KN_OUTPUT_DEFAULT_LIMIT,
+                 publish_output, e);
+  return e;
+}
+
+void kn_exec_destroy(kn_exec_t **ep) {
+  kn_exec_t *e = *ep;
+  if (!e) return;
+  if (e->compiled) kn_compiled_destroy(&e->compiled);
+  kn_compile_cancel(&e->compiling);
+  json_decref(e->timeit_spec);
+  kn_profreq_free(&e->profreq);
+  kn_output_free(&e->out);
+  free(e->crash_report);
+  kn_msg_destroy(&e->request);
+  free(e);
+  *ep = NULL;
+}
+
+void kn_exec_output(kn_exec_t *e, char kind, const char *data, size_t len) {
+  kn_output_add(&e->out, kind, data, len, kn_now_ms());
+}
+
+void kn_exec_print(kn_exec_t *e, char kind, const char *fmt, ...) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  kn_strbuf_vprintf(&sb, fmt, ap);
+  va_end(ap);
+  if (sb.len) kn_exec_output(e, kind, sb.data, sb.len);
+  kn_strbuf_free(&sb);
+}
+
+void kn_exec_display(kn_exec_t *e, json_t *content) {
+  kn_output_flush(&e->out, true);
+  json_object_set_new(content, "transient", json_object());
+  kn_publish(e->k, e->request, "display_data", content);
+}
+
+void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t *traceback) {
+  kn_kernel_t *k = e->k;
+  kn_output_end(&e->out);
+  /* stop_on_error: requests queued behind a failed one are aborted before
+   * its reply goes out, so that what a client sends after seeing the reply
+   * always runs. */
+  if (ename && e->stop_on_error) kn_exec_abort_queued(k);
+  json_t *reply;
+  if (ename) {
+    if (!traceback) traceback = json_pack("[s++]", ename, ": ", evalue);
+    kn_publish(k, e->request, "error",
+               json_pack("{s:s, s:s, s:O}", "ename", ename, "evalue", evalue, "traceback",
+                         traceback));
+    reply = json_pack("{s:s, s:i, s:s, s:s, s:o, s:{}}", "status", "error", "execution_count",
+                      e->count, "ename", ename, "evalue", evalue, "traceback", traceback,
+                      "user_expressions");
+  } else {
+    reply = json_pack("{s:s, s:i, s:{}, s:[]}", "status", "ok", "execution_count", e->count,
+                      "user_expressions", "payload");
+  }
+  kn_reply(k, KN_SHELL, e->request, "execute_reply", reply);
+  kn_publish_status(k, e->request, "idle");
+  /* Output from threads the cell left running is shown under it. */
+  kn_kernel_keep_request(k, e->request);
+  e->request = NULL;
+  if (kn_kernel_exec(k) == e) kn_kernel_set_exec(k, NULL);
+  kn_exec_destroy(&e);
+}
+
+void kn_exec_finish_ok(kn_exec_t *e) { kn_exec_finish(e, NULL, NULL, NULL); }
+
+void kn_exec_fail(kn_exec_t *e, const char *ename, const char *fmt, ...) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  kn_strbuf_vprintf(&sb, fmt, ap);
+  va_end(ap);
+  kn_exec_finish(e, ename, sb.data ? sb.data : "", NULL);
+  kn_strbuf_free(&sb);
+}
+
+void kn_exec_abort_queued(kn_kernel_t *k) {
+  kn_msg_t *msg;
+  while ((msg = kn_receive(k, KN_SHELL)) != NULL) {
+    if (!strcmp(kn_msg_type(msg), "execute_request")) {
+      kn_publish_status(k, msg, "busy");
+      kn_reply(k, KN_SHELL, msg, "execute_reply",
+               json_pack("{s:s, s:i, s:{}}", "status", "aborted", "execution_count",
+                         kn_kernel_execution_count(k), "user_expressions"));
+      kn_publish_status(k, msg, "idle");
+    } else {
+      kn_serve(k, KN_SHELL, msg);
+    }
+    kn_msg_destroy(&msg);
+  }
+}

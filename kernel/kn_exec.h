@@ -1,0 +1,103 @@
+/* kn_exec: one execute_request, from the request to its reply.
+ *
+ * An execution is split over files that each own one step:
+ *   kn_run.c      starting it: the request's fields, the cell's magics, the
+ *                 compiler (polled, never waited for), the run command to
+ *                 the worker;
+ *   kn_events.c   the worker's events while it runs: output, input
+ *                 requests, "done"; interrupts and their escalation;
+ *   kn_profrun.c  what a profiled run leaves: its profile, graph, baseline;
+ *   kn_restart.c  a worker that died: the error, and a new worker;
+ *   kn_exec.c     (this header's own) output to iopub, and the reply.
+ * At most one execution runs at a time (kn_kernel_exec); the shell socket
+ * is not read while it does. */
+#ifndef KN_EXEC_H
+#define KN_EXEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "kn_kernel.h"
+#include "kn_output.h"
+#include "kn_profmagic.h"
+#include "kn_session.h"
+
+/* ---- what the kernel's main loop calls ---- */
+
+/* Starts executing msg (an execute_request from shell). Either finishes at
+ * once (errors, magics that need no worker) or becomes the running
+ * execution until the worker reports. Takes ownership of msg. */
+void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg);
+/* Feeds the worker's output and events to the running execution. */
+void kn_execute_on_worker(kn_kernel_t *k);
+/* The running execution's compiler descriptors to poll (-1 when none), and
+ * what to do when one is ready. */
+void kn_execute_compiler_fds(const kn_kernel_t *k, int fds[2]);
+void kn_execute_on_compiler(kn_kernel_t *k);
+/* At shutdown: ends a compiler under way. */
+void kn_execute_stop(kn_kernel_t *k);
+/* Handles an input_reply from the stdin socket. */
+void kn_execute_on_input_reply(kn_kernel_t *k, kn_msg_t *msg);
+/* Interrupt request: stop the running cell. */
+void kn_execute_interrupt(kn_kernel_t *k);
+/* Called by the poll loop on every pass: reads what the worker reported,
+ * flushes batched output, escalates interrupts. Returns the poll timeout
+ * it wants in ms (-1: none). */
+int kn_execute_tick(kn_kernel_t *k);
+/* Frees the running execution (at shutdown). */
+void kn_exec_destroy(kn_exec_t **e);
+
+/* ---- shared by the execution's files ---- */
+
+struct kn_exec {
+  kn_kernel_t *k;
+  kn_msg_t *request;
+  bool silent, allow_stdin, stop_on_error;
+  int count; /* execution count for the reply */
+  int cell;  /* number the cell is compiled under */
+  kn_compiled_t *compiled;
+  kn_compile_t *compiling; /* the compiler under way, or NULL */
+  json_t *timeit_spec;     /* %%timeit's run options, kept while compiling */
+  kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
+  kn_output_t out;
+  bool input_pending;
+  char *crash_report;
+  int interrupt_stage; /* 0; 1 SIGINT sent; 2 SIGUSR2 sent; 3 killed */
+  long long interrupt_at_ms;
+};
+
+/* A new execution of request (owned from now on). */
+kn_exec_t *kn_exec_new(kn_kernel_t *k, kn_msg_t *request);
+/* Output of the cell (or of the kernel about it), on stream 'O' or 'E'. */
+void kn_exec_output(kn_exec_t *e, char kind, const char *data, size_t len);
+void kn_exec_print(kn_exec_t *e, char kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Publishes display_data content (stolen), after the output before it. */
+void kn_exec_display(kn_exec_t *e, json_t *content);
+/* Ends e: publishes the error (if ename), replies, goes idle, frees e.
+ * traceback (stolen) may be NULL: then it is [ename: evalue]. */
+void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t *traceback);
+void kn_exec_finish_ok(kn_exec_t *e);
+void kn_exec_fail(kn_exec_t *e, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Publishes a stream message under parent, outside any execution. */
+void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text);
+/* Replies "aborted" to execute requests queued behind a failed one
+ * (stop_on_error), and serves the other requests waiting. */
+void kn_exec_abort_queued(kn_kernel_t *k);
+
+/* kn_profrun.c: the profiled run of e ended (ev is the worker's "done"
+ * event; or NULL after a crash, when maps_text and pid come from the crash
+ * report): read its samples or allocations, and show, keep or add them as
+ * e's magic says. */
+void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid);
+/* What became of the profile of a run cut short (a crash, an interrupt),
+ * for the error message: " The flame graph shows ..." or "". */
+const char *kn_profrun_cut_short_note(kn_profmode_t mode);
+
+/* kn_restart.c: the worker ended (status from wait, reason when the kernel
+ * ended it) while e ran, or while no cell ran (e NULL): say why, start a
+ * new worker, reload the session's code. */
+void kn_restart_after_exit(kn_kernel_t *k, kn_exec_t *e, int status, const char *reason);
+
+#endif

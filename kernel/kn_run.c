@@ -1,0 +1,443 @@
+/* Starting an execution (see kn_exec.h): the request's fields, the cell's
+ * magics checked against the magic table and run, the cell compiled by a
+ * compiler the main loop polls, and the run command sent to the worker. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_exec.h"
+#include "kn_magics.h"
+#include "kn_timeit.h"
+#include "kn_worker.h"
+
+static bool blank(const char *s) {
+  for (; *s; s++)
+    if (!isspace((unsigned char)*s)) return false;
+  return true;
+}
+
+/* Starts compiling code; e is the running execution from now on, and the
+ * main loop, which never waits for the compiler, goes on in
+ * kn_execute_on_compiler. timeit is stolen. */
+static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int first_line,
+                            json_t *timeit) {
+  char err[1024];
+  e->compiling =
+      kn_session_compile_start(kn_kernel_session(k), e->cell, code, first_line, err, sizeof err);
+  if (!e->compiling) {
+    json_decref(timeit);
+    kn_exec_fail(e, "KernelError", "%s", err);
+    return;
+  }
+  e->timeit_spec = timeit;
+  kn_kernel_set_exec(k, e);
+}
+
+void kn_execute_compiler_fds(const kn_kernel_t *k, int fds[2]) {
+  fds[0] = fds[1] = -1;
+  const kn_exec_t *e = kn_kernel_exec(k);
+  if (e && e->compiling) kn_compile_fds(e->compiling, fds);
+}
+
+static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics, const char *err,
+                         json_t *timeit);
+
+void kn_execute_on_compiler(kn_kernel_t *k) {
+  kn_exec_t *e = kn_kernel_exec(k);
+  if (!e || !e->compiling || !kn_compile_poll(e->compiling)) return;
+  char err[1024] = "", *diagnostics = NULL;
+  int rc = kn_session_compile_finish(kn_kernel_session(k), &e->compiling, &e->compiled, &diagnostics, err,
+                                     sizeof err);
+  json_t *timeit = e->timeit_spec;
+  e->timeit_spec = NULL;
+  run_compiled(k, e, rc, diagnostics, err, timeit);
+}
+
+/* The run command's profiling part, under *key ("profile" or "allocs"),
+ * with the file the worker records into prepared. NULL with err. */
+static json_t *profiler_request(kn_prof_t *kp, const kn_exec_t *e, const char **key, char *err,
+                                size_t err_size) {
+  const kn_profreq_t *r = &e->profreq;
+  if (r->allocs) {
+    *key = "allocs";
+    if (kn_prof_prepare_allocs(kp, r->n_words, err, err_size) < 0) return NULL;
+    return json_pack("{s:f, s:s, s:I, s:I, s:i}", "sample_rate", r->sample_rate, "file",
+                     kn_prof_allocs_path(kp), "words", (json_int_t)r->n_words, "table_slots",
+                     (json_int_t)KN_ALLOCS_RUN_TABLE_SLOTS(r->sample_rate), "tag", e->cell);
+  }
+  *key = "profile";
+  if (kn_prof_prepare(kp, r->n_words, err, err_size) < 0) return NULL;
+  return json_pack("{s:I, s:s, s:I, s:i}", "interval_ns", (json_int_t)r->delay_ns, "file",
+                   kn_prof_buffer_path(kp), "words", (json_int_t)r->n_words, "tag", e->cell);
+}
+
+/* The compiler's answer (rc as kn_session_compile's): reports its errors,
+ * or hands the cell to the worker. timeit is stolen. */
+static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics, const char *err_in,
+                         json_t *timeit) {
+  kn_prof_t *kp = kn_kernel_prof(k);
+  char err[1024];
+  snprintf(err, sizeof err, "%s", err_in);
+  if (rc == 1) {
+    /* The first error line is the value; every diagnostic line goes in the
+     * traceback, as the compiler printed them. */
+    json_t *tb = json_array();
+    const char *first = NULL;
+    size_t first_len = 0;
+    for (char *p = diagnostics; p && *p;) {
+      char *nl = strchr(p, '\n');
+      size_t len = nl ? (size_t)(nl - p) : strlen(p);
+      json_array_append_new(tb, json_stringn(p, len));
+      if (!first && memmem(p, len, "error", 5)) {
+        first = p;
+        first_len = len;
+      }
+      p = nl ? nl + 1 : NULL;
+    }
+    char *value = first ? kn_strndup(first, first_len) : kn_strdup("the cell did not compile");
+    kn_exec_finish(e, "CompileError", value, tb);
+    free(value);
+    free(diagnostics);
+    json_decref(timeit);
+    return;
+  }
+  if (rc < 0) {
+    json_decref(timeit);
+    kn_exec_fail(e, "KernelError", "%s", err);
+    return;
+  }
+  if (e->compiled->warnings && *e->compiled->warnings) {
+    kn_exec_output(e, 'E', e->compiled->warnings, strlen(e->compiled->warnings));
+    if (e->compiled->warnings[strlen(e->compiled->warnings) - 1] != '\n')
+      kn_exec_output(e, 'E', "\n", 1);
+  }
+  kn_worker_t *worker = kn_kernel_worker(k);
+  if (!kn_worker_alive(worker) && kn_kernel_start_worker(k, err, sizeof err) < 0) {
+    json_decref(timeit);
+    kn_exec_fail(e, "KernelError", "%s", err);
+    return;
+  }
+  json_t *cmd = json_pack("{s:s, s:s, s:s, s:b, s:b}", "op", "run", "path", e->compiled->so_path,
+                          "entry", e->compiled->entry, "allow_stdin", e->allow_stdin,
+                          "frame_pointers", e->compiled->frame_pointers);
+  if (timeit) json_object_set_new(cmd, "timeit", timeit);
+  if (e->profreq.mode != KN_PROF_NONE) {
+    const char *key;
+    json_t *req = profiler_request(kp, e, &key, err, sizeof err);
+    if (!req) {
+      json_decref(cmd);
+      kn_exec_fail(e, "ProfileError", "%s", err);
+      return;
+    }
+    json_object_set_new(cmd, key, req);
+  }
+  if (kn_worker_send(kn_kernel_worker(k), cmd, err, sizeof err) < 0) {
+    json_decref(cmd);
+    kn_exec_fail(e, "KernelError", "%s", err);
+    return;
+  }
+  json_decref(cmd);
+  kn_kernel_set_exec(k, e);
+}
+
+/* Checks that every magic of the cell exists in the form it is written in.
+ * Returns 0, or -1 having finished e with the error. */
+static int check_magics(kn_exec_t *e, const kn_cell_magics_t *cm) {
+  for (size_t i = 0; i < cm->n_lines; i++) {
+    const kn_magic_t *m = &cm->lines[i];
+    const kn_magic_def_t *known = kn_magic_find(m->name);
+    if (known && (known->forms & KN_FORM_LINE)) continue;
+    char *valid = kn_magic_names(KN_FORM_LINE);
+    if (known)
+      kn_exec_fail(e, "MagicError", "%%%s is a cell magic: write it as %%%%%s on the first line",
+                   m->name, m->name);
+    else
+      kn_exec_fail(e, "MagicError", "unknown magic %%%s; valid line magics: %s", m->name, valid);
+    free(valid);
+    return -1;
+  }
+  if (cm->cell) {
+    const kn_magic_def_t *known = kn_magic_find(cm->cell->name);
+    if (known && (known->forms & KN_FORM_CELL)) return 0;
+    char *valid = kn_magic_names(KN_FORM_CELL);
+    if (known)
+      kn_exec_fail(e, "MagicError", "%%%s is a line magic: write it as %%%s", cm->cell->name,
+                   cm->cell->name);
+    else
+      kn_exec_fail(e, "MagicError", "unknown cell magic %%%%%s; valid cell magics: %s",
+                   cm->cell->name, valid);
+    free(valid);
+    return -1;
+  }
+  return 0;
+}
+
+/* Decides whether req profiles CPU time or allocations (%%profallocs;
+ * %%profbase with allocs=true or allocation options; %%profdiffview as its
+ * baseline was taken), takes a diff's allocation settings from its
+ * baseline unless written, and refuses options of the other kind and a
+ * diff of one kind against the other. Returns 0, or -1 with err. */
+static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, kn_profmode_t mode,
+                                const char *magic, char *err, size_t err_size) {
+  bool alloc_opts = r->sample_rate_set || r->weight_set || r->live_set;
+  if (mode == KN_PROF_ALLOCS) {
+    r->allocs = true;
+  } else if (mode == KN_PROF_BASE) {
+    if (!r->allocs_given) r->allocs = alloc_opts;
+  } else if (mode == KN_PROF_DIFF) {
+    const fl_profile_info_t *bi = fl_profile_info_const(kn_prof_baseline(kn_kernel_prof(k), r->baseline));
+    bool base_allocs = bi->kind == FL_PROFILE_ALLOC;
+    if (!r->allocs_given) r->allocs = base_allocs || alloc_opts;
+    if (r->allocs != base_allocs) {
+      snprintf(err, err_size,
+               "%%%s %s: baseline %s is %s, and this would be %s: a CPU profile cannot be "
+               "compared with an allocation profile. Profile the same way as the baseline "
+               "(%s), or take another baseline with %%%%profbase NAME%s",
+               magic, r->baseline, r->baseline,
+               base_allocs ? "an allocation profile" : "a CPU profile",
+               r->allocs ? "an allocation profile" : "a CPU profile",
+               base_allocs ? "allocs=true" : "allocs=false", r->allocs ? " allocs=true" : "");
+      return -1;
+    }
+    if (r->allocs) {
+      if (!r->sample_rate_set) r->sample_rate = bi->sample_rate;
+      if (!r->weight_set) r->weight_count = bi->weight_is_count;
+      if (!r->live_set) r->live = bi->live_only;
+    }
+  }
+  if (r->allocs && r->delay_set) {
+    snprintf(err, err_size, "%%%s: delay= is the CPU profiler's sampling interval; an allocation "
+                            "profile samples allocations: use sample_rate= (0 < rate <= 1)", magic);
+    return -1;
+  }
+  if (!r->allocs && alloc_opts) {
+    snprintf(err, err_size, "%%%s: sample_rate=, weight= and live= are options of allocation "
+                            "profiles (%%%%profallocs, or allocs=true)", magic);
+    return -1;
+  }
+  if (r->allocs && !r->n_set) r->n_words = KN_ALLOCS_DEFAULT_WORDS;
+  return 0;
+}
+
+/* Parses the magic that decides how the code runs (%%timeit, %%profview,
+ * %%profile, or their statement forms): sets *timeit or e->profreq, and for
+ * statement forms *stmt (new). Returns 0, or -1 having finished e. */
+static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bool statement,
+                           json_t **timeit, char **stmt) {
+  char err[1024];
+  *timeit = NULL;
+  *stmt = NULL;
+  const kn_magic_def_t *def = kn_magic_find(m->name);
+  if (def->timeit) {
+    if (kn_timeit_parse(m->args, statement, timeit, stmt, err, sizeof err) < 0) goto fail;
+    return 0;
+  }
+  if (def->profile != KN_PROF_NONE) {
+    kn_profmode_t mode = def->profile;
+    unsigned groups = def->options;
+    kn_prof_t *kp = kn_kernel_prof(k);
+    /* Baseline magics start with the baseline's NAME. */
+    const char *args = m->args;
+    char *name = NULL;
+    if (mode == KN_PROF_BASE || mode == KN_PROF_DIFF) {
+      while (isspace((unsigned char)*args)) args++;
+      size_t len = strcspn(args, " \t");
+      if (len == 0 || memchr(args, '=', len)) {
+        char *names = kn_prof_baseline_names(kp);
+        snprintf(err, sizeof err, "%%%s needs a baseline NAME first%s%s", m->name,
+                 mode == KN_PROF_DIFF ? "; baselines: " : " (%%profbase NAME)",
+                 mode == KN_PROF_DIFF ? names : "");
+        free(names);
+        goto fail;
+      }
+      name = kn_strndup(args, len);
+      args += len;
+      if (mode == KN_PROF_DIFF && !kn_prof_baseline(kp, name)) {
+        char *names = kn_prof_baseline_names(kp);
+        snprintf(err, sizeof err, "%%%s: no baseline named '%s'; baselines: %s", m->name, name,
+                 names);
+        free(names);
+        free(name);
+        goto fail;
+      }
+    }
+    char *opts = NULL;
+    if (statement)
+      kn_profreq_split_statement(args, groups, &opts, stmt);
+    else
+      opts = kn_strdup(args);
+    int rc = kn_profreq_parse(kp, m->name, opts, groups, &e->profreq, err, sizeof err);
+    free(opts);
+    e->profreq.baseline = name; /* the request owns it from here on */
+    if (rc < 0) goto fail;
+    if (!statement && e->profreq.positional[0]) {
+      snprintf(err, sizeof err, "%%%%%s: unexpected '%s'; options are key=value words, such as "
+                                "delay=0.0001", m->name, e->profreq.positional[0]);
+      goto fail;
+    }
+    if (statement && blank(*stmt)) {
+      snprintf(err, sizeof err, "%%%s needs a statement to profile, such as %%%s work(100);",
+               m->name, m->name);
+      goto fail;
+    }
+    if (resolve_profile_kind(k, &e->profreq, mode, m->name, err, sizeof err) < 0) goto fail;
+    e->profreq.mode = mode;
+    return 0;
+  }
+  return 0;
+fail:
+  free(*stmt);
+  *stmt = NULL;
+  kn_exec_fail(e, "MagicError", "%s", err);
+  return -1;
+}
+
+/* What is wrong with an execute_request's code, or NULL: it must be a
+ * string, and C text holds no NUL. New string. */
+static char *bad_code(const json_t *code) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  if (!json_is_string(code)) {
+    kn_strbuf_printf(&sb, "execute_request: 'code' must be a string (the cell's text); it is %s",
+                     !code ? "missing" : json_is_null(code) ? "null" : "not a string");
+    return kn_strbuf_steal(&sb);
+  }
+  const char *text = json_string_value(code);
+  size_t len = json_string_length(code), at = strlen(text);
+  if (at == len) return NULL;
+  int line = 1, col = 1;
+  for (size_t i = 0; i < at; i++) {
+    if (text[i] == '\n') {
+      line++;
+      col = 1;
+    } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+      col++;
+    }
+  }
+  kn_strbuf_printf(&sb, "the cell holds a NUL character (U+0000) at line %d, column %d; C source "
+                        "cannot contain one: remove it",
+                   line, col);
+  return kn_strbuf_steal(&sb);
+}
+
+/* Runs one line magic that is not a statement form. Returns 0, or -1
+ * having finished e with an error. */
+static int run_line_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m) {
+  char err[1024];
+  kn_magic_result_t res;
+  if (kn_magic_run_line(k, kn_magic_find(m->name), m->args, &res, err, sizeof err) < 0) {
+    kn_exec_fail(e, "MagicError", "%s", err);
+    return -1;
+  }
+  if (res.output) kn_exec_output(e, 'O', res.output, strlen(res.output));
+  free(res.output);
+  if (res.display) kn_exec_display(e, res.display);
+  return 0;
+}
+
+/* Whether the line magic m is a statement form (%timeit STMT, %profview
+ * STMT, ...): those end the cell and run their statement. */
+static bool is_statement(const kn_magic_t *m) {
+  const kn_magic_def_t *def = kn_magic_find(m->name);
+  return def && kn_magic_is_statement(def, m->args);
+}
+
+void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
+  kn_exec_t *e = kn_exec_new(k, msg);
+  char *bad = bad_code(json_object_get(msg->content, "code"));
+  const char *code = bad ? "" : json_string_value(json_object_get(msg->content, "code"));
+  e->silent = json_is_true(json_object_get(msg->content, "silent"));
+  json_t *sh = json_object_get(msg->content, "store_history");
+  bool store_history = !e->silent && (sh ? json_is_true(sh) : true);
+  json_t *as = json_object_get(msg->content, "allow_stdin");
+  e->allow_stdin = as ? json_is_true(as) : true;
+  json_t *soe = json_object_get(msg->content, "stop_on_error");
+  e->stop_on_error = soe ? json_is_true(soe) : true;
+
+  kn_publish_status(k, msg, "busy");
+  if (bad) {
+    /* Answered, never dropped: a client waits for every reply. */
+    e->count = kn_kernel_execution_count(k);
+    kn_exec_fail(e, "RequestError", "%s", bad);
+    free(bad);
+    return;
+  }
+  /* Cells are compiled under their execution count (cell[N] in messages).
+   * Executions that store no history take numbers from a range of their
+   * own, so their symbols never clash with a numbered cell's. */
+  e->count = kn_kernel_count_execution(k, code, store_history, &e->cell);
+  char *note = kn_kernel_take_note(k);
+  if (note) {
+    /* What happened to the worker since the last cell, said first. */
+    kn_exec_publish_stream(k, msg, 'E', note);
+    free(note);
+  }
+  if (!e->silent)
+    kn_publish(k, msg, "execute_input",
+               json_pack("{s:s, s:i}", "code", code, "execution_count", e->count));
+
+  kn_cell_magics_t cm;
+  char err[1024];
+  if (kn_magic_split(code, &cm, err, sizeof err) < 0) {
+    kn_exec_fail(e, "MagicError", "%s", err);
+    return;
+  }
+  /* Every magic is checked before any runs: a typo in the second one must
+   * not leave the first one applied. */
+  if (check_magics(e, &cm) < 0) goto out;
+  /* %NAME? (or %NAME ??, %%NAME? on a cell) shows the magic's help and runs
+   * nothing, as in IPython. */
+  for (size_t i = 0; i <= cm.n_lines; i++) {
+    const kn_magic_t *m = i < cm.n_lines ? &cm.lines[i] : cm.cell;
+    if (m && (!strcmp(m->args, "?") || !strcmp(m->args, "??"))) {
+      char *help = kn_magic_help(m->name);
+      kn_exec_print(e, 'O', "%s\n", help);
+      free(help);
+      kn_exec_finish_ok(e);
+      goto out;
+    }
+  }
+
+  /* The statement forms (%timeit, %profview, %profile STMT) end the cell. */
+  const kn_magic_t *stmt_magic = NULL;
+  for (size_t i = 0; i < cm.n_lines; i++)
+    if (is_statement(&cm.lines[i])) stmt_magic = &cm.lines[i];
+  if (stmt_magic && (stmt_magic != &cm.lines[cm.n_lines - 1] || cm.cell || !blank(cm.body))) {
+    kn_exec_fail(e, "MagicError",
+                 "%%%s STATEMENT must be the last line of its cell; use %%%%%s on the first line "
+                 "for a whole cell",
+                 stmt_magic->name, stmt_magic->name);
+    goto out;
+  }
+  json_t *timeit = NULL;
+  char *stmt = NULL;
+  const kn_magic_t *run_magic = stmt_magic ? stmt_magic : cm.cell;
+  if (run_magic && parse_run_magic(k, e, run_magic, run_magic == stmt_magic, &timeit, &stmt) < 0)
+    goto out;
+
+  for (size_t i = 0; i < cm.n_lines; i++) {
+    if (&cm.lines[i] == stmt_magic) break;
+    if (run_line_magic(k, e, &cm.lines[i]) < 0) {
+      json_decref(timeit);
+      free(stmt);
+      goto out;
+    }
+  }
+  if (stmt) {
+    compile_and_run(k, e, stmt, stmt_magic->line, timeit);
+    free(stmt);
+    goto out;
+  }
+  if (blank(cm.body)) {
+    json_decref(timeit);
+    if (e->profreq.mode != KN_PROF_NONE || timeit)
+      kn_exec_fail(e, "MagicError", "%%%%%s needs code below it to run", cm.cell->name);
+    else
+      kn_exec_finish_ok(e);
+    goto out;
+  }
+  compile_and_run(k, e, cm.body, cm.body_line, timeit);
+out:
+  kn_cell_magics_free(&cm);
+}
