@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The cflame command line on a large profile (SPEC section 9).
+"""The cflame command line on a large profile (docs/PERFORMANCE.md).
 
 Generates a folded stacks file of 10^6 samples in 10^5 distinct stacks
 (deterministic: a fixed seed), then times, side by side:
@@ -10,8 +10,8 @@ Generates a folded stacks file of 10^6 samples in 10^5 distinct stacks
 
 Each is run --runs times (flamegraph.pl --pl-runs times, it is slow), the
 runs interleaved; the figures are the median wall-clock time and the peak
-resident memory of each (the child's ru_maxrss). SPEC section 9's target:
-cflame does each in at most 1 s, and at least 20 times faster than
+resident memory of each (the child's ru_maxrss). The target: cflame
+does each in at most 1 s, and at least 20 times faster than
 flamegraph.pl on the same input. Nothing here asserts: the table says which
 targets were met. Raw timings go to --json.
 

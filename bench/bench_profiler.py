@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Profiler benchmarks for cflame (SPEC section 9), measured side by side.
+"""Profiler benchmarks for cflame (docs/PERFORMANCE.md), measured side by side.
 
 Run by Debian's /usr/bin/python3 (jupyter_client and pyzmq from Debian's
 packages); scripts/bench builds cflame and runs this file after
@@ -90,7 +90,7 @@ from bench_kernel import CC, CFLAGS, Kernel, kernel_argv, machine_info, summary 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 WORKLOADS = REPO / "bench" / "workloads"
 
-# SPEC section 9 targets used in the table.
+# The targets the table judges (docs/PERFORMANCE.md).
 PROFVIEW_MAX_S = 0.200
 PROFVIEW_SAMPLES = 10_000
 
@@ -883,7 +883,7 @@ def print_table(res):
         elif st:
             print(f"    stages: {st.get('error')}")
     print()
-    print("targets (SPEC section 9):")
+    print("targets (docs/PERFORMANCE.md):")
     for t in res["targets"]:
         status = {True: "met", False: "MISSED", None: "n/a"}[t["met"]]
         print(f"  [{status:6s}] {t['what']}: {t['value']} (target {t['target']})")

@@ -31,7 +31,8 @@
 
 #include "cflame/fl_render.h"
 
-/* SPEC.md section 4: the Vega-Lite data holds at most this many rows. */
+/* The Vega-Lite data holds at most this many rows, whatever the profile, so
+ * that a notebook stays usable (docs/PROFILING.md). */
 #define FL__MAX_ROWS 5000
 
 /* ---- rows ---- */
@@ -133,7 +134,7 @@ void fl__amount(double v, bool sign, char out[48]);
 
 /* ---- diffs ---- */
 
-/* The fills of a diff (SPEC.md section 4): a change's colour runs from a
+/* The fills of a diff (docs/DIFF.md): a change's colour runs from a
  * pale tint (the smallest change) to the full colour (|delta| equal to
  * fl_diff_max_delta): white mixed with the full colour, its share
  * FL__DIFF_MIN_TINT + (1 - FL__DIFF_MIN_TINT) |delta| / max, the same for

@@ -3,128 +3,98 @@
  *
  * The interposer runs inside every allocation call of the process, so the
  * common cases are inline in it (fl_allocs.h) and touch only the calling
- * thread's state:
+ * thread's state, with no atomic read-modify-write and no shared cache
+ * line written:
  *  - not recording: one load of fl__allocs.recording, then a tail call;
  *  - recording, call not sampled: the thread's count of calls goes up by
- *    one, below the count at which its next sample falls (sample_at), in
- *    its own counter block (memory only that thread writes: no atomic
- *    read-modify-write, no shared cache line written); nothing else;
- *  - a free while recording: one load from the filter
- *    (FL_ALLOCS_FILTER_BUCKETS 16-bit counts of the live entries of the
- *    table by hash bucket, 8 KiB that stay in cache): a zero means the
- *    block was not sampled, and nothing else is done.
+ *    one, below sample_at, the count at which its next sample falls, in a
+ *    counter block only that thread writes; nothing else;
+ *  - a free while recording: one load from the filter (16-bit counts of
+ *    the table's live entries by hash bucket, 8 KiB, small enough to stay
+ *    in cache): zero means the block was not sampled, and that is all.
  * Everything else comes here through the hooks: a thread's first call (it
- * takes a counter block), the sampled call, the first call of a run (start
- * zeroes every block's sample_at, so that a gap is drawn again at the new
- * rate), the free of a block whose filter bucket is not zero, realloc, and
- * the threads beyond MAX_THREADS (one shared block of atomic counters,
- * their countdowns in TLS, checked against fl__allocs.epoch).
+ * takes a counter block), the sampled call, the first call of a run
+ * (start zeroes sample_at, so that the gap is drawn at the new rate), the
+ * free of a block whose filter bucket is not zero, realloc, and threads
+ * beyond MAX_THREADS.
  *
- * Sampling. Each thread counts its calls up to its next sample: after a
- * sample it draws the gap from the geometric distribution of parameter
- * sample_rate (from a per-thread xorshift64* generator, with an alias
- * table and no log: see "sampling gaps" below) and sets sample_at to its
- * count plus
- * the gap, which samples every call independently with probability p, as
- * a coin per call would, at the cost of an increment. At sample_rate 1 the
- * gap is always 1. The count is the thread's number of calls, so calls
- * needs no counter of its own; it is kept counting up rather than down
- * (calls = gaps drawn - calls left would do as well) because then start,
- * which must reset every thread's countdown, writes sample_at, which the
- * inline path only reads: an owner's decrement in flight cannot undo
- * start's reset and, with it, the count.
+ * Sampling. After a sample a thread draws the gap to its next one from the
+ * geometric distribution of parameter sample_rate (see "sampling gaps"
+ * below) and sets sample_at to its count plus the gap: every call is
+ * sampled independently with probability sample_rate, as a coin per call
+ * would be, at the cost of an increment, and the count is the exact number
+ * of calls. It counts up, not down, so that start, which must reset every
+ * thread's countdown, writes only sample_at, which the inline path only
+ * reads: an owner's update in flight cannot undo the reset.
  *
- * A sampled call:
- *  1. unwinds into the thread's TLS buffer from the allocation function's
- *     caller on (the interposer passes its return address): by the
- *     frame-pointer walk when the caller is in a registered range (see
- *     "The frame-pointer walk" below), or else with unw_backtrace, keeping
- *     the frames from the caller on (libunwind's fast trace stores return
- *     addresses minus 1, its unw_step fallback plain ones: both are
- *     recognized, and plain ones are stored);
- *  2. claims a slot of the table for the block's address (compare-and-swap
- *     of an empty or freed slot within FL_ALLOCS_MAX_PROBE of the address's
- *     home slot) and increments the filter's bucket;
- *  3. reserves the record's words with a compare-and-swap on used_words (so
- *     used_words never passes capacity_words), writes word 0 as "reserved"
- *     (n_pcs, tid 0), the fields and addresses, the table slot's record
- *     position, then word 0 with the tid (release).
- *  A full table or buffer counts the record as dropped (a full buffer
- *  also stops further unwinding until the next start).
- * A release while recording whose filter bucket is not zero probes the
- * table from the home slot (at most FL_ALLOCS_MAX_PROBE slots, stopping at
- * a slot never used); on a match it marks the slot freed (a tombstone,
- * reused by later claims), decrements the bucket, and sets FL_ALLOCS_FREED
- * in the record's kind word.
- *
- * Start empties the table by clearing the slots the last run's records
- * name (word 3 keeps each record's slot), not the whole table, unless a
- * slot may have been claimed without a complete record (a full buffer, a
- * record cut off by siglongjmp).
+ * A sampled call unwinds from the allocation function's caller on (by the
+ * frame-pointer walk below, or else unw_backtrace: the same return
+ * addresses either way), claims a slot of the table for the block's address
+ * (a compare-and-swap of an empty or freed slot within FL_ALLOCS_MAX_PROBE
+ * of its home slot) and counts it in the filter, then reserves the record
+ * with a compare-and-swap on used_words (so that used_words never passes
+ * capacity_words), writes it, and publishes it by storing word 0 with the
+ * tid last (release). A full table or buffer counts the record as dropped.
+ * A release whose filter bucket is not zero probes the table; on a match
+ * it turns the slot into a tombstone, decrements the bucket, and marks the
+ * record FL_ALLOCS_FREED.
  *
  * Why a block's entry is always found: its slot is claimed inside the
- * allocation call, before the program has the address, and its release
- * comes after the program got the address back; the release of the old
- * block in realloc happens before glibc's realloc can hand that address to
- * another thread. Entries are only ever turned into tombstones, never back
- * into never-used slots, so a probe never stops short of a live entry.
+ * allocation call, before the program has the address, and released after
+ * the program gave it back; realloc releases the old block before glibc's
+ * realloc can hand that address to another thread. Entries only ever turn
+ * into tombstones, never back into never-used slots, so a probe never stops
+ * short of a live entry. Start empties the table by clearing the slots the
+ * last run's records name (word 3), not the whole table, unless a slot may
+ * have been claimed without a complete record (a full buffer, a record cut
+ * off by siglongjmp).
  *
- * The frame-pointer walk (x86-64). Code compiled with frame pointers
- * starts each function with push %rbp; mov %rsp, %rbp: at the address in
- * rbp lie the caller's rbp and, 8 bytes above, the return address into the
- * caller. The walk starts from its own frame and follows the chain through
- * the recorder's and the interposer's frames (this library and the
- * interposer are built with frame pointers) to the frame whose return
- * address is the caller's (the interposer's entry points keep no frame of
- * their own, so that frame is the *_recorded function's, and the rbp it
- * saved is the caller's). From there each step reads the next return
- * address: in a registered range, it is recorded and the walk goes on;
- * in the base range, it is recorded and the stack is complete; anything
- * else, and any frame pointer that is not 16-byte aligned, within the
- * thread's stack bounds and at least 16 bytes above the previous one,
- * gives the stack to unw_backtrace. The bounds come from
- * pthread_getattr_np at fl_allocs_thread_enter (the main thread's top is
- * the end of its mapping); the walk starts inside them, at the current
- * frame, and only goes up, so every read is of the live stack. The ranges
- * are a sorted array searched by bisection after a check of the range the
- * previous frame was in (frames of one cell come in runs); they change
- * only while not recording, when no thread is on a slow path (see
- * Stopping), so the walk reads them without a lock.
+ * The frame-pointer walk (x86-64; the rules it checks are in fl_allocs.h)
+ * is there because libunwind costs 150-250 ns a stack and the walk a few
+ * ns a frame. At the address in rbp lie the caller's rbp and, 8 bytes
+ * above, the return address. The walk starts from its own frame, goes
+ * through the recorder's and the interposer's (both built with frame
+ * pointers) to the *_recorded function's, whose saved rbp is the caller's,
+ * and from there records return addresses while they are in registered
+ * ranges, up to the first in the base range; anything else hands the whole
+ * stack to unw_backtrace. It only goes up from the current frame within
+ * the thread's stack bounds, so it reads only the live stack and cannot
+ * fault. The ranges are a sorted array, searched by
+ * bisection after a check of the previous frame's range; they change only
+ * while not recording, when no thread is on a slow path (see Stopping), so
+ * the walk reads them without a lock.
  *
- * Re-entry. libunwind allocates on a thread's first unwind (its per-thread
- * trace cache; pthread_setspecific's second-level array), and so could any
+ * Re-entry. libunwind allocates on a thread's first unwind, and so could a
  * signal handler that interrupts a hook. T.guard is set on the slow paths:
  * calls that find it set pass through, unrecorded and uncounted.
  *
- * Stopping. fl_allocs_stop clears fl__allocs.recording, then waits until no thread
- * is on a slow path: each thread's counters carry a `busy` flag that the
- * thread sets before it checks fl__allocs.recording, a Dekker-style pair:
- * the slow path stores busy, then loads recording; stop stores recording,
- * then loads busy. Each needs a full fence between its store and its load.
- * The slow path's is only a compiler barrier when the process registered
- * for membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) at its first init:
- * stop then calls it after clearing recording, which runs a full fence on
- * every CPU running a thread of the process (and a thread not running has
- * passed a context switch, one too), so either a slow path's busy store is
- * visible to stop's wait or its load sees recording off, as with a fence
- * on each side (folly's asymmetric fences; the sampled call no longer pays
- * a fence, some 10-20 ns cold). Without membarrier (an old kernel, a
- * seccomp filter) each slow path fences, as before. After the wait
- * nothing writes to the buffer. The calling thread's own flag and
- * guard are reset instead: a cell interrupted with siglongjmp may have left
- * them set, and the thread is not on a slow path if it calls stop.
+ * Stopping. fl_allocs_stop clears fl__allocs.recording, then waits until no
+ * thread is on a slow path, after which nothing writes to the buffer. This
+ * is a Dekker-style pair: a slow path stores its `busy` flag, then loads
+ * recording; stop stores recording, then loads every busy. Each side needs
+ * a full fence between its store and its load. So that the sampled call
+ * pays no fence, the process registers for
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) at its first init: the slow
+ * path has only a compiler barrier, and stop calls membarrier after
+ * clearing recording, which runs a full fence on every CPU running a
+ * thread of the process (a thread not running has passed a context switch,
+ * which is one), as folly's asymmetric fences do. Without membarrier (an
+ * old kernel, a seccomp filter) each slow path fences. The calling thread's
+ * own busy flag and guard are reset instead of waited for: a cell
+ * interrupted with siglongjmp may have left them set, and a thread that
+ * calls stop is on no slow path.
  *
  * Counters. Each thread owns one of MAX_THREADS counter blocks (taken on
  * its first counted call or at fl_allocs_thread_enter, given back at
- * fl_allocs_thread_exit; a later owner goes on from the same values, and
- * from the same countdown, which is memoryless): the calls, and the
- * sampled blocks released, the records written and walked (so that a
- * sampled call adds to no shared counter; written on a slow path, which
- * stop waits for, they are exact). The counts only grow: start notes
- * their sum, stop writes the difference to the header. sample_at is
- * written by start (zero) and by the owner inside a busy window only (see
- * Stopping), so the two never race. Threads beyond MAX_THREADS, and
- * threads past their exit, share one block of atomic counters. */
+ * fl_allocs_thread_exit; a later owner goes on from the same values and
+ * the same countdown, which is memoryless): calls, sampled blocks released,
+ * records written and walked, so that a sampled call adds to no shared
+ * counter. Written on slow paths, which stop waits for, they are exact. The
+ * counts only grow: start notes their sum, stop writes the difference to
+ * the header. sample_at is written by start (zero) and by its owner inside
+ * a busy window only, so the two never race. Threads beyond MAX_THREADS,
+ * and threads past their exit, share one block of atomic counters, their
+ * countdowns in TLS, checked against fl__allocs.epoch. */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include "cflame/fl_allocs.h"

@@ -7,22 +7,20 @@
  *    with attr.sigtrap (Linux 6.1 and later): on overflow the kernel queues
  *    a SIGTRAP (si_code TRAP_PERF, si_perf_data our cookie) as task work,
  *    delivered when the thread next returns to user mode. It has hrtimer
- *    resolution (1,000 signals per CPU-second at 1 ms, 10,000 at 0.1 ms),
- *    counts kernel time too where perf_event_paranoid allows it, and can
- *    never interrupt a sleep: a timer that expires inside a system call
- *    signals after the call returns. It is also the cheapest: about 20 us
- *    per signal on this project's virtual machines, as much as one sample
- *    of `perf record` costs there;
+ *    resolution, counts kernel time too where perf_event_paranoid allows
+ *    it, and can never interrupt a sleep: a timer that expires inside a
+ *    system call signals after the call returns. It is also the cheapest
+ *    kind: its signal costs about what a whole sample of `perf record`
+ *    does;
  *  - the same perf event with O_ASYNC and F_SETSIG (SIGPROF) where sigtrap
- *    is missing. Its signal goes through an interrupt of its own (about
- *    35 us per signal on the same machines), and it counts user mode only
- *    (exclude_kernel): a signal queued while the thread runs kernel code
- *    would be pending as the thread goes to sleep in that call, and the
- *    sleep would end early with EINTR (measured: hundreds of EINTRs per
- *    second in polls and sleeps at 0.1 ms);
+ *    is missing. Its signal goes through an interrupt of its own, which
+ *    costs more, and it counts user mode only (exclude_kernel): a signal
+ *    queued while the thread runs kernel code would be pending as the
+ *    thread goes to sleep in that call, and the sleep would end early with
+ *    EINTR, hundreds of times a second at 0.1 ms;
  *  - timer_create on the thread's CPU clock (SIGEV_THREAD_ID, SIGPROF),
  *    when perf events are not allowed at all. Linux fires these on the
- *    scheduler tick (about 250 per CPU-second here whatever the interval),
+ *    scheduler tick (often 250 per CPU-second, whatever the interval),
  *    after the system call, so they cause no EINTR either.
  * Intervals are drawn uniformly from [0.75, 1.25] x interval (a per-thread
  * xorshift generator), so a workload whose period is a multiple of the
@@ -51,13 +49,16 @@
  *
  * Unwinding. unw_backtrace from the handler, through the signal
  * trampoline: libunwind's fast trace (a per-thread cache of frame layouts
- * keyed by address) takes 0.3 us for 28 frames here, where an unw_step
- * loop from the signal context takes 13 us. The trampoline's address
- * (sa_restorer) marks where the interrupted frames begin. The unwind is
- * nearly all of what a sample costs beyond the signal (bench/: the
- * handler's modes, fl_sampler_set_mode, measure it part by part), and it
- * grows with the frames: stacks taken inside fl_sampler_call end at its
- * frame, so that the worker's own frames below a cell are not unwound.
+ * keyed by address) is some 40 times faster than an unw_step loop from the
+ * signal context. The trampoline's address (sa_restorer) marks where the
+ * interrupted frames begin. The unwind is nearly all of what a sample costs
+ * beyond the signal (fl_sampler_set_mode's measuring modes let bench/ take
+ * it apart), and it grows with the frames: stacks taken inside
+ * fl_sampler_call end at its frame, so that the worker's own frames below
+ * a cell are not unwound. The handler does not walk frame pointers instead,
+ * even in code compiled with them: a signal can land in a prologue, a
+ * frameless leaf or a tail call, where the caller would have to be guessed,
+ * and a cheaper profile that puts samples in the wrong place is worse.
  *
  * The handler takes no lock, allocates nothing and never enters the
  * dynamic loader:

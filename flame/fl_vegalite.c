@@ -1,6 +1,6 @@
 /* fl_vegalite: a flame graph as a Vega-Lite 5 spec.
  *
- * One data row per drawn frame (fields in fl_render.h and SPEC.md section 4,
+ * One data row per drawn frame (fields in fl_render.h and docs/PROFILING.md,
  * plus its fill colour, "color", which the SVG uses too) and four layers:
  *
  *   frames  rect marks from x0 to x1 along the sample axis, one level of

@@ -1,4 +1,4 @@
-/* cflame: the flame graph library on the command line (SPEC.md section 5).
+/* cflame: the flame graph library on the command line (docs/CLI.md).
  *
  *   cflame [options] INPUT...
  *

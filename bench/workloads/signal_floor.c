@@ -11,7 +11,7 @@
  * It runs the same 20-million-iteration loop 30 times with the event off
  * and 30 times with it on, alternately, and prints the best of each, the
  * overhead and the CPU per sample. Not part of scripts/bench: it is the
- * experiment behind docs/PERFORMANCE.md's "signal floor" paragraph. */
+ * experiment behind the "signal floor" of docs/PERFORMANCE.md. */
 #define _GNU_SOURCE
 #include <libunwind.h>
 #include <linux/perf_event.h>

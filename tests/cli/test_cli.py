@@ -1,4 +1,4 @@
-"""The cflame command line (SPEC.md section 5), run as a user runs it.
+"""The cflame command line (docs/CLI.md), run as a user runs it.
 
 Each output format is checked by its real consumer: the SVG by an XML
 parser, the Vega-Lite spec by vega-lite and vega (tests/render/check_spec.mjs

@@ -1,4 +1,5 @@
-"""SPEC sections 3 and 4 for allocation profiles, through the kernel:
+"""Allocation profiles through the kernel (docs/PROFILING.md, "Allocation
+profiles"):
 %%profallocs with known answers (exact at sample_rate=1, within the
 binomial bound when sampling), live=true, allocations made inside libc,
 threads, weight=count, allocation baselines and diffs, and the refusals.

@@ -1,4 +1,4 @@
-"""Differential flame graphs through the kernel (SPEC sections 3 and 4):
+"""Differential flame graphs through the kernel (docs/DIFF.md):
 %%profbase keeps a baseline, %%profdiffview shows a profile against it.
 
 The workload is ProfileVega's documentation example translated to C: f1(n)

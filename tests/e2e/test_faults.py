@@ -1,7 +1,8 @@
-"""SPEC section 7 (Bad input and faults): what the user gets when a cell does
-not compile, does not link, crashes, never ends, exits, or floods its
-output; and for unknown magics. Nothing here may stop the kernel, and the
-session keeps its definitions. (Profiling rows are tested elsewhere.)"""
+"""Bad input and faults (docs/USAGE.md, "When things go wrong"): what the
+user gets when a cell does not compile, does not link, crashes, never
+ends, exits, or floods its output; and for unknown magics. Nothing here may
+stop the kernel, and the session keeps its definitions. (Profiling rows are
+tested elsewhere.)"""
 import re
 import time
 

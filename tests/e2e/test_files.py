@@ -1,4 +1,5 @@
-"""SPEC sections 3 and 5 through the kernel: %profsave in every format
+"""Saving and loading profiles through the kernel (docs/PROFILING.md,
+"Saving and loading profiles"): %profsave in every format
 (.svg, .html, .vl.json, .folded, .txt, for plain and diff graphs), and
 %profload of folded stacks and of `perf script` text, into the session
 profile or as a baseline, with the errors a user gets for bad files.

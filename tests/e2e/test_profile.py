@@ -1,5 +1,6 @@
-"""SPEC sections 3 and 4, for the profiling magics: what a user checks in
-the flame graph output of %%profview and friends, through the real kernel.
+"""The profiling magics and what their output holds (docs/PROFILING.md):
+what a user checks in the flame graph output of %%profview and friends,
+through the real kernel.
 
 (Whether the numbers are right is test_profile_truth.py's business.)
 Every bundle and spec produced here is also run through

@@ -1,6 +1,6 @@
-"""SPEC section 3, "What the profiler must get right": the profiler tells
-the truth, measured through the real kernel on workloads whose answer is
-known.
+"""The profiler's promises (docs/PROFILING.md, "What the numbers mean, and
+why they can be trusted"): the profiler tells the truth, measured through
+the real kernel on workloads whose answer is known.
 
 Numbers come from what the user sees: the data rows of the Vega-Lite spec
 (count, self, func, ...) and the summary line of text/plain ("N samples
@@ -14,8 +14,8 @@ deviation of about 1.4 points, so the workloads that must land within
 standard deviations, which keeps these tests from flaking while a real
 bias (aliasing, lost samples, wrong weights) still fails them. Totals are
 not estimates: every sample carries the CPU time of its thread since its
-previous one, so totals and per-thread shares are held to the SPEC's 5 %
-and +-3 points on short runs.
+previous one, so totals are held to the 5 % the docs promise, and
+per-thread shares to +-3 points, even on short runs.
 """
 import re
 

@@ -1,6 +1,9 @@
-"""SPEC section 6 (Protocol): signatures, heartbeat, the requests and
-replies of Jupyter messaging 5.3, stop_on_error, restart, shutdown, and the
-ipc transport."""
+"""The Jupyter messaging protocol 5.3 over ZeroMQ: HMAC-SHA256 signatures
+(a forged, unsigned or malformed message is dropped and logged, and the
+kernel goes on), the heartbeat while a cell runs, the requests and
+replies, status busy/idle around every request, interrupts (by message on
+control, as the kernelspec asks, and by SIGINT), stop_on_error, restart,
+shutdown, and the ipc transport."""
 import glob
 import os
 import re

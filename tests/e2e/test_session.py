@@ -1,5 +1,5 @@
-"""SPEC section 2 (Cells): what persists from cell to cell, how cells run,
-their output and input, and the compiler magics.
+"""Cells (docs/USAGE.md, "Cells"): what persists from cell to cell, how
+cells run, their output and input, and the compiler magics.
 
 One kernel serves the whole module (names are unique per test so that the
 tests do not depend on each other); tests that reset the session start their

@@ -3,8 +3,8 @@
  * (rows, fields, bounds, layers, interactions), that the SVG is well-formed
  * XML with one titled rect per row in the rows' colours, themes and icicles,
  * allocation profiles, hostile function names, an empty profile, and the
- * size bounds of SPEC.md section 4 on a big tree (at most 5,000 rows, a
- * bundle under 1 MB).
+ * size bounds on a big tree (at most 5,000 rows, a bundle under 1 MB: see
+ * docs/PROFILING.md, "The data behind the graph").
  *
  *   test_render [DIR]
  *
@@ -267,7 +267,8 @@ static void test_small(void) {
   CHECK_STR(json_string_value(json_object_get(pick, "name")), "pick");
   CHECK_STR(json_string_value(json_object_get(json_object_get(pick, "select"), "clear")),
             "dblclick");
-  /* The tooltip names what SPEC.md asks for, in order. */
+  /* The tooltip gives function, file:line, module, samples, self and
+   * percent, in that order (docs/PROFILING.md, "Reading a flame graph"). */
   const char *tooltip = tooltip_expr(frames);
   const char *want[] = {
       "'function':", "'file:line':", "'module':", "'samples':", "'self':", "'percent':"};

@@ -5,8 +5,8 @@
  * scale for both, neutral grey within noise, teal for new frames), the
  * legend, the notes and summary, the vanished list in each rendering,
  * tooltips, negate (baseline layout), allocation diffs, self deltas with a
- * scaled baseline, hostile names, an empty diff, and the size bounds of
- * SPEC.md section 4 on a big diff.
+ * scaled baseline, hostile names, an empty diff, and the size bounds on a
+ * big diff (at most 5,000 rows, a bundle under 1 MB: docs/PROFILING.md).
  *
  *   test_render_diff [DIR]
  *
