@@ -18,6 +18,7 @@
 #include "kn_chan.h"
 #include "kn_names.h"
 #include "kn_strbuf.h"
+#include "kn_util.h"
 
 /* How long the event pipe may be at end of file while the worker lives:
  * a dying process closes its descriptors a moment before it can be
@@ -36,12 +37,6 @@ struct kn_worker {
   long long evt_eof_ms; /* when the event pipe reached end of file; 0: not */
   char stop_reason[256]; /* why the kernel ended the worker, or "" */
 };
-
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 kn_worker_t *kn_worker_new(const char *worker_path) {
   kn_worker_t *w = kn_xcalloc(1, sizeof *w);
@@ -299,7 +294,7 @@ static void drain_events(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
     if (n > 0) continue;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
     close_fd(&w->evt_fd);
-    w->evt_eof_ms = now_ms();
+    w->evt_eof_ms = kn_now_ms();
   }
 }
 
@@ -313,7 +308,7 @@ void kn_worker_read(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
 int kn_worker_tick(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   reap_if_ended(w, fn, ctx);
   if (w->pid <= 0 || !w->evt_eof_ms || w->stop_reason[0]) return -1;
-  long long left = w->evt_eof_ms + CHANNEL_GRACE_MS - now_ms();
+  long long left = w->evt_eof_ms + CHANNEL_GRACE_MS - kn_now_ms();
   if (left > 0) return (int)left;
   stop_for(w, "the cell closed the kernel's channel (fd 4)");
   return -1;
@@ -321,7 +316,7 @@ int kn_worker_tick(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
 
 json_t *kn_worker_wait_event(kn_worker_t *w, const char *ev, int timeout_ms, kn_wev_fn fn,
                              void *ctx, bool *exited) {
-  long long deadline = now_ms() + timeout_ms;
+  long long deadline = kn_now_ms() + timeout_ms;
   *exited = false;
   for (;;) {
     json_t *got = pop_events(w, ev, fn, ctx);
@@ -330,7 +325,7 @@ json_t *kn_worker_wait_event(kn_worker_t *w, const char *ev, int timeout_ms, kn_
       *exited = true;
       return NULL;
     }
-    long long left = deadline - now_ms();
+    long long left = deadline - kn_now_ms();
     if (left <= 0) return NULL;
     struct pollfd p[3] = {{w->evt_fd, POLLIN, 0}, {w->out_fd, POLLIN, 0}, {w->err_fd, POLLIN, 0}};
     int r = poll(p, 3, (int)left);

@@ -42,6 +42,7 @@
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
 #include "cflame/fl_tree.h"
+#include "kn_names.h"
 #include "kn_prof.h"
 #include "kn_profmagic.h"
 
@@ -81,7 +82,7 @@ int main(int argc, char **argv) {
   if (repeats > MAX_REPEATS) repeats = MAX_REPEATS;
   const char *args = argc > 5 ? argv[5] : "";
   char err[512], root[32];
-  snprintf(root, sizeof root, "cell[%d]", cell);
+  snprintf(root, sizeof root, KN_CELL_FILE_FMT, cell);
 
   kn_prof_t *kp = kn_prof_new(dir);
   kn_profreq_t req;
@@ -91,12 +92,13 @@ int main(int argc, char **argv) {
   req.mode = KN_PROF_VIEW;
 
   /* The buffer, read-only, for the symbolize stage and the run's figures. */
-  int fd = open(kp->buffer_path, O_RDONLY);
+  const char *buffer_path = kn_prof_buffer_path(kp);
+  int fd = open(buffer_path, O_RDONLY);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0) die(kp->buffer_path, "cannot open");
+  if (fd < 0 || fstat(fd, &st) < 0) die(buffer_path, "cannot open");
   size_t bytes = (size_t)st.st_size;
   const void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) die(kp->buffer_path, "cannot map");
+  if (map == MAP_FAILED) die(buffer_path, "cannot map");
   close(fd);
   const fl_sampler_header_t *h = map;
   uint64_t records = 0, pcs = 0, cpu_ns = 0;
@@ -133,9 +135,8 @@ int main(int argc, char **argv) {
         /* Where kn_prof_collect stops: the worker's own frames, or the
          * cell's entry function. */
         for (int j = 0; j < k && !end; j++) {
-          const char *m = info[j].module ? strrchr(info[j].module, '/') : NULL;
-          end = (m && !strcmp(m + 1, "cflame-worker")) ||
-                (info[j].func && !strncmp(info[j].func, "cflame_run_", 11));
+          kn_frame_kind_t kind = kn_frame_classify(&info[j], NULL);
+          end = kind == KN_FRAME_WORKER || kind == KN_FRAME_ENTRY;
           n_frames++;
         }
       }
