@@ -21,6 +21,9 @@ the noise of a shared machine falls on both sides alike:
           object from the translation unit the kernel wrote (cell_N.c in its
           session directory), with the kernel's own compiler flags; and
           ipykernel's print("hi") for reference. The three are interleaved.
+          With --reference BUILD, the same cell in a kernel of another
+          build (an earlier commit, say) is interleaved with them too, and
+          the table gives this build's median over that one's.
 
 Figures are medians, and the targets are ratios of figures from the same run
 (plus start-up's absolute target of 50 ms). Nothing here asserts: the
@@ -61,6 +64,8 @@ CELL_PY = 'print("hi")'
 START_MAX_MS = 50.0
 START_MIN_RATIO = 10.0
 CELL_MAX_RATIO = 2.0
+# Against a reference build: slower by more than this is a regression.
+REGRESSION_MAX_RATIO = 1.05
 
 # Pause before each measurement of the cell benchmark.
 SETTLE_S = 0.05
@@ -305,6 +310,8 @@ def bare_compile(src, out_so, env):
 
 
 def bench_cell(argvs, runs, warmup, workdir, env):
+    """The trivial cell against the bare compiler run and ipykernel; with a
+    "reference" argv, against a kernel of another build too."""
     # The kernel makes its session directory under TMPDIR: give it one of
     # its own, so that the directory is found without guessing. The bare
     # compiler gets the same TMPDIR (gcc keeps its .s and .o there).
@@ -313,11 +320,19 @@ def bench_cell(argvs, runs, warmup, workdir, env):
     cenv["TMPDIR"] = str(tmp)
     ck = Kernel("cflame", argvs["cflame"], workdir, cenv, connect_iopub=True)
     pk = Kernel("ipykernel", argvs["ipykernel"], workdir, env, connect_iopub=True)
+    # The reference kernel makes its session directory elsewhere, so that
+    # this build's is the only one in tmp.
+    rk = (Kernel("reference", argvs["reference"], workdir, env, connect_iopub=True)
+          if "reference" in argvs else None)
     try:
         ck.start()
         pk.start()
         ck.wait_iopub_ready()
         pk.wait_iopub_ready()
+        if rk:
+            rk.start()
+            rk.wait_iopub_ready()
+            rk.execute(CELL_C)
         sessions = sorted(tmp.glob("cflame-*"))
         if len(sessions) != 1:
             sys.exit(f"bench: expected one cflame session directory in {tmp}, found {sessions}")
@@ -355,20 +370,30 @@ def bench_cell(argvs, runs, warmup, workdir, env):
         def ipykernel_cell():
             raw["ipykernel_cell"].append(pk.execute(CELL_PY)["round_trip"])
 
+        def reference_cell():
+            rec = rk.execute(CELL_C)
+            if rec["status"] != "ok" or rec["stdout"] != "hi\n":
+                sys.exit(f"bench: reference cell {i} gave {rec['status']} {rec['stdout']!r}")
+            raw["reference_cell"].append(rec["round_trip"])
+
+        if rk:
+            raw["reference_cell"] = []
         for i in range(runs):
             # Alternate which of the compared pair goes first, and let each
             # measurement's tail (a kernel's work after idle, the page
             # cache) settle before the next one starts.
             order = [cflame_cell, bare] if i % 2 == 0 else [bare, cflame_cell]
+            if rk:
+                order.insert(1 if i % 2 == 0 else 0, reference_cell)
             for step in order + [ipykernel_cell]:
                 time.sleep(SETTLE_S)
                 step()
         return raw, {"translation_unit": src.read_text(), "compile_argv": argv}
     finally:
-        ck.shutdown()
-        pk.shutdown()
-        ck.cleanup()
-        pk.cleanup()
+        for k in (ck, pk, rk):
+            if k:
+                k.shutdown()
+                k.cleanup()
 
 
 def breakdown(details):
@@ -451,6 +476,8 @@ def print_table(res):
         rows += [('cflame cell printf("hi\\n"); request to idle', s["cflame_cell"]),
                  ("bare compiler run for the same cell", s["bare_compile"]),
                  ('ipykernel cell print("hi") request to idle', s["ipykernel_cell"])]
+        if "reference_cell" in s:
+            rows.append(("the same cell, reference build's kernel", s["reference_cell"]))
     for label, s in rows:
         print(f"{label:44s} {ms(s['median'])} {ms(s['min'])} {ms(s['max'])}")
     print()
@@ -474,12 +501,17 @@ def main():
     ap.add_argument("--build", type=pathlib.Path, default=REPO / "build",
                     help="cflame build directory (build)")
     ap.add_argument("--ipykernel", default="python3", help="ipykernel's kernelspec name (python3)")
+    ap.add_argument("--reference", type=pathlib.Path,
+                    help="another cflame build directory whose kernel runs the same cell, "
+                         "interleaved (scripts/bench compare REF builds one)")
     ap.add_argument("--only", choices=["start", "cell"], help="run one of the two benchmarks")
     ap.add_argument("--json", type=pathlib.Path, help="write all raw timings here")
     args = ap.parse_args()
 
     argvs = {"cflame": kernel_argv("cflame", args.build.resolve()),
              "ipykernel": kernel_argv(args.ipykernel, args.build.resolve())}
+    if args.reference:
+        argvs["reference"] = kernel_argv("cflame", args.reference.resolve())
     env = dict(os.environ)
     env.pop("CFLAME_DEBUG", None)
     workdir = tempfile.mkdtemp(prefix="cflame-bench-")
@@ -509,6 +541,13 @@ def main():
             res["targets"].append(
                 {"what": "cflame trivial cell / bare compile", "value": f"{r:.2f}x",
                  "target": f"<= {CELL_MAX_RATIO:.0f}x", "met": r <= CELL_MAX_RATIO})
+            if "reference_cell" in s:
+                q = s["cflame_cell"]["median"] / s["reference_cell"]["median"]
+                res["cell"]["ratio_cell_over_reference"] = q
+                res["targets"].append(
+                    {"what": "this build's cell / the reference build's", "value": f"{q:.2f}x",
+                     "target": f"<= {REGRESSION_MAX_RATIO:.2f}x (no regression)",
+                     "met": q <= REGRESSION_MAX_RATIO})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     res["machine"]["loadavg_after"] = os.getloadavg()
