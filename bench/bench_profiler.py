@@ -279,8 +279,17 @@ def run_chunked(tools, rate, rounds, iters, workdir, use_perf, dwarf=False):
     return rec
 
 
-CHUNK_RATES = [{"name": "1 ms", "interval_ns": 1_000_000, "freq": 1000},
-               {"name": "0.1 ms", "interval_ns": 100_000, "freq": 10000}]
+# Each rate's target, in points of overhead above perf's (docs/PERFORMANCE.md):
+# at 1 ms no higher than perf; at 0.1 ms within 1.5 points, since there a
+# signal per sample costs about what perf's whole sample costs.
+CHUNK_RATES = [{"name": "1 ms", "interval_ns": 1_000_000, "freq": 1000, "max_points": 0.0},
+               {"name": "0.1 ms", "interval_ns": 100_000, "freq": 10000, "max_points": 1.5}]
+
+
+def target_text(rate):
+    if rate["max_points"] == 0:
+        return "no higher than perf"
+    return f"within {rate['max_points']:g} points of perf"
 
 
 def bench_chunked(tools, processes, rounds, chunk_seconds, iters_per_s, workdir, use_perf):
@@ -952,12 +961,13 @@ def main():
                                  f"{d['median'] * 100:+.1f} points"
                                  + (f" (95% {ci[0] * 100:+.1f}..{ci[1] * 100:+.1f})" if ci else "")
                                  + f"; whole runs {cw * 100:+.1f}% vs {pw * 100:+.1f}%",
-                        "target": "no higher than perf", "met": d["median"] <= 0})
+                        "target": target_text(rate),
+                        "met": d["median"] * 100 <= rate["max_points"]})
                 else:
                     res["targets"].append({
                         "what": what, "value": f"{c['cflame']['overhead'] * 100:+.1f}%; perf "
                                                f"unavailable: {res['perf'].get('reason')}",
-                        "target": "no higher than perf", "met": None})
+                        "target": target_text(rate), "met": None})
         if args.only in (None, "profview"):
             configs = [{"delay": 0.0001, "runs": args.profview_runs}]
             if args.profview_long_runs > 0:
