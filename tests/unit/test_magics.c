@@ -1,0 +1,155 @@
+/* Unit tests for kn_magics: the table every magic lives in, and what the
+ * user reads from it (%NAME?, %lsmagic, the lists in error messages). Each
+ * entry is checked against the rest of the table, so a new entry is
+ * checked too. */
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "kn_magics.h"
+#include "kn_strbuf.h"
+#include "test.h"
+
+static bool starts_with(const char *s, const char *prefix) {
+  return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+/* s with each run of white space made one space. New. */
+static char *squeezed(const char *s) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (; *s; s++) {
+    if (!isspace((unsigned char)*s)) {
+      kn_strbuf_putc(&sb, *s);
+    } else if (sb.len && sb.data[sb.len - 1] != ' ') {
+      kn_strbuf_putc(&sb, ' ');
+    }
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+/* Whether the list "a, b, c" holds item. */
+static bool listed(const char *list, const char *item) {
+  size_t n = strlen(item);
+  for (const char *p = list; (p = strstr(p, item)) != NULL; p += n)
+    if ((p == list || (p - list >= 2 && !strncmp(p - 2, ", ", 2))) && (p[n] == '\0' || p[n] == ','))
+      return true;
+  return false;
+}
+
+static size_t count_items(const char *list) {
+  if (!*list) return 0;
+  size_t n = 1;
+  for (const char *p = list; (p = strstr(p, ", ")) != NULL; p += 2) n++;
+  return n;
+}
+
+static void test_every_entry(void) {
+  char *list = kn_magic_list(), *flat_list = squeezed(list);
+  char *line_names = kn_magic_names(KN_FORM_LINE), *cell_names = kn_magic_names(KN_FORM_CELL);
+  size_t n = 0, n_line = 0, n_cell = 0;
+  const kn_magic_def_t *m;
+  for (size_t i = 0; (m = kn_magic_at(i)) != NULL; i++, n++) {
+    CHECK(kn_magic_find(m->name) == m);
+    CHECK(m->forms & (KN_FORM_LINE | KN_FORM_CELL));
+    CHECK(m->usage && m->help && *m->help);
+
+    /* %name?: the usage first, then the help, and the options when there
+     * are any. */
+    char *help = kn_magic_help(m->name);
+    CHECK(starts_with(help, m->usage));
+    CHECK(help && strstr(help, m->help));
+    CHECK_INT(help && strstr(help, "Options:") != NULL, m->options != 0);
+    free(help);
+
+    /* %lsmagic: every usage, and the help's opening words. */
+    CHECK(strstr(list, m->usage) != NULL);
+    char *flat_help = squeezed(m->help);
+    char *stop = strstr(flat_help, ". ");
+    if (stop) *stop = '\0';
+    CHECK(strstr(flat_list, flat_help) != NULL);
+    if (!strstr(flat_list, flat_help)) fprintf(stderr, "  %%lsmagic lacks \"%s\"\n", flat_help);
+    free(flat_help);
+
+    /* The lists in error messages: "%name" for the line form, "%%name"
+     * for the cell form, and only for the forms it has. */
+    char item[64];
+    snprintf(item, sizeof item, "%%%s", m->name);
+    CHECK_INT(listed(line_names, item), (m->forms & KN_FORM_LINE) != 0);
+    snprintf(item, sizeof item, "%%%%%s", m->name);
+    CHECK_INT(listed(cell_names, item), (m->forms & KN_FORM_CELL) != 0);
+    n_line += (m->forms & KN_FORM_LINE) != 0;
+    n_cell += (m->forms & KN_FORM_CELL) != 0;
+
+    /* A cell magic runs the cell's code one way or another. */
+    if (m->forms & KN_FORM_CELL) CHECK(m->timeit || m->profile != KN_PROF_NONE);
+
+    /* A line form with no handler always takes a statement, and says so
+     * when it is run without one. */
+    if (!m->kernel_line && !m->prof_line) {
+      static const char *const args[] = {"", "f();", "x", "width=600", "-n 3 g(1);"};
+      for (size_t k = 0; k < sizeof args / sizeof args[0]; k++)
+        CHECK(kn_magic_is_statement(m, args[k]));
+      kn_magic_result_t res;
+      char err[512] = "";
+      CHECK_INT(kn_magic_run_line(NULL, m, "", &res, err, sizeof err), -1);
+      CHECK(strstr(err, "needs a statement") && strstr(err, m->usage));
+    }
+  }
+  CHECK(n >= 10);
+  CHECK(kn_magic_at(n) == NULL);
+  /* Nothing else is listed. */
+  CHECK_INT(count_items(line_names), n_line);
+  CHECK_INT(count_items(cell_names), n_cell);
+  CHECK(strstr(line_names, "%%") == NULL);
+  free(list);
+  free(flat_list);
+  free(line_names);
+  free(cell_names);
+}
+
+/* Whether a line is the statement form of its magic. */
+static void test_is_statement(void) {
+  static const struct {
+    const char *magic, *args;
+    bool statement;
+  } cases[] = {
+      {"profbase", "", false}, /* lists the baselines */
+      {"profbase", "base f();", true},
+      {"profdiffview", "base", false}, /* the session profile against base */
+      {"profdiffview", "base width=600", false},
+      {"profdiffview", "base width=600 noise=0.1", false},
+      {"profdiffview", "base f();", true},
+      {"profdiffview", "base width=600 f(1, 2);", true},
+      {"timeit", "f();", true},
+      {"timeit", "-n 3 f();", true},
+      {"profile", "f();", true},
+      {"profview", "width=600 f();", true},
+      {"cc", "clang", false},
+      {"cflags", "-O3", false},
+      {"profshow", "width=600", false},
+      {"lsmagic", "", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const kn_magic_def_t *m = kn_magic_find(cases[i].magic);
+    CHECK(m != NULL);
+    if (!m) continue;
+    CHECK_INT(kn_magic_is_statement(m, cases[i].args), cases[i].statement);
+    if (kn_magic_is_statement(m, cases[i].args) != cases[i].statement)
+      fprintf(stderr, "  %%%s %s\n", cases[i].magic, cases[i].args);
+  }
+}
+
+static void test_unknown(void) {
+  static const char *const names[] = {"nosuch", "", "%timeit", "TIMEIT", "time"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    CHECK(kn_magic_find(names[i]) == NULL);
+    CHECK(kn_magic_help(names[i]) == NULL);
+  }
+}
+
+int main(void) {
+  test_every_entry();
+  test_is_statement();
+  test_unknown();
+  return TEST_DONE();
+}
