@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cflame/fl_io.h"
+#include "fl__common.h"
 
 /* ---- lines ---- */
 
@@ -60,25 +61,27 @@ void fl__excerpt(const char *s, size_t n, char out[80]);
 /* ---- the frame cache ---- */
 
 /* Maps a byte string (a frame's text, as the reader sees it) to the id the
- * profile gave its frame. Keys are copied. */
+ * profile gave its frame: an fl__index over the keys, which are copied
+ * back to back into one arena. A zeroed cache is empty. */
 typedef struct fl__frame_cache {
-  struct fl__cached *slots; /* open addressing; capacity mask + 1 */
-  size_t mask, n;
+  struct fl__cached *entries; /* n, in order of fl__frame_cache_put */
+  size_t n, cap;
+  fl__index_t index;
   char *arena; /* every key, back to back */
   size_t arena_len, arena_cap;
 } fl__frame_cache_t;
 
-int fl__frame_cache_init(fl__frame_cache_t *c);
 void fl__frame_cache_free(fl__frame_cache_t *c);
 /* True and *id when key is known. */
 bool fl__frame_cache_get(const fl__frame_cache_t *c, const char *key, size_t n, uint32_t *id);
-/* Remembers key → id. Returns 0, or -1 out of memory. */
-int fl__frame_cache_put(fl__frame_cache_t *c, const char *key, size_t n, uint32_t id);
+/* Remembers key -> id; key must not be known yet. */
+void fl__frame_cache_put(fl__frame_cache_t *c, const char *key, size_t n, uint32_t id);
 
 /* ---- the readers, into an empty profile of their own ---- */
 
-/* Each returns 0, or -1 with err. They add samples and may leave the
- * profile half filled on error (the caller throws it away). */
+/* Each returns 0, or -1 with err (about the input: out of memory aborts,
+ * see fl__common.h). They add samples and may leave the profile half
+ * filled on error (the caller throws it away). */
 int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *name,
                     fl_io_error_t *err);
 int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const char *name,

@@ -16,7 +16,6 @@
  *            (by change, saturation by |delta|), legend, the words for the
  *            drawn and the other profile, and the list of vanished frames.
  *   text     a valid UTF-8 copy of a string, for JSON and XML; amounts.
- *   buf      a growing string.
  *
  * A diff is drawn by the same code as a plain graph: rows of its drawn tree
  * (fl_diff_tree) with rows.diff set, which switches colours, tooltips,
@@ -30,6 +29,7 @@
 #include <stdint.h>
 
 #include "cflame/fl_render.h"
+#include "fl__common.h"
 
 /* The Vega-Lite data holds at most this many rows, whatever the profile, so
  * that a notebook stays usable (docs/PROFILING.md). */
@@ -47,9 +47,8 @@ typedef struct fl__rows {
 } fl__rows_t;
 
 /* Fills r with the rows to draw: at most max_rows (0 or more than
- * FL__MAX_ROWS: FL__MAX_ROWS); r->diff NULL (a diff's caller sets it).
- * Returns 0, or -1 out of memory. */
-int fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r);
+ * FL__MAX_ROWS: FL__MAX_ROWS); r->diff NULL (a diff's caller sets it). */
+void fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r);
 void fl__rows_free(fl__rows_t *r);
 
 /* ---- layout ---- */
@@ -191,28 +190,13 @@ double fl__other_total(const fl_diff_t *d);
 /* A copy of s (NULL: "") that is valid UTF-8 without control characters,
  * for JSON and XML: each invalid byte and each control character becomes
  * '?', except tabs and line breaks, which stay when lines is true and
- * become spaces otherwise. New, or NULL out of memory. */
+ * become spaces otherwise. New. */
 char *fl__clean_text(const char *s, bool lines);
-
-/* ---- a growing string ---- */
-
-typedef struct fl__buf {
-  char *data;
-  size_t len, cap;
-  bool oom;
-} fl__buf_t;
-
-void fl__buf_add(fl__buf_t *b, const char *s, size_t n);
-void fl__buf_puts(fl__buf_t *b, const char *s);
-void fl__buf_printf(fl__buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The string, now the caller's (free it); NULL if memory ran out. The buffer
- * is left empty. */
-char *fl__buf_take(fl__buf_t *b);
 
 /* ---- the renderers, on rows already chosen ---- */
 
-json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
-                          char *err, size_t err_size);
+/* New; never NULL. */
+json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r);
 char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r);
 
 #endif

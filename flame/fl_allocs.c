@@ -111,6 +111,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fl__common.h"
 #include "fl__rng.h"
 
 #define MAX_THREADS 1024
@@ -178,11 +179,9 @@ static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 /* ---- small helpers ---- */
 
 static void seed(thread_state_t *t) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
   static uint64_t threads_seeded;
   uint64_t n = __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED);
-  t->rng = ((uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL) ^ (n << 32) ^ (uint64_t)ts.tv_sec;
+  t->rng = ((uint64_t)fl__clock_ns(CLOCK_MONOTONIC) * 0x9E3779B97F4A7C15ULL) ^ (n << 32);
   if (!t->rng) t->rng = 1;
 }
 

@@ -36,15 +36,13 @@ void fl_view_opts_init(fl_view_opts_t *v) {
 
 /* ---- rows ---- */
 
-int fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
+void fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
   memset(r, 0, sizeof *r);
   if (max_rows == 0 || max_rows > FL__MAX_ROWS) max_rows = FL__MAX_ROWS;
   r->n = fl_tree_rows(t, max_rows, &r->rows, &r->n_merged);
-  if (!r->rows) return -1;
   for (size_t i = 0; i < r->n; i++)
     if (r->rows[i]->depth + 1 > r->levels) r->levels = r->rows[i]->depth + 1;
   r->total = fl_tree_root(t)->count;
-  return 0;
 }
 
 typedef struct ranked {
@@ -62,17 +60,11 @@ static int cmp_ranked(const void *pa, const void *pb) {
 }
 
 /* Keeps the max_rows widest of r's rows, in pre-order: what fl_tree_rows
- * would choose, without sorting the whole tree again. Returns 0, or -1 out
- * of memory (r unchanged). */
-static int rows_shrink(fl__rows_t *r, size_t max_rows) {
-  if (max_rows >= r->n) return 0;
-  ranked_t *ranked = malloc(r->n * sizeof *ranked);
-  bool *kept = calloc(r->n, sizeof *kept);
-  if (!ranked || !kept) {
-    free(ranked);
-    free(kept);
-    return -1;
-  }
+ * would choose, without sorting the whole tree again. */
+static void rows_shrink(fl__rows_t *r, size_t max_rows) {
+  if (max_rows >= r->n) return;
+  ranked_t *ranked = fl__xmalloc(r->n, sizeof *ranked);
+  bool *kept = fl__xcalloc(r->n, sizeof *kept);
   for (size_t i = 0; i < r->n; i++)
     ranked[i] = (ranked_t){.count = r->rows[i]->count, .id = r->rows[i]->id, .index = (uint32_t)i};
   qsort(ranked, r->n, sizeof *ranked, cmp_ranked);
@@ -88,7 +80,6 @@ static int rows_shrink(fl__rows_t *r, size_t max_rows) {
   r->n = k;
   free(ranked);
   free(kept);
-  return 0;
 }
 
 void fl__rows_free(fl__rows_t *r) {
@@ -162,10 +153,10 @@ unsigned fl__kinds_present(const fl__rows_t *r) {
   return present;
 }
 
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 0xcbf29ce484222325u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3u;
-  /* FNV's low bits mix poorly for short names: finish like murmur3. */
+/* FNV's low bits mix poorly for short names: half of murmur3's finalizer
+ * spreads them (the colours of every graph depend on it). */
+static uint64_t name_hash(const char *s) {
+  uint64_t h = fl__fnv1a(s);
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdu;
   h ^= h >> 33;
@@ -174,7 +165,7 @@ static uint64_t fnv1a(const char *s) {
 
 void fl__node_color(const fl_node_t *n, char hex[8]) {
   const palette_t *p = &palettes[fl__kind_of(n)];
-  uint64_t h = fnv1a(n->frame.func ? n->frame.func : "");
+  uint64_t h = name_hash(n->frame.func ? n->frame.func : "");
   /* Three independent fractions in [0, 1) from the hash. */
   double v1 = (double)(h & 0xffff) / 65536.0;
   double v2 = (double)((h >> 16) & 0xffff) / 65536.0;
@@ -229,7 +220,7 @@ void fl__thousands(uint64_t n, char out[32]) {
 /* Copies s into line, cleaned, cut between characters to fit. */
 static void note_copy(char line[FL__NOTE_SIZE], const char *s) {
   char *clean = fl__clean_text(s, false);
-  size_t len = clean ? strlen(clean) : 0;
+  size_t len = strlen(clean);
   if (len >= FL__NOTE_SIZE) { /* cut between characters */
     len = FL__NOTE_SIZE - 1;
     while (len > 0 && ((unsigned char)clean[len] & 0xc0) == 0x80) len--;
@@ -466,8 +457,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
 char *fl__clean_text(const char *s, bool lines) {
   if (!s) s = "";
   size_t n = strlen(s);
-  char *out = malloc(n + 1);
-  if (!out) return NULL;
+  char *out = fl__xmalloc(n + 1, 1);
   const unsigned char *u = (const unsigned char *)s;
   size_t i = 0, j = 0;
   while (i < n) {
@@ -487,68 +477,12 @@ char *fl__clean_text(const char *s, bool lines) {
   return out;
 }
 
-/* ---- a growing string ---- */
-
-static bool buf_reserve(fl__buf_t *b, size_t more) {
-  if (b->oom) return false;
-  if (b->len + more + 1 <= b->cap) return true;
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + more + 1) cap *= 2;
-  char *grown = realloc(b->data, cap);
-  if (!grown) {
-    b->oom = true;
-    return false;
-  }
-  b->data = grown;
-  b->cap = cap;
-  return true;
-}
-
-void fl__buf_add(fl__buf_t *b, const char *s, size_t n) {
-  if (!buf_reserve(b, n)) return;
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = '\0';
-}
-
-void fl__buf_puts(fl__buf_t *b, const char *s) {
-  fl__buf_add(b, s, strlen(s));
-}
-
-void fl__buf_printf(fl__buf_t *b, const char *fmt, ...) {
-  char small[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n < sizeof small) {
-    fl__buf_add(b, small, (size_t)n);
-    return;
-  }
-  if (!buf_reserve(b, (size_t)n)) return;
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
-
-char *fl__buf_take(fl__buf_t *b) {
-  char *s = NULL;
-  if (b->oom)
-    free(b->data);
-  else
-    s = b->data ? b->data : strdup("");
-  memset(b, 0, sizeof *b);
-  return s;
-}
-
 /* ---- the bundle ---- */
 
 /* The markdown item: svg as an HTML block, which in CommonMark runs from a
  * line that opens a <div> to the first blank line; so the copy has none.
  * The <div> scrolls where the page is narrower than the graph's smallest
- * scale. New, or NULL out of memory. */
+ * scale. New. */
 static char *markdown_of(const char *svg) {
   fl__buf_t b = {0};
   fl__buf_puts(&b, "<div class=\"cflame-flamegraph\" style=\"overflow-x:auto\">\n");
@@ -562,57 +496,33 @@ static char *markdown_of(const char *svg) {
   return fl__buf_take(&b);
 }
 
-/* The bundle for these rows: new, or NULL with err. */
+/* The bundle for these rows. New. */
 static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
-                         const char *text, char *err, size_t err_size) {
-  json_t *spec = fl__vegalite_rows(t, v, r, err, err_size);
-  char *svg = spec ? fl__svg_rows(t, v, r) : NULL;
-  char *markdown = svg ? markdown_of(svg) : NULL;
-  json_t *bundle = NULL;
-  if (!spec) goto done;
-  if (!svg || !markdown) {
-    snprintf(err, err_size, "out of memory drawing the flame graph");
-    goto done;
-  }
-  bundle = json_object();
-  if (!bundle || json_object_set_new(bundle, "application/vnd.vegalite.v5+json", spec) != 0 ||
-      json_object_set_new(bundle, "image/svg+xml", json_string(svg)) != 0 ||
-      json_object_set_new(bundle, "text/markdown", json_string(markdown)) != 0 ||
-      json_object_set_new(bundle, "text/plain", json_string(text)) != 0) {
-    json_decref(bundle);
-    bundle = NULL;
-    snprintf(err, err_size, "out of memory drawing the flame graph");
-  }
-  spec = NULL; /* stolen by the bundle, or freed with it */
-done:
-  json_decref(spec);
+                         const char *text) {
+  char *svg = fl__svg_rows(t, v, r);
+  char *markdown = markdown_of(svg);
+  json_t *bundle = fl__nonnull(json_object());
+  json_object_set_new(bundle, "application/vnd.vegalite.v5+json", fl__vegalite_rows(t, v, r));
+  json_object_set_new(bundle, "image/svg+xml", fl__nonnull(json_string(svg)));
+  json_object_set_new(bundle, "text/markdown", fl__nonnull(json_string(markdown)));
+  json_object_set_new(bundle, "text/plain", fl__nonnull(json_string(text)));
   free(svg);
   free(markdown);
   return bundle;
 }
 
 /* The bundle of tree t (a diff's drawn tree when d is not NULL) with the
- * report raw_text (freed here): as many rows as fit. New, or NULL with err. */
+ * report raw_text (freed here): as many rows as fit. New. */
 static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t *v,
-                          char *raw_text, char *err, size_t err_size) {
-  char *text = raw_text ? fl__clean_text(raw_text, true) : NULL;
+                          char *raw_text) {
+  char *text = fl__clean_text(raw_text, true);
   free(raw_text);
   json_t *bundle = NULL;
-  if (!text) {
-    snprintf(err, err_size, "out of memory drawing the flame graph");
-    return NULL;
-  }
-
   fl__rows_t r;
-  if (fl__rows_get(t, v->max_rows, &r) < 0) {
-    snprintf(err, err_size, "out of memory drawing the flame graph");
-    free(text);
-    return NULL;
-  }
+  fl__rows_get(t, v->max_rows, &r);
   r.diff = d;
   for (int attempt = 0;; attempt++) {
-    bundle = bundle_of(t, v, &r, text, err, err_size);
-    if (!bundle) break;
+    bundle = bundle_of(t, v, &r, text);
     size_t bytes = json_dumpb(bundle, NULL, 0, JSON_COMPACT);
     if (bytes < BUNDLE_MAX_BYTES || r.n <= 1 || attempt == 7) break;
     /* Too big: scale the rows down by the overshoot, with a margin, since
@@ -620,10 +530,7 @@ static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_
     size_t fewer = (size_t)((double)r.n * (BUNDLE_MAX_BYTES * 0.95) / (double)bytes);
     json_decref(bundle);
     bundle = NULL;
-    if (rows_shrink(&r, fewer < r.n ? (fewer ? fewer : 1) : r.n - 1) < 0) {
-      snprintf(err, err_size, "out of memory drawing the flame graph");
-      break;
-    }
+    rows_shrink(&r, fewer < r.n ? (fewer ? fewer : 1) : r.n - 1);
   }
   fl__rows_free(&r);
   free(text);
@@ -639,7 +546,7 @@ json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t
   fl_text_opts_t to;
   fl_text_opts_init(&to);
   to.max_lines = 200;
-  return bundle_fit(t, NULL, v, fl_text_tree(t, &to), err, err_size);
+  return bundle_fit(t, NULL, v, fl_text_tree(t, &to));
 }
 
 json_t *fl_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size) {
@@ -651,5 +558,5 @@ json_t *fl_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v, char *err, s
   fl_text_opts_t to;
   fl_text_opts_init(&to);
   to.max_lines = 200;
-  return bundle_fit(fl_diff_tree(d), d, v, fl_text_diff(d, &to), err, err_size);
+  return bundle_fit(fl_diff_tree(d), d, v, fl_text_diff(d, &to));
 }

@@ -72,7 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fl__strset.h"
+#include "fl__common.h"
 
 #define NONE UINT32_MAX
 
@@ -127,22 +127,19 @@ static void side_free(side_t *s) {
   memset(s, 0, sizeof *s);
 }
 
-static int side_init(side_t *s, const fl_tree_t *t, fl__strset_t *names) {
+static void side_init(side_t *s, const fl_tree_t *t, fl__strset_t *names) {
   s->t = t;
   s->n = fl_tree_n_nodes(t);
-  s->name = malloc(s->n * sizeof *s->name);
-  s->end = malloc(s->n * sizeof *s->end);
-  s->partner = malloc(s->n * sizeof *s->partner);
-  if (!s->name || !s->end || !s->partner) return -1;
+  s->name = fl__xmalloc(s->n, sizeof *s->name);
+  s->end = fl__xmalloc(s->n, sizeof *s->end);
+  s->partner = fl__xmalloc(s->n, sizeof *s->partner);
   for (size_t i = s->n; i-- > 0;) {
     const fl_node_t *node = fl_tree_node(t, i);
     s->name[i] = fl__strset_intern(names, node->frame.func);
-    if (!s->name[i]) return -1;
     s->end[i] =
         node->n_children ? s->end[node->children[node->n_children - 1]->id] : (uint32_t)i + 1;
     s->partner[i] = NONE;
   }
-  return 0;
 }
 
 /* ---- histograms of subtrees, for agreement ---- */
@@ -163,34 +160,25 @@ static void hist_free(hist_t *h) {
   memset(h, 0, sizeof *h);
 }
 
-static int hist_push(hist_t *h, uintptr_t key, double w) {
-  if (h->n == h->cap) {
-    size_t cap = h->cap ? 2 * h->cap : 32;
-    hent_t *e = realloc(h->e, cap * sizeof *e);
-    if (!e) return -1;
-    h->e = e;
-    h->cap = cap;
-  }
+static void hist_push(hist_t *h, uintptr_t key, double w) {
+  h->e = fl__grow(h->e, &h->cap, h->n + 1, sizeof *h->e);
   h->e[h->n++] = (hent_t){.key = key, .w = w};
-  return 0;
 }
 
 /* Adds the subtree of node id (see "agreement" in the file comment). */
-static int hist_add_subtree(hist_t *h, const side_t *s, uint32_t id) {
+static void hist_add_subtree(hist_t *h, const side_t *s, uint32_t id) {
   const fl_node_t *top = fl_tree_node(s->t, id);
   for (uint32_t u = id; u < s->end[id];) {
     const fl_node_t *n = fl_tree_node(s->t, u);
     if (n->depth - top->depth >= AGREE_DEPTH) {
-      if (hist_push(h, (uintptr_t)s->name[u], (double)n->count) < 0) return -1;
+      hist_push(h, (uintptr_t)s->name[u], (double)n->count);
       u = s->end[u];
       continue;
     }
-    if (n->self && hist_push(h, u == id ? 0 : (uintptr_t)s->name[u], (double)n->self) < 0)
-      return -1;
+    if (n->self) hist_push(h, u == id ? 0 : (uintptr_t)s->name[u], (double)n->self);
     u++;
   }
   h->total += (double)top->count;
-  return 0;
 }
 
 static int cmp_hent(const void *pa, const void *pb) {
@@ -280,24 +268,22 @@ static int cmp_score(score_t a, score_t b) {
 
 /* Pairs frames dk[0..a) with ok[0..b) (each in source order) without
  * crossing: as many pairs as possible, then the most agreement, then the
- * most equal lines. Returns 0, or -1 out of memory. */
-static int align(matcher_t *m, const kid_t *dk, size_t a, const kid_t *ok, size_t b) {
+ * most equal lines. */
+static void align(matcher_t *m, const kid_t *dk, size_t a, const kid_t *ok, size_t b) {
   if (a == 1 && b == 1) {
     pair_up(m, dk[0].id, ok[0].id);
-    return 0;
+    return;
   }
   if (a * b > MAX_ALIGN_CELLS) {
     for (size_t i = 0; i < a && i < b; i++) pair_up(m, dk[i].id, ok[i].id);
-    return 0;
+    return;
   }
-  int rc = -1;
-  hist_t *h = calloc(a + b, sizeof *h);
-  score_t *best = malloc((a + 1) * (b + 1) * sizeof *best);
-  uint8_t *move = malloc((a + 1) * (b + 1)); /* 0 skip drawn, 1 skip other, 2 pair */
-  if (!h || !best || !move) goto done;
+  hist_t *h = fl__xcalloc(a + b, sizeof *h);
+  score_t *best = fl__xmalloc((a + 1) * (b + 1), sizeof *best);
+  uint8_t *move = fl__xmalloc((a + 1) * (b + 1), 1); /* 0 skip drawn, 1 skip other, 2 pair */
   for (size_t i = 0; i < a + b; i++) {
     const side_t *s = i < a ? &m->d : &m->o;
-    if (hist_add_subtree(&h[i], s, i < a ? dk[i].id : ok[i - a].id) < 0) goto done;
+    hist_add_subtree(&h[i], s, i < a ? dk[i].id : ok[i - a].id);
     hist_finish(&h[i]);
   }
 #define AT(i, j) ((i) * (b + 1) + (j))
@@ -337,14 +323,10 @@ static int align(matcher_t *m, const kid_t *dk, size_t a, const kid_t *ok, size_
       i--;
   }
 #undef AT
-  rc = 0;
-done:
-  if (h)
-    for (size_t i = 0; i < a + b; i++) hist_free(&h[i]);
+  for (size_t i = 0; i < a + b; i++) hist_free(&h[i]);
   free(h);
   free(best);
   free(move);
-  return rc;
 }
 
 /* The frames of one side sharing a name, at one level. */
@@ -378,9 +360,9 @@ static int cmp_candidate(const void *pa, const void *pb) {
 }
 
 /* Pairs unpaired groups of cell code across names, the best agreeing pair
- * first. Returns 0, or -1 out of memory. */
-static int pair_cell_groups(matcher_t *m, group_t *dg, size_t nd, group_t *og, size_t no) {
-  if (!nd || !no) return 0;
+ * first. */
+static void pair_cell_groups(matcher_t *m, group_t *dg, size_t nd, group_t *og, size_t no) {
+  if (!nd || !no) return;
   if (nd > MAX_FALLBACK_GROUPS) {
     qsort(dg, nd, sizeof *dg, cmp_group_width);
     nd = MAX_FALLBACK_GROUPS;
@@ -389,15 +371,12 @@ static int pair_cell_groups(matcher_t *m, group_t *dg, size_t nd, group_t *og, s
     qsort(og, no, sizeof *og, cmp_group_width);
     no = MAX_FALLBACK_GROUPS;
   }
-  int rc = -1;
   size_t nc = 0;
-  candidate_t *c = malloc(nd * no * sizeof *c);
-  if (!c) goto done;
+  candidate_t *c = fl__xmalloc(nd * no, sizeof *c);
   for (size_t i = 0; i < nd + no; i++) {
     group_t *g = i < nd ? &dg[i] : &og[i - nd];
     const side_t *s = i < nd ? &m->d : &m->o;
-    for (size_t k = 0; k < g->n; k++)
-      if (hist_add_subtree(&g->h, s, g->kids[k].id) < 0) goto done;
+    for (size_t k = 0; k < g->n; k++) hist_add_subtree(&g->h, s, g->kids[k].id);
     hist_finish(&g->h);
   }
   for (size_t i = 0; i < nd; i++)
@@ -412,25 +391,20 @@ static int pair_cell_groups(matcher_t *m, group_t *dg, size_t nd, group_t *og, s
   for (size_t k = 0; k < nc; k++) {
     if (c[k].dg->used || c[k].og->used) continue;
     c[k].dg->used = c[k].og->used = true;
-    if (align(m, c[k].dg->kids, c[k].dg->n, c[k].og->kids, c[k].og->n) < 0) goto done;
+    align(m, c[k].dg->kids, c[k].dg->n, c[k].og->kids, c[k].og->n);
   }
-  rc = 0;
-done:
   free(c);
-  return rc;
 }
 
-/* Matches the children of the matched pair (d, o). Returns 0, or -1 out of
- * memory. */
-static int match_children(matcher_t *m, uint32_t d, uint32_t o) {
+/* Matches the children of the matched pair (d, o). */
+static void match_children(matcher_t *m, uint32_t d, uint32_t o) {
   const fl_node_t *dn = fl_tree_node(m->d.t, d), *on = fl_tree_node(m->o.t, o);
   size_t n = dn->n_children + on->n_children;
-  if (!dn->n_children || !on->n_children) return 0;
-  int rc = -1;
-  kid_t *k = malloc(n * sizeof *k);
-  group_t *groups = calloc(n, sizeof *groups); /* unpaired cell groups: drawn ones, then other */
+  if (!dn->n_children || !on->n_children) return;
+  kid_t *k = fl__xmalloc(n, sizeof *k);
+  /* Unpaired cell groups: drawn ones, then other ones. */
+  group_t *groups = fl__xcalloc(n, sizeof *groups);
   size_t nd = 0, no = 0;
-  if (!k || !groups) goto done;
   for (size_t i = 0; i < dn->n_children; i++) {
     uint32_t id = dn->children[i]->id;
     k[i] = (kid_t){.name = m->d.name[id], .id = id, .pos = (uint32_t)i, .side = 0};
@@ -446,7 +420,7 @@ static int match_children(matcher_t *m, uint32_t d, uint32_t o) {
     while (j < n && k[j].name == k[i].name) j++;
     for (split = i; split < j && k[split].side == 0; split++) continue;
     if (split > i && split < j) {
-      if (align(m, k + i, split - i, k + split, j - split) < 0) goto done;
+      align(m, k + i, split - i, k + split, j - split);
     } else {
       const side_t *s = split > i ? &m->d : &m->o;
       const fl_node_t *first = fl_tree_node(s->t, k[i].id);
@@ -460,29 +434,22 @@ static int match_children(matcher_t *m, uint32_t d, uint32_t o) {
     }
     i = j;
   }
-  if (pair_cell_groups(m, groups, nd, og, no) < 0) goto done;
-  rc = 0;
-done:
-  if (groups) {
-    for (size_t i = 0; i < n; i++) hist_free(&groups[i].h);
-  }
+  pair_cell_groups(m, groups, nd, og, no);
+  for (size_t i = 0; i < n; i++) hist_free(&groups[i].h);
   free(groups);
   free(k);
-  return rc;
 }
 
 /* Matches the two full trees from their roots. */
-static int match_trees(matcher_t *m) {
+static void match_trees(matcher_t *m) {
   size_t cap = m->d.n < m->o.n ? m->d.n : m->o.n;
-  m->work = malloc(cap * sizeof *m->work);
-  if (!m->work) return -1;
+  m->work = fl__xmalloc(cap, sizeof *m->work);
   m->n_work = 0;
   pair_up(m, 0, 0);
   while (m->n_work) {
     pair_t p = m->work[--m->n_work];
-    if (match_children(m, p.d, p.o) < 0) return -1;
+    match_children(m, p.d, p.o);
   }
-  return 0;
 }
 
 /* ---- shown trees against full trees ---- */
@@ -648,16 +615,15 @@ static int cmp_definition(const void *pa, const void *pb) {
 
 /* The functions defined interactively (FL_FRAME_REPL; not a cell's own
  * statements) that both profiles ran, but from no common definition
- * (module): a cell function redefined in a later cell. The lines of two definitions do not correspond, so the
- * diff compares such a function as a whole. Returns a new NULL-terminated
- * array of names borrowed from the profiles, or NULL out of memory. */
+ * (module): a cell function redefined in a later cell. The lines of two
+ * definitions do not correspond, so the diff compares such a function as a
+ * whole. Returns a new NULL-terminated array of names borrowed from the
+ * profiles. */
 static const char **redefined_functions(const fl_profile_t *target, const fl_profile_t *base) {
   const fl_profile_t *side[2] = {target, base};
   size_t n = 0, cap = 0;
   for (int s = 0; s < 2; s++) cap += fl_profile_n_frames(side[s]);
-  definition_t *defs = malloc((cap ? cap : 1) * sizeof *defs);
-  const char **names = NULL;
-  if (!defs) return NULL;
+  definition_t *defs = fl__xmalloc(cap, sizeof *defs);
   for (int s = 0; s < 2; s++)
     for (size_t id = 0; id < fl_profile_n_frames(side[s]); id++) {
       const fl_frame_t *f = fl_profile_frame(side[s], (uint32_t)id);
@@ -666,7 +632,7 @@ static const char **redefined_functions(const fl_profile_t *target, const fl_pro
     }
   qsort(defs, n, sizeof *defs, cmp_definition);
   size_t n_names = 0;
-  if (!(names = malloc((n + 1) * sizeof *names))) goto done;
+  const char **names = fl__xmalloc(n + 1, sizeof *names);
   for (size_t i = 0; i < n;) {
     size_t j = i;
     bool sides[2] = {false, false}, common = false;
@@ -679,7 +645,6 @@ static const char **redefined_functions(const fl_profile_t *target, const fl_pro
     i = j;
   }
   names[n_names] = NULL;
-done:
   free(defs);
   return names;
 }
@@ -696,7 +661,6 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
            *full_to_vis_o = NULL;
   fl_diff_node_t *full_nodes = NULL;
   const char **redefined = NULL;
-  bool names_ok = false;
 
   const fl_profile_info_t *ti = fl_profile_info_const(target), *bi = fl_profile_info_const(base);
   if (ti->kind != bi->kind) {
@@ -722,15 +686,14 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   else
     fl_tree_opts_init(&shown_opts);
   if (shown_opts.lines) {
-    if (!(redefined = redefined_functions(target, base))) goto oom;
+    redefined = redefined_functions(target, base);
     shown_opts.whole_functions = redefined;
   }
   full_opts = shown_opts;
   full_opts.minwidth = 0;
   bool hide = shown_opts.minwidth > 0;
 
-  d = calloc(1, sizeof *d);
-  if (!d) goto oom;
+  d = fl__xcalloc(1, sizeof *d);
   if (opts)
     d->opts = *opts;
   else
@@ -755,19 +718,16 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   double k = d->opts.negate ? 1 / d->scale : d->scale; /* other units -> drawn units */
 
   /* Matching. */
-  if (fl__strset_init(&names, 1024) < 0) goto oom;
-  names_ok = true;
-  if (side_init(&m.d, d->full_drawn, &names) < 0 || side_init(&m.o, d->full_other, &names) < 0 ||
-      match_trees(&m) < 0)
-    goto oom;
+  side_init(&m.d, d->full_drawn, &names);
+  side_init(&m.o, d->full_other, &names);
+  match_trees(&m);
 
   /* Shown ids against full ids. */
   size_t nfd = m.d.n, nfo = m.o.n, nsd = fl_tree_n_nodes(d->drawn), nso = fl_tree_n_nodes(d->other);
-  vis_to_full_d = malloc(nsd * sizeof *vis_to_full_d);
-  full_to_vis_d = malloc(nfd * sizeof *full_to_vis_d);
-  vis_to_full_o = malloc(nso * sizeof *vis_to_full_o);
-  full_to_vis_o = malloc(nfo * sizeof *full_to_vis_o);
-  if (!vis_to_full_d || !full_to_vis_d || !vis_to_full_o || !full_to_vis_o) goto oom;
+  vis_to_full_d = fl__xmalloc(nsd, sizeof *vis_to_full_d);
+  full_to_vis_d = fl__xmalloc(nfd, sizeof *full_to_vis_d);
+  vis_to_full_o = fl__xmalloc(nso, sizeof *vis_to_full_o);
+  full_to_vis_o = fl__xmalloc(nfo, sizeof *full_to_vis_o);
   if (map_shown(d->full_drawn, d->drawn, vis_to_full_d, full_to_vis_d) < 0 ||
       map_shown(d->full_other, d->other, vis_to_full_o, full_to_vis_o) < 0) {
     snprintf(err, err_size, "internal error: the shown flame graph differs from the full one");
@@ -776,9 +736,8 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
 
   /* Deltas over the whole drawn tree (for the neutral share), then the
    * shown nodes. */
-  full_nodes = malloc(nfd * sizeof *full_nodes);
-  d->nodes = malloc(nsd * sizeof *d->nodes);
-  if (!full_nodes || !d->nodes) goto oom;
+  full_nodes = fl__xmalloc(nfd, sizeof *full_nodes);
+  d->nodes = fl__xmalloc(nsd, sizeof *d->nodes);
   double same_weight = 0;
   for (size_t i = 0; i < nfd; i++) {
     const fl_node_t *x = fl_tree_node(d->full_drawn, i);
@@ -806,8 +765,7 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
     if (m.o.partner[i] == NONE && full_to_vis_o[i] != NONE &&
         m.o.partner[fl_tree_node(d->full_other, i)->parent->id] != NONE)
       nv++;
-  d->vanished = malloc((nv ? nv : 1) * sizeof *d->vanished);
-  if (!d->vanished) goto oom;
+  d->vanished = fl__xmalloc(nv, sizeof *d->vanished);
   for (size_t i = 1; i < nfo; i++) {
     const fl_node_t *y = fl_tree_node(d->full_other, i);
     uint32_t parent_partner = m.o.partner[y->parent->id];
@@ -833,8 +791,6 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   free(redefined);
   return d;
 
-oom:
-  snprintf(err, err_size, "out of memory comparing profiles");
 fail:
   free(full_nodes);
   free(vis_to_full_d);
@@ -844,7 +800,7 @@ fail:
   free(m.work);
   side_free(&m.d);
   side_free(&m.o);
-  if (names_ok) fl__strset_free(&names);
+  fl__strset_free(&names);
   free(redefined);
   fl_diff_destroy(&d);
   return NULL;

@@ -49,9 +49,9 @@ static bool ends_in_location(const char *s, size_t n, size_t *open, size_t *colo
 
 /* A frame's text: "func", or "func (FILE:LINE)" with a positive LINE;
  * "_[k]" ends kernel frames and "_[i]" inlined ones. Returns the frame's
- * id, or -1 out of memory. */
-static int64_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t *scratch,
-                           const char *s, size_t n) {
+ * id. */
+static uint32_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t *scratch,
+                            const char *s, size_t n) {
   uint32_t id;
   if (fl__frame_cache_get(cache, s, n, &id)) return id;
   size_t func_len = n, file = 0, file_len = 0, open, colon;
@@ -66,7 +66,6 @@ static int64_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t 
   fl__buf_add(scratch, "", 1);
   fl__buf_add(scratch, s + file, file_len);
   fl__buf_add(scratch, "", 1);
-  if (scratch->oom) return -1;
   const char *func = scratch->data;
   uint32_t flags = FL_FRAME_CELL;
   if (func_len >= 4 && memcmp(func + func_len - 4, "_[k]", 4) == 0)
@@ -78,13 +77,13 @@ static int64_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t 
                   .line = file_len ? line : 0,
                   .flags = flags};
   id = fl_profile_frame_id(p, &f);
-  if (fl__frame_cache_put(cache, s, n, id) < 0) return -1;
+  fl__frame_cache_put(cache, s, n, id);
   return id;
 }
 
 int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *name,
                     fl_io_error_t *err) {
-  fl__frame_cache_t cache;
+  fl__frame_cache_t cache = {0};
   fl__buf_t scratch = {0};
   uint32_t *ids = NULL;
   size_t ids_cap = 0, lines = 0, zero_lines = 0;
@@ -92,7 +91,6 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
   fl__lines_t it = {.data = data, .len = len};
   const char *s;
   size_t n;
-  if (fl__frame_cache_init(&cache) < 0) goto oom;
   while (fl__next_line(&it, &s, &n)) {
     if (fl__blank(s, n) || s[0] == '#') continue;
     size_t end = n;
@@ -141,16 +139,9 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
     for (size_t start = 0; stack_len > 0;) {
       const char *semi = memchr(s + start, ';', stack_len - start);
       size_t stop = semi ? (size_t)(semi - s) : stack_len;
-      int64_t id = parse_frame(p, &cache, &scratch, s + start, stop - start);
-      if (id < 0) goto oom;
-      if (n_ids == ids_cap) {
-        size_t cap = ids_cap ? ids_cap * 2 : 64;
-        uint32_t *grown = realloc(ids, cap * sizeof *grown);
-        if (!grown) goto oom;
-        ids = grown;
-        ids_cap = cap;
-      }
-      ids[n_ids++] = (uint32_t)id;
+      uint32_t id = parse_frame(p, &cache, &scratch, s + start, stop - start);
+      ids = fl__grow(ids, &ids_cap, n_ids + 1, sizeof *ids);
+      ids[n_ids++] = id;
       if (!semi) break;
       start = stop + 1;
     }
@@ -172,8 +163,6 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
   free(scratch.data);
   free(ids);
   return 0;
-oom:
-  fl__io_fail(err, name, it.lineno, "out of memory reading %s", name);
 fail:
   fl__frame_cache_free(&cache);
   free(scratch.data);
@@ -189,7 +178,6 @@ fail:
 static void add_frame_text(fl__buf_t *b, const char *s, bool file) {
   size_t start = b->len;
   fl__buf_puts(b, s);
-  if (b->oom) return;
   for (size_t i = start; i < b->len; i++) {
     char c = b->data[i];
     if (c == ';')
@@ -214,7 +202,7 @@ static void add_frame(fl__buf_t *b, const fl_frame_t *f) {
     add_frame_text(b, f->file, true);
     fl__buf_printf(b, ":%d)", f->line);
   } else {
-    while (!b->oom && ends_in_location(b->data + start, b->len - start, &open, &colon, &line))
+    while (ends_in_location(b->data + start, b->len - start, &open, &colon, &line))
       b->data[start + open - 1] = '_'; /* then an earlier " (" may start one */
   }
 }
@@ -237,23 +225,19 @@ static int cmp_lines(const void *pa, const void *pb, void *arena) {
 char *fl_folded(const fl_tree_t *t) {
   size_t n_nodes = fl_tree_n_nodes(t), n_lines = 0;
   int max_depth = fl_tree_max_depth(t);
-  size_t *ends = malloc(((size_t)max_depth + 1) * sizeof *ends); /* path text length by depth */
-  line_t *lines = malloc((n_nodes ? n_nodes : 1) * sizeof *lines);
+  size_t *ends = fl__xmalloc((size_t)max_depth + 1, sizeof *ends); /* path text length by depth */
+  line_t *lines = fl__xmalloc(n_nodes, sizeof *lines);
   fl__buf_t path = {0}, arena = {0}, out = {0};
-  char *result = NULL;
-  if (!ends || !lines) goto done;
   for (size_t i = 0; i < n_nodes; i++) {
     const fl_node_t *node = fl_tree_node(t, i);
     int d = node->depth;
     path.len = d > 0 ? ends[d - 1] : 0;
     if (d > 1) fl__buf_add(&path, ";", 1);
     if (d > 0) add_frame(&path, &node->frame);
-    if (path.oom) goto done;
     ends[d] = path.len;
     if (node->self == 0) continue;
     lines[n_lines++] = (line_t){.off = arena.len, .len = path.len, .count = node->self};
     fl__buf_add(&arena, path.data ? path.data : "", path.len);
-    if (arena.oom) goto done;
   }
   if (n_lines) qsort_r(lines, n_lines, sizeof *lines, cmp_lines, arena.data);
   for (size_t i = 0; i < n_lines; i++) {
@@ -263,12 +247,9 @@ char *fl_folded(const fl_tree_t *t) {
     fl__buf_add(&out, arena.data + lines[i].off, lines[i].len);
     fl__buf_printf(&out, " %" PRIu64 "\n", count);
   }
-  result = fl__buf_take(&out);
-done:
   free(ends);
   free(lines);
-  free(path.data);
-  free(arena.data);
-  free(out.data);
-  return result;
+  fl__buf_free(&path);
+  fl__buf_free(&arena);
+  return fl__buf_take(&out);
 }

@@ -108,13 +108,8 @@ static const char page_tail[] =
     "</html>\n";
 
 char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title) {
-  char *json = json_dumps(vegalite_spec, JSON_COMPACT);
+  char *json = fl__nonnull(json_dumps(vegalite_spec, JSON_COMPACT));
   char *clean_title = fl__clean_text(title ? title : "cflame flame graph", false);
-  if (!json || !clean_title) {
-    free(json);
-    free(clean_title);
-    return NULL;
-  }
   fl__buf_t b = {0};
   fl__buf_puts(&b, page_head);
   add_escaped(&b, clean_title);

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "fl__io.h"
-#include "fl__strset.h"
 
 const char *fl_input_kind_name(fl_input_kind_t kind) {
   switch (kind) {
@@ -70,42 +69,22 @@ void fl__excerpt(const char *s, size_t n, char out[80]) {
 typedef struct fl__cached {
   size_t off; /* key in arena */
   size_t len;
-  uint64_t hash;
   uint32_t id;
-  bool used;
 } fl__cached_t;
 
-/* Eight bytes at a time: every frame of every line is hashed. */
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15u ^ n, w;
-  for (; n >= 8; s += 8, n -= 8) {
-    memcpy(&w, s, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdu;
-    h ^= h >> 29;
-  }
-  w = 0;
-  if (n) memcpy(&w, s, n);
-  return fl__mix64(h ^ w);
-}
-
-int fl__frame_cache_init(fl__frame_cache_t *c) {
-  memset(c, 0, sizeof *c);
-  c->mask = 255;
-  c->slots = calloc(c->mask + 1, sizeof *c->slots);
-  return c->slots ? 0 : -1;
-}
-
 void fl__frame_cache_free(fl__frame_cache_t *c) {
-  free(c->slots);
+  free(c->entries);
+  fl__index_free(&c->index);
   free(c->arena);
   memset(c, 0, sizeof *c);
 }
 
 bool fl__frame_cache_get(const fl__frame_cache_t *c, const char *key, size_t n, uint32_t *id) {
-  uint64_t h = hash_bytes(key, n);
-  for (size_t i = h & c->mask; c->slots[i].used; i = (i + 1) & c->mask) {
-    const fl__cached_t *e = &c->slots[i];
-    if (e->hash == h && e->len == n && (n == 0 || memcmp(c->arena + e->off, key, n) == 0)) {
+  fl__probe_t pr;
+  for (uint32_t i = fl__index_find(&c->index, fl__hash_bytes(key, n), &pr); i != FL__NONE;
+       i = fl__index_next(&c->index, &pr)) {
+    const fl__cached_t *e = &c->entries[i];
+    if (e->len == n && (n == 0 || memcmp(c->arena + e->off, key, n) == 0)) {
       *id = e->id;
       return true;
     }
@@ -113,40 +92,14 @@ bool fl__frame_cache_get(const fl__frame_cache_t *c, const char *key, size_t n, 
   return false;
 }
 
-static int cache_grow(fl__frame_cache_t *c) {
-  size_t cap = (c->mask + 1) * 2;
-  fl__cached_t *grown = calloc(cap, sizeof *grown);
-  if (!grown) return -1;
-  for (size_t i = 0; i <= c->mask; i++) {
-    if (!c->slots[i].used) continue;
-    size_t j = c->slots[i].hash & (cap - 1);
-    while (grown[j].used) j = (j + 1) & (cap - 1);
-    grown[j] = c->slots[i];
-  }
-  free(c->slots);
-  c->slots = grown;
-  c->mask = cap - 1;
-  return 0;
-}
-
-int fl__frame_cache_put(fl__frame_cache_t *c, const char *key, size_t n, uint32_t id) {
-  if ((c->n + 1) * 2 > c->mask + 1 && cache_grow(c) < 0) return -1;
-  if (c->arena_len + n > c->arena_cap) {
-    size_t cap = c->arena_cap ? c->arena_cap : 4096;
-    while (cap < c->arena_len + n) cap *= 2;
-    char *grown = realloc(c->arena, cap);
-    if (!grown) return -1;
-    c->arena = grown;
-    c->arena_cap = cap;
-  }
+void fl__frame_cache_put(fl__frame_cache_t *c, const char *key, size_t n, uint32_t id) {
+  if (c->n >= FL__NONE) fl__oom(0);
+  c->arena = fl__grow(c->arena, &c->arena_cap, c->arena_len + n, 1);
   if (n) memcpy(c->arena + c->arena_len, key, n);
-  uint64_t h = hash_bytes(key, n);
-  size_t i = h & c->mask;
-  while (c->slots[i].used) i = (i + 1) & c->mask;
-  c->slots[i] = (fl__cached_t){.off = c->arena_len, .len = n, .hash = h, .id = id, .used = true};
+  c->entries = fl__grow(c->entries, &c->cap, c->n + 1, sizeof *c->entries);
+  c->entries[c->n] = (fl__cached_t){.off = c->arena_len, .len = n, .id = id};
+  fl__index_add(&c->index, fl__hash_bytes(key, n), (uint32_t)c->n++);
   c->arena_len += n;
-  c->n++;
-  return 0;
 }
 
 /* ---- telling the kinds apart ---- */
@@ -227,10 +180,6 @@ int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *n
   if (kind_out) *kind_out = kind;
 
   scratch = fl_profile_new(FL_PROFILE_CPU);
-  if (!scratch) {
-    fl__io_fail(err, name, 0, "out of memory reading %s", name);
-    goto fail;
-  }
   int rc = kind == FL_INPUT_PERF_SCRIPT ? fl__read_perf_script(scratch, data, len, name, err)
                                         : fl__read_folded(scratch, data, len, name, err);
   if (rc < 0) {
@@ -279,29 +228,23 @@ static ssize_t read_all(int fd, char **out) {
   size_t cap =
       fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 65536;
   size_t len = 0;
-  char *buf = malloc(cap);
-  if (!buf) return -1;
+  char *buf = fl__xmalloc(cap, 1);
   for (;;) {
-    if (len + 1 >= cap) {
-      char *grown = realloc(buf, cap * 2);
-      if (!grown) goto fail;
-      buf = grown;
-      cap *= 2;
-    }
+    buf = fl__grow(buf, &cap, len + 2, 1);
     ssize_t got = read(fd, buf + len, cap - len - 1);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) goto fail;
+    if (got < 0) {
+      int saved = errno;
+      free(buf);
+      errno = saved;
+      return -1;
+    }
     if (got == 0) break;
     len += (size_t)got;
   }
   buf[len] = '\0';
   *out = buf;
   return (ssize_t)len;
-fail:;
-  int saved = errno;
-  free(buf);
-  errno = saved;
-  return -1;
 }
 
 int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind,

@@ -221,13 +221,6 @@ static bool contains(const char *s, size_t n, const char *what) {
   return memmem(s, n, what, strlen(what)) != NULL;
 }
 
-/* The file name of a module path: after its last '/'. */
-static size_t base_of(const char *mod, size_t n) {
-  size_t b = n;
-  while (b > 0 && mod[b - 1] != '/') b--;
-  return b;
-}
-
 static uint64_t parse_hex(const char *s, size_t n) {
   uint64_t v = 0;
   if (n > 16) return 0;
@@ -253,7 +246,7 @@ static uint32_t frame_flags(const frame_line_t *f) {
     return FL_FRAME_KERNEL;
   static const char *const system_dirs[] = {"/usr/lib/", "/usr/lib64/", "/usr/lib32/",
                                             "/lib/",     "/lib64/",     "/lib32/"};
-  size_t b = base_of(m, n);
+  size_t b = fl__path_base(m, n);
   for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
     if (starts_with(m, n, system_dirs[i]) && contains(m + b, n - b, ".so")) return FL_FRAME_SYSTEM;
   return FL_FRAME_CELL;
@@ -262,7 +255,7 @@ static uint32_t frame_flags(const frame_line_t *f) {
 /* A frame's id, through the cache: the key is the flags, the module and
  * the function. */
 static uint32_t frame_id(reader_t *r, const char *func, const char *module, size_t module_len,
-                         uint32_t flags, bool *oom) {
+                         uint32_t flags) {
   fl__buf_t *k = &r->key;
   k->len = 0;
   char flag_byte = (char)(flags & 0x7f);
@@ -270,21 +263,13 @@ static uint32_t frame_id(reader_t *r, const char *func, const char *module, size
   if (module_len) fl__buf_add(k, module, module_len);
   fl__buf_add(k, "", 1);
   fl__buf_puts(k, func);
-  if (k->oom) {
-    *oom = true;
-    return 0;
-  }
   uint32_t id;
   if (fl__frame_cache_get(&r->cache, k->data, k->len, &id)) return id;
-  char *mod = module_len ? strndup(module, module_len) : NULL;
-  if (module_len && !mod) {
-    *oom = true;
-    return 0;
-  }
+  char *mod = module_len ? fl__xstrndup(module, module_len) : NULL;
   fl_frame_t f = {.func = func, .module = mod, .flags = flags};
   id = fl_profile_frame_id(r->p, &f);
   free(mod);
-  if (fl__frame_cache_put(&r->cache, k->data, k->len, id) < 0) *oom = true;
+  fl__frame_cache_put(&r->cache, k->data, k->len, id);
   return id;
 }
 
@@ -298,7 +283,7 @@ static void tidy_part(reader_t *r, const char *part, size_t n, const frame_line_
     if (f->mod_len == 9 && memcmp(f->mod, "[unknown]", 9) == 0) {
       fl__buf_puts(t, "[unknown]");
     } else {
-      size_t b = base_of(f->mod, f->mod_len);
+      size_t b = fl__path_base(f->mod, f->mod_len);
       fl__buf_puts(t, "[");
       fl__buf_add(t, f->mod + b, f->mod_len - b);
       fl__buf_puts(t, "]");
@@ -306,7 +291,6 @@ static void tidy_part(reader_t *r, const char *part, size_t n, const frame_line_
   } else {
     fl__buf_add(t, part, n);
   }
-  if (t->oom) return;
   char *s = t->data;
   size_t len = t->len;
   for (size_t i = 0; i < len; i++)
@@ -343,16 +327,9 @@ static void tidy_part(reader_t *r, const char *part, size_t n, const frame_line_
   if (inlined && !memmem(s, len, "_[i]", 4)) fl__buf_puts(t, "_[i]");
 }
 
-static int push_frame(reader_t *r, uint32_t id) {
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 64;
-    uint32_t *grown = realloc(r->stack, cap * sizeof *grown);
-    if (!grown) return -1;
-    r->stack = grown;
-    r->cap = cap;
-  }
+static void push_frame(reader_t *r, uint32_t id) {
+  r->stack = fl__grow(r->stack, &r->cap, r->n + 1, sizeof *r->stack);
   r->stack[r->n++] = id;
-  return 0;
 }
 
 typedef struct part {
@@ -361,34 +338,28 @@ typedef struct part {
 } part_t;
 
 /* Pushes the waiting inlined functions with the module and kind of the
- * frame they belong to. Returns 0, or -1 out of memory. */
-static int push_inlined(reader_t *r, const char *module, size_t module_len, uint32_t flags) {
-  bool oom = false;
+ * frame they belong to. */
+static void push_inlined(reader_t *r, const char *module, size_t module_len, uint32_t flags) {
   const char *func = r->inlined.data;
-  for (size_t i = 0; i < r->n_inlined; i++, func += strlen(func) + 1) {
-    uint32_t id = frame_id(r, func, module, module_len, flags | FL_FRAME_INLINED, &oom);
-    if (oom || push_frame(r, id) < 0) return -1;
-  }
+  for (size_t i = 0; i < r->n_inlined; i++, func += strlen(func) + 1)
+    push_frame(r, frame_id(r, func, module, module_len, flags | FL_FRAME_INLINED));
   r->n_inlined = 0;
   r->inlined.len = 0;
-  return 0;
 }
 
 /* push_inlined with the module and kind of the frame before them (leaf
  * side), or of none when they are the leaf. */
-static int push_inlined_as_before(reader_t *r) {
+static void push_inlined_as_before(reader_t *r) {
   const fl_frame_t *f = r->n ? fl_profile_frame(r->p, r->stack[r->n - 1]) : NULL;
   fl__buf_t module = {0};
   if (f && f->module) fl__buf_puts(&module, f->module); /* frame_id may move it */
-  if (module.oom) return -1;
-  int rc = push_inlined(r, module.data, module.len, f ? f->flags & ~FL_FRAME_INLINED : 0);
-  free(module.data);
-  return rc;
+  push_inlined(r, module.data, module.len, f ? f->flags & ~FL_FRAME_INLINED : 0);
+  fl__buf_free(&module);
 }
 
 /* A frame line of the open sample: its parts, outermost first after the
- * sample is reversed. Returns 0, or -1 out of memory. */
-static int on_frame(reader_t *r, const frame_line_t *f) {
+ * sample is reversed. */
+static void on_frame(reader_t *r, const frame_line_t *f) {
   r->p0 = SIZE_MAX;
   const char *raw = f->func;
   size_t n = f->func_len;
@@ -396,7 +367,7 @@ static int on_frame(reader_t *r, const frame_line_t *f) {
   size_t h = n;
   while (h > 0 && (fl__is_digit(raw[h - 1]) || (raw[h - 1] >= 'a' && raw[h - 1] <= 'f'))) h--;
   if (h < n && h >= 3 && memcmp(raw + h - 3, "+0x", 3) == 0) n = h - 3;
-  if (n > 0 && raw[0] == '(') return 0; /* a process name */
+  if (n > 0 && raw[0] == '(') return; /* a process name */
   /* split /->/, trailing empty parts dropped */
   part_t small[8], *parts = small;
   size_t n_parts = 0, cap = 8;
@@ -404,8 +375,7 @@ static int on_frame(reader_t *r, const frame_line_t *f) {
     const char *arrow = memmem(raw + start, n - start, "->", 2);
     size_t end = arrow ? (size_t)(arrow - raw) : n;
     if (n_parts == cap) {
-      part_t *grown = malloc(cap * 2 * sizeof *grown);
-      if (!grown) goto oom;
+      part_t *grown = fl__xmalloc(cap * 2, sizeof *grown);
       memcpy(grown, parts, n_parts * sizeof *parts);
       if (parts != small) free(parts);
       parts = grown;
@@ -427,36 +397,29 @@ static int on_frame(reader_t *r, const frame_line_t *f) {
     }
     r->inlined_pc.len = 0;
     fl__buf_add(&r->inlined_pc, f->pc, f->pc_len);
-    if (r->text.oom || r->inlined.oom || r->inlined_pc.oom) goto oom;
     if (parts != small) free(parts);
-    return 0;
+    return;
   }
   uint32_t flags = frame_flags(f);
-  size_t b = base_of(f->mod, f->mod_len);
-  bool oom = false;
+  size_t b = fl__path_base(f->mod, f->mod_len);
   if (r->n_inlined) {
     /* Inlined at this frame's own address: they belong to it, the function
      * they were inlined into. Otherwise they are the caller side of the
      * frame before them, at its module's addresses. */
     bool same_pc = r->inlined_pc.len == f->pc_len && !memcmp(r->inlined_pc.data, f->pc, f->pc_len);
-    int rc = same_pc || r->n == 0 ? push_inlined(r, f->mod + b, f->mod_len - b, flags)
-                                  : push_inlined_as_before(r);
-    if (rc < 0) goto oom;
+    if (same_pc || r->n == 0)
+      push_inlined(r, f->mod + b, f->mod_len - b, flags);
+    else
+      push_inlined_as_before(r);
   }
   /* Pushed innermost first: the sample is reversed at its end. */
   for (size_t i = n_parts; i-- > 0;) {
     tidy_part(r, parts[i].s, parts[i].n, f, i > 0);
-    if (r->text.oom) goto oom;
-    uint32_t id = frame_id(r, r->text.data, f->mod + b, f->mod_len - b,
-                           flags | (i > 0 ? FL_FRAME_INLINED : 0), &oom);
-    if (oom || push_frame(r, id) < 0) goto oom;
+    push_frame(r, frame_id(r, r->text.data, f->mod + b, f->mod_len - b,
+                           flags | (i > 0 ? FL_FRAME_INLINED : 0)));
   }
   if (n_parts) r->p0 = r->n - 1;
   if (parts != small) free(parts);
-  return 0;
-oom:
-  if (parts != small) free(parts);
-  return -1;
 }
 
 /* A `perf script -F +srcline` line under a frame ("  p.c:4"; bracketed
@@ -477,7 +440,7 @@ static void on_srcline(reader_t *r, const char *s, size_t n) {
     }
     fl__buf_add(t, s + i, 1);
   }
-  if (t->oom || !t->data) return;
+  if (!t->data) return;
   char *a = t->data;
   size_t len = t->len, start = 0;
   while (start < len && fl__is_space(a[start])) start++;
@@ -502,7 +465,7 @@ static int to_int(const char *digits, size_t n) {
   return v > INT_MAX ? INT_MAX : (int)v;
 }
 
-static int on_header(reader_t *r, const char *s, size_t n, const fl__perf_header_t *h) {
+static void on_header(reader_t *r, const char *s, size_t n, const fl__perf_header_t *h) {
   r->headers++;
   fl__perf_event_t ev;
   bool has_event = fl__perf_event(s, n, &ev);
@@ -512,7 +475,7 @@ static int on_header(reader_t *r, const char *s, size_t n, const fl__perf_header
       fl__buf_add(&r->filter, ev.name, ev.name_len);
       r->have_filter = true;
     } else if (r->filter.len != ev.name_len || memcmp(r->filter.data, ev.name, ev.name_len)) {
-      return 0; /* another event type: the script goes on to the next line */
+      return; /* another event type: the script goes on to the next line */
     }
   }
   uint64_t period = has_event ? ev.period : 0;
@@ -524,23 +487,19 @@ static int on_header(reader_t *r, const char *s, size_t n, const fl__perf_header
 
   r->pname.len = 0;
   fl__buf_add(&r->pname, s, h->comm_len);
-  if (r->pname.oom || r->filter.oom) return -1;
   for (size_t i = 0; i < r->pname.len; i++)
     if (r->pname.data[i] == ' ') r->pname.data[i] = '_';
   r->have_pname = true;
   r->java = starts_with(r->pname.data, r->pname.len, "java");
   r->tid = h->tid ? to_int(h->tid, h->tid_len) : to_int(h->pid, h->pid_len);
-  return 0;
 }
 
 /* The blank line after a sample: the process name, then its frames from
  * the outermost to the leaf. */
-static int on_sample_end(reader_t *r) {
-  bool oom = false;
+static void on_sample_end(reader_t *r) {
   /* Inlined functions at the bottom of the stack, with no frame after them. */
-  if (r->n_inlined && push_inlined_as_before(r) < 0) return -1;
-  uint32_t root = frame_id(r, r->pname.data, NULL, 0, FL_FRAME_CELL, &oom);
-  if (oom || push_frame(r, root) < 0) return -1;
+  if (r->n_inlined) push_inlined_as_before(r);
+  push_frame(r, frame_id(r, r->pname.data, NULL, 0, FL_FRAME_CELL));
   for (size_t i = 0, j = r->n - 1; i < j; i++, j--) {
     uint32_t x = r->stack[i];
     r->stack[i] = r->stack[j];
@@ -550,17 +509,16 @@ static int on_sample_end(reader_t *r) {
   r->samples++;
   r->n = 0;
   r->have_pname = false;
-  return 0;
 }
 
 static void reader_free(reader_t *r) {
   fl__frame_cache_free(&r->cache);
-  free(r->pname.data);
-  free(r->filter.data);
-  free(r->text.data);
-  free(r->inlined.data);
-  free(r->inlined_pc.data);
-  free(r->key.data);
+  fl__buf_free(&r->pname);
+  fl__buf_free(&r->filter);
+  fl__buf_free(&r->text);
+  fl__buf_free(&r->inlined);
+  fl__buf_free(&r->inlined_pc);
+  fl__buf_free(&r->key);
   free(r->stack);
 }
 
@@ -570,22 +528,21 @@ int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const ch
   fl__lines_t it = {.data = data, .len = len};
   const char *s;
   size_t n;
-  if (fl__frame_cache_init(&r.cache) < 0) goto oom;
   while (fl__next_line(&it, &s, &n)) {
     bool after_frame = r.after_frame;
     r.after_frame = false;
     if (n && s[0] == '#') continue;
     if (n == 0) {
-      if (r.have_pname && on_sample_end(&r) < 0) goto oom;
+      if (r.have_pname) on_sample_end(&r);
       continue;
     }
     fl__perf_header_t h;
     frame_line_t f;
     if (fl__perf_header(s, n, &h)) {
-      if (on_header(&r, s, n, &h) < 0) goto oom;
+      on_header(&r, s, n, &h);
     } else if (match_frame(s, n, &f)) {
       r.after_frame = true;
-      if (r.have_pname && on_frame(&r, &f) < 0) goto oom;
+      if (r.have_pname) on_frame(&r, &f);
     } else if (after_frame && fl__is_space(s[0])) {
       if (r.have_pname) on_srcline(&r, s, n);
     } else if (!fl__blank(s, n)) {
@@ -617,8 +574,6 @@ int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const ch
   snprintf(info->source, sizeof info->source, "perf script");
   reader_free(&r);
   return 0;
-oom:
-  fl__io_fail(err, name, it.lineno, "out of memory reading %s", name);
 fail:
   reader_free(&r);
   return -1;

@@ -116,6 +116,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "fl__common.h"
 #include "fl__rng.h"
 
 #ifndef TRAP_PERF
@@ -208,12 +209,6 @@ static pid_t current_tid(void) {
 /* The CPU clock of thread tid, as pthread_getcpuclockid computes it. */
 static clockid_t thread_clock(pid_t tid) {
   return (clockid_t)((~(unsigned)tid << 3) | 6);
-}
-
-static int64_t clock_ns(clockid_t id) {
-  struct timespec ts;
-  if (clock_gettime(id, &ts) < 0) return 0;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* The next interval: uniform in [0.75, 1.25] x interval_ns. */
@@ -442,7 +437,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * record reads the clock. */
   int64_t iv = (int64_t)S.interval_ns;
   bool measure = sl->perf_fd < 0 || ++sl->unmeasured >= CLOCK_EVERY;
-  int64_t now = measure ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+  int64_t now = measure ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
   /* A perf event keeps its period (its hrtimer is forwarded from its last
    * expiry, so the handler's own time does not stretch it); a new one is
    * drawn for one sample in PERIOD_EVERY at random, as PERF_EVENT_IOC_PERIOD
@@ -571,7 +566,7 @@ static int open_timer(pid_t tid, timer_t *t) {
  * Returns 0 or -1 with errno. */
 static int arm(slot_t *sl) {
   uint64_t first = next_period(sl);
-  sl->cpu_last_ns = clock_ns(thread_clock(sl->tid));
+  sl->cpu_last_ns = fl__clock_ns(thread_clock(sl->tid));
   sl->last_rec = NULL;
   sl->carry_ns = 0;
   sl->unmeasured = 0;
@@ -616,7 +611,7 @@ static void disarm(slot_t *sl) {
    * when the buffer filled up, whose dropped samples the header counts. */
   if (sl->last_rec && !__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
     int64_t iv = (int64_t)S.interval_ns;
-    int64_t tail = clock_ns(thread_clock(sl->tid)) - sl->cpu_last_ns + sl->carry_ns;
+    int64_t tail = fl__clock_ns(thread_clock(sl->tid)) - sl->cpu_last_ns + sl->carry_ns;
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
     sl->last_rec = NULL;
   }
@@ -654,7 +649,7 @@ void fl_sampler_thread_enter(void) {
     sl->tid = current_tid();
     sl->perf_fd = -1;
     sl->has_timer = false;
-    sl->rng = ((uint64_t)sl->tid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)clock_ns(CLOCK_MONOTONIC);
+    sl->rng = ((uint64_t)sl->tid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
     if (!sl->rng) sl->rng = 1;
     tls_slot = s + 1;
     warm_up(sl);
@@ -770,7 +765,7 @@ static int prepare_process(char *err, size_t err_size) {
     timer_set_once(t, 0);
     timer_delete(t);
   }
-  clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  fl__clock_ns(CLOCK_THREAD_CPUTIME_ID);
   S.initialized = true;
   return 0;
 }

@@ -62,10 +62,6 @@ static void put_escaped(fl__buf_t *b, const char *s, size_t n) {
  * characters, then escaped. */
 static void put_text(fl__buf_t *b, const char *s) {
   char *clean = fl__clean_text(s, false);
-  if (!clean) {
-    b->oom = true;
-    return;
-  }
   put_escaped(b, clean, strlen(clean));
   free(clean);
 }
@@ -199,12 +195,8 @@ static void put_label(fl__buf_t *b, const fl_node_t *n, double x, double y, doub
   size_t fit = (size_t)fmax(0, floor((w - 2 * LABEL_PAD_PX) / LABEL_CHAR_PX));
   if (fit < LABEL_MIN_CHARS) return;
   char *label = fl_node_label(n);
-  char *name = label ? fl__clean_text(label, false) : NULL;
+  char *name = fl__clean_text(label, false);
   free(label);
-  if (!name) {
-    b->oom = true;
-    return;
-  }
   size_t chars = utf8_chars(name);
   fl__buf_puts(b, "<text x='");
   put_px(b, x + LABEL_PAD_PX);
@@ -311,7 +303,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   /* Frames: a rect with its title each, then their labels on top, which
    * let the pointer through to the rect's title. */
   fl__buf_printf(&b, "<g stroke='%s' stroke-width='0.5'>\n", th->background);
-  for (size_t i = 0; i < r->n && !b.oom; i++) {
+  for (size_t i = 0; i < r->n; i++) {
     const fl_node_t *n = r->rows[i];
     int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
     char color[8];
@@ -336,7 +328,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   if (l.labels) {
     fl__buf_printf(&b, "<g font-family='%s' font-size='%g' fill='%s' pointer-events='none'>\n",
                    MONOSPACE, LABEL_FONT_PX, th->frame_text);
-    for (size_t i = 0; i < r->n && !b.oom; i++) {
+    for (size_t i = 0; i < r->n; i++) {
       const fl_node_t *n = r->rows[i];
       int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
       double x = MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
@@ -359,7 +351,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
     put_text(&b, fl__vanished_header(r->diff));
     fl__buf_puts(&b, "</text>\n");
     char line[1024];
-    for (size_t i = 0; i < shown && !b.oom; i++) {
+    for (size_t i = 0; i < shown; i++) {
       fl__vanished_line(r->diff, &vanished[i], line, sizeof line);
       /* xml:space keeps the two spaces between a name and its location
        * (browsers heed it on the text element only). */
@@ -387,7 +379,7 @@ char *fl_svg(const fl_tree_t *t, const fl_view_opts_t *v) {
     v = &defaults;
   }
   fl__rows_t r;
-  if (fl__rows_get(t, v->max_rows, &r) < 0) return NULL;
+  fl__rows_get(t, v->max_rows, &r);
   char *svg = fl__svg_rows(t, v, &r);
   fl__rows_free(&r);
   return svg;
@@ -400,7 +392,7 @@ char *fl_svg_diff(const fl_diff_t *d, const fl_view_opts_t *v) {
     v = &defaults;
   }
   fl__rows_t r;
-  if (fl__rows_get(fl_diff_tree(d), v->max_rows, &r) < 0) return NULL;
+  fl__rows_get(fl_diff_tree(d), v->max_rows, &r);
   r.diff = d;
   char *svg = fl__svg_rows(fl_diff_tree(d), v, &r);
   fl__rows_free(&r);

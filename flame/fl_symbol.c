@@ -14,10 +14,11 @@
  * still be there: a file deleted since it was mapped (a maps line ending in
  * " (deleted)") or replaced gives no symbols, or wrong ones.
  *
- * Everything a lookup returns is kept: frames in one growing pool, indexed by
- * an open-addressing hash table keyed by (pc, is_return_address), and every
- * string interned in a second hash table, so that a repeated lookup is a hash
- * probe and a copy, and equal strings are equal pointers.
+ * Everything a lookup returns is kept: frames in one growing pool, the
+ * lookups in an array with an fl__index keyed by (pc, is_return_address),
+ * and every string interned in an fl__strset, so that a repeated lookup is
+ * a hash probe and a copy, and equal strings are equal pointers. Out of
+ * memory aborts, as everywhere in the library (fl__common.h).
  *
  * Debug files are searched the standard libdwfl way (build-id and
  * .gnu_debuglink under /usr/lib/debug); when DEBUGINFOD_URLS is set in the
@@ -37,23 +38,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fl__strset.h"
+#include "fl__common.h"
 
 /* One resolved address: frames [first, first + count) of the pool. */
-typedef struct cache_slot {
+typedef struct lookup {
   uint64_t pc;
   uint32_t first;
   uint32_t count;
-  bool used;
   bool is_return_address;
-} cache_slot_t;
+} lookup_t;
 
 struct fl_symbolizer {
   Dwfl *dwfl;
 
-  cache_slot_t *cache; /* capacity cache_mask + 1, a power of two */
-  size_t cache_mask;
-  size_t cache_len;
+  lookup_t *lookups; /* every address resolved, in order */
+  size_t n_lookups, lookups_cap;
+  fl__index_t lookup_index;
 
   fl_frame_info_t *pool; /* the frames of every cached lookup */
   size_t pool_len;
@@ -100,59 +100,35 @@ static const char *intern(fl_symbolizer_t *sym, const char *s) {
 
 /* ---- the cache ---- */
 
-static size_t hash_pc(uint64_t pc, bool is_return_address) {
-  uint64_t h = pc ^ (is_return_address ? 0x9e3779b97f4a7c15u : 0);
-  h ^= h >> 33; /* murmur3's finalizer */
-  h *= 0xff51afd7ed558ccdu;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53u;
-  h ^= h >> 33;
-  return (size_t)h;
+static uint64_t hash_pc(uint64_t pc, bool is_return_address) {
+  return fl__mix64(pc ^ (is_return_address ? 0x9e3779b97f4a7c15u : 0));
 }
 
-/* Returns the slot holding (pc, is_return_address), or the empty slot where
- * it belongs. */
-static cache_slot_t *cache_probe(fl_symbolizer_t *sym, uint64_t pc, bool is_return_address) {
-  size_t i = hash_pc(pc, is_return_address) & sym->cache_mask;
-  for (;; i = (i + 1) & sym->cache_mask) {
-    cache_slot_t *slot = &sym->cache[i];
-    if (!slot->used) return slot;
-    if (slot->pc == pc && slot->is_return_address == is_return_address) return slot;
+/* The earlier lookup of (pc, is_return_address), or NULL. */
+static const lookup_t *cache_get(const fl_symbolizer_t *sym, uint64_t pc, bool is_return_address) {
+  fl__probe_t pr;
+  for (uint32_t i = fl__index_find(&sym->lookup_index, hash_pc(pc, is_return_address), &pr);
+       i != FL__NONE; i = fl__index_next(&sym->lookup_index, &pr)) {
+    const lookup_t *l = &sym->lookups[i];
+    if (l->pc == pc && l->is_return_address == is_return_address) return l;
   }
+  return NULL;
 }
 
-/* Makes room for one more entry (load factor at most 1/2). Returns 0, or -1
- * when out of memory, the table unchanged. */
-static int cache_reserve(fl_symbolizer_t *sym) {
-  if ((sym->cache_len + 1) * 2 <= sym->cache_mask + 1) return 0;
-  size_t cap = (sym->cache_mask + 1) * 2;
-  cache_slot_t *grown = calloc(cap, sizeof *grown);
-  if (!grown) return -1;
-  for (size_t i = 0; i <= sym->cache_mask; i++) {
-    cache_slot_t *old = &sym->cache[i];
-    if (!old->used) continue;
-    size_t j = hash_pc(old->pc, old->is_return_address) & (cap - 1);
-    while (grown[j].used) j = (j + 1) & (cap - 1);
-    grown[j] = *old;
-  }
-  free(sym->cache);
-  sym->cache = grown;
-  sym->cache_mask = cap - 1;
-  return 0;
+static void cache_put(fl_symbolizer_t *sym, const lookup_t *l) {
+  if (sym->n_lookups >= FL__NONE) fl__oom(0);
+  sym->lookups =
+      fl__grow(sym->lookups, &sym->lookups_cap, sym->n_lookups + 1, sizeof *sym->lookups);
+  sym->lookups[sym->n_lookups] = *l;
+  fl__index_add(&sym->lookup_index, hash_pc(l->pc, l->is_return_address),
+                (uint32_t)sym->n_lookups++);
 }
 
-/* Appends a frame to the pool. Returns 0, or -1 when out of memory. */
-static int pool_push(fl_symbolizer_t *sym, const fl_frame_info_t *frame) {
-  if (sym->pool_len == sym->pool_cap) {
-    size_t cap = sym->pool_cap ? sym->pool_cap * 2 : 256;
-    if (cap > UINT32_MAX) return -1;
-    fl_frame_info_t *grown = realloc(sym->pool, cap * sizeof *grown);
-    if (!grown) return -1;
-    sym->pool = grown;
-    sym->pool_cap = cap;
-  }
+/* Appends a frame to the pool. */
+static void pool_push(fl_symbolizer_t *sym, const fl_frame_info_t *frame) {
+  if (sym->pool_len >= UINT32_MAX) fl__oom(0); /* lookups number frames in 32 bits */
+  sym->pool = fl__grow(sym->pool, &sym->pool_cap, sym->pool_len + 1, sizeof *sym->pool);
   sym->pool[sym->pool_len++] = *frame;
-  return 0;
 }
 
 /* ---- DWARF ---- */
@@ -237,11 +213,11 @@ typedef struct module_index {
   Dwarf_Addr cu_bias;
 } module_index_t;
 
-/* Returns mod's index, creating an empty one; NULL when out of memory. */
+/* Returns mod's index, creating an empty one. */
 static module_index_t *module_index(Dwfl_Module *mod) {
   void **userdata;
   dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
-  if (!*userdata) *userdata = calloc(1, sizeof(module_index_t));
+  if (!*userdata) *userdata = fl__xcalloc(1, sizeof(module_index_t));
   return *userdata;
 }
 
@@ -256,18 +232,6 @@ static int module_index_free(Dwfl_Module *mod, void **userdata, const char *name
     *userdata = NULL;
   }
   return DWARF_CB_OK;
-}
-
-/* Grows *array (of *cap elements of size bytes) to hold len + 1. Returns 0,
- * or -1 when out of memory. */
-static int grow(void **array, size_t *cap, size_t len, size_t size) {
-  if (len < *cap) return 0;
-  size_t n = *cap ? *cap * 2 : 64;
-  void *grown = realloc(*array, n * size);
-  if (!grown) return -1;
-  *array = grown;
-  *cap = n;
-  return 0;
 }
 
 static int compare_funcs(const void *a, const void *b) {
@@ -295,7 +259,7 @@ static void build_funcs(Dwfl_Module *mod, module_index_t *index) {
     if (!name || !*name || elf_sym.st_size == 0 || shndx == SHN_UNDEF) continue;
     int type = GELF_ST_TYPE(elf_sym.st_info);
     if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
-    if (grow((void **)&index->funcs, &cap, index->nfuncs, sizeof *index->funcs) != 0) break;
+    index->funcs = fl__grow(index->funcs, &cap, index->nfuncs + 1, sizeof *index->funcs);
     index->funcs[index->nfuncs++] = (elf_func_t){
         .low = addr,
         .high = addr + elf_sym.st_size,
@@ -328,18 +292,16 @@ static void build_funcs(Dwfl_Module *mod, module_index_t *index) {
  * checks their section. */
 static const char *elf_func_name(Dwfl_Module *mod, uint64_t addr) {
   module_index_t *index = module_index(mod);
-  if (index) {
-    if (!index->funcs_built) {
-      build_funcs(mod, index);
-      index->funcs_built = true;
-    }
-    size_t end;
-    UPPER_BOUND(index->funcs, index->nfuncs, addr, end);
-    /* The innermost symbol holding addr starts last; a few steps back
-     * cover a symbol that holds a smaller one. */
-    for (size_t i = end, steps = 0; i > 0 && steps < 32; i--, steps++)
-      if (addr < index->funcs[i - 1].high) return index->funcs[i - 1].name;
+  if (!index->funcs_built) {
+    build_funcs(mod, index);
+    index->funcs_built = true;
   }
+  size_t end;
+  UPPER_BOUND(index->funcs, index->nfuncs, addr, end);
+  /* The innermost symbol holding addr starts last; a few steps back
+   * cover a symbol that holds a smaller one. */
+  for (size_t i = end, steps = 0; i > 0 && steps < 32; i--, steps++)
+    if (addr < index->funcs[i - 1].high) return index->funcs[i - 1].name;
   GElf_Off offset;
   GElf_Sym elf_sym;
   return dwfl_module_addrinfo(mod, addr, &offset, &elf_sym, NULL, NULL, NULL);
@@ -358,11 +320,10 @@ static void build_cus(Dwfl_Module *mod, module_index_t *index) {
     ptrdiff_t offset = 0;
     while ((offset = dwarf_ranges(cu, offset, &base, &low, &high)) > 0) {
       if (low >= high) continue;
-      if (grow((void **)&index->cus, &cap, index->ncus, sizeof *index->cus) != 0) goto done;
+      index->cus = fl__grow(index->cus, &cap, index->ncus + 1, sizeof *index->cus);
       index->cus[index->ncus++] = (cu_range_t){.low = low, .high = high, .cu = *cu};
     }
   }
-done:
   if (index->ncus > 1) qsort(index->cus, index->ncus, sizeof *index->cus, compare_cus);
 }
 
@@ -371,7 +332,6 @@ done:
 static bool find_cu_by_ranges(Dwfl_Module *mod, uint64_t addr, Dwarf_Die *cu, Dwarf_Addr *bias) {
   Dwarf_Addr dwarf_bias;
   module_index_t *index = module_index(mod);
-  if (!index) return false;
   if (!index->cus_built) {
     if (!dwfl_module_getdwarf(mod, &dwarf_bias)) return false; /* no DWARF at all */
     build_cus(mod, index);
@@ -462,8 +422,7 @@ static int clamp_int(Dwarf_Word v) {
 }
 
 /* Resolves addr (already pc - 1 for return addresses) and appends its frames
- * to the pool, innermost first. Appends at least one frame unless memory
- * runs out. Returns the number appended. */
+ * to the pool, innermost first: at least one. Returns the number appended. */
 static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
   size_t first = sym->pool_len;
   fl_frame_info_t base = {0};
@@ -521,7 +480,7 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
       reached_subprogram = true;
       if (!frame.func) frame.func = intern(sym, elf_name);
     }
-    if (pool_push(sym, &frame) != 0) break;
+    pool_push(sym, &frame);
   }
   /* No DWARF (or inlined frames whose subprogram was not found): the
    * out-of-line function is the ELF symbol. */
@@ -541,23 +500,14 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
 /* Allocates a symbolizer with empty tables and an empty Dwfl; NULL with a
  * reason in err. */
 static fl_symbolizer_t *symbolizer_alloc(char *err, size_t err_size) {
-  fl_symbolizer_t *sym = calloc(1, sizeof *sym);
-  if (!sym) goto oom;
-  sym->cache_mask = 1023;
-  sym->cache = calloc(sym->cache_mask + 1, sizeof *sym->cache);
-  if (!sym->cache || fl__strset_init(&sym->strings, 256) < 0) goto oom;
+  fl_symbolizer_t *sym = fl__xcalloc(1, sizeof *sym);
+  fl__index_init(&sym->lookup_index, 512);
   sym->dwfl = dwfl_begin(&proc_callbacks);
   if (!sym->dwfl) {
     snprintf(err, err_size, "cannot start libdwfl: %s", dwfl_errmsg(-1));
-    goto fail;
+    fl_symbolizer_destroy(&sym);
   }
   return sym;
-
-oom:
-  snprintf(err, err_size, "out of memory");
-fail:
-  fl_symbolizer_destroy(&sym);
-  return NULL;
 }
 
 /* Describes a libdwfl report result: an errno when positive, else libdwfl's
@@ -641,32 +591,20 @@ int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_addre
 
   const fl_frame_info_t *found;
   size_t count;
-  cache_slot_t *slot = cache_probe(sym, pc, is_return_address);
-  if (slot->used) {
-    found = &sym->pool[slot->first];
-    count = slot->count;
+  const lookup_t *known = cache_get(sym, pc, is_return_address);
+  if (known) {
+    found = &sym->pool[known->first];
+    count = known->count;
   } else {
     /* The call instruction ends just before the return address. */
     uint64_t addr = is_return_address && pc > 0 ? pc - 1 : pc;
     size_t first = sym->pool_len;
     count = resolve(sym, addr);
-    if (count == 0) { /* out of memory: an unknown frame, uncached */
-      memset(frames, 0, sizeof *frames);
-      return 1;
-    }
     found = &sym->pool[first];
-    if (cache_reserve(sym) == 0) {
-      slot = cache_probe(sym, pc, is_return_address); /* the table may have grown */
-      *slot = (cache_slot_t){.pc = pc,
-                             .first = (uint32_t)first,
-                             .count = (uint32_t)count,
-                             .used = true,
-                             .is_return_address = is_return_address};
-      sym->cache_len++;
-    } else {
-      /* Uncached: hand out the frames, then give their room back. */
-      sym->pool_len = first;
-    }
+    cache_put(sym, &(lookup_t){.pc = pc,
+                               .first = (uint32_t)first,
+                               .count = (uint32_t)count,
+                               .is_return_address = is_return_address});
   }
   if (count > (size_t)max) count = (size_t)max;
   memcpy(frames, found, count * sizeof *frames);
@@ -676,8 +614,8 @@ int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_addre
 int fl_symbolizer_refresh_from_pid(fl_symbolizer_t *sym, int pid, char *err, size_t err_size) {
   assert(sym);
   /* Addresses may belong to other modules now: forget every lookup. */
-  memset(sym->cache, 0, (sym->cache_mask + 1) * sizeof *sym->cache);
-  sym->cache_len = 0;
+  fl__index_clear(&sym->lookup_index);
+  sym->n_lookups = 0;
   sym->pool_len = 0;
   return report_pid(sym, pid, err, err_size);
 }
@@ -690,7 +628,8 @@ void fl_symbolizer_destroy(fl_symbolizer_t **symp) {
     dwfl_end(sym->dwfl);
   }
   fl__strset_free(&sym->strings);
-  free(sym->cache);
+  free(sym->lookups);
+  fl__index_free(&sym->lookup_index);
   free(sym->pool);
   free(sym);
   *symp = NULL;

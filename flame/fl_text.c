@@ -66,66 +66,10 @@
 
 #include "fl__render.h"
 
-/* ---- a growing string ---- */
+/* ---- lines ---- */
 
-typedef struct sb {
-  char *data;
-  size_t len, cap;
-  bool oom;
-} sb_t;
-
-static void sb_grow(sb_t *b, size_t more) {
-  if (b->oom || b->len + more + 1 <= b->cap) return;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->len + more + 1) cap *= 2;
-  char *grown = realloc(b->data, cap);
-  if (!grown) {
-    b->oom = true;
-    return;
-  }
-  b->data = grown;
-  b->cap = cap;
-}
-
-static void sb_putn(sb_t *b, const char *s, size_t n) {
-  sb_grow(b, n);
-  if (b->oom) return;
-  memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = '\0';
-}
-
-static void sb_puts(sb_t *b, const char *s) {
-  sb_putn(b, s, strlen(s));
-}
-
-static void sb_spaces(sb_t *b, size_t n) {
-  for (size_t i = 0; i < n; i++) sb_putn(b, " ", 1);
-}
-
-static void sb_printf(sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sb_t *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  sb_grow(b, (size_t)n);
-  if (b->oom) return;
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
-
-/* The string, new (the caller frees it); NULL if memory ran out. */
-static char *sb_steal(sb_t *b) {
-  sb_grow(b, 0);
-  if (b->oom) {
-    free(b->data);
-    return NULL;
-  }
-  return b->data;
+static void put_spaces(fl__buf_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++) fl__buf_add(b, " ", 1);
 }
 
 /* Columns of UTF-8 text: one per code point. */
@@ -138,7 +82,7 @@ static size_t text_width(const char *s, size_t n) {
 
 /* Appends line (without its newline) to out, cut to cols columns with a
  * final "…" when wider (cols <= 0: never cut), then a newline. */
-static void put_line(sb_t *out, const char *line, size_t len, int cols) {
+static void put_line(fl__buf_t *out, const char *line, size_t len, int cols) {
   if (cols > 0 && text_width(line, len) > (size_t)cols) {
     size_t keep = (size_t)cols - 1, w = 0, i = 0;
     for (; i < len; i++) {
@@ -147,12 +91,12 @@ static void put_line(sb_t *out, const char *line, size_t len, int cols) {
         w++;
       }
     }
-    sb_putn(out, line, i);
-    sb_puts(out, "…");
+    fl__buf_add(out, line, i);
+    fl__buf_puts(out, "…");
   } else {
-    sb_putn(out, line, len);
+    fl__buf_add(out, line, len);
   }
-  sb_putn(out, "\n", 1);
+  fl__buf_add(out, "\n", 1);
 }
 
 /* ---- numbers ---- */
@@ -223,61 +167,61 @@ static layout_t layout_of(const fl_tree_t *t) {
   return l;
 }
 
-static void put_total(sb_t *out, const fl_tree_t *t, const layout_t *l, int cols) {
+static void put_total(fl__buf_t *out, const fl_tree_t *t, const layout_t *l, int cols) {
   const fl_node_t *root = fl_tree_root(t);
   const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
-  sb_t line = {0};
+  fl__buf_t line = {0};
   if (l->alloc) {
     char bytes[32];
     format_bytes(bytes, sizeof bytes, root->count);
-    sb_printf(&line, "Total: %s in %" PRIu64 " allocation%s", bytes, root->allocs,
-              root->allocs == 1 ? "" : "s");
+    fl__buf_printf(&line, "Total: %s in %" PRIu64 " allocation%s", bytes, root->allocs,
+                   root->allocs == 1 ? "" : "s");
   } else if (l->counts) {
-    sb_printf(&line, "Total: %" PRIu64 " allocation%s", root->count, root->count == 1 ? "" : "s");
+    fl__buf_printf(&line, "Total: %" PRIu64 " allocation%s", root->count,
+                   root->count == 1 ? "" : "s");
   } else {
-    sb_printf(&line, "Total: %" PRIu64 " sample%s", root->count, root->count == 1 ? "" : "s");
+    fl__buf_printf(&line, "Total: %" PRIu64 " sample%s", root->count, root->count == 1 ? "" : "s");
     if (info->interval_ns) {
       char iv[32];
       format_interval(iv, sizeof iv, info->interval_ns);
-      sb_printf(&line, " (interval %s)", iv);
+      fl__buf_printf(&line, " (interval %s)", iv);
     }
   }
-  if (!line.oom)
-    put_line(out, line.data, line.len, cols);
-  else
-    out->oom = true;
-  free(line.data);
+  put_line(out, line.data, line.len, cols);
+  fl__buf_free(&line);
 }
 
 /* The count columns of a line: count and self, and allocs for allocation
  * profiles, each followed by its separator. */
-static void put_counts(sb_t *line, const layout_t *l, uint64_t count, uint64_t self,
+static void put_counts(fl__buf_t *line, const layout_t *l, uint64_t count, uint64_t self,
                        uint64_t allocs) {
   if (l->alloc) {
     char c[32], s[32];
     format_bytes(c, sizeof c, count);
     format_bytes(s, sizeof s, self);
-    sb_printf(line, "%*s %*s %*" PRIu64 "  ", l->count_w, c, l->count_w, s, l->allocs_w, allocs);
+    fl__buf_printf(line, "%*s %*s %*" PRIu64 "  ", l->count_w, c, l->count_w, s, l->allocs_w,
+                   allocs);
   } else {
-    sb_printf(line, "%*" PRIu64 " %*" PRIu64 "  ", l->count_w, count, l->count_w, self);
+    fl__buf_printf(line, "%*" PRIu64 " %*" PRIu64 "  ", l->count_w, count, l->count_w, self);
   }
 }
 
-static void put_count_headers(sb_t *line, const layout_t *l) {
+static void put_count_headers(fl__buf_t *line, const layout_t *l) {
   if (l->alloc)
-    sb_printf(line, "%*s %*s %*s  ", l->count_w, "Bytes", l->count_w, "Self", l->allocs_w,
-              "Allocs");
+    fl__buf_printf(line, "%*s %*s %*s  ", l->count_w, "Bytes", l->count_w, "Self", l->allocs_w,
+                   "Allocs");
   else
-    sb_printf(line, "%*s %*s  ", l->count_w, l->counts ? "Allocs" : "Count", l->count_w, "Self");
+    fl__buf_printf(line, "%*s %*s  ", l->count_w, l->counts ? "Allocs" : "Count", l->count_w,
+                   "Self");
 }
 
-static void put_location(sb_t *line, const fl_frame_t *f) {
+static void put_location(fl__buf_t *line, const fl_frame_t *f) {
   if (f->file && f->line > 0)
-    sb_printf(line, "%s:%d", f->file, f->line);
+    fl__buf_printf(line, "%s:%d", f->file, f->line);
   else if (f->file)
-    sb_puts(line, f->file);
+    fl__buf_puts(line, f->file);
   else if (f->module)
-    sb_puts(line, f->module);
+    fl__buf_puts(line, f->module);
 }
 
 static bool has_location(const fl_frame_t *f) {
@@ -300,13 +244,13 @@ static bool printed(const fl_node_t *n, const fl_text_opts_t *o) {
 /* ---- tree ---- */
 
 /* Appends the columns in front of a frame's name to a line. */
-typedef void columns_fn(sb_t *line, const fl_node_t *node, const void *ctx);
+typedef void columns_fn(fl__buf_t *line, const fl_node_t *node, const void *ctx);
 
 /* The frame lines of a tree report, one per printed frame in pre-order:
  * columns(), the indentation, the name and location; then "… N more lines"
  * past max_lines, and how many frames minwidth hid. line is scratch. */
-static void put_tree_lines(sb_t *out, sb_t *line, const fl_tree_t *t, const fl_text_opts_t *o,
-                           columns_fn *columns, const void *ctx) {
+static void put_tree_lines(fl__buf_t *out, fl__buf_t *line, const fl_tree_t *t,
+                           const fl_text_opts_t *o, columns_fn *columns, const void *ctx) {
   layout_t l = layout_of(t);
   size_t n = fl_tree_n_nodes(t), lines = 0, more = 0;
   for (size_t i = 0; i < n; i++) {
@@ -325,23 +269,22 @@ static void put_tree_lines(sb_t *out, sb_t *line, const fl_tree_t *t, const fl_t
     if (indent > max_indent) {
       char tag[32];
       int w = snprintf(tag, sizeof tag, "+%d ", node->depth);
-      sb_spaces(line, max_indent > (size_t)w ? max_indent - (size_t)w : 0);
-      sb_puts(line, tag);
+      put_spaces(line, max_indent > (size_t)w ? max_indent - (size_t)w : 0);
+      fl__buf_puts(line, tag);
     } else {
-      sb_spaces(line, indent);
+      put_spaces(line, indent);
     }
-    sb_puts(line, node->frame.func);
+    fl__buf_puts(line, node->frame.func);
     if (has_location(&node->frame)) {
-      sb_puts(line, "  ");
+      fl__buf_puts(line, "  ");
       put_location(line, &node->frame);
     }
-    if (line->oom) break;
     put_line(out, line->data, line->len, o->cols);
     lines++;
   }
   if (more) {
     line->len = 0;
-    sb_printf(line, "… %zu more line%s", more, more == 1 ? "" : "s");
+    fl__buf_printf(line, "… %zu more line%s", more, more == 1 ? "" : "s");
     put_line(out, line->data, line->len, o->cols);
   }
   uint64_t hidden_weight;
@@ -354,17 +297,17 @@ static void put_tree_lines(sb_t *out, sb_t *line, const fl_tree_t *t, const fl_t
     else
       snprintf(w, sizeof w, "%" PRIu64 " %s%s", hidden_weight, l.counts ? "allocation" : "sample",
                hidden_weight == 1 ? "" : "s");
-    sb_printf(line, "%zu frame%s narrower than minwidth hidden (%s)", hidden,
-              hidden == 1 ? "" : "s", w);
+    fl__buf_printf(line, "%zu frame%s narrower than minwidth hidden (%s)", hidden,
+                   hidden == 1 ? "" : "s", w);
     put_line(out, line->data, line->len, o->cols);
   }
 }
 
-static void plain_columns(sb_t *line, const fl_node_t *node, const void *ctx) {
+static void plain_columns(fl__buf_t *line, const fl_node_t *node, const void *ctx) {
   put_counts(line, ctx, node->count, node->self, node->allocs);
 }
 
-/* o NULL: the defaults. Returns NULL only when out of memory. */
+/* o NULL: the defaults. */
 char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
   if (!o) {
@@ -372,15 +315,14 @@ char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o) {
     o = &defaults;
   }
   layout_t l = layout_of(t);
-  sb_t out = {0}, line = {0};
+  fl__buf_t out = {0}, line = {0};
   put_total(&out, t, &l, o->cols);
   put_count_headers(&line, &l);
-  sb_puts(&line, "Frame");
-  if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+  fl__buf_puts(&line, "Frame");
+  put_line(&out, line.data, line.len, o->cols);
   put_tree_lines(&out, &line, t, o, plain_columns, &l);
-  if (line.oom) out.oom = true;
-  free(line.data);
-  return sb_steal(&out);
+  fl__buf_free(&line);
+  return fl__buf_take(&out);
 }
 
 /* ---- diff ---- */
@@ -407,7 +349,7 @@ static void format_diff_count(char *buf, size_t size, double v, bool sign, bool 
   }
 }
 
-static void diff_columns(sb_t *line, const fl_node_t *node, const void *ctx) {
+static void diff_columns(fl__buf_t *line, const fl_node_t *node, const void *ctx) {
   const diff_layout_t *l = ctx;
   const fl_diff_node_t *dn = fl_diff_node(l->d, node->id);
   char count[48], base[48], delta[48];
@@ -417,16 +359,16 @@ static void diff_columns(sb_t *line, const fl_node_t *node, const void *ctx) {
   else
     snprintf(base, sizeof base, "-");
   format_diff_count(delta, sizeof delta, dn ? dn->delta : 0, true, l->alloc);
-  sb_printf(line, "%*s %*s %*s  %-6s  ", l->count_w, count, l->count_w, base, l->delta_w, delta,
-            fl__change_name(dn ? dn->change : FL_CHANGE_SAME));
+  fl__buf_printf(line, "%*s %*s %*s  %-6s  ", l->count_w, count, l->count_w, base, l->delta_w,
+                 delta, fl__change_name(dn ? dn->change : FL_CHANGE_SAME));
 }
 
 /* The name of a column: "Target", "Baseline". */
-static void put_capitalized(sb_t *line, int width, const char *word) {
+static void put_capitalized(fl__buf_t *line, int width, const char *word) {
   char w[32];
   snprintf(w, sizeof w, "%s", word);
   if (w[0] >= 'a' && w[0] <= 'z') w[0] = (char)(w[0] - 'a' + 'A');
-  sb_printf(line, "%*s ", width, w);
+  fl__buf_printf(line, "%*s ", width, w);
 }
 
 char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
@@ -452,19 +394,19 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
     l.delta_w = l.count_w;
   }
 
-  sb_t out = {0}, line = {0};
+  fl__buf_t out = {0}, line = {0};
   char a[48], b[48];
   format_diff_count(a, sizeof a, (double)root->count, false, l.alloc);
   format_diff_count(b, sizeof b, other_total, false, l.alloc);
-  sb_printf(&line, "Total: %s %s%s, %s %s%s", fl__drawn_name(d), a, l.alloc ? "" : unit,
-            fl__other_name(d), b, l.alloc ? "" : unit);
+  fl__buf_printf(&line, "Total: %s %s%s, %s %s%s", fl__drawn_name(d), a, l.alloc ? "" : unit,
+                 fl__other_name(d), b, l.alloc ? "" : unit);
   if (info->kind == FL_PROFILE_CPU && info->interval_ns) {
     char iv[32];
     format_interval(iv, sizeof iv, info->interval_ns);
-    sb_printf(&line, " (interval %s)", iv);
+    fl__buf_printf(&line, " (interval %s)", iv);
   }
-  if (dopts->delta == FL_DELTA_SELF) sb_puts(&line, "; deltas of self counts");
-  if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+  if (dopts->delta == FL_DELTA_SELF) fl__buf_puts(&line, "; deltas of self counts");
+  put_line(&out, line.data, line.len, o->cols);
   if (dopts->negate) {
     static const char negated[] = "Baseline layout, coloured by baseline − target";
     put_line(&out, negated, strlen(negated), o->cols);
@@ -478,8 +420,8 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   line.len = 0;
   put_capitalized(&line, l.count_w, fl__drawn_name(d));
   put_capitalized(&line, l.count_w, fl__other_name(d));
-  sb_printf(&line, "%*s  %-6s  Frame", l.delta_w, "Delta", "Change");
-  if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+  fl__buf_printf(&line, "%*s  %-6s  Frame", l.delta_w, "Delta", "Change");
+  put_line(&out, line.data, line.len, o->cols);
   put_tree_lines(&out, &line, t, o, diff_columns, &l);
 
   const fl_vanished_t *vanished;
@@ -492,20 +434,19 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
     for (size_t i = 0; i < shown; i++) {
       line.len = 0;
       fl__vanished_line(d, &vanished[i], text, sizeof text);
-      sb_printf(&line, "  %s", text);
-      if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+      fl__buf_printf(&line, "  %s", text);
+      put_line(&out, line.data, line.len, o->cols);
     }
     if (n_vanished > shown) {
       line.len = 0;
       char more[32];
       fl__thousands(n_vanished - shown, more);
-      sb_printf(&line, "  … and %s more", more);
-      if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+      fl__buf_printf(&line, "  … and %s more", more);
+      put_line(&out, line.data, line.len, o->cols);
     }
   }
-  if (line.oom) out.oom = true;
-  free(line.data);
-  return sb_steal(&out);
+  fl__buf_free(&line);
+  return fl__buf_take(&out);
 }
 
 /* ---- flat ---- */
@@ -547,17 +488,16 @@ static int cmp_row(const void *pa, const void *pb) {
 /* Rows of every distinct frame, counted once per sample: a node counts
  * unless a node of the same frame is among its ancestors (walked in
  * pre-order, with the groups on the current path marked). *rows is new;
- * returns the count, or -1 out of memory. */
-static long flat_rows(const fl_tree_t *t, flat_row_t **rows) {
+ * returns the count. */
+static size_t flat_rows(const fl_tree_t *t, flat_row_t **rows) {
   size_t n = fl_tree_n_nodes(t);
-  const fl_node_t **sorted = malloc((n ? n : 1) * sizeof *sorted);
-  uint32_t *group = malloc((n ? n : 1) * sizeof *group); /* by node id */
-  bool *on_path = calloc(n ? n : 1, sizeof *on_path);    /* by group */
-  uint32_t *path = malloc((n + 1) * sizeof *path);       /* groups, by depth */
-  bool *owns = malloc((n + 1) * sizeof *owns);
-  flat_row_t *r = calloc(n ? n : 1, sizeof *r);
-  long n_rows = 0;
-  if (!sorted || !group || !on_path || !path || !owns || !r) goto fail;
+  const fl_node_t **sorted = fl__xmalloc(n, sizeof *sorted);
+  uint32_t *group = fl__xmalloc(n, sizeof *group);   /* by node id */
+  bool *on_path = fl__xcalloc(n, sizeof *on_path);   /* by group */
+  uint32_t *path = fl__xmalloc(n + 1, sizeof *path); /* groups, by depth */
+  bool *owns = fl__xmalloc(n + 1, sizeof *owns);
+  flat_row_t *r = fl__xcalloc(n, sizeof *r);
+  size_t n_rows = 0;
   for (size_t i = 1; i < n; i++) sorted[i - 1] = fl_tree_node(t, i);
   qsort(sorted, n - 1, sizeof *sorted, cmp_node_ptr);
   for (size_t i = 0; i + 1 < n; i++) {
@@ -589,21 +529,12 @@ static long flat_rows(const fl_tree_t *t, flat_row_t **rows) {
   free(on_path);
   free(path);
   free(owns);
-  qsort(r, (size_t)n_rows, sizeof *r, cmp_row);
+  qsort(r, n_rows, sizeof *r, cmp_row);
   *rows = r;
   return n_rows;
-fail:
-  free(sorted);
-  free(group);
-  free(on_path);
-  free(path);
-  free(owns);
-  free(r);
-  return -1;
 }
 
-/* o NULL: the defaults; maxdepth does not apply. Returns NULL only when out
- * of memory. */
+/* o NULL: the defaults; maxdepth does not apply. */
 char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
   if (!o) {
@@ -611,28 +542,27 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
     o = &defaults;
   }
   flat_row_t *rows = NULL;
-  long n_rows = flat_rows(t, &rows);
-  if (n_rows < 0) return NULL;
+  size_t n_rows = flat_rows(t, &rows);
   layout_t l = layout_of(t);
   uint64_t total = fl_tree_root(t)->count;
-  sb_t out = {0}, line = {0};
+  fl__buf_t out = {0}, line = {0};
   put_total(&out, t, &l, o->cols);
 
   /* The function column is as wide as the widest name printed, up to 40. */
   size_t func_w = strlen("Function");
-  for (long i = 0; i < n_rows; i++) {
+  for (size_t i = 0; i < n_rows; i++) {
     if (rows[i].count < o->mincount) continue;
     size_t w = text_width(rows[i].frame->func, strlen(rows[i].frame->func));
     if (w > func_w) func_w = w > 40 ? 40 : w;
   }
   put_count_headers(&line, &l);
-  sb_puts(&line, "Percent  Function");
-  sb_spaces(&line, func_w - strlen("Function"));
-  sb_puts(&line, "  File:Line");
-  if (!line.oom) put_line(&out, line.data, line.len, o->cols);
+  fl__buf_puts(&line, "Percent  Function");
+  put_spaces(&line, func_w - strlen("Function"));
+  fl__buf_puts(&line, "  File:Line");
+  put_line(&out, line.data, line.len, o->cols);
 
   size_t lines = 0, more = 0;
-  for (long i = 0; i < n_rows; i++) {
+  for (size_t i = 0; i < n_rows; i++) {
     const flat_row_t *row = &rows[i];
     if (row->count < o->mincount) continue;
     if (o->max_lines && lines == o->max_lines) {
@@ -642,36 +572,34 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
     line.len = 0;
     put_counts(&line, &l, row->count, row->self, row->allocs);
     double pct = total ? 100.0 * (double)row->count / (double)total : 0;
-    sb_printf(&line, "%6.1f%%  ", pct);
+    fl__buf_printf(&line, "%6.1f%%  ", pct);
     const char *func = row->frame->func;
     size_t len = strlen(func), w = text_width(func, len);
     if (w > func_w) { /* cut to func_w columns, ending in "…" */
       size_t keep = func_w - 1, cw = 0, k = 0;
       for (; k < len; k++)
         if (((unsigned char)func[k] & 0xc0) != 0x80 && cw++ == keep) break;
-      sb_putn(&line, func, k);
-      sb_puts(&line, "…");
+      fl__buf_add(&line, func, k);
+      fl__buf_puts(&line, "…");
     } else {
-      sb_puts(&line, func);
-      sb_spaces(&line, func_w - w);
+      fl__buf_puts(&line, func);
+      put_spaces(&line, func_w - w);
     }
     if (has_location(row->frame)) {
-      sb_puts(&line, "  ");
+      fl__buf_puts(&line, "  ");
       put_location(&line, row->frame);
     } else {
       while (line.len && line.data[line.len - 1] == ' ') line.data[--line.len] = '\0';
     }
-    if (line.oom) break;
     put_line(&out, line.data, line.len, o->cols);
     lines++;
   }
   if (more) {
     line.len = 0;
-    sb_printf(&line, "… %zu more line%s", more, more == 1 ? "" : "s");
+    fl__buf_printf(&line, "… %zu more line%s", more, more == 1 ? "" : "s");
     put_line(&out, line.data, line.len, o->cols);
   }
-  if (line.oom) out.oom = true;
-  free(line.data);
+  fl__buf_free(&line);
   free(rows);
-  return sb_steal(&out);
+  return fl__buf_take(&out);
 }

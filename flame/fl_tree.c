@@ -64,7 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fl__strset.h"
+#include "fl__common.h"
 
 struct fl_tree {
   const fl_profile_t *profile;
@@ -87,14 +87,13 @@ typedef struct ident {
   uint64_t addr;
 } ident_t;
 
-/* An open-addressing set of identities, numbered in order of addition. */
+/* A set of identities, numbered in order of addition: an fl__index over
+ * the items. */
 typedef struct ident_set {
   ident_t *items; /* room for as many as it was sized for */
   size_t n;
-  uint32_t *table; /* index + 1, or 0 */
-  size_t mask;
+  fl__index_t index;
 } ident_set_t;
-
 
 static uint64_t hash_ident(const ident_t *k) {
   uint64_t h = fl__mix64((uint64_t)(uintptr_t)k->func);
@@ -111,33 +110,31 @@ static bool ident_equal(const ident_t *a, const ident_t *b) {
 
 static void ident_set_free(ident_set_t *s) {
   free(s->items);
-  free(s->table);
+  fl__index_free(&s->index);
   memset(s, 0, sizeof *s);
 }
 
-/* Sizes the set for up to n identities. Returns 0, or -1 out of memory. */
-static int ident_set_init(ident_set_t *s, size_t n) {
-  size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  s->items = malloc((n ? n : 1) * sizeof *s->items);
-  s->table = calloc(cap, sizeof *s->table);
+/* Sizes the set for up to n identities. */
+static void ident_set_init(ident_set_t *s, size_t n) {
+  s->items = fl__xmalloc(n, sizeof *s->items);
   s->n = 0;
-  s->mask = cap - 1;
-  return s->items && s->table ? 0 : -1;
+  fl__index_init(&s->index, n);
 }
 
 /* The number of k in s, added if new (the set was sized for it);
  * *added says whether it was. */
 static uint32_t ident_set_add(ident_set_t *s, const ident_t *k, bool *added) {
-  size_t i = hash_ident(k) & s->mask;
-  for (uint32_t slot; (slot = s->table[i]) != 0; i = (i + 1) & s->mask)
-    if (ident_equal(&s->items[slot - 1], k)) {
+  uint64_t h = hash_ident(k);
+  fl__probe_t pr;
+  for (uint32_t i = fl__index_find(&s->index, h, &pr); i != FL__NONE;
+       i = fl__index_next(&s->index, &pr))
+    if (ident_equal(&s->items[i], k)) {
       *added = false;
-      return slot - 1;
+      return i;
     }
   uint32_t id = (uint32_t)s->n++;
   s->items[id] = *k;
-  s->table[i] = id + 1;
+  fl__index_add(&s->index, h, id);
   *added = true;
   return id;
 }
@@ -231,13 +228,11 @@ static int cmp_by_name(const void *pa, const void *pb) {
 }
 
 /* Renumbers the keys in the order of cmp_by_line (lines on) or cmp_by_name
- * (lines off), so that comparing key numbers compares frames. Returns 0,
- * or -1 out of memory. */
-static int rank_keys(builder_t *b) {
+ * (lines off), so that comparing key numbers compares frames. */
+static void rank_keys(builder_t *b) {
   size_t n = b->n_keys, n_frames = fl_profile_n_frames(b->p);
-  ranked_t *r = malloc((n ? n : 1) * sizeof *r);
-  uint32_t *rank = malloc((n ? n : 1) * sizeof *rank);
-  if (!r || !rank) goto fail;
+  ranked_t *r = fl__xmalloc(n, sizeof *r);
+  uint32_t *rank = fl__xmalloc(n, sizeof *rank);
   for (size_t k = 0; k < n; k++) r[k] = (ranked_t){.frame = b->keys[k], .key = (uint32_t)k};
   qsort(r, n, sizeof *r, b->o->lines ? cmp_by_line : cmp_by_name);
   for (size_t k = 0; k < n; k++) {
@@ -247,22 +242,17 @@ static int rank_keys(builder_t *b) {
   for (size_t id = 0; id < n_frames; id++) b->roles[id].key = rank[b->roles[id].key];
   free(r);
   free(rank);
-  return 0;
-fail:
-  free(r);
-  free(rank);
-  return -1;
 }
 
-/* Fills b->roles and b->keys. Returns 0, or -1 with err. */
-static int compute_roles(builder_t *b, char *err, size_t err_size) {
+/* Fills b->roles and b->keys. */
+static void compute_roles(builder_t *b) {
   const fl_tree_opts_t *o = b->o;
   size_t n = fl_profile_n_frames(b->p);
-  ident_set_t keys = {0}, funcs = {0};
-  b->roles = calloc(n ? n : 1, sizeof *b->roles);
-  b->keys = malloc((n ? n : 1) * sizeof *b->keys);
-  if (!b->roles || !b->keys || ident_set_init(&keys, n) < 0 || ident_set_init(&funcs, n) < 0)
-    goto fail;
+  ident_set_t keys, funcs;
+  b->roles = fl__xcalloc(n, sizeof *b->roles);
+  b->keys = fl__xmalloc(n, sizeof *b->keys);
+  ident_set_init(&keys, n);
+  ident_set_init(&funcs, n);
   for (uint32_t id = 0; id < n; id++) {
     const fl_frame_t *f = fl_profile_frame(b->p, id);
     frame_role_t *r = &b->roles[id];
@@ -296,13 +286,7 @@ static int compute_roles(builder_t *b, char *err, size_t err_size) {
   b->n_funcs = funcs.n;
   ident_set_free(&keys);
   ident_set_free(&funcs);
-  if (rank_keys(b) < 0) goto fail;
-  return 0;
-fail:
-  snprintf(err, err_size, "out of memory building the flame graph");
-  ident_set_free(&keys);
-  ident_set_free(&funcs);
-  return -1;
+  rank_keys(b);
 }
 
 /* ---- distinct stacks ---- */
@@ -319,18 +303,17 @@ static int cmp_int(const void *a, const void *b) {
 }
 
 /* Sums the samples that pass the thread filter per distinct stack, in the
- * order the stacks first appear. *sums is new. Returns the count, or -1 out
- * of memory. */
-static long sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_sum_t **sums,
-                       size_t *max_len) {
-  size_t n_samples = fl_profile_n_samples(p), n = 0, cap = 64, mask = 63;
-  stack_sum_t *s = malloc(cap * sizeof *s);
-  uint32_t *table = calloc(mask + 1, sizeof *table);
+ * order the stacks first appear, indexed by the stack's pointer and
+ * length. *sums is new. Returns the count. */
+static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_sum_t **sums,
+                         size_t *max_len) {
+  size_t n_samples = fl_profile_n_samples(p), n = 0, cap = 0;
+  stack_sum_t *s = NULL;
+  fl__index_t index;
+  fl__index_init(&index, 64);
   int *threads = NULL;
-  if (!s || !table) goto fail;
   if (o->threads) {
-    threads = malloc((o->n_threads ? o->n_threads : 1) * sizeof *threads);
-    if (!threads) goto fail;
+    threads = fl__xmalloc(o->n_threads, sizeof *threads);
     if (o->n_threads) memcpy(threads, o->threads, o->n_threads * sizeof *threads);
     qsort(threads, o->n_threads, sizeof *threads, cmp_int);
   }
@@ -345,35 +328,21 @@ static long sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_sum
     if (n && smp.stack == last && smp.n == s[last_i].n) {
       k = last_i; /* runs of one stack are common */
     } else {
-      size_t j = fl__mix64((uint64_t)(uintptr_t)smp.stack) & mask;
-      for (uint32_t slot; (slot = table[j]) != 0; j = (j + 1) & mask)
-        if (s[slot - 1].stack == smp.stack && s[slot - 1].n == smp.n) break;
-      if (table[j]) {
-        k = table[j] - 1;
+      uint64_t h = fl__mix64((uint64_t)(uintptr_t)smp.stack);
+      fl__probe_t pr;
+      uint32_t found;
+      for (found = fl__index_find(&index, h, &pr); found != FL__NONE;
+           found = fl__index_next(&index, &pr))
+        if (s[found].stack == smp.stack && s[found].n == smp.n) break;
+      if (found != FL__NONE) {
+        k = found;
       } else {
-        if (n == cap) {
-          stack_sum_t *grown = realloc(s, cap * 2 * sizeof *s);
-          if (!grown) goto fail;
-          s = grown;
-          cap *= 2;
-        }
+        if (n >= FL__NONE) fl__oom(0);
+        s = fl__grow(s, &cap, n + 1, sizeof *s);
         k = n++;
         s[k] = (stack_sum_t){.stack = smp.stack, .n = smp.n};
-        table[j] = (uint32_t)k + 1;
+        fl__index_add(&index, h, (uint32_t)k);
         if (smp.n > *max_len) *max_len = smp.n;
-        if (n * 2 > mask + 1) { /* grow the table */
-          size_t cap2 = (mask + 1) * 2;
-          uint32_t *grown = calloc(cap2, sizeof *grown);
-          if (!grown) goto fail;
-          for (size_t t = 0; t < n; t++) {
-            size_t q = fl__mix64((uint64_t)(uintptr_t)s[t].stack) & (cap2 - 1);
-            while (grown[q]) q = (q + 1) & (cap2 - 1);
-            grown[q] = (uint32_t)t + 1;
-          }
-          free(table);
-          table = grown;
-          mask = cap2 - 1;
-        }
       }
       last = smp.stack;
       last_i = k;
@@ -381,42 +350,34 @@ static long sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_sum
     s[k].weight += smp.weight;
     s[k].allocs += smp.allocs;
   }
-  free(table);
+  fl__index_free(&index);
   free(threads);
   *sums = s;
-  return (long)n;
-fail:
-  free(s);
-  free(table);
-  free(threads);
-  return -1;
+  return n;
 }
 
 /* ---- paths ---- */
 
 /* Turns every stack that passes the filter into a path (see the file
- * comment). Returns 0, or -1 out of memory. */
-static int make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, size_t max_len) {
+ * comment). */
+static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, size_t max_len) {
   bool flat = b->o->recur == FL_RECUR_FLAT;
   size_t total = 0;
   for (size_t s = 0; s < n_sums; s++) total += sums[s].n;
   /* One path per stack; by level (0 is the root): key, status, the raw
    * line of the frame (for its children's call line), call line, func. */
   size_t levels = max_len + 1;
-  uint32_t *lk = malloc(levels * sizeof *lk);
-  uint32_t *ls = malloc(levels * sizeof *ls);
-  int *lline = malloc(levels * sizeof *lline);
-  int *lcall = malloc(levels * sizeof *lcall);
-  uint32_t *lfunc = malloc(levels * sizeof *lfunc);
-  uint32_t *on_path = flat ? calloc(b->n_funcs + 1, sizeof *on_path) : NULL; /* level, 0: no */
-  b->paths = malloc((n_sums ? n_sums : 1) * sizeof *b->paths);
-  b->path_keys = malloc((total ? total : 1) * sizeof *b->path_keys);
-  b->path_status = malloc(total ? total : 1);
-  b->path_calls = malloc((total ? total : 1) * sizeof *b->path_calls);
-  b->root_status = malloc(n_sums ? n_sums : 1);
-  if (!lk || !ls || !lline || !lcall || !lfunc || (flat && !on_path) || !b->paths ||
-      !b->path_keys || !b->path_status || !b->path_calls || !b->root_status)
-    goto fail;
+  uint32_t *lk = fl__xmalloc(levels, sizeof *lk);
+  uint32_t *ls = fl__xmalloc(levels, sizeof *ls);
+  int *lline = fl__xmalloc(levels, sizeof *lline);
+  int *lcall = fl__xmalloc(levels, sizeof *lcall);
+  uint32_t *lfunc = fl__xmalloc(levels, sizeof *lfunc);
+  uint32_t *on_path = flat ? fl__xcalloc(b->n_funcs + 1, sizeof *on_path) : NULL; /* level, 0: no */
+  b->paths = fl__xmalloc(n_sums, sizeof *b->paths);
+  b->path_keys = fl__xmalloc(total, sizeof *b->path_keys);
+  b->path_status = fl__xmalloc(total, 1);
+  b->path_calls = fl__xmalloc(total, sizeof *b->path_calls);
+  b->root_status = fl__xmalloc(n_sums, 1);
   size_t used = 0;
   b->n_paths = 0;
   for (size_t s = 0; s < n_sums; s++) {
@@ -475,15 +436,6 @@ static int make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, size
   free(lcall);
   free(lfunc);
   free(on_path);
-  return 0;
-fail:
-  free(lk);
-  free(ls);
-  free(lline);
-  free(lcall);
-  free(lfunc);
-  free(on_path);
-  return -1;
 }
 
 /* ---- the trie ---- */
@@ -500,15 +452,15 @@ static int cmp_path(const void *pa, const void *pb) {
 /* Makes b->nodes from the sorted paths: each path shares the nodes of its
  * common prefix with the path before it and adds the rest. A child is
  * never added twice, since every path through it follows the first one
- * without a break. Returns 0, or -1 out of memory. */
-static int make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
+ * without a break. */
+static void make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
   qsort(b->paths, b->n_paths, sizeof *b->paths, cmp_path);
-  uint32_t *at = malloc((max_len + 1) * sizeof *at); /* the node of each level */
+  uint32_t *at = fl__xmalloc(max_len + 1, sizeof *at); /* the node of each level */
   /* At most one node per key of a path, and the root: allocated at once
-   * (pages never touched cost nothing), so the array never moves. */
-  if (b->n_path_keys >= UINT32_MAX) goto fail;
-  b->nodes = malloc((b->n_path_keys + 1) * sizeof *b->nodes);
-  if (!at || !b->nodes) goto fail;
+   * (pages never touched cost nothing), so the array never moves. Node
+   * numbers are 32 bits. */
+  if (b->n_path_keys >= UINT32_MAX) fl__oom(0);
+  b->nodes = fl__xmalloc(b->n_path_keys + 1, sizeof *b->nodes);
   b->nodes[0] = (bnode_t){.call_line = 0};
   b->n_nodes = 1;
   at[0] = 0;
@@ -535,10 +487,6 @@ static int make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
     prev = path;
   }
   free(at);
-  return 0;
-fail:
-  free(at);
-  return -1;
 }
 
 /* ---- layout ---- */
@@ -567,15 +515,13 @@ static int cmp_child_frame(const void *pa, const void *pb) {
 }
 
 /* Sets each child's label_detail from its siblings. Strings are interned
- * by the profile, so equal names are equal pointers. Returns 0, or -1 out
- * of memory. */
-static int set_label_details(fl_tree_t *t) {
+ * by the profile, so equal names are equal pointers. */
+static void set_label_details(fl_tree_t *t) {
   size_t most = 0;
   for (size_t i = 0; i < t->n_nodes; i++)
     if (t->nodes[i].n_children > most) most = t->nodes[i].n_children;
-  if (most < 2) return 0;
-  fl_node_t **kids = malloc(most * sizeof *kids);
-  if (!kids) return -1;
+  if (most < 2) return;
+  fl_node_t **kids = fl__xmalloc(most, sizeof *kids);
   for (size_t i = 0; i < t->n_nodes; i++) {
     const fl_node_t *n = &t->nodes[i];
     size_t k = n->n_children;
@@ -596,7 +542,6 @@ static int set_label_details(fl_tree_t *t) {
     }
   }
   free(kids);
-  return 0;
 }
 
 char *fl_node_label(const fl_node_t *n) {
@@ -604,37 +549,29 @@ char *fl_node_label(const fl_node_t *n) {
   const char *func = f->func ? f->func : "[unknown]";
   char line[32] = "";
   if (f->line > 0) snprintf(line, sizeof line, ":%d", f->line);
-  char *out = NULL;
-  int rc;
+  fl__buf_t out = {0};
   switch (n->label_detail) {
-  case FL_LABEL_LINE:
-    rc = asprintf(&out, "%s%s", func, line);
-    break;
-  case FL_LABEL_MODULE:
-    rc = asprintf(&out, "%s%s (%s)", func, line, f->module ? f->module : "?");
-    break;
-  case FL_LABEL_ADDR:
-    rc = asprintf(&out, "%s%s @0x%" PRIx64, func, line, f->addr);
-    break;
-  default:
-    rc = asprintf(&out, "%s", func);
+    case FL_LABEL_LINE: fl__buf_printf(&out, "%s%s", func, line); break;
+    case FL_LABEL_MODULE:
+      fl__buf_printf(&out, "%s%s (%s)", func, line, f->module ? f->module : "?");
+      break;
+    case FL_LABEL_ADDR: fl__buf_printf(&out, "%s%s @0x%" PRIx64, func, line, f->addr); break;
+    default: fl__buf_puts(&out, func);
   }
-  return rc < 0 ? NULL : out;
+  return fl__buf_take(&out);
 }
 
 /* Lays the build nodes out into t: sums inclusive counts, orders children,
- * hides narrow ones, numbers the visible ones in pre-order. Returns 0, or
- * -1 out of memory. */
-static int lay_out(builder_t *b, fl_tree_t *t) {
+ * hides narrow ones, numbers the visible ones in pre-order. */
+static void lay_out(builder_t *b, fl_tree_t *t) {
   size_t nb = b->n_nodes;
   bnode_t *bn = b->nodes;
-  size_t *first = calloc(nb + 1, sizeof *first); /* kids of i: [first[i], first[i + 1]) */
-  size_t *fill = malloc(nb * sizeof *fill);
-  kid_t *kids = malloc(nb * sizeof *kids);
-  uint32_t *id_of = malloc(nb * sizeof *id_of); /* UINT32_MAX: not drawn */
-  uint32_t *order = malloc(nb * sizeof *order);
-  uint32_t *todo = malloc(nb * sizeof *todo);
-  if (!first || !fill || !kids || !id_of || !order || !todo) goto fail;
+  size_t *first = fl__xcalloc(nb + 1, sizeof *first); /* kids of i: [first[i], first[i + 1]) */
+  size_t *fill = fl__xmalloc(nb, sizeof *fill);
+  kid_t *kids = fl__xmalloc(nb, sizeof *kids);
+  uint32_t *id_of = fl__xmalloc(nb, sizeof *id_of); /* UINT32_MAX: not drawn */
+  uint32_t *order = fl__xmalloc(nb, sizeof *order);
+  uint32_t *todo = fl__xmalloc(nb, sizeof *todo);
 
   /* Inclusive counts: children come after their parents. */
   for (size_t i = 0; i < nb; i++) {
@@ -690,9 +627,8 @@ static int lay_out(builder_t *b, fl_tree_t *t) {
       if (id_of[kids[k].node] != UINT32_MAX) todo[n_todo++] = kids[k].node;
   }
 
-  t->nodes = calloc(n, sizeof *t->nodes);
-  t->child_ptrs = malloc((n > 1 ? n - 1 : 1) * sizeof *t->child_ptrs);
-  if (!t->nodes || !t->child_ptrs) goto fail;
+  t->nodes = fl__xcalloc(n, sizeof *t->nodes);
+  t->child_ptrs = fl__xmalloc(n > 1 ? n - 1 : 1, sizeof *t->child_ptrs);
   t->n_nodes = n;
   t->max_depth = 0;
   size_t next_child = 0;
@@ -727,22 +663,13 @@ static int lay_out(builder_t *b, fl_tree_t *t) {
     }
     if (!node->n_children) node->children = NULL;
   }
-  if (set_label_details(t) < 0) goto fail;
+  set_label_details(t);
   free(first);
   free(fill);
   free(kids);
   free(id_of);
   free(order);
   free(todo);
-  return 0;
-fail:
-  free(first);
-  free(fill);
-  free(kids);
-  free(id_of);
-  free(order);
-  free(todo);
-  return -1;
 }
 
 /* ---- the tree ---- */
@@ -777,12 +704,8 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
     opts = &defaults;
   }
   builder_t b = {.p = p, .o = opts};
-  stack_sum_t *sums = NULL;
-  fl_tree_t *t = calloc(1, sizeof *t);
-  if (!t || !(t->root_name = strdup(root_name ? root_name : "all"))) {
-    snprintf(err, err_size, "out of memory building the flame graph");
-    goto fail;
-  }
+  fl_tree_t *t = fl__xcalloc(1, sizeof *t);
+  t->root_name = fl__xstrdup(root_name ? root_name : "all");
   t->profile = p;
   if (opts->filter && opts->filter_is_regex) {
     int rc = regcomp(&b.re, opts->filter, REG_EXTENDED | REG_NOSUB);
@@ -790,27 +713,21 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
       char why[256];
       regerror(rc, &b.re, why, sizeof why);
       snprintf(err, err_size, "filter: bad regular expression \"%s\": %s", opts->filter, why);
-      goto fail;
+      fl_tree_destroy(&t);
+      return NULL;
     }
     b.re_ok = true;
   }
-  if (compute_roles(&b, err, err_size) < 0) goto fail;
-
+  compute_roles(&b);
   size_t max_len = 0;
-  long n_sums = sum_stacks(p, opts, &sums, &max_len);
-  if (n_sums < 0 || make_paths(&b, sums, (size_t)n_sums, max_len) < 0 ||
-      make_nodes(&b, sums, max_len) < 0 || lay_out(&b, t) < 0) {
-    snprintf(err, err_size, "out of memory building the flame graph");
-    goto fail;
-  }
+  stack_sum_t *sums = NULL;
+  size_t n_sums = sum_stacks(p, opts, &sums, &max_len);
+  make_paths(&b, sums, n_sums, max_len);
+  make_nodes(&b, sums, max_len);
+  lay_out(&b, t);
   builder_free(&b);
   free(sums);
   return t;
-fail:
-  builder_free(&b);
-  free(sums);
-  fl_tree_destroy(&t);
-  return NULL;
 }
 
 void fl_tree_destroy(fl_tree_t **tp) {
@@ -863,20 +780,18 @@ static int cmp_by_width(const void *pa, const void *pb) {
 
 /* max_rows 0: no limit. Keeping the max_rows widest nodes keeps every
  * kept node's parent: a parent's count is at least its child's and it sorts
- * first among equals. Out of memory: returns 0, *rows NULL. */
+ * first among equals. */
 size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows,
                     size_t *n_merged) {
   size_t n = t->n_nodes, keep = max_rows && max_rows < n ? max_rows : n;
-  const fl_node_t **out = malloc(keep * sizeof *out);
+  const fl_node_t **out = fl__xmalloc(keep, sizeof *out);
   width_t *by_width = NULL;
   bool *kept = NULL;
-  if (!out) goto fail;
   if (keep == n) {
     for (size_t i = 0; i < n; i++) out[i] = &t->nodes[i];
   } else {
-    by_width = malloc(n * sizeof *by_width);
-    kept = calloc(n, sizeof *kept);
-    if (!by_width || !kept) goto fail;
+    by_width = fl__xmalloc(n, sizeof *by_width);
+    kept = fl__xcalloc(n, sizeof *kept);
     for (size_t i = 0; i < n; i++)
       by_width[i] = (width_t){.count = t->nodes[i].count, .id = (uint32_t)i};
     qsort(by_width, n, sizeof *by_width, cmp_by_width);
@@ -890,11 +805,4 @@ size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows
   *rows = out;
   if (n_merged) *n_merged = n - keep;
   return keep;
-fail:
-  free(out);
-  free(by_width);
-  free(kept);
-  *rows = NULL;
-  if (n_merged) *n_merged = n;
-  return 0;
 }

@@ -79,11 +79,11 @@
 /* A JSON string of s: s as it is when it is valid UTF-8, else a cleaned
  * copy; json null for NULL. New. */
 static json_t *text_or_null(const char *s) {
-  if (!s) return json_null();
+  if (!s) return fl__nonnull(json_null());
   json_t *j = json_string(s);
   if (j) return j;
   char *clean = fl__clean_text(s, false);
-  j = clean ? json_string(clean) : NULL;
+  j = fl__nonnull(json_string(clean));
   free(clean);
   return j;
 }
@@ -114,7 +114,7 @@ static json_t *row_of(const fl__rows_t *r, const fl_node_t *n, bool alloc) {
   rc |= json_object_set_new(row, "pct", json_real(pct));
   rc |= json_object_set_new(row, "func", text_or_null(n->frame.func ? n->frame.func : "[unknown]"));
   char *label = fl_node_label(n);
-  rc |= label ? json_object_set_new(row, "label", text_or_null(label)) : -1;
+  rc |= json_object_set_new(row, "label", text_or_null(label));
   free(label);
   rc |= json_object_set_new(row, "file", text_or_null(n->frame.file));
   rc |= json_object_set_new(row, "line", json_integer(n->frame.line > 0 ? n->frame.line : 0));
@@ -226,14 +226,13 @@ static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
                    legend[i].label);
   fl__buf_printf(&b, "'%s'", legend[FL__N_CHANGES - 1].label);
   char *fields = fl__buf_take(&b);
-  if (!fields) return NULL;
   static const char folded[] =
       ", 'folded in': (datum.status & 1 ? 'system libraries' : '') + "
       "(datum.status === 3 ? ', ' : '') + (datum.status & 2 ? 'allocator' : '')";
   fl__buf_printf(&b, "datum.status ? {%s%s} : {%s}", fields, folded, fields);
   free(fields);
   char *expr = fl__buf_take(&b);
-  json_t *tooltip = expr ? json_pack("{s:s}", "expr", expr) : NULL;
+  json_t *tooltip = json_pack("{s:s}", "expr", expr);
   free(expr);
   return tooltip;
 }
@@ -523,8 +522,7 @@ static json_t *config_of(const fl_view_opts_t *v) {
       "legend", "labelColor", th->text, "titleColor", th->text);
 }
 
-json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
-                          char *err, size_t err_size) {
+json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
   bool alloc = fl__is_alloc(t);
   fl__layout_t l;
   fl__layout_of(v, r, &l);
@@ -578,8 +576,9 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
       json_object_set_new(json_object_get(json_object_get(spec, "usermeta"), "cflame"), "diff",
                           diff_meta(r->diff));
   }
-  if (!spec) snprintf(err, err_size, "out of memory drawing the flame graph");
-  return spec;
+  /* Every string in the spec is valid UTF-8 and every format matches its
+   * values: jansson fails only when memory runs out. */
+  return fl__nonnull(spec);
 }
 
 // clang-format on
@@ -591,11 +590,8 @@ json_t *fl_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size
     v = &defaults;
   }
   fl__rows_t r;
-  if (fl__rows_get(t, v->max_rows, &r) < 0) {
-    snprintf(err, err_size, "out of memory drawing the flame graph");
-    return NULL;
-  }
-  json_t *spec = fl__vegalite_rows(t, v, &r, err, err_size);
+  fl__rows_get(t, v->max_rows, &r);
+  json_t *spec = fl__vegalite_rows(t, v, &r);
   fl__rows_free(&r);
   return spec;
 }
@@ -607,12 +603,9 @@ json_t *fl_vegalite_diff(const fl_diff_t *d, const fl_view_opts_t *v, char *err,
     v = &defaults;
   }
   fl__rows_t r;
-  if (fl__rows_get(fl_diff_tree(d), v->max_rows, &r) < 0) {
-    snprintf(err, err_size, "out of memory drawing the flame graph");
-    return NULL;
-  }
+  fl__rows_get(fl_diff_tree(d), v->max_rows, &r);
   r.diff = d;
-  json_t *spec = fl__vegalite_rows(fl_diff_tree(d), v, &r, err, err_size);
+  json_t *spec = fl__vegalite_rows(fl_diff_tree(d), v, &r);
   fl__rows_free(&r);
   return spec;
 }

@@ -105,7 +105,8 @@ typedef struct fl_diff fl_diff_t;
  * diff, or NULL with err: profiles of different kinds ("a CPU profile
  * cannot be compared with an allocation profile: the baseline is an
  * allocation profile and the target a CPU profile", or the other way
- * round), a bad filter (as fl_tree_build says), out of memory. */
+ * round), a bad filter (as fl_tree_build says). Out of memory aborts, as
+ * in fl_tree_build. */
 fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
                          const fl_tree_opts_t *tree_opts, const fl_diff_opts_t *opts,
                          const char *root_name, char *err, size_t err_size);

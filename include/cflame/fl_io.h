@@ -72,7 +72,9 @@ const char *fl_input_kind_name(fl_input_kind_t kind);
  * is parsed into a profile of its own and merged into p once all of it is
  * read. No samples at all (empty input, only comments, only counts of 0) is
  * an error too. *kind_out (may be NULL) gets the kind detected, also on
- * error. When p had no source yet, its info.source becomes the kind read. */
+ * error. When p had no source yet, its info.source becomes the kind read.
+ * Errors are about the input: out of memory aborts, as everywhere in the
+ * flame library (docs/LIBRARY.md). */
 int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
                     fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err);
 
@@ -96,8 +98,7 @@ int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind
  * whose text is equal (two functions of one name in different modules)
  * are one line with the summed count. Lines are sorted bytewise, as
  * stackcollapse-perf.pl sorts them. Frames minwidth hid are not written:
- * build with minwidth 0 for every sample. New string (free it); NULL out of
- * memory. */
+ * build with minwidth 0 for every sample. New string (free it). */
 char *fl_folded(const fl_tree_t *t);
 
 /* A standalone HTML page (UTF-8) that shows a flame graph with or without
@@ -109,7 +110,7 @@ char *fl_folded(const fl_tree_t *t);
  * interactive view is missing. title (NULL: "cflame flame graph") is
  * HTML-escaped; the spec is embedded as JSON with "<", ">" and "&"
  * escaped, so no text in it can end the script element. vegalite_spec is
- * borrowed. New string (free it); NULL out of memory. */
+ * borrowed. New string (free it). */
 char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title);
 
 #endif

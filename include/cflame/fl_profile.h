@@ -77,7 +77,8 @@ typedef struct fl_profile_info {
   int64_t taken_unix;       /* when it was taken (seconds since the epoch), 0 if unknown */
 } fl_profile_info_t;
 
-/* A new, empty profile. */
+/* A new, empty profile (never NULL: out of memory aborts, as everywhere in
+ * the flame library; docs/LIBRARY.md). */
 fl_profile_t *fl_profile_new(fl_profile_kind_t kind);
 void fl_profile_destroy(fl_profile_t **p);
 

@@ -13,7 +13,10 @@
  *
  * The Vega-Lite data has one row per drawn frame with the fields id, parent,
  * depth, x0, x1, count, self, pct, func, file, line, module, status (and
- * allocs for allocation profiles); at most max_rows rows. */
+ * allocs for allocation profiles); at most max_rows rows.
+ *
+ * Out of memory aborts with a message, as everywhere in the flame library
+ * (docs/LIBRARY.md): no function here returns NULL for it. */
 #ifndef FL_RENDER_H
 #define FL_RENDER_H
 
@@ -36,7 +39,8 @@ typedef struct fl_view_opts {
 
 void fl_view_opts_init(fl_view_opts_t *v);
 
-/* The Vega-Lite 5 spec (with $schema). New reference; NULL with err. */
+/* The Vega-Lite 5 spec (with $schema). New reference, never NULL: err is
+ * for errors of the input, and a tree has none. */
 json_t *fl_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
 
 /* The SVG document. New string (free it). */
@@ -59,7 +63,7 @@ void fl_text_opts_init(fl_text_opts_t *o);
  * cut to cols with "…"; very deep indentation becomes "+DEPTH "; frames
  * deeper than maxdepth or below mincount are skipped; past max_lines a
  * "… N more lines" line ends the list; a last line says how many frames
- * minwidth hid. o NULL: the defaults. New string; NULL only out of memory. */
+ * minwidth hid. o NULL: the defaults. New string. */
 char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o);
 
 /* Profile.print(format=:flat): one line per distinct frame (the tree's
@@ -69,13 +73,13 @@ char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o);
  * counts once per sample, unlike Julia's per-occurrence count), so no
  * count exceeds the total. The root is not listed. Made from the tree's
  * visible frames: build it with minwidth 0 for exact figures. maxdepth does
- * not apply. New string; NULL only out of memory. */
+ * not apply. New string. */
 char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
 
 /* The MIME bundle {"application/vnd.vegalite.v5+json": spec,
  * "image/svg+xml": svg, "text/markdown": the svg in a <div> (for exports:
  * nbconvert 6.5 strips SVG items but not markdown), "text/plain": text}.
- * New reference; NULL with err. */
+ * New reference, never NULL (err as for fl_vegalite). */
 json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
 
 /* ---- differential flame graphs (fl_diff.h) ----

@@ -104,7 +104,9 @@ typedef struct fl_tree fl_tree_t;
 /* Builds the tree of profile p (which must outlive the tree and not change
  * while it lives). root_name names the root frame ("cell[5]", a program;
  * copied; NULL: "all"); opts NULL: the defaults. Returns a new tree, or
- * NULL with err (a bad filter regex, naming it and why; out of memory). */
+ * NULL with err: a bad filter regex, naming it and why. Out of memory
+ * aborts with a message, as everywhere in the flame library
+ * (docs/LIBRARY.md). */
 fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts,
                          const char *root_name, char *err, size_t err_size);
 void fl_tree_destroy(fl_tree_t **t);
@@ -125,7 +127,7 @@ size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight);
  * "count_primes:18". A C programmer reading four frames
  * "count_primes" side by side takes it for a bug. The renderers and the
  * text report draw this; tooltips and data keep func, file and line. New
- * string, or NULL out of memory. */
+ * string. */
 char *fl_node_label(const fl_node_t *n);
 
 /* Nodes to draw, at most max_rows (0: no limit): the visible nodes in
@@ -133,7 +135,7 @@ char *fl_node_label(const fl_node_t *n);
  * node's descendants go too; ties go to the earlier node, so a parent is
  * never dropped before its child) until max_rows remain. *rows is new (free
  * it; the nodes are borrowed). Returns the count; *n_merged (may be NULL)
- * says how many were left out. Out of memory: 0 and *rows NULL. */
+ * says how many were left out. */
 size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows,
                     size_t *n_merged);
 

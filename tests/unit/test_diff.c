@@ -67,6 +67,17 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
   fl_profile_add_sample(p, ids, n, w, alloc ? 1 : 0, 0);
 }
 
+/* A profile's samples as a table, {weight, spec} as add() reads them,
+ * ended by {0, NULL}. */
+typedef struct sample_spec {
+  uint64_t w;
+  const char *stack;
+} sample_spec_t;
+
+static void add_all(fl_profile_t *p, const sample_spec_t *s) {
+  for (; s->stack; s++) add(p, s->w, s->stack);
+}
+
 static fl_profile_t *cpu(uint64_t interval_ns) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   fl_profile_info(p)->interval_ns = interval_ns;
@@ -108,6 +119,33 @@ static const fl_diff_node_t *dn(const fl_diff_t *d, const char *path) {
     return &none;
   }
   return fl_diff_node(d, n->id);
+}
+
+/* One check of one drawn node of a diff: a field of fl_diff_node_t and the
+ * value it should have (exactly for the change, nearly for the others).
+ * Tables of them end with {NULL}. */
+typedef enum field { CHANGE, BASE, BASE_SELF, DELTA, Z } field_t;
+typedef struct node_want {
+  const char *path;
+  field_t field;
+  double want;
+} node_want_t;
+
+static void check_nodes(const fl_diff_t *d, const node_want_t *w) {
+  static const char *const names[] = {"change", "base", "base_self", "delta", "z"};
+  for (; w->path; w++) {
+    int failures = test_failures;
+    const fl_diff_node_t *x = dn(d, w->path);
+    switch (w->field) {
+      case CHANGE: CHECK_INT(x->change, (int)w->want); break;
+      case BASE: CHECK_NEAR(x->base, w->want); break;
+      case BASE_SELF: CHECK_NEAR(x->base_self, w->want); break;
+      case DELTA: CHECK_NEAR(x->delta, w->want); break;
+      case Z: CHECK_NEAR(x->z, w->want); break;
+    }
+    if (test_failures > failures)
+      fprintf(stderr, "  (the %s of the node at \"%s\")\n", names[w->field], w->path);
+  }
 }
 
 static fl_tree_opts_t topts(bool lines, double minwidth) {
@@ -202,11 +240,12 @@ static const fl_vanished_t *vanished(const fl_diff_t *d, size_t *n) {
 
 static fl_profile_t *mixed_profile(void) {
   fl_profile_t *p = cpu(1000000);
-  add(p, 40, "top@2:1;f@1:3;g@1:8");
-  add(p, 25, "top@2:1;f@1:4");
-  add(p, 10, "top@2:1;h@1:12;~memcpy");
-  add(p, 5, "top@2:2");
-  add(p, 3, "");
+  add_all(p, (const sample_spec_t[]){{40, "top@2:1;f@1:3;g@1:8"},
+                                     {25, "top@2:1;f@1:4"},
+                                     {10, "top@2:1;h@1:12;~memcpy"},
+                                     {5, "top@2:2"},
+                                     {3, ""},
+                                     {0, NULL}});
   return p;
 }
 
@@ -258,12 +297,14 @@ static void test_self_diff(void) {
  * against g2 with nothing in common. */
 static void test_renamed(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 100, "top@5:1;f1@3:2;work@3:10");
-  add(b, 10, "top@5:1;f1@3:2");
-  add(b, 30, "top@5:1;g1@3:20;~qsort;cmp@3:25");
-  add(t, 150, "top@9:1;f2@8:2;work@8:10");
-  add(t, 10, "top@9:1;f2@8:2");
-  add(t, 30, "top@9:1;g2@8:20;other@8:30");
+  add_all(b, (const sample_spec_t[]){{100, "top@5:1;f1@3:2;work@3:10"},
+                                     {10, "top@5:1;f1@3:2"},
+                                     {30, "top@5:1;g1@3:20;~qsort;cmp@3:25"},
+                                     {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{150, "top@9:1;f2@8:2;work@8:10"},
+                                     {10, "top@9:1;f2@8:2"},
+                                     {30, "top@9:1;g2@8:20;other@8:30"},
+                                     {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -276,10 +317,11 @@ static void test_renamed(void) {
   CHECK_INT(f2->change, FL_CHANGE_GREW);
   CHECK_NEAR(work->base, 100);
   CHECK_INT(work->change, FL_CHANGE_GREW);
-  CHECK_INT(dn(d, "top;g2")->change, FL_CHANGE_NEW);
-  CHECK_INT(dn(d, "top;g2;other")->change, FL_CHANGE_NEW);
-  CHECK_NEAR(dn(d, "top")->base, 140);
-  CHECK_INT(dn(d, "top")->change, FL_CHANGE_GREW);
+  check_nodes(d, (const node_want_t[]){{"top;g2", CHANGE, FL_CHANGE_NEW},
+                                       {"top;g2;other", CHANGE, FL_CHANGE_NEW},
+                                       {"top", BASE, 140},
+                                       {"top", CHANGE, FL_CHANGE_GREW},
+                                       {NULL}});
   size_t nv;
   const fl_vanished_t *v = vanished(d, &nv);
   CHECK_INT(nv, 1);
@@ -304,10 +346,10 @@ static void test_renamed(void) {
  * lines on, it now sorts after its sibling h, and still matches. */
 static void test_redefinition(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 50, "top@5:2;f@3:4;g@2:7");
-  add(b, 40, "top@5:2;h@4:2");
-  add(t, 80, "top@9:2;f@7:6;g@2:7");
-  add(t, 40, "top@9:2;h@4:2");
+  add_all(b,
+          (const sample_spec_t[]){{50, "top@5:2;f@3:4;g@2:7"}, {40, "top@5:2;h@4:2"}, {0, NULL}});
+  add_all(t,
+          (const sample_spec_t[]){{80, "top@9:2;f@7:6;g@2:7"}, {40, "top@9:2;h@4:2"}, {0, NULL}});
   fl_diff_opts_t o = dopts(2);
   for (int lines = 1; lines >= 0; lines--) {
     fl_tree_opts_t to = topts(lines, 0.001);
@@ -319,9 +361,10 @@ static void test_redefinition(void) {
     CHECK(f->has_base);
     CHECK_NEAR(f->base, 50);
     CHECK_INT(f->change, FL_CHANGE_GREW);
-    CHECK_NEAR(dn(d, "top;f;g")->base, 50);
-    CHECK_NEAR(dn(d, "top;h")->delta, 0);
-    CHECK_INT(dn(d, "top;h")->change, FL_CHANGE_SAME);
+    check_nodes(
+        d,
+        (const node_want_t[]){
+            {"top;f;g", BASE, 50}, {"top;h", DELTA, 0}, {"top;h", CHANGE, FL_CHANGE_SAME}, {NULL}});
     CHECK_STR(at(fl_diff_tree(d), "top;f")->frame.module, "cell[7]");
     size_t nv;
     vanished(d, &nv);
@@ -340,13 +383,15 @@ static void test_redefinition(void) {
  * their lines: the two loops of the cell stay apart. */
 static void test_redefined_recursion(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 30, "^top@5:2;fib@1:1;fib@1:1;fib@1:1");
-  add(b, 20, "^top@5:2;fib@1:1;fib@1:1");
-  add(b, 10, "^top@5:3;g@1:1");
-  add(t, 24, "^top@6:2;fib@3:4;fib@3:4;fib@3:2");
-  add(t, 6, "^top@6:2;fib@3:4;fib@3:2;fib@3:4");
-  add(t, 20, "^top@6:2;fib@3:4;fib@3:2");
-  add(t, 10, "^top@6:3;g@1:1");
+  add_all(b, (const sample_spec_t[]){{30, "^top@5:2;fib@1:1;fib@1:1;fib@1:1"},
+                                     {20, "^top@5:2;fib@1:1;fib@1:1"},
+                                     {10, "^top@5:3;g@1:1"},
+                                     {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{24, "^top@6:2;fib@3:4;fib@3:4;fib@3:2"},
+                                     {6, "^top@6:2;fib@3:4;fib@3:2;fib@3:4"},
+                                     {20, "^top@6:2;fib@3:4;fib@3:2"},
+                                     {10, "^top@6:3;g@1:1"},
+                                     {0, NULL}});
   fl_tree_opts_t to = topts(true, 0);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -358,11 +403,12 @@ static void test_redefined_recursion(void) {
     CHECK_STR(fib->frame.module, "cell[3]");
     CHECK_INT(fib->n_children, 1);
   }
-  CHECK_NEAR(dn(d, "top:2;fib")->base, 50);
-  CHECK_NEAR(dn(d, "top:2;fib;fib")->base, 50);
-  CHECK_NEAR(dn(d, "top:2;fib;fib;fib")->base, 30);
-  CHECK_INT(dn(d, "top:2;fib;fib;fib")->change, FL_CHANGE_SAME);
-  CHECK_NEAR(dn(d, "top:3;g")->base, 10);
+  check_nodes(d, (const node_want_t[]){{"top:2;fib", BASE, 50},
+                                       {"top:2;fib;fib", BASE, 50},
+                                       {"top:2;fib;fib;fib", BASE, 30},
+                                       {"top:2;fib;fib;fib", CHANGE, FL_CHANGE_SAME},
+                                       {"top:3;g", BASE, 10},
+                                       {NULL}});
   size_t nv;
   vanished(d, &nv);
   CHECK_INT(nv, 0);
@@ -379,19 +425,21 @@ static void test_redefined_recursion(void) {
  * the loop it pushed down meets its old line. */
 static void test_inserted_line(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 100, "top:1;f:10;sum:20");
-  add(b, 60, "top:1;f:11;maxa:30");
-  add(t, 100, "top:1;f:10;sum:20");
-  add(t, 30, "top:1;f:11;other:40");
-  add(t, 60, "top:1;f:12;maxa:30");
+  add_all(b, (const sample_spec_t[]){
+                 {100, "top:1;f:10;sum:20"}, {60, "top:1;f:11;maxa:30"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{100, "top:1;f:10;sum:20"},
+                                     {30, "top:1;f:11;other:40"},
+                                     {60, "top:1;f:12;maxa:30"},
+                                     {0, NULL}});
   fl_tree_opts_t to = topts(true, 0);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "top;f:10")->change, FL_CHANGE_SAME);
-  CHECK_INT(dn(d, "top;f:11")->change, FL_CHANGE_NEW);
-  CHECK_INT(dn(d, "top;f:12")->change, FL_CHANGE_SAME);
-  CHECK_NEAR(dn(d, "top;f:12")->base, 60);
-  CHECK_INT(dn(d, "top;f:12;maxa")->change, FL_CHANGE_SAME);
+  check_nodes(d, (const node_want_t[]){{"top;f:10", CHANGE, FL_CHANGE_SAME},
+                                       {"top;f:11", CHANGE, FL_CHANGE_NEW},
+                                       {"top;f:12", CHANGE, FL_CHANGE_SAME},
+                                       {"top;f:12", BASE, 60},
+                                       {"top;f:12;maxa", CHANGE, FL_CHANGE_SAME},
+                                       {NULL}});
   size_t nv;
   vanished(d, &nv);
   CHECK_INT(nv, 0);
@@ -402,19 +450,18 @@ static void test_inserted_line(void) {
 
 static void test_recursion(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 30, "top:1;f:2;f:2;f:2");
-  add(b, 10, "top:1;f:2");
-  add(t, 60, "top:1;f:2;f:2;f:2;f:2");
-  add(t, 10, "top:1;f:2");
+  add_all(b, (const sample_spec_t[]){{30, "top:1;f:2;f:2;f:2"}, {10, "top:1;f:2"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{60, "top:1;f:2;f:2;f:2;f:2"}, {10, "top:1;f:2"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
-  CHECK_NEAR(dn(d, "top;f")->base, 40);
-  CHECK_INT(dn(d, "top;f")->change, FL_CHANGE_GREW);
-  CHECK_NEAR(dn(d, "top;f;f")->base, 30);
-  CHECK_NEAR(dn(d, "top;f;f;f")->base, 30);
-  CHECK_INT(dn(d, "top;f;f;f")->change, FL_CHANGE_GREW);
-  CHECK_INT(dn(d, "top;f;f;f;f")->change, FL_CHANGE_NEW);
+  check_nodes(d, (const node_want_t[]){{"top;f", BASE, 40},
+                                       {"top;f", CHANGE, FL_CHANGE_GREW},
+                                       {"top;f;f", BASE, 30},
+                                       {"top;f;f;f", BASE, 30},
+                                       {"top;f;f;f", CHANGE, FL_CHANGE_GREW},
+                                       {"top;f;f;f;f", CHANGE, FL_CHANGE_NEW},
+                                       {NULL}});
   fl_diff_destroy(&d);
 
   /* recur=flat on both sides: one f, nothing new. */
@@ -436,10 +483,9 @@ static void test_recursion(void) {
 
 static void test_new_subtree(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 100, "top:1;a:2");
-  add(t, 100, "top:1;a:2");
-  add(t, 40, "top:1;b:3;c:4");
-  add(t, 20, "top:1;b:3");
+  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){
+                 {100, "top:1;a:2"}, {40, "top:1;b:3;c:4"}, {20, "top:1;b:3"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -473,11 +519,12 @@ static void test_new_subtree(void) {
 
 static void test_vanished(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 100, "top:1;a:2");
-  add(b, 60, "top:1;a:2;x:5");
-  add(b, 60, "top:1;v:3;w:4");
-  add(b, 10, "top:1;v:3");
-  add(t, 100, "top:1;a:2");
+  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"},
+                                     {60, "top:1;a:2;x:5"},
+                                     {60, "top:1;v:3;w:4"},
+                                     {10, "top:1;v:3"},
+                                     {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -493,9 +540,10 @@ static void test_vanished(void) {
     CHECK_NEAR(v[1].count, 60);
     CHECK(v[1].parent_match == at(fl_diff_tree(d), "top;a"));
   }
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_SHRANK);
-  CHECK_NEAR(dn(d, "top;a")->base, 160);
-  CHECK_NEAR(dn(d, "top")->base, 230);
+  check_nodes(
+      d,
+      (const node_want_t[]){
+          {"top;a", CHANGE, FL_CHANGE_SHRANK}, {"top;a", BASE, 160}, {"top", BASE, 230}, {NULL}});
   fl_diff_destroy(&d);
 
   /* An empty target: the baseline's frames all vanished. */
@@ -520,10 +568,8 @@ static void test_vanished(void) {
 
 static void test_self_vs_total(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 50, "top:1;a:2");
-  add(b, 50, "top:1;a:2;b:3");
-  add(t, 100, "top:1;a:2");
-  add(t, 50, "top:1;a:2;b:3");
+  add_all(b, (const sample_spec_t[]){{50, "top:1;a:2"}, {50, "top:1;a:2;b:3"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{100, "top:1;a:2"}, {50, "top:1;a:2;b:3"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -544,10 +590,12 @@ static void test_self_vs_total(void) {
   CHECK_NEAR(a->delta, 50);
   CHECK_NEAR(a->z, 50 / sqrt(150));
   CHECK_INT(a->change, FL_CHANGE_GREW);
-  CHECK_INT(dn(d, "top")->change, FL_CHANGE_SAME); /* its self did not change */
-  CHECK_NEAR(dn(d, "top")->delta, 0);
-  CHECK_INT(dn(d, "")->change, FL_CHANGE_SAME);
-  CHECK_INT(dn(d, "top;a;b")->change, FL_CHANGE_SAME);
+  check_nodes(d,
+              (const node_want_t[]){{"top", CHANGE, FL_CHANGE_SAME}, /* its self did not change */
+                                    {"top", DELTA, 0},
+                                    {"", CHANGE, FL_CHANGE_SAME},
+                                    {"top;a;b", CHANGE, FL_CHANGE_SAME},
+                                    {NULL}});
   CHECK_NEAR(fl_diff_max_delta(d), 50);
   fl_diff_destroy(&d);
   fl_profile_destroy(&b);
@@ -556,12 +604,9 @@ static void test_self_vs_total(void) {
 
 static void test_normalize(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000), *t2 = cpu(1000000);
-  add(b, 100, "top:1;a:2");
-  add(b, 100, "top:1;b:3");
-  add(t, 150, "top:1;a:2");
-  add(t, 150, "top:1;b:3");
-  add(t2, 180, "top:1;a:2");
-  add(t2, 120, "top:1;b:3");
+  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {100, "top:1;b:3"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{150, "top:1;a:2"}, {150, "top:1;b:3"}, {0, NULL}});
+  add_all(t2, (const sample_spec_t[]){{180, "top:1;a:2"}, {120, "top:1;b:3"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -582,17 +627,19 @@ static void test_normalize(void) {
 
   /* A shift of 30 either way: within noise at 2 sigma, not at 1. */
   d = checked(diff(t2, b, &to, &o));
-  CHECK_NEAR(dn(d, "top;a")->delta, 30);
-  CHECK_NEAR(dn(d, "top;a")->z, 30 / sqrt(180 + 2.25 * 100));
-  CHECK_NEAR(dn(d, "top;b")->z, -30 / sqrt(120 + 2.25 * 100));
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_SAME);
-  CHECK_INT(dn(d, "top;b")->change, FL_CHANGE_SAME);
+  check_nodes(d, (const node_want_t[]){{"top;a", DELTA, 30},
+                                       {"top;a", Z, 30 / sqrt(180 + 2.25 * 100)},
+                                       {"top;b", Z, -30 / sqrt(120 + 2.25 * 100)},
+                                       {"top;a", CHANGE, FL_CHANGE_SAME},
+                                       {"top;b", CHANGE, FL_CHANGE_SAME},
+                                       {NULL}});
   fl_diff_destroy(&d);
   o.noise = 1;
   d = checked(diff(t2, b, &to, &o));
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_GREW);
-  CHECK_INT(dn(d, "top;b")->change, FL_CHANGE_SHRANK);
-  CHECK_INT(dn(d, "top")->change, FL_CHANGE_SAME); /* totals equal */
+  check_nodes(d, (const node_want_t[]){{"top;a", CHANGE, FL_CHANGE_GREW},
+                                       {"top;b", CHANGE, FL_CHANGE_SHRANK},
+                                       {"top", CHANGE, FL_CHANGE_SAME}, /* totals equal */
+                                       {NULL}});
   CHECK_NEAR(fl_diff_max_delta(d), 30);
   fl_diff_destroy(&d);
   fl_profile_destroy(&b);
@@ -602,17 +649,17 @@ static void test_normalize(void) {
 
 static void test_intervals(void) {
   fl_profile_t *b = cpu(500000), *t = cpu(1000000);
-  add(b, 200, "top:1;a:2");
-  add(b, 40, "top:1;v:3");
-  add(t, 100, "top:1;a:2");
+  add_all(b, (const sample_spec_t[]){{200, "top:1;a:2"}, {40, "top:1;v:3"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
   CHECK_NEAR(fl_diff_scale(d), 0.5);
-  CHECK_NEAR(dn(d, "top;a")->base, 100);
-  CHECK_NEAR(dn(d, "top;a")->delta, 0);
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_SAME);
-  CHECK_NEAR(dn(d, "top")->base, 120);
+  check_nodes(d, (const node_want_t[]){{"top;a", BASE, 100},
+                                       {"top;a", DELTA, 0},
+                                       {"top;a", CHANGE, FL_CHANGE_SAME},
+                                       {"top", BASE, 120},
+                                       {NULL}});
   size_t nv;
   const fl_vanished_t *v = vanished(d, &nv);
   CHECK_INT(nv, 1);
@@ -635,9 +682,9 @@ static void test_intervals(void) {
 
   /* Other units. */
   fl_profile_t *t100 = cpu(100000), *b250 = cpu(250000), *b0 = cpu(0);
-  add(t100, 100, "top:1;a:2");
-  add(b250, 40, "top:1;a:2");
-  add(b0, 100, "top:1;a:2");
+  add_all(t100, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
+  add_all(b250, (const sample_spec_t[]){{40, "top:1;a:2"}, {0, NULL}});
+  add_all(b0, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
   d = checked(diff(t100, b250, &to, &o));
   CHECK_STR(fl_diff_notes(d)[0],
             "the baseline was sampled every 0.25 ms and the target every 0.1 ms: counts are "
@@ -666,16 +713,15 @@ static void test_intervals(void) {
 
   /* Allocation profiles: bytes, no interval. */
   fl_profile_t *ab = fl_profile_new(FL_PROFILE_ALLOC), *at_ = fl_profile_new(FL_PROFILE_ALLOC);
-  add(ab, 1000, "top:1;a:2");
-  add(ab, 500, "top:1;b:3");
-  add(at_, 3000, "top:1;a:2");
-  add(at_, 500, "top:1;b:3");
+  add_all(ab, (const sample_spec_t[]){{1000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}});
+  add_all(at_, (const sample_spec_t[]){{3000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}});
   d = checked(diff(at_, ab, &to, &o));
   CHECK(fl_diff_scale(d) == 1);
   CHECK_INT(n_notes(d), 0);
-  CHECK_NEAR(dn(d, "top;a")->base, 1000);
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_GREW);
-  CHECK_INT(dn(d, "top;b")->change, FL_CHANGE_SAME);
+  check_nodes(d, (const node_want_t[]){{"top;a", BASE, 1000},
+                                       {"top;a", CHANGE, FL_CHANGE_GREW},
+                                       {"top;b", CHANGE, FL_CHANGE_SAME},
+                                       {NULL}});
   fl_diff_destroy(&d);
 
   fl_profile_destroy(&ab);
@@ -689,9 +735,9 @@ static void test_intervals(void) {
 
 static void test_noise(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000), *same = cpu(1000000);
-  add(b, 100, "top:1;a:2");
-  add(t, 115, "top:1;a:2");
-  add(same, 100, "top:1;a:2");
+  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{115, "top:1;a:2"}, {0, NULL}});
+  add_all(same, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -714,8 +760,8 @@ static void test_noise(void) {
 
   /* With a scale: z = (130 - 0.5 * 200) / sqrt(130 + 0.25 * 200). */
   fl_profile_t *b2 = cpu(500000), *t2 = cpu(1000000);
-  add(b2, 200, "top:1;a:2");
-  add(t2, 130, "top:1;a:2");
+  add_all(b2, (const sample_spec_t[]){{200, "top:1;a:2"}, {0, NULL}});
+  add_all(t2, (const sample_spec_t[]){{130, "top:1;a:2"}, {0, NULL}});
   o.noise = 2;
   d = checked(diff(t2, b2, &to, &o));
   CHECK_NEAR(dn(d, "top;a")->z, 30 / sqrt(180));
@@ -732,10 +778,8 @@ static void test_noise(void) {
 
 static void test_negate(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 100, "top:1;a:2");
-  add(b, 50, "top:1;v:3;vx:9");
-  add(t, 150, "top:1;a:2");
-  add(t, 40, "top:1;n:4;nx:9");
+  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {50, "top:1;v:3;vx:9"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{150, "top:1;a:2"}, {40, "top:1;n:4;nx:9"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   o.negate = true;
@@ -748,9 +792,10 @@ static void test_negate(void) {
   CHECK_NEAR(a->delta, -50);
   CHECK_NEAR(a->z, -50 / sqrt(250));
   CHECK_INT(a->change, FL_CHANGE_SHRANK);
-  CHECK_INT(dn(d, "top;v")->change, FL_CHANGE_NEW);
-  CHECK_NEAR(dn(d, "top")->delta, -40);
-  CHECK_INT(dn(d, "top")->change, FL_CHANGE_SHRANK);
+  check_nodes(d, (const node_want_t[]){{"top;v", CHANGE, FL_CHANGE_NEW},
+                                       {"top", DELTA, -40},
+                                       {"top", CHANGE, FL_CHANGE_SHRANK},
+                                       {NULL}});
   size_t nv;
   const fl_vanished_t *v = vanished(d, &nv);
   CHECK_INT(nv, 1);
@@ -761,8 +806,7 @@ static void test_negate(void) {
 
   /* With a scale, the target comes into the baseline's units. */
   fl_profile_t *b2 = cpu(500000);
-  add(b2, 200, "top:1;a:2");
-  add(b2, 100, "top:1;v:3;vx:9");
+  add_all(b2, (const sample_spec_t[]){{200, "top:1;a:2"}, {100, "top:1;v:3;vx:9"}, {0, NULL}});
   d = checked(diff(t, b2, &to, &o));
   CHECK_NEAR(fl_diff_scale(d), 0.5);
   a = dn(d, "top;a");
@@ -788,8 +832,8 @@ static void test_negate(void) {
 
 static void test_refusals(void) {
   fl_profile_t *c = cpu(1000000), *a = fl_profile_new(FL_PROFILE_ALLOC);
-  add(c, 10, "top:1;f:2");
-  add(a, 100, "top:1;f:2");
+  add_all(c, (const sample_spec_t[]){{10, "top:1;f:2"}, {0, NULL}});
+  add_all(a, (const sample_spec_t[]){{100, "top:1;f:2"}, {0, NULL}});
   char err[256] = "";
   CHECK(fl_diff_build(c, a, NULL, NULL, "x", err, sizeof err) == NULL);
   CHECK_STR(err,
@@ -812,15 +856,16 @@ static void test_refusals(void) {
 
 static void test_minwidth(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 1000, "top:1;a:2");
-  add(b, 2, "top:1;t:3");
-  add(b, 50, "top:1;s:4");
-  add(b, 3, "top:1;h:5");
-  add(b, 50, "top:1;p:6;q:7");
-  add(t, 1000, "top:1;a:2");
-  add(t, 60, "top:1;t:3");
-  add(t, 2, "top:1;s:4");
-  add(t, 2, "top:1;p:6");
+  add_all(b, (const sample_spec_t[]){{1000, "top:1;a:2"},
+                                     {2, "top:1;t:3"},
+                                     {50, "top:1;s:4"},
+                                     {3, "top:1;h:5"},
+                                     {50, "top:1;p:6;q:7"},
+                                     {0, NULL}});
+  add_all(
+      t,
+      (const sample_spec_t[]){
+          {1000, "top:1;a:2"}, {60, "top:1;t:3"}, {2, "top:1;s:4"}, {2, "top:1;p:6"}, {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.01);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -857,15 +902,17 @@ static void test_minwidth(void) {
  * f1:6 and f2:3, f2:6, f2:9), with sum_rand's time at two lines. */
 static void test_profilevega(void) {
   fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add(b, 70, "top@4:1;f1@3:3;sum_rand@2:5");
-  add(b, 30, "top@4:1;f1@3:3;sum_rand@2:6");
-  add(b, 70, "top@4:1;f1@3:6;sum_rand@2:5");
-  add(b, 30, "top@4:1;f1@3:6;sum_rand@2:6");
-  add(t, 140, "top@9:1;f2@8:3;sum_rand@2:5");
-  add(t, 60, "top@9:1;f2@8:3;sum_rand@2:6");
-  add(t, 50, "top@9:1;f2@8:6;max_arr@7:2");
-  add(t, 35, "top@9:1;f2@8:9;sum_rand@2:5");
-  add(t, 15, "top@9:1;f2@8:9;sum_rand@2:6");
+  add_all(b, (const sample_spec_t[]){{70, "top@4:1;f1@3:3;sum_rand@2:5"},
+                                     {30, "top@4:1;f1@3:3;sum_rand@2:6"},
+                                     {70, "top@4:1;f1@3:6;sum_rand@2:5"},
+                                     {30, "top@4:1;f1@3:6;sum_rand@2:6"},
+                                     {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{140, "top@9:1;f2@8:3;sum_rand@2:5"},
+                                     {60, "top@9:1;f2@8:3;sum_rand@2:6"},
+                                     {50, "top@9:1;f2@8:6;max_arr@7:2"},
+                                     {35, "top@9:1;f2@8:9;sum_rand@2:5"},
+                                     {15, "top@9:1;f2@8:9;sum_rand@2:6"},
+                                     {0, NULL}});
   fl_tree_opts_t to = topts(true, 0.001);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
@@ -891,10 +938,11 @@ static void test_profilevega(void) {
    * growth), the second grew; the max loop vanished. */
   o.negate = true;
   d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "top;f1:3")->change, FL_CHANGE_SHRANK);
-  CHECK_NEAR(dn(d, "top;f1:3")->delta, -100);
-  CHECK_INT(dn(d, "top;f1:6")->change, FL_CHANGE_GREW);
-  CHECK_NEAR(dn(d, "top;f1:6")->base, 50);
+  check_nodes(d, (const node_want_t[]){{"top;f1:3", CHANGE, FL_CHANGE_SHRANK},
+                                       {"top;f1:3", DELTA, -100},
+                                       {"top;f1:6", CHANGE, FL_CHANGE_GREW},
+                                       {"top;f1:6", BASE, 50},
+                                       {NULL}});
   const fl_vanished_t *v = vanished(d, &nv);
   CHECK_INT(nv, 1);
   CHECK_STR(v[0].node->frame.func, "f2");
@@ -907,10 +955,11 @@ static void test_profilevega(void) {
   o.negate = false;
   to.lines = false;
   d = checked(diff(t, b, &to, &o));
-  CHECK_NEAR(dn(d, "top;f2")->base, 200);
-  CHECK_INT(dn(d, "top;f2;max_arr")->change, FL_CHANGE_NEW);
-  CHECK_NEAR(dn(d, "top;f2;sum_rand")->base, 200);
-  CHECK_NEAR(dn(d, "top;f2;sum_rand")->delta, 50);
+  check_nodes(d, (const node_want_t[]){{"top;f2", BASE, 200},
+                                       {"top;f2;max_arr", CHANGE, FL_CHANGE_NEW},
+                                       {"top;f2;sum_rand", BASE, 200},
+                                       {"top;f2;sum_rand", DELTA, 50},
+                                       {NULL}});
   fl_diff_destroy(&d);
   fl_profile_destroy(&b);
   fl_profile_destroy(&t);
@@ -1013,9 +1062,10 @@ static void test_wide(void) {
   fl_tree_opts_t to = topts(true, 0);
   fl_diff_opts_t o = dopts(2);
   fl_diff_t *d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "top;f2999")->change, FL_CHANGE_SAME);
-  CHECK_INT(dn(d, "top;g:300")->change, FL_CHANGE_SAME);
-  CHECK_NEAR(dn(d, "top;g:300")->base, 10);
+  check_nodes(d, (const node_want_t[]){{"top;f2999", CHANGE, FL_CHANGE_SAME},
+                                       {"top;g:300", CHANGE, FL_CHANGE_SAME},
+                                       {"top;g:300", BASE, 10},
+                                       {NULL}});
   /* The 64 widest renamed leaves pair up (with their like-sized
    * partners); the rest are new and vanished. */
   CHECK(dn(d, "top;new99")->has_base);

@@ -24,9 +24,8 @@
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 #include "test.h"
+#include "render_out.h"
 #include "xml_check.h"
-
-static const char *out_dir;
 
 static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int line,
                       const char *module, uint32_t flags) {
@@ -38,16 +37,6 @@ static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void write_out(const char *name, const json_t *bundle) {
-  if (!out_dir) return;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", out_dir, name);
-  if (json_dump_file(bundle, path, JSON_COMPACT) != 0) {
-    fprintf(stderr, "cannot write %s\n", path);
-    test_failures++;
-  }
 }
 
 static void test_xml_check(void) {
@@ -64,24 +53,6 @@ static void test_xml_check(void) {
 }
 
 /* ---- helpers on the outputs ---- */
-
-static size_t count_of(const char *s, const char *needle) {
-  size_t n = 0;
-  for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
-  return n;
-}
-
-/* The layer of spec named name, or NULL. Borrowed. */
-static json_t *layer_named(json_t *spec, const char *name) {
-  size_t i;
-  json_t *layer;
-  json_array_foreach(json_object_get(spec, "layer"), i, layer) {
-    if (json_is_string(json_object_get(layer, "name")) &&
-        strcmp(json_string_value(json_object_get(layer, "name")), name) == 0)
-      return layer;
-  }
-  return NULL;
-}
 
 /* The tooltip expression of a layer's mark, or "". Borrowed. */
 static const char *tooltip_expr(json_t *layer) {
@@ -525,15 +496,6 @@ static void test_empty(void) {
   fl_profile_destroy(&p);
 }
 
-/* A deterministic pseudo-random generator (xorshift). */
-static uint64_t rng_state = 88172645463325252u;
-static uint64_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-
 /* Hundreds of functions in thousands of distinct stacks, and a recursion
  * `recursion` deep: far more frames than 5,000 rows. */
 static fl_profile_t *big_profile(size_t recursion) {
@@ -675,14 +637,7 @@ static void test_big(void) {
 }
 
 int main(int argc, char **argv) {
-  out_dir = argc > 1 ? argv[1] : getenv("CFLAME_RENDER_OUT");
-  if (out_dir && !out_dir[0]) out_dir = NULL;
-  if (out_dir) {
-    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-      perror(out_dir);
-      return 1;
-    }
-  }
+  if (out_dir_init(argc, argv) < 0) return 1;
   test_xml_check();
   test_view_opts();
   test_small();

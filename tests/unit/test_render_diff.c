@@ -26,6 +26,7 @@
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 #include "test.h"
+#include "render_out.h"
 #include "xml_check.h"
 
 #define VL_MIME "application/vnd.vegalite.v5+json"
@@ -35,18 +36,6 @@
 #define GREW_COLOR "#d72828"
 #define SHRANK_COLOR "#2864d7"
 #define MINUS "\xe2\x88\x92" /* − */
-
-static const char *out_dir;
-
-static void write_out(const char *name, const json_t *j) {
-  if (!out_dir) return;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", out_dir, name);
-  if (json_dump_file(j, path, JSON_COMPACT) != 0) {
-    fprintf(stderr, "cannot write %s\n", path);
-    test_failures++;
-  }
-}
 
 /* ---- profiles ---- */
 
@@ -121,23 +110,6 @@ static fl_diff_t *diff_of(const fl_profile_t *target, const fl_profile_t *base,
 }
 
 /* ---- helpers on the outputs ---- */
-
-static size_t count_of(const char *s, const char *needle) {
-  size_t n = 0;
-  for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
-  return n;
-}
-
-/* The layer of spec named name, or NULL. Borrowed. */
-static json_t *layer_named(json_t *spec, const char *name) {
-  size_t i;
-  json_t *layer;
-  json_array_foreach(json_object_get(spec, "layer"), i, layer) {
-    const char *s = json_string_value(json_object_get(layer, "name"));
-    if (s && strcmp(s, name) == 0) return layer;
-  }
-  return NULL;
-}
 
 static json_t *rows_of(json_t *spec) {
   return json_object_get(json_object_get(spec, "data"), "values");
@@ -659,22 +631,13 @@ done:
   fl_profile_destroy(&base);
 }
 
-/* A deterministic pseudo-random generator (xorshift). */
-static uint64_t rng_state = 88172645463325252u;
-static uint64_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-
 /* Thousands of distinct stacks over a few hundred functions; variant 1
  * shifts some weights and swaps some functions for others, so the diff
  * has frames of every change and dozens vanished. */
 static fl_profile_t *big_profile(int variant) {
   fl_profile_t *p = profile(FL_PROFILE_CPU, 1000000);
   enum { N_FUNCS = 300, N_STACKS = 20000 };
-  rng_state = 88172645463325252u;
+  rng_state = RNG_SEED;
   uint32_t funcs[N_FUNCS + 40];
   for (int i = 0; i < N_FUNCS + 40; i++) {
     char name[64];
@@ -762,12 +725,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-  out_dir = argc > 1 ? argv[1] : getenv("CFLAME_RENDER_OUT");
-  if (out_dir && !out_dir[0]) out_dir = NULL;
-  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-    perror(out_dir);
-    return 1;
-  }
+  if (out_dir_init(argc, argv) < 0) return 1;
   test_small();
   test_negate();
   test_alloc();

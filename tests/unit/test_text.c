@@ -79,68 +79,94 @@ static void test_opts_init(void) {
   CHECK_INT(o.max_lines, 0);
 }
 
+/* The reports of basic_profile (minwidth 0.001, the default options), a
+ * line an element: the cases below keep some of these lines. */
+static const char *const tree_lines[] = {
+    "Total: 11 samples (interval 1 ms)\n",     /* 0 */
+    "Count  Self  Frame\n",                    /* 1 */
+    "   11     0  cell[1]\n",                  /* 2 */
+    "    7     1    main  cell[1]:5\n",        /* 3 */
+    "    4     1      work  cell[1]:12\n",     /* 4 */
+    "    3     3        helper  cell[1]:30\n", /* 5 */
+    "    2     2      work  cell[1]:13\n",     /* 6 */
+    "    4     0    main  cell[1]:7\n",        /* 7 */
+    "    4     4      other  cell[1]:20\n",    /* 8 */
+};
+/* Most expensive first; ties (4) by function, file and line. The root is
+ * not a row. */
+static const char *const flat_lines[] = {
+    "Total: 11 samples (interval 1 ms)\n",          /* 0 */
+    "Count  Self  Percent  Function  File:Line\n",  /* 1 */
+    "    7     1    63.6%  main      cell[1]:5\n",  /* 2 */
+    "    4     0    36.4%  main      cell[1]:7\n",  /* 3 */
+    "    4     4    36.4%  other     cell[1]:20\n", /* 4 */
+    "    4     1    36.4%  work      cell[1]:12\n", /* 5 */
+    "    3     3    27.3%  helper    cell[1]:30\n", /* 6 */
+    "    2     2    18.2%  work      cell[1]:13\n", /* 7 */
+};
+
+/* A report of basic_profile, and which of the full report's lines it
+ * keeps: "01237" is lines 0, 1, 2, 3 and 7, then the line last, if any. */
+typedef struct report_case {
+  const char *what;
+  bool flat;
+  double minwidth;
+  bool null_opts; /* NULL for the options: the defaults */
+  int maxdepth;
+  uint64_t mincount;
+  size_t max_lines;
+  const char *keep;
+  const char *last;
+} report_case_t;
+
+static const report_case_t report_cases[] = {
+    {"the defaults", false, 0.001, false, 0, 0, 0, "012345678", NULL},
+    {"NULL options: the defaults", false, 0.001, true, 0, 0, 0, "012345678", NULL},
+    {"maxdepth 1: the root is depth 0", false, 0.001, false, 1, 0, 0, "01237", NULL},
+    {"mincount 4", false, 0.001, false, 0, 4, 0, "0123478", NULL},
+    {"max_lines counts frame lines and says how many more there were", false, 0.001, false, 0, 0, 5,
+     "0123456", "\xe2\x80\xa6 2 more lines\n"},
+    {"max_lines 6", false, 0.001, false, 0, 0, 6, "01234567", "\xe2\x80\xa6 1 more line\n"},
+    {"max_lines 7: all of them", false, 0.001, false, 0, 0, 7, "012345678", NULL},
+    {"frames minwidth hid are reported at the end", false, 0.3, true, 0, 0, 0, "0123478",
+     "2 frames narrower than minwidth hidden (5 samples)\n"},
+    {"flat, the defaults", true, 0.001, false, 0, 0, 0, "01234567", NULL},
+    {"flat, NULL options: the defaults", true, 0.001, true, 0, 0, 0, "01234567", NULL},
+    {"flat, mincount 4 and max_lines 2", true, 0.001, false, 0, 4, 2, "0123",
+     "\xe2\x80\xa6 2 more lines\n"},
+};
+
+static void test_report_cases(void) {
+  fl_profile_t *p = basic_profile();
+  for (size_t i = 0; i < sizeof report_cases / sizeof *report_cases; i++) {
+    const report_case_t *c = &report_cases[i];
+    fl_tree_t *t = build(p, c->minwidth, true, "cell[1]");
+    fl_text_opts_t o;
+    fl_text_opts_init(&o);
+    o.maxdepth = c->maxdepth;
+    o.mincount = c->mincount;
+    o.max_lines = c->max_lines;
+    const char *const *lines = c->flat ? flat_lines : tree_lines;
+    size_t n_lines = c->flat ? sizeof flat_lines / sizeof *flat_lines
+                             : sizeof tree_lines / sizeof *tree_lines;
+    char want[1024] = "";
+    for (const char *k = c->keep; *k; k++)
+      if ((size_t)(*k - '0') < n_lines) strcat(want, lines[*k - '0']);
+    if (c->last) strcat(want, c->last);
+    const fl_text_opts_t *opts = c->null_opts ? NULL : &o;
+    int failures = test_failures;
+    CHECK_REPORT(c->flat ? fl_text_flat(t, opts) : fl_text_tree(t, opts), want);
+    if (test_failures > failures) fprintf(stderr, "  (%s)\n", c->what);
+    fl_tree_destroy(&t);
+  }
+  fl_profile_destroy(&p);
+}
+
 static void test_tree_basic(void) {
   fl_profile_t *p = basic_profile();
   fl_tree_t *t = build(p, 0.001, true, "cell[1]");
   fl_text_opts_t o;
   fl_text_opts_init(&o);
-  static const char want[] =
-      "Total: 11 samples (interval 1 ms)\n"
-      "Count  Self  Frame\n"
-      "   11     0  cell[1]\n"
-      "    7     1    main  cell[1]:5\n"
-      "    4     1      work  cell[1]:12\n"
-      "    3     3        helper  cell[1]:30\n"
-      "    2     2      work  cell[1]:13\n"
-      "    4     0    main  cell[1]:7\n"
-      "    4     4      other  cell[1]:20\n";
-  CHECK_REPORT(fl_text_tree(t, &o), want);
-  CHECK_REPORT(fl_text_tree(t, NULL), want); /* NULL: the defaults */
-
-  /* maxdepth: the root is depth 0. */
-  o.maxdepth = 1;
-  CHECK_REPORT(fl_text_tree(t, &o),
-               "Total: 11 samples (interval 1 ms)\n"
-               "Count  Self  Frame\n"
-               "   11     0  cell[1]\n"
-               "    7     1    main  cell[1]:5\n"
-               "    4     0    main  cell[1]:7\n");
-  /* mincount */
-  o.maxdepth = 0;
-  o.mincount = 4;
-  CHECK_REPORT(fl_text_tree(t, &o),
-               "Total: 11 samples (interval 1 ms)\n"
-               "Count  Self  Frame\n"
-               "   11     0  cell[1]\n"
-               "    7     1    main  cell[1]:5\n"
-               "    4     1      work  cell[1]:12\n"
-               "    4     0    main  cell[1]:7\n"
-               "    4     4      other  cell[1]:20\n");
-  /* max_lines counts frame lines and says how many more there were. */
-  o.mincount = 0;
-  o.max_lines = 5;
-  CHECK_REPORT(fl_text_tree(t, &o),
-               "Total: 11 samples (interval 1 ms)\n"
-               "Count  Self  Frame\n"
-               "   11     0  cell[1]\n"
-               "    7     1    main  cell[1]:5\n"
-               "    4     1      work  cell[1]:12\n"
-               "    3     3        helper  cell[1]:30\n"
-               "    2     2      work  cell[1]:13\n"
-               "… 2 more lines\n");
-  o.max_lines = 6;
-  CHECK_REPORT(fl_text_tree(t, &o),
-               "Total: 11 samples (interval 1 ms)\n"
-               "Count  Self  Frame\n"
-               "   11     0  cell[1]\n"
-               "    7     1    main  cell[1]:5\n"
-               "    4     1      work  cell[1]:12\n"
-               "    3     3        helper  cell[1]:30\n"
-               "    2     2      work  cell[1]:13\n"
-               "    4     0    main  cell[1]:7\n"
-               "… 1 more line\n");
-  o.max_lines = 7;
-  CHECK_REPORT(fl_text_tree(t, &o), want);
   /* Narrow: every line is cut to 20 columns, ending in "…". */
   o.cols = 20;
   o.max_lines = 3;
@@ -154,20 +180,9 @@ static void test_tree_basic(void) {
   /* cols 0: never cut. */
   o.cols = 0;
   o.max_lines = 0;
+  char want[1024] = "";
+  for (size_t i = 0; i < sizeof tree_lines / sizeof *tree_lines; i++) strcat(want, tree_lines[i]);
   CHECK_REPORT(fl_text_tree(t, &o), want);
-  fl_tree_destroy(&t);
-
-  /* Frames minwidth hid are reported at the end. */
-  t = build(p, 0.3, true, "cell[1]");
-  CHECK_REPORT(fl_text_tree(t, NULL),
-               "Total: 11 samples (interval 1 ms)\n"
-               "Count  Self  Frame\n"
-               "   11     0  cell[1]\n"
-               "    7     1    main  cell[1]:5\n"
-               "    4     1      work  cell[1]:12\n"
-               "    4     0    main  cell[1]:7\n"
-               "    4     4      other  cell[1]:20\n"
-               "2 frames narrower than minwidth hidden (5 samples)\n");
   fl_tree_destroy(&t);
 
   /* Intervals are written in their unit; none when unknown. */
@@ -202,29 +217,6 @@ static void test_flat_basic(void) {
   fl_tree_t *t = build(p, 0.001, true, "cell[1]");
   fl_text_opts_t o;
   fl_text_opts_init(&o);
-  /* Most expensive first; ties (4) by function, file and line. The root is
-   * not a row. */
-  static const char want[] =
-      "Total: 11 samples (interval 1 ms)\n"
-      "Count  Self  Percent  Function  File:Line\n"
-      "    7     1    63.6%  main      cell[1]:5\n"
-      "    4     0    36.4%  main      cell[1]:7\n"
-      "    4     4    36.4%  other     cell[1]:20\n"
-      "    4     1    36.4%  work      cell[1]:12\n"
-      "    3     3    27.3%  helper    cell[1]:30\n"
-      "    2     2    18.2%  work      cell[1]:13\n";
-  CHECK_REPORT(fl_text_flat(t, &o), want);
-  CHECK_REPORT(fl_text_flat(t, NULL), want);
-  o.mincount = 4;
-  o.max_lines = 2;
-  CHECK_REPORT(fl_text_flat(t, &o),
-               "Total: 11 samples (interval 1 ms)\n"
-               "Count  Self  Percent  Function  File:Line\n"
-               "    7     1    63.6%  main      cell[1]:5\n"
-               "    4     0    36.4%  main      cell[1]:7\n"
-               "… 2 more lines\n");
-  o.mincount = 0;
-  o.max_lines = 0;
   o.cols = 20;
   CHECK_REPORT(fl_text_flat(t, &o),
                "Total: 11 samples (…\n"
@@ -451,6 +443,7 @@ static void test_empty(void) {
 
 int main(void) {
   test_opts_init();
+  test_report_cases();
   test_tree_basic();
   test_flat_basic();
   test_flat_recursion();

@@ -1,0 +1,68 @@
+#!/bin/bash
+# package.consumer: installs the build into a fresh prefix, then builds the
+# consumers of this folder against it the two ways a user would (pkg-config,
+# and CMake's find_package), runs them, and checks what a user would look
+# at: the text report of a folded profile, its SVG, and samples recorded by
+# the sampler.
+#
+#   run.sh BUILD_DIR WORK_DIR VERSION
+#
+# CC, CFLAGS and LDFLAGS, when set, build the consumers (the sanitizer
+# build's libraries need its flags).
+set -euo pipefail
+build=$1 work=$2 version=$3
+src=$(cd "$(dirname "$0")" && pwd)
+fail() { echo "package.consumer: $*" >&2; exit 1; }
+
+rm -rf "$work"
+mkdir -p "$work"
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >"$work/install.log"
+pc=$(find "$prefix" -name cflame.pc -path '*/pkgconfig/*')
+[ -n "$pc" ] || fail "no cflame.pc installed under $prefix"
+export PKG_CONFIG_PATH=$(dirname "$pc")
+
+for module in cflame cflame-sampler; do
+  got=$(pkg-config --modversion "$module")
+  [ "$got" = "$version" ] || fail "pkg-config says $module is $got, the build is $version"
+done
+
+# The report and the picture of tests/package/profile.folded.
+check_flame() { # BINARY HOW
+  "$1" "$src/profile.folded" "$work/$2.svg" >"$work/$2.txt" || fail "$2: flame_consumer failed"
+  diff -u "$src/expected.txt" "$work/$2.txt" || fail "$2: the text report differs"
+  python3 - "$work/$2.svg" <<'PY' || fail "$2: the SVG is not the flame graph"
+import sys
+import xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+svg = ET.parse(sys.argv[1]).getroot()
+assert svg.tag == ns + "svg", svg.tag
+frames = sorted(r.find(ns + "title").text.split("\n")[0]
+                for r in svg.iter(ns + "rect") if r.find(ns + "title") is not None)
+want = sorted(["all", "main", "parse", "read_line", "work", "compute"])
+assert frames == want, frames
+PY
+}
+check_sampler() { # BINARY HOW
+  "$1" >"$work/$2-sampler.txt" || fail "$2: sampler_consumer failed"
+  grep -qE '^samples: [1-9][0-9]*$' "$work/$2-sampler.txt" || fail "$2: no samples recorded"
+}
+
+# pkg-config, with a plain compiler command.
+mkdir -p "$work/pc"
+${CC:-cc} -std=c11 ${CFLAGS:-} -o "$work/pc/flame_consumer" "$src/flame_consumer.c" \
+  $(pkg-config --cflags --libs --static cflame) ${LDFLAGS:-}
+${CC:-cc} -std=c11 ${CFLAGS:-} -o "$work/pc/sampler_consumer" "$src/sampler_consumer.c" \
+  $(pkg-config --cflags --libs --static cflame-sampler) ${LDFLAGS:-}
+check_flame "$work/pc/flame_consumer" pkg-config
+check_sampler "$work/pc/sampler_consumer" pkg-config
+
+# CMake: find_package(cflame) from a project of its own.
+cmake -S "$src" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCFLAME_EXPECTED_VERSION="$version" >"$work/cmake-configure.log" ||
+  { cat "$work/cmake-configure.log" >&2; fail "find_package(cflame) failed"; }
+cmake --build "$work/cmake" >"$work/cmake-build.log" ||
+  { cat "$work/cmake-build.log" >&2; fail "the CMake consumer does not build"; }
+check_flame "$work/cmake/flame_consumer" cmake
+check_sampler "$work/cmake/sampler_consumer" cmake
+echo "package.consumer: pkg-config and find_package consumers built and checked"
