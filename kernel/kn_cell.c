@@ -927,6 +927,27 @@ static kn_item_t *add_item(splitter_t *sp, kn_item_kind_t kind, long first, long
   return it;
 }
 
+/* Whether the tokens from k to the end are an expression left without its
+ * ';': balanced brackets, no ';' or directive among them, and not the start
+ * of a statement of another kind (a keyword, a block, a label). */
+static bool is_trailing_expression(const splitter_t *sp, long k) {
+  static const char *const statement_words[] = {
+      "if",   "for",     "while", "do",   "switch",         "return",        "break",
+      "continue", "goto", "case",  "default", "else", "_Static_assert", "static_assert",
+      "__label__", NULL};
+  if (k >= sp->t.n || is_p(sp, k, "{") || id_in(sp, k, statement_words)) return false;
+  if (is_plain_ident(sp, k) && is_p(sp, k + 1, ":")) return false;
+  for (long i = k; i < sp->t.n; i++) {
+    const tok_t *t = &sp->t.v[i];
+    if (t->kind == TK_PREPROC || is_p(sp, i, ";") || is_closer(t)) return false;
+    if (closer_of(t)) {
+      i = match(sp, i);
+      if (i == NONE) return false;
+    }
+  }
+  return true;
+}
+
 /* A STMT holding everything from token k to the end of the code. */
 static void add_rest(splitter_t *sp, long k) {
   kn_item_t *it = new_item(sp, KN_ITEM_STMT, k);
@@ -1356,6 +1377,7 @@ int kn_cell_split(const char *code, const char *const *typedefs, int first_line,
     last = stmt_end(&sp, k, 0);
     if (last == NONE) {
       add_rest(&sp, k);
+      out->items[out->n - 1].is_expression = is_trailing_expression(&sp, k);
       break;
     }
     add_item(&sp, KN_ITEM_STMT, k, last);

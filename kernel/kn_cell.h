@@ -47,6 +47,10 @@
  *        declaration of functions only gives PROTOs);
  *      - otherwise one GLOBAL per declarator (`int a = 1, *b, c[3];` gives
  *        three).
+ *  - the cell's last piece, when it is an expression without its ';' (a
+ *    STMT that does not start with a statement keyword, '{' or a label, and
+ *    whose brackets balance): a STMT with is_expression set, whose value
+ *    the cell shows, as a REPL does (`x + 1`, `p`, `printf("hi\n")`);
  *  - anything unbalanced or unrecognised becomes a STMT, so that the
  *    compiler, not the splitter, reports the error at the right line: an
  *    unbalanced piece (or an #if group without #endif) takes the rest of the
@@ -85,6 +89,10 @@ typedef struct kn_item {
    * EXTERN: the first declared identifier. PREPROC: for #define the macro
    * name, otherwise NULL. STMT: NULL. */
   char *name;
+
+  /* STMT only: the cell's last piece, an expression left without its ';'
+   * (see above); text is the expression. */
+  bool is_expression;
 
   /* FUNC only (is_static and is_inline are also set for PROTO, is_static
    * for GLOBAL). */

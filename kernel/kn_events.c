@@ -53,6 +53,13 @@ static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
       free(report);
     }
     if (e->profreq.mode != KN_PROF_NONE) kn_profrun_done(e, ev, NULL, 0);
+    /* The trailing expression's value, after the graph (Out[n]). */
+    const char *value = json_string_value(json_object_get(ev, "value"));
+    const char *value_error = json_string_value(json_object_get(ev, "value_error"));
+    if (value)
+      kn_exec_result(e, value);
+    else if (value_error)
+      kn_exec_print(e, 'E', "cflame: %s\n", value_error);
     int rc = (int)json_integer_value(json_object_get(ev, "rc"));
     if (has_main && rc != 0) {
       kn_exec_fail(e, "MainReturned", "main returned %d", rc);

@@ -62,6 +62,14 @@ void kn_exec_display(kn_exec_t *e, json_t *content) {
   kn_publish(e->k, e->request, "display_data", content);
 }
 
+void kn_exec_result(kn_exec_t *e, const char *text) {
+  kn_output_flush(&e->out, true);
+  if (e->silent) return;
+  kn_publish(e->k, e->request, "execute_result",
+             json_pack("{s:i, s:{s:s}, s:{}}", "execution_count", e->count, "data", "text/plain",
+                       text, "metadata"));
+}
+
 void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t *traceback) {
   kn_kernel_t *k = e->k;
   kn_output_end(&e->out);

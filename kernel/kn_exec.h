@@ -74,6 +74,8 @@ void kn_exec_print(kn_exec_t *e, char kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Publishes display_data content (stolen), after the output before it. */
 void kn_exec_display(kn_exec_t *e, json_t *content);
+/* Publishes text as the execution's result (Out[n]), unless silent. */
+void kn_exec_result(kn_exec_t *e, const char *text);
 /* Ends e: publishes the error (if ename), replies, goes idle, frees e.
  * traceback (stolen) may be NULL: then it is [ename: evalue]. */
 void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t *traceback);

@@ -48,8 +48,9 @@ void kn_execute_on_compiler(kn_kernel_t *k) {
   kn_exec_t *e = kn_kernel_exec(k);
   if (!e || !e->compiling || !kn_compile_poll(e->compiling)) return;
   char err[1024] = "", *diagnostics = NULL;
-  int rc = kn_session_compile_finish(kn_kernel_session(k), &e->compiling, &e->compiled, &diagnostics, err,
-                                     sizeof err);
+  int rc = kn_session_compile_finish(kn_kernel_session(k), &e->compiling, &e->compiled,
+                                     &diagnostics, err, sizeof err);
+  if (rc == 2) return; /* compiling again: the loop polls the new compiler */
   json_t *timeit = e->timeit_spec;
   e->timeit_spec = NULL;
   run_compiled(k, e, rc, diagnostics, err, timeit);

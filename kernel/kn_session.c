@@ -440,6 +440,46 @@ static const char prelude[] =
     "#define cflame_symbol_(cell, name) cflame_c##cell##_##name\n"
     "#define cflame_symbol(cell, name) cflame_symbol_(cell, name)\n";
 
+/* The trailing expression's text at its cell position, on lines of its own
+ * (a #line directive must start a line). */
+static void put_expression(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
+  kn_strbuf_putc(sb, '\n');
+  put_pos(sb, cell, it->line, it->col);
+  kn_strbuf_puts(sb, it->text);
+  kn_strbuf_putc(sb, '\n');
+}
+
+/* The code that shows the value of the cell's trailing expression EXPR:
+ * it is evaluated once, as the initializer of cflame_value (arrays and
+ * functions decay to pointers there), and appears three times more under
+ * __typeof__, which never evaluates: to tell a void expression (run, and
+ * nothing shown), and to declare cflame_value_type, a pointer to EXPR's
+ * own type, whose DWARF the worker reads to print the value
+ * (kernel/worker/kw_value.c). The hook copies the value's bytes while the
+ * cell's frame is alive. */
+static void put_value_code(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
+  kn_strbuf_puts(sb, "{ enum { cflame_value_void = __builtin_types_compatible_p(__typeof__(");
+  put_expression(sb, cell, it);
+  kn_strbuf_puts(sb, "), void) };\n"
+                     "  static __attribute__((used))\n"
+                     "  __typeof__(__builtin_choose_expr(cflame_value_void, 0, (");
+  put_expression(sb, cell, it);
+  kn_strbuf_puts(sb, "))) *cflame_value_type;\n"
+                     "  __auto_type cflame_value = __builtin_choose_expr(cflame_value_void, "
+                     "((void)(");
+  put_expression(sb, cell, it);
+  kn_strbuf_puts(sb, "), 0), (");
+  put_expression(sb, cell, it);
+  kn_strbuf_puts(sb, "));\n"
+                     "  extern void cflame_value_hook(const void *, unsigned long, unsigned long, "
+                     "int, int);\n"
+                     "  cflame_value_hook(&cflame_value, sizeof cflame_value, "
+                     "sizeof *cflame_value_type,\n"
+                     "      !__builtin_types_compatible_p(__typeof__(cflame_value), "
+                     "__typeof__(*cflame_value_type)),\n"
+                     "      cflame_value_void); }\n");
+}
+
 /* Index of the item of this cell that provides the header text for key:
  * the last item with that key, a definition preferred over declarations. */
 static ssize_t dominant_item(const kn_items_t *items, const char *key, char **keys) {
@@ -490,6 +530,10 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
       if (keys[i] && keys[j] && !strcmp(keys[i], keys[j])) first_of_name = false;
     switch (it->kind) {
     case KN_ITEM_STMT:
+      if (it->is_expression) {
+        put_value_code(&run, cell, it);
+        break;
+      }
       put_pos(&run, cell, it->line, it->col);
       kn_strbuf_puts(&run, it->text);
       kn_strbuf_putc(&run, '\n');
@@ -894,6 +938,11 @@ struct kn_compile {
   kn_strbuf_t output;
   bool ended;
   int status;      /* its waitpid status, once ended */
+  /* When the cell ends in an expression whose value could not be compiled,
+   * the cell is compiled again with the expression as a plain statement:
+   * the first error of the first attempt, for the note that says why no
+   * value is shown. */
+  char *value_error;
 };
 
 /* Spawns argv in dir, in a process group of its own, with stdout and stderr
@@ -941,55 +990,41 @@ static int spawn_tool(char *const argv[], const char *dir, kn_compile_t *job, ch
   return 0;
 }
 
-kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *code, int first_line,
-                                       char *err, size_t err_size) {
-  char **keys = NULL, **argv = NULL;
-  size_t argc = 0, n_keys = 0;
+/* Writes the job's translation unit and the cell's text, and starts the
+ * compiler on them. Returns 0, or -1 with err. */
+static int launch(kn_session_t *s, kn_compile_t *job, char *err, size_t err_size) {
+  char **argv = NULL;
+  size_t argc = 0, n_keys = job->c->items.n;
   kn_strbuf_t tu = KN_STRBUF_INIT, src = KN_STRBUF_INIT;
-  kn_compile_t *job = kn_xcalloc(1, sizeof *job);
-  job->pid = -1;
-  job->pid_fd = job->out_fd = -1;
-  job->c = kn_xcalloc(1, sizeof *job->c);
-  job->c->cell = cell;
-  job->code = kn_strdup(code);
-  job->first_line = first_line;
-  char path_c[PATH_MAX], path_so[PATH_MAX], path_cell[PATH_MAX];
-
-  if (kn_cell_split(code, kn_session_typedefs(s), first_line, &job->c->items) < 0) {
-    snprintf(err, err_size, "out of memory splitting the cell");
-    goto fail;
-  }
-  n_keys = job->c->items.n;
-  keys = kn_xcalloc(n_keys + 1, sizeof *keys);
+  char **keys = kn_xcalloc(n_keys + 1, sizeof *keys);
+  int cell = job->c->cell, rc = -1;
   for (size_t i = 0; i < n_keys; i++) keys[i] = item_key(&job->c->items.items[i]);
   build_unit(s, cell, &job->c->items, keys, &tu);
 
+  char path_c[PATH_MAX], path_so[PATH_MAX], path_cell[PATH_MAX];
   snprintf(path_c, sizeof path_c, "%s/cell_%d.c", s->dir, cell);
   snprintf(path_so, sizeof path_so, "%s/" KN_CELL_SO_FMT, s->dir, cell);
   snprintf(path_cell, sizeof path_cell, "%s/" KN_CELL_FILE_FMT, s->dir, cell);
+  free(job->path_so);
   job->path_so = kn_strdup(path_so);
   /* The cell's own text, at its cell line numbers, for the compiler to
    * quote in diagnostics. */
-  for (int i = 1; i < first_line; i++) kn_strbuf_putc(&src, '\n');
-  kn_strbuf_puts(&src, code);
+  for (int i = 1; i < job->first_line; i++) kn_strbuf_putc(&src, '\n');
+  kn_strbuf_puts(&src, job->code);
   if (write_file(path_c, tu.data, tu.len) < 0 || write_file(path_cell, src.data, src.len) < 0) {
     snprintf(err, err_size, "cannot write %s: %s", path_c, strerror(errno));
-    goto fail;
+    goto out;
   }
 
   if (push_words(&argv, &argc, s->cc, err, err_size) < 0 ||
       push_words(&argv, &argc, s->cflags, err, err_size) < 0)
-    goto fail;
+    goto out;
   const char *fixed[] = {"-fPIC", "-shared", "-fdiagnostics-color=never", "-iquote", s->cwd,
                          "-o", path_so, path_c};
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) push(&argv, &argc, fixed[i]);
-  if (push_words(&argv, &argc, s->ldflags, err, err_size) < 0) goto fail;
+  if (push_words(&argv, &argc, s->ldflags, err, err_size) < 0) goto out;
   job->frame_pointers = kn_session_flags_keep_frame_pointers(s->cflags, s->ldflags);
-  if (spawn_tool(argv, s->dir, job, err, err_size) < 0) goto fail;
-  goto out;
-
-fail:
-  kn_compile_cancel(&job);
+  rc = spawn_tool(argv, s->dir, job, err, err_size);
 out:
   for (size_t i = 0; i < n_keys; i++) free(keys[i]);
   free(keys);
@@ -998,6 +1033,24 @@ out:
   free(argv);
   kn_strbuf_free(&tu);
   kn_strbuf_free(&src);
+  return rc;
+}
+
+kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *code, int first_line,
+                                       char *err, size_t err_size) {
+  kn_compile_t *job = kn_xcalloc(1, sizeof *job);
+  job->pid = -1;
+  job->pid_fd = job->out_fd = -1;
+  job->c = kn_xcalloc(1, sizeof *job->c);
+  job->c->cell = cell;
+  job->code = kn_strdup(code);
+  job->first_line = first_line;
+  if (kn_cell_split(code, kn_session_typedefs(s), first_line, &job->c->items) < 0) {
+    snprintf(err, err_size, "out of memory splitting the cell");
+    kn_compile_cancel(&job);
+    return NULL;
+  }
+  if (launch(s, job, err, err_size) < 0) kn_compile_cancel(&job);
   return job;
 }
 
@@ -1049,9 +1102,58 @@ void kn_compile_cancel(kn_compile_t **jp) {
   free(job->path_so);
   kn_compiled_destroy(&job->c);
   free(job->code);
+  free(job->value_error);
   kn_strbuf_free(&job->output);
   free(job);
   *jp = NULL;
+}
+
+/* Whether line (up to its newline) starts a diagnostic: "FILE:LINE:COL: ". */
+static bool starts_diagnostic(const char *line) {
+  const char *colon = strchr(line, ':');
+  size_t len = strcspn(line, "\n");
+  if (!colon || colon - line >= (ptrdiff_t)len || line[0] == ' ') return false;
+  int l, c, n = 0;
+  return sscanf(colon, ":%d:%d:%n", &l, &c, &n) == 2 && n > 0;
+}
+
+/* text without a diagnostic (its line and the quoted source and notes
+ * after it) that repeats one before it word for word: a trailing
+ * expression appears four times in the code that shows its value, and
+ * a warning about it may come once for each. New string. */
+static char *without_repeats(const char *text) {
+  kn_strbuf_t out = KN_STRBUF_INIT;
+  const char *p = text;
+  while (*p) {
+    const char *end = p + strcspn(p, "\n");
+    if (*end) end++;
+    while (*end && !starts_diagnostic(end)) {
+      end += strcspn(end, "\n");
+      if (*end) end++;
+    }
+    size_t len = (size_t)(end - p);
+    bool seen = out.data && starts_diagnostic(p) && memmem(out.data, out.len, p, len) != NULL;
+    if (!seen) kn_strbuf_append(&out, p, len);
+    p = end;
+  }
+  return out.data ? kn_strbuf_steal(&out) : kn_strdup("");
+}
+
+/* The cell's trailing expression, or NULL. */
+static kn_item_t *value_item(kn_compile_t *job) {
+  kn_items_t *items = &job->c->items;
+  if (items->n == 0 || !items->items[items->n - 1].is_expression) return NULL;
+  return &items->items[items->n - 1];
+}
+
+/* The first line of diagnostics that reports an error, new; or NULL. */
+static char *first_error(const char *diagnostics) {
+  for (const char *p = diagnostics; p && *p;) {
+    size_t len = strcspn(p, "\n");
+    if (memmem(p, len, "error", 5)) return kn_strndup(p, len);
+    p += len + (p[len] == '\n');
+  }
+  return NULL;
 }
 
 int kn_session_compile_finish(kn_session_t *s, kn_compile_t **jp, kn_compiled_t **out,
@@ -1070,12 +1172,45 @@ int kn_session_compile_finish(kn_session_t *s, kn_compile_t **jp, kn_compiled_t 
   char *moved = end_of_cell_messages(output, job->c->cell, job->code, job->first_line);
   char *clean = kn_session_clean_message(moved);
   free(moved);
+  kn_item_t *value = value_item(job);
+  if (value) {
+    char *once = without_repeats(clean);
+    free(clean);
+    clean = once;
+  }
+  if (status != 0 && value) {
+    /* The expression as a statement: its own errors are then reported as
+     * the compiler words them for it, once; and code the value could not
+     * be shown for (a bit-field, say) still runs. */
+    job->value_error = first_error(clean);
+    free(clean);
+    value->is_expression = false;
+    /* Its ';' comes after it as the kernel's code: where the expression is
+     * unfinished, the compiler's complaint goes to the end of the cell as
+     * it always has (end_of_cell_messages). */
+    kn_strbuf_t stmt = KN_STRBUF_INIT;
+    kn_strbuf_printf(&stmt, "%s\n#line 1 \"" END_FILE "\"\n;", value->text, job->c->cell);
+    free(value->text);
+    value->text = kn_strbuf_steal(&stmt);
+    kn_strbuf_clear(&job->output);
+    job->ended = false;
+    job->status = 0;
+    if (launch(s, job, err, err_size) < 0) goto out;
+    return 2;
+  }
   if (status != 0) {
     *diagnostics = clean;
     rc = 1;
     goto out;
   }
   kn_compiled_t *c = job->c;
+  if (job->value_error) {
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "%scflame: the value of the cell's last expression is not shown: %s\n",
+                     clean, job->value_error);
+    free(clean);
+    clean = kn_strbuf_steal(&sb);
+  }
   c->warnings = clean;
   c->frame_pointers = job->frame_pointers;
   c->so_path = job->path_so;
@@ -1098,13 +1233,16 @@ int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_li
   *diagnostics = NULL;
   kn_compile_t *job = kn_session_compile_start(s, cell, code, first_line, err, err_size);
   if (!job) return -1;
-  while (!kn_compile_poll(job)) {
-    int fds[2];
-    kn_compile_fds(job, fds);
-    struct pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-    poll(p, 2, -1);
+  for (;;) {
+    while (!kn_compile_poll(job)) {
+      int fds[2];
+      kn_compile_fds(job, fds);
+      struct pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+      poll(p, 2, -1);
+    }
+    int rc = kn_session_compile_finish(s, &job, out, diagnostics, err, err_size);
+    if (rc != 2) return rc;
   }
-  return kn_session_compile_finish(s, &job, out, diagnostics, err, err_size);
 }
 
 void kn_compiled_destroy(kn_compiled_t **cp) {

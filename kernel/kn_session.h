@@ -71,7 +71,10 @@ int kn_session_set_ldflags(kn_session_t *s, const char *flags, char *err, size_t
  * cell line where it starts) as cell number cell, waiting for the compiler.
  * Returns 0 with *out set (new), 1 when the compiler rejected the code (then
  * *diagnostics is new text, with "cell[N]:LINE:COL" positions), or -1 on an
- * internal failure (err). */
+ * internal failure (err). A cell whose last piece is an expression without
+ * ';' (kn_cell.h) is compiled so that its run shows the expression's
+ * value; when that does not compile, the expression runs as a statement and
+ * the warnings say why no value is shown. */
 int kn_session_compile(kn_session_t *s, int cell, const char *code, int first_line,
                        kn_compiled_t **out, char **diagnostics, char *err, size_t err_size);
 
@@ -88,7 +91,9 @@ kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *co
 void kn_compile_fds(const kn_compile_t *job, int fds[2]);
 /* Reads what the compiler wrote; true once it has ended. Never blocks. */
 bool kn_compile_poll(kn_compile_t *job);
-/* As kn_session_compile's result, for an ended job, which it destroys. */
+/* As kn_session_compile's result, for an ended job, which it destroys; or
+ * 2 when the job goes on (a cell whose trailing expression's value did not
+ * compile is compiled again without it): poll it again. */
 int kn_session_compile_finish(kn_session_t *s, kn_compile_t **job, kn_compiled_t **out,
                               char **diagnostics, char *err, size_t err_size);
 void kn_compile_cancel(kn_compile_t **job);

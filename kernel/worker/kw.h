@@ -11,7 +11,9 @@
  *   kw_fault.c  crash reports (signal, stack, maps) and interrupts
  *   kw_threads.c  registers every thread a cell starts with the sampler
  *                 and the allocation recorder
- *   kw_alloc.c  the allocator's entry points, for allocation profiling */
+ *   kw_alloc.c  the allocator's entry points, for allocation profiling
+ *   kw_value.c  the value of a cell's trailing expression, printed with the
+ *               type its DWARF gives */
 #ifndef KW_H
 #define KW_H
 
@@ -61,5 +63,15 @@ extern volatile sig_atomic_t kw_interrupt_requested;
  * and thrd_create (exported, so cells and libgomp bind to them) register
  * each new thread with fl_sampler for its lifetime. Returns 0 or -1. */
 int kw_threads_init(void);
+
+/* ---- kw_value.c ---- */
+
+/* Forgets the value of the last run (before each run). */
+void kw_value_reset(void);
+/* Whether the run's trailing expression left a value (not void). */
+bool kw_value_captured(void);
+/* The value as "(TYPE) VALUE", its type read from the DWARF of entry in the
+ * object at path; new, or NULL with err saying why it cannot be printed. */
+char *kw_value_format(const char *path, const char *entry, char *err, size_t err_size);
 
 #endif

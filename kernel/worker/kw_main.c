@@ -405,6 +405,7 @@ static void cmd_run(json_t *cmd) {
   }
   kw_io_begin_cell(allow_stdin);
   kw_interrupt_requested = 0;
+  kw_value_reset();
   int rc = 0, interrupted = 0;
   json_t *timing = NULL;
   int64_t wall0 = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -439,6 +440,14 @@ static void cmd_run(json_t *cmd) {
   if (timing) json_object_set_new(ev, "timeit", timing);
   if (profile) json_object_set_new(ev, "profile", profile);
   if (allocs_info) json_object_set_new(ev, "allocs", allocs_info);
+  /* The trailing expression's value, printed after the run (and after the
+   * profiler stopped): %%timeit shows times, not values. */
+  if (!interrupted && !timing && kw_value_captured()) {
+    char *text = kw_value_format(path, entry_name, err, sizeof err);
+    json_object_set_new(ev, text ? "value" : "value_error", json_string(text ? text : err));
+    free(text);
+  }
+  kw_value_reset();
   kw_send_new(ev);
 }
 

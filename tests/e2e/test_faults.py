@@ -49,7 +49,6 @@ def test_compile_error_line_after_magic_lines(kc):
     # The kernel's own code follows the cell's statements: an unfinished
     # statement is reported where the cell ends, not against a line of the
     # kernel's that the cell does not have.
-    ('printf("%d\\n", 4)', "1:18", "expected ‘;’ at the end of the cell"),
     ("int z = 5 *", "1:12", "expected expression at the end of the cell"),
     ("int m = 1;\nm = m +  \n\n", "2:8", "expected expression at the end of the cell"),
     ("for (int i = 0; i < 3; i++) {\n  i++;", "2:7", "expected declaration or statement at end of input"),

@@ -38,14 +38,21 @@ class CflameKernelTests(jupyter_kernel_test.KernelTests):
 
     code_generate_error = "int x = ;"
 
-    # A C cell has no value to show, nothing pages, and nothing clears
-    # output: these tests of the suite do not apply.
-    test_execute_result = None
+    # A cell ending in an expression without ';' shows its value, typed.
+    code_execute_result = [
+        {"code": "6 * 7", "result": "(int) 42"},
+        {"code": "int answer = 42;\n(double)answer / 4", "result": "(double) 10.5"},
+        {"code": '"cflame"', "result": '(char[7]) "cflame"'},
+    ]
+
+    # Nothing pages and nothing clears output in a C cell: these tests of
+    # the suite do not apply.
     test_display_data = None
     test_pager = None
     test_clear_output = None
 
-    # The suite's own history test needs execute_result samples; this one
+    # The suite's own history test reruns code_execute_result samples, whose
+    # definitions (answer) cannot be defined twice in one C session; this one
     # checks tail, range and search on cells that print.
     def test_history(self):
         codes = ['printf("hist a\\n");', 'printf("hist b\\n");']

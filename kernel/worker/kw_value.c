@@ -1,0 +1,754 @@
+/* The value of a cell's trailing expression, printed from the cell's own
+ * DWARF (see kw.h).
+ *
+ * The kernel compiles a cell that ends in an expression without ';' so that
+ * its entry function ends with
+ *
+ *   static __typeof__(EXPR) *cflame_value_type;     (never evaluated)
+ *   __auto_type cflame_value = (EXPR);               (evaluated once)
+ *   cflame_value_hook(&cflame_value, sizeof cflame_value,
+ *                     sizeof *cflame_value_type, decayed, is_void);
+ *
+ * (void expressions are kept apart with __builtin_choose_expr, see
+ * kn_session.c). The hook copies the value's bytes while the cell's frame
+ * is alive: for an array or a function, which decay to a pointer, the bytes
+ * the pointer points to. After the run, with the profiler stopped, the
+ * worker reads the type of cflame_value_type from the cell object's DWARF
+ * (elfutils libdw) and prints the value with it. The type therefore is the
+ * compiler's, typedef names and all; nothing here checks C types.
+ *
+ * Memory the value points to (a string, say) is read with
+ * process_vm_readv on the worker itself, which fails cleanly on an address
+ * that is not mapped: a bad pointer is reported, never a dead worker.
+ * Output is bounded as gdb's print is: elements of an array, characters of
+ * a string, depth of nested aggregates. Pointers other than strings and
+ * functions are printed as addresses, never followed, so a cyclic list
+ * prints in finite time. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "kn_names.h"
+#include "kn_strbuf.h"
+#include "kw.h"
+
+#define MAX_ELEMENTS 200 /* array elements and struct members printed */
+#define MAX_STRING 200   /* characters of a string */
+#define MAX_DEPTH 8      /* nested aggregates */
+#define MAX_VALUE (1u << 20)
+#define REPEATS_THRESHOLD 10 /* equal elements in a row told as a count */
+
+/* ---- capture, in the cell's frame ---- */
+
+static struct {
+  bool set;
+  bool is_void;
+  bool decayed;
+  uintptr_t pointer; /* the decayed value: where the array or function is */
+  unsigned char *bytes;
+  size_t size;
+  char error[256];
+} captured;
+
+/* Reads n bytes at addr of this process into buf; false if any is not
+ * mapped. */
+static bool read_memory(uintptr_t addr, void *buf, size_t n) {
+  if (n == 0) return true;
+  struct iovec local = {buf, n}, remote = {(void *)addr, n};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
+void cflame_value_hook(const void *value, size_t value_size, size_t type_size, int decayed,
+                       int is_void);
+void cflame_value_hook(const void *value, size_t value_size, size_t type_size, int decayed,
+                       int is_void) {
+  kw_value_reset();
+  captured.set = true;
+  captured.is_void = is_void != 0;
+  if (captured.is_void) return;
+  captured.decayed = decayed != 0;
+  size_t n = decayed ? type_size : value_size;
+  if (n > MAX_VALUE) {
+    snprintf(captured.error, sizeof captured.error,
+             "the value is %zu bytes, more than the %u bytes a value may have to be printed", n,
+             MAX_VALUE);
+    return;
+  }
+  captured.bytes = malloc(n ? n : 1);
+  if (!captured.bytes) {
+    snprintf(captured.error, sizeof captured.error, "out of memory for a copy of the value");
+    return;
+  }
+  captured.size = n;
+  if (decayed) {
+    memcpy(&captured.pointer, value, sizeof captured.pointer);
+    /* A function's "bytes" are its code: only its address is printed. */
+    if (!read_memory(captured.pointer, captured.bytes, n)) memset(captured.bytes, 0, n);
+  } else {
+    memcpy(captured.bytes, value, n);
+  }
+}
+
+void kw_value_reset(void) {
+  free(captured.bytes);
+  memset(&captured, 0, sizeof captured);
+}
+
+/* ---- type names ---- */
+
+static Dwarf_Die *type_of(Dwarf_Die *die, Dwarf_Die *out) {
+  Dwarf_Attribute a;
+  if (!dwarf_attr_integrate(die, DW_AT_type, &a)) return NULL;
+  return dwarf_formref_die(&a, out);
+}
+
+static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner);
+
+/* GCC names some base types in its own word order ("long unsigned int"):
+ * the C spelling a programmer writes. */
+static const char *c_spelling(const char *name) {
+  static const char *const names[][2] = {
+      {"long int", "long"},
+      {"long unsigned int", "unsigned long"},
+      {"long long int", "long long"},
+      {"long long unsigned int", "unsigned long long"},
+      {"short int", "short"},
+      {"short unsigned int", "unsigned short"},
+      {"__int128 unsigned", "unsigned __int128"},
+  };
+  if (!name) return "?";
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(name, names[i][0])) return names[i][1];
+  return name;
+}
+
+/* A type name and its declarator touch where C writes them so: "int *p",
+ * but "int[3]", "int(int)". */
+static const char *space_before(const char *inner) {
+  bool touches = inner[0] == '[' || (inner[0] == '(' && inner[1] != '*');
+  return *inner && !touches ? " " : "";
+}
+
+/* The parameter list of a subroutine type: "(int, char *)". */
+static void put_params(kn_strbuf_t *sb, Dwarf_Die *fn) {
+  kn_strbuf_putc(sb, '(');
+  Dwarf_Die child;
+  int n = 0;
+  bool prototyped = dwarf_hasattr(fn, DW_AT_prototyped);
+  if (dwarf_child(fn, &child) == 0) {
+    do {
+      int tag = dwarf_tag(&child);
+      if (tag == DW_TAG_formal_parameter) {
+        Dwarf_Die pt;
+        if (n++) kn_strbuf_puts(sb, ", ");
+        if (type_of(&child, &pt)) put_type_name(sb, &pt, "");
+      } else if (tag == DW_TAG_unspecified_parameters) {
+        kn_strbuf_puts(sb, n++ ? ", ..." : "...");
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  if (n == 0 && prototyped) kn_strbuf_puts(sb, "void");
+  kn_strbuf_putc(sb, ')');
+}
+
+/* C's declarator syntax, inside out: put_type_name(int[3], "*") is
+ * "int (*)[3]". */
+static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner) {
+  Dwarf_Die sub;
+  const char *name = dwarf_diename(type);
+  kn_strbuf_t in = KN_STRBUF_INIT;
+  switch (dwarf_tag(type)) {
+  case DW_TAG_pointer_type:
+    kn_strbuf_printf(&in, "*%s", inner);
+    if (type_of(type, &sub))
+      put_type_name(sb, &sub, in.data);
+    else
+      kn_strbuf_printf(sb, "void %s", in.data);
+    break;
+  case DW_TAG_array_type: {
+    bool paren = inner[0] == '*';
+    kn_strbuf_printf(&in, "%s%s%s", paren ? "(" : "", inner, paren ? ")" : "");
+    Dwarf_Die child;
+    if (dwarf_child(type, &child) == 0) {
+      do {
+        if (dwarf_tag(&child) != DW_TAG_subrange_type) continue;
+        Dwarf_Word count;
+        Dwarf_Attribute a;
+        if (dwarf_attr(&child, DW_AT_count, &a) && dwarf_formudata(&a, &count) == 0)
+          kn_strbuf_printf(&in, "[%" PRIu64 "]", (uint64_t)count);
+        else if (dwarf_attr(&child, DW_AT_upper_bound, &a) && dwarf_formudata(&a, &count) == 0)
+          kn_strbuf_printf(&in, "[%" PRIu64 "]", (uint64_t)count + 1);
+        else
+          kn_strbuf_puts(&in, "[]");
+      } while (dwarf_siblingof(&child, &child) == 0);
+    }
+    if (type_of(type, &sub)) put_type_name(sb, &sub, in.data);
+    break;
+  }
+  case DW_TAG_subroutine_type: {
+    bool paren = inner[0] == '*';
+    kn_strbuf_printf(&in, "%s%s%s", paren ? "(" : "", inner, paren ? ")" : "");
+    put_params(&in, type);
+    if (type_of(type, &sub))
+      put_type_name(sb, &sub, in.data);
+    else
+      kn_strbuf_printf(sb, "void %s", in.data);
+    break;
+  }
+  case DW_TAG_const_type:
+  case DW_TAG_volatile_type:
+  case DW_TAG_restrict_type:
+  case DW_TAG_atomic_type: {
+    const char *q = dwarf_tag(type) == DW_TAG_const_type      ? "const"
+                    : dwarf_tag(type) == DW_TAG_volatile_type ? "volatile"
+                    : dwarf_tag(type) == DW_TAG_restrict_type ? "restrict"
+                                                              : "_Atomic";
+    if (!type_of(type, &sub)) {
+      kn_strbuf_printf(sb, "%s void%s%s", q, space_before(inner), inner);
+    } else if (dwarf_tag(&sub) == DW_TAG_pointer_type) {
+      /* A qualified pointer: "char *const p". */
+      kn_strbuf_printf(&in, " %s%s%s", q, *inner ? " " : "", inner);
+      put_type_name(sb, &sub, in.data);
+    } else {
+      kn_strbuf_printf(sb, "%s ", q);
+      put_type_name(sb, &sub, inner);
+    }
+    break;
+  }
+  case DW_TAG_structure_type:
+  case DW_TAG_union_type:
+  case DW_TAG_enumeration_type: {
+    const char *kw = dwarf_tag(type) == DW_TAG_structure_type ? "struct"
+                     : dwarf_tag(type) == DW_TAG_union_type   ? "union"
+                                                              : "enum";
+    kn_strbuf_printf(sb, "%s %s%s%s", kw, name ? name : "{...}", space_before(inner), inner);
+    break;
+  }
+  default: { /* base types, typedefs */
+    /* GCC's type of a bit-field's value (`(0, s.bits)`) has no C name:
+     * say what it is, "int : 4". */
+    Dwarf_Attribute at;
+    Dwarf_Word bits = 0, enc = 0;
+    if (dwarf_tag(type) == DW_TAG_base_type && name && !strcmp(name, "__unknown__")) {
+      if (dwarf_attr(type, DW_AT_encoding, &at)) dwarf_formudata(&at, &enc);
+      kn_strbuf_puts(sb, enc == DW_ATE_unsigned ? "unsigned" : "int");
+      if (dwarf_attr(type, DW_AT_bit_size, &at) && dwarf_formudata(&at, &bits) == 0)
+        kn_strbuf_printf(sb, " : %u", (unsigned)bits);
+      kn_strbuf_printf(sb, "%s%s", space_before(inner), inner);
+      break;
+    }
+    kn_strbuf_printf(sb, "%s%s%s", c_spelling(name), space_before(inner), inner);
+    break;
+  }
+  }
+  kn_strbuf_free(&in);
+}
+
+/* ---- values ---- */
+
+/* Strips typedefs and qualifiers; false when nothing is left (void). */
+static bool peel(Dwarf_Die *type, Dwarf_Die *out) {
+  return dwarf_peel_type(type, out) == 0;
+}
+
+static void put_char_escaped(kn_strbuf_t *sb, unsigned char c, char quote) {
+  switch (c) {
+  case '\n': kn_strbuf_puts(sb, "\\n"); return;
+  case '\t': kn_strbuf_puts(sb, "\\t"); return;
+  case '\r': kn_strbuf_puts(sb, "\\r"); return;
+  case '\0': kn_strbuf_puts(sb, "\\0"); return;
+  case '\\': kn_strbuf_puts(sb, "\\\\"); return;
+  default: break;
+  }
+  if (c == (unsigned char)quote)
+    kn_strbuf_printf(sb, "\\%c", c);
+  else if (c < 0x20 || c == 0x7f)
+    kn_strbuf_printf(sb, "\\x%02x", c);
+  else
+    kn_strbuf_putc(sb, (char)c); /* UTF-8 bytes pass through */
+}
+
+/* A string at addr: up to MAX_STRING characters, or NUL. */
+static void put_string_at(kn_strbuf_t *sb, uintptr_t addr) {
+  unsigned char first;
+  if (!read_memory(addr, &first, 1)) {
+    kn_strbuf_printf(sb, "0x%" PRIxPTR " <cannot read memory there>", addr);
+    return;
+  }
+  kn_strbuf_putc(sb, '"');
+  size_t i = 0;
+  for (; i < MAX_STRING; i++) {
+    unsigned char c;
+    if (!read_memory(addr + i, &c, 1)) {
+      kn_strbuf_printf(sb, "\"... <cannot read memory at 0x%" PRIxPTR ">", addr + i);
+      return;
+    }
+    if (!c) break;
+    put_char_escaped(sb, c, '"');
+  }
+  kn_strbuf_putc(sb, '"');
+  if (i == MAX_STRING) kn_strbuf_puts(sb, "...");
+}
+
+/* Shortest decimal that reads back as the same double (or float). */
+static void put_double(kn_strbuf_t *sb, double v, bool is_float) {
+  if (isnan(v)) {
+    kn_strbuf_puts(sb, "nan");
+    return;
+  }
+  if (isinf(v)) {
+    kn_strbuf_puts(sb, v < 0 ? "-inf" : "inf");
+    return;
+  }
+  char buf[64];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (is_float ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
+  }
+  kn_strbuf_puts(sb, buf);
+}
+
+static uint64_t load_unsigned(const unsigned char *p, size_t n) {
+  uint64_t v = 0;
+  memcpy(&v, p, n < sizeof v ? n : sizeof v); /* little-endian, as x86-64 */
+  return v;
+}
+
+static int64_t sign_extend(uint64_t v, unsigned bits) {
+  if (bits >= 64) return (int64_t)v;
+  uint64_t m = 1ull << (bits - 1);
+  v &= (1ull << bits) - 1;
+  return (int64_t)((v ^ m) - m);
+}
+
+/* The name of the function at addr ("square"), or NULL. */
+static const char *function_name(uintptr_t addr) {
+  Dl_info info;
+  if (!addr || !dladdr((void *)addr, &info) || !info.dli_sname ||
+      (uintptr_t)info.dli_saddr != addr)
+    return NULL;
+  return kn_plain_name(info.dli_sname);
+}
+
+typedef struct printer {
+  kn_strbuf_t *sb;
+  int elements; /* printed so far, against MAX_ELEMENTS */
+} printer_t;
+
+static void put_value(printer_t *pr, Dwarf_Die *type, const unsigned char *p, size_t n,
+                      int depth);
+
+static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
+                     const unsigned char *p, size_t n) {
+  kn_strbuf_t *sb = pr->sb;
+  Dwarf_Attribute a;
+  Dwarf_Word enc = 0;
+  if (dwarf_attr(base, DW_AT_encoding, &a)) dwarf_formudata(&a, &enc);
+  int size = dwarf_bytesize(base);
+  if (size <= 0 || (size_t)size > n) {
+    kn_strbuf_puts(sb, "<incomplete>");
+    return;
+  }
+  switch (enc) {
+  case DW_ATE_boolean:
+    kn_strbuf_puts(sb, load_unsigned(p, (size_t)size) ? "true" : "false");
+    return;
+  case DW_ATE_signed_char:
+  case DW_ATE_unsigned_char:
+    /* Plain char reads as a character; signed char and unsigned char
+     * (int8_t, uint8_t) as the numbers they mostly hold, with the
+     * character after them. */
+    if (type_name && !strcmp(type_name, "char")) {
+      kn_strbuf_putc(sb, '\'');
+      put_char_escaped(sb, p[0], '\'');
+      kn_strbuf_putc(sb, '\'');
+      return;
+    }
+    if (enc == DW_ATE_signed_char)
+      kn_strbuf_printf(sb, "%d", (signed char)p[0]);
+    else
+      kn_strbuf_printf(sb, "%u", p[0]);
+    return;
+  case DW_ATE_signed:
+    if (size == 16) {
+      __int128 v;
+      memcpy(&v, p, 16);
+      if (v >= INT64_MIN && v <= INT64_MAX) {
+        kn_strbuf_printf(sb, "%" PRId64, (int64_t)v);
+        return;
+      }
+      unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+      char digits[48];
+      int k = 0;
+      while (u) {
+        digits[k++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+      }
+      if (v < 0) kn_strbuf_putc(sb, '-');
+      while (k) kn_strbuf_putc(sb, digits[--k]);
+      return;
+    }
+    kn_strbuf_printf(sb, "%" PRId64, sign_extend(load_unsigned(p, (size_t)size), (unsigned)size * 8));
+    return;
+  case DW_ATE_unsigned:
+    if (size == 16) {
+      unsigned __int128 u;
+      memcpy(&u, p, 16);
+      char digits[48];
+      int k = 0;
+      do {
+        digits[k++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+      } while (u);
+      while (k) kn_strbuf_putc(sb, digits[--k]);
+      return;
+    }
+    kn_strbuf_printf(sb, "%" PRIu64, load_unsigned(p, (size_t)size));
+    return;
+  case DW_ATE_float:
+    if (size == 4) {
+      float f;
+      memcpy(&f, p, 4);
+      put_double(sb, f, true);
+    } else if (size == 8) {
+      double d;
+      memcpy(&d, p, 8);
+      put_double(sb, d, false);
+    } else {
+      long double ld;
+      memcpy(&ld, p, sizeof ld < (size_t)size ? sizeof ld : (size_t)size);
+      kn_strbuf_printf(sb, "%.21Lg", ld);
+    }
+    return;
+  case DW_ATE_complex_float: {
+    double re, im;
+    if (size == 8) {
+      float f[2];
+      memcpy(f, p, 8);
+      re = f[0], im = f[1];
+    } else {
+      memcpy(&re, p, 8);
+      memcpy(&im, p + 8, 8);
+    }
+    put_double(sb, re, size == 8);
+    kn_strbuf_puts(sb, signbit(im) ? " - " : " + ");
+    put_double(sb, fabs(im), size == 8);
+    kn_strbuf_puts(sb, "i");
+    return;
+  }
+  default:
+    kn_strbuf_printf(sb, "<a value of type %s cannot be printed: DWARF encoding %u>",
+                     type_name ? type_name : "?", (unsigned)enc);
+  }
+}
+
+static void put_enum(printer_t *pr, Dwarf_Die *en, const unsigned char *p, size_t n) {
+  int size = dwarf_bytesize(en);
+  if (size <= 0 || (size_t)size > n) {
+    kn_strbuf_puts(pr->sb, "<incomplete>");
+    return;
+  }
+  uint64_t raw = load_unsigned(p, (size_t)size);
+  int64_t v = sign_extend(raw, (unsigned)size * 8);
+  Dwarf_Die child;
+  if (dwarf_child(en, &child) == 0) {
+    do {
+      Dwarf_Attribute a;
+      Dwarf_Sword sv;
+      if (dwarf_tag(&child) == DW_TAG_enumerator && dwarf_attr(&child, DW_AT_const_value, &a) &&
+          dwarf_formsdata(&a, &sv) == 0 && (sv == v || (uint64_t)sv == raw)) {
+        kn_strbuf_puts(pr->sb, dwarf_diename(&child));
+        return;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  kn_strbuf_printf(pr->sb, "%" PRId64, v);
+}
+
+static void put_pointer(printer_t *pr, Dwarf_Die *ptr, const unsigned char *p, size_t n) {
+  uintptr_t addr = (uintptr_t)load_unsigned(p, sizeof(void *));
+  Dwarf_Die target, peeled;
+  bool has_target = type_of(ptr, &target) != NULL;
+  if (has_target && peel(&target, &peeled)) {
+    if (dwarf_tag(&peeled) == DW_TAG_subroutine_type) {
+      const char *fn = function_name(addr);
+      if (fn)
+        kn_strbuf_puts(pr->sb, fn);
+      else
+        kn_strbuf_printf(pr->sb, "0x%" PRIxPTR, addr);
+      return;
+    }
+    Dwarf_Attribute a;
+    Dwarf_Word enc = 0;
+    const char *name = dwarf_diename(&peeled);
+    if (dwarf_tag(&peeled) == DW_TAG_base_type && dwarf_attr(&peeled, DW_AT_encoding, &a) &&
+        dwarf_formudata(&a, &enc) == 0 && name && !strcmp(name, "char") && addr) {
+      put_string_at(pr->sb, addr);
+      return;
+    }
+  }
+  kn_strbuf_printf(pr->sb, "0x%" PRIxPTR, addr);
+}
+
+/* Elements of an array with dims (outermost first), each of esize bytes
+ * when nd is 1, else an array of the remaining dimensions. */
+static void put_dims(printer_t *pr, Dwarf_Die *elem, Dwarf_Word esize, const Dwarf_Word *dims,
+                     int nd, const unsigned char *p, size_t n, int depth) {
+  Dwarf_Word inner = esize;
+  for (int i = 1; i < nd; i++) inner *= dims[i];
+  Dwarf_Word count = dims[0];
+  if (inner && count * inner > n) count = n / inner;
+  /* A char array reads as a string when all after its text is NUL. */
+  Dwarf_Die pe;
+  const char *ename = nd == 1 && esize == 1 && peel(elem, &pe) ? dwarf_diename(&pe) : NULL;
+  if (ename && !strcmp(ename, "char")) {
+    size_t len = strnlen((const char *)p, (size_t)count);
+    bool rest_zero = true;
+    for (size_t i = len; i < count; i++)
+      if (p[i]) rest_zero = false;
+    if (rest_zero) {
+      kn_strbuf_putc(pr->sb, '"');
+      for (size_t i = 0; i < len && i < MAX_STRING; i++) put_char_escaped(pr->sb, p[i], '"');
+      kn_strbuf_puts(pr->sb, len > MAX_STRING ? "\"..." : "\"");
+      return;
+    }
+  }
+  if (depth >= MAX_DEPTH) {
+    kn_strbuf_puts(pr->sb, "{...}");
+    return;
+  }
+  kn_strbuf_puts(pr->sb, count ? "{ " : "{");
+  for (Dwarf_Word i = 0; i < count; i++) {
+    if (i) kn_strbuf_puts(pr->sb, ", ");
+    if (pr->elements++ >= MAX_ELEMENTS) {
+      kn_strbuf_puts(pr->sb, "...");
+      break;
+    }
+    if (nd > 1) {
+      put_dims(pr, elem, esize, dims + 1, nd - 1, p + i * inner, (size_t)inner, depth + 1);
+      continue;
+    }
+    put_value(pr, elem, p + i * esize, (size_t)esize, depth + 1);
+    /* A run of equal elements is told, as gdb does: 0 <repeats 499 times>. */
+    Dwarf_Word same = 1;
+    while (i + same < count && !memcmp(p + i * esize, p + (i + same) * esize, (size_t)esize))
+      same++;
+    if (same >= REPEATS_THRESHOLD) {
+      kn_strbuf_printf(pr->sb, " <repeats %" PRIu64 " times>", (uint64_t)same);
+      i += same - 1;
+    }
+  }
+  kn_strbuf_puts(pr->sb, count ? " }" : "}");
+}
+
+static void put_array(printer_t *pr, Dwarf_Die *arr, const unsigned char *p, size_t n,
+                      int depth) {
+  Dwarf_Die elem;
+  Dwarf_Word dims[8], esize = 0;
+  int nd = 0;
+  Dwarf_Die child;
+  if (type_of(arr, &elem) && dwarf_child(arr, &child) == 0) {
+    do {
+      if (dwarf_tag(&child) != DW_TAG_subrange_type || nd == 8) continue;
+      Dwarf_Attribute a;
+      Dwarf_Word c = 0;
+      if (dwarf_attr(&child, DW_AT_count, &a) && dwarf_formudata(&a, &c) == 0)
+        dims[nd++] = c;
+      else if (dwarf_attr(&child, DW_AT_upper_bound, &a) && dwarf_formudata(&a, &c) == 0)
+        dims[nd++] = c + 1;
+      else
+        dims[nd++] = 0;
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  if (nd == 0 || dwarf_aggregate_size(&elem, &esize) != 0) {
+    kn_strbuf_puts(pr->sb, "<an array of unknown size>");
+    return;
+  }
+  put_dims(pr, &elem, esize, dims, nd, p, n, depth);
+}
+
+static void put_members(printer_t *pr, Dwarf_Die *agg, const unsigned char *p, size_t n,
+                        int depth) {
+  if (dwarf_hasattr(agg, DW_AT_declaration)) {
+    kn_strbuf_puts(pr->sb, "<incomplete type>");
+    return;
+  }
+  if (depth >= MAX_DEPTH) {
+    kn_strbuf_puts(pr->sb, "{...}");
+    return;
+  }
+  kn_strbuf_puts(pr->sb, "{ ");
+  Dwarf_Die m;
+  int shown = 0;
+  if (dwarf_child(agg, &m) == 0) {
+    do {
+      if (dwarf_tag(&m) != DW_TAG_member) continue;
+      if (shown++) kn_strbuf_puts(pr->sb, ", ");
+      if (pr->elements++ >= MAX_ELEMENTS) {
+        kn_strbuf_puts(pr->sb, "...");
+        break;
+      }
+      const char *name = dwarf_diename(&m);
+      if (name) kn_strbuf_printf(pr->sb, ".%s = ", name);
+      Dwarf_Die mt;
+      if (!type_of(&m, &mt)) {
+        kn_strbuf_puts(pr->sb, "?");
+        continue;
+      }
+      Dwarf_Attribute a;
+      Dwarf_Word off = 0, bits = 0, bit_off = 0;
+      if (dwarf_attr(&m, DW_AT_data_member_location, &a)) dwarf_formudata(&a, &off);
+      if (dwarf_attr(&m, DW_AT_bit_size, &a) && dwarf_formudata(&a, &bits) == 0 && bits) {
+        /* A bit-field: DW_AT_data_bit_offset counts from the start of the
+         * aggregate (DWARF 4 and 5, as GCC and Clang write it). */
+        if (dwarf_attr(&m, DW_AT_data_bit_offset, &a)) dwarf_formudata(&a, &bit_off);
+        else bit_off = off * 8;
+        uint64_t word = 0;
+        size_t at = (size_t)(bit_off / 8);
+        memcpy(&word, p + at, at + 8 <= n ? 8 : n - at);
+        uint64_t v = (word >> (bit_off % 8)) & (bits >= 64 ? ~0ull : (1ull << bits) - 1);
+        Dwarf_Die pt;
+        Dwarf_Word enc = 0;
+        if (peel(&mt, &pt) && dwarf_tag(&pt) == DW_TAG_base_type &&
+            dwarf_attr(&pt, DW_AT_encoding, &a))
+          dwarf_formudata(&a, &enc);
+        if (enc == DW_ATE_signed || enc == DW_ATE_signed_char)
+          kn_strbuf_printf(pr->sb, "%" PRId64, sign_extend(v, (unsigned)bits));
+        else if (enc == DW_ATE_boolean)
+          kn_strbuf_puts(pr->sb, v ? "true" : "false");
+        else if (peel(&mt, &pt) && dwarf_tag(&pt) == DW_TAG_enumeration_type) {
+          unsigned char tmp[8];
+          memcpy(tmp, &v, 8);
+          put_enum(pr, &pt, tmp, 8);
+        } else
+          kn_strbuf_printf(pr->sb, "%" PRIu64, v);
+        continue;
+      }
+      if (off >= n) {
+        kn_strbuf_puts(pr->sb, "{}"); /* a flexible array member */
+        continue;
+      }
+      put_value(pr, &mt, p + off, n - (size_t)off, depth + 1);
+    } while (dwarf_siblingof(&m, &m) == 0);
+  }
+  kn_strbuf_puts(pr->sb, shown ? " }" : "}");
+}
+
+static void put_value(printer_t *pr, Dwarf_Die *type, const unsigned char *p, size_t n,
+                      int depth) {
+  Dwarf_Die t;
+  if (!peel(type, &t)) {
+    kn_strbuf_puts(pr->sb, "<void>");
+    return;
+  }
+  switch (dwarf_tag(&t)) {
+  case DW_TAG_base_type:
+    put_base(pr, &t, dwarf_diename(&t), p, n);
+    break;
+  case DW_TAG_enumeration_type:
+    put_enum(pr, &t, p, n);
+    break;
+  case DW_TAG_pointer_type:
+    put_pointer(pr, &t, p, n);
+    break;
+  case DW_TAG_array_type:
+    put_array(pr, &t, p, n, depth);
+    break;
+  case DW_TAG_structure_type:
+  case DW_TAG_union_type:
+    put_members(pr, &t, p, n, depth);
+    break;
+  default:
+    kn_strbuf_printf(pr->sb, "<a value of this kind (DWARF tag 0x%x) cannot be printed>",
+                     (unsigned)dwarf_tag(&t));
+  }
+}
+
+/* ---- finding the type ---- */
+
+/* The DIE named name with tag, under die (depth-first). */
+static bool find_named(Dwarf_Die *die, int tag, const char *name, Dwarf_Die *out) {
+  Dwarf_Die child;
+  if (dwarf_child(die, &child) != 0) return false;
+  do {
+    const char *n = dwarf_diename(&child);
+    if (dwarf_tag(&child) == tag && n && !strcmp(n, name)) {
+      *out = child;
+      return true;
+    }
+    if (dwarf_haschildren(&child) && find_named(&child, tag, name, out)) return true;
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
+/* The type the cell's trailing expression has: the pointee of
+ * cflame_value_type's type, in entry's DWARF in the object at path. */
+static bool find_value_type(Dwarf *dw, const char *entry, Dwarf_Die *type) {
+  Dwarf_Off off = 0, next;
+  size_t hsize;
+  while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+    Dwarf_Die cu, fn, var, ptr;
+    if (dwarf_offdie(dw, off + hsize, &cu) &&
+        find_named(&cu, DW_TAG_subprogram, entry, &fn) &&
+        find_named(&fn, DW_TAG_variable, "cflame_value_type", &var) && type_of(&var, &ptr) &&
+        type_of(&ptr, type))
+      return true;
+    off = next;
+  }
+  return false;
+}
+
+char *kw_value_format(const char *path, const char *entry, char *err, size_t err_size) {
+  if (!captured.set || captured.is_void) {
+    snprintf(err, err_size, "no value");
+    return NULL;
+  }
+  if (captured.error[0]) {
+    snprintf(err, err_size, "%s", captured.error);
+    return NULL;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  Dwarf *dw = fd >= 0 ? dwarf_begin(fd, DWARF_C_READ) : NULL;
+  char *text = NULL;
+  Dwarf_Die type;
+  if (!dw) {
+    snprintf(err, err_size,
+             "the value cannot be printed: the cell was compiled without debugging information "
+             "(-g); its type is not known");
+  } else if (!find_value_type(dw, entry, &type)) {
+    snprintf(err, err_size, "the value cannot be printed: its type was not found in the cell's "
+                            "debugging information (compile with -g)");
+  } else {
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_puts(&sb, "(");
+    put_type_name(&sb, &type, "");
+    kn_strbuf_puts(&sb, ") ");
+    Dwarf_Die t;
+    if (peel(&type, &t) && dwarf_tag(&t) == DW_TAG_subroutine_type) {
+      const char *fn = function_name(captured.pointer);
+      if (fn)
+        kn_strbuf_puts(&sb, fn);
+      else
+        kn_strbuf_printf(&sb, "0x%" PRIxPTR, captured.pointer);
+    } else {
+      printer_t pr = {&sb, 0};
+      put_value(&pr, &type, captured.bytes, captured.size, 0);
+    }
+    text = kn_strbuf_steal(&sb);
+  }
+  if (dw) dwarf_end(dw);
+  if (fd >= 0) close(fd);
+  return text;
+}
+
+bool kw_value_captured(void) { return captured.set && !captured.is_void; }
