@@ -37,6 +37,12 @@ void kw_io_end_cell(void);
 int kw_send(const json_t *event);
 /* Sends a JSON event and steals it. */
 int kw_send_new(json_t *event);
+/* Sends the crash report (a 'C' frame) from the crash handler:
+ * async-signal-safe. Waits a bounded time for the thread writing to the
+ * event pipe to finish its frame, and keeps every other writer out
+ * afterwards: call it only on the way to the process's end. Returns 0, or
+ * -1 when the report could not be sent whole (see kw_io.c). */
+int kw_io_send_crash_report(const char *report, size_t len);
 
 /* ---- kw_fault.c ---- */
 

@@ -3,11 +3,13 @@
  * A fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS)
  * runs crash_handler on an alternate stack, so stack overflows are caught
  * too. It unwinds the faulting thread with libunwind from the signal
- * context, copies /proc/self/maps, sends both to the kernel as one 'C' frame,
- * and then lets the signal kill the process: the kernel symbolizes the
- * report, tells the user, and starts a fresh worker. Everything in the
- * handler is async-signal-safe or was warmed up before (the unwinder's first
- * use resolves symbols through the dynamic loader).
+ * context, copies /proc/self/maps, sends both to the kernel as one 'C' frame
+ * on the event channel (by the channel's rule, kw_io.c, so that no other
+ * thread's output lands inside it), and then lets the signal kill the
+ * process: the kernel symbolizes the report, tells the user, and starts a
+ * fresh worker. Everything in the handler is async-signal-safe or was
+ * warmed up before (the unwinder's first use resolves symbols through the
+ * dynamic loader).
  *
  * SIGINT (sent by the kernel on interrupt_request) unwinds to the command
  * loop with siglongjmp when the main thread is executing cell code or is
@@ -28,7 +30,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "kn_chan.h"
 #include "kw.h"
 
 sigjmp_buf kw_cell_jmp;
@@ -133,7 +134,7 @@ static void crash_handler(int sig, siginfo_t *si, void *ucv) {
       at += (size_t)n;
     close(fd);
   }
-  kn_chan_write(KN_CHAN_EVT_FD, 'C', report, at);
+  kw_io_send_crash_report(report, at);
 
   /* Die of the same signal, so the kernel sees how the worker ended. */
   signal(sig, SIG_DFL);
@@ -188,9 +189,13 @@ int kw_fault_init(void) {
   sa.sa_sigaction = crash_handler;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
-  /* A profiler sample must not interrupt the crash report's own unwind. */
+  /* A profiler sample must not interrupt the crash report's own unwind,
+   * nor an interrupt unwind the thread out of the handler while it waits
+   * for the event channel. */
   sigaddset(&sa.sa_mask, SIGPROF);
   sigaddset(&sa.sa_mask, SIGTRAP);
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGUSR2);
   int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
     if (sigaction(fatal[i], &sa, NULL) < 0) return -1;

@@ -156,6 +156,55 @@ def test_stack_overflow(kc):
     assert ok(kc, 'printf("after overflow\\n");') == "after overflow\n"
 
 
+# A thread prints lines as fast as it can while the main thread crashes.
+# The cell first makes thousands of mappings, so that the crash report
+# (which carries /proc/self/maps) is several times what the pipe to the
+# kernel holds: its writer blocks part-way while the printing thread
+# wants the pipe too.
+CRASH_WHILE_PRINTING_CELL = r"""#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+static volatile long lines_printed;
+void *chatter(void *arg) {
+  char line[1000];
+  memset(line, 'x', sizeof line - 2);
+  line[sizeof line - 2] = '\n';
+  line[sizeof line - 1] = '\0';
+  for (;;) {
+    fputs(line, stdout);
+    lines_printed++;
+  }
+  return arg;
+}
+void crash_while_printing(void) {
+  int *p = 0;
+  *p = 1;
+}
+for (int i = 0; i < 4000; i++)
+  mmap(NULL, 4096, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+pthread_t chatter_thread;
+pthread_create(&chatter_thread, NULL, chatter, NULL);
+while (lines_printed < 2000)
+  ;
+crash_while_printing();"""
+
+
+def test_crash_while_another_thread_prints(kc):
+    ok(kc, "int survives_the_crash(void) { return 17; }\nint crash_global = 3;")
+    ok(kc, "crash_global = 4;")
+    reply, outputs = fails(kc, CRASH_WHILE_PRINTING_CELL, "SIGSEGV", timeout=60)
+    n = reply["execution_count"]
+    line = CRASH_WHILE_PRINTING_CELL.split("\n").index("  *p = 1;") + 1
+    assert "Segmentation fault" in reply["evalue"], reply["evalue"]
+    assert f"cell[{n}]:{line} in crash_while_printing()" in reply["evalue"], reply["evalue"]
+    assert any(line.startswith("Backtrace") for line in reply["traceback"]), reply["traceback"]
+    assert any("crash_while_printing" in tb and f"cell[{n}]:{line}" in tb
+               for tb in reply["traceback"]), reply["traceback"]
+    assert stdout(outputs).startswith("x" * 998 + "\n")
+    # The kernel goes on, with the session's definitions.
+    assert ok(kc, 'printf("%d %d\\n", survives_the_crash(), crash_global);') == "17 3\n"
+
+
 def test_exit_is_reported_and_the_session_reloaded(kc):
     ok(kc, "int exit_helper(void) { return 11; }")
     reply, outputs = fails(kc, 'printf("bye\\n");\nexit(3);', "Exit")
