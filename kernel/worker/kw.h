@@ -37,6 +37,10 @@ void kw_io_end_cell(void);
 int kw_send(const json_t *event);
 /* Sends a JSON event and steals it. */
 int kw_send_new(json_t *event);
+/* On the main thread, after an interrupt unwound it to the command loop:
+ * gives back the event channel if the thread was unwound out of a write,
+ * so that other threads can write again. */
+void kw_io_after_unwind(void);
 /* Sends the crash report (a 'C' frame) from the crash handler:
  * async-signal-safe. Waits a bounded time for the thread writing to the
  * event pipe to finish its frame, and keeps every other writer out

@@ -53,7 +53,8 @@
 
 /* The event channel (see the top of the file). evt_lock is recursive: a
  * signal handler of a cell's that prints may interrupt its thread inside a
- * write, and an interrupt may unwind the main thread out of one. */
+ * write. An interrupt that unwinds the main thread out of a write gives
+ * the channel back (kw_io_after_unwind). */
 static pthread_mutex_t evt_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pid_t evt_owner;   /* atomic: the thread writing frames, 0 when none */
 static pid_t evt_closing; /* atomic: the thread sending a crash report */
@@ -135,6 +136,17 @@ int kw_io_send_crash_report(const char *report, size_t len) {
     sleep_1ms();
   }
   return kn_chan_write(KN_CHAN_EVT_FD, 'C', report, len);
+}
+
+void kw_io_after_unwind(void) {
+  if (__atomic_load_n(&evt_owner, __ATOMIC_SEQ_CST) != current_tid()) return;
+  /* Unwound out of a write(2) of a whole frame, which the pipe took whole
+   * or not at all (a longer frame is rare from the main thread while a
+   * cell runs: its events are short). */
+  int depth = evt_depth;
+  evt_depth = 0;
+  __atomic_store_n(&evt_owner, 0, __ATOMIC_SEQ_CST);
+  while (depth-- > 0) pthread_mutex_unlock(&evt_lock);
 }
 
 int kw_send(const json_t *event) {

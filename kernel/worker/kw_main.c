@@ -332,6 +332,7 @@ static void call_entry(void *arg) {
 static int run_once(cell_entry_fn entry, int *rc) {
   if (sigsetjmp(kw_cell_jmp, 1) != 0) {
     kw_cell_running = 0;
+    kw_io_after_unwind();
     return 1;
   }
   kw_cell_running = 1;

@@ -258,6 +258,19 @@ def test_interrupt_printing_loop(kernel):
     assert ok(kc, 'printf("quiet now\\n");') == "quiet now\n"
 
 
+def test_threads_print_after_an_interrupted_printing_loop(fresh):
+    # The interrupt unwinds the main thread out of its write to the kernel:
+    # the next cell's threads can still write.
+    km, kc = fresh
+    r, dt = interrupt_after(km, kc, 'for (long i = 0;; i++) printf("line %ld\\n", i);')
+    assert r.reply["ename"] == "Interrupted"
+    assert ok(kc, "#include <pthread.h>\n"
+                  'void *say_hello(void *arg) { printf("hello from a thread\\n"); return arg; }\n'
+                  "pthread_t hello_thread;\n"
+                  "pthread_create(&hello_thread, NULL, say_hello, NULL);\n"
+                  "pthread_join(hello_thread, NULL);", timeout=10) == "hello from a thread\n"
+
+
 # ---------------------------------------------------------------- output flood
 
 
