@@ -10,7 +10,8 @@
  *   kw_io.c     stdout/stderr as frames on the event pipe; stdin on request
  *   kw_fault.c  crash reports (signal, stack, maps) and interrupts
  *   kw_threads.c  registers every thread a cell starts with the sampler
- *                 and the allocation recorder
+ *                 and the allocation recorder, and gives it an alternate
+ *                 signal stack for crash reports
  *   kw_alloc.c  the allocator's entry points, for allocation profiling */
 #ifndef KW_H
 #define KW_H
@@ -54,6 +55,14 @@ int kw_io_send_crash_report(const char *report, size_t len);
  * handler, and warms up the unwinder so the handlers never enter the
  * dynamic loader. */
 int kw_fault_init(void);
+/* Gives the calling thread an alternate signal stack of its own, on which
+ * the crash handler reports even a stack overflow. Returns 0 or -1
+ * (errno; the thread's crashes are then reported unless they overflow its
+ * stack). */
+int kw_fault_thread_enter(void);
+/* Takes the calling thread's alternate stack away and frees it, as the
+ * thread ends. */
+void kw_fault_thread_exit(void);
 /* Records the executable range of a loaded cell object, so that an interrupt
  * arriving while cell code runs can unwind at once. */
 void kw_fault_add_code_range(uintptr_t lo, uintptr_t hi);
@@ -69,7 +78,9 @@ extern volatile sig_atomic_t kw_interrupt_requested;
 
 /* Resolves the C library's pthread_create; the worker's own pthread_create
  * and thrd_create (exported, so cells and libgomp bind to them) register
- * each new thread with fl_sampler for its lifetime. Returns 0 or -1. */
+ * each new thread with fl_sampler and fl_allocs, and give it an alternate
+ * signal stack (kw_fault_thread_enter), for its lifetime. Returns 0 or
+ * -1. */
 int kw_threads_init(void);
 
 #endif

@@ -2,12 +2,13 @@
  *
  * A fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS)
  * runs crash_handler on an alternate stack, so stack overflows are caught
- * too. It unwinds the faulting thread with libunwind from the signal
- * context, copies /proc/self/maps, sends both to the kernel as one 'C' frame
- * on the event channel (by the channel's rule, kw_io.c, so that no other
- * thread's output lands inside it), and then lets the signal kill the
- * process: the kernel symbolizes the report, tells the user, and starts a
- * fresh worker. Everything in the handler is async-signal-safe or was
+ * too: the main thread and every thread a cell starts (kw_threads.c) has
+ * one of its own. It unwinds the faulting thread with libunwind from the
+ * signal context, copies /proc/self/maps, sends both to the kernel as one
+ * 'C' frame on the event channel (by the channel's rule, kw_io.c, so that
+ * no other thread's output lands inside it), and then lets the signal kill
+ * the process: the kernel symbolizes the report, tells the user, and starts
+ * a fresh worker. Everything in the handler is async-signal-safe or was
  * warmed up before (the unwinder's first use resolves symbols through the
  * dynamic loader).
  *
@@ -24,8 +25,8 @@
 #include <fcntl.h>
 #include <libunwind.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -45,6 +46,9 @@ static struct {
 } code_ranges[MAX_CODE_RANGES];
 static volatile sig_atomic_t n_code_ranges;
 static pid_t main_tid;
+/* The calling thread's alternate signal stack: the mapping, a guard page
+ * and then ALT_STACK_SIZE bytes. */
+static __thread void *alt_stack_map;
 
 /* Static so the handler needs no stack for it: maps text can be long. */
 static char report[1 << 20];
@@ -169,6 +173,31 @@ out:
   errno = saved;
 }
 
+int kw_fault_thread_enter(void) {
+  if (alt_stack_map) return 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  void *map = mmap(NULL, page + ALT_STACK_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) return -1;
+  /* The guard page: a handler that outgrew its stack faults (and the
+   * process ends) instead of writing over whatever lies below. */
+  stack_t ss = {.ss_sp = (char *)map + page, .ss_size = ALT_STACK_SIZE, .ss_flags = 0};
+  if (mprotect(map, page, PROT_NONE) < 0 || sigaltstack(&ss, NULL) < 0) {
+    munmap(map, page + ALT_STACK_SIZE);
+    return -1;
+  }
+  alt_stack_map = map;
+  return 0;
+}
+
+void kw_fault_thread_exit(void) {
+  if (!alt_stack_map) return;
+  stack_t ss = {.ss_flags = SS_DISABLE};
+  if (sigaltstack(&ss, NULL) < 0) return; /* running on it: keep it */
+  munmap(alt_stack_map, (size_t)sysconf(_SC_PAGESIZE) + ALT_STACK_SIZE);
+  alt_stack_map = NULL;
+}
+
 int kw_fault_init(void) {
   main_tid = (pid_t)syscall(SYS_gettid);
 
@@ -181,8 +210,7 @@ int kw_fault_init(void) {
   unw_init_local2(&cursor, &ctx, 0);
   unw_step(&cursor);
 
-  stack_t ss = {.ss_sp = malloc(ALT_STACK_SIZE), .ss_size = ALT_STACK_SIZE, .ss_flags = 0};
-  if (!ss.ss_sp || sigaltstack(&ss, NULL) < 0) return -1;
+  if (kw_fault_thread_enter() < 0) return -1;
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

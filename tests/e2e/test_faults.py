@@ -156,6 +156,32 @@ def test_stack_overflow(kc):
     assert ok(kc, 'printf("after overflow\\n");') == "after overflow\n"
 
 
+def test_stack_overflow_in_a_thread(kc):
+    # The crash handler runs on an alternate stack on every thread a cell
+    # starts, not only on the main one.
+    ok(kc, "int before_thread_overflow(void) { return 31; }")
+    reply, outputs = fails(kc, "#include <pthread.h>\n"
+                               "int thread_recurse(int n) {\n"
+                               "  volatile char pad[256];\n"
+                               "  pad[0] = (char)n;\n"
+                               "  return thread_recurse(n + 1) + pad[0];\n"
+                               "}\n"
+                               "void *overflow_main(void *arg) {\n"
+                               "  return (void *)(long)thread_recurse((int)(long)arg);\n"
+                               "}\n"
+                               "pthread_t overflow_thread;\n"
+                               "pthread_create(&overflow_thread, NULL, overflow_main, NULL);\n"
+                               "pthread_join(overflow_thread, NULL);", "SIGSEGV")
+    n = reply["execution_count"]
+    assert "Stack overflow" in reply["evalue"], reply["evalue"]
+    # Where in the function the stack ran out depends on the compiler.
+    assert re.search(rf"cell\[{n}\]:[2-5] in thread_recurse\(\)", reply["evalue"]), reply["evalue"]
+    assert any(line.startswith("Backtrace") for line in reply["traceback"]), reply["traceback"]
+    assert sum("thread_recurse" in line and f"cell[{n}]:5" in line
+               for line in reply["traceback"]) >= 5, reply["traceback"]
+    assert ok(kc, 'printf("%d\\n", before_thread_overflow());') == "31\n"
+
+
 # A thread prints lines as fast as it can while the main thread crashes.
 # The cell first makes thousands of mappings, so that the crash report
 # (which carries /proc/self/maps) is several times what the pipe to the
