@@ -115,11 +115,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "fl__platform.h"
 #include "fl__rng.h"
-
-#ifndef TRAP_PERF
-#define TRAP_PERF 6
-#endif
 
 #define PROF_SIGNAL SIGPROF           /* perf O_ASYNC and CPU timers */
 #define TRAP_COOKIE 0x63666c616d65ull /* si_perf_data of our SIGTRAPs: "cflame" */
@@ -132,11 +129,6 @@
  * period. */
 #define PERIOD_EVERY 32
 #define MIN_INTERVAL_NS 10000 /* the kernel's floor for task-clock periods */
-
-/* The kernel's siginfo for TRAP_PERF carries si_perf_data right after
- * si_addr; glibc's siginfo_t does not name it. */
-_Static_assert(offsetof(siginfo_t, si_addr) == 16, "siginfo_t layout");
-#define SI_PERF_DATA(si) (*(const unsigned long *)((const char *)(si) + 24))
 
 /* Timer kinds, best first (see the top of the file). */
 enum { KIND_PERF_TRAP, KIND_PERF_ASYNC, KIND_CPU_TIMER, KIND_NONE };
@@ -331,7 +323,7 @@ __asm__(".text\n"
  * instruction first, then return addresses. Returns the count. Inlined: a
  * frame of its own would be one more for every sample to unwind. */
 static inline __attribute__((always_inline)) size_t unwind(slot_t *sl, ucontext_t *uc) {
-  uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t rip = fl__context_pc(uc);
   void **pcs = sl->pcs;
   if (rip >= S.unwind_lo && rip < S.unwind_hi) {
     pcs[0] = (void *)rip;
@@ -409,7 +401,7 @@ static void forward_trap(int sig, siginfo_t *si, void *uc) {
 }
 
 static void sample_handler(int sig, siginfo_t *si, void *ucv) {
-  if (sig == SIGTRAP && !(si->si_code == TRAP_PERF && SI_PERF_DATA(si) == TRAP_COOKIE)) {
+  if (sig == SIGTRAP && !(si->si_code == TRAP_PERF && fl__siginfo_perf_data(si) == TRAP_COOKIE)) {
     forward_trap(sig, si, ucv);
     return;
   }
@@ -477,7 +469,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
 
   size_t n;
   if (S.mode == FL_SAMPLER_LEAF_ONLY) {
-    sl->pcs[0] = (void *)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+    sl->pcs[0] = (void *)fl__context_pc(ucv);
     n = 1;
   } else {
     n = unwind(sl, ucv);

@@ -31,6 +31,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "fl__platform.h"
 #include "kw.h"
 
 sigjmp_buf kw_cell_jmp;
@@ -110,7 +111,7 @@ static void crash_handler(int sig, siginfo_t *si, void *ucv) {
   at = put_str(at, "\naddr ");
   at = put_hex(at, (uint64_t)(uintptr_t)si->si_addr);
   at = put_str(at, "\nsp ");
-  at = put_hex(at, (uint64_t)uc->uc_mcontext.gregs[REG_RSP]);
+  at = put_hex(at, (uint64_t)fl__context_sp(uc));
   at = put_str(at, "\ntid ");
   at = put_dec(at, (long)syscall(SYS_gettid));
   at = put_str(at, "\nmain_tid ");
@@ -160,12 +161,10 @@ static void interrupt_handler(int sig, siginfo_t *si, void *ucv) {
     goto out;
   }
   ucontext_t *uc = ucv;
-  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-  /* Right after a `syscall` instruction (0f 05): the thread was blocked in
-   * a system call wrapper (sleep, read, poll), which holds no lock. */
-  bool in_syscall = pc >= 2 && ((const unsigned char *)pc)[-2] == 0x0f &&
-                    ((const unsigned char *)pc)[-1] == 0x05;
-  if (sig == SIGUSR2 || in_cell_code(pc) || in_syscall) {
+  uintptr_t pc = fl__context_pc(uc);
+  /* Right after a system-call instruction: the thread was blocked in a
+   * system call wrapper (sleep, read, poll), which holds no lock. */
+  if (sig == SIGUSR2 || in_cell_code(pc) || fl__follows_syscall(pc)) {
     kw_cell_running = 0;
     siglongjmp(kw_cell_jmp, 1);
   }
