@@ -142,6 +142,7 @@ typedef struct slot {
   int busy;    /* atomic: the handler runs on the thread */
   int warming; /* the handler unwinds but records nothing */
   pid_t tid;
+  clockid_t cpu_clock; /* the thread's CPU clock (pthread_getcpuclockid) */
   int kind;    /* KIND_* of this thread's timer */
   int perf_fd; /* -1 when none */
   bool has_timer;
@@ -194,11 +195,6 @@ static iterate_phdr_fn real_dl_iterate_phdr;
 
 static pid_t current_tid(void) {
   return (pid_t)syscall(SYS_gettid);
-}
-
-/* The CPU clock of thread tid, as pthread_getcpuclockid computes it. */
-static clockid_t thread_clock(pid_t tid) {
-  return (clockid_t)((~(unsigned)tid << 3) | 6);
 }
 
 static int64_t clock_ns(clockid_t id) {
@@ -549,20 +545,21 @@ static int open_perf(pid_t tid, uint64_t period, int kind) {
   return fd;
 }
 
-static int open_timer(pid_t tid, timer_t *t) {
+/* A timer on clock (a thread's CPU clock) that signals thread tid. */
+static int open_timer(pid_t tid, clockid_t clock, timer_t *t) {
   struct sigevent ev;
   memset(&ev, 0, sizeof ev);
   ev.sigev_notify = SIGEV_THREAD_ID;
   ev.sigev_signo = PROF_SIGNAL;
   ev._sigev_un._tid = tid;
-  return timer_create(thread_clock(tid), &ev, t);
+  return timer_create(clock, &ev, t);
 }
 
 /* Starts sl's timer with the first kind from S.kind on that works for it.
  * Returns 0 or -1 with errno. */
 static int arm(slot_t *sl) {
   uint64_t first = next_period(sl);
-  sl->cpu_last_ns = clock_ns(thread_clock(sl->tid));
+  sl->cpu_last_ns = clock_ns(sl->cpu_clock);
   sl->last_rec = NULL;
   sl->carry_ns = 0;
   sl->unmeasured = 0;
@@ -580,7 +577,7 @@ static int arm(slot_t *sl) {
       close(sl->perf_fd);
       sl->perf_fd = -1;
     } else {
-      if (open_timer(sl->tid, &sl->timer) < 0) return -1;
+      if (open_timer(sl->tid, sl->cpu_clock, &sl->timer) < 0) return -1;
       sl->has_timer = true;
       __atomic_store_n(&sl->armed, 1, __ATOMIC_SEQ_CST);
       if (timer_set_once(sl->timer, first) == 0) return 0;
@@ -607,7 +604,7 @@ static void disarm(slot_t *sl) {
    * when the buffer filled up, whose dropped samples the header counts. */
   if (sl->last_rec && !__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
     int64_t iv = (int64_t)S.interval_ns;
-    int64_t tail = clock_ns(thread_clock(sl->tid)) - sl->cpu_last_ns + sl->carry_ns;
+    int64_t tail = clock_ns(sl->cpu_clock) - sl->cpu_last_ns + sl->carry_ns;
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
     sl->last_rec = NULL;
   }
@@ -633,7 +630,8 @@ static void warm_up(slot_t *sl) {
 }
 
 void fl_sampler_thread_enter(void) {
-  if (!S.initialized || tls_slot) return;
+  clockid_t cpu_clock;
+  if (!S.initialized || tls_slot || pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) return;
   pthread_mutex_lock(&reg_lock);
   int s = 0;
   while (s < MAX_THREADS && slots[s].used) s++;
@@ -643,6 +641,7 @@ void fl_sampler_thread_enter(void) {
     sl->armed = 0;
     sl->busy = 0;
     sl->tid = current_tid();
+    sl->cpu_clock = cpu_clock;
     sl->perf_fd = -1;
     sl->has_timer = false;
     sl->rng = ((uint64_t)sl->tid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)clock_ns(CLOCK_MONOTONIC);
@@ -682,10 +681,12 @@ static void after_fork_child(void) {
     sl->has_timer = false;
     sl->armed = 0;
     sl->busy = 0;
-    if (s == own)
+    if (s == own) {
       sl->tid = current_tid();
-    else
+      pthread_getcpuclockid(pthread_self(), &sl->cpu_clock); /* never fails on itself */
+    } else {
       sl->used = 0;
+    }
   }
   S.running = 0;
   pthread_mutex_init(&reg_lock, NULL);
@@ -757,7 +758,7 @@ static int prepare_process(char *err, size_t err_size) {
   perf_set_period(-1, 0);
   ioctl(-1, PERF_EVENT_IOC_DISABLE, 0);
   timer_t t;
-  if (open_timer(current_tid(), &t) == 0) {
+  if (open_timer(current_tid(), CLOCK_THREAD_CPUTIME_ID, &t) == 0) {
     timer_set_once(t, 0);
     timer_delete(t);
   }
