@@ -12,7 +12,8 @@
  * x86-64 assembly, the allocation recorder's frame-pointer walk
  * (fl_allocs.c) is x86-64's and falls back to libunwind on other
  * processors. docs/ARCHITECTURE.md lists what cflame needs of the C
- * library and of the kernel. */
+ * library and of the kernel; what the kernel can do is tried where it is
+ * used (fl_sampler.c: trap_works), never read from its version. */
 #ifndef FL__PLATFORM_H
 #define FL__PLATFORM_H
 

@@ -110,7 +110,6 @@
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -129,6 +128,12 @@
  * period. */
 #define PERIOD_EVERY 32
 #define MIN_INTERVAL_NS 10000 /* the kernel's floor for task-clock periods */
+/* trap_works reads this much of /dev/zero at a time, until its event,
+ * which expires every PROBE_PERIOD_NS, has counted PROBE_PERIODS periods
+ * (about 0.3 ms of CPU in all). */
+#define PROBE_READ_BYTES (128 * 1024)
+#define PROBE_PERIOD_NS 20000
+#define PROBE_PERIODS 5
 
 /* Timer kinds, best first (see the top of the file). */
 enum { KIND_PERF_TRAP, KIND_PERF_ASYNC, KIND_CPU_TIMER, KIND_NONE };
@@ -174,7 +179,7 @@ static struct {
   int kind;            /* the kind this run uses (the first thread's) */
   int mode;            /* fl_sampler_mode_t of this run */
   int next_mode;       /* ... of the next run (fl_sampler_set_mode) */
-  bool trap_allowed;   /* Linux >= 6.1: sigtrap as task work */
+  bool trap_allowed;   /* sigtrap as task work (probed: trap_works) */
   bool trap_user_only; /* exclude_kernel was needed (perf_event_paranoid) */
   uint64_t samples_at_start;
   uintptr_t restorer;         /* the signal trampoline (__restore_rt) */
@@ -503,23 +508,32 @@ out:
 
 /* ---- timers (under reg_lock) ---- */
 
+/* The attributes of a disabled task-clock event that expires every period
+ * ns of its thread's CPU time, with SIGTRAP for KIND_PERF_TRAP (other
+ * kinds signal through the descriptor, which open_perf sets up). */
+static void task_clock_attr(struct perf_event_attr *a, uint64_t period, int kind) {
+  memset(a, 0, sizeof *a);
+  a->size = sizeof *a;
+  a->type = PERF_TYPE_SOFTWARE;
+  a->config = PERF_COUNT_SW_TASK_CLOCK;
+  a->sample_period = period;
+  a->disabled = 1;
+  a->exclude_hv = 1;
+  if (kind == KIND_PERF_TRAP) {
+    a->sigtrap = 1;
+    a->remove_on_exec = 1; /* required with sigtrap */
+    a->sig_data = TRAP_COOKIE;
+  }
+}
+
 /* Opens a disabled task-clock event for tid that signals it every period
  * ns of its CPU time: SIGTRAP (kind KIND_PERF_TRAP) or SIGPROF
  * (KIND_PERF_ASYNC). Returns the descriptor or -1 with errno. */
 static int open_perf(pid_t tid, uint64_t period, int kind) {
   struct perf_event_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_TASK_CLOCK;
-  a.sample_period = period;
-  a.disabled = 1;
-  a.exclude_hv = 1;
+  task_clock_attr(&a, period, kind);
   int fd;
   if (kind == KIND_PERF_TRAP) {
-    a.sigtrap = 1;
-    a.remove_on_exec = 1; /* required with sigtrap */
-    a.sig_data = TRAP_COOKIE;
     a.exclude_kernel = S.trap_user_only;
     fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0 && (errno == EACCES || errno == EPERM) && !a.exclude_kernel) {
@@ -714,14 +728,61 @@ static void find_objects(void) {
   }
 }
 
-/* Linux 6.1 delivers perf SIGTRAPs as task work (never inside a system
- * call) and, since 5.19, does not force them on a thread that blocks
- * SIGTRAP. */
-static bool kernel_has_trap_task_work(void) {
-  struct utsname u;
-  int major = 0, minor = 0;
-  if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
-  return major > 6 || (major == 6 && minor >= 1);
+/* Reads /dev/zero PROBE_READ_BYTES at a time until the event fd has
+ * counted PROBE_PERIODS more periods. Returns whether it did, with every
+ * read whole. */
+static bool reads_stay_whole(int fd) {
+  const uint64_t enough = PROBE_PERIODS * PROBE_PERIOD_NS;
+  int zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  void *buf = malloc(PROBE_READ_BYTES);
+  uint64_t first = 0;
+  bool whole = zero >= 0 && buf && read(fd, &first, sizeof first) == sizeof first;
+  uint64_t counted = first;
+  for (int i = 0; whole && counted - first < enough && i < 200; i++)
+    whole = read(zero, buf, PROBE_READ_BYTES) == PROBE_READ_BYTES &&
+            read(fd, &counted, sizeof counted) == sizeof counted;
+  free(buf);
+  if (zero >= 0) close(zero);
+  return whole && counted - first >= enough;
+}
+
+/* Whether KIND_PERF_TRAP can time the threads: the kernel knows
+ * attr.sigtrap (Linux 5.13), and delivers the trap as task work on the
+ * way back to user mode (6.1), never inside a system call, which it would
+ * cut short (EINTR in the cell's sleeps and reads). Both are tried on the
+ * calling thread, not read from the kernel's version:
+ *  - an event with sigtrap opens: a kernel that does not know the
+ *    attribute refuses it with EINVAL (a flag it does not know) or E2BIG
+ *    (an attr longer than its own, with sig_data set);
+ *  - where it may count kernel time, an event that expires in kernel mode
+ *    only (exclude_user) expires many times inside reads of /dev/zero,
+ *    which end early once a signal is pending: a kernel that signals from
+ *    the timer's interrupt (5.13 to 6.0) cuts a read short.
+ * Where perf_event_paranoid allows user time only (exclude_kernel, noted in
+ * S.trap_user_only), the timer never expires inside a system call, and the
+ * second test is moot. One thing is not tried: whether a thread that
+ * blocks SIGTRAP is spared the trap (5.19; earlier kernels force it on the
+ * thread, which kills the process). Called with sample_handler installed
+ * and the calling thread unregistered, where the probe's traps do nothing. */
+static bool trap_works(void) {
+  struct perf_event_attr a;
+  task_clock_attr(&a, PROBE_PERIOD_NS, KIND_PERF_TRAP);
+  a.disabled = 0;
+  a.exclude_user = 1;
+  int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd >= 0) {
+    bool whole = reads_stay_whole(fd);
+    close(fd);
+    return whole;
+  }
+  if (errno != EACCES && errno != EPERM) return false;
+  a.exclude_user = 0;
+  a.exclude_kernel = 1;
+  fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return false;
+  close(fd);
+  S.trap_user_only = true;
+  return true;
 }
 
 /* Installs the handlers and finds what the handler needs: once per
@@ -732,7 +793,6 @@ static int prepare_process(char *err, size_t err_size) {
     snprintf(err, err_size, "cannot locate libunwind in the process");
     return -1;
   }
-  S.trap_allowed = kernel_has_trap_task_work();
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 
   struct sigaction sa;
@@ -753,6 +813,7 @@ static int prepare_process(char *err, size_t err_size) {
   }
   S.restorer = (uintptr_t)now.sa_restorer;
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  S.trap_allowed = trap_works();
 
   /* Bind the PLT slots of what the handler calls outside unwinding. */
   perf_set_period(-1, 0);
