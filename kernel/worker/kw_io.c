@@ -70,8 +70,14 @@ static char *input_buf;
 static size_t input_len, input_pos;
 static bool input_eof;
 
+/* The calling thread's id, kept: evt_take needs it for every frame. A
+ * forked child's only thread has a new one (child_after_fork). */
+static __thread pid_t tls_tid;
+
+/* Async-signal-safe. */
 static pid_t current_tid(void) {
-  return (pid_t)syscall(SYS_gettid);
+  if (!tls_tid) tls_tid = (pid_t)syscall(SYS_gettid);
+  return tls_tid;
 }
 
 /* Async-signal-safe. */
@@ -249,6 +255,7 @@ __attribute__((visibility("default"))) ssize_t read(int fd, void *buf, size_t co
  * hold the event pipe open past the worker's death), and its stdout and
  * stderr write to descriptors 1 and 2, whose raw pipes the kernel reads. */
 static void child_after_fork(void) {
+  tls_tid = 0;
   close(KN_CHAN_CMD_FD);
   close(KN_CHAN_EVT_FD);
   FILE *out = fdopen(1, "w"), *err = fdopen(2, "w");
