@@ -111,17 +111,13 @@
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "fl__common.h"
+#include "fl__platform.h"
 #include "fl__rng.h"
-
-#ifndef TRAP_PERF
-#define TRAP_PERF 6
-#endif
 
 #define PROF_SIGNAL SIGPROF           /* perf O_ASYNC and CPU timers */
 #define TRAP_COOKIE 0x63666c616d65ull /* si_perf_data of our SIGTRAPs: "cflame" */
@@ -134,11 +130,12 @@
  * period. */
 #define PERIOD_EVERY 32
 #define MIN_INTERVAL_NS 10000 /* the kernel's floor for task-clock periods */
-
-/* The kernel's siginfo for TRAP_PERF carries si_perf_data right after
- * si_addr; glibc's siginfo_t does not name it. */
-_Static_assert(offsetof(siginfo_t, si_addr) == 16, "siginfo_t layout");
-#define SI_PERF_DATA(si) (*(const unsigned long *)((const char *)(si) + 24))
+/* trap_works reads this much of /dev/zero at a time, until its event,
+ * which expires every PROBE_PERIOD_NS, has counted PROBE_PERIODS periods
+ * (about 0.3 ms of CPU in all). */
+#define PROBE_READ_BYTES (128 * 1024)
+#define PROBE_PERIOD_NS 20000
+#define PROBE_PERIODS 5
 
 /* Timer kinds, best first (see the top of the file). */
 enum { KIND_PERF_TRAP, KIND_PERF_ASYNC, KIND_CPU_TIMER, KIND_NONE };
@@ -152,6 +149,7 @@ typedef struct slot {
   int busy;    /* atomic: the handler runs on the thread */
   int warming; /* the handler unwinds but records nothing */
   pid_t tid;
+  clockid_t cpu_clock; /* the thread's CPU clock (pthread_getcpuclockid) */
   int kind;    /* KIND_* of this thread's timer */
   int perf_fd; /* -1 when none */
   bool has_timer;
@@ -183,7 +181,7 @@ static struct {
   int kind;            /* the kind this run uses (the first thread's) */
   int mode;            /* fl_sampler_mode_t of this run */
   int next_mode;       /* ... of the next run (fl_sampler_set_mode) */
-  bool trap_allowed;   /* Linux >= 6.1: sigtrap as task work */
+  bool trap_allowed;   /* sigtrap as task work (probed: trap_works) */
   bool trap_user_only; /* exclude_kernel was needed (perf_event_paranoid) */
   uint64_t samples_at_start;
   uintptr_t restorer;         /* the signal trampoline (__restore_rt) */
@@ -204,11 +202,6 @@ static iterate_phdr_fn real_dl_iterate_phdr;
 
 static pid_t current_tid(void) {
   return (pid_t)syscall(SYS_gettid);
-}
-
-/* The CPU clock of thread tid, as pthread_getcpuclockid computes it. */
-static clockid_t thread_clock(pid_t tid) {
-  return (clockid_t)((~(unsigned)tid << 3) | 6);
 }
 
 /* The next interval: uniform in [0.75, 1.25] x interval_ns. */
@@ -327,7 +320,7 @@ __asm__(".text\n"
  * instruction first, then return addresses. Returns the count. Inlined: a
  * frame of its own would be one more for every sample to unwind. */
 static inline __attribute__((always_inline)) size_t unwind(slot_t *sl, ucontext_t *uc) {
-  uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t rip = fl__context_pc(uc);
   void **pcs = sl->pcs;
   if (rip >= S.unwind_lo && rip < S.unwind_hi) {
     pcs[0] = (void *)rip;
@@ -405,7 +398,7 @@ static void forward_trap(int sig, siginfo_t *si, void *uc) {
 }
 
 static void sample_handler(int sig, siginfo_t *si, void *ucv) {
-  if (sig == SIGTRAP && !(si->si_code == TRAP_PERF && SI_PERF_DATA(si) == TRAP_COOKIE)) {
+  if (sig == SIGTRAP && !(si->si_code == TRAP_PERF && fl__siginfo_perf_data(si) == TRAP_COOKIE)) {
     forward_trap(sig, si, ucv);
     return;
   }
@@ -473,7 +466,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
 
   size_t n;
   if (S.mode == FL_SAMPLER_LEAF_ONLY) {
-    sl->pcs[0] = (void *)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+    sl->pcs[0] = (void *)fl__context_pc(ucv);
     n = 1;
   } else {
     n = unwind(sl, ucv);
@@ -511,23 +504,32 @@ out:
 
 /* ---- timers (under reg_lock) ---- */
 
+/* The attributes of a disabled task-clock event that expires every period
+ * ns of its thread's CPU time, with SIGTRAP for KIND_PERF_TRAP (other
+ * kinds signal through the descriptor, which open_perf sets up). */
+static void task_clock_attr(struct perf_event_attr *a, uint64_t period, int kind) {
+  memset(a, 0, sizeof *a);
+  a->size = sizeof *a;
+  a->type = PERF_TYPE_SOFTWARE;
+  a->config = PERF_COUNT_SW_TASK_CLOCK;
+  a->sample_period = period;
+  a->disabled = 1;
+  a->exclude_hv = 1;
+  if (kind == KIND_PERF_TRAP) {
+    a->sigtrap = 1;
+    a->remove_on_exec = 1; /* required with sigtrap */
+    a->sig_data = TRAP_COOKIE;
+  }
+}
+
 /* Opens a disabled task-clock event for tid that signals it every period
  * ns of its CPU time: SIGTRAP (kind KIND_PERF_TRAP) or SIGPROF
  * (KIND_PERF_ASYNC). Returns the descriptor or -1 with errno. */
 static int open_perf(pid_t tid, uint64_t period, int kind) {
   struct perf_event_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_TASK_CLOCK;
-  a.sample_period = period;
-  a.disabled = 1;
-  a.exclude_hv = 1;
+  task_clock_attr(&a, period, kind);
   int fd;
   if (kind == KIND_PERF_TRAP) {
-    a.sigtrap = 1;
-    a.remove_on_exec = 1; /* required with sigtrap */
-    a.sig_data = TRAP_COOKIE;
     a.exclude_kernel = S.trap_user_only;
     fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0 && (errno == EACCES || errno == EPERM) && !a.exclude_kernel) {
@@ -553,20 +555,21 @@ static int open_perf(pid_t tid, uint64_t period, int kind) {
   return fd;
 }
 
-static int open_timer(pid_t tid, timer_t *t) {
+/* A timer on clock (a thread's CPU clock) that signals thread tid. */
+static int open_timer(pid_t tid, clockid_t clock, timer_t *t) {
   struct sigevent ev;
   memset(&ev, 0, sizeof ev);
   ev.sigev_notify = SIGEV_THREAD_ID;
   ev.sigev_signo = PROF_SIGNAL;
   ev._sigev_un._tid = tid;
-  return timer_create(thread_clock(tid), &ev, t);
+  return timer_create(clock, &ev, t);
 }
 
 /* Starts sl's timer with the first kind from S.kind on that works for it.
  * Returns 0 or -1 with errno. */
 static int arm(slot_t *sl) {
   uint64_t first = next_period(sl);
-  sl->cpu_last_ns = fl__clock_ns(thread_clock(sl->tid));
+  sl->cpu_last_ns = fl__clock_ns(sl->cpu_clock);
   sl->last_rec = NULL;
   sl->carry_ns = 0;
   sl->unmeasured = 0;
@@ -584,7 +587,7 @@ static int arm(slot_t *sl) {
       close(sl->perf_fd);
       sl->perf_fd = -1;
     } else {
-      if (open_timer(sl->tid, &sl->timer) < 0) return -1;
+      if (open_timer(sl->tid, sl->cpu_clock, &sl->timer) < 0) return -1;
       sl->has_timer = true;
       __atomic_store_n(&sl->armed, 1, __ATOMIC_SEQ_CST);
       if (timer_set_once(sl->timer, first) == 0) return 0;
@@ -611,7 +614,7 @@ static void disarm(slot_t *sl) {
    * when the buffer filled up, whose dropped samples the header counts. */
   if (sl->last_rec && !__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
     int64_t iv = (int64_t)S.interval_ns;
-    int64_t tail = fl__clock_ns(thread_clock(sl->tid)) - sl->cpu_last_ns + sl->carry_ns;
+    int64_t tail = fl__clock_ns(sl->cpu_clock) - sl->cpu_last_ns + sl->carry_ns;
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
     sl->last_rec = NULL;
   }
@@ -637,7 +640,8 @@ static void warm_up(slot_t *sl) {
 }
 
 void fl_sampler_thread_enter(void) {
-  if (!S.initialized || tls_slot) return;
+  clockid_t cpu_clock;
+  if (!S.initialized || tls_slot || pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) return;
   pthread_mutex_lock(&reg_lock);
   int s = 0;
   while (s < MAX_THREADS && slots[s].used) s++;
@@ -647,6 +651,7 @@ void fl_sampler_thread_enter(void) {
     sl->armed = 0;
     sl->busy = 0;
     sl->tid = current_tid();
+    sl->cpu_clock = cpu_clock;
     sl->perf_fd = -1;
     sl->has_timer = false;
     sl->rng = ((uint64_t)sl->tid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
@@ -686,10 +691,12 @@ static void after_fork_child(void) {
     sl->has_timer = false;
     sl->armed = 0;
     sl->busy = 0;
-    if (s == own)
+    if (s == own) {
       sl->tid = current_tid();
-    else
+      pthread_getcpuclockid(pthread_self(), &sl->cpu_clock); /* never fails on itself */
+    } else {
       sl->used = 0;
+    }
   }
   S.running = 0;
   pthread_mutex_init(&reg_lock, NULL);
@@ -717,14 +724,61 @@ static void find_objects(void) {
   }
 }
 
-/* Linux 6.1 delivers perf SIGTRAPs as task work (never inside a system
- * call) and, since 5.19, does not force them on a thread that blocks
- * SIGTRAP. */
-static bool kernel_has_trap_task_work(void) {
-  struct utsname u;
-  int major = 0, minor = 0;
-  if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
-  return major > 6 || (major == 6 && minor >= 1);
+/* Reads /dev/zero PROBE_READ_BYTES at a time until the event fd has
+ * counted PROBE_PERIODS more periods. Returns whether it did, with every
+ * read whole. */
+static bool reads_stay_whole(int fd) {
+  const uint64_t enough = PROBE_PERIODS * PROBE_PERIOD_NS;
+  int zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  void *buf = malloc(PROBE_READ_BYTES);
+  uint64_t first = 0;
+  bool whole = zero >= 0 && buf && read(fd, &first, sizeof first) == sizeof first;
+  uint64_t counted = first;
+  for (int i = 0; whole && counted - first < enough && i < 200; i++)
+    whole = read(zero, buf, PROBE_READ_BYTES) == PROBE_READ_BYTES &&
+            read(fd, &counted, sizeof counted) == sizeof counted;
+  free(buf);
+  if (zero >= 0) close(zero);
+  return whole && counted - first >= enough;
+}
+
+/* Whether KIND_PERF_TRAP can time the threads: the kernel knows
+ * attr.sigtrap (Linux 5.13), and delivers the trap as task work on the
+ * way back to user mode (6.1), never inside a system call, which it would
+ * cut short (EINTR in the cell's sleeps and reads). Both are tried on the
+ * calling thread, not read from the kernel's version:
+ *  - an event with sigtrap opens: a kernel that does not know the
+ *    attribute refuses it with EINVAL (a flag it does not know) or E2BIG
+ *    (an attr longer than its own, with sig_data set);
+ *  - where it may count kernel time, an event that expires in kernel mode
+ *    only (exclude_user) expires many times inside reads of /dev/zero,
+ *    which end early once a signal is pending: a kernel that signals from
+ *    the timer's interrupt (5.13 to 6.0) cuts a read short.
+ * Where perf_event_paranoid allows user time only (exclude_kernel, noted in
+ * S.trap_user_only), the timer never expires inside a system call, and the
+ * second test is moot. One thing is not tried: whether a thread that
+ * blocks SIGTRAP is spared the trap (5.19; earlier kernels force it on the
+ * thread, which kills the process). Called with sample_handler installed
+ * and the calling thread unregistered, where the probe's traps do nothing. */
+static bool trap_works(void) {
+  struct perf_event_attr a;
+  task_clock_attr(&a, PROBE_PERIOD_NS, KIND_PERF_TRAP);
+  a.disabled = 0;
+  a.exclude_user = 1;
+  int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd >= 0) {
+    bool whole = reads_stay_whole(fd);
+    close(fd);
+    return whole;
+  }
+  if (errno != EACCES && errno != EPERM) return false;
+  a.exclude_user = 0;
+  a.exclude_kernel = 1;
+  fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return false;
+  close(fd);
+  S.trap_user_only = true;
+  return true;
 }
 
 /* Installs the handlers and finds what the handler needs: once per
@@ -735,7 +789,6 @@ static int prepare_process(char *err, size_t err_size) {
     snprintf(err, err_size, "cannot locate libunwind in the process");
     return -1;
   }
-  S.trap_allowed = kernel_has_trap_task_work();
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 
   struct sigaction sa;
@@ -756,12 +809,13 @@ static int prepare_process(char *err, size_t err_size) {
   }
   S.restorer = (uintptr_t)now.sa_restorer;
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  S.trap_allowed = trap_works();
 
   /* Bind the PLT slots of what the handler calls outside unwinding. */
   perf_set_period(-1, 0);
   ioctl(-1, PERF_EVENT_IOC_DISABLE, 0);
   timer_t t;
-  if (open_timer(current_tid(), &t) == 0) {
+  if (open_timer(current_tid(), CLOCK_THREAD_CPUTIME_ID, &t) == 0) {
     timer_set_once(t, 0);
     timer_delete(t);
   }

@@ -10,7 +10,8 @@
  *   kw_io.c     stdout/stderr as frames on the event pipe; stdin on request
  *   kw_fault.c  crash reports (signal, stack, maps) and interrupts
  *   kw_threads.c  registers every thread a cell starts with the sampler
- *                 and the allocation recorder
+ *                 and the allocation recorder, and gives it an alternate
+ *                 signal stack for crash reports
  *   kw_alloc.c  the allocator's entry points, for allocation profiling
  *   kw_value.c  the value of a cell's trailing expression, printed with the
  *               type its DWARF gives */
@@ -39,6 +40,16 @@ void kw_io_end_cell(void);
 int kw_send(const json_t *event);
 /* Sends a JSON event and steals it. */
 int kw_send_new(json_t *event);
+/* On the main thread, after an interrupt unwound it to the command loop:
+ * gives back the event channel if the thread was unwound out of a write,
+ * so that other threads can write again. */
+void kw_io_after_unwind(void);
+/* Sends the crash report (a 'C' frame) from the crash handler:
+ * async-signal-safe. Waits a bounded time for the thread writing to the
+ * event pipe to finish its frame, and keeps every other writer out
+ * afterwards: call it only on the way to the process's end. Returns 0, or
+ * -1 when the report could not be sent whole (see kw_io.c). */
+int kw_io_send_crash_report(const char *report, size_t len);
 
 /* ---- kw_fault.c ---- */
 
@@ -46,6 +57,14 @@ int kw_send_new(json_t *event);
  * handler, and warms up the unwinder so the handlers never enter the
  * dynamic loader. */
 int kw_fault_init(void);
+/* Gives the calling thread an alternate signal stack of its own, on which
+ * the crash handler reports even a stack overflow. Returns 0 or -1
+ * (errno; the thread's crashes are then reported unless they overflow its
+ * stack). */
+int kw_fault_thread_enter(void);
+/* Takes the calling thread's alternate stack away and frees it, as the
+ * thread ends. */
+void kw_fault_thread_exit(void);
 /* Records the executable range of a loaded cell object, so that an interrupt
  * arriving while cell code runs can unwind at once. */
 void kw_fault_add_code_range(uintptr_t lo, uintptr_t hi);
@@ -61,7 +80,9 @@ extern volatile sig_atomic_t kw_interrupt_requested;
 
 /* Resolves the C library's pthread_create; the worker's own pthread_create
  * and thrd_create (exported, so cells and libgomp bind to them) register
- * each new thread with fl_sampler for its lifetime. Returns 0 or -1. */
+ * each new thread with fl_sampler and fl_allocs, and give it an alternate
+ * signal stack (kw_fault_thread_enter), for its lifetime. Returns 0 or
+ * -1. */
 int kw_threads_init(void);
 
 /* ---- kw_value.c ---- */

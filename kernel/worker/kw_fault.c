@@ -2,12 +2,15 @@
  *
  * A fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS)
  * runs crash_handler on an alternate stack, so stack overflows are caught
- * too. It unwinds the faulting thread with libunwind from the signal
- * context, copies /proc/self/maps, sends both to the kernel as one 'C' frame,
- * and then lets the signal kill the process: the kernel symbolizes the
- * report, tells the user, and starts a fresh worker. Everything in the
- * handler is async-signal-safe or was warmed up before (the unwinder's first
- * use resolves symbols through the dynamic loader).
+ * too: the main thread and every thread a cell starts (kw_threads.c) has
+ * one of its own. It unwinds the faulting thread with libunwind from the
+ * signal context, copies /proc/self/maps, sends both to the kernel as one
+ * 'C' frame on the event channel (by the channel's rule, kw_io.c, so that
+ * no other thread's output lands inside it), and then lets the signal kill
+ * the process: the kernel symbolizes the report, tells the user, and starts
+ * a fresh worker. Everything in the handler is async-signal-safe or was
+ * warmed up before (the unwinder's first use resolves symbols through the
+ * dynamic loader).
  *
  * SIGINT (sent by the kernel on interrupt_request) unwinds to the command
  * loop with siglongjmp when the main thread is executing cell code or is
@@ -22,13 +25,13 @@
 #include <fcntl.h>
 #include <libunwind.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "kn_chan.h"
+#include "fl__platform.h"
 #include "kw.h"
 
 sigjmp_buf kw_cell_jmp;
@@ -44,6 +47,9 @@ static struct {
 } code_ranges[MAX_CODE_RANGES];
 static volatile sig_atomic_t n_code_ranges;
 static pid_t main_tid;
+/* The calling thread's alternate signal stack: the mapping, a guard page
+ * and then ALT_STACK_SIZE bytes. */
+static __thread void *alt_stack_map;
 
 /* Static so the handler needs no stack for it: maps text can be long. */
 static char report[1 << 20];
@@ -105,7 +111,7 @@ static void crash_handler(int sig, siginfo_t *si, void *ucv) {
   at = put_str(at, "\naddr ");
   at = put_hex(at, (uint64_t)(uintptr_t)si->si_addr);
   at = put_str(at, "\nsp ");
-  at = put_hex(at, (uint64_t)uc->uc_mcontext.gregs[REG_RSP]);
+  at = put_hex(at, (uint64_t)fl__context_sp(uc));
   at = put_str(at, "\ntid ");
   at = put_dec(at, (long)syscall(SYS_gettid));
   at = put_str(at, "\nmain_tid ");
@@ -133,7 +139,7 @@ static void crash_handler(int sig, siginfo_t *si, void *ucv) {
       at += (size_t)n;
     close(fd);
   }
-  kn_chan_write(KN_CHAN_EVT_FD, 'C', report, at);
+  kw_io_send_crash_report(report, at);
 
   /* Die of the same signal, so the kernel sees how the worker ended. */
   signal(sig, SIG_DFL);
@@ -155,17 +161,40 @@ static void interrupt_handler(int sig, siginfo_t *si, void *ucv) {
     goto out;
   }
   ucontext_t *uc = ucv;
-  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-  /* Right after a `syscall` instruction (0f 05): the thread was blocked in
-   * a system call wrapper (sleep, read, poll), which holds no lock. */
-  bool in_syscall = pc >= 2 && ((const unsigned char *)pc)[-2] == 0x0f &&
-                    ((const unsigned char *)pc)[-1] == 0x05;
-  if (sig == SIGUSR2 || in_cell_code(pc) || in_syscall) {
+  uintptr_t pc = fl__context_pc(uc);
+  /* Right after a system-call instruction: the thread was blocked in a
+   * system call wrapper (sleep, read, poll), which holds no lock. */
+  if (sig == SIGUSR2 || in_cell_code(pc) || fl__follows_syscall(pc)) {
     kw_cell_running = 0;
     siglongjmp(kw_cell_jmp, 1);
   }
 out:
   errno = saved;
+}
+
+int kw_fault_thread_enter(void) {
+  if (alt_stack_map) return 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  void *map = mmap(NULL, page + ALT_STACK_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) return -1;
+  /* The guard page: a handler that outgrew its stack faults (and the
+   * process ends) instead of writing over whatever lies below. */
+  stack_t ss = {.ss_sp = (char *)map + page, .ss_size = ALT_STACK_SIZE, .ss_flags = 0};
+  if (mprotect(map, page, PROT_NONE) < 0 || sigaltstack(&ss, NULL) < 0) {
+    munmap(map, page + ALT_STACK_SIZE);
+    return -1;
+  }
+  alt_stack_map = map;
+  return 0;
+}
+
+void kw_fault_thread_exit(void) {
+  if (!alt_stack_map) return;
+  stack_t ss = {.ss_flags = SS_DISABLE};
+  if (sigaltstack(&ss, NULL) < 0) return; /* running on it: keep it */
+  munmap(alt_stack_map, (size_t)sysconf(_SC_PAGESIZE) + ALT_STACK_SIZE);
+  alt_stack_map = NULL;
 }
 
 int kw_fault_init(void) {
@@ -180,17 +209,20 @@ int kw_fault_init(void) {
   unw_init_local2(&cursor, &ctx, 0);
   unw_step(&cursor);
 
-  stack_t ss = {.ss_sp = malloc(ALT_STACK_SIZE), .ss_size = ALT_STACK_SIZE, .ss_flags = 0};
-  if (!ss.ss_sp || sigaltstack(&ss, NULL) < 0) return -1;
+  if (kw_fault_thread_enter() < 0) return -1;
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = crash_handler;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
-  /* A profiler sample must not interrupt the crash report's own unwind. */
+  /* A profiler sample must not interrupt the crash report's own unwind,
+   * nor an interrupt unwind the thread out of the handler while it waits
+   * for the event channel. */
   sigaddset(&sa.sa_mask, SIGPROF);
   sigaddset(&sa.sa_mask, SIGTRAP);
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGUSR2);
   int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
     if (sigaction(fatal[i], &sa, NULL) < 0) return -1;

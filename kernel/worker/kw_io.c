@@ -9,7 +9,29 @@
  * sends an input_request event and blocks for the kernel's input_reply; when
  * it did not, reads see end of file. read(2) on descriptor 0 is interposed
  * (the worker exports `read`, and cells bind to the executable's symbol
- * first) so that the same rule holds for raw reads. */
+ * first) so that the same rule holds for raw reads.
+ *
+ * The event channel is one pipe that every thread of a cell writes to, and
+ * the crash handler too (kw_fault.c), from a signal handler that may have
+ * interrupted any of them. The kernel reads it as a stream of frames
+ * (kn_chan.h), so the rule is:
+ *
+ *   Bytes go into the event pipe only from the thread whose id is in
+ *   evt_owner, and only whole frames.
+ *
+ * Threads that send events and output take evt_lock (a mutex: they sleep
+ * while another writes) and then evt_owner, which only the crash handler
+ * can hold at the same time. The crash handler cannot take a mutex (it is
+ * not async-signal-safe, and the thread it interrupted may hold it): it
+ * sets evt_closing, so that no writer takes the channel any more, and
+ * waits a bounded time for evt_owner to be free (the writer that has it
+ * finishes its frame). It never gives the channel back: the process ends.
+ * When the thread that faulted is the one that holds evt_owner, it was
+ * interrupted inside a frame: a frame of at most KN_CHAN_ATOMIC bytes is
+ * one write(2), which a pipe takes whole or not at all, so the stream is
+ * still between frames and the report can follow; a longer frame
+ * (evt_split) may be half written, and then no report is sent (the kernel
+ * still sees which signal ended the worker). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -18,14 +40,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kn_chan.h"
 #include "kw.h"
 
-/* Recursive: an interrupt may unwind the main thread out of a write or a
- * read while it holds one of these; it must still be able to take them. */
+/* How long the crash handler waits for the writer that holds the channel
+ * to finish its frame; it waits only while the pipe is full and the kernel
+ * drains it. */
+#define CRASH_WAIT_MS 2000
+
+/* The event channel (see the top of the file). evt_lock is recursive: a
+ * signal handler of a cell's that prints may interrupt its thread inside a
+ * write. An interrupt that unwinds the main thread out of a write gives
+ * the channel back (kw_io_after_unwind). */
 static pthread_mutex_t evt_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pid_t evt_owner;   /* atomic: the thread writing frames, 0 when none */
+static pid_t evt_closing; /* atomic: the thread sending a crash report */
+static int evt_split;     /* atomic: the frame being written takes several write(2)s */
+static int evt_depth;     /* evt_take calls the holder of evt_lock is inside */
+
 static bool cell_allow_stdin;
 
 /* One line of input handed out by pieces: what the frontend answered, plus
@@ -35,12 +70,97 @@ static char *input_buf;
 static size_t input_len, input_pos;
 static bool input_eof;
 
+/* The calling thread's id, kept: evt_take needs it for every frame. A
+ * forked child's only thread has a new one (child_after_fork). */
+static __thread pid_t tls_tid;
+
+/* Async-signal-safe. */
+static pid_t current_tid(void) {
+  if (!tls_tid) tls_tid = (pid_t)syscall(SYS_gettid);
+  return tls_tid;
+}
+
+/* Async-signal-safe. */
+static void sleep_1ms(void) {
+  struct timespec ts = {0, 1000000};
+  nanosleep(&ts, NULL);
+}
+
+/* Takes the channel for the calling thread (see the top of the file); a
+ * thread that already has it (a signal handler that interrupted its own
+ * write) goes on holding it. */
+static void evt_take(void) {
+  pid_t self = current_tid();
+  pthread_mutex_lock(&evt_lock);
+  evt_depth++;
+  if (__atomic_load_n(&evt_owner, __ATOMIC_SEQ_CST) == self) return;
+  for (;;) {
+    pid_t none = 0;
+    if (!__atomic_load_n(&evt_closing, __ATOMIC_SEQ_CST) &&
+        __atomic_compare_exchange_n(&evt_owner, &none, self, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+      return;
+    /* A crash report has the channel, or is about to: the process is
+     * ending. */
+    sleep_1ms();
+  }
+}
+
+static void evt_give(void) {
+  if (--evt_depth == 0) __atomic_store_n(&evt_owner, 0, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&evt_lock);
+}
+
+/* Writes one frame; the caller holds the channel. */
+static int evt_write(char kind, const void *data, size_t len) {
+  if (len <= KN_CHAN_ATOMIC) return kn_chan_write(KN_CHAN_EVT_FD, kind, data, len);
+  __atomic_store_n(&evt_split, 1, __ATOMIC_SEQ_CST);
+  int rc = kn_chan_write(KN_CHAN_EVT_FD, kind, data, len);
+  __atomic_store_n(&evt_split, 0, __ATOMIC_SEQ_CST);
+  return rc;
+}
+
+int kw_io_send_crash_report(const char *report, size_t len) {
+  if (kw_io_in_forked_child()) return -1; /* its descriptor 4 is not the channel */
+  pid_t self = current_tid(), none = 0;
+  /* Only the first thread to crash closes the channel; another that
+   * crashes meanwhile waits below, and the process ends first. */
+  __atomic_compare_exchange_n(&evt_closing, &none, self, false, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
+  for (int waited_ms = 0;; waited_ms++) {
+    pid_t owner = 0;
+    if (__atomic_compare_exchange_n(&evt_owner, &owner, self, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+      break;
+    if (owner == self) {
+      /* This thread faulted while writing: between frames unless it was
+       * inside one of several write(2)s. */
+      if (__atomic_load_n(&evt_split, __ATOMIC_SEQ_CST)) return -1;
+      break;
+    }
+    if (waited_ms >= CRASH_WAIT_MS) return -1;
+    sleep_1ms();
+  }
+  return kn_chan_write(KN_CHAN_EVT_FD, 'C', report, len);
+}
+
+void kw_io_after_unwind(void) {
+  if (__atomic_load_n(&evt_owner, __ATOMIC_SEQ_CST) != current_tid()) return;
+  /* Unwound out of a write(2) of a whole frame, which the pipe took whole
+   * or not at all (a longer frame is rare from the main thread while a
+   * cell runs: its events are short). */
+  int depth = evt_depth;
+  evt_depth = 0;
+  __atomic_store_n(&evt_owner, 0, __ATOMIC_SEQ_CST);
+  while (depth-- > 0) pthread_mutex_unlock(&evt_lock);
+}
+
 int kw_send(const json_t *event) {
   char *text = json_dumps(event, JSON_COMPACT);
   if (!text) return -1;
-  pthread_mutex_lock(&evt_lock);
-  int rc = kn_chan_write(KN_CHAN_EVT_FD, 'J', text, strlen(text));
-  pthread_mutex_unlock(&evt_lock);
+  evt_take();
+  int rc = evt_write('J', text, strlen(text));
+  evt_give();
   free(text);
   return rc;
 }
@@ -53,14 +173,14 @@ int kw_send_new(json_t *event) {
 
 static ssize_t stream_write(char kind, const char *buf, size_t size) {
   size_t done = 0;
-  pthread_mutex_lock(&evt_lock);
+  evt_take();
   while (done < size) {
     size_t n = size - done;
     if (n > KN_CHAN_ATOMIC) n = KN_CHAN_ATOMIC;
-    if (kn_chan_write(KN_CHAN_EVT_FD, kind, buf + done, n) < 0) break;
+    if (evt_write(kind, buf + done, n) < 0) break;
     done += n;
   }
-  pthread_mutex_unlock(&evt_lock);
+  evt_give();
   return done ? (ssize_t)done : -1;
 }
 
@@ -135,6 +255,7 @@ __attribute__((visibility("default"))) ssize_t read(int fd, void *buf, size_t co
  * hold the event pipe open past the worker's death), and its stdout and
  * stderr write to descriptors 1 and 2, whose raw pipes the kernel reads. */
 static void child_after_fork(void) {
+  tls_tid = 0;
   close(KN_CHAN_CMD_FD);
   close(KN_CHAN_EVT_FD);
   FILE *out = fdopen(1, "w"), *err = fdopen(2, "w");

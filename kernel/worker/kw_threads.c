@@ -3,7 +3,9 @@
  * The sampler (fl_sampler) samples the threads that registered with it;
  * the allocation recorder (fl_allocs) records every thread, and warms up
  * on each new one here so that its first recorded allocation costs no more
- * than the others.
+ * than the others. The crash handler runs on an alternate signal stack,
+ * which is per thread: each new thread gets its own (kw_fault.c), so that
+ * a stack overflow in it is reported as one on the main thread is.
  * The worker exports pthread_create and thrd_create: cells' shared objects
  * and the libraries they load bind to the executable's symbols first, so
  * every thread a cell starts, OpenMP's included (libgomp calls
@@ -35,19 +37,21 @@ typedef struct thread_start {
   void *arg;
 } thread_start_t;
 
-static void leave_profilers(void *unused) {
+static void leave_worker(void *unused) {
   (void)unused;
   fl_sampler_thread_exit();
   fl_allocs_thread_exit();
+  kw_fault_thread_exit();
 }
 
 static void *run_thread(void *p) {
   thread_start_t start = *(thread_start_t *)p;
   free(p);
   void *result;
+  kw_fault_thread_enter();
   fl_sampler_thread_enter();
   fl_allocs_thread_enter();
-  pthread_cleanup_push(leave_profilers, NULL);
+  pthread_cleanup_push(leave_worker, NULL);
   if (start.c11_routine)
     result = (void *)(intptr_t)start.c11_routine(start.arg);
   else

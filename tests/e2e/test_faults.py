@@ -156,6 +156,81 @@ def test_stack_overflow(kc):
     assert ok(kc, 'printf("after overflow\\n");') == "after overflow\n"
 
 
+def test_stack_overflow_in_a_thread(kc):
+    # The crash handler runs on an alternate stack on every thread a cell
+    # starts, not only on the main one.
+    ok(kc, "int before_thread_overflow(void) { return 31; }")
+    reply, outputs = fails(kc, "#include <pthread.h>\n"
+                               "int thread_recurse(int n) {\n"
+                               "  volatile char pad[256];\n"
+                               "  pad[0] = (char)n;\n"
+                               "  return thread_recurse(n + 1) + pad[0];\n"
+                               "}\n"
+                               "void *overflow_main(void *arg) {\n"
+                               "  return (void *)(long)thread_recurse((int)(long)arg);\n"
+                               "}\n"
+                               "pthread_t overflow_thread;\n"
+                               "pthread_create(&overflow_thread, NULL, overflow_main, NULL);\n"
+                               "pthread_join(overflow_thread, NULL);", "SIGSEGV")
+    n = reply["execution_count"]
+    assert "Stack overflow" in reply["evalue"], reply["evalue"]
+    # Where in the function the stack ran out depends on the compiler.
+    assert re.search(rf"cell\[{n}\]:[2-5] in thread_recurse\(\)", reply["evalue"]), reply["evalue"]
+    assert any(line.startswith("Backtrace") for line in reply["traceback"]), reply["traceback"]
+    assert sum("thread_recurse" in line and f"cell[{n}]:5" in line
+               for line in reply["traceback"]) >= 5, reply["traceback"]
+    assert ok(kc, 'printf("%d\\n", before_thread_overflow());') == "31\n"
+
+
+# A thread prints lines as fast as it can while the main thread crashes.
+# The cell first makes thousands of mappings, so that the crash report
+# (which carries /proc/self/maps) is several times what the pipe to the
+# kernel holds: its writer blocks part-way while the printing thread
+# wants the pipe too.
+CRASH_WHILE_PRINTING_CELL = r"""#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+static volatile long lines_printed;
+void *chatter(void *arg) {
+  char line[1000];
+  memset(line, 'x', sizeof line - 2);
+  line[sizeof line - 2] = '\n';
+  line[sizeof line - 1] = '\0';
+  for (;;) {
+    fputs(line, stdout);
+    lines_printed++;
+  }
+  return arg;
+}
+void crash_while_printing(void) {
+  int *p = 0;
+  *p = 1;
+}
+for (int i = 0; i < 4000; i++)
+  mmap(NULL, 4096, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+pthread_t chatter_thread;
+pthread_create(&chatter_thread, NULL, chatter, NULL);
+while (lines_printed < 2000)
+  ;
+crash_while_printing();"""
+
+
+def test_crash_while_another_thread_prints(kc):
+    ok(kc, "int survives_the_crash(void) { return 17; }\nint crash_global = 3;")
+    ok(kc, "crash_global = 4;")
+    reply, outputs = fails(kc, CRASH_WHILE_PRINTING_CELL, "SIGSEGV", timeout=60)
+    n = reply["execution_count"]
+    line = CRASH_WHILE_PRINTING_CELL.split("\n").index("  *p = 1;") + 1
+    assert "Segmentation fault" in reply["evalue"], reply["evalue"]
+    assert f"cell[{n}]:{line} in crash_while_printing()" in reply["evalue"], reply["evalue"]
+    assert any(line.startswith("Backtrace") for line in reply["traceback"]), reply["traceback"]
+    assert any("crash_while_printing" in tb and f"cell[{n}]:{line}" in tb
+               for tb in reply["traceback"]), reply["traceback"]
+    assert stdout(outputs).startswith("x" * 998 + "\n")
+    # The kernel goes on, with the session's definitions.
+    assert ok(kc, 'printf("%d %d\\n", survives_the_crash(), crash_global);') == "17 3\n"
+
+
 def test_exit_is_reported_and_the_session_reloaded(kc):
     ok(kc, "int exit_helper(void) { return 11; }")
     reply, outputs = fails(kc, 'printf("bye\\n");\nexit(3);', "Exit")
@@ -207,6 +282,19 @@ def test_interrupt_printing_loop(kernel):
     assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
     assert stdout(r.outputs).startswith("line 0\nline 1\n")
     assert ok(kc, 'printf("quiet now\\n");') == "quiet now\n"
+
+
+def test_threads_print_after_an_interrupted_printing_loop(fresh):
+    # The interrupt unwinds the main thread out of its write to the kernel:
+    # the next cell's threads can still write.
+    km, kc = fresh
+    r, dt = interrupt_after(km, kc, 'for (long i = 0;; i++) printf("line %ld\\n", i);')
+    assert r.reply["ename"] == "Interrupted"
+    assert ok(kc, "#include <pthread.h>\n"
+                  'void *say_hello(void *arg) { printf("hello from a thread\\n"); return arg; }\n'
+                  "pthread_t hello_thread;\n"
+                  "pthread_create(&hello_thread, NULL, say_hello, NULL);\n"
+                  "pthread_join(hello_thread, NULL);", timeout=10) == "hello from a thread\n"
 
 
 # ---------------------------------------------------------------- output flood
