@@ -43,6 +43,7 @@ char *kn_describe_exit(int status, const char *reason) {
 
 typedef struct report {
   int sig;
+  long tid, main_tid; /* the faulting thread and the worker's main thread */
   uint64_t addr, sp;
   uint64_t pcs[MAX_PCS];
   size_t n_pcs;
@@ -56,6 +57,8 @@ static void parse(const char *text, report_t *r) {
     if (!strncmp(p, "signal ", 7)) r->sig = atoi(p + 7);
     if (!strncmp(p, "addr ", 5)) r->addr = strtoull(p + 5, NULL, 16);
     if (!strncmp(p, "sp ", 3)) r->sp = strtoull(p + 3, NULL, 16);
+    if (!strncmp(p, "tid ", 4)) r->tid = atol(p + 4);
+    if (!strncmp(p, "main_tid ", 9)) r->main_tid = atol(p + 9);
     if (!strncmp(p, "pc ", 3) && r->n_pcs < MAX_PCS) r->pcs[r->n_pcs++] = strtoull(p + 3, NULL, 16);
     p = strchr(p, '\n');
     if (p) p++;
@@ -104,7 +107,7 @@ static void walk(const report_t *r, fl_symbolizer_t *sym, kn_strbuf_t *tb, kn_st
     }
   }
 done:
-  if (hidden) kn_strbuf_printf(tb, "... %d more frames\n", hidden);
+  if (hidden) kn_strbuf_printf(tb, "... %d more frame%s\n", hidden, hidden == 1 ? "" : "s");
 }
 
 void kn_crash_describe(const char *text, int sig, char **headline, json_t *traceback) {
@@ -127,6 +130,10 @@ void kn_crash_describe(const char *text, int sig, char **headline, json_t *trace
                    where.data ? where.data : "");
   if (sig == SIGSEGV || sig == SIGBUS)
     kn_strbuf_printf(&head, " (address 0x%" PRIx64 ")", r->addr);
+  /* Cells run on the worker's main thread; any other is one the cell
+   * started. */
+  if (r->tid && r->main_tid && r->tid != r->main_tid)
+    kn_strbuf_printf(&head, ", in a thread the cell started (thread id %ld)", r->tid);
   *headline = kn_strbuf_steal(&head);
   json_array_append_new(traceback, json_sprintf("%s: %s", kn_signal_name(sig), *headline));
   if (tb.len) {

@@ -6,7 +6,8 @@
  * (the faulting instruction first, then return addresses), then "maps" and
  * the process's /proc/self/maps. This module turns it into what the user
  * reads: a headline ("Segmentation fault at cell[3]:5 in crash() (address
- * 0x0)") and a traceback in the cell's terms, with the kernel's machinery
+ * 0x0)", with ", in a thread the cell started (thread id N)" when the
+ * faulting thread is not the worker's main thread) and a traceback in the cell's terms, with the kernel's machinery
  * (the worker, the generated entry function) left out. */
 #ifndef KN_CRASH_H
 #define KN_CRASH_H

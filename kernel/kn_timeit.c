@@ -71,20 +71,17 @@ int kn_timeit_parse(const char *args, bool statement, json_t **spec, char **stmt
 }
 
 void kn_format_duration(char *buf, size_t size, double ns) {
-  const char *unit = "ns";
-  double v = ns;
-  if (ns >= 1e9) {
-    v = ns / 1e9;
-    unit = "s";
-  } else if (ns >= 1e6) {
-    v = ns / 1e6;
-    unit = "ms";
-  } else if (ns >= 1e3) {
-    v = ns / 1e3;
-    unit = "\xc2\xb5s";
-  }
-  int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
-  snprintf(buf, size, "%.*f %s", decimals, v, unit);
+  static const struct {
+    double scale;
+    const char *unit;
+  } units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "\xc2\xb5s"}, {1, "ns"}};
+  /* The largest unit the value reaches once rounded to three significant
+   * digits: 999999 ns is "1.00 ms", not "1000 µs". */
+  size_t u = 0;
+  while (u + 1 < sizeof units / sizeof units[0] && ns < units[u].scale * 0.9995) u++;
+  double v = ns / units[u].scale;
+  int decimals = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+  snprintf(buf, size, "%.*f %s", decimals, v, units[u].unit);
 }
 
 char *kn_timeit_report(const json_t *t) {

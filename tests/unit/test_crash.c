@@ -74,12 +74,14 @@ static char *read_maps(void) {
 /* A report as kw_fault.c's crash_handler writes it: signal (0: no signal
  * line), the fault address and stack pointer, n_pcs program counters, then
  * the maps unless with_maps is false. New string. */
+static long report_tid = 4242; /* the faulting thread; the main thread is 4242 */
+
 static char *report(int sig, uint64_t addr, uint64_t sp, const uint64_t *pcs, size_t n_pcs,
                     bool with_maps) {
   kn_strbuf_t sb = KN_STRBUF_INIT;
   if (sig) kn_strbuf_printf(&sb, "signal %d\n", sig);
-  kn_strbuf_printf(&sb, "code 1\naddr 0x%" PRIx64 "\nsp 0x%" PRIx64 "\ntid 4242\nmain_tid 4242\n",
-                   addr, sp);
+  kn_strbuf_printf(&sb, "code 1\naddr 0x%" PRIx64 "\nsp 0x%" PRIx64 "\ntid %ld\nmain_tid 4242\n",
+                   addr, sp, report_tid);
   for (size_t i = 0; i < n_pcs; i++) kn_strbuf_printf(&sb, "pc 0x%" PRIx64 "\n", pcs[i]);
   if (with_maps) kn_strbuf_printf(&sb, "maps\n%s", maps);
   return kn_strbuf_steal(&sb);
@@ -190,11 +192,12 @@ static void test_frame_limit(void) {
     const char *last = line_at(tb, json_array_size(tb) - 1);
     if (n > cases[i].shown) {
       char more[64];
-      snprintf(more, sizeof more, "  ... %zu more frames", n - cases[i].shown);
+      snprintf(more, sizeof more, "  ... %zu more frame%s", n - cases[i].shown,
+               n - cases[i].shown == 1 ? "" : "s");
       CHECK_STR(last, more);
       CHECK_INT(json_array_size(tb), 2 + cases[i].shown + 1);
     } else {
-      CHECK(last && strstr(last, "more frames") == NULL);
+      CHECK(last && strstr(last, "more frame") == NULL);
       CHECK_INT(json_array_size(tb), 2 + cases[i].shown);
     }
     free(headline);
@@ -278,6 +281,30 @@ static void test_signal_name(void) {
     CHECK_STR(kn_signal_name(cases[i].sig), cases[i].name);
 }
 
+/* A fault in a thread the cell started says so; one on the main thread
+ * does not. */
+static void test_thread(void) {
+  static const struct {
+    long tid;
+    const char *headline;
+  } cases[] = {
+      {4242, "Segmentation fault (address 0x0)"},
+      {4300, "Segmentation fault (address 0x0), in a thread the cell started (thread id 4300)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    report_tid = cases[i].tid;
+    char *text = report(SIGSEGV, 0, 0x7ffe0000, NULL, 0, false);
+    char *headline = NULL;
+    json_t *tb = json_array();
+    kn_crash_describe(text, SIGSEGV, &headline, tb);
+    CHECK_STR(headline, cases[i].headline);
+    free(headline);
+    json_decref(tb);
+    free(text);
+  }
+  report_tid = 4242;
+}
+
 int main(void) {
   crash_outer(&chain);
   maps = read_maps();
@@ -287,6 +314,7 @@ int main(void) {
   test_report_forms();
   test_describe_exit();
   test_signal_name();
+  test_thread();
   free(maps);
   return TEST_DONE();
 }
