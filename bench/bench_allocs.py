@@ -78,11 +78,15 @@ def build(build_dir, out):
     if not lib.exists():
         sys.exit(f"{lib} is missing: build cflame first (scripts/bench does)")
     common = [*CFLAGS, "-Wl,-z,now"]
+    # The sample buffer's format is a library of its own, shared with the
+    # flame library.
+    buffers = lib.parent / "libcflame_buffers.a"
+    libs = [lib, buffers] if buffers.exists() else [lib]
     plain, interposed = out / "allocs_plain", out / "allocs_interposed"
     for argv in ([*CFLAGS, "-fPIC", "-shared", "-o", out / "allocs_cell.so", CELL],
                  [*common, "-o", plain, WORKLOAD, "-ldl"],
                  [*common, "-DCFLAME_ALLOCS", f"-I{REPO / 'include'}", "-rdynamic", "-o",
-                  interposed, WORKLOAD, REPO / "kernel" / "worker" / "kw_alloc.c", lib,
+                  interposed, WORKLOAD, REPO / "kernel" / "worker" / "kw_alloc.c", *libs,
                   "-lunwind", "-lpthread", "-ldl", "-lm"]):
         r = subprocess.run([CC, *map(str, argv)], capture_output=True, text=True)
         if r.returncode != 0:

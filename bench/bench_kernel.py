@@ -21,9 +21,12 @@ the noise of a shared machine falls on both sides alike:
           object from the translation unit the kernel wrote (cell_N.c in its
           session directory), with the kernel's own compiler flags; and
           ipykernel's print("hi") for reference. The three are interleaved.
-          With --reference BUILD, the same cell in a kernel of another
+          With --reference BUILD, the trivial cell in a kernel of another
           build (an earlier commit, say) is interleaved with them too, and
           the table gives this build's median over that one's.
+
+  value   A cell that ends in an expression and shows its value, against
+          the same cell with a ';', interleaved in one kernel.
 
 Figures are medians, and the targets are ratios of figures from the same run
 (plus start-up's absolute target of 50 ms). Nothing here asserts: the
@@ -59,11 +62,16 @@ LDFLAGS = ["-lm"]
 
 CELL_C = 'printf("hi\\n");'
 CELL_PY = 'print("hi")'
+# The trailing value's cost: the same expression shown, and with a ';'.
+VALUE_SETUP = "int answer = 41;"
+VALUE_CELL = "answer + 1"
+VALUE_SHOWN = "(int) 42"
 
 # The targets the table judges (docs/PERFORMANCE.md).
 START_MAX_MS = 50.0
 START_MIN_RATIO = 10.0
 CELL_MAX_RATIO = 2.0
+VALUE_MAX_RATIO = 1.10
 # Against a reference build: slower by more than this is a regression.
 REGRESSION_MAX_RATIO = 1.05
 
@@ -218,6 +226,8 @@ class Kernel:
                 kind = m["content"]["execution_state"]
             elif kind == "stream" and m["content"].get("name") == "stdout":
                 rec["stdout"] += m["content"]["text"]
+            elif kind == "execute_result":
+                rec["result"] = m["content"]["data"].get("text/plain")
             elif kind == "error":
                 raise RuntimeError(f"{self.name}: {code!r} failed: {m['content'].get('evalue')}")
             rec["recv"].setdefault(kind, t)
@@ -396,6 +406,43 @@ def bench_cell(argvs, runs, warmup, workdir, env):
                 k.cleanup()
 
 
+def bench_value(argvs, runs, warmup, workdir, env):
+    """A cell that shows its value (VALUE_CELL) against the same cell with a
+    ';' (VALUE_CELL + ";"), interleaved in one kernel."""
+    k = Kernel("cflame", argvs["cflame"], workdir, env, connect_iopub=True)
+    try:
+        k.start()
+        k.wait_iopub_ready()
+        k.execute(VALUE_SETUP)
+        raw = {"with_value": [], "with_semicolon": []}
+
+        def with_value():
+            rec = k.execute(VALUE_CELL)
+            if rec.get("result") != VALUE_SHOWN:
+                sys.exit(f"bench: {VALUE_CELL!r} showed {rec.get('result')!r}, not {VALUE_SHOWN!r}")
+            raw["with_value"].append(rec["round_trip"])
+
+        def with_semicolon():
+            rec = k.execute(VALUE_CELL + ";")
+            if rec.get("result") is not None:
+                sys.exit(f"bench: {VALUE_CELL!r}; showed a value")
+            raw["with_semicolon"].append(rec["round_trip"])
+
+        for _ in range(max(1, warmup)):
+            with_value()
+            with_semicolon()
+        raw = {name: [] for name in raw}
+        for i in range(runs):
+            for step in ([with_value, with_semicolon] if i % 2 == 0 else
+                         [with_semicolon, with_value]):
+                time.sleep(SETTLE_S)
+                step()
+        return raw
+    finally:
+        k.shutdown()
+        k.cleanup()
+
+
 def breakdown(details):
     """Where a cflame cell's time goes, from the kernel's message dates
     (wall clock, microseconds) and the client's receipt times; medians in
@@ -478,6 +525,10 @@ def print_table(res):
                  ('ipykernel cell print("hi") request to idle', s["ipykernel_cell"])]
         if "reference_cell" in s:
             rows.append(("the same cell, reference build's kernel", s["reference_cell"]))
+    if "value" in res:
+        s = res["value"]["summary"]
+        rows += [(f"cell {VALUE_CELL!r}, its value shown", s["with_value"]),
+                 (f"cell {VALUE_CELL + ';'!r}, no value", s["with_semicolon"])]
     for label, s in rows:
         print(f"{label:44s} {ms(s['median'])} {ms(s['min'])} {ms(s['max'])}")
     print()
@@ -504,7 +555,7 @@ def main():
     ap.add_argument("--reference", type=pathlib.Path,
                     help="another cflame build directory whose kernel runs the same cell, "
                          "interleaved (scripts/bench compare REF builds one)")
-    ap.add_argument("--only", choices=["start", "cell"], help="run one of the two benchmarks")
+    ap.add_argument("--only", choices=["start", "cell", "value"], help="run one of the benchmarks")
     ap.add_argument("--json", type=pathlib.Path, help="write all raw timings here")
     args = ap.parse_args()
 
@@ -548,6 +599,14 @@ def main():
                     {"what": "this build's cell / the reference build's", "value": f"{q:.2f}x",
                      "target": f"<= {REGRESSION_MAX_RATIO:.2f}x (no regression)",
                      "met": q <= REGRESSION_MAX_RATIO})
+        if args.only in (None, "value"):
+            raw = bench_value(argvs, args.runs, args.warmup, workdir, env)
+            s = {name: summary(v) for name, v in raw.items()}
+            q = s["with_value"]["median"] / s["with_semicolon"]["median"]
+            res["value"] = {"seconds": raw, "summary": s, "ratio": q}
+            res["targets"].append(
+                {"what": "a cell showing its value / the same cell with ';'", "value": f"{q:.2f}x",
+                 "target": f"<= {VALUE_MAX_RATIO:.2f}x", "met": q <= VALUE_MAX_RATIO})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     res["machine"]["loadavg_after"] = os.getloadavg()

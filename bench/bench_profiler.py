@@ -124,13 +124,16 @@ def build_tools(build_dir, out):
        "-o", out / "overhead_main.o")
     # Linked as the worker is: the sampler, libunwind, and -z now (the
     # handler must never enter the loader to bind a symbol).
+    # libcflame_buffers.a (the sample buffer's format) is its own library
+    # since the sampler and the flame library share it.
+    buffers = [lib / "libcflame_buffers.a"] if (lib / "libcflame_buffers.a").is_file() else []
     cc("-o", out / "overhead", obj, out / "overhead_main.o", lib / "libcflame_sampler.a",
-       "-lunwind", "-ldl", "-lpthread", "-lm", "-Wl,-z,now")
+       *buffers, "-lunwind", "-ldl", "-lpthread", "-lm", "-Wl,-z,now")
     # The stage timer uses the kernel's internal interfaces (kernel/*.h):
     # should they have moved on, the benchmark goes on without the breakdown.
     err = cc("-std=gnu17", "-O2", "-g", "-Wall", *inc, "-I", str(REPO / "kernel"),
              "-o", out / "profview_stages", WORKLOADS / "profview_stages.c",
-             lib / "libcflame_kn.a", lib / "libcflame.a",
+             lib / "libcflame_kn.a", lib / "libcflame.a", *buffers,
              "-ljansson", "-ldw", "-lelf", "-luuid", "-lcrypto", "-lm", "-lpthread",
              optional=True)
     if err:
