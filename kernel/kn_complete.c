@@ -783,12 +783,13 @@ static request_t *pop(kn_complete_t *c) {
 
 /* Whether r, asked in its cell, should be asked again with its name alone
  * as the cell: when the cell around the cursor leaves libclang nothing to
- * offer (code so broken that the cursor lands outside any function, or a
- * piece the session drops), the names visible at the start of a statement
- * are still a good guess. Not after '.' or '->': there, only the members of
- * a type libclang could not work out would do. */
+ * offer (code so broken that the cursor lands outside any function, a call
+ * with an argument in error, which C's parser drops whole, or a piece the
+ * session drops), the names visible at the start of a statement are still
+ * a good guess. Not after '.' or '->': there, only the members of a type
+ * libclang could not work out would do. */
 static bool retry_alone(const request_t *r) {
-  if (r->inspect || r->alone || !r->prefix || !r->prefix[0]) return false;
+  if (r->alone || r->end == r->start || (!r->inspect && !r->prefix[0])) return false;
   size_t p = r->start;
   while (p > 0 && isspace((unsigned char)r->code[p - 1])) p--;
   return !(p > 0 && (r->code[p - 1] == '.' || (r->code[p - 1] == '>' && p > 1 &&
@@ -834,7 +835,8 @@ static bool take_result(kn_kernel_t *k, request_t *r) {
     kn_log(k, "completion falls back to the session's names: %s", r->clang->error);
     c->error_logged = true;
   }
-  if (!r->clang->error && !r->clang->n_matches && retry_alone(r)) {
+  bool nothing = r->inspect ? !r->clang->symbol : !r->clang->n_matches;
+  if (!r->clang->error && nothing && retry_alone(r)) {
     kn_clang_result_free(&r->clang);
     r->alone = true;
     r->submitted = false;

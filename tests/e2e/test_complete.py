@@ -227,6 +227,10 @@ def test_inspect_members_types_and_macros(kc):
 
 def test_inspect_in_code_that_does_not_compile(kc):
     assert "int printf(" in help_text(kc, "int x = ; printf(", cursor=12)
+    # A call with an argument in error: C's parser drops the whole call.
+    ok(kc, "double halve(double v) { return v / 2; }")
+    assert help_text(kc, "halve(undeclared_thing) + 1", cursor=2).startswith(
+        "double halve(double v)")
     c = inspect(kc, "no_such_name_anywhere(1;")
     assert c["found"] is False
 
