@@ -103,6 +103,7 @@ struct kn_clang {
   CXIndex index;
   CXTranslationUnit unit;
   char *unit_path, *unit_args; /* what the unit was parsed with */
+  char *unit_text;             /* the text it was last parsed with */
 };
 
 static void state_free(kn_clang_t *c) {
@@ -170,19 +171,50 @@ static char *join_args(char *const *args) {
   return kn_strbuf_steal(&sb);
 }
 
+/* Where the unit's preamble, as libclang takes it, may end: after the
+ * leading lines that are blank or preprocessor directives (with their
+ * continuations). */
+static size_t preamble_end(const char *text) {
+  const char *p = text;
+  for (;;) {
+    const char *line = p;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p != '#' && *p != '\n') return (size_t)(line - text);
+    while (*p && *p != '\n') {
+      if (*p == '\\' && p[1] == '\n') p++;
+      p++;
+    }
+    if (!*p) return (size_t)(p - text);
+    p++;
+  }
+}
+
+/* Whether text's preamble differs from that of the text the unit was last
+ * parsed with. */
+static bool preamble_changed(const kn_clang_t *c, const char *text) {
+  size_t a = preamble_end(text), b = preamble_end(c->unit_text);
+  return a != b || memcmp(text, c->unit_text, a) != 0;
+}
+
 /* Makes c->unit the unit of job's text: parsed anew when there is none or
- * it was parsed with other arguments, else reparsed, which reuses the
- * preamble while its text and the headers it includes stay the same.
- * Completion reparses too: libclang caches the unit's global names at each
- * parse, and leaves out of a completion those declared since. Returns 0,
- * or -1 with err. */
-static int ensure_unit(kn_clang_t *c, const kn_clang_job_t *job, double *parse_ms, char *err,
-                       size_t err_size) {
+ * it was parsed with other arguments; else reparsed when `always` (to
+ * resolve names, the unit must be the text's) or when the preamble's text
+ * changed, which builds the preamble again. Otherwise the unit is left as
+ * it is: completion parses the text itself, with the preamble the unit has
+ * (a header changed on disk since makes it parse without, slower but
+ * right, until the next reparse). Returns 0, or -1 with err. */
+static int ensure_unit(kn_clang_t *c, const kn_clang_job_t *job, bool always, double *parse_ms,
+                       char *err, size_t err_size) {
   double t0 = now_ms();
+  *parse_ms = 0;
   char *args = join_args(job->args);
   if (c->unit && (strcmp(c->unit_path, job->path) || strcmp(c->unit_args, args))) {
     api.clang_disposeTranslationUnit(c->unit);
     c->unit = NULL;
+  }
+  if (c->unit && !always && !preamble_changed(c, job->text)) {
+    free(args);
+    return 0;
   }
   struct CXUnsavedFile file = {job->path, job->text, strlen(job->text)};
   int rc = 0;
@@ -190,9 +222,12 @@ static int ensure_unit(kn_clang_t *c, const kn_clang_job_t *job, double *parse_m
     int argc = 0;
     while (job->args && job->args[argc]) argc++;
     /* The preamble on the first parse, not the second: the first request is
-     * the one a user waits on longest. */
+     * the one a user waits on longest. No CacheCompletionResults: libclang
+     * would cache the unit's global names at each parse and, using the
+     * cache, leave out of a completion the names declared since, unless
+     * every completion reparsed first, which costs more than the cache
+     * saves. */
     unsigned options = CXTranslationUnit_PrecompiledPreamble |
-                       CXTranslationUnit_CacheCompletionResults |
                        CXTranslationUnit_CreatePreambleOnFirstParse |
                        CXTranslationUnit_DetailedPreprocessingRecord | CXTranslationUnit_KeepGoing;
     enum CXErrorCode e = api.clang_parseTranslationUnit2(
@@ -212,8 +247,10 @@ static int ensure_unit(kn_clang_t *c, const kn_clang_job_t *job, double *parse_m
   }
   free(c->unit_path);
   free(c->unit_args);
+  free(c->unit_text);
   c->unit_path = kn_strdup(job->path);
   c->unit_args = args;
+  c->unit_text = kn_strdup(job->text);
   *parse_ms = now_ms() - t0;
   return rc;
 }
@@ -274,7 +311,7 @@ static char *match_name(CXCompletionString cs, bool with_signature, char **signa
 
 static void complete(kn_clang_t *c, const kn_clang_job_t *job, kn_clang_result_t *r) {
   char err[256];
-  if (ensure_unit(c, job, &r->parse_ms, err, sizeof err) < 0) {
+  if (ensure_unit(c, job, false, &r->parse_ms, err, sizeof err) < 0) {
     r->error = kn_strdup(err);
     return;
   }
@@ -399,7 +436,7 @@ static char *type_definition(CXCursor decl) {
 
 static void inspect(kn_clang_t *c, const kn_clang_job_t *job, kn_clang_result_t *r) {
   char err[256];
-  if (ensure_unit(c, job, &r->parse_ms, err, sizeof err) < 0) {
+  if (ensure_unit(c, job, true, &r->parse_ms, err, sizeof err) < 0) {
     r->error = kn_strdup(err);
     return;
   }
@@ -494,6 +531,7 @@ static void *thread_main(void *arg) {
   if (c->index) api.clang_disposeIndex(c->index);
   free(c->unit_path);
   free(c->unit_args);
+  free(c->unit_text);
   release(c);
   return NULL;
 }

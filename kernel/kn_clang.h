@@ -12,11 +12,14 @@
  * shared: a job's text and arguments move to the thread, its result moves
  * back whole.
  *
- * The unit is kept from job to job and reparsed with each job's text, with
- * a precompiled preamble (the #include lines at its top: the prelude and
- * the session's headers), so that the headers are compiled once and a
- * request costs a parse of the session's own declarations and the cell. A
- * job whose compiler arguments or file name differ starts a new unit.
+ * The unit is kept from job to job with a precompiled preamble (the
+ * #include lines at its top: the prelude and the session's headers), so
+ * that the headers are compiled once and a request costs a parse of the
+ * session's own declarations and the cell. Inspection reparses the unit
+ * with its job's text; completion parses its text itself against the
+ * unit's preamble, and reparses the unit only when the preamble's text
+ * changed (an #include added to the session). A job whose compiler
+ * arguments or file name differ starts a new unit.
  *
  * libclang is opened with dlopen on the first job, not linked: loading it
  * (and LLVM under it) costs about as much as the kernel's whole start-up,
@@ -95,7 +98,8 @@ typedef struct kn_clang_result {
   kn_clang_match_t *matches; /* KN_CLANG_COMPLETE, in libclang's order */
   size_t n_matches;
   kn_clang_symbol_t *symbol; /* KN_CLANG_INSPECT; NULL when nothing is named */
-  double parse_ms;   /* time spent parsing or reparsing */
+  double parse_ms;   /* time spent parsing or reparsing the unit (0 when
+                        completion used it as it was) */
   double total_ms;   /* the whole job, in the thread */
 } kn_clang_result_t;
 

@@ -25,12 +25,12 @@ static const char *const head =
     "int cflame_run_2(void) {\n"
     "#line 1 \"cell[2]\"\n";
 
-/* Runs one job on c and waits for its result (new). text is head + body;
+/* Runs one job on c and waits for its result (new). text is top + body;
  * the position is where "@" stands in body (removed). */
-static kn_clang_result_t *ask(kn_clang_t *c, kn_clang_op_t op, const char *body,
-                              const char *prefix) {
+static kn_clang_result_t *ask_in(kn_clang_t *c, kn_clang_op_t op, const char *top,
+                                 const char *body, const char *prefix) {
   kn_strbuf_t text = KN_STRBUF_INIT;
-  kn_strbuf_puts(&text, head);
+  kn_strbuf_puts(&text, top);
   const char *at = strchr(body, '@');
   size_t before = text.len + (size_t)(at - body);
   kn_strbuf_append(&text, body, (size_t)(at - body));
@@ -67,6 +67,11 @@ static kn_clang_result_t *ask(kn_clang_t *c, kn_clang_op_t op, const char *body,
   if (r->error) fprintf(stderr, "libclang: %s\n", r->error);
   CHECK(r->error == NULL);
   return r;
+}
+
+static kn_clang_result_t *ask(kn_clang_t *c, kn_clang_op_t op, const char *body,
+                              const char *prefix) {
+  return ask_in(c, op, head, body, prefix);
 }
 
 static const kn_clang_match_t *find(const kn_clang_result_t *r, const char *name) {
@@ -111,6 +116,27 @@ static void test_completion(kn_clang_t *c) {
   r = ask(c, KN_CLANG_COMPLETE, "  int x = ;; )) mem@", "mem");
   CHECK(find(r, "memcpy") && find(r, "memset"));
   kn_clang_result_free(&r);
+}
+
+/* The session changes between requests: a name declared since the unit's
+ * last parse, and a header added to its preamble, both complete. */
+static void test_session_changes(kn_clang_t *c) {
+  kn_strbuf_t top = KN_STRBUF_INIT;
+  kn_strbuf_puts(&top, head);
+  kn_strbuf_puts(&top, "  }\n#line 1 \"cell[3]\"\nint fresh_name;\nint f3(void) {\n");
+  kn_clang_result_t *r = ask_in(c, KN_CLANG_COMPLETE, top.data, "  fres@", "fres");
+  CHECK(find(r, "fresh_name") != NULL);
+  CHECK(r->parse_ms == 0); /* the same preamble: the unit was not reparsed */
+  kn_clang_result_free(&r);
+  kn_strbuf_free(&top);
+
+  kn_strbuf_puts(&top, "#include <ctype.h>\n");
+  kn_strbuf_puts(&top, head);
+  r = ask_in(c, KN_CLANG_COMPLETE, top.data, "  isal@", "isal");
+  CHECK(find(r, "isalpha") && find(r, "isalnum"));
+  CHECK(r->parse_ms > 0); /* a new preamble */
+  kn_clang_result_free(&r);
+  kn_strbuf_free(&top);
 }
 
 static void test_inspection(kn_clang_t *c) {
@@ -188,6 +214,7 @@ int main(void) {
   CHECK(c != NULL);
   if (!c) return TEST_DONE();
   test_completion(c);
+  test_session_changes(c);
   test_inspection(c);
   kn_clang_destroy(&c);
   test_destroy_while_busy();
