@@ -42,6 +42,20 @@
  * functions with one prefix would otherwise fill a frontend's list). */
 #define MAX_MATCHES 1000
 
+typedef struct match {
+  char *text;
+  const char *type; /* _jupyter_types_experimental's: function, variable, ... */
+  char *signature;
+  unsigned priority;
+} match_t;
+
+typedef struct matches {
+  match_t *v;
+  size_t n, cap;
+} matches_t;
+
+/* Adds a match; one of the same text is merged into it when the reply is
+ * made (reply_matches). */
 typedef struct request {
   kn_msg_t *msg;
   kn_channel_t channel;
@@ -57,6 +71,7 @@ typedef struct request {
   int cell;        /* the cell number the unit was built for */
   bool submitted;
   bool alone;      /* asked with the name alone as the cell (see retry_alone) */
+  matches_t options; /* a magic's options that the word may also start */
   kn_clang_result_t *clang;
   kn_manpage_t *man;
   long long deadline_ms; /* answered by then with what there is: from its
@@ -116,20 +131,6 @@ static int line_number(const char *code, size_t at) {
 
 /* ---- the reply's matches ---- */
 
-typedef struct match {
-  char *text;
-  const char *type; /* _jupyter_types_experimental's: function, variable, ... */
-  char *signature;
-  unsigned priority;
-} match_t;
-
-typedef struct matches {
-  match_t *v;
-  size_t n, cap;
-} matches_t;
-
-/* Adds a match; one of the same text is merged into it when the reply is
- * made (reply_matches). */
 static void add_match(matches_t *m, const char *text, const char *type, const char *signature,
                       unsigned priority) {
   if (m->n == m->cap) {
@@ -338,6 +339,43 @@ static void complete_magic_line(kn_kernel_t *k, request_t *r, size_t line_at, si
   matches_free(&m);
 }
 
+/* Where the statement of the magic line at line_at in code starts, when
+ * the line is the statement form of a profiling magic
+ * (`%profview width=600 work(3);`, `%profbase NAME work(3);`): after the
+ * baseline's name and the option words, as kn_run.c reads them. */
+static bool statement_at(const char *code, size_t line_at, size_t *at) {
+  const char *p = code + line_at;
+  while (*p == ' ' || *p == '\t') p++;
+  if (p[0] != '%' || p[1] == '%') return false;
+  const char *name = ++p;
+  while (is_ident((unsigned char)*p)) p++;
+  char *n = kn_strndup(name, (size_t)(p - name));
+  const kn_magic_def_t *def = kn_magic_find(n);
+  free(n);
+  if (!def || def->timeit || !def->profile) return false;
+  char *args = kn_strndup(p, strcspn(p, "\n"));
+  bool found = false;
+  if (kn_magic_is_statement(def, args)) {
+    /* Baseline magics start with the baseline's NAME. */
+    const char *a = args;
+    if (def->profile == KN_PROF_BASE || def->profile == KN_PROF_DIFF) {
+      a += strspn(a, " \t");
+      a += strcspn(a, " \t");
+    }
+    char *opts, *stmt;
+    kn_profreq_split_statement(a, def->options, &opts, &stmt);
+    if (stmt[0]) {
+      /* The statement is what is left of the line. */
+      *at = (size_t)(p - code) + (size_t)(a - args) + strlen(a) - strlen(stmt);
+      found = true;
+    }
+    free(opts);
+    free(stmt);
+  }
+  free(args);
+  return found;
+}
+
 /* ---- completion and inspection of C ---- */
 
 /* The compiler arguments for libclang: the language, the session's flags
@@ -443,7 +481,8 @@ static void session_name(void *ctx, const char *name) {
 }
 
 static void reply_completion(kn_kernel_t *k, request_t *r) {
-  matches_t m = {0};
+  matches_t m = r->options;
+  r->options = (matches_t){0};
   const kn_clang_result_t *res = r->clang;
   if (res && !res->error) {
     for (size_t i = 0; i < res->n_matches; i++) {
@@ -752,6 +791,7 @@ static void reply_magic_help(kn_kernel_t *k, const request_t *r, const char *wor
 
 static void request_free(request_t *r) {
   kn_msg_destroy(&r->msg);
+  matches_free(&r->options);
   free(r->code);
   free(r->prefix);
   kn_clang_result_free(&r->clang);
@@ -940,6 +980,25 @@ void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
       if (r->code[r->body_off]) r->body_off++;
     }
     kn_cell_magics_free(&cm);
+  }
+  size_t stmt_at;
+  if (on_magic_line && split && statement_at(r->code, ls, &stmt_at) && cur >= stmt_at) {
+    /* In the statement of `%profview [opts] STATEMENT`: C, as its own cell;
+     * its first word may also be an option being written. */
+    on_magic_line = false;
+    r->body_off = stmt_at;
+    r->body_line = line;
+    if (!r->inspect && r->start == stmt_at) {
+      char *word = kn_strndup(r->code + r->start, cur - r->start);
+      size_t p = ls + strspn(r->code + ls, " \t%"), n = 0;
+      while (is_ident((unsigned char)r->code[p + n])) n++;
+      char *name = kn_strndup(r->code + p, n);
+      const kn_magic_def_t *def = kn_magic_find(name);
+      option_search_t s = {&r->options, word, NULL, NULL};
+      if (def) each_option(def, option_name, &s);
+      free(name);
+      free(word);
+    }
   }
   if (on_magic_line) {
     if (r->inspect) {

@@ -154,6 +154,24 @@ def test_magic_names_options_and_values(kc):
     assert all(m.startswith("%%prof") for m in c["matches"])
 
 
+def test_the_statement_of_a_profiling_magic_is_c(kc):
+    ok(kc, "double stmt_work(int n) { double s = 0; for (int i = 0; i < n; i++) s += i; "
+           "return s; }")
+    code = "%profview width=600 stmt_wo"
+    c = complete(kc, code)
+    assert c["matches"] == ["stmt_work"]
+    assert (c["cursor_start"], c["cursor_end"]) == (len(code) - 7, len(code))
+    # Its first word may also be an option being written: options first.
+    c = complete(kc, "%profview stmt_")
+    assert c["matches"] == ["stmt_work"]
+    c = complete(kc, "%profview wid")
+    assert c["matches"][0] == "width="
+    c = complete(kc, "%profbase before stmt_wo")
+    assert c["matches"] == ["stmt_work"]
+    text = help_text(kc, "%profview stmt_work(1000);", cursor=12)
+    assert text.startswith("double stmt_work(int n)")
+
+
 def test_file_names_for_profload_and_profsave(kc, tmp_path):
     for name in ("stacks_a.folded", "stacks_b.folded", "notes.txt", ".hidden"):
         (tmp_path / name).write_text("main 1\n")
