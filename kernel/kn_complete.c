@@ -431,13 +431,24 @@ static int make_job(kn_kernel_t *k, request_t *r, kn_clang_job_t *job) {
   r->cell = kn_kernel_execution_count(k) + 1;
   char *text = kn_session_unit_text(s, r->cell, marked.data, r->body_line);
   kn_strbuf_free(&marked);
+  /* The unit may hold the cell's text more than once (a prototype and its
+   * definition, a trailing expression used several times): the last mark,
+   * in the code that runs, is the cursor's. To inspect, every mark goes, so
+   * that the name is the name everywhere. To complete, the others stay: the
+   * text before the cursor is unfinished (`n1.next->`), and with the mark
+   * it is at least C that parses (`n1.next->cflame_cursor_`). */
   char *at = NULL;
-  for (char *p = text; p && (p = strstr(p, CURSOR_MARK)) != NULL; p++) at = p;
+  size_t mark_len = strlen(CURSOR_MARK);
+  for (char *p = text; text && (p = strstr(p, CURSOR_MARK)) != NULL;) {
+    if (r->inspect) memmove(p, p + mark_len, strlen(p + mark_len) + 1);
+    at = p;
+    if (!r->inspect) p += mark_len;
+  }
   if (!at) {
     free(text);
     return -1;
   }
-  memmove(at, at + strlen(CURSOR_MARK), strlen(at + strlen(CURSOR_MARK)) + 1);
+  if (!r->inspect) memmove(at, at + mark_len, strlen(at + mark_len) + 1);
   unsigned line = 1, column = 1;
   for (const char *p = text; p < at - r->back; p++) {
     if (*p == '\n') {

@@ -243,6 +243,14 @@ def test_inspect_members_types_and_macros(kc):
     assert text.startswith("#define GEO_ZERO {0, 0}")
 
 
+def test_inspect_a_name_the_unit_holds_twice(kc):
+    # A function's signature goes into the unit twice (its prototype, then
+    # its definition): the type named there is still found.
+    ok(kc, "typedef struct { double lat, lon; } place_t;")
+    text = help_text(kc, "double north_of(place_t p) { return p.lat; }", cursor=17)
+    assert "double lat;" in text and "double lon;" in text
+
+
 def test_inspect_in_code_that_does_not_compile(kc):
     assert "int printf(" in help_text(kc, "int x = ; printf(", cursor=12)
     # A call with an argument in error: C's parser drops the whole call.
