@@ -501,6 +501,14 @@ def machine_info():
     }
 
 
+def write_results(res, path):
+    """Writes res, every raw timing, as JSON to path (if given)."""
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(res, indent=1, default=str) + "\n")
+        print(f"\nraw timings: {path}")
+
+
 def ms(x):
     return f"{x * 1000:8.1f}"
 
@@ -611,10 +619,7 @@ def main():
         shutil.rmtree(workdir, ignore_errors=True)
     res["machine"]["loadavg_after"] = os.getloadavg()
     print_table(res)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(res, indent=1, default=str) + "\n")
-        print(f"\nraw timings: {args.json}")
+    write_results(res, args.json)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,8 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_kernel import CC, CFLAGS, Kernel, kernel_argv, machine_info, summary  # noqa: E402
+from bench_kernel import (CC, CFLAGS, Kernel, kernel_argv, machine_info, summary,  # noqa: E402
+                          write_results)
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 WORKLOADS = REPO / "bench" / "workloads"
@@ -994,10 +995,7 @@ def main():
     m["loadavg_after"] = os.getloadavg()
     m["perf_max_sample_rate_after"] = read_int("/proc/sys/kernel/perf_event_max_sample_rate")
     print_table(res)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(res, indent=1, default=str) + "\n")
-        print(f"\nraw timings: {args.json}")
+    write_results(res, args.json)
 
 
 if __name__ == "__main__":

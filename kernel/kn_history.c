@@ -37,6 +37,12 @@ void kn_history_add(kn_history_t *h, int line, const char *code) {
   h->v[h->n++] = (entry_t){.line = line, .input = kn_strdup(code)};
 }
 
+const char *kn_history_input(const kn_history_t *h, int line) {
+  for (size_t i = h->n; i-- > 0;)
+    if (h->v[i].line == line) return h->v[i].input;
+  return NULL;
+}
+
 static void put(json_t *out, const entry_t *e) {
   json_array_append_new(out, json_pack("[i, i, s]", SESSION, e->line, e->input));
 }

@@ -12,6 +12,8 @@ typedef struct kn_history kn_history_t;
 kn_history_t *kn_history_new(void);
 void kn_history_destroy(kn_history_t **h);
 void kn_history_add(kn_history_t *h, int line, const char *code);
+/* The input of execution count line, or NULL. Borrowed. */
+const char *kn_history_input(const kn_history_t *h, int line);
 
 /* The history_reply's "history" for a history_request's content: a new
  * array of [session, line, input]. hist_access_type "tail" gives the last

@@ -14,6 +14,7 @@
 #include <uuid/uuid.h>
 #include <zmq.h>
 
+#include "kn_complete.h"
 #include "kn_conn.h"
 #include "kn_exec.h"
 #include "kn_names.h"
@@ -31,6 +32,7 @@ struct kn_kernel {
   int execution_count;
   int unnumbered_cells; /* cell numbers of executions without history */
   kn_history_t *history;
+  kn_complete_t *complete; /* complete and inspect requests, and their thread */
 
   kn_session_t *session;
   kn_prof_t *prof;
@@ -51,6 +53,7 @@ kn_session_t *kn_kernel_session(kn_kernel_t *k) { return k->session; }
 kn_prof_t *kn_kernel_prof(kn_kernel_t *k) { return k->prof; }
 kn_worker_t *kn_kernel_worker(kn_kernel_t *k) { return k->worker; }
 kn_history_t *kn_kernel_history(kn_kernel_t *k) { return k->history; }
+kn_complete_t *kn_kernel_complete(kn_kernel_t *k) { return k->complete; }
 kn_exec_t *kn_kernel_exec(const kn_kernel_t *k) { return k->exec; }
 void kn_kernel_set_exec(kn_kernel_t *k, kn_exec_t *e) { k->exec = e; }
 int kn_kernel_execution_count(const kn_kernel_t *k) { return k->execution_count; }
@@ -310,6 +313,7 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
   k->session = kn_session_new(err, err_size);
   if (!k->session) return -1;
   k->prof = kn_prof_new(kn_session_dir(k->session));
+  k->complete = kn_complete_new();
   char *dir = kn_self_dir();
   kn_strbuf_t path = KN_STRBUF_INIT;
   kn_strbuf_printf(&path, "%s/" KN_WORKER_NAME, dir);
@@ -333,6 +337,7 @@ void kn_kernel_destroy(kn_kernel_t **kp) {
   if (!k) return;
   kn_execute_stop(k);
   kn_exec_destroy(&k->exec);
+  kn_complete_destroy(&k->complete);
   if (k->worker) kn_worker_destroy(&k->worker);
   kn_prof_destroy(&k->prof);
   kn_session_destroy(&k->session);
@@ -377,6 +382,9 @@ static void on_control(kn_kernel_t *k) {
     kn_execute_interrupt(k);
     kn_reply(k, KN_CONTROL, msg, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
     kn_publish_status(k, msg, "idle");
+  } else if (kn_complete_handles(msg)) {
+    kn_complete_request(k, KN_CONTROL, msg); /* takes msg */
+    return;
   } else {
     kn_serve(k, KN_CONTROL, msg);
   }
@@ -389,6 +397,10 @@ static void on_shell(kn_kernel_t *k) {
   if (k->log_debug) kn_log(k, "shell: %s", kn_msg_type(msg));
   if (!strcmp(kn_msg_type(msg), "execute_request")) {
     kn_execute_start(k, msg); /* takes msg */
+    return;
+  }
+  if (kn_complete_handles(msg)) {
+    kn_complete_request(k, KN_SHELL, msg); /* takes msg */
     return;
   }
   kn_serve(k, KN_SHELL, msg);
@@ -420,7 +432,10 @@ int kn_kernel_run(kn_kernel_t *k) {
     /* First: the tick may end the running execution (a worker that ended,
      * output due), which decides whether shell is polled. */
     int timeout = kn_execute_tick(k);
-    zmq_pollitem_t items[6 + KN_WORKER_FDS];
+    int complete_timeout = kn_complete_timeout(k->complete);
+    if (complete_timeout >= 0 && (timeout < 0 || complete_timeout < timeout))
+      timeout = complete_timeout;
+    zmq_pollitem_t items[8 + KN_WORKER_FDS];
     int n = 0, i_control, i_stdin, i_sig, i_shell = -1, i_worker = -1;
     i_control = n;
     items[n++] = (zmq_pollitem_t){k->sockets[KN_CONTROL], 0, ZMQ_POLLIN, 0};
@@ -439,6 +454,12 @@ int kn_kernel_run(kn_kernel_t *k) {
     for (int j = 0; j < 2; j++)
       if (cfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, cfds[j], ZMQ_POLLIN, 0};
     int n_compiler = n - i_compiler;
+    /* Completion and inspection: the libclang thread's result, a man page. */
+    int afds[2], i_complete = n;
+    kn_complete_fds(k->complete, afds);
+    for (int j = 0; j < 2; j++)
+      if (afds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, afds[j], ZMQ_POLLIN, 0};
+    int n_complete = n - i_complete;
     /* One execution at a time: further shell requests wait in the socket. */
     if (!k->exec) {
       i_shell = n;
@@ -461,6 +482,10 @@ int kn_kernel_run(kn_kernel_t *k) {
         kn_execute_on_compiler(k);
         break;
       }
+    bool complete_ready = complete_timeout == 0;
+    for (int j = 0; j < n_complete; j++)
+      if (items[i_complete + j].revents) complete_ready = true;
+    if (complete_ready) kn_complete_on_ready(k);
     if (items[i_stdin].revents) on_stdin(k);
     if (i_shell >= 0 && items[i_shell].revents && !k->exec) on_shell(k);
   }

@@ -2,17 +2,19 @@
  *
  * Data flow: a ZeroMQ frame list arrives on shell or control (kn_kernel.c),
  * is decoded and verified (kn_wire.c) and dispatched by msg_type: simple
- * requests are answered at once (kn_requests.c); execute_request starts an
- * execution (kn_exec.h and the files it lists), which splits off magics
- * (kn_magic.c, the table in kn_magics.c), compiles the cell (kn_session.c,
- * kn_cell.c) and asks the worker process (kn_worker.c, kernel/worker/) to
- * run it. While it runs, the poll loop keeps serving control, stdin and the
- * worker's output, which becomes iopub stream messages; the worker's "done"
- * event (or its death) finishes the execution with an execute_reply.
+ * requests are answered at once (kn_requests.c); complete and inspect when
+ * the libclang thread has read the cell (kn_complete.c); execute_request
+ * starts an execution (kn_exec.h and the files it lists), which splits off
+ * magics (kn_magic.c, the table in kn_magics.c), compiles the cell
+ * (kn_session.c, kn_cell.c) and asks the worker process (kn_worker.c,
+ * kernel/worker/) to run it. While it runs, the poll loop keeps serving
+ * control, stdin and the worker's output, which becomes iopub stream
+ * messages; the worker's "done" event (or its death) finishes the execution
+ * with an execute_reply.
  *
  * kn_kernel_t is opaque: its sockets, its state between cells and the
- * objects it owns (session, profiler state, worker, history) are reached
- * through the functions below. */
+ * objects it owns (session, profiler state, worker, history, completion)
+ * are reached through the functions below. */
 #ifndef KN_KERNEL_H
 #define KN_KERNEL_H
 
@@ -33,6 +35,7 @@
 
 typedef struct kn_kernel kn_kernel_t;
 typedef struct kn_exec kn_exec_t;
+typedef struct kn_complete kn_complete_t;
 
 /* The sockets messages come in and go out on. */
 typedef enum kn_channel { KN_SHELL, KN_CONTROL, KN_STDIN, KN_IOPUB } kn_channel_t;
@@ -75,6 +78,7 @@ kn_session_t *kn_kernel_session(kn_kernel_t *k);
 kn_prof_t *kn_kernel_prof(kn_kernel_t *k);
 kn_worker_t *kn_kernel_worker(kn_kernel_t *k);
 kn_history_t *kn_kernel_history(kn_kernel_t *k);
+kn_complete_t *kn_kernel_complete(kn_kernel_t *k);
 
 /* The execution under way (one at a time), or NULL; while there is one,
  * the shell socket is not read. */
@@ -103,7 +107,8 @@ char *kn_kernel_take_note(kn_kernel_t *k);
 /* shutdown_request: the loop ends after this pass. */
 void kn_kernel_shutdown(kn_kernel_t *k, bool restart);
 
-/* ---- kn_requests.c: requests answered at once ---- */
+/* ---- kn_requests.c: requests answered at once ----
+ * (complete_request and inspect_request: kn_complete.h) */
 
 /* Handles msg from channel (shell or control). Returns true if it handled
  * the type; execute_request is not handled here. */

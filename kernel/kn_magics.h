@@ -4,7 +4,7 @@
  * its cell and statement forms run code, its option groups, the handler of
  * its line form, its usage and its help. Dispatch (kn_run.c), %lsmagic,
  * %NAME? help, error messages that list the valid magics, and completion
- * (kn_requests.c) are all derived from this table, and from nowhere else.
+ * (kn_complete.c) are all derived from this table, and from nowhere else.
  *
  * Forms: `%name args` (a line magic, among the first lines of a cell),
  * `%%name args` (a cell magic, on the first line, applying to the body), and

@@ -43,3 +43,7 @@ const char *kn_plain_name(const char *symbol) {
   while (isdigit((unsigned char)*p)) p++;
   return *p == '_' ? p + 1 : symbol;
 }
+
+bool kn_is_generated_name(const char *name) {
+  return !strncmp(name, KN_GENERATED_PREFIX, strlen(KN_GENERATED_PREFIX));
+}

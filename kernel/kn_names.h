@@ -19,9 +19,12 @@
 
 #include "cflame/fl_symbol.h"
 
-#define KN_ENTRY_PREFIX "cflame_run_" /* + N: a cell's entry function */
+/* Every identifier the kernel writes into a cell's unit (the names below,
+ * the prelude's macros, the entry's locals) starts with this. */
+#define KN_GENERATED_PREFIX "cflame_"
+#define KN_ENTRY_PREFIX KN_GENERATED_PREFIX "run_" /* + N: a cell's entry function */
 #define KN_ENTRY_FMT KN_ENTRY_PREFIX "%d"
-#define KN_SYMBOL_PREFIX "cflame_c" /* + N + "_" + NAME: a cell's definition */
+#define KN_SYMBOL_PREFIX KN_GENERATED_PREFIX "c" /* + N + "_" + NAME: a cell's definition */
 #define KN_CELL_FILE_FMT "cell[%d]" /* the user's lines of cell N */
 #define KN_GEN_FILE_PREFIX "<cflame cell"
 #define KN_GEN_FILE_FMT KN_GEN_FILE_PREFIX " %d>" /* the kernel's lines around them */
@@ -44,6 +47,10 @@ kn_frame_kind_t kn_frame_classify(const fl_frame_info_t *f, int *cell);
  * lines the kernel generated around them. */
 bool kn_is_cell_file(const char *file);
 bool kn_is_generated_file(const char *file);
+
+/* Whether name is one the kernel made up (KN_GENERATED_PREFIX), which
+ * completion does not offer. */
+bool kn_is_generated_name(const char *name);
 
 /* "cflame_c3_fib" -> "fib"; any other name is returned as it is. */
 const char *kn_plain_name(const char *symbol);

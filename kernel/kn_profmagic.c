@@ -68,6 +68,12 @@ char *kn_profmagic_options_help(unsigned groups) {
   return kn_strbuf_steal(&sb);
 }
 
+const kn_optspec_t *kn_profmagic_option(unsigned groups, size_t i) {
+  for (size_t j = 0; j < N_OPTIONS; j++)
+    if ((all_options[j].group & groups) && i-- == 0) return &all_options[j].spec;
+  return NULL;
+}
+
 static size_t specs_for(unsigned groups, kn_optspec_t *out) {
   size_t n = 0;
   for (size_t i = 0; i < N_OPTIONS; i++)

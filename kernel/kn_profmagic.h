@@ -36,6 +36,10 @@ enum {
  * New string. */
 char *kn_profmagic_options_help(unsigned groups);
 
+/* The i-th option of the groups, in the order the help lists them; NULL
+ * past the last. Borrowed (static). For completion. */
+const kn_optspec_t *kn_profmagic_option(unsigned groups, size_t i);
+
 typedef struct kn_profreq {
   kn_profmode_t mode;
   uint64_t delay_ns;

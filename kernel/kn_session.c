@@ -1058,6 +1058,19 @@ kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *co
   return job;
 }
 
+char *kn_session_unit_text(const kn_session_t *s, int cell, const char *code, int first_line) {
+  kn_items_t items = {NULL, 0};
+  if (kn_cell_split(code, kn_session_typedefs(s), first_line, &items) < 0) return NULL;
+  char **keys = kn_xcalloc(items.n + 1, sizeof *keys);
+  for (size_t i = 0; i < items.n; i++) keys[i] = item_key(&items.items[i]);
+  kn_strbuf_t tu = KN_STRBUF_INIT;
+  build_unit(s, cell, &items, keys, &tu);
+  for (size_t i = 0; i < items.n; i++) free(keys[i]);
+  free(keys);
+  kn_items_free(&items);
+  return kn_strbuf_steal(&tu);
+}
+
 void kn_compile_fds(const kn_compile_t *job, int fds[2]) {
   fds[0] = job->out_fd;
   fds[1] = job->pid_fd;

@@ -98,6 +98,13 @@ int kn_session_compile_finish(kn_session_t *s, kn_compile_t **job, kn_compiled_t
                               char **diagnostics, char *err, size_t err_size);
 void kn_compile_cancel(kn_compile_t **job);
 
+/* The translation unit the session would compile for code as cell number
+ * cell (what kn_session_compile_start writes to cell_N.c), without writing
+ * or compiling anything: for tools that read the session's C as the
+ * compiler would, such as completion. New string, or NULL when out of
+ * memory. */
+char *kn_session_unit_text(const kn_session_t *s, int cell, const char *code, int first_line);
+
 /* Makes the compiled cell part of the session: its declarations become
  * entries, and its shared object is loaded again after a worker restart.
  * Takes ownership of c (sets *c to NULL). */

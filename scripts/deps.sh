@@ -4,7 +4,7 @@ CFLAME_DEBS="build-essential cmake pkg-config clang libclang-rt-14-dev \
 libzmq3-dev libjansson-dev uuid-dev libssl-dev libunwind-dev libdw-dev libelf-dev \
 python3 python3-zmq python3-jupyter-client python3-jupyter-kernel-test python3-pytest \
 python3-nbconvert python3-nbformat python3-ipykernel jupyter-nbconvert jupyter-core \
-chromium linux-perf"
+chromium linux-perf libclang-dev manpages-dev man-db"
 
 cflame_missing_debs() {
   local missing=""

@@ -25,7 +25,10 @@ class CflameKernelTests(jupyter_kernel_test.KernelTests):
     code_hello_world = 'printf("hello, world\\n");'
     code_stderr = 'fprintf(stderr, "oops\\n");'
 
+    # Completion knows C's keywords, the C library's names (through the
+    # prelude's headers) and the magics.
     completion_samples = [
+        {"text": "pri", "matches": {"printf"}},
         {"text": "whi", "matches": {"while"}},
         {"text": "%lsm", "matches": {"%lsmagic"}},
     ]
@@ -34,7 +37,7 @@ class CflameKernelTests(jupyter_kernel_test.KernelTests):
     incomplete_code_samples = ["int f(void) {", "int a[] = {1,", "/* comment"]
     invalid_code_samples = ["}", "int x = 1; )"]
 
-    code_inspect_sample = "%cflags"
+    code_inspect_sample = "printf"
 
     code_generate_error = "int x = ;"
 

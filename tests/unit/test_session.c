@@ -191,6 +191,28 @@ static void test_frame_pointer_flags(void) {
   CHECK_INT(kn_session_set_cflags(session, KN_DEFAULT_CFLAGS, err, sizeof err), 0);
 }
 
+/* The unit for a cell, as compiling it would write it, without compiling
+ * or writing anything. */
+static void test_unit_text(void) {
+  CHECK_INT(run_cell(80, "struct unit_pt { int x, y; };\nint unit_twice(int v) { return 2 * v; }"),
+            0);
+  size_t objects = kn_session_n_objects(session);
+  char *text = kn_session_unit_text(session, 81, "struct unit_pt p;\nunit_twice(p.x);", 1);
+  CHECK(text != NULL);
+  if (!text) return;
+  CHECK(strstr(text, "#include <stdio.h>") != NULL);          /* the prelude */
+  CHECK(strstr(text, "struct unit_pt { int x, y; };") != NULL); /* earlier cells */
+  CHECK(strstr(text, "int unit_twice(int v) __asm__(\"cflame_c80_unit_twice\")") != NULL);
+  CHECK(strstr(text, "#line 2 \"cell[81]\"\nunit_twice(p.x);") != NULL); /* this cell */
+  CHECK(strstr(text, "int cflame_run_81(void)") != NULL);
+  CHECK_INT(kn_session_n_objects(session), objects);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/cell_81.c", kn_session_dir(session));
+  struct stat st;
+  CHECK(stat(path, &st) != 0); /* nothing written */
+  free(text);
+}
+
 int main(void) {
   char err[512];
   session = kn_session_new(err, sizeof err);
@@ -207,6 +229,7 @@ int main(void) {
   test_clean_message();
   test_compiler_settings();
   test_frame_pointer_flags();
+  test_unit_text();
   kn_session_destroy(&session);
   struct stat st;
   CHECK(stat(dir, &st) != 0); /* the private directory is gone */

@@ -1,0 +1,260 @@
+/* Manual pages through man(1) (see kn_manpage.h). */
+#define _GNU_SOURCE
+#include "kn_manpage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kn_strbuf.h"
+
+extern char **environ;
+
+struct kn_manpage {
+  pid_t pid;   /* the shell running man, leading its process group; -1 once reaped */
+  int out_fd;  /* its stdout; -1 once at end of file */
+  kn_strbuf_t text;
+  char *plain; /* text without overstrikes, once complete */
+};
+
+/* Tries each section in turn ($2...), and shows the first page that is
+ * name's own in that section (see kn_manpage.h). */
+static const char script[] =
+    "name=$1; shift\n"
+    "for s in \"$@\"; do\n"
+    "  p=$(man -w \"$s\" \"$name\" 2>/dev/null) || continue\n"
+    "  case \"${p##*/}\" in \"$name.$s\" | \"$name.$s\".*) ;; *) continue ;; esac\n"
+    "  exec man --no-hyphenation --no-justification -P cat \"$s\" \"$name\"\n"
+    "done\n"
+    "exit 1\n";
+
+/* The kernel's environment for man: 80 columns, plain text, and none of
+ * the user's man settings that would change the layout. New, with
+ * strings borrowed from environ except the one added. */
+static char **man_environment(void) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **env = kn_xcalloc(n + 2, sizeof *env);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    static const char *const drop[] = {"MANWIDTH=", "MAN_KEEP_FORMATTING=", "MANOPT=",
+                                       "MANROFFOPT=", NULL};
+    bool keep = true;
+    for (const char *const *d = drop; *d; d++)
+      if (!strncmp(environ[i], *d, strlen(*d))) keep = false;
+    if (keep) env[k++] = environ[i];
+  }
+  env[k++] = "MANWIDTH=80";
+  return env;
+}
+
+kn_manpage_t *kn_manpage_start(const char *name, bool is_type, char *err, size_t err_size) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) {
+    snprintf(err, err_size, "cannot create a pipe for man: %s", strerror(errno));
+    return NULL;
+  }
+  kn_manpage_t *m = kn_xcalloc(1, sizeof *m);
+  m->pid = -1;
+  m->out_fd = p[0];
+  fcntl(m->out_fd, F_SETFL, O_NONBLOCK);
+  char *argv[] = {"sh", "-c", (char *)script, "sh", (char *)name, is_type ? "3type" : "3",
+                  is_type ? "3" : "2", NULL};
+  char **env = man_environment();
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  int rc = posix_spawn(&m->pid, "/bin/sh", &fa, &attr, argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  free(env);
+  close(p[1]);
+  if (rc != 0) {
+    snprintf(err, err_size, "cannot run man: %s", strerror(rc));
+    m->pid = -1;
+    kn_manpage_destroy(&m);
+  }
+  return m;
+}
+
+int kn_manpage_fd(const kn_manpage_t *m) { return m->out_fd; }
+
+/* Drops the overstrikes ("X\bX", "_\bX") of a page formatted for a
+ * terminal, should man leave them in. New. */
+static char *plain_text(const char *s, size_t len) {
+  char *out = kn_xmalloc(len + 1);
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] == '\b') {
+      if (n > 0) n--;
+      continue;
+    }
+    out[n++] = s[i];
+  }
+  out[n] = '\0';
+  return out;
+}
+
+bool kn_manpage_poll(kn_manpage_t *m) {
+  char buf[16384];
+  while (m->out_fd >= 0) {
+    ssize_t n = read(m->out_fd, buf, sizeof buf);
+    if (n > 0) {
+      kn_strbuf_append(&m->text, buf, (size_t)n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return false;
+    close(m->out_fd);
+    m->out_fd = -1;
+  }
+  if (m->pid > 0) {
+    /* Its output has ended, so man is ending: reap it, or end it. */
+    if (waitpid(m->pid, NULL, WNOHANG) != m->pid) {
+      kill(-m->pid, SIGKILL);
+      while (waitpid(m->pid, NULL, 0) < 0 && errno == EINTR) {
+      }
+    }
+    m->pid = -1;
+  }
+  if (!m->plain) m->plain = plain_text(m->text.data ? m->text.data : "", m->text.len);
+  return true;
+}
+
+const char *kn_manpage_text(const kn_manpage_t *m) { return m->plain ? m->plain : ""; }
+
+void kn_manpage_destroy(kn_manpage_t **mp) {
+  kn_manpage_t *m = *mp;
+  if (!m) return;
+  if (m->pid > 0) {
+    kill(-m->pid, SIGKILL);
+    while (waitpid(m->pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (m->out_fd >= 0) close(m->out_fd);
+  kn_strbuf_free(&m->text);
+  free(m->plain);
+  free(m);
+  *mp = NULL;
+}
+
+/* ---- reading a page ---- */
+
+static bool blank_line(const char *s, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (s[i] != ' ' && s[i] != '\t') return false;
+  return true;
+}
+
+/* The body of section heading (the lines after it, up to the next line
+ * that starts at the margin) in page: *start and *end, offsets of whole
+ * lines. False when the page has no such section. */
+static bool find_section(const char *page, const char *heading, size_t *start, size_t *end) {
+  size_t hlen = strlen(heading);
+  for (const char *line = page; *line;) {
+    const char *eol = strchrnul(line, '\n');
+    if ((size_t)(eol - line) == hlen && !memcmp(line, heading, hlen)) {
+      const char *p = *eol ? eol + 1 : eol;
+      *start = (size_t)(p - page);
+      while (*p && (*p == ' ' || *p == '\t' || *p == '\n')) {
+        const char *e = strchrnul(p, '\n');
+        p = *e ? e + 1 : e;
+      }
+      *end = (size_t)(p - page);
+      return true;
+    }
+    line = *eol ? eol + 1 : eol;
+  }
+  return false;
+}
+
+/* The lines of page[start, end) without their common indent and without
+ * blank lines at either end; stops before a line starting with stop_at
+ * (after its indent) when given, and with one_paragraph at the first blank
+ * line after some text. New, or NULL when nothing is left. */
+static char *dedent(const char *page, size_t start, size_t end, const char *stop_at,
+                    bool one_paragraph) {
+  /* First where the kept lines end, and their least indent. */
+  size_t indent = (size_t)-1, stop = start;
+  for (size_t i = start; i < end;) {
+    const char *eol = memchr(page + i, '\n', end - i);
+    size_t len = eol ? (size_t)(eol - (page + i)) : end - i;
+    if (blank_line(page + i, len)) {
+      if (one_paragraph && indent != (size_t)-1) break;
+    } else {
+      size_t k = strspn(page + i, " ");
+      if (stop_at && !strncmp(page + i + k, stop_at, strlen(stop_at))) break;
+      if (k < indent) indent = k;
+      stop = i + len;
+    }
+    i += len + 1;
+  }
+  if (indent == (size_t)-1) return NULL;
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  for (size_t i = start; i < stop;) {
+    const char *eol = memchr(page + i, '\n', stop - i);
+    size_t len = eol ? (size_t)(eol - (page + i)) : stop - i;
+    if (blank_line(page + i, len)) {
+      if (sb.len) kn_strbuf_putc(&sb, '\n');
+    } else {
+      size_t tlen = len - indent;
+      while (tlen > 0 && page[i + indent + tlen - 1] == ' ') tlen--;
+      if (sb.len) kn_strbuf_putc(&sb, '\n');
+      kn_strbuf_append(&sb, page + i + indent, tlen);
+    }
+    i += len + 1;
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+/* text's words in lines of at most width columns (counting bytes; longer
+ * words stand alone): a paragraph with a hanging indent, as type pages
+ * have, reads as one. New. */
+static char *reflow(const char *text, size_t width) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  size_t used = 0;
+  for (const char *p = text; *p;) {
+    p += strspn(p, " \t\n");
+    size_t w = strcspn(p, " \t\n");
+    if (!w) break;
+    if (used && used + 1 + w > width) {
+      kn_strbuf_putc(&sb, '\n');
+      used = 0;
+    } else if (used) {
+      kn_strbuf_putc(&sb, ' ');
+      used++;
+    }
+    kn_strbuf_append(&sb, p, w);
+    used += w;
+    p += w;
+  }
+  return kn_strbuf_steal(&sb);
+}
+
+void kn_manpage_summary(const char *page, char **title, char **synopsis, char **description) {
+  *title = *synopsis = *description = NULL;
+  const char *p = page + strspn(page, " \t\n");
+  if (*p) *title = kn_strndup(p, strcspn(p, " \t\n"));
+  size_t start, end;
+  /* The synopsis without the feature-test macro requirements that follow
+   * it on many pages: the whole page has them. */
+  if (find_section(page, "SYNOPSIS", &start, &end))
+    *synopsis = dedent(page, start, end, "Feature Test Macro Requirements", false);
+  if (find_section(page, "DESCRIPTION", &start, &end)) {
+    char *para = dedent(page, start, end, NULL, true);
+    if (para) *description = reflow(para, 76);
+    free(para);
+  }
+}
