@@ -54,9 +54,8 @@ class CflameKernelTests(jupyter_kernel_test.KernelTests):
     test_pager = None
     test_clear_output = None
 
-    # The suite's own history test reruns code_execute_result samples, whose
-    # definitions (answer) cannot be defined twice in one C session; this one
-    # checks tail, range and search on cells that print.
+    # History: tail, range and search. The suite's own test also asks for
+    # each input's output (output=True), which cflame does not keep.
     def test_history(self):
         codes = ['printf("hist a\\n");', 'printf("hist b\\n");']
         reply = self.history_helper(codes, output=False, raw=True, hist_access_type="tail", n=2)
