@@ -45,6 +45,7 @@
 #define MAX_ELEMENTS 200 /* array elements and struct members printed */
 #define MAX_STRING 200   /* characters of a string */
 #define MAX_DEPTH 8      /* nested aggregates */
+#define MAX_DIMS 32      /* dimensions of an array C lets one write */
 #define MAX_VALUE (1u << 20)
 #define REPEATS_THRESHOLD 10 /* equal elements in a row told as a count */
 
@@ -554,12 +555,16 @@ static void put_dims(printer_t *pr, Dwarf_Die *elem, Dwarf_Word esize, const Dwa
 static void put_array(printer_t *pr, Dwarf_Die *arr, const unsigned char *p, size_t n,
                       int depth) {
   Dwarf_Die elem;
-  Dwarf_Word dims[8], esize = 0;
+  Dwarf_Word dims[MAX_DIMS], esize = 0;
   int nd = 0;
   Dwarf_Die child;
   if (type_of(arr, &elem) && dwarf_child(arr, &child) == 0) {
     do {
-      if (dwarf_tag(&child) != DW_TAG_subrange_type || nd == 8) continue;
+      if (dwarf_tag(&child) != DW_TAG_subrange_type) continue;
+      if (nd == MAX_DIMS) {
+        kn_strbuf_printf(pr->sb, "<an array of more than %d dimensions>", MAX_DIMS);
+        return;
+      }
       Dwarf_Attribute a;
       Dwarf_Word c = 0;
       if (dwarf_attr(&child, DW_AT_count, &a) && dwarf_formudata(&a, &c) == 0)

@@ -96,6 +96,19 @@ def test_output_is_bounded(session):
     assert value(session, "(const char *)long_text") == "(const char *) \"" + "x" * 200 + "\"..."
 
 
+def test_nesting_is_bounded(session):
+    ok(session, "struct d4 { int v; }; struct d3 { struct d4 n; }; struct d2 { struct d3 n; };\n"
+                "struct d1 { struct d2 n; }; struct d0 { struct d1 n; };\n"
+                "struct e2 { struct d0 n; }; struct e1 { struct e2 n; }; struct e0 { struct e1 n; };\n"
+                "struct f0 { struct e0 n; };")
+    assert value(session, "(struct d0){{{{{7}}}}}") == \
+        "(struct d0) { .n = { .n = { .n = { .n = { .v = 7 } } } } }"
+    text = value(session, "(struct f0){0}")
+    assert text == "(struct f0) { .n = { .n = { .n = { .n = { .n = { .n = { .n = { .n = {...} } } } } } } } }", text
+    text = value(session, "(int[2][1][1][1][1][1][1][1][1][2]){0}")
+    assert text.count("{...}") == 2 and text.startswith("(int[2][1][1][1][1][1][1][1][1][2]) { {"), text
+
+
 def test_semicolon_suppresses_the_value(session):
     reply, outputs = run(session, "40 + 2;")
     assert reply["status"] == "ok" and results(outputs) == []
