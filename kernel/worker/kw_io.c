@@ -66,6 +66,8 @@ static bool cell_allow_stdin;
 /* One line of input handed out by pieces: what the frontend answered, plus
  * the newline a terminal would have delivered. */
 static pthread_mutex_t input_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pid_t input_owner; /* atomic: the thread holding input_lock, 0 when none */
+static int input_depth;   /* times the holder took it */
 static char *input_buf;
 static size_t input_len, input_pos;
 static bool input_eof;
@@ -144,7 +146,19 @@ int kw_io_send_crash_report(const char *report, size_t len) {
   return kn_chan_write(KN_CHAN_EVT_FD, 'C', report, len);
 }
 
+static void new_stdin(void);
+
 void kw_io_after_unwind(void) {
+  if (__atomic_load_n(&input_owner, __ATOMIC_SEQ_CST) == current_tid()) {
+    /* Unwound out of a read of stdin, waiting for the frontend: input_lock
+     * is given back, and stdin itself, whose FILE lock the thread may hold
+     * too (fgets, scanf), is left behind for a new one. */
+    int depth = input_depth;
+    input_depth = 0;
+    __atomic_store_n(&input_owner, 0, __ATOMIC_SEQ_CST);
+    while (depth-- > 0) pthread_mutex_unlock(&input_lock);
+    new_stdin();
+  }
   if (__atomic_load_n(&evt_owner, __ATOMIC_SEQ_CST) != current_tid()) return;
   /* Unwound out of a write(2) of a whole frame, which the pipe took whole
    * or not at all (a longer frame is rare from the main thread while a
@@ -226,10 +240,23 @@ static int request_line(void) {
   return input_buf ? 0 : -1;
 }
 
+/* input_lock, with its holder known, so that an interrupt that unwinds
+ * the holder can give it back (kw_io_after_unwind). */
+static void input_take(void) {
+  pthread_mutex_lock(&input_lock);
+  input_depth++;
+  __atomic_store_n(&input_owner, current_tid(), __ATOMIC_SEQ_CST);
+}
+
+static void input_give(void) {
+  if (--input_depth == 0) __atomic_store_n(&input_owner, 0, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&input_lock);
+}
+
 /* Copies up to size bytes of pending input into buf; asks for a line when
  * none is pending. Returns bytes copied, 0 at end of file. */
 static ssize_t input_read(char *buf, size_t size) {
-  pthread_mutex_lock(&input_lock);
+  input_take();
   ssize_t n = 0;
   if (input_pos >= input_len && request_line() < 0) goto done;
   n = (ssize_t)(input_len - input_pos);
@@ -237,11 +264,22 @@ static ssize_t input_read(char *buf, size_t size) {
   memcpy(buf, input_buf + input_pos, (size_t)n);
   input_pos += (size_t)n;
 done:
-  pthread_mutex_unlock(&input_lock);
+  input_give();
   return n;
 }
 
 static ssize_t stdin_read(void *cookie, char *buf, size_t size) { return input_read(buf, size); }
+
+/* stdin as a stream that asks the frontend for lines. */
+static FILE *open_stdin(void) {
+  cookie_io_functions_t in_io = {.read = stdin_read};
+  return fopencookie(NULL, "r", in_io);
+}
+
+static void new_stdin(void) {
+  FILE *in = open_stdin();
+  if (in) stdin = in;
+}
 
 /* Interposes read(2) for the cells: descriptor 0 reads the frontend's input;
  * every other descriptor is the plain system call. */
@@ -278,10 +316,9 @@ int kw_io_init(void) {
   if (pthread_atfork(NULL, NULL, child_after_fork) != 0) return -1;
   cookie_io_functions_t out_io = {.write = stdout_write};
   cookie_io_functions_t err_io = {.write = stderr_write};
-  cookie_io_functions_t in_io = {.read = stdin_read};
   FILE *out = fopencookie(NULL, "w", out_io);
   FILE *err = fopencookie(NULL, "w", err_io);
-  FILE *in = fopencookie(NULL, "r", in_io);
+  FILE *in = open_stdin();
   if (!out || !err || !in) return -1;
   /* Line-buffered stdout, as on a terminal; unbuffered stderr. */
   setvbuf(out, NULL, _IOLBF, BUFSIZ);
@@ -293,11 +330,11 @@ int kw_io_init(void) {
 }
 
 void kw_io_begin_cell(bool allow_stdin) {
-  pthread_mutex_lock(&input_lock);
+  input_take();
   cell_allow_stdin = allow_stdin;
   input_eof = false;
   input_len = input_pos = 0;
-  pthread_mutex_unlock(&input_lock);
+  input_give();
   /* Input a previous cell left unread is not this cell's. */
   __fpurge(stdin);
   clearerr(stdin);

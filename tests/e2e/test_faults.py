@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import collect, fails, ok, request, run, send, stderr, stdout
+from conftest import _read, collect, fails, ok, request, run, send, stderr, stdout
 
 
 def traceback_text(reply):
@@ -346,3 +346,26 @@ def test_errors_do_not_stop_the_kernel(kernel):
     assert km.is_alive()
     assert ok(kc, 'printf("%d\\n", 6 * 7);') == "42\n"
     assert request(kc, "kernel_info")["content"]["status"] == "ok"
+
+
+def test_threads_read_input_after_an_interrupted_read(fresh):
+    # The interrupt unwinds the main thread out of its wait for the
+    # frontend's answer: the next cell's threads can still read input.
+    km, kc = fresh
+    msg_id = send(kc, 'char line[64];\nif (fgets(line, sizeof line, stdin)) printf("got %s", line);',
+                  allow_stdin=True, stop_on_error=False)
+    msg = _read(kc, "stdin", msg_id, 10)
+    assert msg is not None and msg["msg_type"] == "input_request"
+    km.interrupt_kernel()
+    r = collect(kc, msg_id, timeout=20)
+    assert r.reply["ename"] == "Interrupted"
+    assert ok(kc, "#include <pthread.h>\n"
+                  "void *ask(void *arg) {\n"
+                  '  char l[64]; if (fgets(l, sizeof l, stdin)) printf("thread got %s", l);\n'
+                  "  return arg;\n}\n"
+                  "pthread_t asker;\n"
+                  "pthread_create(&asker, NULL, ask, NULL);\n"
+                  "pthread_join(asker, NULL);",
+              allow_stdin=True, inputs=["hello"], timeout=10) == "thread got hello\n"
+    assert ok(kc, "int n = 0; read(0, &n, 0); scanf(\"%d\", &n); printf(\"%d\\n\", n);",
+              allow_stdin=True, inputs=["41"], timeout=10) == "41\n"
