@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cflame/fl_io.h"
+#include "profile_check.h" /* tests/unit */
 
 static void fuzz_io_fail(const char *what, const char *detail) {
   fprintf(stderr, "fuzz: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
@@ -30,14 +31,8 @@ static void fuzz_io_fail(const char *what, const char *detail) {
 
 /* Folded stacks of p (every frame, with lines when asked, minwidth 0). */
 static char *fuzz_io_folded(const fl_profile_t *p, bool lines, uint64_t *root_count) {
-  fl_tree_opts_t o;
-  fl_tree_opts_init(&o);
-  o.C = true;
-  o.lines = lines;
-  o.minwidth = 0;
-  char err[256];
-  fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
-  if (!t) fuzz_io_fail("fl_tree_build failed", err);
+  fl_tree_t *t = whole_tree(p, lines, true);
+  if (!t) fuzz_io_fail("fl_tree_build failed", NULL);
   *root_count = fl_tree_root(t)->count;
   char *text = fl_folded(t);
   if (!text) fuzz_io_fail("fl_folded returned NULL", NULL);
