@@ -455,9 +455,9 @@ int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char 
       perftools__profiles__profile__unpack(&pb_allocator, len, (const uint8_t *)data);
   if (!pb) {
     fl__io_fail(err, name, 0,
-                "%s is %s, but not a pprof profile: %s bytes are not a valid profile.proto "
-                "message (truncated, or another format)",
-                name, gzipped ? "gzip-compressed" : "binary", gzipped ? "its unzipped" : "its");
+                "%s is %snot a pprof profile: %s bytes are not a valid profile.proto message "
+                "(truncated, or another format)",
+                name, gzipped ? "gzip-compressed, but " : "", gzipped ? "its unzipped" : "its");
     return -1;
   }
   r.pb = pb;

@@ -37,11 +37,13 @@
 
 #define EXIT_USAGE 2
 
-typedef enum format { FMT_SVG, FMT_HTML, FMT_VEGALITE, FMT_FOLDED, FMT_TEXT } format_t;
-static const char *const format_names[] = {"svg", "html", "vegalite", "folded", "text"};
+typedef enum format { FMT_SVG, FMT_HTML, FMT_VEGALITE, FMT_FOLDED, FMT_TEXT, FMT_PPROF } format_t;
+static const char *const format_names[] = {"svg", "html", "vegalite", "folded", "text", "pprof"};
+#define N_FORMATS ((int)(sizeof format_names / sizeof *format_names))
 
 typedef struct cli {
   format_t format;
+  bool format_given;
   const char *output; /* NULL: standard output */
   fl_input_kind_t input_kind;
   fl_tree_opts_t tree;
@@ -60,12 +62,15 @@ static const char usage_text[] =
     "\n"
     "Draws the flame graph of profiles recorded elsewhere. Each INPUT is a file of\n"
     "folded stacks (\"frame;frame;...;frame COUNT\" lines, as flamegraph.pl, inferno,\n"
-    "speedscope and cflame's %profsave write them) or the text of `perf script`\n"
-    "(of a `perf record -g` recording); the kind is told by the content. - reads\n"
+    "speedscope and cflame's %profsave write them), the text of `perf script` (of a\n"
+    "`perf record -g` recording) or a pprof profile (Go's runtime/pprof, pprof's\n"
+    "tools, cflame); the kind is told by the content, gzipped or not. - reads\n"
     "standard input. Several INPUTs are merged into one profile.\n"
     "\n"
     "Output:\n"
-    "  -f, --format FORMAT    svg, html, vegalite, folded or text (default: svg)\n"
+    "  -f, --format FORMAT    svg, html, vegalite, folded, text or pprof (default: by\n"
+    "                         -o's ending, .svg .html .vl.json .folded .txt .pb.gz;\n"
+    "                         else svg)\n"
     "                           svg       the flame graph as an SVG image\n"
     "                           html      a standalone page: the interactive view\n"
     "                                     (vega-embed from a CDN) and the SVG, which\n"
@@ -74,9 +79,12 @@ static const char usage_text[] =
     "                           folded    folded stacks; with --diff, \"stack BASE\n"
     "                                     TARGET\" lines as difffolded.pl writes them\n"
     "                           text      the tree as text, as %profprint prints it\n"
+    "                           pprof     pprof's profile.proto, gzipped, as `go tool\n"
+    "                                     pprof` reads it\n"
     "  -o, --output FILE      write to FILE (default: standard output); on any\n"
     "                         error nothing is written and FILE is left as it was\n"
-    "      --input-format KIND  auto, folded or perf (default: auto, by content)\n"
+    "      --input-format KIND  auto, folded, perf or pprof (default: auto, by\n"
+    "                         content)\n"
     "\n"
     "Graph (the tree options of the notebook's magics):\n"
     "      --C                show frames of system libraries (default)\n"
@@ -94,7 +102,7 @@ static const char usage_text[] =
     "      --threads TIDS     comma-separated thread ids of perf script samples to\n"
     "                         keep (default: all)\n"
     "      --minwidth SHARE   hide frames narrower than SHARE of the total, 0 to 1\n"
-    "                         (default: 0.001; 0 for --format folded)\n"
+    "                         (default: 0.001; 0 for --format folded and pprof)\n"
     "\n"
     "View:\n"
     "      --width PX         width in pixels (default: 800)\n"
@@ -124,6 +132,7 @@ static const char usage_text[] =
     "  cflame prog.perf -o prog.svg\n"
     "  cflame --format html --title prog prog.perf -o prog.html\n"
     "  cflame --format folded prog.perf > prog.folded\n"
+    "  cflame prog.perf -o prog.pb.gz && go tool pprof -top prog.pb.gz\n"
     "  cflame --diff before.folded after.folded -o diff.svg\n"
     "\n"
     "Exit status: 0 on success, 1 when an input or the output fails, 2 for a bad\n"
@@ -274,7 +283,9 @@ static void free_list(char **list) {
 /* Parses argv into c. Returns -1 to go on, else the exit status (0 after
  * --help or --version, 2 for a bad command line). */
 static int parse_args(int argc, char **argv, cli_t *c) {
-  static const char *const input_kinds[] = {"auto", "folded", "perf"};
+  static const char *const input_kinds[] = {"auto", "folded", "perf", "pprof"};
+  static const fl_input_kind_t input_kind_values[] = {FL_INPUT_AUTO, FL_INPUT_FOLDED,
+                                                      FL_INPUT_PERF_SCRIPT, FL_INPUT_PPROF};
   static const char *const recurs[] = {"off", "flat"};
   static const char *const themes[] = {"light", "dark"};
   static const char *const deltas[] = {"total", "self"};
@@ -283,21 +294,23 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   for (int opt; (opt = getopt_long(argc, argv, ":f:o:hV", long_options, NULL)) != -1;) {
     switch (opt) {
       case 'f':
-        if ((k = pick(optarg, format_names, 5)) < 0)
+        if ((k = pick(optarg, format_names, N_FORMATS)) < 0)
           return usage_error(
               "--format %s: unknown format; valid: svg, html, vegalite, folded, "
-              "text",
+              "text, pprof",
               optarg);
         c->format = (format_t)k;
+        c->format_given = true;
         break;
       case 'o':
         if (!*optarg) return usage_error("-o: the output file name is empty");
         c->output = optarg;
         break;
       case OPT_INPUT_FORMAT:
-        if ((k = pick(optarg, input_kinds, 3)) < 0)
-          return usage_error("--input-format %s: unknown; valid: auto, folded, perf", optarg);
-        c->input_kind = k == 0 ? FL_INPUT_AUTO : k == 1 ? FL_INPUT_FOLDED : FL_INPUT_PERF_SCRIPT;
+        if ((k = pick(optarg, input_kinds, 4)) < 0)
+          return usage_error("--input-format %s: unknown; valid: auto, folded, perf, pprof",
+                             optarg);
+        c->input_kind = input_kind_values[k];
         break;
       case OPT_C: c->tree.C = true; break;
       case OPT_NO_C: c->tree.C = false; break;
@@ -416,10 +429,18 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   int stdin_uses = c->diff_base && strcmp(c->diff_base, "-") == 0;
   for (int i = 0; i < c->n_inputs; i++) stdin_uses += strcmp(c->inputs[i], "-") == 0;
   if (stdin_uses > 1) return usage_error("- (standard input) can be read only once");
+  /* -o x.pb.gz: the format its ending names, unless --format said one. */
+  const char *by_path = c->output ? fl_output_format_of_path(c->output) : NULL;
+  if (!c->format_given && by_path) c->format = (format_t)pick(by_path, format_names, N_FORMATS);
   bool diff_only = c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL;
   if (diff_only && !c->diff_base)
     return usage_error("--negate, --normalize and --delta need --diff BASE");
-  if (!c->minwidth_given && c->format == FMT_FOLDED) c->tree.minwidth = 0;
+  if (c->diff_base && c->format == FMT_PPROF)
+    return usage_error(
+        "--diff with pprof output: a pprof file holds one profile; write the diff as svg, "
+        "html, vegalite or text, or as folded stacks with both counts");
+  if (!c->minwidth_given && (c->format == FMT_FOLDED || c->format == FMT_PPROF))
+    c->tree.minwidth = 0;
   return -1;
 }
 
@@ -443,19 +464,29 @@ static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind
   return p;
 }
 
-/* "12,345 samples (perf script, every 0.25 ms)". */
-static void summary_of(const fl_profile_t *p, char *out, size_t size) {
-  const fl_profile_info_t *info = fl_profile_info_const(p);
-  char n[32];
-  uint64_t v = info->total_weight;
+/* v with thousands separators. */
+static void grouped(uint64_t v, char out[32]) {
   char digits[32];
   int len = snprintf(digits, sizeof digits, "%" PRIu64, v), k = 0;
   for (int i = 0; i < len; i++) {
-    if (i && (len - i) % 3 == 0) n[k++] = ',';
-    n[k++] = digits[i];
+    if (i && (len - i) % 3 == 0) out[k++] = ',';
+    out[k++] = digits[i];
   }
-  n[k] = '\0';
-  if (info->interval_ns)
+  out[k] = '\0';
+}
+
+/* "12,345 samples, one every 0.25 ms"; an allocation profile's "65,536
+ * bytes in 1,024 allocations" (or "1,024 allocations"). */
+static void summary_of(const fl_profile_t *p, char *out, size_t size) {
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  char n[32], allocs[32];
+  grouped(info->total_weight, n);
+  grouped(info->total_allocs, allocs);
+  if (info->kind == FL_PROFILE_ALLOC && info->weight_is_count)
+    snprintf(out, size, "%s allocations", n);
+  else if (info->kind == FL_PROFILE_ALLOC)
+    snprintf(out, size, "%s bytes in %s allocations", n, allocs);
+  else if (info->interval_ns)
     snprintf(out, size, "%s samples, one every %g ms", n, (double)info->interval_ns / 1e6);
   else
     snprintf(out, size, "%s samples", n);
@@ -537,9 +568,9 @@ static char *dump_spec(const json_t *spec) {
 }
 
 /* The output: of the diff d when there is one, else of the tree t (a
- * diff's folded stacks are folded_diff's). New string; NULL after saying
- * why. */
-static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d) {
+ * diff's folded stacks are folded_diff's), *len bytes. New buffer; NULL
+ * after saying why. */
+static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d, size_t *len) {
   char err[512] = "out of memory";
   char *out = NULL, *svg = NULL;
   json_t *spec = NULL;
@@ -548,6 +579,7 @@ static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d) {
     case FMT_SVG: out = d ? fl_svg_diff(d, v) : fl_svg(t, v); break;
     case FMT_TEXT: out = d ? fl_text_diff(d, NULL) : fl_text_tree(t, NULL); break;
     case FMT_FOLDED: out = fl_folded(t); break;
+    case FMT_PPROF: return fl_pprof(t, len); /* one profile: parse_args refuses a diff */
     case FMT_VEGALITE:
       spec = d ? fl_vegalite_diff(d, v, err, sizeof err) : fl_vegalite(t, v, err, sizeof err);
       if (spec) out = dump_spec(spec);
@@ -561,6 +593,7 @@ static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d) {
   json_decref(spec);
   free(svg);
   if (!out) say("%s", err);
+  if (out) *len = strlen(out);
   return out;
 }
 
@@ -607,8 +640,7 @@ static int write_stream(FILE *f, const char *name, const char *text, size_t len)
   return 0;
 }
 
-static int write_output(const cli_t *c, const char *text) {
-  size_t len = strlen(text);
+static int write_output(const cli_t *c, const char *text, size_t len) {
   if (!c->output || strcmp(c->output, "-") == 0)
     return write_stream(stdout, "standard output", text, len);
   /* Something that is not a regular file (/dev/null, a pipe) is written
@@ -636,6 +668,7 @@ static int run(cli_t *c) {
   fl_tree_t *tree = NULL, *base_tree = NULL;
   fl_diff_t *diff = NULL;
   char *out = NULL, err[512];
+  size_t out_len = 0;
   char names[512], summary[160], title[600];
 
   if (!(target = read_inputs(c->inputs, c->n_inputs, c->input_kind))) goto done;
@@ -657,22 +690,25 @@ static int run(cli_t *c) {
       say("%s", err);
       goto done;
     }
-    out = render(c, tree, NULL);
+    out = render(c, tree, NULL, &out_len);
   } else if (c->format == FMT_FOLDED) {
     if (!(tree = fl_tree_build(target, &c->tree, "all", err, sizeof err)) ||
         !(base_tree = fl_tree_build(base, &c->tree, "all", err, sizeof err))) {
       say("%s", err);
       goto done;
     }
-    if (!(out = folded_diff(tree, base_tree, c->diff.normalize))) say("out of memory");
+    if (!(out = folded_diff(tree, base_tree, c->diff.normalize)))
+      say("out of memory");
+    else
+      out_len = strlen(out);
   } else {
     if (!(diff = fl_diff_build(target, base, &c->tree, &c->diff, "all", err, sizeof err))) {
       say("%s", err);
       goto done;
     }
-    out = render(c, NULL, diff);
+    out = render(c, NULL, diff, &out_len);
   }
-  if (out && write_output(c, out) == 0) status = 0;
+  if (out && write_output(c, out, out_len) == 0) status = 0;
 done:
   free(out);
   fl_diff_destroy(&diff);
