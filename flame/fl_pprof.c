@@ -12,8 +12,9 @@
  *
  * Which value is the weight:
  *  - a profile with a sample type in bytes is an allocation profile: its
- *    weight is the default sample type when that is in bytes, else
- *    "alloc_space", else the first in bytes; the allocation counts are the
+ *    weight is the default sample type (unset: the last, as the format
+ *    says) when that is in bytes, else "alloc_space", else the first in
+ *    bytes; the allocation counts are the
  *    matching "..._objects" type. A type named "inuse_..." is what was
  *    still allocated (live_only). Without bytes, an "alloc_objects" or
  *    "inuse_objects" count is an allocation profile counted in
@@ -219,7 +220,7 @@ static int location_frames(reader_t *r, size_t i, fl__buf_t *text) {
         string_at(r, f->system_name, "a function's system name", &system_name) < 0 ||
         string_at(r, f->filename, "a function's file name", &file) < 0)
       return -1;
-    if (!*func) func = *system_name ? system_name : "[unknown]";
+    if (!*func) func = system_name; /* and "" as it is, when both are */
     uint32_t flags = kind;
     size_t n = strlen(func);
     if (!module && n >= 4 && !strcmp(func + n - 4, "_[k]")) flags = FL_FRAME_KERNEL;
@@ -295,8 +296,8 @@ static int choose(reader_t *r, choice_t *c) {
     goto done;
   *c = (choice_t){
       .kind = FL_PROFILE_CPU, .weight = -1, .allocs = -1, .divisor = 1, .sample_rate = 1};
-  int bytes = -1;
-  if (def >= 0 && !strcmp(units[def], "bytes")) bytes = def;
+  int bytes = -1, preferred = def >= 0 ? def : (int)n - 1; /* the format's default: the last */
+  if (!strcmp(units[preferred], "bytes")) bytes = preferred;
   if (bytes < 0 && (bytes = type_named(types, n, "alloc_space")) >= 0 &&
       strcmp(units[bytes], "bytes"))
     bytes = -1;
@@ -316,7 +317,7 @@ static int choose(reader_t *r, choice_t *c) {
     c->live_only = !strncmp(t, "inuse", 5);
   } else {
     int objects =
-        def >= 0 && strstr(types[def], "_objects") ? def : type_named(types, n, "alloc_objects");
+        strstr(types[preferred], "_objects") ? preferred : type_named(types, n, "alloc_objects");
     if (objects < 0) objects = type_named(types, n, "inuse_objects");
     if (objects >= 0) {
       c->kind = FL_PROFILE_ALLOC;

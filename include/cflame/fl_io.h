@@ -145,7 +145,8 @@ char *fl_folded(const fl_tree_t *t);
  *                         as period.
  * The tree's root is not written (its self weight, if any, is a sample
  * without locations); nor are frames minwidth hid: build with minwidth 0
- * for every sample. New buffer of *size bytes (free it). */
+ * for every sample. pprof's values are int64: a larger value is written
+ * as INT64_MAX. New buffer of *size bytes (free it). */
 char *fl_pprof(const fl_tree_t *t, size_t *size);
 
 /* Which output a file name asks for by its ending (case-insensitive):

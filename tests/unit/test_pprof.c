@@ -380,6 +380,22 @@ static void test_go_like(void) {
   CHECK_INT(info->total_allocs, 3);
   free(buf);
   fl_profile_destroy(&q);
+  /* without a default, the last type is the one to show, as the format
+   * says (Go 1.19's heap profiles): inuse_space again; with alloc_objects
+   * as the default, alloc_space */
+  for (int def = 0; def < 2; def++) {
+    m.pb.default_sample_type = def ? str(&m, "alloc_objects") : 0;
+    size = perftools__profiles__profile__get_packed_size(&m.pb);
+    buf = malloc(size);
+    perftools__profiles__profile__pack(&m.pb, buf);
+    q = fl_profile_new(FL_PROFILE_CPU);
+    CHECK_INT(fl_read_profile(q, (char *)buf, size, "heap.pb", FL_INPUT_AUTO, NULL, &err), 0);
+    CHECK(fl_profile_info_const(q)->live_only == !def);
+    CHECK_INT(fl_profile_info_const(q)->total_weight, def ? 3 * 2048 : 3 * 1024);
+    CHECK_INT(fl_profile_info_const(q)->total_allocs, def ? 6 : 3);
+    free(buf);
+    fl_profile_destroy(&q);
+  }
 }
 
 /* Each rule of the format, broken once: the error says what was wrong,
