@@ -358,9 +358,11 @@ static int take_kind(fl_profile_t *p, const fl_profile_t *scratch, const char *n
 }
 
 /* Reads the unzipped input (gzipped says whether it was zipped, for the
- * messages) into a profile of its own, then into p. */
+ * messages) into a profile of its own, then into p, under a frame named
+ * root when root is not NULL. */
 static int read_plain(fl_profile_t *p, const char *data, size_t len, const char *name, bool gzipped,
-                      fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err) {
+                      const char *root, fl_input_kind_t kind, fl_input_kind_t *kind_out,
+                      fl_io_error_t *err) {
   fl_profile_t *scratch = NULL;
   const char *nul = len ? memchr(data, '\0', len) : NULL;
   size_t first = 0;
@@ -412,7 +414,9 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
                 name, UINT64_MAX);
     goto fail;
   }
-  fl_profile_merge(p, scratch); /* takes the interval when p has none */
+  /* takes the interval when p has none */
+  fl_profile_merge_under(p, scratch,
+                         root ? &(fl_frame_t){.func = root, .flags = FL_FRAME_ROOT} : NULL);
   if (!info->taken_unix) info->taken_unix = fl_profile_info_const(scratch)->taken_unix;
   if (!info->source[0])
     snprintf(info->source, sizeof info->source, "%s (%s)", name, fl_input_kind_name(kind));
@@ -423,20 +427,27 @@ fail:
   return -1;
 }
 
-int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
-                    fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err) {
+static int read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
+                        const char *root, fl_input_kind_t kind, fl_input_kind_t *kind_out,
+                        fl_io_error_t *err) {
   if (!name) name = "<input>";
   memset(err, 0, sizeof *err);
   if (kind_out) *kind_out = kind;
-  if (!fl__is_gzip(data, len)) return read_plain(p, data, len, name, false, kind, kind_out, err);
+  if (!fl__is_gzip(data, len))
+    return read_plain(p, data, len, name, false, root, kind, kind_out, err);
   char *plain, why[200];
   size_t plain_len;
   if (fl__gunzip(data, len, &plain, &plain_len, why, sizeof why) < 0)
     return fl__io_fail(err, name, 0, "%s starts as a gzip file (as pprof profiles do), but %s",
                        name, why);
-  int rc = read_plain(p, plain, plain_len, name, true, kind, kind_out, err);
+  int rc = read_plain(p, plain, plain_len, name, true, root, kind, kind_out, err);
   free(plain);
   return rc;
+}
+
+int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
+                    fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err) {
+  return read_profile(p, data, len, name, NULL, kind, kind_out, err);
 }
 
 /* Reads all of fd into *out (NUL-terminated for convenience). Returns the
@@ -465,8 +476,9 @@ static ssize_t read_all(int fd, char **out) {
   return (ssize_t)len;
 }
 
-int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind,
-                         fl_input_kind_t *kind_out, fl_io_error_t *err) {
+int fl_read_profile_file_under(fl_profile_t *p, const char *path, const char *root,
+                               fl_input_kind_t kind, fl_input_kind_t *kind_out,
+                               fl_io_error_t *err) {
   bool is_stdin = strcmp(path, "-") == 0;
   const char *name = is_stdin ? "<stdin>" : path;
   char *data = NULL;
@@ -481,7 +493,7 @@ int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map != MAP_FAILED) {
       close(fd);
-      int rc = fl_read_profile(p, map, (size_t)st.st_size, name, kind, kind_out, err);
+      int rc = read_profile(p, map, (size_t)st.st_size, name, root, kind, kind_out, err);
       munmap(map, (size_t)st.st_size);
       return rc;
     }
@@ -490,7 +502,12 @@ int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind
   int saved = errno;
   if (!is_stdin) close(fd);
   if (len < 0) return fl__io_fail(err, name, 0, "cannot read %s: %s", name, strerror(saved));
-  int rc = fl_read_profile(p, data, (size_t)len, name, kind, kind_out, err);
+  int rc = read_profile(p, data, (size_t)len, name, root, kind, kind_out, err);
   free(data);
   return rc;
+}
+
+int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind,
+                         fl_input_kind_t *kind_out, fl_io_error_t *err) {
+  return fl_read_profile_file_under(p, path, NULL, kind, kind_out, err);
 }

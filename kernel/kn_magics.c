@@ -156,11 +156,12 @@ static const kn_magic_def_t magics[] = {
              "(the text\nreport) or .pb.gz (pprof, as go tool pprof reads it). Options redraw "
              "it first."},
     {.name = "profload", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_load,
-     .usage = "%profload PATH [PATH...] [as=NAME]",
+     .usage = "%profload PATH [PATH...] [as=NAME] [per_input=true]",
      .help = "Read folded stacks, the text of `perf script` or a pprof profile (told apart by "
              "content,\ngzipped or not) into the session profile, replacing it (then %profshow, "
              "%profprint,\n%profdiffview NAME), or with as=NAME keep it as baseline NAME. Several "
-             "paths are merged."},
+             "paths are merged,\nor with per_input=true each drawn under a root frame named "
+             "after its path."},
 };
 
 #define N_MAGICS (sizeof magics / sizeof magics[0])

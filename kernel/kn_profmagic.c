@@ -570,9 +570,17 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   int rc = -1;
   fl_profile_t *p = NULL;
   const char *name = NULL;
+  bool per_input = false;
   size_t n_paths = 0;
   for (size_t i = 0; words[i]; i++) {
-    if (!strncmp(words[i], "as=", 3)) {
+    if (!strncmp(words[i], "per_input=", 10)) {
+      const char *v = words[i] + 10;
+      if (strcmp(v, "true") && strcmp(v, "false")) {
+        snprintf(err, err_size, "%%profload: per_input=%s: expected true or false", v);
+        goto out;
+      }
+      per_input = !strcmp(v, "true");
+    } else if (!strncmp(words[i], "as=", 3)) {
       name = words[i] + 3;
       if (!valid_baseline_name(name)) {
         snprintf(err, err_size, "%%profload: as=%s: a baseline name is letters, digits, '_', "
@@ -581,7 +589,8 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
       }
     } else if (strchr(words[i], '=') && !strchr(words[i], '/') && words[i][0] != '.') {
       snprintf(err, err_size, "%%profload: unknown option '%.*s'; valid: as=NAME (load as a "
-                              "baseline instead of the session profile)",
+                              "baseline instead of the session profile), per_input=true (each "
+                              "file under a root frame of its own)",
                (int)strcspn(words[i], "="), words[i]);
       goto out;
     } else {
@@ -592,7 +601,7 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     snprintf(err, err_size, "%%profload needs a PATH: folded stacks (flamegraph.pl, inferno, "
                             "%%profsave x.folded), the text of perf script, or a pprof profile "
                             "(Go's runtime/pprof, %%profsave x.pb.gz); %%profload PATH "
-                            "[PATH...] [as=NAME]");
+                            "[PATH...] [as=NAME] [per_input=true]");
     goto out;
   }
   p = fl_profile_new(FL_PROFILE_CPU);
@@ -601,7 +610,8 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   for (size_t i = 0; i < n_paths; i++) {
     fl_io_error_t e;
     fl_input_kind_t kind;
-    if (fl_read_profile_file(p, paths[i], FL_INPUT_AUTO, &kind, &e) < 0) {
+    if (fl_read_profile_file_under(p, paths[i], per_input ? paths[i] : NULL, FL_INPUT_AUTO,
+                                   &kind, &e) < 0) {
       if (e.line)
         snprintf(err, err_size, "%s:%zu: %s", e.file, e.line, e.message);
       else

@@ -51,6 +51,7 @@ typedef struct cli {
   char **pruned; /* NULL-terminated, from --pruned */
   int *threads;
   fl_view_opts_t view;
+  bool per_input;        /* --per-input: each input under a root of its own */
   const char *diff_base; /* --diff BASE, or NULL */
   fl_diff_opts_t diff;
   char **inputs;
@@ -65,7 +66,8 @@ static const char usage_text[] =
     "speedscope and cflame's %profsave write them), the text of `perf script` (of a\n"
     "`perf record -g` recording) or a pprof profile (Go's runtime/pprof, pprof's\n"
     "tools, cflame); the kind is told by the content, gzipped or not. - reads\n"
-    "standard input. Several INPUTs are merged into one profile.\n"
+    "standard input. Several INPUTs are merged into one profile, or with\n"
+    "--per-input drawn side by side.\n"
     "\n"
     "Output:\n"
     "  -f, --format FORMAT    svg, html, vegalite, folded, text or pprof (default: by\n"
@@ -85,6 +87,8 @@ static const char usage_text[] =
     "                         error nothing is written and FILE is left as it was\n"
     "      --input-format KIND  auto, folded, perf or pprof (default: auto, by\n"
     "                         content)\n"
+    "      --per-input        each INPUT under a root frame of its own, named after\n"
+    "                         the file (default: merged)\n"
     "\n"
     "Graph (the tree options of the notebook's magics):\n"
     "      --C                show frames of system libraries (default)\n"
@@ -139,12 +143,14 @@ static const char usage_text[] =
     "command line.\n";
 
 static const char valid_options[] =
-    "-f/--format, -o/--output, --input-format, --C, --no-C, --lines, --no-lines, --recur, "
-    "--filter, --pruned, --threads, --minwidth, --width, --height, --title, --icicle, --theme, "
-    "--diff, --negate, --normalize, --delta, --noise, -h/--help, -V/--version";
+    "-f/--format, -o/--output, --input-format, --per-input, --C, --no-C, --lines, --no-lines, "
+    "--recur, --filter, --pruned, --threads, --minwidth, --width, --height, --title, --icicle, "
+    "--theme, --diff, --negate, --normalize, --delta, --noise, -h/--help, "
+    "-V/--version";
 
 enum {
   OPT_INPUT_FORMAT = 256,
+  OPT_PER_INPUT,
   OPT_C,
   OPT_NO_C,
   OPT_LINES,
@@ -170,6 +176,7 @@ static const struct option long_options[] = {
     {"format", required_argument, NULL, 'f'},
     {"output", required_argument, NULL, 'o'},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
+    {"per-input", no_argument, NULL, OPT_PER_INPUT},
     {"C", no_argument, NULL, OPT_C},
     {"no-C", no_argument, NULL, OPT_NO_C},
     {"lines", no_argument, NULL, OPT_LINES},
@@ -312,6 +319,7 @@ static int parse_args(int argc, char **argv, cli_t *c) {
                              optarg);
         c->input_kind = input_kind_values[k];
         break;
+      case OPT_PER_INPUT: c->per_input = true; break;
       case OPT_C: c->tree.C = true; break;
       case OPT_NO_C: c->tree.C = false; break;
       case OPT_LINES: c->tree.lines = true; break;
@@ -435,6 +443,10 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   bool diff_only = c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL;
   if (diff_only && !c->diff_base)
     return usage_error("--negate, --normalize and --delta need --diff BASE");
+  if (c->diff_base && c->per_input)
+    return usage_error(
+        "--per-input with --diff: a diff compares two profiles; merge each side's inputs "
+        "(without --per-input), or draw the inputs side by side without --diff");
   if (c->diff_base && c->format == FMT_PPROF)
     return usage_error(
         "--diff with pprof output: a pprof file holds one profile; write the diff as svg, "
@@ -446,8 +458,9 @@ static int parse_args(int argc, char **argv, cli_t *c) {
 
 /* ---- the work ---- */
 
-/* A profile of the files, merged. NULL after saying why. */
-static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind) {
+/* A profile of the files, merged, or with per_input each under a root
+ * frame named after it. NULL after saying why. */
+static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind, bool per_input) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   if (!p) {
     say("out of memory");
@@ -455,7 +468,8 @@ static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind
   }
   for (int i = 0; i < n; i++) {
     fl_io_error_t err;
-    if (fl_read_profile_file(p, paths[i], kind, NULL, &err) < 0) {
+    const char *root = !per_input ? NULL : strcmp(paths[i], "-") ? paths[i] : "standard input";
+    if (fl_read_profile_file_under(p, paths[i], root, kind, NULL, &err) < 0) {
       say_io_error(&err);
       fl_profile_destroy(&p);
       return NULL;
@@ -671,8 +685,8 @@ static int run(cli_t *c) {
   size_t out_len = 0;
   char names[512], summary[160], title[600];
 
-  if (!(target = read_inputs(c->inputs, c->n_inputs, c->input_kind))) goto done;
-  if (c->diff_base && !(base = read_inputs((char *const *)&c->diff_base, 1, c->input_kind)))
+  if (!(target = read_inputs(c->inputs, c->n_inputs, c->input_kind, c->per_input))) goto done;
+  if (c->diff_base && !(base = read_inputs((char *const *)&c->diff_base, 1, c->input_kind, false)))
     goto done;
   names_of(c->inputs, c->n_inputs, names, sizeof names);
   summary_of(target, summary, sizeof summary);

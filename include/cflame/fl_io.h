@@ -110,6 +110,14 @@ int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *n
 int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind,
                          fl_input_kind_t *kind_out, fl_io_error_t *err);
 
+/* fl_read_profile_file with the file's samples under a frame of their own,
+ * named root (FL_FRAME_ROOT, no file or module; the string is copied), as
+ * fl_profile_merge_under adds them: files read so into one profile are
+ * each a subtree of the graph (the cflame command's --per-input, %profload
+ * per_input=true). root NULL: fl_read_profile_file. */
+int fl_read_profile_file_under(fl_profile_t *p, const char *path, const char *root,
+                               fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err);
+
 /* Folded stacks of a tree, as drawn: the tree options (C=false folding,
  * lines, filter, pruned, minwidth) are those fl_tree_build applied. One line
  * per distinct root-to-node path whose last node has self weight > 0,

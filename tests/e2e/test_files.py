@@ -22,8 +22,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, fails, flame, ok, rows_of,
-                      start_kernel)
+from conftest import (SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, ancestors, fails, flame, ok,
+                      rows_of, start_kernel)
 
 STORE = SpecStore("files")
 PERF_DATA = SOURCE_DIR / "tests" / "data" / "perf"
@@ -313,9 +313,32 @@ def test_profload_malformed_file_names_file_and_line_and_keeps_the_session(kc, t
     assert ok(kc, 'middle(10); printf("still here\\n");') == "still here\n"
 
 
+def test_profload_many_files_merged_or_each_its_own_root(kc, tmp_path):
+    rank0, rank1 = tmp_path / "rank0.folded", tmp_path / "rank1.folded"
+    rank0.write_text("main;solve 30\nmain;exchange 10\n")
+    rank1.write_text("main;solve 20\nmain;exchange 40\n")
+    ok(kc, f"%profload {rank0} {rank1}")
+    rows = rows_of(flame(kc, "%profshow")[0])
+    by_path = {tuple(r["func"] for r in ancestors(rows, row)[::-1][1:]) + (row["func"],): row
+               for row in rows if row["parent"] is not None}
+    assert by_path[("main", "solve")]["count"] == 50 and by_path[("main",)]["count"] == 100
+    out = ok(kc, f"%profload {rank0} {rank1} per_input=true")
+    assert "Loaded 100 samples" in out, out
+    bundle = flame(kc, "%profshow")[0]
+    STORE.add(bundle, "per-input")
+    rows = rows_of(bundle)
+    roots = {r["func"]: r for r in rows if r["depth"] == 1}
+    assert set(roots) == {str(rank0), str(rank1)}, roots
+    assert roots[str(rank0)]["count"] == 40 and roots[str(rank1)]["count"] == 60
+    exchange = [r for r in rows if r["func"] == "exchange"]
+    assert sorted(r["count"] for r in exchange) == [10, 40]
+    reply, _ = fails(kc, f"%profload {rank0} per_input=maybe", "MagicError")
+    assert "per_input=maybe" in reply["evalue"] and "true or false" in reply["evalue"]
+
+
 @pytest.mark.parametrize("args, words", [
-    ("", ["PATH", "perf script", "as=NAME"]),
-    ("x.folded colour=red", ["colour", "as=NAME"]),
+    ("", ["PATH", "perf script", "pprof", "as=NAME", "per_input=true"]),
+    ("x.folded colour=red", ["colour", "as=NAME", "per_input=true"]),
     ('x.folded as="two words"', ["baseline name", "letters"]),
     ("x.folded as=a;b", ["baseline name"]),
 ])
