@@ -54,6 +54,8 @@ typedef struct cli {
   bool per_input;        /* --per-input: each input under a root of its own */
   const char *diff_base; /* --diff BASE, or NULL */
   fl_diff_opts_t diff;
+  double fail_above; /* --fail-above PCT, in points; < 0: no gate */
+  bool gate_failed;  /* a frame grew by more than that */
   char **inputs;
   int n_inputs;
 } cli_t;
@@ -127,6 +129,10 @@ static const char usage_text[] =
     "                         total)\n"
     "      --noise Z          changes under Z standard errors are drawn as noise;\n"
     "                         0 turns this off (default: 2)\n"
+    "      --fail-above PCT   a CI gate: exit 1 when a frame's share of its\n"
+    "                         profile's total grew by more than PCT points, and\n"
+    "                         list those frames on stderr; the output is written\n"
+    "                         either way, and bad input exits 2 (default: no gate)\n"
     "\n"
     "  -h, --help             this text\n"
     "  -V, --version          the version\n"
@@ -138,14 +144,16 @@ static const char usage_text[] =
     "  cflame --format folded prog.perf > prog.folded\n"
     "  cflame prog.perf -o prog.pb.gz && go tool pprof -top prog.pb.gz\n"
     "  cflame --diff before.folded after.folded -o diff.svg\n"
+    "  cflame --diff main.pb.gz change.pb.gz --fail-above 5 -o diff.html\n"
     "\n"
     "Exit status: 0 on success, 1 when an input or the output fails, 2 for a bad\n"
-    "command line.\n";
+    "command line. With --fail-above: 0 when no frame grew by more than PCT, 1 when\n"
+    "one did, 2 for any error (bad input, bad command line, unwritable output).\n";
 
 static const char valid_options[] =
     "-f/--format, -o/--output, --input-format, --per-input, --C, --no-C, --lines, --no-lines, "
     "--recur, --filter, --pruned, --threads, --minwidth, --width, --height, --title, --icicle, "
-    "--theme, --diff, --negate, --normalize, --delta, --noise, -h/--help, "
+    "--theme, --diff, --negate, --normalize, --delta, --noise, --fail-above, -h/--help, "
     "-V/--version";
 
 enum {
@@ -170,6 +178,7 @@ enum {
   OPT_NORMALIZE,
   OPT_DELTA,
   OPT_NOISE,
+  OPT_FAIL_ABOVE,
 };
 
 static const struct option long_options[] = {
@@ -196,6 +205,7 @@ static const struct option long_options[] = {
     {"normalize", no_argument, NULL, OPT_NORMALIZE},
     {"delta", required_argument, NULL, OPT_DELTA},
     {"noise", required_argument, NULL, OPT_NOISE},
+    {"fail-above", required_argument, NULL, OPT_FAIL_ABOVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -414,6 +424,13 @@ static int parse_args(int argc, char **argv, cli_t *c) {
           return usage_error("--noise %s: expected a z-score, a number >= 0 (0 turns it off)",
                              optarg);
         break;
+      case OPT_FAIL_ABOVE:
+        if (!parse_double(optarg, &c->fail_above) || c->fail_above < 0 || c->fail_above > 100)
+          return usage_error(
+              "--fail-above %s: expected points of the total, a number from 0 to 100, such "
+              "as 5",
+              optarg);
+        break;
       case 'h': fputs(usage_text, stdout); return 0;
       case 'V': printf("cflame %s\n", CFLAME_VERSION); return 0;
       case ':':
@@ -443,6 +460,8 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   bool diff_only = c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL;
   if (diff_only && !c->diff_base)
     return usage_error("--negate, --normalize and --delta need --diff BASE");
+  if (c->fail_above >= 0 && !c->diff_base)
+    return usage_error("--fail-above needs --diff BASE: it compares the INPUTs with BASE");
   if (c->diff_base && c->per_input)
     return usage_error(
         "--per-input with --diff: a diff compares two profiles; merge each side's inputs "
@@ -676,6 +695,77 @@ static int write_output(const cli_t *c, const char *text, size_t len) {
   return write_file(c->output, text, len);
 }
 
+/* ---- the CI gate ---- */
+
+/* The gate of --fail-above: the frames whose share of their profile's
+ * total grew by more than c->fail_above points, on a diff of every frame
+ * (minwidth 0, not negated) with the tree options and --delta; listed on
+ * stderr, largest growth first. Sets c->gate_failed. Returns 0, or -1
+ * after saying why. */
+static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) {
+  char err[512];
+  fl_tree_opts_t tree = c->tree;
+  tree.minwidth = 0;
+  fl_diff_opts_t opts = c->diff;
+  opts.negate = false;
+  fl_diff_t *d = fl_diff_build(target, base, &tree, &opts, "all", err, sizeof err);
+  if (!d) {
+    say("%s", err);
+    return -1;
+  }
+  fl_grown_t *grown;
+  size_t n = fl_diff_grown(d, c->fail_above / 100, &grown);
+  const char *what = c->diff.delta == FL_DELTA_SELF ? "self share" : "share";
+  c->gate_failed = n > 0;
+  if (n) {
+    say("--fail-above %g: %zu frame%s grew by more than %g points (%s of each profile's "
+        "total):",
+        c->fail_above, n, n == 1 ? "" : "s", c->fail_above, what);
+    fprintf(stderr, "%9s %9s %9s  frame\n", "base", "new", "growth");
+  } else {
+    fl_grown_t *largest;
+    size_t any = fl_diff_grown(d, 0, &largest);
+    if (any) {
+      char *label = fl_node_label(largest[0].node);
+      say("--fail-above %g: passed; the largest growth is %s, %+.2f points (%.2f%% -> %.2f%%)",
+          c->fail_above, label, 100 * (largest[0].share - largest[0].base_share),
+          100 * largest[0].base_share, 100 * largest[0].share);
+      free(label);
+    } else {
+      say("--fail-above %g: passed; no frame's %s grew", c->fail_above, what);
+    }
+    free(largest);
+  }
+  enum { MAX_LISTED = 100 };
+  for (size_t i = 0; i < n && i < MAX_LISTED; i++) {
+    char *label = fl_node_label(grown[i].node);
+    fprintf(stderr, "%8.2f%% %8.2f%% %+9.2f  %s  (", 100 * grown[i].base_share,
+            100 * grown[i].share, 100 * (grown[i].share - grown[i].base_share), label);
+    free(label);
+    /* the path, outermost first */
+    const fl_node_t *chain[64];
+    size_t depth = 0;
+    bool cut = false;
+    for (const fl_node_t *p = grown[i].node; p && p->depth > 0; p = p->parent) {
+      if (depth == sizeof chain / sizeof *chain) {
+        cut = true;
+        break;
+      }
+      chain[depth++] = p;
+    }
+    if (cut) fputs("...;", stderr);
+    while (depth-- > 0) {
+      char *l = fl_node_label(chain[depth]);
+      fprintf(stderr, "%s%s", l, depth ? ";" : ")\n");
+      free(l);
+    }
+  }
+  if (n > MAX_LISTED) fprintf(stderr, "  ... and %zu more\n", n - MAX_LISTED);
+  free(grown);
+  fl_diff_destroy(&d);
+  return 0;
+}
+
 static int run(cli_t *c) {
   int status = 1;
   fl_profile_t *target = NULL, *base = NULL;
@@ -722,7 +812,10 @@ static int run(cli_t *c) {
     }
     out = render(c, NULL, diff, &out_len);
   }
-  if (out && write_output(c, out, out_len) == 0) status = 0;
+  /* The output first: a CI job keeps the graph whatever the gate says. */
+  if (out && write_output(c, out, out_len) == 0 &&
+      (c->fail_above < 0 || gate(c, target, base) == 0))
+    status = 0;
 done:
   free(out);
   fl_diff_destroy(&diff);
@@ -734,13 +827,18 @@ done:
 }
 
 int main(int argc, char **argv) {
-  cli_t c = {.format = FMT_SVG, .input_kind = FL_INPUT_AUTO};
+  cli_t c = {.format = FMT_SVG, .input_kind = FL_INPUT_AUTO, .fail_above = -1};
   fl_tree_opts_init(&c.tree);
   c.tree.C = true; /* every frame perf recorded, as flamegraph.pl draws it */
   fl_view_opts_init(&c.view);
   fl_diff_opts_init(&c.diff);
   int status = parse_args(argc, argv, &c);
   if (status < 0) status = run(&c);
+  /* The gate's statuses: 1 says that a frame grew, so any error is 2. */
+  if (c.fail_above >= 0 && status != 0)
+    status = EXIT_USAGE;
+  else if (c.fail_above >= 0 && c.gate_failed)
+    status = 1;
   free_list(c.pruned);
   free(c.threads);
   return status;
