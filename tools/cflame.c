@@ -2,17 +2,21 @@
  *
  *   cflame [options] INPUT...
  *
- * Reads folded stacks or `perf script` text (each INPUT a file, or - for
- * standard input; several are merged into one profile), builds the flame
- * graph with the tree options, and writes it as SVG, a standalone HTML
- * page, a Vega-Lite spec, folded stacks or a text tree, to standard output
- * or to -o FILE. With --diff BASE it draws the differential flame graph of
- * the inputs against BASE.
+ * Reads folded stacks, `perf script` text or pprof (each INPUT a file, or
+ * - for standard input; several are merged into one profile, or with
+ * --per-input each under a root of its own), builds the flame graph with
+ * the tree options, and writes it as SVG, a standalone HTML page, a
+ * Vega-Lite spec, folded stacks, a text tree or pprof, to standard output
+ * or to -o FILE (whose ending names the format when --format does not).
+ * With --diff BASE it draws the differential flame graph of the inputs
+ * against BASE, and with --fail-above PCT it is a CI gate on the frames
+ * whose share grew.
  *
  * Everything is made in memory before anything is written, and -o writes a
  * temporary file next to FILE that is renamed over it at the end: on any
  * error nothing is written and FILE is left as it was. Errors go to stderr
- * as "cflame: FILE:LINE: message" (exit 1); a bad command line exits 2. */
+ * as "cflame: FILE:LINE: message" (exit 1); a bad command line exits 2;
+ * with --fail-above, 1 is the gate's verdict and every error exits 2. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
