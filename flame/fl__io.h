@@ -1,7 +1,8 @@
-/* fl__io: what the readers of fl_io share (fl_io.c, fl_folded.c,
- * fl_perfscript.c): walking the input line by line, the error message, and
- * a cache from a frame's text to its profile id, so that a frame that comes
- * back on every line is interned in the profile once. Internal (fl__). */
+/* fl__io: what the readers and writers of fl_io share (fl_io.c,
+ * fl_folded.c, fl_perfscript.c, fl_pprof.c): walking the input line by
+ * line, the error message, the kind of code of a module, a cache from a
+ * frame's text to its profile id (so that a frame that comes back on every
+ * line is interned in the profile once), and gzip. Internal (fl__). */
 #ifndef FL__IO_H
 #define FL__IO_H
 
@@ -58,6 +59,14 @@ int fl__io_fail(fl_io_error_t *err, const char *name, size_t line, const char *f
  * characters as '?', "…" when cut. */
 void fl__excerpt(const char *s, size_t n, char out[80]);
 
+/* The kind of code of a module, by its file name as perf prints it, and
+ * of an address in it: FL_FRAME_KERNEL for "[kernel.*]", "...vmlinux",
+ * and a bracketed module other than "[unknown]" at a kernel address (addr
+ * >= 0xffff000000000000); FL_FRAME_SYSTEM for a shared library under
+ * /usr/lib or /lib (or their lib64, lib32); FL_FRAME_CELL, the program's
+ * own code, otherwise (also for no module, n 0). */
+uint32_t fl__module_kind(const char *module, size_t n, uint64_t addr);
+
 /* ---- the frame cache ---- */
 
 /* Maps a byte string (a frame's text, as the reader sees it) to the id the
@@ -77,6 +86,25 @@ bool fl__frame_cache_get(const fl__frame_cache_t *c, const char *key, size_t n, 
 /* Remembers key -> id; key must not be known yet. */
 void fl__frame_cache_put(fl__frame_cache_t *c, const char *key, size_t n, uint32_t id);
 
+/* ---- gzip (zlib, with the library's allocators) ---- */
+
+/* The gzip file of data[0, len): new buffer of *out_len bytes. */
+char *fl__gzip(const void *data, size_t len, size_t *out_len);
+
+/* Does data start with gzip's magic bytes (1f 8b)? */
+static inline bool fl__is_gzip(const void *data, size_t len) {
+  const unsigned char *d = data;
+  return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+}
+
+/* What the gzip file data[0, len) holds (one member, or several back to
+ * back, as gzip allows): 0 and a new buffer *out of *out_len bytes (with a
+ * NUL after them), or -1 with what was wrong in why: not gzip data, a
+ * damaged or truncated stream, bytes after its end that are not another
+ * member. */
+int fl__gunzip(const void *data, size_t len, char **out, size_t *out_len, char *why,
+               size_t why_size);
+
 /* ---- the readers, into an empty profile of their own ---- */
 
 /* Each returns 0, or -1 with err (about the input: out of memory aborts,
@@ -86,6 +114,11 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
                     fl_io_error_t *err);
 int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const char *name,
                          fl_io_error_t *err);
+/* pprof says itself which kind of profile it is: *out is a new profile of
+ * that kind on success (NULL on error). gzipped is for the messages: the
+ * bytes given are the unzipped profile.proto message. */
+int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char *name, bool gzipped,
+                   fl_io_error_t *err);
 
 /* Does this line start a perf script sample (an event header)? On true,
  * comm_len is the length of the process name, and tid/pid digits are

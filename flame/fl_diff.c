@@ -66,6 +66,7 @@
 #define _GNU_SOURCE
 #include "cflame/fl_diff.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -848,6 +849,36 @@ const char *const *fl_diff_notes(const fl_diff_t *d) {
 
 double fl_diff_max_delta(const fl_diff_t *d) {
   return d->max_delta;
+}
+
+static int cmp_grown(const void *pa, const void *pb) {
+  const fl_grown_t *a = pa, *b = pb;
+  double ga = a->share - a->base_share, gb = b->share - b->base_share;
+  if (ga != gb) return ga > gb ? -1 : 1;
+  return (a->node->id > b->node->id) - (a->node->id < b->node->id);
+}
+
+/* The partner's count is base = scale * its own (fl_diff_build), so its
+ * share of the other tree's total is base / (scale * that total). */
+size_t fl_diff_grown(const fl_diff_t *d, double min_growth, fl_grown_t **out) {
+  assert(!d->opts.negate);
+  bool self = d->opts.delta == FL_DELTA_SELF;
+  double total = (double)fl_tree_root(d->drawn)->count;
+  double base_total = d->scale * (double)fl_tree_root(d->other)->count;
+  size_t n = 0, n_nodes = fl_tree_n_nodes(d->drawn);
+  *out = NULL;
+  for (size_t i = 1; i < n_nodes && total > 0; i++) {
+    const fl_node_t *node = fl_tree_node(d->drawn, i);
+    const fl_diff_node_t *dn = &d->nodes[i];
+    double share = (double)(self ? node->self : node->count) / total;
+    double base_share = 0;
+    if (dn->has_base && base_total > 0) base_share = (self ? dn->base_self : dn->base) / base_total;
+    if (share - base_share <= min_growth) continue;
+    *out = fl__xrealloc(*out, n + 1, sizeof **out);
+    (*out)[n++] = (fl_grown_t){.node = node, .base_share = base_share, .share = share};
+  }
+  if (n) qsort(*out, n, sizeof **out, cmp_grown);
+  return n;
 }
 
 double fl_diff_neutral_share(const fl_diff_t *d) {

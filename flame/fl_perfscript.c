@@ -195,13 +195,13 @@ typedef struct reader {
   size_t n, cap;
   fl__buf_t filter; /* the event type kept */
   bool have_filter;
-  bool after_frame; /* the line before was a frame line */
-  size_t p0;        /* its outermost part's index in stack, or SIZE_MAX */
-  fl__buf_t inlined;    /* functions printed "(inlined)" whose module is not
-                           known yet, innermost first, each NUL-ended */
+  bool after_frame;  /* the line before was a frame line */
+  size_t p0;         /* its outermost part's index in stack, or SIZE_MAX */
+  fl__buf_t inlined; /* functions printed "(inlined)" whose module is not
+                        known yet, innermost first, each NUL-ended */
   size_t n_inlined;
   fl__buf_t inlined_pc; /* the address of the last of them */
-  uint64_t period;  /* of the samples kept, while it is one and the same */
+  uint64_t period;      /* of the samples kept, while it is one and the same */
   bool period_varies, clock_only;
   size_t headers, samples;
   fl__buf_t text, key; /* scratch */
@@ -210,15 +210,6 @@ typedef struct reader {
 static bool starts_with(const char *s, size_t n, const char *prefix) {
   size_t k = strlen(prefix);
   return n >= k && memcmp(s, prefix, k) == 0;
-}
-
-static bool ends_with(const char *s, size_t n, const char *suffix) {
-  size_t k = strlen(suffix);
-  return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
-
-static bool contains(const char *s, size_t n, const char *what) {
-  return memmem(s, n, what, strlen(what)) != NULL;
 }
 
 static uint64_t parse_hex(const char *s, size_t n) {
@@ -236,20 +227,9 @@ static uint64_t parse_hex(const char *s, size_t n) {
   return v;
 }
 
-/* The kind of code of a frame line's module. */
+/* The kind of code of a frame line's module (fl__module_kind). */
 static uint32_t frame_flags(const frame_line_t *f) {
-  const char *m = f->mod;
-  size_t n = f->mod_len;
-  if (starts_with(m, n, "[kernel.") || ends_with(m, n, "vmlinux") ||
-      (starts_with(m, n, "[") && !starts_with(m, n, "[unknown]") &&
-       parse_hex(f->pc, f->pc_len) >= 0xffff000000000000u))
-    return FL_FRAME_KERNEL;
-  static const char *const system_dirs[] = {"/usr/lib/", "/usr/lib64/", "/usr/lib32/",
-                                            "/lib/",     "/lib64/",     "/lib32/"};
-  size_t b = fl__path_base(m, n);
-  for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
-    if (starts_with(m, n, system_dirs[i]) && contains(m + b, n - b, ".so")) return FL_FRAME_SYSTEM;
-  return FL_FRAME_CELL;
+  return fl__module_kind(f->mod, f->mod_len, parse_hex(f->pc, f->pc_len));
 }
 
 /* A frame's id, through the cache: the key is the flags, the module and

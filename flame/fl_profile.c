@@ -225,25 +225,28 @@ void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uin
 }
 
 /* Frames of src are interned into p once each, then each distinct stack of
- * src once, then the samples are appended by stack index. Also adds src's
- * dropped count and CPU and wall-clock seconds, and takes its interval when
- * p has none. Merging a profile into itself doubles it. */
-void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src) {
+ * src once (after the root, if any), then the samples are appended by
+ * stack index. Also adds src's dropped count and CPU and wall-clock
+ * seconds, and takes its interval when p has none. Merging a profile into
+ * itself doubles it. */
+void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
   assert(p->info.kind == src->info.kind);
   size_t n_frames = src->n_frames, n_stacks = src->n_stacks, n_samples = src->n_samples;
+  size_t above = root ? 1 : 0; /* frames before each stack */
   uint32_t *frame_map = fl__xcalloc(n_frames, sizeof *frame_map);
   uint32_t *stack_map = fl__xcalloc(n_stacks, sizeof *stack_map);
-  uint32_t *buf = NULL;
-  size_t buf_cap = 0;
+  uint32_t *buf = fl__xmalloc(1, sizeof *buf);
+  size_t buf_cap = 1;
+  if (root) buf[0] = fl_profile_frame_id(p, root);
   for (size_t id = 0; id < n_frames; id++) {
     fl_frame_t f = src->frames[id]; /* p == src: frames may move */
     frame_map[id] = fl_profile_frame_id(p, &f);
   }
   for (size_t s = 0; s < n_stacks; s++) {
     stack_rec_t rec = src->stacks[s];
-    buf = fl__grow(buf, &buf_cap, rec.len, sizeof *buf);
-    for (uint32_t k = 0; k < rec.len; k++) buf[k] = frame_map[src->ids[rec.off + k]];
-    stack_map[s] = intern_stack(p, buf, rec.len);
+    buf = fl__grow(buf, &buf_cap, above + rec.len, sizeof *buf);
+    for (uint32_t k = 0; k < rec.len; k++) buf[above + k] = frame_map[src->ids[rec.off + k]];
+    stack_map[s] = intern_stack(p, buf, above + rec.len);
   }
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + n_samples, sizeof *p->samples);
   for (size_t i = 0; i < n_samples; i++) {
@@ -257,6 +260,10 @@ void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src) {
   free(buf);
   free(frame_map);
   free(stack_map);
+}
+
+void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src) {
+  fl_profile_merge_under(p, src, NULL);
 }
 
 /* Frames stay interned (their ids remain valid). The counters, times,

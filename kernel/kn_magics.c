@@ -152,13 +152,16 @@ static const kn_magic_def_t magics[] = {
      .help = "Write the last flame graph shown (or the session profile) to PATH, by its "
              "ending:\n.svg (the kernel's SVG), .html (a standalone page: the interactive view, "
              "and the SVG\nfor offline reading), .vl.json (the Vega-Lite spec), .folded (folded "
-             "stacks, as\nflamegraph.pl reads them; a diff as 'stack BASE TARGET' lines) or .txt "
-             "(the text\nreport). Options redraw it first."},
+             "stacks, as\nflamegraph.pl reads them; a diff as 'stack BASE TARGET' lines), .txt "
+             "(the text\nreport) or .pb.gz (pprof, as go tool pprof reads it). Options redraw "
+             "it first."},
     {.name = "profload", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_load,
-     .usage = "%profload PATH [PATH...] [as=NAME]",
-     .help = "Read folded stacks or the text of `perf script` (told apart by content) into "
-             "the\nsession profile, replacing it (then %profshow, %profprint, %profdiffview "
-             "NAME), or\nwith as=NAME keep it as baseline NAME. Several paths are merged."},
+     .usage = "%profload PATH [PATH...] [as=NAME] [per_input=true]",
+     .help = "Read folded stacks, the text of `perf script` or a pprof profile (told apart by "
+             "content,\ngzipped or not) into the session profile, replacing it (then %profshow, "
+             "%profprint,\n%profdiffview NAME), or with as=NAME keep it as baseline NAME. Several "
+             "paths are merged,\nor with per_input=true each drawn under a root frame named "
+             "after its path."},
 };
 
 #define N_MAGICS (sizeof magics / sizeof magics[0])

@@ -542,6 +542,13 @@ void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t m
     p->session = fl_profile_copy(run);
     break;
   case KN_PROF_ACCUMULATE:
+    /* A session that holds another kind of profile (an allocation profile
+     * %profload read) starts again from this run. */
+    if (fl_profile_info_const(p->session)->kind != fl_profile_info_const(run)->kind) {
+      fl_profile_destroy(&p->session);
+      p->session = fl_profile_copy(run);
+      break;
+    }
     fl_profile_merge(p->session, run);
     fl_profile_info(p->session)->interval_ns = fl_profile_info_const(run)->interval_ns;
     break;

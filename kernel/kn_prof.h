@@ -134,8 +134,9 @@ const fl_profile_t *kn_prof_session(const kn_prof_t *p);
 /* Takes a finished run into the session profile, by how it ran (mode):
  * %%profview and %%profdiffview make the session that run alone (a copy);
  * %%profile adds its samples, dropped count, CPU and wall time once, and
- * the session takes its interval; baselines and allocation profiles leave
- * the session as it is. The only place the session profile takes in a
+ * the session takes its interval (a session that holds an allocation
+ * profile, which %profload may put there, becomes that run alone);
+ * baselines and allocation profiles leave the session as it is. The only place the session profile takes in a
  * run. */
 void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t mode);
 /* Replaces the session profile with prof (stolen): %profload. */

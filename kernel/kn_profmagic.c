@@ -332,17 +332,6 @@ char *kn_prof_empty_message(const fl_profile_t *prof) {
 
 /* ---- line magics without a worker ---- */
 
-static const char *const save_exts[] = {".svg", ".html", ".vl.json", ".folded", ".txt", NULL};
-
-static const char *extension(const char *path) {
-  size_t len = strlen(path);
-  for (size_t i = 0; save_exts[i]; i++) {
-    size_t el = strlen(save_exts[i]);
-    if (len > el && !strcasecmp(path + len - el, save_exts[i])) return save_exts[i];
-  }
-  return NULL;
-}
-
 /* ---- folded stacks of the last graph ---- */
 
 typedef struct folded_line {
@@ -425,14 +414,28 @@ static char *folded_text(const fl_profile_t *prof, const fl_profile_t *baseline,
   return kn_strbuf_steal(&sb);
 }
 
-/* Writes text to path through a temporary file, so that a failed write
- * leaves nothing half-written. Returns 0, or -1 with err. */
-static int write_file(const char *path, const char *text, char *err, size_t err_size) {
+/* The pprof file of prof, drawn with req's tree options and root (every
+ * stack, unless minwidth was asked). New buffer of *len bytes, or NULL
+ * with err. */
+static char *pprof_file(const fl_profile_t *prof, const char *root, kn_profreq_t *req,
+                        size_t *len, char *err, size_t err_size) {
+  if (!req->minwidth_set) req->tree.minwidth = 0;
+  fl_tree_t *t = fl_tree_build(prof, &req->tree, root, err, err_size);
+  if (!t) return NULL;
+  char *out = fl_pprof(t, len);
+  fl_tree_destroy(&t);
+  return out;
+}
+
+/* Writes len bytes to path through a temporary file, so that a failed
+ * write leaves nothing half-written. Returns 0, or -1 with err. */
+static int write_file(const char *path, const char *data, size_t len, char *err,
+                      size_t err_size) {
   kn_strbuf_t tmp = KN_STRBUF_INIT;
   kn_strbuf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid());
   FILE *f = fopen(tmp.data, "w");
   int rc = 0;
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp.data, path) < 0) {
+  if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0 || rename(tmp.data, path) < 0) {
     snprintf(err, err_size, "%%profsave: cannot write %s: %s", path, strerror(errno));
     if (f) unlink(tmp.data);
     rc = -1;
@@ -451,16 +454,17 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   int rc = -1;
   json_t *bundle = NULL;
   char *text = NULL;
+  size_t text_len = 0;
   const char *path = req.positional[0];
   if (!path || req.positional[1]) {
-    snprintf(err, err_size, "%%profsave needs one PATH ending in .svg, .html, .vl.json, .folded "
-                            "or .txt%s", path ? "; quote a path with spaces" : "");
+    snprintf(err, err_size, "%%profsave needs one PATH ending in %s%s", fl_output_endings(true),
+             path ? "; quote a path with spaces" : "");
     goto out;
   }
-  const char *ext = extension(path);
-  if (!ext) {
-    snprintf(err, err_size, "%%profsave: cannot tell the format of '%s'; valid endings: .svg, "
-                            ".html, .vl.json, .folded, .txt", path);
+  const char *format = fl_output_format_of_path(path);
+  if (!format) {
+    snprintf(err, err_size, "%%profsave: cannot tell the format of '%s'; valid endings: %s",
+             path, fl_output_endings(false));
     goto out;
   }
   /* What to save: the last graph shown, or else the session profile. */
@@ -488,7 +492,15 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   /* A diff drawn again names its baseline as it was shown. */
   if (baseline && !opts->baseline && last.baseline_name)
     opts->baseline = kn_strdup(last.baseline_name);
-  if (!strcmp(ext, ".folded")) {
+  if (!strcmp(format, "pprof")) {
+    if (baseline) {
+      snprintf(err, err_size, "%%profsave: a pprof file holds one profile, and the last graph is "
+                              "a diff; save it as .folded (both counts on each line), or show "
+                              "the profile alone (%%profshow) and save that");
+      goto out;
+    }
+    if (!(text = pprof_file(prof, root, opts, &text_len, err, err_size))) goto out;
+  } else if (!strcmp(format, "folded")) {
     /* Every sample: nothing is too narrow for a file, unless asked. A
      * diff's stacks are written by function unless lines are asked for:
      * the same line of two cells ("cell[3]:2", "cell[5]:2") is one stack. */
@@ -508,11 +520,11 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     }
     const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
     json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
-    if (!strcmp(ext, ".svg")) {
+    if (!strcmp(format, "svg")) {
       text = kn_strdup(svg);
-    } else if (!strcmp(ext, ".txt")) {
+    } else if (!strcmp(format, "text")) {
       text = kn_strdup(json_string_value(json_object_get(bundle, "text/plain")));
-    } else if (!strcmp(ext, ".html")) {
+    } else if (!strcmp(format, "html")) {
       const char *title = opts->title;
       kn_strbuf_t t = KN_STRBUF_INIT;
       if (!title) {
@@ -531,9 +543,10 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
       goto out;
     }
   }
-  if (write_file(path, text, err, err_size) < 0) goto out;
+  if (!text_len) text_len = strlen(text);
+  if (write_file(path, text, text_len, err, err_size) < 0) goto out;
   kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "Saved %s (%zu bytes)\n", path, strlen(text));
+  kn_strbuf_printf(&sb, "Saved %s (%zu bytes)\n", path, text_len);
   *output = kn_strbuf_steal(&sb);
   rc = 0;
 out:
@@ -563,9 +576,17 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   int rc = -1;
   fl_profile_t *p = NULL;
   const char *name = NULL;
+  bool per_input = false;
   size_t n_paths = 0;
   for (size_t i = 0; words[i]; i++) {
-    if (!strncmp(words[i], "as=", 3)) {
+    if (!strncmp(words[i], "per_input=", 10)) {
+      const char *v = words[i] + 10;
+      if (strcmp(v, "true") && strcmp(v, "false")) {
+        snprintf(err, err_size, "%%profload: per_input=%s: expected true or false", v);
+        goto out;
+      }
+      per_input = !strcmp(v, "true");
+    } else if (!strncmp(words[i], "as=", 3)) {
       name = words[i] + 3;
       if (!valid_baseline_name(name)) {
         snprintf(err, err_size, "%%profload: as=%s: a baseline name is letters, digits, '_', "
@@ -574,7 +595,8 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
       }
     } else if (strchr(words[i], '=') && !strchr(words[i], '/') && words[i][0] != '.') {
       snprintf(err, err_size, "%%profload: unknown option '%.*s'; valid: as=NAME (load as a "
-                              "baseline instead of the session profile)",
+                              "baseline instead of the session profile), per_input=true (each "
+                              "file under a root frame of its own)",
                (int)strcspn(words[i], "="), words[i]);
       goto out;
     } else {
@@ -583,8 +605,9 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   }
   if (!n_paths) {
     snprintf(err, err_size, "%%profload needs a PATH: folded stacks (flamegraph.pl, inferno, "
-                            "%%profsave x.folded) or the text of perf script; %%profload PATH "
-                            "[PATH...] [as=NAME]");
+                            "%%profsave x.folded), the text of perf script, or a pprof profile "
+                            "(Go's runtime/pprof, %%profsave x.pb.gz); %%profload PATH "
+                            "[PATH...] [as=NAME] [per_input=true]");
     goto out;
   }
   p = fl_profile_new(FL_PROFILE_CPU);
@@ -593,7 +616,8 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   for (size_t i = 0; i < n_paths; i++) {
     fl_io_error_t e;
     fl_input_kind_t kind;
-    if (fl_read_profile_file(p, paths[i], FL_INPUT_AUTO, &kind, &e) < 0) {
+    if (fl_read_profile_file_under(p, paths[i], per_input ? paths[i] : NULL, FL_INPUT_AUTO,
+                                   &kind, &e) < 0) {
       if (e.line)
         snprintf(err, err_size, "%s:%zu: %s", e.file, e.line, e.message);
       else
@@ -610,10 +634,17 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   info->taken_unix = (int64_t)time(NULL);
   kn_strbuf_free(&src);
   kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "Loaded %llu samples in %llu stacks (%s%s) from %s",
-                   (unsigned long long)info->total_weight, (unsigned long long)info->samples,
-                   n_paths > 1 ? "several inputs" : kind_name,
-                   info->interval_ns ? ", interval read from the file" : "", info->source);
+  if (info->kind == FL_PROFILE_ALLOC)
+    kn_strbuf_printf(&sb, "Loaded an allocation profile, %llu %s in %llu stacks (%s) from %s",
+                     (unsigned long long)info->total_weight,
+                     info->weight_is_count ? "allocations" : "bytes",
+                     (unsigned long long)info->samples, n_paths > 1 ? "several inputs" : kind_name,
+                     info->source);
+  else
+    kn_strbuf_printf(&sb, "Loaded %llu samples in %llu stacks (%s%s) from %s",
+                     (unsigned long long)info->total_weight, (unsigned long long)info->samples,
+                     n_paths > 1 ? "several inputs" : kind_name,
+                     info->interval_ns ? ", interval read from the file" : "", info->source);
   if (name) {
     bool replaced = kn_prof_baseline(kp, name) != NULL;
     kn_prof_set_baseline(kp, name, p);

@@ -2,17 +2,21 @@
  *
  *   cflame [options] INPUT...
  *
- * Reads folded stacks or `perf script` text (each INPUT a file, or - for
- * standard input; several are merged into one profile), builds the flame
- * graph with the tree options, and writes it as SVG, a standalone HTML
- * page, a Vega-Lite spec, folded stacks or a text tree, to standard output
- * or to -o FILE. With --diff BASE it draws the differential flame graph of
- * the inputs against BASE.
+ * Reads folded stacks, `perf script` text or pprof (each INPUT a file, or
+ * - for standard input; several are merged into one profile, or with
+ * --per-input each under a root of its own), builds the flame graph with
+ * the tree options, and writes it as SVG, a standalone HTML page, a
+ * Vega-Lite spec, folded stacks, a text tree or pprof, to standard output
+ * or to -o FILE (whose ending names the format when --format does not).
+ * With --diff BASE it draws the differential flame graph of the inputs
+ * against BASE, and with --fail-above PCT it is a CI gate on the frames
+ * whose share grew.
  *
  * Everything is made in memory before anything is written, and -o writes a
  * temporary file next to FILE that is renamed over it at the end: on any
  * error nothing is written and FILE is left as it was. Errors go to stderr
- * as "cflame: FILE:LINE: message" (exit 1); a bad command line exits 2. */
+ * as "cflame: FILE:LINE: message" (exit 1); a bad command line exits 2;
+ * with --fail-above, 1 is the gate's verdict and every error exits 2. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -37,11 +41,13 @@
 
 #define EXIT_USAGE 2
 
-typedef enum format { FMT_SVG, FMT_HTML, FMT_VEGALITE, FMT_FOLDED, FMT_TEXT } format_t;
-static const char *const format_names[] = {"svg", "html", "vegalite", "folded", "text"};
+typedef enum format { FMT_SVG, FMT_HTML, FMT_VEGALITE, FMT_FOLDED, FMT_TEXT, FMT_PPROF } format_t;
+static const char *const format_names[] = {"svg", "html", "vegalite", "folded", "text", "pprof"};
+#define N_FORMATS ((int)(sizeof format_names / sizeof *format_names))
 
 typedef struct cli {
   format_t format;
+  bool format_given;
   const char *output; /* NULL: standard output */
   fl_input_kind_t input_kind;
   fl_tree_opts_t tree;
@@ -49,8 +55,11 @@ typedef struct cli {
   char **pruned; /* NULL-terminated, from --pruned */
   int *threads;
   fl_view_opts_t view;
+  bool per_input;        /* --per-input: each input under a root of its own */
   const char *diff_base; /* --diff BASE, or NULL */
   fl_diff_opts_t diff;
+  double fail_above; /* --fail-above PCT, in points; < 0: no gate */
+  bool gate_failed;  /* a frame grew by more than that */
   char **inputs;
   int n_inputs;
 } cli_t;
@@ -60,12 +69,16 @@ static const char usage_text[] =
     "\n"
     "Draws the flame graph of profiles recorded elsewhere. Each INPUT is a file of\n"
     "folded stacks (\"frame;frame;...;frame COUNT\" lines, as flamegraph.pl, inferno,\n"
-    "speedscope and cflame's %profsave write them) or the text of `perf script`\n"
-    "(of a `perf record -g` recording); the kind is told by the content. - reads\n"
-    "standard input. Several INPUTs are merged into one profile.\n"
+    "speedscope and cflame's %profsave write them), the text of `perf script` (of a\n"
+    "`perf record -g` recording) or a pprof profile (Go's runtime/pprof, pprof's\n"
+    "tools, cflame); the kind is told by the content, gzipped or not. - reads\n"
+    "standard input. Several INPUTs are merged into one profile, or with\n"
+    "--per-input drawn side by side.\n"
     "\n"
     "Output:\n"
-    "  -f, --format FORMAT    svg, html, vegalite, folded or text (default: svg)\n"
+    "  -f, --format FORMAT    svg, html, vegalite, folded, text or pprof (default: by\n"
+    "                         -o's ending, .svg .html .vl.json .folded .txt .pb.gz;\n"
+    "                         else svg)\n"
     "                           svg       the flame graph as an SVG image\n"
     "                           html      a standalone page: the interactive view\n"
     "                                     (vega-embed from a CDN) and the SVG, which\n"
@@ -74,9 +87,14 @@ static const char usage_text[] =
     "                           folded    folded stacks; with --diff, \"stack BASE\n"
     "                                     TARGET\" lines as difffolded.pl writes them\n"
     "                           text      the tree as text, as %profprint prints it\n"
+    "                           pprof     pprof's profile.proto, gzipped, as `go tool\n"
+    "                                     pprof` reads it\n"
     "  -o, --output FILE      write to FILE (default: standard output); on any\n"
     "                         error nothing is written and FILE is left as it was\n"
-    "      --input-format KIND  auto, folded or perf (default: auto, by content)\n"
+    "      --input-format KIND  auto, folded, perf or pprof (default: auto, by\n"
+    "                         content)\n"
+    "      --per-input        each INPUT under a root frame of its own, named after\n"
+    "                         the file (default: merged)\n"
     "\n"
     "Graph (the tree options of the notebook's magics):\n"
     "      --C                show frames of system libraries (default)\n"
@@ -94,7 +112,7 @@ static const char usage_text[] =
     "      --threads TIDS     comma-separated thread ids of perf script samples to\n"
     "                         keep (default: all)\n"
     "      --minwidth SHARE   hide frames narrower than SHARE of the total, 0 to 1\n"
-    "                         (default: 0.001; 0 for --format folded)\n"
+    "                         (default: 0.001; 0 for --format folded and pprof)\n"
     "\n"
     "View:\n"
     "      --width PX         width in pixels (default: 800)\n"
@@ -115,6 +133,10 @@ static const char usage_text[] =
     "                         total)\n"
     "      --noise Z          changes under Z standard errors are drawn as noise;\n"
     "                         0 turns this off (default: 2)\n"
+    "      --fail-above PCT   a CI gate: exit 1 when a frame's share of its\n"
+    "                         profile's total grew by more than PCT points, and\n"
+    "                         list those frames on stderr; the output is written\n"
+    "                         either way, and bad input exits 2 (default: no gate)\n"
     "\n"
     "  -h, --help             this text\n"
     "  -V, --version          the version\n"
@@ -124,18 +146,23 @@ static const char usage_text[] =
     "  cflame prog.perf -o prog.svg\n"
     "  cflame --format html --title prog prog.perf -o prog.html\n"
     "  cflame --format folded prog.perf > prog.folded\n"
+    "  cflame prog.perf -o prog.pb.gz && go tool pprof -top prog.pb.gz\n"
     "  cflame --diff before.folded after.folded -o diff.svg\n"
+    "  cflame --diff main.pb.gz change.pb.gz --fail-above 5 -o diff.html\n"
     "\n"
     "Exit status: 0 on success, 1 when an input or the output fails, 2 for a bad\n"
-    "command line.\n";
+    "command line. With --fail-above: 0 when no frame grew by more than PCT, 1 when\n"
+    "one did, 2 for any error (bad input, bad command line, unwritable output).\n";
 
 static const char valid_options[] =
-    "-f/--format, -o/--output, --input-format, --C, --no-C, --lines, --no-lines, --recur, "
-    "--filter, --pruned, --threads, --minwidth, --width, --height, --title, --icicle, --theme, "
-    "--diff, --negate, --normalize, --delta, --noise, -h/--help, -V/--version";
+    "-f/--format, -o/--output, --input-format, --per-input, --C, --no-C, --lines, --no-lines, "
+    "--recur, --filter, --pruned, --threads, --minwidth, --width, --height, --title, --icicle, "
+    "--theme, --diff, --negate, --normalize, --delta, --noise, --fail-above, -h/--help, "
+    "-V/--version";
 
 enum {
   OPT_INPUT_FORMAT = 256,
+  OPT_PER_INPUT,
   OPT_C,
   OPT_NO_C,
   OPT_LINES,
@@ -155,12 +182,14 @@ enum {
   OPT_NORMALIZE,
   OPT_DELTA,
   OPT_NOISE,
+  OPT_FAIL_ABOVE,
 };
 
 static const struct option long_options[] = {
     {"format", required_argument, NULL, 'f'},
     {"output", required_argument, NULL, 'o'},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
+    {"per-input", no_argument, NULL, OPT_PER_INPUT},
     {"C", no_argument, NULL, OPT_C},
     {"no-C", no_argument, NULL, OPT_NO_C},
     {"lines", no_argument, NULL, OPT_LINES},
@@ -180,6 +209,7 @@ static const struct option long_options[] = {
     {"normalize", no_argument, NULL, OPT_NORMALIZE},
     {"delta", required_argument, NULL, OPT_DELTA},
     {"noise", required_argument, NULL, OPT_NOISE},
+    {"fail-above", required_argument, NULL, OPT_FAIL_ABOVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -274,7 +304,9 @@ static void free_list(char **list) {
 /* Parses argv into c. Returns -1 to go on, else the exit status (0 after
  * --help or --version, 2 for a bad command line). */
 static int parse_args(int argc, char **argv, cli_t *c) {
-  static const char *const input_kinds[] = {"auto", "folded", "perf"};
+  static const char *const input_kinds[] = {"auto", "folded", "perf", "pprof"};
+  static const fl_input_kind_t input_kind_values[] = {FL_INPUT_AUTO, FL_INPUT_FOLDED,
+                                                      FL_INPUT_PERF_SCRIPT, FL_INPUT_PPROF};
   static const char *const recurs[] = {"off", "flat"};
   static const char *const themes[] = {"light", "dark"};
   static const char *const deltas[] = {"total", "self"};
@@ -283,22 +315,25 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   for (int opt; (opt = getopt_long(argc, argv, ":f:o:hV", long_options, NULL)) != -1;) {
     switch (opt) {
       case 'f':
-        if ((k = pick(optarg, format_names, 5)) < 0)
+        if ((k = pick(optarg, format_names, N_FORMATS)) < 0)
           return usage_error(
               "--format %s: unknown format; valid: svg, html, vegalite, folded, "
-              "text",
+              "text, pprof",
               optarg);
         c->format = (format_t)k;
+        c->format_given = true;
         break;
       case 'o':
         if (!*optarg) return usage_error("-o: the output file name is empty");
         c->output = optarg;
         break;
       case OPT_INPUT_FORMAT:
-        if ((k = pick(optarg, input_kinds, 3)) < 0)
-          return usage_error("--input-format %s: unknown; valid: auto, folded, perf", optarg);
-        c->input_kind = k == 0 ? FL_INPUT_AUTO : k == 1 ? FL_INPUT_FOLDED : FL_INPUT_PERF_SCRIPT;
+        if ((k = pick(optarg, input_kinds, 4)) < 0)
+          return usage_error("--input-format %s: unknown; valid: auto, folded, perf, pprof",
+                             optarg);
+        c->input_kind = input_kind_values[k];
         break;
+      case OPT_PER_INPUT: c->per_input = true; break;
       case OPT_C: c->tree.C = true; break;
       case OPT_NO_C: c->tree.C = false; break;
       case OPT_LINES: c->tree.lines = true; break;
@@ -393,6 +428,13 @@ static int parse_args(int argc, char **argv, cli_t *c) {
           return usage_error("--noise %s: expected a z-score, a number >= 0 (0 turns it off)",
                              optarg);
         break;
+      case OPT_FAIL_ABOVE:
+        if (!parse_double(optarg, &c->fail_above) || c->fail_above < 0 || c->fail_above > 100)
+          return usage_error(
+              "--fail-above %s: expected points of the total, a number from 0 to 100, such "
+              "as 5",
+              optarg);
+        break;
       case 'h': fputs(usage_text, stdout); return 0;
       case 'V': printf("cflame %s\n", CFLAME_VERSION); return 0;
       case ':':
@@ -416,17 +458,32 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   int stdin_uses = c->diff_base && strcmp(c->diff_base, "-") == 0;
   for (int i = 0; i < c->n_inputs; i++) stdin_uses += strcmp(c->inputs[i], "-") == 0;
   if (stdin_uses > 1) return usage_error("- (standard input) can be read only once");
+  /* -o x.pb.gz: the format its ending names, unless --format said one. */
+  const char *by_path = c->output ? fl_output_format_of_path(c->output) : NULL;
+  if (!c->format_given && by_path) c->format = (format_t)pick(by_path, format_names, N_FORMATS);
   bool diff_only = c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL;
   if (diff_only && !c->diff_base)
     return usage_error("--negate, --normalize and --delta need --diff BASE");
-  if (!c->minwidth_given && c->format == FMT_FOLDED) c->tree.minwidth = 0;
+  if (c->fail_above >= 0 && !c->diff_base)
+    return usage_error("--fail-above needs --diff BASE: it compares the INPUTs with BASE");
+  if (c->diff_base && c->per_input)
+    return usage_error(
+        "--per-input with --diff: a diff compares two profiles; merge each side's inputs "
+        "(without --per-input), or draw the inputs side by side without --diff");
+  if (c->diff_base && c->format == FMT_PPROF)
+    return usage_error(
+        "--diff with pprof output: a pprof file holds one profile; write the diff as svg, "
+        "html, vegalite or text, or as folded stacks with both counts");
+  if (!c->minwidth_given && (c->format == FMT_FOLDED || c->format == FMT_PPROF))
+    c->tree.minwidth = 0;
   return -1;
 }
 
 /* ---- the work ---- */
 
-/* A profile of the files, merged. NULL after saying why. */
-static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind) {
+/* A profile of the files, merged, or with per_input each under a root
+ * frame named after it. NULL after saying why. */
+static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind, bool per_input) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   if (!p) {
     say("out of memory");
@@ -434,7 +491,8 @@ static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind
   }
   for (int i = 0; i < n; i++) {
     fl_io_error_t err;
-    if (fl_read_profile_file(p, paths[i], kind, NULL, &err) < 0) {
+    const char *root = !per_input ? NULL : strcmp(paths[i], "-") ? paths[i] : "standard input";
+    if (fl_read_profile_file_under(p, paths[i], root, kind, NULL, &err) < 0) {
       say_io_error(&err);
       fl_profile_destroy(&p);
       return NULL;
@@ -443,19 +501,29 @@ static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind
   return p;
 }
 
-/* "12,345 samples (perf script, every 0.25 ms)". */
-static void summary_of(const fl_profile_t *p, char *out, size_t size) {
-  const fl_profile_info_t *info = fl_profile_info_const(p);
-  char n[32];
-  uint64_t v = info->total_weight;
+/* v with thousands separators. */
+static void grouped(uint64_t v, char out[32]) {
   char digits[32];
   int len = snprintf(digits, sizeof digits, "%" PRIu64, v), k = 0;
   for (int i = 0; i < len; i++) {
-    if (i && (len - i) % 3 == 0) n[k++] = ',';
-    n[k++] = digits[i];
+    if (i && (len - i) % 3 == 0) out[k++] = ',';
+    out[k++] = digits[i];
   }
-  n[k] = '\0';
-  if (info->interval_ns)
+  out[k] = '\0';
+}
+
+/* "12,345 samples, one every 0.25 ms"; an allocation profile's "65,536
+ * bytes in 1,024 allocations" (or "1,024 allocations"). */
+static void summary_of(const fl_profile_t *p, char *out, size_t size) {
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  char n[32], allocs[32];
+  grouped(info->total_weight, n);
+  grouped(info->total_allocs, allocs);
+  if (info->kind == FL_PROFILE_ALLOC && info->weight_is_count)
+    snprintf(out, size, "%s allocations", n);
+  else if (info->kind == FL_PROFILE_ALLOC)
+    snprintf(out, size, "%s bytes in %s allocations", n, allocs);
+  else if (info->interval_ns)
     snprintf(out, size, "%s samples, one every %g ms", n, (double)info->interval_ns / 1e6);
   else
     snprintf(out, size, "%s samples", n);
@@ -537,9 +605,9 @@ static char *dump_spec(const json_t *spec) {
 }
 
 /* The output: of the diff d when there is one, else of the tree t (a
- * diff's folded stacks are folded_diff's). New string; NULL after saying
- * why. */
-static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d) {
+ * diff's folded stacks are folded_diff's), *len bytes. New buffer; NULL
+ * after saying why. */
+static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d, size_t *len) {
   char err[512] = "out of memory";
   char *out = NULL, *svg = NULL;
   json_t *spec = NULL;
@@ -548,6 +616,7 @@ static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d) {
     case FMT_SVG: out = d ? fl_svg_diff(d, v) : fl_svg(t, v); break;
     case FMT_TEXT: out = d ? fl_text_diff(d, NULL) : fl_text_tree(t, NULL); break;
     case FMT_FOLDED: out = fl_folded(t); break;
+    case FMT_PPROF: return fl_pprof(t, len); /* one profile: parse_args refuses a diff */
     case FMT_VEGALITE:
       spec = d ? fl_vegalite_diff(d, v, err, sizeof err) : fl_vegalite(t, v, err, sizeof err);
       if (spec) out = dump_spec(spec);
@@ -561,6 +630,7 @@ static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d) {
   json_decref(spec);
   free(svg);
   if (!out) say("%s", err);
+  if (out) *len = strlen(out);
   return out;
 }
 
@@ -607,8 +677,7 @@ static int write_stream(FILE *f, const char *name, const char *text, size_t len)
   return 0;
 }
 
-static int write_output(const cli_t *c, const char *text) {
-  size_t len = strlen(text);
+static int write_output(const cli_t *c, const char *text, size_t len) {
   if (!c->output || strcmp(c->output, "-") == 0)
     return write_stream(stdout, "standard output", text, len);
   /* Something that is not a regular file (/dev/null, a pipe) is written
@@ -630,16 +699,88 @@ static int write_output(const cli_t *c, const char *text) {
   return write_file(c->output, text, len);
 }
 
+/* ---- the CI gate ---- */
+
+/* The gate of --fail-above: the frames whose share of their profile's
+ * total grew by more than c->fail_above points, on a diff of every frame
+ * (minwidth 0, not negated) with the tree options and --delta; listed on
+ * stderr, largest growth first. Sets c->gate_failed. Returns 0, or -1
+ * after saying why. */
+static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) {
+  char err[512];
+  fl_tree_opts_t tree = c->tree;
+  tree.minwidth = 0;
+  fl_diff_opts_t opts = c->diff;
+  opts.negate = false;
+  fl_diff_t *d = fl_diff_build(target, base, &tree, &opts, "all", err, sizeof err);
+  if (!d) {
+    say("%s", err);
+    return -1;
+  }
+  fl_grown_t *grown;
+  size_t n = fl_diff_grown(d, c->fail_above / 100, &grown);
+  const char *what = c->diff.delta == FL_DELTA_SELF ? "self share" : "share";
+  c->gate_failed = n > 0;
+  if (n) {
+    say("--fail-above %g: %zu frame%s grew by more than %g points (%s of each profile's "
+        "total):",
+        c->fail_above, n, n == 1 ? "" : "s", c->fail_above, what);
+    fprintf(stderr, "%9s %9s %9s  frame\n", "base", "new", "growth");
+  } else {
+    fl_grown_t *largest;
+    size_t any = fl_diff_grown(d, 0, &largest);
+    if (any) {
+      char *label = fl_node_label(largest[0].node);
+      say("--fail-above %g: passed; the largest growth is %s, %+.2f points (%.2f%% -> %.2f%%)",
+          c->fail_above, label, 100 * (largest[0].share - largest[0].base_share),
+          100 * largest[0].base_share, 100 * largest[0].share);
+      free(label);
+    } else {
+      say("--fail-above %g: passed; no frame's %s grew", c->fail_above, what);
+    }
+    free(largest);
+  }
+  enum { MAX_LISTED = 100 };
+  for (size_t i = 0; i < n && i < MAX_LISTED; i++) {
+    char *label = fl_node_label(grown[i].node);
+    fprintf(stderr, "%8.2f%% %8.2f%% %+9.2f  %s  (", 100 * grown[i].base_share,
+            100 * grown[i].share, 100 * (grown[i].share - grown[i].base_share), label);
+    free(label);
+    /* the path, outermost first */
+    const fl_node_t *chain[64];
+    size_t depth = 0;
+    bool cut = false;
+    for (const fl_node_t *p = grown[i].node; p && p->depth > 0; p = p->parent) {
+      if (depth == sizeof chain / sizeof *chain) {
+        cut = true;
+        break;
+      }
+      chain[depth++] = p;
+    }
+    if (cut) fputs("...;", stderr);
+    while (depth-- > 0) {
+      char *l = fl_node_label(chain[depth]);
+      fprintf(stderr, "%s%s", l, depth ? ";" : ")\n");
+      free(l);
+    }
+  }
+  if (n > MAX_LISTED) fprintf(stderr, "  ... and %zu more\n", n - MAX_LISTED);
+  free(grown);
+  fl_diff_destroy(&d);
+  return 0;
+}
+
 static int run(cli_t *c) {
   int status = 1;
   fl_profile_t *target = NULL, *base = NULL;
   fl_tree_t *tree = NULL, *base_tree = NULL;
   fl_diff_t *diff = NULL;
   char *out = NULL, err[512];
+  size_t out_len = 0;
   char names[512], summary[160], title[600];
 
-  if (!(target = read_inputs(c->inputs, c->n_inputs, c->input_kind))) goto done;
-  if (c->diff_base && !(base = read_inputs((char *const *)&c->diff_base, 1, c->input_kind)))
+  if (!(target = read_inputs(c->inputs, c->n_inputs, c->input_kind, c->per_input))) goto done;
+  if (c->diff_base && !(base = read_inputs((char *const *)&c->diff_base, 1, c->input_kind, false)))
     goto done;
   names_of(c->inputs, c->n_inputs, names, sizeof names);
   summary_of(target, summary, sizeof summary);
@@ -657,22 +798,28 @@ static int run(cli_t *c) {
       say("%s", err);
       goto done;
     }
-    out = render(c, tree, NULL);
+    out = render(c, tree, NULL, &out_len);
   } else if (c->format == FMT_FOLDED) {
     if (!(tree = fl_tree_build(target, &c->tree, "all", err, sizeof err)) ||
         !(base_tree = fl_tree_build(base, &c->tree, "all", err, sizeof err))) {
       say("%s", err);
       goto done;
     }
-    if (!(out = folded_diff(tree, base_tree, c->diff.normalize))) say("out of memory");
+    if (!(out = folded_diff(tree, base_tree, c->diff.normalize)))
+      say("out of memory");
+    else
+      out_len = strlen(out);
   } else {
     if (!(diff = fl_diff_build(target, base, &c->tree, &c->diff, "all", err, sizeof err))) {
       say("%s", err);
       goto done;
     }
-    out = render(c, NULL, diff);
+    out = render(c, NULL, diff, &out_len);
   }
-  if (out && write_output(c, out) == 0) status = 0;
+  /* The output first: a CI job keeps the graph whatever the gate says. */
+  if (out && write_output(c, out, out_len) == 0 &&
+      (c->fail_above < 0 || gate(c, target, base) == 0))
+    status = 0;
 done:
   free(out);
   fl_diff_destroy(&diff);
@@ -684,13 +831,18 @@ done:
 }
 
 int main(int argc, char **argv) {
-  cli_t c = {.format = FMT_SVG, .input_kind = FL_INPUT_AUTO};
+  cli_t c = {.format = FMT_SVG, .input_kind = FL_INPUT_AUTO, .fail_above = -1};
   fl_tree_opts_init(&c.tree);
   c.tree.C = true; /* every frame perf recorded, as flamegraph.pl draws it */
   fl_view_opts_init(&c.view);
   fl_diff_opts_init(&c.diff);
   int status = parse_args(argc, argv, &c);
   if (status < 0) status = run(&c);
+  /* The gate's statuses: 1 says that a frame grew, so any error is 2. */
+  if (c.fail_above >= 0 && status != 0)
+    status = EXIT_USAGE;
+  else if (c.fail_above >= 0 && c.gate_failed)
+    status = 1;
   free_list(c.pruned);
   free(c.threads);
   return status;

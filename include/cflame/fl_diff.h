@@ -143,6 +143,25 @@ const char *const *fl_diff_notes(const fl_diff_t *d);
  * own and do not stretch it); 0 when none did. */
 double fl_diff_max_delta(const fl_diff_t *d);
 
+/* A frame whose share of its profile's total grew (fl_diff_grown). */
+typedef struct fl_grown {
+  const fl_node_t *node; /* of fl_diff_tree() */
+  double base_share;     /* its partner's share of the baseline's total, 0..1; 0 when new */
+  double share;          /* its share of the target's total, 0..1 */
+} fl_grown_t;
+
+/* The frames whose share of their profile's total grew by more than
+ * min_growth (a share: 0.05 is 5 points of the total), largest growth
+ * first: each drawn frame's count (its self count with delta=self) over
+ * the drawn tree's root, against its partner's over the other tree's
+ * root, so that the two profiles' totals (their length, their rates,
+ * normalize) do not matter; a new frame grew from 0. The root is not
+ * listed. Only frames the drawn tree shows count: build with minwidth 0
+ * for every frame. For a CI gate (cflame --fail-above). d must not be
+ * negated (assert). *out is new (free it; NULL when none). Returns the
+ * count. */
+size_t fl_diff_grown(const fl_diff_t *d, double min_growth, fl_grown_t **out);
+
 /* Share of the drawn profile's weight in frames whose change is "same":
  * the sum of their self counts over the root's count, over the whole tree
  * (frames minwidth hides included), so that the shares of the four changes

@@ -1,6 +1,8 @@
 /* fl_io: profiles to and from files.
  *
- * Two text formats come in, told apart by their content:
+ * Three formats come in, told apart by their content: two of text, and
+ * pprof's binary one. An input that starts with gzip's magic bytes (1f 8b)
+ * is unzipped first, whatever it holds.
  *
  *   folded stacks  one line per distinct stack, "frame;frame;...;frame
  *                  COUNT", root first, as flamegraph.pl, inferno and
@@ -39,15 +41,30 @@
  *                  +srcline` prints under a frame give it a file and line.
  *                  Samples keep their thread id.
  *
- * Both accept "\r\n" line ends. Malformed input is an error that names the
- * input and the line, says what was found and what a valid line looks
- * like, and adds nothing.
+ *   pprof          pprof's profile.proto message (fl_pprof.c has the rules),
+ *                  as Go's runtime/pprof, `go tool pprof`, Pyroscope and
+ *                  Parca write it: gzip-compressed, or bare. Binary input
+ *                  (control characters in its first 64 bytes) is read as
+ *                  pprof. A location's
+ *                  lines become frames (the inlined ones FL_FRAME_INLINED),
+ *                  with the function's name, file and line, the mapping's
+ *                  file name as the module, and the kind of code from it
+ *                  as for perf script. An allocation profile (a sample type
+ *                  in bytes) is read as one (FL_PROFILE_ALLOC), anything
+ *                  else as a CPU profile.
  *
- * Out: fl_folded writes folded stacks, fl_html_page a standalone page. */
+ * The text formats accept "\r\n" line ends. Malformed input is an error
+ * that names the input and the line (pprof: what in the message was wrong),
+ * says what was found and what a valid line looks like, and adds nothing.
+ *
+ * Out: fl_folded writes folded stacks, fl_pprof pprof, fl_html_page a
+ * standalone page; fl_output_format_of_path says which a file's name asks
+ * for. */
 #ifndef FL_IO_H
 #define FL_IO_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cflame/fl_profile.h"
@@ -59,22 +76,31 @@ typedef struct fl_io_error {
   char message[512]; /* what was wrong and what is valid */
 } fl_io_error_t;
 
-typedef enum fl_input_kind { FL_INPUT_AUTO, FL_INPUT_FOLDED, FL_INPUT_PERF_SCRIPT } fl_input_kind_t;
+typedef enum fl_input_kind {
+  FL_INPUT_AUTO,
+  FL_INPUT_FOLDED,
+  FL_INPUT_PERF_SCRIPT,
+  FL_INPUT_PPROF,
+} fl_input_kind_t;
 
-/* "auto", "folded stacks", "perf script". Static. */
+/* "auto", "folded stacks", "perf script", "pprof". Static. */
 const char *fl_input_kind_name(fl_input_kind_t kind);
 
-/* Parses folded stacks or `perf script` text (kind FL_INPUT_AUTO: told apart
- * by content) of len bytes, named name in errors (NULL: "<input>"), and adds
- * its samples to p, which must be a FL_PROFILE_CPU profile (weight = count).
- * data need not be NUL-terminated; a NUL byte in it is an error (not text).
- * Returns 0, or -1 with *err filled, in which case p is unchanged: the input
- * is parsed into a profile of its own and merged into p once all of it is
- * read. No samples at all (empty input, only comments, only counts of 0) is
- * an error too. *kind_out (may be NULL) gets the kind detected, also on
- * error. When p had no source yet, its info.source becomes the kind read.
- * Errors are about the input: out of memory aborts, as everywhere in the
- * flame library (docs/LIBRARY.md). */
+/* Parses folded stacks, `perf script` text or pprof (kind FL_INPUT_AUTO:
+ * told apart by content; gzip-compressed or not) of len bytes, named name
+ * in errors (NULL: "<input>"), and adds its samples to p (weight = count).
+ * The input's kind of profile must be p's, except that a profile without
+ * samples takes the input's kind (and its allocation details: sample rate,
+ * weight=count, live): folded stacks and perf script text are CPU
+ * profiles, pprof says which it is. data need not be NUL-terminated; a NUL
+ * byte in text is an error. Returns 0, or -1 with
+ * *err filled, in which case p is unchanged: the input is parsed into a
+ * profile of its own and merged into p once all of it is read. No samples
+ * at all (empty input, only comments, only counts of 0) is an error too.
+ * *kind_out (may be NULL) gets the kind detected, also on error. When p
+ * had no source yet, its info.source becomes the kind read. Errors are
+ * about the input: out of memory aborts, as everywhere in the flame
+ * library (docs/LIBRARY.md). */
 int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
                     fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err);
 
@@ -83,6 +109,14 @@ int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *n
  * errno text). */
 int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind,
                          fl_input_kind_t *kind_out, fl_io_error_t *err);
+
+/* fl_read_profile_file with the file's samples under a frame of their own,
+ * named root (FL_FRAME_ROOT, no file or module; the string is copied), as
+ * fl_profile_merge_under adds them: files read so into one profile are
+ * each a subtree of the graph (the cflame command's --per-input, %profload
+ * per_input=true). root NULL: fl_read_profile_file. */
+int fl_read_profile_file_under(fl_profile_t *p, const char *path, const char *root,
+                               fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err);
 
 /* Folded stacks of a tree, as drawn: the tree options (C=false folding,
  * lines, filter, pruned, minwidth) are those fl_tree_build applied. One line
@@ -100,6 +134,38 @@ int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind
  * stackcollapse-perf.pl sorts them. Frames minwidth hid are not written:
  * build with minwidth 0 for every sample. New string (free it). */
 char *fl_folded(const fl_tree_t *t);
+
+/* pprof's profile.proto of a tree, as drawn (the tree options applied,
+ * as for fl_folded), gzip-compressed: what `go tool pprof`, Pyroscope,
+ * Parca and Grafana read. One sample per root-to-node path whose last
+ * node has self weight, its locations leaf first; a frame inlined into its
+ * caller (FL_FRAME_INLINED) is a line of its caller's location. Frames
+ * become functions (name, file) and lines (line), modules mappings (file
+ * name), and the values:
+ *   CPU profiles          samples/count (the weight) and, when the
+ *                         interval is known, cpu/nanoseconds (the weight
+ *                         times the interval), with period_type
+ *                         cpu/nanoseconds and the interval as period;
+ *   allocation profiles   alloc_objects/count and alloc_space/bytes
+ *                         (inuse_objects and inuse_space for a live=true
+ *                         profile; objects alone for weight=count), with
+ *                         period_type allocations/count and 1/sample_rate
+ *                         as period.
+ * The tree's root is not written (its self weight, if any, is a sample
+ * without locations); nor are frames minwidth hid: build with minwidth 0
+ * for every sample. pprof's values are int64: a larger value is written
+ * as INT64_MAX. New buffer of *size bytes (free it). */
+char *fl_pprof(const fl_tree_t *t, size_t *size);
+
+/* Which output a file name asks for by its ending (case-insensitive):
+ * ".svg" "svg", ".html" "html", ".vl.json" "vegalite", ".folded" "folded",
+ * ".txt" "text", ".pb.gz" "pprof"; NULL for any other. Static. The
+ * kernel's %profsave and the cflame command both choose by it. */
+const char *fl_output_format_of_path(const char *path);
+/* The endings fl_output_format_of_path knows, for messages: ".svg, .html,
+ * .vl.json, .folded, .txt, .pb.gz" (and_last: "..., .txt or .pb.gz").
+ * Static. */
+const char *fl_output_endings(bool and_last);
 
 /* A standalone HTML page (UTF-8) that shows a flame graph with or without
  * JavaScript: the kernel's SVG inline, visible from the start, and the

@@ -114,6 +114,12 @@ void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uin
  * Both must be of the same kind. p may be src (which doubles it). */
 void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
 
+/* fl_profile_merge with one more frame, root, outermost on every stack
+ * of src (the root's own time too): profiles merged under frames of their
+ * own stay apart in one graph, each a subtree (the cflame command's
+ * --per-input). root NULL: fl_profile_merge. */
+void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root);
+
 /* Removes every sample; keeps the kind, interval and sample rate, and the
  * frames (their ids stay valid). The other info fields are zeroed. */
 void fl_profile_clear(fl_profile_t *p);

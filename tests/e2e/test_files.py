@@ -1,23 +1,29 @@
 """Saving and loading profiles through the kernel (docs/PROFILING.md,
 "Saving and loading profiles"): %profsave in every format
-(.svg, .html, .vl.json, .folded, .txt, for plain and diff graphs), and
-%profload of folded stacks and of `perf script` text, into the session
-profile or as a baseline, with the errors a user gets for bad files.
+(.svg, .html, .vl.json, .folded, .txt, .pb.gz, for plain and diff graphs),
+and %profload of folded stacks, `perf script` text and pprof, into the
+session profile or as a baseline, with the errors a user gets for bad
+files. What the kernel writes as pprof is read by `go tool pprof` (Debian's
+golang-go) too.
 
 The readers and writers themselves are tested in tests/unit/test_io.c and
 through the cflame CLI in tests/cli/; here what matters is what a notebook
 user sees.
 """
 import collections
+import gzip
 import json
+import os
 import pathlib
 import re
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, fails, flame, ok, rows_of,
-                      start_kernel)
+from conftest import (SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, ancestors, fails, flame, ok,
+                      rows_of, start_kernel)
 
 STORE = SpecStore("files")
 PERF_DATA = SOURCE_DIR / "tests" / "data" / "perf"
@@ -159,10 +165,86 @@ def test_profsave_svg_vegalite_txt_of_a_diff_and_its_folded_has_two_counts(kc, t
     assert re.search(r"^top-level scope \(cell\[\d+\]:\d+\);", lined.read_text(), re.M)
 
 
+def go_tool_pprof(tmp_path, *args):
+    """`go tool pprof ARGS`, Go's files in tmp_path."""
+    go = shutil.which("go")
+    assert go, "go is missing: install Debian's golang-go (scripts/deps.sh lists it)"
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"), GOENV="off")
+    r = subprocess.run([go, "tool", "pprof", *map(str, args)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_profsave_pprof_round_trips_through_profload(kc, tmp_path):
+    """%profsave x.pb.gz writes the graph as pprof (gzipped profile.proto),
+    which go tool pprof reads with the cell's functions, files and lines;
+    %profload x.pb.gz reads it back into the same tree."""
+    show(kc, PROFILED, "pprof-before")
+    before = flame(kc, "%profshow minwidth=0")[0]
+    saved = tmp_path / "x.pb.gz"
+    out = ok(kc, f"%profsave {saved}")
+    assert f"Saved {saved}" in out, out
+    assert saved.read_bytes()[:2] == b"\x1f\x8b"
+    top = go_tool_pprof(tmp_path, "-top", "-lines", "-nodefraction=0", saved)
+    assert re.search(r"\bleaf cell\[\d+\]:\d+", top), top
+    assert "Type: cpu" in top, top
+    out = ok(kc, f"%profload {saved}")
+    assert "Loaded" in out and "(pprof, interval read from the file)" in out, out
+    after = flame(kc, "%profshow minwidth=0")[0]
+    STORE.add(after, "pprof-after")
+    assert shape(rows_of(after)) == shape(rows_of(before))
+    # saved again, the loaded profile gives the same samples, locations,
+    # functions and mappings (the comment names where it came from)
+    again = tmp_path / "again.pb.gz"
+    ok(kc, f"%profsave {again}")
+
+    def raw(path):
+        return [line for line in go_tool_pprof(tmp_path, "-raw", path).splitlines()
+                if not line.startswith("Comment:")]
+
+    assert raw(again) == raw(saved)
+
+
+def test_profsave_pprof_of_allocations_and_of_a_diff(kc, tmp_path):
+    bundle = flame(kc, "%%profallocs sample_rate=1\n"
+                       "for (int i = 0; i < 100; i++) { char *volatile p = malloc(1000); "
+                       "free(p); }")[0]
+    STORE.add(bundle, "pprof-allocs")
+    saved = tmp_path / "allocs.pb.gz"
+    ok(kc, f"%profsave {saved}")
+    raw = go_tool_pprof(tmp_path, "-raw", saved)
+    assert "alloc_objects/count alloc_space/bytes" in raw, raw
+    out = ok(kc, f"%profload {saved}")
+    assert "Loaded an allocation profile" in out and "bytes" in out, out
+    rows = rows_of(flame(kc, "%profshow minwidth=0")[0])
+    assert rows[0]["count"] >= 100 * 1000 and rows[0]["allocs"] >= 100, rows[0]
+    # a diff is two profiles, and a pprof file holds one
+    ok(kc, "%%profbase pp_base\nfor (int i = 0; i < 50; i++) middle(300000);")
+    flame(kc, "%%profdiffview pp_base\nfor (int i = 0; i < 50; i++) other(300000);")
+    reply, _ = fails(kc, f"%profsave {tmp_path / 'diff.pb.gz'}", "MagicError")
+    assert "a pprof file holds one profile" in reply["evalue"], reply["evalue"]
+    assert not (tmp_path / "diff.pb.gz").exists()
+
+
+def test_profload_bad_pprof_names_the_file(kc, tmp_path):
+    show(kc, PROFILED, "before-bad-pprof")
+    good = tmp_path / "good.pb.gz"
+    ok(kc, f"%profsave {good}")
+    cut = tmp_path / "cut.pb.gz"
+    cut.write_bytes(good.read_bytes()[:40])
+    reply, _ = fails(kc, f"%profload {cut}", "MagicError")
+    assert str(cut) in reply["evalue"] and "truncated" in reply["evalue"], reply["evalue"]
+    foreign = tmp_path / "foreign.pb.gz"
+    foreign.write_bytes(gzip.compress(bytes(range(1, 255))))
+    reply, _ = fails(kc, f"%profload {foreign}", "MagicError")
+    assert f"{foreign} is gzip-compressed, but not a pprof profile" in reply["evalue"]
+
+
 def test_profsave_bad_paths(kc, tmp_path):
     show(kc, PROFILED, "bad-paths")
     reply, _ = fails(kc, f"%profsave {tmp_path / 'x.png'}", "MagicError")
-    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt"):
+    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt", ".pb.gz"):
         assert ext in reply["evalue"], reply["evalue"]
     missing = tmp_path / "no" / "such" / "dir" / "x.svg"
     reply, _ = fails(kc, f"%profsave {missing}", "MagicError")
@@ -231,9 +313,32 @@ def test_profload_malformed_file_names_file_and_line_and_keeps_the_session(kc, t
     assert ok(kc, 'middle(10); printf("still here\\n");') == "still here\n"
 
 
+def test_profload_many_files_merged_or_each_its_own_root(kc, tmp_path):
+    rank0, rank1 = tmp_path / "rank0.folded", tmp_path / "rank1.folded"
+    rank0.write_text("main;solve 30\nmain;exchange 10\n")
+    rank1.write_text("main;solve 20\nmain;exchange 40\n")
+    ok(kc, f"%profload {rank0} {rank1}")
+    rows = rows_of(flame(kc, "%profshow")[0])
+    by_path = {tuple(r["func"] for r in ancestors(rows, row)[::-1][1:]) + (row["func"],): row
+               for row in rows if row["parent"] is not None}
+    assert by_path[("main", "solve")]["count"] == 50 and by_path[("main",)]["count"] == 100
+    out = ok(kc, f"%profload {rank0} {rank1} per_input=true")
+    assert "Loaded 100 samples" in out, out
+    bundle = flame(kc, "%profshow")[0]
+    STORE.add(bundle, "per-input")
+    rows = rows_of(bundle)
+    roots = {r["func"]: r for r in rows if r["depth"] == 1}
+    assert set(roots) == {str(rank0), str(rank1)}, roots
+    assert roots[str(rank0)]["count"] == 40 and roots[str(rank1)]["count"] == 60
+    exchange = [r for r in rows if r["func"] == "exchange"]
+    assert sorted(r["count"] for r in exchange) == [10, 40]
+    reply, _ = fails(kc, f"%profload {rank0} per_input=maybe", "MagicError")
+    assert "per_input=maybe" in reply["evalue"] and "true or false" in reply["evalue"]
+
+
 @pytest.mark.parametrize("args, words", [
-    ("", ["PATH", "perf script", "as=NAME"]),
-    ("x.folded colour=red", ["colour", "as=NAME"]),
+    ("", ["PATH", "perf script", "pprof", "as=NAME", "per_input=true"]),
+    ("x.folded colour=red", ["colour", "as=NAME", "per_input=true"]),
     ('x.folded as="two words"', ["baseline name", "letters"]),
     ("x.folded as=a;b", ["baseline name"]),
 ])

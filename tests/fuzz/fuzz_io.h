@@ -11,8 +11,11 @@
  *    of what was read must weigh as much;
  *  - its folded stacks, read back as folded stacks, must give the same
  *    folded stacks again (fl_folded's output is a fixed point of reading
- *    and writing), and the same total weight.
- * Any failure aborts. Header-only: each target includes it once. */
+ *    and writing), and the same total weight;
+ *  - written as pprof and read back, it must give the same folded stacks
+ *    (when its total weight fits pprof's int64 values).
+ * A gzipped input's error lines count the lines of what it holds. Any
+ * failure aborts. Header-only: each target includes it once. */
 #ifndef CFLAME_FUZZ_IO_H
 #define CFLAME_FUZZ_IO_H
 
@@ -22,6 +25,8 @@
 #include <string.h>
 
 #include "cflame/fl_io.h"
+#include "fl__io.h"        /* fl__is_gzip, fl__gunzip */
+#include "profile_check.h" /* tests/unit */
 
 static void fuzz_io_fail(const char *what, const char *detail) {
   fprintf(stderr, "fuzz: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
@@ -30,19 +35,34 @@ static void fuzz_io_fail(const char *what, const char *detail) {
 
 /* Folded stacks of p (every frame, with lines when asked, minwidth 0). */
 static char *fuzz_io_folded(const fl_profile_t *p, bool lines, uint64_t *root_count) {
-  fl_tree_opts_t o;
-  fl_tree_opts_init(&o);
-  o.C = true;
-  o.lines = lines;
-  o.minwidth = 0;
-  char err[256];
-  fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
-  if (!t) fuzz_io_fail("fl_tree_build failed", err);
+  fl_tree_t *t = whole_tree(p, lines, true);
+  if (!t) fuzz_io_fail("fl_tree_build failed", NULL);
   *root_count = fl_tree_root(t)->count;
   char *text = fl_folded(t);
   if (!text) fuzz_io_fail("fl_folded returned NULL", NULL);
   fl_tree_destroy(&t);
   return text;
+}
+
+/* p written as pprof (the tree with every frame) and read back gives the
+ * same folded stacks, when its weights fit pprof's int64 values. */
+static void fuzz_io_pprof_round_trip(const fl_profile_t *p, bool lines, const char *folded) {
+  if (fl_profile_info_const(p)->total_weight > INT64_MAX) return; /* fl_pprof caps them */
+  fl_tree_t *t = whole_tree(p, lines, true);
+  if (!t) fuzz_io_fail("fl_tree_build failed", NULL);
+  size_t size;
+  char *file = fl_pprof(t, &size);
+  fl_tree_destroy(&t);
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  if (fl_read_profile(q, file, size, "pprof", FL_INPUT_AUTO, NULL, &err) < 0)
+    fuzz_io_fail("fl_pprof's output does not read back", err.message);
+  uint64_t weight;
+  char *again = fuzz_io_folded(q, lines, &weight);
+  if (strcmp(folded, again) != 0) fuzz_io_fail("folded stacks changed through pprof", NULL);
+  free(again);
+  free(file);
+  fl_profile_destroy(&q);
 }
 
 static void fuzz_io_round_trip(const fl_profile_t *p, bool lines) {
@@ -56,6 +76,7 @@ static void fuzz_io_round_trip(const fl_profile_t *p, bool lines) {
   char *second = fuzz_io_folded(q, lines, &weight2);
   if (weight2 != total) fuzz_io_fail("the weight changed in the round trip", NULL);
   if (strcmp(first, second) != 0) fuzz_io_fail("folded stacks changed in the round trip", NULL);
+  fuzz_io_pprof_round_trip(p, lines, first);
   free(first);
   free(second);
   fl_profile_destroy(&q);
@@ -68,7 +89,16 @@ static void fuzz_io_read(const uint8_t *data, size_t size, fl_input_kind_t kind)
   if (!copy) abort();
   if (size) memcpy(copy, data, size);
   size_t lines = 1;
-  for (size_t i = 0; i < size; i++) lines += copy[i] == '\n';
+  char *plain = NULL, why[200];
+  size_t plain_len = 0;
+  const char *text = copy;
+  size_t text_len = size;
+  if (fl__is_gzip(copy, size) && fl__gunzip(copy, size, &plain, &plain_len, why, sizeof why) == 0) {
+    text = plain;
+    text_len = plain_len;
+  }
+  for (size_t i = 0; i < text_len; i++) lines += text[i] == '\n';
+  free(plain);
 
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   fl_frame_t f = {.func = "before", .flags = FL_FRAME_CELL};

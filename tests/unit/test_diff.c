@@ -2,8 +2,9 @@
  * cell functions, redefinitions in another cell, moved and inserted lines,
  * recursion), new and vanished frames, self and total deltas, scaling
  * (intervals, normalize), noise, negate, minwidth, refusal of a CPU profile
- * against an allocation profile, ProfileVega's f1/f2 example, and
- * self-diffs (exact, and of two Poisson-perturbed copies). */
+ * against an allocation profile, ProfileVega's f1/f2 example, the shares
+ * that grew (the CI gate's), and self-diffs (exact, and of two
+ * Poisson-perturbed copies). */
 #define _GNU_SOURCE
 #include "cflame/fl_diff.h"
 
@@ -647,6 +648,66 @@ static void test_normalize(void) {
   fl_profile_destroy(&t2);
 }
 
+/* fl_diff_grown: shares of each profile's own total, whatever the two
+ * totals, intervals or normalize; new frames grew from 0; self shares
+ * with delta=self; largest growth first. */
+static void test_grown(void) {
+  /* baseline 200 samples at 1 ms: a 50%, b 25%, c 25%; target 1000 at
+   * 0.5 ms: a 40%, b 30%, c 20%, d (new) 10% */
+  fl_profile_t *b = cpu(1000000), *t = cpu(500000);
+  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {50, "top:1;b:3"}, {50, "top:1;c:4"},
+                                     {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{400, "top:1;a:2"},
+                                     {300, "top:1;b:3"},
+                                     {200, "top:1;c:4"},
+                                     {60, "top:1;d:5"},
+                                     {40, "top:1;d:5;e:6"},
+                                     {0, NULL}});
+  fl_tree_opts_t to = topts(true, 0);
+  for (int normalize = 0; normalize < 2; normalize++) {
+    fl_diff_opts_t o = dopts(2);
+    o.normalize = normalize;
+    fl_diff_t *d = checked(diff(t, b, &to, &o));
+    fl_grown_t *g;
+    CHECK_INT(fl_diff_grown(d, 0.04, &g), 2); /* d +10, b +5; e's +4 is not more than 4 */
+    free(g);
+    size_t n = fl_diff_grown(d, 0.035, &g);
+    CHECK_INT(n, 3);
+    if (n == 3) {
+      CHECK_STR(g[0].node->frame.func, "d");
+      CHECK_NEAR(g[0].base_share, 0);
+      CHECK_NEAR(g[0].share, 0.1);
+      CHECK_STR(g[1].node->frame.func, "b");
+      CHECK_NEAR(g[1].base_share, 0.25);
+      CHECK_NEAR(g[1].share, 0.3);
+      CHECK_STR(g[2].node->frame.func, "e");
+      CHECK_NEAR(g[2].share, 0.04);
+    }
+    free(g);
+    CHECK_INT(fl_diff_grown(d, 0.1, &g), 0); /* nothing grew by more than 10 points */
+    CHECK(g == NULL);
+    fl_diff_destroy(&d);
+  }
+  /* self shares: d's own is 6% */
+  fl_diff_opts_t o = dopts(2);
+  o.delta = FL_DELTA_SELF;
+  fl_diff_t *d = checked(diff(t, b, &to, &o));
+  fl_grown_t *g;
+  size_t n = fl_diff_grown(d, 0.035, &g);
+  CHECK_INT(n, 3);
+  if (n == 3) {
+    CHECK_STR(g[0].node->frame.func, "d");
+    CHECK_NEAR(g[0].share, 0.06);
+    CHECK_STR(g[1].node->frame.func, "b");
+    CHECK_STR(g[2].node->frame.func, "e");
+    CHECK_NEAR(g[2].share, 0.04);
+  }
+  free(g);
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&b);
+  fl_profile_destroy(&t);
+}
+
 static void test_intervals(void) {
   fl_profile_t *b = cpu(500000), *t = cpu(1000000);
   add_all(b, (const sample_spec_t[]){{200, "top:1;a:2"}, {40, "top:1;v:3"}, {0, NULL}});
@@ -1090,6 +1151,7 @@ int main(void) {
   test_vanished();
   test_self_vs_total();
   test_normalize();
+  test_grown();
   test_intervals();
   test_noise();
   test_negate();

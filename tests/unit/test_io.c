@@ -10,6 +10,7 @@
 
 #include "cflame/fl_io.h"
 #include "cflame/fl_render.h"
+#include "profile_check.h"
 #include "test.h"
 
 static const char *data_dir(void) {
@@ -47,32 +48,6 @@ static fl_profile_t *read_text(const char *text, fl_input_kind_t *kind, fl_io_er
   if (fl_read_profile(p, text, strlen(text), "test.txt", FL_INPUT_AUTO, kind, err) < 0)
     fl_profile_destroy(&p);
   return p;
-}
-
-/* Folded stacks of p with C on, the given lines option, minwidth 0. New. */
-static char *folded_of(const fl_profile_t *p, bool lines, bool C) {
-  fl_tree_opts_t o;
-  fl_tree_opts_init(&o);
-  o.C = C;
-  o.lines = lines;
-  o.minwidth = 0;
-  char err[256];
-  fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
-  if (!t) {
-    fprintf(stderr, "fl_tree_build: %s\n", err);
-    return NULL;
-  }
-  char *out = fl_folded(t);
-  fl_tree_destroy(&t);
-  return out;
-}
-
-/* The frame of p whose function is func, or NULL. */
-static const fl_frame_t *frame_named(const fl_profile_t *p, const char *func) {
-  for (size_t i = 0; i < fl_profile_n_frames(p); i++)
-    if (strcmp(fl_profile_frame(p, (uint32_t)i)->func, func) == 0)
-      return fl_profile_frame(p, (uint32_t)i);
-  return NULL;
 }
 
 /* Does a sample of p have a frame whose function is func? */
@@ -424,10 +399,18 @@ static void test_perf_errors(void) {
   CHECK_INT(fl_profile_n_samples(p), 0);
   fl_profile_destroy(&p);
 
-  /* allocation profiles take no CPU samples */
+  /* allocation profiles take no CPU samples; an empty profile takes the
+   * kind of what is read */
   p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_frame_t f = {.func = "malloc"};
+  uint32_t id = fl_profile_frame_id(p, &f);
+  fl_profile_add_sample(p, &id, 1, 64, 1, 0);
   CHECK_INT(fl_read_profile(p, "a 1\n", 4, "f", FL_INPUT_AUTO, NULL, &err), -1);
-  CHECK(strstr(err.message, "allocation profile") != NULL);
+  CHECK_STR(err.message, "cannot add f, a CPU profile, to an allocation profile");
+  CHECK_INT(fl_profile_n_samples(p), 1);
+  fl_profile_clear(p);
+  CHECK_INT(fl_read_profile(p, "a 1\n", 4, "f", FL_INPUT_AUTO, NULL, &err), 0);
+  CHECK(fl_profile_info_const(p)->kind == FL_PROFILE_CPU);
   fl_profile_destroy(&p);
   free(text);
 }
@@ -462,14 +445,8 @@ static fl_profile_t *sample_profile(void) {
 }
 
 static void check_round_trip(bool lines, bool C) {
-  fl_tree_opts_t o;
-  fl_tree_opts_init(&o);
-  o.lines = lines;
-  o.C = C;
-  o.minwidth = 0;
-  char err[256];
   fl_profile_t *p = sample_profile();
-  fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
+  fl_tree_t *t = whole_tree(p, lines, C);
   char *text = t ? fl_folded(t) : NULL;
   CHECK(text != NULL);
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
@@ -478,7 +455,7 @@ static void check_round_trip(bool lines, bool C) {
                ? fl_read_profile(q, text, strlen(text), "saved.folded", FL_INPUT_AUTO, NULL, &ioerr)
                : -1;
   CHECK_INT(rc, 0);
-  fl_tree_t *t2 = rc == 0 ? fl_tree_build(q, &o, "all", err, sizeof err) : NULL;
+  fl_tree_t *t2 = rc == 0 ? whole_tree(q, lines, C) : NULL;
   char *text2 = t2 ? fl_folded(t2) : NULL;
   CHECK(text2 && strcmp(text, text2) == 0);
   if (t && t2) {

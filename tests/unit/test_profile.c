@@ -1,5 +1,6 @@
 /* Tests fl_profile: frame interning, samples and shared stacks, info
- * counters, copy, merge, clear, the threads list, allocation profiles. */
+ * counters, copy, merge (also under a root), clear, the threads list,
+ * allocation profiles. */
 #include "cflame/fl_profile.h"
 
 #include <stdio.h>
@@ -306,6 +307,30 @@ static void test_merge(void) {
   fl_profile_sample(p, 4, &t);
   CHECK(s.stack == t.stack);
   CHECK_INT(s.weight, 5);
+
+  /* Under a root: every stack of src gets it outermost, the empty one too;
+   * into itself as well. */
+  fl_profile_t *under = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_add_sample(src, NULL, 0, 4, 0, 0);
+  fl_frame_t root = {.func = "rank0", .flags = FL_FRAME_ROOT};
+  fl_profile_merge_under(under, src, &root);
+  CHECK_INT(fl_profile_n_samples(under), 3);
+  CHECK_INT(fl_profile_info_const(under)->total_weight, 11);
+  for (size_t i = 0; i < 3; i++) {
+    fl_profile_sample(under, i, &s);
+    CHECK_INT(s.n, i < 2 ? 3 : 1);
+    CHECK_STR(fl_profile_frame(under, s.stack[0])->func, "rank0");
+    CHECK_INT(fl_profile_frame(under, s.stack[0])->flags, FL_FRAME_ROOT);
+  }
+  fl_profile_sample(under, 0, &s);
+  CHECK_STR(fl_profile_frame(under, s.stack[2])->func, "other");
+  fl_profile_merge_under(under, under, &(fl_frame_t){.func = "again", .flags = FL_FRAME_ROOT});
+  CHECK_INT(fl_profile_n_samples(under), 6);
+  fl_profile_sample(under, 3, &s);
+  CHECK_INT(s.n, 4);
+  CHECK_STR(fl_profile_frame(under, s.stack[0])->func, "again");
+  CHECK_STR(fl_profile_frame(under, s.stack[1])->func, "rank0");
+  fl_profile_destroy(&under);
 
   fl_profile_destroy(&empty);
   fl_profile_destroy(&src);

@@ -1,0 +1,120 @@
+"""The CI gate of the cflame command line (docs/CLI.md, "A CI gate"):
+`cflame --diff BASE NEW --fail-above PCT` exits 1 and lists the frames whose
+share of their profile's total grew by more than PCT points, exits 0
+otherwise, writes -o either way, and exits 2 for bad input (nothing
+written then).
+
+Environment as tests/cli/test_cli.py's (tests/CMakeLists.txt).
+"""
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from test_cli import SVG_NS, cflame
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """base: work 40%, parse 40%, io 20%. grown: work 60%, parse 20%,
+    io 10%, fresh 10%. longer: base's shares, recorded ten times as long."""
+    base, grown, longer = (tmp_path / n for n in ("base.folded", "grown.folded",
+                                                  "longer.folded"))
+    base.write_text("job;main;work 400\njob;main;parse 400\njob;main;io 200\n")
+    grown.write_text("job;main;work 600\njob;main;parse 200\njob;main;io 100\n"
+                     "job;main;fresh 100\n")
+    longer.write_text("job;main;work 4000\njob;main;parse 4000\njob;main;io 2000\n")
+    return base, grown, longer
+
+
+def listed(stderr):
+    """{frame: (base %, new %, growth)} of the gate's list."""
+    out = {}
+    for line in stderr.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+\+([\d.]+)\s+(\S+)\s+\((.*)\)$", line)
+        if m:
+            out[m.group(4)] = (float(m.group(1)), float(m.group(2)), float(m.group(3)))
+    return out
+
+
+def test_gate_fails_lists_the_frames_and_writes_the_graph(runs, tmp_path):
+    base, grown, _ = runs
+    out = tmp_path / "diff.svg"
+    r = cflame("--diff", base, grown, "--fail-above", "5", "-o", out)
+    assert r.returncode == 1, r.stderr
+    assert "2 frames grew by more than 5 points" in r.stderr, r.stderr
+    assert listed(r.stderr) == {"work": (40.0, 60.0, 20.0), "fresh": (0.0, 10.0, 10.0)}
+    assert "work  (job;main;work)" in r.stderr
+    # the artifact: the diff graph, written all the same
+    svg = ET.parse(out).getroot()
+    assert svg.tag == SVG_NS + "svg"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["base.folded", "grown.folded", "longer.folded", "diff.svg"])
+
+
+def test_gate_passes_and_writes_the_graph(runs, tmp_path):
+    base, grown, longer = runs
+    out = tmp_path / "diff.html"
+    r = cflame("--diff", base, grown, "--fail-above", "25", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "passed; the largest growth is work, +20.00 points (40.00% -> 60.00%)" in r.stderr
+    assert "<svg" in out.read_text()
+    # shares, not counts: ten times the samples is no growth
+    r = cflame("--diff", base, longer, "--fail-above", "0.5", "-o", tmp_path / "same.svg")
+    assert r.returncode == 0 and "no frame's share grew" in r.stderr, r.stderr
+    # the other way round, work shrank (60% -> 40%) and fresh vanished: not
+    # failures; parse and io grew
+    r = cflame("--diff", grown, base, "--fail-above", "5", "-f", "text", "-o", tmp_path / "d.txt")
+    assert r.returncode == 1, r.stderr
+    assert listed(r.stderr) == {"parse": (20.0, 40.0, 20.0), "io": (10.0, 20.0, 10.0)}
+    r = cflame("--diff", grown, longer, "--fail-above", "20", "-o", tmp_path / "d2.svg")
+    assert r.returncode == 0, r.stderr
+
+
+def test_gate_options(runs, tmp_path):
+    base, grown, _ = runs
+    # self shares: main's own is 0 both times; work's self is its total here
+    r = cflame("--diff", base, grown, "--fail-above", "5", "--delta", "self", "-o",
+               tmp_path / "s.svg")
+    assert r.returncode == 1 and "self share of each profile's total" in r.stderr
+    # the gate compares BASE to the INPUTs whatever is drawn (--negate)
+    r = cflame("--diff", base, grown, "--fail-above", "5", "--negate", "-o", tmp_path / "n.svg")
+    assert r.returncode == 1 and set(listed(r.stderr)) == {"work", "fresh"}
+    # pprof inputs, and tree options that apply to both sides
+    ok_pb = [cflame(f, "-o", tmp_path / (f.stem + ".pb.gz")).returncode for f in (base, grown)]
+    assert ok_pb == [0, 0]
+    r = cflame("--diff", tmp_path / "base.pb.gz", tmp_path / "grown.pb.gz", "--fail-above", "5",
+               "-o", tmp_path / "p.svg")
+    assert r.returncode == 1 and set(listed(r.stderr)) == {"work", "fresh"}
+    r = cflame("--diff", base, grown, "--fail-above", "5", "--filter", "parse", "-o",
+               tmp_path / "f.svg")
+    assert r.returncode == 0, r.stderr  # only parse's stacks: 100% both times
+
+
+def test_gate_bad_input_exits_2_and_writes_nothing(runs, tmp_path):
+    base, grown, _ = runs
+    out = tmp_path / "diff.svg"
+    garbage = tmp_path / "garbage.folded"
+    garbage.write_text("job;main;work 3\njob;main;parse lots\n")
+    cut = tmp_path / "cut.pb.gz"
+    assert cflame(grown, "-o", tmp_path / "whole.pb.gz").returncode == 0
+    cut.write_bytes((tmp_path / "whole.pb.gz").read_bytes()[:30])
+    for args, why in (
+        (["--diff", base, tmp_path / "missing.folded"], "cannot open"),
+        (["--diff", tmp_path / "missing.folded", grown], "cannot open"),
+        (["--diff", base, garbage], f"{garbage}:2: not a line of folded stacks"),
+        (["--diff", base, cut], f"{cut} starts as a gzip file"),
+    ):
+        r = cflame(*args, "--fail-above", "5", "-o", out)
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert why in r.stderr, r.stderr
+        assert not out.exists()
+    # an output that cannot be written is an error too, not a verdict
+    r = cflame("--diff", base, grown, "--fail-above", "5", "-o", tmp_path / "no" / "d.svg")
+    assert r.returncode == 2 and "cannot write" in r.stderr
+    # and a bad command line
+    for args, why in ((["--fail-above", "5", grown], "--fail-above needs --diff BASE"),
+                      (["--diff", base, "--fail-above", "five", grown], "--fail-above five"),
+                      (["--diff", base, "--fail-above", "101", grown], "from 0 to 100")):
+        r = cflame(*args)
+        assert r.returncode == 2 and why in r.stderr, (args, r.stderr)

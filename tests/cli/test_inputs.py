@@ -1,0 +1,105 @@
+"""Many inputs on the cflame command line (docs/CLI.md, "Many inputs"):
+merged into one profile, or each under a root of its own (--per-input),
+and --diff between two of them, as two MPI ranks' profiles would be. The
+inputs mix formats: folded stacks, perf script text, pprof.
+
+Environment as tests/cli/test_cli.py's (tests/CMakeLists.txt).
+"""
+import json
+
+from test_cli import DATA, cflame, check_spec, folded_counts, ok
+
+
+def ranks(tmp_path):
+    """Two ranks' profiles: rank 0 folded stacks, rank 1 pprof."""
+    r0, r1 = tmp_path / "prof.0.folded", tmp_path / "prof.1.folded"
+    r0.write_text("solver;main;solve 300\nsolver;main;exchange 100\n")
+    r1.write_text("solver;main;solve 200\nsolver;main;exchange 200\n")
+    ok(r1, "-o", tmp_path / "prof.1.pb.gz")
+    return r0, tmp_path / "prof.1.pb.gz"
+
+
+def test_inputs_merge_by_default(tmp_path):
+    r0, r1 = ranks(tmp_path)
+    assert folded_counts(ok("-f", "folded", r0, r1)) == {
+        "solver;main;solve": 500, "solver;main;exchange": 300}
+
+
+def test_per_input_draws_each_under_its_own_root(tmp_path):
+    r0, r1 = ranks(tmp_path)
+    assert folded_counts(ok("-f", "folded", "--per-input", r0, r1)) == {
+        f"{r0};solver;main;solve": 300, f"{r0};solver;main;exchange": 100,
+        f"{r1};solver;main;solve": 200, f"{r1};solver;main;exchange": 200}
+    out = tmp_path / "ranks.vl.json"
+    ok("--per-input", r0, r1, "-o", out)
+    rows = json.loads(out.read_text())["data"]["values"]
+    roots = {r["func"]: r for r in rows if r["depth"] == 1}
+    assert set(roots) == {str(r0), str(r1)}
+    assert roots[str(r0)]["count"] == 400 and roots[str(r1)]["count"] == 400
+    check_spec(out)
+    # standard input is named so; the same file twice is one root, doubled
+    both = folded_counts(ok("-f", "folded", "--per-input", r0, "-", stdin=r0.read_text()))
+    assert both[f"{r0};solver;main;solve"] == 300 and both["standard input;solver;main;solve"] == 300
+    twice = folded_counts(ok("-f", "folded", "--per-input", r0, r0))
+    assert twice[f"{r0};solver;main;solve"] == 600
+    # a perf capture among them keeps its own roots (process names) below
+    mixed = folded_counts(ok("-f", "folded", "--per-input", r0, DATA / "single.txt"))
+    assert all(s.startswith(f"{DATA / 'single.txt'};workload") for s in mixed
+               if not s.startswith(str(r0)))
+
+
+def test_diff_of_two_ranks(tmp_path):
+    r0, r1 = ranks(tmp_path)
+    rows = {r["func"]: r for r in
+            json.loads(ok("-f", "vegalite", "--diff", r0, r1))["data"]["values"]}
+    assert rows["exchange"]["change"] == "grew" and rows["exchange"]["base"] == 100
+    assert rows["solve"]["change"] == "shrank" and rows["solve"]["count"] == 200
+    assert ok("-f", "folded", "--diff", r0, r1).splitlines() == [
+        "solver;main;exchange 100 200", "solver;main;solve 300 200"]
+
+
+def test_per_input_and_diff_do_not_mix(tmp_path):
+    r0, r1 = ranks(tmp_path)
+    r = cflame("--per-input", "--diff", r0, r1)
+    assert r.returncode == 2 and "--per-input with --diff" in r.stderr, r.stderr
+
+
+def test_a_cpu_and_an_allocation_profile_do_not_merge(tmp_path):
+    """A pprof allocation profile (made from Go's heap profile's format by
+    hand here: alloc_space in bytes) is not added to CPU samples."""
+    r0, _ = ranks(tmp_path)
+    heap = tmp_path / "heap.pb.gz"
+    heap.write_bytes(alloc_pprof())
+    assert ok("-f", "text", heap).splitlines()[0] == "Total: 64 B in 2 allocations"
+    r = cflame(r0, heap)
+    assert r.returncode == 1
+    assert f"cannot add {heap}, an allocation profile, to a CPU profile" in r.stderr, r.stderr
+
+
+def alloc_pprof():
+    """A gzipped pprof of one allocation sample: alloc_objects/count 2,
+    alloc_space/bytes 64, in main.grow. Encoded by hand, field by field."""
+    import gzip
+
+    def varint(v):
+        out = bytearray()
+        while True:
+            b = v & 0x7F
+            v >>= 7
+            out.append(b | (0x80 if v else 0))
+            if not v:
+                return bytes(out)
+
+    def field(num, payload):
+        if isinstance(payload, int):
+            return varint(num << 3) + varint(payload)
+        return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+    strings = ["", "alloc_objects", "count", "alloc_space", "bytes", "main.grow"]
+    msg = field(1, field(1, 1) + field(2, 2)) + field(1, field(1, 3) + field(2, 4))
+    msg += field(2, field(1, 1) + field(2, varint(2) + varint(64)))  # sample: location 1
+    msg += field(4, field(1, 1) + field(4, field(1, 1) + field(2, 7)))  # location 1: fn 1 line 7
+    msg += field(5, field(1, 1) + field(2, 5))  # function 1: main.grow
+    for s in strings:
+        msg += field(6, s.encode())
+    return gzip.compress(msg)
