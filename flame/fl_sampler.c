@@ -824,7 +824,9 @@ static int prepare_process(char *err, size_t err_size) {
   return 0;
 }
 
-int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
+/* fl_sampler_init and fl_sampler_init_zeroed: clear says whether buf must
+ * be cleared. */
+static int init(void *buf, size_t bytes, bool clear, char *err, size_t err_size) {
   if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) {
     snprintf(err, err_size, "the sampler is running");
     return -1;
@@ -835,7 +837,7 @@ int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
   }
   if (!S.initialized && prepare_process(err, err_size) < 0) return -1;
   if (buf) {
-    memset(buf, 0, bytes);
+    if (clear) memset(buf, 0, bytes);
     S.hdr = buf;
     S.words = (uint64_t *)buf + FL_SAMPLER_HEADER_WORDS;
     S.capacity = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;
@@ -848,6 +850,14 @@ int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
   }
   fl_sampler_thread_enter();
   return 0;
+}
+
+int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
+  return init(buf, bytes, true, err, err_size);
+}
+
+int fl_sampler_init_zeroed(void *buf, size_t bytes, char *err, size_t err_size) {
+  return init(buf, bytes, false, err, err_size);
 }
 
 void fl_sampler_reset(void) {
