@@ -30,7 +30,8 @@ static void leave(void *start) {
   if (s->exit) s->exit();
 }
 
-static void *run_thread(void *p) {
+/* Where every wrapped thread starts (FL__THREAD_START_NAME). */
+void *fl__thread_start(void *p) {
   thread_start_t start = *(thread_start_t *)p;
   free(p);
   void *result;
@@ -57,7 +58,7 @@ int fl__threads_init(void (*enter)(void), void (*exit)(void)) {
   return real_pthread_create ? 0 : -1;
 }
 
-/* Starts the thread through the C library with run_thread in front. */
+/* Starts the thread through the C library with fl__thread_start in front. */
 static int create(pthread_t *thread, const pthread_attr_t *attr, thread_start_t start) {
   pthread_create_fn real = real_pthread_create;
   if (!real) real = resolve_pthread_create(); /* a library constructor, before init */
@@ -67,7 +68,7 @@ static int create(pthread_t *thread, const pthread_attr_t *attr, thread_start_t 
   start.enter = enter_hook;
   start.exit = exit_hook;
   *p = start;
-  int rc = real(thread, attr, run_thread, p);
+  int rc = real(thread, attr, fl__thread_start, p);
   if (rc != 0) free(p);
   return rc;
 }

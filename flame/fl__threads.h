@@ -28,4 +28,9 @@
  * pthread_create cannot be found. */
 int fl__threads_init(void (*enter)(void), void (*exit)(void));
 
+/* The function each wrapped thread starts in, below its start routine
+ * (its name, for a profile's rule that ends thread stacks there). */
+void *fl__thread_start(void *start);
+#define FL__THREAD_START_NAME "fl__thread_start"
+
 #endif
