@@ -163,6 +163,10 @@ typedef struct slot {
 } slot_t;
 
 static slot_t slots[MAX_THREADS];
+/* Slots below this one have been used (under reg_lock): the loops over
+ * slots stop here, so that starting and stopping touch the pages of the
+ * threads the process had, not all of the 4 MiB array. */
+static int slots_used_below;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Index + 1 of the calling thread's slot; 0 when not registered. */
 static __thread int tls_slot __attribute__((tls_model("initial-exec")));
@@ -646,6 +650,7 @@ void fl_sampler_thread_enter(void) {
   int s = 0;
   while (s < MAX_THREADS && slots[s].used) s++;
   if (s < MAX_THREADS) { /* else: not sampled */
+    if (s >= slots_used_below) slots_used_below = s + 1;
     slot_t *sl = &slots[s];
     sl->used = 1;
     sl->armed = 0;
@@ -683,7 +688,7 @@ static void after_fork_parent(void) {
 }
 static void after_fork_child(void) {
   int own = tls_slot - 1;
-  for (int s = 0; s < MAX_THREADS; s++) {
+  for (int s = 0; s < slots_used_below; s++) {
     slot_t *sl = &slots[s];
     if (!sl->used) continue;
     if (sl->perf_fd >= 0) close(sl->perf_fd);
@@ -913,7 +918,7 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   __atomic_store_n(&S.running, 1, __ATOMIC_SEQ_CST);
   int armed = 0, first_err = 0;
   pid_t pid = getpid();
-  for (int s = 0; s < MAX_THREADS; s++) {
+  for (int s = 0; s < slots_used_below; s++) {
     slot_t *sl = &slots[s];
     if (!sl->used) continue;
     /* A thread that ended without fl_sampler_thread_exit. */
@@ -955,7 +960,7 @@ uint64_t fl_sampler_stop(void) {
   if (sigaction(PROF_SIGNAL, NULL, &cur) == 0 && cur.sa_sigaction != sample_handler)
     S.replaced |= 1u << 1;
   pthread_mutex_lock(&reg_lock);
-  for (int s = 0; s < MAX_THREADS; s++)
+  for (int s = 0; s < slots_used_below; s++)
     if (slots[s].used) disarm(&slots[s]);
   __atomic_store_n(&S.running, 0, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&reg_lock);
