@@ -139,6 +139,9 @@ static void *map_file(const char *suffix, size_t bytes) {
   void *map = MAP_FAILED;
   if (ftruncate(fd, (off_t)bytes) == 0)
     map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  /* No read-ahead: a first write would otherwise have the file system
+   * fill a large run of pages of the (sparse) file up front. */
+  if (map != MAP_FAILED) madvise(map, bytes, MADV_RANDOM);
   int e = errno;
   close(fd);
   errno = e;
