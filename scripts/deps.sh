@@ -1,10 +1,12 @@
 # Sourced by scripts/test and scripts/demo: installs what cflame needs from
 # Debian's packages (as root), or says the one apt-get line to run.
+# openmpi-bin and libopenmpi-dev are the tests' only (cflame record of MPI
+# ranks, tests/cli/test_record.py).
 CFLAME_DEBS="build-essential cmake pkg-config clang libclang-rt-14-dev \
 libzmq3-dev libjansson-dev uuid-dev libssl-dev libunwind-dev libdw-dev libelf-dev \
 python3 python3-zmq python3-jupyter-client python3-jupyter-kernel-test python3-pytest \
 python3-nbconvert python3-nbformat python3-ipykernel jupyter-nbconvert jupyter-core \
-chromium linux-perf"
+chromium linux-perf openmpi-bin libopenmpi-dev"
 
 cflame_missing_debs() {
   local missing=""
