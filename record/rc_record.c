@@ -567,13 +567,18 @@ int rc_record_main(int argc, char **argv) {
   }
   for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
   if (fl_profile_n_samples(rec.profile) == 0) {
+    /* Either too little ran, or what ran did without the library. */
+    const char *without = "or the programs that did the work ran without cflame's preloaded "
+                          "library (a program that clears LD_PRELOAD from the environment, or "
+                          "a static one)";
     if (o.allocs)
-      say("%s made no allocation that was recorded%s; nothing is written", o.program[0],
-          o.sample_rate < 1 ? " (raise --sample-rate, up to 1)" : "");
+      say("%s left no allocation records: it made no allocation that was recorded%s, %s; "
+          "nothing is written",
+          o.program[0], o.sample_rate < 1 ? " (raise --sample-rate, up to 1)" : "", without);
     else
-      say("%s ran for less than a sample of CPU (%g ms): nothing is written; sample more often "
-          "(--delay 0.0001)",
-          o.program[0], o.delay_s * 1e3);
+      say("%s left no samples: its processes ran for less than a sample of CPU (%g ms; sample "
+          "more often with --delay 0.0001), %s; nothing is written",
+          o.program[0], o.delay_s * 1e3, without);
     goto done;
   }
   fl_profile_info(rec.profile)->wall_seconds = run.wall_seconds;

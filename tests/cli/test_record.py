@@ -330,6 +330,15 @@ def test_programs_that_cannot_be_recorded(bins, tmp_path, which, status, message
     assert list(work.iterdir()) == []
 
 
+def test_nothing_recorded_says_why_and_writes_nothing(bins, tmp_path):
+    # env -i runs the program without LD_PRELOAD: nothing of it is recorded.
+    r = record("-o", "none.svg", "--", "env", "-i", bins["prog"], "split", ITERS // 10,
+               cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "env left no samples" in r.stderr and "clears LD_PRELOAD" in r.stderr
+    assert not (tmp_path / "none.svg").exists()
+
+
 # ---- allocations ----
 
 def skip_allocs_in_sanitizer_builds(bins, tmp_path):
