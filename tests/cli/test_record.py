@@ -203,8 +203,10 @@ def test_signal_death_gives_128_plus_the_signal_and_a_profile(bins, tmp_path):
 
 
 def interrupted(args, cwd, interrupt, **popen):
-    """Runs cflame record ARGS until the program prints "ready", calls
-    interrupt(process), and returns (status, stdout, stderr)."""
+    """Runs cflame record ARGS, in a session of its own, until the program
+    prints "ready", calls interrupt(process), and returns (status, stdout,
+    stderr). Whatever is left of the session is killed at the end."""
+    popen.setdefault("start_new_session", True)
     p = subprocess.Popen([CFLAME, "record", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, **popen)
     try:
@@ -212,7 +214,11 @@ def interrupted(args, cwd, interrupt, **popen):
         interrupt(p)
         out, err = p.communicate(timeout=120)
     finally:
-        p.kill()
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # the program too, should cflame be gone
+        except ProcessLookupError:
+            pass
+        p.wait()
     return p.returncode, out, err
 
 
@@ -232,9 +238,9 @@ def test_ctrl_c_is_forwarded_and_the_profile_written(bins, tmp_path):
     assert (tmp_path / "handled.folded").stat().st_size > 0
 
 
-def test_terminal_ctrl_c_reaches_the_program_once(bins, tmp_path):
-    # A terminal sends Ctrl-C to the whole foreground group, program and
-    # cflame alike: cflame must not send it again.
+def on_terminal(args, cwd):
+    """interrupted() with cflame in a session of its own whose terminal is a
+    pty, interrupted by a ^C typed on it."""
     master, slave = pty.openpty()
 
     def own_terminal():
@@ -242,15 +248,26 @@ def test_terminal_ctrl_c_reaches_the_program_once(bins, tmp_path):
         fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
 
     try:
-        status, out, err = interrupted(
-            ["-o", "tty.folded", "--", bins["prog"], "spin", ITERS, "count"], tmp_path,
-            lambda p: os.write(master, b"\x03"),  # ^C: the line discipline signals the group
-            stdin=slave, preexec_fn=own_terminal)
+        return interrupted(args, cwd, lambda p: os.write(master, b"\x03"), stdin=slave,
+                           preexec_fn=own_terminal, start_new_session=False)
     finally:
         os.close(slave)
         os.close(master)
+
+
+def test_terminal_ctrl_c_reaches_the_program_once(bins, tmp_path):
+    # A terminal sends Ctrl-C to its foreground group, program and cflame
+    # alike: the program dies of it, and cflame writes the profile.
+    status, out, err = on_terminal(["-o", "tty.folded", "--no-lines", "--", bins["prog"], "spin",
+                                    ITERS], tmp_path)
+    assert status == 128 + signal.SIGINT, err
+    assert weight(folded(tmp_path / "tty.folded"), "one") > 0
+    # cflame does not send the terminal's Ctrl-C on: a program that left
+    # the foreground group gets none (a second one, had it stayed).
+    status, out, err = on_terminal(["-o", "alone.folded", "--", bins["prog"], "spin", ITERS,
+                                    "alone"], tmp_path)
     assert status == 0, err
-    assert out == "interrupts 1\n", out
+    assert out == "interrupts 0\n", out
 
 
 # ---- output ----

@@ -13,10 +13,11 @@
  *   prog io STATUS             echoes a line of stdin to stdout and stderr,
  *                              exits with STATUS
  *   prog kill ITERS SIGNAL     works, then kills itself with SIGNAL
- *   prog spin ITERS [handle|count]  works, prints "ready", then spins until
+ *   prog spin ITERS [handle|alone]  works, prints "ready", then spins until
  *                              SIGINT: dies of it, or handles it and exits
- *                              0 ("handle"), or counts the SIGINTs that
- *                              come within one more ITERS of work ("count")
+ *                              0 ("handle"); or ("alone") leaves the
+ *                              terminal's foreground group, prints "ready",
+ *                              works, and counts the SIGINTs that came
  *   prog allocs                1000 mallocs of 48 bytes in leaky(), one in
  *                              four kept, and 300 callocs of 80 in zeroed() */
 #define _GNU_SOURCE
@@ -132,9 +133,25 @@ int main(int argc, char **argv) {
     fflush(stdout);
     kill(getpid(), atoi(argv[3]));
     pause();
+  } else if (!strcmp(mode, "spin") && argc > 3 && !strcmp(argv[3], "alone")) {
+    /* Out of the terminal's foreground group, with SIGINT blocked: a
+     * SIGINT that comes while it works stays pending, to be counted. */
+    setpgid(0, 0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    printf("ready\n");
+    fflush(stdout);
+    one(n);
+    one(n);
+    siginfo_t si;
+    struct timespec now = {0, 0};
+    int count = 0;
+    while (sigtimedwait(&set, &si, &now) == SIGINT) count++;
+    printf("interrupts %d\n", count);
   } else if (!strcmp(mode, "spin")) {
-    const char *how = argc > 3 ? argv[3] : "";
-    if (*how) {
+    if (argc > 3) {
       struct sigaction sa = {.sa_handler = on_sigint};
       sigaction(SIGINT, &sa, NULL);
     } else {
@@ -144,7 +161,6 @@ int main(int argc, char **argv) {
     printf("ready\n");
     fflush(stdout);
     spin(n);
-    if (!strcmp(how, "count")) one(n); /* time for another SIGINT to come */
     printf("interrupts %d\n", (int)interrupts);
   } else if (!strcmp(mode, "allocs")) {
     static void *keep[250];
