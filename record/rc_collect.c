@@ -25,13 +25,13 @@
 /* One process image of the recording. */
 typedef struct image {
   int pid, gen, ppid;
-  char *name, *rank;  /* rank NULL when none */
-  char *errors;       /* the info file's error lines, "; "-joined, or NULL */
-  char *replaced;     /* a signal whose handler the program replaced, or NULL */
+  char *name, *rank;     /* rank NULL when none */
+  char *errors;          /* the info file's error lines, "; "-joined, or NULL */
+  char *replaced;        /* a signal whose handler the program replaced, or NULL */
   long long exit_cpu_ns; /* -1: no exit line */
-  void *map;          /* its buffer (samples or allocations), or NULL */
+  void *map;             /* its buffer (samples or allocations), or NULL */
   size_t bytes;
-  char *maps;         /* the merged maps text, or NULL */
+  char *maps; /* the merged maps text, or NULL */
   char root[320];
 } image_t;
 
@@ -144,7 +144,17 @@ typedef struct map_line {
   unsigned long lo, hi;
   const char *text; /* borrowed from the snapshots */
   size_t len;       /* with its '\n' */
+  const char *path; /* in text */
+  size_t path_len;
+  bool exec; /* an executable mapping */
 } map_line_t;
+
+/* Whether a line of lines[0, n) maps path[0, len) executable. */
+static bool executable_file(const map_line_t *lines, size_t n, const char *path, size_t len) {
+  for (size_t i = 0; i < n; i++)
+    if (lines[i].exec && lines[i].path_len == len && !memcmp(lines[i].path, path, len)) return true;
+  return false;
+}
 
 static int cmp_line(const void *a, const void *b) {
   const map_line_t *x = a, *y = b;
@@ -180,17 +190,25 @@ char *rc_collect_merge_maps(const char *snapshots) {
       const char *eol = strchrnul(line, '\n');
       size_t len = (size_t)(eol - line) + (*eol == '\n');
       unsigned long lo, hi;
+      char perms[8];
       int path_at = 0;
       /* "lo-hi perms offset dev inode path": file-backed lines only. */
-      if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &path_at) == 2 && path_at > 0 &&
-          line + path_at < eol && line[path_at] == '/' && !overlaps(lines, kept_before, lo, hi)) {
+      if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) == 3 &&
+          path_at > 0 && line + path_at < eol && line[path_at] == '/' &&
+          !overlaps(lines, kept_before, lo, hi)) {
         if (n == cap) {
           cap = cap ? cap * 2 : 256;
           map_line_t *grown = realloc(lines, cap * sizeof *lines);
           if (!grown) break;
           lines = grown;
         }
-        lines[n++] = (map_line_t){lo, hi, line, len};
+        lines[n++] = (map_line_t){lo,
+                                  hi,
+                                  line,
+                                  len,
+                                  line + path_at,
+                                  (size_t)(eol - line - path_at),
+                                  strchr(perms, 'x') != NULL};
       }
       line += len;
     }
@@ -201,8 +219,10 @@ char *rc_collect_merge_maps(const char *snapshots) {
   for (size_t i = 0; i < n; i++) total += lines[i].len + 1;
   char *out = xmalloc(total), *o = out;
   for (size_t i = 0; i < n; i++) {
-    /* An earlier snapshot's line that a later one repeats whole. */
-    if (i && lines[i].lo == lines[i - 1].lo && lines[i].hi == lines[i - 1].hi) continue;
+    /* Code is all that is symbolized: the files of which nothing is
+     * mapped executable (data, the recording's own buffers) are left out,
+     * so that the maps of a forked child read as its parent's. */
+    if (!executable_file(lines, n, lines[i].path, lines[i].path_len)) continue;
     memcpy(o, lines[i].text, lines[i].len);
     o += lines[i].len;
     if (o[-1] != '\n') *o++ = '\n';
@@ -217,9 +237,14 @@ char *rc_collect_merge_maps(const char *snapshots) {
 /* Where a stack below main begins: the C library's start-up of the
  * process and of its threads (names with and without libc6-dbg). */
 static bool is_start_machinery(const char *func) {
-  static const char *const names[] = {"__libc_start_call_main", "__libc_start_main",
-                                      "__libc_start_main_impl", "_start", "start_thread",
-                                      "clone", "clone3", NULL};
+  static const char *const names[] = {"__libc_start_call_main",
+                                      "__libc_start_main",
+                                      "__libc_start_main_impl",
+                                      "_start",
+                                      "start_thread",
+                                      "clone",
+                                      "clone3",
+                                      NULL};
   for (size_t i = 0; func && names[i]; i++)
     if (!strcmp(func, names[i])) return true;
   return false;
@@ -284,8 +309,8 @@ static image_t *list_images(const char *dir, size_t *n_out, char *err, size_t er
   for (struct dirent *e; (e = readdir(d));) {
     int pid, gen, end = 0;
     char suffix[16];
-    if (sscanf(e->d_name, "%d.%d.%15[a-z]%n", &pid, &gen, suffix, &end) != 3 ||
-        e->d_name[end] || strcmp(suffix, RC_SUFFIX_INFO) != 0)
+    if (sscanf(e->d_name, "%d.%d.%15[a-z]%n", &pid, &gen, suffix, &end) != 3 || e->d_name[end] ||
+        strcmp(suffix, RC_SUFFIX_INFO) != 0)
       continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 16;
@@ -316,8 +341,7 @@ static void name_roots(image_t *images, size_t n, const bool *kept) {
       snprintf(images[i].root, sizeof images[i].root, "%s (rank %s)", images[i].name,
                images[i].rank);
     else
-      snprintf(images[i].root, sizeof images[i].root, "%s (pid %d)", images[i].name,
-               images[i].pid);
+      snprintf(images[i].root, sizeof images[i].root, "%s (pid %d)", images[i].name, images[i].pid);
   }
 }
 
@@ -329,22 +353,22 @@ static void collect_image(image_t *im, const rc_collect_opts_t *opts, fl_symboli
   fl_collect_opts_t co = {.rule = record_rule, .ctx = &rule, .main_tid = im->pid, .root = &root};
   fl_profile_t *p = fl_profile_new(opts->allocs ? FL_PROFILE_ALLOC : FL_PROFILE_CPU);
   char err[256];
-  int rc = opts->allocs ? fl_collect_allocs(p, sym, im->map, im->bytes, &co, &opts->aopts, err,
-                                            sizeof err)
-                        : fl_collect_samples(p, sym, im->map, im->bytes, &co, err, sizeof err);
-  if (rc < 0) warn(rec, "%s (pid %d): %s; its records after the fault are left out", im->name,
-                   im->pid, err);
+  int rc = opts->allocs
+               ? fl_collect_allocs(p, sym, im->map, im->bytes, &co, &opts->aopts, err, sizeof err)
+               : fl_collect_samples(p, sym, im->map, im->bytes, &co, err, sizeof err);
+  if (rc < 0)
+    warn(rec, "%s (pid %d): %s; its records after the fault are left out", im->name, im->pid, err);
   int *threads = NULL;
   rec->threads += fl_profile_threads(p, &threads);
   free(threads);
   const fl_profile_info_t *info = fl_profile_info_const(p);
   if (info->dropped)
-    warn(rec,
-         "%s (pid %d): its %s buffer filled up and %llu %s were lost; give a larger --buffer",
+    warn(rec, "%s (pid %d): its %s buffer filled up and %llu %s were lost; give a larger --buffer",
          im->name, im->pid, opts->allocs ? "allocation" : "sample",
          (unsigned long long)info->dropped, opts->allocs ? "sampled allocations" : "samples");
   if (fl_profile_n_samples(p)) rec->processes++;
-  if (!opts->allocs && ((const fl_sampler_header_t *)im->map)->source == FL_SAMPLER_SOURCE_CPU_TIMER)
+  if (!opts->allocs &&
+      ((const fl_sampler_header_t *)im->map)->source == FL_SAMPLER_SOURCE_CPU_TIMER)
     rec->cpu_timers = true;
   fl_profile_merge(rec->profile, p);
   fl_profile_info_t *all = fl_profile_info(rec->profile);
@@ -374,9 +398,11 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
      * generation) lost nothing of note. */
     bool exec_followed = i + 1 < n && images[i + 1].pid == im->pid;
     if (im->replaced && !exec_followed)
-      warn(rec, "%s (pid %d) handles %s itself, which cflame samples with: sampling stopped "
-                "there in that process (and in the children it forks afterwards, until they "
-                "exec)", im->name, im->pid, im->replaced);
+      warn(rec,
+           "%s (pid %d) handles %s itself, which cflame samples with: sampling stopped "
+           "there in that process (and in the children it forks afterwards, until they "
+           "exec)",
+           im->name, im->pid, im->replaced);
     if (im->exit_cpu_ns > 0) rec->cpu_seconds += (double)im->exit_cpu_ns / 1e9;
     map_buffer(dir, im, opts->allocs ? RC_SUFFIX_ALLOCS : RC_SUFFIX_SAMPLES);
     kept[i] = has_records(im, opts->allocs);
@@ -395,8 +421,7 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
       if (syms[j] && !strcmp(images[j].maps, im->maps)) syms[i] = syms[j];
     char sym_err[256];
     if (!syms[i] && !(syms[i] = fl_symbolizer_new_from_maps(im->maps, sym_err, sizeof sym_err))) {
-      warn(rec, "%s (pid %d) is left out: cannot read its modules: %s", im->name, im->pid,
-           sym_err);
+      warn(rec, "%s (pid %d) is left out: cannot read its modules: %s", im->name, im->pid, sym_err);
       continue;
     }
     collect_image(im, opts, syms[i], rec);

@@ -53,7 +53,9 @@ void rc_recording_free(rc_recording_t *rec);
 /* The maps text to symbolize an image by, from its maps file (snapshots,
  * each ended by RC_MAPS_END): the file-backed lines of the last snapshot,
  * then those of earlier ones that overlap none kept, newest first, in
- * order of address. New string. */
+ * order of address; only the lines of files that have some mapping
+ * executable (code, not data or the recording's own buffers). New
+ * string. */
 char *rc_collect_merge_maps(const char *snapshots);
 
 #endif

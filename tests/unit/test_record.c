@@ -11,6 +11,7 @@
 #include "test.h"
 
 #define LINE(range, path) range " r-xp 00000000 fe:00 42      " path "\n"
+#define DATA(range, path) range " rw-s 00000000 fe:00 43      " path "\n"
 
 static void test_merge_maps(void) {
   /* Start: the program and libc. A dlopen'd plugin, then closed, and
@@ -26,20 +27,23 @@ static void test_merge_maps(void) {
       LINE("1000-2000", "/usr/bin/prog")
       LINE("5800-6800", "/opt/other.so")
       LINE("7000-8000", "/usr/lib/libc.so.6")
+      "8800-8900 r--p 00010000 fe:00 42      /usr/lib/libc.so.6\n"
+      DATA("9000-9800", "/tmp/cflame-record-x/12.0.samples")
       "fff000-1000000 rw-p 00000000 00:00 0          [stack]\n" RC_MAPS_END;
   char *maps = rc_collect_merge_maps(snapshots);
   /* The last snapshot wins where ranges overlap: the plugin, closed, does
-   * not stand where other.so is now. */
-  CHECK_STR(maps, LINE("1000-2000", "/usr/bin/prog")
-                  LINE("5800-6800", "/opt/other.so")
-                  LINE("7000-8000", "/usr/lib/libc.so.6"));
+   * not stand where other.so is now. Every mapping of code files is kept,
+   * and no file mapped without code (the sample buffer). */
+  CHECK_STR(maps,
+            LINE("1000-2000", "/usr/bin/prog") LINE("5800-6800", "/opt/other.so") LINE(
+                "7000-8000",
+                "/usr/lib/libc.so.6") "8800-8900 r--p 00010000 fe:00 42      /usr/lib/libc.so.6\n");
   free(maps);
 
   /* A plugin closed before the end keeps its place, and a snapshot cut
    * short (a process killed while writing it) still counts. */
-  maps = rc_collect_merge_maps(LINE("1000-2000", "/usr/bin/prog")
-                               LINE("5000-6000", "/opt/plugin.so") RC_MAPS_END
-                               LINE("1000-2000", "/usr/bin/prog"));
+  maps = rc_collect_merge_maps(LINE("1000-2000", "/usr/bin/prog") LINE(
+      "5000-6000", "/opt/plugin.so") RC_MAPS_END LINE("1000-2000", "/usr/bin/prog"));
   CHECK_STR(maps, LINE("1000-2000", "/usr/bin/prog") LINE("5000-6000", "/opt/plugin.so"));
   free(maps);
 
