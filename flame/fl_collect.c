@@ -21,23 +21,53 @@
 
 static bool is_system_module(const char *module) {
   if (!module) return false;
-  static const char *const dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
-                                     "/usr/local/lib/", NULL};
+  static const char *const dirs[] = {"/lib/",       "/lib64/",         "/usr/lib/",
+                                     "/usr/lib64/", "/usr/local/lib/", NULL};
   for (size_t i = 0; dirs[i]; i++)
     if (!strncmp(module, dirs[i], strlen(dirs[i]))) return true;
   return module[0] == '[' || strstr(module, "linux-vdso") != NULL;
 }
 
 bool fl_collect_is_allocator(const char *func) {
-  static const char *const names[] = {
-      "malloc",        "free",          "calloc",         "realloc",        "reallocarray",
-      "posix_memalign", "aligned_alloc", "memalign",      "valloc",         "pvalloc",
-      "cfree",         "_int_malloc",   "_int_free",      "_int_realloc",   "_int_memalign",
-      "malloc_consolidate", "sysmalloc", "systrim",       "heap_trim",      "unlink_chunk",
-      "alloc_perturb", "free_perturb",  "_mid_memalign",  "tcache_init",    "tcache_get",
-      "tcache_put",    "__libc_malloc", "__libc_free",    "__libc_calloc",  "__libc_realloc",
-      "__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign", "_int_free_merge_chunk",
-      "_int_free_create_chunk", "_int_free_maybe_consolidate", "malloc_printerr", NULL};
+  static const char *const names[] = {"malloc",
+                                      "free",
+                                      "calloc",
+                                      "realloc",
+                                      "reallocarray",
+                                      "posix_memalign",
+                                      "aligned_alloc",
+                                      "memalign",
+                                      "valloc",
+                                      "pvalloc",
+                                      "cfree",
+                                      "_int_malloc",
+                                      "_int_free",
+                                      "_int_realloc",
+                                      "_int_memalign",
+                                      "malloc_consolidate",
+                                      "sysmalloc",
+                                      "systrim",
+                                      "heap_trim",
+                                      "unlink_chunk",
+                                      "alloc_perturb",
+                                      "free_perturb",
+                                      "_mid_memalign",
+                                      "tcache_init",
+                                      "tcache_get",
+                                      "tcache_put",
+                                      "__libc_malloc",
+                                      "__libc_free",
+                                      "__libc_calloc",
+                                      "__libc_realloc",
+                                      "__libc_memalign",
+                                      "__libc_valloc",
+                                      "__libc_pvalloc",
+                                      "__posix_memalign",
+                                      "_int_free_merge_chunk",
+                                      "_int_free_create_chunk",
+                                      "_int_free_maybe_consolidate",
+                                      "malloc_printerr",
+                                      NULL};
   for (size_t i = 0; func && names[i]; i++)
     if (!strcmp(func, names[i])) return true;
   return false;
@@ -47,8 +77,8 @@ bool fl_collect_is_allocator(const char *func) {
  * own sanitizer builds) replaces the allocator: its interceptors and
  * allocator internals are allocator time too. */
 static bool is_sanitizer_allocator(const char *mod_base, const char *func) {
-  static const char *const runtimes[] = {"libasan.so", "liblsan.so", "libtsan.so",
-                                         "libhwasan.so", NULL};
+  static const char *const runtimes[] = {"libasan.so", "liblsan.so", "libtsan.so", "libhwasan.so",
+                                         NULL};
   bool runtime = false;
   for (size_t i = 0; mod_base && runtimes[i] && !runtime; i++)
     runtime = !strncmp(mod_base, runtimes[i], strlen(runtimes[i]));
@@ -80,7 +110,7 @@ void fl_collect_describe(const fl_frame_info_t *f, uint64_t pc, fl_frame_t *fr) 
 
 /* What one address came to. */
 typedef struct pc_seen {
-  uint64_t key; /* pc << 1 | is_return_address */
+  uint64_t key;   /* pc << 1 | is_return_address */
   uint32_t first; /* its frame ids: ids[first, first + count) */
   uint8_t count;
   bool base; /* the stack ends at this address */
@@ -92,9 +122,9 @@ typedef struct conv {
   const fl_collect_opts_t *opts;
   int *tids; /* every thread seen, ascending */
   size_t n_tids;
-  uint32_t *stack;      /* root first */
-  uint32_t *leaf_first; /* scratch: a record's frames, leaf first */
-  size_t max;           /* room in both */
+  uint32_t *stack;                     /* root first */
+  uint32_t *leaf_first;                /* scratch: a record's frames, leaf first */
+  size_t max;                          /* room in both */
   uint32_t root, incomplete, too_deep; /* frame ids, once made */
   bool have_incomplete, have_too_deep;
   pc_seen_t *seen;
@@ -163,7 +193,8 @@ static size_t pc_frames(conv_t *c, uint64_t pc, bool is_return, uint32_t *ids, b
     fl_collect_verdict_t v =
         c->opts->rule ? c->opts->rule(c->opts->ctx, &info[j], &fr) : FL_COLLECT_KEEP;
     if (v == FL_COLLECT_HIDE) continue;
-    if (v == FL_COLLECT_KEEP || v == FL_COLLECT_KEEP_BASE) ids[n++] = fl_profile_frame_id(c->prof, &fr);
+    if (v == FL_COLLECT_KEEP || v == FL_COLLECT_KEEP_BASE)
+      ids[n++] = fl_profile_frame_id(c->prof, &fr);
     if (v == FL_COLLECT_BASE || v == FL_COLLECT_KEEP_BASE) {
       *base = true;
       return n;
@@ -257,10 +288,10 @@ int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf
 
 static const char *alloc_func_name(int kind) {
   switch (kind) {
-  case FL_ALLOC_CALLOC: return "calloc";
-  case FL_ALLOC_REALLOC: return "realloc";
-  case FL_ALLOC_MEMALIGN: return "memalign";
-  default: return "malloc";
+    case FL_ALLOC_CALLOC: return "calloc";
+    case FL_ALLOC_REALLOC: return "realloc";
+    case FL_ALLOC_MEMALIGN: return "memalign";
+    default: return "malloc";
   }
 }
 
@@ -272,13 +303,15 @@ int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf,
   size_t pos = 0, cap_tids = 0;
   fl_allocs_record_t rec;
   int r = 0;
-  while (bytes && (r = fl_allocs_next(buf, bytes, &pos, &rec)) == 1) note_tid(&c, rec.tid, &cap_tids);
+  while (bytes && (r = fl_allocs_next(buf, bytes, &pos, &rec)) == 1)
+    note_tid(&c, rec.tid, &cap_tids);
   if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
 
   /* The allocation functions, as the leaf frames under their callers. */
   uint32_t alloc_frame[FL_ALLOC_MEMALIGN + 1];
   for (int k = FL_ALLOC_MALLOC; k <= FL_ALLOC_MEMALIGN; k++) {
-    fl_frame_t fr = {.func = alloc_func_name(k), .module = "libc.so.6",
+    fl_frame_t fr = {.func = alloc_func_name(k),
+                     .module = "libc.so.6",
                      .flags = FL_FRAME_SYSTEM | FL_FRAME_ALLOC};
     alloc_frame[k] = fl_profile_frame_id(prof, &fr);
   }

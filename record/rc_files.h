@@ -48,16 +48,17 @@
 #define RC_MAPS_END "# end of maps\n"
 
 /* Keys of the info file. */
-#define RC_INFO_PID "pid"         /* the process's pid */
-#define RC_INFO_PPID "ppid"       /* its parent's */
-#define RC_INFO_NAME "name"       /* the program's file name, as the system names it (AT_EXECFN) */
-#define RC_INFO_RANK "rank"       /* its MPI rank, when RC_RANK_ENVS give one */
-#define RC_INFO_ERROR "error"     /* why it records nothing (the rest of the line) */
-#define RC_INFO_EXIT "exit"       /* at exit: the process's CPU time in ns */
+#define RC_INFO_PID "pid"     /* the process's pid */
+#define RC_INFO_PPID "ppid"   /* its parent's */
+#define RC_INFO_NAME "name"   /* the program's file name, as the system names it (AT_EXECFN) */
+#define RC_INFO_RANK "rank"   /* its MPI rank, when RC_RANK_ENVS give one */
+#define RC_INFO_ERROR "error" /* why it records nothing (the rest of the line) */
+#define RC_INFO_EXIT "exit"   /* at exit: the process's CPU time in ns */
 #define RC_INFO_REPLACED "replaced" /* at exit: a signal whose handler the program replaced */
 
 /* Where an MPI rank is found, first set wins: Open MPI's, then the PMI
  * name that MPICH, Intel MPI and Slurm's srun set. */
-#define RC_RANK_ENVS {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}
+#define RC_RANK_ENVS \
+  { "OMPI_COMM_WORLD_RANK", "PMI_RANK" }
 
 #endif

@@ -239,7 +239,8 @@ static void start_image(void) {
   R.samples = R.alloc_buf = NULL;
   if (claim_generation() < 0) {
     /* Nowhere to say it but standard error. */
-    fprintf(stderr, "cflame record: %s (pid %d) is not recorded: cannot create its files in %s: %s\n",
+    fprintf(stderr,
+            "cflame record: %s (pid %d) is not recorded: cannot create its files in %s: %s\n",
             program_name(), R.pid, R.dir, strerror(errno));
     goto out;
   }
@@ -402,6 +403,7 @@ HIDDEN void rc_before_load(void) {
 /* dlopen(file, mode) and dlclose(handle): rc_before_load with the
  * arguments kept, then a jump to the C library's function, which returns
  * to the caller itself. */
+// clang-format off
 #define RC_TRAMPOLINE(name, real)                  \
   ".globl " #name "\n"                             \
   ".type " #name ", @function\n" #name ":\n"       \
@@ -423,5 +425,6 @@ HIDDEN void rc_before_load(void) {
   "  jmp *" #real "(%rip)\n"                       \
   ".cfi_endproc\n"                                 \
   ".size " #name ", .-" #name "\n"
+// clang-format on
 
 __asm__(".text\n" RC_TRAMPOLINE(dlopen, rc_real_dlopen) RC_TRAMPOLINE(dlclose, rc_real_dlclose));

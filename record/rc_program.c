@@ -38,8 +38,7 @@ static char *search_path(const char *name) {
 
 /* Checks the file at path (named shown in messages) that exec would run.
  * depth counts scripts on the way. Returns 0 or RC_* with err. */
-static int check_file(const char *path, const char *shown, int depth, char *err,
-                      size_t err_size) {
+static int check_file(const char *path, const char *shown, int depth, char *err, size_t err_size) {
   struct stat st;
   if (stat(path, &st) < 0) {
     snprintf(err, err_size, "%s: %s", shown, strerror(errno));

@@ -40,8 +40,8 @@
 static const struct output_kind {
   const char *ending, *format;
 } output_kinds[] = {
-    {".svg", "svg"}, {".html", "html"}, {".vl.json", "vegalite"}, {".folded", "folded"},
-    {".txt", "text"},
+    {".svg", "svg"},       {".html", "html"}, {".vl.json", "vegalite"},
+    {".folded", "folded"}, {".txt", "text"},
 };
 #define N_OUTPUT_KINDS (sizeof output_kinds / sizeof output_kinds[0])
 
@@ -189,8 +189,10 @@ static int parse(int argc, char **argv, opts_t *o) {
       if (missing || !*v) return usage_error("-o needs a file name (- for standard output)");
       o->output = v;
     } else if (take(argv, argc, &i, "--format", "-f", &v, &missing)) {
-      if (missing || !*v) return usage_error("--format needs a format: svg, html, vegalite, "
-                                             "folded or text");
+      if (missing || !*v)
+        return usage_error(
+            "--format needs a format: svg, html, vegalite, "
+            "folded or text");
       o->format = v;
     } else if (take(argv, argc, &i, "--delay", NULL, &v, &missing)) {
       if (missing || !parse_double(v, 1e-5, 10, &o->delay_s))
@@ -198,9 +200,10 @@ static int parse(int argc, char **argv, opts_t *o) {
                            missing ? "" : v);
     } else if (take(argv, argc, &i, "--sample-rate", NULL, &v, &missing)) {
       if (missing || !parse_double(v, 1e-9, 1, &o->sample_rate) || o->sample_rate <= 0)
-        return usage_error("--sample-rate %s: expected a share of the allocation calls, more "
-                           "than 0 and at most 1, such as 0.1",
-                           missing ? "" : v);
+        return usage_error(
+            "--sample-rate %s: expected a share of the allocation calls, more "
+            "than 0 and at most 1, such as 0.1",
+            missing ? "" : v);
       o->alloc_opts_given = true;
     } else if (take(argv, argc, &i, "--weight", NULL, &v, &missing)) {
       if (missing || (strcmp(v, "bytes") && strcmp(v, "count")))
@@ -212,9 +215,10 @@ static int parse(int argc, char **argv, opts_t *o) {
       errno = 0;
       unsigned long long n = missing ? 0 : strtoull(v, &end, 10);
       if (missing || errno || end == v || *end || n < 1024 || n > (1ull << 36))
-        return usage_error("--buffer %s: expected a number of 8-byte words from 1024 to "
-                           "68719476736",
-                           missing ? "" : v);
+        return usage_error(
+            "--buffer %s: expected a number of 8-byte words from 1024 to "
+            "68719476736",
+            missing ? "" : v);
       o->buffer_words = n;
     } else {
       o->draw[o->n_draw++] = argv[i]; /* the cflame command's */
@@ -287,8 +291,10 @@ static char *expand_output(const char *pattern, int pid, char *err, size_t err_s
         break;
       case '%': fputc('%', f); break;
       default:
-        snprintf(err, err_size, "-o %s: unknown %%%c; valid: %%p (pid), %%h (host), %%r (MPI "
-                                "rank), %%%% (a %%)", pattern, *p ? *p : ' ');
+        snprintf(err, err_size,
+                 "-o %s: unknown %%%c; valid: %%p (pid), %%h (host), %%r (MPI "
+                 "rank), %%%% (a %%)",
+                 pattern, *p ? *p : ' ');
         ok = false;
         if (!*p) p--;
     }
@@ -325,13 +331,15 @@ static char *preload_value(bool allocs, char *err, size_t err_size) {
     if (!real) continue;
     *strrchr(real, '/') = '\0';
     if (strpbrk(real, " :")) {
-      snprintf(err, err_size, "cannot preload from %.900s: LD_PRELOAD cannot name a path with a "
-                              "space or a colon", real);
+      snprintf(err, err_size,
+               "cannot preload from %.900s: LD_PRELOAD cannot name a path with a "
+               "space or a colon",
+               real);
       free(real);
       return NULL;
     }
-    if (asprintf(&value, "%s/%s%s%s%s", real, RC_PRELOAD_LIB, allocs ? " " : "",
-                 allocs ? real : "", allocs ? "/" RC_PRELOAD_ALLOCS_LIB : "") < 0)
+    if (asprintf(&value, "%s/%s%s%s%s", real, RC_PRELOAD_LIB, allocs ? " " : "", allocs ? real : "",
+                 allocs ? "/" RC_PRELOAD_ALLOCS_LIB : "") < 0)
       abort();
     free(real);
   }
@@ -482,7 +490,8 @@ static char *command_line(const opts_t *o) {
 }
 
 int rc_record_main(int argc, char **argv) {
-  opts_t o = {.delay_s = DEFAULT_DELAY_S, .sample_rate = DEFAULT_SAMPLE_RATE,
+  opts_t o = {.delay_s = DEFAULT_DELAY_S,
+              .sample_rate = DEFAULT_SAMPLE_RATE,
               .buffer_words = DEFAULT_BUFFER_WORDS};
   char err[1024], dir[PATH_MAX] = "";
   char *name = NULL, *path = NULL, *output = NULL, *note = NULL, **dargv = NULL;
@@ -495,9 +504,10 @@ int rc_record_main(int argc, char **argv) {
   const struct output_kind *by_name = o.output ? kind_of_path(o.output) : NULL;
   const char *format = o.format ? o.format : by_name ? by_name->format : NULL;
   if (!format && o.output && strcmp(o.output, "-") != 0) {
-    status = usage_error("-o %s: cannot tell the format from the name; end it in .svg, .html, "
-                         ".vl.json, .folded or .txt, or give --format",
-                         o.output);
+    status = usage_error(
+        "-o %s: cannot tell the format from the name; end it in .svg, .html, "
+        ".vl.json, .folded or .txt, or give --format",
+        o.output);
     goto done;
   }
   if (!format) format = "svg";
@@ -568,9 +578,10 @@ int rc_record_main(int argc, char **argv) {
   for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
   if (fl_profile_n_samples(rec.profile) == 0) {
     /* Either too little ran, or what ran did without the library. */
-    const char *without = "or the programs that did the work ran without cflame's preloaded "
-                          "library (a program that clears LD_PRELOAD from the environment, or "
-                          "a static one)";
+    const char *without =
+        "or the programs that did the work ran without cflame's preloaded "
+        "library (a program that clears LD_PRELOAD from the environment, or "
+        "a static one)";
     if (o.allocs)
       say("%s left no allocation records: it made no allocation that was recorded%s, %s; "
           "nothing is written",

@@ -11,8 +11,8 @@
 
 typedef struct cflame_given {
   const fl_profile_t *profile; /* borrowed; NULL: only check the options */
-  const char *name; /* the INPUT that stands for it: this very pointer in argv */
-  const char *note; /* the line under the title; NULL: the command's own */
+  const char *name;            /* the INPUT that stands for it: this very pointer in argv */
+  const char *note;            /* the line under the title; NULL: the command's own */
 } cflame_given_t;
 
 /* Runs `cflame ARGS...` (argv[0] is the command's name) with given's name

@@ -18,10 +18,18 @@
 #include "cflame/fl_sampler.h"
 #include "test.h"
 
-__attribute__((noinline, used)) int leaf_fn(int x) { return x * 3 + 1; }
-__attribute__((noinline, used)) int hidden_fn(int x) { return leaf_fn(x) + 2; }
-__attribute__((noinline, used)) int mid_fn(int x) { return hidden_fn(x) * 5; }
-__attribute__((noinline, used)) int base_fn(int x) { return mid_fn(x) - 7; }
+__attribute__((noinline, used)) int leaf_fn(int x) {
+  return x * 3 + 1;
+}
+__attribute__((noinline, used)) int hidden_fn(int x) {
+  return leaf_fn(x) + 2;
+}
+__attribute__((noinline, used)) int mid_fn(int x) {
+  return hidden_fn(x) * 5;
+}
+__attribute__((noinline, used)) int base_fn(int x) {
+  return mid_fn(x) - 7;
+}
 
 /* An address inside fn: its entry + 4 (a return address into it, when the
  * symbolizer looks up address - 1). */
@@ -156,8 +164,8 @@ static void test_samples(fl_symbolizer_t *sym) {
 #define SLOTS FL_ALLOCS_MIN_TABLE_SLOTS
 #define RECORDS_AT (FL_ALLOCS_HEADER_WORDS + 2 * SLOTS + FL_ALLOCS_FILTER_WORDS)
 
-static void allocs_add(buf_t *b, int tid, uint64_t bytes, int kind, bool freed,
-                       const uint64_t *pcs, size_t n) {
+static void allocs_add(buf_t *b, int tid, uint64_t bytes, int kind, bool freed, const uint64_t *pcs,
+                       size_t n) {
   uint64_t *r = b->w + RECORDS_AT + b->used;
   r[0] = (uint64_t)n << 32 | (uint32_t)tid;
   r[1] = bytes;
@@ -224,15 +232,15 @@ static void test_allocs(fl_symbolizer_t *sym) {
 }
 
 static void test_describe(void) {
-  fl_frame_info_t libc = {.func = "qsort", .module = "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                          .module_base = 0x1000};
+  fl_frame_info_t libc = {
+      .func = "qsort", .module = "/usr/lib/x86_64-linux-gnu/libc.so.6", .module_base = 0x1000};
   fl_frame_t fr;
   fl_collect_describe(&libc, 0x1234, &fr);
   CHECK_STR(fr.module, "libc.so.6");
   CHECK_INT(fr.addr, 0x234);
   CHECK_INT(fr.flags, FL_FRAME_SYSTEM);
-  fl_frame_info_t alloc = {.func = "_int_malloc", .module = "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                           .inlined = true};
+  fl_frame_info_t alloc = {
+      .func = "_int_malloc", .module = "/usr/lib/x86_64-linux-gnu/libc.so.6", .inlined = true};
   fl_collect_describe(&alloc, 0, &fr);
   CHECK_INT(fr.flags, FL_FRAME_ALLOC | FL_FRAME_INLINED);
   fl_frame_info_t mine = {.module = "/home/u/prog"};
