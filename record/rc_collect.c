@@ -214,7 +214,7 @@ char *rc_collect_merge_maps(const char *snapshots) {
     }
   }
   free(starts);
-  qsort(lines, n, sizeof *lines, cmp_line);
+  if (n) qsort(lines, n, sizeof *lines, cmp_line);
   size_t total = 1;
   for (size_t i = 0; i < n; i++) total += lines[i].len + 1;
   char *out = xmalloc(total), *o = out;
