@@ -391,6 +391,106 @@ sighandler_t signal(int sig, sighandler_t handler) {
   return real_signal(sig, handler);
 }
 
+/* ---- exec ----
+ *
+ * A perf event's trap that comes due while the thread is in execve (the
+ * task clock counts kernel time where it may) is delivered on the way back
+ * to user mode: in the new program, before any handler of ours is there,
+ * whose default action ends it. So sampling stops before each exec (the
+ * events disabled, a trap already queued taken here), and starts again if
+ * the exec fails (execvp tries the directories of PATH in turn). The exec
+ * functions call the system call directly inside the C library, so each
+ * is wrapped. A vfork child (sharing this memory, with a pid of its own)
+ * has no events of its own and must not stop its parent's. */
+
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_fexecve)(int, char *const[], char *const[]);
+static int (*real_execveat)(int, const char *, char *const[], char *const[], int);
+
+/* Stops sampling before an exec; returns whether it did. */
+static bool before_exec(void) {
+  if (getpid() != R.pid || !__atomic_exchange_n(&R.sampling, false, __ATOMIC_ACQ_REL)) return false;
+  fl_sampler_stop();
+  return true;
+}
+
+/* After an exec that failed: sampling as before. */
+static void after_failed_exec(bool stopped) {
+  char err[256];
+  if (stopped && fl_sampler_start(R.interval_ns, 0, err, sizeof err) == 0)
+    __atomic_store_n(&R.sampling, true, __ATOMIC_RELEASE);
+}
+
+#define RESOLVE(fn) \
+  (real_##fn ? real_##fn : (*(void **)&real_##fn = dlsym(RTLD_NEXT, #fn), real_##fn))
+
+/* Returns what call returns, with sampling stopped around it. */
+#define WITH_SAMPLING_STOPPED(call) \
+  do {                              \
+    bool stopped = before_exec();   \
+    int rc = call;                  \
+    int saved = errno;              \
+    after_failed_exec(stopped);     \
+    errno = saved;                  \
+    return rc;                      \
+  } while (0)
+
+int execve(const char *path, char *const argv[], char *const envp[]) {
+  WITH_SAMPLING_STOPPED(RESOLVE(execve)(path, argv, envp));
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  WITH_SAMPLING_STOPPED(RESOLVE(execvpe)(file, argv, envp));
+}
+
+int fexecve(int fd, char *const argv[], char *const envp[]) {
+  WITH_SAMPLING_STOPPED(RESOLVE(fexecve)(fd, argv, envp));
+}
+
+int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags) {
+  WITH_SAMPLING_STOPPED(RESOLVE(execveat)(dirfd, path, argv, envp, flags));
+}
+
+int execv(const char *path, char *const argv[]) {
+  return execve(path, argv, environ);
+}
+
+int execvp(const char *file, char *const argv[]) {
+  return execvpe(file, argv, environ);
+}
+
+/* The variadic ones: their arguments, up to the NULL (and for execle the
+ * environment after it), as an array on the stack. */
+#define ARGS_TO_ARRAY(first, argv, after)                       \
+  va_list ap;                                                   \
+  size_t n = 1;                                                 \
+  va_start(ap, first);                                          \
+  while (va_arg(ap, const char *)) n++;                         \
+  va_end(ap);                                                   \
+  char *argv[n + 1];                                            \
+  argv[0] = (char *)first;                                      \
+  va_start(ap, first);                                          \
+  for (size_t i = 1; i <= n; i++) argv[i] = va_arg(ap, char *); \
+  after;                                                        \
+  va_end(ap)
+
+int execl(const char *path, const char *arg, ...) {
+  ARGS_TO_ARRAY(arg, argv, (void)0);
+  return execve(path, argv, environ);
+}
+
+int execlp(const char *file, const char *arg, ...) {
+  ARGS_TO_ARRAY(arg, argv, (void)0);
+  return execvpe(file, argv, environ);
+}
+
+int execle(const char *path, const char *arg, ...) {
+  char *const *envp;
+  ARGS_TO_ARRAY(arg, argv, envp = va_arg(ap, char *const *));
+  return execve(path, argv, envp);
+}
+
 /* ---- dlopen and dlclose ---- */
 
 /* Before the C library loads or unloads objects: the maps as they are. */

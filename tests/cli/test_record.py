@@ -182,6 +182,17 @@ def test_exec_is_its_own_program(bins, tmp_path):
     assert weight(stacks, "other_work", root="prog") == 0
 
 
+def test_execs_in_a_row_are_not_hit_by_the_sampler(bins, tmp_path):
+    # A sample that came due inside execve would be delivered in the new
+    # program, before cflame's handler is there: it would die of SIGTRAP.
+    # Sampling stops before each exec; 60 execs at 0.1 ms, each after a
+    # little work, all get through.
+    r = recorded("--delay", "0.0001", "-o", "chain.folded", "--no-lines", "--", bins["prog"],
+                 "chain", ITERS // 50, 60, cwd=tmp_path)
+    assert r.stdout == "chain done\n"
+    assert weight(folded(tmp_path / "chain.folded"), "one") > 0
+
+
 # ---- what passes through ----
 
 def test_stdin_stdout_stderr_and_status_pass_through(bins, tmp_path):

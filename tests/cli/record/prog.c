@@ -18,6 +18,7 @@
  *                              0 ("handle"); or ("alone") leaves the
  *                              terminal's foreground group, prints "ready",
  *                              works, and counts the SIGINTs that came
+ *   prog chain ITERS N         one(), then execs itself, N times in all
  *   prog allocs                1000 mallocs of 48 bytes in leaky(), one in
  *                              four kept, and 300 callocs of 80 in zeroed() */
 #define _GNU_SOURCE
@@ -162,6 +163,18 @@ int main(int argc, char **argv) {
     fflush(stdout);
     spin(n);
     printf("interrupts %d\n", (int)interrupts);
+  } else if (!strcmp(mode, "chain")) {
+    /* Works a little, then execs itself, argv[3] times in all. */
+    int left = atoi(argv[3]);
+    one(n);
+    if (left > 0) {
+      char next[16];
+      snprintf(next, sizeof next, "%d", left - 1);
+      execl("/proc/self/exe", argv[0], "chain", argv[2], next, (char *)NULL);
+      perror("execl");
+      return 1;
+    }
+    printf("chain done\n");
   } else if (!strcmp(mode, "allocs")) {
     static void *keep[250];
     leaky(keep);
