@@ -6,9 +6,9 @@
  * same thread wrappers (flame/fl__threads.c), linked from the same
  * libraries. The dynamic loader puts a preloaded library right after the
  * executable in symbol lookup, so its pthread_create, thrd_create, dlopen,
- * dlclose and dl_iterate_phdr (the sampler's lock-free one) are the ones
- * the program and its libraries call, as the worker's exported symbols are
- * for cells.
+ * dlclose, sigaction, signal, the exec functions and dl_iterate_phdr (the
+ * sampler's lock-free one) are the ones the program and its libraries
+ * call, as the worker's exported symbols are for cells.
  *
  * Each process image records on its own:
  *  - a constructor (it runs before the program's own, after those of the
@@ -21,9 +21,10 @@
  *    mapping is shared, so the child leaves it): an atfork handler,
  *    registered after the recorders' own, does what the constructor did.
  *    posix_spawn and vfork children run no handlers and exec at once;
- *  - exec replaces the image; the environment keeps LD_PRELOAD and the
- *    recording's variables, so the new program's constructor starts again
- *    under the same pid, with the next generation of files;
+ *  - exec replaces the image (sampling stops just before, see "exec"
+ *    below); the environment keeps LD_PRELOAD and the recording's
+ *    variables, so the new program's constructor starts again under the
+ *    same pid, with the next generation of files;
  *  - at exit a destructor (the last to run, the library having been the
  *    first initialized) stops the recorders, which adds each thread's time
  *    since its last sample, and notes the maps and the exit.
