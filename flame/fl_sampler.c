@@ -152,6 +152,7 @@ typedef struct slot {
   clockid_t cpu_clock; /* the thread's CPU clock (pthread_getcpuclockid) */
   int kind;    /* KIND_* of this thread's timer */
   int perf_fd; /* -1 when none */
+  uint64_t perf_id; /* its event's id (PERF_EVENT_IOC_ID) */
   bool has_timer;
   timer_t timer;
   int64_t cpu_last_ns; /* the thread's CPU clock at its previous record */
@@ -585,6 +586,7 @@ static int arm(slot_t *sl) {
     if (kind != KIND_CPU_TIMER) {
       sl->perf_fd = open_perf(sl->tid, first, kind);
       if (sl->perf_fd < 0) continue;
+      if (ioctl(sl->perf_fd, PERF_EVENT_IOC_ID, &sl->perf_id) < 0) sl->perf_id = 0;
       __atomic_store_n(&sl->armed, 1, __ATOMIC_SEQ_CST);
       if (ioctl(sl->perf_fd, PERF_EVENT_IOC_ENABLE, 0) == 0) return 0;
       __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
@@ -606,10 +608,20 @@ static int arm(slot_t *sl) {
   return -1;
 }
 
+/* Whether fd is still sl's perf event: the profiled code may have closed
+ * the descriptor and its number been reused (a child that closes every
+ * descriptor and opens others before it execs), and another file must not
+ * be closed in its place. */
+static bool own_event(const slot_t *sl, int fd) {
+  uint64_t id;
+  return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 && id == sl->perf_id;
+}
+
 /* Stops sl's timer and waits until its thread is out of the handler. */
 static void disarm(slot_t *sl) {
   __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
-  if (sl->perf_fd >= 0) ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  int fd = own_event(sl, sl->perf_fd) ? sl->perf_fd : -1;
+  if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
   if (sl->has_timer) timer_set_once(sl->timer, 0);
   while (__atomic_load_n(&sl->busy, __ATOMIC_SEQ_CST)) sched_yield();
   /* The thread's CPU time since its last record (a tick-driven CPU timer
@@ -622,7 +634,7 @@ static void disarm(slot_t *sl) {
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
     sl->last_rec = NULL;
   }
-  if (sl->perf_fd >= 0) close(sl->perf_fd);
+  if (fd >= 0) close(fd);
   if (sl->has_timer) timer_delete(sl->timer);
   sl->perf_fd = -1;
   sl->has_timer = false;

@@ -193,6 +193,16 @@ def test_execs_in_a_row_are_not_hit_by_the_sampler(bins, tmp_path):
     assert weight(folded(tmp_path / "chain.folded"), "one") > 0
 
 
+def test_a_child_keeps_the_descriptors_it_opened(bins, tmp_path):
+    # The sampler's event of a forked child's thread has a descriptor; a
+    # child that closes them all and opens files gets that number back.
+    # Stopping the sampler before its exec must not close one of them.
+    r = recorded("-o", "fd.folded", "--", bins["prog"], "keepfd", ITERS // 4, "out.txt",
+                 cwd=tmp_path)
+    assert r.stdout == "child status 0\n", r.stdout
+    assert (tmp_path / "out.txt").read_text().split() == [str(fd) for fd in range(3, 20)]
+
+
 # ---- what passes through ----
 
 def test_stdin_stdout_stderr_and_status_pass_through(bins, tmp_path):

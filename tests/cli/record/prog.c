@@ -19,9 +19,13 @@
  *                              terminal's foreground group, prints "ready",
  *                              works, and counts the SIGINTs that came
  *   prog chain ITERS N         one(), then execs itself, N times in all
+ *   prog keepfd ITERS FILE     a child closes its descriptors, has FILE on
+ *                              descriptors 3 to 19 and execs prog writefd,
+ *                              which writes a line through each
  *   prog allocs                1000 mallocs of 48 bytes in leaky(), one in
  *                              four kept, and 300 callocs of 80 in zeroed() */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -175,6 +179,26 @@ int main(int argc, char **argv) {
       return 1;
     }
     printf("chain done\n");
+  } else if (!strcmp(mode, "keepfd")) {
+    /* A child that closes every descriptor but the standard ones, has a
+     * file on descriptors 3 to 19 (the numbers the recorders' had among
+     * them) and execs a program that writes through each. */
+    one(n);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      one(n);
+      close_range(3, ~0u, 0);
+      int fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+      for (int k = fd + 1; k < 20; k++) dup2(fd, k);
+      execl("/proc/self/exe", argv[0], "writefd", (char *)NULL);
+      _exit(127);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    printf("child status %d\n", status);
+  } else if (!strcmp(mode, "writefd")) {
+    for (int fd = 3; fd < 20; fd++) dprintf(fd, "%d\n", fd);
   } else if (!strcmp(mode, "allocs")) {
     static void *keep[250];
     leaky(keep);
