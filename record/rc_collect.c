@@ -25,11 +25,10 @@
 /* One process image of the recording. */
 typedef struct image {
   int pid, gen, ppid;
-  char *name, *rank;     /* rank NULL when none */
-  char *errors;          /* the info file's error lines, "; "-joined, or NULL */
-  char *replaced;        /* a signal whose handler the program replaced, or NULL */
-  long long exit_cpu_ns; /* -1: no exit line */
-  void *map;             /* its buffer (samples or allocations), or NULL */
+  char *name, *rank; /* rank NULL when none */
+  char *errors;      /* the info file's error lines, "; "-joined, or NULL */
+  char *replaced;    /* a signal whose handler the program replaced, or NULL */
+  void *map;         /* its buffer (samples or allocations), or NULL */
   size_t bytes;
   char *maps; /* the merged maps text, or NULL */
   char root[320];
@@ -114,7 +113,6 @@ static void join(char **list, const char *s) {
  * (an image that was starting as it was read). */
 static int read_info(const char *dir, image_t *im) {
   char *text = read_text(dir, im, RC_SUFFIX_INFO);
-  im->exit_cpu_ns = -1;
   for (char *line = text, *next; line && *line; line = next) {
     next = strchrnul(line, '\n');
     if (*next) *next++ = '\0';
@@ -131,8 +129,6 @@ static int read_info(const char *dir, image_t *im) {
       join(&im->errors, value);
     else if (!strcmp(line, RC_INFO_REPLACED) && !im->replaced)
       im->replaced = xstrdup(value);
-    else if (!strcmp(line, RC_INFO_EXIT))
-      im->exit_cpu_ns = atoll(value);
   }
   free(text);
   return im->name ? 0 : -1;
@@ -403,7 +399,6 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
            "there in that process (and in the children it forks afterwards, until they "
            "exec)",
            im->name, im->pid, im->replaced);
-    if (im->exit_cpu_ns > 0) rec->cpu_seconds += (double)im->exit_cpu_ns / 1e9;
     map_buffer(dir, im, opts->allocs ? RC_SUFFIX_ALLOCS : RC_SUFFIX_SAMPLES);
     kept[i] = has_records(im, opts->allocs);
   }
@@ -427,7 +422,6 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
     collect_image(im, opts, syms[i], rec);
   }
   fl_profile_info_t *info = fl_profile_info(rec->profile);
-  info->cpu_seconds = rec->cpu_seconds;
   snprintf(info->source, sizeof info->source, "cflame record");
   for (size_t i = 0; i < n; i++) {
     bool shared = false;

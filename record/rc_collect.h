@@ -36,7 +36,6 @@ typedef struct rc_recording {
   size_t images;         /* process images that started recording */
   size_t processes;      /* ... and have records in the profile */
   size_t threads;        /* threads with records, over every image */
-  double cpu_seconds;    /* the CPU time of the images that exited */
   bool cpu_timers;       /* some image sampled with CPU timers (no perf events) */
   char **warnings;       /* what to tell the user (owned) */
   size_t n_warnings;

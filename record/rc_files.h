@@ -9,9 +9,9 @@
  * for the first image of a pid, 1 after its first exec that claimed files,
  * and so on):
  *
- *   PID.GEN.info     "KEY VALUE" lines: RC_INFO_* at start; RC_INFO_EXIT
- *                    and what came with it at exit (absent when the process
- *                    was killed or called _exit)
+ *   PID.GEN.info     "KEY VALUE" lines: RC_INFO_* at start, and what
+ *                    befell the recording later (errors, a handler the
+ *                    program took)
  *   PID.GEN.samples  the sample buffer (fl_sampler.h), mapped shared
  *   PID.GEN.allocs   the allocation buffer (fl_allocs.h), with --allocs
  *                    (instead of samples)
@@ -53,7 +53,6 @@
 #define RC_INFO_NAME "name"   /* the program's file name, as the system names it (AT_EXECFN) */
 #define RC_INFO_RANK "rank"   /* its MPI rank, when RC_RANK_ENVS give one */
 #define RC_INFO_ERROR "error" /* why it records nothing (the rest of the line) */
-#define RC_INFO_EXIT "exit"   /* at exit: the process's CPU time in ns */
 #define RC_INFO_REPLACED "replaced" /* at exit: a signal whose handler the program replaced */
 
 /* Where an MPI rank is found, first set wins: Open MPI's, then the PMI

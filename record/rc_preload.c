@@ -63,7 +63,6 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cflame/fl_allocs.h"
@@ -343,11 +342,6 @@ __attribute__((destructor)) static void rc_preload_stop(void) {
   if (__atomic_exchange_n(&R.sampling, false, __ATOMIC_ACQ_REL)) fl_sampler_stop();
   if (R.alloc_buf) fl_allocs_stop();
   save_maps(false);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  uint64_t cpu_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
-                    ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
-  info_add(RC_INFO_EXIT " %llu\n", (unsigned long long)cpu_ns);
   R.active = false;
 }
 

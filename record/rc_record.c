@@ -450,8 +450,7 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
   }
   fprintf(f, " in %zu process%s, %zu thread%s", rec->processes, rec->processes == 1 ? "" : "es",
           rec->threads, rec->threads == 1 ? "" : "s");
-  if (rec->cpu_seconds > 0) fprintf(f, "; %.3f s CPU", rec->cpu_seconds);
-  fprintf(f, ", %.3f s wall", run->wall_seconds);
+  fprintf(f, "; the program took %.3f s CPU, %.3f s wall", run->cpu_seconds, run->wall_seconds);
   fclose(f);
   return out;
 }
@@ -593,6 +592,7 @@ int rc_record_main(int argc, char **argv) {
     goto done;
   }
   fl_profile_info(rec.profile)->wall_seconds = run.wall_seconds;
+  fl_profile_info(rec.profile)->cpu_seconds = run.cpu_seconds;
 
   /* The output's name, now that the pid is known. */
   if (!o.output) {

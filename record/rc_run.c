@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,14 +108,19 @@ int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_
     int n = pidfd >= 0 ? poll(fds, 2, -1) : poll(fds + 1, 1, 50);
     if (n < 0 && errno != EINTR) {
       waitpid(pid, &run->status, 0);
-      break;
+      break; /* no CPU time to tell */
     }
     unsigned char bytes[64];
     ssize_t k;
     while ((k = read(sig_fds[0], bytes, sizeof bytes)) > 0)
       for (ssize_t i = 0; i < k; i++)
         if (bytes[i] & FORWARD) kill(pid, bytes[i] & ~FORWARD);
-    if (waitpid(pid, &run->status, WNOHANG) == pid) break;
+    struct rusage ru;
+    if (wait4(pid, &run->status, WNOHANG, &ru) == pid) {
+      run->cpu_seconds = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+      break;
+    }
   }
   run->wall_seconds = now_seconds() - start;
   rc = 0;

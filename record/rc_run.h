@@ -21,6 +21,7 @@ typedef struct rc_run {
   pid_t pid;           /* the program's */
   int status;          /* its wait status */
   double wall_seconds; /* from start to end */
+  double cpu_seconds;  /* its CPU time and that of the children it waited for */
 } rc_run_t;
 
 /* Starts path with argv (argv[0] as it is given), in cflame's
