@@ -477,6 +477,44 @@ static char **draw_argv(const opts_t *o, const char *format, const char *output,
   return argv;
 }
 
+/* The output's name, now that the program's pid is known: -o's with its
+ * %-sequences replaced, or ./PROGRAM.cflame.EXT by the format. New, or
+ * NULL with err. */
+static char *output_name(const opts_t *o, const char *format, int pid, char *err, size_t err_size) {
+  char *out = NULL;
+  if (o->output && strcmp(o->output, "-") != 0) return expand_output(o->output, pid, err, err_size);
+  if (o->output) {
+    out = strdup("-");
+  } else {
+    const char *base = strrchr(o->program[0], '/');
+    base = base ? base + 1 : o->program[0];
+    const char *ending = NULL;
+    for (size_t i = 0; i < N_OUTPUT_KINDS && !ending; i++)
+      if (!strcmp(output_kinds[i].format, format)) ending = output_kinds[i].ending;
+    if (asprintf(&out, "%s.cflame%s%s", base, ending ? "" : ".", ending ? ending : format) < 0)
+      out = NULL;
+  }
+  if (!out) abort();
+  return out;
+}
+
+/* Says why a recording holds nothing to draw: too little ran, or what ran
+ * did without the library. */
+static void say_why_empty(const opts_t *o) {
+  const char *without =
+      "or the programs that did the work ran without cflame's preloaded "
+      "library (a program that clears LD_PRELOAD from the environment, or "
+      "a static one)";
+  if (o->allocs)
+    say("%s left no allocation records: it made no allocation that was recorded%s, %s; "
+        "nothing is written",
+        o->program[0], o->sample_rate < 1 ? " (raise --sample-rate, up to 1)" : "", without);
+  else
+    say("%s left no samples: its processes ran for less than a sample of CPU (%g ms; sample "
+        "more often with --delay 0.0001), %s; nothing is written",
+        o->program[0], o->delay_s * 1e3, without);
+}
+
 /* "PROGRAM ARGS..." (new), the name the graph's title shows. */
 static char *command_line(const opts_t *o) {
   char *out = NULL;
@@ -576,36 +614,12 @@ int rc_record_main(int argc, char **argv) {
   }
   for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
   if (fl_profile_n_samples(rec.profile) == 0) {
-    /* Either too little ran, or what ran did without the library. */
-    const char *without =
-        "or the programs that did the work ran without cflame's preloaded "
-        "library (a program that clears LD_PRELOAD from the environment, or "
-        "a static one)";
-    if (o.allocs)
-      say("%s left no allocation records: it made no allocation that was recorded%s, %s; "
-          "nothing is written",
-          o.program[0], o.sample_rate < 1 ? " (raise --sample-rate, up to 1)" : "", without);
-    else
-      say("%s left no samples: its processes ran for less than a sample of CPU (%g ms; sample "
-          "more often with --delay 0.0001), %s; nothing is written",
-          o.program[0], o.delay_s * 1e3, without);
+    say_why_empty(&o);
     goto done;
   }
   fl_profile_info(rec.profile)->wall_seconds = run.wall_seconds;
   fl_profile_info(rec.profile)->cpu_seconds = run.cpu_seconds;
-
-  /* The output's name, now that the pid is known. */
-  if (!o.output) {
-    const char *base = strrchr(o.program[0], '/');
-    base = base ? base + 1 : o.program[0];
-    const char *ending = NULL;
-    for (size_t i = 0; i < N_OUTPUT_KINDS && !ending; i++)
-      if (!strcmp(output_kinds[i].format, format)) ending = output_kinds[i].ending;
-    if (asprintf(&output, "%s.cflame%s%s", base, ending ? "" : ".", ending ? ending : format) < 0)
-      abort();
-  } else if (strcmp(o.output, "-") == 0) {
-    output = strdup("-");
-  } else if (!(output = expand_output(o.output, run.pid, err, sizeof err))) {
+  if (!(output = output_name(&o, format, run.pid, err, sizeof err))) {
     say("%s", err);
     goto done;
   }
