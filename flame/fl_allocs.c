@@ -816,7 +816,10 @@ void fl_allocs_thread_exit(void) {
   if (c && c != &shared_counters) __atomic_store_n(&c->owned, 0, __ATOMIC_RELEASE);
 }
 
-int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size) {
+/* fl_allocs_init and fl_allocs_init_zeroed: clear says whether buf must
+ * be cleared. */
+static int init(void *buf, size_t bytes, size_t table_slots, bool clear, char *err,
+                size_t err_size) {
   if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) {
     snprintf(err, err_size, "the allocation recorder is recording");
     return -1;
@@ -836,7 +839,7 @@ int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_
     return -1;
   }
   pthread_once(&process_once, prepare_process);
-  memset(buf, 0, bytes);
+  if (clear) memset(buf, 0, bytes);
   uint64_t *w = buf;
   S.hdr = buf;
   S.table = w + FL_ALLOCS_HEADER_WORDS;
@@ -850,6 +853,15 @@ int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_
   S.hdr->table_slots = table_slots;
   __atomic_store_n(&S.hdr->magic, FL_ALLOCS_MAGIC, __ATOMIC_RELEASE);
   return 0;
+}
+
+int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size) {
+  return init(buf, bytes, table_slots, true, err, err_size);
+}
+
+int fl_allocs_init_zeroed(void *buf, size_t bytes, size_t table_slots, char *err,
+                          size_t err_size) {
+  return init(buf, bytes, table_slots, false, err, err_size);
 }
 
 /* Empties the table and the filter after a run that used `used` words of

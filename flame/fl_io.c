@@ -146,6 +146,12 @@ const char *fl_output_format_of_path(const char *path) {
   return NULL;
 }
 
+const char *fl_output_ending_of_format(const char *format) {
+  for (size_t i = 0; i < N_OUTPUTS; i++)
+    if (!strcmp(outputs[i].format, format)) return outputs[i].ending;
+  return NULL;
+}
+
 const char *fl_output_endings(bool and_last) {
   static char lists[2][128];
   char *out = lists[and_last];

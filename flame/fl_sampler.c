@@ -152,6 +152,7 @@ typedef struct slot {
   clockid_t cpu_clock; /* the thread's CPU clock (pthread_getcpuclockid) */
   int kind;    /* KIND_* of this thread's timer */
   int perf_fd; /* -1 when none */
+  uint64_t perf_id; /* its event's id (PERF_EVENT_IOC_ID) */
   bool has_timer;
   timer_t timer;
   int64_t cpu_last_ns; /* the thread's CPU clock at its previous record */
@@ -163,6 +164,10 @@ typedef struct slot {
 } slot_t;
 
 static slot_t slots[MAX_THREADS];
+/* Slots below this one have been used (under reg_lock): the loops over
+ * slots stop here, so that starting and stopping touch the pages of the
+ * threads the process had, not all of the 4 MiB array. */
+static int slots_used_below;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Index + 1 of the calling thread's slot; 0 when not registered. */
 static __thread int tls_slot __attribute__((tls_model("initial-exec")));
@@ -581,6 +586,7 @@ static int arm(slot_t *sl) {
     if (kind != KIND_CPU_TIMER) {
       sl->perf_fd = open_perf(sl->tid, first, kind);
       if (sl->perf_fd < 0) continue;
+      if (ioctl(sl->perf_fd, PERF_EVENT_IOC_ID, &sl->perf_id) < 0) sl->perf_id = 0;
       __atomic_store_n(&sl->armed, 1, __ATOMIC_SEQ_CST);
       if (ioctl(sl->perf_fd, PERF_EVENT_IOC_ENABLE, 0) == 0) return 0;
       __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
@@ -602,10 +608,20 @@ static int arm(slot_t *sl) {
   return -1;
 }
 
+/* Whether fd is still sl's perf event: the profiled code may have closed
+ * the descriptor and its number been reused (a child that closes every
+ * descriptor and opens others before it execs), and another file must not
+ * be closed in its place. */
+static bool own_event(const slot_t *sl, int fd) {
+  uint64_t id;
+  return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 && id == sl->perf_id;
+}
+
 /* Stops sl's timer and waits until its thread is out of the handler. */
 static void disarm(slot_t *sl) {
   __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
-  if (sl->perf_fd >= 0) ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  int fd = own_event(sl, sl->perf_fd) ? sl->perf_fd : -1;
+  if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
   if (sl->has_timer) timer_set_once(sl->timer, 0);
   while (__atomic_load_n(&sl->busy, __ATOMIC_SEQ_CST)) sched_yield();
   /* The thread's CPU time since its last record (a tick-driven CPU timer
@@ -618,7 +634,7 @@ static void disarm(slot_t *sl) {
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
     sl->last_rec = NULL;
   }
-  if (sl->perf_fd >= 0) close(sl->perf_fd);
+  if (fd >= 0) close(fd);
   if (sl->has_timer) timer_delete(sl->timer);
   sl->perf_fd = -1;
   sl->has_timer = false;
@@ -646,6 +662,7 @@ void fl_sampler_thread_enter(void) {
   int s = 0;
   while (s < MAX_THREADS && slots[s].used) s++;
   if (s < MAX_THREADS) { /* else: not sampled */
+    if (s >= slots_used_below) slots_used_below = s + 1;
     slot_t *sl = &slots[s];
     sl->used = 1;
     sl->armed = 0;
@@ -683,7 +700,7 @@ static void after_fork_parent(void) {
 }
 static void after_fork_child(void) {
   int own = tls_slot - 1;
-  for (int s = 0; s < MAX_THREADS; s++) {
+  for (int s = 0; s < slots_used_below; s++) {
     slot_t *sl = &slots[s];
     if (!sl->used) continue;
     if (sl->perf_fd >= 0) close(sl->perf_fd);
@@ -824,7 +841,9 @@ static int prepare_process(char *err, size_t err_size) {
   return 0;
 }
 
-int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
+/* fl_sampler_init and fl_sampler_init_zeroed: clear says whether buf must
+ * be cleared. */
+static int init(void *buf, size_t bytes, bool clear, char *err, size_t err_size) {
   if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) {
     snprintf(err, err_size, "the sampler is running");
     return -1;
@@ -835,7 +854,7 @@ int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
   }
   if (!S.initialized && prepare_process(err, err_size) < 0) return -1;
   if (buf) {
-    memset(buf, 0, bytes);
+    if (clear) memset(buf, 0, bytes);
     S.hdr = buf;
     S.words = (uint64_t *)buf + FL_SAMPLER_HEADER_WORDS;
     S.capacity = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;
@@ -848,6 +867,14 @@ int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
   }
   fl_sampler_thread_enter();
   return 0;
+}
+
+int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size) {
+  return init(buf, bytes, true, err, err_size);
+}
+
+int fl_sampler_init_zeroed(void *buf, size_t bytes, char *err, size_t err_size) {
+  return init(buf, bytes, false, err, err_size);
 }
 
 void fl_sampler_reset(void) {
@@ -903,7 +930,7 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   __atomic_store_n(&S.running, 1, __ATOMIC_SEQ_CST);
   int armed = 0, first_err = 0;
   pid_t pid = getpid();
-  for (int s = 0; s < MAX_THREADS; s++) {
+  for (int s = 0; s < slots_used_below; s++) {
     slot_t *sl = &slots[s];
     if (!sl->used) continue;
     /* A thread that ended without fl_sampler_thread_exit. */
@@ -945,7 +972,7 @@ uint64_t fl_sampler_stop(void) {
   if (sigaction(PROF_SIGNAL, NULL, &cur) == 0 && cur.sa_sigaction != sample_handler)
     S.replaced |= 1u << 1;
   pthread_mutex_lock(&reg_lock);
-  for (int s = 0; s < MAX_THREADS; s++)
+  for (int s = 0; s < slots_used_below; s++)
     if (slots[s].used) disarm(&slots[s]);
   __atomic_store_n(&S.running, 0, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&reg_lock);

@@ -1,11 +1,8 @@
 #define _GNU_SOURCE
 #include "kn_prof.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +12,7 @@
 #include <unistd.h>
 
 #include "cflame/fl_allocs.h"
+#include "cflame/fl_collect.h"
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
 #include "kn_names.h"
@@ -172,215 +170,44 @@ int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) 
   return 0;
 }
 
-/* ---- classifying frames ---- */
+/* ---- turning the worker's records into stacks (fl_collect) ---- */
 
-static bool is_system_module(const char *module) {
-  if (!module) return false;
-  static const char *const dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
-                                     "/usr/local/lib/", NULL};
-  for (size_t i = 0; dirs[i]; i++)
-    if (!strncmp(module, dirs[i], strlen(dirs[i]))) return true;
-  return module[0] == '[' || strstr(module, "linux-vdso") != NULL;
-}
+/* What the kernel's rule needs of one collection: room for a cell's name. */
+typedef struct cell_rule {
+  char cellname[32];
+} cell_rule_t;
 
-static bool is_allocator_func(const char *func) {
-  static const char *const names[] = {
-      "malloc",        "free",          "calloc",         "realloc",        "reallocarray",
-      "posix_memalign", "aligned_alloc", "memalign",      "valloc",         "pvalloc",
-      "cfree",         "_int_malloc",   "_int_free",      "_int_realloc",   "_int_memalign",
-      "malloc_consolidate", "sysmalloc", "systrim",       "heap_trim",      "unlink_chunk",
-      "alloc_perturb", "free_perturb",  "_mid_memalign",  "tcache_init",    "tcache_get",
-      "tcache_put",    "__libc_malloc", "__libc_free",    "__libc_calloc",  "__libc_realloc",
-      "__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign", "_int_free_merge_chunk",
-      "_int_free_create_chunk", "_int_free_maybe_consolidate", "malloc_printerr", NULL};
-  for (size_t i = 0; names[i]; i++)
-    if (!strcmp(func, names[i])) return true;
-  return false;
-}
-
-/* A sanitizer's runtime (cells built with %cflags -fsanitize=address, or
- * cflame's own sanitizer builds) replaces the allocator: its interceptors
- * and allocator internals are allocator time too. */
-static bool is_sanitizer_allocator(const char *mod_base, const char *func) {
-  static const char *const runtimes[] = {"libasan.so", "liblsan.so", "libtsan.so",
-                                         "libhwasan.so", NULL};
-  bool runtime = false;
-  for (size_t i = 0; mod_base && runtimes[i] && !runtime; i++)
-    runtime = !strncmp(mod_base, runtimes[i], strlen(runtimes[i]));
-  if (!runtime) return false;
-  static const char *const words[] = {"alloc", "Alloc", "free", "Free", NULL};
-  for (size_t i = 0; words[i]; i++)
-    if (strstr(func, words[i])) return true;
-  return false;
-}
-
-/* "cflame_c3_f" -> "f" (the ELF name of a cell function; DWARF usually
- * gives the plain name already). Borrowed pointer into func. */
-/* ---- turning records into stacks ---- */
-
-typedef struct conv {
-  fl_profile_t *prof;
-  fl_symbolizer_t *sym;
-  bool owns_sym; /* sym is this conversion's own, not the session's */
-  int *tids;
-  size_t n_tids;
-  pid_t main_tid;
-  uint32_t *stack; /* root first, built from the back */
-  size_t cap;
-  uint32_t incomplete; /* the "[incomplete stack]" frame, once made */
-  bool have_incomplete;
-  uint32_t too_deep; /* the "[deeper than N frames]" frame, once made */
-  bool have_too_deep;
-  /* What each address came to (pc_frames), for the next record that has
-   * it: a buffer of 10^4 records holds a few hundred distinct addresses. */
-  struct pc_seen *seen; /* open addressing, capacity seen_mask + 1 */
-  size_t seen_mask, n_seen;
-  uint32_t *seen_ids; /* the frame ids, seen[i].first onwards */
-  size_t n_seen_ids, cap_seen_ids;
-} conv_t;
-
-typedef struct pc_seen {
-  uint64_t key; /* pc << 1 | is_return_address */
-  uint32_t first;
-  uint8_t count;
-  bool used;
-  bool stop; /* the stack ends at this address (pc_frames) */
-} pc_seen_t;
-
-static int thread_index(const conv_t *c, int tid) {
-  if (tid == c->main_tid) return 1;
-  int idx = 2;
-  for (size_t i = 0; i < c->n_tids; i++) {
-    if (c->tids[i] == c->main_tid) continue;
-    if (c->tids[i] == tid) return idx;
-    idx++;
+/* The kernel's rule for a frame of the worker: its own code is the
+ * kernel's machinery, where the stack is cut (but for its allocator entry
+ * points, kw_alloc.c, which are the allocator as the cell sees it); a
+ * cell's frames are the user's code, named by their plain names in module
+ * "cell[N]", and its entry function is the cell's top-level statements,
+ * the root's child. */
+static fl_collect_verdict_t cell_rule(void *ctx, const fl_frame_info_t *f, fl_frame_t *fr) {
+  cell_rule_t *r = ctx;
+  int cell;
+  kn_frame_kind_t kind = kn_frame_classify(f, &cell);
+  if (kind == KN_FRAME_WORKER && !(fr->flags & FL_FRAME_ALLOC)) return FL_COLLECT_BASE;
+  if (kind == KN_FRAME_WORKER) {
+    fr->module = "cflame allocator";
+    return FL_COLLECT_KEEP;
   }
-  return 0;
-}
-
-static int cmp_int(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
-#define PC_FRAMES_MAX 16
-
-/* The frame ids of one address, innermost first (several when code is
- * inlined there), into ids; returns how many. *stop is set when the stack
- * ends here: at the kernel's machinery (the worker's own code, left out)
- * or at the cell's entry (the cell's own statements, the root's child,
- * kept). */
-static size_t pc_frames(conv_t *c, uint64_t pc, bool is_return, uint32_t *ids, bool *stop) {
-  fl_frame_info_t info[PC_FRAMES_MAX];
-  int k = fl_symbolizer_lookup(c->sym, pc, is_return, info, PC_FRAMES_MAX);
-  size_t n = 0;
-  *stop = false;
-  for (int j = 0; j < k; j++) {
-    const fl_frame_info_t *f = &info[j];
-    const char *mod_base = kn_base_name(f->module);
-    int cell;
-    kn_frame_kind_t kind = kn_frame_classify(f, &cell);
-    /* The worker's own code is the kernel's machinery, where the stack
-     * is cut; but for its allocator entry points (kw_alloc.c), which are
-     * the allocator as the cell sees it. */
-    if (kind == KN_FRAME_WORKER && !(f->func && is_allocator_func(f->func))) {
-      *stop = true;
-      return n;
-    }
-    char cellname[32] = "";
-    if (cell) snprintf(cellname, sizeof cellname, KN_CELL_FILE_FMT, cell);
-    fl_frame_t fr = {0};
-    const char *func = f->func ? kn_plain_name(f->func) : "[unknown]";
-    bool entry = cell && kind == KN_FRAME_ENTRY;
-    fr.func = entry ? "top-level scope" : func;
-    fr.file = f->file;
-    fr.line = f->line;
-    /* Code the kernel generated around the cell's statements (the entry
-     * function's own prologue, OpenMP's wait in it) is the cell's, at no
-     * particular line. */
-    if (cell && kn_is_generated_file(f->file)) {
-      fr.file = cellname;
-      fr.line = 0;
-    }
-    fr.module = cell ? cellname : mod_base;
-    if (kind == KN_FRAME_WORKER) fr.module = "cflame allocator";
-    fr.addr = pc - f->module_base;
-    if (cell)
-      fr.flags = FL_FRAME_CELL | FL_FRAME_REPL | (entry ? FL_FRAME_CELL_BODY : 0);
-    else if (is_allocator_func(func) || is_sanitizer_allocator(mod_base, func))
-      fr.flags = FL_FRAME_ALLOC;
-    else if (is_system_module(f->module))
-      fr.flags = FL_FRAME_SYSTEM;
-    if (f->inlined) fr.flags |= FL_FRAME_INLINED;
-    ids[n++] = fl_profile_frame_id(c->prof, &fr);
-    if (entry) {
-      *stop = true;
-      return n;
-    }
+  fr->func = kn_plain_name(fr->func);
+  if (!cell) return FL_COLLECT_KEEP;
+  snprintf(r->cellname, sizeof r->cellname, KN_CELL_FILE_FMT, cell);
+  bool entry = kind == KN_FRAME_ENTRY;
+  if (entry) fr->func = "top-level scope";
+  /* Code the kernel generated around the cell's statements (the entry
+   * function's own prologue, OpenMP's wait in it) is the cell's, at no
+   * particular line. */
+  if (kn_is_generated_file(f->file)) {
+    fr->file = r->cellname;
+    fr->line = 0;
   }
-  return n;
-}
-
-static size_t seen_hash(uint64_t key) {
-  return (size_t)(key * 0x9e3779b97f4a7c15u >> 20); /* Fibonacci hashing */
-}
-
-/* pc_frames of (pc, is_return), from c->seen when an earlier record had
- * the address. */
-static const pc_seen_t *pc_frames_seen(conv_t *c, uint64_t pc, bool is_return) {
-  if ((c->n_seen + 1) * 2 > c->seen_mask + 1) {
-    size_t cap = c->seen_mask ? (c->seen_mask + 1) * 2 : 1024;
-    pc_seen_t *grown = kn_xcalloc(cap, sizeof *grown);
-    for (size_t i = 0; c->seen_mask && i <= c->seen_mask; i++) {
-      if (!c->seen[i].used) continue;
-      size_t h = seen_hash(c->seen[i].key) & (cap - 1);
-      while (grown[h].used) h = (h + 1) & (cap - 1);
-      grown[h] = c->seen[i];
-    }
-    free(c->seen);
-    c->seen = grown;
-    c->seen_mask = cap - 1;
-  }
-  uint64_t key = pc << 1 | is_return;
-  size_t h = seen_hash(key) & c->seen_mask;
-  while (c->seen[h].used && c->seen[h].key != key) h = (h + 1) & c->seen_mask;
-  pc_seen_t *e = &c->seen[h];
-  if (!e->used) {
-    if (c->n_seen_ids + PC_FRAMES_MAX > c->cap_seen_ids) {
-      c->cap_seen_ids = (c->cap_seen_ids + PC_FRAMES_MAX) * 2;
-      c->seen_ids = kn_xrealloc(c->seen_ids, c->cap_seen_ids * sizeof *c->seen_ids);
-    }
-    bool stop;
-    size_t n = pc_frames(c, pc, is_return, c->seen_ids + c->n_seen_ids, &stop);
-    *e = (pc_seen_t){.key = key,
-                     .first = (uint32_t)c->n_seen_ids,
-                     .count = (uint8_t)n,
-                     .used = true,
-                     .stop = stop};
-    c->n_seen_ids += n;
-    c->n_seen++;
-  }
-  return e;
-}
-
-/* Frame ids of one record's addresses (leaf first; with leaf_is_return
- * the leaf too is a return address), leaf first, into ids; returns how
- * many, with *complete set when the stack reached the kernel's machinery
- * (and was cut there). */
-static size_t record_frames(conv_t *c, const uint64_t *pcs, size_t n_pcs, bool leaf_is_return,
-                            uint32_t *ids, size_t max, bool *complete) {
-  size_t n = 0;
-  *complete = false;
-  for (size_t i = 0; i < n_pcs && n < max; i++) {
-    const pc_seen_t *e = pc_frames_seen(c, pcs[i], i > 0 || leaf_is_return);
-    size_t j = 0;
-    for (; j < e->count && n < max; j++) ids[n++] = c->seen_ids[e->first + j];
-    if (e->stop && j == e->count) {
-      *complete = true;
-      return n;
-    }
-  }
-  return n;
+  fr->module = r->cellname;
+  fr->flags = FL_FRAME_CELL | FL_FRAME_REPL | (entry ? FL_FRAME_CELL_BODY : 0) |
+              (f->inlined ? FL_FRAME_INLINED : 0);
+  return entry ? FL_COLLECT_KEEP_BASE : FL_COLLECT_KEEP;
 }
 
 /* Maps the file at path (what names it in errors) for reading. Returns 0
@@ -407,69 +234,18 @@ static int map_buffer(const char *path, const char *what, void **map, size_t *by
   return 0;
 }
 
-/* Starts a conversion of pid's records (with maps_text when the process
- * is gone): a symbolizer and a new profile of kind. A live worker's
- * symbolizer is p's, refreshed; a dead one's is the conversion's own.
- * Returns the profile, or NULL with err. */
-static fl_profile_t *conv_begin(conv_t *c, kn_prof_t *p, pid_t pid, const char *maps_text,
-                                fl_profile_kind_t kind, char *err, size_t err_size) {
-  if (maps_text) {
-    c->sym = fl_symbolizer_new_from_maps(maps_text, err, err_size);
-    c->owns_sym = true;
-  } else {
-    if (p->sym && fl_symbolizer_refresh_from_pid(p->sym, pid, err, err_size) < 0)
-      fl_symbolizer_destroy(&p->sym);
-    if (!p->sym) p->sym = fl_symbolizer_new_from_pid(pid, err, err_size);
-    c->sym = p->sym;
-  }
-  if (!c->sym) return NULL;
-  c->main_tid = pid;
-  c->prof = fl_profile_new(kind);
-  return c->prof;
-}
-
-/* Notes a thread seen in the records (for thread_index). */
-static void note_tid(conv_t *c, int tid, size_t *cap) {
-  for (size_t i = 0; i < c->n_tids; i++)
-    if (c->tids[i] == tid) return;
-  if (c->n_tids == *cap) {
-    *cap = *cap ? *cap * 2 : 16;
-    c->tids = kn_xrealloc(c->tids, *cap * sizeof *c->tids);
-  }
-  c->tids[c->n_tids++] = tid;
-}
-
-/* A record's stack, root first, into c->stack (room for max + 2 frames);
- * returns its length. When the unwinder stopped before the cell's entry,
- * the part it found hangs under a frame that says so, not as if it were
- * the cell: "[deeper than N frames]" when the recorder kept its limit of
- * depth_limit frames (the leaf side of a deeper stack), "[incomplete
- * stack]" when the unwinder found no caller (code without unwind
- * information). leaf_first is scratch room for max frames. */
-static size_t record_stack(conv_t *c, const uint64_t *pcs, size_t n_pcs, size_t depth_limit,
-                           bool leaf_is_return, uint32_t *leaf_first, size_t max) {
-  bool complete;
-  size_t n = record_frames(c, pcs, n_pcs, leaf_is_return, leaf_first, max, &complete);
-  size_t m = 0;
-  if (!complete && n_pcs >= depth_limit) {
-    if (!c->have_too_deep) {
-      char name[48];
-      snprintf(name, sizeof name, "[deeper than %zu frames]", depth_limit);
-      fl_frame_t fr = {.func = name};
-      c->too_deep = fl_profile_frame_id(c->prof, &fr);
-      c->have_too_deep = true;
-    }
-    c->stack[m++] = c->too_deep;
-  } else if (!complete) {
-    if (!c->have_incomplete) {
-      fl_frame_t fr = {.func = "[incomplete stack]"};
-      c->incomplete = fl_profile_frame_id(c->prof, &fr);
-      c->have_incomplete = true;
-    }
-    c->stack[m++] = c->incomplete;
-  }
-  for (size_t i = n; i-- > 0;) c->stack[m++] = leaf_first[i];
-  return m;
+/* The symbolizer for pid's records (with maps_text when the process is
+ * gone): a live worker's is p's, refreshed, so that its libraries' debug
+ * information is read once per session; a dead one's is new (*owned set).
+ * NULL with err. */
+static fl_symbolizer_t *symbolizer_for(kn_prof_t *p, pid_t pid, const char *maps_text,
+                                       bool *owned, char *err, size_t err_size) {
+  *owned = maps_text != NULL;
+  if (maps_text) return fl_symbolizer_new_from_maps(maps_text, err, err_size);
+  if (p->sym && fl_symbolizer_refresh_from_pid(p->sym, pid, err, err_size) < 0)
+    fl_symbolizer_destroy(&p->sym);
+  if (!p->sym) p->sym = fl_symbolizer_new_from_pid(pid, err, err_size);
+  return p->sym;
 }
 
 /* What a profile of a cell's run says about the run. */
@@ -482,53 +258,29 @@ static void note_run(fl_profile_info_t *info, uint64_t dropped, double cpu_secon
   info->taken_unix = (int64_t)time(NULL);
 }
 
-static void conv_free(conv_t *c, uint32_t *leaf_first, void *map, size_t bytes) {
-  if (c->owns_sym) fl_symbolizer_destroy(&c->sym);
-  free(c->tids);
-  free(c->stack);
-  free(c->seen);
-  free(c->seen_ids);
-  free(leaf_first);
-  if (map != MAP_FAILED) munmap(map, bytes);
-}
-
 fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
                               const kn_prof_run_t *run, char *err, size_t err_size) {
   fl_profile_t *prof = NULL;
   void *map = MAP_FAILED;
   size_t bytes = 0;
-  conv_t c = {0};
-  uint32_t *leaf_first = NULL;
-
-  if (map_buffer(p->buffer_path, "sample buffer", &map, &bytes, err, err_size) < 0) goto fail;
-
-  if (!(prof = conv_begin(&c, p, pid, maps_text, FL_PROFILE_CPU, err, err_size))) goto fail;
-
-  /* Threads are numbered 1 (the cell's main thread), 2, 3, ... in the
-   * order the system created them. */
-  size_t pos = 0, cap_tids = 0;
-  fl_sampler_record_t rec;
-  int r;
-  while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) note_tid(&c, rec.tid, &cap_tids);
-  if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
-
-  size_t max_frames = FL_SAMPLER_MAX_DEPTH * 4;
-  leaf_first = kn_xmalloc(max_frames * sizeof *leaf_first);
-  c.stack = kn_xmalloc((max_frames + 1) * sizeof *c.stack);
-  pos = 0;
-  while (bytes && (r = fl_sampler_next(map, bytes, &pos, &rec)) == 1) {
-    size_t m =
-        record_stack(&c, rec.pcs, rec.n_pcs, FL_SAMPLER_MAX_DEPTH, false, leaf_first, max_frames);
-    fl_profile_add_sample(prof, c.stack, m, rec.weight ? rec.weight : 1, 0,
-                          thread_index(&c, rec.tid));
-  }
-
+  bool owned = false;
+  fl_symbolizer_t *sym = NULL;
+  if (map_buffer(p->buffer_path, "sample buffer", &map, &bytes, err, err_size) < 0) goto done;
+  if (!(sym = symbolizer_for(p, pid, maps_text, &owned, err, err_size))) goto done;
+  prof = fl_profile_new(FL_PROFILE_CPU);
+  cell_rule_t rule;
+  fl_collect_opts_t opts = {.rule = cell_rule, .ctx = &rule, .main_tid = pid};
+  char ignored[64];
+  /* A buffer the worker left corrupt (a crash) gives what it holds
+   * before the fault. */
+  fl_collect_samples(prof, sym, map != MAP_FAILED ? map : NULL, bytes, &opts, ignored,
+                     sizeof ignored);
   fl_profile_info_t *info = fl_profile_info(prof);
   info->interval_ns = run->interval_ns;
   note_run(info, run->dropped, run->cpu_seconds, run->wall_seconds, run->cell);
-
-fail:
-  conv_free(&c, leaf_first, map, bytes);
+done:
+  if (owned) fl_symbolizer_destroy(&sym);
+  if (map != MAP_FAILED) munmap(map, bytes);
   return prof;
 }
 
@@ -616,80 +368,33 @@ int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err
   return 0;
 }
 
-static const char *alloc_func_name(int kind) {
-  switch (kind) {
-  case FL_ALLOC_CALLOC: return "calloc";
-  case FL_ALLOC_REALLOC: return "realloc";
-  case FL_ALLOC_MEMALIGN: return "memalign";
-  default: return "malloc";
-  }
-}
 
 fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run,
                                      char *err, size_t err_size) {
   fl_profile_t *prof = NULL;
   void *map = MAP_FAILED;
   size_t bytes = 0;
-  conv_t c = {0};
-  uint32_t *leaf_first = NULL;
-
+  bool owned = false;
+  fl_symbolizer_t *sym = NULL;
   if (map_buffer(p->allocs_path, "allocation buffer", &map, &bytes, err, err_size) < 0)
-    goto fail;
-  if (!(prof = conv_begin(&c, p, pid, NULL, FL_PROFILE_ALLOC, err, err_size))) goto fail;
-
-  size_t pos = 0, cap_tids = 0;
-  fl_allocs_record_t rec;
-  int r;
-  while (bytes && (r = fl_allocs_next(map, bytes, &pos, &rec)) == 1) note_tid(&c, rec.tid, &cap_tids);
-  if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
-
-  /* The allocation functions, as the leaf frames under their callers. */
-  uint32_t alloc_frame[FL_ALLOC_MEMALIGN + 1];
-  for (int k = FL_ALLOC_MALLOC; k <= FL_ALLOC_MEMALIGN; k++) {
-    fl_frame_t fr = {.func = alloc_func_name(k), .module = "libc.so.6",
-                     .flags = FL_FRAME_SYSTEM | FL_FRAME_ALLOC};
-    alloc_frame[k] = fl_profile_frame_id(prof, &fr);
-  }
-  size_t max_frames = FL_ALLOCS_MAX_DEPTH * 4;
-  leaf_first = kn_xmalloc(max_frames * sizeof *leaf_first);
-  c.stack = kn_xmalloc((max_frames + 2) * sizeof *c.stack);
-  /* Each record stands for 1 / sample_rate allocations of its size: the
-   * running totals are rounded, not each record, so that totals are the
-   * sums divided by the rate. */
-  double scale = run->sample_rate > 0 ? 1.0 / run->sample_rate : 1.0;
-  uint64_t n_seen = 0, bytes_seen = 0, allocs_out = 0, bytes_out = 0;
-  pos = 0;
-  while (bytes && (r = fl_allocs_next(map, bytes, &pos, &rec)) == 1) {
-    if (run->live && rec.freed) continue;
-    n_seen++;
-    bytes_seen += rec.bytes;
-    uint64_t allocs = (uint64_t)llround((double)n_seen * scale) - allocs_out;
-    uint64_t est = (uint64_t)llround((double)bytes_seen * scale) - bytes_out;
-    allocs_out += allocs;
-    bytes_out += est;
-    uint64_t weight = run->weight_count ? allocs : est;
-    if (weight == 0) continue; /* a 0-byte allocation weighs nothing */
-
-    size_t m =
-        record_stack(&c, rec.pcs, rec.n_pcs, FL_ALLOCS_MAX_DEPTH, true, leaf_first, max_frames);
-    c.stack[m++] = alloc_frame[rec.kind];
-    fl_profile_add_sample(prof, c.stack, m, weight, allocs, thread_index(&c, rec.tid));
-  }
-  if (r < 0) {
-    snprintf(err, err_size, "the allocation buffer is corrupt");
+    goto done;
+  if (!(sym = symbolizer_for(p, pid, NULL, &owned, err, err_size))) goto done;
+  prof = fl_profile_new(FL_PROFILE_ALLOC);
+  cell_rule_t rule;
+  fl_collect_opts_t opts = {.rule = cell_rule, .ctx = &rule, .main_tid = pid};
+  fl_collect_allocs_opts_t aopts = {.live = run->live, .weight_count = run->weight_count};
+  if (fl_collect_allocs(prof, sym, map != MAP_FAILED ? map : NULL, bytes, &opts, &aopts, err,
+                        err_size) < 0) {
     fl_profile_destroy(&prof);
-    goto fail;
+    goto done;
   }
-
   fl_profile_info_t *info = fl_profile_info(prof);
   info->sample_rate = run->sample_rate;
-  info->weight_is_count = run->weight_count;
-  info->live_only = run->live;
   info->calls = run->calls;
   note_run(info, run->dropped, run->cpu_seconds, run->wall_seconds, run->cell);
-
-fail:
-  conv_free(&c, leaf_first, map, bytes);
+done:
+  if (owned) fl_symbolizer_destroy(&sym);
+  if (map != MAP_FAILED) munmap(map, bytes);
   return prof;
 }
 

@@ -34,6 +34,8 @@
 #include "cflame/fl_profile.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
+#include "cflame.h"
+#include "rc_record.h"
 
 #ifndef CFLAME_VERSION
 #error "CFLAME_VERSION comes from CMake (project() in CMakeLists.txt)"
@@ -66,6 +68,7 @@ typedef struct cli {
 
 static const char usage_text[] =
     "Usage: cflame [OPTIONS] INPUT...\n"
+    "       cflame record [OPTIONS] -- PROGRAM [ARGS...]   (cflame record --help)\n"
     "\n"
     "Draws the flame graph of profiles recorded elsewhere. Each INPUT is a file of\n"
     "folded stacks (\"frame;frame;...;frame COUNT\" lines, as flamegraph.pl, inferno,\n"
@@ -217,13 +220,18 @@ static const struct option long_options[] = {
 
 /* ---- errors ---- */
 
+void cflame_vsay(const char *who, const char *hint, const char *fmt, va_list ap) {
+  fprintf(stderr, "%s: ", who);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  if (hint) fprintf(stderr, "%s\n", hint);
+}
+
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fputs("cflame: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  cflame_vsay("cflame", NULL, fmt, ap);
   va_end(ap);
 }
 
@@ -232,9 +240,7 @@ static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static int usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fputs("cflame: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs("\n(cflame --help lists every option)\n", stderr);
+  cflame_vsay("cflame", "(cflame --help lists every option)", fmt, ap);
   va_end(ap);
   return EXIT_USAGE;
 }
@@ -481,9 +487,13 @@ static int parse_args(int argc, char **argv, cli_t *c) {
 
 /* ---- the work ---- */
 
+/* A profile `cflame record` made, drawn as if read from a file. */
+static const cflame_given_t *given;
+
 /* A profile of the files, merged, or with per_input each under a root
  * frame named after it. NULL after saying why. */
 static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind, bool per_input) {
+  if (given && n == 1 && paths[0] == given->name) return fl_profile_copy(given->profile);
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   if (!p) {
     say("out of memory");
@@ -791,7 +801,7 @@ static int run(cli_t *c) {
       snprintf(title, sizeof title, "%s", names);
     c->view.title = title;
   }
-  c->view.note = summary;
+  c->view.note = given && given->note ? given->note : summary;
 
   if (!c->diff_base) {
     if (!(tree = fl_tree_build(target, &c->tree, "all", err, sizeof err))) {
@@ -831,13 +841,22 @@ done:
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "record") == 0) return rc_record_main(argc - 1, argv + 1);
+  return cflame_draw(argc, argv, NULL);
+}
+
+int cflame_draw(int argc, char **argv, const cflame_given_t *g) {
+  given = g;
+  optind = 0; /* getopt starts afresh: record checks its options before it draws */
   cli_t c = {.format = FMT_SVG, .input_kind = FL_INPUT_AUTO, .fail_above = -1};
   fl_tree_opts_init(&c.tree);
   c.tree.C = true; /* every frame perf recorded, as flamegraph.pl draws it */
   fl_view_opts_init(&c.view);
   fl_diff_opts_init(&c.diff);
   int status = parse_args(argc, argv, &c);
-  if (status < 0) status = run(&c);
+  if (status < 0 && g && (c.n_inputs != 1 || c.inputs[0] != g->name))
+    status = usage_error("cflame record draws what it recorded: give it no INPUT");
+  if (status < 0 && !(g && !g->profile)) status = run(&c);
   /* The gate's statuses: 1 says that a frame grew, so any error is 2. */
   if (c.fail_above >= 0 && status != 0)
     status = EXIT_USAGE;

@@ -164,6 +164,11 @@ size_t fl_allocs_table_slots(uint64_t live_blocks, double sample_rate);
  * the process on first use (as fl_allocs_thread_enter does). Returns 0 or
  * -1 with err. */
 int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size);
+/* The same for a buffer that is all zeros already (a new file, mapped):
+ * it is not cleared, so that only the pages the table and the records use
+ * are ever touched, however large the buffer. */
+int fl_allocs_init_zeroed(void *buf, size_t bytes, size_t table_slots, char *err,
+                          size_t err_size);
 
 /* Starts recording on every thread (0 < sample_rate <= 1), records
  * carrying tag. Each start begins afresh: the previous run's records,

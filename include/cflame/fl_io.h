@@ -162,6 +162,9 @@ char *fl_pprof(const fl_tree_t *t, size_t *size);
  * ".txt" "text", ".pb.gz" "pprof"; NULL for any other. Static. The
  * kernel's %profsave and the cflame command both choose by it. */
 const char *fl_output_format_of_path(const char *path);
+/* The ending of a format's files (the other way round: "pprof" ".pb.gz"),
+ * or NULL for a format without one. Static. */
+const char *fl_output_ending_of_format(const char *format);
 /* The endings fl_output_format_of_path knows, for messages: ".svg, .html,
  * .vl.json, .folded, .txt, .pb.gz" (and_last: "..., .txt or .pb.gz").
  * Static. */

@@ -82,6 +82,10 @@ size_t fl_sampler_buffer_bytes(size_t n_words);
  * running, to switch buffers (registered threads stay registered).
  * Returns 0, or -1 with err. */
 int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size);
+/* The same for a buffer that is all zeros already (a new file, mapped):
+ * it is not cleared, so that only the pages records are written to are
+ * ever touched, however large the buffer. */
+int fl_sampler_init_zeroed(void *buf, size_t bytes, char *err, size_t err_size);
 
 /* Clears the buffer for a new run. */
 void fl_sampler_reset(void);

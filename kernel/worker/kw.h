@@ -79,10 +79,10 @@ extern volatile sig_atomic_t kw_interrupt_requested;
 /* ---- kw_threads.c ---- */
 
 /* Resolves the C library's pthread_create; the worker's own pthread_create
- * and thrd_create (exported, so cells and libgomp bind to them) register
- * each new thread with fl_sampler and fl_allocs, and give it an alternate
- * signal stack (kw_fault_thread_enter), for its lifetime. Returns 0 or
- * -1. */
+ * and thrd_create (flame/fl__threads.c, exported, so cells and libgomp bind
+ * to them) register each new thread with fl_sampler and fl_allocs, and
+ * give it an alternate signal stack (kw_fault_thread_enter), for its
+ * lifetime. Returns 0 or -1. */
 int kw_threads_init(void);
 
 /* ---- kw_value.c ---- */

@@ -53,7 +53,7 @@ static int note_code_range(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 /* The worker's own code is the allocation recorder's base range: a return
- * address into it (run_once, run_thread) ends a frame-pointer walk, as the
+ * address into it (run_once, fl__thread_start) ends a frame-pointer walk, as the
  * kernel ends every stack at the worker's first frame. The executable is
  * the first object dl_iterate_phdr reports. */
 static int note_base_range(struct dl_phdr_info *info, size_t size, void *data) {

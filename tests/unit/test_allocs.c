@@ -540,6 +540,16 @@ static void test_full(void) {
   CHECK_INT(fl_allocs_start(NAN, 0, err, sizeof err), -1);
   munmap(b, small);
   munmap(t, tbytes);
+
+  /* A buffer that is zeros already (a new mapping) is taken as it is, and
+   * records as well. */
+  void *z = map_buffer(tbytes);
+  CHECK_INT(fl_allocs_init_zeroed(z, tbytes, 16, err, sizeof err), 0);
+  start(1);
+  talloc_many(out, 10);
+  CHECK_INT(fl_allocs_stop(), 10);
+  for (int i = 0; i < 10; i++) free(out[i]);
+  munmap(z, tbytes);
   use_main_buffer();
 }
 

@@ -674,6 +674,42 @@ static void test_full_buffer(void) {
   free(tiny);
 }
 
+/* Pages of [p, p + bytes) in memory. */
+static size_t resident_pages(void *p, size_t bytes) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (bytes + page - 1) / page, in = 0;
+  unsigned char *vec = malloc(n);
+  if (vec && mincore(p, bytes, vec) == 0)
+    for (size_t i = 0; i < n; i++) in += vec[i] & 1;
+  free(vec);
+  return in;
+}
+
+/* A buffer that is zeros already (a new mapping, as `cflame record`'s
+ * files are) is taken without being cleared: however large, only the
+ * pages written to come into memory. */
+static void test_zeroed_buffer(void) {
+  fprintf(stderr, "9b. zeroed buffer\n");
+  char err[256];
+  size_t bytes = fl_sampler_buffer_bytes((size_t)1 << 27); /* 1 GiB */
+  void *big = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  CHECK(big != MAP_FAILED);
+  if (big == MAP_FAILED) return;
+  CHECK(fl_sampler_init_zeroed(big, bytes, err, sizeof err) == 0);
+  CHECK(resident_pages(big, bytes) <= 1);
+  CHECK(fl_sampler_start(MS, 0, err, sizeof err) == 0);
+  burn_cpu(50 * (int64_t)MS);
+  uint64_t samples = fl_sampler_stop();
+  const fl_sampler_header_t *h = big;
+  totals_t t = sum_all(big, bytes);
+  CHECK(!t.corrupt);
+  CHECK(samples > 5);
+  CHECK_INT(t.records, samples);
+  CHECK(resident_pages(big, bytes) <= 2 + h->used_words * 8 / (size_t)sysconf(_SC_PAGESIZE));
+  CHECK(fl_sampler_init(main_buf, main_bytes, err, sizeof err) == 0);
+  munmap(big, bytes);
+}
+
 /* ---- 10: the samples of a crashed process ---- */
 
 static void test_crash(const char *tmpdir) {
@@ -824,6 +860,7 @@ int main(void) {
   RUN('r', test_root());
   RUN('8', test_handler_safety(tmpdir));
   RUN('9', test_full_buffer());
+  RUN('9', test_zeroed_buffer());
   RUN('0', test_crash(tmpdir));
   RUN('c', report_handler_cost());
 

@@ -1,0 +1,42 @@
+/* record_main: the deepstack workload as a whole program of its own, for
+ * bench/bench_record.py: the program `cflame record` and `perf record -g`
+ * each record in turn, dynamically linked, without any profiler of its own.
+ *
+ *   record_main ITERS
+ *
+ * Prints one JSON line on stdout as the last thing main does: the work's
+ * CPU time (around deepstack_run) and wall time, the process's own CPU
+ * time so far (getrusage RUSAGE_SELF, user and system: a profiler's work in
+ * the process counts, in its signal handler or in the kernel's interrupt
+ * on its behalf, and so does cflame's preloaded library starting up), and
+ * the work's result (the same in every run). */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
+
+uint64_t deepstack_run(long iters);
+
+static double clock_s(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double tv(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec / 1e6; }
+
+int main(int argc, char **argv) {
+  long iters = argc > 1 ? atol(argv[1]) : 100000;
+  double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
+  uint64_t result = deepstack_run(iters);
+  double work_cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  double work_wall = clock_s(CLOCK_MONOTONIC) - w0;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("{\"work_cpu\": %.6f, \"work_wall\": %.6f, \"utime\": %.6f, \"stime\": %.6f, "
+         "\"result\": %" PRIu64 "}\n",
+         work_cpu, work_wall, tv(ru.ru_utime), tv(ru.ru_stime), result);
+  return 0;
+}

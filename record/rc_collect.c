@@ -1,0 +1,450 @@
+/* rc_collect: a recording directory read into one profile (see
+ * rc_collect.h). */
+#define _GNU_SOURCE
+#include "rc_collect.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cflame/fl_allocs.h"
+#include "cflame/fl_sampler.h"
+#include "cflame/fl_symbol.h"
+#include "fl__threads.h"
+#include "rc_files.h"
+
+/* One process image of the recording. */
+typedef struct image {
+  int pid, gen, ppid;
+  char *name, *rank; /* rank NULL when none */
+  char *errors;      /* the info file's error lines, "; "-joined, or NULL */
+  char *replaced;    /* a signal whose handler the program replaced, or NULL */
+  void *map;         /* its buffer (samples or allocations), or NULL */
+  size_t bytes;
+  char *maps; /* the merged maps text, or NULL */
+  char root[320];
+} image_t;
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) {
+    fputs("cflame: out of memory\n", stderr);
+    abort();
+  }
+  return p;
+}
+
+static char *xstrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  return memcpy(xmalloc(n), s, n);
+}
+
+/* Appends a formatted line to rec's warnings. */
+static void warn(rc_recording_t *rec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(rc_recording_t *rec, const char *fmt, ...) {
+  char *line;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&line, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  char **grown = realloc(rec->warnings, (rec->n_warnings + 1) * sizeof *grown);
+  if (!grown) {
+    free(line);
+    return;
+  }
+  rec->warnings = grown;
+  rec->warnings[rec->n_warnings++] = line;
+}
+
+/* The whole file dir/PID.GEN.suffix as a string (new), or NULL. */
+static char *read_text(const char *dir, const image_t *im, const char *suffix) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, RC_FILE_FMT, dir, im->pid, im->gen, suffix);
+  FILE *f = fopen(path, "re");
+  if (!f) return NULL;
+  char *text = NULL;
+  size_t cap = 0;
+  ssize_t n = getdelim(&text, &cap, '\0', f);
+  fclose(f);
+  if (n < 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+/* Maps dir/PID.GEN.suffix for reading into im->map (none when missing or
+ * empty). */
+static void map_buffer(const char *dir, image_t *im, const char *suffix) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, RC_FILE_FMT, dir, im->pid, im->gen, suffix);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) {
+      im->map = map;
+      im->bytes = (size_t)st.st_size;
+    }
+  }
+  close(fd);
+}
+
+/* Appends "; " and s to *list. */
+static void join(char **list, const char *s) {
+  char *joined;
+  if (asprintf(&joined, "%s%s%s", *list ? *list : "", *list ? "; " : "", s) < 0) return;
+  free(*list);
+  *list = joined;
+}
+
+/* Reads the info file into im. Returns 0, or -1 when it has no name yet
+ * (an image that was starting as it was read). */
+static int read_info(const char *dir, image_t *im) {
+  char *text = read_text(dir, im, RC_SUFFIX_INFO);
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchrnul(line, '\n');
+    if (*next) *next++ = '\0';
+    char *value = strchr(line, ' ');
+    if (!value) continue;
+    *value++ = '\0';
+    if (!strcmp(line, RC_INFO_NAME) && !im->name)
+      im->name = xstrdup(value);
+    else if (!strcmp(line, RC_INFO_PPID))
+      im->ppid = atoi(value);
+    else if (!strcmp(line, RC_INFO_RANK) && !im->rank)
+      im->rank = xstrdup(value);
+    else if (!strcmp(line, RC_INFO_ERROR))
+      join(&im->errors, value);
+    else if (!strcmp(line, RC_INFO_REPLACED) && !im->replaced)
+      im->replaced = xstrdup(value);
+  }
+  free(text);
+  return im->name ? 0 : -1;
+}
+
+/* ---- maps ---- */
+
+typedef struct map_line {
+  unsigned long lo, hi;
+  const char *text; /* borrowed from the snapshots */
+  size_t len;       /* with its '\n' */
+  const char *path; /* in text */
+  size_t path_len;
+  bool exec; /* an executable mapping */
+} map_line_t;
+
+/* Whether a line of lines[0, n) maps path[0, len) executable. */
+static bool executable_file(const map_line_t *lines, size_t n, const char *path, size_t len) {
+  for (size_t i = 0; i < n; i++)
+    if (lines[i].exec && lines[i].path_len == len && !memcmp(lines[i].path, path, len)) return true;
+  return false;
+}
+
+static int cmp_line(const void *a, const void *b) {
+  const map_line_t *x = a, *y = b;
+  return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Whether [lo, hi) overlaps a line of lines[0, n). */
+static int overlaps(const map_line_t *lines, size_t n, unsigned long lo, unsigned long hi) {
+  for (size_t i = 0; i < n; i++)
+    if (lo < lines[i].hi && lines[i].lo < hi) return 1;
+  return 0;
+}
+
+char *rc_collect_merge_maps(const char *snapshots) {
+  /* Where each snapshot starts, to walk them newest first. */
+  size_t n_snaps = 0, cap_snaps = 16, end_len = strlen(RC_MAPS_END);
+  const char **starts = xmalloc(cap_snaps * sizeof *starts);
+  starts[n_snaps++] = snapshots;
+  for (const char *p = snapshots; (p = strstr(p, RC_MAPS_END)); p += end_len) {
+    if (n_snaps == cap_snaps) {
+      cap_snaps *= 2;
+      const char **grown = realloc(starts, cap_snaps * sizeof *starts);
+      if (!grown) break;
+      starts = grown;
+    }
+    starts[n_snaps++] = p + end_len;
+  }
+  map_line_t *lines = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t s = n_snaps; s-- > 0;) {
+    size_t kept_before = n; /* lines of newer snapshots, which win */
+    for (const char *line = starts[s]; *line && strncmp(line, RC_MAPS_END, end_len) != 0;) {
+      const char *eol = strchrnul(line, '\n');
+      size_t len = (size_t)(eol - line) + (*eol == '\n');
+      unsigned long lo, hi;
+      char perms[8];
+      int path_at = 0;
+      /* "lo-hi perms offset dev inode path": file-backed lines only. */
+      if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) == 3 &&
+          path_at > 0 && line + path_at < eol && line[path_at] == '/' &&
+          !overlaps(lines, kept_before, lo, hi)) {
+        if (n == cap) {
+          cap = cap ? cap * 2 : 256;
+          map_line_t *grown = realloc(lines, cap * sizeof *lines);
+          if (!grown) break;
+          lines = grown;
+        }
+        lines[n++] = (map_line_t){lo,
+                                  hi,
+                                  line,
+                                  len,
+                                  line + path_at,
+                                  (size_t)(eol - line - path_at),
+                                  strchr(perms, 'x') != NULL};
+      }
+      line += len;
+    }
+  }
+  free(starts);
+  if (n) qsort(lines, n, sizeof *lines, cmp_line);
+  size_t total = 1;
+  for (size_t i = 0; i < n; i++) total += lines[i].len + 1;
+  char *out = xmalloc(total), *o = out;
+  for (size_t i = 0; i < n; i++) {
+    /* Code is all that is symbolized: the files of which nothing is
+     * mapped executable (data, the recording's own buffers) are left out,
+     * so that the maps of a forked child read as its parent's. */
+    if (!executable_file(lines, n, lines[i].path, lines[i].path_len)) continue;
+    memcpy(o, lines[i].text, lines[i].len);
+    o += lines[i].len;
+    if (o[-1] != '\n') *o++ = '\n';
+  }
+  *o = '\0';
+  free(lines);
+  return out;
+}
+
+/* ---- the rule ---- */
+
+/* Where a stack below main begins: the C library's start-up of the
+ * process and of its threads (names with and without libc6-dbg). */
+static bool is_start_machinery(const char *func) {
+  static const char *const names[] = {"__libc_start_call_main",
+                                      "__libc_start_main",
+                                      "__libc_start_main_impl",
+                                      "_start",
+                                      "start_thread",
+                                      "clone",
+                                      "clone3",
+                                      NULL};
+  for (size_t i = 0; func && names[i]; i++)
+    if (!strcmp(func, names[i])) return true;
+  return false;
+}
+
+/* The rule's room for a frame's name. */
+typedef struct rule_ctx {
+  char name[300];
+} rule_ctx_t;
+
+/* The preloaded libraries' frames are a library's the program runs with
+ * (their cost, such as a maps snapshot before a dlopen, shows as theirs),
+ * but for the wrapper each thread starts in, which ends its stacks. A
+ * function without a symbol is named after its module, "[libfoo.so]", as
+ * stackcollapse-perf.pl names it. */
+static fl_collect_verdict_t record_rule(void *ctx, const fl_frame_info_t *info, fl_frame_t *fr) {
+  rule_ctx_t *r = ctx;
+  const char *func = info->func;
+  if (!func && fr->module) {
+    snprintf(r->name, sizeof r->name, "[%s]", fr->module);
+    fr->func = r->name;
+  }
+  if (fr->module &&
+      (!strcmp(fr->module, RC_PRELOAD_LIB) || !strcmp(fr->module, RC_PRELOAD_ALLOCS_LIB))) {
+    if (func && !strcmp(func, FL__THREAD_START_NAME)) return FL_COLLECT_BASE;
+    fr->flags |= FL_FRAME_SYSTEM;
+    return FL_COLLECT_KEEP;
+  }
+  if (is_start_machinery(func)) return FL_COLLECT_BASE;
+  if (!(fr->flags & (FL_FRAME_SYSTEM | FL_FRAME_ALLOC))) fr->flags |= FL_FRAME_CELL;
+  return func && !strcmp(func, "main") ? FL_COLLECT_KEEP_BASE : FL_COLLECT_KEEP;
+}
+
+/* ---- the directory ---- */
+
+static int cmp_image(const void *a, const void *b) {
+  const image_t *x = a, *y = b;
+  if (x->pid != y->pid) return (x->pid > y->pid) - (x->pid < y->pid);
+  return (x->gen > y->gen) - (x->gen < y->gen);
+}
+
+/* Whether the image's buffer holds records. */
+static bool has_records(const image_t *im, bool allocs) {
+  if (!im->map) return false;
+  if (allocs) {
+    const fl_allocs_header_t *h = im->map;
+    return im->bytes >= sizeof *h && h->magic == FL_ALLOCS_MAGIC && h->used_words > 0;
+  }
+  const fl_sampler_header_t *h = im->map;
+  return im->bytes >= sizeof *h && h->magic == FL_SAMPLER_MAGIC && h->used_words > 0;
+}
+
+/* The images of dir, sorted, with their info read. NULL with err. */
+static image_t *list_images(const char *dir, size_t *n_out, char *err, size_t err_size) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    snprintf(err, err_size, "cannot read the recording in %s: %s", dir, strerror(errno));
+    return NULL;
+  }
+  image_t *images = NULL;
+  size_t n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    int pid, gen, end = 0;
+    char suffix[16];
+    if (sscanf(e->d_name, "%d.%d.%15[a-z]%n", &pid, &gen, suffix, &end) != 3 || e->d_name[end] ||
+        strcmp(suffix, RC_SUFFIX_INFO) != 0)
+      continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      image_t *grown = realloc(images, cap * sizeof *grown);
+      if (!grown) break;
+      images = grown;
+    }
+    images[n] = (image_t){.pid = pid, .gen = gen};
+    if (read_info(dir, &images[n]) == 0) n++;
+  }
+  closedir(d);
+  if (n) qsort(images, n, sizeof *images, cmp_image);
+  *n_out = n;
+  return images ? images : xmalloc(1);
+}
+
+/* Names each image's root: its program's name, with its rank or pid when
+ * another kept image has the same name. */
+static void name_roots(image_t *images, size_t n, const bool *kept) {
+  for (size_t i = 0; i < n; i++) {
+    if (!kept[i]) continue;
+    bool alike = false;
+    for (size_t j = 0; j < n && !alike; j++)
+      alike = j != i && kept[j] && !strcmp(images[j].name, images[i].name);
+    if (!alike)
+      snprintf(images[i].root, sizeof images[i].root, "%s", images[i].name);
+    else if (images[i].rank)
+      snprintf(images[i].root, sizeof images[i].root, "%s (rank %s)", images[i].name,
+               images[i].rank);
+    else
+      snprintf(images[i].root, sizeof images[i].root, "%s (pid %d)", images[i].name, images[i].pid);
+  }
+}
+
+/* Collects one image into rec->profile. */
+static void collect_image(image_t *im, const rc_collect_opts_t *opts, fl_symbolizer_t *sym,
+                          rc_recording_t *rec) {
+  fl_frame_t root = {.func = im->root, .flags = FL_FRAME_ROOT};
+  rule_ctx_t rule;
+  fl_collect_opts_t co = {.rule = record_rule, .ctx = &rule, .main_tid = im->pid, .root = &root};
+  fl_profile_t *p = fl_profile_new(opts->allocs ? FL_PROFILE_ALLOC : FL_PROFILE_CPU);
+  char err[256];
+  int rc = opts->allocs
+               ? fl_collect_allocs(p, sym, im->map, im->bytes, &co, &opts->aopts, err, sizeof err)
+               : fl_collect_samples(p, sym, im->map, im->bytes, &co, err, sizeof err);
+  if (rc < 0)
+    warn(rec, "%s (pid %d): %s; its records after the fault are left out", im->name, im->pid, err);
+  int *threads = NULL;
+  rec->threads += fl_profile_threads(p, &threads);
+  free(threads);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  if (info->dropped)
+    warn(rec, "%s (pid %d): its %s buffer filled up and %llu %s were lost; give a larger --buffer",
+         im->name, im->pid, opts->allocs ? "allocation" : "sample",
+         (unsigned long long)info->dropped, opts->allocs ? "sampled allocations" : "samples");
+  if (fl_profile_n_samples(p)) rec->processes++;
+  if (!opts->allocs &&
+      ((const fl_sampler_header_t *)im->map)->source == FL_SAMPLER_SOURCE_CPU_TIMER)
+    rec->cpu_timers = true;
+  fl_profile_merge(rec->profile, p);
+  fl_profile_info_t *all = fl_profile_info(rec->profile);
+  if (opts->allocs) {
+    all->sample_rate = info->sample_rate;
+    all->weight_is_count = info->weight_is_count;
+    all->live_only = info->live_only;
+    all->calls += info->calls;
+  }
+  fl_profile_destroy(&p);
+}
+
+int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *rec, char *err,
+               size_t err_size) {
+  memset(rec, 0, sizeof *rec);
+  size_t n = 0;
+  image_t *images = list_images(dir, &n, err, err_size);
+  if (!images) return -1;
+  rec->profile = fl_profile_new(opts->allocs ? FL_PROFILE_ALLOC : FL_PROFILE_CPU);
+  rec->images = n;
+  bool *kept = calloc(n ? n : 1, sizeof *kept);
+  if (!kept) abort();
+  for (size_t i = 0; i < n; i++) {
+    image_t *im = &images[i];
+    if (im->errors) warn(rec, "%s (pid %d): %s", im->name, im->pid, im->errors);
+    /* A child that reset its signals just before an exec (the pid's next
+     * generation) lost nothing of note. */
+    bool exec_followed = i + 1 < n && images[i + 1].pid == im->pid;
+    if (im->replaced && !exec_followed)
+      warn(rec,
+           "%s (pid %d) handles %s itself, which cflame samples with: sampling stopped "
+           "there in that process (and in the children it forks afterwards, until they "
+           "exec)",
+           im->name, im->pid, im->replaced);
+    map_buffer(dir, im, opts->allocs ? RC_SUFFIX_ALLOCS : RC_SUFFIX_SAMPLES);
+    kept[i] = has_records(im, opts->allocs);
+  }
+  name_roots(images, n, kept);
+  /* Symbolizers by maps text: a forked child's are its parent's. */
+  fl_symbolizer_t **syms = calloc(n ? n : 1, sizeof *syms);
+  if (!syms) abort();
+  for (size_t i = 0; i < n; i++) {
+    image_t *im = &images[i];
+    if (!kept[i]) continue;
+    char *snapshots = read_text(dir, im, RC_SUFFIX_MAPS);
+    im->maps = rc_collect_merge_maps(snapshots ? snapshots : "");
+    free(snapshots);
+    for (size_t j = 0; j < i && !syms[i]; j++)
+      if (syms[j] && !strcmp(images[j].maps, im->maps)) syms[i] = syms[j];
+    char sym_err[256];
+    if (!syms[i] && !(syms[i] = fl_symbolizer_new_from_maps(im->maps, sym_err, sizeof sym_err))) {
+      warn(rec, "%s (pid %d) is left out: cannot read its modules: %s", im->name, im->pid, sym_err);
+      continue;
+    }
+    collect_image(im, opts, syms[i], rec);
+  }
+  fl_profile_info_t *info = fl_profile_info(rec->profile);
+  snprintf(info->source, sizeof info->source, "cflame record");
+  for (size_t i = 0; i < n; i++) {
+    bool shared = false;
+    for (size_t j = i + 1; j < n && !shared; j++) shared = syms[j] == syms[i];
+    if (!shared) fl_symbolizer_destroy(&syms[i]);
+    image_t *im = &images[i];
+    if (im->map) munmap(im->map, im->bytes);
+    free(im->name);
+    free(im->rank);
+    free(im->errors);
+    free(im->replaced);
+    free(im->maps);
+  }
+  free(syms);
+  free(kept);
+  free(images);
+  return 0;
+}
+
+void rc_recording_free(rc_recording_t *rec) {
+  fl_profile_destroy(&rec->profile);
+  for (size_t i = 0; i < rec->n_warnings; i++) free(rec->warnings[i]);
+  free(rec->warnings);
+  rec->warnings = NULL;
+  rec->n_warnings = 0;
+}

@@ -1,0 +1,63 @@
+/* rc_files: the names `cflame record` and its preloaded library agree on.
+ *
+ * `cflame record` (rc_record.c) makes a private recording directory, and
+ * runs the program with LD_PRELOAD naming the preloaded library
+ * (rc_preload.c) and the RC_ENV_* variables below in its environment.
+ * Every process image that the library starts in (the program, each child
+ * it forks, each program they exec, as long as they keep the environment)
+ * writes its own files there, named after its pid and its generation (0
+ * for the first image of a pid, 1 after its first exec that claimed files,
+ * and so on):
+ *
+ *   PID.GEN.info     "KEY VALUE" lines: RC_INFO_* at start, and what
+ *                    befell the recording later (errors, a handler the
+ *                    program took)
+ *   PID.GEN.samples  the sample buffer (fl_sampler.h), mapped shared
+ *   PID.GEN.allocs   the allocation buffer (fl_allocs.h), with --allocs
+ *                    (instead of samples)
+ *   PID.GEN.maps     snapshots of /proc/self/maps, each ended by
+ *                    RC_MAPS_END: one at start, one before each dlopen
+ *                    and dlclose that follows a change, one at exit
+ *
+ * The info file is created first, exclusively: it claims the generation.
+ * Everything here is read back through these definitions. */
+#ifndef RC_FILES_H
+#define RC_FILES_H
+
+/* The recording directory; unset: the library does nothing. */
+#define RC_ENV_DIR "CFLAME_RECORD_DIR"
+/* The sampling interval in nanoseconds; unset: no CPU samples. */
+#define RC_ENV_INTERVAL "CFLAME_RECORD_INTERVAL_NS"
+/* Words of each sample buffer, and of each allocation buffer. */
+#define RC_ENV_WORDS "CFLAME_RECORD_WORDS"
+/* The allocation sample rate (0 < rate <= 1); unset: no allocations. */
+#define RC_ENV_ALLOCS "CFLAME_RECORD_ALLOCS"
+
+/* The preloaded libraries, next to each other: the sampler, and with
+ * --allocs the allocator's entry points, which use the first's recorder. */
+#define RC_PRELOAD_LIB "libcflame_preload.so"
+#define RC_PRELOAD_ALLOCS_LIB "libcflame_preload_allocs.so"
+
+#define RC_SUFFIX_SAMPLES "samples"
+#define RC_SUFFIX_ALLOCS "allocs"
+#define RC_SUFFIX_MAPS "maps"
+#define RC_SUFFIX_INFO "info"
+/* DIR/PID.GEN.SUFFIX */
+#define RC_FILE_FMT "%s/%d.%d.%s"
+
+#define RC_MAPS_END "# end of maps\n"
+
+/* Keys of the info file. */
+#define RC_INFO_PID "pid"     /* the process's pid */
+#define RC_INFO_PPID "ppid"   /* its parent's */
+#define RC_INFO_NAME "name"   /* the program's file name, as the system names it (AT_EXECFN) */
+#define RC_INFO_RANK "rank"   /* its MPI rank, when RC_RANK_ENVS give one */
+#define RC_INFO_ERROR "error" /* why it records nothing (the rest of the line) */
+#define RC_INFO_REPLACED "replaced" /* at exit: a signal whose handler the program replaced */
+
+/* Where an MPI rank is found, first set wins: Open MPI's, then the PMI
+ * name that MPICH, Intel MPI and Slurm's srun set. */
+#define RC_RANK_ENVS \
+  { "OMPI_COMM_WORLD_RANK", "PMI_RANK" }
+
+#endif

@@ -1,0 +1,627 @@
+/* rc_record: the `cflame record` command (see rc_record.h). */
+#define _GNU_SOURCE
+#include "rc_record.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <link.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cflame.h"
+#include "cflame/fl_io.h"
+#include "rc_collect.h"
+#include "rc_files.h"
+#include "rc_program.h"
+#include "rc_run.h"
+
+#ifndef CFLAME_PRELOAD_FROM_BIN
+#error "CFLAME_PRELOAD_FROM_BIN comes from CMake: the preloaded libraries' directory from bindir"
+#endif
+
+#define EXIT_USAGE 2
+#define DEFAULT_DELAY_S 0.001
+#define DEFAULT_SAMPLE_RATE 0.1
+/* 2^26 words: 512 MiB of sparse file a process, of which only what is
+ * written takes room; at 1 ms and some 25 words a sample, about 45
+ * minutes of one process's CPU. */
+#define DEFAULT_BUFFER_WORDS (1ull << 26)
+
+typedef struct opts {
+  const char *output; /* -o; NULL: ./PROGRAM.cflame.EXT */
+  const char *format; /* -f; NULL: by the output's ending, or svg */
+  double delay_s;
+  bool allocs, live, weight_count;
+  bool alloc_opts_given; /* --sample-rate, --live or --weight */
+  double sample_rate;
+  uint64_t buffer_words;
+  char **draw; /* the drawing options, passed to the cflame command */
+  int n_draw;
+  char **program; /* PROGRAM [ARGS...] */
+  int n_program;
+} opts_t;
+
+static const char usage_text[] =
+    "Usage: cflame record [OPTIONS] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM with cflame's in-process sampler preloaded (the one the notebook's\n"
+    "worker uses: no perf_event permission needed), in every thread, forked child and\n"
+    "exec'd program, each process under a root frame of its own. Its input, output,\n"
+    "error and exit status pass through; Ctrl-C reaches it, and the profile of what\n"
+    "ran is still written. Then the profile, symbolized with libdw (lines, inlined\n"
+    "functions), is drawn as `cflame` draws an input.\n"
+    "\n"
+    "Recording:\n"
+    "      --delay SECONDS    sampling interval in seconds of each thread's CPU time\n"
+    "                         (default 0.001; at least 0.00001)\n"
+    "      --allocs           record allocations instead of CPU time (malloc, calloc,\n"
+    "                         realloc and the aligned allocators), as %%profallocs does\n"
+    "      --sample-rate R    with --allocs: share of allocation calls recorded, more\n"
+    "                         than 0 and at most 1 (default 0.1; 1: every one, exactly)\n"
+    "      --live             with --allocs: only what is still allocated at exit\n"
+    "      --weight bytes|count  with --allocs: widths by bytes (default) or count\n"
+    "      --buffer WORDS     room for records of each process, in 8-byte words\n"
+    "                         (default 67108864: about 45 minutes of CPU at 1 ms)\n"
+    "\n"
+    "Output:\n"
+    "  -o, --output FILE      where to write; the format comes from the ending: .svg,\n"
+    "                         .html, .vl.json, .folded, .txt or .pb.gz; - is standard\n"
+    "                         output.\n"
+    "                         %p is the program's pid, %h the host's name, %r the\n"
+    "                         MPI rank (OMPI_COMM_WORLD_RANK or PMI_RANK), %% a %\n"
+    "                         (default: ./PROGRAM.cflame.svg, named after PROGRAM)\n"
+    "  -f, --format FORMAT    svg, html, vegalite, folded, text or pprof, whatever the\n"
+    "                         ending\n"
+    "\n"
+    "Every other option before -- is a drawing option of `cflame` (cflame --help):\n"
+    "--C/--no-C, --lines/--no-lines, --threads N,M (1 is each process's main thread,\n"
+    "then 2, 3, ... in the order they started), --minwidth, --filter, --pruned,\n"
+    "--title, --width, --height, --icicle, --theme, --diff BASE and the diff options.\n"
+    "\n"
+    "Examples:\n"
+    "  cflame record -- ./solver input.dat            # writes ./solver.cflame.svg\n"
+    "  cflame record -o prof.html --delay 0.0001 -- ./solver\n"
+    "  cflame record --allocs --sample-rate 1 --live -o leaks.svg -- ./server\n"
+    "  mpirun -n 4 cflame record -o prof.%h.%r.folded -- ./solver   # one per rank\n"
+    "  cflame record -o all.svg -- mpirun -n 4 ./solver               # every rank\n"
+    "\n"
+    "Exit status: the program's (128 + N when signal N ended it); 2 for a bad\n"
+    "command line; 127 when PROGRAM is not found, 126 when it cannot be run or\n"
+    "recorded (statically linked, set-user-ID); 1 when it exited 0 but no profile\n"
+    "could be written.\n";
+
+/* ---- messages ---- */
+
+/* "cflame record: MESSAGE" on standard error. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cflame_vsay("cflame record", NULL, fmt, ap);
+  va_end(ap);
+}
+
+/* A bad command line: the message, where the options are; exit 2. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cflame_vsay("cflame record", "(cflame record --help lists its options)", fmt, ap);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+/* 1234567 -> "1,234,567" */
+static void group_digits(char *out, size_t size, uint64_t v) {
+  char digits[32];
+  int n = snprintf(digits, sizeof digits, "%" PRIu64, v);
+  size_t o = 0;
+  for (int i = 0; i < n && o + 2 < size; i++) {
+    if (i && (n - i) % 3 == 0) out[o++] = ',';
+    out[o++] = digits[i];
+  }
+  out[o] = '\0';
+}
+
+/* ---- options ---- */
+
+/* Whether argv[*i] is the option named long_name (or short_name, "-o"),
+ * with its value in *value: "--name VALUE", "--name=VALUE", "-o VALUE",
+ * "-oVALUE". *missing is set when the value is missing. */
+static bool take(char **argv, int argc, int *i, const char *long_name, const char *short_name,
+                 const char **value, bool *missing) {
+  const char *w = argv[*i];
+  size_t n = strlen(long_name);
+  const char *v = NULL;
+  if (!strncmp(w, long_name, n) && w[n] == '=') {
+    v = w + n + 1;
+  } else if (!strcmp(w, long_name) || (short_name && !strcmp(w, short_name))) {
+    if (*i + 1 < argc && strcmp(argv[*i + 1], "--") != 0) v = argv[++*i];
+  } else if (short_name && !strncmp(w, short_name, 2) && w[2]) {
+    v = w + 2;
+  } else {
+    return false;
+  }
+  *missing = !v;
+  *value = v;
+  return true;
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+/* Parses argv into o. Returns -1 to go on, else the exit status. */
+static int parse(int argc, char **argv, opts_t *o) {
+  int i = 1;
+  for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+    const char *v;
+    bool missing = false;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--allocs")) {
+      o->allocs = true;
+    } else if (!strcmp(argv[i], "--live")) {
+      o->live = o->alloc_opts_given = true;
+    } else if (take(argv, argc, &i, "--output", "-o", &v, &missing)) {
+      if (missing || !*v) return usage_error("-o needs a file name (- for standard output)");
+      o->output = v;
+    } else if (take(argv, argc, &i, "--format", "-f", &v, &missing)) {
+      if (missing || !*v)
+        return usage_error(
+            "--format needs a format: svg, html, vegalite, "
+            "folded or text");
+      o->format = v;
+    } else if (take(argv, argc, &i, "--delay", NULL, &v, &missing)) {
+      if (missing || !parse_double(v, 1e-5, 10, &o->delay_s))
+        return usage_error("--delay %s: expected seconds from 0.00001 to 10, such as 0.001",
+                           missing ? "" : v);
+    } else if (take(argv, argc, &i, "--sample-rate", NULL, &v, &missing)) {
+      if (missing || !parse_double(v, 1e-9, 1, &o->sample_rate) || o->sample_rate <= 0)
+        return usage_error(
+            "--sample-rate %s: expected a share of the allocation calls, more "
+            "than 0 and at most 1, such as 0.1",
+            missing ? "" : v);
+      o->alloc_opts_given = true;
+    } else if (take(argv, argc, &i, "--weight", NULL, &v, &missing)) {
+      if (missing || (strcmp(v, "bytes") && strcmp(v, "count")))
+        return usage_error("--weight %s: valid: bytes, count", missing ? "" : v);
+      o->weight_count = !strcmp(v, "count");
+      o->alloc_opts_given = true;
+    } else if (take(argv, argc, &i, "--buffer", NULL, &v, &missing)) {
+      char *end;
+      errno = 0;
+      unsigned long long n = missing ? 0 : strtoull(v, &end, 10);
+      if (missing || errno || end == v || *end || n < 1024 || n > (1ull << 36))
+        return usage_error(
+            "--buffer %s: expected a number of 8-byte words from 1024 to "
+            "68719476736",
+            missing ? "" : v);
+      o->buffer_words = n;
+    } else {
+      o->draw[o->n_draw++] = argv[i]; /* the cflame command's */
+    }
+  }
+  if (i >= argc)
+    return usage_error("give the program after --: cflame record [OPTIONS] -- PROGRAM [ARGS...]");
+  o->program = argv + i + 1;
+  o->n_program = argc - i - 1;
+  if (o->n_program == 0) return usage_error("no PROGRAM after --");
+  if (o->alloc_opts_given && !o->allocs)
+    return usage_error("--sample-rate, --live and --weight need --allocs");
+  return -1;
+}
+
+/* The MPI rank cflame runs as, or NULL. */
+static const char *mpi_rank(void) {
+  static const char *const envs[] = RC_RANK_ENVS;
+  for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
+    const char *v = getenv(envs[i]);
+    if (v && *v) return v;
+  }
+  return NULL;
+}
+
+/* The output's name with %p, %h, %r and %% replaced (new string); NULL
+ * with err for an unknown % or a %r without a rank. pid 0: %p is only
+ * checked. */
+static char *expand_output(const char *pattern, int pid, char *err, size_t err_size) {
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  if (!f) abort();
+  bool ok = true;
+  for (const char *p = pattern; *p && ok; p++) {
+    if (*p != '%') {
+      fputc(*p, f);
+      continue;
+    }
+    char host[HOST_NAME_MAX + 1] = "localhost";
+    const char *rank;
+    switch (*++p) {
+      case 'p': fprintf(f, "%d", pid); break;
+      case 'h':
+        gethostname(host, sizeof host);
+        host[sizeof host - 1] = '\0';
+        fputs(host, f);
+        break;
+      case 'r':
+        if (!(rank = mpi_rank())) {
+          snprintf(err, err_size,
+                   "-o %s: %%r is the MPI rank, from OMPI_COMM_WORLD_RANK or PMI_RANK, and "
+                   "neither is set (run cflame record under mpirun: mpirun -n 4 cflame record "
+                   "-o %s -- PROGRAM)",
+                   pattern, pattern);
+          ok = false;
+        } else {
+          fputs(rank, f);
+        }
+        break;
+      case '%': fputc('%', f); break;
+      default:
+        snprintf(err, err_size,
+                 "-o %s: unknown %%%c; valid: %%p (pid), %%h (host), %%r (MPI "
+                 "rank), %%%% (a %%)",
+                 pattern, *p ? *p : ' ');
+        ok = false;
+        if (!*p) p--;
+    }
+  }
+  fclose(f);
+  if (!ok) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+/* ---- the preloaded libraries ---- */
+
+/* The preloaded libraries next to the running cflame: in the build tree
+ * (bin/ and lib/) or installed (CFLAME_PRELOAD_FROM_BIN from bindir).
+ * Returns the LD_PRELOAD words for them (new), or NULL with err. */
+static char *preload_value(bool allocs, char *err, size_t err_size) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    snprintf(err, err_size, "cannot find cflame's own file: %s", strerror(errno));
+    return NULL;
+  }
+  exe[n] = '\0';
+  *strrchr(exe, '/') = '\0';
+  const char *dirs[] = {CFLAME_PRELOAD_FROM_BIN, "../lib"};
+  char *value = NULL;
+  for (size_t i = 0; i < 2 && !value; i++) {
+    char *lib, *real;
+    if (asprintf(&lib, "%s/%s/%s", exe, dirs[i], RC_PRELOAD_LIB) < 0) abort();
+    real = realpath(lib, NULL);
+    free(lib);
+    if (!real) continue;
+    *strrchr(real, '/') = '\0';
+    if (strpbrk(real, " :")) {
+      snprintf(err, err_size,
+               "cannot preload from %.900s: LD_PRELOAD cannot name a path with a "
+               "space or a colon",
+               real);
+      free(real);
+      return NULL;
+    }
+    if (asprintf(&value, "%s/%s%s%s%s", real, RC_PRELOAD_LIB, allocs ? " " : "", allocs ? real : "",
+                 allocs ? "/" RC_PRELOAD_ALLOCS_LIB : "") < 0)
+      abort();
+    free(real);
+  }
+  if (!value)
+    snprintf(err, err_size, "cannot find %s next to cflame (in %.400s/%s or %.400s/../lib)",
+             RC_PRELOAD_LIB, exe, CFLAME_PRELOAD_FROM_BIN, exe);
+  return value;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+/* A sanitizer build of cflame (CFLAME_SANITIZE) has preloaded libraries
+ * that need AddressSanitizer's runtime first among the program's
+ * libraries: cflame's own, found among its loaded objects. */
+static int find_asan_runtime(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  if (!info->dlpi_name || !strstr(info->dlpi_name, "/libasan.so")) return 0;
+  *(const char **)data = info->dlpi_name;
+  return 1;
+}
+#endif
+
+/* Sets the environment the program and its children record in. */
+static int set_environment(const opts_t *o, const char *dir, char *err, size_t err_size) {
+  char *preload = preload_value(o->allocs, err, err_size);
+  if (!preload) return -1;
+  const char *before = getenv("LD_PRELOAD"), *runtime = "";
+#if defined(__SANITIZE_ADDRESS__)
+  dl_iterate_phdr(find_asan_runtime, &runtime);
+  /* The program is not instrumented: no leak report of it at exit. */
+  const char *asan = getenv("ASAN_OPTIONS");
+  char *options;
+  if (asprintf(&options, "%s%sdetect_leaks=0", asan ? asan : "", asan && *asan ? ":" : "") < 0)
+    abort();
+  setenv("ASAN_OPTIONS", options, 1);
+  free(options);
+#endif
+  char *value, number[32];
+  if (asprintf(&value, "%s%s%s%s%s", runtime, *runtime ? " " : "", preload,
+               before && *before ? " " : "", before ? before : "") < 0)
+    abort();
+  setenv("LD_PRELOAD", value, 1);
+  free(value);
+  free(preload);
+  setenv(RC_ENV_DIR, dir, 1);
+  snprintf(number, sizeof number, "%" PRIu64, o->buffer_words);
+  setenv(RC_ENV_WORDS, number, 1);
+  if (o->allocs) {
+    snprintf(number, sizeof number, "%.17g", o->sample_rate);
+    setenv(RC_ENV_ALLOCS, number, 1);
+    unsetenv(RC_ENV_INTERVAL);
+  } else {
+    snprintf(number, sizeof number, "%" PRIu64, (uint64_t)llround(o->delay_s * 1e9));
+    setenv(RC_ENV_INTERVAL, number, 1);
+    unsetenv(RC_ENV_ALLOCS);
+  }
+  return 0;
+}
+
+/* Removes the recording directory and what is in it. */
+static void remove_recording(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    for (struct dirent *e; (e = readdir(d));) {
+      if (e->d_name[0] == '.') continue;
+      char path[PATH_MAX];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+/* ---- the summary ---- */
+
+/* The line under the graph's title, and after "wrote": what was recorded. */
+static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const opts_t *o) {
+  const fl_profile_info_t *info = fl_profile_info_const(rec->profile);
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  if (!f) abort();
+  char n[32];
+  if (o->allocs) {
+    const char *approx = info->sample_rate < 1 ? "~" : "";
+    group_digits(n, sizeof n, info->total_allocs);
+    fprintf(f, "%s%s allocation%s", approx, n, info->total_allocs == 1 ? "" : "s");
+    if (!info->weight_is_count) {
+      double b = (double)info->total_weight;
+      if (b >= 1 << 20)
+        fprintf(f, " of %s%.1f MiB", approx, b / (1 << 20));
+      else if (b >= 1 << 10)
+        fprintf(f, " of %s%.1f KiB", approx, b / (1 << 10));
+      else
+        fprintf(f, " of %s%.0f B", approx, b);
+    }
+    if (info->live_only) fputs(" still allocated at exit", f);
+    if (info->sample_rate < 1)
+      fprintf(f, ", estimated from %" PRIu64 " sampled (sample rate %g)", info->samples,
+              info->sample_rate);
+    else
+      fputs(", every one recorded", f);
+  } else {
+    group_digits(n, sizeof n, info->total_weight);
+    fprintf(f, "%s samples every %g ms of CPU (%.3f s)", n, (double)info->interval_ns / 1e6,
+            (double)info->total_weight * (double)info->interval_ns / 1e9);
+    if (rec->cpu_timers) fputs(" taken by CPU timers, perf events being refused", f);
+  }
+  fprintf(f, " in %zu process%s, %zu thread%s", rec->processes, rec->processes == 1 ? "" : "es",
+          rec->threads, rec->threads == 1 ? "" : "s");
+  fprintf(f, "; the program took %.3f s CPU, %.3f s wall", run->cpu_seconds, run->wall_seconds);
+  fclose(f);
+  return out;
+}
+
+/* ---- the run ---- */
+
+/* The drawing command: cflame [--format F] [-o OUT] DRAW... -- NAME. */
+static char **draw_argv(const opts_t *o, const char *format, const char *output, char *name,
+                        int *argc) {
+  char **argv = calloc((size_t)o->n_draw + 8, sizeof *argv);
+  if (!argv) abort();
+  int n = 0;
+  argv[n++] = "cflame";
+  argv[n++] = "--format";
+  argv[n++] = (char *)format;
+  if (output) {
+    argv[n++] = "-o";
+    argv[n++] = (char *)output;
+  }
+  for (int i = 0; i < o->n_draw; i++) argv[n++] = o->draw[i];
+  argv[n++] = "--";
+  argv[n++] = name;
+  *argc = n;
+  return argv;
+}
+
+/* The output's name, now that the program's pid is known: -o's with its
+ * %-sequences replaced, or ./PROGRAM.cflame.EXT by the format. New, or
+ * NULL with err. */
+static char *output_name(const opts_t *o, const char *format, int pid, char *err, size_t err_size) {
+  char *out = NULL;
+  if (o->output && strcmp(o->output, "-") != 0) return expand_output(o->output, pid, err, err_size);
+  if (o->output) {
+    out = strdup("-");
+  } else {
+    const char *base = strrchr(o->program[0], '/');
+    base = base ? base + 1 : o->program[0];
+    const char *ending = fl_output_ending_of_format(format);
+    if (asprintf(&out, "%s.cflame%s%s", base, ending ? "" : ".", ending ? ending : format) < 0)
+      out = NULL;
+  }
+  if (!out) abort();
+  return out;
+}
+
+/* Says why a recording holds nothing to draw: too little ran, or what ran
+ * did without the library. */
+static void say_why_empty(const opts_t *o) {
+  const char *without =
+      "or the programs that did the work ran without cflame's preloaded "
+      "library (a program that clears LD_PRELOAD from the environment, or "
+      "a static one)";
+  if (o->allocs)
+    say("%s left no allocation records: it made no allocation that was recorded%s, %s; "
+        "nothing is written",
+        o->program[0], o->sample_rate < 1 ? " (raise --sample-rate, up to 1)" : "", without);
+  else
+    say("%s left no samples: its processes ran for less than a sample of CPU (%g ms; sample "
+        "more often with --delay 0.0001), %s; nothing is written",
+        o->program[0], o->delay_s * 1e3, without);
+}
+
+/* "PROGRAM ARGS..." (new), the name the graph's title shows. */
+static char *command_line(const opts_t *o) {
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  if (!f) abort();
+  for (int i = 0; i < o->n_program; i++) fprintf(f, "%s%s", i ? " " : "", o->program[i]);
+  fclose(f);
+  return out;
+}
+
+int rc_record_main(int argc, char **argv) {
+  opts_t o = {.delay_s = DEFAULT_DELAY_S,
+              .sample_rate = DEFAULT_SAMPLE_RATE,
+              .buffer_words = DEFAULT_BUFFER_WORDS};
+  char err[1024], dir[PATH_MAX] = "";
+  char *name = NULL, *path = NULL, *output = NULL, *note = NULL, **dargv = NULL;
+  rc_recording_t rec = {0};
+  int status;
+  if (!(o.draw = calloc((size_t)argc, sizeof *o.draw))) abort();
+  if ((status = parse(argc, argv, &o)) >= 0) goto done;
+
+  /* The format, and the output's name: checked before the program runs. */
+  const char *by_name = o.output ? fl_output_format_of_path(o.output) : NULL;
+  const char *format = o.format ? o.format : by_name;
+  if (!format && o.output && strcmp(o.output, "-") != 0) {
+    status = usage_error("-o %s: cannot tell the format from the name; end it in %s, or give "
+                         "--format",
+                         o.output, fl_output_endings(true));
+    goto done;
+  }
+  if (!format) format = "svg";
+  if (o.output && strcmp(o.output, "-") != 0) {
+    char *checked = expand_output(o.output, 1, err, sizeof err);
+    if (!checked) {
+      status = usage_error("%s", err);
+      goto done;
+    }
+    free(checked);
+  }
+  name = command_line(&o);
+  int dargc;
+  dargv = draw_argv(&o, format, NULL, name, &dargc);
+  cflame_given_t check = {.name = name};
+  if ((status = cflame_draw(dargc, dargv, &check)) >= 0) goto done;
+  free(dargv);
+  dargv = NULL;
+
+#if defined(__SANITIZE_ADDRESS__)
+  if (o.allocs) {
+    /* AddressSanitizer's runtime, preloaded first, takes every allocation
+     * before the preloaded entry points could see it. */
+    say("--allocs needs a build of cflame without sanitizers: this one (CFLAME_SANITIZE) "
+        "preloads AddressSanitizer's allocator ahead of cflame's");
+    status = 1;
+    goto done;
+  }
+#endif
+  if ((status = rc_program_find(o.program[0], &path, err, sizeof err)) != 0) {
+    say("%s", err);
+    goto done;
+  }
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/cflame-record-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    say("cannot make a directory for the recording (%s): %s", dir, strerror(errno));
+    dir[0] = '\0';
+    status = 1;
+    goto done;
+  }
+  if (set_environment(&o, dir, err, sizeof err) < 0) {
+    say("%s", err);
+    status = 1;
+    goto done;
+  }
+
+  rc_run_t run;
+  if ((status = rc_run(path, o.program, &run, err, sizeof err)) != 0) {
+    say("%s", err);
+    goto done;
+  }
+  int program_status = rc_exit_status(run.status);
+  if (WIFSIGNALED(run.status))
+    say("%s was ended by signal %d (%s)%s", o.program[0], WTERMSIG(run.status),
+        sigabbrev_np(WTERMSIG(run.status)) ? sigabbrev_np(WTERMSIG(run.status)) : "?",
+        WCOREDUMP(run.status) ? ", core dumped" : "");
+  /* From here on the program's status is cflame's, unless it was 0 and
+   * no profile is written. */
+  status = program_status ? program_status : 1;
+
+  rc_collect_opts_t copts = {.allocs = o.allocs,
+                             .aopts = {.live = o.live, .weight_count = o.weight_count}};
+  if (rc_collect(dir, &copts, &rec, err, sizeof err) < 0) {
+    say("%s", err);
+    goto done;
+  }
+  for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
+  if (fl_profile_n_samples(rec.profile) == 0) {
+    say_why_empty(&o);
+    goto done;
+  }
+  fl_profile_info(rec.profile)->wall_seconds = run.wall_seconds;
+  fl_profile_info(rec.profile)->cpu_seconds = run.cpu_seconds;
+  if (!(output = output_name(&o, format, run.pid, err, sizeof err))) {
+    say("%s", err);
+    goto done;
+  }
+  note = summary_of(&rec, &run, &o);
+  dargv = draw_argv(&o, format, output, name, &dargc);
+  cflame_given_t given = {.profile = rec.profile, .name = name, .note = note};
+  int drawn = cflame_draw(dargc, dargv, &given);
+  if (drawn == 0) {
+    if (strcmp(output, "-") == 0)
+      say("wrote the profile to standard output: %s", note);
+    else
+      say("wrote %s: %s", output, note);
+  }
+  status = program_status ? program_status : drawn;
+done:
+  if (dir[0]) remove_recording(dir);
+  rc_recording_free(&rec);
+  free(dargv);
+  free(note);
+  free(output);
+  free(path);
+  free(name);
+  free(o.draw);
+  return status;
+}

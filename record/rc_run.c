@@ -1,0 +1,139 @@
+/* rc_run: running the program with its signals forwarded (see rc_run.h). */
+#define _GNU_SOURCE
+#include "rc_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rc_program.h"
+
+static const int forwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+#define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
+/* With the signal's number in the byte the handler writes: send it on. */
+#define FORWARD 0x80
+
+static int signal_pipe = -1;
+
+/* Saves errno, writes the signal (and whether to forward it) to the
+ * pipe, restores errno (the self-pipe pattern). */
+static void on_signal(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  int saved = errno;
+  unsigned char byte = (unsigned char)(sig | (si->si_code == SI_KERNEL ? 0 : FORWARD));
+  ssize_t w = write(signal_pipe, &byte, 1);
+  (void)w;
+  errno = saved;
+}
+
+int rc_exit_status(int status) {
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The child's side: the dispositions it would have had without cflame,
+ * then exec; on failure, errno on the pipe. */
+static void exec_child(const char *path, char *const argv[], int error_pipe,
+                       const struct sigaction *old, const struct sigaction *old_chld) {
+  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &old[i], NULL);
+  sigaction(SIGCHLD, old_chld, NULL);
+  execv(path, argv);
+  int e = errno;
+  ssize_t w = write(error_pipe, &e, sizeof e);
+  (void)w;
+  _exit(RC_CANNOT_RUN);
+}
+
+int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_t err_size) {
+  int rc = RC_CANNOT_RUN, pidfd = -1, sig_fds[2] = {-1, -1}, err_fds[2] = {-1, -1};
+  struct sigaction old[N_FORWARDED], old_chld, sa;
+  bool handlers = false;
+  memset(run, 0, sizeof *run);
+  if (pipe2(sig_fds, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(err_fds, O_CLOEXEC) < 0) {
+    snprintf(err, err_size, "cannot run %s: %s", argv[0], strerror(errno));
+    goto done;
+  }
+  signal_pipe = sig_fds[1];
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &sa, &old[i]);
+  /* The program is waited for here, whatever cflame's parent made of
+   * SIGCHLD (ignored: children would vanish unwaited). */
+  struct sigaction dfl = {.sa_handler = SIG_DFL};
+  sigaction(SIGCHLD, &dfl, &old_chld);
+  handlers = true;
+
+  double start = now_seconds();
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(err, err_size, "cannot run %s: %s", argv[0], strerror(errno));
+    goto done;
+  }
+  if (pid == 0) exec_child(path, argv, err_fds[1], old, &old_chld);
+  close(err_fds[1]);
+  err_fds[1] = -1;
+  int exec_errno;
+  ssize_t got;
+  while ((got = read(err_fds[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  if (got == (ssize_t)sizeof exec_errno) {
+    waitpid(pid, NULL, 0);
+    snprintf(err, err_size, "cannot run %s: %s", argv[0], strerror(exec_errno));
+    rc = exec_errno == ENOENT ? RC_NOT_FOUND : RC_CANNOT_RUN;
+    goto done;
+  }
+  run->pid = pid;
+  pidfd = pidfd_open(pid, 0);
+  for (;;) {
+    struct pollfd fds[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sig_fds[0], .events = POLLIN}};
+    /* Without a pidfd (a kernel before 5.3), the signals' pipe alone,
+     * with a look at the child every 50 ms. */
+    int n = pidfd >= 0 ? poll(fds, 2, -1) : poll(fds + 1, 1, 50);
+    if (n < 0 && errno != EINTR) {
+      waitpid(pid, &run->status, 0);
+      break; /* no CPU time to tell */
+    }
+    unsigned char bytes[64];
+    ssize_t k;
+    while ((k = read(sig_fds[0], bytes, sizeof bytes)) > 0)
+      for (ssize_t i = 0; i < k; i++)
+        if (bytes[i] & FORWARD) kill(pid, bytes[i] & ~FORWARD);
+    struct rusage ru;
+    if (wait4(pid, &run->status, WNOHANG, &ru) == pid) {
+      run->cpu_seconds = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+      break;
+    }
+  }
+  run->wall_seconds = now_seconds() - start;
+  rc = 0;
+done:
+  if (handlers) {
+    for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &old[i], NULL);
+    sigaction(SIGCHLD, &old_chld, NULL);
+  }
+  signal_pipe = -1;
+  for (int i = 0; i < 2; i++) {
+    if (sig_fds[i] >= 0) close(sig_fds[i]);
+    if (err_fds[i] >= 0) close(err_fds[i]);
+  }
+  if (pidfd >= 0) close(pidfd);
+  return rc;
+}

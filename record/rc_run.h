@@ -1,0 +1,37 @@
+/* rc_run: running the program `cflame record` records, as a shell would:
+ * its standard input, output and error are cflame's own, it stays in
+ * cflame's process group (a terminal's Ctrl-C reaches it directly, and
+ * job control treats both as one job), and what ends it gives cflame's
+ * exit status.
+ *
+ * Signals sent to cflame itself are forwarded to it: SIGINT, SIGQUIT,
+ * SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2, when kill() or the like sent them
+ * to cflame's pid (mpirun stopping its ranks, `kill -INT`). The ones a
+ * terminal sends to the whole foreground group (si_code SI_KERNEL) have
+ * reached the program already and are not sent again. Either way cflame
+ * itself goes on, so that it writes the profile of what ran. The handler
+ * only writes the signal to a pipe, which the waiting loop reads. */
+#ifndef RC_RUN_H
+#define RC_RUN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct rc_run {
+  pid_t pid;           /* the program's */
+  int status;          /* its wait status */
+  double wall_seconds; /* from start to end */
+  double cpu_seconds;  /* its CPU time and that of the children it waited for */
+} rc_run_t;
+
+/* Starts path with argv (argv[0] as it is given), in cflame's
+ * environment, and waits for it to end. Returns 0 with *run, or
+ * RC_NOT_FOUND or RC_CANNOT_RUN (rc_program.h) with err naming the
+ * program when it could not be started (exec failed). */
+int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_t err_size);
+
+/* The exit status a shell gives for wait status: the program's own, or
+ * 128 plus the signal that ended it. */
+int rc_exit_status(int status);
+
+#endif

@@ -1,0 +1,212 @@
+/* The program tests/cli/test_record.py records: known work in functions of
+ * its own, run in the way each test asks (argv[1]), measuring its own CPU
+ * time, which it prints as JSON on stdout for the test to compare with the
+ * profile's shares.
+ *
+ *   prog split ITERS           one() and three() (three times one()'s work),
+ *                              alternating over rounds, on the main thread
+ *   prog threads ITERS         thread_a runs one(), thread_b three()
+ *   prog fork ITERS            a child runs child_work (three), the parent
+ *                              parent_work (one); the parent waits
+ *   prog exec ITERS OTHER      a child execs OTHER (other.c) and the parent
+ *                              runs one(); the parent waits
+ *   prog io STATUS             echoes a line of stdin to stdout and stderr,
+ *                              exits with STATUS
+ *   prog kill ITERS SIGNAL     works, then kills itself with SIGNAL
+ *   prog spin ITERS [handle|alone]  works, prints "ready", then spins until
+ *                              SIGINT: dies of it, or handles it and exits
+ *                              0 ("handle"); or ("alone") leaves the
+ *                              terminal's foreground group, prints "ready",
+ *                              works, and counts the SIGINTs that came
+ *   prog chain ITERS N         one(), then execs itself, N times in all
+ *   prog keepfd ITERS FILE     a child closes its descriptors, has FILE on
+ *                              descriptors 3 to 19 and execs prog writefd,
+ *                              which writes a line through each
+ *   prog allocs                1000 mallocs of 48 bytes in leaky(), one in
+ *                              four kept, and 300 callocs of 80 in zeroed() */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "work.h"
+
+#define ROUNDS 10
+static void *volatile keep_sink;
+
+__attribute__((noinline)) void child_work(long n) {
+  burn(3 * n);
+  sink = sink + 1;
+}
+__attribute__((noinline)) void parent_work(long n) {
+  burn(n);
+  sink = sink + 1;
+}
+
+static void split(long n) {
+  double t1, t3;
+  one_and_three(n, ROUNDS, &t1, &t3);
+  printf("{\"one\": %.6f, \"three\": %.6f}\n", t1, t3);
+}
+
+static long iters;
+static double cpu_a, cpu_b;
+
+static void *thread_a(void *arg) {
+  for (int r = 0; r < ROUNDS; r++) one(iters);
+  cpu_a = thread_cpu();
+  return arg;
+}
+static void *thread_b(void *arg) {
+  for (int r = 0; r < ROUNDS; r++) three(iters);
+  cpu_b = thread_cpu();
+  return arg;
+}
+
+static volatile sig_atomic_t interrupts;
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupts++;
+}
+
+__attribute__((noinline)) static void spin(long n) {
+  while (!interrupts) burn(n / 100 + 1);
+}
+
+__attribute__((noinline)) static void leaky(void **keep) {
+  for (int i = 0; i < 1000; i++) {
+    void *p = malloc(48);
+    keep_sink = p;
+    if (i % 4 == 0)
+      keep[i / 4] = p;
+    else
+      free(keep_sink);
+  }
+}
+__attribute__((noinline)) static void zeroed(void) {
+  for (int i = 0; i < 300; i++) {
+    keep_sink = calloc(10, 8);
+    free(keep_sink);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  long n = argc > 2 ? atol(argv[2]) : 0;
+  if (!strcmp(mode, "split")) {
+    split(n);
+  } else if (!strcmp(mode, "threads")) {
+    iters = n;
+    pthread_t a, b;
+    pthread_create(&a, NULL, thread_a, NULL);
+    pthread_create(&b, NULL, thread_b, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    printf("{\"a\": %.6f, \"b\": %.6f}\n", cpu_a, cpu_b);
+  } else if (!strcmp(mode, "fork") || !strcmp(mode, "exec")) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      if (!strcmp(mode, "exec")) {
+        execl(argv[3], argv[3], argv[2], (char *)NULL);
+        _exit(127);
+      }
+      for (int r = 0; r < ROUNDS; r++) child_work(n);
+      _exit(0);
+    }
+    for (int r = 0; r < ROUNDS; r++) parent_work(n);
+    double parent = thread_cpu();
+    int status;
+    waitpid(child, &status, 0);
+    printf("{\"parent\": %d, \"child\": %d, \"parent_cpu\": %.6f, \"status\": %d}\n", (int)getpid(),
+           (int)child, parent, status);
+  } else if (!strcmp(mode, "io")) {
+    char line[256] = "";
+    if (!fgets(line, sizeof line, stdin)) strcpy(line, "(eof)\n");
+    printf("out: %s", line);
+    fprintf(stderr, "err: %s", line);
+    return atoi(argv[2]);
+  } else if (!strcmp(mode, "kill")) {
+    one(n);
+    printf("pid %d\n", (int)getpid());
+    fflush(stdout);
+    kill(getpid(), atoi(argv[3]));
+    pause();
+  } else if (!strcmp(mode, "spin") && argc > 3 && !strcmp(argv[3], "alone")) {
+    /* Out of the terminal's foreground group, with SIGINT blocked: a
+     * SIGINT that comes while it works stays pending, to be counted. */
+    setpgid(0, 0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    printf("ready\n");
+    fflush(stdout);
+    one(n);
+    one(n);
+    siginfo_t si;
+    struct timespec now = {0, 0};
+    int count = 0;
+    while (sigtimedwait(&set, &si, &now) == SIGINT) count++;
+    printf("interrupts %d\n", count);
+  } else if (!strcmp(mode, "spin")) {
+    if (argc > 3) {
+      struct sigaction sa = {.sa_handler = on_sigint};
+      sigaction(SIGINT, &sa, NULL);
+    } else {
+      signal(SIGINT, SIG_DFL);
+    }
+    one(n);
+    printf("ready\n");
+    fflush(stdout);
+    spin(n);
+    printf("interrupts %d\n", (int)interrupts);
+  } else if (!strcmp(mode, "chain")) {
+    /* Works a little, then execs itself, argv[3] times in all. */
+    int left = atoi(argv[3]);
+    one(n);
+    if (left > 0) {
+      char next[16];
+      snprintf(next, sizeof next, "%d", left - 1);
+      execl("/proc/self/exe", argv[0], "chain", argv[2], next, (char *)NULL);
+      perror("execl");
+      return 1;
+    }
+    printf("chain done\n");
+  } else if (!strcmp(mode, "keepfd")) {
+    /* A child that closes every descriptor but the standard ones, has a
+     * file on descriptors 3 to 19 (the numbers the recorders' had among
+     * them) and execs a program that writes through each. */
+    one(n);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      one(n);
+      close_range(3, ~0u, 0);
+      int fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+      for (int k = fd + 1; k < 20; k++) dup2(fd, k);
+      execl("/proc/self/exe", argv[0], "writefd", (char *)NULL);
+      _exit(127);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    printf("child status %d\n", status);
+  } else if (!strcmp(mode, "writefd")) {
+    for (int fd = 3; fd < 20; fd++) dprintf(fd, "%d\n", fd);
+  } else if (!strcmp(mode, "allocs")) {
+    static void *keep[250];
+    leaky(keep);
+    zeroed();
+    printf("%s\n", keep[0] ? "kept" : "none");
+  } else {
+    fprintf(stderr, "usage: prog split|threads|fork|exec|io|kill|spin|allocs ...\n");
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,582 @@
+"""`cflame record -- PROGRAM` (docs/CLI.md), run as a user runs it.
+
+The programs are compiled here with cc (and mpicc): tests/cli/record/prog.c
+runs known work in functions of its own and prints the CPU time each took,
+which the profile's shares are held to (within 2 points: the bounds come
+from what the program measured, never from the wall clock, on a busy
+machine). Profiles are read back as folded stacks (--no-lines, one frame
+per function).
+
+Run with -s: the perf_event_paranoid test says on stdout what it checked
+(as root it sets the sysctl to 3 and records as an unprivileged user; where
+it cannot, it says what it recorded under instead).
+
+Environment (set by tests/cli/CMakeLists.txt): CFLAME_BIN, the cflame binary;
+CFLAME_SANITIZED=1 in a sanitizer build, whose --allocs is refused.
+"""
+import fcntl
+import json
+import os
+import pty
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+CFLAME = os.path.abspath(os.environ.get("CFLAME_BIN", "build/bin/cflame"))
+SOURCES = Path(__file__).resolve().parent / "record"
+CC = os.environ.get("CC", "cc")
+CFLAGS = ["-O2", "-g", "-fno-omit-frame-pointer"]
+# Work of one() in prog's rounds: about 20 ms of CPU on this machine's VMs,
+# so that 10 rounds of one() and three() take some 0.8 s (800 samples at
+# 1 ms), and each call is long against a scheduler tick (4 ms at 250 Hz),
+# on which CPU timers fire where perf events are refused.
+ITERS = 14_000_000
+POINTS = 2.0  # the largest difference of a share, in points
+# A build with CFLAME_SANITIZE (tests/cli/CMakeLists.txt says).
+SANITIZED = os.environ.get("CFLAME_SANITIZED") == "1"
+
+
+# ---- building and running ----
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory):
+    d = tmp_path_factory.mktemp("record-bins")
+    os.chmod(d, 0o755)  # the paranoid test runs them as another user
+    def cc(out, *args, compiler=CC):
+        subprocess.run([compiler, *CFLAGS, "-o", d / out, *map(str, args)], check=True,
+                       capture_output=True, text=True)
+        return d / out
+    b = {"prog": cc("prog", SOURCES / "prog.c", "-pthread"),
+         "other": cc("other", SOURCES / "other.c")}
+    b["static"] = cc("static", SOURCES / "other.c", "-static")
+    b["setuid"] = d / "setuid"
+    shutil.copy(b["other"], b["setuid"])
+    os.chmod(b["setuid"], 0o4755)
+    b["dir"] = d
+    return b
+
+
+def record(*args, cwd, stdin=None, env=None, timeout=180):
+    return subprocess.run([CFLAME, "record", *map(str, args)], cwd=cwd, input=stdin,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env if env is not None else os.environ)
+
+
+def recorded(*args, cwd, **kw):
+    r = record(*args, cwd=cwd, **kw)
+    assert r.returncode == 0, f"cflame record {' '.join(map(str, args))}: {r.returncode}\n{r.stderr}"
+    return r
+
+
+def folded(path):
+    """{stack: count} of a folded file."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        out[stack] = out.get(stack, 0) + int(count)
+    return out
+
+
+def weight(stacks, *frames, root=None):
+    """Weight of the stacks that pass through every frame named (and start
+    at root, when given)."""
+    total = 0
+    for stack, count in stacks.items():
+        parts = stack.split(";")
+        if root is not None and parts[0] != root:
+            continue
+        if all(f in parts for f in frames):
+            total += count
+    return total
+
+
+def share_points(part, whole):
+    return 100.0 * part / whole
+
+
+def program_json(stdout):
+    return json.loads([ln for ln in stdout.splitlines() if ln.startswith("{")][-1])
+
+
+def split_share(r, folded_path):
+    """three()'s share of one() and three() in points: the profile's (in the
+    folded file) and what the program measured (on its stdout)."""
+    cpu = program_json(r.stdout)
+    stacks = folded(folded_path)
+    measured = share_points(cpu["three"], cpu["one"] + cpu["three"])
+    got = share_points(weight(stacks, "three"), weight(stacks, "one") + weight(stacks, "three"))
+    return got, measured
+
+
+# ---- the profile's truth ----
+
+def test_one_to_three_split(bins, tmp_path):
+    r = recorded("-o", "split.folded", "--no-lines", "--", bins["prog"], "split", ITERS,
+                 cwd=tmp_path)
+    got, measured = split_share(r, tmp_path / "split.folded")
+    # A 1:3 split: the program's own CPU clock says 75%, and so does the profile.
+    assert abs(measured - 75) <= 4, f"the work itself was not 1:3 here: {r.stdout}"
+    assert abs(got - measured) <= POINTS, (got, measured)
+    # Every stack hangs under the program's root and main, the work under one and three.
+    stacks = folded(tmp_path / "split.folded")
+    assert {s.split(";")[0] for s in stacks} == {"prog"}, stacks.keys()
+    assert weight(stacks, "main", "one", "burn") == weight(stacks, "one")
+    assert "wrote split.folded" in r.stderr
+
+
+def test_two_threads_both_with_their_shares(bins, tmp_path):
+    r = recorded("-o", "threads.folded", "--no-lines", "--", bins["prog"], "threads", ITERS,
+                 cwd=tmp_path)
+    cpu = program_json(r.stdout)
+    stacks = folded(tmp_path / "threads.folded")
+    wa, wb = weight(stacks, "thread_a", "one"), weight(stacks, "thread_b", "three")
+    assert wa and wb, stacks
+    # Each thread's stacks begin at its start routine (the wrapper below it is cut).
+    assert all(s.split(";")[1] in ("main", "thread_a", "thread_b") for s in stacks), stacks
+    got, measured = share_points(wb, wa + wb), share_points(cpu["b"], cpu["a"] + cpu["b"])
+    assert abs(got - measured) <= POINTS, (got, measured, cpu)
+    assert "1 process, 3 threads" in r.stderr or "1 process, 2 threads" in r.stderr, r.stderr
+    # --threads: 2 is the first thread the program started, thread_a.
+    recorded("-o", "a.folded", "--no-lines", "--threads", "2", "--", bins["prog"], "threads",
+             ITERS // 4, cwd=tmp_path)
+    only = folded(tmp_path / "a.folded")
+    assert weight(only, "thread_a") > 0 and weight(only, "thread_b") == 0, only
+
+
+def test_forked_child_has_its_own_root(bins, tmp_path):
+    r = recorded("-o", "fork.folded", "--no-lines", "--", bins["prog"], "fork", ITERS,
+                 cwd=tmp_path)
+    pids = program_json(r.stdout)
+    stacks = folded(tmp_path / "fork.folded")
+    parent, child = f"prog (pid {pids['parent']})", f"prog (pid {pids['child']})"
+    assert {s.split(";")[0] for s in stacks} == {parent, child}, stacks.keys()
+    assert weight(stacks, "child_work", root=child) > 0
+    assert weight(stacks, "child_work", root=parent) == 0
+    assert weight(stacks, "parent_work", root=parent) > 0
+    assert weight(stacks, "parent_work", root=child) == 0
+    # The child did three times the parent's work.
+    got = share_points(weight(stacks, "child_work"),
+                       weight(stacks, "child_work") + weight(stacks, "parent_work"))
+    assert abs(got - 75) <= 4, got
+    assert "2 processes" in r.stderr
+
+
+def test_exec_is_its_own_program(bins, tmp_path):
+    recorded("-o", "exec.folded", "--no-lines", "--", bins["prog"], "exec", ITERS, bins["other"],
+             cwd=tmp_path)
+    stacks = folded(tmp_path / "exec.folded")
+    assert weight(stacks, "other_work", root="other") > 0, stacks.keys()
+    assert weight(stacks, "parent_work", root="prog") > 0
+    # The child's moment as prog, between fork and exec, is too short to sample;
+    # nothing of other runs under prog.
+    assert weight(stacks, "other_work", root="prog") == 0
+
+
+def test_execs_in_a_row_are_not_hit_by_the_sampler(bins, tmp_path):
+    # A sample that came due inside execve would be delivered in the new
+    # program, before cflame's handler is there: it would die of SIGTRAP.
+    # Sampling stops before each exec; 60 execs at 0.1 ms, each after a
+    # little work, all get through.
+    r = recorded("--delay", "0.0001", "-o", "chain.folded", "--no-lines", "--", bins["prog"],
+                 "chain", ITERS // 50, 60, cwd=tmp_path)
+    assert r.stdout == "chain done\n"
+    assert weight(folded(tmp_path / "chain.folded"), "one") > 0
+
+
+def test_a_child_keeps_the_descriptors_it_opened(bins, tmp_path):
+    # The sampler's event of a forked child's thread has a descriptor; a
+    # child that closes them all and opens files gets that number back.
+    # Stopping the sampler before its exec must not close one of them.
+    r = recorded("-o", "fd.folded", "--", bins["prog"], "keepfd", ITERS // 4, "out.txt",
+                 cwd=tmp_path)
+    assert r.stdout == "child status 0\n", r.stdout
+    assert (tmp_path / "out.txt").read_text().split() == [str(fd) for fd in range(3, 20)]
+
+
+# ---- what passes through ----
+
+def test_stdin_stdout_stderr_and_status_pass_through(bins, tmp_path):
+    r = record("--", bins["prog"], "io", 7, cwd=tmp_path, stdin="hello there\n")
+    assert r.returncode == 7
+    assert r.stdout == "out: hello there\n"
+    lines = r.stderr.splitlines()
+    assert lines[0] == "err: hello there"
+    # Everything else on stderr is cflame's own, and says so.
+    assert all(ln.startswith("cflame record: ") for ln in lines[1:]), lines
+
+
+def test_signal_death_gives_128_plus_the_signal_and_a_profile(bins, tmp_path):
+    r = record("-o", "killed.folded", "--no-lines", "--", bins["prog"], "kill", ITERS * 20,
+               int(signal.SIGTERM), cwd=tmp_path)
+    assert r.returncode == 128 + signal.SIGTERM, r.stderr
+    assert "ended by signal 15 (TERM)" in r.stderr
+    assert weight(folded(tmp_path / "killed.folded"), "one") > 0
+
+
+def interrupted(args, cwd, interrupt, **popen):
+    """Runs cflame record ARGS, in a session of its own, until the program
+    prints "ready", calls interrupt(process), and returns (status, stdout,
+    stderr). Whatever is left of the session is killed at the end."""
+    popen.setdefault("start_new_session", True)
+    p = subprocess.Popen([CFLAME, "record", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, **popen)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        interrupt(p)
+        out, err = p.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # the program too, should cflame be gone
+        except ProcessLookupError:
+            pass
+        p.wait()
+    return p.returncode, out, err
+
+
+def test_ctrl_c_is_forwarded_and_the_profile_written(bins, tmp_path):
+    # SIGINT sent to cflame alone (kill -INT): the program gets it too, dies
+    # of it, and cflame exits as a shell would, having written the profile.
+    sigint = lambda p: p.send_signal(signal.SIGINT)
+    status, out, err = interrupted(["-o", "int.folded", "--no-lines", "--", bins["prog"], "spin",
+                                    ITERS], tmp_path, sigint)
+    assert status == 128 + signal.SIGINT, err
+    assert weight(folded(tmp_path / "int.folded"), "one") > 0
+    # A program that handles it exits as it chooses.
+    status, out, err = interrupted(["-o", "handled.folded", "--", bins["prog"], "spin", ITERS,
+                                    "handle"], tmp_path, sigint)
+    assert status == 0, err
+    assert out == "interrupts 1\n"
+    assert (tmp_path / "handled.folded").stat().st_size > 0
+
+
+def on_terminal(args, cwd):
+    """interrupted() with cflame in a session of its own whose terminal is a
+    pty, interrupted by a ^C typed on it."""
+    master, slave = pty.openpty()
+
+    def own_terminal():
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+    try:
+        return interrupted(args, cwd, lambda p: os.write(master, b"\x03"), stdin=slave,
+                           preexec_fn=own_terminal, start_new_session=False)
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def test_terminal_ctrl_c_reaches_the_program_once(bins, tmp_path):
+    # A terminal sends Ctrl-C to its foreground group, program and cflame
+    # alike: the program dies of it, and cflame writes the profile.
+    status, out, err = on_terminal(["-o", "tty.folded", "--no-lines", "--", bins["prog"], "spin",
+                                    ITERS], tmp_path)
+    assert status == 128 + signal.SIGINT, err
+    assert weight(folded(tmp_path / "tty.folded"), "one") > 0
+    # cflame does not send the terminal's Ctrl-C on: a program that left
+    # the foreground group gets none (a second one, had it stayed).
+    status, out, err = on_terminal(["-o", "alone.folded", "--", bins["prog"], "spin", ITERS,
+                                    "alone"], tmp_path)
+    assert status == 0, err
+    assert out == "interrupts 0\n", out
+
+
+# ---- output ----
+
+def test_default_output_is_an_svg_named_after_the_program(bins, tmp_path):
+    r = recorded("--", bins["prog"], "split", ITERS // 4, cwd=tmp_path)
+    svg = tmp_path / "prog.cflame.svg"
+    root = ET.parse(svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert any(t and t.startswith("three") for t in titles)
+    assert "wrote prog.cflame.svg: " in r.stderr
+    assert "samples every 1 ms of CPU" in r.stderr
+
+
+@pytest.mark.parametrize("name,check", [
+    ("p.txt", lambda text: "three" in text and "burn" in text),
+    ("p.vl.json", lambda text: json.loads(text)["$schema"].endswith("vega-lite/v5.json")),
+    ("p.html", lambda text: text.startswith("<!DOCTYPE html>") and "<svg" in text),
+])
+def test_format_from_the_ending(bins, tmp_path, name, check):
+    recorded("-o", name, "--", bins["prog"], "split", ITERS // 4, cwd=tmp_path)
+    assert check((tmp_path / name).read_text())
+
+
+def test_pprof_output_read_by_go_tool_pprof(bins, tmp_path):
+    # The recording as pprof: go tool pprof, the reference reader, gives the
+    # split the folded output gives.
+    go = shutil.which("go")
+    if not go:
+        pytest.fail("go is missing: install Debian's golang-go (scripts/deps.sh lists it)")
+    r = recorded("-o", "split.pb.gz", "--no-lines", "--", bins["prog"], "split", ITERS,
+                 cwd=tmp_path)
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"),
+               GOENV="off", GOPROXY="off")
+    top = subprocess.run([go, "tool", "pprof", "-top", "-nodefraction=0", str(tmp_path / "split.pb.gz")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert top.returncode == 0, top.stderr
+    cum = {}
+    for line in top.stdout.splitlines():
+        m = re.match(r"\s*\S+\s+[\d.]+%\s+[\d.]+%\s+\S+\s+([\d.]+)%\s+(\S+)", line)
+        if m:
+            cum[m.group(2)] = float(m.group(1))
+    cpu = program_json(r.stdout)
+    measured = share_points(cpu["three"], cpu["one"] + cpu["three"])
+    got = share_points(cum["three"], cum["one"] + cum["three"])
+    assert abs(got - measured) <= POINTS, (got, measured, top.stdout)
+
+
+def test_output_names_pid_and_format_option(bins, tmp_path):
+    r = recorded("-o", "run.%p.%%.folded", "--", bins["prog"], "fork", ITERS // 4, cwd=tmp_path)
+    pid = program_json(r.stdout)["parent"]
+    assert (tmp_path / f"run.{pid}.%.folded").is_file()
+    recorded("-o", "plain.data", "--format", "folded", "--no-lines", "--", bins["prog"], "split",
+             ITERS // 4, cwd=tmp_path)
+    assert weight(folded(tmp_path / "plain.data"), "main") > 0
+
+
+def test_bad_output_names_fail_before_the_program_runs(bins, tmp_path):
+    for args, message in [
+        (["-o", "x.png"], "cannot tell the format"),
+        (["-o", "x.%q.svg"], "unknown %q"),
+        (["-o", "x.%r.svg"], "%r is the MPI rank"),
+        (["--delay", "0"], "--delay 0"),
+        (["--live"], "need --allocs"),
+        (["--colour", "red"], "unknown option --colour"),
+    ]:
+        env = {k: v for k, v in os.environ.items() if k not in ("OMPI_COMM_WORLD_RANK", "PMI_RANK")}
+        r = record(*args, "--", "sh", "-c", "touch ran", cwd=tmp_path, env=env)
+        assert r.returncode == 2, (args, r.stderr)
+        assert message in r.stderr, (args, r.stderr)
+        assert not (tmp_path / "ran").exists(), args
+    r = record("-o", "x.svg", "sh", cwd=tmp_path)
+    assert r.returncode == 2 and "give the program after --" in r.stderr
+
+
+# ---- programs that cannot be recorded ----
+
+@pytest.mark.parametrize("which,status,message", [
+    ("static", 126, "is statically linked"),
+    ("setuid", 126, "is set-user-ID (mode 4755)"),
+    ("missing", 127, "No such file or directory"),
+    ("not-in-path", 127, "no such program in PATH"),
+    ("directory", 126, "is a directory"),
+    ("not-executable", 126, "is not an executable file"),
+])
+def test_programs_that_cannot_be_recorded(bins, tmp_path, which, status, message):
+    plain = tmp_path / "plain.c"
+    plain.write_text("int main(void) { return 0; }\n")
+    program = {"static": bins["static"], "setuid": bins["setuid"],
+               "missing": tmp_path / "nope", "not-in-path": "cflame-test-no-such-program",
+               "directory": tmp_path, "not-executable": plain}[which]
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, TMPDIR=str(work))
+    r = record("--", program, cwd=work, env=env)
+    assert r.returncode == status, r.stderr
+    assert message in r.stderr, r.stderr
+    assert str(program) in r.stderr  # the error names the program
+    # Nothing is written: no profile, no recording left behind.
+    assert list(work.iterdir()) == []
+
+
+def test_nothing_recorded_says_why_and_writes_nothing(bins, tmp_path):
+    # env -i runs the program without LD_PRELOAD: nothing of it is recorded.
+    r = record("-o", "none.svg", "--", "env", "-i", bins["prog"], "split", ITERS // 10,
+               cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "env left no samples" in r.stderr and "clears LD_PRELOAD" in r.stderr
+    assert not (tmp_path / "none.svg").exists()
+
+
+# ---- allocations ----
+
+def skip_allocs_in_sanitizer_builds(bins, tmp_path):
+    """A sanitizer build of cflame preloads AddressSanitizer's allocator
+    ahead of its own entry points: it says so instead of recording."""
+    if not SANITIZED:
+        return
+    r = record("--allocs", "--", bins["prog"], "allocs", cwd=tmp_path)
+    assert r.returncode == 1 and "--allocs needs a build of cflame without sanitizers" in r.stderr
+    pytest.skip("--allocs in a sanitizer build: refused, as it should be")
+
+
+def test_allocs_exact_at_sample_rate_1_and_live(bins, tmp_path):
+    skip_allocs_in_sanitizer_builds(bins, tmp_path)
+    base = ["--allocs", "--sample-rate", "1", "--no-lines"]
+    recorded(*base, "--weight", "count", "-o", "count.folded", "--", bins["prog"], "allocs",
+             cwd=tmp_path)
+    stacks = folded(tmp_path / "count.folded")
+    assert weight(stacks, "leaky", "malloc") == 1000, stacks
+    assert weight(stacks, "zeroed", "calloc") == 300
+    recorded(*base, "-o", "bytes.folded", "--", bins["prog"], "allocs", cwd=tmp_path)
+    stacks = folded(tmp_path / "bytes.folded")
+    assert weight(stacks, "leaky", "malloc") == 1000 * 48
+    assert weight(stacks, "zeroed", "calloc") == 300 * 80
+    r = recorded(*base, "--live", "--weight", "count", "-o", "live.folded", "--", bins["prog"],
+                 "allocs", cwd=tmp_path)
+    stacks = folded(tmp_path / "live.folded")
+    assert weight(stacks, "leaky", "malloc") == 250
+    assert weight(stacks, "zeroed") == 0
+    assert "still allocated at exit" in r.stderr
+    # The allocations are the program's: stacks begin at main.
+    assert all(s.split(";")[1] == "main" for s in stacks if "leaky" in s)
+
+
+def test_allocs_estimated_below_rate_1(bins, tmp_path):
+    skip_allocs_in_sanitizer_builds(bins, tmp_path)
+    r = recorded("--allocs", "--weight", "count", "--no-lines", "-o", "est.folded", "--",
+                 bins["prog"], "allocs", cwd=tmp_path)
+    assert "estimated from" in r.stderr and "sample rate 0.1" in r.stderr
+    assert weight(folded(tmp_path / "est.folded"), "leaky", "malloc") > 0
+
+
+# ---- MPI ----
+
+def mpi_launcher():
+    mpirun = shutil.which("mpirun")
+    if not mpirun or not shutil.which("mpicc"):
+        pytest.skip("Open MPI (openmpi-bin, libopenmpi-dev) is not installed")
+    argv = [mpirun, "-n", "2", "--oversubscribe"]
+    if os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+    return argv
+
+
+@pytest.fixture(scope="module")
+def solver(bins):
+    mpi_launcher()
+    out = bins["dir"] / "solver"
+    subprocess.run(["mpicc", *CFLAGS, "-o", out, SOURCES / "solver.c"], check=True,
+                   capture_output=True, text=True)
+    return out
+
+
+def solver_cpu(stdout):
+    return {j["rank"]: j for j in map(json.loads,
+                                       (ln for ln in stdout.splitlines() if ln.startswith("{")))}
+
+
+def three_share(stacks, root=None):
+    w1, w3 = weight(stacks, "one", root=root), weight(stacks, "three", root=root)
+    return share_points(w3, w1 + w3)
+
+
+def test_mpi_one_profile_per_rank_and_merged(bins, solver, tmp_path):
+    host = os.uname().nodename
+    r = subprocess.run([*mpi_launcher(), CFLAME, "record", "-o", "prof.%h.%r.folded",
+                        "--no-lines", "--", str(solver), str(ITERS)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cpu = solver_cpu(r.stdout)
+    files = sorted(tmp_path.glob("prof.*.folded"))
+    assert [f.name for f in files] == [f"prof.{host}.0.folded", f"prof.{host}.1.folded"]
+    per_rank = [folded(f) for f in files]
+    for rank, stacks in enumerate(per_rank):
+        # One process each, under the program's own name: the ranks merge.
+        assert {s.split(";")[0] for s in stacks} == {"solver"}, stacks.keys()
+        measured = share_points(cpu[rank]["three"], cpu[rank]["one"] + cpu[rank]["three"])
+        assert abs(three_share(stacks) - measured) <= POINTS, (rank, three_share(stacks), measured)
+    # Merged by the cflame command: one root, both ranks' samples.
+    merged = tmp_path / "merged.folded"
+    subprocess.run([CFLAME, "--format", "folded", "-o", merged, *files], check=True)
+    stacks = folded(merged)
+    assert {s.split(";")[0] for s in stacks} == {"solver"}
+    assert sum(stacks.values()) == sum(sum(s.values()) for s in per_rank)
+    assert abs(three_share(stacks) - 75) <= 4
+
+
+def test_record_mpirun_follows_the_ranks_with_the_same_shares(bins, solver, tmp_path):
+    r = subprocess.run([CFLAME, "record", "-o", "all.folded", "--no-lines", "--", *mpi_launcher(),
+                        str(solver), str(ITERS)], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cpu = solver_cpu(r.stdout)
+    stacks = folded(tmp_path / "all.folded")
+    roots = {s.split(";")[0] for s in stacks}
+    assert {"solver (rank 0)", "solver (rank 1)"} <= roots, roots
+    for rank in (0, 1):
+        measured = share_points(cpu[rank]["three"], cpu[rank]["one"] + cpu[rank]["three"])
+        got = three_share(stacks, root=f"solver (rank {rank})")
+        assert abs(got - measured) <= POINTS, (rank, got, measured)
+    # mpirun forwards SIGTRAP to its ranks: cflame stops sampling it instead of
+    # sending it traps, and says so.
+    assert "mpirun" in r.stderr
+
+
+# ---- no perf_event permission ----
+
+def test_records_where_perf_events_are_refused(bins, tmp_path):
+    """perf_event_open refused to the program and its children by a seccomp
+    filter (tests/cli/record/noperf.c), as Docker's default profile refuses
+    it: the sampler falls back to CPU timers, and the split holds."""
+    noperf = tmp_path / "noperf"
+    subprocess.run([CC, "-O2", "-o", noperf, SOURCES / "noperf.c"], check=True)
+    r = subprocess.run([noperf, CFLAME, "record", "-o", "p.folded", "--no-lines", "--",
+                        bins["prog"], "split", str(ITERS)], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "taken by CPU timers, perf events being refused" in r.stderr
+    got, measured = split_share(r, tmp_path / "p.folded")
+    assert abs(got - measured) <= POINTS, (got, measured)
+
+
+def test_records_with_perf_event_paranoid_3(bins, tmp_path):
+    """As root: perf_event_paranoid set to 3 (restored after), the program
+    recorded as an unprivileged user (uid 65534). Debian's kernels refuse
+    perf events to such a user at 3; upstream kernels treat 3 as 2, which
+    lets a user profile its own processes: the test says which it met.
+    Without root: recorded as this user, and the test says so."""
+    knob = Path("/proc/sys/kernel/perf_event_paranoid")
+    before = knob.read_text().strip()
+    can_set = os.geteuid() == 0 and os.access(knob, os.W_OK)
+    # A directory that user can reach (pytest's are its owner's alone).
+    work = Path(tempfile.mkdtemp(prefix="cflame-test-paranoid-"))
+    os.chmod(work, 0o777)
+    shutil.copy(bins["prog"], work / "prog")
+    argv = [CFLAME, "record", "-o", "p.folded", "--no-lines", "--", "./prog", "split", str(ITERS)]
+    env = dict(os.environ, TMPDIR=str(work))
+    perf_note = "perf is not installed to tell whether perf events were refused"
+    try:
+        if can_set:
+            knob.write_text("3\n")
+            nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            argv = nobody + argv
+            if shutil.which("perf"):
+                p = subprocess.run([*nobody, "perf", "stat", "-e", "task-clock", "--", "true"],
+                                   cwd=work, capture_output=True, text=True, env=env)
+                perf_note = ("perf events refused to that user (perf stat failed)"
+                             if p.returncode != 0 else
+                             "this kernel still allows that user perf events on its own "
+                             "processes at 3 (upstream treats 3 as 2; the seccomp test "
+                             "covers a refusal)")
+        r = subprocess.run(argv, cwd=work, capture_output=True, text=True, env=env, timeout=180)
+        assert r.returncode == 0, r.stderr
+        got, measured = split_share(r, work / "p.folded")
+    finally:
+        if can_set:
+            knob.write_text(before + "\n")
+        shutil.rmtree(work, ignore_errors=True)
+    assert knob.read_text().strip() == before
+    assert abs(got - measured) <= POINTS, (got, measured)
+    timers = "CPU timers" if "taken by CPU timers" in r.stderr else "perf task-clock events"
+    if can_set:
+        print(f"\nperf_event_paranoid: set to 3 (was {before}, restored); recorded as uid 65534;"
+              f" {perf_note}; sampled by {timers}: the 1:3 split came out {got:.1f}% against "
+              f"{measured:.1f}% measured")
+    else:
+        print(f"\nperf_event_paranoid: {before}, which this test cannot set (uid {os.geteuid()}):"
+              f" recorded as uid {os.geteuid()} under it, sampled by {timers}: the split came "
+              f"out {got:.1f}% against {measured:.1f}% measured")
