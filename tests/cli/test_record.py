@@ -546,7 +546,16 @@ def test_records_with_perf_event_paranoid_3(bins, tmp_path):
     work = Path(tempfile.mkdtemp(prefix="cflame-test-paranoid-"))
     os.chmod(work, 0o777)
     shutil.copy(bins["prog"], work / "prog")
-    argv = [CFLAME, "record", "-o", "p.folded", "--no-lines", "--", "./prog", "split", str(ITERS)]
+    # cflame and the library it preloads, copied there too: the build tree
+    # may sit in a directory only its owner can enter (a fresh clone in a
+    # mkdtemp directory, say).
+    (work / "bin").mkdir(mode=0o755)
+    (work / "lib").mkdir(mode=0o755)
+    shutil.copy(CFLAME, work / "bin" / "cflame")
+    for lib in Path(CFLAME).resolve().parent.parent.joinpath("lib").glob("libcflame_preload*.so"):
+        shutil.copy(lib, work / "lib" / lib.name)
+    argv = [str(work / "bin" / "cflame"), "record", "-o", "p.folded", "--no-lines", "--",
+            "./prog", "split", str(ITERS)]
     env = dict(os.environ, TMPDIR=str(work))
     perf_note = "perf is not installed to tell whether perf events were refused"
     try:
