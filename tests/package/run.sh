@@ -48,14 +48,20 @@ check_sampler() { # BINARY HOW
   grep -qE '^samples: [1-9][0-9]*$' "$work/$2-sampler.txt" || fail "$2: no samples recorded"
 }
 
-# pkg-config, with a plain compiler command.
-mkdir -p "$work/pc"
-${CC:-cc} -std=c11 ${CFLAGS:-} -o "$work/pc/flame_consumer" "$src/flame_consumer.c" \
-  $(pkg-config --cflags --libs --static cflame) ${LDFLAGS:-}
-${CC:-cc} -std=c11 ${CFLAGS:-} -o "$work/pc/sampler_consumer" "$src/sampler_consumer.c" \
-  $(pkg-config --cflags --libs --static cflame-sampler) ${LDFLAGS:-}
-check_flame "$work/pc/flame_consumer" pkg-config
-check_sampler "$work/pc/sampler_consumer" pkg-config
+# pkg-config, with a plain compiler command: `--libs` alone and with
+# `--static` (the libraries are static only, so both must link).
+for how in "" --static; do
+  dir=$work/pc${how}
+  mkdir -p "$dir"
+  ${CC:-cc} -std=c11 ${CFLAGS:-} -o "$dir/flame_consumer" "$src/flame_consumer.c" \
+    $(pkg-config --cflags --libs $how cflame) ${LDFLAGS:-} ||
+    fail "pkg-config --libs $how cflame does not link the example"
+  ${CC:-cc} -std=c11 ${CFLAGS:-} -o "$dir/sampler_consumer" "$src/sampler_consumer.c" \
+    $(pkg-config --cflags --libs $how cflame-sampler) ${LDFLAGS:-} ||
+    fail "pkg-config --libs $how cflame-sampler does not link the example"
+  check_flame "$dir/flame_consumer" "pkg-config$how"
+  check_sampler "$dir/sampler_consumer" "pkg-config$how"
+done
 
 # CMake: find_package(cflame) from a project of its own.
 cmake -S "$src" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
@@ -65,4 +71,27 @@ cmake --build "$work/cmake" >"$work/cmake-build.log" ||
   { cat "$work/cmake-build.log" >&2; fail "the CMake consumer does not build"; }
 check_flame "$work/cmake/flame_consumer" cmake
 check_sampler "$work/cmake/sampler_consumer" cmake
-echo "package.consumer: pkg-config and find_package consumers built and checked"
+# The installed kernel: its kernelspec names the prefix given to
+# `cmake --install --prefix`, not the one configured, and it runs a cell.
+spec=$prefix/share/jupyter/kernels/cflame/kernel.json
+[ -f "$spec" ] || fail "no kernelspec installed at $spec"
+JUPYTER_PATH=$prefix/share/jupyter "${CFLAME_PYTHON:-/usr/bin/python3}" - "$spec" "$prefix" <<'PY' || fail "the installed kernel does not run a cell"
+import json, os, sys
+from jupyter_client.manager import start_new_kernel
+spec, prefix = sys.argv[1], sys.argv[2]
+argv0 = json.load(open(spec))["argv"][0]
+assert argv0 == os.path.join(prefix, "bin", "cflame-kernel"), f"kernel.json names {argv0}"
+km, kc = start_new_kernel(kernel_name="cflame", startup_timeout=60)
+try:
+    got = []
+    reply = kc.execute_interactive("6 * 7", timeout=60,
+                                   output_hook=lambda m: got.append(m["content"]))
+    assert reply["content"]["status"] == "ok", reply["content"]
+    values = [c["data"]["text/plain"] for c in got if "data" in c]
+    assert values == ["(int) 42"], got
+finally:
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+PY
+echo "package.consumer: pkg-config (with and without --static) and find_package consumers" \
+  "built and checked; the installed kernel ran a cell"
