@@ -36,7 +36,7 @@ import time
 from jupyter_client import KernelManager
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_kernel import machine_info, write_results  # noqa: E402
+from bench_kernel import kernel_env, machine_info, write_results  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -156,12 +156,7 @@ def main():
     ap.add_argument("--json", type=pathlib.Path, help="write all raw timings here")
     args = ap.parse_args()
 
-    spec_dir = args.build.resolve() / "share" / "jupyter"
-    if not (spec_dir / "kernels" / "cflame" / "kernel.json").is_file():
-        sys.exit(f"bench: no cflame kernelspec under {spec_dir}; build first (scripts/bench does)")
-    os.environ["JUPYTER_PATH"] = str(spec_dir)
-    env = dict(os.environ)
-    env.pop("CFLAME_DEBUG", None)
+    env = kernel_env(args.build)
 
     res = {"machine": machine_info(), "cells": [cell(i) for i in range(N_CELLS)]}
     res["machine"]["libclang_dev"] = subprocess.run(

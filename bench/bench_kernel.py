@@ -501,6 +501,18 @@ def machine_info():
     }
 
 
+def kernel_env(build_dir):
+    """Puts build_dir's kernelspec first in JUPYTER_PATH; returns the
+    environment for a kernel of that build (exits when it is not built)."""
+    spec_dir = build_dir.resolve() / "share" / "jupyter"
+    if not (spec_dir / "kernels" / "cflame" / "kernel.json").is_file():
+        sys.exit(f"bench: no cflame kernelspec under {spec_dir}; build first (scripts/bench does)")
+    os.environ["JUPYTER_PATH"] = str(spec_dir)
+    env = dict(os.environ)
+    env.pop("CFLAME_DEBUG", None)
+    return env
+
+
 def write_results(res, path):
     """Writes res, every raw timing, as JSON to path (if given)."""
     if path:
