@@ -41,6 +41,11 @@ import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 
+/* How long a wait for the page may take. Generous: a loaded machine can make
+ * Chromium slow, and a wait ends as soon as its condition holds, so a
+ * passing run never pays for it. */
+const WAIT_MS = 60_000;
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const VL_MIME = 'application/vnd.vegalite.v5+json';
 const SVG_MIME = 'image/svg+xml';
@@ -166,7 +171,7 @@ function installHelpers() {
 
 async function waitDomain(page, pred, what) {
   try {
-    await page.waitForFunction(pred, null, { timeout: 3000 });
+    await page.waitForFunction(pred, null, { timeout: WAIT_MS });
   } catch {
     const d = await page.evaluate(() => cf.domain());
     throw new Failure(`${what}: x domain is ${JSON.stringify(d)}`);
@@ -197,7 +202,7 @@ async function checkDiffPage(page, spec, rows, unit) {
       await page.waitForFunction(f => {
         const el = document.getElementById('vg-tooltip-element');
         return el && el.classList.contains('visible') && el.innerText.includes(f);
-      }, row.func, { timeout: 3000 });
+      }, row.func, { timeout: WAIT_MS });
       text = await tip.innerText();
     } catch {
       text = await tip.innerText().catch(() => '');
@@ -263,6 +268,8 @@ async function testFile(browser, file, screenshot) {
   const unit = spec.usermeta?.cflame?.unit ?? (rows[0].allocs !== undefined ? 'bytes' : 'samples');
 
   const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+
+  page.setDefaultTimeout(WAIT_MS);
   const logged = [];
   page.on('console', msg => {
     if (msg.type() === 'error' || msg.type() === 'warning') logged.push(`${msg.type()}: ${msg.text()}`);
@@ -309,7 +316,7 @@ async function testFile(browser, file, screenshot) {
     check((await input.count()) === 1, 'no search box');
     await input.pressSequentially(needle, { delay: 5 });
     await page.waitForFunction(() => cf.texts().some(t => t.startsWith('matched: ')), null,
-                               { timeout: 3000 });
+                               { timeout: WAIT_MS });
     const want = expectedShare(rows, needle);
     const shown = await page.evaluate(() => cf.texts().find(t => t.startsWith('matched: ')));
     const shareClipped = await page.evaluate(() => {
@@ -339,7 +346,7 @@ async function testFile(browser, file, screenshot) {
     check(hl.match > 0 && hl.wrong === 0, `search highlight: ${JSON.stringify(hl)}`);
     await input.fill('');
     await page.waitForFunction(() => !cf.texts().some(t => t.startsWith('matched: ')), null,
-                               { timeout: 3000 });
+                               { timeout: WAIT_MS });
     const undimmed = await page.evaluate(() => cf.frameItems().every(it => it.opacity === 1));
     check(undimmed, 'frames stay dimmed after the search is cleared');
 
@@ -347,7 +354,7 @@ async function testFile(browser, file, screenshot) {
     let pt = await page.evaluate(r => cf.pointOf(r), target);
     await page.mouse.move(pt.x, pt.y);
     const tip = page.locator('#vg-tooltip-element');
-    await tip.waitFor({ state: 'visible', timeout: 3000 });
+    await tip.waitFor({ state: 'visible', timeout: WAIT_MS });
     const tipText = await tip.innerText();
     const loc = target.file ? target.file + (target.line ? `:${target.line}` : '') : '?';
     const isDiff = rows[0].change !== undefined;
@@ -449,6 +456,7 @@ const context = await chromium.launchPersistentContext(userDataDir, {
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
          '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
+context.setDefaultTimeout(WAIT_MS);
 let failed = 0;
 try {
   for (const [i, file] of args.entries()) {

@@ -22,6 +22,11 @@ import path from 'node:path';
 
 import { chromium } from 'playwright-core';
 
+/* How long a wait for the page may take. Generous: a loaded machine can make
+ * Chromium slow, and a wait ends as soon as its condition holds, so a
+ * passing run never pays for it. */
+const WAIT_MS = 60_000;
+
 const args = process.argv.slice(2);
 let graphs = -1, width = 1100, screenshot = null;
 const pages = [];
@@ -66,6 +71,7 @@ for (const [k, file] of pages.entries()) {
   const problems = [];
   const context = await browser.newContext({ viewport: { width, height: 900 } });
   const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
   await page.route(/^(https?|wss?):/, route => route.abort('internetdisconnected'));
   await page.goto('file://' + file, { waitUntil: 'load' });
   const found = await page.evaluate(() => {

@@ -25,6 +25,11 @@ import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 
+/* How long a wait for the page may take. Generous: a loaded machine can make
+ * Chromium slow, and a wait ends as soon as its condition holds, so a
+ * passing run never pays for it. */
+const WAIT_MS = 60_000;
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const [cflame, capture] = process.argv.slice(2);
 if (!cflame || !capture) {
@@ -68,6 +73,7 @@ async function staticView(page) {
 async function offline(browser, p) {
   const context = await browser.newContext();
   const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
   let cdnRequests = 0;
   await page.route('https://cdn.jsdelivr.net/**', route => {
     cdnRequests++;
@@ -77,7 +83,7 @@ async function offline(browser, p) {
   page.on('pageerror', e => errors.push(String(e)));
   await page.goto('file://' + p.file, { waitUntil: 'load' });
   await page.waitForFunction(() => /did not load/.test(document.getElementById('cflame-note').textContent),
-                             null, { timeout: 5000 }).catch(() => {});
+                             null, { timeout: WAIT_MS }).catch(() => {});
   const v = await staticView(page);
   check(cdnRequests === 3, `offline: ${cdnRequests} requests to the CDN, expected 3`);
   check(v.svgShown, 'offline: the SVG is not shown');
@@ -90,6 +96,7 @@ async function offline(browser, p) {
 async function noScript(browser, p) {
   const context = await browser.newContext({ javaScriptEnabled: false });
   const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
   await page.route('https://cdn.jsdelivr.net/**', route => route.abort('internetdisconnected'));
   await page.goto('file://' + p.file, { waitUntil: 'load' });
   const v = await staticView(page);
@@ -102,6 +109,7 @@ async function noScript(browser, p) {
 async function online(browser, p) {
   const context = await browser.newContext();
   const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
   const logged = [];
   page.on('console', m => {
     if (m.type() === 'error' || m.type() === 'warning') logged.push(`${m.type()}: ${m.text()}`);
@@ -119,7 +127,7 @@ async function online(browser, p) {
     });
   });
   await page.goto('file://' + p.file, { waitUntil: 'load' });
-  await page.waitForFunction(() => window.cflameView !== undefined, null, { timeout: 15000 })
+  await page.waitForFunction(() => window.cflameView !== undefined, null, { timeout: WAIT_MS })
     .catch(() => {
       throw new Failure(`online: vega-embed did not draw the view; console: ${logged.join(' | ')}`);
     });
@@ -159,7 +167,7 @@ async function online(browser, p) {
   });
   await page.mouse.move(pt.x, pt.y);
   const tip = page.locator('#vg-tooltip-element');
-  await tip.waitFor({ state: 'visible', timeout: 3000 })
+  await tip.waitFor({ state: 'visible', timeout: WAIT_MS })
     .catch(() => { throw new Failure('online: no tooltip over the root frame'); });
   const tipText = await tip.innerText();
   check(tipText.includes('all'), `online: the root's tooltip says ${JSON.stringify(tipText)}`);
