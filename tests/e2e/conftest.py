@@ -34,6 +34,15 @@ def pytest_sessionstart(session):
         )
 
 
+# How much longer than a test's own figure a wait for an answer may last.
+# A loaded machine (and AddressSanitizer, several times slower) stretches
+# every answer, and a wait ends as soon as its answer is complete, so a
+# passing run never pays for the margin. Waits that show that something
+# does NOT come (a replay not answered) are not scaled.
+WAIT_SCALE = float(os.environ.get("CFLAME_TEST_WAIT_SCALE") or
+                   (6 if os.environ.get("CFLAME_SANITIZED") else 3))
+
+
 # ---------------------------------------------------------------- kernels
 
 
@@ -56,7 +65,7 @@ def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=
     kc = km.client()
     kc.start_channels()
     try:
-        kc.wait_for_ready(timeout=ready_timeout)
+        kc.wait_for_ready(timeout=ready_timeout * WAIT_SCALE)
         yield km, kc
     finally:
         kc.stop_channels()
@@ -170,9 +179,10 @@ def collect(kc, msg_id, timeout=30, inputs=None, sent_t=None):
     """Collects everything the kernel sends for request msg_id: the iopub
     messages up to status idle, the execute_reply, and input_requests on the
     stdin channel (answered in turn from `inputs`, a list of strings).
-    Returns a Run."""
+    Waits up to timeout * WAIT_SCALE seconds. Returns a Run."""
     r = Run(msg_id, sent_t if sent_t is not None else time.monotonic())
     answers = list(inputs or [])
+    timeout *= WAIT_SCALE
     deadline = time.monotonic() + timeout
     while r.idle_t is None or r.reply is None:
         if time.monotonic() > deadline:
@@ -278,8 +288,9 @@ def fails(kc, code, ename, stop_on_error=False, **kw):
 
 def request(kc, method, *args, timeout=10, **kwargs):
     """Sends a shell request with kc.<method>(...) and returns its reply
-    message."""
+    message; waits up to timeout * WAIT_SCALE seconds."""
     msg_id = getattr(kc, method)(*args, **kwargs)
+    timeout *= WAIT_SCALE
     msg = _read(kc, "shell", msg_id, timeout)
     if msg is None:
         raise TimeoutError(f"no reply to {method} within {timeout} s")
