@@ -109,6 +109,9 @@ typedef struct kn_item {
   bool is_static;   /* `static` among the specifiers */
   bool is_inline;   /* `inline`, `__inline` or `__inline__` among the
                        specifiers */
+  bool main_renamed; /* written as main, which a macro renamed: name is what
+                        main expanded to (set by kn_session once the cell
+                        compiled) */
 
   /* GLOBAL only. */
   char *decl;         /* specifiers + this declarator, without initializer and

@@ -34,6 +34,7 @@ typedef struct entry {
   bool is_definition; /* FUNC or GLOBAL: a later PROTO/EXTERN does not replace it */
   bool is_global;
   bool is_typedef;
+  bool main_renamed; /* a function written as main, renamed by a macro */
 } entry_t;
 
 struct kn_session {
@@ -457,7 +458,10 @@ static const char prelude[] =
     "#define cflame_symbol_name_(x) #x\n"
     "#define cflame_symbol_name(x) cflame_symbol_name_(x)\n"
     "#define cflame_symbol_(cell, name) cflame_c##cell##_##name\n"
-    "#define cflame_symbol(cell, name) cflame_symbol_(cell, name)\n";
+    "#define cflame_symbol(cell, name) cflame_symbol_(cell, name)\n"
+    /* put_renamed_mains: whether main expands to a given name, in #if */
+    "#define cflame_main_is_(name) cflame_main_is_##name\n"
+    "#define cflame_main_is(name) cflame_main_is_(name)\n";
 
 /* The trailing expression's text at its cell position, on lines of its own
  * (a #line directive must start a line). */
@@ -512,10 +516,36 @@ static ssize_t dominant_item(const kn_items_t *items, const char *key, char **ke
   return best;
 }
 
+/* An earlier program's main that a macro renamed (prog_main) is declared
+ * with its cell's assembler name. A cell that writes main again may be the
+ * same program pasted anew: then its main must get this cell's assembler
+ * name, which an earlier declaration with another one would override (gcc
+ * keeps the first, with a warning; clang refuses). Only the preprocessor
+ * knows, where the cell writes main, what main expands to; so the earlier
+ * declaration is put there, under #if, and only if main does not expand to
+ * its name. (A use of prog_main in the same cell before its main is then
+ * the new one's, as the definition that follows it is.) */
+static void put_renamed_mains(const kn_session_t *s, kn_strbuf_t *tu) {
+  for (size_t e = 0; e < s->n_entries; e++) {
+    const entry_t *en = &s->entries[e];
+    if (!en->main_renamed) continue;
+    kn_strbuf_printf(tu, "#define cflame_main_is_%s 1\n#if !cflame_main_is(main)\n", en->name);
+    kn_strbuf_puts(tu, en->header);
+    kn_strbuf_printf(tu, "#endif\n#undef cflame_main_is_%s\n", en->name);
+  }
+}
+
+static bool writes_any_main(const kn_items_t *items) {
+  for (size_t i = 0; i < items->n; i++)
+    if (writes_main(&items->items[i])) return true;
+  return false;
+}
+
 static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items, char **keys,
                        kn_strbuf_t *tu) {
   bool *placed = kn_xcalloc(items->n + 1, sizeof *placed);
   bool main_written = false;
+  bool renamed_mains_deferred = writes_any_main(items);
   kn_strbuf_puts(tu, "#line 1 \"<cflame prelude>\"\n");
   kn_strbuf_puts(tu, prelude);
 
@@ -534,7 +564,7 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
       free(h);
       for (size_t j = 0; j < items->n; j++)
         if (keys[j] && !strcmp(keys[j], en->key)) placed[j] = true;
-    } else {
+    } else if (!(renamed_mains_deferred && en->main_renamed)) {
       kn_strbuf_puts(tu, en->header);
     }
   }
@@ -564,7 +594,10 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
         put_inline_text(tu, it);
         break;
       }
-      if (writes_main(it)) main_written = true;
+      if (writes_main(it) && !main_written) {
+        put_renamed_mains(s, tu);
+        main_written = true;
+      }
       if (!placed[i] && first_of_name) {
         /* The first mention of the name gets the assembler name, so that
          * uses before the definition bind to it too. */
@@ -738,6 +771,7 @@ static void resolve_main(kn_compiled_t *c) {
     rename_main_in(&written->text, m.renamed);
     free(written->name);
     written->name = kn_strdup(m.renamed);
+    written->main_renamed = true;
   }
   free(m.renamed);
 }
@@ -1305,7 +1339,8 @@ void kn_session_commit(kn_session_t *s, kn_compiled_t **cp) {
                  .cell = c->cell,
                  .is_definition = item_is_definition(it),
                  .is_global = it->kind == KN_ITEM_GLOBAL,
-                 .is_typedef = is_typedef_item(it)};
+                 .is_typedef = is_typedef_item(it),
+                 .main_renamed = it->main_renamed};
     if (at >= 0) {
       entry_free(&s->entries[at]);
       s->entries[at] = e;

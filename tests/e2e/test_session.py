@@ -185,6 +185,28 @@ def test_main_renamed_by_a_macro_is_not_called(kc):
     # A real main still runs, after the renamed one.
     assert ok(kc, 'int main(void) { printf("real main\\n"); return 0; }') == "real main\n"
 
+def test_a_renamed_main_pasted_again_is_the_new_code(kc):
+    """Pasting a program again after changing it must replace its renamed
+    main as any function is replaced: the newest definition runs, and no
+    later cell carries a warning it did not cause."""
+    def program(result):
+        return ("#define main again_main\n"
+                f"int main(int argc, char **argv) {{ (void)argc; (void)argv; return {result}; }}\n"
+                "#undef main")
+    for result in (1, 2, 3):
+        reply, outputs = run(kc, program(result))
+        assert reply["status"] == "ok", reply
+        assert stderr(outputs) == "", stderr(outputs)
+        assert ok(kc, 'printf("%d\\n", again_main(0, 0));') == f"{result}\n"
+    reply, outputs = run(kc, "int again_g = 5;")
+    assert reply["status"] == "ok" and stderr(outputs) == "" and stdout(outputs) == "", outputs
+    # A real main after the renamed one: both stay callable.
+    assert ok(kc, 'int main(void) { printf("%d\\n", again_main(0, 0)); return 0; }') == "3\n"
+    # Another program's main, renamed otherwise, leaves this one as it is.
+    assert ok(kc, "#define main other_main\nint main(void) { return 7; }\n#undef main\n"
+                  'printf("%d %d\\n", other_main(), again_main(0, 0));') == "7 3\n"
+
+
 # ---------------------------------------------------------------- output
 
 
