@@ -491,13 +491,19 @@ static void put_value_code(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
                      "  static __attribute__((used))\n"
                      "  __typeof__(__builtin_choose_expr(cflame_value_void, 0, (");
   put_expression(sb, cell, it);
+  /* The size of a function type (1 in GNU C) is what -Wpointer-arith
+   * warns of: the kernel's own question, not the cell's. */
   kn_strbuf_printf(sb,
                    "))) *cflame_value_type;\n"
                    "  enum { cflame_value_decays = !__builtin_types_compatible_p(\n"
                    "      __typeof__(*cflame_value_type), __typeof__(((void)0, "
                    "*cflame_value_type))) };\n"
+                   "#pragma GCC diagnostic push\n"
+                   "#pragma GCC diagnostic ignored \"-Wpointer-arith\"\n"
                    "  enum { cflame_value_large = !cflame_value_decays && "
                    "sizeof *cflame_value_type > %uu };\n"
+                   "  unsigned long cflame_value_size = sizeof *cflame_value_type;\n"
+                   "#pragma GCC diagnostic pop\n"
                    "  __auto_type cflame_value = __builtin_choose_expr(cflame_value_void || "
                    "cflame_value_large, ((void)(",
                    KN_VALUE_MAX_BYTES);
@@ -507,8 +513,7 @@ static void put_value_code(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
   kn_strbuf_puts(sb, "));\n"
                      "  extern void cflame_value_hook(const void *, unsigned long, unsigned long, "
                      "int, int, int);\n"
-                     "  cflame_value_hook(&cflame_value, sizeof cflame_value, "
-                     "sizeof *cflame_value_type,\n"
+                     "  cflame_value_hook(&cflame_value, sizeof cflame_value, cflame_value_size,\n"
                      "      cflame_value_decays, cflame_value_void, cflame_value_large); }\n");
 }
 

@@ -287,3 +287,13 @@ def test_a_huge_value_is_not_copied_and_the_session_keeps_its_globals():
         assert text == ('(struct huge[2]) { { .head = "start", .rest = ""... }, ... } '
                         '<only the first 1048576 of 209715216 bytes were read>'), text
         assert ok(kc, 'printf("%d\\n", kept_global);') == "2\n"
+
+
+def test_the_kernels_value_code_warns_of_nothing(fresh):
+    # The value code asks the size of a function type, which -Wpedantic
+    # warns of; the warning is the kernel's business, not the cell's.
+    km, kc = fresh
+    ok(kc, "%cflags -g -Wall -Wextra -Wpedantic")
+    reply, outputs = run(kc, "int twice(int x) { return 2 * x; }\ntwice")
+    assert results(outputs)[0]["data"]["text/plain"] == "(int(int)) twice"
+    assert stderr(outputs) == ""
