@@ -30,6 +30,10 @@
 #define KN_GEN_FILE_FMT KN_GEN_FILE_PREFIX " %d>" /* the kernel's lines around them */
 #define KN_CELL_SO_FMT "cell_%d.so"
 #define KN_WORKER_NAME "cflame-worker"
+/* The most bytes of a trailing expression's value the worker reads: a
+ * larger value is not copied at all (kn_session.c decides when it
+ * compiles), a larger array is shown as far as this (kw_value.c). */
+#define KN_VALUE_MAX_BYTES (1u << 20)
 
 /* What a symbolized frame is to the kernel. */
 typedef enum kn_frame_kind {

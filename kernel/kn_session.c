@@ -479,7 +479,15 @@ static void put_expression(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
  * nothing shown), and to declare cflame_value_type, a pointer to EXPR's
  * own type, whose DWARF the worker reads to print the value
  * (kernel/worker/kw_value.c). The hook copies the value's bytes while the
- * cell's frame is alive. */
+ * cell's frame is alive.
+ *
+ * A value larger than KN_VALUE_MAX_BYTES (*p, p pointing to a 100 MB
+ * struct) is evaluated as a void expression: copied into cflame_value it
+ * would overflow the stack, and it would not be shown anyway. Whether EXPR
+ * is an lvalue, whose address would let the worker read its first part,
+ * C cannot ask; its size it can, while compiling. An array or a function
+ * decays to its address (cflame_value_decays: the comma converts it as
+ * __auto_type does), whatever its size: the worker reads its first part. */
 static void put_value_code(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
   kn_strbuf_puts(sb, "{ enum { cflame_value_void = __builtin_types_compatible_p(__typeof__(");
   put_expression(sb, cell, it);
@@ -487,20 +495,30 @@ static void put_value_code(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
                      "  static __attribute__((used))\n"
                      "  __typeof__(__builtin_choose_expr(cflame_value_void, 0, (");
   put_expression(sb, cell, it);
-  kn_strbuf_puts(sb, "))) *cflame_value_type;\n"
-                     "  __auto_type cflame_value = __builtin_choose_expr(cflame_value_void, "
-                     "((void)(");
+  /* The size of a function type (1 in GNU C) is what -Wpointer-arith
+   * warns of: the kernel's own question, not the cell's. */
+  kn_strbuf_printf(sb,
+                   "))) *cflame_value_type;\n"
+                   "  enum { cflame_value_decays = !__builtin_types_compatible_p(\n"
+                   "      __typeof__(*cflame_value_type), __typeof__(((void)0, "
+                   "*cflame_value_type))) };\n"
+                   "#pragma GCC diagnostic push\n"
+                   "#pragma GCC diagnostic ignored \"-Wpointer-arith\"\n"
+                   "  enum { cflame_value_large = !cflame_value_decays && "
+                   "sizeof *cflame_value_type > %uu };\n"
+                   "  unsigned long cflame_value_size = sizeof *cflame_value_type;\n"
+                   "#pragma GCC diagnostic pop\n"
+                   "  __auto_type cflame_value = __builtin_choose_expr(cflame_value_void || "
+                   "cflame_value_large, ((void)(",
+                   KN_VALUE_MAX_BYTES);
   put_expression(sb, cell, it);
   kn_strbuf_puts(sb, "), 0), (");
   put_expression(sb, cell, it);
   kn_strbuf_puts(sb, "));\n"
                      "  extern void cflame_value_hook(const void *, unsigned long, unsigned long, "
-                     "int, int);\n"
-                     "  cflame_value_hook(&cflame_value, sizeof cflame_value, "
-                     "sizeof *cflame_value_type,\n"
-                     "      !__builtin_types_compatible_p(__typeof__(cflame_value), "
-                     "__typeof__(*cflame_value_type)),\n"
-                     "      cflame_value_void); }\n");
+                     "int, int, int);\n"
+                     "  cflame_value_hook(&cflame_value, sizeof cflame_value, cflame_value_size,\n"
+                     "      cflame_value_decays, cflame_value_void, cflame_value_large); }\n");
 }
 
 /* Index of the item of this cell that provides the header text for key:

@@ -12,13 +12,20 @@
  * warmed up before (the unwinder's first use resolves symbols through the
  * dynamic loader).
  *
+ * Only the first fault is reported, whole: the first thread to enter the
+ * handler takes reporter_tid and owns the one report buffer. A thread that
+ * faults meanwhile (eight threads writing through NULL at once) sleeps in
+ * the handler until the process ends; it must not end the process itself,
+ * nor return (its fault would only come again). The handler stays
+ * installed for that reason (no SA_RESETHAND). A fault inside the handler
+ * on the reporting thread ends the process at once, with no report.
+ *
  * SIGINT (sent by the kernel on interrupt_request) unwinds to the command
  * loop with siglongjmp when the main thread is executing cell code or is
- * blocked in a system call: the cell's state stays as it was. When the main thread is inside a library
- * (which may hold a lock) the handler only notes the request; the kernel
- * then sends SIGUSR2 a little later, which unwinds wherever the thread is,
- * and kills and restarts the worker if even that does not end the cell
- * within a second. */
+ * blocked in a system call: the cell's state stays as it was. When the main thread is inside a
+ * library (which may hold a lock) the handler only notes the request; the kernel then sends SIGUSR2
+ * a little later, which unwinds wherever the thread is, and kills and restarts the worker if even
+ * that does not end the cell within a second. */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include <errno.h>
@@ -42,17 +49,18 @@ volatile sig_atomic_t kw_interrupt_requested;
 #define MAX_PCS 128
 #define ALT_STACK_SIZE (256 * 1024)
 
-static struct {
-  uintptr_t lo, hi;
-} code_ranges[MAX_CODE_RANGES];
+static struct { uintptr_t lo, hi; } code_ranges[MAX_CODE_RANGES];
 static volatile sig_atomic_t n_code_ranges;
 static pid_t main_tid;
 /* The calling thread's alternate signal stack: the mapping, a guard page
  * and then ALT_STACK_SIZE bytes. */
 static __thread void *alt_stack_map;
 
-/* Static so the handler needs no stack for it: maps text can be long. */
+/* Static so the handler needs no stack for it: maps text can be long.
+ * Written only by the thread in reporter_tid. */
 static char report[1 << 20];
+/* The thread reporting a fault, 0 while none is. */
+static pid_t reporter_tid;
 
 void kw_fault_add_code_range(uintptr_t lo, uintptr_t hi) {
   if (n_code_ranges >= MAX_CODE_RANGES) return;
@@ -101,7 +109,26 @@ static size_t put_dec(size_t at, long v) {
   return at;
 }
 
+/* Ends the process by sig itself, so the kernel sees how the worker
+ * ended. */
+static void die_of(int sig) {
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+  _exit(128 + sig); /* not reached: each of the fatal signals ends the process */
+}
+
 static void crash_handler(int sig, siginfo_t *si, void *ucv) {
+  pid_t self = (pid_t)syscall(SYS_gettid), none = 0;
+  if (!__atomic_compare_exchange_n(&reporter_tid, &none, self, false, __ATOMIC_SEQ_CST,
+                                   __ATOMIC_SEQ_CST)) {
+    if (none == self) die_of(sig); /* the report itself faulted */
+    /* Another thread is reporting; the process ends when it is done. */
+    for (;;) pause();
+  }
   ucontext_t *uc = ucv;
   size_t at = 0;
   at = put_str(at, "signal ");
@@ -140,14 +167,7 @@ static void crash_handler(int sig, siginfo_t *si, void *ucv) {
     close(fd);
   }
   kw_io_send_crash_report(report, at);
-
-  /* Die of the same signal, so the kernel sees how the worker ended. */
-  signal(sig, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  sigprocmask(SIG_UNBLOCK, &set, NULL);
-  syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+  die_of(sig);
 }
 
 static void interrupt_handler(int sig, siginfo_t *si, void *ucv) {
@@ -214,7 +234,7 @@ int kw_fault_init(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = crash_handler;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   /* A profiler sample must not interrupt the crash report's own unwind,
    * nor an interrupt unwind the thread out of the handler while it waits

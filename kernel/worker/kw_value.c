@@ -7,15 +7,17 @@
  *   static __typeof__(EXPR) *cflame_value_type;     (never evaluated)
  *   __auto_type cflame_value = (EXPR);               (evaluated once)
  *   cflame_value_hook(&cflame_value, sizeof cflame_value,
- *                     sizeof *cflame_value_type, decayed, is_void);
+ *                     sizeof *cflame_value_type, decayed, is_void, too_large);
  *
- * (void expressions are kept apart with __builtin_choose_expr, see
- * kn_session.c). The hook copies the value's bytes while the cell's frame
- * is alive: for an array or a function, which decay to a pointer, the bytes
- * the pointer points to. After the run, with the profiler stopped, the
- * worker reads the type of cflame_value_type from the cell object's DWARF
- * (elfutils libdw) and prints the value with it. The type therefore is the
- * compiler's, typedef names and all; nothing here checks C types.
+ * (void expressions, and values larger than KN_VALUE_MAX_BYTES, which are
+ * evaluated and never copied, are kept apart with __builtin_choose_expr,
+ * see kn_session.c). The hook copies the value's bytes while the cell's
+ * frame is alive: for an array or a function, which decay to a pointer,
+ * the bytes the pointer points to, as far as KN_VALUE_MAX_BYTES. After
+ * the run, with the profiler stopped, the worker reads the type of
+ * cflame_value_type from the cell object's DWARF (elfutils libdw) and
+ * prints the value with it. The type therefore is the compiler's, typedef
+ * names and all; nothing here checks C types.
  *
  * Memory the value points to (a string, say) is read with
  * process_vm_readv on the worker itself, which fails cleanly on an address
@@ -23,7 +25,8 @@
  * Output is bounded as gdb's print is: elements of an array, characters of
  * a string, depth of nested aggregates. Pointers other than strings and
  * functions are printed as addresses, never followed, so a cyclic list
- * prints in finite time. */
+ * prints in finite time. Text is valid UTF-8 whatever the value holds:
+ * characters and strings are escaped as C literals (put_quoted). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -31,7 +34,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +48,6 @@
 #define MAX_STRING 200   /* characters of a string */
 #define MAX_DEPTH 8      /* nested aggregates */
 #define MAX_DIMS 32      /* dimensions of an array C lets one write */
-#define MAX_VALUE (1u << 20)
 #define REPEATS_THRESHOLD 10 /* equal elements in a row told as a count */
 
 /* ---- capture, in the cell's frame ---- */
@@ -57,7 +58,8 @@ static struct {
   bool decayed;
   uintptr_t pointer; /* the decayed value: where the array or function is */
   unsigned char *bytes;
-  size_t size;
+  size_t size;      /* of bytes */
+  size_t full_size; /* of the value: more than size when only its start was read */
   char error[256];
 } captured;
 
@@ -69,22 +71,33 @@ static bool read_memory(uintptr_t addr, void *buf, size_t n) {
   return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n;
 }
 
+/* Called by the cell (see the top of this file and kn_session.c): value
+ * points to value_size bytes, or, when decayed, to the address of the
+ * type_size bytes of an array or function. A value too_large to copy was
+ * evaluated and not copied: value points to nothing of it, and type_size
+ * is its size. */
 void cflame_value_hook(const void *value, size_t value_size, size_t type_size, int decayed,
-                       int is_void);
+                       int is_void, int too_large);
 void cflame_value_hook(const void *value, size_t value_size, size_t type_size, int decayed,
-                       int is_void) {
+                       int is_void, int too_large) {
   kw_value_reset();
   captured.set = true;
   captured.is_void = is_void != 0;
   if (captured.is_void) return;
   captured.decayed = decayed != 0;
   size_t n = decayed ? type_size : value_size;
-  if (n > MAX_VALUE) {
+  if (too_large) {
     snprintf(captured.error, sizeof captured.error,
-             "the value is %zu bytes, more than the %u bytes a value may have to be printed", n,
-             MAX_VALUE);
+             "the value of the cell's last expression is not shown: it is %zu bytes, more than "
+             "the %u bytes a value may have to be shown, so it was computed but not copied; show a "
+             "member or an element of it instead",
+             type_size, KN_VALUE_MAX_BYTES);
     return;
   }
+  captured.full_size = n;
+  /* An array (or a value of another size than the kernel allows, which
+   * it never passes) is read only as far as the bound: its start. */
+  if (n > KN_VALUE_MAX_BYTES) n = KN_VALUE_MAX_BYTES;
   captured.bytes = malloc(n ? n : 1);
   if (!captured.bytes) {
     snprintf(captured.error, sizeof captured.error, "out of memory for a copy of the value");
@@ -262,61 +275,157 @@ static bool peel(Dwarf_Die *type, Dwarf_Die *out) {
   return dwarf_peel_type(type, out) == 0;
 }
 
-static void put_char_escaped(kn_strbuf_t *sb, unsigned char c, char quote) {
-  switch (c) {
-  case '\n': kn_strbuf_puts(sb, "\\n"); return;
-  case '\t': kn_strbuf_puts(sb, "\\t"); return;
-  case '\r': kn_strbuf_puts(sb, "\\r"); return;
-  case '\0': kn_strbuf_puts(sb, "\\0"); return;
-  case '\\': kn_strbuf_puts(sb, "\\\\"); return;
-  default: break;
-  }
-  if (c == (unsigned char)quote)
-    kn_strbuf_printf(sb, "\\%c", c);
-  else if (c < 0x20 || c == 0x7f)
-    kn_strbuf_printf(sb, "\\x%02x", c);
-  else
-    kn_strbuf_putc(sb, (char)c); /* UTF-8 bytes pass through */
+/* The length of the UTF-8 sequence of two bytes or more at s (n bytes
+ * there), 0 if none starts there: overlong forms, UTF-16 surrogates and
+ * code points past U+10FFFF are not UTF-8, as JSON parsers say. */
+static size_t utf8_sequence(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  size_t len = c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+  unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+  unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+  if (len == 0 || len > n || s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < len; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  return len;
 }
 
-/* A string at addr: up to MAX_STRING characters, or NUL. */
+/* s[0..n) between quotes ('"' or '\''), escaped as C writes it, so that
+ * the text is UTF-8 and reads back as the same bytes: UTF-8 sequences pass
+ * through, other bytes of 0x80 and up and control characters become \xHH.
+ * C reads as many hex digits as follow \x (and up to three octal digits
+ * after \0), so an escape followed by a character that would extend it
+ * ends the literal and the next one starts: "\xff" "a". Shows the bytes
+ * before limit (a UTF-8 sequence begun there whole); returns how many it
+ * showed. */
+static size_t put_quoted(kn_strbuf_t *sb, const unsigned char *s, size_t n, size_t limit,
+                         char quote) {
+  const char *extends = ""; /* what would extend the escape just written */
+  size_t i = 0;
+  kn_strbuf_putc(sb, quote);
+  while (i < n && i < limit) {
+    unsigned char c = s[i];
+    size_t len = c >= 0x80 ? utf8_sequence(s + i, n - i) : 1;
+    if (c && strchr(extends, c)) kn_strbuf_printf(sb, "%c %c", quote, quote);
+    extends = "";
+    if (len > 1) {
+      kn_strbuf_append(sb, (const char *)s + i, len);
+      i += len;
+      continue;
+    }
+    i++;
+    const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
+    if (named) {
+      kn_strbuf_puts(sb, named);
+    } else if (c == '\0') {
+      kn_strbuf_puts(sb, "\\0");
+      extends = "01234567";
+    } else if (c == '\\' || c == (unsigned char)quote) {
+      kn_strbuf_printf(sb, "\\%c", c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      kn_strbuf_printf(sb, "\\x%02x", c);
+      extends = "0123456789abcdefABCDEF";
+    } else {
+      kn_strbuf_putc(sb, (char)c);
+    }
+  }
+  kn_strbuf_putc(sb, quote);
+  return i;
+}
+
+/* A string at addr: up to MAX_STRING bytes, or NUL. */
 static void put_string_at(kn_strbuf_t *sb, uintptr_t addr) {
-  unsigned char first;
-  if (!read_memory(addr, &first, 1)) {
+  /* Three bytes more, for a UTF-8 sequence begun before the bound. */
+  unsigned char text[MAX_STRING + 3];
+  size_t n = 0;
+  bool readable = true;
+  while (n < sizeof text && (readable = read_memory(addr + n, &text[n], 1)) && text[n]) n++;
+  if (n == 0 && !readable) {
     kn_strbuf_printf(sb, "0x%" PRIxPTR " <cannot read memory there>", addr);
     return;
   }
-  kn_strbuf_putc(sb, '"');
-  size_t i = 0;
-  for (; i < MAX_STRING; i++) {
-    unsigned char c;
-    if (!read_memory(addr + i, &c, 1)) {
-      kn_strbuf_printf(sb, "\"... <cannot read memory at 0x%" PRIxPTR ">", addr + i);
-      return;
-    }
-    if (!c) break;
-    put_char_escaped(sb, c, '"');
-  }
-  kn_strbuf_putc(sb, '"');
-  if (i == MAX_STRING) kn_strbuf_puts(sb, "...");
+  size_t shown = put_quoted(sb, text, n, MAX_STRING, '"');
+  if (shown < n || (readable && n == sizeof text))
+    kn_strbuf_puts(sb, "...");
+  else if (!readable)
+    kn_strbuf_printf(sb, "... <cannot read memory at 0x%" PRIxPTR ">", addr + n);
 }
 
-/* Shortest decimal that reads back as the same double (or float). */
-static void put_double(kn_strbuf_t *sb, double v, bool is_float) {
-  if (isnan(v)) {
-    kn_strbuf_puts(sb, "nan");
-    return;
+/* The floating formats of x86-64, as a base type of DW_ATE_float names
+ * them by its size and, at 16 bytes, its name: _Float128 and __float128
+ * are IEEE binary128, long double and _Float64x the x87 80-bit format. */
+typedef enum float_format {
+  FLOAT_HALF, /* _Float16 */
+  FLOAT_SINGLE,
+  FLOAT_DOUBLE,
+  FLOAT_X87,
+  FLOAT_BINARY128,
+} float_format_t;
+
+/* Whether a floating type of this name and size is one printed here. */
+static bool float_format(const char *name, int size, float_format_t *f) {
+  switch (size) {
+#ifdef __FLT16_MAX__ /* the compiler that built the worker knows _Float16 */
+  case 2: *f = FLOAT_HALF; return true;
+#endif
+  case 4: *f = FLOAT_SINGLE; return true;
+  case 8: *f = FLOAT_DOUBLE; return true;
+  case 16: *f = name && strstr(name, "128") ? FLOAT_BINARY128 : FLOAT_X87; return true;
+  default: return false;
   }
-  if (isinf(v)) {
-    kn_strbuf_puts(sb, v < 0 ? "-inf" : "inf");
-    return;
+}
+
+/* Writes the value of format f at p with prec significant digits ("%g");
+ * returns whether the text reads back as the same value. */
+static bool format_float(float_format_t f, const unsigned char *p, int prec, char *buf,
+                         size_t size) {
+  switch (f) {
+#ifdef __FLT16_MAX__
+  case FLOAT_HALF: { /* through double, which holds every _Float16 exactly */
+    _Float16 v;
+    memcpy(&v, p, sizeof v);
+    snprintf(buf, size, "%.*g", prec, (double)v);
+    return (_Float16)strtod(buf, NULL) == v;
   }
-  char buf[64];
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (is_float ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
+#else
+  case FLOAT_HALF: break;
+#endif
+  case FLOAT_SINGLE: {
+    float v;
+    memcpy(&v, p, sizeof v);
+    snprintf(buf, size, "%.*g", prec, (double)v);
+    return strtof(buf, NULL) == v;
   }
-  kn_strbuf_puts(sb, buf);
+  case FLOAT_DOUBLE: {
+    double v;
+    memcpy(&v, p, sizeof v);
+    snprintf(buf, size, "%.*g", prec, v);
+    return strtod(buf, NULL) == v;
+  }
+  case FLOAT_X87: {
+    long double v;
+    memcpy(&v, p, sizeof v);
+    snprintf(buf, size, "%.*Lg", prec, v);
+    return strtold(buf, NULL) == v;
+  }
+  case FLOAT_BINARY128: {
+    _Float128 v;
+    memcpy(&v, p, sizeof v);
+    char format[16]; /* strfromf128 takes no '*' */
+    snprintf(format, sizeof format, "%%.%dg", prec);
+    strfromf128(buf, size, format, v);
+    return strtof128(buf, NULL) == v;
+  }
+  }
+  snprintf(buf, size, "?");
+  return true;
+}
+
+/* The shortest decimal that reads back as the same value of format f (at
+ * most 36 digits, binary128's), "inf", "-inf" or "nan". */
+static void float_text(float_format_t f, const unsigned char *p, char *buf, size_t size) {
+  for (int prec = 1; prec < 40 && !format_float(f, p, prec, buf, size); prec++)
+    ;
+  if (strstr(buf, "nan")) snprintf(buf, size, "nan"); /* never reads back equal */
 }
 
 static uint64_t load_unsigned(const unsigned char *p, size_t n) {
@@ -344,10 +453,24 @@ static const char *function_name(uintptr_t addr) {
 typedef struct printer {
   kn_strbuf_t *sb;
   int elements; /* printed so far, against MAX_ELEMENTS */
+  bool cut;     /* it showed where the bytes read of the value end */
 } printer_t;
 
 static void put_value(printer_t *pr, Dwarf_Die *type, const unsigned char *p, size_t n,
                       int depth);
+
+/* Whether the size bytes of a scalar are among the n there; if not (the
+ * value was read only in part), shows that its bytes end there. */
+static bool have_bytes(printer_t *pr, int size, size_t n) {
+  if (size <= 0) {
+    kn_strbuf_puts(pr->sb, "<incomplete>");
+    return false;
+  }
+  if ((size_t)size <= n) return true;
+  kn_strbuf_puts(pr->sb, "...");
+  pr->cut = true;
+  return false;
+}
 
 static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
                      const unsigned char *p, size_t n) {
@@ -356,10 +479,7 @@ static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
   Dwarf_Word enc = 0;
   if (dwarf_attr(base, DW_AT_encoding, &a)) dwarf_formudata(&a, &enc);
   int size = dwarf_bytesize(base);
-  if (size <= 0 || (size_t)size > n) {
-    kn_strbuf_puts(sb, "<incomplete>");
-    return;
-  }
+  if (!have_bytes(pr, size, n)) return;
   switch (enc) {
   case DW_ATE_boolean:
     kn_strbuf_puts(sb, load_unsigned(p, (size_t)size) ? "true" : "false");
@@ -370,9 +490,7 @@ static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
      * (int8_t, uint8_t) as the numbers they mostly hold, with the
      * character after them. */
     if (type_name && !strcmp(type_name, "char")) {
-      kn_strbuf_putc(sb, '\'');
-      put_char_escaped(sb, p[0], '\'');
-      kn_strbuf_putc(sb, '\'');
+      put_quoted(sb, p, 1, 1, '\'');
       return;
     }
     if (enc == DW_ATE_signed_char)
@@ -417,48 +535,29 @@ static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
     kn_strbuf_printf(sb, "%" PRIu64, load_unsigned(p, (size_t)size));
     return;
   case DW_ATE_float:
-    if (size == 4) {
-      float f;
-      memcpy(&f, p, 4);
-      put_double(sb, f, true);
-    } else if (size == 8) {
-      double d;
-      memcpy(&d, p, 8);
-      put_double(sb, d, false);
-    } else {
-      long double ld;
-      memcpy(&ld, p, sizeof ld < (size_t)size ? sizeof ld : (size_t)size);
-      kn_strbuf_printf(sb, "%.21Lg", ld);
-    }
-    return;
   case DW_ATE_complex_float: {
-    double re, im;
-    if (size == 8) {
-      float f[2];
-      memcpy(f, p, 8);
-      re = f[0], im = f[1];
-    } else {
-      memcpy(&re, p, 8);
-      memcpy(&im, p + 8, 8);
+    bool complex = enc == DW_ATE_complex_float;
+    float_format_t f;
+    if (!float_format(type_name, complex ? size / 2 : size, &f)) break;
+    char text[64];
+    float_text(f, p, text, sizeof text);
+    kn_strbuf_puts(sb, text);
+    if (complex) {
+      float_text(f, p + size / 2, text, sizeof text);
+      kn_strbuf_printf(sb, " %c %si", text[0] == '-' ? '-' : '+', text + (text[0] == '-'));
     }
-    put_double(sb, re, size == 8);
-    kn_strbuf_puts(sb, signbit(im) ? " - " : " + ");
-    put_double(sb, fabs(im), size == 8);
-    kn_strbuf_puts(sb, "i");
     return;
   }
   default:
-    kn_strbuf_printf(sb, "<a value of type %s cannot be printed: DWARF encoding %u>",
-                     type_name ? type_name : "?", (unsigned)enc);
+    break;
   }
+  kn_strbuf_printf(sb, "<a value of type %s cannot be printed: DWARF encoding %u>",
+                   type_name ? type_name : "?", (unsigned)enc);
 }
 
 static void put_enum(printer_t *pr, Dwarf_Die *en, const unsigned char *p, size_t n) {
   int size = dwarf_bytesize(en);
-  if (size <= 0 || (size_t)size > n) {
-    kn_strbuf_puts(pr->sb, "<incomplete>");
-    return;
-  }
+  if (!have_bytes(pr, size, n)) return;
   uint64_t raw = load_unsigned(p, (size_t)size);
   int64_t v = sign_extend(raw, (unsigned)size * 8);
   Dwarf_Die child;
@@ -477,6 +576,7 @@ static void put_enum(printer_t *pr, Dwarf_Die *en, const unsigned char *p, size_
 }
 
 static void put_pointer(printer_t *pr, Dwarf_Die *ptr, const unsigned char *p, size_t n) {
+  if (!have_bytes(pr, (int)sizeof(void *), n)) return;
   uintptr_t addr = (uintptr_t)load_unsigned(p, sizeof(void *));
   Dwarf_Die target, peeled;
   bool has_target = type_of(ptr, &target) != NULL;
@@ -508,7 +608,10 @@ static void put_dims(printer_t *pr, Dwarf_Die *elem, Dwarf_Word esize, const Dwa
   Dwarf_Word inner = esize;
   for (int i = 1; i < nd; i++) inner *= dims[i];
   Dwarf_Word count = dims[0];
-  if (inner && count * inner > n) count = n / inner;
+  /* The bytes end before the elements when the value was read only in part
+   * (KN_VALUE_MAX_BYTES): the elements there are shown, the last in part. */
+  bool cut = inner && count * inner > n;
+  if (cut) count = (n + inner - 1) / inner;
   /* A char array reads as a string when all after its text is NUL. */
   Dwarf_Die pe;
   const char *ename = nd == 1 && esize == 1 && peel(elem, &pe) ? dwarf_diename(&pe) : NULL;
@@ -518,9 +621,9 @@ static void put_dims(printer_t *pr, Dwarf_Die *elem, Dwarf_Word esize, const Dwa
     for (size_t i = len; i < count; i++)
       if (p[i]) rest_zero = false;
     if (rest_zero) {
-      kn_strbuf_putc(pr->sb, '"');
-      for (size_t i = 0; i < len && i < MAX_STRING; i++) put_char_escaped(pr->sb, p[i], '"');
-      kn_strbuf_puts(pr->sb, len > MAX_STRING ? "\"..." : "\"");
+      size_t shown = put_quoted(pr->sb, p, len, MAX_STRING, '"');
+      if (shown == len && cut) pr->cut = true;
+      if (shown < len || cut) kn_strbuf_puts(pr->sb, "...");
       return;
     }
   }
@@ -533,21 +636,28 @@ static void put_dims(printer_t *pr, Dwarf_Die *elem, Dwarf_Word esize, const Dwa
     if (i) kn_strbuf_puts(pr->sb, ", ");
     if (pr->elements++ >= MAX_ELEMENTS) {
       kn_strbuf_puts(pr->sb, "...");
+      cut = false; /* the bound on elements came first */
       break;
     }
+    size_t at = (size_t)(i * inner), bytes = n - at < inner ? n - at : (size_t)inner;
     if (nd > 1) {
-      put_dims(pr, elem, esize, dims + 1, nd - 1, p + i * inner, (size_t)inner, depth + 1);
+      put_dims(pr, elem, esize, dims + 1, nd - 1, p + at, bytes, depth + 1);
       continue;
     }
-    put_value(pr, elem, p + i * esize, (size_t)esize, depth + 1);
+    put_value(pr, elem, p + at, bytes, depth + 1);
     /* A run of equal elements is told, as gdb does: 0 <repeats 499 times>. */
     Dwarf_Word same = 1;
-    while (i + same < count && !memcmp(p + i * esize, p + (i + same) * esize, (size_t)esize))
+    while (i + same < count && (i + same + 1) * esize <= n &&
+           !memcmp(p + at, p + (i + same) * esize, (size_t)esize))
       same++;
     if (same >= REPEATS_THRESHOLD) {
       kn_strbuf_printf(pr->sb, " <repeats %" PRIu64 " times>", (uint64_t)same);
       i += same - 1;
     }
+  }
+  if (cut) {
+    kn_strbuf_puts(pr->sb, ", ...");
+    pr->cut = true;
   }
   kn_strbuf_puts(pr->sb, count ? " }" : "}");
 }
@@ -603,13 +713,6 @@ static void put_members(printer_t *pr, Dwarf_Die *agg, const unsigned char *p, s
         kn_strbuf_puts(pr->sb, "...");
         break;
       }
-      const char *name = dwarf_diename(&m);
-      if (name) kn_strbuf_printf(pr->sb, ".%s = ", name);
-      Dwarf_Die mt;
-      if (!type_of(&m, &mt)) {
-        kn_strbuf_puts(pr->sb, "?");
-        continue;
-      }
       Dwarf_Attribute a;
       Dwarf_Word off = 0, bits = 0, bit_off = 0;
       if (dwarf_attr(&m, DW_AT_data_member_location, &a)) dwarf_formudata(&a, &off);
@@ -618,8 +721,24 @@ static void put_members(printer_t *pr, Dwarf_Die *agg, const unsigned char *p, s
          * aggregate (DWARF 4 and 5, as GCC and Clang write it). */
         if (dwarf_attr(&m, DW_AT_data_bit_offset, &a)) dwarf_formudata(&a, &bit_off);
         else bit_off = off * 8;
+        off = bit_off / 8;
+      }
+      if (off >= n && off < (Dwarf_Word)dwarf_bytesize(agg)) {
+        /* the value was read only in part, and ends before this member */
+        kn_strbuf_puts(pr->sb, "...");
+        pr->cut = true;
+        break;
+      }
+      const char *name = dwarf_diename(&m);
+      if (name) kn_strbuf_printf(pr->sb, ".%s = ", name);
+      Dwarf_Die mt;
+      if (!type_of(&m, &mt)) {
+        kn_strbuf_puts(pr->sb, "?");
+        continue;
+      }
+      if (bits) {
         uint64_t word = 0;
-        size_t at = (size_t)(bit_off / 8);
+        size_t at = (size_t)off;
         memcpy(&word, p + at, at + 8 <= n ? 8 : n - at);
         uint64_t v = (word >> (bit_off % 8)) & (bits >= 64 ? ~0ull : (1ull << bits) - 1);
         Dwarf_Die pt;
@@ -746,8 +865,11 @@ char *kw_value_format(const char *path, const char *entry, char *err, size_t err
       else
         kn_strbuf_printf(&sb, "0x%" PRIxPTR, captured.pointer);
     } else {
-      printer_t pr = {&sb, 0};
+      printer_t pr = {&sb, 0, false};
       put_value(&pr, &type, captured.bytes, captured.size, 0);
+      if (pr.cut && captured.size < captured.full_size)
+        kn_strbuf_printf(&sb, " <only the first %zu of %zu bytes were read>", captured.size,
+                         captured.full_size);
     }
     text = kn_strbuf_steal(&sb);
   }
@@ -756,4 +878,6 @@ char *kw_value_format(const char *path, const char *entry, char *err, size_t err
   return text;
 }
 
-bool kw_value_captured(void) { return captured.set && !captured.is_void; }
+bool kw_value_captured(void) {
+  return captured.set && !captured.is_void;
+}

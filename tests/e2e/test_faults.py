@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from conftest import _read, collect, fails, ok, request, run, send, stderr, stdout
+from conftest import (_read, collect, fails, ok, request, run, send, start_kernel, stderr,
+                      stdout)
 
 
 def traceback_text(reply):
@@ -229,6 +230,42 @@ def test_crash_while_another_thread_prints(kc):
     assert stdout(outputs).startswith("x" * 998 + "\n")
     # The kernel goes on, with the session's definitions.
     assert ok(kc, 'printf("%d %d\\n", survives_the_crash(), crash_global);') == "17 3\n"
+
+
+# Eight threads wait for each other and then all write through NULL at
+# once: several are in the crash handler at the same time.
+FAULT_TOGETHER_CELL = r"""#include <pthread.h>
+static volatile int fault_ready;
+void *fault_together(void *arg) {
+  __atomic_add_fetch(&fault_ready, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&fault_ready, __ATOMIC_SEQ_CST) < 8)
+    ;
+  *(volatile int *)arg = 1;
+  return arg;
+}
+pthread_t fault_threads[8];
+for (int i = 0; i < 8; i++)
+  pthread_create(&fault_threads[i], NULL, fault_together, NULL);
+for (int i = 0; i < 8; i++)
+  pthread_join(fault_threads[i], NULL);"""
+
+
+def test_threads_faulting_at_once_are_reported_whole():
+    # The first fault is reported, with its backtrace, however many
+    # threads fault with it; the others wait for the worker's end instead
+    # of ending it before the report is out.
+    with start_kernel(memory=2 << 30) as (km, kc):
+        ok(kc, "int after_the_faults(void) { return 23; }")
+        line = FAULT_TOGETHER_CELL.split("\n").index("  *(volatile int *)arg = 1;") + 1
+        for attempt in range(6):
+            reply, outputs = fails(kc, FAULT_TOGETHER_CELL, "SIGSEGV", timeout=60)
+            n = reply["execution_count"]
+            assert "Segmentation fault" in reply["evalue"], (attempt, reply["evalue"])
+            assert f"cell[{n}]:{line} in fault_together()" in reply["evalue"], \
+                (attempt, reply["evalue"])
+            assert any(tb.startswith("Backtrace") for tb in reply["traceback"]), \
+                (attempt, reply["traceback"])
+            assert ok(kc, 'printf("%d\\n", after_the_faults());', timeout=60) == "23\n"
 
 
 def test_exit_is_reported_and_the_session_reloaded(kc):

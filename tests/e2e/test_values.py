@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import fails, ok, run, run_full, stderr, stdout
+from conftest import fails, ok, run, run_full, start_kernel, stderr, stdout
 
 
 def results(outputs):
@@ -35,6 +35,7 @@ def session(kc):
            "struct node n1 = {1, 0}, n2 = {2, 0};\n"
            "struct flags { unsigned ready : 1; int level : 4; unsigned mode : 3; };\n"
            "union num { int i; float f; };\n"
+           "union bytes8 { char c[8]; long l; };\n"
            "int square(int x) { return x * x; }\n"
            "int values_seen = 0;\n"
            "int counted(void) { return ++values_seen; }\n")
@@ -64,9 +65,64 @@ def session(kc):
     ("square", "(int(int)) square"),
     ("(int (*)(int))square", "(int (*)(int)) square"),
     ("(void *)0", "(void *) 0x0"),
+    # Bytes that are not UTF-8 are escaped as C writes them, so that the value
+    # is shown (a JSON string must be UTF-8) and reads back as the same bytes.
+    # An escape followed by a character that would extend it (a hex digit after
+    # \xff) ends the literal, and the next one starts: "\xff" "a".
+    ('"\\xff"', '(char[2]) "\\xff"'),
+    ("(char)0xff", "(char) '\\xff'"),
+    ("(char[3]){'A', (char)0xff}", '(char[3]) "A\\xff"'),
+    ("(char[2]){(char)0xff, 'q'}", '(char[2]) "\\xffq"'),
+    ('(const char *)"\\xfe\\xff"', '(const char *) "\\xfe\\xff"'),
+    ('"caf\\xc3\\xa9"', '(char[6]) "caf\u00e9"'),  # UTF-8 passes through
+    ('"\\xc3(\\xe2\\x82"', '(char[5]) "\\xc3(\\xe2\\x82"'),  # cut sequences
+    ('"\\xed\\xa0\\x80"', '(char[4]) "\\xed\\xa0\\x80"'),  # a UTF-16 surrogate
+    ('"\\xff" "a"', '(char[3]) "\\xff" "a"'),
+    ('"\\x01" "2"', '(char[3]) "\\x01" "2"'),
+    ('"\\xffz"', '(char[3]) "\\xffz"'),
+    ("(union bytes8){.l = 0xF8}", '(union bytes8) { .c = "\\xf8", .l = 248 }'),
+    # Each floating type prints in the shortest form that reads back as the
+    # same value of that type: binary128 (_Float128, __float128) through
+    # strfromf128, _Float16 through double, which holds it exactly.
+    ("(_Float128)2.5", "(_Float128) 2.5"),
+    ("(_Float128)1/3", "(_Float128) 0.3333333333333333333333333333333333"),
+    ("(__float128)-2.5e-4000Q", "(_Float128) -2.5e-4000"),
+    ("-(_Float128)1/0", "(_Float128) -inf"),
+    ("(_Float16)2.5", "(_Float16) 2.5"),
+    ("(_Float16)1/3", "(_Float16) 0.3333"),
+    ("(_Float16)65504", "(_Float16) 6.55e+04"),  # as (double)100000 is 1e+05
+    ("(_Float16)-6e-8", "(_Float16) -6e-08"),
+    ("(long double)1/3", "(long double) 0.33333333333333333334"),
+    ("(long double)0.1L", "(long double) 0.1"),
+    ("(_Complex long double)1", "(complex long double) 1 + 0i"),
+    ("(_Complex _Float128)(0.5 - 1.0i)", "(complex _Float128) 0.5 - 1i"),
+    ("(_Complex _Float16)2.5", "(complex _Float16) 2.5 + 0i"),
 ])
 def test_each_type_prints(session, code, shown):
     assert value(session, code) == shown
+
+
+def test_escaped_values_read_back_as_the_same_bytes(session):
+    for code in ['"\\xff" "a"', '"\\x01" "2"', '"A\\xfe\\xffF0\\x7f" "9"', '"\\xc3\\xa9\\xc3"',
+                 '"\\t\\x1b[0m\\\\\\""']:
+        shown = value(session, code)
+        literal = shown.split(") ", 1)[1]
+        assert value(session, f"sizeof({literal}) == sizeof({code}) && "
+                              f"!memcmp({literal}, {code}, sizeof({code}))") == "(int) 1", shown
+    assert value(session, "(char)0xff == " + value(session, "(char)0xff").split(") ", 1)[1]) == \
+        "(int) 1"
+
+
+def test_floating_values_read_back(session):
+    # Compared as stored: C may compute _Float16 arithmetic, and even its
+    # constants, in float.
+    for i, (typ, code, suffix) in enumerate([
+            ("_Float128", "(_Float128)1/3", "f128"), ("_Float128", "(_Float128)0.1", "f128"),
+            ("_Float128", "(_Float128)2/3 * 1e300", "f128"), ("_Float16", "(_Float16)1/3", "f16"),
+            ("_Float16", "(_Float16)0.1", "f16"), ("long double", "(long double)2/3", "L")]):
+        text = value(session, code).split(") ", 1)[1]
+        assert value(session, f"{typ} computed_{i} = {code}, read_back_{i} = {text}{suffix};\n"
+                              f"computed_{i} == read_back_{i}") == "(int) 1", (code, text)
 
 
 def test_pointers_show_address_and_type(session):
@@ -201,3 +257,43 @@ def test_clang_and_missing_debug_information(fresh):
     reply, outputs = run(kc, "6 * 7")
     assert reply["status"] == "ok" and results(outputs) == []
     assert "without debugging information (-g)" in stderr(outputs)
+
+
+def test_a_huge_value_is_not_copied_and_the_session_keeps_its_globals():
+    # The value of *hb is 100 MB, more than a value may have to be shown:
+    # it is computed but never copied (a copy on the stack overflowed it),
+    # the output says why nothing is shown, and the worker lives on.
+    with start_kernel(memory=2 << 30) as (km, kc):
+        ok(kc, "struct huge { char head[8]; char rest[100 << 20]; };\n"
+               "struct huge *hb;\nint kept_global = 1;\nint huge_seen = 0;\n"
+               "struct huge *seen(struct huge *p) { huge_seen++; return p; }")
+        ok(kc, 'hb = calloc(1, sizeof *hb); strcpy(hb->head, "start"); kept_global = 2;')
+        reply, outputs = run(kc, "*seen(hb)", timeout=60)
+        assert reply["status"] == "ok", reply
+        assert results(outputs) == [], outputs
+        note = stderr(outputs)
+        assert "the value of the cell's last expression is not shown" in note, note
+        assert "104857608 bytes" in note and "1048576" in note, note
+        assert value(kc, "kept_global") == "(int) 2"
+        assert value(kc, "huge_seen") == "(int) 1"  # evaluated once
+        assert value(kc, "hb->head") == '(char[8]) "start"'
+        # An array decays: its start is shown, up to the element bound.
+        ok(kc, "int *ramp_big = malloc(30000000 * sizeof *ramp_big);\n"
+               "for (int i = 0; i < 30000000; i++) ramp_big[i] = i;")
+        text = value(kc, "*(int (*)[30000000])ramp_big")
+        assert text.startswith("(int[30000000]) { 0, 1, 2, ") and text.endswith(", 199, ... }"), text
+        # A larger array is read as far as the bound, and says so.
+        text = value(kc, "*(struct huge (*)[2])hb")
+        assert text == ('(struct huge[2]) { { .head = "start", .rest = ""... }, ... } '
+                        '<only the first 1048576 of 209715216 bytes were read>'), text
+        assert ok(kc, 'printf("%d\\n", kept_global);') == "2\n"
+
+
+def test_the_kernels_value_code_warns_of_nothing(fresh):
+    # The value code asks the size of a function type, which -Wpedantic
+    # warns of; the warning is the kernel's business, not the cell's.
+    km, kc = fresh
+    ok(kc, "%cflags -g -Wall -Wextra -Wpedantic")
+    reply, outputs = run(kc, "int twice(int x) { return 2 * x; }\ntwice")
+    assert results(outputs)[0]["data"]["text/plain"] == "(int(int)) twice"
+    assert stderr(outputs) == ""
