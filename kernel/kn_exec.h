@@ -61,9 +61,17 @@ struct kn_exec {
   kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
   kn_output_t out;
   bool input_pending;
+  bool loaded;     /* the worker loaded the cell's object ("running"): a crash
+                      after that keeps the cell, one before it does not */
+  json_t *run_cmd; /* the run command, held while the worker starts */
   char *crash_report;
   int interrupt_stage; /* 0; 1 SIGINT sent; 2 SIGUSR2 sent; 3 killed */
   long long interrupt_at_ms;
+  /* The worker died under the cell: its error, finished by kn_restart.c
+   * once a new worker has started (ename NULL: it did not). */
+  char *died_ename, *died_value;
+  json_t *died_traceback;
+  const char *died_profile_note; /* kn_profrun_cut_short_note's, or "" */
 };
 
 /* A new execution of request (owned from now on). */
@@ -97,9 +105,20 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
  * for the error message: " The flame graph shows ..." or "". */
 const char *kn_profrun_cut_short_note(kn_profmode_t mode);
 
+/* kn_run.c: sends e's run command (e->run_cmd) to the worker, or keeps it
+ * while the worker starts; fails e when the worker cannot be reached. */
+void kn_exec_send_run(kn_exec_t *e);
+
 /* kn_restart.c: the worker ended (status from wait, reason when the kernel
  * ended it) while e ran, or while no cell ran (e NULL): say why, start a
  * new worker, reload the session's code. */
 void kn_restart_after_exit(kn_kernel_t *k, kn_exec_t *e, int status, const char *reason);
+/* A worker's start dropped the committed cell whose object is path (why
+ * says what its load did): it leaves the session, and the output says so. */
+void kn_restart_on_dropped(kn_kernel_t *k, const char *path, const char *why);
+/* A worker's start ended (failure: why there is no worker, or NULL): the
+ * cell whose crash restarted it is finished, a cell waiting to run is sent,
+ * and what happened is said. */
+void kn_restart_on_started(kn_kernel_t *k, const char *failure);
 
 #endif
