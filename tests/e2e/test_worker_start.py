@@ -168,6 +168,30 @@ def test_an_interrupt_ends_a_reload_that_hangs(tmp_path):
         assert gone([hung]), "the worker hung in the constructor outlived the interrupt"
 
 
+def test_an_interrupt_between_cells_ends_a_reload_that_hangs(tmp_path):
+    """The worker dies while no cell runs and its successor hangs in cell 1's
+    constructor: an interrupt ends the load, and the next cell, which waited,
+    says what happened before it runs."""
+    with start_kernel(wrap=memory_cap()) as (km, kc):
+        ok(kc, hanging_on_reload(tmp_path / "mark"))
+        ok(kc, "int kept = 7;")
+        kpid = km.provisioner.process.pid
+        old = workers_of(kpid)
+        ok(kc, "alarm(1);")
+        hung = worker_loading(kpid, "cell_1.so", other_than=old)
+        t_sent = time.monotonic()
+        waiting = send(kc, 'printf("%d\\n", kept);')
+        answered_in, t0 = control_request(km, "interrupt_request")
+        r = collect(kc, waiting, timeout=90, sent_t=t_sent)
+        assert r.reply["status"] == "ok", r.reply
+        assert r.reply_t - t0 < LOAD_BOUND_S, "the interrupt waited for the load's bound"
+        err = stderr(r.outputs)
+        assert "between cells, the worker process died of SIGALRM" in err, err
+        assert "cell 1 was dropped from the session" in err and "interrupt" in err, err
+        assert "7\n" in "".join(o.get("text", "") for o in r.outputs if o.get("name") == "stdout")
+        assert gone([hung]), "the worker hung in the constructor outlived the interrupt"
+
+
 def test_control_is_answered_while_slow_constructors_reload():
     """Three cells whose constructors take 7 s each: after a crash, their
     reload takes some 21 s, and kernel_info on control is answered while it
