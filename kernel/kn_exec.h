@@ -7,10 +7,11 @@
  *   kn_events.c   the worker's events while it runs: output, input
  *                 requests, "done"; interrupts and their escalation;
  *   kn_profrun.c  what a profiled run leaves: its profile, graph, baseline;
- *   kn_restart.c  a worker that died: the error, and a new worker;
+ *   kn_restart.c  a worker that died: the error, and a new worker; the end
+ *                 of its start (cells whose code did not load again);
  *   kn_exec.c     (this header's own) output to iopub, and the reply.
  * At most one execution runs at a time (kn_kernel_exec); the shell socket
- * is not read while it does. */
+ * is not read while it does, nor while the worker starts. */
 #ifndef KN_EXEC_H
 #define KN_EXEC_H
 
