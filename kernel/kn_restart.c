@@ -116,9 +116,9 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
     }
   }
   if (!kept && e->interrupt_stage == 0) {
-    const char *not_kept = "The cell is not kept: its code never finished loading.";
+    const char *not_kept = "The cell is not kept: its code never finished loading";
     kn_strbuf_printf(&value, ". %s", not_kept);
-    json_array_append_new(tb, json_string(not_kept));
+    json_array_append_new(tb, json_sprintf("%s.", not_kept));
   }
   e->died_ename = kn_strdup(ename);
   e->died_value = kn_strbuf_steal(&value);
