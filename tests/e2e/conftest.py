@@ -34,21 +34,36 @@ def pytest_sessionstart(session):
         )
 
 
+# How much longer than a test's own figure a wait for an answer may last.
+# A loaded machine (and AddressSanitizer, several times slower) stretches
+# every answer, and a wait ends as soon as its answer is complete, so a
+# passing run never pays for the margin. Waits that show that something
+# does NOT come (a replay not answered) are not scaled.
+WAIT_SCALE = float(os.environ.get("CFLAME_TEST_WAIT_SCALE") or
+                   (6 if os.environ.get("CFLAME_SANITIZED") else 3))
+
+
 # ---------------------------------------------------------------- kernels
 
 
 @contextlib.contextmanager
-def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30, wrap=None):
+def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30,
+                 memory=None):
     """Starts a cflame kernel; yields (km, kc); shuts it down afterwards.
 
     env: extra environment variables for the kernel (None values remove a
     variable from the kernel's environment). ip: the address, or for the ipc
     transport the path prefix of the sockets. stderr: a file for the
-    kernel's log (default: inherited). wrap: a command line the kernel runs
-    under (memory_cap()'s, say)."""
+    kernel's log (default: inherited). memory: a cap in bytes on the
+    address space of the kernel and of what it starts (prlimit --as), so
+    that a regression cannot take the machine down; under ASan, which
+    reserves terabytes of address space, on their resident memory."""
     km = KernelManager(kernel_name="cflame", transport=transport, **({"ip": ip} if ip else {}))
-    if wrap:
-        km.kernel_spec.argv = [*wrap, *km.kernel_spec.argv]
+    if memory and os.environ.get("CFLAME_SANITIZED"):
+        asan = (env or {}).get("ASAN_OPTIONS", os.environ.get("ASAN_OPTIONS", ""))
+        env = {**(env or {}), "ASAN_OPTIONS": f"{asan}:hard_rss_limit_mb={int(memory) >> 20}"}
+    elif memory:
+        km.kernel_spec.argv[:0] = ["prlimit", f"--as={int(memory)}"]
     kenv = dict(os.environ)
     for key, value in (env or {}).items():
         if value is None:
@@ -59,23 +74,12 @@ def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=
     kc = km.client()
     kc.start_channels()
     try:
-        kc.wait_for_ready(timeout=ready_timeout)
+        kc.wait_for_ready(timeout=ready_timeout * WAIT_SCALE)
         yield km, kc
     finally:
         kc.stop_channels()
         if km.has_kernel:
             km.shutdown_kernel(now=False)
-
-
-def memory_cap(gib=4):
-    """A wrap for start_kernel: the kernel, and the worker and compilers it
-    starts, under `prlimit --as`, so that a runaway allocation ends the
-    kernel rather than the machine. The kernel alone maps about 0.5 GiB.
-    Nothing under ASan (CFLAME_SANITIZED), whose shadow memory reserves
-    terabytes of address space."""
-    if os.environ.get("CFLAME_SANITIZED"):
-        return None
-    return ["prlimit", f"--as={gib << 30}"]
 
 
 @pytest.fixture(scope="module")
@@ -184,9 +188,10 @@ def collect(kc, msg_id, timeout=30, inputs=None, sent_t=None):
     """Collects everything the kernel sends for request msg_id: the iopub
     messages up to status idle, the execute_reply, and input_requests on the
     stdin channel (answered in turn from `inputs`, a list of strings).
-    Returns a Run."""
+    Waits up to timeout * WAIT_SCALE seconds. Returns a Run."""
     r = Run(msg_id, sent_t if sent_t is not None else time.monotonic())
     answers = list(inputs or [])
+    timeout *= WAIT_SCALE
     deadline = time.monotonic() + timeout
     while r.idle_t is None or r.reply is None:
         if time.monotonic() > deadline:
@@ -292,8 +297,9 @@ def fails(kc, code, ename, stop_on_error=False, **kw):
 
 def request(kc, method, *args, timeout=10, **kwargs):
     """Sends a shell request with kc.<method>(...) and returns its reply
-    message."""
+    message; waits up to timeout * WAIT_SCALE seconds."""
     msg_id = getattr(kc, method)(*args, **kwargs)
+    timeout *= WAIT_SCALE
     msg = _read(kc, "shell", msg_id, timeout)
     if msg is None:
         raise TimeoutError(f"no reply to {method} within {timeout} s")

@@ -10,12 +10,15 @@ import pathlib
 import signal
 import time
 
-from conftest import collect, memory_cap, ok, run, send, start_kernel, stderr
+from conftest import collect, ok, run, send, start_kernel, stderr
 from test_deaf import gone, raw_socket, replies
 
 # How long the kernel lets one cell's code load when it restarts the worker
 # (kn_worker.c): a reload that the tests see end sooner did not wait for it.
 LOAD_BOUND_S = 10
+# The kernel, its worker and its compilers may use this much address space
+# (start_kernel's cap), so that a regression cannot take the machine down.
+MEMORY_CAP = 4 << 30
 
 
 def workers_of(kernel_pid):
@@ -92,7 +95,7 @@ SPIN_CONSTRUCTOR = "__attribute__((constructor)) static void spin(void) { for (;
 
 
 def test_a_constructor_that_never_returns_is_interrupted_and_not_kept():
-    with start_kernel(wrap=memory_cap()) as (km, kc):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
         kpid = km.provisioner.process.pid
         ok(kc, "int kept = 7;")
         t_sent = time.monotonic()
@@ -147,7 +150,7 @@ def assert_dropped_and_kept(kc, r, why):
 
 
 def test_a_cell_whose_reload_hangs_is_dropped(tmp_path):
-    with start_kernel(wrap=memory_cap()) as (km, kc):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
         msg_id, t_sent, hung = crash_and_watch_the_reload(km, kc, tmp_path)
         # Control is answered while the reload hangs.
         answered_in, t_asked = control_request(km, "kernel_info_request")
@@ -159,7 +162,7 @@ def test_a_cell_whose_reload_hangs_is_dropped(tmp_path):
 
 
 def test_an_interrupt_ends_a_reload_that_hangs(tmp_path):
-    with start_kernel(wrap=memory_cap()) as (km, kc):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
         msg_id, t_sent, hung = crash_and_watch_the_reload(km, kc, tmp_path)
         _, t0 = control_request(km, "interrupt_request")
         r = collect(kc, msg_id, timeout=90, sent_t=t_sent)
@@ -172,7 +175,7 @@ def test_an_interrupt_between_cells_ends_a_reload_that_hangs(tmp_path):
     """The worker dies while no cell runs and its successor hangs in cell 1's
     constructor: an interrupt ends the load, and the next cell, which waited,
     says what happened before it runs."""
-    with start_kernel(wrap=memory_cap()) as (km, kc):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
         ok(kc, hanging_on_reload(tmp_path / "mark"))
         ok(kc, "int kept = 7;")
         kpid = km.provisioner.process.pid
@@ -196,7 +199,7 @@ def test_control_is_answered_while_slow_constructors_reload():
     """Three cells whose constructors take 7 s each: after a crash, their
     reload takes some 21 s, and kernel_info on control is answered while it
     runs; a cell sent meanwhile gets its reply once the reload is done."""
-    with start_kernel(wrap=memory_cap()) as (km, kc):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
         kpid = km.provisioner.process.pid
         for i in range(3):
             ok(kc, "#include <unistd.h>\n"
@@ -228,14 +231,14 @@ def start_spinning(km, kc, code, name):
 
 
 def test_no_worker_outlives_a_killed_kernel():
-    with start_kernel(wrap=memory_cap()) as (km, kc):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
         spinning = start_spinning(km, kc, "for (;;);", "cell_1.so")
         os.kill(km.provisioner.process.pid, signal.SIGKILL)
         assert gone([spinning]), "the worker outlived the kernel's SIGKILL"
 
 
 def test_no_worker_outlives_a_shutdown_now():
-    with start_kernel(wrap=memory_cap()) as (km, kc):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
         spinning = start_spinning(km, kc, SPIN_CONSTRUCTOR, "cell_1.so")
         km.shutdown_kernel(now=True)
         assert gone([spinning]), "the worker outlived shutdown_kernel(now=True)"
