@@ -5,6 +5,8 @@ a kernel that dies while its worker spins.
 Every test starts a kernel of its own under a memory cap and waits for each
 reply with a time limit, so that a hang fails the test instead of stopping
 the suite."""
+import contextlib
+import json
 import os
 import pathlib
 import signal
@@ -242,3 +244,31 @@ def test_no_worker_outlives_a_shutdown_now():
         spinning = start_spinning(km, kc, SPIN_CONSTRUCTOR, "cell_1.so")
         km.shutdown_kernel(now=True)
         assert gone([spinning]), "the worker outlived shutdown_kernel(now=True)"
+
+
+@contextlib.contextmanager
+def kernel_started_by(tmp_path, wrapper):
+    """Makes start_kernel run the kernel under wrapper (a command line that
+    ends by running its arguments)."""
+    built = pathlib.Path(os.environ["JUPYTER_PATH"].split(os.pathsep)[0]) / "kernels" / "cflame"
+    spec = json.loads((built / "kernel.json").read_text())
+    spec["argv"] = [*wrapper, *spec["argv"]]
+    (tmp_path / "kernels" / "cflame").mkdir(parents=True)
+    (tmp_path / "kernels" / "cflame" / "kernel.json").write_text(json.dumps(spec))
+    old = os.environ["JUPYTER_PATH"]
+    os.environ["JUPYTER_PATH"] = str(tmp_path) + os.pathsep + old
+    try:
+        yield
+    finally:
+        os.environ["JUPYTER_PATH"] = old
+
+
+def test_the_worker_has_none_of_the_kernels_descriptors(tmp_path):
+    """A descriptor the kernel has open, however high (1500, which it was
+    started with), is not the worker's: cells see only their own."""
+    opens_1500 = ["bash", "-c", 'ulimit -n 4096 && exec 1500</dev/null && exec "$@"', "bash"]
+    with kernel_started_by(tmp_path, opens_1500):
+        with start_kernel(memory=MEMORY_CAP) as (km, kc):
+            kpid = km.provisioner.process.pid
+            assert os.path.exists(f"/proc/{kpid}/fd/1500"), "the kernel was not given descriptor 1500"
+            assert ok(kc, '#include <fcntl.h>\nprintf("%d\\n", fcntl(1500, F_GETFD));') == "-1\n"
