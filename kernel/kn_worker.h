@@ -1,9 +1,12 @@
 /* kn_worker: the kernel's handle on its worker process (kernel/worker/).
  *
  * Starts cflame-worker (found next to the kernel's own executable) with the
- * pipes of kn_chan.h, sends it commands, and turns what it writes into
- * events. The kernel's poll loop watches kn_worker_fds() and calls
- * kn_worker_read() when one is readable. */
+ * pipes of kn_chan.h, loads the session's code into it, sends it commands,
+ * and turns what it writes into events. Nothing here waits for the worker to
+ * answer (only for a killed one to be reaped, and kn_worker_stop's grace):
+ * the kernel's poll loop watches kn_worker_fds(), calls kn_worker_read()
+ * when one is readable and kn_worker_tick() on every pass, and a start goes
+ * on from there. */
 #ifndef KN_WORKER_H
 #define KN_WORKER_H
 
