@@ -94,6 +94,9 @@ typedef struct worker_ctx {
   int status;
   char reason[256]; /* why the kernel ended the worker, or "" */
   json_t *done;
+  json_t *dropped; /* a start's dropped objects: [{"path", "why"}], or NULL */
+  bool started;
+  char *start_failure; /* why the start left no worker, or NULL */
 } worker_ctx_t;
 
 static void on_worker_event(void *ctx, const kn_wev_t *ev) {
@@ -115,7 +118,8 @@ static void on_worker_event(void *ctx, const kn_wev_t *ev) {
     break;
   }
   case KN_WEV_CRASH:
-    if (e) {
+    /* A crash while the worker starts is said as the start's (KN_WEV_DROPPED). */
+    if (e && !kn_worker_starting(kn_kernel_worker(k))) {
       free(e->crash_report);
       e->crash_report = kn_strndup(ev->data, ev->len);
     }
@@ -125,10 +129,21 @@ static void on_worker_event(void *ctx, const kn_wev_t *ev) {
     c->status = ev->status;
     snprintf(c->reason, sizeof c->reason, "%s", ev->data ? ev->data : "");
     break;
+  case KN_WEV_DROPPED:
+    if (!c->dropped) c->dropped = json_array();
+    json_array_append_new(c->dropped, json_pack("{s:s, s:s}", "path", ev->object, "why", ev->data));
+    break;
+  case KN_WEV_STARTED:
+    c->started = true;
+    free(c->start_failure);
+    c->start_failure = ev->data ? kn_strdup(ev->data) : NULL;
+    break;
   case KN_WEV_JSON: {
     const char *name = json_string_value(json_object_get(ev->json, "ev"));
     if (!e || !name) break;
-    if (!strcmp(name, "done") && !c->done)
+    if (!strcmp(name, "running"))
+      e->loaded = true;
+    else if (!strcmp(name, "done") && !c->done)
       c->done = json_incref(ev->json);
     else if (!strcmp(name, "input_request"))
       on_input_request(k, e, ev->json);
@@ -143,8 +158,18 @@ static void after_worker_events(kn_kernel_t *k, worker_ctx_t *c) {
   /* Both may come in one pass: the cell finished, then the worker ended
    * (a cell that closed its command channel). */
   if (c->done && kn_kernel_exec(k)) on_done(k, kn_kernel_exec(k), c->done);
+  /* A start: what it dropped, then its end (after which the worker may end
+   * again, in a later pass). */
+  for (size_t i = 0; i < json_array_size(c->dropped); i++) {
+    json_t *d = json_array_get(c->dropped, i);
+    kn_restart_on_dropped(k, json_string_value(json_object_get(d, "path")),
+                          json_string_value(json_object_get(d, "why")));
+  }
+  if (c->started) kn_restart_on_started(k, c->start_failure);
   if (c->exited) kn_restart_after_exit(k, kn_kernel_exec(k), c->status, c->reason);
   json_decref(c->done);
+  json_decref(c->dropped);
+  free(c->start_failure);
 }
 
 void kn_execute_on_worker(kn_kernel_t *k) {
@@ -177,7 +202,17 @@ void kn_execute_interrupt(kn_kernel_t *k) {
     kn_exec_fail(e, "Interrupted", "the cell was interrupted while it compiled; nothing ran");
     return;
   }
-  if (!e || !kn_worker_alive(kn_kernel_worker(k))) return;
+  kn_worker_t *w = kn_kernel_worker(k);
+  if (kn_worker_starting(w)) {
+    /* The worker is loading the session's code: the interrupt ends the load
+     * under way (that cell is dropped, and said so); a cell waiting to run
+     * behind a worker that is not yet ready does not run. */
+    if (!kn_worker_skip_load(w) && e && e->run_cmd)
+      kn_exec_fail(e, "Interrupted",
+                   "the cell was interrupted while the worker started; nothing ran");
+    return;
+  }
+  if (!e || !kn_worker_alive(w)) return;
   if (e->interrupt_stage == 0) {
     e->interrupt_stage = 1;
     e->interrupt_at_ms = kn_now_ms();

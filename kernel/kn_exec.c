@@ -37,6 +37,10 @@ void kn_exec_destroy(kn_exec_t **ep) {
   kn_profreq_free(&e->profreq);
   kn_output_free(&e->out);
   free(e->crash_report);
+  json_decref(e->run_cmd);
+  free(e->died_ename);
+  free(e->died_value);
+  json_decref(e->died_traceback);
   kn_msg_destroy(&e->request);
   free(e);
   *ep = NULL;

@@ -7,10 +7,11 @@
  *   kn_events.c   the worker's events while it runs: output, input
  *                 requests, "done"; interrupts and their escalation;
  *   kn_profrun.c  what a profiled run leaves: its profile, graph, baseline;
- *   kn_restart.c  a worker that died: the error, and a new worker;
+ *   kn_restart.c  a worker that died: the error, and a new worker; the end
+ *                 of its start (cells whose code did not load again);
  *   kn_exec.c     (this header's own) output to iopub, and the reply.
  * At most one execution runs at a time (kn_kernel_exec); the shell socket
- * is not read while it does. */
+ * is not read while it does, nor while the worker starts. */
 #ifndef KN_EXEC_H
 #define KN_EXEC_H
 
@@ -61,9 +62,17 @@ struct kn_exec {
   kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
   kn_output_t out;
   bool input_pending;
+  bool loaded;     /* the worker loaded the cell's object ("running"): a crash
+                      after that keeps the cell, one before it does not */
+  json_t *run_cmd; /* the run command, held while the worker starts */
   char *crash_report;
   int interrupt_stage; /* 0; 1 SIGINT sent; 2 SIGUSR2 sent; 3 killed */
   long long interrupt_at_ms;
+  /* The worker died under the cell: its error, finished by kn_restart.c
+   * once a new worker has started (ename NULL: it did not). */
+  char *died_ename, *died_value;
+  json_t *died_traceback;
+  const char *died_profile_note; /* kn_profrun_cut_short_note's, or "" */
 };
 
 /* A new execution of request (owned from now on). */
@@ -97,9 +106,20 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
  * for the error message: " The flame graph shows ..." or "". */
 const char *kn_profrun_cut_short_note(kn_profmode_t mode);
 
+/* kn_run.c: sends e's run command (e->run_cmd) to the worker, or keeps it
+ * while the worker starts; fails e when the worker cannot be reached. */
+void kn_exec_send_run(kn_exec_t *e);
+
 /* kn_restart.c: the worker ended (status from wait, reason when the kernel
  * ended it) while e ran, or while no cell ran (e NULL): say why, start a
  * new worker, reload the session's code. */
 void kn_restart_after_exit(kn_kernel_t *k, kn_exec_t *e, int status, const char *reason);
+/* A worker's start dropped the committed cell whose object is path (why
+ * says what its load did): it leaves the session, and the output says so. */
+void kn_restart_on_dropped(kn_kernel_t *k, const char *path, const char *why);
+/* A worker's start ended (failure: why there is no worker, or NULL): the
+ * cell whose crash restarted it is finished, a cell waiting to run is sent,
+ * and what happened is said. */
+void kn_restart_on_started(kn_kernel_t *k, const char *failure);
 
 #endif

@@ -42,6 +42,7 @@ struct kn_kernel {
   kn_exec_t *exec;
   kn_msg_t *last_request;
   char *between_cells_note;
+  char *restart_cause; /* what ended the worker while no cell ran, during its restart */
   bool shutting_down;
   bool restart_requested;
   bool log_debug;
@@ -76,15 +77,19 @@ void kn_kernel_keep_request(kn_kernel_t *k, kn_msg_t *msg) {
   k->last_request = msg;
 }
 
+/* Puts value (stolen) in *slot; returns what was there (new, or NULL). */
+static char *swap_text(char **slot, char *value) {
+  char *old = *slot;
+  *slot = value;
+  return old;
+}
+
 void kn_kernel_note_between_cells(kn_kernel_t *k, char *note) {
-  free(k->between_cells_note);
-  k->between_cells_note = note;
+  free(swap_text(&k->between_cells_note, note));
 }
 
 char *kn_kernel_take_note(kn_kernel_t *k) {
-  char *note = k->between_cells_note;
-  k->between_cells_note = NULL;
-  return note;
+  return swap_text(&k->between_cells_note, NULL);
 }
 
 void kn_kernel_shutdown(kn_kernel_t *k, bool restart) {
@@ -248,28 +253,23 @@ static int bind_socket(kn_kernel_t *k, void **sock, int type, int port, char *er
 
 int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size) {
   if (!k->worker) k->worker = kn_worker_new(k->worker_path);
-  kn_worker_stop(k->worker, 0);
-  if (kn_worker_start(k->worker, NULL, err, err_size) < 0) return -1;
   /* Earlier cells' code comes back; their statements do not run again. */
-  for (size_t i = 0; i < kn_session_n_objects(k->session); i++) {
-    json_t *cmd =
-        json_pack("{s:s, s:s, s:b}", "op", "load", "path", kn_session_object(k->session, i),
-                  "frame_pointers", kn_session_object_frame_pointers(k->session, i));
-    int rc = kn_worker_send(k->worker, cmd, err, err_size);
-    json_decref(cmd);
-    if (rc < 0) return -1;
-    bool exited;
-    json_t *ev = kn_worker_wait_event(k->worker, "loaded", 10000, NULL, NULL, &exited);
-    if (!ev) {
-      snprintf(err, err_size, "the worker did not reload %s", kn_session_object(k->session, i));
-      return -1;
-    }
-    if (!json_is_true(json_object_get(ev, "ok")))
-      kn_log(k, "reloading %s: %s", kn_session_object(k->session, i),
-             json_string_value(json_object_get(ev, "error")));
-    json_decref(ev);
-  }
-  return 0;
+  size_t n = kn_session_n_objects(k->session);
+  kn_worker_object_t *objects = kn_xcalloc(n ? n : 1, sizeof *objects);
+  for (size_t i = 0; i < n; i++)
+    objects[i] = (kn_worker_object_t){kn_session_object(k->session, i),
+                                      kn_session_object_frame_pointers(k->session, i)};
+  int rc = kn_worker_start(k->worker, NULL, objects, n, err, err_size);
+  free(objects);
+  return rc;
+}
+
+void kn_kernel_set_restart_cause(kn_kernel_t *k, char *what) {
+  free(swap_text(&k->restart_cause, what));
+}
+
+char *kn_kernel_take_restart_cause(kn_kernel_t *k) {
+  return swap_text(&k->restart_cause, NULL);
 }
 
 static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t err_size) {
@@ -358,6 +358,7 @@ void kn_kernel_destroy(kn_kernel_t **kp) {
   kn_replay_destroy(&k->replay);
   kn_msg_destroy(&k->last_request);
   free(k->between_cells_note);
+  free(k->restart_cause);
   free(k->worker_path);
   kn_conn_free(&k->conn);
   free(k);
@@ -460,8 +461,9 @@ int kn_kernel_run(kn_kernel_t *k) {
     for (int j = 0; j < 2; j++)
       if (afds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, afds[j], ZMQ_POLLIN, 0};
     int n_complete = n - i_complete;
-    /* One execution at a time: further shell requests wait in the socket. */
-    if (!k->exec) {
+    /* One execution at a time, and none while the worker starts: further
+     * shell requests wait in the socket. */
+    if (!k->exec && !kn_worker_starting(k->worker)) {
       i_shell = n;
       items[n++] = (zmq_pollitem_t){k->sockets[KN_SHELL], 0, ZMQ_POLLIN, 0};
     }
@@ -487,7 +489,8 @@ int kn_kernel_run(kn_kernel_t *k) {
       if (items[i_complete + j].revents) complete_ready = true;
     if (complete_ready) kn_complete_on_ready(k);
     if (items[i_stdin].revents) on_stdin(k);
-    if (i_shell >= 0 && items[i_shell].revents && !k->exec) on_shell(k);
+    if (i_shell >= 0 && items[i_shell].revents && !k->exec && !kn_worker_starting(k->worker))
+      on_shell(k);
   }
   return 0;
 }

@@ -69,9 +69,18 @@ void kn_serve(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg);
 /* Logs to the kernel's stderr (the frontend's log). */
 void kn_log(kn_kernel_t *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Starts (or restarts) the worker and loads every committed cell. Returns
- * 0, or -1 with err. */
+/* Starts (or restarts) the worker and has it load every committed cell, a
+ * job the main loop carries on (kn_worker_start): kn_worker_starting is
+ * true until its end, which kn_restart.c turns into what the user sees;
+ * meanwhile shell requests wait, and control is served. Returns 0, or -1
+ * with err when no process could be started. */
 int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size);
+
+/* What ended the worker while no cell ran, kept while a new one starts
+ * (kn_restart.c says it, with how the start went, at the start of the next
+ * cell's output). what is stolen; take returns it (new) or NULL. */
+void kn_kernel_set_restart_cause(kn_kernel_t *k, char *what);
+char *kn_kernel_take_restart_cause(kn_kernel_t *k);
 
 /* What the kernel owns. Borrowed. */
 kn_session_t *kn_kernel_session(kn_kernel_t *k);

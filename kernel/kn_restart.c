@@ -4,8 +4,14 @@
  * every committed cell's code, so the session keeps its definitions; global
  * variables start again from their initial values, and the message says so.
  * A cell whose run ended badly still compiled and loaded: its definitions
- * stay. What was profiled until the crash is shown, as at a normal end.
- * See kn_exec.h. */
+ * stay; one that ended the worker before its code had loaded (a constructor
+ * that crashed or never returned) is not kept. What was profiled until the
+ * crash is shown, as at a normal end.
+ *
+ * The new worker's start is a job the main loop carries on (kn_worker.c):
+ * the cell that crashed is answered when it ends, and a cell whose code does
+ * not load again (its constructor hangs or crashes, or an interrupt ends its
+ * load) is dropped from the session, which the output says. See kn_exec.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +20,58 @@
 #include "kn_crash.h"
 #include "kn_exec.h"
 
-/* The worker is gone while e ran: say why, start a new worker, reload the
- * session's code. */
+/* Says text to the user: in the running cell's output, or at the start of
+ * the next cell's (first: before what is already to be said there). */
+static void say(kn_kernel_t *k, const char *text, bool first) {
+  kn_exec_t *e = kn_kernel_exec(k);
+  if (e) {
+    kn_exec_print(e, 'E', "%s", text);
+    return;
+  }
+  char *note = kn_kernel_take_note(k);
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  if (!first && note) kn_strbuf_puts(&sb, note);
+  kn_strbuf_puts(&sb, text);
+  if (first && note) kn_strbuf_puts(&sb, note);
+  free(note);
+  kn_kernel_note_between_cells(k, kn_strbuf_steal(&sb));
+}
+
+/* How the restart went, as a sentence: failure is why there is no worker,
+ * or NULL. */
+static void restart_outcome(kn_kernel_t *k, const char *failure, kn_strbuf_t *out) {
+  if (failure)
+    kn_strbuf_printf(out, "The worker could not be restarted: %s", failure);
+  else if (kn_session_has_globals(kn_kernel_session(k)))
+    kn_strbuf_puts(out,
+                   "The worker was restarted: earlier cells' definitions were reloaded, and "
+                   "global variables were reset to their initial values.");
+  else
+    kn_strbuf_puts(out, "The worker was restarted: earlier cells' definitions were reloaded.");
+}
+
+/* Starts a new worker; a start that fails at once ends at once. */
+static void start_again(kn_kernel_t *k) {
+  char err[512];
+  if (kn_kernel_start_worker(k, err, sizeof err) < 0) kn_restart_on_started(k, err);
+}
+
+/* The worker is gone while e ran: the error is made now and said once the
+ * new worker has started (finish_died). */
 static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *reason) {
   /* The cell compiled and loaded: its definitions stay in the session even
-   * though its run ended badly. */
-  if (e->compiled) kn_session_commit(kn_kernel_session(k), &e->compiled);
+   * though its run ended badly. One whose code never finished loading is
+   * not kept: the new worker would load it again. */
+  bool kept = e->loaded;
+  if (kept)
+    kn_session_commit(kn_kernel_session(k), &e->compiled);
+  else
+    kn_compiled_destroy(&e->compiled);
   /* The samples survive the crash in the shared buffer: what was profiled up
    * to the crash is shown and joins the session profile, as it would have
    * at the end of the run (a run cut short makes no baseline). */
   const char *profile_note = e->profreq.mode == KN_PROF_BASE ? kn_profrun_cut_short_note(KN_PROF_BASE) : "";
-  if (e->profreq.mode != KN_PROF_NONE && !e->profreq.allocs && e->crash_report) {
+  if (kept && e->profreq.mode != KN_PROF_NONE && !e->profreq.allocs && e->crash_report) {
     const char *maps = strstr(e->crash_report, "\nmaps\n");
     const char *tid = strstr(e->crash_report, "\nmain_tid ");
     if (maps && tid && e->profreq.mode != KN_PROF_BASE) {
@@ -32,18 +79,6 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
       profile_note = kn_profrun_cut_short_note(e->profreq.mode);
     }
   }
-
-  char err[512];
-  int rc = kn_kernel_start_worker(k, err, sizeof err);
-  const char *restart_note =
-      rc < 0 ? "The worker could not be restarted: "
-             : kn_session_has_globals(kn_kernel_session(k))
-                   ? "The worker process was restarted: earlier cells' definitions were reloaded, "
-                     "and global variables were reset to their initial values."
-                   : "The worker process was restarted: earlier cells' definitions were reloaded.";
-  kn_strbuf_t note = KN_STRBUF_INIT;
-  kn_strbuf_puts(&note, restart_note);
-  if (rc < 0) kn_strbuf_puts(&note, err);
 
   json_t *tb = json_array();
   kn_strbuf_t value = KN_STRBUF_INIT;
@@ -56,8 +91,11 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
     json_array_append_new(tb, json_sprintf("ChannelError: %s", reason));
   } else if (e->interrupt_stage > 0) {
     ename = "Interrupted";
-    kn_strbuf_puts(&value, "the cell was interrupted; it did not stop in time, so its process "
-                           "was ended");
+    kn_strbuf_puts(&value, kept ? "the cell was interrupted; it did not stop in time, so its "
+                                  "process was ended"
+                                : "the cell was interrupted while its code loaded (a constructor "
+                                  "had not returned); its process was ended, and the cell is "
+                                  "not kept");
     json_array_append_new(tb, json_sprintf("Interrupted: %s", value.data));
   } else if (WIFEXITED(status)) {
     ename = "Exit";
@@ -77,40 +115,97 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
       json_array_append_new(tb, json_sprintf("%s: %s", ename, value.data));
     }
   }
-  kn_strbuf_printf(&value, ". %s%s", note.data, profile_note);
+  if (!kept && e->interrupt_stage == 0) {
+    const char *not_kept = "The cell is not kept: its code never finished loading";
+    kn_strbuf_printf(&value, ". %s", not_kept);
+    json_array_append_new(tb, json_sprintf("%s.", not_kept));
+  }
+  e->died_ename = kn_strdup(ename);
+  e->died_value = kn_strbuf_steal(&value);
+  e->died_traceback = tb;
+  e->died_profile_note = profile_note;
+  /* Whatever it was escalating to, the interrupt is over: the next one
+   * speaks to the new worker's start. */
+  e->interrupt_stage = 0;
+  start_again(k);
+}
+
+/* e's worker died under it (during_cell): its error, with how the restart
+ * went (failure, or NULL). */
+static void finish_died(kn_kernel_t *k, kn_exec_t *e, const char *failure) {
+  kn_strbuf_t note = KN_STRBUF_INIT, value = KN_STRBUF_INIT;
+  restart_outcome(k, failure, &note);
+  kn_strbuf_printf(&value, "%s. %s%s", e->died_value, note.data, e->died_profile_note);
+  json_t *tb = e->died_traceback;
+  e->died_traceback = NULL;
   json_array_append_new(tb, json_string(note.data));
-  if (*profile_note) json_array_append_new(tb, json_string(profile_note + 1));
-  char *ename_copy = kn_strdup(ename);
-  kn_exec_finish(e, ename_copy, value.data, tb);
-  free(ename_copy);
+  if (*e->died_profile_note) json_array_append_new(tb, json_string(e->died_profile_note + 1));
+  char *ename = e->died_ename;
+  e->died_ename = NULL;
+  kn_exec_finish(e, ename, value.data, tb);
+  free(ename);
   kn_strbuf_free(&value);
   kn_strbuf_free(&note);
 }
 
 /* The worker ended while no cell ran (an alarm, a thread of an earlier
- * cell, a signal from outside): it is restarted now, and the next cell's
- * output says what happened, as a crash during a cell does. */
+ * cell, a signal from outside), or while the running one compiled: it is
+ * restarted now, and the output says what happened once the restart has
+ * ended, as a crash during a cell does. */
 static void between_cells(kn_kernel_t *k, int status, const char *reason) {
-  char *what = kn_describe_exit(status, reason), err[512];
+  char *what = kn_describe_exit(status, reason);
   kn_log(k, "between cells, %s; restarting it", what);
-  int rc = kn_kernel_start_worker(k, err, sizeof err);
-  kn_strbuf_t note = KN_STRBUF_INIT;
-  kn_strbuf_printf(&note, "cflame: between cells, %s. ", what);
-  if (rc < 0)
-    kn_strbuf_printf(&note, "The worker could not be restarted: %s\n", err);
-  else if (kn_session_has_globals(kn_kernel_session(k)))
-    kn_strbuf_puts(&note, "The worker was restarted: earlier cells' definitions were reloaded, and "
-                          "global variables were reset to their initial values.\n");
-  else
-    kn_strbuf_puts(&note, "The worker was restarted: earlier cells' definitions were reloaded.\n");
-  kn_kernel_note_between_cells(k, kn_strbuf_steal(&note));
-  free(what);
+  kn_kernel_set_restart_cause(k, what);
+  start_again(k);
 }
 
-
 void kn_restart_after_exit(kn_kernel_t *k, kn_exec_t *e, int status, const char *reason) {
-  if (e)
+  /* The cell ran in it once its run command was sent. */
+  if (e && e->compiled && !e->compiling && !e->run_cmd)
     during_cell(k, e, status, reason);
   else
     between_cells(k, status, reason);
+}
+
+void kn_restart_on_dropped(kn_kernel_t *k, const char *path, const char *why) {
+  int cell = kn_session_drop_object(kn_kernel_session(k), path);
+  kn_log(k, "dropped %s from the session: %s", path, why);
+  if (cell < 0) return;
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  kn_strbuf_printf(&sb,
+                   "cflame: cell %d was dropped from the session when the worker was "
+                   "restarted: %s. Its functions and variables are gone; its types and "
+                   "macros stay.\n",
+                   cell, why);
+  say(k, sb.data, false);
+  kn_strbuf_free(&sb);
+}
+
+void kn_restart_on_started(kn_kernel_t *k, const char *failure) {
+  kn_exec_t *e = kn_kernel_exec(k);
+  char *cause = kn_kernel_take_restart_cause(k);
+  if (failure) kn_log(k, "no worker: %s", failure);
+  if (e && e->died_ename) {
+    finish_died(k, e, failure);
+    e = NULL;
+  } else if (cause) {
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "cflame: between cells, %s. ", cause);
+    restart_outcome(k, failure, &sb);
+    kn_strbuf_putc(&sb, '\n');
+    say(k, sb.data, true);
+    kn_strbuf_free(&sb);
+  } else if (failure && !(e && e->run_cmd)) {
+    kn_strbuf_t sb = KN_STRBUF_INIT;
+    kn_strbuf_printf(&sb, "cflame: the worker could not be started: %s\n", failure);
+    say(k, sb.data, true);
+    kn_strbuf_free(&sb);
+  }
+  free(cause);
+  if (e && e->run_cmd) {
+    if (failure)
+      kn_exec_fail(e, "KernelError", "the worker could not be started: %s", failure);
+    else
+      kn_exec_send_run(e);
+  }
 }

@@ -114,12 +114,6 @@ static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics
     if (e->compiled->warnings[strlen(e->compiled->warnings) - 1] != '\n')
       kn_exec_output(e, 'E', "\n", 1);
   }
-  kn_worker_t *worker = kn_kernel_worker(k);
-  if (!kn_worker_alive(worker) && kn_kernel_start_worker(k, err, sizeof err) < 0) {
-    json_decref(timeit);
-    kn_exec_fail(e, "KernelError", "%s", err);
-    return;
-  }
   json_t *cmd = json_pack("{s:s, s:s, s:s, s:b, s:b}", "op", "run", "path", e->compiled->so_path,
                           "entry", e->compiled->entry, "allow_stdin", e->allow_stdin,
                           "frame_pointers", e->compiled->frame_pointers);
@@ -134,13 +128,26 @@ static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics
     }
     json_object_set_new(cmd, key, req);
   }
-  if (kn_worker_send(kn_kernel_worker(k), cmd, err, sizeof err) < 0) {
-    json_decref(cmd);
+  e->run_cmd = cmd;
+  kn_kernel_set_exec(k, e);
+  kn_worker_t *worker = kn_kernel_worker(k);
+  if (!kn_worker_alive(worker) && !kn_worker_starting(worker) &&
+      kn_kernel_start_worker(k, err, sizeof err) < 0) {
     kn_exec_fail(e, "KernelError", "%s", err);
     return;
   }
+  kn_exec_send_run(e);
+}
+
+void kn_exec_send_run(kn_exec_t *e) {
+  kn_kernel_t *k = e->k;
+  if (kn_worker_starting(kn_kernel_worker(k))) return; /* kn_restart_on_started sends it */
+  char err[256];
+  json_t *cmd = e->run_cmd;
+  e->run_cmd = NULL;
+  int rc = kn_worker_send(kn_kernel_worker(k), cmd, err, sizeof err);
   json_decref(cmd);
-  kn_kernel_set_exec(k, e);
+  if (rc < 0) kn_exec_fail(e, "KernelError", "%s", err);
 }
 
 /* Checks that every magic of the cell exists in the form it is written in.

@@ -45,6 +45,7 @@ struct kn_session {
   size_t n_entries, cap_entries;
   char **objects;
   bool *objects_fp; /* objects[i] was compiled with frame pointers */
+  int *objects_cell; /* the cell objects[i] was compiled from */
   size_t n_objects, cap_objects;
   const char **typedefs; /* NULL-terminated view of entries' typedef names */
 };
@@ -299,6 +300,7 @@ void kn_session_destroy(kn_session_t **sp) {
   free(s->entries);
   free(s->objects);
   free(s->objects_fp);
+  free(s->objects_cell);
   free(s->typedefs);
   if (s->dir) nftw(s->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   free(s->dir);
@@ -1374,8 +1376,10 @@ void kn_session_commit(kn_session_t *s, kn_compiled_t **cp) {
     s->cap_objects = s->cap_objects ? s->cap_objects * 2 : 64;
     s->objects = kn_xrealloc(s->objects, s->cap_objects * sizeof *s->objects);
     s->objects_fp = kn_xrealloc(s->objects_fp, s->cap_objects * sizeof *s->objects_fp);
+    s->objects_cell = kn_xrealloc(s->objects_cell, s->cap_objects * sizeof *s->objects_cell);
   }
   s->objects_fp[s->n_objects] = c->frame_pointers;
+  s->objects_cell[s->n_objects] = c->cell;
   s->objects[s->n_objects++] = c->so_path;
   c->so_path = NULL;
   rebuild_typedefs(s);
@@ -1389,6 +1393,32 @@ const char *kn_session_object(const kn_session_t *s, size_t i) {
 
 bool kn_session_object_frame_pointers(const kn_session_t *s, size_t i) {
   return i < s->n_objects && s->objects_fp[i];
+}
+
+int kn_session_drop_object(kn_session_t *s, const char *path) {
+  size_t at = 0;
+  while (at < s->n_objects && strcmp(s->objects[at], path) != 0) at++;
+  if (at == s->n_objects) return -1;
+  int cell = s->objects_cell[at];
+  unlink(s->objects[at]);
+  free(s->objects[at]);
+  size_t tail = s->n_objects - at - 1;
+  memmove(&s->objects[at], &s->objects[at + 1], tail * sizeof *s->objects);
+  memmove(&s->objects_fp[at], &s->objects_fp[at + 1], tail * sizeof *s->objects_fp);
+  memmove(&s->objects_cell[at], &s->objects_cell[at + 1], tail * sizeof *s->objects_cell);
+  s->n_objects--;
+  /* Its functions and globals were in the object; its types, macros and
+   * prototypes need no code, and later cells may use them. */
+  size_t kept = 0;
+  for (size_t i = 0; i < s->n_entries; i++) {
+    if (s->entries[i].cell == cell && s->entries[i].is_definition)
+      entry_free(&s->entries[i]);
+    else
+      s->entries[kept++] = s->entries[i];
+  }
+  s->n_entries = kept;
+  rebuild_typedefs(s);
+  return cell;
 }
 
 bool kn_session_has_globals(const kn_session_t *s) {

@@ -117,6 +117,14 @@ void kn_compiled_destroy(kn_compiled_t **c);
 size_t kn_session_n_objects(const kn_session_t *s);
 const char *kn_session_object(const kn_session_t *s, size_t i);
 
+/* Drops the committed object at path, which a worker could not load (its
+ * constructor hung, crashed it): the object is removed and no longer
+ * reloaded, and the functions and globals its cell defined leave the
+ * declarations, since their code is gone; its types, macros and prototypes
+ * stay for the cells that use them. Returns the cell's number, or -1 when
+ * path is not a committed object. */
+int kn_session_drop_object(kn_session_t *s, const char *path);
+
 /* Whether the object of committed cell i was compiled with frame
  * pointers (false when unknown or out of range). */
 bool kn_session_object_frame_pointers(const kn_session_t *s, size_t i);

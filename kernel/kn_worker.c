@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kn_chan.h"
+#include "kn_crash.h"
 #include "kn_names.h"
 #include "kn_strbuf.h"
 #include "kn_util.h"
@@ -24,6 +26,13 @@
  * a dying process closes its descriptors a moment before it can be
  * reaped; past this, a cell closed or replaced descriptor 4. */
 #define CHANNEL_GRACE_MS 250
+
+/* Where a start (kn_worker_start) is. */
+typedef enum start_phase {
+  START_NONE,   /* none under way: the worker runs, or there is none */
+  START_READY,  /* the process is waited for: its "ready" */
+  START_LOADED, /* objects[next] is loading: its "loaded" */
+} start_phase_t;
 
 struct kn_worker {
   char *path;
@@ -36,6 +45,18 @@ struct kn_worker {
   kn_chan_reader_t evt;
   long long evt_eof_ms; /* when the event pipe reached end of file; 0: not */
   char stop_reason[256]; /* why the kernel ended the worker, or "" */
+
+  /* The start under way. A process that ends meanwhile is reaped into
+   * ended/exit_status; the event the phase waits for is kept in answer. */
+  start_phase_t phase;
+  char *cwd;
+  kn_worker_object_t *objects; /* paths owned */
+  size_t n_objects, next;
+  long long deadline_ms;
+  json_t *answer;
+  bool skip; /* kn_worker_skip_load */
+  bool ended;
+  int exit_status;
 };
 
 kn_worker_t *kn_worker_new(const char *worker_path) {
@@ -90,7 +111,20 @@ static void place_fd(int fd, int target) {
   }
 }
 
-int kn_worker_start(kn_worker_t *w, const char *cwd, char *err, size_t err_size) {
+/* In the child, after the descriptors are placed: closes every other one
+ * the kernel has open, however high. */
+static void close_others(void) {
+  if (close_range(KN_CHAN_EVT_FD + 1, ~0U, 0) == 0) return;
+  long max = sysconf(_SC_OPEN_MAX);
+  for (long fd = KN_CHAN_EVT_FD + 1; fd < (max > 0 ? max : 1 << 20); fd++) close((int)fd);
+}
+
+static void end_process(kn_worker_t *w, int grace_ms);
+
+/* Starts a process for the start under way (w->cwd), with the pipes of
+ * kn_chan.h, and waits for its "ready" from now on. Returns 0, or -1 with
+ * err. */
+static int spawn(kn_worker_t *w, char *err, size_t err_size) {
   int cmd[2] = {-1, -1}, evt[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
   if (pipe2(cmd, O_CLOEXEC) < 0 || pipe2(evt, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
       pipe2(errp, O_CLOEXEC) < 0) {
@@ -101,18 +135,26 @@ int kn_worker_start(kn_worker_t *w, const char *cwd, char *err, size_t err_size)
    * or one dup2 could overwrite another before it is moved. */
   int *all[] = {&cmd[0], &evt[1], &out[1], &errp[1]};
   for (size_t i = 0; i < 4; i++) {
-    if (*all[i] <= 4) {
-      int moved = fcntl(*all[i], F_DUPFD_CLOEXEC, 10);
-      close(*all[i]);
-      *all[i] = moved;
+    if (*all[i] > KN_CHAN_EVT_FD) continue;
+    int moved = fcntl(*all[i], F_DUPFD_CLOEXEC, 10);
+    close(*all[i]);
+    *all[i] = moved;
+    if (moved < 0) {
+      snprintf(err, err_size, "cannot move the worker's pipes above descriptor 9: %s",
+               strerror(errno));
+      goto fail;
     }
   }
+  pid_t kernel = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     snprintf(err, err_size, "cannot start the worker: %s", strerror(errno));
     goto fail;
   }
   if (pid == 0) {
+    /* The worker dies with the kernel, whatever ends the kernel (SIGKILL
+     * included); a kernel that died before this line is seen by getppid. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != kernel) _exit(127);
     /* The worker gets its own process group, so a SIGINT typed at the
      * kernel's terminal reaches the kernel alone, which forwards it. */
     setpgid(0, 0);
@@ -122,12 +164,12 @@ int kn_worker_start(kn_worker_t *w, const char *cwd, char *err, size_t err_size)
     place_fd(errp[1], 2);
     place_fd(cmd[0], KN_CHAN_CMD_FD);
     place_fd(evt[1], KN_CHAN_EVT_FD);
-    for (int fd = 5; fd < 1024; fd++) close(fd);
+    close_others();
     signal(SIGPIPE, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (cwd && chdir(cwd) < 0) _exit(126);
+    if (w->cwd && chdir(w->cwd) < 0) _exit(126);
     execl(w->path, KN_WORKER_NAME, (char *)NULL);
     _exit(127);
   }
@@ -137,33 +179,26 @@ int kn_worker_start(kn_worker_t *w, const char *cwd, char *err, size_t err_size)
   close(errp[1]);
   w->pid = pid;
   w->stop_reason[0] = '\0';
+  w->ended = false;
+  w->phase = START_READY;
+  w->deadline_ms = kn_now_ms() + KN_WORKER_READY_MS;
   /* The kernel learns of the worker's end from the process itself, never
    * from its pipes, which a cell can close or hand to a child. */
   w->pid_fd = pidfd_open(pid, 0);
-  if (w->pid_fd < 0) {
-    snprintf(err, err_size, "cannot watch the worker (pidfd_open: %s); cflame needs Linux 5.3 or later",
-             strerror(errno));
-    kn_worker_stop(w, 0);
-    return -1;
-  }
-  fcntl(w->pid_fd, F_SETFD, FD_CLOEXEC);
   w->cmd_fd = cmd[1];
   w->evt_fd = evt[0];
   w->out_fd = out[0];
   w->err_fd = errp[0];
+  if (w->pid_fd < 0) {
+    snprintf(err, err_size, "cannot watch the worker (pidfd_open: %s); cflame needs Linux 5.3 or later",
+             strerror(errno));
+    end_process(w, 0);
+    return -1;
+  }
+  fcntl(w->pid_fd, F_SETFD, FD_CLOEXEC);
   fcntl(w->evt_fd, F_SETFL, O_NONBLOCK);
   fcntl(w->out_fd, F_SETFL, O_NONBLOCK);
   fcntl(w->err_fd, F_SETFL, O_NONBLOCK);
-
-  bool exited = false;
-  json_t *ready = kn_worker_wait_event(w, "ready", 10000, NULL, NULL, &exited);
-  if (!ready) {
-    snprintf(err, err_size, "the worker %s did not start%s", w->path,
-             exited ? " (it exited)" : " within 10 s");
-    kn_worker_stop(w, 0);
-    return -1;
-  }
-  json_decref(ready);
   return 0;
 
 fail:
@@ -174,6 +209,45 @@ fail:
     if (errp[i] >= 0) close(errp[i]);
   }
   return -1;
+}
+
+/* Forgets the start under way (its process is left as it is). */
+static void start_forget(kn_worker_t *w) {
+  for (size_t i = 0; i < w->n_objects; i++) free((char *)w->objects[i].path);
+  free(w->objects);
+  w->objects = NULL;
+  w->n_objects = w->next = 0;
+  free(w->cwd);
+  w->cwd = NULL;
+  json_decref(w->answer);
+  w->answer = NULL;
+  w->skip = w->ended = false;
+  w->phase = START_NONE;
+}
+
+int kn_worker_start(kn_worker_t *w, const char *cwd, const kn_worker_object_t *objects, size_t n,
+                    char *err, size_t err_size) {
+  kn_worker_stop(w, 0);
+  w->cwd = cwd ? kn_strdup(cwd) : NULL;
+  w->objects = kn_xcalloc(n ? n : 1, sizeof *w->objects);
+  for (size_t i = 0; i < n; i++)
+    w->objects[i] = (kn_worker_object_t){kn_strdup(objects[i].path), objects[i].frame_pointers};
+  w->n_objects = n;
+  if (spawn(w, err, err_size) < 0) {
+    start_forget(w);
+    return -1;
+  }
+  return 0;
+}
+
+bool kn_worker_starting(const kn_worker_t *w) {
+  return w->phase != START_NONE;
+}
+
+bool kn_worker_skip_load(kn_worker_t *w) {
+  if (w->phase != START_LOADED) return false;
+  w->skip = true;
+  return true;
 }
 
 int kn_worker_send(kn_worker_t *w, const json_t *cmd, char *err, size_t err_size) {
@@ -235,6 +309,12 @@ static void reap_if_ended(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   kill(-w->pid, SIGKILL);
   w->pid = -1;
   close_all(w);
+  if (w->phase != START_NONE) {
+    /* Part of the start, which says what it means (start_advance). */
+    w->ended = true;
+    w->exit_status = status;
+    return;
+  }
   if (fn) {
     kn_wev_t ev = {.type = KN_WEV_EXITED, .status = status,
                    .data = w->stop_reason[0] ? w->stop_reason : NULL};
@@ -242,9 +322,9 @@ static void reap_if_ended(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   }
 }
 
-/* Pops the frames buffered in the event reader. If want is non-NULL, stops
- * at the first JSON event named want and returns it (new reference). */
-static json_t *pop_events(kn_worker_t *w, const char *want, kn_wev_fn fn, void *ctx) {
+/* Pops the frames buffered in the event reader; keeps the event a start
+ * waits for in w->answer. */
+static void pop_events(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   char kind;
   const unsigned char *data;
   size_t len;
@@ -261,7 +341,13 @@ static json_t *pop_events(kn_worker_t *w, const char *want, kn_wev_fn fn, void *
       json_t *obj = json_loadb((const char *)data, len, 0, NULL);
       if (!obj) continue;
       const char *name = json_string_value(json_object_get(obj, "ev"));
-      if (want && name && strcmp(name, want) == 0) return obj;
+      const char *awaited = w->phase == START_READY    ? "ready"
+                            : w->phase == START_LOADED ? "loaded"
+                                                       : NULL;
+      if (awaited && name && !strcmp(name, awaited) && !w->answer) {
+        w->answer = obj;
+        continue;
+      }
       if (name && !strcmp(name, "channel_lost")) {
         /* The worker saw a cell close or replace its command channel. */
         snprintf(w->stop_reason, sizeof w->stop_reason,
@@ -282,7 +368,6 @@ static json_t *pop_events(kn_worker_t *w, const char *want, kn_wev_fn fn, void *
     stop_for(w, "the kernel stopped the worker: its channel (fd 4) carried bytes that are not "
                 "the kernel's frames, as when a cell writes into descriptor 4");
   }
-  return NULL;
 }
 
 /* Reads and pops the event pipe as far as it goes without waiting; at end
@@ -290,7 +375,7 @@ static json_t *pop_events(kn_worker_t *w, const char *want, kn_wev_fn fn, void *
 static void drain_events(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   while (w->evt_fd >= 0) {
     ssize_t n = kn_chan_fill(&w->evt, w->evt_fd);
-    pop_events(w, NULL, fn, ctx);
+    pop_events(w, fn, ctx);
     if (n > 0) continue;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
     close_fd(&w->evt_fd);
@@ -298,52 +383,136 @@ static void drain_events(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   }
 }
 
+static void start_advance(kn_worker_t *w, kn_wev_fn fn, void *ctx);
+
 void kn_worker_read(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   drain_raw(w, &w->out_fd, KN_WEV_STDOUT, fn, ctx);
   drain_raw(w, &w->err_fd, KN_WEV_STDERR, fn, ctx);
   drain_events(w, fn, ctx);
   reap_if_ended(w, fn, ctx);
+  start_advance(w, fn, ctx);
 }
 
 int kn_worker_tick(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   reap_if_ended(w, fn, ctx);
-  if (w->pid <= 0 || !w->evt_eof_ms || w->stop_reason[0]) return -1;
+  start_advance(w, fn, ctx);
+  int timeout = -1;
+  if (w->phase != START_NONE) {
+    long long left = w->deadline_ms - kn_now_ms();
+    timeout = left > 0 ? (int)left : 0;
+  }
+  if (w->pid <= 0 || !w->evt_eof_ms || w->stop_reason[0]) return timeout;
   long long left = w->evt_eof_ms + CHANNEL_GRACE_MS - kn_now_ms();
-  if (left > 0) return (int)left;
+  if (left > 0) return timeout >= 0 && timeout < left ? timeout : (int)left;
   stop_for(w, "the cell closed the kernel's channel (fd 4)");
-  return -1;
+  return timeout;
 }
 
-json_t *kn_worker_wait_event(kn_worker_t *w, const char *ev, int timeout_ms, kn_wev_fn fn,
-                             void *ctx, bool *exited) {
-  long long deadline = kn_now_ms() + timeout_ms;
-  *exited = false;
-  for (;;) {
-    json_t *got = pop_events(w, ev, fn, ctx);
-    if (got) return got;
-    if (w->evt_fd < 0) {
-      *exited = true;
-      return NULL;
+/* ---- a start: the process's "ready", then each object's "loaded" ---- */
+
+static void report(kn_wev_fn fn, void *ctx, kn_wev_type_t type, const char *object,
+                   const char *why) {
+  if (!fn) return;
+  kn_wev_t ev = {.type = type, .object = object, .data = why, .len = why ? strlen(why) : 0};
+  fn(ctx, &ev);
+}
+
+/* Ends the start, with why when there is no worker. */
+static void start_end(kn_worker_t *w, kn_wev_fn fn, void *ctx, const char *why) {
+  start_forget(w);
+  report(fn, ctx, KN_WEV_STARTED, NULL, why);
+}
+
+/* Sends the load of objects[next], or ends the start when none is left.
+ * A load that cannot be sent is seen as the process's end, when it is
+ * reaped. */
+static void load_next(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
+  if (w->next == w->n_objects) {
+    start_end(w, fn, ctx, NULL);
+    return;
+  }
+  const kn_worker_object_t *o = &w->objects[w->next];
+  json_t *cmd = json_pack("{s:s, s:s, s:b}", "op", "load", "path", o->path, "frame_pointers",
+                          o->frame_pointers);
+  if (w->cmd_fd >= 0) kn_chan_write_json(w->cmd_fd, cmd);
+  json_decref(cmd);
+  w->phase = START_LOADED;
+  w->deadline_ms = kn_now_ms() + KN_WORKER_LOAD_MS;
+}
+
+/* Why the process waited for did not start: it ended (status) or it did
+ * not say it was ready in time. */
+static void say_not_ready(const kn_worker_t *w, char *why, size_t why_size) {
+  if (!w->ended) {
+    snprintf(why, why_size, "the worker %s was not ready within %d s", w->path,
+             KN_WORKER_READY_MS / 1000);
+  } else if (WIFEXITED(w->exit_status) && WEXITSTATUS(w->exit_status) >= 126) {
+    snprintf(why, why_size, "the worker %s could not be run (exit status %d)", w->path,
+             WEXITSTATUS(w->exit_status));
+  } else {
+    char *what = kn_describe_exit(w->exit_status, w->stop_reason);
+    snprintf(why, why_size, "the worker %s ended before it was ready: %s", w->path, what);
+    free(what);
+  }
+}
+
+/* Carries the start on as far as it goes without waiting: what the worker
+ * answered, its end, and a deadline that passed. */
+static void start_advance(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
+  char why[1024];
+  while (w->phase != START_NONE) {
+    bool late = kn_now_ms() >= w->deadline_ms;
+    if (w->phase == START_READY) {
+      if (w->answer) {
+        json_decref(w->answer);
+        w->answer = NULL;
+        load_next(w, fn, ctx);
+        continue;
+      }
+      if (!w->ended && !late) return;
+      say_not_ready(w, why, sizeof why);
+      end_process(w, 0);
+      start_end(w, fn, ctx, why);
+      return;
     }
-    long long left = deadline - kn_now_ms();
-    if (left <= 0) return NULL;
-    struct pollfd p[3] = {{w->evt_fd, POLLIN, 0}, {w->out_fd, POLLIN, 0}, {w->err_fd, POLLIN, 0}};
-    int r = poll(p, 3, (int)left);
-    if (r < 0 && errno != EINTR) return NULL;
-    if (r <= 0) continue;
-    drain_raw(w, &w->out_fd, KN_WEV_STDOUT, fn, ctx);
-    drain_raw(w, &w->err_fd, KN_WEV_STDERR, fn, ctx);
-    ssize_t n = kn_chan_fill(&w->evt, w->evt_fd);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-      got = pop_events(w, ev, fn, ctx);
-      if (got) return got;
-      /* Its start or a reload failed: it is of no use, whatever holds its
-       * pipes. */
-      stop_for(w, "the worker closed its channel");
-      kn_worker_stop(w, 0);
-      *exited = true;
-      return NULL;
+    /* START_LOADED: an answer, else the process is of no more use. A
+     * process that answered and then ended is replaced too. */
+    bool replace = w->ended;
+    if (w->answer) {
+      if (json_is_true(json_object_get(w->answer, "ok")))
+        why[0] = '\0';
+      else
+        snprintf(why, sizeof why, "the loader refused it: %s",
+                 json_string_value(json_object_get(w->answer, "error")) ?: "no reason given");
+    } else if (w->ended) {
+      char *what = kn_describe_exit(w->exit_status, w->stop_reason);
+      snprintf(why, sizeof why, "%s while it loaded", what);
+      free(what);
+    } else if (w->skip) {
+      snprintf(why, sizeof why, "an interrupt ended its load (its constructor had not returned)");
+      replace = true;
+    } else if (late) {
+      snprintf(why, sizeof why, "its constructor did not return within %d s",
+               KN_WORKER_LOAD_MS / 1000);
+      replace = true;
+    } else {
+      return;
     }
+    json_decref(w->answer);
+    w->answer = NULL;
+    w->skip = false;
+    if (why[0]) report(fn, ctx, KN_WEV_DROPPED, w->objects[w->next].path, why);
+    w->next++;
+    if (replace) {
+      /* Its group goes too; a new process loads the objects after it. */
+      end_process(w, 0);
+      if (spawn(w, why, sizeof why) < 0) {
+        start_end(w, fn, ctx, why);
+        return;
+      }
+      continue;
+    }
+    load_next(w, fn, ctx);
   }
 }
 
@@ -355,7 +524,9 @@ void kn_worker_signal_group(kn_worker_t *w, int sig) {
   if (w->pid > 0) kill(-w->pid, sig);
 }
 
-void kn_worker_stop(kn_worker_t *w, int grace_ms) {
+/* Ends the process: asks it to exit, then SIGKILL after grace_ms; reaps
+ * it. A start under way stays as it is. */
+static void end_process(kn_worker_t *w, int grace_ms) {
   if (w->pid <= 0) {
     close_all(w);
     return;
@@ -380,6 +551,11 @@ void kn_worker_stop(kn_worker_t *w, int grace_ms) {
   }
   w->pid = -1;
   close_all(w);
+}
+
+void kn_worker_stop(kn_worker_t *w, int grace_ms) {
+  start_forget(w);
+  end_process(w, grace_ms);
 }
 
 void kn_worker_destroy(kn_worker_t **wp) {

@@ -385,6 +385,9 @@ static void cmd_run(json_t *cmd) {
     kw_send_new(error_event("LinkError", err));
     return;
   }
+  /* Its constructors have returned: from now on the kernel keeps the cell,
+   * whatever its run does to this process. */
+  kw_send_new(json_pack("{s:s}", "ev", "running"));
   cell_entry_fn entry;
   *(void **)&entry = dlsym(h, entry_name);
   if (!entry) {

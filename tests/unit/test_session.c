@@ -213,6 +213,32 @@ static void test_unit_text(void) {
   free(text);
 }
 
+/* A cell whose code does not load again leaves the session: its object
+ * and the functions and globals in it; its types and macros stay. */
+static void test_drop_object(void) {
+  CHECK_INT(run_cell(90,
+                     "struct drop_pt { int x; };\n#define DROP_K 4\n"
+                     "int drop_f(void) { return DROP_K; }\nint drop_g = 2;"),
+            0);
+  size_t objects = kn_session_n_objects(session);
+  char *path = strdup(kn_session_object(session, objects - 1));
+  CHECK_INT(kn_session_drop_object(session, path), 90);
+  CHECK_INT(kn_session_drop_object(session, path), -1);
+  CHECK_INT(kn_session_n_objects(session), objects - 1);
+  struct stat st;
+  CHECK(stat(path, &st) != 0); /* the object is removed */
+  char *text = kn_session_unit_text(session, 91, "struct drop_pt p = {DROP_K};", 1);
+  CHECK(text != NULL);
+  if (text) {
+    CHECK(strstr(text, "struct drop_pt { int x; };") != NULL);
+    CHECK(strstr(text, "#define DROP_K 4") != NULL);
+    CHECK(strstr(text, "cflame_c90_drop_f") == NULL);
+    CHECK(strstr(text, "cflame_c90_drop_g") == NULL);
+  }
+  free(text);
+  free(path);
+}
+
 int main(void) {
   char err[512];
   session = kn_session_new(err, sizeof err);
@@ -230,6 +256,7 @@ int main(void) {
   test_compiler_settings();
   test_frame_pointer_flags();
   test_unit_text();
+  test_drop_object();
   kn_session_destroy(&session);
   struct stat st;
   CHECK(stat(dir, &st) != 0); /* the private directory is gone */
