@@ -38,14 +38,17 @@ def pytest_sessionstart(session):
 
 
 @contextlib.contextmanager
-def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30):
+def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30, wrap=None):
     """Starts a cflame kernel; yields (km, kc); shuts it down afterwards.
 
     env: extra environment variables for the kernel (None values remove a
     variable from the kernel's environment). ip: the address, or for the ipc
     transport the path prefix of the sockets. stderr: a file for the
-    kernel's log (default: inherited)."""
+    kernel's log (default: inherited). wrap: a command line the kernel runs
+    under (memory_cap()'s, say)."""
     km = KernelManager(kernel_name="cflame", transport=transport, **({"ip": ip} if ip else {}))
+    if wrap:
+        km.kernel_spec.argv = [*wrap, *km.kernel_spec.argv]
     kenv = dict(os.environ)
     for key, value in (env or {}).items():
         if value is None:
@@ -62,6 +65,17 @@ def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=
         kc.stop_channels()
         if km.has_kernel:
             km.shutdown_kernel(now=False)
+
+
+def memory_cap(gib=4):
+    """A wrap for start_kernel: the kernel, and the worker and compilers it
+    starts, under `prlimit --as`, so that a runaway allocation ends the
+    kernel rather than the machine. The kernel alone maps about 0.5 GiB.
+    Nothing under ASan (CFLAME_SANITIZED), whose shadow memory reserves
+    terabytes of address space."""
+    if os.environ.get("CFLAME_SANITIZED"):
+        return None
+    return ["prlimit", f"--as={gib << 30}"]
 
 
 @pytest.fixture(scope="module")
