@@ -713,8 +713,11 @@ int fl_write_file(const char *path, const void *data, size_t len, bool in_place,
     memcpy(tmp + n, ".XXXXXX", sizeof ".XXXXXX");
     if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) goto fail;
     made = true;
-    /* as creat() would have made it: mkstemp's file is the owner's alone */
-    if (fchmod(fd, 0666 & ~current_umask()) < 0 || write_all(fd, data, len) < 0) goto fail;
+    /* The mode creat() would have given it (mkstemp's file is the owner's
+     * alone), where the file system keeps modes: no error where it does
+     * not. */
+    fchmod(fd, 0666 & ~current_umask());
+    if (write_all(fd, data, len) < 0) goto fail;
   }
   int closed = close(fd);
   fd = -1;

@@ -16,6 +16,7 @@ import gzip
 import json
 import os
 import pathlib
+import queue
 import re
 import shutil
 import subprocess
@@ -384,7 +385,7 @@ def control_kernel_info(kc, timeout):
     while time.monotonic() < deadline:
         try:
             reply = kc.get_control_msg(timeout=max(0.0, deadline - time.monotonic()))
-        except Exception:  # queue.Empty
+        except queue.Empty:
             return None
         if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
             return reply["content"]
