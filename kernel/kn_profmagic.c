@@ -2,13 +2,11 @@
 #include "kn_profmagic.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cflame/fl_io.h"
 #include "kn_magic.h"
