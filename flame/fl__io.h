@@ -98,11 +98,13 @@ static inline bool fl__is_gzip(const void *data, size_t len) {
 }
 
 /* What the gzip file data[0, len) holds (one member, or several back to
- * back, as gzip allows): 0 and a new buffer *out of *out_len bytes (with a
- * NUL after them), or -1 with what was wrong in why: not gzip data, a
- * damaged or truncated stream, bytes after its end that are not another
- * member. */
-int fl__gunzip(const void *data, size_t len, char **out, size_t *out_len, char *why,
+ * back, as gzip allows), max_out bytes at most: 0 and a new buffer *out of
+ * *out_len bytes (with a NUL after them); -1 with what was wrong in why:
+ * not gzip data, a damaged or truncated stream, bytes after its end that
+ * are not another member; or -2 when it unzips to more than max_out bytes
+ * (why untouched), found once max_out + 1 bytes came out: the buffer never
+ * grows past max_out + 2 bytes. */
+int fl__gunzip(const void *data, size_t len, size_t max_out, char **out, size_t *out_len, char *why,
                size_t why_size);
 
 /* ---- the readers, into an empty profile of their own ---- */

@@ -1,12 +1,13 @@
 /* fl_io: reading a profile, whichever of the three formats it is; gzip;
- * which output a file name asks for.
+ * which output a file name asks for; writing a file whole or not at all.
  *
- * The input is read whole (a file is mapped), unzipped when it starts with
- * gzip's magic bytes, its kind told when asked to (binary, with a NUL
- * byte: pprof; text: from its first lines, see detect_kind), parsed into a
- * profile of its own by fl_folded.c, fl_perfscript.c or fl_pprof.c, and
- * merged into the caller's profile only when all of it parsed: an error
- * leaves the caller's profile as it was. */
+ * A file is read only when it is a regular one, up to a limit (see
+ * fl_io.h), whole (mapped), unzipped when it starts with gzip's magic
+ * bytes (up to the same limit), its kind told when asked to (binary, with
+ * a NUL byte: pprof; text: from its first lines, see detect_kind), parsed
+ * into a profile of its own by fl_folded.c, fl_perfscript.c or fl_pprof.c,
+ * and merged into the caller's profile only when all of it parsed: an
+ * error leaves the caller's profile as it was. */
 #define _GNU_SOURCE
 #include "cflame/fl_io.h"
 
@@ -205,21 +206,38 @@ char *fl__gzip(const void *data, size_t len, size_t *out_len) {
   return out;
 }
 
-int fl__gunzip(const void *data, size_t len, char **out, size_t *out_len, char *why,
+/* The next capacity of a buffer of cap bytes that may hold limit bytes at
+ * most: twice as much, but never more than limit. */
+static size_t grown_to(size_t cap, size_t limit) {
+  return cap > limit / 2 ? limit : cap * 2;
+}
+
+int fl__gunzip(const void *data, size_t len, size_t max_out, char **out, size_t *out_len, char *why,
                size_t why_size) {
   const unsigned char *in = data;
   z_stream z = {.zalloc = zlib_alloc, .zfree = zlib_free};
   if (inflateInit2(&z, 15 + 16) != Z_OK) fl__oom(0);
-  size_t cap = len * 4 + 64, used = 0, pos = 0;
+  /* max_out + 1 bytes tell that there are more than max_out, and a NUL
+   * follows them. */
+  const size_t limit = max_out > SIZE_MAX - 2 ? SIZE_MAX : max_out + 2;
+  size_t cap = len < (SIZE_MAX - 64) / 4 && len * 4 + 64 < limit ? len * 4 + 64 : limit;
+  size_t used = 0, pos = 0;
   char *buf = fl__xmalloc(cap, 1);
-  int rc = Z_OK;
+  int rc = Z_OK, status = -1;
   *out = NULL;
   if (!fl__is_gzip(data, len)) {
     snprintf(why, why_size, "it does not start with gzip's magic bytes");
     goto fail;
   }
   for (;;) {
-    buf = fl__grow(buf, &cap, used + 2, 1);
+    if (used > max_out) {
+      status = -2;
+      goto fail;
+    }
+    if (cap - used < 2) {
+      cap = grown_to(cap, limit);
+      buf = fl__xrealloc(buf, cap, 1);
+    }
     size_t in_n = len - pos < ZLIB_CHUNK ? len - pos : ZLIB_CHUNK;
     size_t room = cap - used - 1 < ZLIB_CHUNK ? cap - used - 1 : ZLIB_CHUNK;
     z.next_in = (Bytef *)in + pos;
@@ -253,7 +271,6 @@ int fl__gunzip(const void *data, size_t len, char **out, size_t *out_len, char *
                len, used);
       goto fail;
     }
-    if (z.avail_out == 0) buf = fl__grow(buf, &cap, cap + 1, 1);
   }
   inflateEnd(&z);
   buf[used] = '\0';
@@ -263,7 +280,7 @@ int fl__gunzip(const void *data, size_t len, char **out, size_t *out_len, char *
 fail:
   inflateEnd(&z);
   free(buf);
-  return -1;
+  return status;
 }
 
 /* ---- telling the kinds apart ---- */
@@ -320,11 +337,13 @@ static fl_input_kind_t detect_kind(const char *data, size_t len, size_t *first) 
 /* Binary data: a control character other than NUL, whitespace and escape
  * (of coloured text) in the first 64 bytes. A protobuf message's first bytes
  * are a field's tag and its length, and nested tags, which are; text's are
- * not. (Text with a NUL byte further on is an error naming its line.) */
-static bool binary_start(const char *data, size_t len) {
+ * not. (Text with a NUL byte further on is an error naming its line.) What
+ * came gzipped counts a NUL too: gzip holds pprof far more often than text,
+ * and a gzip file of zeros is not "text with a NUL byte". */
+static bool binary_start(const char *data, size_t len, bool gzipped) {
   for (size_t i = 0; i < len && i < 64; i++) {
     unsigned char c = (unsigned char)data[i];
-    if (c && c < 0x20 && !fl__is_space((char)c) && c != 0x1b) return true;
+    if ((c || gzipped) && c < 0x20 && !fl__is_space((char)c) && c != 0x1b) return true;
   }
   return false;
 }
@@ -363,9 +382,9 @@ static int take_kind(fl_profile_t *p, const fl_profile_t *scratch, const char *n
   return 0;
 }
 
-/* Reads the unzipped input (gzipped says whether it was zipped, for the
- * messages) into a profile of its own, then into p, under a frame named
- * root when root is not NULL. */
+/* Reads the unzipped input (gzipped says whether it was zipped) into a
+ * profile of its own, then into p, under a frame named root when root is
+ * not NULL. */
 static int read_plain(fl_profile_t *p, const char *data, size_t len, const char *name, bool gzipped,
                       const char *root, fl_input_kind_t kind, fl_input_kind_t *kind_out,
                       fl_io_error_t *err) {
@@ -373,7 +392,7 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
   const char *nul = len ? memchr(data, '\0', len) : NULL;
   size_t first = 0;
   fl_input_kind_t detected =
-      binary_start(data, len) ? FL_INPUT_PPROF : detect_kind(data, len, &first);
+      binary_start(data, len, gzipped) ? FL_INPUT_PPROF : detect_kind(data, len, &first);
   if (kind == FL_INPUT_AUTO) kind = detected;
   if (kind_out) *kind_out = kind;
   if (nul && kind != FL_INPUT_PPROF) {
@@ -433,40 +452,123 @@ fail:
   return -1;
 }
 
+/* ---- the limit on an input ---- */
+
+void fl_input_limit_text(size_t bytes, char out[32]) {
+  static const char *const units[] = {"TiB", "GiB", "MiB", "KiB"};
+  for (unsigned i = 0; i < 4; i++) {
+    unsigned shift = 40 - 10 * i;
+    if (bytes >= (size_t)1 << shift && bytes % ((size_t)1 << shift) == 0) {
+      snprintf(out, 32, "%zu %s", bytes >> shift, units[i]);
+      return;
+    }
+  }
+  snprintf(out, 32, "%zu byte%s", bytes, bytes == 1 ? "" : "s");
+}
+
+int fl_input_limit_parse(const char *text, size_t *bytes, char *err, size_t err_size) {
+  static const struct {
+    const char *suffix;
+    unsigned shift;
+  } units[] = {{"", 0},   {"K", 10},   {"KiB", 10}, {"M", 20},  {"MiB", 20},
+               {"G", 30}, {"GiB", 30}, {"T", 40},   {"TiB", 40}};
+  if (fl__is_digit(text[0])) {
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(text, &end, 10);
+    for (size_t i = 0; errno == 0 && n > 0 && i < sizeof units / sizeof *units; i++) {
+      if (strcasecmp(end, units[i].suffix) != 0) continue;
+      if (n > (SIZE_MAX >> units[i].shift)) break;
+      *bytes = (size_t)n << units[i].shift;
+      return 0;
+    }
+  }
+  snprintf(err, err_size,
+           "expected a size in bytes: a whole number from 1, with an optional K, M, G or T "
+           "(KiB, MiB, GiB, TiB), such as 4G");
+  return -1;
+}
+
+/* The error of input name past the limit: "SUBJECT WHAT more than the
+ * limit of 1 GiB on an input; raise it with ...". */
+static int past_limit(fl_io_error_t *err, const char *name, const char *subject, const char *what,
+                      const fl_read_opts_t *o) {
+  char limit[32];
+  fl_input_limit_text(o->max_bytes, limit);
+  return fl__io_fail(err, name, 0, "%s %s more than the limit of %s on an input%s%s", subject, what,
+                     limit, o->raise_with ? "; raise it with " : "",
+                     o->raise_with ? o->raise_with : "");
+}
+
+/* ---- reading ---- */
+
+void fl_read_opts_init(fl_read_opts_t *opts) {
+  *opts = (fl_read_opts_t){
+      .kind = FL_INPUT_AUTO, .max_bytes = FL_INPUT_LIMIT_DEFAULT, .stdin_dash = true};
+}
+
+/* Reads data, gzipped or not, into p as o says. */
 static int read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
-                        const char *root, fl_input_kind_t kind, fl_input_kind_t *kind_out,
-                        fl_io_error_t *err) {
+                        const fl_read_opts_t *o, fl_input_kind_t *kind_out, fl_io_error_t *err) {
   if (!name) name = "<input>";
   memset(err, 0, sizeof *err);
-  if (kind_out) *kind_out = kind;
+  if (kind_out) *kind_out = o->kind;
   if (!fl__is_gzip(data, len))
-    return read_plain(p, data, len, name, false, root, kind, kind_out, err);
+    return read_plain(p, data, len, name, false, o->root, o->kind, kind_out, err);
   char *plain, why[200];
   size_t plain_len;
-  if (fl__gunzip(data, len, &plain, &plain_len, why, sizeof why) < 0)
-    return fl__io_fail(err, name, 0, "%s starts as a gzip file (as pprof profiles do), but %s",
-                       name, why);
-  int rc = read_plain(p, plain, plain_len, name, true, root, kind, kind_out, err);
+  switch (fl__gunzip(data, len, o->max_bytes, &plain, &plain_len, why, sizeof why)) {
+    case 0: break;
+    case -2: return past_limit(err, name, name, "is gzip data that unzips to", o);
+    default:
+      return fl__io_fail(err, name, 0, "%s starts as a gzip file (as pprof profiles do), but %s",
+                         name, why);
+  }
+  int rc = read_plain(p, plain, plain_len, name, true, o->root, o->kind, kind_out, err);
   free(plain);
   return rc;
 }
 
 int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
                     fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err) {
-  return read_profile(p, data, len, name, NULL, kind, kind_out, err);
+  fl_read_opts_t o;
+  fl_read_opts_init(&o);
+  o.kind = kind;
+  return read_profile(p, data, len, name, &o, kind_out, err);
 }
 
-/* Reads all of fd into *out (NUL-terminated for convenience). Returns the
- * length, or -1 with errno. */
-static ssize_t read_all(int fd, char **out) {
-  struct stat st;
-  size_t cap =
-      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 65536;
-  size_t len = 0;
+/* What a file that is not a regular one is: "a directory". */
+static const char *file_type(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+static int not_regular(fl_io_error_t *err, const char *name, mode_t mode, const fl_read_opts_t *o) {
+  return fl__io_fail(err, name, 0, "%s is %s, not a regular file: only regular files are read%s",
+                     name, file_type(mode), o->stdin_dash ? ", or - for standard input" : "");
+}
+
+/* Reads fd to its end into *out (NUL-terminated), max bytes at most: 0
+ * with *len; -1 with errno; -2 when there was more than max (found once
+ * max + 1 bytes came: the buffer never grows past max + 2 bytes). */
+static int read_all(int fd, size_t max, char **out, size_t *len) {
+  const size_t limit = max > SIZE_MAX - 2 ? SIZE_MAX : max + 2;
+  size_t cap = limit < 65536 ? limit : 65536, used = 0;
   char *buf = fl__xmalloc(cap, 1);
   for (;;) {
-    buf = fl__grow(buf, &cap, len + 2, 1);
-    ssize_t got = read(fd, buf + len, cap - len - 1);
+    if (used > max) {
+      free(buf);
+      return -2;
+    }
+    if (cap - used < 2) {
+      cap = grown_to(cap, limit);
+      buf = fl__xrealloc(buf, cap, 1);
+    }
+    ssize_t got = read(fd, buf + used, cap - used - 1);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       int saved = errno;
@@ -475,45 +577,158 @@ static ssize_t read_all(int fd, char **out) {
       return -1;
     }
     if (got == 0) break;
-    len += (size_t)got;
+    used += (size_t)got;
   }
-  buf[len] = '\0';
+  buf[used] = '\0';
   *out = buf;
-  return (ssize_t)len;
+  *len = used;
+  return 0;
 }
 
-int fl_read_profile_file_under(fl_profile_t *p, const char *path, const char *root,
-                               fl_input_kind_t kind, fl_input_kind_t *kind_out,
-                               fl_io_error_t *err) {
-  bool is_stdin = strcmp(path, "-") == 0;
+int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_opts_t *opts,
+                              fl_input_kind_t *kind_out, fl_io_error_t *err) {
+  fl_read_opts_t o;
+  if (opts)
+    o = *opts;
+  else
+    fl_read_opts_init(&o);
+  if (!o.max_bytes) o.max_bytes = FL_INPUT_LIMIT_DEFAULT;
+  const bool is_stdin = o.stdin_dash && strcmp(path, "-") == 0;
   const char *name = is_stdin ? "<stdin>" : path;
+  int fd = STDIN_FILENO, rc = -1;
   char *data = NULL;
+  void *map = NULL;
+  size_t len = 0;
   memset(err, 0, sizeof *err);
-  if (kind_out) *kind_out = kind;
-  int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fl__io_fail(err, name, 0, "cannot open %s: %s", name, strerror(errno));
-  /* A regular file is mapped rather than copied: profiles run to tens of
-   * megabytes. */
-  struct stat st;
-  if (!is_stdin && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map != MAP_FAILED) {
-      close(fd);
-      int rc = read_profile(p, map, (size_t)st.st_size, name, root, kind, kind_out, err);
-      munmap(map, (size_t)st.st_size);
-      return rc;
+  if (kind_out) *kind_out = o.kind;
+  if (!is_stdin) {
+    /* Looked at before it is opened: opening a FIFO waits for a writer,
+     * and opening a device may do something of its own. */
+    struct stat st;
+    if (stat(path, &st) < 0)
+      return fl__io_fail(err, name, 0, "cannot open %s: %s", name, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return not_regular(err, name, st.st_mode, &o);
+    /* O_NONBLOCK: should path have become a FIFO since, open() does not
+     * wait for it; fstat then says so. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return fl__io_fail(err, name, 0, "cannot open %s: %s", name, strerror(errno));
+    if (fstat(fd, &st) < 0) {
+      fl__io_fail(err, name, 0, "cannot read %s: %s", name, strerror(errno));
+      goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      not_regular(err, name, st.st_mode, &o);
+      goto done;
+    }
+    if ((uintmax_t)st.st_size > o.max_bytes) {
+      char what[64];
+      snprintf(what, sizeof what, "is %jd bytes,", (intmax_t)st.st_size);
+      past_limit(err, name, name, what, &o);
+      goto done;
+    }
+    /* Mapped rather than copied: profiles run to tens of megabytes. (Files
+     * of /proc say they are empty, and are read.) */
+    if (st.st_size > 0) {
+      map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (map == MAP_FAILED)
+        map = NULL;
+      else
+        len = (size_t)st.st_size;
     }
   }
-  ssize_t len = read_all(fd, &data);
-  int saved = errno;
-  if (!is_stdin) close(fd);
-  if (len < 0) return fl__io_fail(err, name, 0, "cannot read %s: %s", name, strerror(saved));
-  int rc = read_profile(p, data, (size_t)len, name, root, kind, kind_out, err);
+  if (!map) {
+    switch (read_all(fd, o.max_bytes, &data, &len)) {
+      case 0: break;
+      case -2: past_limit(err, name, is_stdin ? "standard input" : name, "holds", &o); goto done;
+      default: fl__io_fail(err, name, 0, "cannot read %s: %s", name, strerror(errno)); goto done;
+    }
+  }
+  rc = read_profile(p, map ? map : data, len, name, &o, kind_out, err);
+done:
+  if (map) munmap(map, len);
   free(data);
+  if (!is_stdin) close(fd);
   return rc;
 }
 
 int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind,
                          fl_input_kind_t *kind_out, fl_io_error_t *err) {
-  return fl_read_profile_file_under(p, path, NULL, kind, kind_out, err);
+  fl_read_opts_t o;
+  fl_read_opts_init(&o);
+  o.kind = kind;
+  return fl_read_profile_file_opts(p, path, &o, kind_out, err);
+}
+
+/* ---- writing ---- */
+
+/* The process's umask, read without setting it (umask() would, for a
+ * moment in which another thread's new file gets the wrong mode). */
+static mode_t current_umask(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[128];
+  unsigned mask;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "Umask: %o", &mask) == 1) {
+      fclose(f);
+      return (mode_t)mask;
+    }
+  if (f) fclose(f);
+  mode_t m = umask(022); /* no /proc: the only other way to know it */
+  umask(m);
+  return m;
+}
+
+/* Writes all of data to fd. Returns 0, or -1 with errno. */
+static int write_all(int fd, const char *data, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, data, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    data += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+int fl_write_file(const char *path, const void *data, size_t len, bool in_place, char *err,
+                  size_t err_size) {
+  struct stat st;
+  char *tmp = NULL;
+  bool made = false;
+  int fd = -1, saved;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (!in_place || S_ISDIR(st.st_mode)) {
+      snprintf(err, err_size,
+               "cannot write %s: %s is %s, not a regular file; give the path of a regular "
+               "file, or of one to create",
+               path, path, file_type(st.st_mode));
+      return -1;
+    }
+    if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)) < 0 || write_all(fd, data, len) < 0)
+      goto fail;
+  } else {
+    size_t n = strlen(path);
+    tmp = fl__xmalloc(n + sizeof ".XXXXXX", 1);
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".XXXXXX", sizeof ".XXXXXX");
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) goto fail;
+    made = true;
+    /* The mode creat() would have given it (mkstemp's file is the owner's
+     * alone), where the file system keeps modes: no error where it does
+     * not. */
+    fchmod(fd, 0666 & ~current_umask());
+    if (write_all(fd, data, len) < 0) goto fail;
+  }
+  int closed = close(fd);
+  fd = -1;
+  if (closed < 0 || (made && rename(tmp, path) < 0)) goto fail;
+  free(tmp);
+  return 0;
+fail:
+  saved = errno;
+  if (fd >= 0) close(fd);
+  if (made) unlink(tmp);
+  free(tmp);
+  snprintf(err, err_size, "cannot write %s: %s", path, strerror(saved));
+  return -1;
 }

@@ -2,13 +2,11 @@
 #include "kn_profmagic.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cflame/fl_io.h"
 #include "kn_magic.h"
@@ -48,6 +46,9 @@ static const group_spec_t all_options[] = {
     {KN_OPTS_ALLOC, {"weight", KN_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes (default) or by allocation count"}},
     {KN_OPTS_ALLOC, {"live", KN_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends (default false)"}},
     {KN_OPTS_KIND, {"allocs", KN_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time (default: as the baseline)"}},
+    {KN_OPTS_LOAD, {"as", KN_OPT_STRING, NULL, 1, 0, "keep it as baseline NAME instead of the session profile"}},
+    {KN_OPTS_LOAD, {"per_input", KN_OPT_BOOL, NULL, 1, 0, "each file under a root frame of its own (default false)"}},
+    {KN_OPTS_LOAD, {"max_input_size", KN_OPT_STRING, NULL, 1, 0, "the most a file may hold, and unzip to: bytes, or with K, M, G, T (default 1G)"}},
 };
 #define N_OPTIONS (sizeof all_options / sizeof all_options[0])
 
@@ -427,23 +428,6 @@ static char *pprof_file(const fl_profile_t *prof, const char *root, kn_profreq_t
   return out;
 }
 
-/* Writes len bytes to path through a temporary file, so that a failed
- * write leaves nothing half-written. Returns 0, or -1 with err. */
-static int write_file(const char *path, const char *data, size_t len, char *err,
-                      size_t err_size) {
-  kn_strbuf_t tmp = KN_STRBUF_INIT;
-  kn_strbuf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid());
-  FILE *f = fopen(tmp.data, "w");
-  int rc = 0;
-  if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0 || rename(tmp.data, path) < 0) {
-    snprintf(err, err_size, "%%profsave: cannot write %s: %s", path, strerror(errno));
-    if (f) unlink(tmp.data);
-    rc = -1;
-  }
-  kn_strbuf_free(&tmp);
-  return rc;
-}
-
 int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
                       size_t err_size) {
   char **output = &res->output;
@@ -544,7 +528,13 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     }
   }
   if (!text_len) text_len = strlen(text);
-  if (write_file(path, text, text_len, err, err_size) < 0) goto out;
+  /* Whole or not at all, and only a regular file: a FIFO or a device as the
+   * target would make the kernel wait on it or write into it. */
+  char why[512];
+  if (fl_write_file(path, text, text_len, false, why, sizeof why) < 0) {
+    snprintf(err, err_size, "%%profsave: %s", why);
+    goto out;
+  }
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "Saved %s (%zu bytes)\n", path, text_len);
   *output = kn_strbuf_steal(&sb);
@@ -569,60 +559,55 @@ static bool valid_baseline_name(const char *name) {
 int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
                       size_t err_size) {
   char **output = &res->output;
-  char **words;
-  int n_words = kn_words_split(args, &words, err, err_size);
-  if (n_words < 0) return -1;
-  const char **paths = kn_xcalloc((size_t)n_words + 1, sizeof *paths);
+  kn_optspec_t specs[N_OPTIONS];
+  kn_opts_t o;
+  if (kn_opts_parse("profload", args, specs, specs_for(KN_OPTS_LOAD, specs), &o, err, err_size) < 0)
+    return -1;
   int rc = -1;
   fl_profile_t *p = NULL;
-  const char *name = NULL;
-  bool per_input = false;
-  size_t n_paths = 0;
-  for (size_t i = 0; words[i]; i++) {
-    if (!strncmp(words[i], "per_input=", 10)) {
-      const char *v = words[i] + 10;
-      if (strcmp(v, "true") && strcmp(v, "false")) {
-        snprintf(err, err_size, "%%profload: per_input=%s: expected true or false", v);
-        goto out;
-      }
-      per_input = !strcmp(v, "true");
-    } else if (!strncmp(words[i], "as=", 3)) {
-      name = words[i] + 3;
-      if (!valid_baseline_name(name)) {
-        snprintf(err, err_size, "%%profload: as=%s: a baseline name is letters, digits, '_', "
-                                "'-' and '.'", name);
-        goto out;
-      }
-    } else if (strchr(words[i], '=') && !strchr(words[i], '/') && words[i][0] != '.') {
-      snprintf(err, err_size, "%%profload: unknown option '%.*s'; valid: as=NAME (load as a "
-                              "baseline instead of the session profile), per_input=true (each "
-                              "file under a root frame of its own)",
-               (int)strcspn(words[i], "="), words[i]);
+  kn_strbuf_t src = KN_STRBUF_INIT;
+  const kn_optval_t *v = kn_opts_get(&o, "as");
+  const char *name = v->set ? v->s : NULL;
+  const bool per_input = kn_opts_get(&o, "per_input")->b;
+  const char *const *paths = (const char *const *)o.positional;
+  const size_t n_paths = o.n_positional;
+  /* The kernel reads no standard input ("-" is a file's name), and files
+   * as the cflame command does: regular ones, up to the limit. */
+  fl_read_opts_t read;
+  fl_read_opts_init(&read);
+  read.stdin_dash = false;
+  read.raise_with = "max_input_size=SIZE (such as %profload PATH max_input_size=4G)";
+  if (name && !valid_baseline_name(name)) {
+    snprintf(err, err_size,
+             "%%profload: as=%s: a baseline name is letters, digits, '_', '-' and '.'", name);
+    goto out;
+  }
+  if ((v = kn_opts_get(&o, "max_input_size"))->set) {
+    char why[200];
+    if (fl_input_limit_parse(v->s, &read.max_bytes, why, sizeof why) < 0) {
+      snprintf(err, err_size, "%%profload: max_input_size=%s: %s", v->s, why);
       goto out;
-    } else {
-      paths[n_paths++] = words[i];
     }
   }
   if (!n_paths) {
-    snprintf(err, err_size, "%%profload needs a PATH: folded stacks (flamegraph.pl, inferno, "
-                            "%%profsave x.folded), the text of perf script, or a pprof profile "
-                            "(Go's runtime/pprof, %%profsave x.pb.gz); %%profload PATH "
-                            "[PATH...] [as=NAME] [per_input=true]");
+    snprintf(err, err_size,
+             "%%profload needs a PATH: folded stacks (flamegraph.pl, inferno, %%profsave "
+             "x.folded), the text of perf script, or a pprof profile (Go's runtime/pprof, "
+             "%%profsave x.pb.gz); %%profload PATH [PATH...] [as=NAME] [per_input=true] "
+             "[max_input_size=SIZE]");
     goto out;
   }
   p = fl_profile_new(FL_PROFILE_CPU);
-  kn_strbuf_t src = KN_STRBUF_INIT;
   const char *kind_name = NULL;
   for (size_t i = 0; i < n_paths; i++) {
     fl_io_error_t e;
     fl_input_kind_t kind;
-    if (fl_read_profile_file_under(p, paths[i], per_input ? paths[i] : NULL, FL_INPUT_AUTO,
-                                   &kind, &e) < 0) {
+    read.root = per_input ? paths[i] : NULL;
+    if (fl_read_profile_file_opts(p, paths[i], &read, &kind, &e) < 0) {
       if (e.line)
         snprintf(err, err_size, "%s:%zu: %s", e.file, e.line, e.message);
       else
         snprintf(err, err_size, "%s: %s", e.file, e.message);
-      kn_strbuf_free(&src);
       goto out;
     }
     const char *base = strrchr(paths[i], '/');
@@ -632,7 +617,6 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   fl_profile_info_t *info = fl_profile_info(p);
   snprintf(info->source, sizeof info->source, "%s", src.data);
   info->taken_unix = (int64_t)time(NULL);
-  kn_strbuf_free(&src);
   kn_strbuf_t sb = KN_STRBUF_INIT;
   if (info->kind == FL_PROFILE_ALLOC)
     kn_strbuf_printf(&sb, "Loaded an allocation profile, %llu %s in %llu stacks (%s) from %s",
@@ -662,8 +646,8 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   rc = 0;
 out:
   fl_profile_destroy(&p);
-  free(paths);
-  kn_words_free(words);
+  kn_strbuf_free(&src);
+  kn_opts_free(&o);
   return rc;
 }
 

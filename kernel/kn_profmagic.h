@@ -29,6 +29,7 @@ enum {
   KN_OPTS_DIFF = 1 << 4,     /* negate, normalize, delta, noise */
   KN_OPTS_ALLOC = 1 << 5,    /* sample_rate, weight, live */
   KN_OPTS_KIND = 1 << 6,     /* allocs (baselines and diffs: which profiler) */
+  KN_OPTS_LOAD = 1 << 7,     /* as, per_input, max_input_size (%profload) */
 };
 
 /* One line per option of the groups, as the magics' help shows them:

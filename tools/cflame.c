@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cflame/fl_diff.h"
@@ -58,6 +57,7 @@ typedef struct cli {
   int *threads;
   fl_view_opts_t view;
   bool per_input;        /* --per-input: each input under a root of its own */
+  size_t max_input;      /* --max-input-size: the limit on an input, raw and unzipped */
   const char *diff_base; /* --diff BASE, or NULL */
   fl_diff_opts_t diff;
   double fail_above; /* --fail-above PCT, in points; < 0: no gate */
@@ -98,6 +98,9 @@ static const char usage_text[] =
     "                         content)\n"
     "      --per-input        each INPUT under a root frame of its own, named after\n"
     "                         the file (default: merged)\n"
+    "      --max-input-size SIZE  the most an INPUT (or BASE) may hold, and unzip\n"
+    "                         to: bytes, or with K, M, G or T, such as 4G (default:\n"
+    "                         1G). Only regular files and - are read\n"
     "\n"
     "Graph (the tree options of the notebook's magics):\n"
     "      --C                show frames of system libraries (default)\n"
@@ -158,14 +161,15 @@ static const char usage_text[] =
     "one did, 2 for any error (bad input, bad command line, unwritable output).\n";
 
 static const char valid_options[] =
-    "-f/--format, -o/--output, --input-format, --per-input, --C, --no-C, --lines, --no-lines, "
-    "--recur, --filter, --pruned, --threads, --minwidth, --width, --height, --title, --icicle, "
-    "--theme, --diff, --negate, --normalize, --delta, --noise, --fail-above, -h/--help, "
-    "-V/--version";
+    "-f/--format, -o/--output, --input-format, --per-input, --max-input-size, --C, --no-C, "
+    "--lines, --no-lines, --recur, --filter, --pruned, --threads, --minwidth, --width, --height, "
+    "--title, --icicle, --theme, --diff, --negate, --normalize, --delta, --noise, --fail-above, "
+    "-h/--help, -V/--version";
 
 enum {
   OPT_INPUT_FORMAT = 256,
   OPT_PER_INPUT,
+  OPT_MAX_INPUT_SIZE,
   OPT_C,
   OPT_NO_C,
   OPT_LINES,
@@ -193,6 +197,7 @@ static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
     {"per-input", no_argument, NULL, OPT_PER_INPUT},
+    {"max-input-size", required_argument, NULL, OPT_MAX_INPUT_SIZE},
     {"C", no_argument, NULL, OPT_C},
     {"no-C", no_argument, NULL, OPT_NO_C},
     {"lines", no_argument, NULL, OPT_LINES},
@@ -340,6 +345,12 @@ static int parse_args(int argc, char **argv, cli_t *c) {
         c->input_kind = input_kind_values[k];
         break;
       case OPT_PER_INPUT: c->per_input = true; break;
+      case OPT_MAX_INPUT_SIZE: {
+        char why[200];
+        if (fl_input_limit_parse(optarg, &c->max_input, why, sizeof why) < 0)
+          return usage_error("--max-input-size %s: %s", optarg, why);
+        break;
+      }
       case OPT_C: c->tree.C = true; break;
       case OPT_NO_C: c->tree.C = false; break;
       case OPT_LINES: c->tree.lines = true; break;
@@ -492,17 +503,22 @@ static const cflame_given_t *given;
 
 /* A profile of the files, merged, or with per_input each under a root
  * frame named after it. NULL after saying why. */
-static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind, bool per_input) {
+static fl_profile_t *read_inputs(const cli_t *c, char *const *paths, int n, bool per_input) {
   if (given && n == 1 && paths[0] == given->name) return fl_profile_copy(given->profile);
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   if (!p) {
     say("out of memory");
     return NULL;
   }
+  fl_read_opts_t opts;
+  fl_read_opts_init(&opts);
+  opts.kind = c->input_kind;
+  opts.max_bytes = c->max_input;
+  opts.raise_with = "--max-input-size SIZE (such as --max-input-size 4G)";
   for (int i = 0; i < n; i++) {
     fl_io_error_t err;
-    const char *root = !per_input ? NULL : strcmp(paths[i], "-") ? paths[i] : "standard input";
-    if (fl_read_profile_file_under(p, paths[i], root, kind, NULL, &err) < 0) {
+    opts.root = !per_input ? NULL : strcmp(paths[i], "-") ? paths[i] : "standard input";
+    if (fl_read_profile_file_opts(p, paths[i], &opts, NULL, &err) < 0) {
       say_io_error(&err);
       fl_profile_destroy(&p);
       return NULL;
@@ -644,39 +660,6 @@ static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d, size
   return out;
 }
 
-/* Writes text to path through a temporary file renamed over it, so that
- * path is either the whole new output or what it was. Returns 0, or -1
- * after saying why. */
-static int write_file(const char *path, const char *text, size_t len) {
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 16);
-  if (!tmp) return say("out of memory"), -1;
-  snprintf(tmp, n + 16, "%s.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    say("cannot write %s: %s", path, strerror(errno));
-    free(tmp);
-    return -1;
-  }
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask); /* as a plain open() would have made it */
-  FILE *f = fdopen(fd, "w");
-  bool ok = f && fwrite(text, 1, len, f) == len;
-  int saved = errno;
-  if (f ? fclose(f) != 0 : close(fd) != 0) ok = false;
-  if (ok && rename(tmp, path) != 0) {
-    ok = false;
-    saved = errno;
-  }
-  if (!ok) {
-    say("cannot write %s: %s", path, strerror(saved ? saved : EIO));
-    unlink(tmp);
-  }
-  free(tmp);
-  return ok ? 0 : -1;
-}
-
 /* Writes text to f, named name in errors. Returns 0, or -1 after saying
  * why. */
 static int write_stream(FILE *f, const char *name, const char *text, size_t len) {
@@ -687,26 +670,16 @@ static int write_stream(FILE *f, const char *name, const char *text, size_t len)
   return 0;
 }
 
+/* Standard output, or -o's file whole or not at all (written in place when
+ * it is not a regular file: /dev/null, a pipe). Returns 0, or -1 after
+ * saying why. */
 static int write_output(const cli_t *c, const char *text, size_t len) {
   if (!c->output || strcmp(c->output, "-") == 0)
     return write_stream(stdout, "standard output", text, len);
-  /* Something that is not a regular file (/dev/null, a pipe) is written
-   * as it is: a file renamed over it would replace it. */
-  struct stat st;
-  if (stat(c->output, &st) == 0 && !S_ISREG(st.st_mode)) {
-    FILE *f = fopen(c->output, "w");
-    if (!f) {
-      say("cannot write %s: %s", c->output, strerror(errno));
-      return -1;
-    }
-    int rc = write_stream(f, c->output, text, len);
-    if (fclose(f) != 0 && rc == 0) {
-      say("cannot write %s: %s", c->output, strerror(errno));
-      rc = -1;
-    }
-    return rc;
-  }
-  return write_file(c->output, text, len);
+  char err[512];
+  if (fl_write_file(c->output, text, len, true, err, sizeof err) == 0) return 0;
+  say("%s", err);
+  return -1;
 }
 
 /* ---- the CI gate ---- */
@@ -789,9 +762,8 @@ static int run(cli_t *c) {
   size_t out_len = 0;
   char names[512], summary[160], title[600];
 
-  if (!(target = read_inputs(c->inputs, c->n_inputs, c->input_kind, c->per_input))) goto done;
-  if (c->diff_base && !(base = read_inputs((char *const *)&c->diff_base, 1, c->input_kind, false)))
-    goto done;
+  if (!(target = read_inputs(c, c->inputs, c->n_inputs, c->per_input))) goto done;
+  if (c->diff_base && !(base = read_inputs(c, (char *const *)&c->diff_base, 1, false))) goto done;
   names_of(c->inputs, c->n_inputs, names, sizeof names);
   summary_of(target, summary, sizeof summary);
   if (!c->view.title) {
@@ -848,7 +820,10 @@ int main(int argc, char **argv) {
 int cflame_draw(int argc, char **argv, const cflame_given_t *g) {
   given = g;
   optind = 0; /* getopt starts afresh: record checks its options before it draws */
-  cli_t c = {.format = FMT_SVG, .input_kind = FL_INPUT_AUTO, .fail_above = -1};
+  cli_t c = {.format = FMT_SVG,
+             .input_kind = FL_INPUT_AUTO,
+             .max_input = FL_INPUT_LIMIT_DEFAULT,
+             .fail_above = -1};
   fl_tree_opts_init(&c.tree);
   c.tree.C = true; /* every frame perf recorded, as flamegraph.pl draws it */
   fl_view_opts_init(&c.view);

@@ -98,25 +98,86 @@ const char *fl_input_kind_name(fl_input_kind_t kind);
  * profile of its own and merged into p once all of it is read. No samples
  * at all (empty input, only comments, only counts of 0) is an error too.
  * *kind_out (may be NULL) gets the kind detected, also on error. When p
- * had no source yet, its info.source becomes the kind read. Errors are
+ * had no source yet, its info.source becomes the kind read. A gzipped
+ * input may unzip to FL_INPUT_LIMIT_DEFAULT at most. Errors are
  * about the input: out of memory aborts, as everywhere in the flame
  * library (docs/LIBRARY.md). */
 int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
                     fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err);
 
-/* The same from a file; path "-" reads standard input (named "<stdin>" in
- * errors). An unreadable file is an error naming it and saying why (the
- * errno text). */
+/* ---- reading files ----
+ *
+ * A file is read only when it is a regular file (or, where the caller
+ * allows it, standard input): a device, a FIFO, a socket or a directory is
+ * an error that says what the path is, found by stat() before anything is
+ * opened, so that nothing waits for a FIFO's writer, reads /dev/zero
+ * forever or wakes a device. The file is then opened with O_NONBLOCK (in
+ * case it changed in between) and checked again. And what is read is
+ * bounded: an input larger than the limit is an error before a byte of it
+ * is read (standard input: once more than the limit has come), and so is a
+ * gzipped input whose content unzips to more than the limit (a "gzip
+ * bomb" unzips a thousand times its size), found as it is unzipped. Each
+ * such error names the limit and how to raise it. */
+
+/* The limit on what an input is read to, raw and unzipped, unless raised:
+ * 1 GiB. Profiles run to tens of megabytes (perf script text of a long
+ * recording to hundreds); what a reader holds is at most about the limit,
+ * which the kernel's memory can afford. */
+#define FL_INPUT_LIMIT_DEFAULT ((size_t)1 << 30)
+
+typedef struct fl_read_opts {
+  fl_input_kind_t kind;   /* FL_INPUT_AUTO: told apart by content */
+  const char *root;       /* a frame of that name over this file's samples (as
+                           * fl_profile_merge_under adds them, FL_FRAME_ROOT, the
+                           * string copied): each file a subtree of the graph, as
+                           * the cflame command's --per-input and %profload
+                           * per_input=true draw them; NULL: no such frame */
+  size_t max_bytes;       /* the limit on the input and on its unzipped content;
+                           * 0: FL_INPUT_LIMIT_DEFAULT */
+  const char *raise_with; /* how the user raises the limit, for the error:
+                           * "--max-input-size SIZE"; NULL: not said */
+  bool stdin_dash;        /* "-" reads standard input (named "<stdin>" in errors);
+                           * false: "-" is a file's name */
+} fl_read_opts_t;
+
+/* Defaults: FL_INPUT_AUTO, no root, FL_INPUT_LIMIT_DEFAULT, stdin_dash
+ * true. */
+void fl_read_opts_init(fl_read_opts_t *opts);
+
+/* fl_read_profile of the file at path, under opts (NULL: the defaults), as
+ * the comment above says. A file that cannot be read is an error naming it
+ * and saying why (the errno text, or what the path is). */
+int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_opts_t *opts,
+                              fl_input_kind_t *kind_out, fl_io_error_t *err);
+
+/* fl_read_profile_file_opts with the defaults but kind. */
 int fl_read_profile_file(fl_profile_t *p, const char *path, fl_input_kind_t kind,
                          fl_input_kind_t *kind_out, fl_io_error_t *err);
 
-/* fl_read_profile_file with the file's samples under a frame of their own,
- * named root (FL_FRAME_ROOT, no file or module; the string is copied), as
- * fl_profile_merge_under adds them: files read so into one profile are
- * each a subtree of the graph (the cflame command's --per-input, %profload
- * per_input=true). root NULL: fl_read_profile_file. */
-int fl_read_profile_file_under(fl_profile_t *p, const char *path, const char *root,
-                               fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err);
+/* A size as the limit is written: a whole number of bytes, with an
+ * optional K, M, G or T (KiB, MiB, GiB, TiB; "KiB" and the like are taken
+ * too): "4G". Returns 0 and *bytes (at least 1), or -1 with err saying
+ * what was wrong and what is valid (without naming the option). */
+int fl_input_limit_parse(const char *text, size_t *bytes, char *err, size_t err_size);
+
+/* A size for messages: "1 GiB", "64 MiB", "100 bytes" (bytes when no unit
+ * divides it). */
+void fl_input_limit_text(size_t bytes, char out[32]);
+
+/* ---- writing files ---- */
+
+/* Writes len bytes of data to path, whole or not at all: into a new file
+ * that mkstemp makes next to path (a name nobody could have planted a link
+ * at), with the permissions a plain creat() would give it, renamed over
+ * path once every byte is written and the file closed. On any error the
+ * new file is removed, path is left as it was, and no descriptor stays
+ * open. A path that exists and is not a regular file (/dev/null, a FIFO, a
+ * terminal) is written in place when in_place is true (the cflame
+ * command's -o: a FIFO waits for its reader there); otherwise it is an
+ * error that says what the path is. Returns 0, or -1 with err: "cannot
+ * write PATH: why". */
+int fl_write_file(const char *path, const void *data, size_t len, bool in_place, char *err,
+                  size_t err_size);
 
 /* Folded stacks of a tree, as drawn: the tree options (C=false folding,
  * lines, filter, pruned, minwidth) are those fl_tree_build applied. One line

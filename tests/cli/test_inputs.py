@@ -1,13 +1,19 @@
 """Many inputs on the cflame command line (docs/CLI.md, "Many inputs"):
 merged into one profile, or each under a root of its own (--per-input),
 and --diff between two of them, as two MPI ranks' profiles would be. The
-inputs mix formats: folded stacks, perf script text, pprof.
+inputs mix formats: folded stacks, perf script text, pprof. And what is
+not an input (docs/CLI.md, "Inputs"): devices, FIFOs, directories, inputs
+past the limit on their size and gzip bombs.
 
 Environment as tests/cli/test_cli.py's (tests/CMakeLists.txt).
 """
 import json
+import os
+import subprocess
 
-from test_cli import DATA, cflame, check_spec, folded_counts, ok
+import pytest
+
+from test_cli import CFLAME, DATA, cflame, check_spec, folded_counts, ok
 
 
 def ranks(tmp_path):
@@ -103,3 +109,88 @@ def alloc_pprof():
     for s in strings:
         msg += field(6, s.encode())
     return gzip.compress(msg)
+
+
+# ---- what is not an input ----
+
+def capped(*args, stdin=None, timeout=60):
+    """cflame under `prlimit --as` (4 GiB; none under ASan, whose shadow
+    memory reserves terabytes), so that a runaway read ends the command,
+    not the machine."""
+    cap = [] if os.environ.get("CFLAME_SANITIZED") else ["prlimit", f"--as={4 << 30}"]
+    return subprocess.run([*cap, CFLAME, *map(str, args)], input=stdin, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def refused(r, what):
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert what in r.stderr, r.stderr
+    assert "only regular files are read, or - for standard input" in r.stderr, r.stderr
+
+
+def test_a_device_is_not_read(tmp_path):
+    refused(capped("/dev/zero"), "/dev/zero is a character device")
+    good = tmp_path / "good.folded"
+    good.write_text("main;work 3\n")
+    refused(capped("--diff", "/dev/zero", good), "/dev/zero is a character device")
+    refused(capped(good, "--diff", "/dev/urandom"), "/dev/urandom is a character device")
+
+
+def test_a_directory_is_not_read(tmp_path):
+    refused(capped(tmp_path), f"{tmp_path} is a directory")
+
+
+def test_a_fifo_without_writer_is_not_waited_for(tmp_path):
+    fifo = tmp_path / "stacks.folded"
+    os.mkfifo(fifo)
+    try:
+        refused(capped(fifo, timeout=30), f"{fifo} is a FIFO")
+    finally:
+        try:  # a command blocked in open() gets a writer, then end of file
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+
+def test_standard_input_is_read_up_to_the_limit():
+    text = "main;work 3\nmain;rest 1\n"
+    assert folded_counts(ok("-f", "folded", "-", stdin=text)) == {"main;work": 3, "main;rest": 1}
+    r = capped("-f", "folded", "--max-input-size", "10", "-", stdin=text)
+    assert r.returncode == 1, r.stderr
+    assert "standard input holds more than the limit of 10 bytes" in r.stderr, r.stderr
+    assert "--max-input-size" in r.stderr, r.stderr
+
+
+def test_a_file_past_the_limit_is_not_read(tmp_path):
+    big = tmp_path / "big.folded"
+    big.write_text("main;work 3\n" * 100)
+    r = capped("--max-input-size", "1K", big)
+    assert r.returncode == 1, r.stderr
+    assert f"{big} is 1200 bytes, more than the limit of 1 KiB" in r.stderr, r.stderr
+    assert "--max-input-size SIZE" in r.stderr, r.stderr
+    ok("-f", "folded", "--max-input-size", "2K", big)
+    for bad in ("lots", "0", "-1", "1X", "99999999999999999999"):
+        r = cflame("--max-input-size", bad, big)
+        assert r.returncode == 2 and f"--max-input-size {bad}" in r.stderr, (bad, r.stderr)
+
+
+@pytest.fixture(scope="module")
+def gzip_bomb(tmp_path_factory):
+    """A 1.3 MB .pb.gz of 1.25 GiB of zeros: past the default limit of 1 GiB."""
+    path = tmp_path_factory.mktemp("bomb") / "bomb.pb.gz"
+    subprocess.run(f"head -c {1280 << 20} /dev/zero | gzip -9 > {path}", shell=True, check=True)
+    return path
+
+
+def test_a_gzip_bomb_stops_at_the_limit(gzip_bomb, tmp_path):
+    r = capped(gzip_bomb, "-o", tmp_path / "out.svg", timeout=120)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"{gzip_bomb} is gzip data that unzips to more than the limit of 1 GiB" in r.stderr, \
+        r.stderr
+    assert "--max-input-size SIZE" in r.stderr, r.stderr
+    assert not (tmp_path / "out.svg").exists()
+    r = capped("--max-input-size", "64M", gzip_bomb)
+    assert r.returncode == 1 and "more than the limit of 64 MiB" in r.stderr, r.stderr
+    # as --diff's BASE too
+    r = capped("--diff", gzip_bomb, DATA / "single.folded", timeout=120)
+    assert r.returncode == 1 and "unzips to more than the limit of 1 GiB" in r.stderr, r.stderr

@@ -11,19 +11,22 @@ through the cflame CLI in tests/cli/; here what matters is what a notebook
 user sees.
 """
 import collections
+import contextlib
 import gzip
 import json
 import os
 import pathlib
+import queue
 import re
 import shutil
 import subprocess
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, ancestors, fails, flame, ok,
-                      rows_of, start_kernel)
+from conftest import (SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, ancestors, collect, fails, flame,
+                      ok, open_files, rows_of, send, start_kernel)
 
 STORE = SpecStore("files")
 PERF_DATA = SOURCE_DIR / "tests" / "data" / "perf"
@@ -338,7 +341,7 @@ def test_profload_many_files_merged_or_each_its_own_root(kc, tmp_path):
 
 @pytest.mark.parametrize("args, words", [
     ("", ["PATH", "perf script", "pprof", "as=NAME", "per_input=true"]),
-    ("x.folded colour=red", ["colour", "as=NAME", "per_input=true"]),
+    ("x.folded colour=red", ["colour", "as", "per_input", "max_input_size"]),
     ('x.folded as="two words"', ["baseline name", "letters"]),
     ("x.folded as=a;b", ["baseline name"]),
 ])
@@ -357,6 +360,148 @@ def test_profdiffview_without_statement_needs_a_session_profile(kc, tmp_path):
     assert "session profile is empty" in reply["evalue"], reply["evalue"]
     reply, _ = fails(kc, "%profdiffview nosuch", "MagicError")
     assert "no baseline named 'nosuch'" in reply["evalue"] and "b" in reply["evalue"]
+
+
+# ---------------------------------------------------------------- files that are not profiles
+# Each test starts a kernel of its own, its memory capped (conftest's
+# memory=), with a global defined first: a path that is not a profile
+# costs the %profload or %profsave, never the kernel or the session.
+
+
+@contextlib.contextmanager
+def capped_session():
+    with start_kernel(memory=4 << 30) as (km, kc):
+        ok(kc, "int kept_global = 41;")
+        yield km, kc
+        assert ok(kc, 'printf("%d\\n", kept_global + 1);') == "42\n"
+
+
+def control_kernel_info(kc, timeout):
+    """Sends kernel_info_request on the control channel; its reply's
+    content, or None when none came within timeout."""
+    msg = kc.session.msg("kernel_info_request")
+    kc.control_channel.send(msg)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            reply = kc.get_control_msg(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply["content"]
+    return None
+
+
+@pytest.fixture(scope="module")
+def gzip_bomb(tmp_path_factory):
+    """A 1.3 MB .pb.gz of 1.25 GiB of zeros: past the default limit of 1 GiB."""
+    path = tmp_path_factory.mktemp("bomb") / "bomb.pb.gz"
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        for _ in range(1280):
+            f.write(bytes(1 << 20))
+    return path
+
+
+def test_profload_of_a_device_is_refused():
+    with capped_session() as (km, kc):
+        reply, _ = fails(kc, "%profload /dev/zero", "MagicError", timeout=60)
+        assert "/dev/zero is a character device" in reply["evalue"], reply["evalue"]
+        assert "regular file" in reply["evalue"], reply["evalue"]
+
+
+def test_profload_of_a_directory_is_refused(tmp_path):
+    with capped_session() as (km, kc):
+        reply, _ = fails(kc, f"%profload {tmp_path}", "MagicError")
+        assert f"{tmp_path} is a directory" in reply["evalue"], reply["evalue"]
+        assert "regular file" in reply["evalue"], reply["evalue"]
+
+
+def test_profload_of_a_fifo_without_writer_answers_at_once(tmp_path):
+    """The main loop never waits for a writer: control is answered while
+    the %profload is outstanding, and the %profload fails, naming the
+    FIFO."""
+    fifo = tmp_path / "stacks.folded"
+    os.mkfifo(fifo)
+    with capped_session() as (km, kc):
+        try:
+            t0 = time.monotonic()
+            msg_id = send(kc, f"%profload {fifo}", stop_on_error=False)
+            info = control_kernel_info(kc, timeout=20)
+            assert info is not None and info["status"] == "ok", \
+                "no kernel_info reply on control while %profload waited for the FIFO"
+            r = collect(kc, msg_id, timeout=20, sent_t=t0)
+            assert r.reply["status"] == "error" and r.reply["ename"] == "MagicError", r.reply
+            assert f"{fifo} is a FIFO" in r.reply["evalue"], r.reply["evalue"]
+            assert "regular file" in r.reply["evalue"], r.reply["evalue"]
+        finally:
+            # A kernel blocked in open() gets a writer, and then end of file.
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_profload_of_a_gzip_bomb_stops_at_the_limit(gzip_bomb):
+    with capped_session() as (km, kc):
+        reply, _ = fails(kc, f"%profload {gzip_bomb}", "MagicError", timeout=120)
+        assert str(gzip_bomb) in reply["evalue"], reply["evalue"]
+        assert "unzips to more than the limit of 1 GiB" in reply["evalue"], reply["evalue"]
+        assert "max_input_size=" in reply["evalue"], reply["evalue"]
+        # The limit is the option's; raised, the zeros unzip, and what they
+        # are is said: gzipped, and not pprof (not "a NUL byte" of text).
+        reply, _ = fails(kc, f"%profload {gzip_bomb} max_input_size=64M", "MagicError")
+        assert "more than the limit of 64 MiB" in reply["evalue"], reply["evalue"]
+        reply, _ = fails(kc, f"%profload {gzip_bomb} max_input_size=2G", "MagicError",
+                         timeout=120)
+        assert f"{gzip_bomb} is gzip-compressed, but not a pprof profile" in reply["evalue"], \
+            reply["evalue"]
+
+
+def test_profload_limit_applies_to_plain_files_and_is_checked(tmp_path):
+    folded = tmp_path / "small.folded"
+    folded.write_text("main;work 10\n" * 10)
+    with capped_session() as (km, kc):
+        reply, _ = fails(kc, f"%profload {folded} max_input_size=100", "MagicError")
+        assert "is 130 bytes, more than the limit of 100 bytes" in reply["evalue"], reply["evalue"]
+        assert "max_input_size=" in reply["evalue"], reply["evalue"]
+        reply, _ = fails(kc, f"%profload {folded} max_input_size=lots", "MagicError")
+        assert "max_input_size=lots" in reply["evalue"] and "4G" in reply["evalue"], \
+            reply["evalue"]
+        assert "Loaded 100 samples" in ok(kc, f"%profload {folded} max_input_size=1K")
+
+
+def test_profsave_writes_through_no_planted_name_and_leaks_nothing(tmp_path):
+    """%profsave writes a new file of its own making next to the target:
+    a symlink planted where a predictable temporary name would be is not
+    followed, an unwritable or non-regular target is an error, and no
+    descriptor or temporary file is left behind either way."""
+    folded = tmp_path / "in.folded"
+    folded.write_text("main;work 30\nmain;rest 10\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    with capped_session() as (km, kc):
+        pid = km.provisioner.process.pid
+        ok(kc, f"%profload {folded}")
+        victim = tmp_path / "victim"
+        victim.write_text("not yours\n")
+        (out / f"graph.svg.tmp-{pid}").symlink_to(victim)
+        (out / f"full.svg.tmp-{pid}").symlink_to("/dev/full")
+        before = open_files(pid)
+        ok(kc, f"%profsave {out / 'graph.svg'}")
+        assert victim.read_text() == "not yours\n"
+        ok(kc, f"%profsave {out / 'full.svg'}")
+        for name in ("graph.svg", "full.svg"):
+            assert not (out / name).is_symlink() and (out / name).read_text().startswith("<svg")
+        (out / "dir.svg").mkdir()
+        os.mkfifo(out / "fifo.svg")
+        reply, _ = fails(kc, f"%profsave {out / 'dir.svg'}", "MagicError")
+        assert f"{out / 'dir.svg'}" in reply["evalue"], reply["evalue"]
+        reply, _ = fails(kc, f"%profsave {out / 'fifo.svg'}", "MagicError", timeout=20)
+        assert f"{out / 'fifo.svg'} is a FIFO" in reply["evalue"], reply["evalue"]
+        reply, _ = fails(kc, f"%profsave {out / 'no' / 'such.svg'}", "MagicError")
+        assert "No such file" in reply["evalue"], reply["evalue"]
+        assert open_files(pid) == before
+        assert sorted(p.name for p in out.iterdir()) == sorted(
+            ["graph.svg", "full.svg", "dir.svg", "fifo.svg", f"graph.svg.tmp-{pid}",
+             f"full.svg.tmp-{pid}"])
 
 
 def test_zz_every_spec_passes_check_spec():

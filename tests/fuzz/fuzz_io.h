@@ -93,7 +93,8 @@ static void fuzz_io_read(const uint8_t *data, size_t size, fl_input_kind_t kind)
   size_t plain_len = 0;
   const char *text = copy;
   size_t text_len = size;
-  if (fl__is_gzip(copy, size) && fl__gunzip(copy, size, &plain, &plain_len, why, sizeof why) == 0) {
+  if (fl__is_gzip(copy, size) &&
+      fl__gunzip(copy, size, FL_INPUT_LIMIT_DEFAULT, &plain, &plain_len, why, sizeof why) == 0) {
     text = plain;
     text_len = plain_len;
   }

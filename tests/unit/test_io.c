@@ -1,15 +1,19 @@
 /* Tests of fl_io: the folded stacks reader and writer, the perf script
  * reader on real captures against stackcollapse-perf.pl's output for them
- * (tests/data/perf, see its README), round trips, errors, and the HTML
- * page. */
+ * (tests/data/perf, see its README), round trips, errors, the HTML page,
+ * the limit on an input and what is not read, and writing a file whole. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cflame/fl_io.h"
 #include "cflame/fl_render.h"
+#include "fl__io.h" /* fl__gzip */
 #include "profile_check.h"
 #include "test.h"
 
@@ -646,6 +650,151 @@ static void test_html_page(void) {
   fl_profile_destroy(&p);
 }
 
+/* The limit: its words, an input past it raw or unzipped, and paths that
+ * are not regular files. */
+static void test_input_limit(void) {
+  char text[32], why[256];
+  size_t bytes = 0;
+  fl_input_limit_text(FL_INPUT_LIMIT_DEFAULT, text);
+  CHECK_STR(text, "1 GiB");
+  fl_input_limit_text(64 << 20, text);
+  CHECK_STR(text, "64 MiB");
+  fl_input_limit_text(1500, text);
+  CHECK_STR(text, "1500 bytes");
+  CHECK_INT(fl_input_limit_parse("4G", &bytes, why, sizeof why), 0);
+  CHECK(bytes == (size_t)4 << 30);
+  CHECK_INT(fl_input_limit_parse("512kib", &bytes, why, sizeof why), 0);
+  CHECK(bytes == 512 << 10);
+  CHECK_INT(fl_input_limit_parse("100", &bytes, why, sizeof why), 0);
+  CHECK(bytes == 100);
+  const char *bad[] = {"", "0", "-1", "1X", "G", "1.5G", "99999999999999999999", "20000000T"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    why[0] = '\0';
+    CHECK_INT(fl_input_limit_parse(bad[i], &bytes, why, sizeof why), -1);
+    CHECK(strstr(why, "such as 4G") != NULL);
+  }
+
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  fl_read_opts_t o;
+  fl_read_opts_init(&o);
+  /* 1 MiB of zeros, gzipped: past a limit of 64 KiB once unzipped */
+  char *zeros = calloc(1 << 20, 1);
+  size_t gz_len;
+  char *gz = fl__gzip(zeros, 1 << 20, &gz_len);
+  char path[] = "/tmp/cflame-test-io-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0 && write(fd, gz, gz_len) == (ssize_t)gz_len && close(fd) == 0);
+  o.max_bytes = 64 << 10;
+  o.raise_with = "--max-input-size SIZE";
+  CHECK_INT(fl_read_profile_file_opts(p, path, &o, NULL, &err), -1);
+  CHECK(strstr(err.message,
+               "is gzip data that unzips to more than the limit of 64 KiB on an "
+               "input; raise it with --max-input-size SIZE") != NULL);
+  /* within the limit, the zeros are binary, not text with a NUL byte */
+  o.max_bytes = 2 << 20;
+  CHECK_INT(fl_read_profile_file_opts(p, path, &o, NULL, &err), -1);
+  CHECK(strstr(err.message, "NUL") == NULL);
+  CHECK(strstr(err.message, "gzip-compressed, but not a pprof profile") != NULL);
+  /* raw, past the limit: said before a byte is read */
+  o.max_bytes = 100;
+  CHECK_INT(fl_read_profile_file_opts(p, path, &o, NULL, &err), -1);
+  char expected[256];
+  snprintf(expected, sizeof expected, "%s is %zu bytes, more than the limit of 100 bytes", path,
+           gz_len);
+  CHECK(strstr(err.message, expected) != NULL);
+  unlink(path);
+  free(gz);
+  free(zeros);
+
+  /* not regular files: said what they are, nothing opened */
+  const struct {
+    const char *path, *what;
+  } special[] = {{"/dev/zero", "/dev/zero is a character device, not a regular file"},
+                 {"/tmp", "/tmp is a directory, not a regular file"}};
+  fl_read_opts_init(&o);
+  for (size_t i = 0; i < 2; i++) {
+    CHECK_INT(fl_read_profile_file_opts(p, special[i].path, &o, NULL, &err), -1);
+    CHECK(strstr(err.message, special[i].what) != NULL);
+    CHECK(strstr(err.message, "or - for standard input") != NULL);
+  }
+  o.stdin_dash = false;
+  CHECK_INT(fl_read_profile_file_opts(p, "/dev/zero", &o, NULL, &err), -1);
+  CHECK(strstr(err.message, "standard input") == NULL);
+  CHECK_INT(fl_read_profile_file_opts(p, "-", &o, NULL, &err), -1);
+  CHECK(strstr(err.message, "cannot open -") != NULL);
+  char fifo[] = "/tmp/cflame-test-io-fifo-XXXXXX";
+  CHECK(mkdtemp(fifo) != NULL);
+  char fifo_path[64];
+  snprintf(fifo_path, sizeof fifo_path, "%s/f.folded", fifo);
+  CHECK_INT(mkfifo(fifo_path, 0600), 0);
+  CHECK_INT(fl_read_profile_file_opts(p, fifo_path, &o, NULL, &err), -1);
+  CHECK(strstr(err.message, "is a FIFO (named pipe), not a regular file") != NULL);
+  unlink(fifo_path);
+  rmdir(fifo);
+  CHECK_INT(fl_profile_n_samples(p), 0);
+  fl_profile_destroy(&p);
+}
+
+/* The names in dir, sorted, joined by spaces. */
+static void dir_names(const char *dir, char *out, size_t size) {
+  struct dirent **names;
+  int n = scandir(dir, &names, NULL, alphasort);
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    if (names[i]->d_name[0] != '.')
+      used += (size_t)snprintf(out + used, size - used, "%s%s", used ? " " : "", names[i]->d_name);
+    free(names[i]);
+  }
+  free(names);
+}
+
+/* fl_write_file: whole, through a file of its own, leaving nothing
+ * behind on error. */
+static void test_write_file(void) {
+  char dir[] = "/tmp/cflame-test-io-write-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[128], special[128], err[512], names[256];
+  snprintf(path, sizeof path, "%s/out.svg", dir);
+  CHECK_INT(fl_write_file(path, "<svg/>", 6, false, err, sizeof err), 0);
+  char *back = NULL;
+  size_t len = 0;
+  FILE *f = fopen(path, "r");
+  CHECK(f && getdelim(&back, &len, '\0', f) == 6 && !strcmp(back, "<svg/>"));
+  if (f) fclose(f);
+  free(back);
+  struct stat st;
+  mode_t mask = umask(022);
+  umask(mask);
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask));
+  /* a FIFO, unless written in place: refused, without waiting for a
+   * reader */
+  snprintf(special, sizeof special, "%s/fifo.svg", dir);
+  CHECK_INT(mkfifo(special, 0600), 0);
+  CHECK_INT(fl_write_file(special, "x", 1, false, err, sizeof err), -1);
+  CHECK(strstr(err, "is a FIFO (named pipe), not a regular file") != NULL);
+  /* a directory, in place or not */
+  snprintf(special, sizeof special, "%s/dir.svg", dir);
+  CHECK_INT(mkdir(special, 0700), 0);
+  CHECK_INT(fl_write_file(special, "x", 1, true, err, sizeof err), -1);
+  CHECK(strstr(err, "is a directory") != NULL);
+  /* /dev/null in place */
+  CHECK_INT(fl_write_file("/dev/null", "x", 1, true, err, sizeof err), 0);
+  /* a folder that is not there */
+  snprintf(special, sizeof special, "%s/no/such.svg", dir);
+  CHECK_INT(fl_write_file(special, "x", 1, false, err, sizeof err), -1);
+  CHECK(strstr(err, "cannot write") && strstr(err, "No such file"));
+  dir_names(dir, names, sizeof names);
+  CHECK_STR(names, "dir.svg fifo.svg out.svg");
+  snprintf(special, sizeof special, "%s/dir.svg", dir);
+  rmdir(special);
+  snprintf(special, sizeof special, "%s/fifo.svg", dir);
+  unlink(special);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   test_folded_counts();
   test_folded_spaces_and_lines();
@@ -657,5 +806,7 @@ int main(void) {
   test_folded_out_escapes();
   test_perf_round_trip();
   test_html_page();
+  test_input_limit();
+  test_write_file();
   return TEST_DONE();
 }

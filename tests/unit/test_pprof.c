@@ -92,7 +92,7 @@ static void test_cpu_round_trip(void) {
   char *plain;
   size_t plain_len;
   char why[200];
-  CHECK_INT(fl__gunzip(file, size, &plain, &plain_len, why, sizeof why), 0);
+  CHECK_INT(fl__gunzip(file, size, FL_INPUT_LIMIT_DEFAULT, &plain, &plain_len, why, sizeof why), 0);
   fl_profile_t *r = fl_profile_new(FL_PROFILE_CPU);
   CHECK_INT(fl_read_profile(r, plain, plain_len, "p.pb", FL_INPUT_AUTO, &kind, &err), 0);
   CHECK(kind == FL_INPUT_PPROF);
