@@ -53,16 +53,16 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
      * channels. */
     ename = "ChannelError";
     kn_strbuf_puts(&value, reason);
-    json_array_append_new(tb, json_sprintf("ChannelError: %s", reason));
+    json_array_append_new(tb, kn_wire_textf("ChannelError: %s", reason));
   } else if (e->interrupt_stage > 0) {
     ename = "Interrupted";
     kn_strbuf_puts(&value, "the cell was interrupted; it did not stop in time, so its process "
                            "was ended");
-    json_array_append_new(tb, json_sprintf("Interrupted: %s", value.data));
+    json_array_append_new(tb, kn_wire_textf("Interrupted: %s", value.data));
   } else if (WIFEXITED(status)) {
     ename = "Exit";
     kn_strbuf_printf(&value, "the cell called exit(%d)", WEXITSTATUS(status));
-    json_array_append_new(tb, json_sprintf("Exit: %s", value.data));
+    json_array_append_new(tb, kn_wire_textf("Exit: %s", value.data));
   } else {
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     ename = kn_signal_name(sig);
@@ -74,12 +74,12 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
     } else {
       kn_strbuf_printf(&value, "the worker process died of %s (%s)", kn_signal_name(sig),
                        strsignal(sig));
-      json_array_append_new(tb, json_sprintf("%s: %s", ename, value.data));
+      json_array_append_new(tb, kn_wire_textf("%s: %s", ename, value.data));
     }
   }
   kn_strbuf_printf(&value, ". %s%s", note.data, profile_note);
-  json_array_append_new(tb, json_string(note.data));
-  if (*profile_note) json_array_append_new(tb, json_string(profile_note + 1));
+  json_array_append_new(tb, kn_wire_text(note.data));
+  if (*profile_note) json_array_append_new(tb, kn_wire_text(profile_note + 1));
   char *ename_copy = kn_strdup(ename);
   kn_exec_finish(e, ename_copy, value.data, tb);
   free(ename_copy);

@@ -14,7 +14,9 @@ import time
 import weakref
 
 import pytest
+import zmq
 from jupyter_client import KernelManager
+from jupyter_client.session import Session
 
 HERE = pathlib.Path(__file__).resolve().parent
 CFLAME_JUPYTER_PATH = os.environ.get("CFLAME_JUPYTER_PATH") or str(
@@ -37,15 +39,31 @@ def pytest_sessionstart(session):
 # ---------------------------------------------------------------- kernels
 
 
+# What a test kernel may map (prlimit --as): its worker and compilers
+# inherit the cap, so a regression fails the test, not the machine.
+MEMORY_CAP = 4 << 30
+
+
+def memory_capped(km, cap=MEMORY_CAP):
+    """Makes km start its kernel under `prlimit --as=cap` (not under the
+    sanitizers, whose shadow memory needs terabytes of address space)."""
+    if not os.environ.get("CFLAME_SANITIZED"):
+        km.kernel_spec.argv[:0] = ["prlimit", f"--as={cap}"]
+
+
 @contextlib.contextmanager
-def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30):
+def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30,
+                 memory_cap=None):
     """Starts a cflame kernel; yields (km, kc); shuts it down afterwards.
 
     env: extra environment variables for the kernel (None values remove a
     variable from the kernel's environment). ip: the address, or for the ipc
     transport the path prefix of the sockets. stderr: a file for the
-    kernel's log (default: inherited)."""
+    kernel's log (default: inherited). memory_cap: bytes the kernel may
+    map (memory_capped)."""
     km = KernelManager(kernel_name="cflame", transport=transport, **({"ip": ip} if ip else {}))
+    if memory_cap:
+        memory_capped(km, memory_cap)
     kenv = dict(os.environ)
     for key, value in (env or {}).items():
         if value is None:
@@ -86,6 +104,44 @@ def fresh():
     """A kernel of the test's own, for tests that crash, reset or restart."""
     with start_kernel() as (km, kc):
         yield km, kc
+
+
+# ---------------------------------------------------------------- raw messages
+# For what no client sends: a socket of the test's own, and messages signed
+# with the kernel's key by jupyter_client's Session.
+
+
+def raw_socket(km, port="shell_port"):
+    """A DEALER socket of our own to the kernel, and the session that signs
+    for it."""
+    info = km.get_connection_info()
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    ip = info["ip"]
+    sock.connect(f"{info['transport']}://{ip}:{info[port]}")
+    return sock, Session(key=info["key"], signature_scheme=info["signature_scheme"])
+
+
+def execute_msg(session, code, **content):
+    body = {"silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False,
+            "stop_on_error": False}
+    if code is not MISSING:
+        body["code"] = code
+    body.update(content)
+    return session.msg("execute_request", content=body)
+
+
+MISSING = object()  # a content key left out
+
+
+def replies(sock, session, n, timeout=10.0):
+    """The next n replies on sock (deserialized), or fewer at the timeout."""
+    out = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n and sock.poll(max(0, int(1000 * (deadline - time.monotonic())))):
+        idents, msg = session.feed_identities(sock.recv_multipart())
+        out.append(session.deserialize(msg))
+    return out
 
 
 # ---------------------------------------------------------------- running cells
