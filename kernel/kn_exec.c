@@ -82,12 +82,12 @@ void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t 
   if (ename) {
     if (!traceback) traceback = json_pack("[o]", kn_wire_textf("%s: %s", ename, evalue));
     json_t *name = kn_wire_text(ename), *value = kn_wire_text(evalue);
-    kn_publish(k, e->request, "error",
-               json_pack("{s:O, s:O, s:O}", "ename", name, "evalue", value, "traceback",
-                         traceback));
-    reply = json_pack("{s:s, s:i, s:o, s:o, s:o, s:{}}", "status", "error", "execution_count",
-                      e->count, "ename", name, "evalue", value, "traceback", traceback,
-                      "user_expressions");
+    kn_publish(
+        k, e->request, "error",
+        json_pack("{s:O, s:O, s:O}", "ename", name, "evalue", value, "traceback", traceback));
+    reply =
+        json_pack("{s:s, s:i, s:o, s:o, s:o, s:{}}", "status", "error", "execution_count", e->count,
+                  "ename", name, "evalue", value, "traceback", traceback, "user_expressions");
   } else {
     reply = json_pack("{s:s, s:i, s:{}, s:[]}", "status", "ok", "execution_count", e->count,
                       "user_expressions", "payload");

@@ -14,7 +14,7 @@ import pytest
 import zmq
 from jupyter_client.session import Session
 
-from conftest import (collect, drain_iopub, execute_msg, fails, ok, raw_socket, replies, request,
+from conftest import (_read, collect, drain_iopub, execute_msg, fails, ok, raw_socket, replies, request,
                       run, run_full, send, start_kernel, stdout)
 
 
@@ -243,6 +243,51 @@ def test_latin1_bytes_from_headers_keep_errors_and_inspections(tmp_path):
             assert says in content["data"].get("text/plain", ""), content
             assert says in content["data"].get("text/markdown", ""), content
         assert ok(kc, 'printf("still serving\\n");') == "still serving\n"
+
+
+# ---------------------------------------------------------------- the worker's frames
+
+
+def test_interrupts_that_escalate_never_break_a_frame():
+    """A cell that prints in a tight loop with SIGINT blocked: every
+    interrupt escalates to SIGUSR2, which unwinds the worker's main thread
+    wherever it is, except inside the event channel, where it waits for
+    the frame to be written whole. So each run ends Interrupted, never with
+    a ChannelError, the worker is kept, and the channel is free for other
+    threads afterwards."""
+    with start_kernel(memory_cap=CAP) as (km, kc):
+        ok(kc, "#include <pthread.h>\n#include <signal.h>\n#include <stdio.h>\n#include <string.h>\n"
+               "int kept = 3;\n"
+               "static char big[20000];\n"
+               "void spew(void) {\n"
+               "  sigset_t s; sigemptyset(&s); sigaddset(&s, SIGINT);\n"
+               "  sigprocmask(SIG_BLOCK, &s, NULL);\n"
+               "  memset(big, 'x', sizeof big);\n"
+               "  for (long i = 0;; i++) {\n"
+               "    printf(\"line %ld\\n\", i);\n"
+               "    if (i % 64 == 0) fwrite(big, 1, sizeof big, stdout);\n"
+               "  }\n"
+               "}\n"
+               "void *say(void *arg) { printf(\"from a thread\\n\"); return arg; }")
+        for i in range(25):
+            t0 = time.monotonic()
+            msg_id = send(kc, "spew();", stop_on_error=False)
+            # Once it prints (its output then is not needed), at varied times.
+            while True:
+                msg = _read(kc, "iopub", msg_id, 30)
+                assert msg is not None, "spew() printed nothing within 30 s"
+                if msg["msg_type"] == "stream":
+                    break
+            time.sleep(0.01 * (i % 10))
+            km.interrupt_kernel()
+            r = collect(kc, msg_id, timeout=30, sent_t=t0)
+            assert r.reply["status"] == "error", r.reply
+            assert r.reply["ename"] == "Interrupted", (i, r.reply["ename"], r.reply["evalue"])
+            assert "process was ended" not in r.reply["evalue"], (i, r.reply["evalue"])
+        # The channel is free: another thread writes, and the session is kept.
+        assert ok(kc, "pthread_t t; pthread_create(&t, NULL, say, NULL); pthread_join(t, NULL);",
+                  timeout=30) == "from a thread\n"
+        assert ok(kc, 'printf("%d\\n", kept);') == "3\n"
 
 
 # ---------------------------------------------------------------- requests
