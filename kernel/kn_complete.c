@@ -187,10 +187,10 @@ static void reply_matches(kn_kernel_t *k, const request_t *r, matches_t *m, size
   json_int_t cs = code_points(r->code, start), ce = code_points(r->code, end);
   json_t *texts = json_array(), *types = json_array();
   for (size_t i = 0; i < m->n && i < MAX_MATCHES; i++) {
-    json_array_append_new(texts, json_string(m->v[i].text));
-    json_t *t = json_pack("{s:I, s:I, s:s, s:s}", "start", cs, "end", ce, "text", m->v[i].text,
-                          "type", m->v[i].type);
-    if (m->v[i].signature) json_object_set_new(t, "signature", json_string(m->v[i].signature));
+    json_array_append_new(texts, kn_wire_text(m->v[i].text));
+    json_t *t = json_pack("{s:I, s:I, s:o, s:o}", "start", cs, "end", ce, "text",
+                          kn_wire_text(m->v[i].text), "type", kn_wire_text(m->v[i].type));
+    if (m->v[i].signature) json_object_set_new(t, "signature", kn_wire_text(m->v[i].signature));
     json_array_append_new(types, t);
   }
   kn_reply(k, r->channel, r->msg, "complete_reply",
@@ -771,8 +771,8 @@ static void reply_inspection(kn_kernel_t *k, request_t *r) {
   }
   json_t *data = json_object();
   if (plain.len) {
-    json_object_set_new(data, "text/plain", json_string(plain.data));
-    json_object_set_new(data, "text/markdown", json_string(md.data));
+    json_object_set_new(data, "text/plain", kn_wire_text(plain.data));
+    json_object_set_new(data, "text/markdown", kn_wire_text(md.data));
   }
   kn_reply(k, r->channel, r->msg, "inspect_reply",
            json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", plain.len > 0, "data",
@@ -786,10 +786,10 @@ static void reply_magic_help(kn_kernel_t *k, const request_t *r, const char *wor
   char *help = kn_magic_help(word + strspn(word, "%"));
   json_t *data = json_object();
   if (help) {
-    json_object_set_new(data, "text/plain", json_string(help));
+    json_object_set_new(data, "text/plain", kn_wire_text(help));
     kn_strbuf_t md = KN_STRBUF_INIT;
     kn_strbuf_printf(&md, "```\n%s\n```", help);
-    json_object_set_new(data, "text/markdown", json_string(md.data));
+    json_object_set_new(data, "text/markdown", kn_wire_text(md.data));
     kn_strbuf_free(&md);
   }
   kn_reply(k, r->channel, r->msg, "inspect_reply",

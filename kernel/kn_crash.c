@@ -14,6 +14,7 @@
 #include "kn_names.h"
 #include "kn_session.h"
 #include "kn_strbuf.h"
+#include "kn_wire.h"
 
 #define MAX_PCS 128
 /* A fault this close to the stack pointer is the stack's guard page. */
@@ -135,13 +136,13 @@ void kn_crash_describe(const char *text, int sig, char **headline, json_t *trace
   if (r->tid && r->main_tid && r->tid != r->main_tid)
     kn_strbuf_printf(&head, ", in a thread the cell started (thread id %ld)", r->tid);
   *headline = kn_strbuf_steal(&head);
-  json_array_append_new(traceback, json_sprintf("%s: %s", kn_signal_name(sig), *headline));
+  json_array_append_new(traceback, kn_wire_textf("%s: %s", kn_signal_name(sig), *headline));
   if (tb.len) {
-    json_array_append_new(traceback, json_string("Backtrace (most recent call first):"));
+    json_array_append_new(traceback, kn_wire_text("Backtrace (most recent call first):"));
     for (char *p = tb.data; p && *p;) {
       char *nl = strchr(p, '\n');
       if (nl) *nl = '\0';
-      json_array_append_new(traceback, json_sprintf("  %s", p));
+      json_array_append_new(traceback, kn_wire_textf("  %s", p));
       p = nl ? nl + 1 : NULL;
     }
   }

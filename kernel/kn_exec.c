@@ -10,7 +10,8 @@
 
 void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text) {
   kn_publish(k, parent, "stream",
-             json_pack("{s:s, s:s}", "name", kind == 'E' ? "stderr" : "stdout", "text", text));
+             json_pack("{s:s, s:o}", "name", kind == 'E' ? "stderr" : "stdout", "text",
+                       kn_wire_text(text)));
 }
 
 static void publish_output(void *ctx, char kind, const char *text) {
@@ -70,8 +71,8 @@ void kn_exec_result(kn_exec_t *e, const char *text) {
   kn_output_flush(&e->out, true);
   if (e->silent) return;
   kn_publish(e->k, e->request, "execute_result",
-             json_pack("{s:i, s:{s:s}, s:{}}", "execution_count", e->count, "data", "text/plain",
-                       text, "metadata"));
+             json_pack("{s:i, s:{s:o}, s:{}}", "execution_count", e->count, "data", "text/plain",
+                       kn_wire_text(text), "metadata"));
 }
 
 void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t *traceback) {
@@ -83,13 +84,14 @@ void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t 
   if (ename && e->stop_on_error) kn_exec_abort_queued(k);
   json_t *reply;
   if (ename) {
-    if (!traceback) traceback = json_pack("[s++]", ename, ": ", evalue);
-    kn_publish(k, e->request, "error",
-               json_pack("{s:s, s:s, s:O}", "ename", ename, "evalue", evalue, "traceback",
-                         traceback));
-    reply = json_pack("{s:s, s:i, s:s, s:s, s:o, s:{}}", "status", "error", "execution_count",
-                      e->count, "ename", ename, "evalue", evalue, "traceback", traceback,
-                      "user_expressions");
+    if (!traceback) traceback = json_pack("[o]", kn_wire_textf("%s: %s", ename, evalue));
+    json_t *name = kn_wire_text(ename), *value = kn_wire_text(evalue);
+    kn_publish(
+        k, e->request, "error",
+        json_pack("{s:O, s:O, s:O}", "ename", name, "evalue", value, "traceback", traceback));
+    reply =
+        json_pack("{s:s, s:i, s:o, s:o, s:o, s:{}}", "status", "error", "execution_count", e->count,
+                  "ename", name, "evalue", value, "traceback", traceback, "user_expressions");
   } else {
     reply = json_pack("{s:s, s:i, s:{}, s:[]}", "status", "ok", "execution_count", e->count,
                       "user_expressions", "payload");

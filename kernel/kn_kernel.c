@@ -163,13 +163,53 @@ void kn_publish_status(kn_kernel_t *k, const kn_msg_t *parent, const char *state
   kn_publish(k, parent, "status", json_pack("{s:s}", "execution_state", state));
 }
 
-/* Receives one multipart message; returns it decoded and verified, or NULL
- * (dropped and logged) if it is malformed or its signature is wrong. */
+/* Answers a well-signed message that could not be read (err says why)
+ * with the reply its header asks for, status error, so that the client
+ * does not wait for ever. A message whose header names no request (it did
+ * not parse, or its msg_type does not end in _request) has no reply to
+ * give: it is dropped and logged. */
+static void answer_unreadable(kn_kernel_t *k, kn_channel_t channel, const kn_msg_t *msg,
+                              const char *err) {
+  static const char suffix[] = "_request";
+  const size_t suffix_len = sizeof suffix - 1;
+  const char *type = kn_msg_type(msg);
+  size_t len = strlen(type);
+  if (len <= suffix_len || strcmp(type + len - suffix_len, suffix) != 0) {
+    kn_log(k, "dropped a message on %s: %s (its header names no request to answer)",
+           channel_names[channel], err);
+    return;
+  }
+  kn_log(k, "answered an unreadable %s on %s with an error: %s", type, channel_names[channel], err);
+  kn_strbuf_t reply_type = KN_STRBUF_INIT, evalue = KN_STRBUF_INIT;
+  kn_strbuf_printf(&reply_type, "%.*s_reply", (int)(len - suffix_len), type);
+  kn_strbuf_printf(&evalue,
+                   "the %s could not be read: %s. A message's header, parent_header, "
+                   "metadata and content are each one JSON object, and it has at most %d "
+                   "frames",
+                   type, err, KN_WIRE_MAX_FRAMES);
+  json_t *content = json_pack("{s:s, s:s, s:o, s:[o]}", "status", "error", "ename", "RequestError",
+                              "evalue", kn_wire_text(evalue.data), "traceback",
+                              kn_wire_textf("RequestError: %s", evalue.data));
+  if (!strcmp(type, "execute_request"))
+    json_object_set_new(content, "execution_count", json_integer(k->execution_count));
+  kn_publish_status(k, msg, "busy");
+  kn_reply(k, channel, msg, reply_type.data, content);
+  kn_publish_status(k, msg, "idle");
+  kn_strbuf_free(&reply_type);
+  kn_strbuf_free(&evalue);
+}
+
+/* Receives one multipart message; returns it decoded and verified, or NULL.
+ * A message that is not its key holder's (forged, malformed before its
+ * signature could be checked) or a replay is dropped and logged; a
+ * well-signed one that cannot be read is answered with an error
+ * (answer_unreadable). Of a message's frames, KN_WIRE_MAX_FRAMES are kept
+ * and the rest counted: a message with more is answered the same way. */
 kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel) {
   void *socket = k->sockets[channel];
   const char *name = channel_names[channel];
   kn_blob_t *frames = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, n_received = 0, cap = 0;
   int more = 1;
   while (more) {
     zmq_msg_t part;
@@ -177,6 +217,12 @@ kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel) {
     if (zmq_msg_recv(&part, socket, ZMQ_DONTWAIT) < 0) {
       zmq_msg_close(&part);
       break;
+    }
+    n_received++;
+    more = zmq_msg_more(&part);
+    if (n == KN_WIRE_MAX_FRAMES) {
+      zmq_msg_close(&part);
+      continue;
     }
     if (n == cap) {
       cap = cap ? cap * 2 : 8;
@@ -186,20 +232,33 @@ kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel) {
     frames[n].data = kn_xmalloc(frames[n].size + 1);
     memcpy(frames[n].data, zmq_msg_data(&part), frames[n].size);
     n++;
-    more = zmq_msg_more(&part);
     zmq_msg_close(&part);
   }
   kn_msg_t *msg = NULL;
   char err[256];
-  if (n > 0 && kn_wire_decode(frames, n, &k->key, &msg, err, sizeof err) < 0) {
-    kn_log(k, "dropped a message on %s: %s", name, err);
-    msg = NULL;
-  } else if (msg && kn_replay_seen(k->replay, msg->signature)) {
+  int rc = n > 0 ? kn_wire_decode(frames, n, &k->key, &msg, err, sizeof err) : 0;
+  kn_frames_free(frames, n);
+  if (!msg) {
+    if (rc < 0)
+      kn_log(k, "dropped a message on %s: %s%s", name, err,
+             n < n_received ? " (among the first frames of a message with too many)" : "");
+    return NULL;
+  }
+  if (kn_replay_seen(k->replay, msg->signature)) {
     /* A message sent again as it was: a replay, never run twice. */
     kn_log(k, "dropped a replayed %s on %s (its signature was seen before)", kn_msg_type(msg), name);
     kn_msg_destroy(&msg);
+    return NULL;
   }
-  kn_frames_free(frames, n);
+  if (rc == 0 && n < n_received) {
+    snprintf(err, sizeof err, "the message has %zu frames, routing identities included",
+             n_received);
+    rc = -1;
+  }
+  if (rc < 0) {
+    answer_unreadable(k, channel, msg, err);
+    kn_msg_destroy(&msg);
+  }
   return msg;
 }
 
@@ -248,6 +307,14 @@ static int bind_socket(kn_kernel_t *k, void **sock, int type, int port, char *er
   }
   int linger = 1000;
   zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger);
+  if (type == ZMQ_ROUTER) {
+    /* Clients of one session share their routing identity (jupyter_client
+     * names its sockets after the session id, and km.client() twice gives
+     * two clients of one session): the newest connection takes the
+     * identity over, as ipykernel lets it, instead of being ignored. */
+    int handover = 1;
+    zmq_setsockopt(*sock, ZMQ_ROUTER_HANDOVER, &handover, sizeof handover);
+  }
   return 0;
 }
 

@@ -47,7 +47,4 @@ int kn_output_tick(kn_output_t *o, long long now_ms);
 void kn_output_end(kn_output_t *o);
 void kn_output_free(kn_output_t *o);
 
-/* s[0..n) as valid UTF-8 without NUL bytes. New string. */
-char *kn_utf8_clean(const unsigned char *s, size_t n);
-
 #endif

@@ -11,6 +11,7 @@
 #include "cflame/fl_io.h"
 #include "kn_magic.h"
 #include "kn_strbuf.h"
+#include "kn_wire.h"
 
 /* Every option of every group; each magic takes the groups it names. */
 typedef struct group_spec {
@@ -283,7 +284,7 @@ json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t
   const char *text = json_string_value(json_object_get(bundle, "text/plain"));
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "%s\n%s", summary, text ? text : "");
-  json_object_set_new(bundle, "text/plain", json_string(sb.data));
+  json_object_set_new(bundle, "text/plain", kn_wire_text(sb.data));
   kn_strbuf_free(&sb);
 
   remember(kp, prof, NULL, req, root_name, bundle);
@@ -307,7 +308,7 @@ json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_pr
     const char *text = json_string_value(json_object_get(bundle, "text/plain"));
     kn_strbuf_t sb = KN_STRBUF_INIT;
     kn_strbuf_printf(&sb, "%s\n%s", note.data, text ? text : "");
-    json_object_set_new(bundle, "text/plain", json_string(sb.data));
+    json_object_set_new(bundle, "text/plain", kn_wire_text(sb.data));
     kn_strbuf_free(&sb);
     remember(kp, target, baseline, req, root_name, bundle);
   }

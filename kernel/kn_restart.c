@@ -88,7 +88,7 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
      * channels. */
     ename = "ChannelError";
     kn_strbuf_puts(&value, reason);
-    json_array_append_new(tb, json_sprintf("ChannelError: %s", reason));
+    json_array_append_new(tb, kn_wire_textf("ChannelError: %s", reason));
   } else if (e->interrupt_stage > 0) {
     ename = "Interrupted";
     kn_strbuf_puts(&value, kept ? "the cell was interrupted; it did not stop in time, so its "
@@ -96,11 +96,11 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
                                 : "the cell was interrupted while its code loaded (a constructor "
                                   "had not returned); its process was ended, and the cell is "
                                   "not kept");
-    json_array_append_new(tb, json_sprintf("Interrupted: %s", value.data));
+    json_array_append_new(tb, kn_wire_textf("Interrupted: %s", value.data));
   } else if (WIFEXITED(status)) {
     ename = "Exit";
     kn_strbuf_printf(&value, "the cell called exit(%d)", WEXITSTATUS(status));
-    json_array_append_new(tb, json_sprintf("Exit: %s", value.data));
+    json_array_append_new(tb, kn_wire_textf("Exit: %s", value.data));
   } else {
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     ename = kn_signal_name(sig);
@@ -112,13 +112,13 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
     } else {
       kn_strbuf_printf(&value, "the worker process died of %s (%s)", kn_signal_name(sig),
                        strsignal(sig));
-      json_array_append_new(tb, json_sprintf("%s: %s", ename, value.data));
+      json_array_append_new(tb, kn_wire_textf("%s: %s", ename, value.data));
     }
   }
   if (!kept && e->interrupt_stage == 0) {
     const char *not_kept = "The cell is not kept: its code never finished loading";
     kn_strbuf_printf(&value, ". %s", not_kept);
-    json_array_append_new(tb, json_sprintf("%s.", not_kept));
+    json_array_append_new(tb, kn_wire_textf("%s.", not_kept));
   }
   e->died_ename = kn_strdup(ename);
   e->died_value = kn_strbuf_steal(&value);
@@ -138,8 +138,8 @@ static void finish_died(kn_kernel_t *k, kn_exec_t *e, const char *failure) {
   kn_strbuf_printf(&value, "%s. %s%s", e->died_value, note.data, e->died_profile_note);
   json_t *tb = e->died_traceback;
   e->died_traceback = NULL;
-  json_array_append_new(tb, json_string(note.data));
-  if (*e->died_profile_note) json_array_append_new(tb, json_string(e->died_profile_note + 1));
+  json_array_append_new(tb, kn_wire_text(note.data));
+  if (*e->died_profile_note) json_array_append_new(tb, kn_wire_text(e->died_profile_note + 1));
   char *ename = e->died_ename;
   e->died_ename = NULL;
   kn_exec_finish(e, ename, value.data, tb);

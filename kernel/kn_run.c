@@ -90,7 +90,7 @@ static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics
     for (char *p = diagnostics; p && *p;) {
       char *nl = strchr(p, '\n');
       size_t len = nl ? (size_t)(nl - p) : strlen(p);
-      json_array_append_new(tb, json_stringn(p, len));
+      json_array_append_new(tb, kn_wire_textn(p, len));
       if (!first && memmem(p, len, "error", 5)) {
         first = p;
         first_len = len;

@@ -29,6 +29,12 @@ void kn_strbuf_clear(kn_strbuf_t *sb);
 char *kn_strbuf_steal(kn_strbuf_t *sb);
 void kn_strbuf_free(kn_strbuf_t *sb);
 
+/* s[0..n) as valid UTF-8 without NUL bytes: each byte that does not
+ * belong to a valid UTF-8 sequence becomes U+FFFD (EF BF BD), and NUL bytes
+ * are left out (Jupyter's JSON strings cannot hold them). The one cleaner
+ * of text for the wire (kn_wire_text, kn_output). New string. */
+char *kn_utf8_clean(const unsigned char *s, size_t n);
+
 /* strdup/strndup/malloc that abort on failure. */
 char *kn_strdup(const char *s);
 char *kn_strndup(const char *s, size_t n);

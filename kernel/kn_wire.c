@@ -123,6 +123,20 @@ static int verify_signature(const kn_key_t *key, const kn_blob_t *sig, const kn_
   return 0;
 }
 
+/* "an array", "a string", ...: what a JSON value is, for errors. */
+static const char *json_type_name(const json_t *value) {
+  switch (json_typeof(value)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+  }
+}
+
 /* Parses one JSON frame, which must hold exactly one JSON object (trailing
  * bytes other than whitespace are rejected). JSON_DECODE_ANY only makes a
  * valid scalar reach the object check, for a clearer error. Returns a new
@@ -139,8 +153,8 @@ static json_t *parse_part(const kn_blob_t *frame, const char *name, char *err, s
     return NULL;
   }
   if (!json_is_object(value)) {
+    wire_err(err, err_size, "%s is not a JSON object: it is %s", name, json_type_name(value));
     json_decref(value);
-    wire_err(err, err_size, "%s is not a JSON object", name);
     return NULL;
   }
   return value;
@@ -170,25 +184,32 @@ int kn_wire_decode(const kn_blob_t *frames, size_t n_frames, const kn_key_t *key
   parts = &frames[delim + 2];
   if (verify_signature(key, sig, parts, err, err_size) < 0) goto fail;
 
+  /* From here on the message is the key holder's: even when a part does
+   * not parse, what did is handed back so that the sender can be told. */
+  msg = kn_xcalloc(1, sizeof *msg);
+  msg->idents = blobs_copy(frames, delim);
+  msg->n_idents = delim;
+  if (sig->size < sizeof msg->signature) memcpy(msg->signature, sig->data, sig->size);
   for (int i = 0; i < 4; i++) {
     parsed[i] = parse_part(&parts[i], wire_part_names[i], err, err_size);
     if (!parsed[i]) goto fail;
   }
-
-  msg = kn_xcalloc(1, sizeof *msg);
-  msg->idents = blobs_copy(frames, delim);
-  msg->n_idents = delim;
   msg->header = parsed[0];
   msg->parent_header = parsed[1];
   msg->metadata = parsed[2];
   msg->content = parsed[3];
   msg->n_buffers = after - 5;
   msg->buffers = blobs_copy(parts + 4, msg->n_buffers);
-  if (sig->size < sizeof msg->signature) memcpy(msg->signature, sig->data, sig->size);
   *out = msg;
   return 0;
 
 fail:
+  if (msg) {
+    /* Well signed: the partial message, with its header if it parsed. */
+    msg->header = parsed[0];
+    parsed[0] = NULL;
+    *out = msg;
+  }
   for (int i = 0; i < 4; i++) json_decref(parsed[i]);
   return -1;
 }
@@ -279,6 +300,29 @@ static json_t *json_check(json_t *value) {
     abort();
   }
   return value;
+}
+
+json_t *kn_wire_textn(const char *s, size_t n) {
+  char *clean = kn_utf8_clean((const unsigned char *)(s ? s : ""), s ? n : 0);
+  /* Valid UTF-8 by construction: jansson need not check it again. */
+  json_t *text = json_check(json_stringn_nocheck(clean, strlen(clean)));
+  free(clean);
+  return text;
+}
+
+json_t *kn_wire_text(const char *s) {
+  return kn_wire_textn(s, s ? strlen(s) : 0);
+}
+
+json_t *kn_wire_textf(const char *fmt, ...) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  kn_strbuf_vprintf(&sb, fmt, ap);
+  va_end(ap);
+  json_t *text = kn_wire_textn(sb.data, sb.len);
+  kn_strbuf_free(&sb);
+  return text;
 }
 
 /* Formats the current UTC time as "YYYY-MM-DDTHH:MM:SS.uuuuuuZ". */

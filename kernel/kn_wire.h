@@ -51,11 +51,40 @@ int kn_wire_sign(const kn_key_t *key, const kn_blob_t parts[4], char hex[65]);
 /* Decodes a frame list. Checks the delimiter, then the signature over the raw
  * JSON frames with a constant-time compare (before parsing any JSON), then
  * parses the four JSON frames, each of which must be an object. On success
- * *out is a new message (kn_msg_destroy it). On failure returns -1, *out is
- * NULL and err says why ("bad signature", "no <IDS|MSG> delimiter",
- * "header is not a JSON object", ...). Frames are borrowed. */
+ * returns 0 and *out is a new message (kn_msg_destroy it). On failure
+ * returns -1 and err says why ("bad signature", "no <IDS|MSG> delimiter",
+ * "content is not a JSON object: it is an array", ...), and:
+ *   - when the frames are not a message of the key's holder (no delimiter,
+ *     too few frames, a bad signature), *out is NULL: drop them;
+ *   - when the message is well signed but a JSON frame is unreadable, *out
+ *     is a new partial message, so that the sender can be answered: its
+ *     idents and signature, its header when that parsed (else NULL), and
+ *     NULL for the other parts.
+ * Frames are borrowed. */
 int kn_wire_decode(const kn_blob_t *frames, size_t n_frames, const kn_key_t *key,
                    kn_msg_t **out, char *err, size_t err_size);
+
+/* The most frames a message may have in all: identities, delimiter,
+ * signature, the four JSON frames and buffers. The kernel keeps no more
+ * than these of a message it receives; a well-signed message with more is
+ * answered with an error (see kn_receive). Requests carry no buffers that
+ * cflame reads; the bound only keeps a sender from making the kernel hold
+ * an unbounded list. */
+#define KN_WIRE_MAX_FRAMES 1024
+
+/* Text for a JSON string on the wire, as a new JSON string. Every text
+ * that may come from a user, the compiler, the worker, libclang or a manual
+ * page passes here on its way into a message, since jansson refuses a
+ * string that is not UTF-8 (json_string returns NULL, and json_pack fails
+ * whole, leaving the message empty). Bytes that are not UTF-8 become
+ * U+FFFD and NUL bytes are left out (kn_utf8_clean, the one cleaner, which
+ * output streams use too). s NULL is "". Never returns NULL.
+ *   kn_wire_text:  a NUL-terminated string;
+ *   kn_wire_textn: s[0..n), which may hold NUL bytes;
+ *   kn_wire_textf: formatted as printf does. */
+json_t *kn_wire_text(const char *s);
+json_t *kn_wire_textn(const char *s, size_t n);
+json_t *kn_wire_textf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Encodes msg as frames, signing with key. JSON frames are compact
  * (JSON_COMPACT), and the signature is computed over exactly the bytes

@@ -41,9 +41,14 @@ int kw_send(const json_t *event);
 /* Sends a JSON event and steals it. */
 int kw_send_new(json_t *event);
 /* On the main thread, after an interrupt unwound it to the command loop:
- * gives back the event channel if the thread was unwound out of a write,
- * so that other threads can write again. */
+ * gives back the locks of stdout and stderr if it was unwound inside a
+ * printf, and stdin if it was unwound out of a read of it. */
 void kw_io_after_unwind(void);
+/* Async-signal-safe, for the interrupt handler on the main thread: when the
+ * thread holds the event channel (or is taking or giving it back), notes
+ * sig, to be raised again once the channel is given back, and returns true:
+ * the handler must not unwind now. Returns false otherwise. */
+bool kw_io_defer_interrupt(int sig);
 /* Sends the crash report (a 'C' frame) from the crash handler:
  * async-signal-safe. Waits a bounded time for the thread writing to the
  * event pipe to finish its frame, and keeps every other writer out

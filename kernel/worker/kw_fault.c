@@ -25,7 +25,8 @@
  * blocked in a system call: the cell's state stays as it was. When the main thread is inside a
  * library (which may hold a lock) the handler only notes the request; the kernel then sends SIGUSR2
  * a little later, which unwinds wherever the thread is, and kills and restarts the worker if even
- * that does not end the cell within a second. */
+ * that does not end the cell within a second. Neither unwinds a thread writing to the event
+ * channel: kw_io.c raises the signal again once the frame is written whole. */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include <errno.h>
@@ -180,6 +181,9 @@ static void interrupt_handler(int sig, siginfo_t *si, void *ucv) {
     syscall(SYS_tgkill, getpid(), main_tid, sig);
     goto out;
   }
+  /* Inside the event channel: unwinding could cut a frame; the channel
+   * raises the signal again when it is given back. */
+  if (kw_io_defer_interrupt(sig)) goto out;
   ucontext_t *uc = ucv;
   uintptr_t pc = fl__context_pc(uc);
   /* Right after a system-call instruction: the thread was blocked in a

@@ -21,11 +21,20 @@
  *
  * Threads that send events and output take evt_lock (a mutex: they sleep
  * while another writes) and then evt_owner, which only the crash handler
- * can hold at the same time. The crash handler cannot take a mutex (it is
- * not async-signal-safe, and the thread it interrupted may hold it): it
- * sets evt_closing, so that no writer takes the channel any more, and
- * waits a bounded time for evt_owner to be free (the writer that has it
- * finishes its frame). It never gives the channel back: the process ends.
+ * can hold at the same time. An interrupt never unwinds a thread that holds
+ * the channel: from before it takes evt_lock until after it gives it back,
+ * the interrupt handler (kw_fault.c) defers to kw_io_defer_interrupt, and
+ * the signal is raised again when the channel is given back, between
+ * frames. Unwound inside a frame of several write(2)s, the thread would
+ * leave it half written, which the kernel takes for a corrupt stream; and
+ * unwound between the lock and its bookkeeping, it would keep the lock.
+ * (Blocking the signals instead would cost two system calls a frame.)
+ *
+ * The crash handler cannot take a mutex (it is not async-signal-safe, and
+ * the thread it interrupted may hold it): it sets evt_closing, so that no
+ * writer takes the channel any more, and waits a bounded time for
+ * evt_owner to be free (the writer that has it finishes its frame). It
+ * never gives the channel back: the process ends.
  * When the thread that faulted is the one that holds evt_owner, it was
  * interrupted inside a frame: a frame of at most KN_CHAN_ATOMIC bytes is
  * one write(2), which a pipe takes whole or not at all, so the stream is
@@ -35,6 +44,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
@@ -53,13 +63,19 @@
 
 /* The event channel (see the top of the file). evt_lock is recursive: a
  * signal handler of a cell's that prints may interrupt its thread inside a
- * write. An interrupt that unwinds the main thread out of a write gives
- * the channel back (kw_io_after_unwind). */
+ * write. */
 static pthread_mutex_t evt_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pid_t evt_owner;   /* atomic: the thread writing frames, 0 when none */
 static pid_t evt_closing; /* atomic: the thread sending a crash report */
 static int evt_split;     /* atomic: the frame being written takes several write(2)s */
 static int evt_depth;     /* evt_take calls the holder of evt_lock is inside */
+
+/* The calling thread's evt_take calls not yet given back, counted from
+ * before the lock is taken to after it is given back; and the interrupt
+ * that came meanwhile, to raise again (0: none). Read by the interrupt
+ * handler on the main thread. */
+static __thread volatile sig_atomic_t tls_in_channel;
+static volatile sig_atomic_t deferred_interrupt;
 
 static bool cell_allow_stdin;
 
@@ -93,6 +109,8 @@ static void sleep_1ms(void) {
  * write) goes on holding it. */
 static void evt_take(void) {
   pid_t self = current_tid();
+  tls_in_channel++;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   pthread_mutex_lock(&evt_lock);
   evt_depth++;
   if (__atomic_load_n(&evt_owner, __ATOMIC_SEQ_CST) == self) return;
@@ -108,9 +126,23 @@ static void evt_take(void) {
   }
 }
 
+/* Gives the channel back; then an interrupt deferred meanwhile is raised
+ * again, and unwinds the thread from here, between frames. */
 static void evt_give(void) {
   if (--evt_depth == 0) __atomic_store_n(&evt_owner, 0, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&evt_lock);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (--tls_in_channel > 0) return;
+  int sig = deferred_interrupt;
+  if (!sig) return;
+  deferred_interrupt = 0;
+  syscall(SYS_tgkill, getpid(), current_tid(), sig);
+}
+
+bool kw_io_defer_interrupt(int sig) {
+  if (!tls_in_channel) return false;
+  deferred_interrupt = sig;
+  return true;
 }
 
 /* Writes one frame; the caller holds the channel. */
@@ -148,7 +180,27 @@ int kw_io_send_crash_report(const char *report, size_t len) {
 
 static void new_stdin(void);
 
+/* glibc's lock of a FILE (_IO_lock_t in its libio/libio.h, the same since
+ * glibc 2.0; FILE's _lock points to it): the holder, and how many times it
+ * took it. */
+typedef struct glibc_file_lock {
+  int lock;
+  int cnt;
+  void *owner; /* the holder's pthread_self() */
+} glibc_file_lock_t;
+
+/* Gives back f's lock if the calling thread holds it: unwound out of a
+ * printf, it would keep it for ever, and every other thread that writes
+ * to f would wait for ever. What f buffered stays, to be flushed. */
+static void give_back_stream(FILE *f) {
+  glibc_file_lock_t *l = f->_lock;
+  if (!l || l->owner != (void *)pthread_self()) return;
+  for (int n = l->cnt; n > 0; n--) funlockfile(f);
+}
+
 void kw_io_after_unwind(void) {
+  give_back_stream(stdout);
+  give_back_stream(stderr);
   if (__atomic_load_n(&input_owner, __ATOMIC_SEQ_CST) == current_tid()) {
     /* Unwound out of a read of stdin, waiting for the frontend: input_lock
      * is given back, and stdin itself, whose FILE lock the thread may hold
@@ -159,14 +211,10 @@ void kw_io_after_unwind(void) {
     while (depth-- > 0) pthread_mutex_unlock(&input_lock);
     new_stdin();
   }
-  if (__atomic_load_n(&evt_owner, __ATOMIC_SEQ_CST) != current_tid()) return;
-  /* Unwound out of a write(2) of a whole frame, which the pipe took whole
-   * or not at all (a longer frame is rare from the main thread while a
-   * cell runs: its events are short). */
-  int depth = evt_depth;
-  evt_depth = 0;
-  __atomic_store_n(&evt_owner, 0, __ATOMIC_SEQ_CST);
-  while (depth-- > 0) pthread_mutex_unlock(&evt_lock);
+  /* The event channel was not held (no interrupt unwinds a thread that
+   * holds it); an interrupt deferred and then overtaken by this one is
+   * spent. */
+  deferred_interrupt = 0;
 }
 
 int kw_send(const json_t *event) {

@@ -14,7 +14,9 @@ import time
 import weakref
 
 import pytest
+import zmq
 from jupyter_client import KernelManager
+from jupyter_client.session import Session
 
 HERE = pathlib.Path(__file__).resolve().parent
 CFLAME_JUPYTER_PATH = os.environ.get("CFLAME_JUPYTER_PATH") or str(
@@ -44,6 +46,12 @@ WAIT_SCALE = float(os.environ.get("CFLAME_TEST_WAIT_SCALE") or
 
 
 # ---------------------------------------------------------------- kernels
+
+
+# A cap for start_kernel(memory=...): what a test kernel that is fed
+# something hostile may take, so that a regression fails the test, not the
+# machine.
+MEMORY_CAP = 4 << 30
 
 
 @contextlib.contextmanager
@@ -104,6 +112,44 @@ def fresh():
     """A kernel of the test's own, for tests that crash, reset or restart."""
     with start_kernel() as (km, kc):
         yield km, kc
+
+
+# ---------------------------------------------------------------- raw messages
+# For what no client sends: a socket of the test's own, and messages signed
+# with the kernel's key by jupyter_client's Session.
+
+
+def raw_socket(km, port="shell_port"):
+    """A DEALER socket of our own to the kernel, and the session that signs
+    for it."""
+    info = km.get_connection_info()
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    ip = info["ip"]
+    sock.connect(f"{info['transport']}://{ip}:{info[port]}")
+    return sock, Session(key=info["key"], signature_scheme=info["signature_scheme"])
+
+
+def execute_msg(session, code, **content):
+    body = {"silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False,
+            "stop_on_error": False}
+    if code is not MISSING:
+        body["code"] = code
+    body.update(content)
+    return session.msg("execute_request", content=body)
+
+
+MISSING = object()  # a content key left out
+
+
+def replies(sock, session, n, timeout=10.0):
+    """The next n replies on sock (deserialized), or fewer at the timeout."""
+    out = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n and sock.poll(max(0, int(1000 * (deadline - time.monotonic())))):
+        idents, msg = session.feed_identities(sock.recv_multipart())
+        out.append(session.deserialize(msg))
+    return out
 
 
 # ---------------------------------------------------------------- running cells

@@ -12,9 +12,9 @@ import time
 
 import pytest
 import zmq
-from jupyter_client.session import Session
 
-from conftest import collect, errors, ok, open_files, run, send, start_kernel, stderr, stdout
+from conftest import (MISSING, collect, errors, execute_msg, ok, open_files, raw_socket, replies, run,
+                      send, start_kernel, stderr, stdout)
 
 
 @pytest.fixture
@@ -198,39 +198,6 @@ def test_shutdown_ends_the_cells_children():
 # ---------------------------------------------------------------- the wire
 
 
-def raw_socket(km, port="shell_port"):
-    """A DEALER socket of our own to the kernel, and the session that signs
-    for it."""
-    info = km.get_connection_info()
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    ip = info["ip"]
-    sock.connect(f"{info['transport']}://{ip}:{info[port]}")
-    return sock, Session(key=info["key"], signature_scheme=info["signature_scheme"])
-
-
-def execute_msg(session, code, **content):
-    body = {"silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False,
-            "stop_on_error": False}
-    if code is not _MISSING:
-        body["code"] = code
-    body.update(content)
-    return session.msg("execute_request", content=body)
-
-
-_MISSING = object()
-
-
-def replies(sock, session, n, timeout=10.0):
-    """The next n replies on sock (deserialized), or fewer at the timeout."""
-    out = []
-    deadline = time.monotonic() + timeout
-    while len(out) < n and sock.poll(max(0, int(1000 * (deadline - time.monotonic())))):
-        idents, msg = session.feed_identities(sock.recv_multipart())
-        out.append(session.deserialize(msg))
-    return out
-
-
 def test_a_nul_in_a_cell_gets_an_error_that_says_where(kernel):
     km, kc = kernel
     reply, outputs = run(kc, 'int a = 1;\nint b\x00 = 2;\nprintf("%d\\n", a);', timeout=20)
@@ -239,7 +206,7 @@ def test_a_nul_in_a_cell_gets_an_error_that_says_where(kernel):
     assert_session_kept(kc)
 
 
-@pytest.mark.parametrize("code", [_MISSING, None, 5, ["printf"]])
+@pytest.mark.parametrize("code", [MISSING, None, 5, ["printf"]])
 def test_an_execute_request_without_code_text_gets_an_error(kernel, code):
     km, kc = kernel
     sock, session = raw_socket(km)

@@ -25,7 +25,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, ancestors, collect, fails, flame,
+from conftest import (MEMORY_CAP, SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, ancestors, collect, fails, flame,
                       ok, open_files, rows_of, send, start_kernel)
 
 STORE = SpecStore("files")
@@ -370,7 +370,7 @@ def test_profdiffview_without_statement_needs_a_session_profile(kc, tmp_path):
 
 @contextlib.contextmanager
 def capped_session():
-    with start_kernel(memory=4 << 30) as (km, kc):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
         ok(kc, "int kept_global = 41;")
         yield km, kc
         assert ok(kc, 'printf("%d\\n", kept_global + 1);') == "42\n"

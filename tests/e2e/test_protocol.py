@@ -14,8 +14,8 @@ import pytest
 import zmq
 from jupyter_client.session import Session
 
-from conftest import (collect, drain_iopub, fails, ok, request, run_full, send,
-                      start_kernel, stdout)
+from conftest import (MEMORY_CAP, _read, collect, drain_iopub, execute_msg, fails, ok, raw_socket,
+                      replies, request, run, run_full, send, start_kernel, stdout)
 
 
 def endpoint(info, port_name):
@@ -123,6 +123,168 @@ def test_heartbeat_answers_while_a_cell_runs(km, kc):
     assert r.reply["status"] == "ok"
     assert stdout(r.outputs) == "slept\n"
     assert r.reply_t - t0 >= 2.5, "the pings were not sent while the cell ran"
+
+
+
+def signed_frames(session, msg_type, content_bytes, header=None):
+    """The frames of a message whose content frame is content_bytes as they
+    are (whatever JSON, or none), signed with session's key. Returns
+    (frames, header)."""
+    header = header or session.msg_header(msg_type)
+    parts = [session.pack(header), b"{}", b"{}", content_bytes]
+    return [b"<IDS|MSG>", session.sign(parts)] + parts, header
+
+
+@pytest.mark.parametrize("content,says", [
+    (b"[]", "content is not a JSON object"),
+    (b'{"code": "\\ud800", "silent": false}', "content is not JSON"),
+    (b'{"code": "x", "silent": false', "content is not JSON"),
+])
+def test_a_well_signed_request_with_bad_content_gets_an_error_reply(content, says):
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
+        sock, session = raw_socket(km)
+        try:
+            frames, header = signed_frames(session, "execute_request", content)
+            sock.send_multipart(frames)
+            got = replies(sock, session, 1, timeout=20)
+            assert got, f"no reply to an execute_request whose content is {content!r}"
+            reply = got[0]
+            assert reply["msg_type"] == "execute_reply"
+            assert reply["parent_header"]["msg_id"] == header["msg_id"]
+            assert reply["content"]["status"] == "error", reply["content"]
+            assert reply["content"]["ename"] == "RequestError", reply["content"]
+            assert says in reply["content"]["evalue"], reply["content"]
+            # The same on control, for a request of another type.
+            control, _ = raw_socket(km, "control_port")
+            try:
+                frames, header = signed_frames(session, "kernel_info_request", content)
+                control.send_multipart(frames)
+                got = replies(control, session, 1, timeout=20)
+                assert got and got[0]["msg_type"] == "kernel_info_reply", got
+                assert got[0]["parent_header"]["msg_id"] == header["msg_id"]
+                assert got[0]["content"]["status"] == "error", got[0]["content"]
+            finally:
+                control.close()
+        finally:
+            sock.close()
+        assert ok(kc, 'printf("still serving\\n");') == "still serving\n"
+
+
+def test_a_well_signed_request_with_too_many_frames_gets_an_error_reply():
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
+        ok(kc, "int kept = 5;")
+        sock, session = raw_socket(km)
+        try:
+            msg = execute_msg(session, 'printf("ran\\n");')
+            frames = session.serialize(msg) + [b"x"] * 100000
+            sock.send_multipart(frames)
+            got = replies(sock, session, 1, timeout=30)
+            assert got, "no reply to a well-signed execute_request of 100,006 frames"
+            assert got[0]["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+            content = got[0]["content"]
+            assert content["status"] == "error" and content["ename"] == "RequestError", content
+            # 100,006 frames, and the routing identity the kernel's socket adds.
+            assert "has 100007 frames" in content["evalue"], content
+            assert "at most 1024 frames" in content["evalue"], content
+            # A message of a normal size on the same socket runs.
+            msg = execute_msg(session, 'printf("%d\\n", kept);')
+            session.send(sock, msg)
+            got = replies(sock, session, 1, timeout=30)
+            assert got and got[0]["content"]["status"] == "ok", got
+        finally:
+            sock.close()
+
+
+def test_a_second_client_of_the_same_session_is_answered():
+    """km.client() twice gives two clients of one session, whose sockets
+    share their ZeroMQ identity: the newest connection takes it over (as
+    with ipykernel), so the second client is answered on every channel."""
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
+        assert request(kc, "kernel_info")["content"]["status"] == "ok"
+        kc2 = km.client()
+        kc2.start_channels()
+        try:
+            assert kc2.session.bsession == kc.session.bsession
+            assert request(kc2, "kernel_info", timeout=20)["content"]["status"] == "ok"
+            # stdin: the input_request reaches the second client, and its
+            # answer the cell.
+            reply, outputs = run(kc2, '#include <stdio.h>\nchar b[32];\n'
+                                      'if (fgets(b, sizeof b, stdin)) printf("got %s", b);',
+                                 allow_stdin=True, inputs=["typed"], timeout=30)
+            assert reply["status"] == "ok", reply
+            assert stdout(outputs) == "got typed\n"
+            # control
+            msg = kc2.session.msg("kernel_info_request")
+            kc2.control_channel.send(msg)
+            got = kc2.get_control_msg(timeout=20)
+            assert got["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+        finally:
+            kc2.stop_channels()
+
+
+def test_latin1_bytes_from_headers_keep_errors_and_inspections(tmp_path):
+    """Text that is not UTF-8 (here Latin-1, from the user's headers) is
+    cleaned on its way to the wire, never lost: the bytes become U+FFFD."""
+    broken = tmp_path / "broken.h"
+    broken.write_bytes(b"#error caf\xe9 au lait\n")
+    defs = tmp_path / "defs.h"
+    defs.write_bytes(b'#define CAFE "caf\xe9"\n/* cr\xe8me */\nstatic int cafe_fn(int x) { return x; }\n')
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
+        reply, outputs = fails(kc, f'#include "{broken}"\nint x = 1;', "CompileError")
+        assert "caf\ufffd au lait" in reply["evalue"], reply
+        assert any("caf\ufffd au lait" in line for line in reply["traceback"]), reply
+        ok(kc, f'#include "{defs}"\nint y = 2;')
+        for word, says in (("CAFE", '"caf\ufffd"'), ("cafe_fn", "cr\ufffdme")):
+            content = request(kc, "inspect", word, len(word), timeout=30)["content"]
+            assert content["status"] == "ok" and content["found"], content
+            assert says in content["data"].get("text/plain", ""), content
+            assert says in content["data"].get("text/markdown", ""), content
+        assert ok(kc, 'printf("still serving\\n");') == "still serving\n"
+
+
+# ---------------------------------------------------------------- the worker's frames
+
+
+def test_interrupts_that_escalate_never_break_a_frame():
+    """A cell that prints in a tight loop with SIGINT blocked: every
+    interrupt escalates to SIGUSR2, which unwinds the worker's main thread
+    wherever it is, except inside the event channel, where it waits for
+    the frame to be written whole. So each run ends Interrupted, never with
+    a ChannelError, the worker is kept, and the channel is free for other
+    threads afterwards."""
+    with start_kernel(memory=MEMORY_CAP) as (km, kc):
+        ok(kc, "#include <pthread.h>\n#include <signal.h>\n#include <stdio.h>\n#include <string.h>\n"
+               "int kept = 3;\n"
+               "static char big[20000];\n"
+               "void spew(void) {\n"
+               "  sigset_t s; sigemptyset(&s); sigaddset(&s, SIGINT);\n"
+               "  sigprocmask(SIG_BLOCK, &s, NULL);\n"
+               "  memset(big, 'x', sizeof big);\n"
+               "  for (long i = 0;; i++) {\n"
+               "    printf(\"line %ld\\n\", i);\n"
+               "    if (i % 64 == 0) fwrite(big, 1, sizeof big, stdout);\n"
+               "  }\n"
+               "}\n"
+               "void *say(void *arg) { printf(\"from a thread\\n\"); return arg; }")
+        for i in range(25):
+            t0 = time.monotonic()
+            msg_id = send(kc, "spew();", stop_on_error=False)
+            # Once it prints (its output then is not needed), at varied times.
+            while True:
+                msg = _read(kc, "iopub", msg_id, 30)
+                assert msg is not None, "spew() printed nothing within 30 s"
+                if msg["msg_type"] == "stream":
+                    break
+            time.sleep(0.01 * (i % 10))
+            km.interrupt_kernel()
+            r = collect(kc, msg_id, timeout=30, sent_t=t0)
+            assert r.reply["status"] == "error", r.reply
+            assert r.reply["ename"] == "Interrupted", (i, r.reply["ename"], r.reply["evalue"])
+            assert "process was ended" not in r.reply["evalue"], (i, r.reply["evalue"])
+        # The channel is free: another thread writes, and the session is kept.
+        assert ok(kc, "pthread_t t; pthread_create(&t, NULL, say, NULL); pthread_join(t, NULL);",
+                  timeout=30) == "from a thread\n"
+        assert ok(kc, 'printf("%d\\n", kept);') == "3\n"
 
 
 # ---------------------------------------------------------------- requests

@@ -12,15 +12,12 @@ import pathlib
 import signal
 import time
 
-from conftest import collect, ok, run, send, start_kernel, stderr
+from conftest import MEMORY_CAP, collect, ok, run, send, start_kernel, stderr
 from test_deaf import gone, raw_socket, replies
 
 # How long the kernel lets one cell's code load when it restarts the worker
 # (kn_worker.c): a reload that the tests see end sooner did not wait for it.
 LOAD_BOUND_S = 10
-# The kernel, its worker and its compilers may use this much address space
-# (start_kernel's cap), so that a regression cannot take the machine down.
-MEMORY_CAP = 4 << 30
 
 
 def workers_of(kernel_pid):

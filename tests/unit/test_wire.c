@@ -13,6 +13,7 @@
 #include "test.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define HEADER                                                                         \
@@ -74,21 +75,33 @@ static size_t build_frames(kn_blob_t frames[10], const char *sig, const char *he
   return 10;
 }
 
-/* Decodes and expects failure with an error containing want. */
-static void expect_reject(const kn_blob_t *frames, size_t n, const kn_key_t *key, const char *want,
-                          int line) {
+/* Decodes and expects failure with an error containing want: the frames
+ * dropped (no message), or, when partial, a well-signed message answered
+ * from what of it could be read (its idents, its header when that is a
+ * JSON object, nothing else). */
+static void expect_failure(const kn_blob_t *frames, size_t n, const kn_key_t *key, const char *want,
+                           bool partial, int line) {
   kn_msg_t *msg = (kn_msg_t *)1;
   char err[256] = "";
   int rc = kn_wire_decode(frames, n, key, &msg, err, sizeof err);
   CHECK_INT(rc, -1);
-  CHECK(msg == NULL);
   if (!strstr(err, want)) {
     fprintf(stderr, "(line %d) error \"%s\" does not contain \"%s\"\n", line, err, want);
     CHECK(strstr(err, want) != NULL);
   }
-  if (rc == 0) kn_msg_destroy(&msg);
+  if (!partial) {
+    CHECK(msg == NULL);
+    return;
+  }
+  CHECK(msg != NULL);
+  if (!msg) return;
+  CHECK_INT(msg->n_idents, 2);
+  CHECK(strstr(err, "header is not") == err ? msg->header == NULL : json_is_object(msg->header));
+  CHECK(!msg->parent_header && !msg->metadata && !msg->content && !msg->n_buffers);
+  kn_msg_destroy(&msg);
 }
-#define EXPECT_REJECT(frames, n, key, want) expect_reject(frames, n, key, want, __LINE__)
+#define EXPECT_REJECT(frames, n, key, want) expect_failure(frames, n, key, want, false, __LINE__)
+#define EXPECT_UNREADABLE(frames, n, key, want) expect_failure(frames, n, key, want, true, __LINE__)
 
 static void test_sign_vectors(void) {
   kn_blob_t parts[4] = {
@@ -344,8 +357,9 @@ static void test_decode_rejects(void) {
       {{"", PARENT, METADATA, CONTENT}, "header is not JSON"},
       {{HEADER, "[]", METADATA, CONTENT}, "parent_header is not a JSON object"},
       {{HEADER, PARENT, "null", CONTENT}, "metadata is not a JSON object"},
-      {{HEADER, PARENT, METADATA, "[1,2]"}, "content is not a JSON object"},
-      {{HEADER, PARENT, METADATA, "\"str\""}, "content is not a JSON object"},
+      {{HEADER, PARENT, METADATA, "[1,2]"}, "content is not a JSON object: it is an array"},
+      {{HEADER, PARENT, METADATA, "\"str\""}, "content is not a JSON object: it is a string"},
+      {{HEADER, PARENT, METADATA, "{\"code\":\"\\ud800\"}"}, "content is not JSON"},
       {{HEADER, PARENT, METADATA, "{} {}"}, "content is not JSON"},
       {{HEADER, PARENT, METADATA, "{\"a\":1"}, "content is not JSON"},
       {{HEADER, PARENT, METADATA, "{\"a\":\"\xff\"}"}, "content is not JSON"},
@@ -357,8 +371,8 @@ static void test_decode_rejects(void) {
     CHECK_INT(kn_wire_sign(&test_key, parts, sig), 0);
     n = build_frames(frames, sig, bad_json[i].parts[0], bad_json[i].parts[1],
                      bad_json[i].parts[2], bad_json[i].parts[3]);
-    EXPECT_REJECT(frames, n, &test_key, bad_json[i].want);
-    EXPECT_REJECT(frames, n, &no_key, bad_json[i].want);
+    EXPECT_UNREADABLE(frames, n, &test_key, bad_json[i].want);
+    EXPECT_UNREADABLE(frames, n, &no_key, bad_json[i].want);
     free_frames(frames, n);
   }
 
@@ -368,14 +382,14 @@ static void test_decode_rejects(void) {
   for (size_t len = 0; len < strlen(HEADER); len++) {
     free(frames[4].data);
     frames[4] = heap_blob(HEADER, len);
-    EXPECT_REJECT(frames, n, &no_key, "header is not JSON");
+    EXPECT_UNREADABLE(frames, n, &no_key, "header is not JSON");
   }
   free(frames[4].data);
   frames[4] = heap_blob("{}\0", 3);
-  EXPECT_REJECT(frames, n, &no_key, "header is not JSON");
+  EXPECT_UNREADABLE(frames, n, &no_key, "header is not JSON");
   free(frames[4].data);
   frames[4] = heap_blob("{\"a\0\":1}", 8);
-  EXPECT_REJECT(frames, n, &no_key, "header is not JSON");
+  EXPECT_UNREADABLE(frames, n, &no_key, "header is not JSON");
   free_frames(frames, n);
 
   /* A short error buffer is truncated, never overrun. */
@@ -529,7 +543,29 @@ static void test_replay_history(void) {
   CHECK(r == NULL);
 }
 
+/* kn_wire_text: whatever the bytes, a JSON string of valid UTF-8 (bytes
+ * that are not become U+FFFD, NUL bytes are left out), which serializes. */
+static void test_text(void) {
+  json_t *t = kn_wire_textn("caf\xe9 \xc3\xa9\0!", 10);
+  CHECK_STR(json_string_value(t), "caf\xef\xbf\xbd \xc3\xa9!");
+  json_decref(t);
+  t = kn_wire_textf("%s: %d", "\xff\xfe", 7);
+  CHECK_STR(json_string_value(t), "\xef\xbf\xbd\xef\xbf\xbd: 7");
+  char *dumped = json_dumps(t, JSON_ENCODE_ANY);
+  CHECK(dumped != NULL);
+  free(dumped);
+  json_decref(t);
+  t = kn_wire_text(NULL);
+  CHECK_STR(json_string_value(t), "");
+  json_decref(t);
+  /* A lone surrogate's UTF-8 form (ED A0 80) is not UTF-8 either. */
+  t = kn_wire_text("\xed\xa0\x80");
+  CHECK_STR(json_string_value(t), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  json_decref(t);
+}
+
 int main(void) {
+  test_text();
   test_replay_history();
   test_sign_vectors();
   test_decode_valid();
