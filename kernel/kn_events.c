@@ -81,10 +81,17 @@ static void on_input_request(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
     return;
   }
   e->input_pending = true;
+  /* What the cell printed before it read (the worker flushed its stdout
+   * first) goes out before the request, and an unfinished last line of it
+   * ("give a: ") is the prompt, shown where a terminal shows it: before
+   * the answer, once. */
+  char *line = kn_output_take_partial_line(&e->out);
   kn_output_flush(&e->out, true);
+  const char *prompt = json_string_value(json_object_get(ev, "prompt"));
   kn_reply(k, KN_STDIN, e->request, "input_request",
-           json_pack("{s:s, s:b}", "prompt", json_string_value(json_object_get(ev, "prompt")) ?: "",
+           json_pack("{s:s, s:b}", "prompt", prompt && *prompt ? prompt : line ? line : "",
                      "password", json_is_true(json_object_get(ev, "password"))));
+  free(line);
 }
 
 typedef struct worker_ctx {

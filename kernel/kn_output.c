@@ -1,4 +1,5 @@
 /* Batching a cell's output into stream messages (see kn_output.h). */
+#define _GNU_SOURCE /* memrchr */
 #include "kn_output.h"
 
 #include <stdio.h>
@@ -37,6 +38,18 @@ void kn_output_flush(kn_output_t *o, bool all) {
   memmove(o->pending.data, o->pending.data + n, o->pending.len - n);
   o->pending.len -= n;
   o->pending.data[o->pending.len] = '\0';
+}
+
+char *kn_output_take_partial_line(kn_output_t *o) {
+  if (o->kind != 'O' || !o->pending.len || o->pending.data[o->pending.len - 1] == '\n')
+    return NULL;
+  const char *nl = memrchr(o->pending.data, '\n', o->pending.len);
+  size_t start = nl ? (size_t)(nl - o->pending.data) + 1 : 0;
+  if (o->pending.len - start > KN_OUTPUT_PROMPT_BYTES) return NULL;
+  char *line = kn_utf8_clean((unsigned char *)o->pending.data + start, o->pending.len - start);
+  o->pending.len = start;
+  o->pending.data[start] = '\0';
+  return line;
 }
 
 void kn_output_add(kn_output_t *o, char kind, const char *data, size_t len, long long now_ms) {

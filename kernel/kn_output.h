@@ -20,6 +20,7 @@
 #define KN_OUTPUT_BATCH_MS 30
 #define KN_OUTPUT_BATCH_BYTES (64 * 1024)
 #define KN_OUTPUT_DEFAULT_LIMIT (4u << 20)
+#define KN_OUTPUT_PROMPT_BYTES 1024
 
 /* Publishes text (valid UTF-8, NUL-free, not empty) on stream kind: 'O'
  * stdout or 'E' stderr. */
@@ -40,6 +41,11 @@ void kn_output_add(kn_output_t *o, char kind, const char *data, size_t len, long
 /* Publishes what waits: with all, everything; otherwise all but an
  * incomplete UTF-8 sequence at the end. */
 void kn_output_flush(kn_output_t *o, bool all);
+/* The last line of stdout while it waits unfinished (no '\n' yet, at most
+ * KN_OUTPUT_PROMPT_BYTES): taken out of what waits and returned, cleaned as
+ * a published text would be, for the caller to show otherwise (a prompt).
+ * New; NULL when there is none. */
+char *kn_output_take_partial_line(kn_output_t *o);
 /* Publishes what is due at now_ms. Returns the ms until the next batch is
  * due, or -1 when nothing waits. */
 int kn_output_tick(kn_output_t *o, long long now_ms);

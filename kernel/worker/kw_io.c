@@ -259,6 +259,10 @@ static ssize_t stderr_write(void *cookie, const char *buf, size_t size) {
  * kernel went away). Called with input_lock held. */
 static int request_line(void) {
   if (!cell_allow_stdin || input_eof) return -1;
+  /* What the cell printed before it reads ("give a: ", line-buffered, so
+   * still in stdout's buffer) reaches the kernel before the request, which
+   * shows an unfinished line as the prompt. */
+  fflush(stdout);
   if (kw_send_new(json_pack("{s:s, s:s, s:b}", "ev", "input_request", "prompt", "", "password",
                             0)) < 0)
     return -1;

@@ -265,6 +265,24 @@ def test_scanf_asks_the_frontend(kc):
     assert stdout(outputs) == "twice 42\n"
 
 
+def test_a_prompt_printed_before_scanf_is_the_requests_prompt(kc):
+    """What the cell printed before it reads comes first, and its unfinished
+    last line is the input_request's prompt (shown once, before the answer,
+    as a terminal shows it), whether scanf or read(2) reads."""
+    for read in ('scanf("%d", &pa)', 'if (read(0, pbuf, sizeof pbuf - 1) > 0) sscanf(pbuf, "%d", &pa)'):
+        reply, outputs = run(kc, '#include <unistd.h>\nint pa = 0; char pbuf[64] = {0};\n'
+                                 'printf("reading\\ngive a: ");\n'
+                                 f'{read};\nprintf("twice %d\\n", 2 * pa);',
+                             allow_stdin=True, inputs=["21"])
+        assert reply["status"] == "ok", reply
+        requests = input_requests(outputs)
+        assert [r["prompt"] for r in requests] == ["give a: "], requests
+        # The line before it went out first; the prompt is not repeated.
+        kinds = [(o["msg_type"], o.get("text", o.get("prompt"))) for o in outputs]
+        assert kinds[0] == ("stream", "reading\n"), kinds
+        assert stdout(outputs) == "reading\ntwice 42\n", outputs
+
+
 def test_raw_read_on_fd0_asks_the_frontend(kc):
     reply, outputs = run(kc, "#include <unistd.h>\n"
                              "char rbuf[32];\n"

@@ -316,8 +316,56 @@ static void test_utf8_clean_edges(void) {
   CHECK_INT(changed, 0);
 }
 
+/* The unfinished last line of stdout, taken as a prompt: what comes
+ * before it still goes out, and nothing is taken where the line is done,
+ * on stderr, or too long to be a prompt. */
+static void test_partial_line(void) {
+  static const struct {
+    char kind;
+    const char *out;
+    const char *line;      /* taken, or NULL */
+    const char *published; /* joined after a flush */
+  } cases[] = {
+      {'O', "reading\ngive a: ", "give a: ", "reading\n"},
+      {'O', "give a: ", "give a: ", ""},
+      {'O', "all done\n", NULL, "all done\n"},
+      {'E', "give a: ", NULL, "give a: "},
+      {'O', "caf\xe9: ", "caf" FFFD ": ", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    capture_t c = {0};
+    kn_output_t o;
+    kn_output_init(&o, KN_OUTPUT_DEFAULT_LIMIT, capture_publish, &c);
+    kn_output_add(&o, cases[i].kind, cases[i].out, strlen(cases[i].out), 0);
+    char *line = kn_output_take_partial_line(&o);
+    kn_output_flush(&o, true);
+    char *all = joined(&c, cases[i].kind);
+    if (cases[i].line)
+      CHECK_STR(line, cases[i].line);
+    else
+      CHECK(line == NULL);
+    CHECK_STR(all, cases[i].published);
+    free(line);
+    free(all);
+    capture_free(&c);
+    kn_output_free(&o);
+  }
+  char *long_line = kn_xmalloc(KN_OUTPUT_PROMPT_BYTES + 2);
+  memset(long_line, 'x', KN_OUTPUT_PROMPT_BYTES + 1);
+  long_line[KN_OUTPUT_PROMPT_BYTES + 1] = '\0';
+  capture_t c = {0};
+  kn_output_t o;
+  kn_output_init(&o, KN_OUTPUT_DEFAULT_LIMIT, capture_publish, &c);
+  kn_output_add(&o, 'O', long_line, strlen(long_line), 0);
+  CHECK(kn_output_take_partial_line(&o) == NULL);
+  kn_output_free(&o);
+  capture_free(&c);
+  free(long_line);
+}
+
 int main(void) {
   test_streams_in_order();
+  test_partial_line();
   test_utf8_never_cut();
   test_invalid_and_nul();
   test_limit();
