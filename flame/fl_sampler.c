@@ -128,6 +128,9 @@
 #define HANDLER_FRAMES 16
 /* On a perf event, one record in CLOCK_EVERY reads the thread's CPU clock. */
 #define CLOCK_EVERY 8
+/* A late trap (delivered once SIGTRAP was unblocked) that finds more than
+ * this many intervals of CPU time unsampled marks its thread as blocked. */
+#define LATE_INTERVALS 4
 /* On a perf event, one record in PERIOD_EVERY (a power of 2) draws a new
  * period. */
 #define PERIOD_EVERY 32
@@ -477,10 +480,8 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * signals come on the scheduler tick, whatever the interval: there every
    * record reads the clock. */
   int64_t iv = (int64_t)S.interval_ns;
-  /* A trap that waited while the thread blocked SIGTRAP: the CPU time the
-   * thread ran blocked was not sampled, and is not this stack's. */
+  /* A trap that waited while the thread blocked SIGTRAP (see below). */
   bool late = sig == SIGTRAP && (fl__siginfo_perf_flags(si) & TRAP_PERF_FLAG_ASYNC);
-  if (late) sl->was_blocked = 1;
   bool measure = late || sl->perf_fd < 0 || ++sl->unmeasured >= CLOCK_EVERY;
   int64_t now = measure ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
   /* A perf event keeps its period (its hrtimer is forwarded from its last
@@ -504,13 +505,20 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
 
   /* Weight: the CPU time since the last measuring record plus the carry,
    * in intervals, rounded to the nearest but at least 1 (1 when not
-   * measuring, the interval taken from the carry; 1 after a late trap,
-   * whose blocked time is dropped). */
+   * measuring, the interval taken from the carry). A late trap that
+   * finds more than LATE_INTERVALS unaccounted for comes after the code
+   * blocked SIGTRAP a while: that time was not sampled and is not this
+   * stack's, so the record weighs 1 and the rest is dropped (the sampler
+   * says the thread blocked it). A shorter wait (the C library blocks every
+   * signal for microseconds in pthread_create, posix_spawn) weighs as
+   * usual. */
   int64_t acc, weight = 1;
-  if (late) {
-    acc = iv;
-  } else if (measure) {
+  if (measure) {
     acc = now - sl->cpu_last_ns + sl->carry_ns;
+    if (late && acc > LATE_INTERVALS * iv) {
+      sl->was_blocked = 1;
+      acc = iv;
+    }
     if (acc <= 0) goto done; /* its time goes to the next record */
     weight = (acc + iv / 2) / iv;
     if (weight == 0) weight = 1;
