@@ -367,7 +367,11 @@ __attribute__((destructor)) static void rc_preload_stop(void) {
  * of the traps sent on. So when the program sets one (sigaction or
  * signal, from outside this library), sampling stops in that process
  * first, for good, and in the children it forks afterwards, which inherit
- * its handlers; the info file says so. A program exec'd starts afresh. */
+ * its handlers; the info file says so. A program exec'd starts afresh.
+ * Whatever else the program did that stopped samples (the sampling signal
+ * blocked, a timer's descriptor closed while nothing else held it: see
+ * fl_sampler.h), the sampler tells at each stop, and stop_sampling notes
+ * it in the info file too. */
 
 static void resolve_signal_functions(void) {
   if (!real_sigaction) *(void **)&real_sigaction = dlsym(RTLD_NEXT, "sigaction");
