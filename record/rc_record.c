@@ -529,10 +529,9 @@ int rc_record_main(int argc, char **argv) {
   const char *by_name = o.output ? fl_output_format_of_path(o.output) : NULL;
   const char *format = o.format ? o.format : by_name;
   if (!format && o.output && strcmp(o.output, "-") != 0) {
-    status = usage_error(
-        "-o %s: cannot tell the format from the name; end it in %s, or give "
-        "--format",
-        o.output, fl_output_endings(true));
+    status = usage_error("-o %s: cannot tell the format from the name; end it in %s, or give "
+                         "--format",
+                         o.output, fl_output_endings(true));
     goto done;
   }
   if (!format) format = "svg";

@@ -5,6 +5,7 @@
  * the recording is read. The rest of the command runs end to end in
  * tests/cli/test_record.py. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,15 +62,17 @@ static void test_merge_maps(void) {
 
 /* realloc, which fails once realloc_fails is set: the executable's comes
  * first in symbol lookup, so rc_collect's (and the flame library's) calls
- * land here. */
-void *__libc_realloc(void *p, size_t n);
+ * land here. Otherwise the next one's: the C library's, or that of a
+ * sanitizer's runtime, which owns the heap. */
+static void *(*next_realloc)(void *, size_t);
 static int realloc_fails;
 void *realloc(void *p, size_t n) {
   if (realloc_fails) {
     errno = ENOMEM;
     return NULL;
   }
-  return __libc_realloc(p, n);
+  if (!next_realloc) *(void **)&next_realloc = dlsym(RTLD_NEXT, "realloc");
+  return next_realloc(p, n);
 }
 
 /* Runs fn in a child whose reallocs fail, its standard error into err.
