@@ -483,8 +483,11 @@ def test_a_program_that_interferes_at_once_is_named_not_blamed(bins, tmp_path, m
 
 
 def small_stack():
-    resource.setrlimit(resource.RLIMIT_STACK,
-                       (8 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+    """RLIMIT_STACK of 8 MiB (or the hard limit, if lower): a main thread's
+    stack with an end to reach."""
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    soft = 8 << 20 if hard == resource.RLIM_INFINITY else min(8 << 20, hard)
+    resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
 
 
 @pytest.mark.parametrize("where", ["main", "thread"])

@@ -843,11 +843,13 @@ def test_samples_at_the_edge_of_the_stack_do_not_crash_the_cell(fresh):
 #include <time.h>
 int pthread_getattr_np(pthread_t, pthread_attr_t *);
 static uintptr_t edge_low;
+static long edge_iters;
 static volatile double edge_sink;
 static double edge_cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+/* No call at the bottom, where there is no room for one: 0.3 s of CPU in
+ * as many iterations as took that long at the top. */
 __attribute__((noinline)) void edge_work(void) {
-  double start = edge_cpu();
-  while (edge_cpu() - start < 0.3) for (int i = 0; i < 100000; i++) edge_sink = edge_sink * 0.999 + 1;
+  for (long i = 0; i < edge_iters; i++) edge_sink = edge_sink * 0.999 + 1;
 }
 __attribute__((noinline)) void edge_recurse(long d) {
   volatile char f[256];
@@ -861,7 +863,9 @@ void edge_find(void) {
   pthread_attr_getstack(&a, &addr, &size);
   pthread_attr_destroy(&a);
   edge_low = (uintptr_t)addr;
-  edge_cpu(); /* clock_gettime bound before the bottom, where the loader's resolver would not fit */
+  double start = edge_cpu();
+  for (long i = 0; i < 10000000; i++) edge_sink = edge_sink * 0.999 + 1;
+  edge_iters = (long)(1e7 * 0.3 / (edge_cpu() - start));
 }""")
     _, rows, _, _ = show(kc, "%%profview\nedge_find();\nedge_recurse(0);", "edge-of-stack",
                          timeout=120)

@@ -11,7 +11,8 @@
  *                       gave it)
  *
  * The recursion stops when less than LEAVE_BYTES (+ a frame) are left; at
- * the bottom, bottom_work() burns CPU_S seconds of CPU. It prints the
+ * the bottom, bottom_work() burns about CPU_S seconds of CPU (as many
+ * iterations as took that long at the top). It prints the
  * depth reached and the bytes left, and exits 0. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -30,9 +31,12 @@ static double cpu_s;
 static long depth_reached;
 static uintptr_t left_at_bottom;
 
+static long bottom_iters; /* burn()'s iterations in cpu_s, measured at the top */
+
+/* No call into a library at the bottom: there is no room for one (a
+ * sanitizer's clock_gettime, the dynamic loader's resolver). */
 __attribute__((noinline)) static void bottom_work(void) {
-  double start = thread_cpu();
-  while (thread_cpu() - start < cpu_s) burn(100000);
+  burn(bottom_iters);
   sink = sink + 1;
 }
 
@@ -62,9 +66,9 @@ static void find_stack(void) {
   }
   pthread_attr_destroy(&attr);
   stack_low = (uintptr_t)addr;
-  /* clock_gettime's PLT slot bound now: the dynamic loader's resolver
-   * needs more stack than is left at the bottom. */
-  thread_cpu();
+  double start = thread_cpu();
+  burn(10000000);
+  bottom_iters = (long)(10000000 * cpu_s / (thread_cpu() - start));
 }
 
 static void *deep_thread(void *arg) {
