@@ -59,4 +59,17 @@ static inline uint64_t fl__siginfo_perf_data(const siginfo_t *si) {
   return *(const uint64_t *)((const char *)si + offsetof(siginfo_t, si_addr) + sizeof(void *));
 }
 
+#ifndef TRAP_PERF_FLAG_ASYNC
+#define TRAP_PERF_FLAG_ASYNC (1u << 0) /* si_perf_flags: sent while SIGTRAP was blocked (6.0) */
+#endif
+
+/* A perf event's SIGTRAP's si_perf_flags, after si_perf_data and
+ * si_perf_type: TRAP_PERF_FLAG_ASYNC when the thread blocked SIGTRAP as
+ * the event fired, so that the signal waited until it was unblocked (0
+ * from a kernel that does not say). */
+static inline uint32_t fl__siginfo_perf_flags(const siginfo_t *si) {
+  return *(const uint32_t *)((const char *)si + offsetof(siginfo_t, si_addr) + 2 * sizeof(void *) +
+                             sizeof(uint32_t));
+}
+
 #endif

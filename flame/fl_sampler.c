@@ -110,6 +110,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -126,6 +128,9 @@
 #define HANDLER_FRAMES 16
 /* On a perf event, one record in CLOCK_EVERY reads the thread's CPU clock. */
 #define CLOCK_EVERY 8
+/* A late trap (delivered once SIGTRAP was unblocked) that finds more than
+ * this many intervals of CPU time unsampled marks its thread as blocked. */
+#define LATE_INTERVALS 4
 /* On a perf event, one record in PERIOD_EVERY (a power of 2) draws a new
  * period. */
 #define PERIOD_EVERY 32
@@ -136,6 +141,13 @@
 #define PROBE_READ_BYTES (128 * 1024)
 #define PROBE_PERIOD_NS 20000
 #define PROBE_PERIODS 5
+/* The sampler's descriptors (each thread's perf event) are moved to this
+ * number or above, out of the way of a program that closes or dup2s over
+ * the usual ones (0 to 1023), where the limit of open files leaves room. */
+#define HIGH_FD 1024
+/* Each thread's alternate signal stack for the handler, above a guard
+ * page: the handler's own frames and libunwind's need some 10 KiB. */
+#define ALT_STACK_BYTES (64 * 1024)
 
 /* Timer kinds, best first (see the top of the file). */
 enum { KIND_PERF_TRAP, KIND_PERF_ASYNC, KIND_CPU_TIMER, KIND_NONE };
@@ -150,9 +162,17 @@ typedef struct slot {
   int warming; /* the handler unwinds but records nothing */
   pid_t tid;
   clockid_t cpu_clock; /* the thread's CPU clock (pthread_getcpuclockid) */
-  int kind;    /* KIND_* of this thread's timer */
-  int perf_fd; /* -1 when none */
-  uint64_t perf_id; /* its event's id (PERF_EVENT_IOC_ID) */
+  int kind;            /* KIND_* of this thread's timer */
+  int perf_fd;         /* -1 when none */
+  uint64_t perf_id;    /* its event's id (PERF_EVENT_IOC_ID) */
+  /* The event's first page, mapped: it holds the event, and so the
+   * thread's samples, even once the program has closed the descriptor
+   * (NULL when the mapping was refused). */
+  void *perf_map;
+  int fd_lost;     /* the handler found perf_fd no longer the event's */
+  int was_blocked; /* a trap came late: the thread had blocked SIGTRAP */
+  void *altstack;  /* the alternate signal stack given to the thread, or
+                      NULL (it had its own, or none could be mapped) */
   bool has_timer;
   timer_t timer;
   int64_t cpu_last_ns; /* the thread's CPU clock at its previous record */
@@ -193,6 +213,11 @@ static struct {
   struct sigaction prev_trap; /* SIGTRAP's handler before ours */
   struct sigaction ours;      /* the sampling handler, as installed */
   unsigned replaced;          /* signals (bits) whose handler a run took over */
+  int blocked_sig;            /* the sampling signal a thread blocked during a run, or 0 */
+  unsigned blocked_threads;   /* ... how many threads */
+  unsigned closed_threads;    /* threads whose event the run's code closed (samples ended) */
+  int high_fd;                /* where the sampler's descriptors go (HIGH_FD or lower) */
+  size_t page_bytes;
   /* For the lock-free dl_iterate_phdr: */
   struct link_map *main_map;
   const ElfW(Phdr) *main_phdr;
@@ -217,6 +242,15 @@ static uint64_t next_period(slot_t *sl) {
 
 static int perf_set_period(int fd, uint64_t period) {
   return ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
+}
+
+/* Whether fd is still sl's perf event: the profiled code may have closed
+ * the descriptor and its number been reused (a child that closes every
+ * descriptor and opens others before it execs), and another file must not
+ * be closed, or changed, in its place. */
+static bool own_event(const slot_t *sl, int fd) {
+  uint64_t id;
+  return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 && id == sl->perf_id;
 }
 
 static int timer_set_once(timer_t t, uint64_t ns) {
@@ -376,7 +410,19 @@ static inline __attribute__((always_inline)) size_t unwind(slot_t *sl, ucontext_
 /* Turns the calling thread's timer off from its handler (buffer full). A
  * one-shot CPU timer stays off by not being re-armed. */
 static void stop_own_timer(slot_t *sl) {
-  if (sl->perf_fd >= 0) ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  if (sl->perf_fd >= 0 && !sl->fd_lost && own_event(sl, sl->perf_fd))
+    ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+/* Gives sl's event a new period, through its descriptor while that is
+ * still the event's. Once the program has closed it (the event lives on in
+ * sl->perf_map), the period stays as it is. */
+static void change_period(slot_t *sl) {
+  if (sl->fd_lost) return;
+  if (own_event(sl, sl->perf_fd))
+    perf_set_period(sl->perf_fd, next_period(sl));
+  else
+    sl->fd_lost = 1;
 }
 
 /* A SIGTRAP that no perf event of ours sent: a breakpoint, a trap
@@ -434,7 +480,9 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * signals come on the scheduler tick, whatever the interval: there every
    * record reads the clock. */
   int64_t iv = (int64_t)S.interval_ns;
-  bool measure = sl->perf_fd < 0 || ++sl->unmeasured >= CLOCK_EVERY;
+  /* A trap that waited while the thread blocked SIGTRAP (see below). */
+  bool late = sig == SIGTRAP && (fl__siginfo_perf_flags(si) & TRAP_PERF_FLAG_ASYNC);
+  bool measure = late || sl->perf_fd < 0 || ++sl->unmeasured >= CLOCK_EVERY;
   int64_t now = measure ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
   /* A perf event keeps its period (its hrtimer is forwarded from its last
    * expiry, so the handler's own time does not stretch it); a new one is
@@ -450,18 +498,27 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * points, which a unit test met). Hence 32.
    * The one-shot CPU timer is re-armed every time. */
   if (sl->perf_fd >= 0) {
-    if ((fl__rng_next(&sl->rng) & (PERIOD_EVERY - 1)) == 0)
-      perf_set_period(sl->perf_fd, next_period(sl));
+    if ((fl__rng_next(&sl->rng) & (PERIOD_EVERY - 1)) == 0) change_period(sl);
   } else if (sl->has_timer) {
     timer_set_once(sl->timer, next_period(sl));
   }
 
   /* Weight: the CPU time since the last measuring record plus the carry,
    * in intervals, rounded to the nearest but at least 1 (1 when not
-   * measuring, the interval taken from the carry). */
+   * measuring, the interval taken from the carry). A late trap that
+   * finds more than LATE_INTERVALS unaccounted for comes after the code
+   * blocked SIGTRAP a while: that time was not sampled and is not this
+   * stack's, so the record weighs 1 and the rest is dropped (the sampler
+   * says the thread blocked it). A shorter wait (the C library blocks every
+   * signal for microseconds in pthread_create, posix_spawn) weighs as
+   * usual. */
   int64_t acc, weight = 1;
   if (measure) {
     acc = now - sl->cpu_last_ns + sl->carry_ns;
+    if (late && acc > LATE_INTERVALS * iv) {
+      sl->was_blocked = 1;
+      acc = iv;
+    }
     if (acc <= 0) goto done; /* its time goes to the next record */
     weight = (acc + iv / 2) / iv;
     if (weight == 0) weight = 1;
@@ -560,6 +617,26 @@ static int open_perf(pid_t tid, uint64_t period, int kind) {
   return fd;
 }
 
+/* fd moved to S.high_fd or above (the same fd where there is no room). */
+static int move_high(int fd) {
+  if (fd < 0 || fd >= S.high_fd) return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, S.high_fd);
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+/* Maps the first page of the perf event fd: the mapping holds the event
+ * as a descriptor does, so that it goes on signalling its thread when the
+ * program closes the descriptor or dup2s over it (a daemon's clean-up,
+ * closefrom). Returns the mapping, or NULL where it is refused (the
+ * user's perf_event_mlock_kb is used up): the event then lives as long as
+ * its descriptor. */
+static void *map_event(int fd) {
+  void *map = mmap(NULL, S.page_bytes, PROT_READ, MAP_SHARED, fd, 0);
+  return map == MAP_FAILED ? NULL : map;
+}
+
 /* A timer on clock (a thread's CPU clock) that signals thread tid. */
 static int open_timer(pid_t tid, clockid_t clock, timer_t *t) {
   struct sigevent ev;
@@ -579,17 +656,23 @@ static int arm(slot_t *sl) {
   sl->carry_ns = 0;
   sl->unmeasured = 0;
   sl->perf_fd = -1;
+  sl->perf_map = NULL;
+  sl->fd_lost = 0;
+  sl->was_blocked = 0;
   sl->has_timer = false;
   for (int kind = S.kind; kind < KIND_NONE; kind++) {
     if (kind == KIND_PERF_TRAP && !S.trap_allowed) continue;
     sl->kind = kind;
     if (kind != KIND_CPU_TIMER) {
-      sl->perf_fd = open_perf(sl->tid, first, kind);
+      sl->perf_fd = move_high(open_perf(sl->tid, first, kind));
       if (sl->perf_fd < 0) continue;
       if (ioctl(sl->perf_fd, PERF_EVENT_IOC_ID, &sl->perf_id) < 0) sl->perf_id = 0;
+      sl->perf_map = map_event(sl->perf_fd);
       __atomic_store_n(&sl->armed, 1, __ATOMIC_SEQ_CST);
       if (ioctl(sl->perf_fd, PERF_EVENT_IOC_ENABLE, 0) == 0) return 0;
       __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
+      if (sl->perf_map) munmap(sl->perf_map, S.page_bytes);
+      sl->perf_map = NULL;
       close(sl->perf_fd);
       sl->perf_fd = -1;
     } else {
@@ -608,33 +691,65 @@ static int arm(slot_t *sl) {
   return -1;
 }
 
-/* Whether fd is still sl's perf event: the profiled code may have closed
- * the descriptor and its number been reused (a child that closes every
- * descriptor and opens others before it execs), and another file must not
- * be closed in its place. */
-static bool own_event(const slot_t *sl, int fd) {
-  uint64_t id;
-  return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 && id == sl->perf_id;
+/* The signal that samples a thread with a timer of kind. */
+static int sampling_signal(int kind) {
+  return kind == KIND_PERF_TRAP ? SIGTRAP : PROF_SIGNAL;
 }
 
-/* Stops sl's timer and waits until its thread is out of the handler. */
+/* Whether thread tid (of this process) blocks sig now: the calling
+ * thread's mask, another's from /proc (no allocation). */
+static bool thread_blocks(pid_t tid, int sig) {
+  if (tid == current_tid()) {
+    sigset_t mask;
+    return pthread_sigmask(SIG_BLOCK, NULL, &mask) == 0 && sigismember(&mask, sig) == 1;
+  }
+  char path[64], text[4096];
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char *line = strstr(text, "\nSigBlk:");
+  return line && (strtoull(line + 8, NULL, 16) >> (sig - 1) & 1);
+}
+
+/* Stops sl's timer and waits until its thread is out of the handler.
+ * Notes what the profiled code did to it during the run: the thread
+ * blocked its sampling signal (now, or for a while: a late trap), or the
+ * event ended with its descriptor, which the code closed. */
 static void disarm(slot_t *sl) {
-  __atomic_store_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
-  int fd = own_event(sl, sl->perf_fd) ? sl->perf_fd : -1;
-  if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  bool was_armed = __atomic_exchange_n(&sl->armed, 0, __ATOMIC_SEQ_CST);
+  bool ours = own_event(sl, sl->perf_fd);
+  if (ours) ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
   if (sl->has_timer) timer_set_once(sl->timer, 0);
   while (__atomic_load_n(&sl->busy, __ATOMIC_SEQ_CST)) sched_yield();
+  bool closed = was_armed && sl->perf_fd >= 0 && !ours && !sl->perf_map;
+  bool blocked =
+      was_armed && (sl->was_blocked || thread_blocks(sl->tid, sampling_signal(sl->kind)));
+  if (blocked) {
+    S.blocked_sig = sampling_signal(sl->kind);
+    S.blocked_threads++;
+  }
+  if (closed) S.closed_threads++;
   /* The thread's CPU time since its last record (a tick-driven CPU timer
    * can leave several intervals of it, more so on a busy machine) goes to
    * that record, so that weights add up to the thread's CPU time; not
-   * when the buffer filled up, whose dropped samples the header counts. */
-  if (sl->last_rec && !__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
+   * when the buffer filled up, whose dropped samples the header counts,
+   * nor when the code stopped the thread's samples, whose time since is
+   * none of that record's. */
+  if (sl->last_rec && !__atomic_load_n(&S.full, __ATOMIC_RELAXED) && !blocked && !closed) {
     int64_t iv = (int64_t)S.interval_ns;
     int64_t tail = fl__clock_ns(sl->cpu_clock) - sl->cpu_last_ns + sl->carry_ns;
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
-    sl->last_rec = NULL;
   }
-  if (fd >= 0) close(fd);
+  sl->last_rec = NULL;
+  /* Without its descriptor, the mapping held the event: unmapping it
+   * ends the event. */
+  if (sl->perf_map) munmap(sl->perf_map, S.page_bytes);
+  sl->perf_map = NULL;
+  if (ours) close(sl->perf_fd);
   if (sl->has_timer) timer_delete(sl->timer);
   sl->perf_fd = -1;
   sl->has_timer = false;
@@ -655,6 +770,46 @@ static void warm_up(slot_t *sl) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Gives the calling thread an alternate signal stack for the handler
+ * (SA_ONSTACK), unless it has one already: the program's own, or the
+ * worker's crash handler's, which the handler then shares. Returns the
+ * mapping (a guard page, then ALT_STACK_BYTES), or NULL when the thread
+ * had one or none could be mapped (the handler then runs on the thread's
+ * own stack). */
+static void *give_altstack(void) {
+  stack_t cur;
+  if (sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE)) return NULL;
+  size_t bytes = S.page_bytes + ALT_STACK_BYTES;
+  void *map =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) return NULL;
+  /* The guard page: a handler that outgrew the stack faults instead of
+   * writing over what lies below. */
+  stack_t ss = {.ss_sp = (char *)map + S.page_bytes, .ss_size = ALT_STACK_BYTES, .ss_flags = 0};
+  if (mprotect(map, S.page_bytes, PROT_NONE) < 0 || sigaltstack(&ss, NULL) < 0) {
+    munmap(map, bytes);
+    return NULL;
+  }
+  return map;
+}
+
+/* Frees the alternate stack sl's thread was given. on_thread: called by
+ * that thread, which stops using it first where it is still its own (the
+ * program may have set another since); otherwise the thread is gone (or
+ * not in this process: a forked child's copy). */
+static void free_altstack(slot_t *sl, bool on_thread) {
+  if (!sl->altstack) return;
+  stack_t cur;
+  if (on_thread && sigaltstack(NULL, &cur) == 0 &&
+      cur.ss_sp == (char *)sl->altstack + S.page_bytes && !(cur.ss_flags & SS_DISABLE)) {
+    if (cur.ss_flags & SS_ONSTACK) return; /* running on it: keep it */
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+  }
+  munmap(sl->altstack, S.page_bytes + ALT_STACK_BYTES);
+  sl->altstack = NULL;
+}
+
 void fl_sampler_thread_enter(void) {
   clockid_t cpu_clock;
   if (!S.initialized || tls_slot || pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) return;
@@ -670,7 +825,9 @@ void fl_sampler_thread_enter(void) {
     sl->tid = current_tid();
     sl->cpu_clock = cpu_clock;
     sl->perf_fd = -1;
+    sl->perf_map = NULL;
     sl->has_timer = false;
+    sl->altstack = give_altstack();
     sl->rng = ((uint64_t)sl->tid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
     if (!sl->rng) sl->rng = 1;
     tls_slot = s + 1;
@@ -685,13 +842,17 @@ void fl_sampler_thread_exit(void) {
   if (s < 0) return;
   pthread_mutex_lock(&reg_lock);
   disarm(&slots[s]);
+  free_altstack(&slots[s], true);
   slots[s].used = 0;
   tls_slot = 0;
   pthread_mutex_unlock(&reg_lock);
 }
 
-/* fork: the child has only the forking thread, no timers, and copies of
- * the parent's perf descriptors (which still watch the parent's threads). */
+/* fork: the child has only the forking thread, no timers, copies of the
+ * parent's perf descriptors (which still watch the parent's threads; the
+ * program may have reused the number of one), none of the events'
+ * mappings (the kernel does not copy them), and copies of the other
+ * threads' alternate stacks. */
 static void before_fork(void) {
   pthread_mutex_lock(&reg_lock);
 }
@@ -703,8 +864,9 @@ static void after_fork_child(void) {
   for (int s = 0; s < slots_used_below; s++) {
     slot_t *sl = &slots[s];
     if (!sl->used) continue;
-    if (sl->perf_fd >= 0) close(sl->perf_fd);
+    if (own_event(sl, sl->perf_fd)) close(sl->perf_fd);
     sl->perf_fd = -1;
+    sl->perf_map = NULL;
     sl->has_timer = false;
     sl->armed = 0;
     sl->busy = 0;
@@ -712,6 +874,7 @@ static void after_fork_child(void) {
       sl->tid = current_tid();
       pthread_getcpuclockid(pthread_self(), &sl->cpu_clock); /* never fails on itself */
     } else {
+      free_altstack(sl, false);
       sl->used = 0;
     }
   }
@@ -807,11 +970,20 @@ static int prepare_process(char *err, size_t err_size) {
     return -1;
   }
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  S.page_bytes = (size_t)sysconf(_SC_PAGESIZE);
+  struct rlimit files;
+  S.high_fd = HIGH_FD;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+      files.rlim_cur < 2 * HIGH_FD)
+    S.high_fd = (int)(files.rlim_cur / 2);
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = sample_handler;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  /* On the thread's alternate stack (fl_sampler_thread_enter gives each
+   * one): a sample that lands near the end of the thread's own stack (deep
+   * recursion) must not overflow it. */
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   /* Nothing else (an interrupt's siglongjmp above all) may run inside the
    * handler; faults are left unblocked so that they still report. */
   sigfillset(&sa.sa_mask);
@@ -916,6 +1088,8 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
     sigaction(PROF_SIGNAL, &S.ours, NULL);
   S.replaced = 0;
   pthread_mutex_lock(&reg_lock);
+  S.blocked_sig = 0;
+  S.blocked_threads = S.closed_threads = 0;
   S.interval_ns = interval_ns;
   S.tag = tag;
   S.mode = S.next_mode;
@@ -935,6 +1109,7 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
     if (!sl->used) continue;
     /* A thread that ended without fl_sampler_thread_exit. */
     if (syscall(SYS_tgkill, pid, sl->tid, 0) < 0 && errno == ESRCH) {
+      free_altstack(sl, false);
       sl->used = 0;
       continue;
     }
@@ -981,6 +1156,15 @@ uint64_t fl_sampler_stop(void) {
 
 const char *fl_sampler_replaced_handler(void) {
   return S.replaced & 1u ? "SIGTRAP" : S.replaced & 2u ? "SIGPROF" : NULL;
+}
+
+void fl_sampler_interference(fl_sampler_interference_t *out) {
+  pthread_mutex_lock(&reg_lock);
+  out->replaced = fl_sampler_replaced_handler();
+  out->blocked = S.blocked_sig == SIGTRAP ? "SIGTRAP" : S.blocked_sig ? "SIGPROF" : NULL;
+  out->blocked_threads = S.blocked_threads;
+  out->closed_threads = S.closed_threads;
+  pthread_mutex_unlock(&reg_lock);
 }
 
 bool fl_sampler_running(void) {

@@ -19,34 +19,27 @@
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
+#include "fl__common.h"
 #include "fl__threads.h"
 #include "rc_files.h"
 
 /* One process image of the recording. */
 typedef struct image {
   int pid, gen, ppid;
-  char *name, *rank; /* rank NULL when none */
-  char *errors;      /* the info file's error lines, "; "-joined, or NULL */
-  char *replaced;    /* a signal whose handler the program replaced, or NULL */
-  void *map;         /* its buffer (samples or allocations), or NULL */
+  char *name, *rank;        /* rank NULL when none */
+  char *errors;             /* the info file's error lines, "; "-joined, or NULL */
+  char *replaced;           /* a signal whose handler the program replaced, or NULL */
+  char *blocked;            /* the sampling signal it blocked, or NULL ... */
+  unsigned blocked_threads; /* ... on how many threads */
+  unsigned closed_threads;  /* threads whose timer ended with a descriptor it closed */
+  void *map;                /* its buffer (samples or allocations), or NULL */
   size_t bytes;
   char *maps; /* the merged maps text, or NULL */
   char root[320];
 } image_t;
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) {
-    fputs("cflame: out of memory\n", stderr);
-    abort();
-  }
-  return p;
-}
-
-static char *xstrdup(const char *s) {
-  size_t n = strlen(s) + 1;
-  return memcpy(xmalloc(n), s, n);
-}
+/* Memory runs out as in the flame library (fl__common.h): a message and
+ * an abort, never a recording with processes or maps silently left out. */
 
 /* Appends a formatted line to rec's warnings. */
 static void warn(rc_recording_t *rec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -56,13 +49,8 @@ static void warn(rc_recording_t *rec, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vasprintf(&line, fmt, ap);
   va_end(ap);
-  if (n < 0) return;
-  char **grown = realloc(rec->warnings, (rec->n_warnings + 1) * sizeof *grown);
-  if (!grown) {
-    free(line);
-    return;
-  }
-  rec->warnings = grown;
+  if (n < 0) fl__oom(0);
+  rec->warnings = fl__xrealloc(rec->warnings, rec->n_warnings + 1, sizeof *rec->warnings);
   rec->warnings[rec->n_warnings++] = line;
 }
 
@@ -74,10 +62,13 @@ static char *read_text(const char *dir, const image_t *im, const char *suffix) {
   if (!f) return NULL;
   char *text = NULL;
   size_t cap = 0;
+  errno = 0;
   ssize_t n = getdelim(&text, &cap, '\0', f);
+  int e = errno;
   fclose(f);
   if (n < 0) {
     free(text);
+    if (e == ENOMEM) fl__oom(0);
     return NULL;
   }
   return text;
@@ -104,7 +95,7 @@ static void map_buffer(const char *dir, image_t *im, const char *suffix) {
 /* Appends "; " and s to *list. */
 static void join(char **list, const char *s) {
   char *joined;
-  if (asprintf(&joined, "%s%s%s", *list ? *list : "", *list ? "; " : "", s) < 0) return;
+  if (asprintf(&joined, "%s%s%s", *list ? *list : "", *list ? "; " : "", s) < 0) fl__oom(0);
   free(*list);
   *list = joined;
 }
@@ -119,16 +110,25 @@ static int read_info(const char *dir, image_t *im) {
     char *value = strchr(line, ' ');
     if (!value) continue;
     *value++ = '\0';
-    if (!strcmp(line, RC_INFO_NAME) && !im->name)
-      im->name = xstrdup(value);
-    else if (!strcmp(line, RC_INFO_PPID))
+    char sig[16];
+    unsigned threads;
+    if (!strcmp(line, RC_INFO_NAME) && !im->name) {
+      im->name = fl__xstrdup(value);
+    } else if (!strcmp(line, RC_INFO_PPID)) {
       im->ppid = atoi(value);
-    else if (!strcmp(line, RC_INFO_RANK) && !im->rank)
-      im->rank = xstrdup(value);
-    else if (!strcmp(line, RC_INFO_ERROR))
+    } else if (!strcmp(line, RC_INFO_RANK) && !im->rank) {
+      im->rank = fl__xstrdup(value);
+    } else if (!strcmp(line, RC_INFO_ERROR)) {
       join(&im->errors, value);
-    else if (!strcmp(line, RC_INFO_REPLACED) && !im->replaced)
-      im->replaced = xstrdup(value);
+    } else if (!strcmp(line, RC_INFO_REPLACED) && !im->replaced) {
+      im->replaced = fl__xstrdup(value);
+    } else if (!strcmp(line, RC_INFO_BLOCKED) && sscanf(value, "%15s %u", sig, &threads) == 2) {
+      /* Noted at each stop (an exec that failed, exit): the most threads. */
+      if (!im->blocked) im->blocked = fl__xstrdup(sig);
+      if (threads > im->blocked_threads) im->blocked_threads = threads;
+    } else if (!strcmp(line, RC_INFO_CLOSED) && sscanf(value, "%u", &threads) == 1) {
+      if (threads > im->closed_threads) im->closed_threads = threads;
+    }
   }
   free(text);
   return im->name ? 0 : -1;
@@ -166,16 +166,11 @@ static int overlaps(const map_line_t *lines, size_t n, unsigned long lo, unsigne
 
 char *rc_collect_merge_maps(const char *snapshots) {
   /* Where each snapshot starts, to walk them newest first. */
-  size_t n_snaps = 0, cap_snaps = 16, end_len = strlen(RC_MAPS_END);
-  const char **starts = xmalloc(cap_snaps * sizeof *starts);
+  size_t n_snaps = 0, cap_snaps = 0, end_len = strlen(RC_MAPS_END);
+  const char **starts = fl__grow(NULL, &cap_snaps, 1, sizeof *starts);
   starts[n_snaps++] = snapshots;
   for (const char *p = snapshots; (p = strstr(p, RC_MAPS_END)); p += end_len) {
-    if (n_snaps == cap_snaps) {
-      cap_snaps *= 2;
-      const char **grown = realloc(starts, cap_snaps * sizeof *starts);
-      if (!grown) break;
-      starts = grown;
-    }
+    starts = fl__grow(starts, &cap_snaps, n_snaps + 1, sizeof *starts);
     starts[n_snaps++] = p + end_len;
   }
   map_line_t *lines = NULL;
@@ -192,12 +187,7 @@ char *rc_collect_merge_maps(const char *snapshots) {
       if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) == 3 &&
           path_at > 0 && line + path_at < eol && line[path_at] == '/' &&
           !overlaps(lines, kept_before, lo, hi)) {
-        if (n == cap) {
-          cap = cap ? cap * 2 : 256;
-          map_line_t *grown = realloc(lines, cap * sizeof *lines);
-          if (!grown) break;
-          lines = grown;
-        }
+        lines = fl__grow(lines, &cap, n + 1, sizeof *lines);
         lines[n++] = (map_line_t){lo,
                                   hi,
                                   line,
@@ -213,7 +203,7 @@ char *rc_collect_merge_maps(const char *snapshots) {
   if (n) qsort(lines, n, sizeof *lines, cmp_line);
   size_t total = 1;
   for (size_t i = 0; i < n; i++) total += lines[i].len + 1;
-  char *out = xmalloc(total), *o = out;
+  char *out = fl__xmalloc(total, 1), *o = out;
   for (size_t i = 0; i < n; i++) {
     /* Code is all that is symbolized: the files of which nothing is
      * mapped executable (data, the recording's own buffers) are left out,
@@ -276,6 +266,30 @@ static fl_collect_verdict_t record_rule(void *ctx, const fl_frame_info_t *info, 
 
 /* ---- the directory ---- */
 
+/* Warns of what the image's program did that stopped its samples, and
+ * notes in rec that it did. Nothing when an exec followed (a child that
+ * resets its signals, or blocks them, just before it execs, as
+ * posix_spawn's do, lost nothing of note). */
+static void say_interference(rc_recording_t *rec, const image_t *im, bool exec_followed) {
+  if (exec_followed) return;
+  if (im->replaced)
+    warn(rec,
+         "%s (pid %d) replaced the handler of %s, which the sampler uses: samples stopped "
+         "there, in that process (and in the children it forks afterwards, until they exec)",
+         im->name, im->pid, im->replaced);
+  if (im->blocked)
+    warn(rec,
+         "%s (pid %d) blocked %s, which the sampler uses, on %u thread%s: samples stopped "
+         "there while it was blocked",
+         im->name, im->pid, im->blocked, im->blocked_threads, im->blocked_threads == 1 ? "" : "s");
+  if (im->closed_threads)
+    warn(rec,
+         "%s (pid %d) closed the descriptor of the sampler's timer on %u thread%s: samples "
+         "stopped there",
+         im->name, im->pid, im->closed_threads, im->closed_threads == 1 ? "" : "s");
+  if (im->replaced || im->blocked || im->closed_threads) rec->interfered = true;
+}
+
 static int cmp_image(const void *a, const void *b) {
   const image_t *x = a, *y = b;
   if (x->pid != y->pid) return (x->pid > y->pid) - (x->pid < y->pid);
@@ -308,19 +322,14 @@ static image_t *list_images(const char *dir, size_t *n_out, char *err, size_t er
     if (sscanf(e->d_name, "%d.%d.%15[a-z]%n", &pid, &gen, suffix, &end) != 3 || e->d_name[end] ||
         strcmp(suffix, RC_SUFFIX_INFO) != 0)
       continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      image_t *grown = realloc(images, cap * sizeof *grown);
-      if (!grown) break;
-      images = grown;
-    }
+    images = fl__grow(images, &cap, n + 1, sizeof *images);
     images[n] = (image_t){.pid = pid, .gen = gen};
     if (read_info(dir, &images[n]) == 0) n++;
   }
   closedir(d);
   if (n) qsort(images, n, sizeof *images, cmp_image);
   *n_out = n;
-  return images ? images : xmalloc(1);
+  return images ? images : fl__xmalloc(1, 1);
 }
 
 /* Names each image's root: its program's name, with its rank or pid when
@@ -385,27 +394,20 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
   if (!images) return -1;
   rec->profile = fl_profile_new(opts->allocs ? FL_PROFILE_ALLOC : FL_PROFILE_CPU);
   rec->images = n;
-  bool *kept = calloc(n ? n : 1, sizeof *kept);
-  if (!kept) abort();
+  bool *kept = fl__xcalloc(n, sizeof *kept);
   for (size_t i = 0; i < n; i++) {
     image_t *im = &images[i];
     if (im->errors) warn(rec, "%s (pid %d): %s", im->name, im->pid, im->errors);
     /* A child that reset its signals just before an exec (the pid's next
      * generation) lost nothing of note. */
     bool exec_followed = i + 1 < n && images[i + 1].pid == im->pid;
-    if (im->replaced && !exec_followed)
-      warn(rec,
-           "%s (pid %d) handles %s itself, which cflame samples with: sampling stopped "
-           "there in that process (and in the children it forks afterwards, until they "
-           "exec)",
-           im->name, im->pid, im->replaced);
+    say_interference(rec, im, exec_followed);
     map_buffer(dir, im, opts->allocs ? RC_SUFFIX_ALLOCS : RC_SUFFIX_SAMPLES);
     kept[i] = has_records(im, opts->allocs);
   }
   name_roots(images, n, kept);
   /* Symbolizers by maps text: a forked child's are its parent's. */
-  fl_symbolizer_t **syms = calloc(n ? n : 1, sizeof *syms);
-  if (!syms) abort();
+  fl_symbolizer_t **syms = fl__xcalloc(n, sizeof *syms);
   for (size_t i = 0; i < n; i++) {
     image_t *im = &images[i];
     if (!kept[i]) continue;
@@ -433,6 +435,7 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
     free(im->rank);
     free(im->errors);
     free(im->replaced);
+    free(im->blocked);
     free(im->maps);
   }
   free(syms);

@@ -37,13 +37,15 @@ typedef struct rc_recording {
   size_t processes;      /* ... and have records in the profile */
   size_t threads;        /* threads with records, over every image */
   bool cpu_timers;       /* some image sampled with CPU timers (no perf events) */
+  bool interfered;       /* some program stopped its samples (warnings say how) */
   char **warnings;       /* what to tell the user (owned) */
   size_t n_warnings;
 } rc_recording_t;
 
 /* Reads the recording in dir into *rec. Returns 0, or -1 with err when
  * the directory cannot be read. Images that cannot be read or symbolized
- * are left out with a warning. */
+ * are left out with a warning; so is no other (memory that runs out ends
+ * the command, fl__common.h). */
 int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *rec, char *err,
                size_t err_size);
 

@@ -10,8 +10,8 @@
  * and so on):
  *
  *   PID.GEN.info     "KEY VALUE" lines: RC_INFO_* at start, and what
- *                    befell the recording later (errors, a handler the
- *                    program took)
+ *                    befell the recording later (errors, what the
+ *                    program did that stopped samples)
  *   PID.GEN.samples  the sample buffer (fl_sampler.h), mapped shared
  *   PID.GEN.allocs   the allocation buffer (fl_allocs.h), with --allocs
  *                    (instead of samples)
@@ -53,7 +53,13 @@
 #define RC_INFO_NAME "name"   /* the program's file name, as the system names it (AT_EXECFN) */
 #define RC_INFO_RANK "rank"   /* its MPI rank, when RC_RANK_ENVS give one */
 #define RC_INFO_ERROR "error" /* why it records nothing (the rest of the line) */
-#define RC_INFO_REPLACED "replaced" /* at exit: a signal whose handler the program replaced */
+/* What the program did to the sampler, noted when sampling stops (at exit,
+ * before an exec, as the program sets a handler): */
+#define RC_INFO_REPLACED "replaced" /* a signal whose handler it replaced */
+/* "SIGNAL THREADS": the sampling signal it blocked, on how many threads */
+#define RC_INFO_BLOCKED "blocked"
+/* threads whose timer ended with a descriptor it closed */
+#define RC_INFO_CLOSED "closed"
 
 /* Where an MPI rank is found, first set wins: Open MPI's, then the PMI
  * name that MPICH, Intel MPI and Slurm's srun set. */

@@ -196,6 +196,17 @@ static void save_maps(bool always) {
 
 /* ---- recording ---- */
 
+/* Stops sampling (it was on), and notes in the info file what the
+ * program did to the sampler meanwhile. */
+static void stop_sampling(void) {
+  fl_sampler_stop();
+  fl_sampler_interference_t what;
+  fl_sampler_interference(&what);
+  if (what.replaced) info_add(RC_INFO_REPLACED " %s\n", what.replaced);
+  if (what.blocked) info_add(RC_INFO_BLOCKED " %s %u\n", what.blocked, what.blocked_threads);
+  if (what.closed_threads) info_add(RC_INFO_CLOSED " %u\n", what.closed_threads);
+}
+
 static void enter_thread(void) {
   if (__atomic_load_n(&R.sampling, __ATOMIC_ACQUIRE)) fl_sampler_thread_enter();
   if (R.allocs) fl_allocs_thread_enter();
@@ -339,7 +350,7 @@ __attribute__((constructor)) static void rc_preload_start(void) {
 
 __attribute__((destructor)) static void rc_preload_stop(void) {
   if (!R.active) return;
-  if (__atomic_exchange_n(&R.sampling, false, __ATOMIC_ACQ_REL)) fl_sampler_stop();
+  if (__atomic_exchange_n(&R.sampling, false, __ATOMIC_ACQ_REL)) stop_sampling();
   if (R.alloc_buf) fl_allocs_stop();
   save_maps(false);
   R.active = false;
@@ -356,7 +367,11 @@ __attribute__((destructor)) static void rc_preload_stop(void) {
  * of the traps sent on. So when the program sets one (sigaction or
  * signal, from outside this library), sampling stops in that process
  * first, for good, and in the children it forks afterwards, which inherit
- * its handlers; the info file says so. A program exec'd starts afresh. */
+ * its handlers; the info file says so. A program exec'd starts afresh.
+ * Whatever else the program did that stopped samples (the sampling signal
+ * blocked, a timer's descriptor closed while nothing else held it: see
+ * fl_sampler.h), the sampler tells at each stop, and stop_sampling notes
+ * it in the info file too. */
 
 static void resolve_signal_functions(void) {
   if (!real_sigaction) *(void **)&real_sigaction = dlsym(RTLD_NEXT, "sigaction");
@@ -370,7 +385,7 @@ static void before_handler_change(int sig, const void *caller) {
     return;
   if (!__atomic_exchange_n(&R.sampling, false, __ATOMIC_ACQ_REL)) return;
   R.signals_taken = true;
-  fl_sampler_stop();
+  stop_sampling();
   info_add(RC_INFO_REPLACED " %s\n", sig == SIGTRAP ? "SIGTRAP" : "SIGPROF");
 }
 
@@ -406,7 +421,7 @@ static int (*real_execveat)(int, const char *, char *const[], char *const[], int
 /* Stops sampling before an exec; returns whether it did. */
 static bool before_exec(void) {
   if (getpid() != R.pid || !__atomic_exchange_n(&R.sampling, false, __ATOMIC_ACQ_REL)) return false;
-  fl_sampler_stop();
+  stop_sampling();
   return true;
 }
 

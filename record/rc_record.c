@@ -94,10 +94,10 @@ static const char usage_text[] =
     "  mpirun -n 4 cflame record -o prof.%h.%r.folded -- ./solver   # one per rank\n"
     "  cflame record -o all.svg -- mpirun -n 4 ./solver               # every rank\n"
     "\n"
-    "Exit status: the program's (128 + N when signal N ended it); 2 for a bad\n"
-    "command line; 127 when PROGRAM is not found, 126 when it cannot be run or\n"
-    "recorded (statically linked, set-user-ID); 1 when it exited 0 but no profile\n"
-    "could be written.\n";
+    "Exit status: the program's (128 + N when signal N ended it), whatever became\n"
+    "of the recording (cflame says what on standard error); 2 for a bad command\n"
+    "line; 127 when PROGRAM is not found, 126 when it cannot be run or recorded\n"
+    "(statically linked, set-user-ID), 1 when cflame cannot set up the recording.\n";
 
 /* ---- messages ---- */
 
@@ -479,9 +479,16 @@ static char *output_name(const opts_t *o, const char *format, int pid, char *err
   return out;
 }
 
-/* Says why a recording holds nothing to draw: too little ran, or what ran
- * did without the library. */
-static void say_why_empty(const opts_t *o) {
+/* Says why a recording holds nothing to draw: what the program did to the
+ * sampler (interfered: the warnings before said what), too little ran, or
+ * what ran did without the library. */
+static void say_why_empty(const opts_t *o, bool interfered) {
+  if (interfered && !o->allocs) {
+    say("%s left no samples: what it did to the sampler, said above, stopped them before the "
+        "first; nothing is written",
+        o->program[0]);
+    return;
+  }
   const char *without =
       "or the programs that did the work ran without cflame's preloaded "
       "library (a program that clears LD_PRELOAD from the environment, or "
@@ -577,14 +584,13 @@ int rc_record_main(int argc, char **argv) {
     say("%s", err);
     goto done;
   }
-  int program_status = rc_exit_status(run.status);
   if (WIFSIGNALED(run.status))
     say("%s was ended by signal %d (%s)%s", o.program[0], WTERMSIG(run.status),
         sigabbrev_np(WTERMSIG(run.status)) ? sigabbrev_np(WTERMSIG(run.status)) : "?",
         WCOREDUMP(run.status) ? ", core dumped" : "");
-  /* From here on the program's status is cflame's, unless it was 0 and
-   * no profile is written. */
-  status = program_status ? program_status : 1;
+  /* From here on the program's status is cflame's, whatever becomes of
+   * the recording: what went wrong there is said, not exited with. */
+  status = rc_exit_status(run.status);
 
   rc_collect_opts_t copts = {.allocs = o.allocs,
                              .aopts = {.live = o.live, .weight_count = o.weight_count}};
@@ -594,7 +600,7 @@ int rc_record_main(int argc, char **argv) {
   }
   for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
   if (fl_profile_n_samples(rec.profile) == 0) {
-    say_why_empty(&o);
+    say_why_empty(&o, rec.interfered);
     goto done;
   }
   fl_profile_info(rec.profile)->wall_seconds = run.wall_seconds;
@@ -606,14 +612,12 @@ int rc_record_main(int argc, char **argv) {
   note = summary_of(&rec, &run, &o);
   dargv = draw_argv(&o, format, output, name, &dargc);
   cflame_given_t given = {.profile = rec.profile, .name = name, .note = note};
-  int drawn = cflame_draw(dargc, dargv, &given);
-  if (drawn == 0) {
+  if (cflame_draw(dargc, dargv, &given) == 0) {
     if (strcmp(output, "-") == 0)
       say("wrote the profile to standard output: %s", note);
     else
       say("wrote %s: %s", output, note);
   }
-  status = program_status ? program_status : drawn;
 done:
   if (dir[0]) remove_recording(dir);
   rc_recording_free(&rec);

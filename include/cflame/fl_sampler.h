@@ -29,7 +29,16 @@
  * SIGTRAP that is not the sampler's goes to the handler installed before
  * fl_sampler_init, or ends the process as it would have) and SIGPROF
  * (older kernels, and the CPU-timer fallback). A program must not install
- * its own handlers for them after fl_sampler_init.
+ * its own handlers for them after fl_sampler_init; a thread that blocks
+ * the one it is sampled with is not sampled meanwhile
+ * (fl_sampler_interference says both). The handler runs on the thread's
+ * alternate signal stack (SA_ONSTACK): each registered thread that has
+ * none is given one of 64 KiB, freed by fl_sampler_thread_exit.
+ *
+ * Descriptors: each sampled thread's perf event has one, moved to 1024 or
+ * above (half the limit of open files where that is lower), and the
+ * event's first page is mapped, which keeps the event running when the
+ * program closes the descriptor or dup2s over it.
  *
  * Buffer layout (64-bit words, native endianness):
  *   header (FL_SAMPLER_HEADER_WORDS words, fl_sampler_header_t), then
@@ -120,6 +129,26 @@ bool fl_sampler_running(void);
  * fl_sampler_start takes the handlers back, so a cell that replaced one
  * only spoils its own run. */
 const char *fl_sampler_replaced_handler(void);
+
+/* After fl_sampler_stop: what the profiled code did during the run that
+ * stopped samples, each a reason the profile has fewer than the CPU time
+ * would give (the CPU time lost is in no record: it is not put on the
+ * stack of a sample taken before or after). Threads that ended during the
+ * run count as they end. */
+typedef struct fl_sampler_interference {
+  /* The signal whose handler the code replaced, as
+   * fl_sampler_replaced_handler says; or NULL. */
+  const char *replaced;
+  /* The sampling signal ("SIGTRAP", "SIGPROF") that the code blocked on
+   * some threads (sigprocmask, pthread_sigmask), or NULL: their samples
+   * stopped while it was blocked. */
+  const char *blocked;
+  unsigned blocked_threads;
+  /* Threads whose timer ended when the code closed its descriptor (or
+   * dup2'd over it) and nothing else held it. */
+  unsigned closed_threads;
+} fl_sampler_interference_t;
+void fl_sampler_interference(fl_sampler_interference_t *out);
 
 /* Calls fn(arg) as the root of the stacks sampled inside it: its frame's
  * call-frame information marks the return address undefined, as a

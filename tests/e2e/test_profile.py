@@ -9,6 +9,7 @@ tests/render/check_spec.mjs (the real vega-lite 5 and vega 5) at the end.
 import collections
 import json
 import re
+import resource
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -822,6 +823,53 @@ def test_openmp_frames_name_their_cell(kc):
 
 
 # ---------------------------------------------------------------- every spec renders
+
+
+def test_samples_at_the_edge_of_the_stack_do_not_crash_the_cell(fresh):
+    """A cell recursing until some 1.5 KiB of its stack (RLIMIT_STACK, as
+    pthread_getattr_np reads it for the main thread) are left, and working
+    there under %%profview: the sampler's handler runs on the worker's
+    alternate signal stack, so the samples that land at the bottom are
+    taken, and the cell is not reported as a stack overflow."""
+    km, kc = fresh
+    # The kernel's address space capped at what it has now and 2 GiB more.
+    pid = km.provisioner.process.pid
+    vm_kb = int(re.search(r"VmSize:\s+(\d+)", open(f"/proc/{pid}/status").read()).group(1))
+    cap = vm_kb * 1024 + (2 << 30)
+    resource.prlimit(pid, resource.RLIMIT_AS, (cap, cap))
+    ok(kc, r"""
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+int pthread_getattr_np(pthread_t, pthread_attr_t *);
+static uintptr_t edge_low;
+static long edge_iters;
+static volatile double edge_sink;
+static double edge_cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+/* No call at the bottom, where there is no room for one: 0.3 s of CPU in
+ * as many iterations as took that long at the top. */
+__attribute__((noinline)) void edge_work(void) {
+  for (long i = 0; i < edge_iters; i++) edge_sink = edge_sink * 0.999 + 1;
+}
+__attribute__((noinline)) void edge_recurse(long d) {
+  volatile char f[256];
+  f[0] = (char)d;
+  if ((uintptr_t)f - edge_low > 1024 + 512) edge_recurse(d + 1); else edge_work();
+  edge_sink += f[0];
+}
+void edge_find(void) {
+  pthread_attr_t a; void *addr; size_t size;
+  pthread_getattr_np(pthread_self(), &a);
+  pthread_attr_getstack(&a, &addr, &size);
+  pthread_attr_destroy(&a);
+  edge_low = (uintptr_t)addr;
+  double start = edge_cpu();
+  for (long i = 0; i < 10000000; i++) edge_sink = edge_sink * 0.999 + 1;
+  edge_iters = (long)(1e7 * 0.3 / (edge_cpu() - start));
+}""")
+    _, rows, _, _ = show(kc, "%%profview\nedge_find();\nedge_recurse(0);", "edge-of-stack",
+                         timeout=120)
+    assert sum(r["count"] for r in rows if r["func"] == "edge_work") > 0
 
 
 def test_zz_every_spec_passes_check_spec():

@@ -1,10 +1,18 @@
-/* Unit tests for `cflame record`'s reading of a process's maps
- * (record/rc_collect.c): the snapshots the preloaded library wrote at
- * start, before each dlopen and at exit, merged into the maps text the
- * process is symbolized by. The rest of the command runs end to end in
+/* Unit tests for `cflame record`'s reading of a recording
+ * (record/rc_collect.c): the snapshots of a process's maps the preloaded
+ * library wrote at start, before each dlopen and at exit, merged into the
+ * maps text the process is symbolized by; and memory that runs out while
+ * the recording is read. The rest of the command runs end to end in
  * tests/cli/test_record.py. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rc_collect.h"
 #include "rc_files.h"
@@ -52,7 +60,88 @@ static void test_merge_maps(void) {
   free(maps);
 }
 
+/* realloc, which fails once realloc_fails is set: the executable's comes
+ * first in symbol lookup, so rc_collect's (and the flame library's) calls
+ * land here. Otherwise the next one's: the C library's, or that of a
+ * sanitizer's runtime, which owns the heap. */
+static void *(*next_realloc)(void *, size_t);
+static int realloc_fails;
+void *realloc(void *p, size_t n) {
+  if (realloc_fails) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (!next_realloc) *(void **)&next_realloc = dlsym(RTLD_NEXT, "realloc");
+  return next_realloc(p, n);
+}
+
+/* Runs fn in a child whose reallocs fail, its standard error into err.
+ * Returns its wait status. */
+static int with_failing_realloc(void (*fn)(void), char *err, size_t err_size) {
+  int fds[2];
+  if (pipe(fds) < 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    realloc_fails = 1;
+    fn();
+    _exit(0);
+  }
+  close(fds[1]);
+  size_t got = 0;
+  for (ssize_t n; got + 1 < err_size && (n = read(fds[0], err + got, err_size - 1 - got)) > 0;)
+    got += (size_t)n;
+  err[got] = '\0';
+  close(fds[0]);
+  int status = -1;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+static void merge_many_snapshots(void) {
+  char text[64 * 64] = "";
+  for (int i = 0; i < 40; i++) strcat(text, LINE("1000-2000", "/usr/bin/prog") RC_MAPS_END);
+  free(rc_collect_merge_maps(text));
+}
+
+static char recording_dir[] = "/tmp/cflame-test-record-XXXXXX";
+
+static void collect_many_images(void) {
+  rc_collect_opts_t opts = {0};
+  rc_recording_t rec;
+  char err[256];
+  rc_collect(recording_dir, &opts, &rec, err, sizeof err);
+  rc_recording_free(&rec);
+}
+
+/* Memory that runs out while a recording is read ends the command with
+ * the flame library's message: no snapshot of the maps, and no process,
+ * is left out silently (a realloc that failed once did so). */
+static void test_out_of_memory_is_said(void) {
+  char err[4096];
+  int status = with_failing_realloc(merge_many_snapshots, err, sizeof err);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+  CHECK(strstr(err, "cflame: out of memory") != NULL);
+
+  /* 40 processes' info files: more than the first room for images. */
+  CHECK(mkdtemp(recording_dir) != NULL);
+  for (int pid = 100; pid < 140; pid++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%d.0.%s", recording_dir, pid, RC_SUFFIX_INFO);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fprintf(f, RC_INFO_NAME " prog\n"), fclose(f);
+  }
+  status = with_failing_realloc(collect_many_images, err, sizeof err);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+  CHECK(strstr(err, "cflame: out of memory") != NULL);
+  char rm[128];
+  snprintf(rm, sizeof rm, "rm -rf %s", recording_dir);
+  CHECK(system(rm) == 0);
+}
+
 int main(void) {
   test_merge_maps();
+  test_out_of_memory_is_said();
   return TEST_DONE();
 }

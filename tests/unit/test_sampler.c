@@ -13,6 +13,7 @@
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -823,6 +824,150 @@ static void report_handler_cost(void) {
           100.0 * (best_sampled - best_plain) / best_plain);
 }
 
+/* ---- i: what the profiled code does to the sampler ---- */
+
+/* Closes every perf event descriptor of the process (the sampler's), as
+ * a program that closes its descriptors would. Returns how many. */
+static int close_perf_events(void) {
+  int closed = 0;
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[300], target[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (strstr(target, "perf_event") && close(atoi(e->d_name)) == 0) closed++;
+  }
+  if (d) closedir(d);
+  return closed;
+}
+
+/* Bound of a count of 1 ms samples expected to be want_ms: 4 standard
+ * deviations of a Poisson count, and two samples. */
+static double count_bound(double want_ms) {
+  return want_ms + 4 * __builtin_sqrt(want_ms) + 2;
+}
+
+/* Burns ms of the thread's CPU; returns the ms it took. */
+static int64_t burned_ms(int64_t ms) {
+  int64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  burn_cpu(ms * (int64_t)MS);
+  return (clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (int64_t)MS;
+}
+
+/* Starts sampling every ms, burns 30 ms, then blocks SIGTRAP and SIGPROF
+ * (the mask before in *old) and burns 100 ms. Returns the ms burned
+ * before. */
+static int64_t sampled_then_blocked(sigset_t *old) {
+  sigset_t both;
+  sigemptyset(&both);
+  sigaddset(&both, SIGTRAP);
+  sigaddset(&both, SIGPROF);
+  start(MS);
+  int64_t before = burned_ms(30);
+  pthread_sigmask(SIG_BLOCK, &both, old);
+  burn_cpu(100 * (int64_t)MS);
+  return before;
+}
+
+static void test_interference(void) {
+  fprintf(stderr, "i. interference\n");
+  fl_sampler_interference_t what;
+  sigset_t old;
+
+  /* The descriptors closed: the mapped events go on sampling, and nothing
+   * is said. */
+  start(MS);
+  burn_cpu(30 * (int64_t)MS);
+  int closed = close_perf_events();
+  int64_t after_ms = burned_ms(60);
+  fl_sampler_stop();
+  fl_sampler_interference(&what);
+  totals_t t = sum_all(main_buf, main_bytes);
+  fprintf(stderr, "  closed %d descriptors: %llu records in all, %lld ms after\n", closed,
+          (unsigned long long)t.records, (long long)after_ms);
+  CHECK(what.closed_threads == 0 && !what.blocked && !what.replaced);
+  /* A perf event signals once a period: about as many records as ms of
+   * CPU, the 60 after the close among them. (A CPU timer has no
+   * descriptor, and signals on the scheduler's tick.) */
+  double want = 30.0 + (double)after_ms;
+  bool perf = header()->source == FL_SAMPLER_SOURCE_PERF_TASK_CLOCK;
+  CHECK(closed == (perf ? 1 : 0));
+  if (perf) CHECK((double)t.records >= 2 * want - count_bound(want) - want / 8);
+
+  /* Blocked until the end: the thread's time after is in no record. */
+  int64_t before_ms = sampled_then_blocked(&old);
+  fl_sampler_stop();
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  fl_sampler_interference(&what);
+  uint64_t w = sum_all(main_buf, main_bytes).weight;
+  fprintf(stderr, "  blocked %s on %u thread: %llu samples for %lld ms before\n",
+          what.blocked ? what.blocked : "nothing", what.blocked_threads, (unsigned long long)w,
+          (long long)before_ms);
+  CHECK(what.blocked != NULL && what.blocked_threads == 1);
+  CHECK((double)w <= count_bound((double)before_ms));
+
+  /* Blocked for a while, then unblocked: where the kernel says the trap
+   * came late (si_perf_flags), it is said, and the blocked time is in no
+   * record either. */
+  int64_t sampled_ms = sampled_then_blocked(&old);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  sampled_ms += burned_ms(30);
+  fl_sampler_stop();
+  fl_sampler_interference(&what);
+  w = sum_all(main_buf, main_bytes).weight;
+  fprintf(stderr, "  blocked a while (%s): %llu samples for %lld ms unblocked\n",
+          what.blocked ? "said" : "not said by this kernel", (unsigned long long)w,
+          (long long)sampled_ms);
+  if (what.blocked) CHECK((double)w <= count_bound((double)sampled_ms));
+
+  /* A clean run says nothing. */
+  start(MS);
+  burn_cpu(10 * (int64_t)MS);
+  fl_sampler_stop();
+  fl_sampler_interference(&what);
+  CHECK(!what.blocked && !what.replaced && what.closed_threads == 0);
+}
+
+/* ---- a: each thread's alternate signal stack ---- */
+
+static void *altstack_thread(void *own) {
+  stack_t runtime, before, during, after;
+  sigaltstack(NULL, &runtime); /* a sanitizer's runtime gives each thread one */
+  if (own) {
+    stack_t ss = {.ss_sp = own, .ss_size = 65536};
+    sigaltstack(&ss, NULL);
+  }
+  sigaltstack(NULL, &before);
+  fl_sampler_thread_enter();
+  sigaltstack(NULL, &during);
+  fl_sampler_thread_exit();
+  sigaltstack(NULL, &after);
+  if (!(before.ss_flags & SS_DISABLE)) {
+    /* The thread's own (the program's, a runtime's) is kept, before,
+     * during and after. */
+    CHECK(during.ss_sp == before.ss_sp && after.ss_sp == before.ss_sp);
+    CHECK(!(after.ss_flags & SS_DISABLE));
+  } else {
+    /* One is given for as long as the thread is registered. */
+    CHECK(!(during.ss_flags & SS_DISABLE) && during.ss_size >= 65536);
+    CHECK(after.ss_flags & SS_DISABLE);
+  }
+  if (own) sigaltstack(&runtime, NULL); /* the runtime's back, for it to free */
+  return NULL;
+}
+
+static void test_altstack(void) {
+  fprintf(stderr, "a. alternate signal stacks\n");
+  stack_t main_ss;
+  CHECK(sigaltstack(NULL, &main_ss) == 0 && !(main_ss.ss_flags & SS_DISABLE));
+  static char own[65536];
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, altstack_thread, NULL) == 0 && pthread_join(t, NULL) == 0);
+  CHECK(pthread_create(&t, NULL, altstack_thread, own) == 0 && pthread_join(t, NULL) == 0);
+}
+
 int main(void) {
   alarm(55); /* a deadlock fails the test instead of hanging it */
   char err[256];
@@ -862,6 +1007,8 @@ int main(void) {
   RUN('9', test_full_buffer());
   RUN('9', test_zeroed_buffer());
   RUN('0', test_crash(tmpdir));
+  RUN('i', test_interference());
+  RUN('a', test_altstack());
   RUN('c', report_handler_cost());
 
   fl_symbolizer_destroy(&sym);
