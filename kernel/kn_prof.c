@@ -205,8 +205,9 @@ static fl_collect_verdict_t cell_rule(void *ctx, const fl_frame_info_t *f, fl_fr
     fr->line = 0;
   }
   fr->module = r->cellname;
+  /* A cell's stub of malloc (malloc@plt) stays the allocator's. */
   fr->flags = FL_FRAME_CELL | FL_FRAME_REPL | (entry ? FL_FRAME_CELL_BODY : 0) |
-              (f->inlined ? FL_FRAME_INLINED : 0);
+              (f->inlined ? FL_FRAME_INLINED : 0) | (fr->flags & FL_FRAME_ALLOC);
   return entry ? FL_COLLECT_KEEP_BASE : FL_COLLECT_KEEP;
 }
 
