@@ -1,7 +1,8 @@
 """What the frames of a profile are called (docs/PROFILING.md, "Every frame
-of a cell has a name"): the benchmarks game's C programs, pasted into cells
-as docs/USAGE.md says, leave no "[unknown]" frame in cell code, and at most
-0.5 % of samples with one anywhere.
+of a cell has a name" and "Tail calls keep their caller"): the benchmarks
+game's C programs, pasted into cells as docs/USAGE.md says, leave no
+"[unknown]" frame in cell code, and at most 0.5 % of samples with one
+anywhere; a function that ends by calling another keeps its frame.
 
 About the bounds. Whether a sample lands in an unnamed stub is a coin
 flipped at each sample, so the count of samples with an "[unknown]" frame is
@@ -9,7 +10,9 @@ binomial: the test asks whether the count seen is one that a share of
 0.5 % (the bound the docs promise) makes unlikely, with a one-sided
 binomial test at the 10^-4 level. With some 4,000 samples a run, that
 fails a share of 1 % (which the docs' bound must not allow) almost surely,
-and passes a share of 0.5 % or less but once in 10^4 runs.
+and passes a share of 0.5 % or less but once in 10^4 runs. A share
+measured between two functions of known cost (1:3) is held to 5 standard
+deviations of its estimate, computed from the samples the run took.
 """
 import math
 import os
@@ -31,6 +34,7 @@ BENCHMARKS = [
 
 UNKNOWN_SHARE = 0.005  # the most the docs allow
 ALPHA = 1e-4           # the chance that the test fails a share within it
+SIGNATURE = "-fno-optimize-sibling-calls"
 
 
 def kernel():
@@ -87,3 +91,84 @@ def test_benchmark_frames_are_named(source, name, arg, runs):
     # Every address in a cell's object has a name: none there is unknown.
     in_cells = [r for r in rows if r["func"] == "[unknown]" and (r["module"] or "").startswith("cell[")]
     assert not in_cells, f"{source}: unnamed code in a cell: " + "; ".join(where)
+
+
+# ---------------------------------------------------------------- tail calls
+
+# helper(u) costs u loop iterations; work_a ends by calling it (a tail
+# call at -O2), work_b calls it for three times the work and adds to the
+# result, which is no tail call. So work_a has 1/4 of their time.
+TAIL = r"""
+static volatile double sink;
+__attribute__((noinline)) double helper(long u) { double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink = z; return z; }
+double work_a(long u) { return helper(u); }
+double work_b(long u) { return helper(3 * u) + 1.0; }
+"""
+TAIL_RUN = ("%%profview delay=0.0005\n"
+            "for (int i = 0; i < 60; i++) { work_a(2000000); work_b(2000000); }")
+O2 = "-std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall"
+
+
+def top_child(rows, func):
+    """The frames of func right under the cell's top-level scope."""
+    tops = {r["id"] for r in rows if r["func"] == "top-level scope"}
+    return [r for r in rows if r["func"] == func and r["parent"] in tops]
+
+
+def test_tail_calls_keep_their_caller():
+    """At -O2 (set with %cflags), work_a, which only returns helper(n),
+    shows in the graph with a quarter of the time, helper under it; the
+    header note says why. -foptimize-sibling-calls in %cflags turns the
+    optimization back on: then helper sits directly under the top-level
+    scope, and the note says that instead."""
+    with kernel() as (km, kc):
+        ok(kc, f"%cflags {O2}")
+        ok(kc, TAIL)
+        bundle, _, _ = flame(kc, TAIL_RUN, timeout=180)
+        rows = rows_of(bundle)
+        a, b = top_child(rows, "work_a"), top_child(rows, "work_b")
+        assert a and b, f"work_a or work_b is not under the top-level scope: {bundle['text/plain']}"
+        na, nb = sum(r["count"] for r in a), sum(r["count"] for r in b)
+        n = na + nb
+        assert n >= 500, f"too few samples to judge ({n})"
+        share = na / n
+        sd = math.sqrt(0.25 * 0.75 / n)
+        assert abs(share - 0.25) <= 5 * sd, (
+            f"work_a has {100 * share:.1f} % of work_a + work_b, expected 25 % +- {500 * sd:.1f}: "
+            f"{bundle['text/plain']}")
+        index = by_id(rows)
+        under_a = [r for r in rows
+                   if r["func"] == "helper" and index[r["parent"]]["func"] == "work_a"]
+        assert sum(r["count"] for r in under_a) >= 0.9 * na, bundle["text/plain"]
+        assert not top_child(rows, "helper"), f"helper lost its caller: {bundle['text/plain']}"
+        assert SIGNATURE in bundle["text/plain"].splitlines()[0], bundle["text/plain"][:400]
+
+        ok(kc, f"%cflags {O2} -foptimize-sibling-calls")
+        ok(kc, TAIL)
+        bundle, _, _ = flame(kc, TAIL_RUN, timeout=180)
+        rows = rows_of(bundle)
+        total = max(r["count"] for r in rows)
+        helper_top = sum(r["count"] for r in top_child(rows, "helper"))
+        work_a = sum(r["count"] for r in top_child(rows, "work_a"))
+        # work_a's own instructions before its jump: a few per call.
+        assert work_a <= 0.02 * total, bundle["text/plain"]
+        assert helper_top >= 0.15 * total, bundle["text/plain"]
+        note = bundle["text/plain"].splitlines()[0]
+        assert "-foptimize-sibling-calls" in note, note
+
+
+def test_timeit_keeps_tail_calls():
+    """%%timeit compiles as cells do: a tail call in its cell stays a call,
+    as in the cells that are profiled. g reads its caller's frame pointer:
+    f's own when f calls it, the timed loop's when f jumps to it."""
+    with kernel() as (km, kc):
+        ok(kc, "void *loop_fp, *caller_fp;\n"
+               "__attribute__((noinline)) void g(void) "
+               "{ caller_fp = *(void **)__builtin_frame_address(0); __asm__ volatile(\"\"); }")
+        timed = "void f(void) { g(); }\nloop_fp = __builtin_frame_address(0);\nf();"
+        ok(kc, "%%timeit -n 3 -r 1\n" + timed, timeout=60)
+        assert ok(kc, 'printf("%d", caller_fp != loop_fp);') == "1", "f ended in a jump to g"
+        # The same check tells a tail call when one is made.
+        ok(kc, f"%cflags {O2} -foptimize-sibling-calls")
+        ok(kc, "%%timeit -n 3 -r 1\n" + timed, timeout=60)
+        assert ok(kc, 'printf("%d", caller_fp != loop_fp);') == "0", "f did not jump to g"
