@@ -68,8 +68,11 @@ bool fl_collect_is_allocator(const char *func) {
                                       "_int_free_maybe_consolidate",
                                       "malloc_printerr",
                                       NULL};
+  /* A PLT stub is on the way to the function it is named after. */
+  size_t n = func ? strlen(func) : 0, k = strlen(FL_SYMBOL_PLT_SUFFIX);
+  if (n > k && !strcmp(func + n - k, FL_SYMBOL_PLT_SUFFIX)) n -= k;
   for (size_t i = 0; func && names[i]; i++)
-    if (!strcmp(func, names[i])) return true;
+    if (strlen(names[i]) == n && !strncmp(func, names[i], n)) return true;
   return false;
 }
 

@@ -33,6 +33,8 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <gelf.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,10 +204,19 @@ typedef struct cu_range {
   Dwarf_Die cu;
 } cu_range_t;
 
+typedef struct plt_stub {
+  Dwarf_Addr low, high; /* absolute addresses */
+  const char *name;     /* "malloc@plt", or FL_SYMBOL_PLT_HEAD; interned */
+} plt_stub_t;
+
 typedef struct module_index {
   bool funcs_built;
   elf_func_t *funcs; /* sorted by low, then rank */
   size_t nfuncs;
+
+  bool plt_built;
+  plt_stub_t *plt; /* sorted by low */
+  size_t nplt;
 
   bool cus_built;
   cu_range_t *cus; /* sorted by low */
@@ -227,6 +238,7 @@ static int module_index_free(Dwfl_Module *mod, void **userdata, const char *name
   module_index_t *index = *userdata;
   if (index) {
     free(index->funcs);
+    free(index->plt);
     free(index->cus);
     free(index);
     *userdata = NULL;
@@ -286,11 +298,192 @@ static void build_funcs(Dwfl_Module *mod, module_index_t *index) {
     (result) = lo_;                        \
   } while (0)
 
-/* The name of the function symbol holding addr, or NULL. Prefers, among
- * aliases, a global to a weak to a local symbol, then the first in the
- * table, as libdwfl does. Symbols without a size are left to libdwfl, which
- * checks their section. */
-static const char *elf_func_name(Dwfl_Module *mod, uint64_t addr) {
+/* ---- stubs of the procedure linkage table ----
+ *
+ * A call to a function of another module (malloc), or to a global function
+ * of the same shared object (which another module could interpose: every
+ * function of a cell, whose object is built with -fPIC), goes through a
+ * stub of the caller's procedure linkage table (PLT), which jumps through a
+ * slot of the global offset table (GOT). The stubs have no symbol, so a
+ * sample that lands in one would have no name. They are named as objdump
+ * and perf name them, "malloc@plt", after the symbol of the dynamic
+ * relocation that fills their slot: R_X86_64_JUMP_SLOT in .rela.plt, or
+ * R_X86_64_GLOB_DAT in .rela.dyn for the stubs of .plt.got. x86-64's stubs
+ * (fl__platform.h) are decoded, whatever the linker's layout: an entry of
+ * .plt, .plt.sec or .plt.got that begins (after an endbr64 and a bnd
+ * prefix) with `jmp *disp(%rip)` names the slot it jumps through; a lazy
+ * entry beside a .plt.sec, `push $i`, names the i-th relocation of
+ * .rela.plt. The lazy resolver's entry at the head of .plt (PLT0), and any
+ * entry that decodes to neither, is FL_SYMBOL_PLT_HEAD: still the
+ * module's, not unknown. */
+
+/* A GOT slot (its address in the file) and the symbol that fills it. */
+typedef struct got_slot {
+  GElf_Addr addr;
+  const char *name; /* in the module's string table */
+} got_slot_t;
+
+typedef struct plt_relocs {
+  got_slot_t *slots; /* sorted by addr */
+  size_t nslots, cap_slots;
+  const char **jump_slots; /* .rela.plt's symbols by index (NULL: none) */
+  size_t njump, cap_jump;
+} plt_relocs_t;
+
+static int compare_slots(const void *a, const void *b) {
+  const got_slot_t *x = a, *y = b;
+  return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* The symbol whose GOT slot is at addr, or NULL. */
+static const char *slot_name(const plt_relocs_t *r, GElf_Addr addr) {
+  size_t lo = 0, hi = r->nslots;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r->slots[mid].addr < addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < r->nslots && r->slots[lo].addr == addr ? r->slots[lo].name : NULL;
+}
+
+/* Collects the symbols of the relocations that fill GOT slots: every
+ * SHT_RELA section's R_X86_64_JUMP_SLOT and R_X86_64_GLOB_DAT entries, and
+ * .rela.plt's by index. */
+static void read_plt_relocs(Elf *elf, size_t shstrndx, plt_relocs_t *r) {
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh, symsh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_entsize == 0) continue;
+    const char *section = elf_strptr(elf, shstrndx, sh.sh_name);
+    bool is_rela_plt = section && !strcmp(section, ".rela.plt");
+    Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
+    Elf_Data *rels = elf_getdata(scn, NULL);
+    Elf_Data *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+    if (!rels || !syms || !gelf_getshdr(symscn, &symsh)) continue;
+    size_t n = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 0; i < n && i <= INT_MAX; i++) {
+      GElf_Rela rela;
+      GElf_Sym elf_sym;
+      const char *name = NULL;
+      if (gelf_getrela(rels, (int)i, &rela)) {
+        unsigned long type = GELF_R_TYPE(rela.r_info), symi = GELF_R_SYM(rela.r_info);
+        if ((type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) && symi != 0 &&
+            symi <= INT_MAX && gelf_getsym(syms, (int)symi, &elf_sym))
+          name = elf_strptr(elf, symsh.sh_link, elf_sym.st_name);
+      }
+      if (name && !*name) name = NULL;
+      if (name) {
+        r->slots = fl__grow(r->slots, &r->cap_slots, r->nslots + 1, sizeof *r->slots);
+        r->slots[r->nslots++] = (got_slot_t){.addr = rela.r_offset, .name = name};
+      }
+      if (is_rela_plt) {
+        r->jump_slots = fl__grow(r->jump_slots, &r->cap_jump, r->njump + 1, sizeof *r->jump_slots);
+        r->jump_slots[r->njump++] = name;
+      }
+    }
+  }
+  if (r->nslots > 1) qsort(r->slots, r->nslots, sizeof *r->slots, compare_slots);
+}
+
+/* The length of the endbr64 that code of n bytes at e begins with: 4, or
+ * 0 when it does not. */
+static size_t endbr64_length(const unsigned char *e, size_t n) {
+  static const unsigned char endbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+  return n >= sizeof endbr64 && !memcmp(e, endbr64, sizeof endbr64) ? sizeof endbr64 : 0;
+}
+
+/* The symbol the PLT entry of n bytes at e (at address addr in the file)
+ * calls, or NULL. */
+static const char *decode_plt_entry(const unsigned char *e, size_t n, GElf_Addr addr,
+                                    const plt_relocs_t *r) {
+  size_t i = endbr64_length(e, n);
+  if (i < n && e[i] == 0xf2) i++;                       /* bnd */
+  if (i + 6 <= n && e[i] == 0xff && e[i + 1] == 0x25) { /* jmp *disp32(%rip) */
+    int32_t disp;
+    memcpy(&disp, e + i + 2, sizeof disp);
+    return slot_name(r, addr + i + 6 + (GElf_Addr)(int64_t)disp);
+  }
+  if (i + 5 <= n && e[i] == 0x68) { /* push $index */
+    uint32_t index;
+    memcpy(&index, e + i + 1, sizeof index);
+    return index < r->njump ? r->jump_slots[index] : NULL;
+  }
+  return NULL;
+}
+
+/* The size of each entry of a PLT section: its sh_entsize, else 16
+ * (.plt's and .plt.sec's, and .plt.got's when it starts with endbr64),
+ * else 8 (.plt.got's). */
+static size_t plt_entry_size(const GElf_Shdr *sh, const char *name, const Elf_Data *d) {
+  if (sh->sh_entsize >= 8 && sh->sh_entsize <= 64) return sh->sh_entsize;
+  if (strcmp(name, ".plt.got") != 0) return 16;
+  return endbr64_length(d->d_buf, d->d_size) ? 16 : 8;
+}
+
+static int compare_stubs(const void *a, const void *b) {
+  const plt_stub_t *x = a, *y = b;
+  return (x->low > y->low) - (x->low < y->low);
+}
+
+/* Fills index->plt with mod's PLT stubs, named, at their absolute
+ * addresses. Nothing for a module that is not x86-64 or has no PLT. */
+static void build_plt(fl_symbolizer_t *sym, Dwfl_Module *mod, module_index_t *index) {
+  GElf_Addr bias;
+  GElf_Ehdr ehdr;
+  size_t shstrndx, cap = 0;
+  char name[512];
+  Elf *elf = dwfl_module_getelf(mod, &bias);
+  if (!elf || !gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64 ||
+      elf_getshdrstrndx(elf, &shstrndx) != 0)
+    return;
+  plt_relocs_t r = {0};
+  read_plt_relocs(elf, shstrndx, &r);
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR))
+      continue;
+    const char *section = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!section ||
+        (strcmp(section, ".plt") && strcmp(section, ".plt.sec") && strcmp(section, ".plt.got")))
+      continue;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d || !d->d_buf || d->d_size == 0) continue;
+    size_t entry = plt_entry_size(&sh, section, d);
+    for (size_t off = 0; off < d->d_size; off += entry) {
+      size_t n = d->d_size - off < entry ? d->d_size - off : entry;
+      const char *callee =
+          decode_plt_entry((const unsigned char *)d->d_buf + off, n, sh.sh_addr + off, &r);
+      if (callee) snprintf(name, sizeof name, "%s" FL_SYMBOL_PLT_SUFFIX, callee);
+      index->plt = fl__grow(index->plt, &cap, index->nplt + 1, sizeof *index->plt);
+      index->plt[index->nplt++] =
+          (plt_stub_t){.low = sh.sh_addr + off + bias,
+                       .high = sh.sh_addr + off + n + bias,
+                       .name = intern(sym, callee ? name : FL_SYMBOL_PLT_HEAD)};
+    }
+  }
+  free(r.slots);
+  free(r.jump_slots);
+  if (index->nplt > 1) qsort(index->plt, index->nplt, sizeof *index->plt, compare_stubs);
+}
+
+/* The name of the PLT stub holding addr, or NULL. */
+static const char *plt_stub_name(fl_symbolizer_t *sym, Dwfl_Module *mod, uint64_t addr) {
+  module_index_t *index = module_index(mod);
+  if (!index->plt_built) {
+    build_plt(sym, mod, index);
+    index->plt_built = true;
+  }
+  size_t end;
+  UPPER_BOUND(index->plt, index->nplt, addr, end);
+  return end > 0 && addr < index->plt[end - 1].high ? index->plt[end - 1].name : NULL;
+}
+
+/* The name of the function holding addr, or NULL: the function symbol,
+ * preferring, among aliases, a global to a weak to a local symbol, then
+ * the first in the table, as libdwfl does; else the PLT stub. Symbols
+ * without a size are left to libdwfl, which checks their section. */
+static const char *elf_func_name(fl_symbolizer_t *sym, Dwfl_Module *mod, uint64_t addr) {
   module_index_t *index = module_index(mod);
   if (!index->funcs_built) {
     build_funcs(mod, index);
@@ -302,6 +495,8 @@ static const char *elf_func_name(Dwfl_Module *mod, uint64_t addr) {
    * cover a symbol that holds a smaller one. */
   for (size_t i = end, steps = 0; i > 0 && steps < 32; i--, steps++)
     if (addr < index->funcs[i - 1].high) return index->funcs[i - 1].name;
+  const char *stub = plt_stub_name(sym, mod, addr);
+  if (stub) return stub;
   GElf_Off offset;
   GElf_Sym elf_sym;
   return dwfl_module_addrinfo(mod, addr, &offset, &elf_sym, NULL, NULL, NULL);
@@ -441,7 +636,7 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
    * mapping is the bias of a shared object whose first segment is at 0. */
   base.module_base = dwfl_module_getelf(mod, &bias) ? bias : start;
 
-  const char *elf_name = elf_func_name(mod, addr);
+  const char *elf_name = elf_func_name(sym, mod, addr);
 
   Dwarf_Addr dwarf_bias = 0;
   Dwarf_Die cu_die;

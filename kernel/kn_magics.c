@@ -78,7 +78,8 @@ static const kn_magic_def_t magics[] = {
     {.name = "cflags", .forms = KN_FORM_LINE, .kernel_line = magic_cflags,
      .usage = "%cflags [FLAGS...]",
      .help = "Show the compiler flags, or replace them for the rest of the session.\n"
-             "The default is " KN_DEFAULT_CFLAGS "."},
+             "The default is " KN_DEFAULT_CFLAGS ".\nEvery compile starts with " KN_BASE_CFLAGS
+             " (tail calls stay calls);\n-foptimize-sibling-calls in FLAGS undoes it."},
     {.name = "ldflags", .forms = KN_FORM_LINE, .kernel_line = magic_ldflags,
      .usage = "%ldflags [FLAGS...]",
      .help = "Show the link flags, or replace them for the rest of the session (e.g. %ldflags "

@@ -16,6 +16,7 @@
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
 #include "kn_names.h"
+#include "kn_session.h"
 #include "kn_strbuf.h"
 
 /* A named baseline (%%profbase NAME): a profile and how it was taken. */
@@ -205,8 +206,9 @@ static fl_collect_verdict_t cell_rule(void *ctx, const fl_frame_info_t *f, fl_fr
     fr->line = 0;
   }
   fr->module = r->cellname;
+  /* A cell's stub of malloc (malloc@plt) stays the allocator's. */
   fr->flags = FL_FRAME_CELL | FL_FRAME_REPL | (entry ? FL_FRAME_CELL_BODY : 0) |
-              (f->inlined ? FL_FRAME_INLINED : 0);
+              (f->inlined ? FL_FRAME_INLINED : 0) | (fr->flags & FL_FRAME_ALLOC);
   return entry ? FL_COLLECT_KEEP_BASE : FL_COLLECT_KEEP;
 }
 
@@ -419,6 +421,17 @@ static void format_interval(char *buf, size_t size, uint64_t ns) {
     snprintf(buf, size, "%llu ns", (unsigned long long)ns);
 }
 
+/* What the flags a profile's cells were compiled with do to its stacks;
+ * "" when the profile does not say (one read from a file). */
+static const char *tail_call_note(const fl_profile_info_t *info) {
+  if (!info->compiler[0]) return "";
+  return kn_session_flags_keep_tail_calls(info->compiler)
+             ? "; cells compiled with -fno-optimize-sibling-calls: a function that ends by "
+               "calling another stays in the stacks"
+             : "; cells compiled with -foptimize-sibling-calls: a function that ends by calling "
+               "another is left out, and its callee shows under its caller";
+}
+
 char *kn_prof_summary(const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
   kn_strbuf_t sb = KN_STRBUF_INIT;
@@ -453,6 +466,7 @@ char *kn_prof_summary(const fl_profile_t *prof) {
       kn_strbuf_printf(&sb, "; the record buffer filled up and %s sampled allocations were lost "
                             "(lower sample_rate=, or raise n=)", dropped);
     }
+    kn_strbuf_puts(&sb, tail_call_note(info));
     return kn_strbuf_steal(&sb);
   }
   /* A sample is one interval of CPU time: the unit of every count the
@@ -478,5 +492,6 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     kn_strbuf_printf(&sb, "; the sample buffer filled up and sampling stopped early, so the graph "
                           "covers %.3f s of the run's CPU (raise n=, or %%profinit n=)",
                      represented);
+  kn_strbuf_puts(&sb, tail_call_note(info));
   return kn_strbuf_steal(&sb);
 }

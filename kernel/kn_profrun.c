@@ -76,7 +76,7 @@ static void allocs_done(kn_exec_t *e, json_t *ev) {
     return;
   }
   fl_profile_info_t *pi = fl_profile_info(prof);
-  snprintf(pi->compiler, sizeof pi->compiler, "%s %s %s", kn_session_cc(session),
+  snprintf(pi->compiler, sizeof pi->compiler, "%s " KN_BASE_CFLAGS " %s %s", kn_session_cc(session),
            kn_session_cflags(session), kn_session_ldflags(session));
   char *summary = kn_prof_summary(prof);
   if (e->profreq.mode == KN_PROF_BASE) {
@@ -141,7 +141,7 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
     return;
   }
   fl_profile_info_t *pi = fl_profile_info(prof);
-  snprintf(pi->compiler, sizeof pi->compiler, "%s %s %s", kn_session_cc(session),
+  snprintf(pi->compiler, sizeof pi->compiler, "%s " KN_BASE_CFLAGS " %s %s", kn_session_cc(session),
            kn_session_cflags(session), kn_session_ldflags(session));
   if (e->profreq.mode == KN_PROF_BASE) {
     kn_prof_set_baseline(kp, e->profreq.baseline, prof);

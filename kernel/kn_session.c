@@ -998,6 +998,19 @@ bool kn_session_flags_keep_frame_pointers(const char *cflags, const char *ldflag
   return fp == KEEP || (fp == UNSAID && o0);
 }
 
+bool kn_session_flags_keep_tail_calls(const char *flags) {
+  char **words, err[256];
+  if (kn_words_split(flags ? flags : "", &words, err, sizeof err) < 0) return false;
+  bool keep = false;
+  for (char **w = words; *w; w++)
+    if (!strcmp(*w, "-fno-optimize-sibling-calls"))
+      keep = true;
+    else if (!strcmp(*w, "-foptimize-sibling-calls"))
+      keep = false;
+  kn_words_free(words);
+  return keep;
+}
+
 /* A compiler run under way (kn_session_compile_start). */
 struct kn_compile {
   kn_compiled_t *c; /* the cell as far as it goes: number, items */
@@ -1075,6 +1088,7 @@ static int launch(kn_session_t *s, kn_compile_t *job, char *err, size_t err_size
   }
 
   if (push_words(&argv, &argc, s->cc, err, err_size) < 0 ||
+      push_words(&argv, &argc, KN_BASE_CFLAGS, err, err_size) < 0 ||
       push_words(&argv, &argc, s->cflags, err, err_size) < 0)
     goto out;
   const char *fixed[] = {"-fPIC", "-shared", "-fdiagnostics-color=never", "-iquote", s->cwd,

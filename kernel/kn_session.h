@@ -33,6 +33,11 @@ typedef struct kn_session kn_session_t;
 
 #define KN_DEFAULT_CC "cc"
 #define KN_DEFAULT_CFLAGS "-std=gnu17 -O2 -g -fno-omit-frame-pointer -Wall"
+/* What every compile of a cell (and of a %%timeit cell) starts with, before
+ * the flags (%cflags), which can undo it: a later -f option wins. A tail
+ * call stays a call, so that a function that ends by calling another is in
+ * that call's stacks, and what %%timeit times is what a profile shows. */
+#define KN_BASE_CFLAGS "-fno-optimize-sibling-calls"
 #define KN_DEFAULT_LDFLAGS "-lm"
 
 /* A compiled cell, not yet part of the session. */
@@ -139,6 +144,11 @@ bool kn_session_object_frame_pointers(const kn_session_t *s, size_t i);
  * -l of other than the C runtime's own libraries, which may be static,
  * -static, -Wl,-Bstatic or --whole-archive, -x) or do not split. */
 bool kn_session_flags_keep_frame_pointers(const char *cflags, const char *ldflags);
+
+/* Whether a compile with flags (a command line as a profile records it)
+ * keeps tail calls as calls: the last of -foptimize-sibling-calls and
+ * -fno-optimize-sibling-calls is the latter. */
+bool kn_session_flags_keep_tail_calls(const char *flags);
 
 /* Whether any committed cell defined a global variable (whose value a
  * worker restart resets). */

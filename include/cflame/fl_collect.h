@@ -62,14 +62,16 @@ typedef struct fl_collect_opts {
  * "[unknown]"), file and line as found, module the file name of
  * info->module ("libc.so.6"), addr pc's offset in the module, and flags:
  * FL_FRAME_ALLOC for the allocator's functions (malloc, free and their
- * kin, glibc's internals of them, a sanitizer runtime's allocator), else
+ * kin, their PLT stubs, glibc's internals of them, a sanitizer runtime's
+ * allocator), else
  * FL_FRAME_SYSTEM for a module under /lib, /lib64, /usr/lib, /usr/lib64 or
  * /usr/local/lib, the vDSO or a module named in brackets; and
  * FL_FRAME_INLINED for an inlined frame. Strings are borrowed from info
  * (or static). */
 void fl_collect_describe(const fl_frame_info_t *info, uint64_t pc, fl_frame_t *frame);
 
-/* Whether func is one of the allocator's functions (FL_FRAME_ALLOC). */
+/* Whether func is one of the allocator's functions (FL_FRAME_ALLOC), or
+ * the PLT stub of one ("malloc@plt", fl_symbol.h). */
 bool fl_collect_is_allocator(const char *func);
 
 /* Adds the records of a sample buffer (bytes long, as fl_sampler writes

@@ -14,8 +14,17 @@
 
 typedef struct fl_symbolizer fl_symbolizer_t;
 
+/* A stub of a module's procedure linkage table, through which its code
+ * calls a function that another module may define, has no symbol: it is
+ * named after the function it leads to, as objdump and perf name it
+ * ("malloc@plt"), and the table's head, the lazy resolver's entry, is
+ * "[plt]". */
+#define FL_SYMBOL_PLT_SUFFIX "@plt"
+#define FL_SYMBOL_PLT_HEAD "[plt]"
+
 typedef struct fl_frame_info {
   const char *func;   /* function name from DWARF, else the ELF symbol, else
+                         the PLT stub's name (FL_SYMBOL_PLT_SUFFIX), else
                          NULL; borrowed, valid until the symbolizer is
                          destroyed */
   const char *file;   /* source file as recorded in DWARF (#line names such as

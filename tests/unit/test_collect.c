@@ -249,6 +249,8 @@ static void test_describe(void) {
   CHECK_STR(fr.module, "prog");
   CHECK_INT(fr.flags, 0);
   CHECK(fl_collect_is_allocator("posix_memalign") && !fl_collect_is_allocator("qsort"));
+  CHECK(fl_collect_is_allocator("malloc@plt") && !fl_collect_is_allocator("qsort@plt"));
+  CHECK(!fl_collect_is_allocator("@plt") && !fl_collect_is_allocator("malloc@"));
 }
 
 int main(void) {

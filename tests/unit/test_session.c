@@ -167,6 +167,12 @@ static void test_frame_pointer_flags(void) {
   CHECK(kn_session_flags_keep_frame_pointers("-O2", "-fno-omit-frame-pointer -lpthread"));
   CHECK(!kn_session_flags_keep_frame_pointers("-O2 -g", "-lm"));
   CHECK(!kn_session_flags_keep_frame_pointers("-g", "")); /* the compiler's default level */
+  /* Tail calls: the base flags keep them as calls unless the user's flags,
+   * which come later, say otherwise. */
+  CHECK(kn_session_flags_keep_tail_calls("cc " KN_BASE_CFLAGS " " KN_DEFAULT_CFLAGS " -lm"));
+  CHECK(!kn_session_flags_keep_tail_calls("cc " KN_BASE_CFLAGS " -O2 -foptimize-sibling-calls"));
+  CHECK(kn_session_flags_keep_tail_calls("-foptimize-sibling-calls -fno-optimize-sibling-calls"));
+  CHECK(!kn_session_flags_keep_tail_calls("-O2"));
   CHECK(!kn_session_flags_keep_frame_pointers("-O0 -O2", ""));
   CHECK(!kn_session_flags_keep_frame_pointers("-O0 -fomit-frame-pointer", ""));
   CHECK(!kn_session_flags_keep_frame_pointers("-fno-omit-frame-pointer -fomit-frame-pointer", ""));

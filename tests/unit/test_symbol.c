@@ -1,12 +1,15 @@
 /* Tests fl_symbol against a real shared object: a cell-like C file is
  * compiled at run time with `#line 1 "cell[7]"`, an asm-labelled function and
  * an always_inline helper, loaded with dlopen, and the return addresses it
- * records are symbolized from this process's own /proc/self/maps. */
+ * records are symbolized from this process's own /proc/self/maps. Its
+ * procedure linkage table's stubs are named as objdump names them, in the
+ * linker's plain layout and in its layout for indirect branch tracking. */
 #define _GNU_SOURCE
 #include "cflame/fl_symbol.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +43,15 @@ enum { LINE_HELPER_CALL = 8, LINE_WORK = 11, LINE_WORK_CALL = 12, LINE_WORK_INLI
 
 #define SO_NAME "libcflame_test_cell7.so"
 #define NODEBUG_SO_NAME "libcflame_test_cell7_nodebug.so"
+#define IBT_SO_NAME "libcflame_test_cell7_ibt.so"
 
 static char dir[] = "/tmp/cflame_test_symbol.XXXXXX";
-static char src_path[256], so_path[256], nodebug_so_path[256];
+static char src_path[256], so_path[256], nodebug_so_path[256], ibt_so_path[256];
 
 /* Writes the cell into dir and compiles it twice, with and without debug
- * information; returns 0 or -1. */
+ * information; returns 0 or -1. Compiles it a third time with the PLT of
+ * indirect branch tracking (.plt.sec), when the toolchain can: else
+ * ibt_so_path is "". */
 static int build_cell(void) {
   char cmd[1024];
   const char *cc = getenv("CC");
@@ -61,7 +67,13 @@ static int build_cell(void) {
   snprintf(cmd, sizeof cmd, "%s -O2 -g -shared -fPIC -o '%s' '%s'", cc, so_path, src_path);
   if (system(cmd) != 0) return -1;
   snprintf(cmd, sizeof cmd, "%s -O2 -g0 -shared -fPIC -o '%s' '%s'", cc, nodebug_so_path, src_path);
-  return system(cmd) == 0 ? 0 : -1;
+  if (system(cmd) != 0) return -1;
+  snprintf(ibt_so_path, sizeof ibt_so_path, "%s/" IBT_SO_NAME, dir);
+  snprintf(cmd, sizeof cmd,
+           "%s -O2 -g -shared -fPIC -fcf-protection=full -Wl,-z,ibtplt -o '%s' '%s' 2>/dev/null",
+           cc, ibt_so_path, src_path);
+  if (system(cmd) != 0) ibt_so_path[0] = '\0';
+  return 0;
 }
 
 /* Returns a new string with the text of /proc/self/maps, or NULL. */
@@ -142,6 +154,45 @@ static void check_cell(fl_symbolizer_t *sym, uint64_t work_pc, uint64_t ra_work,
   }
 }
 
+/* Checks the stubs of the PLT sections of the shared object at path, whose
+ * load bias is bias, against objdump's names: each stub "NAME@plt" is
+ * NAME@plt at its first and a later byte, and the head of .plt (the lazy
+ * resolver's entry) is "[plt]". Returns the number of stubs checked. */
+static int check_plt(fl_symbolizer_t *sym, const char *path, uint64_t bias) {
+  char cmd[600], line[512], label[256];
+  snprintf(cmd, sizeof cmd, "objdump -d -j .plt -j .plt.sec -j .plt.got '%s' 2>/dev/null", path);
+  FILE *p = popen(cmd, "r");
+  if (!p) return 0;
+  int stubs = 0;
+  bool in_plt = false, head_seen = false;
+  while (fgets(line, sizeof line, p)) {
+    unsigned long long addr;
+    fl_frame_info_t fr[4];
+    if (!strncmp(line, "Disassembly of section ", 23)) {
+      in_plt = !strncmp(line + 23, ".plt:", 5);
+      continue;
+    }
+    if (sscanf(line, "%llx <%255[^>]>:", &addr, label) != 2) continue;
+    if (in_plt && !head_seen) {
+      head_seen = true;
+      CHECK_INT(fl_symbolizer_lookup(sym, bias + addr + 2, false, fr, 4), 1);
+      CHECK_STR(fr[0].func, "[plt]");
+      continue;
+    }
+    if (!ends_with(label, "@plt")) continue;
+    for (int at = 0; at <= 4; at += 4) {
+      CHECK_INT(fl_symbolizer_lookup(sym, bias + addr + (uint64_t)at, false, fr, 4), 1);
+      CHECK_STR(fr[0].func, label);
+      CHECK(ends_with(fr[0].module, path + strlen(dir)));
+      CHECK(fr[0].file == NULL && !fr[0].inlined);
+    }
+    stubs++;
+  }
+  pclose(p);
+  CHECK(head_seen);
+  return stubs;
+}
+
 /* A child process that holds the libraries the way the worker holds cells,
  * for the refresh test: a symbolizer maps the files it reads, and in the
  * process it symbolizes those mappings would show as modules of their own.
@@ -217,6 +268,13 @@ int main(void) {
   void *nodebug_work = nodebug_so ? dlsym(nodebug_so, "cflame_c7_work") : NULL;
   CHECK(nodebug_work != NULL && nodebug_work != (void *)work);
 
+  /* The same code with the PLT of indirect branch tracking. */
+  void *ibt_so = ibt_so_path[0] ? dlopen(ibt_so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  void *ibt_work = ibt_so ? dlsym(ibt_so, "cflame_c7_work") : NULL;
+  CHECK(!ibt_so_path[0] || ibt_work != NULL);
+  if (!ibt_so_path[0])
+    fprintf(stderr, "  (no -fcf-protection -z ibtplt here: .plt.sec not tested)\n");
+
   /* libc's own qsort (not a sanitizer's interceptor or a PLT entry). */
   void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   void *qsort_pc = libc ? dlsym(libc, "qsort") : NULL;
@@ -271,6 +329,25 @@ int main(void) {
     CHECK(fr[n - 1].func && strstr(fr[n - 1].func, "qsort") != NULL);
     CHECK(fr[0].module && strstr(fr[0].module, "libc.so") != NULL);
     CHECK(!fr[n - 1].inlined);
+  }
+
+  /* work() calls the exported probe through the PLT: the call's target, a
+   * stub, is named after the probe. The other stubs are as objdump names
+   * them (the probe's, and __cxa_finalize's in .plt.got). */
+  const unsigned char *call = (const unsigned char *)(uintptr_t)(ra_work - 5);
+  CHECK_INT(call[0], 0xe8);
+  if (call[0] == 0xe8) {
+    int32_t rel;
+    memcpy(&rel, call + 1, sizeof rel);
+    CHECK_INT(fl_symbolizer_lookup(sym, ra_work + (uint64_t)(int64_t)rel, false, fr, 8), 1);
+    CHECK_STR(fr[0].func, "cflame_c7_probe@plt");
+  }
+  CHECK_INT(fl_symbolizer_lookup(sym, work_pc, false, fr, 8), 1);
+  CHECK(check_plt(sym, so_path, fr[0].module_base) >= 2);
+  if (ibt_work) {
+    CHECK_INT(fl_symbolizer_lookup(sym, (uint64_t)(uintptr_t)ibt_work, false, fr, 8), 1);
+    CHECK(ends_with(fr[0].module, "/" IBT_SO_NAME));
+    CHECK(check_plt(sym, ibt_so_path, fr[0].module_base) >= 2);
   }
 
   /* Nothing is mapped at 0x10. */
@@ -365,6 +442,7 @@ int main(void) {
 
   free(maps);
   if (libc) dlclose(libc);
+  if (ibt_so) dlclose(ibt_so);
   if (nodebug_so) dlclose(nodebug_so);
   dlclose(so);
   remove_dir();
