@@ -15,12 +15,11 @@ measured between two functions of known cost (1:3) is held to 5 standard
 deviations of its estimate, computed from the stacks the run recorded.
 """
 import math
-import os
 import pathlib
 
 import pytest
 
-from conftest import ancestors, by_id, flame, ok, rows_of, start_kernel, summary_of
+from conftest import MEMORY_CAP, ancestors, by_id, flame, ok, rows_of, start_kernel, summary_of
 
 WORKLOADS = pathlib.Path(__file__).resolve().parent / "workloads"
 
@@ -40,9 +39,8 @@ SIGNATURE = "-fno-optimize-sibling-calls"
 
 
 def kernel():
-    """A kernel of the test's own, its address space capped (but under the
-    sanitizers, whose shadow memory needs terabytes of it)."""
-    return start_kernel(memory=None if os.environ.get("CFLAME_SANITIZED") else 4 << 30)
+    """A kernel of the test's own, its memory capped."""
+    return start_kernel(memory=MEMORY_CAP)
 
 
 def binomial_sf(k, n, p):
