@@ -44,6 +44,7 @@ static const group_spec_t all_options[] = {
     {KN_OPTS_DIFF, {"normalize", KN_OPT_BOOL, NULL, 1, 0, "scale the baseline to the target's total first (default false)"}},
     {KN_OPTS_DIFF, {"delta", KN_OPT_ENUM, "total|self", 1, 0, "inclusive change per frame, or self change (default total)"}},
     {KN_OPTS_DIFF, {"noise", KN_OPT_DOUBLE, NULL, 0, 1000, "z-score under which a change is noise (default 2; 0: off)"}},
+    {KN_OPTS_DIFF, {"root_prefix", KN_OPT_STRING, NULL, 1, 0, "outermost frames (programs) whose names start with this are compared as one (default: by name)"}},
     {KN_OPTS_ALLOC, {"sample_rate", KN_OPT_DOUBLE, NULL, 1e-6, 1, "share of allocations recorded (default 0.1; 1: every one, exactly)"}},
     {KN_OPTS_ALLOC, {"weight", KN_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes (default) or by allocation count"}},
     {KN_OPTS_ALLOC, {"live", KN_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends (default false)"}},
@@ -234,6 +235,10 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   if ((v = kn_opts_get(&o, "delta")) && v->set)
     req->diff.delta = !strcmp(v->s, "self") ? FL_DELTA_SELF : FL_DELTA_TOTAL;
   if ((v = kn_opts_get(&o, "noise")) && v->set) req->diff.noise = v->d;
+  if ((v = kn_opts_get(&o, "root_prefix")) && v->set) {
+    req->root_prefix = kn_strdup(v->s);
+    req->diff.root_prefix = req->root_prefix;
+  }
 
   req->positional = kn_xcalloc(o.n_positional + 1, sizeof *req->positional);
   for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = kn_strdup(o.positional[i]);
@@ -247,6 +252,7 @@ void kn_profreq_free(kn_profreq_t *req) {
   free(req->filter);
   free(req->threads);
   free(req->title);
+  free(req->root_prefix);
   free(req->baseline);
   free(req->args);
   memset(req, 0, sizeof *req);

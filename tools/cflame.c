@@ -136,6 +136,11 @@ static const char usage_text[] =
     "                         total)\n"
     "      --noise Z          changes under Z standard errors are drawn as noise;\n"
     "                         0 turns this off (default: 2)\n"
+    "      --root-prefix TEXT the outermost frames (the programs) whose names\n"
+    "                         start with TEXT are compared with each other, as\n"
+    "                         one program (default: by name; when each profile\n"
+    "                         is one program, the two are compared whatever\n"
+    "                         their names)\n"
     "      --fail-above PCT   a CI gate: exit 1 when a frame's share of its\n"
     "                         profile's total grew by more than PCT points, and\n"
     "                         list those frames on stderr; the output is written\n"
@@ -160,7 +165,8 @@ static const char usage_text[] =
 static const char valid_options[] =
     "-f/--format, -o/--output, --input-format, --per-input, --C, --no-C, --lines, --no-lines, "
     "--recur, --filter, --pruned, --threads, --minwidth, --width, --height, --title, --icicle, "
-    "--theme, --diff, --negate, --normalize, --delta, --noise, --fail-above, -h/--help, "
+    "--theme, --diff, --negate, --normalize, --delta, --noise, --root-prefix, --fail-above, "
+    "-h/--help, "
     "-V/--version";
 
 enum {
@@ -185,6 +191,7 @@ enum {
   OPT_NORMALIZE,
   OPT_DELTA,
   OPT_NOISE,
+  OPT_ROOT_PREFIX,
   OPT_FAIL_ABOVE,
 };
 
@@ -212,6 +219,7 @@ static const struct option long_options[] = {
     {"normalize", no_argument, NULL, OPT_NORMALIZE},
     {"delta", required_argument, NULL, OPT_DELTA},
     {"noise", required_argument, NULL, OPT_NOISE},
+    {"root-prefix", required_argument, NULL, OPT_ROOT_PREFIX},
     {"fail-above", required_argument, NULL, OPT_FAIL_ABOVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -434,6 +442,13 @@ static int parse_args(int argc, char **argv, cli_t *c) {
           return usage_error("--noise %s: expected a z-score, a number >= 0 (0 turns it off)",
                              optarg);
         break;
+      case OPT_ROOT_PREFIX:
+        if (!*optarg)
+          return usage_error(
+              "--root-prefix: the text is empty; give the start of the programs' "
+              "names, such as bt for bt and bt_slow");
+        c->diff.root_prefix = optarg;
+        break;
       case OPT_FAIL_ABOVE:
         if (!parse_double(optarg, &c->fail_above) || c->fail_above < 0 || c->fail_above > 100)
           return usage_error(
@@ -459,17 +474,18 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   c->n_inputs = argc - optind;
   if (c->n_inputs == 0)
     return usage_error(
-        "no INPUT: give files of folded stacks or perf script output, or - for "
-        "standard input");
+        "no INPUT: give files of folded stacks, `perf script` output or pprof profiles "
+        "(Go's, cflame's .pb.gz), or - for standard input");
   int stdin_uses = c->diff_base && strcmp(c->diff_base, "-") == 0;
   for (int i = 0; i < c->n_inputs; i++) stdin_uses += strcmp(c->inputs[i], "-") == 0;
   if (stdin_uses > 1) return usage_error("- (standard input) can be read only once");
   /* -o x.pb.gz: the format its ending names, unless --format said one. */
   const char *by_path = c->output ? fl_output_format_of_path(c->output) : NULL;
   if (!c->format_given && by_path) c->format = (format_t)pick(by_path, format_names, N_FORMATS);
-  bool diff_only = c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL;
+  bool diff_only =
+      c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL || c->diff.root_prefix;
   if (diff_only && !c->diff_base)
-    return usage_error("--negate, --normalize and --delta need --diff BASE");
+    return usage_error("--negate, --normalize, --delta and --root-prefix need --diff BASE");
   if (c->fail_above >= 0 && !c->diff_base)
     return usage_error("--fail-above needs --diff BASE: it compares the INPUTs with BASE");
   if (c->diff_base && c->per_input)

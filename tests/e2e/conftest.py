@@ -38,14 +38,19 @@ def pytest_sessionstart(session):
 
 
 @contextlib.contextmanager
-def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30):
+def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30,
+                 memory=None):
     """Starts a cflame kernel; yields (km, kc); shuts it down afterwards.
 
     env: extra environment variables for the kernel (None values remove a
     variable from the kernel's environment). ip: the address, or for the ipc
     transport the path prefix of the sockets. stderr: a file for the
-    kernel's log (default: inherited)."""
+    kernel's log (default: inherited). memory: a cap in bytes on the
+    address space of the kernel and of what it starts (prlimit --as), so
+    that a regression cannot take the machine down."""
     km = KernelManager(kernel_name="cflame", transport=transport, **({"ip": ip} if ip else {}))
+    if memory:
+        km.kernel_spec.argv[:0] = ["prlimit", f"--as={int(memory)}"]
     kenv = dict(os.environ)
     for key, value in (env or {}).items():
         if value is None:
