@@ -3,7 +3,7 @@
  *
  * The same rows, layout and colours as the Vega-Lite view (fl__render.h):
  * one <rect> per frame with a <title> child that holds the tooltip text
- * (function, file:line and module, samples or bytes with the percent of the
+ * (function, file:line and module where known, samples or bytes with the percent of the
  * total, self, and what C=false folded in), the function name drawn inside
  * where three characters fit and cut with "…" to the frame's width, the
  * title and notes above, a legend of the kinds of code below.
@@ -93,22 +93,24 @@ static size_t utf8_prefix(const char *s, size_t chars) {
   return i;
 }
 
-/* The first lines of a tooltip: function; location and module. */
+/* The first lines of a tooltip: the function, then where it is, when that
+ * is known: file:line, with the module where it is not the file (a cell's
+ * module is its file), or the module alone. A frame with neither (the
+ * root, a frame of folded stacks without lines) has no location line. */
 static void put_frame_id(fl__buf_t *b, const fl_frame_t *f) {
   put_text(b, f->func ? f->func : "[unknown]");
-  fl__buf_puts(b, "\n");
   if (f->file) {
+    fl__buf_puts(b, "\n");
     put_text(b, f->file);
     if (f->line > 0) fl__buf_printf(b, ":%d", f->line);
-    if (f->module) {
+    if (f->module && strcmp(f->module, f->file) != 0) {
       fl__buf_puts(b, " (");
       put_text(b, f->module);
       fl__buf_puts(b, ")");
     }
   } else if (f->module) {
+    fl__buf_puts(b, "\n");
     put_text(b, f->module);
-  } else {
-    fl__buf_puts(b, "?");
   }
 }
 
@@ -122,8 +124,7 @@ static void put_folded(fl__buf_t *b, const fl_node_t *n) {
 
 /* The tooltip: function; location and module; weight, percent and self;
  * what was folded in. */
-static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc,
-                      bool counts) {
+static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc, bool counts) {
   char count[32], self[32], allocs[32];
   fl__thousands(n->count, count);
   fl__thousands(n->self, self);

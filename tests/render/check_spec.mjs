@@ -401,6 +401,16 @@ async function checkSpec(spec, problems) {
     if (frames.length !== spec.data.values.length || miscoloured.length) {
       problems.push(`vega drew ${frames.length} frames, ${miscoloured.length} not in their row's colour`);
     }
+    // Tooltips as vega computes them for vega-tooltip: the location only as
+    // far as it is known, never "?" or "null", and the module not again
+    // when it is the file (a cell's).
+    for (const it of frames) {
+      const problem = tooltipProblem(it.tooltip, it.datum);
+      if (problem) {
+        problems.push(`tooltip of ${it.datum.func}: ${problem}: ${JSON.stringify(it.tooltip)}`);
+        break;
+      }
+    }
     if (diff) {
       const drawn = findTexts(view.scenegraph().root);
       for (const want of [...diff.legendLabels, ...diff.texts]) {
@@ -424,6 +434,21 @@ async function checkSpec(spec, problems) {
   // continues outside the chart ("window:pointermove") is expected to warn
   // here, and only here (browser_test.mjs checks the browser's console).
   problems.push(...vgProblems.filter(p => !/Can not resolve event source: window/.test(p)));
+}
+
+/* What is wrong with a frame's tooltip object, or null. */
+function tooltipProblem(tip, d) {
+  if (!tip || typeof tip !== 'object') return 'no tooltip object';
+  if (tip.function !== d.func) return 'its function is not the row\'s';
+  for (const [k, v] of Object.entries(tip)) {
+    if (v === undefined) continue; // vega-tooltip leaves it out
+    if (v === null || v === '?' || String(v) === 'null' || String(v) === 'undefined') return `${k} is ${v}`;
+  }
+  const where = d.file ? d.file + (d.line ? `:${d.line}` : '') : undefined;
+  if (tip['file:line'] !== where) return `file:line ${tip['file:line']}, not ${where}`;
+  const module = d.module && d.module !== d.file ? d.module : undefined;
+  if (tip.module !== module) return `module ${tip.module}, not ${module}`;
+  return null;
 }
 
 /* The matched share of a search, from the rows: the counts of matching
@@ -468,6 +493,16 @@ function checkSvg(svg, rows, problems) {
   if (!root || root['@_xmlns'] !== 'http://www.w3.org/2000/svg') {
     problems.push('SVG has no <svg xmlns="http://www.w3.org/2000/svg"> root');
     return;
+  }
+  // Tooltips (<title>s) say where a frame is only as far as that is known:
+  // no "?" line, and the module not again when it is the file.
+  for (const title of svg.match(/<title>[^<]*<\/title>/g) || []) {
+    const lines = title.slice(7, -8).split('\n');
+    const bad = lines.find(l => l === '?' || /^(.+?)(:\d+)? \(\1\)$/.test(l));
+    if (bad !== undefined) {
+      problems.push(`SVG tooltip line ${JSON.stringify(bad)} in ${JSON.stringify(title)}`);
+      break;
+    }
   }
   const rects = svg.match(/<rect\b[^>]*>\s*<title>/g) || [];
   if (rects.length !== rows.length) problems.push(`SVG has ${rects.length} frame rects with a title, expected ${rows.length}`);

@@ -277,7 +277,14 @@ static void test_small(void) {
     check_svg_matches(svg, spec);
     CHECK(strstr(svg, ">cell[1]</text>") != NULL);                  /* the title */
     CHECK(strstr(svg, "100 samples at 1 ms, 0.100 s CPU") != NULL); /* the note */
-    CHECK(strstr(svg, "<title>work\ncell[1]:5 (cell[1])\n40 samples (40%), self 40</title>"));
+    /* Tooltips say where a frame is only as far as that is known, and
+     * a cell's module (its file) once. */
+    CHECK(strstr(svg, "<title>work\ncell[1]:5\n40 samples (40%), self 40</title>"));
+    CHECK(strstr(svg, "<title>qsort\nlibc.so.6\n28 samples (28%), self 8</title>"));
+    CHECK(strstr(svg, "<title>cell[1]\n100 samples (100%), self 0</title>"));
+    const char *titles = svg_titles_problem(svg);
+    if (titles) fprintf(stderr, "SVG: %s\n", titles);
+    CHECK(titles == NULL);
     CHECK(strstr(svg, ">system library</text>") != NULL); /* the legend */
     CHECK(strstr(svg, "fill='#ffffff'") != NULL);
   }

@@ -309,6 +309,9 @@ static void check_svg(const char *svg, json_t *spec) {
   if (why) fprintf(stderr, "SVG: %s\n", why);
   CHECK(why == NULL);
   if (!svg) return;
+  const char *titles = svg_titles_problem(svg);
+  if (titles) fprintf(stderr, "SVG: %s\n", titles);
+  CHECK(titles == NULL);
   json_t *rows = rows_of(spec);
   CHECK_INT(count_of(svg, "<title>"), json_array_size(rows));
   const char *p = svg;
@@ -398,7 +401,7 @@ static void test_small(void) {
   check_svg(svg, spec);
   if (svg) {
     CHECK(strstr(svg,
-                 "<title>work\ncell[1]:5 (cell[1])\ntarget: 300 samples (49.83%)\n"
+                 "<title>work\ncell[1]:5\ntarget: 300 samples (49.83%)\n"
                  "baseline: 100 samples (19.61%)\n"
                  "delta: +200 samples (+33.2% of the total), grew</title>") != NULL);
     CHECK(strstr(svg, "\nbaseline: new\n") != NULL);
