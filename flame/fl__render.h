@@ -6,10 +6,12 @@
  *   layout   plot width and height, pixels per level, from the view options
  *            and the deepest drawn frame.
  *   kinds    what kind of code a frame is (root, cell code, system library,
- *            allocator, kernel, other), its legend label and base colour.
- *   colours  a frame's colour: its kind's palette, varied by a hash of the
+ *            allocator, kernel, other), its legend label and colour: one
+ *            table in fl_bundle.c.
+ *   colours  a frame's colour: its kind's, varied a little by a hash of the
  *            function name (as flamegraph.pl does), so that neighbours differ
- *            and a function has one colour everywhere.
+ *            and a function has one colour everywhere, and every frame looks
+ *            like its kind's swatch in the legend.
  *   notes    the lines under the title: the caller's note, a diff's notes
  *            and summary, and how many frames are not drawn.
  *   diffs    what a differential flame graph adds (fl_diff.h): its colours
@@ -86,7 +88,8 @@ fl__kind_t fl__kind_of(const fl_node_t *n);
 /* "cell code", "program code", "system library", "allocator", "kernel",
  * "other code", "root". */
 const char *fl__kind_label(fl__kind_t k);
-/* The kind's middle colour, "#rrggbb", for the legend. */
+/* The kind's colour, "#rrggbb": the legend's swatch, which each frame of
+ * the kind's colour (fl__node_color) is within 20 of on each channel. */
 const char *fl__kind_color(fl__kind_t k);
 /* A bit (1 << kind) for each kind among the rows. */
 unsigned fl__kinds_present(const fl__rows_t *r);

@@ -110,24 +110,28 @@ void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l
 
 /* ---- kinds and colours ---- */
 
-typedef struct palette {
-  const char *label;
-  const char *middle; /* the colour at the middle of the ranges */
-  uint8_t r0, r_span, g0, g_span, b0, b_span;
-} palette_t;
+/* The kinds of code: each one's legend label and colour, and how far its
+ * frames' colours stray from that colour (fl__node_color): at most
+ * KIND_SPREAD / 2 on each channel, so that every frame looks like its
+ * kind's swatch in the legend, and neighbours still differ. Cell and
+ * program code are orange (flamegraph.pl's "hot" palette is red to yellow;
+ * its middle), system libraries blue, the allocator violet, the kernel
+ * green, other code khaki; the root is grey, and does not vary. Light
+ * enough for black labels, and bright enough on a dark background. */
+#define KIND_SPREAD 40
 
-/* Cell code is flamegraph.pl's "hot" palette (reds, oranges, yellows),
- * system libraries blues, the allocator violets, the kernel greens, other
- * code khaki; the root is grey. Light enough for black labels, and bright
- * enough on a dark background. */
-static const palette_t palettes[FL__N_KINDS] = {
-    [FL__KIND_CELL] = {"cell code", "#eb911e", 215, 40, 80, 130, 0, 60},
-    [FL__KIND_PROGRAM] = {"program code", "#eb911e", 215, 40, 80, 130, 0, 60},
-    [FL__KIND_SYSTEM] = {"system library", "#73b6ed", 90, 50, 160, 45, 220, 35},
-    [FL__KIND_ALLOC] = {"allocator", "#c393ed", 175, 40, 130, 35, 220, 35},
-    [FL__KIND_KERNEL] = {"kernel", "#82cf78", 110, 40, 190, 35, 100, 40},
-    [FL__KIND_OTHER] = {"other code", "#c5c5ac", 185, 25, 185, 25, 160, 25},
-    [FL__KIND_ROOT] = {"root", "#b0b0b0", 176, 0, 176, 0, 176, 0},
+static const struct kind_style {
+  const char *label;
+  const char *color; /* "#rrggbb": the legend's swatch, the middle of the frames' colours */
+  bool varies;
+} kinds[FL__N_KINDS] = {
+    [FL__KIND_CELL] = {"cell code", "#eb911e", true},
+    [FL__KIND_PROGRAM] = {"program code", "#eb911e", true},
+    [FL__KIND_SYSTEM] = {"system library", "#73b6ed", true},
+    [FL__KIND_ALLOC] = {"allocator", "#c393ed", true},
+    [FL__KIND_KERNEL] = {"kernel", "#82cf78", true},
+    [FL__KIND_OTHER] = {"other code", "#c5c5ac", true},
+    [FL__KIND_ROOT] = {"root", "#b0b0b0", false},
 };
 
 fl__kind_t fl__kind_of(const fl_node_t *n) {
@@ -141,10 +145,10 @@ fl__kind_t fl__kind_of(const fl_node_t *n) {
 }
 
 const char *fl__kind_label(fl__kind_t k) {
-  return palettes[k].label;
+  return kinds[k].label;
 }
 const char *fl__kind_color(fl__kind_t k) {
-  return palettes[k].middle;
+  return kinds[k].color;
 }
 
 unsigned fl__kinds_present(const fl__rows_t *r) {
@@ -164,16 +168,19 @@ static uint64_t name_hash(const char *s) {
 }
 
 void fl__node_color(const fl_node_t *n, char hex[8]) {
-  const palette_t *p = &palettes[fl__kind_of(n)];
-  uint64_t h = name_hash(n->frame.func ? n->frame.func : "");
-  /* Three independent fractions in [0, 1) from the hash. */
-  double v1 = (double)(h & 0xffff) / 65536.0;
-  double v2 = (double)((h >> 16) & 0xffff) / 65536.0;
-  double v3 = (double)((h >> 32) & 0xffff) / 65536.0;
-  unsigned r = p->r0 + (unsigned)(p->r_span * v3);
-  unsigned g = p->g0 + (unsigned)(p->g_span * v1);
-  unsigned b = p->b0 + (unsigned)(p->b_span * v2);
-  snprintf(hex, 8, "#%02x%02x%02x", r & 0xff, g & 0xff, b & 0xff);
+  const struct kind_style *k = &kinds[fl__kind_of(n)];
+  unsigned rgb[3];
+  sscanf(k->color, "#%02x%02x%02x", &rgb[0], &rgb[1], &rgb[2]);
+  if (k->varies) {
+    /* Three independent offsets in [-KIND_SPREAD / 2, KIND_SPREAD / 2) from
+     * the hash of the name: a function has one colour everywhere. */
+    uint64_t h = name_hash(n->frame.func ? n->frame.func : "");
+    for (int i = 0; i < 3; i++) {
+      int v = (int)rgb[i] + (int)((h >> (16 * i)) & 0xffff) * KIND_SPREAD / 65536 - KIND_SPREAD / 2;
+      rgb[i] = v < 0 ? 0 : v > 255 ? 255 : (unsigned)v;
+    }
+  }
+  snprintf(hex, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 
 void fl__row_color(const fl__rows_t *r, const fl_node_t *n, char hex[8]) {
@@ -235,7 +242,8 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
 
 /* Splits note into lines of at most cols characters at spaces (a longer
  * word stands alone) into lines[*n...], while there is room. */
-static void wrap_note(const char *note, size_t cols, char lines[FL__MAX_NOTES][FL__NOTE_SIZE], int *n) {
+static void wrap_note(const char *note, size_t cols, char lines[FL__MAX_NOTES][FL__NOTE_SIZE],
+                      int *n) {
   const char *p = note;
   while (*p && *n < FL__MAX_NOTES) {
     size_t len = strlen(p), cut = len;

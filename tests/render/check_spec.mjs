@@ -401,6 +401,14 @@ async function checkSpec(spec, problems) {
     if (frames.length !== spec.data.values.length || miscoloured.length) {
       problems.push(`vega drew ${frames.length} frames, ${miscoloured.length} not in their row's colour`);
     }
+    // A plain graph's frames look like the legend's swatches: each within 20
+    // of one on every channel (a diff's colours are checked by checkDiff).
+    if (!diff) {
+      const swatches = (layerNamed(spec, 'legend')?.encoding?.color?.scale?.range || []).map(rgbOf);
+      const near = (a, b) => a && b && ['r', 'g', 'b'].every(c => Math.abs(a[c] - b[c]) <= 20);
+      const far = frames.find(it => !swatches.some(w => near(rgbOf(it.fill), w)));
+      if (far) problems.push(`frame ${far.datum.func} is drawn in ${far.fill}, like no legend swatch`);
+    }
     // Tooltips as vega computes them for vega-tooltip: the location only as
     // far as it is known, never "?" or "null", and the module not again
     // when it is the file (a cell's).
