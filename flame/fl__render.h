@@ -173,9 +173,11 @@ const char *fl__diff_legend_title(const fl_diff_t *d);
 void fl__diff_legend(const fl_diff_t *d, fl__legend_entry_t out[FL__N_CHANGES]);
 
 /* "grew: 3 frames, shrank: 2, new: 1, vanished: 1; 85% of the target
- * within noise": the drawn frames below the root by change, the vanished
- * ones, and fl_diff_neutral_share. */
-void fl__diff_summary(const fl_diff_t *d, char *out, size_t size);
+ * within noise": the frames drawn, the root included, by change (the rows
+ * r, or every node of the drawn tree when r is NULL), the vanished ones,
+ * and fl_diff_neutral_share. So each count is of frames in that change's
+ * colour. */
+void fl__diff_summary(const fl_diff_t *d, const fl__rows_t *r, char *out, size_t size);
 
 /* The vanished list under a diff: a header ("Vanished (in the baseline
  * only):", or "Only in the target (not drawn):" when negated), then at most

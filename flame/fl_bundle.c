@@ -291,7 +291,7 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
     if (fl_diff_options(r->diff)->negate)
       snprintf(lines[n++], FL__NOTE_SIZE,
                "baseline layout, coloured by baseline \xe2\x88\x92 target");
-    fl__diff_summary(r->diff, lines[n++], FL__NOTE_SIZE);
+    fl__diff_summary(r->diff, r, lines[n++], FL__NOTE_SIZE);
   }
   uint64_t hidden_weight = 0;
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
@@ -389,11 +389,12 @@ void fl__diff_legend(const fl_diff_t *d, fl__legend_entry_t out[FL__N_CHANGES]) 
                                 FL__DIFF_NEW_COLOR};
 }
 
-void fl__diff_summary(const fl_diff_t *d, char *out, size_t size) {
+void fl__diff_summary(const fl_diff_t *d, const fl__rows_t *r, char *out, size_t size) {
   const fl_tree_t *t = fl_diff_tree(d);
   size_t by_change[FL__N_CHANGES] = {0};
-  for (size_t i = 1; i < fl_tree_n_nodes(t); i++) {
-    const fl_diff_node_t *dn = fl_diff_node(d, (uint32_t)i);
+  size_t n = r ? r->n : fl_tree_n_nodes(t);
+  for (size_t i = 0; i < n; i++) {
+    const fl_diff_node_t *dn = fl_diff_node(d, r ? r->rows[i]->id : (uint32_t)i);
     if (dn && (unsigned)dn->change < FL__N_CHANGES) by_change[dn->change]++;
   }
   const fl_vanished_t *vanished;

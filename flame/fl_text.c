@@ -43,7 +43,7 @@
  * summary; the vanished frames at the end (at most 20, widest first):
  *
  *   Total: target 602 samples, baseline 510 samples (interval 1 ms)
- *   grew: 2 frames, shrank: 1, new: 1, vanished: 2; 25.2% of the target within noise
+ *   grew: 3 frames, shrank: 1, new: 1, vanished: 2; 25.2% of the target within noise
  *     Target Baseline    Delta  Change  Frame
  *        602      510      +92  grew    cell[2]
  *        602      510      +92  grew      main  cell[1]:3
@@ -141,8 +141,8 @@ static void format_interval(char *buf, size_t size, uint64_t ns) {
 /* ---- common parts ---- */
 
 typedef struct layout {
-  bool alloc;  /* bytes, with an Allocs column */
-  bool counts; /* an allocation profile weighed by allocation counts */
+  bool alloc;            /* bytes, with an Allocs column */
+  bool counts;           /* an allocation profile weighed by allocation counts */
   int count_w, allocs_w; /* column widths */
 } layout_t;
 
@@ -414,7 +414,7 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   for (const char *const *note = fl_diff_notes(d); note && *note; note++)
     put_line(&out, *note, strlen(*note), o->cols);
   char summary[512];
-  fl__diff_summary(d, summary, sizeof summary);
+  fl__diff_summary(d, NULL, summary, sizeof summary);
   put_line(&out, summary, strlen(summary), o->cols);
 
   line.len = 0;

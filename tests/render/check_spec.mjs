@@ -306,8 +306,17 @@ function checkDiff(spec, problems) {
   }
 
   const lines = titleLines(spec);
-  if (!lines.some(l => /^grew: [\d,]+ frames?, shrank: [\d,]+, new: [\d,]+, vanished: [\d,]+; /.test(l))) {
+  const summary = lines.map(l => /^grew: ([\d,]+) frames?, shrank: ([\d,]+), new: ([\d,]+), vanished: ([\d,]+); /.exec(l)).find(m => m);
+  if (!summary) {
     problems.push(`diff: no summary among the notes ${JSON.stringify(lines)}`);
+  } else {
+    // It counts what is drawn: the frames in each change's colour, the root
+    // included, and the vanished list.
+    const said = summary.slice(1).map(x => Number(x.replace(/,/g, '')));
+    const drawn = ['grew', 'shrank', 'new'].map(c => rows.filter(r => r.change === c).length);
+    if (said.slice(0, 3).join() !== drawn.join() || said[3] !== meta.vanished) {
+      problems.push(`diff summary "${summary[0]}" counts grew, shrank, new, vanished ${said}; drawn: ${drawn}, ${meta.vanished}`);
+    }
   }
   const negated = lines.includes('baseline layout, coloured by baseline \u2212 target');
   if (negated !== !!meta.negate) problems.push(`diff: negate ${meta.negate}, and the notes ${JSON.stringify(lines)}`);
