@@ -113,8 +113,10 @@ const fl__theme_t *fl__theme_of(const fl_view_opts_t *v);
 bool fl__is_alloc(const fl_tree_t *t);
 /* An allocation profile weighed by allocation counts, not bytes. */
 bool fl__alloc_counts(const fl_tree_t *t);
-/* What the x axis counts: "samples" or "bytes". */
+/* What the x axis counts: "samples", "bytes" or "allocations". */
 const char *fl__unit(const fl_tree_t *t);
+/* The unit for an amount n of it: "sample" when n is 1, else fl__unit. */
+const char *fl__unit_for(const fl_tree_t *t, double n);
 
 #define FL__MAX_NOTES 12
 #define FL__NOTE_SIZE 512

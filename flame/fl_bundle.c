@@ -213,6 +213,11 @@ const char *fl__unit(const fl_tree_t *t) {
   return fl__alloc_counts(t) ? "allocations" : fl__is_alloc(t) ? "bytes" : "samples";
 }
 
+const char *fl__unit_for(const fl_tree_t *t, double n) {
+  if (fabs(n) != 1) return fl__unit(t);
+  return fl__alloc_counts(t) ? "allocation" : fl__is_alloc(t) ? "byte" : "sample";
+}
+
 void fl__thousands(uint64_t n, char out[32]) {
   char digits[24];
   int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);
@@ -222,6 +227,12 @@ void fl__thousands(uint64_t n, char out[32]) {
     out[j++] = digits[i];
   }
   out[j] = '\0';
+}
+
+void fl_count_noun(uint64_t n, const char *one, const char *many, char *out, size_t size) {
+  char digits[32];
+  fl__thousands(n, digits);
+  snprintf(out, size, "%s %s", digits, n == 1 ? one : many);
 }
 
 /* Copies s into line, cleaned, cut between characters to fit. */
@@ -430,7 +441,7 @@ void fl__vanished_line(const fl_diff_t *d, const fl_vanished_t *v, char *out, si
   fl__amount(v->count, false, count);
   double total = fl__other_total(d);
   snprintf(out, size, "%s%s  \xe2\x80\x94 %s %s %s (%.3g%%)", f->func ? f->func : "[unknown]",
-           where, fl__other_name(d), count, fl__unit(fl_diff_tree(d)),
+           where, fl__other_name(d), count, fl__unit_for(fl_diff_tree(d), v->count),
            total > 0 ? 100 * v->count / total : 0);
 }
 

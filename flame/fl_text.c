@@ -383,7 +383,6 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   const fl_node_t *root = fl_tree_root(t);
   double other_total = fl__other_total(d);
   diff_layout_t l = {.d = d, .alloc = info->kind == FL_PROFILE_ALLOC && !weighs_counts(info)};
-  const char *unit = weighs_counts(info) ? " allocations" : " samples";
   if (l.alloc) {
     l.count_w = 10; /* "1023.9 KiB" */
     l.delta_w = 11;
@@ -398,8 +397,9 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   char a[48], b[48];
   format_diff_count(a, sizeof a, (double)root->count, false, l.alloc);
   format_diff_count(b, sizeof b, other_total, false, l.alloc);
-  fl__buf_printf(&line, "Total: %s %s%s, %s %s%s", fl__drawn_name(d), a, l.alloc ? "" : unit,
-                 fl__other_name(d), b, l.alloc ? "" : unit);
+  fl__buf_printf(&line, "Total: %s %s%s%s, %s %s%s%s", fl__drawn_name(d), a, l.alloc ? "" : " ",
+                 l.alloc ? "" : fl__unit_for(t, (double)root->count), fl__other_name(d), b,
+                 l.alloc ? "" : " ", l.alloc ? "" : fl__unit_for(t, other_total));
   if (info->kind == FL_PROFILE_CPU && info->interval_ns) {
     char iv[32];
     format_interval(iv, sizeof iv, info->interval_ns);

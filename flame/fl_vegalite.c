@@ -214,7 +214,6 @@ static json_t *tooltip_of(bool alloc, bool counts_only) {
  * when negated (the drawn profile comes first). New. */
 static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
   const fl_diff_opts_t *o = fl_diff_options(d);
-  const char *unit = fl__unit(fl_diff_tree(d));
   if (fl__alloc_counts(fl_diff_tree(d))) alloc = false; /* the counts are the allocations */
   bool self = o->delta == FL_DELTA_SELF;
   double other_total = fl__other_total(d);
@@ -222,24 +221,31 @@ static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
   fl__diff_legend(d, legend);
   const char *missing = o->negate ? "none (only in the baseline)" : "new";
 
+  /* The unit after an amount: one or many, as the amount says. */
+  char unit[5][96];
+  const char *fields_of[5] = {"datum.count", "datum.self", "datum.base", "datum.base_self",
+                              "datum.delta"};
+  for (int i = 0; i < 5; i++)
+    snprintf(unit[i], sizeof unit[i], "(abs(%s) === 1 ? ' %s' : ' %s')", fields_of[i],
+             fl__unit_for(fl_diff_tree(d), 1), fl__unit(fl_diff_tree(d)));
   fl__buf_t b = {0};
-  fl__buf_printf(&b, "'%s': format(datum.count, ',') + ' %s (' + format(datum.pct, '.4~r') + '%%)', ",
-                 fl__drawn_name(d), unit);
-  if (self) fl__buf_printf(&b, "'self': format(datum.self, ',') + ' %s', ", unit);
+  fl__buf_printf(&b, "'%s': format(datum.count, ',') + %s + ' (' + format(datum.pct, '.4~r') + '%%)', ",
+                 fl__drawn_name(d), unit[0]);
+  if (self) fl__buf_printf(&b, "'self': format(datum.self, ',') + %s, ", unit[1]);
   if (alloc) fl__buf_puts(&b, "'allocations': format(datum.allocs, ','), ");
-  fl__buf_printf(&b, "'%s': datum.base === null ? '%s' : format(datum.base, ',.2~f') + ' %s",
-                 fl__other_name(d), missing, unit);
+  fl__buf_printf(&b, "'%s': datum.base === null ? '%s' : format(datum.base, ',.2~f') + %s",
+                 fl__other_name(d), missing, unit[2]);
   if (other_total > 0)
-    fl__buf_printf(&b, " (' + format(100 * datum.base / %.17g, '.4~r') + '%%)', ", other_total);
+    fl__buf_printf(&b, " + ' (' + format(100 * datum.base / %.17g, '.4~r') + '%%)', ", other_total);
   else
-    fl__buf_puts(&b, "', ");
+    fl__buf_puts(&b, ", ");
   if (self)
     fl__buf_printf(&b, "'%s self': datum.base_self === null ? '%s' : "
-                   "format(datum.base_self, ',.2~f') + ' %s', ",
-                   fl__other_name(d), missing, unit);
-  fl__buf_printf(&b, "'delta': format(datum.delta, '+,.2~f') + ' %s%s (' + "
+                   "format(datum.base_self, ',.2~f') + %s, ",
+                   fl__other_name(d), missing, unit[3]);
+  fl__buf_printf(&b, "'delta': format(datum.delta, '+,.2~f') + %s%s + ' (' + "
                  "format(100 * datum.delta / %llu, '+.3~r') + '%% of the total)', ",
-                 self ? "self " : "", unit, (unsigned long long)(total ? total : 1));
+                 self ? "' self' + " : "", unit[4], (unsigned long long)(total ? total : 1));
   fl__buf_puts(&b, "'change': ");
   for (int i = 0; i < FL__N_CHANGES - 1; i++)
     fl__buf_printf(&b, "datum.change === '%s' ? '%s' : ", fl__change_name(legend[i].change),

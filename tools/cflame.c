@@ -527,32 +527,22 @@ static fl_profile_t *read_inputs(char *const *paths, int n, fl_input_kind_t kind
   return p;
 }
 
-/* v with thousands separators. */
-static void grouped(uint64_t v, char out[32]) {
-  char digits[32];
-  int len = snprintf(digits, sizeof digits, "%" PRIu64, v), k = 0;
-  for (int i = 0; i < len; i++) {
-    if (i && (len - i) % 3 == 0) out[k++] = ',';
-    out[k++] = digits[i];
-  }
-  out[k] = '\0';
-}
-
 /* "12,345 samples, one every 0.25 ms"; an allocation profile's "65,536
  * bytes in 1,024 allocations" (or "1,024 allocations"). */
 static void summary_of(const fl_profile_t *p, char *out, size_t size) {
   const fl_profile_info_t *info = fl_profile_info_const(p);
-  char n[32], allocs[32];
-  grouped(info->total_weight, n);
-  grouped(info->total_allocs, allocs);
-  if (info->kind == FL_PROFILE_ALLOC && info->weight_is_count)
-    snprintf(out, size, "%s allocations", n);
-  else if (info->kind == FL_PROFILE_ALLOC)
-    snprintf(out, size, "%s bytes in %s allocations", n, allocs);
-  else if (info->interval_ns)
-    snprintf(out, size, "%s samples, one every %g ms", n, (double)info->interval_ns / 1e6);
+  char n[64], allocs[64];
+  bool alloc = info->kind == FL_PROFILE_ALLOC, counts = alloc && info->weight_is_count;
+  const char *one = counts ? "allocation" : alloc ? "byte" : "sample";
+  const char *many = counts ? "allocations" : alloc ? "bytes" : "samples";
+  fl_count_noun(info->total_weight, one, many, n, sizeof n);
+  fl_count_noun(info->total_allocs, "allocation", "allocations", allocs, sizeof allocs);
+  if (alloc && !counts)
+    snprintf(out, size, "%s in %s", n, allocs);
+  else if (!alloc && info->interval_ns)
+    snprintf(out, size, "%s, one every %g ms", n, (double)info->interval_ns / 1e6);
   else
-    snprintf(out, size, "%s samples", n);
+    snprintf(out, size, "%s", n);
 }
 
 /* "a.perf, b.perf" (or "standard input"), cut to fit. */

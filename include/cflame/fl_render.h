@@ -82,6 +82,12 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
  * New reference, never NULL (err as for fl_vegalite). */
 json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
 
+/* n with thousands separators and its noun: "1 sample", "1,234 samples"
+ * (one when n is 1, else many), into out (at most size bytes, cut if it
+ * must be). The renderers write their counts so; front ends that write
+ * about the same profiles use it too. */
+void fl_count_noun(uint64_t n, const char *one, const char *many, char *out, size_t size);
+
 /* ---- differential flame graphs (fl_diff.h) ----
  *
  * The same three renderings of a diff: the drawn tree's layout, each frame

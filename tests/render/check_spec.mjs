@@ -453,6 +453,9 @@ async function checkSpec(spec, problems) {
   problems.push(...vgProblems.filter(p => !/Can not resolve event source: window/.test(p)));
 }
 
+/* "1 samples", "1 allocations": one of a thing said in the plural. */
+const ONE_OF_MANY = /(^|[^\d.,])[+-]?1 (samples|bytes|allocations|stacks)\b/;
+
 /* What is wrong with a frame's tooltip object, or null. */
 function tooltipProblem(tip, d) {
   if (!tip || typeof tip !== 'object') return 'no tooltip object';
@@ -460,6 +463,7 @@ function tooltipProblem(tip, d) {
   for (const [k, v] of Object.entries(tip)) {
     if (v === undefined) continue; // vega-tooltip leaves it out
     if (v === null || v === '?' || String(v) === 'null' || String(v) === 'undefined') return `${k} is ${v}`;
+    if (ONE_OF_MANY.test(String(v))) return `${k} is ${v}: one, in the plural`;
   }
   const where = d.file ? d.file + (d.line ? `:${d.line}` : '') : undefined;
   if (tip['file:line'] !== where) return `file:line ${tip['file:line']}, not ${where}`;
@@ -515,7 +519,7 @@ function checkSvg(svg, rows, problems) {
   // no "?" line, and the module not again when it is the file.
   for (const title of svg.match(/<title>[^<]*<\/title>/g) || []) {
     const lines = title.slice(7, -8).split('\n');
-    const bad = lines.find(l => l === '?' || /^(.+?)(:\d+)? \(\1\)$/.test(l));
+    const bad = lines.find(l => l === '?' || /^(.+?)(:\d+)? \(\1\)$/.test(l) || ONE_OF_MANY.test(l));
     if (bad !== undefined) {
       problems.push(`SVG tooltip line ${JSON.stringify(bad)} in ${JSON.stringify(title)}`);
       break;

@@ -527,7 +527,9 @@ static void test_alloc(void) {
   CHECK(json_object_get(json_array_get(rows_of(spec), 0), "allocs") != NULL);
   const char *tooltip = json_string_value(json_object_get(
       json_object_get(json_object_get(layer_named(spec, "frames"), "mark"), "tooltip"), "expr"));
-  CHECK(tooltip && strstr(tooltip, "' bytes (' + format(datum.pct") != NULL);
+  CHECK(tooltip && strstr(tooltip,
+                          "(abs(datum.count) === 1 ? ' byte' : ' bytes') + ' (' + "
+                          "format(datum.pct") != NULL);
   CHECK(tooltip && strstr(tooltip, "'allocations': format(datum.allocs") != NULL);
   CHECK(tooltip && strstr(tooltip, "samples") == NULL);
   const char *svg = json_string_value(json_object_get(bundle, SVG_MIME));
@@ -591,7 +593,9 @@ static void test_self_scaled_hostile(void) {
   const char *tooltip = json_string_value(json_object_get(
       json_object_get(json_object_get(layer_named(spec, "frames"), "mark"), "tooltip"), "expr"));
   CHECK(tooltip && strstr(tooltip, "'baseline self':") != NULL);
-  CHECK(tooltip && strstr(tooltip, "' self samples (") != NULL);
+  CHECK(tooltip && strstr(tooltip,
+                          "' self' + (abs(datum.delta) === 1 ? ' sample' : ' samples') "
+                          "+ ' (") != NULL);
   CHECK_STR(
       str_of(json_object_get(json_object_get(json_object_get(spec, "usermeta"), "cflame"), "diff"),
              "delta"),
