@@ -502,8 +502,9 @@ char *fl__clean_text(const char *s, bool lines) {
 /* The markdown item: svg as an HTML block, which in CommonMark runs from a
  * line that opens a <div> to the first blank line; so the copy has none.
  * The <div> scrolls where the page is narrower than the graph's smallest
- * scale. New. */
-static char *markdown_of(const char *svg) {
+ * scale. hint (NULL: none) is a paragraph under the graph, inside the same
+ * block. New. */
+static char *markdown_of(const char *svg, const char *hint) {
   fl__buf_t b = {0};
   fl__buf_puts(&b, "<div class=\"cflame-flamegraph\" style=\"overflow-x:auto\">\n");
   for (const char *p = svg; *p;) {
@@ -511,6 +512,22 @@ static char *markdown_of(const char *svg) {
     fl__buf_add(&b, p, n);
     for (p += n; *p == '\n'; p++) continue;
     if (*p) fl__buf_puts(&b, "\n");
+  }
+  if (hint && hint[0]) {
+    char *clean = fl__clean_text(hint, false);
+    fl__buf_puts(&b, "\n<p class=\"cflame-hint\" style=\"font-size:12px;opacity:0.75\">");
+    for (const char *c = clean; *c; c++) {
+      if (*c == '&')
+        fl__buf_puts(&b, "&amp;");
+      else if (*c == '<')
+        fl__buf_puts(&b, "&lt;");
+      else if (*c == '>')
+        fl__buf_puts(&b, "&gt;");
+      else
+        fl__buf_add(&b, c, 1);
+    }
+    fl__buf_puts(&b, "</p>");
+    free(clean);
   }
   fl__buf_puts(&b, "\n</div>\n");
   return fl__buf_take(&b);
@@ -520,7 +537,7 @@ static char *markdown_of(const char *svg) {
 static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
                          const char *text) {
   char *svg = fl__svg_rows(t, v, r);
-  char *markdown = markdown_of(svg);
+  char *markdown = markdown_of(svg, v->markdown_hint);
   json_t *bundle = fl__nonnull(json_object());
   json_object_set_new(bundle, "application/vnd.vegalite.v5+json", fl__vegalite_rows(t, v, r));
   json_object_set_new(bundle, "image/svg+xml", fl__nonnull(json_string(svg)));
@@ -535,8 +552,13 @@ static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__
  * report raw_text (freed here): as many rows as fit. New. */
 static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t *v,
                           char *raw_text) {
-  char *text = fl__clean_text(raw_text, true);
+  fl__buf_t lines = {0};
+  if (v->text_lead && v->text_lead[0]) fl__buf_printf(&lines, "%s\n", v->text_lead);
+  if (v->note && v->note[0]) fl__buf_printf(&lines, "%s\n", v->note);
+  fl__buf_puts(&lines, raw_text);
   free(raw_text);
+  char *text = fl__clean_text(lines.data, true);
+  fl__buf_free(&lines);
   json_t *bundle = NULL;
   fl__rows_t r;
   fl__rows_get(t, v->max_rows, &r);

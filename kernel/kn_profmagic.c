@@ -260,6 +260,18 @@ void kn_profreq_free(kn_profreq_t *req) {
 
 /* ---- showing ---- */
 
+/* What a graph's bundle says beside the graph (fl_view_opts_t): its text,
+ * which consoles and untrusted notebooks show, first says why a notebook
+ * shows it and how to trust the notebook; its markdown, which the classic
+ * notebook and exports show (they cannot draw the Vega-Lite view), ends by
+ * saying where the interactive view is. One line each. */
+static const char untrusted_lead[] =
+    "(An untrusted notebook shows this text, not the flame graph: File > Trust Notebook, or "
+    "jupyter trust NOTEBOOK.ipynb.)";
+static const char interactive_hint[] =
+    "Interactive view (zoom, search): open the notebook in JupyterLab, or %profsave NAME.html "
+    "for a page of its own.";
+
 /* Remembers a shown graph for %profsave. */
 static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
                      const kn_profreq_t *req, const char *root_name, json_t *bundle) {
@@ -277,19 +289,15 @@ json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t
   if (!tree) return NULL;
   char *summary = kn_prof_summary(prof);
   fl_view_opts_t view = req->view;
-  view.note = summary;
+  view.note = summary; /* under the title, and text/plain's summary line */
+  view.text_lead = untrusted_lead;
+  view.markdown_hint = interactive_hint;
   json_t *bundle = fl_bundle(tree, &view, err, err_size);
   if (!bundle) {
     fl_tree_destroy(&tree);
     free(summary);
     return NULL;
   }
-  /* The console shows text/plain: lead it with the summary line. */
-  const char *text = json_string_value(json_object_get(bundle, "text/plain"));
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "%s\n%s", summary, text ? text : "");
-  json_object_set_new(bundle, "text/plain", json_string(sb.data));
-  kn_strbuf_free(&sb);
 
   remember(kp, prof, NULL, req, root_name, bundle);
   fl_tree_destroy(&tree);
@@ -307,15 +315,10 @@ json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_pr
   kn_strbuf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
   fl_view_opts_t view = req->view;
   view.note = note.data;
+  view.text_lead = untrusted_lead;
+  view.markdown_hint = interactive_hint;
   json_t *bundle = fl_diff_bundle(d, &view, err, err_size);
-  if (bundle) {
-    const char *text = json_string_value(json_object_get(bundle, "text/plain"));
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "%s\n%s", note.data, text ? text : "");
-    json_object_set_new(bundle, "text/plain", json_string(sb.data));
-    kn_strbuf_free(&sb);
-    remember(kp, target, baseline, req, root_name, bundle);
-  }
+  if (bundle) remember(kp, target, baseline, req, root_name, bundle);
   fl_diff_destroy(&d);
   free(summary);
   kn_strbuf_free(&note);
@@ -529,7 +532,12 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     if (!strcmp(format, "svg")) {
       text = kn_strdup(svg);
     } else if (!strcmp(format, "text")) {
-      text = kn_strdup(json_string_value(json_object_get(bundle, "text/plain")));
+      /* The report as shown, but for the line that speaks to a notebook. */
+      const char *shown_text = json_string_value(json_object_get(bundle, "text/plain"));
+      size_t lead = strlen(untrusted_lead);
+      if (shown_text && !strncmp(shown_text, untrusted_lead, lead) && shown_text[lead] == '\n')
+        shown_text += lead + 1;
+      text = kn_strdup(shown_text);
     } else if (!strcmp(format, "html")) {
       const char *title = opts->title;
       kn_strbuf_t t = KN_STRBUF_INIT;
