@@ -98,8 +98,11 @@ def keep(bundle, name):
     # The markdown item carries the same SVG, for exports (nbconvert 6.5
     # strips SVG items); JupyterLab ranks markdown (60) below Vega-Lite (57),
     # and nothing it ranks above Vega-Lite (text/html, 50) is in the bundle.
+    # Under it, one line says where the interactive view is (the classic
+    # notebook shows the markdown item).
     svg_lines = [line for line in bundle[SVG_MIME].splitlines() if line]
-    assert bundle[MD_MIME].splitlines()[1:-1] == svg_lines
+    assert bundle[MD_MIME].splitlines()[1:-2] == svg_lines
+    assert bundle[MD_MIME].splitlines()[-2].startswith('<p class="cflame-hint"')
     assert "\n\n" not in bundle[MD_MIME].strip()
     assert_no_machinery(rows_of(bundle))
     STORE.add(bundle, name)
