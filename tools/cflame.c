@@ -733,6 +733,9 @@ static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) 
     say("%s", err);
     return -1;
   }
+  /* How the profiles were compared (intervals, programs of other names):
+   * the verdict depends on it. */
+  for (const char *const *note = fl_diff_notes(d); *note; note++) say("note: %s", *note);
   fl_grown_t *grown;
   size_t n = fl_diff_grown(d, c->fail_above / 100, &grown);
   const char *what = c->diff.delta == FL_DELTA_SELF ? "self share" : "share";

@@ -140,6 +140,8 @@ def test_programs_of_other_names_are_compared_as_one(tmp_path):
     assert r.returncode == 1, r.stderr
     assert listed(r.stderr) == {"work": (40.0, 60.0, 20.0)}, r.stderr
     assert "1 frame grew by more than 5 points" in r.stderr
+    assert ("cflame: note: each profile is one program: the target's bt_slow is compared with "
+            "the baseline's bt") in r.stderr
     # the programs and main matched: no frame is new, none vanished, and the
     # header says why the two programs were compared
     text = (tmp_path / "d.txt").read_text()
