@@ -150,8 +150,10 @@ size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out);
 /* The factor baseline counts were multiplied by (interval ratio, times the
  * normalization; with negate, target counts were divided by it), and notes
  * for the user, such as "the baseline was sampled every 0.5 ms and the
- * target every 1 ms: counts are compared per unit of time" and "baseline
- * scaled to the target's total (×1.23)". Borrowed strings, NULL-terminated
+ * target every 1 ms: counts are compared per unit of time", "baseline
+ * scaled to the target's total (×1.23)" and "each profile is one program:
+ * the target's bt_slow is compared with the baseline's bt". Borrowed
+ * strings, NULL-terminated
  * (an empty list when there is nothing to say). */
 double fl_diff_scale(const fl_diff_t *d);
 const char *const *fl_diff_notes(const fl_diff_t *d);
