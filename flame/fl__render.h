@@ -6,10 +6,12 @@
  *   layout   plot width and height, pixels per level, from the view options
  *            and the deepest drawn frame.
  *   kinds    what kind of code a frame is (root, cell code, system library,
- *            allocator, kernel, other), its legend label and base colour.
- *   colours  a frame's colour: its kind's palette, varied by a hash of the
+ *            allocator, kernel, other), its legend label and colour: one
+ *            table in fl_bundle.c.
+ *   colours  a frame's colour: its kind's, varied a little by a hash of the
  *            function name (as flamegraph.pl does), so that neighbours differ
- *            and a function has one colour everywhere.
+ *            and a function has one colour everywhere, and every frame looks
+ *            like its kind's swatch in the legend.
  *   notes    the lines under the title: the caller's note, a diff's notes
  *            and summary, and how many frames are not drawn.
  *   diffs    what a differential flame graph adds (fl_diff.h): its colours
@@ -86,7 +88,8 @@ fl__kind_t fl__kind_of(const fl_node_t *n);
 /* "cell code", "program code", "system library", "allocator", "kernel",
  * "other code", "root". */
 const char *fl__kind_label(fl__kind_t k);
-/* The kind's middle colour, "#rrggbb", for the legend. */
+/* The kind's colour, "#rrggbb": the legend's swatch, which each frame of
+ * the kind's colour (fl__node_color) is within 20 of on each channel. */
 const char *fl__kind_color(fl__kind_t k);
 /* A bit (1 << kind) for each kind among the rows. */
 unsigned fl__kinds_present(const fl__rows_t *r);
@@ -110,8 +113,10 @@ const fl__theme_t *fl__theme_of(const fl_view_opts_t *v);
 bool fl__is_alloc(const fl_tree_t *t);
 /* An allocation profile weighed by allocation counts, not bytes. */
 bool fl__alloc_counts(const fl_tree_t *t);
-/* What the x axis counts: "samples" or "bytes". */
+/* What the x axis counts: "samples", "bytes" or "allocations". */
 const char *fl__unit(const fl_tree_t *t);
+/* The unit for an amount n of it: "sample" when n is 1, else fl__unit. */
+const char *fl__unit_for(const fl_tree_t *t, double n);
 
 #define FL__MAX_NOTES 12
 #define FL__NOTE_SIZE 512
@@ -170,9 +175,11 @@ const char *fl__diff_legend_title(const fl_diff_t *d);
 void fl__diff_legend(const fl_diff_t *d, fl__legend_entry_t out[FL__N_CHANGES]);
 
 /* "grew: 3 frames, shrank: 2, new: 1, vanished: 1; 85% of the target
- * within noise": the drawn frames below the root by change, the vanished
- * ones, and fl_diff_neutral_share. */
-void fl__diff_summary(const fl_diff_t *d, char *out, size_t size);
+ * within noise": the frames drawn, the root included, by change (the rows
+ * r, or every node of the drawn tree when r is NULL), the vanished ones,
+ * and fl_diff_neutral_share. So each count is of frames in that change's
+ * colour. */
+void fl__diff_summary(const fl_diff_t *d, const fl__rows_t *r, char *out, size_t size);
 
 /* The vanished list under a diff: a header ("Vanished (in the baseline
  * only):", or "Only in the target (not drawn):" when negated), then at most

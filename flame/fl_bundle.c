@@ -110,24 +110,28 @@ void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l
 
 /* ---- kinds and colours ---- */
 
-typedef struct palette {
-  const char *label;
-  const char *middle; /* the colour at the middle of the ranges */
-  uint8_t r0, r_span, g0, g_span, b0, b_span;
-} palette_t;
+/* The kinds of code: each one's legend label and colour, and how far its
+ * frames' colours stray from that colour (fl__node_color): at most
+ * KIND_SPREAD / 2 on each channel, so that every frame looks like its
+ * kind's swatch in the legend, and neighbours still differ. Cell and
+ * program code are orange (flamegraph.pl's "hot" palette is red to yellow;
+ * its middle), system libraries blue, the allocator violet, the kernel
+ * green, other code khaki; the root is grey, and does not vary. Light
+ * enough for black labels, and bright enough on a dark background. */
+#define KIND_SPREAD 40
 
-/* Cell code is flamegraph.pl's "hot" palette (reds, oranges, yellows),
- * system libraries blues, the allocator violets, the kernel greens, other
- * code khaki; the root is grey. Light enough for black labels, and bright
- * enough on a dark background. */
-static const palette_t palettes[FL__N_KINDS] = {
-    [FL__KIND_CELL] = {"cell code", "#eb911e", 215, 40, 80, 130, 0, 60},
-    [FL__KIND_PROGRAM] = {"program code", "#eb911e", 215, 40, 80, 130, 0, 60},
-    [FL__KIND_SYSTEM] = {"system library", "#73b6ed", 90, 50, 160, 45, 220, 35},
-    [FL__KIND_ALLOC] = {"allocator", "#c393ed", 175, 40, 130, 35, 220, 35},
-    [FL__KIND_KERNEL] = {"kernel", "#82cf78", 110, 40, 190, 35, 100, 40},
-    [FL__KIND_OTHER] = {"other code", "#c5c5ac", 185, 25, 185, 25, 160, 25},
-    [FL__KIND_ROOT] = {"root", "#b0b0b0", 176, 0, 176, 0, 176, 0},
+static const struct kind_style {
+  const char *label;
+  const char *color; /* "#rrggbb": the legend's swatch, the middle of the frames' colours */
+  bool varies;
+} kinds[FL__N_KINDS] = {
+    [FL__KIND_CELL] = {"cell code", "#eb911e", true},
+    [FL__KIND_PROGRAM] = {"program code", "#eb911e", true},
+    [FL__KIND_SYSTEM] = {"system library", "#73b6ed", true},
+    [FL__KIND_ALLOC] = {"allocator", "#c393ed", true},
+    [FL__KIND_KERNEL] = {"kernel", "#82cf78", true},
+    [FL__KIND_OTHER] = {"other code", "#c5c5ac", true},
+    [FL__KIND_ROOT] = {"root", "#b0b0b0", false},
 };
 
 fl__kind_t fl__kind_of(const fl_node_t *n) {
@@ -141,10 +145,10 @@ fl__kind_t fl__kind_of(const fl_node_t *n) {
 }
 
 const char *fl__kind_label(fl__kind_t k) {
-  return palettes[k].label;
+  return kinds[k].label;
 }
 const char *fl__kind_color(fl__kind_t k) {
-  return palettes[k].middle;
+  return kinds[k].color;
 }
 
 unsigned fl__kinds_present(const fl__rows_t *r) {
@@ -164,16 +168,19 @@ static uint64_t name_hash(const char *s) {
 }
 
 void fl__node_color(const fl_node_t *n, char hex[8]) {
-  const palette_t *p = &palettes[fl__kind_of(n)];
-  uint64_t h = name_hash(n->frame.func ? n->frame.func : "");
-  /* Three independent fractions in [0, 1) from the hash. */
-  double v1 = (double)(h & 0xffff) / 65536.0;
-  double v2 = (double)((h >> 16) & 0xffff) / 65536.0;
-  double v3 = (double)((h >> 32) & 0xffff) / 65536.0;
-  unsigned r = p->r0 + (unsigned)(p->r_span * v3);
-  unsigned g = p->g0 + (unsigned)(p->g_span * v1);
-  unsigned b = p->b0 + (unsigned)(p->b_span * v2);
-  snprintf(hex, 8, "#%02x%02x%02x", r & 0xff, g & 0xff, b & 0xff);
+  const struct kind_style *k = &kinds[fl__kind_of(n)];
+  unsigned rgb[3];
+  sscanf(k->color, "#%02x%02x%02x", &rgb[0], &rgb[1], &rgb[2]);
+  if (k->varies) {
+    /* Three independent offsets in [-KIND_SPREAD / 2, KIND_SPREAD / 2) from
+     * the hash of the name: a function has one colour everywhere. */
+    uint64_t h = name_hash(n->frame.func ? n->frame.func : "");
+    for (int i = 0; i < 3; i++) {
+      int v = (int)rgb[i] + (int)((h >> (16 * i)) & 0xffff) * KIND_SPREAD / 65536 - KIND_SPREAD / 2;
+      rgb[i] = v < 0 ? 0 : v > 255 ? 255 : (unsigned)v;
+    }
+  }
+  snprintf(hex, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 
 void fl__row_color(const fl__rows_t *r, const fl_node_t *n, char hex[8]) {
@@ -206,6 +213,11 @@ const char *fl__unit(const fl_tree_t *t) {
   return fl__alloc_counts(t) ? "allocations" : fl__is_alloc(t) ? "bytes" : "samples";
 }
 
+const char *fl__unit_for(const fl_tree_t *t, double n) {
+  if (fabs(n) != 1) return fl__unit(t);
+  return fl__alloc_counts(t) ? "allocation" : fl__is_alloc(t) ? "byte" : "sample";
+}
+
 void fl__thousands(uint64_t n, char out[32]) {
   char digits[24];
   int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);
@@ -215,6 +227,12 @@ void fl__thousands(uint64_t n, char out[32]) {
     out[j++] = digits[i];
   }
   out[j] = '\0';
+}
+
+void fl_count_noun(uint64_t n, const char *one, const char *many, char *out, size_t size) {
+  char digits[32];
+  fl__thousands(n, digits);
+  snprintf(out, size, "%s %s", digits, n == 1 ? one : many);
 }
 
 /* Copies s into line, cleaned, cut between characters to fit. */
@@ -235,7 +253,8 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
 
 /* Splits note into lines of at most cols characters at spaces (a longer
  * word stands alone) into lines[*n...], while there is room. */
-static void wrap_note(const char *note, size_t cols, char lines[FL__MAX_NOTES][FL__NOTE_SIZE], int *n) {
+static void wrap_note(const char *note, size_t cols, char lines[FL__MAX_NOTES][FL__NOTE_SIZE],
+                      int *n) {
   const char *p = note;
   while (*p && *n < FL__MAX_NOTES) {
     size_t len = strlen(p), cut = len;
@@ -283,7 +302,7 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
     if (fl_diff_options(r->diff)->negate)
       snprintf(lines[n++], FL__NOTE_SIZE,
                "baseline layout, coloured by baseline \xe2\x88\x92 target");
-    fl__diff_summary(r->diff, lines[n++], FL__NOTE_SIZE);
+    fl__diff_summary(r->diff, r, lines[n++], FL__NOTE_SIZE);
   }
   uint64_t hidden_weight = 0;
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
@@ -381,11 +400,12 @@ void fl__diff_legend(const fl_diff_t *d, fl__legend_entry_t out[FL__N_CHANGES]) 
                                 FL__DIFF_NEW_COLOR};
 }
 
-void fl__diff_summary(const fl_diff_t *d, char *out, size_t size) {
+void fl__diff_summary(const fl_diff_t *d, const fl__rows_t *r, char *out, size_t size) {
   const fl_tree_t *t = fl_diff_tree(d);
   size_t by_change[FL__N_CHANGES] = {0};
-  for (size_t i = 1; i < fl_tree_n_nodes(t); i++) {
-    const fl_diff_node_t *dn = fl_diff_node(d, (uint32_t)i);
+  size_t n = r ? r->n : fl_tree_n_nodes(t);
+  for (size_t i = 0; i < n; i++) {
+    const fl_diff_node_t *dn = fl_diff_node(d, r ? r->rows[i]->id : (uint32_t)i);
     if (dn && (unsigned)dn->change < FL__N_CHANGES) by_change[dn->change]++;
   }
   const fl_vanished_t *vanished;
@@ -421,7 +441,7 @@ void fl__vanished_line(const fl_diff_t *d, const fl_vanished_t *v, char *out, si
   fl__amount(v->count, false, count);
   double total = fl__other_total(d);
   snprintf(out, size, "%s%s  \xe2\x80\x94 %s %s %s (%.3g%%)", f->func ? f->func : "[unknown]",
-           where, fl__other_name(d), count, fl__unit(fl_diff_tree(d)),
+           where, fl__other_name(d), count, fl__unit_for(fl_diff_tree(d), v->count),
            total > 0 ? 100 * v->count / total : 0);
 }
 
@@ -482,8 +502,9 @@ char *fl__clean_text(const char *s, bool lines) {
 /* The markdown item: svg as an HTML block, which in CommonMark runs from a
  * line that opens a <div> to the first blank line; so the copy has none.
  * The <div> scrolls where the page is narrower than the graph's smallest
- * scale. New. */
-static char *markdown_of(const char *svg) {
+ * scale. hint (NULL: none) is a paragraph under the graph, inside the same
+ * block. New. */
+static char *markdown_of(const char *svg, const char *hint) {
   fl__buf_t b = {0};
   fl__buf_puts(&b, "<div class=\"cflame-flamegraph\" style=\"overflow-x:auto\">\n");
   for (const char *p = svg; *p;) {
@@ -491,6 +512,22 @@ static char *markdown_of(const char *svg) {
     fl__buf_add(&b, p, n);
     for (p += n; *p == '\n'; p++) continue;
     if (*p) fl__buf_puts(&b, "\n");
+  }
+  if (hint && hint[0]) {
+    char *clean = fl__clean_text(hint, false);
+    fl__buf_puts(&b, "\n<p class=\"cflame-hint\" style=\"font-size:12px;opacity:0.75\">");
+    for (const char *c = clean; *c; c++) {
+      if (*c == '&')
+        fl__buf_puts(&b, "&amp;");
+      else if (*c == '<')
+        fl__buf_puts(&b, "&lt;");
+      else if (*c == '>')
+        fl__buf_puts(&b, "&gt;");
+      else
+        fl__buf_add(&b, c, 1);
+    }
+    fl__buf_puts(&b, "</p>");
+    free(clean);
   }
   fl__buf_puts(&b, "\n</div>\n");
   return fl__buf_take(&b);
@@ -500,7 +537,7 @@ static char *markdown_of(const char *svg) {
 static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
                          const char *text) {
   char *svg = fl__svg_rows(t, v, r);
-  char *markdown = markdown_of(svg);
+  char *markdown = markdown_of(svg, v->markdown_hint);
   json_t *bundle = fl__nonnull(json_object());
   json_object_set_new(bundle, "application/vnd.vegalite.v5+json", fl__vegalite_rows(t, v, r));
   json_object_set_new(bundle, "image/svg+xml", fl__nonnull(json_string(svg)));
@@ -515,8 +552,13 @@ static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__
  * report raw_text (freed here): as many rows as fit. New. */
 static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t *v,
                           char *raw_text) {
-  char *text = fl__clean_text(raw_text, true);
+  fl__buf_t lines = {0};
+  if (v->text_lead && v->text_lead[0]) fl__buf_printf(&lines, "%s\n", v->text_lead);
+  if (v->note && v->note[0]) fl__buf_printf(&lines, "%s\n", v->note);
+  fl__buf_puts(&lines, raw_text);
   free(raw_text);
+  char *text = fl__clean_text(lines.data, true);
+  fl__buf_free(&lines);
   json_t *bundle = NULL;
   fl__rows_t r;
   fl__rows_get(t, v->max_rows, &r);

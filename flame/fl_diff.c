@@ -44,7 +44,10 @@
  *        functions, and what makes f1 against f2 compare as the user means.
  *        Two leaf functions (all self weight) agree fully, so a renamed
  *        leaf pairs with its new name too.
- *     Distinct names are paired regardless of their relative order: with
+ *     The roots' children (each stack's outermost frame, a program) are
+     named by root_prefix where they start with it, and when each side has
+     one, not cell code, left unpaired, the two pair (fl_diff.h, "Roots").
+     Distinct names are paired regardless of their relative order: with
  *     lines on, siblings are ordered by (file, line), so redefining a
  *     function in a later cell moves it after its siblings, and a strict
  *     LCS over all names would then call one of them new.
@@ -128,15 +131,20 @@ static void side_free(side_t *s) {
   memset(s, 0, sizeof *s);
 }
 
-static void side_init(side_t *s, const fl_tree_t *t, fl__strset_t *names) {
+/* Names frames by their function, but a root (depth 1) whose name starts
+ * with root_prefix (not NULL) by root_prefix, so that such roots pair. */
+static void side_init(side_t *s, const fl_tree_t *t, fl__strset_t *names, const char *root_prefix) {
   s->t = t;
   s->n = fl_tree_n_nodes(t);
   s->name = fl__xmalloc(s->n, sizeof *s->name);
   s->end = fl__xmalloc(s->n, sizeof *s->end);
   s->partner = fl__xmalloc(s->n, sizeof *s->partner);
+  size_t prefix_len = root_prefix ? strlen(root_prefix) : 0;
   for (size_t i = s->n; i-- > 0;) {
     const fl_node_t *node = fl_tree_node(t, i);
-    s->name[i] = fl__strset_intern(names, node->frame.func);
+    bool by_prefix =
+        root_prefix && node->depth == 1 && !strncmp(node->frame.func, root_prefix, prefix_len);
+    s->name[i] = fl__strset_intern(names, by_prefix ? root_prefix : node->frame.func);
     s->end[i] =
         node->n_children ? s->end[node->children[node->n_children - 1]->id] : (uint32_t)i + 1;
     s->partner[i] = NONE;
@@ -228,9 +236,10 @@ typedef struct pair {
 } pair_t;
 
 typedef struct matcher {
-  side_t d, o;   /* the drawn and the other full tree */
-  pair_t *work;  /* matched pairs whose children are still to be matched */
-  size_t n_work; /* room for min(d.n, o.n): each node is matched once */
+  side_t d, o;       /* the drawn and the other full tree */
+  pair_t *work;      /* matched pairs whose children are still to be matched */
+  size_t n_work;     /* room for min(d.n, o.n): each node is matched once */
+  bool single_roots; /* the only roots paired across names */
 } matcher_t;
 
 static void pair_up(matcher_t *m, uint32_t d, uint32_t o) {
@@ -441,12 +450,29 @@ static void match_children(matcher_t *m, uint32_t d, uint32_t o) {
   free(k);
 }
 
+/* The only root of each side (see "Roots" in fl_diff.h) pair whatever
+ * their names, unless they are cell code, which pairs by its own rule.
+ * Returns whether it paired them. */
+static bool pair_single_roots(matcher_t *m) {
+  const fl_node_t *dr = fl_tree_root(m->d.t), * or = fl_tree_root(m->o.t);
+  if (dr->n_children != 1 || or->n_children != 1) return false;
+  const fl_node_t *a = dr->children[0], *b = or->children[0];
+  if (m->d.partner[a->id] != NONE || m->o.partner[b->id] != NONE ||
+      ((a->frame.flags | b->frame.flags) & FL_FRAME_REPL))
+    return false;
+  pair_up(m, a->id, b->id);
+  return true;
+}
+
 /* Matches the two full trees from their roots. */
 static void match_trees(matcher_t *m) {
   size_t cap = m->d.n < m->o.n ? m->d.n : m->o.n;
   m->work = fl__xmalloc(cap, sizeof *m->work);
   m->n_work = 0;
   pair_up(m, 0, 0);
+  m->n_work = 0;
+  match_children(m, 0, 0);
+  m->single_roots = pair_single_roots(m);
   while (m->n_work) {
     pair_t p = m->work[--m->n_work];
     match_children(m, p.d, p.o);
@@ -566,6 +592,29 @@ static void note_redefined(fl_diff_t *d, const char *const *names) {
            list, n == 1 ? "was" : "were", n == 1 ? "it is" : "each is");
 }
 
+/* Says which roots were paired across names: "each profile is one
+ * program: the target's bt_slow is compared with the baseline's bt", or
+ * "roots whose names start with "bt" are compared with each other". */
+static void note_roots(fl_diff_t *d, const matcher_t *m) {
+  const fl_node_t *root = fl_tree_root(m->d.t);
+  const fl_node_t *renamed = NULL; /* a drawn root paired across names */
+  for (size_t i = 0; i < root->n_children && !renamed; i++) {
+    const fl_node_t *a = root->children[i];
+    uint32_t p = m->d.partner[a->id];
+    if (p != NONE && strcmp(a->frame.func, fl_tree_node(m->o.t, p)->frame.func)) renamed = a;
+  }
+  if (!renamed) return;
+  if (m->single_roots) {
+    const char *drawn = renamed->frame.func;
+    const char *other = fl_tree_node(m->o.t, m->d.partner[renamed->id])->frame.func;
+    add_note(d, "each profile is one program: the target's %s is compared with the baseline's %s",
+             d->opts.negate ? other : drawn, d->opts.negate ? drawn : other);
+  } else {
+    add_note(d, "roots whose names start with \"%s\" are compared with each other",
+             d->opts.root_prefix);
+  }
+}
+
 /* ---- deltas ---- */
 
 /* The diff of drawn node x against its partner y (NULL: none), whose
@@ -628,7 +677,8 @@ static const char **redefined_functions(const fl_profile_t *target, const fl_pro
   for (int s = 0; s < 2; s++)
     for (size_t id = 0; id < fl_profile_n_frames(side[s]); id++) {
       const fl_frame_t *f = fl_profile_frame(side[s], (uint32_t)id);
-      if ((f->flags & (FL_FRAME_REPL | FL_FRAME_CELL_BODY)) == FL_FRAME_REPL && f->func && f->module)
+      if ((f->flags & (FL_FRAME_REPL | FL_FRAME_CELL_BODY)) == FL_FRAME_REPL && f->func &&
+          f->module)
         defs[n++] = (definition_t){.func = f->func, .module = f->module, .side = s};
     }
   qsort(defs, n, sizeof *defs, cmp_definition);
@@ -719,9 +769,10 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   double k = d->opts.negate ? 1 / d->scale : d->scale; /* other units -> drawn units */
 
   /* Matching. */
-  side_init(&m.d, d->full_drawn, &names);
-  side_init(&m.o, d->full_other, &names);
+  side_init(&m.d, d->full_drawn, &names, d->opts.root_prefix);
+  side_init(&m.o, d->full_other, &names, d->opts.root_prefix);
   match_trees(&m);
+  note_roots(d, &m);
 
   /* Shown ids against full ids. */
   size_t nfd = m.d.n, nfo = m.o.n, nsd = fl_tree_n_nodes(d->drawn), nso = fl_tree_n_nodes(d->other);

@@ -3,7 +3,7 @@
  *
  * The same rows, layout and colours as the Vega-Lite view (fl__render.h):
  * one <rect> per frame with a <title> child that holds the tooltip text
- * (function, file:line and module, samples or bytes with the percent of the
+ * (function, file:line and module where known, samples or bytes with the percent of the
  * total, self, and what C=false folded in), the function name drawn inside
  * where three characters fit and cut with "…" to the frame's width, the
  * title and notes above, a legend of the kinds of code below.
@@ -93,22 +93,24 @@ static size_t utf8_prefix(const char *s, size_t chars) {
   return i;
 }
 
-/* The first lines of a tooltip: function; location and module. */
+/* The first lines of a tooltip: the function, then where it is, when that
+ * is known: file:line, with the module where it is not the file (a cell's
+ * module is its file), or the module alone. A frame with neither (the
+ * root, a frame of folded stacks without lines) has no location line. */
 static void put_frame_id(fl__buf_t *b, const fl_frame_t *f) {
   put_text(b, f->func ? f->func : "[unknown]");
-  fl__buf_puts(b, "\n");
   if (f->file) {
+    fl__buf_puts(b, "\n");
     put_text(b, f->file);
     if (f->line > 0) fl__buf_printf(b, ":%d", f->line);
-    if (f->module) {
+    if (f->module && strcmp(f->module, f->file) != 0) {
       fl__buf_puts(b, " (");
       put_text(b, f->module);
       fl__buf_puts(b, ")");
     }
   } else if (f->module) {
+    fl__buf_puts(b, "\n");
     put_text(b, f->module);
-  } else {
-    fl__buf_puts(b, "?");
   }
 }
 
@@ -122,23 +124,22 @@ static void put_folded(fl__buf_t *b, const fl_node_t *n) {
 
 /* The tooltip: function; location and module; weight, percent and self;
  * what was folded in. */
-static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc,
-                      bool counts) {
-  char count[32], self[32], allocs[32];
-  fl__thousands(n->count, count);
-  fl__thousands(n->self, self);
-  fl__thousands(n->allocs, allocs);
+static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc, bool counts) {
+  char count[64], self[64], allocs[64];
+  const char *one = counts ? "allocation" : alloc ? "byte" : "sample";
+  const char *many = counts ? "allocations" : alloc ? "bytes" : "samples";
+  fl_count_noun(n->count, one, many, count, sizeof count);
+  if (alloc && !counts)
+    fl_count_noun(n->self, one, many, self, sizeof self);
+  else
+    fl__thousands(n->self, self);
+  fl_count_noun(n->allocs, "allocation", "allocations", allocs, sizeof allocs);
   double pct = total ? 100.0 * (double)n->count / (double)total : 0;
 
   fl__buf_puts(b, "<title>");
   put_frame_id(b, &n->frame);
-  if (counts)
-    fl__buf_printf(b, "\n%s allocations (%.4g%%), self %s", count, pct, self);
-  else if (alloc)
-    fl__buf_printf(b, "\n%s bytes (%.4g%%), self %s bytes, %s allocations", count, pct, self,
-                   allocs);
-  else
-    fl__buf_printf(b, "\n%s samples (%.4g%%), self %s", count, pct, self);
+  fl__buf_printf(b, "\n%s (%.4g%%), self %s", count, pct, self);
+  if (alloc && !counts) fl__buf_printf(b, ", %s", allocs);
   put_folded(b, n);
   fl__buf_puts(b, "</title>");
 }
@@ -151,7 +152,7 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
                            bool alloc) {
   const fl_diff_node_t *dn = fl_diff_node(d, n->id);
   const fl_diff_opts_t *o = fl_diff_options(d);
-  const char *unit = fl__unit(fl_diff_tree(d));
+  const fl_tree_t *t = fl_diff_tree(d);
   bool self = o->delta == FL_DELTA_SELF;
   fl__legend_entry_t legend[FL__N_CHANGES];
   fl__diff_legend(d, legend);
@@ -163,7 +164,8 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
 
   fl__buf_puts(b, "<title>");
   put_frame_id(b, &n->frame);
-  fl__buf_printf(b, "\n%s: %s %s (%.4g%%)", fl__drawn_name(d), count, unit, pct);
+  fl__buf_printf(b, "\n%s: %s %s (%.4g%%)", fl__drawn_name(d), count,
+                 fl__unit_for(t, (double)n->count), pct);
   if (self) {
     fl__amount((double)n->self, false, count);
     fl__buf_printf(b, ", self %s", count);
@@ -173,14 +175,15 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
     fl__buf_puts(b, o->negate ? "none (only in the baseline)" : "new");
   } else {
     fl__amount(dn->base, false, base);
-    fl__buf_printf(b, "%s %s", base, unit);
+    fl__buf_printf(b, "%s %s", base, fl__unit_for(t, dn->base));
     if (other_total > 0) fl__buf_printf(b, " (%.4g%%)", 100 * dn->base / other_total);
     if (self) {
       fl__amount(dn->base_self, false, base);
       fl__buf_printf(b, ", self %s", base);
     }
   }
-  fl__buf_printf(b, "\ndelta: %s %s%s (%+.3g%% of the total), ", delta, self ? "self " : "", unit,
+  fl__buf_printf(b, "\ndelta: %s %s%s (%+.3g%% of the total), ", delta, self ? "self " : "",
+                 fl__unit_for(t, dn ? dn->delta : 0),
                  total ? 100.0 * (dn ? dn->delta : 0) / (double)total : 0.0);
   fl_change_t change = dn ? dn->change : FL_CHANGE_SAME;
   for (int i = 0; i < FL__N_CHANGES; i++)

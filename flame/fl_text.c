@@ -43,7 +43,7 @@
  * summary; the vanished frames at the end (at most 20, widest first):
  *
  *   Total: target 602 samples, baseline 510 samples (interval 1 ms)
- *   grew: 2 frames, shrank: 1, new: 1, vanished: 2; 25.2% of the target within noise
+ *   grew: 3 frames, shrank: 1, new: 1, vanished: 2; 25.2% of the target within noise
  *     Target Baseline    Delta  Change  Frame
  *        602      510      +92  grew    cell[2]
  *        602      510      +92  grew      main  cell[1]:3
@@ -141,8 +141,8 @@ static void format_interval(char *buf, size_t size, uint64_t ns) {
 /* ---- common parts ---- */
 
 typedef struct layout {
-  bool alloc;  /* bytes, with an Allocs column */
-  bool counts; /* an allocation profile weighed by allocation counts */
+  bool alloc;            /* bytes, with an Allocs column */
+  bool counts;           /* an allocation profile weighed by allocation counts */
   int count_w, allocs_w; /* column widths */
 } layout_t;
 
@@ -383,7 +383,6 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   const fl_node_t *root = fl_tree_root(t);
   double other_total = fl__other_total(d);
   diff_layout_t l = {.d = d, .alloc = info->kind == FL_PROFILE_ALLOC && !weighs_counts(info)};
-  const char *unit = weighs_counts(info) ? " allocations" : " samples";
   if (l.alloc) {
     l.count_w = 10; /* "1023.9 KiB" */
     l.delta_w = 11;
@@ -398,8 +397,9 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   char a[48], b[48];
   format_diff_count(a, sizeof a, (double)root->count, false, l.alloc);
   format_diff_count(b, sizeof b, other_total, false, l.alloc);
-  fl__buf_printf(&line, "Total: %s %s%s, %s %s%s", fl__drawn_name(d), a, l.alloc ? "" : unit,
-                 fl__other_name(d), b, l.alloc ? "" : unit);
+  fl__buf_printf(&line, "Total: %s %s%s%s, %s %s%s%s", fl__drawn_name(d), a, l.alloc ? "" : " ",
+                 l.alloc ? "" : fl__unit_for(t, (double)root->count), fl__other_name(d), b,
+                 l.alloc ? "" : " ", l.alloc ? "" : fl__unit_for(t, other_total));
   if (info->kind == FL_PROFILE_CPU && info->interval_ns) {
     char iv[32];
     format_interval(iv, sizeof iv, info->interval_ns);
@@ -414,7 +414,7 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   for (const char *const *note = fl_diff_notes(d); note && *note; note++)
     put_line(&out, *note, strlen(*note), o->cols);
   char summary[512];
-  fl__diff_summary(d, summary, sizeof summary);
+  fl__diff_summary(d, NULL, summary, sizeof summary);
   put_line(&out, summary, strlen(summary), o->cols);
 
   line.len = 0;

@@ -154,15 +154,43 @@ static json_t *rows_of(const fl__rows_t *r, bool alloc) {
  * value) per line, in the order of their format strings. */
 // clang-format off
 
-/* The tooltip, as one expression that builds the object vega-tooltip shows
- * (key: value, in order): function, file:line, module, samples (bytes),
- * self, percent, and for frames with folded-in code what was folded.
- * Unknown locations show "?", not "null". New. */
+/* The tooltip: an object vega-tooltip shows key by key, in order. Its
+ * first fields are the function and where the frame is, as far as that is
+ * known: 'file:line', and 'module' where it is not the file (a cell's
+ * module is its file). A key without a value would show as "null", so the
+ * expression picks among objects that hold only the keys a row has values
+ * for: the location's four cases, each with fields (the counts) and, for
+ * frames with code folded in, folded. New string. */
+static char *tooltip_objects(const char *fields, const char *folded) {
+  static const char *const where[4] = {
+      "'file:line': datum.file + (datum.line ? ':' + datum.line : ''), 'module': datum.module, ",
+      "'file:line': datum.file + (datum.line ? ':' + datum.line : ''), ",
+      "'module': datum.module, ",
+      "",
+  };
+  fl__buf_t b = {0};
+  for (int with_folded = 1; with_folded >= 0; with_folded--) {
+    const char *tail = with_folded ? folded : "";
+    fl__buf_puts(&b, with_folded ? "datum.status ? " : " : ");
+    fl__buf_printf(&b,
+                   "(datum.file ? (datum.module && datum.module !== datum.file ? "
+                   "{'function': datum.func, %s%s%s} : {'function': datum.func, %s%s%s}) : "
+                   "datum.module ? {'function': datum.func, %s%s%s} : "
+                   "{'function': datum.func, %s%s%s})",
+                   where[0], fields, tail, where[1], fields, tail, where[2], fields, tail,
+                   where[3], fields, tail);
+  }
+  return fl__buf_take(&b);
+}
+
+/* What frames with code folded in add to their tooltip. */
+#define FOLDED_FIELD                                                 \
+  ", 'folded in': (datum.status & 1 ? 'system libraries' : '') + " \
+  "(datum.status === 3 ? ', ' : '') + (datum.status & 2 ? 'allocator' : '')"
+
+/* The tooltip of a plain graph: function and location, then samples
+ * (bytes), self, percent, and what was folded in. New. */
 static json_t *tooltip_of(bool alloc, bool counts_only) {
-  static const char common[] =
-      "'function': datum.func, "
-      "'file:line': datum.file ? datum.file + (datum.line ? ':' + datum.line : '') : '?', "
-      "'module': datum.module || '?', ";
   static const char cpu[] =
       "'samples': format(datum.count, ','), 'self': format(datum.self, ','), "
       "'percent': format(datum.pct, '.4~r') + '%'";
@@ -172,14 +200,10 @@ static json_t *tooltip_of(bool alloc, bool counts_only) {
   static const char allocations[] =
       "'allocations': format(datum.count, ','), 'self allocations': format(datum.self, ','), "
       "'percent': format(datum.pct, '.4~r') + '%'";
-  static const char folded[] =
-      ", 'folded in': (datum.status & 1 ? 'system libraries' : '') + "
-      "(datum.status === 3 ? ', ' : '') + (datum.status & 2 ? 'allocator' : '')";
-  const char *counts = counts_only ? allocations : alloc ? bytes : cpu;
-  char expr[2048];
-  snprintf(expr, sizeof expr, "datum.status ? {%s%s%s} : {%s%s}", common, counts, folded, common,
-           counts);
-  return json_pack("{s:s}", "expr", expr);
+  char *expr = tooltip_objects(counts_only ? allocations : alloc ? bytes : cpu, FOLDED_FIELD);
+  json_t *tooltip = json_pack("{s:s}", "expr", expr);
+  free(expr);
+  return tooltip;
 }
 
 /* The tooltip of a diff's frame: function, file:line and module as for a
@@ -190,7 +214,6 @@ static json_t *tooltip_of(bool alloc, bool counts_only) {
  * when negated (the drawn profile comes first). New. */
 static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
   const fl_diff_opts_t *o = fl_diff_options(d);
-  const char *unit = fl__unit(fl_diff_tree(d));
   if (fl__alloc_counts(fl_diff_tree(d))) alloc = false; /* the counts are the allocations */
   bool self = o->delta == FL_DELTA_SELF;
   double other_total = fl__other_total(d);
@@ -198,40 +221,39 @@ static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
   fl__diff_legend(d, legend);
   const char *missing = o->negate ? "none (only in the baseline)" : "new";
 
+  /* The unit after an amount: one or many, as the amount says. */
+  char unit[5][96];
+  const char *fields_of[5] = {"datum.count", "datum.self", "datum.base", "datum.base_self",
+                              "datum.delta"};
+  for (int i = 0; i < 5; i++)
+    snprintf(unit[i], sizeof unit[i], "(abs(%s) === 1 ? ' %s' : ' %s')", fields_of[i],
+             fl__unit_for(fl_diff_tree(d), 1), fl__unit(fl_diff_tree(d)));
   fl__buf_t b = {0};
-  fl__buf_puts(&b,
-               "'function': datum.func, "
-               "'file:line': datum.file ? datum.file + (datum.line ? ':' + datum.line : '') : '?', "
-               "'module': datum.module || '?', ");
-  fl__buf_printf(&b, "'%s': format(datum.count, ',') + ' %s (' + format(datum.pct, '.4~r') + '%%)', ",
-                 fl__drawn_name(d), unit);
-  if (self) fl__buf_printf(&b, "'self': format(datum.self, ',') + ' %s', ", unit);
+  fl__buf_printf(&b, "'%s': format(datum.count, ',') + %s + ' (' + format(datum.pct, '.4~r') + '%%)', ",
+                 fl__drawn_name(d), unit[0]);
+  if (self) fl__buf_printf(&b, "'self': format(datum.self, ',') + %s, ", unit[1]);
   if (alloc) fl__buf_puts(&b, "'allocations': format(datum.allocs, ','), ");
-  fl__buf_printf(&b, "'%s': datum.base === null ? '%s' : format(datum.base, ',.2~f') + ' %s",
-                 fl__other_name(d), missing, unit);
+  fl__buf_printf(&b, "'%s': datum.base === null ? '%s' : format(datum.base, ',.2~f') + %s",
+                 fl__other_name(d), missing, unit[2]);
   if (other_total > 0)
-    fl__buf_printf(&b, " (' + format(100 * datum.base / %.17g, '.4~r') + '%%)', ", other_total);
+    fl__buf_printf(&b, " + ' (' + format(100 * datum.base / %.17g, '.4~r') + '%%)', ", other_total);
   else
-    fl__buf_puts(&b, "', ");
+    fl__buf_puts(&b, ", ");
   if (self)
     fl__buf_printf(&b, "'%s self': datum.base_self === null ? '%s' : "
-                   "format(datum.base_self, ',.2~f') + ' %s', ",
-                   fl__other_name(d), missing, unit);
-  fl__buf_printf(&b, "'delta': format(datum.delta, '+,.2~f') + ' %s%s (' + "
+                   "format(datum.base_self, ',.2~f') + %s, ",
+                   fl__other_name(d), missing, unit[3]);
+  fl__buf_printf(&b, "'delta': format(datum.delta, '+,.2~f') + %s%s + ' (' + "
                  "format(100 * datum.delta / %llu, '+.3~r') + '%% of the total)', ",
-                 self ? "self " : "", unit, (unsigned long long)(total ? total : 1));
+                 self ? "' self' + " : "", unit[4], (unsigned long long)(total ? total : 1));
   fl__buf_puts(&b, "'change': ");
   for (int i = 0; i < FL__N_CHANGES - 1; i++)
     fl__buf_printf(&b, "datum.change === '%s' ? '%s' : ", fl__change_name(legend[i].change),
                    legend[i].label);
   fl__buf_printf(&b, "'%s'", legend[FL__N_CHANGES - 1].label);
   char *fields = fl__buf_take(&b);
-  static const char folded[] =
-      ", 'folded in': (datum.status & 1 ? 'system libraries' : '') + "
-      "(datum.status === 3 ? ', ' : '') + (datum.status & 2 ? 'allocator' : '')";
-  fl__buf_printf(&b, "datum.status ? {%s%s} : {%s}", fields, folded, fields);
+  char *expr = tooltip_objects(fields, FOLDED_FIELD);
   free(fields);
-  char *expr = fl__buf_take(&b);
   json_t *tooltip = json_pack("{s:s}", "expr", expr);
   free(expr);
   return tooltip;

@@ -13,6 +13,7 @@
 
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_collect.h"
+#include "cflame/fl_render.h"
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
 #include "kn_names.h"
@@ -435,14 +436,14 @@ static const char *tail_call_note(const fl_profile_info_t *info) {
 char *kn_prof_summary(const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
   kn_strbuf_t sb = KN_STRBUF_INIT;
-  char samples[32], interval[32];
-  group_digits(samples, sizeof samples, info->samples);
+  char interval[32];
   format_interval(interval, sizeof interval, info->interval_ns);
   double represented = (double)info->total_weight * (double)info->interval_ns / 1e9;
   if (info->kind == FL_PROFILE_ALLOC) {
-    char allocs[32], calls[32], size[32];
-    group_digits(allocs, sizeof allocs, info->total_allocs);
-    group_digits(calls, sizeof calls, info->calls);
+    char allocs[64], calls[64], sampled[64], size[32];
+    fl_count_noun(info->calls, "allocation call", "allocation calls", calls, sizeof calls);
+    fl_count_noun(info->samples, "sampled allocation", "sampled allocations", sampled,
+                  sizeof sampled);
     double b = info->weight_is_count ? 0 : (double)info->total_weight;
     if (b >= 1 << 20)
       snprintf(size, sizeof size, "%.1f MiB", b / (1 << 20));
@@ -450,16 +451,15 @@ char *kn_prof_summary(const fl_profile_t *prof) {
       snprintf(size, sizeof size, "%.1f KiB", b / (1 << 10));
     else
       snprintf(size, sizeof size, "%.0f B", b);
-    kn_strbuf_printf(&sb, "%s%s allocation%s", info->sample_rate < 1 ? "~" : "", allocs,
-                     info->total_allocs == 1 ? "" : "s");
+    fl_count_noun(info->total_allocs, "allocation", "allocations", allocs, sizeof allocs);
+    kn_strbuf_printf(&sb, "%s%s", info->sample_rate < 1 ? "~" : "", allocs);
     if (!info->weight_is_count) kn_strbuf_printf(&sb, " of %s%s", info->sample_rate < 1 ? "~" : "", size);
     if (info->live_only) kn_strbuf_puts(&sb, " still allocated at the end (live=true)");
     if (info->sample_rate < 1)
-      kn_strbuf_printf(&sb, ", estimated from %s sampled allocation%s (sample_rate=%g)", samples,
-                       info->samples == 1 ? "" : "s", info->sample_rate);
+      kn_strbuf_printf(&sb, ", estimated from %s (sample_rate=%g)", sampled, info->sample_rate);
     else
       kn_strbuf_puts(&sb, ", every one recorded (sample_rate=1)");
-    if (info->calls) kn_strbuf_printf(&sb, "; the run made %s allocation calls", calls);
+    if (info->calls) kn_strbuf_printf(&sb, "; the run made %s", calls);
     if (info->dropped) {
       char dropped[32];
       group_digits(dropped, sizeof dropped, info->dropped);
@@ -472,17 +472,18 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   /* A sample is one interval of CPU time: the unit of every count the
    * graphs and reports show. A stack the sampler recorded late stands for
    * the intervals it spanned, so there can be more samples than stacks. */
-  char weight[32];
-  group_digits(weight, sizeof weight, info->total_weight);
+  char weight[64], stacks[64];
+  fl_count_noun(info->total_weight, "sample", "samples", weight, sizeof weight);
+  fl_count_noun(info->samples, "stack", "stacks", stacks, sizeof stacks);
   if (!info->interval_ns) {
     /* Read from a file that does not say how often it sampled. */
-    kn_strbuf_printf(&sb, "%s samples in %s stacks%s%s", weight, samples,
-                     info->source[0] ? " from " : "", info->source);
+    kn_strbuf_printf(&sb, "%s in %s%s%s", weight, stacks, info->source[0] ? " from " : "",
+                     info->source);
     return kn_strbuf_steal(&sb);
   }
-  kn_strbuf_printf(&sb, "%s samples every %s of CPU represent %.3f s of CPU", weight, interval,
-                   represented);
-  kn_strbuf_printf(&sb, ", from %s stacks recorded", samples);
+  kn_strbuf_printf(&sb, "%s every %s of CPU represent%s %.3f s of CPU", weight, interval,
+                   info->total_weight == 1 ? "s" : "", represented);
+  kn_strbuf_printf(&sb, ", from %s recorded", stacks);
   if (info->cpu_seconds > 0)
     kn_strbuf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
   if (info->cpu_seconds > 0 || info->wall_seconds > 0)

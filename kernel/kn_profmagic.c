@@ -43,6 +43,7 @@ static const group_spec_t all_options[] = {
     {KN_OPTS_DIFF, {"normalize", KN_OPT_BOOL, NULL, 1, 0, "scale the baseline to the target's total first (default false)"}},
     {KN_OPTS_DIFF, {"delta", KN_OPT_ENUM, "total|self", 1, 0, "inclusive change per frame, or self change (default total)"}},
     {KN_OPTS_DIFF, {"noise", KN_OPT_DOUBLE, NULL, 0, 1000, "z-score under which a change is noise (default 2; 0: off)"}},
+    {KN_OPTS_DIFF, {"root_prefix", KN_OPT_STRING, NULL, 1, 0, "outermost frames (programs) whose names start with this are compared as one (default: by name)"}},
     {KN_OPTS_ALLOC, {"sample_rate", KN_OPT_DOUBLE, NULL, 1e-6, 1, "share of allocations recorded (default 0.1; 1: every one, exactly)"}},
     {KN_OPTS_ALLOC, {"weight", KN_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes (default) or by allocation count"}},
     {KN_OPTS_ALLOC, {"live", KN_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends (default false)"}},
@@ -236,6 +237,10 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   if ((v = kn_opts_get(&o, "delta")) && v->set)
     req->diff.delta = !strcmp(v->s, "self") ? FL_DELTA_SELF : FL_DELTA_TOTAL;
   if ((v = kn_opts_get(&o, "noise")) && v->set) req->diff.noise = v->d;
+  if ((v = kn_opts_get(&o, "root_prefix")) && v->set) {
+    req->root_prefix = kn_strdup(v->s);
+    req->diff.root_prefix = req->root_prefix;
+  }
 
   req->positional = kn_xcalloc(o.n_positional + 1, sizeof *req->positional);
   for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = kn_strdup(o.positional[i]);
@@ -249,12 +254,25 @@ void kn_profreq_free(kn_profreq_t *req) {
   free(req->filter);
   free(req->threads);
   free(req->title);
+  free(req->root_prefix);
   free(req->baseline);
   free(req->args);
   memset(req, 0, sizeof *req);
 }
 
 /* ---- showing ---- */
+
+/* What a graph's bundle says beside the graph (fl_view_opts_t): its text,
+ * which consoles and untrusted notebooks show, first says why a notebook
+ * shows it and how to trust the notebook; its markdown, which the classic
+ * notebook and exports show (they cannot draw the Vega-Lite view), ends by
+ * saying where the interactive view is. One line each. */
+static const char untrusted_lead[] =
+    "(An untrusted notebook shows this text, not the flame graph: File > Trust Notebook, or "
+    "jupyter trust NOTEBOOK.ipynb.)";
+static const char interactive_hint[] =
+    "Interactive view (zoom, search): open the notebook in JupyterLab, or %profsave NAME.html "
+    "for a page of its own.";
 
 /* Remembers a shown graph for %profsave. */
 static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
@@ -273,20 +291,15 @@ json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t
   if (!tree) return NULL;
   char *summary = kn_prof_summary(prof);
   fl_view_opts_t view = req->view;
-  view.note = summary;
+  view.note = summary; /* under the title, and text/plain's summary line */
+  view.text_lead = untrusted_lead;
+  view.markdown_hint = interactive_hint;
   json_t *bundle = fl_bundle(tree, &view, err, err_size);
   if (!bundle) {
     fl_tree_destroy(&tree);
     free(summary);
     return NULL;
   }
-  /* The console shows text/plain: lead it with the summary line. */
-  const char *text = json_string_value(json_object_get(bundle, "text/plain"));
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "%s\n%s", summary, text ? text : "");
-  json_object_set_new(bundle, "text/plain", kn_wire_text(sb.data));
-  kn_strbuf_free(&sb);
-
   remember(kp, prof, NULL, req, root_name, bundle);
   fl_tree_destroy(&tree);
   free(summary);
@@ -303,15 +316,10 @@ json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_pr
   kn_strbuf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
   fl_view_opts_t view = req->view;
   view.note = note.data;
+  view.text_lead = untrusted_lead;
+  view.markdown_hint = interactive_hint;
   json_t *bundle = fl_diff_bundle(d, &view, err, err_size);
-  if (bundle) {
-    const char *text = json_string_value(json_object_get(bundle, "text/plain"));
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "%s\n%s", note.data, text ? text : "");
-    json_object_set_new(bundle, "text/plain", kn_wire_text(sb.data));
-    kn_strbuf_free(&sb);
-    remember(kp, target, baseline, req, root_name, bundle);
-  }
+  if (bundle) remember(kp, target, baseline, req, root_name, bundle);
   fl_diff_destroy(&d);
   free(summary);
   kn_strbuf_free(&note);
@@ -508,7 +516,12 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     if (!strcmp(format, "svg")) {
       text = kn_strdup(svg);
     } else if (!strcmp(format, "text")) {
-      text = kn_strdup(json_string_value(json_object_get(bundle, "text/plain")));
+      /* The report as shown, but for the line that speaks to a notebook. */
+      const char *shown_text = json_string_value(json_object_get(bundle, "text/plain"));
+      size_t lead = strlen(untrusted_lead);
+      if (shown_text && !strncmp(shown_text, untrusted_lead, lead) && shown_text[lead] == '\n')
+        shown_text += lead + 1;
+      text = kn_strdup(shown_text);
     } else if (!strcmp(format, "html")) {
       const char *title = opts->title;
       kn_strbuf_t t = KN_STRBUF_INIT;

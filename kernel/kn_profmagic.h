@@ -59,11 +59,12 @@ typedef struct kn_profreq {
    * options that do not fit the kind of profile). */
   bool delay_set, n_set, sample_rate_set, weight_set, live_set, minwidth_set, lines_set;
   size_t n_set_options; /* how many key=value options were written */
-  /* Storage behind the pointers in tree and view. */
+  /* Storage behind the pointers in tree, view and diff. */
   char **pruned;
   char *filter;
   int *threads;
   char *title;
+  char *root_prefix; /* owns diff.root_prefix */
   char **positional; /* words that are not options (NULL-terminated) */
   char *args;        /* the option words as written (for %profsave) */
 } kn_profreq_t;

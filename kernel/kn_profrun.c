@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_render.h"
 #include "kn_exec.h"
 #include "kn_names.h"
 #include "kn_prof.h"
@@ -87,19 +88,21 @@ static void allocs_done(kn_exec_t *e, json_t *ev) {
     kn_strbuf_free(&sb);
   } else if (fl_profile_n_samples(prof) == 0) {
     kn_strbuf_t sb = KN_STRBUF_INIT;
+    char calls[64];
+    fl_count_noun(run.calls, "allocation call", "allocation calls", calls, sizeof calls);
     if (run.calls == 0)
       kn_strbuf_puts(&sb, "No allocations: the cell made no call to malloc, calloc, realloc or an "
                           "aligned allocation function while it ran.\n");
     else if (run.live)
-      kn_strbuf_printf(&sb, "Nothing is still allocated: of the %llu allocation calls the cell made"
+      kn_strbuf_printf(&sb, "Nothing is still allocated: of the %s the cell made"
                             "%s, every block recorded was freed before it ended (live=true).\n",
-                       (unsigned long long)run.calls,
+                       calls,
                        run.sample_rate < 1 ? " (a sample of them recorded)" : "");
     else
-      kn_strbuf_printf(&sb, "No allocation was sampled: the cell made %llu allocation calls and "
+      kn_strbuf_printf(&sb, "No allocation was sampled: the cell made %s and "
                             "sample_rate=%g recorded none of them; use a higher sample_rate= "
                             "(1 records every one).\n",
-                       (unsigned long long)run.calls, run.sample_rate);
+                       calls, run.sample_rate);
     kn_exec_output(e, 'O', sb.data, sb.len);
     kn_strbuf_free(&sb);
   } else {

@@ -139,6 +139,11 @@ static const char usage_text[] =
     "                         total)\n"
     "      --noise Z          changes under Z standard errors are drawn as noise;\n"
     "                         0 turns this off (default: 2)\n"
+    "      --root-prefix TEXT the outermost frames (the programs) whose names\n"
+    "                         start with TEXT are compared with each other, as\n"
+    "                         one program (default: by name; when each profile\n"
+    "                         is one program, the two are compared whatever\n"
+    "                         their names)\n"
     "      --fail-above PCT   a CI gate: exit 1 when a frame's share of its\n"
     "                         profile's total grew by more than PCT points, and\n"
     "                         list those frames on stderr; the output is written\n"
@@ -163,8 +168,8 @@ static const char usage_text[] =
 static const char valid_options[] =
     "-f/--format, -o/--output, --input-format, --per-input, --max-input-size, --C, --no-C, "
     "--lines, --no-lines, --recur, --filter, --pruned, --threads, --minwidth, --width, --height, "
-    "--title, --icicle, --theme, --diff, --negate, --normalize, --delta, --noise, --fail-above, "
-    "-h/--help, -V/--version";
+    "--title, --icicle, --theme, --diff, --negate, --normalize, --delta, --noise, --root-prefix, "
+    "--fail-above, -h/--help, -V/--version";
 
 enum {
   OPT_INPUT_FORMAT = 256,
@@ -189,6 +194,7 @@ enum {
   OPT_NORMALIZE,
   OPT_DELTA,
   OPT_NOISE,
+  OPT_ROOT_PREFIX,
   OPT_FAIL_ABOVE,
 };
 
@@ -217,6 +223,7 @@ static const struct option long_options[] = {
     {"normalize", no_argument, NULL, OPT_NORMALIZE},
     {"delta", required_argument, NULL, OPT_DELTA},
     {"noise", required_argument, NULL, OPT_NOISE},
+    {"root-prefix", required_argument, NULL, OPT_ROOT_PREFIX},
     {"fail-above", required_argument, NULL, OPT_FAIL_ABOVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -445,6 +452,13 @@ static int parse_args(int argc, char **argv, cli_t *c) {
           return usage_error("--noise %s: expected a z-score, a number >= 0 (0 turns it off)",
                              optarg);
         break;
+      case OPT_ROOT_PREFIX:
+        if (!*optarg)
+          return usage_error(
+              "--root-prefix: the text is empty; give the start of the programs' "
+              "names, such as bt for bt and bt_slow");
+        c->diff.root_prefix = optarg;
+        break;
       case OPT_FAIL_ABOVE:
         if (!parse_double(optarg, &c->fail_above) || c->fail_above < 0 || c->fail_above > 100)
           return usage_error(
@@ -470,17 +484,18 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   c->n_inputs = argc - optind;
   if (c->n_inputs == 0)
     return usage_error(
-        "no INPUT: give files of folded stacks or perf script output, or - for "
-        "standard input");
+        "no INPUT: give files of folded stacks, `perf script` output or pprof profiles "
+        "(Go's, cflame's .pb.gz), or - for standard input");
   int stdin_uses = c->diff_base && strcmp(c->diff_base, "-") == 0;
   for (int i = 0; i < c->n_inputs; i++) stdin_uses += strcmp(c->inputs[i], "-") == 0;
   if (stdin_uses > 1) return usage_error("- (standard input) can be read only once");
   /* -o x.pb.gz: the format its ending names, unless --format said one. */
   const char *by_path = c->output ? fl_output_format_of_path(c->output) : NULL;
   if (!c->format_given && by_path) c->format = (format_t)pick(by_path, format_names, N_FORMATS);
-  bool diff_only = c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL;
+  bool diff_only =
+      c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL || c->diff.root_prefix;
   if (diff_only && !c->diff_base)
-    return usage_error("--negate, --normalize and --delta need --diff BASE");
+    return usage_error("--negate, --normalize, --delta and --root-prefix need --diff BASE");
   if (c->fail_above >= 0 && !c->diff_base)
     return usage_error("--fail-above needs --diff BASE: it compares the INPUTs with BASE");
   if (c->diff_base && c->per_input)
@@ -527,32 +542,22 @@ static fl_profile_t *read_inputs(const cli_t *c, char *const *paths, int n, bool
   return p;
 }
 
-/* v with thousands separators. */
-static void grouped(uint64_t v, char out[32]) {
-  char digits[32];
-  int len = snprintf(digits, sizeof digits, "%" PRIu64, v), k = 0;
-  for (int i = 0; i < len; i++) {
-    if (i && (len - i) % 3 == 0) out[k++] = ',';
-    out[k++] = digits[i];
-  }
-  out[k] = '\0';
-}
-
 /* "12,345 samples, one every 0.25 ms"; an allocation profile's "65,536
  * bytes in 1,024 allocations" (or "1,024 allocations"). */
 static void summary_of(const fl_profile_t *p, char *out, size_t size) {
   const fl_profile_info_t *info = fl_profile_info_const(p);
-  char n[32], allocs[32];
-  grouped(info->total_weight, n);
-  grouped(info->total_allocs, allocs);
-  if (info->kind == FL_PROFILE_ALLOC && info->weight_is_count)
-    snprintf(out, size, "%s allocations", n);
-  else if (info->kind == FL_PROFILE_ALLOC)
-    snprintf(out, size, "%s bytes in %s allocations", n, allocs);
-  else if (info->interval_ns)
-    snprintf(out, size, "%s samples, one every %g ms", n, (double)info->interval_ns / 1e6);
+  char n[64], allocs[64];
+  bool alloc = info->kind == FL_PROFILE_ALLOC, counts = alloc && info->weight_is_count;
+  const char *one = counts ? "allocation" : alloc ? "byte" : "sample";
+  const char *many = counts ? "allocations" : alloc ? "bytes" : "samples";
+  fl_count_noun(info->total_weight, one, many, n, sizeof n);
+  fl_count_noun(info->total_allocs, "allocation", "allocations", allocs, sizeof allocs);
+  if (alloc && !counts)
+    snprintf(out, size, "%s in %s", n, allocs);
+  else if (!alloc && info->interval_ns)
+    snprintf(out, size, "%s, one every %g ms", n, (double)info->interval_ns / 1e6);
   else
-    snprintf(out, size, "%s samples", n);
+    snprintf(out, size, "%s", n);
 }
 
 /* "a.perf, b.perf" (or "standard input"), cut to fit. */
@@ -700,6 +705,9 @@ static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) 
     say("%s", err);
     return -1;
   }
+  /* How the profiles were compared (intervals, programs of other names):
+   * the verdict depends on it. */
+  for (const char *const *note = fl_diff_notes(d); *note; note++) say("note: %s", *note);
   fl_grown_t *grown;
   size_t n = fl_diff_grown(d, c->fail_above / 100, &grown);
   const char *what = c->diff.delta == FL_DELTA_SELF ? "self share" : "share";

@@ -28,6 +28,19 @@
  * matched frames are matched in turn; unmatched frames of the drawn tree
  * are new, the topmost unmatched frames of the other tree vanished.
  *
+ * Roots. The frames right under the tree's root (each stack's outermost
+ * frame: the program or process that `cflame record`, perf script and
+ * folded stacks put first) match by name too, with two additions, so that
+ * two builds of one program compare frame by frame though their programs
+ * are named differently (bt against bt_slow):
+ *   - when each profile has exactly one such frame and it is not cell code
+ *     (FL_FRAME_REPL, which pairs by the rule above), the two match
+ *     whatever their names, and a note says so;
+ *   - with root_prefix, every such frame whose name starts with it counts
+ *     as named root_prefix: "bt" matches bt, bt_slow, "bt (pid 41)" with
+ *     each other (several on one side align as frames of one function do),
+ *     and a note says so.
+ *
  * Deltas. For each matched frame, with base the partner's count scaled to
  * the drawn tree's units:
  *   delta=total  count - base (inclusive), as ProfileVega;
@@ -71,10 +84,15 @@ typedef enum fl_change {
 } fl_change_t;
 
 typedef struct fl_diff_opts {
-  bool negate;           /* draw the baseline, colour by baseline - target */
-  bool normalize;        /* scale the baseline's total to the target's */
-  fl_delta_kind_t delta; /* default FL_DELTA_TOTAL */
-  double noise;          /* z-score threshold; default 2; 0: off */
+  bool negate;             /* draw the baseline, colour by baseline - target */
+  bool normalize;          /* scale the baseline's total to the target's */
+  fl_delta_kind_t delta;   /* default FL_DELTA_TOTAL */
+  double noise;            /* z-score threshold; default 2; 0: off */
+  const char *root_prefix; /* NULL (default): roots match by name (see
+                              "Roots"); else roots whose names start with
+                              it match each other. Borrowed: it must
+                              outlive the diff's build. The command line's
+                              --root-prefix and the magics' root_prefix= */
 } fl_diff_opts_t;
 
 void fl_diff_opts_init(fl_diff_opts_t *o);
@@ -91,8 +109,8 @@ typedef struct fl_diff_node {
 
 /* A frame of the other profile with no partner in the drawn one. */
 typedef struct fl_vanished {
-  const fl_node_t *node; /* in fl_diff_other_tree(); its frame, depth, count */
-  double count;          /* scaled to the drawn tree's units */
+  const fl_node_t *node;         /* in fl_diff_other_tree(); its frame, depth, count */
+  double count;                  /* scaled to the drawn tree's units */
   const fl_node_t *parent_match; /* the drawn node its parent matched, or NULL */
 } fl_vanished_t;
 
@@ -132,8 +150,10 @@ size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out);
 /* The factor baseline counts were multiplied by (interval ratio, times the
  * normalization; with negate, target counts were divided by it), and notes
  * for the user, such as "the baseline was sampled every 0.5 ms and the
- * target every 1 ms: counts are compared per unit of time" and "baseline
- * scaled to the target's total (×1.23)". Borrowed strings, NULL-terminated
+ * target every 1 ms: counts are compared per unit of time", "baseline
+ * scaled to the target's total (×1.23)" and "each profile is one program:
+ * the target's bt_slow is compared with the baseline's bt". Borrowed
+ * strings, NULL-terminated
  * (an empty list when there is nothing to say). */
 double fl_diff_scale(const fl_diff_t *d);
 const char *const *fl_diff_notes(const fl_diff_t *d);

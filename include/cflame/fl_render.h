@@ -28,13 +28,19 @@
 #include "cflame/fl_tree.h"
 
 typedef struct fl_view_opts {
-  int width;          /* pixels; default 800 */
-  int height;         /* pixels; 0 (default): sized to the depth */
-  const char *title;  /* NULL: none */
-  const char *note;   /* a line under the title: samples, rate, CPU time */
-  bool icicle;        /* root at the top; default false (root at the bottom) */
-  bool dark;          /* dark theme */
-  size_t max_rows;    /* default 5000 */
+  int width;         /* pixels; default 800 */
+  int height;        /* pixels; 0 (default): sized to the depth */
+  const char *title; /* NULL: none */
+  const char *note;  /* a line under the title: samples, rate, CPU time */
+  bool icicle;       /* root at the top; default false (root at the bottom) */
+  bool dark;         /* dark theme */
+  size_t max_rows;   /* default 5000 */
+  /* Bundles only (fl_bundle, fl_diff_bundle); NULL (default): none. */
+  const char *text_lead;     /* text/plain's first line, before the note: why a
+                                front end shows the text rather than the graph */
+  const char *markdown_hint; /* a line under the graph in text/markdown, which
+                                front ends without a Vega-Lite renderer show:
+                                where the interactive view is */
 } fl_view_opts_t;
 
 void fl_view_opts_init(fl_view_opts_t *v);
@@ -78,9 +84,17 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
 
 /* The MIME bundle {"application/vnd.vegalite.v5+json": spec,
  * "image/svg+xml": svg, "text/markdown": the svg in a <div> (for exports:
- * nbconvert 6.5 strips SVG items but not markdown), "text/plain": text}.
- * New reference, never NULL (err as for fl_vegalite). */
+ * nbconvert 6.5 strips SVG items but not markdown), then v->markdown_hint
+ * as a line of its own, "text/plain": v->text_lead, v->note and the tree
+ * report (fl_text_tree), a line each}. New reference, never NULL (err as
+ * for fl_vegalite). */
 json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+
+/* n with thousands separators and its noun: "1 sample", "1,234 samples"
+ * (one when n is 1, else many), into out (at most size bytes, cut if it
+ * must be). The renderers write their counts so; front ends that write
+ * about the same profiles use it too. */
+void fl_count_noun(uint64_t n, const char *one, const char *many, char *out, size_t size);
 
 /* ---- differential flame graphs (fl_diff.h) ----
  *

@@ -275,6 +275,8 @@ def test_unknown_option_names_the_valid_ones():
     assert r.returncode == 2 and "--format needs a value" in r.stderr
     r = cflame()
     assert r.returncode == 2 and "no INPUT" in r.stderr
+    # every kind of input it reads is named, pprof too
+    assert all(kind in r.stderr for kind in ("folded stacks", "perf script", "pprof")), r.stderr
     r = cflame("--negate", DATA / "single.txt")
     assert r.returncode == 2 and "need --diff" in r.stderr
 

@@ -118,3 +118,67 @@ def test_gate_bad_input_exits_2_and_writes_nothing(runs, tmp_path):
                       (["--diff", base, "--fail-above", "101", grown], "from 0 to 100")):
         r = cflame(*args)
         assert r.returncode == 2 and why in r.stderr, (args, r.stderr)
+
+
+# ---- two builds of one program, named differently ----
+
+def recorded(path, program, stacks):
+    """A folded file as `cflame record` writes one: every stack under a root
+    frame named after its program (or process)."""
+    path.write_text("".join(f"{program};main;{stack} {n}\n" for stack, n in stacks))
+    return path
+
+
+def test_programs_of_other_names_are_compared_as_one(tmp_path):
+    # bt against bt_slow: work grew from 40% to 60%, nothing else moved
+    # but what work took from parse and io
+    base = recorded(tmp_path / "bt.folded", "bt",
+                    [("work", 400), ("parse", 400), ("io", 200)])
+    slow = recorded(tmp_path / "bt_slow.folded", "bt_slow",
+                    [("work", 600), ("parse", 200), ("io", 200)])
+    r = cflame("--diff", base, slow, "--fail-above", "5", "-f", "text", "-o", tmp_path / "d.txt")
+    assert r.returncode == 1, r.stderr
+    assert listed(r.stderr) == {"work": (40.0, 60.0, 20.0)}, r.stderr
+    assert "1 frame grew by more than 5 points" in r.stderr
+    assert ("cflame: note: each profile is one program: the target's bt_slow is compared with "
+            "the baseline's bt") in r.stderr
+    # the programs and main matched: no frame is new, none vanished, and the
+    # header says why the two programs were compared
+    text = (tmp_path / "d.txt").read_text()
+    assert "each profile is one program: the target's bt_slow is compared with the baseline's bt" \
+        in text
+    assert re.search(r"^grew: .*, new: 0, vanished: 0;", text, re.M), text
+    # so a run of the same shares passes
+    same = recorded(tmp_path / "bt2.folded", "bt2", [("work", 40), ("parse", 40), ("io", 20)])
+    r = cflame("--diff", base, same, "--fail-above", "1", "-o", tmp_path / "s.svg")
+    assert r.returncode == 0 and "no frame's share grew" in r.stderr, r.stderr
+
+
+def test_root_prefix_matches_processes_by_the_start_of_their_names(tmp_path):
+    # two processes each: a program and its helper, named by pid as
+    # `cflame record` names processes of one program
+    base = tmp_path / "base.folded"
+    base.write_text("bt (pid 11);main;work 400\nbt (pid 12);main;parse 400\n"
+                    "sh;main;io 200\n")
+    slow = tmp_path / "slow.folded"
+    slow.write_text("bt_slow (pid 31);main;work 600\nbt_slow (pid 32);main;parse 200\n"
+                    "sh;main;io 200\n")
+    # by name, the bt processes are all new
+    r = cflame("--diff", base, slow, "--fail-above", "5", "-o", tmp_path / "n.svg")
+    assert r.returncode == 1 and "+60.00" in r.stderr, r.stderr
+    r = cflame("--diff", base, slow, "--fail-above", "5", "--root-prefix", "bt", "-f", "text",
+               "-o", tmp_path / "p.txt")
+    assert r.returncode == 1, r.stderr
+    # the process that works, its main and work grew by 20 points, and
+    # nothing else: bt (pid 11) is compared with bt_slow (pid 31)
+    grown = listed(r.stderr)
+    assert "work" in grown and {g for _, _, g in grown.values()} == {20.0}, r.stderr
+    assert "bt_slow (pid 31);main;work)" in r.stderr
+    text = (tmp_path / "p.txt").read_text()
+    assert 'roots whose names start with "bt" are compared with each other' in text
+    assert re.search(r"^grew: .*, new: 0, vanished: 0;", text, re.M), text
+    # the option needs --diff, and a text
+    r = cflame("--root-prefix", "bt", slow)
+    assert r.returncode == 2 and "--root-prefix need --diff BASE" in r.stderr, r.stderr
+    r = cflame("--diff", base, "--root-prefix", "", slow)
+    assert r.returncode == 2 and "--root-prefix: the text is empty" in r.stderr, r.stderr

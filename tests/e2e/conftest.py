@@ -403,9 +403,9 @@ def rows_of(bundle):
 
 
 _SUMMARY_RE = re.compile(
-    r"(?P<samples>[\d,]+) samples every (?P<interval>[\d.]+) (?P<unit>ms|ns) of CPU"
-    r" represent (?P<represented>[\d.]+) s of CPU"
-    r", from (?P<stacks>[\d,]+) stacks recorded"
+    r"(?P<samples>[\d,]+) samples? every (?P<interval>[\d.]+) (?P<unit>ms|ns) of CPU"
+    r" represents? (?P<represented>[\d.]+) s of CPU"
+    r", from (?P<stacks>[\d,]+) stacks? recorded"
     r"(?: \((?P<rate>\d+) per CPU-second\))?"
     r"(?:; the run used (?P<cpu>[\d.]+) s CPU, (?P<wall>[\d.]+) s wall)?"
 )

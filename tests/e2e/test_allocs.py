@@ -298,3 +298,23 @@ def test_cells_with_frame_pointers_are_unwound_by_the_walk():
 
 def test_zz_every_spec_passes_check_spec():
     STORE.check()
+
+
+def test_one_allocation_is_said_in_the_singular():
+    """A cell that makes one allocation call: "1 allocation call", not "1
+    allocation calls", in the summary and in live=true's answer; the SVG's
+    tooltips say "1 allocation" too."""
+    with start_kernel(memory=4 << 30) as (km, kc):
+        cell = "void *volatile one = malloc(10); free(one);"
+        bundle, reply, outputs = flame(kc, f"%%profallocs sample_rate=1\n{cell}")
+        first = bundle["text/plain"].splitlines()
+        summary = next(line for line in first if "allocation" in line)
+        assert "the run made 1 allocation call" in summary and "1 allocation calls" not in summary, \
+            summary
+        assert summary.startswith("1 allocation of 10 B"), summary
+        titles = re.findall(r"<title>(.*?)</title>", bundle["image/svg+xml"], re.S)
+        assert titles and all("1 allocations" not in t and "\n1 bytes" not in t for t in titles), \
+            titles
+        reply, outputs = run(kc, f"%%profallocs sample_rate=1 live=true\n{cell}", timeout=60)
+        said = stdout(outputs)
+        assert "of the 1 allocation call the cell made" in said, said

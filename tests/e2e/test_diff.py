@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from conftest import errors, fails, ok, run, stdout
+from conftest import errors, fails, ok, run, start_kernel, stdout
 
 WORKLOAD = r"""
 __attribute__((noinline)) double sum_rand(int k) {
@@ -219,3 +219,38 @@ def test_a_redefined_function_is_not_counted_twice(kc):
     # most of the graph.
     new = sum(r["count"] for r in rows if r["change"] == "new" and rows[r["parent"]]["change"] != "new")
     assert new <= 0.35 * rows[0]["count"], f"{new} of {rows[0]['count']} samples are in new frames"
+
+
+def test_profiles_of_two_programs_are_compared_as_one(tmp_path):
+    """%profload of two recordings whose roots are their programs (bt and
+    bt_slow, as `cflame record` names them) compares them frame by frame,
+    says so in the notes; root_prefix= matches processes by the start of
+    their names."""
+    base, slow = tmp_path / "bt.folded", tmp_path / "bt_slow.folded"
+    base.write_text("bt;main;work 400\nbt;main;parse 400\n")
+    slow.write_text("bt_slow;main;work 600\nbt_slow;main;parse 200\n")
+    pids_base, pids_slow = tmp_path / "pb.folded", tmp_path / "ps.folded"
+    pids_base.write_text("bt (pid 11);main;work 400\nbt (pid 12);main;parse 400\n")
+    pids_slow.write_text("bt_slow (pid 31);main;work 600\nbt_slow (pid 32);main;parse 200\n")
+    with start_kernel(memory=4 << 30) as (km, kc):
+        ok(kc, f"%profload {base} as=bt")
+        ok(kc, f"%profload {slow}")
+        reply, outputs = run(kc, "%profdiffview bt", timeout=60)
+        data = display(outputs)
+        rows = {r["func"]: r for r in rows_of(data)}
+        assert rows["bt_slow"]["change"] != "new" and rows["bt_slow"]["base"] == 800, rows
+        assert rows["work"]["change"] == "grew" and rows["parse"]["change"] == "shrank"
+        text = data["text/plain"]
+        assert ("each profile is one program: the target's bt_slow is compared with the "
+                "baseline's bt") in text, text
+        assert "vanished: 0" in text, text
+        ok(kc, f"%profload {pids_base} as=pids")
+        ok(kc, f"%profload {pids_slow}")
+        reply, outputs = run(kc, "%profdiffview pids", timeout=60)
+        # by name, the processes of bt_slow are new
+        assert any(r["change"] == "new" for r in rows_of(display(outputs))), outputs
+        reply, outputs = run(kc, "%profdiffview pids root_prefix=bt", timeout=60)
+        data = display(outputs)
+        assert [r["func"] for r in rows_of(data) if r["change"] == "new"] == [], rows_of(data)
+        assert 'roots whose names start with "bt" are compared with each other' in \
+            data["text/plain"]

@@ -160,3 +160,19 @@ def test_demo_never_repoints_another_checkouts_kernel(tmp_path):
     installed.write_text(json.dumps(dict(other, argv=[ours] + other["argv"][1:])))
     out = install()
     assert "installed" in out and json.loads(installed.read_text())["argv"][0] == ours, out
+
+
+def test_demo_notebook_is_valid_nbformat_4_5_with_cell_ids():
+    """examples/demo.ipynb reads without nbformat's warnings (scripts/demo
+    printed MissingIDFieldWarning): nbformat 4.5, every cell with an id of
+    its own."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with open(DEMO, encoding="utf-8") as f:
+            nb = nbformat.read(f, as_version=4)
+        nbformat.validate(nb)
+    assert (nb.nbformat, nb.nbformat_minor) >= (4, 5)
+    ids = [cell.get("id") for cell in nb.cells]
+    assert all(ids) and len(set(ids)) == len(ids), ids

@@ -99,8 +99,11 @@ def keep(bundle, name):
     # The markdown item carries the same SVG, for exports (nbconvert 6.5
     # strips SVG items); JupyterLab ranks markdown (60) below Vega-Lite (57),
     # and nothing it ranks above Vega-Lite (text/html, 50) is in the bundle.
+    # Under it, one line says where the interactive view is (the classic
+    # notebook shows the markdown item).
     svg_lines = [line for line in bundle[SVG_MIME].splitlines() if line]
-    assert bundle[MD_MIME].splitlines()[1:-1] == svg_lines
+    assert bundle[MD_MIME].splitlines()[1:-2] == svg_lines
+    assert bundle[MD_MIME].splitlines()[-2].startswith('<p class="cflame-hint"')
     assert "\n\n" not in bundle[MD_MIME].strip()
     assert_no_machinery(rows_of(bundle))
     STORE.add(bundle, name)
@@ -877,3 +880,32 @@ def test_zz_every_spec_passes_check_spec():
     schema, compiles with no warnings, renders, and passes the row and size
     checks (check_spec.mjs)."""
     STORE.check()
+
+
+def test_the_bundle_says_why_text_shows_and_where_the_interactive_view_is(tmp_path):
+    """An untrusted notebook (and a console) shows text/plain: its first
+    line says why, and how to trust the notebook. The classic notebook shows
+    the markdown item (no Vega-Lite renderer): under the graph, one line
+    says where the interactive view is. %profsave x.txt keeps the report
+    without the notebook's line."""
+    with start_kernel(memory=4 << 30) as (km, kc):
+        cell = "volatile double s = 0; for (long i = 0; i < 200000000; i++) s += i * 0.5;"
+        for magic, base in (("%%profview", None), ("%%profbase b", "b"), ("%%profdiffview b", "b")):
+            reply, outputs = run(kc, f"{magic}\n{cell}", timeout=120)
+            assert reply["status"] == "ok", (magic, reply)
+            if magic.startswith("%%profbase"):
+                continue
+            data = [o for o in outputs if o["msg_type"] == "display_data"][0]["data"]
+            lines = data["text/plain"].splitlines()
+            assert "not the flame graph" in lines[0] and "Trust Notebook" in lines[0] \
+                and "jupyter trust" in lines[0], lines[:2]
+            assert len(lines[0]) <= 120, lines[0]
+            assert re.match(r"[\d,]+ samples? every ", lines[1]), lines[:2]
+            md = data["text/markdown"]
+            hint = re.search(r"<p class=\"cflame-hint\"[^>]*>([^<]*)</p>\n</div>\n$", md)
+            assert hint and "JupyterLab" in hint.group(1) and "%profsave" in hint.group(1), md[-300:]
+            assert "\n\n" not in md.strip()  # still one HTML block
+        saved = tmp_path / "diff.txt"
+        ok(kc, f"%profsave {saved}")
+        text = saved.read_text()
+        assert "Trust Notebook" not in text and re.match(r"[\d,]+ samples? every ", text), text[:300]

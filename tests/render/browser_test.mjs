@@ -13,8 +13,8 @@
 //   - typing in the search box dims the frames that do not match, outlines
 //     the ones that do, and shows the matched share, which equals the sum of
 //     the counts of matching frames with no matching ancestor over the root's;
-//   - hovering a frame shows a tooltip with function, file:line, module,
-//     samples, self and percent;
+//   - hovering a frame shows a tooltip with function, file:line and module
+//     (as far as the frame has them), samples, self and percent;
 //   - clicking a frame zooms the x domain to its [x0, x1], double-clicking
 //     resets it to the whole run;
 //   - the wheel zooms and a drag pans the x domain (and a drag is not taken
@@ -356,9 +356,12 @@ async function testFile(browser, file, screenshot) {
     const tip = page.locator('#vg-tooltip-element');
     await tip.waitFor({ state: 'visible', timeout: WAIT_MS });
     const tipText = await tip.innerText();
-    const loc = target.file ? target.file + (target.line ? `:${target.line}` : '') : '?';
+    // The location as far as it is known: file:line, and the module where
+    // it is not the file.
+    const where = target.file ? ['file:line', target.file + (target.line ? `:${target.line}` : '')] : [];
+    if (target.module && target.module !== target.file) where.push('module', target.module);
     const isDiff = rows[0].change !== undefined;
-    for (const want of ['function', target.func, 'file:line', loc, 'module', unit,
+    for (const want of ['function', target.func, ...where, unit,
                         ...(isDiff ? [] : ['self', 'percent']),
                         target.count.toLocaleString('en-US')]) {
       check(tipText.includes(want), `tooltip lacks "${want}": ${JSON.stringify(tipText)}`);

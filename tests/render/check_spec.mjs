@@ -306,8 +306,17 @@ function checkDiff(spec, problems) {
   }
 
   const lines = titleLines(spec);
-  if (!lines.some(l => /^grew: [\d,]+ frames?, shrank: [\d,]+, new: [\d,]+, vanished: [\d,]+; /.test(l))) {
+  const summary = lines.map(l => /^grew: ([\d,]+) frames?, shrank: ([\d,]+), new: ([\d,]+), vanished: ([\d,]+); /.exec(l)).find(m => m);
+  if (!summary) {
     problems.push(`diff: no summary among the notes ${JSON.stringify(lines)}`);
+  } else {
+    // It counts what is drawn: the frames in each change's colour, the root
+    // included, and the vanished list.
+    const said = summary.slice(1).map(x => Number(x.replace(/,/g, '')));
+    const drawn = ['grew', 'shrank', 'new'].map(c => rows.filter(r => r.change === c).length);
+    if (said.slice(0, 3).join() !== drawn.join() || said[3] !== meta.vanished) {
+      problems.push(`diff summary "${summary[0]}" counts grew, shrank, new, vanished ${said}; drawn: ${drawn}, ${meta.vanished}`);
+    }
   }
   const negated = lines.includes('baseline layout, coloured by baseline \u2212 target');
   if (negated !== !!meta.negate) problems.push(`diff: negate ${meta.negate}, and the notes ${JSON.stringify(lines)}`);
@@ -401,6 +410,24 @@ async function checkSpec(spec, problems) {
     if (frames.length !== spec.data.values.length || miscoloured.length) {
       problems.push(`vega drew ${frames.length} frames, ${miscoloured.length} not in their row's colour`);
     }
+    // A plain graph's frames look like the legend's swatches: each within 20
+    // of one on every channel (a diff's colours are checked by checkDiff).
+    if (!diff) {
+      const swatches = (layerNamed(spec, 'legend')?.encoding?.color?.scale?.range || []).map(rgbOf);
+      const near = (a, b) => a && b && ['r', 'g', 'b'].every(c => Math.abs(a[c] - b[c]) <= 20);
+      const far = frames.find(it => !swatches.some(w => near(rgbOf(it.fill), w)));
+      if (far) problems.push(`frame ${far.datum.func} is drawn in ${far.fill}, like no legend swatch`);
+    }
+    // Tooltips as vega computes them for vega-tooltip: the location only as
+    // far as it is known, never "?" or "null", and the module not again
+    // when it is the file (a cell's).
+    for (const it of frames) {
+      const problem = tooltipProblem(it.tooltip, it.datum);
+      if (problem) {
+        problems.push(`tooltip of ${it.datum.func}: ${problem}: ${JSON.stringify(it.tooltip)}`);
+        break;
+      }
+    }
     if (diff) {
       const drawn = findTexts(view.scenegraph().root);
       for (const want of [...diff.legendLabels, ...diff.texts]) {
@@ -424,6 +451,25 @@ async function checkSpec(spec, problems) {
   // continues outside the chart ("window:pointermove") is expected to warn
   // here, and only here (browser_test.mjs checks the browser's console).
   problems.push(...vgProblems.filter(p => !/Can not resolve event source: window/.test(p)));
+}
+
+/* "1 samples", "1 allocations": one of a thing said in the plural. */
+const ONE_OF_MANY = /(^|[^\d.,])[+-]?1 (samples|bytes|allocations|stacks)\b/;
+
+/* What is wrong with a frame's tooltip object, or null. */
+function tooltipProblem(tip, d) {
+  if (!tip || typeof tip !== 'object') return 'no tooltip object';
+  if (tip.function !== d.func) return 'its function is not the row\'s';
+  for (const [k, v] of Object.entries(tip)) {
+    if (v === undefined) continue; // vega-tooltip leaves it out
+    if (v === null || v === '?' || String(v) === 'null' || String(v) === 'undefined') return `${k} is ${v}`;
+    if (ONE_OF_MANY.test(String(v))) return `${k} is ${v}: one, in the plural`;
+  }
+  const where = d.file ? d.file + (d.line ? `:${d.line}` : '') : undefined;
+  if (tip['file:line'] !== where) return `file:line ${tip['file:line']}, not ${where}`;
+  const module = d.module && d.module !== d.file ? d.module : undefined;
+  if (tip.module !== module) return `module ${tip.module}, not ${module}`;
+  return null;
 }
 
 /* The matched share of a search, from the rows: the counts of matching
@@ -468,6 +514,16 @@ function checkSvg(svg, rows, problems) {
   if (!root || root['@_xmlns'] !== 'http://www.w3.org/2000/svg') {
     problems.push('SVG has no <svg xmlns="http://www.w3.org/2000/svg"> root');
     return;
+  }
+  // Tooltips (<title>s) say where a frame is only as far as that is known:
+  // no "?" line, and the module not again when it is the file.
+  for (const title of svg.match(/<title>[^<]*<\/title>/g) || []) {
+    const lines = title.slice(7, -8).split('\n');
+    const bad = lines.find(l => l === '?' || /^(.+?)(:\d+)? \(\1\)$/.test(l) || ONE_OF_MANY.test(l));
+    if (bad !== undefined) {
+      problems.push(`SVG tooltip line ${JSON.stringify(bad)} in ${JSON.stringify(title)}`);
+      break;
+    }
   }
   const rects = svg.match(/<rect\b[^>]*>\s*<title>/g) || [];
   if (rects.length !== rows.length) problems.push(`SVG has ${rects.length} frame rects with a title, expected ${rows.length}`);

@@ -46,6 +46,40 @@ static size_t count_of(const char *s, const char *needle) {
   return n;
 }
 
+/* What is wrong with the location lines of an SVG's tooltips (<title>s),
+ * or NULL: a line that is only "?" (a location not known, said as if it
+ * were), or a location that repeats its module ("cell[1]:5 (cell[1])"). The
+ * titles hold no markup, so they are read between their tags. */
+static const char *svg_titles_problem(const char *svg) {
+  static char why[300];
+  for (const char *p = svg; (p = strstr(p, "<title>"));) {
+    p += strlen("<title>");
+    const char *end = strstr(p, "</title>");
+    if (!end) return "a <title> is not closed";
+    for (const char *line = p; line < end;) {
+      const char *nl = memchr(line, '\n', (size_t)(end - line));
+      size_t n = (size_t)((nl ? nl : end) - line);
+      /* "X:N (X)" or "X (X)": the part before " (" (without ":N") is what
+       * the parentheses hold. */
+      const char *open = n > 3 && line[n - 1] == ')' ? strstr(line, " (") : NULL;
+      size_t file_len = open ? (size_t)(open - line) : 0;
+      const char *colon = open ? memchr(line, ':', file_len) : NULL;
+      if (colon && colon > line && colon[-1] != ']') colon = NULL; /* "cell[1]:5" */
+      if (colon) file_len = (size_t)(colon - line);
+      bool repeats = open && open + 2 + file_len + 1 == line + n && file_len > 0 &&
+                     strncmp(open + 2, line, file_len) == 0;
+      if ((n == 1 && line[0] == '?') || repeats) {
+        snprintf(why, sizeof why, "tooltip line \"%.*s\" in <title>%.*s</title>", (int)n, line,
+                 (int)(end - p < 120 ? end - p : 120), p);
+        return why;
+      }
+      line = nl ? nl + 1 : end;
+    }
+    p = end;
+  }
+  return NULL;
+}
+
 /* The layer of spec named name, or NULL. Borrowed. */
 static json_t *layer_named(json_t *spec, const char *name) {
   size_t i;

@@ -30,7 +30,8 @@
 /* Adds a sample of weight w whose stack is spec, root first, frames split by
  * ';'. A frame is "func", "func:line" or "func@N:line" (cell code of cell N,
  * default 1: file and module "cell[N]"), "^func..." (the same, as a cell's
- * own statements), or "~func" (libc). */
+ * own statements), "~func" (libc), or "!func" (a program's code read from
+ * a file, as folded stacks and `cflame record` give it: no location). */
 static void add(fl_profile_t *p, uint64_t w, const char *spec) {
   uint32_t ids[64];
   size_t n = 0;
@@ -43,6 +44,9 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
       f.func = tok + 1;
       f.module = "libc.so.6";
       f.flags = FL_FRAME_SYSTEM;
+    } else if (tok[0] == '!') {
+      f.func = tok + 1;
+      f.flags = FL_FRAME_CELL;
     } else {
       bool body = tok[0] == '^';
       tok += body;
@@ -338,6 +342,98 @@ static void test_renamed(void) {
   CHECK_INT(dn(d, "top;g2")->change, FL_CHANGE_NEW);
   vanished(d, &nv);
   CHECK_INT(nv, 1);
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&b);
+  fl_profile_destroy(&t);
+}
+
+/* Whether one of d's notes contains text. */
+static bool has_note(const fl_diff_t *d, const char *text) {
+  for (const char *const *s = fl_diff_notes(d); *s; s++)
+    if (strstr(*s, text)) return true;
+  return false;
+}
+
+/* Two builds of one program, recorded under roots named after them (bt,
+ * bt_slow): the only roots match whatever their names, with a note; several
+ * roots match by name, or with root_prefix by the start of their names. */
+static void test_program_roots(void) {
+  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
+  add_all(b,
+          (const sample_spec_t[]){{400, "!bt;!main;!work"}, {400, "!bt;!main;!parse"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){
+                 {600, "!bt_slow;!main;!work"}, {200, "!bt_slow;!main;!parse"}, {0, NULL}});
+  fl_tree_opts_t to = topts(false, 0);
+  fl_diff_opts_t o = dopts(2);
+  fl_diff_t *d = checked(diff(t, b, &to, &o));
+  check_nodes(d, (const node_want_t[]){{"bt_slow", BASE, 800},
+                                       {"bt_slow", CHANGE, FL_CHANGE_SAME},
+                                       {"bt_slow;main;work", BASE, 400},
+                                       {"bt_slow;main;work", CHANGE, FL_CHANGE_GREW},
+                                       {"bt_slow;main;parse", CHANGE, FL_CHANGE_SHRANK},
+                                       {NULL}});
+  size_t nv;
+  vanished(d, &nv);
+  CHECK_INT(nv, 0);
+  CHECK(has_note(d,
+                 "each profile is one program: the target's bt_slow is compared with the "
+                 "baseline's bt"));
+  fl_grown_t *grown;
+  size_t n_grown = fl_diff_grown(d, 0.05, &grown);
+  CHECK_INT(n_grown, 1); /* work, 40% -> 60%; not the program, 0% -> 100% */
+  if (n_grown) CHECK_STR(grown[0].node->frame.func, "work");
+  free(grown);
+  fl_diff_destroy(&d);
+  /* Negated, the same pairs, the names in their roles. */
+  o.negate = true;
+  d = checked(diff(t, b, &to, &o));
+  CHECK_INT(dn(d, "bt;main;work")->change, FL_CHANGE_SHRANK);
+  CHECK(has_note(d, "the target's bt_slow is compared with the baseline's bt"));
+  fl_diff_destroy(&d);
+  o.negate = false;
+  fl_profile_destroy(&b);
+  fl_profile_destroy(&t);
+
+  /* Two processes a side: by name they are new and vanished; by prefix
+   * they pair, in order. */
+  b = cpu(1000000), t = cpu(1000000);
+  add_all(b, (const sample_spec_t[]){{400, "!bt (pid 11);!main;!work"},
+                                     {400, "!bt (pid 12);!main;!parse"},
+                                     {100, "!sh;!main"},
+                                     {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{600, "!bt_slow (pid 31);!main;!work"},
+                                     {200, "!bt_slow (pid 32);!main;!parse"},
+                                     {100, "!sh;!main"},
+                                     {0, NULL}});
+  d = checked(diff(t, b, &to, &o));
+  CHECK_INT(dn(d, "bt_slow (pid 31)")->change, FL_CHANGE_NEW);
+  CHECK_INT(dn(d, "sh")->change, FL_CHANGE_SAME);
+  vanished(d, &nv);
+  CHECK_INT(nv, 2);
+  CHECK_INT(n_notes(d), 0);
+  fl_diff_destroy(&d);
+  o.root_prefix = "bt";
+  d = checked(diff(t, b, &to, &o));
+  check_nodes(d, (const node_want_t[]){{"bt_slow (pid 31)", BASE, 400},
+                                       {"bt_slow (pid 31);main;work", CHANGE, FL_CHANGE_GREW},
+                                       {"bt_slow (pid 32);main;parse", BASE, 400},
+                                       {"sh", BASE, 100},
+                                       {NULL}});
+  vanished(d, &nv);
+  CHECK_INT(nv, 0);
+  CHECK(has_note(d, "roots whose names start with \"bt\" are compared with each other"));
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&b);
+  fl_profile_destroy(&t);
+
+  /* A notebook's cell code keeps its own rule: a single root of cell code
+   * pairs only with one whose subtree agrees. */
+  b = cpu(1000000), t = cpu(1000000);
+  add_all(b, (const sample_spec_t[]){{100, "f1@3:2;work@3:10"}, {0, NULL}});
+  add_all(t, (const sample_spec_t[]){{100, "g1@4:2;~qsort"}, {0, NULL}});
+  o.root_prefix = NULL;
+  d = checked(diff(t, b, &to, &o));
+  CHECK_INT(dn(d, "g1")->change, FL_CHANGE_NEW);
   fl_diff_destroy(&d);
   fl_profile_destroy(&b);
   fl_profile_destroy(&t);
@@ -655,8 +751,8 @@ static void test_grown(void) {
   /* baseline 200 samples at 1 ms: a 50%, b 25%, c 25%; target 1000 at
    * 0.5 ms: a 40%, b 30%, c 20%, d (new) 10% */
   fl_profile_t *b = cpu(1000000), *t = cpu(500000);
-  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {50, "top:1;b:3"}, {50, "top:1;c:4"},
-                                     {0, NULL}});
+  add_all(b, (const sample_spec_t[]){
+                 {100, "top:1;a:2"}, {50, "top:1;b:3"}, {50, "top:1;c:4"}, {0, NULL}});
   add_all(t, (const sample_spec_t[]){{400, "top:1;a:2"},
                                      {300, "top:1;b:3"},
                                      {200, "top:1;c:4"},
@@ -1143,6 +1239,7 @@ static void test_wide(void) {
 int main(void) {
   test_self_diff();
   test_renamed();
+  test_program_roots();
   test_redefinition();
   test_redefined_recursion();
   test_inserted_line();

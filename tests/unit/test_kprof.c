@@ -351,6 +351,10 @@ static void test_summary(void) {
        "CPU-second); the run used 2.000 s CPU, 2.000 s wall; the sample buffer filled up and "
        "sampling stopped early, so the graph covers 0.500 s of the run's CPU (raise n=, or "
        "%profinit n=)"},
+      /* One of each, in the singular. */
+      {0, 1, 1000000, 0, 0.001, 0.002,
+       "1 sample every 1 ms of CPU represents 0.001 s of CPU, from 1 stack recorded (1000 per "
+       "CPU-second); the run used 0.001 s CPU, 0.002 s wall"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     fl_profile_t *prof = fl_profile_new(FL_PROFILE_CPU);

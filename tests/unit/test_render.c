@@ -277,7 +277,14 @@ static void test_small(void) {
     check_svg_matches(svg, spec);
     CHECK(strstr(svg, ">cell[1]</text>") != NULL);                  /* the title */
     CHECK(strstr(svg, "100 samples at 1 ms, 0.100 s CPU") != NULL); /* the note */
-    CHECK(strstr(svg, "<title>work\ncell[1]:5 (cell[1])\n40 samples (40%), self 40</title>"));
+    /* Tooltips say where a frame is only as far as that is known, and
+     * a cell's module (its file) once. */
+    CHECK(strstr(svg, "<title>work\ncell[1]:5\n40 samples (40%), self 40</title>"));
+    CHECK(strstr(svg, "<title>qsort\nlibc.so.6\n28 samples (28%), self 8</title>"));
+    CHECK(strstr(svg, "<title>cell[1]\n100 samples (100%), self 0</title>"));
+    const char *titles = svg_titles_problem(svg);
+    if (titles) fprintf(stderr, "SVG: %s\n", titles);
+    CHECK(titles == NULL);
     CHECK(strstr(svg, ">system library</text>") != NULL); /* the legend */
     CHECK(strstr(svg, "fill='#ffffff'") != NULL);
   }
@@ -330,6 +337,112 @@ static void test_dark_icicle_folded(void) {
   CHECK(root_rect != NULL);
   write_out("dark-icicle.json", bundle);
 done:
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* Every frame looks like its kind's swatch in the legend: within 20 of it
+ * on each of red, green and blue, whatever the function's name (a cell's
+ * "top-level scope" was drawn bright yellow beside an orange "cell code"
+ * swatch). The spec's legend gives the swatches, its rows the frames'
+ * colours, which the SVG draws too. */
+static void test_kind_colours_match_the_legend(void) {
+  static const struct {
+    uint32_t flags;
+    const char *label;
+  } kinds[] = {{FL_FRAME_CELL | FL_FRAME_REPL, "cell code"},
+               {FL_FRAME_CELL, "program code"},
+               {FL_FRAME_SYSTEM, "system library"},
+               {FL_FRAME_SYSTEM | FL_FRAME_ALLOC, "allocator"},
+               {FL_FRAME_KERNEL, "kernel"},
+               {0, "other code"}};
+  enum { N_KINDS = sizeof kinds / sizeof *kinds, N_NAMES = 60 };
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  char name[64];
+  for (size_t k = 0; k < N_KINDS; k++) {
+    for (int i = 0; i < N_NAMES; i++) {
+      if (i == 0)
+        snprintf(name, sizeof name, "top-level scope");
+      else
+        snprintf(name, sizeof name, "%s_%d", i % 2 ? "work" : "f", i);
+      /* A module per kind keeps same-named frames of two kinds apart. */
+      uint32_t id = frame(p, name, NULL, 0, kinds[k].label, kinds[k].flags);
+      fl_profile_add_sample(p, &id, 1, 1, 0, 1);
+    }
+  }
+  fl_tree_t *t = tree_of(p, true, 0);
+  json_t *spec = fl_vegalite(t, NULL, NULL, 0);
+  json_t *legend = json_object_get(
+      json_object_get(json_object_get(layer_named(spec, "legend"), "encoding"), "color"), "scale");
+  json_t *scale = json_object_get(legend, "domain"), *range = json_object_get(legend, "range");
+  json_t *rows = json_object_get(json_object_get(spec, "data"), "values");
+  size_t i, checked = 0;
+  json_t *row;
+  json_array_foreach(rows, i, row) {
+    const fl_node_t *n = fl_tree_node(t, (size_t)json_integer_value(json_object_get(row, "id")));
+    const char *label = "root";
+    for (size_t k = 0; k < N_KINDS && n->depth > 0; k++)
+      if (n->frame.flags == kinds[k].flags) label = kinds[k].label;
+    const char *swatch = NULL;
+    for (size_t j = 0; j < json_array_size(scale); j++)
+      if (!strcmp(json_string_value(json_array_get(scale, j)), label))
+        swatch = json_string_value(json_array_get(range, j));
+    CHECK(swatch != NULL);
+    if (!swatch) break;
+    const char *fill = json_string_value(json_object_get(row, "color"));
+    unsigned a[3], b[3];
+    CHECK(sscanf(fill, "#%02x%02x%02x", &a[0], &a[1], &a[2]) == 3);
+    CHECK(sscanf(swatch, "#%02x%02x%02x", &b[0], &b[1], &b[2]) == 3);
+    int worst = 0;
+    for (int c = 0; c < 3; c++) {
+      int d = abs((int)a[c] - (int)b[c]);
+      if (d > worst) worst = d;
+    }
+    if (worst > 20)
+      fprintf(stderr, "%s (%s) is %s, %d from its legend swatch %s\n", n->frame.func, label, fill,
+              worst, swatch);
+    CHECK(worst <= 20);
+    checked++;
+  }
+  CHECK_INT(checked, 1 + N_KINDS * N_NAMES);
+  json_t *bundle = default_bundle(t);
+  if (bundle) write_out("kinds.json", bundle);
+  json_decref(bundle);
+  json_decref(spec);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* A bundle's text/plain leads with text_lead, then the note, then the
+ * report; its markdown ends with markdown_hint, a paragraph inside the
+ * graph's one HTML block. Without them, neither is there. */
+static void test_bundle_lead_and_hint(void) {
+  fl_profile_t *p = small_profile(FL_PROFILE_CPU);
+  fl_tree_t *t = tree_of(p, true, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.note = "100 samples at 1 ms";
+  v.text_lead = "(Why this text shows.)";
+  v.markdown_hint = "Interactive view: open in JupyterLab <here> & there.";
+  json_t *bundle = fl_bundle(t, &v, NULL, 0);
+  const char *text = json_string_value(json_object_get(bundle, "text/plain"));
+  const char *md = json_string_value(json_object_get(bundle, "text/markdown"));
+  static const char lead[] = "(Why this text shows.)\n100 samples at 1 ms\nTotal: 100 samples";
+  CHECK(text && strncmp(text, lead, strlen(lead)) == 0);
+  CHECK(md && strstr(md,
+                     "</svg>\n<p class=\"cflame-hint\" style=\"font-size:12px;opacity:0.75\">"
+                     "Interactive view: open in JupyterLab &lt;here&gt; &amp; there.</p>\n"
+                     "</div>\n") != NULL);
+  CHECK(md && strstr(md, "\n\n") == NULL); /* one HTML block */
+  write_out("lead-and-hint.json", bundle);
+  json_decref(bundle);
+  fl_view_opts_init(&v);
+  bundle = fl_bundle(t, &v, NULL, 0);
+  text = json_string_value(json_object_get(bundle, "text/plain"));
+  md = json_string_value(json_object_get(bundle, "text/markdown"));
+  CHECK(text && strncmp(text, "Total: 100 samples", 18) == 0);
+  CHECK(md && !strstr(md, "cflame-hint"));
   json_decref(bundle);
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
@@ -644,6 +757,8 @@ int main(int argc, char **argv) {
   test_dark_icicle_folded();
   test_alloc();
   test_program_code_legend();
+  test_kind_colours_match_the_legend();
+  test_bundle_lead_and_hint();
   test_alloc_counts();
   test_hostile_names();
   test_long_note();

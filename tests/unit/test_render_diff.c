@@ -309,6 +309,9 @@ static void check_svg(const char *svg, json_t *spec) {
   if (why) fprintf(stderr, "SVG: %s\n", why);
   CHECK(why == NULL);
   if (!svg) return;
+  const char *titles = svg_titles_problem(svg);
+  if (titles) fprintf(stderr, "SVG: %s\n", titles);
+  CHECK(titles == NULL);
   json_t *rows = rows_of(spec);
   CHECK_INT(count_of(svg, "<title>"), json_array_size(rows));
   const char *p = svg;
@@ -380,7 +383,7 @@ static void test_small(void) {
   /* Notes: the caller's, then the summary. */
   char *lines = title_lines(spec);
   CHECK(strstr(lines, "602 samples at 1 ms\n") != NULL);
-  CHECK(strstr(lines, "grew: 2 frames, shrank: 1, new: 1, vanished: 2; ") != NULL);
+  CHECK(strstr(lines, "grew: 3 frames, shrank: 1, new: 1, vanished: 2; ") != NULL);
   CHECK(strstr(lines, "% of the target within noise") != NULL);
   CHECK(strstr(lines, "baseline layout") == NULL);
   free(lines);
@@ -398,7 +401,7 @@ static void test_small(void) {
   check_svg(svg, spec);
   if (svg) {
     CHECK(strstr(svg,
-                 "<title>work\ncell[1]:5 (cell[1])\ntarget: 300 samples (49.83%)\n"
+                 "<title>work\ncell[1]:5\ntarget: 300 samples (49.83%)\n"
                  "baseline: 100 samples (19.61%)\n"
                  "delta: +200 samples (+33.2% of the total), grew</title>") != NULL);
     CHECK(strstr(svg, "\nbaseline: new\n") != NULL);
@@ -409,7 +412,7 @@ static void test_small(void) {
                  "xml:space='preserve'>tokenize  cell[1]:20  \xe2\x80\x94 baseline 60 samples "
                  "(11.8%)</text>"));
     CHECK(strstr(svg, ">strlen  libc.so.6  \xe2\x80\x94 baseline 50 samples (9.8%)</text>"));
-    CHECK(strstr(svg, "grew: 2 frames, shrank: 1, new: 1, vanished: 2; ") != NULL);
+    CHECK(strstr(svg, "grew: 3 frames, shrank: 1, new: 1, vanished: 2; ") != NULL);
   }
   free(svg);
 
@@ -524,7 +527,9 @@ static void test_alloc(void) {
   CHECK(json_object_get(json_array_get(rows_of(spec), 0), "allocs") != NULL);
   const char *tooltip = json_string_value(json_object_get(
       json_object_get(json_object_get(layer_named(spec, "frames"), "mark"), "tooltip"), "expr"));
-  CHECK(tooltip && strstr(tooltip, "' bytes (' + format(datum.pct") != NULL);
+  CHECK(tooltip && strstr(tooltip,
+                          "(abs(datum.count) === 1 ? ' byte' : ' bytes') + ' (' + "
+                          "format(datum.pct") != NULL);
   CHECK(tooltip && strstr(tooltip, "'allocations': format(datum.allocs") != NULL);
   CHECK(tooltip && strstr(tooltip, "samples") == NULL);
   const char *svg = json_string_value(json_object_get(bundle, SVG_MIME));
@@ -588,7 +593,9 @@ static void test_self_scaled_hostile(void) {
   const char *tooltip = json_string_value(json_object_get(
       json_object_get(json_object_get(layer_named(spec, "frames"), "mark"), "tooltip"), "expr"));
   CHECK(tooltip && strstr(tooltip, "'baseline self':") != NULL);
-  CHECK(tooltip && strstr(tooltip, "' self samples (") != NULL);
+  CHECK(tooltip && strstr(tooltip,
+                          "' self' + (abs(datum.delta) === 1 ? ' sample' : ' samples') "
+                          "+ ' (") != NULL);
   CHECK_STR(
       str_of(json_object_get(json_object_get(json_object_get(spec, "usermeta"), "cflame"), "diff"),
              "delta"),

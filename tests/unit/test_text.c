@@ -2,6 +2,7 @@
  * every line is known: layout, cutting to cols, deep indentation, maxdepth,
  * mincount, max_lines, the hidden-frames note, flat aggregation counted
  * once per sample, allocation units. */
+#include "cflame/fl_diff.h"
 #include "cflame/fl_render.h"
 
 #include <stdarg.h>
@@ -147,8 +148,8 @@ static void test_report_cases(void) {
     o.mincount = c->mincount;
     o.max_lines = c->max_lines;
     const char *const *lines = c->flat ? flat_lines : tree_lines;
-    size_t n_lines = c->flat ? sizeof flat_lines / sizeof *flat_lines
-                             : sizeof tree_lines / sizeof *tree_lines;
+    size_t n_lines =
+        c->flat ? sizeof flat_lines / sizeof *flat_lines : sizeof tree_lines / sizeof *tree_lines;
     char want[1024] = "";
     for (const char *k = c->keep; *k; k++)
       if ((size_t)(*k - '0') < n_lines) strcat(want, lines[*k - '0']);
@@ -441,6 +442,55 @@ static void test_empty(void) {
   fl_profile_destroy(&p);
 }
 
+/* One of a thing is said in the singular, wherever a count is written: the
+ * text reports, a diff's, the SVG's tooltips ("1 samples" and "1
+ * allocations" were). */
+static void test_one_sample(void) {
+  char buf[64];
+  fl_count_noun(1, "sample", "samples", buf, sizeof buf);
+  CHECK_STR(buf, "1 sample");
+  fl_count_noun(1234567, "allocation call", "allocation calls", buf, sizeof buf);
+  CHECK_STR(buf, "1,234,567 allocation calls");
+  fl_count_noun(0, "byte", "bytes", buf, sizeof buf);
+  CHECK_STR(buf, "0 bytes");
+
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU), *q = fl_profile_new(FL_PROFILE_CPU);
+  sample(p, 1, 0, 1, cell(p, "work", 3));
+  sample(q, 1, 0, 1, cell(q, "work", 3));
+  fl_tree_t *t = build(p, 0, true, "cell[4]");
+  char *text = fl_text_tree(t, NULL);
+  CHECK(text && strncmp(text, "Total: 1 sample\n", 16) == 0);
+  free(text);
+  char *svg = fl_svg(t, NULL);
+  CHECK(svg && strstr(svg, "\n1 sample (100%), self 1</title>") != NULL);
+  CHECK(svg && strstr(svg, "1 samples") == NULL);
+  free(svg);
+  char err[128];
+  fl_diff_t *d = fl_diff_build(p, q, NULL, NULL, "cell[4]", err, sizeof err);
+  CHECK(d != NULL);
+  text = d ? fl_text_diff(d, NULL) : NULL;
+  CHECK(text && strncmp(text, "Total: target 1 sample, baseline 1 sample", 41) == 0);
+  free(text);
+  svg = d ? fl_svg_diff(d, NULL) : NULL;
+  CHECK(svg && strstr(svg, "target: 1 sample (100%)\nbaseline: 1 sample (100%)") != NULL);
+  CHECK(svg && strstr(svg, "1 samples") == NULL);
+  free(svg);
+  fl_diff_destroy(&d);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+  fl_profile_destroy(&q);
+
+  /* An allocation of one byte, once. */
+  p = fl_profile_new(FL_PROFILE_ALLOC);
+  sample(p, 1, 1, 1, cell(p, "work", 3));
+  t = build(p, 0, true, "cell[4]");
+  svg = fl_svg(t, NULL);
+  CHECK(svg && strstr(svg, "\n1 byte (100%), self 1 byte, 1 allocation</title>") != NULL);
+  free(svg);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 int main(void) {
   test_opts_init();
   test_report_cases();
@@ -451,5 +501,6 @@ int main(void) {
   test_deep_and_modules();
   test_utf8_and_long_names();
   test_empty();
+  test_one_sample();
   return TEST_DONE();
 }
