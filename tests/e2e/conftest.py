@@ -64,6 +64,28 @@ def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=
             km.shutdown_kernel(now=False)
 
 
+@contextlib.contextmanager
+def memory_capped(tmp_path, limit=4 << 30):
+    """Kernels started inside run under `prlimit --as=limit` (bytes; prlimit
+    misreads suffixes such as 4G): the kernel and every process it starts
+    may map at most that much, so that a regression fails instead of taking
+    the machine. Not under ASan, whose shadow memory alone is terabytes of
+    address space (CFLAME_SANITIZED)."""
+    if os.environ.get("CFLAME_SANITIZED"):
+        yield
+        return
+    spec = json.loads(KERNEL_JSON.read_text())
+    spec["argv"] = ["prlimit", f"--as={limit}", *spec["argv"]]
+    (tmp_path / "capped" / "kernels" / "cflame").mkdir(parents=True)
+    (tmp_path / "capped" / "kernels" / "cflame" / "kernel.json").write_text(json.dumps(spec))
+    old = os.environ["JUPYTER_PATH"]
+    os.environ["JUPYTER_PATH"] = str(tmp_path / "capped") + os.pathsep + old
+    try:
+        yield
+    finally:
+        os.environ["JUPYTER_PATH"] = old
+
+
 @pytest.fixture(scope="module")
 def kernel():
     """One kernel per test module: (km, kc)."""
@@ -435,6 +457,44 @@ def interrupt_after_delay(km, kc, code, delay=0.5):
     km.interrupt_kernel()
     r = collect(kc, msg_id, timeout=20, sent_t=t0)
     return r, r.reply_t - t_int
+
+
+def children(pid):
+    """{pid: (name, state)} of the processes whose parent is pid (state as
+    /proc shows it: "S", "R", "Z"...)."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == pid:
+            out[int(entry)] = (stat[stat.index("(") + 1:stat.rindex(")")], fields[0])
+    return out
+
+
+def gone(pids, within=20):
+    """Whether every process of pids has ended (or is a zombie) within
+    `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        left = []
+        for p in pids:
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        left.append(p)
+            except OSError:
+                pass
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def open_files(pid):
