@@ -257,8 +257,12 @@ int kn_clang_submit(kn_clang_t *c, kn_clang_job_t *job, char *err, size_t err_si
   }
   reap(c);
   json_t *j = kn_clangmsg_job_to_json(job);
-  char *text = json_dumps(j, JSON_COMPACT);
+  char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
+  if (!text) {
+    snprintf(err, err_size, "the job cannot be written as JSON");
+    return -1;
+  }
   int rc = -1;
   for (int attempt = 0; attempt < 2 && rc < 0; attempt++) {
     if (c->pid < 0 && start_process(c, err, err_size) < 0) break;

@@ -41,7 +41,8 @@ int kn_clang_fd(const kn_clang_t *c);
 bool kn_clang_busy(const kn_clang_t *c);
 /* Hands job to the process (started first if there is none, or it ended),
  * taking the job's members (the job is left empty). Returns 0, or -1 with
- * err when a job is under way or the process cannot be started. */
+ * err when a job is under way or the process cannot be started; the job is
+ * then the caller's still. */
 int kn_clang_submit(kn_clang_t *c, kn_clang_job_t *job, char *err, size_t err_size);
 /* The result, once kn_clang_fd was readable (new; kn_clangmsg_result_free);
  * NULL while there is none. A process that ended during the job gives a

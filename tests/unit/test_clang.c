@@ -325,6 +325,20 @@ static void test_cancel(void) {
   kn_strbuf_free(&text);
 }
 
+/* Without cflame-clang, a job is refused with the reason, and the caller
+ * goes on without libclang. */
+static void test_no_helper(void) {
+  kn_clang_t *c = kn_clang_new("/nonexistent/cflame-clang", MEMORY);
+  char err[256] = "";
+  kn_clang_job_t job = job_at_end("int x = pri", "pri");
+  CHECK_INT(kn_clang_submit(c, &job, err, sizeof err), -1);
+  CHECK(strstr(err, "cannot run /nonexistent/cflame-clang") != NULL);
+  CHECK(!kn_clang_busy(c));
+  CHECK_INT(kn_clang_fd(c), -1);
+  kn_clangmsg_job_free(&job);
+  kn_clang_destroy(&c);
+}
+
 /* Jobs and results go through JSON as they were, bytes that are not UTF-8
  * included. */
 static void test_messages(void) {
@@ -396,6 +410,7 @@ int main(void) {
   test_destroy_while_busy();
   test_a_unit_that_costs_the_process();
   test_cancel();
+  test_no_helper();
   test_messages();
   return TEST_DONE();
 }
