@@ -75,15 +75,14 @@ static void limit_memory(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_AS, &rl) == 0 &&
       (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > memory_bytes)) {
-    rl.rlim_cur = memory_bytes;
-    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < rl.rlim_cur) rl.rlim_cur = rl.rlim_max;
+    rl.rlim_cur = memory_bytes; /* below rlim_max, which is at least the old rlim_cur */
     setrlimit(RLIMIT_AS, &rl);
   }
 #endif
   pthread_t t;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64 << 10);
+  pthread_attr_setstacksize(&attr, 256 << 10);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   if (pthread_create(&t, &attr, watchdog, NULL) != 0) {
     fprintf(stderr, "cflame-clang: cannot start its memory watchdog\n");
