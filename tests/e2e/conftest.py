@@ -38,14 +38,23 @@ def pytest_sessionstart(session):
 
 
 @contextlib.contextmanager
-def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30):
+def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30,
+                 memory=None):
     """Starts a cflame kernel; yields (km, kc); shuts it down afterwards.
 
     env: extra environment variables for the kernel (None values remove a
     variable from the kernel's environment). ip: the address, or for the ipc
     transport the path prefix of the sockets. stderr: a file for the
-    kernel's log (default: inherited)."""
+    kernel's log (default: inherited). memory: a cap in bytes on the
+    address space of the kernel and of what it starts (prlimit --as), so
+    that a regression cannot take the machine down; under ASan, which
+    reserves terabytes of address space, on their resident memory."""
     km = KernelManager(kernel_name="cflame", transport=transport, **({"ip": ip} if ip else {}))
+    if memory and os.environ.get("CFLAME_SANITIZED"):
+        asan = (env or {}).get("ASAN_OPTIONS", os.environ.get("ASAN_OPTIONS", ""))
+        env = {**(env or {}), "ASAN_OPTIONS": f"{asan}:hard_rss_limit_mb={int(memory) >> 20}"}
+    elif memory:
+        km.kernel_spec.argv[:0] = ["prlimit", f"--as={int(memory)}"]
     kenv = dict(os.environ)
     for key, value in (env or {}).items():
         if value is None:
@@ -62,28 +71,6 @@ def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=
         kc.stop_channels()
         if km.has_kernel:
             km.shutdown_kernel(now=False)
-
-
-@contextlib.contextmanager
-def memory_capped(tmp_path, limit=4 << 30):
-    """Kernels started inside run under `prlimit --as=limit` (bytes; prlimit
-    misreads suffixes such as 4G): the kernel and every process it starts
-    may map at most that much, so that a regression fails instead of taking
-    the machine. Not under ASan, whose shadow memory alone is terabytes of
-    address space (CFLAME_SANITIZED)."""
-    if os.environ.get("CFLAME_SANITIZED"):
-        yield
-        return
-    spec = json.loads(KERNEL_JSON.read_text())
-    spec["argv"] = ["prlimit", f"--as={limit}", *spec["argv"]]
-    (tmp_path / "capped" / "kernels" / "cflame").mkdir(parents=True)
-    (tmp_path / "capped" / "kernels" / "cflame" / "kernel.json").write_text(json.dumps(spec))
-    old = os.environ["JUPYTER_PATH"]
-    os.environ["JUPYTER_PATH"] = str(tmp_path / "capped") + os.pathsep + old
-    try:
-        yield
-    finally:
-        os.environ["JUPYTER_PATH"] = old
 
 
 @pytest.fixture(scope="module")
@@ -459,7 +446,7 @@ def interrupt_after_delay(km, kc, code, delay=0.5):
     return r, r.reply_t - t_int
 
 
-def children(pid):
+def child_processes(pid):
     """{pid: (name, state)} of the processes whose parent is pid (state as
     /proc shows it: "S", "R", "Z"...)."""
     out = {}
@@ -477,7 +464,7 @@ def children(pid):
     return out
 
 
-def gone(pids, within=20):
+def processes_gone(pids, within=20):
     """Whether every process of pids has ended (or is a zombie) within
     `within` seconds."""
     deadline = time.monotonic() + within

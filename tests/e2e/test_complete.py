@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import children, gone, memory_capped, ok, request, start_kernel
+from conftest import child_processes, ok, processes_gone, request, start_kernel
 
 
 def complete(kc, code, cursor=None, timeout=60):
@@ -405,11 +405,11 @@ def _rss_mb(pid):
 
 
 def _zombies(pid):
-    return [p for p, (name, state) in children(pid).items() if state == "Z"]
+    return [p for p, (name, state) in child_processes(pid).items() if state == "Z"]
 
 
 def _libclang_processes(pid):
-    return [p for p, (name, state) in children(pid).items() if name == "cflame-clang"]
+    return [p for p, (name, state) in child_processes(pid).items() if name == "cflame-clang"]
 
 
 def _huge_header(tmp_path, megabytes=100):
@@ -432,8 +432,7 @@ def test_a_cell_that_includes_a_device_or_a_huge_header(tmp_path, include):
     # the session's names: what the cell's #include does not hide), and
     # completion works again afterwards.
     path = _huge_header(tmp_path) if include == "huge.h" else include
-    with memory_capped(tmp_path, 4 << 30), \
-            start_kernel(env={"CFLAME_COMPLETE_TIMEOUT_MS": "10000"}) as (km, kc):
+    with start_kernel(env={"CFLAME_COMPLETE_TIMEOUT_MS": "10000"}, memory=4 << 30) as (km, kc):
         pid = km.provisioner.process.pid
         ok(kc, "int safe_count = 1;")
         assert complete(kc, "safe_")["matches"] == ["safe_count"]
@@ -458,8 +457,8 @@ def test_a_cell_that_includes_a_device_or_a_huge_header(tmp_path, include):
         deadline = time.monotonic() + 30
         while _zombies(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _zombies(pid), children(pid)
-        assert len(_libclang_processes(pid)) == 1, children(pid)
+        assert not _zombies(pid), child_processes(pid)
+        assert len(_libclang_processes(pid)) == 1, child_processes(pid)
         assert ok(kc, 'printf("%d\\n", safe_count + 1);') == "2\n"
 
 
@@ -468,7 +467,7 @@ def test_libclangs_process_ends_with_the_kernel(tmp_path):
         assert complete(kc, "pri")["matches"] == ["printf"]
         pid = km.provisioner.process.pid
         helpers = _libclang_processes(pid)
-        assert len(helpers) == 1, children(pid)
+        assert len(helpers) == 1, child_processes(pid)
         os.kill(pid, signal.SIGKILL)
-        assert gone([pid]), "the kernel did not die"
-        assert gone(helpers), "cflame-clang outlived the kernel"
+        assert processes_gone([pid]), "the kernel did not die"
+        assert processes_gone(helpers), "cflame-clang outlived the kernel"
