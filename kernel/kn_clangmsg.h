@@ -28,6 +28,9 @@
 /* cflame-clang's exit status when its resident memory went past
  * MEMORY_BYTES. */
 #define KN_CLANGMSG_EXIT_MEMORY 3
+/* A result's most matches: twenty times what a reply shows (kn_complete.c
+ * leaves out reserved names and keeps 1,000), and a few MB of JSON. */
+#define KN_CLANGMSG_MAX_MATCHES 20000
 
 typedef enum kn_clang_op {
   KN_CLANG_COMPLETE, /* what may be written at a position */
@@ -96,7 +99,9 @@ typedef struct kn_clang_result {
                                 a crash in libclang): the unit's text, an #include
                                 of /dev/zero, is to blame rather than libclang, and
                                 another text may fare better */
-  kn_clang_match_t *matches; /* KN_CLANG_COMPLETE, in libclang's order */
+  kn_clang_match_t *matches; /* KN_CLANG_COMPLETE, in libclang's order; past
+                                KN_CLANGMSG_MAX_MATCHES, the likeliest that
+                                many (priority, then name) */
   size_t n_matches;
   kn_clang_symbol_t *symbol; /* KN_CLANG_INSPECT; NULL when nothing is named */
   double parse_ms;           /* time spent parsing or reparsing the unit (0 when

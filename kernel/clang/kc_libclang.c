@@ -181,6 +181,24 @@ static char *match_name(CXCompletionString cs, bool with_signature, char **signa
   return name;
 }
 
+static int cmp_likelier(const void *a, const void *b) {
+  const kn_clang_match_t *x = a, *y = b;
+  if (x->priority != y->priority) return x->priority < y->priority ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* Past KN_CLANGMSG_MAX_MATCHES, keeps the likeliest that many (a header of
+ * 10^6 names that all start with the prefix would not fit in a frame). */
+static void keep_likeliest(kn_clang_result_t *r) {
+  if (r->n_matches <= KN_CLANGMSG_MAX_MATCHES) return;
+  qsort(r->matches, r->n_matches, sizeof *r->matches, cmp_likelier);
+  for (size_t i = KN_CLANGMSG_MAX_MATCHES; i < r->n_matches; i++) {
+    free(r->matches[i].name);
+    free(r->matches[i].signature);
+  }
+  r->n_matches = KN_CLANGMSG_MAX_MATCHES;
+}
+
 static void complete(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_result_t *r) {
   char err[256];
   if (ensure_unit(c, job, false, &r->parse_ms, err, sizeof err) < 0) {
@@ -222,6 +240,7 @@ static void complete(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_resul
                                                     .priority = clang_getCompletionPriority(cs)};
   }
   clang_disposeCodeCompleteResults(res);
+  keep_likeliest(r);
 }
 
 /* ---- inspection ---- */

@@ -325,6 +325,25 @@ static void test_cancel(void) {
   kn_strbuf_free(&text);
 }
 
+/* A unit of any size goes over (here 0.9 MB), and a completion with more
+ * matches than a result holds keeps the likeliest. */
+static void test_many_matches(void) {
+  kn_clang_t *c = kn_clang_new(CFLAME_CLANG_HELPER, MEMORY);
+  kn_strbuf_t text = KN_STRBUF_INIT;
+  for (int i = 0; i < KN_CLANGMSG_MAX_MATCHES + 5000; i++)
+    kn_strbuf_printf(&text, "int many_%d; /* a global of its own */\n", i);
+  kn_strbuf_puts(&text, "int f(void) { return many_");
+  char err[256];
+  kn_clang_job_t job = job_at_end(text.data, "many_");
+  CHECK_INT(kn_clang_submit(c, &job, err, sizeof err), 0);
+  kn_clang_result_t *r = wait_result(c);
+  CHECK(r->error == NULL);
+  CHECK_INT(r->n_matches, KN_CLANGMSG_MAX_MATCHES);
+  kn_clangmsg_result_free(&r);
+  kn_clang_destroy(&c);
+  kn_strbuf_free(&text);
+}
+
 /* Without cflame-clang, a job is refused with the reason, and the caller
  * goes on without libclang. */
 static void test_no_helper(void) {
@@ -411,6 +430,7 @@ int main(void) {
   test_a_unit_that_costs_the_process();
   test_cancel();
   test_no_helper();
+  test_many_matches();
   test_messages();
   return TEST_DONE();
 }
