@@ -17,6 +17,7 @@
 #include "kn_manpage.h"
 #include "kn_names.h"
 #include "kn_util.h"
+#include "kn_worker.h"
 
 /* The file name libclang gives the unit, in the session directory, where
  * the compiler finds the cell's quoted #includes from. Never written: the
@@ -30,8 +31,12 @@
 #define CURSOR_MARK KN_GENERATED_PREFIX "cursor_"
 /* A request waits this long for libclang (a first parse of big headers on
  * a busy machine takes seconds; one of 10^5 declarations, a second), then
- * it is answered without; CFLAME_COMPLETE_TIMEOUT_MS changes it. */
+ * it is answered without, and libclang's process is killed;
+ * CFLAME_COMPLETE_TIMEOUT_MS changes it. */
 #define CLANG_TIMEOUT_MS 15000
+/* libclang's process may use this much memory (address space, and
+ * resident); CFLAME_COMPLETE_MEMORY_MB changes it. */
+#define CLANG_MEMORY_MB 2048
 /* A manual page that takes longer than this is not waited for. */
 #define MANPAGE_TIMEOUT_MS 5000
 /* At detail level 0 a session definition longer than this is cut. */
@@ -82,7 +87,6 @@ typedef struct request {
 struct kn_complete {
   kn_clang_t *clang;
   request_t *head, *tail; /* in arrival order; head is the one under way */
-  bool stale;      /* libclang's job is that of a request already answered */
   int timeout_ms;  /* how long a request waits for libclang */
   bool error_logged;
 };
@@ -805,7 +809,7 @@ static void request_free(request_t *r) {
   matches_free(&r->options);
   free(r->code);
   free(r->prefix);
-  kn_clang_result_free(&r->clang);
+  kn_clangmsg_result_free(&r->clang);
   kn_manpage_destroy(&r->man);
   free(r);
 }
@@ -847,25 +851,38 @@ static bool retry_alone(const request_t *r) {
                                                r->code[p - 2] == '-')));
 }
 
+/* Logs why libclang gave nothing, once a session: the same reason would
+ * come with every request. */
+static void log_clang_error(kn_kernel_t *k, const char *why) {
+  kn_complete_t *c = kn_kernel_complete(k);
+  if (c->error_logged) return;
+  kn_log(k, "completion falls back to the session's names: %s", why);
+  c->error_logged = true;
+}
+
 /* Starts the head request in libclang if none is under way; answers at
  * once those that libclang cannot help with. */
 static void advance(kn_kernel_t *k) {
   kn_complete_t *c = kn_kernel_complete(k);
-  /* While libclang still works for a request answered without it, the
-   * next waits (up to its own time limit). */
-  while (c->head && !c->head->submitted && !(c->clang && kn_clang_busy(c->clang))) {
+  /* One job at a time: the head request's. */
+  while (c->head && !c->head->submitted && !kn_clang_busy(c->clang)) {
     request_t *r = c->head;
     kn_clang_job_t job;
-    int rc = c->clang ? make_job(k, r, &job) : -1;
-    if (rc < 0 && c->clang && retry_alone(r)) {
+    int rc = make_job(k, r, &job);
+    if (rc < 0 && retry_alone(r)) {
       r->alone = true;
       rc = make_job(k, r, &job);
+    }
+    char err[256];
+    if (rc == 0 && kn_clang_submit(c->clang, &job, err, sizeof err) < 0) {
+      kn_clangmsg_job_free(&job);
+      log_clang_error(k, err);
+      rc = -1;
     }
     if (rc < 0) {
       answer(k, pop(c));
       continue;
     }
-    kn_clang_submit(c->clang, &job);
     r->submitted = true;
   }
 }
@@ -881,14 +898,15 @@ static bool wants_manpage(const kn_clang_symbol_t *sym) {
  * shows one, or ask again (retry_alone). Returns true when r has all it
  * waits for. */
 static bool take_result(kn_kernel_t *k, request_t *r) {
-  kn_complete_t *c = kn_kernel_complete(k);
-  if (r->clang->error && !c->error_logged) {
-    kn_log(k, "completion falls back to the session's names: %s", r->clang->error);
-    c->error_logged = true;
-  }
+  if (r->clang->lost)
+    kn_log(k, "%s: %s", r->inspect ? "inspection" : "completion", r->clang->error);
+  else if (r->clang->error)
+    log_clang_error(k, r->clang->error);
+  /* A cell that costs libclang its process (an #include of /dev/zero)
+   * may still complete a name without it. */
   bool nothing = r->inspect ? !r->clang->symbol : !r->clang->n_matches;
-  if (!r->clang->error && nothing && retry_alone(r)) {
-    kn_clang_result_free(&r->clang);
+  if ((r->clang->lost || (!r->clang->error && nothing)) && retry_alone(r)) {
+    kn_clangmsg_result_free(&r->clang);
     r->alone = true;
     r->submitted = false;
     return false;
@@ -912,12 +930,7 @@ static bool take_result(kn_kernel_t *k, request_t *r) {
 
 void kn_complete_on_ready(kn_kernel_t *k) {
   kn_complete_t *c = kn_kernel_complete(k);
-  kn_clang_result_t *res = c->clang && kn_clang_busy(c->clang) ? kn_clang_take(c->clang) : NULL;
-  if (res && c->stale) {
-    /* The job of a request answered without it. */
-    kn_clang_result_free(&res);
-    c->stale = false;
-  }
+  kn_clang_result_t *res = kn_clang_take(c->clang);
   long long now = kn_now_ms();
   while (c->head) {
     request_t *r = c->head;
@@ -934,19 +947,22 @@ void kn_complete_on_ready(kn_kernel_t *k) {
       kn_log(k, "%s took longer than %d ms: answered without %s",
              r->inspect ? "inspection" : "completion",
              r->man ? MANPAGE_TIMEOUT_MS : c->timeout_ms, r->man ? "the manual page" : "libclang");
-      if (r->submitted && !r->clang) c->stale = true;
+      /* libclang may never end (an #include of a FIFO), nor stop reading
+       * (of /dev/urandom): its process goes, the next request starts
+       * another. */
+      if (r->submitted && !r->clang) kn_clang_cancel(c->clang);
       kn_manpage_destroy(&r->man);
       ready = true;
     }
     if (!ready) break;
     answer(k, pop(c));
   }
-  kn_clang_result_free(&res);
+  kn_clangmsg_result_free(&res);
   advance(k);
 }
 
 void kn_complete_fds(const kn_complete_t *c, int fds[2]) {
-  fds[0] = c->clang && kn_clang_busy(c->clang) ? kn_clang_fd(c->clang) : -1;
+  fds[0] = kn_clang_fd(c->clang);
   fds[1] = c->head && c->head->man ? kn_manpage_fd(c->head->man) : -1;
 }
 
@@ -1055,9 +1071,14 @@ kn_complete_t *kn_complete_new(void) {
   kn_complete_t *c = kn_xcalloc(1, sizeof *c);
   const char *t = getenv("CFLAME_COMPLETE_TIMEOUT_MS");
   c->timeout_ms = t && atoi(t) > 0 ? atoi(t) : CLANG_TIMEOUT_MS;
-  char err[256];
-  c->clang = kn_clang_new(err, sizeof err);
-  if (!c->clang) fprintf(stderr, "[cflame] completion without libclang: %s\n", err);
+  const char *mb = getenv("CFLAME_COMPLETE_MEMORY_MB");
+  size_t memory_mb = mb && atoi(mb) > 0 ? (size_t)atoi(mb) : CLANG_MEMORY_MB;
+  char *dir = kn_self_dir();
+  kn_strbuf_t helper = KN_STRBUF_INIT;
+  kn_strbuf_printf(&helper, "%s/" KN_CLANG_NAME, dir);
+  free(dir);
+  c->clang = kn_clang_new(helper.data, memory_mb << 20);
+  kn_strbuf_free(&helper);
   return c;
 }
 

@@ -9,7 +9,7 @@
  * magic takes a PATH; and for a C library function its manual page
  * (kn_manpage.h).
  *
- * A request that needs libclang is answered when its thread has finished
+ * A request that needs libclang is answered when its process has answered
  * (and a manual page, when one is shown, has come): the main loop polls
  * kn_complete_fds and calls kn_complete_on_ready. Meanwhile it serves
  * control, stdin and further shell requests; an execute_request goes ahead
@@ -26,10 +26,12 @@
 
 typedef struct kn_complete kn_complete_t;
 
-/* Starts the libclang thread; without one (no thread could be started),
- * completion falls back to the session's names and the keywords. */
+/* Ready to ask libclang's process (cflame-clang, next to the kernel),
+ * started on the first request; without it (it cannot be run, or died on
+ * the request's text), completion falls back to the session's names and
+ * the keywords. */
 kn_complete_t *kn_complete_new(void);
-/* Drops the requests not yet answered, stops man and the thread. */
+/* Drops the requests not yet answered, stops man and libclang's process. */
 void kn_complete_destroy(kn_complete_t **c);
 
 /* Whether msg is a request this module answers. */
@@ -37,7 +39,7 @@ bool kn_complete_handles(const kn_msg_t *msg);
 /* Answers a complete_request or inspect_request from channel; takes msg. */
 void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg);
 
-/* The descriptors to poll for reading: the libclang thread's and a manual
+/* The descriptors to poll for reading: libclang's process's and a manual
  * page's (-1 where there is none). */
 void kn_complete_fds(const kn_complete_t *c, int fds[2]);
 /* Milliseconds until a manual page is given up on, or -1. */

@@ -28,6 +28,7 @@
 #define KN_CELL_FILE_FMT "cell[%d]" /* the user's lines of cell N */
 #define KN_GEN_FILE_PREFIX "<cflame cell"
 #define KN_GEN_FILE_FMT KN_GEN_FILE_PREFIX " %d>" /* the kernel's lines around them */
+#define KN_CLANG_NAME "cflame-clang" /* libclang's process (kn_clang.h) */
 #define KN_CELL_SO_FMT "cell_%d.so"
 #define KN_WORKER_NAME "cflame-worker"
 /* The most bytes of a trailing expression's value the worker reads: a

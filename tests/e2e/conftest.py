@@ -503,6 +503,44 @@ def interrupt_after_delay(km, kc, code, delay=0.5):
     return r, r.reply_t - t_int
 
 
+def child_processes(pid):
+    """{pid: (name, state)} of the processes whose parent is pid (state as
+    /proc shows it: "S", "R", "Z"...)."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == pid:
+            out[int(entry)] = (stat[stat.index("(") + 1:stat.rindex(")")], fields[0])
+    return out
+
+
+def processes_gone(pids, within=20):
+    """Whether every process of pids has ended (or is a zombie) within
+    `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        left = []
+        for p in pids:
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        left.append(p)
+            except OSError:
+                pass
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def open_files(pid):
     """The files, pipes and pidfds process pid holds open: what a leak would
     pile up. Left out: ZeroMQ's sockets and event descriptors, which follow

@@ -4,12 +4,14 @@ on any name with its manual page; and that none of it holds up the kernel.
 
 One kernel serves the module (names are unique per test); the tests that
 need a cold kernel start their own."""
+import os
 import pathlib
+import signal
 import time
 
 import pytest
 
-from conftest import ok, request, start_kernel
+from conftest import child_processes, ok, processes_gone, request, start_kernel
 
 
 def complete(kc, code, cursor=None, timeout=60):
@@ -388,3 +390,84 @@ def test_shutdown_during_a_completion(tmp_path):
         assert not km.is_alive()
         # jupyter_client waits 5 s before it kills a kernel that does not go.
         assert time.monotonic() - t < 5
+
+
+# ---------------------------------------------------------------- libclang's own process
+
+
+def _rss_mb(pid):
+    """The resident size of process pid, in MB (VmRSS)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def _zombies(pid):
+    return [p for p, (name, state) in child_processes(pid).items() if state == "Z"]
+
+
+def _libclang_processes(pid):
+    return [p for p, (name, state) in child_processes(pid).items() if name == "cflame-clang"]
+
+
+def _huge_header(tmp_path, megabytes=100):
+    """A header of megabytes MB of prototypes."""
+    path = tmp_path / "huge.h"
+    with open(path, "w") as f:
+        n = 0
+        while f.tell() < megabytes << 20:
+            f.write("".join(f"int huge_fn_{i}(int a, double b, const char *c);\n"
+                            for i in range(n, n + 20000)))
+            n += 20000
+    return path
+
+
+@pytest.mark.parametrize("include", ["/dev/zero", "/dev/urandom", "huge.h"])
+def test_a_cell_that_includes_a_device_or_a_huge_header(tmp_path, include):
+    # libclang reads an #include to its end: /dev/zero has none, a 100 MB
+    # header takes gigabytes. The kernel must not pay for it: its memory
+    # stays where it was, it lives, every request is answered (here with
+    # the session's names: what the cell's #include does not hide), and
+    # completion works again afterwards.
+    path = _huge_header(tmp_path) if include == "huge.h" else include
+    with start_kernel(env={"CFLAME_COMPLETE_TIMEOUT_MS": "10000"}, memory=4 << 30) as (km, kc):
+        pid = km.provisioner.process.pid
+        ok(kc, "int safe_count = 1;")
+        assert complete(kc, "safe_")["matches"] == ["safe_count"]
+        before = _rss_mb(pid)
+        cell = f'#include "{path}"\nint local_total = 0;\n'
+        for _ in range(2):
+            assert complete(kc, cell + "safe_", timeout=120)["matches"] == ["safe_count"]
+            assert km.is_alive()
+            assert _rss_mb(pid) <= before + 200, f"kernel RSS {before:.0f} -> {_rss_mb(pid):.0f} MB"
+        c = inspect(kc, cell + "local_total = safe_count", timeout=120)
+        assert c["found"] is True and "int safe_count" in c["data"]["text/plain"]
+        assert km.is_alive()
+        # Completion of sound code works again, with libclang's names.
+        assert complete(kc, "pri", timeout=120)["matches"] == ["printf"]
+        assert complete(kc, "safe_")["matches"] == ["safe_count"]
+        after = _rss_mb(pid)
+        assert after <= before + 200, f"kernel RSS {before:.0f} -> {after:.0f} MB"
+        # libclang never entered the kernel; the processes it killed are
+        # reaped once they have ended (freeing gigabytes takes a moment).
+        with open(f"/proc/{pid}/maps") as f:
+            assert "libclang" not in f.read()
+        deadline = time.monotonic() + 30
+        while _zombies(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _zombies(pid), child_processes(pid)
+        assert len(_libclang_processes(pid)) == 1, child_processes(pid)
+        assert ok(kc, 'printf("%d\\n", safe_count + 1);') == "2\n"
+
+
+def test_libclangs_process_ends_with_the_kernel(tmp_path):
+    with start_kernel() as (km, kc):
+        assert complete(kc, "pri")["matches"] == ["printf"]
+        pid = km.provisioner.process.pid
+        helpers = _libclang_processes(pid)
+        assert len(helpers) == 1, child_processes(pid)
+        os.kill(pid, signal.SIGKILL)
+        assert processes_gone([pid]), "the kernel did not die"
+        assert processes_gone(helpers), "cflame-clang outlived the kernel"
