@@ -13,6 +13,7 @@
 
 #include "kn_cell.h"
 #include "kn_clang.h"
+#include "kn_exec.h"
 #include "kn_magics.h"
 #include "kn_manpage.h"
 #include "kn_names.h"
@@ -62,7 +63,8 @@ typedef struct matches {
 /* Adds a match; one of the same text is merged into it when the reply is
  * made (reply_matches). */
 typedef struct request {
-  kn_msg_t *msg;
+  kn_msg_t *msg;   /* the request answered; NULL for an execution's */
+  kn_exec_t *exec; /* the execution answered instead (`name?`), or NULL */
   kn_channel_t channel;
   bool inspect;
   int detail;
@@ -748,6 +750,25 @@ static void describe_symbol(kn_kernel_t *k, const request_t *r, const kn_clang_s
   if (r->man) put_manpage(plain, md, kn_manpage_text(r->man), r->detail);
 }
 
+/* An execution's `name?`: the inspection (data, stolen) as its output,
+ * then its end. */
+static void show_in_exec(request_t *r, json_t *data) {
+  kn_exec_t *e = r->exec;
+  r->exec = NULL;
+  e->inspecting = false;
+  if (json_object_size(data) == 0) {
+    json_decref(data);
+    char *word = kn_strndup(r->code + r->start, r->end - r->start);
+    kn_exec_fail(e, "NameError",
+                 "%s is not declared in this session, nor a C library function with a manual "
+                 "page", word);
+    free(word);
+    return;
+  }
+  kn_exec_display(e, json_pack("{s:o, s:{}}", "data", data, "metadata"));
+  kn_exec_finish_ok(e);
+}
+
 static void reply_inspection(kn_kernel_t *k, request_t *r) {
   kn_strbuf_t plain = KN_STRBUF_INIT, md = KN_STRBUF_INIT;
   const kn_clang_symbol_t *sym = r->clang ? r->clang->symbol : NULL;
@@ -778,9 +799,14 @@ static void reply_inspection(kn_kernel_t *k, request_t *r) {
     json_object_set_new(data, "text/plain", kn_wire_text(plain.data));
     json_object_set_new(data, "text/markdown", kn_wire_text(md.data));
   }
-  kn_reply(k, r->channel, r->msg, "inspect_reply",
-           json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", plain.len > 0, "data",
-                     data, "metadata"));
+  if (r->exec)
+    show_in_exec(r, data);
+  else if (r->msg)
+    kn_reply(k, r->channel, r->msg, "inspect_reply",
+             json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", plain.len > 0, "data",
+                       data, "metadata"));
+  else
+    json_decref(data);
   kn_strbuf_free(&plain);
   kn_strbuf_free(&md);
 }
@@ -816,7 +842,7 @@ static void request_free(request_t *r) {
 
 /* The reply is sent: idle, and the request is done. */
 static void finish(kn_kernel_t *k, request_t *r) {
-  kn_publish_status(k, r->msg, "idle");
+  if (r->msg) kn_publish_status(k, r->msg, "idle");
   request_free(r);
 }
 
@@ -977,8 +1003,9 @@ bool kn_complete_handles(const kn_msg_t *msg) {
   return !strcmp(type, "complete_request") || !strcmp(type, "inspect_request");
 }
 
+static void start(kn_kernel_t *k, request_t *r, size_t cur);
+
 void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
-  kn_complete_t *c = kn_kernel_complete(k);
   kn_publish_status(k, msg, "busy");
   request_t *r = kn_xcalloc(1, sizeof *r);
   r->msg = msg;
@@ -987,9 +1014,31 @@ void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
   const char *code = json_string_value(json_object_get(msg->content, "code"));
   r->code = kn_strdup(code ? code : "");
   r->detail = (int)json_integer_value(json_object_get(msg->content, "detail_level"));
+  start(k, r,
+        byte_offset(r->code, strlen(r->code),
+                    json_integer_value(json_object_get(msg->content, "cursor_pos"))));
+}
+
+void kn_complete_inspect_for(kn_kernel_t *k, kn_exec_t *e, const char *name, int detail) {
+  request_t *r = kn_xcalloc(1, sizeof *r);
+  r->exec = e;
+  e->inspecting = true;
+  r->inspect = true;
+  r->code = kn_strdup(name);
+  r->detail = detail;
+  start(k, r, strlen(r->code));
+}
+
+void kn_complete_forget(kn_kernel_t *k, const kn_exec_t *e) {
+  for (request_t *r = kn_kernel_complete(k)->head; r; r = r->next)
+    if (r->exec == e) r->exec = NULL;
+}
+
+/* Answers r, whose word is at byte cur of its code: at once, or queued for
+ * libclang. */
+static void start(kn_kernel_t *k, request_t *r, size_t cur) {
+  kn_complete_t *c = kn_kernel_complete(k);
   size_t len = strlen(r->code);
-  size_t cur = byte_offset(r->code, len,
-                           json_integer_value(json_object_get(msg->content, "cursor_pos")));
   ident_at(r->code, len, cur, &r->start, &r->end);
 
   /* A magic line: answered from the table, at once. */

@@ -39,6 +39,16 @@ bool kn_complete_handles(const kn_msg_t *msg);
 /* Answers a complete_request or inspect_request from channel; takes msg. */
 void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg);
 
+/* Inspects name (a C identifier) for the execution e, whose cell is only
+ * `name?` (detail 0) or `name??` (detail 1), as IPython answers them: the
+ * inspection an inspect_request would get is shown as e's output, and e
+ * finishes (with NameError when nothing is known of name). e waits
+ * meanwhile (its inspecting flag); the loop goes on serving. */
+void kn_complete_inspect_for(kn_kernel_t *k, kn_exec_t *e, const char *name, int detail);
+/* e ends otherwise (an interrupt, the worker's end): its inspection is
+ * answered to no one. */
+void kn_complete_forget(kn_kernel_t *k, const kn_exec_t *e);
+
 /* The descriptors to poll for reading: libclang's process's and a manual
  * page's (-1 where there is none). */
 void kn_complete_fds(const kn_complete_t *c, int fds[2]);

@@ -209,6 +209,11 @@ void kn_execute_interrupt(kn_kernel_t *k) {
     kn_exec_fail(e, "Interrupted", "the cell was interrupted while it compiled; nothing ran");
     return;
   }
+  if (e && e->inspecting) {
+    /* `name?` waits for libclang's process, not for the worker. */
+    kn_exec_fail(e, "Interrupted", "the cell was interrupted while it looked the name up");
+    return;
+  }
   kn_worker_t *w = kn_kernel_worker(k);
   if (kn_worker_starting(w)) {
     /* The worker is loading the session's code: the interrupt ends the load

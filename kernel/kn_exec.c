@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_complete.h"
 #include "kn_util.h"
 
 void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text) {
@@ -77,6 +78,7 @@ void kn_exec_result(kn_exec_t *e, const char *text) {
 
 void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t *traceback) {
   kn_kernel_t *k = e->k;
+  if (e->inspecting) kn_complete_forget(k, e);
   kn_output_end(&e->out);
   /* stop_on_error: requests queued behind a failed one are aborted before
    * its reply goes out, so that what a client sends after seeing the reply

@@ -62,6 +62,7 @@ struct kn_exec {
   kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
   kn_output_t out;
   bool input_pending;
+  bool inspecting; /* the cell is `name?`: kn_complete answers it */
   bool loaded;     /* the worker loaded the cell's object ("running"): a crash
                       after that keeps the cell, one before it does not */
   json_t *run_cmd; /* the run command, held while the worker starts */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_complete.h"
 #include "kn_exec.h"
 #include "kn_magics.h"
 #include "kn_timeit.h"
@@ -15,6 +16,21 @@
 static bool blank(const char *s) {
   for (; *s; s++)
     if (!isspace((unsigned char)*s)) return false;
+  return true;
+}
+
+/* Whether body is only `NAME?` or `NAME??` (NAME a C identifier, white
+ * space around): then *name (new) and *detail (0 or 1, as IPython's `?`
+ * and `??`). No C statement has that form, so it is never compiled. */
+static bool help_request(const char *body, char **name, int *detail) {
+  const char *p = body + strspn(body, " \t\r\n");
+  const char *start = p;
+  if (!(isalpha((unsigned char)*p) || *p == '_')) return false;
+  while (isalnum((unsigned char)*p) || *p == '_') p++;
+  size_t n = (size_t)(p - start), marks = strspn(p, "?");
+  if (marks < 1 || marks > 2 || !blank(p + marks)) return false;
+  *name = kn_strndup(start, n);
+  *detail = (int)marks - 1;
   return true;
 }
 
@@ -405,6 +421,17 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
       kn_exec_finish_ok(e);
       goto out;
     }
+  }
+
+  /* NAME? and NAME?? show what inspection (Shift-Tab) shows, as in
+   * IPython; the answer comes from libclang's process, so e waits for it. */
+  char *help_name;
+  int help_detail;
+  if (cm.n_lines == 0 && !cm.cell && help_request(cm.body, &help_name, &help_detail)) {
+    kn_kernel_set_exec(k, e);
+    kn_complete_inspect_for(k, e, help_name, help_detail);
+    free(help_name);
+    goto out;
   }
 
   /* The statement forms (%timeit, %profview, %profile STMT) end the cell. */

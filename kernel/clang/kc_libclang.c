@@ -3,6 +3,7 @@
 #include "kc_libclang.h"
 
 #include <clang-c/Index.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,33 @@ static char *type_definition(CXCursor decl) {
   return pretty(def, false);
 }
 
+/* A system header's function names its parameters as the implementation
+ * may (glibc's `__format`, reserved so that no user macro can change
+ * them); its manual page, and the reader, say `format`. Each parameter
+ * name that starts with "__" loses the underscores in the printed
+ * declaration: a whole word that names a parameter names nothing else. */
+static void plain_parameter_names(CXCursor decl, char *text) {
+  int n = clang_Cursor_getNumArguments(decl);
+  for (int i = 0; i < n; i++) {
+    char *name = take_string(clang_getCursorSpelling(clang_Cursor_getArgument(decl, (unsigned)i)));
+    size_t len = name ? strlen(name) : 0;
+    size_t cut = name ? strspn(name, "_") : 0;
+    if (cut >= 2 && cut < len) {
+      for (char *p = text; (p = strstr(p, name)) != NULL;) {
+        bool word = (p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
+                    !(isalnum((unsigned char)p[len]) || p[len] == '_');
+        if (!word) {
+          p += len;
+          continue;
+        }
+        memmove(p, p + cut, strlen(p + cut) + 1);
+        p += len - cut;
+      }
+    }
+    free(name);
+  }
+}
+
 static void inspect(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_result_t *r) {
   char err[256];
   if (ensure_unit(c, job, true, &r->parse_ms, err, sizeof err) < 0) {
@@ -367,6 +395,8 @@ static void inspect(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_result
   s->file = take_string(fname);
   s->line = line;
   s->system = clang_Location_isInSystemHeader(loc) != 0;
+  if (s->system && s->kind == KN_CLANG_FUNCTION && s->declaration)
+    plain_parameter_names(decl, s->declaration);
   r->symbol = s;
 }
 

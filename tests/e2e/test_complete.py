@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import child_processes, ok, processes_gone, request, start_kernel
+from conftest import child_processes, errors, ok, processes_gone, request, run, start_kernel
 
 
 def complete(kc, code, cursor=None, timeout=60):
@@ -196,7 +196,9 @@ def test_inspect_a_library_function_with_its_manual_page(kc):
     c = inspect(kc, "printf")
     assert c["found"] is True
     text = c["data"]["text/plain"]
-    assert "int printf(const char *restrict __format, ...)" in text
+    # The parameters are named as the manual page names them, not glibc's
+    # reserved __format.
+    assert "int printf(const char *restrict format, ...)" in text
     assert "/usr/include/stdio.h" in text
     assert "printf(3)" in text
     synopsis = text[text.index("SYNOPSIS"):]
@@ -211,6 +213,27 @@ def test_inspect_a_library_function_with_its_manual_page(kc):
 
     text = help_text(kc, 'printf("x")', cursor=3, detail=1)
     assert "RETURN VALUE" in text and "SEE ALSO" in text
+
+
+def test_a_cell_of_name_and_question_marks_shows_the_inspection(kc):
+    """`printf?` and `printf??`, as IPython users type them: the text that
+    inspection gives at detail 0 and 1, shown as the cell's output, never
+    compiled."""
+    ok(kc, "/* Doubles v. */\nint twice_it(int v) { return 2 * v; }")
+    for name, detail in (("printf", 0), ("printf", 1), ("twice_it", 0)):
+        reply, outputs = run(kc, f"{name}{'?' * (detail + 1)}")
+        assert reply["status"] == "ok", reply
+        shown = [o["data"] for o in outputs if o["msg_type"] == "display_data"]
+        assert len(shown) == 1 and not errors(outputs), outputs
+        want = inspect(kc, name, detail=detail)["data"]
+        assert shown[0]["text/plain"] == want["text/plain"]
+        assert shown[0]["text/markdown"] == want["text/markdown"]
+    assert ("RETURN VALUE" in run(kc, "printf??")[1][0]["data"]["text/plain"])
+    reply, outputs = run(kc, "  no_such_name_here? \n")
+    assert reply["status"] == "error" and reply["ename"] == "NameError", reply
+    assert "no_such_name_here" in reply["evalue"]
+    # Still C where it is C: a conditional expression is compiled as ever.
+    assert ok(kc, 'int qa = 1;\nprintf("%d\\n", qa ? 3 : 4);') == "3\n"
 
 
 def test_inspect_a_function_no_header_declares_yet(kc):

@@ -180,7 +180,7 @@ static void test_inspection(kn_clang_t *c) {
   if (s) {
     CHECK_STR(s->name, "printf");
     CHECK_INT(s->kind, KN_CLANG_FUNCTION);
-    CHECK_STR(s->declaration, "int printf(const char *restrict __format, ...)");
+    CHECK_STR(s->declaration, "int printf(const char *restrict format, ...)");
     CHECK(s->file && strstr(s->file, "stdio.h"));
     CHECK(s->line > 0);
     CHECK(s->system);
