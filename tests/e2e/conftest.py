@@ -541,6 +541,15 @@ def processes_gone(pids, within=20):
         time.sleep(0.05)
 
 
+def share_bound(p, n, z=4.0):
+    """The largest difference, in points, between a share p (a fraction)
+    and its estimate from n samples that is not yet evidence of a bias: z
+    standard deviations of a binomial share, and one sample. A test's
+    bound comes from the samples it took, so that a loaded machine (fewer
+    samples) widens it instead of failing a true profile."""
+    return 100.0 * (z * (p * (1 - p) / n) ** 0.5 + 1.0 / n)
+
+
 def open_files(pid):
     """The files, pipes and pidfds process pid holds open: what a leak would
     pile up. Left out: ZeroMQ's sockets and event descriptors, which follow
