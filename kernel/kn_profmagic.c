@@ -630,7 +630,9 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   }
   fl_profile_info_t *info = fl_profile_info(p);
   snprintf(info->source, sizeof info->source, "%s", src.data);
-  info->taken_unix = (int64_t)time(NULL);
+  /* A profile that says when it was taken (pprof's time_nanos) keeps it:
+   * saved again, it is the same profile. */
+  if (!info->taken_unix) info->taken_unix = (int64_t)time(NULL);
   kn_strbuf_t sb = KN_STRBUF_INIT;
   if (info->kind == FL_PROFILE_ALLOC)
     kn_strbuf_printf(&sb, "Loaded an allocation profile, %llu %s in %llu stacks (%s) from %s",
