@@ -19,6 +19,7 @@
 
 #include "cflame.h"
 #include "cflame/fl_io.h"
+#include "cflame/fl_render.h"
 #include "rc_collect.h"
 #include "rc_files.h"
 #include "rc_program.h"
@@ -118,18 +119,6 @@ static int usage_error(const char *fmt, ...) {
   cflame_vsay("cflame record", "(cflame record --help lists its options)", fmt, ap);
   va_end(ap);
   return EXIT_USAGE;
-}
-
-/* 1234567 -> "1,234,567" */
-static void group_digits(char *out, size_t size, uint64_t v) {
-  char digits[32];
-  int n = snprintf(digits, sizeof digits, "%" PRIu64, v);
-  size_t o = 0;
-  for (int i = 0; i < n && o + 2 < size; i++) {
-    if (i && (n - i) % 3 == 0) out[o++] = ',';
-    out[o++] = digits[i];
-  }
-  out[o] = '\0';
 }
 
 /* ---- options ---- */
@@ -405,11 +394,11 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
   size_t len = 0;
   FILE *f = open_memstream(&out, &len);
   if (!f) abort();
-  char n[32];
+  char n[64];
   if (o->allocs) {
     const char *approx = info->sample_rate < 1 ? "~" : "";
-    group_digits(n, sizeof n, info->total_allocs);
-    fprintf(f, "%s%s allocation%s", approx, n, info->total_allocs == 1 ? "" : "s");
+    fl_count_noun(info->total_allocs, "allocation", "allocations", n, sizeof n);
+    fprintf(f, "%s%s", approx, n);
     if (!info->weight_is_count) {
       double b = (double)info->total_weight;
       if (b >= 1 << 20)
@@ -426,8 +415,8 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
     else
       fputs(", every one recorded", f);
   } else {
-    group_digits(n, sizeof n, info->total_weight);
-    fprintf(f, "%s samples every %g ms of CPU (%.3f s)", n, (double)info->interval_ns / 1e6,
+    fl_count_noun(info->total_weight, "sample", "samples", n, sizeof n);
+    fprintf(f, "%s every %g ms of CPU (%.3f s)", n, (double)info->interval_ns / 1e6,
             (double)info->total_weight * (double)info->interval_ns / 1e9);
     if (rec->cpu_timers) fputs(" taken by CPU timers, perf events being refused", f);
   }
