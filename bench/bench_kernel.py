@@ -54,9 +54,10 @@ from jupyter_client.session import Session
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 # The kernel's defaults (kernel/kn_session.h KN_DEFAULT_CC/CFLAGS/LDFLAGS),
-# plus the fixed flags kn_session_compile adds.
+# after KN_BASE_CFLAGS, plus the fixed flags kn_session_compile adds.
 CC = os.environ.get("CC") or "cc"
-CFLAGS = ["-std=gnu17", "-O2", "-g", "-fno-omit-frame-pointer", "-Wall"]
+CFLAGS = ["-fno-optimize-sibling-calls", "-std=gnu17", "-O2", "-g", "-fno-omit-frame-pointer",
+          "-Wall"]
 FIXED = ["-fPIC", "-shared", "-fdiagnostics-color=never"]
 LDFLAGS = ["-lm"]
 
