@@ -18,6 +18,7 @@
 
 #include "kn_chan.h"
 #include "kn_strbuf.h"
+#include "kn_util.h"
 
 extern char **environ;
 
@@ -112,15 +113,6 @@ static void reap(kn_clang_t *c) {
   }
 }
 
-/* fd, moved to a number above cflame-clang's fixed descriptors, so that
- * placing one never overwrites another. */
-static int above_fixed(int fd) {
-  if (fd < 0 || fd > KN_CLANGMSG_JOB_FD) return fd;
-  int moved = fcntl(fd, F_DUPFD_CLOEXEC, KN_CLANGMSG_JOB_FD + 1);
-  close(fd);
-  return moved;
-}
-
 /* Starts cflame-clang. Returns 0, or -1 with err. */
 static int start_process(kn_clang_t *c, char *err, size_t err_size) {
   end_process(c);
@@ -131,9 +123,9 @@ static int start_process(kn_clang_t *c, char *err, size_t err_size) {
     snprintf(err, err_size, "cannot make the pipes of libclang's process: %s", strerror(errno));
     goto fail;
   }
-  cmd[0] = above_fixed(cmd[0]);
-  res[1] = above_fixed(res[1]);
-  c->job_fd = above_fixed(c->job_fd);
+  cmd[0] = kn_fd_above(cmd[0], KN_CLANGMSG_JOB_FD);
+  res[1] = kn_fd_above(res[1], KN_CLANGMSG_JOB_FD);
+  c->job_fd = kn_fd_above(c->job_fd, KN_CLANGMSG_JOB_FD);
   char parent[32], memory[32];
   snprintf(parent, sizeof parent, "%d", (int)getpid());
   snprintf(memory, sizeof memory, "%zu", c->memory_bytes);

@@ -135,11 +135,7 @@ static int spawn(kn_worker_t *w, char *err, size_t err_size) {
    * or one dup2 could overwrite another before it is moved. */
   int *all[] = {&cmd[0], &evt[1], &out[1], &errp[1]};
   for (size_t i = 0; i < 4; i++) {
-    if (*all[i] > KN_CHAN_EVT_FD) continue;
-    int moved = fcntl(*all[i], F_DUPFD_CLOEXEC, 10);
-    close(*all[i]);
-    *all[i] = moved;
-    if (moved < 0) {
+    if ((*all[i] = kn_fd_above(*all[i], 9)) < 0) {
       snprintf(err, err_size, "cannot move the worker's pipes above descriptor 9: %s",
                strerror(errno));
       goto fail;
