@@ -10,6 +10,8 @@ import contextlib
 import os
 import pathlib
 import queue
+import shutil
+import subprocess
 import time
 import weakref
 
@@ -54,6 +56,39 @@ WAIT_SCALE = float(os.environ.get("CFLAME_TEST_WAIT_SCALE") or
 MEMORY_CAP = 4 << 30
 
 
+def describe_processes(pid):
+    """What a kernel that does not answer is doing: its state and where it
+    waits, with its threads and child processes, and their stacks when gdb
+    is installed."""
+    lines = []
+
+    def describe(p, indent):
+        try:
+            stat = pathlib.Path(f"/proc/{p}/stat").read_text()
+            cmd = pathlib.Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            wchan = pathlib.Path(f"/proc/{p}/wchan").read_text()
+        except OSError:
+            return
+        state = stat.rsplit(")", 1)[1].split()[0]
+        lines.append(f"{indent}{p} state {state} wchan {wchan or '-'}: {cmd[:200]}")
+        for task in sorted(os.listdir(f"/proc/{p}/task")):
+            with contextlib.suppress(OSError):
+                tstat = pathlib.Path(f"/proc/{p}/task/{task}/stat").read_text()
+                twchan = pathlib.Path(f"/proc/{p}/task/{task}/wchan").read_text()
+                lines.append(f"{indent}  thread {task} state {tstat.rsplit(')', 1)[1].split()[0]} "
+                             f"wchan {twchan or '-'}")
+        with contextlib.suppress(OSError):
+            for child in pathlib.Path(f"/proc/{p}/task/{p}/children").read_text().split():
+                describe(int(child), indent + "  ")
+
+    describe(pid, "")
+    if shutil.which("gdb"):
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            lines.append(subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex", "thread apply all bt"],
+                                        capture_output=True, text=True, timeout=60).stdout)
+    return "\n".join(lines)
+
+
 @contextlib.contextmanager
 def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30,
                  memory=None):
@@ -82,7 +117,10 @@ def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=
     kc = km.client()
     kc.start_channels()
     try:
-        kc.wait_for_ready(timeout=ready_timeout * WAIT_SCALE)
+        try:
+            kc.wait_for_ready(timeout=ready_timeout * WAIT_SCALE)
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}\n{describe_processes(km.provisioner.process.pid)}") from e
         yield km, kc
     finally:
         kc.stop_channels()
@@ -370,8 +408,6 @@ def drain_iopub(kc, quiet=0.2):
 
 import json  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
 
 VL_MIME = "application/vnd.vegalite.v5+json"
 SVG_MIME = "image/svg+xml"
