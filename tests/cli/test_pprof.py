@@ -157,8 +157,10 @@ GO_PROGRAM = r"""
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime/pprof"
+	"syscall"
 	"time"
 )
 
@@ -191,12 +193,21 @@ func main() {
 		panic(err)
 	}
 	// Three parts busy, one part light: about 75% and 25% of the CPU.
-	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+	// Until it has used 1.5 s of CPU time, which Go samples 100 times a
+	// second, however busy the machine is (wall time only bounds it).
+	for end := time.Now().Add(40 * time.Second); cpuSeconds() < 1.5 && time.Now().Before(end); {
 		busy(3000000)
 		light(1000000)
 	}
 	pprof.StopCPUProfile()
 	f.Close()
+	fmt.Println(cpuSeconds())
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 """
 
@@ -210,20 +221,27 @@ def go_profile(tmp_path_factory, go_env):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     prof = d / "cpu.pb.gz"
-    subprocess.run([str(d / "prog"), str(prof)], check=True, timeout=60)
-    return prof
+    r = subprocess.run([str(d / "prog"), str(prof)], check=True, timeout=120,
+                       capture_output=True, text=True)
+    return prof, float(r.stdout)
 
 
 def test_go_cpu_profile_is_drawn(tmp_path, go_profile, go_env):
+    go_profile, cpu_seconds = go_profile
     counts = folded_counts(ok("-f", "folded", "--no-lines", go_profile))
     total = sum(counts.values())
-    assert total >= 50, counts  # 100 samples a second for 2 s, on a busy machine fewer
+    # Go samples 100 times per second of the CPU time the program measured
+    # it used; some ticks land in the runtime's own start and stop.
+    assert 0.5 * cpu_seconds * 100 <= total <= 1.1 * cpu_seconds * 100 + 5, (cpu_seconds, counts)
 
     def share(func):
         return sum(n for s, n in counts.items() if func in s.split(";")) / total
 
-    assert 0.6 <= share("main.busy") <= 0.9, counts
-    assert 0.1 <= share("main.light") <= 0.4, counts
+    # 75% and 25% of the loop's work, within four standard errors of a
+    # binomial share of total samples (and 5 points for the loop's overhead).
+    margin = 4 * (0.75 * 0.25 / total) ** 0.5 + 0.05
+    assert abs(share("main.busy") - 0.75) <= margin, (margin, counts)
+    assert abs(share("main.light") - 0.25) <= margin, (margin, counts)
     assert share("main.main") >= 0.95
     assert all(s.startswith("runtime.main;main.main") for s in counts if "main.busy" in s)
     # the interval is Go's period, 10 ms; the graph's frames are Go's functions
@@ -245,6 +263,7 @@ def test_go_cpu_profile_is_drawn(tmp_path, go_profile, go_env):
 
 
 def test_go_profile_diffs_and_folds(tmp_path, go_profile):
+    go_profile, _ = go_profile
     # against itself: every frame the same
     rows = json.loads(ok("-f", "vegalite", "--diff", go_profile, go_profile))["data"]["values"]
     assert {r["change"] for r in rows} == {"same"}
