@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "fl__io.h"
-#include "fl__render.h"
 
 /* ---- reading ---- */
 

@@ -63,7 +63,6 @@
 #include <string.h>
 
 #include "fl__io.h"
-#include "fl__render.h"
 
 /* ---- the script's patterns ---- */
 
