@@ -67,8 +67,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cflame/fl_api.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_tree.h"
+
+CFLAME_BEGIN_DECLS
 
 /* What kind of error an fl_io_error_t holds: what a caller branches on
  * (the message is for people, and its words may change). */
@@ -260,5 +263,7 @@ const char *fl_output_endings(bool and_last);
  * escaped, so no text in it can end the script element. vegalite_spec is
  * borrowed. New string (free it). */
 char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title);
+
+CFLAME_END_DECLS
 
 #endif
