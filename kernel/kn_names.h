@@ -51,9 +51,9 @@
 #define KN_VALUE_VAR KN_GENERATED_PREFIX "value"
 #define KN_VALUE_TYPE_VAR KN_VALUE_VAR "_type"
 #define KN_VALUE_HOOK_FN cflame_value_hook
-#define KN_VALUE_HOOK KN_STR(KN_VALUE_HOOK_FN)
 #define KN_STR_(x) #x
 #define KN_STR(x) KN_STR_(x)
+#define KN_VALUE_HOOK KN_STR(KN_VALUE_HOOK_FN)
 /* The most bytes of a trailing expression's value the worker reads: a
  * larger value is not copied at all (kn_session.c decides when it
  * compiles), a larger array is shown as far as this (kw_value.c). */
