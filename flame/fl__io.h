@@ -1,8 +1,11 @@
 /* fl__io: what the readers and writers of fl_io share (fl_io.c,
  * fl_folded.c, fl_perfscript.c, fl_pprof.c): walking the input line by
- * line, the error message, the kind of code of a module, a cache from a
- * frame's text to its profile id (so that a frame that comes back on every
- * line is interned in the profile once), and gzip. Internal (fl__). */
+ * line, the error, the kind of code of a module, a cache from a frame's
+ * text to its profile id (so that a frame that comes back on every line is
+ * interned in the profile once), and gzip, all defined in fl__io.c; and the
+ * readers' entry points, which fl_io.c dispatches to. Imports go one way:
+ * the readers and fl_io.c include this header, and no reader calls into
+ * fl_io.c. Internal (fl__). */
 #ifndef FL__IO_H
 #define FL__IO_H
 
@@ -50,10 +53,14 @@ static inline bool fl__is_word(char c) {
 /* A blank line: empty or only whitespace. */
 bool fl__blank(const char *s, size_t n);
 
-/* Fills err: file from name, line, and the printf-style message. Returns -1
- * (for "return fl__io_fail(...)"). */
-int fl__io_fail(fl_io_error_t *err, const char *name, size_t line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Fills err: code, file from name, line, and the printf-style message.
+ * Returns -1 (for "return fl__io_fail_as(...)"). */
+int fl__io_fail_as(fl_io_error_t *err, fl_io_code_t code, const char *name, size_t line,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* fl__io_fail_as with FL_IO_ERR_FORMAT: the input breaks a rule of its
+ * format (the readers' most common error). */
+#define fl__io_fail(err, name, line, ...) \
+  fl__io_fail_as((err), FL_IO_ERR_FORMAT, (name), (line), __VA_ARGS__)
 
 /* The start of a line, for an error message: at most 60 bytes, control
  * characters as '?', "…" when cut. */
@@ -87,6 +94,12 @@ bool fl__frame_cache_get(const fl__frame_cache_t *c, const char *key, size_t n, 
 void fl__frame_cache_put(fl__frame_cache_t *c, const char *key, size_t n, uint32_t id);
 
 /* ---- gzip (zlib, with the library's allocators) ---- */
+
+/* The next capacity of a buffer of cap bytes that may hold limit bytes at
+ * most: twice as much, but never more than limit. */
+static inline size_t fl__grown_to(size_t cap, size_t limit) {
+  return cap > limit / 2 ? limit : cap * 2;
+}
 
 /* The gzip file of data[0, len): new buffer of *out_len bytes. */
 char *fl__gzip(const void *data, size_t len, size_t *out_len);

@@ -1,13 +1,15 @@
-/* fl__render: what the flame graph renderers share (fl_vegalite.c,
- * fl_svg.c, fl_bundle.c), so that the Vega-Lite view and the SVG draw the
- * same frames at the same places in the same colours.
+/* fl__render: what the flame graph renderers share, defined in fl__render.c
+ * and imported by the renderers (fl_vegalite.c, fl_svg.c, fl_text.c,
+ * fl_html.c) and by fl_bundle.c, which assembles their output: so that the
+ * Vega-Lite view and the SVG draw the same frames at the same places in the
+ * same colours.
  *
  *   rows     the frames to draw: fl_tree_rows, at most FL__MAX_ROWS.
  *   layout   plot width and height, pixels per level, from the view options
  *            and the deepest drawn frame.
  *   kinds    what kind of code a frame is (root, cell code, system library,
  *            allocator, kernel, other), its legend label and colour: one
- *            table in fl_bundle.c.
+ *            table in fl__render.c.
  *   colours  a frame's colour: its kind's, varied a little by a hash of the
  *            function name (as flamegraph.pl does), so that neighbours differ
  *            and a function has one colour everywhere, and every frame looks

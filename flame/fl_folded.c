@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "fl__io.h"
-#include "fl__render.h"
 
 /* ---- reading ---- */
 
@@ -116,10 +115,10 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
     if (!ok) {
       char found[80];
       fl__excerpt(s, n, found);
-      fl__io_fail(err, name, it.lineno,
-                  "not a line of folded stacks: found \"%s\"; expected \"frame;frame;...;frame "
-                  "COUNT\" with COUNT, the last word, a non-negative integer",
-                  found);
+      fl__io_fail_as(err, FL_IO_ERR_NOT_FORMAT, name, it.lineno,
+                     "not a line of folded stacks: found \"%s\"; expected \"frame;frame;...;frame "
+                     "COUNT\" with COUNT, the last word, a non-negative integer",
+                     found);
       goto fail;
     }
     lines++;
@@ -149,13 +148,14 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
   }
   if (total == 0) {
     if (lines == 0)
-      fl__io_fail(err, name, 0,
-                  "no samples found in %s: it has no lines of folded stacks (\"frame;frame;...;"
-                  "frame COUNT\") or perf script output",
-                  name);
+      fl__io_fail_as(err, FL_IO_ERR_NO_SAMPLES, name, 0,
+                     "no samples found in %s: it has no lines of folded stacks (\"frame;frame;...;"
+                     "frame COUNT\") or perf script output",
+                     name);
     else
-      fl__io_fail(err, name, 0, "no samples found in %s: every count in its %zu line%s is 0", name,
-                  zero_lines, zero_lines == 1 ? "" : "s");
+      fl__io_fail_as(err, FL_IO_ERR_NO_SAMPLES, name, 0,
+                     "no samples found in %s: every count in its %zu line%s is 0", name, zero_lines,
+                     zero_lines == 1 ? "" : "s");
     goto fail;
   }
   snprintf(fl_profile_info(p)->source, sizeof fl_profile_info(p)->source, "folded stacks");

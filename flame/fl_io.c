@@ -1,5 +1,7 @@
-/* fl_io: reading a profile, whichever of the three formats it is; gzip;
- * which output a file name asks for; writing a file whole or not at all.
+/* fl_io: reading a profile, whichever of the three formats it is (the
+ * dispatch to the readers); which output a file name asks for; reading and
+ * writing files, a file written whole or not at all. What the readers
+ * share (lines, errors, gzip) is fl__io.c's.
  *
  * A file is read only when it is a regular one, up to a limit (see
  * fl_io.h), whole (mapped), unzipped when it starts with gzip's magic
@@ -14,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,6 @@
 #include <sys/stat.h>
 #include <strings.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "fl__io.h"
 
@@ -34,97 +34,6 @@ const char *fl_input_kind_name(fl_input_kind_t kind) {
     case FL_INPUT_AUTO: break;
   }
   return "auto";
-}
-
-/* ---- shared helpers (fl__io.h) ---- */
-
-bool fl__blank(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!fl__is_space(s[i])) return false;
-  return true;
-}
-
-int fl__io_fail(fl_io_error_t *err, const char *name, size_t line, const char *fmt, ...) {
-  snprintf(err->file, sizeof err->file, "%s", name ? name : "<input>");
-  err->line = line;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-void fl__excerpt(const char *s, size_t n, char out[80]) {
-  size_t k = 0, max = 60;
-  for (size_t i = 0; i < n && i < max; i++) {
-    unsigned char c = (unsigned char)s[i];
-    out[k++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-  }
-  if (n > max) {
-    /* do not leave half a UTF-8 sequence before the ellipsis */
-    while (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0x80) k--;
-    if (k > 0 && (unsigned char)out[k - 1] >= 0xc0) k--;
-    memcpy(out + k, "\xe2\x80\xa6", 3); /* … */
-    k += 3;
-  }
-  out[k] = '\0';
-}
-
-/* ---- kinds of code ---- */
-
-static bool starts_with(const char *s, size_t n, const char *prefix) {
-  size_t k = strlen(prefix);
-  return n >= k && memcmp(s, prefix, k) == 0;
-}
-
-uint32_t fl__module_kind(const char *m, size_t n, uint64_t addr) {
-  if (starts_with(m, n, "[kernel.") || (n >= 7 && memcmp(m + n - 7, "vmlinux", 7) == 0) ||
-      (starts_with(m, n, "[") && !starts_with(m, n, "[unknown]") && addr >= 0xffff000000000000u))
-    return FL_FRAME_KERNEL;
-  static const char *const system_dirs[] = {"/usr/lib/", "/usr/lib64/", "/usr/lib32/",
-                                            "/lib/",     "/lib64/",     "/lib32/"};
-  size_t b = fl__path_base(m, n);
-  for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
-    if (starts_with(m, n, system_dirs[i]) && memmem(m + b, n - b, ".so", 3)) return FL_FRAME_SYSTEM;
-  return FL_FRAME_CELL;
-}
-
-/* ---- the frame cache ---- */
-
-typedef struct fl__cached {
-  size_t off; /* key in arena */
-  size_t len;
-  uint32_t id;
-} fl__cached_t;
-
-void fl__frame_cache_free(fl__frame_cache_t *c) {
-  free(c->entries);
-  fl__index_free(&c->index);
-  free(c->arena);
-  memset(c, 0, sizeof *c);
-}
-
-bool fl__frame_cache_get(const fl__frame_cache_t *c, const char *key, size_t n, uint32_t *id) {
-  fl__probe_t pr;
-  for (uint32_t i = fl__index_find(&c->index, fl__hash_bytes(key, n), &pr); i != FL__NONE;
-       i = fl__index_next(&c->index, &pr)) {
-    const fl__cached_t *e = &c->entries[i];
-    if (e->len == n && (n == 0 || memcmp(c->arena + e->off, key, n) == 0)) {
-      *id = e->id;
-      return true;
-    }
-  }
-  return false;
-}
-
-void fl__frame_cache_put(fl__frame_cache_t *c, const char *key, size_t n, uint32_t id) {
-  if (c->n >= FL__NONE) fl__oom(0);
-  c->arena = fl__grow(c->arena, &c->arena_cap, c->arena_len + n, 1);
-  if (n) memcpy(c->arena + c->arena_len, key, n);
-  c->entries = fl__grow(c->entries, &c->cap, c->n + 1, sizeof *c->entries);
-  c->entries[c->n] = (fl__cached_t){.off = c->arena_len, .len = n, .id = id};
-  fl__index_add(&c->index, fl__hash_bytes(key, n), (uint32_t)c->n++);
-  c->arena_len += n;
 }
 
 /* ---- outputs by file name ---- */
@@ -164,123 +73,6 @@ const char *fl_output_endings(bool and_last) {
     }
   }
   return out;
-}
-
-/* ---- gzip ---- */
-
-static voidpf zlib_alloc(voidpf opaque, uInt items, uInt size) {
-  return fl__xmalloc(items, size);
-}
-static void zlib_free(voidpf opaque, voidpf p) {
-  free(p);
-}
-
-/* zlib counts in uInt: at most this much in or out per call. */
-#define ZLIB_CHUNK ((size_t)1 << 30)
-
-char *fl__gzip(const void *data, size_t len, size_t *out_len) {
-  z_stream z = {.zalloc = zlib_alloc, .zfree = zlib_free};
-  /* 15 + 16: a gzip header and trailer around the deflate stream. The
-   * fastest level, as Go's runtime/pprof writes its profiles: a profile's
-   * varints compress well anyway. */
-  if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    fl__oom(0);
-  size_t cap = len + len / 1000 + 64, used = 0, left = len;
-  char *out = fl__xmalloc(cap, 1);
-  z.next_in = (Bytef *)data;
-  int rc;
-  do {
-    if (cap - used < 64) out = fl__grow(out, &cap, cap + 1, 1);
-    size_t in = left < ZLIB_CHUNK ? left : ZLIB_CHUNK;
-    size_t room = cap - used < ZLIB_CHUNK ? cap - used : ZLIB_CHUNK;
-    z.avail_in = (uInt)in;
-    z.next_out = (Bytef *)out + used;
-    z.avail_out = (uInt)room;
-    rc = deflate(&z, in == left ? Z_FINISH : Z_NO_FLUSH);
-    left -= in - z.avail_in;
-    used += room - z.avail_out;
-  } while (rc == Z_OK || rc == Z_BUF_ERROR);
-  if (rc != Z_STREAM_END) fl__oom(0); /* deflate fails only for memory */
-  deflateEnd(&z);
-  *out_len = used;
-  return out;
-}
-
-/* The next capacity of a buffer of cap bytes that may hold limit bytes at
- * most: twice as much, but never more than limit. */
-static size_t grown_to(size_t cap, size_t limit) {
-  return cap > limit / 2 ? limit : cap * 2;
-}
-
-int fl__gunzip(const void *data, size_t len, size_t max_out, char **out, size_t *out_len, char *why,
-               size_t why_size) {
-  const unsigned char *in = data;
-  z_stream z = {.zalloc = zlib_alloc, .zfree = zlib_free};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) fl__oom(0);
-  /* max_out + 1 bytes tell that there are more than max_out, and a NUL
-   * follows them. */
-  const size_t limit = max_out > SIZE_MAX - 2 ? SIZE_MAX : max_out + 2;
-  size_t cap = len < (SIZE_MAX - 64) / 4 && len * 4 + 64 < limit ? len * 4 + 64 : limit;
-  size_t used = 0, pos = 0;
-  char *buf = fl__xmalloc(cap, 1);
-  int rc = Z_OK, status = -1;
-  *out = NULL;
-  if (!fl__is_gzip(data, len)) {
-    snprintf(why, why_size, "it does not start with gzip's magic bytes");
-    goto fail;
-  }
-  for (;;) {
-    if (used > max_out) {
-      status = -2;
-      goto fail;
-    }
-    if (cap - used < 2) {
-      cap = grown_to(cap, limit);
-      buf = fl__xrealloc(buf, cap, 1);
-    }
-    size_t in_n = len - pos < ZLIB_CHUNK ? len - pos : ZLIB_CHUNK;
-    size_t room = cap - used - 1 < ZLIB_CHUNK ? cap - used - 1 : ZLIB_CHUNK;
-    z.next_in = (Bytef *)in + pos;
-    z.avail_in = (uInt)in_n;
-    z.next_out = (Bytef *)buf + used;
-    z.avail_out = (uInt)room;
-    rc = inflate(&z, Z_NO_FLUSH);
-    pos += in_n - z.avail_in;
-    used += room - z.avail_out;
-    if (rc == Z_STREAM_END) {
-      if (pos == len) break;
-      if (!fl__is_gzip(in + pos, len - pos)) {
-        snprintf(why, why_size, "%zu bytes after the end of the gzip data are not gzip", len - pos);
-        goto fail;
-      }
-      inflateReset(&z); /* another member follows */
-      continue;
-    }
-    if (rc == Z_MEM_ERROR) fl__oom(0);
-    if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      snprintf(why, why_size, "the gzip data is damaged at byte %zu (%s)", pos,
-               z.msg ? z.msg : "invalid data");
-      goto fail;
-    }
-    /* inflate stops when its input or its room runs out: with room left,
-     * all the input was read and the stream has not ended. */
-    if (pos == len && z.avail_out > 0) {
-      snprintf(why, why_size,
-               "the gzip data is truncated: it ends after %zu bytes, before the end of its "
-               "stream (%zu bytes unzipped)",
-               len, used);
-      goto fail;
-    }
-  }
-  inflateEnd(&z);
-  buf[used] = '\0';
-  *out = buf;
-  *out_len = used;
-  return 0;
-fail:
-  inflateEnd(&z);
-  free(buf);
-  return status;
 }
 
 /* ---- telling the kinds apart ---- */
@@ -372,13 +164,13 @@ static int take_kind(fl_profile_t *p, const fl_profile_t *scratch, const char *n
     return 0;
   }
   if (info->kind != in->kind)
-    return fl__io_fail(err, name, 0, "cannot add %s, %s, to %s", name, kind_words(in),
-                       kind_words(info));
+    return fl__io_fail_as(err, FL_IO_ERR_CANNOT_ADD, name, 0, "cannot add %s, %s, to %s", name,
+                          kind_words(in), kind_words(info));
   if (info->kind == FL_PROFILE_ALLOC && info->weight_is_count != in->weight_is_count)
-    return fl__io_fail(err, name, 0,
-                       "cannot add %s, whose weights are %s, to a profile whose weights are %s",
-                       name, in->weight_is_count ? "allocation counts" : "bytes",
-                       info->weight_is_count ? "allocation counts" : "bytes");
+    return fl__io_fail_as(err, FL_IO_ERR_CANNOT_ADD, name, 0,
+                          "cannot add %s, whose weights are %s, to a profile whose weights are %s",
+                          name, in->weight_is_count ? "allocation counts" : "bytes",
+                          info->weight_is_count ? "allocation counts" : "bytes");
   return 0;
 }
 
@@ -398,8 +190,8 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
   if (nul && kind != FL_INPUT_PPROF) {
     size_t line = 1;
     for (const char *q = data; q < nul; q++) line += *q == '\n';
-    return fl__io_fail(err, name, line, "a NUL byte: this is not text (expected %s)",
-                       fl_input_kind_name(kind));
+    return fl__io_fail_as(err, FL_IO_ERR_NOT_TEXT, name, line,
+                          "a NUL byte: this is not text (expected %s)", fl_input_kind_name(kind));
   }
   int rc;
   if (kind == FL_INPUT_PPROF) {
@@ -412,8 +204,8 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
   if (rc < 0) {
     /* Detected as folded, and its very first line is not: say both what
      * folded stacks and what perf script text look like. */
-    if (detected == FL_INPUT_FOLDED && err->line != 0 && err->line == first &&
-        strncmp(err->message, "not a line of folded stacks", 27) == 0) {
+    if (detected == FL_INPUT_FOLDED && kind == FL_INPUT_FOLDED && err->line != 0 &&
+        err->line == first && err->code == FL_IO_ERR_NOT_FORMAT) {
       char found[80];
       fl__lines_t it = {.data = data, .len = len};
       const char *s = NULL;
@@ -421,22 +213,22 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
       while (it.lineno < first && fl__next_line(&it, &s, &n)) {
       }
       fl__excerpt(s, n, found);
-      fl__io_fail(err, name, first,
-                  "neither folded stacks nor perf script output%s: found \"%s\"; a folded "
-                  "line is \"frame;frame;...;frame COUNT\" (COUNT a non-negative integer), "
-                  "a perf script sample starts with a header such as \"prog 1234 "
-                  "5678.901234: 250000 cpu-clock:\" followed by frame lines",
-                  gzipped ? " (once unzipped)" : "", found);
+      fl__io_fail_as(err, FL_IO_ERR_NOT_FORMAT, name, first,
+                     "neither folded stacks nor perf script output%s: found \"%s\"; a folded "
+                     "line is \"frame;frame;...;frame COUNT\" (COUNT a non-negative integer), "
+                     "a perf script sample starts with a header such as \"prog 1234 "
+                     "5678.901234: 250000 cpu-clock:\" followed by frame lines",
+                     gzipped ? " (once unzipped)" : "", found);
     }
     goto fail;
   }
   if (take_kind(p, scratch, name, err) < 0) goto fail;
   fl_profile_info_t *info = fl_profile_info(p);
   if (fl_profile_info_const(scratch)->total_weight > UINT64_MAX - info->total_weight) {
-    fl__io_fail(err, name, 0,
-                "the counts of %s and of the profile it is added to add up to more than %" PRIu64
-                ", the most a profile holds",
-                name, UINT64_MAX);
+    fl__io_fail_as(err, FL_IO_ERR_CANNOT_ADD, name, 0,
+                   "the counts of %s and of the profile it is added to add up to more than %" PRIu64
+                   ", the most a profile holds",
+                   name, UINT64_MAX);
     goto fail;
   }
   /* takes the interval when p has none */
@@ -495,9 +287,9 @@ static int past_limit(fl_io_error_t *err, const char *name, const char *subject,
                       const fl_read_opts_t *o) {
   char limit[32];
   fl_input_limit_text(o->max_bytes, limit);
-  return fl__io_fail(err, name, 0, "%s %s more than the limit of %s on an input%s%s", subject, what,
-                     limit, o->raise_with ? "; raise it with " : "",
-                     o->raise_with ? o->raise_with : "");
+  return fl__io_fail_as(
+      err, FL_IO_ERR_TOO_LARGE, name, 0, "%s %s more than the limit of %s on an input%s%s", subject,
+      what, limit, o->raise_with ? "; raise it with " : "", o->raise_with ? o->raise_with : "");
 }
 
 /* ---- reading ---- */
@@ -521,8 +313,8 @@ static int read_profile(fl_profile_t *p, const char *data, size_t len, const cha
     case 0: break;
     case -2: return past_limit(err, name, name, "is gzip data that unzips to", o);
     default:
-      return fl__io_fail(err, name, 0, "%s starts as a gzip file (as pprof profiles do), but %s",
-                         name, why);
+      return fl__io_fail_as(err, FL_IO_ERR_GZIP, name, 0,
+                            "%s starts as a gzip file (as pprof profiles do), but %s", name, why);
   }
   int rc = read_plain(p, plain, plain_len, name, true, o->root, o->kind, kind_out, err);
   free(plain);
@@ -548,8 +340,9 @@ static const char *file_type(mode_t mode) {
 }
 
 static int not_regular(fl_io_error_t *err, const char *name, mode_t mode, const fl_read_opts_t *o) {
-  return fl__io_fail(err, name, 0, "%s is %s, not a regular file: only regular files are read%s",
-                     name, file_type(mode), o->stdin_dash ? ", or - for standard input" : "");
+  return fl__io_fail_as(err, FL_IO_ERR_NOT_REGULAR, name, 0,
+                        "%s is %s, not a regular file: only regular files are read%s", name,
+                        file_type(mode), o->stdin_dash ? ", or - for standard input" : "");
 }
 
 /* Reads fd to its end into *out (NUL-terminated), max bytes at most: 0
@@ -565,7 +358,7 @@ static int read_all(int fd, size_t max, char **out, size_t *len) {
       return -2;
     }
     if (cap - used < 2) {
-      cap = grown_to(cap, limit);
+      cap = fl__grown_to(cap, limit);
       buf = fl__xrealloc(buf, cap, 1);
     }
     ssize_t got = read(fd, buf + used, cap - used - 1);
@@ -606,14 +399,17 @@ int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_o
      * and opening a device may do something of its own. */
     struct stat st;
     if (stat(path, &st) < 0)
-      return fl__io_fail(err, name, 0, "cannot open %s: %s", name, strerror(errno));
+      return fl__io_fail_as(err, FL_IO_ERR_SYSTEM, name, 0, "cannot open %s: %s", name,
+                            strerror(errno));
     if (!S_ISREG(st.st_mode)) return not_regular(err, name, st.st_mode, &o);
     /* O_NONBLOCK: should path have become a FIFO since, open() does not
      * wait for it; fstat then says so. */
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return fl__io_fail(err, name, 0, "cannot open %s: %s", name, strerror(errno));
+    if (fd < 0)
+      return fl__io_fail_as(err, FL_IO_ERR_SYSTEM, name, 0, "cannot open %s: %s", name,
+                            strerror(errno));
     if (fstat(fd, &st) < 0) {
-      fl__io_fail(err, name, 0, "cannot read %s: %s", name, strerror(errno));
+      fl__io_fail_as(err, FL_IO_ERR_SYSTEM, name, 0, "cannot read %s: %s", name, strerror(errno));
       goto done;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -640,7 +436,9 @@ int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_o
     switch (read_all(fd, o.max_bytes, &data, &len)) {
       case 0: break;
       case -2: past_limit(err, name, is_stdin ? "standard input" : name, "holds", &o); goto done;
-      default: fl__io_fail(err, name, 0, "cannot read %s: %s", name, strerror(errno)); goto done;
+      default:
+        fl__io_fail_as(err, FL_IO_ERR_SYSTEM, name, 0, "cannot read %s: %s", name, strerror(errno));
+        goto done;
     }
   }
   rc = read_profile(p, map ? map : data, len, name, &o, kind_out, err);

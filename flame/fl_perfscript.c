@@ -63,7 +63,6 @@
 #include <string.h>
 
 #include "fl__io.h"
-#include "fl__render.h"
 
 /* ---- the script's patterns ---- */
 
@@ -528,25 +527,27 @@ int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const ch
     } else if (!fl__blank(s, n)) {
       char found[80];
       fl__excerpt(s, n, found);
-      fl__io_fail(err, name, it.lineno,
-                  "not a line of perf script output: found \"%s\"; expected an event header "
-                  "such as \"prog 1234 5678.901234: 250000 cpu-clock:\", a frame line such as "
-                  "\"\\t4011d6 main+0x16 (/tmp/prog)\", or a blank line between samples",
-                  found);
+      fl__io_fail_as(err, FL_IO_ERR_NOT_FORMAT, name, it.lineno,
+                     "not a line of perf script output: found \"%s\"; expected an event header "
+                     "such as \"prog 1234 5678.901234: 250000 cpu-clock:\", a frame line such as "
+                     "\"\\t4011d6 main+0x16 (/tmp/prog)\", or a blank line between samples",
+                     found);
       goto fail;
     }
   }
   if (r.samples == 0) {
     if (r.headers == 0)
-      fl__io_fail(err, name, 0,
-                  "no samples found in %s: a perf script sample is an event header such as "
-                  "\"prog 1234 5678.901234: 250000 cpu-clock:\", its frame lines, and a blank line",
-                  name);
+      fl__io_fail_as(
+          err, FL_IO_ERR_NO_SAMPLES, name, 0,
+          "no samples found in %s: a perf script sample is an event header such as "
+          "\"prog 1234 5678.901234: 250000 cpu-clock:\", its frame lines, and a blank line",
+          name);
     else
-      fl__io_fail(err, name, 0,
-                  "no samples found in %s: its %zu sample header%s no call stack ended by a "
-                  "blank line (record with `perf record -g`, and give perf script's whole output)",
-                  name, r.headers, r.headers == 1 ? " has" : "s have");
+      fl__io_fail_as(
+          err, FL_IO_ERR_NO_SAMPLES, name, 0,
+          "no samples found in %s: its %zu sample header%s no call stack ended by a "
+          "blank line (record with `perf record -g`, and give perf script's whole output)",
+          name, r.headers, r.headers == 1 ? " has" : "s have");
     goto fail;
   }
   fl_profile_info_t *info = fl_profile_info(p);

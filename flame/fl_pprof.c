@@ -435,8 +435,8 @@ static int read_samples(reader_t *r, const choice_t *c) {
     fl_profile_add_sample(r->p, stack, n, weight, c->kind == FL_PROFILE_ALLOC ? allocs : 0, thread);
   }
   if (total == 0) {
-    fl__io_fail(r->err, r->name, 0, "no samples found in %s: %s", r->name,
-                pb->n_sample ? "every sample's value is 0" : "the profile has no samples");
+    fl__io_fail_as(r->err, FL_IO_ERR_NO_SAMPLES, r->name, 0, "no samples found in %s: %s", r->name,
+                   pb->n_sample ? "every sample's value is 0" : "the profile has no samples");
     goto done;
   }
   rc = 0;
@@ -455,10 +455,10 @@ int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char 
   pb_profile_t *pb =
       perftools__profiles__profile__unpack(&pb_allocator, len, (const uint8_t *)data);
   if (!pb) {
-    fl__io_fail(err, name, 0,
-                "%s is %snot a pprof profile: %s bytes are not a valid profile.proto message "
-                "(truncated, or another format)",
-                name, gzipped ? "gzip-compressed, but " : "", gzipped ? "its unzipped" : "its");
+    fl__io_fail_as(err, FL_IO_ERR_NOT_FORMAT, name, 0,
+                   "%s is %snot a pprof profile: %s bytes are not a valid profile.proto message "
+                   "(truncated, or another format)",
+                   name, gzipped ? "gzip-compressed, but " : "", gzipped ? "its unzipped" : "its");
     return -1;
   }
   r.pb = pb;

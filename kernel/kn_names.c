@@ -13,10 +13,11 @@ const char *kn_base_name(const char *path) {
 /* "cell_12.so" -> 12, else 0. */
 static int cell_of_module(const char *module) {
   const char *b = kn_base_name(module);
-  if (!b || strncmp(b, "cell_", 5) != 0) return 0;
+  const size_t stem = strlen(KN_CELL_STEM);
+  if (!b || strncmp(b, KN_CELL_STEM, stem) != 0) return 0;
   char *end;
-  long n = strtol(b + 5, &end, 10);
-  return (end != b + 5 && !strcmp(end, ".so")) ? (int)n : 0;
+  long n = strtol(b + stem, &end, 10);
+  return (end != b + stem && !strcmp(end, KN_CELL_SO_SUFFIX)) ? (int)n : 0;
 }
 
 kn_frame_kind_t kn_frame_classify(const fl_frame_info_t *f, int *cell) {
@@ -29,7 +30,9 @@ kn_frame_kind_t kn_frame_classify(const fl_frame_info_t *f, int *cell) {
   return c ? KN_FRAME_CELL : KN_FRAME_OTHER;
 }
 
-bool kn_is_cell_file(const char *file) { return file && !strncmp(file, "cell[", 5); }
+bool kn_is_cell_file(const char *file) {
+  return file && !strncmp(file, KN_CELL_FILE_PREFIX, strlen(KN_CELL_FILE_PREFIX));
+}
 
 bool kn_is_generated_file(const char *file) {
   return file && !strncmp(file, KN_GEN_FILE_PREFIX, strlen(KN_GEN_FILE_PREFIX));

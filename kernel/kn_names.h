@@ -25,12 +25,35 @@
 #define KN_ENTRY_PREFIX KN_GENERATED_PREFIX "run_" /* + N: a cell's entry function */
 #define KN_ENTRY_FMT KN_ENTRY_PREFIX "%d"
 #define KN_SYMBOL_PREFIX KN_GENERATED_PREFIX "c" /* + N + "_" + NAME: a cell's definition */
-#define KN_CELL_FILE_FMT "cell[%d]" /* the user's lines of cell N */
+#define KN_CELL_FILE_PREFIX "cell["
+#define KN_CELL_FILE_FMT KN_CELL_FILE_PREFIX "%d]" /* the user's lines of cell N */
 #define KN_GEN_FILE_PREFIX "<cflame cell"
 #define KN_GEN_FILE_FMT KN_GEN_FILE_PREFIX " %d>" /* the kernel's lines around them */
 #define KN_CLANG_NAME "cflame-clang" /* libclang's process (kn_clang.h) */
-#define KN_CELL_SO_FMT "cell_%d.so"
+#define KN_CELL_STEM "cell_"         /* + N + ".c" or KN_CELL_SO_SUFFIX: a cell's files */
+#define KN_CELL_SO_SUFFIX ".so"
+#define KN_CELL_SRC_FMT KN_CELL_STEM "%d.c"
+#define KN_CELL_SO_FMT KN_CELL_STEM "%d" KN_CELL_SO_SUFFIX
 #define KN_WORKER_NAME "cflame-worker"
+
+/* Names in the code the kernel writes around a cell (kn_session.c), each
+ * starting with KN_GENERATED_PREFIX. The prelude's macros: */
+#define KN_SYMBOL_MACRO KN_GENERATED_PREFIX "symbol"   /* (N, NAME): cflame_cN_NAME */
+#define KN_MAIN_IS_MACRO KN_GENERATED_PREFIX "main_is" /* (NAME): 1 when main expands to it */
+/* cell N's main, called from its entry function with these arguments: */
+#define KN_MAIN_ENTRY KN_GENERATED_PREFIX "main_entry"
+#define KN_MAIN_ARG0 KN_GENERATED_PREFIX "arg0"
+#define KN_MAIN_ARGV KN_GENERATED_PREFIX "argv"
+/* The trailing expression's value, and what the worker reads of it
+ * (kernel/worker/kw_value.c): the hook it defines (an identifier, so that
+ * kw_value.c defines the function by this name) and the variable whose
+ * DWARF type it reads. */
+#define KN_VALUE_VAR KN_GENERATED_PREFIX "value"
+#define KN_VALUE_TYPE_VAR KN_VALUE_VAR "_type"
+#define KN_VALUE_HOOK_FN cflame_value_hook
+#define KN_STR_(x) #x
+#define KN_STR(x) KN_STR_(x)
+#define KN_VALUE_HOOK KN_STR(KN_VALUE_HOOK_FN)
 /* The most bytes of a trailing expression's value the worker reads: a
  * larger value is not copied at all (kn_session.c decides when it
  * compiles), a larger array is shown as far as this (kw_value.c). */

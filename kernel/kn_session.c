@@ -123,7 +123,7 @@ static bool writes_main(const kn_item_t *it) {
 }
 
 static void put_main_symbol(kn_strbuf_t *sb, int cell) {
-  kn_strbuf_printf(sb, " __asm__(cflame_symbol_name(cflame_symbol(%d, main)))", cell);
+  kn_strbuf_printf(sb, " __asm__(" KN_SYMBOL_MACRO "_name(" KN_SYMBOL_MACRO "(%d, main)))", cell);
 }
 
 /* Items a cell's unit takes where the cell has them, never at the place of
@@ -457,13 +457,15 @@ static const char prelude[] =
     "#include <stdbool.h>\n"
     "#include <stddef.h>\n"
     /* put_main_symbol: a name, macros expanded, into its assembler name */
-    "#define cflame_symbol_name_(x) #x\n"
-    "#define cflame_symbol_name(x) cflame_symbol_name_(x)\n"
-    "#define cflame_symbol_(cell, name) cflame_c##cell##_##name\n"
-    "#define cflame_symbol(cell, name) cflame_symbol_(cell, name)\n"
+    /* clang-format off */
+    "#define " KN_SYMBOL_MACRO "_name_(x) #x\n"
+    "#define " KN_SYMBOL_MACRO "_name(x) " KN_SYMBOL_MACRO "_name_(x)\n"
+    "#define " KN_SYMBOL_MACRO "_(cell, name) " KN_SYMBOL_PREFIX "##cell##_##name\n"
+    "#define " KN_SYMBOL_MACRO "(cell, name) " KN_SYMBOL_MACRO "_(cell, name)\n"
     /* put_renamed_mains: whether main expands to a given name, in #if */
-    "#define cflame_main_is_(name) cflame_main_is_##name\n"
-    "#define cflame_main_is(name) cflame_main_is_(name)\n";
+    "#define " KN_MAIN_IS_MACRO "_(name) " KN_MAIN_IS_MACRO "_##name\n"
+    "#define " KN_MAIN_IS_MACRO "(name) " KN_MAIN_IS_MACRO "_(name)\n";
+/* clang-format on */
 
 /* The trailing expression's text at its cell position, on lines of its own
  * (a #line directive must start a line). */
@@ -473,6 +475,16 @@ static void put_expression(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
   kn_strbuf_puts(sb, it->text);
   kn_strbuf_putc(sb, '\n');
 }
+
+/* The names in put_value_code's code: KN_VALUE_VAR and its locals. The
+ * generated code is written one line of it a source line, clang-format
+ * off. */
+#define VALUE KN_VALUE_VAR
+#define VALUE_TYPE KN_VALUE_TYPE_VAR
+#define VALUE_VOID KN_VALUE_VAR "_void"
+#define VALUE_DECAYS KN_VALUE_VAR "_decays"
+#define VALUE_LARGE KN_VALUE_VAR "_large"
+#define VALUE_SIZE KN_VALUE_VAR "_size"
 
 /* The code that shows the value of the cell's trailing expression EXPR:
  * it is evaluated once, as the initializer of cflame_value (arrays and
@@ -491,36 +503,34 @@ static void put_expression(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
  * decays to its address (cflame_value_decays: the comma converts it as
  * __auto_type does), whatever its size: the worker reads its first part. */
 static void put_value_code(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
-  kn_strbuf_puts(sb, "{ enum { cflame_value_void = __builtin_types_compatible_p(__typeof__(");
+  /* clang-format off */
+  kn_strbuf_puts(sb, "{ enum { " VALUE_VOID " = __builtin_types_compatible_p(__typeof__(");
   put_expression(sb, cell, it);
   kn_strbuf_puts(sb, "), void) };\n"
                      "  static __attribute__((used))\n"
-                     "  __typeof__(__builtin_choose_expr(cflame_value_void, 0, (");
+                     "  __typeof__(__builtin_choose_expr(" VALUE_VOID ", 0, (");
   put_expression(sb, cell, it);
   /* The size of a function type (1 in GNU C) is what -Wpointer-arith
    * warns of: the kernel's own question, not the cell's. */
   kn_strbuf_printf(sb,
-                   "))) *cflame_value_type;\n"
-                   "  enum { cflame_value_decays = !__builtin_types_compatible_p(\n"
-                   "      __typeof__(*cflame_value_type), __typeof__(((void)0, "
-                   "*cflame_value_type))) };\n"
+                   "))) *" VALUE_TYPE ";\n"
+                   "  enum { " VALUE_DECAYS " = !__builtin_types_compatible_p(\n"
+                   "      __typeof__(*" VALUE_TYPE "), __typeof__(((void)0, *" VALUE_TYPE "))) };\n"
                    "#pragma GCC diagnostic push\n"
                    "#pragma GCC diagnostic ignored \"-Wpointer-arith\"\n"
-                   "  enum { cflame_value_large = !cflame_value_decays && "
-                   "sizeof *cflame_value_type > %uu };\n"
-                   "  unsigned long cflame_value_size = sizeof *cflame_value_type;\n"
+                   "  enum { " VALUE_LARGE " = !" VALUE_DECAYS " && sizeof *" VALUE_TYPE " > %uu };\n"
+                   "  unsigned long " VALUE_SIZE " = sizeof *" VALUE_TYPE ";\n"
                    "#pragma GCC diagnostic pop\n"
-                   "  __auto_type cflame_value = __builtin_choose_expr(cflame_value_void || "
-                   "cflame_value_large, ((void)(",
+                   "  __auto_type " VALUE " = __builtin_choose_expr(" VALUE_VOID " || " VALUE_LARGE ", ((void)(",
                    KN_VALUE_MAX_BYTES);
   put_expression(sb, cell, it);
   kn_strbuf_puts(sb, "), 0), (");
   put_expression(sb, cell, it);
   kn_strbuf_puts(sb, "));\n"
-                     "  extern void cflame_value_hook(const void *, unsigned long, unsigned long, "
-                     "int, int, int);\n"
-                     "  cflame_value_hook(&cflame_value, sizeof cflame_value, cflame_value_size,\n"
-                     "      cflame_value_decays, cflame_value_void, cflame_value_large); }\n");
+                     "  extern void " KN_VALUE_HOOK "(const void *, unsigned long, unsigned long, int, int, int);\n"
+                     "  " KN_VALUE_HOOK "(&" VALUE ", sizeof " VALUE ", " VALUE_SIZE ",\n"
+                     "      " VALUE_DECAYS ", " VALUE_VOID ", " VALUE_LARGE "); }\n");
+  /* clang-format on */
 }
 
 /* Index of the item of this cell that provides the header text for key:
@@ -549,9 +559,10 @@ static void put_renamed_mains(const kn_session_t *s, kn_strbuf_t *tu) {
   for (size_t e = 0; e < s->n_entries; e++) {
     const entry_t *en = &s->entries[e];
     if (!en->main_renamed) continue;
-    kn_strbuf_printf(tu, "#define cflame_main_is_%s 1\n#if !cflame_main_is(main)\n", en->name);
+    kn_strbuf_printf(tu, "#define " KN_MAIN_IS_MACRO "_%s 1\n#if !" KN_MAIN_IS_MACRO "(main)\n",
+                     en->name);
     kn_strbuf_puts(tu, en->header);
-    kn_strbuf_printf(tu, "#endif\n#undef cflame_main_is_%s\n", en->name);
+    kn_strbuf_printf(tu, "#endif\n#undef " KN_MAIN_IS_MACRO "_%s\n", en->name);
   }
 }
 
@@ -695,13 +706,15 @@ static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items,
      * second name for the same symbol, declared with the full signature.
      * The reference is weak: where a macro renamed main, the object does
      * not define cflame_cN_main and nothing is called. */
+    /* clang-format off */
     kn_strbuf_printf(tu,
-                     "{ extern int cflame_main_entry(int, char **) __asm__(\"" KN_SYMBOL_PREFIX "%d_main\")\n"
+                     "{ extern int " KN_MAIN_ENTRY "(int, char **) __asm__(\"" KN_SYMBOL_PREFIX "%d_main\")\n"
                      "    __attribute__((weak));\n"
-                     "  static char cflame_arg0[] = \"cell\";\n"
-                     "  static char *cflame_argv[] = {cflame_arg0, 0};\n"
-                     "  if (cflame_main_entry) return cflame_main_entry(1, cflame_argv); }\n",
+                     "  static char " KN_MAIN_ARG0 "[] = \"cell\";\n"
+                     "  static char *" KN_MAIN_ARGV "[] = {" KN_MAIN_ARG0 ", 0};\n"
+                     "  if (" KN_MAIN_ENTRY ") return " KN_MAIN_ENTRY "(1, " KN_MAIN_ARGV "); }\n",
                      cell);
+    /* clang-format on */
   }
   kn_strbuf_puts(tu, "return 0;\n}\n");
   kn_strbuf_free(&run);
@@ -1073,7 +1086,7 @@ static int launch(kn_session_t *s, kn_compile_t *job, char *err, size_t err_size
   build_unit(s, cell, &job->c->items, keys, &tu);
 
   char path_c[PATH_MAX], path_so[PATH_MAX], path_cell[PATH_MAX];
-  snprintf(path_c, sizeof path_c, "%s/cell_%d.c", s->dir, cell);
+  snprintf(path_c, sizeof path_c, "%s/" KN_CELL_SRC_FMT, s->dir, cell);
   snprintf(path_so, sizeof path_so, "%s/" KN_CELL_SO_FMT, s->dir, cell);
   snprintf(path_cell, sizeof path_cell, "%s/" KN_CELL_FILE_FMT, s->dir, cell);
   free(job->path_so);

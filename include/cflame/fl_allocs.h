@@ -106,6 +106,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cflame/fl_api.h"
+
+CFLAME_BEGIN_DECLS
+
 #define FL_ALLOCS_MAGIC 0x32636f6c6c61666cULL /* "flalloc2" */
 #define FL_ALLOCS_HEADER_WORDS 32
 #define FL_ALLOCS_RECORD_WORDS 5 /* before the addresses */
@@ -359,5 +363,7 @@ typedef struct fl_allocs_record {
 /* Walks the records. *pos starts at 0. Returns 1 with *rec, 0 at the end,
  * -1 if the buffer is corrupt. */
 int fl_allocs_next(const void *buf, size_t bytes, size_t *pos, fl_allocs_record_t *rec);
+
+CFLAME_END_DECLS
 
 #endif

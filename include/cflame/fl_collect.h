@@ -32,8 +32,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cflame/fl_api.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_symbol.h"
+
+CFLAME_BEGIN_DECLS
 
 typedef enum fl_collect_verdict {
   FL_COLLECT_KEEP,      /* a frame of the stack */
@@ -103,5 +106,7 @@ typedef struct fl_collect_allocs_opts {
 int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf, size_t bytes,
                       const fl_collect_opts_t *opts, const fl_collect_allocs_opts_t *aopts,
                       char *err, size_t err_size);
+
+CFLAME_END_DECLS
 
 #endif

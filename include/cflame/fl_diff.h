@@ -71,8 +71,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cflame/fl_api.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_tree.h"
+
+CFLAME_BEGIN_DECLS
 
 typedef enum fl_delta_kind { FL_DELTA_TOTAL, FL_DELTA_SELF } fl_delta_kind_t;
 
@@ -188,5 +191,7 @@ size_t fl_diff_grown(const fl_diff_t *d, double min_growth, fl_grown_t **out);
  * add up to 1. With an empty drawn profile: 1 if the root is "same", else
  * 0. For tests and summaries. */
 double fl_diff_neutral_share(const fl_diff_t *d);
+
+CFLAME_END_DECLS
 
 #endif

@@ -67,10 +67,31 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cflame/fl_api.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_tree.h"
 
+CFLAME_BEGIN_DECLS
+
+/* What kind of error an fl_io_error_t holds: what a caller branches on
+ * (the message is for people, and its words may change). */
+typedef enum fl_io_code {
+  FL_IO_OK = 0,          /* no error */
+  FL_IO_ERR_SYSTEM,      /* the file could not be opened or read (the system's reason) */
+  FL_IO_ERR_NOT_REGULAR, /* a directory, device, FIFO or socket, not a regular file */
+  FL_IO_ERR_TOO_LARGE,   /* more than the limit on an input, raw or unzipped */
+  FL_IO_ERR_GZIP,        /* starts as gzip, but does not unzip */
+  FL_IO_ERR_NOT_TEXT,    /* a NUL byte in what should be text */
+  FL_IO_ERR_NOT_FORMAT,  /* a line (or message) that is not of the format at all */
+  FL_IO_ERR_FORMAT,      /* of the format, but breaking one of its rules (a count too
+                          * large, a pprof field out of range) */
+  FL_IO_ERR_NO_SAMPLES,  /* parsed, but no samples (empty, only comments, counts of 0) */
+  FL_IO_ERR_CANNOT_ADD,  /* cannot go into the profile given: another kind of profile,
+                          * other weights, or counts past what a profile holds */
+} fl_io_code_t;
+
 typedef struct fl_io_error {
+  fl_io_code_t code; /* FL_IO_OK, or what kind of error the message says */
   char file[256];    /* the input's name as given ("-" for stdin, or "<stdin>") */
   size_t line;       /* 1-based line of the problem, 0 if none */
   char message[512]; /* what was wrong and what is valid */
@@ -242,5 +263,7 @@ const char *fl_output_endings(bool and_last);
  * escaped, so no text in it can end the script element. vegalite_spec is
  * borrowed. New string (free it). */
 char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title);
+
+CFLAME_END_DECLS
 
 #endif

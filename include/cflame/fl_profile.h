@@ -20,6 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cflame/fl_api.h"
+
+CFLAME_BEGIN_DECLS
+
 typedef enum fl_profile_kind {
   FL_PROFILE_CPU,   /* weights: sampling intervals of CPU time */
   FL_PROFILE_ALLOC, /* weights: bytes; counts: allocations */
@@ -140,5 +144,7 @@ void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out);
 
 /* The distinct threads seen, ascending. *threads is new (free it). */
 size_t fl_profile_threads(const fl_profile_t *p, int **threads);
+
+CFLAME_END_DECLS
 
 #endif

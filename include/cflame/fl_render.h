@@ -24,8 +24,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cflame/fl_api.h"
 #include "cflame/fl_diff.h"
 #include "cflame/fl_tree.h"
+
+CFLAME_BEGIN_DECLS
 
 typedef struct fl_view_opts {
   int width;         /* pixels; default 800 */
@@ -110,5 +113,7 @@ json_t *fl_vegalite_diff(const fl_diff_t *d, const fl_view_opts_t *v, char *err,
 char *fl_svg_diff(const fl_diff_t *d, const fl_view_opts_t *v);
 char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o);
 json_t *fl_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size);
+
+CFLAME_END_DECLS
 
 #endif

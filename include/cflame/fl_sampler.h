@@ -57,6 +57,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cflame/fl_api.h"
+
+CFLAME_BEGIN_DECLS
+
 #define FL_SAMPLER_MAGIC 0x31656c706d61736cULL /* "lsampl e1" */
 #define FL_SAMPLER_HEADER_WORDS 16
 #define FL_SAMPLER_RECORD_WORDS 4 /* before the addresses */
@@ -184,5 +188,7 @@ typedef struct fl_sampler_record {
 /* Walks the records of a buffer (as written by fl_sampler). *pos starts at
  * 0. Returns 1 with *rec filled, 0 at the end, -1 if the buffer is corrupt. */
 int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec);
+
+CFLAME_END_DECLS
 
 #endif

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cflame/fl_api.h"
+
+CFLAME_BEGIN_DECLS
+
 typedef struct fl_symbolizer fl_symbolizer_t;
 
 /* A stub of a module's procedure linkage table, through which its code
@@ -65,5 +69,7 @@ int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_addre
                          fl_frame_info_t *frames, int max);
 
 void fl_symbolizer_destroy(fl_symbolizer_t **sym);
+
+CFLAME_END_DECLS
 
 #endif

@@ -49,6 +49,10 @@
 
 #include "cflame/fl_profile.h"
 
+#include "cflame/fl_api.h"
+
+CFLAME_BEGIN_DECLS
+
 enum {
   FL_STATUS_SYSTEM = 1u << 0, /* system-library frames were folded into this one */
   FL_STATUS_ALLOC = 1u << 1,  /* allocator frames were folded into this one */
@@ -138,5 +142,7 @@ char *fl_node_label(const fl_node_t *n);
  * says how many were left out. */
 size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows,
                     size_t *n_merged);
+
+CFLAME_END_DECLS
 
 #endif

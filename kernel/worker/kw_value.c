@@ -76,10 +76,10 @@ static bool read_memory(uintptr_t addr, void *buf, size_t n) {
  * type_size bytes of an array or function. A value too_large to copy was
  * evaluated and not copied: value points to nothing of it, and type_size
  * is its size. */
-void cflame_value_hook(const void *value, size_t value_size, size_t type_size, int decayed,
-                       int is_void, int too_large);
-void cflame_value_hook(const void *value, size_t value_size, size_t type_size, int decayed,
-                       int is_void, int too_large) {
+void KN_VALUE_HOOK_FN(const void *value, size_t value_size, size_t type_size, int decayed,
+                      int is_void, int too_large);
+void KN_VALUE_HOOK_FN(const void *value, size_t value_size, size_t type_size, int decayed,
+                      int is_void, int too_large) {
   kw_value_reset();
   captured.set = true;
   captured.is_void = is_void != 0;
@@ -822,9 +822,8 @@ static bool find_value_type(Dwarf *dw, const char *entry, Dwarf_Die *type) {
   size_t hsize;
   while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
     Dwarf_Die cu, fn, var, ptr;
-    if (dwarf_offdie(dw, off + hsize, &cu) &&
-        find_named(&cu, DW_TAG_subprogram, entry, &fn) &&
-        find_named(&fn, DW_TAG_variable, "cflame_value_type", &var) && type_of(&var, &ptr) &&
+    if (dwarf_offdie(dw, off + hsize, &cu) && find_named(&cu, DW_TAG_subprogram, entry, &fn) &&
+        find_named(&fn, DW_TAG_variable, KN_VALUE_TYPE_VAR, &var) && type_of(&var, &ptr) &&
         type_of(&ptr, type))
       return true;
     off = next;

@@ -2,13 +2,13 @@
 # package.consumer: installs the build into a fresh prefix, then builds the
 # consumers of this folder against it the two ways a user would (pkg-config,
 # and CMake's find_package), runs them, and checks what a user would look
-# at: the text report of a folded profile, its SVG, and samples recorded by
-# the sampler.
+# at: the text report of a folded profile (also from a C++ program), its
+# SVG, samples recorded by the sampler, and what the library exports.
 #
 #   run.sh BUILD_DIR WORK_DIR VERSION
 #
-# CC, CFLAGS and LDFLAGS, when set, build the consumers (the sanitizer
-# build's libraries need its flags).
+# CC, CXX, CFLAGS, CXXFLAGS and LDFLAGS, when set, build the consumers (the
+# sanitizer build's libraries need its flags).
 set -euo pipefail
 build=$1 work=$2 version=$3
 src=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +27,32 @@ for module in cflame cflame-sampler; do
   [ "$got" = "$version" ] || fail "pkg-config says $module is $got, the build is $version"
 done
 
+# Every installed header declares its API inside CFLAME_BEGIN_DECLS (C
+# linkage for C++, exported), and all of them compile as C++.
+headers=$prefix/include/cflame
+for h in "$headers"/*.h; do
+  case ${h##*/} in fl_api.h | fl_version.h) continue ;; esac
+  grep -q '^CFLAME_BEGIN_DECLS$' "$h" && grep -q '^CFLAME_END_DECLS$' "$h" ||
+    fail "${h##*/} does not declare its API between CFLAME_BEGIN_DECLS and CFLAME_END_DECLS"
+done
+for h in "$headers"/*.h; do echo "#include <cflame/${h##*/}>"; done |
+  ${CXX:-c++} ${CXXFLAGS:-} -x c++ -fsyntax-only -Wall -Wextra -Werror \
+    $(pkg-config --cflags cflame cflame-sampler) - ||
+  fail "the installed headers do not compile as C++"
+
+# What the library exports (include/cflame/fl_api.h): the API declared in
+# the headers, not its internals (fl__*) nor the C generated for pprof.
+lib=$(find "$prefix" -name libcflame.a)
+visibility() { # SYMBOL: DEFAULT or HIDDEN, where libcflame.a defines it
+  readelf -sW "$lib" | awk -v s="$1" '$8 == s && $7 != "UND" { print $6; exit }'
+}
+for symbol in fl_read_profile fl_bundle fl_tree_build; do
+  [ "$(visibility $symbol)" = DEFAULT ] || fail "libcflame.a does not export $symbol"
+done
+for symbol in fl__gunzip fl__rows_get perftools__profiles__profile__unpack; do
+  [ "$(visibility $symbol)" = HIDDEN ] || fail "libcflame.a exports its internal $symbol"
+done
+
 # The report and the picture of tests/package/profile.folded.
 check_flame() { # BINARY HOW
   "$1" "$src/profile.folded" "$work/$2.svg" >"$work/$2.txt" || fail "$2: flame_consumer failed"
@@ -42,6 +68,10 @@ frames = sorted(r.find(ns + "title").text.split("\n")[0]
 want = sorted(["all", "main", "parse", "read_line", "work", "compute"])
 assert frames == want, frames
 PY
+}
+check_cxx() { # BINARY HOW
+  "$1" "$src/profile.folded" "$version" >"$work/$2-cxx.txt" || fail "$2: cxx_consumer failed"
+  diff -u "$src/expected.txt" "$work/$2-cxx.txt" || fail "$2: the C++ program's report differs"
 }
 check_sampler() { # BINARY HOW
   "$1" >"$work/$2-sampler.txt" || fail "$2: sampler_consumer failed"
@@ -59,7 +89,11 @@ for how in "" --static; do
   ${CC:-cc} -std=c11 ${CFLAGS:-} -o "$dir/sampler_consumer" "$src/sampler_consumer.c" \
     $(pkg-config --cflags --libs $how cflame-sampler) ${LDFLAGS:-} ||
     fail "pkg-config --libs $how cflame-sampler does not link the example"
+  ${CXX:-c++} ${CXXFLAGS:-} -o "$dir/cxx_consumer" "$src/cxx_consumer.cpp" \
+    $(pkg-config --cflags --libs $how cflame) ${LDFLAGS:-} ||
+    fail "pkg-config --libs $how cflame does not link the C++ example"
   check_flame "$dir/flame_consumer" "pkg-config$how"
+  check_cxx "$dir/cxx_consumer" "pkg-config$how"
   check_sampler "$dir/sampler_consumer" "pkg-config$how"
 done
 
@@ -70,6 +104,7 @@ cmake -S "$src" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
 cmake --build "$work/cmake" >"$work/cmake-build.log" ||
   { cat "$work/cmake-build.log" >&2; fail "the CMake consumer does not build"; }
 check_flame "$work/cmake/flame_consumer" cmake
+check_cxx "$work/cmake/cxx_consumer" cmake
 check_sampler "$work/cmake/sampler_consumer" cmake
 # The installed kernel: its kernelspec names the prefix given to
 # `cmake --install --prefix`, not the one configured, and it runs a cell.

@@ -126,27 +126,62 @@ static const fl_diff_node_t *dn(const fl_diff_t *d, const char *path) {
   return fl_diff_node(d, n->id);
 }
 
-/* One check of one drawn node of a diff: a field of fl_diff_node_t and the
- * value it should have (exactly for the change, nearly for the others).
- * Tables of them end with {NULL}. */
-typedef enum field { CHANGE, BASE, BASE_SELF, DELTA, Z } field_t;
+/* One check of a diff: a field of the fl_diff_node_t of the drawn node at
+ * path and the value it should have (exactly for the change and has_base,
+ * nearly for the others), or a figure of the whole diff (path ""): its
+ * scale, neutral share and max delta (exactly when 0 or 1: nothing scaled,
+ * all or nothing neutral; nearly otherwise), and how many vanished frames
+ * and notes it has. Tables of them end with {NULL}. */
+typedef enum field {
+  CHANGE,
+  HAS_BASE,
+  BASE,
+  BASE_SELF,
+  DELTA,
+  Z,
+  SCALE,
+  NEUTRAL,
+  MAX_DELTA,
+  N_VANISHED,
+  N_NOTES
+} field_t;
 typedef struct node_want {
   const char *path;
   field_t field;
   double want;
 } node_want_t;
 
+static size_t n_notes(const fl_diff_t *d);
+
+/* Exactly when want is 0 or 1, nearly otherwise. */
+static void check_figure(double got, double want) {
+  if (want == 0 || want == 1)
+    CHECK(got == want);
+  else
+    CHECK_NEAR(got, want);
+}
+
 static void check_nodes(const fl_diff_t *d, const node_want_t *w) {
-  static const char *const names[] = {"change", "base", "base_self", "delta", "z"};
+  static const char *const names[] = {
+      "change", "has_base",      "base",      "base_self",       "delta", "z",
+      "scale",  "neutral share", "max delta", "vanished frames", "notes"};
   for (; w->path; w++) {
     int failures = test_failures;
-    const fl_diff_node_t *x = dn(d, w->path);
+    const fl_diff_node_t *x = w->field <= Z ? dn(d, w->path) : NULL;
     switch (w->field) {
       case CHANGE: CHECK_INT(x->change, (int)w->want); break;
+      case HAS_BASE: CHECK_INT(x->has_base, (int)w->want); break;
       case BASE: CHECK_NEAR(x->base, w->want); break;
       case BASE_SELF: CHECK_NEAR(x->base_self, w->want); break;
       case DELTA: CHECK_NEAR(x->delta, w->want); break;
       case Z: CHECK_NEAR(x->z, w->want); break;
+      case SCALE: check_figure(fl_diff_scale(d), w->want); break;
+      case NEUTRAL: check_figure(fl_diff_neutral_share(d), w->want); break;
+      case MAX_DELTA: check_figure(fl_diff_max_delta(d), w->want); break;
+      case N_VANISHED:
+        CHECK_INT(fl_diff_vanished(d, &(const fl_vanished_t *){NULL}), w->want);
+        break;
+      case N_NOTES: CHECK_INT(n_notes(d), w->want); break;
     }
     if (test_failures > failures)
       fprintf(stderr, "  (the %s of the node at \"%s\")\n", names[w->field], w->path);
@@ -241,6 +276,102 @@ static const fl_vanished_t *vanished(const fl_diff_t *d, size_t *n) {
   return v;
 }
 
+/* Whether one of d's notes contains text. */
+static bool has_note(const fl_diff_t *d, const char *text) {
+  for (const char *const *s = fl_diff_notes(d); *s; s++)
+    if (strstr(*s, text)) return true;
+  return false;
+}
+
+/* ---- runs: two profiles, options, and what their diff must give ---- */
+
+/* A profile to build: its kind, sampling interval and samples. */
+typedef struct profile_spec {
+  fl_profile_kind_t kind;
+  uint64_t interval_ns;
+  sample_spec_t samples[8]; /* ended by {0, NULL} */
+} profile_spec_t;
+
+static fl_profile_t *build(const profile_spec_t *s) {
+  fl_profile_t *p = fl_profile_new(s->kind);
+  fl_profile_info(p)->interval_ns = s->interval_ns;
+  add_all(p, s->samples);
+  return p;
+}
+
+/* A vanished frame, in order: its function and, when not 0 or NULL, its
+ * line, its count, and the drawn node it hangs under (a path; "-": none). */
+typedef struct vanished_want {
+  const char *func;
+  int line;
+  double count;
+  const char *parent;
+} vanished_want_t;
+
+typedef struct diff_run diff_run_t;
+
+/* One diff of target against base, with lines unless no_lines, minwidth,
+ * recur=flat when recur_flat, and the diff options given (noise as
+ * written), and what it must give: the wants (nodes, and the diff's own
+ * figures), the first vanished frames (func NULL: not checked), notes
+ * (note[i] exactly, note_has in some note). more, when set, checks what a
+ * table does not say: the trees' shapes, the profiles drawn. */
+struct diff_run {
+  const char *what;
+  const profile_spec_t *target, *base;
+  bool no_lines, recur_flat;
+  double minwidth, noise;
+  bool negate, normalize, self;
+  const char *root_prefix;
+  node_want_t wants[14]; /* ended by {NULL} */
+  vanished_want_t vanished[2];
+  const char *note[2];
+  const char *note_has;
+  void (*more)(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+               const fl_profile_t *b);
+};
+
+static void check_run(const diff_run_t *r) {
+  fl_profile_t *t = build(r->target), *b = build(r->base);
+  fl_tree_opts_t to = topts(!r->no_lines, r->minwidth);
+  to.recur = r->recur_flat ? FL_RECUR_FLAT : FL_RECUR_OFF;
+  fl_diff_opts_t o = dopts(r->noise);
+  o.negate = r->negate;
+  o.normalize = r->normalize;
+  o.delta = r->self ? FL_DELTA_SELF : FL_DELTA_TOTAL;
+  o.root_prefix = r->root_prefix;
+  int failed = test_failures;
+  fl_diff_t *d = checked(diff(t, b, &to, &o));
+  check_nodes(d, r->wants);
+  size_t nv;
+  const fl_vanished_t *v = vanished(d, &nv);
+  for (size_t i = 0; i < 2 && r->vanished[i].func; i++) {
+    const vanished_want_t *w = &r->vanished[i];
+    if (i >= nv) {
+      CHECK(i < nv);
+      break;
+    }
+    CHECK_STR(v[i].node->frame.func, w->func);
+    if (w->line) CHECK_INT(v[i].node->frame.line, w->line);
+    if (w->count) CHECK_NEAR(v[i].count, w->count);
+    if (w->parent)
+      CHECK(v[i].parent_match == (strcmp(w->parent, "-") ? at(fl_diff_tree(d), w->parent) : NULL));
+  }
+  for (size_t i = 0; i < 2; i++)
+    if (r->note[i]) CHECK_STR(fl_diff_notes(d)[i], r->note[i]);
+  if (r->note_has) CHECK(has_note(d, r->note_has));
+  if (r->more) r->more(d, r, t, b);
+  if (test_failures != failed) fprintf(stderr, "  in the run \"%s\"\n", r->what);
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&t);
+  fl_profile_destroy(&b);
+}
+
+static void check_runs(const diff_run_t *runs, size_t n) {
+  for (size_t i = 0; i < n; i++) check_run(&runs[i]);
+}
+#define CHECK_RUNS(runs) check_runs(runs, sizeof runs / sizeof runs[0])
+
 /* ---- a profile against itself ---- */
 
 static fl_profile_t *mixed_profile(void) {
@@ -300,176 +431,161 @@ static void test_self_diff(void) {
 
 /* f1 in cell 3 against f2 in cell 8, with the same kind of subtree; g1
  * against g2 with nothing in common. */
+static const profile_spec_t renamed_base = {FL_PROFILE_CPU,
+                                            1000000,
+                                            {{100, "top@5:1;f1@3:2;work@3:10"},
+                                             {10, "top@5:1;f1@3:2"},
+                                             {30, "top@5:1;g1@3:20;~qsort;cmp@3:25"},
+                                             {0, NULL}}};
+static const profile_spec_t renamed_target = {FL_PROFILE_CPU,
+                                              1000000,
+                                              {{150, "top@9:1;f2@8:2;work@8:10"},
+                                               {10, "top@9:1;f2@8:2"},
+                                               {30, "top@9:1;g2@8:20;other@8:30"},
+                                               {0, NULL}}};
+
 static void test_renamed(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{100, "top@5:1;f1@3:2;work@3:10"},
-                                     {10, "top@5:1;f1@3:2"},
-                                     {30, "top@5:1;g1@3:20;~qsort;cmp@3:25"},
-                                     {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{150, "top@9:1;f2@8:2;work@8:10"},
-                                     {10, "top@9:1;f2@8:2"},
-                                     {30, "top@9:1;g2@8:20;other@8:30"},
-                                     {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  const fl_diff_node_t *f2 = dn(d, "top;f2"), *work = dn(d, "top;f2;work");
-  CHECK(f2->has_base);
-  CHECK_NEAR(f2->base, 110);
-  CHECK_NEAR(f2->base_self, 10);
-  CHECK_NEAR(f2->delta, 50);
-  CHECK_NEAR(f2->z, 50 / sqrt(270));
-  CHECK_INT(f2->change, FL_CHANGE_GREW);
-  CHECK_NEAR(work->base, 100);
-  CHECK_INT(work->change, FL_CHANGE_GREW);
-  check_nodes(d, (const node_want_t[]){{"top;g2", CHANGE, FL_CHANGE_NEW},
-                                       {"top;g2;other", CHANGE, FL_CHANGE_NEW},
-                                       {"top", BASE, 140},
-                                       {"top", CHANGE, FL_CHANGE_GREW},
-                                       {NULL}});
-  size_t nv;
-  const fl_vanished_t *v = vanished(d, &nv);
-  CHECK_INT(nv, 1);
-  CHECK_STR(v[0].node->frame.func, "g1");
-  CHECK_NEAR(v[0].count, 30);
-  CHECK(v[0].parent_match == at(fl_diff_tree(d), "top"));
-  fl_diff_destroy(&d);
-
-  /* Without lines, the same. */
-  to.lines = false;
-  d = checked(diff(t, b, &to, &o));
-  CHECK_NEAR(dn(d, "top;f2")->base, 110);
-  CHECK_INT(dn(d, "top;g2")->change, FL_CHANGE_NEW);
-  vanished(d, &nv);
-  CHECK_INT(nv, 1);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
-}
-
-/* Whether one of d's notes contains text. */
-static bool has_note(const fl_diff_t *d, const char *text) {
-  for (const char *const *s = fl_diff_notes(d); *s; s++)
-    if (strstr(*s, text)) return true;
-  return false;
+  const diff_run_t runs[] = {
+      {"renamed", &renamed_target, &renamed_base, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top;f2", HAS_BASE, 1},
+                 {"top;f2", BASE, 110},
+                 {"top;f2", BASE_SELF, 10},
+                 {"top;f2", DELTA, 50},
+                 {"top;f2", Z, 50 / sqrt(270)},
+                 {"top;f2", CHANGE, FL_CHANGE_GREW},
+                 {"top;f2;work", BASE, 100},
+                 {"top;f2;work", CHANGE, FL_CHANGE_GREW},
+                 {"top;g2", CHANGE, FL_CHANGE_NEW},
+                 {"top;g2;other", CHANGE, FL_CHANGE_NEW},
+                 {"top", BASE, 140},
+                 {"top", CHANGE, FL_CHANGE_GREW},
+                 {"", N_VANISHED, 1},
+                 {NULL}},
+       .vanished = {{"g1", 0, 30, "top"}}},
+      /* without lines, the same */
+      {"renamed, no lines", &renamed_target, &renamed_base, .no_lines = true, .minwidth = 0.001,
+       .noise = 2,
+       .wants =
+           {{"top;f2", BASE, 110}, {"top;g2", CHANGE, FL_CHANGE_NEW}, {"", N_VANISHED, 1}, {NULL}}},
+  };
+  CHECK_RUNS(runs);
 }
 
 /* Two builds of one program, recorded under roots named after them (bt,
  * bt_slow): the only roots match whatever their names, with a note; several
  * roots match by name, or with root_prefix by the start of their names. */
-static void test_program_roots(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b,
-          (const sample_spec_t[]){{400, "!bt;!main;!work"}, {400, "!bt;!main;!parse"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){
-                 {600, "!bt_slow;!main;!work"}, {200, "!bt_slow;!main;!parse"}, {0, NULL}});
-  fl_tree_opts_t to = topts(false, 0);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  check_nodes(d, (const node_want_t[]){{"bt_slow", BASE, 800},
-                                       {"bt_slow", CHANGE, FL_CHANGE_SAME},
-                                       {"bt_slow;main;work", BASE, 400},
-                                       {"bt_slow;main;work", CHANGE, FL_CHANGE_GREW},
-                                       {"bt_slow;main;parse", CHANGE, FL_CHANGE_SHRANK},
-                                       {NULL}});
-  size_t nv;
-  vanished(d, &nv);
-  CHECK_INT(nv, 0);
-  CHECK(has_note(d,
-                 "each profile is one program: the target's bt_slow is compared with the "
-                 "baseline's bt"));
+static const profile_spec_t bt_base = {
+    FL_PROFILE_CPU, 1000000, {{400, "!bt;!main;!work"}, {400, "!bt;!main;!parse"}, {0, NULL}}};
+static const profile_spec_t bt_target = {
+    FL_PROFILE_CPU,
+    1000000,
+    {{600, "!bt_slow;!main;!work"}, {200, "!bt_slow;!main;!parse"}, {0, NULL}}};
+/* Two processes a side. */
+static const profile_spec_t bt2_base = {FL_PROFILE_CPU,
+                                        1000000,
+                                        {{400, "!bt (pid 11);!main;!work"},
+                                         {400, "!bt (pid 12);!main;!parse"},
+                                         {100, "!sh;!main"},
+                                         {0, NULL}}};
+static const profile_spec_t bt2_target = {FL_PROFILE_CPU,
+                                          1000000,
+                                          {{600, "!bt_slow (pid 31);!main;!work"},
+                                           {200, "!bt_slow (pid 32);!main;!parse"},
+                                           {100, "!sh;!main"},
+                                           {0, NULL}}};
+/* A notebook's cell code: a single root pairs only with one whose subtree
+ * agrees. */
+static const profile_spec_t cellroot_base = {
+    FL_PROFILE_CPU, 1000000, {{100, "f1@3:2;work@3:10"}, {0, NULL}}};
+static const profile_spec_t cellroot_target = {
+    FL_PROFILE_CPU, 1000000, {{100, "g1@4:2;~qsort"}, {0, NULL}}};
+
+/* work grew from 40% to 60%; the program, from 0% to 100%, is not a frame
+ * that grew. */
+static void more_program_grown(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+                               const fl_profile_t *b) {
   fl_grown_t *grown;
   size_t n_grown = fl_diff_grown(d, 0.05, &grown);
-  CHECK_INT(n_grown, 1); /* work, 40% -> 60%; not the program, 0% -> 100% */
+  CHECK_INT(n_grown, 1);
   if (n_grown) CHECK_STR(grown[0].node->frame.func, "work");
   free(grown);
-  fl_diff_destroy(&d);
-  /* Negated, the same pairs, the names in their roles. */
-  o.negate = true;
-  d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "bt;main;work")->change, FL_CHANGE_SHRANK);
-  CHECK(has_note(d, "the target's bt_slow is compared with the baseline's bt"));
-  fl_diff_destroy(&d);
-  o.negate = false;
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+}
 
-  /* Two processes a side: by name they are new and vanished; by prefix
-   * they pair, in order. */
-  b = cpu(1000000), t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{400, "!bt (pid 11);!main;!work"},
-                                     {400, "!bt (pid 12);!main;!parse"},
-                                     {100, "!sh;!main"},
-                                     {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{600, "!bt_slow (pid 31);!main;!work"},
-                                     {200, "!bt_slow (pid 32);!main;!parse"},
-                                     {100, "!sh;!main"},
-                                     {0, NULL}});
-  d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "bt_slow (pid 31)")->change, FL_CHANGE_NEW);
-  CHECK_INT(dn(d, "sh")->change, FL_CHANGE_SAME);
-  vanished(d, &nv);
-  CHECK_INT(nv, 2);
-  CHECK_INT(n_notes(d), 0);
-  fl_diff_destroy(&d);
-  o.root_prefix = "bt";
-  d = checked(diff(t, b, &to, &o));
-  check_nodes(d, (const node_want_t[]){{"bt_slow (pid 31)", BASE, 400},
-                                       {"bt_slow (pid 31);main;work", CHANGE, FL_CHANGE_GREW},
-                                       {"bt_slow (pid 32);main;parse", BASE, 400},
-                                       {"sh", BASE, 100},
-                                       {NULL}});
-  vanished(d, &nv);
-  CHECK_INT(nv, 0);
-  CHECK(has_note(d, "roots whose names start with \"bt\" are compared with each other"));
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
-
-  /* A notebook's cell code keeps its own rule: a single root of cell code
-   * pairs only with one whose subtree agrees. */
-  b = cpu(1000000), t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{100, "f1@3:2;work@3:10"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{100, "g1@4:2;~qsort"}, {0, NULL}});
-  o.root_prefix = NULL;
-  d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "g1")->change, FL_CHANGE_NEW);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+static void test_program_roots(void) {
+  const diff_run_t runs[] = {
+      {"one program a side", &bt_target, &bt_base, .no_lines = true, .noise = 2,
+       .wants = {{"bt_slow", BASE, 800},
+                 {"bt_slow", CHANGE, FL_CHANGE_SAME},
+                 {"bt_slow;main;work", BASE, 400},
+                 {"bt_slow;main;work", CHANGE, FL_CHANGE_GREW},
+                 {"bt_slow;main;parse", CHANGE, FL_CHANGE_SHRANK},
+                 {"", N_VANISHED, 0},
+                 {NULL}},
+       .note_has = "each profile is one program: the target's bt_slow is compared with the "
+                   "baseline's bt",
+       .more = more_program_grown},
+      /* negated, the same pairs, the names in their roles */
+      {"one program a side, negated", &bt_target, &bt_base, .no_lines = true, .noise = 2,
+       .negate = true, .wants = {{"bt;main;work", CHANGE, FL_CHANGE_SHRANK}, {NULL}},
+       .note_has = "the target's bt_slow is compared with the baseline's bt"},
+      /* two processes a side: by name they are new and vanished */
+      {"two processes a side, by name", &bt2_target, &bt2_base, .no_lines = true, .noise = 2,
+       .wants = {{"bt_slow (pid 31)", CHANGE, FL_CHANGE_NEW},
+                 {"sh", CHANGE, FL_CHANGE_SAME},
+                 {"", N_VANISHED, 2},
+                 {"", N_NOTES, 0},
+                 {NULL}}},
+      /* by prefix they pair, in order */
+      {"two processes a side, by prefix", &bt2_target, &bt2_base, .no_lines = true, .noise = 2,
+       .root_prefix = "bt",
+       .wants = {{"bt_slow (pid 31)", BASE, 400},
+                 {"bt_slow (pid 31);main;work", CHANGE, FL_CHANGE_GREW},
+                 {"bt_slow (pid 32);main;parse", BASE, 400},
+                 {"sh", BASE, 100},
+                 {"", N_VANISHED, 0},
+                 {NULL}},
+       .note_has = "roots whose names start with \"bt\" are compared with each other"},
+      {"cell code roots", &cellroot_target, &cellroot_base, .no_lines = true, .noise = 2,
+       .wants = {{"g1", CHANGE, FL_CHANGE_NEW}, {NULL}}},
+  };
+  CHECK_RUNS(runs);
 }
 
 /* f defined in cell 3 and redefined in cell 7 with its lines moved: with
  * lines on, it now sorts after its sibling h, and still matches. */
+static const profile_spec_t redef_base = {
+    FL_PROFILE_CPU, 1000000, {{50, "top@5:2;f@3:4;g@2:7"}, {40, "top@5:2;h@4:2"}, {0, NULL}}};
+static const profile_spec_t redef_target = {
+    FL_PROFILE_CPU, 1000000, {{80, "top@9:2;f@7:6;g@2:7"}, {40, "top@9:2;h@4:2"}, {0, NULL}}};
+
+static void more_redefinition(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+                              const fl_profile_t *b) {
+  const fl_node_t *top = at(fl_diff_tree(d), "top");
+  CHECK_INT(top->n_children, 2);
+  if (!r->no_lines) CHECK_STR(top->children[0]->frame.func, "h");
+  CHECK_STR(at(fl_diff_tree(d), "top;f")->frame.module, "cell[7]");
+}
+
 static void test_redefinition(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b,
-          (const sample_spec_t[]){{50, "top@5:2;f@3:4;g@2:7"}, {40, "top@5:2;h@4:2"}, {0, NULL}});
-  add_all(t,
-          (const sample_spec_t[]){{80, "top@9:2;f@7:6;g@2:7"}, {40, "top@9:2;h@4:2"}, {0, NULL}});
-  fl_diff_opts_t o = dopts(2);
-  for (int lines = 1; lines >= 0; lines--) {
-    fl_tree_opts_t to = topts(lines, 0.001);
-    fl_diff_t *d = checked(diff(t, b, &to, &o));
-    const fl_node_t *top = at(fl_diff_tree(d), "top");
-    CHECK_INT(top->n_children, 2);
-    if (lines) CHECK_STR(top->children[0]->frame.func, "h");
-    const fl_diff_node_t *f = dn(d, "top;f");
-    CHECK(f->has_base);
-    CHECK_NEAR(f->base, 50);
-    CHECK_INT(f->change, FL_CHANGE_GREW);
-    check_nodes(
-        d,
-        (const node_want_t[]){
-            {"top;f;g", BASE, 50}, {"top;h", DELTA, 0}, {"top;h", CHANGE, FL_CHANGE_SAME}, {NULL}});
-    CHECK_STR(at(fl_diff_tree(d), "top;f")->frame.module, "cell[7]");
-    size_t nv;
-    vanished(d, &nv);
-    CHECK_INT(nv, 0);
-    fl_diff_destroy(&d);
-  }
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+  const diff_run_t run = {"redefinition",
+                          &redef_target,
+                          &redef_base,
+                          .minwidth = 0.001,
+                          .noise = 2,
+                          .wants = {{"top;f", HAS_BASE, 1},
+                                    {"top;f", BASE, 50},
+                                    {"top;f", CHANGE, FL_CHANGE_GREW},
+                                    {"top;f;g", BASE, 50},
+                                    {"top;h", DELTA, 0},
+                                    {"top;h", CHANGE, FL_CHANGE_SAME},
+                                    {"", N_VANISHED, 0},
+                                    {NULL}},
+                          .more = more_redefinition};
+  diff_run_t without_lines = run;
+  without_lines.what = "redefinition, no lines";
+  without_lines.no_lines = true;
+  check_run(&run);
+  check_run(&without_lines);
 }
 
 /* A recursive fib on one line (cell 1) redefined over several lines (cell
@@ -478,20 +594,22 @@ static void test_redefinition(void) {
  * is compared as a whole function, one frame a level on both sides: nothing
  * is new or vanished, and a note says so. The cells' own statements keep
  * their lines: the two loops of the cell stay apart. */
-static void test_redefined_recursion(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{30, "^top@5:2;fib@1:1;fib@1:1;fib@1:1"},
-                                     {20, "^top@5:2;fib@1:1;fib@1:1"},
-                                     {10, "^top@5:3;g@1:1"},
-                                     {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{24, "^top@6:2;fib@3:4;fib@3:4;fib@3:2"},
-                                     {6, "^top@6:2;fib@3:4;fib@3:2;fib@3:4"},
-                                     {20, "^top@6:2;fib@3:4;fib@3:2"},
-                                     {10, "^top@6:3;g@1:1"},
-                                     {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
+static const profile_spec_t fib_base = {FL_PROFILE_CPU,
+                                        1000000,
+                                        {{30, "^top@5:2;fib@1:1;fib@1:1;fib@1:1"},
+                                         {20, "^top@5:2;fib@1:1;fib@1:1"},
+                                         {10, "^top@5:3;g@1:1"},
+                                         {0, NULL}}};
+static const profile_spec_t fib_target = {FL_PROFILE_CPU,
+                                          1000000,
+                                          {{24, "^top@6:2;fib@3:4;fib@3:4;fib@3:2"},
+                                           {6, "^top@6:2;fib@3:4;fib@3:2;fib@3:4"},
+                                           {20, "^top@6:2;fib@3:4;fib@3:2"},
+                                           {10, "^top@6:3;g@1:1"},
+                                           {0, NULL}}};
+
+static void more_redefined_recursion(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+                                     const fl_profile_t *b) {
   CHECK_INT(fl_tree_root(fl_diff_tree(d))->n_children, 2); /* the loops of lines 2 and 3 */
   const fl_node_t *fib = at(fl_diff_tree(d), "top:2;fib");
   CHECK(fib != NULL);
@@ -500,248 +618,212 @@ static void test_redefined_recursion(void) {
     CHECK_STR(fib->frame.module, "cell[3]");
     CHECK_INT(fib->n_children, 1);
   }
-  check_nodes(d, (const node_want_t[]){{"top:2;fib", BASE, 50},
-                                       {"top:2;fib;fib", BASE, 50},
-                                       {"top:2;fib;fib;fib", BASE, 30},
-                                       {"top:2;fib;fib;fib", CHANGE, FL_CHANGE_SAME},
-                                       {"top:3;g", BASE, 10},
-                                       {NULL}});
-  size_t nv;
-  vanished(d, &nv);
-  CHECK_INT(nv, 0);
   for (size_t i = 0; i < fl_tree_n_nodes(fl_diff_tree(d)); i++)
     CHECK(fl_diff_node(d, (uint32_t)i)->change != FL_CHANGE_NEW);
-  CHECK_INT(n_notes(d), 1);
   CHECK(strstr(fl_diff_notes(d)[0], "fib was redefined in another cell") != NULL);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
 }
 
 /* Lines of one function: a loop inserted between two others is new, and
  * the loop it pushed down meets its old line. */
-static void test_inserted_line(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){
-                 {100, "top:1;f:10;sum:20"}, {60, "top:1;f:11;maxa:30"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{100, "top:1;f:10;sum:20"},
-                                     {30, "top:1;f:11;other:40"},
-                                     {60, "top:1;f:12;maxa:30"},
-                                     {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  check_nodes(d, (const node_want_t[]){{"top;f:10", CHANGE, FL_CHANGE_SAME},
-                                       {"top;f:11", CHANGE, FL_CHANGE_NEW},
-                                       {"top;f:12", CHANGE, FL_CHANGE_SAME},
-                                       {"top;f:12", BASE, 60},
-                                       {"top;f:12;maxa", CHANGE, FL_CHANGE_SAME},
-                                       {NULL}});
-  size_t nv;
-  vanished(d, &nv);
-  CHECK_INT(nv, 0);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
-}
+static const profile_spec_t inserted_base = {
+    FL_PROFILE_CPU, 1000000, {{100, "top:1;f:10;sum:20"}, {60, "top:1;f:11;maxa:30"}, {0, NULL}}};
+static const profile_spec_t inserted_target = {FL_PROFILE_CPU,
+                                               1000000,
+                                               {{100, "top:1;f:10;sum:20"},
+                                                {30, "top:1;f:11;other:40"},
+                                                {60, "top:1;f:12;maxa:30"},
+                                                {0, NULL}}};
 
-static void test_recursion(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{30, "top:1;f:2;f:2;f:2"}, {10, "top:1;f:2"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{60, "top:1;f:2;f:2;f:2;f:2"}, {10, "top:1;f:2"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  check_nodes(d, (const node_want_t[]){{"top;f", BASE, 40},
-                                       {"top;f", CHANGE, FL_CHANGE_GREW},
-                                       {"top;f;f", BASE, 30},
-                                       {"top;f;f;f", BASE, 30},
-                                       {"top;f;f;f", CHANGE, FL_CHANGE_GREW},
-                                       {"top;f;f;f;f", CHANGE, FL_CHANGE_NEW},
-                                       {NULL}});
-  fl_diff_destroy(&d);
+static const profile_spec_t recursion_base = {
+    FL_PROFILE_CPU, 1000000, {{30, "top:1;f:2;f:2;f:2"}, {10, "top:1;f:2"}, {0, NULL}}};
+static const profile_spec_t recursion_target = {
+    FL_PROFILE_CPU, 1000000, {{60, "top:1;f:2;f:2;f:2;f:2"}, {10, "top:1;f:2"}, {0, NULL}}};
 
-  /* recur=flat on both sides: one f, nothing new. */
-  to.recur = FL_RECUR_FLAT;
-  d = checked(diff(t, b, &to, &o));
+static void more_recursion_flat(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+                                const fl_profile_t *b) {
   CHECK_INT(fl_tree_n_nodes(fl_diff_tree(d)), 3);
   CHECK_INT(fl_tree_n_nodes(fl_diff_other_tree(d)), 3);
-  const fl_diff_node_t *f = dn(d, "top;f");
-  CHECK_NEAR(f->base, 40);
-  CHECK_NEAR(f->base_self, 40);
-  CHECK_NEAR(f->delta, 30);
-  CHECK_INT(f->change, FL_CHANGE_GREW);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+}
+
+static void test_lines_and_recursion(void) {
+  const diff_run_t runs[] = {
+      {"redefined recursion", &fib_target, &fib_base, .noise = 2,
+       .wants = {{"top:2;fib", BASE, 50},
+                 {"top:2;fib;fib", BASE, 50},
+                 {"top:2;fib;fib;fib", BASE, 30},
+                 {"top:2;fib;fib;fib", CHANGE, FL_CHANGE_SAME},
+                 {"top:3;g", BASE, 10},
+                 {"", N_VANISHED, 0},
+                 {"", N_NOTES, 1},
+                 {NULL}},
+       .more = more_redefined_recursion},
+      {"inserted line", &inserted_target, &inserted_base, .noise = 2,
+       .wants = {{"top;f:10", CHANGE, FL_CHANGE_SAME},
+                 {"top;f:11", CHANGE, FL_CHANGE_NEW},
+                 {"top;f:12", CHANGE, FL_CHANGE_SAME},
+                 {"top;f:12", BASE, 60},
+                 {"top;f:12;maxa", CHANGE, FL_CHANGE_SAME},
+                 {"", N_VANISHED, 0},
+                 {NULL}}},
+      {"recursion", &recursion_target, &recursion_base, .noise = 2,
+       .wants = {{"top;f", BASE, 40},
+                 {"top;f", CHANGE, FL_CHANGE_GREW},
+                 {"top;f;f", BASE, 30},
+                 {"top;f;f;f", BASE, 30},
+                 {"top;f;f;f", CHANGE, FL_CHANGE_GREW},
+                 {"top;f;f;f;f", CHANGE, FL_CHANGE_NEW},
+                 {NULL}}},
+      /* recur=flat on both sides: one f, nothing new */
+      {"recursion, recur=flat", &recursion_target, &recursion_base, .recur_flat = true, .noise = 2,
+       .wants = {{"top;f", BASE, 40},
+                 {"top;f", BASE_SELF, 40},
+                 {"top;f", DELTA, 30},
+                 {"top;f", CHANGE, FL_CHANGE_GREW},
+                 {NULL}},
+       .more = more_recursion_flat},
+  };
+  CHECK_RUNS(runs);
 }
 
 /* ---- new and vanished frames ---- */
 
-static void test_new_subtree(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){
-                 {100, "top:1;a:2"}, {40, "top:1;b:3;c:4"}, {20, "top:1;b:3"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  const fl_diff_node_t *nb = dn(d, "top;b"), *nc = dn(d, "top;b;c"), *top = dn(d, "top");
-  CHECK(!nb->has_base && nb->change == FL_CHANGE_NEW && nb->base == 0);
-  CHECK_NEAR(nb->delta, 60);
-  CHECK_INT(nc->change, FL_CHANGE_NEW);
-  CHECK_NEAR(nc->delta, 40);
-  CHECK_INT(top->change, FL_CHANGE_GREW);
-  CHECK_NEAR(top->delta, 60);
-  CHECK_NEAR(top->z, 60 / sqrt(260));
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_SAME);
-  CHECK_NEAR(fl_diff_max_delta(d), 60);
-  /* Neutral: only a's 100 of 160 (the root and top have no self). */
-  CHECK_NEAR(fl_diff_neutral_share(d), 100.0 / 160);
-  size_t nv;
-  vanished(d, &nv);
-  CHECK_INT(nv, 0);
-  fl_diff_destroy(&d);
+static const profile_spec_t newsub_base = {
+    FL_PROFILE_CPU, 1000000, {{100, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t newsub_target = {
+    FL_PROFILE_CPU,
+    1000000,
+    {{100, "top:1;a:2"}, {40, "top:1;b:3;c:4"}, {20, "top:1;b:3"}, {0, NULL}}};
 
-  /* Self deltas: new frames do not set the colour scale. */
-  o.delta = FL_DELTA_SELF;
-  d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "top")->change, FL_CHANGE_SAME);
-  CHECK_NEAR(dn(d, "top;b")->delta, 20);
-  CHECK_NEAR(fl_diff_max_delta(d), 0);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+static const profile_spec_t vanished_base = {FL_PROFILE_CPU,
+                                             1000000,
+                                             {{100, "top:1;a:2"},
+                                              {60, "top:1;a:2;x:5"},
+                                              {60, "top:1;v:3;w:4"},
+                                              {10, "top:1;v:3"},
+                                              {0, NULL}}};
+static const profile_spec_t empty = {FL_PROFILE_CPU, 1000000, {{0, NULL}}};
+
+static void more_vanished_node(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+                               const fl_profile_t *b) {
+  const fl_vanished_t *v;
+  if (fl_diff_vanished(d, &v) > 0) CHECK(v[0].node == at(fl_diff_other_tree(d), "top;v"));
 }
 
-static void test_vanished(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"},
-                                     {60, "top:1;a:2;x:5"},
-                                     {60, "top:1;v:3;w:4"},
-                                     {10, "top:1;v:3"},
-                                     {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  size_t nv;
-  const fl_vanished_t *v = vanished(d, &nv);
-  CHECK_INT(nv, 2);
-  if (nv == 2) {
-    CHECK_STR(v[0].node->frame.func, "v");
-    CHECK_NEAR(v[0].count, 70);
-    CHECK(v[0].node == at(fl_diff_other_tree(d), "top;v"));
-    CHECK(v[0].parent_match == at(fl_diff_tree(d), "top"));
-    CHECK_STR(v[1].node->frame.func, "x");
-    CHECK_NEAR(v[1].count, 60);
-    CHECK(v[1].parent_match == at(fl_diff_tree(d), "top;a"));
-  }
-  check_nodes(
-      d,
-      (const node_want_t[]){
-          {"top;a", CHANGE, FL_CHANGE_SHRANK}, {"top;a", BASE, 160}, {"top", BASE, 230}, {NULL}});
-  fl_diff_destroy(&d);
-
-  /* An empty target: the baseline's frames all vanished. */
-  fl_profile_t *e = cpu(1000000);
-  d = checked(diff(e, b, &to, &o));
+static void more_one_node(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+                          const fl_profile_t *b) {
   CHECK_INT(fl_tree_n_nodes(fl_diff_tree(d)), 1);
-  vanished(d, &nv);
-  CHECK_INT(nv, 1);
-  CHECK_INT(dn(d, "")->change, FL_CHANGE_SHRANK);
-  CHECK(fl_diff_neutral_share(d) == 0);
-  fl_diff_destroy(&d);
-  /* Both empty: nothing changed. */
-  d = checked(diff(e, e, &to, &o));
-  CHECK(fl_diff_neutral_share(d) == 1);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&e);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+}
+
+static void test_new_and_vanished(void) {
+  const diff_run_t runs[] = {
+      {"new subtree", &newsub_target, &newsub_base, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top;b", HAS_BASE, 0},
+                 {"top;b", CHANGE, FL_CHANGE_NEW},
+                 {"top;b", BASE, 0},
+                 {"top;b", DELTA, 60},
+                 {"top;b;c", CHANGE, FL_CHANGE_NEW},
+                 {"top;b;c", DELTA, 40},
+                 {"top", CHANGE, FL_CHANGE_GREW},
+                 {"top", DELTA, 60},
+                 {"top", Z, 60 / sqrt(260)},
+                 {"top;a", CHANGE, FL_CHANGE_SAME},
+                 {"", MAX_DELTA, 60},
+                 /* neutral: only a's 100 of 160 (the root and top have no self) */
+                 {"", NEUTRAL, 100.0 / 160},
+                 {"", N_VANISHED, 0},
+                 {NULL}}},
+      /* self deltas: new frames do not set the colour scale */
+      {"new subtree, delta=self", &newsub_target, &newsub_base, .minwidth = 0.001, .noise = 2,
+       .self = true,
+       .wants =
+           {{"top", CHANGE, FL_CHANGE_SAME}, {"top;b", DELTA, 20}, {"", MAX_DELTA, 0}, {NULL}}},
+      {"vanished", &newsub_base, &vanished_base, .minwidth = 0.001, .noise = 2,
+       .wants = {{"", N_VANISHED, 2},
+                 {"top;a", CHANGE, FL_CHANGE_SHRANK},
+                 {"top;a", BASE, 160},
+                 {"top", BASE, 230},
+                 {NULL}},
+       .vanished = {{"v", 0, 70, "top"}, {"x", 0, 60, "top;a"}}, .more = more_vanished_node},
+      /* an empty target: the baseline's frames all vanished */
+      {"empty target", &empty, &vanished_base, .minwidth = 0.001, .noise = 2,
+       .wants = {{"", N_VANISHED, 1}, {"", CHANGE, FL_CHANGE_SHRANK}, {"", NEUTRAL, 0}, {NULL}},
+       .more = more_one_node},
+      /* both empty: nothing changed */
+      {"both empty", &empty, &empty, .minwidth = 0.001, .noise = 2,
+       .wants = {{"", NEUTRAL, 1}, {NULL}}},
+  };
+  CHECK_RUNS(runs);
 }
 
 /* ---- deltas, scale and noise ---- */
 
-static void test_self_vs_total(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{50, "top:1;a:2"}, {50, "top:1;a:2;b:3"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{100, "top:1;a:2"}, {50, "top:1;a:2;b:3"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  const fl_diff_node_t *a = dn(d, "top;a");
-  CHECK_NEAR(a->base, 100);
-  CHECK_NEAR(a->base_self, 50);
-  CHECK_NEAR(a->delta, 50);
-  CHECK_NEAR(a->z, 50 / sqrt(250));
-  CHECK_INT(a->change, FL_CHANGE_GREW);
-  CHECK_INT(dn(d, "top")->change, FL_CHANGE_GREW);
-  CHECK_INT(dn(d, "top;a;b")->change, FL_CHANGE_SAME);
-  fl_diff_destroy(&d);
+static const profile_spec_t svt_base = {
+    FL_PROFILE_CPU, 1000000, {{50, "top:1;a:2"}, {50, "top:1;a:2;b:3"}, {0, NULL}}};
+static const profile_spec_t svt_target = {
+    FL_PROFILE_CPU, 1000000, {{100, "top:1;a:2"}, {50, "top:1;a:2;b:3"}, {0, NULL}}};
 
-  o.delta = FL_DELTA_SELF;
-  d = checked(diff(t, b, &to, &o));
-  a = dn(d, "top;a");
-  CHECK_NEAR(a->base, 100); /* base stays inclusive */
-  CHECK_NEAR(a->delta, 50);
-  CHECK_NEAR(a->z, 50 / sqrt(150));
-  CHECK_INT(a->change, FL_CHANGE_GREW);
-  check_nodes(d,
-              (const node_want_t[]){{"top", CHANGE, FL_CHANGE_SAME}, /* its self did not change */
-                                    {"top", DELTA, 0},
-                                    {"", CHANGE, FL_CHANGE_SAME},
-                                    {"top;a;b", CHANGE, FL_CHANGE_SAME},
-                                    {NULL}});
-  CHECK_NEAR(fl_diff_max_delta(d), 50);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+/* a and b, 100 each; the target 1.5 times that; a shift of 30 either way. */
+static const profile_spec_t ab_base = {
+    FL_PROFILE_CPU, 1000000, {{100, "top:1;a:2"}, {100, "top:1;b:3"}, {0, NULL}}};
+static const profile_spec_t ab_times_1_5 = {
+    FL_PROFILE_CPU, 1000000, {{150, "top:1;a:2"}, {150, "top:1;b:3"}, {0, NULL}}};
+static const profile_spec_t ab_shifted = {
+    FL_PROFILE_CPU, 1000000, {{180, "top:1;a:2"}, {120, "top:1;b:3"}, {0, NULL}}};
+
+static void test_self_vs_total(void) {
+  const diff_run_t runs[] = {
+      {"delta=total", &svt_target, &svt_base, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top;a", BASE, 100},
+                 {"top;a", BASE_SELF, 50},
+                 {"top;a", DELTA, 50},
+                 {"top;a", Z, 50 / sqrt(250)},
+                 {"top;a", CHANGE, FL_CHANGE_GREW},
+                 {"top", CHANGE, FL_CHANGE_GREW},
+                 {"top;a;b", CHANGE, FL_CHANGE_SAME},
+                 {NULL}}},
+      {"delta=self", &svt_target, &svt_base, .minwidth = 0.001, .noise = 2, .self = true,
+       .wants = {{"top;a", BASE, 100}, /* base stays inclusive */
+                 {"top;a", DELTA, 50},
+                 {"top;a", Z, 50 / sqrt(150)},
+                 {"top;a", CHANGE, FL_CHANGE_GREW},
+                 {"top", CHANGE, FL_CHANGE_SAME}, /* its self did not change */
+                 {"top", DELTA, 0},
+                 {"", CHANGE, FL_CHANGE_SAME},
+                 {"top;a;b", CHANGE, FL_CHANGE_SAME},
+                 {"", MAX_DELTA, 50},
+                 {NULL}}},
+  };
+  CHECK_RUNS(runs);
 }
 
 static void test_normalize(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000), *t2 = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {100, "top:1;b:3"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{150, "top:1;a:2"}, {150, "top:1;b:3"}, {0, NULL}});
-  add_all(t2, (const sample_spec_t[]){{180, "top:1;a:2"}, {120, "top:1;b:3"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_GREW);
-  CHECK(fl_diff_scale(d) == 1);
-  CHECK_INT(n_notes(d), 0);
-  fl_diff_destroy(&d);
-
-  o.normalize = true;
-  d = checked(diff(t, b, &to, &o));
-  CHECK_NEAR(fl_diff_scale(d), 1.5);
-  CHECK_NEAR(dn(d, "top;a")->base, 150);
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_SAME);
-  CHECK(fl_diff_neutral_share(d) == 1);
-  CHECK_INT(n_notes(d), 1);
-  CHECK_STR(fl_diff_notes(d)[0], "baseline scaled to the target's total (×1.5)");
-  fl_diff_destroy(&d);
-
-  /* A shift of 30 either way: within noise at 2 sigma, not at 1. */
-  d = checked(diff(t2, b, &to, &o));
-  check_nodes(d, (const node_want_t[]){{"top;a", DELTA, 30},
-                                       {"top;a", Z, 30 / sqrt(180 + 2.25 * 100)},
-                                       {"top;b", Z, -30 / sqrt(120 + 2.25 * 100)},
-                                       {"top;a", CHANGE, FL_CHANGE_SAME},
-                                       {"top;b", CHANGE, FL_CHANGE_SAME},
-                                       {NULL}});
-  fl_diff_destroy(&d);
-  o.noise = 1;
-  d = checked(diff(t2, b, &to, &o));
-  check_nodes(d, (const node_want_t[]){{"top;a", CHANGE, FL_CHANGE_GREW},
-                                       {"top;b", CHANGE, FL_CHANGE_SHRANK},
-                                       {"top", CHANGE, FL_CHANGE_SAME}, /* totals equal */
-                                       {NULL}});
-  CHECK_NEAR(fl_diff_max_delta(d), 30);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
-  fl_profile_destroy(&t2);
+  const diff_run_t runs[] = {
+      {"not normalized", &ab_times_1_5, &ab_base, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top;a", CHANGE, FL_CHANGE_GREW}, {"", SCALE, 1}, {"", N_NOTES, 0}, {NULL}}},
+      {"normalized", &ab_times_1_5, &ab_base, .minwidth = 0.001, .noise = 2, .normalize = true,
+       .wants = {{"", SCALE, 1.5},
+                 {"top;a", BASE, 150},
+                 {"top;a", CHANGE, FL_CHANGE_SAME},
+                 {"", NEUTRAL, 1},
+                 {"", N_NOTES, 1},
+                 {NULL}},
+       .note = {"baseline scaled to the target's total (×1.5)"}},
+      /* a shift of 30 either way: within noise at 2 sigma, not at 1 */
+      {"shifted, noise=2", &ab_shifted, &ab_base, .minwidth = 0.001, .noise = 2, .normalize = true,
+       .wants = {{"top;a", DELTA, 30},
+                 {"top;a", Z, 30 / sqrt(180 + 2.25 * 100)},
+                 {"top;b", Z, -30 / sqrt(120 + 2.25 * 100)},
+                 {"top;a", CHANGE, FL_CHANGE_SAME},
+                 {"top;b", CHANGE, FL_CHANGE_SAME},
+                 {NULL}}},
+      {"shifted, noise=1", &ab_shifted, &ab_base, .minwidth = 0.001, .noise = 1, .normalize = true,
+       .wants = {{"top;a", CHANGE, FL_CHANGE_GREW},
+                 {"top;b", CHANGE, FL_CHANGE_SHRANK},
+                 {"top", CHANGE, FL_CHANGE_SAME}, /* totals equal */
+                 {"", MAX_DELTA, 30},
+                 {NULL}}},
+  };
+  CHECK_RUNS(runs);
 }
 
 /* fl_diff_grown: shares of each profile's own total, whatever the two
@@ -804,185 +886,139 @@ static void test_grown(void) {
   fl_profile_destroy(&t);
 }
 
+static const profile_spec_t a100 = {FL_PROFILE_CPU, 1000000, {{100, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t half_ms_base = {
+    FL_PROFILE_CPU, 500000, {{200, "top:1;a:2"}, {40, "top:1;v:3"}, {0, NULL}}};
+static const profile_spec_t a100_at_100us = {
+    FL_PROFILE_CPU, 100000, {{100, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t a40_at_250us = {FL_PROFILE_CPU, 250000, {{40, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t a100_at_800ns = {FL_PROFILE_CPU, 800, {{100, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t a40_at_2500ns = {FL_PROFILE_CPU, 2500, {{40, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t a100_unknown = {FL_PROFILE_CPU, 0, {{100, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t alloc_base = {
+    FL_PROFILE_ALLOC, 0, {{1000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}}};
+static const profile_spec_t alloc_target = {
+    FL_PROFILE_ALLOC, 0, {{3000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}}};
+
 static void test_intervals(void) {
-  fl_profile_t *b = cpu(500000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{200, "top:1;a:2"}, {40, "top:1;v:3"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  CHECK_NEAR(fl_diff_scale(d), 0.5);
-  check_nodes(d, (const node_want_t[]){{"top;a", BASE, 100},
-                                       {"top;a", DELTA, 0},
-                                       {"top;a", CHANGE, FL_CHANGE_SAME},
-                                       {"top", BASE, 120},
-                                       {NULL}});
-  size_t nv;
-  const fl_vanished_t *v = vanished(d, &nv);
-  CHECK_INT(nv, 1);
-  CHECK_NEAR(v[0].count, 20);
-  CHECK_INT(n_notes(d), 1);
-  CHECK_STR(fl_diff_notes(d)[0],
-            "the baseline was sampled every 0.5 ms and the target every 1 ms: counts are compared "
-            "per unit of time");
-  fl_diff_destroy(&d);
-
-  /* And normalized: 100 / (240 * 0.5). */
-  o.normalize = true;
-  d = checked(diff(t, b, &to, &o));
-  CHECK_NEAR(fl_diff_scale(d), 100.0 / 240);
-  CHECK_INT(n_notes(d), 2);
-  CHECK_STR(fl_diff_notes(d)[1], "baseline scaled to the target's total (×0.833)");
-  CHECK_NEAR(dn(d, "top")->delta, 0);
-  fl_diff_destroy(&d);
-  o.normalize = false;
-
-  /* Other units. */
-  fl_profile_t *t100 = cpu(100000), *b250 = cpu(250000), *b0 = cpu(0);
-  add_all(t100, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
-  add_all(b250, (const sample_spec_t[]){{40, "top:1;a:2"}, {0, NULL}});
-  add_all(b0, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
-  d = checked(diff(t100, b250, &to, &o));
-  CHECK_STR(fl_diff_notes(d)[0],
-            "the baseline was sampled every 0.25 ms and the target every 0.1 ms: counts are "
-            "compared per unit of time");
-  CHECK_NEAR(dn(d, "top;a")->delta, 0);
-  fl_diff_destroy(&d);
-  fl_profile_info(b250)->interval_ns = 2500;
-  fl_profile_info(t100)->interval_ns = 800;
-  d = checked(diff(t100, b250, &to, &o));
-  CHECK_STR(fl_diff_notes(d)[0],
-            "the baseline was sampled every 2.5 µs and the target every 800 ns: counts are "
-            "compared per unit of time");
-  fl_diff_destroy(&d);
-
-  /* An unknown interval: compared as they are. */
-  d = checked(diff(t, b0, &to, &o));
-  CHECK(fl_diff_scale(d) == 1);
-  CHECK_STR(fl_diff_notes(d)[0],
-            "the baseline's sampling interval is unknown: counts are compared as they are");
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_SAME);
-  fl_diff_destroy(&d);
-  fl_profile_info(t)->interval_ns = 0;
-  d = checked(diff(t, b0, &to, &o));
-  CHECK_INT(n_notes(d), 0);
-  fl_diff_destroy(&d);
-
-  /* Allocation profiles: bytes, no interval. */
-  fl_profile_t *ab = fl_profile_new(FL_PROFILE_ALLOC), *at_ = fl_profile_new(FL_PROFILE_ALLOC);
-  add_all(ab, (const sample_spec_t[]){{1000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}});
-  add_all(at_, (const sample_spec_t[]){{3000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}});
-  d = checked(diff(at_, ab, &to, &o));
-  CHECK(fl_diff_scale(d) == 1);
-  CHECK_INT(n_notes(d), 0);
-  check_nodes(d, (const node_want_t[]){{"top;a", BASE, 1000},
-                                       {"top;a", CHANGE, FL_CHANGE_GREW},
-                                       {"top;b", CHANGE, FL_CHANGE_SAME},
-                                       {NULL}});
-  fl_diff_destroy(&d);
-
-  fl_profile_destroy(&ab);
-  fl_profile_destroy(&at_);
-  fl_profile_destroy(&t100);
-  fl_profile_destroy(&b250);
-  fl_profile_destroy(&b0);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+  const diff_run_t runs[] = {
+      {"0.5 ms against 1 ms", &a100, &half_ms_base, .minwidth = 0.001, .noise = 2,
+       .wants = {{"", SCALE, 0.5},
+                 {"top;a", BASE, 100},
+                 {"top;a", DELTA, 0},
+                 {"top;a", CHANGE, FL_CHANGE_SAME},
+                 {"top", BASE, 120},
+                 {"", N_VANISHED, 1},
+                 {"", N_NOTES, 1},
+                 {NULL}},
+       .vanished = {{"v", 0, 20}},
+       .note = {"the baseline was sampled every 0.5 ms and the target every 1 ms: counts are "
+                "compared per unit of time"}},
+      /* and normalized: 100 / (240 * 0.5) */
+      {"0.5 ms against 1 ms, normalized", &a100, &half_ms_base, .minwidth = 0.001, .noise = 2,
+       .normalize = true,
+       .wants = {{"", SCALE, 100.0 / 240}, {"", N_NOTES, 2}, {"top", DELTA, 0}, {NULL}},
+       .note = {NULL, "baseline scaled to the target's total (×0.833)"}},
+      /* other units */
+      {"0.25 ms against 0.1 ms", &a100_at_100us, &a40_at_250us, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top;a", DELTA, 0}, {NULL}},
+       .note = {"the baseline was sampled every 0.25 ms and the target every 0.1 ms: counts are "
+                "compared per unit of time"}},
+      {"2.5 µs against 800 ns", &a100_at_800ns, &a40_at_2500ns, .minwidth = 0.001, .noise = 2,
+       .wants = {{NULL}},
+       .note = {"the baseline was sampled every 2.5 µs and the target every 800 ns: counts are "
+                "compared per unit of time"}},
+      /* an unknown interval: compared as they are */
+      {"unknown interval", &a100, &a100_unknown, .minwidth = 0.001, .noise = 2,
+       .wants = {{"", SCALE, 1}, {"top;a", CHANGE, FL_CHANGE_SAME}, {NULL}},
+       .note = {"the baseline's sampling interval is unknown: counts are compared as they are"}},
+      {"both unknown", &a100_unknown, &a100_unknown, .minwidth = 0.001, .noise = 2,
+       .wants = {{"", N_NOTES, 0}, {NULL}}},
+      /* allocation profiles: bytes, no interval */
+      {"allocation profiles", &alloc_target, &alloc_base, .minwidth = 0.001, .noise = 2,
+       .wants = {{"", SCALE, 1},
+                 {"", N_NOTES, 0},
+                 {"top;a", BASE, 1000},
+                 {"top;a", CHANGE, FL_CHANGE_GREW},
+                 {"top;b", CHANGE, FL_CHANGE_SAME},
+                 {NULL}}},
+  };
+  CHECK_RUNS(runs);
 }
 
-static void test_noise(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000), *same = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{115, "top:1;a:2"}, {0, NULL}});
-  add_all(same, (const sample_spec_t[]){{100, "top:1;a:2"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  /* z = (115 - 100) / sqrt(115 + 100) */
-  CHECK_NEAR(dn(d, "top;a")->z, 1.0229915092057);
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_SAME);
-  CHECK(fl_diff_neutral_share(d) == 1);
-  CHECK(fl_diff_max_delta(d) == 0);
-  fl_diff_destroy(&d);
-  o.noise = 0;
-  d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_GREW);
-  CHECK_NEAR(fl_diff_max_delta(d), 15);
-  CHECK(fl_diff_neutral_share(d) == 0);
-  fl_diff_destroy(&d);
-  /* No change is "same" with noise off too. */
-  d = checked(diff(same, b, &to, &o));
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_SAME);
-  fl_diff_destroy(&d);
+static const profile_spec_t a115 = {FL_PROFILE_CPU, 1000000, {{115, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t a200_at_half_ms = {
+    FL_PROFILE_CPU, 500000, {{200, "top:1;a:2"}, {0, NULL}}};
+static const profile_spec_t a130 = {FL_PROFILE_CPU, 1000000, {{130, "top:1;a:2"}, {0, NULL}}};
 
-  /* With a scale: z = (130 - 0.5 * 200) / sqrt(130 + 0.25 * 200). */
-  fl_profile_t *b2 = cpu(500000), *t2 = cpu(1000000);
-  add_all(b2, (const sample_spec_t[]){{200, "top:1;a:2"}, {0, NULL}});
-  add_all(t2, (const sample_spec_t[]){{130, "top:1;a:2"}, {0, NULL}});
-  o.noise = 2;
-  d = checked(diff(t2, b2, &to, &o));
-  CHECK_NEAR(dn(d, "top;a")->z, 30 / sqrt(180));
-  CHECK_INT(dn(d, "top;a")->change, FL_CHANGE_GREW);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b2);
-  fl_profile_destroy(&t2);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
-  fl_profile_destroy(&same);
+static void test_noise(void) {
+  const diff_run_t runs[] = {
+      /* z = (115 - 100) / sqrt(115 + 100) */
+      {"within noise", &a115, &a100, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top;a", Z, 1.0229915092057},
+                 {"top;a", CHANGE, FL_CHANGE_SAME},
+                 {"", NEUTRAL, 1},
+                 {"", MAX_DELTA, 0},
+                 {NULL}}},
+      {"noise=0", &a115, &a100, .minwidth = 0.001, .noise = 0,
+       .wants = {{"top;a", CHANGE, FL_CHANGE_GREW}, {"", MAX_DELTA, 15}, {"", NEUTRAL, 0}, {NULL}}},
+      /* no change is "same" with noise off too */
+      {"no change, noise=0", &a100, &a100, .minwidth = 0.001, .noise = 0,
+       .wants = {{"top;a", CHANGE, FL_CHANGE_SAME}, {NULL}}},
+      /* with a scale: z = (130 - 0.5 * 200) / sqrt(130 + 0.25 * 200) */
+      {"with a scale", &a130, &a200_at_half_ms, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top;a", Z, 30 / sqrt(180)}, {"top;a", CHANGE, FL_CHANGE_GREW}, {NULL}}},
+  };
+  CHECK_RUNS(runs);
 }
 
 /* ---- negate ---- */
 
-static void test_negate(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{100, "top:1;a:2"}, {50, "top:1;v:3;vx:9"}, {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{150, "top:1;a:2"}, {40, "top:1;n:4;nx:9"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  o.negate = true;
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
+static const profile_spec_t negate_base = {
+    FL_PROFILE_CPU, 1000000, {{100, "top:1;a:2"}, {50, "top:1;v:3;vx:9"}, {0, NULL}}};
+static const profile_spec_t negate_target = {
+    FL_PROFILE_CPU, 1000000, {{150, "top:1;a:2"}, {40, "top:1;n:4;nx:9"}, {0, NULL}}};
+static const profile_spec_t negate_base_half_ms = {
+    FL_PROFILE_CPU, 500000, {{200, "top:1;a:2"}, {100, "top:1;v:3;vx:9"}, {0, NULL}}};
+
+/* negated, the baseline is drawn and the target is the other tree */
+static void more_negated(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+                         const fl_profile_t *b) {
   CHECK(fl_tree_profile(fl_diff_tree(d)) == b);
   CHECK(fl_tree_profile(fl_diff_other_tree(d)) == t);
   CHECK_INT(fl_tree_root(fl_diff_tree(d))->count, 150);
-  const fl_diff_node_t *a = dn(d, "top;a");
-  CHECK_NEAR(a->base, 150);
-  CHECK_NEAR(a->delta, -50);
-  CHECK_NEAR(a->z, -50 / sqrt(250));
-  CHECK_INT(a->change, FL_CHANGE_SHRANK);
-  check_nodes(d, (const node_want_t[]){{"top;v", CHANGE, FL_CHANGE_NEW},
-                                       {"top", DELTA, -40},
-                                       {"top", CHANGE, FL_CHANGE_SHRANK},
-                                       {NULL}});
-  size_t nv;
-  const fl_vanished_t *v = vanished(d, &nv);
-  CHECK_INT(nv, 1);
-  CHECK_STR(v[0].node->frame.func, "n");
-  CHECK_NEAR(v[0].count, 40);
-  CHECK(v[0].parent_match == at(fl_diff_tree(d), "top"));
-  fl_diff_destroy(&d);
+}
 
-  /* With a scale, the target comes into the baseline's units. */
-  fl_profile_t *b2 = cpu(500000);
-  add_all(b2, (const sample_spec_t[]){{200, "top:1;a:2"}, {100, "top:1;v:3;vx:9"}, {0, NULL}});
-  d = checked(diff(t, b2, &to, &o));
-  CHECK_NEAR(fl_diff_scale(d), 0.5);
-  a = dn(d, "top;a");
-  CHECK_NEAR(a->base, 300);
-  CHECK_NEAR(a->delta, -100);
-  CHECK_NEAR(a->z, -100 / sqrt(800));
-  v = vanished(d, &nv);
-  CHECK_INT(nv, 1);
-  CHECK_NEAR(v[0].count, 80);
-  fl_diff_destroy(&d);
-  o.normalize = true; /* 190 / (300 * 0.5) */
-  d = checked(diff(t, b2, &to, &o));
-  CHECK_NEAR(fl_diff_scale(d), 190.0 / 300);
-  CHECK_NEAR(dn(d, "")->delta, 0);
-  CHECK_STR(fl_diff_notes(d)[1], "target scaled to the baseline's total (×0.789)");
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b2);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+static void test_negate(void) {
+  const diff_run_t runs[] = {
+      {"negated", &negate_target, &negate_base, .minwidth = 0.001, .noise = 2, .negate = true,
+       .wants = {{"top;a", BASE, 150},
+                 {"top;a", DELTA, -50},
+                 {"top;a", Z, -50 / sqrt(250)},
+                 {"top;a", CHANGE, FL_CHANGE_SHRANK},
+                 {"top;v", CHANGE, FL_CHANGE_NEW},
+                 {"top", DELTA, -40},
+                 {"top", CHANGE, FL_CHANGE_SHRANK},
+                 {"", N_VANISHED, 1},
+                 {NULL}},
+       .vanished = {{"n", 0, 40, "top"}}, .more = more_negated},
+      /* with a scale, the target comes into the baseline's units */
+      {"negated, with a scale", &negate_target, &negate_base_half_ms, .minwidth = 0.001, .noise = 2,
+       .negate = true,
+       .wants = {{"", SCALE, 0.5},
+                 {"top;a", BASE, 300},
+                 {"top;a", DELTA, -100},
+                 {"top;a", Z, -100 / sqrt(800)},
+                 {"", N_VANISHED, 1},
+                 {NULL}},
+       .vanished = {{"n", 0, 80}}},
+      /* normalized: 190 / (300 * 0.5) */
+      {"negated, normalized", &negate_target, &negate_base_half_ms, .minwidth = 0.001, .noise = 2,
+       .negate = true, .normalize = true,
+       .wants = {{"", SCALE, 190.0 / 300}, {"", DELTA, 0}, {NULL}},
+       .note = {NULL, "target scaled to the baseline's total (×0.789)"}},
+  };
+  CHECK_RUNS(runs);
 }
 
 /* ---- refusals ---- */
@@ -1011,42 +1047,47 @@ static void test_refusals(void) {
 
 /* ---- minwidth ---- */
 
-static void test_minwidth(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{1000, "top:1;a:2"},
-                                     {2, "top:1;t:3"},
-                                     {50, "top:1;s:4"},
-                                     {3, "top:1;h:5"},
-                                     {50, "top:1;p:6;q:7"},
-                                     {0, NULL}});
-  add_all(
-      t,
-      (const sample_spec_t[]){
-          {1000, "top:1;a:2"}, {60, "top:1;t:3"}, {2, "top:1;s:4"}, {2, "top:1;p:6"}, {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.01);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  /* t was a sliver in the baseline: it grew, it is not new. */
-  const fl_diff_node_t *nt = dn(d, "top;t");
-  CHECK(nt->has_base);
-  CHECK_NEAR(nt->base, 2);
-  CHECK_INT(nt->change, FL_CHANGE_GREW);
+static const profile_spec_t minwidth_base = {FL_PROFILE_CPU,
+                                             1000000,
+                                             {{1000, "top:1;a:2"},
+                                              {2, "top:1;t:3"},
+                                              {50, "top:1;s:4"},
+                                              {3, "top:1;h:5"},
+                                              {50, "top:1;p:6;q:7"},
+                                              {0, NULL}}};
+static const profile_spec_t minwidth_target = {
+    FL_PROFILE_CPU,
+    1000000,
+    {{1000, "top:1;a:2"}, {60, "top:1;t:3"}, {2, "top:1;s:4"}, {2, "top:1;p:6"}, {0, NULL}}};
+
+/* t was a sliver in the baseline: it grew, it is not new. s and p shrank
+ * to slivers: hidden, not vanished; h is a sliver of the baseline: not
+ * listed. q vanished under p, which is hidden. */
+static void more_minwidth(const fl_diff_t *d, const diff_run_t *r, const fl_profile_t *t,
+                          const fl_profile_t *b) {
   CHECK(at(fl_diff_other_tree(d), "top;t") == NULL);
-  /* s and p shrank to slivers: hidden, not vanished; h is a sliver of the
-   * baseline: not listed. q vanished under p, which is hidden. */
   CHECK(at(fl_diff_tree(d), "top;s") == NULL && at(fl_diff_tree(d), "top;p") == NULL);
   CHECK(at(fl_diff_other_tree(d), "top;s") != NULL);
-  size_t nv;
-  const fl_vanished_t *v = vanished(d, &nv);
-  CHECK_INT(nv, 1);
-  CHECK_STR(v[0].node->frame.func, "q");
-  CHECK(v[0].parent_match == NULL);
-  CHECK_NEAR(dn(d, "top")->base, 1105);
-  /* The neutral share counts hidden frames too: a's 1000 of 1064. */
-  CHECK_NEAR(fl_diff_neutral_share(d), 1000.0 / 1064);
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+}
+
+static void test_minwidth(void) {
+  const diff_run_t run = {"minwidth",
+                          &minwidth_target,
+                          &minwidth_base,
+                          .minwidth = 0.01,
+                          .noise = 2,
+                          .wants = {{"top;t", HAS_BASE, 1},
+                                    {"top;t", BASE, 2},
+                                    {"top;t", CHANGE, FL_CHANGE_GREW},
+                                    {"", N_VANISHED, 1},
+                                    {"top", BASE, 1105},
+                                    /* the neutral share counts hidden frames too: a's 1000 of
+                                     * 1064 */
+                                    {"", NEUTRAL, 1000.0 / 1064},
+                                    {NULL}},
+                          .vanished = {{"q", 0, 0, "-"}},
+                          .more = more_minwidth};
+  check_run(&run);
 }
 
 /* ---- ProfileVega's example ----
@@ -1057,69 +1098,57 @@ static void test_minwidth(void) {
  *
  * as cell functions in cells 3 and 8 (lines on: the loops are frames f1:3,
  * f1:6 and f2:3, f2:6, f2:9), with sum_rand's time at two lines. */
+static const profile_spec_t f1 = {FL_PROFILE_CPU,
+                                  1000000,
+                                  {{70, "top@4:1;f1@3:3;sum_rand@2:5"},
+                                   {30, "top@4:1;f1@3:3;sum_rand@2:6"},
+                                   {70, "top@4:1;f1@3:6;sum_rand@2:5"},
+                                   {30, "top@4:1;f1@3:6;sum_rand@2:6"},
+                                   {0, NULL}}};
+static const profile_spec_t f2 = {FL_PROFILE_CPU,
+                                  1000000,
+                                  {{140, "top@9:1;f2@8:3;sum_rand@2:5"},
+                                   {60, "top@9:1;f2@8:3;sum_rand@2:6"},
+                                   {50, "top@9:1;f2@8:6;max_arr@7:2"},
+                                   {35, "top@9:1;f2@8:9;sum_rand@2:5"},
+                                   {15, "top@9:1;f2@8:9;sum_rand@2:6"},
+                                   {0, NULL}}};
+
 static void test_profilevega(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, (const sample_spec_t[]){{70, "top@4:1;f1@3:3;sum_rand@2:5"},
-                                     {30, "top@4:1;f1@3:3;sum_rand@2:6"},
-                                     {70, "top@4:1;f1@3:6;sum_rand@2:5"},
-                                     {30, "top@4:1;f1@3:6;sum_rand@2:6"},
-                                     {0, NULL}});
-  add_all(t, (const sample_spec_t[]){{140, "top@9:1;f2@8:3;sum_rand@2:5"},
-                                     {60, "top@9:1;f2@8:3;sum_rand@2:6"},
-                                     {50, "top@9:1;f2@8:6;max_arr@7:2"},
-                                     {35, "top@9:1;f2@8:9;sum_rand@2:5"},
-                                     {15, "top@9:1;f2@8:9;sum_rand@2:6"},
-                                     {0, NULL}});
-  fl_tree_opts_t to = topts(true, 0.001);
-  fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
-  CHECK_INT(dn(d, "top")->change, FL_CHANGE_GREW);
-  CHECK_NEAR(dn(d, "top")->base, 200);
-  const fl_diff_node_t *first = dn(d, "top;f2:3"), *mid = dn(d, "top;f2:6"),
-                       *last = dn(d, "top;f2:9");
-  CHECK_NEAR(first->base, 100);
-  CHECK_INT(first->change, FL_CHANGE_GREW);
-  CHECK_INT(dn(d, "top;f2:3;sum_rand:5")->change, FL_CHANGE_GREW);
-  CHECK_INT(mid->change, FL_CHANGE_NEW);
-  CHECK_INT(dn(d, "top;f2:6;max_arr")->change, FL_CHANGE_NEW);
-  CHECK_NEAR(last->base, 100);
-  CHECK_NEAR(last->delta, -50);
-  CHECK_INT(last->change, FL_CHANGE_SHRANK);
-  CHECK_INT(dn(d, "top;f2:9;sum_rand:5")->change, FL_CHANGE_SHRANK);
-  size_t nv;
-  vanished(d, &nv);
-  CHECK_INT(nv, 0);
-  fl_diff_destroy(&d);
-
-  /* negate: the baseline's two loops, the first shrank (by the target's
-   * growth), the second grew; the max loop vanished. */
-  o.negate = true;
-  d = checked(diff(t, b, &to, &o));
-  check_nodes(d, (const node_want_t[]){{"top;f1:3", CHANGE, FL_CHANGE_SHRANK},
-                                       {"top;f1:3", DELTA, -100},
-                                       {"top;f1:6", CHANGE, FL_CHANGE_GREW},
-                                       {"top;f1:6", BASE, 50},
-                                       {NULL}});
-  const fl_vanished_t *v = vanished(d, &nv);
-  CHECK_INT(nv, 1);
-  CHECK_STR(v[0].node->frame.func, "f2");
-  CHECK_INT(v[0].node->frame.line, 6);
-  CHECK_NEAR(v[0].count, 50);
-  CHECK(v[0].parent_match == at(fl_diff_tree(d), "top"));
-  fl_diff_destroy(&d);
-
-  /* Without lines: f2 against f1 as a whole. */
-  o.negate = false;
-  to.lines = false;
-  d = checked(diff(t, b, &to, &o));
-  check_nodes(d, (const node_want_t[]){{"top;f2", BASE, 200},
-                                       {"top;f2;max_arr", CHANGE, FL_CHANGE_NEW},
-                                       {"top;f2;sum_rand", BASE, 200},
-                                       {"top;f2;sum_rand", DELTA, 50},
-                                       {NULL}});
-  fl_diff_destroy(&d);
-  fl_profile_destroy(&b);
-  fl_profile_destroy(&t);
+  const diff_run_t runs[] = {
+      {"f2 against f1", &f2, &f1, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top", CHANGE, FL_CHANGE_GREW},
+                 {"top", BASE, 200},
+                 {"top;f2:3", BASE, 100},
+                 {"top;f2:3", CHANGE, FL_CHANGE_GREW},
+                 {"top;f2:3;sum_rand:5", CHANGE, FL_CHANGE_GREW},
+                 {"top;f2:6", CHANGE, FL_CHANGE_NEW},
+                 {"top;f2:6;max_arr", CHANGE, FL_CHANGE_NEW},
+                 {"top;f2:9", BASE, 100},
+                 {"top;f2:9", DELTA, -50},
+                 {"top;f2:9", CHANGE, FL_CHANGE_SHRANK},
+                 {"top;f2:9;sum_rand:5", CHANGE, FL_CHANGE_SHRANK},
+                 {"", N_VANISHED, 0},
+                 {NULL}}},
+      /* negate: the baseline's two loops, the first shrank (by the target's
+       * growth), the second grew; the max loop vanished */
+      {"f2 against f1, negated", &f2, &f1, .minwidth = 0.001, .noise = 2, .negate = true,
+       .wants = {{"top;f1:3", CHANGE, FL_CHANGE_SHRANK},
+                 {"top;f1:3", DELTA, -100},
+                 {"top;f1:6", CHANGE, FL_CHANGE_GREW},
+                 {"top;f1:6", BASE, 50},
+                 {"", N_VANISHED, 1},
+                 {NULL}},
+       .vanished = {{"f2", 6, 50, "top"}}},
+      /* without lines: f2 against f1 as a whole */
+      {"f2 against f1, no lines", &f2, &f1, .no_lines = true, .minwidth = 0.001, .noise = 2,
+       .wants = {{"top;f2", BASE, 200},
+                 {"top;f2;max_arr", CHANGE, FL_CHANGE_NEW},
+                 {"top;f2;sum_rand", BASE, 200},
+                 {"top;f2;sum_rand", DELTA, 50},
+                 {NULL}}},
+  };
+  CHECK_RUNS(runs);
 }
 
 /* ---- two noisy measurements of the same program ---- */
@@ -1241,11 +1270,8 @@ int main(void) {
   test_renamed();
   test_program_roots();
   test_redefinition();
-  test_redefined_recursion();
-  test_inserted_line();
-  test_recursion();
-  test_new_subtree();
-  test_vanished();
+  test_lines_and_recursion();
+  test_new_and_vanished();
   test_self_vs_total();
   test_normalize();
   test_grown();

@@ -133,46 +133,53 @@ static void test_folded_spaces_and_lines(void) {
   fl_profile_destroy(&p);
 }
 
-/* A failed read names the file and line, says what is valid, and leaves
- * the profile as it was. */
-static void check_folded_error_n(const char *text, size_t len, size_t want_line,
-                                 const char *want_text) {
-  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
-  fl_io_error_t err;
-  CHECK_INT(fl_read_profile(p, "x;y 4\n", 6, "before", FL_INPUT_AUTO, NULL, &err), 0);
-  size_t frames = fl_profile_n_frames(p), samples = fl_profile_n_samples(p);
-  int rc = fl_read_profile(p, text, len, "bad.folded", FL_INPUT_AUTO, NULL, &err);
-  CHECK_INT(rc, -1);
-  CHECK_STR(err.file, "bad.folded");
-  CHECK_INT(err.line, want_line);
-  if (!strstr(err.message, want_text)) {
-    fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", err.message, want_text);
-    CHECK(!"the error says what is wrong");
-  }
-  CHECK_INT(fl_profile_n_frames(p), frames);
-  CHECK_INT(fl_profile_n_samples(p), samples);
-  CHECK_INT(fl_profile_info_const(p)->total_weight, 4);
-  fl_profile_destroy(&p);
-}
-
-static void check_folded_error(const char *text, size_t want_line, const char *want_text) {
-  check_folded_error_n(text, strlen(text), want_line, want_text);
-}
+/* A failed read names the file and line, says what is valid, gives the
+ * kind of error as a code, and leaves the profile as it was. */
+static const struct folded_error_case {
+  const char *text;
+  size_t len; /* 0: strlen(text) */
+  size_t line;
+  fl_io_code_t code;
+  const char *says;
+} folded_errors[] = {
+    {"a;b 3\n\nc;d 1.5\n", 0, 3, FL_IO_ERR_NOT_FORMAT, "frame;frame;...;frame COUNT"},
+    {"a;b 3\nc;d -2\n", 0, 2, FL_IO_ERR_NOT_FORMAT, "\"c;d -2\""},
+    {"a;b 3\nno count here\n", 0, 2, FL_IO_ERR_NOT_FORMAT, "non-negative integer"},
+    {"a 99999999999999999999\n", 0, 1, FL_IO_ERR_FORMAT, "too large"},
+    {"a 18446744073709551615\nb 1\n", 0, 2, FL_IO_ERR_FORMAT, "add up"},
+    /* fits alone, not with the 4 samples the profile holds */
+    {"a 18446744073709551614\n", 0, 0, FL_IO_ERR_CANNOT_ADD, "add up"},
+    {"", 0, 0, FL_IO_ERR_NO_SAMPLES, "no samples"},
+    {"# only a comment\n\n", 0, 0, FL_IO_ERR_NO_SAMPLES, "no samples"},
+    {"a;b 0\nc 0\n", 0, 0, FL_IO_ERR_NO_SAMPLES, "every count"},
+    {"a;b 3\nc\0d 1\n", 12, 2, FL_IO_ERR_NOT_TEXT, "NUL"},
+    /* the first line wrong: neither kind, and both are described */
+    {"hello world\n", 0, 1, FL_IO_ERR_NOT_FORMAT, "perf script"},
+};
 
 static void test_folded_errors(void) {
-  check_folded_error("a;b 3\n\nc;d 1.5\n", 3, "frame;frame;...;frame COUNT");
-  check_folded_error("a;b 3\nc;d -2\n", 2, "\"c;d -2\"");
-  check_folded_error("a;b 3\nno count here\n", 2, "non-negative integer");
-  check_folded_error("a 99999999999999999999\n", 1, "too large");
-  check_folded_error("a 18446744073709551615\nb 1\n", 2, "add up");
-  /* fits alone, not with the 4 samples the profile holds */
-  check_folded_error("a 18446744073709551614\n", 0, "add up");
-  check_folded_error("", 0, "no samples");
-  check_folded_error("# only a comment\n\n", 0, "no samples");
-  check_folded_error("a;b 0\nc 0\n", 0, "every count");
-  check_folded_error_n("a;b 3\nc\0d 1\n", 12, 2, "NUL");
-  /* the first line wrong: neither kind, and both are described */
-  check_folded_error("hello world\n", 1, "perf script");
+  for (size_t i = 0; i < sizeof folded_errors / sizeof *folded_errors; i++) {
+    const struct folded_error_case *c = &folded_errors[i];
+    fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+    fl_io_error_t err;
+    CHECK_INT(fl_read_profile(p, "x;y 4\n", 6, "before", FL_INPUT_AUTO, NULL, &err), 0);
+    CHECK_INT(err.code, FL_IO_OK);
+    size_t frames = fl_profile_n_frames(p), samples = fl_profile_n_samples(p);
+    size_t len = c->len ? c->len : strlen(c->text);
+    int rc = fl_read_profile(p, c->text, len, "bad.folded", FL_INPUT_AUTO, NULL, &err);
+    CHECK_INT(rc, -1);
+    CHECK_STR(err.file, "bad.folded");
+    CHECK_INT(err.line, c->line);
+    CHECK_INT(err.code, c->code);
+    if (!strstr(err.message, c->says)) {
+      fprintf(stderr, "  case %zu: message \"%s\" lacks \"%s\"\n", i, err.message, c->says);
+      CHECK(!"the error says what is wrong");
+    }
+    CHECK_INT(fl_profile_n_frames(p), frames);
+    CHECK_INT(fl_profile_n_samples(p), samples);
+    CHECK_INT(fl_profile_info_const(p)->total_weight, 4);
+    fl_profile_destroy(&p);
+  }
 }
 
 /* ---- perf script in ---- */
@@ -381,6 +388,7 @@ static void test_perf_errors(void) {
   CHECK_STR(err.file, "bad.perf");
   CHECK_INT(err.line, 10);
   CHECK(strstr(err.message, "this is not perf output") && strstr(err.message, "cpu-clock:"));
+  CHECK_INT(err.code, FL_IO_ERR_NOT_FORMAT);
   CHECK_INT(fl_profile_n_samples(p), 0);
   CHECK_INT(fl_profile_n_frames(p), 0);
   free(bad);
@@ -392,6 +400,7 @@ static void test_perf_errors(void) {
   CHECK_INT(fl_read_profile(p, flat, strlen(flat), "flat", FL_INPUT_AUTO, &kind, &err), -1);
   CHECK_INT(kind, FL_INPUT_PERF_SCRIPT);
   CHECK(strstr(err.message, "perf record -g") != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_NO_SAMPLES);
 
   /* perf script forced on folded text */
   CHECK_INT(fl_read_profile(p, "a;b 3\n", 6, "f", FL_INPUT_PERF_SCRIPT, NULL, &err), -1);
@@ -400,6 +409,7 @@ static void test_perf_errors(void) {
   CHECK_INT(fl_read_profile_file(p, "/nonexistent/x.folded", FL_INPUT_AUTO, NULL, &err), -1);
   CHECK_STR(err.file, "/nonexistent/x.folded");
   CHECK(strstr(err.message, "/nonexistent/x.folded") && strstr(err.message, "No such file"));
+  CHECK_INT(err.code, FL_IO_ERR_SYSTEM);
   CHECK_INT(fl_profile_n_samples(p), 0);
   fl_profile_destroy(&p);
 
@@ -411,6 +421,7 @@ static void test_perf_errors(void) {
   fl_profile_add_sample(p, &id, 1, 64, 1, 0);
   CHECK_INT(fl_read_profile(p, "a 1\n", 4, "f", FL_INPUT_AUTO, NULL, &err), -1);
   CHECK_STR(err.message, "cannot add f, a CPU profile, to an allocation profile");
+  CHECK_INT(err.code, FL_IO_ERR_CANNOT_ADD);
   CHECK_INT(fl_profile_n_samples(p), 1);
   fl_profile_clear(p);
   CHECK_INT(fl_read_profile(p, "a 1\n", 4, "f", FL_INPUT_AUTO, NULL, &err), 0);
@@ -691,11 +702,13 @@ static void test_input_limit(void) {
   CHECK(strstr(err.message,
                "is gzip data that unzips to more than the limit of 64 KiB on an "
                "input; raise it with --max-input-size SIZE") != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_TOO_LARGE);
   /* within the limit, the zeros are binary, not text with a NUL byte */
   o.max_bytes = 2 << 20;
   CHECK_INT(fl_read_profile_file_opts(p, path, &o, NULL, &err), -1);
   CHECK(strstr(err.message, "NUL") == NULL);
   CHECK(strstr(err.message, "gzip-compressed, but not a pprof profile") != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_NOT_FORMAT);
   /* raw, past the limit: said before a byte is read */
   o.max_bytes = 100;
   CHECK_INT(fl_read_profile_file_opts(p, path, &o, NULL, &err), -1);
@@ -703,6 +716,7 @@ static void test_input_limit(void) {
   snprintf(expected, sizeof expected, "%s is %zu bytes, more than the limit of 100 bytes", path,
            gz_len);
   CHECK(strstr(err.message, expected) != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_TOO_LARGE);
   unlink(path);
   free(gz);
   free(zeros);
@@ -716,6 +730,7 @@ static void test_input_limit(void) {
   for (size_t i = 0; i < 2; i++) {
     CHECK_INT(fl_read_profile_file_opts(p, special[i].path, &o, NULL, &err), -1);
     CHECK(strstr(err.message, special[i].what) != NULL);
+    CHECK_INT(err.code, FL_IO_ERR_NOT_REGULAR);
     CHECK(strstr(err.message, "or - for standard input") != NULL);
   }
   o.stdin_dash = false;
@@ -723,6 +738,7 @@ static void test_input_limit(void) {
   CHECK(strstr(err.message, "standard input") == NULL);
   CHECK_INT(fl_read_profile_file_opts(p, "-", &o, NULL, &err), -1);
   CHECK(strstr(err.message, "cannot open -") != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_SYSTEM);
   char fifo[] = "/tmp/cflame-test-io-fifo-XXXXXX";
   CHECK(mkdtemp(fifo) != NULL);
   char fifo_path[64];
@@ -730,6 +746,7 @@ static void test_input_limit(void) {
   CHECK_INT(mkfifo(fifo_path, 0600), 0);
   CHECK_INT(fl_read_profile_file_opts(p, fifo_path, &o, NULL, &err), -1);
   CHECK(strstr(err.message, "is a FIFO (named pipe), not a regular file") != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_NOT_REGULAR);
   unlink(fifo_path);
   rmdir(fifo);
   CHECK_INT(fl_profile_n_samples(p), 0);

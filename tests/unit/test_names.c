@@ -118,6 +118,23 @@ static void test_files(void) {
   }
 }
 
+/* Every identifier the kernel writes into a cell's unit is one completion
+ * hides (kn_is_generated_name), and the hook the kernel calls by its string
+ * is the identifier the worker defines. */
+static void test_generated_identifiers(void) {
+  static const char *const names[] = {
+      KN_ENTRY_PREFIX "1", KN_SYMBOL_PREFIX "1_f", KN_SYMBOL_MACRO, KN_MAIN_IS_MACRO,
+      KN_MAIN_ENTRY,       KN_MAIN_ARG0,           KN_MAIN_ARGV,    KN_VALUE_VAR,
+      KN_VALUE_TYPE_VAR,   KN_VALUE_HOOK,
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    CHECK(kn_is_generated_name(names[i]));
+    CHECK_STR(kn_plain_name(names[i]), i == 1 ? "f" : names[i]);
+  }
+  CHECK_STR(KN_VALUE_HOOK, "cflame_value_hook");
+  CHECK(!kn_is_generated_name("value"));
+}
+
 static void test_base_name(void) {
   static const struct {
     const char *path, *base;
@@ -134,6 +151,7 @@ int main(void) {
   test_written_names_read_back();
   test_plain_name();
   test_files();
+  test_generated_identifiers();
   test_base_name();
   return TEST_DONE();
 }

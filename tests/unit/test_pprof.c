@@ -450,23 +450,27 @@ static void test_gzip_errors(void) {
   CHECK_INT(fl_read_profile(q, file, size - 5, "t.pb.gz", FL_INPUT_AUTO, NULL, &err), -1);
   CHECK(strstr(err.message, "t.pb.gz starts as a gzip file") &&
         strstr(err.message, "the gzip data is truncated"));
+  CHECK_INT(err.code, FL_IO_ERR_GZIP);
   /* damaged: a byte of the deflate data changed, or of its checksum */
   char *copy = malloc(size + 8);
   memcpy(copy, file, size);
   copy[size - 6] ^= 0x55;
   CHECK_INT(fl_read_profile(q, copy, size, "d.pb.gz", FL_INPUT_AUTO, NULL, &err), -1);
   CHECK(strstr(err.message, "the gzip data is damaged") != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_GZIP);
   /* something after it */
   memcpy(copy, file, size);
   memcpy(copy + size, "garbage!", 8);
   CHECK_INT(fl_read_profile(q, copy, size + 8, "g.pb.gz", FL_INPUT_AUTO, NULL, &err), -1);
   CHECK(strstr(err.message, "8 bytes after the end of the gzip data are not gzip") != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_GZIP);
   /* gzip of something else: text is read as text, binary is not pprof */
   size_t zlen;
   char *z = fl__gzip("a;b 3\nc", 7, &zlen);
   CHECK_INT(fl_read_profile(q, z, zlen, "f.gz", FL_INPUT_AUTO, NULL, &err), -1);
   CHECK_INT(err.line, 2);
   CHECK(strstr(err.message, "not a line of folded stacks") != NULL);
+  CHECK_INT(err.code, FL_IO_ERR_NOT_FORMAT);
   free(z);
   z = fl__gzip("a;b 3\n", 6, &zlen);
   CHECK_INT(fl_read_profile(q, z, zlen, "f.gz", FL_INPUT_AUTO, NULL, &err), 0);
@@ -476,6 +480,7 @@ static void test_gzip_errors(void) {
   CHECK_STR(err.message,
             "b.gz is gzip-compressed, but not a pprof profile: its unzipped bytes are not a "
             "valid profile.proto message (truncated, or another format)");
+  CHECK_INT(err.code, FL_IO_ERR_NOT_FORMAT);
   free(z);
   CHECK_INT(fl_profile_info_const(q)->total_weight, 3);
   free(copy);

@@ -113,44 +113,64 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* The checks every symbolizer must pass on the loaded cell. */
-static void check_cell(fl_symbolizer_t *sym, uint64_t work_pc, uint64_t ra_work,
-                       uint64_t ra_helper) {
-  fl_frame_info_t fr[8];
+/* What the tests look up: the cell's code loaded in this process three
+ * ways, libc's qsort, and the symbolizer of this process's maps that the
+ * tests share (one after the other, in main's order). */
+static struct {
+  void *so, *nodebug_so, *ibt_so, *libc;
+  uint64_t work_pc, ra_work, ra_helper; /* work()'s entry, and the probe's return addresses */
+  void *nodebug_work, *ibt_work, *qsort_pc;
+  char *maps;
+  fl_symbolizer_t *sym;
+} fx;
 
-  /* The entry of work(): not a return address, the DWARF name, the line of
-   * its definition. */
-  int n = fl_symbolizer_lookup(sym, work_pc, false, fr, 8);
-  CHECK_INT(n, 1);
-  CHECK_STR(fr[0].func, "work");
-  CHECK_STR(fr[0].file, "cell[7]");
-  CHECK_INT(fr[0].line, LINE_WORK);
-  CHECK(!fr[0].inlined);
-  CHECK(ends_with(fr[0].module, "/" SO_NAME));
-  CHECK(fr[0].module_base != 0 && fr[0].module_base <= work_pc);
+enum { AT_WORK_ENTRY, AT_RA_WORK, AT_RA_HELPER };
 
-  /* A call made directly from work(). */
-  n = fl_symbolizer_lookup(sym, ra_work, true, fr, 8);
-  CHECK_INT(n, 1);
-  CHECK_STR(fr[0].func, "work");
-  CHECK_STR(fr[0].file, "cell[7]");
-  CHECK_INT(fr[0].line, LINE_WORK_CALL);
-  CHECK(!fr[0].inlined);
+static uint64_t address_of(int at) {
+  return at == AT_WORK_ENTRY ? fx.work_pc : at == AT_RA_WORK ? fx.ra_work : fx.ra_helper;
+}
 
-  /* A call made from helper(), inlined into work(). */
-  n = fl_symbolizer_lookup(sym, ra_helper, true, fr, 8);
-  CHECK_INT(n, 2);
-  CHECK_STR(fr[0].func, "helper");
-  CHECK_STR(fr[0].file, "cell[7]");
-  CHECK_INT(fr[0].line, LINE_HELPER_CALL);
-  CHECK(fr[0].inlined);
-  CHECK(ends_with(fr[0].module, "/" SO_NAME));
-  if (n == 2) {
-    CHECK_STR(fr[1].func, "work");
-    CHECK_STR(fr[1].file, "cell[7]");
-    CHECK_INT(fr[1].line, LINE_WORK_INLINE);
-    CHECK(!fr[1].inlined);
-    CHECK(fr[1].module == fr[0].module);
+/* The lookups every symbolizer must answer so on the loaded cell: the
+ * entry of work() (not a return address: the DWARF name, the line of its
+ * definition), a call made directly from work(), and one made from
+ * helper(), inlined into work(), innermost first. Every frame is in the
+ * cell's file and in its module. */
+static const struct cell_case {
+  int at;
+  bool is_return;
+  int n;
+  struct {
+    const char *func;
+    int line;
+    bool inlined;
+  } frames[2];
+} cell_cases[] = {
+    {AT_WORK_ENTRY, false, 1, {{"work", LINE_WORK, false}}},
+    {AT_RA_WORK, true, 1, {{"work", LINE_WORK_CALL, false}}},
+    {AT_RA_HELPER,
+     true,
+     2,
+     {{"helper", LINE_HELPER_CALL, true}, {"work", LINE_WORK_INLINE, false}}},
+};
+
+static void check_cell(fl_symbolizer_t *sym) {
+  for (size_t i = 0; i < sizeof cell_cases / sizeof cell_cases[0]; i++) {
+    const struct cell_case *c = &cell_cases[i];
+    fl_frame_info_t fr[8];
+    uint64_t pc = address_of(c->at);
+    int n = fl_symbolizer_lookup(sym, pc, c->is_return, fr, 8);
+    CHECK_INT(n, c->n);
+    for (int k = 0; k < c->n && k < n; k++) {
+      CHECK_STR(fr[k].func, c->frames[k].func);
+      CHECK_STR(fr[k].file, "cell[7]");
+      CHECK_INT(fr[k].line, c->frames[k].line);
+      CHECK_INT(fr[k].inlined, c->frames[k].inlined);
+      if (k == 0)
+        CHECK(ends_with(fr[0].module, "/" SO_NAME));
+      else
+        CHECK(fr[k].module == fr[0].module);
+    }
+    if (!c->is_return) CHECK(fr[0].module_base != 0 && fr[0].module_base <= pc);
   }
 }
 
@@ -234,160 +254,190 @@ static uint64_t ask_holder(int cmd, int ans, char c) {
   return reply;
 }
 
-int main(void) {
+/* Compiles and loads the cell three ways, finds libc's qsort, and makes
+ * the symbolizer of this process's maps. Returns false when there is
+ * nothing to test. */
+static bool setup(void) {
   char err[256] = "";
-  fl_frame_info_t fr[8], again[8];
-
   if (build_cell() != 0) {
     fprintf(stderr, "cannot compile the test cell in %s\n", dir);
-    return 1;
+    return false;
   }
-  void *so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
-  if (!so) {
+  fx.so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+  if (!fx.so) {
     fprintf(stderr, "dlopen: %s\n", dlerror());
-    remove_dir();
-    return 1;
+    return false;
   }
-  int (*work)(int) = (int (*)(int))dlsym(so, "cflame_c7_work");
-  void **ra = dlsym(so, "cflame_c7_ra");
+  int (*work)(int) = (int (*)(int))dlsym(fx.so, "cflame_c7_work");
+  void **ra = dlsym(fx.so, "cflame_c7_ra");
   CHECK(work != NULL);
   CHECK(ra != NULL);
-  CHECK(dlsym(so, "work") == NULL); /* only the asm label is a symbol */
-  if (!work || !ra) {
-    remove_dir();
-    return TEST_DONE();
-  }
+  CHECK(dlsym(fx.so, "work") == NULL); /* only the asm label is a symbol */
+  if (!work || !ra) return false;
   CHECK_INT(work(2), 7);
-  uint64_t work_pc = (uint64_t)(uintptr_t)work;
-  uint64_t ra_work = (uint64_t)(uintptr_t)ra[0];
-  uint64_t ra_helper = (uint64_t)(uintptr_t)ra[1];
+  fx.work_pc = (uint64_t)(uintptr_t)work;
+  fx.ra_work = (uint64_t)(uintptr_t)ra[0];
+  fx.ra_helper = (uint64_t)(uintptr_t)ra[1];
 
   /* The same code without DWARF: only its ELF symbol table. */
-  void *nodebug_so = dlopen(nodebug_so_path, RTLD_NOW | RTLD_LOCAL);
-  CHECK(nodebug_so != NULL);
-  void *nodebug_work = nodebug_so ? dlsym(nodebug_so, "cflame_c7_work") : NULL;
-  CHECK(nodebug_work != NULL && nodebug_work != (void *)work);
+  fx.nodebug_so = dlopen(nodebug_so_path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(fx.nodebug_so != NULL);
+  fx.nodebug_work = fx.nodebug_so ? dlsym(fx.nodebug_so, "cflame_c7_work") : NULL;
+  CHECK(fx.nodebug_work != NULL && fx.nodebug_work != (void *)work);
 
   /* The same code with the PLT of indirect branch tracking. */
-  void *ibt_so = ibt_so_path[0] ? dlopen(ibt_so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
-  void *ibt_work = ibt_so ? dlsym(ibt_so, "cflame_c7_work") : NULL;
-  CHECK(!ibt_so_path[0] || ibt_work != NULL);
+  fx.ibt_so = ibt_so_path[0] ? dlopen(ibt_so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  fx.ibt_work = fx.ibt_so ? dlsym(fx.ibt_so, "cflame_c7_work") : NULL;
+  CHECK(!ibt_so_path[0] || fx.ibt_work != NULL);
   if (!ibt_so_path[0])
     fprintf(stderr, "  (no -fcf-protection -z ibtplt here: .plt.sec not tested)\n");
 
   /* libc's own qsort (not a sanitizer's interceptor or a PLT entry). */
-  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-  void *qsort_pc = libc ? dlsym(libc, "qsort") : NULL;
-  CHECK(qsort_pc != NULL);
+  fx.libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  fx.qsort_pc = fx.libc ? dlsym(fx.libc, "qsort") : NULL;
+  CHECK(fx.qsort_pc != NULL);
 
-  char *maps = read_self_maps();
-  CHECK(maps != NULL);
-  fl_symbolizer_t *sym = fl_symbolizer_new_from_maps(maps ? maps : "", err, sizeof err);
-  CHECK(sym != NULL);
-  if (!sym) {
-    fprintf(stderr, "fl_symbolizer_new_from_maps: %s\n", err);
-    remove_dir();
-    return TEST_DONE();
-  }
-  check_cell(sym, work_pc, ra_work, ra_helper);
+  fx.maps = read_self_maps();
+  CHECK(fx.maps != NULL);
+  fx.sym = fl_symbolizer_new_from_maps(fx.maps ? fx.maps : "", err, sizeof err);
+  CHECK(fx.sym != NULL);
+  if (!fx.sym) fprintf(stderr, "fl_symbolizer_new_from_maps: %s\n", err);
+  return fx.sym != NULL;
+}
 
-  /* The cache: the same frames, the same pointers. */
-  int n = fl_symbolizer_lookup(sym, ra_helper, true, fr, 8);
-  int n2 = fl_symbolizer_lookup(sym, ra_helper, true, again, 8);
+static void teardown(void) {
+  fl_symbolizer_destroy(&fx.sym);
+  free(fx.maps);
+  if (fx.libc) dlclose(fx.libc);
+  if (fx.ibt_so) dlclose(fx.ibt_so);
+  if (fx.nodebug_so) dlclose(fx.nodebug_so);
+  if (fx.so) dlclose(fx.so);
+  remove_dir();
+}
+
+static void test_cell(void) {
+  check_cell(fx.sym);
+}
+
+/* The cache: the same frames, the same pointers. */
+static void test_cache(void) {
+  fl_frame_info_t fr[8], again[8];
+  int n = fl_symbolizer_lookup(fx.sym, fx.ra_helper, true, fr, 8);
+  int n2 = fl_symbolizer_lookup(fx.sym, fx.ra_helper, true, again, 8);
   CHECK_INT(n2, n);
   CHECK(memcmp(fr, again, (size_t)n * sizeof fr[0]) == 0);
   CHECK(fr[0].func == again[0].func && fr[0].file == again[0].file);
+}
 
-  /* A return address is looked up at pc - 1, not pc. */
-  n = fl_symbolizer_lookup(sym, ra_work, false, fr, 8);
-  CHECK(n >= 1);
-  n = fl_symbolizer_lookup(sym, ra_work + 1, true, again, 8);
-  CHECK(n >= 1);
+/* A return address is looked up at pc - 1, not pc. */
+static void test_return_address(void) {
+  fl_frame_info_t fr[8], again[8];
+  CHECK(fl_symbolizer_lookup(fx.sym, fx.ra_work, false, fr, 8) >= 1);
+  CHECK(fl_symbolizer_lookup(fx.sym, fx.ra_work + 1, true, again, 8) >= 1);
   CHECK(fr[0].line == again[0].line && fr[0].func == again[0].func);
+}
 
-  /* max bounds the frames, innermost first. */
-  CHECK_INT(fl_symbolizer_lookup(sym, ra_helper, true, fr, 1), 1);
+/* max bounds the frames, innermost first. */
+static void test_max(void) {
+  fl_frame_info_t fr[8];
+  CHECK_INT(fl_symbolizer_lookup(fx.sym, fx.ra_helper, true, fr, 1), 1);
   CHECK_STR(fr[0].func, "helper");
-  CHECK_INT(fl_symbolizer_lookup(sym, ra_helper, true, fr, 0), 0);
+  CHECK_INT(fl_symbolizer_lookup(fx.sym, fx.ra_helper, true, fr, 0), 0);
+}
 
-  /* Without debug information: the ELF symbol (the asm label), no line. */
-  if (nodebug_work) {
-    n = fl_symbolizer_lookup(sym, (uint64_t)(uintptr_t)nodebug_work, false, fr, 8);
-    CHECK_INT(n, 1);
-    CHECK_STR(fr[0].func, "cflame_c7_work");
-    CHECK_STR(fr[0].file, NULL);
-    CHECK_INT(fr[0].line, 0);
-    CHECK(!fr[0].inlined);
-    CHECK(ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
-  }
+/* Without debug information: the ELF symbol (the asm label), no line. */
+static void test_nodebug(void) {
+  fl_frame_info_t fr[8];
+  if (!fx.nodebug_work) return;
+  CHECK_INT(fl_symbolizer_lookup(fx.sym, (uint64_t)(uintptr_t)fx.nodebug_work, false, fr, 8), 1);
+  CHECK_STR(fr[0].func, "cflame_c7_work");
+  CHECK_STR(fr[0].file, NULL);
+  CHECK_INT(fr[0].line, 0);
+  CHECK(!fr[0].inlined);
+  CHECK(ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
+}
 
-  /* libc, with or without its debug info: a name and the module. */
-  if (qsort_pc) {
-    n = fl_symbolizer_lookup(sym, (uint64_t)(uintptr_t)qsort_pc, false, fr, 8);
-    CHECK(n >= 1);
-    CHECK(fr[n - 1].func != NULL);
-    CHECK(fr[n - 1].func && strstr(fr[n - 1].func, "qsort") != NULL);
-    CHECK(fr[0].module && strstr(fr[0].module, "libc.so") != NULL);
-    CHECK(!fr[n - 1].inlined);
-  }
+/* libc, with or without its debug info: a name and the module. */
+static void test_libc(void) {
+  fl_frame_info_t fr[8];
+  if (!fx.qsort_pc) return;
+  int n = fl_symbolizer_lookup(fx.sym, (uint64_t)(uintptr_t)fx.qsort_pc, false, fr, 8);
+  CHECK(n >= 1);
+  if (n < 1) return;
+  CHECK(fr[n - 1].func != NULL);
+  CHECK(fr[n - 1].func && strstr(fr[n - 1].func, "qsort") != NULL);
+  CHECK(fr[0].module && strstr(fr[0].module, "libc.so") != NULL);
+  CHECK(!fr[n - 1].inlined);
+}
 
-  /* work() calls the exported probe through the PLT: the call's target, a
-   * stub, is named after the probe. The other stubs are as objdump names
-   * them (the probe's, and __cxa_finalize's in .plt.got). */
-  const unsigned char *call = (const unsigned char *)(uintptr_t)(ra_work - 5);
+/* work() calls the exported probe through the PLT: the call's target, a
+ * stub, is named after the probe. The other stubs are as objdump names
+ * them (the probe's, and __cxa_finalize's in .plt.got). */
+static void test_plt(void) {
+  fl_frame_info_t fr[8];
+  const unsigned char *call = (const unsigned char *)(uintptr_t)(fx.ra_work - 5);
   CHECK_INT(call[0], 0xe8);
   if (call[0] == 0xe8) {
     int32_t rel;
     memcpy(&rel, call + 1, sizeof rel);
-    CHECK_INT(fl_symbolizer_lookup(sym, ra_work + (uint64_t)(int64_t)rel, false, fr, 8), 1);
+    CHECK_INT(fl_symbolizer_lookup(fx.sym, fx.ra_work + (uint64_t)(int64_t)rel, false, fr, 8), 1);
     CHECK_STR(fr[0].func, "cflame_c7_probe@plt");
   }
-  CHECK_INT(fl_symbolizer_lookup(sym, work_pc, false, fr, 8), 1);
-  CHECK(check_plt(sym, so_path, fr[0].module_base) >= 2);
-  if (ibt_work) {
-    CHECK_INT(fl_symbolizer_lookup(sym, (uint64_t)(uintptr_t)ibt_work, false, fr, 8), 1);
+  CHECK_INT(fl_symbolizer_lookup(fx.sym, fx.work_pc, false, fr, 8), 1);
+  CHECK(check_plt(fx.sym, so_path, fr[0].module_base) >= 2);
+  if (fx.ibt_work) {
+    CHECK_INT(fl_symbolizer_lookup(fx.sym, (uint64_t)(uintptr_t)fx.ibt_work, false, fr, 8), 1);
     CHECK(ends_with(fr[0].module, "/" IBT_SO_NAME));
-    CHECK(check_plt(sym, ibt_so_path, fr[0].module_base) >= 2);
+    CHECK(check_plt(fx.sym, ibt_so_path, fr[0].module_base) >= 2);
   }
+}
 
-  /* Nothing is mapped at 0x10. */
+/* Nothing is mapped at 0x10, nor at 0; then the shared symbolizer goes. */
+static void test_unmapped(void) {
+  fl_frame_info_t fr[8];
   memset(fr, 0xff, sizeof fr);
-  n = fl_symbolizer_lookup(sym, 0x10, false, fr, 8);
-  CHECK_INT(n, 1);
+  CHECK_INT(fl_symbolizer_lookup(fx.sym, 0x10, false, fr, 8), 1);
   CHECK(fr[0].func == NULL);
   CHECK(fr[0].file == NULL);
   CHECK(fr[0].module == NULL);
   CHECK_INT(fr[0].line, 0);
   CHECK(!fr[0].inlined);
-  CHECK_INT(fl_symbolizer_lookup(sym, 0, true, fr, 8), 1);
+  CHECK_INT(fl_symbolizer_lookup(fx.sym, 0, true, fr, 8), 1);
   CHECK(fr[0].func == NULL);
 
-  fl_symbolizer_destroy(&sym);
-  CHECK(sym == NULL);
-  fl_symbolizer_destroy(&sym); /* harmless twice */
+  fl_symbolizer_destroy(&fx.sym);
+  CHECK(fx.sym == NULL);
+  fl_symbolizer_destroy(&fx.sym); /* harmless twice */
+}
 
-  /* The same from the live process. */
-  sym = fl_symbolizer_new_from_pid(getpid(), err, sizeof err);
+/* The same from the live process. */
+static void test_from_pid(void) {
+  char err[256] = "";
+  fl_symbolizer_t *sym = fl_symbolizer_new_from_pid(getpid(), err, sizeof err);
   CHECK(sym != NULL);
-  if (sym) check_cell(sym, work_pc, ra_work, ra_helper);
-
+  if (sym) check_cell(sym);
   fl_symbolizer_destroy(&sym);
+}
 
-  /* Refreshed as a process changes (a child holding the same libraries, as
-   * the worker holds cells): what is still mapped answers as before; an
-   * unloaded module answers nothing, even at an address looked up before
-   * (the lookups are forgotten); a module loaded again is found again. */
+/* Refreshed as a process changes (a child holding the same libraries, as
+ * the worker holds cells): what is still mapped answers as before; an
+ * unloaded module answers nothing, even at an address looked up before
+ * (the lookups are forgotten); a module loaded again is found again. */
+static void test_refresh(void) {
+  char err[256] = "";
+  fl_frame_info_t fr[8], again[8];
+  fl_symbolizer_t *sym = NULL;
   int cmd = -1, ans = -1;
-  pid_t holder = nodebug_work ? start_holder(nodebug_so, &cmd, &ans) : -1;
-  CHECK(!nodebug_work || holder > 0);
+  pid_t holder = fx.nodebug_work ? start_holder(fx.nodebug_so, &cmd, &ans) : -1;
+  CHECK(!fx.nodebug_work || holder > 0);
   sym = holder > 0 ? fl_symbolizer_new_from_pid(holder, err, sizeof err) : NULL;
-  CHECK(!nodebug_work || sym != NULL);
+  CHECK(!fx.nodebug_work || sym != NULL);
   if (sym) {
-    uint64_t old_pc = (uint64_t)(uintptr_t)nodebug_work;
+    uint64_t old_pc = (uint64_t)(uintptr_t)fx.nodebug_work;
     CHECK_INT(fl_symbolizer_lookup(sym, old_pc, false, fr, 8), 1);
     CHECK_STR(fr[0].func, "cflame_c7_work");
     CHECK_INT(fl_symbolizer_refresh_from_pid(sym, holder, err, sizeof err), 0);
-    check_cell(sym, work_pc, ra_work, ra_helper);
+    check_cell(sym);
     CHECK(ask_holder(cmd, ans, 'c') == 0);
     CHECK_INT(fl_symbolizer_refresh_from_pid(sym, holder, err, sizeof err), 0);
     /* The old address answers as a new symbolizer of the process does
@@ -406,7 +456,7 @@ int main(void) {
       CHECK(!fr[0].func || !strcmp(fr[0].func, again[0].func));
     }
     fl_symbolizer_destroy(&fresh);
-    check_cell(sym, work_pc, ra_work, ra_helper);
+    check_cell(sym);
     uint64_t reloaded = ask_holder(cmd, ans, 'o');
     CHECK(reloaded != 0 && reloaded != UINT64_MAX);
     CHECK_INT(fl_symbolizer_refresh_from_pid(sym, holder, err, sizeof err), 0);
@@ -425,9 +475,13 @@ int main(void) {
     waitpid(holder, NULL, 0);
   }
   fl_symbolizer_destroy(&sym);
+}
 
-  /* Errors: a process that does not exist; empty maps are no modules. */
-  err[0] = '\0';
+/* Errors: a process that does not exist; empty maps are no modules. */
+static void test_errors(void) {
+  char err[256] = "";
+  fl_frame_info_t fr[8];
+  fl_symbolizer_t *sym;
   sym = fl_symbolizer_new_from_pid(0x3ffffff0, err, sizeof err);
   CHECK(sym == NULL);
   CHECK(err[0] != '\0');
@@ -435,16 +489,31 @@ int main(void) {
   sym = fl_symbolizer_new_from_maps("", err, sizeof err);
   CHECK(sym != NULL);
   if (sym) {
-    CHECK_INT(fl_symbolizer_lookup(sym, work_pc, false, fr, 8), 1);
+    CHECK_INT(fl_symbolizer_lookup(sym, fx.work_pc, false, fr, 8), 1);
     CHECK(fr[0].func == NULL && fr[0].module == NULL);
   }
   fl_symbolizer_destroy(&sym);
+}
 
-  free(maps);
-  if (libc) dlclose(libc);
-  if (ibt_so) dlclose(ibt_so);
-  if (nodebug_so) dlclose(nodebug_so);
-  dlclose(so);
-  remove_dir();
-  return TEST_DONE();
+/* In this order: the first ones share fx.sym, which test_unmapped destroys. */
+static const struct {
+  const char *name;
+  void (*run)(void);
+} tests[] = {
+    {"cell", test_cell},       {"cache", test_cache},       {"return address", test_return_address},
+    {"max", test_max},         {"nodebug", test_nodebug},   {"libc", test_libc},
+    {"plt", test_plt},         {"unmapped", test_unmapped}, {"from pid", test_from_pid},
+    {"refresh", test_refresh}, {"errors", test_errors},
+};
+
+int main(void) {
+  bool ready = setup();
+  for (size_t i = 0; ready && i < sizeof tests / sizeof tests[0]; i++) {
+    int failed = test_failures;
+    tests[i].run();
+    if (test_failures != failed) fprintf(stderr, "  in test \"%s\"\n", tests[i].name);
+  }
+  teardown();
+  int status = TEST_DONE();
+  return ready ? status : 1;
 }

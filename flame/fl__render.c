@@ -1,0 +1,438 @@
+/* fl__render: what the renderers share (fl__render.h): rows, layout, kinds
+ * and colours, a diff's colours, legend, summary and vanished list, notes,
+ * amounts, text clean-up. The renderers (fl_vegalite.c, fl_svg.c,
+ * fl_text.c, fl_html.c) and fl_bundle.c import from here; this file imports
+ * from none of them. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl__render.h"
+
+/* ---- rows ---- */
+
+void fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
+  memset(r, 0, sizeof *r);
+  if (max_rows == 0 || max_rows > FL__MAX_ROWS) max_rows = FL__MAX_ROWS;
+  r->n = fl_tree_rows(t, max_rows, &r->rows, &r->n_merged);
+  for (size_t i = 0; i < r->n; i++)
+    if (r->rows[i]->depth + 1 > r->levels) r->levels = r->rows[i]->depth + 1;
+  r->total = fl_tree_root(t)->count;
+}
+
+void fl__rows_free(fl__rows_t *r) {
+  free(r->rows);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- layout ---- */
+
+#define LEVEL_PX 18.0
+#define MAX_AUTO_HEIGHT 2000.0
+#define MIN_LABEL_LEVEL_PX 10.0
+
+void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l) {
+  int levels = r->levels > 0 ? r->levels : 1;
+  l->width = v->width > 0 ? v->width : 800;
+  if (v->height > 0) {
+    l->height = v->height;
+  } else {
+    /* Deep recursion would make a plot too tall for a browser's canvas:
+     * past MAX_AUTO_HEIGHT the levels get thinner, down to one pixel. */
+    l->height = levels * LEVEL_PX;
+    if (l->height > MAX_AUTO_HEIGHT) l->height = fmax(MAX_AUTO_HEIGHT, (double)levels);
+  }
+  l->level_px = l->height / levels;
+  l->labels = l->level_px >= MIN_LABEL_LEVEL_PX;
+}
+
+/* ---- kinds and colours ---- */
+
+/* The kinds of code: each one's legend label and colour, and how far its
+ * frames' colours stray from that colour (fl__node_color): at most
+ * KIND_SPREAD / 2 on each channel, so that every frame looks like its
+ * kind's swatch in the legend, and neighbours still differ. Cell and
+ * program code are orange (flamegraph.pl's "hot" palette is red to yellow;
+ * its middle), system libraries blue, the allocator violet, the kernel
+ * green, other code khaki; the root is grey, and does not vary. Light
+ * enough for black labels, and bright enough on a dark background. */
+#define KIND_SPREAD 40
+
+static const struct kind_style {
+  const char *label;
+  const char *color; /* "#rrggbb": the legend's swatch, the middle of the frames' colours */
+  bool varies;
+} kinds[FL__N_KINDS] = {
+    [FL__KIND_CELL] = {"cell code", "#eb911e", true},
+    [FL__KIND_PROGRAM] = {"program code", "#eb911e", true},
+    [FL__KIND_SYSTEM] = {"system library", "#73b6ed", true},
+    [FL__KIND_ALLOC] = {"allocator", "#c393ed", true},
+    [FL__KIND_KERNEL] = {"kernel", "#82cf78", true},
+    [FL__KIND_OTHER] = {"other code", "#c5c5ac", true},
+    [FL__KIND_ROOT] = {"root", "#b0b0b0", false},
+};
+
+fl__kind_t fl__kind_of(const fl_node_t *n) {
+  uint32_t f = n->frame.flags;
+  if (n->depth == 0 || (f & FL_FRAME_ROOT)) return FL__KIND_ROOT;
+  if (f & FL_FRAME_ALLOC) return FL__KIND_ALLOC;
+  if (f & FL_FRAME_KERNEL) return FL__KIND_KERNEL;
+  if (f & FL_FRAME_SYSTEM) return FL__KIND_SYSTEM;
+  if (f & FL_FRAME_CELL) return f & FL_FRAME_REPL ? FL__KIND_CELL : FL__KIND_PROGRAM;
+  return FL__KIND_OTHER;
+}
+
+const char *fl__kind_label(fl__kind_t k) {
+  return kinds[k].label;
+}
+const char *fl__kind_color(fl__kind_t k) {
+  return kinds[k].color;
+}
+
+unsigned fl__kinds_present(const fl__rows_t *r) {
+  unsigned present = 0;
+  for (size_t i = 0; i < r->n; i++) present |= 1u << fl__kind_of(r->rows[i]);
+  return present;
+}
+
+/* FNV's low bits mix poorly for short names: half of murmur3's finalizer
+ * spreads them (the colours of every graph depend on it). */
+static uint64_t name_hash(const char *s) {
+  uint64_t h = fl__fnv1a(s);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdu;
+  h ^= h >> 33;
+  return h;
+}
+
+void fl__node_color(const fl_node_t *n, char hex[8]) {
+  const struct kind_style *k = &kinds[fl__kind_of(n)];
+  unsigned rgb[3];
+  sscanf(k->color, "#%02x%02x%02x", &rgb[0], &rgb[1], &rgb[2]);
+  if (k->varies) {
+    /* Three independent offsets in [-KIND_SPREAD / 2, KIND_SPREAD / 2) from
+     * the hash of the name: a function has one colour everywhere. */
+    uint64_t h = name_hash(n->frame.func ? n->frame.func : "");
+    for (int i = 0; i < 3; i++) {
+      int v = (int)rgb[i] + (int)((h >> (16 * i)) & 0xffff) * KIND_SPREAD / 65536 - KIND_SPREAD / 2;
+      rgb[i] = v < 0 ? 0 : v > 255 ? 255 : (unsigned)v;
+    }
+  }
+  snprintf(hex, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+void fl__row_color(const fl__rows_t *r, const fl_node_t *n, char hex[8]) {
+  if (r->diff)
+    fl__diff_color(r->diff, n, hex);
+  else
+    fl__node_color(n, hex);
+}
+
+static const fl__theme_t light = {"#ffffff", "#222222", "#000000", "#c000c0"};
+static const fl__theme_t dark = {"#1e1e1e", "#e6e6e6", "#000000", "#ff40ff"};
+
+const fl__theme_t *fl__theme_of(const fl_view_opts_t *v) {
+  return v->dark ? &dark : &light;
+}
+
+/* ---- words and notes ---- */
+
+bool fl__is_alloc(const fl_tree_t *t) {
+  const fl_profile_t *p = fl_tree_profile(t);
+  return p && fl_profile_info_const(p)->kind == FL_PROFILE_ALLOC;
+}
+
+bool fl__alloc_counts(const fl_tree_t *t) {
+  const fl_profile_t *p = fl_tree_profile(t);
+  return fl__is_alloc(t) && fl_profile_info_const(p)->weight_is_count;
+}
+
+const char *fl__unit(const fl_tree_t *t) {
+  return fl__alloc_counts(t) ? "allocations" : fl__is_alloc(t) ? "bytes" : "samples";
+}
+
+const char *fl__unit_for(const fl_tree_t *t, double n) {
+  if (fabs(n) != 1) return fl__unit(t);
+  return fl__alloc_counts(t) ? "allocation" : fl__is_alloc(t) ? "byte" : "sample";
+}
+
+void fl__thousands(uint64_t n, char out[32]) {
+  char digits[24];
+  int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);
+  int j = 0;
+  for (int i = 0; i < len; i++) {
+    if (i > 0 && (len - i) % 3 == 0) out[j++] = ',';
+    out[j++] = digits[i];
+  }
+  out[j] = '\0';
+}
+
+void fl_count_noun(uint64_t n, const char *one, const char *many, char *out, size_t size) {
+  char digits[32];
+  fl__thousands(n, digits);
+  snprintf(out, size, "%s %s", digits, n == 1 ? one : many);
+}
+
+/* Copies s into line, cleaned, cut between characters to fit. */
+static void note_copy(char line[FL__NOTE_SIZE], const char *s) {
+  char *clean = fl__clean_text(s, false);
+  size_t len = strlen(clean);
+  if (len >= FL__NOTE_SIZE) { /* cut between characters */
+    len = FL__NOTE_SIZE - 1;
+    while (len > 0 && ((unsigned char)clean[len] & 0xc0) == 0x80) len--;
+  }
+  if (len) memcpy(line, clean, len);
+  line[len] = '\0';
+  free(clean);
+}
+
+static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
+                    char lines[FL__MAX_NOTES][FL__NOTE_SIZE]);
+
+/* Splits note into lines of at most cols characters at spaces (a longer
+ * word stands alone) into lines[*n...], while there is room. */
+static void wrap_note(const char *note, size_t cols, char lines[FL__MAX_NOTES][FL__NOTE_SIZE],
+                      int *n) {
+  const char *p = note;
+  while (*p && *n < FL__MAX_NOTES) {
+    size_t len = strlen(p), cut = len;
+    if (len > cols && *n < FL__MAX_NOTES - 1) {
+      /* The last space within cols characters (UTF-8 continuation bytes do
+       * not count), else the first one after. */
+      size_t chars = 0, last_space = 0, last_clause = 0, i = 0;
+      for (; i < len && chars <= cols; i++) {
+        if (((unsigned char)p[i] & 0xc0) != 0x80) chars++;
+        if (p[i] == ' ' && chars <= cols) {
+          last_space = i;
+          if (i > 0 && (p[i - 1] == ';' || p[i - 1] == ',')) last_clause = i;
+        }
+      }
+      if (!last_space) last_space = strcspn(p, " ");
+      /* Between clauses where that keeps the line at least half full. */
+      cut = last_clause > cols / 2 ? last_clause : last_space;
+    }
+    note_copy(lines[(*n)++], p);
+    if (cut < strlen(lines[*n - 1])) lines[*n - 1][cut] = '\0';
+    p += cut;
+    while (*p == ' ') p++;
+  }
+}
+
+int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
+              char lines[FL__MAX_NOTES][FL__NOTE_SIZE]) {
+  char raw[FL__MAX_NOTES][FL__NOTE_SIZE];
+  int n_raw = notes_of(t, v, r, raw), n = 0;
+  /* 12 px text averages about 6.5 px a character: wrap to the plot. */
+  size_t cols = (size_t)((v->width > 0 ? v->width : 800) / 6.5);
+  for (int i = 0; i < n_raw; i++) wrap_note(raw[i], cols, lines, &n);
+  return n;
+}
+
+/* The notes before wrapping. */
+static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
+                    char lines[FL__MAX_NOTES][FL__NOTE_SIZE]) {
+  int n = 0;
+  if (v->note && v->note[0]) note_copy(lines[n++], v->note);
+  if (r->diff) {
+    /* Room for the negate line, the summary and the hidden line. */
+    const char *const *notes = fl_diff_notes(r->diff);
+    for (; notes && *notes && n < FL__MAX_NOTES - 3; notes++) note_copy(lines[n++], *notes);
+    if (fl_diff_options(r->diff)->negate)
+      snprintf(lines[n++], FL__NOTE_SIZE,
+               "baseline layout, coloured by baseline \xe2\x88\x92 target");
+    fl__diff_summary(r->diff, r, lines[n++], FL__NOTE_SIZE);
+  }
+  uint64_t hidden_weight = 0;
+  size_t hidden = fl_tree_hidden(t, &hidden_weight);
+  if (hidden == 0 && r->n_merged == 0) return n;
+
+  char a[32], b[32], c[32];
+  fl__thousands(hidden, a);
+  fl__thousands(r->n_merged, b);
+  fl__thousands(r->n, c);
+  double share = r->total ? 100.0 * (double)hidden_weight / (double)r->total : 0;
+  if (hidden && r->n_merged) {
+    snprintf(lines[n++], FL__NOTE_SIZE,
+             "%s narrow frames hidden (%.2g%% of %s), %s more left out to draw at most %s", a,
+             share, fl__unit(t), b, c);
+  } else if (hidden) {
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames hidden (%.2g%% of %s)", a, share,
+             fl__unit(t));
+  } else {
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames left out to draw at most %s", b, c);
+  }
+  return n;
+}
+
+void fl__amount(double v, bool sign, char out[48]) {
+  double rounded = round(v * 100) / 100;
+  if (rounded == 0) rounded = 0; /* no "-0" */
+  double whole = trunc(fabs(rounded));
+  char digits[32];
+  if (whole < 1e18)
+    fl__thousands((uint64_t)whole, digits);
+  else
+    snprintf(digits, sizeof digits, "%.3g", whole);
+  int cents = (int)llround((fabs(rounded) - whole) * 100);
+  const char *prefix = rounded < 0 ? "-" : sign ? "+" : "";
+  if (cents == 0)
+    snprintf(out, 48, "%s%s", prefix, digits);
+  else if (cents % 10 == 0)
+    snprintf(out, 48, "%s%s.%d", prefix, digits, cents / 10);
+  else
+    snprintf(out, 48, "%s%s.%02d", prefix, digits, cents);
+}
+
+/* ---- diffs ---- */
+
+const char *fl__change_name(fl_change_t c) {
+  switch (c) {
+    case FL_CHANGE_GREW: return "grew";
+    case FL_CHANGE_SHRANK: return "shrank";
+    case FL_CHANGE_NEW: return "new";
+    case FL_CHANGE_SAME: break;
+  }
+  return "same";
+}
+
+/* The full colours of growth and shrinkage, as in FL__DIFF_*_COLOR. */
+static const uint8_t grew_rgb[3] = {0xd7, 0x28, 0x28}, shrank_rgb[3] = {0x28, 0x64, 0xd7};
+
+void fl__diff_color(const fl_diff_t *d, const fl_node_t *n, char hex[8]) {
+  const fl_diff_node_t *dn = fl_diff_node(d, n->id);
+  fl_change_t change = dn ? dn->change : FL_CHANGE_SAME;
+  if (change == FL_CHANGE_SAME || change == FL_CHANGE_NEW) {
+    snprintf(hex, 8, "%s", change == FL_CHANGE_NEW ? FL__DIFF_NEW_COLOR : FL__DIFF_SAME_COLOR);
+    return;
+  }
+  double max = fl_diff_max_delta(d);
+  double size = max > 0 ? fmin(1, fabs(dn->delta) / max) : 0;
+  double tint = FL__DIFF_MIN_TINT + (1 - FL__DIFF_MIN_TINT) * size;
+  const uint8_t *full = change == FL_CHANGE_GREW ? grew_rgb : shrank_rgb;
+  unsigned c[3];
+  for (int i = 0; i < 3; i++) c[i] = (unsigned)lround(255 * (1 - tint) + full[i] * tint);
+  snprintf(hex, 8, "#%02x%02x%02x", c[0] & 0xff, c[1] & 0xff, c[2] & 0xff);
+}
+
+const char *fl__drawn_name(const fl_diff_t *d) {
+  return fl_diff_options(d)->negate ? "baseline" : "target";
+}
+
+const char *fl__other_name(const fl_diff_t *d) {
+  return fl_diff_options(d)->negate ? "target" : "baseline";
+}
+
+const char *fl__diff_legend_title(const fl_diff_t *d) {
+  return fl_diff_options(d)->negate ? "baseline \xe2\x88\x92 target (baseline layout)"
+                                    : "target \xe2\x88\x92 baseline";
+}
+
+void fl__diff_legend(const fl_diff_t *d, fl__legend_entry_t out[FL__N_CHANGES]) {
+  bool negate = fl_diff_options(d)->negate;
+  bool noise = fl_diff_options(d)->noise > 0;
+  out[0] = (fl__legend_entry_t){FL_CHANGE_GREW, "grew", FL__DIFF_GREW_COLOR};
+  out[1] = (fl__legend_entry_t){FL_CHANGE_SHRANK, "shrank", FL__DIFF_SHRANK_COLOR};
+  out[2] = (fl__legend_entry_t){FL_CHANGE_SAME, noise ? "same (within noise)" : "same",
+                                FL__DIFF_SAME_COLOR};
+  out[3] = (fl__legend_entry_t){FL_CHANGE_NEW, negate ? "new (only in the baseline)" : "new",
+                                FL__DIFF_NEW_COLOR};
+}
+
+void fl__diff_summary(const fl_diff_t *d, const fl__rows_t *r, char *out, size_t size) {
+  const fl_tree_t *t = fl_diff_tree(d);
+  size_t by_change[FL__N_CHANGES] = {0};
+  size_t n = r ? r->n : fl_tree_n_nodes(t);
+  for (size_t i = 0; i < n; i++) {
+    const fl_diff_node_t *dn = fl_diff_node(d, r ? r->rows[i]->id : (uint32_t)i);
+    if (dn && (unsigned)dn->change < FL__N_CHANGES) by_change[dn->change]++;
+  }
+  const fl_vanished_t *vanished;
+  size_t n_vanished = fl_diff_vanished(d, &vanished);
+  char grew[32], shrank[32], added[32], gone[32];
+  fl__thousands(by_change[FL_CHANGE_GREW], grew);
+  fl__thousands(by_change[FL_CHANGE_SHRANK], shrank);
+  fl__thousands(by_change[FL_CHANGE_NEW], added);
+  fl__thousands(n_vanished, gone);
+  snprintf(out, size, "grew: %s frame%s, shrank: %s, new: %s, vanished: %s; %.3g%% of the %s %s",
+           grew, by_change[FL_CHANGE_GREW] == 1 ? "" : "s", shrank, added, gone,
+           100 * fl_diff_neutral_share(d), fl__drawn_name(d),
+           fl_diff_options(d)->noise > 0 ? "within noise" : "unchanged");
+}
+
+const char *fl__vanished_header(const fl_diff_t *d) {
+  return fl_diff_options(d)->negate ? "Only in the target (not drawn):"
+                                    : "Vanished (in the baseline only):";
+}
+
+double fl__other_total(const fl_diff_t *d) {
+  const fl_diff_node_t *root = fl_diff_node(d, 0);
+  return root && root->has_base ? root->base : 0;
+}
+
+void fl__vanished_line(const fl_diff_t *d, const fl_vanished_t *v, char *out, size_t size) {
+  const fl_frame_t *f = &v->node->frame;
+  char where[300] = "", count[48];
+  if (f->file && f->line > 0)
+    snprintf(where, sizeof where, "  %s:%d", f->file, f->line);
+  else if (f->file || f->module)
+    snprintf(where, sizeof where, "  %s", f->file ? f->file : f->module);
+  fl__amount(v->count, false, count);
+  double total = fl__other_total(d);
+  snprintf(out, size, "%s%s  \xe2\x80\x94 %s %s %s (%.3g%%)", f->func ? f->func : "[unknown]",
+           where, fl__other_name(d), count, fl__unit_for(fl_diff_tree(d), v->count),
+           total > 0 ? 100 * v->count / total : 0);
+}
+
+/* The length of the valid UTF-8 sequence at s (at most n bytes), 0 if none
+ * starts there. Rejects overlong forms, surrogates and code points past
+ * U+10FFFF, as JSON and XML parsers do. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  if (s[0] < 0x80) return 1;
+  size_t len;
+  uint32_t cp;
+  if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+    len = 2, cp = s[0] & 0x1f;
+  } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+    len = 3, cp = s[0] & 0x0f;
+  } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+    len = 4, cp = s[0] & 0x07;
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3f);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+      (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  /* U+FFFE and U+FFFF are not XML characters. */
+  if (cp == 0xfffe || cp == 0xffff) return 0;
+  return len;
+}
+
+char *fl__clean_text(const char *s, bool lines) {
+  if (!s) s = "";
+  size_t n = strlen(s);
+  char *out = fl__xmalloc(n + 1, 1);
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, j = 0;
+  while (i < n) {
+    size_t len = utf8_seq(u + i, n - i);
+    if (u[i] == '\t' || u[i] == '\n' || u[i] == '\r') {
+      out[j++] = lines ? (char)u[i] : ' ';
+      i++;
+    } else if (len == 0 || u[i] < 0x20 || u[i] == 0x7f) {
+      out[j++] = '?';
+      i++;
+    } else {
+      memcpy(out + j, s + i, len);
+      i += len, j += len;
+    }
+  }
+  out[j] = '\0';
+  return out;
+}
