@@ -298,6 +298,10 @@ static const char *alloc_func_name(int kind) {
   }
 }
 
+fl_profile_kind_t fl_collect_allocs_kind(const fl_collect_allocs_opts_t *aopts) {
+  return fl_kind_alloc(aopts->weight_count, aopts->live);
+}
+
 int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf, size_t bytes,
                       const fl_collect_opts_t *opts, const fl_collect_allocs_opts_t *aopts,
                       char *err, size_t err_size) {
@@ -349,8 +353,7 @@ int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf,
   }
   fl_profile_info_t *info = fl_profile_info(prof);
   info->sample_rate = rate;
-  info->weight_is_count = aopts->weight_count;
-  info->live_only = aopts->live;
+  info->kind = fl_collect_allocs_kind(aopts);
   if (bytes) {
     info->calls += h->calls;
     info->dropped += h->dropped;

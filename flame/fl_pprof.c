@@ -16,10 +16,12 @@
  *    says) when that is in bytes, else "alloc_space", else the first in
  *    bytes; the allocation counts are the
  *    matching "..._objects" type. A type named "inuse_..." is what was
- *    still allocated (live_only). Without bytes, an "alloc_objects" or
- *    "inuse_objects" count is an allocation profile counted in
- *    allocations (weight_is_count), as cflame writes one.
- *  - any other profile is a CPU profile. Its weight is the "samples"
+ *    still allocated (FL_PROFILE_LIVE_*). Without bytes, an "alloc_objects"
+ *    or "inuse_objects" count is an allocation profile counted in
+ *    allocations (FL_PROFILE_*_COUNT), as cflame writes one.
+ *  - any other profile is a profile of time: of the kind whose pprof type
+ *    (fl_kind_info_t.pprof_type: "wall", "off_cpu") names the period's
+ *    type or a sample type in a time unit, else CPU. Its weight is the "samples"
  *    count when there is one, and the interval the period, when the
  *    period is a time. Otherwise the weight is the default sample type (or
  *    the last): a time (nanoseconds, microseconds, milliseconds, seconds)
@@ -266,13 +268,25 @@ typedef struct choice {
   uint64_t divisor;   /* each value is divided by it (the gcd of times), else 1 */
   uint64_t interval_ns;
   double sample_rate;
-  bool weight_is_count, live_only;
 } choice_t;
 
 static int type_named(char *const *types, size_t n, const char *name) {
   for (size_t i = 0; i < n; i++)
     if (!strcmp(types[i], name)) return (int)i;
   return -1;
+}
+
+/* The kind of time whose pprof type is the period's type (a time), else
+ * the first sample type in a time unit that names one; CPU otherwise. */
+static fl_profile_kind_t time_kind(const char *period_type, char *const *types, char *const *units,
+                                   size_t n) {
+  for (int k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (fl_kind(k)->time && !strcmp(period_type, fl_kind(k)->pprof_type)) return k;
+  for (size_t i = 0; i < n; i++)
+    for (int k = 0; k < FL_PROFILE_N_KINDS; k++)
+      if (fl_kind(k)->time && unit_ns(units[i]) && !strcmp(types[i], fl_kind(k)->pprof_type))
+        return k;
+  return FL_PROFILE_CPU;
 }
 
 static int choose(reader_t *r, choice_t *c) {
@@ -306,7 +320,6 @@ static int choose(reader_t *r, choice_t *c) {
   if (bytes >= 0) {
     /* "alloc_space" counts with "alloc_objects", "inuse_space" with
      * "inuse_objects". */
-    c->kind = FL_PROFILE_ALLOC;
     c->weight = bytes;
     const char *t = types[bytes], *end = strrchr(t, '_');
     if (end && !strcmp(end, "_space")) {
@@ -314,19 +327,17 @@ static int choose(reader_t *r, choice_t *c) {
       snprintf(objects, sizeof objects, "%.*s_objects", (int)(end - t), t);
       c->allocs = type_named(types, n, objects);
     }
-    c->live_only = !strncmp(t, "inuse", 5);
+    c->kind = fl_kind_alloc(false, !strncmp(t, "inuse", 5));
   } else {
     int objects =
         strstr(types[preferred], "_objects") ? preferred : type_named(types, n, "alloc_objects");
     if (objects < 0) objects = type_named(types, n, "inuse_objects");
     if (objects >= 0) {
-      c->kind = FL_PROFILE_ALLOC;
+      c->kind = fl_kind_alloc(true, !strncmp(types[objects], "inuse", 5));
       c->weight = c->allocs = objects;
-      c->weight_is_count = true;
-      c->live_only = !strncmp(types[objects], "inuse", 5);
     }
   }
-  if (c->kind == FL_PROFILE_ALLOC) {
+  if (fl_kind(c->kind)->allocs) {
     if (!strcmp(period_type, "allocations") && !strcmp(period_unit, "count") && pb->period >= 1)
       c->sample_rate = 1.0 / (double)pb->period;
   } else {
@@ -343,6 +354,7 @@ static int choose(reader_t *r, choice_t *c) {
       c->unit_ns = unit_ns(units[c->weight]);
       c->interval_ns = period_ns; /* the gcd below refines it */
     }
+    c->kind = time_kind(period_ns ? period_type : "", types, units, n);
   }
   rc = 0;
 done:
@@ -432,7 +444,7 @@ static int read_samples(reader_t *r, const choice_t *c) {
       goto done;
     }
     total += weight;
-    fl_profile_add_sample(r->p, stack, n, weight, c->kind == FL_PROFILE_ALLOC ? allocs : 0, thread);
+    fl_profile_add_sample(r->p, stack, n, weight, fl_kind(c->kind)->allocs ? allocs : 0, thread);
   }
   if (total == 0) {
     fl__io_fail(r->err, r->name, 0, "no samples found in %s: %s", r->name,
@@ -474,8 +486,6 @@ int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char 
   r.p = fl_profile_new(c.kind);
   fl_profile_info_t *info = fl_profile_info(r.p);
   info->sample_rate = c.sample_rate;
-  info->weight_is_count = c.weight_is_count;
-  info->live_only = c.live_only;
   if (pb->duration_nanos > 0) info->wall_seconds = (double)pb->duration_nanos / 1e9;
   if (pb->time_nanos > 0) info->taken_unix = pb->time_nanos / 1000000000;
   r.loc_off = fl__xmalloc(pb->n_location + 1, sizeof *r.loc_off);
@@ -723,22 +733,26 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   w.node_loc = fl__xcalloc(n_nodes, sizeof *w.node_loc);
   w.node_next = fl__xcalloc(n_nodes, sizeof *w.node_next);
 
-  /* What the values are. */
-  bool alloc = info->kind == FL_PROFILE_ALLOC;
+  /* What the values are: the kind's count first (allocations, samples),
+   * then its measure (bytes, nanoseconds) when it has one. */
+  const fl_kind_info_t *kind = fl_kind(info->kind);
+  bool alloc = kind->allocs;
   pb_value_type_t *types[2];
   size_t n_types = 0;
   if (alloc) {
-    types[n_types++] = value_type(&w, info->live_only ? "inuse_objects" : "alloc_objects", "count");
-    if (!info->weight_is_count)
-      types[n_types++] = value_type(&w, info->live_only ? "inuse_space" : "alloc_space", "bytes");
+    types[n_types++] =
+        value_type(&w, kind->pprof_count ? kind->pprof_count : kind->pprof_type, "count");
+    if (kind->bytes) types[n_types++] = value_type(&w, kind->pprof_type, kind->pprof_unit);
     pb.period_type = value_type(&w, "allocations", "count");
     pb.period = info->sample_rate > 0 ? (int64_t)(1.0 / info->sample_rate + 0.5) : 1;
     pb.default_sample_type = types[n_types - 1]->type;
-  } else {
-    types[n_types++] = value_type(&w, "samples", "count");
-    if (info->interval_ns) types[n_types++] = value_type(&w, "cpu", "nanoseconds");
-    pb.period_type = value_type(&w, "cpu", "nanoseconds");
+  } else if (kind->time) {
+    types[n_types++] = value_type(&w, kind->pprof_count, "count");
+    if (info->interval_ns) types[n_types++] = value_type(&w, kind->pprof_type, kind->pprof_unit);
+    pb.period_type = value_type(&w, kind->pprof_type, kind->pprof_unit);
     pb.period = clamp64(info->interval_ns);
+  } else { /* a count of events, named after the event */
+    types[n_types++] = value_type(&w, info->event[0] ? info->event : kind->pprof_type, "count");
   }
   pb.n_sample_type = n_types;
   pb.sample_type = types;
@@ -774,7 +788,7 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
     s->n_value = n_types;
     s->value = fl__xmalloc(n_types, sizeof *s->value);
     if (alloc) {
-      s->value[0] = clamp64(info->weight_is_count ? node->self : node->self_allocs);
+      s->value[0] = clamp64(kind->bytes ? node->self_allocs : node->self);
       if (n_types > 1) s->value[1] = clamp64(node->self);
     } else {
       s->value[0] = clamp64(node->self);

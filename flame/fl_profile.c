@@ -61,6 +61,55 @@ struct fl_profile {
   size_t n_samples, samples_cap;
 };
 
+/* ---- kinds ---- */
+
+/* The table of kinds (fl_profile.h). A time kind's companion count in
+ * pprof is "samples"; an allocation kind weighed in bytes carries its
+ * allocation counts as the matching "..._objects". */
+static const fl_kind_info_t kinds[FL_PROFILE_N_KINDS] = {
+    [FL_PROFILE_CPU] = {"cpu", "CPU", "a CPU profile", "sample", "samples", "samples",
+                        FL_PROFILE_CPU, .time = true, .pprof_type = "cpu",
+                        .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+    [FL_PROFILE_WALL] = {"wall", "wall", "a wall-clock profile", "sample", "samples", "samples",
+                         FL_PROFILE_WALL, .time = true, .pprof_type = "wall",
+                         .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+    [FL_PROFILE_OFFCPU] = {"offcpu", "off-CPU", "an off-CPU profile", "sample", "samples",
+                           "samples", FL_PROFILE_OFFCPU, .time = true, .pprof_type = "off_cpu",
+                           .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+    [FL_PROFILE_ALLOC_BYTES] = {"alloc_bytes", "alloc", "an allocation profile", "byte", "bytes",
+                                "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
+                                .pprof_type = "alloc_space", .pprof_unit = "bytes",
+                                .pprof_count = "alloc_objects"},
+    [FL_PROFILE_ALLOC_COUNT] = {"alloc_count", "alloc", "an allocation profile", "allocation",
+                                "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
+                                .allocs = true, .pprof_type = "alloc_objects",
+                                .pprof_unit = "count"},
+    [FL_PROFILE_LIVE_BYTES] = {"live_bytes", "alloc", "an allocation profile", "byte", "bytes",
+                               "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
+                               .live = true, .pprof_type = "inuse_space", .pprof_unit = "bytes",
+                               .pprof_count = "inuse_objects"},
+    [FL_PROFILE_LIVE_COUNT] = {"live_count", "alloc", "an allocation profile", "allocation",
+                               "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
+                               .allocs = true, .live = true, .pprof_type = "inuse_objects",
+                               .pprof_unit = "count"},
+    [FL_PROFILE_EVENT] = {"event", "event", "an event profile", "event", "events", "events",
+                          FL_PROFILE_EVENT, .pprof_type = "events", .pprof_unit = "count"},
+};
+
+const fl_kind_info_t *fl_kind(fl_profile_kind_t kind) {
+  assert((unsigned)kind < FL_PROFILE_N_KINDS);
+  return &kinds[kind];
+}
+
+fl_profile_kind_t fl_kind_alloc(bool count, bool live) {
+  if (live) return count ? FL_PROFILE_LIVE_COUNT : FL_PROFILE_LIVE_BYTES;
+  return count ? FL_PROFILE_ALLOC_COUNT : FL_PROFILE_ALLOC_BYTES;
+}
+
+bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b) {
+  return fl_kind(a)->measure == fl_kind(b)->measure;
+}
+
 /* ---- hashing ---- */
 
 /* Hashes a run of frame ids (FNV-1a over 32-bit words, then mixed). */
@@ -230,7 +279,7 @@ void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uin
  * seconds, and takes its interval when p has none. Merging a profile into
  * itself doubles it. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
-  assert(p->info.kind == src->info.kind);
+  assert(fl_kind_comparable(p->info.kind, src->info.kind));
   size_t n_frames = src->n_frames, n_stacks = src->n_stacks, n_samples = src->n_samples;
   size_t above = root ? 1 : 0; /* frames before each stack */
   uint32_t *frame_map = fl__xcalloc(n_frames, sizeof *frame_map);

@@ -20,10 +20,56 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a profile's samples measure: one dimension of the profile. Every
+ * consumer asks fl_kind() what a kind's weights are (their unit, the words
+ * that name them, whether they are time, their pprof sample type) rather
+ * than naming kinds, so that a new kind of sample is one value here, one
+ * row of the table in fl_profile.c and the collector that takes it. */
 typedef enum fl_profile_kind {
-  FL_PROFILE_CPU,   /* weights: sampling intervals of CPU time */
-  FL_PROFILE_ALLOC, /* weights: bytes; counts: allocations */
+  FL_PROFILE_CPU,         /* CPU time: weights are sampling intervals */
+  FL_PROFILE_WALL,        /* wall-clock time, running or blocked: intervals */
+  FL_PROFILE_OFFCPU,      /* time spent blocked (off-CPU): intervals */
+  FL_PROFILE_ALLOC_BYTES, /* bytes allocated; each sample also counts allocations */
+  FL_PROFILE_ALLOC_COUNT, /* allocations made (weight=count) */
+  FL_PROFILE_LIVE_BYTES,  /* bytes still allocated when the run ended (live=true) */
+  FL_PROFILE_LIVE_COUNT,  /* allocations still live when the run ended */
+  FL_PROFILE_EVENT,       /* occurrences of a perf event (info.event names it) */
+  FL_PROFILE_N_KINDS
 } fl_profile_kind_t;
+
+/* One row of the table of kinds. Static; never NULL. */
+typedef struct fl_kind_info {
+  const char *name;          /* stable identifier: "cpu", "wall", "offcpu", "alloc_bytes",
+                                "alloc_count", "live_bytes", "live_count", "event" */
+  const char *label;         /* a short column label: "CPU", "wall", "off-CPU", "alloc", "event" */
+  const char *profile;       /* a profile of the kind, with its article: "a CPU profile",
+                                "an allocation profile" */
+  const char *one, *many;    /* the unit of a weight: "sample"/"samples", "byte"/"bytes",
+                                "allocation"/"allocations" */
+  const char *weighs;        /* what weights are, in messages: "samples", "bytes",
+                                "allocation counts" */
+  fl_profile_kind_t measure; /* the kind whose weights measure the same thing:
+                                profiles of kinds with one measure can be merged
+                                and compared (live or not does not matter) */
+  bool time;                 /* weights are sampling intervals of time (info.interval_ns) */
+  bool allocs;               /* an allocation profile: samples carry allocation counts, and
+                                info.sample_rate applies */
+  bool bytes;                /* weights are bytes (drawn as B, KiB, MiB) */
+  bool live;                 /* only what was still allocated when the run ended */
+  /* pprof: the sample type of the weights and its unit ("cpu"/"nanoseconds",
+   * "alloc_space"/"bytes", "inuse_objects"/"count"), and the companion
+   * count ("samples" for time, the "..._objects" of bytes; NULL: none). */
+  const char *pprof_type, *pprof_unit, *pprof_count;
+} fl_kind_info_t;
+
+/* The row of kind (an out-of-range kind is a programmer's error). */
+const fl_kind_info_t *fl_kind(fl_profile_kind_t kind);
+/* The allocation kind that weighs bytes or counts (count) of every
+ * allocation or only the live ones (live). */
+fl_profile_kind_t fl_kind_alloc(bool count, bool live);
+/* Whether profiles of kinds a and b can be merged and compared: the same
+ * measure (fl_kind_info_t.measure). */
+bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b);
 
 /* What kind of code a frame is, for colours and for C=false folding. */
 enum {
@@ -57,17 +103,13 @@ typedef struct fl_frame {
 typedef struct fl_profile fl_profile_t;
 
 typedef struct fl_profile_info {
-  fl_profile_kind_t kind;
-  uint64_t interval_ns;     /* sampling interval (CPU); 0 for allocations */
+  fl_profile_kind_t kind;   /* what the weights measure: fl_kind(kind) */
+  uint64_t interval_ns;     /* sampling interval (time kinds); 0 for allocations */
   double sample_rate;       /* allocation sampling probability (1 = every call) */
   uint64_t samples;         /* samples taken (not weighted) */
   uint64_t total_weight;    /* sum of weights */
   uint64_t total_allocs;    /* allocation profiles: sum of allocation counts */
   uint64_t dropped;         /* samples lost because the buffer was full */
-  bool weight_is_count;     /* allocation profiles: weights are allocation
-                               counts (weight=count), not bytes */
-  bool live_only;           /* allocation profiles: only what was still
-                               allocated when the run ended (live=true) */
   uint64_t calls;           /* allocation profiles: every allocation call the
                                run made, sampled or not (0 if unknown) */
   double cpu_seconds;       /* CPU time the profiled run used (0 if unknown) */
@@ -75,6 +117,7 @@ typedef struct fl_profile_info {
   char source[256];         /* how it was taken: "cell[5]", "perf script", ... */
   char compiler[256];       /* compiler and flags, when known */
   int64_t taken_unix;       /* when it was taken (seconds since the epoch), 0 if unknown */
+  char event[64];           /* FL_PROFILE_EVENT: the perf event's name ("page-faults") */
 } fl_profile_info_t;
 
 /* A new, empty profile (never NULL: out of memory aborts, as everywhere in
@@ -111,7 +154,8 @@ void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uin
 
 /* Adds every sample of src to p (frames re-interned), and src's dropped
  * count, CPU and wall-clock seconds; p takes src's interval if it has none.
- * Both must be of the same kind. p may be src (which doubles it). */
+ * Their kinds must be comparable (fl_kind_comparable); p keeps its own.
+ * p may be src (which doubles it). */
 void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
 
 /* fl_profile_merge with one more frame, root, outermost on every stack

@@ -197,7 +197,7 @@ static void test_allocs(fl_symbolizer_t *sym) {
   int calls = 0;
   fl_collect_opts_t opts = {.rule = rule, .ctx = &calls, .main_tid = me};
   char err[128];
-  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   fl_collect_allocs_opts_t by_bytes = {0};
   CHECK_INT(fl_collect_allocs(p, sym, b.w, bytes, &opts, &by_bytes, err, sizeof err), 0);
   const fl_profile_info_t *info = fl_profile_info_const(p);
@@ -213,18 +213,18 @@ static void test_allocs(fl_symbolizer_t *sym) {
   CHECK_STR(text, "mid_fn;leaf_fn;calloc");
   fl_profile_destroy(&p);
 
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   fl_collect_allocs_opts_t live_count = {.live = true, .weight_count = true};
   CHECK_INT(fl_collect_allocs(p, sym, b.w, bytes, &opts, &live_count, err, sizeof err), 0);
   info = fl_profile_info_const(p);
   CHECK_INT(info->total_weight, 4); /* two live allocations, each standing for 2 */
   CHECK_INT(info->total_allocs, 4);
-  CHECK(info->live_only && info->weight_is_count);
+  CHECK_INT(info->kind, FL_PROFILE_LIVE_COUNT);
   fl_profile_destroy(&p);
 
   /* A record of an unknown kind is corruption. */
   b.w[RECORDS_AT + 3] = 9;
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   CHECK_INT(fl_collect_allocs(p, sym, b.w, bytes, &opts, &by_bytes, err, sizeof err), -1);
   CHECK_STR(err, "the allocation buffer is corrupt");
   fl_profile_destroy(&p);

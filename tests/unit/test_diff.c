@@ -68,7 +68,7 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
     }
     ids[n++] = fl_profile_frame_id(p, &f);
   }
-  bool alloc = fl_profile_info_const(p)->kind == FL_PROFILE_ALLOC;
+  bool alloc = fl_kind(fl_profile_info_const(p)->kind)->allocs;
   fl_profile_add_sample(p, ids, n, w, alloc ? 1 : 0, 0);
 }
 
@@ -869,7 +869,8 @@ static void test_intervals(void) {
   fl_diff_destroy(&d);
 
   /* Allocation profiles: bytes, no interval. */
-  fl_profile_t *ab = fl_profile_new(FL_PROFILE_ALLOC), *at_ = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *ab = fl_profile_new(FL_PROFILE_ALLOC_BYTES),
+               *at_ = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   add_all(ab, (const sample_spec_t[]){{1000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}});
   add_all(at_, (const sample_spec_t[]){{3000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}});
   d = checked(diff(at_, ab, &to, &o));
@@ -988,7 +989,7 @@ static void test_negate(void) {
 /* ---- refusals ---- */
 
 static void test_refusals(void) {
-  fl_profile_t *c = cpu(1000000), *a = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *c = cpu(1000000), *a = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   add_all(c, (const sample_spec_t[]){{10, "top:1;f:2"}, {0, NULL}});
   add_all(a, (const sample_spec_t[]){{100, "top:1;f:2"}, {0, NULL}});
   char err[256] = "";

@@ -405,7 +405,7 @@ static void test_perf_errors(void) {
 
   /* allocation profiles take no CPU samples; an empty profile takes the
    * kind of what is read */
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   fl_frame_t f = {.func = "malloc"};
   uint32_t id = fl_profile_frame_id(p, &f);
   fl_profile_add_sample(p, &id, 1, 64, 1, 0);

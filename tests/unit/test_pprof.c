@@ -116,11 +116,9 @@ static void test_cpu_round_trip(void) {
 
 static void test_alloc_round_trip(void) {
   for (int variant = 0; variant < 3; variant++) {
-    fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+    fl_profile_t *p = fl_profile_new(fl_kind_alloc(variant == 2, variant == 1));
     fl_profile_info_t *info = fl_profile_info(p);
     info->sample_rate = 0.01;
-    info->live_only = variant == 1;
-    info->weight_is_count = variant == 2;
     uint32_t main_ = add_frame(p, "main", "m.c", 3, "cell[1]", FL_FRAME_CELL);
     uint32_t malloc_ = add_frame(p, "malloc", NULL, 0, "libc.so.6", FL_FRAME_ALLOC);
     uint32_t s[] = {main_, malloc_};
@@ -132,11 +130,9 @@ static void test_alloc_round_trip(void) {
     fl_io_error_t err;
     CHECK_INT(fl_read_profile(q, file, size, "a.pb.gz", FL_INPUT_AUTO, NULL, &err), 0);
     const fl_profile_info_t *got = fl_profile_info_const(q);
-    CHECK(got->kind == FL_PROFILE_ALLOC);
+    CHECK(got->kind == info->kind);
     CHECK_INT(got->total_weight, info->total_weight);
     CHECK_INT(got->total_allocs, 400);
-    CHECK(got->live_only == info->live_only);
-    CHECK(got->weight_is_count == info->weight_is_count);
     CHECK(got->sample_rate == 0.01);
     char *a = folded_of(p, true, true), *b = folded_of(q, true, true);
     CHECK(a && b && strcmp(a, b) == 0);
@@ -375,7 +371,7 @@ static void test_go_like(void) {
   perftools__profiles__profile__pack(&m.pb, buf);
   CHECK_INT(fl_read_profile(q, (char *)buf, size, "heap.pb", FL_INPUT_AUTO, NULL, &err), 0);
   const fl_profile_info_t *info = fl_profile_info_const(q);
-  CHECK(info->kind == FL_PROFILE_ALLOC && info->live_only && !info->weight_is_count);
+  CHECK(info->kind == FL_PROFILE_LIVE_BYTES);
   CHECK_INT(info->total_weight, 3 * 1024);
   CHECK_INT(info->total_allocs, 3);
   free(buf);
@@ -390,7 +386,7 @@ static void test_go_like(void) {
     perftools__profiles__profile__pack(&m.pb, buf);
     q = fl_profile_new(FL_PROFILE_CPU);
     CHECK_INT(fl_read_profile(q, (char *)buf, size, "heap.pb", FL_INPUT_AUTO, NULL, &err), 0);
-    CHECK(fl_profile_info_const(q)->live_only == !def);
+    CHECK(fl_kind(fl_profile_info_const(q)->kind)->live == !def);
     CHECK_INT(fl_profile_info_const(q)->total_weight, def ? 3 * 2048 : 3 * 1024);
     CHECK_INT(fl_profile_info_const(q)->total_allocs, def ? 6 : 3);
     free(buf);

@@ -241,9 +241,9 @@ static void test_copy(void) {
   fl_profile_destroy(&c);
 
   /* An empty profile copies. */
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   c = fl_profile_copy(p);
-  CHECK_INT(fl_profile_info_const(c)->kind, FL_PROFILE_ALLOC);
+  CHECK_INT(fl_profile_info_const(c)->kind, FL_PROFILE_ALLOC_BYTES);
   CHECK_INT(fl_profile_n_samples(c), 0);
   fl_profile_destroy(&p);
   fl_profile_destroy(&c);
@@ -374,7 +374,7 @@ static void test_clear(void) {
 }
 
 static void test_alloc(void) {
-  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   fl_profile_info(p)->sample_rate = 0.01;
   uint32_t m = frame(p, "main", "cell[1]", 3, "cell[1]", 0, FL_FRAME_CELL);
   uint32_t mal = frame(p, "malloc", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM | FL_FRAME_ALLOC);
@@ -382,7 +382,7 @@ static void test_alloc(void) {
   fl_profile_add_sample(p, st, 2, 4096, 2, 1);
   fl_profile_add_sample(p, st, 2, 100, 1, 1);
   const fl_profile_info_t *info = fl_profile_info_const(p);
-  CHECK_INT(info->kind, FL_PROFILE_ALLOC);
+  CHECK_INT(info->kind, FL_PROFILE_ALLOC_BYTES);
   CHECK_INT(info->total_weight, 4196);
   CHECK_INT(info->total_allocs, 3);
   CHECK(info->sample_rate == 0.01);
@@ -391,16 +391,54 @@ static void test_alloc(void) {
   CHECK_INT(s.allocs, 2);
   CHECK_INT(s.weight, 4096);
 
-  fl_profile_t *q = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   fl_profile_merge(q, p);
   fl_profile_merge(q, p);
   CHECK_INT(fl_profile_info_const(q)->total_allocs, 6);
   CHECK_INT(fl_profile_info_const(q)->total_weight, 8392);
   fl_profile_clear(q);
   CHECK_INT(fl_profile_info_const(q)->total_allocs, 0);
-  CHECK_INT(fl_profile_info_const(q)->kind, FL_PROFILE_ALLOC);
+  CHECK_INT(fl_profile_info_const(q)->kind, FL_PROFILE_ALLOC_BYTES);
   fl_profile_destroy(&q);
   fl_profile_destroy(&p);
+}
+
+/* The table of kinds: every kind has its words, and the rows agree with
+ * what consumers rely on (time kinds have an interval, allocation kinds
+ * counts; live or not does not change what is measured). */
+static void test_kinds(void) {
+  static const struct {
+    fl_profile_kind_t kind;
+    const char *name, *one, *many;
+    bool time, allocs, bytes, live;
+  } rows[] = {
+      {FL_PROFILE_CPU, "cpu", "sample", "samples", true, false, false, false},
+      {FL_PROFILE_WALL, "wall", "sample", "samples", true, false, false, false},
+      {FL_PROFILE_OFFCPU, "offcpu", "sample", "samples", true, false, false, false},
+      {FL_PROFILE_ALLOC_BYTES, "alloc_bytes", "byte", "bytes", false, true, true, false},
+      {FL_PROFILE_ALLOC_COUNT, "alloc_count", "allocation", "allocations", false, true, false,
+       false},
+      {FL_PROFILE_LIVE_BYTES, "live_bytes", "byte", "bytes", false, true, true, true},
+      {FL_PROFILE_LIVE_COUNT, "live_count", "allocation", "allocations", false, true, false, true},
+      {FL_PROFILE_EVENT, "event", "event", "events", false, false, false, false},
+  };
+  CHECK_INT(sizeof rows / sizeof *rows, FL_PROFILE_N_KINDS);
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    const fl_kind_info_t *k = fl_kind(rows[i].kind);
+    CHECK_STR(k->name, rows[i].name);
+    CHECK_STR(k->one, rows[i].one);
+    CHECK_STR(k->many, rows[i].many);
+    CHECK(k->label && k->profile && k->weighs && k->pprof_type && k->pprof_unit);
+    CHECK(k->time == rows[i].time && k->allocs == rows[i].allocs);
+    CHECK(k->bytes == rows[i].bytes && k->live == rows[i].live);
+    CHECK(fl_kind_comparable(rows[i].kind, rows[i].kind));
+    if (k->allocs) CHECK_INT(fl_kind_alloc(!k->bytes, k->live), rows[i].kind);
+  }
+  CHECK(fl_kind_comparable(FL_PROFILE_ALLOC_BYTES, FL_PROFILE_LIVE_BYTES));
+  CHECK(fl_kind_comparable(FL_PROFILE_LIVE_COUNT, FL_PROFILE_ALLOC_COUNT));
+  CHECK(!fl_kind_comparable(FL_PROFILE_ALLOC_BYTES, FL_PROFILE_ALLOC_COUNT));
+  CHECK(!fl_kind_comparable(FL_PROFILE_CPU, FL_PROFILE_WALL));
+  CHECK(!fl_kind_comparable(FL_PROFILE_CPU, FL_PROFILE_ALLOC_BYTES));
 }
 
 /* Many samples over fewer distinct stacks: each distinct stack is shared. */
@@ -435,6 +473,7 @@ static void test_many_samples(void) {
 
 int main(void) {
   test_new();
+  test_kinds();
   test_interning();
   test_samples();
   test_threads_many();

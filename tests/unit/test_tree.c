@@ -702,7 +702,7 @@ static void test_rows(void) {
 }
 
 static void test_alloc(void) {
-  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   uint32_t m5 = cell(p, "main", 5), w12 = cell(p, "work", 12), w13 = cell(p, "work", 13);
   uint32_t mal = frame(p, "malloc", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM | FL_FRAME_ALLOC);
   uint32_t st1[] = {m5, w12, mal}, st2[] = {m5, w13, mal}, st3[] = {m5, mal};
