@@ -19,7 +19,10 @@
  *    unwinder found no caller (code without unwind information);
  *  - threads are numbered as the notebook numbers them: 1 for the
  *    process's main thread, then 2, 3, ... in the order of their thread
- *    ids (the order the system created them, until ids wrap);
+ *    ids (the order the system created them, until ids wrap), and named
+ *    as the sampler found them named (a thread that has the main thread's
+ *    name inherited it, and stays a number);
+ *  - each sample keeps its time stamp (the sampler's CLOCK_MONOTONIC);
  *  - opts->root, when given, becomes every stack's first frame (one
  *    process among several in one profile).
  * cflame's kernel collects its worker's buffers with a rule that cuts the

@@ -2,14 +2,22 @@
  *
  * A profile is what a profiler recorded, in a form every consumer of the
  * flame library understands: a table of distinct frames (function, file,
- * line, module, instruction address, what kind of code), and samples, each a
+ * line, module, instruction address, what kind of code), samples, each a
  * stack of frame ids from the root (outermost caller) to the leaf (where the
- * sample hit), with a weight and the thread it came from.
+ * sample hit), with a weight, the thread it came from and when it was
+ * taken, and the names of threads where they are known.
  *
- * Weights are in the profile's unit: for a CPU profile one unit is one
- * sampling interval of CPU time (so a weight of 3 says "this stack ran for
- * three intervals"); for an allocation profile it is bytes, and each sample
- * also carries the number of allocations it stands for.
+ * Weights are in the unit of the profile's kind (fl_kind): for CPU time one
+ * unit is one sampling interval of CPU time (so a weight of 3 says "this
+ * stack ran for three intervals"); for allocated bytes it is bytes, and each
+ * sample also carries the number of allocations it stands for.
+ *
+ * Samples keep the order they were added in, and each its own time stamp
+ * and thread: the merged tree (fl_tree), the inverted tree, a thread's
+ * samples in time order (fl_timeline) and the totals per source line
+ * (fl_lines) are all shapes built from them. A sample is a few words: each
+ * distinct stack is stored once, so 10^6 samples take some 32 MB beside
+ * their distinct stacks.
  *
  * Frames are interned: two frames with the same fields get the same id, and
  * their strings are owned by the profile. */
@@ -147,13 +155,26 @@ size_t fl_profile_n_frames(const fl_profile_t *p);
 /* Adds a sample: n frame ids from the root to the leaf (n may be 0: the
  * root's own time). thread is the thread it was taken on (an OS thread id,
  * or 0). weight >= 1; allocs is the number of allocations it stands for (0
- * for CPU profiles). Out of memory aborts with a message: a profile that
- * silently lost samples would mislead. */
+ * for CPU profiles). Its time stamp is 0 (unknown). Out of memory aborts
+ * with a message: a profile that silently lost samples would mislead. */
 void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
                            uint64_t allocs, int thread);
+/* fl_profile_add_sample of a sample taken at time_ns: nanoseconds on a
+ * clock of the producer's (the sampler's CLOCK_MONOTONIC, perf's, pprof's
+ * epoch), the same for every sample of a profile; 0 when unknown. */
+void fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                              uint64_t allocs, int thread, uint64_t time_ns);
+
+/* Threads' names: thread (a number samples carry) is called name (copied;
+ * NULL or "" forgets it). A later name replaces an earlier one. */
+void fl_profile_set_thread_name(fl_profile_t *p, int thread, const char *name);
+/* The name of thread, or NULL when none is known. Borrowed, valid while
+ * the profile lives. */
+const char *fl_profile_thread_name(const fl_profile_t *p, int thread);
 
 /* Adds every sample of src to p (frames re-interned), and src's dropped
- * count, CPU and wall-clock seconds; p takes src's interval if it has none.
+ * count, CPU and wall-clock seconds, and the names of its threads that p
+ * has no name for; p takes src's interval if it has none.
  * Their kinds must be comparable (fl_kind_comparable); p keeps its own.
  * p may be src (which doubles it). */
 void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
@@ -164,21 +185,26 @@ void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
  * --per-input). root NULL: fl_profile_merge. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root);
 
-/* Removes every sample; keeps the kind, interval and sample rate, and the
- * frames (their ids stay valid). The other info fields are zeroed. */
+/* Removes every sample and thread name; keeps the kind, interval and
+ * sample rate, and the frames (their ids stay valid). The other info
+ * fields are zeroed. */
 void fl_profile_clear(fl_profile_t *p);
 
 /* Iterating the samples, in the order they were added. Each distinct stack
  * is stored once: samples with equal stacks get equal stack pointers, so
- * the pair (stack, n) identifies a distinct stack. The pointers stay valid
- * until the profile is changed. */
+ * the pair (stack, n) identifies a distinct stack, as does stack_id (0 ..
+ * fl_profile_n_stacks - 1). The pointers stay valid until the profile is
+ * changed. */
 size_t fl_profile_n_samples(const fl_profile_t *p);
+size_t fl_profile_n_stacks(const fl_profile_t *p);
 typedef struct fl_sample {
   const uint32_t *stack; /* root first; borrowed */
   size_t n;
   uint64_t weight;
   uint64_t allocs;
   int thread;
+  uint64_t time_ns;  /* when it was taken (fl_profile_add_sample_at); 0: unknown */
+  uint32_t stack_id; /* the distinct stack's number */
 } fl_sample_t;
 void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out);
 
