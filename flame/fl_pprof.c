@@ -29,8 +29,11 @@
  *    the period, which becomes the interval, so that weights stay whole and
  *    exact; anything else (contentions, events) is its value as it is.
  * Samples whose weight is 0 add nothing; a negative value is an error (a
- * difference of two profiles, which cflame draws with --diff instead). A
- * numeric label "thread", "thread_id" or "tid" is the sample's thread.
+ * difference of two profiles, which cflame draws with --diff instead).
+ * Labels: a numeric "thread_id" ("thread", "tid") is the sample's thread,
+ * a string "thread_name" (or a string "thread") its thread's name, and a
+ * numeric "timestamp_ns" ("end_timestamp_ns", as Datadog's profilers
+ * write it) its time stamp.
  * A location without lines (not symbolized) is one frame, named after its
  * mapping's file ("[libfoo.so]") or "[unknown]". The kind of code comes
  * from the mapping's file name as for perf script (fl__module_kind), and a
@@ -41,7 +44,12 @@
  * Writing (fl_pprof): from a tree, as fl_folded writes folded stacks. Each
  * node's location is the node and the chain of callers it was inlined
  * into (up to the first frame that was not inlined, within one module),
- * worked out once per node; a sample per node with self weight walks up those chains. Strings,
+ * worked out once per node, and so is each node's list of locations. A
+ * profile whose samples know their thread or time is written a sample per
+ * sample the tree draws (fl_tree_node_of), with the labels above
+ * ("thread_id", "thread_name", "timestamp_ns" in nanoseconds), so that
+ * reading it back gives the same threads, names and times; any other, a
+ * sample per node with self weight. Strings,
  * functions (name, file), mappings (module) and locations (mapping,
  * address, lines) are each written once, found again through an fl__index.
  *
@@ -376,14 +384,28 @@ static int value_at(reader_t *r, size_t s, const pb_sample_t *sample, int i, uin
   return 0;
 }
 
-static int thread_of(reader_t *r, const pb_sample_t *sample, int *thread) {
-  *thread = 0;
+/* What a sample's labels say (see the file comment). */
+typedef struct labels {
+  int thread;
+  const char *thread_name; /* NULL: none */
+  uint64_t time_ns;
+} labels_t;
+
+static int labels_of(reader_t *r, const pb_sample_t *sample, labels_t *out) {
+  *out = (labels_t){0};
   for (size_t k = 0; k < sample->n_label; k++) {
-    const char *key;
-    if (string_at(r, sample->label[k]->key, "a label's key", &key) < 0) return -1;
-    if (!strcmp(key, "thread") || !strcmp(key, "thread_id") || !strcmp(key, "tid")) {
-      int64_t num = sample->label[k]->num;
-      if (num > 0 && num <= INT_MAX) *thread = (int)num;
+    const pb_label_t *l = sample->label[k];
+    const char *key, *str;
+    if (string_at(r, l->key, "a label's key", &key) < 0 ||
+        string_at(r, l->str, "a label's string", &str) < 0)
+      return -1;
+    bool thread_key = !strcmp(key, "thread");
+    if ((thread_key && *str) || !strcmp(key, "thread_name")) {
+      if (*str) out->thread_name = str;
+    } else if (thread_key || !strcmp(key, "thread_id") || !strcmp(key, "tid")) {
+      if (l->num > 0 && l->num <= INT_MAX) out->thread = (int)l->num;
+    } else if (!strcmp(key, "timestamp_ns") || !strcmp(key, "end_timestamp_ns")) {
+      if (l->num > 0) out->time_ns = (uint64_t)l->num;
     }
   }
   return 0;
@@ -394,7 +416,8 @@ static int read_samples(reader_t *r, const choice_t *c) {
   uint32_t *stack = NULL;
   size_t cap = 0;
   uint64_t total = 0, divisor = 1;
-  int rc = -1;
+  const char *last_name = NULL;
+  int last_thread = 0, rc = -1;
   /* Times: the unit that keeps every value whole. */
   if (c->unit_ns) {
     uint64_t g = c->interval_ns;
@@ -418,10 +441,10 @@ static int read_samples(reader_t *r, const choice_t *c) {
       goto done;
     }
     uint64_t weight = 0, allocs = 0;
-    int thread;
+    labels_t labels;
     if (value_at(r, s, sample, c->weight, &weight) < 0 ||
         (c->allocs >= 0 && value_at(r, s, sample, c->allocs, &allocs) < 0) ||
-        thread_of(r, sample, &thread) < 0)
+        labels_of(r, sample, &labels) < 0)
       goto done;
     weight /= divisor;
     size_t n = 0;
@@ -444,7 +467,15 @@ static int read_samples(reader_t *r, const choice_t *c) {
       goto done;
     }
     total += weight;
-    fl_profile_add_sample(r->p, stack, n, weight, fl_kind(c->kind)->allocs ? allocs : 0, thread);
+    fl_profile_add_sample_at(r->p, stack, n, weight, fl_kind(c->kind)->allocs ? allocs : 0,
+                             labels.thread, labels.time_ns);
+    /* Names are the table's strings: a thread named as the sample before
+     * has the same pointer. */
+    if (labels.thread_name && (labels.thread_name != last_name || labels.thread != last_thread)) {
+      fl_profile_set_thread_name(r->p, labels.thread, labels.thread_name);
+      last_name = labels.thread_name;
+      last_thread = labels.thread;
+    }
   }
   if (total == 0) {
     fl__io_fail(r->err, r->name, 0, "no samples found in %s: %s", r->name,
@@ -720,6 +751,148 @@ static pb_value_type_t *value_type(writer_t *w, const char *type, const char *un
   return vt;
 }
 
+/* The samples being written: each one block (the message, its values,
+ * its labels' pointers and its own time label); a node's locations and a
+ * thread's labels are shared by the samples that have them. */
+typedef struct out_sample {
+  pb_sample_t s;
+  int64_t value[2];
+  pb_label_t *labels[3];
+  pb_label_t time;
+} out_sample_t;
+
+typedef struct thread_labels {
+  int thread;
+  pb_label_t id, name;
+  bool named;
+} thread_labels_t;
+
+typedef struct samples {
+  writer_t *w;
+  const fl_kind_info_t *kind;
+  const fl_profile_info_t *info;
+  size_t n_types;
+  pb_sample_t **samples;
+  size_t n, cap;
+  uint64_t **node_locs; /* by node id: its locations, leaf first (NULL: not yet) */
+  size_t *node_n_locs;
+  thread_labels_t **threads; /* each its own block: samples point into it */
+  size_t n_threads, threads_cap;
+} samples_t;
+
+/* Node n's locations, leaf first, worked out once. */
+static const uint64_t *node_locations(samples_t *o, const fl_node_t *node, size_t *n_out) {
+  if (!o->node_locs[node->id]) {
+    size_t n = 0, cap = 1;
+    uint64_t *ids = fl__xmalloc(cap, sizeof *ids);
+    for (const fl_node_t *c = node; c && c->depth > 0;) {
+      ids = fl__grow(ids, &cap, n + 1, sizeof *ids);
+      ids[n++] = location_of(o->w, c, &c);
+    }
+    o->node_locs[node->id] = ids;
+    o->node_n_locs[node->id] = n;
+  }
+  *n_out = o->node_n_locs[node->id];
+  return o->node_locs[node->id];
+}
+
+/* A new sample of node with these weights, appended. */
+static out_sample_t *add_sample(samples_t *o, const fl_node_t *node, uint64_t weight,
+                                uint64_t allocs) {
+  out_sample_t *os = fl__xcalloc(1, sizeof *os);
+  pb_sample_t *s = &os->s;
+  perftools__profiles__sample__init(s);
+  s->location_id = (uint64_t *)node_locations(o, node, &s->n_location_id);
+  s->n_value = o->n_types;
+  s->value = os->value;
+  if (o->kind->allocs) {
+    os->value[0] = clamp64(o->kind->bytes ? allocs : weight);
+    if (o->n_types > 1) os->value[1] = clamp64(weight);
+  } else {
+    os->value[0] = clamp64(weight);
+    if (o->n_types > 1) os->value[1] = times(weight, o->info->interval_ns);
+  }
+  s->label = os->labels;
+  o->samples = fl__grow(o->samples, &o->cap, o->n + 1, sizeof *o->samples);
+  o->samples[o->n++] = s; /* s is os's first member */
+  return os;
+}
+
+/* The labels of thread (its id, and its name when the profile has one). */
+static thread_labels_t *labels_of_thread(samples_t *o, const fl_profile_t *p, int thread) {
+  for (size_t i = 0; i < o->n_threads; i++)
+    if (o->threads[i]->thread == thread) return o->threads[i];
+  o->threads = fl__grow(o->threads, &o->threads_cap, o->n_threads + 1, sizeof *o->threads);
+  thread_labels_t *tl = fl__xcalloc(1, sizeof *tl);
+  o->threads[o->n_threads++] = tl;
+  tl->thread = thread;
+  perftools__profiles__label__init(&tl->id);
+  tl->id.key = str_index(&o->w->strings, "thread_id");
+  tl->id.num = thread;
+  const char *name = fl_profile_thread_name(p, thread);
+  perftools__profiles__label__init(&tl->name);
+  tl->named = name != NULL;
+  tl->name.key = str_index(&o->w->strings, "thread_name");
+  tl->name.str = str_index(&o->w->strings, name);
+  return tl;
+}
+
+/* Whether any sample of p knows its thread or time. */
+static bool has_labels(const fl_profile_t *p) {
+  fl_sample_t s;
+  for (size_t i = 0, n = fl_profile_n_samples(p); i < n; i++) {
+    fl_profile_sample(p, i, &s);
+    if (s.thread || s.time_ns) return true;
+  }
+  return false;
+}
+
+/* The samples of tree t: see the file comment. */
+static void write_samples(samples_t *o, const fl_tree_t *t) {
+  size_t n_nodes = fl_tree_n_nodes(t);
+  const fl_profile_t *p = fl_tree_profile(t);
+  o->node_locs = fl__xcalloc(n_nodes, sizeof *o->node_locs);
+  o->node_n_locs = fl__xcalloc(n_nodes, sizeof *o->node_n_locs);
+  if (!has_labels(p)) {
+    for (size_t i = 0; i < n_nodes; i++) {
+      const fl_node_t *node = fl_tree_node(t, i);
+      if (node->self) add_sample(o, node, node->self, node->self_allocs);
+    }
+    return;
+  }
+  int64_t time_key = str_index(&o->w->strings, "timestamp_ns");
+  int64_t ns = str_index(&o->w->strings, "nanoseconds");
+  fl_sample_t s;
+  for (size_t i = 0, n = fl_profile_n_samples(p); i < n; i++) {
+    fl_profile_sample(p, i, &s);
+    const fl_node_t *node = fl_tree_node_of(t, &s);
+    if (!node || !s.weight) continue;
+    out_sample_t *os = add_sample(o, node, s.weight, s.allocs);
+    if (s.thread) {
+      thread_labels_t *tl = labels_of_thread(o, p, s.thread);
+      os->labels[os->s.n_label++] = &tl->id;
+      if (tl->named) os->labels[os->s.n_label++] = &tl->name;
+    }
+    if (s.time_ns) {
+      perftools__profiles__label__init(&os->time);
+      os->time.key = time_key;
+      os->time.num = clamp64(s.time_ns);
+      os->time.num_unit = ns;
+      os->labels[os->s.n_label++] = &os->time;
+    }
+  }
+}
+
+static void samples_free(samples_t *o, size_t n_nodes) {
+  for (size_t i = 0; i < o->n; i++) free(o->samples[i]);
+  free(o->samples);
+  for (size_t i = 0; i < n_nodes; i++) free(o->node_locs[i]);
+  free(o->node_locs);
+  free(o->node_n_locs);
+  for (size_t i = 0; i < o->n_threads; i++) free(o->threads[i]);
+  free(o->threads);
+}
+
 char *fl_pprof(const fl_tree_t *t, size_t *size) {
   const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
   size_t n_nodes = fl_tree_n_nodes(t);
@@ -767,38 +940,10 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
     }
   }
 
-  /* The samples: one per node with self weight. */
-  pb_sample_t **samples = NULL;
-  size_t n_samples = 0, samples_cap = 0;
-  uint64_t *ids = NULL;
-  size_t ids_cap = 0;
-  for (size_t i = 0; i < n_nodes; i++) {
-    const fl_node_t *node = fl_tree_node(t, i);
-    if (node->self == 0) continue;
-    size_t n = 0;
-    for (const fl_node_t *c = node; c && c->depth > 0;) {
-      ids = fl__grow(ids, &ids_cap, n + 1, sizeof *ids);
-      ids[n++] = location_of(&w, c, &c);
-    }
-    pb_sample_t *s = fl__xmalloc(1, sizeof *s);
-    perftools__profiles__sample__init(s);
-    s->n_location_id = n;
-    s->location_id = fl__xmalloc(n, sizeof *s->location_id);
-    if (n) memcpy(s->location_id, ids, n * sizeof *ids);
-    s->n_value = n_types;
-    s->value = fl__xmalloc(n_types, sizeof *s->value);
-    if (alloc) {
-      s->value[0] = clamp64(kind->bytes ? node->self_allocs : node->self);
-      if (n_types > 1) s->value[1] = clamp64(node->self);
-    } else {
-      s->value[0] = clamp64(node->self);
-      if (n_types > 1) s->value[1] = times(node->self, info->interval_ns);
-    }
-    samples = fl__grow(samples, &samples_cap, n_samples + 1, sizeof *samples);
-    samples[n_samples++] = s;
-  }
-  pb.n_sample = n_samples;
-  pb.sample = samples;
+  samples_t out_samples = {.w = &w, .kind = kind, .info = info, .n_types = n_types};
+  write_samples(&out_samples, t);
+  pb.n_sample = out_samples.n;
+  pb.sample = out_samples.samples;
   pb.n_mapping = w.n_maps;
   pb.mapping = w.maps;
   pb.n_location = w.n_locs;
@@ -822,12 +967,7 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   char *out = fl__gzip(packed, packed_size, size);
   free(packed);
 
-  for (size_t i = 0; i < n_samples; i++) {
-    free(samples[i]->location_id);
-    free(samples[i]->value);
-    free(samples[i]);
-  }
-  free(samples);
+  samples_free(&out_samples, n_nodes);
   for (size_t i = 0; i < w.n_locs; i++) {
     for (size_t j = 0; j < w.locs[i]->n_line; j++) free(w.locs[i]->line[j]);
     free(w.locs[i]->line);
@@ -840,7 +980,6 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   free(w.maps);
   for (size_t i = 0; i < n_types; i++) free(types[i]);
   free(pb.period_type);
-  free(ids);
   free(w.node_loc);
   free(w.node_next);
   free(w.strings.strs);
