@@ -637,11 +637,12 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   if (fl_kind(info->kind)->allocs)
     kn_strbuf_printf(&sb, "Loaded an allocation profile, %llu %s in %llu stacks (%s) from %s",
                      (unsigned long long)info->total_weight, fl_kind(info->kind)->many,
-                     (unsigned long long)info->samples, n_paths > 1 ? "several inputs" : kind_name,
-                     info->source);
+                     (unsigned long long)fl_profile_n_stacks(p),
+                     n_paths > 1 ? "several inputs" : kind_name, info->source);
   else
     kn_strbuf_printf(&sb, "Loaded %llu samples in %llu stacks (%s%s) from %s",
-                     (unsigned long long)info->total_weight, (unsigned long long)info->samples,
+                     (unsigned long long)info->total_weight,
+                     (unsigned long long)fl_profile_n_stacks(p),
                      n_paths > 1 ? "several inputs" : kind_name,
                      info->interval_ns ? ", interval read from the file" : "", info->source);
   if (name) {
