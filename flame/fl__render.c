@@ -139,23 +139,26 @@ const fl__theme_t *fl__theme_of(const fl_view_opts_t *v) {
 
 /* ---- words and notes ---- */
 
-bool fl__is_alloc(const fl_tree_t *t) {
+/* The kind of t's profile (a tree without one: CPU). */
+static const fl_kind_info_t *kind_of(const fl_tree_t *t) {
   const fl_profile_t *p = fl_tree_profile(t);
-  return p && fl_profile_info_const(p)->kind == FL_PROFILE_ALLOC;
+  return fl_kind(p ? fl_profile_info_const(p)->kind : FL_PROFILE_CPU);
+}
+
+bool fl__is_alloc(const fl_tree_t *t) {
+  return kind_of(t)->allocs;
 }
 
 bool fl__alloc_counts(const fl_tree_t *t) {
-  const fl_profile_t *p = fl_tree_profile(t);
-  return fl__is_alloc(t) && fl_profile_info_const(p)->weight_is_count;
+  return kind_of(t)->allocs && !kind_of(t)->bytes;
 }
 
 const char *fl__unit(const fl_tree_t *t) {
-  return fl__alloc_counts(t) ? "allocations" : fl__is_alloc(t) ? "bytes" : "samples";
+  return kind_of(t)->many;
 }
 
 const char *fl__unit_for(const fl_tree_t *t, double n) {
-  if (fabs(n) != 1) return fl__unit(t);
-  return fl__alloc_counts(t) ? "allocation" : fl__is_alloc(t) ? "byte" : "sample";
+  return fabs(n) != 1 ? kind_of(t)->many : kind_of(t)->one;
 }
 
 void fl__thousands(uint64_t n, char out[32]) {

@@ -135,6 +135,8 @@ typedef struct conv {
   fl__index_t seen_index;
   uint32_t *ids; /* the frame ids of seen addresses */
   size_t n_ids, cap_ids;
+  fl_sampler_record_t *names; /* the sampler's name records, in order */
+  size_t n_names, cap_names;
 } conv_t;
 
 static int cmp_int(const void *a, const void *b) {
@@ -175,6 +177,7 @@ static void conv_begin(conv_t *c, fl_profile_t *prof, fl_symbolizer_t *sym,
 
 static void conv_free(conv_t *c) {
   free(c->tids);
+  free(c->names);
   free(c->stack);
   free(c->leaf_first);
   free(c->seen);
@@ -261,6 +264,23 @@ static size_t record_stack(conv_t *c, const uint64_t *pcs, size_t n_pcs, size_t 
   return m;
 }
 
+/* Names the profile's threads from the sampler's name records (a later
+ * record of a thread wins). A thread other than the main one that has the
+ * main thread's name inherited it and never named itself: it stays a
+ * number. */
+static void name_threads(conv_t *c) {
+  const char *main_name = NULL;
+  for (size_t i = 0; i < c->n_names; i++)
+    if (c->names[i].tid == c->opts->main_tid) main_name = c->names[i].thread_name;
+  for (size_t i = 0; i < c->n_names; i++) {
+    const fl_sampler_record_t *r = &c->names[i];
+    int thread = thread_index(c, r->tid);
+    if (thread == 0) continue; /* no samples */
+    if (thread != 1 && main_name && !strcmp(r->thread_name, main_name)) continue;
+    fl_profile_set_thread_name(c->prof, thread, r->thread_name);
+  }
+}
+
 int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf, size_t bytes,
                        const fl_collect_opts_t *opts, char *err, size_t err_size) {
   if (!bytes) return 0;
@@ -272,11 +292,17 @@ int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf
   while ((r = fl_sampler_next(buf, bytes, &pos, &rec)) == 1) note_tid(&c, rec.tid, &cap_tids);
   if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
   pos = 0;
-  while ((r = fl_sampler_next(buf, bytes, &pos, &rec)) == 1) {
+  while ((r = fl_sampler_next_any(buf, bytes, &pos, &rec)) == 1) {
+    if (rec.n_pcs == 0) {
+      c.names = fl__grow(c.names, &c.cap_names, c.n_names + 1, sizeof *c.names);
+      c.names[c.n_names++] = rec;
+      continue;
+    }
     size_t m = record_stack(&c, rec.pcs, rec.n_pcs, FL_SAMPLER_MAX_DEPTH, false);
-    fl_profile_add_sample(prof, c.stack, m, rec.weight ? rec.weight : 1, 0,
-                          thread_index(&c, rec.tid));
+    fl_profile_add_sample_at(prof, c.stack, m, rec.weight ? rec.weight : 1, 0,
+                             thread_index(&c, rec.tid), rec.time_ns);
   }
+  name_threads(&c);
   conv_free(&c);
   if (r < 0) {
     snprintf(err, err_size, "the sample buffer is corrupt");
@@ -296,6 +322,10 @@ static const char *alloc_func_name(int kind) {
     case FL_ALLOC_MEMALIGN: return "memalign";
     default: return "malloc";
   }
+}
+
+fl_profile_kind_t fl_collect_allocs_kind(const fl_collect_allocs_opts_t *aopts) {
+  return fl_kind_alloc(aopts->weight_count, aopts->live);
 }
 
 int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf, size_t bytes,
@@ -349,8 +379,7 @@ int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf,
   }
   fl_profile_info_t *info = fl_profile_info(prof);
   info->sample_rate = rate;
-  info->weight_is_count = aopts->weight_count;
-  info->live_only = aopts->live;
+  info->kind = fl_collect_allocs_kind(aopts);
   if (bytes) {
     info->calls += h->calls;
     info->dropped += h->dropped;

@@ -543,7 +543,7 @@ static void format_interval(char *buf, size_t size, uint64_t ns) {
 static void compute_scale(fl_diff_t *d, const fl_profile_info_t *ti, const fl_profile_info_t *bi,
                           uint64_t target_total, uint64_t base_total) {
   double s = 1;
-  if (ti->kind == FL_PROFILE_CPU) {
+  if (fl_kind(ti->kind)->time) {
     if (ti->interval_ns && bi->interval_ns && ti->interval_ns != bi->interval_ns) {
       char tb[32], bb[32];
       format_interval(tb, sizeof tb, ti->interval_ns);
@@ -714,20 +714,19 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   const char **redefined = NULL;
 
   const fl_profile_info_t *ti = fl_profile_info_const(target), *bi = fl_profile_info_const(base);
-  if (ti->kind != bi->kind) {
-    snprintf(err, err_size,
-             "a CPU profile cannot be compared with an allocation profile: the baseline is %s and "
-             "the target %s",
-             bi->kind == FL_PROFILE_CPU ? "a CPU profile" : "an allocation profile",
-             ti->kind == FL_PROFILE_CPU ? "a CPU profile" : "an allocation profile");
+  const fl_kind_info_t *tk = fl_kind(ti->kind), *bk = fl_kind(bi->kind);
+  if (strcmp(tk->profile, bk->profile) != 0) {
+    /* The kinds named in the table's order, whichever is the baseline. */
+    const fl_kind_info_t *first = ti->kind < bi->kind ? tk : bk, *second = first == tk ? bk : tk;
+    snprintf(err, err_size, "%s cannot be compared with %s: the baseline is %s and the target %s",
+             first->profile, second->profile, bk->profile, tk->profile);
     return NULL;
   }
-  if (ti->kind == FL_PROFILE_ALLOC && ti->weight_is_count != bi->weight_is_count) {
+  if (!fl_kind_comparable(ti->kind, bi->kind)) {
     snprintf(err, err_size,
-             "allocation profiles weighed differently cannot be compared: the baseline weighs "
-             "%s and the target %s; take both with the same weight=bytes|count",
-             bi->weight_is_count ? "allocation counts" : "bytes",
-             ti->weight_is_count ? "allocation counts" : "bytes");
+             "%ss weighed differently cannot be compared: the baseline weighs %s and the target "
+             "%s; take both with the same weight=bytes|count",
+             strchr(tk->profile, ' ') + 1, bk->weighs, tk->weighs);
     return NULL;
   }
 

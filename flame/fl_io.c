@@ -142,11 +142,6 @@ static bool binary_start(const char *data, size_t len, bool gzipped) {
 
 /* ---- reading ---- */
 
-/* "a CPU profile", "an allocation profile". */
-static const char *kind_words(const fl_profile_info_t *info) {
-  return info->kind == FL_PROFILE_CPU ? "a CPU profile" : "an allocation profile";
-}
-
 /* Can what is in scratch go into p? An empty p takes scratch's kind and
  * allocation details; otherwise they must agree. Returns 0, or -1 with
  * err. */
@@ -156,21 +151,17 @@ static int take_kind(fl_profile_t *p, const fl_profile_t *scratch, const char *n
   const fl_profile_info_t *in = fl_profile_info_const(scratch);
   if (fl_profile_n_samples(p) == 0) {
     info->kind = in->kind;
-    if (in->kind == FL_PROFILE_ALLOC) {
-      info->sample_rate = in->sample_rate;
-      info->weight_is_count = in->weight_is_count;
-      info->live_only = in->live_only;
-    }
+    if (fl_kind(in->kind)->allocs) info->sample_rate = in->sample_rate;
     return 0;
   }
-  if (info->kind != in->kind)
+  const fl_kind_info_t *have = fl_kind(info->kind), *add = fl_kind(in->kind);
+  if (strcmp(have->profile, add->profile) != 0)
     return fl__io_fail_as(err, FL_IO_ERR_CANNOT_ADD, name, 0, "cannot add %s, %s, to %s", name,
-                          kind_words(in), kind_words(info));
-  if (info->kind == FL_PROFILE_ALLOC && info->weight_is_count != in->weight_is_count)
+                          add->profile, have->profile);
+  if (!fl_kind_comparable(info->kind, in->kind))
     return fl__io_fail_as(err, FL_IO_ERR_CANNOT_ADD, name, 0,
                           "cannot add %s, whose weights are %s, to a profile whose weights are %s",
-                          name, in->weight_is_count ? "allocation counts" : "bytes",
-                          info->weight_is_count ? "allocation counts" : "bytes");
+                          name, add->weighs, have->weighs);
   return 0;
 }
 

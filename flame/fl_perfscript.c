@@ -50,7 +50,10 @@
  * (FL_FRAME_KERNEL for [kernel.*], vmlinux and bracketed modules at kernel
  * addresses; FL_FRAME_SYSTEM for shared libraries under /usr/lib or /lib;
  * FL_FRAME_CELL otherwise; FL_FRAME_INLINED for the inlined parts of a
- * chain), and the thread id of the sample. A frame that perf --call-graph
+ * chain), the thread id of the sample and its time (the header's
+ * "9786.938382:", in nanoseconds; 0 when the header has none), and the
+ * thread's name (the header's process name as perf printed it, spaces
+ * kept: perf prints the thread's comm). A frame that perf --call-graph
  * dwarf prints as "func (inlined)" has no module of its own: it takes the
  * module and kind of the frame printed after it at the same address (the
  * function it was inlined into: libc's msort_with_tmp is libc's), else of
@@ -190,6 +193,9 @@ typedef struct reader {
   bool have_pname; /* a sample is open */
   bool java;       /* pname starts with "java" */
   int tid;
+  uint64_t time_ns; /* the sample's, 0: none */
+  int named_tid;    /* the thread last named, with named (its name) */
+  fl__buf_t named;
   uint32_t *stack; /* frame ids, leaf first, without the process */
   size_t n, cap;
   fl__buf_t filter; /* the event type kept */
@@ -444,6 +450,40 @@ static int to_int(const char *digits, size_t n) {
   return v > INT_MAX ? INT_MAX : (int)v;
 }
 
+/* The time in a header after its thread id: the first word of the form
+ * "SECONDS.FRACTION:" (perf prints "[CPU]" and flags before it, when
+ * asked), in nanoseconds; 0 when there is none. */
+static uint64_t header_time_ns(const char *s, size_t n, size_t from) {
+  for (size_t i = from; i < n;) {
+    while (i < n && fl__is_space(s[i])) i++;
+    size_t w = i;
+    while (i < n && !fl__is_space(s[i])) i++;
+    size_t d = w;
+    uint64_t sec = 0, frac = 0, scale = 1000000000;
+    while (d < i && fl__is_digit(s[d]) && sec < UINT64_MAX / 10 / 1000000000)
+      sec = sec * 10 + (uint64_t)(s[d++] - '0');
+    if (d == w || d >= i || s[d] != '.') continue;
+    size_t f = ++d;
+    while (d < i && fl__is_digit(s[d])) {
+      if (scale > 1) frac += (uint64_t)(s[d] - '0') * (scale /= 10);
+      d++;
+    }
+    if (d > f && d + 1 == i && s[d] == ':') return sec * 1000000000 + frac;
+  }
+  return 0;
+}
+
+/* Names thread tid after the header's process name (perf prints the
+ * thread's comm), when it differs from what it was last named. */
+static void name_thread(reader_t *r, const char *comm, size_t len) {
+  while (len > 0 && fl__is_space(comm[len - 1])) len--;
+  if (r->named_tid == r->tid && r->named.len == len && !memcmp(r->named.data, comm, len)) return;
+  r->named_tid = r->tid;
+  r->named.len = 0;
+  fl__buf_add(&r->named, comm, len);
+  fl_profile_set_thread_name(r->p, r->tid, r->named.data);
+}
+
 static void on_header(reader_t *r, const char *s, size_t n, const fl__perf_header_t *h) {
   r->headers++;
   fl__perf_event_t ev;
@@ -471,6 +511,9 @@ static void on_header(reader_t *r, const char *s, size_t n, const fl__perf_heade
   r->have_pname = true;
   r->java = starts_with(r->pname.data, r->pname.len, "java");
   r->tid = h->tid ? to_int(h->tid, h->tid_len) : to_int(h->pid, h->pid_len);
+  const char *id_end = h->tid ? h->tid + h->tid_len : h->pid + h->pid_len;
+  r->time_ns = header_time_ns(s, n, (size_t)(id_end - s));
+  name_thread(r, s, h->comm_len);
 }
 
 /* The blank line after a sample: the process name, then its frames from
@@ -484,7 +527,7 @@ static void on_sample_end(reader_t *r) {
     r->stack[i] = r->stack[j];
     r->stack[j] = x;
   }
-  fl_profile_add_sample(r->p, r->stack, r->n, 1, 0, r->tid);
+  fl_profile_add_sample_at(r->p, r->stack, r->n, 1, 0, r->tid, r->time_ns);
   r->samples++;
   r->n = 0;
   r->have_pname = false;
@@ -493,6 +536,7 @@ static void on_sample_end(reader_t *r) {
 static void reader_free(reader_t *r) {
   fl__frame_cache_free(&r->cache);
   fl__buf_free(&r->pname);
+  fl__buf_free(&r->named);
   fl__buf_free(&r->filter);
   fl__buf_free(&r->text);
   fl__buf_free(&r->inlined);
@@ -503,7 +547,8 @@ static void reader_free(reader_t *r) {
 
 int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const char *name,
                          fl_io_error_t *err) {
-  reader_t r = {.p = p, .name = name, .err = err, .p0 = SIZE_MAX, .clock_only = true};
+  reader_t r = {
+      .p = p, .name = name, .err = err, .p0 = SIZE_MAX, .clock_only = true, .named_tid = -1};
   fl__lines_t it = {.data = data, .len = len};
   const char *s;
   size_t n;

@@ -13,8 +13,10 @@
  *    stacks share the run, so their fl_sample_t.stack pointers are equal,
  *    which lets fl_tree walk each distinct stack once. (The empty stack may
  *    point where a later run starts: (pointer, length) is the identity.)
- *  - samples: one record each (stack index, weight, allocations, thread),
- *    in the order they were added.
+ *  - samples: one record each (stack index, weight, allocations, thread,
+ *    time stamp: 32 bytes), in the order they were added.
+ *  - thread names: a short array of (thread, interned name), searched in
+ *    order: a profile has threads in the tens, not thousands.
  *
  * Running out of memory aborts with a message, as everywhere in the
  * library (fl__common.h): a profile with silently missing samples would
@@ -38,9 +40,15 @@ typedef struct stack_rec {
 typedef struct sample_rec {
   uint64_t weight;
   uint64_t allocs;
+  uint64_t time_ns;
   uint32_t stack; /* index into stacks */
   int thread;
 } sample_rec_t;
+
+typedef struct thread_name {
+  int thread;
+  const char *name; /* interned */
+} thread_name_t;
 
 struct fl_profile {
   fl_profile_info_t info;
@@ -59,7 +67,59 @@ struct fl_profile {
 
   sample_rec_t *samples;
   size_t n_samples, samples_cap;
+
+  thread_name_t *names;
+  size_t n_names, names_cap;
 };
+
+/* ---- kinds ---- */
+
+/* The table of kinds (fl_profile.h). A time kind's companion count in
+ * pprof is "samples"; an allocation kind weighed in bytes carries its
+ * allocation counts as the matching "..._objects". */
+static const fl_kind_info_t kinds[FL_PROFILE_N_KINDS] = {
+    [FL_PROFILE_CPU] = {"cpu", "CPU", "a CPU profile", "sample", "samples", "samples",
+                        FL_PROFILE_CPU, .time = true, .pprof_type = "cpu",
+                        .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+    [FL_PROFILE_WALL] = {"wall", "wall", "a wall-clock profile", "sample", "samples", "samples",
+                         FL_PROFILE_WALL, .time = true, .pprof_type = "wall",
+                         .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+    [FL_PROFILE_OFFCPU] = {"offcpu", "off-CPU", "an off-CPU profile", "sample", "samples",
+                           "samples", FL_PROFILE_OFFCPU, .time = true, .pprof_type = "off_cpu",
+                           .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+    [FL_PROFILE_ALLOC_BYTES] = {"alloc_bytes", "alloc", "an allocation profile", "byte", "bytes",
+                                "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
+                                .pprof_type = "alloc_space", .pprof_unit = "bytes",
+                                .pprof_count = "alloc_objects"},
+    [FL_PROFILE_ALLOC_COUNT] = {"alloc_count", "alloc", "an allocation profile", "allocation",
+                                "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
+                                .allocs = true, .pprof_type = "alloc_objects",
+                                .pprof_unit = "count"},
+    [FL_PROFILE_LIVE_BYTES] = {"live_bytes", "alloc", "an allocation profile", "byte", "bytes",
+                               "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
+                               .live = true, .pprof_type = "inuse_space", .pprof_unit = "bytes",
+                               .pprof_count = "inuse_objects"},
+    [FL_PROFILE_LIVE_COUNT] = {"live_count", "alloc", "an allocation profile", "allocation",
+                               "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
+                               .allocs = true, .live = true, .pprof_type = "inuse_objects",
+                               .pprof_unit = "count"},
+    [FL_PROFILE_EVENT] = {"event", "event", "an event profile", "event", "events", "events",
+                          FL_PROFILE_EVENT, .pprof_type = "events", .pprof_unit = "count"},
+};
+
+const fl_kind_info_t *fl_kind(fl_profile_kind_t kind) {
+  assert((unsigned)kind < FL_PROFILE_N_KINDS);
+  return &kinds[kind];
+}
+
+fl_profile_kind_t fl_kind_alloc(bool count, bool live) {
+  if (live) return count ? FL_PROFILE_LIVE_COUNT : FL_PROFILE_LIVE_BYTES;
+  return count ? FL_PROFILE_ALLOC_COUNT : FL_PROFILE_ALLOC_BYTES;
+}
+
+bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b) {
+  return fl_kind(a)->measure == fl_kind(b)->measure;
+}
 
 /* ---- hashing ---- */
 
@@ -150,10 +210,10 @@ static uint32_t intern_stack(fl_profile_t *p, const uint32_t *ids, size_t n) {
 }
 
 static void push_sample(fl_profile_t *p, uint32_t stack, uint64_t weight, uint64_t allocs,
-                        int thread) {
+                        int thread, uint64_t time_ns) {
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + 1, sizeof *p->samples);
-  p->samples[p->n_samples++] =
-      (sample_rec_t){.weight = weight, .allocs = allocs, .stack = stack, .thread = thread};
+  p->samples[p->n_samples++] = (sample_rec_t){
+      .weight = weight, .allocs = allocs, .time_ns = time_ns, .stack = stack, .thread = thread};
   p->info.samples++;
   p->info.total_weight += weight;
   p->info.total_allocs += allocs;
@@ -182,6 +242,7 @@ void fl_profile_destroy(fl_profile_t **pp) {
   free(p->stacks);
   fl__index_free(&p->stack_index);
   free(p->samples);
+  free(p->names);
   free(p);
   *pp = NULL;
 }
@@ -207,6 +268,8 @@ fl_profile_t *fl_profile_copy(const fl_profile_t *src) {
   p->n_samples = src->n_samples;
   for (size_t s = 0; s < p->n_stacks; s++)
     fl__index_add(&p->stack_index, p->stacks[s].hash, (uint32_t)s);
+  for (size_t i = 0; i < src->n_names; i++)
+    fl_profile_set_thread_name(p, src->names[i].thread, src->names[i].name);
   return p;
 }
 
@@ -217,11 +280,41 @@ const fl_profile_info_t *fl_profile_info_const(const fl_profile_t *p) {
   return &p->info;
 }
 
-void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
-                           uint64_t allocs, int thread) {
+void fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                              uint64_t allocs, int thread, uint64_t time_ns) {
   for (size_t i = 0; i < n; i++) assert(stack[i] < p->n_frames);
   uint32_t s = intern_stack(p, stack, n);
-  push_sample(p, s, weight, allocs, thread);
+  push_sample(p, s, weight, allocs, thread, time_ns);
+}
+
+void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                           uint64_t allocs, int thread) {
+  fl_profile_add_sample_at(p, stack, n, weight, allocs, thread, 0);
+}
+
+static thread_name_t *find_name(const fl_profile_t *p, int thread) {
+  for (size_t i = 0; i < p->n_names; i++)
+    if (p->names[i].thread == thread) return &p->names[i];
+  return NULL;
+}
+
+void fl_profile_set_thread_name(fl_profile_t *p, int thread, const char *name) {
+  thread_name_t *t = find_name(p, thread);
+  if (!name || !*name) {
+    if (t) *t = p->names[--p->n_names]; /* the order does not matter */
+    return;
+  }
+  if (!t) {
+    p->names = fl__grow(p->names, &p->names_cap, p->n_names + 1, sizeof *p->names);
+    t = &p->names[p->n_names++];
+    t->thread = thread;
+  }
+  t->name = intern(p, name);
+}
+
+const char *fl_profile_thread_name(const fl_profile_t *p, int thread) {
+  const thread_name_t *t = find_name(p, thread);
+  return t ? t->name : NULL;
 }
 
 /* Frames of src are interned into p once each, then each distinct stack of
@@ -230,7 +323,7 @@ void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uin
  * seconds, and takes its interval when p has none. Merging a profile into
  * itself doubles it. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
-  assert(p->info.kind == src->info.kind);
+  assert(fl_kind_comparable(p->info.kind, src->info.kind));
   size_t n_frames = src->n_frames, n_stacks = src->n_stacks, n_samples = src->n_samples;
   size_t above = root ? 1 : 0; /* frames before each stack */
   uint32_t *frame_map = fl__xcalloc(n_frames, sizeof *frame_map);
@@ -251,7 +344,11 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + n_samples, sizeof *p->samples);
   for (size_t i = 0; i < n_samples; i++) {
     sample_rec_t r = src->samples[i];
-    push_sample(p, stack_map[r.stack], r.weight, r.allocs, r.thread);
+    push_sample(p, stack_map[r.stack], r.weight, r.allocs, r.thread, r.time_ns);
+  }
+  for (size_t i = 0; i < src->n_names; i++) {
+    thread_name_t t = src->names[i]; /* p == src: names may move */
+    if (!fl_profile_thread_name(p, t.thread)) fl_profile_set_thread_name(p, t.thread, t.name);
   }
   p->info.dropped += src->info.dropped;
   p->info.cpu_seconds += src->info.cpu_seconds;
@@ -273,6 +370,7 @@ void fl_profile_clear(fl_profile_t *p) {
   p->n_ids = 0;
   p->n_stacks = 0;
   p->n_samples = 0;
+  p->n_names = 0;
   fl__index_clear(&p->stack_index);
   fl_profile_info_t old = p->info;
   memset(&p->info, 0, sizeof p->info);
@@ -285,6 +383,10 @@ size_t fl_profile_n_samples(const fl_profile_t *p) {
   return p->n_samples;
 }
 
+size_t fl_profile_n_stacks(const fl_profile_t *p) {
+  return p->n_stacks;
+}
+
 void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out) {
   assert(i < p->n_samples);
   const sample_rec_t *r = &p->samples[i];
@@ -294,6 +396,8 @@ void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out) {
   out->weight = r->weight;
   out->allocs = r->allocs;
   out->thread = r->thread;
+  out->time_ns = r->time_ns;
+  out->stack_id = r->stack;
 }
 
 static int cmp_int(const void *a, const void *b) {

@@ -111,6 +111,7 @@
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -179,6 +180,7 @@ typedef struct slot {
   int64_t carry_ns;    /* remainder carried to the next record */
   int unmeasured;      /* records since the last one that read the clock */
   uint64_t *last_rec;  /* this run's last record of the thread, or NULL */
+  int sampled;         /* a record of the thread since its name was last recorded */
   uint64_t rng;        /* xorshift64* state for the jitter */
   void *pcs[FL_SAMPLER_MAX_DEPTH + HANDLER_FRAMES];
 } slot_t;
@@ -534,6 +536,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     n = unwind(sl, ucv);
   }
   uint64_t need = FL_SAMPLER_RECORD_WORDS + n;
+  int64_t taken_ns = fl__clock_ns(CLOCK_MONOTONIC); /* the vDSO's: no system call */
   uint64_t pos = __atomic_load_n(&S.hdr->used_words, __ATOMIC_RELAXED);
   do {
     if (pos + need > S.capacity) {
@@ -546,9 +549,11 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   uint64_t *rec = S.words + pos;
   sl->last_rec = rec;
+  sl->sampled = 1;
   rec[1] = (uint64_t)weight;
   rec[2] = measure ? (uint64_t)(now - sl->cpu_last_ns) : 0;
   rec[3] = S.tag;
+  rec[4] = (uint64_t)taken_ns;
   for (size_t i = 0; i < n; i++) rec[FL_SAMPLER_RECORD_WORDS + i] = (uint64_t)(uintptr_t)sl->pcs[i];
   /* Word 0 last: a reader that sees it sees the whole record. */
   __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)sl->tid, __ATOMIC_RELEASE);
@@ -810,6 +815,44 @@ static void free_altstack(slot_t *sl, bool on_thread) {
   sl->altstack = NULL;
 }
 
+/* Appends a record of thread sl's name, when the buffer has room for it:
+ * read with prctl on the thread itself (own), else from
+ * /proc/self/task/TID/comm, for a thread sampled since its name was last
+ * recorded. Never from the signal handler: a thread names itself
+ * (pthread_setname_np) after it registers, so the name is read when
+ * sampling ends for it. */
+static void record_name(slot_t *sl, bool own) {
+  if (!S.hdr || !sl->sampled) return; /* a thread without samples needs no name */
+  sl->sampled = 0;
+  char name[17] = {0};
+  if (own) {
+    if (prctl(PR_GET_NAME, name) != 0) return;
+  } else {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)sl->tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t got = read(fd, name, 16);
+    close(fd);
+    if (got <= 0) return;
+    name[got] = '\0';
+    name[strcspn(name, "\n")] = '\0';
+  }
+  if (!name[0]) return;
+  uint64_t need = FL_SAMPLER_RECORD_WORDS;
+  uint64_t pos = __atomic_load_n(&S.hdr->used_words, __ATOMIC_RELAXED);
+  do {
+    if (pos + need > S.capacity) return;
+  } while (!__atomic_compare_exchange_n(&S.hdr->used_words, &pos, pos + need, true,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  uint64_t *rec = S.words + pos;
+  memcpy(&rec[1], name, 16);
+  rec[3] = S.tag;
+  rec[4] = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
+  __atomic_store_n(&rec[0], (uint64_t)FL_SAMPLER_NAME_RECORD << 32 | (uint32_t)sl->tid,
+                   __ATOMIC_RELEASE);
+}
+
 void fl_sampler_thread_enter(void) {
   clockid_t cpu_clock;
   if (!S.initialized || tls_slot || pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) return;
@@ -820,6 +863,7 @@ void fl_sampler_thread_enter(void) {
     if (s >= slots_used_below) slots_used_below = s + 1;
     slot_t *sl = &slots[s];
     sl->used = 1;
+    sl->sampled = 0;
     sl->armed = 0;
     sl->busy = 0;
     sl->tid = current_tid();
@@ -842,6 +886,7 @@ void fl_sampler_thread_exit(void) {
   if (s < 0) return;
   pthread_mutex_lock(&reg_lock);
   disarm(&slots[s]);
+  if (__atomic_load_n(&S.running, __ATOMIC_SEQ_CST)) record_name(&slots[s], true);
   free_altstack(&slots[s], true);
   slots[s].used = 0;
   tls_slot = 0;
@@ -870,6 +915,7 @@ static void after_fork_child(void) {
     sl->has_timer = false;
     sl->armed = 0;
     sl->busy = 0;
+    sl->sampled = 0; /* the parent's samples, not the child's */
     if (s == own) {
       sl->tid = current_tid();
       pthread_getcpuclockid(pthread_self(), &sl->cpu_clock); /* never fails on itself */
@@ -1147,9 +1193,12 @@ uint64_t fl_sampler_stop(void) {
   if (sigaction(PROF_SIGNAL, NULL, &cur) == 0 && cur.sa_sigaction != sample_handler)
     S.replaced |= 1u << 1;
   pthread_mutex_lock(&reg_lock);
+  bool was_running = __atomic_load_n(&S.running, __ATOMIC_SEQ_CST);
   for (int s = 0; s < slots_used_below; s++)
     if (slots[s].used) disarm(&slots[s]);
   __atomic_store_n(&S.running, 0, __ATOMIC_SEQ_CST);
+  for (int s = 0; s < slots_used_below && was_running; s++)
+    if (slots[s].used) record_name(&slots[s], s == tls_slot - 1);
   pthread_mutex_unlock(&reg_lock);
   return S.hdr ? __atomic_load_n(&S.hdr->samples, __ATOMIC_RELAXED) - S.samples_at_start : 0;
 }

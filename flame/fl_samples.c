@@ -2,6 +2,7 @@
  * apart from the sampler itself, which belongs in the profiled process: a
  * reader (the kernel, a tool) links only this. */
 #include <stdint.h>
+#include <string.h>
 
 #include "cflame/fl_sampler.h"
 
@@ -9,7 +10,7 @@ size_t fl_sampler_buffer_bytes(size_t n_words) {
   return (FL_SAMPLER_HEADER_WORDS + n_words) * sizeof(uint64_t);
 }
 
-int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec) {
+int fl_sampler_next_any(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec) {
   const uint64_t *w = buf;
   if (bytes < fl_sampler_buffer_bytes(0) || ((uintptr_t)buf & 7)) return -1;
   const fl_sampler_header_t *h = buf;
@@ -25,13 +26,29 @@ int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_recor
   uint64_t w0 = __atomic_load_n(&words[p], __ATOMIC_ACQUIRE);
   if (w0 == 0) return 0; /* reserved, never filled */
   uint64_t n = w0 >> 32;
-  if (n == 0 || n > FL_SAMPLER_MAX_DEPTH || used - p - FL_SAMPLER_RECORD_WORDS < n) return -1;
   rec->tid = (int)(uint32_t)w0;
+  rec->tag = words[p + 3];
+  rec->time_ns = words[p + 4];
+  rec->pcs = &words[p + FL_SAMPLER_RECORD_WORDS];
+  if (n == FL_SAMPLER_NAME_RECORD) {
+    rec->weight = rec->cpu_ns = 0;
+    rec->n_pcs = 0;
+    memcpy(rec->thread_name, &words[p + 1], 16);
+    rec->thread_name[16] = '\0';
+    *pos = (size_t)(p + FL_SAMPLER_RECORD_WORDS);
+    return 1;
+  }
+  if (n == 0 || n > FL_SAMPLER_MAX_DEPTH || used - p - FL_SAMPLER_RECORD_WORDS < n) return -1;
   rec->weight = words[p + 1];
   rec->cpu_ns = words[p + 2];
-  rec->tag = words[p + 3];
-  rec->pcs = &words[p + FL_SAMPLER_RECORD_WORDS];
   rec->n_pcs = (size_t)n;
+  rec->thread_name[0] = '\0';
   *pos = (size_t)(p + FL_SAMPLER_RECORD_WORDS + n);
   return 1;
+}
+
+int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec) {
+  int rc;
+  while ((rc = fl_sampler_next_any(buf, bytes, pos, rec)) == 1 && rec->n_pcs == 0) continue;
+  return rc;
 }

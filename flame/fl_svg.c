@@ -124,10 +124,10 @@ static void put_folded(fl__buf_t *b, const fl_node_t *n) {
 
 /* The tooltip: function; location and module; weight, percent and self;
  * what was folded in. */
-static void put_title(fl__buf_t *b, const fl_node_t *n, uint64_t total, bool alloc, bool counts) {
+static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint64_t total,
+                      bool alloc, bool counts) {
   char count[64], self[64], allocs[64];
-  const char *one = counts ? "allocation" : alloc ? "byte" : "sample";
-  const char *many = counts ? "allocations" : alloc ? "bytes" : "samples";
+  const char *one = fl__unit_for(t, 1), *many = fl__unit(t);
   fl_count_noun(n->count, one, many, count, sizeof count);
   if (alloc && !counts)
     fl_count_noun(n->self, one, many, self, sizeof self);
@@ -324,7 +324,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
     if (r->diff)
       put_diff_title(&b, r->diff, n, r->total, alloc);
     else
-      put_title(&b, n, r->total, alloc, fl__alloc_counts(t));
+      put_title(&b, t, n, r->total, alloc, fl__alloc_counts(t));
     fl__buf_puts(&b, "</rect>\n");
   }
   fl__buf_puts(&b, "</g>\n");

@@ -143,20 +143,22 @@ static void format_interval(char *buf, size_t size, uint64_t ns) {
 typedef struct layout {
   bool alloc;            /* bytes, with an Allocs column */
   bool counts;           /* an allocation profile weighed by allocation counts */
+  const fl_kind_info_t *kind;
   int count_w, allocs_w; /* column widths */
 } layout_t;
 
 /* Whether t's profile is an allocation profile weighed by counts: its
  * columns are plain numbers, as samples are. */
 static bool weighs_counts(const fl_profile_info_t *info) {
-  return info->kind == FL_PROFILE_ALLOC && info->weight_is_count;
+  return fl_kind(info->kind)->allocs && !fl_kind(info->kind)->bytes;
 }
 
 static layout_t layout_of(const fl_tree_t *t) {
   const fl_node_t *root = fl_tree_root(t);
   const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
-  layout_t l = {.alloc = info->kind == FL_PROFILE_ALLOC && !weighs_counts(info),
-                .counts = weighs_counts(info)};
+  layout_t l = {.alloc = fl_kind(info->kind)->bytes,
+                .counts = weighs_counts(info),
+                .kind = fl_kind(info->kind)};
   if (l.alloc) {
     l.count_w = 10; /* "1023.9 KiB" */
     l.allocs_w = digits(root->allocs) > 6 ? digits(root->allocs) : 6;
@@ -176,12 +178,10 @@ static void put_total(fl__buf_t *out, const fl_tree_t *t, const layout_t *l, int
     format_bytes(bytes, sizeof bytes, root->count);
     fl__buf_printf(&line, "Total: %s in %" PRIu64 " allocation%s", bytes, root->allocs,
                    root->allocs == 1 ? "" : "s");
-  } else if (l->counts) {
-    fl__buf_printf(&line, "Total: %" PRIu64 " allocation%s", root->count,
-                   root->count == 1 ? "" : "s");
   } else {
-    fl__buf_printf(&line, "Total: %" PRIu64 " sample%s", root->count, root->count == 1 ? "" : "s");
-    if (info->interval_ns) {
+    fl__buf_printf(&line, "Total: %" PRIu64 " %s", root->count,
+                   root->count == 1 ? l->kind->one : l->kind->many);
+    if (l->kind->time && info->interval_ns) {
       char iv[32];
       format_interval(iv, sizeof iv, info->interval_ns);
       fl__buf_printf(&line, " (interval %s)", iv);
@@ -295,8 +295,8 @@ static void put_tree_lines(fl__buf_t *out, fl__buf_t *line, const fl_tree_t *t,
     if (l.alloc)
       format_bytes(w, sizeof w, hidden_weight);
     else
-      snprintf(w, sizeof w, "%" PRIu64 " %s%s", hidden_weight, l.counts ? "allocation" : "sample",
-               hidden_weight == 1 ? "" : "s");
+      snprintf(w, sizeof w, "%" PRIu64 " %s", hidden_weight,
+               hidden_weight == 1 ? l.kind->one : l.kind->many);
     fl__buf_printf(line, "%zu frame%s narrower than minwidth hidden (%s)", hidden,
                    hidden == 1 ? "" : "s", w);
     put_line(out, line->data, line->len, o->cols);
@@ -382,7 +382,7 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
   const fl_node_t *root = fl_tree_root(t);
   double other_total = fl__other_total(d);
-  diff_layout_t l = {.d = d, .alloc = info->kind == FL_PROFILE_ALLOC && !weighs_counts(info)};
+  diff_layout_t l = {.d = d, .alloc = fl_kind(info->kind)->bytes};
   if (l.alloc) {
     l.count_w = 10; /* "1023.9 KiB" */
     l.delta_w = 11;
@@ -400,7 +400,7 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   fl__buf_printf(&line, "Total: %s %s%s%s, %s %s%s%s", fl__drawn_name(d), a, l.alloc ? "" : " ",
                  l.alloc ? "" : fl__unit_for(t, (double)root->count), fl__other_name(d), b,
                  l.alloc ? "" : " ", l.alloc ? "" : fl__unit_for(t, other_total));
-  if (info->kind == FL_PROFILE_CPU && info->interval_ns) {
+  if (fl_kind(info->kind)->time && info->interval_ns) {
     char iv[32];
     format_interval(iv, sizeof iv, info->interval_ns);
     fl__buf_printf(&line, " (interval %s)", iv);

@@ -75,6 +75,11 @@ struct fl_tree {
   int max_depth;
   size_t hidden;
   uint64_t hidden_weight;
+  uint32_t *stack_node; /* by the profile's stack id: the drawn node its
+                           samples end in, or UINT32_MAX */
+  size_t n_stacks;
+  int *threads; /* the thread filter, sorted; NULL: all */
+  size_t n_threads;
 };
 
 /* ---- identities ---- */
@@ -187,6 +192,7 @@ typedef struct builder {
 
   bnode_t *nodes; /* index 0 is the root; children after their parents */
   size_t n_nodes;
+  uint32_t *sum_node; /* by stack sum: the node its path ends in, or UINT32_MAX */
 } builder_t;
 
 static bool in_list(const char *const *names, const char *s) {
@@ -295,6 +301,7 @@ typedef struct stack_sum {
   const uint32_t *stack; /* the profile's shared copy */
   size_t n;
   uint64_t weight, allocs;
+  uint32_t stack_id;
 } stack_sum_t;
 
 static int cmp_int(const void *a, const void *b) {
@@ -340,7 +347,7 @@ static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_s
         if (n >= FL__NONE) fl__oom(0);
         s = fl__grow(s, &cap, n + 1, sizeof *s);
         k = n++;
-        s[k] = (stack_sum_t){.stack = smp.stack, .n = smp.n};
+        s[k] = (stack_sum_t){.stack = smp.stack, .n = smp.n, .stack_id = smp.stack_id};
         fl__index_add(&index, h, (uint32_t)k);
         if (smp.n > *max_len) *max_len = smp.n;
       }
@@ -422,10 +429,12 @@ static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, siz
     b->paths[b->n_paths++] =
         (path_t){.keys = b->path_keys + used, .len = (uint32_t)depth, .stack = (uint32_t)s};
     b->root_status[s] = (uint8_t)ls[0];
+    bool inverted = b->o->inverted;
     for (size_t d = 1; d <= depth; d++, used++) {
-      b->path_keys[used] = lk[d];
-      b->path_status[used] = (uint8_t)ls[d];
-      b->path_calls[used] = lcall[d];
+      size_t from = inverted ? depth + 1 - d : d; /* inverted: leaf first */
+      b->path_keys[used] = lk[from];
+      b->path_status[used] = (uint8_t)ls[from];
+      b->path_calls[used] = inverted ? 0 : lcall[from];
       if (flat) on_path[lfunc[d]] = 0;
     }
   }
@@ -481,6 +490,7 @@ static void make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
       node->status |= b->path_status[off + d];
       if (b->path_calls[off + d] < node->call_line) node->call_line = b->path_calls[off + d];
     }
+    b->sum_node[path->stack] = at[path->len];
     bnode_t *last = &b->nodes[at[path->len]];
     last->self += sums[path->stack].weight;
     last->self_allocs += sums[path->stack].allocs;
@@ -563,7 +573,7 @@ char *fl_node_label(const fl_node_t *n) {
 
 /* Lays the build nodes out into t: sums inclusive counts, orders children,
  * hides narrow ones, numbers the visible ones in pre-order. */
-static void lay_out(builder_t *b, fl_tree_t *t) {
+static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n_sums) {
   size_t nb = b->n_nodes;
   bnode_t *bn = b->nodes;
   size_t *first = fl__xcalloc(nb + 1, sizeof *first); /* kids of i: [first[i], first[i + 1]) */
@@ -664,6 +674,11 @@ static void lay_out(builder_t *b, fl_tree_t *t) {
     if (!node->n_children) node->children = NULL;
   }
   set_label_details(t);
+  t->n_stacks = fl_profile_n_stacks(b->p);
+  t->stack_node = fl__xmalloc(t->n_stacks ? t->n_stacks : 1, sizeof *t->stack_node);
+  memset(t->stack_node, 0xff, t->n_stacks * sizeof *t->stack_node);
+  for (size_t s = 0; s < n_sums; s++)
+    if (b->sum_node[s] != UINT32_MAX) t->stack_node[sums[s].stack_id] = id_of[b->sum_node[s]];
   free(first);
   free(fill);
   free(kids);
@@ -693,6 +708,7 @@ static void builder_free(builder_t *b) {
   free(b->path_calls);
   free(b->root_status);
   free(b->nodes);
+  free(b->sum_node);
 }
 
 /* opts NULL: the defaults; root_name NULL: "all". */
@@ -722,9 +738,17 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   size_t max_len = 0;
   stack_sum_t *sums = NULL;
   size_t n_sums = sum_stacks(p, opts, &sums, &max_len);
+  b.sum_node = fl__xmalloc(n_sums ? n_sums : 1, sizeof *b.sum_node);
+  memset(b.sum_node, 0xff, n_sums * sizeof *b.sum_node);
   make_paths(&b, sums, n_sums, max_len);
   make_nodes(&b, sums, max_len);
-  lay_out(&b, t);
+  lay_out(&b, t, sums, n_sums);
+  if (opts->threads) {
+    t->n_threads = opts->n_threads;
+    t->threads = fl__xmalloc(t->n_threads ? t->n_threads : 1, sizeof *t->threads);
+    if (t->n_threads) memcpy(t->threads, opts->threads, t->n_threads * sizeof *t->threads);
+    qsort(t->threads, t->n_threads, sizeof *t->threads, cmp_int);
+  }
   builder_free(&b);
   free(sums);
   return t;
@@ -736,6 +760,8 @@ void fl_tree_destroy(fl_tree_t **tp) {
   free(t->nodes);
   free(t->child_ptrs);
   free(t->root_name);
+  free(t->stack_node);
+  free(t->threads);
   free(t);
   *tp = NULL;
 }
@@ -752,6 +778,13 @@ size_t fl_tree_n_nodes(const fl_tree_t *t) {
 
 const fl_node_t *fl_tree_node(const fl_tree_t *t, size_t i) {
   return i < t->n_nodes ? &t->nodes[i] : NULL;
+}
+
+const fl_node_t *fl_tree_node_of(const fl_tree_t *t, const fl_sample_t *s) {
+  if (s->stack_id >= t->n_stacks || t->stack_node[s->stack_id] == UINT32_MAX) return NULL;
+  if (t->threads && !bsearch(&s->thread, t->threads, t->n_threads, sizeof *t->threads, cmp_int))
+    return NULL;
+  return &t->nodes[t->stack_node[s->stack_id]];
 }
 
 int fl_tree_max_depth(const fl_tree_t *t) {

@@ -188,21 +188,20 @@ static char *tooltip_objects(const char *fields, const char *folded) {
   ", 'folded in': (datum.status & 1 ? 'system libraries' : '') + " \
   "(datum.status === 3 ? ', ' : '') + (datum.status & 2 ? 'allocator' : '')"
 
-/* The tooltip of a plain graph: function and location, then samples
- * (bytes), self, percent, and what was folded in. New. */
-static json_t *tooltip_of(bool alloc, bool counts_only) {
-  static const char cpu[] =
-      "'samples': format(datum.count, ','), 'self': format(datum.self, ','), "
-      "'percent': format(datum.pct, '.4~r') + '%'";
-  static const char bytes[] =
-      "'bytes': format(datum.count, ','), 'self bytes': format(datum.self, ','), "
-      "'allocations': format(datum.allocs, ','), 'percent': format(datum.pct, '.4~r') + '%'";
-  static const char allocations[] =
-      "'allocations': format(datum.count, ','), 'self allocations': format(datum.self, ','), "
-      "'percent': format(datum.pct, '.4~r') + '%'";
-  char *expr = tooltip_objects(counts_only ? allocations : alloc ? bytes : cpu, FOLDED_FIELD);
+/* The tooltip of a plain graph: function and location, then the weight in
+ * the kind's unit ("samples", "bytes"), self ("self bytes" where the unit
+ * is a quantity), allocations where weights are bytes, percent, and what
+ * was folded in. New. */
+static json_t *tooltip_of(const fl_kind_info_t *kind) {
+  fl__buf_t fields = {0};
+  fl__buf_printf(&fields, "'%s': format(datum.count, ','), 'self%s%s': format(datum.self, ','), ",
+                 kind->many, kind->time ? "" : " ", kind->time ? "" : kind->many);
+  if (kind->allocs && kind->bytes) fl__buf_puts(&fields, "'allocations': format(datum.allocs, ','), ");
+  fl__buf_puts(&fields, "'percent': format(datum.pct, '.4~r') + '%'");
+  char *expr = tooltip_objects(fields.data, FOLDED_FIELD);
   json_t *tooltip = json_pack("{s:s}", "expr", expr);
   free(expr);
+  fl__buf_free(&fields);
   return tooltip;
 }
 
@@ -556,7 +555,7 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
   char *clean_description = fl__clean_text(description, false);
 
   json_t *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total)
-                            : tooltip_of(alloc, fl__alloc_counts(t));
+                            : tooltip_of(fl_kind(fl_profile_info_const(fl_tree_profile(t))->kind));
   json_t *layers = json_array();
   if (layers) {
     json_array_append_new(layers, frames_layer(t, v, r, tooltip));

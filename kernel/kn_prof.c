@@ -154,8 +154,9 @@ char *kn_prof_baseline_list(const kn_prof_t *p) {
       strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     }
     kn_strbuf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", p->baselines[i].name,
-                     info->kind == FL_PROFILE_ALLOC ? "alloc" : "CPU", samples, interval, when,
-                     info->source[0] ? info->source : "-", info->compiler[0] ? info->compiler : "-");
+                     fl_kind(info->kind)->label, samples, interval, when,
+                     info->source[0] ? info->source : "-",
+                     info->compiler[0] ? info->compiler : "-");
   }
   return kn_strbuf_steal(&sb);
 }
@@ -388,7 +389,7 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
   if (map_buffer(p->allocs_path, "allocation buffer", &map, &bytes, err, err_size) < 0)
     goto done;
   if (!(sym = symbolizer_for(p, pid, NULL, &owned, err, err_size))) goto done;
-  prof = fl_profile_new(FL_PROFILE_ALLOC);
+  prof = fl_profile_new(FL_PROFILE_ALLOC_BYTES); /* fl_collect_allocs sets the kind */
   cell_rule_t rule;
   fl_collect_opts_t opts = {.rule = cell_rule, .ctx = &rule, .main_tid = pid};
   fl_collect_allocs_opts_t aopts = {.live = run->live, .weight_count = run->weight_count};
@@ -450,12 +451,13 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   char interval[32];
   format_interval(interval, sizeof interval, info->interval_ns);
   double represented = (double)info->total_weight * (double)info->interval_ns / 1e9;
-  if (info->kind == FL_PROFILE_ALLOC) {
+  const fl_kind_info_t *kind = fl_kind(info->kind);
+  if (kind->allocs) {
     char allocs[64], calls[64], sampled[64], size[32];
     fl_count_noun(info->calls, "allocation call", "allocation calls", calls, sizeof calls);
     fl_count_noun(info->samples, "sampled allocation", "sampled allocations", sampled,
                   sizeof sampled);
-    double b = info->weight_is_count ? 0 : (double)info->total_weight;
+    double b = kind->bytes ? (double)info->total_weight : 0;
     if (b >= 1 << 20)
       snprintf(size, sizeof size, "%.1f MiB", b / (1 << 20));
     else if (b >= 1 << 10)
@@ -464,8 +466,8 @@ char *kn_prof_summary(const fl_profile_t *prof) {
       snprintf(size, sizeof size, "%.0f B", b);
     fl_count_noun(info->total_allocs, "allocation", "allocations", allocs, sizeof allocs);
     kn_strbuf_printf(&sb, "%s%s", info->sample_rate < 1 ? "~" : "", allocs);
-    if (!info->weight_is_count) kn_strbuf_printf(&sb, " of %s%s", info->sample_rate < 1 ? "~" : "", size);
-    if (info->live_only) kn_strbuf_puts(&sb, " still allocated at the end (live=true)");
+    if (kind->bytes) kn_strbuf_printf(&sb, " of %s%s", info->sample_rate < 1 ? "~" : "", size);
+    if (kind->live) kn_strbuf_puts(&sb, " still allocated at the end (live=true)");
     if (info->sample_rate < 1)
       kn_strbuf_printf(&sb, ", estimated from %s (sample_rate=%g)", sampled, info->sample_rate);
     else

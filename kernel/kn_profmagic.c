@@ -634,15 +634,15 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
    * saved again, it is the same profile. */
   if (!info->taken_unix) info->taken_unix = (int64_t)time(NULL);
   kn_strbuf_t sb = KN_STRBUF_INIT;
-  if (info->kind == FL_PROFILE_ALLOC)
+  if (fl_kind(info->kind)->allocs)
     kn_strbuf_printf(&sb, "Loaded an allocation profile, %llu %s in %llu stacks (%s) from %s",
-                     (unsigned long long)info->total_weight,
-                     info->weight_is_count ? "allocations" : "bytes",
-                     (unsigned long long)info->samples, n_paths > 1 ? "several inputs" : kind_name,
-                     info->source);
+                     (unsigned long long)info->total_weight, fl_kind(info->kind)->many,
+                     (unsigned long long)fl_profile_n_stacks(p),
+                     n_paths > 1 ? "several inputs" : kind_name, info->source);
   else
     kn_strbuf_printf(&sb, "Loaded %llu samples in %llu stacks (%s%s) from %s",
-                     (unsigned long long)info->total_weight, (unsigned long long)info->samples,
+                     (unsigned long long)info->total_weight,
+                     (unsigned long long)fl_profile_n_stacks(p),
                      n_paths > 1 ? "several inputs" : kind_name,
                      info->interval_ns ? ", interval read from the file" : "", info->source);
   if (name) {

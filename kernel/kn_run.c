@@ -212,7 +212,7 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, kn_profmode_t m
     if (!r->allocs_given) r->allocs = alloc_opts;
   } else if (mode == KN_PROF_DIFF) {
     const fl_profile_info_t *bi = fl_profile_info_const(kn_prof_baseline(kn_kernel_prof(k), r->baseline));
-    bool base_allocs = bi->kind == FL_PROFILE_ALLOC;
+    bool base_allocs = fl_kind(bi->kind)->allocs;
     if (!r->allocs_given) r->allocs = base_allocs || alloc_opts;
     if (r->allocs != base_allocs) {
       snprintf(err, err_size,
@@ -227,8 +227,8 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, kn_profmode_t m
     }
     if (r->allocs) {
       if (!r->sample_rate_set) r->sample_rate = bi->sample_rate;
-      if (!r->weight_set) r->weight_count = bi->weight_is_count;
-      if (!r->live_set) r->live = bi->live_only;
+      if (!r->weight_set) r->weight_count = !fl_kind(bi->kind)->bytes;
+      if (!r->live_set) r->live = fl_kind(bi->kind)->live;
     }
   }
   if (r->allocs && r->delay_set) {

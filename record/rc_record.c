@@ -399,7 +399,7 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
     const char *approx = info->sample_rate < 1 ? "~" : "";
     fl_count_noun(info->total_allocs, "allocation", "allocations", n, sizeof n);
     fprintf(f, "%s%s", approx, n);
-    if (!info->weight_is_count) {
+    if (fl_kind(info->kind)->bytes) {
       double b = (double)info->total_weight;
       if (b >= 1 << 20)
         fprintf(f, " of %s%.1f MiB", approx, b / (1 << 20));
@@ -408,7 +408,7 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
       else
         fprintf(f, " of %s%.0f B", approx, b);
     }
-    if (info->live_only) fputs(" still allocated at exit", f);
+    if (fl_kind(info->kind)->live) fputs(" still allocated at exit", f);
     if (info->sample_rate < 1)
       fprintf(f, ", estimated from %" PRIu64 " sampled (sample rate %g)", info->samples,
               info->sample_rate);

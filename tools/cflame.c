@@ -547,14 +547,12 @@ static fl_profile_t *read_inputs(const cli_t *c, char *const *paths, int n, bool
 static void summary_of(const fl_profile_t *p, char *out, size_t size) {
   const fl_profile_info_t *info = fl_profile_info_const(p);
   char n[64], allocs[64];
-  bool alloc = info->kind == FL_PROFILE_ALLOC, counts = alloc && info->weight_is_count;
-  const char *one = counts ? "allocation" : alloc ? "byte" : "sample";
-  const char *many = counts ? "allocations" : alloc ? "bytes" : "samples";
-  fl_count_noun(info->total_weight, one, many, n, sizeof n);
+  const fl_kind_info_t *kind = fl_kind(info->kind);
+  fl_count_noun(info->total_weight, kind->one, kind->many, n, sizeof n);
   fl_count_noun(info->total_allocs, "allocation", "allocations", allocs, sizeof allocs);
-  if (alloc && !counts)
+  if (kind->allocs && kind->bytes)
     snprintf(out, size, "%s in %s", n, allocs);
-  else if (!alloc && info->interval_ns)
+  else if (kind->time && info->interval_ns)
     snprintf(out, size, "%s, one every %g ms", n, (double)info->interval_ns / 1e6);
   else
     snprintf(out, size, "%s", n);

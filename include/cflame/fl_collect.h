@@ -19,7 +19,10 @@
  *    unwinder found no caller (code without unwind information);
  *  - threads are numbered as the notebook numbers them: 1 for the
  *    process's main thread, then 2, 3, ... in the order of their thread
- *    ids (the order the system created them, until ids wrap);
+ *    ids (the order the system created them, until ids wrap), and named
+ *    as the sampler found them named (a thread that has the main thread's
+ *    name inherited it, and stays a number);
+ *  - each sample keeps its time stamp (the sampler's CLOCK_MONOTONIC);
  *  - opts->root, when given, becomes every stack's first frame (one
  *    process among several in one profile).
  * cflame's kernel collects its worker's buffers with a rule that cuts the
@@ -94,14 +97,18 @@ typedef struct fl_collect_allocs_opts {
   bool weight_count; /* weights are allocation counts, not bytes */
 } fl_collect_allocs_opts_t;
 
+/* The allocation kind of a profile collected with aopts. */
+fl_profile_kind_t fl_collect_allocs_kind(const fl_collect_allocs_opts_t *aopts);
+
 /* Adds the records of an allocation buffer (as fl_allocs writes it) to
  * prof, an allocation profile: each record's stack with the allocation
  * function (malloc, calloc, realloc, memalign) as its leaf frame, weighed
  * by bytes (or by count), both scaled by 1 / the buffer's sample rate (the
  * running totals are rounded, so that totals are the sums divided by the
  * rate; a 0-byte allocation weighs nothing by bytes). The profile takes
- * the buffer's sample rate and aopts, and adds its calls and dropped
- * records. Returns 0, or -1 with err (not an allocation buffer, or a
+ * the buffer's sample rate and the kind aopts ask for
+ * (fl_collect_allocs_kind; prof must be empty or of a comparable kind),
+ * and adds its calls and dropped records. Returns 0, or -1 with err (not an allocation buffer, or a
  * corrupt one: prof then holds the records before the fault). */
 int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf, size_t bytes,
                       const fl_collect_opts_t *opts, const fl_collect_allocs_opts_t *aopts,

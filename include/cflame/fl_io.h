@@ -50,8 +50,10 @@
  *                  with the function's name, file and line, the mapping's
  *                  file name as the module, and the kind of code from it
  *                  as for perf script. An allocation profile (a sample type
- *                  in bytes) is read as one (FL_PROFILE_ALLOC), anything
- *                  else as a CPU profile.
+ *                  in bytes, or "..._objects") is read as one of the
+ *                  allocation kinds (FL_PROFILE_ALLOC_BYTES ...), a time
+ *                  named as a kind's pprof type ("wall") as that kind,
+ *                  anything else as a CPU profile.
  *
  * The text formats accept "\r\n" line ends. Malformed input is an error
  * that names the input and the line (pprof: what in the message was wrong),

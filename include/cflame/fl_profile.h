@@ -2,14 +2,22 @@
  *
  * A profile is what a profiler recorded, in a form every consumer of the
  * flame library understands: a table of distinct frames (function, file,
- * line, module, instruction address, what kind of code), and samples, each a
+ * line, module, instruction address, what kind of code), samples, each a
  * stack of frame ids from the root (outermost caller) to the leaf (where the
- * sample hit), with a weight and the thread it came from.
+ * sample hit), with a weight, the thread it came from and when it was
+ * taken, and the names of threads where they are known.
  *
- * Weights are in the profile's unit: for a CPU profile one unit is one
- * sampling interval of CPU time (so a weight of 3 says "this stack ran for
- * three intervals"); for an allocation profile it is bytes, and each sample
- * also carries the number of allocations it stands for.
+ * Weights are in the unit of the profile's kind (fl_kind): for CPU time one
+ * unit is one sampling interval of CPU time (so a weight of 3 says "this
+ * stack ran for three intervals"); for allocated bytes it is bytes, and each
+ * sample also carries the number of allocations it stands for.
+ *
+ * Samples keep the order they were added in, and each its own time stamp
+ * and thread: the merged tree (fl_tree), the inverted tree, a thread's
+ * samples in time order (fl_timeline) and the totals per source line
+ * (fl_lines) are all shapes built from them. A sample is a few words: each
+ * distinct stack is stored once, so 10^6 samples take some 32 MB beside
+ * their distinct stacks.
  *
  * Frames are interned: two frames with the same fields get the same id, and
  * their strings are owned by the profile. */
@@ -24,10 +32,56 @@
 
 CFLAME_BEGIN_DECLS
 
+/* What a profile's samples measure: one dimension of the profile. Every
+ * consumer asks fl_kind() what a kind's weights are (their unit, the words
+ * that name them, whether they are time, their pprof sample type) rather
+ * than naming kinds, so that a new kind of sample is one value here, one
+ * row of the table in fl_profile.c and the collector that takes it. */
 typedef enum fl_profile_kind {
-  FL_PROFILE_CPU,   /* weights: sampling intervals of CPU time */
-  FL_PROFILE_ALLOC, /* weights: bytes; counts: allocations */
+  FL_PROFILE_CPU,         /* CPU time: weights are sampling intervals */
+  FL_PROFILE_WALL,        /* wall-clock time, running or blocked: intervals */
+  FL_PROFILE_OFFCPU,      /* time spent blocked (off-CPU): intervals */
+  FL_PROFILE_ALLOC_BYTES, /* bytes allocated; each sample also counts allocations */
+  FL_PROFILE_ALLOC_COUNT, /* allocations made (weight=count) */
+  FL_PROFILE_LIVE_BYTES,  /* bytes still allocated when the run ended (live=true) */
+  FL_PROFILE_LIVE_COUNT,  /* allocations still live when the run ended */
+  FL_PROFILE_EVENT,       /* occurrences of a perf event (info.event names it) */
+  FL_PROFILE_N_KINDS
 } fl_profile_kind_t;
+
+/* One row of the table of kinds. Static; never NULL. */
+typedef struct fl_kind_info {
+  const char *name;          /* stable identifier: "cpu", "wall", "offcpu", "alloc_bytes",
+                                "alloc_count", "live_bytes", "live_count", "event" */
+  const char *label;         /* a short column label: "CPU", "wall", "off-CPU", "alloc", "event" */
+  const char *profile;       /* a profile of the kind, with its article: "a CPU profile",
+                                "an allocation profile" */
+  const char *one, *many;    /* the unit of a weight: "sample"/"samples", "byte"/"bytes",
+                                "allocation"/"allocations" */
+  const char *weighs;        /* what weights are, in messages: "samples", "bytes",
+                                "allocation counts" */
+  fl_profile_kind_t measure; /* the kind whose weights measure the same thing:
+                                profiles of kinds with one measure can be merged
+                                and compared (live or not does not matter) */
+  bool time;                 /* weights are sampling intervals of time (info.interval_ns) */
+  bool allocs;               /* an allocation profile: samples carry allocation counts, and
+                                info.sample_rate applies */
+  bool bytes;                /* weights are bytes (drawn as B, KiB, MiB) */
+  bool live;                 /* only what was still allocated when the run ended */
+  /* pprof: the sample type of the weights and its unit ("cpu"/"nanoseconds",
+   * "alloc_space"/"bytes", "inuse_objects"/"count"), and the companion
+   * count ("samples" for time, the "..._objects" of bytes; NULL: none). */
+  const char *pprof_type, *pprof_unit, *pprof_count;
+} fl_kind_info_t;
+
+/* The row of kind (an out-of-range kind is a programmer's error). */
+const fl_kind_info_t *fl_kind(fl_profile_kind_t kind);
+/* The allocation kind that weighs bytes or counts (count) of every
+ * allocation or only the live ones (live). */
+fl_profile_kind_t fl_kind_alloc(bool count, bool live);
+/* Whether profiles of kinds a and b can be merged and compared: the same
+ * measure (fl_kind_info_t.measure). */
+bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b);
 
 /* What kind of code a frame is, for colours and for C=false folding. */
 enum {
@@ -61,17 +115,13 @@ typedef struct fl_frame {
 typedef struct fl_profile fl_profile_t;
 
 typedef struct fl_profile_info {
-  fl_profile_kind_t kind;
-  uint64_t interval_ns;     /* sampling interval (CPU); 0 for allocations */
+  fl_profile_kind_t kind;   /* what the weights measure: fl_kind(kind) */
+  uint64_t interval_ns;     /* sampling interval (time kinds); 0 for allocations */
   double sample_rate;       /* allocation sampling probability (1 = every call) */
   uint64_t samples;         /* samples taken (not weighted) */
   uint64_t total_weight;    /* sum of weights */
   uint64_t total_allocs;    /* allocation profiles: sum of allocation counts */
   uint64_t dropped;         /* samples lost because the buffer was full */
-  bool weight_is_count;     /* allocation profiles: weights are allocation
-                               counts (weight=count), not bytes */
-  bool live_only;           /* allocation profiles: only what was still
-                               allocated when the run ended (live=true) */
   uint64_t calls;           /* allocation profiles: every allocation call the
                                run made, sampled or not (0 if unknown) */
   double cpu_seconds;       /* CPU time the profiled run used (0 if unknown) */
@@ -79,6 +129,7 @@ typedef struct fl_profile_info {
   char source[256];         /* how it was taken: "cell[5]", "perf script", ... */
   char compiler[256];       /* compiler and flags, when known */
   int64_t taken_unix;       /* when it was taken (seconds since the epoch), 0 if unknown */
+  char event[64];           /* FL_PROFILE_EVENT: the perf event's name ("page-faults") */
 } fl_profile_info_t;
 
 /* A new, empty profile (never NULL: out of memory aborts, as everywhere in
@@ -108,14 +159,28 @@ size_t fl_profile_n_frames(const fl_profile_t *p);
 /* Adds a sample: n frame ids from the root to the leaf (n may be 0: the
  * root's own time). thread is the thread it was taken on (an OS thread id,
  * or 0). weight >= 1; allocs is the number of allocations it stands for (0
- * for CPU profiles). Out of memory aborts with a message: a profile that
- * silently lost samples would mislead. */
+ * for CPU profiles). Its time stamp is 0 (unknown). Out of memory aborts
+ * with a message: a profile that silently lost samples would mislead. */
 void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
                            uint64_t allocs, int thread);
+/* fl_profile_add_sample of a sample taken at time_ns: nanoseconds on a
+ * clock of the producer's (the sampler's CLOCK_MONOTONIC, perf's, pprof's
+ * epoch), the same for every sample of a profile; 0 when unknown. */
+void fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                              uint64_t allocs, int thread, uint64_t time_ns);
+
+/* Threads' names: thread (a number samples carry) is called name (copied;
+ * NULL or "" forgets it). A later name replaces an earlier one. */
+void fl_profile_set_thread_name(fl_profile_t *p, int thread, const char *name);
+/* The name of thread, or NULL when none is known. Borrowed, valid while
+ * the profile lives. */
+const char *fl_profile_thread_name(const fl_profile_t *p, int thread);
 
 /* Adds every sample of src to p (frames re-interned), and src's dropped
- * count, CPU and wall-clock seconds; p takes src's interval if it has none.
- * Both must be of the same kind. p may be src (which doubles it). */
+ * count, CPU and wall-clock seconds, and the names of its threads that p
+ * has no name for; p takes src's interval if it has none.
+ * Their kinds must be comparable (fl_kind_comparable); p keeps its own.
+ * p may be src (which doubles it). */
 void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
 
 /* fl_profile_merge with one more frame, root, outermost on every stack
@@ -124,21 +189,26 @@ void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
  * --per-input). root NULL: fl_profile_merge. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root);
 
-/* Removes every sample; keeps the kind, interval and sample rate, and the
- * frames (their ids stay valid). The other info fields are zeroed. */
+/* Removes every sample and thread name; keeps the kind, interval and
+ * sample rate, and the frames (their ids stay valid). The other info
+ * fields are zeroed. */
 void fl_profile_clear(fl_profile_t *p);
 
 /* Iterating the samples, in the order they were added. Each distinct stack
  * is stored once: samples with equal stacks get equal stack pointers, so
- * the pair (stack, n) identifies a distinct stack. The pointers stay valid
- * until the profile is changed. */
+ * the pair (stack, n) identifies a distinct stack, as does stack_id (0 ..
+ * fl_profile_n_stacks - 1). The pointers stay valid until the profile is
+ * changed. */
 size_t fl_profile_n_samples(const fl_profile_t *p);
+size_t fl_profile_n_stacks(const fl_profile_t *p);
 typedef struct fl_sample {
   const uint32_t *stack; /* root first; borrowed */
   size_t n;
   uint64_t weight;
   uint64_t allocs;
   int thread;
+  uint64_t time_ns;  /* when it was taken (fl_profile_add_sample_at); 0: unknown */
+  uint32_t stack_id; /* the distinct stack's number */
 } fl_sample_t;
 void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out);
 

@@ -46,8 +46,14 @@
  *            word 2 = CPU ns since the thread's previous record that
  *            measured it (0 when this one did not: see fl_sampler.c),
  *            word 3 = tag (what the profiled code was: cflame's cell number),
+ *            word 4 = CLOCK_MONOTONIC ns when the signal was handled,
  *            then n_pcs instruction addresses, the leaf first; every
  *            address but the first is a return address.
+ *   A thread's name: word 0 = FL_SAMPLER_NAME_RECORD << 32 | tid, words 1-2
+ *            = the name (NUL-padded, as prctl(PR_GET_NAME) gives it), word 3
+ *            = tag, word 4 = when it was read. The sampler writes one for
+ *            every thread sampled in the run when sampling stops, or as the
+ *            thread unregisters while it runs (never in the signal handler).
  *   A record with word 0 == 0 ends the buffer early (a reservation that was
  *   never filled, e.g. after a crash). */
 #ifndef FL_SAMPLER_H
@@ -61,9 +67,10 @@
 
 CFLAME_BEGIN_DECLS
 
-#define FL_SAMPLER_MAGIC 0x31656c706d61736cULL /* "lsampl e1" */
+#define FL_SAMPLER_MAGIC 0x32656c706d61736cULL /* "lsample2" */
 #define FL_SAMPLER_HEADER_WORDS 16
-#define FL_SAMPLER_RECORD_WORDS 4 /* before the addresses */
+#define FL_SAMPLER_RECORD_WORDS 5          /* before the addresses */
+#define FL_SAMPLER_NAME_RECORD 0xffffffffu /* word 0's high half: a thread's name */
 #define FL_SAMPLER_MAX_DEPTH 512
 
 typedef struct fl_sampler_header {
@@ -181,13 +188,19 @@ typedef struct fl_sampler_record {
   uint64_t weight;
   uint64_t cpu_ns;
   uint64_t tag;
+  uint64_t time_ns;    /* CLOCK_MONOTONIC when it was taken */
   const uint64_t *pcs; /* leaf first; borrowed from the buffer */
-  size_t n_pcs;
+  size_t n_pcs;        /* 0: a thread's name (fl_sampler_next_any) */
+  char thread_name[17]; /* a name record's name; "" in a sample */
 } fl_sampler_record_t;
 
-/* Walks the records of a buffer (as written by fl_sampler). *pos starts at
- * 0. Returns 1 with *rec filled, 0 at the end, -1 if the buffer is corrupt. */
+/* Walks the samples of a buffer (as written by fl_sampler), leaving out
+ * the threads' names. *pos starts at 0. Returns 1 with *rec filled, 0 at
+ * the end, -1 if the buffer is corrupt. */
 int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec);
+/* The same, with the threads' names too: a name record has n_pcs 0 and
+ * thread_name set. */
+int fl_sampler_next_any(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec);
 
 CFLAME_END_DECLS
 

@@ -39,7 +39,14 @@
  *   threads  keep only samples of these n_threads threads (NULL: all).
  *   minwidth hide frames whose count is below this share of the root's
  *            count, with their subtrees (their weight stays in the parent's
- *            count, not in its self; fl_tree_hidden says how many). */
+ *            count, not in its self; fl_tree_hidden says how many).
+ *   inverted true: the callers' tree. Each sample's path (after C=false,
+ *            recur and pruned have made it) is turned around, so that the
+ *            frames samples ended in (the leaves) are the root's children
+ *            and each frame's callers are its children; a child of the
+ *            root is as wide as the self weight of its frame, summed over
+ *            every place it was called from. Children are ordered by their
+ *            key (lines) or name (no lines): there is no call site. */
 #ifndef FL_TREE_H
 #define FL_TREE_H
 
@@ -72,6 +79,7 @@ typedef struct fl_tree_opts {
   const int *threads; /* NULL: all threads */
   size_t n_threads;
   double minwidth; /* default 0.001 */
+  bool inverted;   /* default false: the callers' tree */
 } fl_tree_opts_t;
 
 /* The defaults: C false, combine true, lines true, recur off, minwidth 0.001. */
@@ -125,6 +133,11 @@ int fl_tree_max_depth(const fl_tree_t *t);
 /* How many frames minwidth hid (descendants of hidden frames included),
  * and their total weight (that of the topmost hidden frames). */
 size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight);
+
+/* The drawn node sample s (of the tree's profile) ends in: the node its
+ * weight is self weight of. NULL when the tree leaves it out (its thread
+ * or the filter) or minwidth hides its node. */
+const fl_node_t *fl_tree_node_of(const fl_tree_t *t, const fl_sample_t *s);
 
 /* What a frame is called on the graph: its function name, and where a
  * drawn sibling has the same name, what tells them apart (label_detail):

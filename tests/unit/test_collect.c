@@ -67,8 +67,18 @@ static void samples_add(buf_t *b, int tid, uint64_t weight, const uint64_t *pcs,
   uint64_t *r = b->w + FL_SAMPLER_HEADER_WORDS + b->used;
   r[0] = (uint64_t)n << 32 | (uint32_t)tid;
   r[1] = weight;
+  r[4] = 1000000 + b->used; /* a time stamp that grows */
   memcpy(r + FL_SAMPLER_RECORD_WORDS, pcs, n * 8);
   b->used += FL_SAMPLER_RECORD_WORDS + n;
+  ((fl_sampler_header_t *)b->w)->used_words = b->used;
+}
+
+/* A record of thread tid's name, as the sampler writes one. */
+static void samples_name(buf_t *b, int tid, const char *name) {
+  uint64_t *r = b->w + FL_SAMPLER_HEADER_WORDS + b->used;
+  r[0] = (uint64_t)FL_SAMPLER_NAME_RECORD << 32 | (uint32_t)tid;
+  strncpy((char *)&r[1], name, 16);
+  b->used += FL_SAMPLER_RECORD_WORDS;
   ((fl_sampler_header_t *)b->w)->used_words = b->used;
 }
 
@@ -103,6 +113,12 @@ static void test_samples(fl_symbolizer_t *sym) {
   uint64_t deep[FL_SAMPLER_MAX_DEPTH];
   for (size_t i = 0; i < FL_SAMPLER_MAX_DEPTH; i++) deep[i] = IN(mid_fn);
   samples_add(&b, me + 3, 4, deep, FL_SAMPLER_MAX_DEPTH);
+  /* Names: the main thread's, one a thread inherited (so none), one set,
+   * one of a thread without samples. */
+  samples_name(&b, me, "prog");
+  samples_name(&b, me + 3, "prog");
+  samples_name(&b, me + 7, "reader");
+  samples_name(&b, me + 9, "idle");
 
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   int calls = 0;
@@ -124,6 +140,18 @@ static void test_samples(fl_symbolizer_t *sym) {
   CHECK(!strncmp(text, "[deeper than 512 frames];mid_fn;mid_fn", 38));
   CHECK_INT(t, 2);
   CHECK_INT(w, 4);
+  /* Time stamps come through; names as the collector's rule says. */
+  fl_sample_t s;
+  uint64_t last = 0;
+  for (size_t i = 0; i < 3; i++) {
+    fl_profile_sample(p, i, &s);
+    CHECK(s.time_ns >= 1000000 && s.time_ns > last);
+    last = s.time_ns;
+  }
+  CHECK_STR(fl_profile_thread_name(p, 1), "prog");
+  CHECK(fl_profile_thread_name(p, 2) == NULL);
+  CHECK_STR(fl_profile_thread_name(p, 3), "reader");
+  CHECK(fl_profile_thread_name(p, 4) == NULL);
   /* Each distinct address meets the rule once, whatever the records. */
   CHECK(calls <= 6);
   const fl_profile_info_t *info = fl_profile_info_const(p);
@@ -131,7 +159,6 @@ static void test_samples(fl_symbolizer_t *sym) {
   CHECK_INT(info->dropped, 3);
   CHECK_INT(info->total_weight, 7);
   /* The rule's flags, and the describer's module. */
-  fl_sample_t s;
   fl_profile_sample(p, 0, &s);
   const fl_frame_t *leaf = fl_profile_frame(p, s.stack[s.n - 1]);
   CHECK(leaf->flags & FL_FRAME_CELL);
@@ -197,7 +224,7 @@ static void test_allocs(fl_symbolizer_t *sym) {
   int calls = 0;
   fl_collect_opts_t opts = {.rule = rule, .ctx = &calls, .main_tid = me};
   char err[128];
-  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   fl_collect_allocs_opts_t by_bytes = {0};
   CHECK_INT(fl_collect_allocs(p, sym, b.w, bytes, &opts, &by_bytes, err, sizeof err), 0);
   const fl_profile_info_t *info = fl_profile_info_const(p);
@@ -213,18 +240,18 @@ static void test_allocs(fl_symbolizer_t *sym) {
   CHECK_STR(text, "mid_fn;leaf_fn;calloc");
   fl_profile_destroy(&p);
 
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   fl_collect_allocs_opts_t live_count = {.live = true, .weight_count = true};
   CHECK_INT(fl_collect_allocs(p, sym, b.w, bytes, &opts, &live_count, err, sizeof err), 0);
   info = fl_profile_info_const(p);
   CHECK_INT(info->total_weight, 4); /* two live allocations, each standing for 2 */
   CHECK_INT(info->total_allocs, 4);
-  CHECK(info->live_only && info->weight_is_count);
+  CHECK_INT(info->kind, FL_PROFILE_LIVE_COUNT);
   fl_profile_destroy(&p);
 
   /* A record of an unknown kind is corruption. */
   b.w[RECORDS_AT + 3] = 9;
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   CHECK_INT(fl_collect_allocs(p, sym, b.w, bytes, &opts, &by_bytes, err, sizeof err), -1);
   CHECK_STR(err, "the allocation buffer is corrupt");
   fl_profile_destroy(&p);

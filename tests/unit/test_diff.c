@@ -68,7 +68,7 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
     }
     ids[n++] = fl_profile_frame_id(p, &f);
   }
-  bool alloc = fl_profile_info_const(p)->kind == FL_PROFILE_ALLOC;
+  bool alloc = fl_kind(fl_profile_info_const(p)->kind)->allocs;
   fl_profile_add_sample(p, ids, n, w, alloc ? 1 : 0, 0);
 }
 
@@ -896,9 +896,9 @@ static const profile_spec_t a100_at_800ns = {FL_PROFILE_CPU, 800, {{100, "top:1;
 static const profile_spec_t a40_at_2500ns = {FL_PROFILE_CPU, 2500, {{40, "top:1;a:2"}, {0, NULL}}};
 static const profile_spec_t a100_unknown = {FL_PROFILE_CPU, 0, {{100, "top:1;a:2"}, {0, NULL}}};
 static const profile_spec_t alloc_base = {
-    FL_PROFILE_ALLOC, 0, {{1000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}}};
+    FL_PROFILE_ALLOC_BYTES, 0, {{1000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}}};
 static const profile_spec_t alloc_target = {
-    FL_PROFILE_ALLOC, 0, {{3000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}}};
+    FL_PROFILE_ALLOC_BYTES, 0, {{3000, "top:1;a:2"}, {500, "top:1;b:3"}, {0, NULL}}};
 
 static void test_intervals(void) {
   const diff_run_t runs[] = {
@@ -1024,7 +1024,7 @@ static void test_negate(void) {
 /* ---- refusals ---- */
 
 static void test_refusals(void) {
-  fl_profile_t *c = cpu(1000000), *a = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *c = cpu(1000000), *a = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   add_all(c, (const sample_spec_t[]){{10, "top:1;f:2"}, {0, NULL}});
   add_all(a, (const sample_spec_t[]){{100, "top:1;f:2"}, {0, NULL}});
   char err[256] = "";

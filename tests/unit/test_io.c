@@ -365,6 +365,48 @@ static void test_perf_dwarf_inlined(void) {
   fl_profile_destroy(&p);
 }
 
+/* perf script's headers give each sample its thread id and time, and the
+ * thread its name (the process name perf prints is the thread's comm). */
+static void test_perf_time_and_threads(void) {
+  static const char text[] =
+      "my prog  2043/2043  [001]  9786.938382:     250000 cpu-clock:ppp: \n"
+      "\t    1263 work+0x33 (/tmp/p)\n\n"
+      "worker 2043/2050 9786.939000123: 250000 cpu-clock:ppp:\n"
+      "\t    1263 work+0x33 (/tmp/p)\n\n"
+      "worker 2043/2050 9786.940: 250000 cpu-clock:ppp:\n"
+      "\t    1263 work+0x33 (/tmp/p)\n\n"
+      "prog 2060 cpu-clock:\n"
+      "\t    1263 work+0x33 (/tmp/p)\n\n";
+  static const struct {
+    int thread;
+    uint64_t time_ns;
+  } want[] = {{2043, 9786938382000}, {2050, 9786939000123}, {2050, 9786940000000}, {2060, 0}};
+  fl_io_error_t err;
+  fl_profile_t *p = read_text(text, NULL, &err);
+  CHECK(p != NULL);
+  if (!p) return;
+  CHECK_INT(fl_profile_n_samples(p), 4);
+  fl_sample_t s;
+  for (size_t i = 0; i < 4 && i < fl_profile_n_samples(p); i++) {
+    fl_profile_sample(p, i, &s);
+    CHECK_INT(s.thread, want[i].thread);
+    CHECK_INT(s.time_ns, want[i].time_ns);
+  }
+  CHECK_STR(fl_profile_thread_name(p, 2043), "my prog");
+  CHECK_STR(fl_profile_thread_name(p, 2050), "worker");
+  CHECK_STR(fl_profile_thread_name(p, 2060), "prog");
+  /* folded stacks carry neither */
+  fl_profile_t *q = read_text("a;b 3\n", NULL, &err);
+  CHECK(q != NULL);
+  if (q) {
+    fl_profile_sample(q, 0, &s);
+    CHECK_INT(s.thread, 0);
+    CHECK_INT(s.time_ns, 0);
+    fl_profile_destroy(&q);
+  }
+  fl_profile_destroy(&p);
+}
+
 static void test_perf_errors(void) {
   char *text = read_data("single.txt");
   CHECK(text != NULL);
@@ -415,7 +457,7 @@ static void test_perf_errors(void) {
 
   /* allocation profiles take no CPU samples; an empty profile takes the
    * kind of what is read */
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   fl_frame_t f = {.func = "malloc"};
   uint32_t id = fl_profile_frame_id(p, &f);
   fl_profile_add_sample(p, &id, 1, 64, 1, 0);
@@ -819,6 +861,7 @@ int main(void) {
   test_perf_captures();
   test_perf_dwarf_inlined();
   test_perf_errors();
+  test_perf_time_and_threads();
   test_folded_out();
   test_folded_out_escapes();
   test_perf_round_trip();

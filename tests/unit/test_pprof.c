@@ -114,13 +114,70 @@ static void test_cpu_round_trip(void) {
   fl_profile_destroy(&p);
 }
 
+/* Threads, their names and time stamps go out as labels and come back;
+ * the tree's thread filter and minwidth decide which samples go out, as
+ * for a profile without them. */
+static void test_labels_round_trip(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
+  fl_profile_info(p)->interval_ns = 1000000;
+  uint32_t main_ = add_frame(p, "main", "m.c", 3, "prog", FL_FRAME_CELL);
+  uint32_t work = add_frame(p, "work", "m.c", 9, "prog", FL_FRAME_CELL);
+  uint32_t s[] = {main_, work};
+  static const struct {
+    size_t n;
+    uint64_t weight;
+    int thread;
+    uint64_t time_ns;
+  } samples[] = {{2, 3, 1, 1000}, {1, 1, 2, 2000}, {2, 2, 2, 3000}, {2, 1, 1, 0}};
+  for (size_t i = 0; i < 4; i++)
+    fl_profile_add_sample_at(p, s, samples[i].n, samples[i].weight, 0, samples[i].thread,
+                             samples[i].time_ns);
+  fl_profile_set_thread_name(p, 2, "reader");
+  size_t size;
+  char *file = pprof_of(p, &size);
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  CHECK_INT(fl_read_profile(q, file, size, "w.pb.gz", FL_INPUT_AUTO, NULL, &err), 0);
+  CHECK_INT(fl_profile_info_const(q)->kind, FL_PROFILE_WALL);
+  CHECK_INT(fl_profile_n_samples(q), 4);
+  fl_sample_t got;
+  for (size_t i = 0; i < 4 && i < fl_profile_n_samples(q); i++) {
+    fl_profile_sample(q, i, &got);
+    CHECK_INT(got.n, samples[i].n);
+    CHECK_INT(got.weight, samples[i].weight);
+    CHECK_INT(got.thread, samples[i].thread);
+    CHECK_INT(got.time_ns, samples[i].time_ns);
+  }
+  CHECK(fl_profile_thread_name(q, 1) == NULL);
+  CHECK_STR(fl_profile_thread_name(q, 2), "reader");
+  free(file);
+  fl_profile_destroy(&q);
+
+  /* threads=2 writes thread 2's samples only */
+  int two = 2;
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.minwidth = 0;
+  o.threads = &two;
+  o.n_threads = 1;
+  char e[128];
+  fl_tree_t *t = fl_tree_build(p, &o, NULL, e, sizeof e);
+  file = fl_pprof(t, &size);
+  q = fl_profile_new(FL_PROFILE_CPU);
+  CHECK_INT(fl_read_profile(q, file, size, "w.pb.gz", FL_INPUT_AUTO, NULL, &err), 0);
+  CHECK_INT(fl_profile_n_samples(q), 2);
+  CHECK_INT(fl_profile_info_const(q)->total_weight, 3);
+  free(file);
+  fl_profile_destroy(&q);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 static void test_alloc_round_trip(void) {
   for (int variant = 0; variant < 3; variant++) {
-    fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+    fl_profile_t *p = fl_profile_new(fl_kind_alloc(variant == 2, variant == 1));
     fl_profile_info_t *info = fl_profile_info(p);
     info->sample_rate = 0.01;
-    info->live_only = variant == 1;
-    info->weight_is_count = variant == 2;
     uint32_t main_ = add_frame(p, "main", "m.c", 3, "cell[1]", FL_FRAME_CELL);
     uint32_t malloc_ = add_frame(p, "malloc", NULL, 0, "libc.so.6", FL_FRAME_ALLOC);
     uint32_t s[] = {main_, malloc_};
@@ -132,11 +189,9 @@ static void test_alloc_round_trip(void) {
     fl_io_error_t err;
     CHECK_INT(fl_read_profile(q, file, size, "a.pb.gz", FL_INPUT_AUTO, NULL, &err), 0);
     const fl_profile_info_t *got = fl_profile_info_const(q);
-    CHECK(got->kind == FL_PROFILE_ALLOC);
+    CHECK(got->kind == info->kind);
     CHECK_INT(got->total_weight, info->total_weight);
     CHECK_INT(got->total_allocs, 400);
-    CHECK(got->live_only == info->live_only);
-    CHECK(got->weight_is_count == info->weight_is_count);
     CHECK(got->sample_rate == 0.01);
     char *a = folded_of(p, true, true), *b = folded_of(q, true, true);
     CHECK(a && b && strcmp(a, b) == 0);
@@ -375,7 +430,7 @@ static void test_go_like(void) {
   perftools__profiles__profile__pack(&m.pb, buf);
   CHECK_INT(fl_read_profile(q, (char *)buf, size, "heap.pb", FL_INPUT_AUTO, NULL, &err), 0);
   const fl_profile_info_t *info = fl_profile_info_const(q);
-  CHECK(info->kind == FL_PROFILE_ALLOC && info->live_only && !info->weight_is_count);
+  CHECK(info->kind == FL_PROFILE_LIVE_BYTES);
   CHECK_INT(info->total_weight, 3 * 1024);
   CHECK_INT(info->total_allocs, 3);
   free(buf);
@@ -390,7 +445,7 @@ static void test_go_like(void) {
     perftools__profiles__profile__pack(&m.pb, buf);
     q = fl_profile_new(FL_PROFILE_CPU);
     CHECK_INT(fl_read_profile(q, (char *)buf, size, "heap.pb", FL_INPUT_AUTO, NULL, &err), 0);
-    CHECK(fl_profile_info_const(q)->live_only == !def);
+    CHECK(fl_kind(fl_profile_info_const(q)->kind)->live == !def);
     CHECK_INT(fl_profile_info_const(q)->total_weight, def ? 3 * 2048 : 3 * 1024);
     CHECK_INT(fl_profile_info_const(q)->total_allocs, def ? 6 : 3);
     free(buf);
@@ -504,6 +559,7 @@ static void test_output_formats(void) {
 int main(void) {
   test_cpu_round_trip();
   test_alloc_round_trip();
+  test_labels_round_trip();
   test_go_like();
   test_bad_messages();
   test_gzip_errors();

@@ -151,7 +151,7 @@ static fl_profile_t *small_profile(fl_profile_kind_t kind) {
   uint32_t malloc_ = frame(p, "malloc", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM | FL_FRAME_ALLOC);
   uint32_t s1[] = {main_, work5}, s2[] = {main_, work6}, s3[] = {main_, qsort_, cmp},
            s4[] = {main_, qsort_}, s5[] = {main_, malloc_}, s6[] = {main_};
-  bool alloc = kind == FL_PROFILE_ALLOC;
+  bool alloc = fl_kind(kind)->allocs;
   fl_profile_add_sample(p, s1, 2, alloc ? 4096 : 40, alloc ? 2 : 0, 1);
   fl_profile_add_sample(p, s2, 2, alloc ? 1024 : 25, alloc ? 1 : 0, 1);
   fl_profile_add_sample(p, s3, 3, alloc ? 64 : 20, alloc ? 4 : 0, 1);
@@ -466,7 +466,7 @@ static void test_program_code_legend(void) {
 }
 
 static void test_alloc(void) {
-  fl_profile_t *p = small_profile(FL_PROFILE_ALLOC);
+  fl_profile_t *p = small_profile(FL_PROFILE_ALLOC_BYTES);
   fl_tree_t *t = tree_of(p, true, 0);
   fl_view_opts_t v;
   fl_view_opts_init(&v);
@@ -498,8 +498,7 @@ done:
 
 /* weight=count: widths are allocation counts, and every label says so. */
 static void test_alloc_counts(void) {
-  fl_profile_t *p = small_profile(FL_PROFILE_ALLOC);
-  fl_profile_info(p)->weight_is_count = true;
+  fl_profile_t *p = small_profile(FL_PROFILE_ALLOC_COUNT);
   fl_tree_t *t = tree_of(p, true, 0);
   json_t *bundle = default_bundle(t);
   if (!bundle) goto done;

@@ -66,7 +66,7 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
     }
     ids[n++] = fl_profile_frame_id(p, &f);
   }
-  bool alloc = fl_profile_info_const(p)->kind == FL_PROFILE_ALLOC;
+  bool alloc = fl_kind(fl_profile_info_const(p)->kind)->allocs;
   fl_profile_add_sample(p, ids, n, w, alloc ? 1 : 0, 0);
 }
 
@@ -511,7 +511,8 @@ done:
 
 /* Allocation diffs count bytes. */
 static void test_alloc(void) {
-  fl_profile_t *base = profile(FL_PROFILE_ALLOC, 0), *target = profile(FL_PROFILE_ALLOC, 0);
+  fl_profile_t *base = profile(FL_PROFILE_ALLOC_BYTES, 0),
+               *target = profile(FL_PROFILE_ALLOC_BYTES, 0);
   baseline_of(base, 1024);
   target_of(target, 1024);
   fl_diff_opts_t o;

@@ -430,6 +430,57 @@ static void test_threads(double ns_per_it) {
   CHECK(in_work >= records * 90 / 100);
 }
 
+/* ---- t: time stamps and thread names ---- */
+
+static void *named_thread(void *p) {
+  fl_sampler_thread_enter();
+  pthread_setname_np(pthread_self(), "tsamp-named"); /* after it registered, as programs do */
+  *(int *)p = gettid_();
+  burn_cpu(50 * MS);
+  fl_sampler_thread_exit(); /* while sampling runs: its name is read now */
+  return NULL;
+}
+
+/* Every record carries the CLOCK_MONOTONIC time it was taken, within the
+ * run and in order on each thread; a thread that named itself has its
+ * name recorded as it unregisters, the others' when sampling stops. */
+static void test_time_and_names(void) {
+  fprintf(stderr, "t. time stamps and thread names\n");
+  int64_t t0 = clock_ns(CLOCK_MONOTONIC);
+  start(1 * MS);
+  int named_tid = 0;
+  pthread_t th;
+  pthread_create(&th, NULL, named_thread, &named_tid);
+  burn_cpu(50 * MS);
+  pthread_join(th, NULL);
+  fl_sampler_stop();
+  int64_t t1 = clock_ns(CLOCK_MONOTONIC);
+  uint64_t last_main = 0, last_named = 0, samples = 0, bad_time = 0, out_of_order = 0;
+  bool named = false, main_named = false;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  while (fl_sampler_next_any(main_buf, main_bytes, &pos, &r) == 1) {
+    if (r.n_pcs == 0) {
+      named |= r.tid == named_tid && !strcmp(r.thread_name, "tsamp-named");
+      main_named |= r.tid == gettid_() && r.thread_name[0];
+      continue;
+    }
+    samples++;
+    if ((int64_t)r.time_ns < t0 || (int64_t)r.time_ns > t1) bad_time++;
+    uint64_t *last = r.tid == named_tid ? &last_named : &last_main;
+    if (r.time_ns < *last) out_of_order++;
+    *last = r.time_ns;
+  }
+  fprintf(stderr, "  %llu samples over %.3f s; named thread %s, main thread %s\n",
+          (unsigned long long)samples, (double)(t1 - t0) / 1e9, named ? "named" : "unnamed",
+          main_named ? "named" : "unnamed");
+  CHECK(samples > 20);
+  CHECK_INT(bad_time, 0);
+  CHECK_INT(out_of_order, 0);
+  CHECK(named);
+  CHECK(main_named);
+}
+
 /* ---- 6: no EINTR ---- */
 
 typedef struct pipe_writer {
@@ -839,7 +890,7 @@ static void test_reader(void) {
   uint64_t b[FL_SAMPLER_HEADER_WORDS + 8] = {FL_SAMPLER_MAGIC, 8, 9};
   CHECK(fl_sampler_next(b, sizeof b, &pos, &r) == -1);
   /* A record longer than the words used. */
-  b[2] = 5;
+  b[2] = FL_SAMPLER_RECORD_WORDS + 1; /* room for one record of one address */
   b[FL_SAMPLER_HEADER_WORDS] = (3ull << 32) | 42;
   CHECK(fl_sampler_next(b, sizeof b, &pos, &r) == -1);
   b[FL_SAMPLER_HEADER_WORDS] = (1ull << 32) | 42;
@@ -1062,6 +1113,7 @@ int main(void) {
   RUN('2', test_split(ns_per_it));
   RUN('3', test_aliasing(ns_per_it));
   RUN('4', test_threads(ns_per_it));
+  RUN('t', test_time_and_names());
   RUN('6', test_no_eintr());
   RUN('7', test_qsort());
   RUN('r', test_root());

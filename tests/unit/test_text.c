@@ -287,7 +287,7 @@ static void test_flat_recursion(void) {
 }
 
 static void test_alloc(void) {
-  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   uint32_t m5 = cell(p, "main", 5), m6 = cell(p, "main", 6);
   uint32_t big = cell(p, "big", 10), small = cell(p, "small", 11);
   sample(p, 3 * 1048576, 3, 2, m5, big);
@@ -323,7 +323,7 @@ static void test_alloc(void) {
   fl_profile_destroy(&p);
 
   /* One allocation, and the larger units. */
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   m5 = cell(p, "main", 5);
   sample(p, 5ull << 30, 1, 1, m5);
   t = build(p, 0.001, true, "cell[1]");
@@ -336,8 +336,7 @@ static void test_alloc(void) {
   fl_profile_destroy(&p);
 
   /* weight=count: the widths are allocations, printed as numbers. */
-  p = fl_profile_new(FL_PROFILE_ALLOC);
-  fl_profile_info(p)->weight_is_count = true;
+  p = fl_profile_new(FL_PROFILE_ALLOC_COUNT);
   m5 = cell(p, "main", 5);
   big = cell(p, "big", 10);
   small = cell(p, "small", 11);
@@ -481,7 +480,7 @@ static void test_one_sample(void) {
   fl_profile_destroy(&q);
 
   /* An allocation of one byte, once. */
-  p = fl_profile_new(FL_PROFILE_ALLOC);
+  p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   sample(p, 1, 1, 1, cell(p, "work", 3));
   t = build(p, 0, true, "cell[4]");
   svg = fl_svg(t, NULL);

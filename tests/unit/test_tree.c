@@ -214,6 +214,77 @@ static void test_basic(void) {
   fl_profile_destroy(&p);
 }
 
+/* inverted: the callers' tree of the basic profile. Each frame samples
+ * ended in is a child of the root as wide as its self weight, its callers
+ * above it. */
+static void test_inverted(void) {
+  fl_profile_t *p = basic_profile();
+  fl_tree_opts_t o = opts_default();
+  o.inverted = true;
+  CHECK_TREE(p, &o,
+             "cell[1]:0 11/0 [0,11)\n"
+             "  main:5 1/1 [0,1)\n"
+             "  work:12 1/0 [1,2)\n"
+             "    main:5 1/1 [1,2)\n"
+             "  work:13 2/0 [2,4)\n"
+             "    main:5 2/2 [2,4)\n"
+             "  other:20 4/0 [4,8)\n"
+             "    main:7 4/4 [4,8)\n"
+             "  helper:30 3/0 [8,11)\n"
+             "    work:12 3/0 [8,11)\n"
+             "      main:5 3/3 [8,11)\n");
+  /* one frame per function: main's two lines are one caller */
+  o.lines = false;
+  CHECK_TREE(p, &o,
+             "cell[1]:0 11/0 [0,11)\n"
+             "  helper:0 3/0 [0,3)\n"
+             "    work:0 3/0 [0,3)\n"
+             "      main:0 3/3 [0,3)\n"
+             "  main:0 1/1 [3,4)\n"
+             "  other:0 4/0 [4,8)\n"
+             "    main:0 4/4 [4,8)\n"
+             "  work:0 3/0 [8,11)\n"
+             "    main:0 3/3 [8,11)\n");
+  fl_profile_destroy(&p);
+}
+
+/* fl_tree_node_of: the drawn node each sample ends in, or NULL when the
+ * tree leaves the sample out. */
+static void test_node_of(void) {
+  fl_profile_t *p = basic_profile();
+  static const struct {
+    int thread; /* the tree's thread filter, 0: none */
+    double minwidth;
+    bool inverted;
+    const char *want[5]; /* per sample: "func:line" of its node, or NULL */
+  } rows[] = {
+      {0, 0, false, {"other:20", "work:13", "helper:30", "main:5", "work:12"}},
+      {2, 0, false, {NULL, NULL, NULL, NULL, "work:12"}},
+      {0, 0.3, false, {"other:20", NULL, NULL, "main:5", "work:12"}},
+      {0, 0, true, {"main:7", "main:5", "main:5", "main:5", "main:5"}},
+  };
+  for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+    fl_tree_opts_t o = opts_default();
+    o.minwidth = rows[r].minwidth;
+    o.inverted = rows[r].inverted;
+    if (rows[r].thread) {
+      o.threads = &rows[r].thread;
+      o.n_threads = 1;
+    }
+    fl_tree_t *t = build(p, &o);
+    for (size_t i = 0; i < 5; i++) {
+      fl_sample_t s;
+      fl_profile_sample(p, i, &s);
+      const fl_node_t *n = fl_tree_node_of(t, &s);
+      char got[64] = "(null)";
+      if (n) snprintf(got, sizeof got, "%s:%d", n->frame.func, n->frame.line);
+      CHECK_STR(got, rows[r].want[i] ? rows[r].want[i] : "(null)");
+    }
+    fl_tree_destroy(&t);
+  }
+  fl_profile_destroy(&p);
+}
+
 static void test_empty(void) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   fl_tree_opts_t o = opts_default();
@@ -702,7 +773,7 @@ static void test_rows(void) {
 }
 
 static void test_alloc(void) {
-  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
   uint32_t m5 = cell(p, "main", 5), w12 = cell(p, "work", 12), w13 = cell(p, "work", 13);
   uint32_t mal = frame(p, "malloc", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM | FL_FRAME_ALLOC);
   uint32_t st1[] = {m5, w12, mal}, st2[] = {m5, w13, mal}, st3[] = {m5, mal};
@@ -855,6 +926,8 @@ static void test_performance(void) {
 int main(void) {
   test_basic();
   test_empty();
+  test_inverted();
+  test_node_of();
   test_lines_false();
   test_combine();
   test_c_false();
