@@ -115,6 +115,7 @@ static const kn_magic_def_t magics[] = {
     {.name = "profclear", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_clear,
      .usage = "%profclear", .help = "Empty the session profile."},
     {.name = "profinit", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_init,
+     .options = KN_OPTS_SAMPLING,
      .usage = "%profinit [n=FRAMES] [delay=SECONDS]",
      .help = "Show or set the sample buffer size (frames) and the sampling interval "
              "(seconds)."},

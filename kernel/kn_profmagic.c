@@ -13,74 +13,72 @@
 #include "kn_strbuf.h"
 #include "kn_wire.h"
 
-/* Every option of every group; each magic takes the groups it names. */
-typedef struct group_spec {
-  unsigned group;
-  kn_optspec_t spec;
-} group_spec_t;
-
-static const group_spec_t all_options[] = {
-    {KN_OPTS_PROFILER, {"delay", KN_OPT_DOUBLE, NULL, 1e-6, 10, "sampling interval in seconds (default 0.001)"}},
-    {KN_OPTS_PROFILER, {"n", KN_OPT_INT, NULL, 1000, 1e9, "sample buffer size in frames (default 1000000)"}},
-    {KN_OPTS_TREE | KN_OPTS_PROFILER, {"threads", KN_OPT_LIST, NULL, 1, 0, "thread numbers to show (1 = the cell's main thread), or all (default all)"}},
-    {KN_OPTS_TREE, {"C", KN_OPT_BOOL, NULL, 1, 0, "show frames of system libraries (default false)"}},
-    {KN_OPTS_TREE, {"combine", KN_OPT_BOOL, NULL, 1, 0, "one frame per source line, not per instruction (default true)"}},
-    {KN_OPTS_TREE, {"lines", KN_OPT_BOOL, NULL, 1, 0, "false: one frame per function (default true)"}},
-    {KN_OPTS_TREE, {"recur", KN_OPT_ENUM, "off|flat", 1, 0, "flat: draw self-recursion as a loop (default off)"}},
-    {KN_OPTS_TREE, {"pruned", KN_OPT_LIST, NULL, 1, 0, "functions whose subtrees are cut (default none)"}},
-    {KN_OPTS_TREE, {"filter", KN_OPT_STRING, NULL, 1, 0, "keep stacks with a frame matching this text or /regex/ (default: all)"}},
-    {KN_OPTS_TREE, {"minwidth", KN_OPT_DOUBLE, NULL, 0, 1, "hide frames narrower than this share (default 0.001)"}},
-    {KN_OPTS_VIEW, {"width", KN_OPT_INT, NULL, 100, 100000, "width in pixels (default 800)"}},
-    {KN_OPTS_VIEW, {"height", KN_OPT_INT, NULL, 50, 100000, "height in pixels (default: sized to the depth)"}},
-    {KN_OPTS_VIEW, {"title", KN_OPT_STRING, NULL, 1, 0, "title above the graph (default none)"}},
-    {KN_OPTS_VIEW, {"icicle", KN_OPT_BOOL, NULL, 1, 0, "root at the top (default false)"}},
-    {KN_OPTS_VIEW, {"theme", KN_OPT_ENUM, "light|dark", 1, 0, "colour theme (default light)"}},
-    {KN_OPTS_PRINT, {"format", KN_OPT_ENUM, "tree|flat", 1, 0, "tree (default) or flat"}},
-    {KN_OPTS_PRINT, {"maxdepth", KN_OPT_INT, NULL, 1, 10000, "deepest level printed (default: all)"}},
-    {KN_OPTS_PRINT, {"mincount", KN_OPT_INT, NULL, 0, 1e15, "frames with fewer samples are not printed (default 0)"}},
-    {KN_OPTS_PRINT, {"cols", KN_OPT_INT, NULL, 20, 10000, "line width (default 100)"}},
-    {KN_OPTS_DIFF, {"negate", KN_OPT_BOOL, NULL, 1, 0, "draw the baseline's layout, coloured by baseline - target (default false)"}},
-    {KN_OPTS_DIFF, {"normalize", KN_OPT_BOOL, NULL, 1, 0, "scale the baseline to the target's total first (default false)"}},
-    {KN_OPTS_DIFF, {"delta", KN_OPT_ENUM, "total|self", 1, 0, "inclusive change per frame, or self change (default total)"}},
-    {KN_OPTS_DIFF, {"noise", KN_OPT_DOUBLE, NULL, 0, 1000, "z-score under which a change is noise (default 2; 0: off)"}},
-    {KN_OPTS_DIFF, {"root_prefix", KN_OPT_STRING, NULL, 1, 0, "outermost frames (programs) whose names start with this are compared as one (default: by name)"}},
-    {KN_OPTS_ALLOC, {"sample_rate", KN_OPT_DOUBLE, NULL, 1e-6, 1, "share of allocations recorded (default 0.1; 1: every one, exactly)"}},
-    {KN_OPTS_ALLOC, {"weight", KN_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes (default) or by allocation count"}},
-    {KN_OPTS_ALLOC, {"live", KN_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends (default false)"}},
-    {KN_OPTS_KIND, {"allocs", KN_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time (default: as the baseline)"}},
-    {KN_OPTS_LOAD, {"as", KN_OPT_STRING, NULL, 1, 0, "keep it as baseline NAME instead of the session profile"}},
-    {KN_OPTS_LOAD, {"per_input", KN_OPT_BOOL, NULL, 1, 0, "each file under a root frame of its own (default false)"}},
-    {KN_OPTS_LOAD, {"max_input_size", KN_OPT_STRING, NULL, 1, 0, "the most a file may hold, and unzip to: bytes, or with K, M, G, T (default 1G)"}},
+/* The kernel's own options, each in the groups (bits 16 and up) of the
+ * magics that take it; the drawing options are the flame library's table
+ * (fl_options.h). Listed in this order: the sampling options, the
+ * library's, then the rest. */
+static const kn_optspec_t sampling_options[] = {
+    {"delay", FL_OPT_DOUBLE, NULL, 1e-6, 10, "sampling interval in seconds", .def = "0.001",
+     .groups = KN_OPTS_SAMPLING},
+    {"n", FL_OPT_INT, NULL, 1000, 1e9, "sample buffer size in frames", .def = "1000000",
+     .groups = KN_OPTS_SAMPLING},
 };
-#define N_OPTIONS (sizeof all_options / sizeof all_options[0])
+static const kn_optspec_t kernel_options[] = {
+    {"sample_rate", FL_OPT_DOUBLE, NULL, 1e-6, 1, "share of allocations recorded (1: every one, exactly)",
+     .def = "0.1", .groups = KN_OPTS_ALLOC},
+    {"weight", FL_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes or by allocation count",
+     .def = "bytes", .groups = KN_OPTS_ALLOC},
+    {"live", FL_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends",
+     .def = "false", .groups = KN_OPTS_ALLOC},
+    {"allocs", FL_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time",
+     .shown_def = "as the baseline", .groups = KN_OPTS_KIND},
+    {"as", FL_OPT_STRING, NULL, 1, 0, "keep it as baseline NAME instead of the session profile",
+     .shown_def = "the session profile", .groups = KN_OPTS_LOAD},
+    {"per_input", FL_OPT_BOOL, NULL, 1, 0, "each file under a root frame of its own",
+     .def = "false", .groups = KN_OPTS_LOAD},
+    {"max_input_size", FL_OPT_STRING, NULL, 1, 0,
+     "the most a file may hold, and unzip to: bytes, or with K, M, G, T", .def = "1G",
+     .groups = KN_OPTS_LOAD},
+};
+#define N_SAMPLING (sizeof sampling_options / sizeof *sampling_options)
+#define N_KERNEL (sizeof kernel_options / sizeof *kernel_options)
+#define MAX_OPTIONS 64
+
+const kn_optspec_t *kn_profmagic_option(unsigned groups, size_t i) {
+  const kn_optspec_t *o;
+  for (size_t j = 0; j < N_SAMPLING; j++)
+    if ((sampling_options[j].groups & groups) && i-- == 0) return &sampling_options[j];
+  for (size_t j = 0; (o = fl_option_at(j)) != NULL; j++)
+    if ((o->groups & groups) && i-- == 0) return o;
+  for (size_t j = 0; j < N_KERNEL; j++)
+    if ((kernel_options[j].groups & groups) && i-- == 0) return &kernel_options[j];
+  return NULL;
+}
 
 char *kn_profmagic_options_help(unsigned groups) {
-  static const char *const placeholder[] = {
-      [KN_OPT_BOOL] = "true|false", [KN_OPT_INT] = "N",       [KN_OPT_DOUBLE] = "X",
-      [KN_OPT_STRING] = "TEXT",     [KN_OPT_ENUM] = NULL,      [KN_OPT_LIST] = "A,B",
-  };
   kn_strbuf_t sb = KN_STRBUF_INIT;
-  for (size_t i = 0; i < N_OPTIONS; i++) {
-    const kn_optspec_t *o = &all_options[i].spec;
-    if (!(all_options[i].group & groups)) continue;
+  const kn_optspec_t *o;
+  for (size_t i = 0; (o = kn_profmagic_option(groups, i)) != NULL; i++) {
     char word[64];
-    snprintf(word, sizeof word, "%s=%s", o->key, o->type == KN_OPT_ENUM ? o->choices : placeholder[o->type]);
-    kn_strbuf_printf(&sb, "  %-20s %s\n", word, o->help);
+    const char *def = o->shown_def ? o->shown_def : o->def ? o->def : "none";
+    snprintf(word, sizeof word, "%s=%s", o->name, fl_option_placeholder(o, FL_FRONT_NOTEBOOK));
+    kn_strbuf_printf(&sb, "  %-20s %s (default: %s)\n", word, o->help, def);
   }
   if (sb.len) sb.data[--sb.len] = '\0';
   return kn_strbuf_steal(&sb);
 }
 
-const kn_optspec_t *kn_profmagic_option(unsigned groups, size_t i) {
-  for (size_t j = 0; j < N_OPTIONS; j++)
-    if ((all_options[j].group & groups) && i-- == 0) return &all_options[j].spec;
-  return NULL;
+/* The kernel's own option called name (which must be one). */
+static const kn_optspec_t *own_option(const char *name) {
+  for (size_t i = 0; i < N_KERNEL; i++)
+    if (!strcmp(kernel_options[i].name, name)) return &kernel_options[i];
+  abort();
 }
 
 static size_t specs_for(unsigned groups, kn_optspec_t *out) {
   size_t n = 0;
-  for (size_t i = 0; i < N_OPTIONS; i++)
-    if (all_options[i].group & groups) out[n++] = all_options[i].spec;
+  for (const kn_optspec_t *o; n < MAX_OPTIONS && (o = kn_profmagic_option(groups, n)) != NULL;)
+    out[n++] = *o;
   return n;
 }
 
@@ -118,34 +116,28 @@ void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, 
   *stmt = kn_strdup(s);
 }
 
-static char **copy_list(const kn_optval_t *v) {
-  char **out = kn_xcalloc(v->n_list + 1, sizeof *out);
-  for (size_t i = 0; i < v->n_list; i++) out[i] = kn_strdup(v->list[i]);
-  return out;
-}
-
 int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
                      kn_profreq_t *req, char *err, size_t err_size) {
   memset(req, 0, sizeof *req);
   kn_prof_settings_t settings = kn_prof_settings(prof);
   req->delay_ns = settings.delay_ns;
   req->n_words = settings.n_words;
-  fl_tree_opts_init(&req->tree);
-  fl_view_opts_init(&req->view);
-  fl_text_opts_init(&req->text);
-  fl_diff_opts_init(&req->diff);
-  req->view.width = settings.width;
-  req->view.height = settings.height;
-  req->sample_rate = 0.1;
-
+  fl_options_init(&req->draw, FL_FRONT_NOTEBOOK);
+  req->draw.view.width = settings.width;
+  req->draw.view.height = settings.height;
+  req->sample_rate = strtod(own_option("sample_rate")->def, NULL);
   req->args = kn_strdup(args);
 
-  kn_optspec_t specs[N_OPTIONS];
+  kn_optspec_t specs[MAX_OPTIONS];
   size_t n = specs_for(groups, specs);
   kn_opts_t o;
   if (kn_opts_parse(magic, args, specs, n, &o, err, err_size) < 0) return -1;
   const kn_optval_t *v;
-  for (size_t i = 0; i < o.n_vals; i++) req->n_set_options += o.vals[i].set;
+  for (size_t i = 0; i < o.n_vals; i++) {
+    const fl_option_t *drawing = fl_option_find(o.vals[i].key);
+    req->n_set_options += o.vals[i].set;
+    if (o.vals[i].set && drawing) fl_options_store(&req->draw, drawing, &o.vals[i]);
+  }
   if ((v = kn_opts_get(&o, "delay")) && v->set) {
     req->delay_ns = (uint64_t)llround(v->d * 1e9);
     req->delay_set = true;
@@ -170,78 +162,6 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
     req->allocs = v->b;
     req->allocs_given = true;
   }
-  if ((v = kn_opts_get(&o, "threads")) && v->set) {
-    bool all = false;
-    req->threads = kn_xcalloc(v->n_list + 1, sizeof *req->threads);
-    for (size_t i = 0; i < v->n_list; i++) {
-      if (!strcmp(v->list[i], "all")) {
-        all = true;
-        continue;
-      }
-      char *end;
-      long t = strtol(v->list[i], &end, 10);
-      if (*end || t < 1 || t > 1000000) {
-        snprintf(err, err_size,
-                 "%%%s: threads=%s is not valid; give thread numbers (1 = the cell's main "
-                 "thread, 2, 3, ... in the order threads were created) or all",
-                 magic, v->list[i]);
-        kn_opts_free(&o);
-        kn_profreq_free(req);
-        return -1;
-      }
-      req->threads[req->tree.n_threads++] = (int)t;
-    }
-    if (!all) req->tree.threads = req->threads;
-    else req->tree.n_threads = 0;
-  }
-  if ((v = kn_opts_get(&o, "C")) && v->set) req->tree.C = v->b;
-  if ((v = kn_opts_get(&o, "combine")) && v->set) req->tree.combine = v->b;
-  if ((v = kn_opts_get(&o, "lines")) && v->set) {
-    req->tree.lines = v->b;
-    req->lines_set = true;
-  }
-  if ((v = kn_opts_get(&o, "recur")) && v->set)
-    req->tree.recur = !strcmp(v->s, "flat") ? FL_RECUR_FLAT : FL_RECUR_OFF;
-  if ((v = kn_opts_get(&o, "pruned")) && v->set) {
-    req->pruned = copy_list(v);
-    req->tree.pruned = (const char *const *)req->pruned;
-  }
-  if ((v = kn_opts_get(&o, "filter")) && v->set) {
-    size_t len = strlen(v->s);
-    if (len >= 2 && v->s[0] == '/' && v->s[len - 1] == '/') {
-      req->filter = kn_strndup(v->s + 1, len - 2);
-      req->tree.filter_is_regex = true;
-    } else {
-      req->filter = kn_strdup(v->s);
-    }
-    req->tree.filter = req->filter;
-  }
-  if ((v = kn_opts_get(&o, "minwidth")) && v->set) {
-    req->tree.minwidth = v->d;
-    req->minwidth_set = true;
-  }
-  if ((v = kn_opts_get(&o, "width")) && v->set) req->view.width = (int)v->i;
-  if ((v = kn_opts_get(&o, "height")) && v->set) req->view.height = (int)v->i;
-  if ((v = kn_opts_get(&o, "title")) && v->set) {
-    req->title = kn_strdup(v->s);
-    req->view.title = req->title;
-  }
-  if ((v = kn_opts_get(&o, "icicle")) && v->set) req->view.icicle = v->b;
-  if ((v = kn_opts_get(&o, "theme")) && v->set) req->view.dark = !strcmp(v->s, "dark");
-  if ((v = kn_opts_get(&o, "format")) && v->set) req->flat = !strcmp(v->s, "flat");
-  if ((v = kn_opts_get(&o, "maxdepth")) && v->set) req->text.maxdepth = (int)v->i;
-  if ((v = kn_opts_get(&o, "mincount")) && v->set) req->text.mincount = (uint64_t)v->i;
-  if ((v = kn_opts_get(&o, "cols")) && v->set) req->text.cols = (int)v->i;
-  if ((v = kn_opts_get(&o, "negate")) && v->set) req->diff.negate = v->b;
-  if ((v = kn_opts_get(&o, "normalize")) && v->set) req->diff.normalize = v->b;
-  if ((v = kn_opts_get(&o, "delta")) && v->set)
-    req->diff.delta = !strcmp(v->s, "self") ? FL_DELTA_SELF : FL_DELTA_TOTAL;
-  if ((v = kn_opts_get(&o, "noise")) && v->set) req->diff.noise = v->d;
-  if ((v = kn_opts_get(&o, "root_prefix")) && v->set) {
-    req->root_prefix = kn_strdup(v->s);
-    req->diff.root_prefix = req->root_prefix;
-  }
-
   req->positional = kn_xcalloc(o.n_positional + 1, sizeof *req->positional);
   for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = kn_strdup(o.positional[i]);
   kn_opts_free(&o);
@@ -249,12 +169,8 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
 }
 
 void kn_profreq_free(kn_profreq_t *req) {
-  if (req->pruned) kn_words_free(req->pruned);
+  fl_options_free(&req->draw);
   if (req->positional) kn_words_free(req->positional);
-  free(req->filter);
-  free(req->threads);
-  free(req->title);
-  free(req->root_prefix);
   free(req->baseline);
   free(req->args);
   memset(req, 0, sizeof *req);
@@ -287,10 +203,10 @@ static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t
 
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
                      const char *root_name, char *err, size_t err_size) {
-  fl_tree_t *tree = fl_tree_build(prof, &req->tree, root_name, err, err_size);
+  fl_tree_t *tree = fl_tree_build(prof, &req->draw.tree, root_name, err, err_size);
   if (!tree) return NULL;
   char *summary = kn_prof_summary(prof);
-  fl_view_opts_t view = req->view;
+  fl_view_opts_t view = req->draw.view;
   view.note = summary; /* under the title, and text/plain's summary line */
   view.text_lead = untrusted_lead;
   view.markdown_hint = interactive_hint;
@@ -309,12 +225,12 @@ json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t
 json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_profile_t *baseline,
                           const kn_profreq_t *req, const char *root_name, char *err,
                           size_t err_size) {
-  fl_diff_t *d = fl_diff_build(target, baseline, &req->tree, &req->diff, root_name, err, err_size);
+  fl_diff_t *d = fl_diff_build(target, baseline, &req->draw.tree, &req->draw.diff, root_name, err, err_size);
   if (!d) return NULL;
   char *summary = kn_prof_summary(target);
   kn_strbuf_t note = KN_STRBUF_INIT;
   kn_strbuf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
-  fl_view_opts_t view = req->view;
+  fl_view_opts_t view = req->draw.view;
   view.note = note.data;
   view.text_lead = untrusted_lead;
   view.markdown_hint = interactive_hint;
@@ -382,12 +298,12 @@ static int cmp_folded(const void *a, const void *b) {
  * New string, or NULL with err. */
 static char *folded_text(const fl_profile_t *prof, const fl_profile_t *baseline, const char *root,
                          const kn_profreq_t *req, char *err, size_t err_size) {
-  fl_tree_t *t = fl_tree_build(prof, &req->tree, root, err, err_size);
+  fl_tree_t *t = fl_tree_build(prof, &req->draw.tree, root, err, err_size);
   if (!t) return NULL;
   char *target = fl_folded(t);
   fl_tree_destroy(&t);
   if (!baseline) return target;
-  t = fl_tree_build(baseline, &req->tree, root, err, err_size);
+  t = fl_tree_build(baseline, &req->draw.tree, root, err, err_size);
   if (!t) {
     free(target);
     return NULL;
@@ -404,7 +320,7 @@ static char *folded_text(const fl_profile_t *prof, const fl_profile_t *baseline,
     total[0] += (double)lines[i].count[0];
     total[1] += (double)lines[i].count[1];
   }
-  double scale = req->diff.normalize && total[0] > 0 ? total[1] / total[0] : 1.0;
+  double scale = req->draw.diff.normalize && total[0] > 0 ? total[1] / total[0] : 1.0;
   kn_strbuf_t sb = KN_STRBUF_INIT;
   for (size_t i = 0; i < n;) {
     /* A stack in both profiles: one line with both counts. */
@@ -429,8 +345,8 @@ static char *folded_text(const fl_profile_t *prof, const fl_profile_t *baseline,
  * with err. */
 static char *pprof_file(const fl_profile_t *prof, const char *root, kn_profreq_t *req,
                         size_t *len, char *err, size_t err_size) {
-  if (!req->minwidth_set) req->tree.minwidth = 0;
-  fl_tree_t *t = fl_tree_build(prof, &req->tree, root, err, err_size);
+  if (!fl_options_given(&req->draw, "minwidth")) req->draw.tree.minwidth = 0;
+  fl_tree_t *t = fl_tree_build(prof, &req->draw.tree, root, err, err_size);
   if (!t) return NULL;
   char *out = fl_pprof(t, len);
   fl_tree_destroy(&t);
@@ -497,8 +413,8 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     /* Every sample: nothing is too narrow for a file, unless asked. A
      * diff's stacks are written by function unless lines are asked for:
      * the same line of two cells ("cell[3]:2", "cell[5]:2") is one stack. */
-    if (!opts->minwidth_set) opts->tree.minwidth = 0;
-    if (baseline && !opts->lines_set) opts->tree.lines = false;
+    if (!fl_options_given(&opts->draw, "minwidth")) opts->draw.tree.minwidth = 0;
+    if (baseline && !fl_options_given(&opts->draw, "lines")) opts->draw.tree.lines = false;
     text = folded_text(prof, baseline, root, opts, err, err_size);
     if (!text) goto out;
   } else {
@@ -523,7 +439,7 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
         shown_text += lead + 1;
       text = kn_strdup(shown_text);
     } else if (!strcmp(format, "html")) {
-      const char *title = opts->title;
+      const char *title = opts->draw.view.title;
       kn_strbuf_t t = KN_STRBUF_INIT;
       if (!title) {
         const fl_profile_info_t *info = fl_profile_info_const(prof);
@@ -573,7 +489,7 @@ static bool valid_baseline_name(const char *name) {
 int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
                       size_t err_size) {
   char **output = &res->output;
-  kn_optspec_t specs[N_OPTIONS];
+  kn_optspec_t specs[MAX_OPTIONS];
   kn_opts_t o;
   if (kn_opts_parse("profload", args, specs, specs_for(KN_OPTS_LOAD, specs), &o, err, err_size) < 0)
     return -1;
@@ -743,8 +659,8 @@ int kn_profmagic_clear(kn_prof_t *kp, const char *args, kn_magic_result_t *res, 
 int kn_profmagic_init(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
                       size_t err_size) {
   kn_profreq_t req;
-  if (kn_profreq_parse(kp, "profinit", args, KN_OPTS_PROFILER, &req, err, err_size) < 0) return -1;
-  if (req.positional[0] || req.tree.n_threads) {
+  if (kn_profreq_parse(kp, "profinit", args, KN_OPTS_SAMPLING, &req, err, err_size) < 0) return -1;
+  if (req.positional[0]) {
     snprintf(err, err_size, "%%profinit takes n= (buffer size in frames) and delay= (sampling "
                             "interval in seconds)");
     kn_profreq_free(&req);
@@ -819,11 +735,11 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
   }
   /* The flat report lists every function: nothing is too narrow to count,
    * unless the user said so. */
-  if (req.flat && !req.minwidth_set) req.tree.minwidth = 0;
-  fl_tree_t *tree = fl_tree_build(session, &req.tree, "all", err, err_size);
+  if (req.draw.flat && !fl_options_given(&req.draw, "minwidth")) req.draw.tree.minwidth = 0;
+  fl_tree_t *tree = fl_tree_build(session, &req.draw.tree, "all", err, err_size);
   if (!tree) goto out;
   char *summary = kn_prof_summary(session);
-  char *report = req.flat ? fl_text_flat(tree, &req.text) : fl_text_tree(tree, &req.text);
+  char *report = req.draw.flat ? fl_text_flat(tree, &req.draw.text) : fl_text_tree(tree, &req.draw.text);
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "%s\n%s", summary, report);
   free(summary);

@@ -15,25 +15,28 @@
 #include <stdbool.h>
 
 #include "cflame/fl_diff.h"
+#include "cflame/fl_options.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 #include "kn_magic.h"
 #include "kn_prof.h"
 
-/* Which option groups a magic takes. */
+/* Which option groups a magic takes: the drawing options of the flame
+ * library's table (fl_options.h), and the kernel's own (bits 16 and up). */
 enum {
-  KN_OPTS_PROFILER = 1 << 0, /* delay, n, threads */
-  KN_OPTS_TREE = 1 << 1,     /* C, combine, lines, recur, pruned, filter, minwidth */
-  KN_OPTS_VIEW = 1 << 2,     /* width, height, title, icicle, theme */
-  KN_OPTS_PRINT = 1 << 3,    /* format, maxdepth, mincount, cols */
-  KN_OPTS_DIFF = 1 << 4,     /* negate, normalize, delta, noise */
-  KN_OPTS_ALLOC = 1 << 5,    /* sample_rate, weight, live */
-  KN_OPTS_KIND = 1 << 6,     /* allocs (baselines and diffs: which profiler) */
-  KN_OPTS_LOAD = 1 << 7,     /* as, per_input, max_input_size (%profload) */
+  KN_OPTS_SAMPLING = 1 << 16,                           /* delay, n */
+  KN_OPTS_PROFILER = KN_OPTS_SAMPLING | FL_OPTS_THREADS, /* delay, n, threads */
+  KN_OPTS_TREE = FL_OPTS_TREE,   /* threads, C, combine, lines, recur, pruned, filter, minwidth */
+  KN_OPTS_VIEW = FL_OPTS_VIEW,   /* width, height, title, icicle, theme */
+  KN_OPTS_PRINT = FL_OPTS_PRINT | FL_OPTS_TEXT, /* format, maxdepth, mincount, cols */
+  KN_OPTS_DIFF = FL_OPTS_DIFF,   /* negate, normalize, delta, noise, root_prefix */
+  KN_OPTS_ALLOC = 1 << 17,       /* sample_rate, weight, live */
+  KN_OPTS_KIND = 1 << 18,        /* allocs (baselines and diffs: which profiler) */
+  KN_OPTS_LOAD = 1 << 19,        /* as, per_input, max_input_size (%profload) */
 };
 
 /* One line per option of the groups, as the magics' help shows them:
- * "  delay=X              sampling interval in seconds (default 0.001)".
+ * "  delay=X              sampling interval in seconds (default: 0.001)".
  * New string. */
 char *kn_profmagic_options_help(unsigned groups);
 
@@ -45,26 +48,17 @@ typedef struct kn_profreq {
   kn_profmode_t mode;
   uint64_t delay_ns;
   uint64_t n_words;
-  fl_tree_opts_t tree;
-  fl_view_opts_t view;
-  fl_text_opts_t text;
-  bool flat; /* %profprint format=flat */
-  fl_diff_opts_t diff;
-  char *baseline; /* %%profbase / %%profdiffview NAME */
+  fl_options_t draw; /* the drawing options (tree, view, text, diff) */
+  char *baseline;    /* %%profbase / %%profdiffview NAME */
   /* Allocation profiles: whether this is one, and how it is taken. */
   bool allocs, allocs_given;
-  double sample_rate; /* default 0.1 */
+  double sample_rate;
   bool weight_count, live;
-  /* Which options were written (for defaults taken from a baseline, and
-   * options that do not fit the kind of profile). */
-  bool delay_set, n_set, sample_rate_set, weight_set, live_set, minwidth_set, lines_set;
+  /* Which of the kernel's options were written (for defaults taken from a
+   * baseline, and options that do not fit the kind of profile);
+   * draw.given says which drawing options were. */
+  bool delay_set, n_set, sample_rate_set, weight_set, live_set;
   size_t n_set_options; /* how many key=value options were written */
-  /* Storage behind the pointers in tree, view and diff. */
-  char **pruned;
-  char *filter;
-  int *threads;
-  char *title;
-  char *root_prefix; /* owns diff.root_prefix */
   char **positional; /* words that are not options (NULL-terminated) */
   char *args;        /* the option words as written (for %profsave) */
 } kn_profreq_t;
