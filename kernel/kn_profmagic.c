@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cflame/fl_io.h"
+#include "cflame/fl_output.h"
 #include "kn_magic.h"
 #include "kn_strbuf.h"
 #include "kn_wire.h"
@@ -201,13 +202,24 @@ static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t
                                           .bundle = bundle});
 }
 
+/* The line under a graph's title, and text/plain's summary line: what
+ * prof holds, and for a diff against which baseline. New string. */
+static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t *req) {
+  char *summary = kn_prof_summary(prof);
+  if (!diff) return summary;
+  kn_strbuf_t note = KN_STRBUF_INIT;
+  kn_strbuf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
+  free(summary);
+  return kn_strbuf_steal(&note);
+}
+
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
                      const char *root_name, char *err, size_t err_size) {
   fl_tree_t *tree = fl_tree_build(prof, &req->draw.tree, root_name, err, err_size);
   if (!tree) return NULL;
-  char *summary = kn_prof_summary(prof);
+  char *summary = graph_note(prof, false, req);
   fl_view_opts_t view = req->draw.view;
-  view.note = summary; /* under the title, and text/plain's summary line */
+  view.note = summary;
   view.text_lead = untrusted_lead;
   view.markdown_hint = interactive_hint;
   json_t *bundle = fl_bundle(tree, &view, err, err_size);
@@ -227,18 +239,15 @@ json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_pr
                           size_t err_size) {
   fl_diff_t *d = fl_diff_build(target, baseline, &req->draw.tree, &req->draw.diff, root_name, err, err_size);
   if (!d) return NULL;
-  char *summary = kn_prof_summary(target);
-  kn_strbuf_t note = KN_STRBUF_INIT;
-  kn_strbuf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
+  char *note = graph_note(target, true, req);
   fl_view_opts_t view = req->draw.view;
-  view.note = note.data;
+  view.note = note;
   view.text_lead = untrusted_lead;
   view.markdown_hint = interactive_hint;
   json_t *bundle = fl_diff_bundle(d, &view, err, err_size);
   if (bundle) remember(kp, target, baseline, req, root_name, bundle);
   fl_diff_destroy(&d);
-  free(summary);
-  kn_strbuf_free(&note);
+  free(note);
   return bundle ? json_pack("{s:o, s:{}}", "data", bundle, "metadata") : NULL;
 }
 
@@ -258,101 +267,6 @@ char *kn_prof_empty_message(const fl_profile_t *prof) {
 
 /* ---- line magics without a worker ---- */
 
-/* ---- folded stacks of the last graph ---- */
-
-typedef struct folded_line {
-  char *stack; /* borrowed from a folded text */
-  uint64_t count[2]; /* baseline, target */
-} folded_line_t;
-
-/* Splits folded text (from fl_folded) in place into (stack, count) pairs,
- * adding them to *lines with the count in slot `which`. */
-static void add_folded(char *text, int which, folded_line_t **lines, size_t *n, size_t *cap) {
-  for (char *line = text; *line;) {
-    char *nl = strchr(line, '\n');
-    if (nl) *nl = '\0';
-    char *sp = strrchr(line, ' ');
-    if (sp) {
-      *sp = '\0';
-      if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 256;
-        *lines = kn_xrealloc(*lines, *cap * sizeof **lines);
-      }
-      (*lines)[*n] = (folded_line_t){.stack = line};
-      (*lines)[(*n)++].count[which] = strtoull(sp + 1, NULL, 10);
-    }
-    if (!nl) break;
-    line = nl + 1;
-  }
-}
-
-static int cmp_folded(const void *a, const void *b) {
-  return strcmp(((const folded_line_t *)a)->stack, ((const folded_line_t *)b)->stack);
-}
-
-/* The folded stacks of prof (against baseline, when not NULL), drawn with
- * req's tree options and root. A
- * diff is written as difffolded.pl writes one, "stack BASE TARGET" per
- * line (flamegraph.pl draws such a file as a differential flame graph),
- * the baseline scaled to the target's total first under normalize=true.
- * New string, or NULL with err. */
-static char *folded_text(const fl_profile_t *prof, const fl_profile_t *baseline, const char *root,
-                         const kn_profreq_t *req, char *err, size_t err_size) {
-  fl_tree_t *t = fl_tree_build(prof, &req->draw.tree, root, err, err_size);
-  if (!t) return NULL;
-  char *target = fl_folded(t);
-  fl_tree_destroy(&t);
-  if (!baseline) return target;
-  t = fl_tree_build(baseline, &req->draw.tree, root, err, err_size);
-  if (!t) {
-    free(target);
-    return NULL;
-  }
-  char *base = fl_folded(t);
-  fl_tree_destroy(&t);
-  folded_line_t *lines = NULL;
-  size_t n = 0, cap = 0;
-  add_folded(base, 0, &lines, &n, &cap);
-  add_folded(target, 1, &lines, &n, &cap);
-  if (n) qsort(lines, n, sizeof *lines, cmp_folded);
-  double total[2] = {0, 0};
-  for (size_t i = 0; i < n; i++) {
-    total[0] += (double)lines[i].count[0];
-    total[1] += (double)lines[i].count[1];
-  }
-  double scale = req->draw.diff.normalize && total[0] > 0 ? total[1] / total[0] : 1.0;
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  for (size_t i = 0; i < n;) {
-    /* A stack in both profiles: one line with both counts. */
-    uint64_t c[2] = {lines[i].count[0], lines[i].count[1]};
-    size_t j = i + 1;
-    for (; j < n && !strcmp(lines[j].stack, lines[i].stack); j++) {
-      c[0] += lines[j].count[0];
-      c[1] += lines[j].count[1];
-    }
-    kn_strbuf_printf(&sb, "%s %llu %llu\n", lines[i].stack,
-                     (unsigned long long)llround((double)c[0] * scale), (unsigned long long)c[1]);
-    i = j;
-  }
-  free(lines);
-  free(base);
-  free(target);
-  return kn_strbuf_steal(&sb);
-}
-
-/* The pprof file of prof, drawn with req's tree options and root (every
- * stack, unless minwidth was asked). New buffer of *len bytes, or NULL
- * with err. */
-static char *pprof_file(const fl_profile_t *prof, const char *root, kn_profreq_t *req,
-                        size_t *len, char *err, size_t err_size) {
-  if (!fl_options_given(&req->draw, "minwidth")) req->draw.tree.minwidth = 0;
-  fl_tree_t *t = fl_tree_build(prof, &req->draw.tree, root, err, err_size);
-  if (!t) return NULL;
-  char *out = fl_pprof(t, len);
-  fl_tree_destroy(&t);
-  return out;
-}
-
 int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
                       size_t err_size) {
   char **output = &res->output;
@@ -361,7 +275,6 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   const unsigned groups = KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_DIFF;
   if (kn_profreq_parse(kp, "profsave", args, groups, &req, err, err_size) < 0) return -1;
   int rc = -1;
-  json_t *bundle = NULL;
   char *text = NULL;
   size_t text_len = 0;
   const char *path = req.positional[0];
@@ -401,67 +314,49 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   /* A diff drawn again names its baseline as it was shown. */
   if (baseline && !opts->baseline && last.baseline_name)
     opts->baseline = kn_strdup(last.baseline_name);
-  if (!strcmp(format, "pprof")) {
-    if (baseline) {
-      snprintf(err, err_size, "%%profsave: a pprof file holds one profile, and the last graph is "
-                              "a diff; save it as .folded (both counts on each line), or show "
-                              "the profile alone (%%profshow) and save that");
-      goto out;
-    }
-    if (!(text = pprof_file(prof, root, opts, &text_len, err, err_size))) goto out;
-  } else if (!strcmp(format, "folded")) {
-    /* Every sample: nothing is too narrow for a file, unless asked. A
-     * diff's stacks are written by function unless lines are asked for:
-     * the same line of two cells ("cell[3]:2", "cell[5]:2") is one stack. */
-    if (!fl_options_given(&opts->draw, "minwidth")) opts->draw.tree.minwidth = 0;
-    if (baseline && !fl_options_given(&opts->draw, "lines")) opts->draw.tree.lines = false;
-    text = folded_text(prof, baseline, root, opts, err, err_size);
-    if (!text) goto out;
-  } else {
-    if (shown && !has_opts) {
-      bundle = json_incref(last.bundle);
-    } else {
-      json_t *content = baseline ? kn_prof_show_diff(kp, prof, baseline, opts, root, err, err_size)
-                                 : kn_prof_show(kp, prof, opts, root, err, err_size);
-      if (!content) goto out;
-      bundle = json_incref(json_object_get(content, "data"));
-      json_decref(content);
-    }
-    const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
-    json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
-    if (!strcmp(format, "svg")) {
-      text = kn_strdup(svg);
-    } else if (!strcmp(format, "text")) {
-      /* The report as shown, but for the line that speaks to a notebook. */
-      const char *shown_text = json_string_value(json_object_get(bundle, "text/plain"));
-      size_t lead = strlen(untrusted_lead);
-      if (shown_text && !strncmp(shown_text, untrusted_lead, lead) && shown_text[lead] == '\n')
-        shown_text += lead + 1;
-      text = kn_strdup(shown_text);
-    } else if (!strcmp(format, "html")) {
-      const char *title = opts->draw.view.title;
-      kn_strbuf_t t = KN_STRBUF_INIT;
-      if (!title) {
-        const fl_profile_info_t *info = fl_profile_info_const(prof);
-        kn_strbuf_printf(&t, "cflame %s: %s", baseline ? "diff" : "profile",
-                         info->source[0] ? info->source : root);
-        title = t.data;
-      }
-      text = fl_html_page(spec, svg, title);
-      kn_strbuf_free(&t);
-    } else {
-      text = json_dumps(spec, JSON_INDENT(1));
-    }
-    if (!text) {
-      snprintf(err, err_size, "%%profsave: out of memory");
-      goto out;
-    }
+  if (baseline && !strcmp(format, "pprof")) {
+    snprintf(err, err_size,
+             "%%profsave: a pprof file holds one profile, and the last graph is "
+             "a diff; save it as .folded (both counts on each line), or show "
+             "the profile alone (%%profshow) and save that");
+    goto out;
   }
-  if (!text_len) text_len = strlen(text);
+  /* A diff's folded stacks are written by function unless lines are asked
+   * for: the same line of two cells ("cell[3]:2", "cell[5]:2") is one
+   * stack. */
+  if (baseline && !strcmp(format, "folded") && !fl_options_given(&opts->draw, "lines"))
+    opts->draw.tree.lines = false;
+  /* The graph as the notebook draws it: its note, and an HTML page named
+   * after what it shows. */
+  char *note = graph_note(prof, baseline != NULL, opts);
+  opts->draw.view.note = note;
+  kn_strbuf_t page_title = KN_STRBUF_INIT;
+  if (!opts->draw.view.title) {
+    const fl_profile_info_t *info = fl_profile_info_const(prof);
+    kn_strbuf_printf(&page_title, "cflame %s: %s", baseline ? "diff" : "profile",
+                     info->source[0] ? info->source : root);
+  }
+  fl_output_req_t draw = {.profile = prof,
+                          .baseline = baseline,
+                          .root = root,
+                          .opts = &opts->draw,
+                          .format = format,
+                          .page_title = page_title.data};
+  char why[512];
+  text = fl_output_render(&draw, &text_len, why, sizeof why);
+  kn_strbuf_free(&page_title);
+  if (text && !strcmp(format, "text")) {
+    /* The report as the notebook prints it: the note first. */
+    kn_strbuf_t t = KN_STRBUF_INIT;
+    kn_strbuf_printf(&t, "%s\n%s", note, text);
+    free(text);
+    text_len = t.len;
+    text = kn_strbuf_steal(&t);
+  }
+  free(note);
   /* Whole or not at all, and only a regular file: a FIFO or a device as the
    * target would make the kernel wait on it or write into it. */
-  char why[512];
-  if (fl_write_file(path, text, text_len, false, why, sizeof why) < 0) {
+  if (!text || fl_write_file(path, text, text_len, false, why, sizeof why) < 0) {
     snprintf(err, err_size, "%%profsave: %s", why);
     goto out;
   }
@@ -471,7 +366,6 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   rc = 0;
 out:
   free(text);
-  json_decref(bundle);
   kn_profreq_free(&req);
   if (have_drawn) kn_profreq_free(&drawn);
   return rc;

@@ -31,10 +31,10 @@
 #include "cflame/fl_diff.h"
 #include "cflame/fl_io.h"
 #include "cflame/fl_options.h"
+#include "cflame/fl_output.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
-#include "cflame.h"
 #include "rc_record.h"
 
 #ifndef CFLAME_VERSION
@@ -43,12 +43,8 @@
 
 #define EXIT_USAGE 2
 
-typedef enum format { FMT_SVG, FMT_HTML, FMT_VEGALITE, FMT_FOLDED, FMT_TEXT, FMT_PPROF } format_t;
-static const char *const format_names[] = {"svg", "html", "vegalite", "folded", "text", "pprof"};
-#define N_FORMATS ((int)(sizeof format_names / sizeof *format_names))
-
 typedef struct cli {
-  format_t format;
+  const char *format; /* a format of fl_output.h's table */
   bool format_given;
   const char *output; /* NULL: standard output */
   fl_input_kind_t input_kind;
@@ -62,7 +58,8 @@ typedef struct cli {
   int n_inputs;
 } cli_t;
 
-/* --help: this, the drawing options (from their table) and usage_tail. */
+/* --help: this, the formats and usage_output, the drawing options (from
+ * their tables) and usage_tail. */
 static const char usage_head[] =
     "Usage: cflame [OPTIONS] INPUT...\n"
     "       cflame record [OPTIONS] -- PROGRAM [ARGS...]   (cflame record --help)\n"
@@ -75,20 +72,10 @@ static const char usage_head[] =
     "standard input. Several INPUTs are merged into one profile, or with\n"
     "--per-input drawn side by side.\n"
     "\n"
-    "Output:\n"
-    "  -f, --format FORMAT    svg, html, vegalite, folded, text or pprof (default: by\n"
-    "                         -o's ending, .svg .html .vl.json .folded .txt .pb.gz;\n"
-    "                         else svg)\n"
-    "                           svg       the flame graph as an SVG image\n"
-    "                           html      a standalone page: the interactive view\n"
-    "                                     (vega-embed from a CDN) and the SVG, which\n"
-    "                                     shows when offline\n"
-    "                           vegalite  the Vega-Lite 5 spec (JSON)\n"
-    "                           folded    folded stacks; with --diff, \"stack BASE\n"
-    "                                     TARGET\" lines as difffolded.pl writes them\n"
-    "                           text      the tree as text, as %profprint prints it\n"
-    "                           pprof     pprof's profile.proto, gzipped, as `go tool\n"
-    "                                     pprof` reads it\n"
+    "Output:\n";
+
+/* After the formats: the rest of the output options. */
+static const char usage_output[] =
     "  -o, --output FILE      write to FILE (default: standard output); on any\n"
     "                         error nothing is written and FILE is left as it was\n"
     "      --input-format KIND  auto, folded, perf or pprof (default: auto, by\n"
@@ -137,11 +124,15 @@ static const struct {
      "                         either way, and bad input exits 2 (default: no gate)\n"},
 };
 
-/* The drawing options the command takes. */
-#define DRAW_GROUPS (FL_OPTS_TREE | FL_OPTS_VIEW | FL_OPTS_TEXT | FL_OPTS_DIFF)
+#define DRAW_GROUPS FL_OPTS_DRAWING
 
 static void print_usage(void) {
   fputs(usage_head, stdout);
+  printf("  -f, --format FORMAT    one of these (default: by -o's ending, else svg):\n");
+  const fl_output_format_t *f;
+  for (size_t i = 0; (f = fl_output_format_at(i)) != NULL; i++)
+    printf("    %-9s %-9s %s\n", f->name, f->ending, f->help);
+  fputs(usage_output, stdout);
   for (size_t i = 0; i < sizeof help_sections / sizeof *help_sections; i++) {
     char *lines = fl_options_help(help_sections[i].groups, FL_FRONT_COMMAND);
     printf("%s\n%s%s%s\n", help_sections[i].heading,
@@ -210,7 +201,12 @@ static const struct option *long_options(const char **valid) {
 
 /* ---- errors ---- */
 
-void cflame_vsay(const char *who, const char *hint, const char *fmt, va_list ap) {
+/* "cflame: MESSAGE" on standard error, and the line hint after it (NULL:
+ * none), such as where the options are listed. */
+static void vsay(const char *hint, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void vsay(const char *hint, const char *fmt, va_list ap) {
+  const char *who = "cflame";
   fprintf(stderr, "%s: ", who);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
@@ -221,7 +217,7 @@ static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  cflame_vsay("cflame", NULL, fmt, ap);
+  vsay(NULL, fmt, ap);
   va_end(ap);
 }
 
@@ -230,7 +226,7 @@ static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static int usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  cflame_vsay("cflame", "(cflame --help lists every option)", fmt, ap);
+  vsay("(cflame --help lists every option)", fmt, ap);
   va_end(ap);
   return EXIT_USAGE;
 }
@@ -282,12 +278,10 @@ static int parse_args(int argc, char **argv, cli_t *c) {
     }
     switch (opt) {
       case 'f':
-        if ((k = pick(optarg, format_names, N_FORMATS)) < 0)
-          return usage_error(
-              "--format %s: unknown format; valid: svg, html, vegalite, folded, "
-              "text, pprof",
-              optarg);
-        c->format = (format_t)k;
+        if (!fl_output_format_known(optarg))
+          return usage_error("--format %s: unknown format; valid: %s", optarg,
+                             fl_output_formats(false));
+        c->format = optarg;
         c->format_given = true;
         break;
       case 'o':
@@ -343,7 +337,7 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   if (stdin_uses > 1) return usage_error("- (standard input) can be read only once");
   /* -o x.pb.gz: the format its ending names, unless --format said one. */
   const char *by_path = c->output ? fl_output_format_of_path(c->output) : NULL;
-  if (!c->format_given && by_path) c->format = (format_t)pick(by_path, format_names, N_FORMATS);
+  if (!c->format_given && by_path) c->format = by_path;
   const fl_diff_opts_t *diff = &c->draw.diff;
   bool diff_only = diff->negate || diff->normalize || diff->delta != FL_DELTA_TOTAL || diff->root_prefix;
   if (diff_only && !c->diff_base)
@@ -354,24 +348,18 @@ static int parse_args(int argc, char **argv, cli_t *c) {
     return usage_error(
         "--per-input with --diff: a diff compares two profiles; merge each side's inputs "
         "(without --per-input), or draw the inputs side by side without --diff");
-  if (c->diff_base && c->format == FMT_PPROF)
+  if (c->diff_base && !strcmp(c->format, "pprof"))
     return usage_error(
         "--diff with pprof output: a pprof file holds one profile; write the diff as svg, "
         "html, vegalite or text, or as folded stacks with both counts");
-  if (!fl_options_given(&c->draw, "minwidth") && (c->format == FMT_FOLDED || c->format == FMT_PPROF))
-    c->draw.tree.minwidth = 0;
   return -1;
 }
 
 /* ---- the work ---- */
 
-/* A profile `cflame record` made, drawn as if read from a file. */
-static const cflame_given_t *given;
-
 /* A profile of the files, merged, or with per_input each under a root
  * frame named after it. NULL after saying why. */
 static fl_profile_t *read_inputs(const cli_t *c, char *const *paths, int n, bool per_input) {
-  if (given && n == 1 && paths[0] == given->name) return fl_profile_copy(given->profile);
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   if (!p) {
     say("out of memory");
@@ -422,99 +410,6 @@ static void names_of(char *const *paths, int n, char *out, size_t size) {
     if (w < 0) break;
     used += (size_t)w;
   }
-}
-
-/* One "stack COUNT" line of fl_folded's output: the stack's length and
- * the count. */
-static size_t split_folded_line(const char *line, size_t n, uint64_t *count) {
-  size_t sp = n;
-  while (sp > 0 && line[sp - 1] != ' ') sp--;
-  *count = strtoull(line + sp, NULL, 10);
-  return sp ? sp - 1 : 0;
-}
-
-/* The folded form of a diff: "stack BASE TARGET" per stack of either
- * profile, as Brendan Gregg's difffolded.pl writes it and flamegraph.pl
- * reads it; --normalize scales BASE to the target's total. Both folded
- * texts are sorted the same way, so they merge in one pass. */
-static char *folded_diff(const fl_tree_t *target, const fl_tree_t *base, bool normalize) {
-  char *a = fl_folded(base), *b = fl_folded(target);
-  char *out = NULL;
-  size_t len = 0;
-  FILE *f = a && b ? open_memstream(&out, &len) : NULL;
-  if (!f) goto done;
-  double scale = 1;
-  uint64_t ta = fl_tree_root(base)->count, tb = fl_tree_root(target)->count;
-  if (normalize && ta) scale = (double)tb / (double)ta;
-  const char *pa = a, *pb = b;
-  while (*pa || *pb) {
-    const char *ea = strchrnul(pa, '\n'), *eb = strchrnul(pb, '\n');
-    uint64_t ca = 0, cb = 0;
-    size_t na = *pa ? split_folded_line(pa, (size_t)(ea - pa), &ca) : 0;
-    size_t nb = *pb ? split_folded_line(pb, (size_t)(eb - pb), &cb) : 0;
-    int c;
-    if (!*pa)
-      c = 1;
-    else if (!*pb)
-      c = -1;
-    else {
-      c = memcmp(pa, pb, na < nb ? na : nb);
-      if (!c) c = (na > nb) - (na < nb);
-    }
-    const char *stack = c <= 0 ? pa : pb;
-    size_t ns = c <= 0 ? na : nb;
-    uint64_t base_count = c <= 0 ? ca : 0, target_count = c >= 0 ? cb : 0;
-    fprintf(f, "%.*s %.0f %" PRIu64 "\n", (int)ns, stack, (double)base_count * scale, target_count);
-    if (c <= 0) pa = *ea ? ea + 1 : ea;
-    if (c >= 0) pb = *eb ? eb + 1 : eb;
-  }
-  if (fclose(f) != 0) {
-    free(out);
-    out = NULL;
-  }
-done:
-  free(a);
-  free(b);
-  return out;
-}
-
-/* The spec as compact JSON and a line end. New string, NULL out of memory. */
-static char *dump_spec(const json_t *spec) {
-  char *json = json_dumps(spec, JSON_COMPACT);
-  char *out = NULL;
-  if (json && asprintf(&out, "%s\n", json) < 0) out = NULL;
-  free(json);
-  return out;
-}
-
-/* The output: of the diff d when there is one, else of the tree t (a
- * diff's folded stacks are folded_diff's), *len bytes. New buffer; NULL
- * after saying why. */
-static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d, size_t *len) {
-  char err[512] = "out of memory";
-  char *out = NULL, *svg = NULL;
-  json_t *spec = NULL;
-  const fl_view_opts_t *v = &c->draw.view;
-  switch (c->format) {
-    case FMT_SVG: out = d ? fl_svg_diff(d, v) : fl_svg(t, v); break;
-    case FMT_TEXT: out = d ? fl_text_diff(d, NULL) : fl_text_tree(t, NULL); break;
-    case FMT_FOLDED: out = fl_folded(t); break;
-    case FMT_PPROF: return fl_pprof(t, len); /* one profile: parse_args refuses a diff */
-    case FMT_VEGALITE:
-      spec = d ? fl_vegalite_diff(d, v, err, sizeof err) : fl_vegalite(t, v, err, sizeof err);
-      if (spec) out = dump_spec(spec);
-      break;
-    case FMT_HTML:
-      spec = d ? fl_vegalite_diff(d, v, err, sizeof err) : fl_vegalite(t, v, err, sizeof err);
-      svg = d ? fl_svg_diff(d, v) : fl_svg(t, v);
-      if (spec && svg) out = fl_html_page(spec, svg, v->title);
-      break;
-  }
-  json_decref(spec);
-  free(svg);
-  if (!out) say("%s", err);
-  if (out) *len = strlen(out);
-  return out;
 }
 
 /* Writes text to f, named name in errors. Returns 0, or -1 after saying
@@ -616,8 +511,6 @@ static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) 
 static int run(cli_t *c) {
   int status = 1;
   fl_profile_t *target = NULL, *base = NULL;
-  fl_tree_t *tree = NULL, *base_tree = NULL;
-  fl_diff_t *diff = NULL;
   char *out = NULL, err[512];
   size_t out_len = 0;
   char names[512], summary[160], title[600];
@@ -633,40 +526,17 @@ static int run(cli_t *c) {
       snprintf(title, sizeof title, "%s", names);
     c->draw.view.title = title;
   }
-  c->draw.view.note = given && given->note ? given->note : summary;
+  c->draw.view.note = summary;
 
-  if (!c->diff_base) {
-    if (!(tree = fl_tree_build(target, &c->draw.tree, "all", err, sizeof err))) {
-      say("%s", err);
-      goto done;
-    }
-    out = render(c, tree, NULL, &out_len);
-  } else if (c->format == FMT_FOLDED) {
-    if (!(tree = fl_tree_build(target, &c->draw.tree, "all", err, sizeof err)) ||
-        !(base_tree = fl_tree_build(base, &c->draw.tree, "all", err, sizeof err))) {
-      say("%s", err);
-      goto done;
-    }
-    if (!(out = folded_diff(tree, base_tree, c->draw.diff.normalize)))
-      say("out of memory");
-    else
-      out_len = strlen(out);
-  } else {
-    if (!(diff = fl_diff_build(target, base, &c->draw.tree, &c->draw.diff, "all", err, sizeof err))) {
-      say("%s", err);
-      goto done;
-    }
-    out = render(c, NULL, diff, &out_len);
-  }
+  fl_output_req_t req = {
+      .profile = target, .baseline = base, .opts = &c->draw, .format = c->format};
+  if (!(out = fl_output_render(&req, &out_len, err, sizeof err))) say("%s", err);
   /* The output first: a CI job keeps the graph whatever the gate says. */
   if (out && write_output(c, out, out_len) == 0 &&
       (c->fail_above < 0 || gate(c, target, base) == 0))
     status = 0;
 done:
   free(out);
-  fl_diff_destroy(&diff);
-  fl_tree_destroy(&tree);
-  fl_tree_destroy(&base_tree);
   fl_profile_destroy(&target);
   fl_profile_destroy(&base);
   return status;
@@ -674,21 +544,13 @@ done:
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "record") == 0) return rc_record_main(argc - 1, argv + 1);
-  return cflame_draw(argc, argv, NULL);
-}
-
-int cflame_draw(int argc, char **argv, const cflame_given_t *g) {
-  given = g;
-  optind = 0; /* getopt starts afresh: record checks its options before it draws */
-  cli_t c = {.format = FMT_SVG,
+  cli_t c = {.format = "svg",
              .input_kind = FL_INPUT_AUTO,
              .max_input = FL_INPUT_LIMIT_DEFAULT,
              .fail_above = -1};
   fl_options_init(&c.draw, FL_FRONT_COMMAND);
   int status = parse_args(argc, argv, &c);
-  if (status < 0 && g && (c.n_inputs != 1 || c.inputs[0] != g->name))
-    status = usage_error("cflame record draws what it recorded: give it no INPUT");
-  if (status < 0 && !(g && !g->profile)) status = run(&c);
+  if (status < 0) status = run(&c);
   /* The gate's statuses: 1 says that a frame grew, so any error is 2. */
   if (c.fail_above >= 0 && status != 0)
     status = EXIT_USAGE;

@@ -43,6 +43,8 @@ enum {
   FL_OPTS_PRINT = 1u << 3,   /* format=tree|flat (a report's shape) */
   FL_OPTS_TEXT = 1u << 4,    /* maxdepth, mincount, cols */
   FL_OPTS_DIFF = 1u << 5,    /* negate, normalize, delta, noise, root_prefix */
+  /* What the cflame command (and `cflame record`) takes. */
+  FL_OPTS_DRAWING = FL_OPTS_TREE | FL_OPTS_VIEW | FL_OPTS_TEXT | FL_OPTS_DIFF,
 };
 
 typedef enum fl_front {
