@@ -208,12 +208,12 @@ static void reply_matches(kn_kernel_t *k, const request_t *r, matches_t *m, size
 /* ---- completion on magic lines ---- */
 
 /* Every option a magic takes: those of its option groups, from the
- * option tables (kn_profmagic_option). Calls fn with each. */
+ * option tables (kn_profreq_option). Calls fn with each. */
 static void each_option(const kn_magic_def_t *def, void (*fn)(void *, const char *,
                                                                const kn_optspec_t *),
                         void *ctx) {
   const kn_optspec_t *o;
-  for (size_t i = 0; (o = kn_profmagic_option(def->options, i)) != NULL; i++) fn(ctx, o->name, o);
+  for (size_t i = 0; (o = kn_profreq_option(def->options, i)) != NULL; i++) fn(ctx, o->name, o);
 }
 
 typedef struct option_search {

@@ -199,7 +199,7 @@ char *kn_magic_help(const char *name) {
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "%s\n\n%s", m->usage, m->help);
   if (m->options) {
-    char *options = kn_profmagic_options_help(m->options);
+    char *options = kn_profreq_options_help(m->options);
     kn_strbuf_printf(&sb, "\n\nOptions:\n%s", options);
     free(options);
   }

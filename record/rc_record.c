@@ -577,6 +577,32 @@ static char *command_line(const opts_t *o) {
   return out;
 }
 
+/* The format, and the output's name: checked before the program runs.
+ * Returns -1 to go on with *format set, else the exit status of a bad
+ * command line. */
+static int check_output(const opts_t *o, const char **format) {
+  const char *by_name = o->output ? fl_output_format_of_path(o->output) : NULL;
+  *format = o->format ? o->format : by_name;
+  if (!*format && o->output && strcmp(o->output, "-") != 0)
+    return usage_error(
+        "-o %s: cannot tell the format from the name; end it in %s, or give "
+        "--format",
+        o->output, fl_output_endings(true));
+  if (!*format) *format = "svg";
+  if (!fl_output_format_known(*format))
+    return usage_error("--format %s: unknown format; valid: %s", *format, fl_output_formats(false));
+  if (o->diff_base && !strcmp(*format, "pprof"))
+    return usage_error(
+        "--diff with pprof output: a pprof file holds one profile; write the diff as svg, html, "
+        "vegalite or text, or as folded stacks with both counts");
+  if (o->output && strcmp(o->output, "-") != 0) {
+    char err[1024], *checked = expand_output(o->output, 1, err, sizeof err);
+    if (!checked) return usage_error("%s", err);
+    free(checked);
+  }
+  return -1;
+}
+
 int rc_record_main(int argc, char **argv) {
   opts_t o = {.delay_s = DEFAULT_DELAY_S,
               .sample_rate = DEFAULT_SAMPLE_RATE,
@@ -589,36 +615,8 @@ int rc_record_main(int argc, char **argv) {
   fl_options_init(&o.draw, FL_FRONT_COMMAND);
   if ((status = parse(argc, argv, &o)) >= 0) goto done;
 
-  /* The format, and the output's name: checked before the program runs. */
-  const char *by_name = o.output ? fl_output_format_of_path(o.output) : NULL;
-  const char *format = o.format ? o.format : by_name;
-  if (!format && o.output && strcmp(o.output, "-") != 0) {
-    status = usage_error("-o %s: cannot tell the format from the name; end it in %s, or give "
-                         "--format",
-                         o.output, fl_output_endings(true));
-    goto done;
-  }
-  if (!format) format = "svg";
-  if (!fl_output_format_known(format)) {
-    status =
-        usage_error("--format %s: unknown format; valid: %s", format, fl_output_formats(false));
-    goto done;
-  }
-  if (o.diff_base && !strcmp(format, "pprof")) {
-    status = usage_error(
-        "--diff with pprof output: a pprof file holds one profile; write the "
-        "diff as svg, html, vegalite or text, or as folded stacks with both "
-        "counts");
-    goto done;
-  }
-  if (o.output && strcmp(o.output, "-") != 0) {
-    char *checked = expand_output(o.output, 1, err, sizeof err);
-    if (!checked) {
-      status = usage_error("%s", err);
-      goto done;
-    }
-    free(checked);
-  }
+  const char *format;
+  if ((status = check_output(&o, &format)) >= 0) goto done;
   name = command_line(&o);
   if (o.diff_base && !(base = read_base(o.diff_base))) {
     status = 1;
