@@ -245,6 +245,21 @@ char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t 
   return out;
 }
 
+json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
+  draw_t d = {.r = r, .err = err, .err_size = err_size};
+  fl_options_copy(&d.opts, r->opts);
+  json_t *bundle = NULL;
+  if (r->baseline) {
+    if (diff_of(&d)) bundle = fl_diff_bundle(d.diff, &d.opts.view, err, err_size);
+  } else if (tree_of(&d)) {
+    bundle = fl_bundle(d.tree, &d.opts.view, err, err_size);
+  }
+  fl_tree_destroy(&d.tree);
+  fl_diff_destroy(&d.diff);
+  fl_options_free(&d.opts);
+  return bundle;
+}
+
 int fl_output_write(const fl_output_req_t *r, const char *path, bool in_place, size_t *written,
                     char *err, size_t err_size) {
   size_t len;

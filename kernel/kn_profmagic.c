@@ -50,42 +50,32 @@ static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t 
   return kn_strbuf_steal(&note);
 }
 
+/* The graph of prof (against baseline when not NULL: a diff) as
+ * display_data content, remembered for %profsave. New, or NULL with err. */
+static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
+                    const kn_profreq_t *req, const char *root_name, char *err, size_t err_size) {
+  char *note = graph_note(prof, baseline != NULL, req);
+  fl_options_t draw = req->draw; /* the same options, and what the notebook adds */
+  draw.view.note = note;
+  draw.view.text_lead = untrusted_lead;
+  draw.view.markdown_hint = interactive_hint;
+  fl_output_req_t r = {.profile = prof, .baseline = baseline, .root = root_name, .opts = &draw};
+  json_t *bundle = fl_output_bundle(&r, err, err_size);
+  free(note);
+  if (!bundle) return NULL;
+  remember(kp, prof, baseline, req, root_name, bundle);
+  return json_pack("{s:o, s:{}}", "data", bundle, "metadata");
+}
+
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
                      const char *root_name, char *err, size_t err_size) {
-  fl_tree_t *tree = fl_tree_build(prof, &req->draw.tree, root_name, err, err_size);
-  if (!tree) return NULL;
-  char *summary = graph_note(prof, false, req);
-  fl_view_opts_t view = req->draw.view;
-  view.note = summary;
-  view.text_lead = untrusted_lead;
-  view.markdown_hint = interactive_hint;
-  json_t *bundle = fl_bundle(tree, &view, err, err_size);
-  if (!bundle) {
-    fl_tree_destroy(&tree);
-    free(summary);
-    return NULL;
-  }
-  remember(kp, prof, NULL, req, root_name, bundle);
-  fl_tree_destroy(&tree);
-  free(summary);
-  return json_pack("{s:o, s:{}}", "data", bundle, "metadata");
+  return show(kp, prof, NULL, req, root_name, err, err_size);
 }
 
 json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_profile_t *baseline,
                           const kn_profreq_t *req, const char *root_name, char *err,
                           size_t err_size) {
-  fl_diff_t *d = fl_diff_build(target, baseline, &req->draw.tree, &req->draw.diff, root_name, err, err_size);
-  if (!d) return NULL;
-  char *note = graph_note(target, true, req);
-  fl_view_opts_t view = req->draw.view;
-  view.note = note;
-  view.text_lead = untrusted_lead;
-  view.markdown_hint = interactive_hint;
-  json_t *bundle = fl_diff_bundle(d, &view, err, err_size);
-  if (bundle) remember(kp, target, baseline, req, root_name, bundle);
-  fl_diff_destroy(&d);
-  free(note);
-  return bundle ? json_pack("{s:o, s:{}}", "data", bundle, "metadata") : NULL;
+  return show(kp, target, baseline, req, root_name, err, err_size);
 }
 
 char *kn_prof_empty_message(const fl_profile_t *prof) {

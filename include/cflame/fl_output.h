@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "cflame/fl_options.h"
 #include "cflame/fl_profile.h"
 
@@ -45,6 +47,11 @@ const char *fl_output_formats(bool and_last);
  * the target's total with normalize; a diff cannot be pprof. New buffer,
  * or NULL with err (a bad filter, profiles that cannot be compared). */
 char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t err_size);
+
+/* The MIME bundle of r (fl_bundle, or fl_diff_bundle for a diff), what a
+ * notebook displays; r->format is not read. New reference, or NULL with
+ * err. */
+json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size);
 
 /* Renders r and writes it to path whole or not at all (fl_write_file: a
  * file of its own next to path, renamed over it; in_place as there).

@@ -104,7 +104,32 @@ static void test_diff(void) {
   fl_profile_destroy(&target);
 }
 
+/* The bundle a notebook displays comes from the same request. */
+static void test_bundle(void) {
+  fl_profile_t *base = folded("main;a 10\n"), *target = folded("main;a 30\nmain;c 10\n");
+  fl_options_t o;
+  fl_options_init(&o, FL_FRONT_NOTEBOOK);
+  o.view.note = "the note";
+  char err[256] = "";
+  for (int diff = 0; diff < 2; diff++) {
+    fl_output_req_t r = {.profile = target, .baseline = diff ? base : NULL, .opts = &o};
+    json_t *b = fl_output_bundle(&r, err, sizeof err);
+    CHECK(b && json_object_get(b, "application/vnd.vegalite.v5+json") &&
+          json_object_get(b, "image/svg+xml") && json_object_get(b, "text/markdown"));
+    const char *text = json_string_value(json_object_get(b, "text/plain"));
+    CHECK(text && !strncmp(text, "the note\n", 9));
+    json_decref(b);
+  }
+  CHECK_INT(fl_options_set(&o, "filter", "/(/", err, sizeof err), 0);
+  fl_output_req_t r = {.profile = target, .opts = &o};
+  CHECK(fl_output_bundle(&r, err, sizeof err) == NULL && err[0]);
+  fl_options_free(&o);
+  fl_profile_destroy(&base);
+  fl_profile_destroy(&target);
+}
+
 int main(void) {
+  test_bundle();
   test_every_format();
   test_every_sample();
   test_diff();
