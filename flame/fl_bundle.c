@@ -26,13 +26,6 @@
 /* Under 1 MB with room for the display_data message around it. */
 #define BUNDLE_MAX_BYTES 1000000
 
-void fl_view_opts_init(fl_view_opts_t *v) {
-  memset(v, 0, sizeof *v);
-  v->width = 800;
-  v->height = 0;
-  v->max_rows = FL__MAX_ROWS;
-}
-
 /* ---- the bundle ---- */
 
 typedef struct ranked {

@@ -106,14 +106,6 @@ struct fl_diff {
   size_t n_notes;
 };
 
-void fl_diff_opts_init(fl_diff_opts_t *o) {
-  memset(o, 0, sizeof *o);
-  o->negate = false;
-  o->normalize = false;
-  o->delta = FL_DELTA_TOTAL;
-  o->noise = 2;
-}
-
 /* ---- one side of the matching ---- */
 
 typedef struct side {

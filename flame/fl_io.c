@@ -36,45 +36,6 @@ const char *fl_input_kind_name(fl_input_kind_t kind) {
   return "auto";
 }
 
-/* ---- outputs by file name ---- */
-
-/* The one table of file endings: %profsave and the cflame command read it. */
-static const struct {
-  const char *ending, *format;
-} outputs[] = {
-    {".svg", "svg"},       {".html", "html"}, {".vl.json", "vegalite"},
-    {".folded", "folded"}, {".txt", "text"},  {".pb.gz", "pprof"},
-};
-#define N_OUTPUTS (sizeof outputs / sizeof *outputs)
-
-const char *fl_output_format_of_path(const char *path) {
-  size_t len = strlen(path);
-  for (size_t i = 0; i < N_OUTPUTS; i++) {
-    size_t n = strlen(outputs[i].ending);
-    if (len > n && strcasecmp(path + len - n, outputs[i].ending) == 0) return outputs[i].format;
-  }
-  return NULL;
-}
-
-const char *fl_output_ending_of_format(const char *format) {
-  for (size_t i = 0; i < N_OUTPUTS; i++)
-    if (!strcmp(outputs[i].format, format)) return outputs[i].ending;
-  return NULL;
-}
-
-const char *fl_output_endings(bool and_last) {
-  static char lists[2][128];
-  char *out = lists[and_last];
-  if (!out[0]) {
-    size_t used = 0;
-    for (size_t i = 0; i < N_OUTPUTS; i++) {
-      const char *sep = i == 0 ? "" : and_last && i == N_OUTPUTS - 1 ? " or " : ", ";
-      used += (size_t)snprintf(out + used, sizeof lists[0] - used, "%s%s", sep, outputs[i].ending);
-    }
-  }
-  return out;
-}
-
 /* ---- telling the kinds apart ---- */
 
 /* After a header's thread id: an optional "[CPU]", then a timestamp

@@ -228,14 +228,6 @@ static bool has_location(const fl_frame_t *f) {
   return f->file || f->module;
 }
 
-void fl_text_opts_init(fl_text_opts_t *o) {
-  memset(o, 0, sizeof *o);
-  o->maxdepth = 0;
-  o->mincount = 0;
-  o->cols = 100;
-  o->max_lines = 0;
-}
-
 static bool printed(const fl_node_t *n, const fl_text_opts_t *o) {
   if (o->maxdepth > 0 && n->depth > o->maxdepth) return false;
   return n->count >= o->mincount;

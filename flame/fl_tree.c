@@ -689,15 +689,6 @@ static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t 
 
 /* ---- the tree ---- */
 
-void fl_tree_opts_init(fl_tree_opts_t *opts) {
-  memset(opts, 0, sizeof *opts);
-  opts->C = false;
-  opts->combine = true;
-  opts->lines = true;
-  opts->recur = FL_RECUR_OFF;
-  opts->minwidth = 0.001;
-}
-
 static void builder_free(builder_t *b) {
   if (b->re_ok) regfree(&b->re);
   free(b->roles);

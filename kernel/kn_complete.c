@@ -207,25 +207,13 @@ static void reply_matches(kn_kernel_t *k, const request_t *r, matches_t *m, size
 
 /* ---- completion on magic lines ---- */
 
-/* Every option key a magic takes: its option groups', then the key= words
- * its usage names (%profload's as=). Calls fn with each key. */
+/* Every option a magic takes: those of its option groups, from the
+ * option tables (kn_profreq_option). Calls fn with each. */
 static void each_option(const kn_magic_def_t *def, void (*fn)(void *, const char *,
                                                                const kn_optspec_t *),
                         void *ctx) {
   const kn_optspec_t *o;
-  for (size_t i = 0; (o = kn_profmagic_option(def->options, i)) != NULL; i++) fn(ctx, o->key, o);
-  for (const char *p = def->usage; *p; p++) {
-    if (!isalpha((unsigned char)*p) || (p > def->usage && is_ident((unsigned char)p[-1])))
-      continue;
-    const char *q = p;
-    while (is_ident((unsigned char)*q)) q++;
-    if (*q == '=') {
-      char key[64];
-      snprintf(key, sizeof key, "%.*s", (int)(q - p), p);
-      fn(ctx, key, NULL);
-    }
-    p = q - 1;
-  }
+  for (size_t i = 0; (o = kn_profreq_option(def->options, i)) != NULL; i++) fn(ctx, o->name, o);
 }
 
 typedef struct option_search {
@@ -252,8 +240,8 @@ static void option_values(const kn_magic_def_t *def, const char *key, const char
   option_search_t s = {m, prefix, key, NULL};
   each_option(def, option_spec, &s);
   if (!s.spec) return;
-  const char *choices = s.spec->type == KN_OPT_BOOL   ? "true|false"
-                        : s.spec->type == KN_OPT_ENUM ? s.spec->choices
+  const char *choices = s.spec->type == FL_OPT_BOOL   ? "true|false"
+                        : s.spec->type == FL_OPT_ENUM ? s.spec->choices
                                                       : NULL;
   for (const char *p = choices; p && *p;) {
     size_t n = strcspn(p, "|");

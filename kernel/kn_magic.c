@@ -168,10 +168,7 @@ fail:
 
 void kn_opts_free(kn_opts_t *opts) {
   if (!opts) return;
-  for (size_t i = 0; i < opts->n_vals; i++) {
-    free(opts->vals[i].s);
-    kn_words_free(opts->vals[i].list);
-  }
+  for (size_t i = 0; i < opts->n_vals; i++) fl_optval_free(&opts->vals[i]);
   free(opts->vals);
   kn_words_free(opts->positional);
   memset(opts, 0, sizeof *opts);
@@ -185,149 +182,19 @@ const kn_optval_t *kn_opts_get(const kn_opts_t *opts, const char *key) {
 
 static long find_key(const kn_optspec_t *spec, size_t n_spec, const char *key, size_t len) {
   for (size_t i = 0; i < n_spec; i++)
-    if (strlen(spec[i].key) == len && strncmp(spec[i].key, key, len) == 0) return (long)i;
+    if (strlen(spec[i].name) == len && strncmp(spec[i].name, key, len) == 0) return (long)i;
   return -1;
 }
 
-/* " (1..100000)" for a spec with a range, "" otherwise. */
-static void range_text(const kn_optspec_t *s, char *buf, size_t size) {
-  if (s->min > s->max)
-    buf[0] = '\0';
-  else if (s->type == KN_OPT_INT)
-    snprintf(buf, size, " (%lld..%lld)", (long long)s->min, (long long)s->max);
-  else
-    snprintf(buf, size, " (%g..%g)", s->min, s->max);
-}
-
-/* "a, b or c" from "a|b|c". */
-static char *choices_text(const char *choices) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  const char *p = choices ? choices : "";
-  while (*p) {
-    const char *bar = strchr(p, '|');
-    size_t len = bar ? (size_t)(bar - p) : strlen(p);
-    if (sb.len) kn_strbuf_puts(&sb, bar ? ", " : " or ");
-    kn_strbuf_append(&sb, p, len);
-    p += len + (bar ? 1 : 0);
-  }
-  return kn_strbuf_steal(&sb);
-}
-
-/* Whether s is a decimal number: [+-]digits[.digits][e[+-]digits], with at
- * least one digit before the exponent (".5" and "5." count). */
-static bool is_decimal(const char *s, bool allow_fraction) {
-  size_t digits = 0;
-  if (*s == '+' || *s == '-') s++;
-  while (*s >= '0' && *s <= '9') s++, digits++;
-  if (allow_fraction && *s == '.') {
-    s++;
-    while (*s >= '0' && *s <= '9') s++, digits++;
-  }
-  if (!digits) return false;
-  if (allow_fraction && (*s == 'e' || *s == 'E')) {
-    s++;
-    if (*s == '+' || *s == '-') s++;
-    if (!(*s >= '0' && *s <= '9')) return false;
-    while (*s >= '0' && *s <= '9') s++;
-  }
-  return *s == '\0';
-}
-
-/* Converts value for spec s into v. shown is the word as the user wrote it
- * ("width=abc", "-n abc") for the error message. */
+/* Converts value for spec s into v, with the library's checks and words
+ * (fl_option_parse) after the magic's name. shown is the word as the user
+ * wrote it ("width=abc", "-n abc") for the error message. */
 static int set_value(const char *magic, const kn_optspec_t *s, const char *value, const char *shown,
                      kn_optval_t *v, char *err, size_t err_size) {
-  char range[96];
-  range_text(s, range, sizeof range);
-  switch (s->type) {
-    case KN_OPT_BOOL:
-      if (strcmp(value, "true") == 0) {
-        v->b = true;
-      } else if (strcmp(value, "false") == 0) {
-        v->b = false;
-      } else {
-        set_err(err, err_size, "%s: %s is not valid; choose true or false", magic, shown);
-        return -1;
-      }
-      break;
-    case KN_OPT_INT: {
-      if (!is_decimal(value, false)) {
-        set_err(err, err_size, "%s: %s is not an integer%s", magic, shown, range);
-        return -1;
-      }
-      errno = 0;
-      long long i = strtoll(value, NULL, 10);
-      if (errno == ERANGE || (s->min <= s->max && ((double)i < s->min || (double)i > s->max))) {
-        set_err(err, err_size, "%s: %s is out of range%s", magic, shown,
-                range[0] ? range : " (too large)");
-        return -1;
-      }
-      v->i = i;
-      break;
-    }
-    case KN_OPT_DOUBLE: {
-      double d = is_decimal(value, true) ? strtod(value, NULL) : NAN;
-      if (!isfinite(d)) {
-        set_err(err, err_size, "%s: %s is not a number%s", magic, shown, range);
-        return -1;
-      }
-      if (s->min <= s->max && (d < s->min || d > s->max)) {
-        set_err(err, err_size, "%s: %s is out of range%s", magic, shown, range);
-        return -1;
-      }
-      v->d = d;
-      break;
-    }
-    case KN_OPT_STRING: v->s = kn_strdup(value); break;
-    case KN_OPT_ENUM: {
-      const char *p = s->choices ? s->choices : "";
-      size_t len = strlen(value);
-      bool found = false;
-      while (*p && !found) {
-        const char *bar = strchr(p, '|');
-        size_t n = bar ? (size_t)(bar - p) : strlen(p);
-        found = n == len && strncmp(p, value, len) == 0;
-        p += n + (bar ? 1 : 0);
-      }
-      if (!found) {
-        char *choices = choices_text(s->choices);
-        set_err(err, err_size, "%s: %s is not valid; choose %s", magic, shown, choices);
-        free(choices);
-        return -1;
-      }
-      v->s = kn_strdup(value);
-      break;
-    }
-    case KN_OPT_LIST: {
-      char **list = kn_xcalloc(1, sizeof *list);
-      size_t n = 0;
-      const char *p = value;
-      for (;;) {
-        const char *comma = strchr(p, ',');
-        const char *end = comma ? comma : p + strlen(p);
-        const char *a = p;
-        while (a < end && is_blank(*a)) a++;
-        while (end > a && is_blank(end[-1])) end--;
-        if (end == a) {
-          kn_words_free(list);
-          set_err(err, err_size,
-                  "%s: %s is not valid; give a comma-separated list of non-empty names", magic,
-                  shown);
-          return -1;
-        }
-        list = kn_xrealloc(list, (n + 2) * sizeof *list);
-        list[n++] = kn_strndup(a, (size_t)(end - a));
-        list[n] = NULL;
-        if (!comma) break;
-        p = comma + 1;
-      }
-      v->list = list;
-      v->n_list = n;
-      break;
-    }
-  }
-  v->set = true;
-  return 0;
+  char why[512];
+  if (fl_option_parse(s, value, shown, v, why, sizeof why) == 0) return 0;
+  set_err(err, err_size, "%s: %s", magic, why);
+  return -1;
 }
 
 static void unknown_option(const char *magic, const char *word, size_t len,
@@ -338,7 +205,7 @@ static void unknown_option(const char *magic, const char *word, size_t len,
   kn_strbuf_t sb = KN_STRBUF_INIT;
   for (size_t i = 0; i < n_spec; i++) {
     if (i) kn_strbuf_puts(&sb, ", ");
-    kn_strbuf_printf(&sb, "%s%s", flag ? "-" : "", spec[i].key);
+    kn_strbuf_printf(&sb, "%s%s", flag ? "-" : "", spec[i].name);
     if (flag && spec[i].help) kn_strbuf_printf(&sb, " (%s)", spec[i].help);
   }
   if (n_spec)
@@ -365,7 +232,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
   kn_strbuf_puts(&name, magic);
   out->vals = kn_xcalloc(n_spec ? n_spec : 1, sizeof *out->vals);
   out->n_vals = n_spec;
-  for (size_t i = 0; i < n_spec; i++) out->vals[i].key = spec[i].key;
+  for (size_t i = 0; i < n_spec; i++) out->vals[i].key = spec[i].name;
   out->positional = kn_xcalloc(1, sizeof *out->positional);
 
   char werr[256];
@@ -398,7 +265,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
     } else if (flag) {
       const char *key = w + 1;
       idx = find_key(spec, n_spec, key, strlen(key));
-      if (idx >= 0 && spec[idx].type == KN_OPT_BOOL) {
+      if (idx >= 0 && spec[idx].type == FL_OPT_BOOL) {
         value = "true";
         kn_strbuf_puts(&shown, w);
       } else if (idx >= 0) {
@@ -410,7 +277,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
         kn_strbuf_printf(&shown, "%s %s", w, value);
       } else {
         idx = find_key(spec, n_spec, key, 1);
-        if (idx < 0 || spec[idx].type == KN_OPT_BOOL) {
+        if (idx < 0 || spec[idx].type == FL_OPT_BOOL) {
           unknown_option(name.data, w, strlen(w), spec, n_spec, err, err_size);
           goto fail;
         }
@@ -425,7 +292,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
       continue;
     }
     if (out->vals[idx].set) {
-      set_err(err, err_size, "%s: option '%s' is given twice", name.data, spec[idx].key);
+      set_err(err, err_size, "%s: option '%s' is given twice", name.data, spec[idx].name);
       goto fail;
     }
     if (set_value(name.data, &spec[idx], value, shown.data, &out->vals[idx], err, err_size) < 0)

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cflame/fl_options.h"
+
 typedef struct kn_magic {
   char *name;   /* without the % or %%: "profview" */
   bool is_cell; /* written with %% */
@@ -44,33 +46,11 @@ void kn_cell_magics_free(kn_cell_magics_t *m);
 
 /* ---- option words ---- */
 
-typedef enum kn_opt_type {
-  KN_OPT_BOOL,   /* true|false */
-  KN_OPT_INT,    /* decimal integer, within [min, max] */
-  KN_OPT_DOUBLE, /* decimal or scientific, within [min, max] */
-  KN_OPT_STRING, /* any text */
-  KN_OPT_ENUM,   /* one of choices (a '|'-separated list: "tree|flat") */
-  KN_OPT_LIST,   /* comma-separated list of non-empty strings */
-} kn_opt_type_t;
-
-typedef struct kn_optspec {
-  const char *key;
-  kn_opt_type_t type;
-  const char *choices; /* KN_OPT_ENUM */
-  double min, max;     /* KN_OPT_INT, KN_OPT_DOUBLE; ignored when min > max */
-  const char *help;    /* one line, for error messages and %lsmagic */
-} kn_optspec_t;
-
-typedef struct kn_optval {
-  const char *key; /* borrowed from the spec */
-  bool set;
-  bool b;
-  long long i;
-  double d;
-  char *s;        /* STRING, ENUM: owned */
-  char **list;    /* LIST: owned, NULL-terminated */
-  size_t n_list;
-} kn_optval_t;
+/* An option of a magic: the flame library's description of an option
+ * (name, type, choices, range, help; fl_options.h), so that the drawing
+ * options of its table and the kernel's own are parsed alike. */
+typedef fl_option_t kn_optspec_t;
+typedef fl_optval_t kn_optval_t;
 
 typedef struct kn_opts {
   kn_optval_t *vals; /* one per spec entry, same order; owned */

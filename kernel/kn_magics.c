@@ -115,6 +115,7 @@ static const kn_magic_def_t magics[] = {
     {.name = "profclear", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_clear,
      .usage = "%profclear", .help = "Empty the session profile."},
     {.name = "profinit", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_init,
+     .options = KN_OPTS_SAMPLING,
      .usage = "%profinit [n=FRAMES] [delay=SECONDS]",
      .help = "Show or set the sample buffer size (frames) and the sampling interval "
              "(seconds)."},
@@ -198,7 +199,7 @@ char *kn_magic_help(const char *name) {
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "%s\n\n%s", m->usage, m->help);
   if (m->options) {
-    char *options = kn_profmagic_options_help(m->options);
+    char *options = kn_profreq_options_help(m->options);
     kn_strbuf_printf(&sb, "\n\nOptions:\n%s", options);
     free(options);
   }

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kn_spawn.h"
 #include "kn_strbuf.h"
 
 extern char **environ;
@@ -55,37 +56,26 @@ static char **man_environment(void) {
 }
 
 kn_manpage_t *kn_manpage_start(const char *name, bool is_type, char *err, size_t err_size) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) {
-    snprintf(err, err_size, "cannot create a pipe for man: %s", strerror(errno));
-    return NULL;
-  }
   kn_manpage_t *m = kn_xcalloc(1, sizeof *m);
   m->pid = -1;
-  m->out_fd = p[0];
-  fcntl(m->out_fd, F_SETFL, O_NONBLOCK);
-  char *argv[] = {"sh", "-c", (char *)script, "sh", (char *)name, is_type ? "3type" : "3",
-                  is_type ? "3" : "2", NULL};
+  m->out_fd = -1;
+  char *argv[] = {
+      "/bin/sh",           "-c", (char *)script, "sh", (char *)name, is_type ? "3type" : "3",
+      is_type ? "3" : "2", NULL};
   char **env = man_environment();
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  int rc = posix_spawn(&m->pid, "/bin/sh", &fa, &attr, argv, env);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  int rc = kn_spawn_piped(argv, &(kn_spawn_opts_t){.env = env}, &m->pid, &m->out_fd);
   free(env);
-  close(p[1]);
   if (rc != 0) {
-    snprintf(err, err_size, "cannot run man: %s", strerror(rc));
+    if (rc == -1)
+      snprintf(err, err_size, "cannot create a pipe for man: %s", strerror(errno));
+    else
+      snprintf(err, err_size, "cannot run man: %s", strerror(rc));
     m->pid = -1;
+    m->out_fd = -1;
     kn_manpage_destroy(&m);
+    return NULL;
   }
+  fcntl(m->out_fd, F_SETFL, O_NONBLOCK);
   return m;
 }
 

@@ -1,10 +1,8 @@
-/* kn_profmagic: the profiling magics' options, their line forms, and
- * showing profiles.
+/* kn_profmagic: the profiling magics' line forms, and showing profiles.
  *
- * The magics themselves are declared in the magic table (kn_magics.c).
- * This module parses their key=value options into a kn_profreq_t that
- * travels with the execution (kn_run.c starts it, kn_profrun.c uses it
- * when the run ends), runs the line forms that need no worker (%profshow,
+ * The magics themselves are declared in the magic table (kn_magics.c),
+ * their options parsed by kn_profreq.h. This module runs the line forms
+ * that need no worker (%profshow,
  * %profprint, %profclear, %profinit, %profsize, %profsave, %profload, and
  * %profbase and %profdiffview without a statement), and turns a profile
  * into a display_data bundle. */
@@ -19,66 +17,7 @@
 #include "cflame/fl_tree.h"
 #include "kn_magic.h"
 #include "kn_prof.h"
-
-/* Which option groups a magic takes. */
-enum {
-  KN_OPTS_PROFILER = 1 << 0, /* delay, n, threads */
-  KN_OPTS_TREE = 1 << 1,     /* C, combine, lines, recur, pruned, filter, minwidth */
-  KN_OPTS_VIEW = 1 << 2,     /* width, height, title, icicle, theme */
-  KN_OPTS_PRINT = 1 << 3,    /* format, maxdepth, mincount, cols */
-  KN_OPTS_DIFF = 1 << 4,     /* negate, normalize, delta, noise */
-  KN_OPTS_ALLOC = 1 << 5,    /* sample_rate, weight, live */
-  KN_OPTS_KIND = 1 << 6,     /* allocs (baselines and diffs: which profiler) */
-  KN_OPTS_LOAD = 1 << 7,     /* as, per_input, max_input_size (%profload) */
-};
-
-/* One line per option of the groups, as the magics' help shows them:
- * "  delay=X              sampling interval in seconds (default 0.001)".
- * New string. */
-char *kn_profmagic_options_help(unsigned groups);
-
-/* The i-th option of the groups, in the order the help lists them; NULL
- * past the last. Borrowed (static). For completion. */
-const kn_optspec_t *kn_profmagic_option(unsigned groups, size_t i);
-
-typedef struct kn_profreq {
-  kn_profmode_t mode;
-  uint64_t delay_ns;
-  uint64_t n_words;
-  fl_tree_opts_t tree;
-  fl_view_opts_t view;
-  fl_text_opts_t text;
-  bool flat; /* %profprint format=flat */
-  fl_diff_opts_t diff;
-  char *baseline; /* %%profbase / %%profdiffview NAME */
-  /* Allocation profiles: whether this is one, and how it is taken. */
-  bool allocs, allocs_given;
-  double sample_rate; /* default 0.1 */
-  bool weight_count, live;
-  /* Which options were written (for defaults taken from a baseline, and
-   * options that do not fit the kind of profile). */
-  bool delay_set, n_set, sample_rate_set, weight_set, live_set, minwidth_set, lines_set;
-  size_t n_set_options; /* how many key=value options were written */
-  /* Storage behind the pointers in tree, view and diff. */
-  char **pruned;
-  char *filter;
-  int *threads;
-  char *title;
-  char *root_prefix; /* owns diff.root_prefix */
-  char **positional; /* words that are not options (NULL-terminated) */
-  char *args;        /* the option words as written (for %profsave) */
-} kn_profreq_t;
-
-/* Parses args of magic (for messages: "profview") taking the option groups
- * in `groups`, with defaults from the session's settings. Returns 0, or -1
- * with err naming what is valid. */
-int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
-                     kn_profreq_t *req, char *err, size_t err_size);
-void kn_profreq_free(kn_profreq_t *req);
-
-/* Splits a line-magic's args into leading options and the statement that
- * follows ("width=600 f(3);" -> "width=600", "f(3);"). New strings. */
-void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, char **stmt);
+#include "kn_profreq.h"
 
 /* Builds the flame graph of prof and its display_data content ({"data":
  * bundle, "metadata": {}}), remembering it for %profsave. root_name names

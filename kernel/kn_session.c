@@ -20,6 +20,7 @@
 
 #include "kn_magic.h"
 #include "kn_names.h"
+#include "kn_spawn.h"
 #include "kn_strbuf.h"
 
 extern char **environ;
@@ -328,66 +329,11 @@ const char *kn_session_ldflags(const kn_session_t *s) { return s->ldflags; }
 
 /* ---- running the compiler ---- */
 
-/* Spawns argv in dir, in a process group of its own, with stdin from
- * /dev/null and stdout and stderr on a pipe: *pid and the pipe's reading
- * end *out_fd. Returns 0, or the posix_spawn error (ENOENT: no such
- * program), or -1 with errno when no pipe could be made. */
-static int spawn_piped(char *const argv[], const char *dir, pid_t *pid, int *out_fd) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return -1;
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  int rc = posix_spawnp(pid, argv[0], &fa, &attr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  close(p[1]);
-  if (rc != 0) {
-    close(p[0]);
-    return rc;
-  }
-  *out_fd = p[0];
-  return 0;
-}
-
 /* Runs argv in dir, collecting stdout and stderr into *output (new).
  * Returns the exit status (0..255), 127 when it could not start, or -1. */
 static int run_tool(char *const argv[], const char *dir, char **output) {
-  *output = NULL;
-  pid_t pid;
-  int fd, rc = spawn_piped(argv, dir, &pid, &fd);
-  if (rc == -1) return -1;
-  if (rc != 0) {
-    *output = kn_strdup(strerror(rc));
-    return 127;
-  }
-  kn_strbuf_t out = KN_STRBUF_INIT;
-  char buf[8192];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) != 0) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    kn_strbuf_append(&out, buf, (size_t)n);
-  }
-  close(fd);
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) {
-      status = -1;
-      break;
-    }
-  *output = kn_strbuf_steal(&out);
-  if (status == -1) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return kn_spawn_run(argv, &(kn_spawn_opts_t){.dir = dir, .search_path = true, .stderr_too = true},
+                      output);
 }
 
 static int check_words(const char *what, const char *value, char *err, size_t err_size) {
@@ -1049,7 +995,8 @@ struct kn_compile {
  * failed (which resource ran out, or that the compiler could not run). */
 static int spawn_tool(char *const argv[], const char *dir, kn_compile_t *job, char *err,
                       size_t err_size) {
-  int rc = spawn_piped(argv, dir, &job->pid, &job->out_fd);
+  kn_spawn_opts_t o = {.dir = dir, .search_path = true, .stderr_too = true};
+  int rc = kn_spawn_piped(argv, &o, &job->pid, &job->out_fd);
   if (rc == -1) {
     snprintf(err, err_size, "cannot create a pipe for the compiler's output: %s%s", strerror(errno),
              errno == EMFILE ? " (the kernel's limit of open files is reached)" : "");

@@ -11,8 +11,8 @@
 #include "kn_strbuf.h"
 
 static const kn_optspec_t flags[] = {
-    {"n", KN_OPT_INT, NULL, 1, 1e9, "loops per run"},
-    {"r", KN_OPT_INT, NULL, 1, 1e9, "runs"},
+    {"n", FL_OPT_INT, NULL, 1, 1e9, .help = "loops per run"},
+    {"r", FL_OPT_INT, NULL, 1, 1e9, .help = "runs"},
 };
 #define N_FLAGS (sizeof flags / sizeof flags[0])
 

@@ -17,9 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cflame.h"
 #include "cflame/fl_io.h"
+#include "cflame/fl_options.h"
+#include "cflame/fl_output.h"
 #include "cflame/fl_render.h"
+#include "fl__common.h"
 #include "rc_collect.h"
 #include "rc_files.h"
 #include "rc_program.h"
@@ -45,8 +47,8 @@ typedef struct opts {
   bool alloc_opts_given; /* --sample-rate, --live or --weight */
   double sample_rate;
   uint64_t buffer_words;
-  char **draw; /* the drawing options, passed to the cflame command */
-  int n_draw;
+  fl_options_t draw;     /* the drawing options (fl_options.h), as the cflame command's */
+  const char *diff_base; /* --diff BASE, or NULL */
   char **program; /* PROGRAM [ARGS...] */
   int n_program;
 } opts_t;
@@ -74,19 +76,19 @@ static const char usage_text[] =
     "                         (default 67108864: about 45 minutes of CPU at 1 ms)\n"
     "\n"
     "Output:\n"
-    "  -o, --output FILE      where to write; the format comes from the ending: .svg,\n"
-    "                         .html, .vl.json, .folded, .txt or .pb.gz; - is standard\n"
+    "  -o, --output FILE      where to write; the format comes from the ending, as\n"
+    "                         cflame's -o (cflame --help lists them); - is standard\n"
     "                         output.\n"
     "                         %p is the program's pid, %h the host's name, %r the\n"
     "                         MPI rank (OMPI_COMM_WORLD_RANK or PMI_RANK), %% a %\n"
     "                         (default: ./PROGRAM.cflame.svg, named after PROGRAM)\n"
-    "  -f, --format FORMAT    svg, html, vegalite, folded, text or pprof, whatever the\n"
+    "  -f, --format FORMAT    any of cflame's formats (cflame --help), whatever the\n"
     "                         ending\n"
     "\n"
-    "Every other option before -- is a drawing option of `cflame` (cflame --help):\n"
-    "--C/--no-C, --lines/--no-lines, --threads N,M (1 is each process's main thread,\n"
-    "then 2, 3, ... in the order they started), --minwidth, --filter, --pruned,\n"
-    "--title, --width, --height, --icicle, --theme, --diff BASE and the diff options.\n"
+    "Every other option before -- is a drawing option of `cflame` (cflame --help\n"
+    "lists them), such as --no-C, --no-lines, --minwidth or --title, or --diff BASE\n"
+    "and the diff options. --threads N,M counts 1 for each process's main thread,\n"
+    "then 2, 3, ... in the order they started.\n"
     "\n"
     "Examples:\n"
     "  cflame record -- ./solver input.dat            # writes ./solver.cflame.svg\n"
@@ -102,12 +104,22 @@ static const char usage_text[] =
 
 /* ---- messages ---- */
 
-/* "cflame record: MESSAGE" on standard error. */
+/* "cflame record: MESSAGE" on standard error, and the line hint after it
+ * (NULL: none). */
+static void vsay(const char *hint, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void vsay(const char *hint, const char *fmt, va_list ap) {
+  fputs("cflame record: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  if (hint) fprintf(stderr, "%s\n", hint);
+}
+
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  cflame_vsay("cflame record", NULL, fmt, ap);
+  vsay(NULL, fmt, ap);
   va_end(ap);
 }
 
@@ -116,7 +128,7 @@ static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static int usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  cflame_vsay("cflame record", "(cflame record --help lists its options)", fmt, ap);
+  vsay("(cflame record --help lists its options)", fmt, ap);
   va_end(ap);
   return EXIT_USAGE;
 }
@@ -152,6 +164,32 @@ static bool parse_double(const char *s, double lo, double hi, double *out) {
   if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
   *out = v;
   return true;
+}
+
+/* argv[*i] as a drawing option of the table (--NAME VALUE, --NAME=VALUE,
+ * --no-NAME for a boolean) into o->draw: 0 when it is none, -1 when it
+ * is one, else the exit status of a bad one. */
+static int draw_option(int argc, char **argv, int *i, opts_t *o) {
+  const char *w = argv[*i], *eq = strchr(w, '=');
+  if (strncmp(w, "--", 2) != 0) return 0;
+  char name[64];
+  snprintf(name, sizeof name, "%.*s", (int)(eq ? (size_t)(eq - w - 2) : strlen(w + 2)), w + 2);
+  bool no = !strncmp(name, "no-", 3);
+  const fl_option_t *opt = fl_option_find(no ? name + 3 : name);
+  if (!opt || !(opt->groups & FL_OPTS_DRAWING) || (no && opt->type != FL_OPT_BOOL)) return 0;
+  const char *value;
+  if (opt->type == FL_OPT_BOOL && !eq)
+    value = no ? "false" : "true";
+  else if (eq)
+    value = eq + 1;
+  else if (*i + 1 < argc && strcmp(argv[*i + 1], "--") != 0)
+    value = argv[++*i];
+  else
+    return usage_error("%s needs a value", w);
+  char err[512];
+  if (fl_options_set(&o->draw, opt->name, value, err, sizeof err) < 0)
+    return usage_error("%s", err);
+  return -1;
 }
 
 /* Parses argv into o. Returns -1 to go on, else the exit status. */
@@ -202,8 +240,29 @@ static int parse(int argc, char **argv, opts_t *o) {
             "68719476736",
             missing ? "" : v);
       o->buffer_words = n;
+    } else if (take(argv, argc, &i, "--diff", NULL, &v, &missing)) {
+      if (missing || !*v)
+        return usage_error("--diff needs the baseline's file (- for standard input)");
+      o->diff_base = v;
     } else {
-      o->draw[o->n_draw++] = argv[i]; /* the cflame command's */
+      int rc = draw_option(argc, argv, &i, o);
+      if (rc > 0) return rc;
+      if (rc == 0 && argv[i][0] != '-') {
+        bool ends = false;
+        for (int j = i + 1; j < argc && !ends; j++) ends = !strcmp(argv[j], "--");
+        if (!ends)
+          return usage_error(
+              "give the program after --: cflame record [OPTIONS] -- PROGRAM [ARGS...]");
+        return usage_error(
+            "%s: cflame record draws what it recorded and takes no INPUT; the "
+            "program goes after --",
+            argv[i]);
+      }
+      if (rc == 0)
+        return usage_error(
+            "unknown option %s; valid options: the recording's (cflame "
+            "record --help) and the drawing options (cflame --help)",
+            argv[i]);
     }
   }
   if (i >= argc)
@@ -213,6 +272,10 @@ static int parse(int argc, char **argv, opts_t *o) {
   if (o->n_program == 0) return usage_error("no PROGRAM after --");
   if (o->alloc_opts_given && !o->allocs)
     return usage_error("--sample-rate, --live and --weight need --allocs");
+  const fl_diff_opts_t *diff = &o->draw.diff;
+  if ((diff->negate || diff->normalize || diff->delta != FL_DELTA_TOTAL || diff->root_prefix) &&
+      !o->diff_base)
+    return usage_error("--negate, --normalize, --delta and --root-prefix need --diff BASE");
   return -1;
 }
 
@@ -233,7 +296,7 @@ static char *expand_output(const char *pattern, int pid, char *err, size_t err_s
   char *out = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&out, &len);
-  if (!f) abort();
+  if (!f) fl__oom(0);
   bool ok = true;
   for (const char *p = pattern; *p && ok; p++) {
     if (*p != '%') {
@@ -297,7 +360,7 @@ static char *preload_value(bool allocs, char *err, size_t err_size) {
   char *value = NULL;
   for (size_t i = 0; i < 2 && !value; i++) {
     char *lib, *real;
-    if (asprintf(&lib, "%s/%s/%s", exe, dirs[i], RC_PRELOAD_LIB) < 0) abort();
+    if (asprintf(&lib, "%s/%s/%s", exe, dirs[i], RC_PRELOAD_LIB) < 0) fl__oom(0);
     real = realpath(lib, NULL);
     free(lib);
     if (!real) continue;
@@ -312,7 +375,7 @@ static char *preload_value(bool allocs, char *err, size_t err_size) {
     }
     if (asprintf(&value, "%s/%s%s%s%s", real, RC_PRELOAD_LIB, allocs ? " " : "", allocs ? real : "",
                  allocs ? "/" RC_PRELOAD_ALLOCS_LIB : "") < 0)
-      abort();
+      fl__oom(0);
     free(real);
   }
   if (!value)
@@ -344,14 +407,14 @@ static int set_environment(const opts_t *o, const char *dir, char *err, size_t e
   const char *asan = getenv("ASAN_OPTIONS");
   char *options;
   if (asprintf(&options, "%s%sdetect_leaks=0", asan ? asan : "", asan && *asan ? ":" : "") < 0)
-    abort();
+    fl__oom(0);
   setenv("ASAN_OPTIONS", options, 1);
   free(options);
 #endif
   char *value, number[32];
   if (asprintf(&value, "%s%s%s%s%s", runtime, *runtime ? " " : "", preload,
                before && *before ? " " : "", before ? before : "") < 0)
-    abort();
+    fl__oom(0);
   setenv("LD_PRELOAD", value, 1);
   free(value);
   free(preload);
@@ -393,7 +456,7 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
   char *out = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&out, &len);
-  if (!f) abort();
+  if (!f) fl__oom(0);
   char n[64];
   if (o->allocs) {
     const char *approx = info->sample_rate < 1 ? "~" : "";
@@ -429,26 +492,6 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
 
 /* ---- the run ---- */
 
-/* The drawing command: cflame [--format F] [-o OUT] DRAW... -- NAME. */
-static char **draw_argv(const opts_t *o, const char *format, const char *output, char *name,
-                        int *argc) {
-  char **argv = calloc((size_t)o->n_draw + 8, sizeof *argv);
-  if (!argv) abort();
-  int n = 0;
-  argv[n++] = "cflame";
-  argv[n++] = "--format";
-  argv[n++] = (char *)format;
-  if (output) {
-    argv[n++] = "-o";
-    argv[n++] = (char *)output;
-  }
-  for (int i = 0; i < o->n_draw; i++) argv[n++] = o->draw[i];
-  argv[n++] = "--";
-  argv[n++] = name;
-  *argc = n;
-  return argv;
-}
-
 /* The output's name, now that the program's pid is known: -o's with its
  * %-sequences replaced, or ./PROGRAM.cflame.EXT by the format. New, or
  * NULL with err. */
@@ -464,7 +507,7 @@ static char *output_name(const opts_t *o, const char *format, int pid, char *err
     if (asprintf(&out, "%s.cflame%s%s", base, ending ? "" : ".", ending ? ending : format) < 0)
       out = NULL;
   }
-  if (!out) abort();
+  if (!out) fl__oom(0);
   return out;
 }
 
@@ -492,15 +535,72 @@ static void say_why_empty(const opts_t *o, bool interfered) {
         o->program[0], o->delay_s * 1e3, without);
 }
 
+/* The profile in --diff's BASE file (- for standard input), or NULL after
+ * saying why. */
+static fl_profile_t *read_base(const char *path) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t e;
+  if (fl_read_profile_file(p, path, FL_INPUT_AUTO, NULL, &e) == 0) return p;
+  if (e.line)
+    say("%s:%zu: %s", e.file, e.line, e.message);
+  else
+    say("%s", e.message);
+  fl_profile_destroy(&p);
+  return NULL;
+}
+
+/* Draws r to output: standard output ("-"), or the file whole or not at
+ * all (in place when it is not a regular file: /dev/null, a pipe).
+ * Returns 0, or -1 with err. */
+static int draw(const fl_output_req_t *r, const char *output, char *err, size_t err_size) {
+  if (strcmp(output, "-") != 0) return fl_output_write(r, output, true, NULL, err, err_size);
+  size_t len;
+  char *out = fl_output_render(r, &len, err, err_size);
+  if (!out) return -1;
+  int rc = 0;
+  if (fwrite(out, 1, len, stdout) != len || fflush(stdout) != 0) {
+    snprintf(err, err_size, "cannot write to standard output: %s", strerror(errno));
+    rc = -1;
+  }
+  free(out);
+  return rc;
+}
+
 /* "PROGRAM ARGS..." (new), the name the graph's title shows. */
 static char *command_line(const opts_t *o) {
   char *out = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&out, &len);
-  if (!f) abort();
+  if (!f) fl__oom(0);
   for (int i = 0; i < o->n_program; i++) fprintf(f, "%s%s", i ? " " : "", o->program[i]);
   fclose(f);
   return out;
+}
+
+/* The format, and the output's name: checked before the program runs.
+ * Returns -1 to go on with *format set, else the exit status of a bad
+ * command line. */
+static int check_output(const opts_t *o, const char **format) {
+  const char *by_name = o->output ? fl_output_format_of_path(o->output) : NULL;
+  *format = o->format ? o->format : by_name;
+  if (!*format && o->output && strcmp(o->output, "-") != 0)
+    return usage_error(
+        "-o %s: cannot tell the format from the name; end it in %s, or give "
+        "--format",
+        o->output, fl_output_endings(true));
+  if (!*format) *format = "svg";
+  if (!fl_output_format_known(*format))
+    return usage_error("--format %s: unknown format; valid: %s", *format, fl_output_formats(false));
+  if (o->diff_base && !strcmp(*format, "pprof"))
+    return usage_error(
+        "--diff with pprof output: a pprof file holds one profile; write the diff as svg, html, "
+        "vegalite or text, or as folded stacks with both counts");
+  if (o->output && strcmp(o->output, "-") != 0) {
+    char err[1024], *checked = expand_output(o->output, 1, err, sizeof err);
+    if (!checked) return usage_error("%s", err);
+    free(checked);
+  }
+  return -1;
 }
 
 int rc_record_main(int argc, char **argv) {
@@ -508,37 +608,20 @@ int rc_record_main(int argc, char **argv) {
               .sample_rate = DEFAULT_SAMPLE_RATE,
               .buffer_words = DEFAULT_BUFFER_WORDS};
   char err[1024], dir[PATH_MAX] = "";
-  char *name = NULL, *path = NULL, *output = NULL, *note = NULL, **dargv = NULL;
+  char *name = NULL, *path = NULL, *output = NULL, *note = NULL, *title = NULL;
+  fl_profile_t *base = NULL;
   rc_recording_t rec = {0};
   int status;
-  if (!(o.draw = calloc((size_t)argc, sizeof *o.draw))) abort();
+  fl_options_init(&o.draw, FL_FRONT_COMMAND);
   if ((status = parse(argc, argv, &o)) >= 0) goto done;
 
-  /* The format, and the output's name: checked before the program runs. */
-  const char *by_name = o.output ? fl_output_format_of_path(o.output) : NULL;
-  const char *format = o.format ? o.format : by_name;
-  if (!format && o.output && strcmp(o.output, "-") != 0) {
-    status = usage_error("-o %s: cannot tell the format from the name; end it in %s, or give "
-                         "--format",
-                         o.output, fl_output_endings(true));
+  const char *format;
+  if ((status = check_output(&o, &format)) >= 0) goto done;
+  name = command_line(&o);
+  if (o.diff_base && !(base = read_base(o.diff_base))) {
+    status = 1;
     goto done;
   }
-  if (!format) format = "svg";
-  if (o.output && strcmp(o.output, "-") != 0) {
-    char *checked = expand_output(o.output, 1, err, sizeof err);
-    if (!checked) {
-      status = usage_error("%s", err);
-      goto done;
-    }
-    free(checked);
-  }
-  name = command_line(&o);
-  int dargc;
-  dargv = draw_argv(&o, format, NULL, name, &dargc);
-  cflame_given_t check = {.name = name};
-  if ((status = cflame_draw(dargc, dargv, &check)) >= 0) goto done;
-  free(dargv);
-  dargv = NULL;
 
 #if defined(__SANITIZE_ADDRESS__)
   if (o.allocs) {
@@ -599,22 +682,30 @@ int rc_record_main(int argc, char **argv) {
     goto done;
   }
   note = summary_of(&rec, &run, &o);
-  dargv = draw_argv(&o, format, output, name, &dargc);
-  cflame_given_t given = {.profile = rec.profile, .name = name, .note = note};
-  if (cflame_draw(dargc, dargv, &given) == 0) {
-    if (strcmp(output, "-") == 0)
-      say("wrote the profile to standard output: %s", note);
-    else
-      say("wrote %s: %s", output, note);
+  if (!o.draw.view.title) {
+    if (asprintf(&title, "%s%s%s", name, base ? " against " : "", base ? o.diff_base : "") < 0)
+      fl__oom(0);
+    o.draw.view.title = title;
+  }
+  o.draw.view.note = note;
+  fl_output_req_t req = {
+      .profile = rec.profile, .baseline = base, .opts = &o.draw, .format = format};
+  if (draw(&req, output, err, sizeof err) < 0) {
+    say("%s", err);
+  } else if (strcmp(output, "-") == 0) {
+    say("wrote the profile to standard output: %s", note);
+  } else {
+    say("wrote %s: %s", output, note);
   }
 done:
   if (dir[0]) remove_recording(dir);
   rc_recording_free(&rec);
-  free(dargv);
+  free(title);
+  fl_profile_destroy(&base);
+  fl_options_free(&o.draw);
   free(note);
   free(output);
   free(path);
   free(name);
-  free(o.draw);
   return status;
 }

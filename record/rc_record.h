@@ -5,8 +5,9 @@
  * worker runs a cell: no perf_event permission is needed. Its standard
  * streams and exit status pass through (rc_run.c). When it ends, what
  * every process recorded is symbolized and made one profile (rc_collect.c),
- * which the cflame command draws with its own options and writers
- * (tools/cflame.h): -o FILE in the format its ending names, or
+ * drawn with the cflame command's drawing options (the flame library's
+ * table, fl_options.h) through the library's one output function
+ * (fl_output.h): -o FILE in the format its ending names, or
  * ./PROGRAM.cflame.svg. cflame exits with the program's status.
  *
  *   record/rc_record.c   options, the output's name, the whole run

@@ -30,10 +30,11 @@
 
 #include "cflame/fl_diff.h"
 #include "cflame/fl_io.h"
+#include "cflame/fl_options.h"
+#include "cflame/fl_output.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
-#include "cflame.h"
 #include "rc_record.h"
 
 #ifndef CFLAME_VERSION
@@ -42,31 +43,24 @@
 
 #define EXIT_USAGE 2
 
-typedef enum format { FMT_SVG, FMT_HTML, FMT_VEGALITE, FMT_FOLDED, FMT_TEXT, FMT_PPROF } format_t;
-static const char *const format_names[] = {"svg", "html", "vegalite", "folded", "text", "pprof"};
-#define N_FORMATS ((int)(sizeof format_names / sizeof *format_names))
-
 typedef struct cli {
-  format_t format;
+  const char *format; /* a format of fl_output.h's table */
   bool format_given;
   const char *output; /* NULL: standard output */
   fl_input_kind_t input_kind;
-  fl_tree_opts_t tree;
-  bool minwidth_given;
-  char **pruned; /* NULL-terminated, from --pruned */
-  int *threads;
-  fl_view_opts_t view;
+  fl_options_t draw; /* the drawing options (fl_options.h's table) */
   bool per_input;        /* --per-input: each input under a root of its own */
   size_t max_input;      /* --max-input-size: the limit on an input, raw and unzipped */
   const char *diff_base; /* --diff BASE, or NULL */
-  fl_diff_opts_t diff;
   double fail_above; /* --fail-above PCT, in points; < 0: no gate */
   bool gate_failed;  /* a frame grew by more than that */
   char **inputs;
   int n_inputs;
 } cli_t;
 
-static const char usage_text[] =
+/* --help: this, the formats and usage_output, the drawing options (from
+ * their tables) and usage_tail. */
+static const char usage_head[] =
     "Usage: cflame [OPTIONS] INPUT...\n"
     "       cflame record [OPTIONS] -- PROGRAM [ARGS...]   (cflame record --help)\n"
     "\n"
@@ -78,20 +72,10 @@ static const char usage_text[] =
     "standard input. Several INPUTs are merged into one profile, or with\n"
     "--per-input drawn side by side.\n"
     "\n"
-    "Output:\n"
-    "  -f, --format FORMAT    svg, html, vegalite, folded, text or pprof (default: by\n"
-    "                         -o's ending, .svg .html .vl.json .folded .txt .pb.gz;\n"
-    "                         else svg)\n"
-    "                           svg       the flame graph as an SVG image\n"
-    "                           html      a standalone page: the interactive view\n"
-    "                                     (vega-embed from a CDN) and the SVG, which\n"
-    "                                     shows when offline\n"
-    "                           vegalite  the Vega-Lite 5 spec (JSON)\n"
-    "                           folded    folded stacks; with --diff, \"stack BASE\n"
-    "                                     TARGET\" lines as difffolded.pl writes them\n"
-    "                           text      the tree as text, as %profprint prints it\n"
-    "                           pprof     pprof's profile.proto, gzipped, as `go tool\n"
-    "                                     pprof` reads it\n"
+    "Output:\n";
+
+/* After the formats: the rest of the output options. */
+static const char usage_output[] =
     "  -o, --output FILE      write to FILE (default: standard output); on any\n"
     "                         error nothing is written and FILE is left as it was\n"
     "      --input-format KIND  auto, folded, perf or pprof (default: auto, by\n"
@@ -101,54 +85,9 @@ static const char usage_text[] =
     "      --max-input-size SIZE  the most an INPUT (or BASE) may hold, and unzip\n"
     "                         to: bytes, or with K, M, G or T, such as 4G (default:\n"
     "                         1G). Only regular files and - are read\n"
-    "\n"
-    "Graph (the tree options of the notebook's magics):\n"
-    "      --C                show frames of system libraries (default)\n"
-    "      --no-C             fold frames of shared libraries under /usr/lib and /lib\n"
-    "                         into their callers\n"
-    "      --lines            one frame per source line, where the input has lines\n"
-    "                         (\"func (file:line)\" frames; default)\n"
-    "      --no-lines         one frame per function\n"
-    "      --recur off|flat   flat: recursion drawn as a loop (default: off)\n"
-    "      --filter TEXT      keep only stacks with a frame whose function contains\n"
-    "                         TEXT; /REGEX/ for an extended regular expression\n"
-    "                         (default: keep all)\n"
-    "      --pruned NAMES     comma-separated function names whose subtrees are cut\n"
-    "                         (default: none)\n"
-    "      --threads TIDS     comma-separated thread ids of perf script samples to\n"
-    "                         keep (default: all)\n"
-    "      --minwidth SHARE   hide frames narrower than SHARE of the total, 0 to 1\n"
-    "                         (default: 0.001; 0 for --format folded and pprof)\n"
-    "\n"
-    "View:\n"
-    "      --width PX         width in pixels (default: 800)\n"
-    "      --height PX        height in pixels (default: sized to the depth)\n"
-    "      --title TEXT       the title (default: the names of the inputs)\n"
-    "      --icicle           the root at the top (default: at the bottom)\n"
-    "      --theme light|dark colours for a light or dark page (default: light)\n"
-    "\n"
-    "Differential flame graph:\n"
-    "      --diff BASE        compare the INPUTs (the target) with the profile in\n"
-    "                         BASE (a file, or -): red grew, blue shrank (default:\n"
-    "                         no diff)\n"
-    "      --negate           draw the baseline's layout, coloured by baseline -\n"
-    "                         target (default: off)\n"
-    "      --normalize        scale the baseline to the target's total first\n"
-    "                         (default: off)\n"
-    "      --delta total|self inclusive change per frame, or self change (default:\n"
-    "                         total)\n"
-    "      --noise Z          changes under Z standard errors are drawn as noise;\n"
-    "                         0 turns this off (default: 2)\n"
-    "      --root-prefix TEXT the outermost frames (the programs) whose names\n"
-    "                         start with TEXT are compared with each other, as\n"
-    "                         one program (default: by name; when each profile\n"
-    "                         is one program, the two are compared whatever\n"
-    "                         their names)\n"
-    "      --fail-above PCT   a CI gate: exit 1 when a frame's share of its\n"
-    "                         profile's total grew by more than PCT points, and\n"
-    "                         list those frames on stderr; the output is written\n"
-    "                         either way, and bad input exits 2 (default: no gate)\n"
-    "\n"
+    "\n";
+
+static const char usage_tail[] =
     "  -h, --help             this text\n"
     "  -V, --version          the version\n"
     "\n"
@@ -165,74 +104,109 @@ static const char usage_text[] =
     "command line. With --fail-above: 0 when no frame grew by more than PCT, 1 when\n"
     "one did, 2 for any error (bad input, bad command line, unwritable output).\n";
 
-static const char valid_options[] =
-    "-f/--format, -o/--output, --input-format, --per-input, --max-input-size, --C, --no-C, "
-    "--lines, --no-lines, --recur, --filter, --pruned, --threads, --minwidth, --width, --height, "
-    "--title, --icicle, --theme, --diff, --negate, --normalize, --delta, --noise, --root-prefix, "
-    "--fail-above, -h/--help, -V/--version";
+/* The drawing options' sections of --help, with the command's own options
+ * of the differential flame graph around the table's. */
+static const struct {
+  const char *heading;
+  unsigned groups;
+  const char *before, *after;
+} help_sections[] = {
+    {"Graph (the tree options of the notebook's magics):", FL_OPTS_TREE, NULL, NULL},
+    {"View:", FL_OPTS_VIEW, NULL, NULL},
+    {"Text (--format text):", FL_OPTS_TEXT, NULL, NULL},
+    {"Differential flame graph:", FL_OPTS_DIFF,
+     "      --diff BASE        compare the INPUTs (the target) with the profile in\n"
+     "                         BASE (a file, or -): red grew, blue shrank (default:\n"
+     "                         no diff)\n",
+     "      --fail-above PCT   a CI gate: exit 1 when a frame's share of its\n"
+     "                         profile's total grew by more than PCT points, and\n"
+     "                         list those frames on stderr; the output is written\n"
+     "                         either way, and bad input exits 2 (default: no gate)\n"},
+};
+
+#define DRAW_GROUPS FL_OPTS_DRAWING
+
+static void print_usage(void) {
+  fputs(usage_head, stdout);
+  printf("  -f, --format FORMAT    one of these (default: by -o's ending, else svg):\n");
+  const fl_output_format_t *f;
+  for (size_t i = 0; (f = fl_output_format_at(i)) != NULL; i++)
+    printf("    %-9s %-9s %s\n", f->name, f->ending, f->help);
+  fputs(usage_output, stdout);
+  for (size_t i = 0; i < sizeof help_sections / sizeof *help_sections; i++) {
+    char *lines = fl_options_help(help_sections[i].groups, FL_FRONT_COMMAND);
+    printf("%s\n%s%s%s\n", help_sections[i].heading,
+           help_sections[i].before ? help_sections[i].before : "", lines,
+           help_sections[i].after ? help_sections[i].after : "");
+    free(lines);
+  }
+  fputs(usage_tail, stdout);
+}
 
 enum {
   OPT_INPUT_FORMAT = 256,
   OPT_PER_INPUT,
   OPT_MAX_INPUT_SIZE,
-  OPT_C,
-  OPT_NO_C,
-  OPT_LINES,
-  OPT_NO_LINES,
-  OPT_RECUR,
-  OPT_FILTER,
-  OPT_PRUNED,
-  OPT_THREADS,
-  OPT_MINWIDTH,
-  OPT_WIDTH,
-  OPT_HEIGHT,
-  OPT_TITLE,
-  OPT_ICICLE,
-  OPT_THEME,
   OPT_DIFF,
-  OPT_NEGATE,
-  OPT_NORMALIZE,
-  OPT_DELTA,
-  OPT_NOISE,
-  OPT_ROOT_PREFIX,
   OPT_FAIL_ABOVE,
+  OPT_DRAW, /* OPT_DRAW + 2 i: the table's option i; + 1: its --no- form */
 };
 
-static const struct option long_options[] = {
+/* The command's own options; the drawing options follow (long_options). */
+static const struct option own_options[] = {
     {"format", required_argument, NULL, 'f'},
     {"output", required_argument, NULL, 'o'},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
     {"per-input", no_argument, NULL, OPT_PER_INPUT},
     {"max-input-size", required_argument, NULL, OPT_MAX_INPUT_SIZE},
-    {"C", no_argument, NULL, OPT_C},
-    {"no-C", no_argument, NULL, OPT_NO_C},
-    {"lines", no_argument, NULL, OPT_LINES},
-    {"no-lines", no_argument, NULL, OPT_NO_LINES},
-    {"recur", required_argument, NULL, OPT_RECUR},
-    {"filter", required_argument, NULL, OPT_FILTER},
-    {"pruned", required_argument, NULL, OPT_PRUNED},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"minwidth", required_argument, NULL, OPT_MINWIDTH},
-    {"width", required_argument, NULL, OPT_WIDTH},
-    {"height", required_argument, NULL, OPT_HEIGHT},
-    {"title", required_argument, NULL, OPT_TITLE},
-    {"icicle", no_argument, NULL, OPT_ICICLE},
-    {"theme", required_argument, NULL, OPT_THEME},
     {"diff", required_argument, NULL, OPT_DIFF},
-    {"negate", no_argument, NULL, OPT_NEGATE},
-    {"normalize", no_argument, NULL, OPT_NORMALIZE},
-    {"delta", required_argument, NULL, OPT_DELTA},
-    {"noise", required_argument, NULL, OPT_NOISE},
-    {"root-prefix", required_argument, NULL, OPT_ROOT_PREFIX},
     {"fail-above", required_argument, NULL, OPT_FAIL_ABOVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
 };
+#define N_OWN (sizeof own_options / sizeof *own_options)
+#define MAX_LONG (N_OWN + 2 * 64 + 1)
+
+/* getopt's long options (made once): the command's own and, for each
+ * drawing option of the table, --NAME ('_' written '-'), and --no-NAME
+ * for a bool; *valid: the list an unknown option's message gives. */
+static const struct option *long_options(const char **valid) {
+  static struct option all[MAX_LONG];
+  static char names[MAX_LONG][72], list[2048];
+  static size_t n;
+  *valid = list;
+  if (n) return all;
+  size_t used = (size_t)snprintf(list, sizeof list,
+                                 "-f/--format, -o/--output, --input-format, --per-input, "
+                                 "--max-input-size");
+  memcpy(all, own_options, sizeof own_options);
+  n = N_OWN;
+  const fl_option_t *o;
+  for (size_t i = 0; (o = fl_option_at(i)) != NULL; i++) {
+    if (!(o->groups & DRAW_GROUPS)) continue;
+    bool is_bool = o->type == FL_OPT_BOOL;
+    for (int no = 0; no <= is_bool; no++) {
+      fl_option_shown(o, FL_FRONT_COMMAND, is_bool ? (no ? "false" : "true") : "", names[n],
+                      sizeof names[n]);
+      names[n][strcspn(names[n], " ")] = '\0';
+      used += (size_t)snprintf(list + used, sizeof list - used, ", %s", names[n]);
+      all[n] = (struct option){names[n] + 2, is_bool ? no_argument : required_argument, NULL,
+                               OPT_DRAW + 2 * (int)i + no};
+      n++;
+    }
+  }
+  snprintf(list + used, sizeof list - used, ", --diff, --fail-above, -h/--help, -V/--version");
+  return all;
+}
 
 /* ---- errors ---- */
 
-void cflame_vsay(const char *who, const char *hint, const char *fmt, va_list ap) {
+/* "cflame: MESSAGE" on standard error, and the line hint after it (NULL:
+ * none), such as where the options are listed. */
+static void vsay(const char *hint, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void vsay(const char *hint, const char *fmt, va_list ap) {
+  const char *who = "cflame";
   fprintf(stderr, "%s: ", who);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
@@ -243,7 +217,7 @@ static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  cflame_vsay("cflame", NULL, fmt, ap);
+  vsay(NULL, fmt, ap);
   va_end(ap);
 }
 
@@ -252,7 +226,7 @@ static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static int usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  cflame_vsay("cflame", "(cflame --help lists every option)", fmt, ap);
+  vsay("(cflame --help lists every option)", fmt, ap);
   va_end(ap);
   return EXIT_USAGE;
 }
@@ -282,63 +256,32 @@ static bool parse_double(const char *s, double *out) {
   return true;
 }
 
-static bool parse_int(const char *s, long lo, long hi, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = (int)v;
-  return true;
-}
-
-/* Splits a comma-separated list into a new NULL-terminated array of new
- * strings (empty items dropped). NULL out of memory. */
-static char **split_list(const char *s) {
-  size_t n = 1;
-  for (const char *p = s; *p; p++) n += *p == ',';
-  char **out = calloc(n + 1, sizeof *out);
-  if (!out) return NULL;
-  size_t k = 0;
-  for (const char *p = s;;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    if (len && !(out[k++] = strndup(p, len))) {
-      for (size_t i = 0; i < k; i++) free(out[i]);
-      free(out);
-      return NULL;
-    }
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return out;
-}
-
-static void free_list(char **list) {
-  if (!list) return;
-  for (char **p = list; *p; p++) free(*p);
-  free(list);
-}
-
 /* Parses argv into c. Returns -1 to go on, else the exit status (0 after
  * --help or --version, 2 for a bad command line). */
 static int parse_args(int argc, char **argv, cli_t *c) {
   static const char *const input_kinds[] = {"auto", "folded", "perf", "pprof"};
   static const fl_input_kind_t input_kind_values[] = {FL_INPUT_AUTO, FL_INPUT_FOLDED,
                                                       FL_INPUT_PERF_SCRIPT, FL_INPUT_PPROF};
-  static const char *const recurs[] = {"off", "flat"};
-  static const char *const themes[] = {"light", "dark"};
-  static const char *const deltas[] = {"total", "self"};
+  const char *valid_options;
+  const struct option *options = long_options(&valid_options);
+  char err[512];
   int k;
   opterr = 0; /* unknown options are reported below, with the valid ones */
-  for (int opt; (opt = getopt_long(argc, argv, ":f:o:hV", long_options, NULL)) != -1;) {
+  for (int opt; (opt = getopt_long(argc, argv, ":f:o:hV", options, NULL)) != -1;) {
+    if (opt >= OPT_DRAW) {
+      /* A drawing option: its --no- form is the value false. */
+      const fl_option_t *o = fl_option_at((size_t)(opt - OPT_DRAW) / 2);
+      const char *value = o->type != FL_OPT_BOOL ? optarg : (opt - OPT_DRAW) % 2 ? "false" : "true";
+      if (fl_options_set(&c->draw, o->name, value, err, sizeof err) < 0)
+        return usage_error("%s", err);
+      continue;
+    }
     switch (opt) {
       case 'f':
-        if ((k = pick(optarg, format_names, N_FORMATS)) < 0)
-          return usage_error(
-              "--format %s: unknown format; valid: svg, html, vegalite, folded, "
-              "text, pprof",
-              optarg);
-        c->format = (format_t)k;
+        if (!fl_output_format_known(optarg))
+          return usage_error("--format %s: unknown format; valid: %s", optarg,
+                             fl_output_formats(false));
+        c->format = optarg;
         c->format_given = true;
         break;
       case 'o':
@@ -358,106 +301,9 @@ static int parse_args(int argc, char **argv, cli_t *c) {
           return usage_error("--max-input-size %s: %s", optarg, why);
         break;
       }
-      case OPT_C: c->tree.C = true; break;
-      case OPT_NO_C: c->tree.C = false; break;
-      case OPT_LINES: c->tree.lines = true; break;
-      case OPT_NO_LINES: c->tree.lines = false; break;
-      case OPT_RECUR:
-        if ((k = pick(optarg, recurs, 2)) < 0)
-          return usage_error("--recur %s: valid: off, flat", optarg);
-        c->tree.recur = k ? FL_RECUR_FLAT : FL_RECUR_OFF;
-        break;
-      case OPT_FILTER: {
-        size_t n = strlen(optarg);
-        if (n == 0) return usage_error("--filter: the text is empty");
-        c->tree.filter_is_regex = n >= 2 && optarg[0] == '/' && optarg[n - 1] == '/';
-        if (c->tree.filter_is_regex) {
-          optarg[n - 1] = '\0'; /* argv is ours to change */
-          c->tree.filter = optarg + 1;
-        } else {
-          c->tree.filter = optarg;
-        }
-        break;
-      }
-      case OPT_PRUNED:
-        free_list(c->pruned);
-        if (!(c->pruned = split_list(optarg))) return say("out of memory"), 1;
-        c->tree.pruned = (const char *const *)c->pruned;
-        break;
-      case OPT_THREADS: {
-        char **items = split_list(optarg);
-        if (!items) return say("out of memory"), 1;
-        size_t n = 0;
-        while (items[n]) n++;
-        free(c->threads);
-        c->threads = calloc(n ? n : 1, sizeof *c->threads);
-        for (size_t i = 0; i < n && c->threads; i++) {
-          if (!parse_int(items[i], 0, 2147483647, &c->threads[i])) {
-            int rc = usage_error(
-                "--threads %s: \"%s\" is not a thread id (a non-negative "
-                "integer); give comma-separated ids",
-                optarg, items[i]);
-            free_list(items);
-            return rc;
-          }
-        }
-        free_list(items);
-        if (!c->threads) return say("out of memory"), 1;
-        if (n == 0) return usage_error("--threads: no thread id given");
-        c->tree.threads = c->threads;
-        c->tree.n_threads = n;
-        break;
-      }
-      case OPT_MINWIDTH:
-        if (!parse_double(optarg, &c->tree.minwidth) || c->tree.minwidth < 0 ||
-            c->tree.minwidth > 1)
-          return usage_error(
-              "--minwidth %s: expected a share of the total from 0 to 1, such "
-              "as 0.001",
-              optarg);
-        c->minwidth_given = true;
-        break;
-      case OPT_WIDTH:
-        if (!parse_int(optarg, 1, 100000, &c->view.width))
-          return usage_error("--width %s: expected pixels, a whole number from 1 to 100000",
-                             optarg);
-        break;
-      case OPT_HEIGHT:
-        if (!parse_int(optarg, 0, 100000, &c->view.height))
-          return usage_error(
-              "--height %s: expected pixels, a whole number from 0 (sized to "
-              "the depth) to 100000",
-              optarg);
-        break;
-      case OPT_TITLE: c->view.title = optarg; break;
-      case OPT_ICICLE: c->view.icicle = true; break;
-      case OPT_THEME:
-        if ((k = pick(optarg, themes, 2)) < 0)
-          return usage_error("--theme %s: valid: light, dark", optarg);
-        c->view.dark = k == 1;
-        break;
       case OPT_DIFF:
         if (!*optarg) return usage_error("--diff: the baseline file name is empty");
         c->diff_base = optarg;
-        break;
-      case OPT_NEGATE: c->diff.negate = true; break;
-      case OPT_NORMALIZE: c->diff.normalize = true; break;
-      case OPT_DELTA:
-        if ((k = pick(optarg, deltas, 2)) < 0)
-          return usage_error("--delta %s: valid: total, self", optarg);
-        c->diff.delta = k ? FL_DELTA_SELF : FL_DELTA_TOTAL;
-        break;
-      case OPT_NOISE:
-        if (!parse_double(optarg, &c->diff.noise) || c->diff.noise < 0)
-          return usage_error("--noise %s: expected a z-score, a number >= 0 (0 turns it off)",
-                             optarg);
-        break;
-      case OPT_ROOT_PREFIX:
-        if (!*optarg)
-          return usage_error(
-              "--root-prefix: the text is empty; give the start of the programs' "
-              "names, such as bt for bt and bt_slow");
-        c->diff.root_prefix = optarg;
         break;
       case OPT_FAIL_ABOVE:
         if (!parse_double(optarg, &c->fail_above) || c->fail_above < 0 || c->fail_above > 100)
@@ -466,7 +312,7 @@ static int parse_args(int argc, char **argv, cli_t *c) {
               "as 5",
               optarg);
         break;
-      case 'h': fputs(usage_text, stdout); return 0;
+      case 'h': print_usage(); return 0;
       case 'V': printf("cflame %s\n", CFLAME_VERSION); return 0;
       case ':':
         return usage_error("%s needs a value; valid options: %s", argv[optind - 1], valid_options);
@@ -491,9 +337,9 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   if (stdin_uses > 1) return usage_error("- (standard input) can be read only once");
   /* -o x.pb.gz: the format its ending names, unless --format said one. */
   const char *by_path = c->output ? fl_output_format_of_path(c->output) : NULL;
-  if (!c->format_given && by_path) c->format = (format_t)pick(by_path, format_names, N_FORMATS);
-  bool diff_only =
-      c->diff.negate || c->diff.normalize || c->diff.delta != FL_DELTA_TOTAL || c->diff.root_prefix;
+  if (!c->format_given && by_path) c->format = by_path;
+  const fl_diff_opts_t *diff = &c->draw.diff;
+  bool diff_only = diff->negate || diff->normalize || diff->delta != FL_DELTA_TOTAL || diff->root_prefix;
   if (diff_only && !c->diff_base)
     return usage_error("--negate, --normalize, --delta and --root-prefix need --diff BASE");
   if (c->fail_above >= 0 && !c->diff_base)
@@ -502,24 +348,18 @@ static int parse_args(int argc, char **argv, cli_t *c) {
     return usage_error(
         "--per-input with --diff: a diff compares two profiles; merge each side's inputs "
         "(without --per-input), or draw the inputs side by side without --diff");
-  if (c->diff_base && c->format == FMT_PPROF)
+  if (c->diff_base && !strcmp(c->format, "pprof"))
     return usage_error(
         "--diff with pprof output: a pprof file holds one profile; write the diff as svg, "
         "html, vegalite or text, or as folded stacks with both counts");
-  if (!c->minwidth_given && (c->format == FMT_FOLDED || c->format == FMT_PPROF))
-    c->tree.minwidth = 0;
   return -1;
 }
 
 /* ---- the work ---- */
 
-/* A profile `cflame record` made, drawn as if read from a file. */
-static const cflame_given_t *given;
-
 /* A profile of the files, merged, or with per_input each under a root
  * frame named after it. NULL after saying why. */
 static fl_profile_t *read_inputs(const cli_t *c, char *const *paths, int n, bool per_input) {
-  if (given && n == 1 && paths[0] == given->name) return fl_profile_copy(given->profile);
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   if (!p) {
     say("out of memory");
@@ -570,99 +410,6 @@ static void names_of(char *const *paths, int n, char *out, size_t size) {
   }
 }
 
-/* One "stack COUNT" line of fl_folded's output: the stack's length and
- * the count. */
-static size_t split_folded_line(const char *line, size_t n, uint64_t *count) {
-  size_t sp = n;
-  while (sp > 0 && line[sp - 1] != ' ') sp--;
-  *count = strtoull(line + sp, NULL, 10);
-  return sp ? sp - 1 : 0;
-}
-
-/* The folded form of a diff: "stack BASE TARGET" per stack of either
- * profile, as Brendan Gregg's difffolded.pl writes it and flamegraph.pl
- * reads it; --normalize scales BASE to the target's total. Both folded
- * texts are sorted the same way, so they merge in one pass. */
-static char *folded_diff(const fl_tree_t *target, const fl_tree_t *base, bool normalize) {
-  char *a = fl_folded(base), *b = fl_folded(target);
-  char *out = NULL;
-  size_t len = 0;
-  FILE *f = a && b ? open_memstream(&out, &len) : NULL;
-  if (!f) goto done;
-  double scale = 1;
-  uint64_t ta = fl_tree_root(base)->count, tb = fl_tree_root(target)->count;
-  if (normalize && ta) scale = (double)tb / (double)ta;
-  const char *pa = a, *pb = b;
-  while (*pa || *pb) {
-    const char *ea = strchrnul(pa, '\n'), *eb = strchrnul(pb, '\n');
-    uint64_t ca = 0, cb = 0;
-    size_t na = *pa ? split_folded_line(pa, (size_t)(ea - pa), &ca) : 0;
-    size_t nb = *pb ? split_folded_line(pb, (size_t)(eb - pb), &cb) : 0;
-    int c;
-    if (!*pa)
-      c = 1;
-    else if (!*pb)
-      c = -1;
-    else {
-      c = memcmp(pa, pb, na < nb ? na : nb);
-      if (!c) c = (na > nb) - (na < nb);
-    }
-    const char *stack = c <= 0 ? pa : pb;
-    size_t ns = c <= 0 ? na : nb;
-    uint64_t base_count = c <= 0 ? ca : 0, target_count = c >= 0 ? cb : 0;
-    fprintf(f, "%.*s %.0f %" PRIu64 "\n", (int)ns, stack, (double)base_count * scale, target_count);
-    if (c <= 0) pa = *ea ? ea + 1 : ea;
-    if (c >= 0) pb = *eb ? eb + 1 : eb;
-  }
-  if (fclose(f) != 0) {
-    free(out);
-    out = NULL;
-  }
-done:
-  free(a);
-  free(b);
-  return out;
-}
-
-/* The spec as compact JSON and a line end. New string, NULL out of memory. */
-static char *dump_spec(const json_t *spec) {
-  char *json = json_dumps(spec, JSON_COMPACT);
-  char *out = NULL;
-  if (json && asprintf(&out, "%s\n", json) < 0) out = NULL;
-  free(json);
-  return out;
-}
-
-/* The output: of the diff d when there is one, else of the tree t (a
- * diff's folded stacks are folded_diff's), *len bytes. New buffer; NULL
- * after saying why. */
-static char *render(const cli_t *c, const fl_tree_t *t, const fl_diff_t *d, size_t *len) {
-  char err[512] = "out of memory";
-  char *out = NULL, *svg = NULL;
-  json_t *spec = NULL;
-  const fl_view_opts_t *v = &c->view;
-  switch (c->format) {
-    case FMT_SVG: out = d ? fl_svg_diff(d, v) : fl_svg(t, v); break;
-    case FMT_TEXT: out = d ? fl_text_diff(d, NULL) : fl_text_tree(t, NULL); break;
-    case FMT_FOLDED: out = fl_folded(t); break;
-    case FMT_PPROF: return fl_pprof(t, len); /* one profile: parse_args refuses a diff */
-    case FMT_VEGALITE:
-      spec = d ? fl_vegalite_diff(d, v, err, sizeof err) : fl_vegalite(t, v, err, sizeof err);
-      if (spec) out = dump_spec(spec);
-      break;
-    case FMT_HTML:
-      spec = d ? fl_vegalite_diff(d, v, err, sizeof err) : fl_vegalite(t, v, err, sizeof err);
-      svg = d ? fl_svg_diff(d, v) : fl_svg(t, v);
-      if (spec && svg) out = fl_html_page(spec, svg, v->title);
-      break;
-  }
-  json_decref(spec);
-  free(svg);
-  if (!out) say("%s", err);
-  if (out) *len = strlen(out);
-  return out;
-}
-
 /* Writes text to f, named name in errors. Returns 0, or -1 after saying
  * why. */
 static int write_stream(FILE *f, const char *name, const char *text, size_t len) {
@@ -694,9 +441,9 @@ static int write_output(const cli_t *c, const char *text, size_t len) {
  * after saying why. */
 static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) {
   char err[512];
-  fl_tree_opts_t tree = c->tree;
+  fl_tree_opts_t tree = c->draw.tree;
   tree.minwidth = 0;
-  fl_diff_opts_t opts = c->diff;
+  fl_diff_opts_t opts = c->draw.diff;
   opts.negate = false;
   fl_diff_t *d = fl_diff_build(target, base, &tree, &opts, "all", err, sizeof err);
   if (!d) {
@@ -708,7 +455,7 @@ static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) 
   for (const char *const *note = fl_diff_notes(d); *note; note++) say("note: %s", *note);
   fl_grown_t *grown;
   size_t n = fl_diff_grown(d, c->fail_above / 100, &grown);
-  const char *what = c->diff.delta == FL_DELTA_SELF ? "self share" : "share";
+  const char *what = c->draw.diff.delta == FL_DELTA_SELF ? "self share" : "share";
   c->gate_failed = n > 0;
   if (n) {
     say("--fail-above %g: %zu frame%s grew by more than %g points (%s of each profile's "
@@ -762,8 +509,6 @@ static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) 
 static int run(cli_t *c) {
   int status = 1;
   fl_profile_t *target = NULL, *base = NULL;
-  fl_tree_t *tree = NULL, *base_tree = NULL;
-  fl_diff_t *diff = NULL;
   char *out = NULL, err[512];
   size_t out_len = 0;
   char names[512], summary[160], title[600];
@@ -772,47 +517,24 @@ static int run(cli_t *c) {
   if (c->diff_base && !(base = read_inputs(c, (char *const *)&c->diff_base, 1, false))) goto done;
   names_of(c->inputs, c->n_inputs, names, sizeof names);
   summary_of(target, summary, sizeof summary);
-  if (!c->view.title) {
+  if (!c->draw.view.title) {
     if (c->diff_base)
       snprintf(title, sizeof title, "%s against %s", names, c->diff_base);
     else
       snprintf(title, sizeof title, "%s", names);
-    c->view.title = title;
+    c->draw.view.title = title;
   }
-  c->view.note = given && given->note ? given->note : summary;
+  c->draw.view.note = summary;
 
-  if (!c->diff_base) {
-    if (!(tree = fl_tree_build(target, &c->tree, "all", err, sizeof err))) {
-      say("%s", err);
-      goto done;
-    }
-    out = render(c, tree, NULL, &out_len);
-  } else if (c->format == FMT_FOLDED) {
-    if (!(tree = fl_tree_build(target, &c->tree, "all", err, sizeof err)) ||
-        !(base_tree = fl_tree_build(base, &c->tree, "all", err, sizeof err))) {
-      say("%s", err);
-      goto done;
-    }
-    if (!(out = folded_diff(tree, base_tree, c->diff.normalize)))
-      say("out of memory");
-    else
-      out_len = strlen(out);
-  } else {
-    if (!(diff = fl_diff_build(target, base, &c->tree, &c->diff, "all", err, sizeof err))) {
-      say("%s", err);
-      goto done;
-    }
-    out = render(c, NULL, diff, &out_len);
-  }
+  fl_output_req_t req = {
+      .profile = target, .baseline = base, .opts = &c->draw, .format = c->format};
+  if (!(out = fl_output_render(&req, &out_len, err, sizeof err))) say("%s", err);
   /* The output first: a CI job keeps the graph whatever the gate says. */
   if (out && write_output(c, out, out_len) == 0 &&
       (c->fail_above < 0 || gate(c, target, base) == 0))
     status = 0;
 done:
   free(out);
-  fl_diff_destroy(&diff);
-  fl_tree_destroy(&tree);
-  fl_tree_destroy(&base_tree);
   fl_profile_destroy(&target);
   fl_profile_destroy(&base);
   return status;
@@ -820,30 +542,18 @@ done:
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "record") == 0) return rc_record_main(argc - 1, argv + 1);
-  return cflame_draw(argc, argv, NULL);
-}
-
-int cflame_draw(int argc, char **argv, const cflame_given_t *g) {
-  given = g;
-  optind = 0; /* getopt starts afresh: record checks its options before it draws */
-  cli_t c = {.format = FMT_SVG,
+  cli_t c = {.format = "svg",
              .input_kind = FL_INPUT_AUTO,
              .max_input = FL_INPUT_LIMIT_DEFAULT,
              .fail_above = -1};
-  fl_tree_opts_init(&c.tree);
-  c.tree.C = true; /* every frame perf recorded, as flamegraph.pl draws it */
-  fl_view_opts_init(&c.view);
-  fl_diff_opts_init(&c.diff);
+  fl_options_init(&c.draw, FL_FRONT_COMMAND);
   int status = parse_args(argc, argv, &c);
-  if (status < 0 && g && (c.n_inputs != 1 || c.inputs[0] != g->name))
-    status = usage_error("cflame record draws what it recorded: give it no INPUT");
-  if (status < 0 && !(g && !g->profile)) status = run(&c);
+  if (status < 0) status = run(&c);
   /* The gate's statuses: 1 says that a frame grew, so any error is 2. */
   if (c.fail_above >= 0 && status != 0)
     status = EXIT_USAGE;
   else if (c.fail_above >= 0 && c.gate_failed)
     status = 1;
-  free_list(c.pruned);
-  free(c.threads);
+  fl_options_free(&c.draw);
   return status;
 }

@@ -56,7 +56,7 @@
  *
  * Noise. A change counts only when it is larger than sampling error: with
  * counts t and b (b scaled by s), z = (t - s b) / sqrt(t + s^2 b) (Poisson
- * counts; with delta=self, of self counts); |z| < noise (default 2; 0
+ * counts; with delta=self, of self counts); |z| < noise (0
  * turns this off) or delta 0 makes the frame "same".
  *
  * Layout. The graph is drawn with the target's layout and coloured by the
@@ -89,8 +89,8 @@ typedef enum fl_change {
 typedef struct fl_diff_opts {
   bool negate;             /* draw the baseline, colour by baseline - target */
   bool normalize;          /* scale the baseline's total to the target's */
-  fl_delta_kind_t delta;   /* default FL_DELTA_TOTAL */
-  double noise;            /* z-score threshold; default 2; 0: off */
+  fl_delta_kind_t delta;
+  double noise;            /* z-score threshold; 0: off */
   const char *root_prefix; /* NULL (default): roots match by name (see
                               "Roots"); else roots whose names start with
                               it match each other. Borrowed: it must
@@ -98,6 +98,7 @@ typedef struct fl_diff_opts {
                               --root-prefix and the magics' root_prefix= */
 } fl_diff_opts_t;
 
+/* The defaults, from the option table (fl_options.h). */
 void fl_diff_opts_init(fl_diff_opts_t *o);
 
 /* Per drawn node (indexed by fl_node_t.id of fl_diff_tree()). */

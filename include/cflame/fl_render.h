@@ -31,11 +31,11 @@
 CFLAME_BEGIN_DECLS
 
 typedef struct fl_view_opts {
-  int width;         /* pixels; default 800 */
-  int height;        /* pixels; 0 (default): sized to the depth */
+  int width;         /* pixels */
+  int height;        /* pixels; 0: sized to the depth */
   const char *title; /* NULL: none */
   const char *note;  /* a line under the title: samples, rate, CPU time */
-  bool icicle;       /* root at the top; default false (root at the bottom) */
+  bool icicle;       /* root at the top (else at the bottom) */
   bool dark;         /* dark theme */
   size_t max_rows;   /* default 5000 */
   /* Bundles only (fl_bundle, fl_diff_bundle); NULL (default): none. */
@@ -46,6 +46,7 @@ typedef struct fl_view_opts {
                                 where the interactive view is */
 } fl_view_opts_t;
 
+/* The defaults (of the option table, fl_options.h, where it holds them). */
 void fl_view_opts_init(fl_view_opts_t *v);
 
 /* The Vega-Lite 5 spec (with $schema). New reference, never NULL: err is
@@ -56,12 +57,13 @@ json_t *fl_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size
 char *fl_svg(const fl_tree_t *t, const fl_view_opts_t *v);
 
 typedef struct fl_text_opts {
-  int maxdepth;      /* deeper frames are not printed; default 0 = no limit */
-  uint64_t mincount; /* frames with fewer samples are not printed; default 0 */
-  int cols;          /* line width to cut at; default 100 */
+  int maxdepth;      /* deeper frames are not printed; 0 = no limit */
+  uint64_t mincount; /* frames with fewer samples are not printed */
+  int cols;          /* line width to cut at */
   size_t max_lines;  /* default 0 = no limit; the bundle uses 200 */
 } fl_text_opts_t;
 
+/* The defaults (of the option table, fl_options.h, where it holds them). */
 void fl_text_opts_init(fl_text_opts_t *o);
 
 /* Profile.print(format=:tree): a total line, a column header, then one

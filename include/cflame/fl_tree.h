@@ -68,9 +68,9 @@ enum {
 typedef enum fl_recur { FL_RECUR_OFF, FL_RECUR_FLAT } fl_recur_t;
 
 typedef struct fl_tree_opts {
-  bool C;       /* default false */
-  bool combine; /* default true */
-  bool lines;   /* default true */
+  bool C;
+  bool combine;
+  bool lines;
   fl_recur_t recur;
   const char *const *whole_functions; /* NULL-terminated, or NULL */
   const char *const *pruned; /* NULL-terminated, or NULL */
@@ -78,11 +78,11 @@ typedef struct fl_tree_opts {
   bool filter_is_regex;
   const int *threads; /* NULL: all threads */
   size_t n_threads;
-  double minwidth; /* default 0.001 */
-  bool inverted;   /* default false: the callers' tree */
+  double minwidth;
+  bool inverted; /* the callers' tree: where time was spent at the root */
 } fl_tree_opts_t;
 
-/* The defaults: C false, combine true, lines true, recur off, minwidth 0.001. */
+/* The defaults, from the option table (fl_options.h). */
 void fl_tree_opts_init(fl_tree_opts_t *opts);
 
 /* What tells a frame from a drawn sibling of the same function name. */

@@ -300,3 +300,19 @@ def test_help_lists_every_option():
                                   "--width=500", "--input-format=perf"])
 def test_each_view_and_tree_flag_is_accepted(flag):
     ET.fromstring(ok(flag, DATA / "single.txt"))
+
+
+def test_drawing_options_take_their_value_either_way():
+    # --NAME VALUE and --NAME=VALUE are one option, from the library's table
+    # (fl_options.h), as the notebook's NAME=VALUE; a boolean has --no-NAME.
+    apart = ok("-f", "text", "--minwidth", "0.5", "--no-lines", DATA / "single.txt")
+    joined = ok("-f", "text", "--minwidth=0.5", "--no-lines", DATA / "single.txt")
+    assert apart == joined
+    assert ok("-f", "text", "--cols=40", DATA / "single.txt") != ok("-f", "text", DATA / "single.txt")
+    # errors name the option as written, and what is valid
+    r = cflame("--minwidth=2", DATA / "single.txt")
+    assert r.returncode == 2 and "--minwidth 2 is out of range (0..1)" in r.stderr, r.stderr
+    r = cflame("--theme=sepia", DATA / "single.txt")
+    assert r.returncode == 2 and "choose light or dark" in r.stderr, r.stderr
+    r = cflame("--threads", "x", DATA / "single.txt")
+    assert r.returncode == 2 and "x is not a thread number" in r.stderr, r.stderr

@@ -166,16 +166,16 @@ static void test_words(void) {
 }
 
 static const kn_optspec_t view_spec[] = {
-    {"width", KN_OPT_INT, NULL, 1, 100000, "width in pixels"},
-    {"height", KN_OPT_INT, NULL, 1, 100000, "height in pixels"},
-    {"title", KN_OPT_STRING, NULL, 1, 0, "graph title"},
-    {"icicle", KN_OPT_BOOL, NULL, 1, 0, "root at the top"},
-    {"minwidth", KN_OPT_DOUBLE, NULL, 0, 1, "hide narrower frames"},
-    {"delay", KN_OPT_DOUBLE, NULL, 1, 0, "sampling interval"},
-    {"format", KN_OPT_ENUM, "tree|flat", 1, 0, "report format"},
-    {"recur", KN_OPT_ENUM, "off|flat|deep", 1, 0, "recursion"},
-    {"pruned", KN_OPT_LIST, NULL, 1, 0, "functions to cut"},
-    {"offset", KN_OPT_INT, NULL, 1, 0, "no range"},
+    {"width", FL_OPT_INT, NULL, 1, 100000, .help = "width in pixels"},
+    {"height", FL_OPT_INT, NULL, 1, 100000, .help = "height in pixels"},
+    {"title", FL_OPT_STRING, NULL, 1, 0, .help = "graph title"},
+    {"icicle", FL_OPT_BOOL, NULL, 1, 0, .help = "root at the top"},
+    {"minwidth", FL_OPT_DOUBLE, NULL, 0, 1, .help = "hide narrower frames"},
+    {"delay", FL_OPT_DOUBLE, NULL, 1, 0, .help = "sampling interval"},
+    {"format", FL_OPT_ENUM, "tree|flat", 1, 0, .help = "report format"},
+    {"recur", FL_OPT_ENUM, "off|flat|deep", 1, 0, .help = "recursion"},
+    {"pruned", FL_OPT_LIST, NULL, 1, 0, .help = "functions to cut"},
+    {"offset", FL_OPT_INT, NULL, 1, 0, .help = "no range"},
 };
 #define N_VIEW (sizeof view_spec / sizeof view_spec[0])
 
@@ -284,9 +284,9 @@ static void test_opts_bad_values(void) {
 }
 
 static const kn_optspec_t timeit_spec[] = {
-    {"n", KN_OPT_INT, NULL, 1, 1e9, "loops"},
-    {"r", KN_OPT_INT, NULL, 1, 1000, "repeats"},
-    {"q", KN_OPT_BOOL, NULL, 1, 0, "quiet"},
+    {"n", FL_OPT_INT, NULL, 1, 1e9, .help = "loops"},
+    {"r", FL_OPT_INT, NULL, 1, 1000, .help = "repeats"},
+    {"q", FL_OPT_BOOL, NULL, 1, 0, .help = "quiet"},
 };
 
 static void test_opts_flags(void) {

@@ -147,8 +147,34 @@ static void test_unknown(void) {
   }
 }
 
+/* Every KEY= a magic's usage names is an option of its groups: completion
+ * and help read the option tables, never the usage's prose. */
+static void test_usage_keys_are_options(void) {
+  const kn_magic_def_t *m;
+  for (size_t i = 0; (m = kn_magic_at(i)) != NULL; i++) {
+    for (const char *p = m->usage; *p; p++) {
+      if (!isalpha((unsigned char)*p) ||
+          (p > m->usage && (isalnum((unsigned char)p[-1]) || p[-1] == '_')))
+        continue;
+      const char *q = p;
+      while (isalnum((unsigned char)*q) || *q == '_') q++;
+      if (*q == '=') {
+        bool found = false;
+        const kn_optspec_t *o;
+        for (size_t j = 0; !found && (o = kn_profreq_option(m->options, j)) != NULL; j++)
+          found = strlen(o->name) == (size_t)(q - p) && !strncmp(o->name, p, (size_t)(q - p));
+        CHECK(found);
+        if (!found)
+          fprintf(stderr, "  %%%s: %.*s= is not among its options\n", m->name, (int)(q - p), p);
+      }
+      p = q - 1;
+    }
+  }
+}
+
 int main(void) {
   test_every_entry();
+  test_usage_keys_are_options();
   test_is_statement();
   test_unknown();
   return TEST_DONE();

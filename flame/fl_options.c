@@ -1,0 +1,693 @@
+/* fl_options: the drawing options' one table, and what is made of it (see
+ * fl_options.h). */
+#define _GNU_SOURCE
+#include "cflame/fl_options.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl__common.h"
+#include "fl__render.h"
+
+/* Where a row's value goes in fl_options_t. */
+typedef enum field {
+  F_BOOL,     /* bool at offset */
+  F_INT,      /* int at offset */
+  F_U64,      /* uint64_t at offset */
+  F_DOUBLE,   /* double at offset */
+  F_CHOICE,   /* the index of the choice, as an int at offset (enums in choice order) */
+  F_CHOICE_B, /* the index of the choice, as a bool at offset */
+  F_TITLE,    /* view.title, owned by title */
+  F_ROOT,     /* diff.root_prefix, owned by root_prefix */
+  F_FILTER,   /* tree.filter (and filter_is_regex for /REGEX/) */
+  F_PRUNED,   /* tree.pruned */
+  F_THREADS,  /* tree.threads (all: no list) */
+} field_t;
+
+typedef struct row {
+  fl_option_t o;
+  field_t field;
+  size_t offset;
+} row_t;
+
+#define AT(member) offsetof(fl_options_t, member)
+
+static int check_threads(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
+static int check_not_empty(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
+
+/* The table. A default is written here and nowhere else. */
+static const row_t rows[] = {
+    {{"threads", FL_OPT_LIST, .def = "all", .metavar = "N,M",
+      .help = "threads to show: numbers (1 = the main thread, 2, 3, ... in the order threads "
+              "started; perf script's thread ids), or all",
+      .groups = FL_OPTS_THREADS | FL_OPTS_TREE, .check = check_threads},
+     F_THREADS,
+     0},
+    {{"C", FL_OPT_BOOL, .def = "false", .def_command = "true",
+      .help = "show frames of system libraries; off, their time is folded into their callers",
+      .groups = FL_OPTS_TREE},
+     F_BOOL,
+     AT(tree.C)},
+    {{"combine", FL_OPT_BOOL, .def = "true",
+      .help = "one frame per source line; off, one per instruction address",
+      .groups = FL_OPTS_TREE},
+     F_BOOL,
+     AT(tree.combine)},
+    {{"lines", FL_OPT_BOOL, .def = "true",
+      .help = "one frame per source line where the input has lines; off, one per function",
+      .groups = FL_OPTS_TREE},
+     F_BOOL,
+     AT(tree.lines)},
+    {{"recur", FL_OPT_ENUM, "off|flat", .def = "off",
+      .help = "flat: a function already on the stack rewinds to its earlier frame, so "
+              "recursion looks like a loop",
+      .groups = FL_OPTS_TREE},
+     F_CHOICE,
+     AT(tree.recur)},
+    {{"pruned", FL_OPT_LIST, .metavar = "NAMES",
+      .help = "comma-separated function names whose subtrees are cut", .groups = FL_OPTS_TREE},
+     F_PRUNED,
+     0},
+    {{"filter", FL_OPT_STRING, .shown_def = "keep all",
+      .help = "keep only stacks with a frame whose function contains this text; /REGEX/ for "
+              "an extended regular expression",
+      .groups = FL_OPTS_TREE, .check = check_not_empty},
+     F_FILTER,
+     0},
+    {{"minwidth", FL_OPT_DOUBLE, NULL, 0, 1, .def = "0.001", .metavar = "SHARE",
+      .help = "hide frames narrower than this share of the total, 0 to 1 (files of every "
+              "sample, folded and pprof, take 0 unless it is given)",
+      .groups = FL_OPTS_TREE},
+     F_DOUBLE,
+     AT(tree.minwidth)},
+    {{"width", FL_OPT_INT, NULL, 100, 100000, .def = "800", .metavar = "PX",
+      .help = "width in pixels", .groups = FL_OPTS_VIEW},
+     F_INT,
+     AT(view.width)},
+    {{"height", FL_OPT_INT, NULL, 0, 100000, .def = "0", .shown_def = "0: sized to the depth",
+      .metavar = "PX", .help = "height in pixels", .groups = FL_OPTS_VIEW},
+     F_INT,
+     AT(view.height)},
+    {{"title", FL_OPT_STRING, .shown_def = "none; the command's: its inputs' names",
+      .help = "the title above the graph", .groups = FL_OPTS_VIEW},
+     F_TITLE,
+     0},
+    {{"icicle", FL_OPT_BOOL, .def = "false", .help = "the root at the top, not at the bottom",
+      .groups = FL_OPTS_VIEW},
+     F_BOOL,
+     AT(view.icicle)},
+    {{"theme", FL_OPT_ENUM, "light|dark", .def = "light",
+      .help = "colours for a light or a dark page", .groups = FL_OPTS_VIEW},
+     F_CHOICE_B,
+     AT(view.dark)},
+    {{"format", FL_OPT_ENUM, "tree|flat", .def = "tree",
+      .help = "tree: the indented call tree; flat: one line per function and line, most "
+              "expensive first",
+      .groups = FL_OPTS_PRINT},
+     F_CHOICE_B,
+     AT(flat)},
+    {{"maxdepth", FL_OPT_INT, NULL, 0, 10000, .def = "0", .shown_def = "0: all",
+      .help = "the deepest level printed", .groups = FL_OPTS_TEXT},
+     F_INT,
+     AT(text.maxdepth)},
+    {{"mincount", FL_OPT_INT, NULL, 0, 1e15, .def = "0",
+      .help = "frames with fewer samples are not printed", .groups = FL_OPTS_TEXT},
+     F_U64,
+     AT(text.mincount)},
+    {{"cols", FL_OPT_INT, NULL, 20, 10000, .def = "100", .help = "the printed lines' width",
+      .groups = FL_OPTS_TEXT},
+     F_INT,
+     AT(text.cols)},
+    {{"negate", FL_OPT_BOOL, .def = "false",
+      .help = "draw the baseline's layout, coloured by baseline - target", .groups = FL_OPTS_DIFF},
+     F_BOOL,
+     AT(diff.negate)},
+    {{"normalize", FL_OPT_BOOL, .def = "false",
+      .help = "scale the baseline to the target's total first", .groups = FL_OPTS_DIFF},
+     F_BOOL,
+     AT(diff.normalize)},
+    {{"delta", FL_OPT_ENUM, "total|self", .def = "total",
+      .help = "the inclusive change of each frame, or its self change", .groups = FL_OPTS_DIFF},
+     F_CHOICE,
+     AT(diff.delta)},
+    {{"noise", FL_OPT_DOUBLE, NULL, 0, 1000, .def = "2", .metavar = "Z",
+      .help = "changes under this many standard errors are drawn as noise; 0 turns this off",
+      .groups = FL_OPTS_DIFF},
+     F_DOUBLE,
+     AT(diff.noise)},
+    {{"root_prefix", FL_OPT_STRING, .shown_def = "by name",
+      .help = "the outermost frames (programs) whose names start with this text are compared "
+              "as one program",
+      .groups = FL_OPTS_DIFF, .check = check_not_empty},
+     F_ROOT,
+     0},
+};
+#define N_ROWS (sizeof rows / sizeof *rows)
+
+/* The enums a choice's index is stored as must keep the choices' order. */
+_Static_assert(FL_RECUR_OFF == 0 && FL_RECUR_FLAT == 1, "recur's choices are off|flat");
+_Static_assert(FL_DELTA_TOTAL == 0 && FL_DELTA_SELF == 1, "delta's choices are total|self");
+_Static_assert(N_ROWS <= 64, "fl_options_t.given has a bit per row");
+
+const fl_option_t *fl_option_at(size_t i) {
+  return i < N_ROWS ? &rows[i].o : NULL;
+}
+
+/* name and key alike, '-' matching '_'. */
+static bool same_name(const char *name, const char *key) {
+  for (; *name && *key; name++, key++)
+    if (*name != *key && !((*name == '-' || *name == '_') && (*key == '-' || *key == '_')))
+      return false;
+  return *name == *key;
+}
+
+static const row_t *row_named(const char *name) {
+  for (size_t i = 0; i < N_ROWS; i++)
+    if (same_name(name, rows[i].o.name)) return &rows[i];
+  return NULL;
+}
+
+const fl_option_t *fl_option_find(const char *name) {
+  const row_t *r = row_named(name);
+  return r ? &r->o : NULL;
+}
+
+static const row_t *row_of(const fl_option_t *o) {
+  for (size_t i = 0; i < N_ROWS; i++)
+    if (&rows[i].o == o) return &rows[i];
+  return NULL;
+}
+
+/* ---- values ---- */
+
+static void set_err(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t err_size, const char *fmt, ...) {
+  if (!err || !err_size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, err_size, fmt, ap);
+  va_end(ap);
+}
+
+/* " (1..100000)" for an option with a range, "" otherwise. */
+static void range_text(const fl_option_t *o, char *buf, size_t size) {
+  if (o->min > o->max)
+    buf[0] = '\0';
+  else if (o->type == FL_OPT_INT)
+    snprintf(buf, size, " (%lld..%lld)", (long long)o->min, (long long)o->max);
+  else
+    snprintf(buf, size, " (%g..%g)", o->min, o->max);
+}
+
+/* "a, b or c" from "a|b|c". New string. */
+static char *choices_text(const char *choices) {
+  fl__buf_t b = {0};
+  const char *p = choices ? choices : "";
+  fl__buf_add(&b, "", 0);
+  while (*p) {
+    const char *bar = strchr(p, '|');
+    size_t len = bar ? (size_t)(bar - p) : strlen(p);
+    if (b.len) fl__buf_puts(&b, bar ? ", " : " or ");
+    fl__buf_add(&b, p, len);
+    p += len + (bar ? 1 : 0);
+  }
+  return fl__buf_take(&b);
+}
+
+/* The index of value among choices ("a|b|c"), or -1. */
+static int choice_index(const char *choices, const char *value) {
+  size_t len = strlen(value);
+  int i = 0;
+  for (const char *p = choices ? choices : ""; *p; i++) {
+    size_t n = strcspn(p, "|");
+    if (n == len && !strncmp(p, value, len)) return i;
+    p += n + (p[n] == '|');
+  }
+  return -1;
+}
+
+/* Whether s is a decimal number: [+-]digits[.digits][e[+-]digits], with at
+ * least one digit before the exponent (".5" and "5." count). */
+static bool is_decimal(const char *s, bool allow_fraction) {
+  size_t digits = 0;
+  if (*s == '+' || *s == '-') s++;
+  while (*s >= '0' && *s <= '9') s++, digits++;
+  if (allow_fraction && *s == '.') {
+    s++;
+    while (*s >= '0' && *s <= '9') s++, digits++;
+  }
+  if (!digits) return false;
+  if (allow_fraction && (*s == 'e' || *s == 'E')) {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    if (!(*s >= '0' && *s <= '9')) return false;
+    while (*s >= '0' && *s <= '9') s++;
+  }
+  return *s == '\0';
+}
+
+static bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
+
+/* value as a comma-separated list of non-empty, trimmed items into v. */
+static bool parse_list(const char *value, fl_optval_t *v) {
+  char **list = fl__xcalloc(1, sizeof *list);
+  size_t n = 0;
+  for (const char *p = value;;) {
+    const char *comma = strchr(p, ',');
+    const char *end = comma ? comma : p + strlen(p), *a = p;
+    while (a < end && is_blank(*a)) a++;
+    while (end > a && is_blank(end[-1])) end--;
+    if (end == a) {
+      for (size_t i = 0; i < n; i++) free(list[i]);
+      free(list);
+      return false;
+    }
+    list = fl__xrealloc(list, n + 2, sizeof *list);
+    list[n++] = fl__xstrndup(a, (size_t)(end - a));
+    list[n] = NULL;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  v->list = list;
+  v->n_list = n;
+  return true;
+}
+
+int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, fl_optval_t *v,
+                    char *err, size_t err_size) {
+  char range[96];
+  range_text(o, range, sizeof range);
+  memset(v, 0, sizeof *v);
+  v->key = o->name;
+  switch (o->type) {
+    case FL_OPT_BOOL:
+      if (strcmp(value, "true") && strcmp(value, "false")) {
+        set_err(err, err_size, "%s is not valid; choose true or false", shown);
+        return -1;
+      }
+      v->b = !strcmp(value, "true");
+      break;
+    case FL_OPT_INT: {
+      if (!is_decimal(value, false)) {
+        set_err(err, err_size, "%s is not an integer%s", shown, range);
+        return -1;
+      }
+      errno = 0;
+      long long i = strtoll(value, NULL, 10);
+      if (errno == ERANGE || (o->min <= o->max && ((double)i < o->min || (double)i > o->max))) {
+        set_err(err, err_size, "%s is out of range%s", shown, range[0] ? range : " (too large)");
+        return -1;
+      }
+      v->i = i;
+      break;
+    }
+    case FL_OPT_DOUBLE: {
+      double d = is_decimal(value, true) ? strtod(value, NULL) : NAN;
+      if (!isfinite(d)) {
+        set_err(err, err_size, "%s is not a number%s", shown, range);
+        return -1;
+      }
+      if (o->min <= o->max && (d < o->min || d > o->max)) {
+        set_err(err, err_size, "%s is out of range%s", shown, range);
+        return -1;
+      }
+      v->d = d;
+      break;
+    }
+    case FL_OPT_STRING: v->s = fl__xstrdup(value); break;
+    case FL_OPT_ENUM:
+      if (choice_index(o->choices, value) < 0) {
+        char *choices = choices_text(o->choices);
+        set_err(err, err_size, "%s is not valid; choose %s", shown, choices);
+        free(choices);
+        return -1;
+      }
+      v->s = fl__xstrdup(value);
+      break;
+    case FL_OPT_LIST:
+      if (!parse_list(value, v)) {
+        set_err(err, err_size, "%s is not valid; give a comma-separated list of non-empty names",
+                shown);
+        return -1;
+      }
+      break;
+  }
+  v->set = true;
+  if (o->check && o->check(v, shown, err, err_size) < 0) {
+    fl_optval_free(v);
+    return -1;
+  }
+  return 0;
+}
+
+void fl_optval_free(fl_optval_t *v) {
+  free(v->s);
+  if (v->list)
+    for (size_t i = 0; i < v->n_list; i++) free(v->list[i]);
+  free(v->list);
+  memset(v, 0, sizeof *v);
+}
+
+/* threads: each item a thread number, or all. */
+static int check_threads(const fl_optval_t *v, const char *shown, char *err, size_t err_size) {
+  for (size_t i = 0; i < v->n_list; i++) {
+    if (!strcmp(v->list[i], "all")) continue;
+    if (!is_decimal(v->list[i], false) || v->list[i][0] == '-' || v->list[i][0] == '+' ||
+        strtoll(v->list[i], NULL, 10) > 2147483647) {
+      set_err(err, err_size,
+              "%s is not valid: %s is not a thread number; give thread numbers (1 = the main "
+              "thread, 2, 3, ... in the order threads started; perf script's thread ids) or all",
+              shown, v->list[i]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int check_not_empty(const fl_optval_t *v, const char *shown, char *err, size_t err_size) {
+  if (*v->s) return 0;
+  set_err(err, err_size, "%s: the text is empty", shown);
+  return -1;
+}
+
+/* ---- fl_options_t ---- */
+
+static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
+  char *base = (char *)o + r->offset;
+  switch (r->field) {
+    case F_BOOL: *(bool *)base = v->b; break;
+    case F_INT: *(int *)base = (int)v->i; break;
+    case F_U64: *(uint64_t *)base = (uint64_t)v->i; break;
+    case F_DOUBLE: *(double *)base = v->d; break;
+    case F_CHOICE: *(int *)base = choice_index(r->o.choices, v->s); break;
+    case F_CHOICE_B: *(bool *)base = choice_index(r->o.choices, v->s) == 1; break;
+    case F_TITLE:
+      free(o->title);
+      o->view.title = o->title = v->s ? fl__xstrdup(v->s) : NULL;
+      break;
+    case F_ROOT:
+      free(o->root_prefix);
+      o->diff.root_prefix = o->root_prefix = v->s ? fl__xstrdup(v->s) : NULL;
+      break;
+    case F_FILTER: {
+      free(o->filter);
+      o->tree.filter = o->filter = NULL;
+      if (!v->s) break;
+      size_t len = strlen(v->s);
+      o->tree.filter_is_regex = len >= 2 && v->s[0] == '/' && v->s[len - 1] == '/';
+      o->filter = o->tree.filter_is_regex ? fl__xstrndup(v->s + 1, len - 2) : fl__xstrdup(v->s);
+      o->tree.filter = o->filter;
+      break;
+    }
+    case F_PRUNED:
+      if (o->pruned)
+        for (char **p = o->pruned; *p; p++) free(*p);
+      free(o->pruned);
+      o->pruned = NULL;
+      if (v->list) {
+        o->pruned = fl__xcalloc(v->n_list + 1, sizeof *o->pruned);
+        for (size_t i = 0; i < v->n_list; i++) o->pruned[i] = fl__xstrdup(v->list[i]);
+      }
+      o->tree.pruned = (const char *const *)o->pruned;
+      break;
+    case F_THREADS: {
+      free(o->threads);
+      o->threads = fl__xcalloc(v->n_list + 1, sizeof *o->threads);
+      size_t n = 0;
+      bool all = !v->list;
+      for (size_t i = 0; i < v->n_list; i++) {
+        if (!strcmp(v->list[i], "all"))
+          all = true;
+        else
+          o->threads[n++] = (int)strtol(v->list[i], NULL, 10);
+      }
+      o->tree.threads = all ? NULL : o->threads;
+      o->tree.n_threads = all ? 0 : n;
+      break;
+    }
+  }
+}
+
+void fl_options_store(fl_options_t *o, const fl_option_t *opt, const fl_optval_t *v) {
+  const row_t *r = row_of(opt);
+  if (!r) r = row_named(opt->name);
+  if (!r) return;
+  store(o, r, v);
+  o->given |= 1ull << (r - rows);
+}
+
+/* Sets each row that has a default to it (the unit test checks that
+ * every default parses). */
+static void set_defaults(fl_options_t *o, fl_front_t front) {
+  for (size_t i = 0; i < N_ROWS; i++) {
+    const char *def = fl_option_default(&rows[i].o, front);
+    fl_optval_t v;
+    if (!def) continue;
+    if (fl_option_parse(&rows[i].o, def, def, &v, NULL, 0) < 0) continue;
+    store(o, &rows[i], &v);
+    fl_optval_free(&v);
+  }
+}
+
+/* The defaults of the fields the table does not hold; then the table's. */
+static void init_all(fl_options_t *o, fl_front_t front) {
+  memset(o, 0, sizeof *o);
+  o->front = front;
+  o->view.max_rows = FL__MAX_ROWS;
+  set_defaults(o, front);
+}
+
+void fl_options_init(fl_options_t *o, fl_front_t front) {
+  init_all(o, front);
+}
+
+void fl_tree_opts_init(fl_tree_opts_t *opts) {
+  fl_options_t o;
+  init_all(&o, FL_FRONT_NOTEBOOK);
+  *opts = o.tree;
+}
+
+void fl_view_opts_init(fl_view_opts_t *v) {
+  fl_options_t o;
+  init_all(&o, FL_FRONT_NOTEBOOK);
+  *v = o.view;
+}
+
+void fl_text_opts_init(fl_text_opts_t *t) {
+  fl_options_t o;
+  init_all(&o, FL_FRONT_NOTEBOOK);
+  *t = o.text;
+}
+
+void fl_diff_opts_init(fl_diff_opts_t *d) {
+  fl_options_t o;
+  init_all(&o, FL_FRONT_NOTEBOOK);
+  *d = o.diff;
+}
+
+void fl_options_free(fl_options_t *o) {
+  free(o->title);
+  free(o->root_prefix);
+  free(o->filter);
+  free(o->threads);
+  if (o->pruned)
+    for (char **p = o->pruned; *p; p++) free(*p);
+  free(o->pruned);
+  init_all(o, o->front);
+}
+
+void fl_options_copy(fl_options_t *dst, const fl_options_t *src) {
+  *dst = *src;
+  dst->title = dst->root_prefix = dst->filter = NULL;
+  dst->pruned = NULL;
+  dst->threads = NULL;
+  if (src->title) dst->view.title = dst->title = fl__xstrdup(src->title);
+  if (src->root_prefix) dst->diff.root_prefix = dst->root_prefix = fl__xstrdup(src->root_prefix);
+  if (src->filter) dst->tree.filter = dst->filter = fl__xstrdup(src->filter);
+  if (src->pruned) {
+    size_t n = 0;
+    while (src->pruned[n]) n++;
+    dst->pruned = fl__xcalloc(n + 1, sizeof *dst->pruned);
+    for (size_t i = 0; i < n; i++) dst->pruned[i] = fl__xstrdup(src->pruned[i]);
+    dst->tree.pruned = (const char *const *)dst->pruned;
+  }
+  if (src->threads) {
+    dst->threads = fl__xcalloc(src->tree.n_threads + 1, sizeof *dst->threads);
+    memcpy(dst->threads, src->threads, src->tree.n_threads * sizeof *dst->threads);
+    if (src->tree.threads) dst->tree.threads = dst->threads;
+  }
+}
+
+int fl_options_set(fl_options_t *o, const char *name, const char *value, char *err,
+                   size_t err_size) {
+  const row_t *r = row_named(name);
+  if (!r) {
+    set_err(err, err_size, "unknown option '%s'", name);
+    return -1;
+  }
+  char shown[512];
+  fl_option_shown(&r->o, o->front, value, shown, sizeof shown);
+  fl_optval_t v;
+  if (fl_option_parse(&r->o, value, shown, &v, err, err_size) < 0) return -1;
+  fl_options_store(o, &r->o, &v);
+  fl_optval_free(&v);
+  return 0;
+}
+
+bool fl_options_given(const fl_options_t *o, const char *name) {
+  const row_t *r = row_named(name);
+  return r && (o->given >> (r - rows) & 1);
+}
+
+/* ---- how options are written ---- */
+
+const char *fl_option_default(const fl_option_t *o, fl_front_t front) {
+  return front == FL_FRONT_COMMAND && o->def_command ? o->def_command : o->def;
+}
+
+/* The command's name of the option: '_' written '-'. */
+static void command_name(const char *name, char *out, size_t size) {
+  snprintf(out, size, "%s", name);
+  for (char *p = out; *p; p++)
+    if (*p == '_') *p = '-';
+}
+
+void fl_option_shown(const fl_option_t *o, fl_front_t front, const char *value, char *out,
+                     size_t size) {
+  if (front == FL_FRONT_NOTEBOOK) {
+    snprintf(out, size, "%s=%s", o->name, value);
+    return;
+  }
+  char name[64];
+  command_name(o->name, name, sizeof name);
+  if (o->type == FL_OPT_BOOL && (!strcmp(value, "true") || !strcmp(value, "false")))
+    snprintf(out, size, "--%s%s", strcmp(value, "true") ? "no-" : "", name);
+  else
+    snprintf(out, size, "--%s%s%s", name, *value ? " " : "", value);
+}
+
+const char *fl_option_placeholder(const fl_option_t *o, fl_front_t front) {
+  static const char *const by_type[] = {
+      [FL_OPT_BOOL] = "true|false", [FL_OPT_INT] = "N",   [FL_OPT_DOUBLE] = "X",
+      [FL_OPT_STRING] = "TEXT",     [FL_OPT_ENUM] = NULL, [FL_OPT_LIST] = "A,B",
+  };
+  if (o->type == FL_OPT_ENUM) return o->choices;
+  if (front == FL_FRONT_COMMAND && o->metavar) return o->metavar;
+  return by_type[o->type];
+}
+
+/* What help and the docs say the default is. */
+static const char *shown_default(const fl_option_t *o, fl_front_t front, char *buf, size_t size) {
+  const char *def = fl_option_default(o, front);
+  if (o->shown_def) return o->shown_def;
+  if (!def) return "none";
+  if (front == FL_FRONT_COMMAND && o->type == FL_OPT_BOOL) {
+    fl_option_shown(o, front, def, buf, size);
+    return buf;
+  }
+  return def;
+}
+
+/* The option as help's left column writes it: "minwidth=X", "--minwidth
+ * SHARE", "--C, --no-C". */
+static void left_column(const fl_option_t *o, fl_front_t front, char *out, size_t size) {
+  char name[64];
+  command_name(o->name, name, sizeof name);
+  if (front == FL_FRONT_NOTEBOOK)
+    snprintf(out, size, "%s=%s", o->name, fl_option_placeholder(o, front));
+  else if (o->type == FL_OPT_BOOL)
+    snprintf(out, size, "--%s, --no-%s", name, name);
+  else
+    snprintf(out, size, "--%s %s", name, fl_option_placeholder(o, front));
+}
+
+/* Appends text in lines of at most width columns (a longer word stands
+ * alone), the first after what the line holds already (used columns),
+ * the rest after indent spaces. */
+static void put_wrapped(fl__buf_t *b, const char *text, size_t used, size_t indent, size_t width) {
+  bool line_start = true;
+  for (const char *p = text; *p;) {
+    while (*p == ' ') p++;
+    size_t w = strcspn(p, " ");
+    if (!w) break;
+    if (!line_start && used + 1 + w > width) {
+      fl__buf_printf(b, "\n%*s", (int)indent, "");
+      used = indent;
+      line_start = true;
+    }
+    if (!line_start) {
+      fl__buf_puts(b, " ");
+      used++;
+    }
+    fl__buf_add(b, p, w);
+    used += w;
+    line_start = false;
+    p += w;
+  }
+  fl__buf_puts(b, "\n");
+}
+
+char *fl_options_help(unsigned groups, fl_front_t front) {
+  fl__buf_t b = {0};
+  fl__buf_add(&b, "", 0);
+  for (size_t i = 0; i < N_ROWS; i++) {
+    const fl_option_t *o = &rows[i].o;
+    if (!(o->groups & groups)) continue;
+    char left[160], def[96], *text;
+    left_column(o, front, left, sizeof left);
+    if (asprintf(&text, "%s (default: %s)", o->help, shown_default(o, front, def, sizeof def)) < 0)
+      fl__oom(0);
+    if (front == FL_FRONT_NOTEBOOK) {
+      fl__buf_printf(&b, "  %-20s %s\n", left, text);
+    } else {
+      /* The text starts at column 25, or after the name when it is longer. */
+      size_t used = 6 + (strlen(left) < 18 ? 18 : strlen(left)) + 1;
+      fl__buf_printf(&b, "      %-18s ", left);
+      put_wrapped(&b, text, used, 25, 80);
+    }
+    free(text);
+  }
+  return fl__buf_take(&b);
+}
+
+/* s with '|' written "\|", for a cell of a Markdown table. */
+static void put_cell(fl__buf_t *b, const char *s) {
+  for (; *s; s++) {
+    if (*s == '|') fl__buf_puts(b, "\\");
+    fl__buf_add(b, s, 1);
+  }
+}
+
+char *fl_options_markdown(unsigned groups, fl_front_t front) {
+  fl__buf_t b = {0};
+  bool notebook = front == FL_FRONT_NOTEBOOK;
+  fl__buf_puts(&b, notebook ? "| option | meaning | default |\n|---|---|---|\n"
+                            : "| option | default | what it does |\n|---|---|---|\n");
+  for (size_t i = 0; i < N_ROWS; i++) {
+    const fl_option_t *o = &rows[i].o;
+    if (!(o->groups & groups)) continue;
+    char left[160], def[96], name[64];
+    const char *shown = shown_default(o, front, def, sizeof def);
+    command_name(o->name, name, sizeof name);
+    if (notebook)
+      snprintf(left, sizeof left, "%s=%s", o->name, fl_option_placeholder(o, front));
+    else if (o->type == FL_OPT_BOOL)
+      snprintf(left, sizeof left, "--%s` / `--no-%s", name, name);
+    else
+      snprintf(left, sizeof left, "--%s %s", name, fl_option_placeholder(o, front));
+    fl__buf_puts(&b, "| `");
+    put_cell(&b, left);
+    fl__buf_puts(&b, notebook ? "` | " : "` | ");
+    put_cell(&b, notebook ? o->help : shown);
+    fl__buf_puts(&b, " | ");
+    put_cell(&b, notebook ? shown : o->help);
+    fl__buf_puts(&b, " |\n");
+  }
+  return fl__buf_take(&b);
+}

@@ -1,0 +1,272 @@
+/* fl_output: the table of output formats and the one function that draws
+ * a profile in any of them (see fl_output.h). */
+#define _GNU_SOURCE
+#include "cflame/fl_output.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cflame/fl_diff.h"
+#include "cflame/fl_io.h"
+#include "cflame/fl_render.h"
+#include "fl__common.h"
+
+/* What a writer draws from: a tree, or a diff, built on demand. */
+typedef struct draw {
+  const fl_output_req_t *r;
+  fl_options_t opts; /* r's, with the format's rules applied */
+  fl_tree_t *tree, *base_tree;
+  fl_diff_t *diff;
+  char *err;
+  size_t err_size;
+} draw_t;
+
+static const fl_tree_t *tree_of(draw_t *d) {
+  if (!d->tree)
+    d->tree = fl_tree_build(d->r->profile, &d->opts.tree, d->r->root, d->err, d->err_size);
+  return d->tree;
+}
+
+static const fl_diff_t *diff_of(draw_t *d) {
+  if (!d->diff)
+    d->diff = fl_diff_build(d->r->profile, d->r->baseline, &d->opts.tree, &d->opts.diff, d->r->root,
+                            d->err, d->err_size);
+  return d->diff;
+}
+
+/* ---- the writers: each returns a new buffer of *len bytes, or NULL with
+ * d->err ---- */
+
+static char *write_svg(draw_t *d, size_t *len) {
+  const fl_view_opts_t *v = &d->opts.view;
+  if (d->r->baseline) return diff_of(d) ? fl_svg_diff(d->diff, v) : NULL;
+  return tree_of(d) ? fl_svg(d->tree, v) : NULL;
+}
+
+static json_t *spec_of(draw_t *d) {
+  const fl_view_opts_t *v = &d->opts.view;
+  if (d->r->baseline) return diff_of(d) ? fl_vegalite_diff(d->diff, v, d->err, d->err_size) : NULL;
+  return tree_of(d) ? fl_vegalite(d->tree, v, d->err, d->err_size) : NULL;
+}
+
+static char *write_vegalite(draw_t *d, size_t *len) {
+  json_t *spec = spec_of(d);
+  if (!spec) return NULL;
+  char *json = fl__nonnull(json_dumps(spec, JSON_COMPACT)), *out;
+  json_decref(spec);
+  if (asprintf(&out, "%s\n", json) < 0) fl__oom(0);
+  free(json);
+  return out;
+}
+
+static char *write_html(draw_t *d, size_t *len) {
+  json_t *spec = spec_of(d);
+  char *svg = spec ? write_svg(d, len) : NULL, *out = NULL;
+  if (svg) out = fl_html_page(spec, svg, d->r->page_title ? d->r->page_title : d->opts.view.title);
+  json_decref(spec);
+  free(svg);
+  return out;
+}
+
+static char *write_text(draw_t *d, size_t *len) {
+  if (d->r->baseline) return diff_of(d) ? fl_text_diff(d->diff, &d->opts.text) : NULL;
+  if (!tree_of(d)) return NULL;
+  return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
+}
+
+static char *write_pprof(draw_t *d, size_t *len) {
+  if (d->r->baseline) {
+    snprintf(d->err, d->err_size,
+             "a pprof file holds one profile, and this is a diff: write it as svg, html, "
+             "vegalite or text, or as folded stacks with both counts");
+    return NULL;
+  }
+  return tree_of(d) ? fl_pprof(d->tree, len) : NULL;
+}
+
+typedef struct folded_line {
+  char *stack;       /* borrowed from a folded text */
+  uint64_t count[2]; /* baseline, target */
+} folded_line_t;
+
+/* Splits folded text (from fl_folded) in place into (stack, count) pairs,
+ * adding them to *lines with the count in slot `which`. */
+static void add_folded(char *text, int which, folded_line_t **lines, size_t *n, size_t *cap) {
+  for (char *line = text; *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    char *sp = strrchr(line, ' ');
+    if (sp) {
+      *sp = '\0';
+      *lines = fl__grow(*lines, cap, *n + 1, sizeof **lines);
+      (*lines)[*n] = (folded_line_t){.stack = line};
+      (*lines)[(*n)++].count[which] = strtoull(sp + 1, NULL, 10);
+    }
+    if (!nl) break;
+    line = nl + 1;
+  }
+}
+
+static int cmp_folded(const void *a, const void *b) {
+  return strcmp(((const folded_line_t *)a)->stack, ((const folded_line_t *)b)->stack);
+}
+
+/* The folded stacks of the tree; of a diff, "stack BASE TARGET" per stack
+ * of either profile, as Brendan Gregg's difffolded.pl writes it and
+ * flamegraph.pl reads it, BASE scaled to the target's total under
+ * normalize. The one writer of a diff as folded stacks. */
+static char *write_folded(draw_t *d, size_t *len) {
+  if (!tree_of(d)) return NULL;
+  char *target = fl_folded(d->tree);
+  if (!d->r->baseline) return target;
+  d->base_tree = fl_tree_build(d->r->baseline, &d->opts.tree, d->r->root, d->err, d->err_size);
+  if (!d->base_tree) {
+    free(target);
+    return NULL;
+  }
+  char *base = fl_folded(d->base_tree);
+  folded_line_t *lines = NULL;
+  size_t n = 0, cap = 0;
+  add_folded(base, 0, &lines, &n, &cap);
+  add_folded(target, 1, &lines, &n, &cap);
+  if (n) qsort(lines, n, sizeof *lines, cmp_folded);
+  double total[2] = {0, 0};
+  for (size_t i = 0; i < n; i++) {
+    total[0] += (double)lines[i].count[0];
+    total[1] += (double)lines[i].count[1];
+  }
+  double scale = d->opts.diff.normalize && total[0] > 0 ? total[1] / total[0] : 1.0;
+  fl__buf_t b = {0};
+  fl__buf_add(&b, "", 0);
+  for (size_t i = 0; i < n;) {
+    /* A stack in both profiles: one line with both counts. */
+    uint64_t c[2] = {lines[i].count[0], lines[i].count[1]};
+    size_t j = i + 1;
+    for (; j < n && !strcmp(lines[j].stack, lines[i].stack); j++) {
+      c[0] += lines[j].count[0];
+      c[1] += lines[j].count[1];
+    }
+    fl__buf_printf(&b, "%s %llu %llu\n", lines[i].stack,
+                   (unsigned long long)llround((double)c[0] * scale), (unsigned long long)c[1]);
+    i = j;
+  }
+  free(lines);
+  free(base);
+  free(target);
+  return fl__buf_take(&b);
+}
+
+/* ---- the table ---- */
+
+static const struct format {
+  fl_output_format_t f;
+  bool every_sample; /* a file of every sample: minwidth 0 unless given */
+  char *(*write)(draw_t *d, size_t *len);
+} formats[] = {
+    {{"svg", ".svg", "the flame graph as an SVG image"}, false, write_svg},
+    {{"html", ".html", "a page: the interactive view, and the SVG"}, false, write_html},
+    {{"vegalite", ".vl.json", "the Vega-Lite 5 spec (JSON)"}, false, write_vegalite},
+    {{"folded", ".folded", "folded stacks; a diff's: \"stack BASE TARGET\""}, true, write_folded},
+    {{"text", ".txt", "the tree as text, as %profprint prints it"}, false, write_text},
+    {{"pprof", ".pb.gz", "pprof's profile.proto, gzipped"}, true, write_pprof},
+};
+#define N_FORMATS (sizeof formats / sizeof *formats)
+
+static const struct format *format_named(const char *name) {
+  for (size_t i = 0; name && i < N_FORMATS; i++)
+    if (!strcmp(formats[i].f.name, name)) return &formats[i];
+  return NULL;
+}
+
+bool fl_output_format_known(const char *format) {
+  return format_named(format) != NULL;
+}
+
+const fl_output_format_t *fl_output_format_at(size_t i) {
+  return i < N_FORMATS ? &formats[i].f : NULL;
+}
+
+/* "a, b, c" of the table's names or endings (and_last: "a, b or c"). */
+static const char *listed(bool endings, bool and_last) {
+  static char lists[2][2][160];
+  char *out = lists[endings][and_last];
+  if (!out[0]) {
+    size_t used = 0;
+    for (size_t i = 0; i < N_FORMATS; i++) {
+      const char *sep = i == 0 ? "" : and_last && i == N_FORMATS - 1 ? " or " : ", ";
+      used += (size_t)snprintf(out + used, sizeof lists[0][0] - used, "%s%s", sep,
+                               endings ? formats[i].f.ending : formats[i].f.name);
+    }
+  }
+  return out;
+}
+
+const char *fl_output_formats(bool and_last) {
+  return listed(false, and_last);
+}
+const char *fl_output_endings(bool and_last) {
+  return listed(true, and_last);
+}
+
+const char *fl_output_format_of_path(const char *path) {
+  size_t len = strlen(path);
+  for (size_t i = 0; i < N_FORMATS; i++) {
+    size_t n = strlen(formats[i].f.ending);
+    if (len > n && strcasecmp(path + len - n, formats[i].f.ending) == 0) return formats[i].f.name;
+  }
+  return NULL;
+}
+
+const char *fl_output_ending_of_format(const char *format) {
+  const struct format *f = format_named(format);
+  return f ? f->f.ending : NULL;
+}
+
+char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t err_size) {
+  const struct format *f = format_named(r->format);
+  if (!f) {
+    snprintf(err, err_size, "unknown format '%s'; valid: %s", r->format ? r->format : "",
+             fl_output_formats(true));
+    return NULL;
+  }
+  draw_t d = {.r = r, .err = err, .err_size = err_size};
+  fl_options_copy(&d.opts, r->opts);
+  if (f->every_sample && !fl_options_given(r->opts, "minwidth")) d.opts.tree.minwidth = 0;
+  *len = 0;
+  char *out = f->write(&d, len);
+  if (out && !*len) *len = strlen(out);
+  fl_tree_destroy(&d.tree);
+  fl_tree_destroy(&d.base_tree);
+  fl_diff_destroy(&d.diff);
+  fl_options_free(&d.opts);
+  return out;
+}
+
+json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
+  draw_t d = {.r = r, .err = err, .err_size = err_size};
+  fl_options_copy(&d.opts, r->opts);
+  json_t *bundle = NULL;
+  if (r->baseline) {
+    if (diff_of(&d)) bundle = fl_diff_bundle(d.diff, &d.opts.view, err, err_size);
+  } else if (tree_of(&d)) {
+    bundle = fl_bundle(d.tree, &d.opts.view, err, err_size);
+  }
+  fl_tree_destroy(&d.tree);
+  fl_diff_destroy(&d.diff);
+  fl_options_free(&d.opts);
+  return bundle;
+}
+
+int fl_output_write(const fl_output_req_t *r, const char *path, bool in_place, size_t *written,
+                    char *err, size_t err_size) {
+  size_t len;
+  char *out = fl_output_render(r, &len, err, err_size);
+  if (!out) return -1;
+  int rc = fl_write_file(path, out, len, in_place, err, err_size);
+  if (rc == 0 && written) *written = len;
+  free(out);
+  return rc;
+}

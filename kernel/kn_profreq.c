@@ -1,0 +1,181 @@
+/* kn_profreq: the profiling magics' options (see kn_profreq.h). */
+#define _GNU_SOURCE
+#include "kn_profreq.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_strbuf.h"
+
+/* The kernel's own options, each in the groups (bits 16 and up) of the
+ * magics that take it; the drawing options are the flame library's table
+ * (fl_options.h). Listed in this order: the sampling options, the
+ * library's, then the rest. */
+static const kn_optspec_t sampling_options[] = {
+    {"delay", FL_OPT_DOUBLE, NULL, 1e-6, 10, "sampling interval in seconds", .def = "0.001",
+     .groups = KN_OPTS_SAMPLING},
+    {"n", FL_OPT_INT, NULL, 1000, 1e9, "sample buffer size in frames", .def = "1000000",
+     .groups = KN_OPTS_SAMPLING},
+};
+static const kn_optspec_t kernel_options[] = {
+    {"sample_rate", FL_OPT_DOUBLE, NULL, 1e-6, 1,
+     "share of allocations recorded (1: every one, exactly)", .def = "0.1",
+     .groups = KN_OPTS_ALLOC},
+    {"weight", FL_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes or by allocation count",
+     .def = "bytes", .groups = KN_OPTS_ALLOC},
+    {"live", FL_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends",
+     .def = "false", .groups = KN_OPTS_ALLOC},
+    {"allocs", FL_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time",
+     .shown_def = "as the baseline", .groups = KN_OPTS_KIND},
+    {"as", FL_OPT_STRING, NULL, 1, 0, "keep it as baseline NAME instead of the session profile",
+     .shown_def = "the session profile", .groups = KN_OPTS_LOAD},
+    {"per_input", FL_OPT_BOOL, NULL, 1, 0, "each file under a root frame of its own",
+     .def = "false", .groups = KN_OPTS_LOAD},
+    {"max_input_size", FL_OPT_STRING, NULL, 1, 0,
+     "the most a file may hold, and unzip to: bytes, or with K, M, G, T", .def = "1G",
+     .groups = KN_OPTS_LOAD},
+};
+#define N_SAMPLING (sizeof sampling_options / sizeof *sampling_options)
+#define N_KERNEL (sizeof kernel_options / sizeof *kernel_options)
+#define MAX_OPTIONS 64
+
+const kn_optspec_t *kn_profreq_option(unsigned groups, size_t i) {
+  const kn_optspec_t *o;
+  for (size_t j = 0; j < N_SAMPLING; j++)
+    if ((sampling_options[j].groups & groups) && i-- == 0) return &sampling_options[j];
+  for (size_t j = 0; (o = fl_option_at(j)) != NULL; j++)
+    if ((o->groups & groups) && i-- == 0) return o;
+  for (size_t j = 0; j < N_KERNEL; j++)
+    if ((kernel_options[j].groups & groups) && i-- == 0) return &kernel_options[j];
+  return NULL;
+}
+
+char *kn_profreq_options_help(unsigned groups) {
+  kn_strbuf_t sb = KN_STRBUF_INIT;
+  const kn_optspec_t *o;
+  for (size_t i = 0; (o = kn_profreq_option(groups, i)) != NULL; i++) {
+    char word[64];
+    const char *def = o->shown_def ? o->shown_def : o->def ? o->def : "none";
+    snprintf(word, sizeof word, "%s=%s", o->name, fl_option_placeholder(o, FL_FRONT_NOTEBOOK));
+    kn_strbuf_printf(&sb, "  %-20s %s (default: %s)\n", word, o->help, def);
+  }
+  if (sb.len) sb.data[--sb.len] = '\0';
+  return kn_strbuf_steal(&sb);
+}
+
+/* The kernel's own option called name (which must be one). */
+static const kn_optspec_t *own_option(const char *name) {
+  for (size_t i = 0; i < N_KERNEL; i++)
+    if (!strcmp(kernel_options[i].name, name)) return &kernel_options[i];
+  abort();
+}
+
+static size_t specs_for(unsigned groups, kn_optspec_t *out) {
+  size_t n = 0;
+  for (const kn_optspec_t *o; n < MAX_OPTIONS && (o = kn_profreq_option(groups, n)) != NULL;)
+    out[n++] = *o;
+  return n;
+}
+
+int kn_profreq_words(const char *magic, const char *args, unsigned groups, kn_opts_t *o, char *err,
+                     size_t err_size) {
+  kn_optspec_t specs[MAX_OPTIONS];
+  return kn_opts_parse(magic, args, specs, specs_for(groups, specs), o, err, err_size);
+}
+
+/* Whether a leading word of a statement-form magic is an option: KEY=VALUE
+ * with KEY an identifier, and nothing of a C statement about it (no ';', no
+ * call). Unknown keys count as options, so that a misspelt one is reported
+ * as such rather than compiled as C. */
+static bool is_option_word(const char *w, size_t len, unsigned groups) {
+  const char *eq = memchr(w, '=', len);
+  if (!eq || eq == w || w[len - 1] == ';' || memchr(w, '(', len) || eq[1] == '=') return false;
+  for (const char *p = w; p < eq; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_') || (p == w && isdigit((unsigned char)*p)))
+      return false;
+  (void)groups;
+  return true;
+}
+
+void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, char **stmt) {
+  const char *p = args, *end_opts = args;
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    const char *w = p;
+    bool quoted = false;
+    while (*p && (quoted || !isspace((unsigned char)*p))) {
+      if (*p == '"') quoted = !quoted;
+      if (*p == '\\' && p[1]) p++;
+      p++;
+    }
+    if (p == w || !is_option_word(w, (size_t)(p - w), groups)) break;
+    end_opts = p;
+  }
+  *opts = kn_strndup(args, (size_t)(end_opts - args));
+  const char *s = end_opts;
+  while (isspace((unsigned char)*s)) s++;
+  *stmt = kn_strdup(s);
+}
+
+int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
+                     kn_profreq_t *req, char *err, size_t err_size) {
+  memset(req, 0, sizeof *req);
+  kn_prof_settings_t settings = kn_prof_settings(prof);
+  req->delay_ns = settings.delay_ns;
+  req->n_words = settings.n_words;
+  fl_options_init(&req->draw, FL_FRONT_NOTEBOOK);
+  req->draw.view.width = settings.width;
+  req->draw.view.height = settings.height;
+  req->sample_rate = strtod(own_option("sample_rate")->def, NULL);
+  req->args = kn_strdup(args);
+
+  kn_optspec_t specs[MAX_OPTIONS];
+  size_t n = specs_for(groups, specs);
+  kn_opts_t o;
+  if (kn_opts_parse(magic, args, specs, n, &o, err, err_size) < 0) return -1;
+  const kn_optval_t *v;
+  for (size_t i = 0; i < o.n_vals; i++) {
+    const fl_option_t *drawing = fl_option_find(o.vals[i].key);
+    req->n_set_options += o.vals[i].set;
+    if (o.vals[i].set && drawing) fl_options_store(&req->draw, drawing, &o.vals[i]);
+  }
+  if ((v = kn_opts_get(&o, "delay")) && v->set) {
+    req->delay_ns = (uint64_t)llround(v->d * 1e9);
+    req->delay_set = true;
+  }
+  if ((v = kn_opts_get(&o, "n")) && v->set) {
+    req->n_words = (uint64_t)v->i;
+    req->n_set = true;
+  }
+  if ((v = kn_opts_get(&o, "sample_rate")) && v->set) {
+    req->sample_rate = v->d;
+    req->sample_rate_set = true;
+  }
+  if ((v = kn_opts_get(&o, "weight")) && v->set) {
+    req->weight_count = !strcmp(v->s, "count");
+    req->weight_set = true;
+  }
+  if ((v = kn_opts_get(&o, "live")) && v->set) {
+    req->live = v->b;
+    req->live_set = true;
+  }
+  if ((v = kn_opts_get(&o, "allocs")) && v->set) {
+    req->allocs = v->b;
+    req->allocs_given = true;
+  }
+  req->positional = kn_xcalloc(o.n_positional + 1, sizeof *req->positional);
+  for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = kn_strdup(o.positional[i]);
+  kn_opts_free(&o);
+  return 0;
+}
+
+void kn_profreq_free(kn_profreq_t *req) {
+  fl_options_free(&req->draw);
+  if (req->positional) kn_words_free(req->positional);
+  free(req->baseline);
+  free(req->args);
+  memset(req, 0, sizeof *req);
+}

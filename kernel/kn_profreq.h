@@ -1,0 +1,79 @@
+/* kn_profreq: the profiling magics' options, and what a profiling magic
+ * asks for (kn_profreq_t).
+ *
+ * The drawing options are the flame library's table (fl_options.h); the
+ * kernel's own (sampling, allocations, which profiler, %profload's) are
+ * rows of the same shape here. A magic takes the groups its entry of the
+ * magic table names. kn_profreq_t travels with the execution (kn_run.c
+ * starts it, kn_profrun.c uses it when the run ends). */
+#ifndef KN_PROFREQ_H
+#define KN_PROFREQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cflame/fl_options.h"
+#include "kn_magic.h"
+#include "kn_prof.h"
+
+/* Which option groups a magic takes: the drawing options of the flame
+ * library's table (fl_options.h), and the kernel's own (bits 16 and up). */
+enum {
+  KN_OPTS_SAMPLING = 1 << 16,                            /* delay, n */
+  KN_OPTS_PROFILER = KN_OPTS_SAMPLING | FL_OPTS_THREADS, /* delay, n, threads */
+  KN_OPTS_TREE = FL_OPTS_TREE, /* threads, C, combine, lines, recur, pruned, filter, minwidth */
+  KN_OPTS_VIEW = FL_OPTS_VIEW, /* width, height, title, icicle, theme */
+  KN_OPTS_PRINT = FL_OPTS_PRINT | FL_OPTS_TEXT, /* format, maxdepth, mincount, cols */
+  KN_OPTS_DIFF = FL_OPTS_DIFF,                  /* negate, normalize, delta, noise, root_prefix */
+  KN_OPTS_ALLOC = 1 << 17,                      /* sample_rate, weight, live */
+  KN_OPTS_KIND = 1 << 18,                       /* allocs (baselines and diffs: which profiler) */
+  KN_OPTS_LOAD = 1 << 19,                       /* as, per_input, max_input_size (%profload) */
+};
+
+/* One line per option of the groups, as the magics' help shows them:
+ * "  delay=X              sampling interval in seconds (default: 0.001)".
+ * New string. */
+char *kn_profreq_options_help(unsigned groups);
+
+/* The i-th option of the groups, in the order the help lists them; NULL
+ * past the last. Borrowed (static). For completion. */
+const kn_optspec_t *kn_profreq_option(unsigned groups, size_t i);
+
+typedef struct kn_profreq {
+  kn_profmode_t mode;
+  uint64_t delay_ns;
+  uint64_t n_words;
+  fl_options_t draw; /* the drawing options (tree, view, text, diff) */
+  char *baseline;    /* %%profbase / %%profdiffview NAME */
+  /* Allocation profiles: whether this is one, and how it is taken. */
+  bool allocs, allocs_given;
+  double sample_rate;
+  bool weight_count, live;
+  /* Which of the kernel's options were written (for defaults taken from a
+   * baseline, and options that do not fit the kind of profile);
+   * draw.given says which drawing options were. */
+  bool delay_set, n_set, sample_rate_set, weight_set, live_set;
+  size_t n_set_options; /* how many key=value options were written */
+  char **positional;    /* words that are not options (NULL-terminated) */
+  char *args;           /* the option words as written (for %profsave) */
+} kn_profreq_t;
+
+/* Parses args of magic (for messages: "profview") taking the option groups
+ * in `groups`, with defaults from the session's settings. Returns 0, or -1
+ * with err naming what is valid. */
+int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
+                     kn_profreq_t *req, char *err, size_t err_size);
+void kn_profreq_free(kn_profreq_t *req);
+
+/* Parses args of magic against the options of groups alone (kn_opts_parse
+ * with those specs), for a line magic that reads its options itself.
+ * Returns 0, or -1 with err. */
+int kn_profreq_words(const char *magic, const char *args, unsigned groups, kn_opts_t *o, char *err,
+                     size_t err_size);
+
+/* Splits a line-magic's args into leading options and the statement that
+ * follows ("width=600 f(3);" -> "width=600", "f(3);"). New strings. */
+void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, char **stmt);
+
+#endif
