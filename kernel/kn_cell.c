@@ -342,7 +342,7 @@ static bool skip_literal(lexer_t *lx) {
 static tok_t *push_tok(toks_t *t, tok_kind_t kind, const lexer_t *at) {
   if (t->n == t->cap) {
     t->cap = t->cap ? t->cap * 2 : 64;
-    t->v = kn_xrealloc(t->v, (size_t)t->cap * sizeof *t->v);
+    t->v = fl__xrealloc(t->v, (size_t)t->cap, sizeof *t->v);
   }
   tok_t *k = &t->v[t->n++];
   memset(k, 0, sizeof *k);
@@ -901,7 +901,7 @@ static kn_item_t *new_item(splitter_t *sp, kn_item_kind_t kind, long first) {
   kn_items_t *o = sp->out;
   if (o->n == sp->cap) {
     sp->cap = sp->cap ? sp->cap * 2 : 16;
-    o->items = kn_xrealloc(o->items, sp->cap * sizeof *o->items);
+    o->items = fl__xrealloc(o->items, sp->cap, sizeof *o->items);
   }
   kn_item_t *it = &o->items[o->n++];
   memset(it, 0, sizeof *it);
@@ -913,7 +913,7 @@ static kn_item_t *new_item(splitter_t *sp, kn_item_kind_t kind, long first) {
 
 static char *slice(const splitter_t *sp, long first, long last) {
   size_t a = sp->t.v[first].start, b = sp->t.v[last].end;
-  return kn_strndup(sp->code + a, b - a);
+  return fl__xstrndup(sp->code + a, b - a);
 }
 
 static char *tok_text(const splitter_t *sp, long k) {
@@ -953,7 +953,7 @@ static void add_rest(splitter_t *sp, long k) {
   kn_item_t *it = new_item(sp, KN_ITEM_STMT, k);
   size_t a = sp->t.v[k].start, b = strlen(sp->code);
   while (b > a && (is_blank((unsigned char)sp->code[b - 1]) || sp->code[b - 1] == '\n')) b--;
-  it->text = kn_strndup(sp->code + a, b - a);
+  it->text = fl__xstrndup(sp->code + a, b - a);
 }
 
 /* Appends tokens [from, to) to sb on one line, leaving out tokens whose role
@@ -997,7 +997,7 @@ static char *blanked(const splitter_t *sp, long first, long last, long blank_fro
 
 static void add_cell_typedef(splitter_t *sp, long k) {
   sp->cell_typedefs =
-      kn_xrealloc(sp->cell_typedefs, (sp->n_cell_typedefs + 1) * sizeof *sp->cell_typedefs);
+      fl__xrealloc(sp->cell_typedefs, sp->n_cell_typedefs + 1, sizeof *sp->cell_typedefs);
   sp->cell_typedefs[sp->n_cell_typedefs++] = tok_text(sp, k);
 }
 
@@ -1205,7 +1205,7 @@ static parse_status_t parse_decl(splitter_t *sp, long k, long *last) {
         goto fail;
       }
     }
-    ds = kn_xrealloc(ds, (nd + 1) * sizeof *ds);
+    ds = fl__xrealloc(ds, nd + 1, sizeof *ds);
     ds[nd++] = d;
     if (is_p(sp, k, ";")) break;
     k++; /* ',' */
@@ -1331,7 +1331,7 @@ static long add_directive(splitter_t *sp, long k) {
     while (p < t->end && is_blank((unsigned char)sp->code[p])) p++;
     size_t q = p;
     while (q < t->end && is_ident_char((unsigned char)sp->code[q])) q++;
-    if (q > p) it->name = kn_strndup(sp->code + p, q - p);
+    if (q > p) it->name = fl__xstrndup(sp->code + p, q - p);
   }
   return k + 1;
 }
@@ -1345,8 +1345,8 @@ int kn_cell_split(const char *code, const char *const *typedefs, int first_line,
   sp.line_offset = first_line - 1;
   sp.out = out;
   tokenize(code, &sp.t);
-  sp.role = kn_xcalloc((size_t)sp.t.n + 1, 1);
-  sp.stack = kn_xmalloc((size_t)sp.t.n + 1);
+  sp.role = fl__xcalloc((size_t)sp.t.n + 1, 1);
+  sp.stack = fl__xmalloc((size_t)sp.t.n + 1, 1);
 
   long k = 0;
   while (k < sp.t.n) {
@@ -1435,7 +1435,7 @@ bool kn_cell_has_cell_magic(const char *code) {
 }
 
 const char *kn_cell_completeness(const char *code) {
-  char *copy = kn_strdup(code);
+  char *copy = fl__xstrdup(code);
   const char *verdict = "complete";
   toks_t t;
   char *stack = NULL;
@@ -1460,7 +1460,7 @@ const char *kn_cell_completeness(const char *code) {
     goto done;
   }
   tokenize(copy, &t);
-  stack = kn_xmalloc((size_t)t.n + 1);
+  stack = fl__xmalloc((size_t)t.n + 1, 1);
   long depth = 0;
   for (long i = 0; i < t.n; i++) {
     char c = closer_of(&t.v[i]);

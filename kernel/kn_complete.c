@@ -11,13 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fl__common.h"
 #include "kn_cell.h"
 #include "kn_clang.h"
 #include "kn_exec.h"
 #include "kn_magics.h"
 #include "kn_manpage.h"
 #include "kn_names.h"
-#include "kn_util.h"
 #include "kn_worker.h"
 
 /* The file name libclang gives the unit, in the session directory, where
@@ -141,10 +141,10 @@ static void add_match(matches_t *m, const char *text, const char *type, const ch
                       unsigned priority) {
   if (m->n == m->cap) {
     m->cap = m->cap ? m->cap * 2 : 32;
-    m->v = kn_xrealloc(m->v, m->cap * sizeof *m->v);
+    m->v = fl__xrealloc(m->v, m->cap, sizeof *m->v);
   }
-  m->v[m->n++] = (match_t){kn_strdup(text), type, signature ? kn_strdup(signature) : NULL,
-                           priority};
+  m->v[m->n++] =
+      (match_t){fl__xstrdup(text), type, signature ? fl__xstrdup(signature) : NULL, priority};
 }
 
 static void matches_free(matches_t *m) {
@@ -307,7 +307,7 @@ static void complete_magic_line(kn_kernel_t *k, request_t *r, size_t line_at, si
   size_t start = cur, end = cur;
   if (cur <= name_end) {
     /* The magic's name. */
-    char *prefix = kn_strndup(code + name_start, cur - name_start);
+    char *prefix = fl__xstrndup(code + name_start, cur - name_start);
     const kn_magic_def_t *def;
     for (size_t i = 0; (def = kn_magic_at(i)) != NULL; i++) {
       if (!(def->forms & (cell ? KN_FORM_CELL : KN_FORM_LINE))) continue;
@@ -319,7 +319,7 @@ static void complete_magic_line(kn_kernel_t *k, request_t *r, size_t line_at, si
     start = name_start;
     end = name_end;
   } else {
-    char *name = kn_strndup(code + p, name_end - p);
+    char *name = fl__xstrndup(code + p, name_end - p);
     const kn_magic_def_t *def = kn_magic_find(name);
     free(name);
     /* The word under the cursor: from the blank before it. */
@@ -327,10 +327,10 @@ static void complete_magic_line(kn_kernel_t *k, request_t *r, size_t line_at, si
     while (start > name_end && !isspace((unsigned char)code[start - 1])) start--;
     end = cur;
     while (code[end] && !isspace((unsigned char)code[end])) end++;
-    char *word = kn_strndup(code + start, cur - start);
+    char *word = fl__xstrndup(code + start, cur - start);
     const char *eq = strchr(word, '=');
     if (def && eq) {
-      char *key = kn_strndup(word, (size_t)(eq - word));
+      char *key = fl__xstrndup(word, (size_t)(eq - word));
       option_values(def, key, eq + 1, &m);
       free(key);
       start += (size_t)(eq - word) + 1;
@@ -355,11 +355,11 @@ static bool statement_at(const char *code, size_t line_at, size_t *at) {
   if (p[0] != '%' || p[1] == '%') return false;
   const char *name = ++p;
   while (is_ident((unsigned char)*p)) p++;
-  char *n = kn_strndup(name, (size_t)(p - name));
+  char *n = fl__xstrndup(name, (size_t)(p - name));
   const kn_magic_def_t *def = kn_magic_find(n);
   free(n);
   if (!def || def->timeit || !def->profile) return false;
-  char *args = kn_strndup(p, strcspn(p, "\n"));
+  char *args = fl__xstrndup(p, strcspn(p, "\n"));
   bool found = false;
   if (kn_magic_is_statement(def, args)) {
     /* Baseline magics start with the baseline's NAME. */
@@ -398,25 +398,25 @@ static char **unit_args(const kn_session_t *s) {
                                            "-idirafter", "-include", NULL};
   char **words = NULL, err[64];
   int n = kn_words_split(kn_session_cflags(s), &words, err, sizeof err);
-  char **args = kn_xcalloc((size_t)(n > 0 ? n : 0) + 10, sizeof *args);
+  char **args = fl__xcalloc((size_t)(n > 0 ? n : 0) + 10, sizeof *args);
   size_t a = 0;
-  args[a++] = kn_strdup("-xc");
+  args[a++] = fl__xstrdup("-xc");
   for (int i = 0; i < n; i++) {
     bool keep = false, takes_next = false;
     for (const char *const *o = alone; *o; o++) keep |= !strcmp(words[i], *o);
     for (const char *const *o = joined; *o; o++) keep |= !strncmp(words[i], *o, strlen(*o));
     for (const char *const *o = with_value; *o; o++) takes_next |= !strcmp(words[i], *o);
     if (!keep) continue;
-    args[a++] = kn_strdup(words[i]);
-    if (takes_next && i + 1 < n) args[a++] = kn_strdup(words[++i]);
+    args[a++] = fl__xstrdup(words[i]);
+    if (takes_next && i + 1 < n) args[a++] = fl__xstrdup(words[++i]);
   }
   kn_words_free(words);
   char cwd[PATH_MAX];
-  args[a++] = kn_strdup("-iquote");
-  args[a++] = kn_strdup(getcwd(cwd, sizeof cwd) ? cwd : ".");
-  args[a++] = kn_strdup("-fparse-all-comments");
-  args[a++] = kn_strdup("-ferror-limit=0");
-  args[a++] = kn_strdup("-w");
+  args[a++] = fl__xstrdup("-iquote");
+  args[a++] = fl__xstrdup(getcwd(cwd, sizeof cwd) ? cwd : ".");
+  args[a++] = fl__xstrdup("-fparse-all-comments");
+  args[a++] = fl__xstrdup("-ferror-limit=0");
+  args[a++] = fl__xstrdup("-w");
   return args;
 }
 
@@ -467,9 +467,13 @@ static int make_job(kn_kernel_t *k, request_t *r, kn_clang_job_t *job) {
   kn_strbuf_t path = KN_STRBUF_INIT;
   kn_strbuf_printf(&path, "%s/" UNIT_FILE, kn_session_dir(s));
   *job = (kn_clang_job_t){.op = r->inspect ? KN_CLANG_INSPECT : KN_CLANG_COMPLETE,
-                          .path = kn_strbuf_steal(&path), .args = unit_args(s), .text = text,
-                          .line = line, .column = column,
-                          .prefix = r->prefix ? kn_strdup(r->prefix) : NULL, .tag = r};
+                          .path = kn_strbuf_steal(&path),
+                          .args = unit_args(s),
+                          .text = text,
+                          .line = line,
+                          .column = column,
+                          .prefix = r->prefix ? fl__xstrdup(r->prefix) : NULL,
+                          .tag = r};
   return 0;
 }
 
@@ -557,7 +561,7 @@ static char *comment_text(const char *raw) {
  * or a block comment that ends there. New, or NULL. */
 static char *comment_above(const char *code, int line) {
   /* Where each line starts, up to the one asked for. */
-  size_t *at = kn_xcalloc((size_t)line + 1, sizeof *at);
+  size_t *at = fl__xcalloc((size_t)line + 1, sizeof *at);
   int n = 1;
   for (size_t i = 0; code[i] && n < line; i++)
     if (code[i] == '\n') at[n++] = i + 1;
@@ -587,7 +591,7 @@ static char *comment_above(const char *code, int line) {
   }
   char *out = NULL;
   if (first < line && !in_block) {
-    char *raw = kn_strndup(code + at[first - 1], at[line - 1] - at[first - 1]);
+    char *raw = fl__xstrndup(code + at[first - 1], at[line - 1] - at[first - 1]);
     out = comment_text(raw);
     free(raw);
   }
@@ -619,7 +623,7 @@ static void session_source(kn_kernel_t *k, const request_t *r, int cell, const c
         best = it;
     }
     if (best) {
-      *definition = kn_strdup(best->text);
+      *definition = fl__xstrdup(best->text);
       *comment = comment_above(code, best->line);
     }
     kn_items_free(&items);
@@ -758,7 +762,7 @@ static void show_in_exec(request_t *r, json_t *data) {
   e->inspecting = false;
   if (json_object_size(data) == 0) {
     json_decref(data);
-    char *word = kn_strndup(r->code + r->start, r->end - r->start);
+    char *word = fl__xstrndup(r->code + r->start, r->end - r->start);
     kn_exec_fail(e, "NameError",
                  "%s is not declared in this session, nor a C library function with a manual "
                  "page", word);
@@ -776,7 +780,7 @@ static void reply_inspection(kn_kernel_t *k, request_t *r) {
     describe_symbol(k, r, sym, &plain, &md);
   } else if (r->end > r->start) {
     /* libclang found nothing (or is missing): what the session says. */
-    char *word = kn_strndup(r->code + r->start, r->end - r->start);
+    char *word = fl__xstrndup(r->code + r->start, r->end - r->start);
     int cell = 0;
     const char *decl = kn_session_describe(kn_kernel_session(k), word, &cell);
     if (decl) {
@@ -938,7 +942,7 @@ static bool take_result(kn_kernel_t *k, request_t *r) {
     return false;
   }
   const kn_clang_symbol_t *sym = r->clang->symbol;
-  char *word = kn_strndup(r->code + r->start, r->end - r->start);
+  char *word = fl__xstrndup(r->code + r->start, r->end - r->start);
   const char *page = NULL;
   if (r->inspect && wants_manpage(sym))
     page = sym->name;
@@ -948,7 +952,7 @@ static bool take_result(kn_kernel_t *k, request_t *r) {
     char err[256];
     r->man = kn_manpage_start(page, sym && sym->kind == KN_CLANG_TYPE, err, sizeof err);
     if (!r->man) kn_log(k, "no manual page: %s", err);
-    r->deadline_ms = kn_now_ms() + MANPAGE_TIMEOUT_MS;
+    r->deadline_ms = fl__now_ms() + MANPAGE_TIMEOUT_MS;
   }
   free(word);
   return !r->man;
@@ -957,7 +961,7 @@ static bool take_result(kn_kernel_t *k, request_t *r) {
 void kn_complete_on_ready(kn_kernel_t *k) {
   kn_complete_t *c = kn_kernel_complete(k);
   kn_clang_result_t *res = kn_clang_take(c->clang);
-  long long now = kn_now_ms();
+  long long now = fl__now_ms();
   while (c->head) {
     request_t *r = c->head;
     bool ready = false;
@@ -994,7 +998,7 @@ void kn_complete_fds(const kn_complete_t *c, int fds[2]) {
 
 int kn_complete_timeout(const kn_complete_t *c) {
   if (!c->head) return -1;
-  long long left = c->head->deadline_ms - kn_now_ms();
+  long long left = c->head->deadline_ms - fl__now_ms();
   return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
@@ -1007,12 +1011,12 @@ static void start(kn_kernel_t *k, request_t *r, size_t cur);
 
 void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
   kn_publish_status(k, msg, "busy");
-  request_t *r = kn_xcalloc(1, sizeof *r);
+  request_t *r = fl__xcalloc(1, sizeof *r);
   r->msg = msg;
   r->channel = channel;
   r->inspect = !strcmp(kn_msg_type(msg), "inspect_request");
   const char *code = json_string_value(json_object_get(msg->content, "code"));
-  r->code = kn_strdup(code ? code : "");
+  r->code = fl__xstrdup(code ? code : "");
   r->detail = (int)json_integer_value(json_object_get(msg->content, "detail_level"));
   start(k, r,
         byte_offset(r->code, strlen(r->code),
@@ -1020,11 +1024,11 @@ void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
 }
 
 void kn_complete_inspect_for(kn_kernel_t *k, kn_exec_t *e, const char *name, int detail) {
-  request_t *r = kn_xcalloc(1, sizeof *r);
+  request_t *r = fl__xcalloc(1, sizeof *r);
   r->exec = e;
   e->inspecting = true;
   r->inspect = true;
-  r->code = kn_strdup(name);
+  r->code = fl__xstrdup(name);
   r->detail = detail;
   start(k, r, strlen(r->code));
 }
@@ -1065,10 +1069,10 @@ static void start(kn_kernel_t *k, request_t *r, size_t cur) {
     r->body_off = stmt_at;
     r->body_line = line;
     if (!r->inspect && r->start == stmt_at) {
-      char *word = kn_strndup(r->code + r->start, cur - r->start);
+      char *word = fl__xstrndup(r->code + r->start, cur - r->start);
       size_t p = ls + strspn(r->code + ls, " \t%"), n = 0;
       while (is_ident((unsigned char)r->code[p + n])) n++;
-      char *name = kn_strndup(r->code + p, n);
+      char *name = fl__xstrndup(r->code + p, n);
       const kn_magic_def_t *def = kn_magic_find(name);
       option_search_t s = {&r->options, word, NULL, NULL};
       if (def) each_option(def, option_name, &s);
@@ -1080,7 +1084,7 @@ static void start(kn_kernel_t *k, request_t *r, size_t cur) {
     if (r->inspect) {
       size_t s = r->start;
       while (s > 0 && r->code[s - 1] == '%') s--;
-      char *word = kn_strndup(r->code + s, r->end - s);
+      char *word = fl__xstrndup(r->code + s, r->end - s);
       reply_magic_help(k, r, word);
       free(word);
     } else {
@@ -1092,7 +1096,7 @@ static void start(kn_kernel_t *k, request_t *r, size_t cur) {
   if (!split) {
     /* Magic lines that do not parse: nothing runs, so nothing completes. */
     r->start = r->end = cur;
-    r->prefix = kn_strdup("");
+    r->prefix = fl__xstrdup("");
     answer(k, r);
     return;
   }
@@ -1101,13 +1105,13 @@ static void start(kn_kernel_t *k, request_t *r, size_t cur) {
     r->back = r->end - r->start;
   } else {
     r->mark_at = cur;
-    r->prefix = kn_strndup(r->code + r->start, cur - r->start);
+    r->prefix = fl__xstrndup(r->code + r->start, cur - r->start);
   }
   if ((r->inspect && r->end == r->start) || r->mark_at < r->body_off) {
     answer(k, r);
     return;
   }
-  r->deadline_ms = kn_now_ms() + c->timeout_ms;
+  r->deadline_ms = fl__now_ms() + c->timeout_ms;
   if (c->tail)
     c->tail->next = r;
   else
@@ -1117,7 +1121,7 @@ static void start(kn_kernel_t *k, request_t *r, size_t cur) {
 }
 
 kn_complete_t *kn_complete_new(void) {
-  kn_complete_t *c = kn_xcalloc(1, sizeof *c);
+  kn_complete_t *c = fl__xcalloc(1, sizeof *c);
   const char *t = getenv("CFLAME_COMPLETE_TIMEOUT_MS");
   c->timeout_ms = t && atoi(t) > 0 ? atoi(t) : CLANG_TIMEOUT_MS;
   const char *mb = getenv("CFLAME_COMPLETE_MEMORY_MB");

@@ -40,7 +40,7 @@ static const char script[] =
 static char **man_environment(void) {
   size_t n = 0;
   while (environ[n]) n++;
-  char **env = kn_xcalloc(n + 2, sizeof *env);
+  char **env = fl__xcalloc(n + 2, sizeof *env);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     static const char *const drop[] = {"MANWIDTH=", "MAN_KEEP_FORMATTING=", "MANOPT=",
@@ -60,7 +60,7 @@ kn_manpage_t *kn_manpage_start(const char *name, bool is_type, char *err, size_t
     snprintf(err, err_size, "cannot create a pipe for man: %s", strerror(errno));
     return NULL;
   }
-  kn_manpage_t *m = kn_xcalloc(1, sizeof *m);
+  kn_manpage_t *m = fl__xcalloc(1, sizeof *m);
   m->pid = -1;
   m->out_fd = p[0];
   fcntl(m->out_fd, F_SETFL, O_NONBLOCK);
@@ -94,7 +94,7 @@ int kn_manpage_fd(const kn_manpage_t *m) { return m->out_fd; }
 /* Drops the overstrikes ("X\bX", "_\bX") of a page formatted for a
  * terminal, should man leave them in. New. */
 static char *plain_text(const char *s, size_t len) {
-  char *out = kn_xmalloc(len + 1);
+  char *out = fl__xmalloc(len + 1, 1);
   size_t n = 0;
   for (size_t i = 0; i < len; i++) {
     if (s[i] == '\b') {
@@ -246,7 +246,7 @@ static char *reflow(const char *text, size_t width) {
 void kn_manpage_summary(const char *page, char **title, char **synopsis, char **description) {
   *title = *synopsis = *description = NULL;
   const char *p = page + strspn(page, " \t\n");
-  if (*p) *title = kn_strndup(p, strcspn(p, " \t\n"));
+  if (*p) *title = fl__xstrndup(p, strcspn(p, " \t\n"));
   size_t start, end;
   /* The synopsis without the feature-test macro requirements that follow
    * it on many pages: the whole page has them. */

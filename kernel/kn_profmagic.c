@@ -112,15 +112,15 @@ void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, 
     if (p == w || !is_option_word(w, (size_t)(p - w), groups)) break;
     end_opts = p;
   }
-  *opts = kn_strndup(args, (size_t)(end_opts - args));
+  *opts = fl__xstrndup(args, (size_t)(end_opts - args));
   const char *s = end_opts;
   while (isspace((unsigned char)*s)) s++;
-  *stmt = kn_strdup(s);
+  *stmt = fl__xstrdup(s);
 }
 
 static char **copy_list(const kn_optval_t *v) {
-  char **out = kn_xcalloc(v->n_list + 1, sizeof *out);
-  for (size_t i = 0; i < v->n_list; i++) out[i] = kn_strdup(v->list[i]);
+  char **out = fl__xcalloc(v->n_list + 1, sizeof *out);
+  for (size_t i = 0; i < v->n_list; i++) out[i] = fl__xstrdup(v->list[i]);
   return out;
 }
 
@@ -138,7 +138,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   req->view.height = settings.height;
   req->sample_rate = 0.1;
 
-  req->args = kn_strdup(args);
+  req->args = fl__xstrdup(args);
 
   kn_optspec_t specs[N_OPTIONS];
   size_t n = specs_for(groups, specs);
@@ -172,7 +172,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   }
   if ((v = kn_opts_get(&o, "threads")) && v->set) {
     bool all = false;
-    req->threads = kn_xcalloc(v->n_list + 1, sizeof *req->threads);
+    req->threads = fl__xcalloc(v->n_list + 1, sizeof *req->threads);
     for (size_t i = 0; i < v->n_list; i++) {
       if (!strcmp(v->list[i], "all")) {
         all = true;
@@ -209,10 +209,10 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   if ((v = kn_opts_get(&o, "filter")) && v->set) {
     size_t len = strlen(v->s);
     if (len >= 2 && v->s[0] == '/' && v->s[len - 1] == '/') {
-      req->filter = kn_strndup(v->s + 1, len - 2);
+      req->filter = fl__xstrndup(v->s + 1, len - 2);
       req->tree.filter_is_regex = true;
     } else {
-      req->filter = kn_strdup(v->s);
+      req->filter = fl__xstrdup(v->s);
     }
     req->tree.filter = req->filter;
   }
@@ -223,7 +223,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   if ((v = kn_opts_get(&o, "width")) && v->set) req->view.width = (int)v->i;
   if ((v = kn_opts_get(&o, "height")) && v->set) req->view.height = (int)v->i;
   if ((v = kn_opts_get(&o, "title")) && v->set) {
-    req->title = kn_strdup(v->s);
+    req->title = fl__xstrdup(v->s);
     req->view.title = req->title;
   }
   if ((v = kn_opts_get(&o, "icicle")) && v->set) req->view.icicle = v->b;
@@ -238,12 +238,12 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
     req->diff.delta = !strcmp(v->s, "self") ? FL_DELTA_SELF : FL_DELTA_TOTAL;
   if ((v = kn_opts_get(&o, "noise")) && v->set) req->diff.noise = v->d;
   if ((v = kn_opts_get(&o, "root_prefix")) && v->set) {
-    req->root_prefix = kn_strdup(v->s);
+    req->root_prefix = fl__xstrdup(v->s);
     req->diff.root_prefix = req->root_prefix;
   }
 
-  req->positional = kn_xcalloc(o.n_positional + 1, sizeof *req->positional);
-  for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = kn_strdup(o.positional[i]);
+  req->positional = fl__xcalloc(o.n_positional + 1, sizeof *req->positional);
+  for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = fl__xstrdup(o.positional[i]);
   kn_opts_free(&o);
   return 0;
 }
@@ -360,7 +360,7 @@ static void add_folded(char *text, int which, folded_line_t **lines, size_t *n, 
       *sp = '\0';
       if (*n == *cap) {
         *cap = *cap ? *cap * 2 : 256;
-        *lines = kn_xrealloc(*lines, *cap * sizeof **lines);
+        *lines = fl__xrealloc(*lines, *cap, sizeof **lines);
       }
       (*lines)[*n] = (folded_line_t){.stack = line};
       (*lines)[(*n)++].count[which] = strtoull(sp + 1, NULL, 10);
@@ -484,7 +484,7 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   kn_profreq_t *opts = has_opts ? &req : &drawn;
   /* A diff drawn again names its baseline as it was shown. */
   if (baseline && !opts->baseline && last.baseline_name)
-    opts->baseline = kn_strdup(last.baseline_name);
+    opts->baseline = fl__xstrdup(last.baseline_name);
   if (!strcmp(format, "pprof")) {
     if (baseline) {
       snprintf(err, err_size, "%%profsave: a pprof file holds one profile, and the last graph is "
@@ -514,14 +514,14 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
     json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
     if (!strcmp(format, "svg")) {
-      text = kn_strdup(svg);
+      text = fl__xstrdup(svg);
     } else if (!strcmp(format, "text")) {
       /* The report as shown, but for the line that speaks to a notebook. */
       const char *shown_text = json_string_value(json_object_get(bundle, "text/plain"));
       size_t lead = strlen(untrusted_lead);
       if (shown_text && !strncmp(shown_text, untrusted_lead, lead) && shown_text[lead] == '\n')
         shown_text += lead + 1;
-      text = kn_strdup(shown_text);
+      text = fl__xstrdup(shown_text);
     } else if (!strcmp(format, "html")) {
       const char *title = opts->title;
       kn_strbuf_t t = KN_STRBUF_INIT;
@@ -674,7 +674,7 @@ out:
 static const char *split_name(const char *args, char **name) {
   while (isspace((unsigned char)*args)) args++;
   size_t len = strcspn(args, " \t\n");
-  *name = len && !memchr(args, '=', len) ? kn_strndup(args, len) : NULL;
+  *name = len && !memchr(args, '=', len) ? fl__xstrndup(args, len) : NULL;
   return args + len;
 }
 
@@ -807,8 +807,9 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
     goto out;
   }
   if (fl_profile_n_samples(session) == 0) {
-    res->output = kn_strdup("The session profile is empty: profile a cell with %%profile or "
-                            "%%profview first.\n");
+    res->output = fl__xstrdup(
+        "The session profile is empty: profile a cell with %%profile or "
+        "%%profview first.\n");
     rc = 0;
     goto out;
   }

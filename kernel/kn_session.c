@@ -264,7 +264,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 }
 
 kn_session_t *kn_session_new(char *err, size_t err_size) {
-  kn_session_t *s = kn_xcalloc(1, sizeof *s);
+  kn_session_t *s = fl__xcalloc(1, sizeof *s);
   const char *tmp = getenv("TMPDIR");
   char tmpl[PATH_MAX];
   snprintf(tmpl, sizeof tmpl, "%s/cflame-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -273,14 +273,14 @@ kn_session_t *kn_session_new(char *err, size_t err_size) {
     free(s);
     return NULL;
   }
-  s->dir = kn_strdup(tmpl);
+  s->dir = fl__xstrdup(tmpl);
   char cwd[PATH_MAX];
-  s->cwd = kn_strdup(getcwd(cwd, sizeof cwd) ? cwd : ".");
+  s->cwd = fl__xstrdup(getcwd(cwd, sizeof cwd) ? cwd : ".");
   const char *cc = getenv("CC");
-  s->cc = kn_strdup(cc && *cc ? cc : KN_DEFAULT_CC);
-  s->cflags = kn_strdup(KN_DEFAULT_CFLAGS);
-  s->ldflags = kn_strdup(KN_DEFAULT_LDFLAGS);
-  s->typedefs = kn_xcalloc(1, sizeof *s->typedefs);
+  s->cc = fl__xstrdup(cc && *cc ? cc : KN_DEFAULT_CC);
+  s->cflags = fl__xstrdup(KN_DEFAULT_CFLAGS);
+  s->ldflags = fl__xstrdup(KN_DEFAULT_LDFLAGS);
+  s->typedefs = fl__xcalloc(1, sizeof *s->typedefs);
   return s;
 }
 
@@ -290,7 +290,7 @@ static void forget_all(kn_session_t *s) {
   for (size_t i = 0; i < s->n_objects; i++) free(s->objects[i]);
   s->n_objects = 0;
   free(s->typedefs);
-  s->typedefs = kn_xcalloc(1, sizeof *s->typedefs);
+  s->typedefs = fl__xcalloc(1, sizeof *s->typedefs);
 }
 
 void kn_session_destroy(kn_session_t **sp) {
@@ -365,7 +365,7 @@ static int run_tool(char *const argv[], const char *dir, char **output) {
   int fd, rc = spawn_piped(argv, dir, &pid, &fd);
   if (rc == -1) return -1;
   if (rc != 0) {
-    *output = kn_strdup(strerror(rc));
+    *output = fl__xstrdup(strerror(rc));
     return 127;
   }
   kn_strbuf_t out = KN_STRBUF_INIT;
@@ -409,7 +409,7 @@ int kn_session_set_cc(kn_session_t *s, const char *cc, char *err, size_t err_siz
     return -1;
   }
   size_t nw = (size_t)n;
-  char **argv = kn_xcalloc(nw + 2, sizeof *argv);
+  char **argv = fl__xcalloc(nw + 2, sizeof *argv);
   for (size_t i = 0; i < nw; i++) argv[i] = words[i];
   argv[nw] = "--version";
   char *out;
@@ -424,21 +424,21 @@ int kn_session_set_cc(kn_session_t *s, const char *cc, char *err, size_t err_siz
   }
   free(out);
   free(s->cc);
-  s->cc = kn_strdup(cc);
+  s->cc = fl__xstrdup(cc);
   return 0;
 }
 
 int kn_session_set_cflags(kn_session_t *s, const char *flags, char *err, size_t err_size) {
   if (check_words("%cflags", flags, err, err_size) < 0) return -1;
   free(s->cflags);
-  s->cflags = kn_strdup(flags);
+  s->cflags = fl__xstrdup(flags);
   return 0;
 }
 
 int kn_session_set_ldflags(kn_session_t *s, const char *flags, char *err, size_t err_size) {
   if (check_words("%ldflags", flags, err, err_size) < 0) return -1;
   free(s->ldflags);
-  s->ldflags = kn_strdup(flags);
+  s->ldflags = fl__xstrdup(flags);
   return 0;
 }
 
@@ -563,7 +563,7 @@ static bool writes_any_main(const kn_items_t *items) {
 
 static void build_unit(const kn_session_t *s, int cell, const kn_items_t *items, char **keys,
                        kn_strbuf_t *tu) {
-  bool *placed = kn_xcalloc(items->n + 1, sizeof *placed);
+  bool *placed = fl__xcalloc(items->n + 1, sizeof *placed);
   bool main_written = false;
   bool renamed_mains_deferred = writes_any_main(items);
   kn_strbuf_puts(tu, "#line 1 \"<cflame prelude>\"\n");
@@ -755,7 +755,7 @@ static void note_symbol(void *ctx, const char *name) {
         !strcmp(it->name, own))
       return;
   }
-  if (m->n_renamed++ == 0) m->renamed = kn_strdup(own);
+  if (m->n_renamed++ == 0) m->renamed = fl__xstrdup(own);
 }
 
 /* Replaces the first whole word main in *text with name. */
@@ -790,7 +790,7 @@ static void resolve_main(kn_compiled_t *c) {
     rename_main_in(&written->signature, m.renamed);
     rename_main_in(&written->text, m.renamed);
     free(written->name);
-    written->name = kn_strdup(m.renamed);
+    written->name = fl__xstrdup(m.renamed);
     written->main_renamed = true;
   }
   free(m.renamed);
@@ -809,16 +809,16 @@ static int push_words(char ***argv, size_t *n, const char *flags, char *err, siz
   char **words;
   int k = kn_words_split(flags, &words, err, err_size);
   if (k < 0) return -1;
-  *argv = kn_xrealloc(*argv, (*n + (size_t)k + 1) * sizeof **argv);
-  for (int i = 0; i < k; i++) (*argv)[(*n)++] = kn_strdup(words[i]);
+  *argv = fl__xrealloc(*argv, *n + (size_t)k + 1, sizeof **argv);
+  for (int i = 0; i < k; i++) (*argv)[(*n)++] = fl__xstrdup(words[i]);
   (*argv)[*n] = NULL;
   kn_words_free(words);
   return 0;
 }
 
 static void push(char ***argv, size_t *n, const char *w) {
-  *argv = kn_xrealloc(*argv, (*n + 2) * sizeof **argv);
-  (*argv)[(*n)++] = kn_strdup(w);
+  *argv = fl__xrealloc(*argv, *n + 2, sizeof **argv);
+  (*argv)[(*n)++] = fl__xstrdup(w);
   (*argv)[*n] = NULL;
 }
 
@@ -1067,7 +1067,7 @@ static int launch(kn_session_t *s, kn_compile_t *job, char *err, size_t err_size
   char **argv = NULL;
   size_t argc = 0, n_keys = job->c->items.n;
   kn_strbuf_t tu = KN_STRBUF_INIT, src = KN_STRBUF_INIT;
-  char **keys = kn_xcalloc(n_keys + 1, sizeof *keys);
+  char **keys = fl__xcalloc(n_keys + 1, sizeof *keys);
   int cell = job->c->cell, rc = -1;
   for (size_t i = 0; i < n_keys; i++) keys[i] = item_key(&job->c->items.items[i]);
   build_unit(s, cell, &job->c->items, keys, &tu);
@@ -1077,7 +1077,7 @@ static int launch(kn_session_t *s, kn_compile_t *job, char *err, size_t err_size
   snprintf(path_so, sizeof path_so, "%s/" KN_CELL_SO_FMT, s->dir, cell);
   snprintf(path_cell, sizeof path_cell, "%s/" KN_CELL_FILE_FMT, s->dir, cell);
   free(job->path_so);
-  job->path_so = kn_strdup(path_so);
+  job->path_so = fl__xstrdup(path_so);
   /* The cell's own text, at its cell line numbers, for the compiler to
    * quote in diagnostics. */
   for (int i = 1; i < job->first_line; i++) kn_strbuf_putc(&src, '\n');
@@ -1110,12 +1110,12 @@ out:
 
 kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *code, int first_line,
                                        char *err, size_t err_size) {
-  kn_compile_t *job = kn_xcalloc(1, sizeof *job);
+  kn_compile_t *job = fl__xcalloc(1, sizeof *job);
   job->pid = -1;
   job->pid_fd = job->out_fd = -1;
-  job->c = kn_xcalloc(1, sizeof *job->c);
+  job->c = fl__xcalloc(1, sizeof *job->c);
   job->c->cell = cell;
-  job->code = kn_strdup(code);
+  job->code = fl__xstrdup(code);
   job->first_line = first_line;
   if (kn_cell_split(code, kn_session_typedefs(s), first_line, &job->c->items) < 0) {
     snprintf(err, err_size, "out of memory splitting the cell");
@@ -1129,7 +1129,7 @@ kn_compile_t *kn_session_compile_start(kn_session_t *s, int cell, const char *co
 char *kn_session_unit_text(const kn_session_t *s, int cell, const char *code, int first_line) {
   kn_items_t items = {NULL, 0};
   if (kn_cell_split(code, kn_session_typedefs(s), first_line, &items) < 0) return NULL;
-  char **keys = kn_xcalloc(items.n + 1, sizeof *keys);
+  char **keys = fl__xcalloc(items.n + 1, sizeof *keys);
   for (size_t i = 0; i < items.n; i++) keys[i] = item_key(&items.items[i]);
   kn_strbuf_t tu = KN_STRBUF_INIT;
   build_unit(s, cell, &items, keys, &tu);
@@ -1221,7 +1221,7 @@ static char *without_repeats(const char *text) {
     if (!seen) kn_strbuf_append(&out, p, len);
     p = end;
   }
-  return out.data ? kn_strbuf_steal(&out) : kn_strdup("");
+  return out.data ? kn_strbuf_steal(&out) : fl__xstrdup("");
 }
 
 /* The cell's trailing expression, or NULL. */
@@ -1235,7 +1235,7 @@ static kn_item_t *value_item(kn_compile_t *job) {
 static char *first_error(const char *diagnostics) {
   for (const char *p = diagnostics; p && *p;) {
     size_t len = strcspn(p, "\n");
-    if (memmem(p, len, "error", 5)) return kn_strndup(p, len);
+    if (memmem(p, len, "error", 5)) return fl__xstrndup(p, len);
     p += len + (p[len] == '\n');
   }
   return NULL;
@@ -1303,7 +1303,7 @@ int kn_session_compile_finish(kn_session_t *s, kn_compile_t **jp, kn_compiled_t 
   resolve_main(c);
   char entry[64];
   snprintf(entry, sizeof entry, KN_ENTRY_FMT, c->cell);
-  c->entry = kn_strdup(entry);
+  c->entry = fl__xstrdup(entry);
   *out = c;
   job->c = NULL;
   rc = 0;
@@ -1346,7 +1346,7 @@ static void rebuild_typedefs(kn_session_t *s) {
   size_t n = 0;
   for (size_t i = 0; i < s->n_entries; i++) n += s->entries[i].is_typedef;
   free(s->typedefs);
-  s->typedefs = kn_xcalloc(n + 1, sizeof *s->typedefs);
+  s->typedefs = fl__xcalloc(n + 1, sizeof *s->typedefs);
   n = 0;
   for (size_t i = 0; i < s->n_entries; i++)
     if (s->entries[i].is_typedef) s->typedefs[n++] = s->entries[i].name;
@@ -1367,7 +1367,7 @@ void kn_session_commit(kn_session_t *s, kn_compiled_t **cp) {
      * earlier one stays in its place for the entries after it. */
     if (it->kind == KN_ITEM_PREPROC) at = -1;
     entry_t e = {.key = key,
-                 .name = it->name ? kn_strdup(it->name) : NULL,
+                 .name = it->name ? fl__xstrdup(it->name) : NULL,
                  .header = header_text(it, c->cell),
                  .describe = describe_text(it),
                  .cell = c->cell,
@@ -1381,16 +1381,16 @@ void kn_session_commit(kn_session_t *s, kn_compiled_t **cp) {
     } else {
       if (s->n_entries == s->cap_entries) {
         s->cap_entries = s->cap_entries ? s->cap_entries * 2 : 64;
-        s->entries = kn_xrealloc(s->entries, s->cap_entries * sizeof *s->entries);
+        s->entries = fl__xrealloc(s->entries, s->cap_entries, sizeof *s->entries);
       }
       s->entries[s->n_entries++] = e;
     }
   }
   if (s->n_objects == s->cap_objects) {
     s->cap_objects = s->cap_objects ? s->cap_objects * 2 : 64;
-    s->objects = kn_xrealloc(s->objects, s->cap_objects * sizeof *s->objects);
-    s->objects_fp = kn_xrealloc(s->objects_fp, s->cap_objects * sizeof *s->objects_fp);
-    s->objects_cell = kn_xrealloc(s->objects_cell, s->cap_objects * sizeof *s->objects_cell);
+    s->objects = fl__xrealloc(s->objects, s->cap_objects, sizeof *s->objects);
+    s->objects_fp = fl__xrealloc(s->objects_fp, s->cap_objects, sizeof *s->objects_fp);
+    s->objects_cell = fl__xrealloc(s->objects_cell, s->cap_objects, sizeof *s->objects_cell);
   }
   s->objects_fp[s->n_objects] = c->frame_pointers;
   s->objects_cell[s->n_objects] = c->cell;
