@@ -180,7 +180,7 @@ static int map_buffer_file(mapped_file_t *mf, const char *what, const char *path
   mf->layout = layout;
   mf->dev = st.st_dev;
   mf->ino = st.st_ino;
-  mf->path = strdup(path);
+  mf->path = fl__xstrdup(path);
   return 0;
 fail:
   if (map != MAP_FAILED) munmap(map, bytes);
