@@ -70,8 +70,4 @@ char *kn__header_text(const kn_item_t *it, int cell);
 void kn__build_unit(const kn_session_t *s, int cell, const kn_items_t *items, char **keys,
                     kn_strbuf_t *tu);
 
-/* ---- kn_compile.c ---- */
-
-int kn__run_tool(char *const argv[], const char *dir, char **output);
-
 #endif

@@ -7,8 +7,6 @@
 #include <gelf.h>
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,73 +17,8 @@
 #include "kn__session.h"
 #include "kn_magic.h"
 #include "kn_names.h"
+#include "kn_spawn.h"
 #include "kn_strbuf.h"
-
-extern char **environ;
-
-/* ---- running the compiler ---- */
-
-/* Spawns argv in dir, in a process group of its own, with stdin from
- * /dev/null and stdout and stderr on a pipe: *pid and the pipe's reading
- * end *out_fd. Returns 0, or the posix_spawn error (ENOENT: no such
- * program), or -1 with errno when no pipe could be made. */
-static int spawn_piped(char *const argv[], const char *dir, pid_t *pid, int *out_fd) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return -1;
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  int rc = posix_spawnp(pid, argv[0], &fa, &attr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  close(p[1]);
-  if (rc != 0) {
-    close(p[0]);
-    return rc;
-  }
-  *out_fd = p[0];
-  return 0;
-}
-
-/* Runs argv in dir, collecting stdout and stderr into *output (new).
- * Returns the exit status (0..255), 127 when it could not start, or -1. */
-int kn__run_tool(char *const argv[], const char *dir, char **output) {
-  *output = NULL;
-  pid_t pid;
-  int fd, rc = spawn_piped(argv, dir, &pid, &fd);
-  if (rc == -1) return -1;
-  if (rc != 0) {
-    *output = fl__xstrdup(strerror(rc));
-    return 127;
-  }
-  kn_strbuf_t out = KN_STRBUF_INIT;
-  char buf[8192];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) != 0) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    kn_strbuf_append(&out, buf, (size_t)n);
-  }
-  close(fd);
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) {
-      status = -1;
-      break;
-    }
-  *output = kn_strbuf_steal(&out);
-  if (status == -1) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 /* Calls fn with the name of each dynamic symbol that the shared object at
  * path defines. */
@@ -415,7 +348,8 @@ struct kn_compile {
  * failed (which resource ran out, or that the compiler could not run). */
 static int spawn_tool(char *const argv[], const char *dir, kn_compile_t *job, char *err,
                       size_t err_size) {
-  int rc = spawn_piped(argv, dir, &job->pid, &job->out_fd);
+  kn_spawn_t how = {.dir = dir, .search_path = true, .with_stderr = true};
+  int rc = kn_spawn_piped(argv, &how, &job->pid, &job->out_fd);
   if (rc == -1) {
     snprintf(err, err_size, "cannot create a pipe for the compiler's output: %s%s", strerror(errno),
              errno == EMFILE ? " (the kernel's limit of open files is reached)" : "");
@@ -431,8 +365,7 @@ static int spawn_tool(char *const argv[], const char *dir, kn_compile_t *job, ch
   job->pid_fd = pidfd_open(job->pid, 0);
   if (job->pid_fd < 0) {
     snprintf(err, err_size, "cannot watch the compiler (pidfd_open): %s", strerror(errno));
-    kill(-job->pid, SIGKILL);
-    waitpid(job->pid, NULL, 0);
+    kn_spawn_kill(job->pid);
     job->pid = -1;
     return -1;
   }
@@ -524,18 +457,7 @@ void kn_compile_fds(const kn_compile_t *job, int fds[2]) {
 }
 
 bool kn_compile_poll(kn_compile_t *job) {
-  char buf[8192];
-  while (job->out_fd >= 0) {
-    ssize_t n = read(job->out_fd, buf, sizeof buf);
-    if (n > 0) {
-      kn_strbuf_append(&job->output, buf, (size_t)n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) break;
-    close(job->out_fd);
-    job->out_fd = -1;
-  }
+  kn_spawn_drain(&job->out_fd, &job->output);
   if (!job->ended && job->pid > 0 && waitpid(job->pid, &job->status, WNOHANG) == job->pid) {
     job->ended = true;
     job->pid = -1;
@@ -556,9 +478,7 @@ void kn_compile_cancel(kn_compile_t **jp) {
   if (!job) return;
   if (job->pid > 0) {
     /* The whole group: cc and the cc1, as and ld it started. */
-    kill(-job->pid, SIGKILL);
-    while (waitpid(job->pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    kn_spawn_kill(job->pid);
   }
   if (job->pid_fd >= 0) close(job->pid_fd);
   if (job->out_fd >= 0) close(job->out_fd);

@@ -4,14 +4,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kn_spawn.h"
 #include "kn_strbuf.h"
 
 extern char **environ;
@@ -55,37 +54,25 @@ static char **man_environment(void) {
 }
 
 kn_manpage_t *kn_manpage_start(const char *name, bool is_type, char *err, size_t err_size) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) {
+  char *argv[] = {
+      "/bin/sh",           "-c", (char *)script, "sh", (char *)name, is_type ? "3type" : "3",
+      is_type ? "3" : "2", NULL};
+  char **env = man_environment();
+  pid_t pid;
+  int out_fd, rc = kn_spawn_piped(argv, &(kn_spawn_t){.env = env}, &pid, &out_fd);
+  free(env);
+  if (rc == -1) {
     snprintf(err, err_size, "cannot create a pipe for man: %s", strerror(errno));
     return NULL;
   }
-  kn_manpage_t *m = fl__xcalloc(1, sizeof *m);
-  m->pid = -1;
-  m->out_fd = p[0];
-  fcntl(m->out_fd, F_SETFL, O_NONBLOCK);
-  char *argv[] = {"sh", "-c", (char *)script, "sh", (char *)name, is_type ? "3type" : "3",
-                  is_type ? "3" : "2", NULL};
-  char **env = man_environment();
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  int rc = posix_spawn(&m->pid, "/bin/sh", &fa, &attr, argv, env);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  free(env);
-  close(p[1]);
   if (rc != 0) {
     snprintf(err, err_size, "cannot run man: %s", strerror(rc));
-    m->pid = -1;
-    kn_manpage_destroy(&m);
+    return NULL;
   }
+  kn_manpage_t *m = fl__xcalloc(1, sizeof *m);
+  m->pid = pid;
+  m->out_fd = out_fd;
+  fcntl(m->out_fd, F_SETFL, O_NONBLOCK);
   return m;
 }
 
@@ -108,25 +95,10 @@ static char *plain_text(const char *s, size_t len) {
 }
 
 bool kn_manpage_poll(kn_manpage_t *m) {
-  char buf[16384];
-  while (m->out_fd >= 0) {
-    ssize_t n = read(m->out_fd, buf, sizeof buf);
-    if (n > 0) {
-      kn_strbuf_append(&m->text, buf, (size_t)n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return false;
-    close(m->out_fd);
-    m->out_fd = -1;
-  }
+  if (!kn_spawn_drain(&m->out_fd, &m->text)) return false;
   if (m->pid > 0) {
     /* Its output has ended, so man is ending: reap it, or end it. */
-    if (waitpid(m->pid, NULL, WNOHANG) != m->pid) {
-      kill(-m->pid, SIGKILL);
-      while (waitpid(m->pid, NULL, 0) < 0 && errno == EINTR) {
-      }
-    }
+    if (waitpid(m->pid, NULL, WNOHANG) != m->pid) kn_spawn_kill(m->pid);
     m->pid = -1;
   }
   if (!m->plain) m->plain = plain_text(m->text.data ? m->text.data : "", m->text.len);
@@ -138,11 +110,7 @@ const char *kn_manpage_text(const kn_manpage_t *m) { return m->plain ? m->plain 
 void kn_manpage_destroy(kn_manpage_t **mp) {
   kn_manpage_t *m = *mp;
   if (!m) return;
-  if (m->pid > 0) {
-    kill(-m->pid, SIGKILL);
-    while (waitpid(m->pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-  }
+  if (m->pid > 0) kn_spawn_kill(m->pid);
   if (m->out_fd >= 0) close(m->out_fd);
   kn_strbuf_free(&m->text);
   free(m->plain);
