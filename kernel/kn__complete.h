@@ -62,8 +62,7 @@ typedef struct matches {
   size_t n, cap;
 } matches_t;
 
-/* Adds a match; one of the same text is merged into it when the reply is
- * made (reply_matches). */
+/* A complete_request or inspect_request, or an execution's `name?`. */
 typedef struct request {
   kn_msg_t *msg;   /* the request answered; NULL for an execution's */
   kn_exec_t *exec; /* the execution answered instead (`name?`), or NULL */

@@ -66,6 +66,8 @@ static int line_number(const char *code, size_t at) {
 
 /* ---- the reply's matches ---- */
 
+/* Adds a match; one of the same text is merged into it when the reply is
+ * made (reply_matches). */
 static void add_match(matches_t *m, const char *text, const char *type, const char *signature,
                       unsigned priority) {
   if (m->n == m->cap) {
