@@ -380,6 +380,40 @@ static void add_proto(splitter_t *sp, const specs_t *s, const declr_t *d, size_t
   it->is_inline = s->is_inline;
 }
 
+/* The items of a declaration without a body whose specifiers are s and
+ * declarators ds[0, nd), ending at its ';' (token last). */
+static void add_decl_items(splitter_t *sp, const specs_t *s, const declr_t *ds, size_t nd,
+                           long last) {
+  bool all_func = true;
+  for (size_t i = 0; i < nd; i++)
+    if (!ds[i].is_func) all_func = false;
+  if (s->has_typedef) {
+    kn_item_t *it = kn__add_item(sp, KN_ITEM_TYPE, s->start, last);
+    it->name = kn__tok_text(sp, ds[0].name);
+    for (size_t i = 0; i < nd; i++) add_cell_typedef(sp, ds[i].name);
+  } else if (s->has_extern && !all_func) {
+    kn_item_t *it = kn__add_item(sp, KN_ITEM_EXTERN, s->start, last);
+    it->name = kn__tok_text(sp, ds[0].name);
+  } else {
+    if (s->body_open != NONE && s->sue_tag != NONE) {
+      /* `struct P { ... } p1, p2;`: the type on its own, `struct P { ... };` */
+      kn_item_t *it = kn__new_item(sp, KN_ITEM_TYPE, s->sue_kw);
+      kn_strbuf_t sb = KN_STRBUF_INIT;
+      size_t a = sp->t.v[s->sue_kw].start, b = sp->t.v[s->type_end - 1].end;
+      kn_strbuf_append(&sb, sp->code + a, b - a);
+      kn_strbuf_putc(&sb, ';');
+      it->text = kn_strbuf_steal(&sb);
+      it->name = sue_name(sp, s);
+    }
+    for (size_t i = 0; i < nd; i++) {
+      if (ds[i].is_func)
+        add_proto(sp, s, &ds[i], nd, last);
+      else
+        add_global(sp, s, &ds[i], last);
+    }
+  }
+}
+
 /* Parses the declaration starting at k. On PARSE_OK its items are appended
  * and *last is its final token. Nothing is appended otherwise. */
 parse_status_t kn__parse_decl(splitter_t *sp, long k, long *last) {
@@ -469,34 +503,7 @@ parse_status_t kn__parse_decl(splitter_t *sp, long k, long *last) {
   }
   *last = k;
 
-  bool all_func = true;
-  for (size_t i = 0; i < nd; i++)
-    if (!ds[i].is_func) all_func = false;
-  if (s.has_typedef) {
-    kn_item_t *it = kn__add_item(sp, KN_ITEM_TYPE, s.start, k);
-    it->name = kn__tok_text(sp, ds[0].name);
-    for (size_t i = 0; i < nd; i++) add_cell_typedef(sp, ds[i].name);
-  } else if (s.has_extern && !all_func) {
-    kn_item_t *it = kn__add_item(sp, KN_ITEM_EXTERN, s.start, k);
-    it->name = kn__tok_text(sp, ds[0].name);
-  } else {
-    if (s.body_open != NONE && s.sue_tag != NONE) {
-      /* `struct P { ... } p1, p2;`: the type on its own, `struct P { ... };` */
-      kn_item_t *it = kn__new_item(sp, KN_ITEM_TYPE, s.sue_kw);
-      kn_strbuf_t sb = KN_STRBUF_INIT;
-      size_t a = sp->t.v[s.sue_kw].start, b = sp->t.v[s.type_end - 1].end;
-      kn_strbuf_append(&sb, sp->code + a, b - a);
-      kn_strbuf_putc(&sb, ';');
-      it->text = kn_strbuf_steal(&sb);
-      it->name = sue_name(sp, &s);
-    }
-    for (size_t i = 0; i < nd; i++) {
-      if (ds[i].is_func)
-        add_proto(sp, &s, &ds[i], nd, k);
-      else
-        add_global(sp, &s, &ds[i], k);
-    }
-  }
+  add_decl_items(sp, &s, ds, nd, k);
   free(ds);
   return PARSE_OK;
 

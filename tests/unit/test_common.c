@@ -307,14 +307,16 @@ static const oom_case_t oom_cases[] = {
      "handler: ", true},
 };
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) /* gcc */
 static const bool under_asan = true;
+#elif defined(__has_feature)
+static const bool under_asan = __has_feature(address_sanitizer); /* clang */
 #else
 static const bool under_asan = false;
 #endif
 
 /* Runs c in a child, its stderr into a pipe; checks how it ended and what
- * it said. */
+ * it said (after anything a sanitizer says first). */
 static void run_oom_case(const oom_case_t *c) {
   if (c->needs_rlimit && under_asan) return;
   int fds[2];
@@ -341,10 +343,10 @@ static void run_oom_case(const oom_case_t *c) {
   int ended = WIFEXITED(status)                                    ? WEXITSTATUS(status)
               : WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT ? -1
                                                                    : -2;
-  if (ended != c->exit_status || strncmp(said, c->says, strlen(c->says)) != 0)
+  if (ended != c->exit_status || !strstr(said, c->says))
     fprintf(stderr, "case \"%s\": ended %d, said \"%s\"\n", c->name, ended, said);
   CHECK_INT(ended, c->exit_status);
-  CHECK(strncmp(said, c->says, strlen(c->says)) == 0);
+  CHECK(strstr(said, c->says) != NULL);
 }
 
 static void test_oom(void) {
