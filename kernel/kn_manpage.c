@@ -54,9 +54,9 @@ static char **man_environment(void) {
 }
 
 kn_manpage_t *kn_manpage_start(const char *name, bool is_type, char *err, size_t err_size) {
-  char *argv[] = {
-      "/bin/sh",           "-c", (char *)script, "sh", (char *)name, is_type ? "3type" : "3",
-      is_type ? "3" : "2", NULL};
+  /* The sections to try, in order. */
+  char *first = is_type ? "3type" : "3", *then = is_type ? "3" : "2";
+  char *argv[] = {"/bin/sh", "-c", (char *)script, "sh", (char *)name, first, then, NULL};
   char **env = man_environment();
   pid_t pid;
   int out_fd, rc = kn_spawn_piped(argv, &(kn_spawn_t){.env = env}, &pid, &out_fd);
