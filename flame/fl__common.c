@@ -2,12 +2,24 @@
  * (see fl__common.h). */
 #include "fl__common.h"
 
+#include <cflame/fl_alloc.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 /* ---- memory ---- */
 
+/* The program's handler, or NULL for the default. Atomic: set by one
+ * thread, read by any that runs out of memory. */
+static _Atomic(fl_oom_handler_t) oom_handler;
+
+fl_oom_handler_t fl_set_oom_handler(fl_oom_handler_t handler) {
+  return atomic_exchange(&oom_handler, handler);
+}
+
 void fl__oom(size_t bytes) {
+  fl_oom_handler_t handler = atomic_load(&oom_handler);
+  if (handler) handler(bytes);
   /* No allocation here: stdio's stderr is unbuffered. */
   if (bytes)
     fprintf(stderr, "cflame: out of memory (%zu bytes)\n", bytes);
@@ -53,6 +65,15 @@ char *fl__xstrndup(const char *s, size_t n) {
 
 char *fl__xstrdup(const char *s) {
   return fl__xstrndup(s, strlen(s));
+}
+
+char *fl__xasprintf(const char *fmt, ...) {
+  fl__buf_t b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  fl__buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  return fl__buf_take(&b);
 }
 
 void *fl__nonnull(void *p) {

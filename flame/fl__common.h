@@ -9,15 +9,20 @@
  *            array. Every table of the library is a thin user of it.
  *   strset   interned strings, on an index.
  *   buf      a growing string.
- *   clock    a clock in nanoseconds, and the file name of a path.
+ *   clock    the one clock of the kernel, record/ and flame/: any clock
+ *            in nanoseconds, monotonic milliseconds; and the file name
+ *            of a path.
  *
- * Out of memory. Every allocation in flame/ goes through fl__xmalloc,
- * fl__xcalloc, fl__xrealloc, fl__xstrdup, fl__grow or the buffer, and when
- * memory runs out they print "cflame: out of memory" with the size asked
- * for to stderr and abort, as redis's zmalloc does. A size that overflows
- * (n * size) is out of memory too. What other libraries allocate for the
- * flame library (jansson's values, libc's strings) goes the same way
- * through fl__nonnull. So no function of the library returns NULL or an
+ * Out of memory. Every allocation of the flame library, the kernel and
+ * `cflame record` goes through fl__xmalloc, fl__xcalloc, fl__xrealloc,
+ * fl__xstrdup, fl__xasprintf, fl__grow or a buffer: sizes are a count and
+ * an element size, whose product is checked (a product that overflows is
+ * out of memory too, never a short block). When memory runs out they call
+ * fl__oom, which calls the handler the program set (fl_set_oom_handler,
+ * <cflame/fl_alloc.h>) or by default prints "cflame: out of memory" with
+ * the size asked for to stderr and aborts, as redis's zmalloc does. What
+ * other libraries allocate for us (jansson's values, libc's strings) goes
+ * the same way through fl__nonnull. So no function returns NULL or an
  * error because memory ran out, and none has a half-built result to
  * unwind: a profile that silently lost samples, or a flame graph with
  * frames missing, would mislead, and the programs that use the library
@@ -44,8 +49,10 @@
 
 /* ---- memory ---- */
 
-/* Prints "cflame: out of memory (N bytes)" (without the size when bytes is
- * 0) and aborts. */
+/* Memory ran out asking for bytes (0: a size that does not fit in a
+ * size_t): calls the program's handler (fl_set_oom_handler), then, or
+ * without one, prints "cflame: out of memory (N bytes)" (without the size
+ * when bytes is 0) and aborts. */
 __attribute__((noreturn)) void fl__oom(size_t bytes);
 
 /* n elements of size bytes each; never NULL (a zero size gives a unique
@@ -57,6 +64,8 @@ void *fl__xrealloc(void *p, size_t n, size_t size);
 char *fl__xstrdup(const char *s);
 /* The first n bytes of s and a NUL. */
 char *fl__xstrndup(const char *s, size_t n);
+/* A new string, printed as by asprintf. */
+char *fl__xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* p, or out of memory when p is NULL: for what another library allocated
  * (json_pack, json_dumps, ...) from input the flame library made valid. */
@@ -209,12 +218,20 @@ void fl__buf_free(fl__buf_t *b);
 
 /* ---- clock and paths ---- */
 
-/* Clock id (CLOCK_MONOTONIC, a thread's CPU clock, ...) in nanoseconds; 0
- * when it cannot be read. Async-signal-safe, as clock_gettime is. */
+/* Clock id in nanoseconds: CLOCK_MONOTONIC for elapsed time, the CPU
+ * time of the process (CLOCK_PROCESS_CPUTIME_ID) or of a thread
+ * (CLOCK_THREAD_CPUTIME_ID, a thread's CPU clock); 0 when it cannot be
+ * read. Async-signal-safe, as clock_gettime is. */
 static inline int64_t fl__clock_ns(clockid_t id) {
   struct timespec ts;
   if (clock_gettime(id, &ts) < 0) return 0;
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Milliseconds on the monotonic clock: for timeouts and deadlines, never
+ * for what a user reads as a time of day. */
+static inline int64_t fl__now_ms(void) {
+  return fl__clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 /* Where the file name of path[0, n) starts: after its last '/' (0 when it

@@ -72,7 +72,7 @@ ssize_t kn_chan_fill(kn_chan_reader_t *r, int fd) {
   if (r->cap - r->len < 65536) {
     size_t cap = r->cap ? r->cap * 2 : 131072;
     while (cap - r->len < 65536) cap *= 2;
-    r->buf = kn_xrealloc(r->buf, cap);
+    r->buf = fl__xrealloc(r->buf, cap, 1);
     r->cap = cap;
   }
   ssize_t n;
@@ -123,7 +123,7 @@ int kn_chan_read_blocking(int fd, char *kind, char **data, size_t *len) {
   if (rc <= 0) return rc;
   size_t n = get_len(h);
   if (n > KN_CHAN_MAX_FRAME) return -1;
-  char *d = kn_xmalloc(n + 1);
+  char *d = fl__xmalloc(n + 1, 1);
   if (n && read_all(fd, (unsigned char *)d, n) != 1) {
     free(d);
     return -1;

@@ -81,7 +81,7 @@ static void end_process(kn_clang_t *c) {
   if (c->pid > 0) {
     kill(c->pid, SIGKILL);
     if (waitpid(c->pid, NULL, WNOHANG) == 0) {
-      c->ended = kn_xrealloc(c->ended, (c->n_ended + 1) * sizeof *c->ended);
+      c->ended = fl__xrealloc(c->ended, c->n_ended + 1, sizeof *c->ended);
       c->ended[c->n_ended++] = (struct ended){c->pid, c->pid_fd};
       c->pid_fd = -1;
     }
@@ -203,8 +203,8 @@ static int send_job(kn_clang_t *c, const char *text) {
 /* ---- the interface ---- */
 
 kn_clang_t *kn_clang_new(const char *helper, size_t memory_bytes) {
-  kn_clang_t *c = kn_xcalloc(1, sizeof *c);
-  c->helper = kn_strdup(helper);
+  kn_clang_t *c = fl__xcalloc(1, sizeof *c);
+  c->helper = fl__xstrdup(helper);
   c->memory_bytes = memory_bytes;
   c->pid = -1;
   c->pid_fd = c->cmd_fd = c->result_fd = c->job_fd = -1;
@@ -279,7 +279,7 @@ static kn_clang_result_t *lost_result(kn_clang_t *c, bool ended, const char *wha
   char how[160] = "";
   if (ended) ended_how(c, how, sizeof how);
   end_process(c);
-  kn_clang_result_t *r = kn_xcalloc(1, sizeof *r);
+  kn_clang_result_t *r = fl__xcalloc(1, sizeof *r);
   kn_strbuf_t sb = KN_STRBUF_INIT;
   kn_strbuf_printf(&sb, "libclang's process %s%s", what, how);
   r->error = kn_strbuf_steal(&sb);

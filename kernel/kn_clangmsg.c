@@ -69,11 +69,11 @@ static int hex_digit(char c) {
 /* The string text_to_json made of j (new), or NULL for null or anything
  * else. */
 static char *text_from_json(const json_t *j) {
-  if (json_is_string(j)) return kn_strdup(json_string_value(j));
+  if (json_is_string(j)) return fl__xstrdup(json_string_value(j));
   const char *hex = json_string_value(json_object_get(j, "bytes"));
   if (!hex) return NULL;
   size_t n = strlen(hex) / 2;
-  char *s = kn_xmalloc(n + 1);
+  char *s = fl__xmalloc(n + 1, 1);
   for (size_t i = 0; i < n; i++) {
     int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
     s[i] = (char)(hi < 0 || lo < 0 ? '?' : hi << 4 | lo);
@@ -113,10 +113,10 @@ int kn_clangmsg_job_from_json(const json_t *j, kn_clang_job_t *job, char *err, s
   job->line = (unsigned)line;
   job->column = (unsigned)column;
   size_t n = json_array_size(args);
-  job->args = kn_xcalloc(n + 1, sizeof *job->args);
+  job->args = fl__xcalloc(n + 1, sizeof *job->args);
   for (size_t i = 0; i < n; i++) {
     job->args[i] = text_from_json(json_array_get(args, i));
-    if (!job->args[i]) job->args[i] = kn_strdup("");
+    if (!job->args[i]) job->args[i] = fl__xstrdup("");
   }
   if (!job->path || !job->text) {
     kn_clangmsg_job_free(job);
@@ -155,7 +155,7 @@ int kn_clangmsg_result_from_json(const json_t *j, kn_clang_result_t **rp, char *
   *rp = NULL;
   int op;
   json_t *error, *matches, *symbol;
-  kn_clang_result_t *r = kn_xcalloc(1, sizeof *r);
+  kn_clang_result_t *r = fl__xcalloc(1, sizeof *r);
   json_error_t e;
   if (json_unpack_ex((json_t *)j, &e, 0, "{s:i, s:o, s:o, s:o, s:F, s:F}", "op", &op, "error",
                      &error, "matches", &matches, "symbol", &symbol, "parse_ms", &r->parse_ms,
@@ -168,7 +168,7 @@ int kn_clangmsg_result_from_json(const json_t *j, kn_clang_result_t **rp, char *
   r->op = (kn_clang_op_t)op;
   r->error = text_from_json(error);
   size_t n = json_array_size(matches);
-  r->matches = n ? kn_xcalloc(n, sizeof *r->matches) : NULL;
+  r->matches = n ? fl__xcalloc(n, sizeof *r->matches) : NULL;
   for (size_t i = 0; i < n; i++) {
     const json_t *m = json_array_get(matches, i);
     char *name = text_from_json(json_object_get(m, "name"));
@@ -180,7 +180,7 @@ int kn_clangmsg_result_from_json(const json_t *j, kn_clang_result_t **rp, char *
         .priority = (unsigned)json_integer_value(json_object_get(m, "priority"))};
   }
   if (json_is_object(symbol)) {
-    kn_clang_symbol_t *s = kn_xcalloc(1, sizeof *s);
+    kn_clang_symbol_t *s = fl__xcalloc(1, sizeof *s);
     s->name = text_from_json(json_object_get(symbol, "name"));
     s->kind = (kn_clang_kind_t)json_integer_value(json_object_get(symbol, "kind"));
     s->declaration = text_from_json(json_object_get(symbol, "declaration"));

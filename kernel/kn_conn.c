@@ -124,7 +124,7 @@ int kn_conn_load(const char *path, kn_conn_t *conn, char *err, size_t err_size) 
     goto fail;
   }
   conn->key_len = key ? json_string_length(key) : 0;
-  conn->key = kn_strndup(key ? json_string_value(key) : "", conn->key_len);
+  conn->key = fl__xstrndup(key ? json_string_value(key) : "", conn->key_len);
 
   if (get_string(path, root, "signature_scheme", "", conn->signature_scheme,
                  sizeof conn->signature_scheme, err, err_size) < 0)

@@ -112,7 +112,7 @@ done:
 }
 
 void kn_crash_describe(const char *text, int sig, char **headline, json_t *traceback) {
-  report_t *r = kn_xcalloc(1, sizeof *r);
+  report_t *r = fl__xcalloc(1, sizeof *r);
   r->sig = sig;
   parse(text, r);
   sig = r->sig;

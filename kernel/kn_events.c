@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fl__common.h"
 #include "kn_exec.h"
 #include "kn_timeit.h"
-#include "kn_util.h"
 #include "kn_worker.h"
 
 #define INTERRUPT_FORCE_MS 250
@@ -128,7 +128,7 @@ static void on_worker_event(void *ctx, const kn_wev_t *ev) {
     /* A crash while the worker starts is said as the start's (KN_WEV_DROPPED). */
     if (e && !kn_worker_starting(kn_kernel_worker(k))) {
       free(e->crash_report);
-      e->crash_report = kn_strndup(ev->data, ev->len);
+      e->crash_report = fl__xstrndup(ev->data, ev->len);
     }
     break;
   case KN_WEV_EXITED:
@@ -143,7 +143,7 @@ static void on_worker_event(void *ctx, const kn_wev_t *ev) {
   case KN_WEV_STARTED:
     c->started = true;
     free(c->start_failure);
-    c->start_failure = ev->data ? kn_strdup(ev->data) : NULL;
+    c->start_failure = ev->data ? fl__xstrdup(ev->data) : NULL;
     break;
   case KN_WEV_JSON: {
     const char *name = json_string_value(json_object_get(ev->json, "ev"));
@@ -227,7 +227,7 @@ void kn_execute_interrupt(kn_kernel_t *k) {
   if (!e || !kn_worker_alive(w)) return;
   if (e->interrupt_stage == 0) {
     e->interrupt_stage = 1;
-    e->interrupt_at_ms = kn_now_ms();
+    e->interrupt_at_ms = fl__now_ms();
   }
   kn_worker_signal_group(kn_kernel_worker(k), SIGINT);
 }
@@ -238,7 +238,7 @@ int kn_execute_tick(kn_kernel_t *k) {
   after_worker_events(k, &c);
   kn_exec_t *e = kn_kernel_exec(k);
   if (!e) return timeout;
-  long long now = kn_now_ms();
+  long long now = fl__now_ms();
   int t = kn_output_tick(&e->out, now);
   if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
   if (e->interrupt_stage == 1 && now - e->interrupt_at_ms >= INTERRUPT_FORCE_MS) {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fl__common.h"
 #include "kn_complete.h"
-#include "kn_util.h"
 
 void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text) {
   kn_publish(k, parent, "stream",
@@ -21,7 +21,7 @@ static void publish_output(void *ctx, char kind, const char *text) {
 }
 
 kn_exec_t *kn_exec_new(kn_kernel_t *k, kn_msg_t *request) {
-  kn_exec_t *e = kn_xcalloc(1, sizeof *e);
+  kn_exec_t *e = fl__xcalloc(1, sizeof *e);
   e->k = k;
   e->request = request;
   const char *limit = getenv("CFLAME_OUTPUT_LIMIT");
@@ -49,7 +49,7 @@ void kn_exec_destroy(kn_exec_t **ep) {
 }
 
 void kn_exec_output(kn_exec_t *e, char kind, const char *data, size_t len) {
-  kn_output_add(&e->out, kind, data, len, kn_now_ms());
+  kn_output_add(&e->out, kind, data, len, fl__now_ms());
 }
 
 void kn_exec_print(kn_exec_t *e, char kind, const char *fmt, ...) {

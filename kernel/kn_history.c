@@ -18,7 +18,9 @@ struct kn_history {
 
 #define SESSION 1
 
-kn_history_t *kn_history_new(void) { return kn_xcalloc(1, sizeof(kn_history_t)); }
+kn_history_t *kn_history_new(void) {
+  return fl__xcalloc(1, sizeof(kn_history_t));
+}
 
 void kn_history_destroy(kn_history_t **hp) {
   kn_history_t *h = *hp;
@@ -32,9 +34,9 @@ void kn_history_destroy(kn_history_t **hp) {
 void kn_history_add(kn_history_t *h, int line, const char *code) {
   if (h->n == h->cap) {
     h->cap = h->cap ? h->cap * 2 : 64;
-    h->v = kn_xrealloc(h->v, h->cap * sizeof *h->v);
+    h->v = fl__xrealloc(h->v, h->cap, sizeof *h->v);
   }
-  h->v[h->n++] = (entry_t){.line = line, .input = kn_strdup(code)};
+  h->v[h->n++] = (entry_t){.line = line, .input = fl__xstrdup(code)};
 }
 
 const char *kn_history_input(const kn_history_t *h, int line) {
@@ -63,7 +65,7 @@ json_t *kn_history_query(const kn_history_t *h, const json_t *req) {
       if (h->v[i].line >= start && h->v[i].line < stop) put(out, &h->v[i]);
   } else if (type && !strcmp(type, "search")) {
     const char *pattern = json_string_value(json_object_get(req, "pattern"));
-    char *needle = kn_strdup(pattern ? pattern : "");
+    char *needle = fl__xstrdup(pattern ? pattern : "");
     size_t w = 0;
     for (size_t r = 0; needle[r]; r++)
       if (needle[r] != '*' && needle[r] != '?') needle[w++] = needle[r];

@@ -115,7 +115,7 @@ static int send_msg(kn_kernel_t *k, kn_channel_t channel, const kn_msg_t *msg) {
   const kn_msg_t *out = msg;
   if (channel == KN_IOPUB) {
     /* iopub routes by topic: "kernel.<session>.<msg_type>". */
-    tmp = kn_xcalloc(1, sizeof *tmp);
+    tmp = fl__xcalloc(1, sizeof *tmp);
     *tmp = *msg;
     kn_blob_t topic;
     char buf[128];
@@ -226,10 +226,10 @@ kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel) {
     }
     if (n == cap) {
       cap = cap ? cap * 2 : 8;
-      frames = kn_xrealloc(frames, cap * sizeof *frames);
+      frames = fl__xrealloc(frames, cap, sizeof *frames);
     }
     frames[n].size = zmq_msg_size(&part);
-    frames[n].data = kn_xmalloc(frames[n].size + 1);
+    frames[n].data = fl__xmalloc(frames[n].size + 1, 1);
     memcpy(frames[n].data, zmq_msg_data(&part), frames[n].size);
     n++;
     zmq_msg_close(&part);
@@ -322,7 +322,7 @@ int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size) {
   if (!k->worker) k->worker = kn_worker_new(k->worker_path);
   /* Earlier cells' code comes back; their statements do not run again. */
   size_t n = kn_session_n_objects(k->session);
-  kn_worker_object_t *objects = kn_xcalloc(n ? n : 1, sizeof *objects);
+  kn_worker_object_t *objects = fl__xcalloc(n ? n : 1, sizeof *objects);
   for (size_t i = 0; i < n; i++)
     objects[i] = (kn_worker_object_t){kn_session_object(k->session, i),
                                       kn_session_object_frame_pointers(k->session, i)};
@@ -390,7 +390,7 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
 }
 
 kn_kernel_t *kn_kernel_new(const char *connection_file, char *err, size_t err_size) {
-  kn_kernel_t *k = kn_xcalloc(1, sizeof *k);
+  kn_kernel_t *k = fl__xcalloc(1, sizeof *k);
   k->sigint_pipe[0] = k->sigint_pipe[1] = -1;
   k->history = kn_history_new();
   /* Executions that store no history are numbered from here up. */

@@ -90,13 +90,13 @@ int kn_magic_split(const char *code, kn_cell_magics_t *out, char *err, size_t er
     while (args < args_end && is_blank(*args)) args++;
     while (args_end > args && is_blank(args_end[-1])) args_end--;
 
-    kn_magic_t m = {kn_strndup(name, (size_t)(name_end - name)), is_cell,
-                    kn_strndup(args, (size_t)(args_end - args)), line};
+    kn_magic_t m = {fl__xstrndup(name, (size_t)(name_end - name)), is_cell,
+                    fl__xstrndup(args, (size_t)(args_end - args)), line};
     if (is_cell) {
-      out->cell = kn_xmalloc(sizeof *out->cell);
+      out->cell = fl__xmalloc(1, sizeof *out->cell);
       *out->cell = m;
     } else {
-      out->lines = kn_xrealloc(out->lines, (out->n_lines + 1) * sizeof *out->lines);
+      out->lines = fl__xrealloc(out->lines, out->n_lines + 1, sizeof *out->lines);
       out->lines[out->n_lines++] = m;
     }
     seen_magic = true;
@@ -105,7 +105,7 @@ int kn_magic_split(const char *code, kn_cell_magics_t *out, char *err, size_t er
     body = p;
     body_line = line;
   }
-  out->body = kn_strdup(body);
+  out->body = fl__xstrdup(body);
   out->body_line = body_line;
   return 0;
 
@@ -123,7 +123,7 @@ void kn_words_free(char **words) {
 }
 
 int kn_words_split(const char *args, char ***words, char *err, size_t err_size) {
-  char **v = kn_xcalloc(1, sizeof *v);
+  char **v = fl__xcalloc(1, sizeof *v);
   size_t n = 0;
   kn_strbuf_t sb = KN_STRBUF_INIT;
   const char *p = args ? args : "";
@@ -150,7 +150,7 @@ int kn_words_split(const char *args, char ***words, char *err, size_t err_size) 
       set_err(err, err_size, "unterminated quote in %s", start);
       goto fail;
     }
-    v = kn_xrealloc(v, (n + 2) * sizeof *v);
+    v = fl__xrealloc(v, n + 2, sizeof *v);
     v[n++] = kn_strbuf_steal(&sb);
     v[n] = NULL;
   }
@@ -230,10 +230,10 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
   memset(out, 0, sizeof *out);
   if (magic[0] != '%') kn_strbuf_putc(&name, '%');
   kn_strbuf_puts(&name, magic);
-  out->vals = kn_xcalloc(n_spec ? n_spec : 1, sizeof *out->vals);
+  out->vals = fl__xcalloc(n_spec ? n_spec : 1, sizeof *out->vals);
   out->n_vals = n_spec;
   for (size_t i = 0; i < n_spec; i++) out->vals[i].key = spec[i].name;
-  out->positional = kn_xcalloc(1, sizeof *out->positional);
+  out->positional = fl__xcalloc(1, sizeof *out->positional);
 
   char werr[256];
   int n = kn_words_split(args, &words, werr, sizeof werr);
@@ -285,8 +285,8 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
         kn_strbuf_puts(&shown, w);
       }
     } else {
-      out->positional = kn_xrealloc(out->positional, (n_pos + 2) * sizeof *out->positional);
-      out->positional[n_pos++] = kn_strdup(w);
+      out->positional = fl__xrealloc(out->positional, n_pos + 2, sizeof *out->positional);
+      out->positional[n_pos++] = fl__xstrdup(w);
       out->positional[n_pos] = NULL;
       out->n_positional = n_pos;
       continue;

@@ -48,8 +48,9 @@ static int magic_reset(kn_kernel_t *k, const char *args, kn_magic_result_t *res,
   }
   kn_session_reset(kn_kernel_session(k));
   if (kn_kernel_start_worker(k, err, err_size) < 0) return -1;
-  res->output = kn_strdup("Session reset: every definition was forgotten and the worker "
-                          "restarted.\n");
+  res->output = fl__xstrdup(
+      "Session reset: every definition was forgotten and the worker "
+      "restarted.\n");
   return 0;
 }
 

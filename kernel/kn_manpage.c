@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +39,7 @@ static const char script[] =
 static char **man_environment(void) {
   size_t n = 0;
   while (environ[n]) n++;
-  char **env = kn_xcalloc(n + 2, sizeof *env);
+  char **env = fl__xcalloc(n + 2, sizeof *env);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     static const char *const drop[] = {"MANWIDTH=", "MAN_KEEP_FORMATTING=", "MANOPT=",
@@ -56,25 +54,24 @@ static char **man_environment(void) {
 }
 
 kn_manpage_t *kn_manpage_start(const char *name, bool is_type, char *err, size_t err_size) {
-  kn_manpage_t *m = kn_xcalloc(1, sizeof *m);
-  m->pid = -1;
-  m->out_fd = -1;
-  char *argv[] = {
-      "/bin/sh",           "-c", (char *)script, "sh", (char *)name, is_type ? "3type" : "3",
-      is_type ? "3" : "2", NULL};
+  /* The sections to try, in order. */
+  char *first = is_type ? "3type" : "3", *then = is_type ? "3" : "2";
+  char *argv[] = {"/bin/sh", "-c", (char *)script, "sh", (char *)name, first, then, NULL};
   char **env = man_environment();
-  int rc = kn_spawn_piped(argv, &(kn_spawn_opts_t){.env = env}, &m->pid, &m->out_fd);
+  pid_t pid;
+  int out_fd, rc = kn_spawn_piped(argv, &(kn_spawn_t){.env = env}, &pid, &out_fd);
   free(env);
-  if (rc != 0) {
-    if (rc == -1)
-      snprintf(err, err_size, "cannot create a pipe for man: %s", strerror(errno));
-    else
-      snprintf(err, err_size, "cannot run man: %s", strerror(rc));
-    m->pid = -1;
-    m->out_fd = -1;
-    kn_manpage_destroy(&m);
+  if (rc == -1) {
+    snprintf(err, err_size, "cannot create a pipe for man: %s", strerror(errno));
     return NULL;
   }
+  if (rc != 0) {
+    snprintf(err, err_size, "cannot run man: %s", strerror(rc));
+    return NULL;
+  }
+  kn_manpage_t *m = fl__xcalloc(1, sizeof *m);
+  m->pid = pid;
+  m->out_fd = out_fd;
   fcntl(m->out_fd, F_SETFL, O_NONBLOCK);
   return m;
 }
@@ -84,7 +81,7 @@ int kn_manpage_fd(const kn_manpage_t *m) { return m->out_fd; }
 /* Drops the overstrikes ("X\bX", "_\bX") of a page formatted for a
  * terminal, should man leave them in. New. */
 static char *plain_text(const char *s, size_t len) {
-  char *out = kn_xmalloc(len + 1);
+  char *out = fl__xmalloc(len + 1, 1);
   size_t n = 0;
   for (size_t i = 0; i < len; i++) {
     if (s[i] == '\b') {
@@ -98,25 +95,10 @@ static char *plain_text(const char *s, size_t len) {
 }
 
 bool kn_manpage_poll(kn_manpage_t *m) {
-  char buf[16384];
-  while (m->out_fd >= 0) {
-    ssize_t n = read(m->out_fd, buf, sizeof buf);
-    if (n > 0) {
-      kn_strbuf_append(&m->text, buf, (size_t)n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return false;
-    close(m->out_fd);
-    m->out_fd = -1;
-  }
+  if (!kn_spawn_drain(&m->out_fd, &m->text)) return false;
   if (m->pid > 0) {
     /* Its output has ended, so man is ending: reap it, or end it. */
-    if (waitpid(m->pid, NULL, WNOHANG) != m->pid) {
-      kill(-m->pid, SIGKILL);
-      while (waitpid(m->pid, NULL, 0) < 0 && errno == EINTR) {
-      }
-    }
+    if (waitpid(m->pid, NULL, WNOHANG) != m->pid) kn_spawn_kill(m->pid);
     m->pid = -1;
   }
   if (!m->plain) m->plain = plain_text(m->text.data ? m->text.data : "", m->text.len);
@@ -128,11 +110,7 @@ const char *kn_manpage_text(const kn_manpage_t *m) { return m->plain ? m->plain 
 void kn_manpage_destroy(kn_manpage_t **mp) {
   kn_manpage_t *m = *mp;
   if (!m) return;
-  if (m->pid > 0) {
-    kill(-m->pid, SIGKILL);
-    while (waitpid(m->pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-  }
+  if (m->pid > 0) kn_spawn_kill(m->pid);
   if (m->out_fd >= 0) close(m->out_fd);
   kn_strbuf_free(&m->text);
   free(m->plain);
@@ -236,7 +214,7 @@ static char *reflow(const char *text, size_t width) {
 void kn_manpage_summary(const char *page, char **title, char **synopsis, char **description) {
   *title = *synopsis = *description = NULL;
   const char *p = page + strspn(page, " \t\n");
-  if (*p) *title = kn_strndup(p, strcspn(p, " \t\n"));
+  if (*p) *title = fl__xstrndup(p, strcspn(p, " \t\n"));
   size_t start, end;
   /* The synopsis without the feature-test macro requirements that follow
    * it on many pages: the whole page has them. */

@@ -51,7 +51,7 @@ static void group_digits(char *buf, size_t size, uint64_t v);
 static void format_interval(char *buf, size_t size, uint64_t ns);
 
 kn_prof_t *kn_prof_new(const char *session_dir) {
-  kn_prof_t *p = kn_xcalloc(1, sizeof *p);
+  kn_prof_t *p = fl__xcalloc(1, sizeof *p);
   p->settings.delay_ns = KN_PROF_DEFAULT_DELAY_NS;
   p->settings.n_words = KN_PROF_DEFAULT_WORDS;
   p->settings.width = 800;
@@ -114,8 +114,8 @@ void kn_prof_set_baseline(kn_prof_t *p, const char *name, const fl_profile_t *pr
     p->baselines[i].prof = fl_profile_copy(prof);
     return;
   }
-  p->baselines = kn_xrealloc(p->baselines, (p->n_baselines + 1) * sizeof *p->baselines);
-  p->baselines[p->n_baselines].name = kn_strdup(name);
+  p->baselines = fl__xrealloc(p->baselines, p->n_baselines + 1, sizeof *p->baselines);
+  p->baselines[p->n_baselines].name = fl__xstrdup(name);
   p->baselines[p->n_baselines].prof = fl_profile_copy(prof);
   p->n_baselines++;
 }
@@ -332,7 +332,7 @@ void kn_prof_session_clear(kn_prof_t *p) { fl_profile_clear(p->session); }
 static void keep_string(char **slot, const char *s) {
   if (s == *slot) return;
   free(*slot);
-  *slot = s ? kn_strdup(s) : NULL;
+  *slot = s ? fl__xstrdup(s) : NULL;
 }
 
 static void keep_profile(fl_profile_t **slot, const fl_profile_t *prof) {

@@ -140,7 +140,7 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   kn_profreq_t *opts = has_opts ? &req : &drawn;
   /* A diff drawn again names its baseline as it was shown. */
   if (baseline && !opts->baseline && last.baseline_name)
-    opts->baseline = kn_strdup(last.baseline_name);
+    opts->baseline = fl__xstrdup(last.baseline_name);
   if (baseline && !strcmp(format, "pprof")) {
     snprintf(err, err_size,
              "%%profsave: a pprof file holds one profile, and the last graph is "
@@ -309,7 +309,7 @@ out:
 static const char *split_name(const char *args, char **name) {
   while (isspace((unsigned char)*args)) args++;
   size_t len = strcspn(args, " \t\n");
-  *name = len && !memchr(args, '=', len) ? kn_strndup(args, len) : NULL;
+  *name = len && !memchr(args, '=', len) ? fl__xstrndup(args, len) : NULL;
   return args + len;
 }
 
@@ -442,7 +442,7 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
     goto out;
   }
   if (fl_profile_n_samples(session) == 0) {
-    res->output = kn_strdup("The session profile is empty: profile a cell with %%profile or "
+    res->output = fl__xstrdup("The session profile is empty: profile a cell with %%profile or "
                             "%%profview first.\n");
     rc = 0;
     goto out;

@@ -114,10 +114,10 @@ void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, 
     if (p == w || !is_option_word(w, (size_t)(p - w), groups)) break;
     end_opts = p;
   }
-  *opts = kn_strndup(args, (size_t)(end_opts - args));
+  *opts = fl__xstrndup(args, (size_t)(end_opts - args));
   const char *s = end_opts;
   while (isspace((unsigned char)*s)) s++;
-  *stmt = kn_strdup(s);
+  *stmt = fl__xstrdup(s);
 }
 
 int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
@@ -130,7 +130,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   req->draw.view.width = settings.width;
   req->draw.view.height = settings.height;
   req->sample_rate = strtod(own_option("sample_rate")->def, NULL);
-  req->args = kn_strdup(args);
+  req->args = fl__xstrdup(args);
 
   kn_optspec_t specs[MAX_OPTIONS];
   size_t n = specs_for(groups, specs);
@@ -166,8 +166,8 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
     req->allocs = v->b;
     req->allocs_given = true;
   }
-  req->positional = kn_xcalloc(o.n_positional + 1, sizeof *req->positional);
-  for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = kn_strdup(o.positional[i]);
+  req->positional = fl__xcalloc(o.n_positional + 1, sizeof *req->positional);
+  for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = fl__xstrdup(o.positional[i]);
   kn_opts_free(&o);
   return 0;
 }

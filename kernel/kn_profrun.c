@@ -136,7 +136,7 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
   fl_profile_t *prof = kn_prof_collect(kp, maps_text ? pid : kn_worker_pid(kn_kernel_worker(k)),
                                        maps_text, &run, err, sizeof err);
   if (!prof) {
-    char *msg = kn_strdup(err);
+    char *msg = fl__xstrdup(err);
     kn_exec_output(e, 'E', "cflame: the profile could not be read: ", 39);
     kn_exec_output(e, 'E', msg, strlen(msg));
     kn_exec_output(e, 'E', "\n", 1);

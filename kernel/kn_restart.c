@@ -120,7 +120,7 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
     kn_strbuf_printf(&value, ". %s", not_kept);
     json_array_append_new(tb, kn_wire_textf("%s.", not_kept));
   }
-  e->died_ename = kn_strdup(ename);
+  e->died_ename = fl__xstrdup(ename);
   e->died_value = kn_strbuf_steal(&value);
   e->died_traceback = tb;
   e->died_profile_note = profile_note;

@@ -29,7 +29,7 @@ static bool help_request(const char *body, char **name, int *detail) {
   while (isalnum((unsigned char)*p) || *p == '_') p++;
   size_t n = (size_t)(p - start), marks = strspn(p, "?");
   if (marks < 1 || marks > 2 || !blank(p + marks)) return false;
-  *name = kn_strndup(start, n);
+  *name = fl__xstrndup(start, n);
   *detail = (int)marks - 1;
   return true;
 }
@@ -113,7 +113,7 @@ static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics
       }
       p = nl ? nl + 1 : NULL;
     }
-    char *value = first ? kn_strndup(first, first_len) : kn_strdup("the cell did not compile");
+    char *value = first ? fl__xstrndup(first, first_len) : fl__xstrdup("the cell did not compile");
     kn_exec_finish(e, "CompileError", value, tb);
     free(value);
     free(diagnostics);
@@ -276,7 +276,7 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
         free(names);
         goto fail;
       }
-      name = kn_strndup(args, len);
+      name = fl__xstrndup(args, len);
       args += len;
       if (mode == KN_PROF_DIFF && !kn_prof_baseline(kp, name)) {
         char *names = kn_prof_baseline_names(kp);
@@ -291,7 +291,7 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
     if (statement)
       kn_profreq_split_statement(args, groups, &opts, stmt);
     else
-      opts = kn_strdup(args);
+      opts = fl__xstrdup(args);
     int rc = kn_profreq_parse(kp, m->name, opts, groups, &e->profreq, err, sizeof err);
     free(opts);
     e->profreq.baseline = name; /* the request owns it from here on */

@@ -5,45 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void oom(void) {
-  static const char msg[] = "cflame: out of memory\n";
-  fwrite(msg, 1, sizeof msg - 1, stderr);
-  abort();
-}
-
-void *kn_xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) oom();
-  return p;
-}
-
-void *kn_xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size ? size : 1);
-  if (!p) oom();
-  return p;
-}
-
-void *kn_xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p) oom();
-  return p;
-}
-
-char *kn_strndup(const char *s, size_t n) {
-  char *d = kn_xmalloc(n + 1);
-  memcpy(d, s, n);
-  d[n] = '\0';
-  return d;
-}
-
-char *kn_strdup(const char *s) { return kn_strndup(s, strlen(s)); }
-
 static void reserve(kn_strbuf_t *sb, size_t extra) {
-  if (sb->len + extra + 1 <= sb->cap) return;
-  size_t cap = sb->cap ? sb->cap : 64;
-  while (cap < sb->len + extra + 1) cap *= 2;
-  sb->data = kn_xrealloc(sb->data, cap);
-  sb->cap = cap;
+  if (extra > SIZE_MAX - sb->len - 1) fl__oom(0);
+  sb->data = fl__grow(sb->data, &sb->cap, sb->len + extra + 1, 1);
 }
 
 void kn_strbuf_append(kn_strbuf_t *sb, const char *s, size_t n) {
@@ -81,7 +45,7 @@ void kn_strbuf_clear(kn_strbuf_t *sb) {
 }
 
 char *kn_strbuf_steal(kn_strbuf_t *sb) {
-  char *d = sb->data ? sb->data : kn_strdup("");
+  char *d = sb->data ? sb->data : fl__xstrdup("");
   sb->data = NULL;
   sb->len = sb->cap = 0;
   return d;

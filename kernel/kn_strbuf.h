@@ -1,14 +1,19 @@
 /* kn_strbuf: a growable, always NUL-terminated byte buffer.
  *
  * Used wherever the kernel assembles text (generated translation units,
- * error messages, output batches). Allocation failure aborts: the kernel
- * cannot serve a session without memory, and every caller would otherwise
- * carry an error path it could not test. */
+ * error messages, output batches). Running out of memory follows the one
+ * policy of fl__common.h (a message and abort, or the program's handler),
+ * whose allocators (fl__xmalloc, fl__xcalloc, fl__xrealloc, fl__xstrdup,
+ * fl__grow, ...) the kernel uses everywhere: the kernel cannot serve a
+ * session without memory, and every caller would otherwise carry an error
+ * path it could not test. */
 #ifndef KN_STRBUF_H
 #define KN_STRBUF_H
 
 #include <stdarg.h>
 #include <stddef.h>
+
+#include "fl__common.h"
 
 typedef struct kn_strbuf {
   char *data; /* NUL-terminated; owned */
@@ -34,12 +39,5 @@ void kn_strbuf_free(kn_strbuf_t *sb);
  * are left out (Jupyter's JSON strings cannot hold them). The one cleaner
  * of text for the wire (kn_wire_text, kn_output). New string. */
 char *kn_utf8_clean(const unsigned char *s, size_t n);
-
-/* strdup/strndup/malloc that abort on failure. */
-char *kn_strdup(const char *s);
-char *kn_strndup(const char *s, size_t n);
-void *kn_xmalloc(size_t n);
-void *kn_xcalloc(size_t n, size_t size);
-void *kn_xrealloc(void *p, size_t n);
 
 #endif

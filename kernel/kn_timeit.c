@@ -45,7 +45,7 @@ int kn_timeit_parse(const char *args, bool statement, json_t **spec, char **stmt
   *spec = NULL;
   *stmt = NULL;
   size_t n = statement ? flags_length(args) : strlen(args);
-  char *words = kn_strndup(args, n);
+  char *words = fl__xstrndup(args, n);
   kn_opts_t o;
   int rc = kn_opts_parse(magic, words, flags, N_FLAGS, &o, err, err_size);
   free(words);
@@ -64,7 +64,7 @@ int kn_timeit_parse(const char *args, bool statement, json_t **spec, char **stmt
       snprintf(err, err_size, "%%timeit needs a statement to time");
       return -1;
     }
-    *stmt = kn_strdup(args + n);
+    *stmt = fl__xstrdup(args + n);
   }
   *spec = json_pack("{s:I, s:I}", "number", nv, "repeat", rv);
   return 0;

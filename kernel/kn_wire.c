@@ -39,7 +39,7 @@ static void wire_err(char *err, size_t err_size, const char *fmt, ...) {
 
 /* Copies size bytes into a new blob. data may be NULL when size is 0. */
 static void blob_copy(kn_blob_t *dst, const unsigned char *data, size_t size) {
-  dst->data = kn_xmalloc(size);
+  dst->data = fl__xmalloc(size, 1);
   if (size) memcpy(dst->data, data, size);
   dst->size = size;
 }
@@ -47,7 +47,7 @@ static void blob_copy(kn_blob_t *dst, const unsigned char *data, size_t size) {
 /* Copies n blobs into a new array (NULL when n is 0). */
 static kn_blob_t *blobs_copy(const kn_blob_t *src, size_t n) {
   if (n == 0) return NULL;
-  kn_blob_t *dst = kn_xcalloc(n, sizeof *dst);
+  kn_blob_t *dst = fl__xcalloc(n, sizeof *dst);
   for (size_t i = 0; i < n; i++) blob_copy(&dst[i], src[i].data, src[i].size);
   return dst;
 }
@@ -186,7 +186,7 @@ int kn_wire_decode(const kn_blob_t *frames, size_t n_frames, const kn_key_t *key
 
   /* From here on the message is the key holder's: even when a part does
    * not parse, what did is handed back so that the sender can be told. */
-  msg = kn_xcalloc(1, sizeof *msg);
+  msg = fl__xcalloc(1, sizeof *msg);
   msg->idents = blobs_copy(frames, delim);
   msg->n_idents = delim;
   if (sig->size < sizeof msg->signature) memcpy(msg->signature, sig->data, sig->size);
@@ -252,7 +252,7 @@ int kn_wire_encode(const kn_msg_t *msg, const kn_key_t *key, kn_blob_t **frames,
                    size_t *n_frames, char *err, size_t err_size) {
   const json_t *values[4] = {msg->header, msg->parent_header, msg->metadata, msg->content};
   size_t n = msg->n_idents + 2 + 4 + msg->n_buffers;
-  kn_blob_t *out = kn_xcalloc(n, sizeof *out);
+  kn_blob_t *out = fl__xcalloc(n, sizeof *out);
   kn_blob_t *sig, *parts;
   size_t at = 0;
   char hex[65];
@@ -281,7 +281,7 @@ int kn_wire_encode(const kn_msg_t *msg, const kn_key_t *key, kn_blob_t **frames,
   return 0;
 
 fail:
-  /* Frames not yet filled are zeroed by kn_xcalloc, so freeing all is safe. */
+  /* Frames not yet filled are zeroed by fl__xcalloc, so freeing all is safe. */
   kn_frames_free(out, n);
   return -1;
 }
@@ -292,20 +292,10 @@ void kn_frames_free(kn_blob_t *frames, size_t n_frames) {
   free(frames);
 }
 
-/* Aborts on a jansson allocation failure, as kn_xmalloc does for malloc. */
-static json_t *json_check(json_t *value) {
-  if (!value) {
-    static const char msg[] = "cflame: out of memory (jansson)\n";
-    fwrite(msg, 1, sizeof msg - 1, stderr);
-    abort();
-  }
-  return value;
-}
-
 json_t *kn_wire_textn(const char *s, size_t n) {
   char *clean = kn_utf8_clean((const unsigned char *)(s ? s : ""), s ? n : 0);
   /* Valid UTF-8 by construction: jansson need not check it again. */
-  json_t *text = json_check(json_stringn_nocheck(clean, strlen(clean)));
+  json_t *text = fl__nonnull(json_stringn_nocheck(clean, strlen(clean)));
   free(clean);
   return text;
 }
@@ -342,33 +332,33 @@ kn_msg_t *kn_msg_new(const char *msg_type, const kn_msg_t *parent, const char *s
   uuid_t uuid;
   char msg_id[37];
   char date[32];
-  kn_msg_t *msg = kn_xcalloc(1, sizeof *msg);
+  kn_msg_t *msg = fl__xcalloc(1, sizeof *msg);
 
   uuid_generate_random(uuid);
   uuid_unparse_lower(uuid, msg_id);
   iso8601_now(date);
 
-  json_t *header = json_check(json_object());
-  json_object_set_new(header, "msg_id", json_check(json_string(msg_id)));
-  json_object_set_new(header, "session", json_check(json_string(session_id ? session_id : "")));
-  json_object_set_new(header, "username", json_check(json_string("cflame")));
-  json_object_set_new(header, "date", json_check(json_string(date)));
-  json_object_set_new(header, "msg_type", json_check(json_string(msg_type)));
-  json_object_set_new(header, "version", json_check(json_string("5.3")));
+  json_t *header = fl__nonnull(json_object());
+  json_object_set_new(header, "msg_id", fl__nonnull(json_string(msg_id)));
+  json_object_set_new(header, "session", fl__nonnull(json_string(session_id ? session_id : "")));
+  json_object_set_new(header, "username", fl__nonnull(json_string("cflame")));
+  json_object_set_new(header, "date", fl__nonnull(json_string(date)));
+  json_object_set_new(header, "msg_type", fl__nonnull(json_string(msg_type)));
+  json_object_set_new(header, "version", fl__nonnull(json_string("5.3")));
   msg->header = header;
 
   /* A deep copy, so that editing the reply never alters the request. */
   if (parent && parent->header) {
-    msg->parent_header = json_check(json_deep_copy(parent->header));
+    msg->parent_header = fl__nonnull(json_deep_copy(parent->header));
   } else {
-    msg->parent_header = json_check(json_object());
+    msg->parent_header = fl__nonnull(json_object());
   }
   if (parent) {
     msg->idents = blobs_copy(parent->idents, parent->n_idents);
     msg->n_idents = parent->n_idents;
   }
-  msg->metadata = json_check(json_object());
-  msg->content = content ? content : json_check(json_object());
+  msg->metadata = fl__nonnull(json_object());
+  msg->content = content ? content : fl__nonnull(json_object());
   return msg;
 }
 
@@ -412,9 +402,9 @@ static size_t replay_hash(const char *sig) {
 }
 
 kn_replay_t *kn_replay_new(void) {
-  kn_replay_t *r = kn_xcalloc(1, sizeof *r);
-  r->ring = kn_xcalloc(KN_REPLAY_HISTORY, sizeof *r->ring);
-  r->table = kn_xcalloc(REPLAY_SLOTS, sizeof *r->table);
+  kn_replay_t *r = fl__xcalloc(1, sizeof *r);
+  r->ring = fl__xcalloc(KN_REPLAY_HISTORY, sizeof *r->ring);
+  r->table = fl__xcalloc(REPLAY_SLOTS, sizeof *r->table);
   return r;
 }
 

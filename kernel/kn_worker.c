@@ -60,8 +60,8 @@ struct kn_worker {
 };
 
 kn_worker_t *kn_worker_new(const char *worker_path) {
-  kn_worker_t *w = kn_xcalloc(1, sizeof *w);
-  w->path = kn_strdup(worker_path);
+  kn_worker_t *w = fl__xcalloc(1, sizeof *w);
+  w->path = fl__xstrdup(worker_path);
   w->pid = -1;
   w->pid_fd = w->cmd_fd = w->evt_fd = w->out_fd = w->err_fd = -1;
   return w;
@@ -70,9 +70,9 @@ kn_worker_t *kn_worker_new(const char *worker_path) {
 char *kn_self_dir(void) {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return kn_strdup(".");
+  if (n <= 0) return fl__xstrdup(".");
   buf[n] = '\0';
-  return kn_strdup(dirname(buf));
+  return fl__xstrdup(dirname(buf));
 }
 
 static void close_fd(int *fd) {
@@ -177,7 +177,7 @@ static int spawn(kn_worker_t *w, char *err, size_t err_size) {
   w->stop_reason[0] = '\0';
   w->ended = false;
   w->phase = START_READY;
-  w->deadline_ms = kn_now_ms() + KN_WORKER_READY_MS;
+  w->deadline_ms = fl__now_ms() + KN_WORKER_READY_MS;
   /* The kernel learns of the worker's end from the process itself, never
    * from its pipes, which a cell can close or hand to a child. */
   w->pid_fd = pidfd_open(pid, 0);
@@ -224,10 +224,10 @@ static void start_forget(kn_worker_t *w) {
 int kn_worker_start(kn_worker_t *w, const char *cwd, const kn_worker_object_t *objects, size_t n,
                     char *err, size_t err_size) {
   kn_worker_stop(w, 0);
-  w->cwd = cwd ? kn_strdup(cwd) : NULL;
-  w->objects = kn_xcalloc(n ? n : 1, sizeof *w->objects);
+  w->cwd = cwd ? fl__xstrdup(cwd) : NULL;
+  w->objects = fl__xcalloc(n ? n : 1, sizeof *w->objects);
   for (size_t i = 0; i < n; i++)
-    w->objects[i] = (kn_worker_object_t){kn_strdup(objects[i].path), objects[i].frame_pointers};
+    w->objects[i] = (kn_worker_object_t){fl__xstrdup(objects[i].path), objects[i].frame_pointers};
   w->n_objects = n;
   if (spawn(w, err, err_size) < 0) {
     start_forget(w);
@@ -375,7 +375,7 @@ static void drain_events(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
     if (n > 0) continue;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
     close_fd(&w->evt_fd);
-    w->evt_eof_ms = kn_now_ms();
+    w->evt_eof_ms = fl__now_ms();
   }
 }
 
@@ -394,11 +394,11 @@ int kn_worker_tick(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   start_advance(w, fn, ctx);
   int timeout = -1;
   if (w->phase != START_NONE) {
-    long long left = w->deadline_ms - kn_now_ms();
+    long long left = w->deadline_ms - fl__now_ms();
     timeout = left > 0 ? (int)left : 0;
   }
   if (w->pid <= 0 || !w->evt_eof_ms || w->stop_reason[0]) return timeout;
-  long long left = w->evt_eof_ms + CHANNEL_GRACE_MS - kn_now_ms();
+  long long left = w->evt_eof_ms + CHANNEL_GRACE_MS - fl__now_ms();
   if (left > 0) return timeout >= 0 && timeout < left ? timeout : (int)left;
   stop_for(w, "the cell closed the kernel's channel (fd 4)");
   return timeout;
@@ -433,7 +433,7 @@ static void load_next(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   if (w->cmd_fd >= 0) kn_chan_write_json(w->cmd_fd, cmd);
   json_decref(cmd);
   w->phase = START_LOADED;
-  w->deadline_ms = kn_now_ms() + KN_WORKER_LOAD_MS;
+  w->deadline_ms = fl__now_ms() + KN_WORKER_LOAD_MS;
 }
 
 /* Why the process waited for did not start: it ended (status) or it did
@@ -457,7 +457,7 @@ static void say_not_ready(const kn_worker_t *w, char *why, size_t why_size) {
 static void start_advance(kn_worker_t *w, kn_wev_fn fn, void *ctx) {
   char why[1024];
   while (w->phase != START_NONE) {
-    bool late = kn_now_ms() >= w->deadline_ms;
+    bool late = fl__now_ms() >= w->deadline_ms;
     if (w->phase == START_READY) {
       if (w->answer) {
         json_decref(w->answer);

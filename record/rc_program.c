@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fl__common.h"
+
 /* How deep #! scripts may nest (a script whose interpreter is a script),
  * as Linux allows. */
 #define MAX_SCRIPT_DEPTH 4
@@ -24,10 +26,8 @@ static char *search_path(const char *name) {
   if (!path) path = "/usr/local/bin:/usr/bin:/bin";
   for (const char *p = path;;) {
     const char *colon = strchrnul(p, ':');
-    char *full;
     /* An empty entry is the current directory, as execvp reads it. */
-    if (asprintf(&full, "%.*s%s%s", (int)(colon - p), p, colon == p ? "" : "/", name) < 0)
-      return NULL;
+    char *full = fl__xasprintf("%.*s%s%s", (int)(colon - p), p, colon == p ? "" : "/", name);
     struct stat st;
     if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0) return full;
     free(full);
@@ -135,9 +135,8 @@ int rc_program_find(const char *name, char **path, char *err, size_t err_size) {
                getenv("PATH") ? getenv("PATH") : "unset");
       return RC_NOT_FOUND;
     }
-  } else if (!(*path = strdup(name))) {
-    snprintf(err, err_size, "out of memory");
-    return RC_CANNOT_RUN;
+  } else {
+    *path = fl__xstrdup(name);
   }
   int rc = check_file(*path, name, 0, err, err_size);
   if (rc) {

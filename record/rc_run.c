@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fl__common.h"
 #include "rc_program.h"
 
 static const int forwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
@@ -38,12 +39,6 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
 int rc_exit_status(int status) {
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* The child's side: the dispositions it would have had without cflame,
@@ -80,7 +75,7 @@ int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_
   sigaction(SIGCHLD, &dfl, &old_chld);
   handlers = true;
 
-  double start = now_seconds();
+  int64_t start_ns = fl__clock_ns(CLOCK_MONOTONIC);
   pid_t pid = fork();
   if (pid < 0) {
     snprintf(err, err_size, "cannot run %s: %s", argv[0], strerror(errno));
@@ -122,7 +117,7 @@ int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_
       break;
     }
   }
-  run->wall_seconds = now_seconds() - start;
+  run->wall_seconds = (double)(fl__clock_ns(CLOCK_MONOTONIC) - start_ns) / 1e9;
   rc = 0;
 done:
   if (handlers) {

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "fl__common.h"
 #include "kn_strbuf.h"
-#include "kn_util.h"
 
 struct kc_libclang {
   CXIndex index;
@@ -23,14 +23,14 @@ struct kc_libclang {
  * s. */
 static char *take_string(CXString s) {
   const char *p = clang_getCString(s);
-  char *out = p && *p ? kn_strdup(p) : NULL;
+  char *out = p && *p ? fl__xstrdup(p) : NULL;
   clang_disposeString(s);
   return out;
 }
 
 /* Fractional milliseconds, for the timings the bench reports. */
 static double now_ms(void) {
-  return (double)kn_clock_ns(CLOCK_MONOTONIC) / 1e6;
+  return (double)fl__clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 /* ---- the unit ---- */
@@ -121,9 +121,9 @@ static int ensure_unit(kc_libclang_t *c, const kn_clang_job_t *job, bool always,
   free(c->unit_path);
   free(c->unit_args);
   free(c->unit_text);
-  c->unit_path = kn_strdup(job->path);
+  c->unit_path = fl__xstrdup(job->path);
   c->unit_args = args;
-  c->unit_text = kn_strdup(job->text);
+  c->unit_text = fl__xstrdup(job->text);
   *parse_ms = now_ms() - t0;
   return rc;
 }
@@ -168,7 +168,7 @@ static char *match_name(CXCompletionString cs, bool with_signature, char **signa
         ck == CXCompletionChunk_VerticalSpace)
       continue;
     char *text = take_string(clang_getCompletionChunkText(cs, i));
-    if (ck == CXCompletionChunk_TypedText && !name) name = text ? kn_strdup(text) : NULL;
+    if (ck == CXCompletionChunk_TypedText && !name) name = text ? fl__xstrdup(text) : NULL;
     if (with_signature && text) {
       kn_strbuf_puts(&sig, text);
       /* "int printf(...)", "void *memcpy(...)" */
@@ -203,7 +203,7 @@ static void keep_likeliest(kn_clang_result_t *r) {
 static void complete(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_result_t *r) {
   char err[256];
   if (ensure_unit(c, job, false, &r->parse_ms, err, sizeof err) < 0) {
-    r->error = kn_strdup(err);
+    r->error = fl__xstrdup(err);
     return;
   }
   struct CXUnsavedFile file = {job->path, job->text, strlen(job->text)};
@@ -211,7 +211,7 @@ static void complete(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_resul
       clang_codeCompleteAt(c->unit, job->path, job->line, job->column, &file, 1,
                            clang_defaultCodeCompleteOptions() | CXCodeComplete_IncludeCodePatterns);
   if (!res) {
-    r->error = kn_strdup("libclang gave no completions");
+    r->error = fl__xstrdup("libclang gave no completions");
     return;
   }
   const char *prefix = job->prefix ? job->prefix : "";
@@ -233,7 +233,7 @@ static void complete(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_resul
     }
     if (r->n_matches == cap) {
       cap = cap ? cap * 2 : 64;
-      r->matches = kn_xrealloc(r->matches, cap * sizeof *r->matches);
+      r->matches = fl__xrealloc(r->matches, cap, sizeof *r->matches);
     }
     r->matches[r->n_matches++] = (kn_clang_match_t){.name = name,
                                                     .signature = signature,
@@ -257,11 +257,11 @@ static char *range_text(const kn_clang_job_t *job, CXSourceRange range) {
   char *name = take_string(clang_getFileName(f1));
   char *out = NULL;
   if (name && !strcmp(name, job->path)) {
-    if (o2 <= strlen(job->text)) out = kn_strndup(job->text + o1, o2 - o1);
+    if (o2 <= strlen(job->text)) out = fl__xstrndup(job->text + o1, o2 - o1);
   } else if (name) {
     FILE *fp = fopen(name, "re");
     if (fp) {
-      out = kn_xcalloc(1, o2 - o1 + 1);
+      out = fl__xcalloc(1, o2 - o1 + 1);
       if (fseek(fp, (long)o1, SEEK_SET) != 0 || fread(out, 1, o2 - o1, fp) != o2 - o1) {
         free(out);
         out = NULL;
@@ -355,7 +355,7 @@ static void plain_parameter_names(CXCursor decl, char *text) {
 static void inspect(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_result_t *r) {
   char err[256];
   if (ensure_unit(c, job, true, &r->parse_ms, err, sizeof err) < 0) {
-    r->error = kn_strdup(err);
+    r->error = fl__xstrdup(err);
     return;
   }
   CXFile file = clang_getFile(c->unit, job->path);
@@ -369,7 +369,7 @@ static void inspect(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_result
   CXCursor def = clang_getCursorDefinition(decl);
   CXCursor where = clang_Cursor_isNull(def) ? decl : def;
 
-  kn_clang_symbol_t *s = kn_xcalloc(1, sizeof *s);
+  kn_clang_symbol_t *s = fl__xcalloc(1, sizeof *s);
   s->kind = kind;
   s->name = take_string(clang_getCursorSpelling(decl));
   if (s->kind == KN_CLANG_MACRO || s->kind == KN_CLANG_FUNCTION_MACRO) {
@@ -403,7 +403,7 @@ static void inspect(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_result
 /* ---- a job ---- */
 
 kc_libclang_t *kc_libclang_new(void) {
-  kc_libclang_t *c = kn_xcalloc(1, sizeof *c);
+  kc_libclang_t *c = fl__xcalloc(1, sizeof *c);
   /* libclang would catch its own crashes (out of memory, say) and go on
    * in a process whose heap the crash left as it was: rather, the process
    * ends, and the kernel starts a clean one. Read by clang_createIndex. */

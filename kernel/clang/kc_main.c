@@ -98,7 +98,7 @@ static json_t *read_job(char *err, size_t err_size) {
     snprintf(err, err_size, "cannot read the job: %s", strerror(errno));
     return NULL;
   }
-  char *text = kn_xmalloc((size_t)st.st_size + 1);
+  char *text = fl__xmalloc((size_t)st.st_size + 1, 1);
   size_t got = 0;
   while (got < (size_t)st.st_size) {
     ssize_t n = pread(KN_CLANGMSG_JOB_FD, text + got, (size_t)st.st_size - got, (off_t)got);
@@ -129,7 +129,7 @@ static json_t *serve(kc_libclang_t *lc) {
     return error_result(KN_CLANG_COMPLETE, err);
   }
   json_decref(j);
-  kn_clang_result_t *r = kn_xcalloc(1, sizeof *r);
+  kn_clang_result_t *r = fl__xcalloc(1, sizeof *r);
   r->op = job.op;
   kc_libclang_run(lc, &job, r);
   kn_clangmsg_job_free(&job);

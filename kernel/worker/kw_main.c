@@ -15,8 +15,8 @@
 
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
+#include "fl__common.h"
 #include "kn_chan.h"
-#include "kn_util.h"
 #include "kw.h"
 
 typedef int (*cell_entry_fn)(void);
@@ -180,7 +180,7 @@ static int map_buffer_file(mapped_file_t *mf, const char *what, const char *path
   mf->layout = layout;
   mf->dev = st.st_dev;
   mf->ino = st.st_ino;
-  mf->path = strdup(path);
+  mf->path = fl__xstrdup(path);
   return 0;
 fail:
   if (map != MAP_FAILED) munmap(map, bytes);
@@ -214,8 +214,8 @@ static int profile_begin(json_t *spec, profile_run_t *pr, char *err, size_t err_
                       0, give_to_sampler, err, err_size) < 0)
     return -1;
   fl_sampler_reset();
-  pr->cpu0 = kn_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-  pr->wall0 = kn_clock_ns(CLOCK_MONOTONIC);
+  pr->cpu0 = fl__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  pr->wall0 = fl__clock_ns(CLOCK_MONOTONIC);
   if (fl_sampler_start((uint64_t)interval, (uint64_t)tag, err, err_size) < 0) return -1;
   pr->on = true;
   pr->interval_ns = (uint64_t)interval;
@@ -227,8 +227,8 @@ static int profile_begin(json_t *spec, profile_run_t *pr, char *err, size_t err_
 static json_t *profile_end(profile_run_t *pr) {
   if (!pr->on) return NULL;
   uint64_t samples = fl_sampler_stop();
-  int64_t cpu = kn_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - pr->cpu0;
-  int64_t wall = kn_clock_ns(CLOCK_MONOTONIC) - pr->wall0;
+  int64_t cpu = fl__clock_ns(CLOCK_PROCESS_CPUTIME_ID) - pr->cpu0;
+  int64_t wall = fl__clock_ns(CLOCK_MONOTONIC) - pr->wall0;
   const fl_sampler_header_t *h = sample_file.map;
   json_t *info = json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "samples", (json_int_t)samples,
                            "dropped", (json_int_t)h->dropped, "source",
@@ -345,21 +345,21 @@ static json_t *run_timeit(cell_entry_fn entry, json_int_t number, json_int_t rep
   int rc;
   if (number <= 0) {
     for (number = 1;; number *= 10) {
-      int64_t t0 = kn_clock_ns(CLOCK_MONOTONIC);
+      int64_t t0 = fl__clock_ns(CLOCK_MONOTONIC);
       for (json_int_t i = 0; i < number; i++)
         if (run_once(entry, &rc)) goto interrupted;
-      if (kn_clock_ns(CLOCK_MONOTONIC) - t0 >= 200000000 || number >= 1000000000) break;
+      if (fl__clock_ns(CLOCK_MONOTONIC) - t0 >= 200000000 || number >= 1000000000) break;
     }
   }
   json_t *times = json_array();
   for (json_int_t r = 0; r < repeat; r++) {
-    int64_t t0 = kn_clock_ns(CLOCK_MONOTONIC);
+    int64_t t0 = fl__clock_ns(CLOCK_MONOTONIC);
     for (json_int_t i = 0; i < number; i++)
       if (run_once(entry, &rc)) {
         json_decref(times);
         goto interrupted;
       }
-    double per_loop = (double)(kn_clock_ns(CLOCK_MONOTONIC) - t0) / (double)number;
+    double per_loop = (double)(fl__clock_ns(CLOCK_MONOTONIC) - t0) / (double)number;
     json_array_append_new(times, json_real(per_loop));
   }
   return json_pack("{s:I, s:I, s:o}", "number", number, "repeat", repeat, "per_loop_ns", times);
@@ -407,7 +407,7 @@ static void cmd_run(json_t *cmd) {
   kw_value_reset();
   int rc = 0, interrupted = 0;
   json_t *timing = NULL;
-  int64_t wall0 = kn_clock_ns(CLOCK_MONOTONIC), cpu0 = kn_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  int64_t wall0 = fl__clock_ns(CLOCK_MONOTONIC), cpu0 = fl__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   if (allocs_start(&allocs, err, sizeof err) < 0) {
     json_decref(profile_end(&prof));
     kw_io_end_cell();
@@ -429,7 +429,8 @@ static void cmd_run(json_t *cmd) {
     _exit(interrupted ? 130 : rc & 0xff);
   }
   json_t *allocs_info = allocs_end(&allocs);
-  int64_t wall = kn_clock_ns(CLOCK_MONOTONIC) - wall0, cpu = kn_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  int64_t wall = fl__clock_ns(CLOCK_MONOTONIC) - wall0,
+          cpu = fl__clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
   json_t *profile = profile_end(&prof);
   kw_io_end_cell();
 

@@ -1,18 +1,26 @@
 /* A program built against an installed cflame, as a user would build one:
  * reads a profile of folded stacks, prints its text report and writes its
- * flame graph as SVG.
+ * flame graph as SVG. Running out of memory ends it its own way
+ * (fl_set_oom_handler).
  *
  *   flame_consumer PROFILE.folded OUT.svg */
+#include <cflame/fl_alloc.h>
 #include <cflame/fl_io.h>
 #include <cflame/fl_render.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+static void out_of_memory(size_t bytes) {
+  fprintf(stderr, "flame_consumer: out of memory (%zu bytes)\n", bytes);
+  exit(70);
+}
 
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s PROFILE.folded OUT.svg\n", argv[0]);
     return 2;
   }
+  fl_set_oom_handler(out_of_memory);
   fl_profile_t *profile = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t io_err;
   if (fl_read_profile_file(profile, argv[1], FL_INPUT_AUTO, NULL, &io_err) < 0) {

@@ -46,18 +46,18 @@ static kn_clang_result_t *wait_result(kn_clang_t *c) {
 
 /* A completion job on text, at the end of its last line. */
 static kn_clang_job_t job_at_end(const char *text, const char *prefix) {
-  char **args = kn_xcalloc(2, sizeof *args);
-  args[0] = kn_strdup("-xc");
+  char **args = fl__xcalloc(2, sizeof *args);
+  args[0] = fl__xstrdup("-xc");
   const char *last = strrchr(text, '\n');
   unsigned line = 1;
   for (const char *p = text; *p; p++) line += *p == '\n';
   return (kn_clang_job_t){.op = KN_CLANG_COMPLETE,
-                          .path = kn_strdup(PATH),
+                          .path = fl__xstrdup(PATH),
                           .args = args,
-                          .text = kn_strdup(text),
+                          .text = fl__xstrdup(text),
                           .line = line,
                           .column = (unsigned)strlen(last ? last + 1 : text) + 1,
-                          .prefix = kn_strdup(prefix)};
+                          .prefix = fl__xstrdup(prefix)};
 }
 
 /* Runs one job on c and waits for its result (new). text is top + body;
@@ -80,17 +80,17 @@ static kn_clang_result_t *ask_in(kn_clang_t *c, kn_clang_op_t op, const char *to
       col++;
     }
   }
-  char **args = kn_xcalloc(4, sizeof *args);
-  args[0] = kn_strdup("-xc");
-  args[1] = kn_strdup("-std=gnu17");
-  args[2] = kn_strdup("-fparse-all-comments");
+  char **args = fl__xcalloc(4, sizeof *args);
+  args[0] = fl__xstrdup("-xc");
+  args[1] = fl__xstrdup("-std=gnu17");
+  args[2] = fl__xstrdup("-fparse-all-comments");
   kn_clang_job_t job = {.op = op,
-                        .path = kn_strdup(PATH),
+                        .path = fl__xstrdup(PATH),
                         .args = args,
                         .text = kn_strbuf_steal(&text),
                         .line = line,
                         .column = col,
-                        .prefix = prefix ? kn_strdup(prefix) : NULL};
+                        .prefix = prefix ? fl__xstrdup(prefix) : NULL};
   char err[256];
   CHECK_INT(kn_clang_submit(c, &job, err, sizeof err), 0);
   CHECK(job.text == NULL); /* taken */
@@ -361,13 +361,13 @@ static void test_no_helper(void) {
 /* Jobs and results go through JSON as they were, bytes that are not UTF-8
  * included. */
 static void test_messages(void) {
-  char **args = kn_xcalloc(3, sizeof *args);
-  args[0] = kn_strdup("-xc");
-  args[1] = kn_strdup("-DNAME=caf\xe9");
+  char **args = fl__xcalloc(3, sizeof *args);
+  args[0] = fl__xstrdup("-xc");
+  args[1] = fl__xstrdup("-DNAME=caf\xe9");
   kn_clang_job_t job = {.op = KN_CLANG_INSPECT,
-                        .path = kn_strdup("/tmp/u.c"),
+                        .path = fl__xstrdup("/tmp/u.c"),
                         .args = args,
-                        .text = kn_strdup("int caf\xc3\xa9;\n"),
+                        .text = fl__xstrdup("int caf\xc3\xa9;\n"),
                         .line = 1,
                         .column = 5};
   json_t *j = kn_clangmsg_job_to_json(&job);

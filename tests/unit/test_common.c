@@ -1,12 +1,25 @@
 /* The flame library's shared internals (flame/fl__common.h): the hash
- * index, the string set, the buffer, the allocators' growth, the hashes
- * and the path helper. */
+ * index, the string set, the buffer, the allocators' growth, the
+ * out-of-memory policy and the handler a program sets (fl_alloc.h), the
+ * hashes, the clock and the path helper. */
 #include "fl__common.h"
 
+#include <cflame/fl_alloc.h>
+#include <cflame/fl_profile.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test.h"
+
+/* Under AddressSanitizer, an allocation too large to make returns NULL
+ * (as glibc's does) instead of ending the test with ASan's report. */
+const char *__asan_default_options(void) {
+  return "allocator_may_return_null=1";
+}
 
 /* Items of a caller's table: the index keeps only their numbers. */
 typedef struct item {
@@ -209,7 +222,10 @@ static void test_memory(void) {
   void *none = fl__xmalloc(0, 8); /* a zero size: a pointer all the same */
   CHECK(none != NULL);
   free(none);
-  char *d = fl__xstrndup("abcdef", 3);
+  char *d = fl__xasprintf("%s-%d", "cell", 12);
+  CHECK_STR(d, "cell-12");
+  free(d);
+  d = fl__xstrndup("abcdef", 3);
   CHECK_STR(d, "abc");
   free(d);
   d = fl__xstrdup("xyz");
@@ -217,6 +233,129 @@ static void test_memory(void) {
   free(d);
   int x;
   CHECK(fl__nonnull(&x) == &x);
+}
+
+/* ---- out of memory, run in a child each ---- */
+
+/* A program's handlers: say what they were given on stderr, then end the
+ * child with a status of their own, or return (into the default). */
+static void exiting_handler(size_t bytes) {
+  fprintf(stderr, "handler: %zu bytes\n", bytes);
+  _exit(42);
+}
+
+static void returning_handler(size_t bytes) {
+  fprintf(stderr, "handler returned\n");
+}
+
+/* What runs out of memory. */
+static void overflowing_count(void) {
+  free(fl__xcalloc(SIZE_MAX / 4, 8));
+}
+static void impossible_size(void) {
+  free(fl__xmalloc(SIZE_MAX / 2, 1));
+}
+static void overflowing_buffer(void) {
+  fl__buf_t b = {.len = SIZE_MAX - 2}; /* as if nearly all of memory were text */
+  fl__buf_add(&b, "abc", 3);
+}
+/* Through the public interface: a profile takes frames with 1 MB names
+ * until the address space, limited to 256 MB more than the child has, runs
+ * out. */
+static void profile_past_limit(void) {
+  struct rlimit lim;
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  if (!f || fscanf(f, "%lu", &pages) != 1) _exit(3);
+  fclose(f);
+  lim.rlim_cur = lim.rlim_max = pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)256 << 20);
+  if (setrlimit(RLIMIT_AS, &lim) < 0) _exit(3);
+  size_t n = (size_t)1 << 20;
+  char *name = malloc(n + 16);
+  memset(name, 'f', n);
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  for (unsigned i = 0;; i++) {
+    snprintf(name + n, 16, "%u", i);
+    fl_frame_t frame = {.func = name};
+    fl_profile_frame_id(p, &frame);
+  }
+}
+
+typedef struct oom_case {
+  const char *name;
+  fl_oom_handler_t handler; /* NULL: the default */
+  void (*run)(void);
+  int exit_status;   /* -1: killed by SIGABRT */
+  const char *says;  /* what stderr holds */
+  bool needs_rlimit; /* not under AddressSanitizer, which reserves terabytes */
+} oom_case_t;
+
+static const oom_case_t oom_cases[] = {
+    {"default, count * size overflows", NULL, overflowing_count, -1, "cflame: out of memory\n",
+     false},
+    {"default, malloc fails", NULL, impossible_size, -1,
+     "cflame: out of memory (9223372036854775807 bytes)\n", false},
+    {"default, buffer past SIZE_MAX", NULL, overflowing_buffer, -1, "cflame: out of memory\n",
+     false},
+    {"handler, count * size overflows", exiting_handler, overflowing_count, 42,
+     "handler: 0 bytes\n", false},
+    {"handler, malloc fails", exiting_handler, impossible_size, 42,
+     "handler: 9223372036854775807 bytes\n", false},
+    {"handler returns: the default follows", returning_handler, impossible_size, -1,
+     "handler returned\ncflame: out of memory (9223372036854775807 bytes)\n", false},
+    {"handler, a profile past the address space's limit", exiting_handler, profile_past_limit, 42,
+     "handler: ", true},
+};
+
+#if defined(__SANITIZE_ADDRESS__) /* gcc */
+static const bool under_asan = true;
+#elif defined(__has_feature)
+static const bool under_asan = __has_feature(address_sanitizer); /* clang */
+#else
+static const bool under_asan = false;
+#endif
+
+/* Runs c in a child, its stderr into a pipe; checks how it ended and what
+ * it said (after anything a sanitizer says first). */
+static void run_oom_case(const oom_case_t *c) {
+  if (c->needs_rlimit && under_asan) return;
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    signal(SIGABRT, SIG_DFL);
+    if (c->handler) fl_set_oom_handler(c->handler);
+    c->run();
+    _exit(0); /* never reached: running out of memory ends the child */
+  }
+  close(fds[1]);
+  char said[512] = "";
+  size_t len = 0;
+  ssize_t r;
+  while (len < sizeof said - 1 && (r = read(fds[0], said + len, sizeof said - 1 - len)) > 0)
+    len += (size_t)r;
+  said[len] = '\0';
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  int ended = WIFEXITED(status)                                    ? WEXITSTATUS(status)
+              : WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT ? -1
+                                                                   : -2;
+  if (ended != c->exit_status || !strstr(said, c->says))
+    fprintf(stderr, "case \"%s\": ended %d, said \"%s\"\n", c->name, ended, said);
+  CHECK_INT(ended, c->exit_status);
+  CHECK(strstr(said, c->says) != NULL);
+}
+
+static void test_oom(void) {
+  for (size_t i = 0; i < sizeof oom_cases / sizeof *oom_cases; i++) run_oom_case(&oom_cases[i]);
+  /* Each setting returns the handler it replaces; NULL is the default. */
+  CHECK(fl_set_oom_handler(exiting_handler) == NULL);
+  CHECK(fl_set_oom_handler(returning_handler) == exiting_handler);
+  CHECK(fl_set_oom_handler(NULL) == returning_handler);
+  CHECK(fl_set_oom_handler(NULL) == NULL);
 }
 
 static void test_hashes(void) {
@@ -245,6 +384,8 @@ static void test_clock_and_paths(void) {
   CHECK(t1 - t0 >= 2000000);
   CHECK(fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) > 0);
   CHECK_INT(fl__clock_ns((clockid_t)-12345), 0); /* no such clock */
+  int64_t ms = fl__now_ms();
+  CHECK(ms >= t1 / 1000000 && ms - t1 / 1000000 < 60000); /* the same clock, in ms */
 
   const char *p = "/usr/lib/x86_64-linux-gnu/libc.so.6";
   CHECK_STR(p + fl__path_base(p, strlen(p)), "libc.so.6");
@@ -258,6 +399,7 @@ int main(void) {
   test_strset();
   test_buf();
   test_memory();
+  test_oom();
   test_hashes();
   test_clock_and_paths();
   return TEST_DONE();

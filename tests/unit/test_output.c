@@ -23,7 +23,7 @@ static void capture_publish(void *ctx, char kind, const char *text) {
   capture_t *c = ctx;
   if (c->n == MAX_MESSAGES) return;
   c->kind[c->n] = kind;
-  c->text[c->n++] = kn_strdup(text);
+  c->text[c->n++] = fl__xstrdup(text);
 }
 
 static void capture_free(capture_t *c) {
@@ -182,7 +182,7 @@ static void test_limit(void) {
  * incomplete UTF-8 sequence at its end stays for the next message. */
 static void test_batch_bytes(void) {
   size_t n = KN_OUTPUT_BATCH_BYTES;
-  char *big = kn_xmalloc(n + 1);
+  char *big = fl__xmalloc(n + 1, 1);
   memset(big, 'x', n);
   capture_t c = {0};
   kn_output_t o;
@@ -350,7 +350,7 @@ static void test_partial_line(void) {
     capture_free(&c);
     kn_output_free(&o);
   }
-  char *long_line = kn_xmalloc(KN_OUTPUT_PROMPT_BYTES + 2);
+  char *long_line = fl__xmalloc(KN_OUTPUT_PROMPT_BYTES + 2, 1);
   memset(long_line, 'x', KN_OUTPUT_PROMPT_BYTES + 1);
   long_line[KN_OUTPUT_PROMPT_BYTES + 1] = '\0';
   capture_t c = {0};
