@@ -195,6 +195,15 @@ void fl__buf_puts(fl__buf_t *b, const char *s) {
   fl__buf_add(b, s, strlen(s));
 }
 
+void fl__buf_putc(fl__buf_t *b, char c) {
+  fl__buf_add(b, &c, 1);
+}
+
+void fl__buf_clear(fl__buf_t *b) {
+  b->len = 0;
+  if (b->data) b->data[0] = '\0';
+}
+
 void fl__buf_vprintf(fl__buf_t *b, const char *fmt, va_list ap) {
   char small[256];
   va_list again;

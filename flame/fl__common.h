@@ -205,14 +205,19 @@ typedef struct fl__buf {
   size_t len, cap;
 } fl__buf_t;
 
+#define FL__BUF_INIT {NULL, 0, 0}
+
 void fl__buf_add(fl__buf_t *b, const char *s, size_t n);
 void fl__buf_puts(fl__buf_t *b, const char *s);
+void fl__buf_putc(fl__buf_t *b, char c);
 void fl__buf_printf(fl__buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fl__buf_vprintf(fl__buf_t *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 /* The string, now the caller's (free it; never NULL, "" for an empty
  * buffer). The buffer is left empty. */
 char *fl__buf_take(fl__buf_t *b);
+/* Empties the buffer, keeping its memory ("" once it has any). */
+void fl__buf_clear(fl__buf_t *b);
 /* Frees the string and leaves the buffer empty. */
 void fl__buf_free(fl__buf_t *b);
 

@@ -19,7 +19,7 @@
 
 #include "kn_names.h"
 #include "kn_session.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* One declaration the session keeps for later cells. */
 typedef struct entry {
@@ -68,6 +68,6 @@ bool kn__writes_main(const kn_item_t *it);
 bool kn__is_include(const kn_item_t *it);
 char *kn__header_text(const kn_item_t *it, int cell);
 void kn__build_unit(const kn_session_t *s, int cell, const kn_items_t *items, char **keys,
-                    kn_strbuf_t *tu);
+                    fl__buf_t *tu);
 
 #endif

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kn__cell.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* Index of the last token of the statement starting at k, or NONE if it does
  * not end (unbalanced, or the code stops first). Labels and else-if chains

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kn__cell.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* Qualifiers that may stand alone among the specifiers or after a '*'. */
 static const char *const qualifier_words[] = {"const",        "volatile", "restrict",  "__restrict",
@@ -223,15 +223,15 @@ static bool is_identifier_list(const splitter_t *sp, const declr_t *d) {
  * has a bit of skip: one space where the source had white space, a comment or
  * a left-out token between two tokens, none where they touched. Directives
  * keep lines of their own. */
-static void render(const splitter_t *sp, kn_strbuf_t *sb, long from, long to, unsigned skip) {
+static void render(const splitter_t *sp, fl__buf_t *sb, long from, long to, unsigned skip) {
   long prev = NONE;
   for (long k = from; k < to; k++) {
     if (sp->role[k] & skip) continue;
     const tok_t *t = &sp->t.v[k];
     if (t->kind == TK_PREPROC) {
-      if (sb->len && sb->data[sb->len - 1] != '\n') kn_strbuf_putc(sb, '\n');
-      kn_strbuf_append(sb, sp->code + t->start, t->end - t->start);
-      kn_strbuf_putc(sb, '\n');
+      if (sb->len && sb->data[sb->len - 1] != '\n') fl__buf_putc(sb, '\n');
+      fl__buf_add(sb, sp->code + t->start, t->end - t->start);
+      fl__buf_putc(sb, '\n');
       prev = NONE;
       continue;
     }
@@ -239,8 +239,8 @@ static void render(const splitter_t *sp, kn_strbuf_t *sb, long from, long to, un
     bool touch = prev != NONE && ((k == prev + 1 && t->start == sp->t.v[prev].end) ||
                                   (k > prev + 1 && is_p(sp, prev, "*")));
     if (sb->len && !touch && sb->data[sb->len - 1] != ' ' && sb->data[sb->len - 1] != '\n')
-      kn_strbuf_putc(sb, ' ');
-    kn_strbuf_append(sb, sp->code + t->start, t->end - t->start);
+      fl__buf_putc(sb, ' ');
+    fl__buf_add(sb, sp->code + t->start, t->end - t->start);
     prev = k;
   }
 }
@@ -267,11 +267,11 @@ static void add_cell_typedef(splitter_t *sp, long k) {
 /* "struct P", or NULL for an anonymous struct/union/enum. */
 static char *sue_name(const splitter_t *sp, const specs_t *s) {
   if (s->sue_kw == NONE || s->sue_tag == NONE) return NULL;
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   render(sp, &sb, s->sue_kw, s->sue_kw + 1, 0);
-  kn_strbuf_putc(&sb, ' ');
+  fl__buf_putc(&sb, ' ');
   render(sp, &sb, s->sue_tag, s->sue_tag + 1, 0);
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 static void add_func(splitter_t *sp, const specs_t *s, const declr_t *d, long sig_last,
@@ -291,7 +291,7 @@ static void add_func(splitter_t *sp, const specs_t *s, const declr_t *d, long si
  * first, then the specifiers without storage class (and without a tagged
  * body), then the declarator without initializer, attributes or asm label. */
 static char *global_decl(splitter_t *sp, const specs_t *s, const declr_t *d, bool mutable_) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   unsigned skip = R_STORAGE | R_TAG_BODY | R_SKIP;
   for (long k = d->trail_start; k < d->end;) {
     long m = kn__match(sp, k + 1);
@@ -314,7 +314,7 @@ static char *global_decl(splitter_t *sp, const specs_t *s, const declr_t *d, boo
   render(sp, &sb, s->start, s->end, skip);
   render(sp, &sb, d->start, d->core_end, skip);
   for (long k = s->start; k < d->end; k++) sp->role[k] &= (unsigned char)~R_SKIP;
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* Whether tokens a..b are an initializer macro such as
@@ -369,11 +369,11 @@ static void add_proto(splitter_t *sp, const specs_t *s, const declr_t *d, size_t
     it = kn__add_item(sp, KN_ITEM_PROTO, s->start, last);
   } else {
     it = kn__new_item(sp, KN_ITEM_PROTO, s->start);
-    kn_strbuf_t sb = KN_STRBUF_INIT;
+    fl__buf_t sb = FL__BUF_INIT;
     render(sp, &sb, s->start, s->end, R_TAG_BODY);
     render(sp, &sb, d->start, d->end, 0);
-    kn_strbuf_putc(&sb, ';');
-    it->text = kn_strbuf_steal(&sb);
+    fl__buf_putc(&sb, ';');
+    it->text = fl__buf_take(&sb);
   }
   it->name = kn__tok_text(sp, d->name);
   it->is_static = s->has_static;
@@ -398,11 +398,11 @@ static void add_decl_items(splitter_t *sp, const specs_t *s, const declr_t *ds, 
     if (s->body_open != NONE && s->sue_tag != NONE) {
       /* `struct P { ... } p1, p2;`: the type on its own, `struct P { ... };` */
       kn_item_t *it = kn__new_item(sp, KN_ITEM_TYPE, s->sue_kw);
-      kn_strbuf_t sb = KN_STRBUF_INIT;
+      fl__buf_t sb = FL__BUF_INIT;
       size_t a = sp->t.v[s->sue_kw].start, b = sp->t.v[s->type_end - 1].end;
-      kn_strbuf_append(&sb, sp->code + a, b - a);
-      kn_strbuf_putc(&sb, ';');
-      it->text = kn_strbuf_steal(&sb);
+      fl__buf_add(&sb, sp->code + a, b - a);
+      fl__buf_putc(&sb, ';');
+      it->text = fl__buf_take(&sb);
       it->name = sue_name(sp, s);
     }
     for (size_t i = 0; i < nd; i++) {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kn__cell.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* ---- keyword and name tables ---- */
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 static int write_all(int fd, const unsigned char *p, size_t n) {
   while (n > 0) {

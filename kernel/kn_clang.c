@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "kn_chan.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "kn_util.h"
 
 extern char **environ;
@@ -280,9 +280,9 @@ static kn_clang_result_t *lost_result(kn_clang_t *c, bool ended, const char *wha
   if (ended) ended_how(c, how, sizeof how);
   end_process(c);
   kn_clang_result_t *r = fl__xcalloc(1, sizeof *r);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "libclang's process %s%s", what, how);
-  r->error = kn_strbuf_steal(&sb);
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb, "libclang's process %s%s", what, how);
+  r->error = fl__buf_take(&sb);
   r->lost = true;
   return r;
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 void kn_clangmsg_job_free(kn_clang_job_t *job) {
   if (!job) return;
@@ -52,13 +52,13 @@ static json_t *text_to_json(const char *s) {
   json_t *j = json_string(s);
   if (j) return j;
   static const char digits[] = "0123456789abcdef";
-  kn_strbuf_t hex = KN_STRBUF_INIT;
+  fl__buf_t hex = FL__BUF_INIT;
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    kn_strbuf_putc(&hex, digits[*p >> 4]);
-    kn_strbuf_putc(&hex, digits[*p & 15]);
+    fl__buf_putc(&hex, digits[*p >> 4]);
+    fl__buf_putc(&hex, digits[*p & 15]);
   }
   j = json_pack("{s:s}", "bytes", hex.data);
-  kn_strbuf_free(&hex);
+  fl__buf_free(&hex);
   return j;
 }
 

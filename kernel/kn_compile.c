@@ -18,7 +18,7 @@
 #include "kn_magic.h"
 #include "kn_names.h"
 #include "kn_spawn.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* Calls fn with the name of each dynamic symbol that the shared object at
  * path defines. */
@@ -77,10 +77,10 @@ static void rename_main_in(char **text, const char *name) {
     bool before = p > *text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
     bool after = isalnum((unsigned char)p[4]) || p[4] == '_';
     if (before || after) continue;
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "%.*s%s%s", (int)(p - *text), *text, name, p + 4);
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "%.*s%s%s", (int)(p - *text), *text, name, p + 4);
     free(*text);
-    *text = kn_strbuf_steal(&sb);
+    *text = fl__buf_take(&sb);
     return;
   }
 }
@@ -178,7 +178,7 @@ static char *end_of_cell_messages(const char *text, int cell, const char *code, 
   snprintf(cellfile, sizeof cellfile, KN_CELL_FILE_FMT ":%%d:%%d:%%n", cell);
   int line, col;
   cell_end(code, first_line, &line, &col);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (const char *p = text; *p;) {
     const char *eol = strchr(p, '\n');
     size_t len = eol ? (size_t)(eol - p) : strlen(p);
@@ -189,9 +189,9 @@ static char *end_of_cell_messages(const char *text, int cell, const char *code, 
       const char *before = memmem(p, len, " before ", 8);
       if (before && sscanf(p, cellfile, &at_line, &at_col, &n) == 2 && n > 0 &&
           (at_line > line || (at_line == line && at_col >= col)))
-        kn_strbuf_printf(&sb, "%.*s at the end of the cell\n", (int)(before - p), p);
+        fl__buf_printf(&sb, "%.*s at the end of the cell\n", (int)(before - p), p);
       else
-        kn_strbuf_printf(&sb, "%.*s\n", (int)len, p);
+        fl__buf_printf(&sb, "%.*s\n", (int)len, p);
       p = next;
       continue;
     }
@@ -207,10 +207,10 @@ static char *end_of_cell_messages(const char *text, int cell, const char *code, 
     if (!memmem(q, mlen, "control reaches end of non-void function", 40)) {
       const char *before = memmem(q, mlen, " before ", 8);
       if (before)
-        kn_strbuf_printf(&sb, KN_CELL_FILE_FMT ":%d:%d%.*s at the end of the cell\n", cell, line,
+        fl__buf_printf(&sb, KN_CELL_FILE_FMT ":%d:%d%.*s at the end of the cell\n", cell, line,
                          col, (int)(before - q), q);
       else
-        kn_strbuf_printf(&sb, KN_CELL_FILE_FMT ":%d:%d%.*s\n", cell, line, col, (int)mlen, q);
+        fl__buf_printf(&sb, KN_CELL_FILE_FMT ":%d:%d%.*s\n", cell, line, col, (int)mlen, q);
     }
     p = next;
     while (*p) {
@@ -221,11 +221,11 @@ static char *end_of_cell_messages(const char *text, int cell, const char *code, 
     }
   }
   if (sb.len && (!*text || text[strlen(text) - 1] != '\n')) sb.data[--sb.len] = '\0';
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 char *kn_session_clean_message(const char *text) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   const char *p = text;
   while (*p) {
     const char *eol = strchr(p, '\n');
@@ -251,16 +251,16 @@ char *kn_session_clean_message(const char *text) {
             continue;
           }
         }
-        kn_strbuf_putc(&sb, p[i++]);
+        fl__buf_putc(&sb, p[i++]);
       }
-      kn_strbuf_putc(&sb, '\n');
+      fl__buf_putc(&sb, '\n');
     }
     p += len;
     if (*p == '\n') p++;
   }
   /* No trailing newline of our own if the text had none. */
   if (sb.len && (!*text || text[strlen(text) - 1] != '\n')) sb.data[--sb.len] = '\0';
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* ---- frame pointers (for the allocation recorder's fast unwinding) ---- */
@@ -333,7 +333,7 @@ struct kn_compile {
   pid_t pid;  /* the compiler, leading a process group of its own */
   int pid_fd; /* readable once it has ended */
   int out_fd; /* its stdout and stderr */
-  kn_strbuf_t output;
+  fl__buf_t output;
   bool ended;
   int status; /* its waitpid status, once ended */
   /* When the cell ends in an expression whose value could not be compiled,
@@ -378,7 +378,7 @@ static int spawn_tool(char *const argv[], const char *dir, kn_compile_t *job, ch
 static int launch(kn_session_t *s, kn_compile_t *job, char *err, size_t err_size) {
   char **argv = NULL;
   size_t argc = 0, n_keys = job->c->items.n;
-  kn_strbuf_t tu = KN_STRBUF_INIT, src = KN_STRBUF_INIT;
+  fl__buf_t tu = FL__BUF_INIT, src = FL__BUF_INIT;
   char **keys = fl__xcalloc(n_keys + 1, sizeof *keys);
   int cell = job->c->cell, rc = -1;
   for (size_t i = 0; i < n_keys; i++) keys[i] = kn__item_key(&job->c->items.items[i]);
@@ -392,8 +392,8 @@ static int launch(kn_session_t *s, kn_compile_t *job, char *err, size_t err_size
   job->path_so = fl__xstrdup(path_so);
   /* The cell's own text, at its cell line numbers, for the compiler to
    * quote in diagnostics. */
-  for (int i = 1; i < job->first_line; i++) kn_strbuf_putc(&src, '\n');
-  kn_strbuf_puts(&src, job->code);
+  for (int i = 1; i < job->first_line; i++) fl__buf_putc(&src, '\n');
+  fl__buf_puts(&src, job->code);
   if (write_file(path_c, tu.data, tu.len) < 0 || write_file(path_cell, src.data, src.len) < 0) {
     snprintf(err, err_size, "cannot write %s: %s", path_c, strerror(errno));
     goto out;
@@ -415,8 +415,8 @@ out:
   if (argv)
     for (size_t i = 0; i < argc; i++) free(argv[i]);
   free(argv);
-  kn_strbuf_free(&tu);
-  kn_strbuf_free(&src);
+  fl__buf_free(&tu);
+  fl__buf_free(&src);
   return rc;
 }
 
@@ -443,12 +443,12 @@ char *kn_session_unit_text(const kn_session_t *s, int cell, const char *code, in
   if (kn_cell_split(code, kn_session_typedefs(s), first_line, &items) < 0) return NULL;
   char **keys = fl__xcalloc(items.n + 1, sizeof *keys);
   for (size_t i = 0; i < items.n; i++) keys[i] = kn__item_key(&items.items[i]);
-  kn_strbuf_t tu = KN_STRBUF_INIT;
+  fl__buf_t tu = FL__BUF_INIT;
   kn__build_unit(s, cell, &items, keys, &tu);
   for (size_t i = 0; i < items.n; i++) free(keys[i]);
   free(keys);
   kn_items_free(&items);
-  return kn_strbuf_steal(&tu);
+  return fl__buf_take(&tu);
 }
 
 void kn_compile_fds(const kn_compile_t *job, int fds[2]) {
@@ -487,7 +487,7 @@ void kn_compile_cancel(kn_compile_t **jp) {
   kn_compiled_destroy(&job->c);
   free(job->code);
   free(job->value_error);
-  kn_strbuf_free(&job->output);
+  fl__buf_free(&job->output);
   free(job);
   *jp = NULL;
 }
@@ -506,7 +506,7 @@ static bool starts_diagnostic(const char *line) {
  * expression appears four times in the code that shows its value, and
  * a warning about it may come once for each. New string. */
 static char *without_repeats(const char *text) {
-  kn_strbuf_t out = KN_STRBUF_INIT;
+  fl__buf_t out = FL__BUF_INIT;
   const char *p = text;
   while (*p) {
     const char *end = p + strcspn(p, "\n");
@@ -517,10 +517,10 @@ static char *without_repeats(const char *text) {
     }
     size_t len = (size_t)(end - p);
     bool seen = out.data && starts_diagnostic(p) && memmem(out.data, out.len, p, len) != NULL;
-    if (!seen) kn_strbuf_append(&out, p, len);
+    if (!seen) fl__buf_add(&out, p, len);
     p = end;
   }
-  return out.data ? kn_strbuf_steal(&out) : fl__xstrdup("");
+  return out.data ? fl__buf_take(&out) : fl__xstrdup("");
 }
 
 /* The cell's trailing expression, or NULL. */
@@ -572,11 +572,11 @@ int kn_session_compile_finish(kn_session_t *s, kn_compile_t **jp, kn_compiled_t 
     /* Its ';' comes after it as the kernel's code: where the expression is
      * unfinished, the compiler's complaint goes to the end of the cell as
      * it always has (end_of_cell_messages). */
-    kn_strbuf_t stmt = KN_STRBUF_INIT;
-    kn_strbuf_printf(&stmt, "%s\n#line 1 \"" END_FILE "\"\n;", value->text, job->c->cell);
+    fl__buf_t stmt = FL__BUF_INIT;
+    fl__buf_printf(&stmt, "%s\n#line 1 \"" END_FILE "\"\n;", value->text, job->c->cell);
     free(value->text);
-    value->text = kn_strbuf_steal(&stmt);
-    kn_strbuf_clear(&job->output);
+    value->text = fl__buf_take(&stmt);
+    fl__buf_clear(&job->output);
     job->ended = false;
     job->status = 0;
     if (launch(s, job, err, err_size) < 0) goto out;
@@ -589,11 +589,11 @@ int kn_session_compile_finish(kn_session_t *s, kn_compile_t **jp, kn_compiled_t 
   }
   kn_compiled_t *c = job->c;
   if (job->value_error) {
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "%scflame: the value of the cell's last expression is not shown: %s\n",
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "%scflame: the value of the cell's last expression is not shown: %s\n",
                      clean, job->value_error);
     free(clean);
-    clean = kn_strbuf_steal(&sb);
+    clean = fl__buf_take(&sb);
   }
   c->warnings = clean;
   c->frame_pointers = job->frame_pointers;

@@ -345,17 +345,17 @@ static char **unit_args(const kn_session_t *s) {
  * directive the session already has, say). */
 int kn__make_job(kn_kernel_t *k, request_t *r, kn_clang_job_t *job) {
   kn_session_t *s = kn_kernel_session(k);
-  kn_strbuf_t marked = KN_STRBUF_INIT;
+  fl__buf_t marked = FL__BUF_INIT;
   if (r->alone) {
-    kn_strbuf_append(&marked, r->code + r->start, r->mark_at - r->start);
+    fl__buf_add(&marked, r->code + r->start, r->mark_at - r->start);
   } else {
-    kn_strbuf_append(&marked, r->code + r->body_off, r->mark_at - r->body_off);
+    fl__buf_add(&marked, r->code + r->body_off, r->mark_at - r->body_off);
   }
-  kn_strbuf_puts(&marked, CURSOR_MARK);
-  if (!r->alone) kn_strbuf_puts(&marked, r->code + r->mark_at);
+  fl__buf_puts(&marked, CURSOR_MARK);
+  if (!r->alone) fl__buf_puts(&marked, r->code + r->mark_at);
   r->cell = kn_kernel_execution_count(k) + 1;
   char *text = kn_session_unit_text(s, r->cell, marked.data, r->body_line);
-  kn_strbuf_free(&marked);
+  fl__buf_free(&marked);
   /* The unit may hold the cell's text more than once (a prototype and its
    * definition, a trailing expression used several times): the last mark,
    * in the code that runs, is the cursor's. To inspect, every mark goes, so
@@ -383,10 +383,10 @@ int kn__make_job(kn_kernel_t *k, request_t *r, kn_clang_job_t *job) {
       column++;
     }
   }
-  kn_strbuf_t path = KN_STRBUF_INIT;
-  kn_strbuf_printf(&path, "%s/" UNIT_FILE, kn_session_dir(s));
+  fl__buf_t path = FL__BUF_INIT;
+  fl__buf_printf(&path, "%s/" UNIT_FILE, kn_session_dir(s));
   *job = (kn_clang_job_t){.op = r->inspect ? KN_CLANG_INSPECT : KN_CLANG_COMPLETE,
-                          .path = kn_strbuf_steal(&path),
+                          .path = fl__buf_take(&path),
                           .args = unit_args(s),
                           .text = text,
                           .line = line,
@@ -448,10 +448,10 @@ static void reply_magic_help(kn_kernel_t *k, const request_t *r, const char *wor
   json_t *data = json_object();
   if (help) {
     json_object_set_new(data, "text/plain", kn_wire_text(help));
-    kn_strbuf_t md = KN_STRBUF_INIT;
-    kn_strbuf_printf(&md, "```\n%s\n```", help);
+    fl__buf_t md = FL__BUF_INIT;
+    fl__buf_printf(&md, "```\n%s\n```", help);
     json_object_set_new(data, "text/markdown", kn_wire_text(md.data));
-    kn_strbuf_free(&md);
+    fl__buf_free(&md);
   }
   kn_reply(k, r->channel, r->msg, "inspect_reply",
            json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", help != NULL, "data",

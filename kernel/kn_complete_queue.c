@@ -10,7 +10,7 @@
 #include "fl__common.h"
 #include "kn__complete.h"
 #include "kn_session.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "kn_worker.h"
 
 /* The reply is sent: idle, and the request is done. */
@@ -178,11 +178,11 @@ kn_complete_t *kn_complete_new(void) {
   const char *mb = getenv("CFLAME_COMPLETE_MEMORY_MB");
   size_t memory_mb = mb && atoi(mb) > 0 ? (size_t)atoi(mb) : CLANG_MEMORY_MB;
   char *dir = kn_self_dir();
-  kn_strbuf_t helper = KN_STRBUF_INIT;
-  kn_strbuf_printf(&helper, "%s/" KN_CLANG_NAME, dir);
+  fl__buf_t helper = FL__BUF_INIT;
+  fl__buf_printf(&helper, "%s/" KN_CLANG_NAME, dir);
   free(dir);
   c->clang = kn_clang_new(helper.data, memory_mb << 20);
-  kn_strbuf_free(&helper);
+  fl__buf_free(&helper);
   return c;
 }
 

@@ -6,7 +6,7 @@
  * required. */
 #include "kn_conn.h"
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 #include <jansson.h>
 #include <limits.h>

@@ -13,7 +13,7 @@
 #include "cflame/fl_symbol.h"
 #include "kn_names.h"
 #include "kn_session.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "kn_wire.h"
 
 #define MAX_PCS 128
@@ -29,17 +29,17 @@ const char *kn_signal_name(int sig) {
 }
 
 char *kn_describe_exit(int status, const char *reason) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   if (reason && *reason)
-    kn_strbuf_puts(&sb, reason);
+    fl__buf_puts(&sb, reason);
   else if (WIFEXITED(status))
-    kn_strbuf_printf(&sb, "the worker process exited with status %d", WEXITSTATUS(status));
+    fl__buf_printf(&sb, "the worker process exited with status %d", WEXITSTATUS(status));
   else if (WIFSIGNALED(status))
-    kn_strbuf_printf(&sb, "the worker process died of %s (%s)", kn_signal_name(WTERMSIG(status)),
+    fl__buf_printf(&sb, "the worker process died of %s (%s)", kn_signal_name(WTERMSIG(status)),
                      strsignal(WTERMSIG(status)));
   else
-    kn_strbuf_puts(&sb, "the worker process ended");
-  return kn_strbuf_steal(&sb);
+    fl__buf_puts(&sb, "the worker process ended");
+  return fl__buf_take(&sb);
 }
 
 typedef struct report {
@@ -68,7 +68,7 @@ static void parse(const char *text, report_t *r) {
 
 /* The traceback's frame lines into tb, and where the fault happened (" at
  * cell[3]:5 in crash()") into where. */
-static void walk(const report_t *r, fl_symbolizer_t *sym, kn_strbuf_t *tb, kn_strbuf_t *where) {
+static void walk(const report_t *r, fl_symbolizer_t *sym, fl__buf_t *tb, fl__buf_t *where) {
   int shown = 0, hidden = 0;
   bool seen_cell = false;
   for (size_t i = 0; i < r->n_pcs; i++) {
@@ -81,8 +81,8 @@ static void walk(const report_t *r, fl_symbolizer_t *sym, kn_strbuf_t *tb, kn_st
         /* The cell's top-level statements live in its entry function: show
          * them by their cell line, and nothing of the machinery below. */
         if (kind == KN_FRAME_ENTRY && kn_is_cell_file(f->file)) {
-          kn_strbuf_printf(tb, "#%d  top level of %s:%d\n", shown++, f->file, f->line);
-          if (!where->len) kn_strbuf_printf(where, " at %s:%d", f->file, f->line);
+          fl__buf_printf(tb, "#%d  top level of %s:%d\n", shown++, f->file, f->line);
+          if (!where->len) fl__buf_printf(where, " at %s:%d", f->file, f->line);
         }
         if (seen_cell || kind == KN_FRAME_WORKER) goto done;
         continue;
@@ -96,19 +96,19 @@ static void walk(const report_t *r, fl_symbolizer_t *sym, kn_strbuf_t *tb, kn_st
       const char *module = f->module ? kn_base_name(f->module) : "?";
       if (kn_is_cell_file(f->file)) {
         seen_cell = true;
-        kn_strbuf_printf(tb, "#%d  %s() at %s:%d%s\n", shown++, func, f->file, f->line,
+        fl__buf_printf(tb, "#%d  %s() at %s:%d%s\n", shown++, func, f->file, f->line,
                          f->inlined ? " (inlined)" : "");
-        if (!where->len) kn_strbuf_printf(where, " at %s:%d in %s()", f->file, f->line, func);
+        if (!where->len) fl__buf_printf(where, " at %s:%d in %s()", f->file, f->line, func);
       } else if (f->file && f->line) {
-        kn_strbuf_printf(tb, "#%d  %s() at %s:%d (%s)\n", shown++, func, f->file, f->line, module);
+        fl__buf_printf(tb, "#%d  %s() at %s:%d (%s)\n", shown++, func, f->file, f->line, module);
       } else {
-        kn_strbuf_printf(tb, "#%d  %s() in %s\n", shown++, func, module);
+        fl__buf_printf(tb, "#%d  %s() in %s\n", shown++, func, module);
       }
       free(func);
     }
   }
 done:
-  if (hidden) kn_strbuf_printf(tb, "... %d more frame%s\n", hidden, hidden == 1 ? "" : "s");
+  if (hidden) fl__buf_printf(tb, "... %d more frame%s\n", hidden, hidden == 1 ? "" : "s");
 }
 
 void kn_crash_describe(const char *text, int sig, char **headline, json_t *traceback) {
@@ -119,23 +119,23 @@ void kn_crash_describe(const char *text, int sig, char **headline, json_t *trace
   bool overflow = sig == SIGSEGV && r->sp && r->addr &&
                   (r->addr > r->sp ? r->addr - r->sp : r->sp - r->addr) < OVERFLOW_DISTANCE;
 
-  kn_strbuf_t where = KN_STRBUF_INIT, tb = KN_STRBUF_INIT;
+  fl__buf_t where = FL__BUF_INIT, tb = FL__BUF_INIT;
   char err[256];
   fl_symbolizer_t *sym = r->maps ? fl_symbolizer_new_from_maps(r->maps, err, sizeof err) : NULL;
   if (sym) {
     walk(r, sym, &tb, &where);
     fl_symbolizer_destroy(&sym);
   }
-  kn_strbuf_t head = KN_STRBUF_INIT;
-  kn_strbuf_printf(&head, "%s%s", overflow ? "Stack overflow" : strsignal(sig),
+  fl__buf_t head = FL__BUF_INIT;
+  fl__buf_printf(&head, "%s%s", overflow ? "Stack overflow" : strsignal(sig),
                    where.data ? where.data : "");
   if (sig == SIGSEGV || sig == SIGBUS)
-    kn_strbuf_printf(&head, " (address 0x%" PRIx64 ")", r->addr);
+    fl__buf_printf(&head, " (address 0x%" PRIx64 ")", r->addr);
   /* Cells run on the worker's main thread; any other is one the cell
    * started. */
   if (r->tid && r->main_tid && r->tid != r->main_tid)
-    kn_strbuf_printf(&head, ", in a thread the cell started (thread id %ld)", r->tid);
-  *headline = kn_strbuf_steal(&head);
+    fl__buf_printf(&head, ", in a thread the cell started (thread id %ld)", r->tid);
+  *headline = fl__buf_take(&head);
   json_array_append_new(traceback, kn_wire_textf("%s: %s", kn_signal_name(sig), *headline));
   if (tb.len) {
     json_array_append_new(traceback, kn_wire_text("Backtrace (most recent call first):"));
@@ -146,7 +146,7 @@ void kn_crash_describe(const char *text, int sig, char **headline, json_t *trace
       p = nl ? nl + 1 : NULL;
     }
   }
-  kn_strbuf_free(&where);
-  kn_strbuf_free(&tb);
+  fl__buf_free(&where);
+  fl__buf_free(&tb);
   free(r);
 }

@@ -53,13 +53,13 @@ void kn_exec_output(kn_exec_t *e, char kind, const char *data, size_t len) {
 }
 
 void kn_exec_print(kn_exec_t *e, char kind, const char *fmt, ...) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   va_list ap;
   va_start(ap, fmt);
-  kn_strbuf_vprintf(&sb, fmt, ap);
+  fl__buf_vprintf(&sb, fmt, ap);
   va_end(ap);
   if (sb.len) kn_exec_output(e, kind, sb.data, sb.len);
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
 }
 
 void kn_exec_display(kn_exec_t *e, json_t *content) {
@@ -110,13 +110,13 @@ void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t 
 void kn_exec_finish_ok(kn_exec_t *e) { kn_exec_finish(e, NULL, NULL, NULL); }
 
 void kn_exec_fail(kn_exec_t *e, const char *ename, const char *fmt, ...) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   va_list ap;
   va_start(ap, fmt);
-  kn_strbuf_vprintf(&sb, fmt, ap);
+  fl__buf_vprintf(&sb, fmt, ap);
   va_end(ap);
   kn_exec_finish(e, ename, sb.data ? sb.data : "", NULL);
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
 }
 
 void kn_exec_abort_queued(kn_kernel_t *k) {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 typedef struct entry {
   int line;

@@ -10,7 +10,7 @@
 #include "fl__common.h"
 #include "kn__complete.h"
 #include "kn_session.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "kn_wire.h"
 
 /* ---- inspection ---- */
@@ -18,7 +18,7 @@
 /* A comment as its reader wants it: without the comment markers and the
  * leading stars of a block comment's lines. New. */
 static char *comment_text(const char *raw) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (const char *line = raw; *line;) {
     const char *eol = strchrnul(line, '\n');
     const char *p = line, *e = eol;
@@ -34,17 +34,17 @@ static char *comment_text(const char *raw) {
     if (p < e && *p == ' ') p++;
     while (e > p && isspace((unsigned char)e[-1])) e--;
     if (e > p || sb.len) {
-      if (sb.len) kn_strbuf_putc(&sb, '\n');
-      kn_strbuf_append(&sb, p, (size_t)(e - p));
+      if (sb.len) fl__buf_putc(&sb, '\n');
+      fl__buf_add(&sb, p, (size_t)(e - p));
     }
     line = *eol ? eol + 1 : eol;
   }
   while (sb.len && sb.data[sb.len - 1] == '\n') sb.data[--sb.len] = '\0';
   if (!sb.len) {
-    kn_strbuf_free(&sb);
+    fl__buf_free(&sb);
     return NULL;
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* The comment on the lines right above line (1-based) of code: `//` lines,
@@ -122,7 +122,7 @@ static void session_source(kn_kernel_t *k, const request_t *r, int cell, const c
 }
 
 /* text cut to its first max_lines lines, with a note of what was left. */
-static void put_cut(kn_strbuf_t *sb, const char *text, int max_lines, int *left) {
+static void put_cut(fl__buf_t *sb, const char *text, int max_lines, int *left) {
   const char *p = text;
   for (int n = 0; *p && n < max_lines; n++) {
     const char *eol = strchrnul(p, '\n');
@@ -130,7 +130,7 @@ static void put_cut(kn_strbuf_t *sb, const char *text, int max_lines, int *left)
   }
   size_t len = (size_t)(p - text);
   while (len && text[len - 1] == '\n') len--;
-  kn_strbuf_append(sb, text, len);
+  fl__buf_add(sb, text, len);
   *left = 0;
   for (; *p; p++) *left += *p == '\n';
   if (p > text && p[-1] != '\n' && len < strlen(text)) (*left)++;
@@ -138,19 +138,19 @@ static void put_cut(kn_strbuf_t *sb, const char *text, int max_lines, int *left)
 
 /* Appends a paragraph to both renderings: plain as it is, markdown
  * fenced as code when lang is given ("c", or "" for plain text). */
-static void put_both(kn_strbuf_t *plain, kn_strbuf_t *md, const char *text, const char *lang) {
-  if (plain->len) kn_strbuf_puts(plain, "\n\n");
-  if (md->len) kn_strbuf_puts(md, "\n\n");
-  kn_strbuf_puts(plain, text);
+static void put_both(fl__buf_t *plain, fl__buf_t *md, const char *text, const char *lang) {
+  if (plain->len) fl__buf_puts(plain, "\n\n");
+  if (md->len) fl__buf_puts(md, "\n\n");
+  fl__buf_puts(plain, text);
   if (lang)
-    kn_strbuf_printf(md, "```%s\n%s\n```", lang, text);
+    fl__buf_printf(md, "```%s\n%s\n```", lang, text);
   else
-    kn_strbuf_puts(md, text);
+    fl__buf_puts(md, text);
 }
 
 /* The man page's part of an inspection: at detail 0 its title, SYNOPSIS
  * and the first paragraph of its DESCRIPTION; at 1 the whole page. */
-static void put_manpage(kn_strbuf_t *plain, kn_strbuf_t *md, const char *page, int detail) {
+static void put_manpage(fl__buf_t *plain, fl__buf_t *md, const char *page, int detail) {
   if (!page[0]) return;
   if (detail > 0) {
     put_both(plain, md, page, "");
@@ -158,16 +158,16 @@ static void put_manpage(kn_strbuf_t *plain, kn_strbuf_t *md, const char *page, i
   }
   char *title, *synopsis, *description;
   kn_manpage_summary(page, &title, &synopsis, &description);
-  kn_strbuf_printf(plain, "\n\n%s (from its manual page)", title ? title : "");
-  kn_strbuf_printf(md, "\n\n**%s** (from its manual page)", title ? title : "");
+  fl__buf_printf(plain, "\n\n%s (from its manual page)", title ? title : "");
+  fl__buf_printf(md, "\n\n**%s** (from its manual page)", title ? title : "");
   if (synopsis) {
-    kn_strbuf_puts(plain, "\n\nSYNOPSIS");
-    kn_strbuf_puts(md, "\n\nSYNOPSIS");
+    fl__buf_puts(plain, "\n\nSYNOPSIS");
+    fl__buf_puts(md, "\n\nSYNOPSIS");
     put_both(plain, md, synopsis, "c");
   }
   if (description) {
-    kn_strbuf_puts(plain, "\n\nDESCRIPTION");
-    kn_strbuf_puts(md, "\n\nDESCRIPTION");
+    fl__buf_puts(plain, "\n\nDESCRIPTION");
+    fl__buf_puts(md, "\n\nDESCRIPTION");
     put_both(plain, md, description, NULL);
   }
   free(title);
@@ -190,7 +190,7 @@ static const char *kind_word(kn_clang_kind_t kind) {
 
 /* The inspection of a symbol libclang resolved, in both renderings. */
 static void describe_symbol(kn_kernel_t *k, const request_t *r, const kn_clang_symbol_t *sym,
-                            kn_strbuf_t *plain, kn_strbuf_t *md) {
+                            fl__buf_t *plain, fl__buf_t *md) {
   put_both(plain, md, sym->declaration ? sym->declaration : sym->name, "c");
   /* The members of the session's types; a library's are its business. */
   if (sym->definition && !sym->system &&
@@ -220,8 +220,8 @@ static void describe_symbol(kn_kernel_t *k, const request_t *r, const kn_clang_s
     snprintf(what, sizeof what, "A member of %s. ", sym->parent);
   else if (cell > 0)
     snprintf(what, sizeof what, "A %s of the session. ", kind_word(sym->kind));
-  kn_strbuf_printf(plain, "\n\n%s%s", what, where);
-  kn_strbuf_printf(md, "\n\n%s%s", what, where_md);
+  fl__buf_printf(plain, "\n\n%s%s", what, where);
+  fl__buf_printf(md, "\n\n%s%s", what, where_md);
 
   /* Its comment, and for a cell's definition the definition itself. */
   char *definition = NULL, *comment = NULL;
@@ -231,15 +231,15 @@ static void describe_symbol(kn_kernel_t *k, const request_t *r, const kn_clang_s
   if (own_comment || comment) put_both(plain, md, own_comment ? own_comment : comment, NULL);
   if (definition && sym->kind != KN_CLANG_MEMBER &&
       strcmp(definition, sym->declaration ? sym->declaration : "")) {
-    kn_strbuf_t def = KN_STRBUF_INIT;
+    fl__buf_t def = FL__BUF_INIT;
     int left = 0;
     put_cut(&def, definition, r->detail > 0 ? INT_MAX : DEFINITION_LINES, &left);
     put_both(plain, md, def.data, "c");
     if (left) {
-      kn_strbuf_printf(plain, "\n(%d more lines: inspect with detail level 1 for all)", left);
-      kn_strbuf_printf(md, "\n\n(%d more lines: inspect with detail level 1 for all)", left);
+      fl__buf_printf(plain, "\n(%d more lines: inspect with detail level 1 for all)", left);
+      fl__buf_printf(md, "\n\n(%d more lines: inspect with detail level 1 for all)", left);
     }
-    kn_strbuf_free(&def);
+    fl__buf_free(&def);
   }
   free(own_comment);
   free(comment);
@@ -268,7 +268,7 @@ static void show_in_exec(request_t *r, json_t *data) {
 }
 
 void kn__reply_inspection(kn_kernel_t *k, request_t *r) {
-  kn_strbuf_t plain = KN_STRBUF_INIT, md = KN_STRBUF_INIT;
+  fl__buf_t plain = FL__BUF_INIT, md = FL__BUF_INIT;
   const kn_clang_symbol_t *sym = r->clang ? r->clang->symbol : NULL;
   if (sym) {
     describe_symbol(k, r, sym, &plain, &md);
@@ -279,16 +279,16 @@ void kn__reply_inspection(kn_kernel_t *k, request_t *r) {
     const char *decl = kn_session_describe(kn_kernel_session(k), word, &cell);
     if (decl) {
       put_both(&plain, &md, decl, "c");
-      kn_strbuf_printf(&plain, "\n\nDefined in " KN_CELL_FILE_FMT ".", cell);
-      kn_strbuf_printf(&md, "\n\nDefined in `" KN_CELL_FILE_FMT "`.", cell);
+      fl__buf_printf(&plain, "\n\nDefined in " KN_CELL_FILE_FMT ".", cell);
+      fl__buf_printf(&md, "\n\nDefined in `" KN_CELL_FILE_FMT "`.", cell);
     } else if (r->man && kn_manpage_text(r->man)[0]) {
       /* A library function no header of the session declares yet: its
        * page's synopsis says which to include. */
-      kn_strbuf_printf(&plain,
+      fl__buf_printf(&plain,
                        "%s is not declared in this session; its manual page says "
                        "which header declares it.",
                        word);
-      kn_strbuf_printf(&md,
+      fl__buf_printf(&md,
                        "`%s` is not declared in this session; its manual page says "
                        "which header declares it.",
                        word);
@@ -309,6 +309,6 @@ void kn__reply_inspection(kn_kernel_t *k, request_t *r) {
                        data, "metadata"));
   else
     json_decref(data);
-  kn_strbuf_free(&plain);
-  kn_strbuf_free(&md);
+  fl__buf_free(&plain);
+  fl__buf_free(&md);
 }

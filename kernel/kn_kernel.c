@@ -180,9 +180,9 @@ static void answer_unreadable(kn_kernel_t *k, kn_channel_t channel, const kn_msg
     return;
   }
   kn_log(k, "answered an unreadable %s on %s with an error: %s", type, channel_names[channel], err);
-  kn_strbuf_t reply_type = KN_STRBUF_INIT, evalue = KN_STRBUF_INIT;
-  kn_strbuf_printf(&reply_type, "%.*s_reply", (int)(len - suffix_len), type);
-  kn_strbuf_printf(&evalue,
+  fl__buf_t reply_type = FL__BUF_INIT, evalue = FL__BUF_INIT;
+  fl__buf_printf(&reply_type, "%.*s_reply", (int)(len - suffix_len), type);
+  fl__buf_printf(&evalue,
                    "the %s could not be read: %s. A message's header, parent_header, "
                    "metadata and content are each one JSON object, and it has at most %d "
                    "frames",
@@ -195,8 +195,8 @@ static void answer_unreadable(kn_kernel_t *k, kn_channel_t channel, const kn_msg
   kn_publish_status(k, msg, "busy");
   kn_reply(k, channel, msg, reply_type.data, content);
   kn_publish_status(k, msg, "idle");
-  kn_strbuf_free(&reply_type);
-  kn_strbuf_free(&evalue);
+  fl__buf_free(&reply_type);
+  fl__buf_free(&evalue);
 }
 
 /* Receives one multipart message; returns it decoded and verified, or NULL.
@@ -382,10 +382,10 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
   k->prof = kn_prof_new(kn_session_dir(k->session));
   k->complete = kn_complete_new();
   char *dir = kn_self_dir();
-  kn_strbuf_t path = KN_STRBUF_INIT;
-  kn_strbuf_printf(&path, "%s/" KN_WORKER_NAME, dir);
+  fl__buf_t path = FL__BUF_INIT;
+  fl__buf_printf(&path, "%s/" KN_WORKER_NAME, dir);
   free(dir);
-  k->worker_path = kn_strbuf_steal(&path);
+  k->worker_path = fl__buf_take(&path);
   return kn_kernel_start_worker(k, err, err_size);
 }
 

@@ -25,7 +25,7 @@
 #include "kn_history.h"
 #include "kn_prof.h"
 #include "kn_session.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "kn_wire.h"
 #include "kn_worker.h"
 

@@ -2,7 +2,7 @@
  * kn_magic.h). */
 #include "kn_magic.h"
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -125,7 +125,7 @@ void kn_words_free(char **words) {
 int kn_words_split(const char *args, char ***words, char *err, size_t err_size) {
   char **v = fl__xcalloc(1, sizeof *v);
   size_t n = 0;
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   const char *p = args ? args : "";
 
   *words = NULL;
@@ -134,16 +134,16 @@ int kn_words_split(const char *args, char ***words, char *err, size_t err_size) 
     if (!*p) break;
     const char *start = p;
     bool quoted = false;
-    kn_strbuf_clear(&sb); /* a quoted "" is a word of its own */
+    fl__buf_clear(&sb); /* a quoted "" is a word of its own */
     while (*p && (quoted || !(is_blank(*p) || *p == '\n'))) {
       if (*p == '"') {
         quoted = !quoted;
         p++;
       } else if (quoted && *p == '\\' && (p[1] == '"' || p[1] == '\\')) {
-        kn_strbuf_putc(&sb, p[1]);
+        fl__buf_putc(&sb, p[1]);
         p += 2;
       } else {
-        kn_strbuf_putc(&sb, *p++);
+        fl__buf_putc(&sb, *p++);
       }
     }
     if (quoted) {
@@ -151,15 +151,15 @@ int kn_words_split(const char *args, char ***words, char *err, size_t err_size) 
       goto fail;
     }
     v = fl__xrealloc(v, n + 2, sizeof *v);
-    v[n++] = kn_strbuf_steal(&sb);
+    v[n++] = fl__buf_take(&sb);
     v[n] = NULL;
   }
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
   *words = v;
   return (int)n;
 
 fail:
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
   kn_words_free(v);
   return -1;
 }
@@ -202,18 +202,18 @@ static void unknown_option(const char *magic, const char *word, size_t len,
   /* A flag (-x) is answered with flags, a key=value word with keys, each
    * with what it means. */
   bool flag = word[0] == '-';
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (size_t i = 0; i < n_spec; i++) {
-    if (i) kn_strbuf_puts(&sb, ", ");
-    kn_strbuf_printf(&sb, "%s%s", flag ? "-" : "", spec[i].name);
-    if (flag && spec[i].help) kn_strbuf_printf(&sb, " (%s)", spec[i].help);
+    if (i) fl__buf_puts(&sb, ", ");
+    fl__buf_printf(&sb, "%s%s", flag ? "-" : "", spec[i].name);
+    if (flag && spec[i].help) fl__buf_printf(&sb, " (%s)", spec[i].help);
   }
   if (n_spec)
     set_err(err, err_size, "%s: unknown option '%.*s'; valid options: %s", magic, (int)len, word,
             sb.data);
   else
     set_err(err, err_size, "%s: unknown option '%.*s'; it takes no options", magic, (int)len, word);
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
 }
 
 /* Word forms, in order of precedence:
@@ -224,12 +224,12 @@ static void unknown_option(const char *magic, const char *word, size_t len,
 int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec, size_t n_spec,
                   kn_opts_t *out, char *err, size_t err_size) {
   char **words = NULL;
-  kn_strbuf_t name = KN_STRBUF_INIT, shown = KN_STRBUF_INIT;
+  fl__buf_t name = FL__BUF_INIT, shown = FL__BUF_INIT;
   size_t n_pos = 0;
 
   memset(out, 0, sizeof *out);
-  if (magic[0] != '%') kn_strbuf_putc(&name, '%');
-  kn_strbuf_puts(&name, magic);
+  if (magic[0] != '%') fl__buf_putc(&name, '%');
+  fl__buf_puts(&name, magic);
   out->vals = fl__xcalloc(n_spec ? n_spec : 1, sizeof *out->vals);
   out->n_vals = n_spec;
   for (size_t i = 0; i < n_spec; i++) out->vals[i].key = spec[i].name;
@@ -246,7 +246,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
     const char *w = words[i], *value = NULL;
     const char *eq = strchr(w, '=');
     long idx = -1;
-    kn_strbuf_clear(&shown);
+    fl__buf_clear(&shown);
 
     size_t klen = 0;
     while (is_name_char(w[klen])) klen++;
@@ -261,20 +261,20 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
         goto fail;
       }
       value = eq + 1;
-      kn_strbuf_puts(&shown, w);
+      fl__buf_puts(&shown, w);
     } else if (flag) {
       const char *key = w + 1;
       idx = find_key(spec, n_spec, key, strlen(key));
       if (idx >= 0 && spec[idx].type == FL_OPT_BOOL) {
         value = "true";
-        kn_strbuf_puts(&shown, w);
+        fl__buf_puts(&shown, w);
       } else if (idx >= 0) {
         if (i + 1 >= n) {
           set_err(err, err_size, "%s: %s needs a value", name.data, w);
           goto fail;
         }
         value = words[++i];
-        kn_strbuf_printf(&shown, "%s %s", w, value);
+        fl__buf_printf(&shown, "%s %s", w, value);
       } else {
         idx = find_key(spec, n_spec, key, 1);
         if (idx < 0 || spec[idx].type == FL_OPT_BOOL) {
@@ -282,7 +282,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
           goto fail;
         }
         value = key + 1; /* -n10 */
-        kn_strbuf_puts(&shown, w);
+        fl__buf_puts(&shown, w);
       }
     } else {
       out->positional = fl__xrealloc(out->positional, n_pos + 2, sizeof *out->positional);
@@ -299,14 +299,14 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
       goto fail;
   }
   kn_words_free(words);
-  kn_strbuf_free(&name);
-  kn_strbuf_free(&shown);
+  fl__buf_free(&name);
+  fl__buf_free(&shown);
   return 0;
 
 fail:
   kn_words_free(words);
-  kn_strbuf_free(&name);
-  kn_strbuf_free(&shown);
+  fl__buf_free(&name);
+  fl__buf_free(&shown);
   kn_opts_free(out);
   return -1;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kn_session.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* ---- the kernel's own line magics ---- */
 
@@ -19,9 +19,9 @@ static int show_or_set(kn_kernel_t *k, const char *args, kn_magic_result_t *res,
                        int (*set)(kn_session_t *, const char *, char *, size_t)) {
   kn_session_t *s = kn_kernel_session(k);
   if (*args) return set(s, args, err, err_size);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "%s\n", get(s));
-  res->output = kn_strbuf_steal(&sb);
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb, "%s\n", get(s));
+  res->output = fl__buf_take(&sb);
   return 0;
 }
 
@@ -197,68 +197,68 @@ int kn_magic_run_line(kn_kernel_t *k, const kn_magic_def_t *def, const char *arg
 char *kn_magic_help(const char *name) {
   const kn_magic_def_t *m = kn_magic_find(name);
   if (!m) return NULL;
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "%s\n\n%s", m->usage, m->help);
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb, "%s\n\n%s", m->usage, m->help);
   if (m->options) {
     char *options = kn_profreq_options_help(m->options);
-    kn_strbuf_printf(&sb, "\n\nOptions:\n%s", options);
+    fl__buf_printf(&sb, "\n\nOptions:\n%s", options);
     free(options);
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* The first sentence of a magic's help, on one line: up to the first full
  * stop outside parentheses that ends the text or comes before a space. */
 static char *first_sentence(const char *help) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   int depth = 0;
   for (const char *p = help; *p; p++) {
-    kn_strbuf_putc(&sb, *p == '\n' ? ' ' : *p);
+    fl__buf_putc(&sb, *p == '\n' ? ' ' : *p);
     if (*p == '(') depth++;
     if (*p == ')' && depth > 0) depth--;
     if (*p == '.' && depth == 0 && (!p[1] || isspace((unsigned char)p[1]))) break;
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* Appends text in lines of at most width columns (longer words stand
  * alone), each after indent. */
-static void put_wrapped(kn_strbuf_t *sb, const char *text, const char *indent, size_t width) {
+static void put_wrapped(fl__buf_t *sb, const char *text, const char *indent, size_t width) {
   size_t room = width - strlen(indent), used = 0;
   for (const char *p = text; *p;) {
     while (*p == ' ') p++;
     size_t w = strcspn(p, " ");
     if (!w) break;
     if (used && used + 1 + w > room) {
-      kn_strbuf_putc(sb, '\n');
+      fl__buf_putc(sb, '\n');
       used = 0;
     }
-    kn_strbuf_printf(sb, "%s%.*s", used ? " " : indent, (int)w, p);
+    fl__buf_printf(sb, "%s%.*s", used ? " " : indent, (int)w, p);
     used += (used ? 1 : 0) + w;
     p += w;
   }
-  kn_strbuf_putc(sb, '\n');
+  fl__buf_putc(sb, '\n');
 }
 
 char *kn_magic_list(void) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_puts(&sb, "Available magics:\n");
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_puts(&sb, "Available magics:\n");
   for (size_t i = 0; i < N_MAGICS; i++) {
     char *summary = first_sentence(magics[i].help);
-    kn_strbuf_printf(&sb, "  %s\n", magics[i].usage);
+    fl__buf_printf(&sb, "  %s\n", magics[i].usage);
     put_wrapped(&sb, summary, "      ", 90);
     free(summary);
   }
-  kn_strbuf_puts(&sb, "Help on one magic: %NAME? (or Shift-Tab on it in JupyterLab).\n");
-  return kn_strbuf_steal(&sb);
+  fl__buf_puts(&sb, "Help on one magic: %NAME? (or Shift-Tab on it in JupyterLab).\n");
+  return fl__buf_take(&sb);
 }
 
 char *kn_magic_names(unsigned form) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (size_t i = 0; i < N_MAGICS; i++) {
     if (!(magics[i].forms & form)) continue;
-    kn_strbuf_printf(&sb, "%s%s%s", sb.len ? ", " : "", form == KN_FORM_CELL ? "%%" : "%",
+    fl__buf_printf(&sb, "%s%s%s", sb.len ? ", " : "", form == KN_FORM_CELL ? "%%" : "%",
                      magics[i].name);
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }

@@ -11,14 +11,14 @@
 #include <unistd.h>
 
 #include "kn_spawn.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 extern char **environ;
 
 struct kn_manpage {
   pid_t pid;   /* the shell running man, leading its process group; -1 once reaped */
   int out_fd;  /* its stdout; -1 once at end of file */
-  kn_strbuf_t text;
+  fl__buf_t text;
   char *plain; /* text without overstrikes, once complete */
 };
 
@@ -112,7 +112,7 @@ void kn_manpage_destroy(kn_manpage_t **mp) {
   if (!m) return;
   if (m->pid > 0) kn_spawn_kill(m->pid);
   if (m->out_fd >= 0) close(m->out_fd);
-  kn_strbuf_free(&m->text);
+  fl__buf_free(&m->text);
   free(m->plain);
   free(m);
   *mp = NULL;
@@ -170,45 +170,45 @@ static char *dedent(const char *page, size_t start, size_t end, const char *stop
     i += len + 1;
   }
   if (indent == (size_t)-1) return NULL;
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (size_t i = start; i < stop;) {
     const char *eol = memchr(page + i, '\n', stop - i);
     size_t len = eol ? (size_t)(eol - (page + i)) : stop - i;
     if (blank_line(page + i, len)) {
-      if (sb.len) kn_strbuf_putc(&sb, '\n');
+      if (sb.len) fl__buf_putc(&sb, '\n');
     } else {
       size_t tlen = len - indent;
       while (tlen > 0 && page[i + indent + tlen - 1] == ' ') tlen--;
-      if (sb.len) kn_strbuf_putc(&sb, '\n');
-      kn_strbuf_append(&sb, page + i + indent, tlen);
+      if (sb.len) fl__buf_putc(&sb, '\n');
+      fl__buf_add(&sb, page + i + indent, tlen);
     }
     i += len + 1;
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* text's words in lines of at most width columns (counting bytes; longer
  * words stand alone): a paragraph with a hanging indent, as type pages
  * have, reads as one. New. */
 static char *reflow(const char *text, size_t width) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   size_t used = 0;
   for (const char *p = text; *p;) {
     p += strspn(p, " \t\n");
     size_t w = strcspn(p, " \t\n");
     if (!w) break;
     if (used && used + 1 + w > width) {
-      kn_strbuf_putc(&sb, '\n');
+      fl__buf_putc(&sb, '\n');
       used = 0;
     } else if (used) {
-      kn_strbuf_putc(&sb, ' ');
+      fl__buf_putc(&sb, ' ');
       used++;
     }
-    kn_strbuf_append(&sb, p, w);
+    fl__buf_add(&sb, p, w);
     used += w;
     p += w;
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 void kn_manpage_summary(const char *page, char **title, char **synopsis, char **description) {

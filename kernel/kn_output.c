@@ -67,7 +67,7 @@ void kn_output_add(kn_output_t *o, char kind, const char *data, size_t len, long
     o->kind = kind;
   }
   if (!o->pending.len) o->since_ms = now_ms;
-  kn_strbuf_append(&o->pending, data, len);
+  fl__buf_add(&o->pending, data, len);
   if (o->pending.len >= KN_OUTPUT_BATCH_BYTES) kn_output_flush(o, false);
 }
 
@@ -93,4 +93,4 @@ void kn_output_end(kn_output_t *o) {
   o->publish(o->ctx, 'E', note);
 }
 
-void kn_output_free(kn_output_t *o) { kn_strbuf_free(&o->pending); }
+void kn_output_free(kn_output_t *o) { fl__buf_free(&o->pending); }

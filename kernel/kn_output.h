@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 #define KN_OUTPUT_BATCH_MS 30
 #define KN_OUTPUT_BATCH_BYTES (64 * 1024)
@@ -30,7 +30,7 @@ typedef struct kn_output {
   kn_output_fn publish;
   void *ctx;
   char kind; /* the stream of what waits: 'O', 'E' or 0 */
-  kn_strbuf_t pending;
+  fl__buf_t pending;
   long long since_ms; /* when the first byte waiting came */
   size_t total, dropped, limit;
 } kn_output_t;

@@ -19,7 +19,7 @@
 #include "cflame/fl_symbol.h"
 #include "kn_names.h"
 #include "kn_session.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* A named baseline (%%profbase NAME): a profile and how it was taken. */
 typedef struct baseline {
@@ -62,12 +62,12 @@ kn_prof_t *kn_prof_new(const char *session_dir) {
 
 void kn_prof_set_dir(kn_prof_t *p, const char *session_dir) {
   free(p->buffer_path);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "%s/samples.buf", session_dir);
-  p->buffer_path = kn_strbuf_steal(&sb);
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb, "%s/samples.buf", session_dir);
+  p->buffer_path = fl__buf_take(&sb);
   free(p->allocs_path);
-  kn_strbuf_printf(&sb, "%s/allocs.buf", session_dir);
-  p->allocs_path = kn_strbuf_steal(&sb);
+  fl__buf_printf(&sb, "%s/allocs.buf", session_dir);
+  p->allocs_path = fl__buf_take(&sb);
 }
 
 const char *kn_prof_buffer_path(const kn_prof_t *p) { return p->buffer_path; }
@@ -127,20 +127,20 @@ const fl_profile_t *kn_prof_baseline(const kn_prof_t *p, const char *name) {
 }
 
 char *kn_prof_baseline_names(const kn_prof_t *p) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (size_t i = 0; i < p->n_baselines; i++)
-    kn_strbuf_printf(&sb, "%s%s", i ? ", " : "", p->baselines[i].name);
-  if (!sb.len) kn_strbuf_puts(&sb, "none yet (make one with %%profbase NAME)");
-  return kn_strbuf_steal(&sb);
+    fl__buf_printf(&sb, "%s%s", i ? ", " : "", p->baselines[i].name);
+  if (!sb.len) fl__buf_puts(&sb, "none yet (make one with %%profbase NAME)");
+  return fl__buf_take(&sb);
 }
 
 char *kn_prof_baseline_list(const kn_prof_t *p) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   if (!p->n_baselines) {
-    kn_strbuf_puts(&sb, "No baselines yet: profile a cell with %%profbase NAME to keep one.\n");
-    return kn_strbuf_steal(&sb);
+    fl__buf_puts(&sb, "No baselines yet: profile a cell with %%profbase NAME to keep one.\n");
+    return fl__buf_take(&sb);
   }
-  kn_strbuf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", "Baseline", "Kind", "Samples",
+  fl__buf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", "Baseline", "Kind", "Samples",
                    "Interval", "Taken", "From", "Compiler");
   for (size_t i = 0; i < p->n_baselines; i++) {
     const fl_profile_info_t *info = fl_profile_info_const(p->baselines[i].prof);
@@ -153,12 +153,12 @@ char *kn_prof_baseline_list(const kn_prof_t *p) {
       localtime_r(&t, &tm);
       strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     }
-    kn_strbuf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", p->baselines[i].name,
+    fl__buf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", p->baselines[i].name,
                      fl_kind(info->kind)->label, samples, interval, when,
                      info->source[0] ? info->source : "-",
                      info->compiler[0] ? info->compiler : "-");
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
@@ -447,7 +447,7 @@ static const char *tail_call_note(const fl_profile_info_t *info) {
 
 char *kn_prof_summary(const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   char interval[32];
   format_interval(interval, sizeof interval, info->interval_ns);
   double represented = (double)info->total_weight * (double)info->interval_ns / 1e9;
@@ -465,22 +465,22 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     else
       snprintf(size, sizeof size, "%.0f B", b);
     fl_count_noun(info->total_allocs, "allocation", "allocations", allocs, sizeof allocs);
-    kn_strbuf_printf(&sb, "%s%s", info->sample_rate < 1 ? "~" : "", allocs);
-    if (kind->bytes) kn_strbuf_printf(&sb, " of %s%s", info->sample_rate < 1 ? "~" : "", size);
-    if (kind->live) kn_strbuf_puts(&sb, " still allocated at the end (live=true)");
+    fl__buf_printf(&sb, "%s%s", info->sample_rate < 1 ? "~" : "", allocs);
+    if (kind->bytes) fl__buf_printf(&sb, " of %s%s", info->sample_rate < 1 ? "~" : "", size);
+    if (kind->live) fl__buf_puts(&sb, " still allocated at the end (live=true)");
     if (info->sample_rate < 1)
-      kn_strbuf_printf(&sb, ", estimated from %s (sample_rate=%g)", sampled, info->sample_rate);
+      fl__buf_printf(&sb, ", estimated from %s (sample_rate=%g)", sampled, info->sample_rate);
     else
-      kn_strbuf_puts(&sb, ", every one recorded (sample_rate=1)");
-    if (info->calls) kn_strbuf_printf(&sb, "; the run made %s", calls);
+      fl__buf_puts(&sb, ", every one recorded (sample_rate=1)");
+    if (info->calls) fl__buf_printf(&sb, "; the run made %s", calls);
     if (info->dropped) {
       char dropped[32];
       group_digits(dropped, sizeof dropped, info->dropped);
-      kn_strbuf_printf(&sb, "; the record buffer filled up and %s sampled allocations were lost "
+      fl__buf_printf(&sb, "; the record buffer filled up and %s sampled allocations were lost "
                             "(lower sample_rate=, or raise n=)", dropped);
     }
-    kn_strbuf_puts(&sb, tail_call_note(info));
-    return kn_strbuf_steal(&sb);
+    fl__buf_puts(&sb, tail_call_note(info));
+    return fl__buf_take(&sb);
   }
   /* A sample is one interval of CPU time: the unit of every count the
    * graphs and reports show. A stack the sampler recorded late stands for
@@ -490,22 +490,22 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   fl_count_noun(info->samples, "stack", "stacks", stacks, sizeof stacks);
   if (!info->interval_ns) {
     /* Read from a file that does not say how often it sampled. */
-    kn_strbuf_printf(&sb, "%s in %s%s%s", weight, stacks, info->source[0] ? " from " : "",
+    fl__buf_printf(&sb, "%s in %s%s%s", weight, stacks, info->source[0] ? " from " : "",
                      info->source);
-    return kn_strbuf_steal(&sb);
+    return fl__buf_take(&sb);
   }
-  kn_strbuf_printf(&sb, "%s every %s of CPU represent%s %.3f s of CPU", weight, interval,
+  fl__buf_printf(&sb, "%s every %s of CPU represent%s %.3f s of CPU", weight, interval,
                    info->total_weight == 1 ? "s" : "", represented);
-  kn_strbuf_printf(&sb, ", from %s recorded", stacks);
+  fl__buf_printf(&sb, ", from %s recorded", stacks);
   if (info->cpu_seconds > 0)
-    kn_strbuf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
+    fl__buf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
   if (info->cpu_seconds > 0 || info->wall_seconds > 0)
-    kn_strbuf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
+    fl__buf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
                      info->wall_seconds);
   if (info->dropped)
-    kn_strbuf_printf(&sb, "; the sample buffer filled up and sampling stopped early, so the graph "
+    fl__buf_printf(&sb, "; the sample buffer filled up and sampling stopped early, so the graph "
                           "covers %.3f s of the run's CPU (raise n=, or %%profinit n=)",
                      represented);
-  kn_strbuf_puts(&sb, tail_call_note(info));
-  return kn_strbuf_steal(&sb);
+  fl__buf_puts(&sb, tail_call_note(info));
+  return fl__buf_take(&sb);
 }

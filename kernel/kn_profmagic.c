@@ -11,7 +11,7 @@
 #include "cflame/fl_io.h"
 #include "cflame/fl_output.h"
 #include "kn_magic.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "kn_wire.h"
 
 /* ---- showing ---- */
@@ -44,10 +44,10 @@ static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t
 static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t *req) {
   char *summary = kn_prof_summary(prof);
   if (!diff) return summary;
-  kn_strbuf_t note = KN_STRBUF_INIT;
-  kn_strbuf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
+  fl__buf_t note = FL__BUF_INIT;
+  fl__buf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
   free(summary);
-  return kn_strbuf_steal(&note);
+  return fl__buf_take(&note);
 }
 
 /* The graph of prof (against baseline when not NULL: a diff) as
@@ -80,8 +80,8 @@ json_t *kn_prof_show_diff(kn_prof_t *kp, const fl_profile_t *target, const fl_pr
 
 char *kn_prof_empty_message(const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb,
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb,
                    "No samples: the run took %.3f ms of CPU (%.3f ms wall, the profiler's start "
                    "and stop included), less than the sampling interval of %g ms.\n"
                    "To see where its time goes, profile it for longer: run the work in a loop "
@@ -89,7 +89,7 @@ char *kn_prof_empty_message(const fl_profile_t *prof) {
                    "(e.g. %%%%profview delay=0.0001).\n",
                    info->cpu_seconds * 1e3, info->wall_seconds * 1e3,
                    (double)info->interval_ns / 1e6);
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* ---- line magics without a worker ---- */
@@ -157,10 +157,10 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
    * after what it shows. */
   char *note = graph_note(prof, baseline != NULL, opts);
   opts->draw.view.note = note;
-  kn_strbuf_t page_title = KN_STRBUF_INIT;
+  fl__buf_t page_title = FL__BUF_INIT;
   if (!opts->draw.view.title) {
     const fl_profile_info_t *info = fl_profile_info_const(prof);
-    kn_strbuf_printf(&page_title, "cflame %s: %s", baseline ? "diff" : "profile",
+    fl__buf_printf(&page_title, "cflame %s: %s", baseline ? "diff" : "profile",
                      info->source[0] ? info->source : root);
   }
   fl_output_req_t draw = {.profile = prof,
@@ -171,14 +171,14 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
                           .page_title = page_title.data};
   char why[512];
   text = fl_output_render(&draw, &text_len, why, sizeof why);
-  kn_strbuf_free(&page_title);
+  fl__buf_free(&page_title);
   if (text && !strcmp(format, "text")) {
     /* The report as the notebook prints it: the note first. */
-    kn_strbuf_t t = KN_STRBUF_INIT;
-    kn_strbuf_printf(&t, "%s\n%s", note, text);
+    fl__buf_t t = FL__BUF_INIT;
+    fl__buf_printf(&t, "%s\n%s", note, text);
     free(text);
     text_len = t.len;
-    text = kn_strbuf_steal(&t);
+    text = fl__buf_take(&t);
   }
   free(note);
   /* Whole or not at all, and only a regular file: a FIFO or a device as the
@@ -187,9 +187,9 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     snprintf(err, err_size, "%%profsave: %s", why);
     goto out;
   }
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "Saved %s (%zu bytes)\n", path, text_len);
-  *output = kn_strbuf_steal(&sb);
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb, "Saved %s (%zu bytes)\n", path, text_len);
+  *output = fl__buf_take(&sb);
   rc = 0;
 out:
   free(text);
@@ -214,7 +214,7 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   if (kn_profreq_words("profload", args, KN_OPTS_LOAD, &o, err, err_size) < 0) return -1;
   int rc = -1;
   fl_profile_t *p = NULL;
-  kn_strbuf_t src = KN_STRBUF_INIT;
+  fl__buf_t src = FL__BUF_INIT;
   const kn_optval_t *v = kn_opts_get(&o, "as");
   const char *name = v->set ? v->s : NULL;
   const bool per_input = kn_opts_get(&o, "per_input")->b;
@@ -260,7 +260,7 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
       goto out;
     }
     const char *base = strrchr(paths[i], '/');
-    kn_strbuf_printf(&src, "%s%s", i ? ", " : "", base ? base + 1 : paths[i]);
+    fl__buf_printf(&src, "%s%s", i ? ", " : "", base ? base + 1 : paths[i]);
     kind_name = fl_input_kind_name(kind);
   }
   fl_profile_info_t *info = fl_profile_info(p);
@@ -268,14 +268,14 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   /* A profile that says when it was taken (pprof's time_nanos) keeps it:
    * saved again, it is the same profile. */
   if (!info->taken_unix) info->taken_unix = (int64_t)time(NULL);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   if (fl_kind(info->kind)->allocs)
-    kn_strbuf_printf(&sb, "Loaded an allocation profile, %llu %s in %llu stacks (%s) from %s",
+    fl__buf_printf(&sb, "Loaded an allocation profile, %llu %s in %llu stacks (%s) from %s",
                      (unsigned long long)info->total_weight, fl_kind(info->kind)->many,
                      (unsigned long long)fl_profile_n_stacks(p),
                      n_paths > 1 ? "several inputs" : kind_name, info->source);
   else
-    kn_strbuf_printf(&sb, "Loaded %llu samples in %llu stacks (%s%s) from %s",
+    fl__buf_printf(&sb, "Loaded %llu samples in %llu stacks (%s%s) from %s",
                      (unsigned long long)info->total_weight,
                      (unsigned long long)fl_profile_n_stacks(p),
                      n_paths > 1 ? "several inputs" : kind_name,
@@ -283,21 +283,21 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   if (name) {
     bool replaced = kn_prof_baseline(kp, name) != NULL;
     kn_prof_set_baseline(kp, name, p);
-    kn_strbuf_printf(&sb, " as baseline %s%s; compare with %%profdiffview %s.\n", name,
+    fl__buf_printf(&sb, " as baseline %s%s; compare with %%profdiffview %s.\n", name,
                      replaced ? " (replacing the one of that name)" : "", name);
   } else {
     uint64_t before = fl_profile_info_const(kn_prof_session(kp))->total_weight;
     kn_prof_session_replace(kp, p);
     p = NULL;
-    kn_strbuf_printf(&sb, " into the session profile");
-    if (before) kn_strbuf_printf(&sb, " (it replaces the %llu samples there)", (unsigned long long)before);
-    kn_strbuf_puts(&sb, "; show it with %profshow or %profprint.\n");
+    fl__buf_printf(&sb, " into the session profile");
+    if (before) fl__buf_printf(&sb, " (it replaces the %llu samples there)", (unsigned long long)before);
+    fl__buf_puts(&sb, "; show it with %profshow or %profprint.\n");
   }
-  *output = kn_strbuf_steal(&sb);
+  *output = fl__buf_take(&sb);
   rc = 0;
 out:
   fl_profile_destroy(&p);
-  kn_strbuf_free(&src);
+  fl__buf_free(&src);
   kn_opts_free(&o);
   return rc;
 }
@@ -387,11 +387,11 @@ int kn_profmagic_init(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   }
   kn_prof_set_sampling(kp, req.n_words, req.delay_ns);
   kn_profreq_free(&req);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   kn_prof_settings_t now = kn_prof_settings(kp);
-  kn_strbuf_printf(&sb, "n=%llu delay=%g\n", (unsigned long long)now.n_words,
+  fl__buf_printf(&sb, "n=%llu delay=%g\n", (unsigned long long)now.n_words,
                    (double)now.delay_ns / 1e9);
-  res->output = kn_strbuf_steal(&sb);
+  res->output = fl__buf_take(&sb);
   return 0;
 }
 
@@ -419,10 +419,10 @@ int kn_profmagic_size(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   }
   kn_words_free(words);
   kn_prof_settings_t now = kn_prof_settings(kp);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "width=%d height=%d%s\n", now.width, now.height,
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb, "width=%d height=%d%s\n", now.width, now.height,
                    now.height ? "" : " (sized to the depth)");
-  res->output = kn_strbuf_steal(&sb);
+  res->output = fl__buf_take(&sb);
   return 0;
 }
 
@@ -459,12 +459,12 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
   if (!tree) goto out;
   char *summary = kn_prof_summary(session);
   char *report = req.draw.flat ? fl_text_flat(tree, &req.draw.text) : fl_text_tree(tree, &req.draw.text);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb, "%s\n%s", summary, report);
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb, "%s\n%s", summary, report);
   free(summary);
   free(report);
   fl_tree_destroy(&tree);
-  res->output = kn_strbuf_steal(&sb);
+  res->output = fl__buf_take(&sb);
   rc = 0;
 out:
   kn_profreq_free(&req);

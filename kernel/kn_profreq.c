@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* The kernel's own options, each in the groups (bits 16 and up) of the
  * magics that take it; the drawing options are the flame library's table
@@ -54,16 +54,16 @@ const kn_optspec_t *kn_profreq_option(unsigned groups, size_t i) {
 }
 
 char *kn_profreq_options_help(unsigned groups) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   const kn_optspec_t *o;
   for (size_t i = 0; (o = kn_profreq_option(groups, i)) != NULL; i++) {
     char word[64];
     const char *def = o->shown_def ? o->shown_def : o->def ? o->def : "none";
     snprintf(word, sizeof word, "%s=%s", o->name, fl_option_placeholder(o, FL_FRONT_NOTEBOOK));
-    kn_strbuf_printf(&sb, "  %-20s %s (default: %s)\n", word, o->help, def);
+    fl__buf_printf(&sb, "  %-20s %s (default: %s)\n", word, o->help, def);
   }
   if (sb.len) sb.data[--sb.len] = '\0';
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* The kernel's own option called name (which must be one). */

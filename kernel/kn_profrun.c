@@ -70,10 +70,10 @@ static void allocs_done(kn_exec_t *e, json_t *ev) {
   fl_profile_t *prof =
       kn_prof_collect_allocs(kp, kn_worker_pid(kn_kernel_worker(k)), &run, err, sizeof err);
   if (!prof) {
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "cflame: the allocation profile could not be read: %s\n", err);
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "cflame: the allocation profile could not be read: %s\n", err);
     kn_exec_output(e, 'E', sb.data, sb.len);
-    kn_strbuf_free(&sb);
+    fl__buf_free(&sb);
     return;
   }
   fl_profile_info_t *pi = fl_profile_info(prof);
@@ -82,29 +82,29 @@ static void allocs_done(kn_exec_t *e, json_t *ev) {
   char *summary = kn_prof_summary(prof);
   if (e->profreq.mode == KN_PROF_BASE) {
     kn_prof_set_baseline(kp, e->profreq.baseline, prof);
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "Baseline %s: %s\n", e->profreq.baseline, summary);
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "Baseline %s: %s\n", e->profreq.baseline, summary);
     kn_exec_output(e, 'O', sb.data, sb.len);
-    kn_strbuf_free(&sb);
+    fl__buf_free(&sb);
   } else if (fl_profile_n_samples(prof) == 0) {
-    kn_strbuf_t sb = KN_STRBUF_INIT;
+    fl__buf_t sb = FL__BUF_INIT;
     char calls[64];
     fl_count_noun(run.calls, "allocation call", "allocation calls", calls, sizeof calls);
     if (run.calls == 0)
-      kn_strbuf_puts(&sb, "No allocations: the cell made no call to malloc, calloc, realloc or an "
+      fl__buf_puts(&sb, "No allocations: the cell made no call to malloc, calloc, realloc or an "
                           "aligned allocation function while it ran.\n");
     else if (run.live)
-      kn_strbuf_printf(&sb, "Nothing is still allocated: of the %s the cell made"
+      fl__buf_printf(&sb, "Nothing is still allocated: of the %s the cell made"
                             "%s, every block recorded was freed before it ended (live=true).\n",
                        calls,
                        run.sample_rate < 1 ? " (a sample of them recorded)" : "");
     else
-      kn_strbuf_printf(&sb, "No allocation was sampled: the cell made %s and "
+      fl__buf_printf(&sb, "No allocation was sampled: the cell made %s and "
                             "sample_rate=%g recorded none of them; use a higher sample_rate= "
                             "(1 records every one).\n",
                        calls, run.sample_rate);
     kn_exec_output(e, 'O', sb.data, sb.len);
-    kn_strbuf_free(&sb);
+    fl__buf_free(&sb);
   } else {
     show_cell_profile(e, prof);
   }
@@ -149,10 +149,10 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
   if (e->profreq.mode == KN_PROF_BASE) {
     kn_prof_set_baseline(kp, e->profreq.baseline, prof);
     char *summary = kn_prof_summary(prof);
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "Baseline %s: %s\n", e->profreq.baseline, summary);
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "Baseline %s: %s\n", e->profreq.baseline, summary);
     kn_exec_output(e, 'O', sb.data, sb.len);
-    kn_strbuf_free(&sb);
+    fl__buf_free(&sb);
     free(summary);
     fl_profile_destroy(&prof);
     return;
@@ -162,14 +162,14 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
   if (replaced) {
     /* The cell took over a signal the profiler samples with (signal(SIGTRAP,
      * h), SIG_IGN): sampling stopped then. */
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "cflame: the cell replaced the handler of %s, which the profiler samples "
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "cflame: the cell replaced the handler of %s, which the profiler samples "
                           "with, so sampling stopped there: %s. The next profiled cell takes the "
                           "handler back.\n",
                      replaced, fl_profile_n_samples(prof) ? "the graph shows what ran before"
                                                           : "no sample was taken");
     kn_exec_output(e, 'E', sb.data, sb.len);
-    kn_strbuf_free(&sb);
+    fl__buf_free(&sb);
   }
   if (e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF) {
     if (fl_profile_n_samples(prof) == 0) {

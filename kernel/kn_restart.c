@@ -29,25 +29,25 @@ static void say(kn_kernel_t *k, const char *text, bool first) {
     return;
   }
   char *note = kn_kernel_take_note(k);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  if (!first && note) kn_strbuf_puts(&sb, note);
-  kn_strbuf_puts(&sb, text);
-  if (first && note) kn_strbuf_puts(&sb, note);
+  fl__buf_t sb = FL__BUF_INIT;
+  if (!first && note) fl__buf_puts(&sb, note);
+  fl__buf_puts(&sb, text);
+  if (first && note) fl__buf_puts(&sb, note);
   free(note);
-  kn_kernel_note_between_cells(k, kn_strbuf_steal(&sb));
+  kn_kernel_note_between_cells(k, fl__buf_take(&sb));
 }
 
 /* How the restart went, as a sentence: failure is why there is no worker,
  * or NULL. */
-static void restart_outcome(kn_kernel_t *k, const char *failure, kn_strbuf_t *out) {
+static void restart_outcome(kn_kernel_t *k, const char *failure, fl__buf_t *out) {
   if (failure)
-    kn_strbuf_printf(out, "The worker could not be restarted: %s", failure);
+    fl__buf_printf(out, "The worker could not be restarted: %s", failure);
   else if (kn_session_has_globals(kn_kernel_session(k)))
-    kn_strbuf_puts(out,
+    fl__buf_puts(out,
                    "The worker was restarted: earlier cells' definitions were reloaded, and "
                    "global variables were reset to their initial values.");
   else
-    kn_strbuf_puts(out, "The worker was restarted: earlier cells' definitions were reloaded.");
+    fl__buf_puts(out, "The worker was restarted: earlier cells' definitions were reloaded.");
 }
 
 /* Starts a new worker; a start that fails at once ends at once. */
@@ -81,17 +81,17 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
   }
 
   json_t *tb = json_array();
-  kn_strbuf_t value = KN_STRBUF_INIT;
+  fl__buf_t value = FL__BUF_INIT;
   const char *ename;
   if (reason && *reason) {
     /* The kernel ended the worker because of what the cell did to its
      * channels. */
     ename = "ChannelError";
-    kn_strbuf_puts(&value, reason);
+    fl__buf_puts(&value, reason);
     json_array_append_new(tb, kn_wire_textf("ChannelError: %s", reason));
   } else if (e->interrupt_stage > 0) {
     ename = "Interrupted";
-    kn_strbuf_puts(&value, kept ? "the cell was interrupted; it did not stop in time, so its "
+    fl__buf_puts(&value, kept ? "the cell was interrupted; it did not stop in time, so its "
                                   "process was ended"
                                 : "the cell was interrupted while its code loaded (a constructor "
                                   "had not returned); its process was ended, and the cell is "
@@ -99,7 +99,7 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
     json_array_append_new(tb, kn_wire_textf("Interrupted: %s", value.data));
   } else if (WIFEXITED(status)) {
     ename = "Exit";
-    kn_strbuf_printf(&value, "the cell called exit(%d)", WEXITSTATUS(status));
+    fl__buf_printf(&value, "the cell called exit(%d)", WEXITSTATUS(status));
     json_array_append_new(tb, kn_wire_textf("Exit: %s", value.data));
   } else {
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -107,21 +107,21 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
     if (e->crash_report) {
       char *headline;
       kn_crash_describe(e->crash_report, sig, &headline, tb);
-      kn_strbuf_puts(&value, headline);
+      fl__buf_puts(&value, headline);
       free(headline);
     } else {
-      kn_strbuf_printf(&value, "the worker process died of %s (%s)", kn_signal_name(sig),
+      fl__buf_printf(&value, "the worker process died of %s (%s)", kn_signal_name(sig),
                        strsignal(sig));
       json_array_append_new(tb, kn_wire_textf("%s: %s", ename, value.data));
     }
   }
   if (!kept && e->interrupt_stage == 0) {
     const char *not_kept = "The cell is not kept: its code never finished loading";
-    kn_strbuf_printf(&value, ". %s", not_kept);
+    fl__buf_printf(&value, ". %s", not_kept);
     json_array_append_new(tb, kn_wire_textf("%s.", not_kept));
   }
   e->died_ename = fl__xstrdup(ename);
-  e->died_value = kn_strbuf_steal(&value);
+  e->died_value = fl__buf_take(&value);
   e->died_traceback = tb;
   e->died_profile_note = profile_note;
   /* Whatever it was escalating to, the interrupt is over: the next one
@@ -133,9 +133,9 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
 /* e's worker died under it (during_cell): its error, with how the restart
  * went (failure, or NULL). */
 static void finish_died(kn_kernel_t *k, kn_exec_t *e, const char *failure) {
-  kn_strbuf_t note = KN_STRBUF_INIT, value = KN_STRBUF_INIT;
+  fl__buf_t note = FL__BUF_INIT, value = FL__BUF_INIT;
   restart_outcome(k, failure, &note);
-  kn_strbuf_printf(&value, "%s. %s%s", e->died_value, note.data, e->died_profile_note);
+  fl__buf_printf(&value, "%s. %s%s", e->died_value, note.data, e->died_profile_note);
   json_t *tb = e->died_traceback;
   e->died_traceback = NULL;
   json_array_append_new(tb, kn_wire_text(note.data));
@@ -144,8 +144,8 @@ static void finish_died(kn_kernel_t *k, kn_exec_t *e, const char *failure) {
   e->died_ename = NULL;
   kn_exec_finish(e, ename, value.data, tb);
   free(ename);
-  kn_strbuf_free(&value);
-  kn_strbuf_free(&note);
+  fl__buf_free(&value);
+  fl__buf_free(&note);
 }
 
 /* The worker ended while no cell ran (an alarm, a thread of an earlier
@@ -171,14 +171,14 @@ void kn_restart_on_dropped(kn_kernel_t *k, const char *path, const char *why) {
   int cell = kn_session_drop_object(kn_kernel_session(k), path);
   kn_log(k, "dropped %s from the session: %s", path, why);
   if (cell < 0) return;
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb,
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb,
                    "cflame: cell %d was dropped from the session when the worker was "
                    "restarted: %s. Its functions and variables are gone; its types and "
                    "macros stay.\n",
                    cell, why);
   say(k, sb.data, false);
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
 }
 
 void kn_restart_on_started(kn_kernel_t *k, const char *failure) {
@@ -189,17 +189,17 @@ void kn_restart_on_started(kn_kernel_t *k, const char *failure) {
     finish_died(k, e, failure);
     e = NULL;
   } else if (cause) {
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "cflame: between cells, %s. ", cause);
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "cflame: between cells, %s. ", cause);
     restart_outcome(k, failure, &sb);
-    kn_strbuf_putc(&sb, '\n');
+    fl__buf_putc(&sb, '\n');
     say(k, sb.data, true);
-    kn_strbuf_free(&sb);
+    fl__buf_free(&sb);
   } else if (failure && !(e && e->run_cmd)) {
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "cflame: the worker could not be started: %s\n", failure);
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "cflame: the worker could not be started: %s\n", failure);
     say(k, sb.data, true);
-    kn_strbuf_free(&sb);
+    fl__buf_free(&sb);
   }
   free(cause);
   if (e && e->run_cmd) {

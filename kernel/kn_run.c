@@ -321,11 +321,11 @@ fail:
 /* What is wrong with an execute_request's code, or NULL: it must be a
  * string, and C text holds no NUL. New string. */
 static char *bad_code(const json_t *code) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   if (!json_is_string(code)) {
-    kn_strbuf_printf(&sb, "execute_request: 'code' must be a string (the cell's text); it is %s",
+    fl__buf_printf(&sb, "execute_request: 'code' must be a string (the cell's text); it is %s",
                      !code ? "missing" : json_is_null(code) ? "null" : "not a string");
-    return kn_strbuf_steal(&sb);
+    return fl__buf_take(&sb);
   }
   const char *text = json_string_value(code);
   size_t len = json_string_length(code), at = strlen(text);
@@ -339,10 +339,10 @@ static char *bad_code(const json_t *code) {
       col++;
     }
   }
-  kn_strbuf_printf(&sb, "the cell holds a NUL character (U+0000) at line %d, column %d; C source "
+  fl__buf_printf(&sb, "the cell holds a NUL character (U+0000) at line %d, column %d; C source "
                         "cannot contain one: remove it",
                    line, col);
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* Runs one line magic that is not a statement form. Returns 0, or -1

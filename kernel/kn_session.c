@@ -15,7 +15,7 @@
 #include "kn__session.h"
 #include "kn_magic.h"
 #include "kn_spawn.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* ---- small helpers ---- */
 
@@ -25,33 +25,33 @@ bool kn__item_key_is_macro(const kn_item_t *it) {
 }
 
 char *kn__item_key(const kn_item_t *it) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   switch (it->kind) {
   case KN_ITEM_FUNC:
   case KN_ITEM_PROTO:
   case KN_ITEM_GLOBAL:
   case KN_ITEM_EXTERN:
     if (!it->name) return NULL;
-    kn_strbuf_printf(&sb, "id:%s", it->name);
+    fl__buf_printf(&sb, "id:%s", it->name);
     break;
   case KN_ITEM_TYPE:
     if (!it->name) return NULL;
     if (!strncmp(it->name, "struct ", 7) || !strncmp(it->name, "union ", 6) ||
         !strncmp(it->name, "enum ", 5))
-      kn_strbuf_printf(&sb, "tag:%s", it->name);
+      fl__buf_printf(&sb, "tag:%s", it->name);
     else
-      kn_strbuf_printf(&sb, "id:%s", it->name);
+      fl__buf_printf(&sb, "id:%s", it->name);
     break;
   case KN_ITEM_PREPROC:
     if (kn__item_key_is_macro(it))
-      kn_strbuf_printf(&sb, "macro:%s", it->name);
+      fl__buf_printf(&sb, "macro:%s", it->name);
     else
-      kn_strbuf_printf(&sb, "pp:%s", it->text);
+      fl__buf_printf(&sb, "pp:%s", it->text);
     break;
   case KN_ITEM_STMT:
     return NULL;
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 static bool is_typedef_item(const kn_item_t *it) {
@@ -70,18 +70,18 @@ static char *describe_text(const kn_item_t *it) {
   if (it->kind == KN_ITEM_FUNC) t = it->signature;
   if (it->kind == KN_ITEM_GLOBAL) t = it->decl;
   /* Drop the blanks left where `static` was. */
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   bool space = false;
   for (const char *p = t; *p; p++) {
     if (*p == ' ' || *p == '\t') {
       space = sb.len > 0;
       continue;
     }
-    if (space) kn_strbuf_putc(&sb, ' ');
+    if (space) fl__buf_putc(&sb, ' ');
     space = false;
-    kn_strbuf_putc(&sb, *p);
+    fl__buf_putc(&sb, *p);
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 ssize_t kn__find_entry(const kn_session_t *s, const char *key) {

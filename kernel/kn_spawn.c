@@ -52,7 +52,7 @@ int kn_spawn_run(char *const argv[], const char *dir, char **output) {
     *output = fl__xstrdup(strerror(rc));
     return 127;
   }
-  kn_strbuf_t out = KN_STRBUF_INIT;
+  fl__buf_t out = FL__BUF_INIT;
   char buf[8192];
   ssize_t n;
   while ((n = read(fd, buf, sizeof buf)) != 0) {
@@ -60,7 +60,7 @@ int kn_spawn_run(char *const argv[], const char *dir, char **output) {
       if (errno == EINTR) continue;
       break;
     }
-    kn_strbuf_append(&out, buf, (size_t)n);
+    fl__buf_add(&out, buf, (size_t)n);
   }
   close(fd);
   int status;
@@ -69,17 +69,17 @@ int kn_spawn_run(char *const argv[], const char *dir, char **output) {
       status = -1;
       break;
     }
-  *output = kn_strbuf_steal(&out);
+  *output = fl__buf_take(&out);
   if (status == -1) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-bool kn_spawn_drain(int *fd, kn_strbuf_t *out) {
+bool kn_spawn_drain(int *fd, fl__buf_t *out) {
   char buf[16384];
   while (*fd >= 0) {
     ssize_t n = read(*fd, buf, sizeof buf);
     if (n > 0) {
-      kn_strbuf_append(out, buf, (size_t)n);
+      fl__buf_add(out, buf, (size_t)n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;

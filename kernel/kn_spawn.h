@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 /* How to start the program. A zeroed kn_spawn_t: in the kernel's working
  * directory and environment, argv[0] a path, stderr to /dev/null. */
@@ -34,7 +34,7 @@ int kn_spawn_run(char *const argv[], const char *dir, char **output);
 /* Appends what *fd (non-blocking) has to out. At end of file (or an
  * error) closes *fd and sets it to -1, and returns true; returns false
  * when the pipe is empty for now. */
-bool kn_spawn_drain(int *fd, kn_strbuf_t *out);
+bool kn_spawn_drain(int *fd, fl__buf_t *out);
 
 /* Kills pid's process group (the program and what it started) and reaps
  * pid. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kn_magic.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 static const kn_optspec_t flags[] = {
     {"n", FL_OPT_INT, NULL, 1, 1e9, .help = "loops per run"},
@@ -99,10 +99,10 @@ char *kn_timeit_report(const json_t *t) {
   char m[32], s[32];
   kn_format_duration(m, sizeof m, mean);
   kn_format_duration(s, sizeof s, sd);
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  kn_strbuf_printf(&sb,
+  fl__buf_t sb = FL__BUF_INIT;
+  fl__buf_printf(&sb,
                    "%s \xc2\xb1 %s per loop (mean \xc2\xb1 std. dev. of %zu run%s, "
                    "%" JSON_INTEGER_FORMAT " loop%s each)\n",
                    m, s, r, r == 1 ? "" : "s", number, number == 1 ? "" : "s");
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }

@@ -8,21 +8,21 @@
 
 #include "kn__session.h"
 #include "kn_names.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
-static void put_line(kn_strbuf_t *sb, int cell, int line) {
-  kn_strbuf_printf(sb, "#line %d \"" KN_CELL_FILE_FMT "\"\n", line > 0 ? line : 1, cell);
+static void put_line(fl__buf_t *sb, int cell, int line) {
+  fl__buf_printf(sb, "#line %d \"" KN_CELL_FILE_FMT "\"\n", line > 0 ? line : 1, cell);
 }
 
 /* #line for text that starts at column col of that line: the padding keeps
  * the compiler's column numbers those of the cell. */
-static void put_pos(kn_strbuf_t *sb, int cell, int line, int col) {
+static void put_pos(fl__buf_t *sb, int cell, int line, int col) {
   put_line(sb, cell, line);
-  for (int i = 1; i < col; i++) kn_strbuf_putc(sb, ' ');
+  for (int i = 1; i < col; i++) fl__buf_putc(sb, ' ');
 }
 
-static void put_symbol(kn_strbuf_t *sb, int cell, const char *name) {
-  kn_strbuf_printf(sb, " __asm__(\"" KN_SYMBOL_PREFIX "%d_%s\")", cell, name);
+static void put_symbol(fl__buf_t *sb, int cell, const char *name) {
+  fl__buf_printf(sb, " __asm__(\"" KN_SYMBOL_PREFIX "%d_%s\")", cell, name);
 }
 
 /* A function written as main is main only if the preprocessor leaves it so:
@@ -34,8 +34,8 @@ bool kn__writes_main(const kn_item_t *it) {
   return it->kind == KN_ITEM_FUNC && !it->is_inline && it->name && !strcmp(it->name, "main");
 }
 
-static void put_main_symbol(kn_strbuf_t *sb, int cell) {
-  kn_strbuf_printf(sb, " __asm__(" KN_SYMBOL_MACRO "_name(" KN_SYMBOL_MACRO "(%d, main)))", cell);
+static void put_main_symbol(fl__buf_t *sb, int cell) {
+  fl__buf_printf(sb, " __asm__(" KN_SYMBOL_MACRO "_name(" KN_SYMBOL_MACRO "(%d, main)))", cell);
 }
 
 /* Items a cell's unit takes where the cell has them, never at the place of
@@ -56,19 +56,19 @@ bool kn__is_include(const kn_item_t *it) {
 /* A directive of cell as a unit holds it, at its line: a #define first
  * undefines its macro, so that redefining a macro in a later cell is no
  * error. */
-static void put_directive(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
-  if (kn__item_key_is_macro(it)) kn_strbuf_printf(sb, "#undef %s\n", it->name);
+static void put_directive(fl__buf_t *sb, int cell, const kn_item_t *it) {
+  if (kn__item_key_is_macro(it)) fl__buf_printf(sb, "#undef %s\n", it->name);
   put_pos(sb, cell, it->line, it->col);
-  kn_strbuf_puts(sb, it->text);
-  kn_strbuf_putc(sb, '\n');
+  fl__buf_puts(sb, it->text);
+  fl__buf_putc(sb, '\n');
 }
 
 /* An inline function's text, made `static` when it was plain `inline`: a
  * C99 inline definition emits no symbol, and later cells repeat it. */
-static void put_inline_text(kn_strbuf_t *sb, const kn_item_t *it) {
-  if (!it->is_static) kn_strbuf_puts(sb, "static ");
-  kn_strbuf_puts(sb, it->text);
-  kn_strbuf_putc(sb, '\n');
+static void put_inline_text(fl__buf_t *sb, const kn_item_t *it) {
+  if (!it->is_static) fl__buf_puts(sb, "static ");
+  fl__buf_puts(sb, it->text);
+  fl__buf_putc(sb, '\n');
 }
 
 /* Whether an initializer is made only of literals and operators, so it can
@@ -102,10 +102,10 @@ static bool global_init_is_static(const kn_item_t *it) {
 
 /* The text an item contributes to the translation units of later cells. */
 char *kn__header_text(const kn_item_t *it, int cell) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   if (it->kind == KN_ITEM_PREPROC) {
     put_directive(&sb, cell, it);
-    return kn_strbuf_steal(&sb);
+    return fl__buf_take(&sb);
   }
   put_line(&sb, cell, it->line);
   switch (it->kind) {
@@ -113,23 +113,23 @@ char *kn__header_text(const kn_item_t *it, int cell) {
       if (it->is_inline) {
         put_inline_text(&sb, it);
       } else {
-        kn_strbuf_puts(&sb, it->signature);
+        fl__buf_puts(&sb, it->signature);
         put_symbol(&sb, cell, it->name);
-        kn_strbuf_puts(&sb, ";\n");
+        fl__buf_puts(&sb, ";\n");
       }
       break;
     case KN_ITEM_GLOBAL:
-      kn_strbuf_puts(&sb, "extern ");
-      kn_strbuf_puts(&sb, it->decl);
+      fl__buf_puts(&sb, "extern ");
+      fl__buf_puts(&sb, it->decl);
       put_symbol(&sb, cell, it->name);
-      kn_strbuf_puts(&sb, ";\n");
+      fl__buf_puts(&sb, ";\n");
       break;
     default:
-      kn_strbuf_puts(&sb, it->text);
-      kn_strbuf_putc(&sb, '\n');
+      fl__buf_puts(&sb, it->text);
+      fl__buf_putc(&sb, '\n');
       break;
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* ---- building a translation unit ---- */
@@ -155,11 +155,11 @@ static const char prelude[] =
 
 /* The trailing expression's text at its cell position, on lines of its own
  * (a #line directive must start a line). */
-static void put_expression(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
-  kn_strbuf_putc(sb, '\n');
+static void put_expression(fl__buf_t *sb, int cell, const kn_item_t *it) {
+  fl__buf_putc(sb, '\n');
   put_pos(sb, cell, it->line, it->col);
-  kn_strbuf_puts(sb, it->text);
-  kn_strbuf_putc(sb, '\n');
+  fl__buf_puts(sb, it->text);
+  fl__buf_putc(sb, '\n');
 }
 
 /* The names in put_value_code's code: KN_VALUE_VAR and its locals. The
@@ -198,17 +198,17 @@ static void put_expression(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
  * C cannot ask; its size it can, while compiling. An array or a function
  * decays to its address (cflame_value_decays: the comma converts it as
  * __auto_type does), whatever its size: the worker reads its first part. */
-static void put_value_code(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
+static void put_value_code(fl__buf_t *sb, int cell, const kn_item_t *it) {
   /* clang-format off */
-  kn_strbuf_puts(sb, "{ enum { " VALUE_VOID " = __builtin_types_compatible_p(__typeof__(");
+  fl__buf_puts(sb, "{ enum { " VALUE_VOID " = __builtin_types_compatible_p(__typeof__(");
   put_expression(sb, cell, it);
-  kn_strbuf_puts(sb, "), void) };\n"
+  fl__buf_puts(sb, "), void) };\n"
                      "  static __attribute__((used))\n"
                      "  __typeof__(__builtin_choose_expr(" VALUE_VOID ", 0, (");
   put_expression(sb, cell, it);
   /* The size of a function type (1 in GNU C) is what -Wpointer-arith
    * warns of: the kernel's own question, not the cell's. */
-  kn_strbuf_printf(sb,
+  fl__buf_printf(sb,
                    "))) *" VALUE_TYPE ";\n"
                    "  enum { " VALUE_DECAYS " = !__builtin_types_compatible_p(\n"
                    "      __typeof__(*" VALUE_TYPE "), __typeof__(((void)0, *" VALUE_TYPE "))) };\n"
@@ -220,9 +220,9 @@ static void put_value_code(kn_strbuf_t *sb, int cell, const kn_item_t *it) {
                    "  __auto_type " VALUE " = __builtin_choose_expr(" VALUE_VOID " || " VALUE_LARGE ", ((void)(",
                    KN_VALUE_MAX_BYTES);
   put_expression(sb, cell, it);
-  kn_strbuf_puts(sb, "), 0), (");
+  fl__buf_puts(sb, "), 0), (");
   put_expression(sb, cell, it);
-  kn_strbuf_puts(sb, "));\n"
+  fl__buf_puts(sb, "));\n"
                      "  extern void " KN_VALUE_HOOK "(const void *, unsigned long, unsigned long, int, int, int);\n"
                      "  " KN_VALUE_HOOK "(&" VALUE ", sizeof " VALUE ", " VALUE_SIZE ",\n"
                      "      " VALUE_DECAYS ", " VALUE_VOID ", " VALUE_LARGE "); }\n");
@@ -251,14 +251,14 @@ static ssize_t dominant_item(const kn_items_t *items, const char *key, char **ke
  * declaration is put there, under #if, and only if main does not expand to
  * its name. (A use of prog_main in the same cell before its main is then
  * the new one's, as the definition that follows it is.) */
-static void put_renamed_mains(const kn_session_t *s, kn_strbuf_t *tu) {
+static void put_renamed_mains(const kn_session_t *s, fl__buf_t *tu) {
   for (size_t e = 0; e < s->n_entries; e++) {
     const entry_t *en = &s->entries[e];
     if (!en->main_renamed) continue;
-    kn_strbuf_printf(tu, "#define " KN_MAIN_IS_MACRO "_%s 1\n#if !" KN_MAIN_IS_MACRO "(main)\n",
+    fl__buf_printf(tu, "#define " KN_MAIN_IS_MACRO "_%s 1\n#if !" KN_MAIN_IS_MACRO "(main)\n",
                      en->name);
-    kn_strbuf_puts(tu, en->header);
-    kn_strbuf_printf(tu, "#endif\n#undef " KN_MAIN_IS_MACRO "_%s\n", en->name);
+    fl__buf_puts(tu, en->header);
+    fl__buf_printf(tu, "#endif\n#undef " KN_MAIN_IS_MACRO "_%s\n", en->name);
   }
 }
 
@@ -272,7 +272,7 @@ static bool writes_any_main(const kn_items_t *items) {
  * place, so declarations that depend on it stay after it. placed[j]: item j
  * of the cell was put there. */
 static void put_entries(const kn_session_t *s, int cell, const kn_items_t *items, char **keys,
-                        bool *placed, kn_strbuf_t *tu) {
+                        bool *placed, fl__buf_t *tu) {
   bool renamed_mains_deferred = writes_any_main(items);
   for (size_t e = 0; e < s->n_entries; e++) {
     const entry_t *en = &s->entries[e];
@@ -280,37 +280,37 @@ static void put_entries(const kn_session_t *s, int cell, const kn_items_t *items
     if (i >= 0 && in_cell_order(&items->items[i])) {
       /* An earlier directive stays where it was; an earlier main is not
        * declared again (nothing calls main). */
-      if (items->items[i].kind == KN_ITEM_PREPROC) kn_strbuf_puts(tu, en->header);
+      if (items->items[i].kind == KN_ITEM_PREPROC) fl__buf_puts(tu, en->header);
     } else if (i >= 0 && kn__replaces(&items->items[i], en)) {
       char *h = kn__header_text(&items->items[i], cell);
-      kn_strbuf_puts(tu, h);
+      fl__buf_puts(tu, h);
       free(h);
       for (size_t j = 0; j < items->n; j++)
         if (keys[j] && !strcmp(keys[j], en->key)) placed[j] = true;
     } else if (!(renamed_mains_deferred && en->main_renamed)) {
-      kn_strbuf_puts(tu, en->header);
+      fl__buf_puts(tu, en->header);
     }
   }
 }
 
 /* The cell's entry function: its statements (run), then, when the cell
  * wrote main, a call of main. */
-static void put_entry_function(kn_strbuf_t *tu, int cell, const kn_strbuf_t *run,
+static void put_entry_function(fl__buf_t *tu, int cell, const fl__buf_t *run,
                                bool main_written) {
-  kn_strbuf_printf(tu, "#line 1 \"" KN_GEN_FILE_FMT "\"\nint " KN_ENTRY_FMT "(void) {\n", cell,
+  fl__buf_printf(tu, "#line 1 \"" KN_GEN_FILE_FMT "\"\nint " KN_ENTRY_FMT "(void) {\n", cell,
                    cell);
-  if (run->data) kn_strbuf_puts(tu, run->data);
+  if (run->data) fl__buf_puts(tu, run->data);
   /* What follows the cell's statements is the kernel's: a diagnostic there
    * (a statement left unfinished runs into it) names this file, and
    * end_of_cell_messages moves it to the end of the cell. */
-  kn_strbuf_printf(tu, "\n#line 1 \"" END_FILE "\"\n", cell);
+  fl__buf_printf(tu, "\n#line 1 \"" END_FILE "\"\n", cell);
   if (main_written) {
     /* main may be declared (void) or (int, char **); call it through a
      * second name for the same symbol, declared with the full signature.
      * The reference is weak: where a macro renamed main, the object does
      * not define cflame_cN_main and nothing is called. */
     /* clang-format off */
-    kn_strbuf_printf(tu,
+    fl__buf_printf(tu,
                      "{ extern int " KN_MAIN_ENTRY "(int, char **) __asm__(\"" KN_SYMBOL_PREFIX "%d_main\")\n"
                      "    __attribute__((weak));\n"
                      "  static char " KN_MAIN_ARG0 "[] = \"cell\";\n"
@@ -319,21 +319,21 @@ static void put_entry_function(kn_strbuf_t *tu, int cell, const kn_strbuf_t *run
                      cell);
     /* clang-format on */
   }
-  kn_strbuf_puts(tu, "return 0;\n}\n");
+  fl__buf_puts(tu, "return 0;\n}\n");
 }
 
 void kn__build_unit(const kn_session_t *s, int cell, const kn_items_t *items, char **keys,
-                    kn_strbuf_t *tu) {
+                    fl__buf_t *tu) {
   bool *placed = fl__xcalloc(items->n + 1, sizeof *placed);
   bool main_written = false;
-  kn_strbuf_puts(tu, "#line 1 \"<cflame prelude>\"\n");
-  kn_strbuf_puts(tu, prelude);
+  fl__buf_puts(tu, "#line 1 \"<cflame prelude>\"\n");
+  fl__buf_puts(tu, prelude);
 
   put_entries(s, cell, items, keys, placed, tu);
 
   /* This cell, in order. Declarations placed above are not repeated, except
    * that definitions still need their bodies here. */
-  kn_strbuf_t run = KN_STRBUF_INIT;
+  fl__buf_t run = FL__BUF_INIT;
   for (size_t i = 0; i < items->n; i++) {
     const kn_item_t *it = &items->items[i];
     bool first_of_name = true;
@@ -346,8 +346,8 @@ void kn__build_unit(const kn_session_t *s, int cell, const kn_items_t *items, ch
           break;
         }
         put_pos(&run, cell, it->line, it->col);
-        kn_strbuf_puts(&run, it->text);
-        kn_strbuf_putc(&run, '\n');
+        fl__buf_puts(&run, it->text);
+        fl__buf_putc(&run, '\n');
         break;
       case KN_ITEM_FUNC:
         if (it->is_inline) {
@@ -364,32 +364,32 @@ void kn__build_unit(const kn_session_t *s, int cell, const kn_items_t *items, ch
           /* The first mention of the name gets the assembler name, so that
            * uses before the definition bind to it too. */
           put_line(tu, cell, it->line);
-          kn_strbuf_puts(tu, it->signature);
+          fl__buf_puts(tu, it->signature);
           if (kn__writes_main(it))
             put_main_symbol(tu, cell);
           else
             put_symbol(tu, cell, it->name);
-          kn_strbuf_puts(tu, ";\n");
+          fl__buf_puts(tu, ";\n");
         }
         put_pos(tu, cell, it->line, it->col);
-        kn_strbuf_puts(tu, it->definition);
-        kn_strbuf_putc(tu, '\n');
+        fl__buf_puts(tu, it->definition);
+        fl__buf_putc(tu, '\n');
         break;
       case KN_ITEM_GLOBAL: {
         bool static_init = global_init_is_static(it);
         put_line(tu, cell, it->line);
-        kn_strbuf_puts(tu, static_init || !it->init ? it->decl : it->decl_mutable);
+        fl__buf_puts(tu, static_init || !it->init ? it->decl : it->decl_mutable);
         put_symbol(tu, cell, it->name);
         if (static_init) {
-          kn_strbuf_puts(tu, " =\n");
+          fl__buf_puts(tu, " =\n");
           put_pos(tu, cell, it->init_line, it->init_col);
-          kn_strbuf_puts(tu, it->init);
+          fl__buf_puts(tu, it->init);
         }
-        kn_strbuf_puts(tu, ";\n");
+        fl__buf_puts(tu, ";\n");
         if (it->init && !static_init) {
-          kn_strbuf_printf(&run, "%s = (\n", it->name);
+          fl__buf_printf(&run, "%s = (\n", it->name);
           put_pos(&run, cell, it->init_line, it->init_col);
-          kn_strbuf_printf(&run, "%s);\n", it->init);
+          fl__buf_printf(&run, "%s);\n", it->init);
         }
         break;
       }
@@ -401,8 +401,8 @@ void kn__build_unit(const kn_session_t *s, int cell, const kn_items_t *items, ch
       default:
         if (placed[i]) break;
         put_pos(tu, cell, it->line, it->col);
-        kn_strbuf_puts(tu, it->text);
-        kn_strbuf_putc(tu, '\n');
+        fl__buf_puts(tu, it->text);
+        fl__buf_putc(tu, '\n');
         /* A prototype written before the definition in the same cell: give
          * the name its assembler name now. */
         if ((it->kind == KN_ITEM_PROTO || it->kind == KN_ITEM_EXTERN) && first_of_name && keys[i]) {
@@ -412,13 +412,13 @@ void kn__build_unit(const kn_session_t *s, int cell, const kn_items_t *items, ch
             const kn_item_t *def = &items->items[d];
             put_line(tu, cell, def->line);
             if (def->kind == KN_ITEM_FUNC)
-              kn_strbuf_puts(tu, def->signature);
+              fl__buf_puts(tu, def->signature);
             else {
-              kn_strbuf_puts(tu, "extern ");
-              kn_strbuf_puts(tu, def->decl);
+              fl__buf_puts(tu, "extern ");
+              fl__buf_puts(tu, def->decl);
             }
             put_symbol(tu, cell, def->name);
-            kn_strbuf_puts(tu, ";\n");
+            fl__buf_puts(tu, ";\n");
           }
         }
         break;
@@ -426,6 +426,6 @@ void kn__build_unit(const kn_session_t *s, int cell, const kn_items_t *items, ch
   }
 
   put_entry_function(tu, cell, &run, main_written);
-  kn_strbuf_free(&run);
+  fl__buf_free(&run);
   free(placed);
 }

@@ -5,7 +5,7 @@
  * verified over the raw JSON frames before any of them reaches the parser. */
 #include "kn_wire.h"
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 #include <assert.h>
 #include <openssl/core_names.h>
@@ -215,17 +215,17 @@ fail:
 }
 
 static int dump_to_strbuf(const char *buffer, size_t size, void *data) {
-  kn_strbuf_append(data, buffer, size);
+  fl__buf_add(data, buffer, size);
   return 0;
 }
 
-/* Serializes one JSON part compactly into a new blob (allocated by kn_strbuf,
+/* Serializes one JSON part compactly into a new blob (allocated by fl__buf,
  * so that kn_frames_free's free() matches whatever allocator jansson uses).
  * A NULL part is sent as {}; anything but an object is refused, since no
  * peer would accept it. */
 static int dump_part(const json_t *value, const char *name, kn_blob_t *blob, char *err,
                      size_t err_size) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
 
   if (!value) {
     blob_copy(blob, (const unsigned char *)"{}", 2);
@@ -240,11 +240,11 @@ static int dump_part(const json_t *value, const char *name, kn_blob_t *blob, cha
     goto fail;
   }
   blob->size = sb.len;
-  blob->data = (unsigned char *)kn_strbuf_steal(&sb);
+  blob->data = (unsigned char *)fl__buf_take(&sb);
   return 0;
 
 fail:
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
   return -1;
 }
 
@@ -305,13 +305,13 @@ json_t *kn_wire_text(const char *s) {
 }
 
 json_t *kn_wire_textf(const char *fmt, ...) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   va_list ap;
   va_start(ap, fmt);
-  kn_strbuf_vprintf(&sb, fmt, ap);
+  fl__buf_vprintf(&sb, fmt, ap);
   va_end(ap);
   json_t *text = kn_wire_textn(sb.data, sb.len);
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
   return text;
 }
 

@@ -19,7 +19,7 @@
 #include "kn_chan.h"
 #include "kn_crash.h"
 #include "kn_names.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "kn_util.h"
 
 /* How long the event pipe may be at end of file while the worker lives:

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "fl__common.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 struct kc_libclang {
   CXIndex index;
@@ -36,12 +36,12 @@ static double now_ms(void) {
 /* ---- the unit ---- */
 
 static char *join_args(char *const *args) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (char *const *a = args; a && *a; a++) {
-    kn_strbuf_puts(&sb, *a);
-    kn_strbuf_putc(&sb, '\n');
+    fl__buf_puts(&sb, *a);
+    fl__buf_putc(&sb, '\n');
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* Where the unit's preamble, as libclang takes it, may end: after the
@@ -160,7 +160,7 @@ static bool takes_arguments(CXCompletionString cs) {
  * function or function-like macro its signature (new, or NULL). */
 static char *match_name(CXCompletionString cs, bool with_signature, char **signature) {
   char *name = NULL;
-  kn_strbuf_t sig = KN_STRBUF_INIT;
+  fl__buf_t sig = FL__BUF_INIT;
   unsigned n = clang_getNumCompletionChunks(cs);
   for (unsigned i = 0; i < n; i++) {
     enum CXCompletionChunkKind ck = clang_getCompletionChunkKind(cs, i);
@@ -170,15 +170,15 @@ static char *match_name(CXCompletionString cs, bool with_signature, char **signa
     char *text = take_string(clang_getCompletionChunkText(cs, i));
     if (ck == CXCompletionChunk_TypedText && !name) name = text ? fl__xstrdup(text) : NULL;
     if (with_signature && text) {
-      kn_strbuf_puts(&sig, text);
+      fl__buf_puts(&sig, text);
       /* "int printf(...)", "void *memcpy(...)" */
       if (ck == CXCompletionChunk_ResultType && text[strlen(text) - 1] != '*')
-        kn_strbuf_putc(&sig, ' ');
+        fl__buf_putc(&sig, ' ');
     }
     free(text);
   }
-  *signature = with_signature && sig.len ? kn_strbuf_steal(&sig) : NULL;
-  kn_strbuf_free(&sig);
+  *signature = with_signature && sig.len ? fl__buf_take(&sig) : NULL;
+  fl__buf_free(&sig);
   return name;
 }
 
@@ -374,10 +374,10 @@ static void inspect(kc_libclang_t *c, const kn_clang_job_t *job, kn_clang_result
   s->name = take_string(clang_getCursorSpelling(decl));
   if (s->kind == KN_CLANG_MACRO || s->kind == KN_CLANG_FUNCTION_MACRO) {
     char *body = range_text(job, clang_getCursorExtent(decl));
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_printf(&sb, "#define %s", body ? body : s->name ? s->name : "");
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "#define %s", body ? body : s->name ? s->name : "");
     free(body);
-    s->declaration = kn_strbuf_steal(&sb);
+    s->declaration = fl__buf_take(&sb);
   } else {
     s->declaration = pretty(decl, true);
     s->definition = type_definition(decl);

@@ -30,7 +30,7 @@
 #include "kc_libclang.h"
 #include "kn_chan.h"
 #include "kn_clangmsg.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KC_ASAN 1

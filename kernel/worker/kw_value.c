@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "kn_names.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "kw.h"
 
 #define MAX_ELEMENTS 200 /* array elements and struct members printed */
@@ -126,7 +126,7 @@ static Dwarf_Die *type_of(Dwarf_Die *die, Dwarf_Die *out) {
   return dwarf_formref_die(&a, out);
 }
 
-static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner);
+static void put_type_name(fl__buf_t *sb, Dwarf_Die *type, const char *inner);
 
 /* GCC names some base types in its own word order ("long unsigned int"):
  * the C spelling a programmer writes. */
@@ -154,8 +154,8 @@ static const char *space_before(const char *inner) {
 }
 
 /* The parameter list of a subroutine type: "(int, char *)". */
-static void put_params(kn_strbuf_t *sb, Dwarf_Die *fn) {
-  kn_strbuf_putc(sb, '(');
+static void put_params(fl__buf_t *sb, Dwarf_Die *fn) {
+  fl__buf_putc(sb, '(');
   Dwarf_Die child;
   int n = 0;
   bool prototyped = dwarf_hasattr(fn, DW_AT_prototyped);
@@ -164,34 +164,34 @@ static void put_params(kn_strbuf_t *sb, Dwarf_Die *fn) {
       int tag = dwarf_tag(&child);
       if (tag == DW_TAG_formal_parameter) {
         Dwarf_Die pt;
-        if (n++) kn_strbuf_puts(sb, ", ");
+        if (n++) fl__buf_puts(sb, ", ");
         if (type_of(&child, &pt)) put_type_name(sb, &pt, "");
       } else if (tag == DW_TAG_unspecified_parameters) {
-        kn_strbuf_puts(sb, n++ ? ", ..." : "...");
+        fl__buf_puts(sb, n++ ? ", ..." : "...");
       }
     } while (dwarf_siblingof(&child, &child) == 0);
   }
-  if (n == 0 && prototyped) kn_strbuf_puts(sb, "void");
-  kn_strbuf_putc(sb, ')');
+  if (n == 0 && prototyped) fl__buf_puts(sb, "void");
+  fl__buf_putc(sb, ')');
 }
 
 /* C's declarator syntax, inside out: put_type_name(int[3], "*") is
  * "int (*)[3]". */
-static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner) {
+static void put_type_name(fl__buf_t *sb, Dwarf_Die *type, const char *inner) {
   Dwarf_Die sub;
   const char *name = dwarf_diename(type);
-  kn_strbuf_t in = KN_STRBUF_INIT;
+  fl__buf_t in = FL__BUF_INIT;
   switch (dwarf_tag(type)) {
   case DW_TAG_pointer_type:
-    kn_strbuf_printf(&in, "*%s", inner);
+    fl__buf_printf(&in, "*%s", inner);
     if (type_of(type, &sub))
       put_type_name(sb, &sub, in.data);
     else
-      kn_strbuf_printf(sb, "void %s", in.data);
+      fl__buf_printf(sb, "void %s", in.data);
     break;
   case DW_TAG_array_type: {
     bool paren = inner[0] == '*';
-    kn_strbuf_printf(&in, "%s%s%s", paren ? "(" : "", inner, paren ? ")" : "");
+    fl__buf_printf(&in, "%s%s%s", paren ? "(" : "", inner, paren ? ")" : "");
     Dwarf_Die child;
     if (dwarf_child(type, &child) == 0) {
       do {
@@ -199,11 +199,11 @@ static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner) {
         Dwarf_Word count;
         Dwarf_Attribute a;
         if (dwarf_attr(&child, DW_AT_count, &a) && dwarf_formudata(&a, &count) == 0)
-          kn_strbuf_printf(&in, "[%" PRIu64 "]", (uint64_t)count);
+          fl__buf_printf(&in, "[%" PRIu64 "]", (uint64_t)count);
         else if (dwarf_attr(&child, DW_AT_upper_bound, &a) && dwarf_formudata(&a, &count) == 0)
-          kn_strbuf_printf(&in, "[%" PRIu64 "]", (uint64_t)count + 1);
+          fl__buf_printf(&in, "[%" PRIu64 "]", (uint64_t)count + 1);
         else
-          kn_strbuf_puts(&in, "[]");
+          fl__buf_puts(&in, "[]");
       } while (dwarf_siblingof(&child, &child) == 0);
     }
     if (type_of(type, &sub)) put_type_name(sb, &sub, in.data);
@@ -211,12 +211,12 @@ static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner) {
   }
   case DW_TAG_subroutine_type: {
     bool paren = inner[0] == '*';
-    kn_strbuf_printf(&in, "%s%s%s", paren ? "(" : "", inner, paren ? ")" : "");
+    fl__buf_printf(&in, "%s%s%s", paren ? "(" : "", inner, paren ? ")" : "");
     put_params(&in, type);
     if (type_of(type, &sub))
       put_type_name(sb, &sub, in.data);
     else
-      kn_strbuf_printf(sb, "void %s", in.data);
+      fl__buf_printf(sb, "void %s", in.data);
     break;
   }
   case DW_TAG_const_type:
@@ -228,13 +228,13 @@ static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner) {
                     : dwarf_tag(type) == DW_TAG_restrict_type ? "restrict"
                                                               : "_Atomic";
     if (!type_of(type, &sub)) {
-      kn_strbuf_printf(sb, "%s void%s%s", q, space_before(inner), inner);
+      fl__buf_printf(sb, "%s void%s%s", q, space_before(inner), inner);
     } else if (dwarf_tag(&sub) == DW_TAG_pointer_type) {
       /* A qualified pointer: "char *const p". */
-      kn_strbuf_printf(&in, " %s%s%s", q, *inner ? " " : "", inner);
+      fl__buf_printf(&in, " %s%s%s", q, *inner ? " " : "", inner);
       put_type_name(sb, &sub, in.data);
     } else {
-      kn_strbuf_printf(sb, "%s ", q);
+      fl__buf_printf(sb, "%s ", q);
       put_type_name(sb, &sub, inner);
     }
     break;
@@ -245,7 +245,7 @@ static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner) {
     const char *kw = dwarf_tag(type) == DW_TAG_structure_type ? "struct"
                      : dwarf_tag(type) == DW_TAG_union_type   ? "union"
                                                               : "enum";
-    kn_strbuf_printf(sb, "%s %s%s%s", kw, name ? name : "{...}", space_before(inner), inner);
+    fl__buf_printf(sb, "%s %s%s%s", kw, name ? name : "{...}", space_before(inner), inner);
     break;
   }
   default: { /* base types, typedefs */
@@ -255,17 +255,17 @@ static void put_type_name(kn_strbuf_t *sb, Dwarf_Die *type, const char *inner) {
     Dwarf_Word bits = 0, enc = 0;
     if (dwarf_tag(type) == DW_TAG_base_type && name && !strcmp(name, "__unknown__")) {
       if (dwarf_attr(type, DW_AT_encoding, &at)) dwarf_formudata(&at, &enc);
-      kn_strbuf_puts(sb, enc == DW_ATE_unsigned ? "unsigned" : "int");
+      fl__buf_puts(sb, enc == DW_ATE_unsigned ? "unsigned" : "int");
       if (dwarf_attr(type, DW_AT_bit_size, &at) && dwarf_formudata(&at, &bits) == 0)
-        kn_strbuf_printf(sb, " : %u", (unsigned)bits);
-      kn_strbuf_printf(sb, "%s%s", space_before(inner), inner);
+        fl__buf_printf(sb, " : %u", (unsigned)bits);
+      fl__buf_printf(sb, "%s%s", space_before(inner), inner);
       break;
     }
-    kn_strbuf_printf(sb, "%s%s%s", c_spelling(name), space_before(inner), inner);
+    fl__buf_printf(sb, "%s%s%s", c_spelling(name), space_before(inner), inner);
     break;
   }
   }
-  kn_strbuf_free(&in);
+  fl__buf_free(&in);
 }
 
 /* ---- values ---- */
@@ -297,57 +297,57 @@ static size_t utf8_sequence(const unsigned char *s, size_t n) {
  * ends the literal and the next one starts: "\xff" "a". Shows the bytes
  * before limit (a UTF-8 sequence begun there whole); returns how many it
  * showed. */
-static size_t put_quoted(kn_strbuf_t *sb, const unsigned char *s, size_t n, size_t limit,
+static size_t put_quoted(fl__buf_t *sb, const unsigned char *s, size_t n, size_t limit,
                          char quote) {
   const char *extends = ""; /* what would extend the escape just written */
   size_t i = 0;
-  kn_strbuf_putc(sb, quote);
+  fl__buf_putc(sb, quote);
   while (i < n && i < limit) {
     unsigned char c = s[i];
     size_t len = c >= 0x80 ? utf8_sequence(s + i, n - i) : 1;
-    if (c && strchr(extends, c)) kn_strbuf_printf(sb, "%c %c", quote, quote);
+    if (c && strchr(extends, c)) fl__buf_printf(sb, "%c %c", quote, quote);
     extends = "";
     if (len > 1) {
-      kn_strbuf_append(sb, (const char *)s + i, len);
+      fl__buf_add(sb, (const char *)s + i, len);
       i += len;
       continue;
     }
     i++;
     const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
     if (named) {
-      kn_strbuf_puts(sb, named);
+      fl__buf_puts(sb, named);
     } else if (c == '\0') {
-      kn_strbuf_puts(sb, "\\0");
+      fl__buf_puts(sb, "\\0");
       extends = "01234567";
     } else if (c == '\\' || c == (unsigned char)quote) {
-      kn_strbuf_printf(sb, "\\%c", c);
+      fl__buf_printf(sb, "\\%c", c);
     } else if (c < 0x20 || c >= 0x7f) {
-      kn_strbuf_printf(sb, "\\x%02x", c);
+      fl__buf_printf(sb, "\\x%02x", c);
       extends = "0123456789abcdefABCDEF";
     } else {
-      kn_strbuf_putc(sb, (char)c);
+      fl__buf_putc(sb, (char)c);
     }
   }
-  kn_strbuf_putc(sb, quote);
+  fl__buf_putc(sb, quote);
   return i;
 }
 
 /* A string at addr: up to MAX_STRING bytes, or NUL. */
-static void put_string_at(kn_strbuf_t *sb, uintptr_t addr) {
+static void put_string_at(fl__buf_t *sb, uintptr_t addr) {
   /* Three bytes more, for a UTF-8 sequence begun before the bound. */
   unsigned char text[MAX_STRING + 3];
   size_t n = 0;
   bool readable = true;
   while (n < sizeof text && (readable = read_memory(addr + n, &text[n], 1)) && text[n]) n++;
   if (n == 0 && !readable) {
-    kn_strbuf_printf(sb, "0x%" PRIxPTR " <cannot read memory there>", addr);
+    fl__buf_printf(sb, "0x%" PRIxPTR " <cannot read memory there>", addr);
     return;
   }
   size_t shown = put_quoted(sb, text, n, MAX_STRING, '"');
   if (shown < n || (readable && n == sizeof text))
-    kn_strbuf_puts(sb, "...");
+    fl__buf_puts(sb, "...");
   else if (!readable)
-    kn_strbuf_printf(sb, "... <cannot read memory at 0x%" PRIxPTR ">", addr + n);
+    fl__buf_printf(sb, "... <cannot read memory at 0x%" PRIxPTR ">", addr + n);
 }
 
 /* The floating formats of x86-64, as a base type of DW_ATE_float names
@@ -451,7 +451,7 @@ static const char *function_name(uintptr_t addr) {
 }
 
 typedef struct printer {
-  kn_strbuf_t *sb;
+  fl__buf_t *sb;
   int elements; /* printed so far, against MAX_ELEMENTS */
   bool cut;     /* it showed where the bytes read of the value end */
 } printer_t;
@@ -463,18 +463,18 @@ static void put_value(printer_t *pr, Dwarf_Die *type, const unsigned char *p, si
  * value was read only in part), shows that its bytes end there. */
 static bool have_bytes(printer_t *pr, int size, size_t n) {
   if (size <= 0) {
-    kn_strbuf_puts(pr->sb, "<incomplete>");
+    fl__buf_puts(pr->sb, "<incomplete>");
     return false;
   }
   if ((size_t)size <= n) return true;
-  kn_strbuf_puts(pr->sb, "...");
+  fl__buf_puts(pr->sb, "...");
   pr->cut = true;
   return false;
 }
 
 static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
                      const unsigned char *p, size_t n) {
-  kn_strbuf_t *sb = pr->sb;
+  fl__buf_t *sb = pr->sb;
   Dwarf_Attribute a;
   Dwarf_Word enc = 0;
   if (dwarf_attr(base, DW_AT_encoding, &a)) dwarf_formudata(&a, &enc);
@@ -482,7 +482,7 @@ static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
   if (!have_bytes(pr, size, n)) return;
   switch (enc) {
   case DW_ATE_boolean:
-    kn_strbuf_puts(sb, load_unsigned(p, (size_t)size) ? "true" : "false");
+    fl__buf_puts(sb, load_unsigned(p, (size_t)size) ? "true" : "false");
     return;
   case DW_ATE_signed_char:
   case DW_ATE_unsigned_char:
@@ -494,16 +494,16 @@ static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
       return;
     }
     if (enc == DW_ATE_signed_char)
-      kn_strbuf_printf(sb, "%d", (signed char)p[0]);
+      fl__buf_printf(sb, "%d", (signed char)p[0]);
     else
-      kn_strbuf_printf(sb, "%u", p[0]);
+      fl__buf_printf(sb, "%u", p[0]);
     return;
   case DW_ATE_signed:
     if (size == 16) {
       __int128 v;
       memcpy(&v, p, 16);
       if (v >= INT64_MIN && v <= INT64_MAX) {
-        kn_strbuf_printf(sb, "%" PRId64, (int64_t)v);
+        fl__buf_printf(sb, "%" PRId64, (int64_t)v);
         return;
       }
       unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
@@ -513,11 +513,11 @@ static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
         digits[k++] = (char)('0' + (int)(u % 10));
         u /= 10;
       }
-      if (v < 0) kn_strbuf_putc(sb, '-');
-      while (k) kn_strbuf_putc(sb, digits[--k]);
+      if (v < 0) fl__buf_putc(sb, '-');
+      while (k) fl__buf_putc(sb, digits[--k]);
       return;
     }
-    kn_strbuf_printf(sb, "%" PRId64, sign_extend(load_unsigned(p, (size_t)size), (unsigned)size * 8));
+    fl__buf_printf(sb, "%" PRId64, sign_extend(load_unsigned(p, (size_t)size), (unsigned)size * 8));
     return;
   case DW_ATE_unsigned:
     if (size == 16) {
@@ -529,10 +529,10 @@ static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
         digits[k++] = (char)('0' + (int)(u % 10));
         u /= 10;
       } while (u);
-      while (k) kn_strbuf_putc(sb, digits[--k]);
+      while (k) fl__buf_putc(sb, digits[--k]);
       return;
     }
-    kn_strbuf_printf(sb, "%" PRIu64, load_unsigned(p, (size_t)size));
+    fl__buf_printf(sb, "%" PRIu64, load_unsigned(p, (size_t)size));
     return;
   case DW_ATE_float:
   case DW_ATE_complex_float: {
@@ -541,17 +541,17 @@ static void put_base(printer_t *pr, Dwarf_Die *base, const char *type_name,
     if (!float_format(type_name, complex ? size / 2 : size, &f)) break;
     char text[64];
     float_text(f, p, text, sizeof text);
-    kn_strbuf_puts(sb, text);
+    fl__buf_puts(sb, text);
     if (complex) {
       float_text(f, p + size / 2, text, sizeof text);
-      kn_strbuf_printf(sb, " %c %si", text[0] == '-' ? '-' : '+', text + (text[0] == '-'));
+      fl__buf_printf(sb, " %c %si", text[0] == '-' ? '-' : '+', text + (text[0] == '-'));
     }
     return;
   }
   default:
     break;
   }
-  kn_strbuf_printf(sb, "<a value of type %s cannot be printed: DWARF encoding %u>",
+  fl__buf_printf(sb, "<a value of type %s cannot be printed: DWARF encoding %u>",
                    type_name ? type_name : "?", (unsigned)enc);
 }
 
@@ -567,12 +567,12 @@ static void put_enum(printer_t *pr, Dwarf_Die *en, const unsigned char *p, size_
       Dwarf_Sword sv;
       if (dwarf_tag(&child) == DW_TAG_enumerator && dwarf_attr(&child, DW_AT_const_value, &a) &&
           dwarf_formsdata(&a, &sv) == 0 && (sv == v || (uint64_t)sv == raw)) {
-        kn_strbuf_puts(pr->sb, dwarf_diename(&child));
+        fl__buf_puts(pr->sb, dwarf_diename(&child));
         return;
       }
     } while (dwarf_siblingof(&child, &child) == 0);
   }
-  kn_strbuf_printf(pr->sb, "%" PRId64, v);
+  fl__buf_printf(pr->sb, "%" PRId64, v);
 }
 
 static void put_pointer(printer_t *pr, Dwarf_Die *ptr, const unsigned char *p, size_t n) {
@@ -584,9 +584,9 @@ static void put_pointer(printer_t *pr, Dwarf_Die *ptr, const unsigned char *p, s
     if (dwarf_tag(&peeled) == DW_TAG_subroutine_type) {
       const char *fn = function_name(addr);
       if (fn)
-        kn_strbuf_puts(pr->sb, fn);
+        fl__buf_puts(pr->sb, fn);
       else
-        kn_strbuf_printf(pr->sb, "0x%" PRIxPTR, addr);
+        fl__buf_printf(pr->sb, "0x%" PRIxPTR, addr);
       return;
     }
     Dwarf_Attribute a;
@@ -598,7 +598,7 @@ static void put_pointer(printer_t *pr, Dwarf_Die *ptr, const unsigned char *p, s
       return;
     }
   }
-  kn_strbuf_printf(pr->sb, "0x%" PRIxPTR, addr);
+  fl__buf_printf(pr->sb, "0x%" PRIxPTR, addr);
 }
 
 /* Elements of an array with dims (outermost first), each of esize bytes
@@ -623,19 +623,19 @@ static void put_dims(printer_t *pr, Dwarf_Die *elem, Dwarf_Word esize, const Dwa
     if (rest_zero) {
       size_t shown = put_quoted(pr->sb, p, len, MAX_STRING, '"');
       if (shown == len && cut) pr->cut = true;
-      if (shown < len || cut) kn_strbuf_puts(pr->sb, "...");
+      if (shown < len || cut) fl__buf_puts(pr->sb, "...");
       return;
     }
   }
   if (depth >= MAX_DEPTH) {
-    kn_strbuf_puts(pr->sb, "{...}");
+    fl__buf_puts(pr->sb, "{...}");
     return;
   }
-  kn_strbuf_puts(pr->sb, count ? "{ " : "{");
+  fl__buf_puts(pr->sb, count ? "{ " : "{");
   for (Dwarf_Word i = 0; i < count; i++) {
-    if (i) kn_strbuf_puts(pr->sb, ", ");
+    if (i) fl__buf_puts(pr->sb, ", ");
     if (pr->elements++ >= MAX_ELEMENTS) {
-      kn_strbuf_puts(pr->sb, "...");
+      fl__buf_puts(pr->sb, "...");
       cut = false; /* the bound on elements came first */
       break;
     }
@@ -651,15 +651,15 @@ static void put_dims(printer_t *pr, Dwarf_Die *elem, Dwarf_Word esize, const Dwa
            !memcmp(p + at, p + (i + same) * esize, (size_t)esize))
       same++;
     if (same >= REPEATS_THRESHOLD) {
-      kn_strbuf_printf(pr->sb, " <repeats %" PRIu64 " times>", (uint64_t)same);
+      fl__buf_printf(pr->sb, " <repeats %" PRIu64 " times>", (uint64_t)same);
       i += same - 1;
     }
   }
   if (cut) {
-    kn_strbuf_puts(pr->sb, ", ...");
+    fl__buf_puts(pr->sb, ", ...");
     pr->cut = true;
   }
-  kn_strbuf_puts(pr->sb, count ? " }" : "}");
+  fl__buf_puts(pr->sb, count ? " }" : "}");
 }
 
 static void put_array(printer_t *pr, Dwarf_Die *arr, const unsigned char *p, size_t n,
@@ -672,7 +672,7 @@ static void put_array(printer_t *pr, Dwarf_Die *arr, const unsigned char *p, siz
     do {
       if (dwarf_tag(&child) != DW_TAG_subrange_type) continue;
       if (nd == MAX_DIMS) {
-        kn_strbuf_printf(pr->sb, "<an array of more than %d dimensions>", MAX_DIMS);
+        fl__buf_printf(pr->sb, "<an array of more than %d dimensions>", MAX_DIMS);
         return;
       }
       Dwarf_Attribute a;
@@ -686,7 +686,7 @@ static void put_array(printer_t *pr, Dwarf_Die *arr, const unsigned char *p, siz
     } while (dwarf_siblingof(&child, &child) == 0);
   }
   if (nd == 0 || dwarf_aggregate_size(&elem, &esize) != 0) {
-    kn_strbuf_puts(pr->sb, "<an array of unknown size>");
+    fl__buf_puts(pr->sb, "<an array of unknown size>");
     return;
   }
   put_dims(pr, &elem, esize, dims, nd, p, n, depth);
@@ -695,22 +695,22 @@ static void put_array(printer_t *pr, Dwarf_Die *arr, const unsigned char *p, siz
 static void put_members(printer_t *pr, Dwarf_Die *agg, const unsigned char *p, size_t n,
                         int depth) {
   if (dwarf_hasattr(agg, DW_AT_declaration)) {
-    kn_strbuf_puts(pr->sb, "<incomplete type>");
+    fl__buf_puts(pr->sb, "<incomplete type>");
     return;
   }
   if (depth >= MAX_DEPTH) {
-    kn_strbuf_puts(pr->sb, "{...}");
+    fl__buf_puts(pr->sb, "{...}");
     return;
   }
-  kn_strbuf_puts(pr->sb, "{ ");
+  fl__buf_puts(pr->sb, "{ ");
   Dwarf_Die m;
   int shown = 0;
   if (dwarf_child(agg, &m) == 0) {
     do {
       if (dwarf_tag(&m) != DW_TAG_member) continue;
-      if (shown++) kn_strbuf_puts(pr->sb, ", ");
+      if (shown++) fl__buf_puts(pr->sb, ", ");
       if (pr->elements++ >= MAX_ELEMENTS) {
-        kn_strbuf_puts(pr->sb, "...");
+        fl__buf_puts(pr->sb, "...");
         break;
       }
       Dwarf_Attribute a;
@@ -725,15 +725,15 @@ static void put_members(printer_t *pr, Dwarf_Die *agg, const unsigned char *p, s
       }
       if (off >= n && off < (Dwarf_Word)dwarf_bytesize(agg)) {
         /* the value was read only in part, and ends before this member */
-        kn_strbuf_puts(pr->sb, "...");
+        fl__buf_puts(pr->sb, "...");
         pr->cut = true;
         break;
       }
       const char *name = dwarf_diename(&m);
-      if (name) kn_strbuf_printf(pr->sb, ".%s = ", name);
+      if (name) fl__buf_printf(pr->sb, ".%s = ", name);
       Dwarf_Die mt;
       if (!type_of(&m, &mt)) {
-        kn_strbuf_puts(pr->sb, "?");
+        fl__buf_puts(pr->sb, "?");
         continue;
       }
       if (bits) {
@@ -747,32 +747,32 @@ static void put_members(printer_t *pr, Dwarf_Die *agg, const unsigned char *p, s
             dwarf_attr(&pt, DW_AT_encoding, &a))
           dwarf_formudata(&a, &enc);
         if (enc == DW_ATE_signed || enc == DW_ATE_signed_char)
-          kn_strbuf_printf(pr->sb, "%" PRId64, sign_extend(v, (unsigned)bits));
+          fl__buf_printf(pr->sb, "%" PRId64, sign_extend(v, (unsigned)bits));
         else if (enc == DW_ATE_boolean)
-          kn_strbuf_puts(pr->sb, v ? "true" : "false");
+          fl__buf_puts(pr->sb, v ? "true" : "false");
         else if (peel(&mt, &pt) && dwarf_tag(&pt) == DW_TAG_enumeration_type) {
           unsigned char tmp[8];
           memcpy(tmp, &v, 8);
           put_enum(pr, &pt, tmp, 8);
         } else
-          kn_strbuf_printf(pr->sb, "%" PRIu64, v);
+          fl__buf_printf(pr->sb, "%" PRIu64, v);
         continue;
       }
       if (off >= n) {
-        kn_strbuf_puts(pr->sb, "{}"); /* a flexible array member */
+        fl__buf_puts(pr->sb, "{}"); /* a flexible array member */
         continue;
       }
       put_value(pr, &mt, p + off, n - (size_t)off, depth + 1);
     } while (dwarf_siblingof(&m, &m) == 0);
   }
-  kn_strbuf_puts(pr->sb, shown ? " }" : "}");
+  fl__buf_puts(pr->sb, shown ? " }" : "}");
 }
 
 static void put_value(printer_t *pr, Dwarf_Die *type, const unsigned char *p, size_t n,
                       int depth) {
   Dwarf_Die t;
   if (!peel(type, &t)) {
-    kn_strbuf_puts(pr->sb, "<void>");
+    fl__buf_puts(pr->sb, "<void>");
     return;
   }
   switch (dwarf_tag(&t)) {
@@ -793,7 +793,7 @@ static void put_value(printer_t *pr, Dwarf_Die *type, const unsigned char *p, si
     put_members(pr, &t, p, n, depth);
     break;
   default:
-    kn_strbuf_printf(pr->sb, "<a value of this kind (DWARF tag 0x%x) cannot be printed>",
+    fl__buf_printf(pr->sb, "<a value of this kind (DWARF tag 0x%x) cannot be printed>",
                      (unsigned)dwarf_tag(&t));
   }
 }
@@ -852,25 +852,25 @@ char *kw_value_format(const char *path, const char *entry, char *err, size_t err
     snprintf(err, err_size, "the value cannot be printed: its type was not found in the cell's "
                             "debugging information (compile with -g)");
   } else {
-    kn_strbuf_t sb = KN_STRBUF_INIT;
-    kn_strbuf_puts(&sb, "(");
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_puts(&sb, "(");
     put_type_name(&sb, &type, "");
-    kn_strbuf_puts(&sb, ") ");
+    fl__buf_puts(&sb, ") ");
     Dwarf_Die t;
     if (peel(&type, &t) && dwarf_tag(&t) == DW_TAG_subroutine_type) {
       const char *fn = function_name(captured.pointer);
       if (fn)
-        kn_strbuf_puts(&sb, fn);
+        fl__buf_puts(&sb, fn);
       else
-        kn_strbuf_printf(&sb, "0x%" PRIxPTR, captured.pointer);
+        fl__buf_printf(&sb, "0x%" PRIxPTR, captured.pointer);
     } else {
       printer_t pr = {&sb, 0, false};
       put_value(&pr, &type, captured.bytes, captured.size, 0);
       if (pr.cut && captured.size < captured.full_size)
-        kn_strbuf_printf(&sb, " <only the first %zu of %zu bytes were read>", captured.size,
+        fl__buf_printf(&sb, " <only the first %zu of %zu bytes were read>", captured.size,
                          captured.full_size);
     }
-    text = kn_strbuf_steal(&sb);
+    text = fl__buf_take(&sb);
   }
   if (dw) dwarf_end(dw);
   if (fd >= 0) close(fd);

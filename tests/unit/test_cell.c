@@ -8,7 +8,7 @@
 
 #include "test.h"
 
-#include "kn_strbuf.h"
+#include "kn_text.h"
 
 static const char *kind_name(kn_item_kind_t k) {
   static const char *const names[] = {"PREPROC", "TYPE",   "FUNC", "PROTO",
@@ -18,12 +18,12 @@ static const char *kind_name(kn_item_kind_t k) {
 
 /* One line per item: "KIND name|text", name "-" when NULL. */
 static char *summary(const kn_items_t *items) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (size_t i = 0; i < items->n; i++) {
     const kn_item_t *it = &items->items[i];
-    kn_strbuf_printf(&sb, "%s %s|%s\n", kind_name(it->kind), it->name ? it->name : "-", it->text);
+    fl__buf_printf(&sb, "%s %s|%s\n", kind_name(it->kind), it->name ? it->name : "-", it->text);
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 typedef struct split_case {
@@ -495,37 +495,37 @@ static void test_misc_fields(void) {
 
 /* Deep nesting and long chains: no crash, and the result is still one STMT. */
 static void test_stress(void) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  for (int i = 0; i < 5000; i++) kn_strbuf_puts(&sb, "if (a) x(); else ");
-  kn_strbuf_puts(&sb, "y();");
+  fl__buf_t sb = FL__BUF_INIT;
+  for (int i = 0; i < 5000; i++) fl__buf_puts(&sb, "if (a) x(); else ");
+  fl__buf_puts(&sb, "y();");
   kn_items_t items;
   kn_cell_split(sb.data, NULL, 1, &items);
   CHECK_INT(items.n, 1);
   kn_items_free(&items);
 
-  kn_strbuf_clear(&sb);
-  for (int i = 0; i < 5000; i++) kn_strbuf_puts(&sb, "if (a) ");
-  kn_strbuf_puts(&sb, "y();");
+  fl__buf_clear(&sb);
+  for (int i = 0; i < 5000; i++) fl__buf_puts(&sb, "if (a) ");
+  fl__buf_puts(&sb, "y();");
   kn_cell_split(sb.data, NULL, 1, &items);
   CHECK_INT(items.n, 1);
   if (items.n) CHECK_INT(items.items[0].kind, KN_ITEM_STMT);
   kn_items_free(&items);
 
-  kn_strbuf_clear(&sb);
-  for (int i = 0; i < 5000; i++) kn_strbuf_puts(&sb, "({[");
+  fl__buf_clear(&sb);
+  for (int i = 0; i < 5000; i++) fl__buf_puts(&sb, "({[");
   kn_cell_split(sb.data, NULL, 1, &items);
   CHECK_INT(items.n, 1);
   kn_items_free(&items);
   CHECK_STR(kn_cell_completeness(sb.data), "incomplete");
 
-  kn_strbuf_clear(&sb);
-  for (int i = 0; i < 5000; i++) kn_strbuf_puts(&sb, "__extension__ ");
-  kn_strbuf_puts(&sb, "int x;");
+  fl__buf_clear(&sb);
+  for (int i = 0; i < 5000; i++) fl__buf_puts(&sb, "__extension__ ");
+  fl__buf_puts(&sb, "int x;");
   kn_cell_split(sb.data, NULL, 1, &items);
   CHECK_INT(items.n, 1);
   if (items.n) CHECK_INT(items.items[0].kind, KN_ITEM_GLOBAL);
   kn_items_free(&items);
-  kn_strbuf_free(&sb);
+  fl__buf_free(&sb);
 }
 
 typedef struct completeness_case {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "kn_clang.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "test.h"
 
 #define PATH "/tmp/cflame-test-clang/unit.c"
@@ -64,13 +64,13 @@ static kn_clang_job_t job_at_end(const char *text, const char *prefix) {
  * the position is where "@" stands in body (removed). */
 static kn_clang_result_t *ask_in(kn_clang_t *c, kn_clang_op_t op, const char *top, const char *body,
                                  const char *prefix) {
-  kn_strbuf_t text = KN_STRBUF_INIT;
-  kn_strbuf_puts(&text, top);
+  fl__buf_t text = FL__BUF_INIT;
+  fl__buf_puts(&text, top);
   const char *at = strchr(body, '@');
   size_t before = text.len + (size_t)(at - body);
-  kn_strbuf_append(&text, body, (size_t)(at - body));
-  kn_strbuf_puts(&text, at + 1);
-  kn_strbuf_puts(&text, "\n}\n");
+  fl__buf_add(&text, body, (size_t)(at - body));
+  fl__buf_puts(&text, at + 1);
+  fl__buf_puts(&text, "\n}\n");
   unsigned line = 1, col = 1;
   for (size_t i = 0; i < before; i++) {
     if (text.data[i] == '\n') {
@@ -87,7 +87,7 @@ static kn_clang_result_t *ask_in(kn_clang_t *c, kn_clang_op_t op, const char *to
   kn_clang_job_t job = {.op = op,
                         .path = fl__xstrdup(PATH),
                         .args = args,
-                        .text = kn_strbuf_steal(&text),
+                        .text = fl__buf_take(&text),
                         .line = line,
                         .column = col,
                         .prefix = prefix ? fl__xstrdup(prefix) : NULL};
@@ -155,22 +155,22 @@ static void test_completion(kn_clang_t *c) {
 /* The session changes between requests: a name declared since the unit's
  * last parse, and a header added to its preamble, both complete. */
 static void test_session_changes(kn_clang_t *c) {
-  kn_strbuf_t top = KN_STRBUF_INIT;
-  kn_strbuf_puts(&top, head);
-  kn_strbuf_puts(&top, "  }\n#line 1 \"cell[3]\"\nint fresh_name;\nint f3(void) {\n");
+  fl__buf_t top = FL__BUF_INIT;
+  fl__buf_puts(&top, head);
+  fl__buf_puts(&top, "  }\n#line 1 \"cell[3]\"\nint fresh_name;\nint f3(void) {\n");
   kn_clang_result_t *r = ask_in(c, KN_CLANG_COMPLETE, top.data, "  fres@", "fres");
   CHECK(find(r, "fresh_name") != NULL);
   CHECK(r->parse_ms == 0); /* the same preamble: the unit was not reparsed */
   kn_clangmsg_result_free(&r);
-  kn_strbuf_free(&top);
+  fl__buf_free(&top);
 
-  kn_strbuf_puts(&top, "#include <ctype.h>\n");
-  kn_strbuf_puts(&top, head);
+  fl__buf_puts(&top, "#include <ctype.h>\n");
+  fl__buf_puts(&top, head);
   r = ask_in(c, KN_CLANG_COMPLETE, top.data, "  isal@", "isal");
   CHECK(find(r, "isalpha") && find(r, "isalnum"));
   CHECK(r->parse_ms > 0); /* a new preamble */
   kn_clangmsg_result_free(&r);
-  kn_strbuf_free(&top);
+  fl__buf_free(&top);
 }
 
 static void test_inspection(kn_clang_t *c) {
@@ -292,10 +292,10 @@ static void test_a_unit_that_costs_the_process(void) {
 static void test_cancel(void) {
   char fifo[] = "/tmp/cflame-test-clang-fifo-XXXXXX";
   CHECK(mkdtemp(fifo) != NULL);
-  kn_strbuf_t path = KN_STRBUF_INIT, text = KN_STRBUF_INIT;
-  kn_strbuf_printf(&path, "%s/never.h", fifo);
+  fl__buf_t path = FL__BUF_INIT, text = FL__BUF_INIT;
+  fl__buf_printf(&path, "%s/never.h", fifo);
   CHECK(mkfifo(path.data, 0600) == 0);
-  kn_strbuf_printf(&text, "#include \"%s\"\nint x = pri", path.data);
+  fl__buf_printf(&text, "#include \"%s\"\nint x = pri", path.data);
   kn_clang_t *c = kn_clang_new(CFLAME_CLANG_HELPER, MEMORY);
   char err[256];
   kn_clang_job_t job = job_at_end(text.data, "pri");
@@ -321,18 +321,18 @@ static void test_cancel(void) {
   kn_clang_destroy(&c);
   unlink(path.data);
   rmdir(fifo);
-  kn_strbuf_free(&path);
-  kn_strbuf_free(&text);
+  fl__buf_free(&path);
+  fl__buf_free(&text);
 }
 
 /* A unit of any size goes over (here 0.9 MB), and a completion with more
  * matches than a result holds keeps the likeliest. */
 static void test_many_matches(void) {
   kn_clang_t *c = kn_clang_new(CFLAME_CLANG_HELPER, MEMORY);
-  kn_strbuf_t text = KN_STRBUF_INIT;
+  fl__buf_t text = FL__BUF_INIT;
   for (int i = 0; i < KN_CLANGMSG_MAX_MATCHES + 5000; i++)
-    kn_strbuf_printf(&text, "int many_%d; /* a global of its own */\n", i);
-  kn_strbuf_puts(&text, "int f(void) { return many_");
+    fl__buf_printf(&text, "int many_%d; /* a global of its own */\n", i);
+  fl__buf_puts(&text, "int f(void) { return many_");
   char err[256];
   kn_clang_job_t job = job_at_end(text.data, "many_");
   CHECK_INT(kn_clang_submit(c, &job, err, sizeof err), 0);
@@ -341,7 +341,7 @@ static void test_many_matches(void) {
   CHECK_INT(r->n_matches, KN_CLANGMSG_MAX_MATCHES);
   kn_clangmsg_result_free(&r);
   kn_clang_destroy(&c);
-  kn_strbuf_free(&text);
+  fl__buf_free(&text);
 }
 
 /* Without cflame-clang, a job is refused with the reason, and the caller

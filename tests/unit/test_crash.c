@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 
 #include "kn_crash.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "test.h"
 
 #if defined(__clang__)
@@ -63,12 +63,12 @@ static char *maps; /* this process's /proc/self/maps */
 
 static char *read_maps(void) {
   FILE *f = fopen("/proc/self/maps", "r");
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   char buf[4096];
   size_t n;
-  while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) kn_strbuf_append(&sb, buf, n);
+  while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) fl__buf_add(&sb, buf, n);
   if (f) fclose(f);
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* A report as kw_fault.c's crash_handler writes it: signal (0: no signal
@@ -78,21 +78,21 @@ static long report_tid = 4242; /* the faulting thread; the main thread is 4242 *
 
 static char *report(int sig, uint64_t addr, uint64_t sp, const uint64_t *pcs, size_t n_pcs,
                     bool with_maps) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
-  if (sig) kn_strbuf_printf(&sb, "signal %d\n", sig);
-  kn_strbuf_printf(&sb, "code 1\naddr 0x%" PRIx64 "\nsp 0x%" PRIx64 "\ntid %ld\nmain_tid 4242\n",
+  fl__buf_t sb = FL__BUF_INIT;
+  if (sig) fl__buf_printf(&sb, "signal %d\n", sig);
+  fl__buf_printf(&sb, "code 1\naddr 0x%" PRIx64 "\nsp 0x%" PRIx64 "\ntid %ld\nmain_tid 4242\n",
                    addr, sp, report_tid);
-  for (size_t i = 0; i < n_pcs; i++) kn_strbuf_printf(&sb, "pc 0x%" PRIx64 "\n", pcs[i]);
-  if (with_maps) kn_strbuf_printf(&sb, "maps\n%s", maps);
-  return kn_strbuf_steal(&sb);
+  for (size_t i = 0; i < n_pcs; i++) fl__buf_printf(&sb, "pc 0x%" PRIx64 "\n", pcs[i]);
+  if (with_maps) fl__buf_printf(&sb, "maps\n%s", maps);
+  return fl__buf_take(&sb);
 }
 
 /* The traceback's lines joined with newlines, for searching. New. */
 static char *lines_of(const json_t *tb) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (size_t i = 0; i < json_array_size(tb); i++)
-    kn_strbuf_printf(&sb, "%s\n", json_string_value(json_array_get(tb, i)));
-  return kn_strbuf_steal(&sb);
+    fl__buf_printf(&sb, "%s\n", json_string_value(json_array_get(tb, i)));
+  return fl__buf_take(&sb);
 }
 
 static const char *line_at(const json_t *tb, size_t i) {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "kn_magics.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "test.h"
 
 static bool starts_with(const char *s, const char *prefix) {
@@ -16,15 +16,15 @@ static bool starts_with(const char *s, const char *prefix) {
 
 /* s with each run of white space made one space. New. */
 static char *squeezed(const char *s) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (; *s; s++) {
     if (!isspace((unsigned char)*s)) {
-      kn_strbuf_putc(&sb, *s);
+      fl__buf_putc(&sb, *s);
     } else if (sb.len && sb.data[sb.len - 1] != ' ') {
-      kn_strbuf_putc(&sb, ' ');
+      fl__buf_putc(&sb, ' ');
     }
   }
-  return kn_strbuf_steal(&sb);
+  return fl__buf_take(&sb);
 }
 
 /* Whether the list "a, b, c" holds item. */

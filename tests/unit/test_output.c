@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 #include "kn_output.h"
-#include "kn_strbuf.h"
+#include "kn_text.h"
 #include "test.h"
 
 #define MAX_MESSAGES 64
@@ -33,10 +33,10 @@ static void capture_free(capture_t *c) {
 
 /* Every message of stream kind, joined (new string). */
 static char *joined(const capture_t *c, char kind) {
-  kn_strbuf_t sb = KN_STRBUF_INIT;
+  fl__buf_t sb = FL__BUF_INIT;
   for (int i = 0; i < c->n; i++)
-    if (c->kind[i] == kind) kn_strbuf_puts(&sb, c->text[i]);
-  return kn_strbuf_steal(&sb);
+    if (c->kind[i] == kind) fl__buf_puts(&sb, c->text[i]);
+  return fl__buf_take(&sb);
 }
 
 /* Whether every message is text Jupyter can carry: jansson takes it as a

@@ -55,7 +55,7 @@ static void test_piped(void) {
   CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
   fcntl(fd, F_SETFL, O_NONBLOCK);
   CHECK_INT(getpgid(pid), pid); /* a process group of its own */
-  kn_strbuf_t out = KN_STRBUF_INIT;
+  fl__buf_t out = FL__BUF_INIT;
   /* The line comes, then the pipe stays open while sleep runs. */
   for (int i = 0; i < 1000 && !strchr(out.data ? out.data : "", '\n'); i++) {
     CHECK(!kn_spawn_drain(&fd, &out));
@@ -70,7 +70,7 @@ static void test_piped(void) {
     if (!kn_spawn_drain(&fd, &out)) usleep(10000);
   CHECK_INT(fd, -1);
   CHECK_STR(out.data, "from the environment given\n");
-  kn_strbuf_free(&out);
+  fl__buf_free(&out);
 
   char *missing[] = {"/nonexistent/cflame", NULL};
   CHECK_INT(kn_spawn_piped(missing, &(kn_spawn_t){0}, &pid, &fd), ENOENT);
