@@ -103,6 +103,13 @@ void kn_exec_abort_queued(kn_kernel_t *k);
  * report): read its samples or allocations, and show, keep or add them as
  * e's magic says. */
 void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid);
+/* The run command's member that starts the collector of e's kind of
+ * samples (kn_profreq_t.kind: the CPU sampler, the allocation recorder),
+ * under *key ("profile", "allocs"), with the file it records into
+ * prepared. NULL with err. */
+json_t *kn_profrun_request(kn_exec_t *e, const char **key, char *err, size_t err_size);
+/* Whether e's samples can still be read once its worker crashed. */
+bool kn_profrun_after_crash(const kn_exec_t *e);
 /* What became of the profile of a run cut short (a crash, an interrupt),
  * for the error message: " The flame graph shows ..." or "". */
 const char *kn_profrun_cut_short_note(kn_profmode_t mode);

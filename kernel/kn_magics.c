@@ -139,8 +139,8 @@ static const kn_magic_def_t magics[] = {
              "against\nbaseline NAME: red grew, blue shrank, grey within noise, a distinct colour "
              "for new\nframes; vanished frames are listed under the graph. Without a statement, "
              "the line\nform compares the session profile (%%profile, %profload) against NAME."},
-    {.name = "profallocs", .forms = KN_FORM_LINE | KN_FORM_CELL, .profile = KN_PROF_ALLOCS,
-     .statement = always, .options = RUN_OPTS | KN_OPTS_ALLOC,
+    {.name = "profallocs", .forms = KN_FORM_LINE | KN_FORM_CELL, .profile = KN_PROF_VIEW,
+     .kind = FL_PROFILE_ALLOC_BYTES, .statement = always, .options = RUN_OPTS | KN_OPTS_ALLOC,
      .usage = "%%profallocs [sample_rate=] [weight=bytes|count] [live=true] [opts]  /  "
               "%profallocs [opts] STATEMENT",
      .help = "Run the cell (or the statement) recording its memory allocations (malloc, "

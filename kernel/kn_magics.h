@@ -38,6 +38,9 @@ typedef struct kn_magic_def {
    * or under the profiler with this mode; neither for the other magics. */
   bool timeit;
   kn_profmode_t profile;
+  /* The kind of samples its profiled runs take unless options choose
+   * another (FL_PROFILE_CPU unless written). */
+  fl_profile_kind_t kind;
   /* Whether the line form, with these args, is a statement form. NULL:
    * never. */
   bool (*statement)(const char *args);

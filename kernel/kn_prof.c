@@ -297,6 +297,7 @@ done:
 const fl_profile_t *kn_prof_session(const kn_prof_t *p) { return p->session; }
 
 void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t mode) {
+  if (fl_kind(fl_profile_info_const(run)->kind)->allocs) return;
   switch (mode) {
   case KN_PROF_VIEW:
   case KN_PROF_DIFF:
@@ -306,7 +307,8 @@ void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t m
   case KN_PROF_ACCUMULATE:
     /* A session that holds another kind of profile (an allocation profile
      * %profload read) starts again from this run. */
-    if (fl_profile_info_const(p->session)->kind != fl_profile_info_const(run)->kind) {
+    if (!fl_kind_comparable(fl_profile_info_const(p->session)->kind,
+                            fl_profile_info_const(run)->kind)) {
       fl_profile_destroy(&p->session);
       p->session = fl_profile_copy(run);
       break;
@@ -315,9 +317,7 @@ void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t m
     fl_profile_info(p->session)->interval_ns = fl_profile_info_const(run)->interval_ns;
     break;
   case KN_PROF_NONE:
-  case KN_PROF_BASE:
-  case KN_PROF_ALLOCS:
-    break;
+  case KN_PROF_BASE: break;
   }
 }
 
@@ -392,7 +392,8 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
   prof = fl_profile_new(FL_PROFILE_ALLOC_BYTES); /* fl_collect_allocs sets the kind */
   cell_rule_t rule;
   fl_collect_opts_t opts = {.rule = cell_rule, .ctx = &rule, .main_tid = pid};
-  fl_collect_allocs_opts_t aopts = {.live = run->live, .weight_count = run->weight_count};
+  fl_collect_allocs_opts_t aopts = {.live = fl_kind(run->kind)->live,
+                                    .weight_count = !fl_kind(run->kind)->bytes};
   if (fl_collect_allocs(prof, sym, map != MAP_FAILED ? map : NULL, bytes, &opts, &aopts, err,
                         err_size) < 0) {
     fl_profile_destroy(&prof);

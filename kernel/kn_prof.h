@@ -30,14 +30,14 @@
 #define KN_PROF_DEFAULT_DELAY_NS 1000000ull
 #define KN_PROF_DEFAULT_WORDS 1000000ull
 
-/* How a profiled run is used. */
+/* How a profiled run is used, whatever kind of samples it takes (the
+ * request's fl_profile_kind_t: CPU time, allocations, ...). */
 typedef enum kn_profmode {
   KN_PROF_NONE,
   KN_PROF_VIEW,       /* %%profview: replace the session profile and show it */
   KN_PROF_ACCUMULATE, /* %%profile: add to the session profile */
   KN_PROF_BASE,       /* %%profbase NAME: keep the profile as a baseline */
   KN_PROF_DIFF,       /* %%profdiffview NAME: show the diff against a baseline */
-  KN_PROF_ALLOCS,     /* %%profallocs: show the cell's allocation graph */
 } kn_profmode_t;
 
 typedef struct kn_prof kn_prof_t;
@@ -97,8 +97,7 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
 /* An allocation-profiled run (%%profallocs): what the worker reported. */
 typedef struct kn_allocs_run {
   double sample_rate;
-  bool live;         /* only what was not freed by the end */
-  bool weight_count; /* widths are allocation counts, not bytes */
+  fl_profile_kind_t kind; /* an allocation kind: bytes or counts, live or not */
   uint64_t records, dropped, calls, frees;
   double cpu_seconds, wall_seconds;
   int cell;
@@ -123,7 +122,7 @@ int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err
  * into a new allocation profile: each record's stack under the cell, with
  * the allocation function (malloc, calloc, realloc, memalign) as its leaf
  * frame, weighed by bytes (or by count), both scaled by 1 / sample_rate;
- * with run->live only records not freed by the end. NULL with err. */
+ * for a live kind only records not freed by the end. NULL with err. */
 fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run,
                                      char *err, size_t err_size);
 
@@ -131,13 +130,14 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
 
 /* Borrowed; never NULL (empty until a run or %profload fills it). */
 const fl_profile_t *kn_prof_session(const kn_prof_t *p);
-/* Takes a finished run into the session profile, by how it ran (mode):
- * %%profview and %%profdiffview make the session that run alone (a copy);
- * %%profile adds its samples, dropped count, CPU and wall time once, and
- * the session takes its interval (a session that holds an allocation
- * profile, which %profload may put there, becomes that run alone);
- * baselines and allocation profiles leave the session as it is. The only place the session profile takes in a
- * run. */
+/* Takes a finished run into the session profile, by how it ran (mode) and
+ * what it sampled (its kind): %%profview and %%profdiffview make the
+ * session that run alone (a copy); %%profile adds its samples, dropped
+ * count, CPU and wall time once, and the session takes its interval (a
+ * session of a kind the run cannot be merged with, fl_kind_comparable,
+ * becomes that run alone); baselines leave the session as it is, and so do
+ * allocation profiles, which never mix with the time the session gathers.
+ * The only place the session profile takes in a run. */
 void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t mode);
 /* Replaces the session profile with prof (stolen): %profload. */
 void kn_prof_session_replace(kn_prof_t *p, fl_profile_t *prof);

@@ -154,22 +154,42 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
     req->sample_rate = v->d;
     req->sample_rate_set = true;
   }
+  bool count = false, live = false, allocs = req->sample_rate_set;
   if ((v = kn_opts_get(&o, "weight")) && v->set) {
-    req->weight_count = !strcmp(v->s, "count");
-    req->weight_set = true;
+    count = !strcmp(v->s, "count");
+    req->weight_set = allocs = true;
   }
   if ((v = kn_opts_get(&o, "live")) && v->set) {
-    req->live = v->b;
-    req->live_set = true;
+    live = v->b;
+    req->live_set = allocs = true;
   }
   if ((v = kn_opts_get(&o, "allocs")) && v->set) {
-    req->allocs = v->b;
-    req->allocs_given = true;
+    allocs = v->b;
+    req->kind_set = true;
   }
+  req->kind = allocs ? fl_kind_alloc(count, live) : FL_PROFILE_CPU;
   req->positional = fl__xcalloc(o.n_positional + 1, sizeof *req->positional);
   for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = fl__xstrdup(o.positional[i]);
   kn_opts_free(&o);
   return 0;
+}
+
+fl_profile_kind_t kn_profreq_kind(const kn_profreq_t *req, fl_profile_kind_t dflt) {
+  bool named = req->kind_set || req->sample_rate_set || req->weight_set || req->live_set;
+  const fl_kind_info_t *want = fl_kind(req->kind), *d = fl_kind(dflt);
+  if (!named) return dflt;
+  if (!want->allocs) return req->kind;
+  return fl_kind_alloc(req->weight_set ? !want->bytes : d->allocs && !d->bytes,
+                       req->live_set ? want->live : d->allocs && d->live);
+}
+
+const char *kn_profreq_kind_words(fl_profile_kind_t kind) {
+  static const char *const words[FL_PROFILE_N_KINDS] = {
+      [FL_PROFILE_CPU] = "allocs=false",        [FL_PROFILE_ALLOC_BYTES] = "allocs=true",
+      [FL_PROFILE_ALLOC_COUNT] = "allocs=true", [FL_PROFILE_LIVE_BYTES] = "allocs=true",
+      [FL_PROFILE_LIVE_COUNT] = "allocs=true",
+  };
+  return words[kind] ? words[kind] : fl_kind(kind)->name;
 }
 
 void kn_profreq_free(kn_profreq_t *req) {

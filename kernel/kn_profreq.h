@@ -46,14 +46,15 @@ typedef struct kn_profreq {
   uint64_t n_words;
   fl_options_t draw; /* the drawing options (tree, view, text, diff) */
   char *baseline;    /* %%profbase / %%profdiffview NAME */
-  /* Allocation profiles: whether this is one, and how it is taken. */
-  bool allocs, allocs_given;
-  double sample_rate;
-  bool weight_count, live;
+  /* What the run samples (fl_kind), whatever the run does with its profile
+   * (mode): it picks the collector the worker runs (kn_profrun.c). The
+   * parser leaves the kind the options name; kn_profreq_kind settles it. */
+  fl_profile_kind_t kind;
+  double sample_rate; /* allocation kinds: the share of allocations recorded */
   /* Which of the kernel's options were written (for defaults taken from a
    * baseline, and options that do not fit the kind of profile);
    * draw.given says which drawing options were. */
-  bool delay_set, n_set, sample_rate_set, weight_set, live_set;
+  bool delay_set, n_set, sample_rate_set, weight_set, live_set, kind_set;
   size_t n_set_options; /* how many key=value options were written */
   char **positional;    /* words that are not options (NULL-terminated) */
   char *args;           /* the option words as written (for %profsave) */
@@ -65,6 +66,15 @@ typedef struct kn_profreq {
 int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
                      kn_profreq_t *req, char *err, size_t err_size);
 void kn_profreq_free(kn_profreq_t *req);
+
+/* The kind req samples when dflt is the one its magic (or a diff's
+ * baseline) takes: allocs= chooses between CPU time and allocations;
+ * sample_rate=, weight= and live= choose an allocation kind, and what of
+ * weight= and live= is not written comes from dflt. */
+fl_profile_kind_t kn_profreq_kind(const kn_profreq_t *req, fl_profile_kind_t dflt);
+/* The option words that choose kind's family, for messages: "allocs=true"
+ * for an allocation profile, "allocs=false" for a CPU one. Static. */
+const char *kn_profreq_kind_words(fl_profile_kind_t kind);
 
 /* Parses args of magic against the options of groups alone (kn_opts_parse
  * with those specs), for a line magic that reads its options itself.

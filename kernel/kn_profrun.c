@@ -1,6 +1,13 @@
 /* What a profiled run leaves: its profile read from the worker's buffer,
  * then shown as a flame graph or a diff, kept as a baseline, or added to
- * the session profile, as its magic says (see kn_exec.h). */
+ * the session profile, as its magic says (see kn_exec.h).
+ *
+ * What the worker runs to take the samples (a collector) follows from the
+ * kind of samples the request asks for (kn_profreq_t.kind), whatever the
+ * run then does with its profile: the table `collectors` maps each kind to
+ * the CPU sampler or the allocation recorder. A new kind of sample is a
+ * row there (and a collector, if no existing one takes it). */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +16,7 @@
 #include "kn_exec.h"
 #include "kn_names.h"
 #include "kn_prof.h"
+#include "kn_profmagic.h"
 #include "kn_worker.h"
 
 /* What became of the profile of a run cut short (a crash, an interrupt),
@@ -16,9 +24,7 @@
 const char *kn_profrun_cut_short_note(kn_profmode_t mode) {
   switch (mode) {
   case KN_PROF_VIEW:
-  case KN_PROF_DIFF:
-  case KN_PROF_ALLOCS:
-    return " The flame graph shows what the cell ran until then.";
+  case KN_PROF_DIFF: return " The flame graph shows what the cell ran until then.";
   case KN_PROF_ACCUMULATE:
     return " What the cell ran until then was added to the session profile.";
   case KN_PROF_BASE:
@@ -49,78 +55,39 @@ static void show_cell_profile(kn_exec_t *e, const fl_profile_t *prof) {
   }
 }
 
-/* The allocation-profiled run of e ended (ev is the worker's "done"
- * event): read the records, keep them as a baseline or show their graph. */
-static void allocs_done(kn_exec_t *e, json_t *ev) {
-  kn_kernel_t *k = e->k;
-  kn_prof_t *kp = kn_kernel_prof(k);
-  kn_session_t *session = kn_kernel_session(k);
-  json_t *info = json_object_get(ev, "allocs");
-  kn_allocs_run_t run = {.sample_rate = e->profreq.sample_rate,
-                         .live = e->profreq.live,
-                         .weight_count = e->profreq.weight_count,
-                         .cell = e->cell};
-  run.records = (uint64_t)json_integer_value(json_object_get(info, "records"));
-  run.dropped = (uint64_t)json_integer_value(json_object_get(info, "dropped"));
-  run.calls = (uint64_t)json_integer_value(json_object_get(info, "calls"));
-  run.frees = (uint64_t)json_integer_value(json_object_get(info, "frees"));
-  run.cpu_seconds = (double)json_integer_value(json_object_get(ev, "cpu_ns")) / 1e9;
-  run.wall_seconds = (double)json_integer_value(json_object_get(ev, "wall_ns")) / 1e9;
-  char err[512];
-  fl_profile_t *prof =
-      kn_prof_collect_allocs(kp, kn_worker_pid(kn_kernel_worker(k)), &run, err, sizeof err);
-  if (!prof) {
-    fl__buf_t sb = FL__BUF_INIT;
-    fl__buf_printf(&sb, "cflame: the allocation profile could not be read: %s\n", err);
-    kn_exec_output(e, 'E', sb.data, sb.len);
-    fl__buf_free(&sb);
-    return;
-  }
-  fl_profile_info_t *pi = fl_profile_info(prof);
-  snprintf(pi->compiler, sizeof pi->compiler, "%s " KN_BASE_CFLAGS " %s %s", kn_session_cc(session),
-           kn_session_cflags(session), kn_session_ldflags(session));
-  char *summary = kn_prof_summary(prof);
-  if (e->profreq.mode == KN_PROF_BASE) {
-    kn_prof_set_baseline(kp, e->profreq.baseline, prof);
-    fl__buf_t sb = FL__BUF_INIT;
-    fl__buf_printf(&sb, "Baseline %s: %s\n", e->profreq.baseline, summary);
-    kn_exec_output(e, 'O', sb.data, sb.len);
-    fl__buf_free(&sb);
-  } else if (fl_profile_n_samples(prof) == 0) {
-    fl__buf_t sb = FL__BUF_INIT;
-    char calls[64];
-    fl_count_noun(run.calls, "allocation call", "allocation calls", calls, sizeof calls);
-    if (run.calls == 0)
-      fl__buf_puts(&sb, "No allocations: the cell made no call to malloc, calloc, realloc or an "
-                          "aligned allocation function while it ran.\n");
-    else if (run.live)
-      fl__buf_printf(&sb, "Nothing is still allocated: of the %s the cell made"
-                            "%s, every block recorded was freed before it ended (live=true).\n",
-                       calls,
-                       run.sample_rate < 1 ? " (a sample of them recorded)" : "");
-    else
-      fl__buf_printf(&sb, "No allocation was sampled: the cell made %s and "
-                            "sample_rate=%g recorded none of them; use a higher sample_rate= "
-                            "(1 records every one).\n",
-                       calls, run.sample_rate);
-    kn_exec_output(e, 'O', sb.data, sb.len);
-    fl__buf_free(&sb);
-  } else {
-    show_cell_profile(e, prof);
-  }
-  free(summary);
-  fl_profile_destroy(&prof);
+/* A collector: what the worker runs to take one kind of samples, and how
+ * the kernel reads what it took. */
+typedef struct collector {
+  /* The run command's member that starts it, and the "done" event's that
+   * reports on it: "profile" (the sampler), "allocs" (the recorder). */
+  const char *key;
+  const char *what; /* in "cflame: WHAT could not be read: ..." */
+  /* Its samples can be read from the crash report's maps once the worker
+   * died (the sampler's shared buffer); otherwise a crash loses them. */
+  bool after_crash;
+  /* The run command's member: the settings, the file prepared. NULL with
+   * err. */
+  json_t *(*request)(kn_prof_t *kp, const kn_exec_t *e, char *err, size_t err_size);
+  /* Reads the run's samples (report: the done event's member, NULL after
+   * a crash) into a new profile. NULL with err. */
+  fl_profile_t *(*collect)(kn_exec_t *e, json_t *ev, json_t *report, const char *maps_text,
+                           pid_t pid, char *err, size_t err_size);
+  /* What a view of no samples says (new string), or NULL for nothing. */
+  char *(*empty)(const kn_exec_t *e, json_t *report, const fl_profile_t *prof);
+} collector_t;
+
+/* ---- the CPU sampler ---- */
+
+static json_t *sampler_request(kn_prof_t *kp, const kn_exec_t *e, char *err, size_t err_size) {
+  const kn_profreq_t *r = &e->profreq;
+  if (kn_prof_prepare(kp, r->n_words, err, err_size) < 0) return NULL;
+  return json_pack("{s:I, s:s, s:I, s:i}", "interval_ns", (json_int_t)r->delay_ns, "file",
+                   kn_prof_buffer_path(kp), "words", (json_int_t)r->n_words, "tag", e->cell);
 }
 
-void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid) {
-  if (e->profreq.allocs) {
-    allocs_done(e, ev);
-    return;
-  }
+static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, const char *maps_text,
+                                     pid_t pid, char *err, size_t err_size) {
   kn_kernel_t *k = e->k;
-  kn_prof_t *kp = kn_kernel_prof(k);
-  kn_session_t *session = kn_kernel_session(k);
-  json_t *info = json_object_get(ev, "profile");
   kn_prof_run_t run = {.interval_ns = e->profreq.delay_ns, .cell = e->cell};
   run.samples = (uint64_t)json_integer_value(json_object_get(info, "samples"));
   run.dropped = (uint64_t)json_integer_value(json_object_get(info, "dropped"));
@@ -131,22 +98,136 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
   run.wall_seconds = (double)json_integer_value(json_object_get(window, "wall_ns")) / 1e9;
   snprintf(run.source, sizeof run.source, "%s",
            json_string_value(json_object_get(info, "source")) ?: "");
+  fl_profile_t *prof =
+      kn_prof_collect(kn_kernel_prof(k), maps_text ? pid : kn_worker_pid(kn_kernel_worker(k)),
+                      maps_text, &run, err, err_size);
+  const char *replaced = json_string_value(json_object_get(info, "handler_replaced"));
+  if (prof && replaced && e->profreq.mode != KN_PROF_BASE) {
+    /* The cell took over a signal the profiler samples with (signal(SIGTRAP,
+     * h), SIG_IGN): sampling stopped then. */
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(
+        &sb,
+        "cflame: the cell replaced the handler of %s, which the profiler samples "
+        "with, so sampling stopped there: %s. The next profiled cell takes the "
+        "handler back.\n",
+        replaced,
+        fl_profile_n_samples(prof) ? "the graph shows what ran before" : "no sample was taken");
+    kn_exec_output(e, 'E', sb.data, sb.len);
+    fl__buf_free(&sb);
+  }
+  return prof;
+}
 
+static char *sampler_empty(const kn_exec_t *e, json_t *info, const fl_profile_t *prof) {
+  (void)e;
+  /* The handler's note said why. */
+  if (json_object_get(info, "handler_replaced")) return NULL;
+  return kn_prof_empty_message(prof);
+}
+
+/* ---- the allocation recorder ---- */
+
+static json_t *recorder_request(kn_prof_t *kp, const kn_exec_t *e, char *err, size_t err_size) {
+  const kn_profreq_t *r = &e->profreq;
+  uint64_t words = r->n_set ? r->n_words : KN_ALLOCS_DEFAULT_WORDS;
+  if (kn_prof_prepare_allocs(kp, words, err, err_size) < 0) return NULL;
+  return json_pack("{s:f, s:s, s:I, s:I, s:i}", "sample_rate", r->sample_rate, "file",
+                   kn_prof_allocs_path(kp), "words", (json_int_t)words, "table_slots",
+                   (json_int_t)KN_ALLOCS_RUN_TABLE_SLOTS(r->sample_rate), "tag", e->cell);
+}
+
+static fl_profile_t *recorder_collect(kn_exec_t *e, json_t *ev, json_t *info, const char *maps_text,
+                                      pid_t pid, char *err, size_t err_size) {
+  (void)maps_text;
+  (void)pid;
+  kn_kernel_t *k = e->k;
+  kn_allocs_run_t run = {
+      .sample_rate = e->profreq.sample_rate, .kind = e->profreq.kind, .cell = e->cell};
+  run.records = (uint64_t)json_integer_value(json_object_get(info, "records"));
+  run.dropped = (uint64_t)json_integer_value(json_object_get(info, "dropped"));
+  run.calls = (uint64_t)json_integer_value(json_object_get(info, "calls"));
+  run.frees = (uint64_t)json_integer_value(json_object_get(info, "frees"));
+  run.cpu_seconds = (double)json_integer_value(json_object_get(ev, "cpu_ns")) / 1e9;
+  run.wall_seconds = (double)json_integer_value(json_object_get(ev, "wall_ns")) / 1e9;
+  return kn_prof_collect_allocs(kn_kernel_prof(k), kn_worker_pid(kn_kernel_worker(k)), &run, err,
+                                err_size);
+}
+
+static char *recorder_empty(const kn_exec_t *e, json_t *info, const fl_profile_t *prof) {
+  (void)prof;
+  uint64_t calls = (uint64_t)json_integer_value(json_object_get(info, "calls"));
+  double sample_rate = e->profreq.sample_rate;
+  fl__buf_t sb = FL__BUF_INIT;
+  char calls_text[64];
+  fl_count_noun(calls, "allocation call", "allocation calls", calls_text, sizeof calls_text);
+  if (calls == 0)
+    fl__buf_puts(&sb,
+                 "No allocations: the cell made no call to malloc, calloc, realloc or an "
+                 "aligned allocation function while it ran.\n");
+  else if (fl_kind(e->profreq.kind)->live)
+    fl__buf_printf(&sb,
+                   "Nothing is still allocated: of the %s the cell made"
+                   "%s, every block recorded was freed before it ended (live=true).\n",
+                   calls_text, sample_rate < 1 ? " (a sample of them recorded)" : "");
+  else
+    fl__buf_printf(&sb,
+                   "No allocation was sampled: the cell made %s and "
+                   "sample_rate=%g recorded none of them; use a higher sample_rate= "
+                   "(1 records every one).\n",
+                   calls_text, sample_rate);
+  return fl__buf_take(&sb);
+}
+
+static const collector_t sampler = {"profile",       "the profile",   true,
+                                    sampler_request, sampler_collect, sampler_empty};
+static const collector_t recorder = {"allocs",         "the allocation profile", false,
+                                     recorder_request, recorder_collect,         recorder_empty};
+
+/* The collector of each kind of samples the kernel can take; NULL: none
+ * (kinds only read from files). */
+static const collector_t *const collectors[FL_PROFILE_N_KINDS] = {
+    [FL_PROFILE_CPU] = &sampler,          [FL_PROFILE_ALLOC_BYTES] = &recorder,
+    [FL_PROFILE_ALLOC_COUNT] = &recorder, [FL_PROFILE_LIVE_BYTES] = &recorder,
+    [FL_PROFILE_LIVE_COUNT] = &recorder,
+};
+
+static const collector_t *collector_of(const kn_exec_t *e) {
+  const collector_t *c = collectors[e->profreq.kind];
+  assert(c); /* kn_profreq_kind only settles on kinds the options can name */
+  return c;
+}
+
+json_t *kn_profrun_request(kn_exec_t *e, const char **key, char *err, size_t err_size) {
+  const collector_t *c = collector_of(e);
+  *key = c->key;
+  return c->request(kn_kernel_prof(e->k), e, err, err_size);
+}
+
+bool kn_profrun_after_crash(const kn_exec_t *e) {
+  return collector_of(e)->after_crash;
+}
+
+void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid) {
+  kn_kernel_t *k = e->k;
+  kn_prof_t *kp = kn_kernel_prof(k);
+  kn_session_t *session = kn_kernel_session(k);
+  const collector_t *c = collector_of(e);
+  json_t *report = json_object_get(ev, c->key);
   char err[512];
-  fl_profile_t *prof = kn_prof_collect(kp, maps_text ? pid : kn_worker_pid(kn_kernel_worker(k)),
-                                       maps_text, &run, err, sizeof err);
+  fl_profile_t *prof = c->collect(e, ev, report, maps_text, pid, err, sizeof err);
   if (!prof) {
-    char *msg = fl__xstrdup(err);
-    kn_exec_output(e, 'E', "cflame: the profile could not be read: ", 39);
-    kn_exec_output(e, 'E', msg, strlen(msg));
-    kn_exec_output(e, 'E', "\n", 1);
-    free(msg);
+    fl__buf_t sb = FL__BUF_INIT;
+    fl__buf_printf(&sb, "cflame: %s could not be read: %s\n", c->what, err);
+    kn_exec_output(e, 'E', sb.data, sb.len);
+    fl__buf_free(&sb);
     return;
   }
   fl_profile_info_t *pi = fl_profile_info(prof);
   snprintf(pi->compiler, sizeof pi->compiler, "%s " KN_BASE_CFLAGS " %s %s", kn_session_cc(session),
            kn_session_cflags(session), kn_session_ldflags(session));
-  if (e->profreq.mode == KN_PROF_BASE) {
+  kn_profmode_t mode = e->profreq.mode;
+  if (mode == KN_PROF_BASE) {
     kn_prof_set_baseline(kp, e->profreq.baseline, prof);
     char *summary = kn_prof_summary(prof);
     fl__buf_t sb = FL__BUF_INIT;
@@ -154,34 +235,18 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
     kn_exec_output(e, 'O', sb.data, sb.len);
     fl__buf_free(&sb);
     free(summary);
-    fl_profile_destroy(&prof);
-    return;
+  } else {
+    kn_prof_session_take(kp, prof, mode);
   }
-  kn_prof_session_take(kp, prof, e->profreq.mode);
-  const char *replaced = json_string_value(json_object_get(info, "handler_replaced"));
-  if (replaced) {
-    /* The cell took over a signal the profiler samples with (signal(SIGTRAP,
-     * h), SIG_IGN): sampling stopped then. */
-    fl__buf_t sb = FL__BUF_INIT;
-    fl__buf_printf(&sb, "cflame: the cell replaced the handler of %s, which the profiler samples "
-                          "with, so sampling stopped there: %s. The next profiled cell takes the "
-                          "handler back.\n",
-                     replaced, fl_profile_n_samples(prof) ? "the graph shows what ran before"
-                                                          : "no sample was taken");
-    kn_exec_output(e, 'E', sb.data, sb.len);
-    fl__buf_free(&sb);
-  }
-  if (e->profreq.mode == KN_PROF_VIEW || e->profreq.mode == KN_PROF_DIFF) {
-    if (fl_profile_n_samples(prof) == 0) {
-      if (!replaced) {
-        char *msg = kn_prof_empty_message(prof);
-        kn_exec_output(e, 'O', msg, strlen(msg));
-        free(msg);
-      }
-    } else {
+  if (mode == KN_PROF_VIEW || mode == KN_PROF_DIFF) {
+    if (fl_profile_n_samples(prof) > 0) {
       show_cell_profile(e, prof);
+    } else {
+      char *msg = c->empty(e, report, prof);
+      if (msg) kn_exec_output(e, 'O', msg, strlen(msg));
+      free(msg);
     }
-  } else if (run.dropped) {
+  } else if (mode == KN_PROF_ACCUMULATE && pi->dropped) {
     char *summary = kn_prof_summary(prof);
     kn_exec_output(e, 'E', summary, strlen(summary));
     kn_exec_output(e, 'E', "\n", 1);
@@ -189,4 +254,3 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
   }
   fl_profile_destroy(&prof);
 }
-

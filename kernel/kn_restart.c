@@ -71,7 +71,7 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
    * to the crash is shown and joins the session profile, as it would have
    * at the end of the run (a run cut short makes no baseline). */
   const char *profile_note = e->profreq.mode == KN_PROF_BASE ? kn_profrun_cut_short_note(KN_PROF_BASE) : "";
-  if (kept && e->profreq.mode != KN_PROF_NONE && !e->profreq.allocs && e->crash_report) {
+  if (kept && e->profreq.mode != KN_PROF_NONE && kn_profrun_after_crash(e) && e->crash_report) {
     const char *maps = strstr(e->crash_report, "\nmaps\n");
     const char *tid = strstr(e->crash_report, "\nmain_tid ");
     if (maps && tid && e->profreq.mode != KN_PROF_BASE) {

@@ -72,29 +72,10 @@ void kn_execute_on_compiler(kn_kernel_t *k) {
   run_compiled(k, e, rc, diagnostics, err, timeit);
 }
 
-/* The run command's profiling part, under *key ("profile" or "allocs"),
- * with the file the worker records into prepared. NULL with err. */
-static json_t *profiler_request(kn_prof_t *kp, const kn_exec_t *e, const char **key, char *err,
-                                size_t err_size) {
-  const kn_profreq_t *r = &e->profreq;
-  if (r->allocs) {
-    *key = "allocs";
-    if (kn_prof_prepare_allocs(kp, r->n_words, err, err_size) < 0) return NULL;
-    return json_pack("{s:f, s:s, s:I, s:I, s:i}", "sample_rate", r->sample_rate, "file",
-                     kn_prof_allocs_path(kp), "words", (json_int_t)r->n_words, "table_slots",
-                     (json_int_t)KN_ALLOCS_RUN_TABLE_SLOTS(r->sample_rate), "tag", e->cell);
-  }
-  *key = "profile";
-  if (kn_prof_prepare(kp, r->n_words, err, err_size) < 0) return NULL;
-  return json_pack("{s:I, s:s, s:I, s:i}", "interval_ns", (json_int_t)r->delay_ns, "file",
-                   kn_prof_buffer_path(kp), "words", (json_int_t)r->n_words, "tag", e->cell);
-}
-
 /* The compiler's answer (rc as kn_session_compile's): reports its errors,
  * or hands the cell to the worker. timeit is stolen. */
-static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics, const char *err_in,
-                         json_t *timeit) {
-  kn_prof_t *kp = kn_kernel_prof(k);
+static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics,
+                         const char *err_in, json_t *timeit) {
   char err[1024];
   snprintf(err, sizeof err, "%s", err_in);
   if (rc == 1) {
@@ -136,7 +117,7 @@ static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics
   if (timeit) json_object_set_new(cmd, "timeit", timeit);
   if (e->profreq.mode != KN_PROF_NONE) {
     const char *key;
-    json_t *req = profiler_request(kp, e, &key, err, sizeof err);
+    json_t *req = kn_profrun_request(e, &key, err, sizeof err);
     if (!req) {
       json_decref(cmd);
       kn_exec_fail(e, "ProfileError", "%s", err);
@@ -198,50 +179,42 @@ static int check_magics(kn_exec_t *e, const kn_cell_magics_t *cm) {
   return 0;
 }
 
-/* Decides whether req profiles CPU time or allocations (%%profallocs;
- * %%profbase with allocs=true or allocation options; %%profdiffview as its
- * baseline was taken), takes a diff's allocation settings from its
- * baseline unless written, and refuses options of the other kind and a
- * diff of one kind against the other. Returns 0, or -1 with err. */
-static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, kn_profmode_t mode,
+/* Settles the kind of samples req takes (kn_profreq_kind): the magic's
+ * (def->kind), or for %%profdiffview its baseline's, unless the options
+ * choose another; refuses options of another kind and a diff of one kind
+ * against another. Returns 0, or -1 with err. */
+static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_def_t *def,
                                 const char *magic, char *err, size_t err_size) {
   bool alloc_opts = r->sample_rate_set || r->weight_set || r->live_set;
-  if (mode == KN_PROF_ALLOCS) {
-    r->allocs = true;
-  } else if (mode == KN_PROF_BASE) {
-    if (!r->allocs_given) r->allocs = alloc_opts;
-  } else if (mode == KN_PROF_DIFF) {
-    const fl_profile_info_t *bi = fl_profile_info_const(kn_prof_baseline(kn_kernel_prof(k), r->baseline));
-    bool base_allocs = fl_kind(bi->kind)->allocs;
-    if (!r->allocs_given) r->allocs = base_allocs || alloc_opts;
-    if (r->allocs != base_allocs) {
-      snprintf(err, err_size,
-               "%%%s %s: baseline %s is %s, and this would be %s: a CPU profile cannot be "
-               "compared with an allocation profile. Profile the same way as the baseline "
-               "(%s), or take another baseline with %%%%profbase NAME%s",
-               magic, r->baseline, r->baseline,
-               base_allocs ? "an allocation profile" : "a CPU profile",
-               r->allocs ? "an allocation profile" : "a CPU profile",
-               base_allocs ? "allocs=true" : "allocs=false", r->allocs ? " allocs=true" : "");
-      return -1;
-    }
-    if (r->allocs) {
-      if (!r->sample_rate_set) r->sample_rate = bi->sample_rate;
-      if (!r->weight_set) r->weight_count = !fl_kind(bi->kind)->bytes;
-      if (!r->live_set) r->live = fl_kind(bi->kind)->live;
-    }
+  const fl_profile_info_t *bi =
+      def->profile == KN_PROF_DIFF
+          ? fl_profile_info_const(kn_prof_baseline(kn_kernel_prof(k), r->baseline))
+          : NULL;
+  r->kind = kn_profreq_kind(r, bi ? bi->kind : def->kind);
+  const fl_kind_info_t *kind = fl_kind(r->kind);
+  if (bi && strcmp(kind->profile, fl_kind(bi->kind)->profile) != 0) {
+    /* %%profbase's words for this kind: none for the kind it takes plain. */
+    bool plain = r->kind == kn_magic_find("profbase")->kind;
+    snprintf(err, err_size,
+             "%%%s %s: baseline %s is %s, and this would be %s: a CPU profile cannot be "
+             "compared with an allocation profile. Profile the same way as the baseline "
+             "(%s), or take another baseline with %%%%profbase NAME%s%s",
+             magic, r->baseline, r->baseline, fl_kind(bi->kind)->profile, kind->profile,
+             kn_profreq_kind_words(bi->kind), plain ? "" : " ",
+             plain ? "" : kn_profreq_kind_words(r->kind));
+    return -1;
   }
-  if (r->allocs && r->delay_set) {
+  if (bi && kind->allocs && !r->sample_rate_set) r->sample_rate = bi->sample_rate;
+  if (kind->allocs && r->delay_set) {
     snprintf(err, err_size, "%%%s: delay= is the CPU profiler's sampling interval; an allocation "
                             "profile samples allocations: use sample_rate= (0 < rate <= 1)", magic);
     return -1;
   }
-  if (!r->allocs && alloc_opts) {
+  if (!kind->allocs && alloc_opts) {
     snprintf(err, err_size, "%%%s: sample_rate=, weight= and live= are options of allocation "
                             "profiles (%%%%profallocs, or allocs=true)", magic);
     return -1;
   }
-  if (r->allocs && !r->n_set) r->n_words = KN_ALLOCS_DEFAULT_WORDS;
   return 0;
 }
 
@@ -306,7 +279,7 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
                m->name, m->name);
       goto fail;
     }
-    if (resolve_profile_kind(k, &e->profreq, mode, m->name, err, sizeof err) < 0) goto fail;
+    if (resolve_profile_kind(k, &e->profreq, def, m->name, err, sizeof err) < 0) goto fail;
     e->profreq.mode = mode;
     return 0;
   }

@@ -1,6 +1,7 @@
 /* Unit tests for kn_prof's session side: how a profiled run enters the
  * session profile by its mode (%%profile adds each run once, %%profview
- * and %%profdiffview replace it, baselines and allocation runs leave it),
+ * and %%profdiffview replace it, baselines and allocation runs leave it,
+ * whatever their mode),
  * the last graph shown for %profsave, the settings, the baselines, and the
  * summary sentence under every graph. Runs are small profiles made with
  * the flame library. */
@@ -119,9 +120,7 @@ static void test_modes(void) {
       {KN_PROF_ACCUMULATE, KN_PROF_DIFF, false, true},
       {KN_PROF_DIFF, KN_PROF_VIEW, false, true},
       {KN_PROF_VIEW, KN_PROF_BASE, true, false},
-      {KN_PROF_ACCUMULATE, KN_PROF_ALLOCS, true, false},
       {KN_PROF_ACCUMULATE, KN_PROF_NONE, true, false},
-      {KN_PROF_BASE, KN_PROF_ALLOCS, false, false},
       {KN_PROF_NONE, KN_PROF_ACCUMULATE, false, true},
   };
   fl_profile_t *a = make_run(&run_a), *b = make_run(&run_b);
@@ -153,6 +152,45 @@ static void test_modes(void) {
   }
   fl_profile_destroy(&a);
   fl_profile_destroy(&b);
+}
+
+/* A run enters the session by its kind as well as its mode: an
+ * allocation run never does, whatever its mode (%%profallocs is a view);
+ * a %%profile run of a kind the session cannot be merged with
+ * (fl_kind_comparable: a loaded allocation profile) starts it again. */
+static void test_kinds(void) {
+  static const struct {
+    fl_profile_kind_t session, run;
+    kn_profmode_t mode;
+    bool has_a, has_b;
+  } cases[] = {
+      {FL_PROFILE_CPU, FL_PROFILE_CPU, KN_PROF_ACCUMULATE, true, true},
+      {FL_PROFILE_CPU, FL_PROFILE_ALLOC_BYTES, KN_PROF_VIEW, true, false},
+      {FL_PROFILE_CPU, FL_PROFILE_LIVE_COUNT, KN_PROF_DIFF, true, false},
+      {FL_PROFILE_CPU, FL_PROFILE_ALLOC_COUNT, KN_PROF_ACCUMULATE, true, false},
+      {FL_PROFILE_ALLOC_BYTES, FL_PROFILE_CPU, KN_PROF_ACCUMULATE, false, true},
+      {FL_PROFILE_ALLOC_BYTES, FL_PROFILE_CPU, KN_PROF_VIEW, false, true},
+      {FL_PROFILE_ALLOC_BYTES, FL_PROFILE_ALLOC_BYTES, KN_PROF_VIEW, true, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kn_prof_t *p = kn_prof_new(dir);
+    fl_profile_t *a = make_run(&run_a), *b = make_run(&run_b);
+    fl_profile_info(a)->kind = cases[i].session;
+    fl_profile_info(b)->kind = cases[i].run;
+    kn_prof_session_replace(p, fl_profile_copy(a));
+    kn_prof_session_take(p, b, cases[i].mode);
+    const fl_profile_t *session = kn_prof_session(p);
+    if (cases[i].has_a && cases[i].has_b)
+      CHECK_INT(fl_profile_info_const(session)->total_weight,
+                fl_profile_info_const(a)->total_weight + fl_profile_info_const(b)->total_weight);
+    else
+      CHECK(same_profile(session, cases[i].has_a ? a : b));
+    CHECK_INT(fl_profile_info_const(session)->kind,
+              cases[i].has_b ? cases[i].run : cases[i].session);
+    fl_profile_destroy(&a);
+    fl_profile_destroy(&b);
+    kn_prof_destroy(&p);
+  }
 }
 
 /* %profclear empties the session; what comes next starts from nothing.
@@ -381,6 +419,7 @@ int main(void) {
   }
   test_accumulate_counts_once();
   test_modes();
+  test_kinds();
   test_clear_and_replace();
   test_remember();
   test_settings();

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "kn_magics.h"
+#include "kn_profreq.h"
 #include "kn_text.h"
 #include "test.h"
 
@@ -172,8 +173,53 @@ static void test_usage_keys_are_options(void) {
   }
 }
 
+/* The kind of samples a profiling magic takes is its row's, or what its
+ * options choose (kn_profreq_kind), whatever the run does with the
+ * profile: %%profallocs is a view of allocations, not a mode of its own. */
+static void test_kinds(void) {
+  CHECK_INT(kn_magic_find("profallocs")->profile, KN_PROF_VIEW);
+  CHECK_INT(kn_magic_find("profallocs")->kind, FL_PROFILE_ALLOC_BYTES);
+  static const char *const cpu_magics[] = {"profview", "profile", "profbase", "profdiffview"};
+  for (size_t i = 0; i < sizeof cpu_magics / sizeof cpu_magics[0]; i++)
+    CHECK_INT(kn_magic_find(cpu_magics[i])->kind, FL_PROFILE_CPU);
+
+  static const struct {
+    const char *args;
+    fl_profile_kind_t dflt, kind;
+  } cases[] = {
+      {"", FL_PROFILE_CPU, FL_PROFILE_CPU},
+      {"", FL_PROFILE_ALLOC_BYTES, FL_PROFILE_ALLOC_BYTES},
+      {"", FL_PROFILE_LIVE_COUNT, FL_PROFILE_LIVE_COUNT}, /* a diff: as its baseline */
+      {"allocs=true", FL_PROFILE_CPU, FL_PROFILE_ALLOC_BYTES},
+      {"allocs=true", FL_PROFILE_LIVE_COUNT, FL_PROFILE_LIVE_COUNT},
+      {"allocs=false", FL_PROFILE_ALLOC_COUNT, FL_PROFILE_CPU},
+      {"sample_rate=0.5", FL_PROFILE_CPU, FL_PROFILE_ALLOC_BYTES},
+      {"weight=count", FL_PROFILE_CPU, FL_PROFILE_ALLOC_COUNT},
+      {"weight=count", FL_PROFILE_ALLOC_BYTES, FL_PROFILE_ALLOC_COUNT},
+      {"live=true", FL_PROFILE_ALLOC_COUNT, FL_PROFILE_LIVE_COUNT},
+      {"weight=bytes", FL_PROFILE_LIVE_COUNT, FL_PROFILE_LIVE_BYTES},
+      {"live=false weight=count", FL_PROFILE_LIVE_BYTES, FL_PROFILE_ALLOC_COUNT},
+      {"allocs=false weight=count", FL_PROFILE_CPU, FL_PROFILE_CPU},
+  };
+  kn_prof_t *kp = kn_prof_new("/tmp");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kn_profreq_t req;
+    char err[512] = "";
+    CHECK_INT(
+        kn_profreq_parse(kp, "profbase", cases[i].args,
+                         KN_OPTS_PROFILER | KN_OPTS_ALLOC | KN_OPTS_KIND, &req, err, sizeof err),
+        0);
+    CHECK_STR(fl_kind(kn_profreq_kind(&req, cases[i].dflt))->name, fl_kind(cases[i].kind)->name);
+    kn_profreq_free(&req);
+  }
+  kn_prof_destroy(&kp);
+  CHECK_STR(kn_profreq_kind_words(FL_PROFILE_CPU), "allocs=false");
+  CHECK_STR(kn_profreq_kind_words(FL_PROFILE_LIVE_BYTES), "allocs=true");
+}
+
 int main(void) {
   test_every_entry();
+  test_kinds();
   test_usage_keys_are_options();
   test_is_statement();
   test_unknown();
