@@ -246,9 +246,112 @@ static void put_diff_legend(fl__buf_t *b, const fl_diff_t *d, double y) {
     x = put_swatch(b, x, y, entries[i].color, entries[i].label);
 }
 
+/* The svg element, its background, then the title and the notes. No XML
+ * declaration: the SVG is embedded in HTML by nbconvert and JupyterLab
+ * (lxml refuses a declaration in text), and a standalone .svg is UTF-8 XML
+ * without one. */
+static void put_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *v, double full_w,
+                        double full_h, double title_y, char notes[][FL__NOTE_SIZE],
+                        const double *note_y, int n_notes) {
+  fl__buf_puts(b, "<svg xmlns='http://www.w3.org/2000/svg' width='");
+  put_px(b, full_w);
+  fl__buf_puts(b, "' height='");
+  put_px(b, full_h);
+  fl__buf_puts(b, "' viewBox='0 0 ");
+  put_px(b, full_w);
+  fl__buf_puts(b, " ");
+  put_px(b, full_h);
+  /* In a page the graph follows the width of its output area, down to
+   * MIN_SCALE of its own (labels stay legible; narrower pages scroll). */
+  fl__buf_printf(b, "' style='max-width:100%%;height:auto;min-width:%dpx' font-family='%s'>\n",
+                 (int)(MIN_SCALE * full_w), SANS);
+  fl__buf_printf(b, "<rect width='100%%' height='100%%' fill='%s'/>\n", th->background);
+
+  fl__buf_printf(b, "<g fill='%s'>\n", th->text);
+  if (v->title && v->title[0]) {
+    fl__buf_printf(b, "<text x='%g' y='%g' font-size='14' font-weight='bold'>", MARGIN, title_y);
+    put_text(b, v->title);
+    fl__buf_puts(b, "</text>\n");
+  }
+  for (int i = 0; i < n_notes; i++) {
+    fl__buf_printf(b, "<text x='%g' y='%g' font-size='12'>", MARGIN, note_y[i]);
+    put_text(b, notes[i]);
+    fl__buf_puts(b, "</text>\n");
+  }
+  fl__buf_puts(b, "</g>\n");
+}
+
+/* The frames: a rect with its title each, then their labels on top, which
+ * let the pointer through to the rect's title. */
+static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v,
+                       const fl__theme_t *th, const fl__rows_t *r, const fl__layout_t *l,
+                       double plot_top, double scale) {
+  bool alloc = fl__is_alloc(t);
+  fl__buf_printf(b, "<g stroke='%s' stroke-width='0.5'>\n", th->background);
+  for (size_t i = 0; i < r->n; i++) {
+    const fl_node_t *n = r->rows[i];
+    int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
+    char color[8];
+    fl__row_color(r, n, color);
+    fl__buf_puts(b, "<rect x='");
+    put_px(b, MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
+    fl__buf_puts(b, "' y='");
+    put_px(b, plot_top + level * l->level_px);
+    double w = (double)n->count * scale;
+    fl__buf_puts(b, "' width='");
+    put_px(b, fmax(0.1, w));
+    fl__buf_puts(b, "' height='");
+    put_px(b, l->level_px);
+    fl__buf_printf(b, "' fill='%s'%s>", color, w < FL__OUTLINE_MIN_PX ? " stroke='none'" : "");
+    if (r->diff)
+      put_diff_title(b, r->diff, n, r->total, alloc);
+    else
+      put_title(b, t, n, r->total, alloc, fl__alloc_counts(t));
+    fl__buf_puts(b, "</rect>\n");
+  }
+  fl__buf_puts(b, "</g>\n");
+  if (l->labels) {
+    fl__buf_printf(b, "<g font-family='%s' font-size='%g' fill='%s' pointer-events='none'>\n",
+                   MONOSPACE, LABEL_FONT_PX, th->frame_text);
+    for (size_t i = 0; i < r->n; i++) {
+      const fl_node_t *n = r->rows[i];
+      int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
+      double x = MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
+      double mid = plot_top + (level + 0.5) * l->level_px;
+      put_label(b, n, x, mid + 0.36 * LABEL_FONT_PX, (double)n->count * scale);
+    }
+    fl__buf_puts(b, "</g>\n");
+  }
+}
+
+/* A diff's vanished list: a header, the first shown lines, "… and K more". */
+static void put_vanished(fl__buf_t *b, const fl_diff_t *d, const fl__theme_t *th,
+                         const fl_vanished_t *vanished, size_t n_vanished, size_t shown, double y) {
+  fl__buf_printf(b, "<g font-size='11' fill='%s'>\n", th->text);
+  fl__buf_printf(b, "<text x='%g' y='%g' font-weight='bold'>", MARGIN, y);
+  put_text(b, fl__vanished_header(d));
+  fl__buf_puts(b, "</text>\n");
+  char line[1024];
+  for (size_t i = 0; i < shown; i++) {
+    fl__vanished_line(d, &vanished[i], line, sizeof line);
+    /* xml:space keeps the two spaces between a name and its location
+     * (browsers heed it on the text element only). */
+    fl__buf_printf(b, "<text x='%g' y='%g' xml:space='preserve'>", MARGIN,
+                   y + VANISHED_LINE_PX * (i + 1.0));
+    put_text(b, line);
+    fl__buf_puts(b, "</text>\n");
+  }
+  if (n_vanished > shown) {
+    char more[32];
+    fl__thousands(n_vanished - shown, more);
+    fl__buf_printf(b, "<text x='%g' y='%g'>\xe2\x80\xa6 and %s more</text>\n", MARGIN,
+                   y + VANISHED_LINE_PX * (shown + 1.0), more);
+  }
+  fl__buf_puts(b, "</g>\n");
+}
+
 char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
   const fl__theme_t *th = fl__theme_of(v);
-  bool alloc = fl__is_alloc(t);
   fl__layout_t l;
   fl__layout_of(v, r, &l);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
@@ -273,73 +376,8 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   double scale = r->total ? l.width / (double)r->total : 0;
 
   fl__buf_t b = {0};
-  /* No XML declaration: the SVG is embedded in HTML by nbconvert and
-   * JupyterLab (lxml refuses a declaration in text), and a standalone .svg
-   * is UTF-8 XML without one. */
-  fl__buf_puts(&b, "<svg xmlns='http://www.w3.org/2000/svg' width='");
-  put_px(&b, full_w);
-  fl__buf_puts(&b, "' height='");
-  put_px(&b, full_h);
-  fl__buf_puts(&b, "' viewBox='0 0 ");
-  put_px(&b, full_w);
-  fl__buf_puts(&b, " ");
-  put_px(&b, full_h);
-  /* In a page the graph follows the width of its output area, down to
-   * MIN_SCALE of its own (labels stay legible; narrower pages scroll). */
-  fl__buf_printf(&b, "' style='max-width:100%%;height:auto;min-width:%dpx' font-family='%s'>\n",
-                 (int)(MIN_SCALE * full_w), SANS);
-  fl__buf_printf(&b, "<rect width='100%%' height='100%%' fill='%s'/>\n", th->background);
-
-  fl__buf_printf(&b, "<g fill='%s'>\n", th->text);
-  if (has_title) {
-    fl__buf_printf(&b, "<text x='%g' y='%g' font-size='14' font-weight='bold'>", MARGIN, title_y);
-    put_text(&b, v->title);
-    fl__buf_puts(&b, "</text>\n");
-  }
-  for (int i = 0; i < n_notes; i++) {
-    fl__buf_printf(&b, "<text x='%g' y='%g' font-size='12'>", MARGIN, note_y[i]);
-    put_text(&b, notes[i]);
-    fl__buf_puts(&b, "</text>\n");
-  }
-  fl__buf_puts(&b, "</g>\n");
-
-  /* Frames: a rect with its title each, then their labels on top, which
-   * let the pointer through to the rect's title. */
-  fl__buf_printf(&b, "<g stroke='%s' stroke-width='0.5'>\n", th->background);
-  for (size_t i = 0; i < r->n; i++) {
-    const fl_node_t *n = r->rows[i];
-    int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
-    char color[8];
-    fl__row_color(r, n, color);
-    fl__buf_puts(&b, "<rect x='");
-    put_px(&b, MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
-    fl__buf_puts(&b, "' y='");
-    put_px(&b, plot_top + level * l.level_px);
-    double w = (double)n->count * scale;
-    fl__buf_puts(&b, "' width='");
-    put_px(&b, fmax(0.1, w));
-    fl__buf_puts(&b, "' height='");
-    put_px(&b, l.level_px);
-    fl__buf_printf(&b, "' fill='%s'%s>", color, w < FL__OUTLINE_MIN_PX ? " stroke='none'" : "");
-    if (r->diff)
-      put_diff_title(&b, r->diff, n, r->total, alloc);
-    else
-      put_title(&b, t, n, r->total, alloc, fl__alloc_counts(t));
-    fl__buf_puts(&b, "</rect>\n");
-  }
-  fl__buf_puts(&b, "</g>\n");
-  if (l.labels) {
-    fl__buf_printf(&b, "<g font-family='%s' font-size='%g' fill='%s' pointer-events='none'>\n",
-                   MONOSPACE, LABEL_FONT_PX, th->frame_text);
-    for (size_t i = 0; i < r->n; i++) {
-      const fl_node_t *n = r->rows[i];
-      int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
-      double x = MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
-      double mid = plot_top + (level + 0.5) * l.level_px;
-      put_label(&b, n, x, mid + 0.36 * LABEL_FONT_PX, (double)n->count * scale);
-    }
-    fl__buf_puts(&b, "</g>\n");
-  }
+  put_opening(&b, th, v, full_w, full_h, title_y, notes, note_y, n_notes);
+  put_frames(&b, t, v, th, r, &l, plot_top, scale);
 
   /* Legend: a swatch and a name per kind of code drawn, or per change. */
   fl__buf_printf(&b, "<g font-size='11' fill='%s'>\n", th->text);
@@ -348,29 +386,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   else
     put_kinds_legend(&b, fl__kinds_present(r), legend_y);
   fl__buf_puts(&b, "</g>\n");
-  if (vanished_lines) {
-    fl__buf_printf(&b, "<g font-size='11' fill='%s'>\n", th->text);
-    fl__buf_printf(&b, "<text x='%g' y='%g' font-weight='bold'>", MARGIN, vanished_y);
-    put_text(&b, fl__vanished_header(r->diff));
-    fl__buf_puts(&b, "</text>\n");
-    char line[1024];
-    for (size_t i = 0; i < shown; i++) {
-      fl__vanished_line(r->diff, &vanished[i], line, sizeof line);
-      /* xml:space keeps the two spaces between a name and its location
-       * (browsers heed it on the text element only). */
-      fl__buf_printf(&b, "<text x='%g' y='%g' xml:space='preserve'>", MARGIN,
-                     vanished_y + VANISHED_LINE_PX * (i + 1.0));
-      put_text(&b, line);
-      fl__buf_puts(&b, "</text>\n");
-    }
-    if (n_vanished > shown) {
-      char more[32];
-      fl__thousands(n_vanished - shown, more);
-      fl__buf_printf(&b, "<text x='%g' y='%g'>\xe2\x80\xa6 and %s more</text>\n", MARGIN,
-                     vanished_y + VANISHED_LINE_PX * (shown + 1.0), more);
-    }
-    fl__buf_puts(&b, "</g>\n");
-  }
+  if (vanished_lines) put_vanished(&b, r->diff, th, vanished, n_vanished, shown, vanished_y);
   fl__buf_puts(&b, "</svg>\n");
   return fl__buf_take(&b);
 }
