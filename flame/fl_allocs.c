@@ -103,29 +103,21 @@
 #include <libunwind.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
-#include <stdio.h>
 #include <string.h>
-#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fl__allocs.h"
 #include "fl__common.h"
 #include "fl__rng.h"
 
-#define MAX_THREADS 1024
 /* Frames of the recorder and the interposer above the caller, at most. */
 #define OWN_FRAMES 16
 #define FL_ALLOCS_MAX_PROBE 64
 #define MAX_FP_RANGES 16384
 #define SLOT_EMPTY 0
 #define SLOT_FREED 1
-/* A record's word 3: the kind in the low byte, the table slot in bits
- * 32-62 (the recorder's own: start clears those slots), FL_ALLOCS_FREED. */
-#define KIND_MASK 0xffull
-#define SLOT_MASK 0x7fffffffull
-_Static_assert(FL_ALLOCS_MAX_TABLE_SLOTS - 1 <= SLOT_MASK, "slots fit in word 3");
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -135,46 +127,20 @@ _Static_assert(FL_ALLOCS_MAX_TABLE_SLOTS - 1 <= SLOT_MASK, "slots fit in word 3"
  * instrumentation there. */
 #define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
-typedef fl__allocs_counters_t counters_t;
 typedef fl__allocs_thread_t thread_state_t;
 _Static_assert(sizeof(((thread_state_t *)0)->pcs) / sizeof(void *) ==
                    FL_ALLOCS_MAX_DEPTH + OWN_FRAMES,
                "the unwinding buffer");
 
-static counters_t counter_blocks[MAX_THREADS];
-static counters_t shared_counters = {.shared = true, .owned = 1};
+counters_t fl__allocs_counter_blocks[MAX_THREADS];
+counters_t fl__allocs_shared_counters = {.shared = true, .owned = 1};
+fl__allocs_state_t fl__allocs_state;
+fl__allocs_written_t fl__allocs_written;
 
 __thread thread_state_t fl__allocs_thread __attribute__((tls_model("initial-exec")));
-#define T fl__allocs_thread
 
 /* Read on every call (see fl_allocs.h). */
 fl__allocs_global_t fl__allocs;
-
-/* The counts of counter blocks, summed. */
-typedef struct counts {
-  uint64_t calls, frees, records, fp_records;
-} counts_t;
-
-/* Read on every hook: kept on a line that is written only by start, stop
- * and init. */
-static struct {
-  uint64_t tag;
-  fl_allocs_header_t *hdr; /* NULL until fl_allocs_init */
-  uint64_t *table;         /* 2 words a slot */
-  uint64_t *words;         /* the records */
-  uint64_t capacity;
-  uint64_t table_mask;
-  int table_shift; /* 64 - log2(table_slots) */
-} __attribute__((aligned(64))) S;
-
-/* Written while recording, apart from S. */
-static struct {
-  int full;        /* atomic: the buffer filled up during this run */
-  int table_stray; /* atomic: a slot was claimed that no record names */
-  counts_t base;   /* the counters' sums at start */
-} __attribute__((aligned(64))) W;
-
-static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 
 /* ---- small helpers ---- */
 
@@ -294,20 +260,20 @@ void fl__allocs_draw_gaps(double sample_rate, uint64_t seed_, uint64_t *out, siz
   for (size_t i = 0; i < n; i++) out[i] = gap_draw(&g, &rng);
 }
 
+void fl__allocs_set_rate(double sample_rate) {
+  gap_sampler_init(&gaps, sample_rate);
+}
+
 #define hash_addr fl__allocs_hash
 #define filter_bucket(h) FL__ALLOCS_BUCKET(h)
 _Static_assert(FL_ALLOCS_FILTER_BUCKETS == 1 << 12, "a bucket is 12 bits of the hash");
-
-static uint64_t records_offset(uint64_t table_slots) {
-  return FL_ALLOCS_HEADER_WORDS + 2 * table_slots + FL_ALLOCS_FILTER_WORDS;
-}
 
 /* ---- counters ---- */
 
 /* Takes a free counter block for t (the shared one when none is left). */
 static counters_t *own_counters(thread_state_t *t) {
   for (int i = 0; i < MAX_THREADS; i++) {
-    counters_t *c = &counter_blocks[i];
+    counters_t *c = &fl__allocs_counter_blocks[i];
     int free_ = 0;
     if (!__atomic_load_n(&c->owned, __ATOMIC_RELAXED) &&
         __atomic_compare_exchange_n(&c->owned, &free_, 1, false, __ATOMIC_ACQUIRE,
@@ -316,7 +282,7 @@ static counters_t *own_counters(thread_state_t *t) {
       return c;
     }
   }
-  t->c = &shared_counters;
+  t->c = &fl__allocs_shared_counters;
   return t->c;
 }
 
@@ -328,10 +294,10 @@ NO_SANITIZE static inline void count(counters_t *c, uint64_t *field, uint64_t v)
     __atomic_store_n(field, __atomic_load_n(field, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
 }
 
-static counts_t sum_counters(void) {
+counts_t fl__allocs_sum_counters(void) {
   counts_t sum = {0};
   for (int i = 0; i <= MAX_THREADS; i++) {
-    counters_t *c = i < MAX_THREADS ? &counter_blocks[i] : &shared_counters;
+    counters_t *c = i < MAX_THREADS ? &fl__allocs_counter_blocks[i] : &fl__allocs_shared_counters;
     sum.calls += __atomic_load_n(&c->calls, __ATOMIC_RELAXED);
     sum.frees += __atomic_load_n(&c->frees, __ATOMIC_RELAXED);
     sum.records += __atomic_load_n(&c->records, __ATOMIC_RELAXED);
@@ -340,23 +306,20 @@ static counts_t sum_counters(void) {
   return sum;
 }
 
-/* Whether stop's membarrier (MEMBARRIER_CMD_PRIVATE_EXPEDITED) orders
- * the slow paths' entry (see Stopping at the top of the file): set once
- * by prepare_process, when the process registered for it. */
-static bool use_membarrier;
+bool fl__allocs_use_membarrier;
 
 /* The slow path's half of the Dekker pair of enter_busy and stop: a full
  * fence, or only the compiler's when stop runs membarrier, which makes
  * every running thread of the process execute one for it. */
 static inline void busy_fence(void) {
-  if (likely(use_membarrier))
+  if (likely(fl__allocs_use_membarrier))
     __asm__ __volatile__("" ::: "memory");
   else
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 void fl__allocs_no_membarrier(void) {
-  use_membarrier = false;
+  fl__allocs_use_membarrier = false;
 }
 
 /* Enters a slow path: returns false (and leaves) when recording stopped
@@ -518,10 +481,10 @@ __attribute__((noinline)) static size_t unwind(thread_state_t *t, uintptr_t call
  * full. */
 static int64_t table_claim(const void *ptr, uint64_t h) {
   uint64_t key = (uint64_t)(uintptr_t)ptr;
-  uint64_t home = h >> S.table_shift;
-  for (uint64_t i = 0; i < FL_ALLOCS_MAX_PROBE && i <= S.table_mask; i++) {
-    uint64_t s = (home + i) & S.table_mask;
-    uint64_t *k = &S.table[2 * s];
+  uint64_t home = h >> fl__allocs_state.table_shift;
+  for (uint64_t i = 0; i < FL_ALLOCS_MAX_PROBE && i <= fl__allocs_state.table_mask; i++) {
+    uint64_t s = (home + i) & fl__allocs_state.table_mask;
+    uint64_t *k = &fl__allocs_state.table[2 * s];
     uint64_t cur = __atomic_load_n(k, __ATOMIC_RELAXED);
     while (cur == SLOT_EMPTY || cur == SLOT_FREED) {
       if (__atomic_compare_exchange_n(k, &cur, key, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
@@ -534,17 +497,17 @@ static int64_t table_claim(const void *ptr, uint64_t h) {
 }
 
 static void table_release(uint64_t s, uint64_t h) {
-  __atomic_store_n(&S.table[2 * s], SLOT_FREED, __ATOMIC_RELEASE);
+  __atomic_store_n(&fl__allocs_state.table[2 * s], SLOT_FREED, __ATOMIC_RELEASE);
   __atomic_fetch_sub(&fl__allocs.filter[filter_bucket(h)], 1, __ATOMIC_RELAXED);
 }
 
 /* Finds ptr's slot. Returns its index or -1. */
 static int64_t table_find(const void *ptr, uint64_t h) {
   uint64_t key = (uint64_t)(uintptr_t)ptr;
-  uint64_t home = h >> S.table_shift;
-  for (uint64_t i = 0; i < FL_ALLOCS_MAX_PROBE && i <= S.table_mask; i++) {
-    uint64_t s = (home + i) & S.table_mask;
-    uint64_t cur = __atomic_load_n(&S.table[2 * s], __ATOMIC_ACQUIRE);
+  uint64_t home = h >> fl__allocs_state.table_shift;
+  for (uint64_t i = 0; i < FL_ALLOCS_MAX_PROBE && i <= fl__allocs_state.table_mask; i++) {
+    uint64_t s = (home + i) & fl__allocs_state.table_mask;
+    uint64_t cur = __atomic_load_n(&fl__allocs_state.table[2 * s], __ATOMIC_ACQUIRE);
     if (cur == key) return (int64_t)s;
     if (cur == SLOT_EMPTY) return -1;
   }
@@ -557,9 +520,9 @@ static int64_t table_find(const void *ptr, uint64_t h) {
 static uint64_t unregister(counters_t *c, const void *ptr, uint64_t h) {
   int64_t s = table_find(ptr, h);
   if (s < 0) return 0;
-  uint64_t pos = __atomic_load_n(&S.table[2 * s + 1], __ATOMIC_RELAXED);
+  uint64_t pos = __atomic_load_n(&fl__allocs_state.table[2 * s + 1], __ATOMIC_RELAXED);
   table_release((uint64_t)s, h);
-  __atomic_fetch_or(&S.words[pos + 3], FL_ALLOCS_FREED, __ATOMIC_RELAXED);
+  __atomic_fetch_or(&fl__allocs_state.words[pos + 3], FL_ALLOCS_FREED, __ATOMIC_RELAXED);
   count(c, &c->frees, 1);
   return pos + 1;
 }
@@ -570,35 +533,35 @@ static uint64_t unregister(counters_t *c, const void *ptr, uint64_t h) {
  * the thread busy. */
 static void record(thread_state_t *t, counters_t *c, void *ptr, size_t bytes, int kind,
                    uintptr_t caller) {
-  if (__atomic_load_n(&W.full, __ATOMIC_RELAXED)) goto drop;
+  if (__atomic_load_n(&fl__allocs_written.full, __ATOMIC_RELAXED)) goto drop;
   uint64_t h = hash_addr(ptr);
   /* The block's home slot is a cache (and TLB) miss in a table of up to
    * 2 GiB: fetched while the stack is unwound. */
-  __builtin_prefetch(&S.table[2 * (h >> S.table_shift)], 1);
+  __builtin_prefetch(&fl__allocs_state.table[2 * (h >> fl__allocs_state.table_shift)], 1);
   bool by_fp;
   size_t n = unwind(t, caller, &by_fp);
   int64_t s = table_claim(ptr, h);
   if (s < 0) goto drop;
   uint64_t need = FL_ALLOCS_RECORD_WORDS + n;
-  uint64_t pos = __atomic_load_n(&S.hdr->used_words, __ATOMIC_RELAXED);
+  uint64_t pos = __atomic_load_n(&fl__allocs_state.hdr->used_words, __ATOMIC_RELAXED);
   do {
-    if (pos + need > S.capacity) {
+    if (pos + need > fl__allocs_state.capacity) {
       table_release((uint64_t)s, h);
-      __atomic_store_n(&W.table_stray, 1, __ATOMIC_RELAXED);
-      __atomic_store_n(&W.full, 1, __ATOMIC_RELAXED);
+      __atomic_store_n(&fl__allocs_written.table_stray, 1, __ATOMIC_RELAXED);
+      __atomic_store_n(&fl__allocs_written.full, 1, __ATOMIC_RELAXED);
       goto drop;
     }
-  } while (!__atomic_compare_exchange_n(&S.hdr->used_words, &pos, pos + need, true,
+  } while (!__atomic_compare_exchange_n(&fl__allocs_state.hdr->used_words, &pos, pos + need, true,
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-  uint64_t *rec = S.words + pos;
+  uint64_t *rec = fl__allocs_state.words + pos;
   /* Reserved: a reader after a crash skips it whole. */
   __atomic_store_n(&rec[0], (uint64_t)n << 32, __ATOMIC_RELAXED);
   rec[1] = bytes;
   rec[2] = (uint64_t)(uintptr_t)ptr;
   __atomic_store_n(&rec[3], (uint64_t)kind | (uint64_t)s << 32, __ATOMIC_RELAXED);
-  rec[4] = S.tag;
+  rec[4] = fl__allocs_state.tag;
   for (size_t i = 0; i < n; i++) rec[FL_ALLOCS_RECORD_WORDS + i] = (uint64_t)(uintptr_t)t->pcs[i];
-  __atomic_store_n(&S.table[2 * s + 1], pos, __ATOMIC_RELAXED);
+  __atomic_store_n(&fl__allocs_state.table[2 * s + 1], pos, __ATOMIC_RELAXED);
   if (unlikely(!t->tid)) t->tid = (int)syscall(SYS_gettid);
   /* Word 0 last: a reader that sees it sees the whole record. */
   __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)t->tid, __ATOMIC_RELEASE);
@@ -608,7 +571,7 @@ static void record(thread_state_t *t, counters_t *c, void *ptr, size_t bytes, in
   if (by_fp) count(c, &c->fp_records, 1);
   return;
 drop:
-  __atomic_fetch_add(&S.hdr->dropped, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&fl__allocs_state.hdr->dropped, 1, __ATOMIC_RELAXED);
 }
 
 /* A sampled allocation of a thread in the shared block: records. */
@@ -729,9 +692,11 @@ static void restore(thread_state_t *t, counters_t *c, void *old, uint64_t pos) {
     int64_t s = table_claim(old, h);
     if (s >= 0) {
       /* Live again, in its new slot (no other thread can free it now). */
-      uint64_t kind = __atomic_load_n(&S.words[pos + 3], __ATOMIC_RELAXED) & KIND_MASK;
-      __atomic_store_n(&S.table[2 * s + 1], pos, __ATOMIC_RELAXED);
-      __atomic_store_n(&S.words[pos + 3], kind | (uint64_t)s << 32, __ATOMIC_RELAXED);
+      uint64_t kind =
+          __atomic_load_n(&fl__allocs_state.words[pos + 3], __ATOMIC_RELAXED) & KIND_MASK;
+      __atomic_store_n(&fl__allocs_state.table[2 * s + 1], pos, __ATOMIC_RELAXED);
+      __atomic_store_n(&fl__allocs_state.words[pos + 3], kind | (uint64_t)s << 32,
+                       __ATOMIC_RELAXED);
       count(c, &c->frees, (uint64_t)-1);
     }
     leave_busy(c);
@@ -752,33 +717,7 @@ NO_SANITIZE void fl_allocs_on_realloc_end(void *old, uint64_t token, void *ptr, 
   if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_ACQUIRE)) restore(&T, T.c, old, token - 1);
 }
 
-/* ---- threads and the process ---- */
-
-static void after_fork_child(void) {
-  /* The buffer is the parent's (a shared mapping): the child leaves it. */
-  __atomic_store_n(&fl__allocs.recording, 0, __ATOMIC_SEQ_CST);
-  S.hdr = NULL;
-  S.words = NULL;
-  S.table = NULL;
-  fl__allocs.filter = NULL;
-  T.guard = 0;
-}
-
-static void prepare_process(void) {
-  /* Per-thread caches: libunwind's global cache takes a lock. */
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  volatile double x = 0.5;
-  x = log(x); /* bind libm's log where binding is lazy */
-  (void)x;
-  pthread_atfork(NULL, NULL, after_fork_child);
-  /* The stop protocol without a fence on the slow paths (see Stopping):
-   * only when the kernel has private expedited membarrier and this
-   * process is registered for it. */
-  long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-  if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
-    use_membarrier = true;
-}
+/* ---- threads ---- */
 
 /* Notes the calling thread's stack bounds for the frame-pointer walk
  * (pthread_getattr_np allocates and, on the main thread, reads
@@ -796,10 +735,10 @@ static void note_stack(thread_state_t *t) {
 }
 
 void fl_allocs_thread_enter(void) {
-  pthread_once(&process_once, prepare_process);
+  fl__allocs_prepare_process();
   thread_state_t *t = &T;
   t->guard = 1;
-  if (!t->c || t->c == &shared_counters) own_counters(t);
+  if (!t->c || t->c == &fl__allocs_shared_counters) own_counters(t);
   if (!t->tid) t->tid = (int)syscall(SYS_gettid);
   if (!t->rng) seed(t);
   if (!t->stack_hi) note_stack(t);
@@ -812,147 +751,6 @@ void fl_allocs_thread_exit(void) {
   thread_state_t *t = &T;
   counters_t *c = t->c;
   /* Later calls on this thread (TLS destructors) share the atomic block. */
-  t->c = &shared_counters;
-  if (c && c != &shared_counters) __atomic_store_n(&c->owned, 0, __ATOMIC_RELEASE);
-}
-
-/* fl_allocs_init and fl_allocs_init_zeroed: clear says whether buf must
- * be cleared. */
-static int init(void *buf, size_t bytes, size_t table_slots, bool clear, char *err,
-                size_t err_size) {
-  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) {
-    snprintf(err, err_size, "the allocation recorder is recording");
-    return -1;
-  }
-  if (table_slots < FL_ALLOCS_MIN_TABLE_SLOTS || table_slots > FL_ALLOCS_MAX_TABLE_SLOTS ||
-      (table_slots & (table_slots - 1))) {
-    snprintf(err, err_size,
-             "the table of sampled blocks has %zu slots; it needs a power of two from %u to %u",
-             table_slots, FL_ALLOCS_MIN_TABLE_SLOTS, FL_ALLOCS_MAX_TABLE_SLOTS);
-    return -1;
-  }
-  if (!buf || ((uintptr_t)buf & 7) || bytes < fl_allocs_buffer_bytes(64, table_slots)) {
-    snprintf(err, err_size,
-             "the allocation buffer is too small or misaligned (%zu bytes; at least %zu, "
-             "8-byte aligned, for %zu table slots)",
-             bytes, fl_allocs_buffer_bytes(64, table_slots), table_slots);
-    return -1;
-  }
-  pthread_once(&process_once, prepare_process);
-  if (clear) memset(buf, 0, bytes);
-  uint64_t *w = buf;
-  S.hdr = buf;
-  S.table = w + FL_ALLOCS_HEADER_WORDS;
-  fl__allocs.filter = (uint16_t *)(S.table + 2 * table_slots);
-  S.words = w + records_offset(table_slots);
-  S.capacity = bytes / sizeof(uint64_t) - records_offset(table_slots);
-  S.table_mask = table_slots - 1;
-  S.table_shift = 64 - __builtin_ctzll(table_slots);
-  W.table_stray = 0;
-  S.hdr->capacity_words = S.capacity;
-  S.hdr->table_slots = table_slots;
-  __atomic_store_n(&S.hdr->magic, FL_ALLOCS_MAGIC, __ATOMIC_RELEASE);
-  return 0;
-}
-
-int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size) {
-  return init(buf, bytes, table_slots, true, err, err_size);
-}
-
-int fl_allocs_init_zeroed(void *buf, size_t bytes, size_t table_slots, char *err,
-                          size_t err_size) {
-  return init(buf, bytes, table_slots, false, err, err_size);
-}
-
-/* Empties the table and the filter after a run that used `used` words of
- * records: each record names its slot, so only those are cleared (a whole
- * table of 2^20 slots is 16 MiB to write), unless a slot may have been
- * claimed that no complete record names. */
-static void clear_table(uint64_t used) {
-  uint64_t slots = S.table_mask + 1;
-  bool stray = W.table_stray;
-  for (uint64_t p = 0; !stray && p + FL_ALLOCS_RECORD_WORDS <= used;) {
-    uint64_t w0 = S.words[p], s = (S.words[p + 3] >> 32) & SLOT_MASK;
-    if (w0 == 0 || (uint32_t)w0 == 0 || s >= slots) {
-      stray = true; /* a record left incomplete (a thread cut off by siglongjmp) */
-      break;
-    }
-    S.table[2 * s] = S.table[2 * s + 1] = 0;
-    p += FL_ALLOCS_RECORD_WORDS + (w0 >> 32);
-  }
-  if (stray) memset(S.table, 0, 2 * slots * sizeof(uint64_t));
-  memset(fl__allocs.filter, 0, FL_ALLOCS_FILTER_WORDS * sizeof(uint64_t));
-  W.table_stray = 0;
-}
-
-/* The calling thread is on no slow path (see the top of the file). */
-static void reset_own_state(void) {
-  T.guard = 0;
-  if (T.c && !T.c->shared) __atomic_store_n(&T.c->busy, 0, __ATOMIC_SEQ_CST);
-}
-
-int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size) {
-  if (!S.hdr) {
-    snprintf(err, err_size, "the allocation recorder has no buffer (fl_allocs_init)");
-    return -1;
-  }
-  if (__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) {
-    snprintf(err, err_size, "the allocation recorder is already recording");
-    return -1;
-  }
-  if (!(sample_rate > 0 && sample_rate <= 1)) {
-    snprintf(err, err_size, "sample_rate must be more than 0 and at most 1 (got %g)", sample_rate);
-    return -1;
-  }
-  fl_allocs_header_t *h = S.hdr;
-  uint64_t used = h->used_words < S.capacity ? h->used_words : S.capacity;
-  clear_table(used);
-  /* Zero what the last run wrote, so that a reservation never filled reads
-   * as the end of the records. */
-  memset(S.words, 0, used * sizeof(uint64_t));
-  h->used_words = 0;
-  h->records = 0;
-  h->dropped = 0;
-  h->calls = h->frees = 0;
-  h->fp_records = 0;
-  memcpy(&h->sample_rate_bits, &sample_rate, sizeof sample_rate);
-  h->tag = tag;
-  W.full = 0;
-  gap_sampler_init(&gaps, sample_rate);
-  S.tag = tag;
-  __atomic_store_n(&fl__allocs.epoch, fl__allocs.epoch + 1, __ATOMIC_RELAXED);
-  /* No owner writes sample_at now (stop waited), and each sees the zero
-   * before recording is on: its next call takes the hook and draws. */
-  for (int i = 0; i < MAX_THREADS; i++)
-    __atomic_store_n(&counter_blocks[i].sample_at, 0, __ATOMIC_RELAXED);
-  W.base = sum_counters();
-  reset_own_state();
-  __atomic_store_n(&fl__allocs.recording, 1, __ATOMIC_SEQ_CST);
-  return 0;
-}
-
-uint64_t fl_allocs_stop(void) {
-  if (!__atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST)) return 0;
-  __atomic_store_n(&fl__allocs.recording, 0, __ATOMIC_SEQ_CST);
-  /* The other half of enter_busy's fence (see Stopping): after it, every
-   * thread that entered a slow path has its busy flag visible here, and
-   * every later entry sees recording off. It cannot fail once the process
-   * registered (only an unregistered process gets EPERM). */
-  if (use_membarrier) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-  reset_own_state();
-  for (int i = 0; i <= MAX_THREADS; i++) {
-    counters_t *c = i < MAX_THREADS ? &counter_blocks[i] : &shared_counters;
-    while (__atomic_load_n(&c->busy, __ATOMIC_SEQ_CST)) sched_yield();
-  }
-  counts_t sum = sum_counters();
-  fl_allocs_header_t *h = S.hdr;
-  h->calls = sum.calls - W.base.calls;
-  h->frees = sum.frees - W.base.frees;
-  h->records = sum.records - W.base.records;
-  h->fp_records = sum.fp_records - W.base.fp_records;
-  return h->records;
-}
-
-bool fl_allocs_recording(void) {
-  return __atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST) != 0;
+  t->c = &fl__allocs_shared_counters;
+  if (c && c != &fl__allocs_shared_counters) __atomic_store_n(&c->owned, 0, __ATOMIC_RELEASE);
 }
