@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "cflame/fl_allocs.h"
+#include "fl__platform.h"
 
-#define FL__HIDDEN __attribute__((visibility("hidden")))
 
 #define MAX_THREADS 1024
 /* A record's word 3: the kind in the low byte, the table slot in bits

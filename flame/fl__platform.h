@@ -72,4 +72,10 @@ static inline uint32_t fl__siginfo_perf_flags(const siginfo_t *si) {
                              sizeof(uint32_t));
 }
 
+/* For what the in-process recorders' files share with each other and no
+ * one else: the sampler library is built with default visibility (it
+ * exports dl_iterate_phdr and the allocation hooks), so its internals say
+ * so one by one, and the handlers reach them directly. */
+#define FL__HIDDEN __attribute__((visibility("hidden")))
+
 #endif

@@ -22,8 +22,8 @@
 
 #include "cflame/fl_sampler.h"
 #include "fl__rng.h"
+#include "fl__platform.h"
 
-#define FL__HIDDEN __attribute__((visibility("hidden")))
 
 #define PROF_SIGNAL SIGPROF           /* perf O_ASYNC and CPU timers */
 #define TRAP_COOKIE 0x63666c616d65ull /* si_perf_data of our SIGTRAPs: "cflame" */
