@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Simulates the sampler's jitter against aliasing (flame/fl_sampler.c).
 
 A workload repeats a loop of period k intervals, the first quarter in a()

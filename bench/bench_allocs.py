@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Allocation profiling benchmark for cflame (docs/PERFORMANCE.md): the cost per
 allocation of the worker's interposed allocator, not recording and
 recording at sample_rate 1 and 0.01, on a malloc-heavy loop.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The cflame command line on a large profile (docs/PERFORMANCE.md).
 
 Generates a folded stacks file of 10^6 samples in 10^5 distinct stacks

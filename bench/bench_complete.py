@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Completion benchmark for cflame (docs/PERFORMANCE.md): complete_request in
 a session of 50 cells.
 

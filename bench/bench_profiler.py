@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Profiler benchmarks for cflame (docs/PERFORMANCE.md), measured side by side.
 
 Run by Debian's /usr/bin/python3 (jupyter_client and pyzmq from Debian's

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """`cflame record`'s overhead on a CPU-bound program against perf record -g
 (docs/PERFORMANCE.md), measured side by side.
 

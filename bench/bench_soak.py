@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Soak benchmark for cflame (docs/PERFORMANCE.md): 2,000 cells, 200 of them
 under %%profview, and 200 completions, through one kernel.
 

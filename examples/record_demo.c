@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program for `cflame record` (scripts/demo records it; docs/CLI.md):
  * two threads doing different work, one counting primes by trial division,
  * the other sorting random arrays with the C library's qsort, while the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__allocs: what the allocation recorder's two files share: fl_allocs.c,
  * the hooks and everything they call (one translation unit; its top
  * comment tells how the recorder works), and fl_allocs_run.c, the set-up

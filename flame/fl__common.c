@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__common: the allocators, the index, the string set and the buffer
  * (see fl__common.h). */
 #include "fl__common.h"

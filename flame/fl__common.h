@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__common: what the flame library's files share, kept in one place as
  * libuv keeps its own in uv-common.h. Internal (fl__): nothing here is part
  * of the installed interface.

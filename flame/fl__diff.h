@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__diff: what fl_diff.c and fl_diff_match.c share: the matching of
  * two full trees, frame by frame (step 3 in fl_diff.c's top comment). */
 #ifndef FL__DIFF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__io: what the readers share (fl__io.h): lines and error messages,
  * the kind of code of a module, the frame cache, and gzip. fl_io.c
  * dispatches to the readers and reads and writes files; the readers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__io: what the readers and writers of fl_io share (fl_io.c,
  * fl_folded.c, fl_perfscript.c, fl_pprof.c): walking the input line by
  * line, the error, the kind of code of a module, a cache from a frame's

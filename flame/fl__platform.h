@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__platform: what cflame assumes of the machine, in one place.
  *
  * cflame runs on Linux, on x86-64, with glibc 2.36 or later

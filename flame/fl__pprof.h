@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__pprof: what the pprof reader (fl_pprof_read.c) and writer
  * (fl_pprof.c) share: short names for the messages protobuf-c generates
  * from fl_pprof.proto. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__render: what the renderers share (fl__render.h): rows, layout, kinds
  * and colours, a diff's colours, legend, summary and vanished list, notes,
  * amounts, text clean-up. The renderers (fl_vegalite.c, fl_svg.c,

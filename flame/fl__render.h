@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__render: what the flame graph renderers share, defined in fl__render.c
  * and imported by the renderers (fl_vegalite.c, fl_svg.c, fl_text.c,
  * fl_html.c) and by fl_bundle.c, which assembles their output: so that the

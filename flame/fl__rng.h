@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__rng: the small random generator of the in-process recorders (the
  * sampler's timer jitter in fl_sampler.c, the allocation recorder's
  * sampling gaps in fl_allocs.c). Internal (fl__).

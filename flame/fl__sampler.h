@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__sampler: what the sampler's files share. fl_sampler.c holds the
  * signal handler and everything it calls (one translation unit, so that
  * the compiler inlines into it what it can), and its top comment tells how

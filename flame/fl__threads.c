@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__threads: pthread_create and thrd_create wrappers that register every
  * new thread with the recorders (see fl__threads.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__threads: every thread a profiled process starts, registered with the
  * in-process recorders (fl_sampler, fl_allocs).
  *

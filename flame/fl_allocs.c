@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_allocs: the allocation recorder (see include/cflame/fl_allocs.h for
  * the contract and the buffer layout).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading an allocation buffer written by fl_allocs (see fl_allocs.h).
  * Kept apart from the recorder, which belongs in the profiled process: a
  * reader (the kernel, a tool) links only this. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_allocs_run: the allocation recorder's set-up of the process and its
  * runs: init, start, stop (see include/cflame/fl_allocs.h, and fl_allocs.c
  * for how the recorder works). */

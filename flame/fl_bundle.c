@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_bundle: the MIME bundle of a flame graph or of a diff, assembled from
  * the renderers (fl_vegalite.c, fl_svg.c, fl_text.c); what they share is
  * fl__render.c's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_collect: the recorders' buffers as profiles (see
  * include/cflame/fl_collect.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_diff: a differential flame graph.
  *
  * Building a diff takes five steps:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_diff_match: the matching of two full trees, frame by frame, level by
  * level from the roots, and the agreement of subtrees it pairs by (steps
  * and rules: fl_diff.c's top comment). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_folded: folded stacks, the text format of flamegraph.pl, inferno and
  * speedscope: one line per distinct stack, "frame;frame;...;frame COUNT",
  * root first.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_html: a flame graph as one standalone HTML page.
  *
  * The page holds two views of the same graph:

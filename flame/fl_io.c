@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_io: reading a profile, whichever of the three formats it is (the
  * dispatch to the readers); which output a file name asks for; reading and
  * writing files, a file written whole or not at all. What the readers

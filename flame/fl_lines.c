@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_lines: weight per source line (see include/cflame/fl_lines.h).
  *
  * The samples the tree counts are summed per distinct stack first (the

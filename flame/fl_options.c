@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_options: the drawing options' one table, and what is made of it (see
  * fl_options.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_output: the table of output formats and the one function that draws
  * a profile in any of them (see fl_output.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_perfscript: the text of `perf script` folded into stacks, the way
  * stackcollapse-perf.pl (Brendan Gregg's FlameGraph) folds it with its
  * default options, so that `cflame --format folded` and the script agree

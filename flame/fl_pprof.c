@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_pprof: pprof's profile.proto written with protobuf-c (the C code
  * generated at build time from fl_pprof.proto) and gzip (fl_io.c);
  * fl_pprof_read.c reads it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_pprof_read: pprof's profile.proto read with protobuf-c (the C code
  * generated at build time from fl_pprof.proto) and gzip (fl_io.c);
  * fl_pprof.c writes it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_profile: frames interned in a hash table, stacks interned in another,
  * samples as small fixed-size records.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_sampler: an in-process sampling profiler of CPU time (see
  * include/cflame/fl_sampler.h for the contract and the buffer layout).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_sampler_api: the sampler's set-up of the process (the handlers,
  * what the lock-free dl_iterate_phdr needs) and its public API: init,
  * start, stop (see include/cflame/fl_sampler.h and fl__sampler.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_sampler_threads: the sampler's registry of threads (each one's
  * slot, alternate signal stack and name records) and what fork does to it
  * (see fl__sampler.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_sampler_timer: each registered thread's timer, armed and disarmed
  * under fl__sampler_lock, and the probe of whether the best kind works
  * here (see fl_sampler.c for the kinds, fl__sampler.h for the files). */

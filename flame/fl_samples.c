@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading a sample buffer written by fl_sampler (see fl_sampler.h). Kept
  * apart from the sampler itself, which belongs in the profiled process: a
  * reader (the kernel, a tool) links only this. */

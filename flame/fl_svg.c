@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_svg: a flame graph as a standalone SVG document, for exports and for
  * viewers without JavaScript.
  *

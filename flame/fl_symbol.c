@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_symbol: addresses to functions, files and lines, with elfutils libdwfl.
  *
  * The process's modules are reported to libdwfl from the text of its

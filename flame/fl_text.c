@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_text: the text reports of Julia's Profile.print, for consoles and for
  * the text/plain part of a bundle.
  *

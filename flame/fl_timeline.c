@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_timeline: the samples a tree counts, sorted by (thread, time, order
  * added) and merged into spans (see include/cflame/fl_timeline.h). One
  * sort of small records, then one pass: no table is probed per sample. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_tree: the flame graph tree of a profile.
  *
  * Building a tree takes five steps, none of which probes a hash table per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_vegalite: a flame graph as a Vega-Lite 5 spec.
  *
  * One data row per drawn frame (fields in fl_render.h and docs/PROFILING.md,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn__cell: what the files of the cell splitter share. Internal: the
  * interface is kn_cell.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn__complete: what the files of completion and inspection share.
  * Internal: the interface is kn_complete.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn__session: what the files of the session share. Internal: the
  * interface is kn_session.h.
  *

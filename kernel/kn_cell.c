@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_cell: splits the C text of a cell into top-level items (see kn_cell.h).
  *
  * Two passes. The lexer (kn_cell_tokens.c) turns the cell into tokens. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_cell: splits the C text of a cell into top-level items.
  *
  * A cell is a sequence of top-level pieces: preprocessor directives, type

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_cell_decl: a declaration of a cell, read (see kn__cell.h): its
  * specifiers and declarators, and the items it gives, with the texts the
  * session rewrites it from (kn_cell.h: signature, definition, decl,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_cell_tokens: a cell's C as tokens, and reading them (see
  * kn__cell.h). The lexer turns the cell into tokens (identifiers, numbers,
  * string and character literals, punctuators, and whole preprocessor

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_chan: framed messages on the pipes between the kernel and its worker.
  *
  * The worker has five descriptors set up by the kernel:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libclang's process, seen from the kernel (see kn_clang.h). */
 #define _GNU_SOURCE
 #include "kn_clang.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_clang: what libclang knows about a translation unit, asked of a
  * process of its own (cflame-clang, kernel/clang/).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Jobs and results between the kernel and cflame-clang (see kn_clangmsg.h). */
 #include "kn_clangmsg.h"
 

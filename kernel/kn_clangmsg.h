@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_clangmsg: a job for libclang and its result, as the kernel
  * (kn_clang.c) and cflame-clang (kernel/clang/) exchange them.
  *

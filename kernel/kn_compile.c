@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_compile: a cell compiled into a shared object, as a job the main loop
  * polls (see kn_session.h, and kn__session.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* complete_request and inspect_request read, and completion answered (see
  * kn_complete.h, and kn__complete.h for how its files divide the work). */
 #define _GNU_SOURCE

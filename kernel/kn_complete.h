@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_complete: complete_request and inspect_request.
  *
  * What a name can be completed with, and what a name is, come from what

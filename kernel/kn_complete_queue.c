@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_complete_queue: requests in their turn for libclang's process and
  * for man (see kn_complete.h and kn__complete.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_conn: the connection file that Jupyter hands a kernel (see kn_conn.h).
  *
  * Defaults follow jupyter_client's load_connection_info: a missing transport

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_conn: the connection file that Jupyter hands a kernel (-f PATH).
  *
  * {"transport": "tcp"|"ipc", "ip": "127.0.0.1", "shell_port": 5555, ...,

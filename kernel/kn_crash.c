@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Crash reports and exit statuses, described (see kn_crash.h). */
 #define _GNU_SOURCE
 #include "kn_crash.h"

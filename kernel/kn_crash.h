@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_crash: what ended a cell's worker, in words.
  *
  * When a cell faults, the worker's crash handler (kernel/worker/kw_fault.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the worker says while a cell runs, and interrupts (see kn_exec.h).
  *
  * An interrupt escalates: SIGINT to the worker's process group first (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An execution's output and its reply (see kn_exec.h). */
 #include "kn_exec.h"
 

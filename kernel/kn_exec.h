@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_exec: one execute_request, from the request to its reply.
  *
  * An execution is split over files that each own one step:

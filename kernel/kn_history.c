@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The session's inputs (see kn_history.h). */
 #include "kn_history.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_history: the session's inputs, for history_request.
  *
  * Every execution that stores history adds its code under its execution

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_inspect: an inspect_request answered (see kn_complete.h and
  * kn__complete.h). */
 #define _GNU_SOURCE

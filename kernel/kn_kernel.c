@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Sockets, the message loop and the heartbeat (see kn_kernel.h). */
 #define _GNU_SOURCE
 #include "kn_kernel.h"

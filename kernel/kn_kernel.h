@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_kernel: the Jupyter kernel process.
  *
  * Data flow: a ZeroMQ frame list arrives on shell or control (kn_kernel.c),

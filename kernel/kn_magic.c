@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_magic: magic lines at the start of a cell, and their option words (see
  * kn_magic.h). */
 #include "kn_magic.h"

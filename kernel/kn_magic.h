@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_magic: magic lines at the start of a cell.
  *
  * A line magic is a line starting with '%' at the start of a cell (several

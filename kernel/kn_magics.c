@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The table of magics (see kn_magics.h), and the line magics about the
  * kernel itself. */
 #include "kn_magics.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_magics: the table of magics.
  *
  * Every magic is one entry here: its name, the forms it is written in, how

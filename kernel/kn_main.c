@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cflame-kernel: a Jupyter kernel for C. Started by Jupyter as
  *   cflame-kernel -f CONNECTION_FILE */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Manual pages through man(1) (see kn_manpage.h). */
 #define _GNU_SOURCE
 #include "kn_manpage.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_manpage: a C library function's manual page, for inspection.
  *
  * The page comes from man(1) (Debian's man-db, with the pages of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading back the names of kn_names.h. */
 #include "kn_names.h"
 

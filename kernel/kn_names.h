@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_names: the names the kernel gives a cell's code, and the one reader of
  * them.
  *

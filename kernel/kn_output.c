@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Batching a cell's output into stream messages (see kn_output.h). */
 #define _GNU_SOURCE /* memrchr */
 #include "kn_output.h"

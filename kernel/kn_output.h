@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_output: a cell's stdout and stderr on their way to iopub.
  *
  * The worker's output arrives in pieces of any size, cut anywhere, even

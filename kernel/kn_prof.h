@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_prof: the kernel's side of profiling.
  *
  * Holds the session profile (what %%profile accumulates and %profshow

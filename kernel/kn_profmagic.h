@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_profmagic: the profiling magics' line forms, and showing profiles.
  *
  * The magics themselves are declared in the magic table (kn_magics.c),

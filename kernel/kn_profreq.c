@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_profreq: the profiling magics' options (see kn_profreq.h). */
 #define _GNU_SOURCE
 #include "kn_profreq.h"

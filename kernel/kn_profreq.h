@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_profreq: the profiling magics' options, and what a profiling magic
  * asks for (kn_profreq_t).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a profiled run leaves: its profile read from the worker's buffer,
  * then shown as a flame graph or a diff, kept as a baseline, or added to
  * the session profile, as its magic says (see kn_exec.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Requests answered at once: kernel_info, is_complete, history, comm_info,
  * shutdown (see kn_kernel.h). complete and inspect are kn_complete.c's. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The restart policy: when the worker dies, the kernel says why in the
  * terms of the cell (a fault with its traceback, exit(), an interrupt that
  * did not stop, a channel the cell broke), starts a new worker and reloads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Starting an execution (see kn_exec.h): the request's fields, the cell's
  * magics checked against the magic table and run, the cell compiled by a
  * compiler the main loop polls, and the run command sent to the worker. */

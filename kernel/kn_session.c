@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_session: what a notebook session has declared (see kn_session.h and,
  * for how its files divide the work, kn__session.h). */
 #define _GNU_SOURCE

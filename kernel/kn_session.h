@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_session: what a notebook session has declared, and how a cell becomes a
  * shared object.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_spawn: a program with its output on a pipe (see kn_spawn.h). */
 #define _GNU_SOURCE
 #include "kn_spawn.h"

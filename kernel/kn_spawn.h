@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_spawn: a program the kernel runs with its output on a pipe, in a
  * process group of its own: the compiler (kn_compile.c, and `CC --version`
  * for %cc) and man (kn_manpage.c). The one way the kernel starts such a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "kn_text.h"
 
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_text: text the kernel puts on the wire.
  *
  * The kernel assembles text in the flame library's one buffer (fl__buf_t,

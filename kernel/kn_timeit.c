@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* %%timeit (see kn_timeit.h). */
 #include "kn_timeit.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_timeit: %%timeit's options and its report.
  *
  * `%%timeit [-n N] [-r R]` times the cell body, `%timeit [-n N] [-r R]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_unit: a cell as a translation unit of the session (see kn_session.h:
  * what a unit holds, and kn__session.h). */
 #define _GNU_SOURCE

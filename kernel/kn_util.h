@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_util: small helpers every part of the kernel uses. (Its clock is
  * flame/fl__common.h's, which record/ and flame/ share.) */
 #ifndef KN_UTIL_H

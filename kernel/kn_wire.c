@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_wire: Jupyter wire messages as frames (see kn_wire.h).
  *
  * Decoding treats every frame as untrusted bytes: frames are addressed only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_wire: Jupyter wire messages (messaging protocol 5.3) as frames.
  *
  * A message on a ROUTER/DEALER/PUB socket is the frame list

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_worker: the kernel's handle on its worker process (kernel/worker/).
  *
  * Starts cflame-worker (found next to the kernel's own executable) with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_collect: a recording directory read into one profile (see
  * rc_collect.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_collect: a recording directory (rc_files.h) read into one profile.
  *
  * Every process image that recorded something becomes stacks under a root

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_files: the names `cflame record` and its preloaded library agree on.
  *
  * `cflame record` (rc_record.c) makes a private recording directory, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_preload: the library `cflame record` preloads into the program it
  * runs (libcflame_preload.so; rc_files.h says what it writes where).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_program: finding and checking the program to record (see
  * rc_program.h). */
 #define _GNU_SOURCE

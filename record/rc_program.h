@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_program: the program `cflame record` is asked to run, found and
  * checked before it runs, so that what cannot be recorded is said at
  * once, naming the program and what is wrong, instead of a run without a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_record: the `cflame record` command (see rc_record.h). */
 #define _GNU_SOURCE
 #include "rc_record.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_record: `cflame record [OPTIONS] -- PROGRAM [ARGS...]` (docs/CLI.md).
  *
  * Runs PROGRAM with cflame's in-process sampler preloaded

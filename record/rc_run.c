@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_run: running the program with its signals forwarded (see rc_run.h). */
 #define _GNU_SOURCE
 #include "rc_run.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rc_run: running the program `cflame record` records, as a shell would:
  * its standard input, output and error are cflame's own, it stays in
  * cflame's process group (a terminal's Ctrl-C reaches it directly, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by scripts/test and scripts/demo: installs what cflame needs from
 # Debian's packages (as root), or says the one apt-get line to run.
 # golang-go is for the tests alone: `go tool pprof` reads what cflame

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Installs the build tree's cflame kernelspec for the current user, as
 scripts/demo does, unless a "cflame" kernel of another checkout is already
 installed for this user: that one is left as it is. Either way it says what

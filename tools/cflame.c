@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cflame: the flame graph library on the command line (docs/CLI.md).
  *
  *   cflame [options] INPUT...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* allocs_cell: the malloc-heavy loop of bench/bench_allocs.py, built as
  * a cell is (the cell flags, -fPIC -shared) and loaded by allocs_main.c
  * with dlopen, as the worker loads a cell, so that its calls to malloc and

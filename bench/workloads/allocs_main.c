@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* allocs_main: the driver of a malloc-heavy loop (allocs_cell.c, a
  * shared object built as a cell is, next to this executable), plain or
  * under cflame's allocation recorder, that prints what it cost as one JSON

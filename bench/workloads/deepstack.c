@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* deepstack: the CPU-bound workload of the profiler benchmarks
  * (bench/bench_profiler.py).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The loop, the event and the on/off measurement shared by signal_floor.c and
  * stack_user_floor.c: a 3-deep call chain around a floating-point loop,
  * run RUNS times with a perf event off and RUNS times with it on,

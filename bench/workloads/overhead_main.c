@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* overhead_main: runs the deepstack workload, plain or under cflame's
  * sampler, and prints what it cost as one JSON line on stdout.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* profview_stages: where %%profview's time goes after the cell has run.
  *
  *   profview_stages SESSION_DIR WORKER_PID CELL REPEATS [PROFVIEW_ARGS]

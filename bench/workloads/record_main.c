@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* record_main: the deepstack workload as a whole program of its own, for
  * bench/bench_record.py: the program `cflame record` and `perf record -g`
  * each record in turn, dynamically linked, without any profiler of its own.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the sampled thread pays when samples are taken in the kernel, as
  * `perf record --call-graph dwarf` takes them: a perf task-clock event whose
  * samples carry the user registers and a copy of the top of the user stack

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Redraws the flame graphs of docs/DIFF.md with the kernel of a build tree:
 
     JUPYTER_PATH=build/share/jupyter /usr/bin/python3 docs/img/make_images.py

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_alloc: what the flame library does when memory runs out.
  *
  * No function of the library returns NULL or an error because memory ran

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_allocs: an in-process recorder of memory allocations.
  *
  * Runs inside the profiled process (cflame's worker), which interposes the

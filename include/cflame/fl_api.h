@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_api: what every installed header of cflame opens with.
  *
  *   CFLAME_BEGIN_DECLS / CFLAME_END_DECLS  around each header's

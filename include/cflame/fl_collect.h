@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_collect: what the in-process recorders wrote, as a profile.
  *
  * The sampler (fl_sampler.h) and the allocation recorder (fl_allocs.h)

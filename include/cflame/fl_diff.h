@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_diff: a differential flame graph — a target profile compared with a
  * baseline, after Brendan Gregg's differential flame graphs and
  * ProfileVega's @profdiffview, with what their users ask for: new frames

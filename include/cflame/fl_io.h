@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_io: profiles to and from files.
  *
  * Three formats come in, told apart by their content: two of text, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_lines: a profile's weight per source line, self and inclusive.
  *
  * The shape a source view (each line of a file with its share) and a top

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_options: every drawing option, defined once.
  *
  * One table (flame/fl_options.c) holds each option of the tree, the view,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_output: one way from a profile to an output, for every front end.
  *
  * A table of output formats (flame/fl_output.c: name, file ending,

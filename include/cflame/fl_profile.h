@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_profile: a set of weighted stack samples, symbolized.
  *
  * A profile is what a profiler recorded, in a form every consumer of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_render: a flame graph tree drawn three ways, and the MIME bundle that
  * carries all three.
  *

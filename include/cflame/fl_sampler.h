@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_sampler: an in-process sampling profiler of CPU time.
  *
  * Runs inside the profiled process (cflame's worker). Every thread that is

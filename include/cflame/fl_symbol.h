@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_symbol: turns instruction addresses of a process into functions, source
  * files and lines, with inlined functions as frames of their own.
  *

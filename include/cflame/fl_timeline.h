@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_timeline: a profile's samples in time order, one lane per thread.
  *
  * The shape a time-ordered chart (a stack chart with thread lanes) is drawn

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_tree: the flame graph of a profile.
  *
  * Each node is a frame at a position in the call tree: its count is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libclang on the session's unit (see kc_libclang.h). */
 #define _GNU_SOURCE
 #include "kc_libclang.h"

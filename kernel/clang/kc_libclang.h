@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kc_libclang: what libclang knows about a translation unit, in
  * cflame-clang (the only code of cflame that calls libclang).
  *

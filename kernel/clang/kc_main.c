@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cflame-clang: libclang in a process of its own, for the kernel's
  * completion and inspection (kernel/kn_clang.h is the kernel's side, and
  * kernel/kn_clangmsg.h the descriptors and messages between them).

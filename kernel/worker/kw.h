@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kw: the worker process that loads and runs cells.
  *
  * The kernel starts one worker per session (kn_worker.c) and talks to it over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The worker's allocator entry points, for allocation profiling (see
  * include/cflame/fl_allocs.h).
  *

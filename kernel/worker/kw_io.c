@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Standard streams of the cells (see kw.h).
  *
  * stdout and stderr become cookie FILEs whose writes are 'O'/'E' frames on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The worker's entry point and command loop (see kw.h). */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Threads that cells start (see kw.h).
  *
  * The pthread_create and thrd_create wrappers are the flame library's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The value of a cell's trailing expression, printed from the cell's own
  * DWARF (see kw.h).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The cflame command line (docs/CLI.md), run as a user runs it.
 
 Each output format is checked by its real consumer: the SVG by an XML

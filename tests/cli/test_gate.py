@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The CI gate of the cflame command line (docs/CLI.md, "A CI gate"):
 `cflame --diff BASE NEW --fail-above PCT` exits 1 and lists the frames whose
 share of their profile's total grew by more than PCT points, exits 0

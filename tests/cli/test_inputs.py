@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Many inputs on the cflame command line (docs/CLI.md, "Many inputs"):
 merged into one profile, or each under a root of its own (--per-input),
 and --diff between two of them, as two MPI ranks' profiles would be. The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A real perf recording, taken by the test itself, through cflame.
 
 Compiles tests/data/perf/workload.c (main -> outer -> middle -> leaf),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """pprof through the cflame command line (docs/CLI.md, "pprof"), with Go's
 own tools as the reference reader and writer.
 

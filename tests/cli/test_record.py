@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`cflame record -- PROGRAM` (docs/CLI.md), run as a user runs it.
 
 The programs are compiled here with cc (and mpicc): tests/cli/record/prog.c

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared set-up of cflame's end-to-end tests: start the real kernel through
 jupyter_client and run cells the way a frontend does.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Allocation profiles through the kernel (docs/PROFILING.md, "Allocation
 profiles"):
 %%profallocs with known answers (exact at sample_rate=1, within the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Completion and inspection (docs/USAGE.md, "Completion and help"): what
 the session can see, read by libclang; magic options and file names; help
 on any name with its manual page; and that none of it holds up the kernel.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A kernel that never goes deaf: what cells do to the kernel's channels, to
 the worker's process and to their own children never leaves a request
 without a reply, nor loses the session without a word.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Differential flame graphs through the kernel (docs/DIFF.md):
 %%profbase keeps a baseline, %%profdiffview shows a profile against it.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Bad input and faults (docs/USAGE.md, "When things go wrong"): what the
 user gets when a cell does not compile, does not link, crashes, never
 ends, exits, or floods its output; and for unknown magics. Nothing here may

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Saving and loading profiles through the kernel (docs/PROFILING.md,
 "Saving and loading profiles"): %profsave in every format
 (.svg, .html, .vl.json, .folded, .txt, .pb.gz, for plain and diff graphs),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the frames of a profile are called (docs/PROFILING.md, "Every frame
 of a cell has a name" and "Tail calls keep their caller"): the benchmarks
 game's C programs, pasted into cells as docs/USAGE.md says, leave no

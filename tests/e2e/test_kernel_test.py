@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """jupyter_kernel_test's conformance suite, run against cflame.
 
 KernelTests starts the kernel itself (start_new_kernel) in setUpClass, so

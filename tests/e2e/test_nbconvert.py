@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`jupyter nbconvert --execute` drives the kernel: the executed notebook
 holds each cell's output, in order, with its execution count, and an error
 cell's error. Exported pages (`--to html`) draw every flame graph, checked

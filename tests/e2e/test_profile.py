@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The profiling magics and what their output holds (docs/PROFILING.md):
 what a user checks in the flame graph output of %%profview and friends,
 through the real kernel.

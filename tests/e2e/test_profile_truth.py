@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The profiler's promises (docs/PROFILING.md, "What the numbers mean, and
 why they can be trusted"): the profiler tells the truth, measured through
 the real kernel on workloads whose answer is known.

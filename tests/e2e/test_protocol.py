@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Jupyter messaging protocol 5.3 over ZeroMQ: HMAC-SHA256 signatures
 (a forged, unsigned or malformed message is dropped and logged, and the
 kernel goes on), the heartbeat while a cell runs, the requests and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Cells (docs/USAGE.md, "Cells"): what persists from cell to cell, how
 cells run, their output and input, and the compiler magics.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A soak: 500 cells that mix what a session meets, faults included, through
 one kernel. Every request must get its reply, and the kernel must not grow:
 its open files stay constant and its resident memory grows by less than

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The value of a cell's trailing expression, through the real kernel.
 
 A cell whose last statement is an expression without ';' shows its value as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Starting the worker and loading the session's code into it never makes the
 kernel deaf: a constructor that does not return, a reload that takes long, and
 a kernel that dies while its worker spins.

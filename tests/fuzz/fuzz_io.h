@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the fuzz targets of the profile readers (fuzz_folded.c,
  * fuzz_perfscript.c) check on every input, whatever its kind:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for the pprof reader: the input as a bare
  * profile.proto message (FL_INPUT_PPROF, then FL_INPUT_AUTO), and gzipped
  * as pprof files are (FL_INPUT_AUTO: unzipping, then telling the kinds

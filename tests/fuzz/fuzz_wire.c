@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for kn_wire_decode.
  *
  * Input format: a sequence of frames, each a 2-byte little-endian length

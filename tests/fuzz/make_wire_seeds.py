@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes the seed corpus of fuzz_wire into corpus/wire/.
 
 Each seed is a frame list in fuzz_wire.c's input format: per frame a 2-byte

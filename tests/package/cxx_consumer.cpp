@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A C++ program built against an installed cflame: every installed header
 // compiles as C++ and links with C linkage (CFLAME_BEGIN_DECLS), and the
 // version macros are those of the build. Prints the text report of a

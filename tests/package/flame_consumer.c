@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program built against an installed cflame, as a user would build one:
  * reads a profile of folded stacks, prints its text report and writes its
  * flame graph as SVG. Running out of memory ends it its own way

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # package.consumer: installs the build into a fresh prefix, then builds the
 # consumers of this folder against it the two ways a user would (pkg-config,
 # and CMake's find_package), runs them, and checks what a user would look

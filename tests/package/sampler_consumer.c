@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program built against an installed cflame sampler: samples its own
  * CPU work into a buffer and reads the records back, printing
  * "samples: N" (N > 0 when sampling works). */

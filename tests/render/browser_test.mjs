@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Drives a cflame flame graph in a real browser, as a JupyterLab user would.
 //
 //   node tests/render/browser_test.mjs [--screenshot PNG] FILE_OR_DIR...

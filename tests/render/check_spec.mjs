@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checks cflame flame graph output with the real consumers.
 //
 //   node tests/render/check_spec.mjs FILE_OR_DIR...

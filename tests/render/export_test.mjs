@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Opens exported notebooks (jupyter nbconvert --to html) in headless Chromium
 // and checks that every flame graph in them is drawn, as a reader of the page
 // would see it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The standalone page of `cflame --format html` in a real browser.
 //
 //   node tests/render/html_page_test.mjs CFLAME_BINARY PERF_SCRIPT_TEXT

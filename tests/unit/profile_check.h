@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the tests of the readers and writers (test_io.c, test_pprof.c, the
  * fuzz targets' fuzz_io.h) look at a profile through: its whole tree, its
  * folded stacks, a frame by name. Header-only; each includes it once. */

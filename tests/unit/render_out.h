@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the renderer tests (test_render.c, test_render_diff.c) share: where
  * their specs are written for the real consumers (tests/render), reading
  * specs back, and a deterministic generator for their big profiles.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A small assertion kit for the unit test executables, after jansson's
  * test/suites/api and libuv's test/task.h: each failed check prints
  * file:line and what was expected, and the executable exits non-zero. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests fl_allocs and the worker's allocator entry points (kw_alloc.c),
  * both linked into this executable, which exports its symbols as the
  * worker does, so that the C library's own calls (strdup, fopen) bind to

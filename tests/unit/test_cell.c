@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_cell: a table of tricky cells (braces and semicolons in
  * strings, chars and comments; function pointers; multi-declarator globals;
  * structs with trailing variables; K&R and attribute-laden functions;

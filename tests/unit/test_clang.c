@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_clang: completion and inspection by libclang in its process
  * (cflame-clang), on units written as the session writes them (#line
  * directives naming cells); what happens to a process that a unit costs

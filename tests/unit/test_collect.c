@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for fl_collect: buffers written by hand, in the layouts of
  * fl_sampler.h and fl_allocs.h, whose addresses are this executable's own
  * functions, symbolized for real (fl_symbolizer_new_from_pid on itself).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The flame library's shared internals (flame/fl__common.h): the hash
  * index, the string set, the buffer, the allocators' growth, the
  * out-of-memory policy and the handler a program sets (fl_alloc.h), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_conn: connection files written to temporary files, the
  * defaults jupyter_client also applies, each validation error, and the
  * ZeroMQ endpoint strings. */

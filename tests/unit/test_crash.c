@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_crash: what the user reads when a cell's worker dies.
  *
  * Crash reports are built here as the worker's crash handler writes them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests fl_diff on hand-made profiles with known answers: matching (renamed
  * cell functions, redefinitions in another cell, moved and inserted lines,
  * recursion), new and vanished frames, self and total deltas, scaling

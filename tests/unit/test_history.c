@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_history: what a history_request returns, as a front
  * end's up-arrow and %history-style search see it. */
 #include <jansson.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of fl_io: the folded stacks reader and writer, the perf script
  * reader on real captures against stackcollapse-perf.pl's output for them
  * (tests/data/perf, see its README), round trips, errors, the HTML page,

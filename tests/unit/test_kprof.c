@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_prof's session side: how a profiled run enters the
  * session profile by its mode (%%profile adds each run once, %%profview
  * and %%profdiffview replace it, baselines and allocation runs leave it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_magic: splitting magic lines off a cell (line magics,
  * the cell magic, blank lines, misplaced %%, body_line), words with quotes and
  * escapes, and option parsing for every option type with the exact error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_magics: the table every magic lives in, and what the
  * user reads from it (%NAME?, %lsmagic, the lists in error messages). Each
  * entry is checked against the rest of the table, so a new entry is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_manpage: reading a page's parts, and the pages man really gives
  * (Debian's man-db and manpages-dev). */
 #define _GNU_SOURCE

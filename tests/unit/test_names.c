@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_names: how the kernel tells a cell's code from its own
  * machinery and from libraries in a symbolized frame, and the plain names
  * tracebacks and graphs show. */

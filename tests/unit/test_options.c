@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The option table (fl_options.h): each type parsed, the errors, the
  * defaults, help, and the docs' option tables, which must be the table's.
  * `test_options --markdown` prints the tables the docs hold. */

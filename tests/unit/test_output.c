@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_output: what a cell's output looks like once it reaches
  * iopub. The publish callback is captured, so each test sees the (stream,
  * text) messages a notebook would show: the order of stdout and stderr, UTF-8

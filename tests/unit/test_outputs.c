@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one output function (fl_output.h): every format of its table, of a
  * profile and of a diff, with the rules the front ends share. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of fl_pprof: pprof written and read back (CPU and allocation
  * profiles, inlined frames, kinds of code), profiles built message by
  * message as other tools write them (Go's: only cpu/nanoseconds, ids that

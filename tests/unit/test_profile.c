@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests fl_profile: the table of kinds, frame interning, samples and
  * shared stacks, info counters, copy, merge (also under a root), clear, the
  * threads list, time stamps and thread names, allocation profiles, and the

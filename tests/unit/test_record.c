@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for `cflame record`'s reading of a recording
  * (record/rc_collect.c): the snapshots of a process's maps the preloaded
  * library wrote at start, before each dlopen and at exit, merged into the

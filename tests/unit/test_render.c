@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests the flame graph renderers (fl_vegalite, fl_svg, fl_bundle) on trees
  * built with fl_profile and fl_tree: the structure of the Vega-Lite spec
  * (rows, fields, bounds, layers, interactions), that the SVG is well-formed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests the renderings of differential flame graphs (fl_vegalite_diff,
  * fl_svg_diff, fl_text_diff, fl_diff_bundle) on diffs built by fl_diff from
  * hand-made profiles: the rows' diff fields against fl_diff_node, colours

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests fl_sampler against workloads whose answers are known: CPU-bound
  * loops of measured length, functions that split the time 1:3, a workload
  * whose period equals the interval, two threads splitting the CPU 3:1,

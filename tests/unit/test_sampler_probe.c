@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests how fl_sampler picks its timer on kernels that lack what the best
  * one needs (trap_works in fl_sampler.c): a perf event that raises SIGTRAP
  * as task work. This kernel has it; the test plays older ones by

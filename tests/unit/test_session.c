@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_session: cells compiled with the real compiler, loaded with dlopen in
  * this process the way the worker loads them, and run. */
 #define _GNU_SOURCE

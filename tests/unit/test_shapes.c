@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests the shapes built from a profile's samples beside the merged tree
  * (test_tree.c has it and the callers' tree): the timeline (samples per
  * thread in time order, merged into spans) and the totals per source

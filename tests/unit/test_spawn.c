@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_spawn: a program with its output on a pipe, as the compiler and man
  * are run. */
 #include "kn_spawn.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests fl_symbol against a real shared object: a cell-like C file is
  * compiled at run time with `#line 1 "cell[7]"`, an asm-labelled function and
  * an always_inline helper, loaded with dlopen, and the return addresses it

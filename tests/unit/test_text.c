@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests the text reports (fl_text_tree, fl_text_flat) on small trees whose
  * every line is known: layout, cutting to cols, deep indentation, maxdepth,
  * mincount, max_lines, the hidden-frames note, flat aggregation counted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_timeit: %%timeit's and %timeit's options as the user
  * writes them (the worker's request, the statement, the error a mistake
  * gets), the report line for known timings, and durations in words. */

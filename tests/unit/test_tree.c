@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests fl_tree: building trees from hand-made profiles with known answers,
  * for every option (C, combine, lines, recur, pruned, filter, threads,
  * minwidth), rows under a row limit, allocation trees, and the time to build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for kn_wire: signatures against independently computed vectors,
  * byte-exact encoding, decode/encode round trips and every rejection path.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A minimal XML well-formedness check, shared by the renderers' tests
  * (test_render, test_render_diff). Header-only: static functions. */
 #ifndef CFLAME_XML_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program that recurses to the edge of its stack and works there
  * (tests/cli/test_record.py): a sample that lands in bottom_work() has
  * less stack left below it than a signal frame and the sampler's handler

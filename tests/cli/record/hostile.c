@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program that gets in the recorder's way (tests/cli/test_record.py):
  *
  *   hostile MODE BEFORE_S AFTER_S REPORT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* noperf PROGRAM [ARGS...]: runs PROGRAM where perf_event_open fails with
  * EACCES, as in a container whose seccomp profile refuses it (Docker's
  * default does): a seccomp filter, inherited by every child, that answers

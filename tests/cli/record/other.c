@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What prog exec runs in its child (tests/cli/test_record.py): a program
  * of its own, under a root of its own. */
 #include <stdlib.h>

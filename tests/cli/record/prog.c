@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The program tests/cli/test_record.py records: known work in functions of
  * its own, run in the way each test asks (argv[1]), measuring its own CPU
  * time, which it prints as JSON on stdout for the test to compare with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An MPI program for tests/cli/test_record.py: each rank runs one() and
  * three() (three times one()'s work) and prints its rank and the CPU time
  * of each as JSON. */

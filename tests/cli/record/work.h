@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The known work of the programs tests/cli/test_record.py records: one()
  * and three(), three times one()'s work, each a frame of its own, and the
  * calling thread's CPU clock to measure them by. */

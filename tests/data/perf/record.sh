@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Re-records the perf script captures of this directory and their reference
 # folded stacks (see README). Needs perf (Debian's linux-perf), a C
 # compiler, and two copies of stackcollapse-perf.pl, which are not part of

@@ -1,4 +1,4 @@
-/* A program with named threads, recorded in threads.txt (see README): two
+/* SPDX-License-Identifier: BSD-3-Clause */ /* A program with named threads, recorded in threads.txt (see README): two
  * threads whose names have a space ("hash worker", "sort worker"), so that
  * the process name of their samples is folded with underscores.
  *

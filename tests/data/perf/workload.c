@@ -1,4 +1,4 @@
-/* The program recorded in this directory's captures (see README), and
+/* SPDX-License-Identifier: BSD-3-Clause */ /* The program recorded in this directory's captures (see README), and
  * compiled and recorded by tests/cli/test_perf_live.py: known functions in
  * a known caller order (main -> outer -> middle -> leaf), a qsort whose
  * comparator runs under libc, and page faults that reach the kernel.

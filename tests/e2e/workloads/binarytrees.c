@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Computer Language Benchmarks Game: binary-trees, after the C
  * program (Kevin Carson), single-threaded. Allocates and walks perfect
  * binary trees: malloc, free and recursion. Argument: the maximum depth. */

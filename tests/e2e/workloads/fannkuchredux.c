@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Computer Language Benchmarks Game: fannkuch-redux, after the C
  * program (Ledrug Katz), single-threaded. Integer work on small arrays:
  * flips of every permutation. Argument: n, the length. */

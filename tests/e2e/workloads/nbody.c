@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Computer Language Benchmarks Game: n-body, after the C program
  * (Christoph Bauer). Floating-point loops over five bodies. Argument: the
  * number of steps. */

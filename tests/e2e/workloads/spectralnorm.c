@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Computer Language Benchmarks Game: spectral-norm, after the C
  * program (Sebastien Loisel), single-threaded. Matrix-vector products
  * whose entries are computed on the fly. Argument: the order N. */
