@@ -428,7 +428,11 @@ static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
         else
           o->threads[n++] = (int)strtol(v->list[i], NULL, 10);
       }
-      o->tree.threads = all ? NULL : o->threads;
+      if (all) { /* nothing to keep: fl_tree_opts_init copies the tree part alone */
+        free(o->threads);
+        o->threads = NULL;
+      }
+      o->tree.threads = o->threads;
       o->tree.n_threads = all ? 0 : n;
       break;
     }
