@@ -97,6 +97,7 @@ void fl_collect_describe(const fl_frame_info_t *f, uint64_t pc, fl_frame_t *fr) 
   const char *mod_base = f->module ? f->module + fl__path_base(f->module, strlen(f->module)) : NULL;
   memset(fr, 0, sizeof *fr);
   fr->func = f->func ? f->func : "[unknown]";
+  fr->system_name = f->system_name;
   fr->file = f->file;
   fr->line = f->line;
   fr->module = mod_base;

@@ -62,6 +62,11 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE},
      F_BOOL,
      AT(tree.lines)},
+    {{"demangle", FL_OPT_BOOL, .def = "true",
+      .help = "C++ and Rust functions by their readable names; off, by their symbols",
+      .groups = FL_OPTS_TREE},
+     F_BOOL,
+     AT(tree.demangle)},
     {{"recur", FL_OPT_ENUM, "off|flat", .def = "off",
       .help = "flat: a function already on the stack rewinds to its earlier frame, so "
               "recursion looks like a loop",

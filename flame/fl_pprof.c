@@ -11,7 +11,7 @@
  * sample the tree draws (fl_tree_node_of), with the labels "thread_id",
  * "thread_name" and "timestamp_ns" (in nanoseconds), so that reading it
  * back gives the same threads, names and times; any other, a sample per
- * node with self weight. Strings, functions (name, file), mappings
+ * node with self weight. Strings, functions (name, system name, file), mappings
  * (module) and locations (mapping, address, lines) are each written once,
  * found again through an fl__index.
  *
@@ -82,7 +82,7 @@ static void keyed_free(keyed_t *k) {
 typedef struct writer {
   const fl_tree_t *t;
   strtab_t strings;
-  keyed_t functions;     /* key: name, file */
+  keyed_t functions;     /* key: name, system name, file */
   keyed_t mappings;      /* key: file name */
   fl__index_t loc_index; /* locations, by a hash of their key (location_of) */
   pb_function_t **fns;
@@ -96,15 +96,18 @@ typedef struct writer {
 } writer_t;
 
 static uint64_t function_of(writer_t *w, const fl_frame_t *f) {
-  int64_t key[2] = {str_index(&w->strings, f->func), str_index(&w->strings, f->file)};
+  int64_t key[3] = {str_index(&w->strings, f->func),
+                    str_index(&w->strings, f->system_name ? f->system_name : f->func),
+                    str_index(&w->strings, f->file)};
   bool added;
   uint64_t id = keyed_id(&w->functions, key, &added);
   if (added) {
     pb_function_t *fn = fl__xmalloc(1, sizeof *fn);
     perftools__profiles__function__init(fn);
     fn->id = id;
-    fn->name = fn->system_name = key[0];
-    fn->filename = key[1];
+    fn->name = key[0];
+    fn->system_name = key[1]; /* the mangled symbol, as pprof keeps it */
+    fn->filename = key[2];
     w->fns = fl__grow(w->fns, &w->fns_cap, w->n_fns + 1, sizeof *w->fns);
     w->fns[w->n_fns++] = fn;
   }
@@ -384,7 +387,7 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   w.strings.strs = fl__xmalloc(1, sizeof *w.strings.strs);
   w.strings.strs[0] = "";
   w.strings.n = w.strings.cap = 1;
-  w.functions.width = 2;
+  w.functions.width = 3;
   w.mappings.width = 1;
   w.node_loc = fl__xcalloc(n_nodes, sizeof *w.node_loc);
   w.node_next = fl__xcalloc(n_nodes, sizeof *w.node_next);

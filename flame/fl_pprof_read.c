@@ -221,7 +221,8 @@ static int location_frames(reader_t *r, size_t i, fl__buf_t *text) {
                         .line = line->line > 0 && line->line <= INT_MAX ? (int)line->line : 0,
                         .module = module,
                         .addr = loc->address,
-                        .flags = flags};
+                        .flags = flags,
+                        .system_name = *system_name ? system_name : NULL};
     r->loc_frames[r->n_loc_frames++] = fl_profile_frame_id(r->p, &frame);
   }
   return 0;

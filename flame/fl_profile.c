@@ -26,6 +26,7 @@
 #include "cflame/fl_profile.h"
 
 #include "fl__common.h"
+#include "fl__demangle.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -143,9 +144,15 @@ static const char *intern(fl_profile_t *p, const char *s) {
 
 /* ---- frames ---- */
 
+/* What tells frames apart by name: the symbol, which two functions never
+ * share, where their readable names may read alike. */
+static const char *frame_symbol(const fl_frame_t *f) {
+  return f->system_name ? f->system_name : f->func;
+}
+
 /* A frame whose strings are interned: equal fields are equal pointers. */
 static uint64_t hash_frame(const fl_frame_t *f) {
-  uint64_t h = fl__mix64((uint64_t)(uintptr_t)f->func);
+  uint64_t h = fl__mix64((uint64_t)(uintptr_t)frame_symbol(f));
   h = fl__mix64(h ^ (uint64_t)(uintptr_t)f->file);
   h = fl__mix64(h ^ (uint64_t)(uintptr_t)f->module);
   h = fl__mix64(h ^ ((uint64_t)(uint32_t)f->line << 32 | f->flags));
@@ -153,8 +160,8 @@ static uint64_t hash_frame(const fl_frame_t *f) {
 }
 
 static bool frame_equal(const fl_frame_t *a, const fl_frame_t *b) {
-  return a->func == b->func && a->file == b->file && a->module == b->module && a->line == b->line &&
-         a->addr == b->addr && a->flags == b->flags;
+  return frame_symbol(a) == frame_symbol(b) && a->file == b->file && a->module == b->module &&
+         a->line == b->line && a->addr == b->addr && a->flags == b->flags;
 }
 
 /* Strings of frame are copied into p (a NULL function becomes
@@ -164,11 +171,21 @@ uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame) {
   f.func = intern(p, frame->func ? frame->func : "[unknown]");
   f.file = intern(p, frame->file);
   f.module = intern(p, frame->module);
+  f.system_name = intern(p, frame->system_name);
+  if (f.system_name == f.func) f.system_name = NULL;
   uint64_t h = hash_frame(&f);
   fl__probe_t pr;
   for (uint32_t i = fl__index_find(&p->frame_index, h, &pr); i != FL__NONE;
        i = fl__index_next(&p->frame_index, &pr))
     if (frame_equal(&p->frames[i], &f)) return i;
+  /* New: demangled once, here, whoever read it (its symbol, and so its
+   * hash, stays what it was). */
+  char *readable = f.system_name ? NULL : fl__demangle(f.func);
+  if (readable) {
+    f.system_name = f.func;
+    f.func = intern(p, readable);
+    free(readable);
+  }
   if (p->n_frames >= UINT32_MAX - 1) fl__oom(0); /* ids are 32 bits */
   p->frames = fl__grow(p->frames, &p->frames_cap, p->n_frames + 1, sizeof *p->frames);
   uint32_t id = (uint32_t)p->n_frames++;

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "fl__common.h"
+#include "fl__demangle.h"
 
 /* One resolved address: frames [first, first + count) of the pool. */
 typedef struct lookup {
@@ -50,6 +51,13 @@ typedef struct lookup {
   uint32_t count;
   bool is_return_address;
 } lookup_t;
+
+/* A symbol with its readable name: demangled once, however many
+ * addresses of the function are looked up. Both interned. */
+typedef struct named {
+  const char *symbol;
+  const char *readable; /* NULL: the symbol is not mangled */
+} named_t;
 
 struct fl_symbolizer {
   Dwfl *dwfl;
@@ -63,6 +71,10 @@ struct fl_symbolizer {
   size_t pool_cap;
 
   fl__strset_t strings; /* interned strings */
+
+  named_t *named; /* every symbol met, with its readable name */
+  size_t n_named, named_cap;
+  fl__index_t named_index;
 };
 
 /* libdwfl keeps a pointer to the callbacks (and to the debuginfo path) for
@@ -99,6 +111,40 @@ static const Dwfl_Callbacks proc_callbacks = {
 
 static const char *intern(fl_symbolizer_t *sym, const char *s) {
   return fl__strset_intern(&sym->strings, s);
+}
+
+/* ---- names ---- */
+
+/* Sets frame's func, and its system_name when symbol (interned) is a
+ * mangled name: the readable name, demangled once per symbol. A symbol
+ * that is not mangled is the name, as is fallback when symbol is NULL. */
+static void set_name(fl_symbolizer_t *sym, fl_frame_info_t *frame, const char *symbol,
+                     const char *fallback) {
+  frame->func = symbol ? symbol : fallback;
+  frame->system_name = NULL;
+  if (!symbol) return;
+  uint64_t h = fl__mix64((uint64_t)(uintptr_t)symbol);
+  fl__probe_t pr;
+  const named_t *known = NULL;
+  for (uint32_t i = fl__index_find(&sym->named_index, h, &pr); i != FL__NONE && !known;
+       i = fl__index_next(&sym->named_index, &pr))
+    if (sym->named[i].symbol == symbol) known = &sym->named[i];
+  if (!known) {
+    char *readable = fl__demangle(symbol);
+    sym->named = fl__grow(sym->named, &sym->named_cap, sym->n_named + 1, sizeof *sym->named);
+    sym->named[sym->n_named] = (named_t){symbol, readable ? intern(sym, readable) : NULL};
+    free(readable);
+    fl__index_add(&sym->named_index, h, (uint32_t)sym->n_named);
+    known = &sym->named[sym->n_named++];
+  }
+  if (known->readable) {
+    frame->func = known->readable;
+    frame->system_name = symbol;
+  } else if (fallback) {
+    /* A linkage name that is not mangled (an asm label): the source's
+     * name reads as the programmer wrote it. */
+    frame->func = fallback;
+  }
 }
 
 /* ---- the cache ---- */
@@ -161,6 +207,15 @@ static const char *strip_comp_dir(Dwarf_Die *cu, const char *path) {
 static const char *die_name(Dwarf_Die *die) {
   Dwarf_Attribute attr;
   return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+}
+
+/* The symbol of a subprogram or inlined subroutine where it has one
+ * (C++, Rust: DW_AT_linkage_name, or the older DW_AT_MIPS_linkage_name),
+ * following its origin as die_name does; NULL if none. */
+static const char *die_linkage_name(Dwarf_Die *die) {
+  Dwarf_Attribute attr;
+  const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+  return name ? name : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
 }
 
 /* Reads a call-site attribute of an inlined subroutine; 0 when absent. */
@@ -662,7 +717,11 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
   for (int i = nchain - 1; i >= 0 && !reached_subprogram; i--) {
     Dwarf_Die *die = &chain[i];
     frame = base;
-    frame.func = intern(sym, die_name(die));
+    /* An out-of-line function without a linkage name in DWARF (gcc gives
+     * a lambda's none) is named by its ELF symbol where that is mangled. */
+    const char *symbol = die_linkage_name(die);
+    if (!symbol && dwarf_tag(die) != DW_TAG_inlined_subroutine) symbol = elf_name;
+    set_name(sym, &frame, intern(sym, symbol), intern(sym, die_name(die)));
     frame.file = file;
     frame.line = line;
     frame.col = col;
@@ -674,7 +733,7 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
       col = clamp_int(die_udata(die, DW_AT_call_column));
     } else {
       reached_subprogram = true;
-      if (!frame.func) frame.func = intern(sym, elf_name);
+      if (!frame.func) set_name(sym, &frame, intern(sym, elf_name), NULL);
     }
     pool_push(sym, &frame);
   }
@@ -682,7 +741,7 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
    * out-of-line function is the ELF symbol. */
   if (!reached_subprogram) {
     frame = base;
-    frame.func = intern(sym, elf_name);
+    set_name(sym, &frame, intern(sym, elf_name), NULL);
     frame.file = file;
     frame.line = line;
     frame.col = col;
@@ -698,6 +757,7 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
 static fl_symbolizer_t *symbolizer_alloc(char *err, size_t err_size) {
   fl_symbolizer_t *sym = fl__xcalloc(1, sizeof *sym);
   fl__index_init(&sym->lookup_index, 512);
+  fl__index_init(&sym->named_index, 256);
   sym->dwfl = dwfl_begin(&proc_callbacks);
   if (!sym->dwfl) {
     snprintf(err, err_size, "cannot start libdwfl: %s", dwfl_errmsg(-1));
@@ -824,6 +884,8 @@ void fl_symbolizer_destroy(fl_symbolizer_t **symp) {
     dwfl_end(sym->dwfl);
   }
   fl__strset_free(&sym->strings);
+  free(sym->named);
+  fl__index_free(&sym->named_index);
   free(sym->lookups);
   fl__index_free(&sym->lookup_index);
   free(sym->pool);

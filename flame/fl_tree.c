@@ -261,7 +261,9 @@ static void compute_roles(builder_t *b) {
   ident_set_init(&keys, n);
   ident_set_init(&funcs, n);
   for (uint32_t id = 0; id < n; id++) {
-    const fl_frame_t *f = fl_profile_frame(b->p, id);
+    fl_frame_t shown = *fl_profile_frame(b->p, id);
+    if (!o->demangle && shown.system_name) shown.func = shown.system_name;
+    const fl_frame_t *f = &shown;
     frame_role_t *r = &b->roles[id];
     bool added;
     ident_t k = {.func = f->func, .module = f->module};

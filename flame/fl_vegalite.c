@@ -114,6 +114,10 @@ static json_t *row_of(const fl__rows_t *r, const fl_node_t *n, bool alloc) {
   rc |= json_object_set_new(row, "self", json_integer((json_int_t)n->self));
   rc |= json_object_set_new(row, "pct", json_real(pct));
   rc |= json_object_set_new(row, "func", text_or_null(n->frame.func ? n->frame.func : "[unknown]"));
+  /* The symbol only where it differs (C++, Rust): the tooltip's "symbol"
+   * key is left out where the field is. */
+  if (n->frame.system_name && n->frame.system_name != n->frame.func)
+    rc |= json_object_set_new(row, "sym", json_string(n->frame.system_name));
   char *label = fl_node_label(n);
   rc |= json_object_set_new(row, "label", text_or_null(label));
   free(label);
@@ -162,6 +166,9 @@ static json_t *rows_of(const fl__rows_t *r, bool alloc) {
  * expression picks among objects that hold only the keys a row has values
  * for: the location's four cases, each with fields (the counts) and, for
  * frames with code folded in, folded. New string. */
+/* The function, and its symbol where it has one: vega-tooltip leaves out
+ * a key whose value is undefined, as datum.sym is in a row without it. */
+#define FUNCTION_FIELDS "'function': datum.func, 'symbol': datum.sym, "
 static char *tooltip_objects(const char *fields, const char *folded) {
   static const char *const where[4] = {
       "'file:line': datum.file + (datum.line ? ':' + datum.line : ''), 'module': datum.module, ",
@@ -175,9 +182,9 @@ static char *tooltip_objects(const char *fields, const char *folded) {
     fl__buf_puts(&b, with_folded ? "datum.status ? " : " : ");
     fl__buf_printf(&b,
                    "(datum.file ? (datum.module && datum.module !== datum.file ? "
-                   "{'function': datum.func, %s%s%s} : {'function': datum.func, %s%s%s}) : "
-                   "datum.module ? {'function': datum.func, %s%s%s} : "
-                   "{'function': datum.func, %s%s%s})",
+                   "{" FUNCTION_FIELDS "%s%s%s} : {" FUNCTION_FIELDS "%s%s%s}) : "
+                   "datum.module ? {" FUNCTION_FIELDS "%s%s%s} : "
+                   "{" FUNCTION_FIELDS "%s%s%s})",
                    where[0], fields, tail, where[1], fields, tail, where[2], fields, tail,
                    where[3], fields, tail);
   }

@@ -42,7 +42,8 @@ typedef enum fl_opt_type {
  * theirs described by an fl_option_t of their own. */
 enum {
   FL_OPTS_THREADS = 1u << 0, /* threads (also for runs that draw nothing) */
-  FL_OPTS_TREE = 1u << 1,    /* threads, C, combine, lines, recur, pruned, filter, minwidth */
+  FL_OPTS_TREE = 1u << 1,    /* threads, C, combine, lines, demangle, recur, pruned, filter,
+                                minwidth */
   FL_OPTS_VIEW = 1u << 2,    /* width, height, title, icicle, theme */
   FL_OPTS_PRINT = 1u << 3,   /* format=tree|flat (a report's shape) */
   FL_OPTS_TEXT = 1u << 4,    /* maxdepth, mincount, cols */

@@ -111,6 +111,10 @@ typedef struct fl_frame {
   const char *module; /* "cell[3]", "libc.so.6", a program name; or NULL */
   uint64_t addr;      /* instruction address, for combine=false; 0 if unknown */
   uint32_t flags;     /* FL_FRAME_* */
+  const char *system_name; /* the symbol func was read from where it differs:
+                              a C++ or Rust function's mangled name
+                              ("_ZN2ns5KlassIiE6methodEi" for
+                              "ns::Klass<int>::method(int)"); else NULL */
 } fl_frame_t;
 
 typedef struct fl_profile fl_profile_t;
@@ -149,8 +153,12 @@ const fl_profile_info_t *fl_profile_info_const(const fl_profile_t *p);
 
 /* Interns a frame (its strings are copied; a NULL func becomes
  * "[unknown]") and returns its id: ids are 0, 1, 2, ... in order of first
- * appearance, and equal fields (all six) give the same id. Out of memory
- * aborts, as in fl_profile_add_sample. */
+ * appearance, and equal fields give the same id. A func that is a mangled
+ * C++ or Rust symbol, given without a system_name, is demangled: the frame
+ * gets the readable name as func and the symbol as system_name. Frames are
+ * told apart by their symbol (system_name, else func), so the mangled and
+ * the demangled form of one frame are one id. Out of memory aborts, as in
+ * fl_profile_add_sample. */
 uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame);
 
 /* The frame with that id; borrowed, valid for the profile's lifetime. */

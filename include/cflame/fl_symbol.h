@@ -30,8 +30,11 @@ typedef struct fl_symbolizer fl_symbolizer_t;
 typedef struct fl_frame_info {
   const char *func;   /* function name from DWARF, else the ELF symbol, else
                          the PLT stub's name (FL_SYMBOL_PLT_SUFFIX), else
-                         NULL; borrowed, valid until the symbolizer is
-                         destroyed */
+                         NULL; C++ and Rust names demangled
+                         ("ns::Klass<int>::method(int)"); borrowed, valid
+                         until the symbolizer is destroyed */
+  const char *system_name; /* the mangled symbol func was demangled from, or
+                         NULL; borrowed */
   const char *file;   /* source file as recorded in DWARF (#line names such as
                          "cell[3]" included) or NULL; borrowed */
   int line;           /* 0 when unknown */

@@ -41,6 +41,9 @@
  *   minwidth hide frames whose count is below this share of the root's
  *            count, with their subtrees (their weight stays in the parent's
  *            count, not in its self; fl_tree_hidden says how many).
+ *   demangle false: a frame with a symbol (fl_frame_t.system_name: a
+ *            mangled C++ or Rust name) is named by it, not by its readable
+ *            name; filter and pruned match the name shown.
  *   inverted true: the callers' tree. Each sample's path (after C=false,
  *            recur and pruned have made it) is turned around, so that the
  *            frames samples ended in (the leaves) are the root's children
@@ -81,6 +84,7 @@ typedef struct fl_tree_opts {
   size_t n_threads;
   double minwidth;
   bool inverted; /* the callers' tree: where time was spent at the root */
+  bool demangle; /* false: frames named by their symbols (system_name) */
 } fl_tree_opts_t;
 
 /* The defaults, from the option table (fl_options.h). */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests fl_profile: the table of kinds, frame interning, samples and
  * shared stacks, info counters, copy, merge (also under a root), clear, the
- * threads list, time stamps and thread names, allocation profiles, and the
- * memory 10^6 samples take. */
+ * threads list, time stamps and thread names, allocation profiles,
+ * demangled names, and the memory 10^6 samples take. */
 #include "cflame/fl_profile.h"
 
 #include <malloc.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_tree.h"
 #include "test.h"
 
 static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int line,
@@ -568,6 +569,69 @@ static void test_many_samples(void) {
   fl_profile_destroy(&p);
 }
 
+/* C++ and Rust symbols are read as their readable names, once, whoever
+ * gives them; the symbol stays beside the name and tells frames apart;
+ * the tree shows symbols with demangle=false. */
+static void test_demangled(void) {
+  static const struct {
+    const char *symbol, *readable;
+  } names[] = {
+      {"_ZN2ns5KlassIiE6methodEi", "ns::Klass<int>::method(int)"},
+      {"_ZZ4mainENKUlvE_clEv", "main::{lambda()#1}::operator()() const"},
+      {"_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write"}, /* Rust, legacy */
+      {"_RNvCs15kBYyAo9fc_7mycrate7example", "mycrate::example"},     /* Rust, v0 */
+      {"__ZN2ns5KlassIiE6methodEi", "ns::Klass<int>::method(int)"},   /* macOS's extra _ */
+      {"main", NULL},
+      {"_ZN", NULL},
+      {"_R", NULL},
+      {"_", NULL},
+      {"[unknown]", NULL}, /* as they are */
+  };
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    uint32_t id = frame(p, names[i].symbol, NULL, 0, "prog", 0, 0);
+    const fl_frame_t *f = fl_profile_frame(p, id);
+    if (names[i].readable) {
+      CHECK_STR(f->func, names[i].readable);
+      CHECK_STR(f->system_name, names[i].symbol);
+    } else {
+      CHECK_STR(f->func, names[i].symbol);
+      CHECK(f->system_name == NULL);
+    }
+    /* Given again, or given with its readable name beside: one frame. */
+    CHECK_INT(frame(p, names[i].symbol, NULL, 0, "prog", 0, 0), id);
+    fl_frame_t both = {.func = f->func, .system_name = names[i].symbol, .module = "prog"};
+    CHECK_INT(fl_profile_frame_id(p, &both), id);
+  }
+  /* The readable name alone is another frame: its symbol is unknown. */
+  size_t n = fl_profile_n_frames(p);
+  fl_frame_t plain = {.func = "ns::Klass<int>::method(int)", .module = "prog"};
+  CHECK_INT(fl_profile_frame_id(p, &plain), n);
+  CHECK(fl_profile_frame(p, (uint32_t)n)->system_name == NULL);
+
+  /* A copy keeps both names and the ids. */
+  fl_profile_t *copy = fl_profile_copy(p);
+  CHECK_STR(fl_profile_frame(copy, 0)->func, "ns::Klass<int>::method(int)");
+  CHECK_STR(fl_profile_frame(copy, 0)->system_name, "_ZN2ns5KlassIiE6methodEi");
+
+  /* The tree: readable names by default, symbols with demangle=false. */
+  uint32_t stack[] = {3}; /* mycrate::example */
+  fl_profile_add_sample(p, stack, 1, 1, 0, 0);
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  CHECK(o.demangle);
+  char err[256];
+  fl_tree_t *t = fl_tree_build(p, &o, "prog", err, sizeof err);
+  CHECK_STR(fl_tree_node(t, 1)->frame.func, "mycrate::example");
+  fl_tree_destroy(&t);
+  o.demangle = false;
+  t = fl_tree_build(p, &o, "prog", err, sizeof err);
+  CHECK_STR(fl_tree_node(t, 1)->frame.func, "_RNvCs15kBYyAo9fc_7mycrate7example");
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&copy);
+  fl_profile_destroy(&p);
+}
+
 int main(void) {
   test_new();
   test_kinds();
@@ -580,6 +644,7 @@ int main(void) {
   test_alloc();
   test_many_samples();
   test_time_and_names();
+  test_demangled();
   test_memory();
   return TEST_DONE();
 }

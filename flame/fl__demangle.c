@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fl__demangle: libiberty's demangler (see fl__demangle.h). */
+#define _GNU_SOURCE
+#include "fl__demangle.h"
+
+#include <libiberty/demangle.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *fl__demangle(const char *symbol) {
+  /* Only what can be mangled goes to libiberty: C's names are most of a C
+   * profile, and "_Z"/"_R" (or macOS's "__Z") begin every mangled one. */
+  if (!symbol || symbol[0] != '_') return NULL;
+  const char *s = symbol[1] == '_' ? symbol + 1 : symbol;
+  if (s[1] != 'Z' && s[1] != 'R') return NULL;
+  /* DMGL_AUTO tries Rust first (its legacy names are valid C++ names
+   * too), then C++; DMGL_PARAMS keeps C++'s parameter types, which tell
+   * overloads apart. */
+  char *name = cplus_demangle(s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+  if (name && !*name) {
+    free(name);
+    return NULL;
+  }
+  return name;
+}
