@@ -253,6 +253,7 @@ typedef struct elf_func {
   const char *name;     /* in the module's string table, owned by libdwfl */
   int rank;             /* binding preference among aliases: global highest */
   int order;            /* index in the symbol table: the first alias wins */
+  bool sized;           /* it had a size; else high is where the next one starts */
 } elf_func_t;
 
 typedef struct cu_range {
@@ -309,34 +310,81 @@ static int compare_funcs(const void *a, const void *b) {
   return (x->order < y->order) - (x->order > y->order); /* the first alias last */
 }
 
-/* Which of two aliases at one address names a function best. */
-static int binding_rank(int binding) {
-  if (binding == STB_GLOBAL) return 2;
-  if (binding == STB_WEAK) return 1;
-  return 0;
+/* Which of two aliases at one address names a function best: one with a
+ * size before one without, then by binding, global first. */
+static int binding_rank(int binding, bool sized) {
+  int rank = binding == STB_GLOBAL ? 2 : binding == STB_WEAK ? 1 : 0;
+  return sized ? rank + 3 : rank;
 }
 
+/* The end of section shndx of elf at its load address (bias applied), or
+ * 0 when the section holds no code (data, an absolute symbol, no such
+ * section). The last answer is kept: a symbol table is mostly .text. */
+typedef struct code_section {
+  Elf *elf;
+  GElf_Word shndx;
+  GElf_Addr end;
+} code_section_t;
+
+static GElf_Addr code_section_end(code_section_t *last, Elf *elf, GElf_Word shndx,
+                                  Dwarf_Addr bias) {
+  if (last->elf != elf || last->shndx != shndx) {
+    GElf_Shdr sh;
+    Elf_Scn *scn =
+        elf && shndx != SHN_UNDEF && shndx < SHN_LORESERVE ? elf_getscn(elf, shndx) : NULL;
+    last->elf = elf;
+    last->shndx = shndx;
+    last->end = scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR)
+                    ? sh.sh_addr + sh.sh_size + bias
+                    : 0;
+  }
+  return last->end;
+}
+
+/* Reads the module's function symbols (libdwfl's symbol table: .symtab,
+ * else .dynsym, with the MiniDebugInfo of .gnu_debugdata beside) once,
+ * into a table sorted by address. A symbol without a size (assembly's
+ * usual) holds the code up to the next symbol or the end of its section,
+ * as libdwfl and perf read it, so that every lookup is a binary search,
+ * never libdwfl's linear scan of the table. */
 static void build_funcs(Dwfl_Module *mod, module_index_t *index) {
   size_t cap = 0;
+  code_section_t last = {0};
   int n = dwfl_module_getsymtab(mod);
   for (int i = 1; i < n; i++) {
     GElf_Sym elf_sym;
     GElf_Addr addr;
     GElf_Word shndx;
-    const char *name = dwfl_module_getsym_info(mod, i, &elf_sym, &addr, &shndx, NULL, NULL);
-    if (!name || !*name || elf_sym.st_size == 0 || shndx == SHN_UNDEF) continue;
+    Elf *elf;
+    Dwarf_Addr bias;
+    const char *name = dwfl_module_getsym_info(mod, i, &elf_sym, &addr, &shndx, &elf, &bias);
+    if (!name || !*name || shndx == SHN_UNDEF) continue;
     int type = GELF_ST_TYPE(elf_sym.st_info);
     if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
+    GElf_Addr high = addr + elf_sym.st_size;
+    if (elf_sym.st_size == 0) {
+      high = code_section_end(&last, elf, shndx, bias); /* cut at the next symbol below */
+      if (high <= addr) continue;
+    }
     index->funcs = fl__grow(index->funcs, &cap, index->nfuncs + 1, sizeof *index->funcs);
     index->funcs[index->nfuncs++] = (elf_func_t){
         .low = addr,
-        .high = addr + elf_sym.st_size,
+        .high = high,
         .name = name,
-        .rank = binding_rank(GELF_ST_BIND(elf_sym.st_info)),
+        .rank = binding_rank(GELF_ST_BIND(elf_sym.st_info), elf_sym.st_size != 0),
         .order = i,
+        .sized = elf_sym.st_size != 0,
     };
   }
   if (index->nfuncs > 1) qsort(index->funcs, index->nfuncs, sizeof *index->funcs, compare_funcs);
+  /* A sizeless symbol ends where the next symbol above it starts. */
+  for (size_t i = 0, next = 0; i < index->nfuncs; i++) {
+    elf_func_t *f = &index->funcs[i];
+    if (f->sized) continue;
+    if (next <= i) next = i + 1;
+    while (next < index->nfuncs && index->funcs[next].low <= f->low) next++;
+    if (next < index->nfuncs && index->funcs[next].low < f->high) f->high = index->funcs[next].low;
+  }
 }
 
 /* Number of entries of a sorted array whose low is at most key: the index
@@ -536,9 +584,9 @@ static const char *plt_stub_name(fl_symbolizer_t *sym, Dwfl_Module *mod, uint64_
 }
 
 /* The name of the function holding addr, or NULL: the function symbol,
- * preferring, among aliases, a global to a weak to a local symbol, then
- * the first in the table, as libdwfl does; else the PLT stub. Symbols
- * without a size are left to libdwfl, which checks their section. */
+ * preferring, among aliases, one with a size, then a global to a weak to a
+ * local symbol, then the first in the table, as libdwfl does; else the PLT
+ * stub. */
 static const char *elf_func_name(fl_symbolizer_t *sym, Dwfl_Module *mod, uint64_t addr) {
   module_index_t *index = module_index(mod);
   if (!index->funcs_built) {
@@ -551,11 +599,7 @@ static const char *elf_func_name(fl_symbolizer_t *sym, Dwfl_Module *mod, uint64_
    * cover a symbol that holds a smaller one. */
   for (size_t i = end, steps = 0; i > 0 && steps < 32; i--, steps++)
     if (addr < index->funcs[i - 1].high) return index->funcs[i - 1].name;
-  const char *stub = plt_stub_name(sym, mod, addr);
-  if (stub) return stub;
-  GElf_Off offset;
-  GElf_Sym elf_sym;
-  return dwfl_module_addrinfo(mod, addr, &offset, &elf_sym, NULL, NULL, NULL);
+  return plt_stub_name(sym, mod, addr);
 }
 
 static int compare_cus(const void *a, const void *b) {

@@ -358,6 +358,32 @@ static void test_nodebug(void) {
   CHECK(ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
 }
 
+/* Two functions in assembly without .size, as hand-written assembly often
+ * is: each holds the code up to the next symbol. */
+__asm__(
+    ".text\n"
+    ".globl cflame_test_sizeless_a\n"
+    ".type cflame_test_sizeless_a, @function\n"
+    "cflame_test_sizeless_a:\n"
+    "  nop\n  nop\n  nop\n  ret\n"
+    ".globl cflame_test_sizeless_b\n"
+    ".type cflame_test_sizeless_b, @function\n"
+    "cflame_test_sizeless_b:\n"
+    "  nop\n  ret\n");
+extern void cflame_test_sizeless_a(void), cflame_test_sizeless_b(void);
+
+static void test_sizeless(void) {
+  fl_frame_info_t fr[8];
+  uint64_t a = (uint64_t)(uintptr_t)cflame_test_sizeless_a;
+  uint64_t b = (uint64_t)(uintptr_t)cflame_test_sizeless_b;
+  CHECK_INT(b - a, 4);
+  CHECK_INT(fl_symbolizer_lookup(fx.sym, a + 2, false, fr, 8), 1);
+  CHECK_STR(fr[0].func, "cflame_test_sizeless_a");
+  CHECK_INT(fl_symbolizer_lookup(fx.sym, b + 1, false, fr, 8), 1);
+  CHECK_STR(fr[0].func, "cflame_test_sizeless_b");
+  CHECK(fr[0].system_name == NULL);
+}
+
 /* libc, with or without its debug info: a name and the module. */
 static void test_libc(void) {
   fl_frame_info_t fr[8];
@@ -501,10 +527,10 @@ static const struct {
   const char *name;
   void (*run)(void);
 } tests[] = {
-    {"cell", test_cell},       {"cache", test_cache},       {"return address", test_return_address},
-    {"max", test_max},         {"nodebug", test_nodebug},   {"libc", test_libc},
-    {"plt", test_plt},         {"unmapped", test_unmapped}, {"from pid", test_from_pid},
-    {"refresh", test_refresh}, {"errors", test_errors},
+    {"cell", test_cell},         {"cache", test_cache},     {"return address", test_return_address},
+    {"max", test_max},           {"nodebug", test_nodebug}, {"sizeless", test_sizeless},
+    {"libc", test_libc},         {"plt", test_plt},         {"unmapped", test_unmapped},
+    {"from pid", test_from_pid}, {"refresh", test_refresh}, {"errors", test_errors},
 };
 
 int main(void) {

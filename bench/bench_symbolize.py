@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Symbolizing a large program's profile, against perf (docs/PERFORMANCE.md).
+
+1. A compiler as the profiled program: `gcc -O2 -c big.c`, where big.c has
+   300 small functions calling sin and cos (written here), so that most
+   samples land in cc1: a stripped executable whose .dynsym holds some
+   29,000 symbols and whose static functions have none. Each round runs,
+   in an order that rotates from round to round:
+
+     plain     gcc alone
+     cflame    cflame record -o F.folded -- gcc ...   (the whole command)
+     perf      perf record -F 1000 -g -o perf.data -- gcc ...,
+               then perf script -i perf.data > /dev/null (timed apart)
+
+   cflame record says how long the program ran (wall); its time after the
+   program ended is the command's wall time minus that. Targets, as medians
+   over the rounds: cflame's time after the program <= perf script's, and
+   cflame record end to end <= perf record + perf script.
+
+2. The time to symbolize 10^5 distinct addresses spread evenly over the code
+   of cc1 (symbols only) and of libc (with its debug information where
+   libc6-dbg is installed: lines and inlined frames), with a new
+   symbolizer each time (bench/workloads/symbolize.c).
+
+Nothing here asserts: the table says whether each target was met. Raw
+timings go to --json.
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_kernel import machine_info  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GCC = shutil.which("gcc") or "gcc"
+
+
+def big_c(path, functions=300):
+    lines = ["#include <math.h>"]
+    for i in range(functions):
+        lines.append(f"double f{i}(double x) {{ double s = 0; for (int k = 0; k < 10; k++) "
+                     f"s += sin(x * {i + 1} + k) * cos(x - k * {i}); return s + x; }}")
+    lines.append("double all(double x) { return " +
+                 " + ".join(f"f{i}(x)" for i in range(functions)) + "; }")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def timed(cmd, stdout=subprocess.PIPE):
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    t = time.monotonic() - t0
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(map(str, cmd))}: exit {r.returncode}\n{r.stderr}")
+    return t, r
+
+
+def build_helper(build, out):
+    libs = subprocess.run(["pkg-config", "--libs", "libdw", "libelf", "jansson",
+                           "libprotobuf-c", "zlib"], capture_output=True, text=True,
+                          check=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-I", ROOT / "include", "-I", build / "include",
+                    ROOT / "bench/workloads/symbolize.c", build / "lib/libcflame.a",
+                    build / "lib/libcflame_buffers.a", *libs, "-liberty", "-lm", "-lpthread",
+                    "-o", out], check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build", type=pathlib.Path)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--addresses", type=int, default=100_000)
+    ap.add_argument("--json", type=pathlib.Path)
+    args = ap.parse_args()
+    build = args.build.resolve()
+    cflame = build / "bin/cflame"
+    perf = shutil.which("perf")
+    work = pathlib.Path(tempfile.mkdtemp(prefix="cflame-bench-sym-"))
+    big_c(work / "big.c")
+    gcc = [GCC, "-O2", "-c", str(work / "big.c"), "-o", str(work / "big.o")]
+    results = {"machine": machine_info(), "rounds": [], "symbolize": {}}
+
+    variants = ["plain", "cflame"] + (["perf"] if perf else [])
+    for r in range(args.rounds):
+        row = {}
+        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        for v in order:
+            if v == "plain":
+                row["plain"], _ = timed(gcc)
+            elif v == "cflame":
+                t, res = timed([cflame, "record", "-o", work / "out.folded", "--", *gcc])
+                m = re.search(r"the program took [\d.]+ s CPU, ([\d.]+) s wall", res.stderr)
+                row["cflame"] = t
+                row["cflame_program"] = float(m.group(1)) if m else None
+                row["cflame_after"] = t - row["cflame_program"] if m else None
+            else:
+                row["perf_record"], _ = timed([perf, "record", "-q", "-F", "1000", "-g", "-o",
+                                               work / "perf.data", "--", *gcc])
+                with open(os.devnull, "w") as null:
+                    row["perf_script"], _ = timed([perf, "script", "-i", work / "perf.data"],
+                                                  stdout=null)
+        results["rounds"].append(row)
+        print(f"round {r + 1}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()
+                                             if v is not None), flush=True)
+
+    def med(key):
+        vals = [row[key] for row in results["rounds"] if row.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    summary = {k: med(k) for k in ("plain", "cflame", "cflame_program", "cflame_after",
+                                   "perf_record", "perf_script")}
+    results["summary"] = summary
+
+    helper = work / "symbolize"
+    build_helper(build, helper)
+    cc1 = subprocess.run([GCC, "-print-prog-name=cc1"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    for name, path in (("cc1", cc1), ("libc", libc)):
+        runs = []
+        for _ in range(3):
+            out = subprocess.run([helper, path, str(args.addresses)], capture_output=True,
+                                 text=True, check=True).stdout.split()
+            runs.append({"seconds": float(out[2]), "frames": int(out[3]), "named": int(out[4])})
+        results["symbolize"][name] = {"path": path, "addresses": args.addresses, "runs": runs,
+                                      "median_seconds": statistics.median(r["seconds"] for r in runs)}
+
+    print()
+    print(f"gcc -O2 -c big.c (300 functions), medians of {args.rounds} rounds:")
+    print(f"  plain gcc                        {summary['plain']:.3f} s")
+    print(f"  cflame record, end to end        {summary['cflame']:.3f} s "
+          f"(the program {summary['cflame_program']:.3f} s, after it {summary['cflame_after']:.3f} s)")
+    if perf:
+        pr, ps = summary["perf_record"], summary["perf_script"]
+        print(f"  perf record -g                   {pr:.3f} s")
+        print(f"  perf script                      {ps:.3f} s")
+        print(f"  target: cflame after <= perf script: {summary['cflame_after']:.3f} <= {ps:.3f} "
+              f"{'met' if summary['cflame_after'] <= ps else 'MISSED'}")
+        print(f"  target: cflame record <= perf record + perf script: {summary['cflame']:.3f} <= "
+              f"{pr + ps:.3f} {'met' if summary['cflame'] <= pr + ps else 'MISSED'}")
+    else:
+        print("  perf is not installed: no reference")
+    for name, s in results["symbolize"].items():
+        r0 = s["runs"][0]
+        print(f"  {args.addresses:,} distinct addresses in {name}: {s['median_seconds']:.3f} s "
+              f"({r0['named']:,} named, {r0['frames']:,} frames with inlined ones)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
