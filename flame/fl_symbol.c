@@ -256,6 +256,20 @@ typedef struct elf_func {
   bool sized;           /* it had a size; else high is where the next one starts */
 } elf_func_t;
 
+/* A unit's outermost functions (subprograms, entry points, at any depth
+ * of namespaces and imported units), one entry per address range, sorted
+ * by low: where the walk down to an address's inlined frames starts. */
+typedef struct func_range {
+  Dwarf_Addr low, high; /* relative to the DWARF bias */
+  Dwarf_Die die;
+} func_range_t;
+
+typedef struct unit_funcs {
+  const void *cu_addr; /* the unit DIE's address: unique while the module lives */
+  func_range_t *funcs;
+  size_t nfuncs;
+} unit_funcs_t;
+
 typedef struct cu_range {
   Dwarf_Addr low, high; /* relative to cu_bias */
   Dwarf_Die cu;
@@ -279,6 +293,11 @@ typedef struct module_index {
   cu_range_t *cus; /* sorted by low */
   size_t ncus;
   Dwarf_Addr cu_bias;
+
+  /* The functions of each unit met, by the unit DIE's address. */
+  struct unit_funcs *units;
+  size_t nunits, units_cap;
+  fl__index_t unit_index;
 } module_index_t;
 
 /* Returns mod's index, creating an empty one. */
@@ -297,6 +316,9 @@ static int module_index_free(Dwfl_Module *mod, void **userdata, const char *name
     free(index->funcs);
     free(index->plt);
     free(index->cus);
+    for (size_t i = 0; i < index->nunits; i++) free(index->units[i].funcs);
+    free(index->units);
+    fl__index_free(&index->unit_index);
     free(index);
     *userdata = NULL;
   }
@@ -712,6 +734,76 @@ static bool find_functions(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, i
   return false;
 }
 
+/* Appends the outermost functions under parent to u (see func_range_t).
+ * The walk looks where find_functions looks for its first frame. */
+static void collect_funcs(Dwarf_Die *parent, unit_funcs_t *u, size_t *cap, int depth) {
+  Dwarf_Die child, imported;
+  Dwarf_Attribute attr;
+  if (depth > MAX_SCOPE_DEPTH || dwarf_child(parent, &child) != 0) return;
+  do {
+    switch (dwarf_tag(&child)) {
+      case DW_TAG_subprogram:
+      case DW_TAG_entry_point: {
+        Dwarf_Addr base, low, high;
+        for (ptrdiff_t off = 0; (off = dwarf_ranges(&child, off, &base, &low, &high)) > 0;) {
+          if (low >= high) continue;
+          u->funcs = fl__grow(u->funcs, cap, u->nfuncs + 1, sizeof *u->funcs);
+          u->funcs[u->nfuncs++] = (func_range_t){.low = low, .high = high, .die = child};
+        }
+        break;
+      }
+      case DW_TAG_namespace:
+      case DW_TAG_module: collect_funcs(&child, u, cap, depth + 1); break;
+      case DW_TAG_imported_unit:
+        if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &imported))
+          collect_funcs(&imported, u, cap, depth + 1);
+        break;
+      default: break;
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int compare_func_ranges(const void *a, const void *b) {
+  const func_range_t *x = a, *y = b;
+  return (x->low > y->low) - (x->low < y->low);
+}
+
+/* The functions of unit cu, read on first need. */
+static const unit_funcs_t *unit_funcs(module_index_t *index, Dwarf_Die *cu) {
+  uint64_t h = fl__mix64((uint64_t)(uintptr_t)cu->addr);
+  fl__probe_t pr;
+  for (uint32_t i = fl__index_find(&index->unit_index, h, &pr); i != FL__NONE;
+       i = fl__index_next(&index->unit_index, &pr))
+    if (index->units[i].cu_addr == cu->addr) return &index->units[i];
+  unit_funcs_t u = {.cu_addr = cu->addr};
+  size_t cap = 0;
+  collect_funcs(cu, &u, &cap, 0);
+  if (u.nfuncs > 1) qsort(u.funcs, u.nfuncs, sizeof *u.funcs, compare_func_ranges);
+  if (index->nunits >= FL__NONE) fl__oom(0);
+  index->units = fl__grow(index->units, &index->units_cap, index->nunits + 1, sizeof *index->units);
+  index->units[index->nunits] = u;
+  fl__index_add(&index->unit_index, h, (uint32_t)index->nunits);
+  return &index->units[index->nunits++];
+}
+
+/* The functions holding pc (relative to the DWARF bias) in unit cu, into
+ * chain as find_functions gives them, outermost first: the unit's table
+ * finds the outermost one by binary search, and only that function's
+ * scopes are walked for the inlined ones. */
+static void unit_functions(Dwfl_Module *mod, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *chain,
+                           int *len) {
+  const unit_funcs_t *u = unit_funcs(module_index(mod), cu);
+  size_t end;
+  UPPER_BOUND(u->funcs, u->nfuncs, pc, end);
+  /* A few steps back cover a range that holds a later-starting one. */
+  for (size_t i = end, steps = 0; i > 0 && steps < 8; i--, steps++) {
+    if (pc >= u->funcs[i - 1].high) continue;
+    chain[(*len)++] = u->funcs[i - 1].die;
+    find_functions(&chain[0], pc, chain, len, 1);
+    return;
+  }
+}
+
 static int clamp_int(Dwarf_Word v) {
   return v > (Dwarf_Word)INT32_MAX ? 0 : (int)v;
 }
@@ -754,7 +846,7 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
 
   Dwarf_Die chain[MAX_NESTED_FUNCTIONS];
   int nchain = 0;
-  if (cu) find_functions(cu, addr - dwarf_bias, chain, &nchain, 0);
+  if (cu) unit_functions(mod, cu, addr - dwarf_bias, chain, &nchain);
 
   /* Innermost first, down to the nearest real function. */
   bool reached_subprogram = false;
