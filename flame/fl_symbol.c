@@ -36,9 +36,11 @@
 #include <errno.h>
 #include <gelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fl__common.h"
@@ -808,6 +810,143 @@ static int clamp_int(Dwarf_Word v) {
   return v > (Dwarf_Word)INT32_MAX ? 0 : (int)v;
 }
 
+/* ---- modules kept across symbolizers ----
+ *
+ * What is costly to read of a module (its symbols, its DWARF and separate
+ * debug file, decompressed, and the indexes above) does not depend on
+ * where a process mapped it. So a module that is costly to read (a file of
+ * STORE_MIN_FILE bytes or more: libc, libm, a large program; a cell's
+ * object is cheaper to read again than to keep) and that has a build-id is
+ * read once into a Dwfl of its own, at its link-time addresses, and kept
+ * in one store for the whole process, keyed by its build-id: every
+ * symbolizer, of every process that maps it at whatever address (a
+ * restarted worker, each rank of an MPI job), looks addresses up there,
+ * less the load bias. The store holds at most STORE_MAX_MODULES modules
+ * and STORE_MAX_BYTES of files (their sizes on disk: the module's and its
+ * debug file's), and drops the least recently used beyond either. Every
+ * string a lookup returns is the symbolizer's own copy, so a module can be
+ * dropped between lookups; one mutex covers the store and each lookup
+ * that uses it. */
+
+enum { STORE_MAX_MODULES = 32 };
+#define STORE_MIN_FILE ((off_t)256 << 10)
+#define STORE_MAX_BYTES ((uint64_t)512 << 20)
+
+typedef struct stored {
+  unsigned char build_id[64];
+  int build_id_len;
+  Dwfl *dwfl; /* this module alone */
+  Dwfl_Module *mod;
+  uint64_t bytes;
+  uint64_t last_used;
+} stored_t;
+
+static struct {
+  pthread_mutex_t lock;
+  stored_t modules[STORE_MAX_MODULES];
+  int n;
+  uint64_t bytes, clock;
+  fl_symbol_cache_stats_t stats;
+} store = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const Dwfl_Callbacks file_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
+};
+
+static uint64_t file_size(const char *path) {
+  struct stat st;
+  return path && stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static void store_drop(int i) {
+  stored_t *m = &store.modules[i];
+  dwfl_getmodules(m->dwfl, module_index_free, NULL, 0);
+  dwfl_end(m->dwfl);
+  store.bytes -= m->bytes;
+  store.stats.dropped++;
+  store.modules[i] = store.modules[--store.n];
+}
+
+/* Drops the least recently used modules but keep's until both limits
+ * hold. */
+static void store_trim(const Dwfl *keep) {
+  while (store.n > 1 && (store.n > STORE_MAX_MODULES - 1 || store.bytes > STORE_MAX_BYTES)) {
+    int oldest = -1;
+    for (int i = 0; i < store.n; i++)
+      if (store.modules[i].dwfl != keep &&
+          (oldest < 0 || store.modules[i].last_used < store.modules[oldest].last_used))
+        oldest = i;
+    if (oldest < 0) break;
+    store_drop(oldest);
+  }
+}
+
+/* The stored module of pmod (a module of a process's Dwfl, whose ELF file
+ * is open), read now if it is new; NULL when pmod is not one to store: no
+ * file, no build-id, a small file, or a file that no longer matches. */
+static Dwfl_Module *store_get(Dwfl_Module *pmod) {
+  const unsigned char *bits;
+  GElf_Addr vaddr;
+  const char *name, *path = NULL;
+  name = dwfl_module_info(pmod, NULL, NULL, NULL, NULL, NULL, &path, NULL);
+  int len = dwfl_module_build_id(pmod, &bits, &vaddr);
+  if (!path || len <= 0 || len > (int)sizeof store.modules[0].build_id) return NULL;
+  for (int i = 0; i < store.n; i++) {
+    stored_t *m = &store.modules[i];
+    if (m->build_id_len == len && !memcmp(m->build_id, bits, (size_t)len)) {
+      m->last_used = ++store.clock;
+      store.stats.reused++;
+      return m->mod;
+    }
+  }
+  uint64_t bytes = file_size(path);
+  if (bytes < (uint64_t)STORE_MIN_FILE) return NULL;
+  Dwfl *dwfl = dwfl_begin(&file_callbacks);
+  if (!dwfl) return NULL;
+  dwfl_report_begin(dwfl);
+  Dwfl_Module *mod = dwfl_report_elf(dwfl, name, path, -1, 0, false);
+  const unsigned char *bits2;
+  bool same =
+      mod && dwfl_module_build_id(mod, &bits2, &vaddr) == len && !memcmp(bits, bits2, (size_t)len);
+  if (dwfl_report_end(dwfl, NULL, NULL) != 0 || !same) {
+    dwfl_getmodules(dwfl, module_index_free, NULL, 0);
+    dwfl_end(dwfl);
+    return NULL;
+  }
+  /* The debug file, found now, counts with the module. */
+  Dwarf_Addr bias;
+  const char *debug_path = NULL;
+  if (dwfl_module_getdwarf(mod, &bias))
+    dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debug_path);
+  if (debug_path && strcmp(debug_path, path) != 0) bytes += file_size(debug_path);
+  stored_t *m = &store.modules[store.n++];
+  *m = (stored_t){
+      .build_id_len = len, .dwfl = dwfl, .mod = mod, .bytes = bytes, .last_used = ++store.clock};
+  memcpy(m->build_id, bits, (size_t)len);
+  store.bytes += bytes;
+  store.stats.read++;
+  store_trim(dwfl);
+  return mod;
+}
+
+void fl_symbol_cache_stats(fl_symbol_cache_stats_t *stats) {
+  pthread_mutex_lock(&store.lock);
+  *stats = store.stats;
+  stats->modules = (size_t)store.n;
+  stats->bytes = store.bytes;
+  pthread_mutex_unlock(&store.lock);
+}
+
+void fl_symbol_cache_clear(void) {
+  pthread_mutex_lock(&store.lock);
+  while (store.n > 0) store_drop(store.n - 1);
+  store.stats = (fl_symbol_cache_stats_t){0};
+  pthread_mutex_unlock(&store.lock);
+}
+
 /* Resolves addr (already pc - 1 for return addresses) and appends its frames
  * to the pool, innermost first: at least one. Returns the number appended. */
 static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
@@ -826,7 +965,17 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
   base.module = intern(sym, module);
   /* Without the ELF file the bias is unknown; the start of the lowest
    * mapping is the bias of a shared object whose first segment is at 0. */
-  base.module_base = dwfl_module_getelf(mod, &bias) ? bias : start;
+  bool have_elf = dwfl_module_getelf(mod, &bias) != NULL;
+  base.module_base = have_elf ? bias : start;
+
+  /* A stored module is looked up at its link-time addresses. */
+  Dwfl_Module *stored = have_elf ? store_get(mod) : NULL;
+  if (stored) {
+    Dwarf_Addr stored_bias = 0;
+    dwfl_module_getelf(stored, &stored_bias);
+    addr = addr - bias + stored_bias;
+    mod = stored;
+  }
 
   const char *elf_name = elf_func_name(sym, mod, addr);
 
@@ -991,7 +1140,9 @@ int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_addre
     /* The call instruction ends just before the return address. */
     uint64_t addr = is_return_address && pc > 0 ? pc - 1 : pc;
     size_t first = sym->pool_len;
+    pthread_mutex_lock(&store.lock);
     count = resolve(sym, addr);
+    pthread_mutex_unlock(&store.lock);
     found = &sym->pool[first];
     cache_put(sym, &(lookup_t){.pc = pc,
                                .first = (uint32_t)first,

@@ -28,21 +28,21 @@ typedef struct fl_symbolizer fl_symbolizer_t;
 #define FL_SYMBOL_PLT_HEAD "[plt]"
 
 typedef struct fl_frame_info {
-  const char *func;   /* function name from DWARF, else the ELF symbol, else
-                         the PLT stub's name (FL_SYMBOL_PLT_SUFFIX), else
-                         NULL; C++ and Rust names demangled
-                         ("ns::Klass<int>::method(int)"); borrowed, valid
-                         until the symbolizer is destroyed */
+  const char *func;        /* function name from DWARF, else the ELF symbol, else
+                              the PLT stub's name (FL_SYMBOL_PLT_SUFFIX), else
+                              NULL; C++ and Rust names demangled
+                              ("ns::Klass<int>::method(int)"); borrowed, valid
+                              until the symbolizer is destroyed */
   const char *system_name; /* the mangled symbol func was demangled from, or
                          NULL; borrowed */
-  const char *file;   /* source file as recorded in DWARF (#line names such as
-                         "cell[3]" included) or NULL; borrowed */
-  int line;           /* 0 when unknown */
-  int col;            /* 0 when unknown */
-  const char *module; /* full path of the module (shared object or
-                         executable) or NULL; borrowed */
-  uint64_t module_base; /* load bias of the module */
-  bool inlined;       /* this frame is inlined into the next one */
+  const char *file;        /* source file as recorded in DWARF (#line names such as
+                              "cell[3]" included) or NULL; borrowed */
+  int line;                /* 0 when unknown */
+  int col;                 /* 0 when unknown */
+  const char *module;      /* full path of the module (shared object or
+                              executable) or NULL; borrowed */
+  uint64_t module_base;    /* load bias of the module */
+  bool inlined;            /* this frame is inlined into the next one */
 } fl_frame_info_t;
 
 /* Creates a symbolizer for a process whose /proc/PID/maps text is maps_text.
@@ -73,6 +73,26 @@ int fl_symbolizer_lookup(fl_symbolizer_t *sym, uint64_t pc, bool is_return_addre
                          fl_frame_info_t *frames, int max);
 
 void fl_symbolizer_destroy(fl_symbolizer_t **sym);
+
+/* Modules kept across symbolizers. What is costly to read of a large
+ * module (libc and its debug information, a large program) is read once
+ * per process and kept by build-id, whatever address each profiled
+ * process maps it at: a restarted worker's profile, or each rank of an MPI
+ * job, reads it again for nothing. The store keeps the modules read most
+ * recently, within a bound on their number and on the size of their files
+ * (docs/LIBRARY.md gives both). Thread-safe. */
+typedef struct fl_symbol_cache_stats {
+  size_t modules;   /* modules held now */
+  uint64_t bytes;   /* the size of their files (module and debug file) */
+  uint64_t read;    /* modules read since the start (or the last clear) */
+  uint64_t reused;  /* lookups of a module that found it already read */
+  uint64_t dropped; /* modules dropped to stay within the bounds */
+} fl_symbol_cache_stats_t;
+
+void fl_symbol_cache_stats(fl_symbol_cache_stats_t *stats);
+/* Drops every kept module (they are read again when next needed). Call it
+ * with no lookup running. */
+void fl_symbol_cache_clear(void);
 
 CFLAME_END_DECLS
 

@@ -384,6 +384,75 @@ static void test_sizeless(void) {
   CHECK(fr[0].system_name == NULL);
 }
 
+/* fx.maps with libc's lines moved by shift: libc as another process (a
+ * restarted worker) maps it. New string. */
+static char *maps_with_libc_moved(uint64_t shift) {
+  char *out = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&out, &len);
+  const char *line = fx.maps;
+  while (*line) {
+    const char *end = strchr(line, '\n');
+    size_t n = end ? (size_t)(end - line) : strlen(line);
+    unsigned long lo, hi;
+    int used = 0;
+    if (memmem(line, n, "/libc.so.6", 10) && sscanf(line, "%lx-%lx%n", &lo, &hi, &used) == 2)
+      fprintf(m, "%lx-%lx%.*s\n", lo + shift, hi + shift, (int)(n - (size_t)used), line + used);
+    else
+      fprintf(m, "%.*s\n", (int)n, line);
+    line += n + (end ? 1 : 0);
+  }
+  fclose(m);
+  return out;
+}
+
+/* libc read once for every symbolizer, wherever a process maps it: a
+ * second symbolizer, with libc elsewhere, reuses the stored module and
+ * answers the same, at its own addresses. */
+static void test_store(void) {
+  char err[256];
+  fl_frame_info_t fr[8], moved[8];
+  const uint64_t shift = 0x40000000;
+  if (!fx.qsort_pc) return;
+  fl_symbol_cache_clear();
+  fl_symbolizer_t *a = fl_symbolizer_new_from_maps(fx.maps, err, sizeof err);
+  char *maps = maps_with_libc_moved(shift);
+  fl_symbolizer_t *b = fl_symbolizer_new_from_maps(maps, err, sizeof err);
+  CHECK(a && b);
+  if (!a || !b) goto out;
+  uint64_t pc = (uint64_t)(uintptr_t)fx.qsort_pc;
+  int n = fl_symbolizer_lookup(a, pc, false, fr, 8);
+  fl_symbol_cache_stats_t st, st2;
+  fl_symbol_cache_stats(&st);
+  CHECK_INT(st.read, 1); /* libc, the one module looked up */
+  CHECK_INT(st.modules, 1);
+  CHECK(st.bytes >= 256 << 10);
+  CHECK_INT(fl_symbolizer_lookup(b, pc + shift, false, moved, 8), n);
+  fl_symbol_cache_stats(&st2);
+  CHECK_INT(st2.read, 1);
+  CHECK(st2.reused > st.reused);
+  for (int i = 0; i < n; i++) {
+    CHECK_STR(moved[i].func, fr[i].func);
+    CHECK_STR(moved[i].file, fr[i].file);
+    CHECK_INT(moved[i].line, fr[i].line);
+    CHECK_STR(moved[i].module, fr[i].module);
+    CHECK_INT(moved[i].module_base, fr[i].module_base + shift);
+  }
+  CHECK_STR(moved[n - 1].func, "qsort");
+  /* Cleared, it is read again, and answers the same. */
+  fl_symbol_cache_clear();
+  fl_symbolizer_destroy(&b);
+  b = fl_symbolizer_new_from_maps(maps, err, sizeof err);
+  CHECK_INT(fl_symbolizer_lookup(b, pc + shift, false, moved, 8), n);
+  CHECK_STR(moved[n - 1].func, "qsort");
+  fl_symbol_cache_stats(&st);
+  CHECK_INT(st.read, 1);
+out:
+  free(maps);
+  fl_symbolizer_destroy(&a);
+  fl_symbolizer_destroy(&b);
+}
+
 /* libc, with or without its debug info: a name and the module. */
 static void test_libc(void) {
   fl_frame_info_t fr[8];
@@ -527,10 +596,19 @@ static const struct {
   const char *name;
   void (*run)(void);
 } tests[] = {
-    {"cell", test_cell},         {"cache", test_cache},     {"return address", test_return_address},
-    {"max", test_max},           {"nodebug", test_nodebug}, {"sizeless", test_sizeless},
-    {"libc", test_libc},         {"plt", test_plt},         {"unmapped", test_unmapped},
-    {"from pid", test_from_pid}, {"refresh", test_refresh}, {"errors", test_errors},
+    {"cell", test_cell},
+    {"cache", test_cache},
+    {"return address", test_return_address},
+    {"max", test_max},
+    {"nodebug", test_nodebug},
+    {"sizeless", test_sizeless},
+    {"store", test_store},
+    {"libc", test_libc},
+    {"plt", test_plt},
+    {"unmapped", test_unmapped},
+    {"from pid", test_from_pid},
+    {"refresh", test_refresh},
+    {"errors", test_errors},
 };
 
 int main(void) {
