@@ -4,7 +4,7 @@
 Real programs, compiled here with g++ and rustc (Debian's, from
 scripts/deps.sh) and recorded by `cflame record`: a C++ method of a class
 template in a namespace, a lambda and a function template
-(tests/cli/demangle/klass.cc), and a Rust method of a generic type in a
+(examples/record_demo.cc, which scripts/demo records too), and a Rust method of a generic type in a
 module (demangle/geo.rs), mangled the legacy way and the v0 way. Every
 frame that has a symbol is checked against c++filt, binutils' demangler,
 which reads Rust's hashes and crate disambiguators too (cflame leaves
@@ -24,6 +24,7 @@ from test_cli import CFLAME, folded_counts
 from test_pprof import go_env, go_pprof  # noqa: F401 (a fixture)
 
 SOURCES = Path(__file__).resolve().parent / "demangle"
+CPP_DEMO = Path(__file__).resolve().parents[2] / "examples" / "record_demo.cc"
 # About 0.3 s of CPU each on this machine's VMs: some 300 samples at 1 ms.
 KLASS_N = 300_000_000
 GEO_N = 600_000_000
@@ -43,7 +44,7 @@ def progs(tmp_path_factory):
         r = subprocess.run(cmd, capture_output=True, text=True)
         assert r.returncode == 0, f"{' '.join(map(str, cmd))}:\n{r.stderr}"
     build([tool("g++"), "-O2", "-g", "-fno-omit-frame-pointer", "-o", d / "klass",
-           SOURCES / "klass.cc"])
+           CPP_DEMO])
     rustc = [tool("rustc"), "-O", "-g", "-C", "force-frame-pointers=yes"]
     build([*rustc, "-o", d / "geo-legacy", SOURCES / "geo.rs"])
     build([*rustc, "-C", "symbol-mangling-version=v0", "-o", d / "geo-v0", SOURCES / "geo.rs"])

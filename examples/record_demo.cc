@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A C++ program whose hot functions have the names C++ gives: a method of a
 // class template in a namespace, a function template, and a lambda, each
-// kept out of line so that its samples land in it.
+// kept out of line so that its samples land in it. `cflame record` shows
+// them as the source names them: ns::Klass<int>::method(int),
+// main::{lambda(long)#1}::operator()(long) const. Recorded by scripts/demo
+// and tests/cli/test_demangle.py.
 #include <cstdio>
 #include <cstdlib>
 
