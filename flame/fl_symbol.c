@@ -821,7 +821,9 @@ static int clamp_int(Dwarf_Word v) {
  * in one store for the whole process, keyed by its build-id: every
  * symbolizer, of every process that maps it at whatever address (a
  * restarted worker, each rank of an MPI job), looks addresses up there,
- * less the load bias. The store holds at most STORE_MAX_MODULES modules
+ * less the load bias. Like the process's modules, a stored one holds no
+ * descriptor of its file (find_elf_mapped); its debug file's, libdwfl
+ * keeps open. The store holds at most STORE_MAX_MODULES modules
  * and STORE_MAX_BYTES of files (their sizes on disk: the module's and its
  * debug file's), and drops the least recently used beyond either. Every
  * string a lookup returns is the symbolizer's own copy, so a module can be
@@ -848,13 +850,6 @@ static struct {
   uint64_t bytes, clock;
   fl_symbol_cache_stats_t stats;
 } store = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static const Dwfl_Callbacks file_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
-};
 
 static uint64_t file_size(const char *path) {
   struct stat st;
@@ -884,14 +879,34 @@ static void store_trim(const Dwfl *keep) {
   }
 }
 
+/* The addresses pmod's loadable segments take at link time, from its
+ * ELF's program headers. */
+static bool link_range(Dwfl_Module *pmod, GElf_Addr *low, GElf_Addr *high) {
+  Dwarf_Addr bias;
+  Elf *elf = dwfl_module_getelf(pmod, &bias);
+  size_t n;
+  if (!elf || elf_getphdrnum(elf, &n) != 0) return false;
+  bool any = false;
+  for (size_t i = 0; i < n && i <= INT_MAX; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD) continue;
+    GElf_Addr align = ph.p_align > 1 ? ph.p_align : 1;
+    GElf_Addr lo = ph.p_vaddr & ~(align - 1), hi = ph.p_vaddr + ph.p_memsz;
+    if (!any || lo < *low) *low = lo;
+    if (!any || hi > *high) *high = hi;
+    any = true;
+  }
+  return any && *low < *high;
+}
+
 /* The stored module of pmod (a module of a process's Dwfl, whose ELF file
  * is open), read now if it is new; NULL when pmod is not one to store: no
  * file, no build-id, a small file, or a file that no longer matches. */
 static Dwfl_Module *store_get(Dwfl_Module *pmod) {
   const unsigned char *bits;
   GElf_Addr vaddr;
-  const char *name, *path = NULL;
-  name = dwfl_module_info(pmod, NULL, NULL, NULL, NULL, NULL, &path, NULL);
+  const char *path = NULL;
+  dwfl_module_info(pmod, NULL, NULL, NULL, NULL, NULL, &path, NULL);
   int len = dwfl_module_build_id(pmod, &bits, &vaddr);
   if (!path || len <= 0 || len > (int)sizeof store.modules[0].build_id) return NULL;
   for (int i = 0; i < store.n; i++) {
@@ -904,20 +919,24 @@ static Dwfl_Module *store_get(Dwfl_Module *pmod) {
   }
   uint64_t bytes = file_size(path);
   if (bytes < (uint64_t)STORE_MIN_FILE) return NULL;
-  Dwfl *dwfl = dwfl_begin(&file_callbacks);
+  /* Reported at its link-time addresses, and found as the process's
+   * modules are (proc_callbacks: mapped, holding no descriptor). */
+  GElf_Addr low = 0, high = 0;
+  if (!link_range(pmod, &low, &high)) return NULL;
+  Dwfl *dwfl = dwfl_begin(&proc_callbacks);
   if (!dwfl) return NULL;
   dwfl_report_begin(dwfl);
-  Dwfl_Module *mod = dwfl_report_elf(dwfl, name, path, -1, 0, false);
+  Dwfl_Module *mod = dwfl_report_module(dwfl, path, low, high);
+  Dwarf_Addr bias;
   const unsigned char *bits2;
-  bool same =
-      mod && dwfl_module_build_id(mod, &bits2, &vaddr) == len && !memcmp(bits, bits2, (size_t)len);
-  if (dwfl_report_end(dwfl, NULL, NULL) != 0 || !same) {
+  bool same = mod && dwfl_report_end(dwfl, NULL, NULL) == 0 && dwfl_module_getelf(mod, &bias) &&
+              dwfl_module_build_id(mod, &bits2, &vaddr) == len && !memcmp(bits, bits2, (size_t)len);
+  if (!same) {
     dwfl_getmodules(dwfl, module_index_free, NULL, 0);
     dwfl_end(dwfl);
     return NULL;
   }
   /* The debug file, found now, counts with the module. */
-  Dwarf_Addr bias;
   const char *debug_path = NULL;
   if (dwfl_module_getdwarf(mod, &bias))
     dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debug_path);
