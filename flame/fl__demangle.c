@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fl__common.h"
+
 char *fl__demangle(const char *symbol) {
   /* Only what can be mangled goes to libiberty: C's names are most of a C
    * profile, and "_Z"/"_R" (or macOS's "__Z") begin every mangled one. */
@@ -16,10 +18,20 @@ char *fl__demangle(const char *symbol) {
   /* DMGL_AUTO tries Rust first (its legacy names are valid C++ names
    * too), then C++; DMGL_PARAMS keeps C++'s parameter types, which tell
    * overloads apart. */
-  char *name = cplus_demangle(s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+  /* A PLT stub's name or a versioned symbol ("_Znwm@plt",
+   * "_ZNSo3putEc@@GLIBCXX_3.4") keeps its suffix after the readable name. */
+  const char *at = strchr(s, '@');
+  char *mangled = at ? fl__xstrndup(s, (size_t)(at - s)) : NULL;
+  char *name = cplus_demangle(mangled ? mangled : s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+  free(mangled);
   if (name && !*name) {
     free(name);
     return NULL;
+  }
+  if (name && at) {
+    char *whole = fl__xasprintf("%s%s", name, at);
+    free(name);
+    name = whole;
   }
   return name;
 }

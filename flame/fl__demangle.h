@@ -17,7 +17,9 @@
 
 /* The readable name of symbol, new (free it), or NULL when symbol is not a
  * mangled C++ or Rust name (C's names, "[unknown]", names already
- * readable). */
+ * readable). A suffix from '@' on, a PLT stub's or a symbol version's, stays:
+ * "_Znwm@plt" reads "operator new(unsigned long)@plt". Out of memory aborts
+ * (fl__common.h). */
 FL__HIDDEN char *fl__demangle(const char *symbol);
 
 #endif

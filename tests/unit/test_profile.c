@@ -580,7 +580,9 @@ static void test_demangled(void) {
       {"_ZZ4mainENKUlvE_clEv", "main::{lambda()#1}::operator()() const"},
       {"_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write"}, /* Rust, legacy */
       {"_RNvCs15kBYyAo9fc_7mycrate7example", "mycrate::example"},     /* Rust, v0 */
-      {"__ZN2ns5KlassIiE6methodEi", "ns::Klass<int>::method(int)"},   /* macOS's extra _ */
+      {"__ZN2ns5KlassIiE6methodEi", "ns::Klass<int>::method(int)"},
+      {"_Znwm@plt", "operator new(unsigned long)@plt"}, /* a PLT stub: the suffix stays */
+      {"_ZNSo3putEc@@GLIBCXX_3.4", "std::ostream::put(char)@@GLIBCXX_3.4"}, /* macOS's extra _ */
       {"main", NULL},
       {"_ZN", NULL},
       {"_R", NULL},
