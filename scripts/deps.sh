@@ -5,13 +5,14 @@
 # writes, and a Go program's own CPU profile is drawn by cflame.
 # openmpi-bin and libopenmpi-dev are the tests' only (cflame record of MPI
 # ranks, tests/cli/test_record.py); g++ and rustc too (demangled C++ and
-# Rust names, tests/cli/test_demangle.py).
+# Rust names, tests/cli/test_demangle.py); time (GNU time) is the
+# benchmarks' (peak memory of cflame record, bench/bench_symbolize.py).
 CFLAME_DEBS="build-essential cmake pkg-config clang libclang-rt-14-dev \
 libzmq3-dev libjansson-dev uuid-dev libssl-dev libunwind-dev libdw-dev libelf-dev libiberty-dev \
 libprotobuf-c-dev protobuf-c-compiler zlib1g-dev golang-go \
 python3 python3-zmq python3-jupyter-client python3-jupyter-kernel-test python3-pytest \
 python3-nbconvert python3-nbformat python3-ipykernel jupyter-nbconvert jupyter-core \
-chromium linux-perf libclang-dev manpages-dev man-db openmpi-bin libopenmpi-dev g++ rustc"
+chromium linux-perf libclang-dev manpages-dev man-db openmpi-bin libopenmpi-dev g++ rustc time"
 
 cflame_missing_debs() {
   local missing=""
