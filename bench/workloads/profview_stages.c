@@ -152,23 +152,23 @@ int main(int argc, char **argv) {
     t[S_COLLECT][r] = now() - t0;
 
     t0 = now();
-    fl_tree_t *tree = fl_tree_build(prof, &req.tree, root, err, sizeof err);
+    fl_tree_t *tree = fl_tree_build(prof, &req.draw.tree, root, err, sizeof err);
     if (!tree) die("fl_tree_build", err);
     t[S_TREE][r] = now() - t0;
     nodes = fl_tree_n_nodes(tree);
 
     t0 = now();
-    json_t *vl = fl_vegalite(tree, &req.view, err, sizeof err);
+    json_t *vl = fl_vegalite(tree, &req.draw.view, err, sizeof err);
     if (!vl) die("fl_vegalite", err);
     t[S_VEGALITE][r] = now() - t0;
     json_decref(vl);
 
     t0 = now();
-    char *svg = fl_svg(tree, &req.view);
+    char *svg = fl_svg(tree, &req.draw.view);
     t[S_SVG][r] = now() - t0;
     free(svg);
 
-    fl_text_opts_t to = req.text;
+    fl_text_opts_t to = req.draw.text;
     to.max_lines = 200;
     t0 = now();
     char *text = fl_text_tree(tree, &to);
@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
     free(text);
 
     t0 = now();
-    json_t *bundle = fl_bundle(tree, &req.view, err, sizeof err);
+    json_t *bundle = fl_bundle(tree, &req.draw.view, err, sizeof err);
     if (!bundle) die("fl_bundle", err);
     t[S_BUNDLE][r] = now() - t0;
     json_decref(bundle);
