@@ -287,9 +287,10 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
 done:
   if (owned) fl_symbolizer_destroy(&sym);
   if (map != MAP_FAILED) munmap(map, bytes);
-  /* A refresh after a restart drops the debug information of libraries the
-   * new worker maps elsewhere (libc's is some 16 MB once inflated), and
-   * glibc keeps freed pages in the heap: give them back, so that a long
+  /* A refresh after a restart drops what was read of the small modules the
+   * new worker maps elsewhere (the large ones, libc's debug information
+   * first, stay in the symbolizer's store, kept by build-id), and glibc
+   * keeps freed pages in the heap: give them back, so that a long
    * session's footprint stays that of one worker's libraries. */
   malloc_trim(0);
   return prof;
@@ -407,9 +408,10 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
 done:
   if (owned) fl_symbolizer_destroy(&sym);
   if (map != MAP_FAILED) munmap(map, bytes);
-  /* A refresh after a restart drops the debug information of libraries the
-   * new worker maps elsewhere (libc's is some 16 MB once inflated), and
-   * glibc keeps freed pages in the heap: give them back, so that a long
+  /* A refresh after a restart drops what was read of the small modules the
+   * new worker maps elsewhere (the large ones, libc's debug information
+   * first, stay in the symbolizer's store, kept by build-id), and glibc
+   * keeps freed pages in the heap: give them back, so that a long
    * session's footprint stays that of one worker's libraries. */
   malloc_trim(0);
   return prof;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cflame/fl_render.h"
+#include "cflame/fl_symbol.h"
 #include "kn_exec.h"
 #include "kn_names.h"
 #include "kn_prof.h"
@@ -99,9 +100,18 @@ static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, con
   run.wall_seconds = (double)json_integer_value(json_object_get(window, "wall_ns")) / 1e9;
   snprintf(run.source, sizeof run.source, "%s",
            json_string_value(json_object_get(info, "source")) ?: "");
+  fl_symbol_cache_stats_t before, after;
+  fl_symbol_cache_stats(&before);
   fl_profile_t *prof =
       kn_prof_collect(kn_kernel_prof(k), maps_text ? pid : kn_worker_pid(kn_kernel_worker(k)),
                       maps_text, &run, err, err_size);
+  /* What the symbolizer read for this profile, and what it found kept (a
+   * restarted worker's libraries: fl_symbol.h). */
+  fl_symbol_cache_stats(&after);
+  kn_log(k, "profile of cell %d: modules read %llu, reused %llu; kept %zu (%llu MB)", e->cell,
+         (unsigned long long)(after.read - before.read),
+         (unsigned long long)(after.reused - before.reused), after.modules,
+         (unsigned long long)(after.bytes >> 20));
   const char *replaced = json_string_value(json_object_get(info, "handler_replaced"));
   if (prof && replaced && e->profreq.mode != KN_PROF_BASE) {
     /* The cell took over a signal the profiler samples with (signal(SIGTRAP,

@@ -9,6 +9,7 @@ tests/render/check_spec.mjs (the real vega-lite 5 and vega 5) at the end.
 """
 import collections
 import json
+import pathlib
 import re
 import resource
 import xml.etree.ElementTree as ET
@@ -910,3 +911,41 @@ def test_the_bundle_says_why_text_shows_and_where_the_interactive_view_is(tmp_pa
         ok(kc, f"%profsave {saved}")
         text = saved.read_text()
         assert "Trust Notebook" not in text and re.match(r"[\d,]+ samples? every ", text), text[:300]
+
+
+def test_restarted_worker_reuses_the_modules_read_before(tmp_path):
+    """A profile taken after the worker restarted (%reset: a new process,
+    its libraries at other addresses) reads no module again: libc, whose
+    debug information is the costliest to read, is kept by build-id. The
+    kernel's log says what each profile read and reused."""
+    log_path = tmp_path / "kernel.log"
+    # Time in libc's memset, for libc's module to be looked up: the cell
+    # runs until the samples show it (C=true draws libc's frames).
+    cell = ("%%profview C=true\nstatic char buf[1 << 20];\n"
+            "void *(*volatile fill)(void *, int, size_t) = memset;\n"
+            "for (int k = 0; k < 400; k++) fill(buf, k, sizeof buf);")
+    with open(log_path, "w") as log, start_kernel(stderr=log) as (km, kc):
+        pids = []
+        for _ in range(2):
+            ok(kc, "#include <string.h>")
+            bundle, _, _ = flame(kc, cell)
+            assert any(r["module"] == "libc.so.6" for r in rows_of(bundle)), rows_of(bundle)[:8]
+            pids.append(worker_pid_of(km))
+            ok(kc, "%reset")
+        assert pids[0] != pids[1], "%reset did not start a new worker"
+    lines = re.findall(r"^\[cflame\] profile of cell \d+: modules read (\d+), reused (\d+); "
+                       r"kept (\d+)", log_path.read_text(), re.M)
+    assert len(lines) == 2, log_path.read_text()
+    (read1, reused1, kept1), (read2, reused2, kept2) = [tuple(map(int, x)) for x in lines]
+    assert read1 >= 1 and kept1 >= 1, lines  # libc at least, read for the first profile
+    assert read2 == 0, f"the restarted worker's profile read {read2} module(s) again: {lines}"
+    assert reused2 >= 1 and kept2 == kept1, lines
+
+
+def worker_pid_of(km):
+    """The pid of the kernel's worker: its one child named cflame-worker."""
+    kpid = km.provisioner.process.pid
+    for child in (pathlib.Path(f"/proc/{kpid}/task/{kpid}/children").read_text().split()):
+        if pathlib.Path(f"/proc/{child}/comm").read_text().strip().startswith("cflame-work"):
+            return int(child)
+    return None
