@@ -297,7 +297,7 @@ typedef struct module_index {
   Dwarf_Addr cu_bias;
 
   /* The functions of each unit met, by the unit DIE's address. */
-  struct unit_funcs *units;
+  unit_funcs_t *units;
   size_t nunits, units_cap;
   fl__index_t unit_index;
 } module_index_t;
@@ -387,7 +387,7 @@ static void build_funcs(Dwfl_Module *mod, module_index_t *index) {
     if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
     GElf_Addr high = addr + elf_sym.st_size;
     if (elf_sym.st_size == 0) {
-      high = code_section_end(&last, elf, shndx, bias); /* cut at the next symbol below */
+      high = code_section_end(&last, elf, shndx, bias); /* cut below at the next symbol */
       if (high <= addr) continue;
     }
     index->funcs = fl__grow(index->funcs, &cap, index->nfuncs + 1, sizeof *index->funcs);
