@@ -105,6 +105,16 @@ SETTLE_S = 0.05
 # ------------------------------------------------------------ building
 
 
+def source_dir(build_dir):
+    """The source tree build_dir was configured from (CMakeCache.txt)."""
+    cache = build_dir / "CMakeCache.txt"
+    if cache.is_file():
+        m = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", cache.read_text(), re.M)
+        if m and pathlib.Path(m.group(1)).is_dir():
+            return pathlib.Path(m.group(1))
+    return REPO
+
+
 def build_tools(build_dir, out):
     """Compiles the workload once with the cell flags and links the two
     drivers. Returns {name: path}."""
@@ -122,12 +132,13 @@ def build_tools(build_dir, out):
             sys.exit(f"bench: {msg}")
         return None
 
-    # The build's include/ holds the generated cflame/fl_version.h; a build
-    # from before it had none, and the flag does no harm there.
-    inc = ["-I", str(REPO / "include"), "-I", str(build_dir / "include")]
+    # The headers of the tree the build was made from (another commit's,
+    # for scripts/bench compare), and the build's generated ones.
+    src = source_dir(build_dir)
+    inc = ["-I", str(src / "include"), "-I", str(build_dir / "include")]
     obj = out / "deepstack.o"
     cc(*CFLAGS, "-c", WORKLOADS / "deepstack.c", "-o", obj)
-    cc(*CFLAGS, *inc, "-I", str(REPO / "flame"), "-c", WORKLOADS / "overhead_main.c",
+    cc(*CFLAGS, *inc, "-I", str(src / "flame"), "-c", WORKLOADS / "overhead_main.c",
        "-o", out / "overhead_main.o")
     # Linked as the worker is: the sampler, libunwind, and -z now (the
     # handler must never enter the loader to bind a symbol).
@@ -138,7 +149,7 @@ def build_tools(build_dir, out):
        *buffers, "-lunwind", "-ldl", "-lpthread", "-lm", "-Wl,-z,now")
     # The stage timer uses the kernel's internal interfaces (kernel/*.h):
     # should they have moved on, the benchmark goes on without the breakdown.
-    err = cc("-std=gnu17", "-O2", "-g", "-Wall", *inc, "-I", str(REPO / "kernel"),
+    err = cc("-std=gnu17", "-O2", "-g", "-Wall", *inc, "-I", str(src / "kernel"),
              "-o", out / "profview_stages", WORKLOADS / "profview_stages.c",
              lib / "libcflame_kn.a", lib / "libcflame.a", *buffers,
              "-ljansson", "-ldw", "-lelf", "-lprotobuf-c", "-lz", "-liberty", "-luuid",
