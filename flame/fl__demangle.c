@@ -15,11 +15,11 @@ char *fl__demangle(const char *symbol) {
   if (!symbol || symbol[0] != '_') return NULL;
   const char *s = symbol[1] == '_' ? symbol + 1 : symbol;
   if (s[1] != 'Z' && s[1] != 'R') return NULL;
-  /* DMGL_AUTO tries Rust first (its legacy names are valid C++ names
-   * too), then C++; DMGL_PARAMS keeps C++'s parameter types, which tell
-   * overloads apart. */
-  /* A PLT stub's name or a versioned symbol ("_Znwm@plt",
-   * "_ZNSo3putEc@@GLIBCXX_3.4") keeps its suffix after the readable name. */
+  /* libiberty reads no '@': a PLT stub's name or a versioned symbol
+   * ("_Znwm@plt", "_ZNSo3putEc@@GLIBCXX_3.4") is demangled up to it and
+   * keeps the rest. DMGL_AUTO tries Rust first (its legacy names are valid
+   * C++ names too), then C++; DMGL_PARAMS keeps C++'s parameter types,
+   * which tell overloads apart. */
   const char *at = strchr(s, '@');
   char *mangled = at ? fl__xstrndup(s, (size_t)(at - s)) : NULL;
   char *name = cplus_demangle(mangled ? mangled : s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
