@@ -150,18 +150,22 @@ void fl__index_add(fl__index_t *ix, uint64_t hash, uint32_t item) {
 
 const char *fl__strset_intern(fl__strset_t *set, const char *s) {
   if (!s) return NULL;
+  uint32_t i = fl__strset_add(set, s); /* before reading strs, which it may move */
+  return set->strs[i];
+}
+
+uint32_t fl__strset_add(fl__strset_t *set, const char *s) {
   size_t n = strlen(s);
   uint64_t h = fl__hash_bytes(s, n);
   fl__probe_t pr;
   for (uint32_t i = fl__index_find(&set->index, h, &pr); i != FL__NONE;
        i = fl__index_next(&set->index, &pr))
-    if (strcmp(set->strs[i], s) == 0) return set->strs[i];
+    if (strcmp(set->strs[i], s) == 0) return i;
   if (set->n >= FL__NONE) fl__oom(0);
   set->strs = fl__grow(set->strs, &set->cap, set->n + 1, sizeof *set->strs);
-  char *copy = fl__xstrndup(s, n);
-  set->strs[set->n] = copy;
-  fl__index_add(&set->index, h, (uint32_t)set->n++);
-  return copy;
+  set->strs[set->n] = fl__xstrndup(s, n);
+  fl__index_add(&set->index, h, (uint32_t)set->n);
+  return (uint32_t)set->n++;
 }
 
 void fl__strset_free(fl__strset_t *set) {

@@ -193,6 +193,9 @@ typedef struct fl__strset {
 
 /* The interned copy of s (owned by the set); NULL for NULL. */
 const char *fl__strset_intern(fl__strset_t *set, const char *s);
+/* s's number in the set (strs[number] is its copy), interning it first if
+ * it is new: numbers count from 0 in order of interning. s is not NULL. */
+uint32_t fl__strset_add(fl__strset_t *set, const char *s);
 void fl__strset_free(fl__strset_t *set);
 
 /* ---- buf ----
@@ -206,7 +209,8 @@ typedef struct fl__buf {
   size_t len, cap;
 } fl__buf_t;
 
-#define FL__BUF_INIT {NULL, 0, 0}
+#define FL__BUF_INIT \
+  { NULL, 0, 0 }
 
 void fl__buf_add(fl__buf_t *b, const char *s, size_t n);
 void fl__buf_puts(fl__buf_t *b, const char *s);

@@ -3,20 +3,22 @@
  * the renderers (fl_vegalite.c, fl_svg.c, fl_text.c); what they share is
  * fl__render.c's.
  *
- * The bundle is {"application/vnd.vegalite.v5+json": spec, "image/svg+xml":
- * svg, "text/markdown": the same svg in a <div>, "text/plain": tree report}
- * (docs/PROFILING.md, "What each front end shows"). The markdown item is
- * for exports: nbconvert 6.5 strips an SVG item's <rect> and <text> (its
- * clean_html), but passes markdown, whose raw HTML keeps the SVG whole, and
- * JupyterLab ranks markdown (60) below Vega-Lite (57), so it still shows
- * the interactive view; text/html (50) would outrank it. The bundle holds
- * at most 5,000 rows, and stays under 1 MB as compact JSON. Rows cost about
- * 200 bytes in the spec and twice as much in the SVGs, so a tree with
- * thousands of frames can
- * need fewer rows than max_rows: fl_bundle renders, measures, and when the
- * bundle is too big draws fewer (narrower frames go first, and the note
- * under the title says how many), until it fits. fl_diff_bundle does the
- * same with a diff's renderings. */
+ * The bundle is {"application/vnd.vegalite.v5+json": spec, "text/markdown":
+ * the SVG in a <div>, "text/plain": tree report}, and it holds each thing
+ * once (docs/PROFILING.md, "What each front end shows"). JupyterLab and VS
+ * Code show the spec. The classic notebook and nbconvert's HTML show the
+ * markdown, whose raw HTML keeps the SVG whole, where nbconvert 6.5 strips
+ * an image/svg+xml item's <rect> and <text> (its clean_html); so the SVG
+ * goes in the markdown only, and no image/svg+xml item repeats it. (That
+ * also keeps nbconvert --to pdf, which would convert an SVG item with
+ * inkscape, from failing.) JupyterLab ranks markdown (60) below Vega-Lite
+ * (57), so it still shows the interactive view; text/html (50) would
+ * outrank it. The bundle holds at most 5,000 rows, and stays under 1 MB as
+ * compact JSON. A tree with thousands of frames can need fewer rows than
+ * max_rows: fl_bundle renders, measures, and when the bundle is too big
+ * draws fewer (narrower frames go first, and the note under the title says
+ * how many), until it fits. fl_diff_bundle does the same with a diff's
+ * renderings. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +109,6 @@ static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__
   char *markdown = markdown_of(svg, v->markdown_hint);
   json_t *bundle = fl__nonnull(json_object());
   json_object_set_new(bundle, "application/vnd.vegalite.v5+json", fl__vegalite_rows(t, v, r));
-  json_object_set_new(bundle, "image/svg+xml", fl__nonnull(json_string(svg)));
   json_object_set_new(bundle, "text/markdown", fl__nonnull(json_string(markdown)));
   json_object_set_new(bundle, "text/plain", fl__nonnull(json_string(text)));
   free(svg);

@@ -3,7 +3,7 @@
  * viewers without JavaScript.
  *
  * The same rows, layout and colours as the Vega-Lite view (fl__render.h):
- * one <rect> per frame with a <title> child that holds the tooltip text
+ * one <path> per frame (put_frames) with a <title> child that holds the tooltip text
  * (function, file:line and module where known, samples or bytes with the percent of the
  * total, self, and what C=false folded in), the function name drawn inside
  * where three characters fit and cut with "…" to the frame's width, the
@@ -35,6 +35,7 @@
 #define MONOSPACE "Menlo, Consolas, DejaVu Sans Mono, monospace"
 #define SANS "Helvetica, Arial, sans-serif"
 #define VANISHED_LINE_PX 15
+#define GAP_PX 0.5
 /* The smallest share of its width a page may scale the graph to: 11 px
  * labels stay at 7.7 px or more. */
 #define MIN_SCALE 0.7
@@ -286,35 +287,63 @@ static void put_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_
   fl__buf_puts(b, "</g>\n");
 }
 
-/* The frames: a rect with its title each, then their labels on top, which
- * let the pointer through to the rect's title. */
+/* A frame's colour and row, to draw the frames by colour. */
+typedef struct colored {
+  char color[8];
+  size_t row;
+} colored_t;
+
+static int cmp_colored(const void *pa, const void *pb) {
+  const colored_t *a = pa, *b = pb;
+  int c = strcmp(a->color, b->color);
+  return c ? c : (a->row > b->row) - (a->row < b->row);
+}
+
+/* The frames: a path with its title each, then their labels on top, which
+ * let the pointer through to the frame's title. A graph has thousands of
+ * frames, so each is written short: a horizontal line "M x y h w" through
+ * the middle of its level, stroked as wide as the level is tall (less
+ * GAP_PX, the background showing through between levels), inside a group
+ * that gives the stroke colour to every frame of that colour; frames do
+ * not overlap, so their order does not matter, and a function's frames
+ * share its colour. A frame at least FL__OUTLINE_MIN_PX wide also leaves
+ * GAP_PX on its right, the outline the Vega-Lite view strokes; narrower
+ * ones fill their whole width, so that they show. */
 static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v,
                        const fl__theme_t *th, const fl__rows_t *r, const fl__layout_t *l,
                        double plot_top, double scale) {
   bool alloc = fl__is_alloc(t);
-  fl__buf_printf(b, "<g stroke='%s' stroke-width='0.5'>\n", th->background);
+  bool tall = l->level_px >= FL__OUTLINE_MIN_PX;
+  colored_t *by_color = fl__xmalloc(r->n ? r->n : 1, sizeof *by_color);
   for (size_t i = 0; i < r->n; i++) {
-    const fl_node_t *n = r->rows[i];
+    fl__row_color(r, r->rows[i], by_color[i].color);
+    by_color[i].row = i;
+  }
+  qsort(by_color, r->n, sizeof *by_color, cmp_colored);
+  fl__buf_puts(b, "<g stroke-width='");
+  put_px(b, tall ? l->level_px - GAP_PX : l->level_px);
+  fl__buf_puts(b, "'>\n");
+  for (size_t i = 0; i < r->n; i++) {
+    if (i == 0 || strcmp(by_color[i].color, by_color[i - 1].color) != 0)
+      fl__buf_printf(b, "%s<g stroke='%s'>\n", i ? "</g>\n" : "", by_color[i].color);
+    const fl_node_t *n = r->rows[by_color[i].row];
     int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
-    char color[8];
-    fl__row_color(r, n, color);
-    fl__buf_puts(b, "<rect x='");
-    put_px(b, MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
-    fl__buf_puts(b, "' y='");
-    put_px(b, plot_top + level * l->level_px);
     double w = (double)n->count * scale;
-    fl__buf_puts(b, "' width='");
-    put_px(b, fmax(0.1, w));
-    fl__buf_puts(b, "' height='");
-    put_px(b, l->level_px);
-    fl__buf_printf(b, "' fill='%s'%s>", color, w < FL__OUTLINE_MIN_PX ? " stroke='none'" : "");
+    fl__buf_puts(b, "<path d='M");
+    put_px(b, MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
+    fl__buf_puts(b, " ");
+    put_px(b, plot_top + (level + 0.5) * l->level_px);
+    fl__buf_puts(b, "h");
+    put_px(b, fmax(0.1, w >= FL__OUTLINE_MIN_PX ? w - GAP_PX : w));
+    fl__buf_puts(b, "'>");
     if (r->diff)
       put_diff_title(b, r->diff, n, r->total, alloc);
     else
       put_title(b, t, n, r->total, alloc, fl__alloc_counts(t));
-    fl__buf_puts(b, "</rect>\n");
+    fl__buf_puts(b, "</path>\n");
   }
-  fl__buf_puts(b, "</g>\n");
+  fl__buf_puts(b, r->n ? "</g>\n</g>\n" : "</g>\n");
+  free(by_color);
   if (l->labels) {
     fl__buf_printf(b, "<g font-family='%s' font-size='%g' fill='%s' pointer-events='none'>\n",
                    MONOSPACE, LABEL_FONT_PX, th->frame_text);

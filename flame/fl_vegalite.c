@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_vegalite: a flame graph as a Vega-Lite 5 spec.
  *
- * One data row per drawn frame (fields in fl_render.h and docs/PROFILING.md,
- * plus its fill colour, "color", which the SVG uses too) and four layers:
+ * One data row per drawn frame (fields in docs/PROFILING.md, with its fill
+ * colour, "color", which the SVG uses too), written as CSV tables that the
+ * spec's transforms read (frames_data, below), and four layers:
  *
  *   frames  rect marks from x0 to x1 along the sample axis, one level of
  *           height per depth (root at the bottom, or at the top for an
@@ -74,6 +75,10 @@
 #define VIS_LEFT "max(0, scale('x', datum.x0))"
 #define VIS_RIGHT "min(width, scale('x', datum.x1))"
 
+/* Where the marks find their tooltip object: computed once per row, by
+ * the spec's transforms (frames_data). */
+#define TOOLTIP_FIELD "tip"
+
 /* Labels need this many pixels: about three characters. */
 #define LABEL_MIN_PX 24
 
@@ -89,6 +94,80 @@ static json_t *text_or_null(const char *s) {
   return j;
 }
 
+/* ---- the frames' data ----
+ *
+ * data.values is a CSV table (format.type "csv"), a line per frame under a
+ * header that names the columns, and format.parse reads every column as a
+ * number: a notebook stores the table as one string, where it would write
+ * an array or an object per frame on lines of their own. Strings
+ * (functions, labels, files, modules, colours, symbols, changes) are held
+ * once, in datasets.strings, a CSV table too ("k,s": a string's number and
+ * the string); a column holds their numbers, which lookup transforms turn
+ * into the strings under their own names. An empty cell is null: the root
+ * has no parent, a frame no file. Then calculate transforms add what
+ * follows from the rest: x1 = x0 + count, pct = 100 count / total,
+ * depth1 = depth + 1, and tip, the tooltip object, which the frames and
+ * their labels both show. docs/PROFILING.md ("The data behind the graph")
+ * names the fields that result; tests/lib, tests/render and tests/unit
+ * read the tables the same way. */
+
+typedef enum col {
+  COL_ID,
+  COL_PARENT,
+  COL_DEPTH,
+  COL_X0,
+  COL_COUNT,
+  COL_SELF,
+  COL_LINE,
+  COL_STATUS,
+  COL_ALLOCS,    /* allocation profiles */
+  COL_BASE,      /* diffs */
+  COL_BASE_SELF, /* diffs of self counts */
+  COL_DELTA,     /* diffs */
+  COL_FUNC,
+  COL_LABEL,
+  COL_FILE,
+  COL_MODULE,
+  COL_COLOR,
+  COL_SYM,    /* where a frame's symbol is not its name (C++, Rust) */
+  COL_CHANGE, /* diffs */
+  N_COLS
+} col_t;
+
+/* Each column's name in the table and, for strings, the field its lookup
+ * gives. */
+static const struct {
+  const char *name;
+  const char *string;
+} cols[N_COLS] = {
+    [COL_ID] = {"id", NULL},
+    [COL_PARENT] = {"parent", NULL},
+    [COL_DEPTH] = {"depth", NULL},
+    [COL_X0] = {"x0", NULL},
+    [COL_COUNT] = {"count", NULL},
+    [COL_SELF] = {"self", NULL},
+    [COL_LINE] = {"line", NULL},
+    [COL_STATUS] = {"status", NULL},
+    [COL_ALLOCS] = {"allocs", NULL},
+    [COL_BASE] = {"base", NULL},
+    [COL_BASE_SELF] = {"base_self", NULL},
+    [COL_DELTA] = {"delta", NULL},
+    [COL_FUNC] = {"f", "func"},
+    [COL_LABEL] = {"l", "label"},
+    [COL_FILE] = {"fi", "file"},
+    [COL_MODULE] = {"m", "module"},
+    [COL_COLOR] = {"c", "color"},
+    [COL_SYM] = {"sy", "sym"},
+    [COL_CHANGE] = {"ch", "change"},
+};
+
+typedef struct frames_data {
+  bool on[N_COLS];       /* the columns written */
+  char cell[N_COLS][32]; /* the row being written: "" is null */
+  fl__buf_t csv;
+  fl__strset_t strings;
+} frames_data_t;
+
 /* A count as JSON: an integer when it is one (unscaled counts), else a
  * real with four decimals. New. */
 static json_t *number_of(double v) {
@@ -96,63 +175,157 @@ static json_t *number_of(double v) {
   return json_real(round(v * 1e4) / 1e4);
 }
 
-static json_t *row_of(const fl__rows_t *r, const fl_node_t *n, bool alloc) {
+static void put_int(frames_data_t *fd, col_t c, long long v) {
+  snprintf(fd->cell[c], sizeof fd->cell[c], "%lld", v);
+}
+
+/* A count: an integer when it is one, else with at most four decimals. */
+static void put_count(frames_data_t *fd, col_t c, double v) {
+  int n = snprintf(fd->cell[c], sizeof fd->cell[c], "%.4f", v);
+  while (n > 0 && fd->cell[c][n - 1] == '0') fd->cell[c][--n] = '\0';
+  if (n > 0 && fd->cell[c][n - 1] == '.') fd->cell[c][--n] = '\0';
+  if (!strcmp(fd->cell[c], "-0")) strcpy(fd->cell[c], "0");
+}
+
+/* The string's number in the table; null for NULL or "". */
+static void put_string(frames_data_t *fd, col_t c, const char *s) {
+  if (s && s[0])
+    put_int(fd, c, fl__strset_add(&fd->strings, s));
+  else
+    fd->cell[c][0] = '\0';
+}
+
+static void put_row(frames_data_t *fd, const fl__rows_t *r, const fl_node_t *n) {
+  const fl_frame_t *f = &n->frame;
   char color[8];
   fl__row_color(r, n, color);
-  uint64_t total = r->total;
-  /* Four decimals: enough for a tooltip, and short in the JSON. */
-  double pct = total ? round(1e6 * (double)n->count / (double)total) / 1e4 : 0;
-  json_t *row = json_object();
-  if (!row) return NULL;
-  int rc = 0;
-  rc |= json_object_set_new(row, "id", json_integer(n->id));
-  rc |= json_object_set_new(row, "parent", n->parent ? json_integer(n->parent->id) : json_null());
-  rc |= json_object_set_new(row, "depth", json_integer(n->depth));
-  rc |= json_object_set_new(row, "x0", json_integer((json_int_t)n->x0));
-  rc |= json_object_set_new(row, "x1", json_integer((json_int_t)n->x1));
-  rc |= json_object_set_new(row, "count", json_integer((json_int_t)n->count));
-  rc |= json_object_set_new(row, "self", json_integer((json_int_t)n->self));
-  rc |= json_object_set_new(row, "pct", json_real(pct));
-  rc |= json_object_set_new(row, "func", text_or_null(n->frame.func ? n->frame.func : "[unknown]"));
-  /* The symbol only where it differs (C++, Rust): the tooltip's "symbol"
-   * key is left out where the field is. */
-  if (n->frame.system_name && n->frame.system_name != n->frame.func)
-    rc |= json_object_set_new(row, "sym", json_string(n->frame.system_name));
+  put_int(fd, COL_ID, n->id);
+  if (n->parent)
+    put_int(fd, COL_PARENT, n->parent->id);
+  else
+    fd->cell[COL_PARENT][0] = '\0';
+  put_int(fd, COL_DEPTH, n->depth);
+  put_int(fd, COL_X0, (long long)n->x0);
+  put_int(fd, COL_COUNT, (long long)n->count);
+  put_int(fd, COL_SELF, (long long)n->self);
+  put_int(fd, COL_LINE, f->line > 0 ? f->line : 0);
+  put_int(fd, COL_STATUS, n->status);
+  put_int(fd, COL_ALLOCS, (long long)n->allocs);
+  put_string(fd, COL_FUNC, f->func ? f->func : "[unknown]");
   char *label = fl_node_label(n);
-  rc |= json_object_set_new(row, "label", text_or_null(label));
+  put_string(fd, COL_LABEL, label);
   free(label);
-  rc |= json_object_set_new(row, "file", text_or_null(n->frame.file));
-  rc |= json_object_set_new(row, "line", json_integer(n->frame.line > 0 ? n->frame.line : 0));
-  rc |= json_object_set_new(row, "module", text_or_null(n->frame.module));
-  rc |= json_object_set_new(row, "status", json_integer(n->status));
-  if (alloc) rc |= json_object_set_new(row, "allocs", json_integer((json_int_t)n->allocs));
+  put_string(fd, COL_FILE, f->file);
+  put_string(fd, COL_MODULE, f->module);
+  put_string(fd, COL_COLOR, color);
+  if (fd->on[COL_SYM])
+    put_string(fd, COL_SYM, f->system_name && f->system_name != f->func ? f->system_name : NULL);
   if (r->diff) {
     const fl_diff_node_t *dn = fl_diff_node(r->diff, n->id);
     bool base = dn && dn->has_base;
-    rc |= json_object_set_new(row, "base", base ? number_of(dn->base) : json_null());
-    if (fl_diff_options(r->diff)->delta == FL_DELTA_SELF)
-      rc |= json_object_set_new(row, "base_self", base ? number_of(dn->base_self) : json_null());
-    rc |= json_object_set_new(row, "delta", number_of(dn ? dn->delta : 0));
-    rc |= json_object_set_new(row, "change",
-                              json_string(fl__change_name(dn ? dn->change : FL_CHANGE_SAME)));
+    fd->cell[COL_BASE][0] = fd->cell[COL_BASE_SELF][0] = '\0';
+    if (base) {
+      put_count(fd, COL_BASE, dn->base);
+      put_count(fd, COL_BASE_SELF, dn->base_self);
+    }
+    put_count(fd, COL_DELTA, dn ? dn->delta : 0);
+    put_string(fd, COL_CHANGE, fl__change_name(dn ? dn->change : FL_CHANGE_SAME));
   }
-  rc |= json_object_set_new(row, "color", json_string(color));
-  if (rc) {
-    json_decref(row);
-    return NULL;
+  const char *sep = "";
+  for (int c = 0; c < N_COLS; c++) {
+    if (!fd->on[c]) continue;
+    fl__buf_printf(&fd->csv, "%s%s", sep, fd->cell[c]);
+    sep = ",";
   }
-  return row;
+  fl__buf_putc(&fd->csv, '\n');
 }
 
-static json_t *rows_of(const fl__rows_t *r, bool alloc) {
-  json_t *rows = json_array();
-  for (size_t i = 0; rows && i < r->n; i++) {
-    if (json_array_append_new(rows, row_of(r, r->rows[i], alloc)) != 0) {
-      json_decref(rows);
-      return NULL;
-    }
+/* True when a frame's symbol is not its name: only then is the column
+ * written. */
+static bool any_symbol(const fl__rows_t *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    const fl_frame_t *f = &r->rows[i]->frame;
+    if (f->system_name && f->system_name != f->func) return true;
   }
-  return rows;
+  return false;
+}
+
+/* s as a CSV field: quoted where it holds a comma or a quote, whose quotes
+ * are then doubled (RFC 4180). s has no line breaks (fl__clean_text). */
+static void put_csv_field(fl__buf_t *b, const char *s) {
+  if (!strpbrk(s, ",\"")) {
+    fl__buf_puts(b, s);
+    return;
+  }
+  fl__buf_putc(b, '"');
+  for (; *s; s++) {
+    if (*s == '"') fl__buf_putc(b, '"');
+    fl__buf_putc(b, *s);
+  }
+  fl__buf_putc(b, '"');
+}
+
+/* The data of r's frames (spec's data), the strings they name (spec's
+ * datasets) and the transforms that read them, ending with the tooltip
+ * object, whose expression is tooltip. New references. */
+static void frames_data(const fl__rows_t *r, bool alloc, const char *tooltip, json_t **data,
+                        json_t **datasets, json_t **transform) {
+  frames_data_t fd = {0};
+  bool diff = r->diff != NULL;
+  bool self = diff && fl_diff_options(r->diff)->delta == FL_DELTA_SELF;
+  for (int c = 0; c < N_COLS; c++)
+    fd.on[c] = c == COL_ALLOCS                                      ? alloc
+               : c == COL_SYM                                       ? any_symbol(r)
+               : c == COL_BASE_SELF                                 ? self
+               : c == COL_BASE || c == COL_DELTA || c == COL_CHANGE ? diff
+                                                                    : true;
+  json_t *parse = fl__nonnull(json_object());
+  json_t *tr = fl__nonnull(json_array());
+  const char *sep = "";
+  for (int c = 0; c < N_COLS; c++) {
+    if (!fd.on[c]) continue;
+    fl__buf_printf(&fd.csv, "%s%s", sep, cols[c].name);
+    sep = ",";
+    json_object_set_new(parse, cols[c].name, fl__nonnull(json_string("number")));
+    if (cols[c].string)
+      json_array_append_new(
+          tr, fl__nonnull(json_pack("{s:s,s:{s:{s:s,s:{s:s,s:{s:s}}},s:s,s:[s]},s:[s]}", "lookup",
+                                    cols[c].name, "from", "data", "name", "strings", "format",
+                                    "type", "csv", "parse", "k", "number", "key", "k", "fields",
+                                    "s", "as", cols[c].string)));
+  }
+  fl__buf_putc(&fd.csv, '\n');
+  for (size_t i = 0; i < r->n; i++) put_row(&fd, r, r->rows[i]);
+
+  char pct[64];
+  snprintf(pct, sizeof pct, "100 * datum.count / %llu",
+           (unsigned long long)(r->total ? r->total : 1));
+  static const char *const calculated[][2] = {{"datum.x0 + datum.count", "x1"},
+                                              {NULL, "pct"},
+                                              {"datum.depth + 1", "depth1"},
+                                              {NULL, TOOLTIP_FIELD}};
+  for (size_t i = 0; i < sizeof calculated / sizeof *calculated; i++) {
+    const char *expr = calculated[i][0] ? calculated[i][0] : i == 1 ? pct : tooltip;
+    json_array_append_new(
+        tr, fl__nonnull(json_pack("{s:s,s:s}", "calculate", expr, "as", calculated[i][1])));
+  }
+
+  fl__buf_t strings = {0};
+  fl__buf_puts(&strings, "k,s\n");
+  for (size_t i = 0; i < fd.strings.n; i++) {
+    char *clean = fl__clean_text(fd.strings.strs[i], false);
+    fl__buf_printf(&strings, "%zu,", i);
+    put_csv_field(&strings, clean);
+    fl__buf_putc(&strings, '\n');
+    free(clean);
+  }
+  fl__strset_free(&fd.strings);
+  *data = fl__nonnull(json_pack("{s:s,s:s%,s:{s:s,s:o}}", "name", "frames", "values", fd.csv.data,
+                                fd.csv.len, "format", "type", "csv", "parse", parse));
+  *datasets = fl__nonnull(json_pack("{s:s%}", "strings", strings.data, strings.len));
+  *transform = tr;
+  fl__buf_free(&fd.csv);
+  fl__buf_free(&strings);
 }
 
 /* The json_pack calls below are laid out by hand, one JSON key (with its
@@ -160,57 +333,41 @@ static json_t *rows_of(const fl__rows_t *r, bool alloc) {
 // clang-format off
 
 /* The tooltip: an object vega-tooltip shows key by key, in order. Its
- * first fields are the function and where the frame is, as far as that is
- * known: 'file:line', and 'module' where it is not the file (a cell's
- * module is its file). A key without a value would show as "null", so the
- * expression picks among objects that hold only the keys a row has values
- * for: the location's four cases, each with fields (the counts) and, for
- * frames with code folded in, folded. New string. */
-/* The function, and its symbol where it has one: vega-tooltip leaves out
- * a key whose value is undefined, as datum.sym is in a row without it. */
-#define FUNCTION_FIELDS "'function': datum.func, 'symbol': datum.sym, "
-static char *tooltip_objects(const char *fields, const char *folded) {
-  static const char *const where[4] = {
-      "'file:line': datum.file + (datum.line ? ':' + datum.line : ''), 'module': datum.module, ",
-      "'file:line': datum.file + (datum.line ? ':' + datum.line : ''), ",
-      "'module': datum.module, ",
-      "",
-  };
-  fl__buf_t b = {0};
-  for (int with_folded = 1; with_folded >= 0; with_folded--) {
-    const char *tail = with_folded ? folded : "";
-    fl__buf_puts(&b, with_folded ? "datum.status ? " : " : ");
-    fl__buf_printf(&b,
-                   "(datum.file ? (datum.module && datum.module !== datum.file ? "
-                   "{" FUNCTION_FIELDS "%s%s%s} : {" FUNCTION_FIELDS "%s%s%s}) : "
-                   "datum.module ? {" FUNCTION_FIELDS "%s%s%s} : "
-                   "{" FUNCTION_FIELDS "%s%s%s})",
-                   where[0], fields, tail, where[1], fields, tail, where[2], fields, tail,
-                   where[3], fields, tail);
-  }
-  return fl__buf_take(&b);
+ * first fields are the function, its symbol where that differs, and where
+ * the frame is, as far as that is known: 'file:line', and 'module' where
+ * it is not the file (a cell's module is its file); then fields (the
+ * counts), then for frames with code folded in, folded. vega-tooltip
+ * leaves out a key whose value is undefined, and vega's expressions have
+ * no literal for it, but a field no row has (datum.none) reads as
+ * undefined: so a key without a value is left out, never shown as "null".
+ * New string. */
+static char *tooltip_object(const char *fields, const char *folded) {
+  return fl__xasprintf(
+      "{'function': datum.func, 'symbol': datum.sym || datum.none, "
+      "'file:line': datum.file ? datum.file + (datum.line ? ':' + datum.line : '') : datum.none, "
+      "'module': datum.module && datum.module !== datum.file ? datum.module : datum.none, "
+      "%s, 'folded in': datum.status ? %s : datum.none}",
+      fields, folded);
 }
 
 /* What frames with code folded in add to their tooltip. */
-#define FOLDED_FIELD                                                 \
-  ", 'folded in': (datum.status & 1 ? 'system libraries' : '') + " \
+#define FOLDED_FIELD                                            \
+  "(datum.status & 1 ? 'system libraries' : '') + "            \
   "(datum.status === 3 ? ', ' : '') + (datum.status & 2 ? 'allocator' : '')"
 
 /* The tooltip of a plain graph: function and location, then the weight in
  * the kind's unit ("samples", "bytes"), self ("self bytes" where the unit
  * is a quantity), allocations where weights are bytes, percent, and what
  * was folded in. New. */
-static json_t *tooltip_of(const fl_kind_info_t *kind) {
+static char *tooltip_of(const fl_kind_info_t *kind) {
   fl__buf_t fields = {0};
   fl__buf_printf(&fields, "'%s': format(datum.count, ','), 'self%s%s': format(datum.self, ','), ",
                  kind->many, kind->time ? "" : " ", kind->time ? "" : kind->many);
   if (kind->allocs && kind->bytes) fl__buf_puts(&fields, "'allocations': format(datum.allocs, ','), ");
   fl__buf_puts(&fields, "'percent': format(datum.pct, '.4~r') + '%'");
-  char *expr = tooltip_objects(fields.data, FOLDED_FIELD);
-  json_t *tooltip = json_pack("{s:s}", "expr", expr);
-  free(expr);
+  char *expr = tooltip_object(fields.data, FOLDED_FIELD);
   fl__buf_free(&fields);
-  return tooltip;
+  return expr;
 }
 
 /* The tooltip of a diff's frame: function, file:line and module as for a
@@ -219,7 +376,7 @@ static json_t *tooltip_of(const fl_kind_info_t *kind) {
  * share of the total, the change in the legend's words, and what was folded
  * in. With delta=self, self counts too. "target" and "baseline" swap places
  * when negated (the drawn profile comes first). New. */
-static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
+static char *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
   const fl_diff_opts_t *o = fl_diff_options(d);
   if (fl__alloc_counts(fl_diff_tree(d))) alloc = false; /* the counts are the allocations */
   bool self = o->delta == FL_DELTA_SELF;
@@ -259,11 +416,9 @@ static json_t *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
                    legend[i].label);
   fl__buf_printf(&b, "'%s'", legend[FL__N_CHANGES - 1].label);
   char *fields = fl__buf_take(&b);
-  char *expr = tooltip_objects(fields, FOLDED_FIELD);
+  char *expr = tooltip_object(fields, FOLDED_FIELD);
   free(fields);
-  json_t *tooltip = json_pack("{s:s}", "expr", expr);
-  free(expr);
-  return tooltip;
+  return expr;
 }
 
 /* 1 for a match (or no search), dimmed otherwise. */
@@ -273,8 +428,7 @@ static json_t *opacity_of(void) {
                    "value", 0.35);
 }
 
-static json_t *frames_layer(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
-                            json_t *tooltip) {
+static json_t *frames_layer(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
   const fl__theme_t *th = fl__theme_of(v);
   char domain[256];
   snprintf(domain, sizeof domain,
@@ -318,19 +472,19 @@ static json_t *frames_layer(const fl_tree_t *t, const fl_view_opts_t *v, const f
       "strokeWidth", "condition", "test", MATCH, "value", 2.0,
                      "value", "expr", outline);
   return json_pack(
-      "{s:s,s:o,s:{s:s,s:s,s:O},s:o}",
+      "{s:s,s:o,s:{s:s,s:s,s:{s:s}},s:o}",
       "name", "frames",
       "params", params,
-      "mark", "type", "rect", "cursor", "pointer", "tooltip", tooltip,
+      "mark", "type", "rect", "cursor", "pointer", "tooltip", "expr", "datum." TOOLTIP_FIELD,
       "encoding", enc);
 }
 
-static json_t *labels_layer(const fl_view_opts_t *v, json_t *tooltip) {
+static json_t *labels_layer(const fl_view_opts_t *v) {
   const fl__theme_t *th = fl__theme_of(v);
   char fits[128];
   snprintf(fits, sizeof fits, VIS_RIGHT " - " VIS_LEFT " >= %d", LABEL_MIN_PX);
   json_t *mark = json_pack(
-      "{s:s,s:s,s:s,s:i,s:s,s:b,s:{s:s},s:O}",
+      "{s:s,s:s,s:s,s:i,s:s,s:b,s:{s:s},s:{s:s}}",
       "type", "text",
       "align", "left",
       "baseline", "middle",
@@ -338,7 +492,7 @@ static json_t *labels_layer(const fl_view_opts_t *v, json_t *tooltip) {
       "fill", th->frame_text,
       "clip", 1,
       "limit", "expr", VIS_RIGHT " - " VIS_LEFT " - 6",
-      "tooltip", tooltip);
+      "tooltip", "expr", "datum." TOOLTIP_FIELD);
   json_t *enc = json_pack(
       "{s:{s:{s:s}},s:{s:{s:s}},s:{s:{s:s,s:s},s:s},s:o}",
       "x", "value", "expr", VIS_LEFT " + 3",
@@ -562,12 +716,10 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
            r->diff ? "Differential flame graph" : "Flame graph", fl_tree_root(t)->frame.func, r->n);
   char *clean_description = fl__clean_text(description, false);
 
-  json_t *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total)
-                            : tooltip_of(fl_kind(fl_profile_info_const(fl_tree_profile(t))->kind));
   json_t *layers = json_array();
   if (layers) {
-    json_array_append_new(layers, frames_layer(t, v, r, tooltip));
-    if (l.labels) json_array_append_new(layers, labels_layer(v, tooltip));
+    json_array_append_new(layers, frames_layer(t, v, r));
+    if (l.labels) json_array_append_new(layers, labels_layer(v));
     json_array_append_new(layers, share_layer(v, r->total));
     if (r->diff) {
       json_array_append_new(layers, diff_legend_layer(r->diff, v, &l));
@@ -577,10 +729,13 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
       json_array_append_new(layers, legend_layer(fl__kinds_present(r)));
     }
   }
-  json_decref(tooltip);
-
+  char *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total)
+                          : tooltip_of(fl_kind(fl_profile_info_const(fl_tree_profile(t))->kind));
+  json_t *data, *datasets, *transform;
+  frames_data(r, alloc, tooltip, &data, &datasets, &transform);
+  free(tooltip);
   json_t *spec = json_pack(
-      "{s:s,s:s?,s:i,s:f,s:s,s:o,s:{s:o},s:[{s:s,s:s}],"
+      "{s:s,s:s?,s:i,s:f,s:s,s:o,s:o,s:o,s:o,"
       "s:[{s:s,s:s,s:{s:s,s:s,s:s}}],s:o,"
       "s:{s:{s:s,s:I,s:I,s:I,s:I}}}",
       "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
@@ -589,8 +744,9 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
       "height", round(l.height * 100) / 100,
       "background", fl__theme_of(v)->background,
       "config", config_of(v),
-      "data", "values", rows_of(r, alloc),
-      "transform", "calculate", "datum.depth + 1", "as", "depth1",
+      "datasets", datasets,
+      "data", data,
+      "transform", transform,
       "params", "name", "search", "value", "",
                 "bind", "input", "search", "name", "search ", "placeholder", "function name",
       "layer", layers,

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from cflame_bundle import frames_of
+
 CFLAME = os.environ.get("CFLAME_BIN", "build/bin/cflame")
 DATA = Path(os.environ.get("CFLAME_TEST_DATA", "tests/data")) / "perf"
 NODE = os.environ.get("CFLAME_NODE", "node")
@@ -57,7 +59,7 @@ def folded_counts(text):
 
 # ---- every format ----
 
-def test_svg_is_xml_with_a_titled_rect_per_frame(tmp_path):
+def test_svg_is_xml_with_titled_frames(tmp_path):
     svg = ok(DATA / "single.txt")
     root = ET.fromstring(svg)
     assert root.tag == SVG_NS + "svg"
@@ -76,7 +78,7 @@ def test_vegalite_passes_vega_lite(tmp_path):
     ok("--format", "vegalite", DATA / "single.txt", "-o", out)
     spec = json.loads(out.read_text())
     assert spec["$schema"] == "https://vega.github.io/schema/vega-lite/v5.json"
-    rows = spec["data"]["values"]
+    rows = frames_of(spec)
     leaf = [r for r in rows if r["func"] == "leaf"]
     assert leaf and leaf[0]["module"] == "workload"
     check_spec(out)
@@ -185,7 +187,7 @@ def test_diff(tmp_path):
     target.write_text("main;parse 100\nmain;work 300\nmain;fresh;write 50\n")
     out = tmp_path / "diff.vl.json"
     ok("--format", "vegalite", "--diff", base, target, "-o", out)
-    rows = {r["func"]: r for r in json.loads(out.read_text())["data"]["values"]}
+    rows = {r["func"]: r for r in frames_of(json.loads(out.read_text()))}
     assert rows["work"]["change"] == "grew" and rows["work"]["base"] == 100
     assert rows["fresh"]["change"] == "new" and rows["fresh"]["base"] is None
     assert rows["parse"]["change"] == "same"
@@ -193,9 +195,9 @@ def test_diff(tmp_path):
     text = ok("--format", "text", "--diff", base, target)
     assert "Delta  Change  Frame" in text and "gone" in text.split("Vanished")[1]
     neg = json.loads(ok("--format", "vegalite", "--diff", base, "--negate", target))
-    assert {r["func"] for r in neg["data"]["values"]} >= {"gone"}
+    assert {r["func"] for r in frames_of(neg)} >= {"gone"}
     self_rows = json.loads(ok("-f", "vegalite", "--diff", base, "--delta", "self", target))
-    assert all("base_self" in r for r in self_rows["data"]["values"] if r["base"] is not None)
+    assert all("base_self" in r for r in frames_of(self_rows) if r["base"] is not None)
     ET.fromstring(ok("--diff", base, target))
     assert "<svg" in ok("-f", "html", "--diff", base, target)
     # folded: difffolded.pl's "stack BASE TARGET"
@@ -207,7 +209,7 @@ def test_diff(tmp_path):
     assert lines[2] == "main;parse 188 100"
     # all in noise with a huge threshold
     quiet = json.loads(ok("-f", "vegalite", "--diff", base, "--noise", "1000", target))
-    assert {r["change"] for r in quiet["data"]["values"]} <= {"same", "new"}
+    assert {r["change"] for r in frames_of(quiet)} <= {"same", "new"}
 
 
 # ---- errors ----

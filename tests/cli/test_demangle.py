@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from cflame_bundle import frames_of
 from test_cli import CFLAME, folded_counts
 from test_pprof import go_env, go_pprof  # noqa: F401 (a fixture)
 
@@ -59,18 +60,8 @@ def record(tmp_path, out, *args):
 
 
 def rows(spec_path):
-    """Every data row of a Vega-Lite spec that names a function."""
-    def walk(o):
-        if isinstance(o, dict):
-            for k, v in o.items():
-                if k == "values" and isinstance(v, list):
-                    yield from (r for r in v if isinstance(r, dict) and "func" in r)
-                else:
-                    yield from walk(v)
-        elif isinstance(o, list):
-            for x in o:
-                yield from walk(x)
-    return list(walk(json.loads(Path(spec_path).read_text())))
+    """Every frame of a Vega-Lite spec."""
+    return frames_of(json.loads(Path(spec_path).read_text()))
 
 
 def cxxfilt(symbols):
@@ -83,7 +74,7 @@ def cxxfilt(symbols):
 
 def check_against_cxxfilt(spec_rows):
     """Each row with a symbol: its name is c++filt's. Returns the names."""
-    named = [(r["func"], r["sym"]) for r in spec_rows if "sym" in r]
+    named = [(r["func"], r["sym"]) for r in spec_rows if r.get("sym")]
     assert named, "no frame had a mangled symbol"
     for (func, sym), filtered in zip(named, cxxfilt([s for _, s in named])):
         assert func == filtered, f"{sym}: cflame reads {func!r}, c++filt {filtered!r}"

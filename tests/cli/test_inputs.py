@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 
+from cflame_bundle import frames_of
 from test_cli import CFLAME, DATA, cflame, check_spec, folded_counts, ok
 
 
@@ -39,7 +40,7 @@ def test_per_input_draws_each_under_its_own_root(tmp_path):
         f"{r1};solver;main;solve": 200, f"{r1};solver;main;exchange": 200}
     out = tmp_path / "ranks.vl.json"
     ok("--per-input", r0, r1, "-o", out)
-    rows = json.loads(out.read_text())["data"]["values"]
+    rows = frames_of(json.loads(out.read_text()))
     roots = {r["func"]: r for r in rows if r["depth"] == 1}
     assert set(roots) == {str(r0), str(r1)}
     assert roots[str(r0)]["count"] == 400 and roots[str(r1)]["count"] == 400
@@ -58,7 +59,7 @@ def test_per_input_draws_each_under_its_own_root(tmp_path):
 def test_diff_of_two_ranks(tmp_path):
     r0, r1 = ranks(tmp_path)
     rows = {r["func"]: r for r in
-            json.loads(ok("-f", "vegalite", "--diff", r0, r1))["data"]["values"]}
+            frames_of(json.loads(ok("-f", "vegalite", "--diff", r0, r1)))}
     assert rows["exchange"]["change"] == "grew" and rows["exchange"]["base"] == 100
     assert rows["solve"]["change"] == "shrank" and rows["solve"]["count"] == 200
     assert ok("-f", "folded", "--diff", r0, r1).splitlines() == [

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from cflame_bundle import frames_of
 from test_cli import CFLAME, DATA, SVG_NS, check_spec, cflame, folded_counts, ok
 
 GO = shutil.which("go")
@@ -249,7 +250,7 @@ def test_go_cpu_profile_is_drawn(tmp_path, go_profile, go_env):
     out = tmp_path / "go.vl.json"
     ok(go_profile, "-o", out)  # the format from the ending
     spec = json.loads(out.read_text())
-    rows = {r["func"]: r for r in spec["data"]["values"]}
+    rows = {r["func"]: r for r in frames_of(spec)}
     assert rows["main.busy"]["file"].endswith("prog.go") and rows["main.busy"]["line"] > 0
     assert rows["main.busy"]["module"].endswith("prog")
     check_spec(out)
@@ -266,7 +267,7 @@ def test_go_cpu_profile_is_drawn(tmp_path, go_profile, go_env):
 def test_go_profile_diffs_and_folds(tmp_path, go_profile):
     go_profile, _ = go_profile
     # against itself: every frame the same
-    rows = json.loads(ok("-f", "vegalite", "--diff", go_profile, go_profile))["data"]["values"]
+    rows = frames_of(json.loads(ok("-f", "vegalite", "--diff", go_profile, go_profile)))
     assert {r["change"] for r in rows} == {"same"}
     # folded stacks of it read back into the same stacks
     folded = tmp_path / "go.folded"

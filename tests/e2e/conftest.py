@@ -13,6 +13,7 @@ import pathlib
 import queue
 import shutil
 import subprocess
+import sys
 import time
 import weakref
 
@@ -22,6 +23,9 @@ from jupyter_client import KernelManager
 from jupyter_client.session import Session
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "lib"))
+from cflame_bundle import frames_of, svg_of  # noqa: E402,F401  (tests/lib)
+
 CFLAME_JUPYTER_PATH = os.environ.get("CFLAME_JUPYTER_PATH") or str(
     HERE.parent.parent / "build" / "share" / "jupyter"
 )
@@ -411,7 +415,6 @@ import json  # noqa: E402
 import re  # noqa: E402
 
 VL_MIME = "application/vnd.vegalite.v5+json"
-SVG_MIME = "image/svg+xml"
 SOURCE_DIR = pathlib.Path(os.environ.get("CFLAME_SOURCE_DIR") or HERE.parent.parent)
 CHECK_SPEC = SOURCE_DIR / "tests" / "render" / "check_spec.mjs"
 
@@ -435,8 +438,7 @@ def flame(kc, code, timeout=60, **kw):
 
 def rows_of(bundle):
     """The data rows of a flame graph bundle (or of a bare Vega-Lite spec)."""
-    spec = bundle.get(VL_MIME, bundle)
-    return spec["data"]["values"]
+    return frames_of(bundle)
 
 
 _SUMMARY_RE = re.compile(

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from conftest import (SpecStore, by_id, displays, fails, flame, interrupt_after_delay, ok,
-                      rows_of, run, start_kernel, stdout)
+                      rows_of, run, start_kernel, stdout, svg_of)
 
 STORE = SpecStore("allocs")
 
@@ -86,7 +86,7 @@ def test_exact_bytes_and_counts_at_sample_rate_1(kc):
     # The allocator's frames are folded into their callers and marked.
     assert all(r["status"] & 2 for r in frames(rows, "make_mallocs")), frames(rows, "make_mallocs")
     assert "4,000 allocations" in bundle["text/plain"] and "sample_rate=1" in bundle["text/plain"]
-    assert "bytes" in bundle["image/svg+xml"] and "allocations" in bundle["image/svg+xml"]
+    assert "bytes" in svg_of(bundle) and "allocations" in svg_of(bundle)
     # C=true shows the allocation functions as leaves under their callers.
     b, rows_c = show(kc, "%%profallocs sample_rate=1 C=true\nmake_mallocs(1000);\nmake_callocs(3000);\nfree_all();",
                      "exact-C")
@@ -313,7 +313,7 @@ def test_one_allocation_is_said_in_the_singular():
         assert "the run made 1 allocation call" in summary and "1 allocation calls" not in summary, \
             summary
         assert summary.startswith("1 allocation of 10 B"), summary
-        titles = re.findall(r"<title>(.*?)</title>", bundle["image/svg+xml"], re.S)
+        titles = re.findall(r"<title>(.*?)</title>", svg_of(bundle), re.S)
         assert titles and all("1 allocations" not in t and "\n1 bytes" not in t for t in titles), \
             titles
         reply, outputs = run(kc, f"%%profallocs sample_rate=1 live=true\n{cell}", timeout=60)

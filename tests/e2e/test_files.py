@@ -26,8 +26,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (MEMORY_CAP, SOURCE_DIR, SVG_MIME, VL_MIME, SpecStore, ancestors, collect, fails, flame,
-                      ok, open_files, rows_of, send, start_kernel)
+from conftest import (MEMORY_CAP, SOURCE_DIR, VL_MIME, SpecStore, ancestors, collect, fails, flame,
+                      ok, open_files, rows_of, send, start_kernel, svg_of)
 
 STORE = SpecStore("files")
 PERF_DATA = SOURCE_DIR / "tests" / "data" / "perf"
@@ -95,7 +95,7 @@ def test_profsave_html_is_a_standalone_page_with_the_svg_inline(kc, tmp_path):
     page = html.read_text()
     assert page.lstrip().lower().startswith("<!doctype html>"), page[:100]
     # The kernel's SVG, as sent in the bundle, so the page shows it offline.
-    assert bundle[SVG_MIME] in page
+    assert svg_of(bundle) in page
     assert "vega-embed" in page and "vega-lite@5" in page
     # The spec is in the page (escaped so that nothing in it ends a script).
     assert '"$schema"' in page and "vega-lite/v5" in page
@@ -148,11 +148,11 @@ def test_profsave_svg_vegalite_txt_of_a_diff_and_its_folded_has_two_counts(kc, t
                                                                 "folded"))
     for p in (svg, vl, txt, html, folded):
         ok(kc, f"%profsave {p}")
-    assert svg.read_text() == bundle[SVG_MIME]
+    assert svg.read_text().rstrip("\n") == svg_of(bundle)
     ET.parse(svg)
     assert json.loads(vl.read_text()) == bundle[VL_MIME]
     assert "files_base" in txt.read_text()
-    assert bundle[SVG_MIME] in html.read_text()
+    assert svg_of(bundle) in html.read_text()
     # difffolded.pl's format: "stack BASELINE TARGET", by function (lines=false)
     # so that the two cells' statements meet.
     rows3 = []

@@ -102,7 +102,7 @@ def test_html_export_draws_every_flame_graph(profiled, template):
     """`nbconvert --to html` (its default lab template, and classic) shows each
     flame graph drawn: plain, statement form, diff and allocations. Debian's
     nbconvert 6.5 strips <rect> and <text> from SVG outputs; the bundle's
-    markdown copy of the SVG is what the page shows."""
+    markdown item, which holds the SVG, is what the page shows."""
     out = profiled.parent / f"executed-{template}.html"
     nbconvert("--to", "html", "--template", template, "--output-dir", out.parent, "--output", out.name,
               profiled)
@@ -125,7 +125,8 @@ def test_demo_notebook_export_draws_every_graph(tmp_path):
               cwd=tmp_path, timeout=600)
     nbconvert("--to", "html", "--output-dir", tmp_path, "--output", "demo.html", nb_path, cwd=tmp_path)
     nb = nbformat.read(nb_path, as_version=4)
-    shown = sum(1 for c in nb.cells for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {}))
+    shown = sum(1 for c in nb.cells for o in c.get("outputs", [])
+                if "application/vnd.vegalite.v5+json" in o.get("data", {}))
     assert shown >= 5, f"the demo showed {shown} flame graphs"
     print(drawn_in_chromium([tmp_path / "demo.html"], graphs=shown))
 

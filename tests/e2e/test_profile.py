@@ -16,9 +16,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (SVG_MIME, VL_MIME, SpecStore, ancestors, by_id, check_spec, children,
+from conftest import (VL_MIME, SpecStore, ancestors, by_id, check_spec, children,
                       displays, errors, fails, flame, interrupt_after_delay, ok, rows_of, run,
-                      start_kernel, stdout, summary_of)
+                      start_kernel, stdout, summary_of, svg_of)
 
 STORE = SpecStore("profile")
 MD_MIME = "text/markdown"
@@ -97,14 +97,15 @@ def opt_profile(kc):
 def keep(bundle, name):
     """Checks what every flame graph must satisfy, and keeps it for
     check_spec.mjs."""
-    assert set(bundle) == {VL_MIME, SVG_MIME, MD_MIME, "text/plain"}, sorted(bundle)
-    # The markdown item carries the same SVG, for exports (nbconvert 6.5
-    # strips SVG items); JupyterLab ranks markdown (60) below Vega-Lite (57),
-    # and nothing it ranks above Vega-Lite (text/html, 50) is in the bundle.
-    # Under it, one line says where the interactive view is (the classic
-    # notebook shows the markdown item).
-    svg_lines = [line for line in bundle[SVG_MIME].splitlines() if line]
-    assert bundle[MD_MIME].splitlines()[1:-2] == svg_lines
+    assert set(bundle) == {VL_MIME, MD_MIME, "text/plain"}, sorted(bundle)
+    # The markdown item carries the SVG, for exports and the classic
+    # notebook (nbconvert 6.5 strips SVG items), and nothing else does;
+    # JupyterLab ranks markdown (60) below Vega-Lite (57), and nothing it
+    # ranks above Vega-Lite (text/html, 50) is in the bundle. Under it, one
+    # line says where the interactive view is.
+    md_lines = bundle[MD_MIME].splitlines()
+    assert md_lines[0].startswith('<div class="cflame-flamegraph"'), md_lines[0]
+    assert md_lines[1].startswith("<svg ") and md_lines[-3] == "</svg>", md_lines[-3:]
     assert bundle[MD_MIME].splitlines()[-2].startswith('<p class="cflame-hint"')
     assert "\n\n" not in bundle[MD_MIME].strip()
     assert_no_machinery(rows_of(bundle))
@@ -172,7 +173,7 @@ def test_profview_answers_one_display_with_three_representations(kc):
     bundle = keep(ds[0]["data"], "basic")
     spec = bundle[VL_MIME]
     assert "vega-lite/v5" in spec["$schema"], spec["$schema"]
-    assert isinstance(bundle[SVG_MIME], str) and bundle[SVG_MIME].lstrip().startswith("<")
+    assert isinstance(svg_of(bundle), str) and svg_of(bundle).lstrip().startswith("<")
     text = bundle["text/plain"]
     assert summary_of(text)["samples"] > 0
     assert "top-level scope" in text and "work" in text
@@ -223,19 +224,19 @@ def test_redefined_function_shows_plain_name_and_new_cell(kc):
     assert {r["module"] for r in ws} == {f"cell[{k2}]"}, ws
 
 
-def test_svg_is_xml_with_a_titled_rect_per_frame(kc, opt_profile):
+def test_svg_is_xml_with_a_titled_frame_per_row(kc, opt_profile):
     bundle = opt_profile["bundle"]
     rows = rows_of(bundle)
-    svg = ET.fromstring(bundle[SVG_MIME])
+    svg = ET.fromstring(svg_of(bundle))
     assert svg.tag == "{http://www.w3.org/2000/svg}svg", svg.tag
     ns = "{http://www.w3.org/2000/svg}"
-    titled = [rect for rect in svg.iter(ns + "rect") if rect.find(ns + "title") is not None]
+    titled = [frame for frame in svg.iter(ns + "path") if frame.find(ns + "title") is not None]
     assert len(titled) == len(rows), (len(titled), len(rows))
-    names = collections.Counter(rect.find(ns + "title").text.split("\n")[0] for rect in titled)
+    names = collections.Counter(frame.find(ns + "title").text.split("\n")[0] for frame in titled)
     assert names == collections.Counter(r["func"] for r in rows)
     # The tooltip of a frame gives file:line, module and samples.
-    a_titles = [rect.find(ns + "title").text for rect in titled
-                if rect.find(ns + "title").text.startswith("a\n")]
+    a_titles = [frame.find(ns + "title").text for frame in titled
+                if frame.find(ns + "title").text.startswith("a\n")]
     assert a_titles and all("samples" in t and "cell[" in t for t in a_titles), a_titles
 
 
@@ -263,7 +264,7 @@ def test_siblings_of_one_function_are_labelled_apart(kc):
     # A frame alone keeps its plain name.
     assert all(r["label"] == r["func"] for r in rows if r["func"] == "top-level scope")
     ns = "{http://www.w3.org/2000/svg}"
-    texts = [t.text for t in ET.fromstring(bundle[SVG_MIME]).iter(ns + "text")]
+    texts = [t.text for t in ET.fromstring(svg_of(bundle)).iter(ns + "text")]
     drawn = [t for t in texts if t and t.startswith("two_loops")]
     assert drawn and all(t.startswith("two_loops:") for t in drawn), drawn
 
@@ -403,13 +404,13 @@ def test_view_options(kc, opt_profile):
 
     b, rows, _, _ = show(kc, "%profshow width=600", "width600")
     assert b[VL_MIME]["width"] == 600
-    svg_width = float(ET.fromstring(b[SVG_MIME]).get("width"))
+    svg_width = float(ET.fromstring(svg_of(b)).get("width"))
     assert 600 <= svg_width <= 700, svg_width
 
     b, rows, _, _ = show(kc, '%profshow title="hello"', "title")
     title = b[VL_MIME]["title"]
     assert (title["text"] if isinstance(title, dict) else title) == "hello", title
-    assert "hello" in b[SVG_MIME]
+    assert "hello" in svg_of(b)
 
     b, rows, _, _ = show(kc, "%profshow icicle=true", "icicle")
     y1 = b[VL_MIME]["layer"][0]["encoding"]["y"]
@@ -420,7 +421,7 @@ def test_view_options(kc, opt_profile):
 
     b, rows, _, _ = show(kc, "%profshow theme=dark", "dark")
     assert dark(b[VL_MIME]["background"]), b[VL_MIME]["background"]
-    m = re.search(r"<rect width='100%' height='100%' fill='(#[0-9a-fA-F]{6})'", b[SVG_MIME])
+    m = re.search(r"<rect width='100%' height='100%' fill='(#[0-9a-fA-F]{6})'", svg_of(b))
     assert m is None or dark(m.group(1)), "the SVG's background is not dark"
 
     # All at once, straight on %%profview.
@@ -674,7 +675,7 @@ def test_profsave_writes_svg_vegalite_and_text(kc, tmp_path):
         assert path.stat().st_size > 0
     root = ET.parse(svg).getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    assert svg.read_text() == bundle[SVG_MIME]
+    assert svg.read_text().rstrip("\n") == svg_of(bundle)
     spec = json.loads(vl.read_text())
     assert spec == bundle[VL_MIME]
     STORE.add(spec, "profsave.vl.json")
@@ -683,7 +684,7 @@ def test_profsave_writes_svg_vegalite_and_text(kc, tmp_path):
     # Quoted paths with spaces.
     spaced = tmp_path / "with space.svg"
     ok(kc, f'%profsave "{spaced}"')
-    assert spaced.read_text() == bundle[SVG_MIME]
+    assert spaced.read_text().rstrip("\n") == svg_of(bundle)
     # Options make a new graph of the same profile.
     wide = tmp_path / "wide.vl.json"
     ok(kc, f"%profsave {wide} width=1000")

@@ -65,7 +65,7 @@ ns = "{http://www.w3.org/2000/svg}"
 svg = ET.parse(sys.argv[1]).getroot()
 assert svg.tag == ns + "svg", svg.tag
 frames = sorted(r.find(ns + "title").text.split("\n")[0]
-                for r in svg.iter(ns + "rect") if r.find(ns + "title") is not None)
+                for r in svg.iter(ns + "path") if r.find(ns + "title") is not None)
 want = sorted(["all", "main", "parse", "read_line", "work", "compute"])
 assert frames == want, frames
 PY

@@ -21,7 +21,8 @@
 //   - the wheel zooms and a drag pans the x domain (and a drag is not taken
 //     for a click);
 //   - labels are drawn only inside their frame;
-//   - for a bundle, the SVG parses as XML in the browser, with one rect per row.
+//   - for a bundle, the SVG parses as XML in the browser, with one titled
+//     path (a frame) per row.
 // For a differential flame graph (rows with a change field), also:
 //   - hovering the widest frame of each change (grew, shrank, same, new) shows
 //     the drawn profile's count and percent ("target", or "baseline" when
@@ -42,6 +43,8 @@ import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 
+import { framesOf } from './frames.mjs';
+
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
  * passing run never pays for it. */
@@ -49,7 +52,6 @@ const WAIT_MS = 60_000;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const VL_MIME = 'application/vnd.vegalite.v5+json';
-const SVG_MIME = 'image/svg+xml';
 
 // $VEGA_MODULES: another node_modules with vega, vega-lite and vega-embed,
 // to try the spec with the versions a given JupyterLab ships.
@@ -104,7 +106,7 @@ function amount(v, sign) {
 /* What the tooltip of a diff's row must say, as [key, value] pairs. */
 function diffTooltip(spec, row, unit) {
   const meta = spec.usermeta.cflame.diff;
-  const total = spec.data.values[0].count;
+  const total = framesOf(spec)[0].count;
   const drawn = meta.negate ? 'baseline' : 'target', other = meta.negate ? 'target' : 'baseline';
   const legend = spec.layer.find(l => l.name === 'legend').encoding.color.scale.domain;
   const want = [
@@ -262,8 +264,9 @@ async function checkDiffPage(page, spec, rows, unit) {
 async function testFile(browser, file, screenshot) {
   const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
   const spec = doc[VL_MIME] || doc;
-  const svg = doc[SVG_MIME];
-  const rows = spec.data.values;
+  // The bundle's SVG: its one copy is in the markdown item.
+  const svg = (doc['text/markdown']?.match(/<svg[\s\S]*<\/svg>/) || [undefined])[0];
+  const rows = framesOf(spec);
   const total = rows[0].count;
   // The unit the spec says its widths are in (samples, bytes or allocations).
   const unit = spec.usermeta?.cflame?.unit ?? (rows[0].allocs !== undefined ? 'bytes' : 'samples');
@@ -408,10 +411,10 @@ async function testFile(browser, file, screenshot) {
       const res = await page.evaluate(text => {
         const d = new DOMParser().parseFromString(text, 'image/svg+xml');
         const err = d.querySelector('parsererror');
-        return { err: err ? err.textContent : null, rects: d.querySelectorAll('rect > title').length };
+        return { err: err ? err.textContent : null, frames: d.querySelectorAll('path > title').length };
       }, svg);
       check(res.err === null, `SVG does not parse: ${res.err}`);
-      check(res.rects === rows.length, `SVG has ${res.rects} titled rects for ${rows.length} rows`);
+      check(res.frames === rows.length, `SVG has ${res.frames} titled frames for ${rows.length} rows`);
     }
 
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });

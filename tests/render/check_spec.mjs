@@ -4,8 +4,8 @@
 //   node tests/render/check_spec.mjs FILE_OR_DIR...
 //
 // Each FILE is either a Vega-Lite spec (.vl.json, fl_vegalite) or a MIME
-// bundle (fl_bundle: {"application/vnd.vegalite.v5+json": ..., "image/svg+xml":
-// ..., "text/markdown": ..., "text/plain": ...}); a DIR stands for the *.json
+// bundle (fl_bundle: {"application/vnd.vegalite.v5+json": ...,
+// "text/markdown": ..., "text/plain": ...}); a DIR stands for the *.json
 // files in it. For a
 // spec it:
 //   - validates it against the Vega-Lite 5 JSON schema that vega-lite ships,
@@ -14,13 +14,16 @@
 //     failing on any warning or error vega logs,
 //   - types a function name into the search param and checks the matched
 //     share the view shows against one computed here from the rows,
-//   - checks the data rows: at most 5,000, the fields cflame's docs name,
-//     x1 - x0 == count, pct, depth bounds, parents drawn before children.
-// For a bundle it also checks that the SVG is well-formed XML with one <rect>
-// and one <title> per row, each filled with its row's colour, that
-// text/markdown holds the SVG as one HTML block and no text/html outranks
-// the spec in JupyterLab, that text/plain is there, and that the bundle,
-// dumped as compact JSON, is under 1 MB.
+//   - checks the data rows (read by frames.mjs from the spec's columns and
+//     string table): at most 5,000, the fields cflame's docs name,
+//     x1 - x0 == count, pct, depth bounds, parents drawn before children;
+//     and that vega computes the same rows from the spec's transforms.
+// For a bundle it also checks that text/markdown holds the SVG as one HTML
+// block, well-formed XML with one <path> and one <title> per row, each
+// filled with its row's colour; that the bundle holds the SVG once (no
+// image/svg+xml item) and no text/html, which would outrank the spec in
+// JupyterLab; that text/plain is there; and that the bundle, dumped as
+// compact JSON, is under 1 MB.
 //
 // A differential flame graph (fl_vegalite_diff, fl_diff_bundle: rows with a
 // change field, usermeta.cflame.diff) is also checked for what a diff adds
@@ -55,6 +58,8 @@ import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import { XMLValidator, XMLParser } from 'fast-xml-parser';
 
+import { framesOf } from './frames.mjs';
+
 // $VEGA_MODULES: another node_modules with vega and vega-lite, to check the
 // spec with the versions a given JupyterLab ships.
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -65,7 +70,6 @@ const vl = require('vega-lite');
 const schema = require('vega-lite/build/vega-lite-schema.json');
 
 const VL_MIME = 'application/vnd.vegalite.v5+json';
-const SVG_MIME = 'image/svg+xml';
 const MAX_ROWS = 5000;
 const MAX_BUNDLE_BYTES = 1000000;
 
@@ -123,7 +127,7 @@ function typeOf(v) {
 /* The structural checks of the data rows; pushes problems. */
 function checkRows(rows, problems) {
   if (!Array.isArray(rows) || rows.length === 0) {
-    problems.push('data.values is not a non-empty array');
+    problems.push('data.values is not one object of non-empty columns, flattened by the first transform');
     return;
   }
   if (rows.length > MAX_ROWS) problems.push(`${rows.length} rows, more than ${MAX_ROWS}`);
@@ -176,7 +180,7 @@ function checkRows(rows, problems) {
 const CHANGES = ['grew', 'shrank', 'same', 'new'];
 
 function isDiff(spec) {
-  const rows = spec.data && spec.data.values;
+  const rows = framesOf(spec);
   return Array.isArray(rows) && rows.length > 0 && 'change' in rows[0];
 }
 
@@ -262,7 +266,7 @@ function checkDiff(spec, problems) {
     problems.push('diff: no usermeta.cflame.diff');
     return null;
   }
-  const rows = spec.data.values;
+  const rows = framesOf(spec);
   const colors = diffLegend(spec, problems);
   const self = meta.delta === 'self';
   const changed = [];
@@ -329,7 +333,7 @@ function checkDiff(spec, problems) {
   if ((V > 0) !== !!layer) problems.push(`diff: ${V} frames vanished, and ${layer ? 'a' : 'no'} vanished layer`);
   if (layer) {
     const values = layer.data && layer.data.values;
-    if (!Array.isArray(values) || values === rows) {
+    if (!Array.isArray(values) || values === spec.data.values) {
       problems.push('vanished layer has no dataset of its own');
     } else {
       const shown = Math.min(V, 20);
@@ -378,7 +382,9 @@ async function checkSpec(spec, problems) {
     const errs = validateSchema.errors.slice(0, 5).map(e => `${e.instancePath} ${e.message}`);
     problems.push(`does not match the Vega-Lite 5 schema: ${errs.join('; ')}`);
   }
-  checkRows(spec.data && spec.data.values, problems);
+  const rows = framesOf(spec);
+  checkRows(rows, problems);
+  if (!rows || rows.length === 0) return;
   const diff = isDiff(spec) ? checkDiff(spec, problems) : null;
 
   const vlProblems = [];
@@ -408,7 +414,7 @@ async function checkSpec(spec, problems) {
     // Each frame in its row's colour; a diff's legend and vanished list.
     const frames = findItems(view.scenegraph().root, 'rect').filter(it => it.datum && it.datum.x1 !== undefined);
     const miscoloured = frames.filter(it => it.fill !== it.datum.color);
-    if (frames.length !== spec.data.values.length || miscoloured.length) {
+    if (frames.length !== rows.length || miscoloured.length) {
       problems.push(`vega drew ${frames.length} frames, ${miscoloured.length} not in their row's colour`);
     }
     // A plain graph's frames look like the legend's swatches: each within 20
@@ -435,15 +441,27 @@ async function checkSpec(spec, problems) {
         if (!drawn.includes(want)) problems.push(`vega did not draw the text ${JSON.stringify(want)}`);
       }
     }
+    // The rows as vega computes them from the spec's transforms are the
+    // rows frames.mjs reads (and tests/lib, tests/unit, which read alike).
+    const byId = new Map(rows.map(r => [r.id, r]));
+    for (const it of frames) {
+      const want = byId.get(it.datum.id);
+      const differs = want ? Object.keys(want).find(k => k === 'pct'
+        ? Math.abs(want.pct - it.datum.pct) > 1e-9 : want[k] !== it.datum[k]) : 'id';
+      if (differs) {
+        problems.push(`vega's row ${it.datum.id} has ${differs} = ${JSON.stringify(it.datum[differs])}, ` +
+                      `frames.mjs reads ${JSON.stringify(want && want[differs])}`);
+        break;
+      }
+    }
     // The search box: set it and check the matched share.
-    const rows = spec.data.values;
     const func = rows[Math.floor(rows.length / 2)].func;
     await view.signal('search', func).runAsync();
     const shareText = findTexts(view.scenegraph().root).find(t => /^matched: /.test(t));
     const want = `matched: ${expectedShare(rows, func).toFixed(2)}%`;
     if (shareText !== want) problems.push(`searching "${func}" shows "${shareText}", not "${want}"`);
     view.finalize();
-    console.log(`  rendered ${spec.data.values.length} rows in ${ms.toFixed(0)} ms; ` +
+    console.log(`  rendered ${rows.length} rows in ${ms.toFixed(0)} ms; ` +
                 `search "${func}": ${shareText}`);
   } catch (e) {
     problems.push(`vega failed: ${e.stack || e.message}`);
@@ -502,7 +520,7 @@ function findTexts(node, out = []) {
 /* Well-formedness and structure of the SVG; pushes problems. */
 function checkSvg(svg, rows, problems) {
   if (typeof svg !== 'string') {
-    problems.push('image/svg+xml is not a string');
+    problems.push('no SVG in text/markdown');
     return;
   }
   const valid = XMLValidator.validate(svg);
@@ -526,11 +544,26 @@ function checkSvg(svg, rows, problems) {
       break;
     }
   }
-  const rects = svg.match(/<rect\b[^>]*>\s*<title>/g) || [];
-  if (rects.length !== rows.length) problems.push(`SVG has ${rects.length} frame rects with a title, expected ${rows.length}`);
-  // The same colours as the spec, frame by frame.
-  const wrong = rects.findIndex((r, i) => rows[i] && !r.includes(`fill='${rows[i].color}'`));
-  if (wrong >= 0) problems.push(`SVG rect ${wrong} is not filled with ${rows[wrong].color}: ${rects[wrong]}`);
+  // Frames are paths with a title, in groups that give their colour
+  // (fl_svg.c): the frames drawn in each colour are the rows of that
+  // colour, function for function.
+  const drawn = [];
+  let color = null;
+  for (const m of svg.matchAll(/<g stroke='(#[0-9a-f]{6})'>|<path\b[^>]*>\s*<title>([^\n<]*)/g)) {
+    if (m[1]) color = m[1];
+    else drawn.push(`${color} ${unescapeXml(m[2])}`);
+  }
+  if (drawn.length !== rows.length) problems.push(`SVG has ${drawn.length} frames (paths) with a title, expected ${rows.length}`);
+  const want = rows.map(r => `${r.color} ${r.func}`).sort();
+  drawn.sort();
+  const wrong = want.findIndex((w, i) => w !== drawn[i]);
+  if (wrong >= 0) problems.push(`SVG draws "${drawn[wrong]}" where a row is "${want[wrong]}"`);
+}
+
+/* An XML text node's text, its five entities read. */
+function unescapeXml(s) {
+  const entities = { lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' };
+  return s.replace(/&(lt|gt|amp|apos|quot);/g, (_, e) => entities[e]);
 }
 
 async function checkFile(file) {
@@ -548,18 +581,20 @@ async function checkFile(file) {
     if (typeof doc['text/plain'] !== 'string' || doc['text/plain'].length === 0) {
       problems.push('bundle has no text/plain');
     }
-    const rows = doc[VL_MIME].data && doc[VL_MIME].data.values;
-    checkSvg(doc[SVG_MIME], Array.isArray(rows) ? rows : [], problems);
-    // Exports show the markdown copy of the SVG (nbconvert 6.5 strips SVG
-    // items): one HTML block, so no blank line. JupyterLab must still pick
-    // the Vega-Lite view: nothing it ranks above it (text/html) is there.
+    // Exports and the classic notebook show the SVG in the markdown item
+    // (nbconvert 6.5 strips SVG items): one HTML block, so no blank line.
+    // It is the only copy. JupyterLab must still pick the Vega-Lite view:
+    // nothing it ranks above it (text/html) is there.
     const md = doc['text/markdown'];
     if (typeof md !== 'string' || !md.startsWith('<div') || !md.includes('<svg') || /\n\s*\n/.test(md.trim())) {
       problems.push('text/markdown is not the SVG as one HTML block');
     }
+    const svgText = typeof md === 'string' ? (md.match(/<svg[\s\S]*<\/svg>/) || [null])[0] : null;
+    checkSvg(svgText, framesOf(doc[VL_MIME]) || [], problems);
+    if ('image/svg+xml' in doc) problems.push('the bundle holds the SVG twice: image/svg+xml and text/markdown');
     if ('text/html' in doc) problems.push('text/html would outrank the Vega-Lite view in JupyterLab');
     if (isDiff(doc[VL_MIME])) {
-      const text = doc['text/plain'] || '', svg = doc[SVG_MIME] || '';
+      const text = doc['text/plain'] || '', svg = svgText || '';
       if (!/ Delta {2}Change {2}Frame\n/.test(text)) problems.push('diff text/plain has no Delta and Change columns');
       const meta = doc[VL_MIME].usermeta?.cflame?.diff;
       const header = meta?.negate ? 'Only in the target (not drawn):' : 'Vanished (in the baseline only):';
@@ -567,7 +602,8 @@ async function checkFile(file) {
         problems.push(`diff: the SVG or the text lacks "${header}"`);
       }
     }
-    console.log(`  bundle ${bytes} bytes, SVG ${Buffer.byteLength(doc[SVG_MIME] || '')} bytes`);
+    console.log(`  bundle ${bytes} bytes, Vega-Lite ${Buffer.byteLength(JSON.stringify(doc[VL_MIME]))}, ` +
+                `SVG ${Buffer.byteLength(svgText || '')} bytes`);
     await checkSpec(doc[VL_MIME], problems);
   } else {
     await checkSpec(doc, problems);

@@ -5,11 +5,12 @@
 //
 //   node tests/render/export_test.mjs --graphs N [--width PX] [--screenshot PNG] PAGE.html...
 //
-// A flame graph on the page is an <svg> with frames: <rect> elements that
+// A flame graph on the page is an <svg> with frames: <path> elements that
 // carry a <title> (their tooltip). For each page the test asserts:
 //   - exactly N flame graphs are on the page (--graphs);
 //   - each has at least two frames that the browser lays out with a non-zero
-//     width and height (a graph whose <rect>s an exporter stripped has none),
+//     width and strokes with a colour and a width, as tall as their level (a
+//     graph whose frames an exporter stripped has none),
 //     and at least one label (<text>) drawn inside its box;
 //   - each fits the width of the output area it sits in (it scales down to
 //     it), or, where the page is narrower than its smallest scale, sits in a
@@ -78,13 +79,15 @@ for (const [k, file] of pages.entries()) {
   const found = await page.evaluate(() => {
     const out = [];
     document.querySelectorAll('svg').forEach((svg, i) => {
-      const titled = [...svg.querySelectorAll('rect')].filter(r => r.querySelector('title'));
+      const titled = [...svg.querySelectorAll('path')].filter(r => r.querySelector('title'));
       if (titled.length === 0) return;
       svg.setAttribute('data-export-test', String(i));
       const box = svg.getBoundingClientRect();
+      // A frame is a line stroked as tall as its level (fl_svg.c): laid
+      // out along x, and as tall as the stroke it is painted with.
       const drawn = titled.filter(r => {
-        const b = r.getBoundingClientRect();
-        return b.width > 0 && b.height > 0;
+        const b = r.getBoundingClientRect(), style = getComputedStyle(r);
+        return b.width > 0 && style.stroke !== 'none' && parseFloat(style.strokeWidth) > 0;
       }).length;
       const labels = [...svg.querySelectorAll('text')].filter(t => {
         const b = t.getBoundingClientRect();

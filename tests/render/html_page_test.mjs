@@ -8,7 +8,7 @@
 // (/usr/bin/chromium, or $CHROMIUM), three ways:
 //   - offline: the CDN scripts fail to load (every request to the CDN is
 //     aborted, as on a machine without a network). The inline SVG shows,
-//     with one titled rect per frame of the spec, and the note under it says
+//     with one titled path per frame of the spec, and the note under it says
 //     the interactive view's scripts did not load;
 //   - JavaScript off: the SVG shows, and the note says what the
 //     interactive view needs;
@@ -25,6 +25,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
+
+import { framesOf } from './frames.mjs';
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
@@ -54,7 +56,7 @@ function makePage(name, args) {
   const file = path.join(dir, `${name}.html`);
   execFileSync(cflame, ['--format', 'html', ...args, '-o', file]);
   const spec = JSON.parse(execFileSync(cflame, ['--format', 'vegalite', ...args]).toString());
-  return { name, file, rows: spec.data.values };
+  return { name, file, rows: framesOf(spec) };
 }
 
 /* What the static part of the page shows. */
@@ -64,7 +66,7 @@ async function staticView(page) {
     return {
       svgShown: !!box && box.width > 100 && box.height > 50 &&
         getComputedStyle(document.getElementById('cflame-static')).display !== 'none',
-      titledRects: document.querySelectorAll('#cflame-static svg rect > title').length,
+      titledFrames: document.querySelectorAll('#cflame-static svg path > title').length,
       note: document.getElementById('cflame-note').textContent,
       noteShown: getComputedStyle(document.getElementById('cflame-note')).display !== 'none',
     };
@@ -88,7 +90,7 @@ async function offline(browser, p) {
   const v = await staticView(page);
   check(cdnRequests === 3, `offline: ${cdnRequests} requests to the CDN, expected 3`);
   check(v.svgShown, 'offline: the SVG is not shown');
-  check(v.titledRects === p.rows.length, `offline: ${v.titledRects} titled rects for ${p.rows.length} frames`);
+  check(v.titledFrames === p.rows.length, `offline: ${v.titledFrames} titled frames for ${p.rows.length} frames`);
   check(v.noteShown && /did not load/.test(v.note), `offline: the note says "${v.note}"`);
   check(errors.length === 0, `offline: page errors ${errors.join(' | ')}`);
   await context.close();
@@ -102,7 +104,7 @@ async function noScript(browser, p) {
   await page.goto('file://' + p.file, { waitUntil: 'load' });
   const v = await staticView(page);
   check(v.svgShown, 'JavaScript off: the SVG is not shown');
-  check(v.titledRects === p.rows.length, `JavaScript off: ${v.titledRects} titled rects`);
+  check(v.titledFrames === p.rows.length, `JavaScript off: ${v.titledFrames} titled frames`);
   check(v.noteShown && /needs JavaScript/.test(v.note), `JavaScript off: the note says "${v.note}"`);
   await context.close();
 }

@@ -2,7 +2,7 @@
 /* Tests the flame graph renderers (fl_vegalite, fl_svg, fl_bundle) on trees
  * built with fl_profile and fl_tree: the structure of the Vega-Lite spec
  * (rows, fields, bounds, layers, interactions), that the SVG is well-formed
- * XML with one titled rect per row in the rows' colours, themes and icicles,
+ * XML with one titled frame (a path) per row in the rows' colours, themes and icicles,
  * allocation profiles, hostile function names, an empty profile, and the
  * size bounds on a big tree (at most 5,000 rows, a bundle under 1 MB: see
  * docs/PROFILING.md, "The data behind the graph").
@@ -25,6 +25,7 @@
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 #include "test.h"
+#include "bundle_read.h"
 #include "render_out.h"
 #include "xml_check.h"
 
@@ -55,18 +56,10 @@ static void test_xml_check(void) {
 
 /* ---- helpers on the outputs ---- */
 
-/* The tooltip expression of a layer's mark, or "". Borrowed. */
-static const char *tooltip_expr(json_t *layer) {
-  const char *s = json_string_value(
-      json_object_get(json_object_get(json_object_get(layer, "mark"), "tooltip"), "expr"));
-  CHECK(s != NULL);
-  return s ? s : "";
-}
-
 /* Checks the rows against the tree: one per node (when all fit), the
  * fields and their values, bounds. */
 static void check_rows(json_t *spec, const fl_tree_t *t, bool alloc) {
-  json_t *rows = json_object_get(json_object_get(spec, "data"), "values");
+  json_t *rows = frames_of(spec);
   CHECK(json_is_array(rows));
   size_t n = json_array_size(rows);
   CHECK(n >= 1 && n <= 5000);
@@ -118,25 +111,14 @@ static void check_rows(json_t *spec, const fl_tree_t *t, bool alloc) {
           json_object_get(json_object_get(layer_named(spec, "frames"), "encoding"), "y"), "scale"),
       "domain");
   CHECK_INT(json_integer_value(json_array_get(ydomain, 1)), max_depth + 1);
+  json_decref(rows);
 }
 
-/* Each row's colour is the fill of the SVG rect whose title names its
- * function, in the same order. */
+/* The SVG draws each row in the row's colour (bundle_read.h). */
 static void check_svg_matches(const char *svg, json_t *spec) {
-  json_t *rows = json_object_get(json_object_get(spec, "data"), "values");
-  const char *p = svg;
-  size_t i;
-  json_t *row;
-  json_array_foreach(rows, i, row) {
-    p = strstr(p, "<rect x=");
-    CHECK(p != NULL);
-    if (!p) return;
-    const char *fill = strstr(p, "fill='");
-    char want[32];
-    snprintf(want, sizeof want, "fill='%s'", json_string_value(json_object_get(row, "color")));
-    CHECK(fill && strncmp(fill, want, strlen(want)) == 0);
-    p = fill ? fill : p + 1;
-  }
+  const char *problem = svg_frames_problem(svg, spec);
+  if (problem) fprintf(stderr, "SVG: %s\n", problem);
+  CHECK(problem == NULL);
 }
 
 /* ---- profiles ---- */
@@ -212,8 +194,7 @@ static void test_small(void) {
   if (!spec) goto done;
   CHECK_STR(json_string_value(json_object_get(spec, "$schema")),
             "https://vega.github.io/schema/vega-lite/v5.json");
-  CHECK_INT(json_array_size(json_object_get(json_object_get(spec, "data"), "values")),
-            fl_tree_n_nodes(t));
+  CHECK_INT(n_frames(spec), fl_tree_n_nodes(t));
   check_rows(spec, t, false);
   CHECK_INT(json_integer_value(json_object_get(spec, "width")), 800);
   /* 18 pixels a level: root, main, qsort, cmp_doubles. */
@@ -241,7 +222,9 @@ static void test_small(void) {
             "dblclick");
   /* The tooltip gives function, file:line, module, samples, self and
    * percent, in that order (docs/PROFILING.md, "Reading a flame graph"). */
-  const char *tooltip = tooltip_expr(frames);
+  const char *tooltip = tooltip_expr(spec);
+  CHECK(tooltip != NULL);
+  if (!tooltip) tooltip = "";
   const char *want[] = {
       "'function':", "'file:line':", "'module':", "'samples':", "'self':", "'percent':"};
   const char *at = tooltip;
@@ -265,7 +248,7 @@ static void test_small(void) {
   CHECK_STR(json_string_value(json_array_get(domain, 2)), "allocator");
   CHECK_STR(json_string_value(json_array_get(domain, 3)), "root");
 
-  /* The SVG: well-formed, a titled rect per row in the row's colour. */
+  /* The SVG: well-formed, a titled frame per row in the row's colour. */
   char *svg = fl_svg(t, &v);
   CHECK(svg != NULL);
   if (svg) {
@@ -274,7 +257,7 @@ static void test_small(void) {
     CHECK(why == NULL);
     CHECK(strstr(svg, "xmlns='http://www.w3.org/2000/svg'") != NULL);
     CHECK_INT(count_of(svg, "<title>"), fl_tree_n_nodes(t));
-    CHECK_INT(count_of(svg, "</rect>"), fl_tree_n_nodes(t));
+    CHECK_INT(count_of(svg, "</path>"), fl_tree_n_nodes(t));
     check_svg_matches(svg, spec);
     CHECK(strstr(svg, ">cell[1]</text>") != NULL);                  /* the title */
     CHECK(strstr(svg, "100 samples at 1 ms, 0.100 s CPU") != NULL); /* the note */
@@ -296,7 +279,7 @@ static void test_small(void) {
   CHECK(bundle != NULL);
   if (bundle) {
     CHECK(json_is_object(json_object_get(bundle, "application/vnd.vegalite.v5+json")));
-    CHECK(json_is_string(json_object_get(bundle, "image/svg+xml")));
+    CHECK(json_object_get(bundle, "image/svg+xml") == NULL); /* the markdown holds it */
     const char *text = json_string_value(json_object_get(bundle, "text/plain"));
     CHECK(text && strstr(text, "cmp_doubles") != NULL);
     CHECK(text && strchr(text, '\n') != NULL); /* the report keeps its lines */
@@ -329,13 +312,18 @@ static void test_dark_icicle_folded(void) {
   CHECK(json_number_value(json_object_get(spec, "height")) == 300);
   json_t *y = json_object_get(json_object_get(layer_named(spec, "frames"), "encoding"), "y");
   CHECK(json_is_true(json_object_get(json_object_get(y, "scale"), "reverse")));
-  const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+  char *svg = svg_of(bundle);
   CHECK(svg && xml_check(svg) == NULL);
   CHECK(svg && strstr(svg, "fill='#1e1e1e'") != NULL);
   CHECK(svg && strstr(svg, "folded in: system libraries, allocator") != NULL);
   /* Icicle: the root is at the top of the plot, main right under it. */
-  const char *root_rect = svg ? strstr(svg, "<rect x='10' y='") : NULL;
-  CHECK(root_rect != NULL);
+  const char *root_frame = svg ? strstr(svg, "<path d='M") : NULL;
+  const char *next_frame = root_frame ? strstr(root_frame + 1, "<path d='M") : NULL;
+  double root_x = -1, root_y = -1, next_y = -1;
+  CHECK(root_frame && sscanf(root_frame, "<path d='M%lf %lf", &root_x, &root_y) == 2);
+  CHECK(next_frame && sscanf(next_frame, "<path d='M%*f %lf", &next_y) == 1);
+  CHECK(root_x == 10 && root_y < next_y);
+  free(svg);
   write_out("dark-icicle.json", bundle);
 done:
   json_decref(bundle);
@@ -377,7 +365,7 @@ static void test_kind_colours_match_the_legend(void) {
   json_t *legend = json_object_get(
       json_object_get(json_object_get(layer_named(spec, "legend"), "encoding"), "color"), "scale");
   json_t *scale = json_object_get(legend, "domain"), *range = json_object_get(legend, "range");
-  json_t *rows = json_object_get(json_object_get(spec, "data"), "values");
+  json_t *rows = frames_of(spec);
   size_t i, checked = 0;
   json_t *row;
   json_array_foreach(rows, i, row) {
@@ -407,6 +395,7 @@ static void test_kind_colours_match_the_legend(void) {
     checked++;
   }
   CHECK_INT(checked, 1 + N_KINDS * N_NAMES);
+  json_decref(rows);
   json_t *bundle = default_bundle(t);
   if (bundle) write_out("kinds.json", bundle);
   json_decref(bundle);
@@ -459,8 +448,9 @@ static void test_program_code_legend(void) {
   fl_profile_add_sample(p, s, 2, 10, 0, 1);
   fl_tree_t *t = tree_of(p, true, 0);
   json_t *bundle = default_bundle(t);
-  const char *svg = bundle ? json_string_value(json_object_get(bundle, "image/svg+xml")) : NULL;
+  char *svg = bundle ? svg_of(bundle) : NULL;
   CHECK(svg && strstr(svg, "program code") && !strstr(svg, "cell code"));
+  free(svg);
   json_decref(bundle);
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
@@ -481,15 +471,18 @@ static void test_alloc(void) {
   json_t *frames = layer_named(spec, "frames");
   json_t *x = json_object_get(json_object_get(frames, "encoding"), "x");
   CHECK_STR(json_string_value(json_object_get(json_object_get(x, "axis"), "title")), "bytes");
-  const char *tooltip = tooltip_expr(frames);
+  const char *tooltip = tooltip_expr(spec);
+  CHECK(tooltip != NULL);
+  if (!tooltip) tooltip = "";
   CHECK(strstr(tooltip, "'bytes': format(datum.count") != NULL);
   CHECK(strstr(tooltip, "'self bytes': format(datum.self") != NULL);
   CHECK(strstr(tooltip, "'allocations': format(datum.allocs") != NULL);
   CHECK(strstr(tooltip, "'samples'") == NULL);
-  const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+  char *svg = svg_of(bundle);
   CHECK(svg && xml_check(svg) == NULL);
   CHECK(svg && strstr(svg, "4,096 bytes (56.") != NULL);
   CHECK(svg && strstr(svg, "2 allocations") != NULL);
+  free(svg);
   write_out("alloc.json", bundle);
 done:
   json_decref(bundle);
@@ -507,14 +500,17 @@ static void test_alloc_counts(void) {
   json_t *frames = layer_named(spec, "frames");
   json_t *x = json_object_get(json_object_get(frames, "encoding"), "x");
   CHECK_STR(json_string_value(json_object_get(json_object_get(x, "axis"), "title")), "allocations");
-  const char *tooltip = tooltip_expr(frames);
+  const char *tooltip = tooltip_expr(spec);
+  CHECK(tooltip != NULL);
+  if (!tooltip) tooltip = "";
   CHECK(strstr(tooltip, "'allocations': format(datum.count") != NULL);
   CHECK(strstr(tooltip, "'self allocations': format(datum.self") != NULL);
   CHECK(strstr(tooltip, "bytes") == NULL);
-  const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+  char *svg = svg_of(bundle);
   CHECK(svg && xml_check(svg) == NULL);
   CHECK(svg && strstr(svg, " bytes") == NULL);
   CHECK(svg && strstr(svg, " allocations (") != NULL);
+  free(svg);
   const char *text = json_string_value(json_object_get(bundle, "text/plain"));
   CHECK(text && strstr(text, "allocations") != NULL && strstr(text, "Bytes") == NULL);
   write_out("alloc-counts.json", bundle);
@@ -549,7 +545,7 @@ static void test_hostile_names(void) {
   CHECK(again != NULL);
   json_decref(again);
   free(dumped);
-  const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+  char *svg = svg_of(bundle);
   const char *why = svg ? xml_check(svg) : "no SVG";
   if (why) fprintf(stderr, "SVG: %s\n", why);
   CHECK(why == NULL);
@@ -557,6 +553,7 @@ static void test_hostile_names(void) {
   CHECK(svg && strstr(svg, "&lt;script&gt;") != NULL && strstr(svg, "<script") == NULL);
   CHECK(svg && strstr(svg, ">note with controls?</text>") != NULL);
   CHECK(svg && strstr(svg, "caf\xc3\xa9_\xe6\x97\xa5\xe6\x9c\xac_a_rather_long") != NULL);
+  free(svg);
   write_out("hostile.json", bundle);
 done:
   json_decref(bundle);
@@ -583,8 +580,9 @@ static void test_long_note(void) {
      * an empty title, subtitle included). */
     const char *shown = json_string_value(json_object_get(json_object_get(spec, "title"), "text"));
     CHECK(shown && strlen(shown) > 400);
-    const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+    char *svg = svg_of(bundle);
     CHECK(svg && xml_check(svg) == NULL);
+    free(svg);
   }
   json_decref(bundle);
   fl_tree_destroy(&t);
@@ -599,9 +597,10 @@ static void test_empty(void) {
   CHECK(bundle != NULL);
   if (bundle) {
     json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
-    CHECK_INT(json_array_size(json_object_get(json_object_get(spec, "data"), "values")), 1);
-    const char *svg = json_string_value(json_object_get(bundle, "image/svg+xml"));
+    CHECK_INT(n_frames(spec), 1);
+    char *svg = svg_of(bundle);
     CHECK(svg && xml_check(svg) == NULL);
+    free(svg);
     write_out("empty.json", bundle);
   }
   json_decref(bundle);
@@ -666,8 +665,7 @@ static void test_big(void) {
   double t2 = now_ms();
   CHECK(spec != NULL && svg != NULL);
   if (spec) {
-    json_t *rows = json_object_get(json_object_get(spec, "data"), "values");
-    CHECK_INT(json_array_size(rows), 5000);
+    CHECK_INT(n_frames(spec), 5000);
     check_rows(spec, t, false);
     /* The note says what is not drawn. */
     const char *note = json_string_value(
@@ -692,14 +690,15 @@ static void test_big(void) {
   if (bundle) {
     size_t bytes = json_dumpb(bundle, NULL, 0, JSON_COMPACT);
     json_t *bspec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
-    size_t n = json_array_size(json_object_get(json_object_get(bspec, "data"), "values"));
+    size_t n = n_frames(bspec);
     fprintf(stderr, "bundle: %zu bytes, %zu rows, %.1f ms\n", bytes, n, t4 - t3);
     CHECK(bytes < 1000000);
     CHECK(n <= 5000 && n >= 1000);
     check_rows(bspec, t, false);
-    const char *svgb = json_string_value(json_object_get(bundle, "image/svg+xml"));
+    char *svgb = svg_of(bundle);
     CHECK(svgb && xml_check(svgb) == NULL);
     CHECK(svgb && count_of(svgb, "<title>") == n);
+    free(svgb);
     write_out("big.json", bundle);
   }
   json_decref(bundle);
@@ -730,7 +729,7 @@ static void test_big(void) {
   double t6 = now_ms();
   CHECK(spec5000 != NULL);
   if (spec5000) {
-    CHECK_INT(json_array_size(json_object_get(json_object_get(spec5000, "data"), "values")), 5000);
+    CHECK_INT(n_frames(spec5000), 5000);
     fprintf(stderr, "shallow tree, %zu nodes: 5000-row spec in %.1f ms\n", fl_tree_n_nodes(t2_),
             t6 - t5);
     write_out("big-5000.vl.json", spec5000);

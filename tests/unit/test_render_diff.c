@@ -27,11 +27,11 @@
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 #include "test.h"
+#include "bundle_read.h"
 #include "render_out.h"
 #include "xml_check.h"
 
 #define VL_MIME "application/vnd.vegalite.v5+json"
-#define SVG_MIME "image/svg+xml"
 #define SAME_COLOR "#c8c8c8"
 #define NEW_COLOR "#2aa198"
 #define GREW_COLOR "#d72828"
@@ -112,15 +112,34 @@ static fl_diff_t *diff_of(const fl_profile_t *target, const fl_profile_t *base,
 
 /* ---- helpers on the outputs ---- */
 
+/* What rows_of and svg_text read, kept until the end of the run so that
+ * they can be handed out borrowed, as the spec's own parts are. */
+static json_t *kept;
+
+static json_t *keep(json_t *j) {
+  if (!kept) kept = json_array();
+  json_array_append_new(kept, j);
+  return j;
+}
+
+/* The spec's frames as rows (bundle_read.h). Borrowed. */
 static json_t *rows_of(json_t *spec) {
-  return json_object_get(json_object_get(spec, "data"), "values");
+  return keep(frames_of(spec));
+}
+
+/* The bundle's SVG, from its markdown item. Borrowed. */
+static const char *svg_text(json_t *bundle) {
+  char *svg = svg_of(bundle);
+  const char *s = svg ? json_string_value(keep(json_string(svg))) : NULL;
+  free(svg);
+  return s;
 }
 
 /* The row of the drawn frame named func, or NULL. Borrowed. */
 static json_t *row_named(json_t *spec, const char *func) {
   size_t i;
-  json_t *row;
-  json_array_foreach(rows_of(spec), i, row) {
+  json_t *rows = rows_of(spec), *row;
+  json_array_foreach(rows, i, row) {
     const char *s = json_string_value(json_object_get(row, "func"));
     if (s && strcmp(s, func) == 0) return row;
   }
@@ -299,12 +318,11 @@ static void check_vanished_layer(json_t *spec, const fl_diff_t *d) {
   }
   /* The frames stay the main data: no vanished frame among the rows. */
   size_t i;
-  json_t *row;
-  json_array_foreach(rows_of(spec), i, row) CHECK(json_object_get(row, "text") == NULL);
+  json_t *rows = rows_of(spec), *row;
+  json_array_foreach(rows, i, row) CHECK(json_object_get(row, "text") == NULL);
 }
 
-/* Each row's colour is the fill of the SVG rect with the row's title, in
- * order; one titled rect per row. */
+/* One titled frame (a path) per row, in the row's colour. */
 static void check_svg(const char *svg, json_t *spec) {
   const char *why = svg ? xml_check(svg) : "no SVG";
   if (why) fprintf(stderr, "SVG: %s\n", why);
@@ -313,21 +331,10 @@ static void check_svg(const char *svg, json_t *spec) {
   const char *titles = svg_titles_problem(svg);
   if (titles) fprintf(stderr, "SVG: %s\n", titles);
   CHECK(titles == NULL);
-  json_t *rows = rows_of(spec);
-  CHECK_INT(count_of(svg, "<title>"), json_array_size(rows));
-  const char *p = svg;
-  size_t i;
-  json_t *row;
-  json_array_foreach(rows, i, row) {
-    p = strstr(p, "<rect x=");
-    CHECK(p != NULL);
-    if (!p) return;
-    const char *fill = strstr(p, "fill='");
-    char want[32];
-    snprintf(want, sizeof want, "fill='%s'", str_of(row, "color"));
-    CHECK(fill && strncmp(fill, want, strlen(want)) == 0);
-    p = fill ? fill : p + 1;
-  }
+  CHECK_INT(count_of(svg, "<title>"), n_frames(spec));
+  const char *problem = svg_frames_problem(svg, spec);
+  if (problem) fprintf(stderr, "SVG: %s\n", problem);
+  CHECK(problem == NULL);
 }
 
 /* ---- tests ---- */
@@ -350,7 +357,7 @@ static void test_small(void) {
   CHECK(spec != NULL);
   if (!spec) goto done;
   CHECK_STR(str_of(spec, "$schema"), "https://vega.github.io/schema/vega-lite/v5.json");
-  CHECK_INT(json_array_size(rows_of(spec)), fl_tree_n_nodes(fl_diff_tree(d)));
+  CHECK_INT(n_frames(spec), fl_tree_n_nodes(fl_diff_tree(d)));
   check_diff_rows(spec, d);
   /* What fl_diff says about these frames, as the rows carry it. */
   CHECK_STR(str_of(row_named(spec, "work"), "change"), "grew");
@@ -368,8 +375,7 @@ static void test_small(void) {
   CHECK_STR(str_of(json_array_get(json_object_get(spec, "params"), 0), "name"), "search");
 
   /* The tooltip: target, baseline (or "new"), delta with its share, change. */
-  const char *tooltip = json_string_value(json_object_get(
-      json_object_get(json_object_get(layer_named(spec, "frames"), "mark"), "tooltip"), "expr"));
+  const char *tooltip = tooltip_expr(spec);
   CHECK(tooltip != NULL);
   const char *want[] = {"'function':", "'file:line':", "'module':", "'target':",
                         "'baseline':", "'new'",        "'delta':",  "% of the total",
@@ -441,7 +447,7 @@ static void test_small(void) {
     check_diff_rows(bspec, d);
     check_legend(bspec, false);
     check_vanished_layer(bspec, d);
-    check_svg(json_string_value(json_object_get(bundle, SVG_MIME)), bspec);
+    check_svg(svg_text(bundle), bspec);
     const char *btext = json_string_value(json_object_get(bundle, "text/plain"));
     CHECK(btext && strstr(btext, "Vanished (in the baseline only):") != NULL);
     CHECK(json_dumpb(bundle, NULL, 0, JSON_COMPACT) < 1000000);
@@ -488,12 +494,11 @@ static void test_negate(void) {
   CHECK(strstr(lines, "baseline layout, coloured by baseline " MINUS " target\n") != NULL);
   CHECK(strstr(lines, "% of the baseline within noise") != NULL);
   free(lines);
-  const char *tooltip = json_string_value(json_object_get(
-      json_object_get(json_object_get(layer_named(spec, "frames"), "mark"), "tooltip"), "expr"));
+  const char *tooltip = tooltip_expr(spec);
   CHECK(tooltip && strstr(tooltip, "'baseline': format(datum.count") != NULL);
   CHECK(tooltip &&
         strstr(tooltip, "'target': datum.base === null ? 'none (only in the baseline)'"));
-  const char *svg = json_string_value(json_object_get(bundle, SVG_MIME));
+  const char *svg = svg_text(bundle);
   check_svg(svg, spec);
   CHECK(svg && strstr(svg, ">Only in the target (not drawn):</text>") != NULL);
   CHECK(svg && strstr(svg, ">memcpy  libc.so.6  \xe2\x80\x94 target 60 samples (9.97%)</text>"));
@@ -527,14 +532,13 @@ static void test_alloc(void) {
   json_t *spec = json_object_get(bundle, VL_MIME);
   check_diff_rows(spec, d);
   CHECK(json_object_get(json_array_get(rows_of(spec), 0), "allocs") != NULL);
-  const char *tooltip = json_string_value(json_object_get(
-      json_object_get(json_object_get(layer_named(spec, "frames"), "mark"), "tooltip"), "expr"));
+  const char *tooltip = tooltip_expr(spec);
   CHECK(tooltip && strstr(tooltip,
                           "(abs(datum.count) === 1 ? ' byte' : ' bytes') + ' (' + "
                           "format(datum.pct") != NULL);
   CHECK(tooltip && strstr(tooltip, "'allocations': format(datum.allocs") != NULL);
   CHECK(tooltip && strstr(tooltip, "samples") == NULL);
-  const char *svg = json_string_value(json_object_get(bundle, SVG_MIME));
+  const char *svg = svg_text(bundle);
   check_svg(svg, spec);
   CHECK(svg && strstr(svg,
                       "target: 307,200 bytes (49.83%)\nbaseline: 102,400 bytes (19.61%)\n"
@@ -592,8 +596,7 @@ static void test_self_scaled_hostile(void) {
   char *lines = title_lines(spec);
   CHECK(strstr(lines, fl_diff_notes(d)[0]) != NULL);
   free(lines);
-  const char *tooltip = json_string_value(json_object_get(
-      json_object_get(json_object_get(layer_named(spec, "frames"), "mark"), "tooltip"), "expr"));
+  const char *tooltip = tooltip_expr(spec);
   CHECK(tooltip && strstr(tooltip, "'baseline self':") != NULL);
   CHECK(tooltip && strstr(tooltip,
                           "' self' + (abs(datum.delta) === 1 ? ' sample' : ' samples') "
@@ -602,7 +605,7 @@ static void test_self_scaled_hostile(void) {
       str_of(json_object_get(json_object_get(json_object_get(spec, "usermeta"), "cflame"), "diff"),
              "delta"),
       "self");
-  const char *svg = json_string_value(json_object_get(bundle, SVG_MIME));
+  const char *svg = svg_text(bundle);
   check_svg(svg, spec);
   CHECK(svg && strstr(svg, ">operator&lt;&lt;&amp;&apos;&quot;]]&gt;  libc.so.6  ") != NULL);
   CHECK(svg && strstr(svg, "&lt;script&gt;") != NULL && strstr(svg, "<script") == NULL);
@@ -627,10 +630,10 @@ static void test_empty(void) {
   CHECK(bundle != NULL);
   if (bundle) {
     json_t *spec = json_object_get(bundle, VL_MIME);
-    CHECK_INT(json_array_size(rows_of(spec)), 1);
+    CHECK_INT(n_frames(spec), 1);
     check_diff_rows(spec, d);
     CHECK(layer_named(spec, "vanished") == NULL);
-    check_svg(json_string_value(json_object_get(bundle, SVG_MIME)), spec);
+    check_svg(svg_text(bundle), spec);
     write_out("diff-empty.json", bundle);
   }
   json_decref(bundle);
@@ -696,7 +699,7 @@ static void test_big(void) {
   json_t *spec = fl_vegalite_diff(d, &v, err, sizeof err);
   CHECK(spec != NULL);
   if (spec) {
-    CHECK_INT(json_array_size(rows_of(spec)), 5000);
+    CHECK_INT(n_frames(spec), 5000);
     check_diff_rows(spec, d);
     check_vanished_layer(spec, d);
     char *lines = title_lines(spec);
@@ -714,13 +717,13 @@ static void test_big(void) {
   if (bundle) {
     size_t bytes = json_dumpb(bundle, NULL, 0, JSON_COMPACT);
     json_t *bspec = json_object_get(bundle, VL_MIME);
-    size_t n = json_array_size(rows_of(bspec));
+    size_t n = n_frames(bspec);
     fprintf(stderr, "big diff bundle: %zu bytes, %zu rows\n", bytes, n);
     CHECK(bytes < 1000000);
     CHECK(n <= 5000 && n >= 1000);
     check_diff_rows(bspec, d);
     check_vanished_layer(bspec, d);
-    check_svg(json_string_value(json_object_get(bundle, SVG_MIME)), bspec);
+    check_svg(svg_text(bundle), bspec);
     const char *text = json_string_value(json_object_get(bundle, "text/plain"));
     CHECK(text && strstr(text, "more lines\n") != NULL);
     CHECK(text && strstr(text, "  \xe2\x80\xa6 and ") != NULL);
@@ -741,5 +744,6 @@ int main(int argc, char **argv) {
   test_self_scaled_hostile();
   test_empty();
   test_big();
+  json_decref(kept);
   return TEST_DONE();
 }

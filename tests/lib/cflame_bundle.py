@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""What tests read from a cflame flame graph: its SVG (svg_of) and the
+frames of its Vega-Lite spec as rows (frames_of), one dict per frame with
+the fields docs/PROFILING.md names ("The data behind the graph").
+
+The spec holds them compactly (flame/fl_vegalite.c): data.values is a CSV
+table of numbers, a line per frame; lookup transforms turn the string
+columns' numbers into strings from datasets.strings, a CSV table of "k,s";
+x1, pct and depth1 follow from the rest. This reads them by the spec's own
+transforms, as tests/render/frames.mjs does, whose rows check_spec.mjs
+compares with the data vega itself computes.
+"""
+
+import csv
+import io
+import re
+
+VL_MIME = "application/vnd.vegalite.v5+json"
+MD_MIME = "text/markdown"
+
+
+def svg_of(bundle):
+    """The SVG of a bundle: its one copy is in the markdown item, inside a
+    <div> (flame/fl_bundle.c), as %profsave NAME.svg writes it but for the
+    file's last newline."""
+    m = re.search(r"<svg\b.*</svg>", bundle[MD_MIME], re.S)
+    assert m, f"no SVG in the bundle's markdown: {bundle[MD_MIME][:200]!r}"
+    return m.group(0)
+
+
+def _number(cell):
+    """A CSV cell as format.parse "number" reads it: "" is null."""
+    if cell == "":
+        return None
+    v = float(cell)
+    return int(v) if v.is_integer() and "." not in cell else v
+
+
+def frames_of(spec):
+    """The rows of a spec, or of a bundle's spec."""
+    spec = spec.get(VL_MIME, spec)
+    data = spec["data"]
+    assert data["format"]["type"] == "csv", data.get("format")
+    rows = [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(io.StringIO(data["values"]))]
+    for t in spec["transform"]:
+        if "lookup" not in t:
+            continue
+        source = t["from"]
+        table = {int(e[source["key"]]): e for e in
+                 csv.DictReader(io.StringIO(spec["datasets"][source["data"]["name"]]))}
+        for row in rows:
+            entry = table.get(row[t["lookup"]]) if row[t["lookup"]] is not None else None
+            value = entry[source["fields"][0]] if entry else None
+            row[t["as"][0]] = value if value != "" else None
+    total = rows[0]["count"] if rows else 0
+    for row in rows:
+        row["x1"] = row["x0"] + row["count"]
+        row["pct"] = 100 * row["count"] / total if total else 0
+        row["depth1"] = row["depth"] + 1
+    return rows
