@@ -25,7 +25,6 @@
 #include "fl__rng.h"
 #include "fl__platform.h"
 
-
 #define PROF_SIGNAL SIGPROF           /* perf O_ASYNC and CPU timers */
 #define TRAP_COOKIE 0x63666c616d65ull /* si_perf_data of our SIGTRAPs: "cflame" */
 #define MAX_THREADS 1024
@@ -149,6 +148,10 @@ FL__HIDDEN int fl__sampler_arm(slot_t *sl);
 FL__HIDDEN void fl__sampler_disarm(slot_t *sl);
 FL__HIDDEN int fl__sampler_open_timer(pid_t tid, clockid_t clock, timer_t *t);
 FL__HIDDEN bool fl__sampler_trap_works(void);
+/* Keeps a disabled task-clock event open for the process's life, so that
+ * starting a run never waits for Linux to turn its perf hooks back on
+ * (fl_sampler_timer.c says why). */
+FL__HIDDEN void fl__sampler_keep_perf_on(void);
 
 /* ---- fl_sampler_threads.c ---- */
 

@@ -78,6 +78,7 @@ static int prepare_process(char *err, size_t err_size) {
   fl__sampler.restorer = (uintptr_t)now.sa_restorer;
   fl__sampler_watch_forks();
   fl__sampler.trap_allowed = fl__sampler_trap_works();
+  fl__sampler_keep_perf_on();
 
   /* Bind the PLT slots of what the handler calls outside unwinding. */
   perf_set_period(-1, 0);
@@ -90,6 +91,24 @@ static int prepare_process(char *err, size_t err_size) {
   fl__clock_ns(CLOCK_THREAD_CPUTIME_ID);
   fl__sampler.initialized = true;
   return 0;
+}
+
+/* Clears buf for a new sampler. A buffer a sampler of this layout wrote
+ * (another process's: a worker that restarted) holds records only in its
+ * used words: reservations never pass used_words, and fl_sampler_reset
+ * zeroes what a run used, so the words past it are still zero. Only those
+ * and the header are cleared then, not every page of a large buffer. */
+static void clear_buffer(void *buf, size_t bytes) {
+  fl_sampler_header_t *old = buf;
+  uint64_t capacity = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;
+  uint64_t used = __atomic_load_n(&old->used_words, __ATOMIC_ACQUIRE);
+  if (old->magic != FL_SAMPLER_MAGIC || old->capacity_words != capacity) {
+    memset(buf, 0, bytes);
+    return;
+  }
+  memset((uint64_t *)buf + FL_SAMPLER_HEADER_WORDS, 0,
+         (used < capacity ? used : capacity) * sizeof(uint64_t));
+  memset(buf, 0, sizeof *old);
 }
 
 /* fl_sampler_init and fl_sampler_init_zeroed: clear says whether buf must
@@ -105,7 +124,7 @@ static int init(void *buf, size_t bytes, bool clear, char *err, size_t err_size)
   }
   if (!fl__sampler.initialized && prepare_process(err, err_size) < 0) return -1;
   if (buf) {
-    if (clear) memset(buf, 0, bytes);
+    if (clear) clear_buffer(buf, bytes);
     fl__sampler.hdr = buf;
     fl__sampler.words = (uint64_t *)buf + FL_SAMPLER_HEADER_WORDS;
     fl__sampler.capacity = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;

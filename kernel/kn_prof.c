@@ -71,10 +71,16 @@ void kn_prof_set_dir(kn_prof_t *p, const char *session_dir) {
   p->allocs_path = fl__buf_take(&sb);
 }
 
-const char *kn_prof_buffer_path(const kn_prof_t *p) { return p->buffer_path; }
-const char *kn_prof_allocs_path(const kn_prof_t *p) { return p->allocs_path; }
+const char *kn_prof_buffer_path(const kn_prof_t *p) {
+  return p->buffer_path;
+}
+const char *kn_prof_allocs_path(const kn_prof_t *p) {
+  return p->allocs_path;
+}
 
-kn_prof_settings_t kn_prof_settings(const kn_prof_t *p) { return p->settings; }
+kn_prof_settings_t kn_prof_settings(const kn_prof_t *p) {
+  return p->settings;
+}
 
 void kn_prof_set_sampling(kn_prof_t *p, uint64_t n_words, uint64_t delay_ns) {
   p->settings.n_words = n_words;
@@ -142,7 +148,7 @@ char *kn_prof_baseline_list(const kn_prof_t *p) {
     return fl__buf_take(&sb);
   }
   fl__buf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", "Baseline", "Kind", "Samples",
-                   "Interval", "Taken", "From", "Compiler");
+                 "Interval", "Taken", "From", "Compiler");
   for (size_t i = 0; i < p->n_baselines; i++) {
     const fl_profile_info_t *info = fl_profile_info_const(p->baselines[i].prof);
     char samples[32], interval[32] = "-", when[32] = "?";
@@ -155,24 +161,34 @@ char *kn_prof_baseline_list(const kn_prof_t *p) {
       strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     }
     fl__buf_printf(&sb, "%-16s %-6s %12s  %-9s  %-19s  %-10s  %s\n", p->baselines[i].name,
-                     fl_kind(info->kind)->label, samples, interval, when,
-                     info->source[0] ? info->source : "-",
-                     info->compiler[0] ? info->compiler : "-");
+                   fl_kind(info->kind)->label, samples, interval, when,
+                   info->source[0] ? info->source : "-", info->compiler[0] ? info->compiler : "-");
   }
   return fl__buf_take(&sb);
 }
 
-int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
-  size_t bytes = fl_sampler_buffer_bytes((size_t)n_words);
-  int fd = open(p->buffer_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+/* A new file of bytes at path, all zeros: its pages are not written until
+ * records are. Returns 1, or -1 with err (what names the file). */
+static int new_zero_file(const char *path, size_t bytes, const char *what, char *err,
+                         size_t err_size) {
+  unlink(path);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0) {
-    snprintf(err, err_size, "cannot prepare the sample buffer %s (%zu bytes): %s",
-             p->buffer_path, bytes, strerror(errno));
+    snprintf(err, err_size, "cannot prepare the %s %s (%zu bytes): %s", what, path, bytes,
+             strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
   }
   close(fd);
-  return 0;
+  return 1;
+}
+
+int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
+  size_t bytes = fl_sampler_buffer_bytes((size_t)n_words);
+  struct stat st;
+  if (stat(p->buffer_path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == bytes)
+    return 0;
+  return new_zero_file(p->buffer_path, bytes, "sample buffer", err, err_size);
 }
 
 /* ---- turning the worker's records into stacks (fl_collect) ---- */
@@ -244,8 +260,8 @@ static int map_buffer(const char *path, const char *what, void **map, size_t *by
  * gone): a live worker's is p's, refreshed, so that its libraries' debug
  * information is read once per session; a dead one's is new (*owned set).
  * NULL with err. */
-static fl_symbolizer_t *symbolizer_for(kn_prof_t *p, pid_t pid, const char *maps_text,
-                                       bool *owned, char *err, size_t err_size) {
+static fl_symbolizer_t *symbolizer_for(kn_prof_t *p, pid_t pid, const char *maps_text, bool *owned,
+                                       char *err, size_t err_size) {
   *owned = maps_text != NULL;
   if (maps_text) return fl_symbolizer_new_from_maps(maps_text, err, err_size);
   if (p->sym && fl_symbolizer_refresh_from_pid(p->sym, pid, err, err_size) < 0)
@@ -296,30 +312,32 @@ done:
   return prof;
 }
 
-const fl_profile_t *kn_prof_session(const kn_prof_t *p) { return p->session; }
+const fl_profile_t *kn_prof_session(const kn_prof_t *p) {
+  return p->session;
+}
 
 void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t mode) {
   if (fl_kind(fl_profile_info_const(run)->kind)->allocs) return;
   switch (mode) {
-  case KN_PROF_VIEW:
-  case KN_PROF_DIFF:
-    fl_profile_destroy(&p->session);
-    p->session = fl_profile_copy(run);
-    break;
-  case KN_PROF_ACCUMULATE:
-    /* A session that holds another kind of profile (an allocation profile
-     * %profload read) starts again from this run. */
-    if (!fl_kind_comparable(fl_profile_info_const(p->session)->kind,
-                            fl_profile_info_const(run)->kind)) {
+    case KN_PROF_VIEW:
+    case KN_PROF_DIFF:
       fl_profile_destroy(&p->session);
       p->session = fl_profile_copy(run);
       break;
-    }
-    fl_profile_merge(p->session, run);
-    fl_profile_info(p->session)->interval_ns = fl_profile_info_const(run)->interval_ns;
-    break;
-  case KN_PROF_NONE:
-  case KN_PROF_BASE: break;
+    case KN_PROF_ACCUMULATE:
+      /* A session that holds another kind of profile (an allocation profile
+       * %profload read) starts again from this run. */
+      if (!fl_kind_comparable(fl_profile_info_const(p->session)->kind,
+                              fl_profile_info_const(run)->kind)) {
+        fl_profile_destroy(&p->session);
+        p->session = fl_profile_copy(run);
+        break;
+      }
+      fl_profile_merge(p->session, run);
+      fl_profile_info(p->session)->interval_ns = fl_profile_info_const(run)->interval_ns;
+      break;
+    case KN_PROF_NONE:
+    case KN_PROF_BASE: break;
   }
 }
 
@@ -328,7 +346,9 @@ void kn_prof_session_replace(kn_prof_t *p, fl_profile_t *prof) {
   p->session = prof;
 }
 
-void kn_prof_session_clear(kn_prof_t *p) { fl_profile_clear(p->session); }
+void kn_prof_session_clear(kn_prof_t *p) {
+  fl_profile_clear(p->session);
+}
 
 /* Replaces *slot with a copy of s, unless it is *slot already. */
 static void keep_string(char **slot, const char *s) {
@@ -367,29 +387,17 @@ bool kn_prof_last_shown(const kn_prof_t *p, kn_prof_shown_t *out) {
 
 int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
   size_t bytes = fl_allocs_buffer_bytes((size_t)n_words, (size_t)KN_ALLOCS_TABLE_SLOTS);
-  /* A new file each run: its pages are zero without being written. */
-  unlink(p->allocs_path);
-  int fd = open(p->allocs_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0) {
-    snprintf(err, err_size, "cannot prepare the allocation buffer %s (%zu bytes): %s",
-             p->allocs_path, bytes, strerror(errno));
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  close(fd);
-  return 0;
+  return new_zero_file(p->allocs_path, bytes, "allocation buffer", err, err_size);
 }
 
-
-fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run,
-                                     char *err, size_t err_size) {
+fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run, char *err,
+                                     size_t err_size) {
   fl_profile_t *prof = NULL;
   void *map = MAP_FAILED;
   size_t bytes = 0;
   bool owned = false;
   fl_symbolizer_t *sym = NULL;
-  if (map_buffer(p->allocs_path, "allocation buffer", &map, &bytes, err, err_size) < 0)
-    goto done;
+  if (map_buffer(p->allocs_path, "allocation buffer", &map, &bytes, err, err_size) < 0) goto done;
   if (!(sym = symbolizer_for(p, pid, NULL, &owned, err, err_size))) goto done;
   prof = fl_profile_new(FL_PROFILE_ALLOC_BYTES); /* fl_collect_allocs sets the kind */
   cell_rule_t rule;
@@ -480,8 +488,10 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     if (info->dropped) {
       char dropped[32];
       group_digits(dropped, sizeof dropped, info->dropped);
-      fl__buf_printf(&sb, "; the record buffer filled up and %s sampled allocations were lost "
-                            "(lower sample_rate=, or raise n=)", dropped);
+      fl__buf_printf(&sb,
+                     "; the record buffer filled up and %s sampled allocations were lost "
+                     "(lower sample_rate=, or raise n=)",
+                     dropped);
     }
     fl__buf_puts(&sb, tail_call_note(info));
     return fl__buf_take(&sb);
@@ -495,21 +505,22 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   if (!info->interval_ns) {
     /* Read from a file that does not say how often it sampled. */
     fl__buf_printf(&sb, "%s in %s%s%s", weight, stacks, info->source[0] ? " from " : "",
-                     info->source);
+                   info->source);
     return fl__buf_take(&sb);
   }
   fl__buf_printf(&sb, "%s every %s of CPU represent%s %.3f s of CPU", weight, interval,
-                   info->total_weight == 1 ? "s" : "", represented);
+                 info->total_weight == 1 ? "s" : "", represented);
   fl__buf_printf(&sb, ", from %s recorded", stacks);
   if (info->cpu_seconds > 0)
     fl__buf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
   if (info->cpu_seconds > 0 || info->wall_seconds > 0)
     fl__buf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
-                     info->wall_seconds);
+                   info->wall_seconds);
   if (info->dropped)
-    fl__buf_printf(&sb, "; the sample buffer filled up and sampling stopped early, so the graph "
-                          "covers %.3f s of the run's CPU (raise n=, or %%profinit n=)",
-                     represented);
+    fl__buf_printf(&sb,
+                   "; the sample buffer filled up and sampling stopped early, so the graph "
+                   "covers %.3f s of the run's CPU (raise n=, or %%profinit n=)",
+                   represented);
   fl__buf_puts(&sb, tail_call_note(info));
   return fl__buf_take(&sb);
 }

@@ -75,8 +75,10 @@ kn_prof_settings_t kn_prof_settings(const kn_prof_t *p);
 void kn_prof_set_sampling(kn_prof_t *p, uint64_t n_words, uint64_t delay_ns);
 void kn_prof_set_size(kn_prof_t *p, int width, int height);
 
-/* Creates (or resizes) the sample file for a run with n_words of buffer.
- * Returns 0 or -1 with err. */
+/* Makes the sample file for a run with n_words of buffer: the one there
+ * when it has that size (it holds the last run's records, which the
+ * worker clears), else a new one, all zeros without a page written.
+ * Returns 1 for a new file, 0 for the one there, or -1 with err. */
 int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size);
 
 typedef struct kn_prof_run {
@@ -85,7 +87,7 @@ typedef struct kn_prof_run {
   uint64_t dropped;   /* samples lost: buffer full */
   double cpu_seconds; /* the worker's CPU time during the cell */
   double wall_seconds;
-  char source[32];    /* timer source the sampler used */
+  char source[32]; /* timer source the sampler used */
   int cell;
 } kn_prof_run_t;
 
@@ -115,8 +117,9 @@ typedef struct kn_allocs_run {
 #define KN_ALLOCS_RUN_TABLE_SLOTS(sample_rate) \
   fl_allocs_table_slots(KN_ALLOCS_LIVE_BLOCKS, (sample_rate))
 
-/* Creates (or resizes) the allocation records' file for n_words of
- * records. Returns 0 or -1 with err. */
+/* Makes a new allocation records' file for n_words of records, all zeros
+ * without a page written (the table of a run's blocks must start empty).
+ * Returns 1 (a new file) or -1 with err. */
 int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size);
 
 /* Reads the allocation records after a run (the worker pid must be alive)
@@ -124,8 +127,8 @@ int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err
  * the allocation function (malloc, calloc, realloc, memalign) as its leaf
  * frame, weighed by bytes (or by count), both scaled by 1 / sample_rate;
  * for a live kind only records not freed by the end. NULL with err. */
-fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run,
-                                     char *err, size_t err_size);
+fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run, char *err,
+                                     size_t err_size);
 
 /* ---- the session profile: what %%profile gathers and %profshow shows ---- */
 

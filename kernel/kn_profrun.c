@@ -15,6 +15,7 @@
 
 #include "cflame/fl_render.h"
 #include "cflame/fl_symbol.h"
+#include "fl__common.h"
 #include "kn_exec.h"
 #include "kn_names.h"
 #include "kn_prof.h"
@@ -25,14 +26,12 @@
  * for the error message: " The flame graph shows ..." or "". */
 const char *kn_profrun_cut_short_note(kn_profmode_t mode) {
   switch (mode) {
-  case KN_PROF_VIEW:
-  case KN_PROF_DIFF: return " The flame graph shows what the cell ran until then.";
-  case KN_PROF_ACCUMULATE:
-    return " What the cell ran until then was added to the session profile.";
-  case KN_PROF_BASE:
-    return " No baseline was kept: a run cut short is not one.";
-  default:
-    return "";
+    case KN_PROF_VIEW:
+    case KN_PROF_DIFF: return " The flame graph shows what the cell ran until then.";
+    case KN_PROF_ACCUMULATE:
+      return " What the cell ran until then was added to the session profile.";
+    case KN_PROF_BASE: return " No baseline was kept: a run cut short is not one.";
+    default: return "";
   }
 }
 
@@ -44,11 +43,10 @@ static void show_cell_profile(kn_exec_t *e, const fl_profile_t *prof) {
   kn_prof_t *kp = kn_kernel_prof(k);
   char name[32], err[512];
   snprintf(name, sizeof name, KN_CELL_FILE_FMT, e->cell);
-  json_t *content =
-      e->profreq.mode == KN_PROF_DIFF
-          ? kn_prof_show_diff(kp, prof, kn_prof_baseline(kp, e->profreq.baseline),
-                              &e->profreq, name, err, sizeof err)
-          : kn_prof_show(kp, prof, &e->profreq, name, err, sizeof err);
+  json_t *content = e->profreq.mode == KN_PROF_DIFF
+                        ? kn_prof_show_diff(kp, prof, kn_prof_baseline(kp, e->profreq.baseline),
+                                            &e->profreq, name, err, sizeof err)
+                        : kn_prof_show(kp, prof, &e->profreq, name, err, sizeof err);
   if (content) {
     kn_exec_display(e, content);
   } else {
@@ -82,9 +80,11 @@ typedef struct collector {
 
 static json_t *sampler_request(kn_prof_t *kp, const kn_exec_t *e, char *err, size_t err_size) {
   const kn_profreq_t *r = &e->profreq;
-  if (kn_prof_prepare(kp, r->n_words, err, err_size) < 0) return NULL;
-  return json_pack("{s:I, s:s, s:I, s:i}", "interval_ns", (json_int_t)r->delay_ns, "file",
-                   kn_prof_buffer_path(kp), "words", (json_int_t)r->n_words, "tag", e->cell);
+  int made = kn_prof_prepare(kp, r->n_words, err, err_size);
+  if (made < 0) return NULL;
+  return json_pack("{s:I, s:s, s:I, s:i, s:b}", "interval_ns", (json_int_t)r->delay_ns, "file",
+                   kn_prof_buffer_path(kp), "words", (json_int_t)r->n_words, "tag", e->cell,
+                   "zeroed", made);
 }
 
 static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, const char *maps_text,
@@ -102,13 +102,16 @@ static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, con
            json_string_value(json_object_get(info, "source")) ?: "");
   fl_symbol_cache_stats_t before, after;
   fl_symbol_cache_stats(&before);
+  int64_t started = fl__clock_ns(CLOCK_MONOTONIC);
   fl_profile_t *prof =
       kn_prof_collect(kn_kernel_prof(k), maps_text ? pid : kn_worker_pid(kn_kernel_worker(k)),
                       maps_text, &run, err, err_size);
   /* What the symbolizer read for this profile, and what it found kept (a
    * restarted worker's libraries: fl_symbol.h). */
   fl_symbol_cache_stats(&after);
-  kn_log(k, "profile of cell %d: modules read %llu, reused %llu; kept %zu (%llu MB)", e->cell,
+  kn_log(k,
+         "profile of cell %d: read in %.1f ms; modules read %llu, reused %llu; kept %zu (%llu MB)",
+         e->cell, (double)(fl__clock_ns(CLOCK_MONOTONIC) - started) / 1e6,
          (unsigned long long)(after.read - before.read),
          (unsigned long long)(after.reused - before.reused), after.modules,
          (unsigned long long)(after.bytes >> 20));
@@ -142,10 +145,12 @@ static char *sampler_empty(const kn_exec_t *e, json_t *info, const fl_profile_t 
 static json_t *recorder_request(kn_prof_t *kp, const kn_exec_t *e, char *err, size_t err_size) {
   const kn_profreq_t *r = &e->profreq;
   uint64_t words = r->n_set ? r->n_words : KN_ALLOCS_DEFAULT_WORDS;
-  if (kn_prof_prepare_allocs(kp, words, err, err_size) < 0) return NULL;
-  return json_pack("{s:f, s:s, s:I, s:I, s:i}", "sample_rate", r->sample_rate, "file",
+  int made = kn_prof_prepare_allocs(kp, words, err, err_size);
+  if (made < 0) return NULL;
+  return json_pack("{s:f, s:s, s:I, s:I, s:i, s:b}", "sample_rate", r->sample_rate, "file",
                    kn_prof_allocs_path(kp), "words", (json_int_t)words, "table_slots",
-                   (json_int_t)KN_ALLOCS_RUN_TABLE_SLOTS(r->sample_rate), "tag", e->cell);
+                   (json_int_t)KN_ALLOCS_RUN_TABLE_SLOTS(r->sample_rate), "tag", e->cell, "zeroed",
+                   made);
 }
 
 static fl_profile_t *recorder_collect(kn_exec_t *e, json_t *ev, json_t *info, const char *maps_text,

@@ -80,8 +80,8 @@ typedef struct fl_sampler_header {
   uint64_t used_words;     /* reserved so far (updated atomically) */
   uint64_t dropped;        /* samples that did not fit (buffer full) */
   uint64_t interval_ns;
-  uint64_t samples;        /* records written */
-  uint64_t source;         /* FL_SAMPLER_SOURCE_* of the timers used */
+  uint64_t samples; /* records written */
+  uint64_t source;  /* FL_SAMPLER_SOURCE_* of the timers used */
   uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 7];
 } fl_sampler_header_t;
 
@@ -96,8 +96,9 @@ size_t fl_sampler_buffer_bytes(size_t n_words);
 
 /* Prepares the process: installs the signal handlers, warms up libunwind on
  * the calling thread and registers it, and takes buf (bytes long, 8-byte
- * aligned, zero-filled or not: it is cleared) as the buffer, writing its
- * header. buf may be NULL (bytes 0): the process is prepared and threads
+ * aligned, zero-filled or not: it is cleared; a buffer that a sampler
+ * wrote, as its header says, has only its used words cleared) as the
+ * buffer, writing its header. buf may be NULL (bytes 0): the process is prepared and threads
  * can register, but fl_sampler_start fails until a buffer is given. Call
  * it first before any thread registers; it may be called again while not
  * running, to switch buffers (registered threads stay registered).
@@ -189,9 +190,9 @@ typedef struct fl_sampler_record {
   uint64_t weight;
   uint64_t cpu_ns;
   uint64_t tag;
-  uint64_t time_ns;    /* CLOCK_MONOTONIC when it was taken */
-  const uint64_t *pcs; /* leaf first; borrowed from the buffer */
-  size_t n_pcs;        /* 0: a thread's name (fl_sampler_next_any) */
+  uint64_t time_ns;     /* CLOCK_MONOTONIC when it was taken */
+  const uint64_t *pcs;  /* leaf first; borrowed from the buffer */
+  size_t n_pcs;         /* 0: a thread's name (fl_sampler_next_any) */
   char thread_name[17]; /* a name record's name; "" in a sample */
 } fl_sampler_record_t;
 

@@ -28,7 +28,9 @@ typedef int (*cell_entry_fn)(void);
  * the kernel as n, not as LeakSanitizer's exit code. The kernel process
  * keeps leak detection. */
 const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "detect_leaks=0"; }
+const char *__asan_default_options(void) {
+  return "detect_leaks=0";
+}
 #endif
 
 typedef struct loaded_object {
@@ -93,10 +95,12 @@ static json_t *error_event(const char *ename, const char *evalue) {
 /* ---- profiling: the sampler or the allocation recorder around a run ----
  *
  * A run command may carry "profile": {"interval_ns": N, "file": PATH,
- * "words": W, "tag": T (optional, what records carry: the cell number)}.
- * PATH is a file the kernel made fl_sampler_buffer_bytes(W) long; the
- * worker maps it shared, so that the samples survive a crash of the
- * worker, and samples every thread of the cell from just before its entry
+ * "words": W, "tag": T (optional, what records carry: the cell number),
+ * "zeroed": Z (optional: true when the kernel just made the file, all
+ * zeros, so that it is not cleared again)}. PATH is a file the kernel made
+ * fl_sampler_buffer_bytes(W) long; the worker maps it shared (a file it
+ * has mapped stays mapped from run to run), so that the samples survive a
+ * crash of the worker, and samples every thread of the cell from just before its entry
  * is called to just after it returns. The "done" event then says
  * "profile": {"samples": N, "dropped": D, "source": "perf-task-clock" or
  * "cpu-timer", "interval_ns": N, "cpu_ns": the process's CPU time while
@@ -104,7 +108,7 @@ static json_t *error_event(const char *ename, const char *evalue) {
  *
  * Or it may carry "allocs": {"sample_rate": R (0 < R <= 1), "file": PATH,
  * "words": W, "table_slots": S (a power of two: see fl_allocs.h), "tag": T
- * (optional)}. PATH is a file the kernel made fl_allocs_buffer_bytes(W, S)
+ * (optional), "zeroed": Z (as above)}. PATH is a file the kernel made fl_allocs_buffer_bytes(W, S)
  * long, mapped shared the same way; the allocation calls of every thread
  * are recorded (kw_alloc.c, fl_allocs) from just before the cell's entry is
  * called to just after it returns. The "done" event then says "allocs":
@@ -134,22 +138,31 @@ typedef struct mapped_file {
 
 static mapped_file_t sample_file, allocs_file;
 
-typedef int (*give_buffer_fn)(void *map, size_t bytes, uint64_t layout, char *err, size_t err_size);
+/* Gives a recorder its buffer; zeroed: the file is all zeros (the kernel
+ * just made it), so the recorder need not clear it. */
+typedef int (*give_buffer_fn)(void *map, size_t bytes, uint64_t layout, bool zeroed, char *err,
+                              size_t err_size);
 
-static int give_to_sampler(void *map, size_t bytes, uint64_t layout, char *err, size_t err_size) {
+static int give_to_sampler(void *map, size_t bytes, uint64_t layout, bool zeroed, char *err,
+                           size_t err_size) {
   (void)layout;
-  return fl_sampler_init(map, bytes, err, err_size);
+  return zeroed ? fl_sampler_init_zeroed(map, bytes, err, err_size)
+                : fl_sampler_init(map, bytes, err, err_size);
 }
 
-static int give_to_allocs(void *map, size_t bytes, uint64_t layout, char *err, size_t err_size) {
-  return fl_allocs_init(map, bytes, (size_t)layout, err, err_size);
+static int give_to_allocs(void *map, size_t bytes, uint64_t layout, bool zeroed, char *err,
+                          size_t err_size) {
+  return zeroed ? fl_allocs_init_zeroed(map, bytes, (size_t)layout, err, err_size)
+                : fl_allocs_init(map, bytes, (size_t)layout, err, err_size);
 }
 
 /* Maps path, bytes long, into mf (re-mapping when the kernel names another
  * file, another size or layout, or a new file at the same path) and gives a
- * new mapping to its recorder with give. what names the buffer in errors. */
+ * new mapping to its recorder with give, saying whether the kernel made it
+ * all zeros. what names the buffer in errors. */
 static int map_buffer_file(mapped_file_t *mf, const char *what, const char *path, size_t bytes,
-                           uint64_t layout, give_buffer_fn give, char *err, size_t err_size) {
+                           uint64_t layout, bool zeroed, give_buffer_fn give, char *err,
+                           size_t err_size) {
   void *map = MAP_FAILED;
   struct stat st;
   int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -172,7 +185,7 @@ static int map_buffer_file(mapped_file_t *mf, const char *what, const char *path
     snprintf(err, err_size, "cannot map the %s %s: %s", what, path, strerror(errno));
     goto fail;
   }
-  if (give(map, bytes, layout, err, err_size) < 0) goto fail;
+  if (give(map, bytes, layout, zeroed, err, err_size) < 0) goto fail;
   close(fd);
   if (mf->map) munmap(mf->map, mf->bytes);
   free(mf->path);
@@ -211,8 +224,9 @@ static int profile_begin(json_t *spec, profile_run_t *pr, char *err, size_t err_
     snprintf(err, err_size, "profile needs file, interval_ns and words");
     return -1;
   }
+  bool zeroed = json_is_true(json_object_get(spec, "zeroed"));
   if (map_buffer_file(&sample_file, "sample buffer", path, fl_sampler_buffer_bytes((size_t)words),
-                      0, give_to_sampler, err, err_size) < 0)
+                      0, zeroed, give_to_sampler, err, err_size) < 0)
     return -1;
   fl_sampler_reset();
   pr->cpu0 = fl__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -231,11 +245,11 @@ static json_t *profile_end(profile_run_t *pr) {
   int64_t cpu = fl__clock_ns(CLOCK_PROCESS_CPUTIME_ID) - pr->cpu0;
   int64_t wall = fl__clock_ns(CLOCK_MONOTONIC) - pr->wall0;
   const fl_sampler_header_t *h = sample_file.map;
-  json_t *info = json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "samples", (json_int_t)samples,
-                           "dropped", (json_int_t)h->dropped, "source",
-                           h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer" : "perf-task-clock",
-                           "interval_ns", (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu,
-                           "wall_ns", (json_int_t)wall);
+  json_t *info = json_pack(
+      "{s:I, s:I, s:s, s:I, s:I, s:I}", "samples", (json_int_t)samples, "dropped",
+      (json_int_t)h->dropped, "source",
+      h->source == FL_SAMPLER_SOURCE_CPU_TIMER ? "cpu-timer" : "perf-task-clock", "interval_ns",
+      (json_int_t)pr->interval_ns, "cpu_ns", (json_int_t)cpu, "wall_ns", (json_int_t)wall);
   const char *replaced = fl_sampler_replaced_handler();
   if (info && replaced) json_object_set_new(info, "handler_replaced", json_string(replaced));
   return info;
@@ -266,8 +280,9 @@ static int allocs_prepare(json_t *spec, allocs_run_t *ar, char *err, size_t err_
     snprintf(err, err_size, "allocs: sample_rate must be more than 0 and at most 1 (got %g)", r);
     return -1;
   }
+  bool zeroed = json_is_true(json_object_get(spec, "zeroed"));
   if (map_buffer_file(&allocs_file, "allocation buffer", path,
-                      fl_allocs_buffer_bytes((size_t)words, (size_t)slots), (uint64_t)slots,
+                      fl_allocs_buffer_bytes((size_t)words, (size_t)slots), (uint64_t)slots, zeroed,
                       give_to_allocs, err, err_size) < 0)
     return -1;
   ar->on = true;

@@ -934,7 +934,7 @@ def test_restarted_worker_reuses_the_modules_read_before(tmp_path):
             pids.append(worker_pid_of(km))
             ok(kc, "%reset")
         assert pids[0] != pids[1], "%reset did not start a new worker"
-    lines = re.findall(r"^\[cflame\] profile of cell \d+: modules read (\d+), reused (\d+); "
+    lines = re.findall(r"^\[cflame\] profile of cell \d+: read in [\d.]+ ms; modules read (\d+), reused (\d+); "
                        r"kept (\d+)", log_path.read_text(), re.M)
     assert len(lines) == 2, log_path.read_text()
     (read1, reused1, kept1), (read2, reused2, kept2) = [tuple(map(int, x)) for x in lines]

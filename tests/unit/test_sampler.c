@@ -652,7 +652,8 @@ static void test_root(void) {
     for (size_t i = 0; i < r.n_pcs; i++)
       if (!strcmp(func_of(r.pcs[i], i > 0), "run_rooted")) beyond++;
   }
-  fprintf(stderr, "  stacks: %llu of %llu records in tsamp_rooted, %llu end at the root, "
+  fprintf(stderr,
+          "  stacks: %llu of %llu records in tsamp_rooted, %llu end at the root, "
           "%llu are tsamp_rooted < rooted_work < fl_sampler_call\n",
           (unsigned long long)in_rooted, (unsigned long long)tot.records,
           (unsigned long long)ends_at_root, (unsigned long long)whole);
@@ -674,8 +675,7 @@ static void test_root(void) {
     if (!strcmp(leaf_func(&r), "tsamp_rooted")) in_rooted++;
   }
   fprintf(stderr, "  leaf only: %llu records, %llu of one address, %llu in tsamp_rooted\n",
-          (unsigned long long)tot.records, (unsigned long long)one,
-          (unsigned long long)in_rooted);
+          (unsigned long long)tot.records, (unsigned long long)one, (unsigned long long)in_rooted);
   CHECK(tot.records > 500);
   CHECK_INT(one, tot.records);
   CHECK(in_rooted >= tot.records * 95 / 100);
@@ -806,8 +806,8 @@ static void test_zeroed_buffer(void) {
   fprintf(stderr, "9b. zeroed buffer\n");
   char err[256];
   size_t bytes = fl_sampler_buffer_bytes((size_t)1 << 27); /* 1 GiB */
-  void *big = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *big =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   CHECK(big != MAP_FAILED);
   if (big == MAP_FAILED) return;
   CHECK(fl_sampler_init_zeroed(big, bytes, err, sizeof err) == 0);
@@ -823,6 +823,47 @@ static void test_zeroed_buffer(void) {
   CHECK(resident_pages(big, bytes) <= 2 + h->used_words * 8 / (size_t)sysconf(_SC_PAGESIZE));
   CHECK(fl_sampler_init(main_buf, main_bytes, err, sizeof err) == 0);
   munmap(big, bytes);
+}
+
+/* A buffer another sampler wrote (a worker that restarted takes the file
+ * its predecessor left) is cleared as far as its header says it was used:
+ * the records go, the pages past them are not touched. A buffer whose
+ * header is not a sampler's is cleared whole. */
+static void test_reused_buffer(void) {
+  fprintf(stderr, "9c. reused buffer\n");
+  char err[256];
+  size_t bytes = fl_sampler_buffer_bytes((size_t)1 << 27); /* 1 GiB */
+  uint64_t *big =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  CHECK(big != MAP_FAILED);
+  if (big == MAP_FAILED) return;
+  CHECK(fl_sampler_init_zeroed(big, bytes, err, sizeof err) == 0);
+  CHECK(fl_sampler_start(MS, 0, err, sizeof err) == 0);
+  burn_cpu(50 * (int64_t)MS);
+  CHECK(fl_sampler_stop() > 5);
+  const fl_sampler_header_t *h = (const fl_sampler_header_t *)big;
+  uint64_t used = h->used_words;
+  size_t resident = resident_pages(big, bytes);
+  CHECK(fl_sampler_init(big, bytes, err, sizeof err) == 0);
+  CHECK(resident_pages(big, bytes) == resident);
+  CHECK(h->magic == FL_SAMPLER_MAGIC && h->used_words == 0 && h->samples == 0);
+  size_t nonzero = 0;
+  for (uint64_t i = 0; i < used + 512; i++) nonzero += big[FL_SAMPLER_HEADER_WORDS + i] != 0;
+  CHECK_INT(nonzero, 0);
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  CHECK(fl_sampler_next(big, bytes, &pos, &r) == 0);
+  munmap(big, bytes);
+
+  size_t small = fl_sampler_buffer_bytes(1000);
+  uint64_t *junk = malloc(small);
+  memset(junk, 0x5a, small);
+  CHECK(fl_sampler_init(junk, small, err, sizeof err) == 0);
+  nonzero = 0;
+  for (size_t i = FL_SAMPLER_HEADER_WORDS; i < small / 8; i++) nonzero += junk[i] != 0;
+  CHECK_INT(nonzero, 0);
+  CHECK(fl_sampler_init(main_buf, main_bytes, err, sizeof err) == 0);
+  free(junk);
 }
 
 /* ---- 10: the samples of a crashed process ---- */
@@ -941,8 +982,9 @@ static void report_handler_cost(void) {
 /* ---- i: what the profiled code does to the sampler ---- */
 
 /* Closes every perf event descriptor of the process (the sampler's), as
- * a program that closes its descriptors would. Returns how many. */
-static int close_perf_events(void) {
+ * a program that closes its descriptors would (with close_them false,
+ * only counts them). Returns how many. */
+static int close_perf_events(bool close_them) {
   int closed = 0;
   DIR *d = opendir("/proc/self/fd");
   for (struct dirent *e; d && (e = readdir(d));) {
@@ -951,7 +993,7 @@ static int close_perf_events(void) {
     ssize_t n = readlink(path, target, sizeof target - 1);
     if (n <= 0) continue;
     target[n] = '\0';
-    if (strstr(target, "perf_event") && close(atoi(e->d_name)) == 0) closed++;
+    if (strstr(target, "perf_event") && (!close_them || close(atoi(e->d_name)) == 0)) closed++;
   }
   if (d) closedir(d);
   return closed;
@@ -991,10 +1033,13 @@ static void test_interference(void) {
   sigset_t old;
 
   /* The descriptors closed: the mapped events go on sampling, and nothing
-   * is said. */
+   * is said. Besides the thread's event, the process holds one that keeps
+   * the kernel's perf hooks on (fl__sampler_keep_perf_on), open before the
+   * run starts. */
+  int kept = close_perf_events(false);
   start(MS);
   burn_cpu(30 * (int64_t)MS);
-  int closed = close_perf_events();
+  int closed = close_perf_events(true) - kept;
   int64_t after_ms = burned_ms(60);
   fl_sampler_stop();
   fl_sampler_interference(&what);
@@ -1008,6 +1053,7 @@ static void test_interference(void) {
   double want = 30.0 + (double)after_ms;
   bool perf = header()->source == FL_SAMPLER_SOURCE_PERF_TASK_CLOCK;
   CHECK(closed == (perf ? 1 : 0));
+  if (perf) CHECK(kept == 1);
   if (perf) CHECK((double)t.records >= 2 * want - count_bound(want) - want / 8);
 
   /* Blocked until the end: the thread's time after is in no record. */
@@ -1126,6 +1172,7 @@ int main(void) {
   RUN('8', test_handler_safety(tmpdir));
   RUN('9', test_full_buffer());
   RUN('9', test_zeroed_buffer());
+  RUN('9', test_reused_buffer());
   RUN('0', test_crash(tmpdir));
   RUN('i', test_interference());
   RUN('a', test_altstack());
