@@ -513,9 +513,15 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   fl__buf_printf(&sb, ", from %s recorded", stacks);
   if (info->cpu_seconds > 0)
     fl__buf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
-  if (info->cpu_seconds > 0 || info->wall_seconds > 0)
+  /* A profile read from a file may know only how long the run lasted
+   * (pprof's duration): say what is known, never "0.000 s CPU". */
+  if (info->cpu_seconds > 0 && info->wall_seconds > 0)
     fl__buf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
                    info->wall_seconds);
+  else if (info->cpu_seconds > 0)
+    fl__buf_printf(&sb, "; the run used %.3f s CPU", info->cpu_seconds);
+  else if (info->wall_seconds > 0)
+    fl__buf_printf(&sb, "; the run lasted %.3f s", info->wall_seconds);
   if (info->dropped)
     fl__buf_printf(&sb,
                    "; the sample buffer filled up and sampling stopped early, so the graph "

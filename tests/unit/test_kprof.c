@@ -390,6 +390,13 @@ static void test_summary(void) {
        "CPU-second); the run used 2.000 s CPU, 2.000 s wall; the sample buffer filled up and "
        "sampling stopped early, so the graph covers 0.500 s of the run's CPU (raise n=, or "
        "%profinit n=)"},
+      /* A file that kept only the run's length (pprof), or only its CPU. */
+      {99, 1, 1000000, 0, 0, 0.25,
+       "100 samples every 1 ms of CPU represent 0.100 s of CPU, from 100 stacks recorded; the "
+       "run lasted 0.250 s"},
+      {99, 1, 1000000, 0, 0.125, 0,
+       "100 samples every 1 ms of CPU represent 0.100 s of CPU, from 100 stacks recorded (800 per "
+       "CPU-second); the run used 0.125 s CPU"},
       /* One of each, in the singular. */
       {0, 1, 1000000, 0, 0.001, 0.002,
        "1 sample every 1 ms of CPU represents 0.001 s of CPU, from 1 stack recorded (1000 per "
