@@ -239,6 +239,11 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
                     char lines[FL__MAX_NOTES][FL__NOTE_SIZE]) {
   int n = 0;
   if (v->note && v->note[0]) note_copy(lines[n++], v->note);
+  if (fl_tree_inverted(t))
+    snprintf(lines[n++], FL__NOTE_SIZE,
+             "callers: each function where time was spent sits on the root, its callers %s it, "
+             "each as wide as the time spent in the function under it",
+             v->icicle ? "below" : "above");
   if (r->diff) {
     /* Room for the negate line, the summary and the hidden line. */
     const char *const *notes = fl_diff_notes(r->diff);

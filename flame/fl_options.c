@@ -26,6 +26,7 @@ typedef enum field {
   F_FILTER,   /* tree.filter (and filter_is_regex for /REGEX/) */
   F_PRUNED,   /* tree.pruned */
   F_THREADS,  /* tree.threads (all: no list) */
+  F_VIEW,     /* view.view, and the tree options the view sets (tree.inverted) */
 } field_t;
 
 typedef struct row {
@@ -89,6 +90,12 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE},
      F_DOUBLE,
      AT(tree.minwidth)},
+    {{"view", FL_OPT_ENUM, "flame|callers", .def = "flame",
+      .help = "flame: the flame graph; callers: the inverted graph, where time was spent at "
+              "the root and each function's callers above it, widths its self time",
+      .groups = FL_OPTS_VIEW},
+     F_VIEW,
+     AT(view.view)},
     {{"width", FL_OPT_INT, NULL, 100, 100000, .def = "800", .metavar = "PX",
       .help = "width in pixels", .groups = FL_OPTS_VIEW},
      F_INT,
@@ -393,6 +400,10 @@ static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
     case F_DOUBLE: *(double *)base = v->d; break;
     case F_CHOICE: *(int *)base = choice_index(r->o.choices, v->s); break;
     case F_CHOICE_B: *(bool *)base = choice_index(r->o.choices, v->s) == 1; break;
+    case F_VIEW:
+      *(int *)base = choice_index(r->o.choices, v->s);
+      o->tree.inverted = o->view.view == FL_VIEW_CALLERS;
+      break;
     case F_TITLE:
       free(o->title);
       o->view.title = o->title = v->s ? fl__xstrdup(v->s) : NULL;

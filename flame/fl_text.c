@@ -142,8 +142,8 @@ static void format_interval(char *buf, size_t size, uint64_t ns) {
 /* ---- common parts ---- */
 
 typedef struct layout {
-  bool alloc;            /* bytes, with an Allocs column */
-  bool counts;           /* an allocation profile weighed by allocation counts */
+  bool alloc;  /* bytes, with an Allocs column */
+  bool counts; /* an allocation profile weighed by allocation counts */
   const fl_kind_info_t *kind;
   int count_w, allocs_w; /* column widths */
 } layout_t;
@@ -170,6 +170,13 @@ static layout_t layout_of(const fl_tree_t *t) {
   return l;
 }
 
+/* Under the total of the callers' tree, what its lines are. */
+static void put_callers_line(fl__buf_t *out, const fl_tree_t *t, int cols) {
+  static const char callers[] =
+      "Callers: each function where time was spent, its callers indented under it";
+  if (fl_tree_inverted(t)) put_line(out, callers, sizeof callers - 1, cols);
+}
+
 static void put_total(fl__buf_t *out, const fl_tree_t *t, const layout_t *l, int cols) {
   const fl_node_t *root = fl_tree_root(t);
   const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
@@ -189,6 +196,7 @@ static void put_total(fl__buf_t *out, const fl_tree_t *t, const layout_t *l, int
     }
   }
   put_line(out, line.data, line.len, cols);
+  put_callers_line(out, t, cols);
   fl__buf_free(&line);
 }
 
@@ -400,6 +408,7 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   }
   if (dopts->delta == FL_DELTA_SELF) fl__buf_puts(&line, "; deltas of self counts");
   put_line(&out, line.data, line.len, o->cols);
+  put_callers_line(&out, t, o->cols);
   if (dopts->negate) {
     static const char negated[] = "Baseline layout, coloured by baseline − target";
     put_line(&out, negated, strlen(negated), o->cols);

@@ -81,6 +81,7 @@ struct fl_tree {
   size_t n_stacks;
   int *threads; /* the thread filter, sorted; NULL: all */
   size_t n_threads;
+  bool inverted; /* the callers' tree */
 };
 
 /* ---- identities ---- */
@@ -717,6 +718,7 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   fl_tree_t *t = fl__xcalloc(1, sizeof *t);
   t->root_name = fl__xstrdup(root_name ? root_name : "all");
   t->profile = p;
+  t->inverted = opts->inverted;
   if (opts->filter && opts->filter_is_regex) {
     int rc = regcomp(&b.re, opts->filter, REG_EXTENDED | REG_NOSUB);
     if (rc != 0) {
@@ -779,6 +781,10 @@ const fl_node_t *fl_tree_node_of(const fl_tree_t *t, const fl_sample_t *s) {
   if (t->threads && !bsearch(&s->thread, t->threads, t->n_threads, sizeof *t->threads, cmp_int))
     return NULL;
   return &t->nodes[t->stack_node[s->stack_id]];
+}
+
+bool fl_tree_inverted(const fl_tree_t *t) {
+  return t->inverted;
 }
 
 int fl_tree_max_depth(const fl_tree_t *t) {

@@ -712,8 +712,11 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
   uint64_t hidden_weight;
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
   char description[300];
+  bool callers = fl_tree_inverted(t);
   snprintf(description, sizeof description, "%s of %s: %zu frames",
-           r->diff ? "Differential flame graph" : "Flame graph", fl_tree_root(t)->frame.func, r->n);
+           r->diff ? (callers ? "Differential callers graph" : "Differential flame graph")
+                   : (callers ? "Callers graph" : "Flame graph"),
+           fl_tree_root(t)->frame.func, r->n);
   char *clean_description = fl__clean_text(description, false);
 
   json_t *layers = json_array();

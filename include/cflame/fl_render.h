@@ -31,7 +31,15 @@
 
 CFLAME_BEGIN_DECLS
 
+/* What a profile is drawn as (the option view=, fl_options.h): each view's
+ * tree is built by fl_tree with the options that view sets. */
+typedef enum fl_view_kind {
+  FL_VIEW_FLAME,   /* the flame graph (or icicle) */
+  FL_VIEW_CALLERS, /* the inverted graph: fl_tree_opts_t.inverted */
+} fl_view_kind_t;
+
 typedef struct fl_view_opts {
+  fl_view_kind_t view;
   int width;         /* pixels */
   int height;        /* pixels; 0: sized to the depth */
   const char *title; /* NULL: none */

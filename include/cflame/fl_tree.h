@@ -77,8 +77,8 @@ typedef struct fl_tree_opts {
   bool lines;
   fl_recur_t recur;
   const char *const *whole_functions; /* NULL-terminated, or NULL */
-  const char *const *pruned; /* NULL-terminated, or NULL */
-  const char *filter;        /* NULL: no filter */
+  const char *const *pruned;          /* NULL-terminated, or NULL */
+  const char *filter;                 /* NULL: no filter */
   bool filter_is_regex;
   const int *threads; /* NULL: all threads */
   size_t n_threads;
@@ -100,10 +100,10 @@ enum {
 
 typedef struct fl_node fl_node_t;
 struct fl_node {
-  fl_frame_t frame;     /* strings borrowed from the profile */
-  uint64_t count;       /* inclusive weight */
-  uint64_t self;        /* exclusive weight */
-  uint64_t allocs;      /* allocation profiles: inclusive allocation count */
+  fl_frame_t frame; /* strings borrowed from the profile */
+  uint64_t count;   /* inclusive weight */
+  uint64_t self;    /* exclusive weight */
+  uint64_t allocs;  /* allocation profiles: inclusive allocation count */
   uint64_t self_allocs;
   uint64_t x0, x1;      /* sample range; x1 - x0 == count */
   int depth;            /* root 0 */
@@ -124,8 +124,8 @@ typedef struct fl_tree fl_tree_t;
  * NULL with err: a bad filter regex, naming it and why. Out of memory
  * aborts with a message, as everywhere in the flame library
  * (docs/LIBRARY.md). */
-fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts,
-                         const char *root_name, char *err, size_t err_size);
+fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, const char *root_name,
+                         char *err, size_t err_size);
 void fl_tree_destroy(fl_tree_t **t);
 
 const fl_node_t *fl_tree_root(const fl_tree_t *t);
@@ -135,6 +135,8 @@ const fl_profile_t *fl_tree_profile(const fl_tree_t *t);
 size_t fl_tree_n_nodes(const fl_tree_t *t);
 const fl_node_t *fl_tree_node(const fl_tree_t *t, size_t i);
 int fl_tree_max_depth(const fl_tree_t *t);
+/* Whether t is the callers' tree (fl_tree_opts_t.inverted). */
+bool fl_tree_inverted(const fl_tree_t *t);
 /* How many frames minwidth hid (descendants of hidden frames included),
  * and their total weight (that of the topmost hidden frames). */
 size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight);
@@ -158,8 +160,7 @@ char *fl_node_label(const fl_node_t *n);
  * never dropped before its child) until max_rows remain. *rows is new (free
  * it; the nodes are borrowed). Returns the count; *n_merged (may be NULL)
  * says how many were left out. */
-size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows,
-                    size_t *n_merged);
+size_t fl_tree_rows(const fl_tree_t *t, size_t max_rows, const fl_node_t ***rows, size_t *n_merged);
 
 CFLAME_END_DECLS
 

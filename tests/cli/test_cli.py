@@ -73,6 +73,36 @@ def test_svg_is_xml_with_titled_frames(tmp_path):
     assert any(t and t.startswith(f"{samples} samples") for t in texts), texts[:4]
 
 
+def test_callers_view_sums_each_function_s_self_time_on_the_root(tmp_path):
+    """--view callers: on the root, each function with its self time summed
+    over every caller (the flame graph's self counts of that function), and
+    above it its callers; a diff can be drawn so too."""
+    flame = frames_of(json.loads(ok("-f", "vegalite", "--no-lines", "--minwidth", "0",
+                                    DATA / "threads.txt")))
+    out = tmp_path / "callers.vl.json"
+    ok("-f", "vegalite", "--view", "callers", "--no-lines", "--minwidth", "0", DATA / "threads.txt",
+       "-o", out)
+    callers = frames_of(json.loads(out.read_text()))
+    assert callers[0]["count"] == flame[0]["count"]
+    want = {}
+    for r in flame[1:]:
+        if r["self"]:
+            want[r["func"]] = want.get(r["func"], 0) + r["self"]
+    on_root = {r["func"]: r["count"] for r in callers if r["parent"] == callers[0]["id"]}
+    assert on_root == want
+    # above hash_block: the functions that call it in the flame graph
+    by_id = {r["id"]: r for r in flame}
+    hb = next(r for r in callers if r["func"] == "hash_block" and r["parent"] == callers[0]["id"])
+    assert {r["func"] for r in callers if r["parent"] == hb["id"]} == {
+        by_id[r["parent"]]["func"] for r in flame if r["func"] == "hash_block"}
+    check_spec(out)
+    text = ok("-f", "text", "--view", "callers", DATA / "threads.txt")
+    assert "Callers: each function where time was spent" in text
+    diff = frames_of(json.loads(ok("-f", "vegalite", "--view", "callers", "--diff",
+                                   DATA / "single.txt", DATA / "threads.txt")))
+    assert diff[0]["change"] and {r["func"] for r in diff if r["parent"] == 0} >= {"hash_block"}
+
+
 def test_vegalite_passes_vega_lite(tmp_path):
     out = tmp_path / "single.vl.json"
     ok("--format", "vegalite", DATA / "single.txt", "-o", out)

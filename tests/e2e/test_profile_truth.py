@@ -22,8 +22,8 @@ import re
 
 import pytest
 
-from conftest import (SpecStore, ancestors, by_id, children, flame, ok, rows_of, run, start_kernel,
-                      share_bound, stdout, summary_of)
+from conftest import (VL_MIME, SpecStore, ancestors, by_id, children, flame, ok, rows_of, run,
+                      share_bound, start_kernel, stdout, summary_of, svg_of)
 
 STORE = SpecStore("profile-truth")
 
@@ -114,8 +114,9 @@ def b_share(rows):
     return 100.0 * nb / (na + nb), na + nb
 
 
-def timed_split(count, ua, ub):
-    """C for a loop of count calls a(ua); b(ub) that measures the thread CPU
+def timed_split(count, ua, ub, fa="a", fb="b"):
+    """C for a loop of count calls a(ua); b(ub) (fa and fb: other names for
+    a and b) that measures the thread CPU
     time each call took and prints b's measured share: the truth the
     sampled share is held to. It is 75 % by construction, but a loaded
     machine (caches refilled after each preemption) moves it a little, and
@@ -128,8 +129,8 @@ def timed_split(count, ua, ub):
             f"for (int k = 0; k < 10000; k++) thread_cpu_now();\n"
             f"double clock_cost = (thread_cpu_now() - c0) / 10001;\n"
             f"for (long i = 0; i < {count}; i++) {{\n"
-            f"  double t0 = thread_cpu_now(); a({ua});\n"
-            f"  double t1 = thread_cpu_now(); b({ub});\n"
+            f"  double t0 = thread_cpu_now(); {fa}({ua});\n"
+            f"  double t1 = thread_cpu_now(); {fb}({ub});\n"
             f"  in_b += thread_cpu_now() - t1; in_a += t1 - t0;\n"
             f"}}\n"
             f"in_a -= {count} * clock_cost; in_b -= {count} * clock_cost;\n"
@@ -253,6 +254,36 @@ def test_one_to_three_split_at_a_tenth_of_a_millisecond(kc):
     assert abs(share - truth) <= bound, (
         f"b's share is {share:.2f} %, not {truth:.2f} +- {bound:.2f} ({n} samples); {s['line']}")
     assert_totals_agree(s, rows[0]["count"], "1:3 split at 0.1 ms")
+
+
+def test_callers_view_puts_the_shared_leaf_on_the_root(kc):
+    """view=callers turns the 1:3 split around: one_part() and three_parts()
+    both spend their time in one leaf, spin(), which sits on the root with
+    nearly every sample, and its callers above it split as the cell
+    measured (75 % within what the samples can tell)."""
+    ok(kc, "__attribute__((noinline)) void spin(long u) "
+           "{ double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }\n"
+           "__attribute__((noinline)) void one_part(long u) { spin(u); sink += 1; }\n"
+           "__attribute__((noinline)) void three_parts(long u) { spin(3 * u); sink += 1; }")
+    bundle, rows, s, out = profile(
+        kc, "%%profview view=callers lines=false C=true\n" +
+        timed_split(375, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts"), "callers")
+    truth = measured_b_share(out)
+    root = rows[0]
+    # spin's loop is where the time goes: the leaf on the root
+    leaves = {r["func"]: r for r in rows if r["parent"] == root["id"]}
+    assert "spin" in leaves and leaves["spin"]["count"] >= 0.9 * root["count"], (
+        sorted((r["count"], f) for f, r in leaves.items())[-5:])
+    above = {r["func"]: r["count"] for r in rows if r["parent"] == leaves["spin"]["id"]}
+    n1, n3 = above.get("one_part", 0), above.get("three_parts", 0)
+    assert n1 + n3 > 2000, f"too few samples under spin: {above}; {s['line']}"
+    share, bound = 100.0 * n3 / (n1 + n3), share_bound(truth / 100, n1 + n3)
+    assert abs(share - truth) <= bound, (
+        f"three_parts' share is {share:.2f} %, not {truth:.2f} +- {bound:.2f}; {s['line']}")
+    # every rendering says it is the callers' graph
+    assert bundle[VL_MIME]["description"].startswith("Callers graph"), bundle[VL_MIME]["description"]
+    assert "Callers: each function where time was spent" in bundle["text/plain"]
+    assert "callers: each function where time was spent" in svg_of(bundle)
 
 
 def test_no_aliasing_with_a_period_equal_to_the_interval(kc):

@@ -35,6 +35,7 @@ static const set_case_t set_cases[] = {
     {FL_FRONT_NOTEBOOK, "recur", "flat", NULL},
     {FL_FRONT_NOTEBOOK, "recur", "deep", "recur=deep is not valid; choose off or flat"},
     {FL_FRONT_COMMAND, "theme", "sepia", "--theme sepia is not valid; choose light or dark"},
+    {FL_FRONT_NOTEBOOK, "view", "icicles", "view=icicles is not valid; choose flame or callers"},
     {FL_FRONT_NOTEBOOK, "pruned", "a,,b",
      "pruned=a,,b is not valid; give a comma-separated list of non-empty names"},
     {FL_FRONT_NOTEBOOK, "threads", "1,x",
@@ -88,6 +89,12 @@ static void test_values(void) {
   CHECK_INT(o.tree.recur, FL_RECUR_FLAT);
   CHECK(fl_options_set(&o, "theme", "dark", err, sizeof err) == 0);
   CHECK(o.view.dark);
+  /* A view sets the tree it draws: callers, the inverted one. */
+  CHECK(o.view.view == FL_VIEW_FLAME && !o.tree.inverted);
+  CHECK(fl_options_set(&o, "view", "callers", err, sizeof err) == 0);
+  CHECK(o.view.view == FL_VIEW_CALLERS && o.tree.inverted);
+  CHECK(fl_options_set(&o, "view", "flame", err, sizeof err) == 0);
+  CHECK(o.view.view == FL_VIEW_FLAME && !o.tree.inverted);
   CHECK(fl_options_set(&o, "delta", "self", err, sizeof err) == 0);
   CHECK_INT(o.diff.delta, FL_DELTA_SELF);
   CHECK(fl_options_set(&o, "format", "flat", err, sizeof err) == 0);
