@@ -99,6 +99,12 @@ unsigned fl__kinds_present(const fl__rows_t *r);
 
 /* The node's fill colour as "#rrggbb" into hex. */
 void fl__node_color(const fl_node_t *n, char hex[8]);
+/* The frame's symbol where it is not its name (a mangled C++ or Rust
+ * name), else NULL: what the renderings show as "symbol". */
+static inline const char *fl__frame_symbol(const fl_frame_t *f) {
+  return f->system_name && f->system_name != f->func ? f->system_name : NULL;
+}
+
 /* A row's fill: fl__diff_color for a diff's rows, else fl__node_color. */
 void fl__row_color(const fl__rows_t *r, const fl_node_t *n, char hex[8]);
 

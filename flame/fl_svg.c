@@ -101,7 +101,7 @@ static size_t utf8_prefix(const char *s, size_t chars) {
  * root, a frame of folded stacks without lines) has no location line. */
 static void put_frame_id(fl__buf_t *b, const fl_frame_t *f) {
   put_text(b, f->func ? f->func : "[unknown]");
-  if (f->system_name && f->system_name != f->func) {
+  if (fl__frame_symbol(f)) {
     fl__buf_puts(b, "\nsymbol ");
     put_text(b, f->system_name);
   }

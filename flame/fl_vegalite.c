@@ -218,8 +218,7 @@ static void put_row(frames_data_t *fd, const fl__rows_t *r, const fl_node_t *n) 
   put_string(fd, COL_FILE, f->file);
   put_string(fd, COL_MODULE, f->module);
   put_string(fd, COL_COLOR, color);
-  if (fd->on[COL_SYM])
-    put_string(fd, COL_SYM, f->system_name && f->system_name != f->func ? f->system_name : NULL);
+  if (fd->on[COL_SYM]) put_string(fd, COL_SYM, fl__frame_symbol(f));
   if (r->diff) {
     const fl_diff_node_t *dn = fl_diff_node(r->diff, n->id);
     bool base = dn && dn->has_base;
@@ -243,10 +242,8 @@ static void put_row(frames_data_t *fd, const fl__rows_t *r, const fl_node_t *n) 
 /* True when a frame's symbol is not its name: only then is the column
  * written. */
 static bool any_symbol(const fl__rows_t *r) {
-  for (size_t i = 0; i < r->n; i++) {
-    const fl_frame_t *f = &r->rows[i]->frame;
-    if (f->system_name && f->system_name != f->func) return true;
-  }
+  for (size_t i = 0; i < r->n; i++)
+    if (fl__frame_symbol(&r->rows[i]->frame)) return true;
   return false;
 }
 

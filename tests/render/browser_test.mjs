@@ -43,7 +43,7 @@ import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 
-import { framesOf } from './frames.mjs';
+import { framesOf, svgOf } from './frames.mjs';
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
@@ -264,8 +264,7 @@ async function checkDiffPage(page, spec, rows, unit) {
 async function testFile(browser, file, screenshot) {
   const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
   const spec = doc[VL_MIME] || doc;
-  // The bundle's SVG: its one copy is in the markdown item.
-  const svg = (doc['text/markdown']?.match(/<svg[\s\S]*<\/svg>/) || [undefined])[0];
+  const svg = svgOf(doc);
   const rows = framesOf(spec);
   const total = rows[0].count;
   // The unit the spec says its widths are in (samples, bytes or allocations).

@@ -58,7 +58,7 @@ import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import { XMLValidator, XMLParser } from 'fast-xml-parser';
 
-import { framesOf } from './frames.mjs';
+import { framesOf, svgOf } from './frames.mjs';
 
 // $VEGA_MODULES: another node_modules with vega and vega-lite, to check the
 // spec with the versions a given JupyterLab ships.
@@ -589,7 +589,7 @@ async function checkFile(file) {
     if (typeof md !== 'string' || !md.startsWith('<div') || !md.includes('<svg') || /\n\s*\n/.test(md.trim())) {
       problems.push('text/markdown is not the SVG as one HTML block');
     }
-    const svgText = typeof md === 'string' ? (md.match(/<svg[\s\S]*<\/svg>/) || [null])[0] : null;
+    const svgText = svgOf(doc);
     checkSvg(svgText, framesOf(doc[VL_MIME]) || [], problems);
     if ('image/svg+xml' in doc) problems.push('the bundle holds the SVG twice: image/svg+xml and text/markdown');
     if ('text/html' in doc) problems.push('text/html would outrank the Vega-Lite view in JupyterLab');

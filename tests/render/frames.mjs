@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The frames of a cflame Vega-Lite spec as rows, one object per frame with
-// the fields docs/PROFILING.md names ("The data behind the graph").
+// What tests read from a cflame flame graph: its SVG (svgOf) and the frames
+// of its Vega-Lite spec as rows (framesOf), one object per frame with the
+// fields docs/PROFILING.md names ("The data behind the graph").
 //
 // The spec holds them compactly (flame/fl_vegalite.c): data.values is a CSV
 // table of numbers, a line per frame; lookup transforms turn the string
@@ -21,6 +22,13 @@ const { csvParse } = require('d3-dsv');
 function numbers(text) {
   return csvParse(text).map(r => Object.fromEntries(
     Object.entries(r).map(([k, v]) => [k, v === '' ? null : Number(v)])));
+}
+
+/* A bundle's SVG: its one copy is in the markdown item, inside a <div>
+ * (flame/fl_bundle.c). null when there is none. */
+export function svgOf(bundle) {
+  const md = bundle?.['text/markdown'];
+  return (typeof md === 'string' && md.match(/<svg[\s\S]*<\/svg>/)?.[0]) || null;
 }
 
 export function framesOf(spec) {
