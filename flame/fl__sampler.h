@@ -30,6 +30,8 @@
 #define MAX_THREADS 1024
 /* Frames of the handler itself (and libunwind) above the signal frame. */
 #define HANDLER_FRAMES 16
+/* On a perf event, a new period every PERIOD_EVERY signals (fl_sampler.c). */
+#define PERIOD_EVERY 32
 
 /* Timer kinds, best first (see fl_sampler.c). */
 enum { KIND_PERF_TRAP, KIND_PERF_ASYNC, KIND_CPU_TIMER, KIND_NONE };
@@ -60,6 +62,7 @@ typedef struct slot {
   int64_t cpu_last_ns; /* the thread's CPU clock at its previous record */
   int64_t carry_ns;    /* remainder carried to the next record */
   int unmeasured;      /* records since the last one that read the clock */
+  int until_period;    /* perf event: signals left before a new period */
   uint64_t *last_rec;  /* this run's last record of the thread, or NULL */
   int sampled;         /* a record of the thread since its name was last recorded */
   uint64_t rng;        /* xorshift64* state for the jitter */

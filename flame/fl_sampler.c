@@ -112,9 +112,6 @@
 /* A late trap (delivered once SIGTRAP was unblocked) that finds more than
  * this many intervals of CPU time unsampled marks its thread as blocked. */
 #define LATE_INTERVALS 4
-/* On a perf event, one record in PERIOD_EVERY (a power of 2) draws a new
- * period. */
-#define PERIOD_EVERY 32
 
 fl__sampler_state_t fl__sampler;
 slot_t fl__sampler_slots[MAX_THREADS];
@@ -139,7 +136,7 @@ static iterate_phdr_fn real_dl_iterate_phdr;
 NO_SANITIZE static int object_phdr_info(uintptr_t ip, struct dl_phdr_info *info) {
   struct dl_find_object fo;
   if (_dl_find_object((void *)ip, &fo) != 0) return 0;
-  const ElfW(Phdr) *phdr;
+  const ElfW(Phdr) * phdr;
   size_t phnum;
   uintptr_t bias = fo.dlfo_link_map->l_addr;
   if (fo.dlfo_link_map == fl__sampler.main_map && fl__sampler.main_phdr) {
@@ -202,25 +199,26 @@ __attribute__((constructor)) static void resolve_dl_iterate_phdr(void) {
  * frame-pointer walks go on through it) and whose return address is
  * undefined in its CFI (so DWARF unwinders, libunwind's fast trace among
  * them, end the stack at it). */
-__asm__(".text\n"
-        ".globl fl_sampler_call\n"
-        ".type fl_sampler_call, @function\n"
-        "fl_sampler_call:\n"
-        ".cfi_startproc\n"
-        ".cfi_undefined rip\n"
-        "  endbr64\n"
-        "  pushq %rbp\n"
-        ".cfi_adjust_cfa_offset 8\n"
-        ".cfi_offset rbp, -16\n"
-        "  movq %rsp, %rbp\n"
-        "  movq %rdi, %rax\n"
-        "  movq %rsi, %rdi\n"
-        "  call *%rax\n"
-        "  popq %rbp\n"
-        ".cfi_adjust_cfa_offset -8\n"
-        "  ret\n"
-        ".cfi_endproc\n"
-        ".size fl_sampler_call, .-fl_sampler_call\n");
+__asm__(
+    ".text\n"
+    ".globl fl_sampler_call\n"
+    ".type fl_sampler_call, @function\n"
+    "fl_sampler_call:\n"
+    ".cfi_startproc\n"
+    ".cfi_undefined rip\n"
+    "  endbr64\n"
+    "  pushq %rbp\n"
+    ".cfi_adjust_cfa_offset 8\n"
+    ".cfi_offset rbp, -16\n"
+    "  movq %rsp, %rbp\n"
+    "  movq %rdi, %rax\n"
+    "  movq %rsi, %rdi\n"
+    "  call *%rax\n"
+    "  popq %rbp\n"
+    ".cfi_adjust_cfa_offset -8\n"
+    "  ret\n"
+    ".cfi_endproc\n"
+    ".size fl_sampler_call, .-fl_sampler_call\n");
 
 /* ---- the signal handler ---- */
 
@@ -362,13 +360,18 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * walks by the period modulo the workload's, so runs de-alias about as
    * well as a new period every sample; but a run whose period is nearly a
    * multiple of the workload's puts all its samples at one phase, and the
-   * longer the runs, the larger (if rarer) that error. bench/alias_sim.py
-   * --tail: over 13,600 samples of a loop of one interval, profiles off by
-   * more than 2 points are about 0.07% at 32 and 0.6% at 256 (up to 5
-   * points, which a unit test met). Hence 32.
+   * longer the run, the larger (if rarer) that error. So runs have one
+   * length, PERIOD_EVERY signals, rather than a random one (whose long runs
+   * make the tail): bench/alias_sim.py --tail, 12,000 samples of a loop of
+   * a quarter interval, profiles off by more than 4 binomial standard
+   * deviations are 0.05% with runs of 32 at random and none in 4,000 with
+   * runs of exactly 32. Hence 32, counted.
    * The one-shot CPU timer is re-armed every time. */
   if (sl->perf_fd >= 0) {
-    if ((fl__rng_next(&sl->rng) & (PERIOD_EVERY - 1)) == 0) change_period(sl);
+    if (--sl->until_period <= 0) {
+      sl->until_period = PERIOD_EVERY;
+      change_period(sl);
+    }
   } else if (sl->has_timer) {
     timer_set_once(sl->timer, next_period(sl));
   }

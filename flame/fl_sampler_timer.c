@@ -128,6 +128,8 @@ int fl__sampler_arm(slot_t *sl) {
   sl->last_rec = NULL;
   sl->carry_ns = 0;
   sl->unmeasured = 0;
+  /* Threads (and runs) change periods out of step with one another. */
+  sl->until_period = 1 + (int)(fl__rng_next(&sl->rng) % PERIOD_EVERY);
   sl->perf_fd = -1;
   sl->perf_map = NULL;
   sl->fd_lost = 0;

@@ -580,13 +580,22 @@ def processes_gone(pids, within=20):
         time.sleep(0.05)
 
 
-def share_bound(p, n, z=4.0):
+def share_bound(p, n, s=None, z=4.0, spread=1.0):
     """The largest difference, in points, between a share p (a fraction)
-    and its estimate from n samples that is not yet evidence of a bias: z
-    standard deviations of a binomial share, and one sample. A test's
-    bound comes from the samples it took, so that a loaded machine (fewer
-    samples) widens it instead of failing a true profile."""
-    return 100.0 * (z * (p * (1 - p) / n) ** 0.5 + 1.0 / n)
+    and its estimate from a count of n samples that is not yet evidence of
+    a bias: z standard deviations of a binomial share, and one sample. A
+    test's bound comes from the samples it took, so that a loaded machine
+    (fewer samples) widens it instead of failing a true profile.
+
+    The trials are the stacks recorded, not the samples (intervals of CPU)
+    they weigh: when the timer fell behind, a stack stands for more than
+    one interval. With s (the profile's summary_of), n is turned into the
+    stacks it stands for, in the profile's ratio of stacks to samples.
+    spread: how much wider than a binomial's the sampler's spread is for
+    the workload (a loop whose period is about the interval: 1.35, see
+    bench/alias_sim.py)."""
+    trials = n * s["stacks"] / s["samples"] if s else n
+    return 100.0 * (z * spread * (p * (1 - p) / trials) ** 0.5 + 1.0 / trials)
 
 
 def open_files(pid):
