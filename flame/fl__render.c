@@ -445,3 +445,230 @@ char *fl__clean_text(const char *s, bool lines) {
   out[j] = '\0';
   return out;
 }
+
+/* ---- totals per frame or per function ---- */
+
+static int cmp_str(const char *a, const char *b) {
+  if (a == b) return 0;
+  if (!a) return -1;
+  if (!b) return 1;
+  return strcmp(a, b);
+}
+
+/* Orders frames by identity: func, file, line, module, addr; by_function:
+ * func, file, module. */
+static int cmp_frame(const fl_frame_t *a, const fl_frame_t *b, bool by_function) {
+  int c;
+  if ((c = cmp_str(a->func, b->func)) != 0) return c;
+  if ((c = cmp_str(a->file, b->file)) != 0) return c;
+  if (!by_function && a->line != b->line) return a->line < b->line ? -1 : 1;
+  if ((c = cmp_str(a->module, b->module)) != 0) return c;
+  return by_function ? 0 : (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+static int cmp_node_ptr(const void *pa, const void *pb, void *by_function) {
+  const fl_node_t *a = *(const fl_node_t *const *)pa, *b = *(const fl_node_t *const *)pb;
+  int c = cmp_frame(&a->frame, &b->frame, *(bool *)by_function);
+  return c ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+static int cmp_flat_row(const void *pa, const void *pb, void *by_function) {
+  const fl__flat_row_t *a = pa, *b = pb;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  return cmp_frame(&a->node->frame, &b->node->frame, *(bool *)by_function);
+}
+
+/* Nodes are grouped by identity (sorted), then walked in pre-order: a node
+ * counts unless a node of its group is among its ancestors, found by
+ * marking the groups on the current path. */
+size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows) {
+  size_t n = fl_tree_n_nodes(t);
+  *rows = NULL;
+  if (n < 2) return 0;
+  const fl_node_t **sorted = fl__xmalloc(n, sizeof *sorted);
+  uint32_t *group = fl__xmalloc(n, sizeof *group);   /* by node id */
+  bool *on_path = fl__xcalloc(n, sizeof *on_path);   /* by group */
+  uint32_t *path = fl__xmalloc(n + 1, sizeof *path); /* groups, by depth */
+  bool *owns = fl__xmalloc(n + 1, sizeof *owns);
+  fl__flat_row_t *r = fl__xcalloc(n, sizeof *r);
+  size_t n_rows = 0;
+  for (size_t i = 1; i < n; i++) sorted[i - 1] = fl_tree_node(t, i);
+  qsort_r(sorted, n - 1, sizeof *sorted, cmp_node_ptr, &by_function);
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (i == 0 || cmp_frame(&sorted[i - 1]->frame, &sorted[i]->frame, by_function) != 0)
+      r[n_rows++].node = sorted[i];
+    group[sorted[i]->id] = (uint32_t)n_rows - 1;
+  }
+  /* path[1 .. depth]: the groups of the current node's ancestors; owns[d]:
+   * whether the node at depth d set its group's mark (the outermost one). */
+  size_t depth = 0;
+  for (size_t i = 1; i < n; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    for (; depth >= (size_t)node->depth; depth--)
+      if (owns[depth]) on_path[path[depth]] = false;
+    uint32_t g = group[i];
+    bool outer = on_path[g];
+    r[g].self += node->self;
+    if (!outer) {
+      r[g].count += node->count;
+      r[g].allocs += node->allocs;
+      on_path[g] = true;
+    }
+    depth++;
+    path[depth] = g;
+    owns[depth] = !outer;
+  }
+  free(sorted);
+  free(group);
+  free(on_path);
+  free(path);
+  free(owns);
+  qsort_r(r, n_rows, sizeof *r, cmp_flat_row, &by_function);
+  for (size_t i = 0; i < n_rows; i++) r[i].by_count = i;
+  *rows = r;
+  return n_rows;
+}
+
+static int cmp_by_self(const void *pa, const void *pb) {
+  const fl__flat_row_t *a = pa, *b = pb;
+  if (a->self != b->self) return a->self > b->self ? -1 : 1;
+  return (a->by_count > b->by_count) - (a->by_count < b->by_count);
+}
+
+void fl__flat_sort_by_self(fl__flat_row_t *rows, size_t n) {
+  if (n) qsort(rows, n, sizeof *rows, cmp_by_self);
+}
+
+/* ---- Vega-Lite ---- */
+
+/* A JSON string of s: s as it is when it is valid UTF-8, else a cleaned
+ * copy; json null for NULL. New. */
+json_t *fl__json_text(const char *s) {
+  if (!s) return fl__nonnull(json_null());
+  json_t *j = json_string(s);
+  if (j) return j;
+  char *clean = fl__clean_text(s, false);
+  j = fl__nonnull(json_string(clean));
+  free(clean);
+  return j;
+}
+
+json_t *fl__vl_title(const fl_view_opts_t *v, char notes[][FL__NOTE_SIZE], int n_notes) {
+  const fl__theme_t *th = fl__theme_of(v);
+  if (!(v->title && v->title[0]) && n_notes == 0) return NULL;
+  /* Vega draws no title group, subtitle included, when the title text is
+   * empty: without a title the first note takes its place, in the
+   * subtitle's style. */
+  bool titled = v->title && v->title[0];
+  json_t *subtitle = fl__nonnull(json_array());
+  for (int i = titled ? 0 : 1; i < n_notes; i++)
+    json_array_append_new(subtitle, fl__json_text(notes[i]));
+  // clang-format off
+  return fl__nonnull(json_pack(
+      "{s:o,s:o,s:s,s:s,s:s,s:i,s:s,s:i}",
+      "text", fl__json_text(titled ? v->title : notes[0]),
+      "subtitle", subtitle,
+      "anchor", "start",
+      "color", th->text,
+      "subtitleColor", th->text,
+      "fontSize", titled ? 14 : 11,
+      "fontWeight", titled ? "bold" : "normal",
+      "offset", v->icicle ? 10 : 2));
+  // clang-format on
+}
+
+json_t *fl__vl_config(const fl_view_opts_t *v) {
+  const fl__theme_t *th = fl__theme_of(v);
+  // clang-format off
+  return fl__nonnull(json_pack(
+      "{s:{s:n},s:{s:s,s:s,s:s,s:s},s:{s:s,s:s}}",
+      "view", "stroke",
+      "axis", "labelColor", th->text, "titleColor", th->text, "domainColor", th->text,
+              "tickColor", th->text,
+      "legend", "labelColor", th->text, "titleColor", th->text));
+  // clang-format on
+}
+
+int fl__view_notes(const fl_view_opts_t *v, const char *const *lines, size_t n_lines,
+                   char out[FL__MAX_NOTES][FL__NOTE_SIZE]) {
+  size_t cols = (size_t)((v->width > 0 ? v->width : 800) / 6.5);
+  int n = 0;
+  if (v->note && v->note[0]) wrap_note(v->note, cols, out, &n);
+  for (size_t i = 0; i < n_lines; i++) wrap_note(lines[i], cols, out, &n);
+  return n;
+}
+
+/* ---- SVG ---- */
+
+/* s, escaped for XML text and attribute values. */
+void fl__svg_escaped(fl__buf_t *b, const char *s, size_t n) {
+  size_t start = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *rep = NULL;
+    switch (s[i]) {
+      case '&': rep = "&amp;"; break;
+      case '<': rep = "&lt;"; break;
+      case '>': rep = "&gt;"; break;
+      case '\'': rep = "&apos;"; break;
+      case '"': rep = "&quot;"; break;
+      default: continue;
+    }
+    fl__buf_add(b, s + start, i - start);
+    fl__buf_puts(b, rep);
+    start = i + 1;
+  }
+  fl__buf_add(b, s + start, n - start);
+}
+
+/* s (any bytes; NULL as "") cleaned to valid UTF-8 without control
+ * characters, then escaped. */
+void fl__svg_text(fl__buf_t *b, const char *s) {
+  char *clean = fl__clean_text(s, false);
+  fl__svg_escaped(b, clean, strlen(clean));
+  free(clean);
+}
+
+/* A pixel value with one decimal, without a trailing ".0". */
+void fl__svg_px(fl__buf_t *b, double px) {
+  char num[32];
+  int n = snprintf(num, sizeof num, "%.1f", px);
+  if (n > 2 && num[n - 1] == '0' && num[n - 2] == '.') n -= 2;
+  if (n == 2 && num[0] == '-' && num[1] == '0') n = 1, num[0] = '0';
+  fl__buf_add(b, num, (size_t)n);
+}
+
+/* The svg element, its background, then the title and the notes. No XML
+ * declaration: the SVG is embedded in HTML by nbconvert and JupyterLab
+ * (lxml refuses a declaration in text), and a standalone .svg is UTF-8 XML
+ * without one. */
+void fl__svg_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *v, double full_w,
+                     double full_h, double title_y, char notes[][FL__NOTE_SIZE],
+                     const double *note_y, int n_notes) {
+  fl__buf_puts(b, "<svg xmlns='http://www.w3.org/2000/svg' width='");
+  fl__svg_px(b, full_w);
+  fl__buf_puts(b, "' height='");
+  fl__svg_px(b, full_h);
+  fl__buf_puts(b, "' viewBox='0 0 ");
+  fl__svg_px(b, full_w);
+  fl__buf_puts(b, " ");
+  fl__svg_px(b, full_h);
+  /* In a page the graph follows the width of its output area, down to
+   * FL__SVG_MIN_SCALE of its own (labels stay legible; narrower pages scroll). */
+  fl__buf_printf(b, "' style='max-width:100%%;height:auto;min-width:%dpx' font-family='%s'>\n",
+                 (int)(FL__SVG_MIN_SCALE * full_w), FL__SVG_SANS);
+  fl__buf_printf(b, "<rect width='100%%' height='100%%' fill='%s'/>\n", th->background);
+
+  fl__buf_printf(b, "<g fill='%s'>\n", th->text);
+  if (v->title && v->title[0]) {
+    fl__buf_printf(b, "<text x='%g' y='%g' font-size='14' font-weight='bold'>", FL__SVG_MARGIN,
+                   title_y);
+    fl__svg_text(b, v->title);
+    fl__buf_puts(b, "</text>\n");
+  }
+  for (int i = 0; i < n_notes; i++) {
+    fl__buf_printf(b, "<text x='%g' y='%g' font-size='12'>", FL__SVG_MARGIN, note_y[i]);
+    fl__svg_text(b, notes[i]);
+    fl__buf_puts(b, "</text>\n");
+  }
+  fl__buf_puts(b, "</g>\n");
+}

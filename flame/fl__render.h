@@ -209,6 +209,74 @@ double fl__other_total(const fl_diff_t *d);
  * become spaces otherwise. New. */
 char *fl__clean_text(const char *s, bool lines);
 
+/* ---- totals per frame or per function (the flat report, the top view) ---- */
+
+typedef struct fl__flat_row {
+  const fl_node_t *node; /* a node of the group: its frame and colour */
+  uint64_t count, self, allocs;
+  size_t by_count; /* its place in fl__flat_rows's order, from 0 */
+} fl__flat_row_t;
+
+/* Rows of every distinct frame among t's nodes (the tree's frame identity:
+ * function, file, line, module, address), or with by_function of every
+ * distinct function (function, file, module), the root left out. A row's
+ * count is the weight of the samples whose stack holds it at least once
+ * (a recursive function counts once per sample), its self the weight of
+ * the samples that end in it. Sorted by count, the largest first, ties by
+ * identity. *rows is new (NULL when there are none); returns how many. */
+size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows);
+/* Sorts rows by self, the largest first, ties in fl__flat_rows's order. */
+void fl__flat_sort_by_self(fl__flat_row_t *rows, size_t n);
+
+/* ---- pieces of every Vega-Lite spec ---- */
+
+/* A JSON string of s: s as it is when it is valid UTF-8, else a cleaned
+ * copy; json null for NULL. New. */
+json_t *fl__json_text(const char *s);
+
+/* The title: v->title with the notes as its subtitle (without a title,
+ * the first note in the subtitle's style); NULL when there are neither.
+ * New. */
+json_t *fl__vl_title(const fl_view_opts_t *v, char notes[][FL__NOTE_SIZE], int n_notes);
+/* config: no view outline, axis and legend text in the theme's colour. */
+json_t *fl__vl_config(const fl_view_opts_t *v);
+
+/* ---- pieces of every SVG ---- */
+
+#define FL__SVG_MARGIN 10.0
+#define FL__SVG_SANS "Helvetica, Arial, sans-serif"
+/* The smallest share of its width a page may scale a picture to: 11 px
+ * labels stay at 7.7 px or more. */
+#define FL__SVG_MIN_SCALE 0.7
+
+/* s (n bytes), escaped for XML text and attribute values. */
+void fl__svg_escaped(fl__buf_t *b, const char *s, size_t n);
+/* s (any bytes; NULL as "") cleaned to valid UTF-8 without control
+ * characters, then escaped. */
+void fl__svg_text(fl__buf_t *b, const char *s);
+/* A pixel value with one decimal, without a trailing ".0". */
+void fl__svg_px(fl__buf_t *b, double px);
+/* The svg element, its background, then the title (at title_y) and the
+ * notes (at note_y[i]), in the theme's text colour. */
+void fl__svg_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *v, double full_w,
+                     double full_h, double title_y, char notes[][FL__NOTE_SIZE],
+                     const double *note_y, int n_notes);
+
+/* ---- notes of any view ---- */
+
+/* v->note, then lines (n_lines of them), each wrapped to the plot's width
+ * (v->width), into out; returns how many lines were written. */
+int fl__view_notes(const fl_view_opts_t *v, const char *const *lines, size_t n_lines,
+                   char out[FL__MAX_NOTES][FL__NOTE_SIZE]);
+
+/* ---- bundles ---- */
+
+/* The bundle of a view already drawn: spec (taken), the SVG in text/markdown
+ * with v->markdown_hint, and text/plain: v->text_lead and v->note, a line
+ * each, then report. New. */
+json_t *fl__bundle_assemble(json_t *spec, const char *svg, const char *report,
+                            const fl_view_opts_t *v);
+
 /* ---- the renderers, on rows already chosen ---- */
 
 /* New; never NULL. */

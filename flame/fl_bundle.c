@@ -102,17 +102,44 @@ static char *markdown_of(const char *svg, const char *hint) {
   return fl__buf_take(&b);
 }
 
+/* The bundle of spec (taken), svg and text (already the whole text/plain).
+ * New. */
+static json_t *assemble(json_t *spec, const char *svg, const char *text, const char *hint) {
+  char *markdown = markdown_of(svg, hint);
+  json_t *bundle = fl__nonnull(json_object());
+  json_object_set_new(bundle, "application/vnd.vegalite.v5+json", spec);
+  json_object_set_new(bundle, "text/markdown", fl__nonnull(json_string(markdown)));
+  json_object_set_new(bundle, "text/plain", fl__nonnull(json_string(text)));
+  free(markdown);
+  return bundle;
+}
+
+/* text/plain: v->text_lead and v->note, a line each, then report; valid
+ * UTF-8. New. */
+static char *text_of(const fl_view_opts_t *v, const char *report) {
+  fl__buf_t lines = {0};
+  if (v->text_lead && v->text_lead[0]) fl__buf_printf(&lines, "%s\n", v->text_lead);
+  if (v->note && v->note[0]) fl__buf_printf(&lines, "%s\n", v->note);
+  fl__buf_puts(&lines, report);
+  char *text = fl__clean_text(lines.data, true);
+  fl__buf_free(&lines);
+  return text;
+}
+
+json_t *fl__bundle_assemble(json_t *spec, const char *svg, const char *report,
+                            const fl_view_opts_t *v) {
+  char *text = text_of(v, report);
+  json_t *bundle = assemble(spec, svg, text, v->markdown_hint);
+  free(text);
+  return bundle;
+}
+
 /* The bundle for these rows. New. */
 static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
                          const char *text) {
   char *svg = fl__svg_rows(t, v, r);
-  char *markdown = markdown_of(svg, v->markdown_hint);
-  json_t *bundle = fl__nonnull(json_object());
-  json_object_set_new(bundle, "application/vnd.vegalite.v5+json", fl__vegalite_rows(t, v, r));
-  json_object_set_new(bundle, "text/markdown", fl__nonnull(json_string(markdown)));
-  json_object_set_new(bundle, "text/plain", fl__nonnull(json_string(text)));
+  json_t *bundle = assemble(fl__vegalite_rows(t, v, r), svg, text, v->markdown_hint);
   free(svg);
-  free(markdown);
   return bundle;
 }
 
@@ -120,13 +147,8 @@ static json_t *bundle_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__
  * report raw_text (freed here): as many rows as fit. New. */
 static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t *v,
                           char *raw_text) {
-  fl__buf_t lines = {0};
-  if (v->text_lead && v->text_lead[0]) fl__buf_printf(&lines, "%s\n", v->text_lead);
-  if (v->note && v->note[0]) fl__buf_printf(&lines, "%s\n", v->note);
-  fl__buf_puts(&lines, raw_text);
+  char *text = text_of(v, raw_text);
   free(raw_text);
-  char *text = fl__clean_text(lines.data, true);
-  fl__buf_free(&lines);
   json_t *bundle = NULL;
   fl__rows_t r;
   fl__rows_get(t, v->max_rows, &r);

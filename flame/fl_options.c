@@ -90,9 +90,11 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE},
      F_DOUBLE,
      AT(tree.minwidth)},
-    {{"view", FL_OPT_ENUM, "flame|callers", .def = "flame",
+    {{"view", FL_OPT_ENUM, "flame|callers|top", .def = "flame",
       .help = "flame: the flame graph; callers: the inverted graph, where time was spent at "
-              "the root and each function's callers above it, widths its self time",
+              "the root and each function's callers above it, widths its self time; top: the "
+              "first 50 functions by self and by total, as pprof -top (minwidth 0 unless it "
+              "is given)",
       .groups = FL_OPTS_VIEW},
      F_VIEW,
      AT(view.view)},

@@ -41,14 +41,32 @@ static const fl_diff_t *diff_of(draw_t *d) {
 /* ---- the writers: each returns a new buffer of *len bytes, or NULL with
  * d->err ---- */
 
+/* Whether d draws a view of a tree other than the flame graph's layout;
+ * false with d->err when the view cannot draw a diff. */
+static bool table_view(draw_t *d, bool *ok) {
+  *ok = true;
+  if (d->opts.view.view != FL_VIEW_TOP) return false;
+  if (d->r->baseline) {
+    snprintf(d->err, d->err_size,
+             "view=top does not draw a diff yet: valid for a diff: flame, "
+             "callers");
+    *ok = false;
+  }
+  return true;
+}
+
 static char *write_svg(draw_t *d, size_t *len) {
   const fl_view_opts_t *v = &d->opts.view;
+  bool ok;
+  if (table_view(d, &ok)) return ok && tree_of(d) ? fl_top_svg(d->tree, v) : NULL;
   if (d->r->baseline) return diff_of(d) ? fl_svg_diff(d->diff, v) : NULL;
   return tree_of(d) ? fl_svg(d->tree, v) : NULL;
 }
 
 static json_t *spec_of(draw_t *d) {
   const fl_view_opts_t *v = &d->opts.view;
+  bool ok;
+  if (table_view(d, &ok)) return ok && tree_of(d) ? fl_top_vegalite(d->tree, v) : NULL;
   if (d->r->baseline) return diff_of(d) ? fl_vegalite_diff(d->diff, v, d->err, d->err_size) : NULL;
   return tree_of(d) ? fl_vegalite(d->tree, v, d->err, d->err_size) : NULL;
 }
@@ -73,6 +91,8 @@ static char *write_html(draw_t *d, size_t *len) {
 }
 
 static char *write_text(draw_t *d, size_t *len) {
+  bool ok;
+  if (table_view(d, &ok)) return ok && tree_of(d) ? fl_text_top(d->tree, &d->opts.text) : NULL;
   if (d->r->baseline) return diff_of(d) ? fl_text_diff(d->diff, &d->opts.text) : NULL;
   if (!tree_of(d)) return NULL;
   return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
@@ -226,6 +246,16 @@ const char *fl_output_ending_of_format(const char *format) {
   return f ? f->f.ending : NULL;
 }
 
+/* d for r: r's options, with minwidth 0 unless given for a file of every
+ * sample and for the top view (whose figures are totals). */
+static void draw_init(draw_t *d, const fl_output_req_t *r, bool every_sample, char *err,
+                      size_t err_size) {
+  *d = (draw_t){.r = r, .err = err, .err_size = err_size};
+  fl_options_copy(&d->opts, r->opts);
+  bool exact = every_sample || d->opts.view.view == FL_VIEW_TOP;
+  if (exact && !fl_options_given(r->opts, "minwidth")) d->opts.tree.minwidth = 0;
+}
+
 char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t err_size) {
   const struct format *f = format_named(r->format);
   if (!f) {
@@ -233,9 +263,8 @@ char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t 
              fl_output_formats(true));
     return NULL;
   }
-  draw_t d = {.r = r, .err = err, .err_size = err_size};
-  fl_options_copy(&d.opts, r->opts);
-  if (f->every_sample && !fl_options_given(r->opts, "minwidth")) d.opts.tree.minwidth = 0;
+  draw_t d;
+  draw_init(&d, r, f->every_sample, err, err_size);
   *len = 0;
   char *out = f->write(&d, len);
   if (out && !*len) *len = strlen(out);
@@ -247,10 +276,13 @@ char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t 
 }
 
 json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
-  draw_t d = {.r = r, .err = err, .err_size = err_size};
-  fl_options_copy(&d.opts, r->opts);
+  draw_t d;
+  draw_init(&d, r, false, err, err_size);
   json_t *bundle = NULL;
-  if (r->baseline) {
+  bool ok;
+  if (table_view(&d, &ok)) {
+    if (ok && tree_of(&d)) bundle = fl_top_bundle(d.tree, &d.opts.view);
+  } else if (r->baseline) {
     if (diff_of(&d)) bundle = fl_diff_bundle(d.diff, &d.opts.view, err, err_size);
   } else if (tree_of(&d)) {
     bundle = fl_bundle(d.tree, &d.opts.view, err, err_size);

@@ -27,55 +27,13 @@
 
 #include "fl__render.h"
 
-#define MARGIN 10.0
 #define LABEL_FONT_PX 11.0
 #define LABEL_CHAR_PX (0.6 * LABEL_FONT_PX)
 #define LABEL_PAD_PX 3.0
 #define LABEL_MIN_CHARS 3
 #define MONOSPACE "Menlo, Consolas, DejaVu Sans Mono, monospace"
-#define SANS "Helvetica, Arial, sans-serif"
 #define VANISHED_LINE_PX 15
 #define GAP_PX 0.5
-/* The smallest share of its width a page may scale the graph to: 11 px
- * labels stay at 7.7 px or more. */
-#define MIN_SCALE 0.7
-
-/* s, escaped for XML text and attribute values. */
-static void put_escaped(fl__buf_t *b, const char *s, size_t n) {
-  size_t start = 0;
-  for (size_t i = 0; i < n; i++) {
-    const char *rep = NULL;
-    switch (s[i]) {
-      case '&': rep = "&amp;"; break;
-      case '<': rep = "&lt;"; break;
-      case '>': rep = "&gt;"; break;
-      case '\'': rep = "&apos;"; break;
-      case '"': rep = "&quot;"; break;
-      default: continue;
-    }
-    fl__buf_add(b, s + start, i - start);
-    fl__buf_puts(b, rep);
-    start = i + 1;
-  }
-  fl__buf_add(b, s + start, n - start);
-}
-
-/* s (any bytes; NULL as "") cleaned to valid UTF-8 without control
- * characters, then escaped. */
-static void put_text(fl__buf_t *b, const char *s) {
-  char *clean = fl__clean_text(s, false);
-  put_escaped(b, clean, strlen(clean));
-  free(clean);
-}
-
-/* A pixel value with one decimal, without a trailing ".0". */
-static void put_px(fl__buf_t *b, double px) {
-  char num[32];
-  int n = snprintf(num, sizeof num, "%.1f", px);
-  if (n > 2 && num[n - 1] == '0' && num[n - 2] == '.') n -= 2;
-  if (n == 2 && num[0] == '-' && num[1] == '0') n = 1, num[0] = '0';
-  fl__buf_add(b, num, (size_t)n);
-}
 
 /* The number of characters (code points) of valid UTF-8 s. */
 static size_t utf8_chars(const char *s) {
@@ -100,23 +58,23 @@ static size_t utf8_prefix(const char *s, size_t chars) {
  * module is its file), or the module alone. A frame with neither (the
  * root, a frame of folded stacks without lines) has no location line. */
 static void put_frame_id(fl__buf_t *b, const fl_frame_t *f) {
-  put_text(b, f->func ? f->func : "[unknown]");
+  fl__svg_text(b, f->func ? f->func : "[unknown]");
   if (fl__frame_symbol(f)) {
     fl__buf_puts(b, "\nsymbol ");
-    put_text(b, f->system_name);
+    fl__svg_text(b, f->system_name);
   }
   if (f->file) {
     fl__buf_puts(b, "\n");
-    put_text(b, f->file);
+    fl__svg_text(b, f->file);
     if (f->line > 0) fl__buf_printf(b, ":%d", f->line);
     if (f->module && strcmp(f->module, f->file) != 0) {
       fl__buf_puts(b, " (");
-      put_text(b, f->module);
+      fl__svg_text(b, f->module);
       fl__buf_puts(b, ")");
     }
   } else if (f->module) {
     fl__buf_puts(b, "\n");
-    put_text(b, f->module);
+    fl__svg_text(b, f->module);
   }
 }
 
@@ -208,14 +166,14 @@ static void put_label(fl__buf_t *b, const fl_node_t *n, double x, double y, doub
   free(label);
   size_t chars = utf8_chars(name);
   fl__buf_puts(b, "<text x='");
-  put_px(b, x + LABEL_PAD_PX);
+  fl__svg_px(b, x + LABEL_PAD_PX);
   fl__buf_puts(b, "' y='");
-  put_px(b, y);
+  fl__svg_px(b, y);
   fl__buf_puts(b, "'>");
   if (chars <= fit) {
-    put_escaped(b, name, strlen(name));
+    fl__svg_escaped(b, name, strlen(name));
   } else {
-    put_escaped(b, name, utf8_prefix(name, fit - 1));
+    fl__svg_escaped(b, name, utf8_prefix(name, fit - 1));
     fl__buf_puts(b, "\xe2\x80\xa6"); /* … */
   }
   fl__buf_puts(b, "</text>\n");
@@ -227,13 +185,13 @@ static void put_label(fl__buf_t *b, const fl_node_t *n, double x, double y, doub
 static double put_swatch(fl__buf_t *b, double x, double y, const char *color, const char *label) {
   fl__buf_printf(b, "<rect x='%g' y='%g' width='10' height='10' fill='%s'/>", x, y - 9, color);
   fl__buf_printf(b, "<text x='%g' y='%g'>", x + 14, y);
-  put_text(b, label);
+  fl__svg_text(b, label);
   fl__buf_puts(b, "</text>\n");
   return x + 14 + 6.5 * (double)utf8_chars(label) + 16;
 }
 
 static void put_kinds_legend(fl__buf_t *b, unsigned kinds, double y) {
-  double x = MARGIN;
+  double x = FL__SVG_MARGIN;
   for (int k = 0; k < FL__N_KINDS; k++)
     if (kinds & (1u << k))
       x = put_swatch(b, x, y, fl__kind_color((fl__kind_t)k), fl__kind_label((fl__kind_t)k));
@@ -242,49 +200,14 @@ static void put_kinds_legend(fl__buf_t *b, unsigned kinds, double y) {
 /* "target − baseline:" then the changes in their full colours. */
 static void put_diff_legend(fl__buf_t *b, const fl_diff_t *d, double y) {
   const char *title = fl__diff_legend_title(d);
-  fl__buf_printf(b, "<text x='%g' y='%g' font-weight='bold'>", MARGIN, y);
-  put_text(b, title);
+  fl__buf_printf(b, "<text x='%g' y='%g' font-weight='bold'>", FL__SVG_MARGIN, y);
+  fl__svg_text(b, title);
   fl__buf_puts(b, ":</text>\n");
-  double x = MARGIN + 7 * (double)(utf8_chars(title) + 1) + 12;
+  double x = FL__SVG_MARGIN + 7 * (double)(utf8_chars(title) + 1) + 12;
   fl__legend_entry_t entries[FL__N_CHANGES];
   fl__diff_legend(d, entries);
   for (int i = 0; i < FL__N_CHANGES; i++)
     x = put_swatch(b, x, y, entries[i].color, entries[i].label);
-}
-
-/* The svg element, its background, then the title and the notes. No XML
- * declaration: the SVG is embedded in HTML by nbconvert and JupyterLab
- * (lxml refuses a declaration in text), and a standalone .svg is UTF-8 XML
- * without one. */
-static void put_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *v, double full_w,
-                        double full_h, double title_y, char notes[][FL__NOTE_SIZE],
-                        const double *note_y, int n_notes) {
-  fl__buf_puts(b, "<svg xmlns='http://www.w3.org/2000/svg' width='");
-  put_px(b, full_w);
-  fl__buf_puts(b, "' height='");
-  put_px(b, full_h);
-  fl__buf_puts(b, "' viewBox='0 0 ");
-  put_px(b, full_w);
-  fl__buf_puts(b, " ");
-  put_px(b, full_h);
-  /* In a page the graph follows the width of its output area, down to
-   * MIN_SCALE of its own (labels stay legible; narrower pages scroll). */
-  fl__buf_printf(b, "' style='max-width:100%%;height:auto;min-width:%dpx' font-family='%s'>\n",
-                 (int)(MIN_SCALE * full_w), SANS);
-  fl__buf_printf(b, "<rect width='100%%' height='100%%' fill='%s'/>\n", th->background);
-
-  fl__buf_printf(b, "<g fill='%s'>\n", th->text);
-  if (v->title && v->title[0]) {
-    fl__buf_printf(b, "<text x='%g' y='%g' font-size='14' font-weight='bold'>", MARGIN, title_y);
-    put_text(b, v->title);
-    fl__buf_puts(b, "</text>\n");
-  }
-  for (int i = 0; i < n_notes; i++) {
-    fl__buf_printf(b, "<text x='%g' y='%g' font-size='12'>", MARGIN, note_y[i]);
-    put_text(b, notes[i]);
-    fl__buf_puts(b, "</text>\n");
-  }
-  fl__buf_puts(b, "</g>\n");
 }
 
 /* A frame's colour and row, to draw the frames by colour. */
@@ -321,7 +244,7 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
   }
   qsort(by_color, r->n, sizeof *by_color, cmp_colored);
   fl__buf_puts(b, "<g stroke-width='");
-  put_px(b, tall ? l->level_px - GAP_PX : l->level_px);
+  fl__svg_px(b, tall ? l->level_px - GAP_PX : l->level_px);
   fl__buf_puts(b, "'>\n");
   for (size_t i = 0; i < r->n; i++) {
     if (i == 0 || strcmp(by_color[i].color, by_color[i - 1].color) != 0)
@@ -330,11 +253,11 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
     int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
     double w = (double)n->count * scale;
     fl__buf_puts(b, "<path d='M");
-    put_px(b, MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
+    fl__svg_px(b, FL__SVG_MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
     fl__buf_puts(b, " ");
-    put_px(b, plot_top + (level + 0.5) * l->level_px);
+    fl__svg_px(b, plot_top + (level + 0.5) * l->level_px);
     fl__buf_puts(b, "h");
-    put_px(b, fmax(0.1, w >= FL__OUTLINE_MIN_PX ? w - GAP_PX : w));
+    fl__svg_px(b, fmax(0.1, w >= FL__OUTLINE_MIN_PX ? w - GAP_PX : w));
     fl__buf_puts(b, "'>");
     if (r->diff)
       put_diff_title(b, r->diff, n, r->total, alloc);
@@ -350,7 +273,7 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
     for (size_t i = 0; i < r->n; i++) {
       const fl_node_t *n = r->rows[i];
       int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
-      double x = MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
+      double x = FL__SVG_MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
       double mid = plot_top + (level + 0.5) * l->level_px;
       put_label(b, n, x, mid + 0.36 * LABEL_FONT_PX, (double)n->count * scale);
     }
@@ -362,23 +285,23 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
 static void put_vanished(fl__buf_t *b, const fl_diff_t *d, const fl__theme_t *th,
                          const fl_vanished_t *vanished, size_t n_vanished, size_t shown, double y) {
   fl__buf_printf(b, "<g font-size='11' fill='%s'>\n", th->text);
-  fl__buf_printf(b, "<text x='%g' y='%g' font-weight='bold'>", MARGIN, y);
-  put_text(b, fl__vanished_header(d));
+  fl__buf_printf(b, "<text x='%g' y='%g' font-weight='bold'>", FL__SVG_MARGIN, y);
+  fl__svg_text(b, fl__vanished_header(d));
   fl__buf_puts(b, "</text>\n");
   char line[1024];
   for (size_t i = 0; i < shown; i++) {
     fl__vanished_line(d, &vanished[i], line, sizeof line);
     /* xml:space keeps the two spaces between a name and its location
      * (browsers heed it on the text element only). */
-    fl__buf_printf(b, "<text x='%g' y='%g' xml:space='preserve'>", MARGIN,
+    fl__buf_printf(b, "<text x='%g' y='%g' xml:space='preserve'>", FL__SVG_MARGIN,
                    y + VANISHED_LINE_PX * (i + 1.0));
-    put_text(b, line);
+    fl__svg_text(b, line);
     fl__buf_puts(b, "</text>\n");
   }
   if (n_vanished > shown) {
     char more[32];
     fl__thousands(n_vanished - shown, more);
-    fl__buf_printf(b, "<text x='%g' y='%g'>\xe2\x80\xa6 and %s more</text>\n", MARGIN,
+    fl__buf_printf(b, "<text x='%g' y='%g'>\xe2\x80\xa6 and %s more</text>\n", FL__SVG_MARGIN,
                    y + VANISHED_LINE_PX * (shown + 1.0), more);
   }
   fl__buf_puts(b, "</g>\n");
@@ -393,7 +316,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   bool has_title = v->title && v->title[0];
 
   /* Vertical layout: title, notes, plot, legend. */
-  double y = MARGIN;
+  double y = FL__SVG_MARGIN;
   double title_y = has_title ? (y += 16) : 0;
   double note_y[FL__MAX_NOTES];
   for (int i = 0; i < n_notes; i++) note_y[i] = (y += 16);
@@ -406,11 +329,11 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   double vanished_y = legend_y + 26;
   size_t vanished_lines = n_vanished ? 1 + shown + (n_vanished > shown) : 0;
   double bottom = vanished_lines ? vanished_y + VANISHED_LINE_PX * (vanished_lines - 1) : legend_y;
-  double full_w = l.width + 2 * MARGIN, full_h = bottom + 8 + MARGIN;
+  double full_w = l.width + 2 * FL__SVG_MARGIN, full_h = bottom + 8 + FL__SVG_MARGIN;
   double scale = r->total ? l.width / (double)r->total : 0;
 
   fl__buf_t b = {0};
-  put_opening(&b, th, v, full_w, full_h, title_y, notes, note_y, n_notes);
+  fl__svg_opening(&b, th, v, full_w, full_h, title_y, notes, note_y, n_notes);
   put_frames(&b, t, v, th, r, &l, plot_top, scale);
 
   /* Legend: a swatch and a name per kind of code drawn, or per change. */

@@ -453,89 +453,6 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
 
 /* ---- flat ---- */
 
-typedef struct flat_row {
-  const fl_frame_t *frame; /* the first node's */
-  uint64_t count, self, allocs;
-} flat_row_t;
-
-static int cmp_str(const char *a, const char *b) {
-  if (a == b) return 0;
-  if (!a) return -1;
-  if (!b) return 1;
-  return strcmp(a, b);
-}
-
-/* Orders frames by identity: func, file, line, module, addr. */
-static int cmp_frame(const fl_frame_t *a, const fl_frame_t *b) {
-  int c;
-  if ((c = cmp_str(a->func, b->func)) != 0) return c;
-  if ((c = cmp_str(a->file, b->file)) != 0) return c;
-  if (a->line != b->line) return a->line < b->line ? -1 : 1;
-  if ((c = cmp_str(a->module, b->module)) != 0) return c;
-  return (a->addr > b->addr) - (a->addr < b->addr);
-}
-
-static int cmp_node_ptr(const void *pa, const void *pb) {
-  const fl_node_t *a = *(const fl_node_t *const *)pa, *b = *(const fl_node_t *const *)pb;
-  int c = cmp_frame(&a->frame, &b->frame);
-  return c ? c : (a->id > b->id) - (a->id < b->id);
-}
-
-static int cmp_row(const void *pa, const void *pb) {
-  const flat_row_t *a = pa, *b = pb;
-  if (a->count != b->count) return a->count > b->count ? -1 : 1;
-  return cmp_frame(a->frame, b->frame);
-}
-
-/* Rows of every distinct frame, counted once per sample: a node counts
- * unless a node of the same frame is among its ancestors (walked in
- * pre-order, with the groups on the current path marked). *rows is new;
- * returns the count. */
-static size_t flat_rows(const fl_tree_t *t, flat_row_t **rows) {
-  size_t n = fl_tree_n_nodes(t);
-  const fl_node_t **sorted = fl__xmalloc(n, sizeof *sorted);
-  uint32_t *group = fl__xmalloc(n, sizeof *group);   /* by node id */
-  bool *on_path = fl__xcalloc(n, sizeof *on_path);   /* by group */
-  uint32_t *path = fl__xmalloc(n + 1, sizeof *path); /* groups, by depth */
-  bool *owns = fl__xmalloc(n + 1, sizeof *owns);
-  flat_row_t *r = fl__xcalloc(n, sizeof *r);
-  size_t n_rows = 0;
-  for (size_t i = 1; i < n; i++) sorted[i - 1] = fl_tree_node(t, i);
-  qsort(sorted, n - 1, sizeof *sorted, cmp_node_ptr);
-  for (size_t i = 0; i + 1 < n; i++) {
-    if (i == 0 || cmp_frame(&sorted[i - 1]->frame, &sorted[i]->frame) != 0)
-      r[n_rows++].frame = &sorted[i]->frame;
-    group[sorted[i]->id] = (uint32_t)n_rows - 1;
-  }
-  /* path[1 .. depth]: the groups of the current node's ancestors; owns[d]:
-   * whether the node at depth d set its group's mark (the outermost one). */
-  size_t depth = 0;
-  for (size_t i = 1; i < n; i++) {
-    const fl_node_t *node = fl_tree_node(t, i);
-    for (; depth >= (size_t)node->depth; depth--)
-      if (owns[depth]) on_path[path[depth]] = false;
-    uint32_t g = group[i];
-    bool outer = on_path[g];
-    r[g].self += node->self;
-    if (!outer) {
-      r[g].count += node->count;
-      r[g].allocs += node->allocs;
-      on_path[g] = true;
-    }
-    depth++;
-    path[depth] = g;
-    owns[depth] = !outer;
-  }
-  free(sorted);
-  free(group);
-  free(on_path);
-  free(path);
-  free(owns);
-  qsort(r, n_rows, sizeof *r, cmp_row);
-  *rows = r;
-  return n_rows;
-}
-
 /* o NULL: the defaults; maxdepth does not apply. */
 char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
@@ -543,8 +460,8 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
     fl_text_opts_init(&defaults);
     o = &defaults;
   }
-  flat_row_t *rows = NULL;
-  size_t n_rows = flat_rows(t, &rows);
+  fl__flat_row_t *rows = NULL;
+  size_t n_rows = fl__flat_rows(t, false, &rows);
   layout_t l = layout_of(t);
   uint64_t total = fl_tree_root(t)->count;
   fl__buf_t out = {0}, line = {0};
@@ -554,7 +471,7 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
   size_t func_w = strlen("Function");
   for (size_t i = 0; i < n_rows; i++) {
     if (rows[i].count < o->mincount) continue;
-    size_t w = text_width(rows[i].frame->func, strlen(rows[i].frame->func));
+    size_t w = text_width(rows[i].node->frame.func, strlen(rows[i].node->frame.func));
     if (w > func_w) func_w = w > 40 ? 40 : w;
   }
   put_count_headers(&line, &l);
@@ -565,7 +482,7 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
 
   size_t lines = 0, more = 0;
   for (size_t i = 0; i < n_rows; i++) {
-    const flat_row_t *row = &rows[i];
+    const fl__flat_row_t *row = &rows[i];
     if (row->count < o->mincount) continue;
     if (o->max_lines && lines == o->max_lines) {
       more++;
@@ -575,7 +492,7 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
     put_counts(&line, &l, row->count, row->self, row->allocs);
     double pct = total ? 100.0 * (double)row->count / (double)total : 0;
     fl__buf_printf(&line, "%6.1f%%  ", pct);
-    const char *func = row->frame->func;
+    const char *func = row->node->frame.func;
     size_t len = strlen(func), w = text_width(func, len);
     if (w > func_w) { /* cut to func_w columns, ending in "…" */
       size_t keep = func_w - 1, cw = 0, k = 0;
@@ -587,9 +504,9 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
       fl__buf_puts(&line, func);
       put_spaces(&line, func_w - w);
     }
-    if (has_location(row->frame)) {
+    if (has_location(&row->node->frame)) {
       fl__buf_puts(&line, "  ");
-      put_location(&line, row->frame);
+      put_location(&line, &row->node->frame);
     } else {
       while (line.len && line.data[line.len - 1] == ' ') line.data[--line.len] = '\0';
     }
@@ -601,6 +518,102 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
     fl__buf_printf(&line, "… %zu more line%s", more, more == 1 ? "" : "s");
     put_line(&out, line.data, line.len, o->cols);
   }
+  fl__buf_free(&line);
+  free(rows);
+  return fl__buf_take(&out);
+}
+
+/* ---- top ---- */
+
+/* A top table's columns, as pprof -top's: self and its share, the running
+ * sum of the self shares in the table's order, total and its share. */
+static void put_top_line(fl__buf_t *line, const layout_t *l, uint64_t self, uint64_t running,
+                         uint64_t count, uint64_t total) {
+  double t = total ? (double)total : 1;
+  if (l->alloc) {
+    char x[32], y[32];
+    format_bytes(x, sizeof x, self);
+    format_bytes(y, sizeof y, count);
+    fl__buf_printf(line, "%*s %6.2f%% %6.2f%% %*s %6.2f%%  ", l->count_w, x,
+                   100.0 * (double)self / t, 100.0 * (double)running / t, l->count_w, y,
+                   100.0 * (double)count / t);
+  } else {
+    fl__buf_printf(line, "%*" PRIu64 " %6.2f%% %6.2f%% %*" PRIu64 " %6.2f%%  ", l->count_w, self,
+                   100.0 * (double)self / t, 100.0 * (double)running / t, l->count_w, count,
+                   100.0 * (double)count / t);
+  }
+}
+
+/* One table: its first FL_TOP_ROWS rows, in their order. */
+static void put_top_table(fl__buf_t *out, const layout_t *l, const fl__flat_row_t *rows, size_t n,
+                          uint64_t total, const fl_text_opts_t *o) {
+  fl__buf_t line = {0};
+  size_t shown = n < FL_TOP_ROWS ? n : FL_TOP_ROWS;
+  size_t func_w = strlen("Function");
+  for (size_t i = 0; i < shown; i++) {
+    size_t w = text_width(rows[i].node->frame.func, strlen(rows[i].node->frame.func));
+    if (w > func_w) func_w = w > 40 ? 40 : w;
+  }
+  fl__buf_printf(&line, "%*s %7s %7s %*s %7s  Function", l->count_w, "Self", "Self%", "Sum%",
+                 l->count_w, "Total", "Total%");
+  put_spaces(&line, func_w - strlen("Function"));
+  fl__buf_puts(&line, "  File");
+  put_line(out, line.data, line.len, o->cols);
+  uint64_t running = 0;
+  for (size_t i = 0; i < shown; i++) {
+    const fl_frame_t *f = &rows[i].node->frame;
+    running += rows[i].self;
+    line.len = 0;
+    put_top_line(&line, l, rows[i].self, running, rows[i].count, total);
+    size_t w = text_width(f->func, strlen(f->func));
+    fl__buf_puts(&line, f->func);
+    const char *where = f->file ? f->file : f->module;
+    if (where) {
+      put_spaces(&line, w < func_w ? func_w - w : 0);
+      fl__buf_printf(&line, "  %s", where);
+    }
+    put_line(out, line.data, line.len, o->cols);
+  }
+  fl__buf_free(&line);
+}
+
+static int cmp_by_total(const void *pa, const void *pb) {
+  const fl__flat_row_t *a = pa, *b = pb;
+  return (a->by_count > b->by_count) - (a->by_count < b->by_count);
+}
+
+char *fl_text_top(const fl_tree_t *t, const fl_text_opts_t *o) {
+  fl_text_opts_t defaults;
+  if (!o) {
+    fl_text_opts_init(&defaults);
+    o = &defaults;
+  }
+  fl__flat_row_t *rows = NULL;
+  size_t n = fl__flat_rows(t, true, &rows);
+  layout_t l = layout_of(t);
+  uint64_t total = fl_tree_root(t)->count;
+  fl__buf_t out = {0}, line = {0};
+  put_total(&out, t, &l, o->cols);
+  if (n > FL_TOP_ROWS)
+    fl__buf_printf(&line, "Top: the first %d of %zu functions by self, then by total", FL_TOP_ROWS,
+                   n);
+  else
+    fl__buf_printf(&line, "Top: the %zu function%s by self, then by total", n, n == 1 ? "" : "s");
+  put_line(&out, line.data, line.len, o->cols);
+  uint64_t hidden_weight = 0;
+  size_t hidden = fl_tree_hidden(t, &hidden_weight);
+  if (hidden) {
+    line.len = 0;
+    fl__buf_printf(&line, "(%zu narrow frames hidden by minwidth, %.2g%% of %s, are not counted)",
+                   hidden, total ? 100.0 * (double)hidden_weight / (double)total : 0, fl__unit(t));
+    put_line(&out, line.data, line.len, o->cols);
+  }
+  fl__buf_puts(&out, "\nBy self:\n");
+  fl__flat_sort_by_self(rows, n);
+  put_top_table(&out, &l, rows, n, total, o);
+  fl__buf_puts(&out, "\nBy total:\n");
+  if (n) qsort(rows, n, sizeof *rows, cmp_by_total);
+  put_top_table(&out, &l, rows, n, total, o);
   fl__buf_free(&line);
   free(rows);
   return fl__buf_take(&out);

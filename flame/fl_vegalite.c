@@ -82,18 +82,6 @@
 /* Labels need this many pixels: about three characters. */
 #define LABEL_MIN_PX 24
 
-/* A JSON string of s: s as it is when it is valid UTF-8, else a cleaned
- * copy; json null for NULL. New. */
-static json_t *text_or_null(const char *s) {
-  if (!s) return fl__nonnull(json_null());
-  json_t *j = json_string(s);
-  if (j) return j;
-  char *clean = fl__clean_text(s, false);
-  j = fl__nonnull(json_string(clean));
-  free(clean);
-  return j;
-}
-
 /* ---- the frames' data ----
  *
  * data.values is a CSV table (format.type "csv"), a line per frame under a
@@ -596,14 +584,14 @@ static json_t *diff_legend_layer(const fl_diff_t *d, const fl_view_opts_t *v,
 /* One row of the vanished list: its line number, its text, and for a frame
  * what it is. New. */
 static json_t *vanished_row(int i, const char *text, const fl_vanished_t *vn, double other_total) {
-  json_t *row = json_pack("{s:i,s:o}", "i", i, "text", text_or_null(text));
+  json_t *row = json_pack("{s:i,s:o}", "i", i, "text", fl__json_text(text));
   if (row && vn) {
     const fl_frame_t *f = &vn->node->frame;
     double pct = other_total > 0 ? round(1e6 * vn->count / other_total) / 1e4 : 0;
-    json_object_set_new(row, "func", text_or_null(f->func ? f->func : "[unknown]"));
-    json_object_set_new(row, "file", text_or_null(f->file));
+    json_object_set_new(row, "func", fl__json_text(f->func ? f->func : "[unknown]"));
+    json_object_set_new(row, "file", fl__json_text(f->file));
     json_object_set_new(row, "line", json_integer(f->line > 0 ? f->line : 0));
-    json_object_set_new(row, "module", text_or_null(f->module));
+    json_object_set_new(row, "module", fl__json_text(f->module));
     json_object_set_new(row, "count", number_of(vn->count));
     json_object_set_new(row, "pct", json_real(pct));
   }
@@ -668,40 +656,6 @@ static json_t *diff_meta(const fl_diff_t *d) {
                 "same", FL__DIFF_SAME_COLOR, "new", FL__DIFF_NEW_COLOR);
 }
 
-static json_t *title_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
-  const fl__theme_t *th = fl__theme_of(v);
-  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = fl__notes(t, v, r, notes);
-  if (!(v->title && v->title[0]) && n_notes == 0) return NULL;
-  /* Vega draws no title group, subtitle included, when the title text is
-   * empty: without a title the first note takes its place, in the
-   * subtitle's style. */
-  bool titled = v->title && v->title[0];
-  json_t *subtitle = json_array();
-  for (int i = titled ? 0 : 1; i < n_notes; i++)
-    json_array_append_new(subtitle, json_string(notes[i]));
-  return json_pack(
-      "{s:o,s:o,s:s,s:s,s:s,s:i,s:s,s:i}",
-      "text", text_or_null(titled ? v->title : notes[0]),
-      "subtitle", subtitle,
-      "anchor", "start",
-      "color", th->text,
-      "subtitleColor", th->text,
-      "fontSize", titled ? 14 : 11,
-      "fontWeight", titled ? "bold" : "normal",
-      "offset", v->icicle ? 10 : 2);
-}
-
-static json_t *config_of(const fl_view_opts_t *v) {
-  const fl__theme_t *th = fl__theme_of(v);
-  return json_pack(
-      "{s:{s:n},s:{s:s,s:s,s:s,s:s},s:{s:s,s:s}}",
-      "view", "stroke",
-      "axis", "labelColor", th->text, "titleColor", th->text, "domainColor", th->text,
-              "tickColor", th->text,
-      "legend", "labelColor", th->text, "titleColor", th->text);
-}
-
 json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
   bool alloc = fl__is_alloc(t);
   fl__layout_t l;
@@ -743,7 +697,7 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
       "width", l.width,
       "height", round(l.height * 100) / 100,
       "background", fl__theme_of(v)->background,
-      "config", config_of(v),
+      "config", fl__vl_config(v),
       "datasets", datasets,
       "data", data,
       "transform", transform,
@@ -755,7 +709,8 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
                             "rows", (json_int_t)r->n);
   free(clean_description);
   if (spec) {
-    json_t *title = title_of(t, v, r);
+    char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
+    json_t *title = fl__vl_title(v, notes, fl__notes(t, v, r, notes));
     if (title) json_object_set_new(spec, "title", title);
     if (r->diff)
       json_object_set_new(json_object_get(json_object_get(spec, "usermeta"), "cflame"), "diff",

@@ -36,6 +36,7 @@ CFLAME_BEGIN_DECLS
 typedef enum fl_view_kind {
   FL_VIEW_FLAME,   /* the flame graph (or icicle) */
   FL_VIEW_CALLERS, /* the inverted graph: fl_tree_opts_t.inverted */
+  FL_VIEW_TOP,     /* the functions by self and by total (fl_top_*) */
 } fl_view_kind_t;
 
 typedef struct fl_view_opts {
@@ -97,12 +98,35 @@ char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o);
 char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
 
 /* The MIME bundle {"application/vnd.vegalite.v5+json": spec,
- * "image/svg+xml": svg, "text/markdown": the svg in a <div> (for exports:
- * nbconvert 6.5 strips SVG items but not markdown), then v->markdown_hint
- * as a line of its own, "text/plain": v->text_lead, v->note and the tree
- * report (fl_text_tree), a line each}. New reference, never NULL (err as
- * for fl_vegalite). */
+ * "text/markdown": the svg in a <div> (for exports: nbconvert 6.5 strips
+ * SVG items but not markdown), then v->markdown_hint as a line of its own,
+ * "text/plain": v->text_lead, v->note and the tree report (fl_text_tree), a
+ * line each}: the SVG once (docs/PROFILING.md, "What each front end
+ * shows"). New reference, never NULL (err as for fl_vegalite). */
 json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+
+/* ---- the top view (view=top) ----
+ *
+ * The functions (name, file and module: the line is not part of a
+ * function, whatever lines= says) where the weight went, as pprof -top
+ * lists them: self and total weight (total once per sample, however deep a
+ * function recurses) and their shares, the first FL_TOP_ROWS by self and
+ * the first FL_TOP_ROWS by total. Made from the tree's visible frames:
+ * build it with minwidth 0 for exact figures (fl_output does, unless
+ * minwidth is given). The Vega-Lite rows are func, file, module, symbol
+ * (when it is not the name), self, total and color; its transforms add
+ * selfpct, totalpct, the rank in the chosen order (the param `sort`,
+ * "self" or "total") and sumpct. */
+#define FL_TOP_ROWS 50
+json_t *fl_top_vegalite(const fl_tree_t *t, const fl_view_opts_t *v);
+char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *v);
+/* The report: a total line, what the tables are, then "By self:" and "By
+ * total:", each a header and at most FL_TOP_ROWS lines with fixed columns
+ * (the sorted weight, its share, the running sum of shares, the other
+ * weight and its share, the function and its file or module). New. */
+char *fl_text_top(const fl_tree_t *t, const fl_text_opts_t *o);
+/* The bundle of the three, as fl_bundle's. New reference. */
+json_t *fl_top_bundle(const fl_tree_t *t, const fl_view_opts_t *v);
 
 /* n with thousands separators and its noun: "1 sample", "1,234 samples"
  * (one when n is 1, else many), into out (at most size bytes, cut if it

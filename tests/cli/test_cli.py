@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cflame_bundle import frames_of
+from cflame_bundle import frames_of, top_rows_of
 
 CFLAME = os.environ.get("CFLAME_BIN", "build/bin/cflame")
 DATA = Path(os.environ.get("CFLAME_TEST_DATA", "tests/data")) / "perf"
@@ -101,6 +101,48 @@ def test_callers_view_sums_each_function_s_self_time_on_the_root(tmp_path):
     diff = frames_of(json.loads(ok("-f", "vegalite", "--view", "callers", "--diff",
                                    DATA / "single.txt", DATA / "threads.txt")))
     assert diff[0]["change"] and {r["func"] for r in diff if r["parent"] == 0} >= {"hash_block"}
+
+
+def test_top_view_lists_functions_by_self_and_by_total(tmp_path):
+    """--view top: each function's self and total as the flame graph of the
+    same file has them (self summed over its frames, total once per sample
+    however deep it recurses), the text's two tables in order with pprof's
+    columns, the same table in the Vega-Lite rows and the SVG, and a clear
+    error for a diff."""
+    flame = frames_of(json.loads(ok("-f", "vegalite", "--no-lines", "--minwidth", "0",
+                                    DATA / "threads.txt")))
+    by_id = {r["id"]: r for r in flame}
+    self_of, total_of = {}, {}
+    for r in flame[1:]:
+        self_of[r["func"]] = self_of.get(r["func"], 0) + r["self"]
+        outer = True
+        p = by_id.get(r["parent"])
+        while p and p["id"] != 0:
+            outer = outer and p["func"] != r["func"]
+            p = by_id.get(p["parent"])
+        if outer:
+            total_of[r["func"]] = total_of.get(r["func"], 0) + r["count"]
+    text = ok("-f", "text", "--view", "top", DATA / "threads.txt")
+    table = text.split("\nBy self:\n")[1].split("\n\n")[0].splitlines()
+    assert table[0].split()[:5] == ["Self", "Self%", "Sum%", "Total", "Total%"], table[0]
+    listed = [(int(line.split()[0]), int(line.split()[3]), line.split()[5]) for line in table[1:]]
+    assert len(listed) == min(50, len(self_of))
+    for s_, t_, func in listed:
+        assert (s_, t_) == (self_of[func], total_of[func]), func
+    assert [x[0] for x in listed] == sorted((x[0] for x in listed), reverse=True)
+    by_total = text.split("\nBy total:\n")[1].splitlines()[1:]
+    totals = [int(line.split()[3]) for line in by_total if line.strip()]
+    assert totals == sorted(totals, reverse=True) and totals[0] == max(total_of.values())
+    out = tmp_path / "top.vl.json"
+    ok("--view", "top", DATA / "threads.txt", "-o", out)
+    rows = top_rows_of(json.loads(out.read_text()))
+    assert {f: (r["self"], r["total"]) for f, r in rows.items()} == {
+        f: (self_of[f], total_of[f]) for f in rows}
+    check_spec(out)
+    svg = ok("-f", "svg", "--view", "top", DATA / "threads.txt")
+    assert svg.count("<title>") == len(listed) and "Self%" in svg
+    r = cflame("--view", "top", "--diff", DATA / "single.txt", DATA / "threads.txt")
+    assert r.returncode != 0 and "view=top does not draw a diff" in r.stderr, r.stderr
 
 
 def test_vegalite_passes_vega_lite(tmp_path):

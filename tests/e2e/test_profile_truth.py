@@ -23,7 +23,7 @@ import re
 import pytest
 
 from conftest import (VL_MIME, SpecStore, ancestors, by_id, children, flame, ok, rows_of, run,
-                      share_bound, start_kernel, stdout, summary_of, svg_of)
+                      share_bound, start_kernel, stdout, summary_of, svg_of, top_rows_of)
 
 STORE = SpecStore("profile-truth")
 
@@ -284,6 +284,40 @@ def test_callers_view_puts_the_shared_leaf_on_the_root(kc):
     assert bundle[VL_MIME]["description"].startswith("Callers graph"), bundle[VL_MIME]["description"]
     assert "Callers: each function where time was spent" in bundle["text/plain"]
     assert "callers: each function where time was spent" in svg_of(bundle)
+
+
+def test_top_view_lists_self_and_total_by_function(kc):
+    """view=top on the 1:3 split through a shared leaf: spin() has nearly
+    all the self time and heads the "By self:" table; one_part() and
+    three_parts() have no self time of their own, and their totals split as
+    the cell measured (75 % within what the samples can tell). Both tables
+    are in the text, and the session profile re-drawn as the flame graph
+    agrees with the table."""
+    ok(kc, "__attribute__((noinline)) void spin(long u) "
+           "{ double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }\n"
+           "__attribute__((noinline)) void one_part(long u) { spin(u); sink += 1; }\n"
+           "__attribute__((noinline)) void three_parts(long u) { spin(3 * u); sink += 1; }")
+    bundle, reply, outputs = flame(
+        kc, "%%profview view=top C=true\n" +
+        timed_split(375, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts"))
+    STORE.add(bundle, "top")
+    s, truth = summary_of(bundle), measured_b_share(stdout(outputs))
+    top = top_rows_of(bundle)
+    total = bundle[VL_MIME]["usermeta"]["cflame"]["total"]
+    assert top["spin"]["self"] >= 0.9 * total, (top["spin"], total)
+    n1, n3 = top["one_part"]["total"], top["three_parts"]["total"]
+    assert top["one_part"]["self"] <= 0.02 * n1 and top["three_parts"]["self"] <= 0.02 * n3, top
+    share, bound = 100.0 * n3 / (n1 + n3), share_bound(truth / 100, n1 + n3, s)
+    assert abs(share - truth) <= bound, (
+        f"three_parts' share is {share:.2f} %, not {truth:.2f} +- {bound:.2f}; {s['line']}")
+    text = bundle["text/plain"]
+    by_self = text.split("\nBy self:\n")[1].split("\n")
+    assert by_self[1].split()[5] == "spin", by_self[:3]
+    assert "\nBy total:\n" in text
+    # The same profile as the flame graph: one_part's frame has its total.
+    flame_rows = rows_of(flame(kc, "%profshow lines=false C=true minwidth=0")[0])
+    drawn = sum(r["count"] for r in flame_rows if r["func"] == "one_part")
+    assert drawn == n1, (drawn, n1)
 
 
 def test_no_aliasing_with_a_period_equal_to_the_interval(kc):

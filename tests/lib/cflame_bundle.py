@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """What tests read from a cflame flame graph: its SVG (svg_of) and the
 frames of its Vega-Lite spec as rows (frames_of), one dict per frame with
-the fields docs/PROFILING.md names ("The data behind the graph").
+the fields docs/PROFILING.md names ("The data behind the graph"); and from
+the other views (view_of): a top view's rows (top_rows_of).
 
 The spec holds them compactly (flame/fl_vegalite.c): data.values is a CSV
 table of numbers, a line per frame; lookup transforms turn the string
@@ -58,3 +59,18 @@ def frames_of(spec):
         row["pct"] = 100 * row["count"] / total if total else 0
         row["depth1"] = row["depth"] + 1
     return rows
+
+
+def view_of(spec):
+    """The view a spec (or a bundle) draws: "flame" (flame and callers
+    graphs, and diffs), or the name of another view ("top")."""
+    spec = spec.get(VL_MIME, spec)
+    return spec.get("usermeta", {}).get("cflame", {}).get("view", "flame")
+
+
+def top_rows_of(spec):
+    """The rows of a top view's spec (or bundle), by function name: dicts
+    with func, file, module, self and total (fl_top.c)."""
+    spec = spec.get(VL_MIME, spec)
+    assert view_of(spec) == "top", f"not a top view: {spec.get('description')}"
+    return {r["func"]: r for r in spec["layer"][0]["data"]["values"]}

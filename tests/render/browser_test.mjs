@@ -34,6 +34,12 @@
 //     when there is one, under the legend: none of them overlap, and the
 //     list lies inside the embedded view;
 //   - search, click-zoom, wheel zoom and drag-pan behave as for any graph.
+// For a top view (views.mjs), instead:
+//   - the rows drawn sorted by self are the first 50 by self, in order, with
+//     their shares;
+//   - hovering the first row's self bar shows its function, self and total;
+//   - choosing "total" in the sort buttons re-ranks the rows by total;
+//   - for a bundle, the SVG parses, with one titled row per table line.
 // --screenshot PNG saves what the page shows (PNG-N.png for several files).
 // Exits 0 when every file passes; otherwise prints what failed and exits 1.
 import fs from 'node:fs';
@@ -44,6 +50,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { framesOf, svgOf } from './frames.mjs';
+import { viewOf, expectedTop, topDrawnProblem } from './views.mjs';
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
@@ -261,14 +268,61 @@ async function checkDiffPage(page, spec, rows, unit) {
   return `; diff tooltips of ${hovered.join(', ')}; ${meta.vanished} vanished`;
 }
 
+/* The rows a top view draws now: the data of its self bars. */
+function topDrawn(page) {
+  return page.evaluate(() =>
+    cf.items('rect').filter(it => it.datum?.rank !== undefined && it.fill === it.datum.color)
+      .map(it => it.datum));
+}
+
+/* A top view in the page: the rows for each sort order, a tooltip, the
+ * sort buttons, the bundle's SVG. Returns a note for the log. */
+async function checkTopPage(page, spec, svg) {
+  let problem = topDrawnProblem(spec, await topDrawn(page), 'self');
+  check(!problem, problem);
+  // Hover the first row's self bar.
+  const first = expectedTop(spec, 'self')[0];
+  const pt = await page.evaluate(func => {
+    const it = cf.items('rect').find(i => i.datum?.rank === 1 && i.datum.func === func &&
+                                          i.fill === i.datum.color);
+    const v = window.view, box = v.container().querySelector('canvas, svg').getBoundingClientRect();
+    const pad = v.padding(), [ox, oy] = v.origin();
+    return { x: box.left + (pad.left || 0) + ox + it.x + Math.max(1, it.width) / 2,
+             y: box.top + (pad.top || 0) + oy + it.y + it.height / 2 };
+  }, first.func);
+  await page.mouse.move(pt.x, pt.y);
+  const tip = page.locator('#vg-tooltip-element');
+  await tip.waitFor({ state: 'visible', timeout: WAIT_MS });
+  const tipText = await tip.innerText();
+  for (const want of [first.func, 'self', 'total', first.total.toLocaleString('en-US')]) {
+    check(tipText.includes(want), `top tooltip lacks "${want}": ${JSON.stringify(tipText)}`);
+  }
+  // Sort by total with the buttons under the view.
+  const byTotal = expectedTop(spec, 'total');
+  await page.locator('.vega-bindings input[name="sort"][value="total"]').check();
+  await page.waitForFunction(func => cf.items('rect').some(
+    it => it.datum?.rank === 1 && it.datum.func === func), byTotal[0].func, { timeout: WAIT_MS });
+  problem = topDrawnProblem(spec, await topDrawn(page), 'total');
+  check(!problem, problem);
+  if (typeof svg === 'string') {
+    const titles = await page.evaluate(text => {
+      const d = new DOMParser().parseFromString(text, 'image/svg+xml');
+      return d.querySelector('parsererror') ? -1 : d.querySelectorAll('path > title').length;
+    }, svg);
+    check(titles === expectedTop(spec, 'self').length, `top SVG: ${titles} titled rows`);
+  }
+  return `top: ${byTotal.length} rows, sorted by self then by total; tooltip of ${first.func}`;
+}
+
 async function testFile(browser, file, screenshot) {
   const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
   const spec = doc[VL_MIME] || doc;
   const svg = svgOf(doc);
-  const rows = framesOf(spec);
-  const total = rows[0].count;
+  const view = viewOf(spec);
+  const rows = view === 'flame' ? framesOf(spec) : [];
+  const total = rows.length ? rows[0].count : 0;
   // The unit the spec says its widths are in (samples, bytes or allocations).
-  const unit = spec.usermeta?.cflame?.unit ?? (rows[0].allocs !== undefined ? 'bytes' : 'samples');
+  const unit = spec.usermeta?.cflame?.unit ?? (rows[0]?.allocs !== undefined ? 'bytes' : 'samples');
 
   const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
 
@@ -287,6 +341,13 @@ async function testFile(browser, file, screenshot) {
     }, spec);
     const embedMs = Date.now() - started;
     await page.evaluate(installHelpers);
+    if (view === 'top') {
+      const note = await checkTopPage(page, spec, svg);
+      if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
+      check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
+      console.log(`  embedded in ${embedMs} ms; ${note}`);
+      return null;
+    }
 
     // Drawn: one rect per row, labels inside their frames.
     const nRects = await page.evaluate(() => cf.frameItems().length);

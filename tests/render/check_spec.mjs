@@ -46,6 +46,15 @@
 //     four labels; a bundle's SVG has the vanished header, its text the
 //     Delta and Change columns.
 //
+// A view other than the flame graph (usermeta.cflame.view, views.mjs) is
+// validated, compiled and rendered alike, and checked for what it shows:
+//   - top: its rows (function, self <= total, colour), the rows vega ranks
+//     and draws for sort=self and again for sort=total (the first 50, in
+//     order, with their shares and the running sum of self shares), each
+//     self bar in its row's colour, the sorted column marked in its header;
+//     a bundle's SVG is well-formed, with one titled row per table line,
+//     and its text has both tables.
+//
 // Exits 0 when every file passes; otherwise prints what failed and exits 1.
 // With VEGA_MODULES=DIR (a node_modules directory), uses the vega and
 // vega-lite installed there instead, e.g. the versions an older JupyterLab
@@ -59,6 +68,7 @@ import Ajv from 'ajv';
 import { XMLValidator, XMLParser } from 'fast-xml-parser';
 
 import { framesOf, svgOf } from './frames.mjs';
+import { viewOf, topRowsProblem, topDrawnProblem, expectedTop } from './views.mjs';
 
 // $VEGA_MODULES: another node_modules with vega and vega-lite, to check the
 // spec with the versions a given JupyterLab ships.
@@ -373,6 +383,20 @@ function findItems(node, marktype, out = []) {
   return out;
 }
 
+/* The spec compiled by vega-lite, which must not warn; null (with the
+ * problem pushed) when it cannot be. */
+function compileSpec(spec, problems) {
+  const vlProblems = [];
+  try {
+    const compiled = vl.compile(spec, { logger: recordingLogger(vlProblems, 'vega-lite') });
+    problems.push(...vlProblems);
+    return compiled;
+  } catch (e) {
+    problems.push(`vega-lite compile failed: ${e.stack || e}`);
+    return null;
+  }
+}
+
 /* Validates, compiles and renders one Vega-Lite spec; pushes problems. */
 async function checkSpec(spec, problems) {
   if (spec.$schema !== 'https://vega.github.io/schema/vega-lite/v5.json') {
@@ -386,16 +410,8 @@ async function checkSpec(spec, problems) {
   checkRows(rows, problems);
   if (!rows || rows.length === 0) return;
   const diff = isDiff(spec) ? checkDiff(spec, problems) : null;
-
-  const vlProblems = [];
-  let compiled;
-  try {
-    compiled = vl.compile(spec, { logger: recordingLogger(vlProblems, 'vega-lite') });
-  } catch (e) {
-    problems.push(`vega-lite compile failed: ${e.stack || e}`);
-    return;
-  }
-  problems.push(...vlProblems);
+  const compiled = compileSpec(spec, problems);
+  if (!compiled) return;
 
   const vgProblems = [];
   try {
@@ -566,6 +582,68 @@ function unescapeXml(s) {
   return s.replace(/&(lt|gt|amp|apos|quot);/g, (_, e) => entities[e]);
 }
 
+/* A top view (views.mjs): validates, compiles and renders it, then checks
+ * what vega draws for each sort order; pushes problems. */
+async function checkTop(spec, problems) {
+  if (!validateSchema(spec)) {
+    const errs = validateSchema.errors.slice(0, 5).map(e => `${e.instancePath} ${e.message}`);
+    problems.push(`does not match the Vega-Lite 5 schema: ${errs.join('; ')}`);
+  }
+  const bad = topRowsProblem(spec);
+  if (bad) {
+    problems.push(`top rows: ${bad}`);
+    return;
+  }
+  const compiled = compileSpec(spec, problems);
+  if (!compiled) return;
+  const vgProblems = [];
+  try {
+    const view = new vega.View(vega.parse(compiled.spec), {
+      renderer: 'none', logger: recordingLogger(vgProblems, 'vega'), logLevel: vega.Warn,
+    });
+    for (const sort of ['self', 'total']) {
+      await view.signal('sort', sort).runAsync();
+      const svg = await view.toSVG();
+      if (!svg.startsWith('<svg') || svg.length < 1000) problems.push('vega rendered an empty picture');
+      const bars = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.rank !== undefined);
+      const selfBars = bars.filter(it => it.fill === it.datum.color);
+      const problem = topDrawnProblem(spec, selfBars.map(it => it.datum), sort);
+      if (problem) problems.push(problem);
+      if (bars.length !== 2 * selfBars.length) {
+        problems.push(`sort=${sort}: ${bars.length} bars for ${selfBars.length} self bars in their colour`);
+      }
+      const header = sort === 'self' ? 'Self \u25bc' : 'Total \u25bc';
+      if (!findTexts(view.scenegraph().root).includes(header)) {
+        problems.push(`sort=${sort}: no header "${header}"`);
+      }
+    }
+    view.finalize();
+    console.log(`  top: ${expectedTop(spec, 'self').length} rows drawn of ${spec.usermeta.cflame.functions} functions`);
+  } catch (e) {
+    problems.push(`vega failed: ${e.stack || e.message}`);
+  }
+  problems.push(...vgProblems);
+}
+
+/* A top bundle's SVG and text; pushes problems. */
+function checkTopBundle(doc, problems) {
+  const svg = svgOf(doc);
+  const valid = typeof svg === 'string' ? XMLValidator.validate(svg) : 'no SVG';
+  if (valid !== true) {
+    problems.push(`top SVG is not well-formed XML: ${JSON.stringify(valid.err || valid)}`);
+    return;
+  }
+  const want = expectedTop(doc[VL_MIME], 'self');
+  const titles = (svg.match(/<title>([^\n<]*)/g) || []).map(t => unescapeXml(t.slice(7)));
+  if (titles.join('\n') !== want.map(r => r.func).join('\n')) {
+    problems.push(`top SVG rows ${JSON.stringify(titles.slice(0, 5))}... are not the rows by self`);
+  }
+  const text = doc['text/plain'] || '';
+  if (!/\nBy self:\n/.test(text) || !/\nBy total:\n/.test(text)) {
+    problems.push('top text/plain lacks the "By self:" and "By total:" tables');
+  }
+}
+
 async function checkFile(file) {
   const problems = [];
   const text = fs.readFileSync(file, 'utf8');
@@ -574,6 +652,12 @@ async function checkFile(file) {
     doc = JSON.parse(text);
   } catch (e) {
     return [`not JSON: ${e.message}`];
+  }
+  const spec = doc[VL_MIME] || doc;
+  if (viewOf(spec) === 'top') {
+    if (doc[VL_MIME]) checkTopBundle(doc, problems);
+    await checkTop(spec, problems);
+    return problems;
   }
   if (doc[VL_MIME]) {
     const bytes = Buffer.byteLength(JSON.stringify(doc));

@@ -14,12 +14,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cflame/fl_tree.h"
+
 /* Where write_out puts its files: DIR or $CFLAME_RENDER_OUT; NULL: nowhere. */
 static const char *out_dir;
 
 /* Takes the output directory from the command line (argv[1]) or the
  * environment, and makes it. Returns 0, or -1 having said why. */
-static int out_dir_init(int argc, char **argv) {
+static inline int out_dir_init(int argc, char **argv) {
   out_dir = argc > 1 ? argv[1] : getenv("CFLAME_RENDER_OUT");
   if (out_dir && !out_dir[0]) out_dir = NULL;
   if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
@@ -30,7 +32,7 @@ static int out_dir_init(int argc, char **argv) {
 }
 
 /* Writes j as compact JSON to out_dir/name (a failed check if it cannot). */
-static void write_out(const char *name, const json_t *j) {
+static inline void write_out(const char *name, const json_t *j) {
   if (!out_dir) return;
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", out_dir, name);
@@ -40,8 +42,22 @@ static void write_out(const char *name, const json_t *j) {
   }
 }
 
+/* The tree of p rooted at "cell[1]", with C and minwidth, the other
+ * options the defaults (a failed check when it cannot be built). */
+static inline fl_tree_t *tree_of(const fl_profile_t *p, bool C, double minwidth) {
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.C = C;
+  o.minwidth = minwidth;
+  char err[256] = "";
+  fl_tree_t *t = fl_tree_build(p, &o, "cell[1]", err, sizeof err);
+  if (!t) fprintf(stderr, "fl_tree_build: %s\n", err);
+  CHECK(t != NULL);
+  return t;
+}
+
 /* How many times needle occurs in s, without overlaps. */
-static size_t count_of(const char *s, const char *needle) {
+static inline size_t count_of(const char *s, const char *needle) {
   size_t n = 0;
   for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
   return n;
@@ -51,7 +67,7 @@ static size_t count_of(const char *s, const char *needle) {
  * or NULL: a line that is only "?" (a location not known, said as if it
  * were), or a location that repeats its module ("cell[1]:5 (cell[1])"). The
  * titles hold no markup, so they are read between their tags. */
-static const char *svg_titles_problem(const char *svg) {
+static inline const char *svg_titles_problem(const char *svg) {
   static char why[300];
   for (const char *p = svg; (p = strstr(p, "<title>"));) {
     p += strlen("<title>");
@@ -82,7 +98,7 @@ static const char *svg_titles_problem(const char *svg) {
 }
 
 /* The layer of spec named name, or NULL. Borrowed. */
-static json_t *layer_named(json_t *spec, const char *name) {
+static inline json_t *layer_named(json_t *spec, const char *name) {
   size_t i;
   json_t *layer;
   json_array_foreach(json_object_get(spec, "layer"), i, layer) {
@@ -96,7 +112,7 @@ static json_t *layer_named(json_t *spec, const char *name) {
  * over. */
 #define RNG_SEED 88172645463325252u
 static uint64_t rng_state = RNG_SEED;
-static uint64_t rng(void) {
+static inline uint64_t rng(void) {
   rng_state ^= rng_state << 13;
   rng_state ^= rng_state >> 7;
   rng_state ^= rng_state << 17;

@@ -144,18 +144,6 @@ static fl_profile_t *small_profile(fl_profile_kind_t kind) {
   return p;
 }
 
-static fl_tree_t *tree_of(const fl_profile_t *p, bool C, double minwidth) {
-  fl_tree_opts_t o;
-  fl_tree_opts_init(&o);
-  o.C = C;
-  o.minwidth = minwidth;
-  char err[256] = "";
-  fl_tree_t *t = fl_tree_build(p, &o, "cell[1]", err, sizeof err);
-  if (!t) fprintf(stderr, "fl_tree_build: %s\n", err);
-  CHECK(t != NULL);
-  return t;
-}
-
 /* The bundle of t drawn with the default view options; NULL (a failed
  * check) when fl_bundle fails. */
 static json_t *default_bundle(const fl_tree_t *t) {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
-static const char *xml_entity(const char **pp) {
+static inline const char *xml_entity(const char **pp) {
   const char *p = *pp; /* at '&' */
   static const char *const names[] = {"amp;", "lt;", "gt;", "apos;", "quot;"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -31,7 +31,7 @@ static const char *xml_entity(const char **pp) {
   return "bad entity reference";
 }
 
-static bool name_char(char c) {
+static inline bool name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_' || c == ':' || c == '.';
 }
@@ -40,7 +40,7 @@ static bool name_char(char c) {
  * element, tags closed in order, attribute values quoted and free of '<',
  * known entity references only, no bare '&' or '<' in text, no control
  * characters, valid UTF-8. Returns NULL, or what is wrong. */
-static const char *xml_check(const char *s) {
+static inline const char *xml_check(const char *s) {
   char stack[64][32];
   int depth = 0, roots = 0;
   const unsigned char *u = (const unsigned char *)s;

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What check_spec.mjs and browser_test.mjs know about the views other than
+// the flame graph: which view a spec draws (usermeta.cflame.view), its rows
+// and what they must show.
+//
+// view=top (flame/fl_top.c): the data rows are {func, file, module, symbol,
+// self, total, color}; the spec ranks them by the param `sort` ("self" or
+// "total"; ties by the other, then by name) and keeps the first 50; sumpct
+// runs over the self shares in that order.
+
+export const TOP_ROWS = 50;
+
+/* "flame" (the flame and callers graphs, and diffs) or the view's name. */
+export function viewOf(spec) {
+  return spec?.usermeta?.cflame?.view ?? 'flame';
+}
+
+/* The data rows of a top spec. */
+export function topRows(spec) {
+  return spec.layer?.[0]?.data?.values ?? [];
+}
+
+/* The rows a top spec must draw when sorted by `sort`, in order, each with
+ * its rank and the shares the spec computes. */
+export function expectedTop(spec, sort) {
+  const total = spec.usermeta.cflame.total || 1;
+  const other = sort === 'total' ? 'self' : 'total';
+  const rows = [...topRows(spec)].sort((a, b) =>
+    b[sort] - a[sort] || b[other] - a[other] || (a.func < b.func ? -1 : a.func > b.func ? 1 : 0));
+  let running = 0;
+  return rows.slice(0, TOP_ROWS).map((r, i) => {
+    running += r.self;
+    return { ...r, rank: i + 1, selfpct: 100 * r.self / total, totalpct: 100 * r.total / total,
+             sumpct: 100 * running / total };
+  });
+}
+
+/* What is wrong with a top spec's rows, or null. */
+export function topRowsProblem(spec) {
+  const rows = topRows(spec);
+  if (!Array.isArray(rows) || rows.length === 0) return 'no rows';
+  if (rows.length > 2 * TOP_ROWS) return `${rows.length} rows, more than ${2 * TOP_ROWS}`;
+  for (const r of rows) {
+    if (typeof r.func !== 'string' || !Number.isInteger(r.self) || !Number.isInteger(r.total) ||
+        r.self < 0 || r.self > r.total || !/^#[0-9a-f]{6}$/.test(r.color)) {
+      return `bad row ${JSON.stringify(r)}`;
+    }
+  }
+  const total = spec.usermeta?.cflame?.total;
+  if (!Number.isInteger(total) || rows.some(r => r.total > total)) return `bad total ${total}`;
+  return null;
+}
+
+/* What is wrong with the drawn rows of a top view (the data of its self
+ * bars, as vega computed them) against expectedTop, or null. */
+export function topDrawnProblem(spec, drawn, sort) {
+  const want = expectedTop(spec, sort);
+  const got = [...drawn].sort((a, b) => a.rank - b.rank);
+  if (got.length !== want.length) return `sort=${sort}: ${got.length} rows drawn, not ${want.length}`;
+  for (let i = 0; i < want.length; i++) {
+    const g = got[i], w = want[i];
+    if (g.rank !== w.rank || g.func !== w.func) {
+      return `sort=${sort}: rank ${w.rank} is ${g.func}, not ${w.func}`;
+    }
+    for (const k of ['selfpct', 'totalpct', 'sumpct']) {
+      if (Math.abs(g[k] - w[k]) > 1e-9) return `sort=${sort}: ${w.func}'s ${k} is ${g[k]}, not ${w[k]}`;
+    }
+  }
+  return null;
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests the views other than the flame graph, on profiles whose answers are
+ * known: view=top (fl_top_vegalite, fl_top_svg, fl_text_top, fl_top_bundle)
+ * and its path through fl_output (the option view=, minwidth 0 unless
+ * given, the formats).
+ *
+ *   test_views [DIR]
+ *
+ * With DIR (or $CFLAME_RENDER_OUT), the bundles are also written there as
+ * JSON files (view-*.json), for the real consumers: tests/render's
+ * check_spec.mjs (vega-lite, vega, an XML parser) and browser_test.mjs
+ * (Chromium). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflame/fl_options.h"
+#include "cflame/fl_output.h"
+#include "cflame/fl_profile.h"
+#include "cflame/fl_render.h"
+#include "cflame/fl_tree.h"
+#include "test.h"
+#include "bundle_read.h"
+#include "render_out.h"
+#include "xml_check.h"
+
+static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int line,
+                      const char *module, uint32_t flags) {
+  fl_frame_t f = {.func = func, .file = file, .line = line, .module = module, .flags = flags};
+  return fl_profile_frame_id(p, &f);
+}
+
+#define CELL (FL_FRAME_CELL | FL_FRAME_REPL)
+
+/* main calls work (at two lines: one function), rec (recursing three
+ * deep), qsort with a comparator, and spends 2 samples itself. Self:
+ * work 65, rec 30, cmp 20, qsort 8, main 2; total: main 125, work 65,
+ * rec 30 (once per sample, not 90), qsort 28, cmp 20. */
+static fl_profile_t *known_profile(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t main_ = frame(p, "main", "cell[1]", 3, "cell[1]", CELL);
+  uint32_t work5 = frame(p, "work", "cell[1]", 5, "cell[1]", CELL);
+  uint32_t work6 = frame(p, "work", "cell[1]", 6, "cell[1]", CELL);
+  uint32_t rec = frame(p, "rec", "cell[1]", 12, "cell[1]", CELL);
+  uint32_t qsort_ = frame(p, "qsort", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
+  uint32_t cmp = frame(p, "cmp", "cell[1]", 9, "cell[1]", CELL);
+  uint32_t s1[] = {main_, work5}, s2[] = {main_, work6}, s3[] = {main_, rec, rec, rec},
+           s4[] = {main_, qsort_, cmp}, s5[] = {main_, qsort_}, s6[] = {main_};
+  fl_profile_add_sample(p, s1, 2, 40, 0, 1);
+  fl_profile_add_sample(p, s2, 2, 25, 0, 1);
+  fl_profile_add_sample(p, s3, 4, 30, 0, 1);
+  fl_profile_add_sample(p, s4, 3, 20, 0, 1);
+  fl_profile_add_sample(p, s5, 2, 8, 0, 1);
+  fl_profile_add_sample(p, s6, 1, 2, 0, 1);
+  return p;
+}
+
+/* The lines of the table under header (e.g. "By self:") of a top report:
+ * each "self total func", written into out (at most max), until a blank
+ * line. Returns how many. */
+static size_t table_of(const char *report, const char *header, char out[][80], size_t max) {
+  const char *p = strstr(report, header);
+  if (!p) return 0;
+  p = strchr(p, '\n');
+  if (p) p = strchr(p + 1, '\n'); /* past the column header */
+  size_t n = 0;
+  while (p && p[1] && p[1] != '\n' && n < max) {
+    p++;
+    unsigned long long self, total;
+    double a, b, c;
+    char func[64];
+    if (sscanf(p, "%llu %lf%% %lf%% %llu %lf%% %63s", &self, &a, &b, &total, &c, func) == 6)
+      snprintf(out[n++], 80, "%llu %llu %s", self, total, func);
+    p = strchr(p, '\n');
+  }
+  return n;
+}
+
+/* The data rows of a top spec by function: "self total". */
+static const char *row_of(json_t *spec, const char *func) {
+  static char out[64];
+  json_t *values = json_object_get(
+      json_object_get(json_array_get(json_object_get(spec, "layer"), 0), "data"), "values");
+  size_t i;
+  json_t *row;
+  json_array_foreach(values, i, row) {
+    if (strcmp(json_string_value(json_object_get(row, "func")), func) == 0) {
+      snprintf(out, sizeof out, "%lld %lld", json_integer_value(json_object_get(row, "self")),
+               json_integer_value(json_object_get(row, "total")));
+      return out;
+    }
+  }
+  return "missing";
+}
+
+static size_t n_values(json_t *spec) {
+  return json_array_size(json_object_get(
+      json_object_get(json_array_get(json_object_get(spec, "layer"), 0), "data"), "values"));
+}
+
+static void test_top_known_answers(void) {
+  fprintf(stderr, "top: known self and total\n");
+  fl_profile_t *p = known_profile();
+  fl_tree_t *t = tree_of(p, true, 0);
+  char *text = fl_text_top(t, NULL);
+  char rows[8][80];
+  size_t n = table_of(text, "By self:", rows, 8);
+  CHECK_INT(n, 5);
+  const char *by_self[] = {"65 65 work", "30 30 rec",  "20 20 cmp",
+                           "8 28 qsort", "2 125 main", NULL};
+  for (size_t i = 0; i < 5 && i < n; i++) CHECK_STR(rows[i], by_self[i]);
+  n = table_of(text, "By total:", rows, 8);
+  CHECK_INT(n, 5);
+  const char *by_total[] = {"2 125 main", "65 65 work", "30 30 rec", "8 28 qsort", "20 20 cmp"};
+  for (size_t i = 0; i < 5 && i < n; i++) CHECK_STR(rows[i], by_total[i]);
+  /* Sum% runs over the self shares: work 52%, then rec 76%. */
+  CHECK(strstr(text, "52.00%  ") != NULL && strstr(text, "76.00%  ") != NULL);
+  CHECK(strstr(text, "Total: 125 samples") == text);
+  CHECK(strstr(text, "Top: the 5 functions by self, then by total") != NULL);
+  /* The same report twice: stable. */
+  char *again = fl_text_top(t, NULL);
+  CHECK_STR(again, text);
+  free(again);
+
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.title = "cell[1]";
+  v.note = "125 samples every 1 ms";
+  json_t *spec = fl_top_vegalite(t, &v);
+  CHECK_INT(n_values(spec), 5);
+  CHECK_STR(row_of(spec, "work"), "65 65");
+  CHECK_STR(row_of(spec, "rec"), "30 30");
+  CHECK_STR(row_of(spec, "main"), "2 125");
+  CHECK_STR(json_string_value(json_object_get(
+                json_object_get(json_object_get(spec, "usermeta"), "cflame"), "view")),
+            "top");
+  json_t *sort = json_array_get(json_object_get(spec, "params"), 0);
+  CHECK_STR(json_string_value(json_object_get(sort, "name")), "sort");
+  CHECK_STR(json_string_value(json_object_get(sort, "value")), "self");
+  json_decref(spec);
+
+  char *svg = fl_top_svg(t, &v);
+  const char *bad = xml_check(svg);
+  if (bad) fprintf(stderr, "SVG: %s\n", bad);
+  CHECK(bad == NULL);
+  CHECK_INT(count_of(svg, "<title>"), 5);
+  CHECK(strstr(svg, "work  cell[1]") != NULL);
+  free(svg);
+
+  json_t *bundle = fl_top_bundle(t, &v);
+  CHECK(strstr(json_string_value(json_object_get(bundle, "text/plain")), "By total:") != NULL);
+  CHECK(strstr(json_string_value(json_object_get(bundle, "text/plain")), v.note) != NULL);
+  write_out("view-top-small.json", bundle);
+  json_decref(bundle);
+  free(text);
+  fl_tree_destroy(&t);
+
+  /* C=false folds qsort into its caller, as the flame graph does: main's
+   * self is then its 2 and qsort's 8. */
+  t = tree_of(p, false, 0);
+  text = fl_text_top(t, NULL);
+  n = table_of(text, "By self:", rows, 8);
+  CHECK_INT(n, 4);
+  if (n == 4) CHECK_STR(rows[3], "10 125 main");
+  CHECK(strstr(text, "qsort") == NULL);
+  free(text);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* 120 leaf functions under main, f000 weighing 1 ... f119 weighing 120, and
+ * caller functions c00 ... c59 each above two leaves (c_k weighs 4k + 3):
+ * the first 50 by self are the leaves f119 ... f070; the first 50 by total
+ * are main, the callers c59 ... c26 (239 down to 107) and leaves that are
+ * among the first by self too. The data holds both: 85 rows; the tables
+ * 50 lines each. */
+static void test_top_many(void) {
+  fprintf(stderr, "top: the first 50 by self and by total\n");
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t main_ = frame(p, "main", "cell[2]", 1, "cell[2]", CELL);
+  char names[180][8];
+  for (int i = 0; i < 120; i++) {
+    snprintf(names[i], sizeof names[i], "f%03d", i);
+    snprintf(names[120 + i / 2], sizeof names[0], "c%02d", i / 2);
+    uint32_t caller = frame(p, names[120 + i / 2], "cell[2]", 2, "cell[2]", CELL);
+    uint32_t leaf = frame(p, names[i], "cell[2]", 3, "cell[2]", CELL);
+    uint32_t stack[] = {main_, caller, leaf};
+    fl_profile_add_sample(p, stack, 3, (uint64_t)i + 1, 0, 1);
+  }
+  fl_tree_t *t = tree_of(p, true, 0);
+  char *text = fl_text_top(t, NULL);
+  char rows[60][80];
+  size_t n = table_of(text, "By self:", rows, 60);
+  CHECK_INT(n, 50);
+  if (n) CHECK_STR(rows[0], "120 120 f119");
+  n = table_of(text, "By total:", rows, 60);
+  CHECK_INT(n, 50);
+  if (n > 1) {
+    CHECK(strncmp(rows[0], "0 7260 main", 11) == 0);
+    CHECK_STR(rows[1], "0 239 c59");
+  }
+  CHECK(strstr(text, "Top: the first 50 of 181 functions") != NULL);
+  json_t *bundle = fl_top_bundle(t, NULL);
+  json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+  CHECK_INT(n_values(spec), 85);
+  CHECK_STR(row_of(spec, "c26"), "0 107");
+  CHECK_STR(row_of(spec, "c25"), "missing");
+  CHECK_STR(row_of(spec, "f070"), "71 71");
+  CHECK_STR(row_of(spec, "f069"), "missing");
+  write_out("view-top-many.json", bundle);
+  json_decref(bundle);
+  free(text);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
+/* Through fl_output, as the magics, %profsave and the CLI draw: view=top
+ * picks the top renderers in every format, takes minwidth 0 unless given,
+ * and refuses a diff with a message that lists what is valid. */
+static void test_top_output(void) {
+  fprintf(stderr, "top: through fl_output\n");
+  fl_profile_t *p = known_profile();
+  fl_options_t o;
+  fl_options_init(&o, FL_FRONT_NOTEBOOK);
+  char err[256] = "";
+  CHECK(fl_options_set(&o, "view", "top", err, sizeof err) == 0);
+  CHECK(fl_options_set(&o, "minwidth", "0.5", err, sizeof err) == 0);
+  fl_output_req_t r = {.profile = p, .opts = &o, .format = "text"};
+  size_t len;
+  char *text = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(text && strstr(text, "narrow frames hidden by minwidth") != NULL);
+  free(text);
+  fl_options_free(&o);
+  fl_options_init(&o, FL_FRONT_NOTEBOOK);
+  CHECK(fl_options_set(&o, "view", "top", err, sizeof err) == 0);
+  /* Without minwidth given, the default (0.001) does not apply: a function
+   * of 1 sample in 5,001 is counted. */
+  fl_profile_t *wide = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t big[] = {frame(wide, "big", "cell[1]", 1, "cell[1]", CELL)};
+  uint32_t tiny[] = {big[0], frame(wide, "tiny", "cell[1]", 2, "cell[1]", CELL)};
+  fl_profile_add_sample(wide, big, 1, 5000, 0, 1);
+  fl_profile_add_sample(wide, tiny, 2, 1, 0, 1);
+  r.profile = wide;
+  text = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(text && strstr(text, "tiny") != NULL && strstr(text, "narrow frames") == NULL);
+  free(text);
+  fl_profile_destroy(&wide);
+  r.profile = p;
+  r.format = "svg";
+  char *svg = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(svg && strstr(svg, "Self%") != NULL);
+  free(svg);
+  json_t *bundle = fl_output_bundle(&r, err, sizeof err);
+  CHECK(bundle && strstr(json_string_value(json_object_get(bundle, "text/plain")), "By self:"));
+  json_decref(bundle);
+  r.baseline = p;
+  err[0] = '\0';
+  CHECK(fl_output_bundle(&r, err, sizeof err) == NULL);
+  CHECK(strstr(err, "view=top") != NULL && strstr(err, "flame, callers") != NULL);
+  fl_options_free(&o);
+  fl_profile_destroy(&p);
+}
+
+int main(int argc, char **argv) {
+  if (out_dir_init(argc, argv) < 0) return 1;
+  test_top_known_answers();
+  test_top_many();
+  test_top_output();
+  return TEST_DONE();
+}
