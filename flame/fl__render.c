@@ -5,6 +5,8 @@
  * fl_text.c, fl_html.c) and fl_bundle.c import from here; this file imports
  * from none of them. */
 #define _GNU_SOURCE
+#include <inttypes.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,6 +277,21 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
   return n;
 }
 
+void fl__bytes(char *buf, size_t size, uint64_t bytes) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    snprintf(buf, size, "%" PRIu64 " B", bytes);
+    return;
+  }
+  double v = (double)bytes / 1024;
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < sizeof units / sizeof *units) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
 void fl__amount(double v, bool sign, char out[48]) {
   double rounded = round(v * 100) / 100;
   if (rounded == 0) rounded = 0; /* no "-0" */
@@ -537,6 +554,59 @@ static int cmp_by_self(const void *pa, const void *pb) {
 
 void fl__flat_sort_by_self(fl__flat_row_t *rows, size_t n) {
   if (n) qsort(rows, n, sizeof *rows, cmp_by_self);
+}
+
+/* ---- names ---- */
+
+/* The edit distance between a and b (Levenshtein), up to 64 characters of
+ * b; larger than limit is reported as limit + 1. */
+static size_t edit_distance(const char *a, const char *b, size_t limit) {
+  size_t n = strlen(b) < 64 ? strlen(b) : 64, row[65];
+  for (size_t j = 0; j <= n; j++) row[j] = j;
+  for (size_t i = 1; a[i - 1]; i++) {
+    size_t diag = row[0], best = row[0] = i;
+    for (size_t j = 1; j <= n; j++) {
+      size_t up = row[j];
+      size_t sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+      row[j] = sub < up + 1 ? sub : up + 1;
+      if (row[j - 1] + 1 < row[j]) row[j] = row[j - 1] + 1;
+      if (row[j] < best) best = row[j];
+      diag = up;
+    }
+    if (best > limit) return limit + 1;
+  }
+  return row[n] > limit ? limit + 1 : row[n];
+}
+
+typedef struct near_name {
+  const char *name;
+  size_t score; /* 0: contains the name; else 1 + edits */
+} near_name_t;
+
+static int cmp_near(const void *pa, const void *pb) {
+  const near_name_t *a = pa, *b = pb;
+  if (a->score != b->score) return a->score < b->score ? -1 : 1;
+  return strcmp(a->name, b->name);
+}
+
+void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t size) {
+  size_t n = fl_tree_n_nodes(t), n_near = 0, limit = strlen(name) / 3 > 2 ? strlen(name) / 3 : 2;
+  near_name_t *near = fl__xmalloc(n ? n : 1, sizeof *near);
+  for (size_t i = 1; i < n; i++) {
+    const char *func = fl_tree_node(t, i)->frame.func;
+    if (!func) continue;
+    bool seen = false;
+    for (size_t k = 0; k < n_near && !seen; k++) seen = !strcmp(near[k].name, func);
+    if (seen) continue;
+    size_t score = strcasestr(func, name) ? 0 : 1 + edit_distance(name, func, limit);
+    if (score <= limit + 1) near[n_near++] = (near_name_t){func, score};
+  }
+  qsort(near, n_near, sizeof *near, cmp_near);
+  size_t used = 0;
+  if (size) out[0] = '\0';
+  for (size_t k = 0; k < n_near && k < 5 && used < size; k++)
+    used += (size_t)snprintf(out + used, size - used, "%s%s", k ? ", " : "", near[k].name);
+  free(near);
 }
 
 /* ---- Vega-Lite ---- */

@@ -22,6 +22,7 @@ typedef enum field {
   F_CHOICE,   /* the index of the choice, as an int at offset (enums in choice order) */
   F_CHOICE_B, /* the index of the choice, as a bool at offset */
   F_TITLE,    /* view.title, owned by title */
+  F_FOCUS,    /* view.focus, owned by focus */
   F_ROOT,     /* diff.root_prefix, owned by root_prefix */
   F_FILTER,   /* tree.filter (and filter_is_regex for /REGEX/) */
   F_PRUNED,   /* tree.pruned */
@@ -90,11 +91,12 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE},
      F_DOUBLE,
      AT(tree.minwidth)},
-    {{"view", FL_OPT_ENUM, "flame|callers|top", .def = "flame",
+    {{"view", FL_OPT_ENUM, "flame|callers|top|source", .def = "flame",
       .help = "flame: the flame graph; callers: the inverted graph, where time was spent at "
               "the root and each function's callers above it, widths its self time; top: the "
-              "first 50 functions by self and by total, as pprof -top (minwidth 0 unless it "
-              "is given)",
+              "first 50 functions by self and by total, as pprof -top; source: each source "
+              "line with its self and total, as pprof list (top and source take minwidth 0 "
+              "unless it is given)",
       .groups = FL_OPTS_VIEW},
      F_VIEW,
      AT(view.view)},
@@ -109,6 +111,11 @@ static const row_t rows[] = {
     {{"title", FL_OPT_STRING, .shown_def = "none; the command's: its inputs' names",
       .help = "the title above the graph", .groups = FL_OPTS_VIEW},
      F_TITLE,
+     0},
+    {{"focus", FL_OPT_STRING, .shown_def = "none", .metavar = "FUNC",
+      .help = "the function a view is about: view=source shows its file", .groups = FL_OPTS_VIEW,
+      .check = check_not_empty},
+     F_FOCUS,
      0},
     {{"icicle", FL_OPT_BOOL, .def = "false", .help = "the root at the top, not at the bottom",
       .groups = FL_OPTS_VIEW},
@@ -410,6 +417,10 @@ static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
       free(o->title);
       o->view.title = o->title = v->s ? fl__xstrdup(v->s) : NULL;
       break;
+    case F_FOCUS:
+      free(o->focus);
+      o->view.focus = o->focus = v->s ? fl__xstrdup(v->s) : NULL;
+      break;
     case F_ROOT:
       free(o->root_prefix);
       o->diff.root_prefix = o->root_prefix = v->s ? fl__xstrdup(v->s) : NULL;
@@ -516,6 +527,7 @@ void fl_diff_opts_init(fl_diff_opts_t *d) {
 
 void fl_options_free(fl_options_t *o) {
   free(o->title);
+  free(o->focus);
   free(o->root_prefix);
   free(o->filter);
   free(o->threads);
@@ -527,10 +539,11 @@ void fl_options_free(fl_options_t *o) {
 
 void fl_options_copy(fl_options_t *dst, const fl_options_t *src) {
   *dst = *src;
-  dst->title = dst->root_prefix = dst->filter = NULL;
+  dst->title = dst->focus = dst->root_prefix = dst->filter = NULL;
   dst->pruned = NULL;
   dst->threads = NULL;
   if (src->title) dst->view.title = dst->title = fl__xstrdup(src->title);
+  if (src->focus) dst->view.focus = dst->focus = fl__xstrdup(src->focus);
   if (src->root_prefix) dst->diff.root_prefix = dst->root_prefix = fl__xstrdup(src->root_prefix);
   if (src->filter) dst->tree.filter = dst->filter = fl__xstrdup(src->filter);
   if (src->pruned) {

@@ -41,32 +41,81 @@ static const fl_diff_t *diff_of(draw_t *d) {
 /* ---- the writers: each returns a new buffer of *len bytes, or NULL with
  * d->err ---- */
 
-/* Whether d draws a view of a tree other than the flame graph's layout;
- * false with d->err when the view cannot draw a diff. */
-static bool table_view(draw_t *d, bool *ok) {
-  *ok = true;
-  if (d->opts.view.view != FL_VIEW_TOP) return false;
-  if (d->r->baseline) {
-    snprintf(d->err, d->err_size,
-             "view=top does not draw a diff yet: valid for a diff: flame, "
-             "callers");
-    *ok = false;
+/* ---- the views with a layout of their own ---- */
+
+static json_t *top_vegalite(draw_t *d) {
+  return fl_top_vegalite(d->tree, &d->opts.view);
+}
+static char *top_svg(draw_t *d) {
+  return fl_top_svg(d->tree, &d->opts.view);
+}
+static char *top_text(draw_t *d) {
+  return fl_text_top(d->tree, &d->opts.text);
+}
+static json_t *top_bundle(draw_t *d) {
+  return fl_top_bundle(d->tree, &d->opts.view);
+}
+
+static json_t *source_vegalite(draw_t *d) {
+  return fl_source_vegalite(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
+}
+static char *source_svg(draw_t *d) {
+  return fl_source_svg(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
+}
+static char *source_text(draw_t *d) {
+  return fl_text_source(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
+}
+static json_t *source_bundle(draw_t *d) {
+  return fl_source_bundle(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
+}
+
+/* Each draws d's tree (built); NULL with d->err on a bad option (focus). */
+static const struct table_view {
+  fl_view_kind_t kind;
+  const char *name;
+  json_t *(*vegalite)(draw_t *d);
+  char *(*svg)(draw_t *d);
+  char *(*text)(draw_t *d);
+  json_t *(*bundle)(draw_t *d);
+} table_views[] = {
+    {FL_VIEW_TOP, "top", top_vegalite, top_svg, top_text, top_bundle},
+    {FL_VIEW_SOURCE, "source", source_vegalite, source_svg, source_text, source_bundle},
+};
+
+/* The table view d draws, or NULL for the flame and callers graphs; NULL
+ * with d->err (and *refused) when that view cannot draw a diff. */
+static const struct table_view *table_view(draw_t *d, bool *refused) {
+  *refused = false;
+  for (size_t i = 0; i < sizeof table_views / sizeof *table_views; i++) {
+    if (table_views[i].kind != d->opts.view.view) continue;
+    if (d->r->baseline) {
+      snprintf(d->err, d->err_size,
+               "view=%s does not draw a diff yet: valid for a diff: flame, callers",
+               table_views[i].name);
+      *refused = true;
+      return NULL;
+    }
+    return &table_views[i];
   }
-  return true;
+  return NULL;
 }
 
 static char *write_svg(draw_t *d, size_t *len) {
   const fl_view_opts_t *v = &d->opts.view;
-  bool ok;
-  if (table_view(d, &ok)) return ok && tree_of(d) ? fl_top_svg(d->tree, v) : NULL;
+  bool refused;
+  const struct table_view *tv = table_view(d, &refused);
+  if (refused) return NULL;
+  if (tv) return tree_of(d) ? tv->svg(d) : NULL;
   if (d->r->baseline) return diff_of(d) ? fl_svg_diff(d->diff, v) : NULL;
   return tree_of(d) ? fl_svg(d->tree, v) : NULL;
 }
 
 static json_t *spec_of(draw_t *d) {
   const fl_view_opts_t *v = &d->opts.view;
-  bool ok;
-  if (table_view(d, &ok)) return ok && tree_of(d) ? fl_top_vegalite(d->tree, v) : NULL;
+  bool refused;
+  const struct table_view *tv = table_view(d, &refused);
+  if (refused) return NULL;
+  if (tv) return tree_of(d) ? tv->vegalite(d) : NULL;
   if (d->r->baseline) return diff_of(d) ? fl_vegalite_diff(d->diff, v, d->err, d->err_size) : NULL;
   return tree_of(d) ? fl_vegalite(d->tree, v, d->err, d->err_size) : NULL;
 }
@@ -91,8 +140,10 @@ static char *write_html(draw_t *d, size_t *len) {
 }
 
 static char *write_text(draw_t *d, size_t *len) {
-  bool ok;
-  if (table_view(d, &ok)) return ok && tree_of(d) ? fl_text_top(d->tree, &d->opts.text) : NULL;
+  bool refused;
+  const struct table_view *tv = table_view(d, &refused);
+  if (refused) return NULL;
+  if (tv) return tree_of(d) ? tv->text(d) : NULL;
   if (d->r->baseline) return diff_of(d) ? fl_text_diff(d->diff, &d->opts.text) : NULL;
   if (!tree_of(d)) return NULL;
   return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
@@ -247,12 +298,13 @@ const char *fl_output_ending_of_format(const char *format) {
 }
 
 /* d for r: r's options, with minwidth 0 unless given for a file of every
- * sample and for the top view (whose figures are totals). */
+ * sample and for the table views (whose figures are totals). */
 static void draw_init(draw_t *d, const fl_output_req_t *r, bool every_sample, char *err,
                       size_t err_size) {
   *d = (draw_t){.r = r, .err = err, .err_size = err_size};
   fl_options_copy(&d->opts, r->opts);
-  bool exact = every_sample || d->opts.view.view == FL_VIEW_TOP;
+  bool exact =
+      every_sample || d->opts.view.view == FL_VIEW_TOP || d->opts.view.view == FL_VIEW_SOURCE;
   if (exact && !fl_options_given(r->opts, "minwidth")) d->opts.tree.minwidth = 0;
 }
 
@@ -279,9 +331,12 @@ json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
   draw_t d;
   draw_init(&d, r, false, err, err_size);
   json_t *bundle = NULL;
-  bool ok;
-  if (table_view(&d, &ok)) {
-    if (ok && tree_of(&d)) bundle = fl_top_bundle(d.tree, &d.opts.view);
+  bool refused;
+  const struct table_view *tv = table_view(&d, &refused);
+  if (refused) {
+    /* d.err says why */
+  } else if (tv) {
+    if (tree_of(&d)) bundle = tv->bundle(&d);
   } else if (r->baseline) {
     if (diff_of(&d)) bundle = fl_diff_bundle(d.diff, &d.opts.view, err, err_size);
   } else if (tree_of(&d)) {

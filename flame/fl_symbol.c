@@ -77,6 +77,12 @@ struct fl_symbolizer {
   named_t *named; /* every symbol met, with its readable name */
   size_t n_named, named_cap;
   fl__index_t named_index;
+
+  bool names_as_written; /* fl_symbolizer_name_files_as_written */
+  /* file_name's answers, by the name libdw returned (direct-mapped). */
+  struct {
+    const char *path, *name;
+  } file_names[256];
 };
 
 /* libdwfl keeps a pointer to the callbacks (and to the debuginfo path) for
@@ -187,9 +193,8 @@ static void pool_push(fl_symbolizer_t *sym, const fl_frame_info_t *frame) {
 /* libdw joins a relative file name of the line table to its directory, the
  * compilation directory for directory 0: gcc records `#line 1 "cell[3]"` as
  * "cell[3]" in directory 0, and libdw returns "/comp/dir/cell[3]". Undo that
- * join, so that the name reads as the compiler wrote it. (An absolute name
- * that happens to lie under the compilation directory is made relative too:
- * libdw does not tell the two apart.) */
+ * join, so that the name reads as the compiler wrote it. (file_name keeps
+ * the joined name where it is a file that exists.) */
 static const char *strip_comp_dir(Dwarf_Die *cu, const char *path) {
   Dwarf_Files *files;
   const char *const *dirs;
@@ -201,6 +206,24 @@ static const char *strip_comp_dir(Dwarf_Die *cu, const char *path) {
   while (n > 1 && dirs[0][n - 1] == '/') n--;
   if (n <= 1 || strncmp(path, dirs[0], n) != 0 || path[n] != '/') return path;
   return path + n + 1;
+}
+
+/* A source file's name as the frames show it, interned: strip_comp_dir's,
+ * unless the joined name is a file that exists, which is kept whole so
+ * that its text can be read wherever cflame runs (view=source). Each name
+ * is looked at once: the answers are kept by the interned name libdw
+ * returned. */
+static const char *file_name(fl_symbolizer_t *sym, Dwarf_Die *cu, const char *path) {
+  if (!path) return NULL;
+  const char *key = intern(sym, path);
+  size_t slot = (size_t)(fl__mix64((uint64_t)(uintptr_t)key) %
+                         (sizeof sym->file_names / sizeof *sym->file_names));
+  if (sym->file_names[slot].path == key) return sym->file_names[slot].name;
+  const char *name = strip_comp_dir(cu, path);
+  if (name != path && !sym->names_as_written && access(path, F_OK) == 0) name = path;
+  sym->file_names[slot].path = key;
+  sym->file_names[slot].name = intern(sym, name);
+  return sym->file_names[slot].name;
 }
 
 /* The name of a subprogram or inlined subroutine, following
@@ -230,7 +253,7 @@ static Dwarf_Word die_udata(Dwarf_Die *die, unsigned int name) {
 
 /* The call site file of an inlined subroutine, from its own CU's file table;
  * NULL when unknown. */
-static const char *call_file(Dwarf_Die *inlined) {
+static const char *call_file(fl_symbolizer_t *sym, Dwarf_Die *inlined) {
   Dwarf_Attribute attr;
   Dwarf_Word index;
   Dwarf_Die cu;
@@ -238,7 +261,7 @@ static const char *call_file(Dwarf_Die *inlined) {
   if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &index) != 0) return NULL;
   if (!dwarf_diecu(inlined, &cu, NULL, NULL)) return NULL;
   if (dwarf_getsrcfiles(&cu, &files, NULL) != 0) return NULL;
-  return strip_comp_dir(&cu, dwarf_filesrc(files, index, NULL, NULL));
+  return file_name(sym, &cu, dwarf_filesrc(files, index, NULL, NULL));
 }
 
 /* ---- per-module indexes ----
@@ -1007,7 +1030,7 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
   int line = 0, col = 0;
   Dwarf_Line *dwarf_line = cu ? dwarf_getsrc_die(cu, addr - dwarf_bias) : NULL;
   if (dwarf_line) {
-    file = intern(sym, strip_comp_dir(cu, dwarf_linesrc(dwarf_line, NULL, NULL)));
+    file = file_name(sym, cu, dwarf_linesrc(dwarf_line, NULL, NULL));
     dwarf_lineno(dwarf_line, &line);
     dwarf_linecol(dwarf_line, &col);
   }
@@ -1032,7 +1055,7 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
     if (dwarf_tag(die) == DW_TAG_inlined_subroutine) {
       frame.inlined = true;
       /* The next frame out is where this one was inlined. */
-      file = intern(sym, call_file(die));
+      file = call_file(sym, die);
       line = clamp_int(die_udata(die, DW_AT_call_line));
       col = clamp_int(die_udata(die, DW_AT_call_column));
     } else {
@@ -1135,6 +1158,11 @@ static int report_pid(fl_symbolizer_t *sym, int pid, char *err, size_t err_size)
     return -1;
   }
   return 0;
+}
+
+void fl_symbolizer_name_files_as_written(fl_symbolizer_t *sym, bool written) {
+  sym->names_as_written = written;
+  memset(sym->file_names, 0, sizeof sym->file_names);
 }
 
 fl_symbolizer_t *fl_symbolizer_new_from_pid(int pid, char *err, size_t err_size) {

@@ -111,22 +111,6 @@ static int digits(uint64_t v) {
   return d;
 }
 
-/* "512 B", "1.5 KiB", "12.0 MiB", "3.2 GiB". */
-static void format_bytes(char *buf, size_t size, uint64_t bytes) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) {
-    snprintf(buf, size, "%" PRIu64 " B", bytes);
-    return;
-  }
-  double v = (double)bytes / 1024;
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < sizeof units / sizeof *units) {
-    v /= 1024;
-    u++;
-  }
-  snprintf(buf, size, "%.1f %s", v, units[u]);
-}
-
 /* "1 ms", "250 us", "1.5 ms", "10 s". */
 static void format_interval(char *buf, size_t size, uint64_t ns) {
   if (ns >= 1000000000 && ns % 1000000000 == 0)
@@ -183,7 +167,7 @@ static void put_total(fl__buf_t *out, const fl_tree_t *t, const layout_t *l, int
   fl__buf_t line = {0};
   if (l->alloc) {
     char bytes[32];
-    format_bytes(bytes, sizeof bytes, root->count);
+    fl__bytes(bytes, sizeof bytes, root->count);
     fl__buf_printf(&line, "Total: %s in %" PRIu64 " allocation%s", bytes, root->allocs,
                    root->allocs == 1 ? "" : "s");
   } else {
@@ -206,8 +190,8 @@ static void put_counts(fl__buf_t *line, const layout_t *l, uint64_t count, uint6
                        uint64_t allocs) {
   if (l->alloc) {
     char c[32], s[32];
-    format_bytes(c, sizeof c, count);
-    format_bytes(s, sizeof s, self);
+    fl__bytes(c, sizeof c, count);
+    fl__bytes(s, sizeof s, self);
     fl__buf_printf(line, "%*s %*s %*" PRIu64 "  ", l->count_w, c, l->count_w, s, l->allocs_w,
                    allocs);
   } else {
@@ -294,7 +278,7 @@ static void put_tree_lines(fl__buf_t *out, fl__buf_t *line, const fl_tree_t *t,
     line->len = 0;
     char w[32];
     if (l.alloc)
-      format_bytes(w, sizeof w, hidden_weight);
+      fl__bytes(w, sizeof w, hidden_weight);
     else
       snprintf(w, sizeof w, "%" PRIu64 " %s", hidden_weight,
                hidden_weight == 1 ? l.kind->one : l.kind->many);
@@ -341,7 +325,7 @@ static void format_diff_count(char *buf, size_t size, double v, bool sign, bool 
   double a = fabs(v);
   if (alloc) {
     char bytes[32];
-    format_bytes(bytes, sizeof bytes, (uint64_t)llround(a));
+    fl__bytes(bytes, sizeof bytes, (uint64_t)llround(a));
     snprintf(buf, size, "%s%s", prefix, bytes);
   } else if (fabs(a - round(a)) < 0.05) {
     snprintf(buf, size, "%s%.0f", round(a) == 0 ? (sign ? "+" : "") : prefix, round(a));
@@ -532,8 +516,8 @@ static void put_top_line(fl__buf_t *line, const layout_t *l, uint64_t self, uint
   double t = total ? (double)total : 1;
   if (l->alloc) {
     char x[32], y[32];
-    format_bytes(x, sizeof x, self);
-    format_bytes(y, sizeof y, count);
+    fl__bytes(x, sizeof x, self);
+    fl__bytes(y, sizeof y, count);
     fl__buf_printf(line, "%*s %6.2f%% %6.2f%% %*s %6.2f%%  ", l->count_w, x,
                    100.0 * (double)self / t, 100.0 * (double)running / t, l->count_w, y,
                    100.0 * (double)count / t);

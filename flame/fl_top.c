@@ -28,10 +28,6 @@
 
 #define ROW_PX 18.0
 #define BAR_PX 14.0
-#define HEADER_PX 18.0
-#define FONT_PX 11.0
-#define CHAR_PX (0.6 * FONT_PX) /* a monospace character at FONT_PX */
-#define MONOSPACE "Menlo, Consolas, DejaVu Sans Mono, monospace"
 
 /* Columns, in pixels from the plot's left edge: the right edges of the
  * numbers, the bars' span, and the left edge of the function's name. */
@@ -135,122 +131,97 @@ static json_t *row_value(const fl__flat_row_t *row) {
   return o;
 }
 
-static json_t *calculate(const char *expr, const char *as) {
-  return fl__nonnull(json_pack("{s:s,s:s}", "calculate", expr, "as", as));
+/* The transforms: shares, the rank in the chosen order (the first
+ * FL_TOP_ROWS kept), the running sum of self shares, the cells' texts and
+ * the tooltip. */
+static json_t *top_transform(const fl_tree_t *t, uint64_t total_weight) {
+  char expr[512];
+  double total = total_weight ? (double)total_weight : 1;
+  json_t *tr = fl__nonnull(json_array());
+  snprintf(expr, sizeof expr, "100 * datum.self / %.17g", total);
+  json_array_append_new(tr, fl__vl_calculate(expr, "selfpct"));
+  snprintf(expr, sizeof expr, "100 * datum.total / %.17g", total);
+  json_array_append_new(tr, fl__vl_calculate(expr, "totalpct"));
+  json_array_append_new(tr, fl__vl_calculate("sort === 'total' ? datum.total : datum.self", "key"));
+  json_array_append_new(tr,
+                        fl__vl_calculate("sort === 'total' ? datum.self : datum.total", "key2"));
+  json_array_append_new(
+      tr, fl__nonnull(json_pack("{s:[{s:s,s:s}],s:[{s:s,s:s},{s:s,s:s},{s:s}]}", "window", "op",
+                                "row_number", "as", "rank", "sort", "field", "key", "order",
+                                "descending", "field", "key2", "order", "descending", "field",
+                                "func")));
+  snprintf(expr, sizeof expr, "datum.rank <= %d", FL_TOP_ROWS);
+  json_array_append_new(tr, fl__nonnull(json_pack("{s:s}", "filter", expr)));
+  json_array_append_new(tr, fl__nonnull(json_pack("{s:[{s:s,s:s,s:s}],s:[{s:s}],s:[n,i]}", "window",
+                                                  "op", "sum", "field", "self", "as", "running",
+                                                  "sort", "field", "rank", "frame", 0)));
+  snprintf(expr, sizeof expr, "100 * datum.running / %.17g", total);
+  json_array_append_new(tr, fl__vl_calculate(expr, "sumpct"));
+  json_array_append_new(tr, fl__vl_calculate("format(datum.self, ',')", "selfs"));
+  json_array_append_new(tr, fl__vl_calculate("format(datum.total, ',')", "totals"));
+  json_array_append_new(tr, fl__vl_calculate("format(datum.selfpct, '.2f') + '%'", "selfpcts"));
+  json_array_append_new(tr, fl__vl_calculate("format(datum.sumpct, '.2f') + '%'", "sumpcts"));
+  json_array_append_new(tr, fl__vl_calculate("format(datum.totalpct, '.2f') + '%'", "totalpcts"));
+  json_array_append_new(tr, fl__vl_calculate("datum.file ? datum.func + '  ' + datum.file : "
+                                             "datum.module ? datum.func + '  ' + datum.module : "
+                                             "datum.func",
+                                             "name"));
+  snprintf(expr, sizeof expr,
+           "{'function': datum.func, 'file': datum.file, 'module': datum.module != datum.file ? "
+           "datum.module : datum.none, 'symbol': datum.symbol, 'self': datum.selfs + ' %s (' + "
+           "datum.selfpcts + ')', 'total': datum.totals + ' %s (' + datum.totalpcts + ')'}",
+           fl__unit(t), fl__unit(t));
+  json_array_append_new(tr, fl__vl_calculate(expr, "tip"));
+  return tr;
 }
 
-/* The row's y: its rank in the chosen order. */
-static json_t *y_of(void) {
-  return fl__nonnull(json_pack("{s:s,s:s,s:n,s:{s:f}}", "field", "rank", "type", "ordinal", "axis",
-                               "scale", "paddingInner", 1 - BAR_PX / ROW_PX));
-}
-
-/* A text column of the rows: field at x, right-aligned (else left). */
-static json_t *text_column(const char *field, int x, bool right, const fl__theme_t *th, int limit) {
-  json_t *mark = fl__nonnull(json_pack("{s:s,s:s,s:s,s:f,s:s,s:s}", "type", "text", "align",
-                                       right ? "right" : "left", "baseline", "middle", "fontSize",
-                                       FONT_PX, "font", MONOSPACE, "color", th->text));
-  if (limit > 0) json_object_set_new(mark, "limit", json_integer(limit));
-  return fl__nonnull(json_pack("{s:o,s:{s:o,s:{s:i},s:{s:s,s:s},s:{s:s}}}", "mark", mark,
-                               "encoding", "y", y_of(), "x", "value", x, "text", "field", field,
-                               "type", "nominal", "tooltip", "field", "tip"));
-}
-
-/* A column's header above the rows; key: the sort order it marks with ▼. */
-static json_t *header(const char *label, const char *key, int x, bool right,
-                      const fl__theme_t *th) {
-  char expr[160];
-  if (key)
-    snprintf(expr, sizeof expr, "'%s' + (sort === '%s' ? ' \xe2\x96\xbc' : '')", label, key);
-  else
-    snprintf(expr, sizeof expr, "'%s'", label);
-  return fl__nonnull(json_pack(
-      "{s:{s:[{}]},s:{s:s,s:i,s:f,s:s,s:s,s:f,s:s,s:s,s:{s:s}}}", "data", "values", "mark", "type",
-      "text", "x", x, "y", -HEADER_PX / 2, "align", right ? "right" : "left", "baseline", "middle",
-      "fontSize", FONT_PX, "fontWeight", "bold", "color", th->text, "text", "expr", expr));
+static int top_width(const fl_view_opts_t *v) {
+  return v->width > X_FUNC + 100 ? v->width : X_FUNC + 100;
 }
 
 json_t *fl_top_vegalite(const fl_tree_t *t, const fl_view_opts_t *view) {
   top_t top;
   top_init(&top, t, view);
   const fl_view_opts_t *v = top.v;
-  const fl__theme_t *th = top.th;
   json_t *values = fl__nonnull(json_array());
   for (size_t i = 0; i < top.n_shown; i++)
     json_array_append_new(values, row_value(&top.rows[top.shown[i]]));
-
-  char expr[512];
-  double total = top.total ? (double)top.total : 1;
-  json_t *transform = fl__nonnull(json_array());
-  snprintf(expr, sizeof expr, "100 * datum.self / %.17g", total);
-  json_array_append_new(transform, calculate(expr, "selfpct"));
-  snprintf(expr, sizeof expr, "100 * datum.total / %.17g", total);
-  json_array_append_new(transform, calculate(expr, "totalpct"));
-  json_array_append_new(transform, calculate("sort === 'total' ? datum.total : datum.self", "key"));
-  json_array_append_new(transform,
-                        calculate("sort === 'total' ? datum.self : datum.total", "key2"));
-  json_array_append_new(
-      transform, fl__nonnull(json_pack("{s:[{s:s,s:s}],s:[{s:s,s:s},{s:s,s:s},{s:s}]}", "window",
-                                       "op", "row_number", "as", "rank", "sort", "field", "key",
-                                       "order", "descending", "field", "key2", "order",
-                                       "descending", "field", "func")));
-  snprintf(expr, sizeof expr, "datum.rank <= %d", FL_TOP_ROWS);
-  json_array_append_new(transform, fl__nonnull(json_pack("{s:s}", "filter", expr)));
-  json_array_append_new(
-      transform,
-      fl__nonnull(json_pack("{s:[{s:s,s:s,s:s}],s:[{s:s}],s:[n,i]}", "window", "op", "sum", "field",
-                            "self", "as", "running", "sort", "field", "rank", "frame", 0)));
-  snprintf(expr, sizeof expr, "100 * datum.running / %.17g", total);
-  json_array_append_new(transform, calculate(expr, "sumpct"));
-  json_array_append_new(transform, calculate("format(datum.self, ',')", "selfs"));
-  json_array_append_new(transform, calculate("format(datum.total, ',')", "totals"));
-  json_array_append_new(transform, calculate("format(datum.selfpct, '.2f') + '%'", "selfpcts"));
-  json_array_append_new(transform, calculate("format(datum.sumpct, '.2f') + '%'", "sumpcts"));
-  json_array_append_new(transform, calculate("format(datum.totalpct, '.2f') + '%'", "totalpcts"));
-  json_array_append_new(transform,
-                        calculate("datum.file ? datum.func + '  ' + datum.file : datum.module ? "
-                                  "datum.func + '  ' + datum.module : datum.func",
-                                  "name"));
-  snprintf(expr, sizeof expr,
-           "{'function': datum.func, 'file': datum.file, 'module': datum.module != datum.file ? "
-           "datum.module : datum.none, 'symbol': datum.symbol, 'self': datum.selfs + ' %s (' + "
-           "datum.selfpcts + ')', 'total': datum.totals + ' %s (' + datum.totalpcts + ')'}",
-           fl__unit(t), fl__unit(t));
-  json_array_append_new(transform, calculate(expr, "tip"));
-
-  json_t *x_scale = fl__nonnull(
-      json_pack("{s:[i,i],s:[i,i]}", "domain", 0, 100, "range", X_BARS, X_BARS + BARS_PX));
+  int width = top_width(v);
+  fl__table_t tb = {.th = top.th, .y_field = "rank", .row_px = ROW_PX, .bar_px = BAR_PX};
+  static const struct {
+    const char *field, *header, *sort;
+    int x;
+    bool right;
+  } columns[] = {
+      {"selfs", "Self", "self", X_SELF, true},         {"selfpcts", "Self%", NULL, X_SELFPCT, true},
+      {"sumpcts", "Sum%", NULL, X_SUMPCT, true},       {"totals", "Total", "total", X_TOTAL, true},
+      {"totalpcts", "Total%", NULL, X_TOTALPCT, true}, {"name", "Function", NULL, X_FUNC, false},
+  };
   json_t *rows_layer = fl__nonnull(json_array());
   json_array_append_new(
-      rows_layer, fl__nonnull(json_pack("{s:{s:s,s:s},s:{s:o,s:{s:s,s:s,s:O,s:n},s:{s:s}}}", "mark",
-                                        "type", "bar", "color", total_bar_color(v), "encoding", "y",
-                                        y_of(), "x", "field", "totalpct", "type", "quantitative",
-                                        "scale", x_scale, "axis", "tooltip", "field", "tip")));
-  json_array_append_new(
-      rows_layer,
-      fl__nonnull(json_pack("{s:{s:s},s:{s:o,s:{s:s,s:s,s:O,s:n},s:{s:s,s:s,s:n},s:{s:s}}}", "mark",
-                            "type", "bar", "encoding", "y", y_of(), "x", "field", "selfpct", "type",
-                            "quantitative", "scale", x_scale, "axis", "color", "field", "color",
-                            "type", "nominal", "scale", "tooltip", "field", "tip")));
-  json_decref(x_scale);
-  json_array_append_new(rows_layer, text_column("selfs", X_SELF, true, th, 0));
-  json_array_append_new(rows_layer, text_column("selfpcts", X_SELFPCT, true, th, 0));
-  json_array_append_new(rows_layer, text_column("sumpcts", X_SUMPCT, true, th, 0));
-  json_array_append_new(rows_layer, text_column("totals", X_TOTAL, true, th, 0));
-  json_array_append_new(rows_layer, text_column("totalpcts", X_TOTALPCT, true, th, 0));
-  int width = v->width > X_FUNC + 100 ? v->width : X_FUNC + 100;
-  json_array_append_new(rows_layer, text_column("name", X_FUNC, false, th, width - X_FUNC));
-
+      rows_layer, fl__table_bar(&tb, "totalpct", total_bar_color(v), NULL, NULL, X_BARS, BARS_PX));
+  json_array_append_new(rows_layer,
+                        fl__table_bar(&tb, "selfpct", NULL, "color", NULL, X_BARS, BARS_PX));
   json_t *layers = fl__nonnull(json_array());
-  json_array_append_new(
-      layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values, "transform",
-                                    transform, "layer", rows_layer)));
-  json_array_append_new(layers, header("Self", "self", X_SELF, true, th));
-  json_array_append_new(layers, header("Self%", NULL, X_SELFPCT, true, th));
-  json_array_append_new(layers, header("Sum%", NULL, X_SUMPCT, true, th));
-  json_array_append_new(layers, header("Total", "total", X_TOTAL, true, th));
-  json_array_append_new(layers, header("Total%", NULL, X_TOTALPCT, true, th));
-  json_array_append_new(layers, header("Function", NULL, X_FUNC, false, th));
+  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
+    fl__table_column_t c = {.field = columns[i].field,
+                            .x = columns[i].x,
+                            .right = columns[i].right,
+                            .limit = columns[i].right ? 0 : width - columns[i].x};
+    json_array_append_new(rows_layer, fl__table_text(&tb, &c));
+    /* The header of the sorted column ends in ▼. */
+    char expr[160];
+    if (columns[i].sort)
+      snprintf(expr, sizeof expr, "'%s' + (sort === '%s' ? ' \xe2\x96\xbc' : '')",
+               columns[i].header, columns[i].sort);
+    else
+      snprintf(expr, sizeof expr, "'%s'", columns[i].header);
+    json_array_append_new(layers, fl__table_header(&tb, expr, columns[i].x, columns[i].right));
+  }
+  json_array_insert_new(
+      layers, 0,
+      fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values, "transform",
+                            top_transform(t, top.total), "layer", rows_layer)));
 
   char description[200];
   snprintf(description, sizeof description, "Top functions of %s: %zu of %zu functions",
@@ -263,7 +234,7 @@ json_t *fl_top_vegalite(const fl_tree_t *t, const fl_view_opts_t *view) {
       "description", fl__json_text(description),
       "width", width,
       "height", ROW_PX * (double)(table_rows(&top) ? table_rows(&top) : 1),
-      "background", th->background,
+      "background", top.th->background,
       "config", fl__vl_config(v),
       "params", "name", "sort", "value", "self",
                 "bind", "input", "radio", "options", "self", "total", "name", "sort by ",
@@ -271,138 +242,71 @@ json_t *fl_top_vegalite(const fl_tree_t *t, const fl_view_opts_t *view) {
       "usermeta", "cflame", "view", "top", "unit", fl__unit(t), "total", (json_int_t)top.total,
                             "functions", (json_int_t)top.n, "rows", (json_int_t)top.n_shown));
   // clang-format on
-  json_t *title = fl__vl_title(v, top.notes, top.n_notes);
-  if (title) {
-    /* Room for the column headers between the title and the rows. */
-    json_object_set_new(title, "offset", json_real(HEADER_PX + 4));
-    json_object_set_new(spec, "title", title);
-  }
+  json_t *title = fl__table_title(v, top.notes, top.n_notes);
+  if (title) json_object_set_new(spec, "title", title);
   top_free(&top);
   return spec;
 }
 
 /* ---- SVG ---- */
 
-static void put_cell(fl__buf_t *b, double x, double y, bool right, const char *s) {
-  fl__buf_puts(b, "<text x='");
-  fl__svg_px(b, x);
-  fl__buf_puts(b, "' y='");
-  fl__svg_px(b, y);
-  fl__buf_puts(b, right ? "' text-anchor='end'>" : "'>");
-  fl__svg_text(b, s);
-  fl__buf_puts(b, "</text>\n");
-}
-
-/* s cut to at most chars characters, the last one "…" when cut. New. */
-static char *cut_to(const char *s, size_t chars) {
-  char *clean = fl__clean_text(s, false);
-  size_t n = 0, i = 0;
-  for (; clean[i]; i++) {
-    if (((unsigned char)clean[i] & 0xc0) != 0x80 && n++ == chars - 1) {
-      size_t rest = 0;
-      for (size_t k = i; clean[k]; k++) rest += ((unsigned char)clean[k] & 0xc0) != 0x80;
-      if (rest > 1) {
-        clean[i] = '\0';
-        char *out;
-        if (asprintf(&out, "%s\xe2\x80\xa6", clean) < 0) fl__oom(0);
-        free(clean);
-        return out;
-      }
-      break;
-    }
-  }
-  return clean;
-}
-
 char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *view) {
   top_t top;
   top_init(&top, t, view);
   const fl_view_opts_t *v = top.v;
-  const fl__theme_t *th = top.th;
-  int n_notes = top.n_notes;
-  bool has_title = v->title && v->title[0];
-  double y = FL__SVG_MARGIN;
-  double title_y = has_title ? (y += 16) : 0;
-  double note_y[FL__MAX_NOTES];
-  for (int i = 0; i < n_notes; i++) note_y[i] = (y += 16);
-  double header_y = y + 12 + HEADER_PX / 2, plot_top = y + 12 + HEADER_PX;
   size_t rows = table_rows(&top);
-  int width = v->width > X_FUNC + 100 ? v->width : X_FUNC + 100;
-  double full_w = width + 2 * FL__SVG_MARGIN;
-  double full_h = plot_top + ROW_PX * (double)rows + 8 + FL__SVG_MARGIN;
-  double x0 = FL__SVG_MARGIN, total = top.total ? (double)top.total : 1;
-
+  int width = top_width(v);
+  double total = top.total ? (double)top.total : 1;
   fl__buf_t b = {0};
-  fl__svg_opening(&b, th, v, full_w, full_h, title_y, top.notes, note_y, n_notes);
-  fl__buf_printf(&b, "<g font-family='%s' font-size='%g' fill='%s' dominant-baseline='middle'>\n",
-                 MONOSPACE, FONT_PX, th->text);
+  fl__svg_table_t l;
+  fl__svg_table_open(&b, v, top.notes, top.n_notes, width, rows, ROW_PX, &l);
   fl__buf_puts(&b, "<g font-weight='bold'>\n");
-  put_cell(&b, x0 + X_SELF, header_y, true, "Self \xe2\x96\xbc");
-  put_cell(&b, x0 + X_SELFPCT, header_y, true, "Self%");
-  put_cell(&b, x0 + X_SUMPCT, header_y, true, "Sum%");
-  put_cell(&b, x0 + X_TOTAL, header_y, true, "Total");
-  put_cell(&b, x0 + X_TOTALPCT, header_y, true, "Total%");
-  put_cell(&b, x0 + X_FUNC, header_y, false, "Function");
+  fl__svg_cell(&b, l.x0 + X_SELF, l.header_y, true, "Self \xe2\x96\xbc");
+  fl__svg_cell(&b, l.x0 + X_SELFPCT, l.header_y, true, "Self%");
+  fl__svg_cell(&b, l.x0 + X_SUMPCT, l.header_y, true, "Sum%");
+  fl__svg_cell(&b, l.x0 + X_TOTAL, l.header_y, true, "Total");
+  fl__svg_cell(&b, l.x0 + X_TOTALPCT, l.header_y, true, "Total%");
+  fl__svg_cell(&b, l.x0 + X_FUNC, l.header_y, false, "Function");
   fl__buf_puts(&b, "</g>\n");
   uint64_t running = 0;
-  size_t name_chars = (size_t)((width - X_FUNC) / CHAR_PX);
+  size_t name_chars = (size_t)((width - X_FUNC) / FL__TABLE_CHAR_PX);
   for (size_t i = 0; i < rows; i++) {
     const fl__flat_row_t *row = &top.rows[i];
     const fl_frame_t *f = &row->node->frame;
-    double mid = plot_top + ROW_PX * ((double)i + 0.5);
+    const char *func = f->func ? f->func : "[unknown]";
+    double mid = fl__svg_table_row_y(&l, i);
     running += row->self;
-    char num[48], color[8];
     /* The bars: the total pale, with the row's tooltip as its title (a
      * titled path, as a frame of the flame graph's SVG), then the self in
      * the function's colour. */
-    fl__node_color(row->node, color);
-    fl__buf_printf(&b, "<path stroke='%s' stroke-width='%g' d='M", total_bar_color(v), BAR_PX);
-    fl__svg_px(&b, x0 + X_BARS);
-    fl__buf_puts(&b, " ");
-    fl__svg_px(&b, mid);
-    fl__buf_puts(&b, "h");
-    fl__svg_px(&b, fmax(0.1, BARS_PX * (double)row->count / total));
-    fl__buf_puts(&b, "'><title>");
-    fl__svg_text(&b, f->func ? f->func : "[unknown]");
-    if (where_of(f)) {
-      fl__buf_puts(&b, "\n");
-      fl__svg_text(&b, where_of(f));
-    }
-    fl__buf_printf(&b,
-                   "\nself %" PRIu64 " %s (%.2f%%), total %" PRIu64 " %s (%.2f%%)</title></path>",
-                   row->self, fl__unit(t), 100.0 * (double)row->self / total, row->count,
-                   fl__unit(t), 100.0 * (double)row->count / total);
-    fl__buf_printf(&b, "<path stroke='%s' stroke-width='%g' d='M", color, BAR_PX);
-    fl__svg_px(&b, x0 + X_BARS);
-    fl__buf_puts(&b, " ");
-    fl__svg_px(&b, mid);
-    fl__buf_puts(&b, "h");
-    fl__svg_px(&b, fmax(0.1, BARS_PX * (double)row->self / total));
-    fl__buf_puts(&b, "'/>\n");
-    fl__thousands(row->self, num);
-    put_cell(&b, x0 + X_SELF, mid, true, num);
-    snprintf(num, sizeof num, "%.2f%%", 100.0 * (double)row->self / total);
-    put_cell(&b, x0 + X_SELFPCT, mid, true, num);
-    snprintf(num, sizeof num, "%.2f%%", 100.0 * (double)running / total);
-    put_cell(&b, x0 + X_SUMPCT, mid, true, num);
-    fl__thousands(row->count, num);
-    put_cell(&b, x0 + X_TOTAL, mid, true, num);
-    snprintf(num, sizeof num, "%.2f%%", 100.0 * (double)row->count / total);
-    put_cell(&b, x0 + X_TOTALPCT, mid, true, num);
-    char *name;
-    if (asprintf(&name, "%s%s%s", f->func ? f->func : "[unknown]", where_of(f) ? "  " : "",
-                 where_of(f) ? where_of(f) : "") < 0)
+    char *title, *name, color[8], num[48];
+    if (asprintf(&title, "%s%s%s\nself %" PRIu64 " %s (%.2f%%), total %" PRIu64 " %s (%.2f%%)",
+                 func, where_of(f) ? "\n" : "", where_of(f) ? where_of(f) : "", row->self,
+                 fl__unit(t), 100.0 * (double)row->self / total, row->count, fl__unit(t),
+                 100.0 * (double)row->count / total) < 0 ||
+        asprintf(&name, "%s%s%s", func, where_of(f) ? "  " : "", where_of(f) ? where_of(f) : "") <
+            0)
       fl__oom(0);
-    char *shown = cut_to(name, name_chars);
-    fl__buf_puts(&b, "<text xml:space='preserve' x='");
-    fl__svg_px(&b, x0 + X_FUNC);
-    fl__buf_puts(&b, "' y='");
-    fl__svg_px(&b, mid);
-    fl__buf_puts(&b, "'>");
-    fl__svg_text(&b, shown);
-    fl__buf_puts(&b, "</text>\n");
+    fl__svg_hbar(&b, total_bar_color(v), BAR_PX, l.x0 + X_BARS, mid,
+                 BARS_PX * (double)row->count / total, title);
+    fl__node_color(row->node, color);
+    fl__svg_hbar(&b, color, BAR_PX, l.x0 + X_BARS, mid, BARS_PX * (double)row->self / total, NULL);
+    fl__buf_puts(&b, "\n");
+    fl__thousands(row->self, num);
+    fl__svg_cell(&b, l.x0 + X_SELF, mid, true, num);
+    snprintf(num, sizeof num, "%.2f%%", 100.0 * (double)row->self / total);
+    fl__svg_cell(&b, l.x0 + X_SELFPCT, mid, true, num);
+    snprintf(num, sizeof num, "%.2f%%", 100.0 * (double)running / total);
+    fl__svg_cell(&b, l.x0 + X_SUMPCT, mid, true, num);
+    fl__thousands(row->count, num);
+    fl__svg_cell(&b, l.x0 + X_TOTAL, mid, true, num);
+    snprintf(num, sizeof num, "%.2f%%", 100.0 * (double)row->count / total);
+    fl__svg_cell(&b, l.x0 + X_TOTALPCT, mid, true, num);
+    char *shown = fl__text_cut(name, name_chars);
+    fl__svg_cell(&b, l.x0 + X_FUNC, mid, false, shown);
     free(shown);
     free(name);
+    free(title);
   }
   fl__buf_puts(&b, "</g>\n</svg>\n");
   top_free(&top);

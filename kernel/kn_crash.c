@@ -124,6 +124,7 @@ void kn_crash_describe(const char *text, int sig, char **headline, json_t *trace
   char err[256];
   fl_symbolizer_t *sym = r->maps ? fl_symbolizer_new_from_maps(r->maps, err, sizeof err) : NULL;
   if (sym) {
+    fl_symbolizer_name_files_as_written(sym, true); /* cells, not their files */
     walk(r, sym, &tb, &where);
     fl_symbolizer_destroy(&sym);
   }

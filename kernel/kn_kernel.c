@@ -381,6 +381,7 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
   k->session = kn_session_new(err, err_size);
   if (!k->session) return -1;
   k->prof = kn_prof_new(kn_session_dir(k->session));
+  kn_prof_set_cells(k->prof, k->history);
   k->complete = kn_complete_new();
   char *dir = kn_self_dir();
   fl__buf_t path = FL__BUF_INIT;

@@ -46,6 +46,7 @@ struct kn_prof {
    * (refreshed each time), so that its libraries' debug information is
    * read once, not per cell. */
   fl_symbolizer_t *sym;
+  fl_source_reader_t source; /* cells from the session's inputs */
 };
 
 static void group_digits(char *buf, size_t size, uint64_t v);
@@ -59,6 +60,26 @@ kn_prof_t *kn_prof_new(const char *session_dir) {
   kn_prof_set_dir(p, session_dir);
   p->session = fl_profile_new(FL_PROFILE_CPU);
   return p;
+}
+
+/* A cell's text is its input as the user wrote it, whose lines the
+ * frames' lines count (the magic line included). */
+static char *read_source(void *ctx, const char *file) {
+  int cell;
+  char end;
+  if (sscanf(file, KN_CELL_FILE_FMT "%c", &cell, &end) == 1) {
+    const char *input = kn_history_input(ctx, cell);
+    return input ? fl__xstrdup(input) : NULL;
+  }
+  return fl_source_read_file(NULL, file);
+}
+
+void kn_prof_set_cells(kn_prof_t *p, const kn_history_t *h) {
+  p->source = (fl_source_reader_t){.read = read_source, .ctx = (void *)h};
+}
+
+const fl_source_reader_t *kn_prof_source_reader(const kn_prof_t *p) {
+  return &p->source;
 }
 
 void kn_prof_set_dir(kn_prof_t *p, const char *session_dir) {
@@ -263,11 +284,19 @@ static int map_buffer(const char *path, const char *what, void **map, size_t *by
 static fl_symbolizer_t *symbolizer_for(kn_prof_t *p, pid_t pid, const char *maps_text, bool *owned,
                                        char *err, size_t err_size) {
   *owned = maps_text != NULL;
-  if (maps_text) return fl_symbolizer_new_from_maps(maps_text, err, err_size);
-  if (p->sym && fl_symbolizer_refresh_from_pid(p->sym, pid, err, err_size) < 0)
-    fl_symbolizer_destroy(&p->sym);
-  if (!p->sym) p->sym = fl_symbolizer_new_from_pid(pid, err, err_size);
-  return p->sym;
+  fl_symbolizer_t *sym;
+  if (maps_text) {
+    sym = fl_symbolizer_new_from_maps(maps_text, err, err_size);
+  } else {
+    if (p->sym && fl_symbolizer_refresh_from_pid(p->sym, pid, err, err_size) < 0)
+      fl_symbolizer_destroy(&p->sym);
+    if (!p->sym) p->sym = fl_symbolizer_new_from_pid(pid, err, err_size);
+    sym = p->sym;
+  }
+  /* The session directory holds each cell's text as cell[N], for the
+   * compiler's messages: frames name the cell, not that file. */
+  if (sym) fl_symbolizer_name_files_as_written(sym, true);
+  return sym;
 }
 
 /* What a profile of a cell's run says about the run. */

@@ -17,6 +17,9 @@
 #define KN_PROF_H
 
 #include <jansson.h>
+
+#include "cflame/fl_render.h"
+#include "kn_history.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +67,11 @@ typedef struct kn_prof_shown {
 
 kn_prof_t *kn_prof_new(const char *session_dir);
 void kn_prof_destroy(kn_prof_t **p);
+
+/* Where view=source reads files: a cell ("cell[N]") from the session's
+ * inputs h (which must outlive p), any other file from disk. */
+void kn_prof_set_cells(kn_prof_t *p, const kn_history_t *h);
+const fl_source_reader_t *kn_prof_source_reader(const kn_prof_t *p);
 
 /* Points the sample file at a (new) session directory. */
 void kn_prof_set_dir(kn_prof_t *p, const char *session_dir);

@@ -60,7 +60,11 @@ static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t 
   draw.view.note = note;
   draw.view.text_lead = untrusted_lead;
   draw.view.markdown_hint = interactive_hint;
-  fl_output_req_t r = {.profile = prof, .baseline = baseline, .root = root_name, .opts = &draw};
+  fl_output_req_t r = {.profile = prof,
+                       .baseline = baseline,
+                       .root = root_name,
+                       .opts = &draw,
+                       .source = *kn_prof_source_reader(kp)};
   json_t *bundle = fl_output_bundle(&r, err, err_size);
   free(note);
   if (!bundle) return NULL;
@@ -169,7 +173,8 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
                           .root = root,
                           .opts = &opts->draw,
                           .format = format,
-                          .page_title = page_title.data};
+                          .page_title = page_title.data,
+                          .source = *kn_prof_source_reader(kp)};
   char why[512];
   text = fl_output_render(&draw, &text_len, why, sizeof why);
   fl__buf_free(&page_title);

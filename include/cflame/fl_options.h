@@ -129,6 +129,7 @@ typedef struct fl_options {
   char *filter;
   int *threads;
   char *title;
+  char *focus;
   char *root_prefix;
 } fl_options_t;
 

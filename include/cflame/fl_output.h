@@ -17,6 +17,7 @@
 #include "cflame/fl_api.h"
 #include "cflame/fl_options.h"
 #include "cflame/fl_profile.h"
+#include "cflame/fl_render.h"
 
 CFLAME_BEGIN_DECLS
 
@@ -28,6 +29,8 @@ typedef struct fl_output_req {
   const fl_options_t *opts;     /* the view's title and note included */
   const char *format;           /* a name of the table: "svg", "pprof", ... */
   const char *page_title;       /* html: the page's title; NULL: the view's */
+  fl_source_reader_t source;    /* view=source: where files' texts come from; all
+                                   zero: files on disk */
 } fl_output_req_t;
 
 /* A row of the table. */

@@ -37,6 +37,7 @@ typedef enum fl_view_kind {
   FL_VIEW_FLAME,   /* the flame graph (or icicle) */
   FL_VIEW_CALLERS, /* the inverted graph: fl_tree_opts_t.inverted */
   FL_VIEW_TOP,     /* the functions by self and by total (fl_top_*) */
+  FL_VIEW_SOURCE,  /* the source lines with their weights (fl_source_*) */
 } fl_view_kind_t;
 
 typedef struct fl_view_opts {
@@ -44,6 +45,7 @@ typedef struct fl_view_opts {
   int width;         /* pixels */
   int height;        /* pixels; 0: sized to the depth */
   const char *title; /* NULL: none */
+  const char *focus; /* the function a view is about (view=source); NULL: none */
   const char *note;  /* a line under the title: samples, rate, CPU time */
   bool icicle;       /* root at the top (else at the bottom) */
   bool dark;         /* dark theme */
@@ -127,6 +129,37 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *v);
 char *fl_text_top(const fl_tree_t *t, const fl_text_opts_t *o);
 /* The bundle of the three, as fl_bundle's. New reference. */
 json_t *fl_top_bundle(const fl_tree_t *t, const fl_view_opts_t *v);
+
+/* ---- the source view (view=source) ----
+ *
+ * Source lines with the weight spent on each (fl_lines.h: self on the
+ * innermost line of a stack, passing over system libraries and the
+ * allocator; total once per stack), the files with the most self weight
+ * first, at most five (with v->focus, the files of that function's
+ * frames); a short file whole, a long one as windows around its sampled
+ * lines. The Vega-Lite rows are i, k ("file", "line" or "gap"), file,
+ * line, text, self and total. A file's text comes from the reader. Made from
+ * the tree's visible frames: build it with minwidth 0 for exact figures.
+ * Each returns NULL with err when v->focus names no function of the tree
+ * (err lists the nearest names). */
+typedef struct fl_source_reader {
+  /* The whole text of file (a path, or a name such as "cell[3]"), new,
+   * or NULL when it cannot be had. NULL: fl_source_read_file. */
+  char *(*read)(void *ctx, const char *file);
+  void *ctx;
+} fl_source_reader_t;
+/* A regular file on disk of at most 8 MB, or NULL. ctx is not used. */
+char *fl_source_read_file(void *ctx, const char *file);
+json_t *fl_source_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
+                           char *err, size_t err_size);
+char *fl_source_svg(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
+                    char *err, size_t err_size);
+/* A pprof list-like table per file: Self, Self%, Total, Total%, Line and
+ * the line's text; "." for nothing. */
+char *fl_text_source(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
+                     char *err, size_t err_size);
+json_t *fl_source_bundle(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
+                         char *err, size_t err_size);
 
 /* n with thousands separators and its noun: "1 sample", "1,234 samples"
  * (one when n is 1, else many), into out (at most size bytes, cut if it

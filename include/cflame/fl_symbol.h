@@ -52,6 +52,14 @@ fl_symbolizer_t *fl_symbolizer_new_from_maps(const char *maps_text, char *err, s
 /* Same, reading /proc/PID/maps of a live process. */
 fl_symbolizer_t *fl_symbolizer_new_from_pid(int pid, char *err, size_t err_size);
 
+/* How source files are named. By default a file the line table names
+ * relative to the compilation directory is named by its full path when
+ * that file exists, so that its text can be read from anywhere (view=source),
+ * and as the compiler wrote it otherwise (a `#line 1 "cell[3]"`). written:
+ * always as the compiler wrote it (a host whose generated names happen to
+ * be files in the compilation directory, as a notebook kernel's cells). */
+void fl_symbolizer_name_files_as_written(fl_symbolizer_t *sym, bool written);
+
 /* Makes sym (from fl_symbolizer_new_from_pid) describe process pid as it is
  * now, and forgets every lookup. A module still mapped under the same name
  * at the same addresses keeps what was read of it (its DWARF, decompressed

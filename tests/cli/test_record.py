@@ -158,6 +158,38 @@ def test_one_to_three_split(bins, tmp_path):
     assert "wrote split.folded" in r.stderr
 
 
+def test_source_view_of_a_recording(bins, tmp_path):
+    """cflame record -o FILE.pb.gz, then --view source: the file of the
+    hot loop (work.h, read from disk) comes first; the loop's line has
+    nearly all the self time; the lines of one() and three() that call
+    burn() carry their calls' totals, split as the program measured."""
+    r = recorded("-o", "split.pb.gz", "--", bins["prog"], "split", ITERS, cwd=tmp_path)
+    cpu = program_json(r.stdout)
+    measured = share_points(cpu["three"], cpu["one"] + cpu["three"])
+    out = subprocess.run([CFLAME, "--view", "source", "-f", "text", "split.pb.gz"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    work_h = str(SOURCES / "work.h")
+    first = re.search(r"\n\n(\S+)  self ", text)
+    assert first and first.group(1) == work_h, text[:800]
+    rows = {}
+    for line in text.split(f"\n\n{work_h}  self ")[1].split("\n\n")[0].splitlines()[2:]:
+        cells = line.split(None, 5)
+        if len(cells) >= 5 and cells[4].isdigit():
+            rows[int(cells[4])] = (cells[0], cells[2], cells[5] if len(cells) > 5 else "")
+    source = (SOURCES / "work.h").read_text().splitlines()
+    loop = next(i + 1 for i, s_ in enumerate(source) if "x = x * 0.999999 + 1.0" in s_)
+    call1 = next(i + 1 for i, s_ in enumerate(source) if s_.strip() == "burn(n);")
+    call3 = next(i + 1 for i, s_ in enumerate(source) if s_.strip() == "burn(3 * n);")
+    count = lambda c: 0 if c == "." else int(c.replace(",", ""))  # noqa: E731
+    total = int(re.match(r"Total: ([\d,]+) samples", text).group(1).replace(",", ""))
+    assert count(rows[loop][0]) >= 0.9 * total, (rows[loop], total)
+    assert rows[loop][2] == source[loop - 1].strip(), rows[loop]
+    n1, n3 = count(rows[call1][1]), count(rows[call3][1])
+    check_share(share_points(n3, n1 + n3), measured, n1 + n3, rows[call1], rows[call3])
+
+
 def test_two_threads_both_with_their_shares(bins, tmp_path):
     r = recorded("-o", "threads.folded", "--no-lines", "--", bins["prog"], "threads", ITERS,
                  cwd=tmp_path)

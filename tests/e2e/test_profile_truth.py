@@ -320,6 +320,45 @@ def test_top_view_lists_self_and_total_by_function(kc):
     assert drawn == n1, (drawn, n1)
 
 
+def test_source_view_puts_the_time_on_the_hot_line(kc):
+    """view=source on a cell with a hot loop line and a cold one (each loop
+    on one line, timed by the cell): the hot line has at least 70 % of the
+    profile, the two lines split as the cell measured (within what the
+    samples can tell), and the cell's other lines show no self time. The
+    text is a pprof list-like table of the cell's own lines; the rows name
+    the cell and its lines as the cell reads."""
+    code = ("%%profview view=source\n"
+            "{ double t0 = thread_cpu_now(), acc = 1;\n"
+            "for (long i = 0; i < 1500 * PER_MS; i++) acc = acc * 1.0000001 + 0.5;\n"
+            "double t1 = thread_cpu_now();\n"
+            "for (long i = 0; i < 300 * PER_MS; i++) acc = acc * 0.9999999 + 0.25;\n"
+            "double t2 = thread_cpu_now(); sink += acc;\n"
+            'printf("hot measured %.4f\\n", 100 * (t1 - t0) / (t2 - t0)); }')
+    bundle, reply, outputs = flame(kc, code)
+    STORE.add(bundle, "source")
+    s = summary_of(bundle)
+    truth = float(re.search(r"hot measured ([\d.]+)", stdout(outputs)).group(1))
+    spec = bundle[VL_MIME]
+    assert spec["usermeta"]["cflame"]["view"] == "source"
+    rows = spec["layer"][0]["data"]["values"]
+    cell = rows[0]["file"]
+    assert rows[0]["k"] == "file" and re.fullmatch(r"cell\[\d+\]", cell), rows[0]
+    lines = {r["line"]: r for r in rows if r["k"] == "line" and r["file"] == cell}
+    # the cell's own lines, as written
+    assert [lines[n]["text"] for n in sorted(lines)] == code.split("\n"), lines
+    total = spec["usermeta"]["cflame"]["total"]
+    hot, cold = lines[3]["self"], lines[5]["self"]
+    assert hot >= 0.7 * total, f"the hot line has {hot} of {total}; {s['line']}"
+    share, bound = 100.0 * hot / (hot + cold), share_bound(truth / 100, hot + cold, s)
+    assert abs(share - truth) <= bound, (
+        f"the hot line's share of the two is {share:.2f} %, not {truth:.2f} +- {bound:.2f}")
+    assert lines[1]["self"] == 0 and lines[4]["self"] <= 0.01 * total, lines
+    text = bundle["text/plain"]
+    assert re.search(r"\n +Self +Self% +Total +Total% +Line +Source\n", text), text[:600]
+    hot_line = next(line for line in text.splitlines() if line.endswith(code.split("\n")[2]))
+    assert hot_line.split()[0] == f"{hot:,}" and hot_line.split()[4] == "3", hot_line
+
+
 def test_no_aliasing_with_a_period_equal_to_the_interval(kc):
     """The 1:3 split in a loop whose iteration takes exactly 1 ms of CPU
     (calibrated inside the profiled cell, so the profiler's own cost is

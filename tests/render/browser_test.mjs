@@ -40,6 +40,9 @@
 //   - hovering the first row's self bar shows its function, self and total;
 //   - choosing "total" in the sort buttons re-ranks the rows by total;
 //   - for a bundle, the SVG parses, with one titled row per table line.
+// For a source view: two bars per line drawn, hovering the hottest line's
+// bar shows its file:line, self and total, and a bundle's SVG parses with
+// one titled bar per line with samples.
 // --screenshot PNG saves what the page shows (PNG-N.png for several files).
 // Exits 0 when every file passes; otherwise prints what failed and exits 1.
 import fs from 'node:fs';
@@ -50,7 +53,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { framesOf, svgOf } from './frames.mjs';
-import { viewOf, expectedTop, topDrawnProblem } from './views.mjs';
+import { viewOf, expectedTop, topDrawnProblem, sourceRows, hotLines } from './views.mjs';
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
@@ -314,6 +317,44 @@ async function checkTopPage(page, spec, svg) {
   return `top: ${byTotal.length} rows, sorted by self then by total; tooltip of ${first.func}`;
 }
 
+/* A source view in the page. Returns a note for the log. */
+async function checkSourcePage(page, spec, svg) {
+  const lines = sourceRows(spec).filter(r => r.k === 'line');
+  const bars = await page.evaluate(() => cf.items('rect').filter(it => it.datum?.k === 'line').length);
+  check(bars === 2 * lines.length, `${bars} bars drawn for ${lines.length} lines`);
+  const hot = hotLines(spec)[0];
+  if (hot) {
+    const pt = await page.evaluate(i => {
+      const it = cf.items('rect').filter(r => r.datum?.i === i).sort((a, b) => b.width - a.width)[0];
+      const v = window.view, canvas = v.container().querySelector('canvas, svg');
+      const pad = v.padding(), [ox, oy] = v.origin();
+      const at = () => {
+        const box = canvas.getBoundingClientRect();
+        return { x: box.left + (pad.left || 0) + ox + it.x + Math.max(1, it.width) / 2,
+                 y: box.top + (pad.top || 0) + oy + it.y + it.height / 2 };
+      };
+      const p = at();
+      if (p.y < 50 || p.y > window.innerHeight - 50) window.scrollBy(0, p.y - window.innerHeight / 2);
+      return at();
+    }, hot.i);
+    await page.mouse.move(pt.x, pt.y);
+    const tip = page.locator('#vg-tooltip-element');
+    await tip.waitFor({ state: 'visible', timeout: WAIT_MS });
+    const tipText = await tip.innerText();
+    for (const want of [`${hot.file}:${hot.line}`, 'self', 'total', hot.self.toLocaleString('en-US')]) {
+      check(tipText.includes(want), `source tooltip lacks "${want}": ${JSON.stringify(tipText)}`);
+    }
+  }
+  if (typeof svg === 'string') {
+    const titled = await page.evaluate(text => {
+      const d = new DOMParser().parseFromString(text, 'image/svg+xml');
+      return d.querySelector('parsererror') ? -1 : d.querySelectorAll('path > title').length;
+    }, svg);
+    check(titled === hotLines(spec).length, `source SVG: ${titled} titled bars`);
+  }
+  return `source: ${lines.length} lines; tooltip of ${hot ? `${hot.file}:${hot.line}` : 'none'}`;
+}
+
 async function testFile(browser, file, screenshot) {
   const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
   const spec = doc[VL_MIME] || doc;
@@ -341,8 +382,9 @@ async function testFile(browser, file, screenshot) {
     }, spec);
     const embedMs = Date.now() - started;
     await page.evaluate(installHelpers);
-    if (view === 'top') {
-      const note = await checkTopPage(page, spec, svg);
+    if (view !== 'flame') {
+      const note = view === 'top' ? await checkTopPage(page, spec, svg)
+                                  : await checkSourcePage(page, spec, svg);
       if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
       check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
       console.log(`  embedded in ${embedMs} ms; ${note}`);

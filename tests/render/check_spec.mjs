@@ -53,7 +53,12 @@
 //     order, with their shares and the running sum of self shares), each
 //     self bar in its row's colour, the sorted column marked in its header;
 //     a bundle's SVG is well-formed, with one titled row per table line,
-//     and its text has both tables.
+//     and its text has both tables;
+//   - source: its rows (a file row, then its lines in order, gaps between
+//     windows), and what vega draws: each line's source text and number,
+//     two bars per line, lines without samples dimmed; a bundle's SVG is
+//     well-formed, with one titled bar per line with samples, and its text
+//     has the table's header.
 //
 // Exits 0 when every file passes; otherwise prints what failed and exits 1.
 // With VEGA_MODULES=DIR (a node_modules directory), uses the vega and
@@ -68,7 +73,8 @@ import Ajv from 'ajv';
 import { XMLValidator, XMLParser } from 'fast-xml-parser';
 
 import { framesOf, svgOf } from './frames.mjs';
-import { viewOf, topRowsProblem, topDrawnProblem, expectedTop } from './views.mjs';
+import { viewOf, topRowsProblem, topDrawnProblem, expectedTop, sourceRows, sourceRowsProblem,
+         hotLines } from './views.mjs';
 
 // $VEGA_MODULES: another node_modules with vega and vega-lite, to check the
 // spec with the versions a given JupyterLab ships.
@@ -625,14 +631,93 @@ async function checkTop(spec, problems) {
   problems.push(...vgProblems);
 }
 
-/* A top bundle's SVG and text; pushes problems. */
-function checkTopBundle(doc, problems) {
-  const svg = svgOf(doc);
-  const valid = typeof svg === 'string' ? XMLValidator.validate(svg) : 'no SVG';
-  if (valid !== true) {
-    problems.push(`top SVG is not well-formed XML: ${JSON.stringify(valid.err || valid)}`);
+/* A source view: validates, compiles and renders it, then checks what
+ * vega draws; pushes problems. */
+async function checkSource(spec, problems) {
+  if (!validateSchema(spec)) {
+    const errs = validateSchema.errors.slice(0, 5).map(e => `${e.instancePath} ${e.message}`);
+    problems.push(`does not match the Vega-Lite 5 schema: ${errs.join('; ')}`);
+  }
+  const bad = sourceRowsProblem(spec);
+  if (bad) {
+    problems.push(`source rows: ${bad}`);
     return;
   }
+  const compiled = compileSpec(spec, problems);
+  if (!compiled) return;
+  const vgProblems = [];
+  try {
+    const view = new vega.View(vega.parse(compiled.spec), {
+      renderer: 'none', logger: recordingLogger(vgProblems, 'vega'), logLevel: vega.Warn,
+    });
+    await view.runAsync();
+    const svg = await view.toSVG();
+    if (!svg.startsWith('<svg') || svg.length < 1000) problems.push('vega rendered an empty picture');
+    const rows = sourceRows(spec), lines = rows.filter(r => r.k === 'line');
+    const root = view.scenegraph().root;
+    const bars = findItems(root, 'rect').filter(it => it.datum?.k === 'line');
+    if (bars.length !== 2 * lines.length) problems.push(`${bars.length} bars for ${lines.length} lines`);
+    const texts = findItems(root, 'text').filter(it => it.datum?.k === 'line');
+    const placed = [];
+    for (const r of lines) {
+      const drawn = texts.filter(it => it.datum.i === r.i);
+      // The text is drawn without its indentation, which is its offset.
+      const trimmed = r.text.replace(/^ +/, '');
+      const item = drawn.find(it => it.text === trimmed);
+      if (trimmed && !item) {
+        problems.push(`line ${r.line}'s text is not drawn: ${JSON.stringify(r.text)}`);
+        break;
+      }
+      if (item) placed.push({ lead: r.text.length - trimmed.length, x: item.x, line: r.line });
+      if (!drawn.some(it => it.text === String(r.line))) {
+        problems.push(`line ${r.line}'s number is not drawn`);
+        break;
+      }
+      const dim = drawn.every(it => it.opacity < 1);
+      if (dim !== (r.total === 0)) {
+        problems.push(`line ${r.line} (total ${r.total}) is ${dim ? '' : 'not '}dimmed`);
+        break;
+      }
+    }
+    // Deeper indentation, further right: x grows with the leading spaces.
+    placed.sort((a, b) => a.lead - b.lead);
+    const out = placed.find((p, k) => k > 0 && (p.lead > placed[k - 1].lead ? p.x <= placed[k - 1].x
+                                                                          : p.x !== placed[k - 1].x));
+    if (out) problems.push(`line ${out.line} is drawn at x ${out.x}, out of step with its indentation`);
+    view.finalize();
+    console.log(`  source: ${lines.length} lines, ${hotLines(spec).length} with samples`);
+  } catch (e) {
+    problems.push(`vega failed: ${e.stack || e.message}`);
+  }
+  problems.push(...vgProblems);
+}
+
+/* A table view's SVG from its bundle, or null (a problem pushed) when it
+ * is missing or not well-formed. */
+function tableSvg(doc, view, problems) {
+  const svg = svgOf(doc);
+  const valid = typeof svg === 'string' ? XMLValidator.validate(svg) : 'no SVG';
+  if (valid === true) return svg;
+  problems.push(`${view} SVG is not well-formed XML: ${JSON.stringify(valid.err || valid)}`);
+  return null;
+}
+
+/* A source bundle's SVG and text; pushes problems. */
+function checkSourceBundle(doc, problems) {
+  const svg = tableSvg(doc, 'source', problems);
+  if (!svg) return;
+  const titled = (svg.match(/<path\b[^>]*><title>/g) || []).length;
+  const want = hotLines(doc[VL_MIME]).length;
+  if (titled !== want) problems.push(`source SVG has ${titled} titled bars for ${want} lines with samples`);
+  if (!/\n +Self +Self% +Total +Total% +Line +Source\n/.test(doc['text/plain'] || '')) {
+    problems.push('source text/plain lacks the table header');
+  }
+}
+
+/* A top bundle's SVG and text; pushes problems. */
+function checkTopBundle(doc, problems) {
+  const svg = tableSvg(doc, 'top', problems);
+  if (!svg) return;
   const want = expectedTop(doc[VL_MIME], 'self');
   const titles = (svg.match(/<title>([^\n<]*)/g) || []).map(t => unescapeXml(t.slice(7)));
   if (titles.join('\n') !== want.map(r => r.func).join('\n')) {
@@ -657,6 +742,11 @@ async function checkFile(file) {
   if (viewOf(spec) === 'top') {
     if (doc[VL_MIME]) checkTopBundle(doc, problems);
     await checkTop(spec, problems);
+    return problems;
+  }
+  if (viewOf(spec) === 'source') {
+    if (doc[VL_MIME]) checkSourceBundle(doc, problems);
+    await checkSource(spec, problems);
     return problems;
   }
   if (doc[VL_MIME]) {

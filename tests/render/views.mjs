@@ -68,3 +68,45 @@ export function topDrawnProblem(spec, drawn, sort) {
   }
   return null;
 }
+
+// view=source (flame/fl_source.c): rows {i, k, file, line, text, self,
+// total} in order: a "file" row, then its "line" and "gap" rows.
+
+/* The data rows of a source spec. */
+export function sourceRows(spec) {
+  return spec.layer?.[0]?.data?.values ?? [];
+}
+
+/* What is wrong with a source spec's rows, or null. */
+export function sourceRowsProblem(spec) {
+  const rows = sourceRows(spec);
+  const total = spec.usermeta?.cflame?.total;
+  if (!Number.isInteger(total)) return `bad total ${total}`;
+  let file = null, last = 0;
+  for (const [i, r] of rows.entries()) {
+    if (r.i !== i) return `row ${i} has i ${r.i}`;
+    if (!['file', 'line', 'gap'].includes(r.k)) return `row ${i} has kind ${r.k}`;
+    if (!Number.isInteger(r.self) || !Number.isInteger(r.total) || r.total > total) {
+      return `row ${i} has self ${r.self}, total ${r.total}`;
+    }
+    if (r.k === 'file') {
+      file = r.file;
+      last = 0;
+      continue;
+    }
+    if (r.file !== file) return `row ${i} of ${r.file} is under ${file}`;
+    if (r.k === 'line') {
+      if (!(r.line > last) || typeof r.text !== 'string' || r.self > r.total) {
+        return `line row ${i}: ${JSON.stringify(r)}`;
+      }
+      last = r.line;
+    }
+  }
+  return null;
+}
+
+/* The line rows of a source spec with samples, the hottest first. */
+export function hotLines(spec) {
+  return sourceRows(spec).filter(r => r.k === 'line' && r.total > 0)
+    .sort((a, b) => b.self - a.self || b.total - a.total);
+}

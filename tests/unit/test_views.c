@@ -262,10 +262,138 @@ static void test_top_output(void) {
   fl_profile_destroy(&p);
 }
 
+/* ---- view=source ---- */
+
+/* The reader of the source tests: cell[1] is a short cell, long.c a file
+ * of 400 lines ("line N"), anything else cannot be read. */
+static const char cell1[] =
+    "%%profview view=source\n"
+    "int main_(void) {\n"
+    "  work();\n"
+    "\n"
+    "  spin();\n"
+    "}\n";
+
+static char *test_reader(void *ctx, const char *file) {
+  (void)ctx;
+  if (!strcmp(file, "cell[1]")) return strdup(cell1);
+  if (strcmp(file, "long.c") != 0) return NULL;
+  char *text = malloc(400 * 10), *at = text;
+  for (int i = 1; i <= 400; i++) at += sprintf(at, "line %d\n", i);
+  return text;
+}
+
+/* main_ (cell[1]:2) calls work at line 3 (work's own lines in long.c, 100
+ * and 300) and spin at line 5, whose time goes into memset (a system
+ * library, no lines): its self counts on line 5. lost.c cannot be read. */
+static fl_profile_t *source_profile(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t main3 = frame(p, "main_", "cell[1]", 3, "cell[1]", CELL);
+  uint32_t main5 = frame(p, "main_", "cell[1]", 5, "cell[1]", CELL);
+  uint32_t w100 = frame(p, "work", "long.c", 100, "prog", FL_FRAME_CELL);
+  uint32_t w300 = frame(p, "work", "long.c", 300, "prog", FL_FRAME_CELL);
+  uint32_t spin = frame(p, "spin", "lost.c", 7, "prog", FL_FRAME_CELL);
+  uint32_t memset_ = frame(p, "memset", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
+  uint32_t s1[] = {main3, w100}, s2[] = {main3, w300}, s3[] = {main5, spin, memset_},
+           s4[] = {main5, spin}, s5[] = {main3};
+  fl_profile_add_sample(p, s1, 2, 50, 0, 1);
+  fl_profile_add_sample(p, s2, 2, 20, 0, 1);
+  fl_profile_add_sample(p, s3, 3, 25, 0, 1);
+  fl_profile_add_sample(p, s4, 2, 4, 0, 1);
+  fl_profile_add_sample(p, s5, 1, 1, 0, 1);
+  return p;
+}
+
+/* The text report's line for file's line n: "self total" or "missing". */
+static const char *source_line(const char *text, const char *file, int line) {
+  static char out[64];
+  const char *p = strstr(text, file);
+  char want[16];
+  snprintf(want, sizeof want, " %d  ", line);
+  for (; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+    char self[32], selfp[16], total[32], totalp[16];
+    int n;
+    if (sscanf(p, "%31s %15s %31s %15s %d", self, selfp, total, totalp, &n) == 5 && n == line &&
+        (self[0] == '.' || (self[0] >= '0' && self[0] <= '9'))) {
+      snprintf(out, sizeof out, "%s %s", self, total);
+      return out;
+    }
+    if (p != strstr(text, file) && strncmp(p, "\n", 1) == 0) break;
+  }
+  return "missing";
+}
+
+static void test_source_known_answers(void) {
+  fprintf(stderr, "source: lines, windows, unreadable files\n");
+  fl_profile_t *p = source_profile();
+  fl_tree_t *t = tree_of(p, false, 0);
+  fl_source_reader_t r = {.read = test_reader};
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  char err[512] = "";
+  char *text = fl_text_source(t, &v, &r, err, sizeof err);
+  CHECK(text != NULL);
+  if (!text) text = strdup("");
+  /* long.c has the most self (70), then lost.c (spin: 4, and memset's 25
+   * on the line of spin's frame that called it), then cell[1] (1). */
+  const char *lg = strstr(text, "long.c"), *lost = strstr(text, "lost.c"),
+             *cell = strstr(text, "cell[1]");
+  CHECK(lg && lost && cell && lg < lost && lost < cell);
+  CHECK_STR(source_line(text, "long.c", 100), "50 50");
+  CHECK_STR(source_line(text, "long.c", 300), "20 20");
+  CHECK_STR(source_line(text, "long.c", 97), ". .");
+  CHECK_STR(source_line(text, "long.c", 96), "missing"); /* outside the window */
+  CHECK_STR(source_line(text, "lost.c", 7), "29 29");
+  CHECK_STR(source_line(text, "cell[1]", 3), "1 71");
+  CHECK_STR(source_line(text, "cell[1]", 5), ". 29");
+  CHECK_STR(source_line(text, "cell[1]", 4), ". .");
+  CHECK(strstr(text, "  work();\n") != NULL); /* the cell's text, indented */
+  CHECK(strstr(text, "1 file could not be read") != NULL);
+
+  json_t *spec = fl_source_vegalite(t, &v, &r, err, sizeof err);
+  json_t *values = json_object_get(
+      json_object_get(json_array_get(json_object_get(spec, "layer"), 0), "data"), "values");
+  /* long.c: its row, 97-103, a gap, 297-303, a gap; lost.c: its row and
+   * line 7; cell[1]: its row and 6 lines. */
+  CHECK_INT(json_array_size(values), 1 + 7 + 1 + 7 + 1 + 2 + 1 + 6);
+  json_t *gap = json_array_get(values, 8);
+  CHECK_STR(json_string_value(json_object_get(gap, "k")), "gap");
+  json_t *last = json_array_get(values, json_array_size(values) - 1);
+  CHECK_STR(json_string_value(json_object_get(last, "text")), "}");
+  CHECK_INT(json_integer_value(json_object_get(last, "line")), 6);
+  json_decref(spec);
+  json_t *bundle = fl_source_bundle(t, &v, &r, err, sizeof err);
+  CHECK(bundle != NULL);
+  char *svg = bundle ? svg_of(bundle) : NULL;
+  const char *bad = svg ? xml_check(svg) : "no SVG";
+  if (bad) fprintf(stderr, "SVG: %s\n", bad);
+  CHECK(bad == NULL);
+  /* A titled bar for each line with samples: 100, 300, 7, 3, 5. */
+  CHECK_INT(svg ? count_of(svg, "<title>") : 0, 5);
+  free(svg);
+  write_out("view-source.json", bundle);
+  json_decref(bundle);
+  free(text);
+
+  /* focus: the files of a function; a name that matches none is an error
+   * that names the nearest. */
+  v.focus = "work";
+  text = fl_text_source(t, &v, &r, err, sizeof err);
+  CHECK(text && strstr(text, "long.c") && !strstr(text, "cell[1]"));
+  free(text);
+  v.focus = "wrok";
+  err[0] = '\0';
+  CHECK(fl_source_vegalite(t, &v, &r, err, sizeof err) == NULL);
+  CHECK(strstr(err, "focus=wrok matches no function") && strstr(err, "the nearest: work"));
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 int main(int argc, char **argv) {
   if (out_dir_init(argc, argv) < 0) return 1;
   test_top_known_answers();
   test_top_many();
   test_top_output();
+  test_source_known_answers();
   return TEST_DONE();
 }
