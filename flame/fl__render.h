@@ -39,6 +39,9 @@
 /* The Vega-Lite data holds at most this many rows, whatever the profile, so
  * that a notebook stays usable (docs/PROFILING.md). */
 #define FL__MAX_ROWS 5000
+/* A bundle stays under this many bytes as compact JSON: under 1 MB with
+ * room for the display_data message around it. */
+#define FL__BUNDLE_MAX_BYTES 1000000
 
 /* ---- rows ---- */
 

@@ -26,9 +26,6 @@
 
 #include "fl__render.h"
 
-/* Under 1 MB with room for the display_data message around it. */
-#define BUNDLE_MAX_BYTES 1000000
-
 /* ---- the bundle ---- */
 
 typedef struct ranked {
@@ -156,10 +153,10 @@ static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_
   for (int attempt = 0;; attempt++) {
     bundle = bundle_of(t, v, &r, text);
     size_t bytes = json_dumpb(bundle, NULL, 0, JSON_COMPACT);
-    if (bytes < BUNDLE_MAX_BYTES || r.n <= 1 || attempt == 7) break;
+    if (bytes < FL__BUNDLE_MAX_BYTES || r.n <= 1 || attempt == 7) break;
     /* Too big: scale the rows down by the overshoot, with a margin, since
      * the narrow frames left out cost less than the average. */
-    size_t fewer = (size_t)((double)r.n * (BUNDLE_MAX_BYTES * 0.95) / (double)bytes);
+    size_t fewer = (size_t)((double)r.n * (FL__BUNDLE_MAX_BYTES * 0.95) / (double)bytes);
     json_decref(bundle);
     bundle = NULL;
     rows_shrink(&r, fewer < r.n ? (fewer ? fewer : 1) : r.n - 1);

@@ -91,12 +91,12 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE},
      F_DOUBLE,
      AT(tree.minwidth)},
-    {{"view", FL_OPT_ENUM, "flame|callers|top|source", .def = "flame",
+    {{"view", FL_OPT_ENUM, "flame|callers|top|source|chart", .def = "flame",
       .help = "flame: the flame graph; callers: the inverted graph, where time was spent at "
               "the root and each function's callers above it, widths its self time; top: the "
               "first 50 functions by self and by total, as pprof -top; source: each source "
-              "line with its self and total, as pprof list (top and source take minwidth 0 "
-              "unless it is given)",
+              "line with its self and total, as pprof list; chart: the samples in time order, "
+              "a lane per thread (top, source and chart take minwidth 0 unless it is given)",
       .groups = FL_OPTS_VIEW},
      F_VIEW,
      AT(view.view)},
@@ -117,6 +117,16 @@ static const row_t rows[] = {
       .check = check_not_empty},
      F_FOCUS,
      0},
+    {{"from", FL_OPT_DOUBLE, NULL, 0, 1e9, .def = "0", .shown_def = "0: the start",
+      .metavar = "SECONDS", .help = "view=chart: draw from this many seconds after the start",
+      .groups = FL_OPTS_VIEW},
+     F_DOUBLE,
+     AT(view.from)},
+    {{"to", FL_OPT_DOUBLE, NULL, 0, 1e9, .def = "0", .shown_def = "0: the end",
+      .metavar = "SECONDS", .help = "view=chart: draw up to this many seconds after the start",
+      .groups = FL_OPTS_VIEW},
+     F_DOUBLE,
+     AT(view.to)},
     {{"icicle", FL_OPT_BOOL, .def = "false", .help = "the root at the top, not at the bottom",
       .groups = FL_OPTS_VIEW},
      F_BOOL,

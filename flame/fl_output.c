@@ -69,7 +69,22 @@ static json_t *source_bundle(draw_t *d) {
   return fl_source_bundle(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
 }
 
-/* Each draws d's tree (built); NULL with d->err on a bad option (focus). */
+static json_t *chart_vegalite(draw_t *d) {
+  return fl_chart_vegalite(d->tree, &d->opts.view, d->err, d->err_size);
+}
+static char *chart_svg(draw_t *d) {
+  return fl_chart_svg(d->tree, &d->opts.view, d->err, d->err_size);
+}
+static char *chart_text(draw_t *d) {
+  return fl_text_chart(d->tree, &d->opts.view, d->err, d->err_size);
+}
+static json_t *chart_bundle(draw_t *d) {
+  return fl_chart_bundle(d->tree, &d->opts.view, d->err, d->err_size);
+}
+
+/* Each draws d's tree (built); NULL with d->err on a bad option (focus,
+ * from and to) or input the view cannot draw (a chart of samples without
+ * time stamps). */
 static const struct table_view {
   fl_view_kind_t kind;
   const char *name;
@@ -80,6 +95,7 @@ static const struct table_view {
 } table_views[] = {
     {FL_VIEW_TOP, "top", top_vegalite, top_svg, top_text, top_bundle},
     {FL_VIEW_SOURCE, "source", source_vegalite, source_svg, source_text, source_bundle},
+    {FL_VIEW_CHART, "chart", chart_vegalite, chart_svg, chart_text, chart_bundle},
 };
 
 /* The table view d draws, or NULL for the flame and callers graphs; NULL
@@ -303,8 +319,8 @@ static void draw_init(draw_t *d, const fl_output_req_t *r, bool every_sample, ch
                       size_t err_size) {
   *d = (draw_t){.r = r, .err = err, .err_size = err_size};
   fl_options_copy(&d->opts, r->opts);
-  bool exact =
-      every_sample || d->opts.view.view == FL_VIEW_TOP || d->opts.view.view == FL_VIEW_SOURCE;
+  fl_view_kind_t view = d->opts.view.view;
+  bool exact = every_sample || (view != FL_VIEW_FLAME && view != FL_VIEW_CALLERS);
   if (exact && !fl_options_given(r->opts, "minwidth")) d->opts.tree.minwidth = 0;
 }
 

@@ -92,6 +92,9 @@ fl_timeline_t *fl_timeline_build(const fl_tree_t *t, char *err, size_t err_size)
     }
     fl_lane_t *lane = &tl->lanes[tl->n_lanes - 1];
     fl_span_t *last = n_spans ? &tl->spans[n_spans - 1] : NULL;
+    /* A sample weighing more than one interval (signals were lost) would
+     * reach back over the samples before it: it starts where they end. */
+    if (!new_lane && start < last->end_ns) start = last->end_ns;
     /* A gap longer than an interval (the thread did not run) ends a span. */
     bool follows = !new_lane && (!interval || start <= last->end_ns + interval);
     if (follows && last->node->id == s->node) {

@@ -38,6 +38,7 @@ typedef enum fl_view_kind {
   FL_VIEW_CALLERS, /* the inverted graph: fl_tree_opts_t.inverted */
   FL_VIEW_TOP,     /* the functions by self and by total (fl_top_*) */
   FL_VIEW_SOURCE,  /* the source lines with their weights (fl_source_*) */
+  FL_VIEW_CHART,   /* the samples in time order, a lane per thread (fl_chart_*) */
 } fl_view_kind_t;
 
 typedef struct fl_view_opts {
@@ -46,6 +47,7 @@ typedef struct fl_view_opts {
   int height;        /* pixels; 0: sized to the depth */
   const char *title; /* NULL: none */
   const char *focus; /* the function a view is about (view=source); NULL: none */
+  double from, to;   /* view=chart: seconds from the start; 0: the start, the end */
   const char *note;  /* a line under the title: samples, rate, CPU time */
   bool icicle;       /* root at the top (else at the bottom) */
   bool dark;         /* dark theme */
@@ -160,6 +162,23 @@ char *fl_text_source(const fl_tree_t *t, const fl_view_opts_t *v, const fl_sourc
                      char *err, size_t err_size);
 json_t *fl_source_bundle(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
                          char *err, size_t err_size);
+
+/* ---- the stack chart (view=chart) ----
+ *
+ * The samples in time order (fl_timeline.h), one lane per thread named by
+ * its number and name, each sample's stack drawn at its time with the
+ * tree's root left out, a frame over consecutive samples one bar; from and
+ * to (v) keep a range of seconds from the start. The Vega-Lite rows are
+ * the bars: func, file, line, module, thread (the lane's name), depth (1:
+ * under the root), t0 and t1 (seconds from the start), y (pixels), count
+ * and color; dragging pans and the wheel zooms the time axis. The text
+ * lists each lane's bars three deep. Each returns NULL with err when the
+ * samples carry no time stamps (folded stacks) or from and to leave
+ * nothing. Build the tree with minwidth 0 to draw every sample. */
+json_t *fl_chart_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+char *fl_chart_svg(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+char *fl_text_chart(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+json_t *fl_chart_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
 
 /* n with thousands separators and its noun: "1 sample", "1,234 samples"
  * (one when n is 1, else many), into out (at most size bytes, cut if it

@@ -15,9 +15,12 @@
  * thread did not run) lies between them. A sample's time stamp is when its interval
  * ended (the sampler's signal, perf's sample), so a sample of weight w
  * covers [time - w * interval, time) in a profile of time with a known
- * interval; in any other, the time since the thread's previous sample
- * (the first sample of a lane covers none). A span runs from its first
- * sample's start to its last sample's end. */
+ * interval, but never reaches back before the end of the thread's previous
+ * sample (a weight of several intervals stands for signals that were lost,
+ * not for time before that sample); in any other profile, the time since
+ * the thread's previous sample (the first sample of a lane covers none).
+ * So a lane's spans follow one another without overlapping. A span runs
+ * from its first sample's start to its last sample's end. */
 #ifndef FL_TIMELINE_H
 #define FL_TIMELINE_H
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cflame_bundle import frames_of, top_rows_of
+from cflame_bundle import chart_bars_of, frames_of, top_rows_of
 
 CFLAME = os.environ.get("CFLAME_BIN", "build/bin/cflame")
 DATA = Path(os.environ.get("CFLAME_TEST_DATA", "tests/data")) / "perf"
@@ -143,6 +143,35 @@ def test_top_view_lists_functions_by_self_and_by_total(tmp_path):
     assert svg.count("<title>") == len(listed) and "Self%" in svg
     r = cflame("--view", "top", "--diff", DATA / "single.txt", DATA / "threads.txt")
     assert r.returncode != 0 and "view=top does not draw a diff" in r.stderr, r.stderr
+
+
+def test_chart_view_draws_a_lane_per_thread_in_time_order(tmp_path):
+    """--view chart on perf script output of three threads: a lane per
+    thread named as perf names it, each lane's top bars adding up to that
+    thread's samples (as --threads counts them), bars within --from/--to,
+    and a clear error for folded stacks, which have no time stamps."""
+    out = tmp_path / "chart.vl.json"
+    ok("--view", "chart", DATA / "threads.txt", "-o", out)
+    spec = json.loads(out.read_text())
+    bars = chart_bars_of(spec)
+    lanes = {}
+    for b in bars:
+        lanes.setdefault(b["thread"], 0)
+        lanes[b["thread"]] += b["count"] if b["depth"] == 1 else 0
+    assert set(lanes) == {"7618: t", "7620: hash worker", "7621: sort worker"}, lanes
+    for name, drawn in lanes.items():
+        tid = name.split(":")[0]
+        total = frames_of(json.loads(ok("-f", "vegalite", "--threads", tid, "--minwidth", "0",
+                                        DATA / "threads.txt")))[0]["count"]
+        assert drawn == total, (name, drawn, total)
+    check_spec(out)
+    cut = chart_bars_of(json.loads(ok("-f", "vegalite", "--view", "chart", "--from", "0.01",
+                                      "--to", "0.02", DATA / "threads.txt")))
+    assert cut and all(0.01 - 1e-6 <= b["t0"] <= b["t1"] <= 0.02 + 1e-6 for b in cut), cut[:3]
+    text = ok("-f", "text", "--view", "chart", DATA / "threads.txt")
+    assert "\nthread 7620: hash worker (200 samples)\n" in text, text[:500]
+    r = cflame("--view", "chart", DATA / "single.folded")
+    assert r.returncode != 0 and "carry no time stamps" in r.stderr, r.stderr
 
 
 def test_vegalite_passes_vega_lite(tmp_path):

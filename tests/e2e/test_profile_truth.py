@@ -23,7 +23,8 @@ import re
 import pytest
 
 from conftest import (VL_MIME, SpecStore, ancestors, by_id, children, flame, ok, rows_of, run,
-                      share_bound, start_kernel, stdout, summary_of, svg_of, top_rows_of)
+                      share_bound, start_kernel, stdout, summary_of, svg_of, top_rows_of,
+                      chart_bars_of)
 
 STORE = SpecStore("profile-truth")
 
@@ -357,6 +358,43 @@ def test_source_view_puts_the_time_on_the_hot_line(kc):
     assert re.search(r"\n +Self +Self% +Total +Total% +Line +Source\n", text), text[:600]
     hot_line = next(line for line in text.splitlines() if line.endswith(code.split("\n")[2]))
     assert hot_line.split()[0] == f"{hot:,}" and hot_line.split()[4] == "3", hot_line
+
+
+def test_chart_puts_phases_in_order_and_threads_in_lanes(kc):
+    """view=chart of a cell whose main thread runs phase_a() and then
+    phase_b() while a thread it started runs th_chart(): every bar of
+    phase_a ends before the first bar of phase_b begins, each thread has a
+    lane of its own with its own functions, and each lane's top bars add up
+    to the thread's samples (as threads= counts them)."""
+    ok(kc, r"""
+__attribute__((noinline)) void phase_a(void) { double t0 = thread_cpu_now(); while (thread_cpu_now() - t0 < 0.2) calib(PER_MS / 10); }
+__attribute__((noinline)) void phase_b(void) { double t0 = thread_cpu_now(); while (thread_cpu_now() - t0 < 0.3) calib(PER_MS / 10); }
+__attribute__((noinline)) void *th_chart(void *p) { double t0 = thread_cpu_now(); while (thread_cpu_now() - t0 < 0.25) calib(PER_MS / 10); return NULL; }""")
+    bundle, reply, outputs = flame(kc, """%%profview view=chart
+pthread_t th;
+pthread_create(&th, NULL, th_chart, NULL);
+phase_a();
+phase_b();
+pthread_join(th, NULL);""")
+    STORE.add(bundle, "chart")
+    bars = chart_bars_of(bundle)
+    lanes = {}
+    for b in bars:
+        lanes.setdefault(b["thread"], []).append(b)
+    assert len(lanes) == 2, sorted(lanes)
+    main = next(t for t, bs in lanes.items() if any(b["func"] == "phase_a" for b in bs))
+    other = next(t for t in lanes if t != main)
+    funcs = lambda t: {b["func"] for b in lanes[t]}  # noqa: E731
+    assert {"phase_a", "phase_b"} <= funcs(main) and "th_chart" not in funcs(main), funcs(main)
+    assert "th_chart" in funcs(other) and not {"phase_a", "phase_b"} & funcs(other), funcs(other)
+    a_end = max(b["t1"] for b in lanes[main] if b["func"] == "phase_a")
+    b_start = min(b["t0"] for b in lanes[main] if b["func"] == "phase_b")
+    assert a_end <= b_start + 1e-6, (a_end, b_start)
+    for t, n in ((main, 1), (other, 2)):
+        drawn = sum(b["count"] for b in lanes[t] if b["depth"] == 1)
+        counted = rows_of(flame(kc, f"%profshow threads={n} minwidth=0")[0])[0]["count"]
+        assert drawn == counted, (t, drawn, counted)
+    assert "Chart: the samples in time order" in bundle["text/plain"]
 
 
 def test_no_aliasing_with_a_period_equal_to_the_interval(kc):

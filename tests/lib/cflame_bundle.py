@@ -2,7 +2,8 @@
 """What tests read from a cflame flame graph: its SVG (svg_of) and the
 frames of its Vega-Lite spec as rows (frames_of), one dict per frame with
 the fields docs/PROFILING.md names ("The data behind the graph"); and from
-the other views (view_of): a top view's rows (top_rows_of).
+the other views (view_of): a top view's rows (top_rows_of), a chart's bars
+(chart_bars_of).
 
 The spec holds them compactly (flame/fl_vegalite.c): data.values is a CSV
 table of numbers, a line per frame; lookup transforms turn the string
@@ -74,3 +75,19 @@ def top_rows_of(spec):
     spec = spec.get(VL_MIME, spec)
     assert view_of(spec) == "top", f"not a top view: {spec.get('description')}"
     return {r["func"]: r for r in spec["layer"][0]["data"]["values"]}
+
+
+def chart_bars_of(spec):
+    """The bars of a chart view's spec (or bundle), their strings read:
+    dicts with func, file, module, thread, color, depth, t0, t1, y, count
+    (fl_chart.c)."""
+    spec = spec.get(VL_MIME, spec)
+    assert view_of(spec) == "chart", f"not a chart: {spec.get('description')}"
+    strings = {r["k"]: r["s"] for r in spec["datasets"]["strings"]}
+    bars = []
+    for r in spec["layer"][0]["data"]["values"]:
+        bars.append({"func": strings[r["f"]], "file": strings.get(r.get("fi")),
+                     "module": strings.get(r.get("m")), "thread": strings[r["th"]],
+                     "color": strings[r["co"]], "depth": r["depth"], "t0": r["t0"], "t1": r["t1"],
+                     "y": r["y"], "count": r["count"]})
+    return bars

@@ -43,6 +43,9 @@
 // For a source view: two bars per line drawn, hovering the hottest line's
 // bar shows its file:line, self and total, and a bundle's SVG parses with
 // one titled bar per line with samples.
+// For a chart: a rect per bar, hovering the longest bar shows its
+// function, thread and time, the wheel zooms the time axis around the
+// pointer, a drag pans it, and a double-click resets it.
 // --screenshot PNG saves what the page shows (PNG-N.png for several files).
 // Exits 0 when every file passes; otherwise prints what failed and exits 1.
 import fs from 'node:fs';
@@ -53,7 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { framesOf, svgOf } from './frames.mjs';
-import { viewOf, expectedTop, topDrawnProblem, sourceRows, hotLines } from './views.mjs';
+import { viewOf, expectedTop, topDrawnProblem, sourceRows, hotLines, chartBars } from './views.mjs';
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
@@ -355,6 +358,46 @@ async function checkSourcePage(page, spec, svg) {
   return `source: ${lines.length} lines; tooltip of ${hot ? `${hot.file}:${hot.line}` : 'none'}`;
 }
 
+/* A chart in the page. Returns a note for the log. */
+async function checkChartPage(page, spec) {
+  const bars = chartBars(spec), meta = spec.usermeta.cflame;
+  const drawn = await page.evaluate(() => cf.items('rect').filter(it => it.datum?.t1 !== undefined).length);
+  check(drawn === bars.length, `${drawn} rects drawn for ${bars.length} bars`);
+  const longest = [...bars].sort((a, b) => (b.t1 - b.t0) - (a.t1 - a.t0))[0];
+  const pt = await page.evaluate(([t0, t1, y]) => {
+    const v = window.view, canvas = v.container().querySelector('canvas, svg');
+    const pad = v.padding(), [ox, oy] = v.origin(), sx = v.scale('x');
+    const box = canvas.getBoundingClientRect();
+    return { x: box.left + (pad.left || 0) + ox + sx((t0 + t1) / 2),
+             y: box.top + (pad.top || 0) + oy + y + 7 };
+  }, [longest.t0, longest.t1, longest.y]);
+  await page.mouse.move(pt.x, pt.y);
+  const tip = page.locator('#vg-tooltip-element');
+  await tip.waitFor({ state: 'visible', timeout: WAIT_MS });
+  const tipText = await tip.innerText();
+  for (const want of [longest.func, 'thread', longest.thread, 'time']) {
+    check(tipText.includes(want), `chart tooltip lacks "${want}": ${JSON.stringify(tipText)}`);
+  }
+  const d0 = await page.evaluate(() => cf.domain());
+  check(Math.abs(d0[0] - meta.from) < 1e-9 && Math.abs(d0[1] - meta.to) < 1e-9,
+        `initial time axis ${JSON.stringify(d0)}, not ${meta.from}..${meta.to}`);
+  await page.mouse.wheel(0, -300);
+  await waitDomain(page, `cf.domain()[1] - cf.domain()[0] < ${0.9 * (meta.to - meta.from)}`, 'after the wheel');
+  const dz = await page.evaluate(() => cf.domain());
+  await page.mouse.move(pt.x, pt.y);
+  await page.mouse.down();
+  await page.mouse.move(pt.x - 100, pt.y, { steps: 8 });
+  await page.mouse.up();
+  await waitDomain(page, `cf.domain()[0] > ${dz[0]}`, 'after dragging left');
+  const dp = await page.evaluate(() => cf.domain());
+  check(Math.abs((dp[1] - dp[0]) - (dz[1] - dz[0])) < 1e-6 * (meta.to - meta.from),
+        `the drag changed the span: ${dz} -> ${dp}`);
+  await page.mouse.dblclick(pt.x, pt.y);
+  await waitDomain(page, `Math.abs(cf.domain()[1] - cf.domain()[0] - ${meta.to - meta.from}) < 1e-9`,
+                   'after a double-click');
+  return `chart: ${bars.length} bars; zoomed to ${(dz[1] - dz[0]).toFixed(3)} s, panned, reset`;
+}
+
 async function testFile(browser, file, screenshot) {
   const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
   const spec = doc[VL_MIME] || doc;
@@ -384,7 +427,8 @@ async function testFile(browser, file, screenshot) {
     await page.evaluate(installHelpers);
     if (view !== 'flame') {
       const note = view === 'top' ? await checkTopPage(page, spec, svg)
-                                  : await checkSourcePage(page, spec, svg);
+                 : view === 'chart' ? await checkChartPage(page, spec)
+                                    : await checkSourcePage(page, spec, svg);
       if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
       check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
       console.log(`  embedded in ${embedMs} ms; ${note}`);

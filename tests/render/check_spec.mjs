@@ -58,7 +58,11 @@
 //     windows), and what vega draws: each line's source text and number,
 //     two bars per line, lines without samples dimmed; a bundle's SVG is
 //     well-formed, with one titled bar per line with samples, and its text
-//     has the table's header.
+//     has the table's header;
+//   - chart: its bars (within the time range, each inside the bar above
+//     it, the top bars adding up to the samples), what vega draws (a rect
+//     per bar in its colour, the x domain the range), and a bundle's SVG
+//     with a titled bar per bar.
 //
 // Exits 0 when every file passes; otherwise prints what failed and exits 1.
 // With VEGA_MODULES=DIR (a node_modules directory), uses the vega and
@@ -74,7 +78,7 @@ import { XMLValidator, XMLParser } from 'fast-xml-parser';
 
 import { framesOf, svgOf } from './frames.mjs';
 import { viewOf, topRowsProblem, topDrawnProblem, expectedTop, sourceRows, sourceRowsProblem,
-         hotLines } from './views.mjs';
+         hotLines, chartBars, chartProblem } from './views.mjs';
 
 // $VEGA_MODULES: another node_modules with vega and vega-lite, to check the
 // spec with the versions a given JupyterLab ships.
@@ -588,59 +592,20 @@ function unescapeXml(s) {
   return s.replace(/&(lt|gt|amp|apos|quot);/g, (_, e) => entities[e]);
 }
 
-/* A top view (views.mjs): validates, compiles and renders it, then checks
- * what vega draws for each sort order; pushes problems. */
-async function checkTop(spec, problems) {
+/* A view other than the flame graph: validated against the schema, its
+ * rows checked (rowsProblem: a message or null), compiled with no
+ * warnings, rendered headless, and then inspect(view) checks what vega
+ * drew (returning a line for the log). Pushes problems; vega's warnings
+ * are problems too, but the one of the pan stream that listens on the
+ * window, which headless vega has not (as for the flame graph). */
+async function checkView(spec, what, rowsProblem, inspect, problems) {
   if (!validateSchema(spec)) {
     const errs = validateSchema.errors.slice(0, 5).map(e => `${e.instancePath} ${e.message}`);
     problems.push(`does not match the Vega-Lite 5 schema: ${errs.join('; ')}`);
   }
-  const bad = topRowsProblem(spec);
+  const bad = rowsProblem(spec);
   if (bad) {
-    problems.push(`top rows: ${bad}`);
-    return;
-  }
-  const compiled = compileSpec(spec, problems);
-  if (!compiled) return;
-  const vgProblems = [];
-  try {
-    const view = new vega.View(vega.parse(compiled.spec), {
-      renderer: 'none', logger: recordingLogger(vgProblems, 'vega'), logLevel: vega.Warn,
-    });
-    for (const sort of ['self', 'total']) {
-      await view.signal('sort', sort).runAsync();
-      const svg = await view.toSVG();
-      if (!svg.startsWith('<svg') || svg.length < 1000) problems.push('vega rendered an empty picture');
-      const bars = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.rank !== undefined);
-      const selfBars = bars.filter(it => it.fill === it.datum.color);
-      const problem = topDrawnProblem(spec, selfBars.map(it => it.datum), sort);
-      if (problem) problems.push(problem);
-      if (bars.length !== 2 * selfBars.length) {
-        problems.push(`sort=${sort}: ${bars.length} bars for ${selfBars.length} self bars in their colour`);
-      }
-      const header = sort === 'self' ? 'Self \u25bc' : 'Total \u25bc';
-      if (!findTexts(view.scenegraph().root).includes(header)) {
-        problems.push(`sort=${sort}: no header "${header}"`);
-      }
-    }
-    view.finalize();
-    console.log(`  top: ${expectedTop(spec, 'self').length} rows drawn of ${spec.usermeta.cflame.functions} functions`);
-  } catch (e) {
-    problems.push(`vega failed: ${e.stack || e.message}`);
-  }
-  problems.push(...vgProblems);
-}
-
-/* A source view: validates, compiles and renders it, then checks what
- * vega draws; pushes problems. */
-async function checkSource(spec, problems) {
-  if (!validateSchema(spec)) {
-    const errs = validateSchema.errors.slice(0, 5).map(e => `${e.instancePath} ${e.message}`);
-    problems.push(`does not match the Vega-Lite 5 schema: ${errs.join('; ')}`);
-  }
-  const bad = sourceRowsProblem(spec);
-  if (bad) {
-    problems.push(`source rows: ${bad}`);
+    problems.push(`${what}: ${bad}`);
     return;
   }
   const compiled = compileSpec(spec, problems);
@@ -653,6 +618,41 @@ async function checkSource(spec, problems) {
     await view.runAsync();
     const svg = await view.toSVG();
     if (!svg.startsWith('<svg') || svg.length < 1000) problems.push('vega rendered an empty picture');
+    const note = await inspect(view);
+    view.finalize();
+    console.log(`  ${what}: ${note}`);
+  } catch (e) {
+    problems.push(`vega failed: ${e.stack || e.message}`);
+  }
+  problems.push(...vgProblems.filter(p => !/Can not resolve event source: window/.test(p)));
+}
+
+/* A top view (views.mjs): the rows vega ranks and draws for each sort
+ * order; pushes problems. */
+async function checkTop(spec, problems) {
+  await checkView(spec, 'top', topRowsProblem, async view => {
+    for (const sort of ['self', 'total']) {
+      await view.signal('sort', sort).runAsync();
+      const bars = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.rank !== undefined);
+      const selfBars = bars.filter(it => it.fill === it.datum.color);
+      const problem = topDrawnProblem(spec, selfBars.map(it => it.datum), sort);
+      if (problem) problems.push(problem);
+      if (bars.length !== 2 * selfBars.length) {
+        problems.push(`sort=${sort}: ${bars.length} bars for ${selfBars.length} self bars in their colour`);
+      }
+      const header = sort === 'self' ? 'Self \u25bc' : 'Total \u25bc';
+      if (!findTexts(view.scenegraph().root).includes(header)) {
+        problems.push(`sort=${sort}: no header "${header}"`);
+      }
+    }
+    return `${expectedTop(spec, 'self').length} rows drawn of ${spec.usermeta.cflame.functions} functions`;
+  }, problems);
+}
+
+/* A source view: each line's text (its indentation an offset) and number,
+ * two bars per line, lines without samples dimmed; pushes problems. */
+async function checkSource(spec, problems) {
+  await checkView(spec, 'source', sourceRowsProblem, async view => {
     const rows = sourceRows(spec), lines = rows.filter(r => r.k === 'line');
     const root = view.scenegraph().root;
     const bars = findItems(root, 'rect').filter(it => it.datum?.k === 'line');
@@ -684,12 +684,25 @@ async function checkSource(spec, problems) {
     const out = placed.find((p, k) => k > 0 && (p.lead > placed[k - 1].lead ? p.x <= placed[k - 1].x
                                                                           : p.x !== placed[k - 1].x));
     if (out) problems.push(`line ${out.line} is drawn at x ${out.x}, out of step with its indentation`);
-    view.finalize();
-    console.log(`  source: ${lines.length} lines, ${hotLines(spec).length} with samples`);
-  } catch (e) {
-    problems.push(`vega failed: ${e.stack || e.message}`);
-  }
-  problems.push(...vgProblems);
+    return `${lines.length} lines, ${hotLines(spec).length} with samples`;
+  }, problems);
+}
+
+/* A chart: a rect per bar in its colour, the time axis spanning the
+ * range; pushes problems. */
+async function checkChart(spec, problems) {
+  await checkView(spec, 'chart', chartProblem, async view => {
+    const bars = chartBars(spec), meta = spec.usermeta.cflame;
+    const rects = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.t1 !== undefined);
+    if (rects.length !== bars.length) problems.push(`vega drew ${rects.length} rects for ${bars.length} bars`);
+    const miscoloured = rects.filter(it => it.fill !== it.datum.color).length;
+    if (miscoloured) problems.push(`${miscoloured} bars not in their colour`);
+    const domain = view.scale('x').domain();
+    if (Math.abs(domain[0] - meta.from) > 1e-9 || Math.abs(domain[1] - meta.to) > 1e-9) {
+      problems.push(`the time axis spans ${domain}, not ${meta.from}..${meta.to}`);
+    }
+    return `${bars.length} bars in ${meta.lanes} lanes`;
+  }, problems);
 }
 
 /* A table view's SVG from its bundle, or null (a problem pushed) when it
@@ -742,6 +755,17 @@ async function checkFile(file) {
   if (viewOf(spec) === 'top') {
     if (doc[VL_MIME]) checkTopBundle(doc, problems);
     await checkTop(spec, problems);
+    return problems;
+  }
+  if (viewOf(spec) === 'chart') {
+    if (doc[VL_MIME]) {
+      const svg = tableSvg(doc, 'chart', problems);
+      const titled = svg ? (svg.match(/<path\b[^>]*><title>/g) || []).length : 0;
+      if (svg && titled !== chartBars(spec).length) {
+        problems.push(`chart SVG has ${titled} titled bars for ${chartBars(spec).length} bars`);
+      }
+    }
+    await checkChart(spec, problems);
     return problems;
   }
   if (viewOf(spec) === 'source') {

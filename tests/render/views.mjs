@@ -110,3 +110,40 @@ export function hotLines(spec) {
   return sourceRows(spec).filter(r => r.k === 'line' && r.total > 0)
     .sort((a, b) => b.self - a.self || b.total - a.total);
 }
+
+// view=chart (flame/fl_chart.c): bar rows {f, fi, m, th, co (indexes into
+// datasets.strings), depth, t0, t1 (seconds), y (pixels), count}.
+
+/* The bars of a chart spec, their strings read: {func, file, module,
+ * thread, color, depth, t0, t1, y, count}. */
+export function chartBars(spec) {
+  const strings = new Map((spec.datasets?.strings ?? []).map(r => [r.k, r.s]));
+  return (spec.layer?.[0]?.data?.values ?? []).map(r => ({
+    func: strings.get(r.f), file: strings.get(r.fi), module: strings.get(r.m),
+    thread: strings.get(r.th), color: strings.get(r.co),
+    depth: r.depth, t0: r.t0, t1: r.t1, y: r.y, count: r.count,
+  }));
+}
+
+/* What is wrong with a chart's bars, or null: each within [from, to] with
+ * t0 <= t1 (samples with one time stamp make a bar of no width), inside the bar above it in its lane (a bar is never wider than
+ * its caller's), and each lane's top bars adding up to its samples. */
+export function chartProblem(spec) {
+  const bars = chartBars(spec), meta = spec.usermeta?.cflame ?? {};
+  if (bars.length === 0) return 'no bars';
+  for (const b of bars) {
+    if (typeof b.func !== 'string' || typeof b.thread !== 'string' || !/^#[0-9a-f]{6}$/.test(b.color)) {
+      return `bar with unknown strings: ${JSON.stringify(b)}`;
+    }
+    if (!(b.t0 <= b.t1) || b.t0 < meta.from - 1e-6 || b.t1 > meta.to + 1e-6) {
+      return `bar ${b.func} from ${b.t0} to ${b.t1}, outside ${meta.from}..${meta.to}`;
+    }
+    if (b.depth > 1 && !bars.some(p => p.thread === b.thread && p.depth === b.depth - 1 &&
+                                       p.t0 <= b.t0 + 1e-6 && p.t1 >= b.t1 - 1e-6)) {
+      return `bar ${b.func} (${b.thread}, depth ${b.depth}, ${b.t0}..${b.t1}) has no bar above it`;
+    }
+  }
+  const top = bars.filter(b => b.depth === 1).reduce((s, b) => s + b.count, 0);
+  if (top !== meta.total) return `the top bars hold ${top} samples, not ${meta.total}`;
+  return null;
+}

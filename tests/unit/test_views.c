@@ -389,11 +389,125 @@ static void test_source_known_answers(void) {
   fl_profile_destroy(&p);
 }
 
+/* ---- view=chart ---- */
+
+#define MS 1000000ull
+
+/* Thread 1 runs main -> phase_a for 100 samples (1 ms each), then main ->
+ * phase_b for 200; thread 2 ("worker") runs worker -> spin for 50 samples
+ * from 20 ms, then, after a pause of 100 ms, 30 more. */
+static fl_profile_t *timed_profile(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = MS;
+  uint32_t main_ = frame(p, "main", "cell[1]", 2, "cell[1]", CELL);
+  uint32_t a = frame(p, "phase_a", "cell[1]", 5, "cell[1]", CELL);
+  uint32_t b = frame(p, "phase_b", "cell[1]", 9, "cell[1]", CELL);
+  uint32_t worker = frame(p, "worker", "cell[1]", 12, "cell[1]", CELL);
+  uint32_t spin = frame(p, "spin", "cell[1]", 14, "cell[1]", CELL);
+  uint32_t sa[] = {main_, a}, sb[] = {main_, b}, sw[] = {worker, spin};
+  uint64_t t0 = 1000 * MS;
+  for (uint64_t i = 1; i <= 300; i++)
+    fl_profile_add_sample_at(p, i <= 100 ? sa : sb, 2, 1, 0, 1, t0 + i * MS);
+  for (uint64_t i = 1; i <= 80; i++)
+    fl_profile_add_sample_at(p, sw, 2, 1, 0, 2, t0 + (20 + i + (i > 50 ? 100 : 0)) * MS);
+  fl_profile_set_thread_name(p, 2, "worker");
+  return p;
+}
+
+/* The chart's bars from its spec: "thread depth func t0 t1 count". */
+static size_t chart_bars(json_t *spec, char out[][96], size_t max) {
+  json_t *layer = json_array_get(json_object_get(spec, "layer"), 0);
+  json_t *values = json_object_get(json_object_get(layer, "data"), "values");
+  json_t *strings = json_object_get(json_object_get(spec, "datasets"), "strings");
+  size_t i, n = 0;
+  json_t *row;
+  json_array_foreach(values, i, row) {
+    if (n == max) break;
+    const char *func = json_string_value(json_object_get(
+        json_array_get(strings, (size_t)json_integer_value(json_object_get(row, "f"))), "s"));
+    const char *thread = json_string_value(json_object_get(
+        json_array_get(strings, (size_t)json_integer_value(json_object_get(row, "th"))), "s"));
+    snprintf(out[n++], 96, "%s %lld %s %.3f %.3f %lld", thread,
+             json_integer_value(json_object_get(row, "depth")), func,
+             json_real_value(json_object_get(row, "t0")),
+             json_real_value(json_object_get(row, "t1")),
+             json_integer_value(json_object_get(row, "count")));
+  }
+  return n;
+}
+
+static void test_chart_known_answers(void) {
+  fprintf(stderr, "chart: lanes, bars in time order, from and to\n");
+  fl_profile_t *p = timed_profile();
+  fl_tree_t *t = tree_of(p, false, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  char err[512] = "";
+  json_t *spec = fl_chart_vegalite(t, &v, err, sizeof err);
+  CHECK(spec != NULL);
+  if (!spec) fprintf(stderr, "%s\n", err);
+  char bars[16][96];
+  size_t n = spec ? chart_bars(spec, bars, 16) : 0;
+  /* Time 0 is the first sample's start (thread 1's, at 1 ms - 1 ms). */
+  const char *want[] = {"1 1 main 0.000 0.300 300",        "1 2 phase_a 0.000 0.100 100",
+                        "1 2 phase_b 0.100 0.300 200",     "2: worker 1 worker 0.020 0.070 50",
+                        "2: worker 2 spin 0.020 0.070 50", "2: worker 1 worker 0.170 0.200 30",
+                        "2: worker 2 spin 0.170 0.200 30"};
+  CHECK_INT(n, 7);
+  for (size_t i = 0; i < n && i < 7; i++) CHECK_STR(bars[i], want[i]);
+  CHECK_INT(json_integer_value(json_object_get(
+                json_object_get(json_object_get(spec, "usermeta"), "cflame"), "lanes")),
+            2);
+  json_t *bundle = fl_chart_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  const char *text = bundle ? json_string_value(json_object_get(bundle, "text/plain")) : "";
+  CHECK(strstr(text, "thread 2: worker (80 samples)") != NULL);
+  CHECK(strstr(text, "    0.000     0.100        100    phase_a\n") != NULL);
+  char *svg = bundle ? svg_of(bundle) : NULL;
+  const char *bad = svg ? xml_check(svg) : "no SVG";
+  CHECK(bad == NULL);
+  CHECK_INT(svg ? count_of(svg, "<title>") : 0, 7);
+  free(svg);
+  write_out("view-chart.json", bundle);
+  json_decref(bundle);
+  json_decref(spec);
+
+  /* from and to: the bars cut to 0.05 .. 0.15 s. */
+  v.from = 0.05;
+  v.to = 0.15;
+  spec = fl_chart_vegalite(t, &v, err, sizeof err);
+  n = spec ? chart_bars(spec, bars, 16) : 0;
+  const char *cut[] = {"1 1 main 0.050 0.150 100", "1 2 phase_a 0.050 0.100 50",
+                       "1 2 phase_b 0.100 0.150 50", "2: worker 1 worker 0.050 0.070 20",
+                       "2: worker 2 spin 0.050 0.070 20"};
+  CHECK_INT(n, 5);
+  for (size_t i = 0; i < n && i < 5; i++) CHECK_STR(bars[i], cut[i]);
+  json_decref(spec);
+  v.from = 0.5;
+  v.to = 0;
+  err[0] = '\0';
+  CHECK(fl_chart_vegalite(t, &v, err, sizeof err) == NULL);
+  CHECK(strstr(err, "from=0.5") && strstr(err, "0.300 s"));
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+
+  /* Samples without time stamps (folded stacks) cannot be charted. */
+  p = known_profile();
+  t = tree_of(p, false, 0);
+  v.from = 0;
+  err[0] = '\0';
+  CHECK(fl_chart_vegalite(t, &v, err, sizeof err) == NULL);
+  CHECK(err[0] != '\0');
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 int main(int argc, char **argv) {
   if (out_dir_init(argc, argv) < 0) return 1;
   test_top_known_answers();
   test_top_many();
   test_top_output();
   test_source_known_answers();
+  test_chart_known_answers();
   return TEST_DONE();
 }

@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fl_chart: the time-ordered stack chart (view=chart), one lane per thread,
+ * as speedscope's "time order" and the Firefox Profiler's stack chart draw
+ * it: x is time from the start of the run, and each sample's stack is drawn
+ * at its time, the root frame of the tree (the whole run) left out, its
+ * callers above its callees.
+ *
+ * The shape is fl_timeline's: per thread, the samples in time order merged
+ * into spans of one node. A bar is a function at one depth over
+ * consecutive spans whose stacks hold that function there under the same
+ * bar above, with no gap longer than one interval between them (the thread
+ * ran on). So a bar contains the bars under it, and a loop that calls a()
+ * then b() over and over draws one bar for the loop and alternating bars
+ * for a and b. Bars are of functions (whatever lines= says): a function's
+ * lines are the source view's.
+ *
+ * from= and to= (seconds from the start) keep what lies between them, the
+ * bars cut to it. At most MAX_BARS bars are drawn: the shortest go first,
+ * which never leaves a bar without the one above it (a bar is never longer
+ * than its caller's). */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflame/fl_timeline.h"
+#include "fl__render.h"
+
+#define MAX_BARS 3000
+#define LEVEL_PX 16.0
+#define LANE_LABEL_PX 18.0
+#define LANE_GAP_PX 8.0
+#define LABEL_MIN_PX 24
+/* The text report lists the bars this deep (1: the frames under the root). */
+#define TEXT_DEPTH 3
+#define TEXT_BARS_PER_LANE 40
+
+typedef struct bar {
+  size_t lane;
+  int depth; /* 1: a frame under the root */
+  const fl_node_t *node;
+  uint64_t t0, t1; /* ns since the chart's start */
+  uint64_t weight;
+} bar_t;
+
+typedef struct lane {
+  int thread;
+  const char *name;
+  uint64_t weight; /* its samples' weights within the window */
+  int depth;       /* its deepest bar */
+  double top;      /* pixels: its label's top */
+} lane_t;
+
+typedef struct chart {
+  fl_timeline_t *tl;
+  bar_t *bars;
+  size_t n, cap;
+  lane_t *lanes;
+  size_t n_lanes;
+  uint64_t start_ns; /* the timeline's start: time 0 */
+  uint64_t from, to; /* the window, ns since start */
+  size_t max_bars;
+  size_t dropped; /* bars left out to stay within max_bars */
+  uint64_t total; /* the window's weight */
+  double height;  /* pixels */
+} chart_t;
+
+static void add_bar(chart_t *c, bar_t b) {
+  c->bars = fl__grow(c->bars, &c->cap, c->n + 1, sizeof *c->bars);
+  c->bars[c->n++] = b;
+}
+
+static bool same_string(const char *a, const char *b) {
+  return a == b || (a && b && !strcmp(a, b));
+}
+
+/* One function, whatever its line: bars are of functions, so that a loop
+ * over several lines of a function draws one bar. */
+static bool same_function(const fl_frame_t *a, const fl_frame_t *b) {
+  return same_string(a->func, b->func) && same_string(a->file, b->file) &&
+         same_string(a->module, b->module);
+}
+
+/* The lane's bars from its spans within the window: open[d] is the bar
+ * at depth d still growing, or SIZE_MAX. A bar goes on only while the bar
+ * above it does. */
+static void lane_bars(chart_t *c, size_t li, const fl_lane_t *lane, int max_depth,
+                      uint64_t tolerance) {
+  size_t *open = fl__xmalloc((size_t)max_depth + 1, sizeof *open);
+  const fl_node_t **chain = fl__xmalloc((size_t)max_depth + 1, sizeof *chain);
+  for (int d = 0; d <= max_depth; d++) open[d] = SIZE_MAX;
+  for (size_t i = 0; i < lane->n_spans; i++) {
+    const fl_span_t *sp = &lane->spans[i];
+    uint64_t a = sp->start_ns - c->start_ns, b = sp->end_ns - c->start_ns;
+    if (b <= c->from || a >= c->to) continue;
+    /* The part of the span in the window, and its share of the weight. */
+    uint64_t a_in = a < c->from ? c->from : a, b_in = b > c->to ? c->to : b;
+    uint64_t w =
+        b > a ? (uint64_t)llround((double)sp->weight * (double)(b_in - a_in) / (double)(b - a))
+              : sp->weight;
+    c->lanes[li].weight += w;
+    c->total += w;
+    int depth = sp->node->depth;
+    for (const fl_node_t *n = sp->node; n && n->depth > 0; n = n->parent) chain[n->depth] = n;
+    bool caller_goes_on = true; /* the bar above goes on (the root's does) */
+    for (int d = 1; d <= max_depth; d++) {
+      if (d > depth) {
+        open[d] = SIZE_MAX;
+        continue;
+      }
+      bar_t *o = open[d] != SIZE_MAX ? &c->bars[open[d]] : NULL;
+      if (o && caller_goes_on && same_function(&o->node->frame, &chain[d]->frame) &&
+          a_in <= o->t1 + tolerance) {
+        o->t1 = b_in;
+        o->weight += w;
+      } else {
+        caller_goes_on = false;
+        open[d] = c->n;
+        add_bar(
+            c,
+            (bar_t){.lane = li, .depth = d, .node = chain[d], .t0 = a_in, .t1 = b_in, .weight = w});
+      }
+    }
+    if (depth > c->lanes[li].depth) c->lanes[li].depth = depth;
+  }
+  free(open);
+  free(chain);
+}
+
+static int cmp_duration(const void *pa, const void *pb) {
+  const bar_t *a = *(const bar_t *const *)pa, *b = *(const bar_t *const *)pb;
+  uint64_t da = a->t1 - a->t0, db = b->t1 - b->t0;
+  if (da != db) return da > db ? -1 : 1;
+  return (a->depth > b->depth) - (a->depth < b->depth);
+}
+
+/* Keeps the max longest bars, in their order. */
+static void keep_longest(chart_t *c, size_t max) {
+  if (c->n <= max) return;
+  const bar_t **by = fl__xmalloc(c->n, sizeof *by);
+  for (size_t i = 0; i < c->n; i++) by[i] = &c->bars[i];
+  qsort(by, c->n, sizeof *by, cmp_duration);
+  bool *keep = fl__xcalloc(c->n, sizeof *keep);
+  for (size_t i = 0; i < max; i++) keep[by[i] - c->bars] = true;
+  size_t k = 0;
+  for (size_t i = 0; i < c->n; i++)
+    if (keep[i]) c->bars[k++] = c->bars[i];
+  c->dropped = c->n - k;
+  c->n = k;
+  free(by);
+  free(keep);
+}
+
+static void chart_free(chart_t *c) {
+  fl_timeline_destroy(&c->tl);
+  free(c->bars);
+  free(c->lanes);
+}
+
+static int chart_build(chart_t *c, const fl_tree_t *t, const fl_view_opts_t *v, size_t max_bars,
+                       char *err, size_t err_size) {
+  *c = (chart_t){0};
+  c->tl = fl_timeline_build(t, err, err_size);
+  if (!c->tl) return -1;
+  c->start_ns = fl_timeline_start_ns(c->tl);
+  uint64_t length = fl_timeline_end_ns(c->tl) - c->start_ns;
+  c->from = v->from > 0 ? (uint64_t)llround(v->from * 1e9) : 0;
+  c->to = v->to > 0 ? (uint64_t)llround(v->to * 1e9) : length;
+  if (c->to > length) c->to = length;
+  if (c->from >= c->to) {
+    snprintf(err, err_size,
+             "from=%g to=%g leave nothing of the run, which lasted %.3f s: from must be less "
+             "than to, and less than the run's length",
+             v->from, v->to, (double)length / 1e9);
+    chart_free(c);
+    return -1;
+  }
+  c->n_lanes = fl_timeline_n_lanes(c->tl);
+  c->lanes = fl__xcalloc(c->n_lanes ? c->n_lanes : 1, sizeof *c->lanes);
+  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  int max_depth = fl_tree_max_depth(t);
+  for (size_t i = 0; i < c->n_lanes; i++) {
+    const fl_lane_t *lane = fl_timeline_lane(c->tl, i);
+    c->lanes[i].thread = lane->thread;
+    c->lanes[i].name = lane->name;
+    lane_bars(c, i, lane, max_depth, info->interval_ns);
+  }
+  keep_longest(c, max_bars);
+  c->max_bars = max_bars;
+  double y = 0;
+  for (size_t i = 0; i < c->n_lanes; i++) {
+    c->lanes[i].top = y;
+    y += LANE_LABEL_PX + LEVEL_PX * c->lanes[i].depth + LANE_GAP_PX;
+  }
+  c->height = y > 0 ? y : LEVEL_PX;
+  return 0;
+}
+
+/* "thread 2: worker (1,234 samples)". */
+static void lane_label(char *out, size_t size, const fl_tree_t *t, const lane_t *l) {
+  char n[32];
+  fl__thousands(l->weight, n);
+  if (l->name && l->name[0])
+    snprintf(out, size, "thread %d: %s (%s %s)", l->thread, l->name, n, fl__unit(t));
+  else
+    snprintf(out, size, "thread %d (%s %s)", l->thread, n, fl__unit(t));
+}
+
+static double bar_top(const chart_t *c, const bar_t *b) {
+  return c->lanes[b->lane].top + LANE_LABEL_PX + LEVEL_PX * (b->depth - 1);
+}
+
+static int chart_notes(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *c,
+                       char notes[FL__MAX_NOTES][FL__NOTE_SIZE]) {
+  char what[300], more[200];
+  const char *lines[2] = {what, more};
+  size_t n_lines = 1;
+  snprintf(what, sizeof what,
+           "chart: the samples in time order, %.3f s to %.3f s from the start, one lane per "
+           "thread; drag to pan, wheel to zoom, double-click to reset",
+           (double)c->from / 1e9, (double)c->to / 1e9);
+  size_t left_out = fl_timeline_left_out(c->tl);
+  if (c->dropped || left_out) {
+    char a[32], b[32];
+    fl__thousands(c->dropped, a);
+    fl__thousands(left_out, b);
+    char most[32];
+    fl__thousands(c->max_bars, most);
+    snprintf(more, sizeof more, "%s%s%s%s%s%s", c->dropped ? a : "",
+             c->dropped ? " shortest bars left out to draw at most " : "", c->dropped ? most : "",
+             c->dropped && left_out ? "; " : "", left_out ? b : "",
+             left_out ? " samples without a time stamp left out" : "");
+    n_lines++;
+  }
+  return fl__view_notes(v, lines, n_lines, notes);
+}
+
+/* ---- text ---- */
+
+static char *text_of(const fl_tree_t *t, const chart_t *c) {
+  fl__buf_t out = {0};
+  char n[32];
+  fl__thousands(c->total, n);
+  fl__buf_printf(&out, "Total: %s %s\n", n, fl__unit(t));
+  fl__buf_printf(&out, "Chart: the samples in time order, %.3f s to %.3f s, one lane per thread\n",
+                 (double)c->from / 1e9, (double)c->to / 1e9);
+  for (size_t li = 0; li < c->n_lanes; li++) {
+    char label[300];
+    lane_label(label, sizeof label, t, &c->lanes[li]);
+    fl__buf_printf(&out, "\n%s\n%9s %9s %10s  Frame\n", label, "Start", "End",
+                   fl__is_alloc(t) ? "Weight" : "Samples");
+    size_t shown = 0, more = 0;
+    for (size_t i = 0; i < c->n; i++) {
+      const bar_t *b = &c->bars[i];
+      if (b->lane != li || b->depth > TEXT_DEPTH) continue;
+      if (shown == TEXT_BARS_PER_LANE) {
+        more++;
+        continue;
+      }
+      fl__thousands(b->weight, n);
+      fl__buf_printf(&out, "%9.3f %9.3f %10s  %*s%s\n", (double)b->t0 / 1e9, (double)b->t1 / 1e9, n,
+                     2 * (b->depth - 1), "", b->node->frame.func);
+      shown++;
+    }
+    if (more) fl__buf_printf(&out, "… %zu more bars\n", more);
+  }
+  return fl__buf_take(&out);
+}
+
+/* ---- Vega-Lite ---- */
+
+/* The strings of the rows, each once: datasets.strings, {k, s} rows that
+ * lookup transforms name the rows' string columns by. */
+typedef struct strings {
+  fl__strset_t set;
+  json_t *rows;
+} strings_t;
+
+static json_int_t string_index(strings_t *st, const char *s) {
+  size_t before = st->set.n;
+  size_t i = fl__strset_add(&st->set, s ? s : "");
+  if (i == before)
+    json_array_append_new(st->rows, fl__nonnull(json_pack("{s:I,s:o}", "k", (json_int_t)i, "s",
+                                                          fl__json_text(s ? s : ""))));
+  return (json_int_t)i;
+}
+
+/* A bar's row: f, fi, m (function, file, module), th (thread) and co
+ * (colour) as indexes into the strings; depth, t0 and t1 (seconds), y
+ * (pixels) and count. */
+static json_t *bar_value(const chart_t *c, const bar_t *b, strings_t *st) {
+  const fl_frame_t *f = &b->node->frame;
+  char color[8], thread[200];
+  fl__node_color(b->node, color);
+  const lane_t *l = &c->lanes[b->lane];
+  if (l->name && l->name[0])
+    snprintf(thread, sizeof thread, "%d: %s", l->thread, l->name);
+  else
+    snprintf(thread, sizeof thread, "%d", l->thread);
+  json_t *o = fl__nonnull(json_pack(
+      "{s:I,s:I,s:i,s:f,s:f,s:f,s:I,s:I}", "f", string_index(st, f->func ? f->func : "[unknown]"),
+      "th", string_index(st, thread), "depth", b->depth, "t0", round((double)b->t0 / 1e3) / 1e6,
+      "t1", round((double)b->t1 / 1e3) / 1e6, "y", bar_top(c, b), "count", (json_int_t)b->weight,
+      "co", string_index(st, color)));
+  if (f->file) json_object_set_new(o, "fi", json_integer(string_index(st, f->file)));
+  if (f->module && (!f->file || strcmp(f->module, f->file) != 0))
+    json_object_set_new(o, "m", json_integer(string_index(st, f->module)));
+  return o;
+}
+
+/* {"lookup": field, ...strings...: "as": as}. */
+static json_t *lookup(const char *field, const char *as) {
+  return fl__nonnull(json_pack("{s:s,s:{s:{s:s},s:s,s:[s]},s:[s]}", "lookup", field, "from", "data",
+                               "name", "strings", "key", "k", "fields", "s", "as", as));
+}
+
+#define VIS_LEFT "max(0, scale('x', datum.t0))"
+#define VIS_RIGHT "min(width, scale('x', datum.t1))"
+
+static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *c) {
+  const fl__theme_t *th = fl__theme_of(v);
+  strings_t st = {.rows = fl__nonnull(json_array())};
+  json_t *values = fl__nonnull(json_array());
+  for (size_t i = 0; i < c->n; i++) json_array_append_new(values, bar_value(c, &c->bars[i], &st));
+  fl__strset_free(&st.set);
+  json_t *lanes = fl__nonnull(json_array());
+  for (size_t i = 0; i < c->n_lanes; i++) {
+    char label[300];
+    lane_label(label, sizeof label, t, &c->lanes[i]);
+    json_array_append_new(lanes, fl__nonnull(json_pack("{s:o,s:f}", "label", fl__json_text(label),
+                                                       "y", c->lanes[i].top)));
+  }
+  char expr[600];
+  json_t *tr = fl__nonnull(json_array());
+  json_array_append_new(tr, lookup("f", "func"));
+  json_array_append_new(tr, lookup("fi", "file"));
+  json_array_append_new(tr, lookup("m", "module"));
+  json_array_append_new(tr, lookup("th", "thread"));
+  json_array_append_new(tr, lookup("co", "color"));
+  snprintf(expr, sizeof expr, "datum.y + %g", LEVEL_PX - 1);
+  json_array_append_new(tr, fl__vl_calculate(expr, "y2"));
+  snprintf(expr, sizeof expr,
+           "{'function': datum.func, 'file': datum.file, 'module': datum.module, "
+           "'thread': datum.thread, "
+           "'time': format(datum.t0, '.3f') + ' s to ' + format(datum.t1, '.3f') + ' s', "
+           "'%s': format(datum.count, ',')}",
+           fl__unit(t));
+  json_array_append_new(tr, fl__vl_calculate(expr, "tip"));
+
+  double from = (double)c->from / 1e9, to = (double)c->to / 1e9;
+  // clang-format off
+  json_t *bars = fl__nonnull(json_pack(
+      "{s:s,s:[{s:s,s:{s:s,s:[s]},s:s}],s:{s:s,s:f,s:s},"
+      "s:{s:{s:s,s:s,s:{s:[f,f],s:b,s:b},s:{s:s,s:s,s:b}},s:{s:s},"
+      "s:{s:s,s:s,s:n},s:{s:s},s:{s:s,s:s,s:n,s:n}}}",
+      "name", "bars",
+      "params", "name", "zoom", "select", "type", "interval", "encodings", "x",
+                "bind", "scales",
+      "mark", "type", "rect", "strokeWidth", 0.5, "stroke", th->background,
+      "encoding",
+        "x", "field", "t0", "type", "quantitative",
+             "scale", "domain", from, to, "nice", 0, "zero", 0,
+             "axis", "title", "seconds from the start", "format", ".3~f", "grid", 0,
+        "x2", "field", "t1",
+        "y", "field", "y", "type", "quantitative", "scale",
+        "y2", "field", "y2",
+        "fill", "field", "color", "type", "nominal", "scale", "legend"));
+  // clang-format on
+  json_object_set_new(json_object_get(bars, "encoding"), "tooltip",
+                      fl__nonnull(json_pack("{s:s}", "field", "tip")));
+  char fits[128];
+  snprintf(fits, sizeof fits, VIS_RIGHT " - " VIS_LEFT " >= %d", LABEL_MIN_PX);
+  snprintf(expr, sizeof expr, "datum.y + %g", LEVEL_PX / 2);
+  // clang-format off
+  json_t *labels = fl__nonnull(json_pack(
+      "{s:{s:s,s:s,s:s,s:i,s:s,s:s,s:b,s:{s:s}},"
+      "s:{s:{s:{s:s}},s:{s:s,s:s,s:n},s:{s:{s:s,s:s},s:s},s:{s:s}}}",
+      "mark", "type", "text", "align", "left", "baseline", "middle", "fontSize", 11,
+              "font", FL__MONOSPACE, "fill", th->frame_text, "clip", 1,
+              "limit", "expr", VIS_RIGHT " - " VIS_LEFT " - 6",
+      "encoding",
+        "x", "value", "expr", VIS_LEFT " + 3",
+        "y", "field", "ym", "type", "quantitative", "scale",
+        "text", "condition", "test", fits, "field", "func", "value", "",
+        "tooltip", "field", "tip"));
+  // clang-format on
+  json_object_set_new(labels, "transform",
+                      fl__nonnull(json_pack("[{s:s,s:s}]", "calculate", expr, "as", "ym")));
+  json_t *lane_layer = fl__nonnull(
+      json_pack("{s:{s:o},s:{s:s,s:s,s:s,s:s,s:i,s:s},s:{s:{s:i},s:{s:s,s:s,s:n},s:{s:s}}}", "data",
+                "values", lanes, "mark", "type", "text", "align", "left", "baseline", "top",
+                "fontWeight", "bold", "fontSize", 11, "color", th->text, "encoding", "x", "value",
+                0, "y", "field", "y", "type", "quantitative", "scale", "text", "field", "label"));
+
+  json_t *layers = fl__nonnull(json_array());
+  json_array_append_new(
+      layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:[o,o]}", "data", "values", values, "transform",
+                                    tr, "layer", bars, labels)));
+  json_array_append_new(layers, lane_layer);
+  char description[200];
+  snprintf(description, sizeof description, "Stack chart of %s: %zu bars in %zu lanes",
+           fl_tree_root(t)->frame.func, c->n, c->n_lanes);
+  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
+  int n_notes = chart_notes(t, v, c, notes);
+  // clang-format off
+  json_t *spec = fl__nonnull(json_pack(
+      "{s:s,s:o,s:i,s:f,s:s,s:o,s:{s:o},s:o,s:{s:{s:s,s:s,s:I,s:I,s:f,s:f}}}",
+      "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
+      "description", fl__json_text(description),
+      "width", v->width > 200 ? v->width : 200,
+      "height", c->height,
+      "background", th->background,
+      "config", fl__vl_config(v),
+      "datasets", "strings", st.rows,
+      "layer", layers,
+      "usermeta", "cflame", "view", "chart", "unit", fl__unit(t), "total", (json_int_t)c->total,
+                            "lanes", (json_int_t)c->n_lanes, "from", from, "to", to));
+  // clang-format on
+  json_t *title = fl__vl_title(v, notes, n_notes);
+  if (title) json_object_set_new(spec, "title", title);
+  return spec;
+}
+
+/* ---- SVG ---- */
+
+static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *c) {
+  const fl__theme_t *th = fl__theme_of(v);
+  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
+  int n_notes = chart_notes(t, v, c, notes);
+  int width = v->width > 200 ? v->width : 200;
+  bool has_title = v->title && v->title[0];
+  double y = FL__SVG_MARGIN;
+  double title_y = has_title ? (y += 16) : 0;
+  double note_y[FL__MAX_NOTES];
+  for (int i = 0; i < n_notes; i++) note_y[i] = (y += 16);
+  double top = y + 12, axis_y = top + c->height + 14;
+  double full_h = axis_y + 8 + FL__SVG_MARGIN, x0 = FL__SVG_MARGIN;
+  double span = (double)(c->to - c->from), scale = span > 0 ? width / span : 0;
+  fl__buf_t b = {0};
+  fl__svg_opening(&b, th, v, width + 2 * FL__SVG_MARGIN, full_h, title_y, notes, note_y, n_notes);
+  fl__buf_printf(&b,
+                 "<g font-size='11' fill='%s' font-weight='bold' dominant-baseline='hanging'>\n",
+                 th->text);
+  for (size_t i = 0; i < c->n_lanes; i++) {
+    char label[300];
+    lane_label(label, sizeof label, t, &c->lanes[i]);
+    fl__svg_cell(&b, x0, top + c->lanes[i].top + 2, false, label);
+  }
+  fl__buf_puts(&b, "</g>\n");
+  for (size_t i = 0; i < c->n; i++) {
+    const bar_t *bar = &c->bars[i];
+    const fl_frame_t *f = &bar->node->frame;
+    char color[8], *title, n[32];
+    fl__node_color(bar->node, color);
+    fl__thousands(bar->weight, n);
+    if (asprintf(&title, "%s\nthread %d\n%.3f s to %.3f s\n%s %s", f->func ? f->func : "[unknown]",
+                 c->lanes[bar->lane].thread, (double)bar->t0 / 1e9, (double)bar->t1 / 1e9, n,
+                 fl__unit(t)) < 0)
+      fl__oom(0);
+    fl__svg_hbar(&b, color, LEVEL_PX - 1, x0 + (double)(bar->t0 - c->from) * scale,
+                 top + bar_top(c, bar) + LEVEL_PX / 2, (double)(bar->t1 - bar->t0) * scale, title);
+    fl__buf_puts(&b, "\n");
+    free(title);
+  }
+  /* Labels where they fit, then the time axis's ends. */
+  fl__buf_printf(&b,
+                 "<g font-family='%s' font-size='11' fill='%s' dominant-baseline='middle' "
+                 "pointer-events='none'>\n",
+                 FL__MONOSPACE, th->frame_text);
+  for (size_t i = 0; i < c->n; i++) {
+    const bar_t *bar = &c->bars[i];
+    double w = (double)(bar->t1 - bar->t0) * scale;
+    if (w < LABEL_MIN_PX) continue;
+    char *label = fl__text_cut(bar->node->frame.func ? bar->node->frame.func : "[unknown]",
+                               (size_t)((w - 6) / FL__TABLE_CHAR_PX));
+    fl__svg_cell(&b, x0 + (double)(bar->t0 - c->from) * scale + 3,
+                 top + bar_top(c, bar) + LEVEL_PX / 2, false, label);
+    free(label);
+  }
+  fl__buf_puts(&b, "</g>\n");
+  char at[32];
+  fl__buf_printf(&b, "<g font-size='11' fill='%s' dominant-baseline='middle'>\n", th->text);
+  snprintf(at, sizeof at, "%.3f s", (double)c->from / 1e9);
+  fl__svg_cell(&b, x0, axis_y, false, at);
+  snprintf(at, sizeof at, "%.3f s", (double)c->to / 1e9);
+  fl__svg_cell(&b, x0 + width, axis_y, true, at);
+  fl__buf_puts(&b, "</g>\n</svg>\n");
+  return fl__buf_take(&b);
+}
+
+/* ---- the entry points ---- */
+
+static const fl_view_opts_t *prepare(const fl_tree_t *t, const fl_view_opts_t *v,
+                                     fl_view_opts_t *defaults, chart_t *c, char *err,
+                                     size_t err_size) {
+  if (!v) {
+    fl_view_opts_init(defaults);
+    v = defaults;
+  }
+  return chart_build(c, t, v, MAX_BARS, err, err_size) < 0 ? NULL : v;
+}
+
+json_t *fl_chart_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+  fl_view_opts_t defaults;
+  chart_t c;
+  if (!(v = prepare(t, v, &defaults, &c, err, err_size))) return NULL;
+  json_t *spec = vegalite_of(t, v, &c);
+  chart_free(&c);
+  return spec;
+}
+
+char *fl_chart_svg(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+  fl_view_opts_t defaults;
+  chart_t c;
+  if (!(v = prepare(t, v, &defaults, &c, err, err_size))) return NULL;
+  char *svg = svg_of(t, v, &c);
+  chart_free(&c);
+  return svg;
+}
+
+char *fl_text_chart(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+  fl_view_opts_t defaults;
+  chart_t c;
+  if (!(v = prepare(t, v, &defaults, &c, err, err_size))) return NULL;
+  char *text = text_of(t, &c);
+  chart_free(&c);
+  return text;
+}
+
+/* The bundle stays under FL__BUNDLE_MAX_BYTES: drawn again with fewer
+ * bars, by its overshoot, while it is too big. */
+json_t *fl_chart_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+  fl_view_opts_t defaults;
+  chart_t c;
+  if (!(v = prepare(t, v, &defaults, &c, err, err_size))) return NULL;
+  for (;;) {
+    char *svg = svg_of(t, v, &c), *report = text_of(t, &c);
+    json_t *bundle = fl__bundle_assemble(vegalite_of(t, v, &c), svg, report, v);
+    free(svg);
+    free(report);
+    size_t bytes = json_dumpb(bundle, NULL, 0, JSON_COMPACT), max = c.max_bars;
+    chart_free(&c);
+    if (bytes < FL__BUNDLE_MAX_BYTES || max <= 100) return bundle;
+    json_decref(bundle);
+    size_t fewer = (size_t)((double)max * (FL__BUNDLE_MAX_BYTES * 0.9) / (double)bytes);
+    if (chart_build(&c, t, v, fewer > 100 ? fewer : 100, err, err_size) < 0) return NULL;
+  }
+}
