@@ -40,6 +40,7 @@ void kn_exec_destroy(kn_exec_t **ep) {
   kn_profreq_free(&e->profreq);
   kn_output_free(&e->out);
   free(e->crash_report);
+  free(e->cell_key);
   json_decref(e->run_cmd);
   free(e->died_ename);
   free(e->died_value);

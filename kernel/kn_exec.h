@@ -61,6 +61,7 @@ struct kn_exec {
   kn_compile_t *compiling; /* the compiler under way, or NULL */
   json_t *timeit_spec;     /* %%timeit's run options, kept while compiling */
   kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
+  char *cell_key;          /* the cell's key in the runs kept (kn_profhist_key) */
   kn_output_t out;
   bool input_pending;
   bool inspecting; /* the cell is `name?`: kn_complete answers it */

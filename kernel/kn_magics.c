@@ -135,11 +135,18 @@ static const kn_magic_def_t magics[] = {
     {.name = "profdiffview", .forms = KN_FORM_LINE | KN_FORM_CELL, .profile = KN_PROF_DIFF,
      .statement = kn_profdiff_has_statement, .prof_line = kn_profmagic_diff_session,
      .options = RUN_OPTS | KN_OPTS_DIFF | KN_OPTS_ALLOC | KN_OPTS_KIND,
-     .usage = "%%profdiffview NAME [opts]  /  %profdiffview NAME [opts] [STATEMENT]",
+     .usage = "%%profdiffview NAME|prev [opts]  /  %profdiffview NAME [opts] [STATEMENT]",
      .help = "Profile the cell (or the statement) and show its differential flame graph "
-             "against\nbaseline NAME: red grew, blue shrank, grey within noise, a distinct colour "
+             "against\nbaseline NAME, or with prev against this cell's previous profiled run "
+             "(%profhistory):\nred grew, blue shrank, grey within noise, a distinct colour "
              "for new\nframes; vanished frames are listed under the graph. Without a statement, "
              "the line\nform compares the session profile (%%profile, %profload) against NAME."},
+    {.name = "profhistory", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_history,
+     .options = KN_OPTS_TREE | KN_OPTS_VIEW, .usage = "%profhistory [N [opts]]",
+     .help = "List the profiled runs kept (every %%profview, %%profdiffview, %%profile and "
+             "%%profbase run,\nwithin a memory budget, the oldest dropped first), or show run "
+             "N's graph.\n%%profdiffview prev compares a cell's run with its previous one, "
+             "even after the cell was edited."},
     {.name = "profallocs", .forms = KN_FORM_LINE | KN_FORM_CELL, .profile = KN_PROF_VIEW,
      .kind = FL_PROFILE_ALLOC_BYTES, .statement = always, .options = RUN_OPTS | KN_OPTS_ALLOC,
      .usage = "%%profallocs [sample_rate=] [weight=bytes|count] [live=true] [opts]  /  "

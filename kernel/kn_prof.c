@@ -47,6 +47,7 @@ struct kn_prof {
    * read once, not per cell. */
   fl_symbolizer_t *sym;
   fl_source_reader_t source; /* cells from the session's inputs */
+  kn_profhist_t *history;
 };
 
 static void group_digits(char *buf, size_t size, uint64_t v);
@@ -59,6 +60,7 @@ kn_prof_t *kn_prof_new(const char *session_dir) {
   p->settings.width = 800;
   kn_prof_set_dir(p, session_dir);
   p->session = fl_profile_new(FL_PROFILE_CPU);
+  p->history = kn_profhist_new(KN_PROFHIST_BUDGET_BYTES);
   return p;
 }
 
@@ -116,6 +118,7 @@ void kn_prof_set_size(kn_prof_t *p, int width, int height) {
 void kn_prof_destroy(kn_prof_t **pp) {
   kn_prof_t *p = *pp;
   if (!p) return;
+  kn_profhist_destroy(&p->history);
   free(p->buffer_path);
   free(p->allocs_path);
   fl_profile_destroy(&p->session);
@@ -146,6 +149,16 @@ void kn_prof_set_baseline(kn_prof_t *p, const char *name, const fl_profile_t *pr
   p->baselines[p->n_baselines].name = fl__xstrdup(name);
   p->baselines[p->n_baselines].prof = fl_profile_copy(prof);
   p->n_baselines++;
+}
+
+kn_profhist_t *kn_prof_history(kn_prof_t *p) {
+  return p->history;
+}
+
+const fl_profile_t *kn_prof_diff_base(const kn_prof_t *p, const char *name, const char *cell_key) {
+  if (name && !strcmp(name, KN_PROFHIST_PREV))
+    return cell_key ? kn_profhist_last(p->history, cell_key, NULL) : NULL;
+  return kn_prof_baseline(p, name);
 }
 
 const fl_profile_t *kn_prof_baseline(const kn_prof_t *p, const char *name) {

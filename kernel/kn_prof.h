@@ -20,6 +20,7 @@
 
 #include "cflame/fl_render.h"
 #include "kn_history.h"
+#include "kn_profhist.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -169,6 +170,12 @@ bool kn_prof_last_shown(const kn_prof_t *p, kn_prof_shown_t *out);
 void kn_prof_set_baseline(kn_prof_t *p, const char *name, const fl_profile_t *prof);
 /* The baseline called name, or NULL. Borrowed. */
 const fl_profile_t *kn_prof_baseline(const kn_prof_t *p, const char *name);
+/* The profiled runs of the session (kn_profhist.h). */
+kn_profhist_t *kn_prof_history(kn_prof_t *p);
+/* What %%profdiffview NAME compares with: baseline NAME, or for
+ * KN_PROFHIST_PREV the last run kept of the cell with cell_key; NULL when
+ * there is none. Borrowed. */
+const fl_profile_t *kn_prof_diff_base(const kn_prof_t *p, const char *name, const char *cell_key);
 /* "a, b, c" (new string), or "none yet" when there are none. */
 char *kn_prof_baseline_names(const kn_prof_t *p);
 /* The %profbase listing. New string. */

@@ -46,7 +46,10 @@ static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t 
   char *summary = kn_prof_summary(prof);
   if (!diff) return summary;
   fl__buf_t note = FL__BUF_INIT;
-  fl__buf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
+  if (req->baseline && !strcmp(req->baseline, KN_PROFHIST_PREV))
+    fl__buf_printf(&note, "%s; against this cell's previous run", summary);
+  else
+    fl__buf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
   free(summary);
   return fl__buf_take(&note);
 }
@@ -472,6 +475,37 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
   fl_tree_destroy(&tree);
   res->output = fl__buf_take(&sb);
   rc = 0;
+out:
+  kn_profreq_free(&req);
+  return rc;
+}
+
+int kn_profmagic_history(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                         size_t err_size) {
+  kn_profreq_t req;
+  if (kn_profreq_parse(kp, "profhistory", args, KN_OPTS_TREE | KN_OPTS_VIEW, &req, err,
+                       err_size) < 0)
+    return -1;
+  int rc = -1;
+  const char *which = req.positional[0];
+  if (!which) {
+    res->output = kn_profhist_list(kn_prof_history(kp));
+    rc = 0;
+    goto out;
+  }
+  char *end;
+  long n = strtol(which, &end, 10);
+  const fl_profile_t *run = *end || n <= 0 ? NULL : kn_profhist_run(kn_prof_history(kp), (int)n);
+  if (!run) {
+    snprintf(err, err_size,
+             "%%profhistory: '%s' is not a run kept; %%profhistory lists them by number, and "
+             "%%profhistory N [opts] shows run N",
+             which);
+    goto out;
+  }
+  const char *source = fl_profile_info_const(run)->source;
+  res->display = kn_prof_show(kp, run, &req, source[0] ? source : "all", err, err_size);
+  rc = res->display ? 0 : -1;
 out:
   kn_profreq_free(&req);
   return rc;

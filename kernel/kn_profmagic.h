@@ -56,6 +56,9 @@ int kn_profmagic_init(kn_prof_t *, const char *, kn_magic_result_t *, char *, si
 int kn_profmagic_size(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
 int kn_profmagic_save(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
 int kn_profmagic_load(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+/* %profhistory: the profiled runs kept; %profhistory N [opts]: run N's
+ * graph. */
+int kn_profmagic_history(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
 /* %profbase alone: the list of baselines. */
 int kn_profmagic_baselines(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
 /* %profdiffview NAME [opts] with no statement: the session profile (what

@@ -44,7 +44,8 @@ static void show_cell_profile(kn_exec_t *e, const fl_profile_t *prof) {
   char name[32], err[512];
   snprintf(name, sizeof name, KN_CELL_FILE_FMT, e->cell);
   json_t *content = e->profreq.mode == KN_PROF_DIFF
-                        ? kn_prof_show_diff(kp, prof, kn_prof_baseline(kp, e->profreq.baseline),
+                        ? kn_prof_show_diff(kp, prof,
+                                            kn_prof_diff_base(kp, e->profreq.baseline, e->cell_key),
                                             &e->profreq, name, err, sizeof err)
                         : kn_prof_show(kp, prof, &e->profreq, name, err, sizeof err);
   if (content) {
@@ -268,5 +269,9 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
     kn_exec_output(e, 'E', "\n", 1);
     free(summary);
   }
+  /* Kept after it was shown: %%profdiffview prev compared it with the run
+   * before. */
+  if (fl_profile_n_samples(prof) > 0)
+    kn_profhist_add(kn_prof_history(kp), prof, e->cell_key, e->cell);
   fl_profile_destroy(&prof);
 }

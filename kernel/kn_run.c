@@ -185,12 +185,13 @@ static int check_magics(kn_exec_t *e, const kn_cell_magics_t *cm) {
  * choose another; refuses options of another kind and a diff of one kind
  * against another. Returns 0, or -1 with err. */
 static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_def_t *def,
-                                const char *magic, char *err, size_t err_size) {
+                                const char *magic, const char *cell_key, char *err,
+                                size_t err_size) {
   bool alloc_opts = r->sample_rate_set || r->weight_set || r->live_set;
-  const fl_profile_info_t *bi =
-      def->profile == KN_PROF_DIFF
-          ? fl_profile_info_const(kn_prof_baseline(kn_kernel_prof(k), r->baseline))
-          : NULL;
+  const fl_profile_t *base =
+      def->profile == KN_PROF_DIFF ? kn_prof_diff_base(kn_kernel_prof(k), r->baseline, cell_key)
+                                   : NULL;
+  const fl_profile_info_t *bi = base ? fl_profile_info_const(base) : NULL;
   r->kind = kn_profreq_kind(r, bi ? bi->kind : def->kind);
   const fl_kind_info_t *kind = fl_kind(r->kind);
   if (bi && strcmp(kind->profile, fl_kind(bi->kind)->profile) != 0) {
@@ -252,7 +253,25 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
       }
       name = fl__xstrndup(args, len);
       args += len;
-      if (mode == KN_PROF_DIFF && !kn_prof_baseline(kp, name)) {
+      if (mode == KN_PROF_BASE && !strcmp(name, KN_PROFHIST_PREV)) {
+        snprintf(err, sizeof err,
+                 "%%%s %s: '%s' names the previous run of a cell (%%%%profdiffview %s); choose "
+                 "another name for a baseline",
+                 m->name, name, name, name);
+        free(name);
+        goto fail;
+      }
+      if (mode == KN_PROF_DIFF && !strcmp(name, KN_PROFHIST_PREV) &&
+          !kn_prof_diff_base(kp, name, e->cell_key)) {
+        snprintf(err, sizeof err,
+                 "%%%s prev: this cell has no earlier profiled run to compare with; run it "
+                 "with %%%%profview first, then edit it and run %%%%profdiffview prev "
+                 "(%%profhistory lists the runs kept)",
+                 m->name);
+        free(name);
+        goto fail;
+      }
+      if (mode == KN_PROF_DIFF && !kn_prof_diff_base(kp, name, e->cell_key)) {
         char *names = kn_prof_baseline_names(kp);
         snprintf(err, sizeof err, "%%%s: no baseline named '%s'; baselines: %s", m->name, name,
                  names);
@@ -280,7 +299,8 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
                m->name, m->name);
       goto fail;
     }
-    if (resolve_profile_kind(k, &e->profreq, def, m->name, err, sizeof err) < 0) goto fail;
+    if (resolve_profile_kind(k, &e->profreq, def, m->name, e->cell_key, err, sizeof err) < 0)
+      goto fail;
     e->profreq.mode = mode;
     return 0;
   }
@@ -345,6 +365,7 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   kn_exec_t *e = kn_exec_new(k, msg);
   char *bad = bad_code(json_object_get(msg->content, "code"));
   const char *code = bad ? "" : json_string_value(json_object_get(msg->content, "code"));
+  e->cell_key = kn_profhist_key(msg->metadata, code);
   e->silent = json_is_true(json_object_get(msg->content, "silent"));
   json_t *sh = json_object_get(msg->content, "store_history");
   bool store_history = !e->silent && (sh ? json_is_true(sh) : true);

@@ -219,8 +219,17 @@ class Run:
         self.idle_t = None
 
 
-def send(kc, code, allow_stdin=False, stop_on_error=True, silent=False, store_history=True):
-    """Sends an execute_request without waiting; returns its msg_id."""
+def send(kc, code, allow_stdin=False, stop_on_error=True, silent=False, store_history=True,
+         cell_id=None):
+    """Sends an execute_request without waiting; returns its msg_id. With
+    cell_id, its metadata says which cell it is, as JupyterLab's does."""
+    if cell_id is not None:
+        content = {"code": code, "silent": silent, "store_history": store_history,
+                   "user_expressions": {}, "allow_stdin": allow_stdin,
+                   "stop_on_error": stop_on_error}
+        msg = kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        kc.shell_channel.send(msg)
+        return msg["header"]["msg_id"]
     return kc.execute(
         code,
         silent=silent,
@@ -332,10 +341,10 @@ def run_full(kc, code, allow_stdin=False, timeout=30, stop_on_error=True, inputs
     return collect(kc, msg_id, timeout=timeout, inputs=inputs, sent_t=t)
 
 
-def run(kc, code, allow_stdin=False, timeout=30, stop_on_error=True, inputs=None):
-    """Runs a cell; returns (reply_content, outputs)."""
+def run(kc, code, allow_stdin=False, timeout=30, stop_on_error=True, inputs=None, **kw):
+    """Runs a cell; returns (reply_content, outputs). kw: send's (cell_id)."""
     r = run_full(kc, code, allow_stdin=allow_stdin, timeout=timeout,
-                 stop_on_error=stop_on_error, inputs=inputs)
+                 stop_on_error=stop_on_error, inputs=inputs, **kw)
     return r.reply, r.outputs
 
 

@@ -259,3 +259,59 @@ def test_profiles_of_two_programs_are_compared_as_one(tmp_path):
         assert [r["func"] for r in rows_of(data) if r["change"] == "new"] == [], rows_of(data)
         assert 'roots whose names start with "bt" are compared with each other' in \
             data["text/plain"]
+
+
+# ---- history: %%profdiffview prev and %profhistory
+
+def test_profdiffview_prev_compares_an_edited_cell_with_its_last_run(kc):
+    """A cell (known to the kernel by the cell id in the request's metadata,
+    as JupyterLab sends it) is profiled running f1, then edited to run f2
+    under %%profdiffview prev: the diff's baseline is the first run (its
+    total the first run's samples), f2's frames are new and f1's vanished,
+    and the note says what it was compared with. %profhistory lists both
+    runs with the command that shows each, and shows one."""
+    ok(kc, WORKLOAD)
+    reply, outputs = run(kc, f"%%profview\nprintf(\"%.1f\\n\", f1({N}));", cell_id="hist-a",
+                         timeout=120)
+    assert reply["status"] == "ok", reply
+    first = display(outputs)
+    first_total = rows_of(first)[0]["count"]
+    reply, outputs = run(kc, f"%%profdiffview prev\nprintf(\"%.1f\\n\", f2({N}));",
+                         cell_id="hist-a", timeout=120)
+    assert reply["status"] == "ok", reply
+    diff = display(outputs)
+    rows = rows_of(diff)
+    meta = diff["application/vnd.vegalite.v5+json"]["usermeta"]["cflame"]["diff"]
+    assert abs(meta["other_total"] - first_total) <= 0.5, (meta["other_total"], first_total)
+    assert any(r["func"] == "f2" and r["change"] == "new" for r in rows), [r["func"] for r in rows]
+    assert "against this cell's previous run" in diff["text/plain"]
+    listed = ok(kc, "%profhistory")
+    runs = re.findall(r"^\s*(\d+)\s+cell\[(\d+)\].*%profhistory (\d+)$", listed, re.M)
+    assert len(runs) >= 2 and all(a == c for a, _, c in runs), listed
+    reply, outputs = run(kc, f"%profhistory {runs[-2][0]}")
+    assert reply["status"] == "ok" and rows_of(display(outputs))[0]["count"] == first_total
+
+
+def test_profdiffview_prev_without_an_earlier_run_says_what_to_do(kc):
+    """A cell with no earlier profiled run (a new cell id) is refused with
+    a message that says how to get one; %%profbase prev is refused, since
+    prev names the previous run; a run number not kept is an error."""
+    reply, outputs = fails(kc, "%%profdiffview prev\nf1(10);", "MagicError", cell_id="hist-new")
+    assert "no earlier profiled run" in reply["evalue"] and "%%profview first" in reply["evalue"]
+    reply, outputs = fails(kc, "%%profbase prev\nf1(10);", "MagicError")
+    assert "choose another name" in reply["evalue"]
+    reply, outputs = fails(kc, "%profhistory 999", "MagicError")
+    assert "not a run kept" in reply["evalue"]
+
+
+def test_profdiffview_prev_without_a_cell_id_goes_by_the_code(kc):
+    """Without a cell id (jupyter console, nbconvert), a cell is its code
+    after the magic line: the same code runs again under %%profdiffview
+    prev and compares with its last run."""
+    ok(kc, WORKLOAD)
+    reply, _ = run(kc, f"%%profview\nf1({N // 4});", timeout=120)
+    assert reply["status"] == "ok"
+    reply, outputs = run(kc, f"%%profdiffview prev\nf1({N // 4});", timeout=120)
+    assert reply["status"] == "ok", reply
+    assert "against this cell's previous run" in display(outputs)["text/plain"]
+
