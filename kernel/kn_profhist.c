@@ -98,8 +98,9 @@ const fl_profile_t *kn_profhist_run(const kn_profhist_t *h, int n) {
 char *kn_profhist_list(const kn_profhist_t *h) {
   fl__buf_t b = FL__BUF_INIT;
   if (h->n == 0) {
-    fl__buf_puts(&b, "No profiled runs yet: every %%profview, %%profdiffview, %%profile and "
-                     "%%profbase run is kept here.\n");
+    fl__buf_puts(&b,
+                 "No profiled runs yet: every %%profview, %%profdiffview, %%profile and "
+                 "%%profbase run is kept here.\n");
     return fl__buf_take(&b);
   }
   fl__buf_printf(&b, "%zu profiled run%s kept (about %.1f of %.0f MB; the oldest go first):\n",
