@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fl_html: a flame graph as one standalone HTML page.
+/* fl_html: a profile's views as one standalone HTML page.
  *
- * The page holds two views of the same graph:
+ * A tab per view (flame graph, callers, top, source, chart: the views that
+ * can draw the profile), radio buttons and CSS, so that tabs switch with
+ * JavaScript off. Each tab's panel holds two drawings of its view:
  *  - the kernel's SVG, inline and visible from the start, so the page shows
- *    the graph offline, with JavaScript off, or with the CDN blocked;
+ *    the view offline, with JavaScript off, or with the CDN blocked;
  *  - the Vega-Lite spec, in a <script type="application/json"> element,
  *    which vega-embed (vega@5, vega-lite@5, vega-embed@6, loaded from the
- *    jsDelivr CDN at the end of the body) turns into the interactive view
- *    (search, tooltips, click-zoom, wheel zoom, drag-pan).
- * When vega-embed has drawn the interactive view, the SVG is hidden (one
- * graph on the page, not two); until then, and whenever the scripts do not
- * load or embedding fails, a line under the SVG says why the page shows
- * the static picture. */
+ *    jsDelivr CDN at the end of the body) turns into the interactive view.
+ * When vega-embed has drawn a panel's interactive view, its SVG is hidden;
+ * until then, and whenever the scripts do not load or embedding fails, a
+ * line under the SVG says why the panel shows the static picture. A page
+ * of one view shows no tabs. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -59,67 +60,104 @@ static const char page_style[] =
     "</title>\n"
     "<style>\n"
     "  body { margin: 16px; font-family: system-ui, sans-serif; }\n"
-    "  #cflame-static svg { max-width: 100%; height: auto; }\n"
-    "  #cflame-note { color: #666; font-size: 13px; }\n"
-    "</style>\n"
-    "</head>\n"
-    "<body>\n"
-    "<div id=\"cflame-vis\"></div>\n"
-    "<div id=\"cflame-static\">\n";
+    "  .cflame-static svg { max-width: 100%; height: auto; }\n"
+    "  .cflame-note { color: #666; font-size: 13px; }\n"
+    "  .cflame-tabs > input { position: absolute; opacity: 0; }\n"
+    "  .cflame-tabs > label { display: inline-block; padding: 6px 14px; margin-right: 4px;\n"
+    "    border: 1px solid #ccc; border-bottom: none; border-radius: 6px 6px 0 0;\n"
+    "    cursor: pointer; color: #444; background: #f4f4f4; }\n"
+    "  .cflame-tabs > input:checked + label { background: #fff; color: #000; font-weight: 600; }\n"
+    "  .cflame-tabs > input:focus-visible + label { outline: 2px solid #4a90d9; }\n"
+    "  .cflame-panel { display: none; border-top: 1px solid #ccc; padding-top: 12px; }\n";
 
-/* Shown until vega-embed has drawn the interactive view; JavaScript off,
- * this is what stays. */
-static const char page_note[] =
-    "</div>\n"
-    "<p id=\"cflame-note\">This is the static picture of the flame graph. The interactive "
-    "view (search, tooltips, zoom) needs JavaScript and the vega, vega-lite and vega-embed "
-    "scripts from cdn.jsdelivr.net.</p>\n"
+/* Shown until vega-embed has drawn a view; JavaScript off, this is what
+ * stays. */
+static const char panel_note[] =
+    "<p class=\"cflame-note\">This is the static picture. The interactive view (tooltips, "
+    "zoom, search) needs JavaScript and the vega, vega-lite and vega-embed scripts from "
+    "cdn.jsdelivr.net.</p>\n";
+
+static const char page_scripts[] =
     "<script src=\"https://cdn.jsdelivr.net/npm/vega@5\"></script>\n"
     "<script src=\"https://cdn.jsdelivr.net/npm/vega-lite@5\"></script>\n"
     "<script src=\"https://cdn.jsdelivr.net/npm/vega-embed@6\"></script>\n"
-    "<script id=\"cflame-spec\" type=\"application/json\">";
-
-static const char page_tail[] =
-    "</script>\n"
     "<script>\n"
     "(function () {\n"
-    "  var note = document.getElementById('cflame-note');\n"
-    "  if (typeof vegaEmbed !== 'function') {\n"
-    "    note.textContent = 'This is the static picture of the flame graph: the scripts of the '\n"
-    "      + 'interactive view (vega, vega-lite, vega-embed from cdn.jsdelivr.net) did not load, "
-    "'\n"
-    "      + 'perhaps because this computer is offline.';\n"
-    "    return;\n"
-    "  }\n"
-    "  var spec = JSON.parse(document.getElementById('cflame-spec').textContent);\n"
-    "  vegaEmbed('#cflame-vis', spec, {actions: {export: true, source: false, compiled: false,\n"
-    "                                            editor: false}})\n"
-    "    .then(function (result) {\n"
-    "      document.getElementById('cflame-static').style.display = 'none';\n"
-    "      note.style.display = 'none';\n"
-    "      window.cflameView = result.view;\n"
-    "    })\n"
-    "    .catch(function (e) {\n"
-    "      note.textContent = 'This is the static picture of the flame graph: the interactive '\n"
-    "        + 'view failed (' + e + ').';\n"
-    "    });\n"
+    "  window.cflameViews = {};\n"
+    "  var panels = document.querySelectorAll('.cflame-panel');\n"
+    "  panels.forEach(function (panel) {\n"
+    "    var note = panel.querySelector('.cflame-note');\n"
+    "    if (typeof vegaEmbed !== 'function') {\n"
+    "      note.textContent = 'This is the static picture: the scripts of the interactive view '\n"
+    "        + '(vega, vega-lite, vega-embed from cdn.jsdelivr.net) did not load, perhaps '\n"
+    "        + 'because this computer is offline.';\n"
+    "      return;\n"
+    "    }\n"
+    "    var spec = JSON.parse(panel.querySelector('.cflame-spec').textContent);\n"
+    "    vegaEmbed(panel.querySelector('.cflame-vis'), spec,\n"
+    "              {actions: {export: true, source: false, compiled: false, editor: false}})\n"
+    "      .then(function (result) {\n"
+    "        panel.querySelector('.cflame-static').style.display = 'none';\n"
+    "        note.style.display = 'none';\n"
+    "        window.cflameViews[panel.dataset.view] = result.view;\n"
+    "        if (panel.dataset.selected) window.cflameView = result.view;\n"
+    "      })\n"
+    "      .catch(function (e) {\n"
+    "        note.textContent = 'This is the static picture: the interactive view failed ('\n"
+    "          + e + ').';\n"
+    "      });\n"
+    "  });\n"
     "})();\n"
     "</script>\n"
     "</body>\n"
     "</html>\n";
 
-char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title) {
-  char *json = fl__nonnull(json_dumps(vegalite_spec, JSON_COMPACT));
+char *fl_html_page_views(const fl_html_view_t *views, size_t n, size_t selected,
+                         const char *title) {
   char *clean_title = fl__clean_text(title ? title : "cflame flame graph", false);
   fl__buf_t b = {0};
   fl__buf_puts(&b, page_head);
   add_escaped(&b, clean_title);
   free(clean_title);
   fl__buf_puts(&b, page_style);
-  fl__buf_puts(&b, svg ? svg : "");
-  fl__buf_puts(&b, page_note);
-  add_script_json(&b, json);
-  fl__buf_puts(&b, page_tail);
-  free(json);
+  /* A panel shows while its tab's radio button is checked: tabs that work
+   * without JavaScript. */
+  for (size_t i = 0; i < n; i++)
+    fl__buf_printf(&b, "  #cflame-tab-%s:checked ~ #cflame-panel-%s { display: block; }\n",
+                   views[i].name, views[i].name);
+  if (n < 2)
+    fl__buf_puts(&b,
+                 "  .cflame-tabs > label { display: none; }\n"
+                 "  .cflame-panel { border-top: none; padding-top: 0; }\n");
+  fl__buf_puts(&b, "</style>\n</head>\n<body>\n<div class=\"cflame-tabs\">\n");
+  for (size_t i = 0; i < n; i++) {
+    fl__buf_printf(&b, "<input type=\"radio\" name=\"cflame-tab\" id=\"cflame-tab-%s\"%s>",
+                   views[i].name, i == selected ? " checked" : "");
+    fl__buf_printf(&b, "<label for=\"cflame-tab-%s\">", views[i].name);
+    add_escaped(&b, views[i].label);
+    fl__buf_puts(&b, "</label>\n");
+  }
+  for (size_t i = 0; i < n; i++) {
+    fl__buf_printf(&b,
+                   "<section class=\"cflame-panel\" id=\"cflame-panel-%s\" data-view=\"%s\"%s>\n",
+                   views[i].name, views[i].name, i == selected ? " data-selected=\"1\"" : "");
+    fl__buf_puts(&b, "<div class=\"cflame-vis\"></div>\n<div class=\"cflame-static\">\n");
+    fl__buf_puts(&b, views[i].svg ? views[i].svg : "");
+    fl__buf_puts(&b, "</div>\n");
+    fl__buf_puts(&b, panel_note);
+    fl__buf_puts(&b, "<script class=\"cflame-spec\" type=\"application/json\">");
+    char *json = fl__nonnull(json_dumps(views[i].spec, JSON_COMPACT));
+    add_script_json(&b, json);
+    free(json);
+    fl__buf_puts(&b, "</script>\n</section>\n");
+  }
+  fl__buf_puts(&b, "</div>\n");
+  fl__buf_puts(&b, page_scripts);
   return fl__buf_take(&b);
+}
+
+char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title) {
+  fl_html_view_t view = {
+      .name = "flame", .label = "Flame graph", .spec = vegalite_spec, .svg = svg};
+  return fl_html_page_views(&view, 1, 0, title);
 }

@@ -146,12 +146,77 @@ static char *write_vegalite(draw_t *d, size_t *len) {
   return out;
 }
 
+static void draw_init(draw_t *d, const fl_output_req_t *r, bool every_sample, char *err,
+                      size_t err_size);
+
+static void draw_free(draw_t *d) {
+  fl_tree_destroy(&d->tree);
+  fl_tree_destroy(&d->base_tree);
+  fl_diff_destroy(&d->diff);
+  fl_options_free(&d->opts);
+}
+
+/* Every view, in the order of a page's tabs. */
+static const struct page_view {
+  fl_view_kind_t kind;
+  const char *name, *label;
+} page_views[] = {
+    {FL_VIEW_FLAME, "flame", "Flame graph"},
+    {FL_VIEW_CALLERS, "callers", "Callers"},
+    {FL_VIEW_TOP, "top", "Top"},
+    {FL_VIEW_SOURCE, "source", "Source"},
+    {FL_VIEW_CHART, "chart", "Time chart"},
+};
+#define N_PAGE_VIEWS (sizeof page_views / sizeof *page_views)
+
+/* One page with a tab for each view that can draw the request, the one
+ * the options chose shown first (its failure is the page's; another view
+ * that cannot draw it, a chart of samples without time stamps, has no
+ * tab). */
 static char *write_html(draw_t *d, size_t *len) {
-  json_t *spec = spec_of(d);
-  char *svg = spec ? write_svg(d, len) : NULL, *out = NULL;
-  if (svg) out = fl_html_page(spec, svg, d->r->page_title ? d->r->page_title : d->opts.view.title);
-  json_decref(spec);
-  free(svg);
+  fl_html_view_t views[N_PAGE_VIEWS];
+  json_t *specs[N_PAGE_VIEWS] = {0};
+  char *svgs[N_PAGE_VIEWS] = {0}, *out = NULL;
+  size_t n = 0, selected = 0;
+  bool failed = false;
+  for (size_t i = 0; i < N_PAGE_VIEWS && !failed; i++) {
+    bool chosen = page_views[i].kind == d->opts.view.view;
+    fl_output_req_t r = *d->r;
+    fl_options_t opts;
+    fl_options_copy(&opts, d->r->opts);
+    opts.view.view = page_views[i].kind;
+    opts.tree.inverted = page_views[i].kind == FL_VIEW_CALLERS;
+    r.opts = &opts;
+    char err[512];
+    draw_t v;
+    draw_init(&v, &r, false, chosen ? d->err : err, chosen ? d->err_size : sizeof err);
+    v.opts.view.title = d->opts.view.title; /* the request's note and title */
+    v.opts.view.note = d->opts.view.note;
+    specs[n] = spec_of(&v);
+    svgs[n] = specs[n] ? write_svg(&v, len) : NULL;
+    draw_free(&v);
+    fl_options_free(&opts);
+    if (!specs[n] || !svgs[n]) {
+      json_decref(specs[n]);
+      free(svgs[n]);
+      specs[n] = NULL;
+      svgs[n] = NULL;
+      failed = chosen;
+      continue;
+    }
+    if (chosen) selected = n;
+    views[n] = (fl_html_view_t){
+        .name = page_views[i].name, .label = page_views[i].label, .spec = specs[n], .svg = svgs[n]};
+    n++;
+  }
+  if (!failed && n)
+    out = fl_html_page_views(views, n, selected,
+                             d->r->page_title ? d->r->page_title : d->opts.view.title);
+  for (size_t i = 0; i < n; i++) {
+    json_decref(specs[i]);
+    free(svgs[i]);
+  }
+  *len = 0;
   return out;
 }
 
@@ -255,7 +320,9 @@ static const struct format {
   char *(*write)(draw_t *d, size_t *len);
 } formats[] = {
     {{"svg", ".svg", "the flame graph as an SVG image"}, false, write_svg},
-    {{"html", ".html", "a page: the interactive view, and the SVG"}, false, write_html},
+    {{"html", ".html", "a page with a tab per view, each interactive, and its SVG"},
+     false,
+     write_html},
     {{"vegalite", ".vl.json", "the Vega-Lite 5 spec (JSON)"}, false, write_vegalite},
     {{"folded", ".folded", "folded stacks; a diff's: \"stack BASE TARGET\""}, true, write_folded},
     {{"text", ".txt", "the tree as text, as %profprint prints it"}, false, write_text},
@@ -336,10 +403,7 @@ char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t 
   *len = 0;
   char *out = f->write(&d, len);
   if (out && !*len) *len = strlen(out);
-  fl_tree_destroy(&d.tree);
-  fl_tree_destroy(&d.base_tree);
-  fl_diff_destroy(&d.diff);
-  fl_options_free(&d.opts);
+  draw_free(&d);
   return out;
 }
 
@@ -358,9 +422,7 @@ json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
   } else if (tree_of(&d)) {
     bundle = fl_bundle(d.tree, &d.opts.view, err, err_size);
   }
-  fl_tree_destroy(&d.tree);
-  fl_diff_destroy(&d.diff);
-  fl_options_free(&d.opts);
+  draw_free(&d);
   return bundle;
 }
 

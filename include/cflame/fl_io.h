@@ -267,6 +267,19 @@ const char *fl_output_endings(bool and_last);
  * borrowed. New string (free it). */
 char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title);
 
+/* One view of a page of several. */
+typedef struct fl_html_view {
+  const char *name;   /* the view's option value, "flame": the tab's id */
+  const char *label;  /* the tab's text */
+  const json_t *spec; /* borrowed */
+  const char *svg;
+} fl_html_view_t;
+
+/* The page of n views, a tab each, views[selected]'s shown first; each
+ * view's panel as fl_html_page's page (SVG, spec, note). With one view,
+ * no tabs. New string. */
+char *fl_html_page_views(const fl_html_view_t *views, size_t n, size_t selected, const char *title);
+
 CFLAME_END_DECLS
 
 #endif

@@ -186,14 +186,20 @@ def test_vegalite_passes_vega_lite(tmp_path):
 
 
 def test_html_holds_the_spec_and_the_svg(tmp_path):
+    """The page holds a tab per view, each with its spec and its SVG as the
+    other formats write them: the flame graph's, and --view top's."""
     page = ok("--format", "html", "--title", "a <title> & more", DATA / "single.txt")
-    spec = json.loads(ok("--format", "vegalite", "--title", "a <title> & more",
-                         DATA / "single.txt"))
-    m = re.search(r'<script id="cflame-spec" type="application/json">(.*?)</script>', page, re.S)
-    assert m and json.loads(m.group(1)) == spec
+    for view in ("flame", "top"):
+        spec = json.loads(ok("--format", "vegalite", "--view", view, "--title", "a <title> & more",
+                             DATA / "single.txt"))
+        m = re.search(rf'<section class="cflame-panel" id="cflame-panel-{view}".*?'
+                      r'<script class="cflame-spec" type="application/json">(.*?)</script>',
+                      page, re.S)
+        assert m and json.loads(m.group(1)) == spec, view
+        svg = ok("--format", "svg", "--view", view, "--title", "a <title> & more",
+                 DATA / "single.txt")
+        assert svg in page, view
     assert "<title>a &lt;title&gt; &amp; more</title>" in page
-    svg = ok("--format", "svg", "--title", "a <title> & more", DATA / "single.txt")
-    assert svg in page
     assert 'src="https://cdn.jsdelivr.net/npm/vega-embed@6"' in page
 
 

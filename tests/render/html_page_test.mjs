@@ -3,20 +3,25 @@
 //
 //   node tests/render/html_page_test.mjs CFLAME_BINARY PERF_SCRIPT_TEXT
 //
-// Makes two pages with the cflame binary (a flame graph of the capture, and
-// its diff against itself) and opens each in Debian's Chromium, headless
-// (/usr/bin/chromium, or $CHROMIUM), three ways:
+// Makes two pages with the cflame binary (a profile of the capture, and its
+// diff against itself) and opens each in Debian's Chromium, headless
+// (/usr/bin/chromium, or $CHROMIUM). A page has a tab per view that can
+// draw its profile: the profile's are flame, callers, top, source and
+// chart, the diff's flame and callers; the flame graph's tab is shown
+// first. Each page is opened three ways:
 //   - offline: the CDN scripts fail to load (every request to the CDN is
 //     aborted, as on a machine without a network). The inline SVG shows,
 //     with one titled path per frame of the spec, and the note under it says
 //     the interactive view's scripts did not load;
 //   - JavaScript off: the SVG shows, and the note says what the
-//     interactive view needs;
+//     interactive view needs; clicking another tab shows that view's SVG
+//     and hides the first;
 //   - online: the CDN's vega@5, vega-lite@5 and vega-embed@6 are served
 //     from tests/render/node_modules (the builds those URLs stand for).
 //     vega-embed draws the interactive view with every frame of the spec,
-//     the SVG and the note are hidden, hovering a frame shows its tooltip,
-//     and nothing is logged to the console as a warning or an error.
+//     and every other tab's view, the SVGs and the notes are hidden,
+//     hovering a frame shows its tooltip, and nothing is logged to the
+//     console as a warning or an error.
 // Exits 0 when every check passes; otherwise prints what failed and exits 1.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -52,25 +57,33 @@ function check(cond, what) {
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cflame-html-'));
-function makePage(name, args) {
+function makePage(name, args, tabs) {
   const file = path.join(dir, `${name}.html`);
   execFileSync(cflame, ['--format', 'html', ...args, '-o', file]);
   const spec = JSON.parse(execFileSync(cflame, ['--format', 'vegalite', ...args]).toString());
-  return { name, file, rows: framesOf(spec) };
+  return { name, file, rows: framesOf(spec), tabs };
 }
 
-/* What the static part of the page shows. */
-async function staticView(page) {
-  return page.evaluate(() => {
-    const box = document.querySelector('#cflame-static svg')?.getBoundingClientRect();
+/* The page's tabs, in order. */
+function tabsOf(page) {
+  return page.evaluate(() => [...document.querySelectorAll('.cflame-tabs > input')]
+    .map(i => i.id.replace('cflame-tab-', '')));
+}
+
+/* What the static part of view's panel shows (the flame graph's). */
+async function staticView(page, view = 'flame') {
+  return page.evaluate(view => {
+    const panel = document.getElementById(`cflame-panel-${view}`);
+    const stat = panel.querySelector('.cflame-static'), note = panel.querySelector('.cflame-note');
+    const box = stat.querySelector('svg')?.getBoundingClientRect();
     return {
       svgShown: !!box && box.width > 100 && box.height > 50 &&
-        getComputedStyle(document.getElementById('cflame-static')).display !== 'none',
-      titledFrames: document.querySelectorAll('#cflame-static svg path > title').length,
-      note: document.getElementById('cflame-note').textContent,
-      noteShown: getComputedStyle(document.getElementById('cflame-note')).display !== 'none',
+        getComputedStyle(stat).display !== 'none' && getComputedStyle(panel).display !== 'none',
+      titledFrames: stat.querySelectorAll('svg path > title').length,
+      note: note.textContent,
+      noteShown: getComputedStyle(note).display !== 'none',
     };
-  });
+  }, view);
 }
 
 async function offline(browser, p) {
@@ -85,7 +98,7 @@ async function offline(browser, p) {
   const errors = [];
   page.on('pageerror', e => errors.push(String(e)));
   await page.goto('file://' + p.file, { waitUntil: 'load' });
-  await page.waitForFunction(() => /did not load/.test(document.getElementById('cflame-note').textContent),
+  await page.waitForFunction(() => /did not load/.test(document.querySelector('.cflame-note').textContent),
                              null, { timeout: WAIT_MS }).catch(() => {});
   const v = await staticView(page);
   check(cdnRequests === 3, `offline: ${cdnRequests} requests to the CDN, expected 3`);
@@ -106,6 +119,13 @@ async function noScript(browser, p) {
   check(v.svgShown, 'JavaScript off: the SVG is not shown');
   check(v.titledFrames === p.rows.length, `JavaScript off: ${v.titledFrames} titled frames`);
   check(v.noteShown && /needs JavaScript/.test(v.note), `JavaScript off: the note says "${v.note}"`);
+  const tabs = await tabsOf(page);
+  check(JSON.stringify(tabs) === JSON.stringify(p.tabs), `JavaScript off: tabs ${tabs}, not ${p.tabs}`);
+  // Another tab, by CSS alone: its SVG shows, the flame graph's does not.
+  const other = tabs[tabs.length - 1];
+  await page.click(`label[for=cflame-tab-${other}]`);
+  const o = await staticView(page, other), f = await staticView(page);
+  check(o.svgShown && !f.svgShown, `JavaScript off: the ${other} tab does not show its view alone`);
   await context.close();
 }
 
@@ -144,18 +164,24 @@ async function online(browser, p) {
       }
       for (const it of node.items || []) walk(it);
     })(window.cflameView.scenegraph().root);
-    const canvas = document.querySelector('#cflame-vis canvas, #cflame-vis svg');
+    const canvas = document.querySelector('#cflame-panel-flame .cflame-vis canvas, ' +
+                                          '#cflame-panel-flame .cflame-vis svg');
     const box = canvas && canvas.getBoundingClientRect();
     return {
       frames: frames.length,
       drawn: !!box && box.width > 100 && box.height > 50,
-      staticHidden: getComputedStyle(document.getElementById('cflame-static')).display === 'none',
-      noteHidden: getComputedStyle(document.getElementById('cflame-note')).display === 'none',
+      staticHidden: getComputedStyle(document.querySelector('#cflame-panel-flame .cflame-static'))
+        .display === 'none',
+      noteHidden: getComputedStyle(document.querySelector('#cflame-panel-flame .cflame-note'))
+        .display === 'none',
     };
   });
   check(v.drawn, 'online: no interactive view drawn');
   check(v.frames === p.rows.length, `online: ${v.frames} frames drawn for ${p.rows.length} rows`);
   check(v.staticHidden && v.noteHidden, 'online: the static SVG or its note still shows');
+  await page.waitForFunction(n => Object.keys(window.cflameViews).length === n, p.tabs.length,
+                             { timeout: WAIT_MS })
+    .catch(() => { throw new Failure('online: not every tab has its interactive view'); });
   // Hover the root frame: its tooltip.
   const pt = await page.evaluate(() => {
     const view = window.cflameView;
@@ -178,7 +204,8 @@ async function online(browser, p) {
   await context.close();
 }
 
-const pages = [makePage('graph', [capture]), makePage('diff', ['--diff', capture, capture])];
+const pages = [makePage('graph', [capture], ['flame', 'callers', 'top', 'source', 'chart']),
+               makePage('diff', ['--diff', capture, capture], ['flame', 'callers'])];
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 const browser = await chromium.launch({
   executablePath,

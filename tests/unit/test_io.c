@@ -679,7 +679,7 @@ static void test_html_page(void) {
   CHECK(strstr(html, "vegaEmbed(") != NULL);
   /* The spec: in its own script element, which no text in it can end;
    * parsed back, it is the spec. */
-  const char *open = "<script id=\"cflame-spec\" type=\"application/json\">";
+  const char *open = "<script class=\"cflame-spec\" type=\"application/json\">";
   const char *start = strstr(html, open);
   CHECK(start != NULL);
   if (start) {
