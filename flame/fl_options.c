@@ -96,7 +96,8 @@ static const row_t rows[] = {
               "the root and each function's callers above it, widths its self time; top: the "
               "first 50 functions by self and by total, as pprof -top; source: each source "
               "line with its self and total, as pprof list; chart: the samples in time order, "
-              "a lane per thread (top, source and chart take minwidth 0 unless it is given)",
+              "a lane per thread (top, source and chart take minwidth 0 unless it is given; a diff "
+              "draws as flame, callers or top)",
       .groups = FL_OPTS_VIEW},
      F_VIEW,
      AT(view.view)},

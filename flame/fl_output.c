@@ -43,59 +43,69 @@ static const fl_diff_t *diff_of(draw_t *d) {
 
 /* ---- the views with a layout of their own ---- */
 
+/* Each draws what d asks for: its tree, or a diff where the view draws
+ * one (draws_diffs). */
 static json_t *top_vegalite(draw_t *d) {
-  return fl_top_vegalite(d->tree, &d->opts.view);
+  if (d->r->baseline) return diff_of(d) ? fl_top_diff_vegalite(d->diff, &d->opts.view) : NULL;
+  return tree_of(d) ? fl_top_vegalite(d->tree, &d->opts.view) : NULL;
 }
 static char *top_svg(draw_t *d) {
-  return fl_top_svg(d->tree, &d->opts.view);
+  if (d->r->baseline) return diff_of(d) ? fl_top_diff_svg(d->diff, &d->opts.view) : NULL;
+  return tree_of(d) ? fl_top_svg(d->tree, &d->opts.view) : NULL;
 }
 static char *top_text(draw_t *d) {
-  return fl_text_top(d->tree, &d->opts.text);
+  if (d->r->baseline) return diff_of(d) ? fl_text_top_diff(d->diff, &d->opts.text) : NULL;
+  return tree_of(d) ? fl_text_top(d->tree, &d->opts.text) : NULL;
 }
 static json_t *top_bundle(draw_t *d) {
-  return fl_top_bundle(d->tree, &d->opts.view);
+  if (d->r->baseline) return diff_of(d) ? fl_top_diff_bundle(d->diff, &d->opts.view) : NULL;
+  return tree_of(d) ? fl_top_bundle(d->tree, &d->opts.view) : NULL;
 }
 
 static json_t *source_vegalite(draw_t *d) {
-  return fl_source_vegalite(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
+  return tree_of(d) ? fl_source_vegalite(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size)
+                    : NULL;
 }
 static char *source_svg(draw_t *d) {
-  return fl_source_svg(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
+  return tree_of(d) ? fl_source_svg(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size)
+                    : NULL;
 }
 static char *source_text(draw_t *d) {
-  return fl_text_source(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
+  return tree_of(d) ? fl_text_source(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size)
+                    : NULL;
 }
 static json_t *source_bundle(draw_t *d) {
-  return fl_source_bundle(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size);
+  return tree_of(d) ? fl_source_bundle(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size)
+                    : NULL;
 }
 
 static json_t *chart_vegalite(draw_t *d) {
-  return fl_chart_vegalite(d->tree, &d->opts.view, d->err, d->err_size);
+  return tree_of(d) ? fl_chart_vegalite(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 static char *chart_svg(draw_t *d) {
-  return fl_chart_svg(d->tree, &d->opts.view, d->err, d->err_size);
+  return tree_of(d) ? fl_chart_svg(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 static char *chart_text(draw_t *d) {
-  return fl_text_chart(d->tree, &d->opts.view, d->err, d->err_size);
+  return tree_of(d) ? fl_text_chart(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 static json_t *chart_bundle(draw_t *d) {
-  return fl_chart_bundle(d->tree, &d->opts.view, d->err, d->err_size);
+  return tree_of(d) ? fl_chart_bundle(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 
-/* Each draws d's tree (built); NULL with d->err on a bad option (focus,
- * from and to) or input the view cannot draw (a chart of samples without
- * time stamps). */
+/* Each returns NULL with d->err on a bad option (focus, from and to) or
+ * input the view cannot draw (a chart of samples without time stamps). */
 static const struct table_view {
   fl_view_kind_t kind;
   const char *name;
+  bool draws_diffs;
   json_t *(*vegalite)(draw_t *d);
   char *(*svg)(draw_t *d);
   char *(*text)(draw_t *d);
   json_t *(*bundle)(draw_t *d);
 } table_views[] = {
-    {FL_VIEW_TOP, "top", top_vegalite, top_svg, top_text, top_bundle},
-    {FL_VIEW_SOURCE, "source", source_vegalite, source_svg, source_text, source_bundle},
-    {FL_VIEW_CHART, "chart", chart_vegalite, chart_svg, chart_text, chart_bundle},
+    {FL_VIEW_TOP, "top", true, top_vegalite, top_svg, top_text, top_bundle},
+    {FL_VIEW_SOURCE, "source", false, source_vegalite, source_svg, source_text, source_bundle},
+    {FL_VIEW_CHART, "chart", false, chart_vegalite, chart_svg, chart_text, chart_bundle},
 };
 
 /* The table view d draws, or NULL for the flame and callers graphs; NULL
@@ -104,9 +114,9 @@ static const struct table_view *table_view(draw_t *d, bool *refused) {
   *refused = false;
   for (size_t i = 0; i < sizeof table_views / sizeof *table_views; i++) {
     if (table_views[i].kind != d->opts.view.view) continue;
-    if (d->r->baseline) {
+    if (d->r->baseline && !table_views[i].draws_diffs) {
       snprintf(d->err, d->err_size,
-               "view=%s does not draw a diff yet: valid for a diff: flame, callers",
+               "view=%s does not draw a diff yet: valid for a diff: flame, callers, top",
                table_views[i].name);
       *refused = true;
       return NULL;
@@ -121,7 +131,7 @@ static char *write_svg(draw_t *d, size_t *len) {
   bool refused;
   const struct table_view *tv = table_view(d, &refused);
   if (refused) return NULL;
-  if (tv) return tree_of(d) ? tv->svg(d) : NULL;
+  if (tv) return tv->svg(d);
   if (d->r->baseline) return diff_of(d) ? fl_svg_diff(d->diff, v) : NULL;
   return tree_of(d) ? fl_svg(d->tree, v) : NULL;
 }
@@ -131,7 +141,7 @@ static json_t *spec_of(draw_t *d) {
   bool refused;
   const struct table_view *tv = table_view(d, &refused);
   if (refused) return NULL;
-  if (tv) return tree_of(d) ? tv->vegalite(d) : NULL;
+  if (tv) return tv->vegalite(d);
   if (d->r->baseline) return diff_of(d) ? fl_vegalite_diff(d->diff, v, d->err, d->err_size) : NULL;
   return tree_of(d) ? fl_vegalite(d->tree, v, d->err, d->err_size) : NULL;
 }
@@ -224,7 +234,7 @@ static char *write_text(draw_t *d, size_t *len) {
   bool refused;
   const struct table_view *tv = table_view(d, &refused);
   if (refused) return NULL;
-  if (tv) return tree_of(d) ? tv->text(d) : NULL;
+  if (tv) return tv->text(d);
   if (d->r->baseline) return diff_of(d) ? fl_text_diff(d->diff, &d->opts.text) : NULL;
   if (!tree_of(d)) return NULL;
   return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
@@ -416,7 +426,7 @@ json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
   if (refused) {
     /* d.err says why */
   } else if (tv) {
-    if (tree_of(&d)) bundle = tv->bundle(&d);
+    bundle = tv->bundle(&d);
   } else if (r->baseline) {
     if (diff_of(&d)) bundle = fl_diff_bundle(d.diff, &d.opts.view, err, err_size);
   } else if (tree_of(&d)) {

@@ -131,6 +131,16 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *v);
 char *fl_text_top(const fl_tree_t *t, const fl_text_opts_t *o);
 /* The bundle of the three, as fl_bundle's. New reference. */
 json_t *fl_top_bundle(const fl_tree_t *t, const fl_view_opts_t *v);
+/* The top table of a diff: the functions whose weight changed most (by
+ * |delta| of total weight, or of self with delta=self; the diff's scale
+ * and noise rule), the first FL_TOP_ROWS, in the diff's colours. Rows:
+ * rank, func, file, module, self, total, base_self, base_total (in the
+ * drawn profile's units), delta, change and color; usermeta.cflame.diff
+ * is true. The text has Delta, the two profiles' weights and Change. */
+json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *v);
+char *fl_top_diff_svg(const fl_diff_t *d, const fl_view_opts_t *v);
+char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o);
+json_t *fl_top_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v);
 
 /* ---- the source view (view=source) ----
  *

@@ -141,8 +141,21 @@ def test_top_view_lists_functions_by_self_and_by_total(tmp_path):
     check_spec(out)
     svg = ok("-f", "svg", "--view", "top", DATA / "threads.txt")
     assert svg.count("<title>") == len(listed) and "Self%" in svg
-    r = cflame("--view", "top", "--diff", DATA / "single.txt", DATA / "threads.txt")
-    assert r.returncode != 0 and "view=top does not draw a diff" in r.stderr, r.stderr
+    # A diff as a table: the functions by |delta|, each change as the flame
+    # diff's rule says (here every function is new or vanished).
+    out = tmp_path / "top-diff.vl.json"
+    ok("--view", "top", "--diff", DATA / "single.txt", DATA / "threads.txt", "-o", out)
+    rows = json.loads(out.read_text())["layer"][0]["data"]["values"]
+    deltas = [abs(r["delta"]) for r in rows]
+    assert deltas == sorted(deltas, reverse=True), deltas
+    new = {r["func"] for r in rows if r["change"] == "new"}
+    assert "hash_worker" in new and "sort_worker" in new, new
+    # what only the baseline has shrank to nothing, or is within noise
+    assert all(r["change"] in ("shrank", "same") and r["delta"] < 0
+               for r in rows if r["total"] == 0), rows[:3]
+    check_spec(out)
+    r = cflame("--view", "source", "--diff", DATA / "single.txt", DATA / "threads.txt")
+    assert r.returncode != 0 and "view=source does not draw a diff" in r.stderr, r.stderr
 
 
 def test_chart_view_draws_a_lane_per_thread_in_time_order(tmp_path):

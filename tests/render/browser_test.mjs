@@ -56,7 +56,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { framesOf, svgOf } from './frames.mjs';
-import { viewOf, expectedTop, topDrawnProblem, sourceRows, hotLines, chartBars } from './views.mjs';
+import { viewOf, expectedTop, topDrawnProblem, sourceRows, hotLines, chartBars,
+         topRows } from './views.mjs';
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
@@ -281,9 +282,32 @@ function topDrawn(page) {
       .map(it => it.datum));
 }
 
+/* The top table of a diff: a bar per row, the first row's tooltip. */
+async function checkTopDiffPage(page, spec) {
+  const rows = topRows(spec);
+  const bars = await page.evaluate(() => cf.items('rect').filter(it => it.datum?.rank !== undefined).length);
+  check(bars === rows.length, `${bars} bars drawn for ${rows.length} rows`);
+  const pt = await page.evaluate(() => {
+    const it = cf.items('rect').find(i => i.datum?.rank === 1);
+    const v = window.view, box = v.container().querySelector('canvas, svg').getBoundingClientRect();
+    const pad = v.padding(), [ox, oy] = v.origin();
+    return { x: box.left + (pad.left || 0) + ox + it.x + Math.max(1, it.width) / 2,
+             y: box.top + (pad.top || 0) + oy + it.y + it.height / 2 };
+  });
+  await page.mouse.move(pt.x, pt.y);
+  const tip = page.locator('#vg-tooltip-element');
+  await tip.waitFor({ state: 'visible', timeout: WAIT_MS });
+  const tipText = await tip.innerText();
+  for (const want of [rows[0].func, 'delta', rows[0].change]) {
+    check(tipText.includes(want), `diff top tooltip lacks "${want}": ${JSON.stringify(tipText)}`);
+  }
+  return `top of a diff: ${rows.length} rows; tooltip of ${rows[0].func}`;
+}
+
 /* A top view in the page: the rows for each sort order, a tooltip, the
  * sort buttons, the bundle's SVG. Returns a note for the log. */
 async function checkTopPage(page, spec, svg) {
+  if (spec.usermeta.cflame.diff) return checkTopDiffPage(page, spec);
   let problem = topDrawnProblem(spec, await topDrawn(page), 'self');
   check(!problem, problem);
   // Hover the first row's self bar.

@@ -59,6 +59,8 @@
 //     two bars per line, lines without samples dimmed; a bundle's SVG is
 //     well-formed, with one titled bar per line with samples, and its text
 //     has the table's header;
+//   - top of a diff: rows ranked by |delta|, each change agreeing with its
+//     delta's sign, a bar per row in its change's colour;
 //   - chart: its bars (within the time range, each inside the bar above
 //     it, the top bars adding up to the samples), what vega draws (a rect
 //     per bar in its colour, the x domain the range), and a bundle's SVG
@@ -78,7 +80,7 @@ import { XMLValidator, XMLParser } from 'fast-xml-parser';
 
 import { framesOf, svgOf } from './frames.mjs';
 import { viewOf, topRowsProblem, topDrawnProblem, expectedTop, sourceRows, sourceRowsProblem,
-         hotLines, chartBars, chartProblem } from './views.mjs';
+         hotLines, chartBars, chartProblem, topDiffProblem, topRows } from './views.mjs';
 
 // $VEGA_MODULES: another node_modules with vega and vega-lite, to check the
 // spec with the versions a given JupyterLab ships.
@@ -649,6 +651,19 @@ async function checkTop(spec, problems) {
   }, problems);
 }
 
+/* A top table of a diff: a bar per row in its change's colour; pushes
+ * problems. */
+async function checkTopDiff(spec, problems) {
+  await checkView(spec, 'top of a diff', topDiffProblem, async view => {
+    const rows = topRows(spec);
+    const bars = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.rank !== undefined);
+    if (bars.length !== rows.length) problems.push(`${bars.length} bars for ${rows.length} rows`);
+    const off = bars.filter(it => it.fill !== it.datum.color).length;
+    if (off) problems.push(`${off} bars not in their change's colour`);
+    return `${rows.length} changes drawn of ${spec.usermeta.cflame.functions} functions`;
+  }, problems);
+}
+
 /* A source view: each line's text (its indentation an offset) and number,
  * two bars per line, lines without samples dimmed; pushes problems. */
 async function checkSource(spec, problems) {
@@ -752,6 +767,11 @@ async function checkFile(file) {
     return [`not JSON: ${e.message}`];
   }
   const spec = doc[VL_MIME] || doc;
+  if (viewOf(spec) === 'top' && spec.usermeta.cflame.diff) {
+    if (doc[VL_MIME] && !tableSvg(doc, 'top', problems)) return problems;
+    await checkTopDiff(spec, problems);
+    return problems;
+  }
   if (viewOf(spec) === 'top') {
     if (doc[VL_MIME]) checkTopBundle(doc, problems);
     await checkTop(spec, problems);

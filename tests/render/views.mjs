@@ -147,3 +147,24 @@ export function chartProblem(spec) {
   if (top !== meta.total) return `the top bars hold ${top} samples, not ${meta.total}`;
   return null;
 }
+
+// view=top of a diff (flame/fl_top_diff.c, usermeta.cflame.diff): rows
+// {rank, func, file, module, self, total, base_self, base_total, delta,
+// change, color}, by |delta|.
+
+/* What is wrong with a diff top's rows, or null. */
+export function topDiffProblem(spec) {
+  const rows = topRows(spec);
+  if (rows.length === 0 || rows.length > TOP_ROWS) return `${rows.length} rows`;
+  for (const [i, r] of rows.entries()) {
+    if (r.rank !== i + 1) return `row ${i} has rank ${r.rank}`;
+    if (!['grew', 'shrank', 'same', 'new'].includes(r.change)) return `${r.func}: change ${r.change}`;
+    if ((r.change === 'grew' && !(r.delta > 0)) || (r.change === 'shrank' && !(r.delta < 0))) {
+      return `${r.func} ${r.change} with delta ${r.delta}`;
+    }
+    if (i > 0 && Math.abs(r.delta) > Math.abs(rows[i - 1].delta) + 1e-9) {
+      return `${r.func} (delta ${r.delta}) comes after ${rows[i - 1].func} (${rows[i - 1].delta})`;
+    }
+  }
+  return null;
+}

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_diff.h"
 #include "cflame/fl_options.h"
 #include "cflame/fl_output.h"
 #include "cflame/fl_profile.h"
@@ -254,10 +255,39 @@ static void test_top_output(void) {
   json_t *bundle = fl_output_bundle(&r, err, sizeof err);
   CHECK(bundle && strstr(json_string_value(json_object_get(bundle, "text/plain")), "By self:"));
   json_decref(bundle);
+  /* A diff as a table: the known profile against itself with main's own
+   * samples doubled: main grew by 2 and is first; every other function
+   * is the same. view=source refuses a diff, naming the views that draw
+   * one. */
+  fl_profile_t *more = known_profile();
+  uint32_t main_only[] = {frame(more, "main", "cell[1]", 3, "cell[1]", CELL)};
+  fl_profile_add_sample(more, main_only, 1, 2, 0, 1);
+  fl_diff_opts_t dopts;
+  fl_diff_opts_init(&dopts);
+  dopts.noise = 0;
+  fl_tree_opts_t topts;
+  fl_tree_opts_init(&topts);
+  topts.minwidth = 0;
+  fl_diff_t *d = fl_diff_build(more, p, &topts, &dopts, NULL, err, sizeof err);
+  CHECK(d != NULL);
+  char *dt = d ? fl_text_top_diff(d, NULL) : NULL;
+  CHECK(dt && strstr(dt, "\n        +2        127        125  grew    main  cell[1]\n") != NULL);
+  CHECK(dt && strstr(dt, "        +0         65         65  same    work  cell[1]\n") != NULL);
+  free(dt);
+  json_t *dspec = d ? fl_top_diff_vegalite(d, NULL) : NULL;
+  CHECK(dspec && json_is_true(json_object_get(
+                     json_object_get(json_object_get(dspec, "usermeta"), "cflame"), "diff")));
+  json_t *dbundle = d ? fl_top_diff_bundle(d, NULL) : NULL;
+  write_out("view-top-diff.json", dbundle);
+  json_decref(dbundle);
+  json_decref(dspec);
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&more);
   r.baseline = p;
+  fl_options_set(&o, "view", "source", err, sizeof err);
   err[0] = '\0';
   CHECK(fl_output_bundle(&r, err, sizeof err) == NULL);
-  CHECK(strstr(err, "view=top") != NULL && strstr(err, "flame, callers") != NULL);
+  CHECK(strstr(err, "view=source") != NULL && strstr(err, "flame, callers, top") != NULL);
   fl_options_free(&o);
   fl_profile_destroy(&p);
 }

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fl_top_diff: the top table of a diff (view=top with a baseline): the
+ * functions whose weight changed most, as text, Vega-Lite and SVG.
+ *
+ * A function is fl_top's (name, file, module), in either profile. Its
+ * counts in the drawn tree (the target's; the baseline's with negate) and
+ * in the other, scaled by the diff's factor into the drawn tree's units,
+ * give the delta (of total weight, or with delta=self of self weight) and
+ * the change by the diff's noise rule: z = delta / sqrt(x + k^2 y) under
+ * noise is "same"; a function of the drawn profile only is "new", one of
+ * the other only shrank to nothing. Rows are sorted by |delta|, the
+ * largest first, ties by name; the first FL_TOP_ROWS are drawn, in the
+ * diff's colours. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl__render.h"
+
+#define ROW_PX 18.0
+#define BAR_PX 14.0
+enum { X_DELTA = 80, X_DRAWN = 160, X_OTHER = 240, X_CHANGE = 252, X_BARS = 310, BARS_PX = 150 };
+enum { X_FUNC = 470 };
+
+typedef struct drow {
+  const fl_frame_t *frame; /* the drawn tree's, else the other's */
+  const fl_node_t *node;   /* for its colour when new */
+  double self, total, base_self, base_total;
+  double delta, z;
+  fl_change_t change;
+} drow_t;
+
+typedef struct dtop {
+  const fl_diff_t *d;
+  const fl_tree_t *t;
+  drow_t *rows;
+  size_t n;
+  double total, other_total;
+  bool self;
+} dtop_t;
+
+static int cmp_identity(const fl_frame_t *a, const fl_frame_t *b) {
+  const char *sa[3] = {a->func, a->file, a->module}, *sb[3] = {b->func, b->file, b->module};
+  for (int i = 0; i < 3; i++) {
+    if (sa[i] == sb[i]) continue;
+    if (!sa[i] || !sb[i]) return sa[i] ? 1 : -1;
+    int c = strcmp(sa[i], sb[i]);
+    if (c) return c;
+  }
+  return 0;
+}
+
+static int cmp_flat_identity(const void *pa, const void *pb) {
+  return cmp_identity(&((const fl__flat_row_t *)pa)->node->frame,
+                      &((const fl__flat_row_t *)pb)->node->frame);
+}
+
+static int cmp_abs_delta(const void *pa, const void *pb) {
+  const drow_t *a = pa, *b = pb;
+  if (fabs(a->delta) != fabs(b->delta)) return fabs(a->delta) > fabs(b->delta) ? -1 : 1;
+  return cmp_identity(a->frame, b->frame);
+}
+
+/* The change of a delta between drawn count x and other count y (raw,
+ * multiplied by k into x's units), by the diff's noise rule. */
+static fl_change_t change_of(const fl_diff_opts_t *o, double x, double y, double k, double *z) {
+  double delta = x - k * y, var = x + k * k * y;
+  *z = var > 0 ? delta / sqrt(var) : 0;
+  if (delta == 0 || (o->noise > 0 && fabs(*z) < o->noise)) return FL_CHANGE_SAME;
+  return delta > 0 ? FL_CHANGE_GREW : FL_CHANGE_SHRANK;
+}
+
+static void dtop_init(dtop_t *dt, const fl_diff_t *d) {
+  *dt = (dtop_t){.d = d, .t = fl_diff_tree(d)};
+  const fl_diff_opts_t *o = fl_diff_options(d);
+  double k = o->negate ? 1 / fl_diff_scale(d) : fl_diff_scale(d);
+  dt->self = o->delta == FL_DELTA_SELF;
+  fl__flat_row_t *a = NULL, *b = NULL;
+  size_t na = fl__flat_rows(dt->t, true, &a), nb = fl__flat_rows(fl_diff_other_tree(d), true, &b);
+  if (na) qsort(a, na, sizeof *a, cmp_flat_identity);
+  if (nb) qsort(b, nb, sizeof *b, cmp_flat_identity);
+  dt->rows = fl__xcalloc(na + nb + 1, sizeof *dt->rows);
+  size_t i = 0, j = 0;
+  while (i < na || j < nb) {
+    int c = i == na ? 1 : j == nb ? -1 : cmp_identity(&a[i].node->frame, &b[j].node->frame);
+    drow_t r = {0};
+    const fl__flat_row_t *x = c <= 0 ? &a[i] : NULL, *y = c >= 0 ? &b[j] : NULL;
+    r.frame = x ? &x->node->frame : &y->node->frame;
+    r.node = x ? x->node : y->node;
+    r.self = x ? (double)x->self : 0;
+    r.total = x ? (double)x->count : 0;
+    r.base_self = y ? k * (double)y->self : 0;
+    r.base_total = y ? k * (double)y->count : 0;
+    r.delta = dt->self ? r.self - r.base_self : r.total - r.base_total;
+    if (!y) {
+      r.change = FL_CHANGE_NEW;
+    } else {
+      double xv = dt->self ? r.self : r.total, yv = (double)(dt->self ? y->self : y->count);
+      r.change = change_of(o, xv, yv, k, &r.z);
+    }
+    dt->rows[dt->n++] = r;
+    if (c <= 0) i++;
+    if (c >= 0) j++;
+  }
+  qsort(dt->rows, dt->n, sizeof *dt->rows, cmp_abs_delta);
+  dt->total = (double)fl_tree_root(dt->t)->count;
+  dt->other_total = fl__other_total(d);
+  free(a);
+  free(b);
+}
+
+static size_t shown(const dtop_t *dt) {
+  return dt->n < FL_TOP_ROWS ? dt->n : FL_TOP_ROWS;
+}
+
+static const char *change_color(fl_change_t c) {
+  switch (c) {
+    case FL_CHANGE_GREW: return FL__DIFF_GREW_COLOR;
+    case FL_CHANGE_SHRANK: return FL__DIFF_SHRANK_COLOR;
+    case FL_CHANGE_NEW: return FL__DIFF_NEW_COLOR;
+    default: return FL__DIFF_SAME_COLOR;
+  }
+}
+
+/* "Top changes: the first 50 of 37 functions by |delta| of total weight
+ * (target − baseline)". */
+static void heading(const dtop_t *dt, char *out, size_t size) {
+  const fl_diff_opts_t *o = fl_diff_options(dt->d);
+  snprintf(out, size, "Top changes: %s %zu of %zu functions by the change of their %s %s (%s)",
+           dt->n > FL_TOP_ROWS ? "the first" : "all", shown(dt), dt->n, dt->self ? "self" : "total",
+           fl__unit(dt->t),
+           o->negate ? "baseline \xe2\x88\x92 target" : "target \xe2\x88\x92 baseline");
+}
+
+/* "Target" for "target". */
+static void capitalized(char *out, size_t size, const char *word) {
+  snprintf(out, size, "%c%s", word[0] & ~0x20, word + 1);
+}
+
+/* ---- text ---- */
+
+char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
+  (void)o;
+  dtop_t dt;
+  dtop_init(&dt, d);
+  fl__buf_t out = {0};
+  char a[48], b[48], line[300];
+  fl__amount(dt.total, false, a);
+  fl__amount(dt.other_total, false, b);
+  fl__buf_printf(&out, "Total: %s %s %s, %s %s %s\n", fl__drawn_name(d), a, fl__unit(dt.t),
+                 fl__other_name(d), b, fl__unit(dt.t));
+  for (const char *const *note = fl_diff_notes(d); note && *note; note++)
+    fl__buf_printf(&out, "%s\n", *note);
+  heading(&dt, line, sizeof line);
+  char drawn[32], other[32];
+  capitalized(drawn, sizeof drawn, fl__drawn_name(d));
+  capitalized(other, sizeof other, fl__other_name(d));
+  fl__buf_printf(&out, "%s\n\n%10s %10s %10s  %-6s  Function  File\n", line, "Delta", drawn, other,
+                 "Change");
+  for (size_t i = 0; i < shown(&dt); i++) {
+    const drow_t *r = &dt.rows[i];
+    char delta[48], x[48], y[48];
+    fl__amount(r->delta, true, delta);
+    fl__amount(dt.self ? r->self : r->total, false, x);
+    fl__amount(dt.self ? r->base_self : r->base_total, false, y);
+    const char *where = r->frame->file ? r->frame->file : r->frame->module;
+    fl__buf_printf(&out, "%10s %10s %10s  %-6s  %s%s%s\n", delta, x,
+                   r->change == FL_CHANGE_NEW ? "-" : y, fl__change_name(r->change),
+                   r->frame->func ? r->frame->func : "[unknown]", where ? "  " : "",
+                   where ? where : "");
+  }
+  free(dt.rows);
+  return fl__buf_take(&out);
+}
+
+/* ---- Vega-Lite ---- */
+
+json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *v) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  dtop_t dt;
+  dtop_init(&dt, d);
+  const fl__theme_t *th = fl__theme_of(v);
+  double max = 0;
+  for (size_t i = 0; i < shown(&dt); i++) max = fmax(max, fabs(dt.rows[i].delta));
+  json_t *values = fl__nonnull(json_array());
+  for (size_t i = 0; i < shown(&dt); i++) {
+    const drow_t *r = &dt.rows[i];
+    json_t *o = fl__nonnull(
+        json_pack("{s:I,s:o,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "rank", (json_int_t)(i + 1), "func",
+                  fl__json_text(r->frame->func ? r->frame->func : "[unknown]"), "self", r->self,
+                  "total", r->total, "base_self", r->base_self, "base_total", r->base_total,
+                  "delta", round(r->delta * 100) / 100, "change", fl__change_name(r->change),
+                  "color", change_color(r->change)));
+    if (r->frame->file) json_object_set_new(o, "file", fl__json_text(r->frame->file));
+    if (r->frame->module) json_object_set_new(o, "module", fl__json_text(r->frame->module));
+    json_array_append_new(values, o);
+  }
+  char expr[600];
+  json_t *tr = fl__nonnull(json_array());
+  snprintf(expr, sizeof expr, "100 * abs(datum.delta) / %.17g", max > 0 ? max : 1);
+  json_array_append_new(tr, fl__vl_calculate(expr, "size"));
+  json_array_append_new(tr, fl__vl_calculate("(datum.delta > 0 ? '+' : '') + "
+                                             "format(datum.delta, ',.2~f')",
+                                             "deltas"));
+  snprintf(expr, sizeof expr, "format(datum.%s, ',.2~f')", dt.self ? "self" : "total");
+  json_array_append_new(tr, fl__vl_calculate(expr, "xs"));
+  snprintf(expr, sizeof expr, "datum.change === 'new' ? '-' : format(datum.%s, ',.2~f')",
+           dt.self ? "base_self" : "base_total");
+  json_array_append_new(tr, fl__vl_calculate(expr, "ys"));
+  json_array_append_new(tr, fl__vl_calculate("datum.file ? datum.func + '  ' + datum.file : "
+                                             "datum.module ? datum.func + '  ' + datum.module : "
+                                             "datum.func",
+                                             "name"));
+  snprintf(expr, sizeof expr,
+           "{'function': datum.func, 'file': datum.file, '%s': datum.xs + ' %s', '%s': datum.ys, "
+           "'delta': datum.deltas, 'change': datum.change}",
+           fl__drawn_name(d), fl__unit(dt.t), fl__other_name(d));
+  json_array_append_new(tr, fl__vl_calculate(expr, "tip"));
+  fl__table_t tb = {.th = th, .y_field = "rank", .row_px = ROW_PX, .bar_px = BAR_PX};
+  int width = v->width > X_FUNC + 100 ? v->width : X_FUNC + 100;
+  const fl__table_column_t columns[] = {
+      {.field = "deltas", .x = X_DELTA, .right = true},
+      {.field = "xs", .x = X_DRAWN, .right = true},
+      {.field = "ys", .x = X_OTHER, .right = true},
+      {.field = "change", .x = X_CHANGE},
+      {.field = "name", .x = X_FUNC, .limit = width - X_FUNC},
+  };
+  json_t *rows_layer = fl__nonnull(json_array());
+  json_array_append_new(rows_layer,
+                        fl__table_bar(&tb, "size", NULL, "color", NULL, X_BARS, BARS_PX));
+  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
+    json_array_append_new(rows_layer, fl__table_text(&tb, &columns[i]));
+  json_t *layers = fl__nonnull(json_array());
+  json_array_append_new(layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values,
+                                                      "transform", tr, "layer", rows_layer)));
+  char label[64];
+  const struct {
+    const char *text;
+    int x;
+    bool right;
+  } headers[] = {{"Delta", X_DELTA, true},
+                 {fl__drawn_name(d), X_DRAWN, true},
+                 {fl__other_name(d), X_OTHER, true},
+                 {"Change", X_CHANGE, false},
+                 {"Function", X_FUNC, false}};
+  for (size_t i = 0; i < sizeof headers / sizeof *headers; i++) {
+    char word[32];
+    capitalized(word, sizeof word, headers[i].text);
+    snprintf(label, sizeof label, "'%s'", word);
+    json_array_append_new(layers, fl__table_header(&tb, label, headers[i].x, headers[i].right));
+  }
+  char line[300];
+  heading(&dt, line, sizeof line);
+  const char *lines[1] = {line};
+  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
+  int n_notes = fl__view_notes(v, lines, 1, notes);
+  char description[200];
+  snprintf(description, sizeof description, "Top changes of %s: %zu of %zu functions",
+           fl_tree_root(dt.t)->frame.func, shown(&dt), dt.n);
+  // clang-format off
+  json_t *spec = fl__nonnull(json_pack(
+      "{s:s,s:o,s:i,s:f,s:s,s:o,s:o,s:{s:{s:s,s:b,s:s,s:f,s:f,s:I,s:I}}}",
+      "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
+      "description", fl__json_text(description),
+      "width", width,
+      "height", ROW_PX * (double)(shown(&dt) ? shown(&dt) : 1),
+      "background", th->background,
+      "config", fl__vl_config(v),
+      "layer", layers,
+      "usermeta", "cflame", "view", "top", "diff", 1, "unit", fl__unit(dt.t),
+                            "total", dt.total, "other_total", dt.other_total,
+                            "functions", (json_int_t)dt.n, "rows", (json_int_t)shown(&dt)));
+  // clang-format on
+  json_t *title = fl__table_title(v, notes, n_notes);
+  if (title) json_object_set_new(spec, "title", title);
+  free(dt.rows);
+  return spec;
+}
+
+/* ---- SVG ---- */
+
+char *fl_top_diff_svg(const fl_diff_t *d, const fl_view_opts_t *v) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  dtop_t dt;
+  dtop_init(&dt, d);
+  double max = 0;
+  for (size_t i = 0; i < shown(&dt); i++) max = fmax(max, fabs(dt.rows[i].delta));
+  char line[300];
+  heading(&dt, line, sizeof line);
+  const char *lines[1] = {line};
+  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
+  int n_notes = fl__view_notes(v, lines, 1, notes);
+  int width = v->width > X_FUNC + 100 ? v->width : X_FUNC + 100;
+  fl__buf_t b = {0};
+  fl__svg_table_t l;
+  fl__svg_table_open(&b, v, notes, n_notes, width, shown(&dt), ROW_PX, &l);
+  char drawn[32], other[32];
+  capitalized(drawn, sizeof drawn, fl__drawn_name(d));
+  capitalized(other, sizeof other, fl__other_name(d));
+  fl__buf_puts(&b, "<g font-weight='bold'>\n");
+  fl__svg_cell(&b, l.x0 + X_DELTA, l.header_y, true, "Delta");
+  fl__svg_cell(&b, l.x0 + X_DRAWN, l.header_y, true, drawn);
+  fl__svg_cell(&b, l.x0 + X_OTHER, l.header_y, true, other);
+  fl__svg_cell(&b, l.x0 + X_CHANGE, l.header_y, false, "Change");
+  fl__svg_cell(&b, l.x0 + X_FUNC, l.header_y, false, "Function");
+  fl__buf_puts(&b, "</g>\n");
+  size_t name_chars = (size_t)((width - X_FUNC) / FL__TABLE_CHAR_PX);
+  for (size_t i = 0; i < shown(&dt); i++) {
+    const drow_t *r = &dt.rows[i];
+    double mid = fl__svg_table_row_y(&l, i);
+    char delta[48], x[48], y[48], *title, *name;
+    fl__amount(r->delta, true, delta);
+    fl__amount(dt.self ? r->self : r->total, false, x);
+    fl__amount(dt.self ? r->base_self : r->base_total, false, y);
+    const char *func = r->frame->func ? r->frame->func : "[unknown]";
+    const char *where = r->frame->file ? r->frame->file : r->frame->module;
+    if (asprintf(&title, "%s\n%s %s %s, %s %s\ndelta %s (%s)", func, fl__drawn_name(d), x,
+                 fl__unit(dt.t), fl__other_name(d), r->change == FL_CHANGE_NEW ? "-" : y, delta,
+                 fl__change_name(r->change)) < 0 ||
+        asprintf(&name, "%s%s%s", func, where ? "  " : "", where ? where : "") < 0)
+      fl__oom(0);
+    fl__svg_hbar(&b, change_color(r->change), BAR_PX, l.x0 + X_BARS, mid,
+                 max > 0 ? BARS_PX * fabs(r->delta) / max : 0, title);
+    fl__buf_puts(&b, "\n");
+    fl__svg_cell(&b, l.x0 + X_DELTA, mid, true, delta);
+    fl__svg_cell(&b, l.x0 + X_DRAWN, mid, true, x);
+    fl__svg_cell(&b, l.x0 + X_OTHER, mid, true, r->change == FL_CHANGE_NEW ? "-" : y);
+    fl__svg_cell(&b, l.x0 + X_CHANGE, mid, false, fl__change_name(r->change));
+    char *cut = fl__text_cut(name, name_chars);
+    fl__svg_cell(&b, l.x0 + X_FUNC, mid, false, cut);
+    free(cut);
+    free(name);
+    free(title);
+  }
+  fl__buf_puts(&b, "</g>\n</svg>\n");
+  free(dt.rows);
+  return fl__buf_take(&b);
+}
+
+json_t *fl_top_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v) {
+  fl_view_opts_t defaults;
+  if (!v) {
+    fl_view_opts_init(&defaults);
+    v = &defaults;
+  }
+  char *svg = fl_top_diff_svg(d, v), *report = fl_text_top_diff(d, NULL);
+  json_t *bundle = fl__bundle_assemble(fl_top_diff_vegalite(d, v), svg, report, v);
+  free(svg);
+  free(report);
+  return bundle;
+}
