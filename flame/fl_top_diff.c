@@ -39,7 +39,12 @@ typedef struct dtop {
   drow_t *rows;
   size_t n;
   double total, other_total;
+  double max; /* the largest |delta| drawn */
   bool self;
+  fl_view_opts_t defaults;
+  const fl_view_opts_t *v; /* the caller's, or the defaults */
+  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
+  int n_notes;
 } dtop_t;
 
 static int cmp_identity(const fl_frame_t *a, const fl_frame_t *b) {
@@ -73,8 +78,17 @@ static fl_change_t change_of(const fl_diff_opts_t *o, double x, double y, double
   return delta > 0 ? FL_CHANGE_GREW : FL_CHANGE_SHRANK;
 }
 
-static void dtop_init(dtop_t *dt, const fl_diff_t *d) {
+static size_t shown(const dtop_t *dt);
+static void heading(const dtop_t *dt, char *out, size_t size);
+
+/* The rows of d, and what the drawings need (v NULL: the defaults). */
+static void dtop_init(dtop_t *dt, const fl_diff_t *d, const fl_view_opts_t *v) {
   *dt = (dtop_t){.d = d, .t = fl_diff_tree(d)};
+  if (!v) {
+    fl_view_opts_init(&dt->defaults);
+    v = &dt->defaults;
+  }
+  dt->v = v;
   const fl_diff_opts_t *o = fl_diff_options(d);
   double k = o->negate ? 1 / fl_diff_scale(d) : fl_diff_scale(d);
   dt->self = o->delta == FL_DELTA_SELF;
@@ -108,6 +122,11 @@ static void dtop_init(dtop_t *dt, const fl_diff_t *d) {
   qsort(dt->rows, dt->n, sizeof *dt->rows, cmp_abs_delta);
   dt->total = (double)fl_tree_root(dt->t)->count;
   dt->other_total = fl__other_total(d);
+  for (size_t k = 0; k < shown(dt); k++) dt->max = fmax(dt->max, fabs(dt->rows[k].delta));
+  char line[300];
+  heading(dt, line, sizeof line);
+  const char *lines[1] = {line};
+  dt->n_notes = fl__view_notes(v, lines, 1, dt->notes);
   free(a);
   free(b);
 }
@@ -145,7 +164,7 @@ static void capitalized(char *out, size_t size, const char *word) {
 char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   (void)o;
   dtop_t dt;
-  dtop_init(&dt, d);
+  dtop_init(&dt, d, NULL);
   fl__buf_t out = {0};
   char a[48], b[48], line[300];
   fl__amount(dt.total, false, a);
@@ -178,17 +197,12 @@ char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
 
 /* ---- Vega-Lite ---- */
 
-json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *v) {
-  fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
+json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *view) {
   dtop_t dt;
-  dtop_init(&dt, d);
+  dtop_init(&dt, d, view);
+  const fl_view_opts_t *v = dt.v;
   const fl__theme_t *th = fl__theme_of(v);
-  double max = 0;
-  for (size_t i = 0; i < shown(&dt); i++) max = fmax(max, fabs(dt.rows[i].delta));
+  double max = dt.max;
   json_t *values = fl__nonnull(json_array());
   for (size_t i = 0; i < shown(&dt); i++) {
     const drow_t *r = &dt.rows[i];
@@ -256,11 +270,6 @@ json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *v) {
     snprintf(label, sizeof label, "'%s'", word);
     json_array_append_new(layers, fl__table_header(&tb, label, headers[i].x, headers[i].right));
   }
-  char line[300];
-  heading(&dt, line, sizeof line);
-  const char *lines[1] = {line};
-  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = fl__view_notes(v, lines, 1, notes);
   char description[200];
   snprintf(description, sizeof description, "Top changes of %s: %zu of %zu functions",
            fl_tree_root(dt.t)->frame.func, shown(&dt), dt.n);
@@ -278,7 +287,7 @@ json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *v) {
                             "total", dt.total, "other_total", dt.other_total,
                             "functions", (json_int_t)dt.n, "rows", (json_int_t)shown(&dt)));
   // clang-format on
-  json_t *title = fl__table_title(v, notes, n_notes);
+  json_t *title = fl__table_title(v, dt.notes, dt.n_notes);
   if (title) json_object_set_new(spec, "title", title);
   free(dt.rows);
   return spec;
@@ -286,25 +295,15 @@ json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *v) {
 
 /* ---- SVG ---- */
 
-char *fl_top_diff_svg(const fl_diff_t *d, const fl_view_opts_t *v) {
-  fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
+char *fl_top_diff_svg(const fl_diff_t *d, const fl_view_opts_t *view) {
   dtop_t dt;
-  dtop_init(&dt, d);
-  double max = 0;
-  for (size_t i = 0; i < shown(&dt); i++) max = fmax(max, fabs(dt.rows[i].delta));
-  char line[300];
-  heading(&dt, line, sizeof line);
-  const char *lines[1] = {line};
-  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = fl__view_notes(v, lines, 1, notes);
+  dtop_init(&dt, d, view);
+  const fl_view_opts_t *v = dt.v;
+  double max = dt.max;
   int width = v->width > X_FUNC + 100 ? v->width : X_FUNC + 100;
   fl__buf_t b = {0};
   fl__svg_table_t l;
-  fl__svg_table_open(&b, v, notes, n_notes, width, shown(&dt), ROW_PX, &l);
+  fl__svg_table_open(&b, v, dt.notes, dt.n_notes, width, shown(&dt), ROW_PX, &l);
   char drawn[32], other[32];
   capitalized(drawn, sizeof drawn, fl__drawn_name(d));
   capitalized(other, sizeof other, fl__other_name(d));
