@@ -215,6 +215,14 @@ static const char *strip_comp_dir(Dwarf_Die *cu, const char *path) {
  * returned. */
 static const char *file_name(fl_symbolizer_t *sym, Dwarf_Die *cu, const char *path) {
   if (!path) return NULL;
+  /* A name libdw left relative (DWARF 5 line tables name files relative
+   * to directory 0): joined to the unit's compilation directory here. */
+  char joined[PATH_MAX];
+  Dwarf_Attribute attr;
+  const char *dir = cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
+  if (path[0] != '/' && dir && dir[0] == '/' &&
+      (size_t)snprintf(joined, sizeof joined, "%s/%s", dir, path) < sizeof joined)
+    path = joined;
   const char *key = intern(sym, path);
   size_t slot = (size_t)(fl__mix64((uint64_t)(uintptr_t)key) %
                          (sizeof sym->file_names / sizeof *sym->file_names));
