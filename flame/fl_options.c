@@ -91,13 +91,14 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE},
      F_DOUBLE,
      AT(tree.minwidth)},
-    {{"view", FL_OPT_ENUM, "flame|callers|top|source|chart", .def = "flame",
+    {{"view", FL_OPT_ENUM, "flame|callers|top|source|chart|sandwich", .def = "flame",
       .help = "flame: the flame graph; callers: the inverted graph, where time was spent at "
               "the root and each function's callers above it, widths its self time; top: the "
               "first 50 functions by self and by total, as pprof -top; source: each source "
               "line with its self and total, as pprof list; chart: the samples in time order, "
-              "a lane per thread (top, source and chart take minwidth 0 unless it is given; a diff "
-              "draws as flame, callers or top)",
+              "a lane per thread; sandwich: focus=FUNC's callers above it and its callees below "
+              "(top, source, chart and sandwich take minwidth 0 unless it is given; a diff draws "
+              "as flame, callers or top)",
       .groups = FL_OPTS_VIEW},
      F_VIEW,
      AT(view.view)},
@@ -114,7 +115,9 @@ static const row_t rows[] = {
      F_TITLE,
      0},
     {{"focus", FL_OPT_STRING, .shown_def = "none", .metavar = "FUNC",
-      .help = "the function a view is about: view=source shows its file", .groups = FL_OPTS_VIEW,
+      .help = "the function a view is about: view=sandwich draws it between its callers and "
+              "its callees, view=source shows its files",
+      .groups = FL_OPTS_VIEW,
       .check = check_not_empty},
      F_FOCUS,
      0},

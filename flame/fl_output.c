@@ -92,6 +92,19 @@ static json_t *chart_bundle(draw_t *d) {
   return tree_of(d) ? fl_chart_bundle(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 
+static json_t *sandwich_vegalite(draw_t *d) {
+  return tree_of(d) ? fl_sandwich_vegalite(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+}
+static char *sandwich_svg(draw_t *d) {
+  return tree_of(d) ? fl_sandwich_svg(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+}
+static char *sandwich_text(draw_t *d) {
+  return tree_of(d) ? fl_text_sandwich(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+}
+static json_t *sandwich_bundle(draw_t *d) {
+  return tree_of(d) ? fl_sandwich_bundle(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+}
+
 /* Each returns NULL with d->err on a bad option (focus, from and to) or
  * input the view cannot draw (a chart of samples without time stamps). */
 static const struct table_view {
@@ -106,6 +119,8 @@ static const struct table_view {
     {FL_VIEW_TOP, "top", true, top_vegalite, top_svg, top_text, top_bundle},
     {FL_VIEW_SOURCE, "source", false, source_vegalite, source_svg, source_text, source_bundle},
     {FL_VIEW_CHART, "chart", false, chart_vegalite, chart_svg, chart_text, chart_bundle},
+    {FL_VIEW_SANDWICH, "sandwich", false, sandwich_vegalite, sandwich_svg, sandwich_text,
+     sandwich_bundle},
 };
 
 /* The table view d draws, or NULL for the flame and callers graphs; NULL
@@ -176,6 +191,7 @@ static const struct page_view {
     {FL_VIEW_TOP, "top", "Top"},
     {FL_VIEW_SOURCE, "source", "Source"},
     {FL_VIEW_CHART, "chart", "Time chart"},
+    {FL_VIEW_SANDWICH, "sandwich", "Sandwich"},
 };
 #define N_PAGE_VIEWS (sizeof page_views / sizeof *page_views)
 

@@ -34,11 +34,12 @@ CFLAME_BEGIN_DECLS
 /* What a profile is drawn as (the option view=, fl_options.h): each view's
  * tree is built by fl_tree with the options that view sets. */
 typedef enum fl_view_kind {
-  FL_VIEW_FLAME,   /* the flame graph (or icicle) */
-  FL_VIEW_CALLERS, /* the inverted graph: fl_tree_opts_t.inverted */
-  FL_VIEW_TOP,     /* the functions by self and by total (fl_top_*) */
-  FL_VIEW_SOURCE,  /* the source lines with their weights (fl_source_*) */
-  FL_VIEW_CHART,   /* the samples in time order, a lane per thread (fl_chart_*) */
+  FL_VIEW_FLAME,    /* the flame graph (or icicle) */
+  FL_VIEW_CALLERS,  /* the inverted graph: fl_tree_opts_t.inverted */
+  FL_VIEW_TOP,      /* the functions by self and by total (fl_top_*) */
+  FL_VIEW_SOURCE,   /* the source lines with their weights (fl_source_*) */
+  FL_VIEW_CHART,    /* the samples in time order, a lane per thread (fl_chart_*) */
+  FL_VIEW_SANDWICH, /* focus's callers above it, its callees below (fl_sandwich_*) */
 } fl_view_kind_t;
 
 typedef struct fl_view_opts {
@@ -46,7 +47,7 @@ typedef struct fl_view_opts {
   int width;         /* pixels */
   int height;        /* pixels; 0: sized to the depth */
   const char *title; /* NULL: none */
-  const char *focus; /* the function a view is about (view=source); NULL: none */
+  const char *focus; /* the function a view is about (sandwich, source); NULL: none */
   double from, to;   /* view=chart: seconds from the start; 0: the start, the end */
   const char *note;  /* a line under the title: samples, rate, CPU time */
   bool icicle;       /* root at the top (else at the bottom) */
@@ -189,6 +190,22 @@ json_t *fl_chart_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err
 char *fl_chart_svg(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
 char *fl_text_chart(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
 json_t *fl_chart_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+
+/* ---- the sandwich (view=sandwich focus=FUNC) ----
+ *
+ * v->focus's callers above it (a flame graph of its stacks from its
+ * innermost frame back to the root) and its callees below (an icicle of
+ * its stacks from its outermost frame to the leaf), made from the samples
+ * tree t counts, with the function's total and self share in the note.
+ * The Vega-Lite spec is the two flame specs in a vconcat (each one's names
+ * suffixed _callers and _callees; one search box), the SVG the two SVGs in
+ * one, the text the two tree reports. Each returns NULL with err without
+ * a focus, or when it names no function of t (err lists the nearest). */
+json_t *fl_sandwich_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err,
+                             size_t err_size);
+char *fl_sandwich_svg(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+char *fl_text_sandwich(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
+json_t *fl_sandwich_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);
 
 /* n with thousands separators and its noun: "1 sample", "1,234 samples"
  * (one when n is 1, else many), into out (at most size bytes, cut if it

@@ -24,7 +24,7 @@ import pytest
 
 from conftest import (VL_MIME, SpecStore, ancestors, by_id, children, flame, ok, rows_of, run,
                       share_bound, start_kernel, stdout, summary_of, svg_of, top_rows_of,
-                      chart_bars_of)
+                      chart_bars_of, sandwich_halves_of)
 
 STORE = SpecStore("profile-truth")
 
@@ -257,15 +257,32 @@ def test_one_to_three_split_at_a_tenth_of_a_millisecond(kc):
     assert_totals_agree(s, rows[0]["count"], "1:3 split at 0.1 ms")
 
 
+# The 1:3 split through one shared leaf: one_part() and three_parts() spend
+# their time in spin().
+SHARED_LEAF = (
+    "__attribute__((noinline)) void spin(long u) "
+    "{ double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }\n"
+    "__attribute__((noinline)) void one_part(long u) { spin(u); sink += 1; }\n"
+    "__attribute__((noinline)) void three_parts(long u) { spin(3 * u); sink += 1; }")
+
+
+def shared_leaf_split(kc, magic, name):
+    """Runs the 1:3 split through the shared leaf under magic (its options
+    included); returns (bundle, summary, three_parts' share as the cell
+    measured it)."""
+    ok(kc, SHARED_LEAF)
+    bundle, reply, outputs = flame(
+        kc, magic + "\n" + timed_split(375, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts"))
+    STORE.add(bundle, name)
+    return bundle, summary_of(bundle), measured_b_share(stdout(outputs))
+
+
 def test_callers_view_puts_the_shared_leaf_on_the_root(kc):
     """view=callers turns the 1:3 split around: one_part() and three_parts()
     both spend their time in one leaf, spin(), which sits on the root with
     nearly every sample, and its callers above it split as the cell
     measured (75 % within what the samples can tell)."""
-    ok(kc, "__attribute__((noinline)) void spin(long u) "
-           "{ double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }\n"
-           "__attribute__((noinline)) void one_part(long u) { spin(u); sink += 1; }\n"
-           "__attribute__((noinline)) void three_parts(long u) { spin(3 * u); sink += 1; }")
+    ok(kc, SHARED_LEAF)
     bundle, rows, s, out = profile(
         kc, "%%profview view=callers lines=false C=true\n" +
         timed_split(375, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts"), "callers")
@@ -294,15 +311,7 @@ def test_top_view_lists_self_and_total_by_function(kc):
     the cell measured (75 % within what the samples can tell). Both tables
     are in the text, and the session profile re-drawn as the flame graph
     agrees with the table."""
-    ok(kc, "__attribute__((noinline)) void spin(long u) "
-           "{ double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }\n"
-           "__attribute__((noinline)) void one_part(long u) { spin(u); sink += 1; }\n"
-           "__attribute__((noinline)) void three_parts(long u) { spin(3 * u); sink += 1; }")
-    bundle, reply, outputs = flame(
-        kc, "%%profview view=top C=true\n" +
-        timed_split(375, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts"))
-    STORE.add(bundle, "top")
-    s, truth = summary_of(bundle), measured_b_share(stdout(outputs))
+    bundle, s, truth = shared_leaf_split(kc, "%%profview view=top C=true", "top")
     top = top_rows_of(bundle)
     total = bundle[VL_MIME]["usermeta"]["cflame"]["total"]
     assert top["spin"]["self"] >= 0.9 * total, (top["spin"], total)
@@ -395,6 +404,28 @@ pthread_join(th, NULL);""")
         counted = rows_of(flame(kc, f"%profshow threads={n} minwidth=0")[0])[0]["count"]
         assert drawn == counted, (t, drawn, counted)
     assert "Chart: the samples in time order" in bundle["text/plain"]
+
+
+def test_sandwich_splits_a_shared_leaf_between_its_callers(kc):
+    """view=sandwich focus=spin on the 1:3 split through a shared leaf:
+    above spin its callers one_part and three_parts split as the cell
+    measured (75 % within what the samples can tell); spin is as wide as
+    its total in both halves, and the title gives its total and self."""
+    bundle, s, truth = shared_leaf_split(
+        kc, "%%profview view=sandwich focus=spin lines=false C=true", "sandwich")
+    callers, callees = sandwich_halves_of(bundle)
+    meta = bundle[VL_MIME]["usermeta"]["cflame"]
+    for half in (callers, callees):
+        under = [r for r in half if r["parent"] == half[0]["id"]]
+        assert [(r["func"], r["count"]) for r in under] == [("spin", meta["total"])], under
+    spin = next(r for r in callers if r["func"] == "spin")
+    above = {r["func"]: r["count"] for r in callers if r["parent"] == spin["id"]}
+    n1, n3 = above.get("one_part", 0), above.get("three_parts", 0)
+    share, bound = 100.0 * n3 / (n1 + n3), share_bound(truth / 100, n1 + n3, s)
+    assert abs(share - truth) <= bound, (
+        f"three_parts' share is {share:.2f} %, not {truth:.2f} +- {bound:.2f}; {s['line']}")
+    assert meta["self"] >= 0.9 * meta["total"], meta
+    assert "Sandwich of spin: total" in bundle["text/plain"]
 
 
 def test_no_aliasing_with_a_period_equal_to_the_interval(kc):

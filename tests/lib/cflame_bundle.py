@@ -3,7 +3,7 @@
 frames of its Vega-Lite spec as rows (frames_of), one dict per frame with
 the fields docs/PROFILING.md names ("The data behind the graph"); and from
 the other views (view_of): a top view's rows (top_rows_of), a chart's bars
-(chart_bars_of).
+(chart_bars_of), a sandwich's two halves (sandwich_halves_of).
 
 The spec holds them compactly (flame/fl_vegalite.c): data.values is a CSV
 table of numbers, a line per frame; lookup transforms turn the string
@@ -91,3 +91,12 @@ def chart_bars_of(spec):
                      "color": strings[r["co"]], "depth": r["depth"], "t0": r["t0"], "t1": r["t1"],
                      "y": r["y"], "count": r["count"]})
     return bars
+
+
+def sandwich_halves_of(spec):
+    """The two halves of a sandwich's spec (or bundle), callers' then
+    callees', each as frames_of reads a flame graph (fl_sandwich.c)."""
+    spec = spec.get(VL_MIME, spec)
+    assert view_of(spec) == "sandwich", f"not a sandwich: {spec.get('description')}"
+    return [frames_of(dict(part, datasets=spec["datasets"])) for part in spec["vconcat"]]
+

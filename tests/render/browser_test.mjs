@@ -57,7 +57,7 @@ import { chromium } from 'playwright-core';
 
 import { framesOf, svgOf } from './frames.mjs';
 import { viewOf, expectedTop, topDrawnProblem, sourceRows, hotLines, chartBars,
-         topRows } from './views.mjs';
+         topRows, sandwichHalves } from './views.mjs';
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
@@ -382,6 +382,14 @@ async function checkSourcePage(page, spec, svg) {
   return `source: ${lines.length} lines; tooltip of ${hot ? `${hot.file}:${hot.line}` : 'none'}`;
 }
 
+/* A sandwich in the page: every frame of both halves drawn. */
+async function checkSandwichPage(page, spec) {
+  const n = sandwichHalves(spec).reduce((k, h) => k + framesOf(h).length, 0);
+  const drawn = await page.evaluate(() => cf.frameItems().length);
+  check(drawn === n, `${drawn} frames drawn for ${n} rows`);
+  return `sandwich: ${n} frames around ${spec.usermeta.cflame.focus}`;
+}
+
 /* A chart in the page. Returns a note for the log. */
 async function checkChartPage(page, spec) {
   const bars = chartBars(spec), meta = spec.usermeta.cflame;
@@ -452,6 +460,7 @@ async function testFile(browser, file, screenshot) {
     if (view !== 'flame') {
       const note = view === 'top' ? await checkTopPage(page, spec, svg)
                  : view === 'chart' ? await checkChartPage(page, spec)
+                 : view === 'sandwich' ? await checkSandwichPage(page, spec)
                                     : await checkSourcePage(page, spec, svg);
       if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
       check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);

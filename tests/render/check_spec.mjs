@@ -61,6 +61,9 @@
 //     has the table's header;
 //   - top of a diff: rows ranked by |delta|, each change agreeing with its
 //     delta's sign, a bar per row in its change's colour;
+//   - sandwich: both halves' rows (the flame graph's checks), the focus the
+//     one frame under each half's root, as wide as its total; vega draws
+//     every frame of both in its colour;
 //   - chart: its bars (within the time range, each inside the bar above
 //     it, the top bars adding up to the samples), what vega draws (a rect
 //     per bar in its colour, the x domain the range), and a bundle's SVG
@@ -80,7 +83,8 @@ import { XMLValidator, XMLParser } from 'fast-xml-parser';
 
 import { framesOf, svgOf } from './frames.mjs';
 import { viewOf, topRowsProblem, topDrawnProblem, expectedTop, sourceRows, sourceRowsProblem,
-         hotLines, chartBars, chartProblem, topDiffProblem, topRows } from './views.mjs';
+         hotLines, chartBars, chartProblem, topDiffProblem, topRows,
+         sandwichHalves } from './views.mjs';
 
 // $VEGA_MODULES: another node_modules with vega and vega-lite, to check the
 // spec with the versions a given JupyterLab ships.
@@ -664,6 +668,41 @@ async function checkTopDiff(spec, problems) {
   }, problems);
 }
 
+/* What is wrong with a sandwich's halves, or null; problems of their rows
+ * are pushed. */
+function sandwichProblem(spec, problems) {
+  const meta = spec.usermeta.cflame, halves = sandwichHalves(spec);
+  if (halves.length !== 2) return `${halves.length} halves`;
+  for (const [i, half] of halves.entries()) {
+    const rows = framesOf(half);
+    checkRows(rows, problems);
+    if (!rows || rows.length < 2) return `half ${i} has no frames`;
+    const under = rows.filter(r => r.parent === rows[0].id);
+    if (under.length !== 1 || under[0].func !== meta.focus || under[0].count !== meta.total) {
+      return `half ${i}: under the root ${JSON.stringify(under.map(r => [r.func, r.count]))}, ` +
+             `not ${meta.focus} with ${meta.total}`;
+    }
+  }
+  return null;
+}
+
+/* A sandwich: every frame of both halves drawn in its colour; pushes
+ * problems. */
+async function checkSandwich(spec, problems) {
+  await checkView(spec, 'sandwich', s => sandwichProblem(s, problems), async view => {
+    const n = sandwichHalves(spec).reduce((k, h) => k + framesOf(h).length, 0);
+    const rects = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.x1 !== undefined);
+    if (rects.length !== n) problems.push(`vega drew ${rects.length} frames for ${n} rows`);
+    const off = rects.filter(it => it.fill !== it.datum.color).length;
+    if (off) problems.push(`${off} frames not in their colour`);
+    // Labels find their frames through each half's own scales.
+    const labels = findItems(view.scenegraph().root, 'text')
+      .filter(it => it.datum?.x1 !== undefined && it.text).length;
+    if (labels < 2) problems.push(`${labels} frames labelled: the labels lost their scales`);
+    return `${n} frames around ${spec.usermeta.cflame.focus}, ${labels} labelled`;
+  }, problems);
+}
+
 /* A source view: each line's text (its indentation an offset) and number,
  * two bars per line, lines without samples dimmed; pushes problems. */
 async function checkSource(spec, problems) {
@@ -775,6 +814,11 @@ async function checkFile(file) {
   if (viewOf(spec) === 'top') {
     if (doc[VL_MIME]) checkTopBundle(doc, problems);
     await checkTop(spec, problems);
+    return problems;
+  }
+  if (viewOf(spec) === 'sandwich') {
+    if (doc[VL_MIME]) tableSvg(doc, 'sandwich', problems);
+    await checkSandwich(spec, problems);
     return problems;
   }
   if (viewOf(spec) === 'chart') {

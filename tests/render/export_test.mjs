@@ -6,7 +6,8 @@
 //   node tests/render/export_test.mjs --graphs N [--width PX] [--screenshot PNG] PAGE.html...
 //
 // A flame graph on the page is an <svg> with frames: <path> elements that
-// carry a <title> (their tooltip). For each page the test asserts:
+// carry a <title> (their tooltip); an <svg> inside another (a sandwich's
+// halves) is part of that one. For each page the test asserts:
 //   - exactly N flame graphs are on the page (--graphs);
 //   - each has at least two frames that the browser lays out with a non-zero
 //     width and strokes with a colour and a width, as tall as their level (a
@@ -79,6 +80,9 @@ for (const [k, file] of pages.entries()) {
   const found = await page.evaluate(() => {
     const out = [];
     document.querySelectorAll('svg').forEach((svg, i) => {
+      // A picture of two graphs (a sandwich) nests their SVGs in one: that
+      // one is the graph.
+      if (svg.parentElement && svg.parentElement.closest('svg')) return;
       const titled = [...svg.querySelectorAll('path')].filter(r => r.querySelector('title'));
       if (titled.length === 0) return;
       svg.setAttribute('data-export-test', String(i));

@@ -168,3 +168,13 @@ export function topDiffProblem(spec) {
   }
   return null;
 }
+
+// view=sandwich (flame/fl_sandwich.c): two flame specs in a vconcat, the
+// callers' (a flame graph) above the callees' (an icicle), their names
+// suffixed _callers and _callees, their string tables in the top-level
+// datasets.
+
+/* The two halves as flame specs that frames.mjs reads. */
+export function sandwichHalves(spec) {
+  return (spec.vconcat ?? []).map(part => ({ ...part, datasets: spec.datasets }));
+}

@@ -18,11 +18,13 @@
 #include <string.h>
 
 /* The SVG of a bundle, whose one copy is in the markdown item, inside a
- * <div> (flame/fl_bundle.c): a new string, or NULL when there is none. */
+ * <div> (flame/fl_bundle.c): from the first <svg to the last </svg> (a
+ * sandwich nests two), as the Python and JavaScript readers take it. A new
+ * string, or NULL when there is none. */
 static inline char *svg_of(json_t *bundle) {
   const char *md = json_string_value(json_object_get(bundle, "text/markdown"));
-  const char *start = md ? strstr(md, "<svg") : NULL;
-  const char *end = start ? strstr(start, "</svg>") : NULL;
+  const char *start = md ? strstr(md, "<svg") : NULL, *end = NULL;
+  for (const char *p = start; p && (p = strstr(p, "</svg>")); p++) end = p;
   return end ? strndup(start, (size_t)(end - start) + strlen("</svg>")) : NULL;
 }
 

@@ -35,7 +35,7 @@ static const set_case_t set_cases[] = {
     {FL_FRONT_NOTEBOOK, "recur", "flat", NULL},
     {FL_FRONT_NOTEBOOK, "recur", "deep", "recur=deep is not valid; choose off or flat"},
     {FL_FRONT_COMMAND, "theme", "sepia", "--theme sepia is not valid; choose light or dark"},
-    {FL_FRONT_NOTEBOOK, "view", "icicles", "view=icicles is not valid; choose flame, callers, top, source or chart"},
+    {FL_FRONT_NOTEBOOK, "view", "icicles", "view=icicles is not valid; choose flame, callers, top, source, chart or sandwich"},
     {FL_FRONT_NOTEBOOK, "pruned", "a,,b",
      "pruned=a,,b is not valid; give a comma-separated list of non-empty names"},
     {FL_FRONT_NOTEBOOK, "threads", "1,x",

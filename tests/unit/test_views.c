@@ -532,6 +532,68 @@ static void test_chart_known_answers(void) {
   fl_profile_destroy(&p);
 }
 
+/* ---- view=sandwich ---- */
+
+/* f called from a (10 samples, into x) and from b (30, into y; 5 more
+ * through f recursing into y), and from main itself (5, its self). */
+static void test_sandwich(void) {
+  fprintf(stderr, "sandwich: callers above, callees below\n");
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t m = frame(p, "main", "c.c", 1, "prog", FL_FRAME_CELL);
+  uint32_t a = frame(p, "a", "c.c", 2, "prog", FL_FRAME_CELL);
+  uint32_t b = frame(p, "b", "c.c", 3, "prog", FL_FRAME_CELL);
+  uint32_t f = frame(p, "f", "c.c", 4, "prog", FL_FRAME_CELL);
+  uint32_t x = frame(p, "x", "c.c", 5, "prog", FL_FRAME_CELL);
+  uint32_t y = frame(p, "y", "c.c", 6, "prog", FL_FRAME_CELL);
+  uint32_t s1[] = {m, a, f, x}, s2[] = {m, b, f, y}, s3[] = {m, f}, s4[] = {m, b, f, f, y},
+           s5[] = {m, x};
+  fl_profile_add_sample(p, s1, 4, 10, 0, 1);
+  fl_profile_add_sample(p, s2, 4, 30, 0, 1);
+  fl_profile_add_sample(p, s3, 2, 5, 0, 1);
+  fl_profile_add_sample(p, s4, 5, 5, 0, 1);
+  fl_profile_add_sample(p, s5, 2, 50, 0, 1);
+  fl_tree_t *t = tree_of(p, true, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.focus = "f";
+  char err[512] = "";
+  char *text = fl_text_sandwich(t, &v, err, sizeof err);
+  CHECK(text != NULL);
+  if (!text) text = strdup(err);
+  /* f: 50 of 100 samples, 5 its own. */
+  CHECK(strstr(text, "Sandwich of f: total 50 samples (50.0%), self 5 (5.0%)") == text);
+  const char *callees = strstr(text, "Callees:");
+  CHECK(callees != NULL);
+  if (callees) {
+    /* The callers: f, then b (35: the recursion once), a, main (5). */
+    CHECK(strstr(text, "   35     0      b  c.c:3\n") != NULL);
+    CHECK(strstr(text, "   10     0      a  c.c:2\n") != NULL);
+    /* The callees: f (50), under it y 30 and f 5 (recursion) and x 10. */
+    CHECK(strstr(callees, "   50     5    f  c.c:4\n") != NULL);
+    CHECK(strstr(callees, "   30    30      y  c.c:6\n") != NULL);
+    CHECK(strstr(callees, "    5     0      f  c.c:4\n") != NULL);
+  }
+  free(text);
+  json_t *bundle = fl_sandwich_bundle(t, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+  CHECK_INT(json_array_size(json_object_get(spec, "vconcat")), 2);
+  char *svg = bundle ? svg_of(bundle) : NULL;
+  const char *bad = svg ? xml_check(svg) : "no SVG";
+  if (bad) fprintf(stderr, "SVG: %s\n", bad);
+  CHECK(bad == NULL);
+  free(svg);
+  write_out("view-sandwich.json", bundle);
+  json_decref(bundle);
+  v.focus = NULL;
+  CHECK(fl_sandwich_vegalite(t, &v, err, sizeof err) == NULL && strstr(err, "needs focus=FUNC"));
+  v.focus = "g";
+  CHECK(fl_sandwich_vegalite(t, &v, err, sizeof err) == NULL &&
+        strstr(err, "focus=g matches no function"));
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 int main(int argc, char **argv) {
   if (out_dir_init(argc, argv) < 0) return 1;
   test_top_known_answers();
@@ -539,5 +601,6 @@ int main(int argc, char **argv) {
   test_top_output();
   test_source_known_answers();
   test_chart_known_answers();
+  test_sandwich();
   return TEST_DONE();
 }
