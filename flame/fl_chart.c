@@ -28,7 +28,7 @@
 #include "cflame/fl_timeline.h"
 #include "fl__render.h"
 
-#define MAX_BARS 3000
+#define MAX_BARS 1500
 #define LEVEL_PX 16.0
 #define LANE_LABEL_PX 18.0
 #define LANE_GAP_PX 8.0
