@@ -310,6 +310,7 @@ def collect(kc, msg_id, timeout=30, inputs=None, sent_t=None):
                 out = dict(msg["content"])
                 out["msg_type"] = mt
                 out["t"] = t
+                out["date"] = msg["header"].get("date")
                 r.outputs.append(out)
             elif mt == "status" and msg["content"]["execution_state"] == "idle":
                 r.idle_t = t
@@ -321,6 +322,7 @@ def collect(kc, msg_id, timeout=30, inputs=None, sent_t=None):
                 out = dict(msg["content"])
                 out["msg_type"] = "input_request"
                 out["t"] = msg["t"]
+                out["date"] = msg["header"].get("date")
                 r.outputs.append(out)
                 if answers:
                     kc.input(answers.pop(0))

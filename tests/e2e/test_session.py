@@ -278,8 +278,11 @@ def test_a_prompt_printed_before_scanf_is_the_requests_prompt(kc):
         assert reply["status"] == "ok", reply
         requests = input_requests(outputs)
         assert [r["prompt"] for r in requests] == ["give a: "], requests
-        # The line before it went out first; the prompt is not repeated.
-        kinds = [(o["msg_type"], o.get("text", o.get("prompt"))) for o in outputs]
+        # The line before it went out first (by the kernel's dates: iopub and
+        # stdin are two sockets, which may deliver in either order); the
+        # prompt is not repeated.
+        sent = sorted(outputs, key=lambda o: o["date"])
+        kinds = [(o["msg_type"], o.get("text", o.get("prompt"))) for o in sent]
         assert kinds[0] == ("stream", "reading\n"), kinds
         assert stdout(outputs) == "reading\ntwice 42\n", outputs
 
