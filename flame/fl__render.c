@@ -323,6 +323,20 @@ const char *fl__change_name(fl_change_t c) {
   return "same";
 }
 
+const char *fl__change_color(fl_change_t c) {
+  switch (c) {
+    case FL_CHANGE_GREW: return FL__DIFF_GREW_COLOR;
+    case FL_CHANGE_SHRANK: return FL__DIFF_SHRANK_COLOR;
+    case FL_CHANGE_NEW: return FL__DIFF_NEW_COLOR;
+    case FL_CHANGE_SAME: break;
+  }
+  return FL__DIFF_SAME_COLOR;
+}
+
+void fl__capitalized(char *out, size_t size, const char *word) {
+  snprintf(out, size, "%c%s", word[0] & ~0x20, word + 1);
+}
+
 /* The full colours of growth and shrinkage, as in FL__DIFF_*_COLOR. */
 static const uint8_t grew_rgb[3] = {0xd7, 0x28, 0x28}, shrank_rgb[3] = {0x28, 0x64, 0xd7};
 

@@ -169,6 +169,10 @@ void fl__amount(double v, bool sign, char out[48]);
 void fl__diff_color(const fl_diff_t *d, const fl_node_t *n, char hex[8]);
 /* The rows' change field: "grew", "shrank", "same", "new". */
 const char *fl__change_name(fl_change_t c);
+/* A table's colour of change c: the full one of its frames. */
+const char *fl__change_color(fl_change_t c);
+/* "Target" for "target": a column's header. */
+void fl__capitalized(char *out, size_t size, const char *word);
 
 /* What the drawn tree is ("target", or "baseline" when negated) and what
  * the other one is. */
@@ -315,12 +319,27 @@ json_t *fl__vl_calculate(const char *expr, const char *as);
 json_t *fl__table_text(const fl__table_t *tb, const fl__table_column_t *c);
 /* A column's header above the rows, its text a Vega expression. New. */
 json_t *fl__table_header(const fl__table_t *tb, const char *text_expr, int x, bool right);
+/* A column's header: its text (no quotes), where it stands (pixels from
+ * the plot's left edge), and whether it is aligned at its right edge. */
+typedef struct fl__table_head {
+  const char *text;
+  int x;
+  bool right;
+} fl__table_head_t;
+/* The n headers h as layers, appended to layers. */
+void fl__table_headers(const fl__table_t *tb, const fl__table_head_t *h, size_t n, json_t *layers);
 /* A layer of bars, share_field (0 to 100) drawn over px pixels from x0, in
  * color or by color_field; filter as a column's. New. */
 json_t *fl__table_bar(const fl__table_t *tb, const char *share_field, const char *color,
                       const char *color_field, const char *filter, int x0, int px);
 /* fl__vl_title, with room for the headers under it. */
 json_t *fl__table_title(const fl_view_opts_t *v, char notes[][FL__NOTE_SIZE], int n_notes);
+/* A table view's spec: description, width, rows of row_px, the layers
+ * (taken), usermeta.cflame meta (taken, with the view's name and figures)
+ * and the title with its notes. New. */
+json_t *fl__table_spec(const fl_view_opts_t *v, const char *description, int width, size_t rows,
+                       double row_px, json_t *layers, json_t *meta, char notes[][FL__NOTE_SIZE],
+                       int n_notes);
 
 /* An SVG table: where its header and rows are. */
 typedef struct fl__svg_table {
@@ -337,6 +356,9 @@ void fl__svg_table_open(fl__buf_t *b, const fl_view_opts_t *v, char notes[][FL__
                         fl__svg_table_t *layout);
 /* The middle of row i. */
 double fl__svg_table_row_y(const fl__svg_table_t *layout, size_t i);
+/* The n headers h of an SVG table, bold. */
+void fl__svg_table_headers(fl__buf_t *b, const fl__svg_table_t *layout, const fl__table_head_t *h,
+                           size_t n);
 /* A cell's text at (x, y), anchored at its right (else its left, its
  * spaces kept). */
 void fl__svg_cell(fl__buf_t *b, double x, double y, bool right, const char *s);

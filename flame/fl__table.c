@@ -51,6 +51,14 @@ json_t *fl__table_header(const fl__table_t *tb, const char *text_expr, int x, bo
                                "bold", "color", tb->th->text, "text", "expr", text_expr));
 }
 
+void fl__table_headers(const fl__table_t *tb, const fl__table_head_t *h, size_t n, json_t *layers) {
+  for (size_t i = 0; i < n; i++) {
+    char expr[64];
+    snprintf(expr, sizeof expr, "'%s'", h[i].text);
+    json_array_append_new(layers, fl__table_header(tb, expr, h[i].x, h[i].right));
+  }
+}
+
 json_t *fl__table_bar(const fl__table_t *tb, const char *share_field, const char *color,
                       const char *color_field, const char *filter, int x0, int px) {
   json_t *encoding =
@@ -77,7 +85,35 @@ json_t *fl__table_title(const fl_view_opts_t *v, char notes[][FL__NOTE_SIZE], in
   return title;
 }
 
+json_t *fl__table_spec(const fl_view_opts_t *v, const char *description, int width, size_t rows,
+                       double row_px, json_t *layers, json_t *meta, char notes[][FL__NOTE_SIZE],
+                       int n_notes) {
+  // clang-format off
+  json_t *spec = fl__nonnull(json_pack(
+      "{s:s,s:o,s:i,s:f,s:s,s:o,s:o,s:{s:o}}",
+      "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
+      "description", fl__json_text(description),
+      "width", width,
+      "height", row_px * (double)(rows ? rows : 1),
+      "background", fl__theme_of(v)->background,
+      "config", fl__vl_config(v),
+      "layer", layers,
+      "usermeta", "cflame", meta));
+  // clang-format on
+  json_t *title = fl__table_title(v, notes, n_notes);
+  if (title) json_object_set_new(spec, "title", title);
+  return spec;
+}
+
 /* ---- SVG ---- */
+
+void fl__svg_table_headers(fl__buf_t *b, const fl__svg_table_t *layout, const fl__table_head_t *h,
+                           size_t n) {
+  fl__buf_puts(b, "<g font-weight='bold'>\n");
+  for (size_t i = 0; i < n; i++)
+    fl__svg_cell(b, layout->x0 + h[i].x, layout->header_y, h[i].right, h[i].text);
+  fl__buf_puts(b, "</g>\n");
+}
 
 void fl__svg_cell(fl__buf_t *b, double x, double y, bool right, const char *s) {
   fl__buf_puts(b, "<text x='");

@@ -238,6 +238,15 @@ static void note_roots(fl_diff_t *d, const matcher_t *m) {
 
 /* The diff of drawn node x against its partner y (NULL: none), whose
  * counts are multiplied by k to be in x's units. */
+/* The noise rule: the change of count x against y (raw, multiplied by k
+ * into x's units), its z-score in *z. */
+static fl_change_t change_of(const fl_diff_opts_t *o, double x, double y, double k, double *z) {
+  double delta = x - k * y, var = x + k * k * y;
+  *z = var > 0 ? delta / sqrt(var) : 0;
+  if (delta == 0 || (o->noise > 0 && fabs(*z) < o->noise)) return FL_CHANGE_SAME;
+  return delta > 0 ? FL_CHANGE_GREW : FL_CHANGE_SHRANK;
+}
+
 static fl_diff_node_t node_diff(const fl_diff_opts_t *o, const fl_node_t *x, const fl_node_t *y,
                                 double k) {
   fl_diff_node_t r = {0};
@@ -253,12 +262,7 @@ static fl_diff_node_t node_diff(const fl_diff_opts_t *o, const fl_node_t *x, con
   r.base_self = k * (double)y->self;
   double yv = (double)(self ? y->self : y->count);
   r.delta = xv - k * yv;
-  double var = xv + k * k * yv;
-  r.z = var > 0 ? r.delta / sqrt(var) : 0;
-  if (r.delta == 0 || (o->noise > 0 && fabs(r.z) < o->noise))
-    r.change = FL_CHANGE_SAME;
-  else
-    r.change = r.delta > 0 ? FL_CHANGE_GREW : FL_CHANGE_SHRANK;
+  r.change = change_of(o, xv, yv, k, &r.z);
   return r;
 }
 
@@ -446,7 +450,7 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   const fl_tree_t *full_b = d->opts.negate ? d->full_drawn : d->full_other;
   compute_scale(d, ti, bi, fl_tree_root(full_t)->count, fl_tree_root(full_b)->count);
   if (redefined && redefined[0]) note_redefined(d, redefined);
-  double k = d->opts.negate ? 1 / d->scale : d->scale; /* other units -> drawn units */
+  double k = fl_diff_factor(d); /* other units -> drawn units */
 
   /* Matching. */
   fl__diff_side_init(&m.d, d->full_drawn, &names, d->opts.root_prefix);
@@ -528,6 +532,15 @@ size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out) {
 
 double fl_diff_scale(const fl_diff_t *d) {
   return d->scale;
+}
+
+double fl_diff_factor(const fl_diff_t *d) {
+  return d->opts.negate ? 1 / d->scale : d->scale;
+}
+
+fl_change_t fl_diff_change_of(const fl_diff_t *d, double x, double y, double *z) {
+  double ignored;
+  return change_of(&d->opts, x, y, fl_diff_factor(d), z ? z : &ignored);
 }
 
 const char *const *fl_diff_notes(const fl_diff_t *d) {

@@ -98,7 +98,7 @@ static const row_t rows[] = {
               "line with its self and total, as pprof list; chart: the samples in time order, "
               "a lane per thread; sandwich: focus=FUNC's callers above it and its callees below "
               "(top, source, chart and sandwich take minwidth 0 unless it is given; a diff draws "
-              "as flame, callers or top)",
+              "as flame, callers, top or source)",
       .groups = FL_OPTS_VIEW},
      F_VIEW,
      AT(view.view)},

@@ -63,20 +63,30 @@ static json_t *top_bundle(draw_t *d) {
 }
 
 static json_t *source_vegalite(draw_t *d) {
-  return tree_of(d) ? fl_source_vegalite(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size)
-                    : NULL;
+  const fl_source_reader_t *r = &d->r->source;
+  if (d->r->baseline)
+    return diff_of(d) ? fl_source_diff_vegalite(d->diff, &d->opts.view, r, d->err, d->err_size)
+                      : NULL;
+  return tree_of(d) ? fl_source_vegalite(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
 }
 static char *source_svg(draw_t *d) {
-  return tree_of(d) ? fl_source_svg(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size)
-                    : NULL;
+  const fl_source_reader_t *r = &d->r->source;
+  if (d->r->baseline)
+    return diff_of(d) ? fl_source_diff_svg(d->diff, &d->opts.view, r, d->err, d->err_size) : NULL;
+  return tree_of(d) ? fl_source_svg(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
 }
 static char *source_text(draw_t *d) {
-  return tree_of(d) ? fl_text_source(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size)
-                    : NULL;
+  const fl_source_reader_t *r = &d->r->source;
+  if (d->r->baseline)
+    return diff_of(d) ? fl_text_source_diff(d->diff, &d->opts.view, r, d->err, d->err_size) : NULL;
+  return tree_of(d) ? fl_text_source(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
 }
 static json_t *source_bundle(draw_t *d) {
-  return tree_of(d) ? fl_source_bundle(d->tree, &d->opts.view, &d->r->source, d->err, d->err_size)
-                    : NULL;
+  const fl_source_reader_t *r = &d->r->source;
+  if (d->r->baseline)
+    return diff_of(d) ? fl_source_diff_bundle(d->diff, &d->opts.view, r, d->err, d->err_size)
+                      : NULL;
+  return tree_of(d) ? fl_source_bundle(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
 }
 
 static json_t *chart_vegalite(draw_t *d) {
@@ -117,7 +127,7 @@ static const struct table_view {
   json_t *(*bundle)(draw_t *d);
 } table_views[] = {
     {FL_VIEW_TOP, "top", true, top_vegalite, top_svg, top_text, top_bundle},
-    {FL_VIEW_SOURCE, "source", false, source_vegalite, source_svg, source_text, source_bundle},
+    {FL_VIEW_SOURCE, "source", true, source_vegalite, source_svg, source_text, source_bundle},
     {FL_VIEW_CHART, "chart", false, chart_vegalite, chart_svg, chart_text, chart_bundle},
     {FL_VIEW_SANDWICH, "sandwich", false, sandwich_vegalite, sandwich_svg, sandwich_text,
      sandwich_bundle},
@@ -131,7 +141,7 @@ static const struct table_view *table_view(draw_t *d, bool *refused) {
     if (table_views[i].kind != d->opts.view.view) continue;
     if (d->r->baseline && !table_views[i].draws_diffs) {
       snprintf(d->err, d->err_size,
-               "view=%s does not draw a diff yet: valid for a diff: flame, callers, top",
+               "view=%s does not draw a diff yet: valid for a diff: flame, callers, top, source",
                table_views[i].name);
       *refused = true;
       return NULL;

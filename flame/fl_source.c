@@ -16,6 +16,8 @@
  * whole, a longer one as windows of CONTEXT lines around its sampled
  * lines, a "⋮" row between windows. A file that cannot be read shows its
  * sampled lines without text. Lines with no samples are drawn dimmed.
+ * A diff's source has the lines of both profiles (fl__source.h says how
+ * they pair) and is drawn by fl_source_diff.c.
  *
  * Rows: a file row (k "file": its name, self and total), then line rows
  * (k "line": line, text, self, total) and gap rows (k "gap"); the
@@ -30,8 +32,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cflame/fl_diff.h"
 #include "cflame/fl_lines.h"
-#include "fl__render.h"
+#include "fl__source.h"
 
 #define MAX_FILES 5
 #define WHOLE_LINES 150
@@ -39,6 +42,9 @@
 #define MAX_ROWS 1000
 /* A file read from disk: at most this many bytes. */
 #define MAX_FILE_BYTES (8u << 20)
+/* The largest middle of two versions of a file searched for its common
+ * lines (fl__source.h), in pairs of lines: 4 MB of table. */
+#define ALIGN_MAX_CELLS 1e6
 
 #define ROW_PX 16.0
 #define BAR_PX 12.0
@@ -47,6 +53,10 @@
 
 enum { X_SELF = 60, X_SELFPCT = 115, X_TOTAL = 185, X_TOTALPCT = 240 };
 enum { X_BARS = 252, BARS_PX = 100, X_LINE = 395, X_TEXT = 405 };
+static const fl__table_head_t heads[] = {{"Self", X_SELF, true},   {"Self%", X_SELFPCT, true},
+                                         {"Total", X_TOTAL, true}, {"Total%", X_TOTALPCT, true},
+                                         {"Line", X_LINE, true},   {"Source", X_TEXT, false}};
+#define N_HEADS (sizeof heads / sizeof *heads)
 
 char *fl_source_read_file(void *ctx, const char *file) {
   (void)ctx;
@@ -68,44 +78,57 @@ char *fl_source_read_file(void *ctx, const char *file) {
 
 /* ---- the rows ---- */
 
-typedef enum { ROW_FILE, ROW_LINE, ROW_GAP } row_kind_t;
-
-typedef struct src_row {
-  row_kind_t kind;
-  const char *file;
-  int line;
-  const char *text; /* into the file's text; not terminated */
-  size_t len;
-  uint64_t self, total;
-} src_row_t;
-
-typedef struct source {
-  src_row_t *rows;
-  size_t n, cap;
-  char **texts; /* the files' texts, owned */
-  size_t n_texts;
-  size_t n_files; /* files with self weight */
-  size_t files_shown;
-  size_t unreadable; /* of the shown files */
-  uint64_t total;    /* the root's weight */
-} source_t;
-
-static void add_row(source_t *s, src_row_t r) {
+static void add_row(fl__source_t *s, fl__src_row_t r) {
   s->rows = fl__grow(s->rows, &s->cap, s->n + 1, sizeof *s->rows);
   s->rows[s->n++] = r;
 }
 
+/* Keeps text (may be NULL) for the rows to point into; returns it. */
+static char *keep_text(fl__source_t *s, char *text) {
+  if (!text) return NULL;
+  s->texts = fl__grow(s->texts, &s->texts_cap, s->n_texts + 1, sizeof *s->texts);
+  s->texts[s->n_texts++] = text;
+  return text;
+}
+
+void fl__source_free(fl__source_t *s) {
+  free(s->rows);
+  for (size_t i = 0; i < s->n_texts; i++) free(s->texts[i]);
+  free(s->texts);
+  *s = (fl__source_t){0};
+}
+
+/* A line of a file with its weights in both profiles. */
+typedef struct mline {
+  int line;
+  uint64_t self, total, base_self, base_total;
+} mline_t;
+
+/* A file of the view: its lines in each profile (sorted by line). */
 typedef struct file_sum {
-  const char *file;
-  size_t first, n; /* its lines in the totals */
-  uint64_t self, total;
+  const char *file;       /* as the drawn profile names it */
+  const char *other_name; /* as the other names it */
+  const fl_line_total_t *d, *o;
+  size_t nd, no;
+  uint64_t self, base_self; /* of its lines */
+  double key;               /* the order: its self weight in either profile */
 } file_sum_t;
 
 static int cmp_file_sum(const void *pa, const void *pb) {
   const file_sum_t *a = pa, *b = pb;
-  if (a->self != b->self) return a->self > b->self ? -1 : 1;
-  if (a->total != b->total) return a->total > b->total ? -1 : 1;
+  if (a->key != b->key) return a->key > b->key ? -1 : 1;
   return strcmp(a->file, b->file);
+}
+
+static int cmp_line_total(const void *pa, const void *pb) {
+  const fl_line_total_t *a = pa, *b = pb;
+  int c = strcmp(a->file, b->file);
+  return c ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+static int cmp_mline(const void *pa, const void *pb) {
+  const mline_t *a = pa, *b = pb;
+  return (a->line > b->line) - (a->line < b->line);
 }
 
 /* The line starts of text: starts[k] is where line k + 1 begins. Returns
@@ -129,46 +152,116 @@ static size_t line_len(const char *start) {
   return n;
 }
 
-/* The rows of one file: whole when short, else windows around the sampled
- * lines. lines[0..n) are its totals, by line. */
-static void add_file(source_t *s, const file_sum_t *f, const fl_line_total_t *lines, char *text) {
-  add_row(s, (src_row_t){.kind = ROW_FILE, .file = f->file, .self = f->self, .total = f->total});
-  const char **starts = NULL;
-  size_t n_text = text ? split_lines(text, &starts) : 0;
-  size_t k = 0; /* the next sampled line */
-  if (!text) {  /* the sampled lines alone */
-    for (size_t i = 0; i < f->n && s->n < MAX_ROWS; i++)
-      add_row(s, (src_row_t){.kind = ROW_LINE,
-                             .file = f->file,
-                             .line = lines[i].line,
-                             .self = lines[i].self,
-                             .total = lines[i].total});
+static bool same_line(const char *a, const char *b) {
+  size_t n = line_len(a);
+  return n == line_len(b) && memcmp(a, b, n) == 0;
+}
+
+/* Pairs lines [a0, a1) of a with [b0, b1) of b in order, as many as the
+ * shorter has: a changed block. */
+static void pair_block(int *map, size_t a0, size_t a1, size_t b0, size_t b1) {
+  for (size_t i = a0, j = b0; i < a1 && j < b1; i++, j++) map[j] = (int)i + 1;
+}
+
+/* The place in a (na lines) of each line of b (nb lines): map[j] is the
+ * line of a that b's line j + 1 became, 0 when it has none (fl__source.h
+ * says how). New. */
+static int *align_lines(const char **a, size_t na, const char **b, size_t nb) {
+  int *map = fl__xcalloc(nb ? nb : 1, sizeof *map);
+  size_t pre = 0, suf = 0;
+  while (pre < na && pre < nb && same_line(a[pre], b[pre])) {
+    map[pre] = (int)pre + 1;
+    pre++;
+  }
+  while (suf < na - pre && suf < nb - pre && same_line(a[na - 1 - suf], b[nb - 1 - suf])) {
+    map[nb - 1 - suf] = (int)(na - suf);
+    suf++;
+  }
+  size_t ma = na - pre - suf, mb = nb - pre - suf;
+  if (ma == 0 || mb == 0 || (double)ma * (double)mb > ALIGN_MAX_CELLS) {
+    pair_block(map, pre, pre + ma, pre, pre + mb);
+    return map;
+  }
+  /* lcs[i][j]: the longest common subsequence of the middles' suffixes
+   * from i and j. */
+  size_t w = mb + 1;
+  uint32_t *lcs = fl__xcalloc((ma + 1) * w, sizeof *lcs);
+  for (size_t i = ma; i-- > 0;)
+    for (size_t j = mb; j-- > 0;)
+      lcs[i * w + j] = same_line(a[pre + i], b[pre + j])
+                           ? lcs[(i + 1) * w + j + 1] + 1
+                           : (lcs[(i + 1) * w + j] > lcs[i * w + j + 1] ? lcs[(i + 1) * w + j]
+                                                                        : lcs[i * w + j + 1]);
+  size_t i = 0, j = 0, bi = 0, bj = 0; /* the block since the last alike pair */
+  while (i < ma && j < mb) {
+    if (same_line(a[pre + i], b[pre + j]) && lcs[i * w + j] == lcs[(i + 1) * w + j + 1] + 1) {
+      pair_block(map, pre + bi, pre + i, pre + bj, pre + j);
+      map[pre + j] = (int)(pre + i) + 1;
+      bi = ++i;
+      bj = ++j;
+    } else if (lcs[(i + 1) * w + j] >= lcs[i * w + j + 1]) {
+      i++;
+    } else {
+      j++;
+    }
+  }
+  pair_block(map, pre + bi, pre + ma, pre + bj, pre + mb);
+  free(lcs);
+  return map;
+}
+
+/* The rows of one file: whole when short, else windows around the lines
+ * with weight. lines[0..n) are its lines, sorted. */
+static void add_file(fl__source_t *s, const file_sum_t *f, const mline_t *lines, size_t n,
+                     const char *text) {
+  add_row(s,
+          (fl__src_row_t){
+              .kind = FL__SRC_FILE, .file = f->file, .self = f->self, .base_self = f->base_self});
+  fl__src_row_t *file_row = &s->rows[s->n - 1];
+  for (size_t i = 0; i < n; i++) {
+    if (lines[i].total > file_row->total) file_row->total = lines[i].total;
+    if (lines[i].base_total > file_row->base_total) file_row->base_total = lines[i].base_total;
+  }
+  if (!text) { /* the lines with weight alone */
+    for (size_t i = 0; i < n && s->n < MAX_ROWS; i++)
+      add_row(s, (fl__src_row_t){.kind = FL__SRC_LINE,
+                                 .file = f->file,
+                                 .line = lines[i].line,
+                                 .self = lines[i].self,
+                                 .total = lines[i].total,
+                                 .base_self = lines[i].base_self,
+                                 .base_total = lines[i].base_total});
     return;
   }
+  const char **starts = NULL;
+  size_t n_text = split_lines(text, &starts), k = 0; /* k: the next line with weight */
   bool whole = n_text <= WHOLE_LINES;
   int last = 0; /* the last line added */
   for (int line = 1; line <= (int)n_text && s->n < MAX_ROWS; line++) {
-    while (k < f->n && lines[k].line < line) k++;
-    bool sampled = k < f->n && lines[k].line == line;
+    while (k < n && lines[k].line < line) k++;
+    const mline_t *m = k < n && lines[k].line == line ? &lines[k] : NULL;
     if (!whole) {
-      /* Near a sampled line: within CONTEXT of the one before or after. */
+      /* Near a line with weight: within CONTEXT of the one before or after. */
       bool near = false;
-      for (size_t j = k > 0 ? k - 1 : 0; j < f->n && lines[j].line <= line + CONTEXT; j++)
+      for (size_t j = k > 0 ? k - 1 : 0; j < n && lines[j].line <= line + CONTEXT; j++)
         if (abs(lines[j].line - line) <= CONTEXT) near = true;
       if (!near) continue;
-      if (last && line > last + 1) add_row(s, (src_row_t){.kind = ROW_GAP, .file = f->file});
+      if (last && line > last + 1)
+        add_row(s, (fl__src_row_t){.kind = FL__SRC_GAP, .file = f->file});
     }
-    add_row(s, (src_row_t){.kind = ROW_LINE,
-                           .file = f->file,
-                           .line = line,
-                           .text = starts[line - 1],
-                           .len = line_len(starts[line - 1]),
-                           .self = sampled ? lines[k].self : 0,
-                           .total = sampled ? lines[k].total : 0});
+    add_row(s, (fl__src_row_t){.kind = FL__SRC_LINE,
+                               .file = f->file,
+                               .line = line,
+                               .text = starts[line - 1],
+                               .len = line_len(starts[line - 1]),
+                               .self = m ? m->self : 0,
+                               .total = m ? m->total : 0,
+                               .base_self = m ? m->base_self : 0,
+                               .base_total = m ? m->base_total : 0});
     last = line;
   }
   if (!whole && last && last < (int)n_text)
-    add_row(s, (src_row_t){.kind = ROW_GAP, .file = f->file});
+    add_row(s, (fl__src_row_t){.kind = FL__SRC_GAP, .file = f->file});
   free(starts);
 }
 
@@ -190,63 +283,188 @@ static bool file_has_function(const fl_tree_t *t, const char *file, const char *
   return false;
 }
 
-static void source_free(source_t *s) {
-  free(s->rows);
-  for (size_t i = 0; i < s->n_texts; i++) free(s->texts[i]);
-  free(s->texts);
+/* Whether the sorted lines hold file. */
+static bool lines_have_file(const fl_line_total_t *lines, size_t n, const char *file) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(lines[i].file, file)) return true;
+  return false;
 }
 
-static int source_build(source_t *s, const fl_tree_t *t, const char *focus,
-                        const fl_source_reader_t *reader, char *err, size_t err_size) {
-  *s = (source_t){.total = fl_tree_root(t)->count};
-  if (focus && !has_function(t, focus)) {
+/* The files of drawn lines dl and other lines ol (each sorted by file,
+ * then line), in the order to show them. New; *n set. */
+static file_sum_t *file_sums(const fl_line_total_t *dl, size_t nd, const fl_line_total_t *ol,
+                             size_t no, double k, size_t *n) {
+  file_sum_t *files = NULL;
+  size_t n_files = 0, cap = 0, i = 0, j = 0;
+  while (i < nd || j < no) {
+    const char *file = i == nd                               ? ol[j].file
+                       : j == no                             ? dl[i].file
+                       : strcmp(dl[i].file, ol[j].file) <= 0 ? dl[i].file
+                                                             : ol[j].file;
+    file_sum_t f = {.file = file, .other_name = file, .d = dl + i, .o = ol + j};
+    for (; i < nd && !strcmp(dl[i].file, file); i++, f.nd++) f.self += dl[i].self;
+    for (; j < no && !strcmp(ol[j].file, file); j++, f.no++) f.base_self += ol[j].self;
+    f.key = fmax((double)f.self, k * (double)f.base_self);
+    files = fl__grow(files, &cap, n_files + 1, sizeof *files);
+    files[n_files++] = f;
+  }
+  if (n_files) qsort(files, n_files, sizeof *files, cmp_file_sum);
+  *n = n_files;
+  return files;
+}
+
+/* The lines of f in both profiles, the other's moved by map (its lines
+ * 1..n_map; NULL: by number), sorted, into *out (new); the other's lines
+ * with no place become REMOVED rows in *removed (new; their texts from
+ * other_starts, NULL: none). Returns how many lines. */
+static size_t merge_lines(const file_sum_t *f, const int *map, size_t n_map,
+                          const char **other_starts, mline_t **out, fl__src_row_t **removed,
+                          size_t *n_removed) {
+  mline_t *m = fl__xcalloc(f->nd + f->no + 1, sizeof *m);
+  size_t n = 0, cap_removed = 0;
+  for (size_t i = 0; i < f->nd; i++)
+    m[n++] = (mline_t){.line = f->d[i].line, .self = f->d[i].self, .total = f->d[i].total};
+  size_t n_drawn = n;
+  for (size_t j = 0; j < f->no; j++) {
+    const fl_line_total_t *o = &f->o[j];
+    int line = o->line;
+    if (map) line = o->line >= 1 && (size_t)o->line <= n_map ? map[o->line - 1] : 0;
+    if (line == 0) {
+      const char *text = other_starts && o->line >= 1 && (size_t)o->line <= n_map
+                             ? other_starts[o->line - 1]
+                             : NULL;
+      *removed = fl__grow(*removed, &cap_removed, *n_removed + 1, sizeof **removed);
+      (*removed)[(*n_removed)++] = (fl__src_row_t){.kind = FL__SRC_REMOVED,
+                                                   .file = f->file,
+                                                   .line = o->line,
+                                                   .text = text,
+                                                   .len = text ? line_len(text) : 0,
+                                                   .base_self = o->self,
+                                                   .base_total = o->total};
+      continue;
+    }
+    /* The drawn lines are sorted: find line among them. */
+    mline_t key = {.line = line}, *at = bsearch(&key, m, n_drawn, sizeof *m, cmp_mline);
+    if (!at) {
+      at = &m[n++];
+      at->line = line;
+    }
+    at->base_self += o->self;
+    at->base_total += o->total;
+  }
+  qsort(m, n, sizeof *m, cmp_mline);
+  *out = m;
+  return n;
+}
+
+/* A diff's deltas and changes, by its delta kind. */
+static void diff_rows(fl__source_t *s) {
+  bool self = fl_diff_options(s->d)->delta == FL_DELTA_SELF;
+  double k = fl_diff_factor(s->d);
+  for (size_t i = 0; i < s->n; i++) {
+    fl__src_row_t *r = &s->rows[i];
+    if (r->kind != FL__SRC_LINE && r->kind != FL__SRC_REMOVED) continue;
+    double x = (double)(self ? r->self : r->total),
+           y = (double)(self ? r->base_self : r->base_total);
+    r->delta = x - k * y;
+    if (r->kind == FL__SRC_LINE && x > 0 && r->base_total == 0)
+      r->change = FL_CHANGE_NEW;
+    else
+      r->change = fl_diff_change_of(s->d, x, y, NULL);
+    s->max_delta = fmax(s->max_delta, fabs(r->delta));
+  }
+}
+
+int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d, const char *focus,
+                     const fl_source_reader_t *reader, char *err, size_t err_size) {
+  const fl_tree_t *other = d ? fl_diff_other_tree(d) : NULL;
+  if (d) t = fl_diff_tree(d);
+  *s = (fl__source_t){.t = t, .d = d, .total = fl_tree_root(t)->count};
+  if (other) s->other_total = fl_tree_root(other)->count;
+  if (focus && !has_function(t, focus) && !(other && has_function(other, focus))) {
     char near[512];
     fl__nearest_names(t, focus, near, sizeof near);
     snprintf(err, err_size, "focus=%s matches no function of the profile%s%s", focus,
              near[0] ? "; the nearest: " : "", near);
     return -1;
   }
-  fl_line_total_t *lines = NULL;
-  size_t n = fl_lines_totals(t, FL_FRAME_SYSTEM | FL_FRAME_ALLOC, &lines);
-  file_sum_t *files = NULL;
-  size_t n_files = 0, cap = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (i == 0 || strcmp(lines[i].file, lines[i - 1].file) != 0) {
-      files = fl__grow(files, &cap, n_files + 1, sizeof *files);
-      files[n_files++] = (file_sum_t){.file = lines[i].file, .first = i};
+  const uint32_t skip = FL_FRAME_SYSTEM | FL_FRAME_ALLOC;
+  fl_line_total_t *dl = NULL, *ol = NULL;
+  size_t nd = fl_lines_totals(t, skip, &dl), no = other ? fl_lines_totals(other, skip, &ol) : 0;
+  /* The file each profile ran, at two versions: the other's lines under
+   * the drawn one's name. */
+  const char *renamed = NULL, *renamed_to = NULL;
+  if (other) {
+    const char *ds = fl_profile_info_const(fl_tree_profile(t))->source;
+    const char *os = fl_profile_info_const(fl_tree_profile(other))->source;
+    if (ds[0] && os[0] && strcmp(ds, os) && lines_have_file(dl, nd, ds) &&
+        lines_have_file(ol, no, os)) {
+      for (size_t i = 0; i < nd && !renamed_to; i++)
+        if (!strcmp(dl[i].file, ds)) renamed_to = dl[i].file;
+      for (size_t j = 0; j < no; j++)
+        if (!strcmp(ol[j].file, os)) {
+          renamed = ol[j].file;
+          ol[j].file = renamed_to;
+        }
+      qsort(ol, no, sizeof *ol, cmp_line_total);
     }
-    file_sum_t *f = &files[n_files - 1];
-    f->n++;
-    f->self += lines[i].self;
-    if (lines[i].total > f->total) f->total = lines[i].total;
   }
-  if (n_files) qsort(files, n_files, sizeof *files, cmp_file_sum);
+  size_t n_files;
+  file_sum_t *files = file_sums(dl, nd, ol, no, d ? fl_diff_factor(d) : 1, &n_files);
   /* The files that matter: those with self weight (the others only hold
    * callers of the code that spent it). */
-  for (size_t i = 0; i < n_files; i++) s->n_files += files[i].self > 0;
-  s->texts = fl__xcalloc(MAX_FILES, sizeof *s->texts);
+  for (size_t i = 0; i < n_files; i++) s->n_files += files[i].key > 0;
   char *(*read)(void *, const char *) = reader && reader->read ? reader->read : fl_source_read_file;
+  void *ctx = reader ? reader->ctx : NULL;
   for (size_t i = 0; i < n_files && s->files_shown < MAX_FILES && s->n < MAX_ROWS; i++) {
-    if (focus && !file_has_function(t, files[i].file, focus)) continue;
-    char *text = read(reader ? reader->ctx : NULL, files[i].file);
+    file_sum_t *f = &files[i];
+    if (f->file == renamed_to && renamed) f->other_name = renamed;
+    if (focus && !file_has_function(t, f->file, focus) &&
+        !(other && file_has_function(other, f->other_name, focus)))
+      continue;
+    char *text = read(ctx, f->file);
     /* A file without text is worth showing for its own lines' weight;
      * one that only holds callers (a library's, read through its debug
      * information) is not. */
-    if (!text && files[i].self == 0) continue;
-    if (text)
-      s->texts[s->n_texts++] = text;
-    else
-      s->unreadable++;
-    add_file(s, &files[i], lines + files[i].first, text);
+    if (!text && f->key == 0) continue;
+    keep_text(s, text);
+    s->unreadable += text == NULL;
+    /* The other version's text, when it is another file. */
+    int *map = NULL;
+    size_t n_map = 0;
+    const char **other_starts = NULL;
+    if (f->other_name != f->file) {
+      char *other_text = keep_text(s, read(ctx, f->other_name));
+      if (text && other_text && strcmp(text, other_text)) {
+        const char **starts;
+        size_t n_text = split_lines(text, &starts);
+        n_map = split_lines(other_text, &other_starts);
+        map = align_lines(starts, n_text, other_starts, n_map);
+        s->realigned = true;
+        free(starts);
+      }
+    }
+    mline_t *lines;
+    fl__src_row_t *removed = NULL;
+    size_t n_removed = 0,
+           n = merge_lines(f, map, n_map, other_starts, &lines, &removed, &n_removed);
+    add_file(s, f, lines, n, text);
+    for (size_t j = 0; j < n_removed && s->n < MAX_ROWS; j++, s->removed++) add_row(s, removed[j]);
     s->files_shown++;
+    free(removed);
+    free(lines);
+    free(map);
+    free(other_starts);
   }
+  if (d) diff_rows(s);
   free(files);
-  free(lines);
+  free(dl);
+  free(ol);
   return 0;
 }
 
 /* The lines under the title. */
-static int source_notes(const fl_tree_t *t, const fl_view_opts_t *v, const source_t *s,
+static int source_notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *s,
                         char notes[FL__MAX_NOTES][FL__NOTE_SIZE]) {
   char what[300], more[200];
   const char *lines[2] = {what, more};
@@ -284,8 +502,7 @@ static void count_text(char out[48], const fl_tree_t *t, uint64_t n) {
     fl__thousands(n, out);
 }
 
-/* A line's text with tabs as spaces (to the next multiple of 8). New. */
-static char *expand_tabs(const char *text, size_t len) {
+char *fl__source_text(const char *text, size_t len) {
   fl__buf_t b = {0};
   fl__buf_add(&b, "", 0);
   size_t col = 0;
@@ -304,7 +521,7 @@ static char *expand_tabs(const char *text, size_t len) {
 }
 
 /* "cell[3]  self 947 samples (75.04%), hottest line 947 (75.04%)". */
-static void file_heading(char *out, size_t size, const fl_tree_t *t, const src_row_t *r,
+static void file_heading(char *out, size_t size, const fl_tree_t *t, const fl__src_row_t *r,
                          uint64_t total) {
   char self[48], share[16];
   count_text(self, t, r->self);
@@ -314,8 +531,8 @@ static void file_heading(char *out, size_t size, const fl_tree_t *t, const src_r
 
 /* ---- text ---- */
 
-static char *text_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t *sp) {
-  const source_t s = *sp; /* read only */
+static char *text_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *sp) {
+  const fl__source_t s = *sp; /* read only */
   fl__buf_t out = {0};
   char total[48];
   count_text(total, t, s.total);
@@ -330,16 +547,16 @@ static char *text_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t
                    s.unreadable, s.unreadable == 1 ? "" : "s", s.unreadable == 1 ? "its" : "their");
   if (s.n == 0) fl__buf_puts(&out, "No sample has a source line.\n");
   for (size_t i = 0; i < s.n; i++) {
-    const src_row_t *row = &s.rows[i];
+    const fl__src_row_t *row = &s.rows[i];
     char a[48], b[16], c[48], d[16];
-    if (row->kind == ROW_FILE) {
+    if (row->kind == FL__SRC_FILE) {
       char heading[600];
       file_heading(heading, sizeof heading, t, row, s.total);
       fl__buf_printf(&out, "\n%s\n%10s %7s %10s %7s %6s  Source\n", heading, "Self", "Self%",
                      "Total", "Total%", "Line");
       continue;
     }
-    if (row->kind == ROW_GAP) {
+    if (row->kind == FL__SRC_GAP) {
       fl__buf_printf(&out, "%*s\xe2\x8b\xae\n", 10 + 1 + 7 + 1 + 10 + 1 + 7 + 1 + 6 + 2, "");
       continue;
     }
@@ -347,7 +564,7 @@ static char *text_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t
     share_text(b, row->self, s.total);
     count_text(c, t, row->total);
     share_text(d, row->total, s.total);
-    char *text = row->text ? expand_tabs(row->text, row->len) : NULL;
+    char *text = row->text ? fl__source_text(row->text, row->len) : NULL;
     fl__buf_printf(&out, "%10s %7s %10s %7s %6d  %s\n", a, b, c, d, row->line, text ? text : "");
     free(text);
   }
@@ -356,17 +573,39 @@ static char *text_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t
 
 /* ---- Vega-Lite ---- */
 
-static const char *kind_name(row_kind_t k) {
-  return k == ROW_FILE ? "file" : k == ROW_GAP ? "gap" : "line";
+json_t *fl__source_indent(int x_text) {
+  /* An offset, since a text mark would drop the spaces. */
+  char expr[200];
+  snprintf(expr, sizeof expr,
+           "%d + (datum.text ? (length(datum.text) - length(datum.src)) * %g : 0)", x_text,
+           FL__TABLE_CHAR_PX);
+  return fl__vl_calculate(expr, "tx");
 }
 
-static json_t *row_value(const src_row_t *r, size_t i) {
+void fl__source_text_layers(const fl__table_t *tb, int width, int x_text, json_t *rows_layer) {
+  const fl__table_column_t columns[] = {
+      {.field = "src",
+       .x_field = "tx",
+       .limit = width - x_text,
+       .filter = "datum.k !== 'file'",
+       .opacity_field = "op"},
+      {.field = "src", .x = 0, .limit = width, .filter = "datum.k === 'file'", .bold = true},
+  };
+  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
+    json_array_append_new(rows_layer, fl__table_text(tb, &columns[i]));
+}
+
+static const char *kind_name(fl__src_kind_t k) {
+  return k == FL__SRC_FILE ? "file" : k == FL__SRC_GAP ? "gap" : "line";
+}
+
+static json_t *row_value(const fl__src_row_t *r, size_t i) {
   json_t *o = fl__nonnull(json_pack("{s:I,s:s,s:o,s:I,s:I}", "i", (json_int_t)i, "k",
                                     kind_name(r->kind), "file", fl__json_text(r->file), "self",
                                     (json_int_t)r->self, "total", (json_int_t)r->total));
-  if (r->kind == ROW_LINE) {
+  if (r->kind == FL__SRC_LINE) {
     json_object_set_new(o, "line", json_integer(r->line));
-    char *text = r->text ? expand_tabs(r->text, r->len) : fl__xstrdup("");
+    char *text = r->text ? fl__source_text(r->text, r->len) : fl__xstrdup("");
     json_object_set_new(o, "text", fl__json_text(text));
     free(text);
   }
@@ -401,11 +640,7 @@ static json_t *source_transform(const fl_tree_t *t, uint64_t total_weight) {
            "+ ')' : datum.k === 'gap' ? '\xe2\x8b\xae' : replace(datum.text, /^ +/, '')",
            fl__unit(t));
   json_array_append_new(tr, fl__vl_calculate(expr, "src"));
-  /* A line's indentation, as an offset: a text mark would drop it. */
-  snprintf(expr, sizeof expr,
-           "%d + (datum.k === 'line' ? (length(datum.text) - length(datum.src)) * %g : 0)", X_TEXT,
-           FL__TABLE_CHAR_PX);
-  json_array_append_new(tr, fl__vl_calculate(expr, "tx"));
+  json_array_append_new(tr, fl__source_indent(X_TEXT));
   json_array_append_new(tr, fl__vl_calculate("datum.k === 'line' ? '' + datum.line : ''", "ln"));
   snprintf(expr, sizeof expr,
            "{'file:line': datum.file + (datum.line ? ':' + datum.line : ''), 'self': datum.selfs "
@@ -420,7 +655,7 @@ static const char *total_bar_color(const fl_view_opts_t *v) {
   return v->dark ? "#4a4a4a" : "#e4e4e4";
 }
 
-static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t *s) {
+static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *s) {
   const fl__theme_t *th = fl__theme_of(v);
   json_t *values = fl__nonnull(json_array());
   for (size_t i = 0; i < s->n; i++) json_array_append_new(values, row_value(&s->rows[i], i));
@@ -437,20 +672,7 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const so
        .filter = lines,
        .opacity_field = "op"},
       {.field = "ln", .x = X_LINE, .right = true, .filter = lines, .opacity_field = "op"},
-      {.field = "src",
-       .x_field = "tx",
-       .limit = width - X_TEXT,
-       .filter = "datum.k !== 'file'",
-       .opacity_field = "op"},
-      {.field = "src", .x = 0, .limit = width, .filter = "datum.k === 'file'", .bold = true},
   };
-  static const struct {
-    const char *label;
-    int x;
-    bool right;
-  } headers[] = {{"'Self'", X_SELF, true},   {"'Self%'", X_SELFPCT, true},
-                 {"'Total'", X_TOTAL, true}, {"'Total%'", X_TOTALPCT, true},
-                 {"'Line'", X_LINE, true},   {"'Source'", X_TEXT, false}};
   json_t *rows_layer = fl__nonnull(json_array());
   json_array_append_new(
       rows_layer, fl__table_bar(&tb, "totalpct", total_bar_color(v), NULL, lines, X_BARS, BARS_PX));
@@ -458,40 +680,27 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const so
                         fl__table_bar(&tb, "selfpct", HEAT_COLOR, NULL, lines, X_BARS, BARS_PX));
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
     json_array_append_new(rows_layer, fl__table_text(&tb, &columns[i]));
+  fl__source_text_layers(&tb, width, X_TEXT, rows_layer);
   json_t *layers = fl__nonnull(json_array());
   json_array_append_new(
       layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values, "transform",
                                     source_transform(t, s->total), "layer", rows_layer)));
-  for (size_t i = 0; i < sizeof headers / sizeof *headers; i++)
-    json_array_append_new(layers,
-                          fl__table_header(&tb, headers[i].label, headers[i].x, headers[i].right));
+  fl__table_headers(&tb, heads, N_HEADS, layers);
 
   char description[200];
   snprintf(description, sizeof description, "Source lines of %s: %zu rows of %zu files",
            fl_tree_root(t)->frame.func, s->n, s->files_shown);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
   int n_notes = source_notes(t, v, s, notes);
-  // clang-format off
-  json_t *spec = fl__nonnull(json_pack(
-      "{s:s,s:o,s:i,s:f,s:s,s:o,s:o,s:{s:{s:s,s:s,s:I,s:I,s:I}}}",
-      "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
-      "description", fl__json_text(description),
-      "width", width,
-      "height", ROW_PX * (double)(s->n ? s->n : 1),
-      "background", th->background,
-      "config", fl__vl_config(v),
-      "layer", layers,
-      "usermeta", "cflame", "view", "source", "unit", fl__unit(t), "total", (json_int_t)s->total,
-                            "files", (json_int_t)s->n_files, "rows", (json_int_t)s->n));
-  // clang-format on
-  json_t *title = fl__table_title(v, notes, n_notes);
-  if (title) json_object_set_new(spec, "title", title);
-  return spec;
+  json_t *meta = fl__nonnull(json_pack("{s:s,s:s,s:I,s:I,s:I}", "view", "source", "unit",
+                                       fl__unit(t), "total", (json_int_t)s->total, "files",
+                                       (json_int_t)s->n_files, "rows", (json_int_t)s->n));
+  return fl__table_spec(v, description, width, s->n, ROW_PX, layers, meta, notes, n_notes);
 }
 
 /* ---- SVG ---- */
 
-static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t *s) {
+static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *s) {
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
   int n_notes = source_notes(t, v, s, notes);
   int width = spec_width(v);
@@ -500,18 +709,11 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t 
   fl__buf_t b = {0};
   fl__svg_table_t l;
   fl__svg_table_open(&b, v, notes, n_notes, width, s->n, ROW_PX, &l);
-  fl__buf_puts(&b, "<g font-weight='bold'>\n");
-  fl__svg_cell(&b, l.x0 + X_SELF, l.header_y, true, "Self");
-  fl__svg_cell(&b, l.x0 + X_SELFPCT, l.header_y, true, "Self%");
-  fl__svg_cell(&b, l.x0 + X_TOTAL, l.header_y, true, "Total");
-  fl__svg_cell(&b, l.x0 + X_TOTALPCT, l.header_y, true, "Total%");
-  fl__svg_cell(&b, l.x0 + X_LINE, l.header_y, true, "Line");
-  fl__svg_cell(&b, l.x0 + X_TEXT, l.header_y, false, "Source");
-  fl__buf_puts(&b, "</g>\n");
+  fl__svg_table_headers(&b, &l, heads, N_HEADS);
   for (size_t i = 0; i < s->n; i++) {
-    const src_row_t *row = &s->rows[i];
+    const fl__src_row_t *row = &s->rows[i];
     double mid = fl__svg_table_row_y(&l, i);
-    if (row->kind == ROW_FILE) {
+    if (row->kind == FL__SRC_FILE) {
       char heading[600];
       file_heading(heading, sizeof heading, t, row, s->total);
       fl__buf_puts(&b, "<g font-weight='bold'>");
@@ -519,7 +721,7 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t 
       fl__buf_puts(&b, "</g>\n");
       continue;
     }
-    if (row->kind == ROW_GAP) {
+    if (row->kind == FL__SRC_GAP) {
       fl__svg_cell(&b, l.x0 + X_TEXT, mid, false, "\xe2\x8b\xae");
       continue;
     }
@@ -552,7 +754,7 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t 
     snprintf(num, sizeof num, "%d", row->line);
     fl__svg_cell(&b, l.x0 + X_LINE, mid, true, num);
     if (row->text) {
-      char *text = expand_tabs(row->text, row->len), *shown = fl__text_cut(text, text_chars);
+      char *text = fl__source_text(row->text, row->len), *shown = fl__text_cut(text, text_chars);
       fl__svg_cell(&b, l.x0 + X_TEXT, mid, false, shown);
       free(shown);
       free(text);
@@ -569,53 +771,53 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const source_t 
  * options to draw with, or NULL with err (a focus that names nothing). */
 static const fl_view_opts_t *prepare(const fl_tree_t *t, const fl_view_opts_t *v,
                                      fl_view_opts_t *defaults, const fl_source_reader_t *r,
-                                     source_t *s, char *err, size_t err_size) {
+                                     fl__source_t *s, char *err, size_t err_size) {
   if (!v) {
     fl_view_opts_init(defaults);
     v = defaults;
   }
-  return source_build(s, t, v->focus, r, err, err_size) < 0 ? NULL : v;
+  return fl__source_build(s, t, NULL, v->focus, r, err, err_size) < 0 ? NULL : v;
 }
 
 json_t *fl_source_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
                            char *err, size_t err_size) {
   fl_view_opts_t defaults;
-  source_t s;
+  fl__source_t s;
   if (!(v = prepare(t, v, &defaults, r, &s, err, err_size))) return NULL;
   json_t *spec = vegalite_of(t, v, &s);
-  source_free(&s);
+  fl__source_free(&s);
   return spec;
 }
 
 char *fl_source_svg(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
                     char *err, size_t err_size) {
   fl_view_opts_t defaults;
-  source_t s;
+  fl__source_t s;
   if (!(v = prepare(t, v, &defaults, r, &s, err, err_size))) return NULL;
   char *svg = svg_of(t, v, &s);
-  source_free(&s);
+  fl__source_free(&s);
   return svg;
 }
 
 char *fl_text_source(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
                      char *err, size_t err_size) {
   fl_view_opts_t defaults;
-  source_t s;
+  fl__source_t s;
   if (!(v = prepare(t, v, &defaults, r, &s, err, err_size))) return NULL;
   char *text = text_of(t, v, &s);
-  source_free(&s);
+  fl__source_free(&s);
   return text;
 }
 
 json_t *fl_source_bundle(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
                          char *err, size_t err_size) {
   fl_view_opts_t defaults;
-  source_t s;
+  fl__source_t s;
   if (!(v = prepare(t, v, &defaults, r, &s, err, err_size))) return NULL;
   char *svg = svg_of(t, v, &s), *report = text_of(t, v, &s);
   json_t *bundle = fl__bundle_assemble(vegalite_of(t, v, &s), svg, report, v);
   free(svg);
   free(report);
-  source_free(&s);
+  fl__source_free(&s);
   return bundle;
 }

@@ -226,24 +226,16 @@ json_t *fl_top_vegalite(const fl_tree_t *t, const fl_view_opts_t *view) {
   char description[200];
   snprintf(description, sizeof description, "Top functions of %s: %zu of %zu functions",
            fl_tree_root(t)->frame.func, table_rows(&top), top.n);
-  // clang-format off
-  json_t *spec = fl__nonnull(json_pack(
-      "{s:s,s:o,s:i,s:f,s:s,s:o,s:[{s:s,s:s,s:{s:s,s:[s,s],s:s}}],s:o,"
-      "s:{s:{s:s,s:s,s:I,s:I,s:I}}}",
-      "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
-      "description", fl__json_text(description),
-      "width", width,
-      "height", ROW_PX * (double)(table_rows(&top) ? table_rows(&top) : 1),
-      "background", top.th->background,
-      "config", fl__vl_config(v),
-      "params", "name", "sort", "value", "self",
-                "bind", "input", "radio", "options", "self", "total", "name", "sort by ",
-      "layer", layers,
-      "usermeta", "cflame", "view", "top", "unit", fl__unit(t), "total", (json_int_t)top.total,
-                            "functions", (json_int_t)top.n, "rows", (json_int_t)top.n_shown));
-  // clang-format on
-  json_t *title = fl__table_title(v, top.notes, top.n_notes);
-  if (title) json_object_set_new(spec, "title", title);
+  json_t *meta = fl__nonnull(json_pack("{s:s,s:s,s:I,s:I,s:I}", "view", "top", "unit", fl__unit(t),
+                                       "total", (json_int_t)top.total, "functions",
+                                       (json_int_t)top.n, "rows", (json_int_t)top.n_shown));
+  json_t *spec = fl__table_spec(v, description, width, table_rows(&top), ROW_PX, layers, meta,
+                                top.notes, top.n_notes);
+  /* The sort order, chosen by radio buttons under the view. */
+  json_object_set_new(spec, "params",
+                      fl__nonnull(json_pack("[{s:s,s:s,s:{s:s,s:[s,s],s:s}}]", "name", "sort",
+                                            "value", "self", "bind", "input", "radio", "options",
+                                            "self", "total", "name", "sort by ")));
   top_free(&top);
   return spec;
 }
@@ -260,14 +252,14 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *view) {
   fl__buf_t b = {0};
   fl__svg_table_t l;
   fl__svg_table_open(&b, v, top.notes, top.n_notes, width, rows, ROW_PX, &l);
-  fl__buf_puts(&b, "<g font-weight='bold'>\n");
-  fl__svg_cell(&b, l.x0 + X_SELF, l.header_y, true, "Self \xe2\x96\xbc");
-  fl__svg_cell(&b, l.x0 + X_SELFPCT, l.header_y, true, "Self%");
-  fl__svg_cell(&b, l.x0 + X_SUMPCT, l.header_y, true, "Sum%");
-  fl__svg_cell(&b, l.x0 + X_TOTAL, l.header_y, true, "Total");
-  fl__svg_cell(&b, l.x0 + X_TOTALPCT, l.header_y, true, "Total%");
-  fl__svg_cell(&b, l.x0 + X_FUNC, l.header_y, false, "Function");
-  fl__buf_puts(&b, "</g>\n");
+  /* Sorted by self, as the arrow says. */
+  static const fl__table_head_t heads[] = {{"Self \xe2\x96\xbc", X_SELF, true},
+                                           {"Self%", X_SELFPCT, true},
+                                           {"Sum%", X_SUMPCT, true},
+                                           {"Total", X_TOTAL, true},
+                                           {"Total%", X_TOTALPCT, true},
+                                           {"Function", X_FUNC, false}};
+  fl__svg_table_headers(&b, &l, heads, sizeof heads / sizeof *heads);
   uint64_t running = 0;
   size_t name_chars = (size_t)((width - X_FUNC) / FL__TABLE_CHAR_PX);
   for (size_t i = 0; i < rows; i++) {

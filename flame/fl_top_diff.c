@@ -33,6 +33,8 @@ typedef struct drow {
   fl_change_t change;
 } drow_t;
 
+#define N_HEADS 5
+
 typedef struct dtop {
   const fl_diff_t *d;
   const fl_tree_t *t;
@@ -45,6 +47,8 @@ typedef struct dtop {
   const fl_view_opts_t *v; /* the caller's, or the defaults */
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
   int n_notes;
+  char drawn[32], other[32]; /* "Target", "Baseline" */
+  fl__table_head_t heads[N_HEADS];
 } dtop_t;
 
 static int cmp_identity(const fl_frame_t *a, const fl_frame_t *b) {
@@ -69,15 +73,6 @@ static int cmp_abs_delta(const void *pa, const void *pb) {
   return cmp_identity(a->frame, b->frame);
 }
 
-/* The change of a delta between drawn count x and other count y (raw,
- * multiplied by k into x's units), by the diff's noise rule. */
-static fl_change_t change_of(const fl_diff_opts_t *o, double x, double y, double k, double *z) {
-  double delta = x - k * y, var = x + k * k * y;
-  *z = var > 0 ? delta / sqrt(var) : 0;
-  if (delta == 0 || (o->noise > 0 && fabs(*z) < o->noise)) return FL_CHANGE_SAME;
-  return delta > 0 ? FL_CHANGE_GREW : FL_CHANGE_SHRANK;
-}
-
 static size_t shown(const dtop_t *dt);
 static void heading(const dtop_t *dt, char *out, size_t size);
 
@@ -89,9 +84,8 @@ static void dtop_init(dtop_t *dt, const fl_diff_t *d, const fl_view_opts_t *v) {
     v = &dt->defaults;
   }
   dt->v = v;
-  const fl_diff_opts_t *o = fl_diff_options(d);
-  double k = o->negate ? 1 / fl_diff_scale(d) : fl_diff_scale(d);
-  dt->self = o->delta == FL_DELTA_SELF;
+  double k = fl_diff_factor(d);
+  dt->self = fl_diff_options(d)->delta == FL_DELTA_SELF;
   fl__flat_row_t *a = NULL, *b = NULL;
   size_t na = fl__flat_rows(dt->t, true, &a), nb = fl__flat_rows(fl_diff_other_tree(d), true, &b);
   if (na) qsort(a, na, sizeof *a, cmp_flat_identity);
@@ -113,7 +107,7 @@ static void dtop_init(dtop_t *dt, const fl_diff_t *d, const fl_view_opts_t *v) {
       r.change = FL_CHANGE_NEW;
     } else {
       double xv = dt->self ? r.self : r.total, yv = (double)(dt->self ? y->self : y->count);
-      r.change = change_of(o, xv, yv, k, &r.z);
+      r.change = fl_diff_change_of(d, xv, yv, &r.z);
     }
     dt->rows[dt->n++] = r;
     if (c <= 0) i++;
@@ -127,21 +121,20 @@ static void dtop_init(dtop_t *dt, const fl_diff_t *d, const fl_view_opts_t *v) {
   heading(dt, line, sizeof line);
   const char *lines[1] = {line};
   dt->n_notes = fl__view_notes(v, lines, 1, dt->notes);
+  fl__capitalized(dt->drawn, sizeof dt->drawn, fl__drawn_name(d));
+  fl__capitalized(dt->other, sizeof dt->other, fl__other_name(d));
+  const fl__table_head_t heads[N_HEADS] = {{"Delta", X_DELTA, true},
+                                           {dt->drawn, X_DRAWN, true},
+                                           {dt->other, X_OTHER, true},
+                                           {"Change", X_CHANGE, false},
+                                           {"Function", X_FUNC, false}};
+  memcpy(dt->heads, heads, sizeof heads);
   free(a);
   free(b);
 }
 
 static size_t shown(const dtop_t *dt) {
   return dt->n < FL_TOP_ROWS ? dt->n : FL_TOP_ROWS;
-}
-
-static const char *change_color(fl_change_t c) {
-  switch (c) {
-    case FL_CHANGE_GREW: return FL__DIFF_GREW_COLOR;
-    case FL_CHANGE_SHRANK: return FL__DIFF_SHRANK_COLOR;
-    case FL_CHANGE_NEW: return FL__DIFF_NEW_COLOR;
-    default: return FL__DIFF_SAME_COLOR;
-  }
 }
 
 /* "Top changes: the first 50 of 37 functions by |delta| of total weight
@@ -152,11 +145,6 @@ static void heading(const dtop_t *dt, char *out, size_t size) {
            dt->n > FL_TOP_ROWS ? "the first" : "all", shown(dt), dt->n, dt->self ? "self" : "total",
            fl__unit(dt->t),
            o->negate ? "baseline \xe2\x88\x92 target" : "target \xe2\x88\x92 baseline");
-}
-
-/* "Target" for "target". */
-static void capitalized(char *out, size_t size, const char *word) {
-  snprintf(out, size, "%c%s", word[0] & ~0x20, word + 1);
 }
 
 /* ---- text ---- */
@@ -174,11 +162,8 @@ char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   for (const char *const *note = fl_diff_notes(d); note && *note; note++)
     fl__buf_printf(&out, "%s\n", *note);
   heading(&dt, line, sizeof line);
-  char drawn[32], other[32];
-  capitalized(drawn, sizeof drawn, fl__drawn_name(d));
-  capitalized(other, sizeof other, fl__other_name(d));
-  fl__buf_printf(&out, "%s\n\n%10s %10s %10s  %-6s  Function  File\n", line, "Delta", drawn, other,
-                 "Change");
+  fl__buf_printf(&out, "%s\n\n%10s %10s %10s  %-6s  Function  File\n", line, "Delta", dt.drawn,
+                 dt.other, "Change");
   for (size_t i = 0; i < shown(&dt); i++) {
     const drow_t *r = &dt.rows[i];
     char delta[48], x[48], y[48];
@@ -211,7 +196,7 @@ json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *view) {
                   fl__json_text(r->frame->func ? r->frame->func : "[unknown]"), "self", r->self,
                   "total", r->total, "base_self", r->base_self, "base_total", r->base_total,
                   "delta", round(r->delta * 100) / 100, "change", fl__change_name(r->change),
-                  "color", change_color(r->change)));
+                  "color", fl__change_color(r->change)));
     if (r->frame->file) json_object_set_new(o, "file", fl__json_text(r->frame->file));
     if (r->frame->module) json_object_set_new(o, "module", fl__json_text(r->frame->module));
     json_array_append_new(values, o);
@@ -254,41 +239,16 @@ json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *view) {
   json_t *layers = fl__nonnull(json_array());
   json_array_append_new(layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values,
                                                       "transform", tr, "layer", rows_layer)));
-  char label[64];
-  const struct {
-    const char *text;
-    int x;
-    bool right;
-  } headers[] = {{"Delta", X_DELTA, true},
-                 {fl__drawn_name(d), X_DRAWN, true},
-                 {fl__other_name(d), X_OTHER, true},
-                 {"Change", X_CHANGE, false},
-                 {"Function", X_FUNC, false}};
-  for (size_t i = 0; i < sizeof headers / sizeof *headers; i++) {
-    char word[32];
-    capitalized(word, sizeof word, headers[i].text);
-    snprintf(label, sizeof label, "'%s'", word);
-    json_array_append_new(layers, fl__table_header(&tb, label, headers[i].x, headers[i].right));
-  }
+  fl__table_headers(&tb, dt.heads, N_HEADS, layers);
   char description[200];
   snprintf(description, sizeof description, "Top changes of %s: %zu of %zu functions",
            fl_tree_root(dt.t)->frame.func, shown(&dt), dt.n);
-  // clang-format off
-  json_t *spec = fl__nonnull(json_pack(
-      "{s:s,s:o,s:i,s:f,s:s,s:o,s:o,s:{s:{s:s,s:b,s:s,s:f,s:f,s:I,s:I}}}",
-      "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
-      "description", fl__json_text(description),
-      "width", width,
-      "height", ROW_PX * (double)(shown(&dt) ? shown(&dt) : 1),
-      "background", th->background,
-      "config", fl__vl_config(v),
-      "layer", layers,
-      "usermeta", "cflame", "view", "top", "diff", 1, "unit", fl__unit(dt.t),
-                            "total", dt.total, "other_total", dt.other_total,
+  json_t *meta =
+      fl__nonnull(json_pack("{s:s,s:b,s:s,s:f,s:f,s:I,s:I}", "view", "top", "diff", 1, "unit",
+                            fl__unit(dt.t), "total", dt.total, "other_total", dt.other_total,
                             "functions", (json_int_t)dt.n, "rows", (json_int_t)shown(&dt)));
-  // clang-format on
-  json_t *title = fl__table_title(v, dt.notes, dt.n_notes);
-  if (title) json_object_set_new(spec, "title", title);
+  json_t *spec =
+      fl__table_spec(v, description, width, shown(&dt), ROW_PX, layers, meta, dt.notes, dt.n_notes);
   free(dt.rows);
   return spec;
 }
@@ -304,16 +264,7 @@ char *fl_top_diff_svg(const fl_diff_t *d, const fl_view_opts_t *view) {
   fl__buf_t b = {0};
   fl__svg_table_t l;
   fl__svg_table_open(&b, v, dt.notes, dt.n_notes, width, shown(&dt), ROW_PX, &l);
-  char drawn[32], other[32];
-  capitalized(drawn, sizeof drawn, fl__drawn_name(d));
-  capitalized(other, sizeof other, fl__other_name(d));
-  fl__buf_puts(&b, "<g font-weight='bold'>\n");
-  fl__svg_cell(&b, l.x0 + X_DELTA, l.header_y, true, "Delta");
-  fl__svg_cell(&b, l.x0 + X_DRAWN, l.header_y, true, drawn);
-  fl__svg_cell(&b, l.x0 + X_OTHER, l.header_y, true, other);
-  fl__svg_cell(&b, l.x0 + X_CHANGE, l.header_y, false, "Change");
-  fl__svg_cell(&b, l.x0 + X_FUNC, l.header_y, false, "Function");
-  fl__buf_puts(&b, "</g>\n");
+  fl__svg_table_headers(&b, &l, dt.heads, N_HEADS);
   size_t name_chars = (size_t)((width - X_FUNC) / FL__TABLE_CHAR_PX);
   for (size_t i = 0; i < shown(&dt); i++) {
     const drow_t *r = &dt.rows[i];
@@ -329,7 +280,7 @@ char *fl_top_diff_svg(const fl_diff_t *d, const fl_view_opts_t *view) {
                  fl__change_name(r->change)) < 0 ||
         asprintf(&name, "%s%s%s", func, where ? "  " : "", where ? where : "") < 0)
       fl__oom(0);
-    fl__svg_hbar(&b, change_color(r->change), BAR_PX, l.x0 + X_BARS, mid,
+    fl__svg_hbar(&b, fl__change_color(r->change), BAR_PX, l.x0 + X_BARS, mid,
                  max > 0 ? BARS_PX * fabs(r->delta) / max : 0, title);
     fl__buf_puts(&b, "\n");
     fl__svg_cell(&b, l.x0 + X_DELTA, mid, true, delta);

@@ -162,6 +162,14 @@ size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out);
  * (an empty list when there is nothing to say). */
 double fl_diff_scale(const fl_diff_t *d);
 const char *const *fl_diff_notes(const fl_diff_t *d);
+/* What the other tree's counts are multiplied by to come into the drawn
+ * tree's units: fl_diff_scale, or its inverse with negate. */
+double fl_diff_factor(const fl_diff_t *d);
+/* The change of a drawn count x against the other tree's count y (raw,
+ * before fl_diff_factor) by the noise rule above, its z-score in *z (NULL:
+ * not wanted); for the tables that compare other things than frames
+ * (functions, source lines). */
+fl_change_t fl_diff_change_of(const fl_diff_t *d, double x, double y, double *z);
 
 /* The largest |delta| among drawn frames that grew or shrank (the colour
  * scale's end; new frames and frames within noise have colours of their

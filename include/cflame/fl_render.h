@@ -173,6 +173,25 @@ char *fl_text_source(const fl_tree_t *t, const fl_view_opts_t *v, const fl_sourc
                      char *err, size_t err_size);
 json_t *fl_source_bundle(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
                          char *err, size_t err_size);
+/* The source of a diff: the lines of both profiles, each with its weight
+ * in both (the other's scaled into the drawn one's units), the delta of
+ * total weight (of self with delta=self) and its change by the diff's
+ * noise rule; "new" for a line with no weight in the other profile. The
+ * file each profile ran (a notebook cell run twice) is one file at two
+ * versions, and an edited file's lines are realigned when both versions
+ * can be read; the other's lines that are gone follow their file's as
+ * rows k "removed", with their old number. The rows add base_self,
+ * base_total, delta, change ("" for a line without weight) and color;
+ * usermeta.cflame.diff is true. The text has Delta, the two weights,
+ * Change, Line and the source. */
+json_t *fl_source_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *v,
+                                const fl_source_reader_t *r, char *err, size_t err_size);
+char *fl_source_diff_svg(const fl_diff_t *d, const fl_view_opts_t *v, const fl_source_reader_t *r,
+                         char *err, size_t err_size);
+char *fl_text_source_diff(const fl_diff_t *d, const fl_view_opts_t *v, const fl_source_reader_t *r,
+                          char *err, size_t err_size);
+json_t *fl_source_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v,
+                              const fl_source_reader_t *r, char *err, size_t err_size);
 
 /* ---- the stack chart (view=chart) ----
  *

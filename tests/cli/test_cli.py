@@ -24,10 +24,10 @@ import pytest
 
 from cflame_bundle import chart_bars_of, frames_of, top_rows_of
 
-CFLAME = os.environ.get("CFLAME_BIN", "build/bin/cflame")
+CFLAME = str(Path(os.environ.get("CFLAME_BIN", "build/bin/cflame")).resolve())
 DATA = Path(os.environ.get("CFLAME_TEST_DATA", "tests/data")) / "perf"
 NODE = os.environ.get("CFLAME_NODE", "node")
-RENDER = Path(os.environ.get("CFLAME_RENDER_DIR", "tests/render"))
+RENDER = Path(os.environ.get("CFLAME_RENDER_DIR", "tests/render")).resolve()
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
@@ -154,8 +154,30 @@ def test_top_view_lists_functions_by_self_and_by_total(tmp_path):
     assert all(r["change"] in ("shrank", "same") and r["delta"] < 0
                for r in rows if r["total"] == 0), rows[:3]
     check_spec(out)
-    r = cflame("--view", "source", "--diff", DATA / "single.txt", DATA / "threads.txt")
-    assert r.returncode != 0 and "view=source does not draw a diff" in r.stderr, r.stderr
+    r = cflame("--view", "chart", "--diff", DATA / "single.txt", DATA / "threads.txt")
+    assert r.returncode != 0 and "view=chart does not draw a diff" in r.stderr, r.stderr
+
+
+def test_source_view_of_a_diff_compares_line_by_line(tmp_path):
+    """--view source --diff of a recording against itself, run where its
+    source file is: every line with samples is "same" with delta 0, both
+    sides carry the line's total as the plain source view counts it, and
+    the lines are the file's own text."""
+    data = DATA.resolve()
+    plain = json.loads(ok("-f", "vegalite", "--view", "source", data / "srcline.txt", cwd=data))
+    totals = {r["line"]: r["total"] for r in plain["layer"][0]["data"]["values"]
+              if r["k"] == "line" and r["total"]}
+    out = tmp_path / "source-diff.vl.json"
+    ok("--view", "source", "--diff", data / "srcline.txt", data / "srcline.txt", "-o", out, cwd=data)
+    spec = json.loads(out.read_text())
+    assert spec["usermeta"]["cflame"]["diff"] is True
+    rows = [r for r in spec["layer"][0]["data"]["values"] if r["k"] == "line" and r["change"]]
+    assert {r["line"]: r["total"] for r in rows} == totals
+    assert all(r["change"] == "same" and r["delta"] == 0 and r["base_total"] == r["total"]
+               for r in rows), rows
+    source = (data / "workload.c").read_text().split("\n")
+    assert all(r["text"] == source[r["line"] - 1].replace("\t", "        ") for r in rows), rows[:2]
+    check_spec(out)
 
 
 def test_chart_view_draws_a_lane_per_thread_in_time_order(tmp_path):

@@ -369,6 +369,58 @@ def test_source_view_puts_the_time_on_the_hot_line(kc):
     assert hot_line.split()[0] == f"{hot:,}" and hot_line.split()[4] == "3", hot_line
 
 
+def test_source_diff_follows_an_edited_cell_line_by_line(kc):
+    """A cell with two loops (one line each) is profiled with view=source,
+    then edited: a comment goes in above them and the first loop is
+    halved, and it runs under %%profdiffview prev view=source. The diff's
+    rows are the edited cell's lines as written. Each loop's baseline is
+    exactly what the first run counted on its old line, its target what
+    the second run counts on its new one; the first loop shrank, and its
+    two counts split as the cells measured its time (within what the
+    samples can tell)."""
+    def cell(magic, units, comment):
+        return "\n".join([magic] + (["// the first loop, halved"] if comment else []) + [
+            "{ double t0 = thread_cpu_now(), acc = 1;",
+            f"for (long i = 0; i < {units} * PER_MS; i++) acc = acc * 1.0000001 + 0.5;",
+            "double t1 = thread_cpu_now();",
+            "for (long i = 0; i < 400 * PER_MS; i++) acc = acc * 0.9999999 + 0.25;",
+            'sink += acc; printf("first loop %.6f\\n", t1 - t0); }'])
+
+    def lines_of(bundle):
+        rows = bundle[VL_MIME]["layer"][0]["data"]["values"]
+        cell_file = rows[0]["file"]
+        return {r["line"]: r for r in rows if r["k"] == "line" and r["file"] == cell_file}
+
+    first_code = cell("%%profview view=source", 800, False)
+    first, _, outputs = flame(kc, first_code, cell_id="source-diff")
+    s = summary_of(first)
+    t_first = float(re.search(r"first loop ([\d.]+)", stdout(outputs)).group(1))
+    code = cell("%%profdiffview prev view=source", 400, True)
+    diff, _, outputs = flame(kc, code, cell_id="source-diff")
+    STORE.add(diff, "source-diff")
+    t_second = float(re.search(r"first loop ([\d.]+)", stdout(outputs)).group(1))
+    second, _, _ = flame(kc, "%profshow view=source")
+    meta = diff[VL_MIME]["usermeta"]["cflame"]
+    assert meta["view"] == "source" and meta["diff"] is True, meta
+    old, new, rows = lines_of(first), lines_of(second), lines_of(diff)
+    assert [rows[n]["text"] for n in sorted(rows)] == code.split("\n"), rows
+    # old line 3 is new line 4 (the first loop), old 5 is new 6
+    for was, now in ((3, 4), (5, 6)):
+        assert rows[now]["base_total"] == old[was]["total"], (now, rows[now], old[was])
+        assert rows[now]["total"] == new[now]["total"], (now, rows[now], new[now])
+    assert rows[4]["change"] == "shrank" and rows[4]["delta"] < 0, rows[4]
+    assert rows[2]["change"] == "", rows[2]  # the comment has no samples in either
+    a_new, a_old = rows[4]["total"], rows[4]["base_total"]
+    truth = t_second / (t_first + t_second)
+    share, bound = 100.0 * a_new / (a_new + a_old), share_bound(truth, a_new + a_old, s)
+    assert abs(share - 100 * truth) <= bound, (
+        f"the halved loop has {share:.2f} % of its two runs' samples, not "
+        f"{100 * truth:.2f} +- {bound:.2f}; {s['line']}")
+    text = diff["text/plain"]
+    assert re.search(r"\n +Delta +Target +Baseline +Change +Line +Source\n", text), text[:800]
+    assert "the baseline's lines are placed where they are" in text
+
+
 def test_chart_puts_phases_in_order_and_threads_in_lanes(kc):
     """view=chart of a cell whose main thread runs phase_a() and then
     phase_b() while a thread it started runs th_chart(): every bar of

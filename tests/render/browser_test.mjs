@@ -56,7 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { framesOf, svgOf } from './frames.mjs';
-import { viewOf, expectedTop, topDrawnProblem, sourceRows, hotLines, chartBars,
+import { viewOf, expectedTop, topDrawnProblem, sourceRows, hotLines, changedLines, chartBars,
          topRows, sandwichHalves } from './views.mjs';
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
@@ -344,8 +344,35 @@ async function checkTopPage(page, spec, svg) {
   return `top: ${byTotal.length} rows, sorted by self then by total; tooltip of ${first.func}`;
 }
 
+/* The source of a diff: a bar per line with weight, the largest change's
+ * tooltip. */
+async function checkSourceDiffPage(page, spec) {
+  const changed = changedLines(spec);
+  const bars = await page.evaluate(() =>
+    cf.items('rect').filter(it => it.datum?.k === 'line' || it.datum?.k === 'removed').length);
+  check(bars === changed.length, `${bars} bars drawn for ${changed.length} lines with weight`);
+  const top = [...changed].sort((a, b) => Math.abs(b.delta) - Math.abs(a.delta))[0];
+  if (!top) return 'source of a diff: no line with weight';
+  const pt = await page.evaluate(i => {
+    const it = cf.items('rect').find(r => r.datum?.i === i);
+    const v = window.view, box = v.container().querySelector('canvas, svg').getBoundingClientRect();
+    const pad = v.padding(), [ox, oy] = v.origin();
+    return { x: box.left + (pad.left || 0) + ox + it.x + Math.max(1, it.width) / 2,
+             y: box.top + (pad.top || 0) + oy + it.y + it.height / 2 };
+  }, top.i);
+  await page.mouse.move(pt.x, pt.y);
+  const tip = page.locator('#vg-tooltip-element');
+  await tip.waitFor({ state: 'visible', timeout: WAIT_MS });
+  const tipText = await tip.innerText();
+  for (const want of [`${top.file}:${top.line}`, 'delta', top.deltas, top.change]) {
+    check(tipText.includes(want), `source diff tooltip lacks "${want}": ${JSON.stringify(tipText)}`);
+  }
+  return `source of a diff: ${changed.length} lines with weight; tooltip of line ${top.ln}`;
+}
+
 /* A source view in the page. Returns a note for the log. */
 async function checkSourcePage(page, spec, svg) {
+  if (spec.usermeta.cflame.diff) return checkSourceDiffPage(page, spec);
   const lines = sourceRows(spec).filter(r => r.k === 'line');
   const bars = await page.evaluate(() => cf.items('rect').filter(it => it.datum?.k === 'line').length);
   check(bars === 2 * lines.length, `${bars} bars drawn for ${lines.length} lines`);

@@ -83,7 +83,7 @@ import { XMLValidator, XMLParser } from 'fast-xml-parser';
 
 import { framesOf, svgOf } from './frames.mjs';
 import { viewOf, topRowsProblem, topDrawnProblem, expectedTop, sourceRows, sourceRowsProblem,
-         hotLines, chartBars, chartProblem, topDiffProblem, topRows,
+         hotLines, chartBars, chartProblem, topDiffProblem, topRows, changedLines, sourceDiffProblem,
          sandwichHalves } from './views.mjs';
 
 // $VEGA_MODULES: another node_modules with vega and vega-lite, to check the
@@ -742,6 +742,29 @@ async function checkSource(spec, problems) {
   }, problems);
 }
 
+/* The source of a diff: a bar per line with weight, in its change's
+ * colour; each line's text and delta drawn. */
+async function checkSourceDiff(spec, problems) {
+  await checkView(spec, 'source of a diff', sourceDiffProblem, async view => {
+    const changed = changedLines(spec), root = view.scenegraph().root;
+    const bars = findItems(root, 'rect').filter(it => it.datum?.k === 'line' || it.datum?.k === 'removed');
+    if (bars.length !== changed.length) problems.push(`${bars.length} bars for ${changed.length} lines with weight`);
+    const off = bars.filter(it => it.fill !== it.datum.color).length;
+    if (off) problems.push(`${off} bars not in their change's colour`);
+    const texts = findItems(root, 'text');
+    for (const r of changed) {
+      const drawn = texts.filter(it => it.datum?.i === r.i).map(it => it.text);
+      for (const want of [r.deltas, r.ln, r.change]) {
+        if (!drawn.includes(want)) {
+          problems.push(`line ${r.ln}: "${want}" is not drawn (${JSON.stringify(drawn)})`);
+          return 'failed';
+        }
+      }
+    }
+    return `${changed.length} lines with weight, ${spec.usermeta.cflame.removed} removed`;
+  }, problems);
+}
+
 /* A chart: a rect per bar in its colour, the time axis spanning the
  * range; pushes problems. */
 async function checkChart(spec, problems) {
@@ -830,6 +853,17 @@ async function checkFile(file) {
       }
     }
     await checkChart(spec, problems);
+    return problems;
+  }
+  if (viewOf(spec) === 'source' && spec.usermeta.cflame.diff) {
+    if (doc[VL_MIME]) {
+      const svg = tableSvg(doc, 'source', problems);
+      const titled = svg ? (svg.match(/<path\b[^>]*><title>/g) || []).length : 0;
+      if (svg && titled !== changedLines(spec).length) {
+        problems.push(`source diff SVG has ${titled} titled bars for ${changedLines(spec).length} lines`);
+      }
+    }
+    await checkSourceDiff(spec, problems);
     return problems;
   }
   if (viewOf(spec) === 'source') {

@@ -7,7 +7,7 @@
 // diff against itself) and opens each in Debian's Chromium, headless
 // (/usr/bin/chromium, or $CHROMIUM). A page has a tab per view that can
 // draw its profile: the profile's are flame, callers, top, source and
-// chart, the diff's flame, callers and top; the flame graph's tab is shown
+// chart, the diff's flame, callers, top and source; the flame graph's tab is shown
 // first. Each page is opened three ways:
 //   - offline: the CDN scripts fail to load (every request to the CDN is
 //     aborted, as on a machine without a network). The inline SVG shows,
@@ -205,7 +205,7 @@ async function online(browser, p) {
 }
 
 const pages = [makePage('graph', [capture], ['flame', 'callers', 'top', 'source', 'chart']),
-               makePage('diff', ['--diff', capture, capture], ['flame', 'callers', 'top'])];
+               makePage('diff', ['--diff', capture, capture], ['flame', 'callers', 'top', 'source'])];
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 const browser = await chromium.launch({
   executablePath,

@@ -105,6 +105,47 @@ export function sourceRowsProblem(spec) {
   return null;
 }
 
+// view=source of a diff (flame/fl_source_diff.c, usermeta.cflame.diff):
+// rows {i, k ("file", "line", "gap" or "removed"), file, line, ln, text,
+// self, total, base_self, base_total, delta, deltas, xs, ys, change ("" for
+// a line without weight), color}.
+
+/* The rows of a source diff with weight in either profile. */
+export function changedLines(spec) {
+  return sourceRows(spec).filter(r => (r.k === 'line' || r.k === 'removed') && r.change !== '');
+}
+
+/* What is wrong with a source diff's rows, or null. */
+export function sourceDiffProblem(spec) {
+  const rows = sourceRows(spec), meta = spec.usermeta?.cflame ?? {};
+  let file = null, last = 0, removed = 0;
+  for (const [i, r] of rows.entries()) {
+    if (r.i !== i) return `row ${i} has i ${r.i}`;
+    if (!['file', 'line', 'gap', 'removed'].includes(r.k)) return `row ${i} has kind ${r.k}`;
+    if (r.k === 'file') {
+      file = r.file;
+      last = 0;
+      continue;
+    }
+    if (r.file !== file) return `row ${i} of ${r.file} is under ${file}`;
+    if (r.k === 'gap') continue;
+    if (r.k === 'removed') removed++;
+    if (r.k === 'line') {
+      if (!(r.line > last)) return `line ${r.line} after ${last}`;
+      last = r.line;
+    }
+    const weighs = r.total > 0 || r.base_total > 0;
+    if (weighs !== (r.change !== '')) return `line ${r.ln}: change "${r.change}" with ${JSON.stringify(r)}`;
+    if ((r.change === 'grew' && !(r.delta > 0)) || (r.change === 'shrank' && !(r.delta < 0)) ||
+        (r.change === 'new' && (r.base_total !== 0 || !(r.delta > 0)))) {
+      return `line ${r.ln} ${r.change} with delta ${r.delta}`;
+    }
+    if (r.k === 'removed' && (r.total !== 0 || !r.ln.startsWith('was '))) return `removed row ${JSON.stringify(r)}`;
+  }
+  if (removed !== meta.removed) return `${removed} removed rows, usermeta says ${meta.removed}`;
+  return null;
+}
+
 /* The line rows of a source spec with samples, the hottest first. */
 export function hotLines(spec) {
   return sourceRows(spec).filter(r => r.k === 'line' && r.total > 0)

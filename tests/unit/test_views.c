@@ -284,10 +284,10 @@ static void test_top_output(void) {
   fl_diff_destroy(&d);
   fl_profile_destroy(&more);
   r.baseline = p;
-  fl_options_set(&o, "view", "source", err, sizeof err);
+  fl_options_set(&o, "view", "chart", err, sizeof err);
   err[0] = '\0';
   CHECK(fl_output_bundle(&r, err, sizeof err) == NULL);
-  CHECK(strstr(err, "view=source") != NULL && strstr(err, "flame, callers, top") != NULL);
+  CHECK(strstr(err, "view=chart") != NULL && strstr(err, "flame, callers, top, source") != NULL);
   fl_options_free(&o);
   fl_profile_destroy(&p);
 }
@@ -417,6 +417,130 @@ static void test_source_known_answers(void) {
   CHECK(strstr(err, "focus=wrok matches no function") && strstr(err, "the nearest: work"));
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
+}
+
+/* ---- view=source of a diff ---- */
+
+/* A cell run twice: cell[1] first, then edited into cell[2] (a comment
+ * line inserted, gone() changed into fresh(), also_gone() dropped). */
+static const char cell_v1[] =
+    "%%profbase before\n"
+    "for (int i = 0; i < n; i++) hot();\n"
+    "for (int i = 0; i < n; i++) cold();\n"
+    "gone();\n"
+    "also_gone();\n";
+static const char cell_v2[] =
+    "%%profdiffview prev\n"
+    "// hot() now does half the work\n"
+    "for (int i = 0; i < n; i++) hot();\n"
+    "for (int i = 0; i < n; i++) cold();\n"
+    "fresh();\n";
+
+static char *versions_reader(void *ctx, const char *file) {
+  (void)ctx;
+  if (!strcmp(file, "cell[1]")) return strdup(cell_v1);
+  if (!strcmp(file, "cell[2]")) return strdup(cell_v2);
+  return NULL;
+}
+
+/* A profile of cell[cell] with weights[k] samples on the cell's line k + 1
+ * (0: none). */
+static fl_profile_t *cell_run(int cell, const uint64_t *weights, size_t n) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  char name[16];
+  snprintf(name, sizeof name, "cell[%d]", cell);
+  snprintf(fl_profile_info(p)->source, sizeof fl_profile_info(p)->source, "%s", name);
+  for (size_t k = 0; k < n; k++) {
+    if (!weights[k]) continue;
+    uint32_t top = frame(p, "top-level scope", name, (int)k + 1, name, CELL | FL_FRAME_CELL_BODY);
+    fl_profile_add_sample(p, &top, 1, weights[k], 0, 1);
+  }
+  return p;
+}
+
+/* The report's row for a line ("was N" for a removed one): its first
+ * five fields, or "missing". */
+static const char *diff_line(const char *text, const char *line_field) {
+  static char out[128];
+  for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+    char f[6][32];
+    int n = sscanf(p, "%31s %31s %31s %31s %31s %31s", f[0], f[1], f[2], f[3], f[4], f[5]);
+    if (n < 5) continue;
+    bool removed = !strncmp(line_field, "was ", 4);
+    if (removed ? !strcmp(f[4], "was") && !strcmp(f[5], line_field + 4)
+                : !strcmp(f[4], line_field) && strcmp(f[3], "was")) {
+      snprintf(out, sizeof out, "%s %s %s %s", f[0], f[1], f[2], f[3]);
+      return out;
+    }
+  }
+  return "missing";
+}
+
+static void test_source_diff(void) {
+  fprintf(stderr, "source of a diff: an edited cell, line by line\n");
+  /* Baseline: hot 60, cold 20, gone 10, also_gone 5. Target: hot 30 (now
+   * line 3), cold 20 (line 4), fresh 15 (line 5, where gone was). */
+  const uint64_t w1[] = {0, 60, 20, 10, 5}, w2[] = {0, 0, 30, 20, 15};
+  fl_profile_t *base = cell_run(1, w1, 5), *target = cell_run(2, w2, 5);
+  fl_diff_opts_t dopts;
+  fl_diff_opts_init(&dopts);
+  dopts.noise = 0;
+  fl_tree_opts_t topts;
+  fl_tree_opts_init(&topts);
+  topts.minwidth = 0;
+  char err[512] = "";
+  fl_diff_t *d = fl_diff_build(target, base, &topts, &dopts, NULL, err, sizeof err);
+  CHECK(d != NULL);
+  fl_source_reader_t r = {.read = versions_reader};
+  char *text = d ? fl_text_source_diff(d, NULL, &r, err, sizeof err) : NULL;
+  CHECK(text != NULL);
+  if (!text) text = strdup("");
+  CHECK_STR(diff_line(text, "3"), "-30 30 60 shrank");
+  CHECK_STR(diff_line(text, "4"), "+0 20 20 same");
+  CHECK_STR(diff_line(text, "5"), "+5 15 10 grew");
+  CHECK_STR(diff_line(text, "was 5"), "-5 - 5 shrank");
+  /* The comment has no weight in either: no change, dimmed. */
+  const char *comment =
+      strstr(text, "\n         .          .          .                2  // hot()");
+  CHECK(comment != NULL);
+  CHECK(strstr(text, "cell[2]  self: target 65 samples, baseline 95") != NULL);
+  CHECK(strstr(text, "the baseline's lines are placed where they are") != NULL);
+  CHECK(strstr(text, "1 line of the baseline's version is gone") != NULL);
+  CHECK(strstr(text, "also_gone();") != NULL);
+  free(text);
+
+  json_t *bundle = d ? fl_source_diff_bundle(d, NULL, &r, err, sizeof err) : NULL;
+  CHECK(bundle != NULL);
+  json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+  json_t *meta = json_object_get(json_object_get(spec, "usermeta"), "cflame");
+  CHECK(json_is_true(json_object_get(meta, "diff")));
+  CHECK_INT(json_integer_value(json_object_get(meta, "removed")), 1);
+  json_t *values = json_object_get(
+      json_object_get(json_array_get(json_object_get(spec, "layer"), 0), "data"), "values");
+  /* cell[2]: its row, its 5 lines, then the removed line. */
+  CHECK_INT(json_array_size(values), 1 + 5 + 1);
+  json_t *gone = json_array_get(values, 6);
+  CHECK_STR(json_string_value(json_object_get(gone, "k")), "removed");
+  CHECK_STR(json_string_value(json_object_get(gone, "text")), "also_gone();");
+  CHECK_STR(json_string_value(json_object_get(gone, "change")), "shrank");
+  char *svg = bundle ? svg_of(bundle) : NULL;
+  const char *bad = svg ? xml_check(svg) : "no SVG";
+  if (bad) fprintf(stderr, "SVG: %s\n", bad);
+  CHECK(bad == NULL);
+  /* A titled bar for each line with weight: 3, 4, 5 and the removed one. */
+  CHECK_INT(svg ? count_of(svg, "<title>") : 0, 4);
+  free(svg);
+  write_out("view-source-diff.json", bundle);
+  json_decref(bundle);
+
+  /* Without the texts, lines pair by number: the baseline's line 2 (hot)
+   * meets the target's line 2, which has no weight. */
+  text = d ? fl_text_source_diff(d, NULL, NULL, err, sizeof err) : NULL;
+  CHECK_STR(text ? diff_line(text, "2") : "", "-60 0 60 shrank");
+  free(text);
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&base);
+  fl_profile_destroy(&target);
 }
 
 /* ---- view=chart ---- */
@@ -600,6 +724,7 @@ int main(int argc, char **argv) {
   test_top_many();
   test_top_output();
   test_source_known_answers();
+  test_source_diff();
   test_chart_known_answers();
   test_sandwich();
   return TEST_DONE();
