@@ -74,9 +74,11 @@ void fl__source_free(fl__source_t *s);
 
 /* The text of a source table's rows, whose field src is a line's text
  * without its leading spaces (k "line" or "removed", with text) or a
- * file's heading (k "file"): the transform that places a line's text at
+ * file's heading (k "file", its field heading): the transforms that make
+ * src (a gap's is "⋮") and place a line's text at
  * x_text plus its indentation (tx), and the layers that draw them, a
  * file's heading in bold across the table. */
+json_t *fl__source_src(void);
 json_t *fl__source_indent(int x_text);
 void fl__source_text_layers(const fl__table_t *tb, int width, int x_text, json_t *rows_layer);
 

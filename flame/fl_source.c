@@ -19,7 +19,7 @@
  * A diff's source has the lines of both profiles (fl__source.h says how
  * they pair) and is drawn by fl_source_diff.c.
  *
- * Rows: a file row (k "file": its name, self and total), then line rows
+ * Rows: a file row (k "file": its name, self, total and heading), then line rows
  * (k "line": line, text, self, total) and gap rows (k "gap"); the
  * Vega-Lite data holds them in order with their index i. */
 #define _GNU_SOURCE
@@ -524,6 +524,10 @@ char *fl__source_text(const char *text, size_t len) {
 static void file_heading(char *out, size_t size, const fl_tree_t *t, const fl__src_row_t *r,
                          uint64_t total) {
   char self[48], share[16];
+  if (r->self == 0) { /* a file of callers only */
+    snprintf(out, size, "%s  no self %s", r->file, fl__unit(t));
+    return;
+  }
   count_text(self, t, r->self);
   share_text(share, r->self, total);
   snprintf(out, size, "%s  self %s %s (%s)", r->file, self, fl__unit(t), share);
@@ -573,6 +577,13 @@ static char *text_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__sour
 
 /* ---- Vega-Lite ---- */
 
+json_t *fl__source_src(void) {
+  return fl__vl_calculate(
+      "datum.k === 'file' ? datum.heading : datum.k === 'gap' ? "
+      "'\xe2\x8b\xae' : replace(datum.text, /^ +/, '')",
+      "src");
+}
+
 json_t *fl__source_indent(int x_text) {
   /* An offset, since a text mark would drop the spaces. */
   char expr[200];
@@ -599,10 +610,16 @@ static const char *kind_name(fl__src_kind_t k) {
   return k == FL__SRC_FILE ? "file" : k == FL__SRC_GAP ? "gap" : "line";
 }
 
-static json_t *row_value(const fl__src_row_t *r, size_t i) {
+static json_t *row_value(const fl_tree_t *t, const fl__source_t *s, const fl__src_row_t *r,
+                         size_t i) {
   json_t *o = fl__nonnull(json_pack("{s:I,s:s,s:o,s:I,s:I}", "i", (json_int_t)i, "k",
                                     kind_name(r->kind), "file", fl__json_text(r->file), "self",
                                     (json_int_t)r->self, "total", (json_int_t)r->total));
+  if (r->kind == FL__SRC_FILE) {
+    char heading[600];
+    file_heading(heading, sizeof heading, t, r, s->total);
+    json_object_set_new(o, "heading", fl__json_text(heading));
+  }
   if (r->kind == FL__SRC_LINE) {
     json_object_set_new(o, "line", json_integer(r->line));
     char *text = r->text ? fl__source_text(r->text, r->len) : fl__xstrdup("");
@@ -635,11 +652,7 @@ static json_t *source_transform(const fl_tree_t *t, uint64_t total_weight) {
       tr, fl__vl_calculate("datum.total ? format(datum.totalpct, '.2f') + '%' : '.'", "totalpcts"));
   snprintf(expr, sizeof expr, "datum.k === 'line' && datum.total === 0 ? %g : 1", DIM_OPACITY);
   json_array_append_new(tr, fl__vl_calculate(expr, "op"));
-  snprintf(expr, sizeof expr,
-           "datum.k === 'file' ? datum.file + '  self ' + datum.selfs + ' %s (' + datum.selfpcts "
-           "+ ')' : datum.k === 'gap' ? '\xe2\x8b\xae' : replace(datum.text, /^ +/, '')",
-           fl__unit(t));
-  json_array_append_new(tr, fl__vl_calculate(expr, "src"));
+  json_array_append_new(tr, fl__source_src());
   json_array_append_new(tr, fl__source_indent(X_TEXT));
   json_array_append_new(tr, fl__vl_calculate("datum.k === 'line' ? '' + datum.line : ''", "ln"));
   snprintf(expr, sizeof expr,
@@ -658,7 +671,7 @@ static const char *total_bar_color(const fl_view_opts_t *v) {
 static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *s) {
   const fl__theme_t *th = fl__theme_of(v);
   json_t *values = fl__nonnull(json_array());
-  for (size_t i = 0; i < s->n; i++) json_array_append_new(values, row_value(&s->rows[i], i));
+  for (size_t i = 0; i < s->n; i++) json_array_append_new(values, row_value(t, s, &s->rows[i], i));
   int width = spec_width(v);
   fl__table_t tb = {.th = th, .y_field = "i", .row_px = ROW_PX, .bar_px = BAR_PX};
   const char *lines = "datum.k === 'line'";

@@ -240,10 +240,7 @@ static json_t *transform(const sdiff_t *sd) {
   json_array_append_new(tr, fl__vl_calculate(expr, "size"));
   snprintf(expr, sizeof expr, "datum.change === '' ? %g : 1", DIM_OPACITY);
   json_array_append_new(tr, fl__vl_calculate(expr, "op"));
-  json_array_append_new(tr, fl__vl_calculate("datum.k === 'file' ? datum.heading : datum.k === "
-                                             "'gap' ? '\xe2\x8b\xae' : replace(datum.text, /^ +/, "
-                                             "'')",
-                                             "src"));
+  json_array_append_new(tr, fl__source_src());
   json_array_append_new(tr, fl__source_indent(X_TEXT));
   snprintf(
       expr, sizeof expr,

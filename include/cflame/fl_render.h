@@ -151,8 +151,9 @@ json_t *fl_top_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v);
  * first, at most five (with v->focus, the files of that function's
  * frames); a short file whole, a long one as windows around its sampled
  * lines. The Vega-Lite rows are i, k ("file", "line" or "gap"), file,
- * line, text, self and total. A file's text comes from the reader. Made from
- * the tree's visible frames: build it with minwidth 0 for exact figures.
+ * line, text, self and total (a file row: its heading). A file's text
+ * comes from the reader. Made from the tree's visible frames: build it
+ * with minwidth 0 for exact figures.
  * Each returns NULL with err when v->focus names no function of the tree
  * (err lists the nearest names). */
 typedef struct fl_source_reader {
