@@ -10,6 +10,15 @@ Generates a folded stacks file of 10^6 samples in 10^5 distinct stacks
   cflame --format pprof INPUT -o OUT.pb.gz       (pprof write)
   cflame --format svg OUT.pb.gz -o OUT2.svg      (pprof read, and drawn)
   perl flamegraph.pl INPUT > OUT.svg       (when FLAMEGRAPH_PL names a copy)
+  cflame --view V --format vegalite LINES.folded -o OUT.vl.json
+                                           (each view V of the same stacks
+                                           with a source line on each frame;
+                                           the chart of TIMED.pb.gz, a pprof
+                                           file of the same stacks as 10^6
+                                           samples, each with a time stamp
+                                           and a thread)
+  cflame --format vegalite TIMED.pb.gz     ("timed pprof": the chart's
+                                           yardstick)
 
 Each is run --runs times (flamegraph.pl --pl-runs times, it is slow), the
 runs interleaved; the figures are the median wall-clock time and the peak
@@ -45,6 +54,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 
 TARGET_SECONDS = 1.0
 TARGET_RATIO = 20.0
+VIEWS = ("flame", "callers", "top", "source", "chart", "sandwich")
 
 WORDS = ("alloc buffer cache chunk decode encode entry fetch flush frame hash heap index "
          "insert lookup merge node parse query queue read reduce render scan schedule "
@@ -109,6 +119,92 @@ def generate(path, samples, stacks, names, seed):
     return len(out), sum(counts), len({f for s in out for f in s.split(";")})
 
 
+# ---- a pprof file of the same stacks, each sample on its own with a time
+# stamp and a thread, and each frame at a source line: what the views that
+# need them (source, chart) read. Encoded by hand: protobuf's wire format is
+# varints and length-delimited fields (profile.proto's field numbers).
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(num, payload):
+    """A length-delimited field."""
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _int_field(num, n):
+    return _varint(num << 3) + _varint(n)
+
+
+def write_timed_pprof(path, folded, threads, seed):
+    """Writes path: folded's stacks and counts as one sample a count, in a
+    random order 1 ms apart, on `threads` threads (thread_id labels), each
+    function at one line of a file named after its module."""
+    import gzip
+    rng = random.Random(seed)
+    strings = {"": 0}
+
+    def sid(s):
+        return strings.setdefault(s, len(strings))
+
+    funcs, stacks, counts = {}, [], []
+    for line in folded.read_text().splitlines():
+        text, count = line.rsplit(" ", 1)
+        stack = [funcs.setdefault(f, len(funcs) + 1) for f in text.split(";")]
+        stacks.append(_field(1, b"".join(_varint(i) for i in reversed(stack))))
+        counts.append(int(count))
+    body = bytearray()
+    body += _field(1, _int_field(1, sid("samples")) + _int_field(2, sid("count")))
+    order = [k for k, c in enumerate(counts) for _ in range(c)]
+    rng.shuffle(order)
+    key_t, key_ns, key_th = sid("timestamp_ns"), sid("nanoseconds"), sid("thread_id")
+    one = _field(2, _varint(1))
+    for i, k in enumerate(order):
+        labels = (_field(3, _int_field(1, key_t) + _int_field(3, 10**9 + i * 10**6) +
+                         _int_field(4, key_ns)) +
+                  _field(3, _int_field(1, key_th) + _int_field(3, 1 + k % threads)))
+        body += _field(2, stacks[k] + one + labels)
+    for name, i in funcs.items():
+        file, number = source_line(name)
+        body += _field(4, _int_field(1, i) + _field(4, _int_field(1, i) + _int_field(2, number)))
+        body += _field(5, _int_field(1, i) + _int_field(2, sid(name)) + _int_field(4, sid(file)))
+    body += _field(11, _int_field(1, sid("cpu")) + _int_field(2, sid("nanoseconds")))
+    body += _int_field(12, 10**6)
+    for s in strings:  # insertion order is the index order
+        body += _field(6, s.encode())
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        f.write(bytes(body))
+
+
+def source_line(func):
+    """The made-up place of a function: a line of a file named after its
+    module."""
+    return f"src/{func.split('_', 1)[0]}.c", 10 + zlib_crc(func) % 500
+
+
+def with_lines(folded, path):
+    """folded's stacks with each frame at its source_line, "func (file:line)"."""
+    with open(path, "w") as out:
+        for line in folded.read_text().splitlines():
+            text, count = line.rsplit(" ", 1)
+            frames = ["%s (%s:%d)" % (f, *source_line(f)) for f in text.split(";")]
+            out.write(";".join(frames) + " " + count + "\n")
+
+
+def zlib_crc(s):
+    import zlib
+    return zlib.crc32(s.encode())
+
+
 def timed(argv, stdout_path=None):
     """Runs argv; returns (seconds, peak RSS in MiB). Fails on a non-zero exit."""
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
@@ -158,6 +254,26 @@ def main():
 
         pprof = tmp / "out.pb.gz"
         timed([cflame, "--format", "pprof", folded, "-o", pprof])  # what "pprof read" reads
+        lines_folded = tmp / "lines.folded"
+        with_lines(folded, lines_folded)
+        timed_pb = tmp / "timed.pb.gz"
+        t0 = time.perf_counter()
+        # In a child, so that this process does not grow by what it takes:
+        # a command's peak RSS counts the pages it was forked with.
+        pid = os.fork()
+        if pid == 0:
+            write_timed_pprof(timed_pb, folded, 4, args.seed)
+            os._exit(0)
+        if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+            raise SystemExit("could not write the timed pprof file")
+        n_timed = total
+        print(f"views' input: the same stacks as {n_timed:,} samples with time stamps, 4 threads "
+              f"and source lines, {timed_pb.stat().st_size / 1e6:.1f} MB of pprof "
+              f"(generated in {time.perf_counter() - t0:.1f} s)")
+        # The function most samples pass through below the roots, for the
+        # sandwich: the first frame of the heaviest stack's second level.
+        heavy = max(folded.read_text().splitlines(), key=lambda l: int(l.rsplit(" ", 1)[1]))
+        focus = heavy.split(";")[1]
         cases = {
             "cflame svg": ([cflame, "--format", "svg", folded, "-o", tmp / "out.svg"], None),
             "cflame vegalite": ([cflame, "--format", "vegalite", folded, "-o", tmp / "out.vl.json"],
@@ -165,6 +281,17 @@ def main():
             "pprof write": ([cflame, "--format", "pprof", folded, "-o", pprof], None),
             "pprof read": ([cflame, "--format", "svg", pprof, "-o", tmp / "pprof.svg"], None),
         }
+        # Each view to its Vega-Lite spec: from the folded stacks with a
+        # line on every frame, and the chart, which needs time stamps, from
+        # the pprof file of the same samples one by one (the flame graph of
+        # that file, "timed pprof", is its yardstick: most of it is reading).
+        for view in VIEWS:
+            extra = ["--focus", focus] if view == "sandwich" else []
+            source = timed_pb if view == "chart" else lines_folded
+            cases[f"view {view}"] = ([cflame, "--view", view, *extra, "--format", "vegalite",
+                                      source, "-o", tmp / f"view-{view}.vl.json"], None)
+        cases["timed pprof"] = ([cflame, "--format", "vegalite", timed_pb, "-o",
+                                 tmp / "timed.vl.json"], None)
         if pl:
             cases["flamegraph.pl"] = (["perl", pl, folded], tmp / "pl.svg")
         times = {name: [] for name in cases}
@@ -179,7 +306,9 @@ def main():
                 s, m = timed(argv, stdout)
                 times[name].append(s)
                 rss[name].append(m)
-        sizes = {"cflame svg": (tmp / "out.svg").stat().st_size,
+        sizes = {f"view {v}": (tmp / f"view-{v}.vl.json").stat().st_size for v in VIEWS}
+        sizes["timed pprof"] = (tmp / "timed.vl.json").stat().st_size
+        sizes |= {"cflame svg": (tmp / "out.svg").stat().st_size,
                  "cflame vegalite": (tmp / "out.vl.json").stat().st_size,
                  "pprof write": pprof.stat().st_size,
                  "pprof read": (tmp / "pprof.svg").stat().st_size}
@@ -197,7 +326,7 @@ def main():
         else:
             ok_time = med[name] <= TARGET_SECONDS
             target = f"<= {TARGET_SECONDS:g} s: {'met' if ok_time else 'MISSED'}"
-            if name.startswith("pprof"):
+            if name.startswith("pprof") or name.startswith("view") or name.startswith("timed"):
                 pass
             elif pl_s:
                 ratio = pl_s / med[name]

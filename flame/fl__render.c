@@ -497,10 +497,16 @@ static int cmp_frame(const fl_frame_t *a, const fl_frame_t *b, bool by_function)
   return by_function ? 0 : (a->addr > b->addr) - (a->addr < b->addr);
 }
 
-static int cmp_node_ptr(const void *pa, const void *pb, void *by_function) {
-  const fl_node_t *a = *(const fl_node_t *const *)pa, *b = *(const fl_node_t *const *)pb;
-  int c = cmp_frame(&a->frame, &b->frame, *(bool *)by_function);
-  return c ? c : (a->id > b->id) - (a->id < b->id);
+static uint64_t str_hash(const char *s) {
+  return s ? fl__hash_bytes(s, strlen(s)) : 0;
+}
+
+/* A hash of what cmp_frame compares. */
+static uint64_t frame_hash(const fl_frame_t *f, bool by_function) {
+  uint64_t h =
+      str_hash(f->func) ^ fl__mix64(str_hash(f->file) + 1) ^ fl__mix64(str_hash(f->module) + 2);
+  if (!by_function) h ^= fl__mix64((uint64_t)(uint32_t)f->line << 8 | 3) ^ fl__mix64(f->addr + 4);
+  return fl__mix64(h);
 }
 
 static int cmp_flat_row(const void *pa, const void *pb, void *by_function) {
@@ -509,27 +515,36 @@ static int cmp_flat_row(const void *pa, const void *pb, void *by_function) {
   return cmp_frame(&a->node->frame, &b->node->frame, *(bool *)by_function);
 }
 
-/* Nodes are grouped by identity (sorted), then walked in pre-order: a node
+/* Nodes are grouped by identity (a hash table of frames), then walked in pre-order: a node
  * counts unless a node of its group is among its ancestors, found by
  * marking the groups on the current path. */
 size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows) {
   size_t n = fl_tree_n_nodes(t);
   *rows = NULL;
   if (n < 2) return 0;
-  const fl_node_t **sorted = fl__xmalloc(n, sizeof *sorted);
   uint32_t *group = fl__xmalloc(n, sizeof *group);   /* by node id */
   bool *on_path = fl__xcalloc(n, sizeof *on_path);   /* by group */
   uint32_t *path = fl__xmalloc(n + 1, sizeof *path); /* groups, by depth */
   bool *owns = fl__xmalloc(n + 1, sizeof *owns);
   fl__flat_row_t *r = fl__xcalloc(n, sizeof *r);
   size_t n_rows = 0;
-  for (size_t i = 1; i < n; i++) sorted[i - 1] = fl_tree_node(t, i);
-  qsort_r(sorted, n - 1, sizeof *sorted, cmp_node_ptr, &by_function);
-  for (size_t i = 0; i + 1 < n; i++) {
-    if (i == 0 || cmp_frame(&sorted[i - 1]->frame, &sorted[i]->frame, by_function) != 0)
-      r[n_rows++].node = sorted[i];
-    group[sorted[i]->id] = (uint32_t)n_rows - 1;
+  fl__index_t ix;
+  fl__index_init(&ix, n);
+  for (size_t i = 1; i < n; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    uint64_t h = frame_hash(&node->frame, by_function);
+    fl__probe_t pr;
+    uint32_t g = fl__index_find(&ix, h, &pr);
+    for (; g != FL__NONE; g = fl__index_next(&ix, &pr))
+      if (cmp_frame(&r[g].node->frame, &node->frame, by_function) == 0) break;
+    if (g == FL__NONE) { /* a new function (or line): its first node in pre-order */
+      g = (uint32_t)n_rows++;
+      r[g].node = node;
+      fl__index_add(&ix, h, g);
+    }
+    group[i] = g;
   }
+  fl__index_free(&ix);
   /* path[1 .. depth]: the groups of the current node's ancestors; owns[d]:
    * whether the node at depth d set its group's mark (the outermost one). */
   size_t depth = 0;
@@ -549,7 +564,6 @@ size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows
     path[depth] = g;
     owns[depth] = !outer;
   }
-  free(sorted);
   free(group);
   free(on_path);
   free(path);

@@ -43,6 +43,7 @@ typedef struct bar {
   const fl_node_t *node;
   uint64_t t0, t1; /* ns since the chart's start */
   uint64_t weight;
+  uint64_t seq; /* the order bars were made in: by lane, then by time */
 } bar_t;
 
 typedef struct lane {
@@ -55,8 +56,10 @@ typedef struct lane {
 
 typedef struct chart {
   fl_timeline_t *tl;
-  bar_t *bars;
+  bar_t *bars; /* while building, a heap of the longest bars (its root the
+                  shortest kept); then those bars in the order made */
   size_t n, cap;
+  uint64_t made; /* bars made */
   lane_t *lanes;
   size_t n_lanes;
   uint64_t start_ns; /* the timeline's start: time 0 */
@@ -67,9 +70,47 @@ typedef struct chart {
   double height;  /* pixels */
 } chart_t;
 
-static void add_bar(chart_t *c, bar_t b) {
-  c->bars = fl__grow(c->bars, &c->cap, c->n + 1, sizeof *c->bars);
-  c->bars[c->n++] = b;
+/* Whether bar a ranks after bar b, by length, then depth (a bar before
+ * the ones under it, which are never longer), then the order made. */
+static bool ranks_after(const bar_t *a, const bar_t *b) {
+  uint64_t da = a->t1 - a->t0, db = b->t1 - b->t0;
+  if (da != db) return da < db;
+  if (a->depth != b->depth) return a->depth > b->depth;
+  return a->seq > b->seq;
+}
+
+static void sift_down(bar_t *h, size_t n, size_t i) {
+  for (;;) {
+    size_t worst = i, l = 2 * i + 1, r = l + 1;
+    if (l < n && ranks_after(&h[l], &h[worst])) worst = l;
+    if (r < n && ranks_after(&h[r], &h[worst])) worst = r;
+    if (worst == i) return;
+    bar_t t = h[i];
+    h[i] = h[worst];
+    h[worst] = t;
+    i = worst;
+  }
+}
+
+/* A finished bar: kept while it is among the max_bars longest (a heap
+ * whose root ranks last), so that a profile of millions of samples never
+ * holds more. */
+static void finish_bar(chart_t *c, const bar_t *b) {
+  if (c->max_bars == 0) return;
+  if (c->n < c->max_bars) {
+    c->bars = fl__grow(c->bars, &c->cap, c->n + 1, sizeof *c->bars);
+    size_t i = c->n++;
+    c->bars[i] = *b;
+    while (i > 0 && ranks_after(&c->bars[(i - 1) / 2], &c->bars[i])) {
+      bar_t t = c->bars[i];
+      c->bars[i] = c->bars[(i - 1) / 2];
+      c->bars[(i - 1) / 2] = t;
+      i = (i - 1) / 2;
+    }
+  } else if (ranks_after(&c->bars[0], b)) {
+    c->bars[0] = *b;
+    sift_down(c->bars, c->n, 0);
+  }
 }
 
 static bool same_string(const char *a, const char *b) {
@@ -84,13 +125,14 @@ static bool same_function(const fl_frame_t *a, const fl_frame_t *b) {
 }
 
 /* The lane's bars from its spans within the window: open[d] is the bar
- * at depth d still growing, or SIZE_MAX. A bar goes on only while the bar
- * above it does. */
+ * at depth d still growing (its node NULL when there is none). A bar goes
+ * on only while the bar above it does. */
 static void lane_bars(chart_t *c, size_t li, const fl_lane_t *lane, int max_depth,
                       uint64_t tolerance) {
-  size_t *open = fl__xmalloc((size_t)max_depth + 1, sizeof *open);
+  bar_t *open = fl__xcalloc((size_t)max_depth + 1, sizeof *open);
+  /* chain[1..chain_depth]: the last span's node and its ancestors by depth. */
   const fl_node_t **chain = fl__xmalloc((size_t)max_depth + 1, sizeof *chain);
-  for (int d = 0; d <= max_depth; d++) open[d] = SIZE_MAX;
+  int chain_depth = 0;
   for (size_t i = 0; i < lane->n_spans; i++) {
     const fl_span_t *sp = &lane->spans[i];
     uint64_t a = sp->start_ns - c->start_ns, b = sp->end_ns - c->start_ns;
@@ -103,54 +145,58 @@ static void lane_bars(chart_t *c, size_t li, const fl_lane_t *lane, int max_dept
     c->lanes[li].weight += w;
     c->total += w;
     int depth = sp->node->depth;
-    for (const fl_node_t *n = sp->node; n && n->depth > 0; n = n->parent) chain[n->depth] = n;
+    /* Up to the first ancestor the last span's stack shares: consecutive
+     * stacks share their callers. */
+    for (const fl_node_t *n = sp->node; n && n->depth > 0; n = n->parent) {
+      if (n->depth <= chain_depth && chain[n->depth] == n) break;
+      chain[n->depth] = n;
+    }
+    chain_depth = depth;
     bool caller_goes_on = true; /* the bar above goes on (the root's does) */
     for (int d = 1; d <= max_depth; d++) {
+      bar_t *o = &open[d];
       if (d > depth) {
-        open[d] = SIZE_MAX;
+        if (!o->node) break; /* none deeper either */
+        finish_bar(c, o);
+        o->node = NULL;
         continue;
       }
-      bar_t *o = open[d] != SIZE_MAX ? &c->bars[open[d]] : NULL;
-      if (o && caller_goes_on && same_function(&o->node->frame, &chain[d]->frame) &&
+      if (o->node && caller_goes_on && same_function(&o->node->frame, &chain[d]->frame) &&
           a_in <= o->t1 + tolerance) {
         o->t1 = b_in;
         o->weight += w;
       } else {
         caller_goes_on = false;
-        open[d] = c->n;
-        add_bar(
-            c,
-            (bar_t){.lane = li, .depth = d, .node = chain[d], .t0 = a_in, .t1 = b_in, .weight = w});
+        if (o->node) finish_bar(c, o);
+        *o = (bar_t){.lane = li,
+                     .depth = d,
+                     .node = chain[d],
+                     .t0 = a_in,
+                     .t1 = b_in,
+                     .weight = w,
+                     .seq = c->made++};
       }
     }
-    if (depth > c->lanes[li].depth) c->lanes[li].depth = depth;
   }
+  for (int d = 1; d <= max_depth; d++)
+    if (open[d].node) finish_bar(c, &open[d]);
   free(open);
   free(chain);
 }
 
-static int cmp_duration(const void *pa, const void *pb) {
-  const bar_t *a = *(const bar_t *const *)pa, *b = *(const bar_t *const *)pb;
-  uint64_t da = a->t1 - a->t0, db = b->t1 - b->t0;
-  if (da != db) return da > db ? -1 : 1;
-  return (a->depth > b->depth) - (a->depth < b->depth);
+static int cmp_seq(const void *pa, const void *pb) {
+  const bar_t *a = pa, *b = pb;
+  return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
-/* Keeps the max longest bars, in their order. */
-static void keep_longest(chart_t *c, size_t max) {
-  if (c->n <= max) return;
-  const bar_t **by = fl__xmalloc(c->n, sizeof *by);
-  for (size_t i = 0; i < c->n; i++) by[i] = &c->bars[i];
-  qsort(by, c->n, sizeof *by, cmp_duration);
-  bool *keep = fl__xcalloc(c->n, sizeof *keep);
-  for (size_t i = 0; i < max; i++) keep[by[i] - c->bars] = true;
-  size_t k = 0;
-  for (size_t i = 0; i < c->n; i++)
-    if (keep[i]) c->bars[k++] = c->bars[i];
-  c->dropped = c->n - k;
-  c->n = k;
-  free(by);
-  free(keep);
+/* The bars kept, in the order made; each lane as deep as its deepest. */
+static void bars_in_order(chart_t *c) {
+  if (c->n) qsort(c->bars, c->n, sizeof *c->bars, cmp_seq);
+  c->dropped = (size_t)(c->made - c->n);
+  for (size_t i = 0; i < c->n; i++) {
+    lane_t *l = &c->lanes[c->bars[i].lane];
+    if (c->bars[i].depth > l->depth) l->depth = c->bars[i].depth;
+  }
 }
 
 static void chart_free(chart_t *c) {
@@ -177,6 +223,7 @@ static int chart_build(chart_t *c, const fl_tree_t *t, const fl_view_opts_t *v, 
     chart_free(c);
     return -1;
   }
+  c->max_bars = max_bars;
   c->n_lanes = fl_timeline_n_lanes(c->tl);
   c->lanes = fl__xcalloc(c->n_lanes ? c->n_lanes : 1, sizeof *c->lanes);
   const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
@@ -187,8 +234,7 @@ static int chart_build(chart_t *c, const fl_tree_t *t, const fl_view_opts_t *v, 
     c->lanes[i].name = lane->name;
     lane_bars(c, i, lane, max_depth, info->interval_ns);
   }
-  keep_longest(c, max_bars);
-  c->max_bars = max_bars;
+  bars_in_order(c);
   double y = 0;
   for (size_t i = 0; i < c->n_lanes; i++) {
     c->lanes[i].top = y;

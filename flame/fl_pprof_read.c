@@ -57,13 +57,49 @@
 #include "fl__io.h"
 #include "fl__pprof.h"
 
+/* protobuf-c's memory for one message: it unpacks a profile into millions
+ * of small allocations (each sample, its labels, their arrays), which cost
+ * as much as the rest of the reading when each is a malloc and a free. So
+ * they are carved from blocks, and the blocks freed together (arena_free);
+ * protobuf-c's free is a no-op and its free_unpacked is not called. */
+#define ARENA_BLOCK (1u << 20)
+
+typedef struct arena {
+  char *at, *end; /* the free part of the current block */
+  void **blocks;  /* every block, and every allocation too large for one */
+  size_t n_blocks, cap;
+} arena_t;
+
+static void *arena_keep(arena_t *a, size_t size) {
+  void *p = fl__xmalloc(1, size);
+  a->blocks = fl__grow(a->blocks, &a->cap, a->n_blocks + 1, sizeof *a->blocks);
+  a->blocks[a->n_blocks++] = p;
+  return p;
+}
+
 static void *pb_alloc(void *data, size_t size) {
-  return fl__xmalloc(1, size);
+  arena_t *a = data;
+  size = (size + 15) & ~(size_t)15; /* malloc's alignment */
+  if (size > ARENA_BLOCK / 8) return arena_keep(a, size);
+  if ((size_t)(a->end - a->at) < size) {
+    a->at = arena_keep(a, ARENA_BLOCK);
+    a->end = a->at + ARENA_BLOCK;
+  }
+  void *p = a->at;
+  a->at += size;
+  return p;
 }
+
 static void pb_free(void *data, void *p) {
-  free(p);
+  (void)data;
+  (void)p;
 }
-static ProtobufCAllocator pb_allocator = {.alloc = pb_alloc, .free = pb_free};
+
+static void arena_free(arena_t *a) {
+  for (size_t i = 0; i < a->n_blocks; i++) free(a->blocks[i]);
+  free(a->blocks);
+  *a = (arena_t){0};
+}
 
 /* ---- ids ----
  *
@@ -477,9 +513,11 @@ int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char 
   fl__buf_t text = {0};
   int rc = -1;
   *out = NULL;
-  pb_profile_t *pb =
-      perftools__profiles__profile__unpack(&pb_allocator, len, (const uint8_t *)data);
+  arena_t arena = {0};
+  ProtobufCAllocator allocator = {.alloc = pb_alloc, .free = pb_free, .allocator_data = &arena};
+  pb_profile_t *pb = perftools__profiles__profile__unpack(&allocator, len, (const uint8_t *)data);
   if (!pb) {
+    arena_free(&arena);
     fl__io_fail_as(err, FL_IO_ERR_NOT_FORMAT, name, 0,
                    "%s is %snot a pprof profile: %s bytes are not a valid profile.proto message "
                    "(truncated, or another format)",
@@ -520,6 +558,6 @@ done:
   free(r.loc_off);
   free(r.loc_frames);
   fl__buf_free(&text);
-  perftools__profiles__profile__free_unpacked(pb, &pb_allocator);
+  arena_free(&arena); /* pb with it */
   return rc;
 }
