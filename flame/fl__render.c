@@ -59,7 +59,8 @@ void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l
  * kind's swatch in the legend, and neighbours still differ. Cell and
  * program code are orange (flamegraph.pl's "hot" palette is red to yellow;
  * its middle), system libraries blue, the allocator violet, the kernel
- * green, other code khaki; the root is grey, and does not vary. Light
+ * green, other code khaki, waits (off-CPU) slate; the root is grey, and
+ * does not vary. Light
  * enough for black labels, and bright enough on a dark background. */
 #define KIND_SPREAD 40
 
@@ -74,12 +75,14 @@ static const struct kind_style {
     [FL__KIND_ALLOC] = {"allocator", "#c393ed", true},
     [FL__KIND_KERNEL] = {"kernel", "#82cf78", true},
     [FL__KIND_OTHER] = {"other code", "#c5c5ac", true},
+    [FL__KIND_OFFCPU] = {"off-CPU (waiting)", "#9aa8c4", true},
     [FL__KIND_ROOT] = {"root", "#b0b0b0", false},
 };
 
 fl__kind_t fl__kind_of(const fl_node_t *n) {
   uint32_t f = n->frame.flags;
   if (n->depth == 0 || (f & FL_FRAME_ROOT)) return FL__KIND_ROOT;
+  if (f & FL_FRAME_OFFCPU) return FL__KIND_OFFCPU;
   if (f & FL_FRAME_ALLOC) return FL__KIND_ALLOC;
   if (f & FL_FRAME_KERNEL) return FL__KIND_KERNEL;
   if (f & FL_FRAME_SYSTEM) return FL__KIND_SYSTEM;

@@ -86,6 +86,7 @@ typedef enum fl__kind {
   FL__KIND_ALLOC,
   FL__KIND_KERNEL,
   FL__KIND_OTHER,
+  FL__KIND_OFFCPU, /* a wait (FL_FRAME_OFFCPU) */
   FL__KIND_ROOT,
   FL__N_KINDS
 } fl__kind_t;

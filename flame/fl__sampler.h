@@ -43,6 +43,7 @@ typedef struct slot {
   int used;    /* registered (fl__sampler_lock) */
   int armed;   /* atomic: the timer runs; the handler may record */
   int busy;    /* atomic: the handler runs on the thread */
+  int in_wait; /* atomic: fl_sampler_wait_done writes a record */
   int warming; /* the handler unwinds but records nothing */
   pid_t tid;
   clockid_t cpu_clock; /* the thread's CPU clock (pthread_getcpuclockid) */
@@ -66,6 +67,9 @@ typedef struct slot {
   uint64_t *last_rec;  /* this run's last record of the thread, or NULL */
   int sampled;         /* a record of the thread since its name was last recorded */
   uint64_t rng;        /* xorshift64* state for the jitter */
+  /* Off-CPU time carried to the thread's next wait record: only the thread
+   * itself, in fl_sampler_wait_done, never the handler. */
+  int64_t wait_carry_ns;
   void *pcs[FL_SAMPLER_MAX_DEPTH + HANDLER_FRAMES];
 } slot_t;
 
@@ -82,6 +86,8 @@ typedef struct {
   int kind;            /* the kind this run uses (the first thread's) */
   int mode;            /* fl_sampler_mode_t of this run */
   int next_mode;       /* ... of the next run (fl_sampler_set_mode) */
+  int waits;           /* atomic: this run records waits (FL_SAMPLER_CLOCK_WALL) */
+  int next_clock;      /* fl_sampler_clock_t of the next run (fl_sampler_set_clock) */
   bool trap_allowed;   /* sigtrap as task work (probed: fl__sampler_trap_works) */
   bool trap_user_only; /* exclude_kernel was needed (perf_event_paranoid) */
   uint64_t samples_at_start;

@@ -132,6 +132,9 @@ typedef struct conv {
   size_t max;                          /* room in both */
   uint32_t root, incomplete, too_deep; /* frame ids, once made */
   bool have_incomplete, have_too_deep;
+  /* A wait's two leaf frames, its call and "[off-CPU: reason]", by wait:
+   * ids + 1, 0 until made. */
+  uint32_t wait_frames[FL_SAMPLER_N_WAITS][2];
   pc_seen_t *seen;
   size_t n_seen, cap_seen;
   fl__index_t seen_index;
@@ -173,7 +176,8 @@ static void conv_begin(conv_t *c, fl_profile_t *prof, fl_symbolizer_t *sym,
   c->opts = opts;
   c->max = depth_limit * 4;
   c->leaf_first = fl__xmalloc(c->max, sizeof *c->leaf_first);
-  c->stack = fl__xmalloc(c->max + 3, sizeof *c->stack); /* root, why, frames, leaf */
+  /* root, why, frames, and a leaf (a wait's: two) */
+  c->stack = fl__xmalloc(c->max + 4, sizeof *c->stack);
   if (opts->root) c->root = fl_profile_frame_id(prof, opts->root);
 }
 
@@ -240,8 +244,26 @@ static uint32_t marker_frame(conv_t *c, const char *func, uint32_t *id, bool *ha
   return *id;
 }
 
+/* A wait record's leaf frames at the end of stack (m frames long): the
+ * call it waited in ("nanosleep", a system library's) and what it waited
+ * for ("[off-CPU: sleep]"). Returns the new length. */
+static size_t add_wait(conv_t *c, unsigned wait, uint32_t *stack, size_t m) {
+  uint32_t *ids = c->wait_frames[wait];
+  if (!ids[0]) {
+    char what[64];
+    snprintf(what, sizeof what, "[off-CPU: %s]", fl_sampler_wait_reason(wait));
+    fl_frame_t call = {.func = fl_sampler_wait_call(wait), .flags = FL_FRAME_SYSTEM};
+    fl_frame_t off = {.func = what, .flags = FL_FRAME_OFFCPU};
+    ids[0] = fl_profile_frame_id(c->prof, &call) + 1;
+    ids[1] = fl_profile_frame_id(c->prof, &off) + 1;
+  }
+  stack[m++] = ids[0] - 1;
+  stack[m++] = ids[1] - 1;
+  return m;
+}
+
 /* A record's stack, root first, into c->stack; returns its length (room
- * for one more frame at the end). leaf_is_return: the first address too
+ * for two more frames at the end). leaf_is_return: the first address too
  * is a return address. */
 static size_t record_stack(conv_t *c, const uint64_t *pcs, size_t n_pcs, size_t depth_limit,
                            bool leaf_is_return) {
@@ -300,7 +322,8 @@ int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf
       c.names[c.n_names++] = rec;
       continue;
     }
-    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, FL_SAMPLER_MAX_DEPTH, false);
+    size_t m = record_stack(&c, rec.pcs, rec.n_pcs, FL_SAMPLER_MAX_DEPTH, rec.wait != 0);
+    if (rec.wait) m = add_wait(&c, rec.wait, c.stack, m);
     fl_profile_add_sample_at(prof, c.stack, m, rec.weight ? rec.weight : 1, 0,
                              thread_index(&c, rec.tid), rec.time_ns);
   }
@@ -313,6 +336,9 @@ int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf
   const fl_sampler_header_t *h = buf;
   fl_profile_info_t *info = fl_profile_info(prof);
   if (!info->interval_ns) info->interval_ns = h->interval_ns;
+  /* What the run measured: a wall-clock run's waits are in the records. */
+  if (h->clock == FL_SAMPLER_CLOCK_WALL && info->kind == FL_PROFILE_CPU)
+    info->kind = FL_PROFILE_WALL;
   info->dropped += h->dropped;
   return 0;
 }

@@ -423,6 +423,33 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **out) {
+  int *threads;
+  size_t n = fl_profile_threads(p, &threads);
+  fl_thread_weights_t *w = n ? fl__xcalloc(n, sizeof *w) : NULL;
+  for (size_t i = 0; i < n; i++) w[i].thread = threads[i];
+  free(threads);
+  for (size_t i = 0; i < p->n_samples; i++) {
+    const sample_rec_t *s = &p->samples[i];
+    const stack_rec_t *st = &p->stacks[s->stack];
+    bool off = st->len && (p->frames[p->ids[st->off + st->len - 1]].flags & FL_FRAME_OFFCPU);
+    size_t lo = 0, hi = n; /* the thread, by bisection */
+    while (hi - lo > 1) {
+      size_t mid = (lo + hi) / 2;
+      if (w[mid].thread <= s->thread)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    if (off)
+      w[lo].off += s->weight;
+    else
+      w[lo].on += s->weight;
+  }
+  *out = w;
+  return n;
+}
+
 size_t fl_profile_threads(const fl_profile_t *p, int **threads) {
   int *t = fl__xcalloc(p->n_samples, sizeof *t);
   size_t n = 0;

@@ -120,6 +120,10 @@ pthread_mutex_t fl__sampler_lock = PTHREAD_MUTEX_INITIALIZER;
 __thread int fl__sampler_tls_slot __attribute__((tls_model("initial-exec")));
 /* Set while the handler unwinds: dl_iterate_phdr takes the lock-free path. */
 static __thread int tls_unwinding __attribute__((tls_model("initial-exec")));
+/* Set while fl_sampler_wait_done unwinds (outside the handler): a sample
+ * that comes then records only the interrupted instruction, as one inside
+ * libunwind does, since libunwind's per-thread caches may be changing. */
+static __thread int tls_wait_unwinding __attribute__((tls_model("initial-exec")));
 
 typedef int (*iterate_phdr_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
 static iterate_phdr_fn real_dl_iterate_phdr;
@@ -228,7 +232,7 @@ __asm__(
 static inline __attribute__((always_inline)) size_t unwind(slot_t *sl, ucontext_t *uc) {
   uintptr_t rip = fl__context_pc(uc);
   void **pcs = sl->pcs;
-  if (rip >= fl__sampler.unwind_lo && rip < fl__sampler.unwind_hi) {
+  if ((rip >= fl__sampler.unwind_lo && rip < fl__sampler.unwind_hi) || tls_wait_unwinding) {
     pcs[0] = (void *)rip;
     return 1;
   }
@@ -273,6 +277,22 @@ static inline __attribute__((always_inline)) size_t unwind(slot_t *sl, ucontext_
   }
   tls_unwinding = 0;
   return out;
+}
+
+/* Reserves need words of the buffer for a record (a compare-and-swap, so
+ * that used_words never passes the capacity). NULL when they do not fit:
+ * the buffer is full, and the record counts as dropped. */
+static inline __attribute__((always_inline)) uint64_t *reserve(uint64_t need) {
+  uint64_t pos = __atomic_load_n(&fl__sampler.hdr->used_words, __ATOMIC_RELAXED);
+  do {
+    if (pos + need > fl__sampler.capacity) {
+      __atomic_store_n(&fl__sampler.full, 1, __ATOMIC_RELAXED);
+      __atomic_fetch_add(&fl__sampler.hdr->dropped, 1, __ATOMIC_RELAXED);
+      return NULL;
+    }
+  } while (!__atomic_compare_exchange_n(&fl__sampler.hdr->used_words, &pos, pos + need, true,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return fl__sampler.words + pos;
 }
 
 /* Turns the calling thread's timer off from its handler (buffer full). A
@@ -408,17 +428,11 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
   }
   uint64_t need = FL_SAMPLER_RECORD_WORDS + n;
   int64_t taken_ns = fl__clock_ns(CLOCK_MONOTONIC); /* the vDSO's: no system call */
-  uint64_t pos = __atomic_load_n(&fl__sampler.hdr->used_words, __ATOMIC_RELAXED);
-  do {
-    if (pos + need > fl__sampler.capacity) {
-      __atomic_store_n(&fl__sampler.full, 1, __ATOMIC_RELAXED);
-      __atomic_fetch_add(&fl__sampler.hdr->dropped, 1, __ATOMIC_RELAXED);
-      stop_own_timer(sl);
-      goto done;
-    }
-  } while (!__atomic_compare_exchange_n(&fl__sampler.hdr->used_words, &pos, pos + need, true,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-  uint64_t *rec = fl__sampler.words + pos;
+  uint64_t *rec = reserve(need);
+  if (!rec) {
+    stop_own_timer(sl);
+    goto done;
+  }
   sl->last_rec = rec;
   sl->sampled = 1;
   rec[1] = (uint64_t)weight;
@@ -441,3 +455,80 @@ out:
 }
 
 void (*const fl__sampler_handler)(int, siginfo_t *, void *) = sample_handler;
+
+/* ---- waits (clock wall) ---- */
+
+bool fl_sampler_waits_on(void) {
+  int s = fl__sampler_tls_slot - 1;
+  return s >= 0 && __atomic_load_n(&fl__sampler.waits, __ATOMIC_RELAXED) &&
+         __atomic_load_n(&fl__sampler_slots[s].armed, __ATOMIC_RELAXED) &&
+         !__atomic_load_n(&fl__sampler_slots[s].busy, __ATOMIC_RELAXED);
+}
+
+/* Not inlined, so that its frame and the wrapper's are the two the stack
+ * leaves out. */
+__attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0_ns,
+                                                    int64_t cpu0_ns) {
+  int saved_errno = errno;
+  int64_t wall = fl__clock_ns(CLOCK_MONOTONIC) - wall0_ns;
+  bool waited = wall >= FL_SAMPLER_WAIT_MIN_NS;
+  int s = fl__sampler_tls_slot - 1;
+  if (!waited || s < 0 || wait == 0 || wait >= FL_SAMPLER_N_WAITS) goto out;
+  int64_t cpu = cpu0_ns >= 0 ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0_ns : 0;
+  slot_t *sl = &fl__sampler_slots[s];
+  /* Dekker-style with fl__sampler_disarm, as the handler's busy: a run
+   * that stops waits for this record to be whole. */
+  __atomic_store_n(&sl->in_wait, 1, __ATOMIC_SEQ_CST);
+  if (!__atomic_load_n(&sl->armed, __ATOMIC_SEQ_CST) ||
+      __atomic_load_n(&fl__sampler.full, __ATOMIC_RELAXED))
+    goto done;
+  /* Off-CPU: the call's wall time less the CPU time the thread spent in it
+   * (that time is the CPU samples'), in intervals as a CPU record's
+   * weight, the remainder carried on: a short wait adds to the carry, and
+   * the wait that takes it past half an interval is recorded. */
+  int64_t iv = (int64_t)fl__sampler.interval_ns, off = wall - cpu;
+  if (off < 0) off = 0;
+  int64_t acc = sl->wait_carry_ns + off, weight = (acc + iv / 2) / iv;
+  if (weight <= 0) {
+    sl->wait_carry_ns = acc;
+    goto done;
+  }
+  sl->wait_carry_ns = acc - weight * iv;
+  void *pcs[FL_SAMPLER_MAX_DEPTH + 2];
+  tls_wait_unwinding = 1;
+  int n = unw_backtrace(pcs, FL_SAMPLER_MAX_DEPTH + 2);
+  tls_wait_unwinding = 0;
+  /* pcs: this function, then the wrapper (its return address here, or
+   * that less 1, as libunwind's fast trace stores them), then the
+   * wrapper's caller: the stack starts there. */
+  uintptr_t ret = (uintptr_t)__builtin_return_address(0);
+  int start = -1;
+  uintptr_t adjust = 0;
+  for (int i = 0; i < n && i < 4; i++) {
+    if ((uintptr_t)pcs[i] == ret || (uintptr_t)pcs[i] == ret - 1) {
+      start = i + 1;
+      adjust = (uintptr_t)pcs[i] == ret - 1;
+      break;
+    }
+  }
+  if (start < 0 || start >= n) goto done;
+  uint64_t m = (uint64_t)(n - start);
+  if (m > FL_SAMPLER_MAX_DEPTH) m = FL_SAMPLER_MAX_DEPTH;
+  uint64_t *rec = reserve(FL_SAMPLER_RECORD_WORDS + m);
+  if (!rec) goto done;
+  rec[1] = (uint64_t)weight;
+  rec[2] = (uint64_t)off;
+  rec[3] = fl__sampler.tag;
+  rec[4] = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
+  for (uint64_t k = 0; k < m; k++)
+    rec[FL_SAMPLER_RECORD_WORDS + k] = (uint64_t)(uintptr_t)pcs[start + k] + adjust;
+  /* Word 0 last: a reader that sees it sees the whole record. */
+  __atomic_store_n(&rec[0], (uint64_t)wait << 48 | m << 32 | (uint32_t)sl->tid, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&fl__sampler.hdr->samples, 1, __ATOMIC_RELAXED);
+  sl->sampled = 1;
+done:
+  __atomic_store_n(&sl->in_wait, 0, __ATOMIC_SEQ_CST);
+out:
+  errno = saved_errno;
+  return waited;
+}

@@ -191,6 +191,8 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   fl__sampler.interval_ns = interval_ns;
   fl__sampler.tag = tag;
   fl__sampler.mode = fl__sampler.next_mode;
+  fl__sampler.hdr->clock = (uint64_t)fl__sampler.next_clock;
+  for (int s = 0; s < fl__sampler_slots_used_below; s++) fl__sampler_slots[s].wait_carry_ns = 0;
   fl__sampler.full = 0;
   fl__sampler.samples_at_start = fl__sampler.hdr->samples;
   fl__sampler.hdr->interval_ns = interval_ns;
@@ -200,6 +202,8 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
                      : !strcmp(want, "perf-async") ? KIND_PERF_ASYNC
                                                    : KIND_PERF_TRAP;
   __atomic_store_n(&fl__sampler.running, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&fl__sampler.waits, fl__sampler.next_clock == FL_SAMPLER_CLOCK_WALL,
+                   __ATOMIC_SEQ_CST);
   int armed = 0, first_err = 0;
   pid_t pid = getpid();
   for (int s = 0; s < fl__sampler_slots_used_below; s++) {
@@ -230,6 +234,12 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   return 0;
 }
 
+void fl_sampler_set_clock(fl_sampler_clock_t clock) {
+  pthread_mutex_lock(&fl__sampler_lock);
+  fl__sampler.next_clock = clock;
+  pthread_mutex_unlock(&fl__sampler_lock);
+}
+
 void fl_sampler_set_mode(fl_sampler_mode_t mode) {
   pthread_mutex_lock(&fl__sampler_lock);
   fl__sampler.next_mode = mode;
@@ -245,6 +255,7 @@ uint64_t fl_sampler_stop(void) {
   if (sigaction(PROF_SIGNAL, NULL, &cur) == 0 && cur.sa_sigaction != fl__sampler_handler)
     fl__sampler.replaced |= 1u << 1;
   pthread_mutex_lock(&fl__sampler_lock);
+  __atomic_store_n(&fl__sampler.waits, 0, __ATOMIC_SEQ_CST);
   bool was_running = __atomic_load_n(&fl__sampler.running, __ATOMIC_SEQ_CST);
   for (int s = 0; s < fl__sampler_slots_used_below; s++)
     if (fl__sampler_slots[s].used) fl__sampler_disarm(&fl__sampler_slots[s]);

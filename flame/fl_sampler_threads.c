@@ -174,6 +174,7 @@ static void after_fork_child(void) {
     sl->has_timer = false;
     sl->armed = 0;
     sl->busy = 0;
+    sl->in_wait = 0;
     sl->sampled = 0; /* the parent's samples, not the child's */
     if (s == own) {
       sl->tid = current_tid();
@@ -184,6 +185,7 @@ static void after_fork_child(void) {
     }
   }
   fl__sampler.running = 0;
+  fl__sampler.waits = 0;
   pthread_mutex_init(&fl__sampler_lock, NULL);
 }
 

@@ -199,7 +199,9 @@ void fl__sampler_disarm(slot_t *sl) {
   bool ours = own_event(sl, sl->perf_fd);
   if (ours) ioctl(sl->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
   if (sl->has_timer) timer_set_once(sl->timer, 0);
-  while (__atomic_load_n(&sl->busy, __ATOMIC_SEQ_CST)) sched_yield();
+  while (__atomic_load_n(&sl->busy, __ATOMIC_SEQ_CST) ||
+         __atomic_load_n(&sl->in_wait, __ATOMIC_SEQ_CST))
+    sched_yield();
   bool closed = was_armed && sl->perf_fd >= 0 && !ours && !sl->perf_map;
   bool blocked =
       was_armed && (sl->was_blocked || thread_blocks(sl->tid, sampling_signal(sl->kind)));

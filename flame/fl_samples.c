@@ -7,6 +7,22 @@
 
 #include "cflame/fl_sampler.h"
 
+static const struct {
+  const char *call, *reason;
+} waits[] = {{NULL, NULL},
+#define WAIT_ROW(call, reason) {#call, reason},
+             FL_SAMPLER_WAIT_CALLS(WAIT_ROW)
+#undef WAIT_ROW
+};
+
+const char *fl_sampler_wait_call(unsigned wait) {
+  return wait < FL_SAMPLER_N_WAITS ? waits[wait].call : NULL;
+}
+
+const char *fl_sampler_wait_reason(unsigned wait) {
+  return wait < FL_SAMPLER_N_WAITS ? waits[wait].reason : NULL;
+}
+
 size_t fl_sampler_buffer_bytes(size_t n_words) {
   return (FL_SAMPLER_HEADER_WORDS + n_words) * sizeof(uint64_t);
 }
@@ -27,6 +43,12 @@ int fl_sampler_next_any(const void *buf, size_t bytes, size_t *pos, fl_sampler_r
   uint64_t w0 = __atomic_load_n(&words[p], __ATOMIC_ACQUIRE);
   if (w0 == 0) return 0; /* reserved, never filled */
   uint64_t n = w0 >> 32;
+  rec->wait = 0;
+  if (n != FL_SAMPLER_NAME_RECORD) {
+    rec->wait = (unsigned)(n >> 16);
+    n &= 0xffff;
+    if (rec->wait >= FL_SAMPLER_N_WAITS) return -1;
+  }
   rec->tid = (int)(uint32_t)w0;
   rec->tag = words[p + 3];
   rec->time_ns = words[p + 4];

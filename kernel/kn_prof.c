@@ -550,10 +550,24 @@ char *kn_prof_summary(const fl_profile_t *prof) {
                    info->source);
     return fl__buf_take(&sb);
   }
-  fl__buf_printf(&sb, "%s every %s of CPU represent%s %.3f s of CPU", weight, interval,
-                 info->total_weight == 1 ? "s" : "", represented);
+  bool wall = kind->measure == FL_PROFILE_WALL;
+  fl_thread_weights_t *threads = NULL;
+  size_t n_threads = wall ? fl_profile_thread_weights(prof, &threads) : 0;
+  if (wall) {
+    uint64_t on = 0, off = 0;
+    for (size_t i = 0; i < n_threads; i++) on += threads[i].on, off += threads[i].off;
+    double iv = (double)info->interval_ns / 1e9;
+    fl__buf_printf(&sb,
+                   "%s every %s of wall time represent%s %.3f s: %.3f s running (on-CPU), "
+                   "%.3f s waiting (off-CPU)",
+                   weight, interval, info->total_weight == 1 ? "s" : "", represented,
+                   (double)on * iv, (double)off * iv);
+  } else {
+    fl__buf_printf(&sb, "%s every %s of CPU represent%s %.3f s of CPU", weight, interval,
+                   info->total_weight == 1 ? "s" : "", represented);
+  }
   fl__buf_printf(&sb, ", from %s recorded", stacks);
-  if (info->cpu_seconds > 0)
+  if (info->cpu_seconds > 0 && !wall)
     fl__buf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
   /* A profile read from a file may know only how long the run lasted
    * (pprof's duration): say what is known, never "0.000 s CPU". */
@@ -564,6 +578,16 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     fl__buf_printf(&sb, "; the run used %.3f s CPU", info->cpu_seconds);
   else if (info->wall_seconds > 0)
     fl__buf_printf(&sb, "; the run lasted %.3f s", info->wall_seconds);
+  /* Each thread's part: what a wall-clock profile is read for. */
+  for (size_t i = 0; i < n_threads; i++) {
+    const fl_thread_weights_t *t = &threads[i];
+    const char *name = fl_profile_thread_name(prof, t->thread);
+    double iv = (double)info->interval_ns / 1e9;
+    fl__buf_printf(&sb, "%s thread %d%s%s%s: %.3f s running, %.3f s waiting", i ? ";" : "; by",
+                   t->thread, name ? " (" : "", name ? name : "", name ? ")" : "",
+                   (double)t->on * iv, (double)t->off * iv);
+  }
+  free(threads);
   if (info->dropped)
     fl__buf_printf(&sb,
                    "; the sample buffer filled up and sampling stopped early, so the graph "

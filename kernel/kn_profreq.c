@@ -20,6 +20,10 @@ static const kn_optspec_t sampling_options[] = {
      .groups = KN_OPTS_SAMPLING},
     {"n", FL_OPT_INT, NULL, 1000, 1e9, "sample buffer size in frames", .def = "1000000",
      .groups = KN_OPTS_SAMPLING},
+    {"clock", FL_OPT_ENUM, "cpu|wall", 1, 0,
+     "what a sample is: an interval of CPU time, or of wall time, where the time a thread "
+     "waits (sleep, read, a lock) is off-CPU",
+     .def = "cpu", .groups = KN_OPTS_CLOCK},
 };
 static const kn_optspec_t kernel_options[] = {
     {"sample_rate", FL_OPT_DOUBLE, NULL, 1e-6, 1,
@@ -168,7 +172,21 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
     allocs = v->b;
     req->kind_set = true;
   }
-  req->kind = allocs ? fl_kind_alloc(count, live) : FL_PROFILE_CPU;
+  bool wall = false;
+  if ((v = kn_opts_get(&o, "clock")) && v->set) {
+    wall = !strcmp(v->s, "wall");
+    req->kind_set = true;
+    if (wall && allocs) {
+      snprintf(err, err_size,
+               "%%%s: clock=wall samples time, and the allocation options record "
+               "allocations: a profile is one of them; drop clock=wall, or the allocation "
+               "options",
+               magic);
+      kn_opts_free(&o);
+      return -1;
+    }
+  }
+  req->kind = allocs ? fl_kind_alloc(count, live) : wall ? FL_PROFILE_WALL : FL_PROFILE_CPU;
   req->positional = fl__xcalloc(o.n_positional + 1, sizeof *req->positional);
   for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = fl__xstrdup(o.positional[i]);
   kn_opts_free(&o);
@@ -184,12 +202,14 @@ fl_profile_kind_t kn_profreq_kind(const kn_profreq_t *req, fl_profile_kind_t dfl
                        req->live_set ? want->live : d->allocs && d->live);
 }
 
-const char *kn_profreq_kind_words(fl_profile_kind_t kind) {
+const char *kn_profreq_kind_words(fl_profile_kind_t kind, fl_profile_kind_t other) {
   static const char *const words[FL_PROFILE_N_KINDS] = {
-      [FL_PROFILE_CPU] = "allocs=false",        [FL_PROFILE_ALLOC_BYTES] = "allocs=true",
-      [FL_PROFILE_ALLOC_COUNT] = "allocs=true", [FL_PROFILE_LIVE_BYTES] = "allocs=true",
-      [FL_PROFILE_LIVE_COUNT] = "allocs=true",
+      [FL_PROFILE_CPU] = "allocs=false",        [FL_PROFILE_WALL] = "clock=wall",
+      [FL_PROFILE_ALLOC_BYTES] = "allocs=true", [FL_PROFILE_ALLOC_COUNT] = "allocs=true",
+      [FL_PROFILE_LIVE_BYTES] = "allocs=true",  [FL_PROFILE_LIVE_COUNT] = "allocs=true",
   };
+  /* Against another time profile, CPU time is the clock's choice. */
+  if (kind == FL_PROFILE_CPU && fl_kind(other)->time) return "clock=cpu";
   return words[kind] ? words[kind] : fl_kind(kind)->name;
 }
 

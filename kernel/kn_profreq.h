@@ -21,8 +21,9 @@
 /* Which option groups a magic takes: the drawing options of the flame
  * library's table (fl_options.h), and the kernel's own (bits 16 and up). */
 enum {
-  KN_OPTS_SAMPLING = 1 << 16,                            /* delay, n */
-  KN_OPTS_PROFILER = KN_OPTS_SAMPLING | FL_OPTS_THREADS, /* delay, n, threads */
+  KN_OPTS_SAMPLING = 1 << 16, /* delay, n */
+  KN_OPTS_CLOCK = 1 << 20,     /* clock (what a run samples, not a session setting) */
+  KN_OPTS_PROFILER = KN_OPTS_SAMPLING | KN_OPTS_CLOCK | FL_OPTS_THREADS, /* delay, n, clock, threads */
   KN_OPTS_TREE = FL_OPTS_TREE, /* threads, C, combine, lines, recur, pruned, filter, minwidth */
   KN_OPTS_VIEW = FL_OPTS_VIEW, /* width, height, title, icicle, theme */
   KN_OPTS_PRINT = FL_OPTS_PRINT | FL_OPTS_TEXT, /* format, maxdepth, mincount, cols */
@@ -73,9 +74,11 @@ void kn_profreq_free(kn_profreq_t *req);
  * sample_rate=, weight= and live= choose an allocation kind, and what of
  * weight= and live= is not written comes from dflt. */
 fl_profile_kind_t kn_profreq_kind(const kn_profreq_t *req, fl_profile_kind_t dflt);
-/* The option words that choose kind's family, for messages: "allocs=true"
- * for an allocation profile, "allocs=false" for a CPU one. Static. */
-const char *kn_profreq_kind_words(fl_profile_kind_t kind);
+/* The option words that choose kind rather than other, for messages:
+ * "allocs=true" for an allocation profile, "clock=wall" for a wall-clock
+ * one, "allocs=false" for a CPU one ("clock=cpu" against another profile
+ * of time). Static. */
+const char *kn_profreq_kind_words(fl_profile_kind_t kind, fl_profile_kind_t other);
 
 /* Parses args of magic against the options of groups alone (kn_opts_parse
  * with those specs), for a line magic that reads its options itself.

@@ -83,9 +83,9 @@ static json_t *sampler_request(kn_prof_t *kp, const kn_exec_t *e, char *err, siz
   const kn_profreq_t *r = &e->profreq;
   int made = kn_prof_prepare(kp, r->n_words, err, err_size);
   if (made < 0) return NULL;
-  return json_pack("{s:I, s:s, s:I, s:i, s:b}", "interval_ns", (json_int_t)r->delay_ns, "file",
-                   kn_prof_buffer_path(kp), "words", (json_int_t)r->n_words, "tag", e->cell,
-                   "zeroed", made);
+  return json_pack("{s:I, s:s, s:I, s:i, s:b, s:s}", "interval_ns", (json_int_t)r->delay_ns,
+                   "file", kn_prof_buffer_path(kp), "words", (json_int_t)r->n_words, "tag",
+                   e->cell, "zeroed", made, "clock", r->kind == FL_PROFILE_WALL ? "wall" : "cpu");
 }
 
 static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, const char *maps_text,
@@ -204,7 +204,8 @@ static const collector_t recorder = {"allocs",         "the allocation profile",
 /* The collector of each kind of samples the kernel can take; NULL: none
  * (kinds only read from files). */
 static const collector_t *const collectors[FL_PROFILE_N_KINDS] = {
-    [FL_PROFILE_CPU] = &sampler,          [FL_PROFILE_ALLOC_BYTES] = &recorder,
+    [FL_PROFILE_CPU] = &sampler,          [FL_PROFILE_WALL] = &sampler,
+    [FL_PROFILE_ALLOC_BYTES] = &recorder,
     [FL_PROFILE_ALLOC_COUNT] = &recorder, [FL_PROFILE_LIVE_BYTES] = &recorder,
     [FL_PROFILE_LIVE_COUNT] = &recorder,
 };

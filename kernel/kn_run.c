@@ -198,12 +198,12 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_
     /* %%profbase's words for this kind: none for the kind it takes plain. */
     bool plain = r->kind == kn_magic_find("profbase")->kind;
     snprintf(err, err_size,
-             "%%%s %s: baseline %s is %s, and this would be %s: a CPU profile cannot be "
-             "compared with an allocation profile. Profile the same way as the baseline "
-             "(%s), or take another baseline with %%%%profbase NAME%s%s",
+             "%%%s %s: baseline %s is %s, and this would be %s: profiles of different "
+             "kinds (%s against %s) cannot be compared. Profile the same way as the "
+             "baseline (%s), or take another baseline with %%%%profbase NAME%s%s",
              magic, r->baseline, r->baseline, fl_kind(bi->kind)->profile, kind->profile,
-             kn_profreq_kind_words(bi->kind), plain ? "" : " ",
-             plain ? "" : kn_profreq_kind_words(r->kind));
+             kind->label, fl_kind(bi->kind)->label, kn_profreq_kind_words(bi->kind, r->kind),
+             plain ? "" : " ", plain ? "" : kn_profreq_kind_words(r->kind, bi->kind));
     return -1;
   }
   if (bi && kind->allocs && !r->sample_rate_set) r->sample_rate = bi->sample_rate;

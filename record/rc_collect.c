@@ -357,8 +357,9 @@ static void collect_image(image_t *im, const rc_collect_opts_t *opts, fl_symboli
   fl_frame_t root = {.func = im->root, .flags = FL_FRAME_ROOT};
   rule_ctx_t rule;
   fl_collect_opts_t co = {.rule = record_rule, .ctx = &rule, .main_tid = im->pid, .root = &root};
-  fl_profile_t *p =
-      fl_profile_new(opts->allocs ? fl_collect_allocs_kind(&opts->aopts) : FL_PROFILE_CPU);
+  fl_profile_t *p = fl_profile_new(opts->allocs ? fl_collect_allocs_kind(&opts->aopts)
+                                   : opts->wall ? FL_PROFILE_WALL
+                                                : FL_PROFILE_CPU);
   char err[256];
   int rc = opts->allocs
                ? fl_collect_allocs(p, sym, im->map, im->bytes, &co, &opts->aopts, err, sizeof err)
@@ -392,8 +393,9 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
   size_t n = 0;
   image_t *images = list_images(dir, &n, err, err_size);
   if (!images) return -1;
-  rec->profile =
-      fl_profile_new(opts->allocs ? fl_collect_allocs_kind(&opts->aopts) : FL_PROFILE_CPU);
+  rec->profile = fl_profile_new(opts->allocs ? fl_collect_allocs_kind(&opts->aopts)
+                                : opts->wall ? FL_PROFILE_WALL
+                                             : FL_PROFILE_CPU);
   rec->images = n;
   bool *kept = fl__xcalloc(n, sizeof *kept);
   for (size_t i = 0; i < n; i++) {

@@ -29,6 +29,9 @@
 #define RC_ENV_DIR "CFLAME_RECORD_DIR"
 /* The sampling interval in nanoseconds; unset: no CPU samples. */
 #define RC_ENV_INTERVAL "CFLAME_RECORD_INTERVAL_NS"
+/* "wall": samples of wall time, the waits recorded (fl_sampler_set_clock);
+ * unset: of CPU time. */
+#define RC_ENV_CLOCK "CFLAME_RECORD_CLOCK"
 /* Words of each sample buffer, and of each allocation buffer. */
 #define RC_ENV_WORDS "CFLAME_RECORD_WORDS"
 /* The allocation sample rate (0 < rate <= 1); unset: no allocations. */

@@ -69,6 +69,7 @@
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
 #include "fl__threads.h"
+#include "fl__waits.h"
 #include "rc_files.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -326,6 +327,9 @@ __attribute__((constructor)) static void rc_preload_start(void) {
   if (!dir || !*dir || strlen(dir) >= sizeof R.dir) return;
   strcpy(R.dir, dir);
   R.interval_ns = env_u64(RC_ENV_INTERVAL, 0);
+  const char *clock = getenv(RC_ENV_CLOCK);
+  fl_sampler_set_clock(clock && !strcmp(clock, "wall") ? FL_SAMPLER_CLOCK_WALL
+                                                       : FL_SAMPLER_CLOCK_CPU);
   R.words = env_u64(RC_ENV_WORDS, 1u << 20);
   const char *rate = getenv(RC_ENV_ALLOCS);
   if (rate && *rate) {
@@ -341,6 +345,7 @@ __attribute__((constructor)) static void rc_preload_start(void) {
     own_hi = (uintptr_t)own.dlfo_map_end;
   }
   fl__threads_init(enter_thread, leave_thread);
+  fl__waits_init();
   start_image();
   /* After the recorders' own atfork handlers (their init registers
    * them), so that a child's recorders are reset before this one starts

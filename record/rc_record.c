@@ -44,13 +44,14 @@ typedef struct opts {
   const char *output; /* -o; NULL: ./PROGRAM.cflame.EXT */
   const char *format; /* -f; NULL: by the output's ending, or svg */
   double delay_s;
+  bool wall; /* --clock wall */
   bool allocs, live, weight_count;
   bool alloc_opts_given; /* --sample-rate, --live or --weight */
   double sample_rate;
   uint64_t buffer_words;
   fl_options_t draw;     /* the drawing options (fl_options.h), as the cflame command's */
   const char *diff_base; /* --diff BASE, or NULL */
-  char **program; /* PROGRAM [ARGS...] */
+  char **program;        /* PROGRAM [ARGS...] */
   int n_program;
 } opts_t;
 
@@ -67,6 +68,9 @@ static const char usage_text[] =
     "Recording:\n"
     "      --delay SECONDS    sampling interval in seconds of each thread's CPU time\n"
     "                         (default 0.001; at least 0.00001)\n"
+    "      --clock cpu|wall   what a sample is: an interval of CPU time (default), or\n"
+    "                         of wall time, where the time a thread waits (sleep,\n"
+    "                         read, a lock) is off-CPU, under the call it waited in\n"
     "      --allocs           record allocations instead of CPU time (malloc, calloc,\n"
     "                         realloc and the aligned allocators), as %%profallocs does\n"
     "      --sample-rate R    with --allocs: share of allocation calls recorded, more\n"
@@ -219,6 +223,10 @@ static int parse(int argc, char **argv, opts_t *o) {
       if (missing || !parse_double(v, 1e-5, 10, &o->delay_s))
         return usage_error("--delay %s: expected seconds from 0.00001 to 10, such as 0.001",
                            missing ? "" : v);
+    } else if (take(argv, argc, &i, "--clock", NULL, &v, &missing)) {
+      if (missing || (strcmp(v, "cpu") && strcmp(v, "wall")))
+        return usage_error("--clock %s: valid: cpu, wall", missing ? "" : v);
+      o->wall = !strcmp(v, "wall");
     } else if (take(argv, argc, &i, "--sample-rate", NULL, &v, &missing)) {
       if (missing || !parse_double(v, 1e-9, 1, &o->sample_rate) || o->sample_rate <= 0)
         return usage_error(
@@ -273,6 +281,10 @@ static int parse(int argc, char **argv, opts_t *o) {
   if (o->n_program == 0) return usage_error("no PROGRAM after --");
   if (o->alloc_opts_given && !o->allocs)
     return usage_error("--sample-rate, --live and --weight need --allocs");
+  if (o->wall && o->allocs)
+    return usage_error(
+        "--clock wall samples time and --allocs records allocations: a recording is one "
+        "of them");
   const fl_diff_opts_t *diff = &o->draw.diff;
   if ((diff->negate || diff->normalize || diff->delta != FL_DELTA_TOTAL || diff->root_prefix) &&
       !o->diff_base)
@@ -430,6 +442,10 @@ static int set_environment(const opts_t *o, const char *dir, char *err, size_t e
     snprintf(number, sizeof number, "%" PRIu64, (uint64_t)llround(o->delay_s * 1e9));
     setenv(RC_ENV_INTERVAL, number, 1);
     unsetenv(RC_ENV_ALLOCS);
+    if (o->wall)
+      setenv(RC_ENV_CLOCK, "wall", 1);
+    else
+      unsetenv(RC_ENV_CLOCK);
   }
   return 0;
 }
@@ -480,8 +496,18 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
       fputs(", every one recorded", f);
   } else {
     fl_count_noun(info->total_weight, "sample", "samples", n, sizeof n);
-    fprintf(f, "%s every %g ms of CPU (%.3f s)", n, (double)info->interval_ns / 1e6,
-            (double)info->total_weight * (double)info->interval_ns / 1e9);
+    double iv = (double)info->interval_ns / 1e9;
+    if (o->wall) {
+      fl_thread_weights_t *tw;
+      size_t nt = fl_profile_thread_weights(rec->profile, &tw);
+      uint64_t on = 0, off = 0;
+      for (size_t i = 0; i < nt; i++) on += tw[i].on, off += tw[i].off;
+      free(tw);
+      fprintf(f, "%s every %g ms of wall time (%.3f s: %.3f s running, %.3f s waiting)", n,
+              iv * 1e3, (double)info->total_weight * iv, (double)on * iv, (double)off * iv);
+    } else {
+      fprintf(f, "%s every %g ms of CPU (%.3f s)", n, iv * 1e3, (double)info->total_weight * iv);
+    }
     if (rec->cpu_timers) fputs(" taken by CPU timers, perf events being refused", f);
   }
   fprintf(f, " in %zu process%s, %zu thread%s", rec->processes, rec->processes == 1 ? "" : "es",
@@ -666,6 +692,7 @@ int rc_record_main(int argc, char **argv) {
   status = rc_exit_status(run.status);
 
   rc_collect_opts_t copts = {.allocs = o.allocs,
+                             .wall = o.wall,
                              .aopts = {.live = o.live, .weight_count = o.weight_count}};
   if (rc_collect(dir, &copts, &rec, err, sizeof err) < 0) {
     say("%s", err);

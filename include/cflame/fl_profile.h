@@ -102,6 +102,9 @@ enum {
                                  statements. Every cell has its own, so a diff
                                  compares two of them line by line, never as
                                  one function redefined */
+  FL_FRAME_OFFCPU = 1u << 8,  /* time a thread spent waiting, not running: the
+                                 leaf of a wall-clock profile's waits,
+                                 "[off-CPU: sleep]" */
 };
 
 typedef struct fl_frame {
@@ -223,6 +226,16 @@ void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out);
 
 /* The distinct threads seen, ascending. *threads is new (free it). */
 size_t fl_profile_threads(const fl_profile_t *p, int **threads);
+
+/* A thread's weight running and waiting: off is the weight of its samples
+ * whose innermost frame is a wait (FL_FRAME_OFFCPU), on the rest. */
+typedef struct fl_thread_weights {
+  int thread;
+  uint64_t on, off;
+} fl_thread_weights_t;
+/* Each thread's weights, by thread ascending, into *out (new: free it;
+ * NULL when there are no samples). Returns how many threads. */
+size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **out);
 
 CFLAME_END_DECLS
 

@@ -50,6 +50,15 @@
  *            word 4 = CLOCK_MONOTONIC ns when the signal was handled,
  *            then n_pcs instruction addresses, the leaf first; every
  *            address but the first is a return address.
+ *   A wait (clock wall): word 0 = wait << 48 | n_pcs << 32 | tid, where
+ *            wait (1 to FL_SAMPLER_N_WAITS - 1) names the call the thread
+ *            waited in; word 1 = its off-CPU time in intervals (the wall
+ *            time of the call less the CPU time the thread spent in it,
+ *            rounded as CPU records' are, the remainder carried to the
+ *            thread's next wait); word 2 = that time in ns, this wait's own;
+ *            words 3-4 as above (word 4: when the call returned); then the
+ *            return addresses of the call's caller and its callers (the
+ *            call itself is the wait). A CPU sample's wait is 0.
  *   A thread's name: word 0 = FL_SAMPLER_NAME_RECORD << 32 | tid, words 1-2
  *            = the name (NUL-padded, as prctl(PR_GET_NAME) gives it), word 3
  *            = tag, word 4 = when it was read. The sampler writes one for
@@ -82,8 +91,46 @@ typedef struct fl_sampler_header {
   uint64_t interval_ns;
   uint64_t samples; /* records written */
   uint64_t source;  /* FL_SAMPLER_SOURCE_* of the timers used */
-  uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 7];
+  uint64_t clock;   /* FL_SAMPLER_CLOCK_* of the run */
+  uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 8];
 } fl_sampler_header_t;
+
+/* What a run measures: CPU time alone, or wall time, the waits in the
+ * calls of FL_SAMPLER_WAIT_CALLS recorded as off-CPU time beside it. */
+typedef enum fl_sampler_clock {
+  FL_SAMPLER_CLOCK_CPU = 0,
+  FL_SAMPLER_CLOCK_WALL = 1,
+} fl_sampler_clock_t;
+
+/* The calls a thread waits in, each with what it waits for: the functions
+ * the recorders interpose (flame/fl__waits.c) to time, by name. A wait
+ * record's wait is 1 + the call's place in this list. */
+#define FL_SAMPLER_WAIT_CALLS(X)                                                              \
+  X(sleep, "sleep") X(usleep, "sleep") X(nanosleep, "sleep") X(clock_nanosleep, "sleep")     \
+  X(poll, "poll") X(ppoll, "poll") X(select, "poll") X(pselect, "poll")                      \
+  X(epoll_wait, "poll") X(epoll_pwait, "poll")                                               \
+  X(read, "read") X(readv, "read") X(pread, "read") X(recv, "read") X(recvfrom, "read")      \
+  X(recvmsg, "read") X(write, "write") X(writev, "write") X(send, "write")                   \
+  X(sendto, "write") X(sendmsg, "write") X(accept, "accept") X(accept4, "accept")           \
+  X(connect, "connect") X(wait, "waitpid") X(waitpid, "waitpid") X(wait4, "waitpid")        \
+  X(waitid, "waitpid") X(pthread_mutex_lock, "futex") X(pthread_cond_wait, "futex")         \
+  X(pthread_cond_timedwait, "futex") X(pthread_join, "futex")                                \
+  X(pthread_rwlock_rdlock, "futex") X(pthread_rwlock_wrlock, "futex") X(sem_wait, "futex")  \
+  X(sem_timedwait, "futex") X(pause, "signal") X(sigsuspend, "signal")                       \
+  X(sigwaitinfo, "signal") X(sigtimedwait, "signal")
+
+enum {
+  FL_SAMPLER_WAIT_NONE = 0,
+#define FL_SAMPLER_WAIT_ID(call, reason) FL_SAMPLER_WAIT_##call,
+  FL_SAMPLER_WAIT_CALLS(FL_SAMPLER_WAIT_ID)
+#undef FL_SAMPLER_WAIT_ID
+  FL_SAMPLER_N_WAITS
+};
+
+/* The function a wait record's wait names ("nanosleep") and what it waits
+ * for ("sleep"); NULL for 0 or an unknown wait. */
+const char *fl_sampler_wait_call(unsigned wait);
+const char *fl_sampler_wait_reason(unsigned wait);
 
 enum {
   FL_SAMPLER_SOURCE_NONE = 0,
@@ -163,6 +210,31 @@ typedef struct fl_sampler_interference {
 } fl_sampler_interference_t;
 void fl_sampler_interference(fl_sampler_interference_t *out);
 
+/* The clock of the next fl_sampler_start (FL_SAMPLER_CLOCK_CPU until
+ * set). With FL_SAMPLER_CLOCK_WALL, the waits that the interposed calls
+ * report (fl_sampler_wait_done) are recorded too; CPU samples are taken
+ * as with FL_SAMPLER_CLOCK_CPU. The header says the run's clock. */
+void fl_sampler_set_clock(fl_sampler_clock_t clock);
+
+/* For the wrappers of FL_SAMPLER_WAIT_CALLS: whether the calling thread's
+ * waits are recorded now (a wall-clock run samples it, and it is not in
+ * the sampler's signal handler). Async-signal-safe, and cheap: a wrapper
+ * asks before every call. */
+bool fl_sampler_waits_on(void);
+/* A call shorter than this (wall time) did not wait: it was a system
+ * call's own work, which CPU samples count. */
+#define FL_SAMPLER_WAIT_MIN_NS 4000
+/* After the call wait returned: records the thread's off-CPU time in it,
+ * the wall time since wall0_ns (CLOCK_MONOTONIC) less the thread's CPU
+ * time since cpu0_ns (CLOCK_THREAD_CPUTIME_ID; a negative cpu0_ns: not
+ * read, taken as none), with the stack of the wrapper's caller; nothing
+ * for a call shorter than FL_SAMPLER_WAIT_MIN_NS. Returns whether the
+ * call was that long: reading the CPU clock is a system call, as long as
+ * a quick call, so a wrapper reads it only for a call that follows a long
+ * one of its kind (fl__waits.c). Call it from the wrapper itself (its
+ * frame and the wrapper's are left out of the stack); errno is kept. */
+bool fl_sampler_wait_done(unsigned wait, int64_t wall0_ns, int64_t cpu0_ns);
+
 /* Calls fn(arg) as the root of the stacks sampled inside it: its frame's
  * call-frame information marks the return address undefined, as a
  * thread's first frame does, so an unwinder stops there and the handler
@@ -187,11 +259,12 @@ void fl_sampler_set_mode(fl_sampler_mode_t mode);
 
 typedef struct fl_sampler_record {
   int tid;
+  unsigned wait; /* a wait record's call (FL_SAMPLER_WAIT_*); 0: a CPU sample */
   uint64_t weight;
   uint64_t cpu_ns;
   uint64_t tag;
   uint64_t time_ns;     /* CLOCK_MONOTONIC when it was taken */
-  const uint64_t *pcs;  /* leaf first; borrowed from the buffer */
+  const uint64_t *pcs;  /* leaf first (a wait's: return addresses only); borrowed */
   size_t n_pcs;         /* 0: a thread's name (fl_sampler_next_any) */
   char thread_name[17]; /* a name record's name; "" in a sample */
 } fl_sampler_record_t;

@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fl__waits.h"
 #include "kn_chan.h"
 #include "kw.h"
 
@@ -334,9 +335,10 @@ static void new_stdin(void) {
   if (in) stdin = in;
 }
 
-/* Interposes read(2) for the cells: descriptor 0 reads the frontend's input;
- * every other descriptor is the plain system call. */
-__attribute__((visibility("default"))) ssize_t read(int fd, void *buf, size_t count) {
+/* read(2) as the cells see it (the read that fl__waits.c's wrapper calls,
+ * kw_io_init): descriptor 0 reads the frontend's input; every other
+ * descriptor is the plain system call. */
+static ssize_t cell_read(int fd, void *buf, size_t count) {
   if (fd == 0) return input_read(buf, count);
   return syscall(SYS_read, fd, buf, count);
 }
@@ -366,6 +368,7 @@ bool kw_io_in_forked_child(void) { return getpid() != worker_pid; }
 
 int kw_io_init(void) {
   worker_pid = getpid();
+  fl__waits_set_read(cell_read);
   if (pthread_atfork(NULL, NULL, child_after_fork) != 0) return -1;
   cookie_io_functions_t out_io = {.write = stdout_write};
   cookie_io_functions_t err_io = {.write = stderr_write};

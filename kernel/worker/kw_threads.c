@@ -12,10 +12,14 @@
  * on each new one here so that its first recorded allocation costs no more
  * than the others. The crash handler runs on an alternate signal stack,
  * which is per thread: each new thread gets its own (kw_fault.c), so that
- * a stack overflow in it is reported as one on the main thread is. */
+ * a stack overflow in it is reported as one on the main thread is.
+ *
+ * The wrappers of the calls a thread waits in (flame/fl__waits.c) are
+ * linked and exported the same way, for wall-clock profiles. */
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
 #include "fl__threads.h"
+#include "fl__waits.h"
 #include "kw.h"
 
 static void enter_worker(void) {
@@ -31,5 +35,5 @@ static void leave_worker(void) {
 }
 
 int kw_threads_init(void) {
-  return fl__threads_init(enter_worker, leave_worker);
+  return fl__threads_init(enter_worker, leave_worker) < 0 || fl__waits_init() < 0 ? -1 : 0;
 }

@@ -753,3 +753,32 @@ def test_records_with_perf_event_paranoid_3(bins, tmp_path):
         print(f"\nperf_event_paranoid: {before}, which this test cannot set (uid {os.geteuid()}):"
               f" recorded as uid {os.geteuid()} under it, sampled by {timers}: the split came "
               f"out {got:.1f}% against {measured:.1f}% measured")
+
+
+def test_clock_wall_shows_the_sleeps_off_cpu(bins, tmp_path):
+    """cflame record --clock wall of a shell that sleeps 1 s, then starts
+    yes in the background and sleeps 1 s more: each sleep process spends
+    its second under nanosleep, off-CPU (within 20 ms), and yes runs. (Its
+    writes to /dev/null do not block, but on a busy machine a write that
+    is preempted waits for a CPU, which counts as time it did not run.)"""
+    r = recorded("--clock", "wall", "-o", "wall.folded", "--no-lines", "--", "sh", "-c",
+                 "sleep 1; yes > /dev/null & sleep 1; kill $!", cwd=tmp_path)
+    stacks = folded(tmp_path / "wall.folded")
+    sleeps = {}
+    for stack, count in stacks.items():
+        frames = stack.split(";")
+        if frames[0].startswith("sleep (pid") and frames[-1] == "[off-CPU: sleep]":
+            assert "nanosleep" in frames or "clock_nanosleep" in frames, stack
+            sleeps[frames[0]] = sleeps.get(frames[0], 0) + count
+    assert len(sleeps) == 2 and all(abs(c - 1000) <= 20 for c in sleeps.values()), sleeps
+    yes_running = sum(c for s, c in stacks.items() if s.startswith("yes") and "[off-CPU" not in s)
+    yes_waits = {s.split(";")[-1] for s in stacks if s.startswith("yes") and "[off-CPU" in s}
+    assert yes_running >= 100 and yes_waits <= {"[off-CPU: write]"}, (yes_running, yes_waits)
+    assert "of wall time" in r.stderr and "waiting" in r.stderr, r.stderr
+
+
+def test_clock_wall_and_allocs_are_one_or_the_other(bins, tmp_path):
+    r = record("--clock", "wall", "--allocs", "--", bins["other"], cwd=tmp_path)
+    assert r.returncode == 2 and "--clock wall" in r.stderr and "--allocs" in r.stderr, r.stderr
+    r = record("--clock", "sometimes", "--", bins["other"], cwd=tmp_path)
+    assert r.returncode == 2 and "valid: cpu, wall" in r.stderr, r.stderr

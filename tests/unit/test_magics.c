@@ -201,6 +201,9 @@ static void test_kinds(void) {
       {"weight=bytes", FL_PROFILE_LIVE_COUNT, FL_PROFILE_LIVE_BYTES},
       {"live=false weight=count", FL_PROFILE_LIVE_BYTES, FL_PROFILE_ALLOC_COUNT},
       {"allocs=false weight=count", FL_PROFILE_CPU, FL_PROFILE_CPU},
+      {"clock=wall", FL_PROFILE_CPU, FL_PROFILE_WALL},
+      {"", FL_PROFILE_WALL, FL_PROFILE_WALL}, /* a diff against a wall-clock baseline */
+      {"clock=cpu", FL_PROFILE_WALL, FL_PROFILE_CPU},
   };
   kn_prof_t *kp = kn_prof_new("/tmp");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -214,8 +217,10 @@ static void test_kinds(void) {
     kn_profreq_free(&req);
   }
   kn_prof_destroy(&kp);
-  CHECK_STR(kn_profreq_kind_words(FL_PROFILE_CPU), "allocs=false");
-  CHECK_STR(kn_profreq_kind_words(FL_PROFILE_LIVE_BYTES), "allocs=true");
+  CHECK_STR(kn_profreq_kind_words(FL_PROFILE_CPU, FL_PROFILE_ALLOC_BYTES), "allocs=false");
+  CHECK_STR(kn_profreq_kind_words(FL_PROFILE_LIVE_BYTES, FL_PROFILE_CPU), "allocs=true");
+  CHECK_STR(kn_profreq_kind_words(FL_PROFILE_CPU, FL_PROFILE_WALL), "clock=cpu");
+  CHECK_STR(kn_profreq_kind_words(FL_PROFILE_WALL, FL_PROFILE_CPU), "clock=wall");
 }
 
 int main(void) {

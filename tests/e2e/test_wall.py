@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Wall-clock profiles (clock=wall, docs/PROFILING.md): the time threads
+wait counts, off-CPU, under the call they waited in, and the waits behave
+as they would without the profiler.
+
+Known answers come from the cells themselves: each measures its own CPU
+time and its own waits with clock_gettime, and the profile must agree."""
+import re
+
+from conftest import flame, frames_of, ok, stdout
+
+VL_MIME = "application/vnd.vegalite.v5+json"
+
+DEFS = r"""
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static double mono_now(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static double thread_cpu_now(void) {
+    struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec * 1e-9;
+}
+/* Computes for s seconds of the thread's CPU time. */
+__attribute__((noinline)) void compute(double s) {
+    double t0 = thread_cpu_now(); volatile double acc = 1;
+    while (thread_cpu_now() - t0 < s) for (int i = 0; i < 1000; i++) acc = acc * 1.0000001 + 0.5;
+}
+"""
+
+
+def waits_under(rows, reason):
+    """The frames "[off-CPU: reason]" and their callers' names: [(count, parent func)]."""
+    by_id = {r["id"]: r for r in rows}
+    return [(r["count"], by_id[r["parent"]]["func"]) for r in rows
+            if r["func"] == f"[off-CPU: {reason}]"]
+
+
+def test_a_profiled_sleep_sleeps_its_time(kc):
+    """sleep(3) under clock=wall sleeps 3 s (within 0.1 s), and the graph
+    puts those 3 s under sleep, off-CPU."""
+    ok(kc, DEFS)
+    bundle, reply, outputs = flame(
+        kc, '%%profview clock=wall C=true minwidth=0\n'
+            'double t0 = mono_now(); unsigned left = sleep(3); double t1 = mono_now();\n'
+            'printf("slept %.4f left %u\\n", t1 - t0, left);', timeout=60)
+    slept, left = re.search(r"slept ([\d.]+) left (\d+)", stdout(outputs)).groups()
+    assert abs(float(slept) - 3) <= 0.1 and left == "0", (slept, left)
+    waits = waits_under(frames_of(bundle), "sleep")
+    assert [p for _, p in waits] == ["sleep"], waits
+    interval = 0.001
+    assert abs(waits[0][0] * interval - float(slept)) <= 0.01, (waits, slept)
+    assert "of wall time represent" in bundle["text/plain"]
+
+
+WAITS_CELL = r"""{
+    int fds[2]; pipe(fds);
+    struct timespec req = {0, 200000000}, rem = {7, 7};
+    int ns = nanosleep(&req, &rem);
+    printf("nanosleep %d rem %ld %ld\n", ns, (long)rem.tv_sec, (long)rem.tv_nsec);
+    struct pollfd p = {fds[0], POLLIN, 0};
+    errno = 0;
+    int pr = poll(&p, 1, 200);
+    printf("poll %d errno %d\n", pr, errno);
+    pid_t child = fork();
+    if (child == 0) { usleep(200000); write(fds[1], "hello", 5); _exit(0); }
+    char buf[16] = {0};
+    errno = 0;
+    double t0 = mono_now();
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    double waited = mono_now() - t0;
+    int status = -1;
+    pid_t w = waitpid(child, &status, 0);
+    printf("read %zd '%s' errno %d waited %.3f\n", n, buf, errno, waited);
+    printf("waitpid %s status %d\n", w == child ? "child" : "other", status);
+    close(fds[0]); close(fds[1]);
+}"""
+
+
+def test_waits_return_what_they_return_without_the_profiler(kc):
+    """nanosleep, poll with a timeout, and read on a pipe a child writes to
+    later give the same results under clock=wall as with no profiler: no
+    EINTR, no early return; the read waits for the child and shows under
+    read, off-CPU."""
+    ok(kc, DEFS)
+    plain = ok(kc, WAITS_CELL, timeout=60)
+    bundle, reply, outputs = flame(kc, "%%profview clock=wall C=true minwidth=0\n" + WAITS_CELL,
+                                   timeout=60)
+    profiled = stdout(outputs)
+    strip = lambda s: re.sub(r"waited [\d.]+", "waited", s)  # noqa: E731
+    assert strip(profiled) == strip(plain), (plain, profiled)
+    assert "nanosleep 0 rem 7 7" in profiled and "poll 0 errno 0" in profiled, profiled
+    assert "read 5 'hello' errno 0" in profiled, profiled
+    waited = float(re.search(r"waited ([\d.]+)", profiled).group(1))
+    rows = frames_of(bundle)
+    reads = waits_under(rows, "read")
+    assert [p for _, p in reads] == ["read"], reads
+    assert abs(reads[0][0] * 0.001 - waited) <= 0.01, (reads, waited)
+    polls = waits_under(rows, "poll")
+    assert polls and polls[0][1] == "poll" and abs(polls[0][0] - 200) <= 10, polls
+    sleeps = waits_under(rows, "sleep")
+    assert sleeps and sleeps[0][1] == "nanosleep" and abs(sleeps[0][0] - 200) <= 10, sleeps
+
+
+def test_computing_then_sleeping_splits_by_the_time_of_each(kc):
+    """A cell that computes for about 1 s of CPU and then sleeps 3 s: the
+    profile's running and waiting parts split as the cell measured them,
+    25/75 within 3 points."""
+    ok(kc, DEFS)
+    bundle, reply, outputs = flame(
+        kc, '%%profview clock=wall minwidth=0\n'
+            'double c0 = thread_cpu_now(); compute(1.0); double c1 = thread_cpu_now();\n'
+            'double w0 = mono_now(); sleep(3); double w1 = mono_now();\n'
+            'printf("cpu %.4f slept %.4f\\n", c1 - c0, w1 - w0);', timeout=60)
+    cpu, slept = map(float, re.search(r"cpu ([\d.]+) slept ([\d.]+)", stdout(outputs)).groups())
+    rows = frames_of(bundle)
+    total = rows[0]["count"]
+    off = sum(c for c, _ in waits_under(rows, "sleep"))
+    truth = 100 * slept / (cpu + slept)
+    share = 100 * off / total
+    assert abs(share - truth) <= 3, f"off-CPU {share:.2f} % of {total}, the cell measured {truth:.2f} %"
+    assert abs(truth - 75) <= 3, (cpu, slept)
+
+
+def test_a_thread_waiting_for_a_lock_shows_under_pthread_mutex_lock(kc):
+    """One thread holds a mutex while it computes for 1 s; the cell's own
+    thread waits for it. The waiter's wait shows under pthread_mutex_lock
+    then [off-CPU: futex], as long as the cell measured; the holder's
+    second is on-CPU, in compute, on a thread of its own."""
+    ok(kc, DEFS + r"""
+pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+volatile int locked;
+void *hold_and_compute(void *arg) {
+    pthread_mutex_lock(&held); locked = 1; compute(1.0); pthread_mutex_unlock(&held);
+    return arg;
+}""")
+    bundle, reply, outputs = flame(
+        kc, '%%profview clock=wall C=true minwidth=0\n'
+            'pthread_t th; locked = 0;\n'
+            'pthread_create(&th, NULL, hold_and_compute, NULL);\n'
+            'while (!locked) ;\n'
+            'double t0 = mono_now(); pthread_mutex_lock(&held); double t1 = mono_now();\n'
+            'pthread_mutex_unlock(&held); pthread_join(th, NULL);\n'
+            'printf("waited %.4f\\n", t1 - t0);', timeout=60)
+    waited = float(re.search(r"waited ([\d.]+)", stdout(outputs)).group(1))
+    rows = frames_of(bundle)
+    futex = waits_under(rows, "futex")
+    under_lock = sum(c for c, p in futex if p == "pthread_mutex_lock")
+    assert abs(under_lock * 0.001 - waited) <= 0.02, (futex, waited)
+    computing = sum(r["count"] for r in rows if r["func"] == "compute")
+    assert computing >= 900, computing
+    text = bundle["text/plain"]
+    threads = re.findall(r"thread (\d+)[^:;]*: ([\d.]+) s running, ([\d.]+) s waiting", text)
+    assert len(threads) == 2, text[:800]
+    main = next(t for t in threads if t[0] == "1")
+    assert abs(float(main[2]) - waited) <= 0.02, (main, waited)
+
+
+def test_clock_wall_with_allocations_is_refused(kc):
+    """clock=wall measures time; the allocation options record allocations:
+    asking for both says so, and the kernel goes on."""
+    content = kc.execute_interactive("%%profbase both clock=wall allocs=true\nint x = 1;",
+                                     timeout=30)["content"]
+    assert content["status"] == "error" and "clock=wall" in content["evalue"], content
+    assert "allocation" in content["evalue"]
+    assert ok(kc, 'printf("still here\\n");').strip() == "still here"
+
+
+def test_a_diff_against_a_wall_clock_baseline_is_one_of_wall_time(kc):
+    """%%profdiffview against a baseline taken with clock=wall profiles
+    with the wall clock too, without being told: a sleep that doubled
+    grew. Against a CPU baseline, clock=wall is refused with the words
+    that would make the two alike."""
+    ok(kc, DEFS)
+    ok(kc, "%%profbase short clock=wall\nusleep(300000);", timeout=30)
+    bundle, reply, outputs = flame(kc, "%%profdiffview short minwidth=0\nusleep(600000);",
+                                   timeout=30)
+    waits = [r for r in frames_of(bundle) if r["func"] == "[off-CPU: sleep]"]
+    assert len(waits) == 1 and waits[0]["change"] == "grew", waits
+    assert abs(waits[0]["count"] - 600) <= 10 and abs(waits[0]["base"] - 300) <= 10, waits
+    ok(kc, "%%profbase busy\ncompute(0.1);", timeout=30)
+    content = kc.execute_interactive("%%profdiffview busy clock=wall\nusleep(1000);",
+                                     timeout=30)["content"]
+    assert content["status"] == "error" and "cannot be compared" in content["evalue"], content
+    assert "clock=cpu" in content["evalue"] and "clock=wall" in content["evalue"], content
