@@ -782,3 +782,24 @@ def test_clock_wall_and_allocs_are_one_or_the_other(bins, tmp_path):
     assert r.returncode == 2 and "--clock wall" in r.stderr and "--allocs" in r.stderr, r.stderr
     r = record("--clock", "sometimes", "--", bins["other"], cwd=tmp_path)
     assert r.returncode == 2 and "valid: cpu, wall" in r.stderr, r.stderr
+
+
+def test_clock_wall_pprof_has_a_wall_sample_type(bins, tmp_path):
+    """A wall-clock recording written as pprof: go tool pprof, the reference
+    reader, reads a "wall" sample type in nanoseconds, and puts the second
+    that sleep(1) waited on [off-CPU: sleep]."""
+    go = shutil.which("go")
+    if not go:
+        pytest.fail("go is missing: install Debian's golang-go (scripts/deps.sh lists it)")
+    recorded("--clock", "wall", "-o", "wall.pb.gz", "--", "sleep", "1", cwd=tmp_path)
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"),
+               GOENV="off", GOPROXY="off")
+    top = subprocess.run([go, "tool", "pprof", "-top", "-nodefraction=0", "-sample_index=wall",
+                          str(tmp_path / "wall.pb.gz")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert top.returncode == 0, top.stderr
+    assert "Type: wall" in top.stdout, top.stdout
+    flat = re.search(r"^\s*([\d.]+)(ms|s)\s+[\d.]+%.*\[off-CPU: sleep\]$", top.stdout, re.M)
+    assert flat, top.stdout
+    seconds = float(flat.group(1)) / (1000 if flat.group(2) == "ms" else 1)
+    assert abs(seconds - 1) <= 0.02, top.stdout
