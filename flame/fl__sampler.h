@@ -88,6 +88,10 @@ typedef struct {
   int next_mode;       /* ... of the next run (fl_sampler_set_mode) */
   int waits;           /* atomic: this run records waits (FL_SAMPLER_CLOCK_WALL) */
   int next_clock;      /* fl_sampler_clock_t of the next run (fl_sampler_set_clock) */
+  /* This run's event (event_period 0: time), and the next run's. */
+  uint32_t event_type, next_event_type;
+  uint64_t event_config, next_event_config;
+  uint64_t event_period, next_event_period;
   bool trap_allowed;   /* sigtrap as task work (probed: fl__sampler_trap_works) */
   bool trap_user_only; /* exclude_kernel was needed (perf_event_paranoid) */
   uint64_t samples_at_start;

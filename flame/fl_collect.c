@@ -8,6 +8,7 @@
  * a few hundred distinct ones. */
 #define _GNU_SOURCE
 #include "cflame/fl_collect.h"
+#include "cflame/fl_events.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -339,6 +340,15 @@ int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf
   /* What the run measured: a wall-clock run's waits are in the records. */
   if (h->clock == FL_SAMPLER_CLOCK_WALL && info->kind == FL_PROFILE_CPU)
     info->kind = FL_PROFILE_WALL;
+  if (h->clock == FL_SAMPLER_CLOCK_EVENT) {
+    const fl_event_t *ev = fl_event_by_config((uint32_t)h->event_type, h->event_config);
+    info->kind = FL_PROFILE_EVENT;
+    if (ev)
+      snprintf(info->event, sizeof info->event, "%s", ev->name);
+    else
+      snprintf(info->event, sizeof info->event, "perf event %llu:%llu",
+               (unsigned long long)h->event_type, (unsigned long long)h->event_config);
+  }
   info->dropped += h->dropped;
   return 0;
 }

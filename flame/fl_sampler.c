@@ -368,9 +368,12 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * signals come on the scheduler tick, whatever the interval: there every
    * record reads the clock. */
   int64_t iv = (int64_t)fl__sampler.interval_ns;
+  /* A run that counts an event: each signal is event_period occurrences,
+   * and time is neither read nor carried. */
+  bool counting = fl__sampler.event_period != 0;
   /* A trap that waited while the thread blocked SIGTRAP (see below). */
   bool late = sig == SIGTRAP && (fl__siginfo_perf_flags(si) & TRAP_PERF_FLAG_ASYNC);
-  bool measure = late || sl->perf_fd < 0 || ++sl->unmeasured >= CLOCK_EVERY;
+  bool measure = !counting && (late || sl->perf_fd < 0 || ++sl->unmeasured >= CLOCK_EVERY);
   int64_t now = measure ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
   /* A perf event keeps its period (its hrtimer is forwarded from its last
    * expiry, so the handler's own time does not stretch it); a new one is
@@ -387,7 +390,9 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * deviations are 0.05% with runs of 32 at random and none in 4,000 with
    * runs of exactly 32. Hence 32, counted.
    * The one-shot CPU timer is re-armed every time. */
-  if (sl->perf_fd >= 0) {
+  if (counting) {
+    /* The event's own period, kept. */
+  } else if (sl->perf_fd >= 0) {
     if (--sl->until_period <= 0) {
       sl->until_period = PERIOD_EVERY;
       change_period(sl);
@@ -405,8 +410,10 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
    * says the thread blocked it). A shorter wait (the C library blocks every
    * signal for microseconds in pthread_create, posix_spawn) weighs as
    * usual. */
-  int64_t acc, weight = 1;
-  if (measure) {
+  int64_t acc, weight = counting ? (int64_t)fl__sampler.event_period : 1;
+  if (counting) {
+    acc = 0;
+  } else if (measure) {
     acc = now - sl->cpu_last_ns + sl->carry_ns;
     if (late && acc > LATE_INTERVALS * iv) {
       sl->was_blocked = 1;
@@ -443,7 +450,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
   /* Word 0 last: a reader that sees it sees the whole record. */
   __atomic_store_n(&rec[0], ((uint64_t)n << 32) | (uint32_t)sl->tid, __ATOMIC_RELEASE);
   __atomic_fetch_add(&fl__sampler.hdr->samples, 1, __ATOMIC_RELAXED);
-  sl->carry_ns = acc - weight * iv;
+  if (!counting) sl->carry_ns = acc - weight * iv;
   if (measure) {
     sl->cpu_last_ns = now;
     sl->unmeasured = 0;

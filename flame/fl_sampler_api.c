@@ -191,7 +191,14 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   fl__sampler.interval_ns = interval_ns;
   fl__sampler.tag = tag;
   fl__sampler.mode = fl__sampler.next_mode;
-  fl__sampler.hdr->clock = (uint64_t)fl__sampler.next_clock;
+  fl__sampler.event_type = fl__sampler.next_event_type;
+  fl__sampler.event_config = fl__sampler.next_event_config;
+  fl__sampler.event_period = fl__sampler.next_event_period;
+  fl__sampler.hdr->clock =
+      fl__sampler.event_period ? FL_SAMPLER_CLOCK_EVENT : (uint64_t)fl__sampler.next_clock;
+  fl__sampler.hdr->event_type = fl__sampler.event_type;
+  fl__sampler.hdr->event_config = fl__sampler.event_config;
+  fl__sampler.hdr->event_period = fl__sampler.event_period;
   for (int s = 0; s < fl__sampler_slots_used_below; s++) fl__sampler_slots[s].wait_carry_ns = 0;
   fl__sampler.full = 0;
   fl__sampler.samples_at_start = fl__sampler.hdr->samples;
@@ -202,7 +209,8 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
                      : !strcmp(want, "perf-async") ? KIND_PERF_ASYNC
                                                    : KIND_PERF_TRAP;
   __atomic_store_n(&fl__sampler.running, 1, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&fl__sampler.waits, fl__sampler.next_clock == FL_SAMPLER_CLOCK_WALL,
+  __atomic_store_n(&fl__sampler.waits,
+                   fl__sampler.next_clock == FL_SAMPLER_CLOCK_WALL && !fl__sampler.event_period,
                    __ATOMIC_SEQ_CST);
   int armed = 0, first_err = 0;
   pid_t pid = getpid();
@@ -227,11 +235,20 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   pthread_mutex_unlock(&fl__sampler_lock);
   if (!armed) {
     fl_sampler_stop();
-    snprintf(err, err_size, "cannot start a CPU timer for sampling: %s",
+    snprintf(err, err_size, "cannot start %s for sampling: %s",
+             fl__sampler.event_period ? "a perf event" : "a CPU timer",
              first_err ? strerror(first_err) : "no thread is registered");
     return -1;
   }
   return 0;
+}
+
+void fl_sampler_set_event(uint32_t type, uint64_t config, uint64_t period) {
+  pthread_mutex_lock(&fl__sampler_lock);
+  fl__sampler.next_event_type = type;
+  fl__sampler.next_event_config = config;
+  fl__sampler.next_event_period = period;
+  pthread_mutex_unlock(&fl__sampler_lock);
 }
 
 void fl_sampler_set_clock(fl_sampler_clock_t clock) {

@@ -22,14 +22,21 @@
 #define PROBE_PERIODS 5
 
 /* The attributes of a disabled task-clock event that expires every period
- * ns of its thread's CPU time, with SIGTRAP for KIND_PERF_TRAP (other
- * kinds signal through the descriptor, which open_perf sets up). */
+ * ns of its thread's CPU time (in a run that counts an event,
+ * fl_sampler_set_event: that event, every event_period occurrences), with
+ * SIGTRAP for KIND_PERF_TRAP (other kinds signal through the descriptor,
+ * which open_perf sets up). */
 static void task_clock_attr(struct perf_event_attr *a, uint64_t period, int kind) {
   memset(a, 0, sizeof *a);
   a->size = sizeof *a;
   a->type = PERF_TYPE_SOFTWARE;
   a->config = PERF_COUNT_SW_TASK_CLOCK;
   a->sample_period = period;
+  if (fl__sampler.event_period) { /* a run that counts an event instead */
+    a->type = fl__sampler.event_type;
+    a->config = fl__sampler.event_config;
+    a->sample_period = fl__sampler.event_period;
+  }
   a->disabled = 1;
   a->exclude_hv = 1;
   if (kind == KIND_PERF_TRAP) {
@@ -123,7 +130,7 @@ int fl__sampler_open_timer(pid_t tid, clockid_t clock, timer_t *t) {
 /* Starts sl's timer with the first kind from fl__sampler.kind on that works for it.
  * Returns 0 or -1 with errno. */
 int fl__sampler_arm(slot_t *sl) {
-  uint64_t first = next_period(sl);
+  uint64_t first = fl__sampler.event_period ? fl__sampler.event_period : next_period(sl);
   sl->cpu_last_ns = fl__clock_ns(sl->cpu_clock);
   sl->last_rec = NULL;
   sl->carry_ns = 0;
@@ -137,6 +144,7 @@ int fl__sampler_arm(slot_t *sl) {
   sl->has_timer = false;
   for (int kind = fl__sampler.kind; kind < KIND_NONE; kind++) {
     if (kind == KIND_PERF_TRAP && !fl__sampler.trap_allowed) continue;
+    if (kind == KIND_CPU_TIMER && fl__sampler.event_period) break; /* only perf counts events */
     sl->kind = kind;
     if (kind != KIND_CPU_TIMER) {
       sl->perf_fd = move_high(open_perf(sl->tid, first, kind));
@@ -217,7 +225,7 @@ void fl__sampler_disarm(slot_t *sl) {
    * nor when the code stopped the thread's samples, whose time since is
    * none of that record's. */
   if (sl->last_rec && !__atomic_load_n(&fl__sampler.full, __ATOMIC_RELAXED) && !blocked &&
-      !closed) {
+      !closed && !fl__sampler.event_period) {
     int64_t iv = (int64_t)fl__sampler.interval_ns;
     int64_t tail = fl__clock_ns(sl->cpu_clock) - sl->cpu_last_ns + sl->carry_ns;
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);

@@ -538,6 +538,18 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     fl__buf_puts(&sb, tail_call_note(info));
     return fl__buf_take(&sb);
   }
+  if (info->kind == FL_PROFILE_EVENT) {
+    /* Counted, not timed: each sample stands for its weight in events. */
+    char events[96], stacks[64];
+    fl_count_noun(info->total_weight, info->event, info->event, events, sizeof events);
+    fl_count_noun(info->samples, "stack", "stacks", stacks, sizeof stacks);
+    fl__buf_printf(&sb, "%s counted, from %s recorded", events, stacks);
+    if (info->cpu_seconds > 0 && info->wall_seconds > 0)
+      fl__buf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
+                     info->wall_seconds);
+    fl__buf_puts(&sb, tail_call_note(info));
+    return fl__buf_take(&sb);
+  }
   /* A sample is one interval of CPU time: the unit of every count the
    * graphs and reports show. A stack the sampler recorded late stands for
    * the intervals it spanned, so there can be more samples than stacks. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_profreq: the profiling magics' options (see kn_profreq.h). */
 #define _GNU_SOURCE
+#include "cflame/fl_events.h"
 #include "kn_profreq.h"
 
 #include <ctype.h>
@@ -24,6 +25,11 @@ static const kn_optspec_t sampling_options[] = {
      "what a sample is: an interval of CPU time, or of wall time, where the time a thread "
      "waits (sleep, read, a lock) is off-CPU",
      .def = "cpu", .groups = KN_OPTS_CLOCK},
+    {"event", FL_OPT_STRING, NULL, 1, 0,
+     "weigh samples by a perf event instead of time: page-faults, minor-faults, "
+     "major-faults, context-switches, cpu-migrations, or, with hardware counters, cycles, "
+     "instructions, cache-misses, branch-misses",
+     .shown_def = "time", .groups = KN_OPTS_CLOCK},
 };
 static const kn_optspec_t kernel_options[] = {
     {"sample_rate", FL_OPT_DOUBLE, NULL, 1e-6, 1,
@@ -186,7 +192,40 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
       return -1;
     }
   }
-  req->kind = allocs ? fl_kind_alloc(count, live) : wall ? FL_PROFILE_WALL : FL_PROFILE_CPU;
+  const fl_event_t *event = NULL;
+  if ((v = kn_opts_get(&o, "event")) && v->set) {
+    char here[512];
+    event = fl_event_find(v->s);
+    if (!event || !fl_event_available(event)) {
+      fl_events_available(here, sizeof here);
+      fl__buf_t known = FL__BUF_INIT;
+      for (size_t i = 0; fl_event_at(i); i++)
+        fl__buf_printf(&known, "%s%s", i ? ", " : "", fl_event_at(i)->name);
+      if (!event)
+        snprintf(err, err_size, "%%%s: event=%s is not an event cflame counts; valid: %s (this "
+                 "machine counts %s)", magic, v->s, known.data, here[0] ? here : "none of them");
+      else
+        snprintf(err, err_size, "%%%s: event=%s: this machine does not count it (no hardware "
+                 "counters, or perf events are not allowed); it counts: %s", magic, v->s,
+                 here[0] ? here : "none of them");
+      fl__buf_free(&known);
+      kn_opts_free(&o);
+      return -1;
+    }
+    if (wall || allocs) {
+      snprintf(err, err_size, "%%%s: event=%s weighs samples by the event, and %s: a profile "
+               "is one of them", magic, v->s,
+               wall ? "clock=wall by wall time" : "the allocation options by allocations");
+      kn_opts_free(&o);
+      return -1;
+    }
+    snprintf(req->event, sizeof req->event, "%s", event->name);
+    req->kind_set = true;
+  }
+  req->kind = allocs  ? fl_kind_alloc(count, live)
+              : event ? FL_PROFILE_EVENT
+              : wall  ? FL_PROFILE_WALL
+                      : FL_PROFILE_CPU;
   req->positional = fl__xcalloc(o.n_positional + 1, sizeof *req->positional);
   for (size_t i = 0; i < o.n_positional; i++) req->positional[i] = fl__xstrdup(o.positional[i]);
   kn_opts_free(&o);

@@ -60,6 +60,7 @@ typedef struct kn_profreq {
   size_t n_set_options; /* how many key=value options were written */
   char **positional;    /* words that are not options (NULL-terminated) */
   char *args;           /* the option words as written (for %profsave) */
+  char event[64];       /* FL_PROFILE_EVENT: the event's name (fl_events.h) */
 } kn_profreq_t;
 
 /* Parses args of magic (for messages: "profview") taking the option groups

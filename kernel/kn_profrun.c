@@ -8,6 +8,7 @@
  * run then does with its profile: the table `collectors` maps each kind to
  * the CPU sampler or the allocation recorder. A new kind of sample is a
  * row there (and a collector, if no existing one takes it). */
+#include "cflame/fl_events.h"
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,9 +84,16 @@ static json_t *sampler_request(kn_prof_t *kp, const kn_exec_t *e, char *err, siz
   const kn_profreq_t *r = &e->profreq;
   int made = kn_prof_prepare(kp, r->n_words, err, err_size);
   if (made < 0) return NULL;
-  return json_pack("{s:I, s:s, s:I, s:i, s:b, s:s}", "interval_ns", (json_int_t)r->delay_ns,
-                   "file", kn_prof_buffer_path(kp), "words", (json_int_t)r->n_words, "tag",
-                   e->cell, "zeroed", made, "clock", r->kind == FL_PROFILE_WALL ? "wall" : "cpu");
+  json_t *req = json_pack("{s:I, s:s, s:I, s:i, s:b, s:s}", "interval_ns",
+                           (json_int_t)r->delay_ns, "file", kn_prof_buffer_path(kp), "words",
+                           (json_int_t)r->n_words, "tag", e->cell, "zeroed", made, "clock",
+                           r->kind == FL_PROFILE_WALL ? "wall" : "cpu");
+  const fl_event_t *ev = r->kind == FL_PROFILE_EVENT ? fl_event_find(r->event) : NULL;
+  if (req && ev)
+    json_object_set_new(req, "event",
+                        json_pack("{s:I, s:I, s:I}", "type", (json_int_t)ev->type, "config",
+                                  (json_int_t)ev->config, "period", (json_int_t)ev->period));
+  return req;
 }
 
 static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, const char *maps_text,
@@ -205,6 +213,7 @@ static const collector_t recorder = {"allocs",         "the allocation profile",
  * (kinds only read from files). */
 static const collector_t *const collectors[FL_PROFILE_N_KINDS] = {
     [FL_PROFILE_CPU] = &sampler,          [FL_PROFILE_WALL] = &sampler,
+    [FL_PROFILE_EVENT] = &sampler,
     [FL_PROFILE_ALLOC_BYTES] = &recorder,
     [FL_PROFILE_ALLOC_COUNT] = &recorder, [FL_PROFILE_LIVE_BYTES] = &recorder,
     [FL_PROFILE_LIVE_COUNT] = &recorder,

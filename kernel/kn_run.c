@@ -207,6 +207,17 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_
     return -1;
   }
   if (bi && kind->allocs && !r->sample_rate_set) r->sample_rate = bi->sample_rate;
+  if (bi && r->kind == FL_PROFILE_EVENT) {
+    /* The baseline's event, unless another is named: then they differ. */
+    if (!r->event[0]) snprintf(r->event, sizeof r->event, "%s", bi->event);
+    if (strcmp(r->event, bi->event) != 0) {
+      snprintf(err, err_size,
+               "%%%s %s: baseline %s counts %s, and this would count %s: events of two kinds "
+               "cannot be compared. Count the same (event=%s), or take another baseline",
+               magic, r->baseline, r->baseline, bi->event, r->event, bi->event);
+      return -1;
+    }
+  }
   if (kind->allocs && r->delay_set) {
     snprintf(err, err_size, "%%%s: delay= is the CPU profiler's sampling interval; an allocation "
                             "profile samples allocations: use sample_rate= (0 < rate <= 1)", magic);

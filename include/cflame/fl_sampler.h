@@ -92,7 +92,10 @@ typedef struct fl_sampler_header {
   uint64_t samples; /* records written */
   uint64_t source;  /* FL_SAMPLER_SOURCE_* of the timers used */
   uint64_t clock;   /* FL_SAMPLER_CLOCK_* of the run */
-  uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 8];
+  /* FL_SAMPLER_CLOCK_EVENT: the perf event counted (perf_event_attr's
+   * type and config), and the occurrences a sample stands for. */
+  uint64_t event_type, event_config, event_period;
+  uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 11];
 } fl_sampler_header_t;
 
 /* What a run measures: CPU time alone, or wall time, the waits in the
@@ -100,6 +103,7 @@ typedef struct fl_sampler_header {
 typedef enum fl_sampler_clock {
   FL_SAMPLER_CLOCK_CPU = 0,
   FL_SAMPLER_CLOCK_WALL = 1,
+  FL_SAMPLER_CLOCK_EVENT = 2, /* set by fl_sampler_set_event */
 } fl_sampler_clock_t;
 
 /* The calls a thread waits in, each with what it waits for: the functions
@@ -215,6 +219,13 @@ void fl_sampler_interference(fl_sampler_interference_t *out);
  * report (fl_sampler_wait_done) are recorded too; CPU samples are taken
  * as with FL_SAMPLER_CLOCK_CPU. The header says the run's clock. */
 void fl_sampler_set_clock(fl_sampler_clock_t clock);
+
+/* The event of the next fl_sampler_start instead of time (period 0: time,
+ * as fl_sampler_set_clock says): a sample every period occurrences of the
+ * perf event (type, config: perf_event_attr's; fl_events.h names them) on
+ * each thread, weighing period. Only perf events count events: where they
+ * are refused, fl_sampler_start fails. */
+void fl_sampler_set_event(uint32_t type, uint64_t config, uint64_t period);
 
 /* For the wrappers of FL_SAMPLER_WAIT_CALLS: whether the calling thread's
  * waits are recorded now (a wall-clock run samples it, and it is not in

@@ -98,7 +98,9 @@ static json_t *error_event(const char *ename, const char *evalue) {
  * "words": W, "tag": T (optional, what records carry: the cell number),
  * "zeroed": Z (optional: true when the kernel just made the file, all
  * zeros, so that it is not cleared again), "clock": "cpu" or "wall"
- * (optional, "cpu": fl_sampler_set_clock)}. PATH is a file the kernel made
+ * (optional, "cpu": fl_sampler_set_clock), "event": {"type", "config",
+ * "period"} (optional: a perf event counted instead of time,
+ * fl_sampler_set_event)}. PATH is a file the kernel made
  * fl_sampler_buffer_bytes(W) long; the worker maps it shared (a file it
  * has mapped stays mapped from run to run), so that the samples survive a
  * crash of the worker, and samples every thread of the cell from just before its entry
@@ -233,6 +235,10 @@ static int profile_begin(json_t *spec, profile_run_t *pr, char *err, size_t err_
   const char *clock = json_string_value(json_object_get(spec, "clock"));
   fl_sampler_set_clock(clock && !strcmp(clock, "wall") ? FL_SAMPLER_CLOCK_WALL
                                                        : FL_SAMPLER_CLOCK_CPU);
+  json_t *event = json_object_get(spec, "event");
+  fl_sampler_set_event((uint32_t)json_integer_value(json_object_get(event, "type")),
+                       (uint64_t)json_integer_value(json_object_get(event, "config")),
+                       (uint64_t)json_integer_value(json_object_get(event, "period")));
   pr->cpu0 = fl__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   pr->wall0 = fl__clock_ns(CLOCK_MONOTONIC);
   if (fl_sampler_start((uint64_t)interval, (uint64_t)tag, err, err_size) < 0) return -1;

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Wall-clock profiles (clock=wall, docs/PROFILING.md): the time threads
 wait counts, off-CPU, under the call they waited in, and the waits behave
-as they would without the profiler.
+as they would without the profiler; and profiles weighed by a perf event
+(event=).
 
 Known answers come from the cells themselves: each measures its own CPU
 time and its own waits with clock_gettime, and the profile must agree."""
@@ -187,3 +188,49 @@ def test_a_diff_against_a_wall_clock_baseline_is_one_of_wall_time(kc):
                                      timeout=30)["content"]
     assert content["status"] == "error" and "cannot be compared" in content["evalue"], content
     assert "clock=cpu" in content["evalue"] and "clock=wall" in content["evalue"], content
+
+
+# ---- event=: samples weighed by a perf event
+
+def test_page_faults_count_the_pages_a_cell_touches(kc):
+    """event=page-faults on a cell that maps 5,000 fresh pages and touches
+    each once: the profile counts 5,000 page faults within 10%, nearly all
+    in the function that touched them."""
+    ok(kc, r"""
+#include <sys/mman.h>
+__attribute__((noinline)) void touch_pages(char *p, long pages) {
+    for (long i = 0; i < pages; i++) p[i * 4096] = 1;
+}""")
+    pages = 5000
+    bundle, reply, outputs = flame(
+        kc, f"%%profview event=page-faults C=true minwidth=0\n"
+            f"char *p = mmap(NULL, {pages}L * 4096, PROT_READ | PROT_WRITE, "
+            f"MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n"
+            f"touch_pages(p, {pages});\n"
+            f"munmap(p, {pages}L * 4096);", timeout=60)
+    rows = frames_of(bundle)
+    total = rows[0]["count"]
+    assert abs(total - pages) <= 0.1 * pages, (total, pages)
+    touched = sum(r["count"] for r in rows if r["func"] == "touch_pages")
+    assert touched >= 0.9 * pages, (touched, pages)
+    assert "page-faults counted" in bundle["text/plain"]
+
+
+def test_an_event_that_cannot_be_counted_names_the_ones_that_can(kc):
+    """An unknown event, and one this machine may not count (cycles needs a
+    PMU): each error lists the events this machine counts; the kernel goes
+    on. Where cycles can be counted, it is."""
+    content = kc.execute_interactive("%%profview event=banana\nint x = 1;", timeout=30)["content"]
+    assert content["status"] == "error", content
+    assert "event=banana is not an event" in content["evalue"], content["evalue"]
+    assert "page-faults" in content["evalue"] and "cycles" in content["evalue"], content["evalue"]
+    reply, outputs = kc.execute_interactive(
+        "%%profview event=cycles\nfor (volatile long i = 0; i < 100000000; i++) ;",
+        timeout=60), None
+    content = reply["content"]
+    if content["status"] == "error":
+        assert "does not count it" in content["evalue"], content["evalue"]
+        assert "it counts: page-faults" in content["evalue"], content["evalue"]
+    else:
+        assert content["status"] == "ok", content
+    assert ok(kc, 'printf("still here\\n");').strip() == "still here"
