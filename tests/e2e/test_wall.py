@@ -8,7 +8,7 @@ Known answers come from the cells themselves: each measures its own CPU
 time and its own waits with clock_gettime, and the profile must agree."""
 import re
 
-from conftest import flame, frames_of, ok, stdout
+from conftest import chart_bars_of, flame, frames_of, ok, stdout, top_rows_of
 
 VL_MIME = "application/vnd.vegalite.v5+json"
 
@@ -188,6 +188,34 @@ def test_a_diff_against_a_wall_clock_baseline_is_one_of_wall_time(kc):
                                      timeout=30)["content"]
     assert content["status"] == "error" and "cannot be compared" in content["evalue"], content
     assert "clock=cpu" in content["evalue"] and "clock=wall" in content["evalue"], content
+
+
+def test_every_view_draws_the_waits(kc):
+    """A wall-clock profile of a thread that computes while the cell's own
+    thread sleeps, drawn as top, chart and per thread: the top table lists
+    the wait with its self time; the chart draws it as one bar in the
+    sleeping thread's lane, in the waits' colour, beside the other lane's
+    computing; threads=1 keeps the sleeping thread alone."""
+    ok(kc, DEFS + r"""
+void *busy(void *arg) { compute(0.3); return arg; }""")
+    code = ("pthread_t th; pthread_create(&th, NULL, busy, NULL);\n"
+            "usleep(300000);\npthread_join(th, NULL);")
+    bundle, _, _ = flame(kc, "%%profview clock=wall view=top\n" + code, timeout=60)
+    top = top_rows_of(bundle)
+    assert abs(top["[off-CPU: sleep]"]["self"] - 300) <= 10, top.get("[off-CPU: sleep]")
+    assert top["compute"]["self"] >= 250, top["compute"]
+    bundle, _, _ = flame(kc, "%profshow view=chart")
+    bars = chart_bars_of(bundle)
+    waits = [b for b in bars if b["func"] == "[off-CPU: sleep]"]
+    assert len(waits) == 1 and abs(waits[0]["count"] - 300) <= 10, waits
+    # the waits' slate (#9aa8c4, each function's shade within 20 of it)
+    rgb = lambda c: [int(c[i:i + 2], 16) for i in (1, 3, 5)]  # noqa: E731
+    assert all(abs(a - b) <= 20 for a, b in zip(rgb(waits[0]["color"]), rgb("#9aa8c4"))), waits
+    lanes = {b["thread"] for b in bars if b["func"] == "compute"}
+    assert waits[0]["thread"] not in lanes, (waits[0]["thread"], lanes)
+    rows = frames_of(flame(kc, "%profshow threads=1 minwidth=0")[0])
+    assert any(r["func"] == "[off-CPU: sleep]" for r in rows)
+    assert not any(r["func"] == "compute" for r in rows), [r["func"] for r in rows]
 
 
 # ---- event=: samples weighed by a perf event
