@@ -681,6 +681,22 @@ def test_record_mpirun_follows_the_ranks_with_the_same_shares(bins, solver, tmp_
     assert "mpirun" in r.stderr
 
 
+def test_mpi_ranks_record_wall_clock_too(bins, solver, tmp_path):
+    """mpirun -n 2 cflame record --clock wall: each rank writes a wall-clock
+    profile (its summary says so, with its time running and waiting), and
+    the computing split of each rank holds as under --clock cpu."""
+    r = subprocess.run([*mpi_launcher(), CFLAME, "record", "--clock", "wall", "-o",
+                        "wall.%r.folded", "--no-lines", "--", str(solver), str(ITERS)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.count("of wall time") == 2 and r.stderr.count("s waiting") == 2, r.stderr
+    cpu = solver_cpu(r.stdout)
+    for rank in (0, 1):
+        stacks = folded(tmp_path / f"wall.{rank}.folded")
+        measured = share_points(cpu[rank]["three"], cpu[rank]["one"] + cpu[rank]["three"])
+        check_share(three_share(stacks), measured, split_samples(stacks), rank)
+
+
 # ---- no perf_event permission ----
 
 def test_records_where_perf_events_are_refused(bins, tmp_path):
