@@ -351,15 +351,24 @@ static void name_roots(image_t *images, size_t n, const bool *kept) {
   }
 }
 
+/* An empty profile of the kind opts record. */
+static fl_profile_t *new_profile(const rc_collect_opts_t *opts) {
+  fl_profile_t *p = fl_profile_new(opts->allocs  ? fl_collect_allocs_kind(&opts->aopts)
+                                   : opts->event ? FL_PROFILE_EVENT
+                                   : opts->wall  ? FL_PROFILE_WALL
+                                                 : FL_PROFILE_CPU);
+  if (opts->event)
+    snprintf(fl_profile_info(p)->event, sizeof fl_profile_info(p)->event, "%s", opts->event);
+  return p;
+}
+
 /* Collects one image into rec->profile. */
 static void collect_image(image_t *im, const rc_collect_opts_t *opts, fl_symbolizer_t *sym,
                           rc_recording_t *rec) {
   fl_frame_t root = {.func = im->root, .flags = FL_FRAME_ROOT};
   rule_ctx_t rule;
   fl_collect_opts_t co = {.rule = record_rule, .ctx = &rule, .main_tid = im->pid, .root = &root};
-  fl_profile_t *p = fl_profile_new(opts->allocs ? fl_collect_allocs_kind(&opts->aopts)
-                                   : opts->wall ? FL_PROFILE_WALL
-                                                : FL_PROFILE_CPU);
+  fl_profile_t *p = new_profile(opts);
   char err[256];
   int rc = opts->allocs
                ? fl_collect_allocs(p, sym, im->map, im->bytes, &co, &opts->aopts, err, sizeof err)
@@ -393,9 +402,7 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
   size_t n = 0;
   image_t *images = list_images(dir, &n, err, err_size);
   if (!images) return -1;
-  rec->profile = fl_profile_new(opts->allocs ? fl_collect_allocs_kind(&opts->aopts)
-                                : opts->wall ? FL_PROFILE_WALL
-                                             : FL_PROFILE_CPU);
+  rec->profile = new_profile(opts);
   rec->images = n;
   bool *kept = fl__xcalloc(n, sizeof *kept);
   for (size_t i = 0; i < n; i++) {

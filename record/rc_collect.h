@@ -30,6 +30,7 @@
 typedef struct rc_collect_opts {
   bool allocs;                    /* allocation buffers, not samples */
   bool wall;                      /* samples of wall time (--clock wall) */
+  const char *event;              /* samples of a perf event (--event NAME), or NULL */
   fl_collect_allocs_opts_t aopts; /* with allocs */
 } rc_collect_opts_t;
 

@@ -32,6 +32,9 @@
 /* "wall": samples of wall time, the waits recorded (fl_sampler_set_clock);
  * unset: of CPU time. */
 #define RC_ENV_CLOCK "CFLAME_RECORD_CLOCK"
+/* A perf event's name (fl_events.h): samples weighed by it instead of
+ * time; unset: time. */
+#define RC_ENV_EVENT "CFLAME_RECORD_EVENT"
 /* Words of each sample buffer, and of each allocation buffer. */
 #define RC_ENV_WORDS "CFLAME_RECORD_WORDS"
 /* The allocation sample rate (0 < rate <= 1); unset: no allocations. */

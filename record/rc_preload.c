@@ -66,6 +66,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cflame/fl_events.h"
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
 #include "fl__threads.h"
@@ -330,6 +331,9 @@ __attribute__((constructor)) static void rc_preload_start(void) {
   const char *clock = getenv(RC_ENV_CLOCK);
   fl_sampler_set_clock(clock && !strcmp(clock, "wall") ? FL_SAMPLER_CLOCK_WALL
                                                        : FL_SAMPLER_CLOCK_CPU);
+  const char *name = getenv(RC_ENV_EVENT);
+  const fl_event_t *event = name ? fl_event_find(name) : NULL;
+  if (event) fl_sampler_set_event(event->type, event->config, event->period);
   R.words = env_u64(RC_ENV_WORDS, 1u << 20);
   const char *rate = getenv(RC_ENV_ALLOCS);
   if (rate && *rate) {

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cflame/fl_events.h"
 #include "cflame/fl_io.h"
 #include "cflame/fl_options.h"
 #include "cflame/fl_output.h"
@@ -44,7 +45,8 @@ typedef struct opts {
   const char *output; /* -o; NULL: ./PROGRAM.cflame.EXT */
   const char *format; /* -f; NULL: by the output's ending, or svg */
   double delay_s;
-  bool wall; /* --clock wall */
+  bool wall;               /* --clock wall */
+  const fl_event_t *event; /* --event NAME, or NULL */
   bool allocs, live, weight_count;
   bool alloc_opts_given; /* --sample-rate, --live or --weight */
   double sample_rate;
@@ -71,6 +73,11 @@ static const char usage_text[] =
     "      --clock cpu|wall   what a sample is: an interval of CPU time (default), or\n"
     "                         of wall time, where the time a thread waits (sleep,\n"
     "                         read, a lock) is off-CPU, under the call it waited in\n"
+    "      --event NAME       weigh samples by a perf event instead of time:\n"
+    "                         page-faults, minor-faults, major-faults,\n"
+    "                         context-switches, cpu-migrations, or with hardware\n"
+    "                         counters cycles, instructions, cache-misses,\n"
+    "                         branch-misses\n"
     "      --allocs           record allocations instead of CPU time (malloc, calloc,\n"
     "                         realloc and the aligned allocators), as %%profallocs does\n"
     "      --sample-rate R    with --allocs: share of allocation calls recorded, more\n"
@@ -227,6 +234,18 @@ static int parse(int argc, char **argv, opts_t *o) {
       if (missing || (strcmp(v, "cpu") && strcmp(v, "wall")))
         return usage_error("--clock %s: valid: cpu, wall", missing ? "" : v);
       o->wall = !strcmp(v, "wall");
+    } else if (take(argv, argc, &i, "--event", NULL, &v, &missing)) {
+      char here[512];
+      fl_events_available(here, sizeof here);
+      o->event = missing ? NULL : fl_event_find(v);
+      if (!o->event)
+        return usage_error("--event %s: not an event cflame counts; this machine counts: %s",
+                           missing ? "" : v, here[0] ? here : "none");
+      if (!fl_event_available(o->event))
+        return usage_error(
+            "--event %s: this machine does not count it (no hardware counters, "
+            "or perf events are not allowed); it counts: %s",
+            v, here[0] ? here : "none");
     } else if (take(argv, argc, &i, "--sample-rate", NULL, &v, &missing)) {
       if (missing || !parse_double(v, 1e-9, 1, &o->sample_rate) || o->sample_rate <= 0)
         return usage_error(
@@ -281,6 +300,9 @@ static int parse(int argc, char **argv, opts_t *o) {
   if (o->n_program == 0) return usage_error("no PROGRAM after --");
   if (o->alloc_opts_given && !o->allocs)
     return usage_error("--sample-rate, --live and --weight need --allocs");
+  if (o->event && (o->wall || o->allocs))
+    return usage_error("--event weighs samples by an event, and %s: a recording is one of them",
+                       o->wall ? "--clock wall by wall time" : "--allocs by allocations");
   if (o->wall && o->allocs)
     return usage_error(
         "--clock wall samples time and --allocs records allocations: a recording is one "
@@ -446,6 +468,10 @@ static int set_environment(const opts_t *o, const char *dir, char *err, size_t e
       setenv(RC_ENV_CLOCK, "wall", 1);
     else
       unsetenv(RC_ENV_CLOCK);
+    if (o->event)
+      setenv(RC_ENV_EVENT, o->event->name, 1);
+    else
+      unsetenv(RC_ENV_EVENT);
   }
   return 0;
 }
@@ -497,7 +523,10 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
   } else {
     fl_count_noun(info->total_weight, "sample", "samples", n, sizeof n);
     double iv = (double)info->interval_ns / 1e9;
-    if (o->wall) {
+    if (o->event) {
+      fl_count_noun(info->total_weight, info->event, info->event, n, sizeof n);
+      fprintf(f, "%s counted", n);
+    } else if (o->wall) {
       fl_thread_weights_t *tw;
       size_t nt = fl_profile_thread_weights(rec->profile, &tw);
       uint64_t on = 0, off = 0;
@@ -693,6 +722,7 @@ int rc_record_main(int argc, char **argv) {
 
   rc_collect_opts_t copts = {.allocs = o.allocs,
                              .wall = o.wall,
+                             .event = o.event ? o.event->name : NULL,
                              .aopts = {.live = o.live, .weight_count = o.weight_count}};
   if (rc_collect(dir, &copts, &rec, err, sizeof err) < 0) {
     say("%s", err);
