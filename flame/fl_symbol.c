@@ -79,6 +79,10 @@ struct fl_symbolizer {
   fl__index_t named_index;
 
   bool names_as_written; /* fl_symbolizer_name_files_as_written */
+  /* A symbolizer made from a maps text: the [vdso]'s range, which libdwfl
+   * cannot read without the process, and without which it gives those
+   * addresses to another module: they are named "[vdso]". */
+  uint64_t vdso_lo, vdso_hi;
   /* file_name's answers, by the name libdw returned (direct-mapped). */
   struct {
     const char *path, *name;
@@ -1004,6 +1008,11 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
   fl_frame_info_t base = {0};
   fl_frame_info_t frame;
 
+  if (addr >= sym->vdso_lo && addr < sym->vdso_hi) {
+    base.module = intern(sym, "[vdso]");
+    pool_push(sym, &base);
+    return sym->pool_len - first;
+  }
   Dwfl_Module *mod = dwfl_addrmodule(sym->dwfl, addr);
   if (!mod) {
     pool_push(sym, &base);
@@ -1113,10 +1122,32 @@ fl_symbolizer_t *fl_symbolizer_new_from_maps(const char *maps_text, char *err, s
   if (!sym) return NULL;
   assert(maps_text);
 
+  /* The lines of files alone: libdwfl reads a pseudo-file's mapping
+   * ([vdso], [vvar], [stack]) from the live process, and from a text it
+   * would give the [vdso]'s addresses to another module. The [vdso]'s range
+   * is kept, to name its addresses. */
+  fl__buf_t files = FL__BUF_INIT;
+  for (const char *line = maps_text; *line;) {
+    size_t n = strcspn(line, "\n");
+    const char *path = memchr(line, '/', n);
+    const char *pseudo = memchr(line, '[', n);
+    unsigned long long lo, hi;
+    if (pseudo && !path) {
+      if (n - (size_t)(pseudo - line) >= 6 && !strncmp(pseudo, "[vdso]", 6) &&
+          sscanf(line, "%llx-%llx", &lo, &hi) == 2) {
+        sym->vdso_lo = lo;
+        sym->vdso_hi = hi;
+      }
+    } else {
+      fl__buf_add(&files, line, n);
+      fl__buf_add(&files, "\n", 1);
+    }
+    line += n + (line[n] == '\n');
+  }
   dwfl_report_begin(sym->dwfl);
-  size_t len = strlen(maps_text);
+  size_t len = files.len;
   if (len > 0) { /* fmemopen refuses an empty buffer on older glibc */
-    maps = fmemopen((void *)maps_text, len, "r");
+    maps = fmemopen(files.data, len, "r");
     if (!maps) {
       snprintf(err, err_size, "cannot read the maps text: %s", strerror(errno));
       goto fail;
@@ -1132,10 +1163,12 @@ fl_symbolizer_t *fl_symbolizer_new_from_maps(const char *maps_text, char *err, s
     goto fail;
   }
   if (maps) fclose(maps);
+  fl__buf_free(&files);
   return sym;
 
 fail:
   if (maps) fclose(maps);
+  fl__buf_free(&files);
   fl_symbolizer_destroy(&sym);
   return NULL;
 }

@@ -184,9 +184,11 @@ char *rc_collect_merge_maps(const char *snapshots) {
       unsigned long lo, hi;
       char perms[8];
       int path_at = 0;
-      /* "lo-hi perms offset dev inode path": file-backed lines only. */
+      /* "lo-hi perms offset dev inode path": file-backed lines, and the
+       * [vdso], whose code the symbolizer names. */
       if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) == 3 &&
-          path_at > 0 && line + path_at < eol && line[path_at] == '/' &&
+          path_at > 0 && line + path_at < eol &&
+          (line[path_at] == '/' || !strncmp(line + path_at, "[vdso]", 6)) &&
           !overlaps(lines, kept_before, lo, hi)) {
         lines = fl__grow(lines, &cap, n + 1, sizeof *lines);
         lines[n++] = (map_line_t){lo,
@@ -251,7 +253,8 @@ static fl_collect_verdict_t record_rule(void *ctx, const fl_frame_info_t *info, 
   rule_ctx_t *r = ctx;
   const char *func = info->func;
   if (!func && fr->module) {
-    snprintf(r->name, sizeof r->name, "[%s]", fr->module);
+    /* "[libfoo.so]"; a pseudo-file's name ("[vdso]") as it is. */
+    snprintf(r->name, sizeof r->name, fr->module[0] == '[' ? "%s" : "[%s]", fr->module);
     fr->func = r->name;
   }
   if (fr->module &&

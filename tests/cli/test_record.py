@@ -847,3 +847,23 @@ int main(void) {
     assert "page-faults counted" in r.stderr, r.stderr
     r = record("--event", "banana", "--", tmp_path / "pages", cwd=tmp_path)
     assert r.returncode == 2 and "this machine counts: page-faults" in r.stderr, r.stderr
+
+
+def test_time_in_the_vdso_is_named_vdso(bins, tmp_path):
+    """A program that reads the clock in a loop spends its time in the
+    vDSO's clock_gettime: the recording names that code [vdso], not a
+    library that happens to be mapped elsewhere."""
+    src = tmp_path / "clock.c"
+    src.write_text(r"""
+#include <time.h>
+int main(void) {
+    struct timespec t; long s = 0;
+    for (long i = 0; i < 3000000; i++) { clock_gettime(CLOCK_MONOTONIC, &t); s += t.tv_nsec; }
+    return s == 42;
+}""")
+    subprocess.run([CC, *CFLAGS, "-o", tmp_path / "clock", src], check=True)
+    recorded("-o", "clock.folded", "--no-lines", "--", tmp_path / "clock", cwd=tmp_path)
+    stacks = folded(tmp_path / "clock.folded")
+    below = {s.split(";")[s.split(";").index("__clock_gettime") + 1]
+             for s in stacks if "__clock_gettime" in s.split(";")[:-1]}
+    assert below and all(b == "[vdso]" or b.startswith("__vdso") for b in below), below
