@@ -774,7 +774,7 @@ def test_records_with_perf_event_paranoid_3(bins, tmp_path):
 def test_clock_wall_shows_the_sleeps_off_cpu(bins, tmp_path):
     """cflame record --clock wall of a shell that sleeps 1 s, then starts
     yes in the background and sleeps 1 s more: each sleep process spends
-    its second under nanosleep, off-CPU (within 20 ms), and yes runs. (Its
+    its second (or more) under nanosleep, off-CPU, and yes runs. (Its
     writes to /dev/null do not block, but on a busy machine a write that
     is preempted waits for a CPU, which counts as time it did not run.)"""
     r = recorded("--clock", "wall", "-o", "wall.folded", "--no-lines", "--", "sh", "-c",
@@ -786,7 +786,10 @@ def test_clock_wall_shows_the_sleeps_off_cpu(bins, tmp_path):
         if frames[0].startswith("sleep (pid") and frames[-1] == "[off-CPU: sleep]":
             assert "nanosleep" in frames or "clock_nanosleep" in frames, stack
             sleeps[frames[0]] = sleeps.get(frames[0], 0) + count
-    assert len(sleeps) == 2 and all(abs(c - 1000) <= 20 for c in sleeps.values()), sleeps
+    # A sleep lasts its second or more (on a busy machine it wakes late),
+    # and no longer than the whole program did.
+    wall_ms = 1000 * float(re.search(r"took [\d.]+ s CPU, ([\d.]+) s wall", r.stderr).group(1))
+    assert len(sleeps) == 2 and all(998 <= c <= wall_ms for c in sleeps.values()), (sleeps, wall_ms)
     yes_running = sum(c for s, c in stacks.items() if s.startswith("yes") and "[off-CPU" not in s)
     yes_waits = {s.split(";")[-1] for s in stacks if s.startswith("yes") and "[off-CPU" in s}
     assert yes_running >= 100 and yes_waits <= {"[off-CPU: write]"}, (yes_running, yes_waits)
@@ -803,11 +806,13 @@ def test_clock_wall_and_allocs_are_one_or_the_other(bins, tmp_path):
 def test_clock_wall_pprof_has_a_wall_sample_type(bins, tmp_path):
     """A wall-clock recording written as pprof: go tool pprof, the reference
     reader, reads a "wall" sample type in nanoseconds, and puts the second
-    that sleep(1) waited on [off-CPU: sleep]."""
+    that sleep(1) waited (or more, on a busy machine: no more than the
+    program ran) on [off-CPU: sleep]."""
     go = shutil.which("go")
     if not go:
         pytest.fail("go is missing: install Debian's golang-go (scripts/deps.sh lists it)")
-    recorded("--clock", "wall", "-o", "wall.pb.gz", "--", "sleep", "1", cwd=tmp_path)
+    r = recorded("--clock", "wall", "-o", "wall.pb.gz", "--", "sleep", "1", cwd=tmp_path)
+    wall = float(re.search(r"took [\d.]+ s CPU, ([\d.]+) s wall", r.stderr).group(1))
     env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"),
                GOENV="off", GOPROXY="off")
     top = subprocess.run([go, "tool", "pprof", "-top", "-nodefraction=0", "-sample_index=wall",
@@ -818,7 +823,7 @@ def test_clock_wall_pprof_has_a_wall_sample_type(bins, tmp_path):
     flat = re.search(r"^\s*([\d.]+)(ms|s)\s+[\d.]+%.*\[off-CPU: sleep\]$", top.stdout, re.M)
     assert flat, top.stdout
     seconds = float(flat.group(1)) / (1000 if flat.group(2) == "ms" else 1)
-    assert abs(seconds - 1) <= 0.02, top.stdout
+    assert 0.998 <= seconds <= wall, (seconds, wall, top.stdout)
 
 
 def test_event_page_faults_counts_the_pages_touched(bins, tmp_path):
