@@ -348,6 +348,25 @@ static char *write_folded(draw_t *d, size_t *len) {
   return fl__buf_take(&b);
 }
 
+/* A picture of what write_svg draws (fl_picture_*). */
+static char *write_png(draw_t *d, size_t *len) {
+  size_t ignored;
+  char *svg = write_svg(d, &ignored);
+  if (!svg) return NULL;
+  char *png = fl_picture_png(svg, strlen(svg), d->opts.view.dpi, len, d->err, d->err_size);
+  free(svg);
+  return png;
+}
+
+static char *write_pdf(draw_t *d, size_t *len) {
+  size_t ignored;
+  char *svg = write_svg(d, &ignored);
+  if (!svg) return NULL;
+  char *pdf = fl_picture_pdf(svg, strlen(svg), len, d->err, d->err_size);
+  free(svg);
+  return pdf;
+}
+
 /* ---- the table ---- */
 
 static const struct format {
@@ -363,6 +382,8 @@ static const struct format {
     {{"folded", ".folded", "folded stacks; a diff's: \"stack BASE TARGET\""}, true, write_folded},
     {{"text", ".txt", "the tree as text, as %profprint prints it"}, false, write_text},
     {{"pprof", ".pb.gz", "pprof's profile.proto, gzipped"}, true, write_pprof},
+    {{"png", ".png", "the SVG as a PNG picture, at dpi="}, false, write_png},
+    {{"pdf", ".pdf", "the SVG as a PDF page, vectors and text"}, false, write_pdf},
 };
 #define N_FORMATS (sizeof formats / sizeof *formats)
 

@@ -7,12 +7,15 @@
 # ranks, tests/cli/test_record.py); g++ and rustc too (demangled C++ and
 # Rust names, tests/cli/test_demangle.py); time (GNU time) is the
 # benchmarks' (peak memory of cflame record, bench/bench_symbolize.py).
+# librsvg2-dev and libcairo2-dev draw PNG and PDF pictures (fl_picture.c);
+# poppler-utils' pdftoppm is the tests' reader of the PDFs.
 CFLAME_DEBS="build-essential cmake pkg-config clang libclang-rt-14-dev \
 libzmq3-dev libjansson-dev uuid-dev libssl-dev libunwind-dev libdw-dev libelf-dev libiberty-dev \
 libprotobuf-c-dev protobuf-c-compiler zlib1g-dev golang-go \
 python3 python3-zmq python3-jupyter-client python3-jupyter-kernel-test python3-pytest \
 python3-nbconvert python3-nbformat python3-ipykernel jupyter-nbconvert jupyter-core \
-chromium linux-perf libclang-dev manpages-dev man-db openmpi-bin libopenmpi-dev g++ rustc time"
+chromium linux-perf libclang-dev manpages-dev man-db openmpi-bin libopenmpi-dev g++ rustc time \
+librsvg2-dev libcairo2-dev poppler-utils"
 
 cflame_missing_debs() {
   local missing=""

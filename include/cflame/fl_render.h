@@ -49,6 +49,7 @@ typedef struct fl_view_opts {
   const char *title; /* NULL: none */
   const char *focus; /* the function a view is about (sandwich, source); NULL: none */
   double from, to;   /* view=chart: seconds from the start; 0: the start, the end */
+  double dpi;        /* PNG output: dots per inch (the SVG's pixels are 96 to the inch) */
   const char *note;  /* a line under the title: samples, rate, CPU time */
   bool icicle;       /* root at the top (else at the bottom) */
   bool dark;         /* dark theme */
@@ -193,6 +194,17 @@ char *fl_text_source_diff(const fl_diff_t *d, const fl_view_opts_t *v, const fl_
                           char *err, size_t err_size);
 json_t *fl_source_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v,
                               const fl_source_reader_t *r, char *err, size_t err_size);
+
+/* ---- pictures ----
+ *
+ * A view's SVG drawn by librsvg and cairo: as a PNG at dpi (the SVG's
+ * pixels are 96 to the inch: 192 doubles them), or as a PDF whose text and
+ * shapes stay vectors, its page the SVG's size in points. Each returns the
+ * file's bytes (new; *len of them), or NULL with err (an SVG librsvg cannot
+ * read; a picture too large). */
+char *fl_picture_png(const char *svg, size_t svg_len, double dpi, size_t *len, char *err,
+                     size_t err_size);
+char *fl_picture_pdf(const char *svg, size_t svg_len, size_t *len, char *err, size_t err_size);
 
 /* ---- the stack chart (view=chart) ----
  *

@@ -412,8 +412,8 @@ def test_unknown_option_names_the_valid_ones():
         assert want in opts
     r = cflame("-x", DATA / "single.txt")
     assert r.returncode == 2 and "unknown option -x" in r.stderr
-    r = cflame("--format", "png", DATA / "single.txt")
-    assert r.returncode == 2 and "svg, html, vegalite, folded, text" in r.stderr
+    r = cflame("--format", "jpeg", DATA / "single.txt")
+    assert r.returncode == 2 and "svg, html, vegalite, folded, text, pprof, png, pdf" in r.stderr, r.stderr
     r = cflame("--width", "wide", DATA / "single.txt")
     assert r.returncode == 2 and "--width wide" in r.stderr
     r = cflame(DATA / "single.txt", "--format")
@@ -461,3 +461,85 @@ def test_drawing_options_take_their_value_either_way():
     assert r.returncode == 2 and "choose light or dark" in r.stderr, r.stderr
     r = cflame("--threads", "x", DATA / "single.txt")
     assert r.returncode == 2 and "x is not a thread number" in r.stderr, r.stderr
+
+
+def png_pixels(data):
+    """(width, height, rows of RGBA bytes) of an 8-bit RGBA or RGB PNG."""
+    import struct
+    import zlib
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    pos, idat = 8, b""
+    w = h = color = None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6), (depth, color)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    bpp = 4 if color == 6 else 3
+    raw, rows, prev = zlib.decompress(idat), [], bytearray(w * bpp)
+    stride = w * bpp + 1
+    for y in range(h):
+        f, line = raw[y * stride], bytearray(raw[y * stride + 1:(y + 1) * stride])
+        for i in range(len(line)):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line) if bpp == 4 else bytes(
+            v for j in range(0, len(line), 3) for v in (*line[j:j + 3], 255)))
+        prev = line
+    return w, h, rows
+
+
+def ink(rows, w, h, cells=8):
+    """Per cell of a cells x cells grid, the share of pixels that are not
+    near white: the picture's layout, coarsely."""
+    out = []
+    for gy in range(cells):
+        for gx in range(cells):
+            n = dark = 0
+            for y in range(gy * h // cells, (gy + 1) * h // cells):
+                row = rows[y]
+                for x in range(gx * w // cells, (gx + 1) * w // cells):
+                    r, g, b, a = row[4 * x:4 * x + 4]
+                    n += 1
+                    dark += a > 0 and min(r, g, b) < 200
+            out.append(dark / max(n, 1))
+    return out
+
+
+def test_png_and_pdf_pictures(tmp_path):
+    """-o x.png draws the flame graph's SVG at 192 dpi: a PNG twice the
+    SVG's size in pixels; dpi= changes it. -o x.pdf is one page the SVG's
+    size in points, and pdftoppm draws it at 192 dpi with the PNG's size
+    and layout (the share of ink in each cell of an 8 x 8 grid within 5
+    points)."""
+    ok(DATA / "threads.txt", "-o", tmp_path / "g.svg")
+    root = ET.parse(tmp_path / "g.svg").getroot()
+    w, h = int(float(root.get("width"))), int(float(root.get("height")))
+    ok(DATA / "threads.txt", "-o", tmp_path / "g.png")
+    pw, ph, rows = png_pixels((tmp_path / "g.png").read_bytes())
+    assert (pw, ph) == (2 * w, 2 * h), ((pw, ph), (w, h))
+    ok(DATA / "threads.txt", "--dpi", "96", "-o", tmp_path / "small.png")
+    assert png_pixels((tmp_path / "small.png").read_bytes())[:2] == (w, h)
+    ok(DATA / "threads.txt", "-o", tmp_path / "g.pdf")
+    assert (tmp_path / "g.pdf").read_bytes()[:5] == b"%PDF-"
+    subprocess.run(["pdftoppm", "-r", "192", "-png", "-singlefile", str(tmp_path / "g.pdf"),
+                    str(tmp_path / "from-pdf")], check=True, timeout=60)
+    qw, qh, qrows = png_pixels((tmp_path / "from-pdf.png").read_bytes())
+    assert abs(qw - pw) <= 2 and abs(qh - ph) <= 2, ((qw, qh), (pw, ph))
+    a, b = ink(rows, pw, ph), ink(qrows, qw, qh)
+    worst = max(abs(x - y) for x, y in zip(a, b))
+    assert worst <= 0.05, (worst, a, b)

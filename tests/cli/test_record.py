@@ -409,7 +409,7 @@ def test_output_names_pid_and_format_option(bins, tmp_path):
 
 def test_bad_output_names_fail_before_the_program_runs(bins, tmp_path):
     for args, message in [
-        (["-o", "x.png"], "cannot tell the format"),
+        (["-o", "x.jpeg"], "cannot tell the format"),
         (["-o", "x.%q.svg"], "unknown %q"),
         (["-o", "x.%r.svg"], "%r is the MPI rank"),
         (["--delay", "0"], "--delay 0"),

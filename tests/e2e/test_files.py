@@ -102,6 +102,30 @@ def test_profsave_html_is_a_standalone_page_with_the_svg_inline(kc, tmp_path):
     assert "</script" not in page.split("<script", 2)[-1].split(">", 1)[1].split("</script")[0]
 
 
+def test_profsave_png_and_pdf_are_pictures_of_the_graph(kc, tmp_path):
+    """%profsave x.png draws the graph's SVG at 192 dpi (twice its pixels),
+    dpi=96 at its own size, and x.pdf is one page the SVG's size in points;
+    any view is drawn so (view=top here)."""
+    import struct
+    import xml.etree.ElementTree as ET
+    bundle, _, _ = show(kc, PROFILED, "png")
+    root = ET.fromstring(svg_of(bundle))
+    w, h = int(float(root.get("width"))), int(float(root.get("height")))
+    size = lambda p: struct.unpack(">II", p.read_bytes()[16:24])  # noqa: E731
+    ok(kc, f"%profsave {tmp_path / 'g.png'}")
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert size(tmp_path / "g.png") == (2 * w, 2 * h)
+    ok(kc, f"%profsave {tmp_path / 'small.png'} dpi=96")
+    assert size(tmp_path / "small.png") == (w, h)
+    ok(kc, f"%profsave {tmp_path / 'g.pdf'}")
+    pdf = (tmp_path / "g.pdf").read_bytes()
+    box = re.search(rb"/MediaBox \[ *0 0 ([\d.]+) ([\d.]+) *\]", pdf)
+    assert pdf[:5] == b"%PDF-" and box, pdf[:400]
+    assert abs(float(box[1]) - 0.75 * w) <= 1 and abs(float(box[2]) - 0.75 * h) <= 1, box[0]
+    ok(kc, f"%profsave {tmp_path / 'top.png'} view=top")
+    assert (tmp_path / "top.png").stat().st_size > 1000
+
+
 def test_profsave_folded_round_trips_through_profload(kc, tmp_path):
     """%profsave x.folded writes every sample of the graph as folded
     stacks; %profload x.folded reads them back into the session profile,
@@ -251,8 +275,8 @@ def test_profload_bad_pprof_names_the_file(kc, tmp_path):
 
 def test_profsave_bad_paths(kc, tmp_path):
     show(kc, PROFILED, "bad-paths")
-    reply, _ = fails(kc, f"%profsave {tmp_path / 'x.png'}", "MagicError")
-    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt", ".pb.gz"):
+    reply, _ = fails(kc, f"%profsave {tmp_path / 'x.jpeg'}", "MagicError")
+    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt", ".pb.gz", ".png", ".pdf"):
         assert ext in reply["evalue"], reply["evalue"]
     missing = tmp_path / "no" / "such" / "dir" / "x.svg"
     reply, _ = fails(kc, f"%profsave {missing}", "MagicError")

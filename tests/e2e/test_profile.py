@@ -699,7 +699,7 @@ def test_profsave_writes_svg_vegalite_and_text(kc, tmp_path):
 
 
 def test_profsave_unknown_extension_names_the_valid_ones(kc, tmp_path):
-    path = tmp_path / "x.png"
+    path = tmp_path / "x.jpeg"
     reply, outputs = fails(kc, f"%profsave {path}", "MagicError")
     for ext in (".svg", ".vl.json", ".txt"):
         assert ext in reply["evalue"], reply["evalue"]

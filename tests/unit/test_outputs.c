@@ -17,12 +17,13 @@ static fl_profile_t *folded(const char *text) {
   return p;
 }
 
-/* What each format's output starts with (pprof: gzip's magic). */
+/* What each format's output starts with (pprof: gzip's magic; the
+ * pictures': PNG's and PDF's). */
 static const struct {
   const char *format, *start;
 } starts[] = {
-    {"svg", "<svg"},     {"html", "<!DOCTYPE html>"}, {"vegalite", "{"},
-    {"folded", "main;"}, {"text", "Total: "},         {"pprof", "\x1f\x8b"},
+    {"svg", "<svg"},     {"html", "<!DOCTYPE html>"}, {"vegalite", "{"},  {"folded", "main;"},
+    {"text", "Total: "}, {"pprof", "\x1f\x8b"},       {"png", "\x89PNG"}, {"pdf", "%PDF-"},
 };
 
 static void test_every_format(void) {
@@ -45,8 +46,8 @@ static void test_every_format(void) {
     free(out);
   }
   CHECK_INT(n, sizeof starts / sizeof *starts);
-  CHECK(!fl_output_format_known("png"));
-  CHECK_STR(fl_output_formats(true), "svg, html, vegalite, folded, text or pprof");
+  CHECK(!fl_output_format_known("jpeg"));
+  CHECK_STR(fl_output_formats(true), "svg, html, vegalite, folded, text, pprof, png or pdf");
   fl_options_free(&o);
   fl_profile_destroy(&p);
 }
@@ -97,9 +98,10 @@ static void test_diff(void) {
   out = fl_output_render(&r, &len, err, sizeof err);
   CHECK(out && strstr(out, "<svg"));
   free(out);
-  r.format = "png";
+  r.format = "jpeg";
   CHECK(fl_output_render(&r, &len, err, sizeof err) == NULL);
-  CHECK_STR(err, "unknown format 'png'; valid: svg, html, vegalite, folded, text or pprof");
+  CHECK_STR(err,
+            "unknown format 'jpeg'; valid: svg, html, vegalite, folded, text, pprof, png or pdf");
   fl_options_free(&o);
   fl_profile_destroy(&base);
   fl_profile_destroy(&target);

@@ -553,8 +553,8 @@ static void test_output_formats(void) {
   CHECK_STR(fl_output_format_of_path("x.txt"), "text");
   CHECK(fl_output_format_of_path("x.gz") == NULL);
   CHECK(fl_output_format_of_path(".svg") == NULL);
-  CHECK_STR(fl_output_endings(false), ".svg, .html, .vl.json, .folded, .txt, .pb.gz");
-  CHECK_STR(fl_output_endings(true), ".svg, .html, .vl.json, .folded, .txt or .pb.gz");
+  CHECK_STR(fl_output_endings(false), ".svg, .html, .vl.json, .folded, .txt, .pb.gz, .png, .pdf");
+  CHECK_STR(fl_output_endings(true), ".svg, .html, .vl.json, .folded, .txt, .pb.gz, .png or .pdf");
 }
 
 int main(void) {
