@@ -742,10 +742,17 @@ void fl__svg_px(fl__buf_t *b, double px) {
  * declaration: the SVG is embedded in HTML by nbconvert and JupyterLab
  * (lxml refuses a declaration in text), and a standalone .svg is UTF-8 XML
  * without one. */
-void fl__svg_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *v, double full_w,
-                     double full_h, double title_y, char notes[][FL__NOTE_SIZE],
-                     const double *note_y, int n_notes) {
-  fl__buf_puts(b, "<svg xmlns='http://www.w3.org/2000/svg' width='");
+void fl__svg_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *v,
+                     fl__svg_kind_t kind, double full_w, double full_h, double title_y,
+                     char notes[][FL__NOTE_SIZE], const double *note_y, int n_notes) {
+  static const char *const kinds[] = {"graph", "chart", "table"};
+  fl__buf_printf(b, "<svg xmlns='http://www.w3.org/2000/svg' data-cflame='%s'", kinds[kind]);
+  if (kind != FL__SVG_TABLE) {
+    fl__buf_printf(b, " data-plot='%g ", FL__SVG_MARGIN);
+    fl__svg_px(b, full_w - FL__SVG_MARGIN);
+    fl__buf_puts(b, "'");
+  }
+  fl__buf_puts(b, " width='");
   fl__svg_px(b, full_w);
   fl__buf_puts(b, "' height='");
   fl__svg_px(b, full_h);

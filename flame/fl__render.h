@@ -274,11 +274,23 @@ void fl__svg_escaped(fl__buf_t *b, const char *s, size_t n);
 void fl__svg_text(fl__buf_t *b, const char *s);
 /* A pixel value with one decimal, without a trailing ".0". */
 void fl__svg_px(fl__buf_t *b, double px);
-/* The svg element, its background, then the title (at title_y) and the
- * notes (at note_y[i]), in the theme's text colour. */
-void fl__svg_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *v, double full_w,
-                     double full_h, double title_y, char notes[][FL__NOTE_SIZE],
-                     const double *note_y, int n_notes);
+/* What the interactive SVG's script (flame/fl_svg_script.js) is told of
+ * an SVG: the kind of drawing in its data-cflame attribute. A graph's and
+ * a chart's frames zoom along x, inside the plot from FL__SVG_MARGIN to
+ * the width less FL__SVG_MARGIN (data-plot); a table's rows do not. */
+typedef enum fl__svg_kind { FL__SVG_GRAPH, FL__SVG_CHART, FL__SVG_TABLE } fl__svg_kind_t;
+
+/* The svg element (marked with its kind), its background, then the title
+ * (at title_y) and the notes (at note_y[i]), in the theme's text colour. */
+void fl__svg_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *v,
+                     fl__svg_kind_t kind, double full_w, double full_h, double title_y,
+                     char notes[][FL__NOTE_SIZE], const double *note_y, int n_notes);
+
+/* svg (what a view's SVG renderer wrote) made interactive by itself: the
+ * script of flame/fl_svg_script.js before its closing tag, and when hint
+ * is not NULL, that line at its top right, which the script takes away
+ * (what a viewer without scripts shows instead). New string. */
+char *fl__svg_interactive(const char *svg, const char *hint);
 
 /* ---- notes of any view ---- */
 

@@ -175,7 +175,8 @@ void fl__svg_table_open(fl__buf_t *b, const fl_view_opts_t *v, char notes[][FL__
   layout->row_px = row_px;
   double full_h = layout->rows_top + row_px * (double)rows + 8 + FL__SVG_MARGIN;
   const fl__theme_t *th = fl__theme_of(v);
-  fl__svg_opening(b, th, v, width + 2 * FL__SVG_MARGIN, full_h, title_y, notes, note_y, n_notes);
+  fl__svg_opening(b, th, v, FL__SVG_TABLE, width + 2 * FL__SVG_MARGIN, full_h, title_y, notes,
+                  note_y, n_notes);
   fl__buf_printf(b, "<g font-family='%s' font-size='%g' fill='%s' dominant-baseline='middle'>\n",
                  FL__MONOSPACE, FL__TABLE_FONT_PX, th->text);
 }

@@ -4,8 +4,10 @@
  * fl__render.c's.
  *
  * The bundle is {"application/vnd.vegalite.v5+json": spec, "text/markdown":
- * the SVG in a <div>, "text/plain": tree report}, and it holds each thing
- * once (docs/PROFILING.md, "What each front end shows"). JupyterLab and VS
+ * the SVG in a <div>, interactive by itself (fl__svg_interactive), with a
+ * line under it that its script hides, "text/plain": tree report}, and it
+ * holds each thing once (docs/PROFILING.md, "What each front end shows");
+ * fl_output_bundle adds "image/png" when asked (png=). JupyterLab and VS
  * Code show the spec. The classic notebook and nbconvert's HTML show the
  * markdown, whose raw HTML keeps the SVG whole, where nbconvert 6.5 strips
  * an image/svg+xml item's <rect> and <text> (its clean_html); so the SVG
@@ -70,7 +72,8 @@ static void rows_shrink(fl__rows_t *r, size_t max_rows) {
  * The <div> scrolls where the page is narrower than the graph's smallest
  * scale. hint (NULL: none) is a paragraph under the graph, inside the same
  * block. New. */
-static char *markdown_of(const char *svg, const char *hint) {
+static char *markdown_of(const char *drawing, const char *hint) {
+  char *svg = fl__svg_interactive(drawing, NULL);
   fl__buf_t b = {0};
   fl__buf_puts(&b, "<div class=\"cflame-flamegraph\" style=\"overflow-x:auto\">\n");
   for (const char *p = svg; *p;) {
@@ -96,6 +99,7 @@ static char *markdown_of(const char *svg, const char *hint) {
     free(clean);
   }
   fl__buf_puts(&b, "\n</div>\n");
+  free(svg);
   return fl__buf_take(&b);
 }
 

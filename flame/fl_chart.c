@@ -471,6 +471,26 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
 
 /* ---- SVG ---- */
 
+/* A bar: a horizontal line as thick as a level, titled with its
+ * function, thread, time and weight. */
+static void put_bar(fl__buf_t *b, const fl_tree_t *t, const chart_t *c, const bar_t *bar, double x0,
+                    double top, double scale) {
+  const fl_frame_t *f = &bar->node->frame;
+  char color[8], *title, n[32];
+  fl__node_color(bar->node, color);
+  fl__thousands(bar->weight, n);
+  double total = (double)fl_tree_root(t)->count;
+  if (asprintf(&title, "%s\nthread %d\n%.3f s to %.3f s\n%s %s (%.4g%%)",
+               f->func ? f->func : "[unknown]", c->lanes[bar->lane].thread, (double)bar->t0 / 1e9,
+               (double)bar->t1 / 1e9, n, fl__unit(t),
+               total > 0 ? 100.0 * (double)bar->weight / total : 0.0) < 0)
+    fl__oom(0);
+  fl__svg_hbar(b, color, LEVEL_PX - 1, x0 + (double)(bar->t0 - c->from) * scale,
+               top + bar_top(c, bar) + LEVEL_PX / 2, (double)(bar->t1 - bar->t0) * scale, title);
+  fl__buf_puts(b, "\n");
+  free(title);
+}
+
 static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *c) {
   const fl__theme_t *th = fl__theme_of(v);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
@@ -485,7 +505,8 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
   double full_h = axis_y + 8 + FL__SVG_MARGIN, x0 = FL__SVG_MARGIN;
   double span = (double)(c->to - c->from), scale = span > 0 ? width / span : 0;
   fl__buf_t b = {0};
-  fl__svg_opening(&b, th, v, width + 2 * FL__SVG_MARGIN, full_h, title_y, notes, note_y, n_notes);
+  fl__svg_opening(&b, th, v, FL__SVG_CHART, width + 2 * FL__SVG_MARGIN, full_h, title_y, notes,
+                  note_y, n_notes);
   fl__buf_printf(&b,
                  "<g font-size='11' fill='%s' font-weight='bold' dominant-baseline='hanging'>\n",
                  th->text);
@@ -495,20 +516,14 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
     fl__svg_cell(&b, x0, top + c->lanes[i].top + 2, false, label);
   }
   fl__buf_puts(&b, "</g>\n");
-  for (size_t i = 0; i < c->n; i++) {
-    const bar_t *bar = &c->bars[i];
-    const fl_frame_t *f = &bar->node->frame;
-    char color[8], *title, n[32];
-    fl__node_color(bar->node, color);
-    fl__thousands(bar->weight, n);
-    if (asprintf(&title, "%s\nthread %d\n%.3f s to %.3f s\n%s %s", f->func ? f->func : "[unknown]",
-                 c->lanes[bar->lane].thread, (double)bar->t0 / 1e9, (double)bar->t1 / 1e9, n,
-                 fl__unit(t)) < 0)
-      fl__oom(0);
-    fl__svg_hbar(&b, color, LEVEL_PX - 1, x0 + (double)(bar->t0 - c->from) * scale,
-                 top + bar_top(c, bar) + LEVEL_PX / 2, (double)(bar->t1 - bar->t0) * scale, title);
-    fl__buf_puts(&b, "\n");
-    free(title);
+  /* Each lane's bars in a group of their own: the interactive SVG's search
+   * sums the matched time lane by lane. */
+  for (size_t lane = 0; lane < c->n_lanes; lane++) {
+    fl__buf_printf(&b, "<g data-lane='%zu'>\n", lane);
+    for (size_t i = 0; i < c->n; i++) {
+      if (c->bars[i].lane == lane) put_bar(&b, t, c, &c->bars[i], x0, top, scale);
+    }
+    fl__buf_puts(&b, "</g>\n");
   }
   /* Labels where they fit, then the time axis's ends. */
   fl__buf_printf(&b,
@@ -527,7 +542,9 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
   }
   fl__buf_puts(&b, "</g>\n");
   char at[32];
-  fl__buf_printf(&b, "<g font-size='11' fill='%s' dominant-baseline='middle'>\n", th->text);
+  fl__buf_printf(&b,
+                 "<g font-size='11' fill='%s' dominant-baseline='middle' data-axis='%.9g %.9g'>\n",
+                 th->text, (double)c->from / 1e9, (double)c->to / 1e9);
   snprintf(at, sizeof at, "%.3f s", (double)c->from / 1e9);
   fl__svg_cell(&b, x0, axis_y, false, at);
   snprintf(at, sizeof at, "%.3f s", (double)c->to / 1e9);

@@ -1,18 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fl_html: a profile's views as one standalone HTML page.
+/* fl_html: a profile's views as one standalone HTML page, which needs no
+ * network.
  *
  * A tab per view (flame graph, callers, top, source, chart: the views that
  * can draw the profile), radio buttons and CSS, so that tabs switch with
- * JavaScript off. Each tab's panel holds two drawings of its view:
- *  - the kernel's SVG, inline and visible from the start, so the page shows
- *    the view offline, with JavaScript off, or with the CDN blocked;
- *  - the Vega-Lite spec, in a <script type="application/json"> element,
- *    which vega-embed (vega@5, vega-lite@5, vega-embed@6, loaded from the
- *    jsDelivr CDN at the end of the body) turns into the interactive view.
- * When vega-embed has drawn a panel's interactive view, its SVG is hidden;
- * until then, and whenever the scripts do not load or embedding fails, a
- * line under the SVG says why the panel shows the static picture. A page
- * of one view shows no tabs. */
+ * JavaScript off. Each tab's panel holds its view's SVG, interactive by
+ * itself (fl__svg_interactive: hover, click to zoom, search), and the
+ * view's Vega-Lite spec in a <script type="application/json"> element, for
+ * whoever wants to take it elsewhere: the page loads no script from
+ * anywhere. Under each SVG a line says that it is the static picture; the
+ * SVG's script hides it, so it stays only with JavaScript off. A page of
+ * one view shows no tabs. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +59,7 @@ static const char page_style[] =
     "<style>\n"
     "  body { margin: 16px; font-family: system-ui, sans-serif; }\n"
     "  .cflame-static svg { max-width: 100%; height: auto; }\n"
-    "  .cflame-note { color: #666; font-size: 13px; }\n"
+    "  .cflame-hint { color: #666; font-size: 13px; }\n"
     "  .cflame-tabs > input { position: absolute; opacity: 0; }\n"
     "  .cflame-tabs > label { display: inline-block; padding: 6px 14px; margin-right: 4px;\n"
     "    border: 1px solid #ccc; border-bottom: none; border-radius: 6px 6px 0 0;\n"
@@ -70,45 +68,12 @@ static const char page_style[] =
     "  .cflame-tabs > input:focus-visible + label { outline: 2px solid #4a90d9; }\n"
     "  .cflame-panel { display: none; border-top: 1px solid #ccc; padding-top: 12px; }\n";
 
-/* Shown until vega-embed has drawn a view; JavaScript off, this is what
- * stays. */
+/* Under the SVG, which hides it when its script runs. */
 static const char panel_note[] =
-    "<p class=\"cflame-note\">This is the static picture. The interactive view (tooltips, "
-    "zoom, search) needs JavaScript and the vega, vega-lite and vega-embed scripts from "
-    "cdn.jsdelivr.net.</p>\n";
+    "<p class=\"cflame-hint\">This is the static picture: turn JavaScript on to hover, "
+    "zoom and search.</p>\n";
 
-static const char page_scripts[] =
-    "<script src=\"https://cdn.jsdelivr.net/npm/vega@5\"></script>\n"
-    "<script src=\"https://cdn.jsdelivr.net/npm/vega-lite@5\"></script>\n"
-    "<script src=\"https://cdn.jsdelivr.net/npm/vega-embed@6\"></script>\n"
-    "<script>\n"
-    "(function () {\n"
-    "  window.cflameViews = {};\n"
-    "  var panels = document.querySelectorAll('.cflame-panel');\n"
-    "  panels.forEach(function (panel) {\n"
-    "    var note = panel.querySelector('.cflame-note');\n"
-    "    if (typeof vegaEmbed !== 'function') {\n"
-    "      note.textContent = 'This is the static picture: the scripts of the interactive view '\n"
-    "        + '(vega, vega-lite, vega-embed from cdn.jsdelivr.net) did not load, perhaps '\n"
-    "        + 'because this computer is offline.';\n"
-    "      return;\n"
-    "    }\n"
-    "    var spec = JSON.parse(panel.querySelector('.cflame-spec').textContent);\n"
-    "    vegaEmbed(panel.querySelector('.cflame-vis'), spec,\n"
-    "              {actions: {export: true, source: false, compiled: false, editor: false}})\n"
-    "      .then(function (result) {\n"
-    "        panel.querySelector('.cflame-static').style.display = 'none';\n"
-    "        note.style.display = 'none';\n"
-    "        window.cflameViews[panel.dataset.view] = result.view;\n"
-    "        if (panel.dataset.selected) window.cflameView = result.view;\n"
-    "      })\n"
-    "      .catch(function (e) {\n"
-    "        note.textContent = 'This is the static picture: the interactive view failed ('\n"
-    "          + e + ').';\n"
-    "      });\n"
-    "  });\n"
-    "})();\n"
-    "</script>\n"
+static const char page_end[] =
     "</body>\n"
     "</html>\n";
 
@@ -141,10 +106,13 @@ char *fl_html_page_views(const fl_html_view_t *views, size_t n, size_t selected,
     fl__buf_printf(&b,
                    "<section class=\"cflame-panel\" id=\"cflame-panel-%s\" data-view=\"%s\"%s>\n",
                    views[i].name, views[i].name, i == selected ? " data-selected=\"1\"" : "");
-    fl__buf_puts(&b, "<div class=\"cflame-vis\"></div>\n<div class=\"cflame-static\">\n");
-    fl__buf_puts(&b, views[i].svg ? views[i].svg : "");
-    fl__buf_puts(&b, "</div>\n");
+    /* The note is the SVG's sibling: its script finds it there. */
+    fl__buf_puts(&b, "<div class=\"cflame-static\">\n");
+    char *svg = fl__svg_interactive(views[i].svg ? views[i].svg : "", NULL);
+    fl__buf_puts(&b, svg);
+    free(svg);
     fl__buf_puts(&b, panel_note);
+    fl__buf_puts(&b, "</div>\n");
     fl__buf_puts(&b, "<script class=\"cflame-spec\" type=\"application/json\">");
     char *json = fl__nonnull(json_dumps(views[i].spec, JSON_COMPACT));
     add_script_json(&b, json);
@@ -152,7 +120,7 @@ char *fl_html_page_views(const fl_html_view_t *views, size_t n, size_t selected,
     fl__buf_puts(&b, "</script>\n</section>\n");
   }
   fl__buf_puts(&b, "</div>\n");
-  fl__buf_puts(&b, page_scripts);
+  fl__buf_puts(&b, page_end);
   return fl__buf_take(&b);
 }
 

@@ -111,6 +111,12 @@ static const row_t rows[] = {
       .groups = FL_OPTS_VIEW},
      F_DOUBLE,
      AT(view.dpi)},
+    {{"png", FL_OPT_BOOL, .def = "false",
+      .help = "the output carries a PNG picture too (image/png, at dpi=), for nbconvert --to "
+              "pdf and viewers that draw neither Vega-Lite nor HTML",
+      .groups = FL_OPTS_OUTPUT},
+     F_BOOL,
+     AT(view.png)},
     {{"height", FL_OPT_INT, NULL, 0, 100000, .def = "0", .shown_def = "0: sized to the depth",
       .metavar = "PX", .help = "height in pixels", .groups = FL_OPTS_VIEW},
      F_INT,
@@ -122,8 +128,7 @@ static const row_t rows[] = {
     {{"focus", FL_OPT_STRING, .shown_def = "none", .metavar = "FUNC",
       .help = "the function a view is about: view=sandwich draws it between its callers and "
               "its callees, view=source shows its files",
-      .groups = FL_OPTS_VIEW,
-      .check = check_not_empty},
+      .groups = FL_OPTS_VIEW, .check = check_not_empty},
      F_FOCUS,
      0},
     {{"from", FL_OPT_DOUBLE, NULL, 0, 1e9, .def = "0", .shown_def = "0: the start",

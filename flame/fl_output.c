@@ -14,6 +14,7 @@
 #include "cflame/fl_io.h"
 #include "cflame/fl_render.h"
 #include "fl__common.h"
+#include "fl__render.h"
 
 /* What a writer draws from: a tree, or a diff, built on demand. */
 typedef struct draw {
@@ -151,7 +152,8 @@ static const struct table_view *table_view(draw_t *d, bool *refused) {
   return NULL;
 }
 
-static char *write_svg(draw_t *d, size_t *len) {
+/* The view's drawing, as the pictures and pages take it. */
+static char *draw_svg(draw_t *d) {
   const fl_view_opts_t *v = &d->opts.view;
   bool refused;
   const struct table_view *tv = table_view(d, &refused);
@@ -159,6 +161,18 @@ static char *write_svg(draw_t *d, size_t *len) {
   if (tv) return tv->svg(d);
   if (d->r->baseline) return diff_of(d) ? fl_svg_diff(d->diff, v) : NULL;
   return tree_of(d) ? fl_svg(d->tree, v) : NULL;
+}
+
+/* An SVG file is interactive by itself; where its script does not run (an
+ * <img>, a viewer without scripts), a line says where it does. */
+static char *write_svg(draw_t *d, size_t *len) {
+  char *svg = draw_svg(d);
+  if (!svg) return NULL;
+  char *out =
+      fl__svg_interactive(svg, "Open this file in a web browser to hover, zoom and search.");
+  free(svg);
+  *len = 0;
+  return out;
 }
 
 static json_t *spec_of(draw_t *d) {
@@ -229,7 +243,7 @@ static char *write_html(draw_t *d, size_t *len) {
     v.opts.view.title = d->opts.view.title; /* the request's note and title */
     v.opts.view.note = d->opts.view.note;
     specs[n] = spec_of(&v);
-    svgs[n] = specs[n] ? write_svg(&v, len) : NULL;
+    svgs[n] = specs[n] ? draw_svg(&v) : NULL;
     draw_free(&v);
     fl_options_free(&opts);
     if (!specs[n] || !svgs[n]) {
@@ -348,10 +362,9 @@ static char *write_folded(draw_t *d, size_t *len) {
   return fl__buf_take(&b);
 }
 
-/* A picture of what write_svg draws (fl_picture_*). */
+/* A picture of what draw_svg draws (fl_picture_*). */
 static char *write_png(draw_t *d, size_t *len) {
-  size_t ignored;
-  char *svg = write_svg(d, &ignored);
+  char *svg = draw_svg(d);
   if (!svg) return NULL;
   char *png = fl_picture_png(svg, strlen(svg), d->opts.view.dpi, len, d->err, d->err_size);
   free(svg);
@@ -359,8 +372,7 @@ static char *write_png(draw_t *d, size_t *len) {
 }
 
 static char *write_pdf(draw_t *d, size_t *len) {
-  size_t ignored;
-  char *svg = write_svg(d, &ignored);
+  char *svg = draw_svg(d);
   if (!svg) return NULL;
   char *pdf = fl_picture_pdf(svg, strlen(svg), len, d->err, d->err_size);
   free(svg);
@@ -478,6 +490,21 @@ json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
     if (diff_of(&d)) bundle = fl_diff_bundle(d.diff, &d.opts.view, err, err_size);
   } else if (tree_of(&d)) {
     bundle = fl_bundle(d.tree, &d.opts.view, err, err_size);
+  }
+  if (bundle && d.opts.view.png) {
+    /* A picture of the same drawing, for front ends that show neither
+     * Vega-Lite nor HTML (LaTeX, some viewers). */
+    size_t len;
+    char *png = write_png(&d, &len);
+    if (!png) {
+      json_decref(bundle);
+      bundle = NULL;
+    } else {
+      char *b64 = fl_picture_base64(png, len);
+      json_object_set_new(bundle, "image/png", fl__nonnull(json_string(b64)));
+      free(b64);
+      free(png);
+    }
   }
   draw_free(&d);
   return bundle;

@@ -21,6 +21,13 @@
  * smaller; this keeps a huge dpi= from asking for gigabytes. */
 #define MAX_SIDE_PX 20000
 
+char *fl_picture_base64(const char *data, size_t len) {
+  gchar *b64 = g_base64_encode((const guchar *)data, len);
+  char *out = fl__xstrdup(b64);
+  g_free(b64);
+  return out;
+}
+
 /* cairo's stream writer: appends to a buffer. */
 static cairo_status_t append(void *closure, const unsigned char *data, unsigned int length) {
   fl__buf_add(closure, (const char *)data, length);

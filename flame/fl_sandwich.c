@@ -287,7 +287,8 @@ static char *svg_of(const sandwich_t *s, const fl_view_opts_t *v, const fl_tree_
   double w = wa > wb ? wa : wb, h = ha + hb;
   fl__buf_t out = {0};
   fl__buf_printf(&out,
-                 "<svg xmlns='http://www.w3.org/2000/svg' width='%g' height='%g' viewBox='0 0 %g "
+                 "<svg xmlns='http://www.w3.org/2000/svg' data-cflame='sandwich' width='%g' "
+                 "height='%g' viewBox='0 0 %g "
                  "%g' style='max-width:100%%;height:auto;min-width:%dpx'>\n",
                  w, h, w, h, (int)(FL__SVG_MIN_SCALE * w));
   /* Each nested svg keeps its own size: its place is set on it. */

@@ -18,7 +18,13 @@
  * Styles are presentation attributes on groups rather than a <style>
  * element, so that an SVG pasted inline into an HTML page (nbconvert does)
  * styles nothing else on the page. Attribute values are single-quoted, which
- * saves escaping them in the JSON bundle. */
+ * saves escaping them in the JSON bundle.
+ *
+ * fl__svg_interactive makes any view's SVG interactive by itself: it adds
+ * the script of fl_svg_script.js, which reads what the drawing already
+ * holds (each frame's path and title, the data-cflame marks of
+ * fl__svg_opening), so the data is not written twice. Pictures (PNG, PDF)
+ * are drawn from the SVG without it. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -53,12 +59,16 @@ static size_t utf8_prefix(const char *s, size_t chars) {
   return i;
 }
 
-/* The first lines of a tooltip: the function, then where it is, when that
+/* The first lines of a tooltip: the frame's label (the function, with
+ * what tells it apart from a sibling of the same name), then where it is, when that
  * is known: file:line, with the module where it is not the file (a cell's
  * module is its file), or the module alone. A frame with neither (the
  * root, a frame of folded stacks without lines) has no location line. */
-static void put_frame_id(fl__buf_t *b, const fl_frame_t *f) {
-  fl__svg_text(b, f->func ? f->func : "[unknown]");
+static void put_frame_id(fl__buf_t *b, const fl_node_t *n) {
+  const fl_frame_t *f = &n->frame;
+  char *label = fl_node_label(n);
+  fl__svg_text(b, label);
+  free(label);
   if (fl__frame_symbol(f)) {
     fl__buf_puts(b, "\nsymbol ");
     fl__svg_text(b, f->system_name);
@@ -101,7 +111,7 @@ static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint
   double pct = total ? 100.0 * (double)n->count / (double)total : 0;
 
   fl__buf_puts(b, "<title>");
-  put_frame_id(b, &n->frame);
+  put_frame_id(b, n);
   fl__buf_printf(b, "\n%s (%.4g%%), self %s", count, pct, self);
   if (alloc && !counts) fl__buf_printf(b, ", %s", allocs);
   put_folded(b, n);
@@ -127,7 +137,7 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
   double other_total = fl__other_total(d);
 
   fl__buf_puts(b, "<title>");
-  put_frame_id(b, &n->frame);
+  put_frame_id(b, n);
   fl__buf_printf(b, "\n%s: %s %s (%.4g%%)", fl__drawn_name(d), count,
                  fl__unit_for(t, (double)n->count), pct);
   if (self) {
@@ -307,6 +317,30 @@ static void put_vanished(fl__buf_t *b, const fl_diff_t *d, const fl__theme_t *th
   fl__buf_puts(b, "</g>\n");
 }
 
+extern const char fl__svg_script[]; /* flame/fl_svg_script.js, generated */
+
+char *fl__svg_interactive(const char *svg, const char *hint) {
+  const char *end = NULL;
+  for (const char *p = svg; (p = strstr(p, "</svg>")); p++) end = p;
+  if (!end) end = svg + strlen(svg);
+  fl__buf_t b = {0};
+  fl__buf_add(&b, svg, (size_t)(end - svg));
+  if (hint && hint[0]) {
+    fl__buf_puts(&b,
+                 "<text class='cflame-hint' x='100%' dx='-10' y='12' font-size='10' "
+                 "text-anchor='end' fill='#888888'>");
+    fl__svg_text(&b, hint);
+    fl__buf_puts(&b, "</text>\n");
+  }
+  /* CDATA: the script's text is not markup, in an SVG file and in SVG
+   * inline in HTML (foreign content) alike. */
+  fl__buf_puts(&b, "<script><![CDATA[\n");
+  fl__buf_puts(&b, fl__svg_script);
+  fl__buf_puts(&b, "]]></script>\n");
+  fl__buf_puts(&b, end);
+  return fl__buf_take(&b);
+}
+
 char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
   const fl__theme_t *th = fl__theme_of(v);
   fl__layout_t l;
@@ -333,7 +367,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   double scale = r->total ? l.width / (double)r->total : 0;
 
   fl__buf_t b = {0};
-  fl__svg_opening(&b, th, v, full_w, full_h, title_y, notes, note_y, n_notes);
+  fl__svg_opening(&b, th, v, FL__SVG_GRAPH, full_w, full_h, title_y, notes, note_y, n_notes);
   put_frames(&b, t, v, th, r, &l, plot_top, scale);
 
   /* Legend: a swatch and a name per kind of code drawn, or per change. */

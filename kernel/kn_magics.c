@@ -70,7 +70,7 @@ static bool has_args(const char *args) { return *args != '\0'; }
 
 /* ---- the table ---- */
 
-#define RUN_OPTS (KN_OPTS_PROFILER | KN_OPTS_TREE | KN_OPTS_VIEW)
+#define RUN_OPTS (KN_OPTS_PROFILER | KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_OUTPUT)
 
 static const kn_magic_def_t magics[] = {
     {.name = "cc", .forms = KN_FORM_LINE, .kernel_line = magic_cc,
@@ -108,7 +108,7 @@ static const kn_magic_def_t magics[] = {
      .help = "Run the cell (or the statement) under the profiler, adding to the session "
              "profile;\nshow nothing. See %profshow and %profprint."},
     {.name = "profshow", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_show,
-     .options = KN_OPTS_TREE | KN_OPTS_VIEW, .usage = "%profshow [opts]",
+     .options = KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_OUTPUT, .usage = "%profshow [opts]",
      .help = "Show the session profile as a flame graph."},
     {.name = "profprint", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_print,
      .options = KN_OPTS_TREE | KN_OPTS_PRINT,
@@ -142,7 +142,7 @@ static const kn_magic_def_t magics[] = {
              "for new\nframes; vanished frames are listed under the graph. Without a statement, "
              "the line\nform compares the session profile (%%profile, %profload) against NAME."},
     {.name = "profhistory", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_history,
-     .options = KN_OPTS_TREE | KN_OPTS_VIEW, .usage = "%profhistory [N [opts]]",
+     .options = KN_OPTS_TREE | KN_OPTS_VIEW | KN_OPTS_OUTPUT, .usage = "%profhistory [N [opts]]",
      .help = "List the profiled runs kept (every %%profview, %%profdiffview, %%profile and "
              "%%profbase run,\nwithin a memory budget, the oldest dropped first), or show run "
              "N's graph.\n%%profdiffview prev compares a cell's run with its previous one, "

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cflame/fl_io.h"
@@ -21,13 +22,21 @@
  * which consoles and untrusted notebooks show, first says why a notebook
  * shows it and how to trust the notebook; its markdown, which the classic
  * notebook and exports show (they cannot draw the Vega-Lite view), ends by
- * saying where the interactive view is. One line each. */
+ * saying where the interactive view is, a line that the SVG's script hides
+ * where it runs. One line each. */
 static const char untrusted_lead[] =
     "(An untrusted notebook shows this text, not the flame graph: File > Trust Notebook, or "
     "jupyter trust NOTEBOOK.ipynb.)";
 static const char interactive_hint[] =
-    "Interactive view (zoom, search): open the notebook in JupyterLab, or %profsave NAME.html "
-    "for a page of its own.";
+    "Static picture: hover, zoom and search where scripts run: a trusted notebook, JupyterLab, "
+    "or %profsave NAME.svg opened in a browser.";
+
+/* png= when a magic does not say: the kernel's setting, CFLAME_PNG=1 (or
+ * true, yes) in its environment (docs/PROFILING.md). */
+static bool png_by_default(void) {
+  const char *e = getenv("CFLAME_PNG");
+  return e && (!strcmp(e, "1") || !strcasecmp(e, "true") || !strcasecmp(e, "yes"));
+}
 
 /* Remembers a shown graph for %profsave. */
 static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
@@ -63,6 +72,7 @@ static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t 
   draw.view.note = note;
   draw.view.text_lead = untrusted_lead;
   draw.view.markdown_hint = interactive_hint;
+  if (!fl_options_given(&req->draw, "png")) draw.view.png = png_by_default();
   fl_output_req_t r = {.profile = prof,
                        .baseline = baseline,
                        .root = root_name,

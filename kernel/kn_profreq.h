@@ -28,6 +28,7 @@ enum {
   KN_OPTS_VIEW = FL_OPTS_VIEW, /* width, height, title, icicle, theme */
   KN_OPTS_PRINT = FL_OPTS_PRINT | FL_OPTS_TEXT, /* format, maxdepth, mincount, cols */
   KN_OPTS_DIFF = FL_OPTS_DIFF,                  /* negate, normalize, delta, noise, root_prefix */
+  KN_OPTS_OUTPUT = FL_OPTS_OUTPUT,              /* png (magics that show a graph) */
   KN_OPTS_ALLOC = 1 << 17,                      /* sample_rate, weight, live */
   KN_OPTS_KIND = 1 << 18,                       /* allocs (baselines and diffs: which profiler) */
   KN_OPTS_LOAD = 1 << 19,                       /* as, per_input, max_input_size (%profload) */

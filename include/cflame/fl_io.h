@@ -255,16 +255,15 @@ const char *fl_output_ending_of_format(const char *format);
  * Static. */
 const char *fl_output_endings(bool and_last);
 
-/* A standalone HTML page (UTF-8) that shows a flame graph with or without
- * JavaScript: the kernel's SVG inline, visible from the start, and the
- * Vega-Lite spec rendered by vega-embed (vega@5, vega-lite@5, vega-embed@6
- * from the jsDelivr CDN). Once vega-embed has drawn the interactive view,
- * the SVG is hidden; offline, with the scripts blocked or JavaScript off,
- * or when embedding fails, the SVG stays and a line says why the
- * interactive view is missing. title (NULL: "cflame flame graph") is
- * HTML-escaped; the spec is embedded as JSON with "<", ">" and "&"
- * escaped, so no text in it can end the script element. vegalite_spec is
- * borrowed. New string (free it). */
+/* A standalone HTML page (UTF-8) that shows a flame graph and loads
+ * nothing from anywhere: the SVG inline, interactive by itself (hover,
+ * click to zoom, search; its script is in the page), with a line under it
+ * that its script hides, for a browser with JavaScript off. The Vega-Lite
+ * spec is in the page as JSON (<script type="application/json"
+ * class="cflame-spec">, with "<", ">" and "&" escaped, so no text in it
+ * can end the element), for tools that take it elsewhere. title (NULL:
+ * "cflame flame graph") is HTML-escaped. vegalite_spec is borrowed. New
+ * string (free it). */
 char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title);
 
 /* One view of a page of several. */

@@ -48,6 +48,7 @@ enum {
   FL_OPTS_PRINT = 1u << 3,   /* format=tree|flat (a report's shape) */
   FL_OPTS_TEXT = 1u << 4,    /* maxdepth, mincount, cols */
   FL_OPTS_DIFF = 1u << 5,    /* negate, normalize, delta, noise, root_prefix */
+  FL_OPTS_OUTPUT = 1u << 6,  /* png (what a notebook's output carries) */
   /* What the cflame command (and `cflame record`) takes. */
   FL_OPTS_DRAWING = FL_OPTS_TREE | FL_OPTS_VIEW | FL_OPTS_TEXT | FL_OPTS_DIFF,
 };

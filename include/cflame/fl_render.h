@@ -50,6 +50,7 @@ typedef struct fl_view_opts {
   const char *focus; /* the function a view is about (sandwich, source); NULL: none */
   double from, to;   /* view=chart: seconds from the start; 0: the start, the end */
   double dpi;        /* PNG output: dots per inch (the SVG's pixels are 96 to the inch) */
+  bool png;          /* fl_output_bundle: add an image/png item */
   const char *note;  /* a line under the title: samples, rate, CPU time */
   bool icicle;       /* root at the top (else at the bottom) */
   bool dark;         /* dark theme */
@@ -205,6 +206,8 @@ json_t *fl_source_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v,
 char *fl_picture_png(const char *svg, size_t svg_len, double dpi, size_t *len, char *err,
                      size_t err_size);
 char *fl_picture_pdf(const char *svg, size_t svg_len, size_t *len, char *err, size_t err_size);
+/* data (len bytes) in base64, as a MIME bundle holds an image. New string. */
+char *fl_picture_base64(const char *data, size_t len);
 
 /* ---- the stack chart (view=chart) ----
  *

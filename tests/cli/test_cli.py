@@ -221,8 +221,9 @@ def test_vegalite_passes_vega_lite(tmp_path):
 
 
 def test_html_holds_the_spec_and_the_svg(tmp_path):
-    """The page holds a tab per view, each with its spec and its SVG as the
-    other formats write them: the flame graph's, and --view top's."""
+    """The page holds a tab per view, each with its spec and its interactive
+    SVG as the other formats write them: the flame graph's, and --view
+    top's."""
     page = ok("--format", "html", "--title", "a <title> & more", DATA / "single.txt")
     for view in ("flame", "top"):
         spec = json.loads(ok("--format", "vegalite", "--view", view, "--title", "a <title> & more",
@@ -231,11 +232,15 @@ def test_html_holds_the_spec_and_the_svg(tmp_path):
                       r'<script class="cflame-spec" type="application/json">(.*?)</script>',
                       page, re.S)
         assert m and json.loads(m.group(1)) == spec, view
+        # The SVG file's, without the line for viewers that run no script
+        # (the page has its own).
         svg = ok("--format", "svg", "--view", view, "--title", "a <title> & more",
                  DATA / "single.txt")
+        svg = re.sub(r"<text class='cflame-hint'[^>]*>[^<]*</text>\n", "", svg, count=1)
         assert svg in page, view
     assert "<title>a &lt;title&gt; &amp; more</title>" in page
-    assert 'src="https://cdn.jsdelivr.net/npm/vega-embed@6"' in page
+    # It loads nothing: no script or style from anywhere.
+    assert " src=" not in page and "<link" not in page
 
 
 def test_folded_is_stackcollapse_perf(tmp_path):
@@ -543,3 +548,31 @@ def test_png_and_pdf_pictures(tmp_path):
     a, b = ink(rows, pw, ph), ink(qrows, qw, qh)
     worst = max(abs(x - y) for x, y in zip(a, b))
     assert worst <= 0.05, (worst, a, b)
+
+
+def test_every_views_svg_is_interactive_by_itself(tmp_path):
+    """Each view's SVG file (a profile's six views, a diff's four, an icicle
+    in the dark theme), opened on its own in Chromium with the network off:
+    hovering a frame shows its title in a box, a click zooms (tables do
+    not), reset and a double-click undo it, the search shows the matched
+    share the titles add up to, Escape clears it, and no script throws
+    (tests/render/interactive_test.mjs). Where the script does not run, the
+    file's hint says to open it in a browser."""
+    src = DATA / "srcline.txt"
+    cases = {f"{v}.svg": ["--view", v, src] for v in ("flame", "callers", "top", "source", "chart")}
+    cases["sandwich.svg"] = ["--view", "sandwich", "--focus", "main", src]
+    for v in ("flame", "callers", "top", "source"):
+        cases[f"diff-{v}.svg"] = ["--view", v, "--diff", DATA / "single.txt", src]
+    cases["icicle-dark.svg"] = ["--icicle", "--theme", "dark", DATA / "threads.txt"]
+    files = []
+    for name, args in cases.items():
+        out = tmp_path / name
+        ok(*args, "-o", out)
+        text = out.read_text()
+        assert "Open this file in a web browser to hover, zoom and search." in text, name
+        assert text.count("<script>") == 1 and len(re.findall(r"<title>", text)) > 1, name
+        files.append(out)
+    p = subprocess.run([NODE, str(RENDER / "interactive_test.mjs"), *map(str, files)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("ok   ") == len(files), p.stdout

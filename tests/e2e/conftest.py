@@ -25,7 +25,7 @@ from jupyter_client.session import Session
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "lib"))
 from cflame_bundle import (chart_bars_of, frames_of, sandwich_halves_of,  # noqa: E402,F401
-                           svg_of, top_rows_of, view_of)  # (tests/lib)
+                           svg_of, svg_of_file, top_rows_of, view_of)  # (tests/lib)
 
 CFLAME_JUPYTER_PATH = os.environ.get("CFLAME_JUPYTER_PATH") or str(
     HERE.parent.parent / "build" / "share" / "jupyter"

@@ -4,12 +4,21 @@ holds each cell's output, in order, with its execution count, and an error
 cell's error. Exported pages (`--to html`) draw every flame graph, checked
 in headless Chromium; scripts/demo's notebook too, and its kernelspec step.
 """
+import base64
+import contextlib
 import json
 import os
 import pathlib
+import re
+import secrets
 import shutil
+import socket
+import struct
 import subprocess
 import sys
+import time
+import urllib.request
+import xml.etree.ElementTree as ET
 
 import nbformat
 import pytest
@@ -43,6 +52,7 @@ def test_nbconvert_execute(tmp_path):
 
 
 EXPORT_TEST = pathlib.Path(__file__).resolve().parents[1] / "render" / "export_test.mjs"
+INTERACTIVE_TEST = pathlib.Path(__file__).resolve().parents[1] / "render" / "interactive_test.mjs"
 DEMO = pathlib.Path(__file__).resolve().parents[2] / "examples" / "demo.ipynb"
 
 
@@ -68,28 +78,54 @@ def drawn_in_chromium(pages, graphs, width=None):
     return report
 
 
+def interactive_in_chromium(targets, graphs, source=None, static=False, untrusted=False):
+    """Runs tests/render/interactive_test.mjs with the network off: in each
+    page, every graph answers hover, click, reset and search as its titles
+    in source (default: the page) say; with static, where scripts were
+    stripped, the drawing shows with the hint instead. Returns its
+    report."""
+    node = os.environ.get("CFLAME_NODE") or shutil.which("node")
+    assert node, "no node to run interactive_test.mjs (set CFLAME_NODE)"
+    cmd = [node, str(INTERACTIVE_TEST), "--graphs", str(graphs)]
+    if source:
+        cmd += ["--source", str(source)]
+    if static:
+        cmd += ["--static"]
+    if untrusted:
+        cmd += ["--untrusted"]
+    p = subprocess.run(cmd + [str(t) for t in targets], capture_output=True, text=True, timeout=600)
+    report = p.stdout + p.stderr
+    assert p.returncode == 0, report
+    return report
+
+
+def notebook_of(*cells):
+    """A cflame notebook: a cell defining spin(n), n steps of CPU, then
+    cells."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "cflame", "display_name": "C (cflame)", "language": "c"}
+    nb.cells = [nbformat.v4.new_code_cell(
+        "__attribute__((noinline)) double spin(int n) {\n"
+        "    volatile double s = 0;\n"
+        "    for (int i = 0; i < n; i++) s += i * 0.5;\n"
+        "    return s;\n"
+        "}"), *cells]
+    return nb
+
+
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
     """A notebook with a flame graph, a statement-form one, a diff and an
     allocation graph, executed through the kernel."""
     tmp = tmp_path_factory.mktemp("export")
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "cflame", "display_name": "C (cflame)", "language": "c"}
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "__attribute__((noinline)) double spin(int n) {\n"
-            "    volatile double s = 0;\n"
-            "    for (int i = 0; i < n; i++) s += i * 0.5;\n"
-            "    return s;\n"
-            "}"),
+    nb = notebook_of(
         nbformat.v4.new_code_cell('%%profview title="first graph"\nfor (int r = 0; r < 40; r++) spin(1000000);'),
         nbformat.v4.new_code_cell('%profview title="second graph" for (int r = 0; r < 40; r++) spin(1000000);'),
         nbformat.v4.new_code_cell("%%profbase before\nfor (int r = 0; r < 30; r++) spin(1000000);"),
         nbformat.v4.new_code_cell('%%profdiffview before title="diff graph"\n'
                                   "for (int r = 0; r < 60; r++) spin(1000000);"),
         nbformat.v4.new_code_cell('%%profallocs sample_rate=1 title="allocation graph"\n'
-                                  'for (int i = 0; i < 1000; i++) { void *volatile p = malloc(100 + i); free(p); }'),
-    ]
+                                  'for (int i = 0; i < 1000; i++) { void *volatile p = malloc(100 + i); free(p); }'))
     src = tmp / "profiled.ipynb"
     nbformat.write(nb, src)
     nbconvert("--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=120", "--output-dir", tmp,
@@ -113,6 +149,73 @@ def test_html_export_draws_every_flame_graph(profiled, template):
     # A narrow page: each graph scales down to its output area, and below
     # its smallest scale scrolls sideways rather than being clipped.
     report += drawn_in_chromium([out], graphs=4, width=560)
+    # Offline, each graph is interactive by itself: hover, click to zoom,
+    # reset, search, as the notebook's own copy of each graph says.
+    report += interactive_in_chromium([out], graphs=4, source=profiled)
+    print(report)
+
+
+def test_sanitized_export_shows_the_static_graph_and_the_hint(profiled):
+    """With --sanitize-html, nbconvert strips the scripts: what is left is
+    the static picture with its tooltips, and a line saying where the
+    interactive view is."""
+    out = profiled.parent / "executed-sanitized.html"
+    nbconvert("--to", "html", "--sanitize-html", "--output-dir", out.parent, "--output", out.name, profiled)
+    html = out.read_text()
+    assert "Static picture: hover, zoom and search where scripts run" in html
+    print(interactive_in_chromium([out], graphs=4, static=True))
+
+
+@contextlib.contextmanager
+def classic_notebook(root, home):
+    """The classic Notebook (Debian's python3-notebook) serving root on a
+    free local port, its signatures database in home: yields the base URL
+    and the token."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_CONFIG_DIR=str(home / "config"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    proc = subprocess.Popen([sys.executable, "-m", "notebook", "--no-browser", "--allow-root",
+                             "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
+                             f"--NotebookApp.token={token}", f"--notebook-dir={root}"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):  # until it answers: its start-up has no fixed time
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5)
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read()
+                time.sleep(0.1)
+        yield url, token
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_classic_notebook_trusted_is_interactive_and_untrusted_says_how(profiled, tmp_path):
+    """The classic Notebook draws the markdown item: in a trusted notebook
+    its script runs (as jQuery inserts the output) and each graph answers
+    hover, click, reset and search; an untrusted one shows the text report,
+    whose first line says how to trust it."""
+    home = tmp_path / "home"
+    trusted, untrusted = tmp_path / "trusted.ipynb", tmp_path / "untrusted.ipynb"
+    shutil.copy(profiled, trusted)
+    # Trust goes with a notebook's content: the untrusted one differs.
+    nb = nbformat.read(profiled, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("Not signed."))
+    nbformat.write(nb, untrusted)
+    env = dict(os.environ, JUPYTER_DATA_DIR=str(home / "data"))
+    subprocess.run([sys.executable, "-m", "nbformat.sign", str(trusted)], env=env, check=True,
+                   capture_output=True)
+    with classic_notebook(tmp_path, home) as (url, token):
+        report = interactive_in_chromium([f"{url}/notebooks/trusted.ipynb?token={token}"], graphs=4,
+                                         source=trusted)
+        report += interactive_in_chromium([f"{url}/notebooks/untrusted.ipynb?token={token}"], graphs=4,
+                                          untrusted=True)
     print(report)
 
 
@@ -178,3 +281,56 @@ def test_demo_notebook_is_valid_nbformat_4_5_with_cell_ids():
     assert (nb.nbformat, nb.nbformat_minor) >= (4, 5)
     ids = [cell.get("id") for cell in nb.cells]
     assert all(ids) and len(set(ids)) == len(ids), ids
+
+
+def test_png_is_in_the_output_when_asked_and_latex_draws_it(tmp_path):
+    """png=true adds image/png, a picture of the SVG at dpi= (192: twice its
+    pixels), which nbconvert --to latex (and so --to pdf) takes; the kernel
+    started with CFLAME_PNG=1 adds it to every graph but where png=false.
+    Without either, no picture: the notebook does not carry it."""
+    nb = notebook_of(
+        nbformat.v4.new_code_cell('%%profview png=true\nfor (int r = 0; r < 20; r++) spin(1000000);'),
+        nbformat.v4.new_code_cell('%%profview\nfor (int r = 0; r < 20; r++) spin(1000000);'),
+        nbformat.v4.new_code_cell('%%profview png=false\nfor (int r = 0; r < 20; r++) spin(1000000);'))
+    src = tmp_path / "png.ipynb"
+    nbformat.write(nb, src)
+
+    def pictures(setting):
+        out = tmp_path / f"png-{setting}.ipynb"
+        env = dict(os.environ)
+        env.pop("CFLAME_PNG", None)
+        if setting:
+            env["CFLAME_PNG"] = setting
+        proc = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+                               "--ExecutePreprocessor.timeout=120", "--output-dir", tmp_path,
+                               "--output", out.name, src], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        graphs = [o["data"] for c in nbformat.read(out, as_version=4).cells[1:]
+                  for o in c.outputs if "application/vnd.vegalite.v5+json" in o.get("data", {})]
+        assert len(graphs) == 3
+        return out, graphs
+
+    _, plain = pictures(None)
+    assert ["image/png" in g for g in plain] == [True, False, False]
+    out, every = pictures("1")
+    assert ["image/png" in g for g in every] == [True, True, False]
+    for g in (plain[0], every[0], every[1]):
+        png = base64.b64decode(g["image/png"])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        w, h = struct.unpack(">II", png[16:24])
+        root = ET.fromstring(re.search(r"<svg\b.*</svg>", g["text/markdown"], re.S).group(0))
+        assert (w, h) == (2 * int(float(root.get("width"))), 2 * int(float(root.get("height"))))
+    # LaTeX takes the pictures (image/png before markdown, which it would
+    # hand to pandoc). The graph without one is left out: pandoc is not
+    # installed here, and it would drop the markdown's HTML anyway.
+    nb = nbformat.read(out, as_version=4)
+    nb.cells = nb.cells[:3]
+    pictured = tmp_path / "pictured.ipynb"
+    nbformat.write(nb, pictured)
+    nbconvert("--to", "latex", "--output-dir", tmp_path, "--output", "png", pictured, cwd=tmp_path)
+    tex = (tmp_path / "png.tex").read_text()
+    shown = re.findall(r"\{([^{}]*\.png)\}", tex)  # \adjustimage{...}{F.png} (6.5), \includegraphics
+    assert len(shown) == 2, shown
+    for name in shown:
+        assert (tmp_path / name).read_bytes() == base64.b64decode(every[shown.index(name)]["image/png"])

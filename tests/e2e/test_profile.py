@@ -18,7 +18,7 @@ import pytest
 
 from conftest import (VL_MIME, SpecStore, ancestors, by_id, check_spec, children,
                       displays, errors, fails, flame, interrupt_after_delay, ok, rows_of, run,
-                      start_kernel, stdout, summary_of, svg_of)
+                      start_kernel, stdout, summary_of, svg_of, svg_of_file)
 
 STORE = SpecStore("profile")
 MD_MIME = "text/markdown"
@@ -232,8 +232,10 @@ def test_svg_is_xml_with_a_titled_frame_per_row(kc, opt_profile):
     ns = "{http://www.w3.org/2000/svg}"
     titled = [frame for frame in svg.iter(ns + "path") if frame.find(ns + "title") is not None]
     assert len(titled) == len(rows), (len(titled), len(rows))
+    # Each title is led by its frame's label: the function, with what tells
+    # it from a sibling of the same name (a line).
     names = collections.Counter(frame.find(ns + "title").text.split("\n")[0] for frame in titled)
-    assert names == collections.Counter(r["func"] for r in rows)
+    assert names == collections.Counter(r["label"] for r in rows)
     # The tooltip of a frame gives file:line, module and samples.
     a_titles = [frame.find(ns + "title").text for frame in titled
                 if frame.find(ns + "title").text.startswith("a\n")]
@@ -680,7 +682,7 @@ def test_profsave_writes_svg_vegalite_and_text(kc, tmp_path):
         assert path.stat().st_size > 0
     root = ET.parse(svg).getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    assert svg.read_text().rstrip("\n") == svg_of(bundle)
+    assert svg_of_file(svg.read_text()) == svg_of(bundle)
     spec = json.loads(vl.read_text())
     assert spec == bundle[VL_MIME]
     STORE.add(spec, "profsave.vl.json")
@@ -689,7 +691,7 @@ def test_profsave_writes_svg_vegalite_and_text(kc, tmp_path):
     # Quoted paths with spaces.
     spaced = tmp_path / "with space.svg"
     ok(kc, f'%profsave "{spaced}"')
-    assert spaced.read_text().rstrip("\n") == svg_of(bundle)
+    assert svg_of_file(spaced.read_text()) == svg_of(bundle)
     # Options make a new graph of the same profile.
     wide = tmp_path / "wide.vl.json"
     ok(kc, f"%profsave {wide} width=1000")

@@ -24,10 +24,24 @@ MD_MIME = "text/markdown"
 def svg_of(bundle):
     """The SVG of a bundle: its one copy is in the markdown item, inside a
     <div> (flame/fl_bundle.c), as %profsave NAME.svg writes it but for the
-    file's last newline."""
+    file's last newline and its hint (svg_of_file)."""
     m = re.search(r"<svg\b.*</svg>", bundle[MD_MIME], re.S)
     assert m, f"no SVG in the bundle's markdown: {bundle[MD_MIME][:200]!r}"
     return m.group(0)
+
+
+# The line an SVG file has, where a bundle's SVG does not, for viewers that
+# run no script (flame/fl_output.c's write_svg).
+SVG_FILE_HINT = ("<text class='cflame-hint' x='100%' dx='-10' y='12' font-size='10' "
+                 "text-anchor='end' fill='#888888'>Open this file in a web browser to hover, "
+                 "zoom and search.</text>\n")
+
+
+def svg_of_file(text):
+    """An SVG file's text as a bundle holds it (svg_of): without its hint
+    and its last newline. Fails when the file has no hint."""
+    assert SVG_FILE_HINT in text, "the SVG file has no hint for viewers without scripts"
+    return text.replace(SVG_FILE_HINT, "", 1).rstrip("\n")
 
 
 def _number(cell):

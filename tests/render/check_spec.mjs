@@ -577,8 +577,8 @@ function checkSvg(svg, rows, problems) {
     }
   }
   // Frames are paths with a title, in groups that give their colour
-  // (fl_svg.c): the frames drawn in each colour are the rows of that
-  // colour, function for function.
+  // (fl_svg.c), each title led by the frame's label: the frames drawn in
+  // each colour are the rows of that colour, label for label.
   const drawn = [];
   let color = null;
   for (const m of svg.matchAll(/<g stroke='(#[0-9a-f]{6})'>|<path\b[^>]*>\s*<title>([^\n<]*)/g)) {
@@ -586,7 +586,7 @@ function checkSvg(svg, rows, problems) {
     else drawn.push(`${color} ${unescapeXml(m[2])}`);
   }
   if (drawn.length !== rows.length) problems.push(`SVG has ${drawn.length} frames (paths) with a title, expected ${rows.length}`);
-  const want = rows.map(r => `${r.color} ${r.func}`).sort();
+  const want = rows.map(r => `${r.color} ${r.label}`).sort();
   drawn.sort();
   const wrong = want.findIndex((w, i) => w !== drawn[i]);
   if (wrong >= 0) problems.push(`SVG draws "${drawn[wrong]}" where a row is "${want[wrong]}"`);

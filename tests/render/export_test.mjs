@@ -6,8 +6,9 @@
 //   node tests/render/export_test.mjs --graphs N [--width PX] [--screenshot PNG] PAGE.html...
 //
 // A flame graph on the page is an <svg> with frames: <path> elements that
-// carry a <title> (their tooltip); an <svg> inside another (a sandwich's
-// halves) is part of that one. For each page the test asserts:
+// carry a <title> (their tooltip; the SVG's own script takes it, see
+// interactive.mjs); an <svg> inside another (a sandwich's halves) is part
+// of that one. For each page the test asserts:
 //   - exactly N flame graphs are on the page (--graphs);
 //   - each has at least two frames that the browser lays out with a non-zero
 //     width and strokes with a colour and a width, as tall as their level (a
@@ -23,7 +24,8 @@
 // Exits 0 when every page passes; otherwise prints what failed and exits 1.
 import path from 'node:path';
 
-import { chromium } from 'playwright-core';
+import { launchChromium } from './interactive.mjs';
+
 
 /* How long a wait for the page may take. Generous: a loaded machine can make
  * Chromium slow, and a wait ends as soon as its condition holds, so a
@@ -44,12 +46,7 @@ if (graphs < 0 || pages.length === 0) {
   process.exit(2);
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium();
 
 /* Distinct colours in a PNG screenshot, sampled. */
 async function colours(page, png) {
@@ -83,7 +80,9 @@ for (const [k, file] of pages.entries()) {
       // A picture of two graphs (a sandwich) nests their SVGs in one: that
       // one is the graph.
       if (svg.parentElement && svg.parentElement.closest('svg')) return;
-      const titled = [...svg.querySelectorAll('path')].filter(r => r.querySelector('title'));
+      // A frame has a title, or, once the SVG's script has set it up, the
+      // title's text (flame/fl_svg_script.js).
+      const titled = [...svg.querySelectorAll('path')].filter(r => r.querySelector('title') || (r.cflame && r.cflame.e === r));
       if (titled.length === 0) return;
       svg.setAttribute('data-export-test', String(i));
       const box = svg.getBoundingClientRect();

@@ -190,8 +190,9 @@ static inline int cmp_str(const void *a, const void *b) {
 
 /* What is wrong with the frames of svg against the spec's rows, or NULL:
  * each frame is a <path> in a <g stroke='COLOUR'> (flame/fl_svg.c), whose
- * <title> starts with its function; the frames drawn in each colour must
- * be the rows of that colour, function for function. Static storage. */
+ * <title> starts with its label (its function, with what tells it from a
+ * sibling of the same name); the frames drawn in each colour must be the
+ * rows of that colour, label for label. Static storage. */
 static inline const char *svg_frames_problem(const char *svg, json_t *spec) {
   static char problem[256];
   json_t *rows = frames_of(spec), *row;
@@ -218,10 +219,10 @@ static inline const char *svg_frames_problem(const char *svg, json_t *spec) {
     free(name);
   }
   json_array_foreach(rows, i, row) {
-    const char *func = json_string_value(json_object_get(row, "func"));
+    const char *label = json_string_value(json_object_get(row, "label"));
     const char *color = json_string_value(json_object_get(row, "color"));
-    want[i] = malloc(strlen(func ? func : "") + 10);
-    sprintf(want[i], "%.7s %s", color ? color : "", func ? func : "");
+    want[i] = malloc(strlen(label ? label : "") + 10);
+    sprintf(want[i], "%.7s %s", color ? color : "", label ? label : "");
   }
   if (!problem[0] && k != n)
     snprintf(problem, sizeof problem, "%zu frames drawn for %zu rows", k, n);

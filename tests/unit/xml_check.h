@@ -37,9 +37,9 @@ static inline bool name_char(char c) {
 }
 
 /* Enough for what fl_svg writes and for what would break it: one root
- * element, tags closed in order, attribute values quoted and free of '<',
- * known entity references only, no bare '&' or '<' in text, no control
- * characters, valid UTF-8. Returns NULL, or what is wrong. */
+ * element, tags closed in order, CDATA sections (the script's) closed, attribute values quoted and
+ * free of '<', known entity references only, no bare '&' or '<' in text, no control characters,
+ * valid UTF-8. Returns NULL, or what is wrong. */
 static inline const char *xml_check(const char *s) {
   char stack[64][32];
   int depth = 0, roots = 0;
@@ -61,6 +61,13 @@ static inline const char *xml_check(const char *s) {
     p += 2;
   }
   while (*p) {
+    if (strncmp(p, "<![CDATA[", 9) == 0) {
+      const char *end = strstr(p + 9, "]]>");
+      if (!end) return "unterminated CDATA section";
+      if (depth == 0) return "CDATA outside the root element";
+      p = end + 3;
+      continue;
+    }
     if (*p == '<') {
       if (p[1] == '/') {
         const char *q = p + 2, *name = q;

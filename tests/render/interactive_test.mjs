@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// cflame's interactive SVG in headless Chromium with the network off: an
+// SVG file, an HTML page or export, a notebook served by a local server.
+//
+//   node tests/render/interactive_test.mjs [--graphs N] [--static | --untrusted] [--source FILE] TARGET...
+//
+// TARGET is a file or an http://127.0.0.1 URL; every other request is
+// refused, as on a machine without a network. The frames' titles, what a
+// hovered frame must say, are read from --source (default: the target
+// file itself) before any script ran (interactive.mjs). For each target:
+//   - every graph works (interactive.mjs, tryGraphs): hover box, click
+//     zoom, reset, search and its share, Escape; with --static, where
+//     scripts were stripped, the drawing and the hint show instead
+//     (staticGraphs); with --untrusted (a classic notebook not trusted),
+//     no graph is drawn and N outputs show the text report, whose first
+//     line says how to trust the notebook;
+//   - --graphs N: the page holds N graphs;
+//   - nothing is thrown by a script of the page, and for a file nothing is
+//     logged to the console as an error.
+// Exits 0 when every target passes; otherwise prints what failed and exits 1.
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { launchChromium, staticGraphs, titlesOf, tryGraphs } from './interactive.mjs';
+
+const WAIT_MS = 60_000; /* generous: a wait ends as soon as its condition holds */
+
+const args = process.argv.slice(2);
+let graphs, stripped = false, untrusted = false, source = null;
+const targets = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--graphs') graphs = Number(args[++i]);
+  else if (args[i] === '--static') stripped = true;
+  else if (args[i] === '--untrusted') untrusted = true;
+  else if (args[i] === '--source') source = args[++i];
+  else targets.push(args[i]);
+}
+if (!targets.length) {
+  console.error('usage: node interactive_test.mjs [--graphs N] [--static] [--source FILE] TARGET...');
+  process.exit(2);
+}
+
+const browser = await launchChromium();
+
+let failed = 0;
+for (const target of targets) {
+  const url = /^https?:/.test(target) ? target : 'file://' + path.resolve(target);
+  const titles = untrusted ? [] : titlesOf(fs.readFileSync(source || target, 'utf8'));
+  const context = await browser.newContext({ viewport: { width: 1300, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
+  await page.route(/^(https?|wss?):/, route =>
+    /^(https?|wss?):\/\/(127\.0\.0\.1|localhost)[:/]/.test(route.request().url())
+      ? route.continue() : route.abort('internetdisconnected'));
+  const thrown = [], logged = [];
+  page.on('pageerror', err => thrown.push(err.message));
+  page.on('console', msg => { if (msg.type() === 'error') logged.push(msg.text()); });
+  await page.goto(url, { waitUntil: 'load' });
+  const want = graphs === undefined ? 1 : graphs;
+  const lead = '(An untrusted notebook shows this text';
+  try {
+    if (untrusted) {
+      await page.waitForFunction(([n, lead]) => [...document.querySelectorAll('pre')]
+        .filter(p => p.textContent.startsWith(lead)).length >= n, [want, lead]);
+    } else if (!stripped) {
+      await page.waitForFunction(n => document.querySelectorAll('svg[data-cflame]').length >= n, want);
+    }
+  } catch (e) { /* the count is checked below */ }
+  // A notebook renders its outputs after load; their scripts run as they
+  // are inserted.
+  if (!stripped && want) {
+    try {
+      await page.waitForFunction(() => [...document.querySelectorAll('svg[data-cflame]')]
+        .filter(s => !(s.parentElement && s.parentElement.closest('svg[data-cflame]'))).every(s => s.cflame));
+    } catch (e) { /* reported by tryGraphs */ }
+  }
+  let problems;
+  if (untrusted) {
+    const seen = await page.evaluate(lead => ({
+      texts: [...document.querySelectorAll('pre')].filter(p => p.textContent.startsWith(lead)).length,
+      drawn: document.querySelectorAll('svg[data-cflame]').length,
+    }), lead);
+    problems = [];
+    if (seen.texts !== want) problems.push(`${seen.texts} text reports that say how to trust the notebook, expected ${want}`);
+    if (seen.drawn) problems.push(`${seen.drawn} graphs drawn in an untrusted notebook`);
+  } else {
+    problems = stripped ? await staticGraphs(page, graphs) : await tryGraphs(page, titles, graphs);
+  }
+  for (const t of thrown) problems.push(`a script threw: ${t}`);
+  if (!/^https?:/.test(target)) for (const l of logged) problems.push(`console error: ${l}`);
+  await context.close();
+  if (problems.length) {
+    failed++;
+    console.log(`FAIL ${target}:\n  ${problems.join('\n  ')}`);
+  } else {
+    console.log(`ok   ${target}: ${untrusted ? 'the text, saying how to trust' : stripped ? 'static, with the hint' : 'hover, zoom, reset, search'}`);
+  }
+}
+await browser.close();
+process.exit(failed ? 1 : 0);
