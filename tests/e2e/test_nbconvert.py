@@ -116,7 +116,8 @@ def notebook_of(*cells):
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
     """A notebook with a flame graph, a statement-form one, a diff and an
-    allocation graph, executed through the kernel."""
+    allocation graph, executed through the kernel; the last is saved with
+    %profsave as saved.html and saved.svg beside it."""
     tmp = tmp_path_factory.mktemp("export")
     nb = notebook_of(
         nbformat.v4.new_code_cell('%%profview title="first graph"\nfor (int r = 0; r < 40; r++) spin(1000000);'),
@@ -125,7 +126,10 @@ def profiled(tmp_path_factory):
         nbformat.v4.new_code_cell('%%profdiffview before title="diff graph"\n'
                                   "for (int r = 0; r < 60; r++) spin(1000000);"),
         nbformat.v4.new_code_cell('%%profallocs sample_rate=1 title="allocation graph"\n'
-                                  'for (int i = 0; i < 1000; i++) { void *volatile p = malloc(100 + i); free(p); }'))
+                                  'for (int i = 0; i < 1000; i++) { void *volatile p = malloc(100 + i); free(p); }'),
+        # The last graph shown (the allocations'), saved as a page and an SVG.
+        nbformat.v4.new_code_cell(f"%profsave {tmp / 'saved.html'}"),
+        nbformat.v4.new_code_cell(f"%profsave {tmp / 'saved.svg'}"))
     src = tmp / "profiled.ipynb"
     nbformat.write(nb, src)
     nbconvert("--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=120", "--output-dir", tmp,
@@ -153,6 +157,17 @@ def test_html_export_draws_every_flame_graph(profiled, template):
     # reset, search, as the notebook's own copy of each graph says.
     report += interactive_in_chromium([out], graphs=4, source=profiled)
     print(report)
+
+
+def test_profsave_page_and_svg_are_interactive_offline(profiled):
+    """%profsave NAME.html and NAME.svg, opened in Chromium with the network
+    off: the page's every tab (an allocation profile's flame graph, callers,
+    top and source) and the SVG file answer hover, click, reset and search."""
+    page, svg = profiled.parent / "saved.html", profiled.parent / "saved.svg"
+    assert page.is_file() and svg.is_file()
+    tabs = len(re.findall(r'<input type="radio" name="cflame-tab"', page.read_text()))
+    assert tabs >= 4, tabs
+    print(interactive_in_chromium([page], graphs=tabs) + interactive_in_chromium([svg], graphs=1))
 
 
 def test_sanitized_export_shows_the_static_graph_and_the_hint(profiled):
@@ -221,7 +236,8 @@ def test_classic_notebook_trusted_is_interactive_and_untrusted_says_how(profiled
 
 def test_demo_notebook_export_draws_every_graph(tmp_path):
     """examples/demo.ipynb, executed and exported as scripts/demo does: every
-    flame graph it shows is drawn in the HTML page."""
+    flame graph it shows is drawn in the HTML page, and is interactive there
+    with the network off."""
     nb_path = tmp_path / "demo.ipynb"
     shutil.copy(DEMO, nb_path)
     nbconvert("--to", "notebook", "--execute", "--inplace", "--ExecutePreprocessor.timeout=300", nb_path,
@@ -232,6 +248,9 @@ def test_demo_notebook_export_draws_every_graph(tmp_path):
                 if "application/vnd.vegalite.v5+json" in o.get("data", {}))
     assert shown >= 5, f"the demo showed {shown} flame graphs"
     print(drawn_in_chromium([tmp_path / "demo.html"], graphs=shown))
+    # Offline, every graph of the export answers hover, click, reset and
+    # search, as the notebook's own copy of it says.
+    print(interactive_in_chromium([tmp_path / "demo.html"], graphs=shown, source=nb_path))
 
 
 INSTALL_KERNELSPEC = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "install_kernelspec.py"

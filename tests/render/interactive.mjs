@@ -16,7 +16,7 @@
 //   - clicking it (a graph or a chart) makes it as wide as the plot, and
 //     labels stay inside their frames; Reset zoom and a double-click both
 //     bring every frame back to its place;
-//   - typing its name in the search box dims the frames whose names do not
+//   - typing its name in the search box, key by key, dims the frames whose names do not
 //     hold it and shows the matched share: the sum of the percents in the
 //     titles of the matched frames that no matched frame of the same lane
 //     (a chart's thread) contains, as the titles and places read from the
@@ -197,7 +197,10 @@ export async function tryGraphs(page, allTitles, expectGraphs) {
     }
     const q = pick.text.split('\n')[0].slice(0, 12);
     const input = svg.locator('input');
-    await input.fill(q);
+    // Typed key by key, as a reader types: a page's own shortcuts (the
+    // classic notebook's) must not see the keys.
+    await input.click();
+    await page.keyboard.type(q);
     frames = await framesOf(page, g.id);
     const share = await svg.locator('.cflame-share').textContent();
     const shown = share.match(/[-0-9.]+(?=%)/g) || [];

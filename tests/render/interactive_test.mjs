@@ -84,7 +84,12 @@ for (const target of targets) {
     if (seen.texts !== want) problems.push(`${seen.texts} text reports that say how to trust the notebook, expected ${want}`);
     if (seen.drawn) problems.push(`${seen.drawn} graphs drawn in an untrusted notebook`);
   } else {
+    // A notebook's cells, which its shortcuts would change (d d deletes
+    // one, a and b add one) if the keys typed in a search box reached them.
+    const cells = () => page.evaluate(() => document.querySelectorAll('.cell').length);
+    const before = await cells();
     problems = stripped ? await staticGraphs(page, graphs) : await tryGraphs(page, titles, graphs);
+    if ((await cells()) !== before) problems.push(`the page's cells went from ${before} to ${await cells()} while searching`);
   }
   for (const t of thrown) problems.push(`a script threw: ${t}`);
   if (!/^https?:/.test(target)) for (const l of logged) problems.push(`console error: ${l}`);
