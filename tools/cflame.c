@@ -37,6 +37,7 @@
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 #include "rc_record.h"
+#include "term_picture.h"
 
 #ifndef CFLAME_VERSION
 #error "CFLAME_VERSION comes from CMake (project() in CMakeLists.txt)"
@@ -425,6 +426,19 @@ static int write_stream(FILE *f, const char *name, const char *text, size_t len)
  * it is not a regular file: /dev/null, a pipe). Returns 0, or -1 after
  * saying why. */
 static int write_output(const cli_t *c, const char *text, size_t len) {
+  if ((!c->output || strcmp(c->output, "-") == 0) && !strcmp(c->format, "png") &&
+      isatty(STDOUT_FILENO)) {
+    /* A PNG is no text: a terminal that draws pictures shows it. */
+    term_picture_protocol_t p = term_picture_protocol();
+    if (p == TERM_PICTURE_NONE) {
+      say("this terminal does not show pictures (kitty's or iTerm2's protocol): write the PNG "
+          "to a file (-o graph.png) or a pipe, or choose --format text");
+      return -1;
+    }
+    if (term_picture_write(stdout, p, text, len) == 0) return 0;
+    say("cannot write to standard output: %s", strerror(errno));
+    return -1;
+  }
   if (!c->output || strcmp(c->output, "-") == 0)
     return write_stream(stdout, "standard output", text, len);
   char err[512];

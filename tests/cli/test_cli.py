@@ -576,3 +576,58 @@ def test_every_views_svg_is_interactive_by_itself(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.count("ok   ") == len(files), p.stdout
+
+
+def _to_terminal(args, env_extra):
+    """cflame ARGS with its standard output a terminal (a pty) whose
+    environment is env_extra's: (status, what the terminal got, stderr)."""
+    import pty
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TERM", "TERM_PROGRAM", "LC_TERMINAL", "KITTY_WINDOW_ID", "CFLAME_TERM_PICTURE")}
+    env.update(env_extra)
+    p = subprocess.Popen([CFLAME, *map(str, args)], stdout=slave, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed its side
+            break
+        if not data:
+            break
+        got += data
+    os.close(master)
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    return p.wait(), got, err
+
+
+def test_png_to_a_terminal_is_drawn_there_or_refused():
+    """--format png to a terminal: kitty's protocol (chunks of base64 of at
+    most 4,096 bytes, the first a=T,f=100, the last m=0) or iTerm2's, as the
+    environment says; decoded, the very PNG a pipe gets. A terminal without
+    either gets an error that says what to do, and no bytes."""
+    import base64
+    args = ["--format", "png", "-o", "-", DATA / "threads.txt"]
+    png = subprocess.run([CFLAME, *map(str, args)], capture_output=True, check=True).stdout
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    for env in ({"TERM": "xterm-kitty"}, {"KITTY_WINDOW_ID": "1"}, {"CFLAME_TERM_PICTURE": "kitty"}):
+        status, got, err = _to_terminal(args, env)
+        assert status == 0, err
+        chunks = re.findall(rb"\x1b_G([^;]*);([^\x1b]*)\x1b\\", got)
+        assert chunks and chunks[0][0] == b"a=T,f=100,m=1" and chunks[-1][0] == b"m=0", env
+        assert all(c[0] == b"m=1" for c in chunks[1:-1]) and all(len(c[1]) <= 4096 for c in chunks)
+        assert base64.b64decode(b"".join(c[1] for c in chunks)) == png, env
+    for env in ({"TERM_PROGRAM": "iTerm.app"}, {"LC_TERMINAL": "iTerm2"}):
+        status, got, err = _to_terminal(args, env)
+        assert status == 0, err
+        m = re.fullmatch(rb"\x1b\]1337;File=inline=1;size=(\d+);preserveAspectRatio=1:([A-Za-z0-9+/=]+)\x07\r\n",
+                         got)
+        assert m and int(m.group(1)) == len(png) and base64.b64decode(m.group(2)) == png, env
+    status, got, err = _to_terminal(args, {"TERM": "xterm-256color"})
+    assert status == 1 and got == b"", got[:80]
+    assert "does not show pictures" in err and "-o graph.png" in err, err
+    # Text to the same terminal is text, as before.
+    status, got, err = _to_terminal(["--format", "text", DATA / "threads.txt"], {"TERM": "xterm-kitty"})
+    assert status == 0 and b"\x1b_G" not in got and b"Total:" in got
