@@ -182,7 +182,7 @@ static const struct {
   fl_front_t front;
 } doc_tables[] = {
     {"docs/PROFILING.md", FL_OPTS_TREE, FL_FRONT_NOTEBOOK},
-    {"docs/PROFILING.md", FL_OPTS_VIEW, FL_FRONT_NOTEBOOK},
+    {"docs/PROFILING.md", FL_OPTS_VIEW | FL_OPTS_OUTPUT, FL_FRONT_NOTEBOOK},
     {"docs/PROFILING.md", FL_OPTS_PRINT | FL_OPTS_TEXT, FL_FRONT_NOTEBOOK},
     {"docs/CLI.md", FL_OPTS_TREE | FL_OPTS_VIEW | FL_OPTS_TEXT | FL_OPTS_DIFF, FL_FRONT_COMMAND},
 };
