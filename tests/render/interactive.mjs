@@ -111,9 +111,11 @@ function pctOf(text) {
 function expectedShare(frames, kind, q) {
   const hit = frames.filter(f => f.text.split('\n')[0].toLowerCase().includes(q.toLowerCase()));
   let sum = 0;
-  for (const f of hit) {
-    const inside = kind !== 'table' && hit.some(g => g !== f && g.lane === f.lane && g.y !== f.y
-      && g.x <= f.x + 0.2 && f.x + f.w <= g.x + g.w + 0.2);
+  for (const [i, f] of hit.entries()) {
+    // Of two frames as wide as each other, one in the other (a caller
+    // whose whole time is in its callee), the first counts.
+    const inside = kind !== 'table' && hit.some((g, j) => j !== i && g.lane === f.lane && g.y !== f.y
+      && g.x <= f.x + 0.2 && f.x + f.w <= g.x + g.w + 0.2 && (g.w > f.w + 0.01 || j < i));
     if (!inside) sum += pctOf(f.text);
   }
   return sum;
