@@ -4,6 +4,15 @@
 # markdown, where a blank line would end the HTML block).
 #   cmake -DIN=file -DOUT=file.c -DNAME=symbol -P embed_text.cmake
 file(READ ${IN} text)
+# What would break the text where it is embedded: "]]>" ends its CDATA,
+# "</" may close the markdown's HTML block, "$" and a backslash before a
+# bracket are math to the classic notebook's MathJax.
+foreach(bad "]]>" "</" "$" "\\(" "\\[")
+  string(FIND "${text}" "${bad}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "${IN} holds \"${bad}\", which cannot stand where it is embedded")
+  endif()
+endforeach()
 # Semicolons and brackets mean something to CMake's lists: stand-ins
 # while the text is split into lines.
 string(REPLACE ";" "@SC@" text "${text}")
