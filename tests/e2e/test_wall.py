@@ -149,7 +149,9 @@ def test_a_thread_waiting_for_a_lock_shows_under_pthread_mutex_lock(kc):
     """One thread holds a mutex while it computes for 1 s; the cell's own
     thread waits for it. The waiter's wait shows under pthread_mutex_lock
     then [off-CPU: futex], as long as the cell measured; the holder's
-    second is on-CPU, in compute, on a thread of its own."""
+    second is on-CPU, in compute, on a thread of its own. The header's
+    waiting time of the cell's thread covers the lock's wait and the join
+    after it."""
     ok(kc, DEFS + r"""
 pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
 volatile int locked;
@@ -163,9 +165,10 @@ void *hold_and_compute(void *arg) {
             'pthread_create(&th, NULL, hold_and_compute, NULL);\n'
             'while (!locked) ;\n'
             'double t0 = mono_now(); pthread_mutex_lock(&held); double t1 = mono_now();\n'
-            'pthread_mutex_unlock(&held); pthread_join(th, NULL);\n'
-            'printf("waited %.4f\\n", t1 - t0);', timeout=60)
-    waited = float(re.search(r"waited ([\d.]+)", stdout(outputs)).group(1))
+            'pthread_mutex_unlock(&held); pthread_join(th, NULL); double t2 = mono_now();\n'
+            'printf("waited %.4f of %.4f\\n", t1 - t0, t2 - t0);', timeout=60)
+    m = re.search(r"waited ([\d.]+) of ([\d.]+)", stdout(outputs))
+    waited, span = float(m.group(1)), float(m.group(2))
     rows = frames_of(bundle)
     futex = waits_under(rows, "futex")
     under_lock = sum(c for c, p in futex if p == "pthread_mutex_lock")
@@ -175,8 +178,11 @@ void *hold_and_compute(void *arg) {
     text = bundle["text/plain"]
     threads = re.findall(r"thread (\d+)[^:;]*: ([\d.]+) s running, ([\d.]+) s waiting", text)
     assert len(threads) == 2, text[:800]
+    # The thread's waiting also holds its pthread_join, which a busy
+    # machine can stretch: at least the lock's wait, at most the span from
+    # the lock to the join's end.
     main = next(t for t in threads if t[0] == "1")
-    assert agrees(float(main[2]) / INTERVAL, waited), (main, waited)
+    assert 0.9 * waited - INTERVAL <= float(main[2]) <= span + 2 * INTERVAL, (main, waited, span)
 
 
 def test_clock_wall_with_allocations_is_refused(kc):
