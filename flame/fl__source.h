@@ -82,6 +82,12 @@ json_t *fl__source_src(void);
 json_t *fl__source_indent(int x_text);
 void fl__source_text_layers(const fl__table_t *tb, int width, int x_text, json_t *rows_layer);
 
+/* In a source table's SVG, the row at mid that is no line: a file's
+ * heading (heading, bold across the table) or a gap's "⋮" (at x_text).
+ * Returns false, drawing nothing, for a line's row. */
+bool fl__source_svg_aside(fl__buf_t *b, const fl__svg_table_t *l, const fl__src_row_t *row,
+                          double mid, int x_text, const char *heading);
+
 /* A line's text with tabs as spaces (to the next multiple of 8), cleaned
  * for JSON and XML. New. */
 char *fl__source_text(const char *text, size_t len);

@@ -584,6 +584,21 @@ json_t *fl__source_src(void) {
       "src");
 }
 
+bool fl__source_svg_aside(fl__buf_t *b, const fl__svg_table_t *l, const fl__src_row_t *row,
+                          double mid, int x_text, const char *heading) {
+  if (row->kind == FL__SRC_FILE) {
+    fl__buf_puts(b, "<g font-weight='bold'>");
+    fl__svg_cell(b, l->x0, mid, false, heading);
+    fl__buf_puts(b, "</g>\n");
+    return true;
+  }
+  if (row->kind == FL__SRC_GAP) {
+    fl__svg_cell(b, l->x0 + x_text, mid, false, "\xe2\x8b\xae");
+    return true;
+  }
+  return false;
+}
+
 json_t *fl__source_indent(int x_text) {
   /* An offset, since a text mark would drop the spaces. */
   char expr[200];
@@ -726,18 +741,9 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__sourc
   for (size_t i = 0; i < s->n; i++) {
     const fl__src_row_t *row = &s->rows[i];
     double mid = fl__svg_table_row_y(&l, i);
-    if (row->kind == FL__SRC_FILE) {
-      char heading[600];
-      file_heading(heading, sizeof heading, t, row, s->total);
-      fl__buf_puts(&b, "<g font-weight='bold'>");
-      fl__svg_cell(&b, l.x0, mid, false, heading);
-      fl__buf_puts(&b, "</g>\n");
-      continue;
-    }
-    if (row->kind == FL__SRC_GAP) {
-      fl__svg_cell(&b, l.x0 + X_TEXT, mid, false, "\xe2\x8b\xae");
-      continue;
-    }
+    char heading[600] = "";
+    if (row->kind == FL__SRC_FILE) file_heading(heading, sizeof heading, t, row, s->total);
+    if (fl__source_svg_aside(&b, &l, row, mid, X_TEXT, heading)) continue;
     bool dim = row->total == 0;
     if (dim) fl__buf_printf(&b, "<g opacity='%g'>\n", DIM_OPACITY);
     char num[48], share[16];

@@ -306,18 +306,9 @@ static char *svg_of(sdiff_t *sd) {
   for (size_t i = 0; i < s->n; i++) {
     const fl__src_row_t *r = &s->rows[i];
     double mid = fl__svg_table_row_y(&l, i);
-    if (r->kind == FL__SRC_FILE) {
-      char h[600];
-      file_heading(sd, r, h, sizeof h);
-      fl__buf_puts(&b, "<g font-weight='bold'>");
-      fl__svg_cell(&b, l.x0, mid, false, h);
-      fl__buf_puts(&b, "</g>\n");
-      continue;
-    }
-    if (r->kind == FL__SRC_GAP) {
-      fl__svg_cell(&b, l.x0 + X_TEXT, mid, false, "\xe2\x8b\xae");
-      continue;
-    }
+    char heading[600] = "";
+    if (r->kind == FL__SRC_FILE) file_heading(sd, r, heading, sizeof heading);
+    if (fl__source_svg_aside(&b, &l, r, mid, X_TEXT, heading)) continue;
     char delta[48], x[48], y[48], ln[24];
     cells(sd, r, delta, x, y, ln);
     bool any = weighs(r);
