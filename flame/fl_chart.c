@@ -517,14 +517,14 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
   }
   fl__buf_puts(&b, "</g>\n");
   /* Each lane's bars in a group of their own: the interactive SVG's search
-   * sums the matched time lane by lane. */
-  for (size_t lane = 0; lane < c->n_lanes; lane++) {
-    fl__buf_printf(&b, "<g data-lane='%zu'>\n", lane);
-    for (size_t i = 0; i < c->n; i++) {
-      if (c->bars[i].lane == lane) put_bar(&b, t, c, &c->bars[i], x0, top, scale);
-    }
-    fl__buf_puts(&b, "</g>\n");
+   * sums the matched time lane by lane. The bars come lane by lane
+   * (bars_in_order). */
+  for (size_t i = 0; i < c->n; i++) {
+    if (i == 0 || c->bars[i].lane != c->bars[i - 1].lane)
+      fl__buf_printf(&b, "%s<g data-lane='%zu'>\n", i ? "</g>\n" : "", c->bars[i].lane);
+    put_bar(&b, t, c, &c->bars[i], x0, top, scale);
   }
+  if (c->n) fl__buf_puts(&b, "</g>\n");
   /* Labels where they fit, then the time axis's ends. */
   fl__buf_printf(&b,
                  "<g font-family='%s' font-size='11' fill='%s' dominant-baseline='middle' "

@@ -141,7 +141,8 @@
     function matched(plot) {
       var lanes = {}, sum = 0;
       plot.frames.forEach(f => {
-        if (f.hit) (lanes[zooms ? f.lane : f.y] = lanes[zooms ? f.lane : f.y] || []).push(f);
+        var k = zooms ? f.lane : f.y;
+        if (f.hit) (lanes[k] = lanes[k] || []).push(f);
       });
       for (var k in lanes) {
         var top = null;

@@ -38,13 +38,13 @@ int term_picture_write(FILE *f, term_picture_protocol_t p, const char *png, size
     fprintf(f, "\033]1337;File=inline=1;size=%zu;preserveAspectRatio=1:%s\a\n", len, b64);
   } else {
     /* a=T: transmit and show; f=100: PNG. */
-    for (size_t at = 0; at < n || at == 0; at += KITTY_CHUNK) {
+    size_t at = 0;
+    do {
       size_t chunk = n - at < KITTY_CHUNK ? n - at : KITTY_CHUNK;
-      int more = at + chunk < n;
-      fprintf(f, "\033_G%sm=%d;%.*s\033\\", at == 0 ? "a=T,f=100," : "", more, (int)chunk,
+      fprintf(f, "\033_G%sm=%d;%.*s\033\\", at == 0 ? "a=T,f=100," : "", at + chunk < n, (int)chunk,
               b64 + at);
-      if (!more) break;
-    }
+      at += chunk;
+    } while (at < n);
     fputc('\n', f);
   }
   free(b64);
