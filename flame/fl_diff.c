@@ -420,7 +420,7 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
     shown_opts = *tree_opts;
   else
     fl_tree_opts_init(&shown_opts);
-  if (shown_opts.lines) {
+  if (shown_opts.lines != FL_LINES_OFF) { /* cells' code is drawn by line */
     redefined = redefined_functions(target, base);
     shown_opts.whole_functions = redefined;
   }

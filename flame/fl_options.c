@@ -21,6 +21,7 @@ typedef enum field {
   F_DOUBLE,   /* double at offset */
   F_CHOICE,   /* the index of the choice, as an int at offset (enums in choice order) */
   F_CHOICE_B, /* the index of the choice, as a bool at offset */
+  F_LINES,    /* fl_lines_t at offset: true ON, false OFF; unset, its zero AUTO */
   F_TITLE,    /* view.title, owned by title */
   F_FOCUS,    /* view.focus, owned by focus */
   F_ROOT,     /* diff.root_prefix, owned by root_prefix */
@@ -59,10 +60,10 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE},
      F_BOOL,
      AT(tree.combine)},
-    {{"lines", FL_OPT_BOOL, .def = "true",
-      .help = "one frame per source line where the input has lines; off, one per function",
+    {{"lines", FL_OPT_BOOL, .shown_def = "a notebook cell's code by line, the rest by function",
+      .help = "on, one frame per source line where the input has lines; off, one per function",
       .groups = FL_OPTS_TREE},
-     F_BOOL,
+     F_LINES,
      AT(tree.lines)},
     {{"demangle", FL_OPT_BOOL, .def = "true",
       .help = "C++ and Rust functions by their readable names; off, by their symbols",
@@ -433,6 +434,7 @@ static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
     case F_DOUBLE: *(double *)base = v->d; break;
     case F_CHOICE: *(int *)base = choice_index(r->o.choices, v->s); break;
     case F_CHOICE_B: *(bool *)base = choice_index(r->o.choices, v->s) == 1; break;
+    case F_LINES: *(fl_lines_t *)base = v->b ? FL_LINES_ON : FL_LINES_OFF; break;
     case F_VIEW:
       *(int *)base = choice_index(r->o.choices, v->s);
       o->tree.inverted = o->view.view == FL_VIEW_CALLERS;

@@ -195,7 +195,8 @@ static char *write_vegalite(draw_t *d, size_t *len) {
   return out;
 }
 
-static void draw_init(draw_t *d, const fl_output_req_t *r, bool every_sample, char *err,
+struct format;
+static void draw_init(draw_t *d, const fl_output_req_t *r, const struct format *f, char *err,
                       size_t err_size);
 
 static void draw_free(draw_t *d) {
@@ -239,7 +240,7 @@ static char *write_html(draw_t *d, size_t *len) {
     r.opts = &opts;
     char err[512];
     draw_t v;
-    draw_init(&v, &r, false, chosen ? d->err : err, chosen ? d->err_size : sizeof err);
+    draw_init(&v, &r, NULL, chosen ? d->err : err, chosen ? d->err_size : sizeof err);
     v.opts.view.title = d->opts.view.title; /* the request's note and title */
     v.opts.view.note = d->opts.view.note;
     specs[n] = spec_of(&v);
@@ -384,18 +385,24 @@ static char *write_pdf(draw_t *d, size_t *len) {
 static const struct format {
   fl_output_format_t f;
   bool every_sample; /* a file of every sample: minwidth 0 unless given */
+  bool every_line;   /* lines=true unless given: its readers merge a function's lines
+                        themselves (pprof -top; -lines keeps them), so none is lost */
   char *(*write)(draw_t *d, size_t *len);
 } formats[] = {
-    {{"svg", ".svg", "the flame graph as an SVG image"}, false, write_svg},
+    {{"svg", ".svg", "the flame graph as an SVG image"}, false, false, write_svg},
     {{"html", ".html", "a page with a tab per view, each interactive, and its SVG"},
      false,
+     false,
      write_html},
-    {{"vegalite", ".vl.json", "the Vega-Lite 5 spec (JSON)"}, false, write_vegalite},
-    {{"folded", ".folded", "folded stacks; a diff's: \"stack BASE TARGET\""}, true, write_folded},
-    {{"text", ".txt", "the tree as text, as %profprint prints it"}, false, write_text},
-    {{"pprof", ".pb.gz", "pprof's profile.proto, gzipped"}, true, write_pprof},
-    {{"png", ".png", "the SVG as a PNG picture, at dpi="}, false, write_png},
-    {{"pdf", ".pdf", "the SVG as a PDF page, vectors and text"}, false, write_pdf},
+    {{"vegalite", ".vl.json", "the Vega-Lite 5 spec (JSON)"}, false, false, write_vegalite},
+    {{"folded", ".folded", "folded stacks; a diff's: \"stack BASE TARGET\""},
+     true,
+     false,
+     write_folded},
+    {{"text", ".txt", "the tree as text, as %profprint prints it"}, false, false, write_text},
+    {{"pprof", ".pb.gz", "pprof's profile.proto, gzipped"}, true, true, write_pprof},
+    {{"png", ".png", "the SVG as a PNG picture, at dpi="}, false, false, write_png},
+    {{"pdf", ".pdf", "the SVG as a PDF page, vectors and text"}, false, false, write_pdf},
 };
 #define N_FORMATS (sizeof formats / sizeof *formats)
 
@@ -450,14 +457,17 @@ const char *fl_output_ending_of_format(const char *format) {
 }
 
 /* d for r: r's options, with minwidth 0 unless given for a file of every
- * sample and for the table views (whose figures are totals). */
-static void draw_init(draw_t *d, const fl_output_req_t *r, bool every_sample, char *err,
+ * sample and for the table views (whose figures are totals), and every
+ * line unless lines is given for a format that keeps them (f NULL: a
+ * bundle, drawn as the notebook draws). */
+static void draw_init(draw_t *d, const fl_output_req_t *r, const struct format *f, char *err,
                       size_t err_size) {
   *d = (draw_t){.r = r, .err = err, .err_size = err_size};
   fl_options_copy(&d->opts, r->opts);
   fl_view_kind_t view = d->opts.view.view;
-  bool exact = every_sample || (view != FL_VIEW_FLAME && view != FL_VIEW_CALLERS);
+  bool exact = (f && f->every_sample) || (view != FL_VIEW_FLAME && view != FL_VIEW_CALLERS);
   if (exact && !fl_options_given(r->opts, "minwidth")) d->opts.tree.minwidth = 0;
+  if (f && f->every_line && !fl_options_given(r->opts, "lines")) d->opts.tree.lines = FL_LINES_ON;
 }
 
 char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t err_size) {
@@ -468,7 +478,7 @@ char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t 
     return NULL;
   }
   draw_t d;
-  draw_init(&d, r, f->every_sample, err, err_size);
+  draw_init(&d, r, f, err, err_size);
   *len = 0;
   char *out = f->write(&d, len);
   if (out && !*len) *len = strlen(out);
@@ -478,7 +488,7 @@ char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t 
 
 json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
   draw_t d;
-  draw_init(&d, r, false, err, err_size);
+  draw_init(&d, r, NULL, err, err_size);
   json_t *bundle = NULL;
   bool refused;
   const struct table_view *tv = table_view(&d, &refused);

@@ -29,9 +29,11 @@
  *
  * Decisions where FlameGraphs.jl leaves room:
  *  - lines=false wins over combine=false: one node per function.
+ *  - Whether a frame is drawn by line is decided per frame, in by_line, the
+ *    one place lines=auto is made into a rule (see fl_tree.h).
  *  - A node's frame is the first profile frame (by id) with its key, with
- *    addr 0 under combine=true and line 0 under lines=false (and file the
- *    first non-NULL file seen for the function).
+ *    addr 0 under combine=true and line 0 for a frame drawn by function
+ *    (and file the first non-NULL file seen for the function).
  *  - C=false: a folded frame's status bits go to the element of the path
  *    that is last when the frame is met (the nearest kept caller, or the
  *    root), so a comparator called by qsort hangs under the cell frame that
@@ -47,8 +49,9 @@
  *    on from there (so with lines on, f:5 inside a recursion started at f:3
  *    becomes a sibling of f:3, as the lines of a loop body are). Status bits
  *    of elements a rewind removes are dropped with them.
- *  - Children order: with lines on, by the child's (file, line, func,
- *    module, addr), NULL files first; with lines off, by the smallest line
+ *  - Children order: where some frame is drawn by line, by the child's
+ *    (file, line, func, module, addr), NULL files first (a frame drawn by
+ *    function has line 0); where none is, by the smallest line
  *    of the parent frame at which the call was seen (the call site), then
  *    func and module.
  *  - minwidth: a node with count < minwidth * (root count) is hidden with
@@ -181,6 +184,7 @@ typedef struct builder {
   fl_frame_t *keys; /* the representative frame of each key */
   size_t n_keys;
   size_t n_funcs;
+  bool any_line; /* some frame is drawn by line: children in source order */
   regex_t re;
   bool re_ok;
 
@@ -242,7 +246,7 @@ static void rank_keys(builder_t *b) {
   ranked_t *r = fl__xmalloc(n, sizeof *r);
   uint32_t *rank = fl__xmalloc(n, sizeof *rank);
   for (size_t k = 0; k < n; k++) r[k] = (ranked_t){.frame = b->keys[k], .key = (uint32_t)k};
-  qsort(r, n, sizeof *r, b->o->lines ? cmp_by_line : cmp_by_name);
+  qsort(r, n, sizeof *r, b->any_line ? cmp_by_line : cmp_by_name);
   for (size_t k = 0; k < n; k++) {
     rank[r[k].key] = (uint32_t)k;
     b->keys[k] = r[k].frame;
@@ -250,6 +254,15 @@ static void rank_keys(builder_t *b) {
   for (size_t id = 0; id < n_frames; id++) b->roles[id].key = rank[b->roles[id].key];
   free(r);
   free(rank);
+}
+
+/* Whether frame f is drawn one node per source line: lines=auto draws a
+ * notebook cell's code by line (a line is what its user edits) and the
+ * rest, code the user did not write there, by function. */
+static bool by_line(const fl_tree_opts_t *o, const fl_frame_t *f) {
+  if (o->lines == FL_LINES_OFF) return false;
+  if (o->lines == FL_LINES_AUTO && !(f->flags & FL_FRAME_REPL)) return false;
+  return !in_list(o->whole_functions, f->func);
 }
 
 /* Fills b->roles and b->keys. */
@@ -269,7 +282,8 @@ static void compute_roles(builder_t *b) {
     bool added;
     ident_t k = {.func = f->func, .module = f->module};
     r->func = ident_set_add(&funcs, &k, &added);
-    if (o->lines && !in_list(o->whole_functions, f->func)) {
+    if (by_line(o, f)) {
+      b->any_line = true;
       k.file = f->file;
       k.line = f->line;
       if (!o->combine) k.addr = f->addr;
@@ -281,7 +295,7 @@ static void compute_roles(builder_t *b) {
       rep->line = k.line;
       rep->addr = k.addr;
     } else if (!rep->file && f->file) {
-      rep->file = f->file; /* lines=false: a function's first known file */
+      rep->file = f->file; /* by function: a function's first known file */
     }
     if (!o->C)
       r->fold = (f->flags & FL_FRAME_SYSTEM ? FL_STATUS_SYSTEM : 0) |
@@ -604,7 +618,7 @@ static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t 
   for (size_t i = 1; i < nb; i++)
     kids[fill[bn[i].parent]++] =
         (kid_t){.node = (uint32_t)i, .key = bn[i].key, .call_line = bn[i].call_line};
-  if (!b->o->lines) {
+  if (!b->any_line) {
     for (size_t i = 0; i < nb; i++) {
       kid_t *k = kids + first[i];
       size_t n = first[i + 1] - first[i], j = 1;

@@ -170,7 +170,7 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
    * for: the same line of two cells ("cell[3]:2", "cell[5]:2") is one
    * stack. */
   if (baseline && !strcmp(format, "folded") && !fl_options_given(&opts->draw, "lines"))
-    opts->draw.tree.lines = false;
+    opts->draw.tree.lines = FL_LINES_OFF;
   /* The graph as the notebook draws it: its note, and an HTML page named
    * after what it shows. */
   char *note = graph_note(prof, baseline != NULL, opts);

@@ -49,7 +49,8 @@ bool fl_output_format_known(const char *format);
 const char *fl_output_formats(bool and_last);
 
 /* The output of r, *len bytes. Formats of every sample (folded, pprof)
- * take minwidth 0 unless the options give it. A diff as folded stacks is
+ * take minwidth 0 unless the options give it; pprof takes every frame by
+ * line unless lines is given (its readers merge lines into functions). A diff as folded stacks is
  * "stack BASE TARGET" lines, as difffolded.pl writes them, BASE scaled to
  * the target's total with normalize; a diff cannot be pprof. New buffer,
  * or NULL with err (a bad filter, profiles that cannot be compared). */

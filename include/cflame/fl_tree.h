@@ -4,8 +4,9 @@
  * Each node is a frame at a position in the call tree: its count is the
  * weight of every sample whose stack passes through it (inclusive), its self
  * count the weight of samples that end in it. Children are ordered as the
- * source is: with lines on, by their own (file, line, func), frames without
- * a file first; with lines off, by the line in the parent where the call
+ * source is: where some frame is drawn by line, by their own (file, line,
+ * func), frames without a file first; where every frame is drawn by
+ * function, by the line in the parent where the call
  * happens (the smallest seen), then by name. Each node occupies the sample
  * range [x0, x1) of the axis, the children packed from the parent's x0 and
  * the parent's self (and anything minwidth hid) left empty at the end. The
@@ -22,9 +23,15 @@
  *            the cell frame that called qsort.
  *   combine  true: one frame per source line; false: one per instruction
  *            address.
- *   lines    false: one frame per function (func, module; line 0, the
- *            function's file kept), as perf-style flame graphs draw them.
- *            Wins over combine=false.
+ *   lines    FL_LINES_OFF: one frame per function (func, module; line 0,
+ *            the function's file kept), as perf-style flame graphs draw
+ *            them. Wins over combine=false. FL_LINES_ON: one frame per
+ *            source line everywhere. FL_LINES_AUTO (the default): a
+ *            notebook cell's code (FL_FRAME_REPL) by line, where a line is
+ *            what the user edits, and every other frame (a program's, a
+ *            library's, anything read from a file) by function, so that
+ *            the code the user did not write is not cut into frames too
+ *            narrow to draw.
  *   whole_functions  names of functions drawn one frame per function even
  *            with lines on (a diff uses it for a function redefined between
  *            its two profiles, whose lines do not correspond).
@@ -71,10 +78,14 @@ enum {
 
 typedef enum fl_recur { FL_RECUR_OFF, FL_RECUR_FLAT } fl_recur_t;
 
+/* Which frames are drawn one per source line (see lines above). AUTO is
+ * 0: the option table has no default for lines, so it is the zero. */
+typedef enum fl_lines { FL_LINES_AUTO, FL_LINES_ON, FL_LINES_OFF } fl_lines_t;
+
 typedef struct fl_tree_opts {
   bool C;
   bool combine;
-  bool lines;
+  fl_lines_t lines;
   fl_recur_t recur;
   const char *const *whole_functions; /* NULL-terminated, or NULL */
   const char *const *pruned;          /* NULL-terminated, or NULL */

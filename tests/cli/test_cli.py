@@ -158,6 +158,26 @@ def test_top_view_lists_functions_by_self_and_by_total(tmp_path):
     assert r.returncode != 0 and "view=chart does not draw a diff" in r.stderr, r.stderr
 
 
+def test_a_loaded_profile_is_drawn_by_function_unless_lines_are_asked_for():
+    """srcline.txt has a file and line for most frames: by default each
+    function is one frame, as perf report and flamegraph.pl draw it (no
+    "(file:line)" in the folded stacks; the graph's "leaf" frames with the
+    file and line 0); --lines draws a frame per line; --no-lines is the
+    default's picture."""
+    default = ok("-f", "folded", DATA / "srcline.txt")
+    lined = ok("-f", "folded", "--lines", DATA / "srcline.txt")
+    assert not re.search(r"\(\S+:\d+\)", default), default[:500]
+    assert re.search(r";leaf \(\S*workload\.c:\d+\)", lined), lined[:500]
+    assert default == ok("-f", "folded", "--no-lines", DATA / "srcline.txt")
+    leaves = [r for r in frames_of(json.loads(ok("-f", "vegalite", DATA / "srcline.txt")))
+              if r["func"] == "leaf"]
+    leaf_lines = [r for r in frames_of(json.loads(ok("-f", "vegalite", "--lines",
+                                                     DATA / "srcline.txt")))
+                  if r["func"] == "leaf"]
+    assert leaves and all(r["line"] == 0 and r["file"].endswith("workload.c") for r in leaves)
+    assert leaf_lines and all(r["line"] > 0 for r in leaf_lines)
+
+
 def test_source_view_of_a_diff_compares_line_by_line(tmp_path):
     """--view source --diff of a recording against itself, run where its
     source file is: every line with samples is "same" with delta 0, both

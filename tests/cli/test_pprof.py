@@ -251,7 +251,11 @@ def test_go_cpu_profile_is_drawn(tmp_path, go_profile, go_env):
     ok(go_profile, "-o", out)  # the format from the ending
     spec = json.loads(out.read_text())
     rows = {r["func"]: r for r in frames_of(spec)}
-    assert rows["main.busy"]["file"].endswith("prog.go") and rows["main.busy"]["line"] > 0
+    # a loaded profile is drawn by function (its file kept); --lines, by line
+    assert rows["main.busy"]["file"].endswith("prog.go") and rows["main.busy"]["line"] == 0
+    lined = {r["func"]: r for r in frames_of(json.loads(ok("-f", "vegalite", "--lines",
+                                                           go_profile)))}
+    assert lined["main.busy"]["file"].endswith("prog.go") and lined["main.busy"]["line"] > 0
     assert rows["main.busy"]["module"].endswith("prog")
     check_spec(out)
     svg = ET.fromstring(ok(go_profile))

@@ -144,6 +144,19 @@ def split_share(r, folded_path):
 
 # ---- the profile's truth ----
 
+def test_a_recording_is_drawn_by_function_unless_lines_are_asked_for(bins, tmp_path):
+    """The program is built with -g: its frames have lines. By default each
+    function is one frame (perf report's and flamegraph.pl's picture);
+    --lines draws one per line."""
+    recorded("-o", "f.folded", "--", bins["prog"], "split", ITERS // 10, cwd=tmp_path)
+    recorded("-o", "l.folded", "--lines", "--", bins["prog"], "split", ITERS // 10,
+             cwd=tmp_path)
+    by_func, by_line = folded(tmp_path / "f.folded"), folded(tmp_path / "l.folded")
+    assert any(";burn" in s for s in by_func), by_func
+    assert not any(re.search(r"\(\S+:\d+\)", s) for s in by_func), list(by_func)[:5]
+    assert any(re.search(r";burn \(\S+:\d+\)", s) for s in by_line), list(by_line)[:5]
+
+
 def test_one_to_three_split(bins, tmp_path):
     r = recorded("-o", "split.folded", "--no-lines", "--", bins["prog"], "split", ITERS,
                  cwd=tmp_path)

@@ -145,12 +145,15 @@ def test_profsave_folded_round_trips_through_profload(kc, tmp_path):
                for s, _ in lines), lines[:5]
     out = ok(kc, f"%profload {folded}")
     assert "Loaded" in out and "folded stacks" in out and "session profile" in out, out
-    after = flame(kc, "%profshow minwidth=0")[0]
+    # A loaded profile is drawn by function; lines=true gives the same tree back.
+    by_func = rows_of(flame(kc, "%profshow minwidth=0")[0])
+    assert all(r["line"] == 0 for r in by_func[1:]), by_func[:3]
+    after = flame(kc, "%profshow minwidth=0 lines=true")[0]
     STORE.add(after, "round-trip-after")
     assert shape(rows_of(after)) == shape(rows_of(before))
-    # A second save of the loaded profile gives the same file.
+    # A second save of the loaded profile, by line, gives the same file.
     again = tmp_path / "again.folded"
-    ok(kc, f"%profsave {again}")
+    ok(kc, f"%profsave {again} lines=true")
     assert again.read_text() == folded.read_text()
 
 
@@ -222,7 +225,7 @@ def test_profsave_pprof_round_trips_through_profload(kc, tmp_path):
     assert "Type: cpu" in top, top
     out = ok(kc, f"%profload {saved}")
     assert "Loaded" in out and "(pprof, interval read from the file)" in out, out
-    after = flame(kc, "%profshow minwidth=0")[0]
+    after = flame(kc, "%profshow minwidth=0 lines=true")[0]
     STORE.add(after, "pprof-after")
     assert shape(rows_of(after)) == shape(rows_of(before))
     # pprof keeps how long the run lasted, not its CPU time: the summary

@@ -17,7 +17,7 @@ static inline fl_tree_t *whole_tree(const fl_profile_t *p, bool lines, bool C) {
   fl_tree_opts_t o;
   fl_tree_opts_init(&o);
   o.C = C;
-  o.lines = lines;
+  o.lines = lines ? FL_LINES_ON : FL_LINES_OFF;
   o.minwidth = 0;
   char err[256];
   fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);

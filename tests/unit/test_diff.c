@@ -192,7 +192,7 @@ static void check_nodes(const fl_diff_t *d, const node_want_t *w) {
 static fl_tree_opts_t topts(bool lines, double minwidth) {
   fl_tree_opts_t o;
   fl_tree_opts_init(&o);
-  o.lines = lines;
+  o.lines = lines ? FL_LINES_ON : FL_LINES_OFF;
   o.minwidth = minwidth;
   return o;
 }

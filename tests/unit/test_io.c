@@ -485,12 +485,12 @@ static uint32_t add_frame(fl_profile_t *p, const char *func, const char *file, i
  * stack made only of system frames (the root's own time when C=false). */
 static fl_profile_t *sample_profile(void) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
-  uint32_t main5 = add_frame(p, "main", "cell[1]", 5, "cell[1]", FL_FRAME_CELL);
-  uint32_t main7 = add_frame(p, "main", "cell[1]", 7, "cell[1]", FL_FRAME_CELL);
-  uint32_t work = add_frame(p, "work", "cell[1]", 12, "cell[1]", FL_FRAME_CELL);
+  uint32_t main5 = add_frame(p, "main", "cell[1]", 5, "cell[1]", FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t main7 = add_frame(p, "main", "cell[1]", 7, "cell[1]", FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t work = add_frame(p, "work", "cell[1]", 12, "cell[1]", FL_FRAME_CELL | FL_FRAME_REPL);
   uint32_t qsort_ = add_frame(p, "qsort", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
-  uint32_t cmp = add_frame(p, "cmp", "cell[2]", 3, "cell[2]", FL_FRAME_CELL);
-  uint32_t odd = add_frame(p, "odd;name with space", "cell[2]", 9, "cell[2]", FL_FRAME_CELL);
+  uint32_t cmp = add_frame(p, "cmp", "cell[2]", 3, "cell[2]", FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t odd = add_frame(p, "odd;name with space", "cell[2]", 9, "cell[2]", FL_FRAME_CELL | FL_FRAME_REPL);
   uint32_t start = add_frame(p, "start_thread", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
   fl_profile_add_sample(p, (uint32_t[]){main5, work}, 2, 30, 0, 1);
   fl_profile_add_sample(p, (uint32_t[]){main5}, 1, 5, 0, 1);
@@ -543,7 +543,7 @@ static void test_folded_out(void) {
   fl_profile_t *p = sample_profile();
   fl_tree_opts_t o;
   fl_tree_opts_init(&o);
-  o.minwidth = 0; /* lines on, C off: the defaults otherwise */
+  o.minwidth = 0; /* cells by line, C off: the defaults otherwise */
   char err[256];
   fl_tree_t *t = fl_tree_build(p, &o, "cell[3]", err, sizeof err);
   char *text = fl_folded(t);
@@ -558,7 +558,7 @@ static void test_folded_out(void) {
             "main (cell[1]:7);odd:name with space (cell[2]:9) 2\n");
   free(text);
   fl_tree_destroy(&t);
-  o.lines = false;
+  o.lines = FL_LINES_OFF;
   o.C = true;
   t = fl_tree_build(p, &o, NULL, err, sizeof err);
   text = fl_folded(t);

@@ -35,7 +35,8 @@ static const set_case_t set_cases[] = {
     {FL_FRONT_NOTEBOOK, "recur", "flat", NULL},
     {FL_FRONT_NOTEBOOK, "recur", "deep", "recur=deep is not valid; choose off or flat"},
     {FL_FRONT_COMMAND, "theme", "sepia", "--theme sepia is not valid; choose light or dark"},
-    {FL_FRONT_NOTEBOOK, "view", "icicles", "view=icicles is not valid; choose flame, callers, top, source, chart or sandwich"},
+    {FL_FRONT_NOTEBOOK, "view", "icicles",
+     "view=icicles is not valid; choose flame, callers, top, source, chart or sandwich"},
     {FL_FRONT_NOTEBOOK, "pruned", "a,,b",
      "pruned=a,,b is not valid; give a comma-separated list of non-empty names"},
     {FL_FRONT_NOTEBOOK, "threads", "1,x",
@@ -142,7 +143,8 @@ static void test_defaults(void) {
   fl_diff_opts_init(&d);
   fl_text_opts_t x;
   fl_text_opts_init(&x);
-  CHECK(!t.C && t.combine && t.lines && t.recur == FL_RECUR_OFF && t.minwidth == 0.001);
+  CHECK(!t.C && t.combine && t.lines == FL_LINES_AUTO && t.recur == FL_RECUR_OFF &&
+        t.minwidth == 0.001);
   CHECK(!memcmp(&t, &nb.tree, sizeof t));
   CHECK(v.width == 800 && v.height == 0 && !v.dark && !v.icicle && v.max_rows == 5000);
   CHECK(!memcmp(&v, &nb.view, sizeof v));

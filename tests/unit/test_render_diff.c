@@ -63,7 +63,7 @@ static void add(fl_profile_t *p, uint64_t w, const char *spec) {
       f.func = tok;
       f.file = "cell[1]";
       f.module = "cell[1]";
-      f.flags = FL_FRAME_CELL;
+      f.flags = FL_FRAME_CELL | FL_FRAME_REPL;
     }
     ids[n++] = fl_profile_frame_id(p, &f);
   }

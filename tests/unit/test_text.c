@@ -37,7 +37,7 @@ static fl_tree_t *build(const fl_profile_t *p, double minwidth, bool lines, cons
   fl_tree_opts_t o;
   fl_tree_opts_init(&o);
   o.minwidth = minwidth;
-  o.lines = lines;
+  o.lines = lines ? FL_LINES_ON : FL_LINES_OFF;
   char err[128];
   fl_tree_t *t = fl_tree_build(p, &o, root, err, sizeof err);
   if (!t) {

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "cflame/fl_tree.h"
 
+#include "cflame/fl_options.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,7 @@ static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int l
 }
 
 static uint32_t cell(fl_profile_t *p, const char *func, int line) {
-  return frame(p, func, "cell[1]", line, "cell[1]", 0, FL_FRAME_CELL);
+  return frame(p, func, "cell[1]", line, "cell[1]", 0, FL_FRAME_CELL | FL_FRAME_REPL);
 }
 
 /* Adds a sample of n frames given after n. */
@@ -163,8 +165,8 @@ static const char basic_tree[] =
 static void test_basic(void) {
   fl_profile_t *p = basic_profile();
   fl_tree_opts_t o = opts_default();
-  CHECK(!o.C && o.combine && o.lines && o.recur == FL_RECUR_OFF && !o.pruned && !o.filter &&
-        !o.threads && o.minwidth == 0.001);
+  CHECK(!o.C && o.combine && o.lines == FL_LINES_AUTO && o.recur == FL_RECUR_OFF && !o.pruned &&
+        !o.filter && !o.threads && o.minwidth == 0.001);
   fl_tree_t *t = build(p, &o);
   CHECK_STR(dump(t), basic_tree);
   CHECK_INT(fl_tree_n_nodes(t), 7);
@@ -184,7 +186,7 @@ static void test_basic(void) {
   CHECK_INT(main5->depth, 1);
   CHECK_STR(main5->frame.file, "cell[1]");
   CHECK_STR(main5->frame.module, "cell[1]");
-  CHECK_INT(main5->frame.flags, FL_FRAME_CELL);
+  CHECK_INT(main5->frame.flags, FL_FRAME_CELL | FL_FRAME_REPL);
   CHECK_INT(main5->frame.addr, 0);
   CHECK(main5->parent == root);
   CHECK_INT(main5->n_children, 2);
@@ -235,7 +237,7 @@ static void test_inverted(void) {
              "    work:12 3/0 [8,11)\n"
              "      main:5 3/3 [8,11)\n");
   /* one frame per function: main's two lines are one caller */
-  o.lines = false;
+  o.lines = FL_LINES_OFF;
   CHECK_TREE(p, &o,
              "cell[1]:0 11/0 [0,11)\n"
              "  helper:0 3/0 [0,3)\n"
@@ -246,6 +248,70 @@ static void test_inverted(void) {
              "    main:0 4/4 [4,8)\n"
              "  work:0 3/0 [8,11)\n"
              "    main:0 3/3 [8,11)\n");
+  fl_profile_destroy(&p);
+}
+
+/* lines unset (auto): a notebook cell's code by line, everything else (a
+ * program read from a file, a library with debug lines) by function; true
+ * and false draw every frame the one way.
+ *
+ *   [main:5, qsort (qsort.c:40), cmp:9]   4
+ *   [main:5, qsort (qsort.c:41), cmp:10]  2
+ *   [main:6, prog_f (p.c:3)]              3
+ *   [main:6, prog_f (p.c:4)]              1 */
+static void test_lines_auto(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t m5 = cell(p, "main", 5), m6 = cell(p, "main", 6);
+  uint32_t c9 = cell(p, "cmp", 9), c10 = cell(p, "cmp", 10);
+  uint32_t q40 = frame(p, "qsort", "qsort.c", 40, "libc.so.6", 0, FL_FRAME_SYSTEM);
+  uint32_t q41 = frame(p, "qsort", "qsort.c", 41, "libc.so.6", 0, FL_FRAME_SYSTEM);
+  uint32_t f3 = frame(p, "prog_f", "p.c", 3, "prog", 0, FL_FRAME_CELL);
+  uint32_t f4 = frame(p, "prog_f", "p.c", 4, "prog", 0, FL_FRAME_CELL);
+  sample(p, 4, 1, 3, m5, q40, c9);
+  sample(p, 2, 1, 3, m5, q41, c10);
+  sample(p, 3, 1, 2, m6, f3);
+  sample(p, 1, 1, 2, m6, f4);
+  fl_tree_opts_t o = opts_default();
+  o.C = true;
+  CHECK(o.lines == FL_LINES_AUTO);
+  CHECK_TREE(p, &o,
+             "cell[1]:0 10/0 [0,10)\n"
+             "  main:5 6/0 [0,6)\n"
+             "    qsort:0 6/0 [0,6)\n"
+             "      cmp:9 4/4 [0,4)\n"
+             "      cmp:10 2/2 [4,6)\n"
+             "  main:6 4/0 [6,10)\n"
+             "    prog_f:0 4/4 [6,10)\n");
+  o.lines = FL_LINES_ON;
+  CHECK_TREE(p, &o,
+             "cell[1]:0 10/0 [0,10)\n"
+             "  main:5 6/0 [0,6)\n"
+             "    qsort:40 4/0 [0,4)\n"
+             "      cmp:9 4/4 [0,4)\n"
+             "    qsort:41 2/0 [4,6)\n"
+             "      cmp:10 2/2 [4,6)\n"
+             "  main:6 4/0 [6,10)\n"
+             "    prog_f:3 3/3 [6,9)\n"
+             "    prog_f:4 1/1 [9,10)\n");
+  o.lines = FL_LINES_OFF;
+  CHECK_TREE(p, &o,
+             "cell[1]:0 10/0 [0,10)\n"
+             "  main:0 10/0 [0,10)\n"
+             "    qsort:0 6/0 [0,6)\n"
+             "      cmp:0 6/6 [0,6)\n"
+             "    prog_f:0 4/4 [6,10)\n");
+  /* The option table leaves lines unset: auto is every front end's default. */
+  fl_options_t nb, cmd;
+  fl_options_init(&nb, FL_FRONT_NOTEBOOK);
+  fl_options_init(&cmd, FL_FRONT_COMMAND);
+  CHECK(nb.tree.lines == FL_LINES_AUTO && cmd.tree.lines == FL_LINES_AUTO);
+  char err[256];
+  CHECK_INT(fl_options_set(&nb, "lines", "true", err, sizeof err), 0);
+  CHECK(nb.tree.lines == FL_LINES_ON);
+  CHECK_INT(fl_options_set(&cmd, "lines", "false", err, sizeof err), 0);
+  CHECK(cmd.tree.lines == FL_LINES_OFF);
+  fl_options_free(&nb);
+  fl_options_free(&cmd);
   fl_profile_destroy(&p);
 }
 
@@ -309,7 +375,7 @@ static void test_empty(void) {
 static void test_lines_false(void) {
   fl_profile_t *p = basic_profile();
   fl_tree_opts_t o = opts_default();
-  o.lines = false;
+  o.lines = FL_LINES_OFF;
   /* One node per function; "work" (called at main:5) comes before "other"
    * (called at main:7) although "other" sorts first by name. */
   CHECK_TREE(p, &o,
@@ -337,7 +403,7 @@ static void test_lines_false(void) {
              "    alpha:0 1/1 [1,2)\n"
              "    mid:0 1/1 [2,3)\n");
   /* With lines, children go by their own file and line. */
-  o.lines = true;
+  o.lines = FL_LINES_ON;
   CHECK_TREE(q, &o,
              "cell[1]:0 3/0 [0,3)\n"
              "  run:3 1/0 [0,1)\n"
@@ -352,7 +418,7 @@ static void test_lines_false(void) {
   uint32_t nf = frame(q, "f", NULL, 0, "prog", 0, 0), wf = frame(q, "f", "f.c", 3, "prog", 0, 0);
   sample(q, 1, 1, 1, nf);
   sample(q, 1, 1, 1, wf);
-  o.lines = false;
+  o.lines = FL_LINES_OFF;
   t = build(q, &o);
   CHECK_INT(fl_tree_n_nodes(t), 2);
   CHECK_STR(fl_tree_node(t, 1)->frame.file, "f.c");
@@ -364,10 +430,10 @@ static void test_lines_false(void) {
 
 static void test_combine(void) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
-  uint32_t m10 = frame(p, "main", "cell[1]", 5, "cell[1]", 0x10, FL_FRAME_CELL);
-  uint32_t m14 = frame(p, "main", "cell[1]", 5, "cell[1]", 0x14, FL_FRAME_CELL);
-  uint32_t w104 = frame(p, "work", "cell[1]", 12, "cell[1]", 0x104, FL_FRAME_CELL);
-  uint32_t w100 = frame(p, "work", "cell[1]", 12, "cell[1]", 0x100, FL_FRAME_CELL);
+  uint32_t m10 = frame(p, "main", "cell[1]", 5, "cell[1]", 0x10, FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t m14 = frame(p, "main", "cell[1]", 5, "cell[1]", 0x14, FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t w104 = frame(p, "work", "cell[1]", 12, "cell[1]", 0x104, FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t w100 = frame(p, "work", "cell[1]", 12, "cell[1]", 0x100, FL_FRAME_CELL | FL_FRAME_REPL);
   sample(p, 2, 1, 2, m10, w104);
   sample(p, 3, 1, 2, m14, w100);
   sample(p, 1, 1, 2, m10, w100);
@@ -387,7 +453,7 @@ static void test_combine(void) {
              "  main:5@0x14 3/0 [3,6)\n"
              "    work:12@0x100 3/3 [3,6)\n");
   /* lines=false wins over combine=false. */
-  o.lines = false;
+  o.lines = FL_LINES_OFF;
   CHECK_TREE(p, &o,
              "cell[1]:0 6/0 [0,6)\n"
              "  main:0 6/0 [0,6)\n"
@@ -494,6 +560,7 @@ static void test_recur(void) {
   sample(p, 2, 1, 4, m2, f5, f5, f5);
   sample(p, 1, 1, 3, m2, f6, g9);
   fl_tree_opts_t o = opts_default();
+  o.lines = FL_LINES_ON; /* a program's frames: by line only when asked */
   CHECK_TREE(p, &o,
              "cell[1]:0 6/0 [0,6)\n"
              "  main:2 6/0 [0,6)\n"
@@ -514,7 +581,7 @@ static void test_recur(void) {
              "    f:6 4/0 [2,6)\n"
              "      g:9 4/4 [2,6)\n");
   /* f -> f -> f -> g per function: one f with all the weight. */
-  o.lines = false;
+  o.lines = FL_LINES_OFF;
   CHECK_TREE(p, &o,
              "cell[1]:0 6/0 [0,6)\n"
              "  main:0 6/0 [0,6)\n"
@@ -532,6 +599,7 @@ static void test_recur(void) {
   o = opts_default();
   o.recur = FL_RECUR_FLAT;
   o.minwidth = 0;
+  o.lines = FL_LINES_ON;
   CHECK_TREE(p, &o,
              "cell[1]:0 3/0 [0,3)\n"
              "  main:2 3/0 [0,3)\n"
@@ -552,6 +620,7 @@ static void test_recur(void) {
   sample(p, 1, 1, 3, a, a_lib, c);
   o = opts_default();
   o.recur = FL_RECUR_FLAT;
+  o.lines = FL_LINES_ON;
   CHECK_TREE(p, &o,
              "cell[1]:0 2/0 [0,2)\n"
              "  a:1 2/0 [0,2)\n"
@@ -900,7 +969,7 @@ static void test_performance(void) {
   free(rows);
   fl_tree_destroy(&t);
 
-  o.lines = false;
+  o.lines = FL_LINES_OFF;
   o.recur = FL_RECUR_FLAT;
   const int th[] = {1, 3};
   o.threads = th;
@@ -930,6 +999,7 @@ int main(void) {
   test_inverted();
   test_node_of();
   test_lines_false();
+  test_lines_auto();
   test_combine();
   test_c_false();
   test_recur();

@@ -690,12 +690,12 @@ static void test_sandwich(void) {
   CHECK(callees != NULL);
   if (callees) {
     /* The callers: f, then b (35: the recursion once), a, main (5). */
-    CHECK(strstr(text, "   35     0      b  c.c:3\n") != NULL);
-    CHECK(strstr(text, "   10     0      a  c.c:2\n") != NULL);
+    CHECK(strstr(text, "   35     0      b  c.c\n") != NULL);
+    CHECK(strstr(text, "   10     0      a  c.c\n") != NULL);
     /* The callees: f (50), under it y 30 and f 5 (recursion) and x 10. */
-    CHECK(strstr(callees, "   50     5    f  c.c:4\n") != NULL);
-    CHECK(strstr(callees, "   30    30      y  c.c:6\n") != NULL);
-    CHECK(strstr(callees, "    5     0      f  c.c:4\n") != NULL);
+    CHECK(strstr(callees, "   50     5    f  c.c\n") != NULL);
+    CHECK(strstr(callees, "   30    30      y  c.c\n") != NULL);
+    CHECK(strstr(callees, "    5     0      f  c.c\n") != NULL);
   }
   free(text);
   json_t *bundle = fl_sandwich_bundle(t, &v, err, sizeof err);
