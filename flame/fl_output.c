@@ -438,6 +438,15 @@ static const char *listed(bool endings, bool and_last) {
 const char *fl_output_formats(bool and_last) {
   return listed(false, and_last);
 }
+
+char *fl_output_formats_markdown(void) {
+  fl__buf_t b = FL__BUF_INIT;
+  fl__buf_puts(&b, "| format | file ending | what it writes |\n|---|---|---|\n");
+  for (size_t i = 0; i < N_FORMATS; i++)
+    fl__buf_printf(&b, "| `%s` | `%s` | %s |\n", formats[i].f.name, formats[i].f.ending,
+                   formats[i].f.help);
+  return fl__buf_take(&b);
+}
 const char *fl_output_endings(bool and_last) {
   return listed(true, and_last);
 }

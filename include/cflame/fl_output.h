@@ -47,6 +47,10 @@ bool fl_output_format_known(const char *format);
 /* The table's names, for messages: "svg, html, vegalite, folded, text,
  * pprof" (and_last: "..., text or pprof"). Static. */
 const char *fl_output_formats(bool and_last);
+/* The table as the docs hold it (docs/CLI.md, checked by a test): "|
+ * format | file ending | what it writes |", a row per format. New
+ * string. */
+char *fl_output_formats_markdown(void);
 
 /* The output of r, *len bytes. Formats of every sample (folded, pprof)
  * take minwidth 0 unless the options give it; pprof takes every frame by

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The option table (fl_options.h): each type parsed, the errors, the
- * defaults, help, and the docs' option tables, which must be the table's.
+ * defaults, help, and the docs' option tables, which must be the table's,
+ * as the docs' table of output formats must be fl_output.c's.
  * `test_options --markdown` prints the tables the docs hold. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "cflame/fl_options.h"
+#include "cflame/fl_output.h"
 #include "test.h"
 
 #ifndef CFLAME_SOURCE_DIR
@@ -200,21 +202,27 @@ static char *read_doc(const char *doc) {
   return text;
 }
 
-static void test_docs(bool print) {
-  for (size_t i = 0; i < sizeof doc_tables / sizeof *doc_tables; i++) {
-    char *want = fl_options_markdown(doc_tables[i].groups, doc_tables[i].front);
-    if (print) {
-      printf("%s:\n\n%s\n", doc_tables[i].doc, want);
-    } else {
-      char *text = read_doc(doc_tables[i].doc);
-      CHECK(strstr(text, want) != NULL);
-      if (!strstr(text, want))
-        fprintf(stderr, "  %s lacks this table (test_options --markdown prints them all):\n%s",
-                doc_tables[i].doc, want);
-      free(text);
-    }
-    free(want);
+/* want (new) is in doc, or is printed (print). */
+static void check_doc_table(const char *doc, char *want, bool print) {
+  if (print) {
+    printf("%s:\n\n%s\n", doc, want);
+  } else {
+    char *text = read_doc(doc);
+    CHECK(strstr(text, want) != NULL);
+    if (!strstr(text, want))
+      fprintf(stderr, "  %s lacks this table (test_options --markdown prints them all):\n%s", doc,
+              want);
+    free(text);
   }
+  free(want);
+}
+
+static void test_docs(bool print) {
+  for (size_t i = 0; i < sizeof doc_tables / sizeof *doc_tables; i++)
+    check_doc_table(doc_tables[i].doc,
+                    fl_options_markdown(doc_tables[i].groups, doc_tables[i].front), print);
+  /* The formats (fl_output.c's table), which --help lists too. */
+  check_doc_table("docs/CLI.md", fl_output_formats_markdown(), print);
 }
 
 int main(int argc, char **argv) {
