@@ -515,7 +515,39 @@ static uint64_t frame_hash(const fl_frame_t *f, bool by_function) {
 static int cmp_flat_row(const void *pa, const void *pb, void *by_function) {
   const fl__flat_row_t *a = pa, *b = pb;
   if (a->count != b->count) return a->count > b->count ? -1 : 1;
-  return cmp_frame(&a->node->frame, &b->node->frame, *(bool *)by_function);
+  int c = cmp_frame(&a->node->frame, &b->node->frame, *(bool *)by_function);
+  return c ? c : cmp_str(a->input, b->input);
+}
+
+/* Where a top table says a function is: its file, else its module. */
+static const char *place_of(const fl_frame_t *f) {
+  return f->file ? f->file : f->module;
+}
+
+/* By the columns a top table shows: function, then place. */
+static int cmp_shown(const void *pa, const void *pb) {
+  const fl_frame_t *a = &(*(fl__flat_row_t *const *)pa)->node->frame;
+  const fl_frame_t *b = &(*(fl__flat_row_t *const *)pb)->node->frame;
+  int c = cmp_str(a->func, b->func);
+  return c ? c : cmp_str(place_of(a), place_of(b));
+}
+
+/* Sets each row's from where another row shows the same function and
+ * place: the inputs when they differ, else the modules. */
+static void set_from(fl__flat_row_t *r, size_t n) {
+  fl__flat_row_t **p = fl__xmalloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++) p[i] = &r[i];
+  qsort(p, n, sizeof *p, cmp_shown);
+  for (size_t a = 0, b; a < n; a = b) {
+    bool inputs = false, modules = false;
+    for (b = a + 1; b < n && cmp_shown(&p[a], &p[b]) == 0; b++) {
+      inputs |= cmp_str(p[a]->input, p[b]->input) != 0;
+      modules |= cmp_str(p[a]->node->frame.module, p[b]->node->frame.module) != 0;
+    }
+    for (size_t k = a; b - a > 1 && k < b; k++)
+      p[k]->from = inputs && p[k]->input ? p[k]->input : modules ? p[k]->node->frame.module : NULL;
+  }
+  free(p);
 }
 
 /* Nodes are grouped by identity (a hash table of frames), then walked in pre-order: a node
@@ -529,25 +561,35 @@ size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows
   bool *on_path = fl__xcalloc(n, sizeof *on_path);   /* by group */
   uint32_t *path = fl__xmalloc(n + 1, sizeof *path); /* groups, by depth */
   bool *owns = fl__xmalloc(n + 1, sizeof *owns);
+  const char **input = fl__xcalloc(n, sizeof *input); /* by node id; by_function */
   fl__flat_row_t *r = fl__xcalloc(n, sizeof *r);
   size_t n_rows = 0;
   fl__index_t ix;
   fl__index_init(&ix, n);
   for (size_t i = 1; i < n; i++) {
     const fl_node_t *node = fl_tree_node(t, i);
-    uint64_t h = frame_hash(&node->frame, by_function);
+    /* An input's root frame is a child of the tree's root. */
+    if (by_function && node->depth == 1)
+      input[i] = node->frame.flags & FL_FRAME_ROOT ? node->frame.func : NULL;
+    else if (by_function)
+      input[i] = input[node->parent->id];
+    uint64_t h = frame_hash(&node->frame, by_function) ^ fl__mix64(str_hash(input[i]) + 5);
     fl__probe_t pr;
     uint32_t g = fl__index_find(&ix, h, &pr);
     for (; g != FL__NONE; g = fl__index_next(&ix, &pr))
-      if (cmp_frame(&r[g].node->frame, &node->frame, by_function) == 0) break;
+      if (cmp_frame(&r[g].node->frame, &node->frame, by_function) == 0 &&
+          cmp_str(r[g].input, input[i]) == 0)
+        break;
     if (g == FL__NONE) { /* a new function (or line): its first node in pre-order */
       g = (uint32_t)n_rows++;
       r[g].node = node;
+      r[g].input = input[i];
       fl__index_add(&ix, h, g);
     }
     group[i] = g;
   }
   fl__index_free(&ix);
+  free(input);
   /* path[1 .. depth]: the groups of the current node's ancestors; owns[d]:
    * whether the node at depth d set its group's mark (the outermost one). */
   size_t depth = 0;
@@ -571,10 +613,21 @@ size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows
   free(on_path);
   free(path);
   free(owns);
+  if (by_function) set_from(r, n_rows);
   qsort_r(r, n_rows, sizeof *r, cmp_flat_row, &by_function);
   for (size_t i = 0; i < n_rows; i++) r[i].by_count = i;
   *rows = r;
   return n_rows;
+}
+
+char *fl__flat_row_name(const fl__flat_row_t *row) {
+  const char *func = row->node->frame.func ? row->node->frame.func : "[unknown]";
+  fl__buf_t b = FL__BUF_INIT;
+  if (row->from)
+    fl__buf_printf(&b, "%s (%s)", func, row->from);
+  else
+    fl__buf_puts(&b, func);
+  return fl__buf_take(&b);
 }
 
 static int cmp_by_self(const void *pa, const void *pb) {

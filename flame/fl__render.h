@@ -224,12 +224,20 @@ char *fl__clean_text(const char *s, bool lines);
 typedef struct fl__flat_row {
   const fl_node_t *node; /* a node of the group: its frame and colour */
   uint64_t count, self, allocs;
-  size_t by_count; /* its place in fl__flat_rows's order, from 0 */
+  size_t by_count;   /* its place in fl__flat_rows's order, from 0 */
+  const char *input; /* by_function: the input it was read from (the name of the
+                        FL_FRAME_ROOT frame it is under, one per file of
+                        --per-input), or NULL */
+  const char *from;  /* by_function: what tells it from another row of the same
+                        function and place (func, file or else module): its input,
+                        else its module; NULL when no row shares them */
 } fl__flat_row_t;
 
 /* Rows of every distinct frame among t's nodes (the tree's frame identity:
  * function, file, line, module, address), or with by_function of every
- * distinct function (function, file, module), the root left out. A row's
+ * distinct function (function, file, module, and the input it was read
+ * from: the same function of two files drawn per input is two rows), the
+ * root left out. A row's
  * count is the weight of the samples whose stack holds it at least once
  * (a recursive function counts once per sample), its self the weight of
  * the samples that end in it. Sorted by count, the largest first, ties by
@@ -237,6 +245,9 @@ typedef struct fl__flat_row {
 size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows);
 /* Sorts rows by self, the largest first, ties in fl__flat_rows's order. */
 void fl__flat_sort_by_self(fl__flat_row_t *rows, size_t n);
+/* A row's function as the top tables show it: "diffuse", or with the row's
+ * from "diffuse (A.pb.gz)". New string. */
+char *fl__flat_row_name(const fl__flat_row_t *row);
 
 /* ---- names ---- */
 

@@ -534,8 +534,10 @@ static void put_top_table(fl__buf_t *out, const layout_t *l, const fl__flat_row_
   fl__buf_t line = {0};
   size_t shown = n < FL_TOP_ROWS ? n : FL_TOP_ROWS;
   size_t func_w = strlen("Function");
+  char **names = fl__xcalloc(shown ? shown : 1, sizeof *names);
   for (size_t i = 0; i < shown; i++) {
-    size_t w = text_width(rows[i].node->frame.func, strlen(rows[i].node->frame.func));
+    names[i] = fl__flat_row_name(&rows[i]);
+    size_t w = text_width(names[i], strlen(names[i]));
     if (w > func_w) func_w = w > 40 ? 40 : w;
   }
   fl__buf_printf(&line, "%*s %7s %7s %*s %7s  Function", l->count_w, "Self", "Self%", "Sum%",
@@ -549,15 +551,17 @@ static void put_top_table(fl__buf_t *out, const layout_t *l, const fl__flat_row_
     running += rows[i].self;
     line.len = 0;
     put_top_line(&line, l, rows[i].self, running, rows[i].count, total);
-    size_t w = text_width(f->func, strlen(f->func));
-    fl__buf_puts(&line, f->func);
+    size_t w = text_width(names[i], strlen(names[i]));
+    fl__buf_puts(&line, names[i]);
     const char *where = f->file ? f->file : f->module;
     if (where) {
       put_spaces(&line, w < func_w ? func_w - w : 0);
       fl__buf_printf(&line, "  %s", where);
     }
     put_line(out, line.data, line.len, o->cols);
+    free(names[i]);
   }
+  free(names);
   fl__buf_free(&line);
 }
 

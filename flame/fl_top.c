@@ -3,9 +3,12 @@
  * time went, as pprof -top prints it, drawn as a Vega-Lite spec and an SVG
  * (the text report is fl_text_top, in fl_text.c, beside the other reports).
  *
- * A function is its name, file and module (fl__flat_rows by function): the
- * line is not part of it, whatever lines= says, so a function's lines add
- * up (view=source gives the lines). Each row has the function's self
+ * A function is its name, file and module, and the input it was read from
+ * where inputs are drawn apart (fl__flat_rows by function): the line is not
+ * part of it, whatever lines= says, so a function's lines add up
+ * (view=source gives the lines). Rows that would read alike carry what
+ * tells them apart (fl__flat_row_t.from) after the name, in every
+ * rendering. Each row has the function's self
  * weight, its total (once per sample, however deep it recurses) and their
  * shares of the whole profile; the rows drawn are the first FL_TOP_ROWS by
  * self and the first FL_TOP_ROWS by total.
@@ -126,6 +129,7 @@ static json_t *row_value(const fl__flat_row_t *row) {
                 (json_int_t)row->self, "total", (json_int_t)row->count, "color", color));
   if (f->file) json_object_set_new(o, "file", fl__json_text(f->file));
   if (f->module) json_object_set_new(o, "module", fl__json_text(f->module));
+  if (row->from) json_object_set_new(o, "from", fl__json_text(row->from));
   const char *sym = fl__frame_symbol(f);
   if (sym) json_object_set_new(o, "symbol", fl__json_text(sym));
   return o;
@@ -162,12 +166,15 @@ static json_t *top_transform(const fl_tree_t *t, uint64_t total_weight) {
   json_array_append_new(tr, fl__vl_calculate("format(datum.selfpct, '.2f') + '%'", "selfpcts"));
   json_array_append_new(tr, fl__vl_calculate("format(datum.sumpct, '.2f') + '%'", "sumpcts"));
   json_array_append_new(tr, fl__vl_calculate("format(datum.totalpct, '.2f') + '%'", "totalpcts"));
-  json_array_append_new(tr, fl__vl_calculate("datum.file ? datum.func + '  ' + datum.file : "
-                                             "datum.module ? datum.func + '  ' + datum.module : "
+  json_array_append_new(tr, fl__vl_calculate("datum.from ? datum.func + ' (' + datum.from + ')' : "
                                              "datum.func",
+                                             "funcs"));
+  json_array_append_new(tr, fl__vl_calculate("datum.file ? datum.funcs + '  ' + datum.file : "
+                                             "datum.module ? datum.funcs + '  ' + datum.module : "
+                                             "datum.funcs",
                                              "name"));
   snprintf(expr, sizeof expr,
-           "{'function': datum.func, 'file': datum.file, 'module': datum.module != datum.file ? "
+           "{'function': datum.funcs, 'file': datum.file, 'module': datum.module != datum.file ? "
            "datum.module : datum.none, 'symbol': datum.symbol, 'self': datum.selfs + ' %s (' + "
            "datum.selfpcts + ')', 'total': datum.totals + ' %s (' + datum.totalpcts + ')'}",
            fl__unit(t), fl__unit(t));
@@ -265,7 +272,7 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *view) {
   for (size_t i = 0; i < rows; i++) {
     const fl__flat_row_t *row = &top.rows[i];
     const fl_frame_t *f = &row->node->frame;
-    const char *func = f->func ? f->func : "[unknown]";
+    char *func = fl__flat_row_name(row);
     double mid = fl__svg_table_row_y(&l, i);
     running += row->self;
     /* The bars: the total pale, with the row's tooltip as its title (a
@@ -298,6 +305,7 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *view) {
     fl__svg_cell(&b, l.x0 + X_FUNC, mid, false, shown);
     free(shown);
     free(name);
+    free(func);
     free(title);
   }
   fl__buf_puts(&b, "</g>\n</svg>\n");

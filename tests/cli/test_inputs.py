@@ -66,6 +66,30 @@ def test_diff_of_two_ranks(tmp_path):
         "solver;main;exchange 100 200", "solver;main;solve 300 200"]
 
 
+def test_per_input_top_tells_same_named_functions_apart(tmp_path):
+    """--per-input --view top: solve and exchange of each rank are rows of
+    their own, each naming its input, in the text, the SVG and the Vega-Lite
+    spec (which the real vega-lite renders)."""
+    ranks(tmp_path)
+    names = ("prof.0.folded", "prof.1.pb.gz")
+    text = ok("--per-input", "--view", "top", "-f", "text", *names, cwd=tmp_path)
+    for func in ("solve", "exchange"):
+        for name in names:
+            assert f"  {func} ({name})" in text, text
+    assert "  solve  " not in text and "  exchange  " not in text, text
+    svg = ok("--per-input", "--view", "top", "-f", "svg", *names, cwd=tmp_path)
+    assert ">solve (prof.0.folded)" in svg and ">solve (prof.1.pb.gz)" in svg, svg[:2000]
+    ok("--per-input", "--view", "top", *names, "-o", "top.vl.json", cwd=tmp_path)
+    out = tmp_path / "top.vl.json"
+    values = json.loads(out.read_text())["layer"][0]["data"]["values"]
+    froms = sorted((v["func"], v["from"]) for v in values if v["func"] in ("solve", "exchange"))
+    assert froms == sorted((f, n) for f in ("solve", "exchange") for n in names), froms
+    check_spec(out)
+    # merged, a function of the two inputs is one row
+    merged = ok("--view", "top", "-f", "text", *names, cwd=tmp_path)
+    assert "%  solve\n" in merged and "(prof.0.folded)" not in merged, merged
+
+
 def test_per_input_and_diff_do_not_mix(tmp_path):
     r0, r1 = ranks(tmp_path)
     r = cflame("--per-input", "--diff", r0, r1)

@@ -312,6 +312,26 @@ def test_profload_perf_script_gives_the_graph_of_stackcollapse_perf(kc):
     assert "hash_block" in text and "samples" in text, text
 
 
+def test_profload_per_input_top_tells_the_inputs_apart(kc, tmp_path):
+    """%profload A B per_input=true, then view=top: diffuse and advect of
+    each input are rows of their own, each naming its input, in the
+    Vega-Lite data and table, the SVG and the text."""
+    a, b = tmp_path / "A.folded", tmp_path / "B.folded"
+    a.write_text("solver;main;diffuse 30\nsolver;main;advect 10\n")
+    b.write_text("solver;main;diffuse 20\nsolver;main;advect 25\n")
+    ok(kc, f"%profload {a} {b} per_input=true")
+    bundle = flame(kc, "%profshow view=top")[0]
+    values = bundle[VL_MIME]["layer"][0]["data"]["values"]
+    rows = sorted((v["func"], v.get("from"), v["self"]) for v in values
+                  if v["func"] in ("diffuse", "advect"))
+    assert rows == [("advect", str(a), 10), ("advect", str(b), 25),
+                    ("diffuse", str(a), 30), ("diffuse", str(b), 20)], rows
+    text = bundle["text/plain"]
+    assert text.count("diffuse (") == 4 and text.count("advect (") == 4, text  # two tables
+    svg = next(v for k, v in bundle.items() if "svg" in k or k == "text/markdown")
+    assert svg.count("<title>diffuse (") == 2, svg[:3000]
+
+
 def test_profload_as_baseline_and_profdiffview_on_the_session(kc, tmp_path):
     base, target = tmp_path / "base.folded", tmp_path / "target.folded"
     base.write_text("main;work;slow 300\nmain;work;fast 100\nmain;gone 50\n")

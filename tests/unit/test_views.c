@@ -170,6 +170,90 @@ static void test_top_known_answers(void) {
   fl_profile_destroy(&p);
 }
 
+/* One program's run read from two files (per input, as --per-input and
+ * per_input=true merge them: each under a root frame of its own), and a
+ * function of one name and file in two modules: every rendering of the top
+ * table tells the rows apart, by input, else by module. */
+static void test_top_same_names(void) {
+  fprintf(stderr, "top: same-named functions of two inputs or modules told apart\n");
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  static const char *const inputs[] = {"A.pb.gz", "B.pb.gz"};
+  for (int k = 0; k < 2; k++) {
+    fl_profile_t *in = fl_profile_new(FL_PROFILE_CPU);
+    uint32_t m = frame(in, "main", "solver.c", 0, "solver", FL_FRAME_CELL);
+    uint32_t d = frame(in, "diffuse", "solver.c", 0, "solver", FL_FRAME_CELL);
+    uint32_t a = frame(in, "advect", "solver.c", 0, "solver", FL_FRAME_CELL);
+    uint32_t i1 = frame(in, "init", "init.c", 0, "liba.so", 0);
+    uint32_t i2 = frame(in, "init", "init.c", 0, "libb.so", 0);
+    uint32_t s1[] = {m, d}, s2[] = {m, a}, s3[] = {m, k ? i2 : i1};
+    fl_profile_add_sample(in, s1, 2, k ? 20 : 30, 0, 1);
+    fl_profile_add_sample(in, s2, 2, k ? 25 : 10, 0, 1);
+    fl_profile_add_sample(in, s3, 2, 5, 0, 1);
+    fl_frame_t root = {.func = inputs[k], .flags = FL_FRAME_ROOT};
+    fl_profile_merge_under(p, in, &root);
+    fl_profile_destroy(&in);
+  }
+  fl_tree_t *t = tree_of(p, true, 0);
+  char *text = fl_text_top(t, NULL);
+  CHECK(strstr(text, "  diffuse (A.pb.gz)  solver.c\n") != NULL);
+  CHECK(strstr(text, "  diffuse (B.pb.gz)  solver.c\n") != NULL);
+  CHECK(strstr(text, "  advect (A.pb.gz)   solver.c\n") != NULL);
+  CHECK(strstr(text, "  advect (B.pb.gz)   solver.c\n") != NULL);
+  /* init of liba.so is only in A, of libb.so only in B: told apart by input */
+  CHECK(strstr(text, "  init (A.pb.gz)     init.c\n") != NULL);
+  CHECK(strstr(text, "  diffuse  ") == NULL && strstr(text, "  advect  ") == NULL);
+  char rows[16][80];
+  size_t n = table_of(text, "By self:", rows, 16);
+  CHECK_INT(n, 10); /* per input: its root, main, diffuse, advect, init */
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  char *svg = fl_top_svg(t, &v);
+  CHECK(strstr(svg, ">diffuse (A.pb.gz)  solver.c<") != NULL);
+  CHECK(strstr(svg, ">diffuse (B.pb.gz)  solver.c<") != NULL);
+  CHECK(strstr(svg, "<title>diffuse (B.pb.gz)\nsolver.c\n") != NULL);
+  free(svg);
+  json_t *spec = fl_top_vegalite(t, &v);
+  json_t *values = json_object_get(
+      json_object_get(json_array_get(json_object_get(spec, "layer"), 0), "data"), "values");
+  size_t i, with_from = 0;
+  json_t *row;
+  json_array_foreach(values, i, row) {
+    const char *func = json_string_value(json_object_get(row, "func"));
+    const char *from = json_string_value(json_object_get(row, "from"));
+    if (!strcmp(func, "diffuse") || !strcmp(func, "advect")) {
+      CHECK(from && (!strcmp(from, "A.pb.gz") || !strcmp(from, "B.pb.gz")));
+      with_from++;
+    }
+  }
+  CHECK_INT(with_from, 4);
+  /* The table's text shows the function with it. */
+  char *dump = json_dumps(spec, 0);
+  CHECK(strstr(dump, "datum.func + ' (' + datum.from + ')'") != NULL);
+  free(dump);
+  json_decref(spec);
+  free(text);
+  fl_tree_destroy(&t);
+
+  /* Merged, the same function of two inputs is one row; init of two
+   * modules stays two, told apart by module. */
+  fl_profile_t *merged = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t m = frame(merged, "main", "solver.c", 0, "solver", FL_FRAME_CELL);
+  uint32_t i1 = frame(merged, "init", "init.c", 0, "liba.so", 0);
+  uint32_t i2 = frame(merged, "init", "init.c", 0, "libb.so", 0);
+  uint32_t s1[] = {m, i1}, s2[] = {m, i2};
+  fl_profile_add_sample(merged, s1, 2, 5, 0, 1);
+  fl_profile_add_sample(merged, s2, 2, 7, 0, 1);
+  t = tree_of(merged, true, 0);
+  text = fl_text_top(t, NULL);
+  CHECK(strstr(text, "  init (liba.so)  init.c\n") != NULL);
+  CHECK(strstr(text, "  init (libb.so)  init.c\n") != NULL);
+  CHECK(strstr(text, "  main            solver.c\n") != NULL);
+  free(text);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&merged);
+  fl_profile_destroy(&p);
+}
+
 /* 120 leaf functions under main, f000 weighing 1 ... f119 weighing 120, and
  * caller functions c00 ... c59 each above two leaves (c_k weighs 4k + 3):
  * the first 50 by self are the leaves f119 ... f070; the first 50 by total
@@ -722,6 +806,7 @@ int main(int argc, char **argv) {
   if (out_dir_init(argc, argv) < 0) return 1;
   test_top_known_answers();
   test_top_many();
+  test_top_same_names();
   test_top_output();
   test_source_known_answers();
   test_source_diff();
