@@ -187,7 +187,11 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
   /* takes the interval when p has none */
   fl_profile_merge_under(p, scratch,
                          root ? &(fl_frame_t){.func = root, .flags = FL_FRAME_ROOT} : NULL);
-  if (!info->taken_unix) info->taken_unix = fl_profile_info_const(scratch)->taken_unix;
+  const fl_profile_info_t *read = fl_profile_info_const(scratch);
+  if (!info->taken_unix) info->taken_unix = read->taken_unix;
+  /* info sums the inputs' durations; each keeps its own */
+  if (read->cpu_seconds > 0 || read->wall_seconds > 0)
+    fl_profile_add_run(p, name, read->cpu_seconds, read->wall_seconds);
   if (!info->source[0])
     snprintf(info->source, sizeof info->source, "%s (%s)", name, fl_input_kind_name(kind));
   fl_profile_destroy(&scratch);

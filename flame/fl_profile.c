@@ -72,6 +72,9 @@ struct fl_profile {
 
   thread_name_t *names;
   size_t n_names, names_cap;
+
+  fl_profile_run_t *runs; /* names interned */
+  size_t n_runs, runs_cap;
 };
 
 /* ---- kinds ---- */
@@ -261,6 +264,7 @@ void fl_profile_destroy(fl_profile_t **pp) {
   fl__index_free(&p->stack_index);
   free(p->samples);
   free(p->names);
+  free(p->runs);
   free(p);
   *pp = NULL;
 }
@@ -288,6 +292,8 @@ fl_profile_t *fl_profile_copy(const fl_profile_t *src) {
     fl__index_add(&p->stack_index, p->stacks[s].hash, (uint32_t)s);
   for (size_t i = 0; i < src->n_names; i++)
     fl_profile_set_thread_name(p, src->names[i].thread, src->names[i].name);
+  for (size_t i = 0; i < src->n_runs; i++)
+    fl_profile_add_run(p, src->runs[i].name, src->runs[i].cpu_seconds, src->runs[i].wall_seconds);
   return p;
 }
 
@@ -335,6 +341,22 @@ const char *fl_profile_thread_name(const fl_profile_t *p, int thread) {
   return t ? t->name : NULL;
 }
 
+void fl_profile_add_run(fl_profile_t *p, const char *name, double cpu_seconds,
+                        double wall_seconds) {
+  p->runs = fl__grow(p->runs, &p->runs_cap, p->n_runs + 1, sizeof *p->runs);
+  p->runs[p->n_runs++] = (fl_profile_run_t){.name = intern(p, name ? name : ""),
+                                            .cpu_seconds = cpu_seconds,
+                                            .wall_seconds = wall_seconds};
+}
+
+size_t fl_profile_n_runs(const fl_profile_t *p) {
+  return p->n_runs;
+}
+
+const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i) {
+  return i < p->n_runs ? &p->runs[i] : NULL;
+}
+
 /* Frames of src are interned into p once each, then each distinct stack of
  * src once (after the root, if any), then the samples are appended by
  * stack index. Also adds src's dropped count and CPU and wall-clock
@@ -368,6 +390,10 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
     thread_name_t t = src->names[i]; /* p == src: names may move */
     if (!fl_profile_thread_name(p, t.thread)) fl_profile_set_thread_name(p, t.thread, t.name);
   }
+  for (size_t i = 0, n = src->n_runs; i < n; i++) {
+    fl_profile_run_t r = src->runs[i]; /* p == src: runs may move */
+    fl_profile_add_run(p, r.name, r.cpu_seconds, r.wall_seconds);
+  }
   p->info.dropped += src->info.dropped;
   p->info.cpu_seconds += src->info.cpu_seconds;
   p->info.wall_seconds += src->info.wall_seconds;
@@ -389,6 +415,7 @@ void fl_profile_clear(fl_profile_t *p) {
   p->n_stacks = 0;
   p->n_samples = 0;
   p->n_names = 0;
+  p->n_runs = 0;
   fl__index_clear(&p->stack_index);
   fl_profile_info_t old = p->info;
   memset(&p->info, 0, sizeof p->info);

@@ -488,6 +488,22 @@ static void format_interval(char *buf, size_t size, uint64_t ns) {
     snprintf(buf, size, "%llu ns", (unsigned long long)ns);
 }
 
+/* "; each input's run: A.pb.gz lasted 12.001 s; B.pb.gz used 1.000 s CPU,
+ * 2.000 s wall": what each merged input knows of its run. */
+static void put_runs(fl__buf_t *sb, const fl_profile_t *prof) {
+  fl__buf_puts(sb, "; each input's run:");
+  for (size_t i = 0; i < fl_profile_n_runs(prof); i++) {
+    const fl_profile_run_t *r = fl_profile_run(prof, i);
+    fl__buf_printf(sb, "%s %s", i ? ";" : "", r->name);
+    if (r->cpu_seconds > 0 && r->wall_seconds > 0)
+      fl__buf_printf(sb, " used %.3f s CPU, %.3f s wall", r->cpu_seconds, r->wall_seconds);
+    else if (r->cpu_seconds > 0)
+      fl__buf_printf(sb, " used %.3f s CPU", r->cpu_seconds);
+    else
+      fl__buf_printf(sb, " lasted %.3f s", r->wall_seconds);
+  }
+}
+
 /* What the flags a profile's cells were compiled with do to its stacks;
  * "" when the profile does not say (one read from a file). */
 static const char *tail_call_note(const fl_profile_info_t *info) {
@@ -582,8 +598,12 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   if (info->cpu_seconds > 0 && !wall)
     fl__buf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
   /* A profile read from a file may know only how long the run lasted
-   * (pprof's duration): say what is known, never "0.000 s CPU". */
-  if (info->cpu_seconds > 0 && info->wall_seconds > 0)
+   * (pprof's duration): say what is known, never "0.000 s CPU". Inputs
+   * merged ran side by side or one after another: each its own duration,
+   * never their sum as if one run. */
+  if (fl_profile_n_runs(prof) > 1)
+    put_runs(&sb, prof);
+  else if (info->cpu_seconds > 0 && info->wall_seconds > 0)
     fl__buf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
                    info->wall_seconds);
   else if (info->cpu_seconds > 0)

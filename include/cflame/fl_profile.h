@@ -86,34 +86,34 @@ bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b);
 
 /* What kind of code a frame is, for colours and for C=false folding. */
 enum {
-  FL_FRAME_CELL = 1u << 0,    /* the user's code (a notebook cell, or the
-                                 program being profiled) */
-  FL_FRAME_SYSTEM = 1u << 1,  /* a system library (libc, libm, libgomp, ...) */
-  FL_FRAME_ALLOC = 1u << 2,   /* the allocator (malloc, free, ...) */
-  FL_FRAME_INLINED = 1u << 3, /* inlined into its caller */
-  FL_FRAME_ROOT = 1u << 4,    /* the synthetic root that stands for the whole
-                                 run (a cell, a process) */
-  FL_FRAME_KERNEL = 1u << 5,  /* an operating-system kernel frame ([k]) */
-  FL_FRAME_REPL = 1u << 6,    /* with FL_FRAME_CELL: defined interactively (a
-                                 notebook cell), so it may be renamed or
-                                 redefined between two profiles; a diff pairs
-                                 such frames across names (see fl_diff.h) */
+  FL_FRAME_CELL = 1u << 0,      /* the user's code (a notebook cell, or the
+                                   program being profiled) */
+  FL_FRAME_SYSTEM = 1u << 1,    /* a system library (libc, libm, libgomp, ...) */
+  FL_FRAME_ALLOC = 1u << 2,     /* the allocator (malloc, free, ...) */
+  FL_FRAME_INLINED = 1u << 3,   /* inlined into its caller */
+  FL_FRAME_ROOT = 1u << 4,      /* the synthetic root that stands for the whole
+                                   run (a cell, a process) */
+  FL_FRAME_KERNEL = 1u << 5,    /* an operating-system kernel frame ([k]) */
+  FL_FRAME_REPL = 1u << 6,      /* with FL_FRAME_CELL: defined interactively (a
+                                   notebook cell), so it may be renamed or
+                                   redefined between two profiles; a diff pairs
+                                   such frames across names (see fl_diff.h) */
   FL_FRAME_CELL_BODY = 1u << 7, /* with FL_FRAME_REPL: a cell's own top-level
                                  statements. Every cell has its own, so a diff
                                  compares two of them line by line, never as
                                  one function redefined */
-  FL_FRAME_OFFCPU = 1u << 8,  /* time a thread spent waiting, not running: the
-                                 leaf of a wall-clock profile's waits,
-                                 "[off-CPU: sleep]" */
+  FL_FRAME_OFFCPU = 1u << 8,    /* time a thread spent waiting, not running: the
+                                   leaf of a wall-clock profile's waits,
+                                   "[off-CPU: sleep]" */
 };
 
 typedef struct fl_frame {
-  const char *func;   /* never NULL: unknown functions are "[unknown]" */
-  const char *file;   /* source file ("cell[3]", "/usr/include/x.h") or NULL */
-  int line;           /* 0 when unknown */
-  const char *module; /* "cell[3]", "libc.so.6", a program name; or NULL */
-  uint64_t addr;      /* instruction address, for combine=false; 0 if unknown */
-  uint32_t flags;     /* FL_FRAME_* */
+  const char *func;        /* never NULL: unknown functions are "[unknown]" */
+  const char *file;        /* source file ("cell[3]", "/usr/include/x.h") or NULL */
+  int line;                /* 0 when unknown */
+  const char *module;      /* "cell[3]", "libc.so.6", a program name; or NULL */
+  uint64_t addr;           /* instruction address, for combine=false; 0 if unknown */
+  uint32_t flags;          /* FL_FRAME_* */
   const char *system_name; /* the symbol func was read from where it differs:
                               a C++ or Rust function's mangled name
                               ("_ZN2ns5KlassIiE6methodEi" for
@@ -123,21 +123,21 @@ typedef struct fl_frame {
 typedef struct fl_profile fl_profile_t;
 
 typedef struct fl_profile_info {
-  fl_profile_kind_t kind;   /* what the weights measure: fl_kind(kind) */
-  uint64_t interval_ns;     /* sampling interval (time kinds); 0 for allocations */
-  double sample_rate;       /* allocation sampling probability (1 = every call) */
-  uint64_t samples;         /* samples taken (not weighted) */
-  uint64_t total_weight;    /* sum of weights */
-  uint64_t total_allocs;    /* allocation profiles: sum of allocation counts */
-  uint64_t dropped;         /* samples lost because the buffer was full */
-  uint64_t calls;           /* allocation profiles: every allocation call the
-                               run made, sampled or not (0 if unknown) */
-  double cpu_seconds;       /* CPU time the profiled run used (0 if unknown) */
-  double wall_seconds;      /* wall-clock time of the profiled run (0 if unknown) */
-  char source[256];         /* how it was taken: "cell[5]", "perf script", ... */
-  char compiler[256];       /* compiler and flags, when known */
-  int64_t taken_unix;       /* when it was taken (seconds since the epoch), 0 if unknown */
-  char event[64];           /* FL_PROFILE_EVENT: the perf event's name ("page-faults") */
+  fl_profile_kind_t kind; /* what the weights measure: fl_kind(kind) */
+  uint64_t interval_ns;   /* sampling interval (time kinds); 0 for allocations */
+  double sample_rate;     /* allocation sampling probability (1 = every call) */
+  uint64_t samples;       /* samples taken (not weighted) */
+  uint64_t total_weight;  /* sum of weights */
+  uint64_t total_allocs;  /* allocation profiles: sum of allocation counts */
+  uint64_t dropped;       /* samples lost because the buffer was full */
+  uint64_t calls;         /* allocation profiles: every allocation call the
+                             run made, sampled or not (0 if unknown) */
+  double cpu_seconds;     /* CPU time the profiled run used (0 if unknown) */
+  double wall_seconds;    /* wall-clock time of the profiled run (0 if unknown) */
+  char source[256];       /* how it was taken: "cell[5]", "perf script", ... */
+  char compiler[256];     /* compiler and flags, when known */
+  int64_t taken_unix;     /* when it was taken (seconds since the epoch), 0 if unknown */
+  char event[64];         /* FL_PROFILE_EVENT: the perf event's name ("page-faults") */
 } fl_profile_info_t;
 
 /* A new, empty profile (never NULL: out of memory aborts, as everywhere in
@@ -188,9 +188,25 @@ void fl_profile_set_thread_name(fl_profile_t *p, int thread, const char *name);
  * the profile lives. */
 const char *fl_profile_thread_name(const fl_profile_t *p, int thread);
 
+/* A run a profile was read from: each input of merged files keeps its own
+ * duration (info's cpu_seconds and wall_seconds are their sums). */
+typedef struct fl_profile_run {
+  const char *name;   /* the input's name ("A.pb.gz"); interned */
+  double cpu_seconds; /* 0 if unknown */
+  double wall_seconds;
+} fl_profile_run_t;
+
+/* Records a run (name copied) with its own durations; the readers add one
+ * for each input whose durations they know (fl_read_profile). */
+void fl_profile_add_run(fl_profile_t *p, const char *name, double cpu_seconds, double wall_seconds);
+/* The runs, in the order they were added (merged profiles' included);
+ * NULL when i is out of range. Borrowed. */
+size_t fl_profile_n_runs(const fl_profile_t *p);
+const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i);
+
 /* Adds every sample of src to p (frames re-interned), and src's dropped
- * count, CPU and wall-clock seconds, and the names of its threads that p
- * has no name for; p takes src's interval if it has none.
+ * count, CPU and wall-clock seconds and runs, and the names of its threads
+ * that p has no name for; p takes src's interval if it has none.
  * Their kinds must be comparable (fl_kind_comparable); p keeps its own.
  * p may be src (which doubles it). */
 void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);

@@ -332,6 +332,28 @@ def test_profload_per_input_top_tells_the_inputs_apart(kc, tmp_path):
     assert svg.count("<title>diffuse (") == 2, svg[:3000]
 
 
+def test_profload_of_two_runs_gives_each_its_duration(kc, tmp_path):
+    """Two runs saved as pprof (which keeps how long each lasted) and loaded
+    together: the header gives each input's duration, not their sum as if
+    the two were one run."""
+    def summary(bundle):
+        return next(line for line in bundle["text/plain"].splitlines() if " samples " in line)
+
+    paths, lasted = [], []
+    for name, loops in (("A.pb.gz", 30), ("B.pb.gz", 60)):
+        show(kc, f"%%profview\nfor (int i = 0; i < {loops}; i++) middle(300000);", name)
+        paths.append(tmp_path / name)
+        ok(kc, f"%profsave {paths[-1]}")
+        ok(kc, f"%profload {paths[-1]}")
+        alone = summary(flame(kc, "%profshow")[0])
+        lasted.append(re.search(r"the run lasted ([\d.]+) s", alone).group(1))
+    ok(kc, f"%profload {paths[0]} {paths[1]}")
+    both = summary(flame(kc, "%profshow")[0])
+    assert "the run lasted" not in both, both
+    assert (f"each input's run: {paths[0]} lasted {lasted[0]} s; {paths[1]} lasted {lasted[1]} s"
+            in both), (both, lasted)
+
+
 def test_profload_as_baseline_and_profdiffview_on_the_session(kc, tmp_path):
     base, target = tmp_path / "base.folded", tmp_path / "target.folded"
     base.write_text("main;work;slow 300\nmain;work;fast 100\nmain;gone 50\n")

@@ -557,11 +557,58 @@ static void test_output_formats(void) {
   CHECK_STR(fl_output_endings(true), ".svg, .html, .vl.json, .folded, .txt, .pb.gz, .png or .pdf");
 }
 
+/* Two runs' pprof files (durations 2.5 s and 4 s) read into one profile:
+ * the profile's duration is their sum, and each input keeps its own, under
+ * its name, through a merge and a copy. A folded file has none to keep. */
+static void test_runs_of_merged_inputs(void) {
+  char *files[2];
+  size_t sizes[2];
+  const double walls[2] = {2.5, 4.0};
+  for (int k = 0; k < 2; k++) {
+    fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+    fl_profile_info(p)->interval_ns = 1000000;
+    fl_profile_info(p)->wall_seconds = walls[k];
+    uint32_t main_ = add_frame(p, "main", "prog.c", 10, "prog", FL_FRAME_CELL);
+    fl_profile_add_sample(p, &main_, 1, 10 + (uint64_t)k, 0, 0);
+    files[k] = pprof_of(p, &sizes[k]);
+    fl_profile_destroy(&p);
+  }
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  CHECK_INT(fl_read_profile(q, files[0], sizes[0], "A.pb.gz", FL_INPUT_AUTO, NULL, &err), 0);
+  CHECK_INT(fl_read_profile(q, files[1], sizes[1], "B.pb.gz", FL_INPUT_AUTO, NULL, &err), 0);
+  const char folded[] = "prog;main 5\n";
+  CHECK_INT(fl_read_profile(q, folded, strlen(folded), "C.folded", FL_INPUT_AUTO, NULL, &err), 0);
+  CHECK(fl_profile_info_const(q)->wall_seconds == 6.5);
+  CHECK_INT(fl_profile_n_runs(q), 2);
+  const fl_profile_run_t *a = fl_profile_run(q, 0), *b = fl_profile_run(q, 1);
+  CHECK(a && b && fl_profile_run(q, 2) == NULL);
+  if (a && b) {
+    CHECK_STR(a->name, "A.pb.gz");
+    CHECK(a->wall_seconds == 2.5 && a->cpu_seconds == 0);
+    CHECK_STR(b->name, "B.pb.gz");
+    CHECK(b->wall_seconds == 4.0);
+  }
+  fl_profile_t *copy = fl_profile_copy(q), *merged = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_merge(merged, q);
+  CHECK_INT(fl_profile_n_runs(copy), 2);
+  CHECK_INT(fl_profile_n_runs(merged), 2);
+  if (fl_profile_n_runs(merged) == 2) CHECK_STR(fl_profile_run(merged, 1)->name, "B.pb.gz");
+  fl_profile_clear(merged);
+  CHECK_INT(fl_profile_n_runs(merged), 0);
+  fl_profile_destroy(&copy);
+  fl_profile_destroy(&merged);
+  fl_profile_destroy(&q);
+  free(files[0]);
+  free(files[1]);
+}
+
 int main(void) {
   test_cpu_round_trip();
   test_alloc_round_trip();
   test_labels_round_trip();
   test_go_like();
+  test_runs_of_merged_inputs();
   test_bad_messages();
   test_gzip_errors();
   test_output_formats();
