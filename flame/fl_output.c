@@ -22,13 +22,25 @@ typedef struct draw {
   fl_options_t opts; /* r's, with the format's rules applied */
   fl_tree_t *tree, *base_tree;
   fl_diff_t *diff;
+  char *empty; /* fl_output_empty_note of the tree, or NULL */
+  char *note;  /* owned: opts.view.note with empty added */
   char *err;
   size_t err_size;
 } draw_t;
 
 static const fl_tree_t *tree_of(draw_t *d) {
-  if (!d->tree)
-    d->tree = fl_tree_build(d->r->profile, &d->opts.tree, d->r->root, d->err, d->err_size);
+  if (d->tree) return d->tree;
+  d->tree = fl_tree_build(d->r->profile, &d->opts.tree, d->r->root, d->err, d->err_size);
+  if (d->tree && (d->empty = fl_output_empty_note(d->tree, &d->opts)) != NULL) {
+    /* The note every view shows under its title: the request's, then why
+     * nothing is drawn. */
+    fl__buf_t note = FL__BUF_INIT;
+    const char *given = d->opts.view.note;
+    fl__buf_printf(&note, "%s%s%s", given && *given ? given : "", given && *given ? "; " : "",
+                   d->empty);
+    free(d->note);
+    d->opts.view.note = d->note = fl__buf_take(&note);
+  }
   return d->tree;
 }
 
@@ -90,30 +102,44 @@ static json_t *source_bundle(draw_t *d) {
   return tree_of(d) ? fl_source_bundle(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
 }
 
+/* The tree of a view that draws nothing without samples (the chart's
+ * lanes, the sandwich's function): NULL with the reason in d->err when a
+ * filter left none. */
+static const fl_tree_t *tree_with_samples(draw_t *d) {
+  if (!tree_of(d)) return NULL;
+  if (!d->empty) return d->tree;
+  snprintf(d->err, d->err_size, "%s", d->empty);
+  return NULL;
+}
+
 static json_t *chart_vegalite(draw_t *d) {
-  return tree_of(d) ? fl_chart_vegalite(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+  return tree_with_samples(d) ? fl_chart_vegalite(d->tree, &d->opts.view, d->err, d->err_size)
+                              : NULL;
 }
 static char *chart_svg(draw_t *d) {
-  return tree_of(d) ? fl_chart_svg(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+  return tree_with_samples(d) ? fl_chart_svg(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 static char *chart_text(draw_t *d) {
-  return tree_of(d) ? fl_text_chart(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+  return tree_with_samples(d) ? fl_text_chart(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 static json_t *chart_bundle(draw_t *d) {
-  return tree_of(d) ? fl_chart_bundle(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+  return tree_with_samples(d) ? fl_chart_bundle(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 
 static json_t *sandwich_vegalite(draw_t *d) {
-  return tree_of(d) ? fl_sandwich_vegalite(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+  return tree_with_samples(d) ? fl_sandwich_vegalite(d->tree, &d->opts.view, d->err, d->err_size)
+                              : NULL;
 }
 static char *sandwich_svg(draw_t *d) {
-  return tree_of(d) ? fl_sandwich_svg(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+  return tree_with_samples(d) ? fl_sandwich_svg(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
 }
 static char *sandwich_text(draw_t *d) {
-  return tree_of(d) ? fl_text_sandwich(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+  return tree_with_samples(d) ? fl_text_sandwich(d->tree, &d->opts.view, d->err, d->err_size)
+                              : NULL;
 }
 static json_t *sandwich_bundle(draw_t *d) {
-  return tree_of(d) ? fl_sandwich_bundle(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
+  return tree_with_samples(d) ? fl_sandwich_bundle(d->tree, &d->opts.view, d->err, d->err_size)
+                              : NULL;
 }
 
 /* Each returns NULL with d->err on a bad option (focus, from and to) or
@@ -204,6 +230,8 @@ static void draw_free(draw_t *d) {
   fl_tree_destroy(&d->base_tree);
   fl_diff_destroy(&d->diff);
   fl_options_free(&d->opts);
+  free(d->empty);
+  free(d->note);
 }
 
 /* Every view, in the order of a page's tabs. */
@@ -271,7 +299,7 @@ static char *write_html(draw_t *d, size_t *len) {
   return out;
 }
 
-static char *write_text(draw_t *d, size_t *len) {
+static char *text_report(draw_t *d) {
   bool refused;
   const struct table_view *tv = table_view(d, &refused);
   if (refused) return NULL;
@@ -279,6 +307,17 @@ static char *write_text(draw_t *d, size_t *len) {
   if (d->r->baseline) return diff_of(d) ? fl_text_diff(d->diff, &d->opts.text) : NULL;
   if (!tree_of(d)) return NULL;
   return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
+}
+
+/* The text report, after the line that says why it is empty when it is. */
+static char *write_text(draw_t *d, size_t *len) {
+  char *report = text_report(d);
+  if (!report || !d->empty) return report;
+  fl__buf_t b = FL__BUF_INIT;
+  fl__buf_printf(&b, "%s\n%s", d->empty, report);
+  free(report);
+  *len = 0;
+  return fl__buf_take(&b);
 }
 
 static char *write_pprof(draw_t *d, size_t *len) {
@@ -477,6 +516,82 @@ static void draw_init(draw_t *d, const fl_output_req_t *r, const struct format *
   bool exact = (f && f->every_sample) || (view != FL_VIEW_FLAME && view != FL_VIEW_CALLERS);
   if (exact && !fl_options_given(r->opts, "minwidth")) d->opts.tree.minwidth = 0;
   if (f && f->every_line && !fl_options_given(r->opts, "lines")) d->opts.tree.lines = FL_LINES_ON;
+}
+
+/* ---- a filter that leaves nothing ---- */
+
+static bool has_thread(const fl_tree_opts_t *o, int thread) {
+  for (size_t i = 0; i < o->n_threads; i++)
+    if (o->threads[i] == thread) return true;
+  return false;
+}
+
+/* "threads=1,3" or "--threads 1,3": the thread filter as front writes it. */
+static void threads_shown(const fl_options_t *o, char *out, size_t size) {
+  fl__buf_t list = FL__BUF_INIT;
+  for (size_t i = 0; i < o->tree.n_threads; i++)
+    fl__buf_printf(&list, "%s%d", i ? "," : "", o->tree.threads[i]);
+  fl_option_shown(fl_option_find("threads"), o->front, list.data ? list.data : "", out, size);
+  fl__buf_free(&list);
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
+  return (x > y) - (x < y);
+}
+
+/* How many distinct function names the profile's frames have (names are
+ * interned: equal names are one pointer). */
+static size_t n_functions(const fl_profile_t *p) {
+  size_t n = fl_profile_n_frames(p), distinct = 0;
+  const char **names = fl__xmalloc(n ? n : 1, sizeof *names);
+  for (size_t i = 0; i < n; i++) names[i] = fl_profile_frame(p, (uint32_t)i)->func;
+  qsort(names, n, sizeof *names, cmp_ptr);
+  for (size_t i = 0; i < n; i++) distinct += !i || names[i] != names[i - 1];
+  free(names);
+  return distinct;
+}
+
+char *fl_output_empty_note(const fl_tree_t *t, const fl_options_t *o) {
+  const fl_profile_t *p = fl_tree_profile(t);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  if (fl_tree_root(t)->count || !info->total_weight) return NULL;
+  const fl_kind_info_t *kind = fl_kind(info->kind);
+  fl__buf_t b = FL__BUF_INIT;
+  char shown[512], weight[64];
+  fl_thread_weights_t *w = NULL;
+  size_t n = fl_profile_thread_weights(p, &w);
+  uint64_t kept = 0; /* the weight of the threads the filter keeps */
+  for (size_t i = 0; i < n; i++)
+    if (!o->tree.threads || has_thread(&o->tree, w[i].thread)) kept += w[i].on + w[i].off;
+  if (o->tree.threads && !kept) {
+    threads_shown(o, shown, sizeof shown);
+    fl__buf_printf(&b, "%s leaves no sample: the profile's threads are", shown);
+    for (size_t i = 0; i < n; i++) {
+      const char *name = fl_profile_thread_name(p, w[i].thread);
+      fl_count_noun(w[i].on + w[i].off, kind->one, kind->many, weight, sizeof weight);
+      fl__buf_printf(&b, "%s %d%s%s%s with %s", i ? "," : "", w[i].thread, name ? " (" : "",
+                     name ? name : "", name ? ")" : "", weight);
+    }
+  } else if (o->tree.filter) {
+    fl__buf_t value = FL__BUF_INIT;
+    fl__buf_printf(&value, o->tree.filter_is_regex ? "/%s/" : "%s", o->tree.filter);
+    fl_option_shown(fl_option_find("filter"), o->front, value.data, shown, sizeof shown);
+    fl__buf_free(&value);
+    fl__buf_printf(&b, "%s leaves no sample: none of the profile's %zu functions %s \"%s\"", shown,
+                   n_functions(p), o->tree.filter_is_regex ? "matches" : "contains",
+                   o->tree.filter);
+    if (o->tree.threads) {
+      threads_shown(o, shown, sizeof shown);
+      fl__buf_printf(&b, " in the samples %s keeps", shown);
+    }
+  } else {
+    fl__buf_puts(&b, "the options leave no sample of the profile's");
+    fl_count_noun(info->total_weight, kind->one, kind->many, weight, sizeof weight);
+    fl__buf_printf(&b, " %s", weight);
+  }
+  free(w);
+  return fl__buf_take(&b);
 }
 
 char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t err_size) {

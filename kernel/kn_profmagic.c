@@ -100,13 +100,13 @@ char *kn_prof_empty_message(const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
   fl__buf_t sb = FL__BUF_INIT;
   fl__buf_printf(&sb,
-                   "No samples: the run took %.3f ms of CPU (%.3f ms wall, the profiler's start "
-                   "and stop included), less than the sampling interval of %g ms.\n"
-                   "To see where its time goes, profile it for longer: run the work in a loop "
-                   "(for (int i = 0; i < 1000; i++) ...), or sample more often with delay= "
-                   "(e.g. %%%%profview delay=0.0001).\n",
-                   info->cpu_seconds * 1e3, info->wall_seconds * 1e3,
-                   (double)info->interval_ns / 1e6);
+                 "No samples: the run took %.3f ms of CPU (%.3f ms wall, the profiler's start "
+                 "and stop included), less than the sampling interval of %g ms.\n"
+                 "To see where its time goes, profile it for longer: run the work in a loop "
+                 "(for (int i = 0; i < 1000; i++) ...), or sample more often with delay= "
+                 "(e.g. %%%%profview delay=0.0001).\n",
+                 info->cpu_seconds * 1e3, info->wall_seconds * 1e3,
+                 (double)info->interval_ns / 1e6);
   return fl__buf_take(&sb);
 }
 
@@ -130,8 +130,8 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   }
   const char *format = fl_output_format_of_path(path);
   if (!format) {
-    snprintf(err, err_size, "%%profsave: cannot tell the format of '%s'; valid endings: %s",
-             path, fl_output_endings(false));
+    snprintf(err, err_size, "%%profsave: cannot tell the format of '%s'; valid endings: %s", path,
+             fl_output_endings(false));
     goto out;
   }
   /* What to save: the last graph shown, or else the session profile. */
@@ -141,8 +141,9 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   const fl_profile_t *baseline = shown ? last.baseline : NULL;
   const char *root = shown ? last.root : "all";
   if (!shown && fl_profile_n_samples(prof) == 0) {
-    snprintf(err, err_size, "%%profsave: there is no profile to save yet; run %%%%profview or "
-                            "%%%%profile first");
+    snprintf(err, err_size,
+             "%%profsave: there is no profile to save yet; run %%%%profview or "
+             "%%%%profile first");
     goto out;
   }
   /* %profsave's own options redraw it; without any, it is saved as shown. */
@@ -179,7 +180,7 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   if (!opts->draw.view.title) {
     const fl_profile_info_t *info = fl_profile_info_const(prof);
     fl__buf_printf(&page_title, "cflame %s: %s", baseline ? "diff" : "profile",
-                     info->source[0] ? info->source : root);
+                   info->source[0] ? info->source : root);
   }
   fl_output_req_t draw = {.profile = prof,
                           .baseline = baseline,
@@ -290,26 +291,27 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   fl__buf_t sb = FL__BUF_INIT;
   if (fl_kind(info->kind)->allocs)
     fl__buf_printf(&sb, "Loaded an allocation profile, %llu %s in %llu stacks (%s) from %s",
-                     (unsigned long long)info->total_weight, fl_kind(info->kind)->many,
-                     (unsigned long long)fl_profile_n_stacks(p),
-                     n_paths > 1 ? "several inputs" : kind_name, info->source);
+                   (unsigned long long)info->total_weight, fl_kind(info->kind)->many,
+                   (unsigned long long)fl_profile_n_stacks(p),
+                   n_paths > 1 ? "several inputs" : kind_name, info->source);
   else
     fl__buf_printf(&sb, "Loaded %llu samples in %llu stacks (%s%s) from %s",
-                     (unsigned long long)info->total_weight,
-                     (unsigned long long)fl_profile_n_stacks(p),
-                     n_paths > 1 ? "several inputs" : kind_name,
-                     info->interval_ns ? ", interval read from the file" : "", info->source);
+                   (unsigned long long)info->total_weight,
+                   (unsigned long long)fl_profile_n_stacks(p),
+                   n_paths > 1 ? "several inputs" : kind_name,
+                   info->interval_ns ? ", interval read from the file" : "", info->source);
   if (name) {
     bool replaced = kn_prof_baseline(kp, name) != NULL;
     kn_prof_set_baseline(kp, name, p);
     fl__buf_printf(&sb, " as baseline %s%s; compare with %%profdiffview %s.\n", name,
-                     replaced ? " (replacing the one of that name)" : "", name);
+                   replaced ? " (replacing the one of that name)" : "", name);
   } else {
     uint64_t before = fl_profile_info_const(kn_prof_session(kp))->total_weight;
     kn_prof_session_replace(kp, p);
     p = NULL;
     fl__buf_printf(&sb, " into the session profile");
-    if (before) fl__buf_printf(&sb, " (it replaces the %llu samples there)", (unsigned long long)before);
+    if (before)
+      fl__buf_printf(&sb, " (it replaces the %llu samples there)", (unsigned long long)before);
     fl__buf_puts(&sb, "; show it with %profshow or %profprint.\n");
   }
   *output = fl__buf_take(&sb);
@@ -369,9 +371,11 @@ int kn_profmagic_diff_session(kn_prof_t *kp, const char *args, kn_magic_result_t
   req.baseline = name;
   const fl_profile_t *session = kn_prof_session(kp);
   if (fl_profile_n_samples(session) == 0)
-    snprintf(err, err_size, "%%profdiffview %s: the session profile is empty; give a statement to "
-                            "profile (%%profdiffview %s work();), or fill the session profile with "
-                            "%%%%profile or %%profload", name, name);
+    snprintf(err, err_size,
+             "%%profdiffview %s: the session profile is empty; give a statement to "
+             "profile (%%profdiffview %s work();), or fill the session profile with "
+             "%%%%profile or %%profload",
+             name, name);
   else
     res->display = kn_prof_show_diff(kp, session, base, &req, "all", err, err_size);
   kn_profreq_free(&req);
@@ -399,8 +403,9 @@ int kn_profmagic_init(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   kn_profreq_t req;
   if (kn_profreq_parse(kp, "profinit", args, KN_OPTS_SAMPLING, &req, err, err_size) < 0) return -1;
   if (req.positional[0]) {
-    snprintf(err, err_size, "%%profinit takes n= (buffer size in frames) and delay= (sampling "
-                            "interval in seconds)");
+    snprintf(err, err_size,
+             "%%profinit takes n= (buffer size in frames) and delay= (sampling "
+             "interval in seconds)");
     kn_profreq_free(&req);
     return -1;
   }
@@ -409,7 +414,7 @@ int kn_profmagic_init(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   fl__buf_t sb = FL__BUF_INIT;
   kn_prof_settings_t now = kn_prof_settings(kp);
   fl__buf_printf(&sb, "n=%llu delay=%g\n", (unsigned long long)now.n_words,
-                   (double)now.delay_ns / 1e9);
+                 (double)now.delay_ns / 1e9);
   res->output = fl__buf_take(&sb);
   return 0;
 }
@@ -421,16 +426,19 @@ int kn_profmagic_size(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   if (n < 0) return -1;
   if (n != 0 && n != 2) {
     kn_words_free(words);
-    snprintf(err, err_size, "%%profsize takes a width and a height in pixels: %%profsize 800 "
-                            "400 (height 0: sized to the depth)");
+    snprintf(err, err_size,
+             "%%profsize takes a width and a height in pixels: %%profsize 800 "
+             "400 (height 0: sized to the depth)");
     return -1;
   }
   if (n == 2) {
     char *e1, *e2;
     long w = strtol(words[0], &e1, 10), h = strtol(words[1], &e2, 10);
     if (*e1 || *e2 || w < 100 || w > 100000 || h < 0 || h > 100000) {
-      snprintf(err, err_size, "%%profsize %s %s: the width must be 100..100000 and the height "
-                              "0..100000 pixels (0: sized to the depth)", words[0], words[1]);
+      snprintf(err, err_size,
+               "%%profsize %s %s: the width must be 100..100000 and the height "
+               "0..100000 pixels (0: sized to the depth)",
+               words[0], words[1]);
       kn_words_free(words);
       return -1;
     }
@@ -440,7 +448,7 @@ int kn_profmagic_size(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   kn_prof_settings_t now = kn_prof_settings(kp);
   fl__buf_t sb = FL__BUF_INIT;
   fl__buf_printf(&sb, "width=%d height=%d%s\n", now.width, now.height,
-                   now.height ? "" : " (sized to the depth)");
+                 now.height ? "" : " (sized to the depth)");
   res->output = fl__buf_take(&sb);
   return 0;
 }
@@ -461,8 +469,9 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
     goto out;
   }
   if (fl_profile_n_samples(session) == 0) {
-    res->output = fl__xstrdup("The session profile is empty: profile a cell with %%profile or "
-                            "%%profview first.\n");
+    res->output = fl__xstrdup(
+        "The session profile is empty: profile a cell with %%profile or "
+        "%%profview first.\n");
     rc = 0;
     goto out;
   }
@@ -477,10 +486,13 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
   fl_tree_t *tree = fl_tree_build(session, &req.draw.tree, "all", err, err_size);
   if (!tree) goto out;
   char *summary = kn_prof_summary(session);
-  char *report = req.draw.flat ? fl_text_flat(tree, &req.draw.text) : fl_text_tree(tree, &req.draw.text);
+  char *empty = fl_output_empty_note(tree, &req.draw); /* a filter that left nothing */
+  char *report =
+      req.draw.flat ? fl_text_flat(tree, &req.draw.text) : fl_text_tree(tree, &req.draw.text);
   fl__buf_t sb = FL__BUF_INIT;
-  fl__buf_printf(&sb, "%s\n%s", summary, report);
+  fl__buf_printf(&sb, "%s\n%s%s%s", summary, empty ? empty : "", empty ? "\n" : "", report);
   free(summary);
+  free(empty);
   free(report);
   fl_tree_destroy(&tree);
   res->output = fl__buf_take(&sb);
@@ -493,8 +505,8 @@ out:
 int kn_profmagic_history(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
                          size_t err_size) {
   kn_profreq_t req;
-  if (kn_profreq_parse(kp, "profhistory", args, KN_OPTS_TREE | KN_OPTS_VIEW, &req, err,
-                       err_size) < 0)
+  if (kn_profreq_parse(kp, "profhistory", args, KN_OPTS_TREE | KN_OPTS_VIEW, &req, err, err_size) <
+      0)
     return -1;
   int rc = -1;
   const char *which = req.positional[0];

@@ -52,6 +52,16 @@ const char *fl_output_formats(bool and_last);
  * string. */
 char *fl_output_formats_markdown(void);
 
+/* When t (built with o's tree options) holds no sample of a profile that
+ * has some, what left none, named as o's front end writes it and with
+ * what it was matched against: "threads=1 leaves no sample: the
+ * profile's threads are 2 (solver) with 412 samples, 3 with 245", "--filter
+ * fft leaves no sample: none of the profile's 38 functions contains
+ * \"fft\"". NULL when t has samples or the profile has none. Every
+ * output of fl_output says it (the views' note, a text's first line); a
+ * front end that draws a tree by itself says it too. New string. */
+char *fl_output_empty_note(const fl_tree_t *t, const fl_options_t *o);
+
 /* The output of r, *len bytes. Formats of every sample (folded, pprof)
  * take minwidth 0 unless the options give it; pprof takes every frame by
  * line unless lines is given (its readers merge lines into functions). A diff as folded stacks is

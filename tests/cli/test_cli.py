@@ -178,6 +178,24 @@ def test_a_loaded_profile_is_drawn_by_function_unless_lines_are_asked_for():
     assert leaf_lines and all(r["line"] > 0 for r in leaf_lines)
 
 
+def test_a_filter_that_leaves_no_sample_says_so():
+    """--threads naming no thread of the capture, --filter matching no
+    function: the output says which option left nothing and what it was
+    matched against, in the text and the SVG; the chart is refused with the
+    same words."""
+    text = ok("-f", "text", "--threads", "99", DATA / "threads.txt")
+    assert text.startswith("--threads 99 leaves no sample: the profile's threads are 7618 (t) "
+                           "with 3 samples, 7620 (hash worker) with 200 samples, 7621 (sort "
+                           "worker) with 201 samples\n"), text
+    svg = ok("--threads", "99", DATA / "threads.txt")
+    assert "--threads 99 leaves no sample" in svg, svg[:1500]
+    top = ok("-f", "text", "--view", "top", "--filter", "nosuch", DATA / "threads.txt")
+    assert re.match(r'--filter nosuch leaves no sample: none of the profile\'s \d+ functions '
+                    r'contains "nosuch"\n', top), top
+    r = cflame("-f", "text", "--view", "chart", "--threads", "99", DATA / "threads.txt")
+    assert r.returncode != 0 and "--threads 99 leaves no sample" in r.stderr, r.stderr
+
+
 def test_source_view_of_a_diff_compares_line_by_line(tmp_path):
     """--view source --diff of a recording against itself, run where its
     source file is: every line with samples is "same" with delta 0, both

@@ -354,6 +354,31 @@ def test_profload_of_two_runs_gives_each_its_duration(kc, tmp_path):
             in both), (both, lasted)
 
 
+def test_a_filter_that_leaves_no_sample_says_so_in_every_view(kc):
+    """threads= naming a thread without samples, and a filter= that matches
+    no function: each view says which filter left nothing and what it was
+    matched against (the threads there are, the functions), the chart (which
+    has no lanes to draw) as the magic's error; the kernel answers on."""
+    show(kc, PROFILED, "empty-filter")
+    for view in ("flame", "callers", "top", "source"):
+        bundle = flame(kc, f"%profshow view={view} threads=9")[0]
+        text = bundle["text/plain"]
+        assert re.search(r"threads=9 leaves no sample: the profile's threads are 1 "
+                         r"(\([^)]*\) )?with [\d,]+ samples", text), (view, text[:600])
+        svg = bundle["text/markdown"]
+        assert "threads=9 leaves no sample" in svg, (view, svg[:2000])
+        assert "threads=9 leaves no sample" in json.dumps(bundle[VL_MIME]), view
+    reply, _ = fails(kc, "%profshow view=chart threads=9", "MagicError")
+    assert "threads=9 leaves no sample" in reply["evalue"], reply["evalue"]
+    printed = ok(kc, "%profprint threads=9")
+    assert "threads=9 leaves no sample: the profile's threads are 1 " in printed, printed
+    text = flame(kc, "%profshow filter=no_such_function")[0]["text/plain"]
+    assert re.search(r"filter=no_such_function leaves no sample: none of the profile's \d+ "
+                     r"functions contains \"no_such_function\"", text), text[:600]
+    # a filter that keeps samples says nothing of the kind
+    assert "leaves no sample" not in flame(kc, "%profshow threads=1")[0]["text/plain"]
+
+
 def test_profload_as_baseline_and_profdiffview_on_the_session(kc, tmp_path):
     base, target = tmp_path / "base.folded", tmp_path / "target.folded"
     base.write_text("main;work;slow 300\nmain;work;fast 100\nmain;gone 50\n")

@@ -131,10 +131,84 @@ static void test_bundle(void) {
   fl_profile_destroy(&target);
 }
 
+/* A filter that leaves no sample says so in every view and format, naming
+ * itself as the front end writes it and what it was matched against: the
+ * threads there are, the functions there are. */
+static void test_filter_leaves_nothing(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  fl_frame_t fm = {.func = "main"}, fw = {.func = "work"}, fs = {.func = "solve"};
+  uint32_t m = fl_profile_frame_id(p, &fm), w = fl_profile_frame_id(p, &fw),
+           sv = fl_profile_frame_id(p, &fs);
+  uint32_t s1[] = {m, w}, s2[] = {m, sv};
+  fl_profile_add_sample_at(p, s1, 2, 400, 0, 2, 1000000); /* time stamps: the chart's */
+  fl_profile_add_sample_at(p, s2, 2, 257, 0, 3, 2000000);
+  fl_profile_set_thread_name(p, 2, "worker");
+  fl_options_t o;
+  fl_options_init(&o, FL_FRONT_NOTEBOOK);
+  char err[256] = "";
+  CHECK_INT(fl_options_set(&o, "threads", "1", err, sizeof err), 0);
+  const char *want =
+      "threads=1 leaves no sample: the profile's threads are 2 (worker) with 400 samples, 3 "
+      "with 257 samples";
+  static const char *const views[] = {"flame", "callers", "top", "source", "chart", "sandwich"};
+  static const char *const formats[] = {"svg", "vegalite", "text"};
+  /* The chart (lanes of samples) and the sandwich draw nothing without
+   * samples: they are refused with the same words. */
+  for (size_t i = 0; i < sizeof views / sizeof *views; i++) {
+    CHECK_INT(fl_options_set(&o, "view", views[i], err, sizeof err), 0);
+    bool refused = !strcmp(views[i], "chart") || !strcmp(views[i], "sandwich");
+    if (!strcmp(views[i], "sandwich")) /* last: focus= is source's too */
+      CHECK_INT(fl_options_set(&o, "focus", "work", err, sizeof err), 0);
+    for (size_t k = 0; k < sizeof formats / sizeof *formats; k++) {
+      fl_output_req_t r = {.profile = p, .opts = &o, .format = formats[k]};
+      size_t len = 0;
+      err[0] = '\0';
+      char *out = fl_output_render(&r, &len, err, sizeof err);
+      const char *said = refused ? err : out ? out : "";
+      CHECK(refused ? out == NULL : out != NULL);
+      /* the SVG writes the apostrophe as &apos; */
+      CHECK(strstr(said, "threads=1 leaves no sample: the profile") != NULL);
+      CHECK(strstr(said, "2 (worker) with 400 samples, 3 with 257 samples") != NULL);
+      if (!strstr(said, "threads=1 leaves no sample"))
+        fprintf(stderr, "  view=%s format=%s: %s\n", views[i], formats[k], said);
+      if (k == 2 || refused) CHECK(strncmp(said, want, strlen(want)) == 0);
+      free(out);
+    }
+    fl_output_req_t r = {.profile = p, .opts = &o};
+    err[0] = '\0';
+    json_t *b = fl_output_bundle(&r, err, sizeof err);
+    CHECK(refused ? b == NULL && !strcmp(err, want)
+                  : b && strstr(json_string_value(json_object_get(b, "text/plain")), want));
+    json_decref(b);
+  }
+  fl_options_free(&o);
+  /* The command's spelling; a filter matched against the functions. */
+  fl_options_init(&o, FL_FRONT_COMMAND);
+  CHECK_INT(fl_options_set(&o, "filter", "fft", err, sizeof err), 0);
+  fl_output_req_t r = {.profile = p, .opts = &o, .format = "text"};
+  size_t len;
+  char *out = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(out && !strncmp(out,
+                        "--filter fft leaves no sample: none of the profile's 3 functions "
+                        "contains \"fft\"\n",
+                        strlen("--filter fft leaves no sample: none of the profile's 3 functions "
+                               "contains \"fft\"\n")));
+  free(out);
+  /* A filter that keeps samples says nothing of the kind. */
+  CHECK_INT(fl_options_set(&o, "filter", "work", err, sizeof err), 0);
+  out = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(out && !strstr(out, "leaves no sample"));
+  free(out);
+  fl_options_free(&o);
+  fl_profile_destroy(&p);
+}
+
 int main(void) {
   test_bundle();
   test_every_format();
   test_every_sample();
   test_diff();
+  test_filter_leaves_nothing();
   return TEST_DONE();
 }
