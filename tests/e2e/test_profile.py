@@ -9,6 +9,7 @@ tests/render/check_spec.mjs (the real vega-lite 5 and vega 5) at the end.
 """
 import collections
 import json
+import os
 import pathlib
 import re
 import resource
@@ -546,6 +547,15 @@ def test_C_true_shows_system_library_and_allocator_frames(kc):
     # allocator and memset.
     libc = [r for r in rows if re.match(r"lib(c|asan)\.so", r["module"] or "")]
     assert libc, [(r["func"], r["module"]) for r in rows]
+    # lines unset: libc's frames one per function (line 0), the cell's own
+    # code by line; lines=true draws libc's lines too, where its debug
+    # information (libc6-dbg) gives them
+    assert all(r["line"] == 0 for r in libc), [(r["func"], r["line"]) for r in libc]
+    assert {2, 3} <= {r["line"] for r in rows if r["func"] == "top-level scope"}
+    lined = [r for r in rows_of(flame(kc, "%profshow C=true lines=true")[0])
+             if (r["module"] or "").startswith("libc.so")]
+    assert any(r["line"] > 0 for r in lined) or os.environ.get("CFLAME_SANITIZED"), \
+        [(r["func"], r["line"]) for r in lined]
     alloc = [r for r in libc if ALLOC_FUNCS.search(r["func"])]
     # (A sanitizer's allocator calls memset itself, under malloc and free.)
     system = [r for r in libc if "memset" in r["func"]
