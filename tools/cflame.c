@@ -308,7 +308,9 @@ static int parse_args(int argc, char **argv, cli_t *c) {
         c->diff_base = optarg;
         break;
       case OPT_FAIL_ABOVE:
-        if (!parse_double(optarg, &c->fail_above) || c->fail_above < 0 || c->fail_above > 100)
+        /* Written so that NaN, which compares false with everything, is
+         * refused rather than a gate that can never fail. */
+        if (!parse_double(optarg, &c->fail_above) || !(c->fail_above >= 0 && c->fail_above <= 100))
           return usage_error(
               "--fail-above %s: expected points of the total, a number from 0 to 100, such "
               "as 5",

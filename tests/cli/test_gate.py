@@ -116,7 +116,10 @@ def test_gate_bad_input_exits_2_and_writes_nothing(runs, tmp_path):
     # and a bad command line
     for args, why in ((["--fail-above", "5", grown], "--fail-above needs --diff BASE"),
                       (["--diff", base, "--fail-above", "five", grown], "--fail-above five"),
-                      (["--diff", base, "--fail-above", "101", grown], "from 0 to 100")):
+                      (["--diff", base, "--fail-above", "101", grown], "from 0 to 100"),
+                      (["--diff", base, "--fail-above", "nan", grown], "--fail-above nan"),
+                      (["--diff", base, "--fail-above", "-inf", grown], "from 0 to 100"),
+                      (["--diff", base, "--fail-above", "inf", grown], "from 0 to 100")):
         r = cflame(*args)
         assert r.returncode == 2 and why in r.stderr, (args, r.stderr)
 
