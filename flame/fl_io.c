@@ -447,7 +447,8 @@ int fl_write_file(const char *path, const void *data, size_t len, bool in_place,
   char *tmp = NULL;
   bool made = false;
   int fd = -1, saved;
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+  bool exists = stat(path, &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
     if (!in_place || S_ISDIR(st.st_mode)) {
       snprintf(err, err_size,
                "cannot write %s: %s is %s, not a regular file; give the path of a regular "
@@ -464,10 +465,11 @@ int fl_write_file(const char *path, const void *data, size_t len, bool in_place,
     memcpy(tmp + n, ".XXXXXX", sizeof ".XXXXXX");
     if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) goto fail;
     made = true;
-    /* The mode creat() would have given it (mkstemp's file is the owner's
-     * alone), where the file system keeps modes: no error where it does
-     * not. */
-    fchmod(fd, 0666 & ~current_umask());
+    /* The mode of the file it replaces, so that a private file stays
+     * private; else the mode creat() would have given it (mkstemp's file
+     * is the owner's alone). Where the file system keeps no modes this
+     * fails, and that is no error. */
+    fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~current_umask());
     if (write_all(fd, data, len) < 0) goto fail;
   }
   int closed = close(fd);

@@ -831,6 +831,10 @@ static void test_write_file(void) {
   mode_t mask = umask(022);
   umask(mask);
   CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask));
+  /* a private file written over stays private */
+  CHECK_INT(chmod(path, 0600), 0);
+  CHECK_INT(fl_write_file(path, "<svg />", 7, false, err, sizeof err), 0);
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size == 7);
   /* a FIFO, unless written in place: refused, without waiting for a
    * reader */
   snprintf(special, sizeof special, "%s/fifo.svg", dir);
