@@ -291,6 +291,19 @@ fl_profile_t *fl_profile_copy(const fl_profile_t *src) {
   return p;
 }
 
+static size_t index_bytes(const fl__index_t *ix) {
+  return ix->slots ? (ix->mask + 1) * sizeof *ix->slots : 0;
+}
+
+size_t fl_profile_bytes(const fl_profile_t *p) {
+  size_t bytes = sizeof *p + p->strings.cap * sizeof *p->strings.strs + index_bytes(&p->strings.index);
+  for (size_t i = 0; i < p->strings.n; i++) bytes += strlen(p->strings.strs[i]) + 1;
+  return bytes + p->frames_cap * sizeof *p->frames + index_bytes(&p->frame_index) +
+         p->ids_cap * sizeof *p->ids + p->stacks_cap * sizeof *p->stacks +
+         index_bytes(&p->stack_index) + p->samples_cap * sizeof *p->samples +
+         p->names_cap * sizeof *p->names;
+}
+
 fl_profile_info_t *fl_profile_info(fl_profile_t *p) {
   return &p->info;
 }

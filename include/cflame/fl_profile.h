@@ -168,6 +168,10 @@ uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame);
 const fl_frame_t *fl_profile_frame(const fl_profile_t *p, uint32_t id);
 size_t fl_profile_n_frames(const fl_profile_t *p);
 
+/* What the profile holds on the heap, in bytes: the room of its arrays and
+ * indexes and its strings, as allocated (malloc's own overhead aside). */
+size_t fl_profile_bytes(const fl_profile_t *p);
+
 /* Adds a sample: n frame ids from the root to the leaf (n may be 0: the
  * root's own time). thread is the thread it was taken on (an OS thread id,
  * or 0). weight >= 1; allocs is the number of allocations it stands for (0
