@@ -138,8 +138,25 @@ static uint32_t hash_ids(const uint32_t *ids, size_t n) {
 /* ---- strings ---- */
 
 /* The interned copy of s (owned by p); NULL for NULL. */
+/* Interns s with its control characters (below 0x20, and 0x7f) written
+ * \xHH: a name that came in a profile never breaks a line of a report or
+ * of folded stacks, nor moves a terminal's cursor, and reads back as
+ * itself from every format cflame writes. */
 static const char *intern(fl_profile_t *p, const char *s) {
-  return fl__strset_intern(&p->strings, s);
+  if (!s) return NULL;
+  const unsigned char *c = (const unsigned char *)s;
+  while (*c >= 0x20 && *c != 0x7f) c++;
+  if (!*c) return fl__strset_intern(&p->strings, s);
+  fl__buf_t b = FL__BUF_INIT;
+  for (c = (const unsigned char *)s; *c; c++) {
+    if (*c < 0x20 || *c == 0x7f)
+      fl__buf_printf(&b, "\\x%02x", *c);
+    else
+      fl__buf_add(&b, (const char *)c, 1);
+  }
+  const char *escaped = fl__strset_intern(&p->strings, b.data);
+  fl__buf_free(&b);
+  return escaped;
 }
 
 /* ---- frames ---- */

@@ -154,8 +154,9 @@ fl_profile_t *fl_profile_copy(const fl_profile_t *p);
 fl_profile_info_t *fl_profile_info(fl_profile_t *p);
 const fl_profile_info_t *fl_profile_info_const(const fl_profile_t *p);
 
-/* Interns a frame (its strings are copied; a NULL func becomes
- * "[unknown]") and returns its id: ids are 0, 1, 2, ... in order of first
+/* Interns a frame (its strings are copied, control characters written
+ * \xHH, as in thread names; a NULL func becomes "[unknown]") and returns
+ * its id: ids are 0, 1, 2, ... in order of first
  * appearance, and equal fields give the same id. A func that is a mangled
  * C++ or Rust symbol, given without a system_name, is demangled: the frame
  * gets the readable name as func and the symbol as system_name. Frames are

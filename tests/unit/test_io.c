@@ -619,7 +619,7 @@ static void test_folded_out_escapes(void) {
             "r;g_(a.c:3) 1\n"
             "r;h_(p:1)_(q:2) 2\n"
             "r;k (dir_(1)/k.c:4) 4\n"
-            "r;x?y?z 3\n");
+            "r;x\\x0dy\\x0az 3\n"); /* as the profile holds it (fl_profile_frame_id) */
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t err;
   CHECK_INT(text ? fl_read_profile(q, text, strlen(text), "t", FL_INPUT_FOLDED, NULL, &err) : -1,
