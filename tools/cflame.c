@@ -467,6 +467,27 @@ static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) 
     say("%s", err);
     return -1;
   }
+  /* A comparison the options emptied compares nothing: a filter gone
+   * stale after a rename would pass every build. */
+  bool new_empty = fl_tree_root(fl_diff_tree(d))->count == 0,
+       base_empty = fl_tree_root(fl_diff_other_tree(d))->count == 0;
+  if (new_empty || base_empty) {
+    static const char *const emptying[] = {"filter", "threads"};
+    char given[128] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof emptying / sizeof *emptying; i++)
+      if (fl_options_given(&c->draw, emptying[i]) && used < sizeof given)
+        used += (size_t)snprintf(given + used, sizeof given - used, "%s--%s", used ? ", " : "",
+                                 emptying[i]);
+    const char *side = new_empty && base_empty ? "either side"
+                       : new_empty               ? "the INPUTs"
+                                                 : "BASE";
+    say("--fail-above %g: nothing to compare: %s left no sample of %s; a gate passes only on "
+        "a comparison",
+        c->fail_above, used ? given : "the options", side);
+    fl_diff_destroy(&d);
+    return -1;
+  }
   /* How the profiles were compared (intervals, programs of other names):
    * the verdict depends on it. */
   for (const char *const *note = fl_diff_notes(d); *note; note++) say("note: %s", *note);
