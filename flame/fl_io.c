@@ -258,8 +258,11 @@ static int read_profile(fl_profile_t *p, const char *data, size_t len, const cha
   if (!name) name = "<input>";
   memset(err, 0, sizeof *err);
   if (kind_out) *kind_out = o->kind;
-  if (!fl__is_gzip(data, len))
-    return read_plain(p, data, len, name, false, o->root, o->kind, kind_out, err);
+  int rc;
+  if (!fl__is_gzip(data, len)) {
+    rc = read_plain(p, data, len, name, false, o->root, o->kind, kind_out, err);
+    goto done;
+  }
   char *plain, why[200];
   size_t plain_len;
   switch (fl__gunzip(data, len, o->max_bytes, &plain, &plain_len, why, sizeof why)) {
@@ -269,8 +272,12 @@ static int read_profile(fl_profile_t *p, const char *data, size_t len, const cha
       return fl__io_fail_as(err, FL_IO_ERR_GZIP, name, 0,
                             "%s starts as a gzip file (as pprof profiles do), but %s", name, why);
   }
-  int rc = read_plain(p, plain, plain_len, name, true, o->root, o->kind, kind_out, err);
+  rc = read_plain(p, plain, plain_len, name, true, o->root, o->kind, kind_out, err);
   free(plain);
+done:
+  /* What a file holds may name any file on this machine: never trusted
+   * as a recording of this process's (fl_profile_info_t.recorded_here). */
+  if (rc == 0) fl_profile_info(p)->recorded_here = false;
   return rc;
 }
 

@@ -372,6 +372,8 @@ const char *fl_profile_thread_name(const fl_profile_t *p, int thread) {
  * itself doubles it. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
   assert(fl_kind_comparable(p->info.kind, src->info.kind));
+  /* Recorded here only if all of it was. */
+  p->info.recorded_here = (p->n_samples == 0 || p->info.recorded_here) && src->info.recorded_here;
   size_t n_frames = src->n_frames, n_stacks = src->n_stacks, n_samples = src->n_samples;
   size_t above = root ? 1 : 0; /* frames before each stack */
   uint32_t *frame_map = fl__xcalloc(n_frames, sizeof *frame_map);

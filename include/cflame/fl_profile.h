@@ -138,6 +138,9 @@ typedef struct fl_profile_info {
   char compiler[256];       /* compiler and flags, when known */
   int64_t taken_unix;       /* when it was taken (seconds since the epoch), 0 if unknown */
   char event[64];           /* FL_PROFILE_EVENT: the perf event's name ("page-faults") */
+  bool recorded_here;       /* every sample came from this process's collector
+                               (fl_collect), none from a file: the source view
+                               may read its modules' files. No reader sets it. */
 } fl_profile_info_t;
 
 /* A new, empty profile (never NULL: out of memory aborts, as everywhere in

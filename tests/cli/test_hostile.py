@@ -35,3 +35,52 @@ def test_control_characters_in_names_neither_forge_lines_nor_break_round_trips(t
     again = tmp_path / "again.pb"
     ok("-f", "pprof", "-o", again, folded)
     assert ok("-f", "folded", again) == folded.read_text()
+
+
+def foreign_profile(tmp_path):
+    """A profile from elsewhere naming /etc/passwd, a .env beside the
+    project, a .c file whose link points out of the project, and the
+    project's own source by a relative path."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".env").write_text("API_TOKEN=hunter2-private\n")
+    (proj / "m.c").write_text("int main(void) {\n  return compute_answer();\n}\n")
+    (proj / "link.c").symlink_to("/etc/passwd")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.c").write_text("int outside_the_root(void);\n")
+    (proj / "escape.c").symlink_to(tmp_path / "elsewhere" / "secret.c")
+    p = tmp_path / "p.folded"
+    p.write_text("prog;main (/etc/passwd:1) 5\n"
+                 f"prog;main;helper ({proj}/.env:1) 3\n"
+                 "prog;main;linked (proj/link.c:1) 2\n"
+                 "prog;main;escaped (proj/escape.c:1) 1\n"
+                 "prog;main;run (proj/m.c:2) 4\n")
+    return p, proj
+
+
+SECRETS = ("root:", "hunter2-private", "outside_the_root")
+
+
+def test_a_foreign_profile_reads_no_file_it_names(tmp_path):
+    """Every output of a profile that names private files holds none of
+    their text, and says which files it left out and which option shows
+    them; the project's own source appears only under --source-root, and
+    a link out of the root is still refused."""
+    p, proj = foreign_profile(tmp_path)
+    outputs = {}
+    for name, args in (("page.html", []), ("src.txt", ["--view", "source"]),
+                       ("src.svg", ["--view", "source"]), ("src.vl.json", ["--view", "source"]),
+                       ("diff.html", ["--diff", p]), ("dsrc.txt", ["--view", "source", "--diff", p])):
+        ok(*args, p, "-o", tmp_path / name, cwd=tmp_path)
+        outputs[name] = (tmp_path / name).read_text()
+    for name, text in outputs.items():
+        for secret in SECRETS + ("compute_answer",):
+            assert secret not in text, (name, secret)
+    assert "2 files under no source root left unread (proj/m.c, proj/escape.c)" in outputs["src.txt"]
+    assert "--source-root DIR" in outputs["src.txt"]
+    # the project's own file, once its directory is a root; nothing else
+    shown = ok("--view", "source", "-f", "text", "--source-root", "proj", p, cwd=tmp_path)
+    assert "compute_answer" in shown
+    for secret in SECRETS:
+        assert secret not in shown
+    assert "1 file under no source root left unread (proj/escape.c)" in shown
