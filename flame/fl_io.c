@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <strings.h>
 #include <unistd.h>
@@ -350,7 +349,6 @@ int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_o
   const char *name = is_stdin ? "<stdin>" : path;
   int fd = STDIN_FILENO, rc = -1;
   char *data = NULL;
-  void *map = NULL;
   size_t len = 0;
   memset(err, 0, sizeof *err);
   if (kind_out) *kind_out = o.kind;
@@ -382,28 +380,19 @@ int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_o
       past_limit(err, name, name, what, &o);
       goto done;
     }
-    /* Mapped rather than copied: profiles run to tens of megabytes. (Files
-     * of /proc say they are empty, and are read.) */
-    if (st.st_size > 0) {
-      map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (map == MAP_FAILED)
-        map = NULL;
-      else
-        len = (size_t)st.st_size;
-    }
   }
-  if (!map) {
-    switch (read_all(fd, o.max_bytes, &data, &len)) {
-      case 0: break;
-      case -2: past_limit(err, name, is_stdin ? "standard input" : name, "holds", &o); goto done;
-      default:
-        fl__io_fail_as(err, FL_IO_ERR_SYSTEM, name, 0, "cannot read %s: %s", name, strerror(errno));
-        goto done;
-    }
+  /* Read, not mapped: a mapped file that someone truncates while it is
+   * parsed raises SIGBUS, where a read just ends early and the parse says
+   * what is wrong with what it got. */
+  switch (read_all(fd, o.max_bytes, &data, &len)) {
+    case 0: break;
+    case -2: past_limit(err, name, is_stdin ? "standard input" : name, "holds", &o); goto done;
+    default:
+      fl__io_fail_as(err, FL_IO_ERR_SYSTEM, name, 0, "cannot read %s: %s", name, strerror(errno));
+      goto done;
   }
-  rc = read_profile(p, map ? map : data, len, name, &o, kind_out, err);
+  rc = read_profile(p, data, len, name, &o, kind_out, err);
 done:
-  if (map) munmap(map, len);
   free(data);
   if (!is_stdin) close(fd);
   return rc;

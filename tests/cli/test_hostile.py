@@ -84,3 +84,34 @@ def test_a_foreign_profile_reads_no_file_it_names(tmp_path):
     for secret in SECRETS:
         assert secret not in shown
     assert "1 file under no source root left unread (proj/escape.c)" in shown
+
+
+def test_an_input_truncated_while_read_is_never_a_signal(tmp_path):
+    """Another process truncates and rewrites the input over and over while
+    cflame reads it: each run ends with a profile or an error, never killed
+    by a signal (a mapped file raises SIGBUS where it was cut)."""
+    import threading
+    import time
+
+    path = tmp_path / "churned.folded"
+    line = b"prog;main;" + b";".join(b"f%d" % i for i in range(50)) + b" 1\n"
+    data = line * 200000  # 40 MB
+    path.write_bytes(data)
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            with open(path, "r+b") as f:
+                f.truncate(4096)
+            time.sleep(0.002)
+            with open(path, "r+b") as f:
+                f.write(data)
+
+    churner = threading.Thread(target=churn)
+    churner.start()
+    try:
+        codes = [cflame("-f", "text", "--maxdepth", "2", path).returncode for _ in range(15)]
+    finally:
+        stop.set()
+        churner.join()
+    assert all(c >= 0 for c in codes), codes
