@@ -56,6 +56,8 @@ typedef struct fl__source {
   size_t n_files;       /* files with self weight (in either profile) */
   size_t files_shown;   /* FILE rows */
   size_t unreadable;    /* of the shown files */
+  size_t outside;       /* files left unread for being under no source root */
+  fl__buf_t outside_names; /* the first FL__SOURCE_NAMED of them, ", " between */
   size_t removed;       /* REMOVED rows */
   bool realigned;       /* a file's lines moved to its drawn version's */
   uint64_t total;       /* the drawn root's weight */
@@ -63,14 +65,21 @@ typedef struct fl__source {
   double max_delta;     /* the largest |delta| of a LINE or REMOVED row */
 } fl__source_t;
 
+/* How many files left out by the roots a note names. */
+#define FL__SOURCE_NAMED 3
+
 /* The rows of t's source, or of diff d's (t NULL; t is then d's drawn
- * tree), for the files of focus when not NULL, texts from r (NULL, or r->read
- * NULL: fl_source_read_file). Returns 0, or -1 with err when focus names
- * no function (err lists the nearest names). Free with fl__source_free
- * either way. */
-int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d, const char *focus,
-                     const fl_source_reader_t *r, char *err, size_t err_size);
+ * tree), for the files of v->focus when set, texts from r (cells; NULL,
+ * or r->read NULL: none) and from disk under the source roots (see
+ * fl_source.c). Returns 0, or -1 with err when focus names no function
+ * (err lists the nearest names). Free with fl__source_free either way. */
+int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d,
+                     const fl_view_opts_t *v, const fl_source_reader_t *r, char *err,
+                     size_t err_size);
 void fl__source_free(fl__source_t *s);
+/* Appends what s left unread for being under no source root, and the
+ * option that allows it; nothing when it left nothing. */
+void fl__source_outside_note(const fl__source_t *s, fl__buf_t *b);
 
 /* The text of a source table's rows, whose field src is a line's text
  * without its leading spaces (k "line" or "removed", with text) or a

@@ -56,6 +56,14 @@ int fl__waits_init(void) {
   return rc;
 }
 
+/* Every function found at load, before the program can install a signal
+ * handler that waits: dlsym is not async-signal-safe. The lookup in WAIT
+ * is left for calls made before this runs (from other objects'
+ * constructors), when no handler of the program's can be running. */
+__attribute__((constructor)) static void resolve_at_load(void) {
+  fl__waits_init();
+}
+
 /* Per thread, by wait: its last call lasted FL_SAMPLER_WAIT_MIN_NS or
  * more, so its next one reads the CPU clock (fl_sampler_wait_done). A loop
  * of quick writes reads only the vDSO's wall clock; a loop of waits has

@@ -172,6 +172,11 @@ static int thread_index(const conv_t *c, int tid) {
 static void conv_begin(conv_t *c, fl_profile_t *prof, fl_symbolizer_t *sym,
                        const fl_collect_opts_t *opts, size_t depth_limit) {
   memset(c, 0, sizeof *c);
+  /* Samples this process's collector turns into stacks: the profile is
+   * one cflame recorded (its modules' files may be read for their
+   * source), unless it held samples read from elsewhere already. */
+  fl_profile_info_t *info = fl_profile_info(prof);
+  if (fl_profile_n_samples(prof) == 0) info->recorded_here = true;
   c->prof = prof;
   c->sym = sym;
   c->opts = opts;

@@ -173,9 +173,10 @@ fail:
 
 /* ---- writing ---- */
 
-/* Appends a frame's function name or file with ';' written ':' and line
- * breaks as '?', so that it stays one frame of one line; in a file, " ("
- * is written "_(", so that the location's " (" is the text's last. */
+/* Appends a frame's function name or file with ';' written ':', so that
+ * it stays one frame (a profile's names hold no line breaks: they are
+ * written \xHH when interned); in a file, " (" is written "_(", so that
+ * the location's " (" is the text's last. */
 static void add_frame_text(fl__buf_t *b, const char *s, bool file) {
   size_t start = b->len;
   fl__buf_puts(b, s);
@@ -183,8 +184,6 @@ static void add_frame_text(fl__buf_t *b, const char *s, bool file) {
     char c = b->data[i];
     if (c == ';')
       b->data[i] = ':';
-    else if (c == '\n' || c == '\r')
-      b->data[i] = '?';
     else if (file && c == ' ' && i + 1 < b->len && b->data[i + 1] == '(')
       b->data[i] = '_';
   }

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <strings.h>
 #include <unistd.h>
@@ -262,8 +261,11 @@ static int read_profile(fl_profile_t *p, const char *data, size_t len, const cha
   if (!name) name = "<input>";
   memset(err, 0, sizeof *err);
   if (kind_out) *kind_out = o->kind;
-  if (!fl__is_gzip(data, len))
-    return read_plain(p, data, len, name, false, o->root, o->kind, kind_out, err);
+  int rc;
+  if (!fl__is_gzip(data, len)) {
+    rc = read_plain(p, data, len, name, false, o->root, o->kind, kind_out, err);
+    goto done;
+  }
   char *plain, why[200];
   size_t plain_len;
   switch (fl__gunzip(data, len, o->max_bytes, &plain, &plain_len, why, sizeof why)) {
@@ -273,8 +275,12 @@ static int read_profile(fl_profile_t *p, const char *data, size_t len, const cha
       return fl__io_fail_as(err, FL_IO_ERR_GZIP, name, 0,
                             "%s starts as a gzip file (as pprof profiles do), but %s", name, why);
   }
-  int rc = read_plain(p, plain, plain_len, name, true, o->root, o->kind, kind_out, err);
+  rc = read_plain(p, plain, plain_len, name, true, o->root, o->kind, kind_out, err);
   free(plain);
+done:
+  /* What a file holds may name any file on this machine: never trusted
+   * as a recording of this process's (fl_profile_info_t.recorded_here). */
+  if (rc == 0) fl_profile_info(p)->recorded_here = false;
   return rc;
 }
 
@@ -347,7 +353,6 @@ int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_o
   const char *name = is_stdin ? "<stdin>" : path;
   int fd = STDIN_FILENO, rc = -1;
   char *data = NULL;
-  void *map = NULL;
   size_t len = 0;
   memset(err, 0, sizeof *err);
   if (kind_out) *kind_out = o.kind;
@@ -379,28 +384,19 @@ int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_o
       past_limit(err, name, name, what, &o);
       goto done;
     }
-    /* Mapped rather than copied: profiles run to tens of megabytes. (Files
-     * of /proc say they are empty, and are read.) */
-    if (st.st_size > 0) {
-      map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (map == MAP_FAILED)
-        map = NULL;
-      else
-        len = (size_t)st.st_size;
-    }
   }
-  if (!map) {
-    switch (read_all(fd, o.max_bytes, &data, &len)) {
-      case 0: break;
-      case -2: past_limit(err, name, is_stdin ? "standard input" : name, "holds", &o); goto done;
-      default:
-        fl__io_fail_as(err, FL_IO_ERR_SYSTEM, name, 0, "cannot read %s: %s", name, strerror(errno));
-        goto done;
-    }
+  /* Read, not mapped: a mapped file that someone truncates while it is
+   * parsed raises SIGBUS, where a read just ends early and the parse says
+   * what is wrong with what it got. */
+  switch (read_all(fd, o.max_bytes, &data, &len)) {
+    case 0: break;
+    case -2: past_limit(err, name, is_stdin ? "standard input" : name, "holds", &o); goto done;
+    default:
+      fl__io_fail_as(err, FL_IO_ERR_SYSTEM, name, 0, "cannot read %s: %s", name, strerror(errno));
+      goto done;
   }
-  rc = read_profile(p, map ? map : data, len, name, &o, kind_out, err);
+  rc = read_profile(p, data, len, name, &o, kind_out, err);
 done:
-  if (map) munmap(map, len);
   free(data);
   if (!is_stdin) close(fd);
   return rc;
@@ -451,7 +447,8 @@ int fl_write_file(const char *path, const void *data, size_t len, bool in_place,
   char *tmp = NULL;
   bool made = false;
   int fd = -1, saved;
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+  bool exists = stat(path, &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
     if (!in_place || S_ISDIR(st.st_mode)) {
       snprintf(err, err_size,
                "cannot write %s: %s is %s, not a regular file; give the path of a regular "
@@ -468,10 +465,11 @@ int fl_write_file(const char *path, const void *data, size_t len, bool in_place,
     memcpy(tmp + n, ".XXXXXX", sizeof ".XXXXXX");
     if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) goto fail;
     made = true;
-    /* The mode creat() would have given it (mkstemp's file is the owner's
-     * alone), where the file system keeps modes: no error where it does
-     * not. */
-    fchmod(fd, 0666 & ~current_umask());
+    /* The mode of the file it replaces, so that a private file stays
+     * private; else the mode creat() would have given it (mkstemp's file
+     * is the owner's alone). Where the file system keeps no modes this
+     * fails, and that is no error. */
+    fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~current_umask());
     if (write_all(fd, data, len) < 0) goto fail;
   }
   int closed = close(fd);

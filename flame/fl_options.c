@@ -26,7 +26,8 @@ typedef enum field {
   F_FOCUS,    /* view.focus, owned by focus */
   F_ROOT,     /* diff.root_prefix, owned by root_prefix */
   F_FILTER,   /* tree.filter (and filter_is_regex for /REGEX/) */
-  F_PRUNED,   /* tree.pruned */
+  F_PRUNED,   /* tree.pruned, owned by pruned */
+  F_ROOTS,    /* view.source_roots, owned by source_roots */
   F_THREADS,  /* tree.threads (all: no list) */
   F_VIEW,     /* view.view, and the tree options the view sets (tree.inverted) */
 } field_t;
@@ -131,6 +132,14 @@ static const row_t rows[] = {
               "its callees, view=source shows its files",
       .groups = FL_OPTS_VIEW, .check = check_not_empty},
      F_FOCUS,
+     0},
+    {{"source_root", FL_OPT_LIST, .metavar = "DIRS",
+      .shown_def = "the cells; for a profile recorded here, the working directory and its "
+                   "modules' directories",
+      .help = "comma-separated directories whose source files view=source and the HTML page "
+              "may show; no other file a profile names is ever read",
+      .groups = FL_OPTS_VIEW},
+     F_ROOTS,
      0},
     {{"from", FL_OPT_DOUBLE, NULL, 0, 1e9, .def = "0", .shown_def = "0: the start",
       .metavar = "SECONDS", .help = "view=chart: draw from this many seconds after the start",
@@ -425,6 +434,24 @@ static int check_not_empty(const fl_optval_t *v, const char *shown, char *err, s
 
 /* ---- fl_options_t ---- */
 
+/* A NULL-terminated copy of the first n of names (n SIZE_MAX: up to
+ * their NULL), or NULL for none. New. */
+static char **names_copy(const char *const *names, size_t n) {
+  if (!names) return NULL;
+  size_t k = 0;
+  while (k < n && names[k]) k++;
+  char **out = fl__xcalloc(k + 1, sizeof *out);
+  for (size_t i = 0; i < k; i++) out[i] = fl__xstrdup(names[i]);
+  return out;
+}
+
+static void names_free(char ***names) {
+  if (*names)
+    for (char **p = *names; *p; p++) free(*p);
+  free(*names);
+  *names = NULL;
+}
+
 static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
   char *base = (char *)o + r->offset;
   switch (r->field) {
@@ -462,15 +489,14 @@ static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
       break;
     }
     case F_PRUNED:
-      if (o->pruned)
-        for (char **p = o->pruned; *p; p++) free(*p);
-      free(o->pruned);
-      o->pruned = NULL;
-      if (v->list) {
-        o->pruned = fl__xcalloc(v->n_list + 1, sizeof *o->pruned);
-        for (size_t i = 0; i < v->n_list; i++) o->pruned[i] = fl__xstrdup(v->list[i]);
-      }
+      names_free(&o->pruned);
+      o->pruned = names_copy((const char *const *)v->list, v->n_list);
       o->tree.pruned = (const char *const *)o->pruned;
+      break;
+    case F_ROOTS:
+      names_free(&o->source_roots);
+      o->source_roots = names_copy((const char *const *)v->list, v->n_list);
+      o->view.source_roots = (const char *const *)o->source_roots;
       break;
     case F_THREADS: {
       free(o->threads);
@@ -557,28 +583,23 @@ void fl_options_free(fl_options_t *o) {
   free(o->root_prefix);
   free(o->filter);
   free(o->threads);
-  if (o->pruned)
-    for (char **p = o->pruned; *p; p++) free(*p);
-  free(o->pruned);
+  names_free(&o->pruned);
+  names_free(&o->source_roots);
   init_all(o, o->front);
 }
 
 void fl_options_copy(fl_options_t *dst, const fl_options_t *src) {
   *dst = *src;
   dst->title = dst->focus = dst->root_prefix = dst->filter = NULL;
-  dst->pruned = NULL;
   dst->threads = NULL;
   if (src->title) dst->view.title = dst->title = fl__xstrdup(src->title);
   if (src->focus) dst->view.focus = dst->focus = fl__xstrdup(src->focus);
   if (src->root_prefix) dst->diff.root_prefix = dst->root_prefix = fl__xstrdup(src->root_prefix);
   if (src->filter) dst->tree.filter = dst->filter = fl__xstrdup(src->filter);
-  if (src->pruned) {
-    size_t n = 0;
-    while (src->pruned[n]) n++;
-    dst->pruned = fl__xcalloc(n + 1, sizeof *dst->pruned);
-    for (size_t i = 0; i < n; i++) dst->pruned[i] = fl__xstrdup(src->pruned[i]);
+  if ((dst->pruned = names_copy((const char *const *)src->pruned, SIZE_MAX)))
     dst->tree.pruned = (const char *const *)dst->pruned;
-  }
+  if ((dst->source_roots = names_copy((const char *const *)src->source_roots, SIZE_MAX)))
+    dst->view.source_roots = (const char *const *)dst->source_roots;
   if (src->threads) {
     dst->threads = fl__xcalloc(src->tree.n_threads + 1, sizeof *dst->threads);
     memcpy(dst->threads, src->threads, src->tree.n_threads * sizeof *dst->threads);

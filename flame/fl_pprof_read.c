@@ -446,7 +446,9 @@ static int read_samples(reader_t *r, const choice_t *c) {
         g = gcd(g, v <= UINT64_MAX / c->unit_ns ? v * c->unit_ns : v);
       }
     }
-    if (g % c->unit_ns == 0) divisor = g / c->unit_ns;
+    /* g is 0 when no period is given and every value is 0: no unit then
+     * (the profile is refused below for having no weight). */
+    if (g && g % c->unit_ns == 0) divisor = g / c->unit_ns;
     fl_profile_info(r->p)->interval_ns = divisor * c->unit_ns;
   } else {
     fl_profile_info(r->p)->interval_ns = c->interval_ns;

@@ -141,8 +141,25 @@ static uint32_t hash_ids(const uint32_t *ids, size_t n) {
 /* ---- strings ---- */
 
 /* The interned copy of s (owned by p); NULL for NULL. */
+/* Interns s with its control characters (below 0x20, and 0x7f) written
+ * \xHH: a name that came in a profile never breaks a line of a report or
+ * of folded stacks, nor moves a terminal's cursor, and reads back as
+ * itself from every format cflame writes. */
 static const char *intern(fl_profile_t *p, const char *s) {
-  return fl__strset_intern(&p->strings, s);
+  if (!s) return NULL;
+  const unsigned char *c = (const unsigned char *)s;
+  while (*c >= 0x20 && *c != 0x7f) c++;
+  if (!*c) return fl__strset_intern(&p->strings, s);
+  fl__buf_t b = FL__BUF_INIT;
+  for (c = (const unsigned char *)s; *c; c++) {
+    if (*c < 0x20 || *c == 0x7f)
+      fl__buf_printf(&b, "\\x%02x", *c);
+    else
+      fl__buf_add(&b, (const char *)c, 1);
+  }
+  const char *escaped = fl__strset_intern(&p->strings, b.data);
+  fl__buf_free(&b);
+  return escaped;
 }
 
 /* ---- frames ---- */
@@ -297,6 +314,19 @@ fl_profile_t *fl_profile_copy(const fl_profile_t *src) {
   return p;
 }
 
+static size_t index_bytes(const fl__index_t *ix) {
+  return ix->slots ? (ix->mask + 1) * sizeof *ix->slots : 0;
+}
+
+size_t fl_profile_bytes(const fl_profile_t *p) {
+  size_t bytes = sizeof *p + p->strings.cap * sizeof *p->strings.strs + index_bytes(&p->strings.index);
+  for (size_t i = 0; i < p->strings.n; i++) bytes += strlen(p->strings.strs[i]) + 1;
+  return bytes + p->frames_cap * sizeof *p->frames + index_bytes(&p->frame_index) +
+         p->ids_cap * sizeof *p->ids + p->stacks_cap * sizeof *p->stacks +
+         index_bytes(&p->stack_index) + p->samples_cap * sizeof *p->samples +
+         p->names_cap * sizeof *p->names;
+}
+
 fl_profile_info_t *fl_profile_info(fl_profile_t *p) {
   return &p->info;
 }
@@ -364,6 +394,8 @@ const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i) {
  * itself doubles it. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
   assert(fl_kind_comparable(p->info.kind, src->info.kind));
+  /* Recorded here only if all of it was. */
+  p->info.recorded_here = (p->n_samples == 0 || p->info.recorded_here) && src->info.recorded_here;
   size_t n_frames = src->n_frames, n_stacks = src->n_stacks, n_samples = src->n_samples;
   size_t above = root ? 1 : 0; /* frames before each stack */
   uint32_t *frame_map = fl__xcalloc(n_frames, sizeof *frame_map);

@@ -483,8 +483,15 @@ __attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0
   if (!waited || s < 0 || wait == 0 || wait >= FL_SAMPLER_N_WAITS) goto out;
   int64_t cpu = cpu0_ns >= 0 ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0_ns : 0;
   slot_t *sl = &fl__sampler_slots[s];
+  /* A wait in a signal handler that interrupted this thread's walk of
+   * another wait (a program's handler writing to its self-pipe): libunwind
+   * is mid-walk on this thread, so this one is not unwound and records
+   * nothing; the outer record is written as it would have been. */
+  if (tls_wait_unwinding) goto out;
   /* Dekker-style with fl__sampler_disarm, as the handler's busy: a run
-   * that stops waits for this record to be whole. */
+   * that stops waits for this record to be whole. Saved and restored, not
+   * cleared: this may be a handler's wait inside another's record. */
+  int outer_in_wait = __atomic_load_n(&sl->in_wait, __ATOMIC_RELAXED);
   __atomic_store_n(&sl->in_wait, 1, __ATOMIC_SEQ_CST);
   if (!__atomic_load_n(&sl->armed, __ATOMIC_SEQ_CST) ||
       __atomic_load_n(&fl__sampler.full, __ATOMIC_RELAXED))
@@ -502,7 +509,7 @@ __attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0
   }
   sl->wait_carry_ns = acc - weight * iv;
   void *pcs[FL_SAMPLER_MAX_DEPTH + 2];
-  tls_wait_unwinding = 1;
+  tls_wait_unwinding = 1; /* 0 before: see above */
   int n = unw_backtrace(pcs, FL_SAMPLER_MAX_DEPTH + 2);
   tls_wait_unwinding = 0;
   /* pcs: this function, then the wrapper (its return address here, or
@@ -534,7 +541,7 @@ __attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0
   __atomic_fetch_add(&fl__sampler.hdr->samples, 1, __ATOMIC_RELAXED);
   sl->sampled = 1;
 done:
-  __atomic_store_n(&sl->in_wait, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&sl->in_wait, outer_in_wait, __ATOMIC_SEQ_CST);
 out:
   errno = saved_errno;
   return waited;

@@ -31,11 +31,13 @@ static void find_objects(void) {
     fl__sampler.main_phdr = (const ElfW(Phdr) *)getauxval(AT_PHDR);
     fl__sampler.main_phnum = getauxval(AT_PHNUM);
   }
+  /* Any function of libunwind's own; unw_backtrace is the one a program
+   * or a test is likeliest to wrap, so another. */
   union {
-    int (*fn)(void **, int);
+    int (*fn)(unw_cursor_t *, unw_context_t *);
     void *p;
-  } bt = {unw_backtrace};
-  if (_dl_find_object(bt.p, &fo) == 0) {
+  } lib = {unw_init_local};
+  if (_dl_find_object(lib.p, &fo) == 0) {
     fl__sampler.unwind_lo = (uintptr_t)fo.dlfo_map_start;
     fl__sampler.unwind_hi = (uintptr_t)fo.dlfo_map_end;
   }

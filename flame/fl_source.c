@@ -24,6 +24,7 @@
  * Vega-Lite data holds them in order with their index i. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -58,21 +59,141 @@ static const fl__table_head_t heads[] = {{"Self", X_SELF, true},   {"Self%", X_S
                                          {"Line", X_LINE, true},   {"Source", X_TEXT, false}};
 #define N_HEADS (sizeof heads / sizeof *heads)
 
-char *fl_source_read_file(void *ctx, const char *file) {
-  (void)ctx;
-  int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return NULL;
-  struct stat st;
-  char *text = NULL;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= MAX_FILE_BYTES) {
-    text = fl__xmalloc((size_t)st.st_size + 1, 1);
-    size_t got = 0;
-    ssize_t n;
-    while (got < (size_t)st.st_size && (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
-      got += (size_t)n;
-    text[got] = '\0';
+/* ---- which files are read ----
+ *
+ * A profile from elsewhere may name any file (/etc/shadow:1, a .env
+ * beside the project), and a view's text ends up in pages that get
+ * shared. A file's text is read from disk only when it is a source file
+ * by its ending, under a source root once links and dots are resolved, a
+ * regular file of at most MAX_FILE_BYTES holding no NUL byte. The roots:
+ * the view's source_roots (source_root=, --source-root), and for a profile
+ * this process recorded (fl_profile_info_t.recorded_here) the working
+ * directory and its modules' directories. A notebook's cells come from
+ * the reader, before any of this. */
+
+typedef struct roots {
+  char **dirs; /* resolved; "/" or without a trailing '/' */
+  size_t n, cap;
+} roots_t;
+
+static void roots_add(roots_t *r, const char *dir) {
+  char *real = realpath(dir, NULL);
+  if (!real) return;
+  for (size_t i = 0; i < r->n; i++)
+    if (!strcmp(r->dirs[i], real)) {
+      free(real);
+      return;
+    }
+  r->dirs = fl__grow(r->dirs, &r->cap, r->n + 1, sizeof *r->dirs);
+  r->dirs[r->n++] = real;
+}
+
+/* The working directory and the directories of p's modules, when p was
+ * recorded here. */
+static void roots_recorded(roots_t *r, const fl_profile_t *p) {
+  if (!p || !fl_profile_info_const(p)->recorded_here) return;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd)) roots_add(r, cwd);
+  const char **seen = NULL; /* modules are interned: one pointer each */
+  size_t n_seen = 0, cap_seen = 0;
+  for (size_t i = 0; i < fl_profile_n_frames(p); i++) {
+    const char *m = fl_profile_frame(p, (uint32_t)i)->module;
+    bool known = !m || m[0] != '/';
+    for (size_t k = 0; k < n_seen && !known; k++) known = seen[k] == m;
+    if (known) continue;
+    seen = fl__grow(seen, &cap_seen, n_seen + 1, sizeof *seen);
+    seen[n_seen++] = m;
+    char *dir = fl__xstrdup(m);
+    *strrchr(dir, '/') = '\0';
+    roots_add(r, dir[0] ? dir : "/");
+    free(dir);
   }
-  close(fd);
+  free(seen);
+}
+
+static void roots_free(roots_t *r) {
+  for (size_t i = 0; i < r->n; i++) free(r->dirs[i]);
+  free(r->dirs);
+}
+
+static bool under_a_root(const roots_t *r, const char *real) {
+  for (size_t i = 0; i < r->n; i++) {
+    size_t n = strlen(r->dirs[i]);
+    if (!strncmp(real, r->dirs[i], n) && (real[n] == '/' || (n == 1 && real[0] == '/')))
+      return true;
+  }
+  return false;
+}
+
+/* Whether file's name ends as a source file's does. */
+static bool is_source_name(const char *file) {
+  static const char *const endings[] = {
+      ".c",  ".h",   ".cc",  ".cp",  ".cpp", ".cxx", ".c++", ".C",   ".hh", ".hpp", ".hxx",
+      ".h++", ".H",  ".ipp", ".tcc", ".inl", ".inc", ".rs",  ".go",  ".f",  ".for", ".f77",
+      ".f90", ".f95", ".f03", ".f08", ".F",  ".F90", ".s",   ".S",   ".asm", ".m",  ".mm",
+      ".cu",  ".cuh", ".zig", ".d",   ".py", ".pyx", ".java", ".y",  ".l"};
+  const char *dot = strrchr(file, '.'), *slash = strrchr(file, '/');
+  if (!dot || (slash && dot < slash) || dot == file || dot[-1] == '/') return false;
+  for (size_t i = 0; i < sizeof endings / sizeof *endings; i++)
+    if (!strcmp(dot, endings[i])) return true;
+  return false;
+}
+
+/* The text of file from disk, when the rules above let it be read, new;
+ * else NULL, with *outside set when only the roots kept it out. */
+static char *read_from_disk(const roots_t *roots, const char *file, bool *outside) {
+  *outside = false;
+  if (!is_source_name(file)) return NULL;
+  char *real = realpath(file, NULL);
+  if (!real) return NULL;
+  char *text = NULL;
+  int fd = -1;
+  if (!is_source_name(real)) goto done;
+  if (!under_a_root(roots, real)) {
+    *outside = true;
+    goto done;
+  }
+  if ((fd = open(real, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)) < 0) goto done;
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > MAX_FILE_BYTES)
+    goto done;
+  text = fl__xmalloc((size_t)st.st_size + 1, 1);
+  size_t got = 0;
+  ssize_t n;
+  while (got < (size_t)st.st_size && (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
+    got += (size_t)n;
+  text[got] = '\0';
+  if (memchr(text, '\0', got)) { /* not text */
+    free(text);
+    text = NULL;
+  }
+done:
+  if (fd >= 0) close(fd);
+  free(real);
+  return text;
+}
+
+void fl__source_outside_note(const fl__source_t *s, fl__buf_t *b) {
+  if (!s->outside) return;
+  fl__buf_printf(b,
+                 "%zu file%s under no source root left unread (%s%s); source_root=DIR "
+                 "(--source-root DIR) shows the source files under DIR",
+                 s->outside, s->outside == 1 ? "" : "s", s->outside_names.data,
+                 s->outside > FL__SOURCE_NAMED ? ", ..." : "");
+}
+
+/* A file's text: the reader's (a cell), else from disk by the rules above;
+ * NULL when it has none. Counts a file the roots kept out. */
+static char *file_text(fl__source_t *s, const fl_source_reader_t *reader, const roots_t *roots,
+                     const char *file) {
+  char *text = reader && reader->read ? reader->read(reader->ctx, file) : NULL;
+  if (text) return text;
+  bool outside;
+  text = read_from_disk(roots, file, &outside);
+  if (outside) {
+    if (s->outside++ < FL__SOURCE_NAMED)
+      fl__buf_printf(&s->outside_names, "%s%s", s->outside > 1 ? ", " : "", file);
+  }
   return text;
 }
 
@@ -93,6 +214,7 @@ static char *keep_text(fl__source_t *s, char *text) {
 
 void fl__source_free(fl__source_t *s) {
   free(s->rows);
+  fl__buf_free(&s->outside_names);
   for (size_t i = 0; i < s->n_texts; i++) free(s->texts[i]);
   free(s->texts);
   *s = (fl__source_t){0};
@@ -375,8 +497,11 @@ static void diff_rows(fl__source_t *s) {
   }
 }
 
-int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d, const char *focus,
-                     const fl_source_reader_t *reader, char *err, size_t err_size) {
+int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d,
+                     const fl_view_opts_t *v, const fl_source_reader_t *reader, char *err,
+                     size_t err_size) {
+  const char *focus = v ? v->focus : NULL;
+  const char *const *roots_given = v ? v->source_roots : NULL;
   const fl_tree_t *other = d ? fl_diff_other_tree(d) : NULL;
   if (d) t = fl_diff_tree(d);
   *s = (fl__source_t){.t = t, .d = d, .total = fl_tree_root(t)->count};
@@ -414,27 +539,30 @@ int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d, co
   /* The files that matter: those with self weight (the others only hold
    * callers of the code that spent it). */
   for (size_t i = 0; i < n_files; i++) s->n_files += files[i].key > 0;
-  char *(*read)(void *, const char *) = reader && reader->read ? reader->read : fl_source_read_file;
-  void *ctx = reader ? reader->ctx : NULL;
+  roots_t roots = {0};
+  for (const char *const *r = roots_given; r && *r; r++) roots_add(&roots, *r);
+  roots_recorded(&roots, fl_tree_profile(t));
+  if (other) roots_recorded(&roots, fl_tree_profile(other));
   for (size_t i = 0; i < n_files && s->files_shown < MAX_FILES && s->n < MAX_ROWS; i++) {
     file_sum_t *f = &files[i];
     if (f->file == renamed_to && renamed) f->other_name = renamed;
     if (focus && !file_has_function(t, f->file, focus) &&
         !(other && file_has_function(other, f->other_name, focus)))
       continue;
-    char *text = read(ctx, f->file);
+    size_t outside = s->outside;
+    char *text = file_text(s, reader, &roots, f->file);
     /* A file without text is worth showing for its own lines' weight;
      * one that only holds callers (a library's, read through its debug
      * information) is not. */
     if (!text && f->key == 0) continue;
     keep_text(s, text);
-    s->unreadable += text == NULL;
+    s->unreadable += text == NULL && s->outside == outside;
     /* The other version's text, when it is another file. */
     int *map = NULL;
     size_t n_map = 0;
     const char **other_starts = NULL;
     if (f->other_name != f->file) {
-      char *other_text = keep_text(s, read(ctx, f->other_name));
+      char *other_text = keep_text(s, file_text(s, reader, &roots, f->other_name));
       if (text && other_text && strcmp(text, other_text)) {
         const char **starts;
         size_t n_text = split_lines(text, &starts);
@@ -456,6 +584,7 @@ int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d, co
     free(map);
     free(other_starts);
   }
+  roots_free(&roots);
   if (d) diff_rows(s);
   free(files);
   free(dl);
@@ -467,7 +596,7 @@ int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d, co
 static int source_notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *s,
                         char notes[FL__MAX_NOTES][FL__NOTE_SIZE]) {
   char what[300], more[200];
-  const char *lines[2] = {what, more};
+  const char *lines[3] = {what, more};
   size_t n_lines = 1;
   snprintf(what, sizeof what,
            "source: the %s spent on each line (self: in the line itself, with the libraries it "
@@ -481,7 +610,12 @@ static int source_notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__s
                            : "");
     n_lines++;
   }
-  return fl__view_notes(v, lines, n_lines, notes);
+  fl__buf_t outside = FL__BUF_INIT;
+  fl__source_outside_note(s, &outside);
+  if (outside.len) lines[n_lines++] = outside.data;
+  int n = fl__view_notes(v, lines, n_lines, notes);
+  fl__buf_free(&outside);
+  return n;
 }
 
 /* "12.34%", or "." for nothing. */
@@ -549,6 +683,11 @@ static char *text_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__sour
   if (s.unreadable)
     fl__buf_printf(&out, "(%zu file%s could not be read: %s sampled lines without their text)\n",
                    s.unreadable, s.unreadable == 1 ? "" : "s", s.unreadable == 1 ? "its" : "their");
+  if (s.outside) {
+    fl__buf_puts(&out, "(");
+    fl__source_outside_note(&s, &out);
+    fl__buf_puts(&out, ")\n");
+  }
   if (s.n == 0) fl__buf_puts(&out, "No sample has a source line.\n");
   for (size_t i = 0; i < s.n; i++) {
     const fl__src_row_t *row = &s.rows[i];
@@ -795,7 +934,7 @@ static const fl_view_opts_t *prepare(const fl_tree_t *t, const fl_view_opts_t *v
     fl_view_opts_init(defaults);
     v = defaults;
   }
-  return fl__source_build(s, t, NULL, v->focus, r, err, err_size) < 0 ? NULL : v;
+  return fl__source_build(s, t, NULL, v, r, err, err_size) < 0 ? NULL : v;
 }
 
 json_t *fl_source_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,

@@ -75,6 +75,8 @@ static void more_line(const sdiff_t *sd, char *out, size_t size) {
   if (s->unreadable)
     fl__buf_printf(&b, "%s%zu file%s could not be read", b.len ? "; " : "", s->unreadable,
                    s->unreadable == 1 ? "" : "s");
+  if (s->outside && b.len) fl__buf_puts(&b, "; ");
+  fl__source_outside_note(s, &b);
   snprintf(out, size, "%s", b.data);
   fl__buf_free(&b);
 }
@@ -89,7 +91,7 @@ static int sdiff_init(sdiff_t *sd, const fl_diff_t *d, const fl_view_opts_t *v,
     v = &sd->defaults;
   }
   sd->v = v;
-  if (fl__source_build(&sd->s, NULL, d, v->focus, r, err, err_size) < 0) {
+  if (fl__source_build(&sd->s, NULL, d, v, r, err, err_size) < 0) {
     fl__source_free(&sd->s);
     return -1;
   }

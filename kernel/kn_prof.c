@@ -65,15 +65,14 @@ kn_prof_t *kn_prof_new(const char *session_dir) {
 }
 
 /* A cell's text is its input as the user wrote it, whose lines the
- * frames' lines count (the magic line included). */
+ * frames' lines count (the magic line included). Other files are read
+ * from disk by the library, under its source roots. */
 static char *read_source(void *ctx, const char *file) {
   int cell;
   char end;
-  if (sscanf(file, KN_CELL_FILE_FMT "%c", &cell, &end) == 1) {
-    const char *input = kn_history_input(ctx, cell);
-    return input ? fl__xstrdup(input) : NULL;
-  }
-  return fl_source_read_file(NULL, file);
+  if (sscanf(file, KN_CELL_FILE_FMT "%c", &cell, &end) != 1) return NULL;
+  const char *input = kn_history_input(ctx, cell);
+  return input ? fl__xstrdup(input) : NULL;
 }
 
 void kn_prof_set_cells(kn_prof_t *p, const kn_history_t *h) {

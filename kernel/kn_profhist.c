@@ -15,7 +15,7 @@ typedef struct run {
   int cell;
   char *key;
   fl_profile_t *prof;
-  size_t bytes; /* estimated */
+  size_t bytes; /* what its copy of the profile holds (fl_profile_bytes) */
 } run_t;
 
 struct kn_profhist {
@@ -58,20 +58,14 @@ char *kn_profhist_key(const json_t *request_metadata, const char *code) {
   return fl__buf_take(&key);
 }
 
-/* What a profile takes in memory, about: its samples, stacks and frames
- * (with their strings). */
-static size_t estimate_bytes(const fl_profile_t *p) {
-  return 48 * fl_profile_n_samples(p) + 64 * fl_profile_n_stacks(p) + 160 * fl_profile_n_frames(p);
-}
-
 void kn_profhist_add(kn_profhist_t *h, const fl_profile_t *run, const char *key, int cell) {
   h->runs = fl__grow(h->runs, &h->cap, h->n + 1, sizeof *h->runs);
   run_t *r = &h->runs[h->n++];
   *r = (run_t){.number = h->next_number++,
                .cell = cell,
                .key = fl__xstrdup(key),
-               .prof = fl_profile_copy(run),
-               .bytes = estimate_bytes(run)};
+               .prof = fl_profile_copy(run)};
+  r->bytes = fl_profile_bytes(r->prof) + strlen(key) + 1;
   h->bytes += r->bytes;
   size_t drop = 0;
   while (drop + 1 < h->n && h->bytes > h->budget) h->bytes -= h->runs[drop++].bytes;

@@ -109,6 +109,11 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
   return remove(path);
 }
 
+/* What the directory holds, the directory itself kept. */
+static int rm_inside(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  return ftw->level > 0 ? remove(path) : 0;
+}
+
 kn_session_t *kn_session_new(char *err, size_t err_size) {
   kn_session_t *s = fl__xcalloc(1, sizeof *s);
   const char *tmp = getenv("TMPDIR");
@@ -160,11 +165,10 @@ void kn_session_destroy(kn_session_t **sp) {
 
 void kn_session_reset(kn_session_t *s) {
   forget_all(s);
-  /* Keep the directory itself; empty it. */
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s", s->dir);
-  nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-  mkdir(path, 0700);
+  /* The directory mkdtemp made stays and is only emptied: removed and made
+   * again by its known name, it could be another user's by then, and
+   * later cells would be compiled and loaded from a directory they own. */
+  nftw(s->dir, rm_inside, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 const char *kn_session_dir(const kn_session_t *s) { return s->dir; }

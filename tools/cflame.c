@@ -308,7 +308,9 @@ static int parse_args(int argc, char **argv, cli_t *c) {
         c->diff_base = optarg;
         break;
       case OPT_FAIL_ABOVE:
-        if (!parse_double(optarg, &c->fail_above) || c->fail_above < 0 || c->fail_above > 100)
+        /* Written so that NaN, which compares false with everything, is
+         * refused rather than a gate that can never fail. */
+        if (!parse_double(optarg, &c->fail_above) || !(c->fail_above >= 0 && c->fail_above <= 100))
           return usage_error(
               "--fail-above %s: expected points of the total, a number from 0 to 100, such "
               "as 5",
@@ -463,6 +465,27 @@ static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) 
   fl_diff_t *d = fl_diff_build(target, base, &tree, &opts, "all", err, sizeof err);
   if (!d) {
     say("%s", err);
+    return -1;
+  }
+  /* A comparison the options emptied compares nothing: a filter gone
+   * stale after a rename would pass every build. */
+  bool new_empty = fl_tree_root(fl_diff_tree(d))->count == 0,
+       base_empty = fl_tree_root(fl_diff_other_tree(d))->count == 0;
+  if (new_empty || base_empty) {
+    static const char *const emptying[] = {"filter", "threads"};
+    char given[128] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof emptying / sizeof *emptying; i++)
+      if (fl_options_given(&c->draw, emptying[i]) && used < sizeof given)
+        used += (size_t)snprintf(given + used, sizeof given - used, "%s--%s", used ? ", " : "",
+                                 emptying[i]);
+    const char *side = new_empty && base_empty ? "either side"
+                       : new_empty               ? "the INPUTs"
+                                                 : "BASE";
+    say("--fail-above %g: nothing to compare: %s left no sample of %s; a gate passes only on "
+        "a comparison",
+        c->fail_above, used ? given : "the options", side);
+    fl_diff_destroy(&d);
     return -1;
   }
   /* How the profiles were compared (intervals, programs of other names):

@@ -192,7 +192,8 @@ void fl_input_limit_text(size_t bytes, char out[32]);
 
 /* Writes len bytes of data to path, whole or not at all: into a new file
  * that mkstemp makes next to path (a name nobody could have planted a link
- * at), with the permissions a plain creat() would give it, renamed over
+ * at), with the permissions of the file it replaces (a new file: those a
+ * plain creat() would give it), renamed over
  * path once every byte is written and the file closed. On any error the
  * new file is removed, path is left as it was, and no descriptor stays
  * open. A path that exists and is not a regular file (/dev/null, a FIFO, a

@@ -127,6 +127,7 @@ typedef struct fl_options {
   uint64_t given; /* bit i: the table's i-th option was given */
   /* owned; what tree, view and diff point to */
   char **pruned;
+  char **source_roots;
   char *filter;
   int *threads;
   char *title;

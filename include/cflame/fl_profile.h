@@ -138,6 +138,9 @@ typedef struct fl_profile_info {
   char compiler[256];     /* compiler and flags, when known */
   int64_t taken_unix;     /* when it was taken (seconds since the epoch), 0 if unknown */
   char event[64];         /* FL_PROFILE_EVENT: the perf event's name ("page-faults") */
+  bool recorded_here;     /* every sample came from this process's collector
+                             (fl_collect), none from a file: the source view
+                             may read its modules' files. No reader sets it. */
 } fl_profile_info_t;
 
 /* A new, empty profile (never NULL: out of memory aborts, as everywhere in
@@ -154,8 +157,9 @@ fl_profile_t *fl_profile_copy(const fl_profile_t *p);
 fl_profile_info_t *fl_profile_info(fl_profile_t *p);
 const fl_profile_info_t *fl_profile_info_const(const fl_profile_t *p);
 
-/* Interns a frame (its strings are copied; a NULL func becomes
- * "[unknown]") and returns its id: ids are 0, 1, 2, ... in order of first
+/* Interns a frame (its strings are copied, control characters written
+ * \xHH, as in thread names; a NULL func becomes "[unknown]") and returns
+ * its id: ids are 0, 1, 2, ... in order of first
  * appearance, and equal fields give the same id. A func that is a mangled
  * C++ or Rust symbol, given without a system_name, is demangled: the frame
  * gets the readable name as func and the symbol as system_name. Frames are
@@ -167,6 +171,10 @@ uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame);
 /* The frame with that id; borrowed, valid for the profile's lifetime. */
 const fl_frame_t *fl_profile_frame(const fl_profile_t *p, uint32_t id);
 size_t fl_profile_n_frames(const fl_profile_t *p);
+
+/* What the profile holds on the heap, in bytes: the room of its arrays and
+ * indexes and its strings, as allocated (malloc's own overhead aside). */
+size_t fl_profile_bytes(const fl_profile_t *p);
 
 /* Adds a sample: n frame ids from the root to the leaf (n may be 0: the
  * root's own time). thread is the thread it was taken on (an OS thread id,

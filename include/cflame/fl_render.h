@@ -48,6 +48,10 @@ typedef struct fl_view_opts {
   int height;        /* pixels; 0: sized to the depth */
   const char *title; /* NULL: none */
   const char *focus; /* the function a view is about (sandwich, source); NULL: none */
+  /* view=source: the directories whose source files may be read (NULL
+   * terminated; NULL: none), besides those of a profile recorded here
+   * (fl_profile_info_t.recorded_here). */
+  const char *const *source_roots;
   double from, to;   /* view=chart: seconds from the start; 0: the start, the end */
   double dpi;        /* PNG output: dots per inch (the SVG's pixels are 96 to the inch) */
   bool png;          /* fl_output_bundle: add an image/png item */
@@ -159,13 +163,14 @@ json_t *fl_top_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v);
  * Each returns NULL with err when v->focus names no function of the tree
  * (err lists the nearest names). */
 typedef struct fl_source_reader {
-  /* The whole text of file (a path, or a name such as "cell[3]"), new,
-   * or NULL when it cannot be had. NULL: fl_source_read_file. */
+  /* The whole text of file when the caller holds it (a notebook's
+   * "cell[3]"), new; NULL to read it from disk, which is done only for a
+   * source file under a source root (v->source_roots; for a profile
+   * recorded here, the working directory and its modules' directories).
+   * NULL: files from disk alone. */
   char *(*read)(void *ctx, const char *file);
   void *ctx;
 } fl_source_reader_t;
-/* A regular file on disk of at most 8 MB, or NULL. ctx is not used. */
-char *fl_source_read_file(void *ctx, const char *file);
 json_t *fl_source_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
                            char *err, size_t err_size);
 char *fl_source_svg(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,

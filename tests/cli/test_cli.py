@@ -202,11 +202,13 @@ def test_source_view_of_a_diff_compares_line_by_line(tmp_path):
     sides carry the line's total as the plain source view counts it, and
     the lines are the file's own text."""
     data = DATA.resolve()
-    plain = json.loads(ok("-f", "vegalite", "--view", "source", data / "srcline.txt", cwd=data))
+    plain = json.loads(ok("-f", "vegalite", "--view", "source", "--source-root", ".",
+                          data / "srcline.txt", cwd=data))
     totals = {r["line"]: r["total"] for r in plain["layer"][0]["data"]["values"]
               if r["k"] == "line" and r["total"]}
     out = tmp_path / "source-diff.vl.json"
-    ok("--view", "source", "--diff", data / "srcline.txt", data / "srcline.txt", "-o", out, cwd=data)
+    ok("--view", "source", "--source-root", ".", "--diff", data / "srcline.txt",
+       data / "srcline.txt", "-o", out, cwd=data)
     spec = json.loads(out.read_text())
     assert spec["usermeta"]["cflame"]["diff"] is True
     rows = [r for r in spec["layer"][0]["data"]["values"] if r["k"] == "line" and r["change"]]

@@ -92,6 +92,20 @@ def test_gate_options(runs, tmp_path):
     assert r.returncode == 0, r.stderr  # only parse's stacks: 100% both times
 
 
+def test_gate_on_a_comparison_its_options_emptied_is_an_error(runs, tmp_path):
+    """A filter gone stale after a rename must not turn the gate off."""
+    base, grown, _ = runs
+    for args, what in ((["--filter", "zzz"], "--filter left no sample of either side"),
+                       (["--filter", "fresh"], "--filter left no sample of BASE")):
+        r = cflame("--diff", base, grown, "--fail-above", "5", *args, "-o", tmp_path / "e.svg")
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert f"--fail-above 5: nothing to compare: {what}" in r.stderr, r.stderr
+        assert "passed" not in r.stderr
+    r = cflame("--diff", grown, base, "--fail-above", "5", "--filter", "fresh", "-o",
+               tmp_path / "e.svg")
+    assert r.returncode == 2 and "--filter left no sample of the INPUTs" in r.stderr, r.stderr
+
+
 def test_gate_bad_input_exits_2_and_writes_nothing(runs, tmp_path):
     base, grown, _ = runs
     out = tmp_path / "diff.svg"
@@ -116,7 +130,10 @@ def test_gate_bad_input_exits_2_and_writes_nothing(runs, tmp_path):
     # and a bad command line
     for args, why in ((["--fail-above", "5", grown], "--fail-above needs --diff BASE"),
                       (["--diff", base, "--fail-above", "five", grown], "--fail-above five"),
-                      (["--diff", base, "--fail-above", "101", grown], "from 0 to 100")):
+                      (["--diff", base, "--fail-above", "101", grown], "from 0 to 100"),
+                      (["--diff", base, "--fail-above", "nan", grown], "--fail-above nan"),
+                      (["--diff", base, "--fail-above", "-inf", grown], "from 0 to 100"),
+                      (["--diff", base, "--fail-above", "inf", grown], "from 0 to 100")):
         r = cflame(*args)
         assert r.returncode == 2 and why in r.stderr, (args, r.stderr)
 

@@ -179,7 +179,8 @@ def test_source_view_of_a_recording(bins, tmp_path):
     r = recorded("-o", "split.pb.gz", "--", bins["prog"], "split", ITERS, cwd=tmp_path)
     cpu = program_json(r.stdout)
     measured = share_points(cpu["three"], cpu["one"] + cpu["three"])
-    out = subprocess.run([CFLAME, "--view", "source", "-f", "text", "split.pb.gz"], cwd=tmp_path,
+    out = subprocess.run([CFLAME, "--view", "source", "--source-root", SOURCES, "-f", "text",
+                          "split.pb.gz"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     text = out.stdout

@@ -619,7 +619,7 @@ static void test_folded_out_escapes(void) {
             "r;g_(a.c:3) 1\n"
             "r;h_(p:1)_(q:2) 2\n"
             "r;k (dir_(1)/k.c:4) 4\n"
-            "r;x?y?z 3\n");
+            "r;x\\x0dy\\x0az 3\n"); /* as the profile holds it (fl_profile_frame_id) */
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t err;
   CHECK_INT(text ? fl_read_profile(q, text, strlen(text), "t", FL_INPUT_FOLDED, NULL, &err) : -1,
@@ -831,6 +831,10 @@ static void test_write_file(void) {
   mode_t mask = umask(022);
   umask(mask);
   CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask));
+  /* a private file written over stays private */
+  CHECK_INT(chmod(path, 0600), 0);
+  CHECK_INT(fl_write_file(path, "<svg />", 7, false, err, sizeof err), 0);
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size == 7);
   /* a FIFO, unless written in place: refused, without waiting for a
    * reader */
   snprintf(special, sizeof special, "%s/fifo.svg", dir);

@@ -487,6 +487,10 @@ static void test_bad_messages(void) {
   BROKEN(m.types[0].unit = 1234, "a sample type's unit is string 1234");
   BROKEN(for (int i = 0; i < 3; i++) m.values[i][0] = 0,
          "no samples found in go.pb: every sample's value is 0");
+  /* No period to take a unit from, and no value either: refused, never
+   * divided by. */
+  BROKEN(m.pb.period = 0; m.pb.period_type = NULL; for (int i = 0; i < 3; i++) m.values[i][0] = 0,
+         "no samples found in go.pb: every sample's value is 0");
   BROKEN(m.pb.n_sample = 0, "no samples found in go.pb: the profile has no samples");
 #undef BROKEN
 }

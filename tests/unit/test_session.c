@@ -2,7 +2,9 @@
 /* kn_session: cells compiled with the real compiler, loaded with dlopen in
  * this process the way the worker loads them, and run. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -222,6 +224,24 @@ static void test_unit_text(void) {
 
 /* A cell whose code does not load again leaves the session: its object
  * and the functions and globals in it; its types and macros stay. */
+/* %reset empties the directory mkdtemp made and keeps it: never removed
+ * and made again by its name, which another user could take first. */
+static void test_reset_keeps_directory(void) {
+  int fd = open(kn_session_dir(session), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  CHECK(fd >= 0);
+  CHECK_INT(run_cell(90, "int kept_before_reset = 1;"), 0);
+  kn_session_reset(session);
+  struct stat st;
+  CHECK(fstat(fd, &st) == 0 && st.st_nlink >= 2 && (st.st_mode & 0777) == 0700);
+  DIR *d = fdopendir(fd);
+  size_t entries = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entries++;
+  CHECK_INT(entries, 0);
+  if (d) closedir(d);
+  CHECK_INT(run_cell(91, "int made_after_reset = 2;"), 0);
+}
+
 static void test_drop_object(void) {
   CHECK_INT(run_cell(90,
                      "struct drop_pt { int x; };\n#define DROP_K 4\n"
@@ -264,6 +284,7 @@ int main(void) {
   test_frame_pointer_flags();
   test_unit_text();
   test_drop_object();
+  test_reset_keeps_directory();
   kn_session_destroy(&session);
   struct stat st;
   CHECK(stat(dir, &st) != 0); /* the private directory is gone */
