@@ -11,7 +11,10 @@
 //  - adds a band above the drawing with a search box, the matched share
 //    and a reset button, and hides the static hint (.cflame-hint);
 //  - on hover outlines a frame and shows its title in a box in the SVG (the
-//    <title>s are taken out, so the browser's tooltip does not repeat it);
+//    <title>s are taken out, so the browser's tooltip does not repeat it):
+//    the box lies inside the SVG whatever the title, each line wrapped to
+//    the SVG's width (a wrapped part is a tspan of class cflame-more) and
+//    the lines cut, ending in an ellipsis, to its height;
 //  - on click zooms a graph or chart to the frame (its width becomes the
 //    plot's), relabelling the frames; double-click, Escape or the button
 //    reset;
@@ -27,9 +30,12 @@
 (function () {
   var NS = 'http://www.w3.org/2000/svg', BAND = 30, CH = 6.6, FONT = 11;
   var MONO = 'Menlo, Consolas, DejaVu Sans Mono, monospace';
-  function el(name, attrs, parent, ns) {
-    var e = document.createElementNS(ns || NS, name);
+  function set(e, attrs) {
     for (var k in attrs) e.setAttribute(k, attrs[k]);
+    return e;
+  }
+  function el(name, attrs, parent, ns) {
+    var e = set(document.createElementNS(ns || NS, name), attrs);
     if (parent) parent.appendChild(e);
     return e;
   }
@@ -55,7 +61,7 @@
     var hint = svg.parentNode && svg.parentNode.querySelector('.cflame-hint');
     if (hint) hint.style.display = 'none';
     body.querySelectorAll('.cflame-hint').forEach(e => e.remove());
-    var plots = kind == 'sandwich' ? [].slice.call(body.querySelectorAll('svg[data-cflame]')) : [body];
+    var plots = kind == 'sandwich' ? [...body.querySelectorAll('svg[data-cflame]')] : [body];
     var frames = [];
     plots = plots.map(p => {
       var owner = p == body ? svg : p, ext = num(owner.getAttribute('data-plot'));
@@ -102,15 +108,15 @@
     reset.textContent = 'Reset zoom';
     var share = el('text', {class: 'cflame-share', x: W - 220, y: 20, 'text-anchor': 'end'}, ui);
     var fo = el('foreignObject', {x: W - 210, y: 4, width: 200, height: 22}, ui);
-    var input = el('input', {type: 'search', placeholder: 'search function names',
-                             'aria-label': 'search function names',
+    var what = 'search function names';
+    var input = el('input', {type: 'search', placeholder: what, 'aria-label': what,
                              style: 'width:196px;font:12px sans-serif;box-sizing:border-box'},
                    fo, 'http://www.w3.org/1999/xhtml');
     var box = el('g', {class: 'cflame-box', 'pointer-events': 'none', visibility: 'hidden',
                        'font-family': MONO,
                        'font-size': FONT}, svg);
     var boxRect = el('rect', {fill: bg, stroke: ink, 'stroke-width': 1, rx: 3}, box);
-    var boxText = el('text', {fill: ink}, box);
+    var boxText = el('text', {fill: ink, y: 16}, box);
     function draw(plot) {
       if (!zooms) return;
       var z = plot.zoom || [plot.lo, plot.hi], k = (plot.hi - plot.lo) / (z[1] - z[0]);
@@ -160,9 +166,7 @@
         f.hit = q && f.name.toLowerCase().indexOf(q) >= 0;
         [f.e].concat(f.also).forEach(e => { e.style.opacity = q && !f.hit ? 0.25 : ''; });
       });
-      share.textContent = q ? 'matched: ' + plots.map(p => {
-        return matched(p).toFixed(2) + '%';
-      }).join(' \u00b7 ') : '';
+      share.textContent = q ? 'matched: ' + plots.map(p => matched(p).toFixed(2) + '%').join(' \u00b7 ') : '';
     }
     function zoom(plot, f) {
       plots.forEach(p => {
@@ -175,18 +179,22 @@
       plots.forEach(p => { p.outline.setAttribute('visibility', 'hidden'); });
       box.setAttribute('visibility', f ? 'visible' : 'hidden');
       if (!f) return;
-      var o = f.plot.outline;
-      o.setAttribute('x', f.l);
-      o.setAttribute('y', f.y - f.h / 2);
-      o.setAttribute('width', f.r - f.l);
-      o.setAttribute('height', f.h);
-      o.setAttribute('visibility', 'visible');
+      set(f.plot.outline, {x: f.l, y: f.y - f.h / 2, width: f.r - f.l, height: f.h, visibility: 'visible'});
+      // The box is 12 wider and 8 taller than its text: lines of per
+      // characters (and an ellipsis) at most, measured as the browser draws
+      // them (CH is a guess a wider font overflows), and most lines at most
+      // fit in the SVG, so that placed beside the pointer or at 0 it lies
+      // inside.
+      boxText.textContent = 'MMMMMMMMMM';
+      var cw = boxText.getComputedTextLength() / 10 || CH, per = Math.floor((W - 12) / cw) - 1,
+          most = Math.floor((H + BAND - 8) / 14), lines = [];
+      f.text.split('\n').forEach(s => { for (var i = 0; !i || i < s.length; i += per) lines.push([s.slice(i, i + per), i]); });
+      if (lines.length > most) lines.length = most, lines[most - 1][0] += '\u2026';
       boxText.textContent = '';
-      var lines = f.text.split('\n');
-      lines.forEach((line, i) => {
-        el('tspan', {x: 8, dy: i ? 14 : 0}, boxText).textContent = line;
+      lines.forEach((l, i) => {
+        el('tspan', {x: 8, dy: i ? 14 : 0, class: l[1] ? 'cflame-more' : ''}, boxText).textContent = l[0];
       });
-      var wide = Math.max.apply(null, lines.map(s => s.length)) * CH + 12;
+      var wide = boxText.getBBox().width + 12;
       var tall = lines.length * 14 + 8;
       var p = svg.createSVGPoint();
       p.x = ev.clientX;
@@ -195,9 +203,7 @@
       var x = p.x + 14, y = p.y + 14;
       if (x + wide > W) x = Math.max(0, p.x - 14 - wide);
       if (y + tall > H + BAND) y = Math.max(0, p.y - 14 - tall);
-      boxRect.setAttribute('width', wide);
-      boxRect.setAttribute('height', tall);
-      boxText.setAttribute('y', 16);
+      set(boxRect, {width: wide, height: tall});
       box.setAttribute('transform', 'translate(' + x + ',' + y + ')');
     }
     svg.addEventListener('mousemove', ev => { over(ev.target.cflame, ev); });

@@ -5,7 +5,11 @@
  * cell may handle it, and a cell blocked in a system call is unwound at
  * once); SIGUSR2 after INTERRUPT_FORCE_MS unwinds the cell wherever it is;
  * after INTERRUPT_KILL_MS the worker is killed and restarted, which loses
- * global variables but never the kernel. */
+ * global variables but never the kernel. The worker notes an interrupt
+ * that comes after it read the run command and before the cell started;
+ * one that came before it read the command is sent again when it says the
+ * run is under way ("running"), and the escalation starts again from
+ * there. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +42,10 @@ static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
   if (e->compiled) {
     bool has_main = e->compiled->has_main;
     kn_session_commit(session, &e->compiled);
+    if (status && !strcmp(status, "interrupted") && json_is_false(json_object_get(ev, "started"))) {
+      kn_exec_fail(e, "Interrupted", "the cell was interrupted before it started; nothing ran");
+      return;
+    }
     if (status && !strcmp(status, "interrupted")) {
       /* What ran until the interrupt was sampled: that is how one sees
        * where a cell that does not end spends its time. */
@@ -95,6 +103,18 @@ static void on_input_request(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
   free(line);
 }
 
+/* The worker says the cell's object has loaded and its run is under way.
+ * An interrupt sent before it read the run command (a worker that did not
+ * get the CPU for a while, on a busy machine) found no run to end: it is
+ * sent again, and the time the cell has to stop counts from now, not from
+ * while its object loaded. */
+static void on_running(kn_kernel_t *k, kn_exec_t *e) {
+  if (e->interrupt_stage != 1 && e->interrupt_stage != 2) return;
+  e->interrupt_stage = 1;
+  e->interrupt_at_ms = fl__now_ms();
+  kn_worker_signal_group(kn_kernel_worker(k), SIGINT);
+}
+
 typedef struct worker_ctx {
   kn_kernel_t *k;
   kn_exec_t *e;
@@ -149,9 +169,10 @@ static void on_worker_event(void *ctx, const kn_wev_t *ev) {
   case KN_WEV_JSON: {
     const char *name = json_string_value(json_object_get(ev->json, "ev"));
     if (!e || !name) break;
-    if (!strcmp(name, "running"))
+    if (!strcmp(name, "running")) {
       e->loaded = true;
-    else if (!strcmp(name, "done") && !c->done)
+      on_running(k, e);
+    } else if (!strcmp(name, "done") && !c->done)
       c->done = json_incref(ev->json);
     else if (!strcmp(name, "input_request"))
       on_input_request(k, e, ev->json);

@@ -79,8 +79,13 @@ void kw_fault_add_code_range(uintptr_t lo, uintptr_t hi);
 extern sigjmp_buf kw_cell_jmp;
 extern volatile sig_atomic_t kw_cell_running;
 /* Set by an interrupt that arrived while the cell ran, even one that could
- * not unwind at once (a sleep it cut short): the cell counts as interrupted. */
+ * not unwind at once (a sleep it cut short), or while a run command was
+ * carried out before the cell's entry was called (its object loading, the
+ * profilers set up): the cell counts as interrupted, and in the second case
+ * its entry is not called. */
 extern volatile sig_atomic_t kw_interrupt_requested;
+/* 1 from the moment a run command is read until its done is sent. */
+extern volatile sig_atomic_t kw_run_active;
 
 /* ---- kw_threads.c ---- */
 

@@ -27,7 +27,9 @@
  * library (which may hold a lock) the handler only notes the request; the kernel then sends SIGUSR2
  * a little later, which unwinds wherever the thread is, and kills and restarts the worker if even
  * that does not end the cell within a second. Neither unwinds a thread writing to the event
- * channel: kw_io.c raises the signal again once the frame is written whole. */
+ * channel: kw_io.c raises the signal again once the frame is written whole. One that arrives
+ * after a run command was read but before the cell's entry is called is noted, and the run
+ * ends before the entry (kw_main.c's run_once). */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
 #include <errno.h>
@@ -46,6 +48,7 @@
 sigjmp_buf kw_cell_jmp;
 volatile sig_atomic_t kw_cell_running;
 volatile sig_atomic_t kw_interrupt_requested;
+volatile sig_atomic_t kw_run_active;
 
 #define MAX_CODE_RANGES 16384
 #define MAX_PCS 128
@@ -174,7 +177,14 @@ static void crash_handler(int sig, siginfo_t *si, void *ucv) {
 
 static void interrupt_handler(int sig, siginfo_t *si, void *ucv) {
   int saved = errno;
-  if (!kw_cell_running) goto out;
+  /* Before the cell's entry (its object loading, a recorder clearing its
+   * buffer, slow under a sanitizer or a busy machine) the interrupt is
+   * noted, not dropped: run_once then ends the run before the entry. An
+   * interrupt between runs belongs to none. */
+  if (!kw_cell_running) {
+    if (kw_run_active) kw_interrupt_requested = 1;
+    goto out;
+  }
   kw_interrupt_requested = 1;
   /* Only the main thread runs the cell's entry and owns the jump buffer. */
   pid_t tid = (pid_t)syscall(SYS_gettid);

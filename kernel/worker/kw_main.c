@@ -349,7 +349,7 @@ static void call_entry(void *arg) {
 /* Runs entry once under the interrupt jump buffer, as the root of the
  * stacks the sampler takes (fl_sampler_call: the worker's frames below are
  * not unwound). Returns 0 when it returned (its value in *rc), 1 when
- * interrupted. */
+ * interrupted, 2 when interrupted before it was called. */
 static int run_once(cell_entry_fn entry, int *rc) {
   if (sigsetjmp(kw_cell_jmp, 1) != 0) {
     kw_cell_running = 0;
@@ -357,6 +357,13 @@ static int run_once(cell_entry_fn entry, int *rc) {
     return 1;
   }
   kw_cell_running = 1;
+  /* Interrupted before the entry (kw_fault.c notes it): the cell does not
+   * start. Checked after kw_cell_running is set, so that an interrupt
+   * arriving in between is noted too. */
+  if (kw_interrupt_requested) {
+    kw_cell_running = 0;
+    return 2;
+  }
   cell_call_t call = {entry, 0};
   fl_sampler_call(call_entry, &call);
   *rc = call.rc;
@@ -394,7 +401,7 @@ interrupted:
   return NULL;
 }
 
-static void cmd_run(json_t *cmd) {
+static void run_command(json_t *cmd) {
   const char *path = json_string_value(json_object_get(cmd, "path"));
   const char *entry_name = json_string_value(json_object_get(cmd, "entry"));
   bool allow_stdin = json_is_true(json_object_get(cmd, "allow_stdin"));
@@ -429,7 +436,6 @@ static void cmd_run(json_t *cmd) {
     return;
   }
   kw_io_begin_cell(allow_stdin);
-  kw_interrupt_requested = 0;
   kw_value_reset();
   int rc = 0, interrupted = 0;
   json_t *timing = NULL;
@@ -466,6 +472,7 @@ static void cmd_run(json_t *cmd) {
   if (timing) json_object_set_new(ev, "timeit", timing);
   if (profile) json_object_set_new(ev, "profile", profile);
   if (allocs_info) json_object_set_new(ev, "allocs", allocs_info);
+  if (interrupted == 2) json_object_set_new(ev, "started", json_false());
   /* The trailing expression's value, printed after the run (and after the
    * profiler stopped): %%timeit shows times, not values. */
   if (!interrupted && !timing && kw_value_captured()) {
@@ -475,6 +482,15 @@ static void cmd_run(json_t *cmd) {
   }
   kw_value_reset();
   kw_send_new(ev);
+}
+
+/* A run command: from here to its done (or error), an interrupt belongs to
+ * it, even one that arrives before the cell's entry is called. */
+static void cmd_run(json_t *cmd) {
+  kw_interrupt_requested = 0;
+  kw_run_active = 1;
+  run_command(cmd);
+  kw_run_active = 0;
 }
 
 int main(int argc, char **argv) {

@@ -618,6 +618,37 @@ def test_every_views_svg_is_interactive_by_itself(tmp_path):
     assert p.stdout.count("ok   ") == len(files), p.stdout
 
 
+
+def test_a_title_longer_than_the_svg_stays_inside_it(tmp_path):
+    """A frame whose name is wider than the SVG (a C++ name nested in many
+    namespaces: 2,000 characters here), the widest frame below the root,
+    hovered in the flame graph and in the chart, one lane high: the box
+    shows its title wrapped to the SVG's width and cut to its height, and
+    lies inside the SVG; after a click on it, every label lies inside too
+    (tests/render/interactive_test.mjs)."""
+    long_name = "::".join(f"level{i:03}" for i in range(200))
+    samples = [("main;short", 5), (f"main;{long_name}", 50), ("main;other", 5)]
+    text, t = [], 1000.0
+    for stack, n in samples:
+        for _ in range(n):
+            text.append(f"prog  100 {t:.6f}:     1000000 cpu-clock:ppp: ")
+            text += [f"\t{0x1000 + 16 * k:16x} {f}+0x1 (/tmp/prog)"
+                     for k, f in enumerate(reversed(stack.split(";")))]
+            text.append("")
+            t += 0.001
+    src = tmp_path / "long.txt"
+    src.write_text("\n".join(text) + "\n")
+    files = []
+    for view in ("flame", "chart"):
+        out = tmp_path / f"{view}.svg"
+        ok("--view", view, src, "-o", out)
+        assert long_name in out.read_text(), view
+        files.append(out)
+    p = subprocess.run([NODE, str(RENDER / "interactive_test.mjs"), *map(str, files)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("ok   ") == len(files), p.stdout
+
 def _to_terminal(args, env_extra):
     """cflame ARGS with its standard output a terminal (a pty) whose
     environment is env_extra's: (status, what the terminal got, stderr)."""

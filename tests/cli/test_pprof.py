@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from cflame_bundle import frames_of
+from cflame_text import COUNT
 from test_cli import CFLAME, DATA, SVG_NS, check_spec, cflame, folded_counts, ok
 
 GO = shutil.which("go")
@@ -260,7 +261,7 @@ def test_go_cpu_profile_is_drawn(tmp_path, go_profile, go_env):
     check_spec(out)
     svg = ET.fromstring(ok(go_profile))
     texts = [t.text for t in svg.iter(SVG_NS + "text")]
-    assert any(t and re.match(r"\d+ samples, one every 10 ms", t) for t in texts), texts[:5]
+    assert any(t and re.match(rf"{COUNT} samples, one every 10 ms", t) for t in texts), texts[:5]
     # and go tool pprof agrees with cflame on it
     want = shares(ok("-f", "folded", "--no-lines", go_profile))
     got = pprof_top(go_env, go_profile)

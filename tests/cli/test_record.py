@@ -33,6 +33,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from cflame_text import count, count_in  # (tests/lib)
 
 CFLAME = os.path.abspath(os.environ.get("CFLAME_BIN", "build/bin/cflame"))
 SOURCES = Path(__file__).resolve().parent / "record"
@@ -124,7 +125,7 @@ def check_share(got, measured, n, *context):
 
 def samples_in(stderr):
     """How many samples cflame record says it wrote."""
-    return int(re.search(r": (\d+) samples? ", stderr).group(1))
+    return count_in(r": {count} samples? ", stderr)
 
 
 def program_json(stdout):
@@ -196,11 +197,11 @@ def test_source_view_of_a_recording(bins, tmp_path):
     loop = next(i + 1 for i, s_ in enumerate(source) if "x = x * 0.999999 + 1.0" in s_)
     call1 = next(i + 1 for i, s_ in enumerate(source) if s_.strip() == "burn(n);")
     call3 = next(i + 1 for i, s_ in enumerate(source) if s_.strip() == "burn(3 * n);")
-    count = lambda c: 0 if c == "." else int(c.replace(",", ""))  # noqa: E731
-    total = int(re.match(r"Total: ([\d,]+) samples", text).group(1).replace(",", ""))
-    assert count(rows[loop][0]) >= 0.9 * total, (rows[loop], total)
+    cell = lambda c: 0 if c == "." else count(c)  # noqa: E731
+    total = count_in(r"^Total: {count} samples", text)
+    assert cell(rows[loop][0]) >= 0.9 * total, (rows[loop], total)
     assert rows[loop][2] == source[loop - 1].strip(), rows[loop]
-    n1, n3 = count(rows[call1][1]), count(rows[call3][1])
+    n1, n3 = cell(rows[call1][1]), cell(rows[call3][1])
     check_share(share_points(n3, n1 + n3), measured, n1 + n3, rows[call1], rows[call3])
 
 

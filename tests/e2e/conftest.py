@@ -26,6 +26,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "lib"))
 from cflame_bundle import (chart_bars_of, frames_of, sandwich_halves_of,  # noqa: E402,F401
                            svg_of, svg_of_file, top_rows_of, view_of)  # (tests/lib)
+from cflame_text import COUNT, count, count_in  # noqa: E402,F401 (tests/lib)
 
 CFLAME_JUPYTER_PATH = os.environ.get("CFLAME_JUPYTER_PATH") or str(
     HERE.parent.parent / "build" / "share" / "jupyter"
@@ -454,10 +455,10 @@ def rows_of(bundle):
 
 
 _SUMMARY_RE = re.compile(
-    r"(?P<samples>[\d,]+) samples? every (?P<interval>[\d.]+) (?P<unit>ms|ns) of CPU"
+    rf"(?P<samples>{COUNT}) samples? every (?P<interval>[\d.]+) (?P<unit>ms|ns) of CPU"
     r" represents? (?P<represented>[\d.]+) s of CPU"
-    r", from (?P<stacks>[\d,]+) stacks? recorded"
-    r"(?: \((?P<rate>\d+) per CPU-second\))?"
+    rf", from (?P<stacks>{COUNT}) stacks? recorded"
+    rf"(?: \((?P<rate>{COUNT}) per CPU-second\))?"
     r"(?:; the run used (?P<cpu>[\d.]+) s CPU, (?P<wall>[\d.]+) s wall)?"
 )
 
@@ -477,10 +478,10 @@ def summary_of(text):
     scale = 1e-3 if m["unit"] == "ms" else 1e-9
     num = lambda k: float(m[k]) if m[k] is not None else None  # noqa: E731
     return {
-        "samples": int(m["samples"].replace(",", "")),
-        "stacks": int(m["stacks"].replace(",", "")),
+        "samples": count(m["samples"]),
+        "stacks": count(m["stacks"]),
         "interval": float(m["interval"]) * scale,
-        "rate": num("rate"),
+        "rate": float(count(m["rate"])) if m["rate"] is not None else None,
         "represented": num("represented"),
         "cpu": num("cpu"),
         "wall": num("wall"),

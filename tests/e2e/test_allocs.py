@@ -5,14 +5,19 @@ profiles"):
 binomial bound when sampling), live=true, allocations made inside libc,
 threads, weight=count, allocation baselines and diffs, and the refusals.
 """
+import fcntl
 import math
 import os
 import re
+import signal
+import struct
+import termios
+import time
 
 import pytest
 
-from conftest import (SpecStore, by_id, displays, fails, flame, interrupt_after_delay, ok,
-                      rows_of, run, start_kernel, stdout, svg_of)
+from conftest import (SpecStore, by_id, child_processes, collect, displays, fails, flame,
+                      interrupt_after_delay, ok, rows_of, run, send, start_kernel, stdout, svg_of)
 
 STORE = SpecStore("allocs")
 
@@ -224,6 +229,65 @@ def test_interrupted_allocation_profile_shows_what_ran(kernel):
     STORE.add(bundle, "interrupted")
     rows = rows_of(bundle)
     assert total(rows, "churn") > 1000, [(x["func"], x["count"]) for x in rows]
+
+
+
+def pending_signals(pid):
+    """The signals pending for process pid (its own and its threads'), as
+    /proc/PID/status shows them."""
+    status = dict(line.split(":\t", 1) for line in open(f"/proc/{pid}/status").read().splitlines()
+                  if ":\t" in line)
+    mask = int(status["SigPnd"], 16) | int(status["ShdPnd"], 16)
+    return {s for s in range(1, 65) if mask >> (s - 1) & 1}
+
+
+def wait_for(condition, what, within=60):
+    """Polls condition until it holds; fails saying what did not happen."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {within} s"
+        time.sleep(0.005)
+
+
+def test_an_interrupt_before_the_worker_reads_the_run_ends_the_cell(kernel):
+    """An interrupt that reaches the worker before it read the cell's run
+    command (a worker that did not get the CPU for a while, on a busy machine
+    or under a sanitizer: stopped here until the SIGINT and the SIGUSR2 that
+    follows it are both pending) ends the cell as interrupted: the worker is
+    not killed as a cell that "did not stop in time", and it runs the next
+    cell."""
+    km, kc = kernel
+    workers = [p for p, (name, _) in child_processes(km.provisioner.process.pid).items()
+               if name == "cflame-worker"]
+    assert len(workers) == 1, workers
+    worker = workers[0]
+    commands = os.open(f"/proc/{worker}/fd/3", os.O_RDONLY | os.O_NONBLOCK)  # its command pipe
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        msg_id = send(kc, "%%profallocs\nfor (;;) churn(1000, 64);", stop_on_error=False)
+        # The cell compiled and its run command waits in the pipe, unread.
+        unread = lambda: struct.unpack("i", fcntl.ioctl(commands, termios.FIONREAD, b"\0" * 4))[0]  # noqa: E731
+        wait_for(lambda: unread() > 0, "the run command")
+        km.interrupt_kernel()
+        wait_for(lambda: {signal.SIGINT, signal.SIGUSR2} <= pending_signals(worker),
+                 "the interrupt's SIGINT and SIGUSR2 at the worker")
+    finally:
+        os.kill(worker, signal.SIGCONT)
+        os.close(commands)
+    r = collect(kc, msg_id, timeout=60, sent_t=t0)
+    assert r.reply["ename"] == "Interrupted", r.reply
+    # Sent again once the run is under way, the interrupt finds the cell
+    # before its entry (nothing ran, nothing to draw) or in it (the graph of
+    # what it ran).
+    said = r.reply["evalue"]
+    if said == "the cell was interrupted before it started; nothing ran":
+        assert not displays(r.outputs), r.outputs
+    else:
+        assert "The flame graph shows what the cell ran until then" in said, said
+        assert len(displays(r.outputs)) == 1, r.outputs
+    assert worker in child_processes(km.provisioner.process.pid), "the worker was restarted"
+    assert ok(kc, 'printf("next\\n");') == "next\n"
 
 
 def test_profsave_of_an_allocation_graph(kc, tmp_path):

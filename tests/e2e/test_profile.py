@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (VL_MIME, SpecStore, ancestors, by_id, check_spec, children,
+from conftest import (COUNT, VL_MIME, SpecStore, ancestors, by_id, check_spec, children,
                       displays, errors, fails, flame, interrupt_after_delay, ok, rows_of, run,
                       start_kernel, stdout, summary_of, svg_of, svg_of_file)
 
@@ -318,7 +318,7 @@ __attribute__((noinline)) double hrb(int d, unsigned s, long n) {
     meta = bundle[VL_MIME].get("usermeta", {}).get("cflame", {})
     if meta.get("merged") or meta.get("hidden"):
         said = json.dumps(bundle[VL_MIME].get("title")) + bundle["text/plain"]
-        assert re.search(r"[\d,]+ (narrow )?frames", said), "the output does not say how many frames were left out"
+        assert re.search(rf"{COUNT} (narrow )?frames", said), "the output does not say how many frames were left out"
     print(f"huge: {len(rows)} rows, {compact} bytes, depth {max(r['depth'] for r in rows)}, "
           f"{len(hf)} hf functions, {meta}")
     path = tmp_path / "huge.json"
@@ -603,12 +603,12 @@ def test_profile_accumulates_then_profshow_profprint_profclear(kc):
     out = ok(kc, "%profprint")
     assert summary_of(out)["samples"] == s["samples"]
     assert re.search(r"Count\s+Self\s+Frame", out), out
-    assert re.search(r"^\s*\d+\s+\d+\s+top-level scope\s+cell\[%d\]" % c1, out, re.M), out
-    assert re.search(r"^\s*\d+\s+\d+\s+b\s+cell\[", out, re.M), out
+    assert re.search(rf"^\s*{COUNT}\s+{COUNT}\s+top-level scope\s+cell\[{c1}\]", out, re.M), out
+    assert re.search(rf"^\s*{COUNT}\s+{COUNT}\s+b\s+cell\[", out, re.M), out
 
     out = ok(kc, "%profprint format=flat")
     assert re.search(r"Count\s+Self\s+Percent\s+Function", out), out
-    assert re.search(r"^\s*\d+\s+\d+\s+[\d.]+%\s+c\s", out, re.M), out
+    assert re.search(rf"^\s*{COUNT}\s+{COUNT}\s+[\d.]+%\s+c\s", out, re.M), out
 
     assert ok(kc, "%profclear") == ""
     reply, outputs = run(kc, "%profshow")
@@ -920,7 +920,7 @@ def test_the_bundle_says_why_text_shows_and_where_the_interactive_view_is(tmp_pa
             assert "not the flame graph" in lines[0] and "Trust Notebook" in lines[0] \
                 and "jupyter trust" in lines[0], lines[:2]
             assert len(lines[0]) <= 120, lines[0]
-            assert re.match(r"[\d,]+ samples? every ", lines[1]), lines[:2]
+            assert re.match(rf"{COUNT} samples? every ", lines[1]), lines[:2]
             md = data["text/markdown"]
             hint = re.search(r"<p class=\"cflame-hint\"[^>]*>([^<]*)</p>\n</div>\n$", md)
             assert hint and "JupyterLab" in hint.group(1) and "%profsave" in hint.group(1), md[-300:]
@@ -928,7 +928,7 @@ def test_the_bundle_says_why_text_shows_and_where_the_interactive_view_is(tmp_pa
         saved = tmp_path / "diff.txt"
         ok(kc, f"%profsave {saved}")
         text = saved.read_text()
-        assert "Trust Notebook" not in text and re.match(r"[\d,]+ samples? every ", text), text[:300]
+        assert "Trust Notebook" not in text and re.match(rf"{COUNT} samples? every ", text), text[:300]
 
 
 def test_restarted_worker_reuses_the_modules_read_before(tmp_path):

@@ -12,7 +12,9 @@
 //     controls) and hid the static hint beside it, if any;
 //   - hovering a frame (the widest that is not the whole plot; a table's
 //     first row) shows a box inside the SVG whose lines are the frame's
-//     title, and outlines the frame;
+//     title (a line too long for the SVG wrapped: its parts are tspans of
+//     class cflame-more; a title too tall cut, ending in an ellipsis), and
+//     outlines the frame;
 //   - clicking it (a graph or a chart) makes it as wide as the plot, and
 //     labels stay inside their frames; Reset zoom and a double-click both
 //     bring every frame back to its place;
@@ -162,13 +164,18 @@ export async function tryGraphs(page, allTitles, expectGraphs) {
       const outline = [...svg.querySelectorAll('rect')].find(r => r.getAttribute('visibility') === 'visible');
       const b = box.getBoundingClientRect(), s = svg.getBoundingClientRect();
       return { shown: box.getAttribute('visibility') === 'visible',
-               lines: [...box.querySelectorAll('tspan')].map(t => t.textContent),
+               lines: [...box.querySelectorAll('tspan')].reduce((ls, t) => {
+                 if (t.getAttribute('class') === 'cflame-more' && ls.length) ls[ls.length - 1] += t.textContent;
+                 else ls.push(t.textContent);
+                 return ls;
+               }, []),
                inside: b.left >= s.left - 1 && b.right <= s.right + 1 && b.top >= s.top - 1 && b.bottom <= s.bottom + 1,
                outlined: !!outline };
     }, g.id);
     const want = titles.get(pick.d0) || '';
     if (!hover.shown) problems.push(`${name}: hovering ${pick.d0} shows no box`);
-    else if (hover.lines.join('\n') !== want)
+    else if (hover.lines.join('\n') !== want && !(hover.lines.join('\n').endsWith('\u2026')
+                                                  && want.startsWith(hover.lines.join('\n').slice(0, -1))))
       problems.push(`${name}: the box says ${JSON.stringify(hover.lines.join('\n'))}, the title ${JSON.stringify(want)}`);
     if (hover.shown && !hover.inside) problems.push(`${name}: the box lies outside the SVG`);
     if (!hover.outlined) problems.push(`${name}: the hovered frame is not outlined`);
@@ -182,7 +189,8 @@ export async function tryGraphs(page, allTitles, expectGraphs) {
       const labels = await page.evaluate(id => {
         const svg = document.querySelector(`svg[data-try="${id}"]`);
         const s = svg.getBoundingClientRect();
-        return [...svg.querySelectorAll('g[pointer-events=none] > text')].filter(t => {
+        // The frames' labels: the hover box (hidden now) is no label.
+        return [...svg.querySelectorAll('g[pointer-events=none]:not(.cflame-box) > text')].filter(t => {
           const b = t.getBoundingClientRect();
           return b.width > 0 && (b.left < s.left - 1 || b.right > s.right + 1);
         }).length;
