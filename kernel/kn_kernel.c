@@ -5,12 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include <zmq.h>
@@ -28,6 +30,8 @@ struct kn_kernel {
   void *sockets[4]; /* by kn_channel_t */
   void *hb;
   int sigint_pipe[2];  /* SIGINT to the kernel writes here */
+  pid_t client_pid;    /* the process the kernel leaves with (watch_client), or 0 */
+  int client_fd;       /* its pidfd, readable once it has ended; -1: none watched */
   kn_replay_t *replay; /* signatures seen: replayed messages are dropped */
 
   int execution_count;
@@ -319,6 +323,49 @@ static int bind_socket(kn_kernel_t *k, void **sock, int type, int port, char *er
   return 0;
 }
 
+/* The kernel leaves with the process that started it, as ipykernel does:
+ * a client killed without a shutdown_request (a script's SIGKILL, a
+ * crashed frontend) leaves no kernel, worker or libclang process behind.
+ * That process is JPY_PARENT_PID where the client set it (jupyter_client
+ * does: the kernel may run under a wrapper that outlives the client), else
+ * the kernel's parent at start. Its pidfd joins the poll set, so the loop
+ * learns of its end at once and never waits to check. Not
+ * PR_SET_PDEATHSIG: it follows the parent thread that forked the kernel,
+ * not the process, and only the direct parent. Process 1 is never
+ * watched: it does not end, and a kernel whose parent is already 1 was
+ * orphaned at birth or started by a container's init, which also does not
+ * end. Returns 0, or -1 with err when the process has already ended. */
+static int watch_client(kn_kernel_t *k, char *err, size_t err_size) {
+  const char *given = getenv("JPY_PARENT_PID");
+  pid_t pid = 0;
+  if (given && given[0]) {
+    char *end;
+    long v = strtol(given, &end, 10);
+    if (*end || v <= 0 || v > INT32_MAX)
+      kn_log(k, "JPY_PARENT_PID=%s is not a process id; watching the parent", given);
+    else
+      pid = (pid_t)v;
+  }
+  bool parent = pid == 0;
+  if (parent) pid = getppid();
+  if (pid <= 1) return 0;
+  k->client_fd = pidfd_open(pid, 0);
+  /* A parent gone before pidfd_open made the kernel init's (or a
+   * subreaper's) child: getppid says so after the pidfd is taken. */
+  if ((k->client_fd < 0 && errno == ESRCH) || (parent && getppid() != pid)) {
+    snprintf(err, err_size, "the process that started the kernel (%d) has already ended", (int)pid);
+    return -1;
+  }
+  if (k->client_fd < 0) {
+    kn_log(k, "cannot watch process %d, which started the kernel (pidfd_open: %s)",
+           (int)pid, strerror(errno));
+    return 0;
+  }
+  fcntl(k->client_fd, F_SETFD, FD_CLOEXEC);
+  k->client_pid = pid;
+  return 0;
+}
+
 int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size) {
   if (!k->worker) k->worker = kn_worker_new(k->worker_path);
   /* Earlier cells' code comes back; their statements do not run again. */
@@ -377,6 +424,7 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
+  if (watch_client(k, err, err_size) < 0) return -1;
 
   k->session = kn_session_new(err, err_size);
   if (!k->session) return -1;
@@ -394,6 +442,7 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
 kn_kernel_t *kn_kernel_new(const char *connection_file, char *err, size_t err_size) {
   kn_kernel_t *k = fl__xcalloc(1, sizeof *k);
   k->sigint_pipe[0] = k->sigint_pipe[1] = -1;
+  k->client_fd = -1;
   k->history = kn_history_new();
   /* Executions that store no history are numbered from here up. */
   k->unnumbered_cells = 1000000;
@@ -423,6 +472,7 @@ void kn_kernel_destroy(kn_kernel_t **kp) {
   signal_fd = -1;
   if (k->sigint_pipe[0] >= 0) close(k->sigint_pipe[0]);
   if (k->sigint_pipe[1] >= 0) close(k->sigint_pipe[1]);
+  if (k->client_fd >= 0) close(k->client_fd);
   kn_history_destroy(&k->history);
   kn_replay_destroy(&k->replay);
   kn_msg_destroy(&k->last_request);
@@ -506,13 +556,17 @@ int kn_kernel_run(kn_kernel_t *k) {
     if (complete_timeout >= 0 && (timeout < 0 || complete_timeout < timeout))
       timeout = complete_timeout;
     zmq_pollitem_t items[8 + KN_WORKER_FDS];
-    int n = 0, i_control, i_stdin, i_sig, i_shell = -1, i_worker = -1;
+    int n = 0, i_control, i_stdin, i_sig, i_client = -1, i_shell = -1, i_worker = -1;
     i_control = n;
     items[n++] = (zmq_pollitem_t){k->sockets[KN_CONTROL], 0, ZMQ_POLLIN, 0};
     i_stdin = n;
     items[n++] = (zmq_pollitem_t){k->sockets[KN_STDIN], 0, ZMQ_POLLIN, 0};
     i_sig = n;
     items[n++] = (zmq_pollitem_t){NULL, k->sigint_pipe[0], ZMQ_POLLIN, 0};
+    if (k->client_fd >= 0) {
+      i_client = n;
+      items[n++] = (zmq_pollitem_t){NULL, k->client_fd, ZMQ_POLLIN, 0};
+    }
     int wfds[KN_WORKER_FDS];
     kn_worker_fds(k->worker, wfds);
     i_worker = n;
@@ -543,6 +597,12 @@ int kn_kernel_run(kn_kernel_t *k) {
       return -1;
     }
     if (items[i_sig].revents) on_signal_pipe(k);
+    if (i_client >= 0 && items[i_client].revents) {
+      kn_log(k, "process %d, which started the kernel, has ended: shutting down",
+             (int)k->client_pid);
+      k->shutting_down = true;
+      break;
+    }
     if (items[i_control].revents) on_control(k);
     bool worker_ready = false;
     for (int j = 0; j < n_worker; j++)
