@@ -50,7 +50,7 @@ struct kn_kernel {
   char *restart_cause; /* what ended the worker while no cell ran, during its restart */
   bool shutting_down;
   bool restart_requested;
-  bool log_debug;
+  kn_log_level_t log_level; /* the most detailed level logged */
 };
 
 static const char *const channel_names[] = {"shell", "control", "stdin", "iopub"};
@@ -102,7 +102,8 @@ void kn_kernel_shutdown(kn_kernel_t *k, bool restart) {
   k->restart_requested = restart;
 }
 
-void kn_log(kn_kernel_t *k, const char *fmt, ...) {
+void kn_log(kn_kernel_t *k, kn_log_level_t level, const char *fmt, ...) {
+  if (level > k->log_level) return;
   va_list ap;
   va_start(ap, fmt);
   fputs("[cflame] ", stderr);
@@ -133,17 +134,17 @@ static int send_msg(kn_kernel_t *k, kn_channel_t channel, const kn_msg_t *msg) {
     int rc = kn_wire_encode(out, &k->key, &frames, &n, err, sizeof err);
     free(tmp);
     if (rc < 0) {
-      kn_log(k, "cannot encode %s: %s", kn_msg_type(msg), err);
+      kn_log(k, KN_LOG_WARN, "cannot encode %s: %s", kn_msg_type(msg), err);
       return -1;
     }
   } else if (kn_wire_encode(out, &k->key, &frames, &n, err, sizeof err) < 0) {
-    kn_log(k, "cannot encode %s: %s", kn_msg_type(msg), err);
+    kn_log(k, KN_LOG_WARN, "cannot encode %s: %s", kn_msg_type(msg), err);
     return -1;
   }
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     if (zmq_send(socket, frames[i].data, frames[i].size, i + 1 < n ? ZMQ_SNDMORE : 0) < 0) {
-      kn_log(k, "cannot send %s: %s", kn_msg_type(msg), zmq_strerror(errno));
+      kn_log(k, KN_LOG_WARN, "cannot send %s: %s", kn_msg_type(msg), zmq_strerror(errno));
       rc = -1;
       break;
     }
@@ -180,11 +181,11 @@ static void answer_unreadable(kn_kernel_t *k, kn_channel_t channel, const kn_msg
   const char *type = kn_msg_type(msg);
   size_t len = strlen(type);
   if (len <= suffix_len || strcmp(type + len - suffix_len, suffix) != 0) {
-    kn_log(k, "dropped a message on %s: %s (its header names no request to answer)",
+    kn_log(k, KN_LOG_WARN, "dropped a message on %s: %s (its header names no request to answer)",
            channel_names[channel], err);
     return;
   }
-  kn_log(k, "answered an unreadable %s on %s with an error: %s", type, channel_names[channel], err);
+  kn_log(k, KN_LOG_WARN, "answered an unreadable %s on %s with an error: %s", type, channel_names[channel], err);
   fl__buf_t reply_type = FL__BUF_INIT, evalue = FL__BUF_INIT;
   fl__buf_printf(&reply_type, "%.*s_reply", (int)(len - suffix_len), type);
   fl__buf_printf(&evalue,
@@ -245,13 +246,13 @@ kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel) {
   kn_frames_free(frames, n);
   if (!msg) {
     if (rc < 0)
-      kn_log(k, "dropped a message on %s: %s%s", name, err,
+      kn_log(k, KN_LOG_WARN, "dropped a message on %s: %s%s", name, err,
              n < n_received ? " (among the first frames of a message with too many)" : "");
     return NULL;
   }
   if (kn_replay_seen(k->replay, msg->signature)) {
     /* A message sent again as it was: a replay, never run twice. */
-    kn_log(k, "dropped a replayed %s on %s (its signature was seen before)", kn_msg_type(msg), name);
+    kn_log(k, KN_LOG_WARN, "dropped a replayed %s on %s (its signature was seen before)", kn_msg_type(msg), name);
     kn_msg_destroy(&msg);
     return NULL;
   }
@@ -342,7 +343,7 @@ static int watch_client(kn_kernel_t *k, char *err, size_t err_size) {
     char *end;
     long v = strtol(given, &end, 10);
     if (*end || v <= 0 || v > INT32_MAX)
-      kn_log(k, "JPY_PARENT_PID=%s is not a process id; watching the parent", given);
+      kn_log(k, KN_LOG_WARN, "JPY_PARENT_PID=%s is not a process id; watching the parent", given);
     else
       pid = (pid_t)v;
   }
@@ -357,7 +358,7 @@ static int watch_client(kn_kernel_t *k, char *err, size_t err_size) {
     return -1;
   }
   if (k->client_fd < 0) {
-    kn_log(k, "cannot watch process %d, which started the kernel (pidfd_open: %s)",
+    kn_log(k, KN_LOG_WARN, "cannot watch process %d, which started the kernel (pidfd_open: %s)",
            (int)pid, strerror(errno));
     return 0;
   }
@@ -394,7 +395,10 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
   uuid_t u;
   uuid_generate_random(u);
   uuid_unparse_lower(u, k->session_id);
-  k->log_debug = getenv("CFLAME_DEBUG") != NULL;
+  const char *log = getenv("CFLAME_LOG");
+  k->log_level = log && !strcmp(log, "debug") ? KN_LOG_DEBUG : KN_LOG_WARN;
+  if (log && log[0] && strcmp(log, "debug") && strcmp(log, "warn"))
+    kn_log(k, KN_LOG_WARN, "CFLAME_LOG=%s is not a log level: warn (the default) or debug", log);
   k->replay = kn_replay_new();
 
   k->zctx = zmq_ctx_new();
@@ -489,14 +493,14 @@ void kn_kernel_destroy(kn_kernel_t **kp) {
 void kn_serve(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
   kn_publish_status(k, msg, "busy");
   if (!kn_requests_dispatch(k, channel, msg))
-    kn_log(k, "ignored a %s request", kn_msg_type(msg));
+    kn_log(k, KN_LOG_WARN, "ignored a %s request", kn_msg_type(msg));
   kn_publish_status(k, msg, "idle");
 }
 
 static void on_control(kn_kernel_t *k) {
   kn_msg_t *msg = kn_receive(k, KN_CONTROL);
   if (!msg) return;
-  if (k->log_debug) kn_log(k, "control: %s", kn_msg_type(msg));
+  kn_log(k, KN_LOG_DEBUG, "control: %s", kn_msg_type(msg));
   if (!strcmp(kn_msg_type(msg), "interrupt_request")) {
     kn_publish_status(k, msg, "busy");
     kn_execute_interrupt(k);
@@ -514,7 +518,7 @@ static void on_control(kn_kernel_t *k) {
 static void on_shell(kn_kernel_t *k) {
   kn_msg_t *msg = kn_receive(k, KN_SHELL);
   if (!msg) return;
-  if (k->log_debug) kn_log(k, "shell: %s", kn_msg_type(msg));
+  kn_log(k, KN_LOG_DEBUG, "shell: %s", kn_msg_type(msg));
   if (!strcmp(kn_msg_type(msg), "execute_request")) {
     kn_execute_start(k, msg); /* takes msg */
     return;
@@ -593,12 +597,12 @@ int kn_kernel_run(kn_kernel_t *k) {
     int rc = zmq_poll(items, n, timeout);
     if (rc < 0) {
       if (errno == EINTR) continue;
-      kn_log(k, "poll failed: %s", zmq_strerror(errno));
+      kn_log(k, KN_LOG_WARN, "poll failed: %s", zmq_strerror(errno));
       return -1;
     }
     if (items[i_sig].revents) on_signal_pipe(k);
     if (i_client >= 0 && items[i_client].revents) {
-      kn_log(k, "process %d, which started the kernel, has ended: shutting down",
+      kn_log(k, KN_LOG_WARN, "process %d, which started the kernel, has ended: shutting down",
              (int)k->client_pid);
       k->shutting_down = true;
       break;

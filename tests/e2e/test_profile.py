@@ -925,14 +925,15 @@ def test_restarted_worker_reuses_the_modules_read_before(tmp_path):
     """A profile taken after the worker restarted (%reset: a new process,
     its libraries at other addresses) reads no module again: libc, whose
     debug information is the costliest to read, is kept by build-id. The
-    kernel's log says what each profile read, reused and kept."""
+    kernel's log says what each profile read, reused and kept, at the debug
+    level (CFLAME_LOG=debug)."""
     log_path = tmp_path / "kernel.log"
     # Time in libc's memset, for libc's module to be looked up: the cell
     # runs until the samples show it (C=true draws libc's frames).
     cell = ("%%profview C=true\nstatic char buf[1 << 20];\n"
             "void *(*volatile fill)(void *, int, size_t) = memset;\n"
             "for (int k = 0; k < 400; k++) fill(buf, k, sizeof buf);")
-    with open(log_path, "w") as log, start_kernel(stderr=log) as (km, kc):
+    with open(log_path, "w") as log, start_kernel(stderr=log, env={"CFLAME_LOG": "debug"}) as (km, kc):
         pids = []
         for _ in range(2):
             ok(kc, "#include <string.h>")
@@ -951,6 +952,27 @@ def test_restarted_worker_reuses_the_modules_read_before(tmp_path):
     # now): nothing was dropped and read again.
     assert reused2 >= 1, f"the restarted worker's profile reused nothing: {lines}"
     assert kept2 == kept1 + read2, f"a kept module was dropped and read again: {lines}"
+
+
+def test_the_kernels_log_is_quiet_unless_asked(tmp_path):
+    """The kernel's stderr, which `jupyter console` and nbconvert print with
+    the cells' output, holds no line of the kernel's own for requests
+    served well and a profiled cell; CFLAME_LOG=debug brings those lines,
+    and a level that is not one is named."""
+    cell = "%%profview\nvolatile double s = 0;\nfor (long i = 0; i < 30000000; i++) s += i;"
+    logs = {}
+    for level in (None, "debug", "loud"):
+        log_path = tmp_path / f"kernel-{level}.log"
+        with open(log_path, "w") as log, start_kernel(stderr=log, env={"CFLAME_LOG": level}) as (km, kc):
+            ok(kc, 'printf("hi\\n");')
+            flame(kc, cell)
+            kc.complete("pri", 3, reply=True, timeout=60)
+        logs[level] = log_path.read_text()
+    assert "[cflame]" not in logs[None], logs[None]
+    assert re.search(r"^\[cflame\] profile of cell 2: read in", logs["debug"], re.M), logs["debug"]
+    assert re.search(r"^\[cflame\] shell: execute_request$", logs["debug"], re.M), logs["debug"]
+    assert "CFLAME_LOG=loud is not a log level: warn (the default) or debug" in logs["loud"], logs["loud"]
+    assert "profile of cell" not in logs["loud"], logs["loud"]
 
 
 def worker_pid_of(km):
