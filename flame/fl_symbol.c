@@ -263,6 +263,29 @@ static Dwarf_Word die_udata(Dwarf_Die *die, unsigned int name) {
   return value;
 }
 
+/* Whether inlined, an inlined subroutine directly inside outer, is outer's
+ * own body rather than a call: an instance of the same function, "called"
+ * where that function is declared. gcc gives some out-of-line copies such
+ * an instance of themselves (glibc's __GI__IO_default_xsputn holds an
+ * inlined _IO_default_xsputn at genops.c:370:1, the function's own first
+ * line), which would otherwise draw the function on itself, as if it
+ * recursed. A recursive call that was inlined sits at a call site in the
+ * body, never at the declaration, and stays a frame. */
+static bool inlined_into_itself(Dwarf_Die *inlined, Dwarf_Die *outer) {
+  Dwarf_Attribute attr;
+  Dwarf_Die origin, outer_origin;
+  if (!dwarf_formref_die(dwarf_attr(inlined, DW_AT_abstract_origin, &attr), &origin)) return false;
+  if (!dwarf_formref_die(dwarf_attr(outer, DW_AT_abstract_origin, &attr), &outer_origin))
+    outer_origin = *outer;
+  int line = 0, col = 0;
+  if (dwarf_dieoffset(&origin) != dwarf_dieoffset(&outer_origin) ||
+      dwarf_decl_line(&origin, &line) != 0)
+    return false;
+  Dwarf_Word call_col = die_udata(inlined, DW_AT_call_column);
+  return die_udata(inlined, DW_AT_call_line) == (Dwarf_Word)line &&
+         (call_col == 0 || dwarf_decl_column(&origin, &col) != 0 || call_col == (Dwarf_Word)col);
+}
+
 /* The call site file of an inlined subroutine, from its own CU's file table;
  * NULL when unknown. */
 static const char *call_file(fl_symbolizer_t *sym, Dwarf_Die *inlined) {
@@ -1060,6 +1083,11 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
   bool reached_subprogram = false;
   for (int i = nchain - 1; i >= 0 && !reached_subprogram; i--) {
     Dwarf_Die *die = &chain[i];
+    /* The function's own body: one frame, the one outside, which takes
+     * this one's location. */
+    if (i > 0 && dwarf_tag(die) == DW_TAG_inlined_subroutine &&
+        inlined_into_itself(die, &chain[i - 1]))
+      continue;
     frame = base;
     /* An out-of-line function without a linkage name in DWARF (gcc gives
      * a lambda's none) is named by its ELF symbol where that is mangled. */
