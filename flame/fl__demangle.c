@@ -25,7 +25,8 @@ char *fl__demangle(const char *symbol) {
    * is all a narrow frame would show. */
   const char *at = strchr(s, '@');
   char *mangled = at ? fl__xstrndup(s, (size_t)(at - s)) : NULL;
-  char *name = cplus_demangle(mangled ? mangled : s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_RET_DROP);
+  char *name =
+      cplus_demangle(mangled ? mangled : s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_RET_DROP);
   free(mangled);
   if (name && !*name) {
     free(name);

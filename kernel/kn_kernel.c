@@ -185,7 +185,8 @@ static void answer_unreadable(kn_kernel_t *k, kn_channel_t channel, const kn_msg
            channel_names[channel], err);
     return;
   }
-  kn_log(k, KN_LOG_WARN, "answered an unreadable %s on %s with an error: %s", type, channel_names[channel], err);
+  kn_log(k, KN_LOG_WARN, "answered an unreadable %s on %s with an error: %s", type,
+         channel_names[channel], err);
   fl__buf_t reply_type = FL__BUF_INIT, evalue = FL__BUF_INIT;
   fl__buf_printf(&reply_type, "%.*s_reply", (int)(len - suffix_len), type);
   fl__buf_printf(&evalue,
@@ -252,7 +253,8 @@ kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel) {
   }
   if (kn_replay_seen(k->replay, msg->signature)) {
     /* A message sent again as it was: a replay, never run twice. */
-    kn_log(k, KN_LOG_WARN, "dropped a replayed %s on %s (its signature was seen before)", kn_msg_type(msg), name);
+    kn_log(k, KN_LOG_WARN, "dropped a replayed %s on %s (its signature was seen before)",
+           kn_msg_type(msg), name);
     kn_msg_destroy(&msg);
     return NULL;
   }
