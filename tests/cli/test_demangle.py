@@ -49,8 +49,9 @@ def progs(tmp_path_factory):
     build([tool("g++"), "-O2", "-g", "-fno-omit-frame-pointer", "-o", d / "klass",
            CPP_DEMO])
     rustc = [tool("rustc"), "-O", "-g", "-C", "force-frame-pointers=yes"]
-    build([tool("g++"), "-O2", "-g", "-fno-omit-frame-pointer", "-o", d / "sort",
-           SOURCES / "sort.cc"])
+    for name in ("sort", "lambda_sort"):
+        build([tool("g++"), "-O2", "-g", "-fno-omit-frame-pointer", "-o", d / name,
+               SOURCES / f"{name}.cc"])
     build([*rustc, "-o", d / "geo-legacy", SOURCES / "geo.rs"])
     build([*rustc, "-C", "symbol-mangling-version=v0", "-o", d / "geo-v0", SOURCES / "geo.rs"])
     return d
@@ -127,3 +128,19 @@ def test_symbols_are_kept(progs, tmp_path, go_env):  # noqa: F811 (the fixture)
     raw = go_pprof(go_env, "-raw", record(tmp_path, "k.pb.gz", "--", progs / "klass", KLASS_N))
     assert re.search(r" ns::Klass<int>::method\(int\) .*\(_ZN2ns5KlassIiE6methodEi\)$", raw,
                      re.M), raw
+
+
+def test_inlined_frames_without_a_linkage_name_keep_their_scopes(progs, tmp_path):
+    """std::sort with a lambda: gcc's DWARF gives the instances that hold
+    the lambda (std::__sort<..., lambda>, std::__unguarded_partition<...>)
+    and the lambda's operator() no linkage name. Their inlined frames are
+    named with the namespaces and classes they are declared in, as the
+    out-of-line ones' symbols name them: "std::__sort<...>", not
+    "__sort<...>"; the lambda "main::{lambda}::operator()"."""
+    names = {r["func"] for r in rows(record(tmp_path, "lambda.vl.json", "--", progs / "lambda_sort",
+                                            1_000_000))}
+    sorting = [n for n in names if "sort<" in n or "partition" in n]
+    assert any(n.startswith("std::__sort<") for n in sorting), sorting
+    assert all(n.startswith("std::") for n in sorting), sorting
+    assert "main::{lambda}::operator()" in names, names
+    assert "operator()" not in names, names
