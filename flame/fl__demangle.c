@@ -19,10 +19,14 @@ char *fl__demangle(const char *symbol) {
    * ("_Znwm@plt", "_ZNSo3putEc@@GLIBCXX_3.4") is demangled up to it and
    * keeps the rest. DMGL_AUTO tries Rust first (its legacy names are valid
    * C++ names too), then C++; DMGL_PARAMS keeps C++'s parameter types,
-   * which tell overloads apart. */
+   * which tell overloads apart. DMGL_RET_DROP leaves out the return type
+   * that a template function's symbol carries ("void std::sort<...>"): a
+   * frame's label starts with what the function is, not with "void", which
+   * is all a narrow frame would show. */
   const char *at = strchr(s, '@');
   char *mangled = at ? fl__xstrndup(s, (size_t)(at - s)) : NULL;
-  char *name = cplus_demangle(mangled ? mangled : s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+  char *name =
+      cplus_demangle(mangled ? mangled : s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_RET_DROP);
   free(mangled);
   if (name && !*name) {
     free(name);

@@ -397,7 +397,7 @@ char *fl__text_cut(const char *s, size_t chars);
 /* ---- bundles ---- */
 
 /* The bundle of a view already drawn: spec (taken), the SVG in text/markdown
- * with v->markdown_hint, and text/plain: v->text_lead and v->note, a line
+ * with v->markdown_hint, and text/plain: v->note, a line
  * each, then report. New. */
 json_t *fl__bundle_assemble(json_t *spec, const char *svg, const char *report,
                             const fl_view_opts_t *v);

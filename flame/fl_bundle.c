@@ -115,11 +115,9 @@ static json_t *assemble(json_t *spec, const char *svg, const char *text, const c
   return bundle;
 }
 
-/* text/plain: v->text_lead and v->note, a line each, then report; valid
- * UTF-8. New. */
+/* text/plain: v->note, a line, then report; valid UTF-8. New. */
 static char *text_of(const fl_view_opts_t *v, const char *report) {
   fl__buf_t lines = {0};
-  if (v->text_lead && v->text_lead[0]) fl__buf_printf(&lines, "%s\n", v->text_lead);
   if (v->note && v->note[0]) fl__buf_printf(&lines, "%s\n", v->note);
   fl__buf_puts(&lines, report);
   char *text = fl__clean_text(lines.data, true);

@@ -255,12 +255,97 @@ static const char *die_linkage_name(Dwarf_Die *die) {
   return name ? name : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
 }
 
+/* Whether the type type declares an operator(). */
+static bool has_call_operator(Dwarf_Die *type) {
+  Dwarf_Die member;
+  if (dwarf_child(type, &member) != 0) return false;
+  do {
+    const char *name = dwarf_tag(&member) == DW_TAG_subprogram ? die_name(&member) : NULL;
+    if (name && !strcmp(name, "operator()")) return true;
+  } while (dwarf_siblingof(&member, &member) == 0);
+  return false;
+}
+
+/* The C++ name of die, a function without a linkage name, interned: its
+ * DWARF name with the namespaces, classes and functions around its
+ * declaration ("std::__unguarded_partition<...>", "main::{lambda}::
+ * operator()"). gcc gives no linkage name to an instance of a template
+ * whose arguments hold a local type (a lambda): an inlined frame of
+ * std::sort with a lambda would otherwise read "__sort<...>", and the
+ * lambda "operator()". The declaration is where DW_AT_abstract_origin and
+ * DW_AT_specification lead, inside its scopes; dwarf_getscopes_die reads
+ * the unit up to it, which only such frames of C++ units pay. NULL when die
+ * has no name. */
+static const char *scoped_name(fl_symbolizer_t *sym, Dwarf_Die *cu, Dwarf_Die *die) {
+  const char *name = die_name(die);
+  int lang = cu ? dwarf_srclang(cu) : -1;
+  if (!name || (lang != DW_LANG_C_plus_plus && lang != DW_LANG_C_plus_plus_03 &&
+                lang != DW_LANG_C_plus_plus_11 && lang != DW_LANG_C_plus_plus_14))
+    return intern(sym, name);
+  Dwarf_Die decl = *die, next;
+  Dwarf_Attribute attr;
+  for (int hops = 0; hops < 8; hops++) {
+    if (!dwarf_formref_die(dwarf_attr(&decl, DW_AT_abstract_origin, &attr), &next) &&
+        !dwarf_formref_die(dwarf_attr(&decl, DW_AT_specification, &attr), &next))
+      break;
+    decl = next;
+  }
+  Dwarf_Die *scopes = NULL;
+  int n = dwarf_getscopes_die(&decl, &scopes);
+  fl__buf_t q = FL__BUF_INIT;
+  /* scopes[0] is decl, scopes[n - 1] its unit. */
+  for (int i = n - 2; i >= 1; i--) {
+    const char *scope = die_name(&scopes[i]);
+    switch (dwarf_tag(&scopes[i])) {
+      case DW_TAG_namespace: scope = scope ? scope : "(anonymous namespace)"; break;
+      /* gcc names no lambda's closure type: an unnamed one with an
+       * operator() (c++filt's "{lambda(int)#1}"). */
+      case DW_TAG_class_type:
+      case DW_TAG_structure_type:
+      case DW_TAG_union_type:
+        if (!scope) scope = has_call_operator(&scopes[i]) ? "{lambda}" : "{unnamed type}";
+        break;
+      case DW_TAG_subprogram: break;
+      default: scope = NULL; break;
+    }
+    if (scope) fl__buf_printf(&q, "%s::", scope);
+  }
+  free(scopes);
+  fl__buf_puts(&q, name);
+  const char *scoped = intern(sym, q.data);
+  fl__buf_free(&q);
+  return scoped;
+}
+
 /* Reads a call-site attribute of an inlined subroutine; 0 when absent. */
 static Dwarf_Word die_udata(Dwarf_Die *die, unsigned int name) {
   Dwarf_Attribute attr;
   Dwarf_Word value;
   if (dwarf_formudata(dwarf_attr(die, name, &attr), &value) != 0) return 0;
   return value;
+}
+
+/* Whether inlined, an inlined subroutine directly inside outer, is outer's
+ * own body rather than a call: an instance of the same function, "called"
+ * where that function is declared. gcc gives some out-of-line copies such
+ * an instance of themselves (glibc's __GI__IO_default_xsputn holds an
+ * inlined _IO_default_xsputn at genops.c:370:1, the function's own first
+ * line), which would otherwise draw the function on itself, as if it
+ * recursed. A recursive call that was inlined sits at a call site in the
+ * body, never at the declaration, and stays a frame. */
+static bool inlined_into_itself(Dwarf_Die *inlined, Dwarf_Die *outer) {
+  Dwarf_Attribute attr;
+  Dwarf_Die origin, outer_origin;
+  if (!dwarf_formref_die(dwarf_attr(inlined, DW_AT_abstract_origin, &attr), &origin)) return false;
+  if (!dwarf_formref_die(dwarf_attr(outer, DW_AT_abstract_origin, &attr), &outer_origin))
+    outer_origin = *outer;
+  int line = 0, col = 0;
+  if (dwarf_dieoffset(&origin) != dwarf_dieoffset(&outer_origin) ||
+      dwarf_decl_line(&origin, &line) != 0)
+    return false;
+  Dwarf_Word call_col = die_udata(inlined, DW_AT_call_column);
+  return die_udata(inlined, DW_AT_call_line) == (Dwarf_Word)line &&
+         (call_col == 0 || dwarf_decl_column(&origin, &col) != 0 || call_col == (Dwarf_Word)col);
 }
 
 /* The call site file of an inlined subroutine, from its own CU's file table;
@@ -1060,12 +1145,18 @@ static size_t resolve(fl_symbolizer_t *sym, uint64_t addr) {
   bool reached_subprogram = false;
   for (int i = nchain - 1; i >= 0 && !reached_subprogram; i--) {
     Dwarf_Die *die = &chain[i];
+    /* The function's own body: one frame, the one outside, which takes
+     * this one's location. */
+    if (i > 0 && dwarf_tag(die) == DW_TAG_inlined_subroutine &&
+        inlined_into_itself(die, &chain[i - 1]))
+      continue;
     frame = base;
     /* An out-of-line function without a linkage name in DWARF (gcc gives
      * a lambda's none) is named by its ELF symbol where that is mangled. */
     const char *symbol = die_linkage_name(die);
     if (!symbol && dwarf_tag(die) != DW_TAG_inlined_subroutine) symbol = elf_name;
-    set_name(sym, &frame, intern(sym, symbol), intern(sym, die_name(die)));
+    set_name(sym, &frame, intern(sym, symbol),
+             symbol ? intern(sym, die_name(die)) : scoped_name(sym, cu, die));
     frame.file = file;
     frame.line = line;
     frame.col = col;

@@ -503,9 +503,13 @@ static bool starts_diagnostic(const char *line) {
 }
 
 /* text without a diagnostic (its line and the quoted source and notes
- * after it) that repeats one before it word for word: a trailing
- * expression appears four times in the code that shows its value, and
- * a warning about it may come once for each. New string. */
+ * after it) that repeats one before it word for word. The unit holds some
+ * of the cell's lines more than once, each under its own #line: a
+ * function's prototype (which gives it its assembler name) before its
+ * definition, so an unknown type in its signature is reported for both; a
+ * trailing expression four times in the code that shows its value. The
+ * user wrote each line once, and is told of each mistake once. New
+ * string. */
 static char *without_repeats(const char *text) {
   fl__buf_t out = FL__BUF_INIT;
   const char *p = text;
@@ -557,12 +561,10 @@ int kn_session_compile_finish(kn_session_t *s, kn_compile_t **jp, kn_compiled_t 
   char *moved = end_of_cell_messages(output, job->c->cell, job->code, job->first_line);
   char *clean = kn_session_clean_message(moved);
   free(moved);
+  char *once = without_repeats(clean);
+  free(clean);
+  clean = once;
   kn_item_t *value = value_item(job);
-  if (value) {
-    char *once = without_repeats(clean);
-    free(clean);
-    clean = once;
-  }
   if (status != 0 && value) {
     /* The expression as a statement: its own errors are then reported as
      * the compiler words them for it, once; and code the value could not

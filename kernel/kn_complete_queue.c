@@ -56,7 +56,7 @@ static bool retry_alone(const request_t *r) {
 static void log_clang_error(kn_kernel_t *k, const char *why) {
   kn_complete_t *c = kn_kernel_complete(k);
   if (c->error_logged) return;
-  kn_log(k, "completion falls back to the session's names: %s", why);
+  kn_log(k, KN_LOG_WARN, "completion falls back to the session's names: %s", why);
   c->error_logged = true;
 }
 
@@ -99,7 +99,7 @@ static bool wants_manpage(const kn_clang_symbol_t *sym) {
  * waits for. */
 static bool take_result(kn_kernel_t *k, request_t *r) {
   if (r->clang->lost)
-    kn_log(k, "%s: %s", r->inspect ? "inspection" : "completion", r->clang->error);
+    kn_log(k, KN_LOG_WARN, "%s: %s", r->inspect ? "inspection" : "completion", r->clang->error);
   else if (r->clang->error)
     log_clang_error(k, r->clang->error);
   /* A cell that costs libclang its process (an #include of /dev/zero)
@@ -121,7 +121,7 @@ static bool take_result(kn_kernel_t *k, request_t *r) {
   if (page) {
     char err[256];
     r->man = kn_manpage_start(page, sym && sym->kind == KN_CLANG_TYPE, err, sizeof err);
-    if (!r->man) kn_log(k, "no manual page: %s", err);
+    if (!r->man) kn_log(k, KN_LOG_DEBUG, "no manual page: %s", err);
     r->deadline_ms = fl__now_ms() + MANPAGE_TIMEOUT_MS;
   }
   free(word);
@@ -144,7 +144,7 @@ void kn_complete_on_ready(kn_kernel_t *k) {
     }
     if (!ready && now >= r->deadline_ms) {
       /* Waited too long: kn__answer with what there is. */
-      kn_log(k, "%s took longer than %d ms: answered without %s",
+      kn_log(k, KN_LOG_DEBUG, "%s took longer than %d ms: answered without %s",
              r->inspect ? "inspection" : "completion", r->man ? MANPAGE_TIMEOUT_MS : c->timeout_ms,
              r->man ? "the manual page" : "libclang");
       /* libclang may never end (an #include of a FIFO), nor stop reading

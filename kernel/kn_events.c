@@ -80,7 +80,8 @@ static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
 
 static void send_to_worker(kn_kernel_t *k, json_t *cmd) {
   char err[256];
-  if (kn_worker_send(kn_kernel_worker(k), cmd, err, sizeof err) < 0) kn_log(k, "%s", err);
+  if (kn_worker_send(kn_kernel_worker(k), cmd, err, sizeof err) < 0)
+    kn_log(k, KN_LOG_WARN, "%s", err);
   json_decref(cmd);
 }
 

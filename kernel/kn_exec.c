@@ -42,6 +42,7 @@ void kn_exec_destroy(kn_exec_t **ep) {
   free(e->crash_report);
   free(e->cell_key);
   json_decref(e->run_cmd);
+  json_decref(e->payload);
   free(e->died_ename);
   free(e->died_value);
   json_decref(e->died_traceback);
@@ -97,8 +98,10 @@ void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t 
         json_pack("{s:s, s:i, s:o, s:o, s:o, s:{}}", "status", "error", "execution_count", e->count,
                   "ename", name, "evalue", value, "traceback", traceback, "user_expressions");
   } else {
-    reply = json_pack("{s:s, s:i, s:{}, s:[]}", "status", "ok", "execution_count", e->count,
-                      "user_expressions", "payload");
+    json_t *payload = e->payload ? e->payload : json_array();
+    e->payload = NULL;
+    reply = json_pack("{s:s, s:i, s:{}, s:o}", "status", "ok", "execution_count", e->count,
+                      "user_expressions", "payload", payload);
   }
   kn_reply(k, KN_SHELL, e->request, "execute_reply", reply);
   kn_publish_status(k, e->request, "idle");

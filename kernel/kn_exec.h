@@ -68,6 +68,7 @@ struct kn_exec {
   bool loaded;     /* the worker loaded the cell's object ("running"): a crash
                       after that keeps the cell, one before it does not */
   json_t *run_cmd; /* the run command, held while the worker starts */
+  json_t *payload; /* execute_reply's payload when it ends well (an array), or NULL */
   char *crash_report;
   int interrupt_stage; /* 0; 1 SIGINT sent; 2 SIGUSR2 sent; 3 killed */
   long long interrupt_at_ms;

@@ -5,12 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include <zmq.h>
@@ -28,6 +30,8 @@ struct kn_kernel {
   void *sockets[4]; /* by kn_channel_t */
   void *hb;
   int sigint_pipe[2];  /* SIGINT to the kernel writes here */
+  pid_t client_pid;    /* the process the kernel leaves with (watch_client), or 0 */
+  int client_fd;       /* its pidfd, readable once it has ended; -1: none watched */
   kn_replay_t *replay; /* signatures seen: replayed messages are dropped */
 
   int execution_count;
@@ -46,7 +50,7 @@ struct kn_kernel {
   char *restart_cause; /* what ended the worker while no cell ran, during its restart */
   bool shutting_down;
   bool restart_requested;
-  bool log_debug;
+  kn_log_level_t log_level; /* the most detailed level logged */
 };
 
 static const char *const channel_names[] = {"shell", "control", "stdin", "iopub"};
@@ -98,7 +102,8 @@ void kn_kernel_shutdown(kn_kernel_t *k, bool restart) {
   k->restart_requested = restart;
 }
 
-void kn_log(kn_kernel_t *k, const char *fmt, ...) {
+void kn_log(kn_kernel_t *k, kn_log_level_t level, const char *fmt, ...) {
+  if (level > k->log_level) return;
   va_list ap;
   va_start(ap, fmt);
   fputs("[cflame] ", stderr);
@@ -129,17 +134,17 @@ static int send_msg(kn_kernel_t *k, kn_channel_t channel, const kn_msg_t *msg) {
     int rc = kn_wire_encode(out, &k->key, &frames, &n, err, sizeof err);
     free(tmp);
     if (rc < 0) {
-      kn_log(k, "cannot encode %s: %s", kn_msg_type(msg), err);
+      kn_log(k, KN_LOG_WARN, "cannot encode %s: %s", kn_msg_type(msg), err);
       return -1;
     }
   } else if (kn_wire_encode(out, &k->key, &frames, &n, err, sizeof err) < 0) {
-    kn_log(k, "cannot encode %s: %s", kn_msg_type(msg), err);
+    kn_log(k, KN_LOG_WARN, "cannot encode %s: %s", kn_msg_type(msg), err);
     return -1;
   }
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     if (zmq_send(socket, frames[i].data, frames[i].size, i + 1 < n ? ZMQ_SNDMORE : 0) < 0) {
-      kn_log(k, "cannot send %s: %s", kn_msg_type(msg), zmq_strerror(errno));
+      kn_log(k, KN_LOG_WARN, "cannot send %s: %s", kn_msg_type(msg), zmq_strerror(errno));
       rc = -1;
       break;
     }
@@ -176,11 +181,12 @@ static void answer_unreadable(kn_kernel_t *k, kn_channel_t channel, const kn_msg
   const char *type = kn_msg_type(msg);
   size_t len = strlen(type);
   if (len <= suffix_len || strcmp(type + len - suffix_len, suffix) != 0) {
-    kn_log(k, "dropped a message on %s: %s (its header names no request to answer)",
+    kn_log(k, KN_LOG_WARN, "dropped a message on %s: %s (its header names no request to answer)",
            channel_names[channel], err);
     return;
   }
-  kn_log(k, "answered an unreadable %s on %s with an error: %s", type, channel_names[channel], err);
+  kn_log(k, KN_LOG_WARN, "answered an unreadable %s on %s with an error: %s", type,
+         channel_names[channel], err);
   fl__buf_t reply_type = FL__BUF_INIT, evalue = FL__BUF_INIT;
   fl__buf_printf(&reply_type, "%.*s_reply", (int)(len - suffix_len), type);
   fl__buf_printf(&evalue,
@@ -241,13 +247,14 @@ kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel) {
   kn_frames_free(frames, n);
   if (!msg) {
     if (rc < 0)
-      kn_log(k, "dropped a message on %s: %s%s", name, err,
+      kn_log(k, KN_LOG_WARN, "dropped a message on %s: %s%s", name, err,
              n < n_received ? " (among the first frames of a message with too many)" : "");
     return NULL;
   }
   if (kn_replay_seen(k->replay, msg->signature)) {
     /* A message sent again as it was: a replay, never run twice. */
-    kn_log(k, "dropped a replayed %s on %s (its signature was seen before)", kn_msg_type(msg), name);
+    kn_log(k, KN_LOG_WARN, "dropped a replayed %s on %s (its signature was seen before)",
+           kn_msg_type(msg), name);
     kn_msg_destroy(&msg);
     return NULL;
   }
@@ -319,6 +326,49 @@ static int bind_socket(kn_kernel_t *k, void **sock, int type, int port, char *er
   return 0;
 }
 
+/* The kernel leaves with the process that started it, as ipykernel does:
+ * a client killed without a shutdown_request (a script's SIGKILL, a
+ * crashed frontend) leaves no kernel, worker or libclang process behind.
+ * That process is JPY_PARENT_PID where the client set it (jupyter_client
+ * does: the kernel may run under a wrapper that outlives the client), else
+ * the kernel's parent at start. Its pidfd joins the poll set, so the loop
+ * learns of its end at once and never waits to check. Not
+ * PR_SET_PDEATHSIG: it follows the parent thread that forked the kernel,
+ * not the process, and only the direct parent. Process 1 is never
+ * watched: it does not end, and a kernel whose parent is already 1 was
+ * orphaned at birth or started by a container's init, which also does not
+ * end. Returns 0, or -1 with err when the process has already ended. */
+static int watch_client(kn_kernel_t *k, char *err, size_t err_size) {
+  const char *given = getenv("JPY_PARENT_PID");
+  pid_t pid = 0;
+  if (given && given[0]) {
+    char *end;
+    long v = strtol(given, &end, 10);
+    if (*end || v <= 0 || v > INT32_MAX)
+      kn_log(k, KN_LOG_WARN, "JPY_PARENT_PID=%s is not a process id; watching the parent", given);
+    else
+      pid = (pid_t)v;
+  }
+  bool parent = pid == 0;
+  if (parent) pid = getppid();
+  if (pid <= 1) return 0;
+  k->client_fd = pidfd_open(pid, 0);
+  /* A parent gone before pidfd_open made the kernel init's (or a
+   * subreaper's) child: getppid says so after the pidfd is taken. */
+  if ((k->client_fd < 0 && errno == ESRCH) || (parent && getppid() != pid)) {
+    snprintf(err, err_size, "the process that started the kernel (%d) has already ended", (int)pid);
+    return -1;
+  }
+  if (k->client_fd < 0) {
+    kn_log(k, KN_LOG_WARN, "cannot watch process %d, which started the kernel (pidfd_open: %s)",
+           (int)pid, strerror(errno));
+    return 0;
+  }
+  fcntl(k->client_fd, F_SETFD, FD_CLOEXEC);
+  k->client_pid = pid;
+  return 0;
+}
+
 int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size) {
   if (!k->worker) k->worker = kn_worker_new(k->worker_path);
   /* Earlier cells' code comes back; their statements do not run again. */
@@ -347,7 +397,10 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
   uuid_t u;
   uuid_generate_random(u);
   uuid_unparse_lower(u, k->session_id);
-  k->log_debug = getenv("CFLAME_DEBUG") != NULL;
+  const char *log = getenv("CFLAME_LOG");
+  k->log_level = log && !strcmp(log, "debug") ? KN_LOG_DEBUG : KN_LOG_WARN;
+  if (log && log[0] && strcmp(log, "debug") && strcmp(log, "warn"))
+    kn_log(k, KN_LOG_WARN, "CFLAME_LOG=%s is not a log level: warn (the default) or debug", log);
   k->replay = kn_replay_new();
 
   k->zctx = zmq_ctx_new();
@@ -377,6 +430,7 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
+  if (watch_client(k, err, err_size) < 0) return -1;
 
   k->session = kn_session_new(err, err_size);
   if (!k->session) return -1;
@@ -394,6 +448,7 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
 kn_kernel_t *kn_kernel_new(const char *connection_file, char *err, size_t err_size) {
   kn_kernel_t *k = fl__xcalloc(1, sizeof *k);
   k->sigint_pipe[0] = k->sigint_pipe[1] = -1;
+  k->client_fd = -1;
   k->history = kn_history_new();
   /* Executions that store no history are numbered from here up. */
   k->unnumbered_cells = 1000000;
@@ -423,6 +478,7 @@ void kn_kernel_destroy(kn_kernel_t **kp) {
   signal_fd = -1;
   if (k->sigint_pipe[0] >= 0) close(k->sigint_pipe[0]);
   if (k->sigint_pipe[1] >= 0) close(k->sigint_pipe[1]);
+  if (k->client_fd >= 0) close(k->client_fd);
   kn_history_destroy(&k->history);
   kn_replay_destroy(&k->replay);
   kn_msg_destroy(&k->last_request);
@@ -439,14 +495,14 @@ void kn_kernel_destroy(kn_kernel_t **kp) {
 void kn_serve(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
   kn_publish_status(k, msg, "busy");
   if (!kn_requests_dispatch(k, channel, msg))
-    kn_log(k, "ignored a %s request", kn_msg_type(msg));
+    kn_log(k, KN_LOG_WARN, "ignored a %s request", kn_msg_type(msg));
   kn_publish_status(k, msg, "idle");
 }
 
 static void on_control(kn_kernel_t *k) {
   kn_msg_t *msg = kn_receive(k, KN_CONTROL);
   if (!msg) return;
-  if (k->log_debug) kn_log(k, "control: %s", kn_msg_type(msg));
+  kn_log(k, KN_LOG_DEBUG, "control: %s", kn_msg_type(msg));
   if (!strcmp(kn_msg_type(msg), "interrupt_request")) {
     kn_publish_status(k, msg, "busy");
     kn_execute_interrupt(k);
@@ -464,7 +520,7 @@ static void on_control(kn_kernel_t *k) {
 static void on_shell(kn_kernel_t *k) {
   kn_msg_t *msg = kn_receive(k, KN_SHELL);
   if (!msg) return;
-  if (k->log_debug) kn_log(k, "shell: %s", kn_msg_type(msg));
+  kn_log(k, KN_LOG_DEBUG, "shell: %s", kn_msg_type(msg));
   if (!strcmp(kn_msg_type(msg), "execute_request")) {
     kn_execute_start(k, msg); /* takes msg */
     return;
@@ -506,13 +562,17 @@ int kn_kernel_run(kn_kernel_t *k) {
     if (complete_timeout >= 0 && (timeout < 0 || complete_timeout < timeout))
       timeout = complete_timeout;
     zmq_pollitem_t items[8 + KN_WORKER_FDS];
-    int n = 0, i_control, i_stdin, i_sig, i_shell = -1, i_worker = -1;
+    int n = 0, i_control, i_stdin, i_sig, i_client = -1, i_shell = -1, i_worker = -1;
     i_control = n;
     items[n++] = (zmq_pollitem_t){k->sockets[KN_CONTROL], 0, ZMQ_POLLIN, 0};
     i_stdin = n;
     items[n++] = (zmq_pollitem_t){k->sockets[KN_STDIN], 0, ZMQ_POLLIN, 0};
     i_sig = n;
     items[n++] = (zmq_pollitem_t){NULL, k->sigint_pipe[0], ZMQ_POLLIN, 0};
+    if (k->client_fd >= 0) {
+      i_client = n;
+      items[n++] = (zmq_pollitem_t){NULL, k->client_fd, ZMQ_POLLIN, 0};
+    }
     int wfds[KN_WORKER_FDS];
     kn_worker_fds(k->worker, wfds);
     i_worker = n;
@@ -539,10 +599,16 @@ int kn_kernel_run(kn_kernel_t *k) {
     int rc = zmq_poll(items, n, timeout);
     if (rc < 0) {
       if (errno == EINTR) continue;
-      kn_log(k, "poll failed: %s", zmq_strerror(errno));
+      kn_log(k, KN_LOG_WARN, "poll failed: %s", zmq_strerror(errno));
       return -1;
     }
     if (items[i_sig].revents) on_signal_pipe(k);
+    if (i_client >= 0 && items[i_client].revents) {
+      kn_log(k, KN_LOG_WARN, "process %d, which started the kernel, has ended: shutting down",
+             (int)k->client_pid);
+      k->shutting_down = true;
+      break;
+    }
     if (items[i_control].revents) on_control(k);
     bool worker_ready = false;
     for (int j = 0; j < n_worker; j++)

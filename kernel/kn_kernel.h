@@ -67,8 +67,16 @@ void kn_publish_status(kn_kernel_t *k, const kn_msg_t *parent, const char *state
 kn_msg_t *kn_receive(kn_kernel_t *k, kn_channel_t channel);
 /* Answers a request other than execute, with busy and idle around it. */
 void kn_serve(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg);
-/* Logs to the kernel's stderr (the frontend's log). */
-void kn_log(kn_kernel_t *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What a line of the kernel's log is. Its stderr is the frontend's log,
+ * which `jupyter console` and nbconvert print with the user's own output:
+ * warnings are what an operator must know (a forged message dropped, a
+ * worker that cannot start); debug lines (the requests served, what a
+ * profile cost) are written only under CFLAME_LOG=debug (docs/USAGE.md). */
+typedef enum { KN_LOG_WARN, KN_LOG_DEBUG } kn_log_level_t;
+/* Logs a line "[cflame] ..." at level to the kernel's stderr, if the
+ * kernel's level (CFLAME_LOG) lets it through. The one way the kernel logs. */
+void kn_log(kn_kernel_t *k, kn_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Starts (or restarts) the worker and has it load every committed cell, a
  * job the main loop carries on (kn_worker_start): kn_worker_starting is

@@ -18,18 +18,19 @@
 
 /* ---- showing ---- */
 
-/* What a graph's bundle says beside the graph (fl_view_opts_t): its text,
- * which consoles and untrusted notebooks show, first says why a notebook
- * shows it and how to trust the notebook; its markdown, which the classic
- * notebook and exports show (they cannot draw the Vega-Lite view), ends by
- * saying where the interactive view is, a line that the SVG's script hides
- * where it runs. One line each. */
-static const char untrusted_lead[] =
-    "(An untrusted notebook shows this text, not the flame graph: File > Trust Notebook, or "
-    "jupyter trust NOTEBOOK.ipynb.)";
+/* What a graph's bundle says beside the graph (fl_view_opts_t). Its
+ * text/plain, which consoles show, is the report alone. Its markdown, which
+ * the classic notebook and exports show (they cannot draw the Vega-Lite
+ * view), ends with a line that the SVG's script hides where it runs: where
+ * the interactive view is, and what to do when a sanitizer (nbconvert's
+ * sanitize_html, as nbviewer runs it; JupyterLab's for untrusted output)
+ * stripped the picture above it. The classic notebook, untrusted, shows
+ * neither markdown nor SVG but text/plain, which it cannot be told apart
+ * from a console by: the report there says nothing of trust. */
 static const char interactive_hint[] =
     "Static picture: hover, zoom and search where scripts run: a trusted notebook, JupyterLab, "
-    "or %profsave NAME.svg opened in a browser.";
+    "or %profsave NAME.svg opened in a browser. No picture above? Untrusted output is shown "
+    "without it: File > Trust Notebook, or jupyter trust NOTEBOOK.ipynb.";
 
 /* png= when a magic does not say: the kernel's setting, CFLAME_PNG=1 (or
  * true, yes) in its environment (docs/PROFILING.md). */
@@ -70,7 +71,6 @@ static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t 
   char *note = graph_note(prof, baseline != NULL, req);
   fl_options_t draw = req->draw; /* the same options, and what the notebook adds */
   draw.view.note = note;
-  draw.view.text_lead = untrusted_lead;
   draw.view.markdown_hint = interactive_hint;
   if (!fl_options_given(&req->draw, "png")) draw.view.png = png_by_default();
   fl_output_req_t r = {.profile = prof,

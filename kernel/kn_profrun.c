@@ -118,7 +118,7 @@ static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, con
   /* What the symbolizer read for this profile, and what it found kept (a
    * restarted worker's libraries: fl_symbol.h). */
   fl_symbol_cache_stats(&after);
-  kn_log(k,
+  kn_log(k, KN_LOG_DEBUG,
          "profile of cell %d: read in %.1f ms; modules read %llu, reused %llu; kept %zu (%llu MB)",
          e->cell, (double)(fl__clock_ns(CLOCK_MONOTONIC) - started) / 1e6,
          (unsigned long long)(after.read - before.read),

@@ -155,7 +155,7 @@ static void finish_died(kn_kernel_t *k, kn_exec_t *e, const char *failure) {
  * ended, as a crash during a cell does. */
 static void between_cells(kn_kernel_t *k, int status, const char *reason) {
   char *what = kn_describe_exit(status, reason);
-  kn_log(k, "between cells, %s; restarting it", what);
+  kn_log(k, KN_LOG_DEBUG, "between cells, %s; restarting it", what);
   kn_kernel_set_restart_cause(k, what);
   start_again(k);
 }
@@ -170,7 +170,7 @@ void kn_restart_after_exit(kn_kernel_t *k, kn_exec_t *e, int status, const char 
 
 void kn_restart_on_dropped(kn_kernel_t *k, const char *path, const char *why) {
   int cell = kn_session_drop_object(kn_kernel_session(k), path);
-  kn_log(k, "dropped %s from the session: %s", path, why);
+  kn_log(k, KN_LOG_DEBUG, "dropped %s from the session: %s", path, why);
   if (cell < 0) return;
   fl__buf_t sb = FL__BUF_INIT;
   fl__buf_printf(&sb,
@@ -185,7 +185,7 @@ void kn_restart_on_dropped(kn_kernel_t *k, const char *path, const char *why) {
 void kn_restart_on_started(kn_kernel_t *k, const char *failure) {
   kn_exec_t *e = kn_kernel_exec(k);
   char *cause = kn_kernel_take_restart_cause(k);
-  if (failure) kn_log(k, "no worker: %s", failure);
+  if (failure) kn_log(k, KN_LOG_WARN, "no worker: %s", failure);
   if (e && e->died_ename) {
     finish_died(k, e, failure);
     e = NULL;

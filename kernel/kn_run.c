@@ -35,6 +35,15 @@ static bool help_request(const char *body, char **name, int *detail) {
   return true;
 }
 
+/* Whether code is `exit` or `quit` alone (white space around), which
+ * leaves a console as IPython's do: no C statement is that bare name
+ * worth running (it would only show the function). */
+static bool asks_exit(const char *code) {
+  const char *p = code + strspn(code, " \t\r\n");
+  size_t n = strcspn(p, " \t\r\n");
+  return n == 4 && (!strncmp(p, "exit", 4) || !strncmp(p, "quit", 4)) && blank(p + n);
+}
+
 /* Starts compiling code; e is the running execution from now on, and the
  * main loop, which never waits for the compiler, goes on in
  * kn_execute_on_compiler. timeit is stolen. */
@@ -407,6 +416,13 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
     kn_publish(k, msg, "execute_input",
                json_pack("{s:s, s:i}", "code", code, "execution_count", e->count));
 
+  if (asks_exit(code)) {
+    /* The frontend leaves, and ends the kernel (keepkernel false), when
+     * the reply asks it to (the messaging spec's ask_exit payload). */
+    e->payload = json_pack("[{s:s, s:b}]", "source", "ask_exit", "keepkernel", 0);
+    kn_exec_finish_ok(e);
+    return;
+  }
   kn_cell_magics_t cm;
   char err[1024];
   if (kn_magic_split(code, &cm, err, sizeof err) < 0) {

@@ -60,8 +60,6 @@ typedef struct fl_view_opts {
   bool dark;         /* dark theme */
   size_t max_rows;   /* default 5000 */
   /* Bundles only (fl_bundle, fl_diff_bundle); NULL (default): none. */
-  const char *text_lead;     /* text/plain's first line, before the note: why a
-                                front end shows the text rather than the graph */
   const char *markdown_hint; /* a line under the graph in text/markdown, which
                                 front ends without a Vega-Lite renderer show:
                                 where the interactive view is */
@@ -111,7 +109,7 @@ char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
 /* The MIME bundle {"application/vnd.vegalite.v5+json": spec,
  * "text/markdown": the svg in a <div> (for exports: nbconvert 6.5 strips
  * SVG items but not markdown), then v->markdown_hint as a line of its own,
- * "text/plain": v->text_lead, v->note and the tree report (fl_text_tree), a
+ * "text/plain": v->note and the tree report (fl_text_tree), a
  * line each}: the SVG once (docs/PROFILING.md, "What each front end
  * shows"). New reference, never NULL (err as for fl_vegalite). */
 json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size);

@@ -4,11 +4,13 @@
 Real programs, compiled here with g++ and rustc (Debian's, from
 scripts/deps.sh) and recorded by `cflame record`: a C++ method of a class
 template in a namespace, a lambda and a function template
-(examples/record_demo.cc, which scripts/demo records too), and a Rust method of a generic type in a
+(examples/record_demo.cc, which scripts/demo records too), std::sort's
+templates (demangle/sort.cc), and a Rust method of a generic type in a
 module (demangle/geo.rs), mangled the legacy way and the v0 way. Every
 frame that has a symbol is checked against c++filt, binutils' demangler,
 which reads Rust's hashes and crate disambiguators too (cflame leaves
-them out: they tell builds apart, not functions). The symbols stay in the
+them out: they tell builds apart, not functions) and a template function's
+return type (cflame leaves it out: a label starts with the function). The symbols stay in the
 data: in the Vega-Lite rows, in pprof's system_name (read back by
 `go tool pprof -raw`), and drawn with --no-demangle.
 """
@@ -47,6 +49,9 @@ def progs(tmp_path_factory):
     build([tool("g++"), "-O2", "-g", "-fno-omit-frame-pointer", "-o", d / "klass",
            CPP_DEMO])
     rustc = [tool("rustc"), "-O", "-g", "-C", "force-frame-pointers=yes"]
+    for name in ("sort", "lambda_sort"):
+        build([tool("g++"), "-O2", "-g", "-fno-omit-frame-pointer", "-o", d / name,
+               SOURCES / f"{name}.cc"])
     build([*rustc, "-o", d / "geo-legacy", SOURCES / "geo.rs"])
     build([*rustc, "-C", "symbol-mangling-version=v0", "-o", d / "geo-v0", SOURCES / "geo.rs"])
     return d
@@ -73,12 +78,27 @@ def cxxfilt(symbols):
 
 
 def check_against_cxxfilt(spec_rows):
-    """Each row with a symbol: its name is c++filt's. Returns the names."""
+    """Each row with a symbol: its name is c++filt's, less the return type
+    c++filt puts first for a template function ("void ns::f<int>(int)").
+    Returns the names."""
     named = [(r["func"], r["sym"]) for r in spec_rows if r.get("sym")]
     assert named, "no frame had a mangled symbol"
     for (func, sym), filtered in zip(named, cxxfilt([s for _, s in named])):
-        assert func == filtered, f"{sym}: cflame reads {func!r}, c++filt {filtered!r}"
+        returns = filtered[:len(filtered) - len(func)]
+        assert filtered.endswith(func) and (not returns or (returns.endswith(" ") and "<" in func)), \
+            f"{sym}: cflame reads {func!r}, c++filt {filtered!r}"
     return {func for func, _ in named}
+
+
+def test_template_functions_are_named_without_their_return_type(progs, tmp_path):
+    """std::sort's frames, out of line or inlined, start with the function:
+    at a narrow width the label shows "std::__introsort_loop<...", not
+    "vo...". """
+    names = check_against_cxxfilt(rows(record(tmp_path, "sort.vl.json", "--", progs / "sort",
+                                              1_000_000)))
+    assert any(n.startswith("std::__introsort_loop<") for n in names), names
+    assert any(n.startswith("std::operator< <char") for n in names), names
+    assert not any(n.startswith(("void ", "bool ")) for n in names), names
 
 
 def test_cpp_names_read_as_cxxfilt_reads_them(progs, tmp_path):
@@ -108,3 +128,19 @@ def test_symbols_are_kept(progs, tmp_path, go_env):  # noqa: F811 (the fixture)
     raw = go_pprof(go_env, "-raw", record(tmp_path, "k.pb.gz", "--", progs / "klass", KLASS_N))
     assert re.search(r" ns::Klass<int>::method\(int\) .*\(_ZN2ns5KlassIiE6methodEi\)$", raw,
                      re.M), raw
+
+
+def test_inlined_frames_without_a_linkage_name_keep_their_scopes(progs, tmp_path):
+    """std::sort with a lambda: gcc's DWARF gives the instances that hold
+    the lambda (std::__sort<..., lambda>, std::__unguarded_partition<...>)
+    and the lambda's operator() no linkage name. Their inlined frames are
+    named with the namespaces and classes they are declared in, as the
+    out-of-line ones' symbols name them: "std::__sort<...>", not
+    "__sort<...>"; the lambda "main::{lambda}::operator()"."""
+    names = {r["func"] for r in rows(record(tmp_path, "lambda.vl.json", "--", progs / "lambda_sort",
+                                            1_000_000))}
+    sorting = [n for n in names if "sort<" in n or "partition" in n]
+    assert any(n.startswith("std::__sort<") for n in sorting), sorting
+    assert all(n.startswith("std::") for n in sorting), sorting
+    assert "main::{lambda}::operator()" in names, names
+    assert "operator()" not in names, names

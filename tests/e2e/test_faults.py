@@ -32,6 +32,22 @@ def test_compile_error_names_cell_line_and_column(kc):
     assert stdout(outputs) == ""
 
 
+def test_a_compile_error_in_a_functions_signature_is_reported_once(kc):
+    """The compiler's complaint about a line of the cell comes once, as gcc
+    gives it for the cell alone, though the kernel's unit declares the
+    function (its prototype) before it defines it; the error's value still
+    says what failed."""
+    reply, outputs = fails(kc, "typedef struct { double x[8]; } vec8;\n"
+                               "vec9 norm9(vec9 a) { return a; }", "CompileError")
+    n = reply["execution_count"]
+    text = traceback_text(reply)
+    for col in (1, 12):
+        assert text.count(f"cell[{n}]:2:{col}: error: unknown type name") == 1, text
+    assert text.count("    2 | vec9 norm9(vec9 a)") == 2, text  # a quote under each
+    assert reply["evalue"].startswith(f"cell[{n}]:2:1: error: unknown type name"), reply["evalue"]
+    assert stderr(outputs) == "", outputs
+
+
 def test_compile_error_keeps_nothing_from_the_cell(kc):
     fails(kc, 'int kept_x = 1;\nint kept_y = ;\nprintf("ran\\n");', "CompileError")
     reply, outputs = fails(kc, 'printf("%d\\n", kept_x);', "CompileError")

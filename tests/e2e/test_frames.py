@@ -186,3 +186,26 @@ def test_timeit_keeps_tail_calls():
         ok(kc, f"%cflags {O2} -foptimize-sibling-calls")
         ok(kc, "%%timeit -n 3 -r 1\n" + timed, timeout=60)
         assert ok(kc, 'printf("%d", caller_fp != loop_fp);') == "0", "f did not jump to g"
+
+
+def test_a_function_does_not_sit_on_itself_unless_it_recursed():
+    """gcc gives some functions' out-of-line copies an inlined copy of the
+    function itself, "called" at its own first line: glibc's
+    __GI__IO_default_xsputn holds an inlined _IO_default_xsputn at
+    genops.c:370, which is that function's declaration. That is the
+    function's body, not a call: a cell that formats strings (snprintf, whose
+    output goes through _IO_default_xsputn) shows no frame, of its own or of
+    libc, under a frame of the same function, since nothing in it recurses."""
+    with kernel() as (km, kc):
+        ok(kc, "#include <stdio.h>")
+        bundle, _, _ = flame(kc, "%%profview C=true\nchar buf[64];\nunsigned long sum = 0;\n"
+                                 "for (int i = 0; i < 6000000; i++) {\n"
+                                 '  snprintf(buf, sizeof buf, "word%d", i);\n  sum += buf[5];\n}',
+                             timeout=180)
+        rows = rows_of(bundle)
+        index = by_id(rows)
+        assert any(r["func"] == "_IO_default_xsputn" for r in rows), \
+            f"no sample in _IO_default_xsputn, which the test is about: {bundle['text/plain'][:2000]}"
+        on_itself = [(r["func"], r.get("line"), index[r["parent"]].get("line")) for r in rows
+                     if r.get("parent") in index and index[r["parent"]]["func"] == r["func"]]
+        assert not on_itself, f"frames under a frame of the same function: {on_itself}"

@@ -173,11 +173,14 @@ def test_profsave_page_and_svg_are_interactive_offline(profiled):
 def test_sanitized_export_shows_the_static_graph_and_the_hint(profiled):
     """With --sanitize-html, nbconvert strips the scripts: what is left is
     the static picture with its tooltips, and a line saying where the
-    interactive view is."""
+    interactive view is, and how to trust a notebook whose output is shown
+    without its picture."""
     out = profiled.parent / "executed-sanitized.html"
     nbconvert("--to", "html", "--sanitize-html", "--output-dir", out.parent, "--output", out.name, profiled)
     html = out.read_text()
-    assert "Static picture: hover, zoom and search where scripts run" in html
+    assert html.count("Static picture: hover, zoom and search where scripts run") == 4
+    assert html.count("No picture above? Untrusted output is shown without it: "
+                      "File &gt; Trust Notebook") == 4
     print(interactive_in_chromium([out], graphs=4, static=True))
 
 
@@ -214,8 +217,9 @@ def classic_notebook(root, home):
 def test_classic_notebook_trusted_is_interactive_and_untrusted_says_how(profiled, tmp_path):
     """The classic Notebook draws the markdown item: in a trusted notebook
     its script runs (as jQuery inserts the output) and each graph answers
-    hover, click, reset and search; an untrusted one shows the text report,
-    whose first line says how to trust it."""
+    hover, click, reset and search; an untrusted one shows neither markdown
+    nor SVG (outputarea.js's safe types), but the text report, as a console
+    does."""
     home = tmp_path / "home"
     trusted, untrusted = tmp_path / "trusted.ipynb", tmp_path / "untrusted.ipynb"
     shutil.copy(profiled, trusted)

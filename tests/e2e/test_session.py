@@ -158,6 +158,26 @@ def test_main_returning_non_zero_is_an_error(kc):
 
 
 
+@pytest.mark.parametrize("code", ["exit", "quit", "  quit\n", "\n\texit  \n\n"])
+def test_exit_or_quit_alone_asks_the_console_to_leave(kc, code):
+    """`exit` or `quit` alone leaves `jupyter console` as IPython's do: the
+    reply asks the frontend to exit and to end the kernel (the messaging
+    spec's ask_exit payload), and nothing runs or prints."""
+    reply, outputs = run(kc, code)
+    assert reply["status"] == "ok", reply
+    assert reply["payload"] == [{"source": "ask_exit", "keepkernel": False}], reply
+    assert [o for o in outputs if o["msg_type"] != "execute_input"] == [], outputs
+
+
+def test_exit_in_c_still_runs_as_c(kc):
+    """Only the bare word leaves: a call of exit() is the cell's, and a
+    cell that mentions exit among other code runs as C."""
+    reply, _ = fails(kc, "exit(3);", "Exit")
+    assert reply.get("payload", []) == [], reply
+    reply, outputs = run(kc, 'int quit_code = 0;\nif (quit_code) exit(1);\nprintf("stayed\\n");')
+    assert reply["status"] == "ok" and reply["payload"] == [] and stdout(outputs) == "stayed\n", reply
+
+
 # How a whole program is brought into a notebook: its main renamed by a
 # macro, to be called later with arguments of one's choice.
 PROGRAM_AS_MACRO = r"""#define main nbody_main

@@ -583,6 +583,7 @@ static void test_demangled(void) {
       {"__ZN2ns5KlassIiE6methodEi", "ns::Klass<int>::method(int)"},
       {"_Znwm@plt", "operator new(unsigned long)@plt"}, /* a PLT stub: the suffix stays */
       {"_ZNSo3putEc@@GLIBCXX_3.4", "std::ostream::put(char)@@GLIBCXX_3.4"}, /* macOS's extra _ */
+      {"_Z3maxIiET_S0_S0_", "max<int>(int, int)"}, /* a template's return type left out */
       {"main", NULL},
       {"_ZN", NULL},
       {"_R", NULL},

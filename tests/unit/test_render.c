@@ -392,21 +392,20 @@ static void test_kind_colours_match_the_legend(void) {
   fl_profile_destroy(&p);
 }
 
-/* A bundle's text/plain leads with text_lead, then the note, then the
- * report; its markdown ends with markdown_hint, a paragraph inside the
+/* A bundle's text/plain leads with the note, then the report; its
+ * markdown ends with markdown_hint, a paragraph inside the
  * graph's one HTML block. Without them, neither is there. */
-static void test_bundle_lead_and_hint(void) {
+static void test_bundle_note_and_hint(void) {
   fl_profile_t *p = small_profile(FL_PROFILE_CPU);
   fl_tree_t *t = tree_of(p, true, 0);
   fl_view_opts_t v;
   fl_view_opts_init(&v);
   v.note = "100 samples at 1 ms";
-  v.text_lead = "(Why this text shows.)";
   v.markdown_hint = "Interactive view: open in JupyterLab <here> & there.";
   json_t *bundle = fl_bundle(t, &v, NULL, 0);
   const char *text = json_string_value(json_object_get(bundle, "text/plain"));
   const char *md = json_string_value(json_object_get(bundle, "text/markdown"));
-  static const char lead[] = "(Why this text shows.)\n100 samples at 1 ms\nTotal: 100 samples";
+  static const char lead[] = "100 samples at 1 ms\nTotal: 100 samples";
   CHECK(text && strncmp(text, lead, strlen(lead)) == 0);
   CHECK(md && strstr(md,
                      "</svg>\n<p class=\"cflame-hint\" style=\"font-size:12px;opacity:0.75\">"
@@ -746,7 +745,7 @@ int main(int argc, char **argv) {
   test_alloc();
   test_program_code_legend();
   test_kind_colours_match_the_legend();
-  test_bundle_lead_and_hint();
+  test_bundle_note_and_hint();
   test_alloc_counts();
   test_hostile_names();
   test_long_note();
