@@ -7,14 +7,22 @@
 // sandwich) whose frames are <path d='Mx yhw'> with a <title>. A graph or a
 // chart also has data-plot='X0 X1', its plot's extent; a sandwich holds two
 // graphs as nested svgs; a chart's lanes are <g data-lane> and its time axis
-// <g data-axis='T0 T1'> (seconds). The script
+// <g data-axis='T0 T1'> (seconds). A graph too deep for its height has a
+// band (<g data-rows='Y0 STEP SHOWN'>: the y of depth 0, the y from one
+// depth to the next, the levels drawn, the band's included): its frames at
+// the band's level that have deeper ones are drawn collapsed, and the
+// frames deeper still are written at y0 + depth * step, not displayed. The
+// script
 //  - adds a band above the drawing with a search box, the matched share
 //    and a reset button, and hides the static hint (.cflame-hint);
 //  - on hover outlines a frame and shows its title in a box in the SVG (the
 //    <title>s are taken out, so the browser's tooltip does not repeat it);
 //  - on click zooms a graph or chart to the frame (its width becomes the
-//    plot's), relabelling the frames; double-click, Escape or the button
-//    reset;
+//    plot's), relabelling the frames; in a graph with a band, a frame whose
+//    subtree reaches the band (a click on the band's piece over a frame
+//    too) is laid out afresh from its own level up, so the band opens as
+//    far as the levels go, and the rest is a band again; double-click,
+//    Escape or the button reset;
 //  - dims the frames whose name does not hold the search text (case
 //    ignored) and shows the matched share: the sum of the first percent in
 //    the titles of the matched frames that no matched frame of their lane
@@ -38,6 +46,26 @@
     var n = Math.floor((w - 6) / CH);
     if (n < 3) return '';
     return s.length > n ? s.slice(0, n - 1) + '\u2026' : s;
+  }
+  // Each frame's depth, from its y, and the deepest depth under it: its
+  // parent is the frame one level nearer the root that starts last at or
+  // before it (siblings do not overlap; of equal starts, the widest).
+  function depths(plot) {
+    var R = plot.rows, by = [];
+    plot.frames.forEach(f => {
+      f.depth = f.deep = Math.round((f.y - R.y0) / R.step);
+      (by[f.depth] = by[f.depth] || []).push(f);
+    });
+    by.forEach(a => a.sort((p, q) => p.x - q.x || p.w - q.w));
+    for (var d = by.length - 1; d > 0; d--) (by[d] || []).forEach(f => {
+      var up = by[d - 1] || [], lo = 0, hi = up.length - 1, at = -1;
+      while (lo <= hi) {
+        var mid = (lo + hi) >> 1;
+        if (up[mid].x <= f.x + 0.05) at = mid, lo = mid + 1;
+        else hi = mid - 1;
+      }
+      if (at >= 0 && up[at].deep < f.deep) up[at].deep = f.deep;
+    });
   }
   function setUp(svg) {
     svg.cflame = true;
@@ -70,7 +98,7 @@
         if (!t) return;
         var d = /M([-0-9.e]+) ([-0-9.e]+)h([-0-9.e]+)/.exec(e.getAttribute('d'));
         var lane = e.closest('[data-lane]');
-        var f = {e: e, d: e.getAttribute('d'), also: [], x: +d[1], y: +d[2], w: +d[3], text: t.textContent, plot: plot,
+        var f = {e: e, d: e.getAttribute('d'), also: [], x: +d[1], y: +d[2], cy: +d[2], w: +d[3], text: t.textContent, plot: plot,
                  h: +e.closest('[stroke-width]').getAttribute('stroke-width'),
                  lane: lane ? lane.getAttribute('data-lane') : ''};
         f.name = f.text.split('\n')[0];
@@ -82,6 +110,15 @@
         frames.push(f);
         plot.frames.push(f);
       });
+      var rows = p.querySelector('g[data-rows]');
+      if (rows && (p == body || rows.ownerSVGElement == p)) {
+        var a = num(rows.getAttribute('data-rows'));
+        plot.rows = {y0: a[0], step: a[1], shown: a[2]};
+        plot.band = el('g', {class: 'cflame-band', fill: rows.getAttribute('fill'),
+                             stroke: rows.getAttribute('stroke'), 'stroke-dasharray': '3 2'});
+        rows.parentNode.replaceChild(plot.band, rows);
+        depths(plot);
+      }
       if (zooms) {
         // The script draws the labels, so that they follow the zoom.
         var old = p.querySelector('g[pointer-events=none]');
@@ -91,6 +128,8 @@
         if (old && old.parentNode == p) p.replaceChild(plot.labels, old);
         else p.appendChild(plot.labels);
       }
+      // The band's pieces go under the labels, whose text is on them.
+      if (plot.band && plot.labels) plot.labels.parentNode.insertBefore(plot.band, plot.labels);
       plot.outline = el('rect', {fill: 'none', stroke: ink, 'stroke-width': 1.5,
                                  'pointer-events': 'none', visibility: 'hidden'}, p);
       return plot;
@@ -114,19 +153,24 @@
     function draw(plot) {
       if (!zooms) return;
       var z = plot.zoom || [plot.lo, plot.hi], k = (plot.hi - plot.lo) / (z[1] - z[0]);
+      var R = plot.rows, base = plot.base || 0;
       if (plot.labels) plot.labels.textContent = '';
+      if (plot.band) plot.band.textContent = '';
       plot.frames.forEach(f => {
         var l = plot.lo + (f.x - z[0]) * k, r = l + f.w * k;
         if (l < plot.lo) l = plot.lo;
         if (r > plot.hi) r = plot.hi;
-        f.shown = r - l > 0.01;
+        var level = R ? f.depth - base : 0, band = R && level == R.shown - 1 && f.deep > f.depth;
+        f.shown = r - l > 0.01 && !band && level >= 0 && (!R || level < R.shown);
         f.l = l;
         f.r = r;
-        f.e.style.display = f.shown ? '' : 'none';
+        f.cy = R ? R.y0 + level * R.step : f.y;
+        f.e.style.display = f.shown ? 'inline' : 'none';
+        if (band && r - l > 0.01) bandPiece(plot, f, l, r);
+        f.e.setAttribute('d', plot.zoom ? 'M' + l + ' ' + f.cy + 'h' + (r - l) : f.d);
         if (!f.shown) return;
-        f.e.setAttribute('d', plot.zoom ? 'M' + l + ' ' + f.y + 'h' + (r - l) : f.d);
         var label = plot.labels && cut(f.name, r - l);
-        if (label) el('text', {x: l + 3, y: f.y + 4}, plot.labels).textContent = label;
+        if (label) el('text', {x: l + 3, y: f.cy + 4}, plot.labels).textContent = label;
       });
       if (plot.axis) {
         var t = plot.axis.t, s = (t[1] - t[0]) / (plot.hi - plot.lo);
@@ -135,6 +179,19 @@
         ends[ends.length - 1].textContent = (t[0] + (z[1] - plot.lo) * s).toFixed(3) + ' s';
       }
       reset.setAttribute('visibility', plots.some(p => p.zoom) ? 'visible' : 'hidden');
+    }
+    // The band's piece over frame f, from l to r: a click on it opens f.
+    function bandPiece(plot, f, l, r) {
+      // As flame/fl__render.c's fl__band_label: the longest words that fit.
+      var n = '\u2026 ' + (f.deep - f.depth + 1).toLocaleString('en-US'), fit = Math.floor((r - l - 6) / CH);
+      var words = [' more levels (click to open)', ' more levels', ''].map(t => n + t)
+        .find(t => t.length <= fit) || n;
+      var b = {band: f, plot: plot, l: l, r: r, cy: f.cy, h: f.h,
+               text: n + ' more levels (click to open)\n' + f.text};
+      el('rect', {x: l, y: f.cy - f.h / 2, width: Math.max(0.1, r - l - 0.5), height: f.h},
+         plot.band).cflame = b;
+      var label = plot.labels && cut(words, r - l);
+      if (label) el('text', {x: l + 3, y: f.cy + 4}, plot.labels).textContent = label;
     }
     // The matched share: the sum of the percents of the matched frames that
     // no matched frame of their lane contains (a table's rows: all).
@@ -164,9 +221,12 @@
         return matched(p).toFixed(2) + '%';
       }).join(' \u00b7 ') : '';
     }
+    // A zoom into f lays the levels out from f's own when its subtree
+    // would reach the band from the root's.
     function zoom(plot, f) {
       plots.forEach(p => {
         p.zoom = p == plot && f ? [f.x, f.x + f.w] : null;
+        p.base = p.zoom && p.rows && f.deep > p.rows.shown - 1 ? f.depth : 0;
         draw(p);
       });
       over(null);
@@ -177,7 +237,7 @@
       if (!f) return;
       var o = f.plot.outline;
       o.setAttribute('x', f.l);
-      o.setAttribute('y', f.y - f.h / 2);
+      o.setAttribute('y', f.cy - f.h / 2);
       o.setAttribute('width', f.r - f.l);
       o.setAttribute('height', f.h);
       o.setAttribute('visibility', 'visible');
@@ -204,7 +264,7 @@
     svg.addEventListener('mouseleave', () => { over(null); });
     svg.addEventListener('click', ev => {
       var f = ev.target.cflame;
-      if (f && zooms) zoom(f.plot, f);
+      if (f && zooms) zoom(f.plot, f.band || f);
     });
     svg.addEventListener('dblclick', () => { zoom(null); });
     reset.addEventListener('click', ev => {
