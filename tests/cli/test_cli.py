@@ -628,17 +628,24 @@ def test_a_deep_graph_s_pdf_keeps_its_labels_and_band(tmp_path):
 
 
 def test_a_deep_graph_s_band_opens_in_the_browser(tmp_path):
-    """The SVG files of a 1,000-level graph and its icicle, in Chromium:
-    hovering the band says how many levels it holds, a click opens it (the
-    frame it stood for drawn and labelled at the root's level, the levels
-    above it drawn, a band of fewer levels left), Reset zoom closes it; and
-    everything interactive_test.mjs tries of any graph."""
+    """The SVG files of a 1,000-level graph, its icicle and a sandwich of
+    its middle, in Chromium: hovering the band says how many levels it
+    holds, a click opens it (the frame it stood for drawn and labelled at
+    the root's level, the levels above it drawn, a band of fewer levels
+    left), Reset zoom closes it; and everything interactive_test.mjs tries
+    of any graph. Their Vega-Lite views pass check_spec.mjs (the band's
+    pieces and words, levels tall enough for labels)."""
     src = tmp_path / "deep.folded"
     src.write_text(_deep_stacks(1000))
     files = []
-    for name, args in {"deep.svg": [], "deep-icicle.svg": ["--icicle"]}.items():
-        ok(*args, src, "-o", tmp_path / name)
-        files.append(tmp_path / name)
+    views = {"deep": [], "deep-icicle": ["--icicle"],
+             "deep-sandwich": ["--view", "sandwich", "--focus", "level_0500"]}
+    for name, args in views.items():
+        ok(*args, src, "-o", tmp_path / f"{name}.svg")
+        files.append(tmp_path / f"{name}.svg")
+        # The Vega-Lite view of the same, by the real vega-lite and vega.
+        ok(*args, src, "-o", tmp_path / f"{name}.vl.json")
+        check_spec(tmp_path / f"{name}.vl.json")
     p = subprocess.run([NODE, str(RENDER / "interactive_test.mjs"), "--band", *map(str, files)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr

@@ -418,8 +418,11 @@ function compileSpec(spec, problems) {
  * (drawn), and the band's level's other frames as pieces of the band. */
 function bandOf(spec, rows) {
   const meta = spec.usermeta?.cflame || {};
-  if (!(meta.shown < meta.levels)) return { drawn: rows, pieces: [] };
-  const cut = meta.shown - 1;
+  // A sandwich's half has no usermeta: its y domain says how many levels it shows.
+  const half = (spec.layer || []).map(l => /\+ (\d+)\]$/.exec(l.encoding?.y?.scale?.domain?.expr || '')).find(Boolean);
+  const shown = meta.shown ?? (half ? Number(half[1]) : undefined), levels = meta.levels ?? Infinity;
+  if (!(shown < levels)) return { drawn: rows, pieces: [] };
+  const cut = shown - 1;
   return { cut, drawn: rows.filter(r => r.depth < cut || (r.depth === cut && r.deep === r.depth)),
            pieces: rows.filter(r => r.depth === cut && r.deep > r.depth) };
 }
@@ -732,8 +735,8 @@ function sandwichProblem(spec, problems) {
  * problems. */
 async function checkSandwich(spec, problems) {
   await checkView(spec, 'sandwich', s => sandwichProblem(s, problems), async view => {
-    const n = sandwichHalves(spec).reduce((k, h) => k + framesOf(h).length, 0);
-    const rects = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.x1 !== undefined);
+    const n = sandwichHalves(spec).reduce((k, h) => k + bandOf(h, framesOf(h)).drawn.length, 0);
+    const rects = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.x1 !== undefined && !isBand(it));
     if (rects.length !== n) problems.push(`vega drew ${rects.length} frames for ${n} rows`);
     const off = rects.filter(it => it.fill !== it.datum.color).length;
     if (off) problems.push(`${off} frames not in their colour`);

@@ -110,11 +110,13 @@ async function bandOf(page, id) {
   return page.evaluate(id => {
     const svg = document.querySelector(`svg[data-try="${id}"]`);
     const box = e => { const b = e.getBoundingClientRect(); return { x: b.x, y: b.y, w: b.width, h: b.height }; };
+    // Which plot: a sandwich's halves are nested svgs.
+    const plot = e => e.ownerSVGElement === svg ? '' : e.ownerSVGElement.getAttribute('y');
     return {
-      pieces: [...svg.querySelectorAll('.cflame-band > rect')].map(r => ({ box: box(r), name: r.cflame.band.name })),
+      pieces: [...svg.querySelectorAll('.cflame-band > rect')].map(r => ({ box: box(r), name: r.cflame.band.name, plot: plot(r) })),
       labels: [...svg.querySelectorAll('g[pointer-events=none] > text')].map(t => t.textContent),
       shown: [...svg.querySelectorAll('path')].filter(p => p.cflame && p.cflame.e === p && getComputedStyle(p).display !== 'none')
-        .map(p => ({ name: p.cflame.name, box: box(p) })),
+        .map(p => ({ name: p.cflame.name, box: box(p), plot: plot(p) })),
     };
   }, id);
 }
@@ -139,11 +141,12 @@ async function tryBand(page, svg, id, name, problems) {
   await page.mouse.move(at.x, at.y);
   const said = await svg.locator('.cflame-box tspan').first().textContent();
   if (!MORE.test(said)) problems.push(`${name}: hovering the band says ${JSON.stringify(said)}`);
-  const rootY = Math.max(...before.shown.map(f => f.box.y)), rootTop = Math.min(...before.shown.map(f => f.box.y));
+  const own = before.shown.filter(f => f.plot === piece.plot);
+  const rootY = Math.max(...own.map(f => f.box.y)), rootTop = Math.min(...own.map(f => f.box.y));
   await page.mouse.click(at.x, at.y);
   const after = await bandOf(page, id);
-  const opened = after.shown.find(f => f.name === piece.name);
-  const icicle = before.pieces[0].box.y > rootY;
+  const opened = after.shown.find(f => f.name === piece.name && f.plot === piece.plot);
+  const icicle = piece.box.y > rootY;
   if (!opened) problems.push(`${name}: the band's ${piece.name} is not drawn once opened`);
   else if (Math.abs(opened.box.y - (icicle ? rootTop : rootY)) > 1)
     problems.push(`${name}: ${piece.name} opened at y ${opened.box.y}, not at the root's level ${icicle ? rootTop : rootY}`);
@@ -209,7 +212,7 @@ export async function tryGraphs(page, allTitles, expectGraphs, band = false) {
     const zooms = g.kind !== 'table';
     let pick = zooms
       ? frames.filter(f => f.w < f.plot[1] - f.plot[0] - 1 && f.box.w > 4).sort((a, b) => b.w - a.w)[0]
-        || frames[frames.length - 1]
+        || frames.filter(f => f.box.w > 4).pop()
       : frames.sort((a, b) => a.y - b.y)[0];
     if (!pick) { problems.push(`${name}: no frame to try`); continue; }
     // A graph taller than the window: the frame in view, and its box anew.
