@@ -19,9 +19,10 @@
 //    <title>s are taken out, so the browser's tooltip does not repeat it);
 //  - on click zooms a graph or chart to the frame (its width becomes the
 //    plot's), relabelling the frames; in a graph with a band, a frame whose
-//    subtree reaches the band (a click on the band's piece over a frame
-//    too) is laid out afresh from its own level up, so the band opens as
-//    far as the levels go, and the rest is a band again; double-click,
+//    subtree reaches the band (a frame of the band: drawn in the band's
+//    fill, saying how many levels it holds, with the class cflame-band) is
+//    laid out afresh from its own level up, so the band opens as far as the
+//    levels go, and the rest is a band again; double-click,
 //    Escape or the button reset;
 //  - dims the frames whose name does not hold the search text (case
 //    ignored) and shows the matched share: the sum of the first percent in
@@ -35,9 +36,12 @@
 (function () {
   var NS = 'http://www.w3.org/2000/svg', BAND = 30, CH = 6.6, FONT = 11;
   var MONO = 'Menlo, Consolas, DejaVu Sans Mono, monospace';
-  function el(name, attrs, parent, ns) {
-    var e = document.createElementNS(ns || NS, name);
+  function set(e, attrs) {
     for (var k in attrs) e.setAttribute(k, attrs[k]);
+    return e;
+  }
+  function el(name, attrs, parent, ns) {
+    var e = set(document.createElementNS(ns || NS, name), attrs);
     if (parent) parent.appendChild(e);
     return e;
   }
@@ -47,25 +51,19 @@
     if (n < 3) return '';
     return s.length > n ? s.slice(0, n - 1) + '\u2026' : s;
   }
-  // Each frame's depth, from its y, and the deepest depth under it: its
-  // parent is the frame one level nearer the root that starts last at or
-  // before it (siblings do not overlap; of equal starts, the widest).
-  function depths(plot) {
-    var R = plot.rows, by = [];
-    plot.frames.forEach(f => {
-      f.depth = f.deep = Math.round((f.y - R.y0) / R.step);
-      (by[f.depth] = by[f.depth] || []).push(f);
-    });
-    by.forEach(a => a.sort((p, q) => p.x - q.x || p.w - q.w));
-    for (var d = by.length - 1; d > 0; d--) (by[d] || []).forEach(f => {
-      var up = by[d - 1] || [], lo = 0, hi = up.length - 1, at = -1;
-      while (lo <= hi) {
-        var mid = (lo + hi) >> 1;
-        if (up[mid].x <= f.x + 0.05) at = mid, lo = mid + 1;
-        else hi = mid - 1;
-      }
-      if (at >= 0 && up[at].deep < f.deep) up[at].deep = f.deep;
-    });
+  // The deepest depth under frame f of a graph with a band (R, its
+  // plot's rows): while a frame one level deeper starts within f, its
+  // subtree goes on (siblings do not overlap).
+  function deep(R, f) {
+    for (var d = f.depth; (R.by[d + 1] || []).some(g => g.x > f.x - .05 && g.x < f.x + f.w - .05); d++);
+    return d;
+  }
+  // The words on frame f of a band, w pixels wide, as flame/fl__render.c's
+  // fl__band_label: the longest that fit; the hover box says them whole.
+  function words(R, f, w) {
+    var n = '\u2026 ' + (deep(R, f) - f.depth + 1).toLocaleString('en-US'), t = n + ' more levels';
+    f.words = t + ' (click to open)\n';
+    return [f.words.trim(), t, n].find(s => cut(s, w) == s) || cut(n, w);
   }
   function setUp(svg) {
     svg.cflame = true;
@@ -78,8 +76,7 @@
     while (svg.firstChild) body.appendChild(svg.firstChild);
     el('rect', {width: '100%', height: '100%', fill: bg}, svg);
     svg.appendChild(body);
-    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + (H + BAND));
-    svg.setAttribute('height', H + BAND);
+    set(svg, {viewBox: '0 0 ' + W + ' ' + (H + BAND), height: H + BAND});
     var hint = svg.parentNode && svg.parentNode.querySelector('.cflame-hint');
     if (hint) hint.style.display = 'none';
     body.querySelectorAll('.cflame-hint').forEach(e => e.remove());
@@ -98,7 +95,7 @@
         if (!t) return;
         var d = /M([-0-9.e]+) ([-0-9.e]+)h([-0-9.e]+)/.exec(e.getAttribute('d'));
         var lane = e.closest('[data-lane]');
-        var f = {e: e, d: e.getAttribute('d'), also: [], x: +d[1], y: +d[2], cy: +d[2], w: +d[3], text: t.textContent, plot: plot,
+        var f = {e: e, d: e.getAttribute('d'), also: [], x: +d[1], y: +d[2], cy: +d[2], w: +d[3], text: t.textContent, plot: plot, words: '',
                  h: +e.closest('[stroke-width]').getAttribute('stroke-width'),
                  lane: lane ? lane.getAttribute('data-lane') : ''};
         f.name = f.text.split('\n')[0];
@@ -110,14 +107,17 @@
         frames.push(f);
         plot.frames.push(f);
       });
-      var rows = p.querySelector('g[data-rows]');
-      if (rows && (p == body || rows.ownerSVGElement == p)) {
-        var a = num(rows.getAttribute('data-rows'));
-        plot.rows = {y0: a[0], step: a[1], shown: a[2]};
-        plot.band = el('g', {class: 'cflame-band', fill: rows.getAttribute('fill'),
-                             stroke: rows.getAttribute('stroke'), 'stroke-dasharray': '3 2'});
-        rows.parentNode.replaceChild(plot.band, rows);
-        depths(plot);
+      // The band's frames are drawn in its fill, labelled by draw(). Each
+      // frame's depth follows from its y.
+      var band = p.querySelector('g[data-rows]');
+      if (band && (p == body || band.ownerSVGElement == p)) {
+        var a = num(band.getAttribute('data-rows'));
+        var R = plot.rows = {y0: a[0], step: a[1], cut: a[2] - 1, by: [], fill: band.getAttribute('fill')};
+        band.remove();
+        plot.frames.forEach(f => {
+          f.depth = Math.round((f.y - a[0]) / a[1]);
+          (R.by[f.depth] = R.by[f.depth] || []).push(f);
+        });
       }
       if (zooms) {
         // The script draws the labels, so that they follow the zoom.
@@ -128,8 +128,6 @@
         if (old && old.parentNode == p) p.replaceChild(plot.labels, old);
         else p.appendChild(plot.labels);
       }
-      // The band's pieces go under the labels, whose text is on them.
-      if (plot.band && plot.labels) plot.labels.parentNode.insertBefore(plot.band, plot.labels);
       plot.outline = el('rect', {fill: 'none', stroke: ink, 'stroke-width': 1.5,
                                  'pointer-events': 'none', visibility: 'hidden'}, p);
       return plot;
@@ -155,21 +153,22 @@
       var z = plot.zoom || [plot.lo, plot.hi], k = (plot.hi - plot.lo) / (z[1] - z[0]);
       var R = plot.rows, base = plot.base || 0;
       if (plot.labels) plot.labels.textContent = '';
-      if (plot.band) plot.band.textContent = '';
       plot.frames.forEach(f => {
         var l = plot.lo + (f.x - z[0]) * k, r = l + f.w * k;
         if (l < plot.lo) l = plot.lo;
         if (r > plot.hi) r = plot.hi;
-        var level = R ? f.depth - base : 0, band = R && level == R.shown - 1 && f.deep > f.depth;
-        f.shown = r - l > 0.01 && !band && level >= 0 && (!R || level < R.shown);
+        var level = R ? f.depth - base : 0, band = R && level == R.cut && deep(R, f) > f.depth;
+        f.shown = r - l > 0.01 && level >= 0 && level <= (R ? R.cut : 0);
         f.l = l;
         f.r = r;
         f.cy = R ? R.y0 + level * R.step : f.y;
         f.e.style.display = f.shown ? 'inline' : 'none';
-        if (band && r - l > 0.01) bandPiece(plot, f, l, r);
+        f.e.style.stroke = band ? R.fill : '';
+        f.e.classList.toggle('cflame-band', !!band);
+        f.words = '';
         f.e.setAttribute('d', plot.zoom ? 'M' + l + ' ' + f.cy + 'h' + (r - l) : f.d);
         if (!f.shown) return;
-        var label = plot.labels && cut(f.name, r - l);
+        var label = plot.labels && (band ? words(R, f, r - l) : cut(f.name, r - l));
         if (label) el('text', {x: l + 3, y: f.cy + 4}, plot.labels).textContent = label;
       });
       if (plot.axis) {
@@ -179,19 +178,6 @@
         ends[ends.length - 1].textContent = (t[0] + (z[1] - plot.lo) * s).toFixed(3) + ' s';
       }
       reset.setAttribute('visibility', plots.some(p => p.zoom) ? 'visible' : 'hidden');
-    }
-    // The band's piece over frame f, from l to r: a click on it opens f.
-    function bandPiece(plot, f, l, r) {
-      // As flame/fl__render.c's fl__band_label: the longest words that fit.
-      var n = '\u2026 ' + (f.deep - f.depth + 1).toLocaleString('en-US'), fit = Math.floor((r - l - 6) / CH);
-      var words = [' more levels (click to open)', ' more levels', ''].map(t => n + t)
-        .find(t => t.length <= fit) || n;
-      var b = {band: f, plot: plot, l: l, r: r, cy: f.cy, h: f.h,
-               text: n + ' more levels (click to open)\n' + f.text};
-      el('rect', {x: l, y: f.cy - f.h / 2, width: Math.max(0.1, r - l - 0.5), height: f.h},
-         plot.band).cflame = b;
-      var label = plot.labels && cut(words, r - l);
-      if (label) el('text', {x: l + 3, y: f.cy + 4}, plot.labels).textContent = label;
     }
     // The matched share: the sum of the percents of the matched frames that
     // no matched frame of their lane contains (a table's rows: all).
@@ -217,54 +203,43 @@
         f.hit = q && f.name.toLowerCase().indexOf(q) >= 0;
         [f.e].concat(f.also).forEach(e => { e.style.opacity = q && !f.hit ? 0.25 : ''; });
       });
-      share.textContent = q ? 'matched: ' + plots.map(p => {
-        return matched(p).toFixed(2) + '%';
-      }).join(' \u00b7 ') : '';
+      share.textContent = q ? 'matched: ' + plots.map(p => matched(p).toFixed(2) + '%').join(' \u00b7 ') : '';
     }
     // A zoom into f lays the levels out from f's own when its subtree
     // would reach the band from the root's.
     function zoom(plot, f) {
       plots.forEach(p => {
         p.zoom = p == plot && f ? [f.x, f.x + f.w] : null;
-        p.base = p.zoom && p.rows && f.deep > p.rows.shown - 1 ? f.depth : 0;
+        p.base = p.zoom && p.rows && deep(p.rows, f) > p.rows.cut ? f.depth : 0;
         draw(p);
       });
       over(null);
     }
     function over(f, ev) {
-      plots.forEach(p => { p.outline.setAttribute('visibility', 'hidden'); });
+      plots.forEach(p => p.outline.setAttribute('visibility', 'hidden'));
       box.setAttribute('visibility', f ? 'visible' : 'hidden');
       if (!f) return;
-      var o = f.plot.outline;
-      o.setAttribute('x', f.l);
-      o.setAttribute('y', f.cy - f.h / 2);
-      o.setAttribute('width', f.r - f.l);
-      o.setAttribute('height', f.h);
-      o.setAttribute('visibility', 'visible');
+      set(f.plot.outline, {x: f.l, y: f.cy - f.h / 2, width: f.r - f.l, height: f.h, visibility: 'visible'});
       boxText.textContent = '';
-      var lines = f.text.split('\n');
+      var lines = (f.words + f.text).split('\n');
       lines.forEach((line, i) => {
         el('tspan', {x: 8, dy: i ? 14 : 0}, boxText).textContent = line;
       });
       var wide = Math.max.apply(null, lines.map(s => s.length)) * CH + 12;
       var tall = lines.length * 14 + 8;
-      var p = svg.createSVGPoint();
-      p.x = ev.clientX;
-      p.y = ev.clientY;
-      p = p.matrixTransform(svg.getScreenCTM().inverse());
+      var p = new DOMPoint(ev.clientX, ev.clientY).matrixTransform(svg.getScreenCTM().inverse());
       var x = p.x + 14, y = p.y + 14;
       if (x + wide > W) x = Math.max(0, p.x - 14 - wide);
       if (y + tall > H + BAND) y = Math.max(0, p.y - 14 - tall);
-      boxRect.setAttribute('width', wide);
-      boxRect.setAttribute('height', tall);
-      boxText.setAttribute('y', 16);
+      set(boxRect, {width: wide, height: tall});
+      set(boxText, {y: 16});
       box.setAttribute('transform', 'translate(' + x + ',' + y + ')');
     }
     svg.addEventListener('mousemove', ev => { over(ev.target.cflame, ev); });
     svg.addEventListener('mouseleave', () => { over(null); });
     svg.addEventListener('click', ev => {
       var f = ev.target.cflame;
-      if (f && zooms) zoom(f.plot, f.band || f);
+      if (f && zooms) zoom(f.plot, f);
     });
     svg.addEventListener('dblclick', () => { zoom(null); });
     reset.addEventListener('click', ev => {

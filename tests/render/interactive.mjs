@@ -79,7 +79,7 @@ async function graphsOf(page) {
       if (svg.parentElement && svg.parentElement.closest('svg[data-cflame]')) return;
       svg.setAttribute('data-try', String(i));
       out.push({ id: String(i), kind: svg.getAttribute('data-cflame'), ready: !!svg.cflame,
-                 band: !!svg.querySelector('.cflame-band > rect'),
+                 band: !!svg.querySelector('path.cflame-band'),
                  titles: svg.querySelectorAll('path > title').length,
                  hint: [...(svg.parentElement?.querySelectorAll('.cflame-hint') || [])]
                    .some(h => h.getBoundingClientRect().height > 0 && getComputedStyle(h).display !== 'none') });
@@ -96,7 +96,7 @@ async function framesOf(page, id) {
     return [...svg.querySelectorAll('path')].filter(p => p.cflame && p.cflame.e === p).map(p => {
       const f = p.cflame, b = p.getBoundingClientRect(), owner = p.ownerSVGElement;
       const plot = ((owner.closest('svg[data-plot]') || svg).getAttribute('data-plot') || '').split(' ').map(Number);
-      return { d: p.getAttribute('d'), d0: f.d, text: f.text, w: f.w, x: f.x, y: f.y,
+      return { d: p.getAttribute('d'), d0: f.d, text: f.text, w: f.w, x: f.x, y: f.y, band: p.classList.contains('cflame-band'),
                lane: (f.text.split('\n').find(l => /^thread /.test(l)) || '') + '@' + (owner === svg ? '' : owner.getAttribute('y')),
                opacity: getComputedStyle(p).opacity, plot,
                box: { x: b.x, y: b.y, w: b.width, h: b.height } };
@@ -105,7 +105,7 @@ async function framesOf(page, id) {
 }
 
 /* What graph id shows of its band: each piece (its box, and the name of
- * the frame it stands for), the labels' texts, and the frames displayed. */
+ * its frame), the labels' texts, and the other frames displayed. */
 async function bandOf(page, id) {
   return page.evaluate(id => {
     const svg = document.querySelector(`svg[data-try="${id}"]`);
@@ -113,9 +113,9 @@ async function bandOf(page, id) {
     // Which plot: a sandwich's halves are nested svgs.
     const plot = e => e.ownerSVGElement === svg ? '' : e.ownerSVGElement.getAttribute('y');
     return {
-      pieces: [...svg.querySelectorAll('.cflame-band > rect')].map(r => ({ box: box(r), name: r.cflame.band.name, plot: plot(r) })),
+      pieces: [...svg.querySelectorAll('path.cflame-band')].map(p => ({ box: box(p), name: p.cflame.name, plot: plot(p) })),
       labels: [...svg.querySelectorAll('g[pointer-events=none] > text')].map(t => t.textContent),
-      shown: [...svg.querySelectorAll('path')].filter(p => p.cflame && p.cflame.e === p && getComputedStyle(p).display !== 'none')
+      shown: [...svg.querySelectorAll('path:not(.cflame-band)')].filter(p => p.cflame && p.cflame.e === p && getComputedStyle(p).display !== 'none')
         .map(p => ({ name: p.cflame.name, box: box(p), plot: plot(p) })),
     };
   }, id);
@@ -123,14 +123,14 @@ async function bandOf(page, id) {
 
 const MORE = /^\u2026 ([0-9,]+)(?: more levels(?: \(click to open\))?)?$/;
 
-/* A graph too deep for its height: its band says how many levels it holds;
- * hovering a piece says so too; a click on the widest piece opens it: the
- * frame it stood for is drawn and labelled at the plot's root level, frames
- * not drawn before are, and what is still too deep is a band of fewer
- * levels; Reset zoom brings the band back. */
+/* A graph too deep for its height: its band (frames of the class
+ * cflame-band) says how many levels it holds; hovering a piece says so too;
+ * a click on the widest piece opens it: its frame is drawn and labelled at
+ * the plot's root level, frames not drawn before are, and what is still too
+ * deep is a band of fewer levels; Reset zoom brings the band back. */
 async function tryBand(page, svg, id, name, problems) {
   await page.evaluate(id => {
-    const pieces = [...document.querySelector(`svg[data-try="${id}"]`).querySelectorAll('.cflame-band > rect')];
+    const pieces = [...document.querySelector(`svg[data-try="${id}"]`).querySelectorAll('path.cflame-band')];
     pieces.sort((a, b) => b.getBoundingClientRect().width - a.getBoundingClientRect().width)[0].scrollIntoView({ block: 'center' });
   }, id);
   const before = await bandOf(page, id);
@@ -211,8 +211,8 @@ export async function tryGraphs(page, allTitles, expectGraphs, band = false) {
     // of one stack); a table's first row.
     const zooms = g.kind !== 'table';
     let pick = zooms
-      ? frames.filter(f => f.w < f.plot[1] - f.plot[0] - 1 && f.box.w > 4).sort((a, b) => b.w - a.w)[0]
-        || frames.filter(f => f.box.w > 4).pop()
+      ? frames.filter(f => f.w < f.plot[1] - f.plot[0] - 1 && f.box.w > 4 && !f.band).sort((a, b) => b.w - a.w)[0]
+        || frames.filter(f => f.box.w > 4 && !f.band).pop()
       : frames.sort((a, b) => a.y - b.y)[0];
     if (!pick) { problems.push(`${name}: no frame to try`); continue; }
     // A graph taller than the window: the frame in view, and its box anew.
