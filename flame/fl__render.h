@@ -89,10 +89,11 @@ typedef struct fl__layout {
 #define FL__MAX_AUTO_HEIGHT 4000.0
 void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l);
 
-/* Whether row i of r is drawn collapsed in the band of a view whose lowest
- * level is depth base: it stands on the band's level and has deeper frames. */
-static inline bool fl__row_in_band(const fl__layout_t *l, const fl__rows_t *r, size_t i, int base) {
-  return l->band && r->rows[i]->depth == base + l->shown - 1 && r->deep[i] > r->rows[i]->depth;
+/* Whether row i of r is drawn collapsed in the band (of the whole graph,
+ * before a click moves it): it stands on the band's level and has deeper
+ * frames. */
+static inline bool fl__row_in_band(const fl__layout_t *l, const fl__rows_t *r, size_t i) {
+  return l->band && r->rows[i]->depth == l->shown - 1 && r->deep[i] > r->rows[i]->depth;
 }
 
 /* The band's label for a frame at depth with its deepest descendant at

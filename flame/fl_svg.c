@@ -238,7 +238,7 @@ static int cmp_colored(const void *pa, const void *pb) {
 /* Whether row i is drawn as a frame: below the band, or on its level with
  * nothing deeper. */
 static bool drawn_as_frame(const fl__layout_t *l, const fl__rows_t *r, size_t i) {
-  return r->rows[i]->depth < l->shown && !fl__row_in_band(l, r, i, 0);
+  return r->rows[i]->depth < l->shown && !fl__row_in_band(l, r, i);
 }
 
 /* The band (fl__layout_t): a dashed box over each frame that stands for
@@ -262,7 +262,7 @@ static void put_band(fl__buf_t *b, const fl_view_opts_t *v, const fl__theme_t *t
   for (int pass = 0; pass < 2; pass++) {
     if (pass) fl__buf_printf(b, "<g stroke='none' fill='%s'>\n", th->frame_text);
     for (size_t i = 0; i < r->n; i++) {
-      if (!fl__row_in_band(l, r, i, 0)) continue;
+      if (!fl__row_in_band(l, r, i)) continue;
       const fl_node_t *n = r->rows[i];
       double x = FL__SVG_MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
       double w = fmax(0.1, (double)n->count * scale - GAP_PX);
