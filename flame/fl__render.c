@@ -20,35 +20,71 @@ void fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
   memset(r, 0, sizeof *r);
   if (max_rows == 0 || max_rows > FL__MAX_ROWS) max_rows = FL__MAX_ROWS;
   r->n = fl_tree_rows(t, max_rows, &r->rows, &r->n_merged);
-  for (size_t i = 0; i < r->n; i++)
-    if (r->rows[i]->depth + 1 > r->levels) r->levels = r->rows[i]->depth + 1;
+  r->deep = fl__xmalloc(r->n ? r->n : 1, sizeof *r->deep);
+  /* Pre-order: a row's subtree is the rows after it that are deeper, so a
+   * stack of the open rows hands each closed row's deepest to its parent. */
+  size_t *open = fl__xmalloc(r->n ? r->n : 1, sizeof *open), n_open = 0;
+  for (size_t i = 0; i <= r->n; i++) {
+    int depth = i < r->n ? r->rows[i]->depth : -1;
+    while (n_open && r->rows[open[n_open - 1]]->depth >= depth) {
+      size_t closed = open[--n_open];
+      if (n_open && r->deep[closed] > r->deep[open[n_open - 1]])
+        r->deep[open[n_open - 1]] = r->deep[closed];
+    }
+    if (i == r->n) break;
+    r->deep[i] = depth;
+    open[n_open++] = i;
+    if (depth + 1 > r->levels) r->levels = depth + 1;
+  }
+  free(open);
   r->total = fl_tree_root(t)->count;
 }
 
 void fl__rows_free(fl__rows_t *r) {
   free(r->rows);
+  free(r->deep);
   memset(r, 0, sizeof *r);
 }
 
 /* ---- layout ---- */
 
 #define LEVEL_PX 18.0
-#define MAX_AUTO_HEIGHT 2000.0
-#define MIN_LABEL_LEVEL_PX 10.0
+#define MAX_FULL_HEIGHT 2000.0  /* the plot's height before levels get thinner */
+#define MIN_LABEL_LEVEL_PX 10.0 /* 11 px text, its descenders let out */
 
 void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l) {
   int levels = r->levels > 0 ? r->levels : 1;
   l->width = v->width > 0 ? v->width : 800;
-  if (v->height > 0) {
-    l->height = v->height;
-  } else {
-    /* Deep recursion would make a plot too tall for a browser's canvas:
-     * past MAX_AUTO_HEIGHT the levels get thinner, down to one pixel. */
-    l->height = levels * LEVEL_PX;
-    if (l->height > MAX_AUTO_HEIGHT) l->height = fmax(MAX_AUTO_HEIGHT, (double)levels);
+  double room; /* the most the plot may be */
+  if (v->height > 0)
+    room = v->height;
+  else if (levels * LEVEL_PX <= MAX_FULL_HEIGHT)
+    room = levels * LEVEL_PX;
+  else
+    room = fmin(FL__MAX_AUTO_HEIGHT, fmax(MAX_FULL_HEIGHT, levels * FL__MIN_LEVEL_PX));
+  /* A browser's canvas and a reader's patience both end somewhere: levels
+   * that would be thinner than text go into the band instead. */
+  l->shown = levels;
+  if (room / levels < FL__MIN_LEVEL_PX) {
+    l->shown = (int)floor(room / FL__MIN_LEVEL_PX);
+    if (l->shown < 2) l->shown = levels < 2 ? levels : 2;
   }
-  l->level_px = l->height / levels;
+  l->band = l->shown < levels;
+  l->height = v->height > 0 ? v->height : room;
+  if (l->band && v->height <= 0) l->height = l->shown * FL__MIN_LEVEL_PX;
+  l->level_px = l->height / l->shown;
   l->labels = l->level_px >= MIN_LABEL_LEVEL_PX;
+}
+
+void fl__band_label(int depth, int deep, size_t fit, char *out, size_t size) {
+  static const char *const tails[] = {" more levels (click to open)", " more levels", ""};
+  char n[32];
+  fl__thousands((uint64_t)(deep - depth + 1), n);
+  for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+    /* "… " is two characters, four bytes. */
+    snprintf(out, size, "\xe2\x80\xa6 %s%s", n, tails[i]);
+    if (fit == 0 || strlen(out) - 2 <= fit) return;
+  }
 }
 
 /* ---- kinds and colours ---- */
@@ -250,13 +286,26 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
              "each as wide as the time spent in the function under it",
              v->icicle ? "below" : "above");
   if (r->diff) {
-    /* Room for the negate line, the summary and the hidden line. */
+    /* Room for the negate line, the summary, the band and the hidden line. */
     const char *const *notes = fl_diff_notes(r->diff);
-    for (; notes && *notes && n < FL__MAX_NOTES - 3; notes++) note_copy(lines[n++], *notes);
+    for (; notes && *notes && n < FL__MAX_NOTES - 4; notes++) note_copy(lines[n++], *notes);
     if (fl_diff_options(r->diff)->negate)
       snprintf(lines[n++], FL__NOTE_SIZE,
                "baseline layout, coloured by baseline \xe2\x88\x92 target");
     fl__diff_summary(r->diff, r, lines[n++], FL__NOTE_SIZE);
+  }
+  fl__layout_t l;
+  fl__layout_of(v, r, &l);
+  if (l.band) {
+    char deeper[32], all[32];
+    fl__thousands((uint64_t)(r->levels - l.shown + 1), deeper);
+    fl__thousands((uint64_t)r->levels, all);
+    snprintf(lines[n++], FL__NOTE_SIZE,
+             "the deepest %s of %s levels are collapsed into the band at the %s (click it to "
+             "open); height=%d (--height %d) draws them all, recur=flat (--recur flat) folds "
+             "recursion",
+             deeper, all, v->icicle ? "bottom" : "top", (int)ceil(r->levels * FL__MIN_LEVEL_PX),
+             (int)ceil(r->levels * FL__MIN_LEVEL_PX));
   }
   uint64_t hidden_weight = 0;
   size_t hidden = fl_tree_hidden(t, &hidden_weight);

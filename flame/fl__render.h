@@ -7,7 +7,8 @@
  *
  *   rows     the frames to draw: fl_tree_rows, at most FL__MAX_ROWS.
  *   layout   plot width and height, pixels per level, from the view options
- *            and the deepest drawn frame.
+ *            and the deepest drawn frame; and how many levels are drawn, the
+ *            deeper ones collapsed into a band that a click opens.
  *   kinds    what kind of code a frame is (root, cell code, system library,
  *            allocator, kernel, other), its legend label and colour: one
  *            table in fl__render.c.
@@ -50,6 +51,8 @@ typedef struct fl__rows {
   size_t n;
   size_t n_merged;       /* visible nodes left out to stay within max_rows */
   int levels;            /* deepest drawn depth + 1 */
+  int *deep;             /* per row: the deepest depth among its drawn descendants
+                            (its own depth for a leaf) */
   uint64_t total;        /* the root's count */
   const fl_diff_t *diff; /* a diff's rows (of fl_diff_tree), or NULL */
 } fl__rows_t;
@@ -63,14 +66,45 @@ void fl__rows_free(fl__rows_t *r);
 
 typedef struct fl__layout {
   int width;       /* plot width, pixels */
-  double height;   /* plot height, pixels */
+  double height;   /* plot height, pixels: shown levels of level_px */
   double level_px; /* height of one level */
+  int shown;       /* levels drawn, the band's included: r->levels, or fewer */
+  bool band;       /* level shown - 1 is the band: each frame of that depth
+                      with deeper ones is drawn collapsed, its subtree with it */
   bool labels;     /* levels are tall enough for labels */
 } fl__layout_t;
 
-/* v->height 0: 18 pixels a level, the plot at most 2000 pixels tall (and at
- * least one pixel a level); otherwise v->height split among the levels. */
+/* Levels never get thinner than this, so that every frame wide enough for
+ * text is labelled (11 px text), unless an explicit height is too small
+ * for two levels. */
+#define FL__MIN_LEVEL_PX 12.0
+
+/* v->height 0: 18 pixels a level up to a 2,000-pixel plot, then thinner
+ * levels down to FL__MIN_LEVEL_PX, then a taller plot up to
+ * FL__MAX_AUTO_HEIGHT; otherwise v->height split among the levels, down to
+ * FL__MIN_LEVEL_PX. Levels that do not fit go into the band (l->band):
+ * the last level drawn, where each frame with deeper ones stands for its
+ * whole subtree, and opens it when clicked: a zoom into a frame whose
+ * subtree reaches the band lays the levels out afresh from that frame up. */
+#define FL__MAX_AUTO_HEIGHT 4000.0
 void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l);
+
+/* Whether row i of r is drawn collapsed in the band (of the whole graph,
+ * before a click moves it): it stands on the band's level and has deeper
+ * frames. */
+static inline bool fl__row_in_band(const fl__layout_t *l, const fl__rows_t *r, size_t i) {
+  return l->band && r->rows[i]->depth == l->shown - 1 && r->deep[i] > r->rows[i]->depth;
+}
+
+/* The band's label for a frame at depth with its deepest descendant at
+ * deep, in at most fit characters (0: any): "… 812 more levels (click to
+ * open)", else "… 812 more levels", else "… 812" (cut where even that is
+ * too long); the number is what a reader needs most. The SVG's script
+ * writes the same words when a zoom moves the band. */
+void fl__band_label(int depth, int deep, size_t fit, char *out, size_t size);
+/* The band's fill; a dashed outline in the theme's text colour sets it
+ * apart from a grey frame. */
+#define FL__BAND_COLOR "#d8d8d8"
 
 /* Frames at least this many pixels wide get a thin outline in the
  * background colour that sets them apart; narrower ones would be all

@@ -119,8 +119,11 @@ static const row_t rows[] = {
       .groups = FL_OPTS_OUTPUT},
      F_BOOL,
      AT(view.png)},
-    {{"height", FL_OPT_INT, NULL, 0, 100000, .def = "0", .shown_def = "0: sized to the depth",
-      .metavar = "PX", .help = "height in pixels", .groups = FL_OPTS_VIEW},
+    {{"height", FL_OPT_INT, NULL, 0, 100000, .def = "0",
+      .shown_def = "0: sized to the depth, at most 4,000", .metavar = "PX",
+      .help = "height in pixels; levels that would be thinner than 12 px are a band that a "
+              "click opens",
+      .groups = FL_OPTS_VIEW},
      F_INT,
      AT(view.height)},
     {{"title", FL_OPT_STRING, .shown_def = "none; the command's: its inputs' names",

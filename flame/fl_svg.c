@@ -166,14 +166,17 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
   fl__buf_puts(b, "</title>");
 }
 
-/* The label of a frame w pixels wide at (x, y): fl_node_label, cut to
- * fit; nothing when fewer than LABEL_MIN_CHARS characters fit. */
-static void put_label(fl__buf_t *b, const fl_node_t *n, double x, double y, double w) {
-  size_t fit = (size_t)fmax(0, floor((w - 2 * LABEL_PAD_PX) / LABEL_CHAR_PX));
+/* How many characters of a label fit in a frame w pixels wide. */
+static size_t label_fit(double w) {
+  return (size_t)fmax(0, floor((w - 2 * LABEL_PAD_PX) / LABEL_CHAR_PX));
+}
+
+/* A label of a frame w pixels wide at (x, y): text cut to fit; nothing
+ * when fewer than LABEL_MIN_CHARS characters fit. */
+static void put_label(fl__buf_t *b, const char *text, double x, double y, double w) {
+  size_t fit = label_fit(w);
   if (fit < LABEL_MIN_CHARS) return;
-  char *label = fl_node_label(n);
-  char *name = fl__clean_text(label, false);
-  free(label);
+  char *name = fl__clean_text(text, false);
   size_t chars = utf8_chars(name);
   fl__buf_puts(b, "<text x='");
   fl__svg_px(b, x + LABEL_PAD_PX);
@@ -232,6 +235,57 @@ static int cmp_colored(const void *pa, const void *pb) {
   return c ? c : (a->row > b->row) - (a->row < b->row);
 }
 
+/* Whether row i is drawn as a frame: below the band, or on its level with
+ * nothing deeper. */
+static bool drawn_as_frame(const fl__layout_t *l, const fl__rows_t *r, size_t i) {
+  return r->rows[i]->depth < l->shown && !fl__row_in_band(l, r, i);
+}
+
+/* The band (fl__layout_t): a dashed box over each frame that stands for
+ * its deeper subtree, labelled with how many levels it holds, in a group
+ * whose data-rows says where depth 0 is, how far apart levels are (less:
+ * upwards) and how many are drawn, from which the script lays the levels
+ * out afresh when a click opens a subtree. */
+static void put_band(fl__buf_t *b, const fl_view_opts_t *v, const fl__theme_t *th,
+                     const fl__rows_t *r, const fl__layout_t *l, double plot_top, double scale) {
+  double y0 = plot_top + ((v->icicle ? 0 : l->shown - 1) + 0.5) * l->level_px;
+  double step = v->icicle ? l->level_px : -l->level_px;
+  fl__buf_puts(b, "<g class='cflame-band' data-rows='");
+  fl__svg_px(b, y0);
+  fl__buf_puts(b, " ");
+  fl__svg_px(b, step);
+  fl__buf_printf(b,
+                 " %d' fill='%s' stroke='%s' stroke-dasharray='3 2' font-family='%s' "
+                 "font-size='%g'>\n",
+                 l->shown, FL__BAND_COLOR, th->text, MONOSPACE, LABEL_FONT_PX);
+  double band_mid = y0 + (l->shown - 1) * step;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass) fl__buf_printf(b, "<g stroke='none' fill='%s'>\n", th->frame_text);
+    for (size_t i = 0; i < r->n; i++) {
+      if (!fl__row_in_band(l, r, i)) continue;
+      const fl_node_t *n = r->rows[i];
+      double x = FL__SVG_MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
+      double w = fmax(0.1, (double)n->count * scale - GAP_PX);
+      if (pass) {
+        char label[96];
+        fl__band_label(n->depth, r->deep[i], label_fit(w), label, sizeof label);
+        put_label(b, label, x, band_mid + 0.36 * LABEL_FONT_PX, w);
+        continue;
+      }
+      fl__buf_puts(b, "<rect x='");
+      fl__svg_px(b, x);
+      fl__buf_puts(b, "' y='");
+      fl__svg_px(b, band_mid - (l->level_px - GAP_PX) / 2);
+      fl__buf_puts(b, "' width='");
+      fl__svg_px(b, w);
+      fl__buf_puts(b, "' height='");
+      fl__svg_px(b, l->level_px - GAP_PX);
+      fl__buf_puts(b, "'/>\n");
+    }
+  }
+  fl__buf_puts(b, "</g>\n</g>\n");
+}
+
 /* The frames: a path with its title each, then their labels on top, which
  * let the pointer through to the frame's title. A graph has thousands of
  * frames, so each is written short: a horizontal line "M x y h w" through
@@ -241,7 +295,9 @@ static int cmp_colored(const void *pa, const void *pb) {
  * not overlap, so their order does not matter, and a function's frames
  * share its colour. A frame at least FL__OUTLINE_MIN_PX wide also leaves
  * GAP_PX on its right, the outline the Vega-Lite view strokes; narrower
- * ones fill their whole width, so that they show. */
+ * ones fill their whole width, so that they show. Frames in the band or
+ * past it are written at the level their depth would have in a plot tall
+ * enough, and not displayed: the script shows them when the band opens. */
 static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v,
                        const fl__theme_t *th, const fl__rows_t *r, const fl__layout_t *l,
                        double plot_top, double scale) {
@@ -259,8 +315,9 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
   for (size_t i = 0; i < r->n; i++) {
     if (i == 0 || strcmp(by_color[i].color, by_color[i - 1].color) != 0)
       fl__buf_printf(b, "%s<g stroke='%s'>\n", i ? "</g>\n" : "", by_color[i].color);
-    const fl_node_t *n = r->rows[by_color[i].row];
-    int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
+    size_t row = by_color[i].row;
+    const fl_node_t *n = r->rows[row];
+    int level = v->icicle ? n->depth : l->shown - 1 - n->depth;
     double w = (double)n->count * scale;
     fl__buf_puts(b, "<path d='M");
     fl__svg_px(b, FL__SVG_MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale);
@@ -268,7 +325,7 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
     fl__svg_px(b, plot_top + (level + 0.5) * l->level_px);
     fl__buf_puts(b, "h");
     fl__svg_px(b, fmax(0.1, w >= FL__OUTLINE_MIN_PX ? w - GAP_PX : w));
-    fl__buf_puts(b, "'>");
+    fl__buf_puts(b, drawn_as_frame(l, r, row) ? "'>" : "' display='none'>");
     if (r->diff)
       put_diff_title(b, r->diff, n, r->total, alloc);
     else
@@ -282,13 +339,17 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
                    MONOSPACE, LABEL_FONT_PX, th->frame_text);
     for (size_t i = 0; i < r->n; i++) {
       const fl_node_t *n = r->rows[i];
-      int level = v->icicle ? n->depth : r->levels - 1 - n->depth;
+      if (!drawn_as_frame(l, r, i)) continue;
+      int level = v->icicle ? n->depth : l->shown - 1 - n->depth;
       double x = FL__SVG_MARGIN + (double)(n->x0 - r->rows[0]->x0) * scale;
       double mid = plot_top + (level + 0.5) * l->level_px;
-      put_label(b, n, x, mid + 0.36 * LABEL_FONT_PX, (double)n->count * scale);
+      char *label = fl_node_label(n);
+      put_label(b, label, x, mid + 0.36 * LABEL_FONT_PX, (double)n->count * scale);
+      free(label);
     }
     fl__buf_puts(b, "</g>\n");
   }
+  if (l->band) put_band(b, v, th, r, l, plot_top, scale);
 }
 
 /* A diff's vanished list: a header, the first shown lines, "… and K more". */

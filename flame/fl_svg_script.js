@@ -7,7 +7,12 @@
 // sandwich) whose frames are <path d='Mx yhw'> with a <title>. A graph or a
 // chart also has data-plot='X0 X1', its plot's extent; a sandwich holds two
 // graphs as nested svgs; a chart's lanes are <g data-lane> and its time axis
-// <g data-axis='T0 T1'> (seconds). The script
+// <g data-axis='T0 T1'> (seconds). A graph too deep for its height has a
+// band (<g data-rows='Y0 STEP SHOWN'>: the y of depth 0, the y from one
+// depth to the next, the levels drawn, the band's included): its frames at
+// the band's level that have deeper ones are drawn collapsed, and the
+// frames deeper still are written at y0 + depth * step, not displayed. The
+// script
 //  - adds a band above the drawing with a search box, the matched share
 //    and a reset button, and hides the static hint (.cflame-hint);
 //  - on hover outlines a frame and shows its title in a box in the SVG (the
@@ -16,8 +21,12 @@
 //    the SVG's width (a wrapped part is a tspan of class cflame-more) and
 //    the lines cut, ending in an ellipsis, to its height;
 //  - on click zooms a graph or chart to the frame (its width becomes the
-//    plot's), relabelling the frames; double-click, Escape or the button
-//    reset;
+//    plot's), relabelling the frames; in a graph with a band, a frame whose
+//    subtree reaches the band (a frame of the band: drawn in the band's
+//    fill, saying how many levels it holds, with the class cflame-band) is
+//    laid out afresh from its own level up, so the band opens as far as the
+//    levels go, and the rest is a band again; double-click,
+//    Escape or the button reset;
 //  - dims the frames whose name does not hold the search text (case
 //    ignored) and shows the matched share: the sum of the first percent in
 //    the titles of the matched frames that no matched frame of their lane
@@ -45,6 +54,20 @@
     if (n < 3) return '';
     return s.length > n ? s.slice(0, n - 1) + '\u2026' : s;
   }
+  // The deepest depth under frame f of a graph with a band (R, its
+  // plot's rows): while a frame one level deeper starts within f, its
+  // subtree goes on (siblings do not overlap).
+  function deep(R, f) {
+    for (var d = f.depth; (R.by[d + 1] || []).some(g => g.x > f.x - .05 && g.x < f.x + f.w - .05); d++);
+    return d;
+  }
+  // The words on frame f of a band, w pixels wide, as flame/fl__render.c's
+  // fl__band_label: the longest that fit; the hover box says them whole.
+  function words(R, f, w) {
+    var n = '\u2026 ' + (deep(R, f) - f.depth + 1).toLocaleString('en-US'), t = n + ' more levels';
+    f.words = t + ' (click to open)\n';
+    return [f.words.trim(), t, n].find(s => cut(s, w) == s) || cut(n, w);
+  }
   function setUp(svg) {
     svg.cflame = true;
     var kind = svg.getAttribute('data-cflame'), vb = svg.viewBox.baseVal;
@@ -56,8 +79,7 @@
     while (svg.firstChild) body.appendChild(svg.firstChild);
     el('rect', {width: '100%', height: '100%', fill: bg}, svg);
     svg.appendChild(body);
-    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + (H + BAND));
-    svg.setAttribute('height', H + BAND);
+    set(svg, {viewBox: '0 0 ' + W + ' ' + (H + BAND), height: H + BAND});
     var hint = svg.parentNode && svg.parentNode.querySelector('.cflame-hint');
     if (hint) hint.style.display = 'none';
     body.querySelectorAll('.cflame-hint').forEach(e => e.remove());
@@ -76,7 +98,7 @@
         if (!t) return;
         var d = /M([-0-9.e]+) ([-0-9.e]+)h([-0-9.e]+)/.exec(e.getAttribute('d'));
         var lane = e.closest('[data-lane]');
-        var f = {e: e, d: e.getAttribute('d'), also: [], x: +d[1], y: +d[2], w: +d[3], text: t.textContent, plot: plot,
+        var f = {e: e, d: e.getAttribute('d'), also: [], x: +d[1], y: +d[2], cy: +d[2], w: +d[3], text: t.textContent, plot: plot, words: '',
                  h: +e.closest('[stroke-width]').getAttribute('stroke-width'),
                  lane: lane ? lane.getAttribute('data-lane') : ''};
         f.name = f.text.split('\n')[0];
@@ -88,6 +110,18 @@
         frames.push(f);
         plot.frames.push(f);
       });
+      // The band's frames are drawn in its fill, labelled by draw(). Each
+      // frame's depth follows from its y.
+      var band = p.querySelector('g[data-rows]');
+      if (band && (p == body || band.ownerSVGElement == p)) {
+        var a = num(band.getAttribute('data-rows'));
+        var R = plot.rows = {y0: a[0], step: a[1], cut: a[2] - 1, by: [], fill: band.getAttribute('fill')};
+        band.remove();
+        plot.frames.forEach(f => {
+          f.depth = Math.round((f.y - a[0]) / a[1]);
+          (R.by[f.depth] = R.by[f.depth] || []).push(f);
+        });
+      }
       if (zooms) {
         // The script draws the labels, so that they follow the zoom.
         var old = p.querySelector('g[pointer-events=none]');
@@ -120,19 +154,25 @@
     function draw(plot) {
       if (!zooms) return;
       var z = plot.zoom || [plot.lo, plot.hi], k = (plot.hi - plot.lo) / (z[1] - z[0]);
+      var R = plot.rows, base = plot.base || 0;
       if (plot.labels) plot.labels.textContent = '';
       plot.frames.forEach(f => {
         var l = plot.lo + (f.x - z[0]) * k, r = l + f.w * k;
         if (l < plot.lo) l = plot.lo;
         if (r > plot.hi) r = plot.hi;
-        f.shown = r - l > 0.01;
+        var level = R ? f.depth - base : 0, band = R && level == R.cut && deep(R, f) > f.depth;
+        f.shown = r - l > 0.01 && level >= 0 && level <= (R ? R.cut : 0);
         f.l = l;
         f.r = r;
-        f.e.style.display = f.shown ? '' : 'none';
+        f.cy = R ? R.y0 + level * R.step : f.y;
+        f.e.style.display = f.shown ? 'inline' : 'none';
+        f.e.style.stroke = band ? R.fill : '';
+        f.e.classList.toggle('cflame-band', !!band);
+        f.words = '';
+        f.e.setAttribute('d', plot.zoom ? 'M' + l + ' ' + f.cy + 'h' + (r - l) : f.d);
         if (!f.shown) return;
-        f.e.setAttribute('d', plot.zoom ? 'M' + l + ' ' + f.y + 'h' + (r - l) : f.d);
-        var label = plot.labels && cut(f.name, r - l);
-        if (label) el('text', {x: l + 3, y: f.y + 4}, plot.labels).textContent = label;
+        var label = plot.labels && (band ? words(R, f, r - l) : cut(f.name, r - l));
+        if (label) el('text', {x: l + 3, y: f.cy + 4}, plot.labels).textContent = label;
       });
       if (plot.axis) {
         var t = plot.axis.t, s = (t[1] - t[0]) / (plot.hi - plot.lo);
@@ -168,18 +208,21 @@
       });
       share.textContent = q ? 'matched: ' + plots.map(p => matched(p).toFixed(2) + '%').join(' \u00b7 ') : '';
     }
+    // A zoom into f lays the levels out from f's own when its subtree
+    // would reach the band from the root's.
     function zoom(plot, f) {
       plots.forEach(p => {
         p.zoom = p == plot && f ? [f.x, f.x + f.w] : null;
+        p.base = p.zoom && p.rows && deep(p.rows, f) > p.rows.cut ? f.depth : 0;
         draw(p);
       });
       over(null);
     }
     function over(f, ev) {
-      plots.forEach(p => { p.outline.setAttribute('visibility', 'hidden'); });
+      plots.forEach(p => p.outline.setAttribute('visibility', 'hidden'));
       box.setAttribute('visibility', f ? 'visible' : 'hidden');
       if (!f) return;
-      set(f.plot.outline, {x: f.l, y: f.y - f.h / 2, width: f.r - f.l, height: f.h, visibility: 'visible'});
+      set(f.plot.outline, {x: f.l, y: f.cy - f.h / 2, width: f.r - f.l, height: f.h, visibility: 'visible'});
       // The box is 12 wider and 8 taller than its text: lines of per
       // characters (and an ellipsis) at most, measured as the browser draws
       // them (CH is a guess a wider font overflows), and most lines at most
@@ -188,7 +231,7 @@
       boxText.textContent = 'MMMMMMMMMM';
       var cw = boxText.getComputedTextLength() / 10 || CH, per = Math.floor((W - 12) / cw) - 1,
           most = Math.floor((H + BAND - 8) / 14), lines = [];
-      f.text.split('\n').forEach(s => { for (var i = 0; !i || i < s.length; i += per) lines.push([s.slice(i, i + per), i]); });
+      (f.words + f.text).split('\n').forEach(s => { for (var i = 0; !i || i < s.length; i += per) lines.push([s.slice(i, i + per), i]); });
       if (lines.length > most) lines.length = most, lines[most - 1][0] += '\u2026';
       boxText.textContent = '';
       lines.forEach((l, i) => {
@@ -196,10 +239,7 @@
       });
       var wide = boxText.getBBox().width + 12;
       var tall = lines.length * 14 + 8;
-      var p = svg.createSVGPoint();
-      p.x = ev.clientX;
-      p.y = ev.clientY;
-      p = p.matrixTransform(svg.getScreenCTM().inverse());
+      var p = new DOMPoint(ev.clientX, ev.clientY).matrixTransform(svg.getScreenCTM().inverse());
       var x = p.x + 14, y = p.y + 14;
       if (x + wide > W) x = Math.max(0, p.x - 14 - wide);
       if (y + tall > H + BAND) y = Math.max(0, p.y - 14 - tall);

@@ -112,6 +112,7 @@ typedef enum col {
   COL_BASE,      /* diffs */
   COL_BASE_SELF, /* diffs of self counts */
   COL_DELTA,     /* diffs */
+  COL_DEEP,      /* graphs with a band: the deepest depth under the frame */
   COL_FUNC,
   COL_LABEL,
   COL_FILE,
@@ -140,6 +141,7 @@ static const struct {
     [COL_BASE] = {"base", NULL},
     [COL_BASE_SELF] = {"base_self", NULL},
     [COL_DELTA] = {"delta", NULL},
+    [COL_DEEP] = {"deep", NULL},
     [COL_FUNC] = {"f", "func"},
     [COL_LABEL] = {"l", "label"},
     [COL_FILE] = {"fi", "file"},
@@ -183,7 +185,8 @@ static void put_string(frames_data_t *fd, col_t c, const char *s) {
     fd->cell[c][0] = '\0';
 }
 
-static void put_row(frames_data_t *fd, const fl__rows_t *r, const fl_node_t *n) {
+static void put_row(frames_data_t *fd, const fl__rows_t *r, size_t i) {
+  const fl_node_t *n = r->rows[i];
   const fl_frame_t *f = &n->frame;
   char color[8];
   fl__row_color(r, n, color);
@@ -199,6 +202,7 @@ static void put_row(frames_data_t *fd, const fl__rows_t *r, const fl_node_t *n) 
   put_int(fd, COL_LINE, f->line > 0 ? f->line : 0);
   put_int(fd, COL_STATUS, n->status);
   put_int(fd, COL_ALLOCS, (long long)n->allocs);
+  put_int(fd, COL_DEEP, r->deep[i]);
   put_string(fd, COL_FUNC, f->func ? f->func : "[unknown]");
   char *label = fl_node_label(n);
   put_string(fd, COL_LABEL, label);
@@ -253,13 +257,14 @@ static void put_csv_field(fl__buf_t *b, const char *s) {
 /* The data of r's frames (spec's data), the strings they name (spec's
  * datasets) and the transforms that read them, ending with the tooltip
  * object, whose expression is tooltip. New references. */
-static void frames_data(const fl__rows_t *r, bool alloc, const char *tooltip, json_t **data,
-                        json_t **datasets, json_t **transform) {
+static void frames_data(const fl__rows_t *r, const fl__layout_t *l, bool alloc, const char *tooltip,
+                        json_t **data, json_t **datasets, json_t **transform) {
   frames_data_t fd = {0};
   bool diff = r->diff != NULL;
   bool self = diff && fl_diff_options(r->diff)->delta == FL_DELTA_SELF;
   for (int c = 0; c < N_COLS; c++)
     fd.on[c] = c == COL_ALLOCS                                      ? alloc
+               : c == COL_DEEP                                      ? l->band
                : c == COL_SYM                                       ? any_symbol(r)
                : c == COL_BASE_SELF                                 ? self
                : c == COL_BASE || c == COL_DELTA || c == COL_CHANGE ? diff
@@ -280,7 +285,7 @@ static void frames_data(const fl__rows_t *r, bool alloc, const char *tooltip, js
                                     "s", "as", cols[c].string)));
   }
   fl__buf_putc(&fd.csv, '\n');
-  for (size_t i = 0; i < r->n; i++) put_row(&fd, r, r->rows[i]);
+  for (size_t i = 0; i < r->n; i++) put_row(&fd, r, i);
 
   char pct[64];
   snprintf(pct, sizeof pct, "100 * datum.count / %llu",
@@ -413,7 +418,81 @@ static json_t *opacity_of(void) {
                    "value", 0.35);
 }
 
-static json_t *frames_layer(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r) {
+/* ---- the band (fl__layout_t) ----
+ *
+ * A graph too deep for its height draws l->shown levels from a base depth:
+ * 0, or while a click has zoomed into a frame whose subtree reaches the
+ * band from the root's, that frame's depth (pick holds its depth and its
+ * deepest descendant's, "deep", a column written only then). So a click
+ * on the band's piece over a frame opens it, as far as the levels go, and
+ * the rest is a band again; a double-click closes it with the zoom. The
+ * frames layer and its labels draw the levels below the band's and the
+ * band's frames that have nothing deeper; the band layers draw the others,
+ * a dashed box each, labelled with how many levels it holds. */
+
+typedef struct band_exprs {
+  char base[160];   /* the base depth */
+  char drawn[768];  /* a frame drawn as a frame */
+  char pieces[512]; /* a frame drawn as a piece of the band */
+} band_exprs_t;
+
+static void band_exprs(const fl__layout_t *l, band_exprs_t *e) {
+  int cut = l->shown - 1;
+  snprintf(e->base, sizeof e->base,
+           "(pick.deep && isValid(pick.deep[0]) && pick.deep[0] > %d ? pick.depth[0] : 0)", cut);
+  snprintf(e->drawn, sizeof e->drawn,
+           "datum.depth >= %s && (datum.depth < %s + %d || "
+           "datum.depth === %s + %d && datum.deep === datum.depth)",
+           e->base, e->base, cut, e->base, cut);
+  snprintf(e->pieces, sizeof e->pieces, "datum.depth === %s + %d && datum.deep > datum.depth",
+           e->base, cut);
+}
+
+/* The layer's filter: only when there is a band. */
+static void filter_drawn(json_t *layer, const fl__layout_t *l) {
+  if (!l->band) return;
+  band_exprs_t e;
+  band_exprs(l, &e);
+  json_object_set_new(layer, "transform", json_pack("[{s:s}]", "filter", e.drawn));
+}
+
+/* The band's two layers: its pieces, and their words. */
+static void band_layers(const fl_view_opts_t *v, const fl__layout_t *l, json_t *layers) {
+  const fl__theme_t *th = fl__theme_of(v);
+  band_exprs_t e;
+  band_exprs(l, &e);
+  char fits[128];
+  snprintf(fits, sizeof fits, VIS_RIGHT " - " VIS_LEFT " >= %d", LABEL_MIN_PX);
+  json_array_append_new(layers, json_pack(
+      "{s:s,s:[{s:s}],s:{s:s,s:s,s:s,s:s,s:[i,i],s:i,s:{s:s}},"
+      "s:{s:{s:{s:s}},s:{s:{s:s}},s:{s:{s:s}},s:{s:{s:s}}}}",
+      "name", "band",
+      "transform", "filter", e.pieces,
+      "mark", "type", "rect", "cursor", "pointer", "fill", FL__BAND_COLOR, "stroke", th->text,
+              "strokeDash", 3, 2, "strokeWidth", 1, "tooltip", "expr", "datum." TOOLTIP_FIELD,
+      "encoding", "x", "value", "expr", VIS_LEFT,
+                  "x2", "value", "expr", VIS_RIGHT,
+                  "y", "value", "expr", "scale('y', datum.depth)",
+                  "y2", "value", "expr", "scale('y', datum.depth1)"));
+  json_array_append_new(layers, json_pack(
+      "{s:s,s:[{s:s},{s:s,s:s}],s:{s:s,s:s,s:s,s:s,s:i,s:s,s:b,s:{s:s},s:{s:s}},"
+      "s:{s:{s:{s:s}},s:{s:{s:s}},s:{s:{s:s,s:s},s:s}}}",
+      "name", "band_words",
+      "transform", "filter", e.pieces,
+                   "calculate", "'\xe2\x80\xa6 ' + format(datum.deep - datum.depth + 1, ',') + "
+                                "' more levels (click to open)'",
+                   "as", "words",
+      "mark", "type", "text", "align", "left", "baseline", "middle", "cursor", "pointer",
+              "fontSize", 11, "fill", th->frame_text, "clip", 1,
+              "limit", "expr", VIS_RIGHT " - " VIS_LEFT " - 6",
+              "tooltip", "expr", "datum." TOOLTIP_FIELD,
+      "encoding", "x", "value", "expr", VIS_LEFT " + 3",
+                  "y", "value", "expr", "scale('y', datum.depth + 0.5)",
+                  "text", "condition", "test", fits, "field", "words", "value", ""));
+}
+
+static json_t *frames_layer(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
+                            const fl__layout_t *l) {
   const fl__theme_t *th = fl__theme_of(v);
   char domain[256];
   snprintf(domain, sizeof domain,
@@ -430,6 +509,11 @@ static json_t *frames_layer(const fl_tree_t *t, const fl_view_opts_t *v, const f
       "name", "pick",
       "select", "type", "point", "fields", "x0", "x1", "on", FRAME_CLICK, "clear", "dblclick",
                 "toggle", 0);
+  if (l->band) {
+    json_t *fields = json_object_get(json_object_get(json_array_get(params, 1), "select"), "fields");
+    json_array_append_new(fields, json_string("depth"));
+    json_array_append_new(fields, json_string("deep"));
+  }
   json_t *x = json_pack(
       "{s:s,s:s,s:{s:{s:s},s:b,s:b},s:{s:s,s:s,s:b,s:s,s:i}}",
       "field", "x0",
@@ -443,6 +527,15 @@ static json_t *frames_layer(const fl_tree_t *t, const fl_view_opts_t *v, const f
       "type", "quantitative",
       "scale", "domain", 0, r->levels, "reverse", v->icicle, "nice", 0, "zero", 1,
       "axis");
+  if (l->band) {
+    band_exprs_t e;
+    band_exprs(l, &e);
+    char domain_expr[512];
+    snprintf(domain_expr, sizeof domain_expr, "[%s, %s + %d]", e.base, e.base, l->shown);
+    json_t *scale = json_object_get(y, "scale");
+    json_object_set_new(scale, "domain", json_pack("{s:s}", "expr", domain_expr));
+    json_object_set_new(scale, "zero", json_false());
+  }
   json_t *enc = json_pack(
       "{s:o,s:{s:s},s:o,s:{s:s},s:{s:s,s:s,s:n,s:n},s:o,"
       "s:{s:{s:s,s:s},s:s},s:{s:{s:s,s:f},s:{s:s}}}",
@@ -456,15 +549,17 @@ static json_t *frames_layer(const fl_tree_t *t, const fl_view_opts_t *v, const f
                 "value", th->background,
       "strokeWidth", "condition", "test", MATCH, "value", 2.0,
                      "value", "expr", outline);
-  return json_pack(
+  json_t *layer = json_pack(
       "{s:s,s:o,s:{s:s,s:s,s:{s:s}},s:o}",
       "name", "frames",
       "params", params,
       "mark", "type", "rect", "cursor", "pointer", "tooltip", "expr", "datum." TOOLTIP_FIELD,
       "encoding", enc);
+  filter_drawn(layer, l);
+  return layer;
 }
 
-static json_t *labels_layer(const fl_view_opts_t *v) {
+static json_t *labels_layer(const fl_view_opts_t *v, const fl__layout_t *l) {
   const fl__theme_t *th = fl__theme_of(v);
   char fits[128];
   snprintf(fits, sizeof fits, VIS_RIGHT " - " VIS_LEFT " >= %d", LABEL_MIN_PX);
@@ -485,7 +580,9 @@ static json_t *labels_layer(const fl_view_opts_t *v) {
       "text", "condition", "test", fits, "field", "label",
               "value", "",
       "opacity", opacity_of());
-  return json_pack("{s:s,s:o,s:o}", "name", "labels", "mark", mark, "encoding", enc);
+  json_t *layer = json_pack("{s:s,s:o,s:o}", "name", "labels", "mark", mark, "encoding", enc);
+  filter_drawn(layer, l);
+  return layer;
 }
 
 static json_t *share_layer(const fl_view_opts_t *v, uint64_t total) {
@@ -672,8 +769,9 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
 
   json_t *layers = json_array();
   if (layers) {
-    json_array_append_new(layers, frames_layer(t, v, r));
-    if (l.labels) json_array_append_new(layers, labels_layer(v));
+    json_array_append_new(layers, frames_layer(t, v, r, &l));
+    if (l.labels) json_array_append_new(layers, labels_layer(v, &l));
+    if (l.band) band_layers(v, &l, layers);
     json_array_append_new(layers, share_layer(v, r->total));
     if (r->diff) {
       json_array_append_new(layers, diff_legend_layer(r->diff, v, &l));
@@ -686,12 +784,12 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
   char *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total)
                           : tooltip_of(fl_kind(fl_profile_info_const(fl_tree_profile(t))->kind));
   json_t *data, *datasets, *transform;
-  frames_data(r, alloc, tooltip, &data, &datasets, &transform);
+  frames_data(r, &l, alloc, tooltip, &data, &datasets, &transform);
   free(tooltip);
   json_t *spec = json_pack(
       "{s:s,s:s?,s:i,s:f,s:s,s:o,s:o,s:o,s:o,"
       "s:[{s:s,s:s,s:{s:s,s:s,s:s}}],s:o,"
-      "s:{s:{s:s,s:I,s:I,s:I,s:I}}}",
+      "s:{s:{s:s,s:I,s:I,s:I,s:I,s:i,s:i}}}",
       "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
       "description", clean_description,
       "width", l.width,
@@ -706,7 +804,7 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
       "layer", layers,
       "usermeta", "cflame", "unit", fl__unit(t), "total", (json_int_t)r->total,
                             "hidden", (json_int_t)hidden, "merged", (json_int_t)r->n_merged,
-                            "rows", (json_int_t)r->n);
+                            "rows", (json_int_t)r->n, "levels", r->levels, "shown", l.shown);
   free(clean_description);
   if (spec) {
     char notes[FL__MAX_NOTES][FL__NOTE_SIZE];

@@ -45,7 +45,8 @@ typedef enum fl_view_kind {
 typedef struct fl_view_opts {
   fl_view_kind_t view;
   int width;         /* pixels */
-  int height;        /* pixels; 0: sized to the depth */
+  int height;        /* pixels; 0: sized to the depth, at most 4,000; levels that
+                        would be thinner than 12 px are a band a click opens */
   const char *title; /* NULL: none */
   const char *focus; /* the function a view is about (sandwich, source); NULL: none */
   /* view=source: the directories whose source files may be read (NULL

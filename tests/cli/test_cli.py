@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from cflame_bundle import chart_bars_of, frames_of, top_rows_of
+from cflame_bundle import (chart_bars_of, check_deep_drawing, frames_of, graph_drawing_of,
+                           top_rows_of, unlabelled)
 
 CFLAME = str(Path(os.environ.get("CFLAME_BIN", "build/bin/cflame")).resolve())
 DATA = Path(os.environ.get("CFLAME_TEST_DATA", "tests/data")) / "perf"
@@ -648,6 +649,80 @@ def test_a_title_longer_than_the_svg_stays_inside_it(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.count("ok   ") == len(files), p.stdout
+
+
+def _deep_stacks(depth):
+    """Folded stacks `depth` frames deep under the root: one chain of
+    distinct functions, a branch off it at 400, a shallow side stack."""
+    chain = ["main"] + [f"level_{i:04d}" for i in range(1, depth)]
+    return "\n".join([";".join(chain) + " 100", ";".join(chain[:400] + ["branch_x"]) + " 20",
+                      "main;side_a;side_b 30"]) + "\n"
+
+
+@pytest.mark.parametrize("view", [[], ["--icicle"], ["--view", "callers"], ["--diff", "BASE"]],
+                         ids=["flame", "icicle", "callers", "diff"])
+def test_a_graph_deeper_than_its_height_keeps_its_labels_and_a_band(tmp_path, view):
+    """1,000 levels of stacks, drawn at the default height: the root and
+    every frame wide enough for text keep their labels, the levels that do
+    not fit are a band that says how many it holds, and the notes name the
+    height that draws them all, which does: every level, every label, no
+    band. In a flame graph, an icicle, the callers' view and a diff."""
+    src = tmp_path / "deep.folded"
+    src.write_text(_deep_stacks(1000))
+    base = tmp_path / "base.folded"
+    base.write_text(_deep_stacks(990))
+    view = [str(base) if a == "BASE" else a for a in view]
+    out = tmp_path / "deep.svg"
+    ok(*view, src, "-o", out)
+    height = check_deep_drawing(out.read_text(), 1001)
+    assert height >= 1001 * 10, height
+    ok(*view, src, "--height", height, "-o", out)
+    d = graph_drawing_of(out.read_text())
+    assert d["band"] == [] and len({f["y"] for f in d["frames"]}) == 1001
+    assert unlabelled(d) == [], unlabelled(d)[:5]
+
+
+def test_a_deep_graph_s_pdf_keeps_its_labels_and_band(tmp_path):
+    """The PDF of a 1,000-level graph, read back by poppler's pdftotext: it
+    has the root's and the widest frames' labels, the band's words with the
+    levels it holds, and the note that names --height."""
+    src = tmp_path / "deep.folded"
+    src.write_text(_deep_stacks(1000))
+    ok(src, "-o", tmp_path / "deep.svg")
+    said = [p["levels"] for p in graph_drawing_of((tmp_path / "deep.svg").read_text())["band"]]
+    ok(src, "-o", tmp_path / "deep.pdf")
+    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "deep.pdf"), "-"], check=True,
+                          capture_output=True, text=True, timeout=60).stdout
+    words = set(text.split())
+    assert {"all", "main", "level_0001", "level_0100"} <= words, sorted(words)[:40]
+    assert f"{max(p for p in said if p):,}" in words and "(click" in words, text[:2000]
+    assert "--height" in text, text[:2000]
+
+
+def test_a_deep_graph_s_band_opens_in_the_browser(tmp_path):
+    """The SVG files of a 1,000-level graph, its icicle and a sandwich of
+    its middle, in Chromium: hovering the band says how many levels it
+    holds, a click opens it (the frame it stood for drawn and labelled at
+    the root's level, the levels above it drawn, a band of fewer levels
+    left), Reset zoom closes it; and everything interactive_test.mjs tries
+    of any graph. Their Vega-Lite views pass check_spec.mjs (the band's
+    pieces and words, levels tall enough for labels)."""
+    src = tmp_path / "deep.folded"
+    src.write_text(_deep_stacks(1000))
+    files = []
+    views = {"deep": [], "deep-icicle": ["--icicle"],
+             "deep-sandwich": ["--view", "sandwich", "--focus", "level_0500"]}
+    for name, args in views.items():
+        ok(*args, src, "-o", tmp_path / f"{name}.svg")
+        files.append(tmp_path / f"{name}.svg")
+        # The Vega-Lite view of the same, by the real vega-lite and vega.
+        ok(*args, src, "-o", tmp_path / f"{name}.vl.json")
+        check_spec(tmp_path / f"{name}.vl.json")
+    p = subprocess.run([NODE, str(RENDER / "interactive_test.mjs"), "--band", *map(str, files)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("ok   ") == len(files), p.stdout
+
 
 def _to_terminal(args, env_extra):
     """cflame ARGS with its standard output a terminal (a pty) whose

@@ -33,6 +33,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from cflame_bundle import check_deep_drawing
 from cflame_text import count, count_in  # (tests/lib)
 
 CFLAME = os.path.abspath(os.environ.get("CFLAME_BIN", "build/bin/cflame"))
@@ -203,6 +204,31 @@ def test_source_view_of_a_recording(bins, tmp_path):
     assert rows[loop][2] == source[loop - 1].strip(), rows[loop]
     n1, n3 = cell(rows[call1][1]), cell(rows[call3][1])
     check_share(share_points(n3, n1 + n3), measured, n1 + n3, rows[call1], rows[call3])
+
+
+# A recursive fib in Python, its calls through map (C), so that each level
+# of Python is several of the interpreter's C frames (Python 3.11 calls
+# Python functions from Python without a C frame of their own).
+DEEP_PYTHON = """
+import sys
+sys.setrecursionlimit(100000)
+def fib(n):
+    return n if n < 2 else sum(map(fib, (n - 1, n - 2)))
+def down(n):
+    return fib(19) if n == 0 else sum(map(down, (n - 1,)))
+for _ in range(80):
+    down(150)
+"""
+
+
+def test_a_deep_python_recursion_keeps_its_labels_and_a_band(tmp_path):
+    """`cflame record -- python3 -c` of a recursion hundreds of C frames
+    deep: the SVG keeps the root and every frame wide enough labelled, the
+    deepest levels are a band that says how many it holds, and the notes
+    name height= and recur=flat (tests/lib's check_deep_drawing)."""
+    out = tmp_path / "deep.svg"
+    recorded("-o", out, "--", sys.executable, "-c", DEEP_PYTHON, cwd=tmp_path)
+    check_deep_drawing(out.read_text())
 
 
 def test_two_threads_both_with_their_shares(bins, tmp_path):

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""What tests read from a cflame flame graph: its SVG (svg_of) and the
+"""What tests read from a cflame flame graph: its SVG (svg_of), what the
+SVG draws (graph_drawing_of, and check_deep_drawing of a graph deeper than
+its height) and the
 frames of its Vega-Lite spec as rows (frames_of), one dict per frame with
 the fields docs/PROFILING.md names ("The data behind the graph"); and from
 the other views (view_of): a top view's rows (top_rows_of), a chart's bars
@@ -114,3 +116,86 @@ def sandwich_halves_of(spec):
     assert view_of(spec) == "sandwich", f"not a sandwich: {spec.get('description')}"
     return [frames_of(dict(part, datasets=spec["datasets"])) for part in spec["vconcat"]]
 
+
+
+_SVG = "{http://www.w3.org/2000/svg}"
+_LABEL_BASELINE = 0.36 * 11  # a label's baseline below its level's middle (flame/fl_svg.c)
+# A band's words, the longest that fit its piece (flame/fl__render.c).
+BAND_WORDS = re.compile(r"^\u2026 ([0-9,]+)(?: more levels(?: \(click to open\))?)?$")
+
+
+def graph_drawing_of(svg):
+    """What a flame graph's SVG (text) draws, read with an XML parser:
+    notes, the header's lines; frames, the displayed ones, each
+    {"name", "x", "y", "w", "label"} (label: the text drawn on it, or None);
+    band, its pieces, each {"w", "levels"}: the levels it says it holds
+    (None where it says nothing)."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(svg)
+    notes = [t.text or "" for t in root.find(f"{_SVG}g").iter(f"{_SVG}text")]
+    labels = {}
+    for g in root.iter(f"{_SVG}g"):
+        if g.get("pointer-events") == "none":
+            for t in g.iter(f"{_SVG}text"):
+                labels[(round(float(t.get("x")) - 3, 1), round(float(t.get("y")), 1))] = t.text
+    frames = []
+    for p in root.iter(f"{_SVG}path"):
+        if p.get("display") == "none":
+            continue
+        m = re.match(r"M([-0-9.]+) ([-0-9.]+)h([-0-9.]+)", p.get("d"))
+        x, y, w = map(float, m.groups())
+        label = labels.get((round(x, 1), round(y + _LABEL_BASELINE, 1)))
+        frames.append({"name": p.find(f"{_SVG}title").text.split("\n")[0], "x": x, "y": y, "w": w,
+                       "label": label})
+    band = []
+    for g in root.iter(f"{_SVG}g"):
+        if g.get("class") != "cflame-band":
+            continue
+        words = []
+        for t in g.iter(f"{_SVG}text"):
+            m = BAND_WORDS.match(t.text or "")
+            words.append((float(t.get("x")) - 3, int(m.group(1).replace(",", "")) if m else None))
+        # A piece's words start 3 px in (each place rounded to 0.1 px).
+        band = [{"w": float(r.get("width")),
+                 "levels": next((n for x, n in words if abs(x - float(r.get("x"))) < 0.15), None)}
+                for r in g.findall(f"{_SVG}rect")]
+    return {"notes": notes, "frames": frames, "band": band}
+
+
+# A frame this wide has room for three characters of its label
+# (flame/fl_svg.c: 6.6 px each, 3 px of padding either side).
+LABEL_MIN_WIDTH = 3 * 6.6 + 6
+
+
+def unlabelled(drawing):
+    """The displayed frames of graph_drawing_of's drawing wide enough for a
+    label that have none, or another frame's (a label is the frame's name,
+    or its start cut with "…")."""
+    def fits(f):
+        label = f["label"]
+        return label is not None and (label == f["name"] or (
+            label.endswith("\u2026") and f["name"].startswith(label[:-1])))
+    return [f for f in drawing["frames"] if f["w"] >= LABEL_MIN_WIDTH and not fits(f)]
+
+
+def check_deep_drawing(svg, levels=None):
+    """A graph deeper than its height, drawn by default: its root and every
+    frame wide enough are labelled, each level is drawn or counted in the
+    band (levels, the root's included, when known; else the band holds
+    some), and the notes name the options that draw the rest. Returns the
+    height the notes name."""
+    d = graph_drawing_of(svg)
+    widest = max(f["w"] for f in d["frames"])
+    roots = [f for f in d["frames"] if f["w"] >= widest - 0.01]
+    assert roots and all(f["label"] == f["name"] for f in roots), roots[:3]
+    assert unlabelled(d) == [], unlabelled(d)[:5]
+    drawn = len({f["y"] for f in d["frames"]})
+    said = [p["levels"] for p in d["band"] if p["levels"] is not None]
+    assert said and all(p["levels"] for p in d["band"] if p["w"] >= LABEL_MIN_WIDTH), d["band"]
+    if levels is not None:
+        assert drawn + max(said) == levels, (drawn, d["band"])
+    note = " ".join(d["notes"])
+    assert "recur=flat" in note and "--recur flat" in note, note
+    m = re.search(r"height=(\d+) \(--height (\d+)\) draws them all", note)
+    assert m and m.group(1) == m.group(2), note
+    return int(m.group(1))

@@ -21,6 +21,9 @@
 //   - the wheel zooms and a drag pans the x domain (and a drag is not taken
 //     for a click);
 //   - labels are drawn only inside their frame;
+//   - a graph deeper than its height: a click on its band opens it, the
+//     levels laid out from the clicked frame's, and a double-click closes
+//     it (checkBandPage);
 //   - for a bundle, the SVG parses as XML in the browser, with one titled
 //     path (a frame) per row.
 // For a differential flame graph (rows with a change field), also:
@@ -153,8 +156,13 @@ function installHelpers() {
       return out;
     },
     frameItems() {
-      return cf.items('rect').filter(it => it.datum && it.datum.x1 !== undefined);
+      return cf.items('rect').filter(it => it.datum && it.datum.x1 !== undefined && !cf.isBand(it));
     },
+    bandItems() {
+      return cf.items('rect').filter(it => it.datum && it.datum.x1 !== undefined && cf.isBand(it));
+    },
+    isBand: it => /^band/.test(it.mark?.name || ''),
+    yDomain: () => window.view.scale('y').domain(),
     labelItems() {
       return cf.items('text').filter(it => it.datum && it.datum.x1 !== undefined);
     },
@@ -200,6 +208,45 @@ function pickFrame(rows) {
   const total = rows[0].count;
   const cands = rows.filter(r => r.depth >= 1 && r.count < total).sort((a, b) => b.count - a.count);
   return cands[0] || rows[0];
+}
+
+/* A graph deeper than its height (usermeta.cflame: levels, shown): a click
+ * on the widest piece of its band opens it, the frame drawn and labelled at
+ * the plot's lowest level and the levels laid out from its own, the rest a
+ * band again that says how many levels it holds; a double-click closes it.
+ * Returns a note for the log. */
+async function checkBandPage(page, spec, rows) {
+  const meta = spec.usermeta?.cflame || {};
+  if (!(meta.shown < meta.levels)) return '';
+  const cut = meta.shown - 1;
+  const piece = rows.filter(r => r.depth === cut && r.deep > r.depth).sort((a, b) => b.count - a.count)[0];
+  const drawn = await page.evaluate(id => cf.bandItems().some(it => it.datum.id === id), piece.id);
+  check(drawn, `the band has no piece over ${piece.func}`);
+  const pt = await page.evaluate(r => cf.pointOf(r), piece);
+  await page.mouse.click(pt.x, pt.y);
+  try {
+    await page.waitForFunction(([a, b]) => cf.yDomain()[0] === a && cf.yDomain()[1] === b,
+                               [piece.depth, piece.depth + meta.shown], { timeout: WAIT_MS });
+  } catch {
+    throw new Failure(`clicking the band over ${piece.func} (depth ${piece.depth}) does not open it: ` +
+                      `y domain ${JSON.stringify(await page.evaluate(() => cf.yDomain()))}`);
+  }
+  const seen = await page.evaluate(id => ({
+    frame: cf.frameItems().some(it => it.datum.id === id),
+    label: cf.labelItems().filter(it => it.datum.id === id && !cf.isBand(it)).map(it => it.text)[0],
+    words: cf.items('text').filter(it => it.datum && /^band/.test(it.mark?.name || '')).map(it => String(it.text)),
+    depths: [...new Set(cf.frameItems().map(it => it.datum.depth))].length,
+  }), piece.id);
+  check(seen.frame && seen.label === piece.label, `opened, ${piece.func} is drawn ${seen.frame}, labelled ${seen.label}`);
+  check(seen.depths >= Math.min(cut, piece.deep - piece.depth), `opened, ${seen.depths} levels drawn`);
+  const left = piece.deep - (piece.depth + cut) + 1;
+  if (left > 0) {
+    const words = `\u2026 ${left.toLocaleString('en-US')} more levels`;
+    check(seen.words.some(w => w.startsWith(words)), `opened, the band says ${JSON.stringify(seen.words.slice(0, 3))}, not ${words}`);
+  }
+  await page.mouse.dblclick(pt.x, pt.y);
+  await page.waitForFunction(b => cf.yDomain()[0] === 0 && cf.yDomain()[1] === b, meta.shown, { timeout: WAIT_MS });
+  return `; band over ${piece.func} opened`;
 }
 
 /* A diff's tooltips, colours and layout in the page; returns a note for
@@ -495,9 +542,13 @@ async function testFile(browser, file, screenshot) {
       return null;
     }
 
-    // Drawn: one rect per row, labels inside their frames.
+    // Drawn: one rect per row (the band's level and beyond: a piece of the
+    // band per frame with deeper ones), labels inside their frames.
+    const meta = spec.usermeta?.cflame || {};
+    const cut = meta.shown < meta.levels ? meta.shown - 1 : Infinity;
+    const nDrawn = rows.filter(r => r.depth < cut || (r.depth === cut && r.deep === r.depth)).length;
     const nRects = await page.evaluate(() => cf.frameItems().length);
-    check(nRects === rows.length, `${nRects} frame rects drawn for ${rows.length} rows`);
+    check(nRects === nDrawn, `${nRects} frame rects drawn for ${nDrawn} rows`);
     if (total === 0) {
       // An empty profile: it draws, and there is nothing to interact with.
       check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
@@ -592,6 +643,9 @@ async function testFile(browser, file, screenshot) {
 
     // The wheel zooms in around the pointer.
     const rootPt = await page.evaluate(r => cf.pointOf(r), rows[0]);
+    // From one side: after a scroll the root can lie where the pointer
+    // already is, and vega picks the item under it on a move only.
+    await page.mouse.move(rootPt.x + 5, rootPt.y);
     await page.mouse.move(rootPt.x, rootPt.y);
     await page.mouse.wheel(0, -300);
     await waitDomain(page, `cf.domain()[1] - cf.domain()[0] < ${total} * 0.95`, 'after wheel zoom');
@@ -612,6 +666,8 @@ async function testFile(browser, file, screenshot) {
     await waitDomain(page, `cf.domain()[0] === 0 && cf.domain()[1] === ${total}`,
                      'after clicking the root while panned');
 
+    const bandNote = await checkBandPage(page, spec, rows);
+
     // The SVG of the bundle, parsed by the browser.
     if (typeof svg === 'string') {
       const res = await page.evaluate(text => {
@@ -626,7 +682,7 @@ async function testFile(browser, file, screenshot) {
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
     check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
     console.log(`  ${rows.length} rows embedded in ${embedMs} ms; ${nLabels} labels; ` +
-                `search "${needle}" ${shown}${diffNote}`);
+                `search "${needle}" ${shown}${diffNote}${bandNote}`);
     return null;
   } catch (e) {
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});

@@ -413,6 +413,45 @@ function compileSpec(spec, problems) {
   }
 }
 
+/* A graph deeper than its height (usermeta.cflame: levels, shown) draws
+ * its levels below the band's and the band's frames with nothing deeper
+ * (drawn), and the band's level's other frames as pieces of the band. */
+function bandOf(spec, rows) {
+  const meta = spec.usermeta?.cflame || {};
+  // A sandwich's half has no usermeta: its y domain says how many levels it shows.
+  const half = (spec.layer || []).map(l => /\+ (\d+)\]$/.exec(l.encoding?.y?.scale?.domain?.expr || '')).find(Boolean);
+  const shown = meta.shown ?? (half ? Number(half[1]) : undefined), levels = meta.levels ?? Infinity;
+  if (!(shown < levels)) return { drawn: rows, pieces: [] };
+  const cut = shown - 1;
+  return { cut, drawn: rows.filter(r => r.depth < cut || (r.depth === cut && r.deep === r.depth)),
+           pieces: rows.filter(r => r.depth === cut && r.deep > r.depth) };
+}
+
+function isBand(item) {
+  return /^band/.test(item.mark?.name || '');
+}
+
+/* The band: a piece per frame of its level with deeper ones, each saying
+ * how many levels it holds where it is wide enough for text; the root
+ * labelled; every level below it drawn. */
+function checkBand(view, pieces, band, problems) {
+  const want = new Set(band.pieces.map(r => r.id)), got = new Set(pieces.map(it => it.datum.id));
+  if (want.size !== got.size || [...want].some(id => !got.has(id)))
+    problems.push(`vega drew ${got.size} pieces of the band, expected ${want.size}`);
+  const texts = findTexts(view.scenegraph().root);
+  for (const r of band.pieces) {
+    const words = `\u2026 ${(r.deep - r.depth + 1).toLocaleString('en-US')} more levels`;
+    const item = pieces.find(it => it.datum.id === r.id);
+    if (item && item.width >= 60 && !texts.some(t => t.startsWith(words)))
+      problems.push(`the band's piece over ${r.func} does not say ${JSON.stringify(words)}`);
+  }
+  const root = band.drawn.find(r => r.depth === 0);
+  if (!texts.includes(root.label)) problems.push(`the root (${root.label}) is not labelled`);
+  const levels = new Set(band.drawn.map(r => r.depth));
+  if (levels.size !== band.cut + 1 && levels.size !== band.cut)
+    problems.push(`${levels.size} levels drawn under the band at ${band.cut}`);
+}
+
 /* Validates, compiles and renders one Vega-Lite spec; pushes problems. */
 async function checkSpec(spec, problems) {
   if (spec.$schema !== 'https://vega.github.io/schema/vega-lite/v5.json') {
@@ -444,11 +483,17 @@ async function checkSpec(spec, problems) {
       problems.push('vega rendered an empty picture');
     }
     // Each frame in its row's colour; a diff's legend and vanished list.
-    const frames = findItems(view.scenegraph().root, 'rect').filter(it => it.datum && it.datum.x1 !== undefined);
+    const rects = findItems(view.scenegraph().root, 'rect').filter(it => it.datum && it.datum.x1 !== undefined);
+    const frames = rects.filter(it => !isBand(it));
+    const band = bandOf(spec, rows);
     const miscoloured = frames.filter(it => it.fill !== it.datum.color);
-    if (frames.length !== rows.length || miscoloured.length) {
-      problems.push(`vega drew ${frames.length} frames, ${miscoloured.length} not in their row's colour`);
+    if (frames.length !== band.drawn.length || miscoloured.length) {
+      problems.push(`vega drew ${frames.length} frames of ${band.drawn.length}, ${miscoloured.length} not in their row's colour`);
     }
+    if (band.pieces.length) checkBand(view, rects.filter(isBand), band, problems);
+    // Levels are tall enough for their labels, however deep the graph.
+    const levelPx = spec.height / (band.pieces.length ? band.cut + 1 : Math.max(...rows.map(r => r.depth)) + 1);
+    if (levelPx < 10) problems.push(`levels ${levelPx.toFixed(1)} px tall, too thin for labels`);
     // A plain graph's frames look like the legend's swatches: each within 20
     // of one on every channel (a diff's colours are checked by checkDiff).
     if (!diff) {
@@ -690,8 +735,8 @@ function sandwichProblem(spec, problems) {
  * problems. */
 async function checkSandwich(spec, problems) {
   await checkView(spec, 'sandwich', s => sandwichProblem(s, problems), async view => {
-    const n = sandwichHalves(spec).reduce((k, h) => k + framesOf(h).length, 0);
-    const rects = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.x1 !== undefined);
+    const n = sandwichHalves(spec).reduce((k, h) => k + bandOf(h, framesOf(h)).drawn.length, 0);
+    const rects = findItems(view.scenegraph().root, 'rect').filter(it => it.datum?.x1 !== undefined && !isBand(it));
     if (rects.length !== n) problems.push(`vega drew ${rects.length} frames for ${n} rows`);
     const off = rects.filter(it => it.fill !== it.datum.color).length;
     if (off) problems.push(`${off} frames not in their colour`);

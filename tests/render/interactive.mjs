@@ -6,7 +6,7 @@
 // page or export, a notebook), each frame's title by its path's d, before
 // any script ran: what a frame must say when hovered.
 //
-// tryGraphs(page, titles) finds the outermost SVGs marked data-cflame and,
+// tryGraphs(page, titles, expectGraphs, band) finds the outermost SVGs marked data-cflame and,
 // in each, checks that:
 //   - the script set it up (it took the <title>s out and added the band of
 //     controls) and hid the static hint beside it, if any;
@@ -23,7 +23,10 @@
 //     titles of the matched frames that no matched frame of the same lane
 //     (a chart's thread) contains, as the titles and places read from the
 //     file give it;
-//   - Escape in the box clears the search.
+//   - Escape in the box clears the search;
+//   - a graph too deep for its height has a band (with band, every graph
+//     must) that says how many levels it holds, and a click opens it
+//     (tryBand).
 // staticGraphs(page) checks the opposite, for a page whose scripts were
 // stripped: a hint of where the interactive view is shows for each graph,
 // no script set one up, and what is left of a drawing keeps its titles.
@@ -78,6 +81,7 @@ async function graphsOf(page) {
       if (svg.parentElement && svg.parentElement.closest('svg[data-cflame]')) return;
       svg.setAttribute('data-try', String(i));
       out.push({ id: String(i), kind: svg.getAttribute('data-cflame'), ready: !!svg.cflame,
+                 band: !!svg.querySelector('path.cflame-band'),
                  titles: svg.querySelectorAll('path > title').length,
                  hint: [...(svg.parentElement?.querySelectorAll('.cflame-hint') || [])]
                    .some(h => h.getBoundingClientRect().height > 0 && getComputedStyle(h).display !== 'none') });
@@ -94,12 +98,68 @@ async function framesOf(page, id) {
     return [...svg.querySelectorAll('path')].filter(p => p.cflame && p.cflame.e === p).map(p => {
       const f = p.cflame, b = p.getBoundingClientRect(), owner = p.ownerSVGElement;
       const plot = ((owner.closest('svg[data-plot]') || svg).getAttribute('data-plot') || '').split(' ').map(Number);
-      return { d: p.getAttribute('d'), d0: f.d, text: f.text, w: f.w, x: f.x, y: f.y,
+      return { d: p.getAttribute('d'), d0: f.d, text: f.text, w: f.w, x: f.x, y: f.y, band: p.classList.contains('cflame-band'),
                lane: (f.text.split('\n').find(l => /^thread /.test(l)) || '') + '@' + (owner === svg ? '' : owner.getAttribute('y')),
                opacity: getComputedStyle(p).opacity, plot,
                box: { x: b.x, y: b.y, w: b.width, h: b.height } };
     });
   }, id);
+}
+
+/* What graph id shows of its band: each piece (its box, and the name of
+ * its frame), the labels' texts, and the other frames displayed. */
+async function bandOf(page, id) {
+  return page.evaluate(id => {
+    const svg = document.querySelector(`svg[data-try="${id}"]`);
+    const box = e => { const b = e.getBoundingClientRect(); return { x: b.x, y: b.y, w: b.width, h: b.height }; };
+    // Which plot: a sandwich's halves are nested svgs.
+    const plot = e => e.ownerSVGElement === svg ? '' : e.ownerSVGElement.getAttribute('y');
+    return {
+      pieces: [...svg.querySelectorAll('path.cflame-band')].map(p => ({ box: box(p), name: p.cflame.name, plot: plot(p) })),
+      labels: [...svg.querySelectorAll('g[pointer-events=none] > text')].map(t => t.textContent),
+      shown: [...svg.querySelectorAll('path:not(.cflame-band)')].filter(p => p.cflame && p.cflame.e === p && getComputedStyle(p).display !== 'none')
+        .map(p => ({ name: p.cflame.name, box: box(p), plot: plot(p) })),
+    };
+  }, id);
+}
+
+const MORE = /^\u2026 ([0-9,]+)(?: more levels(?: \(click to open\))?)?$/;
+
+/* A graph too deep for its height: its band (frames of the class
+ * cflame-band) says how many levels it holds; hovering a piece says so too;
+ * a click on the widest piece opens it: its frame is drawn and labelled at
+ * the plot's root level, frames not drawn before are, and what is still too
+ * deep is a band of fewer levels; Reset zoom brings the band back. */
+async function tryBand(page, svg, id, name, problems) {
+  await page.evaluate(id => {
+    const pieces = [...document.querySelector(`svg[data-try="${id}"]`).querySelectorAll('path.cflame-band')];
+    pieces.sort((a, b) => b.getBoundingClientRect().width - a.getBoundingClientRect().width)[0].scrollIntoView({ block: 'center' });
+  }, id);
+  const before = await bandOf(page, id);
+  const piece = before.pieces.sort((a, b) => b.box.w - a.box.w)[0];
+  const more = before.labels.map(l => MORE.exec(l)).filter(Boolean).map(m => Number(m[1].replace(/,/g, '')));
+  if (!piece || !more.length) { problems.push(`${name}: no band piece labelled with its levels`); return; }
+  const at = { x: piece.box.x + piece.box.w / 2, y: piece.box.y + piece.box.h / 2 };
+  await page.mouse.move(at.x, at.y);
+  const said = await svg.locator('.cflame-box tspan').first().textContent();
+  if (!MORE.test(said)) problems.push(`${name}: hovering the band says ${JSON.stringify(said)}`);
+  const own = before.shown.filter(f => f.plot === piece.plot);
+  const rootY = Math.max(...own.map(f => f.box.y)), rootTop = Math.min(...own.map(f => f.box.y));
+  await page.mouse.click(at.x, at.y);
+  const after = await bandOf(page, id);
+  const opened = after.shown.find(f => f.name === piece.name && f.plot === piece.plot);
+  const icicle = piece.box.y > rootY;
+  if (!opened) problems.push(`${name}: the band's ${piece.name} is not drawn once opened`);
+  else if (Math.abs(opened.box.y - (icicle ? rootTop : rootY)) > 1)
+    problems.push(`${name}: ${piece.name} opened at y ${opened.box.y}, not at the root's level ${icicle ? rootTop : rootY}`);
+  if (!after.labels.includes(piece.name)) problems.push(`${name}: ${piece.name} is not labelled once opened`);
+  const fresh = after.shown.filter(f => !before.shown.some(g => g.name === f.name)).length;
+  if (!fresh) problems.push(`${name}: opening the band draws no frame that was not drawn`);
+  const left = after.labels.map(l => MORE.exec(l)).filter(Boolean).map(m => Number(m[1].replace(/,/g, '')));
+  if (left.some(n => n >= Math.max(...more))) problems.push(`${name}: the band still holds ${Math.max(...left)} levels once opened`);
+  await svg.locator('.cflame-reset').click();
+  const back = await bandOf(page, id);
+  if (back.pieces.length !== before.pieces.length) problems.push(`${name}: Reset zoom does not bring the band back`);
 }
 
 /* The first percent in a title. */
@@ -123,7 +183,7 @@ function expectedShare(frames, kind, q) {
   return sum;
 }
 
-export async function tryGraphs(page, allTitles, expectGraphs) {
+export async function tryGraphs(page, allTitles, expectGraphs, band = false) {
   const problems = [];
   const graphs = await graphsOf(page);
   if (allTitles.length !== graphs.length)
@@ -152,11 +212,15 @@ export async function tryGraphs(page, allTitles, expectGraphs) {
     // The widest frame narrower than its plot (else the last, in a graph
     // of one stack); a table's first row.
     const zooms = g.kind !== 'table';
-    const pick = zooms
-      ? frames.filter(f => f.w < f.plot[1] - f.plot[0] - 1 && f.box.w > 4).sort((a, b) => b.w - a.w)[0]
-        || frames[frames.length - 1]
+    let pick = zooms
+      ? frames.filter(f => f.w < f.plot[1] - f.plot[0] - 1 && f.box.w > 4 && !f.band).sort((a, b) => b.w - a.w)[0]
+        || frames.filter(f => f.box.w > 4 && !f.band).pop()
       : frames.sort((a, b) => a.y - b.y)[0];
     if (!pick) { problems.push(`${name}: no frame to try`); continue; }
+    // A graph taller than the window: the frame in view, and its box anew.
+    await page.evaluate(([id, d]) => [...document.querySelector(`svg[data-try="${id}"]`).querySelectorAll('path')]
+      .find(p => p.cflame && p.cflame.d === d).scrollIntoView({ block: 'center' }), [g.id, pick.d0]);
+    pick = (await framesOf(page, g.id)).find(f => f.d0 === pick.d0);
     const at = { x: pick.box.x + pick.box.w / 2, y: pick.box.y + pick.box.h / 2 };
     await page.mouse.move(at.x, at.y);
     const hover = await page.evaluate(id => {
@@ -205,6 +269,8 @@ export async function tryGraphs(page, allTitles, expectGraphs) {
       frames = await framesOf(page, g.id);
       if (frames.some(f => f.d !== f.d0)) problems.push(`${name}: a double-click does not reset the zoom`);
     }
+    if (band && !g.band) problems.push(`${name}: no band, though the graph is too deep for its height`);
+    if (zooms && g.band) await tryBand(page, svg, g.id, name, problems);
     const q = pick.text.split('\n')[0].slice(0, 12);
     const input = svg.locator('input');
     // Typed key by key, as a reader types: a page's own shortcuts (the

@@ -2,7 +2,7 @@
 // cflame's interactive SVG in headless Chromium with the network off: an
 // SVG file, an HTML page or export, a notebook served by a local server.
 //
-//   node tests/render/interactive_test.mjs [--graphs N] [--static | --untrusted] [--source FILE] TARGET...
+//   node tests/render/interactive_test.mjs [--graphs N] [--band] [--static | --untrusted] [--source FILE] TARGET...
 //
 // TARGET is a file or an http://127.0.0.1 URL; every other request is
 // refused, as on a machine without a network. The frames' titles, what a
@@ -15,6 +15,7 @@
 //     no graph is drawn and N outputs show the text report (its summary
 //     line first);
 //   - --graphs N: the page holds N graphs;
+//   - --band: each graph is too deep for its height, and its band opens;
 //   - nothing is thrown by a script of the page, and for a file nothing is
 //     logged to the console as an error.
 // Exits 0 when every target passes; otherwise prints what failed and exits 1.
@@ -26,11 +27,12 @@ import { launchChromium, staticGraphs, titlesOf, tryGraphs } from './interactive
 const WAIT_MS = 60_000; /* generous: a wait ends as soon as its condition holds */
 
 const args = process.argv.slice(2);
-let graphs, stripped = false, untrusted = false, source = null;
+let graphs, stripped = false, untrusted = false, source = null, band = false;
 const targets = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--graphs') graphs = Number(args[++i]);
   else if (args[i] === '--static') stripped = true;
+  else if (args[i] === '--band') band = true;
   else if (args[i] === '--untrusted') untrusted = true;
   else if (args[i] === '--source') source = args[++i];
   else targets.push(args[i]);
@@ -89,7 +91,7 @@ for (const target of targets) {
     // one, a and b add one) if the keys typed in a search box reached them.
     const cells = () => page.evaluate(() => document.querySelectorAll('.cell').length);
     const before = await cells();
-    problems = stripped ? await staticGraphs(page, graphs) : await tryGraphs(page, titles, graphs);
+    problems = stripped ? await staticGraphs(page, graphs) : await tryGraphs(page, titles, graphs, band);
     if ((await cells()) !== before) problems.push(`the page's cells went from ${before} to ${await cells()} while searching`);
   }
   for (const t of thrown) problems.push(`a script threw: ${t}`);

@@ -105,13 +105,29 @@ static void check_rows(json_t *spec, const fl_tree_t *t, bool alloc) {
     if (alloc) CHECK_INT(json_integer_value(json_object_get(row, "allocs")), node->allocs);
     if (node->depth > max_depth) max_depth = node->depth;
   }
-  /* The y scale spans the drawn levels. */
+  /* The y scale spans the drawn levels; with a band (fewer shown than
+   * there are), as many as are shown from the depth a click picked. */
   json_t *ydomain = json_object_get(
       json_object_get(
           json_object_get(json_object_get(layer_named(spec, "frames"), "encoding"), "y"), "scale"),
       "domain");
-  CHECK_INT(json_integer_value(json_array_get(ydomain, 1)), max_depth + 1);
+  json_t *meta = json_object_get(json_object_get(spec, "usermeta"), "cflame");
+  CHECK_INT(json_integer_value(json_object_get(meta, "levels")), max_depth + 1);
+  if (json_integer_value(json_object_get(meta, "shown")) < max_depth + 1)
+    CHECK(json_is_string(json_object_get(ydomain, "expr")));
+  else
+    CHECK_INT(json_integer_value(json_array_get(ydomain, 1)), max_depth + 1);
   json_decref(rows);
+}
+
+/* Whether a line of the spec's subtitle holds needle. */
+static bool subtitle_has(json_t *spec, const char *needle) {
+  json_t *lines = json_object_get(json_object_get(spec, "title"), "subtitle");
+  for (size_t i = 0; i < json_array_size(lines); i++) {
+    const char *line = json_string_value(json_array_get(lines, i));
+    if (line && strstr(line, needle)) return true;
+  }
+  return false;
 }
 
 /* The SVG draws each row in the row's colour (bundle_read.h). */
@@ -636,6 +652,64 @@ static fl_profile_t *big_profile(size_t recursion) {
   return p;
 }
 
+/* A stack 1,000 frames deep under the root, a branch off it at 400 and a
+ * shallow one: deeper than any default height holds. */
+static void test_deep(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  enum { DEPTH = 1000 };
+  uint32_t stack[DEPTH];
+  for (int i = 0; i < DEPTH; i++) {
+    char name[32];
+    snprintf(name, sizeof name, i ? "level_%04d" : "main", i);
+    stack[i] = frame(p, name, "cell[1]", 1 + i, "cell[1]", FL_FRAME_CELL);
+  }
+  fl_profile_add_sample(p, stack, DEPTH, 100, 0, 1);
+  stack[400] = frame(p, "branch_x", "cell[1]", 2000, "cell[1]", FL_FRAME_CELL);
+  fl_profile_add_sample(p, stack, 401, 20, 0, 1);
+  stack[1] = frame(p, "side_a", "cell[1]", 2001, "cell[1]", FL_FRAME_CELL);
+  fl_profile_add_sample(p, stack, 2, 30, 0, 1);
+  fl_tree_t *t = tree_of(p, true, 0);
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  for (int icicle = 0; icicle < 2; icicle++) {
+    v.icicle = icicle;
+    v.dark = icicle;
+    char err[256] = "";
+    json_t *bundle = fl_bundle(t, &v, err, sizeof err);
+    CHECK(bundle != NULL);
+    if (!bundle) continue;
+    json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+    check_rows(spec, t, false);
+    /* Levels stay tall enough for labels: the deepest are the band, whose
+     * layers draw them collapsed, and the notes say how to see them. */
+    json_t *meta = json_object_get(json_object_get(spec, "usermeta"), "cflame");
+    json_int_t levels = json_integer_value(json_object_get(meta, "levels"));
+    json_int_t shown = json_integer_value(json_object_get(meta, "shown"));
+    double height = json_number_value(json_object_get(spec, "height"));
+    CHECK_INT(levels, DEPTH + 1);
+    CHECK(shown > 100 && shown < levels);
+    CHECK(height / (double)shown >= 12 && height <= 4000);
+    CHECK(layer_named(spec, "labels") != NULL);
+    CHECK(layer_named(spec, "band") != NULL && layer_named(spec, "band_words") != NULL);
+    CHECK(subtitle_has(spec, "height=") && subtitle_has(spec, "recur=flat"));
+    /* The SVG: the root labelled, the band saying how many levels it
+     * holds (the branch's and the chain's), the notes the same. */
+    char *svg = svg_of(bundle);
+    CHECK(svg && xml_check(svg) == NULL);
+    char words[96];
+    snprintf(words, sizeof words, ">\xe2\x80\xa6 %d more levels (click to open)</text>",
+             (int)(levels - shown + 1));
+    CHECK(svg && strstr(svg, ">cell[1]</text>") != NULL);
+    CHECK(svg && strstr(svg, words) != NULL);
+    CHECK(svg && strstr(svg, "height=") != NULL && strstr(svg, "recur=flat") != NULL);
+    free(svg);
+    write_out(icicle ? "deep-icicle-dark.json" : "deep.json", bundle);
+    json_decref(bundle);
+  }
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 static void test_big(void) {
   fl_profile_t *p = big_profile(600);
   fl_tree_t *t = tree_of(p, true, 0); /* minwidth 0: every frame visible */
@@ -656,9 +730,7 @@ static void test_big(void) {
     CHECK_INT(n_frames(spec), 5000);
     check_rows(spec, t, false);
     /* The note says what is not drawn. */
-    const char *note = json_string_value(
-        json_array_get(json_object_get(json_object_get(spec, "title"), "subtitle"), 0));
-    CHECK(note && strstr(note, "left out to draw at most 5,000") != NULL);
+    CHECK(subtitle_has(spec, "left out to draw at most 5,000"));
     size_t bytes = json_dumpb(spec, NULL, 0, JSON_COMPACT);
     fprintf(stderr, "5000 rows: spec %zu bytes in %.1f ms, SVG %zu bytes in %.1f ms\n", bytes,
             t1 - t0, svg ? strlen(svg) : 0, t2 - t1);
@@ -750,6 +822,7 @@ int main(int argc, char **argv) {
   test_hostile_names();
   test_long_note();
   test_empty();
+  test_deep();
   test_big();
   return TEST_DONE();
 }
