@@ -385,8 +385,10 @@ def test_requests_slower_than_their_time_limit_are_answered_without_libclang(tmp
     # A limit of 1 ms: no request gets libclang's answer in time. Each is
     # answered with the session's names (or the session's declaration),
     # those that arrive while libclang still works for an earlier one too.
+    # The kernel's log says so at the debug level.
     log = tmp_path / "kernel.log"
-    with open(log, "w") as err, start_kernel(env={"CFLAME_COMPLETE_TIMEOUT_MS": "1"},
+    with open(log, "w") as err, start_kernel(env={"CFLAME_COMPLETE_TIMEOUT_MS": "1",
+                                                  "CFLAME_LOG": "debug"},
                                              stderr=err) as (km, kc):
         ok(kc, "int late_total = 0;\nint late_add(int a) { return late_total += a; }")
         ids = [kc.complete("late_", 5) for _ in range(3)] + [kc.inspect("late_add", 8)]
