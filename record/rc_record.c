@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "rc_record.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -476,21 +475,6 @@ static int set_environment(const opts_t *o, const char *dir, char *err, size_t e
   return 0;
 }
 
-/* Removes the recording directory and what is in it. */
-static void remove_recording(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    for (struct dirent *e; (e = readdir(d));) {
-      if (e->d_name[0] == '.') continue;
-      char path[PATH_MAX];
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      unlink(path);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 /* ---- the summary ---- */
 
 /* The line under the graph's title, and after "wrote": what was recorded. */
@@ -719,6 +703,10 @@ int rc_record_main(int argc, char **argv) {
   /* From here on the program's status is cflame's, whatever becomes of
    * the recording: what went wrong there is said, not exited with. */
   status = rc_exit_status(run.status);
+  /* A SIGTERM now (a job's time limit, a CI runner cancelling) would
+   * leave the recording's buffers in $TMPDIR: the guard removes them and
+   * says so. */
+  rc_run_guard(dir);
 
   rc_collect_opts_t copts = {.allocs = o.allocs,
                              .wall = o.wall,
@@ -756,7 +744,8 @@ int rc_record_main(int argc, char **argv) {
     say("wrote %s: %s", output, note);
   }
 done:
-  if (dir[0]) remove_recording(dir);
+  if (dir[0]) rc_remove_recording(dir);
+  rc_run_unguard();
   rc_recording_free(&rec);
   free(title);
   fl_profile_destroy(&base);

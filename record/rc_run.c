@@ -4,6 +4,7 @@
 #include "rc_run.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <limits.h>
+#include <stdint.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +39,84 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
   ssize_t w = write(signal_pipe, &byte, 1);
   (void)w;
   errno = saved;
+}
+
+void rc_remove_recording(const char *dir) {
+  /* getdents64, not readdir (which allocates): a signal handler calls
+   * this. Unlinking while reading may skip names, so it reads again
+   * until a pass finds none (a few passes at most). */
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int pass = 0; fd >= 0 && pass < 16; pass++) {
+    bool found = false;
+    lseek(fd, 0, SEEK_SET);
+    char buf[4096] __attribute__((aligned(8)));
+    for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;) {
+      for (long at = 0; at < n;) {
+        struct dirent64 *e = (struct dirent64 *)(buf + at);
+        at += e->d_reclen;
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+          continue;
+        unlinkat(fd, e->d_name, 0);
+        found = true;
+      }
+    }
+    if (!found) break;
+  }
+  if (fd >= 0) close(fd);
+  rmdir(dir);
+}
+
+/* ---- the guard while converting ---- */
+
+static char guard_dir[PATH_MAX];
+static struct sigaction guard_old[N_FORWARDED];
+static bool guarded;
+
+static size_t append(char *out, size_t at, size_t size, const char *s) {
+  while (*s && at + 1 < size) out[at++] = *s++;
+  return at;
+}
+
+static void on_guarded_signal(int sig) {
+  int saved = errno;
+  rc_remove_recording(guard_dir);
+  /* sigabbrev_np reads a constant table: safe here. */
+  const char *name = sigabbrev_np(sig);
+  char msg[PATH_MAX + 256];
+  size_t n = append(msg, 0, sizeof msg, "cflame record: ended by SIG");
+  n = append(msg, n, sizeof msg, name ? name : "?");
+  n = append(msg, n, sizeof msg,
+             " while turning the recording into a profile: no profile written; the "
+             "recording (");
+  n = append(msg, n, sizeof msg, guard_dir);
+  n = append(msg, n, sizeof msg, ") is removed\n");
+  ssize_t w = write(2, msg, n);
+  (void)w;
+  /* Ended by the signal itself, as without the guard (128 + N). */
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  raise(sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  errno = saved;
+}
+
+void rc_run_guard(const char *dir) {
+  size_t len = strlen(dir);
+  if (len >= sizeof guard_dir) len = sizeof guard_dir - 1;
+  memcpy(guard_dir, dir, len);
+  guard_dir[len] = '\0';
+  struct sigaction sa = {.sa_handler = on_guarded_signal};
+  sigfillset(&sa.sa_mask); /* one at a time: the first ends cflame */
+  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &sa, &guard_old[i]);
+  guarded = true;
+}
+
+void rc_run_unguard(void) {
+  if (!guarded) return;
+  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &guard_old[i], NULL);
+  guarded = false;
 }
 
 int rc_exit_status(int status) {

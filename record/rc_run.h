@@ -31,6 +31,18 @@ typedef struct rc_run {
  * program when it could not be started (exec failed). */
 int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_t err_size);
 
+/* Removes the recording directory dir and the files in it (it holds no
+ * directories). Async-signal-safe: system calls only. */
+void rc_remove_recording(const char *dir);
+
+/* After the program has ended, while cflame turns the recording in dir
+ * into a profile: a signal among the forwarded ones (each of which ends
+ * a process by default) removes dir, says on standard error that it did
+ * and that no profile was written, and ends cflame by that signal, as it
+ * would have (128 + N). Until rc_run_unguard. dir is copied. */
+void rc_run_guard(const char *dir);
+void rc_run_unguard(void);
+
 /* The exit status a shell gives for wait status: the program's own, or
  * 128 plus the signal that ended it. */
 int rc_exit_status(int status);
