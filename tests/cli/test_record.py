@@ -63,6 +63,7 @@ def bins(tmp_path_factory):
          "other": cc("other", SOURCES / "other.c")}
     b["hostile"] = cc("hostile", SOURCES / "hostile.c")
     b["deep"] = cc("deep", SOURCES / "deep.c", "-pthread")
+    b["rawclone"] = cc("rawclone", SOURCES / "rawclone.c")
     b["static"] = cc("static", SOURCES / "other.c", "-static")
     workloads = SOURCES.parent.parent.parent / "bench/workloads"
     b["cycles"] = cc("dlopen_cycles", workloads / "dlopen_cycles.c")
@@ -344,6 +345,24 @@ def interrupted(args, cwd, interrupt, **popen):
             pass
         p.wait()
     return p.returncode, out, err
+
+
+def test_a_raw_clone_child_is_named_with_its_cpu_time(bins, tmp_path):
+    """A child made by syscall(SYS_clone, ...) runs without the sampler
+    (no atfork handler starts it): cflame names it, pid and name, with the
+    CPU time it used, instead of drawing 'in 1 process' and saying nothing.
+    The CPU time said is what cflame saw at its last look, at most
+    RC_RUN_WATCH_MS before the child ended: held to the CPU time the child
+    measured itself, no more and (on a busy machine, loosely) not far
+    less."""
+    r = recorded("-o", tmp_path / "out.folded", "--", bins["rawclone"], "1.0", cwd=tmp_path)
+    m = re.match(r"child (\d+) ([\d.]+)", r.stdout)
+    assert m, r.stdout
+    pid, used = int(m.group(1)), float(m.group(2))
+    said = re.search(rf"pid {pid} \(rawclone\), below the program, was not followed: "
+                     r"([\d.]+) s of CPU \(at least\) is in no stack", r.stderr)
+    assert said, r.stderr
+    assert 0.25 * used <= float(said.group(1)) <= used + 0.02, (used, r.stderr)
 
 
 def program_of(cflame_pid, timeout=60):
