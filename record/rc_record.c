@@ -763,8 +763,7 @@ int rc_record_main(int argc, char **argv) {
     say("wrote %s: %s", output, note);
   }
 done:
-  if (dir[0]) rc_remove_recording(dir);
-  rc_run_unguard();
+  rc_run_finish(dir);
   rc_recording_free(&rec);
   rc_run_free(&run);
   free(title);

@@ -42,7 +42,9 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
-void rc_remove_recording(const char *dir) {
+/* Removes the recording directory dir and the files in it (it holds no
+ * directories). Async-signal-safe: system calls only. */
+static void remove_recording(const char *dir) {
   /* getdents64, not readdir (which allocates): a signal handler calls
    * this. Unlinking while reading may skip names, so it reads again
    * until a pass finds none (a few passes at most). */
@@ -80,7 +82,7 @@ static size_t append(char *out, size_t at, size_t size, const char *s) {
 
 static void on_guarded_signal(int sig) {
   int saved = errno;
-  rc_remove_recording(guard_dir);
+  remove_recording(guard_dir);
   /* sigabbrev_np reads a constant table: safe here. */
   const char *name = sigabbrev_np(sig);
   char msg[PATH_MAX + 256];
@@ -114,10 +116,16 @@ void rc_run_guard(const char *dir) {
   guarded = true;
 }
 
-void rc_run_unguard(void) {
-  if (!guarded) return;
-  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &guard_old[i], NULL);
+void rc_run_finish(const char *dir) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (size_t i = 0; i < N_FORWARDED; i++) sigaddset(&set, forwarded[i]);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  if (dir && *dir) remove_recording(dir);
+  if (guarded)
+    for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &guard_old[i], NULL);
   guarded = false;
+  sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 int rc_exit_status(int status) {

@@ -47,17 +47,17 @@ typedef struct rc_run {
  * program when it could not be started (exec failed). */
 int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_t err_size);
 
-/* Removes the recording directory dir and the files in it (it holds no
- * directories). Async-signal-safe: system calls only. */
-void rc_remove_recording(const char *dir);
-
 /* After the program has ended, while cflame turns the recording in dir
  * into a profile: a signal among the forwarded ones (each of which ends
  * a process by default) removes dir, says on standard error that it did
  * and that no profile was written, and ends cflame by that signal, as it
- * would have (128 + N). Until rc_run_unguard. dir is copied. */
+ * would have (128 + N). Until rc_run_finish. dir is copied. */
 void rc_run_guard(const char *dir);
-void rc_run_unguard(void);
+/* Removes the recording dir (if not NULL or "") and ends the guard, the
+ * signals held meanwhile: one that comes now ends cflame afterwards by
+ * its old disposition, the profile written and nothing left behind (the
+ * guard's word "no profile written" would be wrong by then). */
+void rc_run_finish(const char *dir);
 
 void rc_run_free(rc_run_t *run);
 
