@@ -33,6 +33,13 @@
    takes after the program ends (target < 2 s) and its peak resident
    memory, from GNU time (target < 200 MB).
 
+4. Module tracking: bench/workloads/dlopen_cycles.c opens, calls and
+   closes a small plugin (dlopen_plugin.c) --cycles times (250 and 20,000), recorded by
+   cflame record, which saves the program's maps at each dlopen and
+   dlclose and merges the snapshots after it. Reported: the time after
+   the program per cycle, median of 3; target: 20,000 cycles within 2x
+   the time of 250 per cycle (linear, not quadratic).
+
 Nothing here asserts: the table says whether each target was met. Raw
 timings go to --json.
 """
@@ -91,6 +98,8 @@ def main():
     ap.add_argument("--addresses", type=int, default=100_000)
     ap.add_argument("--big-seconds", type=float, default=60,
                     help="the big recording's length in seconds (0: skip it)")
+    ap.add_argument("--cycles", default="250,20000",
+                    help="dlopen/dlclose cycles to record, comma-separated (empty: skip)")
     ap.add_argument("--json", type=pathlib.Path)
     args = ap.parse_args()
     build = args.build.resolve()
@@ -165,6 +174,22 @@ def main():
         big["after"] = t - big["program_wall"] if big["program_wall"] else None
         results["big"] = big
 
+    cycles = {}
+    if args.cycles:
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", work / "plugin.so",
+                        ROOT / "bench/workloads/dlopen_plugin.c"], check=True)
+        subprocess.run(["cc", "-O2", "-o", work / "dlopen_cycles",
+                        ROOT / "bench/workloads/dlopen_cycles.c"], check=True)
+        for n in (int(c) for c in args.cycles.split(",")):
+            afters = []
+            for _ in range(3):
+                t, res = timed([cflame, "record", "-o", work / "cycles.folded", "--",
+                                work / "dlopen_cycles", work / "plugin.so", str(n)])
+                w = re.search(r"the program took [\d.]+ s CPU, ([\d.]+) s wall", res.stderr)
+                afters.append(t - float(w.group(1)))
+            cycles[n] = {"after_runs": afters, "after": statistics.median(afters)}
+        results["dlopen_cycles"] = cycles
+
     print()
     print(f"gcc -O2 -c big.c (300 functions), medians of {args.rounds} rounds:")
     print(f"  plain gcc                        {summary['plain']:.3f} s")
@@ -191,6 +216,17 @@ def main():
               f"{'met' if big['after'] < 2 else 'MISSED'}), cflame record's peak memory "
               f"{big['maxrss_mb']:.0f} MB (target < 200 MB: "
               f"{'met' if big['maxrss_mb'] < 200 else 'MISSED'})")
+    if cycles:
+        for n, c in cycles.items():
+            print(f"dlopen/dlclose, {n:,} cycles: after the program {c['after']:.3f} s, "
+                  f"{c['after'] / n * 1e3:.4f} ms per cycle")
+        lo, hi = min(cycles), max(cycles)
+        if hi > lo:
+            a, b = cycles[lo]["after"] / lo, cycles[hi]["after"] / hi
+            print(f"  target: {hi:,} cycles within 2x the time of {lo:,} per cycle: "
+                  f"{b * 1e3:.4f} <= {2 * a * 1e3:.4f} ms {'met' if b <= 2 * a else 'MISSED'}")
+            print(f"  each cycle beyond {lo:,}: "
+                  f"{(cycles[hi]['after'] - cycles[lo]['after']) / (hi - lo) * 1e3:.4f} ms")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     shutil.rmtree(work, ignore_errors=True)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <search.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,11 +147,33 @@ typedef struct map_line {
   bool exec; /* an executable mapping */
 } map_line_t;
 
-/* Whether a line of lines[0, n) maps path[0, len) executable. */
-static bool executable_file(const map_line_t *lines, size_t n, const char *path, size_t len) {
-  for (size_t i = 0; i < n; i++)
-    if (lines[i].exec && lines[i].path_len == len && !memcmp(lines[i].path, path, len)) return true;
-  return false;
+/* Reads "lo-hi perms offset dev inode path" in line[0, eol) into *m
+ * (its len left to the caller). Returns 0, or -1 for a line without a
+ * path. Not sscanf: glibc's measures the whole rest of the snapshots
+ * (strlen) at every call, which made merging quadratic. */
+static int parse_map_line(const char *line, const char *eol, map_line_t *m) {
+  char *end;
+  m->text = line;
+  m->lo = strtoul(line, &end, 16);
+  if (end == line || *end != '-') return -1;
+  const char *p = end + 1;
+  m->hi = strtoul(p, &end, 16);
+  if (end == p || *end != ' ') return -1;
+  p = end + 1;
+  const char *perms_end = memchr(p, ' ', (size_t)(eol - p));
+  if (!perms_end) return -1;
+  m->exec = memchr(p, 'x', (size_t)(perms_end - p)) != NULL;
+  p = perms_end;
+  for (int field = 0; field < 3; field++) { /* offset, dev, inode */
+    while (p < eol && *p == ' ') p++;
+    if (p == eol) return -1;
+    while (p < eol && *p != ' ') p++;
+  }
+  while (p < eol && *p == ' ') p++;
+  if (p == eol) return -1;
+  m->path = p;
+  m->path_len = (size_t)(eol - p);
+  return 0;
 }
 
 static int cmp_line(const void *a, const void *b) {
@@ -158,14 +181,41 @@ static int cmp_line(const void *a, const void *b) {
   return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-/* Whether [lo, hi) overlaps a line of lines[0, n). */
-static int overlaps(const map_line_t *lines, size_t n, unsigned long lo, unsigned long hi) {
-  for (size_t i = 0; i < n; i++)
-    if (lo < lines[i].hi && lines[i].lo < hi) return 1;
-  return 0;
+/* The kept lines' ranges, pairwise disjoint, in a search tree ordered by
+ * address where overlapping ranges compare equal: whether a range
+ * overlaps a kept one is one lookup, O(log n), so merging is linear in
+ * the snapshots however many dlopen/dlclose cycles wrote them. */
+typedef struct range {
+  unsigned long lo, hi;
+} range_t;
+
+static __thread size_t range_compares; /* for rc_collect_merge_maps's *work */
+
+static int cmp_range(const void *a, const void *b) {
+  const range_t *x = a, *y = b;
+  range_compares++;
+  if (x->hi <= y->lo) return -1;
+  if (y->hi <= x->lo) return 1;
+  return 0; /* they overlap (ranges are never empty) */
 }
 
-char *rc_collect_merge_maps(const char *snapshots) {
+/* The paths mapped executable, as a set over lines[]: whether a file has
+ * code is one lookup. */
+static bool path_equal(const map_line_t *line, const char *path, size_t len) {
+  return line->path_len == len && !memcmp(line->path, path, len);
+}
+
+static bool executable_file(const fl__index_t *ix, const map_line_t *lines, const char *path,
+                            size_t len) {
+  fl__probe_t pr;
+  for (uint32_t i = fl__index_find(ix, fl__hash_bytes(path, len), &pr); i != FL__NONE;
+       i = fl__index_next(ix, &pr))
+    if (path_equal(&lines[i], path, len)) return true;
+  return false;
+}
+
+char *rc_collect_merge_maps(const char *snapshots, size_t *work) {
+  range_compares = 0;
   /* Where each snapshot starts, to walk them newest first. */
   size_t n_snaps = 0, cap_snaps = 0, end_len = strlen(RC_MAPS_END);
   const char **starts = fl__grow(NULL, &cap_snaps, 1, sizeof *starts);
@@ -176,34 +226,43 @@ char *rc_collect_merge_maps(const char *snapshots) {
   }
   map_line_t *lines = NULL;
   size_t n = 0, cap = 0;
+  void *kept = NULL; /* tree of range_t: the lines of newer snapshots, which win */
   for (size_t s = n_snaps; s-- > 0;) {
-    size_t kept_before = n; /* lines of newer snapshots, which win */
+    size_t kept_before = n;
     for (const char *line = starts[s]; *line && strncmp(line, RC_MAPS_END, end_len) != 0;) {
       const char *eol = strchrnul(line, '\n');
       size_t len = (size_t)(eol - line) + (*eol == '\n');
-      unsigned long lo, hi;
-      char perms[8];
-      int path_at = 0;
-      /* "lo-hi perms offset dev inode path": file-backed lines, and the
-       * [vdso], whose code the symbolizer names. */
-      if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) == 3 &&
-          path_at > 0 && line + path_at < eol &&
-          (line[path_at] == '/' || !strncmp(line + path_at, "[vdso]", 6)) &&
-          !overlaps(lines, kept_before, lo, hi)) {
+      map_line_t m;
+      /* File-backed lines, and the [vdso], whose code the symbolizer
+       * names. */
+      if (parse_map_line(line, eol, &m) == 0 && m.lo < m.hi &&
+          (m.path[0] == '/' || !strncmp(m.path, "[vdso]", 6)) &&
+          !tfind(&(range_t){m.lo, m.hi}, &kept, cmp_range)) {
+        m.len = len;
         lines = fl__grow(lines, &cap, n + 1, sizeof *lines);
-        lines[n++] = (map_line_t){lo,
-                                  hi,
-                                  line,
-                                  len,
-                                  line + path_at,
-                                  (size_t)(eol - line - path_at),
-                                  strchr(perms, 'x') != NULL};
+        lines[n++] = m;
       }
       line += len;
     }
+    /* A snapshot's own lines are disjoint (/proc/PID/maps); they count
+     * against older snapshots only. A line that overlaps one of them all
+     * the same (made-up input) is kept but not searched for. */
+    for (size_t i = kept_before; i < n; i++) {
+      range_t *r = fl__xmalloc(1, sizeof *r);
+      *r = (range_t){lines[i].lo, lines[i].hi};
+      range_t **at = tsearch(r, &kept, cmp_range);
+      if (!at) fl__oom(sizeof *r);
+      if (*at != r) free(r);
+    }
   }
   free(starts);
+  if (work) *work = range_compares;
+  tdestroy(kept, free);
   if (n) qsort(lines, n, sizeof *lines, cmp_line);
+  fl__index_t code = {0};
+  for (size_t i = 0; i < n; i++)
+    if (lines[i].exec && !executable_file(&code, lines, lines[i].path, lines[i].path_len))
+      fl__index_add(&code, fl__hash_bytes(lines[i].path, lines[i].path_len), (uint32_t)i);
   size_t total = 1;
   for (size_t i = 0; i < n; i++) total += lines[i].len + 1;
   char *out = fl__xmalloc(total, 1), *o = out;
@@ -211,12 +270,13 @@ char *rc_collect_merge_maps(const char *snapshots) {
     /* Code is all that is symbolized: the files of which nothing is
      * mapped executable (data, the recording's own buffers) are left out,
      * so that the maps of a forked child read as its parent's. */
-    if (!executable_file(lines, n, lines[i].path, lines[i].path_len)) continue;
+    if (!executable_file(&code, lines, lines[i].path, lines[i].path_len)) continue;
     memcpy(o, lines[i].text, lines[i].len);
     o += lines[i].len;
     if (o[-1] != '\n') *o++ = '\n';
   }
   *o = '\0';
+  fl__index_free(&code);
   free(lines);
   return out;
 }
@@ -425,7 +485,7 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
     image_t *im = &images[i];
     if (!kept[i]) continue;
     char *snapshots = read_text(dir, im, RC_SUFFIX_MAPS);
-    im->maps = rc_collect_merge_maps(snapshots ? snapshots : "");
+    im->maps = rc_collect_merge_maps(snapshots ? snapshots : "", NULL);
     free(snapshots);
     for (size_t j = 0; j < i && !syms[i]; j++)
       if (syms[j] && !strcmp(images[j].maps, im->maps)) syms[i] = syms[j];

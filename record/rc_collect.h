@@ -59,7 +59,10 @@ void rc_recording_free(rc_recording_t *rec);
  * then those of earlier ones that overlap none kept, newest first, in
  * order of address; only the lines of files that have some mapping
  * executable (code, not data or the recording's own buffers). New
- * string. */
-char *rc_collect_merge_maps(const char *snapshots);
+ * string. Linear in the snapshots (a program may dlopen and dlclose
+ * tens of thousands of times): each line costs one lookup among the
+ * kept ranges, O(log n). work, if not NULL, is set to the comparisons
+ * those lookups made, so that a test can bound them. */
+char *rc_collect_merge_maps(const char *snapshots, size_t *work);
 
 #endif

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "rc_record.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -476,19 +475,22 @@ static int set_environment(const opts_t *o, const char *dir, char *err, size_t e
   return 0;
 }
 
-/* Removes the recording directory and what is in it. */
-static void remove_recording(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    for (struct dirent *e; (e = readdir(d));) {
-      if (e->d_name[0] == '.') continue;
-      char path[PATH_MAX];
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      unlink(path);
-    }
-    closedir(d);
+/* Names the processes seen below the program that claimed no files in
+ * dir: the library never started in them (a raw clone system call, which
+ * runs no atfork handler; a static program; an environment without
+ * LD_PRELOAD), so their CPU time is in no stack. */
+static void say_not_followed(const char *dir, const rc_run_t *run) {
+  for (size_t i = 0; i < run->n_tasks; i++) {
+    const rc_task_t *t = &run->tasks[i];
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, RC_FILE_FMT, dir, (int)t->pid, 0, RC_SUFFIX_INFO);
+    if (access(path, F_OK) == 0) continue;
+    say("pid %d (%s), below the program, was not followed: %.2f s of CPU (at least) is in no "
+        "stack. The sampler starts in the children that fork, pthread_create and exec make "
+        "while LD_PRELOAD holds it; not in one made by a raw clone system call, nor in a "
+        "static program",
+        (int)t->pid, t->comm, t->cpu_seconds);
   }
-  rmdir(dir);
 }
 
 /* ---- the summary ---- */
@@ -667,6 +669,7 @@ int rc_record_main(int argc, char **argv) {
   char *name = NULL, *path = NULL, *output = NULL, *note = NULL, *title = NULL;
   fl_profile_t *base = NULL;
   rc_recording_t rec = {0};
+  rc_run_t run = {0};
   int status;
   fl_options_init(&o.draw, FL_FRONT_COMMAND);
   if ((status = parse(argc, argv, &o)) >= 0) goto done;
@@ -707,7 +710,6 @@ int rc_record_main(int argc, char **argv) {
     goto done;
   }
 
-  rc_run_t run;
   if ((status = rc_run(path, o.program, &run, err, sizeof err)) != 0) {
     say("%s", err);
     goto done;
@@ -719,6 +721,10 @@ int rc_record_main(int argc, char **argv) {
   /* From here on the program's status is cflame's, whatever becomes of
    * the recording: what went wrong there is said, not exited with. */
   status = rc_exit_status(run.status);
+  /* A SIGTERM now (a job's time limit, a CI runner cancelling) would
+   * leave the recording's buffers in $TMPDIR: the guard removes them and
+   * says so. */
+  rc_run_guard(dir);
 
   rc_collect_opts_t copts = {.allocs = o.allocs,
                              .wall = o.wall,
@@ -729,6 +735,7 @@ int rc_record_main(int argc, char **argv) {
     goto done;
   }
   for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
+  say_not_followed(dir, &run);
   if (fl_profile_n_samples(rec.profile) == 0) {
     say_why_empty(&o, rec.interfered);
     goto done;
@@ -756,8 +763,9 @@ int rc_record_main(int argc, char **argv) {
     say("wrote %s: %s", output, note);
   }
 done:
-  if (dir[0]) remove_recording(dir);
+  rc_run_finish(dir);
   rc_recording_free(&rec);
+  rc_run_free(&run);
   free(title);
   fl_profile_destroy(&base);
   fl_options_free(&o.draw);

@@ -4,14 +4,19 @@
 #include "rc_run.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <limits.h>
+#include <stdint.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,9 +42,169 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
+/* Removes the recording directory dir and the files in it (it holds no
+ * directories). Async-signal-safe: system calls only. */
+static void remove_recording(const char *dir) {
+  /* getdents64, not readdir (which allocates): a signal handler calls
+   * this. Unlinking while reading may skip names, so it reads again
+   * until a pass finds none (a few passes at most). */
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int pass = 0; fd >= 0 && pass < 16; pass++) {
+    bool found = false;
+    lseek(fd, 0, SEEK_SET);
+    char buf[4096] __attribute__((aligned(8)));
+    for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;) {
+      for (long at = 0; at < n;) {
+        struct dirent64 *e = (struct dirent64 *)(buf + at);
+        at += e->d_reclen;
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+          continue;
+        unlinkat(fd, e->d_name, 0);
+        found = true;
+      }
+    }
+    if (!found) break;
+  }
+  if (fd >= 0) close(fd);
+  rmdir(dir);
+}
+
+/* ---- the guard while converting ---- */
+
+static char guard_dir[PATH_MAX];
+static struct sigaction guard_old[N_FORWARDED];
+static bool guarded;
+
+static size_t append(char *out, size_t at, size_t size, const char *s) {
+  while (*s && at + 1 < size) out[at++] = *s++;
+  return at;
+}
+
+static void on_guarded_signal(int sig) {
+  int saved = errno;
+  remove_recording(guard_dir);
+  /* sigabbrev_np reads a constant table: safe here. */
+  const char *name = sigabbrev_np(sig);
+  char msg[PATH_MAX + 256];
+  size_t n = append(msg, 0, sizeof msg, "cflame record: ended by SIG");
+  n = append(msg, n, sizeof msg, name ? name : "?");
+  n = append(msg, n, sizeof msg,
+             " while turning the recording into a profile: no profile written; the "
+             "recording (");
+  n = append(msg, n, sizeof msg, guard_dir);
+  n = append(msg, n, sizeof msg, ") is removed\n");
+  ssize_t w = write(2, msg, n);
+  (void)w;
+  /* Ended by the signal itself, as without the guard (128 + N). */
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  raise(sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  errno = saved;
+}
+
+void rc_run_guard(const char *dir) {
+  size_t len = strlen(dir);
+  if (len >= sizeof guard_dir) len = sizeof guard_dir - 1;
+  memcpy(guard_dir, dir, len);
+  guard_dir[len] = '\0';
+  struct sigaction sa = {.sa_handler = on_guarded_signal};
+  sigfillset(&sa.sa_mask); /* one at a time: the first ends cflame */
+  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &sa, &guard_old[i]);
+  guarded = true;
+}
+
+void rc_run_finish(const char *dir) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (size_t i = 0; i < N_FORWARDED; i++) sigaddset(&set, forwarded[i]);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  if (dir && *dir) remove_recording(dir);
+  if (guarded)
+    for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &guard_old[i], NULL);
+  guarded = false;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 int rc_exit_status(int status) {
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+void rc_run_free(rc_run_t *run) {
+  free(run->tasks);
+  run->tasks = NULL;
+  run->n_tasks = 0;
+}
+
+/* ---- the program's descendants ---- */
+
+/* Reads the start of a /proc file (read at once: /proc writes a file's
+ * text as one read asks) into buf, NUL-terminated. Returns 0, or -1 when
+ * it is gone or empty. */
+static int read_proc(const char *path, char *buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  return 0;
+}
+
+/* Notes pid's name and CPU time in run->tasks (found, or added). */
+static void note_task(rc_run_t *run, pid_t pid, size_t *cap) {
+  char path[64], stat[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  if (read_proc(path, stat, sizeof stat) < 0) return;
+  /* "pid (comm) state ppid ... utime stime": comm may hold spaces and
+   * parentheses, so the fields are counted from its last ')'. */
+  char *open_paren = strchr(stat, '('), *close_paren = strrchr(stat, ')');
+  unsigned long long utime, stime;
+  if (!open_paren || !close_paren || close_paren < open_paren ||
+      sscanf(close_paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+             &stime) != 2)
+    return;
+  size_t i = 0;
+  while (i < run->n_tasks && run->tasks[i].pid != pid) i++;
+  if (i == run->n_tasks) {
+    run->tasks = fl__grow(run->tasks, cap, i + 1, sizeof *run->tasks);
+    memset(&run->tasks[i], 0, sizeof run->tasks[i]);
+    run->tasks[i].pid = pid;
+    run->n_tasks++;
+  }
+  rc_task_t *t = &run->tasks[i];
+  size_t len = (size_t)(close_paren - open_paren - 1);
+  if (len >= sizeof t->comm) len = sizeof t->comm - 1;
+  memcpy(t->comm, open_paren + 1, len);
+  t->comm[len] = '\0';
+  t->cpu_seconds = (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Notes the descendants of pid, every thread's children, depth first. */
+static void note_descendants(rc_run_t *run, pid_t pid, size_t *cap, int depth) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d || depth > 64) {
+    if (d) closedir(d);
+    return;
+  }
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char children_path[64 + sizeof e->d_name], text[4096];
+    snprintf(children_path, sizeof children_path, "/proc/%d/task/%s/children", (int)pid, e->d_name);
+    if (read_proc(children_path, text, sizeof text) < 0) continue;
+    for (char *p = text, *end; *p; p = end) {
+      long child = strtol(p, &end, 10);
+      if (end == p) break;
+      note_task(run, (pid_t)child, cap);
+      note_descendants(run, (pid_t)child, cap, depth + 1);
+    }
+  }
+  closedir(d);
 }
 
 /* The child's side: the dispositions it would have had without cflame,
@@ -97,11 +262,13 @@ int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_
   }
   run->pid = pid;
   pidfd = pidfd_open(pid, 0);
+  size_t cap_tasks = 0;
   for (;;) {
     struct pollfd fds[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sig_fds[0], .events = POLLIN}};
-    /* Without a pidfd (a kernel before 5.3), the signals' pipe alone,
-     * with a look at the child every 50 ms. */
-    int n = pidfd >= 0 ? poll(fds, 2, -1) : poll(fds + 1, 1, 50);
+    /* Without a pidfd (a kernel before 5.3), the signals' pipe alone;
+     * either way a look at the child's descendants every RC_RUN_WATCH_MS. */
+    int n = pidfd >= 0 ? poll(fds, 2, RC_RUN_WATCH_MS) : poll(fds + 1, 1, RC_RUN_WATCH_MS);
+    note_descendants(run, pid, &cap_tasks, 0);
     if (n < 0 && errno != EINTR) {
       waitpid(pid, &run->status, 0);
       break; /* no CPU time to tell */

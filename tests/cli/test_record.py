@@ -63,7 +63,11 @@ def bins(tmp_path_factory):
          "other": cc("other", SOURCES / "other.c")}
     b["hostile"] = cc("hostile", SOURCES / "hostile.c")
     b["deep"] = cc("deep", SOURCES / "deep.c", "-pthread")
+    b["rawclone"] = cc("rawclone", SOURCES / "rawclone.c")
     b["static"] = cc("static", SOURCES / "other.c", "-static")
+    workloads = SOURCES.parent.parent.parent / "bench/workloads"
+    b["cycles"] = cc("dlopen_cycles", workloads / "dlopen_cycles.c")
+    b["plugin"] = cc("plugin.so", workloads / "dlopen_plugin.c", "-shared", "-fPIC")
     b["setuid"] = d / "setuid"
     shutil.copy(b["other"], b["setuid"])
     os.chmod(b["setuid"], 0o4755)
@@ -341,6 +345,65 @@ def interrupted(args, cwd, interrupt, **popen):
             pass
         p.wait()
     return p.returncode, out, err
+
+
+def test_a_raw_clone_child_is_named_with_its_cpu_time(bins, tmp_path):
+    """A child made by syscall(SYS_clone, ...) runs without the sampler
+    (no atfork handler starts it): cflame names it, pid and name, with the
+    CPU time it used, instead of drawing 'in 1 process' and saying nothing.
+    The CPU time said is what cflame saw at its last look, at most
+    RC_RUN_WATCH_MS before the child ended: held to the CPU time the child
+    measured itself, no more and (on a busy machine, loosely) not far
+    less."""
+    r = recorded("-o", tmp_path / "out.folded", "--", bins["rawclone"], "1.0", cwd=tmp_path)
+    m = re.match(r"child (\d+) ([\d.]+)", r.stdout)
+    assert m, r.stdout
+    pid, used = int(m.group(1)), float(m.group(2))
+    said = re.search(rf"pid {pid} \(rawclone\), below the program, was not followed: "
+                     r"([\d.]+) s of CPU \(at least\) is in no stack", r.stderr)
+    assert said, r.stderr
+    assert 0.25 * used <= float(said.group(1)) <= used + 0.02, (used, r.stderr)
+
+
+def program_of(cflame_pid, timeout=60):
+    """The pid of the program cflame record runs (its only child)."""
+    deadline = time.monotonic() + timeout
+    path = Path(f"/proc/{cflame_pid}/task/{cflame_pid}/children")
+    while time.monotonic() < deadline:
+        children = path.read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.001)
+    raise AssertionError("cflame record started no program")
+
+
+def test_sigterm_while_converting_removes_the_recording_and_says_so(bins, tmp_path):
+    """SIGTERM once the program has ended, while cflame turns 20,000
+    dlopen/dlclose cycles (0.4 s of work after the program) into a profile:
+    cflame ends by the signal as before (143 in a shell), and says that it
+    wrote nothing and removed the recording, whose buffers are gone from
+    $TMPDIR (they were left there, 110 MB for a long run, and nothing said)."""
+    work = tmp_path / "tmp"
+    work.mkdir()
+    env = dict(os.environ, TMPDIR=str(work))
+    out = tmp_path / "out.folded"
+    p = subprocess.Popen([CFLAME, "record", "-o", out, "--", bins["cycles"], bins["plugin"],
+                          "20000"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    program = program_of(p.pid)
+    # cflame reaps the program as soon as it ends: gone from /proc, it has
+    # ended and cflame is converting.
+    while Path(f"/proc/{program}").exists():
+        time.sleep(0.001)
+    p.send_signal(signal.SIGTERM)
+    stdout, stderr = p.communicate(timeout=180)
+    assert "20000 cycles" in stdout
+    assert "wrote" not in stderr, "SIGTERM came after the profile was written: " + stderr
+    assert p.returncode == -signal.SIGTERM, stderr
+    assert re.search(r"ended by SIGTERM while turning the recording into a profile: no profile "
+                     r"written; the recording \(.*cflame-record-\w+\) is removed", stderr), stderr
+    assert list(work.iterdir()) == []
+    assert not out.exists()
 
 
 def test_ctrl_c_is_forwarded_and_the_profile_written(bins, tmp_path):

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rc_collect.h"
+#include "fl__common.h"
 #include "rc_files.h"
 #include "test.h"
 
@@ -39,7 +40,7 @@ static void test_merge_maps(void) {
       "8800-8900 r--p 00010000 fe:00 42      /usr/lib/libc.so.6\n"
       DATA("9000-9800", "/tmp/cflame-record-x/12.0.samples")
       "fff000-1000000 rw-p 00000000 00:00 0          [stack]\n" RC_MAPS_END;
-  char *maps = rc_collect_merge_maps(snapshots);
+  char *maps = rc_collect_merge_maps(snapshots, NULL);
   /* The last snapshot wins where ranges overlap: the plugin, closed, does
    * not stand where other.so is now. Every mapping of code files is kept,
    * and no file mapped without code (the sample buffer). */
@@ -51,14 +52,58 @@ static void test_merge_maps(void) {
 
   /* A plugin closed before the end keeps its place, and a snapshot cut
    * short (a process killed while writing it) still counts. */
-  maps = rc_collect_merge_maps(LINE("1000-2000", "/usr/bin/prog") LINE(
-      "5000-6000", "/opt/plugin.so") RC_MAPS_END LINE("1000-2000", "/usr/bin/prog"));
+  maps =
+      rc_collect_merge_maps(LINE("1000-2000", "/usr/bin/prog") LINE("5000-6000", "/opt/plugin.so")
+                                RC_MAPS_END LINE("1000-2000", "/usr/bin/prog"),
+                            NULL);
   CHECK_STR(maps, LINE("1000-2000", "/usr/bin/prog") LINE("5000-6000", "/opt/plugin.so"));
   free(maps);
 
-  maps = rc_collect_merge_maps("");
+  maps = rc_collect_merge_maps("", NULL);
   CHECK_STR(maps, "");
   free(maps);
+}
+
+/* A program that dlopens and dlcloses 20,000 plugins, each where no
+ * earlier one stood: every one keeps its place, in order of address, and
+ * the merge does a bounded number of range comparisons per line (a
+ * lookup among the kept ranges, not a walk of them: 20,000 cycles once
+ * took minutes). */
+static void test_merge_maps_many_cycles(void) {
+  enum { CYCLES = 20000 };
+  fl__buf_t in = FL__BUF_INIT, want = FL__BUF_INIT;
+  const char *start =
+      LINE("1000-2000", "/usr/bin/prog") LINE("7f0000000000-7f0000001000", "/usr/lib/libc.so.6");
+  fl__buf_puts(&want, LINE("1000-2000", "/usr/bin/prog"));
+  size_t lines = 0;
+  for (int i = 0; i < CYCLES; i++) {
+    unsigned long lo = 0x10000000ul + 0x10000ul * (unsigned long)i;
+    fl__buf_puts(&in, start);
+    char line[160];
+    snprintf(line, sizeof line, "%lx-%lx r-xp 00000000 fe:00 42      /opt/plugin-%d.so\n", lo,
+             lo + 0x1000, i);
+    fl__buf_puts(&in, line);
+    fl__buf_puts(&want, line);
+    snprintf(line, sizeof line, "%lx-%lx rw-p 00001000 fe:00 42      /opt/plugin-%d.so\n",
+             lo + 0x1000, lo + 0x2000, i);
+    fl__buf_puts(&in, line);
+    fl__buf_puts(&want, line);
+    fl__buf_puts(&in, RC_MAPS_END);
+    lines += 4;
+  }
+  fl__buf_puts(&in, start);
+  fl__buf_puts(&in, RC_MAPS_END);
+  lines += 2;
+  fl__buf_puts(&want, LINE("7f0000000000-7f0000001000", "/usr/lib/libc.so.6"));
+  size_t work = 0;
+  char *maps = rc_collect_merge_maps(in.data, &work);
+  CHECK_STR(maps, want.data);
+  /* A balanced tree of 40,002 ranges is at most 2 log2(40,002) + 2 = 33
+   * deep; a walk of the kept ranges would make ~10^9 comparisons. */
+  CHECK(work > 0 && work <= lines * 33);
+  free(maps);
+  fl__buf_free(&in);
+  fl__buf_free(&want);
 }
 
 /* realloc, which fails once realloc_fails is set: the executable's comes
@@ -102,7 +147,7 @@ static int with_failing_realloc(void (*fn)(void), char *err, size_t err_size) {
 static void merge_many_snapshots(void) {
   char text[64 * 64] = "";
   for (int i = 0; i < 40; i++) strcat(text, LINE("1000-2000", "/usr/bin/prog") RC_MAPS_END);
-  free(rc_collect_merge_maps(text));
+  free(rc_collect_merge_maps(text, NULL));
 }
 
 static char recording_dir[] = "/tmp/cflame-test-record-XXXXXX";
@@ -143,6 +188,7 @@ static void test_out_of_memory_is_said(void) {
 
 int main(void) {
   test_merge_maps();
+  test_merge_maps_many_cycles();
   test_out_of_memory_is_said();
   return TEST_DONE();
 }
