@@ -2,7 +2,7 @@
 """Profiles from elsewhere, loaded into the kernel: whatever a file names,
 the notebook's outputs hold no text of a file outside the source roots,
 and the session keeps what it had."""
-from conftest import displays, ok, run, start_kernel
+from conftest import displays, fails, ok, run, start_kernel
 
 
 def test_profload_of_a_foreign_profile_reads_no_file_it_names(tmp_path):
@@ -24,4 +24,31 @@ def test_profload_of_a_foreign_profile_reads_no_file_it_names(tmp_path):
         texts += [(tmp_path / n).read_text() for n in ("report.html", "report.txt")]
         for text in texts:
             assert "root:" not in text and "hunter2-private" not in text
+        assert ok(kc, 'printf("%d\\n", kept + 1);') == "42\n"
+
+
+def test_profload_of_a_broken_or_forging_pprof_loses_nothing(tmp_path):
+    """A pprof with no period and no value (a division by zero once) is a
+    clear error; one whose names hold a line break and a terminal escape
+    is drawn with them written \\xHH in the report; the session keeps its
+    variable throughout."""
+    from pprof_write import profile
+
+    zero = tmp_path / "zero.pb"
+    zero.write_bytes(profile(["main"], [([0], 0)]))
+    evil = tmp_path / "evil.pb"
+    evil.write_bytes(profile(["main", "evil\nTotal: 999 samples", "bell\x1b[2J"],
+                             [([1, 0], 3000), ([2, 0], 1000)],
+                             period_type=("cpu", "nanoseconds"), period=1000))
+    with start_kernel() as (km, kc):
+        ok(kc, "int kept = 41;")
+        reply, _ = fails(kc, f"%profload {zero}", "MagicError")
+        assert f"no samples found in {zero}: every sample's value is 0" in reply["evalue"], reply
+        ok(kc, f"%profload {evil}")
+        reply, outputs = run(kc, "%profshow")
+        assert reply["status"] == "ok", reply
+        (bundle,) = [d["data"] for d in displays(outputs)]
+        text = bundle["text/plain"]
+        assert "evil\\x0aTotal: 999 samples" in text and "\x1b" not in text, text
+        assert not any(line.startswith("Total: 999") for line in text.splitlines()), text
         assert ok(kc, 'printf("%d\\n", kept + 1);') == "42\n"
