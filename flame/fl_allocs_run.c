@@ -72,6 +72,8 @@ static int init(void *buf, size_t bytes, size_t table_slots, bool clear, char *e
     return -1;
   }
   fl__allocs_prepare_process();
+  if (fl__allocs_written.space.fd >= 0) close(fl__allocs_written.space.fd);
+  fl__allocs_written.space = (fl__space_t){.fd = -1};
   if (clear) memset(buf, 0, bytes);
   uint64_t *w = buf;
   fl__allocs_state.hdr = buf;
@@ -96,6 +98,23 @@ int fl_allocs_init_zeroed(void *buf, size_t bytes, size_t table_slots, char *err
   return init(buf, bytes, table_slots, false, err, err_size);
 }
 
+int fl_allocs_use_file(int fd, size_t allocated, char *err, size_t err_size) {
+  fl_allocs_header_t *h = fl__allocs_state.hdr;
+  size_t slots = (size_t)fl__allocs_state.table_mask + 1;
+  if (!h || __atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST) ||
+      allocated < fl_allocs_buffer_bytes(0, slots)) {
+    snprintf(err, err_size, "fl_allocs_use_file: %s",
+             h ? "call it between runs, with the header, filter and table allocated"
+               : "no buffer (fl_allocs_init_zeroed first)");
+    return -1;
+  }
+  if (fl__allocs_written.space.fd >= 0) close(fl__allocs_written.space.fd);
+  memset(fl__allocs_written.table_chunks, 0, sizeof fl__allocs_written.table_chunks);
+  fl__allocs_written.space = (fl__space_t){
+      .fd = fd, .allocated = allocated, .bytes = fl_allocs_buffer_bytes(h->capacity_words, slots)};
+  return 0;
+}
+
 /* Empties the table and the filter after a run that used `used` words of
  * records: each record names its slot, so only those are cleared (a whole
  * table of 2^20 slots is 16 MiB to write), unless a slot may have been
@@ -112,7 +131,16 @@ static void clear_table(uint64_t used) {
     fl__allocs_state.table[2 * s] = fl__allocs_state.table[2 * s + 1] = 0;
     p += FL_ALLOCS_RECORD_WORDS + (w0 >> 32);
   }
-  if (stray) memset(fl__allocs_state.table, 0, 2 * slots * sizeof(uint64_t));
+  if (stray && fl__allocs_written.space.fd < 0) {
+    memset(fl__allocs_state.table, 0, 2 * slots * sizeof(uint64_t));
+  } else if (stray) { /* only the chunks given blocks: the others are holes, all zeros */
+    uint64_t chunk_slots = FL__ALLOCS_TABLE_CHUNK / (2 * sizeof(uint64_t));
+    for (uint64_t c = 0; c * chunk_slots < slots; c++)
+      if (fl__allocs_written.table_chunks[c / 64] & (1ull << (c % 64)))
+        memset(fl__allocs_state.table + 2 * c * chunk_slots, 0,
+               (slots - c * chunk_slots < chunk_slots ? slots - c * chunk_slots : chunk_slots) * 2 *
+                   sizeof(uint64_t));
+  }
   memset(fl__allocs.filter, 0, FL_ALLOCS_FILTER_WORDS * sizeof(uint64_t));
   fl__allocs_written.table_stray = 0;
 }
@@ -148,6 +176,8 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
   h->dropped = 0;
   h->calls = h->frees = 0;
   h->fp_records = 0;
+  h->space_errno = 0;
+  fl__allocs_written.space.failed = 0; /* room may have been made since */
   memcpy(&h->sample_rate_bits, &sample_rate, sizeof sample_rate);
   h->tag = tag;
   fl__allocs_written.full = 0;
