@@ -6,6 +6,8 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <linux/membarrier.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -113,6 +115,17 @@ int fl_allocs_use_file(int fd, size_t allocated, char *err, size_t err_size) {
   fl__allocs_written.space = (fl__space_t){
       .fd = fd, .allocated = allocated, .bytes = fl_allocs_buffer_bytes(h->capacity_words, slots)};
   return 0;
+}
+
+int fl_allocs_allocate_start(int fd, size_t bytes, size_t table_slots, size_t start_words,
+                             size_t *end) {
+  size_t head = FL_ALLOCS_HEADER_WORDS * sizeof(uint64_t);
+  size_t table = 2 * sizeof(uint64_t) * table_slots;
+  *end = fl_allocs_buffer_bytes(start_words, table_slots);
+  if (*end > bytes) *end = bytes;
+  if (*end < head + table) return EINVAL;
+  int e = posix_fallocate(fd, 0, (off_t)head);
+  return e ? e : posix_fallocate(fd, (off_t)(head + table), (off_t)(*end - head - table));
 }
 
 /* Empties the table and the filter after a run that used `used` words of

@@ -128,14 +128,14 @@ static void info_add(const char *fmt, ...) {
 }
 
 /* Gives blocks to the part of buffer file f (bytes long) that is allocated
- * at start; *end is set to its end. Returns 0 or an errno. */
+ * at start (rc_files.h); *end is set to its end. Returns 0 or an errno. */
 static int allocate_start(int f, size_t bytes, bool allocs, size_t *end) {
-  size_t hole, hole_bytes;
-  rc_start_bytes(allocs, R.alloc_rate, end, &hole, &hole_bytes);
+  if (allocs)
+    return fl_allocs_allocate_start(
+        f, bytes, fl_allocs_table_slots(RC_ALLOCS_LIVE_BLOCKS, R.alloc_rate), RC_START_WORDS, end);
+  *end = fl_sampler_buffer_bytes(RC_START_WORDS);
   if (*end > bytes) *end = bytes;
-  int e = hole ? posix_fallocate(f, 0, (off_t)hole) : 0;
-  if (!e) e = posix_fallocate(f, (off_t)(hole + hole_bytes), (off_t)(*end - hole - hole_bytes));
-  return e;
+  return posix_fallocate(f, 0, (off_t)*end);
 }
 
 /* Creates and maps the image's file suffix of bytes (all zeros, sparse),

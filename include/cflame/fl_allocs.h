@@ -188,6 +188,14 @@ int fl_allocs_init_zeroed(void *buf, size_t bytes, size_t table_slots, char *err
  * 0, or -1 with err. */
 int fl_allocs_use_file(int fd, size_t allocated, char *err, size_t err_size);
 
+/* Gives blocks (posix_fallocate) to what a buffer file of bytes, with a
+ * table of table_slots, needs before fl_allocs_init_zeroed writes to it:
+ * the header, the filter and the first start_words of records, not the
+ * table. Sets *end to the allocated end, for fl_allocs_use_file. Returns 0
+ * or an errno (ENOSPC: the file system is full). */
+int fl_allocs_allocate_start(int fd, size_t bytes, size_t table_slots, size_t start_words,
+                             size_t *end);
+
 /* Starts recording on every thread (0 < sample_rate <= 1), records
  * carrying tag. Each start begins afresh: the previous run's records,
  * table and counters are cleared. Returns 0 or -1 with err (no buffer,
