@@ -139,7 +139,7 @@ static int allocate_start(int f, size_t bytes, bool allocs, size_t *end) {
 }
 
 /* Creates and maps the image's file suffix of bytes (all zeros, sparse),
- * its part for allocs at start given blocks (rc_start_bytes: *first is the
+ * the part allocated at start given blocks (allocate_start: *first is the
  * end of that part). Returns the mapping and its descriptor in *fd (for the
  * recorder, which grows the file), or NULL with errno. */
 static void *map_file(const char *suffix, size_t bytes, bool allocs, size_t *first, int *fd) {
