@@ -13,7 +13,7 @@
 
 #include "cflame/fl_allocs.h"
 #include "fl__platform.h"
-
+#include "fl__space.h"
 
 #define MAX_THREADS 1024
 /* A record's word 3: the kind in the low byte, the table slot in bits
@@ -42,11 +42,22 @@ typedef struct {
   int table_shift; /* 64 - log2(table_slots) */
 } __attribute__((aligned(64))) fl__allocs_state_t;
 
+/* The table of a buffer file is given blocks a chunk at a time, when a
+ * probe first reaches it: it is written at random slots, so it cannot grow
+ * in order as the records do (fl__space.h). */
+#define FL__ALLOCS_TABLE_CHUNK ((uint64_t)1 << 16)
+#define FL__ALLOCS_TABLE_CHUNKS \
+  ((uint64_t)FL_ALLOCS_MAX_TABLE_SLOTS * 2 * sizeof(uint64_t) / FL__ALLOCS_TABLE_CHUNK)
+
 /* Written while recording, apart from fl__allocs_state. */
 typedef struct {
-  int full;        /* atomic: the buffer filled up during this run */
-  int table_stray; /* atomic: a slot was claimed that no record names */
-  counts_t base;   /* the counters' sums at start */
+  int full;          /* atomic: the buffer filled up during this run */
+  int table_stray;   /* atomic: a slot was claimed that no record names */
+  counts_t base;     /* the counters' sums at start */
+  fl__space_t space; /* the buffer's file (fl_allocs_use_file), fd -1 if none */
+  /* Bits: the table's chunks of FL__ALLOCS_TABLE_CHUNK bytes that this
+   * process gave blocks to (fl_allocs.c, table_chunk_ready). */
+  uint64_t table_chunks[FL__ALLOCS_TABLE_CHUNKS / 64];
 } __attribute__((aligned(64))) fl__allocs_written_t;
 
 extern FL__HIDDEN fl__allocs_state_t fl__allocs_state;

@@ -24,6 +24,7 @@
 #include "cflame/fl_sampler.h"
 #include "fl__rng.h"
 #include "fl__platform.h"
+#include "fl__space.h"
 
 #define PROF_SIGNAL SIGPROF           /* perf O_ASYNC and CPU timers */
 #define TRAP_COOKIE 0x63666c616d65ull /* si_perf_data of our SIGTRAPs: "cflame" */
@@ -79,6 +80,7 @@ typedef struct {
   fl_sampler_header_t *hdr; /* NULL until a buffer is given */
   uint64_t *words;          /* the records, after the header */
   uint64_t capacity;        /* words */
+  fl__space_t space;        /* the buffer's file (fl_sampler_use_file), fd -1 if none */
   int running;              /* atomic */
   int full;                 /* atomic: the buffer filled up during this run */
   uint64_t interval_ns;
@@ -111,6 +113,10 @@ typedef struct {
   uintptr_t unwind_lo, unwind_hi; /* libunwind's mapping */
 } fl__sampler_state_t;
 
+/* fd moved to fl__sampler.high_fd or above, out of the way of a program
+ * that closes or dup2s over its low descriptors (the same fd where there
+ * is no room). */
+FL__HIDDEN int fl__sampler_move_high(int fd);
 extern FL__HIDDEN fl__sampler_state_t fl__sampler;
 extern FL__HIDDEN slot_t fl__sampler_slots[MAX_THREADS];
 /* Slots below this one have been used (under fl__sampler_lock): the loops over

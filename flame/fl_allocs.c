@@ -136,7 +136,7 @@ _Static_assert(sizeof(((thread_state_t *)0)->pcs) / sizeof(void *) ==
 counters_t fl__allocs_counter_blocks[MAX_THREADS];
 counters_t fl__allocs_shared_counters = {.shared = true, .owned = 1};
 fl__allocs_state_t fl__allocs_state;
-fl__allocs_written_t fl__allocs_written;
+fl__allocs_written_t fl__allocs_written = {.space.fd = -1};
 
 __thread thread_state_t fl__allocs_thread __attribute__((tls_model("initial-exec")));
 
@@ -478,13 +478,42 @@ __attribute__((noinline)) static size_t unwind(thread_state_t *t, uintptr_t call
 
 /* ---- the table of sampled blocks ---- */
 
+/* Whether slot s may be touched: in a buffer file, its chunk of the table
+ * has blocks (a page of a sparse file that the file system cannot back
+ * raises SIGBUS, read or written, on tmpfs). With grow, a chunk without
+ * them is given them; a file system that refuses counts the buffer as
+ * full, as the records' growth does. Threads racing on a chunk both
+ * fallocate it, which is harmless. */
+static inline bool table_chunk_ready(uint64_t s, bool grow) {
+  fl__space_t *sp = &fl__allocs_written.space;
+  if (likely(sp->fd < 0)) return true;
+  uint64_t off = (uint64_t)((char *)&fl__allocs_state.table[2 * s] - (char *)fl__allocs_state.hdr);
+  uint64_t c = (off - FL_ALLOCS_HEADER_WORDS * sizeof(uint64_t)) / FL__ALLOCS_TABLE_CHUNK;
+  uint64_t *w = &fl__allocs_written.table_chunks[c / 64], bit = 1ull << (c % 64);
+  if (__atomic_load_n(w, __ATOMIC_ACQUIRE) & bit) return true;
+  if (!grow || __atomic_load_n(&sp->failed, __ATOMIC_RELAXED)) return false;
+  uint64_t from = FL_ALLOCS_HEADER_WORDS * sizeof(uint64_t) + c * FL__ALLOCS_TABLE_CHUNK;
+  int saved = errno;
+  bool ok = syscall(SYS_fallocate, sp->fd, 0, (off_t)from, (off_t)FL__ALLOCS_TABLE_CHUNK) == 0;
+  if (ok) {
+    __atomic_fetch_or(w, bit, __ATOMIC_RELEASE);
+  } else {
+    int e = errno ? errno : EIO, zero = 0;
+    __atomic_compare_exchange_n(&sp->failed, &zero, e, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    __atomic_store_n(&fl__allocs_state.hdr->space_errno, (uint64_t)e, __ATOMIC_RELAXED);
+  }
+  errno = saved;
+  return ok;
+}
+
 /* Claims a slot for ptr. Returns its index, or -1 when the probe window is
- * full. */
+ * full (or the table's file cannot grow). */
 static int64_t table_claim(const void *ptr, uint64_t h) {
   uint64_t key = (uint64_t)(uintptr_t)ptr;
   uint64_t home = h >> fl__allocs_state.table_shift;
   for (uint64_t i = 0; i < FL_ALLOCS_MAX_PROBE && i <= fl__allocs_state.table_mask; i++) {
     uint64_t s = (home + i) & fl__allocs_state.table_mask;
+    if (!table_chunk_ready(s, true)) return -1;
     uint64_t *k = &fl__allocs_state.table[2 * s];
     uint64_t cur = __atomic_load_n(k, __ATOMIC_RELAXED);
     while (cur == SLOT_EMPTY || cur == SLOT_FREED) {
@@ -508,6 +537,7 @@ static int64_t table_find(const void *ptr, uint64_t h) {
   uint64_t home = h >> fl__allocs_state.table_shift;
   for (uint64_t i = 0; i < FL_ALLOCS_MAX_PROBE && i <= fl__allocs_state.table_mask; i++) {
     uint64_t s = (home + i) & fl__allocs_state.table_mask;
+    if (!table_chunk_ready(s, false)) return -1; /* no blocks: no key was ever put there */
     uint64_t cur = __atomic_load_n(&fl__allocs_state.table[2 * s], __ATOMIC_ACQUIRE);
     if (cur == key) return (int64_t)s;
     if (cur == SLOT_EMPTY) return -1;
@@ -546,7 +576,12 @@ static void record(thread_state_t *t, counters_t *c, void *ptr, size_t bytes, in
   uint64_t need = FL_ALLOCS_RECORD_WORDS + n;
   uint64_t pos = __atomic_load_n(&fl__allocs_state.hdr->used_words, __ATOMIC_RELAXED);
   do {
-    if (pos + need > fl__allocs_state.capacity) {
+    uint64_t end =
+        (uint64_t)((char *)(fl__allocs_state.words + pos + need) - (char *)fl__allocs_state.hdr);
+    if (pos + need > fl__allocs_state.capacity ||
+        !fl__space_ensure(&fl__allocs_written.space, end)) {
+      int e = __atomic_load_n(&fl__allocs_written.space.failed, __ATOMIC_RELAXED);
+      if (e) __atomic_store_n(&fl__allocs_state.hdr->space_errno, (uint64_t)e, __ATOMIC_RELAXED);
       table_release((uint64_t)s, h);
       __atomic_store_n(&fl__allocs_written.table_stray, 1, __ATOMIC_RELAXED);
       __atomic_store_n(&fl__allocs_written.full, 1, __ATOMIC_RELAXED);

@@ -6,6 +6,8 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <linux/membarrier.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -72,6 +74,8 @@ static int init(void *buf, size_t bytes, size_t table_slots, bool clear, char *e
     return -1;
   }
   fl__allocs_prepare_process();
+  if (fl__allocs_written.space.fd >= 0) close(fl__allocs_written.space.fd);
+  fl__allocs_written.space = (fl__space_t){.fd = -1};
   if (clear) memset(buf, 0, bytes);
   uint64_t *w = buf;
   fl__allocs_state.hdr = buf;
@@ -96,6 +100,34 @@ int fl_allocs_init_zeroed(void *buf, size_t bytes, size_t table_slots, char *err
   return init(buf, bytes, table_slots, false, err, err_size);
 }
 
+int fl_allocs_use_file(int fd, size_t allocated, char *err, size_t err_size) {
+  fl_allocs_header_t *h = fl__allocs_state.hdr;
+  size_t slots = (size_t)fl__allocs_state.table_mask + 1;
+  if (!h || __atomic_load_n(&fl__allocs.recording, __ATOMIC_SEQ_CST) ||
+      allocated < fl_allocs_buffer_bytes(0, slots)) {
+    snprintf(err, err_size, "fl_allocs_use_file: %s",
+             h ? "call it between runs, with the header, filter and table allocated"
+               : "no buffer (fl_allocs_init_zeroed first)");
+    return -1;
+  }
+  if (fl__allocs_written.space.fd >= 0) close(fl__allocs_written.space.fd);
+  memset(fl__allocs_written.table_chunks, 0, sizeof fl__allocs_written.table_chunks);
+  fl__allocs_written.space = (fl__space_t){
+      .fd = fd, .allocated = allocated, .bytes = fl_allocs_buffer_bytes(h->capacity_words, slots)};
+  return 0;
+}
+
+int fl_allocs_allocate_start(int fd, size_t bytes, size_t table_slots, size_t start_words,
+                             size_t *end) {
+  size_t head = FL_ALLOCS_HEADER_WORDS * sizeof(uint64_t);
+  size_t table = 2 * sizeof(uint64_t) * table_slots;
+  *end = fl_allocs_buffer_bytes(start_words, table_slots);
+  if (*end > bytes) *end = bytes;
+  if (*end < head + table) return EINVAL;
+  int e = posix_fallocate(fd, 0, (off_t)head);
+  return e ? e : posix_fallocate(fd, (off_t)(head + table), (off_t)(*end - head - table));
+}
+
 /* Empties the table and the filter after a run that used `used` words of
  * records: each record names its slot, so only those are cleared (a whole
  * table of 2^20 slots is 16 MiB to write), unless a slot may have been
@@ -112,7 +144,16 @@ static void clear_table(uint64_t used) {
     fl__allocs_state.table[2 * s] = fl__allocs_state.table[2 * s + 1] = 0;
     p += FL_ALLOCS_RECORD_WORDS + (w0 >> 32);
   }
-  if (stray) memset(fl__allocs_state.table, 0, 2 * slots * sizeof(uint64_t));
+  if (stray && fl__allocs_written.space.fd < 0) {
+    memset(fl__allocs_state.table, 0, 2 * slots * sizeof(uint64_t));
+  } else if (stray) { /* only the chunks given blocks: the others are holes, all zeros */
+    uint64_t chunk_slots = FL__ALLOCS_TABLE_CHUNK / (2 * sizeof(uint64_t));
+    for (uint64_t c = 0; c * chunk_slots < slots; c++)
+      if (fl__allocs_written.table_chunks[c / 64] & (1ull << (c % 64)))
+        memset(fl__allocs_state.table + 2 * c * chunk_slots, 0,
+               (slots - c * chunk_slots < chunk_slots ? slots - c * chunk_slots : chunk_slots) * 2 *
+                   sizeof(uint64_t));
+  }
   memset(fl__allocs.filter, 0, FL_ALLOCS_FILTER_WORDS * sizeof(uint64_t));
   fl__allocs_written.table_stray = 0;
 }
@@ -148,6 +189,8 @@ int fl_allocs_start(double sample_rate, uint64_t tag, char *err, size_t err_size
   h->dropped = 0;
   h->calls = h->frees = 0;
   h->fp_records = 0;
+  h->space_errno = 0;
+  fl__allocs_written.space.failed = 0; /* room may have been made since */
   memcpy(&h->sample_rate_bits, &sample_rate, sizeof sample_rate);
   h->tag = tag;
   fl__allocs_written.full = 0;

@@ -113,7 +113,7 @@
  * this many intervals of CPU time unsampled marks its thread as blocked. */
 #define LATE_INTERVALS 4
 
-fl__sampler_state_t fl__sampler;
+fl__sampler_state_t fl__sampler = {.space.fd = -1};
 slot_t fl__sampler_slots[MAX_THREADS];
 int fl__sampler_slots_used_below;
 pthread_mutex_t fl__sampler_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -285,7 +285,10 @@ static inline __attribute__((always_inline)) size_t unwind(slot_t *sl, ucontext_
 static inline __attribute__((always_inline)) uint64_t *reserve(uint64_t need) {
   uint64_t pos = __atomic_load_n(&fl__sampler.hdr->used_words, __ATOMIC_RELAXED);
   do {
-    if (pos + need > fl__sampler.capacity) {
+    uint64_t end = (FL_SAMPLER_HEADER_WORDS + pos + need) * sizeof(uint64_t);
+    if (pos + need > fl__sampler.capacity || !fl__space_ensure(&fl__sampler.space, end)) {
+      int e = __atomic_load_n(&fl__sampler.space.failed, __ATOMIC_RELAXED);
+      if (e) __atomic_store_n(&fl__sampler.hdr->space_errno, (uint64_t)e, __ATOMIC_RELAXED);
       __atomic_store_n(&fl__sampler.full, 1, __ATOMIC_RELAXED);
       __atomic_fetch_add(&fl__sampler.hdr->dropped, 1, __ATOMIC_RELAXED);
       return NULL;

@@ -125,6 +125,8 @@ static int init(void *buf, size_t bytes, bool clear, char *err, size_t err_size)
     return -1;
   }
   if (!fl__sampler.initialized && prepare_process(err, err_size) < 0) return -1;
+  if (fl__sampler.space.fd >= 0) close(fl__sampler.space.fd);
+  fl__sampler.space = (fl__space_t){.fd = -1};
   if (buf) {
     if (clear) clear_buffer(buf, bytes);
     fl__sampler.hdr = buf;
@@ -149,6 +151,21 @@ int fl_sampler_init_zeroed(void *buf, size_t bytes, char *err, size_t err_size) 
   return init(buf, bytes, false, err, err_size);
 }
 
+int fl_sampler_use_file(int fd, size_t allocated, char *err, size_t err_size) {
+  if (!fl__sampler.hdr || __atomic_load_n(&fl__sampler.running, __ATOMIC_SEQ_CST) ||
+      allocated < sizeof(fl_sampler_header_t)) {
+    snprintf(err, err_size, "fl_sampler_use_file: %s",
+             fl__sampler.hdr ? "call it between runs, with the header allocated"
+                             : "no buffer (fl_sampler_init_zeroed first)");
+    return -1;
+  }
+  if (fl__sampler.space.fd >= 0) close(fl__sampler.space.fd);
+  size_t bytes = fl_sampler_buffer_bytes((size_t)fl__sampler.capacity);
+  fl__sampler.space =
+      (fl__space_t){.fd = fl__sampler_move_high(fd), .allocated = allocated, .bytes = bytes};
+  return 0;
+}
+
 void fl_sampler_reset(void) {
   if (!fl__sampler.hdr || __atomic_load_n(&fl__sampler.running, __ATOMIC_SEQ_CST)) return;
   uint64_t used = fl__sampler.hdr->used_words;
@@ -160,6 +177,7 @@ void fl_sampler_reset(void) {
   fl__sampler.hdr->dropped = 0;
   fl__sampler.hdr->samples = 0;
   fl__sampler.hdr->source = FL_SAMPLER_SOURCE_NONE;
+  fl__sampler.hdr->space_errno = 0;
   fl__sampler.full = 0;
 }
 
@@ -203,6 +221,7 @@ int fl_sampler_start(uint64_t interval_ns, uint64_t tag, char *err, size_t err_s
   fl__sampler.hdr->event_period = fl__sampler.event_period;
   for (int s = 0; s < fl__sampler_slots_used_below; s++) fl__sampler_slots[s].wait_carry_ns = 0;
   fl__sampler.full = 0;
+  fl__sampler.space.failed = 0; /* room may have been made since */
   fl__sampler.samples_at_start = fl__sampler.hdr->samples;
   fl__sampler.hdr->interval_ns = interval_ns;
   const char *want = getenv("CFLAME_SAMPLER_SOURCE");

@@ -79,8 +79,8 @@ static int open_perf(pid_t tid, uint64_t period, int kind) {
   return fd;
 }
 
-/* fd moved to fl__sampler.high_fd or above (the same fd where there is no room). */
-static int move_high(int fd) {
+/* See fl__sampler.h. */
+int fl__sampler_move_high(int fd) {
   if (fd < 0 || fd >= fl__sampler.high_fd) return fd;
   int high = fcntl(fd, F_DUPFD_CLOEXEC, fl__sampler.high_fd);
   if (high < 0) return fd;
@@ -113,7 +113,8 @@ void fl__sampler_keep_perf_on(void) {
   struct perf_event_attr a;
   task_clock_attr(&a, 0, KIND_PERF_ASYNC);
   a.exclude_kernel = 1;
-  int fd = move_high((int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  int fd =
+      fl__sampler_move_high((int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd >= 0) map_event(fd);
 }
 
@@ -147,7 +148,7 @@ int fl__sampler_arm(slot_t *sl) {
     if (kind == KIND_CPU_TIMER && fl__sampler.event_period) break; /* only perf counts events */
     sl->kind = kind;
     if (kind != KIND_CPU_TIMER) {
-      sl->perf_fd = move_high(open_perf(sl->tid, first, kind));
+      sl->perf_fd = fl__sampler_move_high(open_perf(sl->tid, first, kind));
       if (sl->perf_fd < 0) continue;
       if (ioctl(sl->perf_fd, PERF_EVENT_IOC_ID, &sl->perf_id) < 0) sl->perf_id = 0;
       sl->perf_map = map_event(sl->perf_fd);

@@ -200,20 +200,32 @@ char *kn_prof_baseline_list(const kn_prof_t *p) {
   return fl__buf_take(&sb);
 }
 
-/* A new file of bytes at path, all zeros: its pages are not written until
- * records are. Returns 1, or -1 with err (what names the file). */
-static int new_zero_file(const char *path, size_t bytes, const char *what, char *err,
-                         size_t err_size) {
+/* A new file of bytes at path, all zeros, its first `allocate` bytes given
+ * blocks: a store to a page of a shared mapping that the file system
+ * cannot back raises SIGBUS in the worker, so a buffer the worker writes
+ * from its signal handler is allocated whole (docs/ARCHITECTURE.md, "Buffers
+ * on a file system that fills up"); a full disk is then this error, naming
+ * TMPDIR. Returns 1, or -1 with err (what names the file). */
+static int new_zero_file(const char *path, size_t bytes, size_t allocate, const char *what,
+                         char *err, size_t err_size) {
   unlink(path);
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0) {
+  int e = fd < 0 || ftruncate(fd, (off_t)bytes) < 0 ? errno
+          : allocate                                ? posix_fallocate(fd, 0, (off_t)allocate)
+                                                    : 0;
+  if (fd >= 0) close(fd);
+  if (!e) return 1;
+  if (fd >= 0) unlink(path);
+  const char *tmp = getenv("TMPDIR");
+  if (e == ENOSPC)
+    snprintf(err, err_size,
+             "cannot prepare the %s %s: it needs %zu bytes, and TMPDIR's file system (%s) is "
+             "full; make room there, or start the kernel with TMPDIR on another file system",
+             what, path, allocate, tmp && *tmp ? tmp : "/tmp");
+  else
     snprintf(err, err_size, "cannot prepare the %s %s (%zu bytes): %s", what, path, bytes,
-             strerror(errno));
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  close(fd);
-  return 1;
+             strerror(e));
+  return -1;
 }
 
 int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
@@ -221,7 +233,7 @@ int kn_prof_prepare(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) 
   struct stat st;
   if (stat(p->buffer_path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == bytes)
     return 0;
-  return new_zero_file(p->buffer_path, bytes, "sample buffer", err, err_size);
+  return new_zero_file(p->buffer_path, bytes, bytes, "sample buffer", err, err_size);
 }
 
 /* ---- turning the worker's records into stacks (fl_collect) ---- */
@@ -428,7 +440,7 @@ bool kn_prof_last_shown(const kn_prof_t *p, kn_prof_shown_t *out) {
 
 int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err_size) {
   size_t bytes = fl_allocs_buffer_bytes((size_t)n_words, (size_t)KN_ALLOCS_TABLE_SLOTS);
-  return new_zero_file(p->allocs_path, bytes, "allocation buffer", err, err_size);
+  return new_zero_file(p->allocs_path, bytes, 0, "allocation buffer", err, err_size);
 }
 
 fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run, char *err,

@@ -10,6 +10,7 @@
  * row there (and a collector, if no existing one takes it). */
 #include "cflame/fl_events.h"
 #include <assert.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,17 @@ static fl_profile_t *recorder_collect(kn_exec_t *e, json_t *ev, json_t *info, co
   run.frees = (uint64_t)json_integer_value(json_object_get(info, "frees"));
   run.cpu_seconds = (double)json_integer_value(json_object_get(ev, "cpu_ns")) / 1e9;
   run.wall_seconds = (double)json_integer_value(json_object_get(ev, "wall_ns")) / 1e9;
+  int space_errno = (int)json_integer_value(json_object_get(info, "space_errno"));
+  if (run.dropped && space_errno) {
+    const char *tmp = getenv("TMPDIR");
+    char note[512];
+    int n = snprintf(note, sizeof note,
+                     "cflame: %llu sampled allocations were lost because TMPDIR's file system "
+                     "(%s) %s; make room there, or start the kernel with TMPDIR elsewhere\n",
+                     (unsigned long long)run.dropped, tmp && *tmp ? tmp : "/tmp",
+                     space_errno == ENOSPC ? "filled up" : strerror(space_errno));
+    if (n > 0) kn_exec_output(e, 'E', note, (size_t)n < sizeof note ? (size_t)n : sizeof note - 1);
+  }
   return kn_prof_collect_allocs(kn_kernel_prof(k), kn_worker_pid(kn_kernel_worker(k)), &run, err,
                                 err_size);
 }

@@ -426,8 +426,8 @@ static fl_profile_t *new_profile(const rc_collect_opts_t *opts) {
 }
 
 /* Collects one image into rec->profile. */
-static void collect_image(image_t *im, const rc_collect_opts_t *opts, fl_symbolizer_t *sym,
-                          rc_recording_t *rec) {
+static void collect_image(const char *dir, image_t *im, const rc_collect_opts_t *opts,
+                          fl_symbolizer_t *sym, rc_recording_t *rec) {
   fl_frame_t root = {.func = im->root, .flags = FL_FRAME_ROOT};
   rule_ctx_t rule;
   fl_collect_opts_t co = {.rule = record_rule, .ctx = &rule, .main_tid = im->pid, .root = &root};
@@ -442,7 +442,19 @@ static void collect_image(image_t *im, const rc_collect_opts_t *opts, fl_symboli
   rec->threads += fl_profile_threads(p, &threads);
   free(threads);
   const fl_profile_info_t *info = fl_profile_info_const(p);
-  if (info->dropped)
+  uint64_t space_errno = opts->allocs ? ((const fl_allocs_header_t *)im->map)->space_errno
+                                      : ((const fl_sampler_header_t *)im->map)->space_errno;
+  /* The recording's directory is TMPDIR/cflame-record-XXXXXX. */
+  const char *slash = strrchr(dir, '/');
+  int tmp_len = slash ? (int)(slash - dir) : (int)strlen(dir);
+  if (info->dropped && space_errno)
+    warn(rec,
+         "%s (pid %d): %llu %s were lost because TMPDIR's file system (%.*s) %s; set TMPDIR to a "
+         "directory with room",
+         im->name, im->pid, (unsigned long long)info->dropped,
+         opts->allocs ? "sampled allocations" : "samples", tmp_len ? tmp_len : 1, dir,
+         space_errno == ENOSPC ? "filled up" : strerror((int)space_errno));
+  else if (info->dropped)
     warn(rec, "%s (pid %d): its %s buffer filled up and %llu %s were lost; give a larger --buffer",
          im->name, im->pid, opts->allocs ? "allocation" : "sample",
          (unsigned long long)info->dropped, opts->allocs ? "sampled allocations" : "samples");
@@ -494,7 +506,7 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
       warn(rec, "%s (pid %d) is left out: cannot read its modules: %s", im->name, im->pid, sym_err);
       continue;
     }
-    collect_image(im, opts, syms[i], rec);
+    collect_image(dir, im, opts, syms[i], rec);
   }
   fl_profile_info_t *info = fl_profile_info(rec->profile);
   snprintf(info->source, sizeof info->source, "cflame record");

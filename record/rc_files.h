@@ -25,6 +25,12 @@
 #ifndef RC_FILES_H
 #define RC_FILES_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cflame/fl_allocs.h"
+#include "cflame/fl_sampler.h"
+
 /* The recording directory; unset: the library does nothing. */
 #define RC_ENV_DIR "CFLAME_RECORD_DIR"
 /* The sampling interval in nanoseconds; unset: no CPU samples. */
@@ -51,6 +57,32 @@
 #define RC_SUFFIX_INFO "info"
 /* DIR/PID.GEN.SUFFIX */
 #define RC_FILE_FMT "%s/%d.%d.%s"
+
+/* Live blocks the allocation table has room for at sample_rate 1. */
+#define RC_ALLOCS_LIVE_BLOCKS (1ull << 22)
+/* Record words one process's buffer starts with allocated on disk. The
+ * buffer file is sparse and as large as --buffer; only its fixed part and
+ * this much are given blocks (posix_fallocate) before the program runs, and
+ * the recorders grow the rest as they use it (fl_sampler_use_file), so that
+ * hundreds of processes on a tmpfs take memory for what they record, not
+ * for 512 MiB each, and a full file system is an error at start or lost
+ * samples, never SIGBUS. The one exception is the allocation table (16
+ * bytes a slot: 128 MiB at --sample-rate 1), written at random slots: it
+ * stays sparse, a page given blocks when first written to. */
+#define RC_START_WORDS ((size_t)1 << 17)
+
+/* The part of one process's buffer allocated up front: [0, *end) but for
+ * the hole [*hole, *hole + *hole_bytes) (the allocation table; 0 bytes
+ * for samples). Returns the bytes allocated. */
+static inline size_t rc_start_bytes(bool allocs, double rate, size_t *end, size_t *hole,
+                                    size_t *hole_bytes) {
+  size_t slots = allocs ? fl_allocs_table_slots(RC_ALLOCS_LIVE_BLOCKS, rate) : 0;
+  *end = allocs ? fl_allocs_buffer_bytes(RC_START_WORDS, slots)
+                : fl_sampler_buffer_bytes(RC_START_WORDS);
+  *hole = allocs ? FL_ALLOCS_HEADER_WORDS * sizeof(uint64_t) : 0;
+  *hole_bytes = 2 * sizeof(uint64_t) * slots;
+  return *end - *hole_bytes;
+}
 
 #define RC_MAPS_END "# end of maps\n"
 

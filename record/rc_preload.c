@@ -74,8 +74,6 @@
 #include "rc_files.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
-/* Live blocks the allocation table has room for at sample_rate 1. */
-#define ALLOCS_LIVE_BLOCKS (1ull << 22)
 #define MAX_GENERATIONS 10000
 
 static struct {
@@ -129,26 +127,71 @@ static void info_add(const char *fmt, ...) {
   close(fd);
 }
 
-/* Creates and maps the image's file suffix of bytes (all zeros). Returns
- * the mapping, or NULL with errno. */
-static void *map_file(const char *suffix, size_t bytes) {
+/* Gives blocks to the part of buffer file f (bytes long) that is allocated
+ * at start (rc_files.h); *end is set to its end. Returns 0 or an errno. */
+static int allocate_start(int f, size_t bytes, bool allocs, size_t *end) {
+  if (allocs)
+    return fl_allocs_allocate_start(
+        f, bytes, fl_allocs_table_slots(RC_ALLOCS_LIVE_BLOCKS, R.alloc_rate), RC_START_WORDS, end);
+  *end = fl_sampler_buffer_bytes(RC_START_WORDS);
+  if (*end > bytes) *end = bytes;
+  return posix_fallocate(f, 0, (off_t)*end);
+}
+
+/* Creates and maps the image's file suffix of bytes (all zeros, sparse),
+ * the part allocated at start given blocks (allocate_start: *first is the
+ * end of that part). Returns the mapping and its descriptor in *fd (for the
+ * recorder, which grows the file), or NULL with errno. */
+static void *map_file(const char *suffix, size_t bytes, bool allocs, size_t *first, int *fd) {
   char path[PATH_MAX];
+  *fd = -1;
   if (!path_of(path, sizeof path, suffix)) {
     errno = ENAMETOOLONG;
     return NULL;
   }
-  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return NULL;
+  int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (f < 0) return NULL;
   void *map = MAP_FAILED;
-  if (ftruncate(fd, (off_t)bytes) == 0)
-    map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = 0;
+  if (ftruncate(f, (off_t)bytes) < 0)
+    e = errno;
+  else if ((e = allocate_start(f, bytes, allocs, first)) == 0 &&
+           (map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0)) == MAP_FAILED)
+    e = errno;
   /* No read-ahead: a first write would otherwise have the file system
    * fill a large run of pages of the (sparse) file up front. */
-  if (map != MAP_FAILED) madvise(map, bytes, MADV_RANDOM);
-  int e = errno;
-  close(fd);
+  if (map != MAP_FAILED) {
+    madvise(map, bytes, MADV_RANDOM);
+    *fd = f;
+    return map;
+  }
+  close(f);
+  unlink(path);
   errno = e;
-  return map == MAP_FAILED ? NULL : map;
+  return NULL;
+}
+
+/* The program's file name, as the system names the process. */
+static const char *program_name(void) {
+  const char *path = (const char *)getauxval(AT_EXECFN);
+  if (!path) return "?";
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* Says that a buffer file could not be made, on standard error too when
+ * the file system is full (the info file may then hold nothing). */
+static void no_buffer(const char *what, bool allocs) {
+  int e = errno;
+  size_t end, hole, hole_bytes;
+  size_t first = rc_start_bytes(allocs, R.alloc_rate, &end, &hole, &hole_bytes);
+  if (e == ENOSPC)
+    fprintf(stderr,
+            "cflame record: %s (pid %d) is not recorded: TMPDIR's file system (%s) is full: its "
+            "%s buffer needs %zu bytes to start\n",
+            program_name(), R.pid, R.dir, what, first);
+  info_add(RC_INFO_ERROR " cannot map the %s buffer (%zu bytes to start) in %s: %s\n", what, first,
+           R.dir, strerror(e));
 }
 
 /* Claims the first free generation of this pid: creates its info file.
@@ -220,14 +263,6 @@ static void leave_thread(void) {
   if (R.allocs) fl_allocs_thread_exit();
 }
 
-/* The program's file name, as the system names the process. */
-static const char *program_name(void) {
-  const char *path = (const char *)getauxval(AT_EXECFN);
-  if (!path) return "?";
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
-
 static void note_image(void) {
   info_add(RC_INFO_PID " %d\n" RC_INFO_PPID " %d\n" RC_INFO_NAME " %s\n", R.pid, (int)getppid(),
            program_name());
@@ -263,26 +298,34 @@ static void start_image(void) {
   save_maps(true);
   char err[256];
   if (R.allocs) {
-    size_t slots = fl_allocs_table_slots(ALLOCS_LIVE_BLOCKS, R.alloc_rate);
+    size_t slots = fl_allocs_table_slots(RC_ALLOCS_LIVE_BLOCKS, R.alloc_rate);
     R.alloc_bytes = fl_allocs_buffer_bytes((size_t)R.words, slots);
-    if (!(R.alloc_buf = map_file(RC_SUFFIX_ALLOCS, R.alloc_bytes))) {
-      info_add(RC_INFO_ERROR " cannot map the allocation buffer: %s\n", strerror(errno));
-    } else if (fl_allocs_init_zeroed(R.alloc_buf, R.alloc_bytes, slots, err, sizeof err) < 0) {
+    size_t first;
+    int fd;
+    if (!(R.alloc_buf = map_file(RC_SUFFIX_ALLOCS, R.alloc_bytes, true, &first, &fd))) {
+      no_buffer("allocation", true);
+    } else if (fl_allocs_init_zeroed(R.alloc_buf, R.alloc_bytes, slots, err, sizeof err) < 0 ||
+               fl_allocs_use_file(fd, first, err, sizeof err) < 0) {
       info_add(RC_INFO_ERROR " %s\n", err);
       munmap(R.alloc_buf, R.alloc_bytes);
       R.alloc_buf = NULL;
+      if (fd >= 0) close(fd);
     } else {
       fl_allocs_thread_enter();
     }
   }
   if (R.interval_ns) {
     R.samples_bytes = fl_sampler_buffer_bytes((size_t)R.words);
-    if (!(R.samples = map_file(RC_SUFFIX_SAMPLES, R.samples_bytes))) {
-      info_add(RC_INFO_ERROR " cannot map the sample buffer: %s\n", strerror(errno));
-    } else if (fl_sampler_init_zeroed(R.samples, R.samples_bytes, err, sizeof err) < 0) {
+    size_t first;
+    int fd;
+    if (!(R.samples = map_file(RC_SUFFIX_SAMPLES, R.samples_bytes, false, &first, &fd))) {
+      no_buffer("sample", false);
+    } else if (fl_sampler_init_zeroed(R.samples, R.samples_bytes, err, sizeof err) < 0 ||
+               fl_sampler_use_file(fd, first, err, sizeof err) < 0) {
       info_add(RC_INFO_ERROR " %s\n", err);
       munmap(R.samples, R.samples_bytes);
       R.samples = NULL;
+      if (fd >= 0) close(fd);
     }
   }
 out:

@@ -4,6 +4,7 @@
 #include "rc_record.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <link.h>
@@ -430,6 +431,31 @@ static int find_asan_runtime(struct dl_phdr_info *info, size_t size, void *data)
 }
 #endif
 
+/* Fails, naming TMPDIR and the bytes, when dir's file system has no room
+ * for the part of a process's buffer allocated before it runs (rc_files.h):
+ * better said before the program starts than as a program left unrecorded.
+ * A disk that fills later loses samples, and the report says so. */
+static int check_room(const char *tmp, const char *dir, const opts_t *o, char *err,
+                      size_t err_size) {
+  size_t end, hole, hole_bytes;
+  size_t need = rc_start_bytes(o->allocs, o->sample_rate, &end, &hole, &hole_bytes);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/room", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int e = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)need);
+  if (fd >= 0) {
+    close(fd);
+    unlink(path);
+  }
+  if (!e) return 0;
+  snprintf(err, err_size,
+           "cannot start the recording: TMPDIR's file system (%s) %s: each recorded process "
+           "needs %zu bytes there to start (its buffer grows from there as it records); "
+           "set TMPDIR to a directory with room",
+           tmp, e == ENOSPC ? "is full" : strerror(e), need);
+  return -1;
+}
+
 /* Sets the environment the program and its children record in. */
 static int set_environment(const opts_t *o, const char *dir, char *err, size_t err_size) {
   char *preload = preload_value(o->allocs, err, err_size);
@@ -697,10 +723,16 @@ int rc_record_main(int argc, char **argv) {
     goto done;
   }
   const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/cflame-record-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!tmp || !*tmp) tmp = "/tmp";
+  snprintf(dir, sizeof dir, "%s/cflame-record-XXXXXX", tmp);
   if (!mkdtemp(dir)) {
     say("cannot make a directory for the recording (%s): %s", dir, strerror(errno));
     dir[0] = '\0';
+    status = 1;
+    goto done;
+  }
+  if (check_room(tmp, dir, &o, err, sizeof err) < 0) {
+    say("%s", err);
     status = 1;
     goto done;
   }

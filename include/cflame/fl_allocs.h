@@ -143,7 +143,9 @@ typedef struct fl_allocs_header {
   uint64_t tag;              /* the tag of the last fl_allocs_start */
   uint64_t fp_records;       /* records whose stack the frame-pointer walk took (see
                                 Unwinding above; at stop); the others are libunwind's */
-  uint64_t reserved[FL_ALLOCS_HEADER_WORDS - 11];
+  uint64_t space_errno;      /* the errno with which the buffer's file could not grow
+                                (fl_allocs_use_file; ENOSPC: its file system is full), or 0 */
+  uint64_t reserved[FL_ALLOCS_HEADER_WORDS - 12];
 } fl_allocs_header_t;
 
 /* Bytes of buffer for n_words of records and a table of table_slots
@@ -172,8 +174,27 @@ int fl_allocs_init(void *buf, size_t bytes, size_t table_slots, char *err, size_
 /* The same for a buffer that is all zeros already (a new file, mapped):
  * it is not cleared, so that only the pages the table and the records use
  * are ever touched, however large the buffer. */
-int fl_allocs_init_zeroed(void *buf, size_t bytes, size_t table_slots, char *err,
-                          size_t err_size);
+int fl_allocs_init_zeroed(void *buf, size_t bytes, size_t table_slots, char *err, size_t err_size);
+
+/* Says that the buffer just given is a shared mapping of the file fd, of
+ * which the first allocated bytes have blocks (posix_fallocate), as
+ * fl_sampler_use_file does for samples: records are written only into
+ * allocated space, grown a chunk ahead of use, and a growth the file
+ * system refuses counts the buffer as full (header.space_errno). allocated
+ * is the end of the allocated part (at least fl_allocs_buffer_bytes(0,
+ * table_slots)): the header, the filter and the records below it have
+ * blocks. The table is the caller's to allocate or not: written at random
+ * slots, it cannot grow in order (cflame record leaves it sparse). Returns
+ * 0, or -1 with err. */
+int fl_allocs_use_file(int fd, size_t allocated, char *err, size_t err_size);
+
+/* Gives blocks (posix_fallocate) to what a buffer file of bytes, with a
+ * table of table_slots, needs before fl_allocs_init_zeroed writes to it:
+ * the header, the filter and the first start_words of records, not the
+ * table. Sets *end to the allocated end, for fl_allocs_use_file. Returns 0
+ * or an errno (ENOSPC: the file system is full). */
+int fl_allocs_allocate_start(int fd, size_t bytes, size_t table_slots, size_t start_words,
+                             size_t *end);
 
 /* Starts recording on every thread (0 < sample_rate <= 1), records
  * carrying tag. Each start begins afresh: the previous run's records,

@@ -95,7 +95,11 @@ typedef struct fl_sampler_header {
   /* FL_SAMPLER_CLOCK_EVENT: the perf event counted (perf_event_attr's
    * type and config), and the occurrences a sample stands for. */
   uint64_t event_type, event_config, event_period;
-  uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 11];
+  /* The errno (ENOSPC: its file system is full) with which the buffer's
+   * file could not grow (fl_sampler_use_file): the samples in dropped
+   * after it were lost for want of disk, not of buffer. 0 if none. */
+  uint64_t space_errno;
+  uint64_t reserved[FL_SAMPLER_HEADER_WORDS - 12];
 } fl_sampler_header_t;
 
 /* What a run measures: CPU time alone, or wall time, the waits in the
@@ -109,26 +113,29 @@ typedef enum fl_sampler_clock {
 /* The calls a thread waits in, each with what it waits for: the functions
  * the recorders interpose (flame/fl__waits.c) to time, by name. A wait
  * record's wait is 1 + the call's place in this list. */
-#define FL_SAMPLER_WAIT_CALLS(X)                                                              \
-  X(sleep, "sleep") X(usleep, "sleep") X(nanosleep, "sleep") X(clock_nanosleep, "sleep")     \
-  X(poll, "poll") X(ppoll, "poll") X(select, "poll") X(pselect, "poll")                      \
-  X(epoll_wait, "poll") X(epoll_pwait, "poll")                                               \
-  X(read, "read") X(readv, "read") X(pread, "read") X(recv, "read") X(recvfrom, "read")      \
-  X(recvmsg, "read") X(write, "write") X(writev, "write") X(send, "write")                   \
-  X(sendto, "write") X(sendmsg, "write") X(accept, "accept") X(accept4, "accept")           \
-  X(connect, "connect") X(wait, "waitpid") X(waitpid, "waitpid") X(wait4, "waitpid")        \
-  X(waitid, "waitpid") X(pthread_mutex_lock, "futex") X(pthread_cond_wait, "futex")         \
-  X(pthread_cond_timedwait, "futex") X(pthread_join, "futex")                                \
-  X(pthread_rwlock_rdlock, "futex") X(pthread_rwlock_wrlock, "futex") X(sem_wait, "futex")  \
-  X(sem_timedwait, "futex") X(pause, "signal") X(sigsuspend, "signal")                       \
-  X(sigwaitinfo, "signal") X(sigtimedwait, "signal")
+#define FL_SAMPLER_WAIT_CALLS(X)                                                                   \
+  X(sleep, "sleep")                                                                                \
+  X(usleep, "sleep") X(nanosleep, "sleep") X(clock_nanosleep, "sleep") X(poll, "poll")             \
+      X(ppoll, "poll") X(select, "poll") X(pselect, "poll") X(epoll_wait, "poll")                  \
+          X(epoll_pwait, "poll") X(read, "read") X(readv, "read") X(pread, "read") X(recv, "read") \
+              X(recvfrom, "read") X(recvmsg, "read") X(write, "write") X(writev, "write")          \
+                  X(send, "write") X(sendto, "write") X(sendmsg, "write") X(accept, "accept")      \
+                      X(accept4, "accept") X(connect, "connect") X(wait, "waitpid")                \
+                          X(waitpid, "waitpid") X(wait4, "waitpid") X(waitid, "waitpid")           \
+                              X(pthread_mutex_lock, "futex") X(pthread_cond_wait, "futex")         \
+                                  X(pthread_cond_timedwait, "futex") X(pthread_join, "futex")      \
+                                      X(pthread_rwlock_rdlock, "futex")                            \
+                                          X(pthread_rwlock_wrlock, "futex") X(sem_wait, "futex")   \
+                                              X(sem_timedwait, "futex") X(pause, "signal")         \
+                                                  X(sigsuspend, "signal") X(sigwaitinfo, "signal") \
+                                                      X(sigtimedwait, "signal")
 
 enum {
   FL_SAMPLER_WAIT_NONE = 0,
 #define FL_SAMPLER_WAIT_ID(call, reason) FL_SAMPLER_WAIT_##call,
   FL_SAMPLER_WAIT_CALLS(FL_SAMPLER_WAIT_ID)
 #undef FL_SAMPLER_WAIT_ID
-  FL_SAMPLER_N_WAITS
+      FL_SAMPLER_N_WAITS
 };
 
 /* The function a wait record's wait names ("nanosleep") and what it waits
@@ -159,6 +166,16 @@ int fl_sampler_init(void *buf, size_t bytes, char *err, size_t err_size);
  * it is not cleared, so that only the pages records are written to are
  * ever touched, however large the buffer. */
 int fl_sampler_init_zeroed(void *buf, size_t bytes, char *err, size_t err_size);
+
+/* Says that the buffer just given is a shared mapping of the file fd
+ * (from its offset 0; the sampler keeps fd open until the next init),
+ * whose first allocated bytes the file system has given blocks to
+ * (posix_fallocate). The handler then writes only into allocated space,
+ * growing it with fallocate a chunk (1 MiB) ahead of use, so that a file
+ * system that fills up never raises SIGBUS: a growth that fails counts the
+ * buffer as full (header.dropped, header.space_errno). allocated must
+ * cover the header. Returns 0, or -1 with err. */
+int fl_sampler_use_file(int fd, size_t allocated, char *err, size_t err_size);
 
 /* Clears the buffer for a new run. */
 void fl_sampler_reset(void);

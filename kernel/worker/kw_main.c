@@ -116,6 +116,7 @@ static json_t *error_event(const char *ename, const char *evalue) {
  * are recorded (kw_alloc.c, fl_allocs) from just before the cell's entry is
  * called to just after it returns. The "done" event then says "allocs":
  * {"records": N, "dropped": D, "calls": C, "frees": F, "sample_rate": R,
+ * "space_errno": the errno with which the buffer's file could not grow (0: none),
  * "fp_records": P}: records written, sampled calls that did not fit, every
  * allocation call made while recording, sampled or not, the sampled blocks
  * released while recording (the header of the file says the same; see
@@ -139,24 +140,53 @@ typedef struct mapped_file {
   char *path;
 } mapped_file_t;
 
+/* Record words of the allocation buffer given blocks before a run. */
+#define KW_ALLOCS_START_WORDS ((size_t)1 << 17)
+
 static mapped_file_t sample_file, allocs_file;
 
-/* Gives a recorder its buffer; zeroed: the file is all zeros (the kernel
- * just made it), so the recorder need not clear it. */
-typedef int (*give_buffer_fn)(void *map, size_t bytes, uint64_t layout, bool zeroed, char *err,
-                              size_t err_size);
+/* Gives a recorder its buffer, the mapping of fd (which stays the
+ * caller's); zeroed: the file is all zeros (the kernel just made it), so
+ * the recorder need not clear it. */
+typedef int (*give_buffer_fn)(void *map, size_t bytes, uint64_t layout, bool zeroed, int fd,
+                              char *err, size_t err_size);
 
-static int give_to_sampler(void *map, size_t bytes, uint64_t layout, bool zeroed, char *err,
-                           size_t err_size) {
+static int give_to_sampler(void *map, size_t bytes, uint64_t layout, bool zeroed, int fd,
+                           char *err, size_t err_size) {
   (void)layout;
+  (void)fd; /* the kernel gave the whole file its blocks (kn_prof_prepare) */
   return zeroed ? fl_sampler_init_zeroed(map, bytes, err, err_size)
                 : fl_sampler_init(map, bytes, err, err_size);
 }
 
-static int give_to_allocs(void *map, size_t bytes, uint64_t layout, bool zeroed, char *err,
-                          size_t err_size) {
-  return zeroed ? fl_allocs_init_zeroed(map, bytes, (size_t)layout, err, err_size)
-                : fl_allocs_init(map, bytes, (size_t)layout, err, err_size);
+/* The allocation buffer is large and sparse: its start is given blocks
+ * before anything is written, and the recorder grows the rest as it
+ * records (docs/ARCHITECTURE.md, "Buffers on a file system that fills
+ * up"), so that a full TMPDIR is this error or lost records, never SIGBUS. */
+static int give_to_allocs(void *map, size_t bytes, uint64_t layout, bool zeroed, int fd,
+                          char *err, size_t err_size) {
+  size_t end;
+  int e = fl_allocs_allocate_start(fd, bytes, (size_t)layout, KW_ALLOCS_START_WORDS, &end);
+  if (e) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(err, err_size, "cannot give the allocation buffer its first %zu bytes: %s%s%s", end,
+             e == ENOSPC ? "TMPDIR's file system (" : strerror(e),
+             e == ENOSPC ? (tmp && *tmp ? tmp : "/tmp") : "", e == ENOSPC ? ") is full" : "");
+    return -1;
+  }
+  if ((zeroed ? fl_allocs_init_zeroed(map, bytes, (size_t)layout, err, err_size)
+              : fl_allocs_init(map, bytes, (size_t)layout, err, err_size)) < 0)
+    return -1;
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) {
+    snprintf(err, err_size, "cannot keep the allocation buffer's descriptor: %s", strerror(errno));
+    return -1;
+  }
+  if (fl_allocs_use_file(own, end, err, err_size) < 0) {
+    close(own);
+    return -1;
+  }
+  return 0;
 }
 
 /* Maps path, bytes long, into mf (re-mapping when the kernel names another
@@ -188,7 +218,7 @@ static int map_buffer_file(mapped_file_t *mf, const char *what, const char *path
     snprintf(err, err_size, "cannot map the %s %s: %s", what, path, strerror(errno));
     goto fail;
   }
-  if (give(map, bytes, layout, zeroed, err, err_size) < 0) goto fail;
+  if (give(map, bytes, layout, zeroed, fd, err, err_size) < 0) goto fail;
   close(fd);
   if (mf->map) munmap(mf->map, mf->bytes);
   free(mf->path);
@@ -316,10 +346,10 @@ static json_t *allocs_end(allocs_run_t *ar) {
   if (!ar->on) return NULL;
   uint64_t records = fl_allocs_stop();
   const fl_allocs_header_t *h = allocs_file.map;
-  return json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "records", (json_int_t)records, "dropped",
-                   (json_int_t)h->dropped, "calls", (json_int_t)h->calls, "frees",
+  return json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I}", "records", (json_int_t)records,
+                   "dropped", (json_int_t)h->dropped, "calls", (json_int_t)h->calls, "frees",
                    (json_int_t)h->frees, "sample_rate", ar->sample_rate, "fp_records",
-                   (json_int_t)h->fp_records);
+                   (json_int_t)h->fp_records, "space_errno", (json_int_t)h->space_errno);
 }
 
 static void cmd_load(json_t *cmd) {

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import pytest
 from cflame_bundle import check_deep_drawing
-from cflame_text import count, count_in  # (tests/lib)
+from cflame_text import COUNT, count, count_in  # (tests/lib)
+from cflame_tmpfs import in_small_tmpdir
 
 CFLAME = os.path.abspath(os.environ.get("CFLAME_BIN", "build/bin/cflame"))
 SOURCES = Path(__file__).resolve().parent / "record"
@@ -663,6 +664,45 @@ def test_sampling_at_the_edge_of_the_stack(bins, tmp_path, where):
                        timeout=180, preexec_fn=small_stack)
     assert r.returncode == 0, r.stderr
     assert program_json(r.stdout)["left"] < 2048, r.stdout
+    assert weight(folded(tmp_path / "deep.folded"), "bottom_work") > 0, r.stderr
+
+
+def record_in_small_tmpdir(bins, tmp_path, size):
+    """cflame record of deep (0.5 s of CPU at the bottom of its stack: some
+    4 KiB a sample) with TMPDIR a tmpfs of size."""
+    mnt = tmp_path / "tmpdir"
+    mnt.mkdir()
+    argv = in_small_tmpdir(mnt, size, [CFLAME, "record", "-o", tmp_path / "deep.folded",
+                                       "--no-lines", "--", bins["deep"], "main", "0.5"])
+    r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                       preexec_fn=small_stack)
+    assert r.returncode != 99, f"could not mount a tmpfs on {mnt}: {r.stderr}"
+    return mnt, r
+
+
+def test_a_full_tmpdir_at_start_is_an_error_naming_it(bins, tmp_path):
+    """TMPDIR with no room for a process's first buffer chunk: cflame
+    record says so before the program runs, naming TMPDIR and the bytes,
+    instead of the program dying of SIGBUS at its first sample."""
+    mnt, r = record_in_small_tmpdir(bins, tmp_path, "100k")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "signal" not in r.stderr, r.stderr
+    assert re.search(rf"TMPDIR's file system \({re.escape(str(mnt))}\) is full: .* needs "
+                     rf"{COUNT} bytes", r.stderr), r.stderr
+    assert r.stdout == "", "the program ran: " + r.stdout
+
+
+def test_a_tmpdir_that_fills_up_loses_samples_not_the_program(bins, tmp_path):
+    """TMPDIR with room for the start of the buffer but not for all the
+    program records: the program runs to its end (no SIGBUS, status 0),
+    the samples that fit are drawn, and the report says that the rest were
+    lost because TMPDIR's file system filled up, naming it."""
+    mnt, r = record_in_small_tmpdir(bins, tmp_path, "1536k")
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert "left" in program_json(r.stdout), r.stdout
+    assert re.search(rf"samples? were lost because TMPDIR's file system "
+                     rf"\({re.escape(str(mnt))}\) filled up", r.stderr), r.stderr
+    assert samples_in(r.stderr) > 0, r.stderr
     assert weight(folded(tmp_path / "deep.folded"), "bottom_work") > 0, r.stderr
 
 

@@ -98,7 +98,7 @@ def describe_processes(pid):
 
 @contextlib.contextmanager
 def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=30,
-                 memory=None):
+                 memory=None, wrapper=None):
     """Starts a cflame kernel; yields (km, kc); shuts it down afterwards.
 
     env: extra environment variables for the kernel (None values remove a
@@ -107,13 +107,17 @@ def start_kernel(env=None, transport="tcp", ip=None, stderr=None, ready_timeout=
     kernel's log (default: inherited). memory: a cap in bytes on the
     address space of the kernel and of what it starts (prlimit --as), so
     that a regression cannot take the machine down; under ASan, which
-    reserves terabytes of address space, on their resident memory."""
+    reserves terabytes of address space, on their resident memory.
+    wrapper: an argv the kernel's command is appended to (tests/lib's
+    in_small_tmpdir)."""
     km = KernelManager(kernel_name="cflame", transport=transport, **({"ip": ip} if ip else {}))
     if memory and os.environ.get("CFLAME_SANITIZED"):
         asan = (env or {}).get("ASAN_OPTIONS", os.environ.get("ASAN_OPTIONS", ""))
         env = {**(env or {}), "ASAN_OPTIONS": f"{asan}:hard_rss_limit_mb={int(memory) >> 20}"}
     elif memory:
         km.kernel_spec.argv[:0] = ["prlimit", f"--as={int(memory)}"]
+    if wrapper:
+        km.kernel_spec.argv[:0] = list(map(str, wrapper))
     kenv = dict(os.environ)
     for key, value in (env or {}).items():
         if value is None:

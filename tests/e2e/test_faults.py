@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from cflame_text import COUNT  # (tests/lib)
+from cflame_tmpfs import in_small_tmpdir
 from conftest import (_read, collect, fails, ok, request, run, send, start_kernel, stderr,
                       stdout)
 
@@ -423,3 +425,97 @@ def test_threads_read_input_after_an_interrupted_read(fresh):
               allow_stdin=True, inputs=["hello"], timeout=10) == "thread got hello\n"
     assert ok(kc, "int n = 0; read(0, &n, 0); scanf(\"%d\", &n); printf(\"%d\\n\", n);",
               allow_stdin=True, inputs=["41"], timeout=10) == "41\n"
+
+
+# Statements that fill TMPDIR's file system with $TMPDIR/filler (fd, its
+# written bytes), for the cells below (which include <fcntl.h>, <stdlib.h>
+# and <unistd.h>).
+FILL_TMPDIR = r"""char path[4096];
+snprintf(path, sizeof path, "%s/filler", getenv("TMPDIR"));
+int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+static char block[1 << 16];
+long written = 0, w;
+while ((w = write(fd, block, sizeof block)) > 0) written += w;
+"""
+
+
+# A profiled cell that fills TMPDIR's file system, then leaves 2 MiB of it
+# free, and between the two spends some 0.5 s of CPU deep in a recursion:
+# each sample is a deep stack, written to the sample buffer after the disk
+# is full.
+FILL_THEN_RECURSE = r"""%%profile
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+static volatile unsigned long sink;
+static unsigned long down(int d) {
+  if (d == 0) { unsigned long s = 0; for (int i = 0; i < 2000; i++) s += i * sink; return s; }
+  return down(d - 1) + 1;
+}
+""" + FILL_TMPDIR + r"""clock_t t0 = clock();
+while (clock() - t0 < CLOCKS_PER_SEC / 2) sink += down(400);
+ftruncate(fd, written > (2 << 20) ? written - (2 << 20) : 0);
+close(fd);
+printf("filled %ld bytes\n", written);
+"""
+
+
+def test_a_tmpdir_that_fills_up_never_kills_the_worker(tmp_path):
+    """The kernel's TMPDIR on a 48 MiB tmpfs that a profiled cell fills:
+    the cell runs to its end and the session keeps a global defined
+    before (the sample buffer was given its blocks before the cell ran,
+    not written into holes of a full disk: SIGBUS). A profile whose
+    larger buffer (n=) does not fit is refused before the cell runs, with
+    an error naming TMPDIR and the bytes needed, and the global stays."""
+    mnt = tmp_path / "tmpdir"
+    mnt.mkdir()
+    with start_kernel(wrapper=in_small_tmpdir(mnt, "48m", [])) as (km, kc):
+        ok(kc, "int kept = 42;")
+        out = ok(kc, FILL_THEN_RECURSE, timeout=120)
+        assert "filled" in out, out
+        assert ok(kc, 'printf("%d\\n", kept);') == "42\n"
+        reply, outputs = run(kc, "%%profile n=4000000\nkept++;", timeout=60)
+        text = reply.get("evalue", "") + stderr(outputs)
+        assert reply["status"] == "error", _text(outputs)
+        assert re.search(rf"needs {COUNT} bytes, and TMPDIR's file system "
+                         rf"\({re.escape(str(mnt))}\) is full", text), text
+        assert ok(kc, 'printf("%d\\n", kept);') == "42\n"
+
+
+FILL_THEN_ALLOCATE = r"""%%profallocs sample_rate=1
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void *keep[100000];
+static void *down(int d, int i) { return d ? down(d - 1, i) : malloc(16 + i % 64); }
+""" + FILL_TMPDIR + r"""for (int r = 0; r < 10; r++)
+  for (int i = 0; i < 100000; i++) { free(keep[i]); keep[i] = down(200, i); }
+ftruncate(fd, 0);
+close(fd);
+printf("filled %ld bytes\n", written);
+"""
+
+
+def test_a_tmpdir_that_fills_up_loses_allocation_records_not_the_worker(tmp_path):
+    """%%profallocs of a cell that fills the kernel's TMPDIR (a 48 MiB
+    tmpfs), then makes a million sampled allocations with deep stacks:
+    their records outgrow what the buffer had on disk. The cell runs to its
+    end, the records that fit are drawn, the output says the rest were
+    lost because TMPDIR's file system filled up (naming it), and a global
+    defined before is kept."""
+    mnt = tmp_path / "tmpdir"
+    mnt.mkdir()
+    with start_kernel(wrapper=in_small_tmpdir(mnt, "48m", [])) as (km, kc):
+        ok(kc, "int kept = 42;")
+        reply, outputs = run(kc, FILL_THEN_ALLOCATE, timeout=180)
+        assert reply["status"] == "ok", _text(outputs)
+        assert "filled" in stdout(outputs), _text(outputs)
+        assert re.search(rf"{COUNT} sampled allocations were lost because TMPDIR's file system "
+                         rf"\({re.escape(str(mnt))}\) filled up", stderr(outputs)), _text(outputs)
+        assert ok(kc, 'printf("%d\\n", kept);') == "42\n"
+
+
+def _text(outputs):
+    return repr(outputs)[:2000]
