@@ -547,12 +547,27 @@ def check_spec(*paths, timeout=300):
     return report
 
 
-def interrupt_after_delay(km, kc, code, delay=0.5):
-    """Sends code, interrupts the kernel after delay seconds; returns (Run,
-    seconds from the interrupt to the reply)."""
+def interrupt_when_printed(km, kc, code, marker):
+    """Sends code and interrupts the kernel once the cell has printed marker
+    (the cell prints it when it has done the work the test needs before the
+    interrupt), so that the interrupt finds the cell running however slow
+    the machine is; an interrupt that comes before a cell starts stops it
+    before it runs. Returns (Run, seconds from the interrupt to the reply).
+    The messages read while waiting stay for collect()."""
     t0 = time.monotonic()
     msg_id = send(kc, code, stop_on_error=False)
-    time.sleep(delay)
+    seen, printed = [], ""
+    deadline = t0 + 60 * WAIT_SCALE
+    while marker not in printed:
+        msg = _read(kc, "iopub", msg_id, max(0.0, deadline - time.monotonic()))
+        if msg is None:
+            raise TimeoutError(f"the cell did not print {marker!r}; it printed {printed[-300:]!r}")
+        seen.append(msg)
+        if msg["msg_type"] == "stream":
+            printed += msg["content"]["text"]
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            raise AssertionError(f"the cell ended before it printed {marker!r}: {seen}")
+    _stash(kc, "iopub")[:0] = seen
     t_int = time.monotonic()
     km.interrupt_kernel()
     r = collect(kc, msg_id, timeout=20, sent_t=t0)

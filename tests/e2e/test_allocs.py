@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import (SpecStore, by_id, child_processes, collect, displays, fails, flame,
-                      interrupt_after_delay, ok, rows_of, run, send, start_kernel, stdout, svg_of)
+                      interrupt_when_printed, ok, rows_of, run, send, start_kernel, stdout, svg_of)
 
 STORE = SpecStore("allocs")
 
@@ -220,7 +220,9 @@ def test_no_allocations_explains_itself(kc):
 
 def test_interrupted_allocation_profile_shows_what_ran(kernel):
     km, kc = kernel
-    r, dt = interrupt_after_delay(km, kc, "%%profallocs\nfor (;;) churn(1000, 64);", delay=0.7)
+    r, dt = interrupt_when_printed(km, kc, "%%profallocs\nfor (int i = 0; i < 20; i++) churn(1000, 64);\n"
+                                   'printf("churning\\n");\nfflush(stdout);\nfor (;;) churn(1000, 64);',
+                                   "churning\n")
     assert r.reply["ename"] == "Interrupted", r.reply
     assert "The flame graph shows what the cell ran until then" in r.reply["evalue"], r.reply
     shown = displays(r.outputs)

@@ -11,8 +11,8 @@ import pytest
 
 from cflame_text import COUNT  # (tests/lib)
 from cflame_tmpfs import in_small_tmpdir
-from conftest import (_read, collect, fails, ok, request, run, send, start_kernel, stderr,
-                      stdout)
+from conftest import (_read, collect, fails, interrupt_when_printed, ok, request, run, send,
+                      start_kernel, stderr, stdout)
 
 
 def traceback_text(reply):
@@ -298,22 +298,11 @@ def test_exit_is_reported_and_the_session_reloaded(kc):
 # ---------------------------------------------------------------- interrupts
 
 
-def interrupt_after(km, kc, code, delay=0.5):
-    """Sends code, interrupts it after delay seconds; returns (Run,
-    seconds from the interrupt to the reply)."""
-    t0 = time.monotonic()
-    msg_id = send(kc, code, stop_on_error=False)
-    time.sleep(delay)
-    t_int = time.monotonic()
-    km.interrupt_kernel()
-    r = collect(kc, msg_id, timeout=20, sent_t=t0)
-    return r, r.reply_t - t_int
-
-
 def test_interrupt_endless_loop_keeps_state(kernel):
     km, kc = kernel
     ok(kc, "int before_loop = 0;\nint loop_helper(void) { return 8; }")
-    r, dt = interrupt_after(km, kc, "before_loop = 7;\nfor (;;);")
+    r, dt = interrupt_when_printed(km, kc, 'before_loop = 7;\nprintf("looping\\n");\nfflush(stdout);\n'
+                                   "for (;;);", "looping\n")
     assert r.reply["status"] == "error"
     assert r.reply["ename"] == "Interrupted"
     assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
@@ -322,17 +311,18 @@ def test_interrupt_endless_loop_keeps_state(kernel):
 
 def test_interrupt_sleep(kernel):
     km, kc = kernel
-    r, dt = interrupt_after(km, kc, '#include <unistd.h>\nsleep(100);\nprintf("after sleep\\n");')
+    r, dt = interrupt_when_printed(km, kc, '#include <unistd.h>\nprintf("sleeping\\n");\nfflush(stdout);\n'
+                                   'sleep(100);\nprintf("after sleep\\n");', "sleeping\n")
     assert r.reply["status"] == "error"
     assert r.reply["ename"] == "Interrupted"
     assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
-    assert stdout(r.outputs) == ""
+    assert stdout(r.outputs) == "sleeping\n"
     assert ok(kc, 'printf("awake\\n");') == "awake\n"
 
 
 def test_interrupt_printing_loop(kernel):
     km, kc = kernel
-    r, dt = interrupt_after(km, kc, 'for (long i = 0;; i++) printf("line %ld\\n", i);')
+    r, dt = interrupt_when_printed(km, kc, 'for (long i = 0;; i++) printf("line %ld\\n", i);', "line 1\n")
     assert r.reply["status"] == "error"
     assert r.reply["ename"] == "Interrupted"
     assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
@@ -344,7 +334,7 @@ def test_threads_print_after_an_interrupted_printing_loop(fresh):
     # The interrupt unwinds the main thread out of its write to the kernel:
     # the next cell's threads can still write.
     km, kc = fresh
-    r, dt = interrupt_after(km, kc, 'for (long i = 0;; i++) printf("line %ld\\n", i);')
+    r, dt = interrupt_when_printed(km, kc, 'for (long i = 0;; i++) printf("line %ld\\n", i);', "line 1\n")
     assert r.reply["ename"] == "Interrupted"
     assert ok(kc, "#include <pthread.h>\n"
                   'void *say_hello(void *arg) { printf("hello from a thread\\n"); return arg; }\n'

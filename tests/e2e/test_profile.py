@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import (COUNT, VL_MIME, SpecStore, ancestors, by_id, check_spec, children,
-                      displays, errors, fails, flame, interrupt_after_delay, ok, rows_of, run,
+                      displays, errors, fails, flame, interrupt_when_printed, ok, rows_of, run,
                       start_kernel, stdout, summary_of, svg_of, svg_of_file)
 
 STORE = SpecStore("profile")
@@ -791,7 +791,10 @@ def test_crash_in_profview_replaces_the_session_profile(fresh):
 
 def test_interrupting_a_profiled_loop(kernel):
     km, kc = kernel
-    r, dt = interrupt_after_delay(km, kc, "%%profview\nfor (;;) a(PER_MS);", delay=0.7)
+    # It prints once it has run 20 ms of CPU: samples before the interrupt.
+    running = 'printf("running\\n");\nfflush(stdout);\n'
+    r, dt = interrupt_when_printed(km, kc, f"%%profview\na(20 * PER_MS);\n{running}for (;;) a(PER_MS);",
+                                   "running\n")
     assert r.reply["status"] == "error", r.reply
     assert r.reply["ename"] == "Interrupted", r.reply
     assert dt < 1.0, f"the reply came {dt:.2f} s after the interrupt"
@@ -813,11 +816,12 @@ def test_interrupting_a_profiled_loop(kernel):
     assert ok(kc, 'printf("still here\\n");') == "still here\n"
     # %%profile adds what ran to the session profile; a baseline is not kept.
     ok(kc, "%profclear")
-    r, dt = interrupt_after_delay(km, kc, "%%profile\nfor (;;) a(1);", delay=0.7)
+    r, dt = interrupt_when_printed(km, kc, f"%%profile\na(150 * PER_MS);\n{running}for (;;) a(1);",
+                                   "running\n")
     assert "was added to the session profile" in r.reply["evalue"], r.reply
     assert not displays(r.outputs)
     assert summary_of(ok(kc, "%profprint"))["samples"] > 100
-    r, dt = interrupt_after_delay(km, kc, "%%profbase cut\nfor (;;) a(1);", delay=0.7)
+    r, dt = interrupt_when_printed(km, kc, f"%%profbase cut\n{running}for (;;) a(1);", "running\n")
     assert "No baseline was kept" in r.reply["evalue"], r.reply
     reply, outputs = fails(kc, "%profdiffview cut\na(1);", "MagicError")
     assert "cut" in reply["evalue"]
