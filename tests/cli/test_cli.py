@@ -43,6 +43,16 @@ def ok(*args, **kw):
     return r.stdout
 
 
+def interactive_ok(files, *flags):
+    """Each SVG file, opened in headless Chromium with the network off, is
+    interactive by itself: tests/render/interactive_test.mjs tries hover,
+    zoom and search on it (and its --band checks, with flags)."""
+    p = subprocess.run([NODE, str(RENDER / "interactive_test.mjs"), *flags, *map(str, files)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("ok   ") == len(files), p.stdout
+
+
 def check_spec(path):
     """The real vega-lite 5 and vega 5 compile and render it, no warnings."""
     r = subprocess.run([NODE, str(RENDER / "check_spec.mjs"), str(path)], capture_output=True,
@@ -613,11 +623,7 @@ def test_every_views_svg_is_interactive_by_itself(tmp_path):
         assert "Open this file in a web browser to hover, zoom and search." in text, name
         assert text.count("<script>") == 1 and len(re.findall(r"<title>", text)) > 1, name
         files.append(out)
-    p = subprocess.run([NODE, str(RENDER / "interactive_test.mjs"), *map(str, files)],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.count("ok   ") == len(files), p.stdout
-
+    interactive_ok(files)
 
 
 def test_a_title_longer_than_the_svg_stays_inside_it(tmp_path):
@@ -645,10 +651,7 @@ def test_a_title_longer_than_the_svg_stays_inside_it(tmp_path):
         ok("--view", view, src, "-o", out)
         assert long_name in out.read_text(), view
         files.append(out)
-    p = subprocess.run([NODE, str(RENDER / "interactive_test.mjs"), *map(str, files)],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.count("ok   ") == len(files), p.stdout
+    interactive_ok(files)
 
 
 def _deep_stacks(depth):
@@ -718,10 +721,7 @@ def test_a_deep_graph_s_band_opens_in_the_browser(tmp_path):
         # The Vega-Lite view of the same, by the real vega-lite and vega.
         ok(*args, src, "-o", tmp_path / f"{name}.vl.json")
         check_spec(tmp_path / f"{name}.vl.json")
-    p = subprocess.run([NODE, str(RENDER / "interactive_test.mjs"), "--band", *map(str, files)],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.count("ok   ") == len(files), p.stdout
+    interactive_ok(files, '--band')
 
 
 def _to_terminal(args, env_extra):

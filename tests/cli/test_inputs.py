@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from cflame_bundle import frames_of
+from pprof_write import profile
 from test_cli import CFLAME, DATA, cflame, check_spec, folded_counts, ok
 
 
@@ -110,31 +111,9 @@ def test_a_cpu_and_an_allocation_profile_do_not_merge(tmp_path):
 
 def alloc_pprof():
     """A gzipped pprof of one allocation sample: alloc_objects/count 2,
-    alloc_space/bytes 64, in main.grow. Encoded by hand, field by field."""
-    import gzip
-
-    def varint(v):
-        out = bytearray()
-        while True:
-            b = v & 0x7F
-            v >>= 7
-            out.append(b | (0x80 if v else 0))
-            if not v:
-                return bytes(out)
-
-    def field(num, payload):
-        if isinstance(payload, int):
-            return varint(num << 3) + varint(payload)
-        return varint(num << 3 | 2) + varint(len(payload)) + payload
-
-    strings = ["", "alloc_objects", "count", "alloc_space", "bytes", "main.grow"]
-    msg = field(1, field(1, 1) + field(2, 2)) + field(1, field(1, 3) + field(2, 4))
-    msg += field(2, field(1, 1) + field(2, varint(2) + varint(64)))  # sample: location 1
-    msg += field(4, field(1, 1) + field(4, field(1, 1) + field(2, 7)))  # location 1: fn 1 line 7
-    msg += field(5, field(1, 1) + field(2, 5))  # function 1: main.grow
-    for s in strings:
-        msg += field(6, s.encode())
-    return gzip.compress(msg)
+    alloc_space/bytes 64, in main.grow."""
+    return profile(["main.grow"], [([0], [2, 64])],
+                   sample_type=[("alloc_objects", "count"), ("alloc_space", "bytes")], gzipped=True)
 
 
 # ---- what is not an input ----

@@ -41,6 +41,8 @@ def _packed(field, numbers):
 
 def profile(functions, samples, sample_type=("cpu", "nanoseconds"), period_type=None,
             period=None, raw_locations=False, gzipped=False):
+    """sample_type: a (type, unit) pair, or a list of them, one per value
+    of each sample."""
     strings = [""]
 
     def s(text):
@@ -49,7 +51,9 @@ def profile(functions, samples, sample_type=("cpu", "nanoseconds"), period_type=
         return strings.index(text)
 
     out = bytearray()
-    out += _bytes(1, _int(1, s(sample_type[0])) + _int(2, s(sample_type[1])))
+    types = sample_type if isinstance(sample_type, list) else [sample_type]
+    for type_, unit in types:
+        out += _bytes(1, _int(1, s(type_)) + _int(2, s(unit)))
     for stack, value in samples:
         ids = stack if raw_locations else [i + 1 for i in stack]
         values = value if isinstance(value, (list, tuple)) else [value]
