@@ -168,7 +168,9 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
 
 /* How many characters of a label fit in a frame w pixels wide. */
 static size_t label_fit(double w) {
-  return (size_t)fmax(0, floor((w - 2 * LABEL_PAD_PX) / LABEL_CHAR_PX));
+  /* A hair added: a frame exactly n characters wide divides to a hair
+   * under n in floating point, and holds n. */
+  return (size_t)fmax(0, floor((w - 2 * LABEL_PAD_PX) / LABEL_CHAR_PX + 1e-9));
 }
 
 /* A label of a frame w pixels wide at (x, y): text cut to fit; nothing

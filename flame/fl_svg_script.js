@@ -50,7 +50,7 @@
   }
   function num(s) { return (s || '').split(' ').map(Number); }
   function cut(s, w) {
-    var n = Math.floor((w - 6) / CH);
+    var n = Math.floor((w - 6) / CH + 1e-9);
     if (n < 3) return '';
     return s.length > n ? s.slice(0, n - 1) + '\u2026' : s;
   }

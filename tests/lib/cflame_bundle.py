@@ -163,8 +163,9 @@ def graph_drawing_of(svg):
 
 
 # A frame this wide has room for three characters of its label
-# (flame/fl_svg.c: 6.6 px each, 3 px of padding either side).
-LABEL_MIN_WIDTH = 3 * 6.6 + 6
+# (flame/fl_svg.c: 6.6 px each, 3 px of padding either side), whatever its
+# width before the SVG rounded it to 0.1 px.
+LABEL_MIN_WIDTH = 3 * 6.6 + 6 + 0.05
 
 
 def unlabelled(drawing):
