@@ -115,7 +115,7 @@ def b_share(rows):
     return 100.0 * nb / (na + nb), na + nb
 
 
-def timed_split(count, ua, ub, fa="a", fb="b"):
+def timed_split(count, ua, ub, fa="a", fb="b", cpu=None):
     """C for a loop of count calls a(ua); b(ub) (fa and fb: other names for
     a and b) that measures the thread CPU
     time each call took and prints b's measured share: the truth the
@@ -125,16 +125,23 @@ def timed_split(count, ua, ub, fa="a", fb="b"):
     interval also holds about one clock read (the end of the one that
     started it and the start of the one that ended it), which the samples
     put outside a and b: its cost, measured first, is taken off, or short
-    calls would read as a share they do not have."""
+    calls would read as a share they do not have.
+
+    With cpu (seconds), the loop runs until the thread has used that much
+    CPU instead of count times: PER_MS was measured earlier, perhaps while
+    other work shared the core, and a count from it can run a third short
+    when the core is free again."""
+    more = (f"thread_cpu_now() - c_loop < {cpu}" if cpu is not None else f"i < {count}")
     return (f"{{ double in_a = 0, in_b = 0, c0 = thread_cpu_now();\n"
             f"for (int k = 0; k < 10000; k++) thread_cpu_now();\n"
             f"double clock_cost = (thread_cpu_now() - c0) / 10001;\n"
-            f"for (long i = 0; i < {count}; i++) {{\n"
+            f"double c_loop = thread_cpu_now(); long i;\n"
+            f"for (i = 0; {more}; i++) {{\n"
             f"  double t0 = thread_cpu_now(); {fa}({ua});\n"
             f"  double t1 = thread_cpu_now(); {fb}({ub});\n"
             f"  in_b += thread_cpu_now() - t1; in_a += t1 - t0;\n"
             f"}}\n"
-            f"in_a -= {count} * clock_cost; in_b -= {count} * clock_cost;\n"
+            f"(void)c_loop; in_a -= i * clock_cost; in_b -= i * clock_cost;\n"
             f'printf("b measured %.4f\\n", 100 * in_b / (in_a + in_b)); }}')
 
 
@@ -230,7 +237,7 @@ def test_one_to_three_split(kc):
     75 % within what its samples can tell (share_bound: about 3 points for
     the 3,000 samples of 3 s of CPU in units of 2 ms)."""
     bundle, rows, s, out = profile(
-        kc, "%%profview\n" + timed_split(375, "2 * PER_MS", "2 * PER_MS"), "split")
+        kc, "%%profview\n" + timed_split(None, "2 * PER_MS", "2 * PER_MS", cpu=3.0), "split")
     truth = measured_b_share(out)
     share, n = b_share(rows)
     assert n > 2000, f"too few samples in a and b: {n}; {s['line']}"
@@ -244,7 +251,7 @@ def test_one_to_three_split_at_a_tenth_of_a_millisecond(kc):
     """The same split at delay=0.0001, with short calls (a pair takes
     25 us): about 10,000 samples per CPU-second."""
     bundle, rows, s, out = profile(
-        kc, "%%profview delay=0.0001\n" + timed_split(40000, "PER_MS / 160", "PER_MS / 160"),
+        kc, "%%profview delay=0.0001\n" + timed_split(None, "PER_MS / 160", "PER_MS / 160", cpu=1.0),
         "split-fast")
     assert s["interval"] == pytest.approx(0.0001), s["line"]
     assert s["rate"] and 8000 <= s["rate"] <= 11000, f"not about 10,000 per CPU-second: {s['line']}"
@@ -272,7 +279,7 @@ def shared_leaf_split(kc, magic, name):
     measured it)."""
     ok(kc, SHARED_LEAF)
     bundle, reply, outputs = flame(
-        kc, magic + "\n" + timed_split(375, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts"))
+        kc, magic + "\n" + timed_split(None, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts", cpu=3.0))
     STORE.add(bundle, name)
     return bundle, summary_of(bundle), measured_b_share(stdout(outputs))
 
@@ -285,7 +292,7 @@ def test_callers_view_puts_the_shared_leaf_on_the_root(kc):
     ok(kc, SHARED_LEAF)
     bundle, rows, s, out = profile(
         kc, "%%profview view=callers lines=false C=true\n" +
-        timed_split(375, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts"), "callers")
+        timed_split(None, "2 * PER_MS", "2 * PER_MS", "one_part", "three_parts", cpu=3.0), "callers")
     truth = measured_b_share(out)
     root = rows[0]
     # spin's loop is where the time goes: the leaf on the root
