@@ -71,6 +71,18 @@ typedef struct slot {
   /* Off-CPU time carried to the thread's next wait record: only the thread
    * itself, in fl_sampler_wait_done, never the handler. */
   int64_t wait_carry_ns;
+  /* Clock wall: the thread's run delay (its time runnable, waiting for a
+   * CPU: schedstat's second field) at its last reading, -1 when it cannot
+   * be read; and the delay not yet in a record, in ns. The handler reads
+   * the delay and records it; fl_sampler_wait_done takes off the carry
+   * (atomically: the handler may interrupt it) the delay inside the waits
+   * it records, whose wall time holds it already. */
+  int64_t delay_last_ns;
+  int64_t delay_carry_ns;
+  /* /proc/self/task/TID/schedstat, open while armed on clock wall (moved
+   * high, as perf_fd); -1 none; DELAY_FD_LOST once a read of it failed
+   * (the program closed it): each reading then opens the file itself. */
+  int delay_fd;
   void *pcs[FL_SAMPLER_MAX_DEPTH + HANDLER_FRAMES];
 } slot_t;
 
@@ -160,6 +172,21 @@ static inline int timer_set_once(timer_t t, uint64_t ns) {
                            .it_value = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)}};
   return timer_settime(t, 0, &its, NULL);
 }
+
+/* slot_t.delay_fd of a descriptor that no longer reads the file. */
+#define DELAY_FD_LOST (-2)
+
+/* ---- fl_sampler.c: run delay (clock wall) ---- */
+
+/* Opens sl's schedstat file and takes its first reading (arming, under
+ * fl__sampler_lock, on a clock wall run), or closes it (disarming). */
+FL__HIDDEN void fl__sampler_delay_open(slot_t *sl);
+FL__HIDDEN void fl__sampler_delay_close(slot_t *sl);
+/* Disarming, once sl's thread is out of the handler and its waits: the
+ * delay since the last reading goes to a runnable record of the stack of
+ * the thread's last CPU record (sl->last_rec), as the CPU time since goes
+ * to that record. */
+FL__HIDDEN void fl__sampler_delay_tail(slot_t *sl);
 
 /* ---- fl_sampler_timer.c (under fl__sampler_lock) ---- */
 

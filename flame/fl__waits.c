@@ -65,31 +65,37 @@ __attribute__((constructor)) static void resolve_at_load(void) {
 }
 
 /* Per thread, by wait: its last call lasted FL_SAMPLER_WAIT_MIN_NS or
- * more, so its next one reads the CPU clock (fl_sampler_wait_done). A loop
- * of quick writes reads only the vDSO's wall clock; a loop of waits has
- * each one's CPU time subtracted, but for the first after quick ones. */
+ * more, so its next one reads the CPU clock and the run delay
+ * (fl_sampler_wait_done). A loop of quick writes reads only the vDSO's
+ * wall clock; a loop of waits has each one's CPU time subtracted and its
+ * delay in waiting for a CPU told apart, but for the first after quick
+ * ones. */
 static __thread uint64_t long_calls __attribute__((tls_model("initial-exec")));
 _Static_assert(FL_SAMPLER_N_WAITS <= 64, "a bit per wait");
 
 /* The body of the wrapper of call: args are its parameters, in
  * parentheses. Without the C library's function (it cannot be found:
  * nothing this process could do) the call fails with ENOSYS. */
-#define WAIT(call, args)                                                          \
-  do {                                                                            \
-    if (!real_##call && resolve((void **)&real_##call, #call) < 0) {              \
-      errno = ENOSYS;                                                             \
-      return -1;                                                                  \
-    }                                                                             \
-    if (!fl_sampler_waits_on()) return real_##call args;                          \
-    const uint64_t bit = 1ull << FL_SAMPLER_WAIT_##call;                          \
-    int64_t cpu0 = long_calls & bit ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) : -1; \
-    int64_t wall0 = fl__clock_ns(CLOCK_MONOTONIC);                                \
-    __typeof__(real_##call args) ret_ = real_##call args;                         \
-    if (fl_sampler_wait_done(FL_SAMPLER_WAIT_##call, wall0, cpu0))                \
-      long_calls |= bit;                                                          \
-    else                                                                          \
-      long_calls &= ~bit;                                                         \
-    return ret_;                                                                  \
+#define WAIT(call, args)                                                   \
+  do {                                                                     \
+    if (!real_##call && resolve((void **)&real_##call, #call) < 0) {       \
+      errno = ENOSYS;                                                      \
+      return -1;                                                           \
+    }                                                                      \
+    if (!fl_sampler_waits_on()) return real_##call args;                   \
+    const uint64_t bit = 1ull << FL_SAMPLER_WAIT_##call;                   \
+    int64_t cpu0 = -1, delay0 = -1;                                        \
+    if (long_calls & bit) {                                                \
+      cpu0 = fl__clock_ns(CLOCK_THREAD_CPUTIME_ID);                        \
+      delay0 = fl_sampler_run_delay_ns();                                  \
+    }                                                                      \
+    int64_t wall0 = fl__clock_ns(CLOCK_MONOTONIC);                         \
+    __typeof__(real_##call args) ret_ = real_##call args;                  \
+    if (fl_sampler_wait_done(FL_SAMPLER_WAIT_##call, wall0, cpu0, delay0)) \
+      long_calls |= bit;                                                   \
+    else                                                                   \
+      long_calls &= ~bit;                                                  \
+    return ret_;                                                           \
   } while (0)
 
 /* For a lock: try it first, and time only a lock that has to wait. A try

@@ -252,18 +252,24 @@ static uint32_t marker_frame(conv_t *c, const char *func, uint32_t *id, bool *ha
 
 /* A wait record's leaf frames at the end of stack (m frames long): the
  * call it waited in ("nanosleep", a system library's) and what it waited
- * for ("[off-CPU: sleep]"). Returns the new length. */
+ * for ("[off-CPU: sleep]"); runnable time, which is in no call, only the
+ * latter ("[off-CPU: runnable]", below the code that was running).
+ * Returns the new length. */
 static size_t add_wait(conv_t *c, unsigned wait, uint32_t *stack, size_t m) {
   uint32_t *ids = c->wait_frames[wait];
-  if (!ids[0]) {
+  const char *func = fl_sampler_wait_call(wait);
+  if (!ids[1]) {
     char what[64];
     snprintf(what, sizeof what, "[off-CPU: %s]", fl_sampler_wait_reason(wait));
-    fl_frame_t call = {.func = fl_sampler_wait_call(wait), .flags = FL_FRAME_SYSTEM};
     fl_frame_t off = {.func = what, .flags = FL_FRAME_OFFCPU};
-    ids[0] = fl_profile_frame_id(c->prof, &call) + 1;
+    if (wait == FL_SAMPLER_WAIT_RUNNABLE) off.flags |= FL_FRAME_RUNNABLE;
+    if (func) {
+      fl_frame_t call = {.func = func, .flags = FL_FRAME_SYSTEM};
+      ids[0] = fl_profile_frame_id(c->prof, &call) + 1;
+    }
     ids[1] = fl_profile_frame_id(c->prof, &off) + 1;
   }
-  stack[m++] = ids[0] - 1;
+  if (func) stack[m++] = ids[0] - 1;
   stack[m++] = ids[1] - 1;
   return m;
 }

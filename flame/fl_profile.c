@@ -491,7 +491,8 @@ size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **ou
   for (size_t i = 0; i < p->n_samples; i++) {
     const sample_rec_t *s = &p->samples[i];
     const stack_rec_t *st = &p->stacks[s->stack];
-    bool off = st->len && (p->frames[p->ids[st->off + st->len - 1]].flags & FL_FRAME_OFFCPU);
+    uint32_t leaf = st->len ? p->frames[p->ids[st->off + st->len - 1]].flags : 0;
+    bool off = leaf & FL_FRAME_OFFCPU;
     size_t lo = 0, hi = n; /* the thread, by bisection */
     while (hi - lo > 1) {
       size_t mid = (lo + hi) / 2;
@@ -500,6 +501,7 @@ size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **ou
       else
         hi = mid;
     }
+    if (off && (leaf & FL_FRAME_RUNNABLE)) w[lo].runnable += s->weight;
     if (off)
       w[lo].off += s->weight;
     else

@@ -96,6 +96,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libunwind.h>
 #include <link.h>
 #include <signal.h>
@@ -339,6 +340,161 @@ static void forward_trap(int sig, siginfo_t *si, void *uc) {
   }
 }
 
+/* ---- run delay (clock wall) ---- */
+
+/* Time a thread spends runnable but not running, waiting for a CPU, is
+ * wall time that neither its CPU clock nor its waits see: on a machine
+ * with more runnable threads than cores, most of it. Linux counts it per
+ * thread, without privileges, as the second field of
+ * /proc/self/task/TID/schedstat (sched_info.run_delay, ns; "0 0 0" where
+ * the kernel keeps no such counts, and then nothing is recorded). On a
+ * clock wall run the handler reads it after each CPU record and records
+ * the delay since the last reading as a runnable record of the same
+ * stack: the thread was preempted somewhere in the interval before the
+ * sample, where it ran the sampled code as likely as any, as CPU samples
+ * are. Read at every record, not one in CLOCK_EVERY, so that delay is
+ * placed within an interval of CPU time of when it happened: a batch of
+ * eight would move up to eight intervals' delay (on a loaded machine,
+ * several times that in wall time) across the start or end of whatever
+ * the user measures. The file stays open while the thread is armed (a
+ * pread costs 0.5 us, of the 20 us a sample does, where opening it costs
+ * 3 us); raw system calls, since the profiled program may define open
+ * and read, and fl__waits.c's read is a wrapper. */
+
+/* The second number of a schedstat line ("1234 5678 9\n"), or -1. */
+static int64_t parse_run_delay(const char *text, ssize_t n) {
+  ssize_t i = 0;
+  while (i < n && text[i] >= '0' && text[i] <= '9') i++;
+  if (i == 0 || i >= n || text[i] != ' ') return -1;
+  ssize_t start = ++i;
+  int64_t v = 0;
+  for (; i < n && text[i] >= '0' && text[i] <= '9'; i++) v = v * 10 + (text[i] - '0');
+  return i > start && i < n && text[i] == ' ' ? v : -1;
+}
+
+/* "/proc/self/task/TID/schedstat" into path (at least 48 bytes), without
+ * snprintf (the handler's). */
+static void schedstat_path(pid_t tid, char *path) {
+  static const char head[] = "/proc/self/task/", tail[] = "/schedstat";
+  char digits[12];
+  int nd = 0;
+  unsigned v = (unsigned)tid;
+  do digits[nd++] = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  size_t k = sizeof head - 1;
+  memcpy(path, head, k);
+  while (nd) path[k++] = digits[--nd];
+  memcpy(path + k, tail, sizeof tail);
+}
+
+/* sl's thread's run delay now, in ns, or -1. Async-signal-safe; callable
+ * from any thread. */
+static int64_t read_run_delay(slot_t *sl) {
+  char text[96];
+  ssize_t n = -1;
+  int fd = sl->delay_fd;
+  if (fd >= 0) {
+    n = (ssize_t)syscall(SYS_pread64, fd, text, sizeof text, 0);
+    int64_t d = parse_run_delay(text, n);
+    if (d >= 0) return d;
+    /* Not the file any more: the program closed the descriptor (and may
+     * have reused its number), so it is neither read nor closed again. */
+    sl->delay_fd = DELAY_FD_LOST;
+  }
+  char path[48];
+  schedstat_path(sl->tid, path);
+  fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  n = (ssize_t)syscall(SYS_read, fd, text, sizeof text);
+  syscall(SYS_close, fd);
+  return parse_run_delay(text, n);
+}
+
+void fl__sampler_delay_open(slot_t *sl) {
+  char path[48];
+  schedstat_path(sl->tid, path);
+  sl->delay_fd = fl__sampler_move_high(open(path, O_RDONLY | O_CLOEXEC));
+  sl->delay_last_ns = read_run_delay(sl);
+  sl->delay_carry_ns = 0;
+}
+
+void fl__sampler_delay_close(slot_t *sl) {
+  if (sl->delay_fd >= 0) close(sl->delay_fd);
+  sl->delay_fd = -1;
+  sl->delay_last_ns = -1;
+}
+
+/* Writes a wait record (wait: FL_SAMPLER_WAIT_*) of sl's thread, weight
+ * intervals standing for ns, with the stack of n addresses at pcs_v (void
+ * pointers, or words of an earlier record when words is set): each plus
+ * add, the first plus first_add more. Returns whether it fitted. */
+static bool put_wait(slot_t *sl, unsigned wait, int64_t weight, int64_t ns, const void *pcs_v,
+                     size_t n, bool words, uintptr_t add, uintptr_t first_add) {
+  if (n > FL_SAMPLER_MAX_DEPTH) n = FL_SAMPLER_MAX_DEPTH;
+  uint64_t *rec = reserve(FL_SAMPLER_RECORD_WORDS + n);
+  if (!rec) return false;
+  rec[1] = (uint64_t)weight;
+  rec[2] = (uint64_t)ns;
+  rec[3] = fl__sampler.tag;
+  rec[4] = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
+  for (size_t k = 0; k < n; k++) {
+    uint64_t pc =
+        words ? ((const uint64_t *)pcs_v)[k] : (uint64_t)(uintptr_t)((void *const *)pcs_v)[k];
+    rec[FL_SAMPLER_RECORD_WORDS + k] = pc + add + (k == 0 ? first_add : 0);
+  }
+  /* Word 0 last: a reader that sees it sees the whole record. */
+  __atomic_store_n(&rec[0], (uint64_t)wait << 48 | (uint64_t)n << 32 | (uint32_t)sl->tid,
+                   __ATOMIC_RELEASE);
+  __atomic_fetch_add(&fl__sampler.hdr->samples, 1, __ATOMIC_RELAXED);
+  sl->sampled = 1;
+  return true;
+}
+
+/* The run delay since sl's last reading (now_ns, read), plus the carry:
+ * its weight in intervals, rounded to the nearest; the rest carried (a
+ * negative carry is delay already in waits). 0: nothing to record. */
+static int64_t take_run_delay(slot_t *sl, int64_t now_ns, int64_t *ns) {
+  int64_t iv = (int64_t)fl__sampler.interval_ns;
+  int64_t since = now_ns - sl->delay_last_ns;
+  if (since < 0) since = 0;
+  sl->delay_last_ns = now_ns;
+  int64_t acc = __atomic_add_fetch(&sl->delay_carry_ns, since, __ATOMIC_RELAXED);
+  int64_t weight = acc > 0 ? (acc + iv / 2) / iv : 0;
+  if (weight > 0) __atomic_fetch_sub(&sl->delay_carry_ns, weight * iv, __ATOMIC_RELAXED);
+  *ns = since;
+  return weight;
+}
+
+/* From the handler, after a CPU record: the run delay since the last
+ * reading, as a runnable record of the same stack (pcs, n
+ * addresses, the first the interrupted instruction). Not while the thread
+ * is in fl_sampler_wait_done, which takes the carry in its turn. */
+static inline __attribute__((always_inline)) void record_run_delay(slot_t *sl, size_t n) {
+  if (sl->delay_last_ns < 0 || __atomic_load_n(&sl->in_wait, __ATOMIC_RELAXED)) return;
+  int64_t now = read_run_delay(sl), ns;
+  if (now < 0) return;
+  int64_t weight = take_run_delay(sl, now, &ns);
+  if (weight > 0) put_wait(sl, FL_SAMPLER_WAIT_RUNNABLE, weight, ns, sl->pcs, n, false, 0, 1);
+}
+
+void fl__sampler_delay_tail(slot_t *sl) {
+  if (sl->delay_last_ns < 0 || !sl->last_rec) return;
+  int64_t now = read_run_delay(sl), ns;
+  if (now < 0) return;
+  int64_t weight = take_run_delay(sl, now, &ns);
+  const uint64_t *rec = sl->last_rec;
+  size_t n = (size_t)(rec[0] >> 32 & 0xffff);
+  if (weight > 0)
+    put_wait(sl, FL_SAMPLER_WAIT_RUNNABLE, weight, ns, rec + FL_SAMPLER_RECORD_WORDS, n, true, 0,
+             1);
+}
+
+int64_t fl_sampler_run_delay_ns(void) {
+  int s = fl__sampler_tls_slot - 1;
+  if (s < 0 || fl__sampler_slots[s].delay_last_ns < 0) return -1;
+  return read_run_delay(&fl__sampler_slots[s]);
+}
+
 static void sample_handler(int sig, siginfo_t *si, void *ucv) {
   if (sig == SIGTRAP && !(si->si_code == TRAP_PERF && fl__siginfo_perf_data(si) == TRAP_COOKIE)) {
     forward_trap(sig, si, ucv);
@@ -458,6 +614,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     sl->cpu_last_ns = now;
     sl->unmeasured = 0;
   }
+  if (__atomic_load_n(&fl__sampler.waits, __ATOMIC_RELAXED)) record_run_delay(sl, n);
 done:
   __atomic_store_n(&sl->busy, 0, __ATOMIC_SEQ_CST);
 out:
@@ -478,12 +635,12 @@ bool fl_sampler_waits_on(void) {
 /* Not inlined, so that its frame and the wrapper's are the two the stack
  * leaves out. */
 __attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0_ns,
-                                                    int64_t cpu0_ns) {
+                                                    int64_t cpu0_ns, int64_t delay0_ns) {
   int saved_errno = errno;
   int64_t wall = fl__clock_ns(CLOCK_MONOTONIC) - wall0_ns;
   bool waited = wall >= FL_SAMPLER_WAIT_MIN_NS;
   int s = fl__sampler_tls_slot - 1;
-  if (!waited || s < 0 || wait == 0 || wait >= FL_SAMPLER_N_WAITS) goto out;
+  if (!waited || s < 0 || wait == 0 || wait >= FL_SAMPLER_WAIT_RUNNABLE) goto out;
   int64_t cpu = cpu0_ns >= 0 ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0_ns : 0;
   slot_t *sl = &fl__sampler_slots[s];
   /* A wait in a signal handler that interrupted this thread's walk of
@@ -505,6 +662,23 @@ __attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0
    * the wait that takes it past half an interval is recorded. */
   int64_t iv = (int64_t)fl__sampler.interval_ns, off = wall - cpu;
   if (off < 0) off = 0;
+  /* The run delay inside the call (a thread woken waits for a CPU) is in
+   * off already: it is taken off the delay still to record as runnable.
+   * Without a reading before the call (the wrapper reads the clocks only
+   * for a call that follows a long one of its kind), all the delay not
+   * yet recorded is taken as the call's, as much of it as off holds: the
+   * delay since the handler's last reading that came before the call then
+   * goes uncounted (at most what an interval of CPU time saw), rather
+   * than the delay in the call counted twice. */
+  if (sl->delay_last_ns >= 0) {
+    int64_t delay = read_run_delay(sl), inside = -1;
+    if (delay >= 0 && delay0_ns >= 0)
+      inside = delay - delay0_ns;
+    else if (delay >= 0)
+      inside = delay - sl->delay_last_ns + __atomic_load_n(&sl->delay_carry_ns, __ATOMIC_RELAXED);
+    if (inside > off) inside = off;
+    if (inside > 0) __atomic_fetch_sub(&sl->delay_carry_ns, inside, __ATOMIC_RELAXED);
+  }
   int64_t acc = sl->wait_carry_ns + off, weight = (acc + iv / 2) / iv;
   if (weight <= 0) {
     sl->wait_carry_ns = acc;
@@ -529,20 +703,7 @@ __attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0
     }
   }
   if (start < 0 || start >= n) goto done;
-  uint64_t m = (uint64_t)(n - start);
-  if (m > FL_SAMPLER_MAX_DEPTH) m = FL_SAMPLER_MAX_DEPTH;
-  uint64_t *rec = reserve(FL_SAMPLER_RECORD_WORDS + m);
-  if (!rec) goto done;
-  rec[1] = (uint64_t)weight;
-  rec[2] = (uint64_t)off;
-  rec[3] = fl__sampler.tag;
-  rec[4] = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
-  for (uint64_t k = 0; k < m; k++)
-    rec[FL_SAMPLER_RECORD_WORDS + k] = (uint64_t)(uintptr_t)pcs[start + k] + adjust;
-  /* Word 0 last: a reader that sees it sees the whole record. */
-  __atomic_store_n(&rec[0], (uint64_t)wait << 48 | m << 32 | (uint32_t)sl->tid, __ATOMIC_RELEASE);
-  __atomic_fetch_add(&fl__sampler.hdr->samples, 1, __ATOMIC_RELAXED);
-  sl->sampled = 1;
+  put_wait(sl, wait, weight, off, pcs + start, (size_t)(n - start), false, adjust, 0);
 done:
   __atomic_store_n(&sl->in_wait, outer_in_wait, __ATOMIC_SEQ_CST);
 out:

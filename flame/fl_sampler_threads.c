@@ -128,6 +128,8 @@ void fl_sampler_thread_enter(void) {
     sl->perf_fd = -1;
     sl->perf_map = NULL;
     sl->has_timer = false;
+    sl->delay_fd = -1;
+    sl->delay_last_ns = -1;
     sl->altstack = give_altstack();
     sl->rng = ((uint64_t)sl->tid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
     if (!sl->rng) sl->rng = 1;
@@ -153,10 +155,10 @@ void fl_sampler_thread_exit(void) {
 }
 
 /* fork: the child has only the forking thread, no timers, copies of the
- * parent's perf descriptors (which still watch the parent's threads; the
- * program may have reused the number of one), none of the events'
- * mappings (the kernel does not copy them), and copies of the other
- * threads' alternate stacks. */
+ * parent's perf and schedstat descriptors (which still watch the parent's
+ * threads; the program may have reused the number of a perf one), none of
+ * the events' mappings (the kernel does not copy them), and copies of the
+ * other threads' alternate stacks. */
 static void before_fork(void) {
   pthread_mutex_lock(&fl__sampler_lock);
 }
@@ -170,6 +172,9 @@ static void after_fork_child(void) {
     if (!sl->used) continue;
     if (own_event(sl, sl->perf_fd)) close(sl->perf_fd);
     sl->perf_fd = -1;
+    /* The parent's thread's schedstat: the child has not had the time to
+     * reuse its number. */
+    fl__sampler_delay_close(sl);
     sl->perf_map = NULL;
     sl->has_timer = false;
     sl->armed = 0;

@@ -130,7 +130,7 @@ int fl__sampler_open_timer(pid_t tid, clockid_t clock, timer_t *t) {
 
 /* Starts sl's timer with the first kind from fl__sampler.kind on that works for it.
  * Returns 0 or -1 with errno. */
-int fl__sampler_arm(slot_t *sl) {
+static int arm_timer(slot_t *sl) {
   uint64_t first = fl__sampler.event_period ? fl__sampler.event_period : next_period(sl);
   sl->cpu_last_ns = fl__clock_ns(sl->cpu_clock);
   sl->last_rec = NULL;
@@ -172,6 +172,16 @@ int fl__sampler_arm(slot_t *sl) {
       return -1;
     }
   }
+  return -1;
+}
+
+int fl__sampler_arm(slot_t *sl) {
+  /* Before the timer: its first signal may read the run delay. */
+  if (__atomic_load_n(&fl__sampler.waits, __ATOMIC_SEQ_CST)) fl__sampler_delay_open(sl);
+  if (arm_timer(sl) == 0) return 0;
+  int e = errno;
+  fl__sampler_delay_close(sl);
+  errno = e;
   return -1;
 }
 
@@ -230,7 +240,9 @@ void fl__sampler_disarm(slot_t *sl) {
     int64_t iv = (int64_t)fl__sampler.interval_ns;
     int64_t tail = fl__clock_ns(sl->cpu_clock) - sl->cpu_last_ns + sl->carry_ns;
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
+    fl__sampler_delay_tail(sl); /* the same for its run delay */
   }
+  fl__sampler_delay_close(sl);
   sl->last_rec = NULL;
   /* Without its descriptor, the mapping held the event: unmapping it
    * ends the event. */

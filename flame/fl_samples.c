@@ -13,7 +13,8 @@ static const struct {
 #define WAIT_ROW(call, reason) {#call, reason},
              FL_SAMPLER_WAIT_CALLS(WAIT_ROW)
 #undef WAIT_ROW
-};
+                 [FL_SAMPLER_WAIT_RUNNABLE] = {NULL, "runnable"}};
+_Static_assert(sizeof waits / sizeof waits[0] == FL_SAMPLER_N_WAITS, "a row per wait");
 
 const char *fl_sampler_wait_call(unsigned wait) {
   return wait < FL_SAMPLER_N_WAITS ? waits[wait].call : NULL;

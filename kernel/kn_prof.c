@@ -592,6 +592,10 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   bool wall = kind->measure == FL_PROFILE_WALL;
   fl_thread_weights_t *threads = NULL;
   size_t n_threads = wall ? fl_profile_thread_weights(prof, &threads) : 0;
+  /* Time runnable (waiting for a CPU) is said apart from waits in calls,
+   * where there was any: a thread's three parts add up to its wall time. */
+  uint64_t runnable = 0;
+  for (size_t i = 0; i < n_threads; i++) runnable += threads[i].runnable;
   if (wall) {
     uint64_t on = 0, off = 0;
     for (size_t i = 0; i < n_threads; i++) on += threads[i].on, off += threads[i].off;
@@ -600,7 +604,9 @@ char *kn_prof_summary(const fl_profile_t *prof) {
                    "%s every %s of wall time represent%s %.3f s: %.3f s running (on-CPU), "
                    "%.3f s waiting (off-CPU)",
                    weight, interval, info->total_weight == 1 ? "s" : "", represented,
-                   (double)on * iv, (double)off * iv);
+                   (double)on * iv, (double)(off - runnable) * iv);
+    if (runnable)
+      fl__buf_printf(&sb, ", %.3f s runnable (waiting for a CPU)", (double)runnable * iv);
   } else {
     fl__buf_printf(&sb, "%s every %s of CPU represent%s %.3f s of CPU", weight, interval,
                    info->total_weight == 1 ? "s" : "", represented);
@@ -628,7 +634,8 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     double iv = (double)info->interval_ns / 1e9;
     fl__buf_printf(&sb, "%s thread %d%s%s%s: %.3f s running, %.3f s waiting", i ? ";" : "; by",
                    t->thread, name ? " (" : "", name ? name : "", name ? ")" : "",
-                   (double)t->on * iv, (double)t->off * iv);
+                   (double)t->on * iv, (double)(t->off - t->runnable) * iv);
+    if (runnable) fl__buf_printf(&sb, ", %.3f s runnable", (double)t->runnable * iv);
   }
   free(threads);
   if (info->dropped)

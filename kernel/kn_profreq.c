@@ -23,7 +23,7 @@ static const kn_optspec_t sampling_options[] = {
      .groups = KN_OPTS_SAMPLING},
     {"clock", FL_OPT_ENUM, "cpu|wall", 1, 0,
      "what a sample is: an interval of CPU time, or of wall time, where the time a thread "
-     "waits (sleep, read, a lock) is off-CPU",
+     "waits (sleep, read, a lock, a CPU) is off-CPU",
      .def = "cpu", .groups = KN_OPTS_CLOCK},
     {"event", FL_OPT_STRING, NULL, 1, 0,
      "weigh samples by a perf event instead of time: page-faults, minor-faults, "

@@ -72,7 +72,8 @@ static const char usage_text[] =
     "                         (default 0.001; at least 0.00001)\n"
     "      --clock cpu|wall   what a sample is: an interval of CPU time (default), or\n"
     "                         of wall time, where the time a thread waits (sleep,\n"
-    "                         read, a lock) is off-CPU, under the call it waited in\n"
+    "                         read, a lock) is off-CPU, under the call it waited in,\n"
+    "                         and its time waiting for a CPU under the code it ran\n"
     "      --event NAME       weigh samples by a perf event instead of time:\n"
     "                         page-faults, minor-faults, major-faults,\n"
     "                         context-switches, cpu-migrations, or with hardware\n"
@@ -557,11 +558,14 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
     } else if (o->wall) {
       fl_thread_weights_t *tw;
       size_t nt = fl_profile_thread_weights(rec->profile, &tw);
-      uint64_t on = 0, off = 0;
-      for (size_t i = 0; i < nt; i++) on += tw[i].on, off += tw[i].off;
+      uint64_t on = 0, off = 0, runnable = 0;
+      for (size_t i = 0; i < nt; i++) on += tw[i].on, off += tw[i].off, runnable += tw[i].runnable;
       free(tw);
-      fprintf(f, "%s every %g ms of wall time (%.3f s: %.3f s running, %.3f s waiting)", n,
-              iv * 1e3, (double)info->total_weight * iv, (double)on * iv, (double)off * iv);
+      fprintf(f, "%s every %g ms of wall time (%.3f s: %.3f s running, %.3f s waiting", n, iv * 1e3,
+              (double)info->total_weight * iv, (double)on * iv, (double)(off - runnable) * iv);
+      /* Time runnable, waiting for a CPU: where there was any. */
+      if (runnable) fprintf(f, ", %.3f s runnable", (double)runnable * iv);
+      fputc(')', f);
     } else {
       fprintf(f, "%s every %g ms of CPU (%.3f s)", n, iv * 1e3, (double)info->total_weight * iv);
     }

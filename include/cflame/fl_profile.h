@@ -105,6 +105,9 @@ enum {
   FL_FRAME_OFFCPU = 1u << 8,    /* time a thread spent waiting, not running: the
                                    leaf of a wall-clock profile's waits,
                                    "[off-CPU: sleep]" */
+  FL_FRAME_RUNNABLE = 1u << 9,  /* with FL_FRAME_OFFCPU: the thread was
+                                   runnable, waiting for a CPU, not for a
+                                   call: "[off-CPU: runnable]" */
 };
 
 typedef struct fl_frame {
@@ -252,10 +255,11 @@ void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out);
 size_t fl_profile_threads(const fl_profile_t *p, int **threads);
 
 /* A thread's weight running and waiting: off is the weight of its samples
- * whose innermost frame is a wait (FL_FRAME_OFFCPU), on the rest. */
+ * whose innermost frame is a wait (FL_FRAME_OFFCPU), on the rest; runnable
+ * the part of off whose wait was for a CPU (FL_FRAME_RUNNABLE). */
 typedef struct fl_thread_weights {
   int thread;
-  uint64_t on, off;
+  uint64_t on, off, runnable;
 } fl_thread_weights_t;
 /* Each thread's weights, by thread ascending, into *out (new: free it;
  * NULL when there are no samples). Returns how many threads. */

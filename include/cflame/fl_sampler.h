@@ -59,6 +59,15 @@
  *            words 3-4 as above (word 4: when the call returned); then the
  *            return addresses of the call's caller and its callers (the
  *            call itself is the wait). A CPU sample's wait is 0.
+ *   Runnable time (clock wall): a wait record whose wait is
+ *            FL_SAMPLER_WAIT_RUNNABLE: the time the thread spent runnable
+ *            but not running, waiting for a CPU (its run delay, from
+ *            /proc/self/task/TID/schedstat), outside the waits recorded,
+ *            since its previous reading; weighed and carried as waits are,
+ *            in records of its own; word 2 that time in ns. Its stack is
+ *            the one the thread was running when the delay was read: a CPU
+ *            record's, the interrupted instruction stored plus 1, so that
+ *            every address reads as a return address, as a wait's do.
  *   A thread's name: word 0 = FL_SAMPLER_NAME_RECORD << 32 | tid, words 1-2
  *            = the name (NUL-padded, as prctl(PR_GET_NAME) gives it), word 3
  *            = tag, word 4 = when it was read. The sampler writes one for
@@ -135,11 +144,14 @@ enum {
 #define FL_SAMPLER_WAIT_ID(call, reason) FL_SAMPLER_WAIT_##call,
   FL_SAMPLER_WAIT_CALLS(FL_SAMPLER_WAIT_ID)
 #undef FL_SAMPLER_WAIT_ID
-      FL_SAMPLER_N_WAITS
+  /* Not a call: the thread was runnable, waiting for a CPU. */
+  FL_SAMPLER_WAIT_RUNNABLE,
+  FL_SAMPLER_N_WAITS
 };
 
 /* The function a wait record's wait names ("nanosleep") and what it waits
- * for ("sleep"); NULL for 0 or an unknown wait. */
+ * for ("sleep"); NULL for 0 or an unknown wait. FL_SAMPLER_WAIT_RUNNABLE
+ * names no function (NULL) and waits for "runnable". */
 const char *fl_sampler_wait_call(unsigned wait);
 const char *fl_sampler_wait_reason(unsigned wait);
 
@@ -233,8 +245,11 @@ void fl_sampler_interference(fl_sampler_interference_t *out);
 
 /* The clock of the next fl_sampler_start (FL_SAMPLER_CLOCK_CPU until
  * set). With FL_SAMPLER_CLOCK_WALL, the waits that the interposed calls
- * report (fl_sampler_wait_done) are recorded too; CPU samples are taken
- * as with FL_SAMPLER_CLOCK_CPU. The header says the run's clock. */
+ * report (fl_sampler_wait_done) are recorded too, and the time each
+ * thread was runnable but waiting for a CPU (FL_SAMPLER_WAIT_RUNNABLE);
+ * CPU samples are taken as with FL_SAMPLER_CLOCK_CPU. So a thread's
+ * records add up to its wall time, but for the waits no wrapper sees
+ * (fl__waits.h). The header says the run's clock. */
 void fl_sampler_set_clock(fl_sampler_clock_t clock);
 
 /* The event of the next fl_sampler_start instead of time (period 0: time,
@@ -252,16 +267,24 @@ bool fl_sampler_waits_on(void);
 /* A call shorter than this (wall time) did not wait: it was a system
  * call's own work, which CPU samples count. */
 #define FL_SAMPLER_WAIT_MIN_NS 4000
+/* For the wrappers, on a clock wall run: the calling thread's run delay
+ * (ns it has been runnable, waiting for a CPU, since it started), or -1
+ * when it is not known (not sampled, no schedstat). Async-signal-safe. */
+int64_t fl_sampler_run_delay_ns(void);
 /* After the call wait returned: records the thread's off-CPU time in it,
  * the wall time since wall0_ns (CLOCK_MONOTONIC) less the thread's CPU
  * time since cpu0_ns (CLOCK_THREAD_CPUTIME_ID; a negative cpu0_ns: not
  * read, taken as none), with the stack of the wrapper's caller; nothing
- * for a call shorter than FL_SAMPLER_WAIT_MIN_NS. Returns whether the
- * call was that long: reading the CPU clock is a system call, as long as
- * a quick call, so a wrapper reads it only for a call that follows a long
- * one of its kind (fl__waits.c). Call it from the wrapper itself (its
- * frame and the wrapper's are left out of the stack); errno is kept. */
-bool fl_sampler_wait_done(unsigned wait, int64_t wall0_ns, int64_t cpu0_ns);
+ * for a call shorter than FL_SAMPLER_WAIT_MIN_NS. delay0_ns is the run
+ * delay before the call (fl_sampler_run_delay_ns; negative: not read):
+ * the delay inside the call (a thread woken waits for a CPU) is the
+ * wait's, and is not recorded again as runnable time. Returns whether
+ * the call was that long: reading the CPU clock is a system call, as
+ * long as a quick call, so a wrapper reads the clocks before the call
+ * only for a call that follows a long one of its kind (fl__waits.c).
+ * Call it from the wrapper itself (its frame and the wrapper's are left
+ * out of the stack); errno is kept. */
+bool fl_sampler_wait_done(unsigned wait, int64_t wall0_ns, int64_t cpu0_ns, int64_t delay0_ns);
 
 /* Calls fn(arg) as the root of the stacks sampled inside it: its frame's
  * call-frame information marks the return address undefined, as a

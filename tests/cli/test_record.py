@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 from cflame_bundle import check_deep_drawing
+from cflame_load import busy_loops  # (tests/lib)
 from cflame_text import COUNT, count, count_in  # (tests/lib)
 from cflame_tmpfs import in_small_tmpdir
 
@@ -919,8 +920,8 @@ def test_clock_wall_shows_the_sleeps_off_cpu(bins, tmp_path):
     """cflame record --clock wall of a shell that sleeps 1 s, then starts
     yes in the background and sleeps 1 s more: each sleep process spends
     its second (or more) under nanosleep, off-CPU, and yes runs. (Its
-    writes to /dev/null do not block, but on a busy machine a write that
-    is preempted waits for a CPU, which counts as time it did not run.)"""
+    writes to /dev/null do not block; on a busy machine yes waits for a
+    CPU, which is runnable time, and a write preempted is a wait.)"""
     r = recorded("--clock", "wall", "-o", "wall.folded", "--no-lines", "--", "sh", "-c",
                  "sleep 1; yes > /dev/null & sleep 1; kill $!", cwd=tmp_path)
     stacks = folded(tmp_path / "wall.folded")
@@ -936,8 +937,35 @@ def test_clock_wall_shows_the_sleeps_off_cpu(bins, tmp_path):
     assert len(sleeps) == 2 and all(998 <= c <= wall_ms for c in sleeps.values()), (sleeps, wall_ms)
     yes_running = sum(c for s, c in stacks.items() if s.startswith("yes") and "[off-CPU" not in s)
     yes_waits = {s.split(";")[-1] for s in stacks if s.startswith("yes") and "[off-CPU" in s}
-    assert yes_running >= 100 and yes_waits <= {"[off-CPU: write]"}, (yes_running, yes_waits)
+    assert yes_running >= 100, yes_running
+    assert yes_waits <= {"[off-CPU: write]", "[off-CPU: runnable]"}, yes_waits
     assert "of wall time" in r.stderr and "waiting" in r.stderr, r.stderr
+
+
+def test_clock_wall_adds_up_beside_busy_loops(bins, tmp_path):
+    """prog wall beside twice as many busy loops as cores: its main thread
+    and the thread it starts each run 0.4 s of CPU and wait for a CPU much
+    of the time. Each thread's stacks (running, waiting and runnable) add
+    up to the wall time it measured around its work, within 2% plus an
+    interval, and their [off-CPU: runnable] leaves to the run delay it
+    measured (schedstat) within as much; the summary says the runnable
+    time."""
+    with busy_loops():
+        r = recorded("--clock", "wall", "-o", "wall.folded", "--no-lines", "--", bins["prog"],
+                     "wall", ITERS, cwd=tmp_path)
+    measured = program_json(r.stdout)
+    stacks = folded(tmp_path / "wall.folded")
+    interval = 0.001
+    for thread, start in (("main", "main"), ("thread", "wall_thread")):
+        wall, delay = measured[thread]
+        mine = {s: c for s, c in stacks.items() if s.split(";")[1] == start}
+        total = sum(mine.values()) * interval
+        runnable = sum(c for s, c in mine.items() if s.endswith(";[off-CPU: runnable]")) * interval
+        bound = 0.02 * wall + interval
+        assert delay >= 0.2 * wall, f"{thread}: the busy loops left it no run delay: {measured}"
+        assert abs(total - wall) <= bound, (thread, total, wall, r.stderr)
+        assert abs(runnable - delay) <= bound, (thread, runnable, delay, r.stderr)
+    assert re.search(r"[\d.]+ s running, [\d.]+ s waiting, [\d.]+ s runnable\)", r.stderr), r.stderr
 
 
 def test_clock_wall_and_allocs_are_one_or_the_other(bins, tmp_path):

@@ -5,7 +5,9 @@
  * sleeps and blocking reads that must not see EINTR, a qsort comparator
  * whose stack must go through the C library, a thread that allocates and
  * loads libraries while it is sampled, a buffer too small for the run, and
- * a child process that crashes while it samples into a shared file.
+ * a child process that crashes while it samples into a shared file, and
+ * on clock wall a thread beside busy processes, whose time waiting for a
+ * CPU must be recorded.
  *
  * Samples are attributed to functions with the project's own symbolizer
  * (fl_symbol) on this process. The test prints what it measured (records
@@ -32,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/run_delay.h"
 #include "test.h"
 
 #define MS 1000000ull
@@ -479,6 +482,63 @@ static void test_time_and_names(void) {
   CHECK_INT(out_of_order, 0);
   CHECK(named);
   CHECK(main_named);
+}
+
+/* ---- w: clock wall counts time runnable, waiting for a CPU ---- */
+
+/* 300 ms of CPU beside twice as many spinning processes as cores, on
+ * clock wall: the thread's CPU records and its runnable ones
+ * (FL_SAMPLER_WAIT_RUNNABLE, in the code it ran: tsamp_burn) add up to
+ * the wall time it measured, within 2% and an interval, and the runnable
+ * ones to the run delay it measured within as much. */
+static void test_runnable(void) {
+  CHECK(fl_sampler_wait_call(FL_SAMPLER_WAIT_RUNNABLE) == NULL);
+  CHECK(!strcmp(fl_sampler_wait_reason(FL_SAMPLER_WAIT_RUNNABLE), "runnable"));
+  if (test_run_delay_ns() < 0) {
+    fprintf(stderr, "  runnable: no /proc/thread-self/schedstat here: not tested\n");
+    return;
+  }
+  long n_busy = 2 * sysconf(_SC_NPROCESSORS_ONLN);
+  pid_t busy[64];
+  if (n_busy > 64) n_busy = 64;
+  for (long i = 0; i < n_busy; i++)
+    if ((busy[i] = fork()) == 0)
+      for (;;) __asm__ volatile("");
+  fl_sampler_set_clock(FL_SAMPLER_CLOCK_WALL);
+  start(MS);
+  int64_t w0 = clock_ns(CLOCK_MONOTONIC), d0 = test_run_delay_ns();
+  burn_cpu(300 * (int64_t)MS);
+  int64_t w1 = clock_ns(CLOCK_MONOTONIC), d1 = test_run_delay_ns();
+  fl_sampler_stop();
+  fl_sampler_set_clock(FL_SAMPLER_CLOCK_CPU);
+  for (long i = 0; i < n_busy; i++) kill(busy[i], SIGKILL);
+  for (long i = 0; i < n_busy; i++) waitpid(busy[i], NULL, 0);
+  uint64_t cpu = 0, runnable = 0, runnable_in_burn = 0, other = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
+    if (r.wait == 0) {
+      cpu += r.weight;
+    } else if (r.wait == FL_SAMPLER_WAIT_RUNNABLE) {
+      runnable += r.weight;
+      /* Every address a return address: the leaf's is its instruction + 1. */
+      if (!strcmp(func_of(r.pcs[0], true), "tsamp_burn")) runnable_in_burn += r.weight;
+    } else {
+      other += r.weight;
+    }
+  }
+  double wall = (double)(w1 - w0) / 1e6, delay = (double)(d1 - d0) / 1e6; /* ms */
+  fprintf(stderr,
+          "  runnable: %ld busy processes; %.1f ms wall, %.1f ms run delay measured; records: "
+          "%llu ms CPU, %llu ms runnable (%llu in tsamp_burn), %llu ms waits\n",
+          n_busy, wall, delay, (unsigned long long)cpu, (unsigned long long)runnable,
+          (unsigned long long)runnable_in_burn, (unsigned long long)other);
+  CHECK(delay >= 0.2 * wall); /* the spinning processes made it wait */
+  CHECK_NEAR((double)(cpu + runnable + other), wall, 0.02 * wall + 1);
+  CHECK_NEAR((double)runnable, delay, 0.02 * wall + 1);
+  /* Not 95% as CPU records (test 1): a thread is preempted more often on
+   * its way out of a system call (burn_cpu's clock reads) than elsewhere. */
+  CHECK(runnable_in_burn >= runnable * 90 / 100);
 }
 
 /* ---- 6: no EINTR ---- */
@@ -1166,6 +1226,7 @@ int main(void) {
   RUN('4', test_threads(ns_per_it));
   RUN('t', test_time_and_names());
   RUN('6', test_no_eintr());
+  RUN('w', test_runnable());
   RUN('7', test_qsort());
   RUN('r', test_root());
   RUN('8', test_handler_safety(tmpdir));

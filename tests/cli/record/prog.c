@@ -7,6 +7,10 @@
  *   prog split ITERS           one() and three() (three times one()'s work),
  *                              alternating over rounds, on the main thread
  *   prog threads ITERS         thread_a runs one(), thread_b three()
+ *   prog wall ITERS            main and wall_thread each run one() over
+ *                              rounds; each prints the wall time and run
+ *                              delay (schedstat) it measured around its
+ *                              work, main's around the thread's too
  *   prog fork ITERS            a child runs child_work (three), the parent
  *                              parent_work (one); the parent waits
  *   prog exec ITERS OTHER      a child execs OTHER (other.c) and the parent
@@ -36,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../lib/run_delay.h"
 #include "work.h"
 
 #define ROUNDS 10
@@ -67,6 +72,24 @@ static void *thread_a(void *arg) {
 static void *thread_b(void *arg) {
   for (int r = 0; r < ROUNDS; r++) three(iters);
   cpu_b = thread_cpu();
+  return arg;
+}
+
+/* The calling thread's time runnable but waiting for a CPU, in s. */
+static double run_delay(void) {
+  return (double)test_run_delay_ns() / 1e9;
+}
+static double mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+static double wall_a, delay_a;
+static void *wall_thread(void *arg) {
+  double w = mono(), d = run_delay();
+  for (int r = 0; r < 2 * ROUNDS; r++) one(iters);
+  wall_a = mono() - w;
+  delay_a = run_delay() - d;
   return arg;
 }
 
@@ -110,6 +133,15 @@ int main(int argc, char **argv) {
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     printf("{\"a\": %.6f, \"b\": %.6f}\n", cpu_a, cpu_b);
+  } else if (!strcmp(mode, "wall")) {
+    iters = n;
+    double w = mono(), d = run_delay();
+    pthread_t a;
+    pthread_create(&a, NULL, wall_thread, NULL);
+    for (int r = 0; r < 2 * ROUNDS; r++) one(iters);
+    pthread_join(a, NULL);
+    double wall = mono() - w, delay = run_delay() - d;
+    printf("{\"main\": [%.6f, %.6f], \"thread\": [%.6f, %.6f]}\n", wall, delay, wall_a, delay_a);
   } else if (!strcmp(mode, "fork") || !strcmp(mode, "exec")) {
     fflush(stdout);
     pid_t child = fork();
