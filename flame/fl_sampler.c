@@ -425,18 +425,19 @@ void fl__sampler_delay_close(slot_t *sl) {
 }
 
 /* Writes a wait record (wait: FL_SAMPLER_WAIT_*) of sl's thread, weight
- * intervals standing for ns, with the stack of n addresses at pcs_v (void
- * pointers, or words of an earlier record when words is set): each plus
- * add, the first plus first_add more. Returns whether it fitted. */
-static bool put_wait(slot_t *sl, unsigned wait, int64_t weight, int64_t ns, const void *pcs_v,
-                     size_t n, bool words, uintptr_t add, uintptr_t first_add) {
+ * intervals standing for ns and ending at time_ns (CLOCK_MONOTONIC; 0:
+ * now), with the stack of n addresses at pcs_v (void pointers, or words of
+ * an earlier record when words is set): each plus add, the first plus
+ * first_add more. Returns whether it fitted. */
+static bool put_wait(slot_t *sl, unsigned wait, int64_t weight, int64_t ns, int64_t time_ns,
+                     const void *pcs_v, size_t n, bool words, uintptr_t add, uintptr_t first_add) {
   if (n > FL_SAMPLER_MAX_DEPTH) n = FL_SAMPLER_MAX_DEPTH;
   uint64_t *rec = reserve(FL_SAMPLER_RECORD_WORDS + n);
   if (!rec) return false;
   rec[1] = (uint64_t)weight;
   rec[2] = (uint64_t)ns;
   rec[3] = fl__sampler.tag;
-  rec[4] = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC);
+  rec[4] = (uint64_t)(time_ns ? time_ns : fl__clock_ns(CLOCK_MONOTONIC));
   for (size_t k = 0; k < n; k++) {
     uint64_t pc =
         words ? ((const uint64_t *)pcs_v)[k] : (uint64_t)(uintptr_t)((void *const *)pcs_v)[k];
@@ -466,15 +467,21 @@ static int64_t take_run_delay(slot_t *sl, int64_t now_ns, int64_t *ns) {
 }
 
 /* From the handler, after a CPU record: the run delay since the last
- * reading, as a runnable record of the same stack (pcs, n
- * addresses, the first the interrupted instruction). Not while the thread
- * is in fl_sampler_wait_done, which takes the carry in its turn. */
-static inline __attribute__((always_inline)) void record_run_delay(slot_t *sl, size_t n) {
+ * reading, as a runnable record of the same stack (sl->pcs, n addresses,
+ * the first the interrupted instruction). It ends where the CPU record's
+ * intervals begin (cpu_start_ns), so that a time line draws the wait and
+ * then the run, side by side, rather than one over the other. Not while
+ * the thread is in fl_sampler_wait_done, which takes the carry in its
+ * turn. */
+static inline __attribute__((always_inline)) void record_run_delay(slot_t *sl, size_t n,
+                                                                   int64_t cpu_start_ns) {
   if (sl->delay_last_ns < 0 || __atomic_load_n(&sl->in_wait, __ATOMIC_RELAXED)) return;
   int64_t now = read_run_delay(sl), ns;
   if (now < 0) return;
   int64_t weight = take_run_delay(sl, now, &ns);
-  if (weight > 0) put_wait(sl, FL_SAMPLER_WAIT_RUNNABLE, weight, ns, sl->pcs, n, false, 0, 1);
+  if (weight > 0)
+    put_wait(sl, FL_SAMPLER_WAIT_RUNNABLE, weight, ns, cpu_start_ns > 0 ? cpu_start_ns : 0, sl->pcs,
+             n, false, 0, 1);
 }
 
 void fl__sampler_delay_tail(slot_t *sl) {
@@ -485,7 +492,7 @@ void fl__sampler_delay_tail(slot_t *sl) {
   const uint64_t *rec = sl->last_rec;
   size_t n = (size_t)(rec[0] >> 32 & 0xffff);
   if (weight > 0)
-    put_wait(sl, FL_SAMPLER_WAIT_RUNNABLE, weight, ns, rec + FL_SAMPLER_RECORD_WORDS, n, true, 0,
+    put_wait(sl, FL_SAMPLER_WAIT_RUNNABLE, weight, ns, 0, rec + FL_SAMPLER_RECORD_WORDS, n, true, 0,
              1);
 }
 
@@ -614,7 +621,8 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     sl->cpu_last_ns = now;
     sl->unmeasured = 0;
   }
-  if (__atomic_load_n(&fl__sampler.waits, __ATOMIC_RELAXED)) record_run_delay(sl, n);
+  if (__atomic_load_n(&fl__sampler.waits, __ATOMIC_RELAXED))
+    record_run_delay(sl, n, taken_ns - weight * iv);
 done:
   __atomic_store_n(&sl->busy, 0, __ATOMIC_SEQ_CST);
 out:
@@ -703,7 +711,7 @@ __attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0
     }
   }
   if (start < 0 || start >= n) goto done;
-  put_wait(sl, wait, weight, off, pcs + start, (size_t)(n - start), false, adjust, 0);
+  put_wait(sl, wait, weight, off, 0, pcs + start, (size_t)(n - start), false, adjust, 0);
 done:
   __atomic_store_n(&sl->in_wait, outer_in_wait, __ATOMIC_SEQ_CST);
 out:

@@ -64,10 +64,13 @@
  *            but not running, waiting for a CPU (its run delay, from
  *            /proc/self/task/TID/schedstat), outside the waits recorded,
  *            since its previous reading; weighed and carried as waits are,
- *            in records of its own; word 2 that time in ns. Its stack is
- *            the one the thread was running when the delay was read: a CPU
- *            record's, the interrupted instruction stored plus 1, so that
- *            every address reads as a return address, as a wait's do.
+ *            in records of its own; word 2 that time in ns; word 4 where
+ *            the intervals of the CPU record it follows begin, so that it
+ *            ends as that record's time begins (when sampling stopped: then).
+ *            Its stack is the one the thread was running when the delay
+ *            was read: that CPU record's, the interrupted instruction
+ *            stored plus 1, so that every address reads as a return
+ *            address, as a wait's do.
  *   A thread's name: word 0 = FL_SAMPLER_NAME_RECORD << 32 | tid, words 1-2
  *            = the name (NUL-padded, as prctl(PR_GET_NAME) gives it), word 3
  *            = tag, word 4 = when it was read. The sampler writes one for

@@ -513,14 +513,20 @@ static void test_runnable(void) {
   fl_sampler_set_clock(FL_SAMPLER_CLOCK_CPU);
   for (long i = 0; i < n_busy; i++) kill(busy[i], SIGKILL);
   for (long i = 0; i < n_busy; i++) waitpid(busy[i], NULL, 0);
-  uint64_t cpu = 0, runnable = 0, runnable_in_burn = 0, other = 0;
+  uint64_t cpu = 0, runnable = 0, runnable_in_burn = 0, other = 0, after_its_sample = 0;
+  uint64_t cpu_time = 0, cpu_weight = 0; /* the CPU record before */
   size_t pos = 0;
   fl_sampler_record_t r;
   while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
     if (r.wait == 0) {
       cpu += r.weight;
+      cpu_time = r.time_ns;
+      cpu_weight = r.weight;
     } else if (r.wait == FL_SAMPLER_WAIT_RUNNABLE) {
       runnable += r.weight;
+      /* A time line draws it before its sample's intervals, not over them
+       * (but for the tail, written when sampling stopped). */
+      if (r.time_ns != cpu_time - cpu_weight * MS) after_its_sample++;
       /* Every address a return address: the leaf's is its instruction + 1. */
       if (!strcmp(func_of(r.pcs[0], true), "tsamp_burn")) runnable_in_burn += r.weight;
     } else {
@@ -539,6 +545,7 @@ static void test_runnable(void) {
   /* Not 95% as CPU records (test 1): a thread is preempted more often on
    * its way out of a system call (burn_cpu's clock reads) than elsewhere. */
   CHECK(runnable_in_burn >= runnable * 90 / 100);
+  CHECK(after_its_sample <= 1);
 }
 
 /* ---- 6: no EINTR ---- */
