@@ -65,12 +65,12 @@ __attribute__((constructor)) static void resolve_at_load(void) {
 }
 
 /* Per thread, by wait: its last call lasted FL_SAMPLER_WAIT_MIN_NS or
- * more, so its next one reads the CPU clock and the run delay
- * (fl_sampler_wait_done). A loop of quick writes reads only the vDSO's
- * wall clock; a loop of waits has each one's CPU time subtracted and its
- * delay in waiting for a CPU told apart, but for the first after quick
- * ones. */
-static __thread uint64_t long_calls __attribute__((tls_model("initial-exec")));
+ * more (or there was none yet), so its next one reads the CPU clock and
+ * the run delay (fl_sampler_wait_done). A loop of quick writes reads only
+ * the vDSO's wall clock; a loop of waits, or a thread's one join or sleep,
+ * has each wait's CPU time subtracted and its delay in waiting for a CPU
+ * told apart, but for the first long one after quick ones. */
+static __thread uint64_t long_calls __attribute__((tls_model("initial-exec"))) = ~0ull;
 _Static_assert(FL_SAMPLER_N_WAITS <= 64, "a bit per wait");
 
 /* The body of the wrapper of call: args are its parameters, in

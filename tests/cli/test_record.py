@@ -829,7 +829,10 @@ def test_record_mpirun_follows_the_ranks_with_the_same_shares(bins, solver, tmp_
 def test_mpi_ranks_record_wall_clock_too(bins, solver, tmp_path):
     """mpirun -n 2 cflame record --clock wall: each rank writes a wall-clock
     profile (its summary says so, with its time running and waiting), and
-    the computing split of each rank holds as under --clock cpu."""
+    the computing split of each rank's running samples holds as under
+    --clock cpu. (Its time waiting for a CPU on a busy machine is split
+    the same way on average, but in a few heavy records, not as a
+    binomial count.)"""
     r = subprocess.run([*mpi_launcher(), CFLAME, "record", "--clock", "wall", "-o",
                         "wall.%r.folded", "--no-lines", "--", str(solver), str(ITERS)],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -837,7 +840,8 @@ def test_mpi_ranks_record_wall_clock_too(bins, solver, tmp_path):
     assert r.stderr.count("of wall time") == 2 and r.stderr.count("s waiting") == 2, r.stderr
     cpu = solver_cpu(r.stdout)
     for rank in (0, 1):
-        stacks = folded(tmp_path / f"wall.{rank}.folded")
+        stacks = {s: c for s, c in folded(tmp_path / f"wall.{rank}.folded").items()
+                  if "[off-CPU" not in s}
         measured = share_points(cpu[rank]["three"], cpu[rank]["one"] + cpu[rank]["three"])
         check_share(three_share(stacks), measured, split_samples(stacks), rank)
 

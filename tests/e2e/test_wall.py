@@ -269,7 +269,7 @@ static void measured(const char *who, double cpu_s) {
     double w1 = mono_now(), d1 = run_delay_now(), c1 = thread_cpu_now();
     printf("%s wall %.4f cpu %.4f delay %.4f\n", who, w1 - w0, c1 - c0, d1 - d0);
 }
-void *measured_thread(void *arg) { measured("thread 2", 0.3); return arg; }
+void *measured_thread(void *arg) { measured("thread 2", 1.0); return arg; }
 """
 
 THREAD_TIMES = re.compile(r"thread (\d+)[^:;]*: ([\d.]+) s running, ([\d.]+) s waiting"
@@ -277,7 +277,7 @@ THREAD_TIMES = re.compile(r"thread (\d+)[^:;]*: ([\d.]+) s running, ([\d.]+) s w
 
 
 def test_wall_time_adds_up_beside_busy_loops(kc):
-    """A cell's thread and a thread it starts each compute 0.3 s of CPU
+    """A cell's thread and a thread it starts each compute 1 s of CPU
     beside twice as many busy loops as cores, so each waits for a CPU
     much of the time. Under clock=wall each thread's profile (running,
     waiting and runnable) adds up to the wall time it measured around
@@ -290,7 +290,7 @@ def test_wall_time_adds_up_beside_busy_loops(kc):
             kc, "%%profview clock=wall C=true minwidth=0\n"
                 "double t0 = mono_now(), d0 = run_delay_now();\n"
                 "pthread_t th; pthread_create(&th, NULL, measured_thread, NULL);\n"
-                "compute(0.3); pthread_join(th, NULL);\n"
+                "compute(1.0); pthread_join(th, NULL);\n"
                 "printf(\"thread 1 wall %.4f delay %.4f\\n\", mono_now() - t0, "
                 "run_delay_now() - d0);", timeout=120)
     out = stdout(outputs)
