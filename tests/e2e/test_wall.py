@@ -7,6 +7,7 @@ as they would without the profiler; and profiles weighed by a perf event
 Known answers come from the cells themselves: each measures its own CPU
 time and its own waits with clock_gettime, and the profile must agree."""
 import re
+from pathlib import Path
 
 from cflame_load import busy_loops  # (tests/lib)
 from conftest import ancestors, chart_bars_of, flame, frames_of, ok, stdout, top_rows_of
@@ -250,17 +251,10 @@ void *busy(void *arg) { compute(0.3); return arg; }""")
     assert not any(r["func"] == "compute" for r in rows), [r["func"] for r in rows]
 
 
-RUN_DELAY = r"""
-#include <fcntl.h>
-#include <stdio.h>
-/* The calling thread's time runnable but waiting for a CPU, in s:
- * /proc/thread-self/schedstat's second field. */
-static double run_delay_now(void) {
-    char b[128] = {0}; int fd = open("/proc/thread-self/schedstat", O_RDONLY);
-    ssize_t n = read(fd, b, sizeof b - 1); close(fd);
-    unsigned long long ran = 0, delay = 0;
-    return n > 0 && sscanf(b, "%llu %llu", &ran, &delay) == 2 ? delay * 1e-9 : -1;
-}
+# tests/lib/run_delay.h: the C tests' one reading of schedstat.
+RUN_DELAY = f'#include "{Path(__file__).resolve().parent.parent / "lib" / "run_delay.h"}"\n' + r"""
+/* The calling thread's time runnable but waiting for a CPU, in s. */
+static double run_delay_now(void) { return test_run_delay_ns() * 1e-9; }
 /* Computes cpu_s of CPU, printing the wall time, CPU time and run delay
  * it measured around itself. */
 static void measured(const char *who, double cpu_s) {
