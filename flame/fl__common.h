@@ -232,6 +232,16 @@ void fl__buf_free(fl__buf_t *b);
  * time of the process (CLOCK_PROCESS_CPUTIME_ID) or of a thread
  * (CLOCK_THREAD_CPUTIME_ID, a thread's CPU clock); 0 when it cannot be
  * read. Async-signal-safe, as clock_gettime is. */
+/* The greatest common divisor of a and b (gcd(a, 0) = a). */
+static inline uint64_t fl__gcd(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
 static inline int64_t fl__clock_ns(clockid_t id) {
   struct timespec ts;
   if (clock_gettime(id, &ts) < 0) return 0;

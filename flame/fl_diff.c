@@ -148,16 +148,6 @@ static void add_note(fl_diff_t *d, const char *fmt, ...) {
   d->notes[d->n_notes] = NULL;
 }
 
-/* "0.5 ms", "250 µs", "800 ns". */
-static void format_interval(char *buf, size_t size, uint64_t ns) {
-  if (ns >= 100000)
-    snprintf(buf, size, "%g ms", (double)ns / 1e6);
-  else if (ns >= 1000)
-    snprintf(buf, size, "%g µs", (double)ns / 1e3);
-  else
-    snprintf(buf, size, "%llu ns", (unsigned long long)ns);
-}
-
 /* Sets d->scale (what baseline counts are multiplied by) and the notes. */
 static void compute_scale(fl_diff_t *d, const fl_profile_info_t *ti, const fl_profile_info_t *bi,
                           uint64_t target_total, uint64_t base_total) {
@@ -165,8 +155,8 @@ static void compute_scale(fl_diff_t *d, const fl_profile_info_t *ti, const fl_pr
   if (fl_kind(ti->kind)->time) {
     if (ti->interval_ns && bi->interval_ns && ti->interval_ns != bi->interval_ns) {
       char tb[32], bb[32];
-      format_interval(tb, sizeof tb, ti->interval_ns);
-      format_interval(bb, sizeof bb, bi->interval_ns);
+      fl_interval_text(ti->interval_ns, tb, sizeof tb);
+      fl_interval_text(bi->interval_ns, bb, sizeof bb);
       s = (double)bi->interval_ns / (double)ti->interval_ns;
       add_note(d,
                "the baseline was sampled every %s and the target every %s: counts are compared "

@@ -122,6 +122,25 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
                      found);
       goto fail;
     }
+    /* "stack BASE TARGET": a diff as difffolded.pl (and cflame --diff -f
+     * folded) writes it. Read as one count, its frame would end in the
+     * other count; refused, so that a saved diff never reads back as a
+     * profile it is not. */
+    size_t prev_end = word;
+    while (prev_end > 0 && fl__is_space(s[prev_end - 1])) prev_end--;
+    size_t prev = prev_end;
+    while (prev > 0 && fl__is_digit(s[prev - 1])) prev--;
+    if (prev < prev_end && prev_end < word && (prev == 0 || fl__is_space(s[prev - 1]))) {
+      char found[80];
+      fl__excerpt(s, n, found);
+      fl__io_fail(err, name, it.lineno,
+                  "\"%s\" ends in two counts: this is a diff's folded stacks (\"stack BASE "
+                  "TARGET\", as cflame --diff -f folded and difffolded.pl write them), not one "
+                  "profile; compare the two profiles it came from with --diff BASE TARGET (in "
+                  "the notebook, %%profdiffview)",
+                  found);
+      goto fail;
+    }
     lines++;
     if (count == 0) {
       zero_lines++;

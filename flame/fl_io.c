@@ -176,10 +176,11 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
   }
   if (take_kind(p, scratch, name, err) < 0) goto fail;
   fl_profile_info_t *info = fl_profile_info(p);
-  if (fl_profile_info_const(scratch)->total_weight > UINT64_MAX - info->total_weight) {
+  if (!fl_profile_merge_fits(p, scratch)) {
     fl__io_fail_as(err, FL_IO_ERR_CANNOT_ADD, name, 0,
                    "the counts of %s and of the profile it is added to add up to more than %" PRIu64
-                   ", the most a profile holds",
+                   ", the most a profile holds (counted in the finer interval when their "
+                   "intervals differ)",
                    name, UINT64_MAX);
     goto fail;
   }

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "cflame/fl_output.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,7 +328,21 @@ static char *write_pprof(draw_t *d, size_t *len) {
              "vegalite or text, or as folded stacks with both counts");
     return NULL;
   }
-  return tree_of(d) ? fl_pprof(d->tree, len) : NULL;
+  if (!tree_of(d)) return NULL;
+  /* pprof's values are int64: a count past INT64_MAX (times the interval,
+   * for a time profile's nanoseconds) would be written as another. */
+  const fl_node_t *root = fl_tree_root(d->tree);
+  const fl_profile_info_t *info = fl_profile_info_const(d->r->profile);
+  uint64_t ns = fl_kind(info->kind)->time && info->interval_ns ? info->interval_ns : 1, most;
+  if (__builtin_mul_overflow(root->count, ns, &most) || most > INT64_MAX ||
+      root->allocs > INT64_MAX) {
+    snprintf(d->err, d->err_size,
+             "the profile's counts (%" PRIu64 "%s) do not fit pprof's values, which go to "
+             "%" PRId64 ": write it as folded stacks, which hold any count",
+             root->count, ns > 1 ? " intervals, as nanoseconds" : "", INT64_MAX);
+    return NULL;
+  }
+  return fl_pprof(d->tree, len);
 }
 
 typedef struct folded_line {

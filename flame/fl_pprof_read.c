@@ -277,15 +277,6 @@ static uint64_t unit_ns(const char *unit) {
   return 0;
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* What the weight is: see the file comment. */
 typedef struct choice {
   fl_profile_kind_t kind;
@@ -443,7 +434,7 @@ static int read_samples(reader_t *r, const choice_t *c) {
       if (pb->sample[s]->n_value != pb->n_sample_type) break; /* said below */
       if (pb->sample[s]->value[c->weight] > 0) {
         uint64_t v = (uint64_t)pb->sample[s]->value[c->weight];
-        g = gcd(g, v <= UINT64_MAX / c->unit_ns ? v * c->unit_ns : v);
+        g = fl__gcd(g, v <= UINT64_MAX / c->unit_ns ? v * c->unit_ns : v);
       }
     }
     /* g is 0 when no period is given and every value is 0: no unit then

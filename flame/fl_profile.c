@@ -29,6 +29,7 @@
 #include "fl__demangle.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,32 @@ static void push_sample(fl_profile_t *p, uint32_t stack, uint64_t weight, uint64
   p->info.total_allocs += allocs;
 }
 
+/* ---- words ---- */
+
+void fl_interval_text(uint64_t ns, char *out, size_t size) {
+  if (ns >= 1000000000 && ns % 1000000000 == 0)
+    snprintf(out, size, "%" PRIu64 " s", ns / 1000000000);
+  else if (ns >= 100000)
+    snprintf(out, size, "%g ms", (double)ns / 1e6);
+  else if (ns >= 1000)
+    snprintf(out, size, "%g us", (double)ns / 1e3);
+  else
+    snprintf(out, size, "%" PRIu64 " ns", ns);
+}
+
+void fl_mixed_intervals_note(const fl_profile_info_t *info, char *out, size_t size) {
+  if (!info->mixed_intervals || !info->interval_ns) {
+    if (size) out[0] = '\0';
+    return;
+  }
+  char iv[32];
+  fl_interval_text(info->interval_ns, iv, sizeof iv);
+  snprintf(out, size,
+           "inputs sampled at different intervals, merged by time: each count is an interval "
+           "of %s",
+           iv);
+}
+
 /* ---- the profile ---- */
 
 fl_profile_t *fl_profile_new(fl_profile_kind_t kind) {
@@ -387,13 +414,80 @@ const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i) {
   return i < p->n_runs ? &p->runs[i] : NULL;
 }
 
+/* ---- merging time by time ---- */
+
+/* The interval p and src count in once merged (fl_profile_merge's rule),
+ * or 0 when no weight changes: not time, an interval unknown, or equal. */
+static uint64_t merge_unit(const fl_profile_t *p, const fl_profile_t *src) {
+  uint64_t a = p->info.interval_ns, b = src->info.interval_ns;
+  if (!fl_kind(p->info.kind)->time || !a || !b || a == b || p->n_samples == 0) return 0;
+  uint64_t g = fl__gcd(a, b);
+  if (a / g <= FL_PROFILE_MAX_SCALE && b / g <= FL_PROFILE_MAX_SCALE) return g;
+  return a < b ? a : b;
+}
+
+/* weight, in intervals of from, as intervals of to: exact where from is a
+ * multiple of to, else rounded with *carry (the rounding so far) added
+ * first and the new rounding left in it. At least 1, at most UINT64_MAX. */
+static uint64_t convert_weight(uint64_t weight, uint64_t from, uint64_t to, double *carry) {
+  if (from == to) return weight;
+  if (from % to == 0) {
+    uint64_t out;
+    return __builtin_mul_overflow(weight, from / to, &out) ? UINT64_MAX : out;
+  }
+  double exact = (double)weight * ((double)from / (double)to) + *carry;
+  if (exact >= 0x1p64) return UINT64_MAX;
+  uint64_t out = (uint64_t)(exact + 0.5);
+  if (out < 1) out = 1;
+  *carry = exact - (double)out;
+  return out;
+}
+
+/* p's weights as intervals of unit (its interval becomes unit). */
+static void convert_profile(fl_profile_t *p, uint64_t unit) {
+  uint64_t from = p->info.interval_ns;
+  double carry = 0;
+  uint64_t total = 0;
+  for (size_t i = 0; i < p->n_samples; i++) {
+    uint64_t w = convert_weight(p->samples[i].weight, from, unit, &carry);
+    p->samples[i].weight = w;
+    total = total > UINT64_MAX - w ? UINT64_MAX : total + w;
+  }
+  p->info.total_weight = total;
+  p->info.interval_ns = unit;
+  p->info.mixed_intervals = true;
+}
+
+/* A total in intervals of from, as intervals of to, rounded up. */
+static bool total_in(uint64_t total, uint64_t from, uint64_t to, uint64_t *out) {
+  if (!to || from == to) {
+    *out = total;
+    return true;
+  }
+  uint64_t scale = from / to + (from % to != 0);
+  return !__builtin_mul_overflow(total, scale, out);
+}
+
+bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src) {
+  uint64_t unit = merge_unit(p, src), a, b, sum;
+  return total_in(p->info.total_weight, p->info.interval_ns, unit, &a) &&
+         total_in(src->info.total_weight, src->info.interval_ns, unit, &b) &&
+         !__builtin_add_overflow(a, b, &sum) &&
+         !__builtin_add_overflow(p->info.total_allocs, src->info.total_allocs, &sum);
+}
+
 /* Frames of src are interned into p once each, then each distinct stack of
  * src once (after the root, if any), then the samples are appended by
- * stack index. Also adds src's dropped count and CPU and wall-clock
- * seconds, and takes its interval when p has none. Merging a profile into
+ * stack index, their weights converted when the intervals differ. Also
+ * adds src's dropped count and CPU and wall-clock seconds, and takes its
+ * interval when p has none or no samples. Merging a profile into
  * itself doubles it. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
   assert(fl_kind_comparable(p->info.kind, src->info.kind));
+  uint64_t unit = merge_unit(p, src), src_interval = src->info.interval_ns;
+  bool was_empty = p->n_samples == 0;
+  if (unit && p->info.interval_ns != unit) convert_profile(p, unit);
+  double carry = 0;
   /* Recorded here only if all of it was. */
   p->info.recorded_here = (p->n_samples == 0 || p->info.recorded_here) && src->info.recorded_here;
   size_t n_frames = src->n_frames, n_stacks = src->n_stacks, n_samples = src->n_samples;
@@ -416,7 +510,8 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + n_samples, sizeof *p->samples);
   for (size_t i = 0; i < n_samples; i++) {
     sample_rec_t r = src->samples[i];
-    push_sample(p, stack_map[r.stack], r.weight, r.allocs, r.thread, r.time_ns);
+    uint64_t w = unit ? convert_weight(r.weight, src_interval, unit, &carry) : r.weight;
+    push_sample(p, stack_map[r.stack], w, r.allocs, r.thread, r.time_ns);
   }
   for (size_t i = 0; i < src->n_names; i++) {
     thread_name_t t = src->names[i]; /* p == src: names may move */
@@ -429,7 +524,9 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
   p->info.dropped += src->info.dropped;
   p->info.cpu_seconds += src->info.cpu_seconds;
   p->info.wall_seconds += src->info.wall_seconds;
-  if (!p->info.interval_ns) p->info.interval_ns = src->info.interval_ns;
+  /* An empty profile's interval describes no weight: src's does. */
+  if (!p->info.interval_ns || (was_empty && src_interval)) p->info.interval_ns = src_interval;
+  if (unit || src->info.mixed_intervals) p->info.mixed_intervals = true;
   free(buf);
   free(frame_map);
   free(stack_map);

@@ -111,18 +111,6 @@ static int digits(uint64_t v) {
   return d;
 }
 
-/* "1 ms", "250 us", "1.5 ms", "10 s". */
-static void format_interval(char *buf, size_t size, uint64_t ns) {
-  if (ns >= 1000000000 && ns % 1000000000 == 0)
-    snprintf(buf, size, "%" PRIu64 " s", ns / 1000000000);
-  else if (ns >= 1000000)
-    snprintf(buf, size, "%g ms", (double)ns / 1e6);
-  else if (ns >= 1000)
-    snprintf(buf, size, "%g us", (double)ns / 1e3);
-  else
-    snprintf(buf, size, "%" PRIu64 " ns", ns);
-}
-
 /* ---- common parts ---- */
 
 typedef struct layout {
@@ -175,7 +163,7 @@ static void put_total(fl__buf_t *out, const fl_tree_t *t, const layout_t *l, int
                    root->count == 1 ? l->kind->one : l->kind->many);
     if (l->kind->time && info->interval_ns) {
       char iv[32];
-      format_interval(iv, sizeof iv, info->interval_ns);
+      fl_interval_text(info->interval_ns, iv, sizeof iv);
       fl__buf_printf(&line, " (interval %s)", iv);
     }
   }
@@ -387,7 +375,7 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
                  l.alloc ? "" : " ", l.alloc ? "" : fl__unit_for(t, other_total));
   if (fl_kind(info->kind)->time && info->interval_ns) {
     char iv[32];
-    format_interval(iv, sizeof iv, info->interval_ns);
+    fl_interval_text(info->interval_ns, iv, sizeof iv);
     fl__buf_printf(&line, " (interval %s)", iv);
   }
   if (dopts->delta == FL_DELTA_SELF) fl__buf_puts(&line, "; deltas of self counts");

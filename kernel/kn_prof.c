@@ -51,8 +51,6 @@ struct kn_prof {
 };
 
 static void group_digits(char *buf, size_t size, uint64_t v);
-static void format_interval(char *buf, size_t size, uint64_t ns);
-
 kn_prof_t *kn_prof_new(const char *session_dir) {
   kn_prof_t *p = fl__xcalloc(1, sizeof *p);
   p->settings.delay_ns = KN_PROF_DEFAULT_DELAY_NS;
@@ -186,7 +184,7 @@ char *kn_prof_baseline_list(const kn_prof_t *p) {
     const fl_profile_info_t *info = fl_profile_info_const(p->baselines[i].prof);
     char samples[32], interval[32] = "-", when[32] = "?";
     group_digits(samples, sizeof samples, info->samples);
-    if (info->interval_ns) format_interval(interval, sizeof interval, info->interval_ns);
+    if (info->interval_ns) fl_interval_text(info->interval_ns, interval, sizeof interval);
     if (info->taken_unix) {
       time_t t = (time_t)info->taken_unix;
       struct tm tm;
@@ -386,8 +384,8 @@ void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t m
         p->session = fl_profile_copy(run);
         break;
       }
+      /* runs at another delay= are merged by time (fl_profile_merge) */
       fl_profile_merge(p->session, run);
-      fl_profile_info(p->session)->interval_ns = fl_profile_info_const(run)->interval_ns;
       break;
     case KN_PROF_NONE:
     case KN_PROF_BASE: break;
@@ -490,15 +488,6 @@ static void group_digits(char *buf, size_t size, uint64_t v) {
   buf[o] = '\0';
 }
 
-static void format_interval(char *buf, size_t size, uint64_t ns) {
-  if (ns >= 1000000 && ns % 1000000 == 0)
-    snprintf(buf, size, "%llu ms", (unsigned long long)(ns / 1000000));
-  else if (ns >= 1000)
-    snprintf(buf, size, "%g ms", (double)ns / 1e6);
-  else
-    snprintf(buf, size, "%llu ns", (unsigned long long)ns);
-}
-
 /* "; each input's run: A.pb.gz lasted 12.001 s; B.pb.gz used 1.000 s CPU,
  * 2.000 s wall": what each merged input knows of its run. */
 static void put_runs(fl__buf_t *sb, const fl_profile_t *prof) {
@@ -530,7 +519,7 @@ char *kn_prof_summary(const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
   fl__buf_t sb = FL__BUF_INIT;
   char interval[32];
-  format_interval(interval, sizeof interval, info->interval_ns);
+  fl_interval_text(info->interval_ns, interval, sizeof interval);
   double represented = (double)info->total_weight * (double)info->interval_ns / 1e9;
   const fl_kind_info_t *kind = fl_kind(info->kind);
   if (kind->allocs) {
@@ -612,6 +601,9 @@ char *kn_prof_summary(const fl_profile_t *prof) {
                    info->total_weight == 1 ? "s" : "", represented);
   }
   fl__buf_printf(&sb, ", from %s recorded", stacks);
+  char mixed[160];
+  fl_mixed_intervals_note(info, mixed, sizeof mixed);
+  if (mixed[0]) fl__buf_printf(&sb, " (%s)", mixed);
   if (info->cpu_seconds > 0 && !wall)
     fl__buf_printf(&sb, " (%.0f per CPU-second)", (double)info->samples / info->cpu_seconds);
   /* A profile read from a file may know only how long the run lasted

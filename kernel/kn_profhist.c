@@ -110,7 +110,11 @@ char *kn_profhist_list(const kn_profhist_t *h) {
     time_t t = (time_t)info->taken_unix;
     struct tm tm;
     if (t && localtime_r(&t, &tm)) strftime(when, sizeof when, "%H:%M:%S", &tm);
-    fl_count_noun(info->samples, "", "", samples, sizeof samples);
+    /* What the graph's header counts: a time profile's samples are its
+     * weight (a stack recorded late stands for several), an allocation
+     * profile's its sampled allocations. */
+    bool time = fl_kind(info->kind)->time;
+    fl_count_noun(time ? info->total_weight : info->samples, "", "", samples, sizeof samples);
     fl__buf_printf(&b, "%5d  %-10s %-8s %10s  %-12s %%profhistory %d\n", r->number, cell, when,
                    samples, fl_kind(info->kind)->name, r->number);
   }

@@ -300,6 +300,9 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
                    (unsigned long long)fl_profile_n_stacks(p),
                    n_paths > 1 ? "several inputs" : kind_name,
                    info->interval_ns ? ", interval read from the file" : "", info->source);
+  char mixed[160];
+  fl_mixed_intervals_note(info, mixed, sizeof mixed);
+  if (mixed[0]) fl__buf_printf(&sb, " (%s)", mixed);
   if (name) {
     bool replaced = kn_prof_baseline(kp, name) != NULL;
     kn_prof_set_baseline(kp, name, p);

@@ -134,6 +134,8 @@ void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, 
 int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
                      kn_profreq_t *req, char *err, size_t err_size) {
   memset(req, 0, sizeof *req);
+  char shown[48]; /* as messages name it: with its % signs, one if it had none */
+  snprintf(shown, sizeof shown, "%s%s", magic[0] == '%' ? "" : "%", magic);
   kn_prof_settings_t settings = kn_prof_settings(prof);
   req->delay_ns = settings.delay_ns;
   req->n_words = settings.n_words;
@@ -184,10 +186,10 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
     req->kind_set = true;
     if (wall && allocs) {
       snprintf(err, err_size,
-               "%%%s: clock=wall samples time, and the allocation options record "
+               "%s: clock=wall samples time, and the allocation options record "
                "allocations: a profile is one of them; drop clock=wall, or the allocation "
                "options",
-               magic);
+               shown);
       kn_opts_free(&o);
       return -1;
     }
@@ -202,19 +204,19 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
       for (size_t i = 0; fl_event_at(i); i++)
         fl__buf_printf(&known, "%s%s", i ? ", " : "", fl_event_at(i)->name);
       if (!event)
-        snprintf(err, err_size, "%%%s: event=%s is not an event cflame counts; valid: %s (this "
-                 "machine counts %s)", magic, v->s, known.data, here[0] ? here : "none of them");
+        snprintf(err, err_size, "%s: event=%s is not an event cflame counts; valid: %s (this "
+                 "machine counts %s)", shown, v->s, known.data, here[0] ? here : "none of them");
       else
-        snprintf(err, err_size, "%%%s: event=%s: this machine does not count it (no hardware "
-                 "counters, or perf events are not allowed); it counts: %s", magic, v->s,
+        snprintf(err, err_size, "%s: event=%s: this machine does not count it (no hardware "
+                 "counters, or perf events are not allowed); it counts: %s", shown, v->s,
                  here[0] ? here : "none of them");
       fl__buf_free(&known);
       kn_opts_free(&o);
       return -1;
     }
     if (wall || allocs) {
-      snprintf(err, err_size, "%%%s: event=%s weighs samples by the event, and %s: a profile "
-               "is one of them", magic, v->s,
+      snprintf(err, err_size, "%s: event=%s weighs samples by the event, and %s: a profile "
+               "is one of them", shown, v->s,
                wall ? "clock=wall by wall time" : "the allocation options by allocations");
       kn_opts_free(&o);
       return -1;

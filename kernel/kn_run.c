@@ -207,7 +207,7 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_
     /* %%profbase's words for this kind: none for the kind it takes plain. */
     bool plain = r->kind == kn_magic_find("profbase")->kind;
     snprintf(err, err_size,
-             "%%%s %s: baseline %s is %s, and this would be %s: profiles of different "
+             "%s %s: baseline %s is %s, and this would be %s: profiles of different "
              "kinds (%s against %s) cannot be compared. Profile the same way as the "
              "baseline (%s), or take another baseline with %%%%profbase NAME%s%s",
              magic, r->baseline, r->baseline, fl_kind(bi->kind)->profile, kind->profile,
@@ -221,19 +221,19 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_
     if (!r->event[0]) snprintf(r->event, sizeof r->event, "%s", bi->event);
     if (strcmp(r->event, bi->event) != 0) {
       snprintf(err, err_size,
-               "%%%s %s: baseline %s counts %s, and this would count %s: events of two kinds "
+               "%s %s: baseline %s counts %s, and this would count %s: events of two kinds "
                "cannot be compared. Count the same (event=%s), or take another baseline",
                magic, r->baseline, r->baseline, bi->event, r->event, bi->event);
       return -1;
     }
   }
   if (kind->allocs && r->delay_set) {
-    snprintf(err, err_size, "%%%s: delay= is the CPU profiler's sampling interval; an allocation "
+    snprintf(err, err_size, "%s: delay= is the CPU profiler's sampling interval; an allocation "
                             "profile samples allocations: use sample_rate= (0 < rate <= 1)", magic);
     return -1;
   }
   if (!kind->allocs && alloc_opts) {
-    snprintf(err, err_size, "%%%s: sample_rate=, weight= and live= are options of allocation "
+    snprintf(err, err_size, "%s: sample_rate=, weight= and live= are options of allocation "
                             "profiles (%%%%profallocs, or allocs=true)", magic);
     return -1;
   }
@@ -245,7 +245,8 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_
  * statement forms *stmt (new). Returns 0, or -1 having finished e. */
 static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bool statement,
                            json_t **timeit, char **stmt) {
-  char err[1024];
+  char err[1024], typed[48]; /* the magic as typed: %%profview, %profview */
+  snprintf(typed, sizeof typed, "%s%s", statement ? "%" : "%%", m->name);
   *timeit = NULL;
   *stmt = NULL;
   const kn_magic_def_t *def = kn_magic_find(m->name);
@@ -265,7 +266,7 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
       size_t len = strcspn(args, " \t");
       if (len == 0 || memchr(args, '=', len)) {
         char *names = kn_prof_baseline_names(kp);
-        snprintf(err, sizeof err, "%%%s needs a baseline NAME first%s%s", m->name,
+        snprintf(err, sizeof err, "%s needs a baseline NAME first%s%s", typed,
                  mode == KN_PROF_DIFF ? "; baselines: " : " (%%profbase NAME)",
                  mode == KN_PROF_DIFF ? names : "");
         free(names);
@@ -275,25 +276,25 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
       args += len;
       if (mode == KN_PROF_BASE && !strcmp(name, KN_PROFHIST_PREV)) {
         snprintf(err, sizeof err,
-                 "%%%s %s: '%s' names the previous run of a cell (%%%%profdiffview %s); choose "
+                 "%s %s: '%s' names the previous run of a cell (%%%%profdiffview %s); choose "
                  "another name for a baseline",
-                 m->name, name, name, name);
+                 typed, name, name, name);
         free(name);
         goto fail;
       }
       if (mode == KN_PROF_DIFF && !strcmp(name, KN_PROFHIST_PREV) &&
           !kn_prof_diff_base(kp, name, e->cell_key)) {
         snprintf(err, sizeof err,
-                 "%%%s prev: this cell has no earlier profiled run to compare with; run it "
+                 "%s prev: this cell has no earlier profiled run to compare with; run it "
                  "with %%%%profview first, then edit it and run %%%%profdiffview prev "
                  "(%%profhistory lists the runs kept)",
-                 m->name);
+                 typed);
         free(name);
         goto fail;
       }
       if (mode == KN_PROF_DIFF && !kn_prof_diff_base(kp, name, e->cell_key)) {
         char *names = kn_prof_baseline_names(kp);
-        snprintf(err, sizeof err, "%%%s: no baseline named '%s'; baselines: %s", m->name, name,
+        snprintf(err, sizeof err, "%s: no baseline named '%s'; baselines: %s", typed, name,
                  names);
         free(names);
         free(name);
@@ -305,21 +306,21 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
       kn_profreq_split_statement(args, groups, &opts, stmt);
     else
       opts = fl__xstrdup(args);
-    int rc = kn_profreq_parse(kp, m->name, opts, groups, &e->profreq, err, sizeof err);
+    int rc = kn_profreq_parse(kp, typed, opts, groups, &e->profreq, err, sizeof err);
     free(opts);
     e->profreq.baseline = name; /* the request owns it from here on */
     if (rc < 0) goto fail;
     if (!statement && e->profreq.positional[0]) {
-      snprintf(err, sizeof err, "%%%%%s: unexpected '%s'; options are key=value words, such as "
-                                "delay=0.0001", m->name, e->profreq.positional[0]);
+      snprintf(err, sizeof err, "%s: unexpected '%s'; options are key=value words, such as "
+                                "delay=0.0001", typed, e->profreq.positional[0]);
       goto fail;
     }
     if (statement && blank(*stmt)) {
-      snprintf(err, sizeof err, "%%%s needs a statement to profile, such as %%%s work(100);",
-               m->name, m->name);
+      snprintf(err, sizeof err, "%s needs a statement to profile, such as %s work(100);", typed,
+               typed);
       goto fail;
     }
-    if (resolve_profile_kind(k, &e->profreq, def, m->name, e->cell_key, err, sizeof err) < 0)
+    if (resolve_profile_kind(k, &e->profreq, def, typed, e->cell_key, err, sizeof err) < 0)
       goto fail;
     e->profreq.mode = mode;
     return 0;

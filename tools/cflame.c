@@ -396,7 +396,11 @@ static void summary_of(const fl_profile_t *p, char *out, size_t size) {
   fl_count_noun(info->total_allocs, "allocation", "allocations", allocs, sizeof allocs);
   if (kind->allocs && kind->bytes)
     snprintf(out, size, "%s in %s", n, allocs);
-  else if (kind->time && info->interval_ns)
+  else if (kind->time && info->interval_ns && info->mixed_intervals) {
+    char mixed[160];
+    fl_mixed_intervals_note(info, mixed, sizeof mixed);
+    snprintf(out, size, "%s; %s", n, mixed);
+  } else if (kind->time && info->interval_ns)
     snprintf(out, size, "%s, one every %g ms", n, (double)info->interval_ns / 1e6);
   else
     snprintf(out, size, "%s", n);
@@ -549,7 +553,7 @@ static int run(cli_t *c) {
   fl_profile_t *target = NULL, *base = NULL;
   char *out = NULL, err[512];
   size_t out_len = 0;
-  char names[512], summary[160], title[600];
+  char names[512], summary[256], title[600];
 
   if (!(target = read_inputs(c, c->inputs, c->n_inputs, c->per_input))) goto done;
   if (c->diff_base && !(base = read_inputs(c, (char *const *)&c->diff_base, 1, false))) goto done;

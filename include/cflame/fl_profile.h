@@ -144,7 +144,21 @@ typedef struct fl_profile_info {
   bool recorded_here;     /* every sample came from this process's collector
                              (fl_collect), none from a file: the source view
                              may read its modules' files. No reader sets it. */
+  bool mixed_intervals;   /* time profiles sampled at different intervals were
+                             merged into this one (fl_profile_merge): every
+                             weight was converted to intervals of interval_ns,
+                             so that samples weigh the time they stand for */
 } fl_profile_info_t;
+
+/* A sampling interval as every output writes it: "10 s" (whole seconds),
+ * "1 ms", "0.25 ms" (from 0.1 ms), "2.5 us", "800 ns". */
+void fl_interval_text(uint64_t ns, char *out, size_t size);
+
+/* What a profile's counts are when time profiles sampled at different
+ * intervals were merged (fl_profile_info_t.mixed_intervals): "inputs
+ * sampled at different intervals, merged by time: each count is an
+ * interval of 0.25 ms"; "" otherwise. */
+void fl_mixed_intervals_note(const fl_profile_info_t *info, char *out, size_t size);
 
 /* A new, empty profile (never NULL: out of memory aborts, as everywhere in
  * the flame library; docs/LIBRARY.md). */
@@ -219,8 +233,25 @@ const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i);
  * count, CPU and wall-clock seconds and runs, and the names of its threads
  * that p has no name for; p takes src's interval if it has none.
  * Their kinds must be comparable (fl_kind_comparable); p keeps its own.
- * p may be src (which doubles it). */
+ * p may be src (which doubles it).
+ *
+ * Time is merged as time: when p and src are time profiles (fl_kind's
+ * time) sampled at different known intervals, every weight of both is
+ * converted to a common interval, so that a sample of a 1 ms profile
+ * weighs four of a 0.25 ms one. The common interval is the intervals'
+ * greatest common divisor when that converts each weight exactly at most
+ * FL_PROFILE_MAX_SCALE times over (0.25 ms for 1 ms and 0.25 ms), else
+ * the finer interval, weights rounded with the rounding error carried
+ * from one sample to the next (so each input's total stays exact to one
+ * interval). info.mixed_intervals then says so. A weight that would pass
+ * UINT64_MAX is held there: fl_profile_merge_fits says beforehand whether
+ * any would. */
+#define FL_PROFILE_MAX_SCALE 1000
 void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src);
+
+/* Whether merging src into p keeps every total within UINT64_MAX, the
+ * conversion to a common interval included. */
+bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src);
 
 /* fl_profile_merge with one more frame, root, outermost on every stack
  * of src (the root's own time too): profiles merged under frames of their

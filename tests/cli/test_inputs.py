@@ -199,3 +199,52 @@ def test_a_gzip_bomb_stops_at_the_limit(gzip_bomb, tmp_path):
     # as --diff's BASE too
     r = capped("--diff", gzip_bomb, DATA / "single.folded", timeout=120)
     assert r.returncode == 1 and "unzips to more than the limit of 1 GiB" in r.stderr, r.stderr
+
+
+def test_inputs_at_different_rates_merge_by_time(tmp_path):
+    """1 s of CPU sampled at 1 kHz and 0.25 s at 4 kHz are 80/20 of
+    1.25 s, whichever comes first; the graph's note says the rates
+    differed and what a count is."""
+    fast, slow = tmp_path / "fast.pb", tmp_path / "slow.pb"
+    slow.write_bytes(profile(["main", "a"], [([1, 0], 1000 * 1000000)],
+                             period_type=("cpu", "nanoseconds"), period=1000000))
+    fast.write_bytes(profile(["main", "b"], [([1, 0], 1000 * 250000)],
+                             period_type=("cpu", "nanoseconds"), period=250000))
+    for order in ((slow, fast), (fast, slow)):
+        assert folded_counts(ok("-f", "folded", *order)) == {"main;a": 4000, "main;b": 1000}
+        svg = ok("-f", "svg", *order)
+        assert ("inputs sampled at different intervals, merged by time: each count is an "
+                "interval of 0.25 ms") in svg, svg[:2000]
+    # one rate: nothing to say
+    assert "merged by time" not in ok("-f", "svg", slow, slow)
+
+
+def test_a_saved_diff_is_refused_as_one_profile(tmp_path):
+    """A diff saved as folded stacks ("stack BASE TARGET") does not read
+    back as a profile whose frames end in a count: it is refused, with
+    what it is and how to compare."""
+    base, target = tmp_path / "base.folded", tmp_path / "target.folded"
+    base.write_text("p;main;a 50\np;main;b 5\n")
+    target.write_text("p;main;a 10\np;main;c 7\n")
+    d = tmp_path / "d.folded"
+    ok("--diff", base, target, "-o", d)
+    assert "p;main;a 50 10" in d.read_text()
+    r = cflame("-f", "text", d)
+    assert r.returncode != 0 and r.stdout == ""
+    assert "ends in two counts: this is a diff's folded stacks" in r.stderr, r.stderr
+    assert "--diff BASE TARGET" in r.stderr
+
+
+def test_counts_past_pprof_values_are_refused_not_clamped(tmp_path):
+    """pprof's values are int64: a count past 2^63 - 1 is an error naming
+    the limit and a format that holds it, never written as another."""
+    big = tmp_path / "big.folded"
+    big.write_text(f"main;a {2**64 - 1}\n")
+    r = cflame(big, "-o", tmp_path / "big.pb.gz")
+    assert r.returncode != 0 and not (tmp_path / "big.pb.gz").exists()
+    assert f"do not fit pprof's values, which go to {2**63 - 1}" in r.stderr, r.stderr
+    # the largest that fits is written and reads back as it was
+    fits = tmp_path / "fits.folded"
+    fits.write_text(f"main;a {2**63 - 1}\n")
+    ok(fits, "-o", tmp_path / "fits.pb.gz")
+    assert folded_counts(ok("-f", "folded", tmp_path / "fits.pb.gz")) == {"main;a": 2**63 - 1}

@@ -288,6 +288,9 @@ def test_profdiffview_prev_compares_an_edited_cell_with_its_last_run(kc):
     listed = ok(kc, "%profhistory")
     runs = re.findall(r"^\s*(\d+)\s+cell\[(\d+)\].*%profhistory (\d+)$", listed, re.M)
     assert len(runs) >= 2 and all(a == c for a, _, c in runs), listed
+    # each run's samples as its graph counts them, not its stacks
+    samples = re.search(rf"^\s*{runs[-2][0]}\s+cell\[\d+\]\s+\S+\s+([\d,]+)\s", listed, re.M)
+    assert samples and int(samples.group(1).replace(",", "")) == first_total, (listed, first_total)
     reply, outputs = run(kc, f"%profhistory {runs[-2][0]}")
     assert reply["status"] == "ok" and rows_of(display(outputs))[0]["count"] == first_total
 
@@ -298,6 +301,7 @@ def test_profdiffview_prev_without_an_earlier_run_says_what_to_do(kc):
     prev names the previous run; a run number not kept is an error."""
     reply, outputs = fails(kc, "%%profdiffview prev\nf1(10);", "MagicError", cell_id="hist-new")
     assert "no earlier profiled run" in reply["evalue"] and "%%profview first" in reply["evalue"]
+    assert reply["evalue"].startswith("%%profdiffview prev: "), reply["evalue"]
     reply, outputs = fails(kc, "%%profbase prev\nf1(10);", "MagicError")
     assert "choose another name" in reply["evalue"]
     reply, outputs = fails(kc, "%profhistory 999", "MagicError")

@@ -354,6 +354,38 @@ def test_profload_of_two_runs_gives_each_its_duration(kc, tmp_path):
             in both), (both, lasted)
 
 
+def func_counts(bundle):
+    """Each function's count in the graph, over the frames it has."""
+    out = collections.Counter()
+    for r in rows_of(bundle):
+        out[r["func"]] += r["count"]
+    return out
+
+
+def test_profiles_at_different_rates_merge_by_time(kc, tmp_path):
+    """A cell profiled at delay=0.001 and another at delay=0.0001, each
+    saved: loaded together, each weighs the time its samples stand for (in
+    intervals of 0.1 ms, as the header says), not its count of samples."""
+    counts = {}
+    for name, delay, func in (("slow", "0.001", "slow_part"), ("fast", "0.0001", "fast_part")):
+        ok(kc, f"__attribute__((noinline)) double {func}(long n) "
+               "{ double z = 0; for (long k = 0; k < n; k++) z += k * 0.5; return z; }")
+        show(kc, f"%%profview delay={delay} lines=false\n"
+                 f"double s_{name} = 0; for (int i = 0; i < 200; i++) s_{name} += {func}(300000);",
+             f"rate-{name}")
+        ok(kc, f"%profsave {tmp_path / name}.pb.gz")
+        counts[name] = func_counts(flame(kc, "%profshow lines=false")[0])
+    out = ok(kc, f"%profload {tmp_path / 'slow'}.pb.gz {tmp_path / 'fast'}.pb.gz")
+    assert ("inputs sampled at different intervals, merged by time: each count is an interval "
+            "of 0.1 ms") in out, out
+    bundle = flame(kc, "%profshow lines=false")[0]
+    merged = func_counts(bundle)
+    # the 1 ms profile's samples weigh ten each, the 0.1 ms one's one
+    assert merged["slow_part"] == 10 * counts["slow"]["slow_part"], (merged, counts)
+    assert merged["fast_part"] == counts["fast"]["fast_part"], (merged, counts)
+    assert "merged by time" in bundle["text/plain"], bundle["text/plain"][:600]
+
+
 def test_a_filter_that_leaves_no_sample_says_so_in_every_view(kc):
     """threads= naming a thread without samples, and a filter= that matches
     no function: each view says which filter left nothing and what it was

@@ -367,8 +367,11 @@ def test_empty_profile_says_how_long_it_ran_and_what_to_do(kc):
 
 
 def test_unknown_option_names_the_valid_ones(kc):
+    """The message names the magic as it was typed (the cell form with
+    two % signs), the word and the valid options."""
     reply, outputs = fails(kc, '%%profview wdth=3\nprintf("ran\\n");', "MagicError")
-    assert "wdth" in reply["evalue"] and "width" in reply["evalue"], reply["evalue"]
+    assert reply["evalue"].startswith("%%profview: unknown option 'wdth'"), reply["evalue"]
+    assert "width" in reply["evalue"], reply["evalue"]
     for valid in ("delay", "threads", "minwidth", "title", "icicle"):
         assert valid in reply["evalue"], reply["evalue"]
     assert stdout(outputs) == "" and not displays(outputs)
@@ -391,7 +394,7 @@ def test_bad_option_value_names_what_is_valid_and_nothing_runs(kc, option, valid
 
 def test_statement_form_with_bad_option_runs_nothing(kc):
     reply, outputs = fails(kc, '%profview recur=sideways printf("ran\\n");', "MagicError")
-    assert "flat" in reply["evalue"]
+    assert "flat" in reply["evalue"] and reply["evalue"].startswith("%profview: "), reply["evalue"]
     assert stdout(outputs) == ""
 
 

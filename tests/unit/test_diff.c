@@ -925,9 +925,9 @@ static void test_intervals(void) {
        .wants = {{"top;a", DELTA, 0}, {NULL}},
        .note = {"the baseline was sampled every 0.25 ms and the target every 0.1 ms: counts are "
                 "compared per unit of time"}},
-      {"2.5 µs against 800 ns", &a100_at_800ns, &a40_at_2500ns, .minwidth = 0.001, .noise = 2,
+      {"2.5 us against 800 ns", &a100_at_800ns, &a40_at_2500ns, .minwidth = 0.001, .noise = 2,
        .wants = {{NULL}},
-       .note = {"the baseline was sampled every 2.5 µs and the target every 800 ns: counts are "
+       .note = {"the baseline was sampled every 2.5 us and the target every 800 ns: counts are "
                 "compared per unit of time"}},
       /* an unknown interval: compared as they are */
       {"unknown interval", &a100, &a100_unknown, .minwidth = 0.001, .noise = 2,

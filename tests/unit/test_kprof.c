@@ -82,34 +82,38 @@ static const run_spec_t run_a = {{1, 2, 3}, 3, 1000000, 1, 0.5, 0.75};
 static const run_spec_t run_b = {{10, 20}, 2, 250000, 2, 1.25, 2.0};
 
 /* The regression that made this test: %%profile twice, and the session
- * holds each run's samples and times once. */
+ * holds each run's samples and times once. The runs were sampled every
+ * 1 ms and every 0.25 ms: the session counts time, in intervals of
+ * 0.25 ms, so each of run a's samples weighs four. */
 static void test_accumulate_counts_once(void) {
   kn_prof_t *p = kn_prof_new(dir);
   fl_profile_t *a = make_run(&run_a), *b = make_run(&run_b);
   kn_prof_session_take(p, a, KN_PROF_ACCUMULATE);
   kn_prof_session_take(p, b, KN_PROF_ACCUMULATE);
   const fl_profile_info_t *s = fl_profile_info_const(kn_prof_session(p));
-  CHECK_INT(s->total_weight, 1 + 2 + 3 + 10 + 20);
+  CHECK_INT(s->total_weight, 4 * (1 + 2 + 3) + 10 + 20);
   CHECK_INT(s->samples, 5);
   CHECK_INT(s->dropped, 1 + 2);
   CHECK(fabs(s->cpu_seconds - 1.75) < 1e-9);
   CHECK(fabs(s->wall_seconds - 2.75) < 1e-9);
-  CHECK_INT(s->interval_ns, run_b.interval_ns); /* the latest run's */
-  CHECK_INT(weight_of(kn_prof_session(p), "work_0"), 1 + 10);
-  CHECK_INT(weight_of(kn_prof_session(p), "work_1"), 2 + 20);
-  CHECK_INT(weight_of(kn_prof_session(p), "work_2"), 3);
+  CHECK_INT(s->interval_ns, run_b.interval_ns); /* the finer */
+  CHECK(s->mixed_intervals);
+  CHECK_INT(weight_of(kn_prof_session(p), "work_0"), 4 * 1 + 10);
+  CHECK_INT(weight_of(kn_prof_session(p), "work_1"), 4 * 2 + 20);
+  CHECK_INT(weight_of(kn_prof_session(p), "work_2"), 4 * 3);
   /* The runs are the caller's, unchanged. */
   CHECK_INT(fl_profile_info_const(a)->total_weight, 6);
   CHECK(fabs(fl_profile_info_const(a)->cpu_seconds - 0.5) < 1e-9);
   fl_profile_destroy(&a);
   fl_profile_destroy(&b);
-  CHECK_INT(fl_profile_info_const(kn_prof_session(p))->total_weight, 36); /* a copy */
+  CHECK_INT(fl_profile_info_const(kn_prof_session(p))->total_weight, 54); /* a copy */
   kn_prof_destroy(&p);
   CHECK(p == NULL);
 }
 
 /* Each run enters the session by its mode. From an empty session, two
- * runs taken in turn; the session is then the sum of the runs marked. */
+ * runs taken in turn; the session is then the sum of the runs marked, by
+ * time (run a's intervals are four of run b's). */
 static void test_modes(void) {
   static const struct {
     kn_profmode_t first, second;
@@ -137,7 +141,9 @@ static void test_modes(void) {
       /* Exactly one run: the session is that run. */
       CHECK(same_profile(session, has_a ? a : b));
     } else {
-      CHECK_INT(s->total_weight, (has_a ? ia->total_weight : 0) + (has_b ? ib->total_weight : 0));
+      uint64_t scale = has_a && has_b ? ia->interval_ns / ib->interval_ns : 1;
+      CHECK_INT(s->total_weight,
+                (has_a ? scale * ia->total_weight : 0) + (has_b ? ib->total_weight : 0));
       CHECK_INT(s->samples, (has_a ? ia->samples : 0) + (has_b ? ib->samples : 0));
       CHECK_INT(s->dropped, (has_a ? ia->dropped : 0) + (has_b ? ib->dropped : 0));
       double cpu = (has_a ? ia->cpu_seconds : 0) + (has_b ? ib->cpu_seconds : 0);
@@ -145,8 +151,8 @@ static void test_modes(void) {
       CHECK(fabs(s->cpu_seconds - cpu) < 1e-9);
       CHECK(fabs(s->wall_seconds - wall) < 1e-9);
       for (size_t k = 0; k < 3; k++)
-        CHECK_INT(weight_of(session, leaves[k]),
-                  (has_a ? weight_of(a, leaves[k]) : 0) + (has_b ? weight_of(b, leaves[k]) : 0));
+        CHECK_INT(weight_of(session, leaves[k]), (has_a ? scale * weight_of(a, leaves[k]) : 0) +
+                                                     (has_b ? weight_of(b, leaves[k]) : 0));
     }
     if (!has_a && !has_b) CHECK_INT(fl_profile_n_samples(session), 0);
     kn_prof_destroy(&p);
@@ -182,8 +188,8 @@ static void test_kinds(void) {
     kn_prof_session_take(p, b, cases[i].mode);
     const fl_profile_t *session = kn_prof_session(p);
     if (cases[i].has_a && cases[i].has_b)
-      CHECK_INT(fl_profile_info_const(session)->total_weight,
-                fl_profile_info_const(a)->total_weight + fl_profile_info_const(b)->total_weight);
+      CHECK_INT(fl_profile_info_const(session)->total_weight, /* by time: a's weigh 4 of b's */
+                4 * fl_profile_info_const(a)->total_weight + fl_profile_info_const(b)->total_weight);
     else
       CHECK(same_profile(session, cases[i].has_a ? a : b));
     CHECK_INT(fl_profile_info_const(session)->kind,

@@ -77,7 +77,26 @@ static void test_deep_runs_are_counted(void) {
   fl_profile_destroy(&run);
 }
 
+/* The list counts a run's samples as its graph's header does: a stack
+ * the sampler recorded late stands for several samples. */
+static void test_samples_not_stacks(void) {
+  fl_profile_t *run = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(run)->interval_ns = 1000000;
+  uint32_t id = fl_profile_frame_id(run, &(fl_frame_t){.func = "work"});
+  for (int i = 0; i < 363; i++) fl_profile_add_sample(run, &id, 1, 1, 0, 1);
+  fl_profile_add_sample(run, &id, 1, 22, 0, 1); /* 364 stacks, 385 samples */
+  kn_profhist_t *h = kn_profhist_new(1 << 20);
+  kn_profhist_add(h, run, "id:cell", 7);
+  char *text = kn_profhist_list(h);
+  CHECK(text && strstr(text, "cell[7]") && strstr(text, "  385  "));
+  if (text && !strstr(text, "  385  ")) fprintf(stderr, "%s", text);
+  free(text);
+  kn_profhist_destroy(&h);
+  fl_profile_destroy(&run);
+}
+
 int main(void) {
   test_deep_runs_are_counted();
+  test_samples_not_stacks();
   return TEST_DONE();
 }

@@ -341,6 +341,97 @@ static void test_merge(void) {
   fl_profile_destroy(&p);
 }
 
+/* A profile of n samples of weight 1 on the stack {name}, sampled every
+ * interval_ns. */
+static fl_profile_t *timed(const char *name, uint64_t interval_ns, int n) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = interval_ns;
+  uint32_t id = frame(p, name, NULL, 0, NULL, 0, FL_FRAME_CELL);
+  for (int i = 0; i < n; i++) fl_profile_add_sample(p, &id, 1, 1, 0, 0);
+  return p;
+}
+
+/* The weight of the stack {name} in p. */
+static uint64_t weight_of(const fl_profile_t *p, const char *name) {
+  uint64_t w = 0;
+  fl_sample_t s;
+  for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
+    fl_profile_sample(p, i, &s);
+    if (s.n == 1 && !strcmp(fl_profile_frame(p, s.stack[0])->func, name)) w += s.weight;
+  }
+  return w;
+}
+
+/* Profiles sampled at different intervals merge by time: 1 s of CPU at
+ * 1 kHz and 0.25 s at 4 kHz are 80/20 of 1.25 s, whichever comes first. */
+static void test_merge_by_time(void) {
+  for (int order = 0; order < 2; order++) {
+    fl_profile_t *a = timed("a", 1000000, 1000), *b = timed("b", 250000, 1000);
+    fl_profile_t *p = order ? b : a, *q = order ? a : b;
+    CHECK(fl_profile_merge_fits(p, q));
+    fl_profile_merge(p, q);
+    const fl_profile_info_t *info = fl_profile_info_const(p);
+    CHECK_INT(info->interval_ns, 250000);
+    CHECK(info->mixed_intervals);
+    CHECK_INT(weight_of(p, "a"), 4000);
+    CHECK_INT(weight_of(p, "b"), 1000);
+    CHECK_INT(info->total_weight, 5000);
+    CHECK_INT(info->samples, 2000);
+    char note[160];
+    fl_mixed_intervals_note(info, note, sizeof note);
+    CHECK_STR(note, "inputs sampled at different intervals, merged by time: each count is an "
+                    "interval of 0.25 ms");
+    fl_profile_destroy(&a);
+    fl_profile_destroy(&b);
+  }
+  /* 1 ms and 0.3 ms: both exact in intervals of 0.1 ms. */
+  fl_profile_t *a = timed("a", 1000000, 10), *b = timed("b", 300000, 10);
+  fl_profile_merge(a, b);
+  CHECK_INT(fl_profile_info_const(a)->interval_ns, 100000);
+  CHECK_INT(weight_of(a, "a"), 100);
+  CHECK_INT(weight_of(a, "b"), 30);
+  fl_profile_destroy(&a);
+  fl_profile_destroy(&b);
+  /* 1 ms and 2/3 ms share no useful divisor: counted in the finer, each
+   * weight rounded, the rounding carried so the total stays exact to one
+   * interval: 1,000 samples of 1.5 intervals are 1,500. */
+  a = timed("a", 1000000, 1000), b = timed("b", 666667, 1000);
+  fl_profile_merge(b, a);
+  CHECK_INT(fl_profile_info_const(b)->interval_ns, 666667);
+  CHECK(llabs((long long)weight_of(b, "a") - 1500) <= 1);
+  CHECK_INT(weight_of(b, "b"), 1000);
+  fl_profile_destroy(&a);
+  fl_profile_destroy(&b);
+  /* Equal intervals, or one unknown: weights as they are, nothing said. */
+  a = timed("a", 1000000, 3), b = timed("b", 0, 3);
+  fl_profile_merge(a, b);
+  CHECK(!fl_profile_info_const(a)->mixed_intervals);
+  CHECK_INT(fl_profile_info_const(a)->total_weight, 6);
+  char note[160];
+  fl_mixed_intervals_note(fl_profile_info_const(a), note, sizeof note);
+  CHECK_STR(note, "");
+  fl_profile_destroy(&a);
+  fl_profile_destroy(&b);
+  /* An emptied profile keeps an interval that no weight has: the first
+   * profile merged into it brings its own. */
+  a = timed("a", 1000000, 3), b = timed("b", 250000, 3);
+  fl_profile_clear(a);
+  fl_profile_merge(a, b);
+  CHECK_INT(fl_profile_info_const(a)->interval_ns, 250000);
+  CHECK_INT(fl_profile_info_const(a)->total_weight, 3);
+  CHECK(!fl_profile_info_const(a)->mixed_intervals);
+  fl_profile_destroy(&a);
+  fl_profile_destroy(&b);
+  /* Totals that would pass UINT64_MAX once converted do not fit. */
+  a = timed("a", 1000000, 0), b = timed("b", 250000, 1);
+  uint32_t id = frame(a, "a", NULL, 0, NULL, 0, FL_FRAME_CELL);
+  fl_profile_add_sample(a, &id, 1, UINT64_MAX / 2, 0, 0);
+  CHECK(!fl_profile_merge_fits(a, b));
+  CHECK(fl_profile_merge_fits(b, b));
+  fl_profile_destroy(&a);
+  fl_profile_destroy(&b);
+}
+
 static void test_clear(void) {
   uint32_t ids[4];
   fl_profile_t *p = small_profile(ids);
@@ -643,6 +734,7 @@ int main(void) {
   test_threads_many();
   test_copy();
   test_merge();
+  test_merge_by_time();
   test_clear();
   test_alloc();
   test_many_samples();

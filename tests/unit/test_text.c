@@ -194,7 +194,7 @@ static void test_tree_basic(void) {
   o.cols = 100;
   o.max_lines = 1;
   CHECK_REPORT(fl_text_tree(t, &o),
-               "Total: 11 samples (interval 250 us)\n"
+               "Total: 11 samples (interval 0.25 ms)\n"
                "Count  Self  Frame\n"
                "   11     0  cell[1]\n"
                "… 6 more lines\n");
