@@ -232,6 +232,11 @@ int fl_write_file(const char *path, const void *data, size_t len, bool in_place,
  * stackcollapse-perf.pl sorts them. Frames minwidth hid are not written:
  * build with minwidth 0 for every sample. New string (free it). */
 char *fl_folded(const fl_tree_t *t);
+/* What fl_folded(t) takes while it writes, in bytes (saturated): each
+ * line's text twice (gathered, then written sorted) and an entry per node.
+ * A line is its path's whole text, so a deep tree with many leaves writes
+ * far more than it holds: fl_output charges this to its budget first. */
+size_t fl_folded_bytes(const fl_tree_t *t);
 
 /* pprof's profile.proto of a tree, as drawn (the tree options applied,
  * as for fl_folded), gzip-compressed: what `go tool pprof`, Pyroscope,

@@ -200,3 +200,21 @@ def test_a_modest_budget_refuses_a_large_profile_that_the_default_reads(tmp_path
     for bad in ("lots", "0", "-1"):
         r = cflame("--max-memory", bad, large)
         assert r.returncode == 2 and f"--max-memory {bad}" in r.stderr, (bad, r.stderr)
+
+
+def test_folded_output_that_would_take_gigabytes_is_refused_before_it_is_written(tmp_path):
+    """A 32 KB pprof: 2,000 leaves under a location of 2,000 lines of a
+    4,000-character name. Its tree has 4,000 nodes, but each folded line
+    is the whole path's text: 16 GB of output, which the budget refuses
+    before any of it is made; the SVG is drawn."""
+    fns = ["main", "L" * 4000] + [f"leaf{i}" for i in range(2000)]
+    amp = tmp_path / "amp.pb.gz"
+    amp.write_bytes(profile(fns, [([i, 1, 0], 1) for i in range(2, 2002)],
+                            location_lines={1: 2000}, gzipped=True))
+    assert amp.stat().st_size < 40_000
+    r = cflame("-f", "folded", amp, "-o", tmp_path / "amp.folded")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"writing the folded stacks of {amp} (pprof) needs more than the " in r.stderr
+    assert BUDGET in r.stderr, r.stderr
+    assert not (tmp_path / "amp.folded").exists()
+    ok(amp, "-o", tmp_path / "amp.svg")
