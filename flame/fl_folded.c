@@ -242,10 +242,12 @@ size_t fl_folded_bytes(const fl_tree_t *t) {
     int d = node->depth;
     /* its frame: the name, and " (FILE:LINE)" (the line's digits at most
      * 10), with the ';' before it */
-    size_t own = d > 0 ? strlen(f->func) + 1 + (f->line > 0 && f->file ? strlen(f->file) + 14 : 0) : 0;
+    size_t own =
+        d > 0 ? strlen(f->func) + 1 + (f->line > 0 && f->file ? strlen(f->file) + 14 : 0) : 0;
     ends[d] = add_sat(d > 0 ? ends[d - 1] : 0, own);
     /* the line twice (gathered, then written), its count, its index entry */
-    if (node->self) total = add_sat(total, add_sat(2 * (ends[d] > SIZE_MAX / 2 ? SIZE_MAX / 2 : ends[d]), 22));
+    if (node->self)
+      total = add_sat(total, add_sat(2 * (ends[d] > SIZE_MAX / 2 ? SIZE_MAX / 2 : ends[d]), 22));
     total = add_sat(total, sizeof(line_t));
   }
   free(ends);

@@ -369,7 +369,8 @@ static char *folded_charged(draw_t *d, const fl_tree_t *t) {
   if (fl_budget_charge(budget, fl_folded_bytes(t), 0) < 0) {
     const char *source = fl_profile_info_const(fl_tree_profile(t))->source;
     char subject[300];
-    snprintf(subject, sizeof subject, "writing the folded stacks%s%s", *source ? " of " : "", source);
+    snprintf(subject, sizeof subject, "writing the folded stacks%s%s", *source ? " of " : "",
+             source);
     fl_budget_message(budget, subject, d->err, d->err_size);
     return NULL;
   }

@@ -480,7 +480,8 @@ static int cmp_path(const void *pa, const void *pb) {
 /* What a node costs beside its builder's record while it is laid out:
  * lay_out's arrays first and fill (a size_t each), kids (a kid_t: two
  * uint32_t and an int), id_of, order and todo (a uint32_t each). */
-#define LAYOUT_NODE_BYTES (2 * sizeof(size_t) + 2 * sizeof(uint32_t) + sizeof(int) + 3 * sizeof(uint32_t))
+#define LAYOUT_NODE_BYTES \
+  (2 * sizeof(size_t) + 2 * sizeof(uint32_t) + sizeof(int) + 3 * sizeof(uint32_t))
 /* What a drawn node costs: the tree's node, its parent's pointer to it,
  * and what the renderers take per node they are given (rows, widths,
  * labels), measured on a stack of 2·10^6 frames (docs/PERFORMANCE.md). */
@@ -510,8 +511,8 @@ static int make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
     if (prev)
       while (same < path->len && same < prev->len && path->keys[same] == prev->keys[same]) same++;
     size_t added = path->len - same;
-    bnode_t *grown = fl__grow_charged(b->budget, b->nodes, &b->nodes_cap, b->n_nodes + added,
-                                      sizeof *b->nodes);
+    bnode_t *grown =
+        fl__grow_charged(b->budget, b->nodes, &b->nodes_cap, b->n_nodes + added, sizeof *b->nodes);
     if (!grown) goto refused;
     b->nodes = grown;
     if (fl_budget_charge_n(b->budget, added, LAYOUT_NODE_BYTES, 0) < 0) goto refused;

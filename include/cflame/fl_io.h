@@ -177,8 +177,7 @@ void fl_read_opts_init(fl_read_opts_t *opts);
 /* fl_read_profile under opts (NULL: the defaults): its kind, root, limit
  * on what it unzips to, and budget (stdin_dash is not read). */
 int fl_read_profile_opts(fl_profile_t *p, const char *data, size_t len, const char *name,
-                         const fl_read_opts_t *opts, fl_input_kind_t *kind_out,
-                         fl_io_error_t *err);
+                         const fl_read_opts_t *opts, fl_input_kind_t *kind_out, fl_io_error_t *err);
 
 /* fl_read_profile of the file at path, under opts (NULL: the defaults), as
  * the comment above says. A file that cannot be read is an error naming it

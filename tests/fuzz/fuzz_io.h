@@ -117,7 +117,8 @@ static void fuzz_io_round_trip(const fl_profile_t *p, bool lines) {
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t err;
   if (fuzz_io_read_into(q, first, strlen(first), "folded", FL_INPUT_FOLDED, NULL, &err) < 0) {
-    if (err.code != FL_IO_ERR_BUDGET) fuzz_io_fail("fl_folded's output does not read back", err.message);
+    if (err.code != FL_IO_ERR_BUDGET)
+      fuzz_io_fail("fl_folded's output does not read back", err.message);
     free(first);
     fl_profile_destroy(&q);
     return;

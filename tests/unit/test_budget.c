@@ -31,8 +31,9 @@ static void test_limits(void) {
   CHECK_INT(b.state, FL_BUDGET_OVER_MEMORY);
   CHECK_INT(b.bytes, 64 << 20); /* a refused charge adds nothing */
   fl_budget_message(&b, "x.gz", msg, sizeof msg);
-  CHECK_STR(msg, "x.gz needs more than the 64 MiB of memory the budget allows; raise it with "
-                 "max_memory=SIZE");
+  CHECK_STR(msg,
+            "x.gz needs more than the 64 MiB of memory the budget allows; raise it with "
+            "max_memory=SIZE");
   /* Once stopped, every charge fails, even of nothing. */
   CHECK_INT(fl_budget_charge(&b, 0, 0), -1);
   CHECK(fl_budget_stopped(&b));
@@ -146,8 +147,9 @@ static void test_reading_and_drawing(void) {
   fl_io_error_t err;
   CHECK_INT(fl_read_profile_opts(p, deep, len, "deep.folded", &o, NULL, &err), -1);
   CHECK_INT(err.code, FL_IO_ERR_BUDGET);
-  CHECK_STR(err.message, "deep.folded needs more than the 4 MiB of memory the budget allows; "
-                         "raise it with max_memory=SIZE");
+  CHECK_STR(err.message,
+            "deep.folded needs more than the 4 MiB of memory the budget allows; "
+            "raise it with max_memory=SIZE");
   CHECK_INT(fl_profile_n_samples(p), 0);
 
   /* Read under the default; its tree refused under 64 MiB. */
@@ -157,8 +159,9 @@ static void test_reading_and_drawing(void) {
   t.max_memory = 64 << 20;
   char why[512];
   CHECK(fl_tree_build(p, &t, "all", why, sizeof why) == NULL);
-  CHECK(strstr(why, "the flame graph of deep.folded (folded stacks) needs more than the 64 MiB "
-                    "of memory the budget allows") != NULL);
+  CHECK(strstr(why,
+               "the flame graph of deep.folded (folded stacks) needs more than the 64 MiB "
+               "of memory the budget allows") != NULL);
   t.max_memory = 1 << 30;
   fl_tree_t *tree = fl_tree_build(p, &t, "all", why, sizeof why);
   CHECK(tree != NULL);
