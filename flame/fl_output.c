@@ -45,6 +45,15 @@ static const fl_tree_t *tree_of(draw_t *d) {
   return d->tree;
 }
 
+/* d->err when the budget refused what writing t would take: "WHAT of
+ * x.gz (pprof) needs more than ...". */
+static void refused_output(draw_t *d, const fl_tree_t *t, const char *what) {
+  const char *source = fl_profile_info_const(fl_tree_profile(t))->source;
+  char subject[300];
+  snprintf(subject, sizeof subject, "%s%s%s", what, *source ? " of " : "", source);
+  fl_budget_message(d->opts.tree.budget, subject, d->err, d->err_size);
+}
+
 static const fl_diff_t *diff_of(draw_t *d) {
   if (!d->diff)
     d->diff = fl_diff_build(d->r->profile, d->r->baseline, &d->opts.tree, &d->opts.diff, d->r->root,
@@ -307,6 +316,10 @@ static char *text_report(draw_t *d) {
   if (tv) return tv->text(d);
   if (d->r->baseline) return diff_of(d) ? fl_text_diff(d->diff, &d->opts.text) : NULL;
   if (!tree_of(d)) return NULL;
+  if (fl_budget_charge(d->opts.tree.budget, fl_text_bytes(d->tree, &d->opts.text), 0) < 0) {
+    refused_output(d, d->tree, "printing the report");
+    return NULL;
+  }
   return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
 }
 
@@ -365,13 +378,8 @@ static int cmp_folded(const void *a, const void *b) {
 /* fl_folded of t, its text charged to the drawing's budget first; NULL
  * with d->err when the budget refuses it. */
 static char *folded_charged(draw_t *d, const fl_tree_t *t) {
-  fl_budget_t *budget = d->opts.tree.budget;
-  if (fl_budget_charge(budget, fl_folded_bytes(t), 0) < 0) {
-    const char *source = fl_profile_info_const(fl_tree_profile(t))->source;
-    char subject[300];
-    snprintf(subject, sizeof subject, "writing the folded stacks%s%s", *source ? " of " : "",
-             source);
-    fl_budget_message(budget, subject, d->err, d->err_size);
+  if (fl_budget_charge(d->opts.tree.budget, fl_folded_bytes(t), 0) < 0) {
+    refused_output(d, t, "writing the folded stacks");
     return NULL;
   }
   return fl_folded(t);

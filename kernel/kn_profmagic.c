@@ -496,6 +496,11 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
   req.draw.tree.budget = &budget;
   fl_tree_t *tree = fl_tree_build(session, &req.draw.tree, "all", err, err_size);
   if (!tree) goto out;
+  if (fl_budget_charge(&budget, fl_text_bytes(tree, &req.draw.text), 0) < 0) {
+    fl_budget_message(&budget, "printing the report", err, err_size);
+    fl_tree_destroy(&tree);
+    goto out;
+  }
   char *summary = kn_prof_summary(session);
   char *empty = fl_output_empty_note(tree, &req.draw); /* a filter that left nothing */
   char *report =

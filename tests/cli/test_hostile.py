@@ -226,3 +226,17 @@ def test_folded_output_that_would_take_gigabytes_is_refused_before_it_is_written
     assert BUDGET in r.stderr, r.stderr
     assert not (tmp_path / "amp.folded").exists()
     ok(amp, "-o", tmp_path / "amp.svg")
+
+
+def test_a_text_report_wider_than_the_budget_is_refused_before_it_is_printed(tmp_path):
+    """A stack of 10^6 frames printed at --cols 10000 is 20 GB of report
+    lines at most: refused under a budget of 1 GiB, printed at the
+    default width."""
+    deep = tmp_path / "deep.folded"
+    deep.write_text(";".join(["a"] * 1_000_000) + " 1\n")
+    r = cflame("-f", "text", "--cols", "10000", "--max-memory", "1G", deep)
+    assert r.returncode == 1, (r.returncode, r.stderr[-500:])
+    assert f"printing the report of {deep} (folded stacks) needs more than the 1 GiB {BUDGET}" \
+        in r.stderr, r.stderr
+    text = ok("-f", "text", "--max-memory", "1G", deep)
+    assert text.splitlines()[-1].split()[:2] == ["1", "1"], text[-300:]
