@@ -314,12 +314,13 @@ static char *text_report(draw_t *d) {
   const struct table_view *tv = table_view(d, &refused);
   if (refused) return NULL;
   if (tv) return tv->text(d);
-  if (d->r->baseline) return diff_of(d) ? fl_text_diff(d->diff, &d->opts.text) : NULL;
-  if (!tree_of(d)) return NULL;
-  if (fl_budget_charge(d->opts.tree.budget, fl_text_bytes(d->tree, &d->opts.text), 0) < 0) {
-    refused_output(d, d->tree, "printing the report");
+  const fl_tree_t *t = d->r->baseline ? (diff_of(d) ? fl_diff_tree(d->diff) : NULL) : tree_of(d);
+  if (!t) return NULL;
+  if (fl_budget_charge(d->opts.tree.budget, fl_text_bytes(t, &d->opts.text), 0) < 0) {
+    refused_output(d, t, "printing the report");
     return NULL;
   }
+  if (d->r->baseline) return fl_text_diff(d->diff, &d->opts.text);
   return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
 }
 
