@@ -31,7 +31,10 @@
  * where allocations overcommit and failures are rare, than to stop with a
  * clear message. The errors the library does return (err, fl_io_error_t)
  * are about its input: a bad filter, a line that does not parse, profiles
- * that cannot be compared.
+ * that cannot be compared, and a profile that asks for more memory than
+ * its budget allows (fl_budget.h): what input decides the size of is
+ * charged to the reading's or the drawing's budget before it is
+ * allocated, so that only the library's own allocations reach fl__oom.
  *
  * The in-process recorders (fl_sampler.c, fl_allocs.c) allocate nothing:
  * they run in signal handlers and inside the interposed allocator, on
@@ -76,6 +79,14 @@ void *fl__nonnull(void *p);
  * elements, doubling its capacity from 16, and returns the array, which
  * may have moved: a = fl__grow(a, &cap, n + 1, sizeof *a). */
 void *fl__grow(void *array, size_t *cap, size_t need, size_t size);
+
+/* fl__grow of an array whose size input decides, its new capacity charged
+ * to budget first (fl_budget.h; defined in fl_budget.c, the flame library
+ * only): the array (maybe moved), or NULL when budget refuses, and then
+ * the array is as it was (the caller still frees it). */
+struct fl_budget;
+void *fl__grow_charged(struct fl_budget *budget, void *array, size_t *cap, size_t need,
+                       size_t size);
 
 /* ---- hashes ---- */
 

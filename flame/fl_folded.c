@@ -53,7 +53,7 @@ static bool ends_in_location(const char *s, size_t n, size_t *open, size_t *colo
 static uint32_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t *scratch,
                             const char *s, size_t n) {
   uint32_t id;
-  if (fl__frame_cache_get(cache, s, n, &id)) return id;
+  if (fl__frame_cache_get(cache, s, n, &id)) return id; /* FL_PROFILE_NO_FRAME is never kept */
   size_t func_len = n, file = 0, file_len = 0, open, colon;
   int line = 0;
   if (ends_in_location(s, n, &open, &colon, &line)) {
@@ -77,12 +77,12 @@ static uint32_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t
                   .line = file_len ? line : 0,
                   .flags = flags};
   id = fl_profile_frame_id(p, &f);
-  fl__frame_cache_put(cache, s, n, id);
+  if (id != FL_PROFILE_NO_FRAME) fl__frame_cache_put(cache, s, n, id);
   return id;
 }
 
 int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *name,
-                    fl_io_error_t *err) {
+                    fl_budget_t *budget, fl_io_error_t *err) {
   fl__frame_cache_t cache = {0};
   fl__buf_t scratch = {0};
   uint32_t *ids = NULL;
@@ -158,13 +158,17 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
     for (size_t start = 0; stack_len > 0;) {
       const char *semi = memchr(s + start, ';', stack_len - start);
       size_t stop = semi ? (size_t)(semi - s) : stack_len;
-      uint32_t id = parse_frame(p, &cache, &scratch, s + start, stop - start);
-      ids = fl__grow(ids, &ids_cap, n_ids + 1, sizeof *ids);
+      uint32_t id = parse_frame(p, &cache, &scratch, s + start, stop - start), *grown;
+      if (id == FL_PROFILE_NO_FRAME ||
+          !(grown = fl__grow_charged(budget, ids, &ids_cap, n_ids + 1, sizeof *ids)))
+        goto stopped;
+      ids = grown;
+      if (!(n_ids & FL__IO_CANCEL_EVERY) && fl_budget_stopped(budget)) goto stopped;
       ids[n_ids++] = id;
       if (!semi) break;
       start = stop + 1;
     }
-    fl_profile_add_sample(p, ids, n_ids, count, 0, 0);
+    if (fl_profile_add_sample(p, ids, n_ids, count, 0, 0) < 0) goto stopped;
   }
   if (total == 0) {
     if (lines == 0)
@@ -183,6 +187,8 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
   free(scratch.data);
   free(ids);
   return 0;
+stopped:
+  fl__io_budget_fail(err, name, budget);
 fail:
   fl__frame_cache_free(&cache);
   free(scratch.data);
@@ -239,6 +245,32 @@ static int cmp_lines(const void *pa, const void *pb, void *arena) {
   int c = memcmp(base + a->off, base + b->off, n);
   if (c) return c;
   return (a->len > b->len) - (a->len < b->len);
+}
+
+/* a + b, saturated. */
+static size_t add_sat(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+size_t fl_folded_bytes(const fl_tree_t *t) {
+  size_t n_nodes = fl_tree_n_nodes(t), total = 0;
+  size_t *ends = fl__xmalloc((size_t)fl_tree_max_depth(t) + 1, sizeof *ends);
+  for (size_t i = 0; i < n_nodes; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    const fl_frame_t *f = &node->frame;
+    int d = node->depth;
+    /* its frame: the name, and " (FILE:LINE)" (the line's digits at most
+     * 10), with the ';' before it */
+    size_t own =
+        d > 0 ? strlen(f->func) + 1 + (f->line > 0 && f->file ? strlen(f->file) + 14 : 0) : 0;
+    ends[d] = add_sat(d > 0 ? ends[d - 1] : 0, own);
+    /* the line twice (gathered, then written), its count, its index entry */
+    if (node->self)
+      total = add_sat(total, add_sat(2 * (ends[d] > SIZE_MAX / 2 ? SIZE_MAX / 2 : ends[d]), 22));
+    total = add_sat(total, sizeof(line_t));
+  }
+  free(ends);
+  return total;
 }
 
 char *fl_folded(const fl_tree_t *t) {

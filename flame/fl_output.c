@@ -27,6 +27,7 @@ typedef struct draw {
   char *note;  /* owned: opts.view.note with empty added */
   char *err;
   size_t err_size;
+  fl_budget_t budget; /* when the request brings none: of its options' max_memory */
 } draw_t;
 
 static const fl_tree_t *tree_of(draw_t *d) {
@@ -43,6 +44,15 @@ static const fl_tree_t *tree_of(draw_t *d) {
     d->opts.view.note = d->note = fl__buf_take(&note);
   }
   return d->tree;
+}
+
+/* d->err when the budget refused what writing t would take: "WHAT of
+ * x.gz (pprof) needs more than ...". */
+static void refused_output(draw_t *d, const fl_tree_t *t, const char *what) {
+  const char *source = fl_profile_info_const(fl_tree_profile(t))->source;
+  char subject[300];
+  snprintf(subject, sizeof subject, "%s%s%s", what, *source ? " of " : "", source);
+  fl_budget_message(d->opts.tree.budget, subject, d->err, d->err_size);
 }
 
 static const fl_diff_t *diff_of(draw_t *d) {
@@ -305,8 +315,13 @@ static char *text_report(draw_t *d) {
   const struct table_view *tv = table_view(d, &refused);
   if (refused) return NULL;
   if (tv) return tv->text(d);
-  if (d->r->baseline) return diff_of(d) ? fl_text_diff(d->diff, &d->opts.text) : NULL;
-  if (!tree_of(d)) return NULL;
+  const fl_tree_t *t = d->r->baseline ? (diff_of(d) ? fl_diff_tree(d->diff) : NULL) : tree_of(d);
+  if (!t) return NULL;
+  if (fl_budget_charge(d->opts.tree.budget, fl_text_bytes(t, &d->opts.text), 0) < 0) {
+    refused_output(d, t, "printing the report");
+    return NULL;
+  }
+  if (d->r->baseline) return fl_text_diff(d->diff, &d->opts.text);
   return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
 }
 
@@ -376,16 +391,30 @@ static int cmp_folded(const void *a, const void *b) {
  * of either profile, as Brendan Gregg's difffolded.pl writes it and
  * flamegraph.pl reads it, BASE scaled to the target's total under
  * normalize. The one writer of a diff as folded stacks. */
+/* fl_folded of t, its text charged to the drawing's budget first; NULL
+ * with d->err when the budget refuses it. */
+static char *folded_charged(draw_t *d, const fl_tree_t *t) {
+  if (fl_budget_charge(d->opts.tree.budget, fl_folded_bytes(t), 0) < 0) {
+    refused_output(d, t, "writing the folded stacks");
+    return NULL;
+  }
+  return fl_folded(t);
+}
+
 static char *write_folded(draw_t *d, size_t *len) {
   if (!tree_of(d)) return NULL;
-  char *target = fl_folded(d->tree);
-  if (!d->r->baseline) return target;
+  char *target = folded_charged(d, d->tree);
+  if (!target || !d->r->baseline) return target;
   d->base_tree = fl_tree_build(d->r->baseline, &d->opts.tree, d->r->root, d->err, d->err_size);
   if (!d->base_tree) {
     free(target);
     return NULL;
   }
-  char *base = fl_folded(d->base_tree);
+  char *base = folded_charged(d, d->base_tree);
+  if (!base) {
+    free(target);
+    return NULL;
+  }
   folded_line_t *lines = NULL;
   size_t n = 0, cap = 0;
   add_folded(base, 0, &lines, &n, &cap);
@@ -527,6 +556,8 @@ static void draw_init(draw_t *d, const fl_output_req_t *r, const struct format *
                       size_t err_size) {
   *d = (draw_t){.r = r, .err = err, .err_size = err_size};
   fl_options_copy(&d->opts, r->opts);
+  fl_options_budget(r->opts, &d->budget);
+  d->opts.tree.budget = r->budget ? r->budget : &d->budget;
   fl_view_kind_t view = d->opts.view.view;
   bool exact = (f && f->every_sample) || (view != FL_VIEW_FLAME && view != FL_VIEW_CALLERS);
   if (exact && !fl_options_given(r->opts, "minwidth")) d->opts.tree.minwidth = 0;

@@ -281,6 +281,18 @@ static void plain_columns(fl__buf_t *line, const fl_node_t *node, const void *ct
 }
 
 /* o NULL: the defaults. */
+size_t fl_text_bytes(const fl_tree_t *t, const fl_text_opts_t *o) {
+  fl_text_opts_t defaults;
+  if (!o) {
+    fl_text_opts_init(&defaults);
+    o = &defaults;
+  }
+  /* a line's "…" is 3 bytes, its end 1; a few header and footer lines */
+  size_t line = (size_t)(o->cols > 0 ? o->cols : 0) + 4, lines = fl_tree_n_nodes(t) + 8;
+  if (o->max_lines && o->max_lines < lines) lines = o->max_lines + 8;
+  return lines > SIZE_MAX / 2 / line ? SIZE_MAX : 2 * lines * line;
+}
+
 char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
   if (!o) {

@@ -180,6 +180,7 @@ typedef struct bnode {
 typedef struct builder {
   const fl_profile_t *p;
   const fl_tree_opts_t *o;
+  fl_budget_t *budget; /* charged for what the tree takes */
   frame_role_t *roles;
   fl_frame_t *keys; /* the representative frame of each key */
   size_t n_keys;
@@ -197,7 +198,7 @@ typedef struct builder {
   uint8_t *root_status; /* by stack: what was folded into the root */
 
   bnode_t *nodes; /* index 0 is the root; children after their parents */
-  size_t n_nodes;
+  size_t n_nodes, nodes_cap;
   uint32_t *sum_node; /* by stack sum: the node its path ends in, or UINT32_MAX */
 } builder_t;
 
@@ -327,11 +328,16 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* How often the loops that charge nothing as they go (over samples, over
+ * stacks) read the cancel flag: every this many (a mask). */
+#define CANCEL_EVERY 0xffff
+
 /* Sums the samples that pass the thread filter per distinct stack, in the
  * order the stacks first appear, indexed by the stack's pointer and
- * length. *sums is new. Returns the count. */
-static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_sum_t **sums,
-                         size_t *max_len) {
+ * length. *sums is new. Returns the count; stops early when budget is
+ * cancelled (the caller asks it). */
+static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, fl_budget_t *budget,
+                         stack_sum_t **sums, size_t *max_len) {
   size_t n_samples = fl_profile_n_samples(p), n = 0, cap = 0;
   stack_sum_t *s = NULL;
   fl__index_t index;
@@ -346,6 +352,7 @@ static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_s
   const uint32_t *last = NULL;
   size_t last_i = 0;
   for (size_t i = 0; i < n_samples; i++) {
+    if (!(i & CANCEL_EVERY) && fl_budget_stopped(budget)) break;
     fl_sample_t smp;
     fl_profile_sample(p, i, &smp);
     if (threads && !bsearch(&smp.thread, threads, o->n_threads, sizeof *threads, cmp_int)) continue;
@@ -384,7 +391,8 @@ static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_s
 /* ---- paths ---- */
 
 /* Turns every stack that passes the filter into a path (see the file
- * comment). */
+ * comment); stops early when the budget is cancelled (the caller asks
+ * it). */
 static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, size_t max_len) {
   bool flat = b->o->recur == FL_RECUR_FLAT;
   size_t total = 0;
@@ -406,6 +414,7 @@ static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, siz
   size_t used = 0;
   b->n_paths = 0;
   for (size_t s = 0; s < n_sums; s++) {
+    if (!(s & CANCEL_EVERY) && fl_budget_stopped(b->budget)) break;
     const uint32_t *stack = sums[s].stack;
     size_t n = sums[s].n;
     if (b->o->filter) {
@@ -476,18 +485,30 @@ static int cmp_path(const void *pa, const void *pb) {
   return (a->len > b->len) - (a->len < b->len);
 }
 
+/* What a node costs beside its builder's record while it is laid out:
+ * lay_out's arrays first and fill (a size_t each), kids (a kid_t: two
+ * uint32_t and an int), id_of, order and todo (a uint32_t each). */
+#define LAYOUT_NODE_BYTES \
+  (2 * sizeof(size_t) + 2 * sizeof(uint32_t) + sizeof(int) + 3 * sizeof(uint32_t))
+/* What a drawn node costs: the tree's node, its parent's pointer to it,
+ * and what the renderers take per node they are given (rows, widths,
+ * labels), measured on a stack of 2·10^6 frames (docs/PERFORMANCE.md). */
+#define RENDER_NODE_BYTES 64
+#define DRAWN_NODE_BYTES (sizeof(fl_node_t) + sizeof(fl_node_t *) + RENDER_NODE_BYTES)
+
 /* Makes b->nodes from the sorted paths: each path shares the nodes of its
  * common prefix with the path before it and adds the rest. A child is
  * never added twice, since every path through it follows the first one
- * without a break. */
-static void make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
+ * without a break. The nodes a path adds are charged to the budget before
+ * they are made: -1 when it refuses. */
+static int make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
   qsort(b->paths, b->n_paths, sizeof *b->paths, cmp_path);
   uint32_t *at = fl__xmalloc(max_len + 1, sizeof *at); /* the node of each level */
-  /* At most one node per key of a path, and the root: allocated at once
-   * (pages never touched cost nothing), so the array never moves. Node
-   * numbers are 32 bits. */
+  /* At most one node per key of a path, and the root. Node numbers are
+   * 32 bits. */
   if (b->n_path_keys >= UINT32_MAX) fl__oom(0);
-  b->nodes = fl__xmalloc(b->n_path_keys + 1, sizeof *b->nodes);
+  b->nodes = fl__grow_charged(b->budget, NULL, &b->nodes_cap, 1, sizeof *b->nodes);
+  if (!b->nodes) goto refused;
   b->nodes[0] = (bnode_t){.call_line = 0};
   b->n_nodes = 1;
   at[0] = 0;
@@ -497,6 +518,12 @@ static void make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
     uint32_t same = 0;
     if (prev)
       while (same < path->len && same < prev->len && path->keys[same] == prev->keys[same]) same++;
+    size_t added = path->len - same;
+    bnode_t *grown =
+        fl__grow_charged(b->budget, b->nodes, &b->nodes_cap, b->n_nodes + added, sizeof *b->nodes);
+    if (!grown) goto refused;
+    b->nodes = grown;
+    if (fl_budget_charge_n(b->budget, added, LAYOUT_NODE_BYTES, 0) < 0) goto refused;
     for (uint32_t d = same; d < path->len; d++) {
       b->nodes[b->n_nodes] = (bnode_t){.parent = at[d], .key = path->keys[d], .call_line = INT_MAX};
       at[d + 1] = (uint32_t)b->n_nodes++;
@@ -515,6 +542,10 @@ static void make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
     prev = path;
   }
   free(at);
+  return 0;
+refused:
+  free(at);
+  return -1;
 }
 
 /* ---- layout ---- */
@@ -590,8 +621,10 @@ char *fl_node_label(const fl_node_t *n) {
 }
 
 /* Lays the build nodes out into t: sums inclusive counts, orders children,
- * hides narrow ones, numbers the visible ones in pre-order. */
-static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n_sums) {
+ * hides narrow ones, numbers the visible ones in pre-order. The drawn
+ * nodes are charged to the budget once they are known: -1 when it
+ * refuses. */
+static int lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n_sums) {
   size_t nb = b->n_nodes;
   bnode_t *bn = b->nodes;
   size_t *first = fl__xcalloc(nb + 1, sizeof *first); /* kids of i: [first[i], first[i + 1]) */
@@ -654,6 +687,8 @@ static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t 
     for (size_t k = first[i + 1]; k-- > first[i];)
       if (id_of[kids[k].node] != UINT32_MAX) todo[n_todo++] = kids[k].node;
   }
+  int rc = -1;
+  if (fl_budget_charge_n(b->budget, n, DRAWN_NODE_BYTES, 0) < 0) goto done;
 
   t->nodes = fl__xcalloc(n, sizeof *t->nodes);
   t->child_ptrs = fl__xmalloc(n > 1 ? n - 1 : 1, sizeof *t->child_ptrs);
@@ -697,12 +732,15 @@ static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t 
   memset(t->stack_node, 0xff, t->n_stacks * sizeof *t->stack_node);
   for (size_t s = 0; s < n_sums; s++)
     if (b->sum_node[s] != UINT32_MAX) t->stack_node[sums[s].stack_id] = id_of[b->sum_node[s]];
+  rc = 0;
+done:
   free(first);
   free(fill);
   free(kids);
   free(id_of);
   free(order);
   free(todo);
+  return rc;
 }
 
 /* ---- the tree ---- */
@@ -720,6 +758,16 @@ static void builder_free(builder_t *b) {
   free(b->sum_node);
 }
 
+/* Why budget stopped the tree of p: "the flame graph of x.gz (folded
+ * stacks) needs more than ...". */
+static void refused_message(const fl_profile_t *p, const fl_budget_t *budget, char *err,
+                            size_t err_size) {
+  const char *source = fl_profile_info_const(p)->source;
+  char subject[300];
+  snprintf(subject, sizeof subject, "the flame graph%s%s", *source ? " of " : "", source);
+  fl_budget_message(budget, subject, err, err_size);
+}
+
 /* opts NULL: the defaults; root_name NULL: "all". */
 fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, const char *root_name,
                          char *err, size_t err_size) {
@@ -728,7 +776,13 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
     fl_tree_opts_init(&defaults);
     opts = &defaults;
   }
-  builder_t b = {.p = p, .o = opts};
+  fl_budget_t own;
+  fl_budget_init(&own, opts->max_memory);
+  builder_t b = {.p = p, .o = opts, .budget = opts->budget ? opts->budget : &own};
+  if (fl_budget_stopped(b.budget)) {
+    refused_message(p, b.budget, err, err_size);
+    return NULL;
+  }
   fl_tree_t *t = fl__xcalloc(1, sizeof *t);
   t->root_name = fl__xstrdup(root_name ? root_name : "all");
   t->profile = p;
@@ -744,15 +798,34 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
     }
     b.re_ok = true;
   }
+  /* The frames' roles and keys, and a sum of each distinct stack: what the
+   * profile holds already decides them, charged all the same (a view
+   * is drawn under its own budget). */
+  size_t n_frames = fl_profile_n_frames(p), n_stacks = fl_profile_n_stacks(p);
+  if (fl_budget_charge_n(b.budget, n_frames,
+                         sizeof(frame_role_t) + sizeof(fl_frame_t) + sizeof(ident_t) + 16, 0) < 0 ||
+      fl_budget_charge_n(b.budget, n_stacks, 2 * sizeof(stack_sum_t) + 16 + sizeof(uint32_t), 0) <
+          0)
+    goto refused;
   compute_roles(&b);
   size_t max_len = 0;
   stack_sum_t *sums = NULL;
-  size_t n_sums = sum_stacks(p, opts, &sums, &max_len);
+  size_t n_sums = sum_stacks(p, opts, b.budget, &sums, &max_len);
+  if (fl_budget_stopped(b.budget)) goto refused_sums;
   b.sum_node = fl__xmalloc(n_sums ? n_sums : 1, sizeof *b.sum_node);
   memset(b.sum_node, 0xff, n_sums * sizeof *b.sum_node);
+  /* The paths: a key, a status and a call line for each frame of each
+   * distinct stack, every frame walked once (the work), and the levels of
+   * the deepest. */
+  size_t frames = 0;
+  for (size_t s = 0; s < n_sums; s++) frames += sums[s].n;
+  if (fl_budget_charge_n(b.budget, frames, sizeof(uint32_t) + 1 + sizeof(int), frames) < 0 ||
+      fl_budget_charge_n(b.budget, n_sums, sizeof(path_t) + 1, 0) < 0 ||
+      fl_budget_charge_n(b.budget, max_len + 1, 5 * sizeof(uint32_t) + sizeof(uint32_t), 0) < 0)
+    goto refused_sums;
   make_paths(&b, sums, n_sums, max_len);
-  make_nodes(&b, sums, max_len);
-  lay_out(&b, t, sums, n_sums);
+  if (fl_budget_stopped(b.budget) || make_nodes(&b, sums, max_len) < 0) goto refused_sums;
+  if (lay_out(&b, t, sums, n_sums) < 0) goto refused_sums;
   if (opts->threads) {
     t->n_threads = opts->n_threads;
     t->threads = fl__xmalloc(t->n_threads ? t->n_threads : 1, sizeof *t->threads);
@@ -762,6 +835,13 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   builder_free(&b);
   free(sums);
   return t;
+refused_sums:
+  free(sums);
+refused:
+  refused_message(p, b.budget, err, err_size);
+  builder_free(&b);
+  fl_tree_destroy(&t);
+  return NULL;
 }
 
 void fl_tree_destroy(fl_tree_t **tp) {

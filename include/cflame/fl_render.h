@@ -107,6 +107,13 @@ char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o);
  * not apply. New string. */
 char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o);
 
+/* The most fl_text_tree or fl_text_flat of t under o take while they
+ * write, in bytes (saturated): a line of cols for each of its nodes (and
+ * the headers), its buffer's doubling included. What a drawing charges to
+ * its budget (fl_budget.h) before it prints: cols=10000 of 10^6 frames is
+ * 20 GB. */
+size_t fl_text_bytes(const fl_tree_t *t, const fl_text_opts_t *o);
+
 /* The MIME bundle {"application/vnd.vegalite.v5+json": spec,
  * "text/markdown": the svg in a <div> (for exports: nbconvert 6.5 strips
  * SVG items but not markdown), then v->markdown_hint as a line of its own,
