@@ -17,6 +17,7 @@
 
 #include "fl__common.h"
 #include "kn_exec.h"
+#include "kn_job.h"
 #include "kn_timeit.h"
 #include "kn_worker.h"
 
@@ -226,6 +227,12 @@ void kn_execute_stop(kn_kernel_t *k) {
 
 void kn_execute_interrupt(kn_kernel_t *k) {
   kn_exec_t *e = kn_kernel_exec(k);
+  if (e && e->job) {
+    /* A line magic off the loop: its reader or view stops soon after, and
+     * its end answers the cell (kn_run.c). */
+    kn_job_cancel(e->job);
+    return;
+  }
   if (e && e->compiling) {
     /* Nothing ran yet: the compiler stops, the cell is not kept. */
     kn_compile_cancel(&e->compiling);

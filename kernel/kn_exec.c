@@ -9,6 +9,7 @@
 
 #include "fl__common.h"
 #include "kn_complete.h"
+#include "kn_job.h"
 
 void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text) {
   kn_publish(k, parent, "stream",
@@ -36,6 +37,19 @@ void kn_exec_destroy(kn_exec_t **ep) {
   if (!e) return;
   if (e->compiled) kn_compiled_destroy(&e->compiled);
   kn_compile_cancel(&e->compiling);
+  if (e->job) {
+    /* Shutdown while a line magic runs off the loop: it is stopped, and
+     * waited for, since it owns the profiling state the kernel frees next. */
+    kn_magic_result_t res;
+    char err[16];
+    kn_job_cancel(e->job);
+    if (kn_job_finish(&e->job, &res, err, sizeof err) == 0) {
+      free(res.output);
+      json_decref(res.display);
+    }
+  }
+  kn_cell_magics_free(&e->magics);
+  free(e->statement);
   json_decref(e->timeit_spec);
   kn_profreq_free(&e->profreq);
   kn_output_free(&e->out);

@@ -561,7 +561,7 @@ int kn_kernel_run(kn_kernel_t *k) {
     int complete_timeout = kn_complete_timeout(k->complete);
     if (complete_timeout >= 0 && (timeout < 0 || complete_timeout < timeout))
       timeout = complete_timeout;
-    zmq_pollitem_t items[8 + KN_WORKER_FDS];
+    zmq_pollitem_t items[8 + KN_WORKER_FDS + KN_EXEC_FDS];
     int n = 0, i_control, i_stdin, i_sig, i_client = -1, i_shell = -1, i_worker = -1;
     i_control = n;
     items[n++] = (zmq_pollitem_t){k->sockets[KN_CONTROL], 0, ZMQ_POLLIN, 0};
@@ -579,11 +579,12 @@ int kn_kernel_run(kn_kernel_t *k) {
     for (int j = 0; j < KN_WORKER_FDS; j++)
       if (wfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, wfds[j], ZMQ_POLLIN, 0};
     int n_worker = n - i_worker;
-    int cfds[2], i_compiler = n;
-    kn_execute_compiler_fds(k, cfds);
-    for (int j = 0; j < 2; j++)
-      if (cfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, cfds[j], ZMQ_POLLIN, 0};
-    int n_compiler = n - i_compiler;
+    /* The execution's own: its compiler, its line magic off the loop. */
+    int efds[KN_EXEC_FDS], i_exec = n;
+    kn_execute_fds(k, efds);
+    for (int j = 0; j < KN_EXEC_FDS; j++)
+      if (efds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, efds[j], ZMQ_POLLIN, 0};
+    int n_exec = n - i_exec;
     /* Completion and inspection: the libclang thread's result, a man page. */
     int afds[2], i_complete = n;
     kn_complete_fds(k->complete, afds);
@@ -614,9 +615,9 @@ int kn_kernel_run(kn_kernel_t *k) {
     for (int j = 0; j < n_worker; j++)
       if (items[i_worker + j].revents) worker_ready = true;
     if (worker_ready) kn_execute_on_worker(k);
-    for (int j = 0; j < n_compiler; j++)
-      if (items[i_compiler + j].revents) {
-        kn_execute_on_compiler(k);
+    for (int j = 0; j < n_exec; j++)
+      if (items[i_exec + j].revents) {
+        kn_execute_on_fds(k);
         break;
       }
     bool complete_ready = complete_timeout == 0;

@@ -21,6 +21,7 @@
 #include "cflame/fl_render.h"
 #include "kn_history.h"
 #include "kn_profhist.h"
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +74,15 @@ void kn_prof_destroy(kn_prof_t **p);
  * inputs h (which must outlive p), any other file from disk. */
 void kn_prof_set_cells(kn_prof_t *p, const kn_history_t *h);
 const fl_source_reader_t *kn_prof_source_reader(const kn_prof_t *p);
+
+/* The flag that cancels what reads or draws p's profiles (kn_job.c sets
+ * it for the life of a job, NULL after): handlers hand it to the library's
+ * readers and views, and check it before they change p, so that a
+ * cancelled job leaves p as it was. NULL when nothing can cancel. */
+void kn_prof_set_cancel_flag(kn_prof_t *p, const atomic_bool *cancel);
+const atomic_bool *kn_prof_cancel_flag(const kn_prof_t *p);
+/* Whether the flag is set. */
+bool kn_prof_cancelled(const kn_prof_t *p);
 
 /* Points the sample file at a (new) session directory. */
 void kn_prof_set_dir(kn_prof_t *p, const char *session_dir);

@@ -283,6 +283,11 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     fl__buf_printf(&src, "%s%s", i ? ", " : "", base ? base + 1 : paths[i]);
     kind_name = fl_input_kind_name(kind);
   }
+  /* Cancelled (an interrupt): nothing read is kept. */
+  if (kn_prof_cancelled(kp)) {
+    snprintf(err, err_size, "%%profload: interrupted; nothing was loaded");
+    goto out;
+  }
   fl_profile_info_t *info = fl_profile_info(p);
   snprintf(info->source, sizeof info->source, "%s", src.data);
   /* A profile that says when it was taken (pprof's time_nanos) keeps it:

@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""A large profile never makes the kernel deaf: while %profload reads
+5·10^6 stacks, or %profshow draws them, control keeps answering, and the
+session keeps what it had.
+
+Every bound is the test's own measure: a kernel_info round trip while the
+kernel is idle."""
+import time
+import zlib
+
+import pytest
+
+from conftest import (WAIT_SCALE, _read, _stash, collect, control_request, ok, send,
+                      start_kernel, stdout)
+
+N_STACKS = 5_000_000
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """Folded stacks, gzipped (some 17 MB): 5·10^6 lines, each its own
+    stack."""
+    path = tmp_path_factory.mktemp("large") / "big.folded.gz"
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream
+    with open(path, "wb") as f:
+        for start in range(0, N_STACKS, 100_000):
+            lines = "".join(f"main;run;work{i % 13};leaf{i} 1\n"
+                            for i in range(start, start + 100_000))
+            f.write(z.compress(lines.encode()))
+        f.write(z.flush())
+    return path
+
+
+def idle_round_trip(kc):
+    """The longest of five kernel_info round trips on control while the
+    kernel does nothing: what answering costs on this machine now."""
+    trips = []
+    for _ in range(5):
+        content, seconds = control_request(kc, "kernel_info_request", timeout=30 * WAIT_SCALE)
+        assert content is not None and content["status"] == "ok"
+        trips.append(seconds)
+    return max(trips)
+
+
+def started(kc, msg_id):
+    """Waits until the kernel has taken the cell (its execute_input), after
+    which it works on its magic; the messages read stay for collect()."""
+    seen = []
+    deadline = time.monotonic() + 60 * WAIT_SCALE
+    while True:
+        msg = _read(kc, "iopub", msg_id, max(0.0, deadline - time.monotonic()))
+        assert msg is not None, "the kernel did not take the cell"
+        seen.append(msg)
+        if msg["msg_type"] == "execute_input":
+            break
+    _stash(kc, "iopub")[:0] = seen
+
+
+def served_while_busy(kc, code, bound):
+    """Runs code, asking kernel_info on control all the while; each must be
+    answered within bound seconds. Returns (the cell's Run, how long the
+    cell took from its execute_input, the round trips measured while it
+    ran)."""
+    msg_id = send(kc, code, stop_on_error=False)
+    started(kc, msg_id)
+    t0 = time.monotonic()
+    trips = []
+    while True:
+        reply = _read(kc, "shell", msg_id, 0)
+        if reply is not None:
+            _stash(kc, "shell").insert(0, reply)
+            break
+        content, seconds = control_request(kc, "kernel_info_request", timeout=bound)
+        assert content is not None, (
+            f"kernel_info on control was not answered within {bound:.2f} s while {code!r} ran "
+            f"(answered before: {['%.3f' % t for t in trips]})")
+        trips.append(seconds)
+        time.sleep(0.1)
+    r = collect(kc, msg_id, timeout=600)
+    return r, r.reply_t - t0, trips
+
+
+def test_a_large_load_and_render_leave_control_answering(big, tmp_path):
+    with start_kernel() as (km, kc):
+        ok(kc, "int kept = 41;")
+        bound = max(1.0, 10 * idle_round_trip(kc))
+
+        # The load: control answers throughout, and the reply comes when
+        # the stacks are in.
+        r, load_s, trips = served_while_busy(kc, f"%profload {big}", bound)
+        assert r.reply["status"] == "ok", r.reply
+        assert f"in {N_STACKS} stacks" in stdout(r.outputs), stdout(r.outputs)
+        assert trips, f"the load took {load_s:.2f} s: too short to ask anything meanwhile"
+
+        # The graph of those stacks: the same.
+        r, show_s, trips = served_while_busy(kc, "%profshow", bound)
+        assert r.reply["status"] == "ok", r.reply
+        assert [o for o in r.outputs if o["msg_type"] == "display_data"], r.outputs
+        assert trips, f"%profshow took {show_s:.2f} s: too short to ask anything meanwhile"
+
+        # The session goes on: its variable, and the runs it keeps; a cell's
+        # magics and code still run in their order around the work off the
+        # loop.
+        small = tmp_path / "small.folded"
+        small.write_text("prog;small_only 7\n")
+        out = ok(kc, f"%profload {small}\n%profprint format=flat\n"
+                     'printf("%d\\n", kept + 1);')
+        assert out.index("Loaded 7 samples") < out.index("small_only") < out.index("42\n"), out
+        assert "leaf" not in out, out
+        ok(kc, "%profhistory")
