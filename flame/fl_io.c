@@ -248,6 +248,16 @@ static int past_limit(fl_io_error_t *err, const char *name, const char *subject,
       what, limit, o->raise_with ? "; raise it with " : "", o->raise_with ? o->raise_with : "");
 }
 
+/* The error of input name when budget stopped its reading. */
+static int budget_error(fl_io_error_t *err, const char *name, const fl_budget_t *budget) {
+  char why[sizeof err->message];
+  fl_budget_message(budget, name, why, sizeof why);
+  return fl__io_fail_as(err,
+                        budget->state == FL_BUDGET_CANCELLED ? FL_IO_ERR_CANCELLED
+                                                             : FL_IO_ERR_BUDGET,
+                        name, 0, "%s", why);
+}
+
 /* ---- reading ---- */
 
 void fl_read_opts_init(fl_read_opts_t *opts) {
@@ -261,6 +271,10 @@ static int read_profile(fl_profile_t *p, const char *data, size_t len, const cha
   if (!name) name = "<input>";
   memset(err, 0, sizeof *err);
   if (kind_out) *kind_out = o->kind;
+  fl_budget_t own;
+  fl_budget_init(&own, 0);
+  fl_budget_t *budget = o->budget ? o->budget : &own;
+  if (fl_budget_stopped(budget)) return budget_error(err, name, budget);
   int rc;
   if (!fl__is_gzip(data, len)) {
     rc = read_plain(p, data, len, name, false, o->root, o->kind, kind_out, err);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_io.h"
 #include "fl__common.h"
 #include "fl__render.h"
 
@@ -30,6 +31,7 @@ typedef enum field {
   F_ROOTS,    /* view.source_roots, owned by source_roots */
   F_THREADS,  /* tree.threads (all: no list) */
   F_VIEW,     /* view.view, and the tree options the view sets (tree.inverted) */
+  F_SIZE,     /* size_t at offset, from a size ("64M": fl_input_limit_parse) */
 } field_t;
 
 typedef struct row {
@@ -42,6 +44,7 @@ typedef struct row {
 
 static int check_threads(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
 static int check_not_empty(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
+static int check_size(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
 
 /* The table. A default is written here and nowhere else. */
 static const row_t rows[] = {
@@ -93,6 +96,13 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE},
      F_DOUBLE,
      AT(tree.minwidth)},
+    {{"max_memory", FL_OPT_STRING, .metavar = "SIZE",
+      .shown_def = "a quarter of the physical memory",
+      .help = "the most memory reading profiles, and drawing one, may each take: bytes, or with "
+              "K, M, G or T, such as 8G; a profile that needs more is an error that says so",
+      .groups = FL_OPTS_TREE | FL_OPTS_BUDGET, .check = check_size},
+     F_SIZE,
+     AT(tree.max_memory)},
     {{"view", FL_OPT_ENUM, "flame|callers|top|source|chart|sandwich", .def = "flame",
       .help = "flame: the flame graph; callers: the inverted graph, where time was spent at "
               "the root and each function's callers above it, widths its self time; top: the "
@@ -435,6 +445,14 @@ static int check_not_empty(const fl_optval_t *v, const char *shown, char *err, s
   return -1;
 }
 
+static int check_size(const fl_optval_t *v, const char *shown, char *err, size_t err_size) {
+  size_t bytes;
+  char why[200];
+  if (fl_input_limit_parse(v->s, &bytes, why, sizeof why) == 0) return 0;
+  set_err(err, err_size, "%s: %s", shown, why);
+  return -1;
+}
+
 /* ---- fl_options_t ---- */
 
 /* A NULL-terminated copy of the first n of names (n SIZE_MAX: up to
@@ -462,6 +480,9 @@ static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
     case F_INT: *(int *)base = (int)v->i; break;
     case F_U64: *(uint64_t *)base = (uint64_t)v->i; break;
     case F_DOUBLE: *(double *)base = v->d; break;
+    case F_SIZE: /* checked by check_size */
+      if (fl_input_limit_parse(v->s, (size_t *)base, NULL, 0) < 0) *(size_t *)base = 0;
+      break;
     case F_CHOICE: *(int *)base = choice_index(r->o.choices, v->s); break;
     case F_CHOICE_B: *(bool *)base = choice_index(r->o.choices, v->s) == 1; break;
     case F_LINES: *(fl_lines_t *)base = v->b ? FL_LINES_ON : FL_LINES_OFF; break;
@@ -554,6 +575,11 @@ static void init_all(fl_options_t *o, fl_front_t front) {
 
 void fl_options_init(fl_options_t *o, fl_front_t front) {
   init_all(o, front);
+}
+
+void fl_options_budget(const fl_options_t *o, fl_budget_t *b) {
+  fl_budget_init(b, o->tree.max_memory);
+  b->raise_with = o->front == FL_FRONT_COMMAND ? "--max-memory SIZE" : "max_memory=SIZE";
 }
 
 void fl_tree_opts_init(fl_tree_opts_t *opts) {

@@ -26,6 +26,7 @@ typedef struct draw {
   char *note;  /* owned: opts.view.note with empty added */
   char *err;
   size_t err_size;
+  fl_budget_t budget; /* when the request brings none: of its options' max_memory */
 } draw_t;
 
 static const fl_tree_t *tree_of(draw_t *d) {
@@ -512,6 +513,8 @@ static void draw_init(draw_t *d, const fl_output_req_t *r, const struct format *
                       size_t err_size) {
   *d = (draw_t){.r = r, .err = err, .err_size = err_size};
   fl_options_copy(&d->opts, r->opts);
+  fl_options_budget(r->opts, &d->budget);
+  d->opts.tree.budget = r->budget ? r->budget : &d->budget;
   fl_view_kind_t view = d->opts.view.view;
   bool exact = (f && f->every_sample) || (view != FL_VIEW_FLAME && view != FL_VIEW_CALLERS);
   if (exact && !fl_options_given(r->opts, "minwidth")) d->opts.tree.minwidth = 0;

@@ -180,6 +180,7 @@ typedef struct bnode {
 typedef struct builder {
   const fl_profile_t *p;
   const fl_tree_opts_t *o;
+  fl_budget_t *budget; /* charged for what the tree takes */
   frame_role_t *roles;
   fl_frame_t *keys; /* the representative frame of each key */
   size_t n_keys;
@@ -728,7 +729,13 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
     fl_tree_opts_init(&defaults);
     opts = &defaults;
   }
-  builder_t b = {.p = p, .o = opts};
+  fl_budget_t own;
+  fl_budget_init(&own, opts->max_memory);
+  builder_t b = {.p = p, .o = opts, .budget = opts->budget ? opts->budget : &own};
+  if (fl_budget_stopped(b.budget)) {
+    fl_budget_message(b.budget, "the flame graph", err, err_size);
+    return NULL;
+  }
   fl_tree_t *t = fl__xcalloc(1, sizeof *t);
   t->root_name = fl__xstrdup(root_name ? root_name : "all");
   t->profile = p;

@@ -168,13 +168,15 @@ static const kn_magic_def_t magics[] = {
              "it first."},
     {.name = "profload", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_load,
      .options = KN_OPTS_LOAD,
-     .usage = "%profload PATH [PATH...] [as=NAME] [per_input=true] [max_input_size=SIZE]",
+     .usage = "%profload PATH [PATH...] [as=NAME] [per_input=true] [max_input_size=SIZE] "
+              "[max_memory=SIZE]",
      .help = "Read folded stacks, the text of `perf script` or a pprof profile (told apart by "
              "content,\ngzipped or not) into the session profile, replacing it (then %profshow, "
              "%profprint,\n%profdiffview NAME), or with as=NAME keep it as baseline NAME. Several "
              "paths are merged,\nor with per_input=true each drawn under a root frame named "
              "after its path. Only regular\nfiles are read, up to max_input_size (default 1G), "
-             "unzipped too."},
+             "unzipped too, and a profile\nmay take max_memory (default: a quarter of the "
+             "physical memory)."},
 };
 
 #define N_MAGICS (sizeof magics / sizeof magics[0])

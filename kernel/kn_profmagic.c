@@ -243,8 +243,12 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   /* The kernel reads no standard input ("-" is a file's name), and files
    * as the cflame command does: regular ones, up to the limit. */
   fl_read_opts_t read;
+  fl_budget_t budget; /* what reading the files may take: max_memory= */
+  fl_budget_init(&budget, 0);
+  budget.raise_with = "max_memory=SIZE (such as %profload PATH max_memory=8G)";
   fl_read_opts_init(&read);
   read.stdin_dash = false;
+  read.budget = &budget;
   read.raise_with = "max_input_size=SIZE (such as %profload PATH max_input_size=4G)";
   if (name && !valid_baseline_name(name)) {
     snprintf(err, err_size,
@@ -258,12 +262,16 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
       goto out;
     }
   }
+  /* checked when the words were parsed (the option table's check_size) */
+  if ((v = kn_opts_get(&o, "max_memory"))->set &&
+      fl_input_limit_parse(v->s, &budget.max_bytes, NULL, 0) < 0)
+    goto out;
   if (!n_paths) {
     snprintf(err, err_size,
              "%%profload needs a PATH: folded stacks (flamegraph.pl, inferno, %%profsave "
              "x.folded), the text of perf script, or a pprof profile (Go's runtime/pprof, "
              "%%profsave x.pb.gz); %%profload PATH [PATH...] [as=NAME] [per_input=true] "
-             "[max_input_size=SIZE]");
+             "[max_input_size=SIZE] [max_memory=SIZE]");
     goto out;
   }
   p = fl_profile_new(FL_PROFILE_CPU);
@@ -488,6 +496,9 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
   /* The flat report lists every function: nothing is too narrow to count,
    * unless the user said so. */
   if (req.draw.flat && !fl_options_given(&req.draw, "minwidth")) req.draw.tree.minwidth = 0;
+  fl_budget_t budget; /* max_memory= */
+  fl_options_budget(&req.draw, &budget);
+  req.draw.tree.budget = &budget;
   fl_tree_t *tree = fl_tree_build(session, &req.draw.tree, "all", err, err_size);
   if (!tree) goto out;
   char *summary = kn_prof_summary(session);

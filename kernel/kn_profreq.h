@@ -31,7 +31,7 @@ enum {
   KN_OPTS_OUTPUT = FL_OPTS_OUTPUT,              /* png (magics that show a graph) */
   KN_OPTS_ALLOC = 1 << 17,                      /* sample_rate, weight, live */
   KN_OPTS_KIND = 1 << 18,                       /* allocs (baselines and diffs: which profiler) */
-  KN_OPTS_LOAD = 1 << 19,                       /* as, per_input, max_input_size (%profload) */
+  KN_OPTS_LOAD = 1 << 19 | FL_OPTS_BUDGET, /* as, per_input, max_input_size, max_memory (%profload) */
 };
 
 /* One line per option of the groups, as the magics' help shows them:

@@ -370,7 +370,10 @@ static fl_profile_t *read_inputs(const cli_t *c, char *const *paths, int n, bool
     return NULL;
   }
   fl_read_opts_t opts;
+  fl_budget_t budget; /* what reading these inputs may take (--max-memory) */
+  fl_options_budget(&c->draw, &budget);
   fl_read_opts_init(&opts);
+  opts.budget = &budget;
   opts.kind = c->input_kind;
   opts.max_bytes = c->max_input;
   opts.raise_with = "--max-input-size SIZE (such as --max-input-size 4G)";

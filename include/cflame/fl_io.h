@@ -71,6 +71,7 @@
 #include <stddef.h>
 
 #include "cflame/fl_api.h"
+#include "cflame/fl_budget.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_tree.h"
 
@@ -91,6 +92,8 @@ typedef enum fl_io_code {
   FL_IO_ERR_NO_SAMPLES,  /* parsed, but no samples (empty, only comments, counts of 0) */
   FL_IO_ERR_CANNOT_ADD,  /* cannot go into the profile given: another kind of profile,
                           * other weights, or counts past what a profile holds */
+  FL_IO_ERR_BUDGET,      /* needs more memory or work than the budget allows (fl_budget.h) */
+  FL_IO_ERR_CANCELLED,   /* the budget's cancel flag was set while it was read */
 } fl_io_code_t;
 
 typedef struct fl_io_error {
@@ -162,10 +165,13 @@ typedef struct fl_read_opts {
                            * "--max-input-size SIZE"; NULL: not said */
   bool stdin_dash;        /* "-" reads standard input (named "<stdin>" in errors);
                            * false: "-" is a file's name */
+  fl_budget_t *budget;    /* charged as the input is parsed and its profile built,
+                           * and cancels the read (borrowed); NULL: a budget of
+                           * the default limit for this read alone */
 } fl_read_opts_t;
 
 /* Defaults: FL_INPUT_AUTO, no root, FL_INPUT_LIMIT_DEFAULT, stdin_dash
- * true. */
+ * true, no budget of the caller's. */
 void fl_read_opts_init(fl_read_opts_t *opts);
 
 /* fl_read_profile of the file at path, under opts (NULL: the defaults), as

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "cflame/fl_api.h"
+#include "cflame/fl_budget.h"
 #include "cflame/fl_diff.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
@@ -49,6 +50,8 @@ enum {
   FL_OPTS_TEXT = 1u << 4,    /* maxdepth, mincount, cols */
   FL_OPTS_DIFF = 1u << 5,    /* negate, normalize, delta, noise, root_prefix */
   FL_OPTS_OUTPUT = 1u << 6,  /* png (what a notebook's output carries) */
+  FL_OPTS_BUDGET = 1u << 7,  /* max_memory: also in FL_OPTS_TREE, for what reads
+                                profiles without drawing (%profload) */
   /* What the cflame command (and `cflame record`) takes. */
   FL_OPTS_DRAWING = FL_OPTS_TREE | FL_OPTS_VIEW | FL_OPTS_TEXT | FL_OPTS_DIFF,
 };
@@ -137,6 +140,10 @@ typedef struct fl_options {
 
 /* Every option at front's default. */
 void fl_options_init(fl_options_t *o, fl_front_t front);
+/* A budget (fl_budget.h) of o's max_memory, raised as front writes it:
+ * "max_memory=SIZE" or "--max-memory SIZE". Reading a profile and drawing
+ * it under these options charge it. */
+void fl_options_budget(const fl_options_t *o, fl_budget_t *b);
 /* Frees the storage and leaves o at the defaults. */
 void fl_options_free(fl_options_t *o);
 /* A deep copy of src into dst (not initialized). */

@@ -31,6 +31,9 @@ typedef struct fl_output_req {
   const char *page_title;       /* html: the page's title; NULL: the view's */
   fl_source_reader_t source;    /* view=source: where files' texts come from; all
                                    zero: files on disk */
+  fl_budget_t *budget;          /* charged as the trees are built and drawn, and
+                                   cancels the drawing (borrowed); NULL: one of
+                                   opts' max_memory (fl_options_budget) */
 } fl_output_req_t;
 
 /* A row of the table. */

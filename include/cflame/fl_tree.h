@@ -65,6 +65,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cflame/fl_budget.h"
 #include "cflame/fl_profile.h"
 
 #include "cflame/fl_api.h"
@@ -96,6 +97,11 @@ typedef struct fl_tree_opts {
   double minwidth;
   bool inverted; /* the callers' tree: where time was spent at the root */
   bool demangle; /* false: frames named by their symbols (system_name) */
+  /* The memory building the tree, and drawing it, may take: a budget of
+   * max_memory bytes (0: fl_budget_default_bytes()) unless budget (borrowed)
+   * is given, which is then charged instead and may cancel the build. */
+  size_t max_memory;
+  fl_budget_t *budget;
 } fl_tree_opts_t;
 
 /* The defaults, from the option table (fl_options.h). */
@@ -132,8 +138,11 @@ typedef struct fl_tree fl_tree_t;
 /* Builds the tree of profile p (which must outlive the tree and not change
  * while it lives). root_name names the root frame ("cell[5]", a program;
  * copied; NULL: "all"); opts NULL: the defaults. Returns a new tree, or
- * NULL with err: a bad filter regex, naming it and why. Out of memory
- * aborts with a message, as everywhere in the flame library
+ * NULL with err: a bad filter regex, naming it and why; a tree that needs
+ * more than the budget allows (opts' max_memory, or its budget), or a
+ * build cancelled (fl_budget_message about "the flame graph"). The memory
+ * a tree's nodes take is charged before it is allocated; out of memory
+ * otherwise aborts with a message, as everywhere in the flame library
  * (docs/LIBRARY.md). */
 fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, const char *root_name,
                          char *err, size_t err_size);

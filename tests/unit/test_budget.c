@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fl_budget: limits, the cancel flag, the messages, the default. */
+#define _GNU_SOURCE
+#include "cflame/fl_budget.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static void test_limits(void) {
+  fl_budget_t b;
+  char msg[256];
+  fl_budget_init(&b, 64 << 20);
+  b.raise_with = "max_memory=SIZE";
+  CHECK_INT(b.max_bytes, 64 << 20);
+  CHECK_INT(fl_budget_charge(&b, 32 << 20, 10), 0);
+  CHECK_INT(fl_budget_charge(&b, 32 << 20, 10), 0); /* exactly the limit */
+  CHECK_INT(b.bytes, 64 << 20);
+  CHECK_INT(b.frames, 20);
+  fl_budget_message(&b, "x.gz", msg, sizeof msg);
+  CHECK_STR(msg, "");
+  CHECK_INT(fl_budget_charge(&b, 1, 0), -1);
+  CHECK_INT(b.state, FL_BUDGET_OVER_MEMORY);
+  CHECK_INT(b.bytes, 64 << 20); /* a refused charge adds nothing */
+  fl_budget_message(&b, "x.gz", msg, sizeof msg);
+  CHECK_STR(msg, "x.gz needs more than the 64 MiB of memory the budget allows; raise it with "
+                 "max_memory=SIZE");
+  /* Once stopped, every charge fails, even of nothing. */
+  CHECK_INT(fl_budget_charge(&b, 0, 0), -1);
+  CHECK(fl_budget_stopped(&b));
+
+  /* A product past SIZE_MAX is past every limit, not a small charge. */
+  fl_budget_init(&b, 1 << 20);
+  CHECK_INT(fl_budget_charge_n(&b, SIZE_MAX / 2, 4, 0), -1);
+  CHECK_INT(b.state, FL_BUDGET_OVER_MEMORY);
+
+  fl_budget_init(&b, 1 << 20);
+  b.max_frames = 10000000;
+  CHECK_INT(fl_budget_charge(&b, 0, 10000000), 0);
+  CHECK_INT(fl_budget_charge(&b, 0, 1), -1);
+  CHECK_INT(b.state, FL_BUDGET_OVER_FRAMES);
+  fl_budget_message(&b, "p.pb", msg, sizeof msg);
+  CHECK_STR(msg, "p.pb needs more than 10,000,000 frames of work, the most the budget allows");
+}
+
+static void test_default(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  size_t quarter = (size_t)pages / 4 * (size_t)page;
+  CHECK_INT(fl_budget_default_bytes(), quarter > ((size_t)64 << 20) ? quarter : (size_t)64 << 20);
+  fl_budget_t b;
+  fl_budget_init(&b, 0);
+  CHECK_INT(b.max_bytes, fl_budget_default_bytes());
+  /* Not a whole number of GiB: said to a tenth. */
+  char msg[256], want[64];
+  b.state = FL_BUDGET_OVER_MEMORY;
+  b.max_bytes = ((size_t)59 << 30) / 10;
+  fl_budget_message(&b, "b.gz", msg, sizeof msg);
+  snprintf(want, sizeof want, "the %.1f GiB of memory", (double)b.max_bytes / (1 << 30));
+  CHECK(strstr(msg, want) != NULL);
+  CHECK(strstr(msg, "5.9 GiB") != NULL);
+}
+
+typedef struct worker {
+  fl_budget_t b;
+  atomic_bool started;
+  uint64_t charges;
+} worker_t;
+
+/* Charges until stopped, as a long read does. */
+static void *charge_forever(void *arg) {
+  worker_t *w = arg;
+  atomic_store(&w->started, true);
+  while (fl_budget_charge(&w->b, 1, 1) == 0) w->charges++;
+  return NULL;
+}
+
+/* The flag set on another thread stops the work at its next charge. */
+static void test_cancel(void) {
+  static fl_cancel_flag_t cancel;
+  atomic_store(&cancel, false);
+  worker_t w = {0};
+  fl_budget_init(&w.b, SIZE_MAX);
+  w.b.cancel = &cancel;
+  pthread_t t;
+  CHECK_INT(pthread_create(&t, NULL, charge_forever, &w), 0);
+  while (!atomic_load(&w.started)) sched_yield();
+  atomic_store(&cancel, true);
+  CHECK_INT(pthread_join(t, NULL), 0);
+  CHECK_INT(w.b.state, FL_BUDGET_CANCELLED);
+  char msg[128];
+  fl_budget_message(&w.b, "big.folded", msg, sizeof msg);
+  CHECK_STR(msg, "big.folded: cancelled");
+  CHECK_INT(fl_budget_charge(&w.b, 0, 0), -1);
+}
+
+int main(void) {
+  test_limits();
+  test_default();
+  test_cancel();
+  return TEST_DONE();
+}
