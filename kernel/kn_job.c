@@ -20,7 +20,7 @@
 struct kn_job {
   pthread_t thread;
   int done_fd; /* eventfd: written once, when the handler has returned */
-  atomic_bool cancel;
+  fl_cancel_flag_t cancel;
   /* What the thread is given, then what it gives back: written by the
    * thread before it writes done_fd, read by the loop after pthread_join. */
   kn_prof_t *kp;

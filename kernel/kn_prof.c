@@ -48,7 +48,7 @@ struct kn_prof {
   fl_symbolizer_t *sym;
   fl_source_reader_t source; /* cells from the session's inputs */
   kn_profhist_t *history;
-  const atomic_bool *cancel; /* kn_prof_set_cancel_flag's, or NULL */
+  const fl_cancel_flag_t *cancel; /* kn_prof_set_cancel_flag's, or NULL */
 };
 
 static void group_digits(char *buf, size_t size, uint64_t v);
@@ -84,9 +84,9 @@ const fl_source_reader_t *kn_prof_source_reader(const kn_prof_t *p) {
   return &p->source;
 }
 
-void kn_prof_set_cancel_flag(kn_prof_t *p, const atomic_bool *cancel) { p->cancel = cancel; }
+void kn_prof_set_cancel_flag(kn_prof_t *p, const fl_cancel_flag_t *cancel) { p->cancel = cancel; }
 
-const atomic_bool *kn_prof_cancel_flag(const kn_prof_t *p) { return p->cancel; }
+const fl_cancel_flag_t *kn_prof_cancel_flag(const kn_prof_t *p) { return p->cancel; }
 
 bool kn_prof_cancelled(const kn_prof_t *p) { return p->cancel && atomic_load(p->cancel); }
 

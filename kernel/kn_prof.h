@@ -21,13 +21,13 @@
 #include "cflame/fl_render.h"
 #include "kn_history.h"
 #include "kn_profhist.h"
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "cflame/fl_allocs.h"
+#include "cflame/fl_budget.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_symbol.h"
@@ -79,8 +79,8 @@ const fl_source_reader_t *kn_prof_source_reader(const kn_prof_t *p);
  * it for the life of a job, NULL after): handlers hand it to the library's
  * readers and views, and check it before they change p, so that a
  * cancelled job leaves p as it was. NULL when nothing can cancel. */
-void kn_prof_set_cancel_flag(kn_prof_t *p, const atomic_bool *cancel);
-const atomic_bool *kn_prof_cancel_flag(const kn_prof_t *p);
+void kn_prof_set_cancel_flag(kn_prof_t *p, const fl_cancel_flag_t *cancel);
+const fl_cancel_flag_t *kn_prof_cancel_flag(const kn_prof_t *p);
 /* Whether the flag is set. */
 bool kn_prof_cancelled(const kn_prof_t *p);
 
