@@ -77,6 +77,14 @@ void *fl__nonnull(void *p);
  * may have moved: a = fl__grow(a, &cap, n + 1, sizeof *a). */
 void *fl__grow(void *array, size_t *cap, size_t need, size_t size);
 
+/* fl__grow of an array whose size input decides, its new capacity charged
+ * to budget first (fl_budget.h; defined in fl_budget.c, the flame library
+ * only): the array (maybe moved), or NULL when budget refuses, and then
+ * the array is as it was (the caller still frees it). */
+struct fl_budget;
+void *fl__grow_charged(struct fl_budget *budget, void *array, size_t *cap, size_t need,
+                       size_t size);
+
 /* ---- hashes ---- */
 
 /* murmur3's 64-bit finalizer: every bit of h moves every bit of the

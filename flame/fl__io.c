@@ -32,6 +32,14 @@ int fl__io_fail_as(fl_io_error_t *err, fl_io_code_t code, const char *name, size
   return -1;
 }
 
+int fl__io_budget_fail(fl_io_error_t *err, const char *name, const fl_budget_t *budget) {
+  char why[sizeof err->message];
+  fl_budget_message(budget, name ? name : "<input>", why, sizeof why);
+  return fl__io_fail_as(
+      err, budget->state == FL_BUDGET_CANCELLED ? FL_IO_ERR_CANCELLED : FL_IO_ERR_BUDGET, name, 0,
+      "%s", why);
+}
+
 void fl__excerpt(const char *s, size_t n, char out[80]) {
   size_t k = 0, max = 60;
   for (size_t i = 0; i < n && i < max; i++) {

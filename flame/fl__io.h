@@ -63,6 +63,15 @@ int fl__io_fail_as(fl_io_error_t *err, fl_io_code_t code, const char *name, size
 #define fl__io_fail(err, name, line, ...) \
   fl__io_fail_as((err), FL_IO_ERR_FORMAT, (name), (line), __VA_ARGS__)
 
+/* The error of input name whose budget stopped its reading: what
+ * fl_budget_message says, FL_IO_ERR_BUDGET or FL_IO_ERR_CANCELLED.
+ * Returns -1. */
+int fl__io_budget_fail(fl_io_error_t *err, const char *name, const fl_budget_t *budget);
+
+/* How often a reader's loop over an input's frames looks at the cancel
+ * flag when nothing else charges: every this many frames (a mask). */
+#define FL__IO_CANCEL_EVERY 0xffff
+
 /* The start of a line, for an error message: at most 60 bytes, control
  * characters as '?', "…" when cut. */
 void fl__excerpt(const char *s, size_t n, char out[80]);
@@ -123,18 +132,21 @@ int fl__gunzip(const void *data, size_t len, size_t max_out, char **out, size_t 
 
 /* ---- the readers, into an empty profile of their own ---- */
 
-/* Each returns 0, or -1 with err (about the input: out of memory aborts,
- * see fl__common.h). They add samples and may leave the profile half
- * filled on error (the caller throws it away). */
+/* Each returns 0, or -1 with err (about the input). What the input asks
+ * for is charged to budget, the profile's growth too (the readers set it
+ * as the profile's, fl_profile_set_budget), and past it, or once it is
+ * cancelled, the reading stops with fl__io_budget_fail; out of memory
+ * otherwise aborts, see fl__common.h. They add samples and may leave the
+ * profile half filled on error (the caller throws it away). */
 int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *name,
-                    fl_io_error_t *err);
+                    fl_budget_t *budget, fl_io_error_t *err);
 int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const char *name,
-                         fl_io_error_t *err);
+                         fl_budget_t *budget, fl_io_error_t *err);
 /* pprof says itself which kind of profile it is: *out is a new profile of
  * that kind on success (NULL on error). gzipped is for the messages: the
  * bytes given are the unzipped profile.proto message. */
 int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char *name, bool gzipped,
-                   fl_io_error_t *err);
+                   fl_budget_t *budget, fl_io_error_t *err);
 
 /* Does this line start a perf script sample (an event header)? On true,
  * comm_len is the length of the process name, and tid/pid digits are

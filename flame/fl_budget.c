@@ -9,6 +9,7 @@
 
 #include "cflame/fl_io.h"
 #include "cflame/fl_render.h"
+#include "fl__common.h"
 
 #define MIN_DEFAULT ((size_t)64 << 20)
 
@@ -58,6 +59,16 @@ int fl_budget_charge_n(fl_budget_t *b, size_t count, size_t size, uint64_t frame
 
 bool fl_budget_stopped(fl_budget_t *b) {
   return fl_budget_charge(b, 0, 0) < 0;
+}
+
+void *fl__grow_charged(fl_budget_t *budget, void *array, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap) return array;
+  size_t grown = *cap ? *cap : 16;
+  while (grown < need && grown <= SIZE_MAX / 2) grown *= 2;
+  /* What it grows by: glibc moves a large block by remapping its pages,
+   * never holding both copies, so the charges add up to the capacity. */
+  if (grown < need || fl_budget_charge_n(budget, grown - *cap, size, 0) < 0) return NULL;
+  return fl__grow(array, cap, need, size);
 }
 
 /* "64 MiB", or "5.9 GiB" for a limit that is no whole number of a unit

@@ -53,7 +53,7 @@ static bool ends_in_location(const char *s, size_t n, size_t *open, size_t *colo
 static uint32_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t *scratch,
                             const char *s, size_t n) {
   uint32_t id;
-  if (fl__frame_cache_get(cache, s, n, &id)) return id;
+  if (fl__frame_cache_get(cache, s, n, &id)) return id; /* FL_PROFILE_NO_FRAME is never kept */
   size_t func_len = n, file = 0, file_len = 0, open, colon;
   int line = 0;
   if (ends_in_location(s, n, &open, &colon, &line)) {
@@ -77,12 +77,12 @@ static uint32_t parse_frame(fl_profile_t *p, fl__frame_cache_t *cache, fl__buf_t
                   .line = file_len ? line : 0,
                   .flags = flags};
   id = fl_profile_frame_id(p, &f);
-  fl__frame_cache_put(cache, s, n, id);
+  if (id != FL_PROFILE_NO_FRAME) fl__frame_cache_put(cache, s, n, id);
   return id;
 }
 
 int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *name,
-                    fl_io_error_t *err) {
+                    fl_budget_t *budget, fl_io_error_t *err) {
   fl__frame_cache_t cache = {0};
   fl__buf_t scratch = {0};
   uint32_t *ids = NULL;
@@ -139,13 +139,17 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
     for (size_t start = 0; stack_len > 0;) {
       const char *semi = memchr(s + start, ';', stack_len - start);
       size_t stop = semi ? (size_t)(semi - s) : stack_len;
-      uint32_t id = parse_frame(p, &cache, &scratch, s + start, stop - start);
-      ids = fl__grow(ids, &ids_cap, n_ids + 1, sizeof *ids);
+      uint32_t id = parse_frame(p, &cache, &scratch, s + start, stop - start), *grown;
+      if (id == FL_PROFILE_NO_FRAME ||
+          !(grown = fl__grow_charged(budget, ids, &ids_cap, n_ids + 1, sizeof *ids)))
+        goto stopped;
+      ids = grown;
+      if (!(n_ids & FL__IO_CANCEL_EVERY) && fl_budget_stopped(budget)) goto stopped;
       ids[n_ids++] = id;
       if (!semi) break;
       start = stop + 1;
     }
-    fl_profile_add_sample(p, ids, n_ids, count, 0, 0);
+    if (fl_profile_add_sample(p, ids, n_ids, count, 0, 0) < 0) goto stopped;
   }
   if (total == 0) {
     if (lines == 0)
@@ -164,6 +168,8 @@ int fl__read_folded(fl_profile_t *p, const char *data, size_t len, const char *n
   free(scratch.data);
   free(ids);
   return 0;
+stopped:
+  fl__io_budget_fail(err, name, budget);
 fail:
   fl__frame_cache_free(&cache);
   free(scratch.data);

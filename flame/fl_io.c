@@ -130,8 +130,8 @@ static int take_kind(fl_profile_t *p, const fl_profile_t *scratch, const char *n
  * profile of its own, then into p, under a frame named root when root is
  * not NULL. */
 static int read_plain(fl_profile_t *p, const char *data, size_t len, const char *name, bool gzipped,
-                      const char *root, fl_input_kind_t kind, fl_input_kind_t *kind_out,
-                      fl_io_error_t *err) {
+                      const char *root, fl_input_kind_t kind, fl_budget_t *budget,
+                      fl_input_kind_t *kind_out, fl_io_error_t *err) {
   fl_profile_t *scratch = NULL;
   const char *nul = len ? memchr(data, '\0', len) : NULL;
   size_t first = 0;
@@ -147,11 +147,12 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
   }
   int rc;
   if (kind == FL_INPUT_PPROF) {
-    rc = fl__read_pprof(&scratch, data, len, name, gzipped, err);
+    rc = fl__read_pprof(&scratch, data, len, name, gzipped, budget, err);
   } else {
     scratch = fl_profile_new(FL_PROFILE_CPU);
-    rc = kind == FL_INPUT_PERF_SCRIPT ? fl__read_perf_script(scratch, data, len, name, err)
-                                      : fl__read_folded(scratch, data, len, name, err);
+    fl_profile_set_budget(scratch, budget);
+    rc = kind == FL_INPUT_PERF_SCRIPT ? fl__read_perf_script(scratch, data, len, name, budget, err)
+                                      : fl__read_folded(scratch, data, len, name, budget, err);
   }
   if (rc < 0) {
     /* Detected as folded, and its very first line is not: say both what
@@ -175,6 +176,12 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
     goto fail;
   }
   if (take_kind(p, scratch, name, err) < 0) goto fail;
+  /* Merged, it is copied once more: at most what the scratch profile
+   * holds. */
+  if (fl_budget_charge(budget, fl_profile_bytes(scratch), 0) < 0) {
+    fl__io_budget_fail(err, name, budget);
+    goto fail;
+  }
   fl_profile_info_t *info = fl_profile_info(p);
   if (fl_profile_info_const(scratch)->total_weight > UINT64_MAX - info->total_weight) {
     fl__io_fail_as(err, FL_IO_ERR_CANNOT_ADD, name, 0,
@@ -248,16 +255,6 @@ static int past_limit(fl_io_error_t *err, const char *name, const char *subject,
       what, limit, o->raise_with ? "; raise it with " : "", o->raise_with ? o->raise_with : "");
 }
 
-/* The error of input name when budget stopped its reading. */
-static int budget_error(fl_io_error_t *err, const char *name, const fl_budget_t *budget) {
-  char why[sizeof err->message];
-  fl_budget_message(budget, name, why, sizeof why);
-  return fl__io_fail_as(err,
-                        budget->state == FL_BUDGET_CANCELLED ? FL_IO_ERR_CANCELLED
-                                                             : FL_IO_ERR_BUDGET,
-                        name, 0, "%s", why);
-}
-
 /* ---- reading ---- */
 
 void fl_read_opts_init(fl_read_opts_t *opts) {
@@ -274,22 +271,26 @@ static int read_profile(fl_profile_t *p, const char *data, size_t len, const cha
   fl_budget_t own;
   fl_budget_init(&own, 0);
   fl_budget_t *budget = o->budget ? o->budget : &own;
-  if (fl_budget_stopped(budget)) return budget_error(err, name, budget);
+  /* The input itself is held while it is read, and unzipped once more. */
+  if (fl_budget_charge(budget, len, 0) < 0) return fl__io_budget_fail(err, name, budget);
   int rc;
   if (!fl__is_gzip(data, len)) {
-    rc = read_plain(p, data, len, name, false, o->root, o->kind, kind_out, err);
+    rc = read_plain(p, data, len, name, false, o->root, o->kind, budget, kind_out, err);
     goto done;
   }
   char *plain, why[200];
   size_t plain_len;
   switch (fl__gunzip(data, len, o->max_bytes, &plain, &plain_len, why, sizeof why)) {
-    case 0: break;
+    case 0:
+      if (fl_budget_charge(budget, plain_len, 0) == 0) break;
+      free(plain);
+      return fl__io_budget_fail(err, name, budget);
     case -2: return past_limit(err, name, name, "is gzip data that unzips to", o);
     default:
       return fl__io_fail_as(err, FL_IO_ERR_GZIP, name, 0,
                             "%s starts as a gzip file (as pprof profiles do), but %s", name, why);
   }
-  rc = read_plain(p, plain, plain_len, name, true, o->root, o->kind, kind_out, err);
+  rc = read_plain(p, plain, plain_len, name, true, o->root, o->kind, budget, kind_out, err);
   free(plain);
 done:
   /* What a file holds may name any file on this machine: never trusted

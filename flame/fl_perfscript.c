@@ -211,6 +211,8 @@ typedef struct reader {
   bool period_varies, clock_only;
   size_t headers, samples;
   fl__buf_t text, key; /* scratch */
+  fl_budget_t *budget;  /* charged for the stack and the profile */
+  bool stopped;         /* the budget refused something: the reading ends */
 } reader_t;
 
 static bool starts_with(const char *s, size_t n, const char *prefix) {
@@ -255,7 +257,7 @@ static uint32_t frame_id(reader_t *r, const char *func, const char *module, size
   fl_frame_t f = {.func = func, .module = mod, .flags = flags};
   id = fl_profile_frame_id(r->p, &f);
   free(mod);
-  fl__frame_cache_put(&r->cache, k->data, k->len, id);
+  if (id != FL_PROFILE_NO_FRAME) fl__frame_cache_put(&r->cache, k->data, k->len, id);
   return id;
 }
 
@@ -313,8 +315,16 @@ static void tidy_part(reader_t *r, const char *part, size_t n, const frame_line_
   if (inlined && !memmem(s, len, "_[i]", 4)) fl__buf_puts(t, "_[i]");
 }
 
+/* Pushes a frame (FL_PROFILE_NO_FRAME: the budget refused it); once the
+ * budget refuses, nothing more, and the reading stops after the line. */
 static void push_frame(reader_t *r, uint32_t id) {
-  r->stack = fl__grow(r->stack, &r->cap, r->n + 1, sizeof *r->stack);
+  uint32_t *grown;
+  if (r->stopped || id == FL_PROFILE_NO_FRAME ||
+      !(grown = fl__grow_charged(r->budget, r->stack, &r->cap, r->n + 1, sizeof *r->stack))) {
+    r->stopped = true;
+    return;
+  }
+  r->stack = grown;
   r->stack[r->n++] = id;
 }
 
@@ -441,7 +451,11 @@ static void on_srcline(reader_t *r, const char *s, size_t n) {
   fl_frame_t f = *fl_profile_frame(r->p, r->stack[r->p0]);
   f.file = a + start;
   f.line = (int)line;
-  r->stack[r->p0] = fl_profile_frame_id(r->p, &f);
+  uint32_t id = fl_profile_frame_id(r->p, &f);
+  if (id == FL_PROFILE_NO_FRAME)
+    r->stopped = true;
+  else
+    r->stack[r->p0] = id;
   r->p0 = SIZE_MAX;
 }
 
@@ -528,7 +542,10 @@ static void on_sample_end(reader_t *r) {
     r->stack[i] = r->stack[j];
     r->stack[j] = x;
   }
-  fl_profile_add_sample_at(r->p, r->stack, r->n, 1, 0, r->tid, r->time_ns);
+  if (r->stopped || fl_profile_add_sample_at(r->p, r->stack, r->n, 1, 0, r->tid, r->time_ns) < 0) {
+    r->stopped = true;
+    return;
+  }
   r->samples++;
   r->n = 0;
   r->have_pname = false;
@@ -547,13 +564,23 @@ static void reader_free(reader_t *r) {
 }
 
 int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const char *name,
-                         fl_io_error_t *err) {
-  reader_t r = {
-      .p = p, .name = name, .err = err, .p0 = SIZE_MAX, .clock_only = true, .named_tid = -1};
+                         fl_budget_t *budget, fl_io_error_t *err) {
+  reader_t r = {.p = p,
+                .name = name,
+                .err = err,
+                .p0 = SIZE_MAX,
+                .clock_only = true,
+                .named_tid = -1,
+                .budget = budget};
   fl__lines_t it = {.data = data, .len = len};
   const char *s;
   size_t n;
   while (fl__next_line(&it, &s, &n)) {
+    /* A line is a frame at most: the cancel flag is read every line. */
+    if (r.stopped || fl_budget_stopped(budget)) {
+      fl__io_budget_fail(err, name, budget);
+      goto fail;
+    }
     bool after_frame = r.after_frame;
     r.after_frame = false;
     if (n && s[0] == '#') continue;
@@ -580,6 +607,10 @@ int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const ch
                      found);
       goto fail;
     }
+  }
+  if (r.stopped) {
+    fl__io_budget_fail(err, name, budget);
+    goto fail;
   }
   if (r.samples == 0) {
     if (r.headers == 0)

@@ -61,16 +61,23 @@
  * of small allocations (each sample, its labels, their arrays), which cost
  * as much as the rest of the reading when each is a malloc and a free. So
  * they are carved from blocks, and the blocks freed together (arena_free);
- * protobuf-c's free is a no-op and its free_unpacked is not called. */
+ * protobuf-c's free is a no-op and its free_unpacked is not called. Each
+ * block, and each allocation too large for one, is charged to the
+ * reading's budget first: a message of a few kilobytes may ask for
+ * gigabytes (a packed field of 5·10^7 one-byte location ids is an array
+ * of 400 MB). A refused one is NULL, which protobuf-c takes for a failed
+ * unpacking, and the reader then says it was the budget. */
 #define ARENA_BLOCK (1u << 20)
 
 typedef struct arena {
   char *at, *end; /* the free part of the current block */
   void **blocks;  /* every block, and every allocation too large for one */
   size_t n_blocks, cap;
+  fl_budget_t *budget;
 } arena_t;
 
 static void *arena_keep(arena_t *a, size_t size) {
+  if (fl_budget_charge(a->budget, size, 0) < 0) return NULL;
   void *p = fl__xmalloc(1, size);
   a->blocks = fl__grow(a->blocks, &a->cap, a->n_blocks + 1, sizeof *a->blocks);
   a->blocks[a->n_blocks++] = p;
@@ -82,7 +89,9 @@ static void *pb_alloc(void *data, size_t size) {
   size = (size + 15) & ~(size_t)15; /* malloc's alignment */
   if (size > ARENA_BLOCK / 8) return arena_keep(a, size);
   if ((size_t)(a->end - a->at) < size) {
-    a->at = arena_keep(a, ARENA_BLOCK);
+    char *block = arena_keep(a, ARENA_BLOCK);
+    if (!block) return NULL;
+    a->at = block;
     a->end = a->at + ARENA_BLOCK;
   }
   void *p = a->at;
@@ -129,6 +138,7 @@ typedef struct reader {
   uint32_t *loc_frames;
   size_t n_loc_frames, loc_frames_cap;
   fl_profile_t *p;
+  fl_budget_t *budget; /* the profile's too */
 } reader_t;
 
 /* Fills the error: "NAME: not a valid pprof profile: WHAT". */
@@ -160,6 +170,7 @@ static int index_ids(reader_t *r, by_id_t *ix, const char *kind, size_t n,
   ix->dense = true;
   for (size_t i = 0; i < n && ix->dense; i++) ix->dense = id_of(items, i) == i + 1;
   if (ix->dense) return 0;
+  if (fl_budget_charge_n(r->budget, n, 16, 0) < 0) return fl__io_budget_fail(r->err, r->name, r->budget);
   fl__index_init(&ix->index, n);
   for (size_t i = 0; i < n; i++) {
     uint64_t id = id_of(items, i);
@@ -204,6 +215,7 @@ static bool bare_library(const char *m) {
 /* The frames of location i, appended to loc_frames. */
 static int location_frames(reader_t *r, size_t i, fl__buf_t *text) {
   const pb_profile_t *pb = r->pb;
+  uint32_t *grown, id;
   const pb_location_t *loc = pb->location[i];
   const char *module = NULL;
   if (loc->mapping_id) {
@@ -226,13 +238,19 @@ static int location_frames(reader_t *r, size_t i, fl__buf_t *text) {
       fl__buf_puts(text, "[unknown]");
     }
     fl_frame_t f = {.func = text->data, .module = module, .addr = loc->address, .flags = kind};
-    r->loc_frames =
-        fl__grow(r->loc_frames, &r->loc_frames_cap, r->n_loc_frames + 1, sizeof *r->loc_frames);
-    r->loc_frames[r->n_loc_frames++] = fl_profile_frame_id(r->p, &f);
+    if (!(grown = fl__grow_charged(r->budget, r->loc_frames, &r->loc_frames_cap,
+                                   r->n_loc_frames + 1, sizeof *r->loc_frames)))
+      return fl__io_budget_fail(r->err, r->name, r->budget);
+    r->loc_frames = grown;
+    if ((id = fl_profile_frame_id(r->p, &f)) == FL_PROFILE_NO_FRAME)
+      return fl__io_budget_fail(r->err, r->name, r->budget);
+    r->loc_frames[r->n_loc_frames++] = id;
     return 0;
   }
-  r->loc_frames = fl__grow(r->loc_frames, &r->loc_frames_cap, r->n_loc_frames + loc->n_line,
-                           sizeof *r->loc_frames);
+  if (!(grown = fl__grow_charged(r->budget, r->loc_frames, &r->loc_frames_cap,
+                                 r->n_loc_frames + loc->n_line, sizeof *r->loc_frames)))
+    return fl__io_budget_fail(r->err, r->name, r->budget);
+  r->loc_frames = grown;
   for (size_t k = loc->n_line; k-- > 0;) { /* the function the others were inlined into first */
     const pb_line_t *line = loc->line[k];
     uint32_t fn =
@@ -259,7 +277,9 @@ static int location_frames(reader_t *r, size_t i, fl__buf_t *text) {
                         .addr = loc->address,
                         .flags = flags,
                         .system_name = *system_name ? system_name : NULL};
-    r->loc_frames[r->n_loc_frames++] = fl_profile_frame_id(r->p, &frame);
+    if ((id = fl_profile_frame_id(r->p, &frame)) == FL_PROFILE_NO_FRAME)
+      return fl__io_budget_fail(r->err, r->name, r->budget);
+    r->loc_frames[r->n_loc_frames++] = id;
   }
   return 0;
 }
@@ -477,7 +497,14 @@ static int read_samples(reader_t *r, const choice_t *c) {
         goto done;
       }
       size_t len = r->loc_off[loc + 1] - r->loc_off[loc];
-      stack = fl__grow(stack, &cap, n + len, sizeof *stack);
+      uint32_t *grown = fl__grow_charged(r->budget, stack, &cap, n + len, sizeof *stack);
+      /* A location may hold many lines, and a sample name it many times:
+       * the flag is read as the frames add up, not only per sample. */
+      if (grown) stack = grown;
+      if (!grown || ((k & FL__IO_CANCEL_EVERY) == 0 && fl_budget_stopped(r->budget))) {
+        fl__io_budget_fail(r->err, r->name, r->budget);
+        goto done;
+      }
       memcpy(stack + n, r->loc_frames + r->loc_off[loc], len * sizeof *stack);
       n += len;
     }
@@ -487,8 +514,11 @@ static int read_samples(reader_t *r, const choice_t *c) {
       goto done;
     }
     total += weight;
-    fl_profile_add_sample_at(r->p, stack, n, weight, fl_kind(c->kind)->allocs ? allocs : 0,
-                             labels.thread, labels.time_ns);
+    if (fl_profile_add_sample_at(r->p, stack, n, weight, fl_kind(c->kind)->allocs ? allocs : 0,
+                                 labels.thread, labels.time_ns) < 0) {
+      fl__io_budget_fail(r->err, r->name, r->budget);
+      goto done;
+    }
     /* Names are the table's strings: a thread named as the sample before
      * has the same pointer. */
     if (labels.thread_name && (labels.thread_name != last_name || labels.thread != last_thread)) {
@@ -509,15 +539,19 @@ done:
 }
 
 int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char *name, bool gzipped,
-                   fl_io_error_t *err) {
-  reader_t r = {.name = name, .err = err};
+                   fl_budget_t *budget, fl_io_error_t *err) {
+  reader_t r = {.name = name, .err = err, .budget = budget};
   choice_t c = {0};
   fl__buf_t text = {0};
   int rc = -1;
   *out = NULL;
-  arena_t arena = {0};
+  arena_t arena = {.budget = budget};
   ProtobufCAllocator allocator = {.alloc = pb_alloc, .free = pb_free, .allocator_data = &arena};
   pb_profile_t *pb = perftools__profiles__profile__unpack(&allocator, len, (const uint8_t *)data);
+  if (!pb && budget->state != FL_BUDGET_OK) {
+    arena_free(&arena);
+    return fl__io_budget_fail(err, name, budget);
+  }
   if (!pb) {
     arena_free(&arena);
     fl__io_fail_as(err, FL_IO_ERR_NOT_FORMAT, name, 0,
@@ -537,10 +571,15 @@ int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char 
     goto done;
   if (choose(&r, &c) < 0) goto done;
   r.p = fl_profile_new(c.kind);
+  fl_profile_set_budget(r.p, budget);
   fl_profile_info_t *info = fl_profile_info(r.p);
   info->sample_rate = c.sample_rate;
   if (pb->duration_nanos > 0) info->wall_seconds = (double)pb->duration_nanos / 1e9;
   if (pb->time_nanos > 0) info->taken_unix = pb->time_nanos / 1000000000;
+  if (fl_budget_charge_n(budget, pb->n_location + 1, sizeof *r.loc_off, 0) < 0) {
+    fl__io_budget_fail(err, name, budget);
+    goto done;
+  }
   r.loc_off = fl__xmalloc(pb->n_location + 1, sizeof *r.loc_off);
   for (size_t i = 0; i < pb->n_location; i++) {
     r.loc_off[i] = r.n_loc_frames;

@@ -21,7 +21,10 @@
  *
  * Running out of memory aborts with a message, as everywhere in the
  * library (fl__common.h): a profile with silently missing samples would
- * lie. */
+ * lie. What input asks for is charged to the profile's budget first, when
+ * it has one (the readers'): a new distinct stack, frame or sample is
+ * charged what it adds, its arrays' doubling included (each element
+ * twice), before it is added, and a refused one is not added. */
 #define _GNU_SOURCE
 #include "cflame/fl_profile.h"
 
@@ -75,6 +78,8 @@ struct fl_profile {
 
   fl_profile_run_t *runs; /* names interned */
   size_t n_runs, runs_cap;
+
+  fl_budget_t *budget; /* charged for what samples and frames add; NULL: none */
 };
 
 /* ---- kinds ---- */
@@ -164,6 +169,15 @@ static const char *intern(fl_profile_t *p, const char *s) {
 
 /* ---- frames ---- */
 
+/* What an index's slot costs, at its load factor: a charge per item. */
+#define INDEX_ITEM_BYTES 16
+
+/* Charges p's budget, if any. Returns 0, or -1 when it refuses. */
+static int charge(fl_profile_t *p, size_t bytes, uint64_t frames) {
+  return p->budget ? fl_budget_charge(p->budget, bytes, frames) : 0;
+}
+
+
 /* What tells frames apart by name: the symbol, which two functions never
  * share, where their readable names may read alike. */
 static const char *frame_symbol(const fl_frame_t *f) {
@@ -198,8 +212,17 @@ uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame) {
   for (uint32_t i = fl__index_find(&p->frame_index, h, &pr); i != FL__NONE;
        i = fl__index_next(&p->frame_index, &pr))
     if (frame_equal(&p->frames[i], &f)) return i;
-  /* New: demangled once, here, whoever read it (its symbol, and so its
-   * hash, stays what it was). */
+  /* New: charged for the record, its index slot and its strings (each
+   * with the interning set's own arrays and malloc's overhead). */
+  if (p->budget) {
+    size_t strings = 0;
+    const char *s[] = {f.func, f.file, f.module, f.system_name};
+    for (size_t k = 0; k < 4; k++) strings += s[k] ? strlen(s[k]) + 48 : 0;
+    if (charge(p, 2 * sizeof(fl_frame_t) + INDEX_ITEM_BYTES + strings, 0) < 0)
+      return FL_PROFILE_NO_FRAME;
+  }
+  /* Demangled once, here, whoever read it (its symbol, and so its hash,
+   * stays what it was). */
   char *readable = f.system_name ? NULL : fl__demangle(f.func);
   if (readable) {
     f.system_name = f.func;
@@ -225,17 +248,26 @@ size_t fl_profile_n_frames(const fl_profile_t *p) {
 
 /* ---- stacks ---- */
 
-/* The index of the distinct stack ids[0 .. n), added if new. ids must not
- * point into p->ids (it may move). */
-static uint32_t intern_stack(fl_profile_t *p, const uint32_t *ids, size_t n) {
-  if (n > UINT32_MAX) fl__oom(0); /* lengths are 32 bits */
-  uint32_t h = hash_ids(ids, n);
+/* The index of the distinct stack ids[0 .. n) with hash h, or FL__NONE. */
+static uint32_t find_stack(const fl_profile_t *p, const uint32_t *ids, size_t n, uint32_t h) {
   fl__probe_t pr;
   for (uint32_t i = fl__index_find(&p->stack_index, h, &pr); i != FL__NONE;
        i = fl__index_next(&p->stack_index, &pr)) {
     const stack_rec_t *s = &p->stacks[i];
     if (s->len == n && (n == 0 || memcmp(p->ids + s->off, ids, n * sizeof *ids) == 0)) return i;
   }
+  return FL__NONE;
+}
+
+/* The memory a new distinct stack of n frames takes (see the file
+ * comment); saturated. */
+static size_t stack_bytes(size_t n) {
+  return n > SIZE_MAX / 16 ? SIZE_MAX : 2 * n * sizeof(uint32_t) + 2 * sizeof(stack_rec_t) + INDEX_ITEM_BYTES;
+}
+
+/* Adds the distinct stack ids[0 .. n) of hash h, which p does not hold,
+ * and returns its index. ids must not point into p->ids (it may move). */
+static uint32_t add_stack(fl_profile_t *p, const uint32_t *ids, size_t n, uint32_t h) {
   if (p->n_stacks >= UINT32_MAX - 1) fl__oom(0); /* stack numbers are 32 bits */
   p->ids = fl__grow(p->ids, &p->ids_cap, p->n_ids + n, sizeof *p->ids);
   p->stacks = fl__grow(p->stacks, &p->stacks_cap, p->n_stacks + 1, sizeof *p->stacks);
@@ -245,6 +277,14 @@ static uint32_t intern_stack(fl_profile_t *p, const uint32_t *ids, size_t n) {
   p->n_ids += n;
   fl__index_add(&p->stack_index, h, s);
   return s;
+}
+
+/* The index of the distinct stack ids[0 .. n), added if new. */
+static uint32_t intern_stack(fl_profile_t *p, const uint32_t *ids, size_t n) {
+  if (n > UINT32_MAX) fl__oom(0); /* lengths are 32 bits */
+  uint32_t h = hash_ids(ids, n);
+  uint32_t found = find_stack(p, ids, n, h);
+  return found != FL__NONE ? found : add_stack(p, ids, n, h);
 }
 
 static void push_sample(fl_profile_t *p, uint32_t stack, uint64_t weight, uint64_t allocs,
@@ -334,16 +374,27 @@ const fl_profile_info_t *fl_profile_info_const(const fl_profile_t *p) {
   return &p->info;
 }
 
-void fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
-                              uint64_t allocs, int thread, uint64_t time_ns) {
-  for (size_t i = 0; i < n; i++) assert(stack[i] < p->n_frames);
-  uint32_t s = intern_stack(p, stack, n);
-  push_sample(p, s, weight, allocs, thread, time_ns);
+void fl_profile_set_budget(fl_profile_t *p, fl_budget_t *b) {
+  p->budget = b;
 }
 
-void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
-                           uint64_t allocs, int thread) {
-  fl_profile_add_sample_at(p, stack, n, weight, allocs, thread, 0);
+int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                             uint64_t allocs, int thread, uint64_t time_ns) {
+  for (size_t i = 0; i < n; i++) assert(stack[i] < p->n_frames);
+  if (n > UINT32_MAX) fl__oom(0); /* lengths are 32 bits */
+  uint32_t h = hash_ids(stack, n);
+  uint32_t s = find_stack(p, stack, n, h);
+  /* The stack is hashed and compared whatever it is: n frames of work; a
+   * new one is stored too. */
+  if (charge(p, 2 * sizeof(sample_rec_t) + (s == FL__NONE ? stack_bytes(n) : 0), n) < 0) return -1;
+  if (s == FL__NONE) s = add_stack(p, stack, n, h);
+  push_sample(p, s, weight, allocs, thread, time_ns);
+  return 0;
+}
+
+int fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                          uint64_t allocs, int thread) {
+  return fl_profile_add_sample_at(p, stack, n, weight, allocs, thread, 0);
 }
 
 static thread_name_t *find_name(const fl_profile_t *p, int thread) {

@@ -198,7 +198,7 @@ typedef struct builder {
   uint8_t *root_status; /* by stack: what was folded into the root */
 
   bnode_t *nodes; /* index 0 is the root; children after their parents */
-  size_t n_nodes;
+  size_t n_nodes, nodes_cap;
   uint32_t *sum_node; /* by stack sum: the node its path ends in, or UINT32_MAX */
 } builder_t;
 
@@ -477,18 +477,29 @@ static int cmp_path(const void *pa, const void *pb) {
   return (a->len > b->len) - (a->len < b->len);
 }
 
+/* What a node costs beside its builder's record while it is laid out:
+ * lay_out's arrays first and fill (a size_t each), kids (a kid_t: two
+ * uint32_t and an int), id_of, order and todo (a uint32_t each). */
+#define LAYOUT_NODE_BYTES (2 * sizeof(size_t) + 2 * sizeof(uint32_t) + sizeof(int) + 3 * sizeof(uint32_t))
+/* What a drawn node costs: the tree's node, its parent's pointer to it,
+ * and what the renderers take per node they are given (rows, widths,
+ * labels), measured on a stack of 2·10^6 frames (docs/PERFORMANCE.md). */
+#define RENDER_NODE_BYTES 64
+#define DRAWN_NODE_BYTES (sizeof(fl_node_t) + sizeof(fl_node_t *) + RENDER_NODE_BYTES)
+
 /* Makes b->nodes from the sorted paths: each path shares the nodes of its
  * common prefix with the path before it and adds the rest. A child is
  * never added twice, since every path through it follows the first one
- * without a break. */
-static void make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
+ * without a break. The nodes a path adds are charged to the budget before
+ * they are made: -1 when it refuses. */
+static int make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
   qsort(b->paths, b->n_paths, sizeof *b->paths, cmp_path);
   uint32_t *at = fl__xmalloc(max_len + 1, sizeof *at); /* the node of each level */
-  /* At most one node per key of a path, and the root: allocated at once
-   * (pages never touched cost nothing), so the array never moves. Node
-   * numbers are 32 bits. */
+  /* At most one node per key of a path, and the root. Node numbers are
+   * 32 bits. */
   if (b->n_path_keys >= UINT32_MAX) fl__oom(0);
-  b->nodes = fl__xmalloc(b->n_path_keys + 1, sizeof *b->nodes);
+  b->nodes = fl__grow_charged(b->budget, NULL, &b->nodes_cap, 1, sizeof *b->nodes);
+  if (!b->nodes) goto refused;
   b->nodes[0] = (bnode_t){.call_line = 0};
   b->n_nodes = 1;
   at[0] = 0;
@@ -498,6 +509,12 @@ static void make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
     uint32_t same = 0;
     if (prev)
       while (same < path->len && same < prev->len && path->keys[same] == prev->keys[same]) same++;
+    size_t added = path->len - same;
+    bnode_t *grown = fl__grow_charged(b->budget, b->nodes, &b->nodes_cap, b->n_nodes + added,
+                                      sizeof *b->nodes);
+    if (!grown) goto refused;
+    b->nodes = grown;
+    if (fl_budget_charge_n(b->budget, added, LAYOUT_NODE_BYTES, 0) < 0) goto refused;
     for (uint32_t d = same; d < path->len; d++) {
       b->nodes[b->n_nodes] = (bnode_t){.parent = at[d], .key = path->keys[d], .call_line = INT_MAX};
       at[d + 1] = (uint32_t)b->n_nodes++;
@@ -516,6 +533,10 @@ static void make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
     prev = path;
   }
   free(at);
+  return 0;
+refused:
+  free(at);
+  return -1;
 }
 
 /* ---- layout ---- */
@@ -591,8 +612,10 @@ char *fl_node_label(const fl_node_t *n) {
 }
 
 /* Lays the build nodes out into t: sums inclusive counts, orders children,
- * hides narrow ones, numbers the visible ones in pre-order. */
-static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n_sums) {
+ * hides narrow ones, numbers the visible ones in pre-order. The drawn
+ * nodes are charged to the budget once they are known: -1 when it
+ * refuses. */
+static int lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n_sums) {
   size_t nb = b->n_nodes;
   bnode_t *bn = b->nodes;
   size_t *first = fl__xcalloc(nb + 1, sizeof *first); /* kids of i: [first[i], first[i + 1]) */
@@ -655,6 +678,8 @@ static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t 
     for (size_t k = first[i + 1]; k-- > first[i];)
       if (id_of[kids[k].node] != UINT32_MAX) todo[n_todo++] = kids[k].node;
   }
+  int rc = -1;
+  if (fl_budget_charge_n(b->budget, n, DRAWN_NODE_BYTES, 0) < 0) goto done;
 
   t->nodes = fl__xcalloc(n, sizeof *t->nodes);
   t->child_ptrs = fl__xmalloc(n > 1 ? n - 1 : 1, sizeof *t->child_ptrs);
@@ -698,12 +723,15 @@ static void lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t 
   memset(t->stack_node, 0xff, t->n_stacks * sizeof *t->stack_node);
   for (size_t s = 0; s < n_sums; s++)
     if (b->sum_node[s] != UINT32_MAX) t->stack_node[sums[s].stack_id] = id_of[b->sum_node[s]];
+  rc = 0;
+done:
   free(first);
   free(fill);
   free(kids);
   free(id_of);
   free(order);
   free(todo);
+  return rc;
 }
 
 /* ---- the tree ---- */
@@ -721,6 +749,16 @@ static void builder_free(builder_t *b) {
   free(b->sum_node);
 }
 
+/* Why budget stopped the tree of p: "the flame graph of x.gz (folded
+ * stacks) needs more than ...". */
+static void refused_message(const fl_profile_t *p, const fl_budget_t *budget, char *err,
+                            size_t err_size) {
+  const char *source = fl_profile_info_const(p)->source;
+  char subject[300];
+  snprintf(subject, sizeof subject, "the flame graph%s%s", *source ? " of " : "", source);
+  fl_budget_message(budget, subject, err, err_size);
+}
+
 /* opts NULL: the defaults; root_name NULL: "all". */
 fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, const char *root_name,
                          char *err, size_t err_size) {
@@ -733,7 +771,7 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   fl_budget_init(&own, opts->max_memory);
   builder_t b = {.p = p, .o = opts, .budget = opts->budget ? opts->budget : &own};
   if (fl_budget_stopped(b.budget)) {
-    fl_budget_message(b.budget, "the flame graph", err, err_size);
+    refused_message(p, b.budget, err, err_size);
     return NULL;
   }
   fl_tree_t *t = fl__xcalloc(1, sizeof *t);
@@ -751,15 +789,33 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
     }
     b.re_ok = true;
   }
+  /* The frames' roles and keys, and a sum of each distinct stack: what the
+   * profile holds already decides them, charged all the same (a view
+   * is drawn under its own budget). */
+  size_t n_frames = fl_profile_n_frames(p), n_stacks = fl_profile_n_stacks(p);
+  if (fl_budget_charge_n(b.budget, n_frames,
+                         sizeof(frame_role_t) + sizeof(fl_frame_t) + sizeof(ident_t) + 16, 0) < 0 ||
+      fl_budget_charge_n(b.budget, n_stacks, 2 * sizeof(stack_sum_t) + 16 + sizeof(uint32_t), 0) <
+          0)
+    goto refused;
   compute_roles(&b);
   size_t max_len = 0;
   stack_sum_t *sums = NULL;
   size_t n_sums = sum_stacks(p, opts, &sums, &max_len);
   b.sum_node = fl__xmalloc(n_sums ? n_sums : 1, sizeof *b.sum_node);
   memset(b.sum_node, 0xff, n_sums * sizeof *b.sum_node);
+  /* The paths: a key, a status and a call line for each frame of each
+   * distinct stack, every frame walked once (the work), and the levels of
+   * the deepest. */
+  size_t frames = 0;
+  for (size_t s = 0; s < n_sums; s++) frames += sums[s].n;
+  if (fl_budget_charge_n(b.budget, frames, sizeof(uint32_t) + 1 + sizeof(int), frames) < 0 ||
+      fl_budget_charge_n(b.budget, n_sums, sizeof(path_t) + 1, 0) < 0 ||
+      fl_budget_charge_n(b.budget, max_len + 1, 5 * sizeof(uint32_t) + sizeof(uint32_t), 0) < 0)
+    goto refused_sums;
   make_paths(&b, sums, n_sums, max_len);
-  make_nodes(&b, sums, max_len);
-  lay_out(&b, t, sums, n_sums);
+  if (make_nodes(&b, sums, max_len) < 0) goto refused_sums;
+  if (lay_out(&b, t, sums, n_sums) < 0) goto refused_sums;
   if (opts->threads) {
     t->n_threads = opts->n_threads;
     t->threads = fl__xmalloc(t->n_threads ? t->n_threads : 1, sizeof *t->threads);
@@ -769,6 +825,13 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   builder_free(&b);
   free(sums);
   return t;
+refused_sums:
+  free(sums);
+refused:
+  refused_message(p, b.budget, err, err_size);
+  builder_free(&b);
+  fl_tree_destroy(&t);
+  return NULL;
 }
 
 void fl_tree_destroy(fl_tree_t **tp) {

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "cflame/fl_api.h"
+#include "cflame/fl_budget.h"
 
 CFLAME_BEGIN_DECLS
 
@@ -165,7 +166,9 @@ const fl_profile_info_t *fl_profile_info_const(const fl_profile_t *p);
  * gets the readable name as func and the symbol as system_name. Frames are
  * told apart by their symbol (system_name, else func), so the mangled and
  * the demangled form of one frame are one id. Out of memory aborts, as in
- * fl_profile_add_sample. */
+ * fl_profile_add_sample. A new frame that the profile's budget refuses
+ * (fl_profile_set_budget) is not added: FL_PROFILE_NO_FRAME. */
+#define FL_PROFILE_NO_FRAME UINT32_MAX
 uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame);
 
 /* The frame with that id; borrowed, valid for the profile's lifetime. */
@@ -179,15 +182,25 @@ size_t fl_profile_bytes(const fl_profile_t *p);
 /* Adds a sample: n frame ids from the root to the leaf (n may be 0: the
  * root's own time). thread is the thread it was taken on (an OS thread id,
  * or 0). weight >= 1; allocs is the number of allocations it stands for (0
- * for CPU profiles). Its time stamp is 0 (unknown). Out of memory aborts
+ * for CPU profiles). Its time stamp is 0 (unknown). Returns 0, or -1 when
+ * the profile's budget refuses it (fl_profile_set_budget), and then adds
+ * nothing; without a budget it always returns 0. Out of memory aborts
  * with a message: a profile that silently lost samples would mislead. */
-void fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
-                           uint64_t allocs, int thread);
+int fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                          uint64_t allocs, int thread);
 /* fl_profile_add_sample of a sample taken at time_ns: nanoseconds on a
  * clock of the producer's (the sampler's CLOCK_MONOTONIC, perf's, pprof's
  * epoch), the same for every sample of a profile; 0 when unknown. */
-void fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
-                              uint64_t allocs, int thread, uint64_t time_ns);
+int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                             uint64_t allocs, int thread, uint64_t time_ns);
+
+/* From now on, charges b (borrowed; NULL: none) for what p grows by as
+ * samples and frames are added: a new distinct stack, frame or sample
+ * the memory it takes, every sample its frames as work (fl_budget.h). The
+ * readers build a profile of an input under their budget, so that a file
+ * that asks for more than it allows is an error, not an abort. Merging
+ * and copying are not charged. */
+void fl_profile_set_budget(fl_profile_t *p, fl_budget_t *b);
 
 /* Threads' names: thread (a number samples carry) is called name (copied;
  * NULL or "" forgets it). A later name replaces an earlier one. */

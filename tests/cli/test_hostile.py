@@ -3,6 +3,9 @@
 colleague, a CI artifact or a bug report could hand over, and cflame must
 answer it with a clear error or a correct result, never a crash, a forged
 report or a gate that passes on nothing."""
+import gzip
+import random
+
 from pprof_write import profile
 from test_cli import cflame, ok
 
@@ -115,3 +118,85 @@ def test_an_input_truncated_while_read_is_never_a_signal(tmp_path):
         stop.set()
         churner.join()
     assert all(c >= 0 for c in codes), codes
+
+
+# What a profile may cost: files of a few kilobytes that ask for gigabytes
+# are refused with the limit and the option that raises it, never an abort
+# (exit 134) after the memory ran out.
+BUDGET = "of memory the budget allows; raise it with --max-memory SIZE"
+
+
+def deep_folded(tmp_path):
+    """One folded line of 6·10^7 frames: a 117 KB gzip."""
+    path = tmp_path / "deep.folded.gz"
+    path.write_bytes(gzip.compress((";".join(["a"] * 60_000_000) + " 1\n").encode(), 9))
+    return path
+
+
+def test_a_stack_of_60_million_frames_is_refused_not_an_abort(tmp_path):
+    deep = deep_folded(tmp_path)
+    assert deep.stat().st_size < 200_000
+    r = cflame(deep, "-o", tmp_path / "deep.svg")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"the flame graph of {deep} (folded stacks) needs more than the " in r.stderr, r.stderr
+    assert BUDGET in r.stderr, r.stderr
+    assert not (tmp_path / "deep.svg").exists()
+
+
+def test_pprof_files_that_ask_for_gigabytes_are_refused(tmp_path):
+    refs = tmp_path / "refs.pb.gz"  # one sample of 5·10^7 location references
+    refs.write_bytes(profile(["main"], [(b"\x01" * 50_000_000, 1)], gzipped=True))
+    lines = tmp_path / "lines.pb.gz"  # a location of 3,000 lines, named 10,000 times
+    lines.write_bytes(profile(["main", "work"], [(b"\x02" * 10_000 + b"\x01", 1)],
+                              location_lines={1: 3000}, gzipped=True))
+    assert refs.stat().st_size < 50_000 and lines.stat().st_size < 22_000
+    for path in (refs, lines):
+        r = cflame(path, "-o", tmp_path / "out.svg")
+        assert r.returncode == 1, (path, r.returncode, r.stderr)
+        assert f"the flame graph of {path} (pprof) needs more than the " in r.stderr, r.stderr
+        assert BUDGET in r.stderr, r.stderr
+        # a modest budget stops the reading itself, naming the file
+        r = cflame("--max-memory", "64M", path, "-o", tmp_path / "out.svg")
+        assert r.returncode == 1, (path, r.returncode, r.stderr)
+        assert f"{path} needs more than the 64 MiB {BUDGET}" in r.stderr, r.stderr
+    assert not (tmp_path / "out.svg").exists()
+
+
+def test_a_string_table_of_25_million_strings_costs_what_the_budget_allows(tmp_path):
+    strings = tmp_path / "strings.pb.gz"
+    strings.write_bytes(profile(["main", "work"], [([1, 0], 5)], extra_strings=25_000_000,
+                                gzipped=True))
+    assert strings.stat().st_size < 50_000
+    r = cflame("--max-memory", "64M", "-f", "folded", strings)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"{strings} needs more than the 64 MiB {BUDGET}" in r.stderr, r.stderr
+    # the default allows the 25·10^6 strings: the profile is drawn (its one
+    # sample's value of 5 ns is one interval of 5 ns)
+    assert ok("-f", "folded", strings) == "main;work 1\n"
+
+
+def test_a_modest_budget_refuses_a_large_profile_that_the_default_reads(tmp_path):
+    """200,000 distinct stacks 20 to 40 frames deep (30 MB): read and drawn
+    with the default budget, exactly; refused under max-memory 64M, whose
+    error names the file, the limit and the option."""
+    rng = random.Random(34)
+    large = tmp_path / "large.folded"
+    with large.open("w") as f:
+        for _ in range(200_000):
+            depth = rng.randint(20, 40)
+            f.write(";".join(f"fn{k}_{rng.randint(0, 3)}" for k in range(depth)))
+            f.write(f" {rng.randint(1, 9)}\n")
+    expected = {}
+    for line in large.read_text().splitlines():
+        stack, count = line.rsplit(" ", 1)
+        expected[stack] = expected.get(stack, 0) + int(count)
+    folded = ok("-f", "folded", large)
+    got = {s: int(c) for s, c in (l.rsplit(" ", 1) for l in folded.splitlines())}
+    assert got == expected
+    r = cflame("--max-memory", "64M", large, "-o", tmp_path / "large.svg")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"needs more than the 64 MiB {BUDGET}" in r.stderr, r.stderr
+    assert str(large) in r.stderr, r.stderr
+    for bad in ("lots", "0", "-1"):
+        r = cflame("--max-memory", bad, large)
+        assert r.returncode == 2 and f"--max-memory {bad}" in r.stderr, (bad, r.stderr)

@@ -52,3 +52,34 @@ def test_profload_of_a_broken_or_forging_pprof_loses_nothing(tmp_path):
         assert "evil\\x0aTotal: 999 samples" in text and "\x1b" not in text, text
         assert not any(line.startswith("Total: 999") for line in text.splitlines()), text
         assert ok(kc, 'printf("%d\\n", kept + 1);') == "42\n"
+
+
+def test_profiles_that_ask_for_more_than_the_budget_are_errors_and_the_session_stays(tmp_path):
+    """A 117 KB gzip of one 6·10^7-frame stack loads (it is one sample), and
+    %profshow of it is a clear error, not an abort of the kernel; a pprof
+    whose one sample names 5·10^7 locations is refused by a modest
+    max_memory= as it is read; the session keeps its variable and its
+    profile throughout."""
+    import gzip
+
+    from pprof_write import profile
+
+    deep = tmp_path / "deep.folded.gz"
+    deep.write_bytes(gzip.compress((";".join(["a"] * 60_000_000) + " 1\n").encode(), 9))
+    refs = tmp_path / "refs.pb.gz"
+    refs.write_bytes(profile(["main"], [(b"\x01" * 50_000_000, 1)], gzipped=True))
+    budget = "of memory the budget allows; raise it with max_memory=SIZE"
+    with start_kernel() as (km, kc):
+        ok(kc, "int kept = 41;")
+        assert "Loaded 1 samples" in ok(kc, f"%profload {deep}", timeout=120)
+        reply, _ = fails(kc, "%profshow", "MagicError", timeout=120)
+        assert f"the flame graph of {deep.name} " in reply["evalue"], reply
+        assert budget in reply["evalue"], reply
+        reply, _ = fails(kc, f"%profload {refs} max_memory=64M", "MagicError", timeout=120)
+        assert f"{refs} needs more than the 64 MiB {budget}" in reply["evalue"], reply
+        reply, _ = fails(kc, f"%profload {refs} max_memory=lots", "MagicError")
+        assert "max_memory=lots" in reply["evalue"], reply
+        # what was loaded before is still there, and still too deep to draw
+        reply, _ = fails(kc, "%profshow max_memory=64M", "MagicError", timeout=120)
+        assert f"needs more than the 64 MiB {budget}" in reply["evalue"], reply
+        assert ok(kc, 'printf("%d\\n", kept + 1);') == "42\n"

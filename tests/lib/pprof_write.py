@@ -6,8 +6,11 @@ tests can make the ones no profiler would: broken, hostile or huge.
 functions are named by string (optionally (name, file) pairs); each has a
 location of the same number + 1 with one line. A sample is (stack, value)
 with its stack leaf first, as indexes into functions; or, with
-raw_locations=True, location ids as they stand. Every field that a test may
-want to break is a keyword.
+raw_locations=True, location ids as they stand; or bytes, the packed field
+of location ids as it stands (b"\\x01" * 50_000_000: location 1 fifty
+million times, written at once). Every field that a test may want to break
+is a keyword: location_lines={i: n} gives function i's location n lines
+(all of that function), extra_strings=n adds n empty strings to the table.
 """
 import gzip
 
@@ -40,7 +43,8 @@ def _packed(field, numbers):
 
 
 def profile(functions, samples, sample_type=("cpu", "nanoseconds"), period_type=None,
-            period=None, raw_locations=False, gzipped=False):
+            period=None, raw_locations=False, gzipped=False, location_lines=None,
+            extra_strings=0):
     """sample_type: a (type, unit) pair, or a list of them, one per value
     of each sample."""
     strings = [""]
@@ -55,19 +59,23 @@ def profile(functions, samples, sample_type=("cpu", "nanoseconds"), period_type=
     for type_, unit in types:
         out += _bytes(1, _int(1, s(type_)) + _int(2, s(unit)))
     for stack, value in samples:
-        ids = stack if raw_locations else [i + 1 for i in stack]
         values = value if isinstance(value, (list, tuple)) else [value]
-        out += _bytes(2, _packed(1, ids) + _packed(2, values))
+        if isinstance(stack, bytes):
+            locations = _bytes(1, stack)
+        else:
+            locations = _packed(1, stack if raw_locations else [i + 1 for i in stack])
+        out += _bytes(2, locations + _packed(2, values))
     for i, fn in enumerate(functions):
         name, file = fn if isinstance(fn, tuple) else (fn, None)
-        line = _int(1, i + 1) + _int(2, 10 + i)
-        out += _bytes(4, _int(1, i + 1) + _bytes(4, line))
+        line = _bytes(4, _int(1, i + 1) + _int(2, 10 + i))
+        out += _bytes(4, _int(1, i + 1) + line * (location_lines or {}).get(i, 1))
         f = _int(1, i + 1) + _int(2, s(name)) + _int(3, s(name))
         if file:
             f += _int(4, s(file))
         out += _bytes(5, f)
     for text in strings:
         out += _bytes(6, text.encode("utf-8", "surrogateescape"))
+    out += _bytes(6, b"") * extra_strings
     if period_type:
         out += _bytes(11, _int(1, s(period_type[0])) + _int(2, s(period_type[1])))
         # the strings were written already: a period type must use known ones
