@@ -37,17 +37,9 @@ void kn_exec_destroy(kn_exec_t **ep) {
   if (!e) return;
   if (e->compiled) kn_compiled_destroy(&e->compiled);
   kn_compile_cancel(&e->compiling);
-  if (e->job) {
-    /* Shutdown while a line magic runs off the loop: it is stopped, and
-     * waited for, since it owns the profiling state the kernel frees next. */
-    kn_magic_result_t res;
-    char err[16];
-    kn_job_cancel(e->job);
-    if (kn_job_finish(&e->job, &res, err, sizeof err) == 0) {
-      free(res.output);
-      json_decref(res.display);
-    }
-  }
+  /* Shutdown while a line magic runs off the loop: it is stopped, and
+   * waited for, since it owns the profiling state the kernel frees next. */
+  kn_job_discard(&e->job);
   kn_cell_magics_free(&e->magics);
   free(e->statement);
   json_decref(e->timeit_spec);

@@ -73,8 +73,9 @@ struct kn_exec {
   json_t *timeit_spec;
   /* A profiling line magic running off the loop (kn_job.h), and which of
    * magics it is; while there is one, the job owns the profiling state. */
-  struct kn_job *job;
+  kn_job_t *job;
   const kn_magic_t *job_magic;
+  bool job_interrupted; /* an interrupt came once the job had claimed them */
   kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
   char *cell_key;          /* the cell's key in the runs kept (kn_profhist_key) */
   kn_output_t out;

@@ -17,10 +17,17 @@
 
 #include "fl__common.h"
 
+/* Who decides what becomes of the profiling state: the loop, cancelling
+ * (the job then changes nothing), or the handler, claiming it to change it
+ * (an interrupt then comes too late for the magic). The first to move the
+ * state from RUNNING wins. */
+enum { JOB_RUNNING, JOB_CANCELLED, JOB_CLAIMED };
+
 struct kn_job {
   pthread_t thread;
   int done_fd; /* eventfd: written once, when the handler has returned */
-  fl_cancel_flag_t cancel;
+  atomic_int state;
+  fl_cancel_flag_t cancel; /* set once cancelled: the library's budgets stop */
   /* What the thread is given, then what it gives back: written by the
    * thread before it writes done_fd, read by the loop after pthread_join. */
   kn_prof_t *kp;
@@ -30,6 +37,15 @@ struct kn_job {
   kn_magic_result_t res;
   char err[1024];
 };
+
+/* kn_prof's claim (kn_prof_set_owner): on the job's thread, before the
+ * handler changes the profiling state. */
+static bool claim(void *ctx) {
+  kn_job_t *j = ctx;
+  int expected = JOB_RUNNING;
+  return atomic_compare_exchange_strong(&j->state, &expected, JOB_CLAIMED) ||
+         expected == JOB_CLAIMED;
+}
 
 static void *job_main(void *arg) {
   kn_job_t *j = arg;
@@ -47,6 +63,7 @@ kn_job_t *kn_job_start(kn_prof_t *kp, kn_prof_line_fn fn, const char *args, char
   j->kp = kp;
   j->fn = fn;
   j->args = fl__xstrdup(args);
+  atomic_init(&j->state, JOB_RUNNING);
   atomic_init(&j->cancel, false);
   j->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (j->done_fd < 0) {
@@ -58,11 +75,11 @@ kn_job_t *kn_job_start(kn_prof_t *kp, kn_prof_line_fn fn, const char *args, char
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  kn_prof_set_cancel_flag(kp, &j->cancel);
+  kn_prof_set_owner(kp, &j->cancel, claim, j);
   int rc = pthread_create(&j->thread, NULL, job_main, j);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
-    kn_prof_set_cancel_flag(kp, NULL);
+    kn_prof_set_owner(kp, NULL, NULL, NULL);
     snprintf(err, err_size, "cannot start the magic's work: pthread_create: %s", strerror(rc));
     goto fail;
   }
@@ -81,14 +98,21 @@ bool kn_job_done(const kn_job_t *j) {
   return poll(&p, 1, 0) == 1;
 }
 
-void kn_job_cancel(kn_job_t *j) { atomic_store(&j->cancel, true); }
+bool kn_job_cancel(kn_job_t *j) {
+  int expected = JOB_RUNNING;
+  if (!atomic_compare_exchange_strong(&j->state, &expected, JOB_CANCELLED) &&
+      expected != JOB_CANCELLED)
+    return false;
+  atomic_store(&j->cancel, true);
+  return true;
+}
 
-bool kn_job_cancelled(const kn_job_t *j) { return atomic_load(&j->cancel); }
+bool kn_job_cancelled(const kn_job_t *j) { return atomic_load(&j->state) == JOB_CANCELLED; }
 
 int kn_job_finish(kn_job_t **jp, kn_magic_result_t *res, char *err, size_t err_size) {
   kn_job_t *j = *jp;
   pthread_join(j->thread, NULL);
-  kn_prof_set_cancel_flag(j->kp, NULL);
+  kn_prof_set_owner(j->kp, NULL, NULL, NULL);
   int rc = j->rc;
   *res = j->res;
   if (rc < 0) snprintf(err, err_size, "%s", j->err);
@@ -97,4 +121,15 @@ int kn_job_finish(kn_job_t **jp, kn_magic_result_t *res, char *err, size_t err_s
   free(j);
   *jp = NULL;
   return rc;
+}
+
+void kn_job_discard(kn_job_t **j) {
+  if (!*j) return;
+  kn_job_cancel(*j);
+  kn_magic_result_t res;
+  char err[16];
+  if (kn_job_finish(j, &res, err, sizeof err) == 0) {
+    free(res.output);
+    json_decref(res.display);
+  }
 }

@@ -16,9 +16,14 @@
  * meanwhile, and the thread touches nothing else but the session's inputs
  * (kn_history_t, read for a view of the cells' source, which no request
  * changes while a cell runs). The thread neither logs nor sends messages:
- * its result comes back to the loop, which says it. A job is cancelled by
- * a flag the thread's readers and views check (kn_prof_cancel_flag); a
- * cancelled job leaves the profiling state as it was. */
+ * its result comes back to the loop, which says it.
+ *
+ * Cancelling (an interrupt) and changing the profiling state race: the
+ * loop's kn_job_cancel and the handler's claim before its first change
+ * (kn_prof_set_owner) each try to settle the job, and the first wins. A
+ * cancelled job changes nothing from then on, and its reading or drawing
+ * stops soon after (the flag its budgets check), so the loop may answer
+ * its cell at once and join the thread later (kn_kernel_leave_job). */
 #ifndef KN_JOB_H
 #define KN_JOB_H
 
@@ -39,14 +44,19 @@ kn_job_t *kn_job_start(kn_prof_t *kp, kn_prof_line_fn fn, const char *args, char
 int kn_job_fd(const kn_job_t *j);
 /* Whether the handler has returned (kn_job_fd is readable). */
 bool kn_job_done(const kn_job_t *j);
-/* Asks the handler to stop (an interrupt, a shutdown): the readers and
- * views it runs return an error soon after. Safe to call more than once. */
-void kn_job_cancel(kn_job_t *j);
-/* Whether kn_job_cancel was called. */
+/* Cancels the job: its handler will change nothing, and the readers and
+ * views it runs return an error soon after. Returns true, or false when
+ * it is too late: the handler has claimed the profiling state to change
+ * it (kn_prof_set_owner), so its result stands. Safe to call again. */
+bool kn_job_cancel(kn_job_t *j);
+/* Whether kn_job_cancel succeeded. */
 bool kn_job_cancelled(const kn_job_t *j);
 /* Waits for the handler to return (at once when kn_job_fd is readable),
  * gives back its result and frees the job, setting *j to NULL: the
  * handler's return value (0, or -1 with err), *res as it filled it. */
 int kn_job_finish(kn_job_t **j, kn_magic_result_t *res, char *err, size_t err_size);
+/* Cancels *j if it can, waits for it and drops its result: a job whose
+ * cell was answered already (an interrupt), or at shutdown. NULL: none. */
+void kn_job_discard(kn_job_t **j);
 
 #endif

@@ -418,23 +418,16 @@ static void run_rest(kn_kernel_t *k, kn_exec_t *e) {
 }
 
 /* e's line magic off the loop has ended: its output, then the rest of the
- * cell. An interrupt cancelled it: its handler stopped and changed nothing
- * (kn_prof_set_cancel_flag), or it had finished first, and then what it
- * did stands but the rest of the cell does not run. */
+ * cell. An interrupt that came once it was changing the profiles
+ * (kn_job_cancel refused) lets what it did stand, but the rest of the
+ * cell does not run; one that came before it cancelled the job and
+ * answered the cell then (kn_execute_interrupt). */
 static void on_job_done(kn_kernel_t *k, kn_exec_t *e) {
   const char *name = e->job_magic->name;
-  const bool cancelled = kn_job_cancelled(e->job);
   char err[1024];
   kn_magic_result_t res;
   int rc = kn_job_finish(&e->job, &res, err, sizeof err);
   e->job_magic = NULL;
-  if (rc < 0 && cancelled) {
-    kn_exec_fail(e, "Interrupted",
-                 "the cell was interrupted while %%%s ran; it was stopped and changed nothing "
-                 "(the session's profiles are as they were), and the rest of the cell did not run",
-                 name);
-    return;
-  }
   if (rc < 0) {
     kn_exec_fail(e, "MagicError", "%s", err);
     return;
@@ -443,13 +436,14 @@ static void on_job_done(kn_kernel_t *k, kn_exec_t *e) {
   free(res.output);
   if (res.display) kn_exec_display(e, res.display);
   bool rest = e->next_line < e->magics.n_lines || e->statement || !blank(e->magics.body);
-  if (cancelled && rest) {
+  if (e->job_interrupted && rest) {
     kn_exec_fail(e, "Interrupted",
                  "the cell was interrupted after %%%s had finished (what it did is kept); the "
                  "rest of the cell did not run",
                  name);
     return;
   }
+  e->job_interrupted = false;
   run_rest(k, e);
 }
 

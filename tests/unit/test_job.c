@@ -2,11 +2,14 @@
 /* kn_job: a profiling line magic on a thread of its own. Its handler runs
  * off the calling thread with the kernel's signals blocked; the descriptor
  * says when it has returned; a cancel reaches the handler through the
- * profiling state it owns, and a %profload cancelled keeps nothing. */
+ * profiling state it owns, and settles the job against the handler's
+ * first change: a job cancelled changes nothing (a %profload keeps
+ * nothing), one that changed the state first cannot be cancelled. */
 #define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,25 @@ static int say_hello(kn_prof_t *kp, const char *args, kn_magic_result_t *res, ch
   return 0;
 }
 
+/* Changes the settings once cancelled: too late, nothing changes. */
+static int resize_after_cancel(kn_prof_t *kp, const char *args, kn_magic_result_t *res,
+                               char *err, size_t err_size) {
+  while (!kn_prof_cancelled(kp)) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  kn_prof_set_size(kp, 999, 0);
+  return 0;
+}
+
+/* Changes the settings, then waits to be let go: an interrupt meanwhile
+ * comes too late to cancel it. */
+static atomic_bool resized, let_go;
+static int resize_then_wait(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
+                            size_t err_size) {
+  kn_prof_set_size(kp, 321, 0);
+  atomic_store(&resized, true);
+  while (!atomic_load(&let_go)) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  return 0;
+}
+
 /* A %profload that the interrupt reaches before it reads. */
 static int load_after_cancel(kn_prof_t *kp, const char *args, kn_magic_result_t *res, char *err,
                              size_t err_size) {
@@ -62,7 +84,7 @@ int main(void) {
   CHECK(kn_prof_cancel_flag(kp) != NULL);
   CHECK(!kn_job_done(j));
   CHECK(!readable_within(kn_job_fd(j), 50));
-  kn_job_cancel(j);
+  CHECK(kn_job_cancel(j));
   CHECK(kn_job_cancelled(j));
   CHECK(readable_within(kn_job_fd(j), 10000));
   CHECK(kn_job_done(j));
@@ -80,6 +102,23 @@ int main(void) {
   CHECK(res.display == NULL);
   free(res.output);
 
+  /* Cancelled first, the job changes nothing; claimed first (it changed
+   * the settings), the cancel is refused and the change stands. */
+  j = kn_job_start(kp, resize_after_cancel, "", err, sizeof err);
+  CHECK(kn_job_cancel(j));
+  CHECK_INT(kn_job_finish(&j, &res, err, sizeof err), 0);
+  CHECK_INT(kn_prof_settings(kp).width, 800);
+  j = kn_job_start(kp, resize_then_wait, "", err, sizeof err);
+  while (!atomic_load(&resized)) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  CHECK(!kn_job_cancel(j));
+  CHECK(!kn_job_cancelled(j));
+  atomic_store(&let_go, true);
+  CHECK_INT(kn_job_finish(&j, &res, err, sizeof err), 0);
+  CHECK_INT(kn_prof_settings(kp).width, 321);
+  /* Without a job, changes are made. */
+  kn_prof_set_size(kp, 800, 0);
+  CHECK_INT(kn_prof_settings(kp).width, 800);
+
   /* A load cancelled keeps nothing: the session profile and the baselines
    * are as they were. */
   char path[64];
@@ -91,7 +130,7 @@ int main(void) {
   for (int as_baseline = 0; as_baseline < 2; as_baseline++) {
     snprintf(args, sizeof args, "%s%s", path, as_baseline ? " as=b" : "");
     j = kn_job_start(kp, load_after_cancel, args, err, sizeof err);
-    kn_job_cancel(j);
+    CHECK(kn_job_cancel(j));
     CHECK_INT(kn_job_finish(&j, &res, err, sizeof err), -1);
     CHECK(strstr(err, "cancelled") || strstr(err, "interrupted"));
     CHECK_INT(fl_profile_n_samples(kn_prof_session(kp)), 0);
