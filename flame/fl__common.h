@@ -31,7 +31,10 @@
  * where allocations overcommit and failures are rare, than to stop with a
  * clear message. The errors the library does return (err, fl_io_error_t)
  * are about its input: a bad filter, a line that does not parse, profiles
- * that cannot be compared.
+ * that cannot be compared, and a profile that asks for more memory than
+ * its budget allows (fl_budget.h): what input decides the size of is
+ * charged to the reading's or the drawing's budget before it is
+ * allocated, so that only the library's own allocations reach fl__oom.
  *
  * The in-process recorders (fl_sampler.c, fl_allocs.c) allocate nothing:
  * they run in signal handlers and inside the interposed allocator, on

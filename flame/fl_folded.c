@@ -228,6 +228,32 @@ static int cmp_lines(const void *pa, const void *pb, void *arena) {
   return (a->len > b->len) - (a->len < b->len);
 }
 
+/* a + b, saturated. */
+static size_t add_sat(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+size_t fl_folded_bytes(const fl_tree_t *t) {
+  size_t n_nodes = fl_tree_n_nodes(t), total = 0;
+  size_t *ends = fl__xmalloc((size_t)fl_tree_max_depth(t) + 1, sizeof *ends);
+  for (size_t i = 0; i < n_nodes; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    const fl_frame_t *f = &node->frame;
+    int d = node->depth;
+    /* its frame: the name, and " (FILE:LINE)" (the line's digits at most
+     * 10), with the ';' before it */
+    size_t own =
+        d > 0 ? strlen(f->func) + 1 + (f->line > 0 && f->file ? strlen(f->file) + 14 : 0) : 0;
+    ends[d] = add_sat(d > 0 ? ends[d - 1] : 0, own);
+    /* the line twice (gathered, then written), its count, its index entry */
+    if (node->self)
+      total = add_sat(total, add_sat(2 * (ends[d] > SIZE_MAX / 2 ? SIZE_MAX / 2 : ends[d]), 22));
+    total = add_sat(total, sizeof(line_t));
+  }
+  free(ends);
+  return total;
+}
+
 char *fl_folded(const fl_tree_t *t) {
   size_t n_nodes = fl_tree_n_nodes(t), n_lines = 0;
   int max_depth = fl_tree_max_depth(t);

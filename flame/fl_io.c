@@ -299,6 +299,24 @@ done:
   return rc;
 }
 
+/* opts, or the defaults when NULL; a max_bytes of 0 is the default. */
+static fl_read_opts_t opts_or_defaults(const fl_read_opts_t *opts) {
+  fl_read_opts_t o;
+  if (opts)
+    o = *opts;
+  else
+    fl_read_opts_init(&o);
+  if (!o.max_bytes) o.max_bytes = FL_INPUT_LIMIT_DEFAULT;
+  return o;
+}
+
+int fl_read_profile_opts(fl_profile_t *p, const char *data, size_t len, const char *name,
+                         const fl_read_opts_t *opts, fl_input_kind_t *kind_out,
+                         fl_io_error_t *err) {
+  fl_read_opts_t o = opts_or_defaults(opts);
+  return read_profile(p, data, len, name, &o, kind_out, err);
+}
+
 int fl_read_profile(fl_profile_t *p, const char *data, size_t len, const char *name,
                     fl_input_kind_t kind, fl_input_kind_t *kind_out, fl_io_error_t *err) {
   fl_read_opts_t o;
@@ -358,12 +376,7 @@ static int read_all(int fd, size_t max, char **out, size_t *len) {
 
 int fl_read_profile_file_opts(fl_profile_t *p, const char *path, const fl_read_opts_t *opts,
                               fl_input_kind_t *kind_out, fl_io_error_t *err) {
-  fl_read_opts_t o;
-  if (opts)
-    o = *opts;
-  else
-    fl_read_opts_init(&o);
-  if (!o.max_bytes) o.max_bytes = FL_INPUT_LIMIT_DEFAULT;
+  fl_read_opts_t o = opts_or_defaults(opts);
   const bool is_stdin = o.stdin_dash && strcmp(path, "-") == 0;
   const char *name = is_stdin ? "<stdin>" : path;
   int fd = STDIN_FILENO, rc = -1;

@@ -362,16 +362,35 @@ static int cmp_folded(const void *a, const void *b) {
  * of either profile, as Brendan Gregg's difffolded.pl writes it and
  * flamegraph.pl reads it, BASE scaled to the target's total under
  * normalize. The one writer of a diff as folded stacks. */
+/* fl_folded of t, its text charged to the drawing's budget first; NULL
+ * with d->err when the budget refuses it. */
+static char *folded_charged(draw_t *d, const fl_tree_t *t) {
+  fl_budget_t *budget = d->opts.tree.budget;
+  if (fl_budget_charge(budget, fl_folded_bytes(t), 0) < 0) {
+    const char *source = fl_profile_info_const(fl_tree_profile(t))->source;
+    char subject[300];
+    snprintf(subject, sizeof subject, "writing the folded stacks%s%s", *source ? " of " : "",
+             source);
+    fl_budget_message(budget, subject, d->err, d->err_size);
+    return NULL;
+  }
+  return fl_folded(t);
+}
+
 static char *write_folded(draw_t *d, size_t *len) {
   if (!tree_of(d)) return NULL;
-  char *target = fl_folded(d->tree);
-  if (!d->r->baseline) return target;
+  char *target = folded_charged(d, d->tree);
+  if (!target || !d->r->baseline) return target;
   d->base_tree = fl_tree_build(d->r->baseline, &d->opts.tree, d->r->root, d->err, d->err_size);
   if (!d->base_tree) {
     free(target);
     return NULL;
   }
-  char *base = fl_folded(d->base_tree);
+  char *base = folded_charged(d, d->base_tree);
+  if (!base) {
+    free(target);
+    return NULL;
+  }
   folded_line_t *lines = NULL;
   size_t n = 0, cap = 0;
   add_folded(base, 0, &lines, &n, &cap);

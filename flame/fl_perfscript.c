@@ -211,8 +211,8 @@ typedef struct reader {
   bool period_varies, clock_only;
   size_t headers, samples;
   fl__buf_t text, key; /* scratch */
-  fl_budget_t *budget;  /* charged for the stack and the profile */
-  bool stopped;         /* the budget refused something: the reading ends */
+  fl_budget_t *budget; /* charged for the stack and the profile */
+  bool stopped;        /* the budget refused something: the reading ends */
 } reader_t;
 
 static bool starts_with(const char *s, size_t n, const char *prefix) {

@@ -170,7 +170,8 @@ static int index_ids(reader_t *r, by_id_t *ix, const char *kind, size_t n,
   ix->dense = true;
   for (size_t i = 0; i < n && ix->dense; i++) ix->dense = id_of(items, i) == i + 1;
   if (ix->dense) return 0;
-  if (fl_budget_charge_n(r->budget, n, 16, 0) < 0) return fl__io_budget_fail(r->err, r->name, r->budget);
+  if (fl_budget_charge_n(r->budget, n, 16, 0) < 0)
+    return fl__io_budget_fail(r->err, r->name, r->budget);
   fl__index_init(&ix->index, n);
   for (size_t i = 0; i < n; i++) {
     uint64_t id = id_of(items, i);

@@ -177,7 +177,6 @@ static int charge(fl_profile_t *p, size_t bytes, uint64_t frames) {
   return p->budget ? fl_budget_charge(p->budget, bytes, frames) : 0;
 }
 
-
 /* What tells frames apart by name: the symbol, which two functions never
  * share, where their readable names may read alike. */
 static const char *frame_symbol(const fl_frame_t *f) {
@@ -262,7 +261,8 @@ static uint32_t find_stack(const fl_profile_t *p, const uint32_t *ids, size_t n,
 /* The memory a new distinct stack of n frames takes (see the file
  * comment); saturated. */
 static size_t stack_bytes(size_t n) {
-  return n > SIZE_MAX / 16 ? SIZE_MAX : 2 * n * sizeof(uint32_t) + 2 * sizeof(stack_rec_t) + INDEX_ITEM_BYTES;
+  return n > SIZE_MAX / 16 ? SIZE_MAX
+                           : 2 * n * sizeof(uint32_t) + 2 * sizeof(stack_rec_t) + INDEX_ITEM_BYTES;
 }
 
 /* Adds the distinct stack ids[0 .. n) of hash h, which p does not hold,

@@ -328,11 +328,16 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* How often the loops that charge nothing as they go (over samples, over
+ * stacks) read the cancel flag: every this many (a mask). */
+#define CANCEL_EVERY 0xffff
+
 /* Sums the samples that pass the thread filter per distinct stack, in the
  * order the stacks first appear, indexed by the stack's pointer and
- * length. *sums is new. Returns the count. */
-static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_sum_t **sums,
-                         size_t *max_len) {
+ * length. *sums is new. Returns the count; stops early when budget is
+ * cancelled (the caller asks it). */
+static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, fl_budget_t *budget,
+                         stack_sum_t **sums, size_t *max_len) {
   size_t n_samples = fl_profile_n_samples(p), n = 0, cap = 0;
   stack_sum_t *s = NULL;
   fl__index_t index;
@@ -347,6 +352,7 @@ static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_s
   const uint32_t *last = NULL;
   size_t last_i = 0;
   for (size_t i = 0; i < n_samples; i++) {
+    if (!(i & CANCEL_EVERY) && fl_budget_stopped(budget)) break;
     fl_sample_t smp;
     fl_profile_sample(p, i, &smp);
     if (threads && !bsearch(&smp.thread, threads, o->n_threads, sizeof *threads, cmp_int)) continue;
@@ -385,7 +391,8 @@ static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, stack_s
 /* ---- paths ---- */
 
 /* Turns every stack that passes the filter into a path (see the file
- * comment). */
+ * comment); stops early when the budget is cancelled (the caller asks
+ * it). */
 static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, size_t max_len) {
   bool flat = b->o->recur == FL_RECUR_FLAT;
   size_t total = 0;
@@ -407,6 +414,7 @@ static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, siz
   size_t used = 0;
   b->n_paths = 0;
   for (size_t s = 0; s < n_sums; s++) {
+    if (!(s & CANCEL_EVERY) && fl_budget_stopped(b->budget)) break;
     const uint32_t *stack = sums[s].stack;
     size_t n = sums[s].n;
     if (b->o->filter) {
@@ -480,7 +488,8 @@ static int cmp_path(const void *pa, const void *pb) {
 /* What a node costs beside its builder's record while it is laid out:
  * lay_out's arrays first and fill (a size_t each), kids (a kid_t: two
  * uint32_t and an int), id_of, order and todo (a uint32_t each). */
-#define LAYOUT_NODE_BYTES (2 * sizeof(size_t) + 2 * sizeof(uint32_t) + sizeof(int) + 3 * sizeof(uint32_t))
+#define LAYOUT_NODE_BYTES \
+  (2 * sizeof(size_t) + 2 * sizeof(uint32_t) + sizeof(int) + 3 * sizeof(uint32_t))
 /* What a drawn node costs: the tree's node, its parent's pointer to it,
  * and what the renderers take per node they are given (rows, widths,
  * labels), measured on a stack of 2·10^6 frames (docs/PERFORMANCE.md). */
@@ -510,8 +519,8 @@ static int make_nodes(builder_t *b, const stack_sum_t *sums, size_t max_len) {
     if (prev)
       while (same < path->len && same < prev->len && path->keys[same] == prev->keys[same]) same++;
     size_t added = path->len - same;
-    bnode_t *grown = fl__grow_charged(b->budget, b->nodes, &b->nodes_cap, b->n_nodes + added,
-                                      sizeof *b->nodes);
+    bnode_t *grown =
+        fl__grow_charged(b->budget, b->nodes, &b->nodes_cap, b->n_nodes + added, sizeof *b->nodes);
     if (!grown) goto refused;
     b->nodes = grown;
     if (fl_budget_charge_n(b->budget, added, LAYOUT_NODE_BYTES, 0) < 0) goto refused;
@@ -801,7 +810,8 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   compute_roles(&b);
   size_t max_len = 0;
   stack_sum_t *sums = NULL;
-  size_t n_sums = sum_stacks(p, opts, &sums, &max_len);
+  size_t n_sums = sum_stacks(p, opts, b.budget, &sums, &max_len);
+  if (fl_budget_stopped(b.budget)) goto refused_sums;
   b.sum_node = fl__xmalloc(n_sums ? n_sums : 1, sizeof *b.sum_node);
   memset(b.sum_node, 0xff, n_sums * sizeof *b.sum_node);
   /* The paths: a key, a status and a call line for each frame of each
@@ -814,7 +824,7 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
       fl_budget_charge_n(b.budget, max_len + 1, 5 * sizeof(uint32_t) + sizeof(uint32_t), 0) < 0)
     goto refused_sums;
   make_paths(&b, sums, n_sums, max_len);
-  if (make_nodes(&b, sums, max_len) < 0) goto refused_sums;
+  if (fl_budget_stopped(b.budget) || make_nodes(&b, sums, max_len) < 0) goto refused_sums;
   if (lay_out(&b, t, sums, n_sums) < 0) goto refused_sums;
   if (opts->threads) {
     t->n_threads = opts->n_threads;

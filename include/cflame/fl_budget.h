@@ -49,10 +49,10 @@ CFLAME_BEGIN_DECLS
 
 /* Why a budget stopped charging. */
 typedef enum fl_budget_state {
-  FL_BUDGET_OK = 0,       /* charges go on */
-  FL_BUDGET_OVER_MEMORY,  /* a charge would have passed max_bytes */
-  FL_BUDGET_OVER_FRAMES,  /* a charge would have passed max_frames */
-  FL_BUDGET_CANCELLED,    /* *cancel was set */
+  FL_BUDGET_OK = 0,      /* charges go on */
+  FL_BUDGET_OVER_MEMORY, /* a charge would have passed max_bytes */
+  FL_BUDGET_OVER_FRAMES, /* a charge would have passed max_frames */
+  FL_BUDGET_CANCELLED,   /* *cancel was set */
 } fl_budget_state_t;
 
 typedef struct fl_budget {

@@ -174,6 +174,11 @@ typedef struct fl_read_opts {
  * true, no budget of the caller's. */
 void fl_read_opts_init(fl_read_opts_t *opts);
 
+/* fl_read_profile under opts (NULL: the defaults): its kind, root, limit
+ * on what it unzips to, and budget (stdin_dash is not read). */
+int fl_read_profile_opts(fl_profile_t *p, const char *data, size_t len, const char *name,
+                         const fl_read_opts_t *opts, fl_input_kind_t *kind_out, fl_io_error_t *err);
+
 /* fl_read_profile of the file at path, under opts (NULL: the defaults), as
  * the comment above says. A file that cannot be read is an error naming it
  * and saying why (the errno text, or what the path is). */
@@ -226,6 +231,11 @@ int fl_write_file(const char *path, const void *data, size_t len, bool in_place,
  * stackcollapse-perf.pl sorts them. Frames minwidth hid are not written:
  * build with minwidth 0 for every sample. New string (free it). */
 char *fl_folded(const fl_tree_t *t);
+/* What fl_folded(t) takes while it writes, in bytes (saturated): each
+ * line's text twice (gathered, then written sorted) and an entry per node.
+ * A line is its path's whole text, so a deep tree with many leaves writes
+ * far more than it holds: fl_output charges this to its budget first. */
+size_t fl_folded_bytes(const fl_tree_t *t);
 
 /* pprof's profile.proto of a tree, as drawn (the tree options applied,
  * as for fl_folded), gzip-compressed: what `go tool pprof`, Pyroscope,

@@ -5,9 +5,10 @@ answer it with a clear error or a correct result, never a crash, a forged
 report or a gate that passes on nothing."""
 import gzip
 import random
+import subprocess
 
 from pprof_write import profile
-from test_cli import cflame, ok
+from test_cli import CFLAME, cflame, ok
 
 
 def test_a_pprof_without_period_or_values_is_refused_not_divided_by(tmp_path):
@@ -126,6 +127,13 @@ def test_an_input_truncated_while_read_is_never_a_signal(tmp_path):
 BUDGET = "of memory the budget allows; raise it with --max-memory SIZE"
 
 
+def heavy(*args):
+    """cflame on an input that takes gigabytes before the budget refuses
+    it: 5 to 10 s of CPU, 30 under ASan, more on a loaded machine."""
+    return subprocess.run([CFLAME, *map(str, args)], capture_output=True, text=True,
+                          timeout=600)
+
+
 def deep_folded(tmp_path):
     """One folded line of 6·10^7 frames: a 117 KB gzip."""
     path = tmp_path / "deep.folded.gz"
@@ -136,7 +144,7 @@ def deep_folded(tmp_path):
 def test_a_stack_of_60_million_frames_is_refused_not_an_abort(tmp_path):
     deep = deep_folded(tmp_path)
     assert deep.stat().st_size < 200_000
-    r = cflame(deep, "-o", tmp_path / "deep.svg")
+    r = heavy(deep, "-o", tmp_path / "deep.svg")
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert f"the flame graph of {deep} (folded stacks) needs more than the " in r.stderr, r.stderr
     assert BUDGET in r.stderr, r.stderr
@@ -151,7 +159,7 @@ def test_pprof_files_that_ask_for_gigabytes_are_refused(tmp_path):
                               location_lines={1: 3000}, gzipped=True))
     assert refs.stat().st_size < 50_000 and lines.stat().st_size < 22_000
     for path in (refs, lines):
-        r = cflame(path, "-o", tmp_path / "out.svg")
+        r = heavy(path, "-o", tmp_path / "out.svg")
         assert r.returncode == 1, (path, r.returncode, r.stderr)
         assert f"the flame graph of {path} (pprof) needs more than the " in r.stderr, r.stderr
         assert BUDGET in r.stderr, r.stderr
@@ -200,3 +208,21 @@ def test_a_modest_budget_refuses_a_large_profile_that_the_default_reads(tmp_path
     for bad in ("lots", "0", "-1"):
         r = cflame("--max-memory", bad, large)
         assert r.returncode == 2 and f"--max-memory {bad}" in r.stderr, (bad, r.stderr)
+
+
+def test_folded_output_that_would_take_gigabytes_is_refused_before_it_is_written(tmp_path):
+    """A 32 KB pprof: 2,000 leaves under a location of 2,000 lines of a
+    4,000-character name. Its tree has 4,000 nodes, but each folded line
+    is the whole path's text: 16 GB of output, which the budget refuses
+    before any of it is made; the SVG is drawn."""
+    fns = ["main", "L" * 4000] + [f"leaf{i}" for i in range(2000)]
+    amp = tmp_path / "amp.pb.gz"
+    amp.write_bytes(profile(fns, [([i, 1, 0], 1) for i in range(2, 2002)],
+                            location_lines={1: 2000}, gzipped=True))
+    assert amp.stat().st_size < 40_000
+    r = cflame("-f", "folded", amp, "-o", tmp_path / "amp.folded")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"writing the folded stacks of {amp} (pprof) needs more than the " in r.stderr
+    assert BUDGET in r.stderr, r.stderr
+    assert not (tmp_path / "amp.folded").exists()
+    ok(amp, "-o", tmp_path / "amp.svg")

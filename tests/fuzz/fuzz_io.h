@@ -15,6 +15,13 @@
  *    and writing), and the same total weight;
  *  - written as pprof and read back, it must give the same folded stacks
  *    (when its total weight fits pprof's int64 values).
+ * Reading and each tree run under a budget of FUZZ_IO_BUDGET bytes (and
+ * inputs unzip to no more), as the kernel and the command run under
+ * theirs: a refusal is one more error, which must leave the profile as it
+ * was; a tree the budget refuses ends the checks of that input. So no
+ * input may take more memory than the budgets, and the fuzzers run with
+ * libFuzzer's -rss_limit_mb and -malloc_limit_mb (scripts/test): an input
+ * that passes them is a leak in the budget, reported as an out-of-memory.
  * A gzipped input's error lines count the lines of what it holds. Any
  * failure aborts. Header-only: each target includes it once. */
 #ifndef CFLAME_FUZZ_IO_H
@@ -27,17 +34,48 @@
 
 #include "cflame/fl_io.h"
 #include "fl__io.h"        /* fl__is_gzip, fl__gunzip */
-#include "profile_check.h" /* tests/unit */
+
+/* What a read, and each tree, may take: far below the fuzzers' memory
+ * limits under AddressSanitizer. */
+#define FUZZ_IO_BUDGET ((size_t)64 << 20)
 
 static void fuzz_io_fail(const char *what, const char *detail) {
   fprintf(stderr, "fuzz: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
   abort();
 }
 
-/* Folded stacks of p (every frame, with lines when asked, minwidth 0). */
+/* fl_read_profile under a budget of FUZZ_IO_BUDGET, unzipping to no more. */
+static int fuzz_io_read_into(fl_profile_t *p, const char *data, size_t size, const char *name,
+                             fl_input_kind_t kind, fl_input_kind_t *got, fl_io_error_t *err) {
+  fl_budget_t budget;
+  fl_budget_init(&budget, FUZZ_IO_BUDGET);
+  fl_read_opts_t o;
+  fl_read_opts_init(&o);
+  o.kind = kind;
+  o.max_bytes = FUZZ_IO_BUDGET;
+  o.budget = &budget;
+  return fl_read_profile_opts(p, data, size, name, &o, got, err);
+}
+
+/* The tree of every frame of p (with lines when asked, minwidth 0) under
+ * a budget of FUZZ_IO_BUDGET; NULL when the budget refuses it. */
+static fl_tree_t *fuzz_io_tree(const fl_profile_t *p, bool lines) {
+  fl_tree_opts_t o;
+  fl_tree_opts_init(&o);
+  o.lines = lines ? FL_LINES_ON : FL_LINES_OFF;
+  o.minwidth = 0;
+  o.max_memory = FUZZ_IO_BUDGET;
+  char err[512];
+  fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
+  if (!t && !strstr(err, "the budget allows")) fuzz_io_fail("fl_tree_build failed", err);
+  return t;
+}
+
+/* Folded stacks of p (every frame, with lines when asked, minwidth 0);
+ * NULL when the budget refuses its tree. */
 static char *fuzz_io_folded(const fl_profile_t *p, bool lines, uint64_t *root_count) {
-  fl_tree_t *t = whole_tree(p, lines, true);
-  if (!t) fuzz_io_fail("fl_tree_build failed", NULL);
+  fl_tree_t *t = fuzz_io_tree(p, lines);
+  if (!t) return NULL;
   *root_count = fl_tree_root(t)->count;
   char *text = fl_folded(t);
   if (!text) fuzz_io_fail("fl_folded returned NULL", NULL);
@@ -49,35 +87,47 @@ static char *fuzz_io_folded(const fl_profile_t *p, bool lines, uint64_t *root_co
  * same folded stacks, when its weights fit pprof's int64 values. */
 static void fuzz_io_pprof_round_trip(const fl_profile_t *p, bool lines, const char *folded) {
   if (fl_profile_info_const(p)->total_weight > INT64_MAX) return; /* fl_pprof caps them */
-  fl_tree_t *t = whole_tree(p, lines, true);
-  if (!t) fuzz_io_fail("fl_tree_build failed", NULL);
+  fl_tree_t *t = fuzz_io_tree(p, lines);
+  if (!t) return;
   size_t size;
   char *file = fl_pprof(t, &size);
   fl_tree_destroy(&t);
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t err;
-  if (fl_read_profile(q, file, size, "pprof", FL_INPUT_AUTO, NULL, &err) < 0)
+  int rc = fuzz_io_read_into(q, file, size, "pprof", FL_INPUT_AUTO, NULL, &err);
+  if (rc < 0 && err.code != FL_IO_ERR_BUDGET)
     fuzz_io_fail("fl_pprof's output does not read back", err.message);
   uint64_t weight;
-  char *again = fuzz_io_folded(q, lines, &weight);
-  if (strcmp(folded, again) != 0) fuzz_io_fail("folded stacks changed through pprof", NULL);
+  char *again = rc < 0 ? NULL : fuzz_io_folded(q, lines, &weight);
+  if (again && strcmp(folded, again) != 0)
+    fuzz_io_fail("folded stacks changed through pprof", NULL);
   free(again);
   free(file);
   fl_profile_destroy(&q);
 }
 
+/* Folded stacks written from a profile read under the budget read back
+ * under the same budget: what the tree took, their reading takes too (a
+ * frame's text for each frame of each distinct stack, written once). */
 static void fuzz_io_round_trip(const fl_profile_t *p, bool lines) {
   uint64_t total = fl_profile_info_const(p)->total_weight, weight1, weight2;
   char *first = fuzz_io_folded(p, lines, &weight1);
+  if (!first) return;
   if (weight1 != total) fuzz_io_fail("the tree does not weigh what was read", NULL);
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t err;
-  if (fl_read_profile(q, first, strlen(first), "folded", FL_INPUT_FOLDED, NULL, &err) < 0)
-    fuzz_io_fail("fl_folded's output does not read back", err.message);
+  if (fuzz_io_read_into(q, first, strlen(first), "folded", FL_INPUT_FOLDED, NULL, &err) < 0) {
+    if (err.code != FL_IO_ERR_BUDGET)
+      fuzz_io_fail("fl_folded's output does not read back", err.message);
+    free(first);
+    fl_profile_destroy(&q);
+    return;
+  }
   char *second = fuzz_io_folded(q, lines, &weight2);
-  if (weight2 != total) fuzz_io_fail("the weight changed in the round trip", NULL);
-  if (strcmp(first, second) != 0) fuzz_io_fail("folded stacks changed in the round trip", NULL);
-  fuzz_io_pprof_round_trip(p, lines, first);
+  if (second && weight2 != total) fuzz_io_fail("the weight changed in the round trip", NULL);
+  if (second && strcmp(first, second) != 0)
+    fuzz_io_fail("folded stacks changed in the round trip", NULL);
+  if (second) fuzz_io_pprof_round_trip(p, lines, first);
   free(first);
   free(second);
   fl_profile_destroy(&q);
@@ -95,7 +145,7 @@ static void fuzz_io_read(const uint8_t *data, size_t size, fl_input_kind_t kind)
   const char *text = copy;
   size_t text_len = size;
   if (fl__is_gzip(copy, size) &&
-      fl__gunzip(copy, size, FL_INPUT_LIMIT_DEFAULT, &plain, &plain_len, why, sizeof why) == 0) {
+      fl__gunzip(copy, size, FUZZ_IO_BUDGET, &plain, &plain_len, why, sizeof why) == 0) {
     text = plain;
     text_len = plain_len;
   }
@@ -110,7 +160,7 @@ static void fuzz_io_read(const uint8_t *data, size_t size, fl_input_kind_t kind)
   fl_io_error_t err;
   memset(&err, 0x55, sizeof err); /* no NUL unless the reader writes one */
   fl_input_kind_t got;
-  int rc = fl_read_profile(p, copy, size, "fuzz-input", kind, &got, &err);
+  int rc = fuzz_io_read_into(p, copy, size, "fuzz-input", kind, &got, &err);
   const fl_profile_info_t *info = fl_profile_info_const(p);
   if (kind != FL_INPUT_AUTO && got != kind) fuzz_io_fail("kind_out is not the kind asked", NULL);
   if (rc < 0) {
