@@ -60,13 +60,15 @@ def started(kc, msg_id):
     _stash(kc, "iopub")[:0] = seen
 
 
-def served_while_busy(kc, code, bound):
+def served_while_busy(kc, code, bound, then=None):
     """Runs code, asking kernel_info on control all the while; each must be
-    answered within bound seconds. Returns (the cell's Run, how long the
-    cell took from its execute_input, the round trips measured while it
-    ran)."""
+    answered within bound seconds. With then, sends that cell too once the
+    kernel has taken code: it must run after code, printing what it
+    prints. Returns (the cell's Run, how long the cell took from its
+    execute_input, the round trips measured while it ran)."""
     msg_id = send(kc, code, stop_on_error=False)
     started(kc, msg_id)
+    then_id = send(kc, then) if then else None
     t0 = time.monotonic()
     trips = []
     while True:
@@ -81,6 +83,12 @@ def served_while_busy(kc, code, bound):
         trips.append(seconds)
         time.sleep(0.1)
     r = collect(kc, msg_id, timeout=600)
+    if then_id:
+        later = collect(kc, then_id, timeout=60)
+        assert later.reply["status"] == "ok", later.reply
+        # By the kernel's clock: the messages' dates.
+        assert later.outputs and later.outputs[0]["date"] >= r.reply_msg["header"]["date"], \
+            f"{then!r} ran before {code!r} was answered"
     return r, r.reply_t - t0, trips
 
 
@@ -109,7 +117,9 @@ def test_a_large_load_and_render_leave_control_answering_and_stop_when_interrupt
 
         # The load: control answers throughout, and the reply comes when
         # the stacks are in.
-        r, load_s, trips = served_while_busy(kc, f"%profload {big}", bound)
+        # A cell sent meanwhile waits its turn: shell requests run in order.
+        r, load_s, trips = served_while_busy(kc, f"%profload {big}", bound,
+                                             then='printf("after\\n");')
         assert r.reply["status"] == "ok", r.reply
         assert f"in {N_STACKS} stacks" in stdout(r.outputs), stdout(r.outputs)
         assert trips, f"the load took {load_s:.2f} s: too short to ask anything meanwhile"
