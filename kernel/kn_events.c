@@ -17,6 +17,7 @@
 
 #include "fl__common.h"
 #include "kn_exec.h"
+#include "kn_job.h"
 #include "kn_timeit.h"
 #include "kn_worker.h"
 
@@ -226,6 +227,23 @@ void kn_execute_stop(kn_kernel_t *k) {
 
 void kn_execute_interrupt(kn_kernel_t *k) {
   kn_exec_t *e = kn_kernel_exec(k);
+  if (e && e->job) {
+    /* A line magic off the loop: cancelled, it changes nothing, and the
+     * cell is answered now; the kernel joins its thread once its reading
+     * or drawing has stopped. Too late to cancel (it is changing the
+     * profiles), its end answers the cell (kn_run.c). */
+    if (!kn_job_cancel(e->job)) {
+      e->job_interrupted = true;
+      return;
+    }
+    kn_kernel_leave_job(k, e->job);
+    e->job = NULL;
+    kn_exec_fail(e, "Interrupted",
+                 "the cell was interrupted while %%%s ran; it was stopped and changed nothing "
+                 "(the session's profiles are as they were), and the rest of the cell did not run",
+                 e->job_magic->name);
+    return;
+  }
   if (e && e->compiling) {
     /* Nothing ran yet: the compiler stops, the cell is not kept. */
     kn_compile_cancel(&e->compiling);

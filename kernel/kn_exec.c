@@ -9,6 +9,7 @@
 
 #include "fl__common.h"
 #include "kn_complete.h"
+#include "kn_job.h"
 
 void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text) {
   kn_publish(k, parent, "stream",
@@ -36,6 +37,11 @@ void kn_exec_destroy(kn_exec_t **ep) {
   if (!e) return;
   if (e->compiled) kn_compiled_destroy(&e->compiled);
   kn_compile_cancel(&e->compiling);
+  /* Shutdown while a line magic runs off the loop: it is stopped, and
+   * waited for, since it owns the profiling state the kernel frees next. */
+  kn_job_discard(&e->job);
+  kn_cell_magics_free(&e->magics);
+  free(e->statement);
   json_decref(e->timeit_spec);
   kn_profreq_free(&e->profreq);
   kn_output_free(&e->out);

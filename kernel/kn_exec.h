@@ -2,7 +2,8 @@
 /* kn_exec: one execute_request, from the request to its reply.
  *
  * An execution is split over files that each own one step:
- *   kn_run.c      starting it: the request's fields, the cell's magics, the
+ *   kn_run.c      starting it: the request's fields, the cell's magics (the
+ *                 profiling line magics off the loop, kn_job.h), the
  *                 compiler (polled, never waited for), the run command to
  *                 the worker;
  *   kn_events.c   the worker's events while it runs: output, input
@@ -32,15 +33,18 @@
 void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg);
 /* Feeds the worker's output and events to the running execution. */
 void kn_execute_on_worker(kn_kernel_t *k);
-/* The running execution's compiler descriptors to poll (-1 when none), and
- * what to do when one is ready. */
-void kn_execute_compiler_fds(const kn_kernel_t *k, int fds[2]);
-void kn_execute_on_compiler(kn_kernel_t *k);
+/* The running execution's own descriptors to poll (-1 where none): its
+ * compiler's output and end (kn_compile.c), and the end of its line magic
+ * off the loop (kn_job.c); and what to do when one is ready. */
+#define KN_EXEC_FDS 3
+void kn_execute_fds(const kn_kernel_t *k, int fds[KN_EXEC_FDS]);
+void kn_execute_on_fds(kn_kernel_t *k);
 /* At shutdown: ends a compiler under way. */
 void kn_execute_stop(kn_kernel_t *k);
 /* Handles an input_reply from the stdin socket. */
 void kn_execute_on_input_reply(kn_kernel_t *k, kn_msg_t *msg);
-/* Interrupt request: stop the running cell. */
+/* Interrupt request: stop the running cell (or cancel its line magic off
+ * the loop, whose end then answers it). */
 void kn_execute_interrupt(kn_kernel_t *k);
 /* Called by the poll loop on every pass: reads what the worker reported,
  * flushes batched output, escalates interrupts. Returns the poll timeout
@@ -59,7 +63,19 @@ struct kn_exec {
   int cell;  /* number the cell is compiled under */
   kn_compiled_t *compiled;
   kn_compile_t *compiling; /* the compiler under way, or NULL */
-  json_t *timeit_spec;     /* %%timeit's run options, kept while compiling */
+  /* The cell's magic lines, run one at a time from next_line (kn_run.c):
+   * the line magic that is a statement form (in magics, or NULL) and its
+   * statement, and %%timeit's run options, kept until the code compiles. */
+  kn_cell_magics_t magics;
+  size_t next_line;
+  const kn_magic_t *stmt_magic;
+  char *statement;
+  json_t *timeit_spec;
+  /* A profiling line magic running off the loop (kn_job.h), and which of
+   * magics it is; while there is one, the job owns the profiling state. */
+  kn_job_t *job;
+  const kn_magic_t *job_magic;
+  bool job_interrupted; /* an interrupt came once the job had claimed them */
   kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
   char *cell_key;          /* the cell's key in the runs kept (kn_profhist_key) */
   kn_output_t out;

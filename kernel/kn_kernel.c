@@ -20,6 +20,7 @@
 #include "kn_complete.h"
 #include "kn_conn.h"
 #include "kn_exec.h"
+#include "kn_job.h"
 #include "kn_names.h"
 
 struct kn_kernel {
@@ -45,6 +46,7 @@ struct kn_kernel {
   char *worker_path;
 
   kn_exec_t *exec;
+  kn_job_t *left_job; /* kn_kernel_leave_job's, until its thread has ended */
   kn_msg_t *last_request;
   char *between_cells_note;
   char *restart_cause; /* what ended the worker while no cell ran, during its restart */
@@ -62,6 +64,11 @@ kn_history_t *kn_kernel_history(kn_kernel_t *k) { return k->history; }
 kn_complete_t *kn_kernel_complete(kn_kernel_t *k) { return k->complete; }
 kn_exec_t *kn_kernel_exec(const kn_kernel_t *k) { return k->exec; }
 void kn_kernel_set_exec(kn_kernel_t *k, kn_exec_t *e) { k->exec = e; }
+
+void kn_kernel_leave_job(kn_kernel_t *k, kn_job_t *job) {
+  kn_job_discard(&k->left_job); /* one at a time: shell waits for each */
+  k->left_job = job;
+}
 int kn_kernel_execution_count(const kn_kernel_t *k) { return k->execution_count; }
 
 int kn_kernel_count_execution(kn_kernel_t *k, const char *code, bool store_history, int *cell) {
@@ -461,6 +468,7 @@ void kn_kernel_destroy(kn_kernel_t **kp) {
   if (!k) return;
   kn_execute_stop(k);
   kn_exec_destroy(&k->exec);
+  kn_job_discard(&k->left_job);
   kn_complete_destroy(&k->complete);
   if (k->worker) kn_worker_destroy(&k->worker);
   kn_prof_destroy(&k->prof);
@@ -561,7 +569,7 @@ int kn_kernel_run(kn_kernel_t *k) {
     int complete_timeout = kn_complete_timeout(k->complete);
     if (complete_timeout >= 0 && (timeout < 0 || complete_timeout < timeout))
       timeout = complete_timeout;
-    zmq_pollitem_t items[8 + KN_WORKER_FDS];
+    zmq_pollitem_t items[9 + KN_WORKER_FDS + KN_EXEC_FDS];
     int n = 0, i_control, i_stdin, i_sig, i_client = -1, i_shell = -1, i_worker = -1;
     i_control = n;
     items[n++] = (zmq_pollitem_t){k->sockets[KN_CONTROL], 0, ZMQ_POLLIN, 0};
@@ -579,20 +587,27 @@ int kn_kernel_run(kn_kernel_t *k) {
     for (int j = 0; j < KN_WORKER_FDS; j++)
       if (wfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, wfds[j], ZMQ_POLLIN, 0};
     int n_worker = n - i_worker;
-    int cfds[2], i_compiler = n;
-    kn_execute_compiler_fds(k, cfds);
-    for (int j = 0; j < 2; j++)
-      if (cfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, cfds[j], ZMQ_POLLIN, 0};
-    int n_compiler = n - i_compiler;
+    /* The execution's own: its compiler, its line magic off the loop. */
+    int efds[KN_EXEC_FDS], i_exec = n;
+    kn_execute_fds(k, efds);
+    for (int j = 0; j < KN_EXEC_FDS; j++)
+      if (efds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, efds[j], ZMQ_POLLIN, 0};
+    int n_exec = n - i_exec;
+    int i_left = -1;
+    if (k->left_job) {
+      i_left = n;
+      items[n++] = (zmq_pollitem_t){NULL, kn_job_fd(k->left_job), ZMQ_POLLIN, 0};
+    }
     /* Completion and inspection: the libclang thread's result, a man page. */
     int afds[2], i_complete = n;
     kn_complete_fds(k->complete, afds);
     for (int j = 0; j < 2; j++)
       if (afds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, afds[j], ZMQ_POLLIN, 0};
     int n_complete = n - i_complete;
-    /* One execution at a time, and none while the worker starts: further
-     * shell requests wait in the socket. */
-    if (!k->exec && !kn_worker_starting(k->worker)) {
+    /* One execution at a time, and none while the worker starts or a
+     * cancelled job still holds the profiling state: further shell
+     * requests wait in the socket. */
+    if (!k->exec && !k->left_job && !kn_worker_starting(k->worker)) {
       i_shell = n;
       items[n++] = (zmq_pollitem_t){k->sockets[KN_SHELL], 0, ZMQ_POLLIN, 0};
     }
@@ -614,9 +629,9 @@ int kn_kernel_run(kn_kernel_t *k) {
     for (int j = 0; j < n_worker; j++)
       if (items[i_worker + j].revents) worker_ready = true;
     if (worker_ready) kn_execute_on_worker(k);
-    for (int j = 0; j < n_compiler; j++)
-      if (items[i_compiler + j].revents) {
-        kn_execute_on_compiler(k);
+    for (int j = 0; j < n_exec; j++)
+      if (items[i_exec + j].revents) {
+        kn_execute_on_fds(k);
         break;
       }
     bool complete_ready = complete_timeout == 0;
@@ -624,7 +639,9 @@ int kn_kernel_run(kn_kernel_t *k) {
       if (items[i_complete + j].revents) complete_ready = true;
     if (complete_ready) kn_complete_on_ready(k);
     if (items[i_stdin].revents) on_stdin(k);
-    if (i_shell >= 0 && items[i_shell].revents && !k->exec && !kn_worker_starting(k->worker))
+    if (i_left >= 0 && items[i_left].revents) kn_job_discard(&k->left_job);
+    if (i_shell >= 0 && items[i_shell].revents && !k->exec && !k->left_job &&
+        !kn_worker_starting(k->worker))
       on_shell(k);
   }
   return 0;

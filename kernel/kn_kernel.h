@@ -37,6 +37,7 @@
 typedef struct kn_kernel kn_kernel_t;
 typedef struct kn_exec kn_exec_t;
 typedef struct kn_complete kn_complete_t;
+typedef struct kn_job kn_job_t;
 
 /* The sockets messages come in and go out on. */
 typedef enum kn_channel { KN_SHELL, KN_CONTROL, KN_STDIN, KN_IOPUB } kn_channel_t;
@@ -102,6 +103,12 @@ kn_complete_t *kn_kernel_complete(kn_kernel_t *k);
  * the shell socket is not read. */
 kn_exec_t *kn_kernel_exec(const kn_kernel_t *k);
 void kn_kernel_set_exec(kn_kernel_t *k, kn_exec_t *e);
+
+/* A line magic's job whose cell was answered already (cancelled by an
+ * interrupt: it changes nothing, kn_job.h), taken over: the kernel joins
+ * its thread once it has stopped, and reads no shell request until then,
+ * since the job still holds the profiling state. */
+void kn_kernel_leave_job(kn_kernel_t *k, kn_job_t *job);
 
 /* The execution count so far. */
 int kn_kernel_execution_count(const kn_kernel_t *k);

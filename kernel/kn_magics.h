@@ -46,7 +46,10 @@ typedef struct kn_magic_def {
    * never. */
   bool (*statement)(const char *args);
   /* The line form's handler when it is not a statement form: one of the
-   * two, or neither for magics whose line form always takes a statement. */
+   * two, or neither for magics whose line form always takes a statement.
+   * kernel_line runs on the main loop; prof_line, which may read or draw
+   * a profile of any size, on a thread of its own (kn_job.h), touching
+   * only the kn_prof_t it is given. */
   kn_kernel_line_fn kernel_line;
   kn_prof_line_fn prof_line;
   unsigned options; /* KN_OPTS_* groups of key=value options */
@@ -61,7 +64,8 @@ const kn_magic_def_t *kn_magic_at(size_t i);
 
 /* Whether %name args (a line) is def's statement form. */
 bool kn_magic_is_statement(const kn_magic_def_t *def, const char *args);
-/* Runs the line form of def with args. 0, or -1 with err. */
+/* Runs the line form of def with args here, on the calling thread (an
+ * execution runs prof_line through kn_job.h instead). 0, or -1 with err. */
 int kn_magic_run_line(kn_kernel_t *k, const kn_magic_def_t *def, const char *args,
                       kn_magic_result_t *res, char *err, size_t err_size);
 

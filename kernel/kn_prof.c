@@ -48,6 +48,10 @@ struct kn_prof {
   fl_symbolizer_t *sym;
   fl_source_reader_t source; /* cells from the session's inputs */
   kn_profhist_t *history;
+  /* The job that owns p (kn_prof_set_owner), or all NULL. */
+  const fl_cancel_flag_t *cancel;
+  bool (*claim)(void *ctx);
+  void *claim_ctx;
 };
 
 static void group_digits(char *buf, size_t size, uint64_t v);
@@ -81,6 +85,21 @@ const fl_source_reader_t *kn_prof_source_reader(const kn_prof_t *p) {
   return &p->source;
 }
 
+void kn_prof_set_owner(kn_prof_t *p, const fl_cancel_flag_t *cancel, bool (*claim)(void *ctx),
+                       void *ctx) {
+  p->cancel = cancel;
+  p->claim = claim;
+  p->claim_ctx = ctx;
+}
+
+/* Whether p may change now: no job owns it, or its job claims it (and was
+ * not cancelled first). */
+static bool may_change(kn_prof_t *p) { return !p->claim || p->claim(p->claim_ctx); }
+
+const fl_cancel_flag_t *kn_prof_cancel_flag(const kn_prof_t *p) { return p->cancel; }
+
+bool kn_prof_cancelled(const kn_prof_t *p) { return p->cancel && atomic_load(p->cancel); }
+
 void kn_prof_set_dir(kn_prof_t *p, const char *session_dir) {
   free(p->buffer_path);
   fl__buf_t sb = FL__BUF_INIT;
@@ -103,11 +122,13 @@ kn_prof_settings_t kn_prof_settings(const kn_prof_t *p) {
 }
 
 void kn_prof_set_sampling(kn_prof_t *p, uint64_t n_words, uint64_t delay_ns) {
+  if (!may_change(p)) return;
   p->settings.n_words = n_words;
   p->settings.delay_ns = delay_ns;
 }
 
 void kn_prof_set_size(kn_prof_t *p, int width, int height) {
+  if (!may_change(p)) return;
   p->settings.width = width;
   p->settings.height = height;
 }
@@ -136,6 +157,7 @@ void kn_prof_destroy(kn_prof_t **pp) {
 }
 
 void kn_prof_set_baseline(kn_prof_t *p, const char *name, const fl_profile_t *prof) {
+  if (!may_change(p)) return;
   for (size_t i = 0; i < p->n_baselines; i++) {
     if (strcmp(p->baselines[i].name, name) != 0) continue;
     fl_profile_destroy(&p->baselines[i].prof);
@@ -368,6 +390,7 @@ const fl_profile_t *kn_prof_session(const kn_prof_t *p) {
 }
 
 void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t mode) {
+  if (!may_change(p)) return;
   if (fl_kind(fl_profile_info_const(run)->kind)->allocs) return;
   switch (mode) {
     case KN_PROF_VIEW:
@@ -393,11 +416,16 @@ void kn_prof_session_take(kn_prof_t *p, const fl_profile_t *run, kn_profmode_t m
 }
 
 void kn_prof_session_replace(kn_prof_t *p, fl_profile_t *prof) {
+  if (!may_change(p)) {
+    fl_profile_destroy(&prof);
+    return;
+  }
   fl_profile_destroy(&p->session);
   p->session = prof;
 }
 
 void kn_prof_session_clear(kn_prof_t *p) {
+  if (!may_change(p)) return;
   fl_profile_clear(p->session);
 }
 
@@ -415,6 +443,7 @@ static void keep_profile(fl_profile_t **slot, const fl_profile_t *prof) {
 }
 
 void kn_prof_remember(kn_prof_t *p, const kn_prof_shown_t *shown) {
+  if (!may_change(p)) return;
   keep_profile(&p->last_profile, shown->profile);
   keep_profile(&p->last_baseline, shown->baseline);
   keep_string(&p->last_baseline_name, shown->baseline ? shown->baseline_name : NULL);

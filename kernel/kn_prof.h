@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "cflame/fl_allocs.h"
+#include "cflame/fl_budget.h"
 #include "cflame/fl_profile.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_symbol.h"
@@ -73,6 +74,20 @@ void kn_prof_destroy(kn_prof_t **p);
  * inputs h (which must outlive p), any other file from disk. */
 void kn_prof_set_cells(kn_prof_t *p, const kn_history_t *h);
 const fl_source_reader_t *kn_prof_source_reader(const kn_prof_t *p);
+
+/* The job that owns p while it runs (kn_job.h; all NULL after): cancel is
+ * the flag that stops what reads or draws p's profiles, which handlers
+ * hand to the library's budgets; claim(ctx) settles the job before p
+ * changes. Every function below that changes p (settings, the session
+ * profile, baselines, the last graph shown) claims first, and changes
+ * nothing when the job was cancelled: a cancelled job leaves p as it was.
+ * Without an owner, changes are made. */
+void kn_prof_set_owner(kn_prof_t *p, const fl_cancel_flag_t *cancel, bool (*claim)(void *ctx),
+                       void *ctx);
+/* The owner's cancel flag, or NULL. */
+const fl_cancel_flag_t *kn_prof_cancel_flag(const kn_prof_t *p);
+/* Whether the owner's cancel flag is set. */
+bool kn_prof_cancelled(const kn_prof_t *p);
 
 /* Points the sample file at a (new) session directory. */
 void kn_prof_set_dir(kn_prof_t *p, const char *session_dir);

@@ -50,6 +50,14 @@ static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t
                                           .bundle = bundle});
 }
 
+/* The budget of a drawing with options o: their max_memory=, and
+ * cancelled by an interrupt of the job the magic runs in
+ * (kn_prof_cancel_flag). */
+static void draw_budget(const kn_prof_t *kp, const fl_options_t *o, fl_budget_t *b) {
+  fl_options_budget(o, b);
+  b->cancel = kn_prof_cancel_flag(kp);
+}
+
 /* The line under a graph's title, and text/plain's summary line: what
  * prof holds, and for a diff against which baseline. New string. */
 static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t *req) {
@@ -73,11 +81,14 @@ static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t 
   draw.view.note = note;
   draw.view.markdown_hint = interactive_hint;
   if (!fl_options_given(&req->draw, "png")) draw.view.png = png_by_default();
+  fl_budget_t budget;
+  draw_budget(kp, &draw, &budget);
   fl_output_req_t r = {.profile = prof,
                        .baseline = baseline,
                        .root = root_name,
                        .opts = &draw,
-                       .source = *kn_prof_source_reader(kp)};
+                       .source = *kn_prof_source_reader(kp),
+                       .budget = &budget};
   json_t *bundle = fl_output_bundle(&r, err, err_size);
   free(note);
   if (!bundle) return NULL;
@@ -182,13 +193,16 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     fl__buf_printf(&page_title, "cflame %s: %s", baseline ? "diff" : "profile",
                    info->source[0] ? info->source : root);
   }
+  fl_budget_t budget;
+  draw_budget(kp, &opts->draw, &budget);
   fl_output_req_t draw = {.profile = prof,
                           .baseline = baseline,
                           .root = root,
                           .opts = &opts->draw,
                           .format = format,
                           .page_title = page_title.data,
-                          .source = *kn_prof_source_reader(kp)};
+                          .source = *kn_prof_source_reader(kp),
+                          .budget = &budget};
   char why[512];
   text = fl_output_render(&draw, &text_len, why, sizeof why);
   fl__buf_free(&page_title);
@@ -246,6 +260,7 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   fl_budget_t budget; /* what reading the files may take: max_memory= */
   fl_budget_init(&budget, 0);
   budget.raise_with = "max_memory=SIZE (such as %profload PATH max_memory=8G)";
+  budget.cancel = kn_prof_cancel_flag(kp); /* an interrupt (kn_job.h) */
   fl_read_opts_init(&read);
   read.stdin_dash = false;
   read.budget = &budget;
@@ -290,6 +305,11 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     const char *base = strrchr(paths[i], '/');
     fl__buf_printf(&src, "%s%s", i ? ", " : "", base ? base + 1 : paths[i]);
     kind_name = fl_input_kind_name(kind);
+  }
+  /* Cancelled (an interrupt): nothing read is kept. */
+  if (kn_prof_cancelled(kp)) {
+    snprintf(err, err_size, "%%profload: interrupted; nothing was loaded");
+    goto out;
   }
   fl_profile_info_t *info = fl_profile_info(p);
   snprintf(info->source, sizeof info->source, "%s", src.data);
@@ -495,7 +515,7 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
    * unless the user said so. */
   if (req.draw.flat && !fl_options_given(&req.draw, "minwidth")) req.draw.tree.minwidth = 0;
   fl_budget_t budget; /* max_memory= */
-  fl_options_budget(&req.draw, &budget);
+  draw_budget(kp, &req.draw, &budget);
   req.draw.tree.budget = &budget;
   fl_tree_t *tree = fl_tree_build(session, &req.draw.tree, "all", err, err_size);
   if (!tree) goto out;

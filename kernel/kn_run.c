@@ -10,6 +10,7 @@
 
 #include "kn_complete.h"
 #include "kn_exec.h"
+#include "kn_job.h"
 #include "kn_magics.h"
 #include "kn_timeit.h"
 #include "kn_worker.h"
@@ -46,7 +47,7 @@ static bool asks_exit(const char *code) {
 
 /* Starts compiling code; e is the running execution from now on, and the
  * main loop, which never waits for the compiler, goes on in
- * kn_execute_on_compiler. timeit is stolen. */
+ * kn_execute_on_fds. timeit is stolen. */
 static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int first_line,
                             json_t *timeit) {
   char err[1024];
@@ -61,18 +62,11 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
   kn_kernel_set_exec(k, e);
 }
 
-void kn_execute_compiler_fds(const kn_kernel_t *k, int fds[2]) {
-  fds[0] = fds[1] = -1;
-  const kn_exec_t *e = kn_kernel_exec(k);
-  if (e && e->compiling) kn_compile_fds(e->compiling, fds);
-}
-
 static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics, const char *err,
                          json_t *timeit);
 
-void kn_execute_on_compiler(kn_kernel_t *k) {
-  kn_exec_t *e = kn_kernel_exec(k);
-  if (!e || !e->compiling || !kn_compile_poll(e->compiling)) return;
+static void on_compiler(kn_kernel_t *k, kn_exec_t *e) {
+  if (!kn_compile_poll(e->compiling)) return;
   char err[1024] = "", *diagnostics = NULL;
   int rc = kn_session_compile_finish(kn_kernel_session(k), &e->compiling, &e->compiled,
                                      &diagnostics, err, sizeof err);
@@ -382,6 +376,94 @@ static bool is_statement(const kn_magic_t *m) {
   return def && kn_magic_is_statement(def, m->args);
 }
 
+/* Runs what is left of e's cell: its line magics from e->next_line on,
+ * then its statement or body (compiled: the loop goes on in
+ * kn_execute_on_fds). A profiling line magic runs off the loop
+ * (kn_job.h): e waits for it, and on_job_done calls this again when it
+ * has ended. Each return leaves e running, waiting or finished. */
+static void run_rest(kn_kernel_t *k, kn_exec_t *e) {
+  const kn_cell_magics_t *cm = &e->magics;
+  while (e->next_line < cm->n_lines) {
+    const kn_magic_t *m = &cm->lines[e->next_line++];
+    if (m == e->stmt_magic) break;
+    const kn_magic_def_t *def = kn_magic_find(m->name);
+    if (!def->prof_line) {
+      if (run_line_magic(k, e, m) < 0) return;
+      continue;
+    }
+    char err[256];
+    e->job = kn_job_start(kn_kernel_prof(k), def->prof_line, m->args, err, sizeof err);
+    if (!e->job) {
+      kn_exec_fail(e, "KernelError", "%%%s: %s", m->name, err);
+      return;
+    }
+    e->job_magic = m;
+    kn_kernel_set_exec(k, e);
+    return;
+  }
+  json_t *timeit = e->timeit_spec;
+  e->timeit_spec = NULL;
+  if (e->statement) {
+    compile_and_run(k, e, e->statement, e->stmt_magic->line, timeit);
+    return;
+  }
+  if (blank(cm->body)) {
+    json_decref(timeit);
+    if (e->profreq.mode != KN_PROF_NONE || timeit)
+      kn_exec_fail(e, "MagicError", "%%%%%s needs code below it to run", cm->cell->name);
+    else
+      kn_exec_finish_ok(e);
+    return;
+  }
+  compile_and_run(k, e, cm->body, cm->body_line, timeit);
+}
+
+/* e's line magic off the loop has ended: its output, then the rest of the
+ * cell. An interrupt that came once it was changing the profiles
+ * (kn_job_cancel refused) lets what it did stand, but the rest of the
+ * cell does not run; one that came before it cancelled the job and
+ * answered the cell then (kn_execute_interrupt). */
+static void on_job_done(kn_kernel_t *k, kn_exec_t *e) {
+  const char *name = e->job_magic->name;
+  char err[1024];
+  kn_magic_result_t res;
+  int rc = kn_job_finish(&e->job, &res, err, sizeof err);
+  e->job_magic = NULL;
+  if (rc < 0) {
+    kn_exec_fail(e, "MagicError", "%s", err);
+    return;
+  }
+  if (res.output) kn_exec_output(e, 'O', res.output, strlen(res.output));
+  free(res.output);
+  if (res.display) kn_exec_display(e, res.display);
+  bool rest = e->next_line < e->magics.n_lines || e->statement || !blank(e->magics.body);
+  if (e->job_interrupted && rest) {
+    kn_exec_fail(e, "Interrupted",
+                 "the cell was interrupted after %%%s had finished (what it did is kept); the "
+                 "rest of the cell did not run",
+                 name);
+    return;
+  }
+  e->job_interrupted = false;
+  run_rest(k, e);
+}
+
+void kn_execute_fds(const kn_kernel_t *k, int fds[KN_EXEC_FDS]) {
+  for (int i = 0; i < KN_EXEC_FDS; i++) fds[i] = -1;
+  const kn_exec_t *e = kn_kernel_exec(k);
+  if (e && e->compiling) kn_compile_fds(e->compiling, fds);
+  if (e && e->job) fds[2] = kn_job_fd(e->job);
+}
+
+void kn_execute_on_fds(kn_kernel_t *k) {
+  kn_exec_t *e = kn_kernel_exec(k);
+  /* Either may finish e: one at a time. */
+  if (e && e->compiling)
+    on_compiler(k, e);
+  else if (e && e->job && kn_job_done(e->job))
+    on_job_done(k, e);
+}
+
 void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   kn_exec_t *e = kn_exec_new(k, msg);
   char *bad = bad_code(json_object_get(msg->content, "code"));
@@ -473,29 +555,13 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   const kn_magic_t *run_magic = stmt_magic ? stmt_magic : cm.cell;
   if (run_magic && parse_run_magic(k, e, run_magic, run_magic == stmt_magic, &timeit, &stmt) < 0)
     goto out;
-
-  for (size_t i = 0; i < cm.n_lines; i++) {
-    if (&cm.lines[i] == stmt_magic) break;
-    if (run_line_magic(k, e, &cm.lines[i]) < 0) {
-      json_decref(timeit);
-      free(stmt);
-      goto out;
-    }
-  }
-  if (stmt) {
-    compile_and_run(k, e, stmt, stmt_magic->line, timeit);
-    free(stmt);
-    goto out;
-  }
-  if (blank(cm.body)) {
-    json_decref(timeit);
-    if (e->profreq.mode != KN_PROF_NONE || timeit)
-      kn_exec_fail(e, "MagicError", "%%%%%s needs code below it to run", cm.cell->name);
-    else
-      kn_exec_finish_ok(e);
-    goto out;
-  }
-  compile_and_run(k, e, cm.body, cm.body_line, timeit);
+  /* The rest (the line magics in turn, then the code) is e's to run. */
+  e->magics = cm;
+  cm = (kn_cell_magics_t){0};
+  e->stmt_magic = stmt_magic;
+  e->timeit_spec = timeit;
+  e->statement = stmt;
+  run_rest(k, e);
 out:
   kn_cell_magics_free(&cm);
 }

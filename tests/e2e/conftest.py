@@ -412,6 +412,25 @@ def request(kc, method, *args, timeout=10, **kwargs):
     return msg
 
 
+def control_request(kc, msg_type, timeout, content=None):
+    """Sends msg_type on the control channel and waits up to timeout
+    seconds (not scaled: the caller measures how long the answer takes) for
+    its reply. Returns (reply content, seconds from send to reply), or
+    (None, timeout) when no reply came."""
+    msg = kc.session.msg(msg_type, content or {})
+    t = time.monotonic()
+    kc.control_channel.send(msg)
+    deadline = t + timeout
+    while time.monotonic() < deadline:
+        try:
+            reply = kc.get_control_msg(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply["content"], time.monotonic() - t
+    return None, timeout
+
+
 def drain_iopub(kc, quiet=0.2):
     """Reads iopub until it has been quiet for `quiet` seconds; returns the
     messages (those stashed before included)."""

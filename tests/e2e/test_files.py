@@ -17,7 +17,6 @@ import gzip
 import json
 import os
 import pathlib
-import queue
 import re
 import shutil
 import subprocess
@@ -26,8 +25,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (MEMORY_CAP, SOURCE_DIR, VL_MIME, SpecStore, ancestors, collect, fails, flame,
-                      ok, open_files, rows_of, send, start_kernel, svg_of, svg_of_file)
+from conftest import (MEMORY_CAP, SOURCE_DIR, VL_MIME, SpecStore, ancestors, collect,
+                      control_request, fails, flame, ok, open_files, rows_of, send, start_kernel,
+                      svg_of, svg_of_file)
 
 STORE = SpecStore("files")
 PERF_DATA = SOURCE_DIR / "tests" / "data" / "perf"
@@ -510,22 +510,6 @@ def capped_session():
         assert ok(kc, 'printf("%d\\n", kept_global + 1);') == "42\n"
 
 
-def control_kernel_info(kc, timeout):
-    """Sends kernel_info_request on the control channel; its reply's
-    content, or None when none came within timeout."""
-    msg = kc.session.msg("kernel_info_request")
-    kc.control_channel.send(msg)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            reply = kc.get_control_msg(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            return None
-        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
-            return reply["content"]
-    return None
-
-
 @pytest.fixture(scope="module")
 def gzip_bomb(tmp_path_factory):
     """A 1.3 MB .pb.gz of 1.25 GiB of zeros: past the default limit of 1 GiB."""
@@ -560,7 +544,7 @@ def test_profload_of_a_fifo_without_writer_answers_at_once(tmp_path):
         try:
             t0 = time.monotonic()
             msg_id = send(kc, f"%profload {fifo}", stop_on_error=False)
-            info = control_kernel_info(kc, timeout=20)
+            info, _ = control_request(kc, "kernel_info_request", timeout=20)
             assert info is not None and info["status"] == "ok", \
                 "no kernel_info reply on control while %profload waited for the FIFO"
             r = collect(kc, msg_id, timeout=20, sent_t=t0)
