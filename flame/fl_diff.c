@@ -80,6 +80,7 @@
 
 #include "fl__common.h"
 #include "fl__diff.h"
+#include "fl__render.h"
 
 enum { MAX_NOTES = 4 };
 
@@ -90,6 +91,8 @@ struct fl_diff {
   fl_diff_node_t *nodes;              /* by drawn id */
   fl_vanished_t *vanished;
   size_t n_vanished;
+  fl_diff_func_t *funcs;
+  size_t n_funcs;
   double scale;
   double max_delta;
   double neutral_share;
@@ -392,6 +395,83 @@ static void find_vanished(fl_diff_t *d, const matcher_t *m, const uint32_t *full
   qsort(d->vanished, d->n_vanished, sizeof *d->vanished, cmp_vanished);
 }
 
+/* ---- functions ---- */
+
+static uint32_t uf_find(uint32_t *up, uint32_t x) {
+  while (up[x] != x) x = up[x] = up[up[x]];
+  return x;
+}
+
+/* d->funcs: the rows of fl_diff_functions, from the full trees' functions
+ * (fl__flat_rows_of by function) joined by the matching's pairs (union-find
+ * over the drawn rows, then the other rows), summed per row on each side by
+ * fl__group_sums. */
+static void build_functions(fl_diff_t *d, const matcher_t *m, double k) {
+  fl__flat_row_t *a = NULL, *b = NULL;
+  uint32_t *row_a = NULL, *row_b = NULL;
+  size_t na = fl__flat_rows_of(d->full_drawn, true, &a, &row_a);
+  size_t nb = fl__flat_rows_of(d->full_other, true, &b, &row_b);
+  size_t n = na + nb;
+  uint32_t *up = fl__xmalloc(n ? n : 1, sizeof *up), *comp = fl__xmalloc(n ? n : 1, sizeof *comp);
+  for (size_t i = 0; i < n; i++) up[i] = (uint32_t)i;
+  for (size_t i = 1; i < m->d.n; i++) {
+    uint32_t p = m->d.partner[i];
+    if (p == NONE || p == 0) continue;
+    uint32_t x = uf_find(up, row_a[i]), y = uf_find(up, (uint32_t)na + row_b[p]);
+    if (x != y) up[x > y ? x : y] = x < y ? x : y; /* the smaller root: a drawn row first */
+  }
+  /* Rows numbered by their first member: drawn rows by width, then other ones. */
+  size_t nc = 0;
+  for (size_t i = 0; i < n; i++) comp[i] = NONE;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t r = uf_find(up, (uint32_t)i);
+    if (comp[r] == NONE) comp[r] = (uint32_t)nc++;
+    comp[i] = comp[r];
+  }
+  d->funcs = fl__xcalloc(nc ? nc : 1, sizeof *d->funcs);
+  d->n_funcs = nc;
+  /* The widest member of each side names the row: rows come sorted by count. */
+  for (size_t i = n; i-- > 0;) {
+    fl_diff_func_t *f = &d->funcs[comp[i]];
+    if (i >= na)
+      f->other_frame = &b[i - na].node->frame;
+    else
+      f->frame = &a[i].node->frame;
+  }
+  /* Each node's row, for the sums (a tree without frames has no row_of). */
+  fl__group_sum_t *sd = fl__xcalloc(nc + 1, sizeof *sd), *so = fl__xcalloc(nc + 1, sizeof *so);
+  for (size_t i = 1; i < m->d.n; i++) row_a[i] = comp[row_a[i]];
+  for (size_t i = 1; i < m->o.n; i++) row_b[i] = comp[na + row_b[i]];
+  if (row_a) fl__group_sums(d->full_drawn, row_a, nc, sd);
+  if (row_b) fl__group_sums(d->full_other, row_b, nc, so);
+  bool self = d->opts.delta == FL_DELTA_SELF;
+  for (size_t c = 0; c < nc; c++) {
+    fl_diff_func_t *f = &d->funcs[c];
+    f->self = (double)sd[c].self;
+    f->total = (double)sd[c].count;
+    f->base_self = k * (double)so[c].self;
+    f->base_total = k * (double)so[c].count;
+    f->delta = self ? f->self - f->base_self : f->total - f->base_total;
+    if (!f->other_frame) {
+      f->change = FL_CHANGE_NEW;
+    } else if (!f->frame) {
+      f->frame = f->other_frame;
+      f->change = FL_CHANGE_VANISHED;
+    } else {
+      f->change = change_of(&d->opts, self ? f->self : f->total,
+                            (double)(self ? so[c].self : so[c].count), k, &f->z);
+    }
+  }
+  free(sd);
+  free(so);
+  free(up);
+  free(comp);
+  free(row_a);
+  free(row_b);
+  free(a);
+  free(b);
+}
+
 fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
                          const fl_tree_opts_t *tree_opts, const fl_diff_opts_t *opts,
                          const char *root_name, char *err, size_t err_size) {
@@ -462,6 +542,7 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
 
   compute_deltas(d, &m, vis_to_full_d, k);
   find_vanished(d, &m, full_to_vis_d, full_to_vis_o, k);
+  build_functions(d, &m, k);
 
   free(vis_to_full_d);
   free(full_to_vis_d);
@@ -497,6 +578,7 @@ void fl_diff_destroy(fl_diff_t **dp) {
   fl_tree_destroy(&d->full_other);
   free(d->nodes);
   free(d->vanished);
+  free(d->funcs);
   free(d);
   *dp = NULL;
 }
@@ -518,6 +600,11 @@ const fl_diff_node_t *fl_diff_node(const fl_diff_t *d, uint32_t id) {
 size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out) {
   *out = d->vanished;
   return d->n_vanished;
+}
+
+size_t fl_diff_functions(const fl_diff_t *d, const fl_diff_func_t **out) {
+  *out = d->funcs;
+  return d->n_funcs;
 }
 
 double fl_diff_scale(const fl_diff_t *d) {
