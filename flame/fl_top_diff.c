@@ -119,7 +119,7 @@ char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   for (const char *const *note = fl_diff_notes(d); note && *note; note++)
     fl__buf_printf(&out, "%s\n", *note);
   heading(&dt, line, sizeof line);
-  fl__buf_printf(&out, "%s\n\n%10s %10s %10s  %-6s  Function  File\n", line, "Delta", dt.drawn,
+  fl__buf_printf(&out, "%s\n\n%10s %10s %10s  %-8s  Function  File\n", line, "Delta", dt.drawn,
                  dt.other, "Change");
   for (size_t i = 0; i < shown(&dt); i++) {
     const drow_t *r = &dt.rows[i];
@@ -128,7 +128,7 @@ char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
     fl__amount(dt.self ? r->self : r->total, false, x);
     fl__amount(dt.self ? r->base_self : r->base_total, false, y);
     const char *where = r->frame->file ? r->frame->file : r->frame->module;
-    fl__buf_printf(&out, "%10s %10s %10s  %-6s  %s%s%s\n", delta,
+    fl__buf_printf(&out, "%10s %10s %10s  %-8s  %s%s%s\n", delta,
                    r->change == FL_CHANGE_VANISHED ? "-" : x, r->change == FL_CHANGE_NEW ? "-" : y,
                    fl__change_name(r->change), r->frame->func ? r->frame->func : "[unknown]",
                    where ? "  " : "", where ? where : "");
