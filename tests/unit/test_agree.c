@@ -12,7 +12,7 @@
  * %profsave, the command and `cflame record` draw it, and read back:
  *   flame and callers  the Vega-Lite spec's frames (and the SVG's frames
  *                      against them); per function by the same rule
- *   top                the spec's rows
+ *   top                the spec's rows, and its text (the flat report's rows)
  *   sandwich           the spec's total and self of its function
  *   source             fl_lines, the rows view=source draws
  *   chart              fl_timeline's lanes, the bars view=chart draws
@@ -362,6 +362,53 @@ static void check_top(const fl_profile_t *p, const tally_t *want) {
   json_decref(spec);
 }
 
+/* The top table as text (fl_text_top): the "By self:" rows, "Self Self%
+ * Sum% Total Total% Function  File" (the file, else the module). */
+static void check_top_text(const fl_profile_t *p, const tally_t *want) {
+  size_t len;
+  char *text = render(p, NULL, "top", NULL, "text", &len);
+  char *at = text ? strstr(text, "By self:\n") : NULL;
+  AGREE(at != NULL, "the top table's text has no rows by self");
+  if (!at) {
+    free(text);
+    return;
+  }
+  tally_t got = {0};
+  got.all = want->all;
+  at = strchr(strchr(at, '\n') + 1, '\n') + 1; /* past the header */
+  for (char *end; *at && *at != '\n'; at = end + 1) {
+    end = strchrnul(at, '\n');
+    double self, total;
+    int rest = 0;
+    AGREE(sscanf(at, "%lf %*s %*s %lf %*s %n", &self, &total, &rest) == 2 && rest > 0,
+          "a top text row reads %.*s", (int)(end - at), at);
+    /* The function whose name, then its place, the rest shows. */
+    for (int i = 0; i < want->n; i++) {
+      char func[96], *place = NULL, *module;
+      snprintf(func, sizeof func, "%s", want->key[i]);
+      place = strchr(func, '|');
+      *place++ = '\0';
+      module = strchr(place, '|');
+      *module++ = '\0';
+      if (!place[0]) place = module;
+      const char *r = at + rest;
+      size_t fl = strlen(func);
+      if (strncmp(r, func, fl) != 0) continue;
+      r += fl;
+      while (*r == ' ') r++;
+      size_t pl = strlen(place);
+      if ((size_t)(end - r) != pl || strncmp(r, place, pl) != 0) continue;
+      int k = tally_at(&got, want->key[i]);
+      got.total[k] += total;
+      got.self[k] += self;
+    }
+    if (!*end) break;
+  }
+  tally_same(want, &got, true, "top as text");
+  tally_free(&got);
+  free(text);
+}
+
 /* view=sandwich of each function whose name no other function shares. */
 static void check_sandwich(const fl_profile_t *p, const tally_t *by_name) {
   for (int i = 0; i < by_name->n; i++) {
@@ -461,6 +508,7 @@ static void check_profile(uint64_t seed, fl_profile_kind_t kind) {
   check_graph(p, &funcs, "flame");
   check_graph(p, &funcs, "callers");
   check_top(p, &funcs);
+  if (kind == FL_PROFILE_CPU) check_top_text(p, &funcs); /* bytes print rounded (KiB) */
   check_sandwich(p, &by_name);
   check_lines_and_threads(p, &lines, &threads);
   check_round_trip(p, &by_name, "folded");
