@@ -533,7 +533,7 @@ char *fl__clean_text(const char *s, bool lines) {
 
 /* ---- totals per frame or per function ---- */
 
-static int cmp_str(const char *a, const char *b) {
+int fl__cmp_str(const char *a, const char *b) {
   if (a == b) return 0;
   if (!a) return -1;
   if (!b) return 1;
@@ -544,10 +544,10 @@ static int cmp_str(const char *a, const char *b) {
  * func, file, module. */
 static int cmp_frame(const fl_frame_t *a, const fl_frame_t *b, bool by_function) {
   int c;
-  if ((c = cmp_str(a->func, b->func)) != 0) return c;
-  if ((c = cmp_str(a->file, b->file)) != 0) return c;
+  if ((c = fl__cmp_str(a->func, b->func)) != 0) return c;
+  if ((c = fl__cmp_str(a->file, b->file)) != 0) return c;
   if (!by_function && a->line != b->line) return a->line < b->line ? -1 : 1;
-  if ((c = cmp_str(a->module, b->module)) != 0) return c;
+  if ((c = fl__cmp_str(a->module, b->module)) != 0) return c;
   return by_function ? 0 : (a->addr > b->addr) - (a->addr < b->addr);
 }
 
@@ -567,7 +567,7 @@ static int cmp_flat_row(const void *pa, const void *pb, void *by_function) {
   const fl__flat_row_t *a = pa, *b = pb;
   if (a->count != b->count) return a->count > b->count ? -1 : 1;
   int c = cmp_frame(&a->node->frame, &b->node->frame, *(bool *)by_function);
-  return c ? c : cmp_str(a->input, b->input);
+  return c ? c : fl__cmp_str(a->input, b->input);
 }
 
 /* Where a top table says a function is: its file, else its module. */
@@ -579,8 +579,8 @@ static const char *place_of(const fl_frame_t *f) {
 static int cmp_shown(const void *pa, const void *pb) {
   const fl_frame_t *a = &(*(fl__flat_row_t *const *)pa)->node->frame;
   const fl_frame_t *b = &(*(fl__flat_row_t *const *)pb)->node->frame;
-  int c = cmp_str(a->func, b->func);
-  return c ? c : cmp_str(place_of(a), place_of(b));
+  int c = fl__cmp_str(a->func, b->func);
+  return c ? c : fl__cmp_str(place_of(a), place_of(b));
 }
 
 /* Sets each row's from where another row shows the same function and
@@ -592,8 +592,8 @@ static void set_from(fl__flat_row_t *r, size_t n) {
   for (size_t a = 0, b; a < n; a = b) {
     bool inputs = false, modules = false;
     for (b = a + 1; b < n && cmp_shown(&p[a], &p[b]) == 0; b++) {
-      inputs |= cmp_str(p[a]->input, p[b]->input) != 0;
-      modules |= cmp_str(p[a]->node->frame.module, p[b]->node->frame.module) != 0;
+      inputs |= fl__cmp_str(p[a]->input, p[b]->input) != 0;
+      modules |= fl__cmp_str(p[a]->node->frame.module, p[b]->node->frame.module) != 0;
     }
     for (size_t k = a; b - a > 1 && k < b; k++)
       p[k]->from = inputs && p[k]->input ? p[k]->input : modules ? p[k]->node->frame.module : NULL;
@@ -661,7 +661,7 @@ size_t fl__flat_rows_of(const fl_tree_t *t, bool by_function, fl__flat_row_t **r
     uint32_t g = fl__index_find(&ix, h, &pr);
     for (; g != FL__NONE; g = fl__index_next(&ix, &pr))
       if (cmp_frame(&r[g].node->frame, &node->frame, by_function) == 0 &&
-          cmp_str(r[g].input, input[i]) == 0)
+          fl__cmp_str(r[g].input, input[i]) == 0)
         break;
     if (g == FL__NONE) { /* a new function (or line): its first node in pre-order */
       g = (uint32_t)n_rows++;
@@ -702,6 +702,11 @@ size_t fl__flat_rows_of(const fl_tree_t *t, bool by_function, fl__flat_row_t **r
 
 size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows) {
   return fl__flat_rows_of(t, by_function, rows, NULL);
+}
+
+int fl__flat_row_cmp_function(const fl__flat_row_t *a, const fl__flat_row_t *b) {
+  int c = cmp_frame(&a->node->frame, &b->node->frame, true);
+  return c ? c : fl__cmp_str(a->input, b->input);
 }
 
 char *fl__flat_row_name(const fl__flat_row_t *row) {

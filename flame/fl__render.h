@@ -292,6 +292,11 @@ typedef struct fl__group_sum {
 } fl__group_sum_t;
 void fl__group_sums(const fl_tree_t *t, const uint32_t *group, size_t n_groups,
                     fl__group_sum_t *sums);
+/* Orders by-function rows of two trees (of two profiles: strings
+ * compared, not pointers) by the function they are: 0 for the same. */
+int fl__flat_row_cmp_function(const fl__flat_row_t *a, const fl__flat_row_t *b);
+/* strcmp, with NULL before every string. */
+int fl__cmp_str(const char *a, const char *b);
 /* Sorts rows by self, the largest first, ties in fl__flat_rows's order. */
 void fl__flat_sort_by_self(fl__flat_row_t *rows, size_t n);
 /* A row's function as the top tables show it: "diffuse", or with the row's

@@ -402,10 +402,41 @@ static uint32_t uf_find(uint32_t *up, uint32_t x) {
   return x;
 }
 
+/* Joins x's and y's sets, under the smaller root: a drawn row's first. */
+static void uf_join(uint32_t *up, uint32_t x, uint32_t y) {
+  x = uf_find(up, x);
+  y = uf_find(up, y);
+  if (x != y) up[x > y ? x : y] = x < y ? x : y;
+}
+
+static int cmp_row_function(const void *pa, const void *pb) {
+  return fl__flat_row_cmp_function(*(const fl__flat_row_t *const *)pa,
+                                   *(const fl__flat_row_t *const *)pb);
+}
+
+/* Joins the rows of a[0..na) and b[0..nb) (at na + j in up) that are the
+ * same function. */
+static void join_same_functions(uint32_t *up, fl__flat_row_t *a, size_t na, fl__flat_row_t *b,
+                                size_t nb) {
+  fl__flat_row_t **pa = fl__xmalloc(na + 1, sizeof *pa), **pb = fl__xmalloc(nb + 1, sizeof *pb);
+  for (size_t i = 0; i < na; i++) pa[i] = &a[i];
+  for (size_t j = 0; j < nb; j++) pb[j] = &b[j];
+  qsort(pa, na, sizeof *pa, cmp_row_function);
+  qsort(pb, nb, sizeof *pb, cmp_row_function);
+  for (size_t i = 0, j = 0; i < na && j < nb;) {
+    int c = fl__flat_row_cmp_function(pa[i], pb[j]);
+    if (c == 0) uf_join(up, (uint32_t)(pa[i] - a), (uint32_t)(na + (size_t)(pb[j] - b)));
+    if (c <= 0) i++;
+    if (c >= 0) j++;
+  }
+  free(pa);
+  free(pb);
+}
+
 /* d->funcs: the rows of fl_diff_functions, from the full trees' functions
- * (fl__flat_rows_of by function) joined by the matching's pairs (union-find
- * over the drawn rows, then the other rows), summed per row on each side by
- * fl__group_sums. */
+ * (fl__flat_rows_of by function) joined when they are the same function or
+ * the matching paired frames of them (union-find over the drawn rows, then
+ * the other rows), summed per row on each side by fl__group_sums. */
 static void build_functions(fl_diff_t *d, const matcher_t *m, double k) {
   fl__flat_row_t *a = NULL, *b = NULL;
   uint32_t *row_a = NULL, *row_b = NULL;
@@ -414,11 +445,10 @@ static void build_functions(fl_diff_t *d, const matcher_t *m, double k) {
   size_t n = na + nb;
   uint32_t *up = fl__xmalloc(n ? n : 1, sizeof *up), *comp = fl__xmalloc(n ? n : 1, sizeof *comp);
   for (size_t i = 0; i < n; i++) up[i] = (uint32_t)i;
+  join_same_functions(up, a, na, b, nb);
   for (size_t i = 1; i < m->d.n; i++) {
     uint32_t p = m->d.partner[i];
-    if (p == NONE || p == 0) continue;
-    uint32_t x = uf_find(up, row_a[i]), y = uf_find(up, (uint32_t)na + row_b[p]);
-    if (x != y) up[x > y ? x : y] = x < y ? x : y; /* the smaller root: a drawn row first */
+    if (p != NONE && p != 0) uf_join(up, row_a[i], (uint32_t)na + row_b[p]);
   }
   /* Rows numbered by their first member: drawn rows by width, then other ones. */
   size_t nc = 0;

@@ -42,18 +42,12 @@ typedef struct dtop {
   fl__table_head_t heads[N_HEADS];
 } dtop_t;
 
-static int cmp_str(const char *a, const char *b) {
-  if (a == b) return 0;
-  if (!a || !b) return a ? 1 : -1;
-  return strcmp(a, b);
-}
-
 static int cmp_abs_delta(const void *pa, const void *pb) {
   const drow_t *a = pa, *b = pb;
   if (fabs(a->delta) != fabs(b->delta)) return fabs(a->delta) > fabs(b->delta) ? -1 : 1;
-  int c = cmp_str(a->frame->func, b->frame->func);
-  if (!c) c = cmp_str(a->frame->file, b->frame->file);
-  return c ? c : cmp_str(a->frame->module, b->frame->module);
+  int c = fl__cmp_str(a->frame->func, b->frame->func);
+  if (!c) c = fl__cmp_str(a->frame->file, b->frame->file);
+  return c ? c : fl__cmp_str(a->frame->module, b->frame->module);
 }
 
 static size_t shown(const dtop_t *dt);

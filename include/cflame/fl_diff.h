@@ -155,18 +155,18 @@ const fl_diff_node_t *fl_diff_node(const fl_diff_t *d, uint32_t id);
 size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out);
 
 /* A function of the diff, as every table of it shows it (view=top, its
- * text, Vega-Lite and SVG): the functions (fl_top's: name, file, module,
- * input) of the two profiles whose frames the matching paired, one row,
- * so a function redefined in a later cell, or a cell's statements against
- * another cell's, is one row as it is one frame in the graph. A row joins
- * every function of either side that a pair of frames links to it
- * (transitively). Its weights follow fl_top's rule (a sample counts once
- * per row, however often its stack holds the row's functions), over the
- * whole trees (minwidth hides nothing here). change: NEW when the other
- * profile has none of its functions (every frame of it is new in the
- * graph), VANISHED when the drawn one has none (every frame of it is
- * unpaired in the other tree), else the noise rule on its delta (of
- * total, or with delta=self of self weight). */
+ * text, Vega-Lite and SVG). A row joins the functions (fl_top's: name,
+ * file, module, input) of the two profiles that are the same function, or
+ * whose frames the matching paired: so a function redefined in a later
+ * cell, a cell's statements against another cell's, f2 against f1, or
+ * two programs' roots, are one row as they are one frame in the graph
+ * (transitively: a row holds every function linked to it). Its weights
+ * follow fl_top's rule (a sample counts once per row, however often its
+ * stack holds the row's functions), over the whole trees (minwidth hides
+ * nothing here). change: NEW when the other profile has none of its
+ * functions (so the graph pairs no frame of it), VANISHED when the drawn
+ * one has none, else the noise rule on its delta (of total, or with
+ * delta=self of self weight). */
 typedef struct fl_diff_func {
   const fl_frame_t *frame;       /* the drawn profile's widest function of the row, else
                                     the other's */

@@ -91,23 +91,31 @@ def test_every_format_and_view_counts_the_same(tmp_path, seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_diffs_graph_and_table_agree(tmp_path, seed):
     base, target = tmp_path / "base.folded", tmp_path / "target.folded"
-    write_folded(base, generate(seed))
+    base_stacks = generate(seed)
+    write_folded(base, base_stacks)
+    in_base = {f for stack in base_stacks for f in stack}
     # Another build of the program: each profile is one program, compared
     # whatever its name (docs/DIFF.md, "Two programs").
     write_folded(target, generate(seed + 1, rename={"fn9": "fresh"}, root="main_v2"))
     graph = frames_of(json.loads(draw(tmp_path, "d.vl.json", "--diff", base, target).read_text()))
-    table = top_rows_of(json.loads(
-        draw(tmp_path, "dt.vl.json", "--diff", base, target, "--view", "top").read_text()))
+    table_spec = json.loads(
+        draw(tmp_path, "dt.vl.json", "--diff", base, target, "--view", "top").read_text())
+    table = top_rows_of(table_spec)
+    names = [r["func"] for r in table_spec["layer"][0]["data"]["values"]]
     paired = {r["func"] for r in graph[1:] if r["base"] is not None}
     drawn = {r["func"] for r in graph[1:]}
+    # A row is new exactly when the graph pairs none of its frames and the
+    # baseline has no such function.
     for func, row in table.items():
+        met = func in paired or func in in_base
         if row["change"] == "new":
-            assert func not in paired, f"seed {seed}: {func} is new in the table, paired in the graph"
+            assert not met, f"seed {seed}: {func} is new in the table, met in the graph or baseline"
         elif row["change"] != "vanished":
-            assert func in paired, f"seed {seed}: {func} is {row['change']}, the graph pairs none"
-    new_in_graph = drawn - paired
+            assert met, f"seed {seed}: {func} is {row['change']}, met nowhere"
+    new_in_graph = drawn - paired - in_base
     assert all(table[f]["change"] == "new" for f in new_in_graph if f in table), (
         f"seed {seed}: {new_in_graph} new in the graph, {[table.get(f) for f in new_in_graph]}")
+    assert len(names) == len(set(names)), f"seed {seed}: a function listed twice: {names}"
 
 
 def test_a_saved_diff_is_refused_when_read(tmp_path):

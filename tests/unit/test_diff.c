@@ -614,13 +614,22 @@ static const char *line_with(const char *text, const char *a, const char *b) {
   return NULL;
 }
 
-static void test_table_pairs_as_graph(void) {
-  fl_profile_t *b = cpu(1000000), *t = cpu(1000000);
-  add_all(b, rerun_base);
-  add_all(t, rerun_target);
-  fl_tree_opts_t to = topts(true, 0);
+/* The diff (noise 2, minwidth 0) of the CPU profiles of target's and
+ * base's samples, into *t and *b. */
+static fl_diff_t *diff_of_samples(const sample_spec_t *target, const sample_spec_t *base,
+                                  bool lines, fl_profile_t **t, fl_profile_t **b) {
+  *b = cpu(1000000);
+  *t = cpu(1000000);
+  add_all(*b, base);
+  add_all(*t, target);
+  fl_tree_opts_t to = topts(lines, 0);
   fl_diff_opts_t o = dopts(2);
-  fl_diff_t *d = checked(diff(t, b, &to, &o));
+  return checked(diff(*t, *b, &to, &o));
+}
+
+static void test_table_pairs_as_graph(void) {
+  fl_profile_t *b, *t;
+  fl_diff_t *d = diff_of_samples(rerun_target, rerun_base, true, &t, &b);
   CHECK_INT(dn(d, "top-level scope:2;redef")->change, FL_CHANGE_SHRANK);
   CHECK_INT(dn(d, "top-level scope:2")->change, FL_CHANGE_SHRANK);
   CHECK_INT(dn(d, "top-level scope:1;keep")->change, FL_CHANGE_SAME);
@@ -646,6 +655,31 @@ static void test_table_pairs_as_graph(void) {
   CHECK_INT(json_integer_value(json_object_get(meta, "functions")), 3);
   fl_diff_destroy(&d);
   json_decref(spec);
+  fl_profile_destroy(&b);
+  fl_profile_destroy(&t);
+}
+
+/* The same function under callers that do not pair (leaf under a
+ * different caller in each profile): the graph draws its frame new and
+ * lists the baseline's as vanished, but the table has one function, that
+ * grew, never "leaf new" beside "leaf vanished". */
+static const sample_spec_t moved_base[] = {{40, "!main;!a;!leaf"}, {10, "!main;!b"}, {0, NULL}};
+static const sample_spec_t moved_target[] = {{70, "!main;!c;!leaf"}, {10, "!main;!b"}, {0, NULL}};
+
+static void test_table_keeps_a_function_whose_frames_moved(void) {
+  fl_profile_t *b, *t;
+  fl_diff_t *d = diff_of_samples(moved_target, moved_base, false, &t, &b);
+  CHECK_INT(dn(d, "main;c;leaf")->change, FL_CHANGE_NEW);
+  const fl_diff_func_t *rows;
+  size_t n = fl_diff_functions(d, &rows), n_leaf = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(rows[i].frame->func, "leaf")) continue;
+    n_leaf++;
+    CHECK_INT(rows[i].change, FL_CHANGE_GREW);
+    CHECK_NEAR(rows[i].delta, 30);
+  }
+  CHECK_INT(n_leaf, 1);
+  fl_diff_destroy(&d);
   fl_profile_destroy(&b);
   fl_profile_destroy(&t);
 }
@@ -1333,6 +1367,7 @@ int main(void) {
   test_program_roots();
   test_redefinition();
   test_table_pairs_as_graph();
+  test_table_keeps_a_function_whose_frames_moved();
   test_lines_and_recursion();
   test_new_and_vanished();
   test_self_vs_total();
