@@ -91,8 +91,15 @@ struct fl_diff {
   fl_diff_node_t *nodes;              /* by drawn id */
   fl_vanished_t *vanished;
   size_t n_vanished;
-  fl_diff_func_t *funcs;
-  size_t n_funcs;
+  uint32_t *partner; /* full drawn id -> full other id, or NONE: for the functions */
+  /* fl_diff_functions' rows, built when first asked for (a graph never
+   * needs them, and they cost a fifth of a large diff's build): state of
+   * its own, so that a const diff can fill it. */
+  struct funcs {
+    fl_diff_func_t *rows;
+    size_t n;
+    bool built;
+  } * funcs;
   double scale;
   double max_delta;
   double neutral_share;
@@ -433,11 +440,13 @@ static void join_same_functions(uint32_t *up, fl__flat_row_t *a, size_t na, fl__
   free(pb);
 }
 
-/* d->funcs: the rows of fl_diff_functions, from the full trees' functions
+/* d->funcs's rows: the rows of fl_diff_functions, from the full trees' functions
  * (fl__flat_rows_of by function) joined when they are the same function or
  * the matching paired frames of them (union-find over the drawn rows, then
  * the other rows), summed per row on each side by fl__group_sums. */
-static void build_functions(fl_diff_t *d, const matcher_t *m, double k) {
+static void build_functions(const fl_diff_t *d) {
+  double k = fl_diff_factor(d);
+  size_t nfd = fl_tree_n_nodes(d->full_drawn), nfo = fl_tree_n_nodes(d->full_other);
   fl__flat_row_t *a = NULL, *b = NULL;
   uint32_t *row_a = NULL, *row_b = NULL;
   size_t na = fl__flat_rows_of(d->full_drawn, true, &a, &row_a);
@@ -446,8 +455,8 @@ static void build_functions(fl_diff_t *d, const matcher_t *m, double k) {
   uint32_t *up = fl__xmalloc(n ? n : 1, sizeof *up), *comp = fl__xmalloc(n ? n : 1, sizeof *comp);
   for (size_t i = 0; i < n; i++) up[i] = (uint32_t)i;
   join_same_functions(up, a, na, b, nb);
-  for (size_t i = 1; i < m->d.n; i++) {
-    uint32_t p = m->d.partner[i];
+  for (size_t i = 1; i < nfd; i++) {
+    uint32_t p = d->partner[i];
     if (p != NONE && p != 0) uf_join(up, row_a[i], (uint32_t)na + row_b[p]);
   }
   /* Rows numbered by their first member: drawn rows by width, then other ones. */
@@ -458,11 +467,10 @@ static void build_functions(fl_diff_t *d, const matcher_t *m, double k) {
     if (comp[r] == NONE) comp[r] = (uint32_t)nc++;
     comp[i] = comp[r];
   }
-  d->funcs = fl__xcalloc(nc ? nc : 1, sizeof *d->funcs);
-  d->n_funcs = nc;
+  fl_diff_func_t *rows = fl__xcalloc(nc ? nc : 1, sizeof *rows);
   /* The widest member of each side names the row: rows come sorted by count. */
   for (size_t i = n; i-- > 0;) {
-    fl_diff_func_t *f = &d->funcs[comp[i]];
+    fl_diff_func_t *f = &rows[comp[i]];
     if (i >= na)
       f->other_frame = &b[i - na].node->frame;
     else
@@ -470,13 +478,13 @@ static void build_functions(fl_diff_t *d, const matcher_t *m, double k) {
   }
   /* Each node's row, for the sums (a tree without frames has no row_of). */
   fl__group_sum_t *sd = fl__xcalloc(nc + 1, sizeof *sd), *so = fl__xcalloc(nc + 1, sizeof *so);
-  for (size_t i = 1; i < m->d.n; i++) row_a[i] = comp[row_a[i]];
-  for (size_t i = 1; i < m->o.n; i++) row_b[i] = comp[na + row_b[i]];
+  for (size_t i = 1; i < nfd; i++) row_a[i] = comp[row_a[i]];
+  for (size_t i = 1; i < nfo; i++) row_b[i] = comp[na + row_b[i]];
   if (row_a) fl__group_sums(d->full_drawn, row_a, nc, sd);
   if (row_b) fl__group_sums(d->full_other, row_b, nc, so);
   bool self = d->opts.delta == FL_DELTA_SELF;
   for (size_t c = 0; c < nc; c++) {
-    fl_diff_func_t *f = &d->funcs[c];
+    fl_diff_func_t *f = &rows[c];
     f->self = (double)sd[c].self;
     f->total = (double)sd[c].count;
     f->base_self = k * (double)so[c].self;
@@ -492,6 +500,7 @@ static void build_functions(fl_diff_t *d, const matcher_t *m, double k) {
                             (double)(self ? so[c].self : so[c].count), k, &f->z);
     }
   }
+  *d->funcs = (struct funcs){.rows = rows, .n = nc, .built = true};
   free(sd);
   free(so);
   free(up);
@@ -572,7 +581,9 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
 
   compute_deltas(d, &m, vis_to_full_d, k);
   find_vanished(d, &m, full_to_vis_d, full_to_vis_o, k);
-  build_functions(d, &m, k);
+  d->partner = m.d.partner; /* kept for the functions */
+  m.d.partner = NULL;
+  d->funcs = fl__xcalloc(1, sizeof *d->funcs);
 
   free(vis_to_full_d);
   free(full_to_vis_d);
@@ -608,7 +619,9 @@ void fl_diff_destroy(fl_diff_t **dp) {
   fl_tree_destroy(&d->full_other);
   free(d->nodes);
   free(d->vanished);
+  if (d->funcs) free(d->funcs->rows);
   free(d->funcs);
+  free(d->partner);
   free(d);
   *dp = NULL;
 }
@@ -633,8 +646,9 @@ size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out) {
 }
 
 size_t fl_diff_functions(const fl_diff_t *d, const fl_diff_func_t **out) {
-  *out = d->funcs;
-  return d->n_funcs;
+  if (!d->funcs->built) build_functions(d);
+  *out = d->funcs->rows;
+  return d->funcs->n;
 }
 
 double fl_diff_scale(const fl_diff_t *d) {

@@ -177,7 +177,8 @@ typedef struct fl_diff_func {
   fl_change_t change;
 } fl_diff_func_t;
 
-/* The diff's functions, in no particular order. Borrowed. */
+/* The diff's functions, in no particular order, built on the first call
+ * (a diff is not to be shared between threads). Borrowed. */
 size_t fl_diff_functions(const fl_diff_t *d, const fl_diff_func_t **out);
 
 /* The factor baseline counts were multiplied by (interval ratio, times the
