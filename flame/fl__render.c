@@ -370,6 +370,7 @@ const char *fl__change_name(fl_change_t c) {
     case FL_CHANGE_GREW: return "grew";
     case FL_CHANGE_SHRANK: return "shrank";
     case FL_CHANGE_NEW: return "new";
+    case FL_CHANGE_VANISHED: return "vanished";
     case FL_CHANGE_SAME: break;
   }
   return "same";
@@ -380,6 +381,7 @@ const char *fl__change_color(fl_change_t c) {
     case FL_CHANGE_GREW: return FL__DIFF_GREW_COLOR;
     case FL_CHANGE_SHRANK: return FL__DIFF_SHRANK_COLOR;
     case FL_CHANGE_NEW: return FL__DIFF_NEW_COLOR;
+    case FL_CHANGE_VANISHED: return FL__DIFF_SHRANK_COLOR; /* shrank to nothing */
     case FL_CHANGE_SAME: break;
   }
   return FL__DIFF_SAME_COLOR;
@@ -531,7 +533,7 @@ char *fl__clean_text(const char *s, bool lines) {
 
 /* ---- totals per frame or per function ---- */
 
-static int cmp_str(const char *a, const char *b) {
+int fl__cmp_str(const char *a, const char *b) {
   if (a == b) return 0;
   if (!a) return -1;
   if (!b) return 1;
@@ -542,10 +544,10 @@ static int cmp_str(const char *a, const char *b) {
  * func, file, module. */
 static int cmp_frame(const fl_frame_t *a, const fl_frame_t *b, bool by_function) {
   int c;
-  if ((c = cmp_str(a->func, b->func)) != 0) return c;
-  if ((c = cmp_str(a->file, b->file)) != 0) return c;
+  if ((c = fl__cmp_str(a->func, b->func)) != 0) return c;
+  if ((c = fl__cmp_str(a->file, b->file)) != 0) return c;
   if (!by_function && a->line != b->line) return a->line < b->line ? -1 : 1;
-  if ((c = cmp_str(a->module, b->module)) != 0) return c;
+  if ((c = fl__cmp_str(a->module, b->module)) != 0) return c;
   return by_function ? 0 : (a->addr > b->addr) - (a->addr < b->addr);
 }
 
@@ -565,7 +567,7 @@ static int cmp_flat_row(const void *pa, const void *pb, void *by_function) {
   const fl__flat_row_t *a = pa, *b = pb;
   if (a->count != b->count) return a->count > b->count ? -1 : 1;
   int c = cmp_frame(&a->node->frame, &b->node->frame, *(bool *)by_function);
-  return c ? c : cmp_str(a->input, b->input);
+  return c ? c : fl__cmp_str(a->input, b->input);
 }
 
 /* Where a top table says a function is: its file, else its module. */
@@ -577,8 +579,8 @@ static const char *place_of(const fl_frame_t *f) {
 static int cmp_shown(const void *pa, const void *pb) {
   const fl_frame_t *a = &(*(fl__flat_row_t *const *)pa)->node->frame;
   const fl_frame_t *b = &(*(fl__flat_row_t *const *)pb)->node->frame;
-  int c = cmp_str(a->func, b->func);
-  return c ? c : cmp_str(place_of(a), place_of(b));
+  int c = fl__cmp_str(a->func, b->func);
+  return c ? c : fl__cmp_str(place_of(a), place_of(b));
 }
 
 /* Sets each row's from where another row shows the same function and
@@ -590,8 +592,8 @@ static void set_from(fl__flat_row_t *r, size_t n) {
   for (size_t a = 0, b; a < n; a = b) {
     bool inputs = false, modules = false;
     for (b = a + 1; b < n && cmp_shown(&p[a], &p[b]) == 0; b++) {
-      inputs |= cmp_str(p[a]->input, p[b]->input) != 0;
-      modules |= cmp_str(p[a]->node->frame.module, p[b]->node->frame.module) != 0;
+      inputs |= fl__cmp_str(p[a]->input, p[b]->input) != 0;
+      modules |= fl__cmp_str(p[a]->node->frame.module, p[b]->node->frame.module) != 0;
     }
     for (size_t k = a; b - a > 1 && k < b; k++)
       p[k]->from = inputs && p[k]->input ? p[k]->input : modules ? p[k]->node->frame.module : NULL;
@@ -599,22 +601,54 @@ static void set_from(fl__flat_row_t *r, size_t n) {
   free(p);
 }
 
-/* Nodes are grouped by identity (a hash table of frames), then walked in pre-order: a node
- * counts unless a node of its group is among its ancestors, found by
- * marking the groups on the current path. */
-size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows) {
+/* Pre-order: a node counts unless a node of its group is among its
+ * ancestors, found by marking the groups on the current path. */
+void fl__group_sums(const fl_tree_t *t, const uint32_t *group, size_t n_groups,
+                    fl__group_sum_t *sums) {
   size_t n = fl_tree_n_nodes(t);
-  *rows = NULL;
-  if (n < 2) return 0;
-  uint32_t *group = fl__xmalloc(n, sizeof *group);   /* by node id */
-  bool *on_path = fl__xcalloc(n, sizeof *on_path);   /* by group */
+  bool *on_path = fl__xcalloc(n_groups ? n_groups : 1, sizeof *on_path);
   uint32_t *path = fl__xmalloc(n + 1, sizeof *path); /* groups, by depth */
   bool *owns = fl__xmalloc(n + 1, sizeof *owns);
+  memset(sums, 0, n_groups * sizeof *sums);
+  /* path[1 .. depth]: the groups of the current node's ancestors; owns[d]:
+   * whether the node at depth d set its group's mark (the outermost one). */
+  size_t depth = 0;
+  for (size_t i = 1; i < n; i++) {
+    const fl_node_t *node = fl_tree_node(t, i);
+    for (; depth >= (size_t)node->depth; depth--)
+      if (owns[depth]) on_path[path[depth]] = false;
+    uint32_t g = group[i];
+    bool outer = on_path[g];
+    sums[g].self += node->self;
+    if (!outer) {
+      sums[g].count += node->count;
+      sums[g].allocs += node->allocs;
+      on_path[g] = true;
+    }
+    depth++;
+    path[depth] = g;
+    owns[depth] = !outer;
+  }
+  free(on_path);
+  free(path);
+  free(owns);
+}
+
+/* Nodes are grouped by identity (a hash table of frames), then summed by
+ * fl__group_sums. */
+size_t fl__flat_rows_of(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows,
+                        uint32_t **row_of) {
+  size_t n = fl_tree_n_nodes(t);
+  *rows = NULL;
+  if (row_of) *row_of = NULL;
+  if (n < 2) return 0;
+  uint32_t *group = fl__xmalloc(n, sizeof *group);    /* by node id */
   const char **input = fl__xcalloc(n, sizeof *input); /* by node id; by_function */
   fl__flat_row_t *r = fl__xcalloc(n, sizeof *r);
   size_t n_rows = 0;
   fl__index_t ix;
   fl__index_init(&ix, n);
+  group[0] = FL__NONE;
   for (size_t i = 1; i < n; i++) {
     const fl_node_t *node = fl_tree_node(t, i);
     /* An input's root frame is a child of the tree's root. */
@@ -627,7 +661,7 @@ size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows
     uint32_t g = fl__index_find(&ix, h, &pr);
     for (; g != FL__NONE; g = fl__index_next(&ix, &pr))
       if (cmp_frame(&r[g].node->frame, &node->frame, by_function) == 0 &&
-          cmp_str(r[g].input, input[i]) == 0)
+          fl__cmp_str(r[g].input, input[i]) == 0)
         break;
     if (g == FL__NONE) { /* a new function (or line): its first node in pre-order */
       g = (uint32_t)n_rows++;
@@ -639,34 +673,40 @@ size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows
   }
   fl__index_free(&ix);
   free(input);
-  /* path[1 .. depth]: the groups of the current node's ancestors; owns[d]:
-   * whether the node at depth d set its group's mark (the outermost one). */
-  size_t depth = 0;
-  for (size_t i = 1; i < n; i++) {
-    const fl_node_t *node = fl_tree_node(t, i);
-    for (; depth >= (size_t)node->depth; depth--)
-      if (owns[depth]) on_path[path[depth]] = false;
-    uint32_t g = group[i];
-    bool outer = on_path[g];
-    r[g].self += node->self;
-    if (!outer) {
-      r[g].count += node->count;
-      r[g].allocs += node->allocs;
-      on_path[g] = true;
-    }
-    depth++;
-    path[depth] = g;
-    owns[depth] = !outer;
+  fl__group_sum_t *sums = fl__xmalloc(n_rows, sizeof *sums);
+  fl__group_sums(t, group, n_rows, sums);
+  for (size_t g = 0; g < n_rows; g++) {
+    r[g].self = sums[g].self;
+    r[g].count = sums[g].count;
+    r[g].allocs = sums[g].allocs;
+    r[g].by_count = g; /* the group, until the rows are sorted */
   }
-  free(group);
-  free(on_path);
-  free(path);
-  free(owns);
+  free(sums);
   if (by_function) set_from(r, n_rows);
   qsort_r(r, n_rows, sizeof *r, cmp_flat_row, &by_function);
-  for (size_t i = 0; i < n_rows; i++) r[i].by_count = i;
+  uint32_t *place = fl__xmalloc(n_rows, sizeof *place); /* by group */
+  for (size_t i = 0; i < n_rows; i++) {
+    place[r[i].by_count] = (uint32_t)i;
+    r[i].by_count = i;
+  }
+  if (row_of) {
+    for (size_t i = 1; i < n; i++) group[i] = place[group[i]];
+    *row_of = group;
+  } else {
+    free(group);
+  }
+  free(place);
   *rows = r;
   return n_rows;
+}
+
+size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows) {
+  return fl__flat_rows_of(t, by_function, rows, NULL);
+}
+
+int fl__flat_row_cmp_function(const fl__flat_row_t *a, const fl__flat_row_t *b) {
+  int c = cmp_frame(&a->node->frame, &b->node->frame, true);
+  return c ? c : fl__cmp_str(a->input, b->input);
 }
 
 char *fl__flat_row_name(const fl__flat_row_t *row) {

@@ -277,6 +277,26 @@ typedef struct fl__flat_row {
  * the samples that end in it. Sorted by count, the largest first, ties by
  * identity. *rows is new (NULL when there are none); returns how many. */
 size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows);
+/* fl__flat_rows, and *row_of (new; NULL when there are no rows): the row
+ * of each node by its id (the root's is FL__NONE). */
+size_t fl__flat_rows_of(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows,
+                        uint32_t **row_of);
+
+/* The one rule every table counts by: the weights of t's nodes summed by
+ * group (group[id] in [0, n_groups) for each node but the root), a node's
+ * self always, its count (and allocs) only when no ancestor is of its group,
+ * so that a sample counts once for a group however often its stack holds
+ * it (recursion). sums[0 .. n_groups) are overwritten. */
+typedef struct fl__group_sum {
+  uint64_t count, self, allocs;
+} fl__group_sum_t;
+void fl__group_sums(const fl_tree_t *t, const uint32_t *group, size_t n_groups,
+                    fl__group_sum_t *sums);
+/* Orders by-function rows of two trees (of two profiles: strings
+ * compared, not pointers) by the function they are: 0 for the same. */
+int fl__flat_row_cmp_function(const fl__flat_row_t *a, const fl__flat_row_t *b);
+/* strcmp, with NULL before every string. */
+int fl__cmp_str(const char *a, const char *b);
 /* Sorts rows by self, the largest first, ties in fl__flat_rows's order. */
 void fl__flat_sort_by_self(fl__flat_row_t *rows, size_t n);
 /* A row's function as the top tables show it: "diffuse", or with the row's

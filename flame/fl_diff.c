@@ -80,6 +80,7 @@
 
 #include "fl__common.h"
 #include "fl__diff.h"
+#include "fl__render.h"
 
 enum { MAX_NOTES = 4 };
 
@@ -90,6 +91,15 @@ struct fl_diff {
   fl_diff_node_t *nodes;              /* by drawn id */
   fl_vanished_t *vanished;
   size_t n_vanished;
+  uint32_t *partner; /* full drawn id -> full other id, or NONE: for the functions */
+  /* fl_diff_functions' rows, built when first asked for (a graph never
+   * needs them, and they cost a fifth of a large diff's build): state of
+   * its own, so that a const diff can fill it. */
+  struct funcs {
+    fl_diff_func_t *rows;
+    size_t n;
+    bool built;
+  } * funcs;
   double scale;
   double max_delta;
   double neutral_share;
@@ -392,6 +402,115 @@ static void find_vanished(fl_diff_t *d, const matcher_t *m, const uint32_t *full
   qsort(d->vanished, d->n_vanished, sizeof *d->vanished, cmp_vanished);
 }
 
+/* ---- functions ---- */
+
+static uint32_t uf_find(uint32_t *up, uint32_t x) {
+  while (up[x] != x) x = up[x] = up[up[x]];
+  return x;
+}
+
+/* Joins x's and y's sets, under the smaller root: a drawn row's first. */
+static void uf_join(uint32_t *up, uint32_t x, uint32_t y) {
+  x = uf_find(up, x);
+  y = uf_find(up, y);
+  if (x != y) up[x > y ? x : y] = x < y ? x : y;
+}
+
+static int cmp_row_function(const void *pa, const void *pb) {
+  return fl__flat_row_cmp_function(*(const fl__flat_row_t *const *)pa,
+                                   *(const fl__flat_row_t *const *)pb);
+}
+
+/* Joins the rows of a[0..na) and b[0..nb) (at na + j in up) that are the
+ * same function. */
+static void join_same_functions(uint32_t *up, fl__flat_row_t *a, size_t na, fl__flat_row_t *b,
+                                size_t nb) {
+  fl__flat_row_t **pa = fl__xmalloc(na + 1, sizeof *pa), **pb = fl__xmalloc(nb + 1, sizeof *pb);
+  for (size_t i = 0; i < na; i++) pa[i] = &a[i];
+  for (size_t j = 0; j < nb; j++) pb[j] = &b[j];
+  qsort(pa, na, sizeof *pa, cmp_row_function);
+  qsort(pb, nb, sizeof *pb, cmp_row_function);
+  for (size_t i = 0, j = 0; i < na && j < nb;) {
+    int c = fl__flat_row_cmp_function(pa[i], pb[j]);
+    if (c == 0) uf_join(up, (uint32_t)(pa[i] - a), (uint32_t)(na + (size_t)(pb[j] - b)));
+    if (c <= 0) i++;
+    if (c >= 0) j++;
+  }
+  free(pa);
+  free(pb);
+}
+
+/* d->funcs's rows: the rows of fl_diff_functions, from the full trees' functions
+ * (fl__flat_rows_of by function) joined when they are the same function or
+ * the matching paired frames of them (union-find over the drawn rows, then
+ * the other rows), summed per row on each side by fl__group_sums. */
+static void build_functions(const fl_diff_t *d) {
+  double k = fl_diff_factor(d);
+  size_t nfd = fl_tree_n_nodes(d->full_drawn), nfo = fl_tree_n_nodes(d->full_other);
+  fl__flat_row_t *a = NULL, *b = NULL;
+  uint32_t *row_a = NULL, *row_b = NULL;
+  size_t na = fl__flat_rows_of(d->full_drawn, true, &a, &row_a);
+  size_t nb = fl__flat_rows_of(d->full_other, true, &b, &row_b);
+  size_t n = na + nb;
+  uint32_t *up = fl__xmalloc(n ? n : 1, sizeof *up), *comp = fl__xmalloc(n ? n : 1, sizeof *comp);
+  for (size_t i = 0; i < n; i++) up[i] = (uint32_t)i;
+  join_same_functions(up, a, na, b, nb);
+  for (size_t i = 1; i < nfd; i++) {
+    uint32_t p = d->partner[i];
+    if (p != NONE && p != 0) uf_join(up, row_a[i], (uint32_t)na + row_b[p]);
+  }
+  /* Rows numbered by their first member: drawn rows by width, then other ones. */
+  size_t nc = 0;
+  for (size_t i = 0; i < n; i++) comp[i] = NONE;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t r = uf_find(up, (uint32_t)i);
+    if (comp[r] == NONE) comp[r] = (uint32_t)nc++;
+    comp[i] = comp[r];
+  }
+  fl_diff_func_t *rows = fl__xcalloc(nc ? nc : 1, sizeof *rows);
+  /* The widest member of each side names the row: rows come sorted by count. */
+  for (size_t i = n; i-- > 0;) {
+    fl_diff_func_t *f = &rows[comp[i]];
+    if (i >= na)
+      f->other_frame = &b[i - na].node->frame;
+    else
+      f->frame = &a[i].node->frame;
+  }
+  /* Each node's row, for the sums (a tree without frames has no row_of). */
+  fl__group_sum_t *sd = fl__xcalloc(nc + 1, sizeof *sd), *so = fl__xcalloc(nc + 1, sizeof *so);
+  for (size_t i = 1; i < nfd; i++) row_a[i] = comp[row_a[i]];
+  for (size_t i = 1; i < nfo; i++) row_b[i] = comp[na + row_b[i]];
+  if (row_a) fl__group_sums(d->full_drawn, row_a, nc, sd);
+  if (row_b) fl__group_sums(d->full_other, row_b, nc, so);
+  bool self = d->opts.delta == FL_DELTA_SELF;
+  for (size_t c = 0; c < nc; c++) {
+    fl_diff_func_t *f = &rows[c];
+    f->self = (double)sd[c].self;
+    f->total = (double)sd[c].count;
+    f->base_self = k * (double)so[c].self;
+    f->base_total = k * (double)so[c].count;
+    f->delta = self ? f->self - f->base_self : f->total - f->base_total;
+    if (!f->other_frame) {
+      f->change = FL_CHANGE_NEW;
+    } else if (!f->frame) {
+      f->frame = f->other_frame;
+      f->change = FL_CHANGE_VANISHED;
+    } else {
+      f->change = change_of(&d->opts, self ? f->self : f->total,
+                            (double)(self ? so[c].self : so[c].count), k, &f->z);
+    }
+  }
+  *d->funcs = (struct funcs){.rows = rows, .n = nc, .built = true};
+  free(sd);
+  free(so);
+  free(up);
+  free(comp);
+  free(row_a);
+  free(row_b);
+  free(a);
+  free(b);
+}
+
 fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
                          const fl_tree_opts_t *tree_opts, const fl_diff_opts_t *opts,
                          const char *root_name, char *err, size_t err_size) {
@@ -462,6 +581,9 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
 
   compute_deltas(d, &m, vis_to_full_d, k);
   find_vanished(d, &m, full_to_vis_d, full_to_vis_o, k);
+  d->partner = m.d.partner; /* kept for the functions */
+  m.d.partner = NULL;
+  d->funcs = fl__xcalloc(1, sizeof *d->funcs);
 
   free(vis_to_full_d);
   free(full_to_vis_d);
@@ -497,6 +619,9 @@ void fl_diff_destroy(fl_diff_t **dp) {
   fl_tree_destroy(&d->full_other);
   free(d->nodes);
   free(d->vanished);
+  if (d->funcs) free(d->funcs->rows);
+  free(d->funcs);
+  free(d->partner);
   free(d);
   *dp = NULL;
 }
@@ -518,6 +643,12 @@ const fl_diff_node_t *fl_diff_node(const fl_diff_t *d, uint32_t id) {
 size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out) {
   *out = d->vanished;
   return d->n_vanished;
+}
+
+size_t fl_diff_functions(const fl_diff_t *d, const fl_diff_func_t **out) {
+  if (!d->funcs->built) build_functions(d);
+  *out = d->funcs->rows;
+  return d->funcs->n;
 }
 
 double fl_diff_scale(const fl_diff_t *d) {

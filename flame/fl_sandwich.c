@@ -69,15 +69,10 @@ static int sandwich_build(sandwich_t *s, const fl_tree_t *t, const fl_view_opts_
     if (!node) continue;
     int n = node->depth; /* path[1 .. n]: the frames under the root */
     for (const fl_node_t *a = node; a && a->depth > 0; a = a->parent) path[a->depth] = a;
-    int outer = 0, inner = 0;
-    for (int d = 1; d <= n; d++)
-      if (is_focus(path[d], focus)) {
-        if (!outer) outer = d;
-        inner = d;
-      }
+    int outer = 0;
+    for (int d = 1; d <= n && !outer; d++)
+      if (is_focus(path[d], focus)) outer = d;
     if (!outer) continue;
-    s->total += sample.weight;
-    if (inner == n) s->self += sample.weight;
     size_t k = 0;
     for (int d = outer; d <= n; d++) stack[k++] = fl_profile_frame_id(s->callees, &path[d]->frame);
     fl_profile_add_sample_at(s->callees, stack, k, sample.weight, sample.allocs, sample.thread,
@@ -89,6 +84,14 @@ static int sandwich_build(sandwich_t *s, const fl_tree_t *t, const fl_view_opts_
   }
   free(path);
   free(stack);
+  /* FUNC's total and self as every view counts them: a group of its frames. */
+  uint32_t *group = fl__xmalloc(fl_tree_n_nodes(t), sizeof *group);
+  for (size_t i = 1; i < fl_tree_n_nodes(t); i++) group[i] = !is_focus(fl_tree_node(t, i), focus);
+  fl__group_sum_t sums[2];
+  fl__group_sums(t, group, 2, sums);
+  free(group);
+  s->total = sums[0].count;
+  s->self = sums[0].self;
   if (s->total == 0) {
     char near[512];
     fl__nearest_names(t, focus, near, sizeof near);

@@ -2,15 +2,12 @@
 /* fl_top_diff: the top table of a diff (view=top with a baseline): the
  * functions whose weight changed most, as text, Vega-Lite and SVG.
  *
- * A function is fl_top's (name, file, module), in either profile. Its
- * counts in the drawn tree (the target's; the baseline's with negate) and
- * in the other, scaled by the diff's factor into the drawn tree's units,
- * give the delta (of total weight, or with delta=self of self weight) and
- * the change by the diff's noise rule: z = delta / sqrt(x + k^2 y) under
- * noise is "same"; a function of the drawn profile only is "new", one of
- * the other only shrank to nothing. Rows are sorted by |delta|, the
- * largest first, ties by name; the first FL_TOP_ROWS are drawn, in the
- * diff's colours. */
+ * The rows, their weights, deltas and changes are the diff's own
+ * (fl_diff_functions): functions paired as the graph pairs their frames,
+ * by the graph's noise rule, so the table and the graph never disagree on
+ * what is new, vanished, grew or shrank. This file only sorts them by
+ * |delta|, the largest first, ties by name, and draws the first
+ * FL_TOP_ROWS in the diff's colours. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <math.h>
@@ -25,13 +22,7 @@
 enum { X_DELTA = 80, X_DRAWN = 160, X_OTHER = 240, X_CHANGE = 252, X_BARS = 310, BARS_PX = 150 };
 enum { X_FUNC = 470 };
 
-typedef struct drow {
-  const fl_frame_t *frame; /* the drawn tree's, else the other's */
-  const fl_node_t *node;   /* for its colour when new */
-  double self, total, base_self, base_total;
-  double delta, z;
-  fl_change_t change;
-} drow_t;
+typedef fl_diff_func_t drow_t;
 
 #define N_HEADS 5
 
@@ -51,26 +42,12 @@ typedef struct dtop {
   fl__table_head_t heads[N_HEADS];
 } dtop_t;
 
-static int cmp_identity(const fl_frame_t *a, const fl_frame_t *b) {
-  const char *sa[3] = {a->func, a->file, a->module}, *sb[3] = {b->func, b->file, b->module};
-  for (int i = 0; i < 3; i++) {
-    if (sa[i] == sb[i]) continue;
-    if (!sa[i] || !sb[i]) return sa[i] ? 1 : -1;
-    int c = strcmp(sa[i], sb[i]);
-    if (c) return c;
-  }
-  return 0;
-}
-
-static int cmp_flat_identity(const void *pa, const void *pb) {
-  return cmp_identity(&((const fl__flat_row_t *)pa)->node->frame,
-                      &((const fl__flat_row_t *)pb)->node->frame);
-}
-
 static int cmp_abs_delta(const void *pa, const void *pb) {
   const drow_t *a = pa, *b = pb;
   if (fabs(a->delta) != fabs(b->delta)) return fabs(a->delta) > fabs(b->delta) ? -1 : 1;
-  return cmp_identity(a->frame, b->frame);
+  int c = fl__cmp_str(a->frame->func, b->frame->func);
+  if (!c) c = fl__cmp_str(a->frame->file, b->frame->file);
+  return c ? c : fl__cmp_str(a->frame->module, b->frame->module);
 }
 
 static size_t shown(const dtop_t *dt);
@@ -84,35 +61,11 @@ static void dtop_init(dtop_t *dt, const fl_diff_t *d, const fl_view_opts_t *v) {
     v = &dt->defaults;
   }
   dt->v = v;
-  double k = fl_diff_factor(d);
   dt->self = fl_diff_options(d)->delta == FL_DELTA_SELF;
-  fl__flat_row_t *a = NULL, *b = NULL;
-  size_t na = fl__flat_rows(dt->t, true, &a), nb = fl__flat_rows(fl_diff_other_tree(d), true, &b);
-  if (na) qsort(a, na, sizeof *a, cmp_flat_identity);
-  if (nb) qsort(b, nb, sizeof *b, cmp_flat_identity);
-  dt->rows = fl__xcalloc(na + nb + 1, sizeof *dt->rows);
-  size_t i = 0, j = 0;
-  while (i < na || j < nb) {
-    int c = i == na ? 1 : j == nb ? -1 : cmp_identity(&a[i].node->frame, &b[j].node->frame);
-    drow_t r = {0};
-    const fl__flat_row_t *x = c <= 0 ? &a[i] : NULL, *y = c >= 0 ? &b[j] : NULL;
-    r.frame = x ? &x->node->frame : &y->node->frame;
-    r.node = x ? x->node : y->node;
-    r.self = x ? (double)x->self : 0;
-    r.total = x ? (double)x->count : 0;
-    r.base_self = y ? k * (double)y->self : 0;
-    r.base_total = y ? k * (double)y->count : 0;
-    r.delta = dt->self ? r.self - r.base_self : r.total - r.base_total;
-    if (!y) {
-      r.change = FL_CHANGE_NEW;
-    } else {
-      double xv = dt->self ? r.self : r.total, yv = (double)(dt->self ? y->self : y->count);
-      r.change = fl_diff_change_of(d, xv, yv, &r.z);
-    }
-    dt->rows[dt->n++] = r;
-    if (c <= 0) i++;
-    if (c >= 0) j++;
-  }
+  const fl_diff_func_t *funcs;
+  dt->n = fl_diff_functions(d, &funcs);
+  dt->rows = fl__xmalloc(dt->n + 1, sizeof *dt->rows);
+  if (dt->n) memcpy(dt->rows, funcs, dt->n * sizeof *dt->rows);
   qsort(dt->rows, dt->n, sizeof *dt->rows, cmp_abs_delta);
   dt->total = (double)fl_tree_root(dt->t)->count;
   dt->other_total = fl__other_total(d);
@@ -129,8 +82,6 @@ static void dtop_init(dtop_t *dt, const fl_diff_t *d, const fl_view_opts_t *v) {
                                            {"Change", X_CHANGE, false},
                                            {"Function", X_FUNC, false}};
   memcpy(dt->heads, heads, sizeof heads);
-  free(a);
-  free(b);
 }
 
 static size_t shown(const dtop_t *dt) {
@@ -162,7 +113,7 @@ char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   for (const char *const *note = fl_diff_notes(d); note && *note; note++)
     fl__buf_printf(&out, "%s\n", *note);
   heading(&dt, line, sizeof line);
-  fl__buf_printf(&out, "%s\n\n%10s %10s %10s  %-6s  Function  File\n", line, "Delta", dt.drawn,
+  fl__buf_printf(&out, "%s\n\n%10s %10s %10s  %-8s  Function  File\n", line, "Delta", dt.drawn,
                  dt.other, "Change");
   for (size_t i = 0; i < shown(&dt); i++) {
     const drow_t *r = &dt.rows[i];
@@ -171,10 +122,10 @@ char *fl_text_top_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
     fl__amount(dt.self ? r->self : r->total, false, x);
     fl__amount(dt.self ? r->base_self : r->base_total, false, y);
     const char *where = r->frame->file ? r->frame->file : r->frame->module;
-    fl__buf_printf(&out, "%10s %10s %10s  %-6s  %s%s%s\n", delta, x,
-                   r->change == FL_CHANGE_NEW ? "-" : y, fl__change_name(r->change),
-                   r->frame->func ? r->frame->func : "[unknown]", where ? "  " : "",
-                   where ? where : "");
+    fl__buf_printf(&out, "%10s %10s %10s  %-8s  %s%s%s\n", delta,
+                   r->change == FL_CHANGE_VANISHED ? "-" : x, r->change == FL_CHANGE_NEW ? "-" : y,
+                   fl__change_name(r->change), r->frame->func ? r->frame->func : "[unknown]",
+                   where ? "  " : "", where ? where : "");
   }
   free(dt.rows);
   return fl__buf_take(&out);
@@ -208,7 +159,8 @@ json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *view) {
   json_array_append_new(tr, fl__vl_calculate("(datum.delta > 0 ? '+' : '') + "
                                              "format(datum.delta, ',.2~f')",
                                              "deltas"));
-  snprintf(expr, sizeof expr, "format(datum.%s, ',.2~f')", dt.self ? "self" : "total");
+  snprintf(expr, sizeof expr, "datum.change === 'vanished' ? '-' : format(datum.%s, ',.2~f')",
+           dt.self ? "self" : "total");
   json_array_append_new(tr, fl__vl_calculate(expr, "xs"));
   snprintf(expr, sizeof expr, "datum.change === 'new' ? '-' : format(datum.%s, ',.2~f')",
            dt.self ? "base_self" : "base_total");
@@ -275,6 +227,7 @@ char *fl_top_diff_svg(const fl_diff_t *d, const fl_view_opts_t *view) {
     fl__amount(dt.self ? r->base_self : r->base_total, false, y);
     const char *func = r->frame->func ? r->frame->func : "[unknown]";
     const char *where = r->frame->file ? r->frame->file : r->frame->module;
+    if (r->change == FL_CHANGE_VANISHED) snprintf(x, sizeof x, "-");
     if (asprintf(&title, "%s\n%s %s %s, %s %s\ndelta %s (%s)", func, fl__drawn_name(d), x,
                  fl__unit(dt.t), fl__other_name(d), r->change == FL_CHANGE_NEW ? "-" : y, delta,
                  fl__change_name(r->change)) < 0 ||

@@ -81,10 +81,12 @@ CFLAME_BEGIN_DECLS
 typedef enum fl_delta_kind { FL_DELTA_TOTAL, FL_DELTA_SELF } fl_delta_kind_t;
 
 typedef enum fl_change {
-  FL_CHANGE_SAME,   /* matched, and the change is within noise (or zero) */
-  FL_CHANGE_GREW,   /* matched, and it grew */
-  FL_CHANGE_SHRANK, /* matched, and it shrank */
-  FL_CHANGE_NEW,    /* only in the drawn profile */
+  FL_CHANGE_SAME,     /* matched, and the change is within noise (or zero) */
+  FL_CHANGE_GREW,     /* matched, and it grew */
+  FL_CHANGE_SHRANK,   /* matched, and it shrank */
+  FL_CHANGE_NEW,      /* only in the drawn profile */
+  FL_CHANGE_VANISHED, /* only in the other profile: a function of fl_diff_functions
+                         (a frame of the other tree is listed by fl_diff_vanished) */
 } fl_change_t;
 
 typedef struct fl_diff_opts {
@@ -151,6 +153,33 @@ const fl_diff_node_t *fl_diff_node(const fl_diff_t *d, uint32_t id);
  * the vanished frame's parent is hidden by minwidth in the drawn tree.
  * Borrowed array. */
 size_t fl_diff_vanished(const fl_diff_t *d, const fl_vanished_t **out);
+
+/* A function of the diff, as every table of it shows it (view=top, its
+ * text, Vega-Lite and SVG). A row joins the functions (fl_top's: name,
+ * file, module, input) of the two profiles that are the same function, or
+ * whose frames the matching paired: so a function redefined in a later
+ * cell, a cell's statements against another cell's, f2 against f1, or
+ * two programs' roots, are one row as they are one frame in the graph
+ * (transitively: a row holds every function linked to it). Its weights
+ * follow fl_top's rule (a sample counts once per row, however often its
+ * stack holds the row's functions), over the whole trees (minwidth hides
+ * nothing here). change: NEW when the other profile has none of its
+ * functions (so the graph pairs no frame of it), VANISHED when the drawn
+ * one has none, else the noise rule on its delta (of total, or with
+ * delta=self of self weight). */
+typedef struct fl_diff_func {
+  const fl_frame_t *frame;       /* the drawn profile's widest function of the row, else
+                                    the other's */
+  const fl_frame_t *other_frame; /* the other profile's widest, NULL when NEW */
+  double self, total;            /* in the drawn profile */
+  double base_self, base_total;  /* in the other, in the drawn tree's units */
+  double delta, z;
+  fl_change_t change;
+} fl_diff_func_t;
+
+/* The diff's functions, in no particular order, built on the first call
+ * (a diff is not to be shared between threads). Borrowed. */
+size_t fl_diff_functions(const fl_diff_t *d, const fl_diff_func_t **out);
 
 /* The factor baseline counts were multiplied by (interval ratio, times the
  * normalization; with negate, target counts were divided by it), and notes

@@ -161,8 +161,8 @@ def test_top_view_lists_functions_by_self_and_by_total(tmp_path):
     assert deltas == sorted(deltas, reverse=True), deltas
     new = {r["func"] for r in rows if r["change"] == "new"}
     assert "hash_worker" in new and "sort_worker" in new, new
-    # what only the baseline has shrank to nothing, or is within noise
-    assert all(r["change"] in ("shrank", "same") and r["delta"] < 0
+    # what only the baseline has vanished, as the graph lists it
+    assert all(r["change"] == "vanished" and r["delta"] < 0
                for r in rows if r["total"] == 0), rows[:3]
     check_spec(out)
     r = cflame("--view", "chart", "--diff", DATA / "single.txt", DATA / "threads.txt")

@@ -226,6 +226,47 @@ def test_a_redefined_function_is_not_counted_twice(kc):
     assert new <= 0.35 * rows[0]["count"], f"{new} of {rows[0]['count']} samples are in new frames"
 
 
+REDEF_CELLS = [
+    "__attribute__((noinline)) double keep(int k) {\n"
+    "    volatile double t = 0; for (int i = 0; i < k; i++) t += i * 1e-9; return t;\n}\n"
+    "__attribute__((noinline)) double redef(int k) {\n"
+    "    volatile double t = 0; for (int i = 0; i < 3 * k; i++) t += i * 1e-9; return t;\n}",
+    "%%profbase b1\nkeep(60000000); redef(60000000);",
+    # redef again, in a later cell, doing a third of the work.
+    "__attribute__((noinline)) double redef(int k) {\n"
+    "    volatile double t = 0;\n    for (int i = 0; i < k; i++)\n        t += i * 1e-9;\n"
+    "    return t;\n}",
+]
+
+
+def test_the_diff_table_pairs_what_the_graph_pairs(kc, tmp_path):
+    """keep(); redef(); as a baseline, redef redefined in a later cell, the
+    same statements again: the graph compares redef with redef and the
+    cells' statements with each other, and so does view=top of the same
+    run. It listed 'redef cell[3] +48 new' beside 'redef cell[1] -142
+    shrank' (issue 35)."""
+    for code in REDEF_CELLS:
+        ok(kc, code, timeout=120)
+    reply, outputs = run(kc, "%%profdiffview b1\nkeep(60000000); redef(60000000);", timeout=120)
+    assert reply["status"] == "ok", reply
+    rows = rows_of(display(outputs))
+    graph = {r["func"]: r["change"] for r in rows if r["func"] in ("redef", "top-level scope")}
+    assert graph.get("redef") == "shrank", graph
+    out = tmp_path / "top.txt"
+    ok(kc, f"%profsave {out} view=top")
+    table = out.read_text()
+    lines = {}
+    for line in table.splitlines():
+        m = re.match(r"^\s*([-+][\d,.]+)\s+(\S+)\s+(\S+)\s+(new|vanished|grew|shrank|same)\s+(.+?)  (\S+)$", line)
+        if m:
+            lines.setdefault(m[5], []).append((m[4], m[6]))
+    assert set(lines) >= {"keep", "redef", "top-level scope"}, table
+    for func in ("redef", "top-level scope"):
+        assert len(lines[func]) == 1, f"{func} is {len(lines[func])} rows:\n{table}"
+        assert lines[func][0][0] not in ("new", "vanished"), table
+    assert lines["redef"][0][0] == "shrank", table
+
+
 def test_profiles_of_two_programs_are_compared_as_one(tmp_path):
     """%profload of two recordings whose roots are their programs (bt and
     bt_slow, as `cflame record` names them) compares them frame by frame,

@@ -59,8 +59,9 @@
 //     two bars per line, lines without samples dimmed; a bundle's SVG is
 //     well-formed, with one titled bar per line with samples, and its text
 //     has the table's header;
-//   - top of a diff: rows ranked by |delta|, each change agreeing with its
-//     delta's sign, a bar per row in its change's colour;
+//   - top of a diff: rows ranked by |delta|, each change (grew, shrank,
+//     same, new, vanished) agreeing with its delta's sign, a bar per row in
+//     its change's colour;
 //   - sandwich: both halves' rows (the flame graph's checks), the focus the
 //     one frame under each half's root, as wide as its total; vega draws
 //     every frame of both in its colour;

@@ -199,8 +199,9 @@ export function topDiffProblem(spec) {
   if (rows.length === 0 || rows.length > TOP_ROWS) return `${rows.length} rows`;
   for (const [i, r] of rows.entries()) {
     if (r.rank !== i + 1) return `row ${i} has rank ${r.rank}`;
-    if (!['grew', 'shrank', 'same', 'new'].includes(r.change)) return `${r.func}: change ${r.change}`;
-    if ((r.change === 'grew' && !(r.delta > 0)) || (r.change === 'shrank' && !(r.delta < 0))) {
+    if (!['grew', 'shrank', 'same', 'new', 'vanished'].includes(r.change)) return `${r.func}: change ${r.change}`;
+    if ((r.change === 'grew' && !(r.delta > 0)) || (r.change === 'shrank' && !(r.delta < 0)) ||
+        (r.change === 'new' && r.delta < 0) || (r.change === 'vanished' && r.delta > 0)) {
       return `${r.func} ${r.change} with delta ${r.delta}`;
     }
     if (i > 0 && Math.abs(r.delta) > Math.abs(rows[i - 1].delta) + 1e-9) {

@@ -9,11 +9,13 @@
 #define _GNU_SOURCE
 #include "cflame/fl_diff.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_render.h"
 #include "test.h"
 
 /* ---- helpers ---- */
@@ -587,6 +589,99 @@ static void test_redefinition(void) {
   without_lines.no_lines = true;
   check_run(&run);
   check_run(&without_lines);
+}
+
+/* The table of a diff pairs what the graph pairs (issue 35's case): keep()
+ * and redef() defined in cell 1, run by cell 2's statements as the
+ * baseline; redef redefined in cell 3; cell 5 runs the same statements.
+ * The graph compares redef with redef and cell 5's statements with cell
+ * 2's; the top table must too: one row each, that shrank, and nothing new
+ * or vanished (it listed "redef cell[3] +48 new" beside "redef cell[1]
+ * -142 shrank"). */
+static const sample_spec_t rerun_base[] = {
+    {100, "^top-level scope@2:1;keep@1:2"}, {142, "^top-level scope@2:2;redef@1:6"}, {0, NULL}};
+static const sample_spec_t rerun_target[] = {
+    {96, "^top-level scope@5:1;keep@1:2"}, {48, "^top-level scope@5:2;redef@3:2"}, {0, NULL}};
+
+/* The line of text that holds both needles, or NULL. */
+static const char *line_with(const char *text, const char *a, const char *b) {
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    const char *end = strchr(l, '\n');
+    size_t len = end ? (size_t)(end - l) : strlen(l);
+    const char *x = memmem(l, len, a, strlen(a)), *y = memmem(l, len, b, strlen(b));
+    if (x && y) return l;
+  }
+  return NULL;
+}
+
+/* The diff (noise 2, minwidth 0) of the CPU profiles of target's and
+ * base's samples, into *t and *b. */
+static fl_diff_t *diff_of_samples(const sample_spec_t *target, const sample_spec_t *base,
+                                  bool lines, fl_profile_t **t, fl_profile_t **b) {
+  *b = cpu(1000000);
+  *t = cpu(1000000);
+  add_all(*b, base);
+  add_all(*t, target);
+  fl_tree_opts_t to = topts(lines, 0);
+  fl_diff_opts_t o = dopts(2);
+  return checked(diff(*t, *b, &to, &o));
+}
+
+static void test_table_pairs_as_graph(void) {
+  fl_profile_t *b, *t;
+  fl_diff_t *d = diff_of_samples(rerun_target, rerun_base, true, &t, &b);
+  CHECK_INT(dn(d, "top-level scope:2;redef")->change, FL_CHANGE_SHRANK);
+  CHECK_INT(dn(d, "top-level scope:2")->change, FL_CHANGE_SHRANK);
+  CHECK_INT(dn(d, "top-level scope:1;keep")->change, FL_CHANGE_SAME);
+  size_t nv;
+  vanished(d, &nv);
+  CHECK_INT(nv, 0);
+  char *text = fl_text_top_diff(d, NULL);
+  CHECK(text != NULL);
+  if (!text) return;
+  CHECK(strstr(text, " new ") == NULL && strstr(text, "vanished") == NULL);
+  const char *redef = line_with(text, "redef  cell[3]", "shrank");
+  CHECK(redef != NULL && line_with(redef, "-94", "48") == redef);
+  CHECK(line_with(text, "redef", "cell[1]") == NULL);
+  const char *scope = line_with(text, "top-level scope  cell[5]", "shrank");
+  CHECK(scope != NULL && line_with(scope, "-98", "144") == scope);
+  CHECK(line_with(text, "top-level scope", "cell[2]") == NULL);
+  CHECK(strstr(text, "all 3 of 3 functions") != NULL);
+  if (test_failures) fprintf(stderr, "%s", text);
+  free(text);
+  /* The Vega-Lite table's rows say the same. */
+  json_t *spec = fl_top_diff_vegalite(d, NULL);
+  json_t *meta = json_object_get(json_object_get(spec, "usermeta"), "cflame");
+  CHECK_INT(json_integer_value(json_object_get(meta, "functions")), 3);
+  fl_diff_destroy(&d);
+  json_decref(spec);
+  fl_profile_destroy(&b);
+  fl_profile_destroy(&t);
+}
+
+/* The same function under callers that do not pair (leaf under a
+ * different caller in each profile): the graph draws its frame new and
+ * lists the baseline's as vanished, but the table has one function, that
+ * grew, never "leaf new" beside "leaf vanished". */
+static const sample_spec_t moved_base[] = {{40, "!main;!a;!leaf"}, {10, "!main;!b"}, {0, NULL}};
+static const sample_spec_t moved_target[] = {{70, "!main;!c;!leaf"}, {10, "!main;!b"}, {0, NULL}};
+
+static void test_table_keeps_a_function_whose_frames_moved(void) {
+  fl_profile_t *b, *t;
+  fl_diff_t *d = diff_of_samples(moved_target, moved_base, false, &t, &b);
+  CHECK_INT(dn(d, "main;c;leaf")->change, FL_CHANGE_NEW);
+  const fl_diff_func_t *rows;
+  size_t n = fl_diff_functions(d, &rows), n_leaf = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(rows[i].frame->func, "leaf")) continue;
+    n_leaf++;
+    CHECK_INT(rows[i].change, FL_CHANGE_GREW);
+    CHECK_NEAR(rows[i].delta, 30);
+  }
+  CHECK_INT(n_leaf, 1);
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&b);
+  fl_profile_destroy(&t);
 }
 
 /* A recursive fib on one line (cell 1) redefined over several lines (cell
@@ -1271,6 +1366,8 @@ int main(void) {
   test_renamed();
   test_program_roots();
   test_redefinition();
+  test_table_pairs_as_graph();
+  test_table_keeps_a_function_whose_frames_moved();
   test_lines_and_recursion();
   test_new_and_vanished();
   test_self_vs_total();

@@ -173,6 +173,7 @@ static const char *change_name(fl_change_t c) {
     case FL_CHANGE_GREW: return "grew";
     case FL_CHANGE_SHRANK: return "shrank";
     case FL_CHANGE_NEW: return "new";
+    case FL_CHANGE_VANISHED: return "vanished";
     case FL_CHANGE_SAME: break;
   }
   return "same";
@@ -216,6 +217,7 @@ static void check_diff_rows(json_t *spec, const fl_diff_t *d) {
     switch (dn->change) {
       case FL_CHANGE_SAME: CHECK_STR(color, SAME_COLOR); break;
       case FL_CHANGE_NEW: CHECK_STR(color, NEW_COLOR); break;
+      case FL_CHANGE_VANISHED: CHECK(!"a drawn frame is never vanished"); break;
       case FL_CHANGE_GREW: CHECK(c.r > c.g && c.g == c.b); break;
       case FL_CHANGE_SHRANK: CHECK(c.b > c.g && c.g > c.r); break;
     }

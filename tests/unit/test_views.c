@@ -355,8 +355,8 @@ static void test_top_output(void) {
   fl_diff_t *d = fl_diff_build(more, p, &topts, &dopts, NULL, err, sizeof err);
   CHECK(d != NULL);
   char *dt = d ? fl_text_top_diff(d, NULL) : NULL;
-  CHECK(dt && strstr(dt, "\n        +2        127        125  grew    main  cell[1]\n") != NULL);
-  CHECK(dt && strstr(dt, "        +0         65         65  same    work  cell[1]\n") != NULL);
+  CHECK(dt && strstr(dt, "\n        +2        127        125  grew      main  cell[1]\n") != NULL);
+  CHECK(dt && strstr(dt, "        +0         65         65  same      work  cell[1]\n") != NULL);
   free(dt);
   json_t *dspec = d ? fl_top_diff_vegalite(d, NULL) : NULL;
   CHECK(dspec && json_is_true(json_object_get(
