@@ -311,20 +311,19 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
   if (hidden == 0 && r->n_merged == 0) return n;
 
-  char a[32], b[32], c[32];
-  fl__thousands(hidden, a);
-  fl__thousands(r->n_merged, b);
+  char a[48], b[48], c[32];
+  fl_count_noun(hidden, "narrow frame", "narrow frames", a, sizeof a);
+  fl_count_noun(r->n_merged, "narrow frame", "narrow frames", b, sizeof b);
   fl__thousands(r->n, c);
   double share = r->total ? 100.0 * (double)hidden_weight / (double)r->total : 0;
   if (hidden && r->n_merged) {
-    snprintf(lines[n++], FL__NOTE_SIZE,
-             "%s narrow frames hidden (%.2g%% of %s), %s more left out to draw at most %s", a,
-             share, fl__unit(t), b, c);
+    fl__thousands(r->n_merged, b);
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s hidden (%.2g%% of %s), %s more left out to draw at most %s",
+             a, share, fl__unit(t), b, c);
   } else if (hidden) {
-    snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames hidden (%.2g%% of %s)", a, share,
-             fl__unit(t));
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s hidden (%.2g%% of %s)", a, share, fl__unit(t));
   } else {
-    snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames left out to draw at most %s", b, c);
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s left out to draw at most %s", b, c);
   }
   return n;
 }

@@ -89,11 +89,11 @@ static int top_notes(const fl_tree_t *t, const fl_view_opts_t *v, const top_t *t
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
   char hidden_line[160];
   if (hidden) {
-    char h[32];
-    fl__thousands(hidden, h);
-    snprintf(hidden_line, sizeof hidden_line,
-             "%s narrow frames hidden by minwidth (%.2g%% of %s) are not counted", h,
-             top->total ? 100.0 * (double)hidden_weight / (double)top->total : 0, fl__unit(t));
+    char h[48];
+    fl_count_noun(hidden, "narrow frame", "narrow frames", h, sizeof h);
+    snprintf(hidden_line, sizeof hidden_line, "%s hidden by minwidth (%.2g%% of %s) %s not counted",
+             h, top->total ? 100.0 * (double)hidden_weight / (double)top->total : 0, fl__unit(t),
+             hidden == 1 ? "is" : "are");
     lines[n_lines++] = hidden_line;
   }
   return fl__view_notes(v, lines, n_lines, notes);

@@ -330,6 +330,21 @@ static void test_top_output(void) {
   text = fl_output_render(&r, &len, err, sizeof err);
   CHECK(text && strstr(text, "tiny") != NULL && strstr(text, "narrow frames") == NULL);
   free(text);
+  /* One frame hidden is said in the singular, in the table and in the
+   * flame graph's notes. */
+  CHECK(fl_options_set(&o, "minwidth", "0.001", err, sizeof err) == 0);
+  text = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(text && strstr(text, "1 narrow frame hidden by minwidth") != NULL);
+  CHECK(text && strstr(text, "1 narrow frames") == NULL);
+  free(text);
+  CHECK(fl_options_set(&o, "view", "flame", err, sizeof err) == 0);
+  r.format = "svg";
+  text = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(text && strstr(text, "1 narrow frame hidden (") != NULL);
+  CHECK(text && strstr(text, "1 narrow frames") == NULL);
+  free(text);
+  r.format = "text";
+  CHECK(fl_options_set(&o, "view", "top", err, sizeof err) == 0);
   fl_profile_destroy(&wide);
   r.profile = p;
   r.format = "svg";
