@@ -48,6 +48,9 @@ struct kn_prof {
   fl_symbolizer_t *sym;
   fl_source_reader_t source; /* cells from the session's inputs */
   kn_profhist_t *history;
+  /* The compile-flags note last said (tail_call_note's text), so that a
+   * session reads it once, and again only when %cflags changes it. */
+  const char *tail_note_said;
 };
 
 static void group_digits(char *buf, size_t size, uint64_t v);
@@ -505,17 +508,24 @@ static void put_runs(fl__buf_t *sb, const fl_profile_t *prof) {
 }
 
 /* What the flags a profile's cells were compiled with do to its stacks;
- * "" when the profile does not say (one read from a file). */
-static const char *tail_call_note(const fl_profile_info_t *info) {
+ * "" when the profile does not say (one read from a file), or when p's
+ * session has said the same already (p NULL: always said). The two texts
+ * are static strings, so the one said last is remembered by pointer. */
+static const char *tail_call_note(kn_prof_t *p, const fl_profile_info_t *info) {
   if (!info->compiler[0]) return "";
-  return kn_session_flags_keep_tail_calls(info->compiler)
-             ? "; cells compiled with -fno-optimize-sibling-calls: a function that ends by "
-               "calling another stays in the stacks"
-             : "; cells compiled with -foptimize-sibling-calls: a function that ends by calling "
-               "another is left out, and its callee shows under its caller";
+  const char *note =
+      kn_session_flags_keep_tail_calls(info->compiler)
+          ? "; cells compiled with -fno-optimize-sibling-calls: a function that ends by "
+            "calling another stays in the stacks"
+          : "; cells compiled with -foptimize-sibling-calls: a function that ends by calling "
+            "another is left out, and its callee shows under its caller";
+  if (!p) return note;
+  if (p->tail_note_said == note) return "";
+  p->tail_note_said = note;
+  return note;
 }
 
-char *kn_prof_summary(const fl_profile_t *prof) {
+char *kn_prof_summary(kn_prof_t *p, const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
   fl__buf_t sb = FL__BUF_INIT;
   char interval[32];
@@ -551,7 +561,7 @@ char *kn_prof_summary(const fl_profile_t *prof) {
                      "(lower sample_rate=, or raise n=)",
                      dropped);
     }
-    fl__buf_puts(&sb, tail_call_note(info));
+    fl__buf_puts(&sb, tail_call_note(p, info));
     return fl__buf_take(&sb);
   }
   if (info->kind == FL_PROFILE_EVENT) {
@@ -563,7 +573,7 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     if (info->cpu_seconds > 0 && info->wall_seconds > 0)
       fl__buf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
                      info->wall_seconds);
-    fl__buf_puts(&sb, tail_call_note(info));
+    fl__buf_puts(&sb, tail_call_note(p, info));
     return fl__buf_take(&sb);
   }
   /* A sample is one interval of CPU time: the unit of every count the
@@ -635,6 +645,6 @@ char *kn_prof_summary(const fl_profile_t *prof) {
                    "; the sample buffer filled up and sampling stopped early, so the graph "
                    "covers %.3f s of the run's CPU (raise n=, or %%profinit n=)",
                    represented);
-  fl__buf_puts(&sb, tail_call_note(info));
+  fl__buf_puts(&sb, tail_call_note(p, info));
   return fl__buf_take(&sb);
 }

@@ -184,7 +184,9 @@ char *kn_prof_baseline_list(const kn_prof_t *p);
 /* "1,234 samples every 1 ms of CPU represent 1.234 s of CPU, from 1,180
  * stacks recorded (952 per CPU-second); the run used 1.240 s CPU, 1.250 s
  * wall". A sample is one interval of CPU: the unit of every count the
- * graphs and reports show. New string. */
-char *kn_prof_summary(const fl_profile_t *prof);
+ * graphs and reports show. What the cells' compile flags do to the stacks
+ * (tail calls kept or left out) is added the first time p's session shows
+ * it, and when %cflags changes it; p NULL adds it always. New string. */
+char *kn_prof_summary(kn_prof_t *p, const fl_profile_t *prof);
 
 #endif

@@ -52,8 +52,9 @@ static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t
 
 /* The line under a graph's title, and text/plain's summary line: what
  * prof holds, and for a diff against which baseline. New string. */
-static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t *req) {
-  char *summary = kn_prof_summary(prof);
+static char *graph_note(kn_prof_t *kp, const fl_profile_t *prof, bool diff,
+                        const kn_profreq_t *req) {
+  char *summary = kn_prof_summary(kp, prof);
   if (!diff) return summary;
   fl__buf_t note = FL__BUF_INIT;
   if (req->baseline && !strcmp(req->baseline, KN_PROFHIST_PREV))
@@ -68,7 +69,7 @@ static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t 
  * display_data content, remembered for %profsave. New, or NULL with err. */
 static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
                     const kn_profreq_t *req, const char *root_name, char *err, size_t err_size) {
-  char *note = graph_note(prof, baseline != NULL, req);
+  char *note = graph_note(kp, prof, baseline != NULL, req);
   fl_options_t draw = req->draw; /* the same options, and what the notebook adds */
   draw.view.note = note;
   draw.view.markdown_hint = interactive_hint;
@@ -173,8 +174,9 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   if (baseline && !strcmp(format, "folded") && !fl_options_given(&opts->draw, "lines"))
     opts->draw.tree.lines = FL_LINES_OFF;
   /* The graph as the notebook draws it: its note, and an HTML page named
-   * after what it shows. */
-  char *note = graph_note(prof, baseline != NULL, opts);
+   * after what it shows. A file is read apart from the session, so its
+   * note says what the compile flags did even when the session said it. */
+  char *note = graph_note(NULL, prof, baseline != NULL, opts);
   opts->draw.view.note = note;
   fl__buf_t page_title = FL__BUF_INIT;
   if (!opts->draw.view.title) {
@@ -488,7 +490,7 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
   if (req.draw.flat && !fl_options_given(&req.draw, "minwidth")) req.draw.tree.minwidth = 0;
   fl_tree_t *tree = fl_tree_build(session, &req.draw.tree, "all", err, err_size);
   if (!tree) goto out;
-  char *summary = kn_prof_summary(session);
+  char *summary = kn_prof_summary(kp, session);
   char *empty = fl_output_empty_note(tree, &req.draw); /* a filter that left nothing */
   char *report =
       req.draw.flat ? fl_text_flat(tree, &req.draw.text) : fl_text_tree(tree, &req.draw.text);
