@@ -722,7 +722,9 @@ static int cmp_near(const void *pa, const void *pb) {
 }
 
 void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t size) {
-  size_t n = fl_tree_n_nodes(t), n_near = 0, limit = strlen(name) / 3 > 2 ? strlen(name) / 3 : 2;
+  /* Every name is scored, however far: a name that matches nothing is
+   * answered with the closest there are, never with none. */
+  size_t n = fl_tree_n_nodes(t), n_near = 0, limit = strlen(name) + 64;
   near_name_t *near = fl__xmalloc(n ? n : 1, sizeof *near);
   for (size_t i = 1; i < n; i++) {
     const char *func = fl_tree_node(t, i)->frame.func;
@@ -731,7 +733,7 @@ void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t s
     for (size_t k = 0; k < n_near && !seen; k++) seen = !strcmp(near[k].name, func);
     if (seen) continue;
     size_t score = strcasestr(func, name) ? 0 : 1 + edit_distance(name, func, limit);
-    if (score <= limit + 1) near[n_near++] = (near_name_t){func, score};
+    near[n_near++] = (near_name_t){func, score};
   }
   qsort(near, n_near, sizeof *near, cmp_near);
   size_t used = 0;

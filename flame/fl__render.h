@@ -286,9 +286,9 @@ char *fl__flat_row_name(const fl__flat_row_t *row);
 /* ---- names ---- */
 
 /* The tree's function names nearest to name, for an error that says what
- * was meant: those that contain it (ignoring case), else those within a
- * few edits of it; at most five, comma-separated, into out ("" when none
- * is near). */
+ * was meant: those that contain it (ignoring case) first, then the others
+ * by how few edits make them name; at most five, comma-separated, into out
+ * ("" only when the tree has no function). */
 void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t size);
 
 /* ---- pieces of every Vega-Lite spec ---- */

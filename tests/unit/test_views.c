@@ -516,6 +516,12 @@ static void test_source_known_answers(void) {
   err[0] = '\0';
   CHECK(fl_source_vegalite(t, &v, &r, err, sizeof err) == NULL);
   CHECK(strstr(err, "focus=wrok matches no function") && strstr(err, "the nearest: work"));
+  /* A name far from every function still gets the closest there are. */
+  v.focus = "no_such_function";
+  err[0] = '\0';
+  CHECK(fl_source_vegalite(t, &v, &r, err, sizeof err) == NULL);
+  CHECK(strstr(err, "focus=no_such_function matches no function") &&
+        strstr(err, "; the nearest: ") && strstr(err, "work"));
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
 }
@@ -815,6 +821,9 @@ static void test_sandwich(void) {
   v.focus = "g";
   CHECK(fl_sandwich_vegalite(t, &v, err, sizeof err) == NULL &&
         strstr(err, "focus=g matches no function"));
+  v.focus = "no_such_function";
+  CHECK(fl_sandwich_vegalite(t, &v, err, sizeof err) == NULL &&
+        strstr(err, "focus=no_such_function matches no function of the profile; the nearest: "));
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
 }
