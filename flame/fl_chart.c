@@ -388,7 +388,8 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   snprintf(expr, sizeof expr, "datum.y + %g", LEVEL_PX - 1);
   json_array_append_new(tr, fl__vl_calculate(expr, "y2"));
   snprintf(expr, sizeof expr,
-           "{'function': datum.func, 'file': datum.file, 'module': datum.module, "
+           "{'function': datum.func, 'file': datum.file || datum.none, "
+           "'module': datum.module || datum.none, "
            "'thread': datum.thread, "
            "'time': format(datum.t0, '.3f') + ' s to ' + format(datum.t1, '.3f') + ' s', "
            "'%s': format(datum.count, ',')}",

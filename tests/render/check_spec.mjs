@@ -479,6 +479,7 @@ async function checkSpec(spec, problems) {
     const started = process.hrtime.bigint();
     const svg = await view.toSVG();
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    problems.push(...tooltipProblems(view));
     if (!svg.startsWith('<svg') || !svg.includes('<path') || svg.length < 1000) {
       problems.push('vega rendered an empty picture');
     }
@@ -637,6 +638,28 @@ function checkSvg(svg, rows, problems) {
   if (wrong >= 0) problems.push(`SVG draws "${drawn[wrong]}" where a row is "${want[wrong]}"`);
 }
 
+/* Problems of the tooltips vega drew: a tooltip shows each key with its
+ * value, so none may read "null" or "undefined" (a field a frame has not,
+ * such as a cell frame's module, is left out). */
+function tooltipProblems(view) {
+  const bad = new Set();
+  const walk = node => {
+    for (const it of node?.items || []) {
+      const tip = it.tooltip;
+      if (tip && typeof tip === 'object') {
+        for (const [k, v] of Object.entries(tip)) {
+          // vega-tooltip leaves out a key whose value is undefined
+          if (v === undefined) continue;
+          if (v === null || /\b(null|undefined|NaN)\b/.test(String(v))) bad.add(`${k}: ${v}`);
+        }
+      }
+      walk(it);
+    }
+  };
+  walk(view.scenegraph().root);
+  return [...bad].slice(0, 5).map(b => `a tooltip shows "${b}"`);
+}
+
 /* An XML text node's text, its five entities read. */
 function unescapeXml(s) {
   const entities = { lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' };
@@ -669,6 +692,7 @@ async function checkView(spec, what, rowsProblem, inspect, problems) {
     await view.runAsync();
     const svg = await view.toSVG();
     if (!svg.startsWith('<svg') || svg.length < 1000) problems.push('vega rendered an empty picture');
+    problems.push(...tooltipProblems(view));
     const note = await inspect(view);
     view.finalize();
     console.log(`  ${what}: ${note}`);
