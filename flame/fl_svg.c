@@ -120,8 +120,8 @@ static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint
 
 /* The tooltip of a diff's frame: function; location and module; the drawn
  * profile's count and percent; the other's (or "new"); the delta with its
- * share of the total, and the change; with delta=self the self counts;
- * what was folded in. */
+ * share of the drawn profile's total ("of the target"), and the change;
+ * with delta=self the self counts; what was folded in. */
 static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n, uint64_t total,
                            bool alloc) {
   const fl_diff_node_t *dn = fl_diff_node(d, n->id);
@@ -156,9 +156,9 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
       fl__buf_printf(b, ", self %s", base);
     }
   }
-  fl__buf_printf(b, "\ndelta: %s %s%s (%+.3g%% of the total), ", delta, self ? "self " : "",
+  fl__buf_printf(b, "\ndelta: %s %s%s (%+.3g%% of the %s), ", delta, self ? "self " : "",
                  fl__unit_for(t, dn ? dn->delta : 0),
-                 total ? 100.0 * (dn ? dn->delta : 0) / (double)total : 0.0);
+                 total ? 100.0 * (dn ? dn->delta : 0) / (double)total : 0.0, fl__drawn_name(d));
   fl_change_t change = dn ? dn->change : FL_CHANGE_SAME;
   for (int i = 0; i < FL__N_CHANGES; i++)
     if (legend[i].change == change) fl__buf_puts(b, legend[i].label);

@@ -363,7 +363,7 @@ static char *tooltip_of(const fl_kind_info_t *kind) {
 /* The tooltip of a diff's frame: function, file:line and module as for a
  * plain graph, then the drawn profile's count with its percent, the other
  * profile's (or what a frame without a partner shows), the delta with its
- * share of the total, the change in the legend's words, and what was folded
+ * share of the drawn profile's total ("of the target", "of the baseline"), the change in the legend's words, and what was folded
  * in. With delta=self, self counts too. "target" and "baseline" swap places
  * when negated (the drawn profile comes first). New. */
 static char *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
@@ -398,8 +398,9 @@ static char *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
                    "format(datum.base_self, ',.2~f') + %s, ",
                    fl__other_name(d), missing, unit[3]);
   fl__buf_printf(&b, "'delta': format(datum.delta, '+,.2~f') + %s%s + ' (' + "
-                 "format(100 * datum.delta / %llu, '+.3~r') + '%% of the total)', ",
-                 self ? "' self' + " : "", unit[4], (unsigned long long)(total ? total : 1));
+                 "format(100 * datum.delta / %llu, '+.3~r') + '%% of the %s)', ",
+                 self ? "' self' + " : "", unit[4], (unsigned long long)(total ? total : 1),
+                 fl__drawn_name(d));
   fl__buf_puts(&b, "'change': ");
   for (int i = 0; i < FL__N_CHANGES - 1; i++)
     fl__buf_printf(&b, "datum.change === '%s' ? '%s' : ", fl__change_name(legend[i].change),
