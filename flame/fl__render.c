@@ -301,11 +301,10 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
     fl__thousands((uint64_t)(r->levels - l.shown + 1), deeper);
     fl__thousands((uint64_t)r->levels, all);
     snprintf(lines[n++], FL__NOTE_SIZE,
-             "the deepest %s of %s levels are collapsed into the band at the %s (click it to "
-             "open); height=%d (--height %d) draws them all, recur=flat (--recur flat) folds "
-             "recursion",
-             deeper, all, v->icicle ? "bottom" : "top", (int)ceil(r->levels * FL__MIN_LEVEL_PX),
-             (int)ceil(r->levels * FL__MIN_LEVEL_PX));
+             "the deepest %s of %s levels are collapsed into the band at the %s%s; height=%d "
+             "(--height %d) draws them all, recur=flat (--recur flat) folds recursion",
+             deeper, all, v->icicle ? "bottom" : "top", v->still ? "" : " (click it to open)",
+             (int)ceil(r->levels * FL__MIN_LEVEL_PX), (int)ceil(r->levels * FL__MIN_LEVEL_PX));
   }
   uint64_t hidden_weight = 0;
   size_t hidden = fl_tree_hidden(t, &hidden_weight);

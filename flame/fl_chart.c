@@ -258,15 +258,17 @@ static double bar_top(const chart_t *c, const bar_t *b) {
   return c->lanes[b->lane].top + LANE_LABEL_PX + LEVEL_PX * (b->depth - 1);
 }
 
+/* The notes above the chart; hint (NULL: none) says what the drawing
+ * answers to, which differs between Vega-Lite and the SVG's own script. */
 static int chart_notes(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *c,
-                       char notes[FL__MAX_NOTES][FL__NOTE_SIZE]) {
+                       const char *hint, char notes[FL__MAX_NOTES][FL__NOTE_SIZE]) {
   char what[300], more[200];
   const char *lines[2] = {what, more};
   size_t n_lines = 1;
   snprintf(what, sizeof what,
            "chart: the samples in time order, %.3f s to %.3f s from the start, one lane per "
-           "thread; drag to pan, wheel to zoom, double-click to reset",
-           (double)c->from / 1e9, (double)c->to / 1e9);
+           "thread%s%s",
+           (double)c->from / 1e9, (double)c->to / 1e9, hint ? "; " : "", hint ? hint : "");
   size_t left_out = fl_timeline_left_out(c->tl);
   if (c->dropped || left_out) {
     char a[32], b[32];
@@ -450,7 +452,8 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   snprintf(description, sizeof description, "Stack chart of %s: %zu bars in %zu lanes",
            fl_tree_root(t)->frame.func, c->n, c->n_lanes);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = chart_notes(t, v, c, notes);
+  int n_notes =
+      chart_notes(t, v, c, "drag to pan, wheel to zoom, double-click to reset", notes);
   // clang-format off
   json_t *spec = fl__nonnull(json_pack(
       "{s:s,s:o,s:i,s:f,s:s,s:o,s:{s:o},s:o,s:{s:{s:s,s:s,s:I,s:I,s:f,s:f}}}",
@@ -495,7 +498,10 @@ static void put_bar(fl__buf_t *b, const fl_tree_t *t, const chart_t *c, const ba
 static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *c) {
   const fl__theme_t *th = fl__theme_of(v);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = chart_notes(t, v, c, notes);
+  /* The SVG's script zooms to a bar on a click; the page keeps the wheel
+   * and the drag (docs/PERFORMANCE.md: the script's byte budget). */
+  int n_notes = chart_notes(
+      t, v, c, v->still ? NULL : "click a bar to zoom to it, double-click to reset", notes);
   int width = v->width > 200 ? v->width : 200;
   bool has_title = v->title && v->title[0];
   double y = FL__SVG_MARGIN;

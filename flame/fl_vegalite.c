@@ -363,7 +363,8 @@ static char *tooltip_of(const fl_kind_info_t *kind) {
 /* The tooltip of a diff's frame: function, file:line and module as for a
  * plain graph, then the drawn profile's count with its percent, the other
  * profile's (or what a frame without a partner shows), the delta with its
- * share of the drawn profile's total ("of the target", "of the baseline"), the change in the legend's words, and what was folded
+ * share of the drawn profile's total ("of the target", "of the baseline"),
+ * the change in the legend's words, and what was folded
  * in. With delta=self, self counts too. "target" and "baseline" swap places
  * when negated (the drawn profile comes first). New. */
 static char *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
