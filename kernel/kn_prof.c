@@ -157,7 +157,7 @@ kn_profhist_t *kn_prof_history(kn_prof_t *p) {
 
 const fl_profile_t *kn_prof_diff_base(const kn_prof_t *p, const char *name, const char *cell_key) {
   if (name && !strcmp(name, KN_PROFHIST_PREV))
-    return cell_key ? kn_profhist_last(p->history, cell_key, NULL) : NULL;
+    return cell_key ? kn_profhist_prev(p->history, cell_key, NULL, NULL, 0) : NULL;
   return kn_prof_baseline(p, name);
 }
 

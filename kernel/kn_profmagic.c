@@ -57,7 +57,9 @@ static char *graph_note(kn_prof_t *kp, const fl_profile_t *prof, bool diff,
   char *summary = kn_prof_summary(kp, prof);
   if (!diff) return summary;
   fl__buf_t note = FL__BUF_INIT;
-  if (req->baseline && !strcmp(req->baseline, KN_PROFHIST_PREV))
+  if (req->baseline_note)
+    fl__buf_printf(&note, "%s; %s", summary, req->baseline_note);
+  else if (req->baseline && !strcmp(req->baseline, KN_PROFHIST_PREV))
     fl__buf_printf(&note, "%s; against this cell's previous run", summary);
   else
     fl__buf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
