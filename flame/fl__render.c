@@ -96,14 +96,17 @@ void fl__band_label(int depth, int deep, size_t fit, char *out, size_t size) {
  * program code are orange (flamegraph.pl's "hot" palette is red to yellow;
  * its middle), system libraries blue, the allocator violet, the kernel
  * green, other code khaki, waits (off-CPU) slate; the root is grey, and
- * does not vary. Light
- * enough for black labels, and bright enough on a dark background. */
+ * does not vary. Waits vary in lightness only: a slate varied channel by
+ * channel turns lilac or teal, and reads as the allocator's or the
+ * system's colour. Light enough for black labels, and bright enough on a
+ * dark background. */
 #define KIND_SPREAD 40
 
 static const struct kind_style {
   const char *label;
   const char *color; /* "#rrggbb": the legend's swatch, the middle of the frames' colours */
   bool varies;
+  bool shade_only; /* varies by one offset on every channel: lighter or darker */
 } kinds[FL__N_KINDS] = {
     [FL__KIND_CELL] = {"cell code", "#eb911e", true},
     [FL__KIND_PROGRAM] = {"program code", "#eb911e", true},
@@ -111,7 +114,7 @@ static const struct kind_style {
     [FL__KIND_ALLOC] = {"allocator", "#c393ed", true},
     [FL__KIND_KERNEL] = {"kernel", "#82cf78", true},
     [FL__KIND_OTHER] = {"other code", "#c5c5ac", true},
-    [FL__KIND_OFFCPU] = {"off-CPU (waiting)", "#9aa8c4", true},
+    [FL__KIND_OFFCPU] = {"off-CPU (waiting)", "#9aa8c4", true, true},
     [FL__KIND_ROOT] = {"root", "#b0b0b0", false},
 };
 
@@ -158,7 +161,8 @@ void fl__node_color(const fl_node_t *n, char hex[8]) {
      * the hash of the name: a function has one colour everywhere. */
     uint64_t h = name_hash(n->frame.func ? n->frame.func : "");
     for (int i = 0; i < 3; i++) {
-      int v = (int)rgb[i] + (int)((h >> (16 * i)) & 0xffff) * KIND_SPREAD / 65536 - KIND_SPREAD / 2;
+      int shift = k->shade_only ? 0 : 16 * i;
+      int v = (int)rgb[i] + (int)((h >> shift) & 0xffff) * KIND_SPREAD / 65536 - KIND_SPREAD / 2;
       rgb[i] = v < 0 ? 0 : v > 255 ? 255 : (unsigned)v;
     }
   }
