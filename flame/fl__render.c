@@ -746,6 +746,57 @@ void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t s
   free(near);
 }
 
+/* ---- legends ---- */
+
+size_t fl__utf8_chars(const char *s) {
+  size_t n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+  return n;
+}
+
+/* A legend swatch and its label at x, on the line whose baseline is y;
+ * returns the x of the next one. */
+double fl__svg_swatch(fl__buf_t *b, double x, double y, const char *color, const char *label) {
+  fl__buf_printf(b, "<rect x='%g' y='%g' width='10' height='10' fill='%s'/>", x, y - 9, color);
+  fl__buf_printf(b, "<text x='%g' y='%g'>", x + 14, y);
+  fl__svg_text(b, label);
+  fl__buf_puts(b, "</text>\n");
+  return x + 14 + 6.5 * (double)fl__utf8_chars(label) + 16;
+}
+
+void fl__svg_kinds_legend(fl__buf_t *b, unsigned kinds, double y) {
+  double x = FL__SVG_MARGIN;
+  for (int k = 0; k < FL__N_KINDS; k++)
+    if (kinds & (1u << k))
+      x = fl__svg_swatch(b, x, y, fl__kind_color((fl__kind_t)k), fl__kind_label((fl__kind_t)k));
+}
+
+json_t *fl__vl_kinds_legend(unsigned kinds) {
+  json_t *domain = json_array(), *range = json_array();
+  for (int k = 0; k < FL__N_KINDS; k++) {
+    if (!(kinds & (1u << k))) continue;
+    json_array_append_new(domain, json_string(fl__kind_label((fl__kind_t)k)));
+    json_array_append_new(range, json_string(fl__kind_color((fl__kind_t)k)));
+  }
+  return fl__vl_legend_layer("kind", domain, range,
+                             fl__nonnull(json_pack("{s:n,s:s,s:s,s:s}", "title", "orient",
+                                                   "bottom", "direction", "horizontal",
+                                                   "symbolType", "square")));
+}
+
+json_t *fl__vl_legend_layer(const char *field, json_t *domain, json_t *range, json_t *legend) {
+  // clang-format off
+  return fl__nonnull(json_pack(
+      "{s:s,s:[{s:s}],s:{s:s,s:i},s:{s:{s:s,s:s,s:{s:o,s:o},s:o}}}",
+      "name", "legend",
+      "transform", "filter", "false",
+      "mark", "type", "square", "opacity", 1,
+      "encoding", "color", "field", field, "type", "nominal",
+                           "scale", "domain", domain, "range", range,
+                           "legend", legend));
+  // clang-format on
+}
+
 /* ---- Vega-Lite ---- */
 
 /* A JSON string of s: s as it is when it is valid UTF-8, else a cleaned

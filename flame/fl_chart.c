@@ -254,6 +254,13 @@ static void lane_label(char *out, size_t size, const fl_tree_t *t, const lane_t 
     snprintf(out, size, "thread %d (%s %s)", l->thread, n, fl__unit(t));
 }
 
+/* The kinds of code the bars are of (bits of fl__kind_t), for the legend. */
+static unsigned bar_kinds(const chart_t *c) {
+  unsigned kinds = 0;
+  for (size_t i = 0; i < c->n; i++) kinds |= 1u << fl__kind_of(c->bars[i].node);
+  return kinds;
+}
+
 static double bar_top(const chart_t *c, const bar_t *b) {
   return c->lanes[b->lane].top + LANE_LABEL_PX + LEVEL_PX * (b->depth - 1);
 }
@@ -448,6 +455,10 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
       layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:[o,o]}", "data", "values", values, "transform",
                                     tr, "layer", bars, labels)));
   json_array_append_new(layers, lane_layer);
+  /* The colours' legend, under the time axis; its layer draws no mark. */
+  json_t *legend = fl__vl_kinds_legend(bar_kinds(c));
+  json_object_set_new(legend, "data", fl__nonnull(json_pack("{s:[]}", "values")));
+  json_array_append_new(layers, legend);
   char description[200];
   snprintf(description, sizeof description, "Stack chart of %s: %zu bars in %zu lanes",
            fl_tree_root(t)->frame.func, c->n, c->n_lanes);
@@ -508,8 +519,8 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
   double title_y = has_title ? (y += 16) : 0;
   double note_y[FL__MAX_NOTES];
   for (int i = 0; i < n_notes; i++) note_y[i] = (y += 16);
-  double top = y + 12, axis_y = top + c->height + 14;
-  double full_h = axis_y + 8 + FL__SVG_MARGIN, x0 = FL__SVG_MARGIN;
+  double top = y + 12, axis_y = top + c->height + 14, legend_y = axis_y + 24;
+  double full_h = legend_y + 8 + FL__SVG_MARGIN, x0 = FL__SVG_MARGIN;
   double span = (double)(c->to - c->from), scale = span > 0 ? width / span : 0;
   fl__buf_t b = {0};
   fl__svg_opening(&b, th, v, FL__SVG_CHART, width + 2 * FL__SVG_MARGIN, full_h, title_y, notes,
@@ -556,6 +567,10 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
   fl__svg_cell(&b, x0, axis_y, false, at);
   snprintf(at, sizeof at, "%.3f s", (double)c->to / 1e9);
   fl__svg_cell(&b, x0 + width, axis_y, true, at);
+  fl__buf_puts(&b, "</g>\n");
+  /* The colours' legend: a swatch and a name per kind of code drawn. */
+  fl__buf_printf(&b, "<g font-size='11' fill='%s'>\n", th->text);
+  fl__svg_kinds_legend(&b, bar_kinds(c), legend_y);
   fl__buf_puts(&b, "</g>\n</svg>\n");
   return fl__buf_take(&b);
 }

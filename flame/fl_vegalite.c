@@ -628,25 +628,6 @@ static json_t *share_layer(const fl_view_opts_t *v, uint64_t total) {
                   "text", "field", "share");
 }
 
-static json_t *legend_layer(unsigned kinds) {
-  json_t *domain = json_array(), *range = json_array();
-  for (int k = 0; k < FL__N_KINDS; k++) {
-    if (!(kinds & (1u << k))) continue;
-    json_array_append_new(domain, json_string(fl__kind_label((fl__kind_t)k)));
-    json_array_append_new(range, json_string(fl__kind_color((fl__kind_t)k)));
-  }
-  return json_pack(
-      "{s:s,s:[{s:s}],s:{s:s,s:i},"
-      "s:{s:{s:s,s:s,s:{s:o,s:o},s:{s:n,s:s,s:s,s:s}}}}",
-      "name", "legend",
-      "transform", "filter", "false",
-      "mark", "type", "square", "opacity", 1,
-      "encoding", "color", "field", "kind", "type", "nominal",
-                           "scale", "domain", domain, "range", range,
-                           "legend", "title", "orient", "bottom", "direction", "horizontal",
-                                     "symbolType", "square");
-}
-
 /* Where a diff's legend goes: under the plot and its axis, at a fixed
  * place (vega would put a bottom legend under every mark, the vanished list
  * included), and the vanished list under it. */
@@ -667,17 +648,11 @@ static json_t *diff_legend_layer(const fl_diff_t *d, const fl_view_opts_t *v,
     json_array_append_new(domain, json_string(entries[i].label));
     json_array_append_new(range, json_string(entries[i].color));
   }
-  return json_pack(
-      "{s:s,s:[{s:s}],s:{s:s,s:i},"
-      "s:{s:{s:s,s:s,s:{s:o,s:o},s:{s:s,s:s,s:s,s:s,s:i,s:f}}}}",
-      "name", "legend",
-      "transform", "filter", "false",
-      "mark", "type", "square", "opacity", 1,
-      "encoding", "color", "field", "change", "type", "nominal",
-                           "scale", "domain", domain, "range", range,
-                           "legend", "title", fl__diff_legend_title(d), "orient", "none",
-                                     "direction", "horizontal", "symbolType", "square",
-                                     "legendX", 0, "legendY", diff_legend_y(v, l));
+  return fl__vl_legend_layer(
+      "change", domain, range,
+      fl__nonnull(json_pack("{s:s,s:s,s:s,s:s,s:i,s:f}", "title", fl__diff_legend_title(d),
+                            "orient", "none", "direction", "horizontal", "symbolType", "square",
+                            "legendX", 0, "legendY", diff_legend_y(v, l))));
 }
 
 /* One row of the vanished list: its line number, its text, and for a frame
@@ -780,7 +755,7 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
       json_t *vanished = vanished_layer(r->diff, v, &l);
       if (vanished) json_array_append_new(layers, vanished);
     } else {
-      json_array_append_new(layers, legend_layer(fl__kinds_present(r)));
+      json_array_append_new(layers, fl__vl_kinds_legend(fl__kinds_present(r)));
     }
   }
   char *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total)
