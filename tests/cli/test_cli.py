@@ -623,6 +623,19 @@ def test_a_chart_says_what_it_answers_to_where_it_is_shown(tmp_path):
         assert word not in text, f"a still picture says '{word}': {text[:1000]}"
 
 
+def test_the_search_box_is_in_a_narrow_window(tmp_path):
+    """A page narrower than an SVG can shrink it (a notebook's output area in
+    a window 600 px wide) scrolls it sideways: the search box of a flame
+    graph's and of a chart's page is still in the window. An SVG file in a
+    window 600 px wide is drawn smaller than its size: hovering the gaps
+    between its frames (the SVG itself) throws nothing."""
+    for view in ("flame", "chart"):
+        ok(DATA / "threads.txt", "--view", view, "-o", tmp_path / f"{view}.html")
+    interactive_ok([tmp_path / "flame.html", tmp_path / "chart.html"], "--width", "480")
+    ok(DATA / "threads.txt", "-o", tmp_path / "flame.svg")
+    interactive_ok([tmp_path / "flame.svg"], "--width", "600")
+
+
 def test_every_views_svg_is_interactive_by_itself(tmp_path):
     """Each view's SVG file (a profile's six views, a diff's four, an icicle
     in the dark theme), opened on its own in Chromium with the network off:
