@@ -39,6 +39,7 @@ struct kn_prof {
   char *last_baseline_name;
   char *last_args;
   char *last_root;
+  char *last_note;
   json_t *last_bundle;
   baseline_t *baselines;
   size_t n_baselines;
@@ -126,6 +127,7 @@ void kn_prof_destroy(kn_prof_t **pp) {
   fl_profile_destroy(&p->last_baseline);
   free(p->last_args);
   free(p->last_root);
+  free(p->last_note);
   free(p->last_baseline_name);
   json_decref(p->last_bundle);
   for (size_t i = 0; i < p->n_baselines; i++) {
@@ -423,6 +425,7 @@ void kn_prof_remember(kn_prof_t *p, const kn_prof_shown_t *shown) {
   keep_string(&p->last_baseline_name, shown->baseline ? shown->baseline_name : NULL);
   keep_string(&p->last_args, shown->args ? shown->args : "");
   keep_string(&p->last_root, shown->root);
+  keep_string(&p->last_note, shown->note);
   json_incref(shown->bundle);
   json_decref(p->last_bundle);
   p->last_bundle = shown->bundle;
@@ -435,6 +438,7 @@ bool kn_prof_last_shown(const kn_prof_t *p, kn_prof_shown_t *out) {
                            .baseline_name = p->last_baseline_name,
                            .args = p->last_args,
                            .root = p->last_root,
+                           .note = p->last_note,
                            .bundle = p->last_bundle};
   return true;
 }

@@ -55,14 +55,15 @@ typedef struct kn_prof_settings {
 } kn_prof_settings_t;
 
 /* The last graph shown, which %profsave writes: its profile (and baseline,
- * for a diff), the options it was drawn with, its root's name, its
- * bundle. All borrowed. */
+ * for a diff), the options it was drawn with, its root's name, the line
+ * under its title, its bundle. All borrowed. */
 typedef struct kn_prof_shown {
   const fl_profile_t *profile;
   const fl_profile_t *baseline; /* NULL unless a diff */
   const char *baseline_name;    /* NULL unless a diff */
   const char *args;
   const char *root;
+  const char *note;
   json_t *bundle;
 } kn_prof_shown_t;
 

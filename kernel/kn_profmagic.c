@@ -41,12 +41,14 @@ static bool png_by_default(void) {
 
 /* Remembers a shown graph for %profsave. */
 static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
-                     const kn_profreq_t *req, const char *root_name, json_t *bundle) {
+                     const kn_profreq_t *req, const char *root_name, const char *note,
+                     json_t *bundle) {
   kn_prof_remember(kp, &(kn_prof_shown_t){.profile = prof,
                                           .baseline = baseline,
                                           .baseline_name = req->baseline,
                                           .args = req->args,
                                           .root = root_name,
+                                          .note = note,
                                           .bundle = bundle});
 }
 
@@ -82,9 +84,9 @@ static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t 
                        .opts = &draw,
                        .source = *kn_prof_source_reader(kp)};
   json_t *bundle = fl_output_bundle(&r, err, err_size);
+  if (bundle) remember(kp, prof, baseline, req, root_name, note, bundle);
   free(note);
   if (!bundle) return NULL;
-  remember(kp, prof, baseline, req, root_name, bundle);
   return json_pack("{s:o, s:{}}", "data", bundle, "metadata");
 }
 
@@ -175,10 +177,10 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
    * stack. */
   if (baseline && !strcmp(format, "folded") && !fl_options_given(&opts->draw, "lines"))
     opts->draw.tree.lines = FL_LINES_OFF;
-  /* The graph as the notebook draws it: its note, and an HTML page named
-   * after what it shows. A file is read apart from the session, so its
-   * note says what the compile flags did even when the session said it. */
-  char *note = graph_note(NULL, prof, baseline != NULL, opts);
+  /* The graph as the notebook drew it: its note, and an HTML page named
+   * after what it shows. */
+  char *note = shown && last.note ? fl__xstrdup(last.note)
+                                  : graph_note(NULL, prof, baseline != NULL, opts);
   opts->draw.view.note = note;
   fl__buf_t page_title = FL__BUF_INIT;
   if (!opts->draw.view.title) {
