@@ -96,14 +96,17 @@ void fl__band_label(int depth, int deep, size_t fit, char *out, size_t size) {
  * program code are orange (flamegraph.pl's "hot" palette is red to yellow;
  * its middle), system libraries blue, the allocator violet, the kernel
  * green, other code khaki, waits (off-CPU) slate; the root is grey, and
- * does not vary. Light
- * enough for black labels, and bright enough on a dark background. */
+ * does not vary. Waits vary in lightness only: a slate varied channel by
+ * channel turns lilac or teal, and reads as the allocator's or the
+ * system's colour. Light enough for black labels, and bright enough on a
+ * dark background. */
 #define KIND_SPREAD 40
 
 static const struct kind_style {
   const char *label;
   const char *color; /* "#rrggbb": the legend's swatch, the middle of the frames' colours */
   bool varies;
+  bool shade_only; /* varies by one offset on every channel: lighter or darker */
 } kinds[FL__N_KINDS] = {
     [FL__KIND_CELL] = {"cell code", "#eb911e", true},
     [FL__KIND_PROGRAM] = {"program code", "#eb911e", true},
@@ -111,7 +114,7 @@ static const struct kind_style {
     [FL__KIND_ALLOC] = {"allocator", "#c393ed", true},
     [FL__KIND_KERNEL] = {"kernel", "#82cf78", true},
     [FL__KIND_OTHER] = {"other code", "#c5c5ac", true},
-    [FL__KIND_OFFCPU] = {"off-CPU (waiting)", "#9aa8c4", true},
+    [FL__KIND_OFFCPU] = {"off-CPU (waiting)", "#9aa8c4", true, true},
     [FL__KIND_ROOT] = {"root", "#b0b0b0", false},
 };
 
@@ -158,7 +161,8 @@ void fl__node_color(const fl_node_t *n, char hex[8]) {
      * the hash of the name: a function has one colour everywhere. */
     uint64_t h = name_hash(n->frame.func ? n->frame.func : "");
     for (int i = 0; i < 3; i++) {
-      int v = (int)rgb[i] + (int)((h >> (16 * i)) & 0xffff) * KIND_SPREAD / 65536 - KIND_SPREAD / 2;
+      int shift = k->shade_only ? 0 : 16 * i;
+      int v = (int)rgb[i] + (int)((h >> shift) & 0xffff) * KIND_SPREAD / 65536 - KIND_SPREAD / 2;
       rgb[i] = v < 0 ? 0 : v > 255 ? 255 : (unsigned)v;
     }
   }
@@ -301,30 +305,28 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
     fl__thousands((uint64_t)(r->levels - l.shown + 1), deeper);
     fl__thousands((uint64_t)r->levels, all);
     snprintf(lines[n++], FL__NOTE_SIZE,
-             "the deepest %s of %s levels are collapsed into the band at the %s (click it to "
-             "open); height=%d (--height %d) draws them all, recur=flat (--recur flat) folds "
-             "recursion",
-             deeper, all, v->icicle ? "bottom" : "top", (int)ceil(r->levels * FL__MIN_LEVEL_PX),
-             (int)ceil(r->levels * FL__MIN_LEVEL_PX));
+             "the deepest %s of %s levels are collapsed into the band at the %s%s; height=%d "
+             "(--height %d) draws them all, recur=flat (--recur flat) folds recursion",
+             deeper, all, v->icicle ? "bottom" : "top", v->still ? "" : " (click it to open)",
+             (int)ceil(r->levels * FL__MIN_LEVEL_PX), (int)ceil(r->levels * FL__MIN_LEVEL_PX));
   }
   uint64_t hidden_weight = 0;
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
   if (hidden == 0 && r->n_merged == 0) return n;
 
-  char a[32], b[32], c[32];
-  fl__thousands(hidden, a);
-  fl__thousands(r->n_merged, b);
+  char a[48], b[48], c[32];
+  fl_count_noun(hidden, "narrow frame", "narrow frames", a, sizeof a);
+  fl_count_noun(r->n_merged, "narrow frame", "narrow frames", b, sizeof b);
   fl__thousands(r->n, c);
   double share = r->total ? 100.0 * (double)hidden_weight / (double)r->total : 0;
   if (hidden && r->n_merged) {
-    snprintf(lines[n++], FL__NOTE_SIZE,
-             "%s narrow frames hidden (%.2g%% of %s), %s more left out to draw at most %s", a,
-             share, fl__unit(t), b, c);
+    fl__thousands(r->n_merged, b);
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s hidden (%.2g%% of %s), %s more left out to draw at most %s",
+             a, share, fl__unit(t), b, c);
   } else if (hidden) {
-    snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames hidden (%.2g%% of %s)", a, share,
-             fl__unit(t));
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s hidden (%.2g%% of %s)", a, share, fl__unit(t));
   } else {
-    snprintf(lines[n++], FL__NOTE_SIZE, "%s narrow frames left out to draw at most %s", b, c);
+    snprintf(lines[n++], FL__NOTE_SIZE, "%s left out to draw at most %s", b, c);
   }
   return n;
 }
@@ -763,7 +765,9 @@ static int cmp_near(const void *pa, const void *pb) {
 }
 
 void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t size) {
-  size_t n = fl_tree_n_nodes(t), n_near = 0, limit = strlen(name) / 3 > 2 ? strlen(name) / 3 : 2;
+  /* Every name is scored, however far: a name that matches nothing is
+   * answered with the closest there are, never with none. */
+  size_t n = fl_tree_n_nodes(t), n_near = 0, limit = strlen(name) + 64;
   near_name_t *near = fl__xmalloc(n ? n : 1, sizeof *near);
   for (size_t i = 1; i < n; i++) {
     const char *func = fl_tree_node(t, i)->frame.func;
@@ -772,7 +776,7 @@ void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t s
     for (size_t k = 0; k < n_near && !seen; k++) seen = !strcmp(near[k].name, func);
     if (seen) continue;
     size_t score = strcasestr(func, name) ? 0 : 1 + edit_distance(name, func, limit);
-    if (score <= limit + 1) near[n_near++] = (near_name_t){func, score};
+    near[n_near++] = (near_name_t){func, score};
   }
   qsort(near, n_near, sizeof *near, cmp_near);
   size_t used = 0;
@@ -780,6 +784,57 @@ void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t s
   for (size_t k = 0; k < n_near && k < 5 && used < size; k++)
     used += (size_t)snprintf(out + used, size - used, "%s%s", k ? ", " : "", near[k].name);
   free(near);
+}
+
+/* ---- legends ---- */
+
+size_t fl__utf8_chars(const char *s) {
+  size_t n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+  return n;
+}
+
+/* A legend swatch and its label at x, on the line whose baseline is y;
+ * returns the x of the next one. */
+double fl__svg_swatch(fl__buf_t *b, double x, double y, const char *color, const char *label) {
+  fl__buf_printf(b, "<rect x='%g' y='%g' width='10' height='10' fill='%s'/>", x, y - 9, color);
+  fl__buf_printf(b, "<text x='%g' y='%g'>", x + 14, y);
+  fl__svg_text(b, label);
+  fl__buf_puts(b, "</text>\n");
+  return x + 14 + 6.5 * (double)fl__utf8_chars(label) + 16;
+}
+
+void fl__svg_kinds_legend(fl__buf_t *b, unsigned kinds, double y) {
+  double x = FL__SVG_MARGIN;
+  for (int k = 0; k < FL__N_KINDS; k++)
+    if (kinds & (1u << k))
+      x = fl__svg_swatch(b, x, y, fl__kind_color((fl__kind_t)k), fl__kind_label((fl__kind_t)k));
+}
+
+json_t *fl__vl_kinds_legend(unsigned kinds) {
+  json_t *domain = json_array(), *range = json_array();
+  for (int k = 0; k < FL__N_KINDS; k++) {
+    if (!(kinds & (1u << k))) continue;
+    json_array_append_new(domain, json_string(fl__kind_label((fl__kind_t)k)));
+    json_array_append_new(range, json_string(fl__kind_color((fl__kind_t)k)));
+  }
+  return fl__vl_legend_layer("kind", domain, range,
+                             fl__nonnull(json_pack("{s:n,s:s,s:s,s:s}", "title", "orient",
+                                                   "bottom", "direction", "horizontal",
+                                                   "symbolType", "square")));
+}
+
+json_t *fl__vl_legend_layer(const char *field, json_t *domain, json_t *range, json_t *legend) {
+  // clang-format off
+  return fl__nonnull(json_pack(
+      "{s:s,s:[{s:s}],s:{s:s,s:i},s:{s:{s:s,s:s,s:{s:o,s:o},s:o}}}",
+      "name", "legend",
+      "transform", "filter", "false",
+      "mark", "type", "square", "opacity", 1,
+      "encoding", "color", "field", field, "type", "nominal",
+                           "scale", "domain", domain, "range", range,
+                           "legend", legend));
+  // clang-format on
 }
 
 /* ---- Vega-Lite ---- */

@@ -303,12 +303,30 @@ void fl__flat_sort_by_self(fl__flat_row_t *rows, size_t n);
  * from "diffuse (A.pb.gz)". New string. */
 char *fl__flat_row_name(const fl__flat_row_t *row);
 
+/* ---- legends ---- */
+
+/* The number of characters (code points) of valid UTF-8 s. */
+size_t fl__utf8_chars(const char *s);
+/* An SVG legend's swatch and its label at x, on the line whose baseline is
+ * y; returns the x of the next one. */
+double fl__svg_swatch(fl__buf_t *b, double x, double y, const char *color, const char *label);
+/* The kinds of code in kinds (bits of fl__kind_t) as one SVG line of
+ * swatches at y, from the left margin. */
+void fl__svg_kinds_legend(fl__buf_t *b, unsigned kinds, double y);
+/* The same as a Vega-Lite layer named "legend": an empty layer whose colour
+ * scale names the kinds, shown as a legend under the plot. New. */
+json_t *fl__vl_kinds_legend(unsigned kinds);
+/* A layer named "legend" that draws no mark: its colour scale, of field's
+ * values domain in the colours range, shown as legend says (a Vega-Lite
+ * legend object). Steals domain, range and legend; new. */
+json_t *fl__vl_legend_layer(const char *field, json_t *domain, json_t *range, json_t *legend);
+
 /* ---- names ---- */
 
 /* The tree's function names nearest to name, for an error that says what
- * was meant: those that contain it (ignoring case), else those within a
- * few edits of it; at most five, comma-separated, into out ("" when none
- * is near). */
+ * was meant: those that contain it (ignoring case) first, then the others
+ * by how few edits make them name; at most five, comma-separated, into out
+ * ("" only when the tree has no function). */
 void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t size);
 
 /* ---- pieces of every Vega-Lite spec ---- */

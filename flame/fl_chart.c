@@ -254,19 +254,28 @@ static void lane_label(char *out, size_t size, const fl_tree_t *t, const lane_t 
     snprintf(out, size, "thread %d (%s %s)", l->thread, n, fl__unit(t));
 }
 
+/* The kinds of code the bars are of (bits of fl__kind_t), for the legend. */
+static unsigned bar_kinds(const chart_t *c) {
+  unsigned kinds = 0;
+  for (size_t i = 0; i < c->n; i++) kinds |= 1u << fl__kind_of(c->bars[i].node);
+  return kinds;
+}
+
 static double bar_top(const chart_t *c, const bar_t *b) {
   return c->lanes[b->lane].top + LANE_LABEL_PX + LEVEL_PX * (b->depth - 1);
 }
 
+/* The notes above the chart; hint (NULL: none) says what the drawing
+ * answers to, which differs between Vega-Lite and the SVG's own script. */
 static int chart_notes(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *c,
-                       char notes[FL__MAX_NOTES][FL__NOTE_SIZE]) {
+                       const char *hint, char notes[FL__MAX_NOTES][FL__NOTE_SIZE]) {
   char what[300], more[200];
   const char *lines[2] = {what, more};
   size_t n_lines = 1;
   snprintf(what, sizeof what,
            "chart: the samples in time order, %.3f s to %.3f s from the start, one lane per "
-           "thread; drag to pan, wheel to zoom, double-click to reset",
-           (double)c->from / 1e9, (double)c->to / 1e9);
+           "thread%s%s",
+           (double)c->from / 1e9, (double)c->to / 1e9, hint ? "; " : "", hint ? hint : "");
   size_t left_out = fl_timeline_left_out(c->tl);
   if (c->dropped || left_out) {
     char a[32], b[32];
@@ -388,7 +397,8 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   snprintf(expr, sizeof expr, "datum.y + %g", LEVEL_PX - 1);
   json_array_append_new(tr, fl__vl_calculate(expr, "y2"));
   snprintf(expr, sizeof expr,
-           "{'function': datum.func, 'file': datum.file, 'module': datum.module, "
+           "{'function': datum.func, 'file': datum.file || datum.none, "
+           "'module': datum.module || datum.none, "
            "'thread': datum.thread, "
            "'time': format(datum.t0, '.3f') + ' s to ' + format(datum.t1, '.3f') + ' s', "
            "'%s': format(datum.count, ',')}",
@@ -445,11 +455,16 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
       layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:[o,o]}", "data", "values", values, "transform",
                                     tr, "layer", bars, labels)));
   json_array_append_new(layers, lane_layer);
+  /* The colours' legend, under the time axis; its layer draws no mark. */
+  json_t *legend = fl__vl_kinds_legend(bar_kinds(c));
+  json_object_set_new(legend, "data", fl__nonnull(json_pack("{s:[]}", "values")));
+  json_array_append_new(layers, legend);
   char description[200];
   snprintf(description, sizeof description, "Stack chart of %s: %zu bars in %zu lanes",
            fl_tree_root(t)->frame.func, c->n, c->n_lanes);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = chart_notes(t, v, c, notes);
+  int n_notes =
+      chart_notes(t, v, c, "drag to pan, wheel to zoom, double-click to reset", notes);
   // clang-format off
   json_t *spec = fl__nonnull(json_pack(
       "{s:s,s:o,s:i,s:f,s:s,s:o,s:{s:o},s:o,s:{s:{s:s,s:s,s:I,s:I,s:f,s:f}}}",
@@ -494,15 +509,18 @@ static void put_bar(fl__buf_t *b, const fl_tree_t *t, const chart_t *c, const ba
 static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *c) {
   const fl__theme_t *th = fl__theme_of(v);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = chart_notes(t, v, c, notes);
+  /* The SVG's script zooms to a bar on a click; the page keeps the wheel
+   * and the drag (docs/PERFORMANCE.md: the script's byte budget). */
+  int n_notes = chart_notes(
+      t, v, c, v->still ? NULL : "click a bar to zoom to it, double-click to reset", notes);
   int width = v->width > 200 ? v->width : 200;
   bool has_title = v->title && v->title[0];
   double y = FL__SVG_MARGIN;
   double title_y = has_title ? (y += 16) : 0;
   double note_y[FL__MAX_NOTES];
   for (int i = 0; i < n_notes; i++) note_y[i] = (y += 16);
-  double top = y + 12, axis_y = top + c->height + 14;
-  double full_h = axis_y + 8 + FL__SVG_MARGIN, x0 = FL__SVG_MARGIN;
+  double top = y + 12, axis_y = top + c->height + 14, legend_y = axis_y + 24;
+  double full_h = legend_y + 8 + FL__SVG_MARGIN, x0 = FL__SVG_MARGIN;
   double span = (double)(c->to - c->from), scale = span > 0 ? width / span : 0;
   fl__buf_t b = {0};
   fl__svg_opening(&b, th, v, FL__SVG_CHART, width + 2 * FL__SVG_MARGIN, full_h, title_y, notes,
@@ -549,6 +567,10 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
   fl__svg_cell(&b, x0, axis_y, false, at);
   snprintf(at, sizeof at, "%.3f s", (double)c->to / 1e9);
   fl__svg_cell(&b, x0 + width, axis_y, true, at);
+  fl__buf_puts(&b, "</g>\n");
+  /* The colours' legend: a swatch and a name per kind of code drawn. */
+  fl__buf_printf(&b, "<g font-size='11' fill='%s'>\n", th->text);
+  fl__svg_kinds_legend(&b, bar_kinds(c), legend_y);
   fl__buf_puts(&b, "</g>\n</svg>\n");
   return fl__buf_take(&b);
 }

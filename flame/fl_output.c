@@ -446,9 +446,19 @@ static char *write_folded(draw_t *d, size_t *len) {
   return fl__buf_take(&b);
 }
 
+/* What draw_svg draws, as a still picture: its notes promise no
+ * interaction. */
+static char *draw_still_svg(draw_t *d) {
+  bool still = d->opts.view.still;
+  d->opts.view.still = true;
+  char *svg = draw_svg(d);
+  d->opts.view.still = still;
+  return svg;
+}
+
 /* A picture of what draw_svg draws (fl_picture_*). */
 static char *write_png(draw_t *d, size_t *len) {
-  char *svg = draw_svg(d);
+  char *svg = draw_still_svg(d);
   if (!svg) return NULL;
   char *png = fl_picture_png(svg, strlen(svg), d->opts.view.dpi, len, d->err, d->err_size);
   free(svg);
@@ -456,7 +466,7 @@ static char *write_png(draw_t *d, size_t *len) {
 }
 
 static char *write_pdf(draw_t *d, size_t *len) {
-  char *svg = draw_svg(d);
+  char *svg = draw_still_svg(d);
   if (!svg) return NULL;
   char *pdf = fl_picture_pdf(svg, strlen(svg), len, d->err, d->err_size);
   free(svg);

@@ -247,8 +247,8 @@ static json_t *transform(const sdiff_t *sd) {
   snprintf(
       expr, sizeof expr,
       "{'file:line': datum.file + (datum.line ? ':' + datum.line : '') + (datum.k === 'removed' "
-      "? ' (gone)' : ''), '%s': datum.xs + ' "
-      "%s', '%s': datum.ys, 'delta': datum.deltas, 'change': datum.change}",
+      "? ' (gone)' : ''), '%s': datum.xs ? datum.xs + ' %s' : datum.none, '%s': datum.ys, "
+      "'delta': datum.deltas, 'change': datum.change}",
       fl__drawn_name(sd->s.d), fl__unit(sd->s.t), fl__other_name(sd->s.d));
   json_array_append_new(tr, fl__vl_calculate(expr, "tip"));
   return tr;

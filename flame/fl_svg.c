@@ -41,13 +41,6 @@
 #define VANISHED_LINE_PX 15
 #define GAP_PX 0.5
 
-/* The number of characters (code points) of valid UTF-8 s. */
-static size_t utf8_chars(const char *s) {
-  size_t n = 0;
-  for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
-  return n;
-}
-
 /* The byte length of the first `chars` characters of valid UTF-8 s. */
 static size_t utf8_prefix(const char *s, size_t chars) {
   size_t i = 0;
@@ -120,8 +113,8 @@ static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint
 
 /* The tooltip of a diff's frame: function; location and module; the drawn
  * profile's count and percent; the other's (or "new"); the delta with its
- * share of the total, and the change; with delta=self the self counts;
- * what was folded in. */
+ * share of the drawn profile's total ("of the target"), and the change;
+ * with delta=self the self counts; what was folded in. */
 static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n, uint64_t total,
                            bool alloc) {
   const fl_diff_node_t *dn = fl_diff_node(d, n->id);
@@ -156,9 +149,9 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
       fl__buf_printf(b, ", self %s", base);
     }
   }
-  fl__buf_printf(b, "\ndelta: %s %s%s (%+.3g%% of the total), ", delta, self ? "self " : "",
+  fl__buf_printf(b, "\ndelta: %s %s%s (%+.3g%% of the %s), ", delta, self ? "self " : "",
                  fl__unit_for(t, dn ? dn->delta : 0),
-                 total ? 100.0 * (dn ? dn->delta : 0) / (double)total : 0.0);
+                 total ? 100.0 * (dn ? dn->delta : 0) / (double)total : 0.0, fl__drawn_name(d));
   fl_change_t change = dn ? dn->change : FL_CHANGE_SAME;
   for (int i = 0; i < FL__N_CHANGES; i++)
     if (legend[i].change == change) fl__buf_puts(b, legend[i].label);
@@ -179,7 +172,7 @@ static void put_label(fl__buf_t *b, const char *text, double x, double y, double
   size_t fit = label_fit(w);
   if (fit < LABEL_MIN_CHARS) return;
   char *name = fl__clean_text(text, false);
-  size_t chars = utf8_chars(name);
+  size_t chars = fl__utf8_chars(name);
   fl__buf_puts(b, "<text x='");
   fl__svg_px(b, x + LABEL_PAD_PX);
   fl__buf_puts(b, "' y='");
@@ -195,34 +188,17 @@ static void put_label(fl__buf_t *b, const char *text, double x, double y, double
   free(name);
 }
 
-/* A legend swatch and its label at x, on the line whose baseline is y;
- * returns the x of the next one. */
-static double put_swatch(fl__buf_t *b, double x, double y, const char *color, const char *label) {
-  fl__buf_printf(b, "<rect x='%g' y='%g' width='10' height='10' fill='%s'/>", x, y - 9, color);
-  fl__buf_printf(b, "<text x='%g' y='%g'>", x + 14, y);
-  fl__svg_text(b, label);
-  fl__buf_puts(b, "</text>\n");
-  return x + 14 + 6.5 * (double)utf8_chars(label) + 16;
-}
-
-static void put_kinds_legend(fl__buf_t *b, unsigned kinds, double y) {
-  double x = FL__SVG_MARGIN;
-  for (int k = 0; k < FL__N_KINDS; k++)
-    if (kinds & (1u << k))
-      x = put_swatch(b, x, y, fl__kind_color((fl__kind_t)k), fl__kind_label((fl__kind_t)k));
-}
-
 /* "target − baseline:" then the changes in their full colours. */
 static void put_diff_legend(fl__buf_t *b, const fl_diff_t *d, double y) {
   const char *title = fl__diff_legend_title(d);
   fl__buf_printf(b, "<text x='%g' y='%g' font-weight='bold'>", FL__SVG_MARGIN, y);
   fl__svg_text(b, title);
   fl__buf_puts(b, ":</text>\n");
-  double x = FL__SVG_MARGIN + 7 * (double)(utf8_chars(title) + 1) + 12;
+  double x = FL__SVG_MARGIN + 7 * (double)(fl__utf8_chars(title) + 1) + 12;
   fl__legend_entry_t entries[FL__N_CHANGES];
   fl__diff_legend(d, entries);
   for (int i = 0; i < FL__N_CHANGES; i++)
-    x = put_swatch(b, x, y, entries[i].color, entries[i].label);
+    x = fl__svg_swatch(b, x, y, entries[i].color, entries[i].label);
 }
 
 /* A frame's colour and row, to draw the frames by colour. */
@@ -438,7 +414,7 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   if (r->diff)
     put_diff_legend(&b, r->diff, legend_y);
   else
-    put_kinds_legend(&b, fl__kinds_present(r), legend_y);
+    fl__svg_kinds_legend(&b, fl__kinds_present(r), legend_y);
   fl__buf_puts(&b, "</g>\n");
   if (vanished_lines) put_vanished(&b, r->diff, th, vanished, n_vanished, shown, vanished_y);
   fl__buf_puts(&b, "</svg>\n");

@@ -135,13 +135,14 @@
                                  'pointer-events': 'none', visibility: 'hidden'}, p);
       return plot;
     });
-    // The controls: reset, the matched share, the search box.
+    // The controls, from the left, where a page too narrow for the SVG
+    // (it scrolls) still shows them: the search box, the matched share, reset.
     var ui = el('g', {'font-size': 12, fill: ink}, svg);
-    var reset = el('text', {class: 'cflame-reset', x: 10, y: 20, cursor: 'pointer', 'text-decoration': 'underline',
+    var reset = el('text', {class: 'cflame-reset', x: 330, y: 20, cursor: 'pointer', 'text-decoration': 'underline',
                             visibility: 'hidden'}, ui);
     reset.textContent = 'Reset zoom';
-    var share = el('text', {class: 'cflame-share', x: W - 220, y: 20, 'text-anchor': 'end'}, ui);
-    var fo = el('foreignObject', {x: W - 210, y: 4, width: 200, height: 22}, ui);
+    var share = el('text', {class: 'cflame-share', x: 216, y: 20}, ui);
+    var fo = el('foreignObject', {x: 10, y: 4, width: 200, height: 22}, ui);
     var what = 'search function names';
     var input = el('input', {type: 'search', placeholder: what, 'aria-label': what,
                              style: 'width:196px;font:12px sans-serif;box-sizing:border-box'},
@@ -246,10 +247,12 @@
       set(boxRect, {width: wide, height: tall});
       box.setAttribute('transform', 'translate(' + x + ',' + y + ')');
     }
-    svg.addEventListener('mousemove', ev => { over(ev.target.cflame, ev); });
+    // The frame under the pointer: the SVG's own mark (set up) is none.
+    function at(ev) { var f = ev.target.cflame; return f && f.plot ? f : null; }
+    svg.addEventListener('mousemove', ev => { over(at(ev), ev); });
     svg.addEventListener('mouseleave', () => { over(null); });
     svg.addEventListener('click', ev => {
-      var f = ev.target.cflame;
+      var f = at(ev);
       if (f && zooms) zoom(f.plot, f);
     });
     svg.addEventListener('dblclick', () => { zoom(null); });

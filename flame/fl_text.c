@@ -592,8 +592,11 @@ char *fl_text_top(const fl_tree_t *t, const fl_text_opts_t *o) {
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
   if (hidden) {
     line.len = 0;
-    fl__buf_printf(&line, "(%zu narrow frames hidden by minwidth, %.2g%% of %s, are not counted)",
-                   hidden, total ? 100.0 * (double)hidden_weight / (double)total : 0, fl__unit(t));
+    char h[48];
+    fl_count_noun(hidden, "narrow frame", "narrow frames", h, sizeof h);
+    fl__buf_printf(&line, "(%s hidden by minwidth, %.2g%% of %s, %s not counted)", h,
+                   total ? 100.0 * (double)hidden_weight / (double)total : 0, fl__unit(t),
+                   hidden == 1 ? "is" : "are");
     put_line(&out, line.data, line.len, o->cols);
   }
   fl__buf_puts(&out, "\nBy self:\n");

@@ -89,11 +89,11 @@ static int top_notes(const fl_tree_t *t, const fl_view_opts_t *v, const top_t *t
   size_t hidden = fl_tree_hidden(t, &hidden_weight);
   char hidden_line[160];
   if (hidden) {
-    char h[32];
-    fl__thousands(hidden, h);
-    snprintf(hidden_line, sizeof hidden_line,
-             "%s narrow frames hidden by minwidth (%.2g%% of %s) are not counted", h,
-             top->total ? 100.0 * (double)hidden_weight / (double)top->total : 0, fl__unit(t));
+    char h[48];
+    fl_count_noun(hidden, "narrow frame", "narrow frames", h, sizeof h);
+    snprintf(hidden_line, sizeof hidden_line, "%s hidden by minwidth (%.2g%% of %s) %s not counted",
+             h, top->total ? 100.0 * (double)hidden_weight / (double)top->total : 0, fl__unit(t),
+             hidden == 1 ? "is" : "are");
     lines[n_lines++] = hidden_line;
   }
   return fl__view_notes(v, lines, n_lines, notes);
@@ -196,13 +196,13 @@ json_t *fl_top_vegalite(const fl_tree_t *t, const fl_view_opts_t *view) {
   int width = top_width(v);
   fl__table_t tb = {.th = top.th, .y_field = "rank", .row_px = ROW_PX, .bar_px = BAR_PX};
   static const struct {
-    const char *field, *header, *sort;
+    const char *field, *header;
     int x;
     bool right;
   } columns[] = {
-      {"selfs", "Self", "self", X_SELF, true},         {"selfpcts", "Self%", NULL, X_SELFPCT, true},
-      {"sumpcts", "Sum%", NULL, X_SUMPCT, true},       {"totals", "Total", "total", X_TOTAL, true},
-      {"totalpcts", "Total%", NULL, X_TOTALPCT, true}, {"name", "Function", NULL, X_FUNC, false},
+      {"selfs", "Self", X_SELF, true},           {"selfpcts", "Self%", X_SELFPCT, true},
+      {"sumpcts", "Sum%", X_SUMPCT, true},       {"totals", "Total", X_TOTAL, true},
+      {"totalpcts", "Total%", X_TOTALPCT, true}, {"name", "Function", X_FUNC, false},
   };
   json_t *rows_layer = fl__nonnull(json_array());
   json_array_append_new(
@@ -216,13 +216,10 @@ json_t *fl_top_vegalite(const fl_tree_t *t, const fl_view_opts_t *view) {
                             .right = columns[i].right,
                             .limit = columns[i].right ? 0 : width - columns[i].x};
     json_array_append_new(rows_layer, fl__table_text(&tb, &c));
-    /* The header of the sorted column ends in ▼. */
-    char expr[160];
-    if (columns[i].sort)
-      snprintf(expr, sizeof expr, "'%s' + (sort === '%s' ? ' \xe2\x96\xbc' : '')",
-               columns[i].header, columns[i].sort);
-    else
-      snprintf(expr, sizeof expr, "'%s'", columns[i].header);
+    /* Headers carry no sort arrow: clicking one does nothing, and the
+     * radio buttons under the view say the order. */
+    char expr[64];
+    snprintf(expr, sizeof expr, "'%s'", columns[i].header);
     json_array_append_new(layers, fl__table_header(&tb, expr, columns[i].x, columns[i].right));
   }
   json_array_insert_new(
@@ -259,13 +256,11 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *view) {
   fl__buf_t b = {0};
   fl__svg_table_t l;
   fl__svg_table_open(&b, v, top.notes, top.n_notes, width, rows, ROW_PX, &l);
-  /* Sorted by self, as the arrow says. */
-  static const fl__table_head_t heads[] = {{"Self \xe2\x96\xbc", X_SELF, true},
-                                           {"Self%", X_SELFPCT, true},
-                                           {"Sum%", X_SUMPCT, true},
-                                           {"Total", X_TOTAL, true},
-                                           {"Total%", X_TOTALPCT, true},
-                                           {"Function", X_FUNC, false}};
+  /* Sorted by self, as the note says; a still table, whose headers carry
+   * no arrow that would look clickable. */
+  static const fl__table_head_t heads[] = {
+      {"Self", X_SELF, true},   {"Self%", X_SELFPCT, true},   {"Sum%", X_SUMPCT, true},
+      {"Total", X_TOTAL, true}, {"Total%", X_TOTALPCT, true}, {"Function", X_FUNC, false}};
   fl__svg_table_headers(&b, &l, heads, sizeof heads / sizeof *heads);
   uint64_t running = 0;
   size_t name_chars = (size_t)((width - X_FUNC) / FL__TABLE_CHAR_PX);

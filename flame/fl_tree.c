@@ -39,7 +39,9 @@
  *    root), so a comparator called by qsort hangs under the cell frame that
  *    called qsort, which is marked FL_STATUS_SYSTEM. FL_FRAME_SYSTEM gives
  *    FL_STATUS_SYSTEM and FL_FRAME_ALLOC gives FL_STATUS_ALLOC (malloc in
- *    libc, flagged both, gives both).
+ *    libc, flagged both, gives both). A wait keeps the call that waited:
+ *    the first frame of a folded run that ends in a wait's leaf (not a
+ *    wait for a CPU) stays, the rest of the run folded into it.
  *  - The filter looks at every frame of the sample as recorded, including
  *    frames that C=false folds away and frames below a pruned one, so
  *    filter=qsort keeps the stacks that went through qsort.
@@ -155,6 +157,7 @@ typedef struct frame_role {
   uint32_t key;  /* node identity: index into keys, in drawing order */
   uint32_t func; /* function identity (func, module), for recur=flat */
   uint32_t fold; /* C=false: the FL_STATUS_* bits it gives its caller; 0: kept */
+  bool wait;     /* a wait's leaf (FL_FRAME_OFFCPU), not a wait for a CPU */
   bool pruned;
   bool match; /* the filter matches its function */
 } frame_role_t;
@@ -301,6 +304,7 @@ static void compute_roles(builder_t *b) {
     if (!o->C)
       r->fold = (f->flags & FL_FRAME_SYSTEM ? FL_STATUS_SYSTEM : 0) |
                 (f->flags & FL_FRAME_ALLOC ? FL_STATUS_ALLOC : 0);
+    r->wait = (f->flags & FL_FRAME_OFFCPU) && !(f->flags & FL_FRAME_RUNNABLE);
     r->pruned = in_list(o->pruned, f->func);
     if (o->filter && o->filter_is_regex)
       r->match = regexec(&b->re, f->func, 0, NULL, 0) == 0;
@@ -312,6 +316,19 @@ static void compute_roles(builder_t *b) {
   ident_set_free(&keys);
   ident_set_free(&funcs);
   rank_keys(b);
+}
+
+/* C=false: whether stack[i], a frame folded away, is the call the program
+ * made into the system libraries (the first of a run of folded frames)
+ * whose run ends in a wait's leaf. That call is kept, so that the wait
+ * reads "[off-CPU: futex]" under pthread_mutex_lock under the caller; the
+ * frames between are folded into it. */
+static bool keeps_waiting_call(const frame_role_t *roles, const uint32_t *stack, size_t n,
+                               size_t i) {
+  if (i > 0 && roles[stack[i - 1]].fold) return false;
+  size_t j = i + 1;
+  while (j < n && roles[stack[j]].fold) j++;
+  return j < n && roles[stack[j]].wait;
 }
 
 /* ---- distinct stacks ---- */
@@ -427,7 +444,7 @@ static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, siz
     lline[0] = 0;
     for (size_t i = 0; i < n; i++) {
       const frame_role_t *r = &b->roles[stack[i]];
-      if (r->fold) {
+      if (r->fold && !keeps_waiting_call(b->roles, stack, n, i)) {
         ls[depth] |= r->fold;
         continue;
       }

@@ -363,7 +363,8 @@ static char *tooltip_of(const fl_kind_info_t *kind) {
 /* The tooltip of a diff's frame: function, file:line and module as for a
  * plain graph, then the drawn profile's count with its percent, the other
  * profile's (or what a frame without a partner shows), the delta with its
- * share of the total, the change in the legend's words, and what was folded
+ * share of the drawn profile's total ("of the target", "of the baseline"),
+ * the change in the legend's words, and what was folded
  * in. With delta=self, self counts too. "target" and "baseline" swap places
  * when negated (the drawn profile comes first). New. */
 static char *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
@@ -398,8 +399,9 @@ static char *diff_tooltip_of(const fl_diff_t *d, bool alloc, uint64_t total) {
                    "format(datum.base_self, ',.2~f') + %s, ",
                    fl__other_name(d), missing, unit[3]);
   fl__buf_printf(&b, "'delta': format(datum.delta, '+,.2~f') + %s%s + ' (' + "
-                 "format(100 * datum.delta / %llu, '+.3~r') + '%% of the total)', ",
-                 self ? "' self' + " : "", unit[4], (unsigned long long)(total ? total : 1));
+                 "format(100 * datum.delta / %llu, '+.3~r') + '%% of the %s)', ",
+                 self ? "' self' + " : "", unit[4], (unsigned long long)(total ? total : 1),
+                 fl__drawn_name(d));
   fl__buf_puts(&b, "'change': ");
   for (int i = 0; i < FL__N_CHANGES - 1; i++)
     fl__buf_printf(&b, "datum.change === '%s' ? '%s' : ", fl__change_name(legend[i].change),
@@ -626,25 +628,6 @@ static json_t *share_layer(const fl_view_opts_t *v, uint64_t total) {
                   "text", "field", "share");
 }
 
-static json_t *legend_layer(unsigned kinds) {
-  json_t *domain = json_array(), *range = json_array();
-  for (int k = 0; k < FL__N_KINDS; k++) {
-    if (!(kinds & (1u << k))) continue;
-    json_array_append_new(domain, json_string(fl__kind_label((fl__kind_t)k)));
-    json_array_append_new(range, json_string(fl__kind_color((fl__kind_t)k)));
-  }
-  return json_pack(
-      "{s:s,s:[{s:s}],s:{s:s,s:i},"
-      "s:{s:{s:s,s:s,s:{s:o,s:o},s:{s:n,s:s,s:s,s:s}}}}",
-      "name", "legend",
-      "transform", "filter", "false",
-      "mark", "type", "square", "opacity", 1,
-      "encoding", "color", "field", "kind", "type", "nominal",
-                           "scale", "domain", domain, "range", range,
-                           "legend", "title", "orient", "bottom", "direction", "horizontal",
-                                     "symbolType", "square");
-}
-
 /* Where a diff's legend goes: under the plot and its axis, at a fixed
  * place (vega would put a bottom legend under every mark, the vanished list
  * included), and the vanished list under it. */
@@ -665,17 +648,11 @@ static json_t *diff_legend_layer(const fl_diff_t *d, const fl_view_opts_t *v,
     json_array_append_new(domain, json_string(entries[i].label));
     json_array_append_new(range, json_string(entries[i].color));
   }
-  return json_pack(
-      "{s:s,s:[{s:s}],s:{s:s,s:i},"
-      "s:{s:{s:s,s:s,s:{s:o,s:o},s:{s:s,s:s,s:s,s:s,s:i,s:f}}}}",
-      "name", "legend",
-      "transform", "filter", "false",
-      "mark", "type", "square", "opacity", 1,
-      "encoding", "color", "field", "change", "type", "nominal",
-                           "scale", "domain", domain, "range", range,
-                           "legend", "title", fl__diff_legend_title(d), "orient", "none",
-                                     "direction", "horizontal", "symbolType", "square",
-                                     "legendX", 0, "legendY", diff_legend_y(v, l));
+  return fl__vl_legend_layer(
+      "change", domain, range,
+      fl__nonnull(json_pack("{s:s,s:s,s:s,s:s,s:i,s:f}", "title", fl__diff_legend_title(d),
+                            "orient", "none", "direction", "horizontal", "symbolType", "square",
+                            "legendX", 0, "legendY", diff_legend_y(v, l))));
 }
 
 /* One row of the vanished list: its line number, its text, and for a frame
@@ -778,7 +755,7 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
       json_t *vanished = vanished_layer(r->diff, v, &l);
       if (vanished) json_array_append_new(layers, vanished);
     } else {
-      json_array_append_new(layers, legend_layer(fl__kinds_present(r)));
+      json_array_append_new(layers, fl__vl_kinds_legend(fl__kinds_present(r)));
     }
   }
   char *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total)

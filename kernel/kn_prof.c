@@ -39,6 +39,7 @@ struct kn_prof {
   char *last_baseline_name;
   char *last_args;
   char *last_root;
+  char *last_note;
   json_t *last_bundle;
   baseline_t *baselines;
   size_t n_baselines;
@@ -52,6 +53,9 @@ struct kn_prof {
   const fl_cancel_flag_t *cancel;
   bool (*claim)(void *ctx);
   void *claim_ctx;
+  /* The compile-flags note last said (tail_call_note's text), so that a
+   * session reads it once, and again only when %cflags changes it. */
+  const char *tail_note_said;
 };
 
 static void group_digits(char *buf, size_t size, uint64_t v);
@@ -144,6 +148,7 @@ void kn_prof_destroy(kn_prof_t **pp) {
   fl_profile_destroy(&p->last_baseline);
   free(p->last_args);
   free(p->last_root);
+  free(p->last_note);
   free(p->last_baseline_name);
   json_decref(p->last_bundle);
   for (size_t i = 0; i < p->n_baselines; i++) {
@@ -176,7 +181,7 @@ kn_profhist_t *kn_prof_history(kn_prof_t *p) {
 
 const fl_profile_t *kn_prof_diff_base(const kn_prof_t *p, const char *name, const char *cell_key) {
   if (name && !strcmp(name, KN_PROFHIST_PREV))
-    return cell_key ? kn_profhist_last(p->history, cell_key, NULL) : NULL;
+    return cell_key ? kn_profhist_prev(p->history, cell_key, NULL, NULL, 0) : NULL;
   return kn_prof_baseline(p, name);
 }
 
@@ -449,6 +454,7 @@ void kn_prof_remember(kn_prof_t *p, const kn_prof_shown_t *shown) {
   keep_string(&p->last_baseline_name, shown->baseline ? shown->baseline_name : NULL);
   keep_string(&p->last_args, shown->args ? shown->args : "");
   keep_string(&p->last_root, shown->root);
+  keep_string(&p->last_note, shown->note);
   json_incref(shown->bundle);
   json_decref(p->last_bundle);
   p->last_bundle = shown->bundle;
@@ -461,6 +467,7 @@ bool kn_prof_last_shown(const kn_prof_t *p, kn_prof_shown_t *out) {
                            .baseline_name = p->last_baseline_name,
                            .args = p->last_args,
                            .root = p->last_root,
+                           .note = p->last_note,
                            .bundle = p->last_bundle};
   return true;
 }
@@ -534,17 +541,24 @@ static void put_runs(fl__buf_t *sb, const fl_profile_t *prof) {
 }
 
 /* What the flags a profile's cells were compiled with do to its stacks;
- * "" when the profile does not say (one read from a file). */
-static const char *tail_call_note(const fl_profile_info_t *info) {
+ * "" when the profile does not say (one read from a file), or when p's
+ * session has said the same already (p NULL: always said). The two texts
+ * are static strings, so the one said last is remembered by pointer. */
+static const char *tail_call_note(kn_prof_t *p, const fl_profile_info_t *info) {
   if (!info->compiler[0]) return "";
-  return kn_session_flags_keep_tail_calls(info->compiler)
-             ? "; cells compiled with -fno-optimize-sibling-calls: a function that ends by "
-               "calling another stays in the stacks"
-             : "; cells compiled with -foptimize-sibling-calls: a function that ends by calling "
-               "another is left out, and its callee shows under its caller";
+  const char *note =
+      kn_session_flags_keep_tail_calls(info->compiler)
+          ? "; cells compiled with -fno-optimize-sibling-calls: a function that ends by "
+            "calling another stays in the stacks"
+          : "; cells compiled with -foptimize-sibling-calls: a function that ends by calling "
+            "another is left out, and its callee shows under its caller";
+  if (!p) return note;
+  if (p->tail_note_said == note) return "";
+  p->tail_note_said = note;
+  return note;
 }
 
-char *kn_prof_summary(const fl_profile_t *prof) {
+char *kn_prof_summary(kn_prof_t *p, const fl_profile_t *prof) {
   const fl_profile_info_t *info = fl_profile_info_const(prof);
   fl__buf_t sb = FL__BUF_INIT;
   char interval[32];
@@ -580,7 +594,7 @@ char *kn_prof_summary(const fl_profile_t *prof) {
                      "(lower sample_rate=, or raise n=)",
                      dropped);
     }
-    fl__buf_puts(&sb, tail_call_note(info));
+    fl__buf_puts(&sb, tail_call_note(p, info));
     return fl__buf_take(&sb);
   }
   if (info->kind == FL_PROFILE_EVENT) {
@@ -592,7 +606,7 @@ char *kn_prof_summary(const fl_profile_t *prof) {
     if (info->cpu_seconds > 0 && info->wall_seconds > 0)
       fl__buf_printf(&sb, "; the run used %.3f s CPU, %.3f s wall", info->cpu_seconds,
                      info->wall_seconds);
-    fl__buf_puts(&sb, tail_call_note(info));
+    fl__buf_puts(&sb, tail_call_note(p, info));
     return fl__buf_take(&sb);
   }
   /* A sample is one interval of CPU time: the unit of every count the
@@ -664,6 +678,6 @@ char *kn_prof_summary(const fl_profile_t *prof) {
                    "; the sample buffer filled up and sampling stopped early, so the graph "
                    "covers %.3f s of the run's CPU (raise n=, or %%profinit n=)",
                    represented);
-  fl__buf_puts(&sb, tail_call_note(info));
+  fl__buf_puts(&sb, tail_call_note(p, info));
   return fl__buf_take(&sb);
 }

@@ -56,14 +56,15 @@ typedef struct kn_prof_settings {
 } kn_prof_settings_t;
 
 /* The last graph shown, which %profsave writes: its profile (and baseline,
- * for a diff), the options it was drawn with, its root's name, its
- * bundle. All borrowed. */
+ * for a diff), the options it was drawn with, its root's name, the line
+ * under its title, its bundle. All borrowed. */
 typedef struct kn_prof_shown {
   const fl_profile_t *profile;
   const fl_profile_t *baseline; /* NULL unless a diff */
   const char *baseline_name;    /* NULL unless a diff */
   const char *args;
   const char *root;
+  const char *note;
   json_t *bundle;
 } kn_prof_shown_t;
 
@@ -199,7 +200,9 @@ char *kn_prof_baseline_list(const kn_prof_t *p);
 /* "1,234 samples every 1 ms of CPU represent 1.234 s of CPU, from 1,180
  * stacks recorded (952 per CPU-second); the run used 1.240 s CPU, 1.250 s
  * wall". A sample is one interval of CPU: the unit of every count the
- * graphs and reports show. New string. */
-char *kn_prof_summary(const fl_profile_t *prof);
+ * graphs and reports show. What the cells' compile flags do to the stacks
+ * (tail calls kept or left out) is added the first time p's session shows
+ * it, and when %cflags changes it; p NULL adds it always. New string. */
+char *kn_prof_summary(kn_prof_t *p, const fl_profile_t *prof);
 
 #endif

@@ -5,10 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "cflame/fl_render.h"
 #include "kn_text.h"
+
+/* The prefix of a key that is a cell's code (kn_profhist_key). */
+#define CODE_KEY "code:"
 
 typedef struct run {
   int number;
@@ -53,9 +57,43 @@ char *kn_profhist_key(const json_t *request_metadata, const char *code) {
     fl__buf_printf(&key, "id:%s", id);
   } else {
     const char *body = strchr(code, '\n');
-    fl__buf_printf(&key, "code:%016llx", (unsigned long long)fl__fnv1a(body ? body + 1 : ""));
+    fl__buf_printf(&key, "%s%s", CODE_KEY, body ? body + 1 : "");
   }
   return fl__buf_take(&key);
+}
+
+static int cmp_u16(const void *a, const void *b) {
+  return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+/* s's pairs of adjacent bytes, sorted, into a new array; *n their count. */
+static uint16_t *bigrams(const char *s, size_t *n) {
+  size_t len = strlen(s);
+  *n = len > 1 ? len - 1 : 0;
+  uint16_t *b = fl__xmalloc(*n ? *n : 1, sizeof *b);
+  for (size_t i = 0; i < *n; i++)
+    b[i] = (uint16_t)((unsigned char)s[i] << 8 | (unsigned char)s[i + 1]);
+  qsort(b, *n, sizeof *b, cmp_u16);
+  return b;
+}
+
+/* How alike a and b are, 0 to 1: Dice's coefficient of their bigrams
+ * (each pair counted as often as it occurs); equal texts are 1. */
+static double alike(const char *a, const char *b) {
+  if (!strcmp(a, b)) return 1;
+  size_t na, nb, common = 0;
+  uint16_t *x = bigrams(a, &na), *y = bigrams(b, &nb);
+  for (size_t i = 0, j = 0; i < na && j < nb;) {
+    if (x[i] == y[j])
+      common++, i++, j++;
+    else if (x[i] < y[j])
+      i++;
+    else
+      j++;
+  }
+  free(x);
+  free(y);
+  return na + nb ? 2.0 * (double)common / (double)(na + nb) : 0;
 }
 
 void kn_profhist_add(kn_profhist_t *h, const fl_profile_t *run, const char *key, int cell) {
@@ -74,13 +112,44 @@ void kn_profhist_add(kn_profhist_t *h, const fl_profile_t *run, const char *key,
   h->n -= drop;
 }
 
-const fl_profile_t *kn_profhist_last(const kn_profhist_t *h, const char *key, int *cell) {
-  for (size_t i = h->n; i-- > 0;) {
-    if (strcmp(h->runs[i].key, key) != 0) continue;
-    if (cell) *cell = h->runs[i].cell;
-    return h->runs[i].prof;
+const fl_profile_t *kn_profhist_prev(const kn_profhist_t *h, const char *key,
+                                     kn_profhist_found_t *found, char *why, size_t why_size) {
+  const run_t *best = NULL;
+  double best_alike = -1; /* any run of code is closer than none */
+  for (size_t i = h->n; i-- > 0 && !best;)
+    if (!strcmp(h->runs[i].key, key)) best = &h->runs[i];
+  bool by_code = strncmp(key, CODE_KEY, strlen(CODE_KEY)) == 0;
+  if (!best && by_code) {
+    /* Newest first: of equally alike runs, the last one is the previous. */
+    const char *code = key + strlen(CODE_KEY);
+    for (size_t i = h->n; i-- > 0;) {
+      const run_t *r = &h->runs[i];
+      if (strncmp(r->key, CODE_KEY, strlen(CODE_KEY)) != 0) continue;
+      double a = alike(code, r->key + strlen(CODE_KEY));
+      if (a > best_alike) best_alike = a, best = r;
+    }
+    if (best && best_alike < KN_PROFHIST_ALIKE) {
+      if (why_size)
+        snprintf(why, why_size,
+                 "the front end sends no cell id, so a cell is found by its code, and no "
+                 "earlier profiled code is like this cell's: the closest, run %d (cell[%d]), "
+                 "has %.0f%% of its character pairs in common, less than the %.0f%% an edit "
+                 "keeps",
+                 best->number, best->cell, 100 * best_alike, 100 * KN_PROFHIST_ALIKE);
+      return NULL;
+    }
   }
-  return NULL;
+  if (!best) {
+    if (why_size)
+      snprintf(why, why_size, "%s",
+               h->n == 0 ? "no cell has a profiled run kept yet"
+               : by_code ? "the front end sends no cell id, and no run kept was of code"
+                           " (they came with cell ids)"
+                         : "this cell (by its cell id) has no profiled run kept");
+    return NULL;
+  }
+  if (found) *found = (kn_profhist_found_t){best->number, best->cell, strcmp(best->key, key) != 0};
+  return best->prof;
 }
 
 const fl_profile_t *kn_profhist_run(const kn_profhist_t *h, int n) {

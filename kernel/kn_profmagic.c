@@ -41,12 +41,14 @@ static bool png_by_default(void) {
 
 /* Remembers a shown graph for %profsave. */
 static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
-                     const kn_profreq_t *req, const char *root_name, json_t *bundle) {
+                     const kn_profreq_t *req, const char *root_name, const char *note,
+                     json_t *bundle) {
   kn_prof_remember(kp, &(kn_prof_shown_t){.profile = prof,
                                           .baseline = baseline,
                                           .baseline_name = req->baseline,
                                           .args = req->args,
                                           .root = root_name,
+                                          .note = note,
                                           .bundle = bundle});
 }
 
@@ -60,11 +62,14 @@ static void draw_budget(const kn_prof_t *kp, const fl_options_t *o, fl_budget_t 
 
 /* The line under a graph's title, and text/plain's summary line: what
  * prof holds, and for a diff against which baseline. New string. */
-static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t *req) {
-  char *summary = kn_prof_summary(prof);
+static char *graph_note(kn_prof_t *kp, const fl_profile_t *prof, bool diff,
+                        const kn_profreq_t *req) {
+  char *summary = kn_prof_summary(kp, prof);
   if (!diff) return summary;
   fl__buf_t note = FL__BUF_INIT;
-  if (req->baseline && !strcmp(req->baseline, KN_PROFHIST_PREV))
+  if (req->baseline_note)
+    fl__buf_printf(&note, "%s; %s", summary, req->baseline_note);
+  else if (req->baseline && !strcmp(req->baseline, KN_PROFHIST_PREV))
     fl__buf_printf(&note, "%s; against this cell's previous run", summary);
   else
     fl__buf_printf(&note, "%s; against baseline %s", summary, req->baseline ? req->baseline : "");
@@ -76,7 +81,7 @@ static char *graph_note(const fl_profile_t *prof, bool diff, const kn_profreq_t 
  * display_data content, remembered for %profsave. New, or NULL with err. */
 static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
                     const kn_profreq_t *req, const char *root_name, char *err, size_t err_size) {
-  char *note = graph_note(prof, baseline != NULL, req);
+  char *note = graph_note(kp, prof, baseline != NULL, req);
   fl_options_t draw = req->draw; /* the same options, and what the notebook adds */
   draw.view.note = note;
   draw.view.markdown_hint = interactive_hint;
@@ -90,9 +95,9 @@ static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t 
                        .source = *kn_prof_source_reader(kp),
                        .budget = &budget};
   json_t *bundle = fl_output_bundle(&r, err, err_size);
+  if (bundle) remember(kp, prof, baseline, req, root_name, note, bundle);
   free(note);
   if (!bundle) return NULL;
-  remember(kp, prof, baseline, req, root_name, bundle);
   return json_pack("{s:o, s:{}}", "data", bundle, "metadata");
 }
 
@@ -183,9 +188,10 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
    * stack. */
   if (baseline && !strcmp(format, "folded") && !fl_options_given(&opts->draw, "lines"))
     opts->draw.tree.lines = FL_LINES_OFF;
-  /* The graph as the notebook draws it: its note, and an HTML page named
+  /* The graph as the notebook drew it: its note, and an HTML page named
    * after what it shows. */
-  char *note = graph_note(prof, baseline != NULL, opts);
+  char *note = shown && last.note ? fl__xstrdup(last.note)
+                                  : graph_note(NULL, prof, baseline != NULL, opts);
   opts->draw.view.note = note;
   fl__buf_t page_title = FL__BUF_INIT;
   if (!opts->draw.view.title) {
@@ -524,7 +530,7 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
     fl_tree_destroy(&tree);
     goto out;
   }
-  char *summary = kn_prof_summary(session);
+  char *summary = kn_prof_summary(kp, session);
   char *empty = fl_output_empty_note(tree, &req.draw); /* a filter that left nothing */
   char *report =
       req.draw.flat ? fl_text_flat(tree, &req.draw.text) : fl_text_tree(tree, &req.draw.text);

@@ -258,6 +258,7 @@ void kn_profreq_free(kn_profreq_t *req) {
   fl_options_free(&req->draw);
   if (req->positional) kn_words_free(req->positional);
   free(req->baseline);
+  free(req->baseline_note);
   free(req->args);
   memset(req, 0, sizeof *req);
 }

@@ -49,6 +49,9 @@ typedef struct kn_profreq {
   uint64_t n_words;
   fl_options_t draw; /* the drawing options (tree, view, text, diff) */
   char *baseline;    /* %%profbase / %%profdiffview NAME */
+  /* %%profdiffview prev: which run the baseline is, for the note under the
+   * title ("compared with run 3, cell[7]: ..."); NULL: said by name. */
+  char *baseline_note;
   /* What the run samples (fl_kind), whatever the run does with its profile
    * (mode): it picks the collector the worker runs (kn_profrun.c). The
    * parser leaves the kind the options name; kn_profreq_kind settles it. */

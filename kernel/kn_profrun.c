@@ -268,7 +268,7 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
   kn_profmode_t mode = e->profreq.mode;
   if (mode == KN_PROF_BASE) {
     kn_prof_set_baseline(kp, e->profreq.baseline, prof);
-    char *summary = kn_prof_summary(prof);
+    char *summary = kn_prof_summary(kp, prof);
     fl__buf_t sb = FL__BUF_INIT;
     fl__buf_printf(&sb, "Baseline %s: %s\n", e->profreq.baseline, summary);
     kn_exec_output(e, 'O', sb.data, sb.len);
@@ -286,7 +286,7 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
       free(msg);
     }
   } else if (mode == KN_PROF_ACCUMULATE && pi->dropped) {
-    char *summary = kn_prof_summary(prof);
+    char *summary = kn_prof_summary(kp, prof);
     kn_exec_output(e, 'E', summary, strlen(summary));
     kn_exec_output(e, 'E', "\n", 1);
     free(summary);

@@ -254,7 +254,7 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
     kn_prof_t *kp = kn_kernel_prof(k);
     /* Baseline magics start with the baseline's NAME. */
     const char *args = m->args;
-    char *name = NULL;
+    char *name = NULL, *baseline_note = NULL;
     if (mode == KN_PROF_BASE || mode == KN_PROF_DIFF) {
       while (isspace((unsigned char)*args)) args++;
       size_t len = strcspn(args, " \t");
@@ -276,15 +276,24 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
         free(name);
         goto fail;
       }
-      if (mode == KN_PROF_DIFF && !strcmp(name, KN_PROFHIST_PREV) &&
-          !kn_prof_diff_base(kp, name, e->cell_key)) {
-        snprintf(err, sizeof err,
-                 "%s prev: this cell has no earlier profiled run to compare with; run it "
-                 "with %%%%profview first, then edit it and run %%%%profdiffview prev "
-                 "(%%profhistory lists the runs kept)",
-                 typed);
-        free(name);
-        goto fail;
+      if (mode == KN_PROF_DIFF && !strcmp(name, KN_PROFHIST_PREV)) {
+        char why[300];
+        kn_profhist_found_t found;
+        if (!kn_profhist_prev(kn_prof_history(kp), e->cell_key, &found, why, sizeof why)) {
+          snprintf(err, sizeof err,
+                   "%s prev: this cell has no earlier profiled run to compare with (%s); run "
+                   "it with %%%%profview first, then edit it and run %%%%profdiffview prev "
+                   "(%%profhistory lists the runs kept)",
+                   typed, why);
+          free(name);
+          goto fail;
+        }
+        /* The note under the diff's title says which run it is. */
+        baseline_note = fl__xasprintf(
+            "compared with run %d, cell[%d]: %s", found.number, found.cell,
+            found.alike ? "the earlier profiled code most like this cell's (the front end "
+                          "sends no cell id)"
+                        : "this cell's previous run");
       }
       if (mode == KN_PROF_DIFF && !kn_prof_diff_base(kp, name, e->cell_key)) {
         char *names = kn_prof_baseline_names(kp);
@@ -302,7 +311,8 @@ static int parse_run_magic(kn_kernel_t *k, kn_exec_t *e, const kn_magic_t *m, bo
       opts = fl__xstrdup(args);
     int rc = kn_profreq_parse(kp, typed, opts, groups, &e->profreq, err, sizeof err);
     free(opts);
-    e->profreq.baseline = name; /* the request owns it from here on */
+    e->profreq.baseline = name; /* the request owns them from here on */
+    e->profreq.baseline_note = baseline_note;
     if (rc < 0) goto fail;
     if (!statement && e->profreq.positional[0]) {
       snprintf(err, sizeof err, "%s: unexpected '%s'; options are key=value words, such as "

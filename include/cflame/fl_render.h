@@ -56,6 +56,8 @@ typedef struct fl_view_opts {
   double from, to;   /* view=chart: seconds from the start; 0: the start, the end */
   double dpi;        /* PNG output: dots per inch (the SVG's pixels are 96 to the inch) */
   bool png;          /* fl_output_bundle: add an image/png item */
+  bool still;        /* a still picture (PNG, PDF): notes say nothing of clicks,
+                        drags or wheels */
   const char *note;  /* a line under the title: samples, rate, CPU time */
   bool icicle;       /* root at the top (else at the bottom) */
   bool dark;         /* dark theme */

@@ -601,6 +601,41 @@ def test_png_and_pdf_pictures(tmp_path):
     assert worst <= 0.05, (worst, a, b)
 
 
+def test_a_chart_says_what_it_answers_to_where_it_is_shown(tmp_path):
+    """The chart's caption says what the drawing does where it is shown: the
+    Vega-Lite spec pans and zooms with drag and wheel, the SVG's script
+    zooms to a bar on a click (the page keeps its wheel), and a still
+    picture (PDF, read back by pdftotext) says nothing of clicks, drags or
+    wheels."""
+    src = DATA / "threads.txt"
+    spec = json.loads(ok(src, "--view", "chart", "-f", "vegalite"))
+    notes = " ".join(spec["title"]["subtitle"] if isinstance(spec["title"]["subtitle"], list)
+                     else [spec["title"]["subtitle"]])
+    assert "drag to pan, wheel to zoom" in notes, notes
+    ok(src, "--view", "chart", "-o", tmp_path / "c.svg")
+    svg = (tmp_path / "c.svg").read_text()
+    assert "click a bar to zoom to it" in svg and "wheel" not in svg and "drag" not in svg, svg[:2000]
+    ok(src, "--view", "chart", "-o", tmp_path / "c.pdf")
+    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "c.pdf"), "-"], check=True,
+                          capture_output=True, text=True, timeout=60).stdout
+    assert "the samples in time order" in text, text[:1000]
+    for word in ("click", "drag", "wheel"):
+        assert word not in text, f"a still picture says '{word}': {text[:1000]}"
+
+
+def test_the_search_box_is_in_a_narrow_window(tmp_path):
+    """A page narrower than an SVG can shrink it (a notebook's output area in
+    a window 600 px wide) scrolls it sideways: the search box of a flame
+    graph's and of a chart's page is still in the window. An SVG file in a
+    window 600 px wide is drawn smaller than its size: hovering the gaps
+    between its frames (the SVG itself) throws nothing."""
+    for view in ("flame", "chart"):
+        ok(DATA / "threads.txt", "--view", view, "-o", tmp_path / f"{view}.html")
+    interactive_ok([tmp_path / "flame.html", tmp_path / "chart.html"], "--width", "480")
+    ok(DATA / "threads.txt", "-o", tmp_path / "flame.svg")
+    interactive_ok([tmp_path / "flame.svg"], "--width", "600")
+
+
 def test_every_views_svg_is_interactive_by_itself(tmp_path):
     """Each view's SVG file (a profile's six views, a diff's four, an icicle
     in the dark theme), opened on its own in Chromium with the network off:

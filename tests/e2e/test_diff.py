@@ -325,10 +325,11 @@ def test_profdiffview_prev_compares_an_edited_cell_with_its_last_run(kc):
     meta = diff["application/vnd.vegalite.v5+json"]["usermeta"]["cflame"]["diff"]
     assert abs(meta["other_total"] - first_total) <= 0.5, (meta["other_total"], first_total)
     assert any(r["func"] == "f2" and r["change"] == "new" for r in rows), [r["func"] for r in rows]
-    assert "against this cell's previous run" in diff["text/plain"]
     listed = ok(kc, "%profhistory")
     runs = re.findall(r"^\s*(\d+)\s+cell\[(\d+)\].*%profhistory (\d+)$", listed, re.M)
     assert len(runs) >= 2 and all(a == c for a, _, c in runs), listed
+    said = f"compared with run {runs[-2][0]}, cell[{runs[-2][1]}]: this cell's previous run"
+    assert said in diff["text/plain"], (said, diff["text/plain"][:600])
     # each run's samples as its graph counts them, not its stacks
     samples = re.search(rf"^\s*{runs[-2][0]}\s+cell\[\d+\]\s+\S+\s+([\d,]+)\s", listed, re.M)
     assert samples and int(samples.group(1).replace(",", "")) == first_total, (listed, first_total)
@@ -358,5 +359,40 @@ def test_profdiffview_prev_without_a_cell_id_goes_by_the_code(kc):
     assert reply["status"] == "ok"
     reply, outputs = run(kc, f"%%profdiffview prev\nf1({N // 4});", timeout=120)
     assert reply["status"] == "ok", reply
-    assert "against this cell's previous run" in display(outputs)["text/plain"]
+    assert "this cell's previous run" in display(outputs)["text/plain"]
+
+
+def last_run(kc):
+    """The number and cell of the last run %profhistory lists."""
+    listed = ok(kc, "%profhistory")
+    runs = re.findall(r"^\s*(\d+)\s+cell\[(\d+)\].*%profhistory \d+$", listed, re.M)
+    assert runs, listed
+    return runs[-1]
+
+
+def test_profdiffview_prev_after_an_edit_without_a_cell_id_goes_by_likeness(kc):
+    """Notebook 6, jupyter console and nbconvert send no cell id. A cell
+    profiled running f1, then edited to run f2 under %%profdiffview prev,
+    is compared with the earlier profiled code most like it (the first
+    run, by its total), and the note says which run that is; a cell like
+    no earlier one is refused, saying why and what was closest."""
+    ok(kc, WORKLOAD)
+    body = "double edited_by_likeness = {}({});\nprintf(\"%.1f\\n\", edited_by_likeness);"
+    reply, outputs = run(kc, "%%profview\n" + body.format("f1", N), timeout=120)
+    assert reply["status"] == "ok", reply
+    first_total = rows_of(display(outputs))[0]["count"]
+    number, cell = last_run(kc)
+    ok(kc, f"%%profview\nf2({N // 8});", timeout=120)  # a run between, of other code
+    reply, outputs = run(kc, "%%profdiffview prev\n" + body.format("f2", N), timeout=120)
+    assert reply["status"] == "ok", reply
+    diff = display(outputs)
+    meta = diff["application/vnd.vegalite.v5+json"]["usermeta"]["cflame"]["diff"]
+    assert abs(meta["other_total"] - first_total) <= 0.5, (meta["other_total"], first_total)
+    rows = rows_of(diff)
+    assert any(r["func"] == "f2" and r["change"] == "new" for r in rows), [r["func"] for r in rows]
+    said = f"compared with run {number}, cell[{cell}]: the earlier profiled code most like"
+    assert said in diff["text/plain"], (said, diff["text/plain"][:600])
+    reply, _ = fails(kc, "%%profdiffview prev\nunlike_any_code_run_before_QXZ(0);", "MagicError")
+    why = reply["evalue"]
+    assert "no earlier profiled run" in why and "sends no cell id" in why and "closest" in why, why
 

@@ -171,6 +171,24 @@ def test_tail_calls_keep_their_caller():
         assert "-foptimize-sibling-calls" in note, note
 
 
+def test_the_compile_flags_are_said_once_per_session():
+    """The sentence on tail calls is the session's, not each graph's: the
+    first graph says it, the next ones do not, and a %cflags that changes
+    what it says makes the next graph say the new one, once."""
+    busy = "%%profview\nvolatile double z = 0; for (long k = 0; k < 30000000; k++) z += k;"
+    with kernel() as (km, kc):
+        notes = []
+        for flags in (None, None, f"{O2} -foptimize-sibling-calls", None):
+            if flags:
+                ok(kc, f"%cflags {flags}")
+            bundle, _, _ = flame(kc, busy, timeout=120)
+            notes.append(summary_line(bundle))
+        assert SIGNATURE in notes[0], notes[0]
+        assert "sibling" not in notes[1], f"said again on the second graph: {notes[1]}"
+        assert "-foptimize-sibling-calls" in notes[2], notes[2]
+        assert "sibling" not in notes[3], f"said again after the flags' graph: {notes[3]}"
+
+
 def test_timeit_keeps_tail_calls():
     """%%timeit compiles as cells do: a tail call in its cell stays a call,
     as in the cells that are profiled. g reads its caller's frame pointer:

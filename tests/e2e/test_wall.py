@@ -177,6 +177,18 @@ void *hold_and_compute(void *arg) {
     futex = waits_under(rows, "futex")
     under_lock = sum(c for c, p in futex if p == "pthread_mutex_lock")
     assert agrees(under_lock, waited), (futex, waited)
+    # With the system libraries folded (C=false, the default) the call the
+    # cell made stays: the wait is under pthread_mutex_lock, which is under
+    # the cell's code, and the C library's frames between are folded into it.
+    folded, _, _ = flame(kc, "%profshow minwidth=0")
+    frows = frames_of(folded)
+    index = {r["id"]: r for r in frows}
+    ffutex = waits_under(frows, "futex")
+    assert ffutex and all(p == "pthread_mutex_lock" for _, p in ffutex), ffutex
+    assert agrees(sum(c for c, _ in ffutex), waited), (ffutex, waited)
+    locks = [r for r in frows if r["func"] == "pthread_mutex_lock"]
+    assert all(index[r["parent"]]["func"] == "top-level scope" for r in locks), \
+        [(r["func"], index[r["parent"]]["func"]) for r in locks]
     computing = sum(r["count"] for r in rows if r["func"] == "compute")
     assert computing >= 900, computing
     text = bundle["text/plain"]

@@ -30,8 +30,8 @@
 //   - hovering the widest frame of each change (grew, shrank, same, new) shows
 //     the drawn profile's count and percent ("target", or "baseline" when
 //     negated), the other's count and percent of its total (or what a new
-//     frame shows instead), the signed delta with its share of the total,
-//     and the change as the legend names it;
+//     frame shows instead), the signed delta with its share of the drawn
+//     profile ("of the target"), and the change as the legend names it;
 //   - every frame is drawn in its row's colour;
 //   - the legend sits under the plot and its axis, and the vanished list,
 //     when there is one, under the legend: none of them overlap, and the
@@ -129,7 +129,7 @@ function diffTooltip(spec, row, unit) {
   const want = [
     [drawn, `${row.count.toLocaleString('en-US')} ${unit} (${sig(row.pct, 4)}%)`],
     ['delta', `${amount(row.delta, true)} ${meta.delta === 'self' ? 'self ' : ''}${unit} ` +
-              `(${sig((100 * row.delta) / total, 3, true)}% of the total)`],
+              `(${sig((100 * row.delta) / total, 3, true)}% of the ${drawn})`],
     ['change', legend[['grew', 'shrank', 'same', 'new'].indexOf(row.change)]],
   ];
   if (row.base === null) {

@@ -480,6 +480,7 @@ async function checkSpec(spec, problems) {
     const started = process.hrtime.bigint();
     const svg = await view.toSVG();
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    problems.push(...tooltipProblems(view));
     if (!svg.startsWith('<svg') || !svg.includes('<path') || svg.length < 1000) {
       problems.push('vega rendered an empty picture');
     }
@@ -638,6 +639,28 @@ function checkSvg(svg, rows, problems) {
   if (wrong >= 0) problems.push(`SVG draws "${drawn[wrong]}" where a row is "${want[wrong]}"`);
 }
 
+/* Problems of the tooltips vega drew: a tooltip shows each key with its
+ * value, so none may read "null" or "undefined" (a field a frame has not,
+ * such as a cell frame's module, is left out). */
+function tooltipProblems(view) {
+  const bad = new Set();
+  const walk = node => {
+    for (const it of node?.items || []) {
+      const tip = it.tooltip;
+      if (tip && typeof tip === 'object') {
+        for (const [k, v] of Object.entries(tip)) {
+          // vega-tooltip leaves out a key whose value is undefined
+          if (v === undefined) continue;
+          if (v === null || /\b(null|undefined|NaN)\b/.test(String(v))) bad.add(`${k}: ${v}`);
+        }
+      }
+      walk(it);
+    }
+  };
+  walk(view.scenegraph().root);
+  return [...bad].slice(0, 5).map(b => `a tooltip shows "${b}"`);
+}
+
 /* An XML text node's text, its five entities read. */
 function unescapeXml(s) {
   const entities = { lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' };
@@ -670,6 +693,7 @@ async function checkView(spec, what, rowsProblem, inspect, problems) {
     await view.runAsync();
     const svg = await view.toSVG();
     if (!svg.startsWith('<svg') || svg.length < 1000) problems.push('vega rendered an empty picture');
+    problems.push(...tooltipProblems(view));
     const note = await inspect(view);
     view.finalize();
     console.log(`  ${what}: ${note}`);
@@ -692,10 +716,14 @@ async function checkTop(spec, problems) {
       if (bars.length !== 2 * selfBars.length) {
         problems.push(`sort=${sort}: ${bars.length} bars for ${selfBars.length} self bars in their colour`);
       }
-      const header = sort === 'self' ? 'Self \u25bc' : 'Total \u25bc';
-      if (!findTexts(view.scenegraph().root).includes(header)) {
-        problems.push(`sort=${sort}: no header "${header}"`);
+      // Clicking a header sorts nothing: none may carry an arrow that
+      // says it would; the radio buttons say the order.
+      const texts = findTexts(view.scenegraph().root);
+      for (const header of ['Self', 'Total']) {
+        if (!texts.includes(header)) problems.push(`sort=${sort}: no header "${header}"`);
       }
+      const arrows = texts.filter(t => /[\u25b2\u25bc\u2191\u2193]/.test(t));
+      if (arrows.length) problems.push(`sort=${sort}: headers with a sort arrow: ${arrows.join(', ')}`);
     }
     return `${expectedTop(spec, 'self').length} rows drawn of ${spec.usermeta.cflame.functions} functions`;
   }, problems);

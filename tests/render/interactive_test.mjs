@@ -2,7 +2,7 @@
 // cflame's interactive SVG in headless Chromium with the network off: an
 // SVG file, an HTML page or export, a notebook served by a local server.
 //
-//   node tests/render/interactive_test.mjs [--graphs N] [--band] [--static | --untrusted] [--source FILE] TARGET...
+//   node tests/render/interactive_test.mjs [--graphs N] [--band] [--width PX] [--static | --untrusted] [--source FILE] TARGET...
 //
 // TARGET is a file or an http://127.0.0.1 URL; every other request is
 // refused, as on a machine without a network. The frames' titles, what a
@@ -16,6 +16,8 @@
 //     line first);
 //   - --graphs N: the page holds N graphs;
 //   - --band: each graph is too deep for its height, and its band opens;
+//   - --width PX: the window's width (default 1,300); every search box is
+//     inside the window, where it can be typed in without scrolling;
 //   - nothing is thrown by a script of the page, and for a file nothing is
 //     logged to the console as an error.
 // Exits 0 when every target passes; otherwise prints what failed and exits 1.
@@ -27,12 +29,13 @@ import { launchChromium, staticGraphs, titlesOf, tryGraphs } from './interactive
 const WAIT_MS = 60_000; /* generous: a wait ends as soon as its condition holds */
 
 const args = process.argv.slice(2);
-let graphs, stripped = false, untrusted = false, source = null, band = false;
+let graphs, stripped = false, untrusted = false, source = null, band = false, width = 1300;
 const targets = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--graphs') graphs = Number(args[++i]);
   else if (args[i] === '--static') stripped = true;
   else if (args[i] === '--band') band = true;
+  else if (args[i] === '--width') width = Number(args[++i]);
   else if (args[i] === '--untrusted') untrusted = true;
   else if (args[i] === '--source') source = args[++i];
   else targets.push(args[i]);
@@ -48,7 +51,7 @@ let failed = 0;
 for (const target of targets) {
   const url = /^https?:/.test(target) ? target : 'file://' + path.resolve(target);
   const titles = untrusted ? [] : titlesOf(fs.readFileSync(source || target, 'utf8'));
-  const context = await browser.newContext({ viewport: { width: 1300, height: 900 } });
+  const context = await browser.newContext({ viewport: { width, height: 900 } });
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT_MS);
   await page.route(/^(https?|wss?):/, route =>
@@ -91,7 +94,14 @@ for (const target of targets) {
     // one, a and b add one) if the keys typed in a search box reached them.
     const cells = () => page.evaluate(() => document.querySelectorAll('.cell').length);
     const before = await cells();
+    // Every search box is in the window as the page opens, before any
+    // other check scrolls it.
+    const outside = stripped ? [] : await page.evaluate(() => [...document.querySelectorAll('svg input')]
+      .map(i => i.getBoundingClientRect())
+      .filter(r => r.left < 0 || r.right > window.innerWidth)
+      .map(r => `${Math.round(r.left)}..${Math.round(r.right)} of ${window.innerWidth} px`));
     problems = stripped ? await staticGraphs(page, graphs) : await tryGraphs(page, titles, graphs, band);
+    for (const o of outside) problems.push(`a search box lies outside the window: ${o}`);
     if ((await cells()) !== before) problems.push(`the page's cells went from ${before} to ${await cells()} while searching`);
   }
   for (const t of thrown) problems.push(`a script threw: ${t}`);

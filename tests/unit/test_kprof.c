@@ -419,7 +419,7 @@ static void test_summary(void) {
     info->dropped = cases[i].dropped;
     info->cpu_seconds = cases[i].cpu_seconds;
     info->wall_seconds = cases[i].wall_seconds;
-    char *sentence = kn_prof_summary(prof);
+    char *sentence = kn_prof_summary(NULL, prof);
     CHECK_STR(sentence, cases[i].sentence);
     free(sentence);
     fl_profile_destroy(&prof);

@@ -14,7 +14,9 @@
 /* AddressSanitizer's allocator, which glibc's mallinfo2 does not see
  * (declared here: gcc ships no sanitizer/allocator_interface.h). */
 size_t __sanitizer_get_current_allocated_bytes(void);
-static size_t heap_in_use(void) { return __sanitizer_get_current_allocated_bytes(); }
+static size_t heap_in_use(void) {
+  return __sanitizer_get_current_allocated_bytes();
+}
 #else
 /* Large blocks are mmapped, and counted apart from the arena's. */
 static size_t heap_in_use(void) {
@@ -71,8 +73,8 @@ static void test_deep_runs_are_counted(void) {
     fprintf(stderr, "  the history says it keeps %.1f MB; the heap grew %.1f MB\n", said_mb,
             grown_mb);
   CHECK(grown_mb <= 1.2 * BUDGET / (1 << 20));
-  int cell = 0;
-  CHECK(kn_profhist_last(h, "id:cell", &cell) != NULL && cell == RUNS);
+  kn_profhist_found_t found = {0};
+  CHECK(kn_profhist_prev(h, "id:cell", &found, NULL, 0) != NULL && found.cell == RUNS);
   kn_profhist_destroy(&h);
   fl_profile_destroy(&run);
 }
@@ -95,7 +97,32 @@ static void test_samples_not_stacks(void) {
   fl_profile_destroy(&run);
 }
 
+/* Without a cell id a cell is its code: the same code finds its last run,
+ * an edit the run of the code most like it, and code like none is told
+ * apart, saying what was closest. */
+static void test_prev_by_code(void) {
+  fl_profile_t *run = deep_run(1, 2);
+  kn_profhist_t *h = kn_profhist_new(1 << 20);
+  kn_profhist_add(h, run, "code:double t = work(100);\nprintf(\"%f\", t);", 3);
+  kn_profhist_add(h, run, "code:other_thing(42);", 4);
+  kn_profhist_add(h, run, "id:some-cell", 5);
+  kn_profhist_found_t found = {0};
+  char why[300] = "";
+  CHECK(kn_profhist_prev(h, "code:other_thing(42);", &found, why, sizeof why) != NULL);
+  CHECK(found.number == 2 && found.cell == 4 && !found.alike);
+  CHECK(kn_profhist_prev(h, "code:double t = work2(100);\nprintf(\"%f\", t);", &found, why,
+                         sizeof why) != NULL);
+  CHECK(found.number == 1 && found.cell == 3 && found.alike);
+  CHECK(kn_profhist_prev(h, "code:zzzzqqqq", &found, why, sizeof why) == NULL);
+  CHECK(strstr(why, "no cell id") && strstr(why, "closest"));
+  CHECK(kn_profhist_prev(h, "id:another-cell", &found, why, sizeof why) == NULL);
+  CHECK(strstr(why, "cell id") != NULL);
+  kn_profhist_destroy(&h);
+  fl_profile_destroy(&run);
+}
+
 int main(void) {
+  test_prev_by_code();
   test_deep_runs_are_counted();
   test_samples_not_stacks();
   return TEST_DONE();

@@ -408,6 +408,54 @@ static void test_kind_colours_match_the_legend(void) {
   fl_profile_destroy(&p);
 }
 
+/* A wait's frame is the legend's slate, lighter or darker, never another
+ * hue: [off-CPU: futex] was drawn #a795bc, nearer the allocator's violet
+ * than the slate of the legend that names it. */
+static void test_wait_colours_keep_the_legends_hue(void) {
+  static const char *const reasons[] = {"sleep", "futex",   "read",   "poll",     "waitpid",
+                                        "write", "accept",  "connect", "signal", "runnable"};
+  enum { N = sizeof reasons / sizeof *reasons };
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
+  char name[64];
+  for (size_t i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "[off-CPU: %s]", reasons[i]);
+    uint32_t id = frame(p, name, NULL, 0, NULL, FL_FRAME_OFFCPU);
+    fl_profile_add_sample(p, &id, 1, 1, 0, 1);
+  }
+  fl_tree_t *t = tree_of(p, true, 0);
+  json_t *spec = fl_vegalite(t, NULL, NULL, 0);
+  json_t *scale = json_object_get(
+      json_object_get(json_object_get(layer_named(spec, "legend"), "encoding"), "color"), "scale");
+  const char *slate = NULL;
+  for (size_t j = 0; j < json_array_size(json_object_get(scale, "domain")); j++)
+    if (!strcmp(json_string_value(json_array_get(json_object_get(scale, "domain"), j)),
+                "off-CPU (waiting)"))
+      slate = json_string_value(json_array_get(json_object_get(scale, "range"), j));
+  CHECK(slate != NULL);
+  unsigned s[3] = {0, 0, 0};
+  CHECK(slate && sscanf(slate, "#%02x%02x%02x", &s[0], &s[1], &s[2]) == 3);
+  json_t *rows = frames_of(spec), *row;
+  size_t i, checked = 0;
+  json_array_foreach(rows, i, row) {
+    const fl_node_t *n = fl_tree_node(t, (size_t)json_integer_value(json_object_get(row, "id")));
+    if (n->depth == 0) continue;
+    const char *fill = json_string_value(json_object_get(row, "color"));
+    unsigned c[3];
+    CHECK(sscanf(fill, "#%02x%02x%02x", &c[0], &c[1], &c[2]) == 3);
+    /* The same offset on every channel: the hue of the swatch. */
+    int dr = (int)c[0] - (int)s[0], dg = (int)c[1] - (int)s[1], db = (int)c[2] - (int)s[2];
+    if (dr != dg || dg != db)
+      fprintf(stderr, "%s is %s, not a shade of the legend's %s\n", n->frame.func, fill, slate);
+    CHECK(dr == dg && dg == db);
+    checked++;
+  }
+  CHECK_INT(checked, N);
+  json_decref(rows);
+  json_decref(spec);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 /* A bundle's text/plain leads with the note, then the report; its
  * markdown ends with markdown_hint, a paragraph inside the
  * graph's one HTML block. Without them, neither is there. */
@@ -817,6 +865,7 @@ int main(int argc, char **argv) {
   test_alloc();
   test_program_code_legend();
   test_kind_colours_match_the_legend();
+  test_wait_colours_keep_the_legends_hue();
   test_bundle_note_and_hint();
   test_alloc_counts();
   test_hostile_names();

@@ -380,7 +380,7 @@ static void test_small(void) {
   const char *tooltip = tooltip_expr(spec);
   CHECK(tooltip != NULL);
   const char *want[] = {"'function':", "'file:line':", "'module':", "'target':",
-                        "'baseline':", "'new'",        "'delta':",  "% of the total",
+                        "'baseline':", "'new'",        "'delta':",  "% of the target)",
                         "'change':",   "'folded in'"};
   const char *at = tooltip;
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
@@ -412,7 +412,7 @@ static void test_small(void) {
     CHECK(strstr(svg,
                  "<title>work\ncell[1]:5\ntarget: 300 samples (49.83%)\n"
                  "baseline: 100 samples (19.61%)\n"
-                 "delta: +200 samples (+33.2% of the total), grew</title>") != NULL);
+                 "delta: +200 samples (+33.2% of the target), grew</title>") != NULL);
     CHECK(strstr(svg, "\nbaseline: new\n") != NULL);
     CHECK(strstr(svg, ">target " MINUS " baseline:</text>") != NULL);
     CHECK(strstr(svg, ">same (within noise)</text>") != NULL);
@@ -544,7 +544,7 @@ static void test_alloc(void) {
   check_svg(svg, spec);
   CHECK(svg && strstr(svg,
                       "target: 307,200 bytes (49.83%)\nbaseline: 102,400 bytes (19.61%)\n"
-                      "delta: +204,800 bytes (+33.2% of the total), grew") != NULL);
+                      "delta: +204,800 bytes (+33.2% of the target), grew") != NULL);
   CHECK(svg && strstr(svg, "\xe2\x80\x94 baseline 51,200 bytes (9.8%)") != NULL);
   const char *text = json_string_value(json_object_get(bundle, "text/plain"));
   CHECK(text && strstr(text, "Total: target 602.0 KiB, baseline 510.0 KiB\n") == text);

@@ -545,6 +545,43 @@ static void test_c_false(void) {
   fl_profile_destroy(&p);
 }
 
+/* C=false keeps the call a wait waited in: a thread blocked in
+ * pthread_mutex_lock (the libc frames under it folded into it) reads
+ * [off-CPU: futex] under pthread_mutex_lock under waiter_fn. A wait for a
+ * CPU is in no call: it stays under the cell code, whatever libc code was
+ * running (memcpy, folded as CPU samples are). */
+static void test_c_false_keeps_the_waiting_call(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
+  uint32_t st = frame(p, "start_thread", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM);
+  uint32_t th = cell(p, "waiter_thread", 1), fn = cell(p, "waiter_fn", 2);
+  uint32_t lock = frame(p, "pthread_mutex_lock", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM);
+  uint32_t lll = frame(p, "__lll_lock_wait", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM);
+  uint32_t futex = frame(p, "[off-CPU: futex]", NULL, 0, NULL, 0, FL_FRAME_OFFCPU);
+  uint32_t mc = frame(p, "memcpy", NULL, 0, "libc.so.6", 0, FL_FRAME_SYSTEM);
+  uint32_t run =
+      frame(p, "[off-CPU: runnable]", NULL, 0, NULL, 0, FL_FRAME_OFFCPU | FL_FRAME_RUNNABLE);
+  sample(p, 4, 1, 6, st, th, fn, lock, lll, futex);
+  sample(p, 2, 1, 4, st, th, fn, mc);
+  sample(p, 1, 1, 5, st, th, fn, mc, run);
+  fl_tree_opts_t o = opts_default();
+  CHECK_TREE(p, &o,
+             "cell[1]:0 7/0 [0,7) s=1\n"
+             "  waiter_thread:1 7/0 [0,7)\n"
+             "    waiter_fn:2 7/2 [0,7) s=1\n"
+             "      [off-CPU: runnable]:0 1/1 [0,1)\n"
+             "      pthread_mutex_lock:0 4/0 [1,5) s=1\n"
+             "        [off-CPU: futex]:0 4/4 [1,5)\n");
+  /* C=true: every frame, as recorded. */
+  o.C = true;
+  fl_tree_t *t = build(p, &o);
+  const char *all = dump(t);
+  CHECK(strstr(all, "        pthread_mutex_lock:0 4/0 [3,7)\n"
+                    "          __lll_lock_wait:0 4/0 [3,7)\n"
+                    "            [off-CPU: futex]:0 4/4 [3,7)\n") != NULL);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 /* ---- recur ----
  *
  *   A [main:2, f:5, f:5, f:6, g:9]  3
@@ -1002,6 +1039,7 @@ int main(void) {
   test_lines_auto();
   test_combine();
   test_c_false();
+  test_c_false_keeps_the_waiting_call();
   test_recur();
   test_pruned();
   test_filter();

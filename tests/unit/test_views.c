@@ -330,11 +330,28 @@ static void test_top_output(void) {
   text = fl_output_render(&r, &len, err, sizeof err);
   CHECK(text && strstr(text, "tiny") != NULL && strstr(text, "narrow frames") == NULL);
   free(text);
+  /* One frame hidden is said in the singular, in the table and in the
+   * flame graph's notes. */
+  CHECK(fl_options_set(&o, "minwidth", "0.001", err, sizeof err) == 0);
+  text = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(text && strstr(text, "1 narrow frame hidden by minwidth") != NULL);
+  CHECK(text && strstr(text, "1 narrow frames") == NULL);
+  free(text);
+  CHECK(fl_options_set(&o, "view", "flame", err, sizeof err) == 0);
+  r.format = "svg";
+  text = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(text && strstr(text, "1 narrow frame hidden (") != NULL);
+  CHECK(text && strstr(text, "1 narrow frames") == NULL);
+  free(text);
+  r.format = "text";
+  CHECK(fl_options_set(&o, "view", "top", err, sizeof err) == 0);
   fl_profile_destroy(&wide);
   r.profile = p;
   r.format = "svg";
   char *svg = fl_output_render(&r, &len, err, sizeof err);
   CHECK(svg && strstr(svg, "Self%") != NULL);
+  /* A still table: no header carries a sort arrow that looks clickable. */
+  CHECK(svg && strstr(svg, ">Self</text>") != NULL && strstr(svg, "\xe2\x96\xbc") == NULL);
   free(svg);
   json_t *bundle = fl_output_bundle(&r, err, sizeof err);
   CHECK(bundle && strstr(json_string_value(json_object_get(bundle, "text/plain")), "By self:"));
@@ -499,6 +516,12 @@ static void test_source_known_answers(void) {
   err[0] = '\0';
   CHECK(fl_source_vegalite(t, &v, &r, err, sizeof err) == NULL);
   CHECK(strstr(err, "focus=wrok matches no function") && strstr(err, "the nearest: work"));
+  /* A name far from every function still gets the closest there are. */
+  v.focus = "no_such_function";
+  err[0] = '\0';
+  CHECK(fl_source_vegalite(t, &v, &r, err, sizeof err) == NULL);
+  CHECK(strstr(err, "focus=no_such_function matches no function") &&
+        strstr(err, "; the nearest: ") && strstr(err, "work"));
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
 }
@@ -674,6 +697,39 @@ static size_t chart_bars(json_t *spec, char out[][96], size_t max) {
   return n;
 }
 
+/* The chart's colours are explained: a legend names the kinds of code its
+ * bars are of (a wait's slate among them), in Vega-Lite and in the SVG. */
+static void test_chart_legend(void) {
+  fprintf(stderr, "chart: the colours' legend\n");
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
+  fl_profile_info(p)->interval_ns = MS;
+  uint32_t st[] = {frame(p, "main", "cell[1]", 2, "cell[1]", CELL),
+                   frame(p, "pthread_mutex_lock", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM),
+                   frame(p, "[off-CPU: futex]", NULL, 0, NULL, FL_FRAME_OFFCPU)};
+  for (uint64_t i = 1; i <= 50; i++)
+    fl_profile_add_sample_at(p, st, i <= 10 ? 1 : 3, 1, 0, 1, i * MS);
+  fl_tree_t *t = tree_of(p, true, 0);
+  char err[512] = "";
+  json_t *spec = fl_chart_vegalite(t, NULL, err, sizeof err);
+  json_t *domain = json_object_get(
+      json_object_get(
+          json_object_get(json_object_get(layer_named(spec, "legend"), "encoding"), "color"),
+          "scale"),
+      "domain");
+  char said[256] = "";
+  for (size_t i = 0; i < json_array_size(domain); i++)
+    snprintf(said + strlen(said), sizeof said - strlen(said), "%s;",
+             json_string_value(json_array_get(domain, i)));
+  CHECK_STR(said, "cell code;system library;off-CPU (waiting);");
+  char *svg = fl_chart_svg(t, NULL, err, sizeof err);
+  CHECK(svg && strstr(svg, ">off-CPU (waiting)</text>") && strstr(svg, ">cell code</text>"));
+  CHECK(svg && xml_check(svg) == NULL);
+  free(svg);
+  json_decref(spec);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 static void test_chart_known_answers(void) {
   fprintf(stderr, "chart: lanes, bars in time order, from and to\n");
   fl_profile_t *p = timed_profile();
@@ -798,6 +854,9 @@ static void test_sandwich(void) {
   v.focus = "g";
   CHECK(fl_sandwich_vegalite(t, &v, err, sizeof err) == NULL &&
         strstr(err, "focus=g matches no function"));
+  v.focus = "no_such_function";
+  CHECK(fl_sandwich_vegalite(t, &v, err, sizeof err) == NULL &&
+        strstr(err, "focus=no_such_function matches no function of the profile; the nearest: "));
   fl_tree_destroy(&t);
   fl_profile_destroy(&p);
 }
@@ -811,6 +870,7 @@ int main(int argc, char **argv) {
   test_source_known_answers();
   test_source_diff();
   test_chart_known_answers();
+  test_chart_legend();
   test_sandwich();
   return TEST_DONE();
 }
