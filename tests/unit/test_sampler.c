@@ -567,13 +567,11 @@ static void test_runnable(void) {
   /* Not 95% as CPU records (test 1): a thread is preempted more often on
    * its way out of a system call (burn_cpu's clock reads) than elsewhere. */
   CHECK(runnable_in_burn >= runnable * 90 / 100);
-  /* The tail, and under heavy load a few more that start an interval
-   * late (seen: 1 or 2 of some 2,000 runnable records, when the sections
-   * before left the machine busy): they are listed above. */
-  uint64_t runnable_records = 0;
-  for (pos = 0; fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1;)
-    runnable_records += r.tid == me && r.wait == FL_SAMPLER_WAIT_RUNNABLE;
-  CHECK(after_its_sample <= 1 + runnable_records / 100);
+  /* But for the last two: stopping gives the thread's last CPU record the
+   * CPU time since it was taken (fl_sampler_timer.c), after its runnable
+   * record was placed by its weight then; and the tail's runnable record
+   * comes after it. They are listed above. */
+  CHECK(after_its_sample <= 2);
   CHECK_INT(foreign, 0);
 }
 
