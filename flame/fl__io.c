@@ -75,6 +75,11 @@ uint32_t fl__module_kind(const char *m, size_t n, uint64_t addr) {
   return FL_FRAME_CELL;
 }
 
+bool fl__bare_library(const char *m) {
+  return !strchr(m, '/') && (!strncmp(m, "lib", 3) || !strncmp(m, "ld-", 3)) &&
+         (strstr(m, ".so.") || (strlen(m) > 3 && !strcmp(m + strlen(m) - 3, ".so")));
+}
+
 /* ---- the frame cache ---- */
 
 typedef struct fl__cached {

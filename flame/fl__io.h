@@ -84,6 +84,13 @@ void fl__excerpt(const char *s, size_t n, char out[80]);
  * own code, otherwise (also for no module, n 0). */
 uint32_t fl__module_kind(const char *module, size_t n, uint64_t addr);
 
+/* A bare shared library's name, as cflame's kernel records its modules:
+ * "libc.so.6", "ld-linux-x86-64.so.2" (no directory). pprof's readers take
+ * such a mapping for a system library; cflame writes a module of that
+ * shape that is not one (a program's own libfoo.so, read from perf script)
+ * as "./libfoo.so", and reads the "./" off again (fl_pprof.c). */
+bool fl__bare_library(const char *m);
+
 /* ---- the frame cache ---- */
 
 /* Maps a byte string (a frame's text, as the reader sees it) to the id the

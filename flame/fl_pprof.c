@@ -89,6 +89,8 @@ typedef struct writer {
   size_t n_fns, fns_cap;
   pb_mapping_t **maps;
   size_t n_maps, maps_cap;
+  char **names; /* mapping names made here (mapping_of), which strings borrows */
+  size_t n_names, names_cap;
   pb_location_t **locs;
   size_t n_locs, locs_cap;
   uint64_t *node_loc;  /* by node id: the location of the chain from it; 0 not yet */
@@ -114,8 +116,19 @@ static uint64_t function_of(writer_t *w, const fl_frame_t *f) {
   return id;
 }
 
-static uint64_t mapping_of(writer_t *w, const char *module) {
+/* The mapping of frame f's module: its name, but "./libfoo.so" for a
+ * module named like a bare system library that f does not count as one,
+ * so that readers (cflame's own, fl__bare_library) do not take it for
+ * one. */
+static uint64_t mapping_of(writer_t *w, const fl_frame_t *f) {
+  const char *module = f->module;
   if (!module || !*module) return 0;
+  if (!(f->flags & (FL_FRAME_SYSTEM | FL_FRAME_KERNEL)) && fl__bare_library(module)) {
+    fl__buf_t name = FL__BUF_INIT;
+    fl__buf_printf(&name, "./%s", module);
+    w->names = fl__grow(w->names, &w->names_cap, w->n_names + 1, sizeof *w->names);
+    module = w->names[w->n_names++] = fl__buf_take(&name);
+  }
   int64_t key = str_index(&w->strings, module);
   bool added;
   uint64_t id = keyed_id(&w->mappings, &key, &added);
@@ -165,7 +178,7 @@ static uint64_t location_of(writer_t *w, const fl_node_t *n, const fl_node_t **n
   }
   /* The key: mapping, address, then (function, line) per line, leaf
    * first. */
-  uint64_t mapping = mapping_of(w, top->frame.module);
+  uint64_t mapping = mapping_of(w, &top->frame);
   int64_t *key = fl__xmalloc(2 + 2 * n_lines, sizeof *key);
   key[0] = (int64_t)mapping;
   key[1] = (int64_t)n->frame.addr;
@@ -421,7 +434,7 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   for (size_t i = 1; i < n_nodes; i++) {
     const fl_frame_t *f = &fl_tree_node(t, i)->frame;
     if ((f->flags & FL_FRAME_CELL) && f->module && *f->module) {
-      mapping_of(&w, f->module);
+      mapping_of(&w, f);
       break;
     }
   }
@@ -464,6 +477,8 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   free(w.fns);
   for (size_t i = 0; i < w.n_maps; i++) free(w.maps[i]);
   free(w.maps);
+  for (size_t i = 0; i < w.n_names; i++) free(w.names[i]);
+  free(w.names);
   for (size_t i = 0; i < n_types; i++) free(types[i]);
   free(pb.period_type);
   free(w.node_loc);

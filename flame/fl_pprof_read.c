@@ -206,13 +206,6 @@ static uint64_t function_id(const void *items, size_t i) {
   return ((pb_function_t *const *)items)[i]->id;
 }
 
-/* A bare shared library's name, as cflame's kernel records its modules:
- * "libc.so.6", "ld-linux-x86-64.so.2". */
-static bool bare_library(const char *m) {
-  return !strchr(m, '/') && (!strncmp(m, "lib", 3) || !strncmp(m, "ld-", 3)) &&
-         (strstr(m, ".so.") || (strlen(m) > 3 && !strcmp(m + strlen(m) - 3, ".so")));
-}
-
 /* The frames of location i, appended to loc_frames. */
 static int location_frames(reader_t *r, size_t i, fl__buf_t *text) {
   const pb_profile_t *pb = r->pb;
@@ -229,7 +222,10 @@ static int location_frames(reader_t *r, size_t i, fl__buf_t *text) {
     if (!*module) module = NULL;
   }
   uint32_t kind = module ? fl__module_kind(module, strlen(module), loc->address) : FL_FRAME_CELL;
-  if (kind == FL_FRAME_CELL && module && bare_library(module)) kind = FL_FRAME_SYSTEM;
+  if (kind == FL_FRAME_CELL && module && fl__bare_library(module)) kind = FL_FRAME_SYSTEM;
+  /* A library of that shape that is not the system's, as cflame writes it */
+  if (kind == FL_FRAME_CELL && module && !strncmp(module, "./", 2) && fl__bare_library(module + 2))
+    module += 2;
   if (loc->n_line == 0) {
     text->len = 0;
     if (module) {

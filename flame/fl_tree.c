@@ -97,6 +97,10 @@ typedef struct ident {
   const char *func, *file, *module;
   int line;
   uint64_t addr;
+  uint32_t kind; /* the frame's FL_FRAME_SYSTEM, _ALLOC and _KERNEL bits: a
+                    module's name can stand for a system library and for a
+                    program's own (libfoo.so in /usr/lib and in ~/build),
+                    and C=false folds one and not the other */
 } ident_t;
 
 /* A set of identities, numbered in order of addition: an fl__index over
@@ -111,13 +115,13 @@ static uint64_t hash_ident(const ident_t *k) {
   uint64_t h = fl__mix64((uint64_t)(uintptr_t)k->func);
   h = fl__mix64(h ^ (uint64_t)(uintptr_t)k->file);
   h = fl__mix64(h ^ (uint64_t)(uintptr_t)k->module);
-  h = fl__mix64(h ^ (uint64_t)(uint32_t)k->line);
+  h = fl__mix64(h ^ (uint64_t)(uint32_t)k->line ^ (uint64_t)k->kind << 32);
   return fl__mix64(h ^ k->addr);
 }
 
 static bool ident_equal(const ident_t *a, const ident_t *b) {
   return a->func == b->func && a->file == b->file && a->module == b->module && a->line == b->line &&
-         a->addr == b->addr;
+         a->addr == b->addr && a->kind == b->kind;
 }
 
 static void ident_set_free(ident_set_t *s) {
@@ -284,7 +288,9 @@ static void compute_roles(builder_t *b) {
     const fl_frame_t *f = &shown;
     frame_role_t *r = &b->roles[id];
     bool added;
-    ident_t k = {.func = f->func, .module = f->module};
+    ident_t k = {.func = f->func,
+                 .module = f->module,
+                 .kind = f->flags & (FL_FRAME_SYSTEM | FL_FRAME_ALLOC | FL_FRAME_KERNEL)};
     r->func = ident_set_add(&funcs, &k, &added);
     if (by_line(o, f)) {
       b->any_line = true;

@@ -248,3 +248,22 @@ def test_counts_past_pprof_values_are_refused_not_clamped(tmp_path):
     fits.write_text(f"main;a {2**63 - 1}\n")
     ok(fits, "-o", tmp_path / "fits.pb.gz")
     assert folded_counts(ok("-f", "folded", tmp_path / "fits.pb.gz")) == {"main;a": 2**63 - 1}
+
+
+def test_a_programs_own_library_stays_its_own_through_pprof(tmp_path):
+    """A library of the program's (libfoo.so outside the system's
+    directories, from perf script) is the program's code, not the
+    system's, after a trip through pprof too: with system libraries
+    folded (--no-C) its frames stay."""
+    perf = tmp_path / "own.perf"
+    perf.write_text("prog 1234 5678.901234: 250000 cpu-clock:\n"
+                    "\t4011d6 foo_work+0x16 (/home/u/build/libfoo.so)\n"
+                    "\t7f0010 qsort+0x20 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
+                    "\t401000 main+0x10 (/home/u/build/prog)\n\n")
+    pb = tmp_path / "own.pb.gz"
+    ok(perf, "--minwidth", "0", "-o", pb)
+    want = {"prog;main;foo_work": 1}
+    assert folded_counts(ok("-f", "folded", "--no-C", perf)) == want
+    assert folded_counts(ok("-f", "folded", "--no-C", pb)) == want
+    # and the module keeps its name
+    assert "libfoo.so" in ok("-f", "text", "--view", "top", pb)
