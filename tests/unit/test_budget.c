@@ -69,6 +69,12 @@ static void test_default(void) {
   CHECK(strstr(msg, "5.9 GiB") != NULL);
 }
 
+/* Starts fn(arg) on *t and waits until it says it has begun (*started). */
+static void start_and_wait(pthread_t *t, void *(*fn)(void *), void *arg, atomic_bool *started) {
+  CHECK_INT(pthread_create(t, NULL, fn, arg), 0);
+  while (!atomic_load(started)) sched_yield();
+}
+
 typedef struct worker {
   fl_budget_t b;
   atomic_bool started;
@@ -91,8 +97,7 @@ static void test_cancel(void) {
   fl_budget_init(&w.b, SIZE_MAX);
   w.b.cancel = &cancel;
   pthread_t t;
-  CHECK_INT(pthread_create(&t, NULL, charge_forever, &w), 0);
-  while (!atomic_load(&w.started)) sched_yield();
+  start_and_wait(&t, charge_forever, &w, &w.started);
   atomic_store(&cancel, true);
   CHECK_INT(pthread_join(t, NULL), 0);
   CHECK_INT(w.b.state, FL_BUDGET_CANCELLED);
@@ -187,8 +192,7 @@ static void test_reading_and_drawing(void) {
   fl_budget_init(&r.budget, 0);
   r.budget.cancel = &cancel;
   pthread_t th;
-  CHECK_INT(pthread_create(&th, NULL, read_deep, &r), 0);
-  while (!atomic_load(&r.started)) sched_yield();
+  start_and_wait(&th, read_deep, &r, &r.started);
   atomic_store(&cancel, true);
   CHECK_INT(pthread_join(th, NULL), 0);
   CHECK_INT(r.rc, -1);
