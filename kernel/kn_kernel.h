@@ -30,8 +30,6 @@
 #include "kn_wire.h"
 #include "kn_worker.h"
 
-/* CMake gives the version (project() in CMakeLists.txt, its one source). */
-#define KN_IMPLEMENTATION_VERSION CFLAME_VERSION
 #define KN_PROTOCOL_VERSION "5.3"
 
 typedef struct kn_kernel kn_kernel_t;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_api.h"
 #include "kn_kernel.h"
 
 static void usage(FILE *to) {
@@ -25,7 +26,7 @@ int main(int argc, char **argv) {
       usage(stdout);
       return 0;
     } else if (!strcmp(argv[i], "--version")) {
-      printf("cflame-kernel %s\n", KN_IMPLEMENTATION_VERSION);
+      printf("cflame-kernel %s\n", fl_version_string());
       return 0;
     } else {
       usage(stderr);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cflame/fl_api.h"
 #include "kn_cell.h"
 #include "kn_kernel.h"
 
@@ -22,14 +23,14 @@ static void kernel_info(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
    * says what interrupts a cell from another terminal. */
   char banner[256];
   snprintf(banner, sizeof banner,
-           "cflame " KN_IMPLEMENTATION_VERSION " -- C cells, compiled and run in a persistent "
+           "cflame %s -- C cells, compiled and run in a persistent "
            "session.\nType %%lsmagic for the magics. To interrupt a running cell from a "
            "terminal: kill -INT %ld",
-           (long)getpid());
+           fl_version_string(), (long)getpid());
   json_t *content = json_pack(
       "{s:s, s:s, s:s, s:s, s:o, s:s, s:[], s:b}", "status", "ok", "protocol_version",
       KN_PROTOCOL_VERSION, "implementation", "cflame", "implementation_version",
-      KN_IMPLEMENTATION_VERSION, "language_info", language_info(), "banner", banner,
+      fl_version_string(), "language_info", language_info(), "banner", banner,
       "help_links", "debugger", 0);
   kn_reply(k, channel, msg, "kernel_info_reply", content);
 }

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cflame/fl_api.h"
 #include "cflame/fl_diff.h"
 #include "cflame/fl_io.h"
 #include "cflame/fl_options.h"
@@ -38,10 +39,6 @@
 #include "cflame/fl_tree.h"
 #include "rc_record.h"
 #include "term_picture.h"
-
-#ifndef CFLAME_VERSION
-#error "CFLAME_VERSION comes from CMake (project() in CMakeLists.txt)"
-#endif
 
 #define EXIT_USAGE 2
 
@@ -317,7 +314,7 @@ static int parse_args(int argc, char **argv, cli_t *c) {
               optarg);
         break;
       case 'h': print_usage(); return 0;
-      case 'V': printf("cflame %s\n", CFLAME_VERSION); return 0;
+      case 'V': printf("cflame %s\n", fl_version_string()); return 0;
       case ':':
         return usage_error("%s needs a value; valid options: %s", argv[optind - 1], valid_options);
       default: {

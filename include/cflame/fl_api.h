@@ -12,7 +12,11 @@
  *
  * The version (CFLAME_VERSION_MAJOR, _MINOR, _PATCH, _STRING, _HEX) is in
  * cflame/fl_version.h, which CMake writes from project() and which this
- * header includes. */
+ * header includes: the version a program was compiled against.
+ * fl_version() and fl_version_string() give the version of the library it
+ * was linked with (as jansson's jansson_version_str() and libuv's
+ * uv_version() do): they differ only when headers and library come from
+ * different builds. */
 #ifndef FL_API_H
 #define FL_API_H
 
@@ -31,5 +35,15 @@
 #define CFLAME_BEGIN_DECLS _Pragma("GCC visibility push(default)")
 #define CFLAME_END_DECLS _Pragma("GCC visibility pop")
 #endif
+
+CFLAME_BEGIN_DECLS
+
+/* The running library's CFLAME_VERSION_HEX (0xMMmmpp). */
+unsigned int fl_version(void);
+
+/* The running library's CFLAME_VERSION_STRING ("0.1.0"): static. */
+const char *fl_version_string(void);
+
+CFLAME_END_DECLS
 
 #endif

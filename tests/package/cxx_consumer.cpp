@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // A C++ program built against an installed cflame: every installed header
 // compiles as C++ and links with C linkage (CFLAME_BEGIN_DECLS), and the
-// version macros are those of the build. Prints the text report of a
+// version macros and the library's fl_version() are those of the build. Prints the text report of a
 // folded profile, as flame_consumer does.
 //
 //   cxx_consumer PROFILE.folded VERSION
@@ -36,6 +36,11 @@ int main(int argc, char **argv) {
   if (numbers != argv[2] || std::string(CFLAME_VERSION_STRING) != argv[2]) {
     std::fprintf(stderr, "the headers say %s (%s), the build is %s\n", CFLAME_VERSION_STRING,
                  numbers.c_str(), argv[2]);
+    return 1;
+  }
+  if (fl_version() != CFLAME_VERSION_HEX || std::string(fl_version_string()) != argv[2]) {
+    std::fprintf(stderr, "the library says %s (0x%06x), the headers %s\n", fl_version_string(),
+                 fl_version(), CFLAME_VERSION_STRING);
     return 1;
   }
   fl_profile_t *profile = fl_profile_new(FL_PROFILE_CPU);
