@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fl__spawn.h"
 #include "kn_chan.h"
 #include "kn_text.h"
-#include "kn_util.h"
-
-extern char **environ;
 
 /* How long kn_clang_take waits for a process whose pipe has closed to be
  * reapable (it is exiting), to say how it ended; and how long destroy
@@ -124,33 +121,24 @@ static int start_process(kn_clang_t *c, char *err, size_t err_size) {
     snprintf(err, err_size, "cannot make the pipes of libclang's process: %s", strerror(errno));
     goto fail;
   }
-  cmd[0] = kn_fd_above(cmd[0], KN_CLANGMSG_JOB_FD);
-  res[1] = kn_fd_above(res[1], KN_CLANGMSG_JOB_FD);
-  c->job_fd = kn_fd_above(c->job_fd, KN_CLANGMSG_JOB_FD);
   char parent[32], memory[32];
   snprintf(parent, sizeof parent, "%d", (int)getpid());
   snprintf(memory, sizeof memory, "%zu", c->memory_bytes);
   char *argv[] = {"cflame-clang", parent, memory, NULL};
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, cmd[0], KN_CLANGMSG_CMD_FD);
-  posix_spawn_file_actions_adddup2(&fa, res[1], KN_CLANGMSG_RESULT_FD);
-  posix_spawn_file_actions_adddup2(&fa, c->job_fd, KN_CLANGMSG_JOB_FD);
-  posix_spawn_file_actions_addclosefrom_np(&fa, KN_CLANGMSG_JOB_FD + 1);
   /* A process group of its own: a Ctrl-C typed at the kernel's terminal
-   * is the kernel's to handle. */
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  int rc = posix_spawn(&c->pid, c->helper, &fa, &attr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+   * is the kernel's to handle. stderr stays the kernel's. */
+  fl__spawn_t how = {.path = c->helper,
+                     .argv = argv,
+                     .own_group = true,
+                     .empty_sigmask = true,
+                     .close_others = true,
+                     .fds = {{0, -1},
+                             {1, -1},
+                             {KN_CLANGMSG_CMD_FD, cmd[0]},
+                             {KN_CLANGMSG_RESULT_FD, res[1]},
+                             {KN_CLANGMSG_JOB_FD, c->job_fd}},
+                     .n_fds = 5};
+  int rc = fl__spawn(&how, &c->pid);
   if (rc != 0) {
     c->pid = -1;
     snprintf(err, err_size, "cannot run %s: %s", c->helper, strerror(rc));

@@ -18,7 +18,7 @@
 #include "kn__session.h"
 #include "kn_magic.h"
 #include "kn_names.h"
-#include "kn_spawn.h"
+#include "fl__spawn.h"
 #include "kn_text.h"
 
 /* Calls fn with the name of each dynamic symbol that the shared object at
@@ -349,8 +349,8 @@ struct kn_compile {
  * failed (which resource ran out, or that the compiler could not run). */
 static int spawn_tool(char *const argv[], const char *dir, kn_compile_t *job, char *err,
                       size_t err_size) {
-  kn_spawn_t how = {.dir = dir, .search_path = true, .with_stderr = true};
-  int rc = kn_spawn_piped(argv, &how, &job->pid, &job->out_fd);
+  fl__spawn_t how = {.argv = argv, .dir = dir, .search_path = true, .own_group = true};
+  int rc = fl__spawn_piped(&how, true, &job->pid, &job->out_fd);
   if (rc == -1) {
     snprintf(err, err_size, "cannot create a pipe for the compiler's output: %s%s", strerror(errno),
              errno == EMFILE ? " (the kernel's limit of open files is reached)" : "");
@@ -366,7 +366,7 @@ static int spawn_tool(char *const argv[], const char *dir, kn_compile_t *job, ch
   job->pid_fd = pidfd_open(job->pid, 0);
   if (job->pid_fd < 0) {
     snprintf(err, err_size, "cannot watch the compiler (pidfd_open): %s", strerror(errno));
-    kn_spawn_kill(job->pid);
+    fl__spawn_kill(job->pid);
     job->pid = -1;
     return -1;
   }
@@ -458,7 +458,7 @@ void kn_compile_fds(const kn_compile_t *job, int fds[2]) {
 }
 
 bool kn_compile_poll(kn_compile_t *job) {
-  kn_spawn_drain(&job->out_fd, &job->output);
+  fl__spawn_drain(&job->out_fd, &job->output);
   if (!job->ended && job->pid > 0 && waitpid(job->pid, &job->status, WNOHANG) == job->pid) {
     job->ended = true;
     job->pid = -1;
@@ -479,7 +479,7 @@ void kn_compile_cancel(kn_compile_t **jp) {
   if (!job) return;
   if (job->pid > 0) {
     /* The whole group: cc and the cc1, as and ld it started. */
-    kn_spawn_kill(job->pid);
+    fl__spawn_kill(job->pid);
   }
   if (job->pid_fd >= 0) close(job->pid_fd);
   if (job->out_fd >= 0) close(job->out_fd);

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kn_spawn.h"
+#include "fl__spawn.h"
 #include "kn_text.h"
 
 extern char **environ;
@@ -60,7 +60,8 @@ kn_manpage_t *kn_manpage_start(const char *name, bool is_type, char *err, size_t
   char *argv[] = {"/bin/sh", "-c", (char *)script, "sh", (char *)name, first, then, NULL};
   char **env = man_environment();
   pid_t pid;
-  int out_fd, rc = kn_spawn_piped(argv, &(kn_spawn_t){.env = env}, &pid, &out_fd);
+  int out_fd, rc = fl__spawn_piped(&(fl__spawn_t){.argv = argv, .env = env, .own_group = true},
+                                   false, &pid, &out_fd);
   free(env);
   if (rc == -1) {
     snprintf(err, err_size, "cannot create a pipe for man: %s", strerror(errno));
@@ -96,10 +97,10 @@ static char *plain_text(const char *s, size_t len) {
 }
 
 bool kn_manpage_poll(kn_manpage_t *m) {
-  if (!kn_spawn_drain(&m->out_fd, &m->text)) return false;
+  if (!fl__spawn_drain(&m->out_fd, &m->text)) return false;
   if (m->pid > 0) {
     /* Its output has ended, so man is ending: reap it, or end it. */
-    if (waitpid(m->pid, NULL, WNOHANG) != m->pid) kn_spawn_kill(m->pid);
+    if (waitpid(m->pid, NULL, WNOHANG) != m->pid) fl__spawn_kill(m->pid);
     m->pid = -1;
   }
   if (!m->plain) m->plain = plain_text(m->text.data ? m->text.data : "", m->text.len);
@@ -111,7 +112,7 @@ const char *kn_manpage_text(const kn_manpage_t *m) { return m->plain ? m->plain 
 void kn_manpage_destroy(kn_manpage_t **mp) {
   kn_manpage_t *m = *mp;
   if (!m) return;
-  if (m->pid > 0) kn_spawn_kill(m->pid);
+  if (m->pid > 0) fl__spawn_kill(m->pid);
   if (m->out_fd >= 0) close(m->out_fd);
   fl__buf_free(&m->text);
   free(m->plain);

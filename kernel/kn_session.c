@@ -15,7 +15,7 @@
 
 #include "kn__session.h"
 #include "kn_magic.h"
-#include "kn_spawn.h"
+#include "fl__spawn.h"
 #include "kn_text.h"
 
 /* ---- small helpers ---- */
@@ -199,7 +199,7 @@ int kn_session_set_cc(kn_session_t *s, const char *cc, char *err, size_t err_siz
   for (size_t i = 0; i < nw; i++) argv[i] = words[i];
   argv[nw] = "--version";
   char *out;
-  int rc = kn_spawn_run(argv, NULL, &out);
+  int rc = fl__spawn_run(argv, NULL, &out);
   free(argv);
   kn_words_free(words);
   if (rc != 0) {

@@ -12,16 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fl__spawn.h"
 #include "kn_chan.h"
 #include "kn_crash.h"
 #include "kn_names.h"
 #include "kn_text.h"
-#include "kn_util.h"
 
 /* How long the event pipe may be at end of file while the worker lives:
  * a dying process closes its descriptors a moment before it can be
@@ -101,25 +100,6 @@ void kn_worker_fds(const kn_worker_t *w, int fds[KN_WORKER_FDS]) {
   fds[3] = w->pid_fd;
 }
 
-/* In the child: puts fd at target (dup2 handles fd == target by clearing
- * nothing, so move it explicitly). */
-static void place_fd(int fd, int target) {
-  if (fd == target) {
-    int fl = fcntl(fd, F_GETFD);
-    fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
-  } else {
-    dup2(fd, target);
-  }
-}
-
-/* In the child, after the descriptors are placed: closes every other one
- * the kernel has open, however high. */
-static void close_others(void) {
-  if (close_range(KN_CHAN_EVT_FD + 1, ~0U, 0) == 0) return;
-  long max = sysconf(_SC_OPEN_MAX);
-  for (long fd = KN_CHAN_EVT_FD + 1; fd < (max > 0 ? max : 1 << 20); fd++) close((int)fd);
-}
-
 static void end_process(kn_worker_t *w, int grace_ms);
 
 /* Starts a process for the start under way (w->cwd), with the pipes of
@@ -132,43 +112,38 @@ static int spawn(kn_worker_t *w, char *err, size_t err_size) {
     snprintf(err, err_size, "cannot create pipes for the worker: %s", strerror(errno));
     goto fail;
   }
-  /* Every descriptor the child must move must sit above the targets 0..4,
-   * or one dup2 could overwrite another before it is moved. */
-  int *all[] = {&cmd[0], &evt[1], &out[1], &errp[1]};
-  for (size_t i = 0; i < 4; i++) {
-    if ((*all[i] = kn_fd_above(*all[i], 9)) < 0) {
-      snprintf(err, err_size, "cannot move the worker's pipes above descriptor 9: %s",
-               strerror(errno));
-      goto fail;
-    }
-  }
-  pid_t kernel = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    snprintf(err, err_size, "cannot start the worker: %s", strerror(errno));
+  /* The worker is told the kernel's pid: it dies with the kernel
+   * (PR_SET_PDEATHSIG, which it sets first thing) and exits at once if
+   * the kernel died before that. Its own process group, so that a SIGINT
+   * typed at the kernel's terminal reaches the kernel alone, which
+   * forwards it; SIGPIPE at its default, which the kernel ignores. */
+  char kernel[32];
+  snprintf(kernel, sizeof kernel, "%ld", (long)getpid());
+  char *argv[] = {KN_WORKER_NAME, kernel, NULL};
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  fl__spawn_t how = {.path = w->path,
+                     .argv = argv,
+                     .dir = w->cwd,
+                     .own_group = true,
+                     .empty_sigmask = true,
+                     .close_others = true,
+                     .sigdefault = &pipe_signal,
+                     .fds = {{0, -1},
+                             {1, out[1]},
+                             {2, errp[1]},
+                             {KN_CHAN_CMD_FD, cmd[0]},
+                             {KN_CHAN_EVT_FD, evt[1]}},
+                     .n_fds = 5};
+  pid_t pid;
+  int rc = fl__spawn(&how, &pid);
+  if (rc != 0) {
+    if (w->cwd && access(w->cwd, X_OK) < 0)
+      snprintf(err, err_size, "cannot start the worker in %s: %s", w->cwd, strerror(rc));
+    else
+      snprintf(err, err_size, "cannot start the worker %s: %s", w->path, strerror(rc));
     goto fail;
-  }
-  if (pid == 0) {
-    /* The worker dies with the kernel, whatever ends the kernel (SIGKILL
-     * included); a kernel that died before this line is seen by getppid. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != kernel) _exit(127);
-    /* The worker gets its own process group, so a SIGINT typed at the
-     * kernel's terminal reaches the kernel alone, which forwards it. */
-    setpgid(0, 0);
-    int devnull = open("/dev/null", O_RDONLY);
-    place_fd(devnull, 0);
-    place_fd(out[1], 1);
-    place_fd(errp[1], 2);
-    place_fd(cmd[0], KN_CHAN_CMD_FD);
-    place_fd(evt[1], KN_CHAN_EVT_FD);
-    close_others();
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (w->cwd && chdir(w->cwd) < 0) _exit(126);
-    execl(w->path, KN_WORKER_NAME, (char *)NULL);
-    _exit(127);
   }
   close(cmd[0]);
   close(evt[1]);

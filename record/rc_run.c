@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "fl__common.h"
+#include "fl__spawn.h"
 #include "rc_program.h"
 
 static const int forwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
@@ -207,25 +208,12 @@ static void note_descendants(rc_run_t *run, pid_t pid, size_t *cap, int depth) {
   closedir(d);
 }
 
-/* The child's side: the dispositions it would have had without cflame,
- * then exec; on failure, errno on the pipe. */
-static void exec_child(const char *path, char *const argv[], int error_pipe,
-                       const struct sigaction *old, const struct sigaction *old_chld) {
-  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &old[i], NULL);
-  sigaction(SIGCHLD, old_chld, NULL);
-  execv(path, argv);
-  int e = errno;
-  ssize_t w = write(error_pipe, &e, sizeof e);
-  (void)w;
-  _exit(RC_CANNOT_RUN);
-}
-
 int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_t err_size) {
-  int rc = RC_CANNOT_RUN, pidfd = -1, sig_fds[2] = {-1, -1}, err_fds[2] = {-1, -1};
+  int rc = RC_CANNOT_RUN, pidfd = -1, sig_fds[2] = {-1, -1};
   struct sigaction old[N_FORWARDED], old_chld, sa;
   bool handlers = false;
   memset(run, 0, sizeof *run);
-  if (pipe2(sig_fds, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(err_fds, O_CLOEXEC) < 0) {
+  if (pipe2(sig_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
     snprintf(err, err_size, "cannot run %s: %s", argv[0], strerror(errno));
     goto done;
   }
@@ -234,30 +222,28 @@ int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &sa, &old[i]);
+  /* The program starts with the dispositions it would have had without
+   * cflame: a signal caught here is at its default there (an exec resets
+   * it), and a signal ignored when cflame started is left ignored, by
+   * both (an exec keeps it so), with nothing to forward. */
+  for (size_t i = 0; i < N_FORWARDED; i++) {
+    sigaction(forwarded[i], NULL, &old[i]);
+    if (old[i].sa_handler != SIG_IGN) sigaction(forwarded[i], &sa, NULL);
+  }
   /* The program is waited for here, whatever cflame's parent made of
-   * SIGCHLD (ignored: children would vanish unwaited). */
+   * SIGCHLD (ignored: children would vanish unwaited); so the program
+   * starts with SIGCHLD at its default even where cflame's parent had it
+   * ignored. */
   struct sigaction dfl = {.sa_handler = SIG_DFL};
   sigaction(SIGCHLD, &dfl, &old_chld);
   handlers = true;
 
   int64_t start_ns = fl__clock_ns(CLOCK_MONOTONIC);
-  pid_t pid = fork();
-  if (pid < 0) {
-    snprintf(err, err_size, "cannot run %s: %s", argv[0], strerror(errno));
-    goto done;
-  }
-  if (pid == 0) exec_child(path, argv, err_fds[1], old, &old_chld);
-  close(err_fds[1]);
-  err_fds[1] = -1;
-  int exec_errno;
-  ssize_t got;
-  while ((got = read(err_fds[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
-  }
-  if (got == (ssize_t)sizeof exec_errno) {
-    waitpid(pid, NULL, 0);
-    snprintf(err, err_size, "cannot run %s: %s", argv[0], strerror(exec_errno));
-    rc = exec_errno == ENOENT ? RC_NOT_FOUND : RC_CANNOT_RUN;
+  pid_t pid;
+  int spawn_errno = fl__spawn(&(fl__spawn_t){.path = path, .argv = argv}, &pid);
+  if (spawn_errno != 0) {
+    snprintf(err, err_size, "cannot run %s: %s", argv[0], strerror(spawn_errno));
+    rc = spawn_errno == ENOENT ? RC_NOT_FOUND : RC_CANNOT_RUN;
     goto done;
   }
   run->pid = pid;
@@ -293,10 +279,8 @@ done:
     sigaction(SIGCHLD, &old_chld, NULL);
   }
   signal_pipe = -1;
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 2; i++)
     if (sig_fds[i] >= 0) close(sig_fds[i]);
-    if (err_fds[i] >= 0) close(err_fds[i]);
-  }
   if (pidfd >= 0) close(pidfd);
   return rc;
 }

@@ -6,10 +6,12 @@
 #include <fcntl.h>
 #include <link.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -524,12 +526,15 @@ static void cmd_run(json_t *cmd) {
 }
 
 int main(int argc, char **argv) {
-  /* The kernel gives us the command and event pipes; they must not leak into
-   * processes the cells start. */
-  if (fcntl(KN_CHAN_CMD_FD, F_GETFD) < 0 || fcntl(KN_CHAN_EVT_FD, F_GETFD) < 0) {
+  /* The kernel gives us the command and event pipes and its pid; they must
+   * not leak into processes the cells start. */
+  if (argc != 2 || fcntl(KN_CHAN_CMD_FD, F_GETFD) < 0 || fcntl(KN_CHAN_EVT_FD, F_GETFD) < 0) {
     fprintf(stderr, "cflame-worker: started without its pipes; it is run by cflame-kernel\n");
     return 2;
   }
+  /* The worker dies with the kernel, whatever ends the kernel (SIGKILL
+   * included); a kernel that died before this line is seen by getppid. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != (pid_t)atol(argv[1])) _exit(127);
   fcntl(KN_CHAN_CMD_FD, F_SETFD, FD_CLOEXEC);
   fcntl(KN_CHAN_EVT_FD, F_SETFD, FD_CLOEXEC);
 

@@ -566,13 +566,14 @@ def check_spec(*paths, timeout=300):
     return report
 
 
-def interrupt_when_printed(km, kc, code, marker):
+def interrupt_when_printed(km, kc, code, marker, interrupt=None):
     """Sends code and interrupts the kernel once the cell has printed marker
     (the cell prints it when it has done the work the test needs before the
     interrupt), so that the interrupt finds the cell running however slow
     the machine is; an interrupt that comes before a cell starts stops it
-    before it runs. Returns (Run, seconds from the interrupt to the reply).
-    The messages read while waiting stay for collect()."""
+    before it runs. interrupt: how (default km.interrupt_kernel). Returns
+    (Run, seconds from the interrupt to the reply). The messages read while
+    waiting stay for collect()."""
     t0 = time.monotonic()
     msg_id = send(kc, code, stop_on_error=False)
     seen, printed = [], ""
@@ -588,7 +589,7 @@ def interrupt_when_printed(km, kc, code, marker):
             raise AssertionError(f"the cell ended before it printed {marker!r}: {seen}")
     _stash(kc, "iopub")[:0] = seen
     t_int = time.monotonic()
-    km.interrupt_kernel()
+    (interrupt or km.interrupt_kernel)()
     r = collect(kc, msg_id, timeout=20, sent_t=t0)
     return r, r.reply_t - t_int
 

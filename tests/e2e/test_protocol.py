@@ -15,7 +15,8 @@ import pytest
 import zmq
 from jupyter_client.session import Session
 
-from conftest import (MEMORY_CAP, _read, collect, drain_iopub, execute_msg, fails, ok, raw_socket,
+from conftest import (MEMORY_CAP, _read, collect, drain_iopub, execute_msg, fails,
+                      interrupt_when_printed, ok, raw_socket,
                       replies, request, run, run_full, send, start_kernel, stdout)
 
 
@@ -438,15 +439,12 @@ def test_sigint_to_the_kernel_interrupts(km, kc):
     # what interrupts a cell from a terminal.
     info = request(kc, "kernel_info")
     assert f"kill -INT {km.provisioner.process.pid}" in info["content"]["banner"], info["content"]["banner"]
-    t0 = time.monotonic()
-    msg_id = send(kc, "int sigint_g = 1;\nsigint_g = 5;\nfor (;;);", stop_on_error=False)
-    time.sleep(0.5)
-    t_int = time.monotonic()
-    os.kill(km.provisioner.process.pid, signal.SIGINT)
-    r = collect(kc, msg_id, timeout=20, sent_t=t0)
+    r, latency = interrupt_when_printed(
+        km, kc, 'int sigint_g = 1;\nsigint_g = 5;\nputs("looping"); fflush(stdout);\nfor (;;);',
+        "looping", interrupt=lambda: os.kill(km.provisioner.process.pid, signal.SIGINT))
     assert r.reply["status"] == "error"
     assert r.reply["ename"] == "Interrupted"
-    assert r.reply_t - t_int < 1.0
+    assert latency < 1.0
     assert km.is_alive()
     assert ok(kc, 'printf("%d\\n", sigint_g);') == "5\n"
 
