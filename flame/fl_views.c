@@ -16,6 +16,8 @@
  * DRAW is defined in the view's own file. */
 #define VIEWS(X)                                                                              \
   X(flame, "Flame graph", FL__VIEW_DIFF, fl__view_flame, "the flame graph")                   \
+  X(icicle, "Icicle", FL__VIEW_DIFF, fl__view_icicle,                                         \
+    "the flame graph upside down: the root at the top, each function's callees below it")     \
   X(callers, "Callers", FL__VIEW_DIFF | FL__VIEW_INVERTED, fl__view_flame,                    \
     "the inverted graph, where time was spent at the root and each function's callers above " \
     "it, widths its self time")                                                               \

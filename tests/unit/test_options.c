@@ -39,7 +39,7 @@ static const set_case_t set_cases[] = {
     {FL_FRONT_NOTEBOOK, "recur", "deep", "recur=deep is not valid; choose off or flat"},
     {FL_FRONT_COMMAND, "theme", "sepia", "--theme sepia is not valid; choose light or dark"},
     {FL_FRONT_NOTEBOOK, "view", "icicles",
-     "view=icicles is not valid; choose flame, callers, top, source, chart or sandwich"},
+     "view=icicles is not valid; choose flame, icicle, callers, top, source, chart or sandwich"},
     {FL_FRONT_NOTEBOOK, "pruned", "a,,b",
      "pruned=a,,b is not valid; give a comma-separated list of non-empty names"},
     {FL_FRONT_NOTEBOOK, "threads", "1,x",
@@ -100,6 +100,9 @@ static void test_values(void) {
   CHECK(fl_options_set(&o, "view", "callers", err, sizeof err) == 0);
   CHECK_STR(fl_view_at((size_t)o.view.view)->name, "callers");
   CHECK(o.tree.inverted);
+  CHECK(fl_options_set(&o, "view", "icicle", err, sizeof err) == 0);
+  CHECK_STR(fl_view_at((size_t)o.view.view)->name, "icicle");
+  CHECK(!o.tree.inverted);
   CHECK(fl_options_set(&o, "view", "flame", err, sizeof err) == 0);
   CHECK_STR(fl_view_at((size_t)o.view.view)->name, "flame");
   CHECK(!o.tree.inverted);
