@@ -94,15 +94,10 @@ static fl__drawn_t drawing(draw_t *d, fl__drawing_t what) {
   return out;
 }
 
-/* The view's drawing, as the pictures and pages take it. */
-static char *draw_svg(draw_t *d) {
-  return drawing(d, FL__DRAW_SVG).text;
-}
-
 /* An SVG file is interactive by itself; where its script does not run (an
  * <img>, a viewer without scripts), a line says where it does. */
 static char *write_svg(draw_t *d, size_t *len) {
-  char *svg = draw_svg(d);
+  char *svg = drawing(d, FL__DRAW_SVG).text;
   if (!svg) return NULL;
   char *out =
       fl__svg_interactive(svg, "Open this file in a web browser to hover, zoom and search.");
@@ -111,12 +106,8 @@ static char *write_svg(draw_t *d, size_t *len) {
   return out;
 }
 
-static json_t *spec_of(draw_t *d) {
-  return drawing(d, FL__DRAW_VEGALITE).json;
-}
-
 static char *write_vegalite(draw_t *d, size_t *len) {
-  json_t *spec = spec_of(d);
+  json_t *spec = drawing(d, FL__DRAW_VEGALITE).json;
   if (!spec) return NULL;
   char *json = fl__nonnull(json_dumps(spec, JSON_COMPACT)), *out;
   json_decref(spec);
@@ -163,8 +154,8 @@ static char *write_html(draw_t *d, size_t *len) {
     draw_init(&v, &r, NULL, chosen ? d->err : err, chosen ? d->err_size : sizeof err);
     v.opts.view.title = d->opts.view.title; /* the request's note and title */
     v.opts.view.note = d->opts.view.note;
-    specs[n] = spec_of(&v);
-    svgs[n] = specs[n] ? draw_svg(&v) : NULL;
+    specs[n] = drawing(&v, FL__DRAW_VEGALITE).json;
+    svgs[n] = specs[n] ? drawing(&v, FL__DRAW_SVG).text : NULL;
     draw_free(&v);
     fl_options_free(&opts);
     if (!specs[n] || !svgs[n]) {
@@ -194,13 +185,9 @@ static char *write_html(draw_t *d, size_t *len) {
   return out;
 }
 
-static char *text_report(draw_t *d) {
-  return drawing(d, FL__DRAW_TEXT).text;
-}
-
 /* The text report, after the line that says why it is empty when it is. */
 static char *write_text(draw_t *d, size_t *len) {
-  char *report = text_report(d);
+  char *report = drawing(d, FL__DRAW_TEXT).text;
   if (!report || !d->empty) return report;
   fl__buf_t b = FL__BUF_INIT;
   fl__buf_printf(&b, "%s\n%s", d->empty, report);
@@ -319,17 +306,17 @@ static char *write_folded(draw_t *d, size_t *len) {
   return fl__buf_take(&b);
 }
 
-/* What draw_svg draws, as a still picture: its notes promise no
+/* The view's SVG, as a still picture: its notes promise no
  * interaction. */
 static char *draw_still_svg(draw_t *d) {
   bool still = d->opts.view.still;
   d->opts.view.still = true;
-  char *svg = draw_svg(d);
+  char *svg = drawing(d, FL__DRAW_SVG).text;
   d->opts.view.still = still;
   return svg;
 }
 
-/* A picture of what draw_svg draws (fl_picture_*). */
+/* A picture of the view's SVG (fl_picture_*). */
 static char *write_png(draw_t *d, size_t *len) {
   char *svg = draw_still_svg(d);
   if (!svg) return NULL;
