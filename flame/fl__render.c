@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_budget.h"
 #include "fl__render.h"
 
 /* ---- rows ---- */
@@ -508,6 +509,14 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
   /* U+FFFE and U+FFFF are not XML characters. */
   if (cp == 0xfffe || cp == 0xffff) return 0;
   return len;
+}
+
+void fl__budget_refused(const fl_budget_t *b, const fl_tree_t *t, const char *what, char *err,
+                        size_t err_size) {
+  const char *source = fl_profile_info_const(fl_tree_profile(t))->source;
+  char subject[300];
+  snprintf(subject, sizeof subject, "%s%s%s", what, *source ? " of " : "", source);
+  fl_budget_message(b, subject, err, err_size);
 }
 
 char *fl__clean_text(const char *s, bool lines) {

@@ -382,6 +382,11 @@ char *fl__svg_interactive(const char *svg, const char *hint);
 int fl__view_notes(const fl_view_opts_t *v, const char *const *lines, size_t n_lines,
                    char out[FL__MAX_NOTES][FL__NOTE_SIZE]);
 
+/* err when budget b refused what drawing t would take: "WHAT of x.gz
+ * (pprof) needs more than ..." (fl_budget_message). */
+void fl__budget_refused(const fl_budget_t *b, const fl_tree_t *t, const char *what, char *err,
+                        size_t err_size);
+
 /* ---- tables (fl__table.c): the top and source views ---- */
 
 #define FL__MONOSPACE "Menlo, Consolas, DejaVu Sans Mono, monospace"

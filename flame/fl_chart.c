@@ -27,6 +27,7 @@
 
 #include "cflame/fl_timeline.h"
 #include "fl__render.h"
+#include "fl__view.h"
 
 #define MAX_BARS 1500
 #define LEVEL_PX 16.0
@@ -632,4 +633,11 @@ json_t *fl_chart_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, 
     size_t fewer = (size_t)((double)max * (FL__BUNDLE_MAX_BYTES * 0.9) / (double)bytes);
     if (chart_build(&c, t, v, fewer > 100 ? fewer : 100, err, err_size) < 0) return NULL;
   }
+}
+
+/* view=chart (fl__view.h). */
+int fl__view_chart(const fl__view_in_t *in, fl__drawing_t what, fl__drawn_t *out) {
+  static const fl__view_fns_t fns = {fl_chart_vegalite, fl_chart_svg, fl_text_chart,
+                                     fl_chart_bundle};
+  return fl__view_draw_fns(&fns, in, what, out);
 }

@@ -2,8 +2,8 @@
 /* fl_html: a profile's views as one standalone HTML page, which needs no
  * network.
  *
- * A tab per view (flame graph, callers, top, source, chart: the views that
- * can draw the profile), radio buttons and CSS, so that tabs switch with
+ * A tab per view that can draw the profile (fl_output.c takes them from the
+ * table of views, fl_views.c), radio buttons and CSS, so that tabs switch with
  * JavaScript off. Each tab's panel holds its view's SVG, interactive by
  * itself (fl__svg_interactive: hover, click to zoom, search), and the
  * view's Vega-Lite spec in a <script type="application/json"> element, for
@@ -125,7 +125,8 @@ char *fl_html_page_views(const fl_html_view_t *views, size_t n, size_t selected,
 }
 
 char *fl_html_page(const json_t *vegalite_spec, const char *svg, const char *title) {
+  const fl_view_info_t *flame = fl_view_at(0); /* the table's first, the flame graph */
   fl_html_view_t view = {
-      .name = "flame", .label = "Flame graph", .spec = vegalite_spec, .svg = svg};
+      .name = flame->name, .label = flame->label, .spec = vegalite_spec, .svg = svg};
   return fl_html_page_views(&view, 1, 0, title);
 }

@@ -13,6 +13,7 @@
 #include "cflame/fl_io.h"
 #include "fl__common.h"
 #include "fl__render.h"
+#include "fl__view.h"
 
 /* Where a row's value goes in fl_options_t. */
 typedef enum field {
@@ -103,14 +104,8 @@ static const row_t rows[] = {
       .groups = FL_OPTS_TREE | FL_OPTS_BUDGET, .check = check_size},
      F_SIZE,
      AT(tree.max_memory)},
-    {{"view", FL_OPT_ENUM, "flame|callers|top|source|chart|sandwich", .def = "flame",
-      .help = "flame: the flame graph; callers: the inverted graph, where time was spent at "
-              "the root and each function's callers above it, widths its self time; top: the "
-              "first 50 functions by self and by total, as pprof -top; source: each source "
-              "line with its self and total, as pprof list; chart: the samples in time order, "
-              "a lane per thread; sandwich: focus=FUNC's callers above it and its callees below "
-              "(top, source, chart and sandwich take minwidth 0 unless it is given; a diff draws "
-              "as flame, callers, top or source)",
+    /* The views' table (fl_views.c) writes the choices and the help. */
+    {{"view", FL_OPT_ENUM, fl__view_choices, .def = "flame", .help = fl__view_help,
       .groups = FL_OPTS_VIEW},
      F_VIEW,
      AT(view.view)},
@@ -486,10 +481,13 @@ static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
     case F_CHOICE: *(int *)base = choice_index(r->o.choices, v->s); break;
     case F_CHOICE_B: *(bool *)base = choice_index(r->o.choices, v->s) == 1; break;
     case F_LINES: *(fl_lines_t *)base = v->b ? FL_LINES_ON : FL_LINES_OFF; break;
-    case F_VIEW:
-      *(int *)base = choice_index(r->o.choices, v->s);
-      o->tree.inverted = o->view.view == FL_VIEW_CALLERS;
+    case F_VIEW: {
+      size_t i = 0;
+      const fl__view_t *view = fl__view_named(v->s, &i);
+      *(int *)base = (int)i;
+      o->tree.inverted = view && (view->flags & FL__VIEW_INVERTED);
       break;
+    }
     case F_TITLE:
       free(o->title);
       o->view.title = o->title = v->s ? fl__xstrdup(v->s) : NULL;

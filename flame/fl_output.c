@@ -16,6 +16,7 @@
 #include "cflame/fl_render.h"
 #include "fl__common.h"
 #include "fl__render.h"
+#include "fl__view.h"
 
 /* What a writer draws from: a tree, or a diff, built on demand. */
 typedef struct draw {
@@ -46,15 +47,6 @@ static const fl_tree_t *tree_of(draw_t *d) {
   return d->tree;
 }
 
-/* d->err when the budget refused what writing t would take: "WHAT of
- * x.gz (pprof) needs more than ...". */
-static void refused_output(draw_t *d, const fl_tree_t *t, const char *what) {
-  const char *source = fl_profile_info_const(fl_tree_profile(t))->source;
-  char subject[300];
-  snprintf(subject, sizeof subject, "%s%s%s", what, *source ? " of " : "", source);
-  fl_budget_message(d->opts.tree.budget, subject, d->err, d->err_size);
-}
-
 static const fl_diff_t *diff_of(draw_t *d) {
   if (!d->diff)
     d->diff = fl_diff_build(d->r->profile, d->r->baseline, &d->opts.tree, &d->opts.diff, d->r->root,
@@ -62,148 +54,50 @@ static const fl_diff_t *diff_of(draw_t *d) {
   return d->diff;
 }
 
-/* ---- the writers: each returns a new buffer of *len bytes, or NULL with
- * d->err ---- */
+/* ---- the views (fl__view.h) ---- */
 
-/* ---- the views with a layout of their own ---- */
-
-/* Each draws what d asks for: its tree, or a diff where the view draws
- * one (draws_diffs). */
-static json_t *top_vegalite(draw_t *d) {
-  if (d->r->baseline) return diff_of(d) ? fl_top_diff_vegalite(d->diff, &d->opts.view) : NULL;
-  return tree_of(d) ? fl_top_vegalite(d->tree, &d->opts.view) : NULL;
-}
-static char *top_svg(draw_t *d) {
-  if (d->r->baseline) return diff_of(d) ? fl_top_diff_svg(d->diff, &d->opts.view) : NULL;
-  return tree_of(d) ? fl_top_svg(d->tree, &d->opts.view) : NULL;
-}
-static char *top_text(draw_t *d) {
-  if (d->r->baseline) return diff_of(d) ? fl_text_top_diff(d->diff, &d->opts.text) : NULL;
-  return tree_of(d) ? fl_text_top(d->tree, &d->opts.text) : NULL;
-}
-static json_t *top_bundle(draw_t *d) {
-  if (d->r->baseline) return diff_of(d) ? fl_top_diff_bundle(d->diff, &d->opts.view) : NULL;
-  return tree_of(d) ? fl_top_bundle(d->tree, &d->opts.view) : NULL;
+/* The row of the view d draws. */
+static const fl__view_t *view_of(const draw_t *d) {
+  const fl__view_t *view = fl__view_at((size_t)d->opts.view.view);
+  return view ? view : fl__view_at(0);
 }
 
-static json_t *source_vegalite(draw_t *d) {
-  const fl_source_reader_t *r = &d->r->source;
-  if (d->r->baseline)
-    return diff_of(d) ? fl_source_diff_vegalite(d->diff, &d->opts.view, r, d->err, d->err_size)
-                      : NULL;
-  return tree_of(d) ? fl_source_vegalite(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
-}
-static char *source_svg(draw_t *d) {
-  const fl_source_reader_t *r = &d->r->source;
-  if (d->r->baseline)
-    return diff_of(d) ? fl_source_diff_svg(d->diff, &d->opts.view, r, d->err, d->err_size) : NULL;
-  return tree_of(d) ? fl_source_svg(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
-}
-static char *source_text(draw_t *d) {
-  const fl_source_reader_t *r = &d->r->source;
-  if (d->r->baseline)
-    return diff_of(d) ? fl_text_source_diff(d->diff, &d->opts.view, r, d->err, d->err_size) : NULL;
-  return tree_of(d) ? fl_text_source(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
-}
-static json_t *source_bundle(draw_t *d) {
-  const fl_source_reader_t *r = &d->r->source;
-  if (d->r->baseline)
-    return diff_of(d) ? fl_source_diff_bundle(d->diff, &d->opts.view, r, d->err, d->err_size)
-                      : NULL;
-  return tree_of(d) ? fl_source_bundle(d->tree, &d->opts.view, r, d->err, d->err_size) : NULL;
-}
-
-/* The tree of a view that draws nothing without samples (the chart's
- * lanes, the sandwich's function): NULL with the reason in d->err when a
- * filter left none. */
-static const fl_tree_t *tree_with_samples(draw_t *d) {
-  if (!tree_of(d)) return NULL;
-  if (!d->empty) return d->tree;
-  snprintf(d->err, d->err_size, "%s", d->empty);
-  return NULL;
-}
-
-static json_t *chart_vegalite(draw_t *d) {
-  return tree_with_samples(d) ? fl_chart_vegalite(d->tree, &d->opts.view, d->err, d->err_size)
-                              : NULL;
-}
-static char *chart_svg(draw_t *d) {
-  return tree_with_samples(d) ? fl_chart_svg(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
-}
-static char *chart_text(draw_t *d) {
-  return tree_with_samples(d) ? fl_text_chart(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
-}
-static json_t *chart_bundle(draw_t *d) {
-  return tree_with_samples(d) ? fl_chart_bundle(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
-}
-
-static json_t *sandwich_vegalite(draw_t *d) {
-  return tree_with_samples(d) ? fl_sandwich_vegalite(d->tree, &d->opts.view, d->err, d->err_size)
-                              : NULL;
-}
-static char *sandwich_svg(draw_t *d) {
-  return tree_with_samples(d) ? fl_sandwich_svg(d->tree, &d->opts.view, d->err, d->err_size) : NULL;
-}
-static char *sandwich_text(draw_t *d) {
-  return tree_with_samples(d) ? fl_text_sandwich(d->tree, &d->opts.view, d->err, d->err_size)
-                              : NULL;
-}
-static json_t *sandwich_bundle(draw_t *d) {
-  return tree_with_samples(d) ? fl_sandwich_bundle(d->tree, &d->opts.view, d->err, d->err_size)
-                              : NULL;
-}
-
-/* Each returns NULL with d->err on a bad option (focus, from and to) or
- * input the view cannot draw (a chart of samples without time stamps). */
-static const struct table_view {
-  fl_view_kind_t kind;
-  const char *name;
-  bool draws_diffs;
-  json_t *(*vegalite)(draw_t *d);
-  char *(*svg)(draw_t *d);
-  char *(*text)(draw_t *d);
-  json_t *(*bundle)(draw_t *d);
-} table_views[] = {
-    {FL_VIEW_TOP, "top", true, top_vegalite, top_svg, top_text, top_bundle},
-    {FL_VIEW_SOURCE, "source", true, source_vegalite, source_svg, source_text, source_bundle},
-    {FL_VIEW_CHART, "chart", false, chart_vegalite, chart_svg, chart_text, chart_bundle},
-    {FL_VIEW_SANDWICH, "sandwich", false, sandwich_vegalite, sandwich_svg, sandwich_text,
-     sandwich_bundle},
-};
-
-/* The table view d draws, or NULL for the flame and callers graphs; NULL
- * with d->err (and *refused) when that view cannot draw a diff. */
-static const struct table_view *table_view(draw_t *d, bool *refused) {
-  *refused = false;
-  for (size_t i = 0; i < sizeof table_views / sizeof *table_views; i++) {
-    if (table_views[i].kind != d->opts.view.view) continue;
-    if (d->r->baseline && !table_views[i].draws_diffs) {
-      snprintf(d->err, d->err_size,
-               "view=%s does not draw a diff yet: valid for a diff: flame, callers, top, source",
-               table_views[i].name);
-      *refused = true;
-      return NULL;
+/* d drawn as what by its view's row, from what the row takes (the tree, or
+ * the diff); all NULL with d->err when the view cannot draw the request (a
+ * diff, a filter that left no sample) or the drawing failed. */
+static fl__drawn_t drawing(draw_t *d, fl__drawing_t what) {
+  const fl__view_t *view = view_of(d);
+  fl__drawn_t out = {0};
+  fl__view_in_t in = {.view = &d->opts.view,
+                      .text = &d->opts.text,
+                      .flat = d->opts.flat,
+                      .source = &d->r->source,
+                      .budget = d->opts.tree.budget,
+                      .err = d->err,
+                      .err_size = d->err_size};
+  if (d->r->baseline) {
+    if (!(view->flags & FL__VIEW_DIFF)) {
+      char *why = fl__view_refusal(view->info.name);
+      snprintf(d->err, d->err_size, "%s", why);
+      free(why);
+      return out;
     }
-    return &table_views[i];
+    if (!(in.diff = diff_of(d))) return out;
+  } else {
+    if (!(in.tree = tree_of(d))) return out;
+    if ((view->flags & FL__VIEW_SAMPLES) && d->empty) {
+      snprintf(d->err, d->err_size, "%s", d->empty);
+      return out;
+    }
   }
-  return NULL;
-}
-
-/* The view's drawing, as the pictures and pages take it. */
-static char *draw_svg(draw_t *d) {
-  const fl_view_opts_t *v = &d->opts.view;
-  bool refused;
-  const struct table_view *tv = table_view(d, &refused);
-  if (refused) return NULL;
-  if (tv) return tv->svg(d);
-  if (d->r->baseline) return diff_of(d) ? fl_svg_diff(d->diff, v) : NULL;
-  return tree_of(d) ? fl_svg(d->tree, v) : NULL;
+  view->draw(&in, what, &out);
+  return out;
 }
 
 /* An SVG file is interactive by itself; where its script does not run (an
  * <img>, a viewer without scripts), a line says where it does. */
 static char *write_svg(draw_t *d, size_t *len) {
-  char *svg = draw_svg(d);
+  char *svg = drawing(d, FL__DRAW_SVG).text;
   if (!svg) return NULL;
   char *out =
       fl__svg_interactive(svg, "Open this file in a web browser to hover, zoom and search.");
@@ -212,18 +106,8 @@ static char *write_svg(draw_t *d, size_t *len) {
   return out;
 }
 
-static json_t *spec_of(draw_t *d) {
-  const fl_view_opts_t *v = &d->opts.view;
-  bool refused;
-  const struct table_view *tv = table_view(d, &refused);
-  if (refused) return NULL;
-  if (tv) return tv->vegalite(d);
-  if (d->r->baseline) return diff_of(d) ? fl_vegalite_diff(d->diff, v, d->err, d->err_size) : NULL;
-  return tree_of(d) ? fl_vegalite(d->tree, v, d->err, d->err_size) : NULL;
-}
-
 static char *write_vegalite(draw_t *d, size_t *len) {
-  json_t *spec = spec_of(d);
+  json_t *spec = drawing(d, FL__DRAW_VEGALITE).json;
   if (!spec) return NULL;
   char *json = fl__nonnull(json_dumps(spec, JSON_COMPACT)), *out;
   json_decref(spec);
@@ -245,45 +129,33 @@ static void draw_free(draw_t *d) {
   free(d->note);
 }
 
-/* Every view, in the order of a page's tabs. */
-static const struct page_view {
-  fl_view_kind_t kind;
-  const char *name, *label;
-} page_views[] = {
-    {FL_VIEW_FLAME, "flame", "Flame graph"},
-    {FL_VIEW_CALLERS, "callers", "Callers"},
-    {FL_VIEW_TOP, "top", "Top"},
-    {FL_VIEW_SOURCE, "source", "Source"},
-    {FL_VIEW_CHART, "chart", "Time chart"},
-    {FL_VIEW_SANDWICH, "sandwich", "Sandwich"},
-};
-#define N_PAGE_VIEWS (sizeof page_views / sizeof *page_views)
-
 /* One page with a tab for each view that can draw the request, the one
  * the options chose shown first (its failure is the page's; another view
  * that cannot draw it, a chart of samples without time stamps, has no
  * tab). */
 static char *write_html(draw_t *d, size_t *len) {
-  fl_html_view_t views[N_PAGE_VIEWS];
-  json_t *specs[N_PAGE_VIEWS] = {0};
-  char *svgs[N_PAGE_VIEWS] = {0}, *out = NULL;
+  size_t n_views = 0;
+  while (fl__view_at(n_views)) n_views++;
+  fl_html_view_t *views = fl__xcalloc(n_views, sizeof *views);
+  json_t **specs = fl__xcalloc(n_views, sizeof *specs);
+  char **svgs = fl__xcalloc(n_views, sizeof *svgs), *out = NULL;
   size_t n = 0, selected = 0;
   bool failed = false;
-  for (size_t i = 0; i < N_PAGE_VIEWS && !failed; i++) {
-    bool chosen = page_views[i].kind == d->opts.view.view;
+  for (size_t i = 0; i < n_views && !failed; i++) {
+    const fl_view_info_t *info = &fl__view_at(i)->info;
+    bool chosen = (int)i == d->opts.view.view;
     fl_output_req_t r = *d->r;
     fl_options_t opts;
     fl_options_copy(&opts, d->r->opts);
-    opts.view.view = page_views[i].kind;
-    opts.tree.inverted = page_views[i].kind == FL_VIEW_CALLERS;
-    r.opts = &opts;
     char err[512];
+    fl_options_set(&opts, "view", info->name, err, sizeof err); /* a name of the table */
+    r.opts = &opts;
     draw_t v;
     draw_init(&v, &r, NULL, chosen ? d->err : err, chosen ? d->err_size : sizeof err);
     v.opts.view.title = d->opts.view.title; /* the request's note and title */
     v.opts.view.note = d->opts.view.note;
-    specs[n] = spec_of(&v);
-    svgs[n] = specs[n] ? draw_svg(&v) : NULL;
+    specs[n] = drawing(&v, FL__DRAW_VEGALITE).json;
+    svgs[n] = specs[n] ? drawing(&v, FL__DRAW_SVG).text : NULL;
     draw_free(&v);
     fl_options_free(&opts);
     if (!specs[n] || !svgs[n]) {
@@ -296,7 +168,7 @@ static char *write_html(draw_t *d, size_t *len) {
     }
     if (chosen) selected = n;
     views[n] = (fl_html_view_t){
-        .name = page_views[i].name, .label = page_views[i].label, .spec = specs[n], .svg = svgs[n]};
+        .name = info->name, .label = info->label, .spec = specs[n], .svg = svgs[n]};
     n++;
   }
   if (!failed && n)
@@ -306,28 +178,16 @@ static char *write_html(draw_t *d, size_t *len) {
     json_decref(specs[i]);
     free(svgs[i]);
   }
+  free(views);
+  free(specs);
+  free(svgs);
   *len = 0;
   return out;
 }
 
-static char *text_report(draw_t *d) {
-  bool refused;
-  const struct table_view *tv = table_view(d, &refused);
-  if (refused) return NULL;
-  if (tv) return tv->text(d);
-  const fl_tree_t *t = d->r->baseline ? (diff_of(d) ? fl_diff_tree(d->diff) : NULL) : tree_of(d);
-  if (!t) return NULL;
-  if (fl_budget_charge(d->opts.tree.budget, fl_text_bytes(t, &d->opts.text), 0) < 0) {
-    refused_output(d, t, "printing the report");
-    return NULL;
-  }
-  if (d->r->baseline) return fl_text_diff(d->diff, &d->opts.text);
-  return d->opts.flat ? fl_text_flat(d->tree, &d->opts.text) : fl_text_tree(d->tree, &d->opts.text);
-}
-
 /* The text report, after the line that says why it is empty when it is. */
 static char *write_text(draw_t *d, size_t *len) {
-  char *report = text_report(d);
+  char *report = drawing(d, FL__DRAW_TEXT).text;
   if (!report || !d->empty) return report;
   fl__buf_t b = FL__BUF_INIT;
   fl__buf_printf(&b, "%s\n%s", d->empty, report);
@@ -395,7 +255,7 @@ static int cmp_folded(const void *a, const void *b) {
  * with d->err when the budget refuses it. */
 static char *folded_charged(draw_t *d, const fl_tree_t *t) {
   if (fl_budget_charge(d->opts.tree.budget, fl_folded_bytes(t), 0) < 0) {
-    refused_output(d, t, "writing the folded stacks");
+    fl__budget_refused(d->opts.tree.budget, t, "writing the folded stacks", d->err, d->err_size);
     return NULL;
   }
   return fl_folded(t);
@@ -446,17 +306,17 @@ static char *write_folded(draw_t *d, size_t *len) {
   return fl__buf_take(&b);
 }
 
-/* What draw_svg draws, as a still picture: its notes promise no
+/* The view's SVG, as a still picture: its notes promise no
  * interaction. */
 static char *draw_still_svg(draw_t *d) {
   bool still = d->opts.view.still;
   d->opts.view.still = true;
-  char *svg = draw_svg(d);
+  char *svg = drawing(d, FL__DRAW_SVG).text;
   d->opts.view.still = still;
   return svg;
 }
 
-/* A picture of what draw_svg draws (fl_picture_*). */
+/* A picture of the view's SVG (fl_picture_*). */
 static char *write_png(draw_t *d, size_t *len) {
   char *svg = draw_still_svg(d);
   if (!svg) return NULL;
@@ -568,8 +428,7 @@ static void draw_init(draw_t *d, const fl_output_req_t *r, const struct format *
   fl_options_copy(&d->opts, r->opts);
   fl_options_budget(r->opts, &d->budget);
   d->opts.tree.budget = r->budget ? r->budget : &d->budget;
-  fl_view_kind_t view = d->opts.view.view;
-  bool exact = (f && f->every_sample) || (view != FL_VIEW_FLAME && view != FL_VIEW_CALLERS);
+  bool exact = (f && f->every_sample) || (view_of(d)->flags & FL__VIEW_TOTALS);
   if (exact && !fl_options_given(r->opts, "minwidth")) d->opts.tree.minwidth = 0;
   if (f && f->every_line && !fl_options_given(r->opts, "lines")) d->opts.tree.lines = FL_LINES_ON;
 }
@@ -669,18 +528,7 @@ char *fl_output_render(const fl_output_req_t *r, size_t *len, char *err, size_t 
 json_t *fl_output_bundle(const fl_output_req_t *r, char *err, size_t err_size) {
   draw_t d;
   draw_init(&d, r, NULL, err, err_size);
-  json_t *bundle = NULL;
-  bool refused;
-  const struct table_view *tv = table_view(&d, &refused);
-  if (refused) {
-    /* d.err says why */
-  } else if (tv) {
-    bundle = tv->bundle(&d);
-  } else if (r->baseline) {
-    if (diff_of(&d)) bundle = fl_diff_bundle(d.diff, &d.opts.view, err, err_size);
-  } else if (tree_of(&d)) {
-    bundle = fl_bundle(d.tree, &d.opts.view, err, err_size);
-  }
+  json_t *bundle = drawing(&d, FL__DRAW_BUNDLE).json;
   if (bundle && d.opts.view.png) {
     /* A picture of the same drawing, for front ends that show neither
      * Vega-Lite nor HTML (LaTeX, some viewers). */

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "fl__render.h"
+#include "fl__view.h"
 
 typedef struct sandwich {
   fl_profile_t *callers, *callees;
@@ -356,4 +357,11 @@ json_t *fl_sandwich_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *er
   free(report);
   sandwich_free(&s);
   return bundle;
+}
+
+/* view=sandwich (fl__view.h). */
+int fl__view_sandwich(const fl__view_in_t *in, fl__drawing_t what, fl__drawn_t *out) {
+  static const fl__view_fns_t fns = {fl_sandwich_vegalite, fl_sandwich_svg, fl_text_sandwich,
+                                     fl_sandwich_bundle};
+  return fl__view_draw_fns(&fns, in, what, out);
 }

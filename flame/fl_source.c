@@ -36,6 +36,7 @@
 #include "cflame/fl_diff.h"
 #include "cflame/fl_lines.h"
 #include "fl__source.h"
+#include "fl__view.h"
 
 #define MAX_FILES 5
 #define WHOLE_LINES 150
@@ -978,4 +979,26 @@ json_t *fl_source_bundle(const fl_tree_t *t, const fl_view_opts_t *v, const fl_s
   free(report);
   fl__source_free(&s);
   return bundle;
+}
+
+/* ---- view=source (fl__view.h): a tree's lines, or a diff's (fl_source_diff.c) ---- */
+
+int fl__view_source(const fl__view_in_t *in, fl__drawing_t what, fl__drawn_t *out) {
+  const fl_diff_t *d = in->diff;
+  const fl_tree_t *t = in->tree;
+  const fl_view_opts_t *v = in->view;
+  const fl_source_reader_t *r = in->source;
+  char *e = in->err;
+  size_t n = in->err_size;
+#define OF_EITHER(diff_fn, tree_fn) (d ? diff_fn(d, v, r, e, n) : tree_fn(t, v, r, e, n))
+  switch (what) {
+    case FL__DRAW_VEGALITE:
+      out->json = OF_EITHER(fl_source_diff_vegalite, fl_source_vegalite);
+      break;
+    case FL__DRAW_SVG: out->text = OF_EITHER(fl_source_diff_svg, fl_source_svg); break;
+    case FL__DRAW_TEXT: out->text = OF_EITHER(fl_text_source_diff, fl_text_source); break;
+    case FL__DRAW_BUNDLE: out->json = OF_EITHER(fl_source_diff_bundle, fl_source_bundle); break;
+  }
+#undef OF_EITHER
+  return out->json || out->text ? 0 : -1;
 }

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "fl__render.h"
+#include "fl__view.h"
 
 #define ROW_PX 18.0
 #define BAR_PX 14.0
@@ -323,4 +324,23 @@ json_t *fl_top_bundle(const fl_tree_t *t, const fl_view_opts_t *v) {
   free(svg);
   free(report);
   return bundle;
+}
+
+/* ---- view=top (fl__view.h): a tree's table, or a diff's (fl_top_diff.c) ---- */
+
+int fl__view_top(const fl__view_in_t *in, fl__drawing_t what, fl__drawn_t *out) {
+  const fl_diff_t *d = in->diff;
+  const fl_tree_t *t = in->tree;
+  const fl_view_opts_t *v = in->view;
+  switch (what) {
+    case FL__DRAW_VEGALITE:
+      out->json = d ? fl_top_diff_vegalite(d, v) : fl_top_vegalite(t, v);
+      break;
+    case FL__DRAW_SVG: out->text = d ? fl_top_diff_svg(d, v) : fl_top_svg(t, v); break;
+    case FL__DRAW_TEXT:
+      out->text = d ? fl_text_top_diff(d, in->text) : fl_text_top(t, in->text);
+      break;
+    case FL__DRAW_BUNDLE: out->json = d ? fl_top_diff_bundle(d, v) : fl_top_bundle(t, v); break;
+  }
+  return 0;
 }

@@ -43,6 +43,9 @@
  *             frame with its func, file, line, module, count and pct, and
  *             "… and K more"), so that data.values stays the frames.
  *
+ * usermeta.cflame.icicle says that the root is at the top (icicle=true,
+ * view=icicle): each frame is drawn below its parent, not above.
+ *
  * usermeta.cflame.diff says how the diff was made (negate, delta, noise,
  * scale, max_delta, the other profile's total, how many frames vanished)
  * and its colours, for tests and for whoever reads the spec.
@@ -766,7 +769,7 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
   json_t *spec = json_pack(
       "{s:s,s:s?,s:i,s:f,s:s,s:o,s:o,s:o,s:o,"
       "s:[{s:s,s:s,s:{s:s,s:s,s:s}}],s:o,"
-      "s:{s:{s:s,s:I,s:I,s:I,s:I,s:i,s:i}}}",
+      "s:{s:{s:s,s:I,s:I,s:I,s:I,s:i,s:i,s:b}}}",
       "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
       "description", clean_description,
       "width", l.width,
@@ -781,7 +784,8 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
       "layer", layers,
       "usermeta", "cflame", "unit", fl__unit(t), "total", (json_int_t)r->total,
                             "hidden", (json_int_t)hidden, "merged", (json_int_t)r->n_merged,
-                            "rows", (json_int_t)r->n, "levels", r->levels, "shown", l.shown);
+                            "rows", (json_int_t)r->n, "levels", r->levels, "shown", l.shown,
+                            "icicle", v->icicle);
   free(clean_description);
   if (spec) {
     char notes[FL__MAX_NOTES][FL__NOTE_SIZE];

@@ -54,6 +54,11 @@ const char *fl_output_formats(bool and_last);
  * format | file ending | what it writes |", a row per format. New
  * string. */
 char *fl_output_formats_markdown(void);
+/* The table of views (fl_view_at) as the docs hold it (docs/USAGE.md for
+ * the notebook, docs/CLI.md for the command, checked by a test): "| view |
+ * what it shows | a diff |", a row per view, named as front writes it. New
+ * string. */
+char *fl_views_markdown(fl_front_t front);
 
 /* When t (built with o's tree options) holds no sample of a profile that
  * has some, what left none, named as o's front end writes it and with

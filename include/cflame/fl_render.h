@@ -31,19 +31,24 @@
 
 CFLAME_BEGIN_DECLS
 
-/* What a profile is drawn as (the option view=, fl_options.h): each view's
- * tree is built by fl_tree with the options that view sets. */
-typedef enum fl_view_kind {
-  FL_VIEW_FLAME,    /* the flame graph (or icicle) */
-  FL_VIEW_CALLERS,  /* the inverted graph: fl_tree_opts_t.inverted */
-  FL_VIEW_TOP,      /* the functions by self and by total (fl_top_*) */
-  FL_VIEW_SOURCE,   /* the source lines with their weights (fl_source_*) */
-  FL_VIEW_CHART,    /* the samples in time order, a lane per thread (fl_chart_*) */
-  FL_VIEW_SANDWICH, /* focus's callers above it, its callees below (fl_sandwich_*) */
-} fl_view_kind_t;
+/* A view: what a profile is drawn as (the option view=, fl_options.h). The
+ * views are the rows of one table (flame/fl_views.c), in the order of the
+ * HTML page's tabs; each view's tree is built by fl_tree with the options
+ * that view sets. */
+typedef struct fl_view_info {
+  const char *name;  /* "flame": the value of view= and --view */
+  const char *label; /* "Flame graph": its tab on the HTML page */
+  const char *help;  /* what it shows, one line */
+  bool draws_diff;   /* a diff can be drawn as this view */
+  bool totals;       /* its figures are totals: drawn with minwidth 0 unless it is given */
+} fl_view_info_t;
+
+/* The i-th view of the table, in its order (0: the flame graph, the
+ * default); NULL past the last. Static. */
+const fl_view_info_t *fl_view_at(size_t i);
 
 typedef struct fl_view_opts {
-  fl_view_kind_t view;
+  int view;          /* the view: its index in the table of views (fl_view_at) */
   int width;         /* pixels */
   int height;        /* pixels; 0: sized to the depth, at most 4,000; levels that
                         would be thinner than 12 px are a band a click opens */

@@ -53,10 +53,10 @@ def interactive_ok(files, *flags):
     assert p.stdout.count("ok   ") == len(files), p.stdout
 
 
-def check_spec(path):
-    """The real vega-lite 5 and vega 5 compile and render it, no warnings."""
-    r = subprocess.run([NODE, str(RENDER / "check_spec.mjs"), str(path)], capture_output=True,
-                       text=True, timeout=240)
+def check_spec(*paths):
+    """The real vega-lite 5 and vega 5 compile and render each, no warnings."""
+    r = subprocess.run([NODE, str(RENDER / "check_spec.mjs"), *map(str, paths)],
+                       capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -112,6 +112,51 @@ def test_callers_view_sums_each_function_s_self_time_on_the_root(tmp_path):
     diff = frames_of(json.loads(ok("-f", "vegalite", "--view", "callers", "--diff",
                                    DATA / "single.txt", DATA / "threads.txt")))
     assert diff[0]["change"] and {r["func"] for r in diff if r["parent"] == 0} >= {"hash_block"}
+
+
+def _levels(frames, root_y, down):
+    """Each frame of graph_drawing_of's as (name, x, width, level): its
+    level counted from the root's row, down (an icicle's) or up."""
+    step = min(abs(f["y"] - root_y) for f in frames if abs(f["y"] - root_y) > 0.05)
+    return sorted((f["name"], f["x"], f["w"], round((f["y"] - root_y) / step * (1 if down else -1)))
+                  for f in frames)
+
+
+def test_icicle_view_is_the_flame_graph_upside_down(tmp_path):
+    """--view icicle, as perf's and speedscope's users read a profile: the
+    flame graph's frames, each at the same x and as wide, the root's row at
+    the top and every frame's row as far below it as the flame graph's is
+    above (its SVG, read with an XML parser); its Vega-Lite spec passes
+    vega-lite and vega, which draw each frame below its parent
+    (check_spec.mjs); its text is the flame graph's tree; the page has its
+    tab; PNG and PDF are drawn; a diff is drawn so too."""
+    src = DATA / "threads.txt"
+    flame = graph_drawing_of(ok(src, "-f", "svg"))["frames"]
+    icicle = graph_drawing_of(ok("--view", "icicle", src, "-f", "svg"))["frames"]
+    assert len(icicle) == len(flame) > 10
+    root_f = next(f for f in flame if f["name"] == "all")
+    root_i = next(f for f in icicle if f["name"] == "all")
+    assert root_f["y"] == max(f["y"] for f in flame)
+    assert root_i["y"] == min(f["y"] for f in icicle), "the icicle's root is not at the top"
+    assert _levels(icicle, root_i["y"], True) == _levels(flame, root_f["y"], False)
+    assert max(lv for *_, lv in _levels(icicle, root_i["y"], True)) >= 3
+    out = tmp_path / "icicle.vl.json"
+    ok("--view", "icicle", src, "-o", out)
+    spec = json.loads(out.read_text())
+    assert spec["usermeta"]["cflame"]["icicle"] is True
+    assert frames_of(spec) == frames_of(json.loads(ok(src, "-f", "vegalite")))
+    assert ok("--view", "icicle", src, "-f", "text") == ok(src, "-f", "text")
+    page = ok("--view", "icicle", src, "-f", "html")
+    assert re.search(r'<input type="radio" name="cflame-tab" id="cflame-tab-icicle" checked>'
+                     r'<label for="cflame-tab-icicle">Icicle</label>', page), page[:3000]
+    for ending, magic in ((".png", b"\x89PNG"), (".pdf", b"%PDF")):
+        ok("--view", "icicle", src, "-o", tmp_path / f"icicle{ending}")
+        assert (tmp_path / f"icicle{ending}").read_bytes().startswith(magic)
+    diff = tmp_path / "diff.vl.json"
+    ok("--view", "icicle", "--diff", DATA / "single.txt", src, "-o", diff)
+    meta = json.loads(diff.read_text())["usermeta"]["cflame"]
+    assert meta["icicle"] is True and "diff" in meta
+    check_spec(out, diff)
 
 
 def test_top_view_lists_functions_by_self_and_by_total(tmp_path):
@@ -273,10 +318,10 @@ def test_vegalite_passes_vega_lite(tmp_path):
 
 def test_html_holds_the_spec_and_the_svg(tmp_path):
     """The page holds a tab per view, each with its spec and its interactive
-    SVG as the other formats write them: the flame graph's, and --view
-    top's."""
+    SVG as the other formats write them: the flame graph's, --view icicle's
+    and --view top's."""
     page = ok("--format", "html", "--title", "a <title> & more", DATA / "single.txt")
-    for view in ("flame", "top"):
+    for view in ("flame", "icicle", "top"):
         spec = json.loads(ok("--format", "vegalite", "--view", view, "--title", "a <title> & more",
                              DATA / "single.txt"))
         m = re.search(rf'<section class="cflame-panel" id="cflame-panel-{view}".*?'
@@ -637,7 +682,7 @@ def test_the_search_box_is_in_a_narrow_window(tmp_path):
 
 
 def test_every_views_svg_is_interactive_by_itself(tmp_path):
-    """Each view's SVG file (a profile's six views, a diff's four, an icicle
+    """Each view's SVG file (a profile's seven views, a diff's five, an icicle
     in the dark theme), opened on its own in Chromium with the network off:
     hovering a frame shows its title in a box, a click zooms (tables do
     not), reset and a double-click undo it, the search shows the matched
@@ -645,9 +690,10 @@ def test_every_views_svg_is_interactive_by_itself(tmp_path):
     (tests/render/interactive_test.mjs). Where the script does not run, the
     file's hint says to open it in a browser."""
     src = DATA / "srcline.txt"
-    cases = {f"{v}.svg": ["--view", v, src] for v in ("flame", "callers", "top", "source", "chart")}
+    cases = {f"{v}.svg": ["--view", v, src]
+             for v in ("flame", "icicle", "callers", "top", "source", "chart")}
     cases["sandwich.svg"] = ["--view", "sandwich", "--focus", "main", src]
-    for v in ("flame", "callers", "top", "source"):
+    for v in ("flame", "icicle", "callers", "top", "source"):
         cases[f"diff-{v}.svg"] = ["--view", v, "--diff", DATA / "single.txt", src]
     cases["icicle-dark.svg"] = ["--icicle", "--theme", "dark", DATA / "threads.txt"]
     files = []

@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from cflame_bundle import graph_drawing_of
 from conftest import (COUNT, VL_MIME, SpecStore, ancestors, by_id, check_spec, children,
                       displays, errors, fails, flame, interrupt_when_printed, ok, rows_of, run,
                       start_kernel, stdout, summary_of, svg_of, svg_of_file)
@@ -440,6 +441,37 @@ def test_view_options(kc, opt_profile):
     assert dark(spec["background"])
     b, rows, _, _ = show(kc, OPT_CELL.format(opts=" height=400"), "height400")
     assert b[VL_MIME]["height"] == 400
+
+
+def test_profview_view_icicle_is_the_flame_graph_upside_down(kc, tmp_path):
+    """%%profview view=icicle: the cell's flame graph with the root at the
+    top, as perf's and speedscope's users read it. Its spec says so and
+    reverses the levels (check_spec.mjs has vega draw each frame below its
+    parent); its SVG has the root's row above every other and each level
+    below the one before; its frames are those %profshow draws of the same
+    profile as the flame graph, and %profsave of the page writes its tab."""
+    b, rows, _, _ = show(kc, OPT_CELL.format(opts=" view=icicle"), "view-icicle")
+    spec = b[VL_MIME]
+    assert spec["usermeta"]["cflame"]["icicle"] is True
+    assert spec["layer"][0]["encoding"]["y"]["scale"]["reverse"] is True, spec["layer"][0]
+    frames = graph_drawing_of(svg_of(b))["frames"]
+    root = next(f for f in frames if f["name"] == rows[0]["func"])
+    assert root["y"] == min(f["y"] for f in frames), "the icicle's root is not at the top"
+    ys = sorted({f["y"] for f in frames})
+    assert len(ys) >= 3, ys
+    flame_b, flame_rows, _, _ = show(kc, "%profshow", "view-icicle-as-flame")
+    assert flame_b[VL_MIME]["usermeta"]["cflame"]["icicle"] is False
+    # The same frames (the root named for the session, not the cell).
+    keys = ("id", "parent", "depth", "x0", "x1", "count", "self", "func", "file", "line", "module")
+    assert [[r[k] for k in keys] for r in flame_rows[1:]] == [[r[k] for k in keys] for r in rows[1:]]
+    assert flame_rows[0]["count"] == rows[0]["count"]
+    flame_frames = graph_drawing_of(svg_of(flame_b))["frames"]
+    assert sorted((f["name"], f["x"], f["w"]) for f in flame_frames[1:]) == \
+        sorted((f["name"], f["x"], f["w"]) for f in frames if f is not root)
+    assert flame_frames[0]["y"] == max(f["y"] for f in flame_frames)
+    page = tmp_path / "icicle.html"
+    ok(kc, f"%profsave {page} view=icicle")
+    assert '<label for="cflame-tab-icicle">Icicle</label>' in page.read_text()
 
 
 # ---------------------------------------------------------------- tree options

@@ -17,7 +17,9 @@
 //   - checks the data rows (read by frames.mjs from the spec's columns and
 //     string table): at most 5,000, the fields cflame's docs name,
 //     x1 - x0 == count, pct, depth bounds, parents drawn before children;
-//     and that vega computes the same rows from the spec's transforms.
+//     and that vega computes the same rows from the spec's transforms;
+//   - checks that vega draws each frame above its parent, or below it in an
+//     icicle (usermeta.cflame.icicle: icicle=true, view=icicle).
 // For a bundle it also checks that text/markdown holds the SVG as one HTML
 // block, well-formed XML with one <path> and one <title> per row, each
 // filled with its row's colour; that the bundle holds the SVG once (no
@@ -493,6 +495,16 @@ async function checkSpec(spec, problems) {
       problems.push(`vega drew ${frames.length} frames of ${band.drawn.length}, ${miscoloured.length} not in their row's colour`);
     }
     if (band.pieces.length) checkBand(view, rects.filter(isBand), band, problems);
+    // The root at the bottom, each frame drawn above its parent; in an
+    // icicle (usermeta.cflame.icicle) the root at the top, each below.
+    const icicle = spec.usermeta?.cflame?.icicle === true;
+    const yOf = new Map(frames.map(it => [it.datum.id, it.y]));
+    const flipped = frames.find(it => yOf.has(it.datum.parent) &&
+      (icicle ? it.y <= yOf.get(it.datum.parent) : it.y >= yOf.get(it.datum.parent)));
+    if (flipped) {
+      problems.push(`${flipped.datum.func} is drawn at y ${flipped.y}, not ${icicle ? 'below' : 'above'} ` +
+                    `its parent at ${yOf.get(flipped.datum.parent)}${icicle ? ' (an icicle)' : ''}`);
+    }
     // Levels are tall enough for their labels, however deep the graph.
     const levelPx = spec.height / (band.pieces.length ? band.cut + 1 : Math.max(...rows.map(r => r.depth)) + 1);
     if (levelPx < 10) problems.push(`levels ${levelPx.toFixed(1)} px tall, too thin for labels`);

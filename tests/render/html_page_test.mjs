@@ -6,9 +6,9 @@
 // Makes two pages with the cflame binary (a profile of the capture, and its
 // diff against itself) and opens each in Debian's Chromium, headless
 // (/usr/bin/chromium, or $CHROMIUM). A page has a tab per view that can
-// draw its profile: the profile's are flame, callers, top, source and
-// chart, the diff's flame, callers, top and source; the flame graph's tab is shown
-// first. The page needs no network; each is opened two ways:
+// draw its profile: the profile's are flame, icicle, callers, top, source
+// and chart, the diff's flame, icicle, callers, top and source; the flame
+// graph's tab is shown first. The page needs no network; each is opened two ways:
 //   - with the network off: the page asks nothing of the network; every
 //     tab's SVG is interactive by itself (interactive.mjs: hover box, click
 //     zoom, reset, search and its share, Escape), its note is hidden, the
@@ -119,8 +119,9 @@ async function noScript(browser, p) {
   await context.close();
 }
 
-const pages = [makePage('graph', [capture], ['flame', 'callers', 'top', 'source', 'chart']),
-               makePage('diff', ['--diff', capture, capture], ['flame', 'callers', 'top', 'source'])];
+const pages = [makePage('graph', [capture], ['flame', 'icicle', 'callers', 'top', 'source', 'chart']),
+               makePage('diff', ['--diff', capture, capture],
+                        ['flame', 'icicle', 'callers', 'top', 'source'])];
 const browser = await launchChromium();
 let failed = 0, passed = 0;
 try {

@@ -10,7 +10,7 @@
  * per source line the same; per thread the weight. Each view is then
  * drawn through the one output function (fl_output_render), as
  * %profsave, the command and `cflame record` draw it, and read back:
- *   flame and callers  the Vega-Lite spec's frames (and the SVG's frames
+ *   flame, icicle and callers  the Vega-Lite spec's frames (and the SVG's frames
  *                      against them); per function by the same rule
  *   top                the spec's rows, and its text (the flat report's rows)
  *   sandwich           the spec's total and self of its function
@@ -506,6 +506,7 @@ static void check_profile(uint64_t seed, fl_profile_kind_t kind) {
   tally_profile(p, true, &by_name, NULL, NULL);
   lines.all = threads.all = funcs.all;
   check_graph(p, &funcs, "flame");
+  check_graph(p, &funcs, "icicle");
   check_graph(p, &funcs, "callers");
   check_top(p, &funcs);
   if (kind == FL_PROFILE_CPU) check_top_text(p, &funcs); /* bytes print rounded (KiB) */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The option table (fl_options.h): each type parsed, the errors, the
  * defaults, help, and the docs' option tables, which must be the table's,
- * as the docs' table of output formats must be fl_output.c's.
+ * as the docs' tables of output formats and of views must be fl_output.c's
+ * and fl_views.c's.
  * `test_options --markdown` prints the tables the docs hold. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -38,7 +39,7 @@ static const set_case_t set_cases[] = {
     {FL_FRONT_NOTEBOOK, "recur", "deep", "recur=deep is not valid; choose off or flat"},
     {FL_FRONT_COMMAND, "theme", "sepia", "--theme sepia is not valid; choose light or dark"},
     {FL_FRONT_NOTEBOOK, "view", "icicles",
-     "view=icicles is not valid; choose flame, callers, top, source, chart or sandwich"},
+     "view=icicles is not valid; choose flame, icicle, callers, top, source, chart or sandwich"},
     {FL_FRONT_NOTEBOOK, "pruned", "a,,b",
      "pruned=a,,b is not valid; give a comma-separated list of non-empty names"},
     {FL_FRONT_NOTEBOOK, "threads", "1,x",
@@ -92,12 +93,19 @@ static void test_values(void) {
   CHECK_INT(o.tree.recur, FL_RECUR_FLAT);
   CHECK(fl_options_set(&o, "theme", "dark", err, sizeof err) == 0);
   CHECK(o.view.dark);
-  /* A view sets the tree it draws: callers, the inverted one. */
-  CHECK(o.view.view == FL_VIEW_FLAME && !o.tree.inverted);
+  /* A view is its row of the table of views, and sets the tree it draws:
+   * callers, the inverted one. */
+  CHECK_STR(fl_view_at((size_t)o.view.view)->name, "flame");
+  CHECK(!o.tree.inverted);
   CHECK(fl_options_set(&o, "view", "callers", err, sizeof err) == 0);
-  CHECK(o.view.view == FL_VIEW_CALLERS && o.tree.inverted);
+  CHECK_STR(fl_view_at((size_t)o.view.view)->name, "callers");
+  CHECK(o.tree.inverted);
+  CHECK(fl_options_set(&o, "view", "icicle", err, sizeof err) == 0);
+  CHECK_STR(fl_view_at((size_t)o.view.view)->name, "icicle");
+  CHECK(!o.tree.inverted);
   CHECK(fl_options_set(&o, "view", "flame", err, sizeof err) == 0);
-  CHECK(o.view.view == FL_VIEW_FLAME && !o.tree.inverted);
+  CHECK_STR(fl_view_at((size_t)o.view.view)->name, "flame");
+  CHECK(!o.tree.inverted);
   CHECK(fl_options_set(&o, "delta", "self", err, sizeof err) == 0);
   CHECK_INT(o.diff.delta, FL_DELTA_SELF);
   CHECK(fl_options_set(&o, "format", "flat", err, sizeof err) == 0);
@@ -223,6 +231,9 @@ static void test_docs(bool print) {
                     fl_options_markdown(doc_tables[i].groups, doc_tables[i].front), print);
   /* The formats (fl_output.c's table), which --help lists too. */
   check_doc_table("docs/CLI.md", fl_output_formats_markdown(), print);
+  /* The views (fl_views.c's table), as each front end names them. */
+  check_doc_table("docs/USAGE.md", fl_views_markdown(FL_FRONT_NOTEBOOK), print);
+  check_doc_table("docs/CLI.md", fl_views_markdown(FL_FRONT_COMMAND), print);
 }
 
 int main(int argc, char **argv) {

@@ -2,7 +2,8 @@
 /* Tests the views other than the flame graph, on profiles whose answers are
  * known: view=top (fl_top_vegalite, fl_top_svg, fl_text_top, fl_top_bundle)
  * and its path through fl_output (the option view=, minwidth 0 unless
- * given, the formats).
+ * given, the formats); view=source, chart and sandwich; view=icicle, the
+ * flame graph upside down.
  *
  *   test_views [DIR]
  *
@@ -388,7 +389,8 @@ static void test_top_output(void) {
   fl_options_set(&o, "view", "chart", err, sizeof err);
   err[0] = '\0';
   CHECK(fl_output_bundle(&r, err, sizeof err) == NULL);
-  CHECK(strstr(err, "view=chart") != NULL && strstr(err, "flame, callers, top, source") != NULL);
+  CHECK(strstr(err, "view=chart") != NULL &&
+        strstr(err, "flame, icicle, callers, top, source") != NULL);
   fl_options_free(&o);
   fl_profile_destroy(&p);
 }
@@ -861,6 +863,73 @@ static void test_sandwich(void) {
   fl_profile_destroy(&p);
 }
 
+/* ---- view=icicle ---- */
+
+static json_t *meta_of(json_t *spec, const char *key) {
+  return json_object_get(json_object_get(json_object_get(spec, "usermeta"), "cflame"), key);
+}
+
+/* The spec fl_output draws of r, parsed. New. */
+static json_t *spec_rendered(const fl_output_req_t *r) {
+  char err[512] = "";
+  size_t len;
+  char *text = fl_output_render(r, &len, err, sizeof err);
+  json_t *spec = text ? json_loads(text, 0, NULL) : NULL;
+  if (!text) fprintf(stderr, "  %s\n", err);
+  free(text);
+  return spec;
+}
+
+/* view=icicle through fl_output: the flame graph's frames (the same data,
+ * the same layout) with the root at the top, which its spec says; its text
+ * is the flame graph's tree; a diff draws so too. The bundles go to
+ * check_spec.mjs, where vega must draw each frame below its parent. */
+static void test_icicle(void) {
+  fprintf(stderr, "icicle: the flame graph upside down, in every drawing\n");
+  char err[512] = "";
+  fl_options_t o;
+  fl_options_init(&o, FL_FRONT_NOTEBOOK);
+  fl_profile_t *p = known_profile();
+  fl_output_req_t r = {.profile = p, .opts = &o, .format = "vegalite"};
+  json_t *flame = spec_rendered(&r);
+  CHECK(fl_options_set(&o, "view", "icicle", err, sizeof err) == 0);
+  json_t *icicle = spec_rendered(&r);
+  CHECK(flame && icicle);
+  CHECK(json_is_false(meta_of(flame, "icicle")) && json_is_true(meta_of(icicle, "icicle")));
+  CHECK(json_equal(json_object_get(flame, "datasets"), json_object_get(icicle, "datasets")));
+  CHECK(json_equal(meta_of(flame, "levels"), meta_of(icicle, "levels")));
+  json_decref(flame);
+  json_decref(icicle);
+  r.format = "text";
+  size_t len;
+  char *upside_down = fl_output_render(&r, &len, err, sizeof err);
+  fl_options_set(&o, "view", "flame", err, sizeof err);
+  char *tree = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(upside_down && tree && !strcmp(upside_down, tree));
+  free(upside_down);
+  free(tree);
+  fl_options_set(&o, "view", "icicle", err, sizeof err);
+  json_t *bundle = fl_output_bundle(&r, err, sizeof err);
+  CHECK(bundle && json_is_true(meta_of(json_object_get(bundle, "application/vnd.vegalite.v5+json"),
+                                       "icicle")));
+  write_out("view-icicle.json", bundle);
+  json_decref(bundle);
+  /* Of a diff: main's own samples doubled. */
+  fl_profile_t *more = known_profile();
+  uint32_t main_only[] = {frame(more, "main", "cell[1]", 3, "cell[1]", CELL)};
+  fl_profile_add_sample(more, main_only, 1, 2, 0, 1);
+  r.profile = more;
+  r.baseline = p;
+  bundle = fl_output_bundle(&r, err, sizeof err);
+  json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+  CHECK(bundle && json_is_true(meta_of(spec, "icicle")) && json_is_object(meta_of(spec, "diff")));
+  write_out("view-icicle-diff.json", bundle);
+  json_decref(bundle);
+  fl_options_free(&o);
+  fl_profile_destroy(&more);
+  fl_profile_destroy(&p);
+}
+
 int main(int argc, char **argv) {
   if (out_dir_init(argc, argv) < 0) return 1;
   test_top_known_answers();
@@ -872,5 +941,6 @@ int main(int argc, char **argv) {
   test_chart_known_answers();
   test_chart_legend();
   test_sandwich();
+  test_icicle();
   return TEST_DONE();
 }
