@@ -210,11 +210,14 @@ export async function tryGraphs(page, allTitles, expectGraphs, band = false) {
     }
     if (!frames.length) continue; /* a table without rows: nothing to try */
     // The widest frame narrower than its plot (else the last, in a graph
-    // of one stack); a table's first row.
+    // of one stack; else, where every frame is a few pixels wide, as a
+    // chart of many short runs can be, the widest that a pointer can
+    // still hit); a table's first row.
     const zooms = g.kind !== 'table';
     let pick = zooms
       ? frames.filter(f => f.w < f.plot[1] - f.plot[0] - 1 && f.box.w > 4 && !f.band).sort((a, b) => b.w - a.w)[0]
         || frames.filter(f => f.box.w > 4 && !f.band).pop()
+        || frames.filter(f => f.box.w >= 1 && !f.band).sort((a, b) => b.box.w - a.box.w)[0]
       : frames.sort((a, b) => a.y - b.y)[0];
     if (!pick) { problems.push(`${name}: no frame to try`); continue; }
     // A graph taller than the window: the frame in view, and its box anew.
