@@ -97,6 +97,36 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_states(pid):
+    tasks = Path(f"/proc/{pid}/task")
+    return [re.search(r"State:\s*(\S)", (t / "status").read_text()).group(1)
+            for t in tasks.iterdir()]
+
+
+def wait_stopped(pid):
+    """Returns once every thread of pid is stopped; fails when it has used
+    0.2 s of CPU meanwhile: it runs on, not stopped."""
+    start = cpu_seconds(pid)
+    while not all(st in "tT" for st in thread_states(pid)):
+        assert cpu_seconds(pid) - start < 0.2, thread_states(pid)
+        os.sched_yield()
+
+
+def held_stopped(pid, cflame):
+    """Checks that every thread of pid stays stopped while cflame goes
+    through ten of its loop's rounds (each one a wait that ends, a
+    voluntary context switch: it drains the threads' events at least every
+    2 ms), and that pid's CPU clock does not move meanwhile."""
+    def wakeups():
+        status = Path(f"/proc/{cflame}/status").read_text()
+        return int(re.search(r"voluntary_ctxt_switches:\s*(\d+)", status).group(1))
+    start, cpu = wakeups(), cpu_seconds(pid)
+    while wakeups() - start < 10:
+        assert all(st in "tT" for st in thread_states(pid)), thread_states(pid)
+        os.sched_yield()
+    assert cpu_seconds(pid) - cpu <= 0.02
+
+
 def wait_for_cpu(pid, seconds):
     """Returns once process pid has used this much more CPU: a bound from
     the program's own clock, however busy the machine."""
@@ -222,20 +252,54 @@ def test_signals_and_stops_while_attached_reach_the_program(bins, tmp_path):
         c = Attached(prog.pid, "-o", "stops.folded", "--no-lines", cwd=tmp_path).attached()
         wait_for_cpu(prog.pid, 0.1)
         os.kill(prog.pid, signal.SIGSTOP)
-        while tracer_of(prog.pid)[1] not in "tT":
-            os.sched_yield()
-        stopped_at = cpu_seconds(prog.pid)
-        # Stopped, it stays so while cflame samples on: the state of every
-        # thread (one) is a stop, and its CPU clock does not move.
-        for _ in range(20):
-            assert tracer_of(prog.pid)[1] in "tT"
-            os.sched_yield()
-        assert cpu_seconds(prog.pid) - stopped_at <= 0.02
+        wait_stopped(prog.pid)
+        held_stopped(prog.pid, c.p.pid)
         os.kill(prog.pid, signal.SIGCONT)
         wait_for_cpu(prog.pid, 0.1)
     rc, _, err = c.finish()
     assert rc == 0, err
     assert f"prog (pid {prog.pid}) exited with status 0 while attached" in err, err
+
+
+def test_every_thread_stops_and_continues_with_the_process(bins, tmp_path):
+    """SIGSTOP to a program of three threads while attached stops all of
+    them (a group stop, kept while cflame samples on), SIGCONT lets all go
+    on, and the work ends with its results as without the stop."""
+    prog = started(bins, "await", "threads", 2 * ITERS, cwd=tmp_path)
+    c = Attached(prog.pid, "-o", "stopped.folded", "--no-lines", cwd=tmp_path).attached()
+    go(prog)
+    try:
+        tasks = Path(f"/proc/{prog.pid}/task")
+        while len(list(tasks.iterdir())) < 3:
+            os.sched_yield()
+        wait_for_cpu(prog.pid, 0.1)
+        os.kill(prog.pid, signal.SIGSTOP)
+        wait_stopped(prog.pid)
+        held_stopped(prog.pid, c.p.pid)
+    finally:
+        os.kill(prog.pid, signal.SIGCONT)
+    out, _ = prog.communicate(timeout=300)
+    assert prog.returncode == 0
+    cpu = program_json(out)
+    rc, _, err = c.finish()
+    assert rc == 0, err
+    stacks = folded(tmp_path / "stopped.folded")
+    wa, wb = weight(stacks, "thread_a", "one"), weight(stacks, "thread_b", "three")
+    check_share(share_points(wb, wa + wb), share_points(cpu["b"], cpu["a"] + cpu["b"]), wa + wb,
+                cpu, err)
+
+
+def test_cflame_killed_outright_leaves_the_program_running(bins, tmp_path):
+    """SIGKILL gives cflame no chance to detach: the kernel does, and the
+    program goes on untraced, as the docs say."""
+    with spinning(bins, tmp_path) as prog:
+        c = Attached(prog.pid, "-o", "killed.folded", cwd=tmp_path).attached()
+        wait_for_cpu(prog.pid, 0.2)
+        c.p.kill()
+        c.p.wait()
+        assert tracer_of(prog.pid)[0] == 0
+        wait_for_cpu(prog.pid, 0.05)
+        assert tracer_of(prog.pid)[1] in "RS"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
