@@ -394,6 +394,8 @@ static void say_not_permitted(int pid, int e, char *err, size_t err_size) {
   const char *line;
   if (status && (line = strstr(status, "\nTracerPid:"))) tracer = strtol(line + 11, NULL, 10);
   if (status && (line = strstr(status, "\nUid:"))) uid = (unsigned)strtoul(line + 5, NULL, 10);
+  bool zombie = status && (line = strstr(status, "\nState:")) && strchr(line + 7, 'Z') &&
+                strchr(line + 7, 'Z') < strchr(line + 1, '\n');
   free(status);
   char *scope_text = read_proc("/proc/sys/kernel/yama/ptrace_scope");
   int scope = scope_text ? atoi(scope_text) : -1;
@@ -401,6 +403,11 @@ static void say_not_permitted(int pid, int e, char *err, size_t err_size) {
   snprintf(path, sizeof path, "/proc/%d/exe", pid);
   if (e == ESRCH) {
     snprintf(err, err_size, "--pid %d: no such process", pid);
+  } else if (zombie) {
+    snprintf(err, err_size,
+             "--pid %d: the process has exited (a zombie, which its parent has not waited for "
+             "yet): it runs no code to sample",
+             pid);
   } else if (tracer) {
     snprintf(err, err_size,
              "--pid %d: the process is traced already, by pid %ld (a debugger, strace or "
@@ -428,8 +435,12 @@ static void say_not_permitted(int pid, int e, char *err, size_t err_size) {
   } else if (access(path, R_OK) != 0 && errno == EACCES) {
     snprintf(err, err_size,
              "--pid %d: attaching is not permitted: the process is not dumpable (set-user-ID or "
-             "set-capability, or it called prctl(PR_SET_DUMPABLE, 0)); attach as root",
-             pid);
+             "set-capability, or it called prctl(PR_SET_DUMPABLE, 0)); %s",
+             pid,
+             my_uid ? "attach as root"
+                    : "even root needs CAP_SYS_PTRACE over it, which cflame lacks here (a "
+                      "process outside this container's user namespace, or the capability "
+                      "dropped: start the container with --cap-add=SYS_PTRACE)");
   } else {
     snprintf(err, err_size,
              "--pid %d: attaching is not permitted (%s): in a container without "

@@ -232,7 +232,7 @@ def test_a_program_checking_its_own_calls_sees_no_error_and_no_eintr(bins, tmp_p
 
 def test_duration_ends_the_attach_and_the_program_goes_on(bins, tmp_path):
     with spinning(bins, tmp_path) as prog:
-        c = Attached(prog.pid, "-o", "spin.folded", "--no-lines", "--duration", "0.5",
+        c = Attached(prog.pid, "-o", "spin.folded", "--no-lines", "--duration", "1.5",
                      cwd=tmp_path).attached()
         rc, _, err = c.finish()
         assert rc == 0, err
@@ -343,12 +343,26 @@ def test_a_process_that_is_gone(bins, tmp_path):
     assert not (tmp_path / "x.folded").exists()
 
 
+def test_a_zombie_is_said_to_have_exited(bins, tmp_path):
+    zombie = subprocess.Popen(["true"])
+    # Not waited for: once it has exited it stays a zombie until wait().
+    while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        os.sched_yield()
+    try:
+        rc, _, err = Attached(zombie.pid, "-o", "z.folded", cwd=tmp_path).finish()
+        assert rc == 1, err
+        assert f"--pid {zombie.pid}: the process has exited (a zombie" in err, err
+    finally:
+        zombie.wait()
+
+
 def test_a_traced_process_names_its_tracer(bins, tmp_path):
     with spinning(bins, tmp_path) as prog:
         first = Attached(prog.pid, "-o", "first.folded", cwd=tmp_path).attached()
         rc, _, err = Attached(prog.pid, "-o", "second.folded", cwd=tmp_path).finish()
         assert rc == 1, err
         assert f"--pid {prog.pid}: the process is traced already, by pid {first.p.pid}" in err, err
+        wait_for_cpu(prog.pid, 0.1)  # something for the first to have sampled
         first.p.send_signal(signal.SIGTERM)
         assert first.finish()[0] == 0
 
