@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Reading a sample buffer written by fl_sampler (see fl_sampler.h). Kept
- * apart from the sampler itself, which belongs in the profiled process: a
- * reader (the kernel, a tool) links only this. */
+/* Reading a sample buffer written by fl_sampler (see fl_sampler.h), and
+ * writing one from outside the sampled process (fl_attach.c). Kept apart
+ * from the sampler itself, which belongs in the profiled process: a reader
+ * (the kernel, a tool) links only this. */
 #include <stdint.h>
 #include <string.h>
 
@@ -75,4 +76,47 @@ int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_recor
   int rc;
   while ((rc = fl_sampler_next_any(buf, bytes, pos, rec)) == 1 && rec->n_pcs == 0) continue;
   return rc;
+}
+
+/* ---- writing from outside the sampled process ---- */
+
+int fl_sampler_buffer_start(void *buf, size_t bytes, uint64_t interval_ns, uint64_t source) {
+  if (bytes < fl_sampler_buffer_bytes(0) || ((uintptr_t)buf & 7)) return -1;
+  fl_sampler_header_t *h = buf;
+  memset(h, 0, sizeof *h);
+  h->capacity_words = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;
+  h->interval_ns = interval_ns;
+  h->source = source;
+  h->clock = FL_SAMPLER_CLOCK_CPU;
+  h->magic = FL_SAMPLER_MAGIC;
+  return 0;
+}
+
+void fl_sampler_buffer_grown(void *buf, size_t bytes) {
+  fl_sampler_header_t *h = buf;
+  h->capacity_words = bytes / sizeof(uint64_t) - FL_SAMPLER_HEADER_WORDS;
+}
+
+int fl_sampler_append(void *buf, const fl_sampler_record_t *rec) {
+  fl_sampler_header_t *h = buf;
+  uint64_t *words = (uint64_t *)buf + FL_SAMPLER_HEADER_WORDS;
+  if (rec->wait || rec->n_pcs > FL_SAMPLER_MAX_DEPTH || rec->tid <= 0) return -1;
+  uint64_t need = FL_SAMPLER_RECORD_WORDS + rec->n_pcs;
+  if (h->capacity_words - h->used_words < need) return -1;
+  uint64_t *w = words + h->used_words;
+  if (rec->n_pcs == 0) {
+    memset(&w[1], 0, 16);
+    memcpy(&w[1], rec->thread_name, strnlen(rec->thread_name, 16));
+    w[0] = (uint64_t)FL_SAMPLER_NAME_RECORD << 32 | (uint32_t)rec->tid;
+  } else {
+    w[0] = (uint64_t)rec->n_pcs << 32 | (uint32_t)rec->tid;
+    w[1] = rec->weight;
+    w[2] = rec->cpu_ns;
+    memcpy(&w[FL_SAMPLER_RECORD_WORDS], rec->pcs, rec->n_pcs * sizeof *rec->pcs);
+    h->samples++;
+  }
+  w[3] = rec->tag;
+  w[4] = rec->time_ns;
+  h->used_words += need;
+  return 0;
 }

@@ -24,6 +24,7 @@
 #include "cflame/fl_output.h"
 #include "cflame/fl_render.h"
 #include "fl__common.h"
+#include "rc_attach.h"
 #include "rc_collect.h"
 #include "rc_files.h"
 #include "rc_program.h"
@@ -35,6 +36,10 @@
 
 #define EXIT_USAGE 2
 #define DEFAULT_DELAY_S 0.001
+/* --pid: 100 Hz, each sample a stop of the thread (fl_attach.h); at most
+ * 1 kHz. */
+#define DEFAULT_ATTACH_DELAY_S 0.01
+#define MIN_ATTACH_DELAY_S 0.001
 #define DEFAULT_SAMPLE_RATE 0.1
 /* 2^26 words: 512 MiB of sparse file a process, of which only what is
  * written takes room; at 1 ms and some 25 words a sample, about 45
@@ -45,6 +50,9 @@ typedef struct opts {
   const char *output; /* -o; NULL: ./PROGRAM.cflame.EXT */
   const char *format; /* -f; NULL: by the output's ending, or svg */
   double delay_s;
+  bool delay_given;
+  int pid;           /* --pid, or 0 */
+  double duration_s; /* --duration, or 0: until the target ends or a signal */
   bool wall;               /* --clock wall */
   const fl_event_t *event; /* --event NAME, or NULL */
   bool allocs, live, weight_count;
@@ -59,6 +67,7 @@ typedef struct opts {
 
 static const char usage_text[] =
     "Usage: cflame record [OPTIONS] -- PROGRAM [ARGS...]\n"
+    "       cflame record --pid PID [--duration SECONDS] [OPTIONS]\n"
     "\n"
     "Runs PROGRAM with cflame's in-process sampler preloaded (the one the notebook's\n"
     "worker uses: no perf_event permission needed), in every thread, forked child and\n"
@@ -67,9 +76,21 @@ static const char usage_text[] =
     "ran is still written. Then the profile, symbolized with libdw (lines, inlined\n"
     "functions), is drawn as `cflame` draws an input.\n"
     "\n"
+    "With --pid, samples a program that is running already (no restart, nothing\n"
+    "preloaded): every thread of process PID, those it starts meanwhile too, at\n"
+    "100 Hz of each thread's CPU time, stopping the thread for each sample with\n"
+    "ptrace and unwinding it with libdw. It ends at Ctrl-C or SIGTERM to cflame,\n"
+    "after --duration, or when the program exits, which goes on as before,\n"
+    "detached. Attaching needs the right to ptrace PID (docs/CLI.md says which).\n"
+    "\n"
     "Recording:\n"
+    "      --pid PID          attach to the running process PID instead of running\n"
+    "                         a PROGRAM (no -- PROGRAM then)\n"
+    "      --duration SECONDS with --pid: end the recording after this long\n"
+    "                         (default: when the program exits, or at Ctrl-C)\n"
     "      --delay SECONDS    sampling interval in seconds of each thread's CPU time\n"
-    "                         (default 0.001; at least 0.00001)\n"
+    "                         (default 0.001; at least 0.00001; with --pid 0.01,\n"
+    "                         at least 0.001)\n"
     "      --clock cpu|wall   what a sample is: an interval of CPU time (default), or\n"
     "                         of wall time, where the time a thread waits (sleep,\n"
     "                         read, a lock) is off-CPU, under the call it waited in,\n"
@@ -107,13 +128,16 @@ static const char usage_text[] =
     "  cflame record -- ./solver input.dat            # writes ./solver.cflame.svg\n"
     "  cflame record -o prof.html --delay 0.0001 -- ./solver\n"
     "  cflame record --allocs --sample-rate 1 --live -o leaks.svg -- ./server\n"
+    "  cflame record --pid 4242 --duration 30 -o server.html   # a running server\n"
     "  mpirun -n 4 cflame record -o prof.%h.%r.folded -- ./solver   # one per rank\n"
     "  cflame record -o all.svg -- mpirun -n 4 ./solver               # every rank\n"
     "\n"
     "Exit status: the program's (128 + N when signal N ended it), whatever became\n"
     "of the recording (cflame says what on standard error); 2 for a bad command\n"
     "line; 127 when PROGRAM is not found, 126 when it cannot be run or recorded\n"
-    "(statically linked, set-user-ID), 1 when cflame cannot set up the recording.\n";
+    "(statically linked, set-user-ID), 1 when cflame cannot set up the recording.\n"
+    "With --pid: 0 once the profile is written, 1 when cflame cannot attach (it\n"
+    "says why, and what allows it) or nothing was recorded, 2 for a bad command line.\n";
 
 /* ---- messages ---- */
 
@@ -231,6 +255,19 @@ static int parse(int argc, char **argv, opts_t *o) {
       if (missing || !parse_double(v, 1e-5, 10, &o->delay_s))
         return usage_error("--delay %s: expected seconds from 0.00001 to 10, such as 0.001",
                            missing ? "" : v);
+      o->delay_given = true;
+    } else if (take(argv, argc, &i, "--pid", NULL, &v, &missing)) {
+      char *end;
+      errno = 0;
+      long pid = missing ? 0 : strtol(v, &end, 10);
+      if (missing || errno || end == v || *end || pid <= 0 || pid > INT_MAX)
+        return usage_error("--pid %s: expected a process id, such as 4242 (pgrep NAME finds one)",
+                           missing ? "" : v);
+      o->pid = (int)pid;
+    } else if (take(argv, argc, &i, "--duration", NULL, &v, &missing)) {
+      if (missing || !parse_double(v, 0.001, 1e7, &o->duration_s))
+        return usage_error("--duration %s: expected seconds, more than 0, such as 30",
+                           missing ? "" : v);
     } else if (take(argv, argc, &i, "--clock", NULL, &v, &missing)) {
       if (missing || (strcmp(v, "cpu") && strcmp(v, "wall")))
         return usage_error("--clock %s: valid: cpu, wall", missing ? "" : v);
@@ -276,6 +313,10 @@ static int parse(int argc, char **argv, opts_t *o) {
     } else {
       int rc = draw_option(argc, argv, &i, o);
       if (rc > 0) return rc;
+      if (rc == 0 && argv[i][0] != '-' && o->pid)
+        return usage_error("%s: with --pid, cflame record takes no program: it attaches to "
+                           "the one running as pid %d",
+                           argv[i], o->pid);
       if (rc == 0 && argv[i][0] != '-') {
         bool ends = false;
         for (int j = i + 1; j < argc && !ends; j++) ends = !strcmp(argv[j], "--");
@@ -294,11 +335,32 @@ static int parse(int argc, char **argv, opts_t *o) {
             argv[i]);
     }
   }
-  if (i >= argc)
-    return usage_error("give the program after --: cflame record [OPTIONS] -- PROGRAM [ARGS...]");
-  o->program = argv + i + 1;
-  o->n_program = argc - i - 1;
-  if (o->n_program == 0) return usage_error("no PROGRAM after --");
+  if (o->duration_s && !o->pid) return usage_error("--duration needs --pid PID");
+  if (o->pid) {
+    if (i < argc)
+      return usage_error(
+          "--pid %d attaches to a running program: give no -- PROGRAM (to record a program "
+          "from its start, leave out --pid)",
+          o->pid);
+    if (o->allocs || o->wall || o->event)
+      return usage_error(
+          "--pid samples CPU time only: %s needs the program run by cflame record -- PROGRAM",
+          o->allocs ? "--allocs" : o->wall ? "--clock wall" : "--event");
+    if (!o->delay_given) o->delay_s = DEFAULT_ATTACH_DELAY_S;
+    if (o->delay_s < MIN_ATTACH_DELAY_S)
+      return usage_error(
+          "--delay %g: with --pid, at least %g s (each sample stops the thread: more often "
+          "would slow the program down more than it tells)",
+          o->delay_s, MIN_ATTACH_DELAY_S);
+  } else {
+    if (i >= argc)
+      return usage_error(
+          "give the program after --: cflame record [OPTIONS] -- PROGRAM [ARGS...], or "
+          "attach to a running one with --pid PID");
+    o->program = argv + i + 1;
+    o->n_program = argc - i - 1;
+    if (o->n_program == 0) return usage_error("no PROGRAM after --");
+  }
   if (o->alloc_opts_given && !o->allocs)
     return usage_error("--sample-rate, --live and --weight need --allocs");
   if (o->event && (o->wall || o->allocs))
@@ -520,10 +582,36 @@ static void say_not_followed(const char *dir, const rc_run_t *run) {
   }
 }
 
+/* What became of the attached program: its exit, the children it forked
+ * (not followed). */
+static void say_attach_end(const rc_attached_t *att, int pid) {
+  const fl_attach_result_t *r = &att->result;
+  if (r->end == FL_ATTACH_EXITED && WIFEXITED(r->status))
+    say("%s (pid %d) exited with status %d while attached", r->name, pid, WEXITSTATUS(r->status));
+  else if (r->end == FL_ATTACH_EXITED && WIFSIGNALED(r->status))
+    say("%s (pid %d) was ended by signal %d (%s) while attached", r->name, pid,
+        WTERMSIG(r->status),
+        sigabbrev_np(WTERMSIG(r->status)) ? sigabbrev_np(WTERMSIG(r->status)) : "?");
+  else if (r->end == FL_ATTACH_EXITED)
+    say("%s (pid %d) ended while attached", r->name, pid);
+  for (size_t i = 0; i < r->n_children; i++)
+    say("pid %d (%s), forked by %s while attached, was not followed: --pid samples the one "
+        "process (attach to the child with a --pid of its own)",
+        r->children[i].pid, r->children[i].comm, r->name);
+}
+
 /* ---- the summary ---- */
 
+/* What was recorded, whether cflame ran it or attached to it. */
+typedef struct ran {
+  const char *name; /* PROGRAM as given, or the attached program's file name */
+  int pid;
+  double cpu_seconds, wall_seconds; /* the program's, or while attached */
+  bool attached;
+} ran_t;
+
 /* The line under the graph's title, and after "wrote": what was recorded. */
-static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const opts_t *o) {
+static char *summary_of(const rc_recording_t *rec, const ran_t *run, const opts_t *o) {
   const fl_profile_info_t *info = fl_profile_info_const(rec->profile);
   char *out = NULL;
   size_t len = 0;
@@ -570,10 +658,15 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
       fprintf(f, "%s every %g ms of CPU (%.3f s)", n, iv * 1e3, (double)info->total_weight * iv);
     }
     if (rec->cpu_timers) fputs(" taken by CPU timers, perf events being refused", f);
+    if (run->attached) fputs(" (each a stop of the thread by ptrace)", f);
   }
   fprintf(f, " in %zu process%s, %zu thread%s", rec->processes, rec->processes == 1 ? "" : "es",
           rec->threads, rec->threads == 1 ? "" : "s");
-  fprintf(f, "; the program took %.3f s CPU, %.3f s wall", run->cpu_seconds, run->wall_seconds);
+  if (run->attached)
+    fprintf(f, "; attached for %.3f s, in which the program took %.3f s CPU", run->wall_seconds,
+            run->cpu_seconds);
+  else
+    fprintf(f, "; the program took %.3f s CPU, %.3f s wall", run->cpu_seconds, run->wall_seconds);
   fclose(f);
   return out;
 }
@@ -583,14 +676,16 @@ static char *summary_of(const rc_recording_t *rec, const rc_run_t *run, const op
 /* The output's name, now that the program's pid is known: -o's with its
  * %-sequences replaced, or ./PROGRAM.cflame.EXT by the format. New, or
  * NULL with err. */
-static char *output_name(const opts_t *o, const char *format, int pid, char *err, size_t err_size) {
+static char *output_name(const opts_t *o, const char *format, const ran_t *run, char *err,
+                         size_t err_size) {
   char *out = NULL;
-  if (o->output && strcmp(o->output, "-") != 0) return expand_output(o->output, pid, err, err_size);
+  if (o->output && strcmp(o->output, "-") != 0)
+    return expand_output(o->output, run->pid, err, err_size);
   if (o->output) {
     out = strdup("-");
   } else {
-    const char *base = strrchr(o->program[0], '/');
-    base = base ? base + 1 : o->program[0];
+    const char *base = strrchr(run->name, '/');
+    base = base ? base + 1 : run->name;
     const char *ending = fl_output_ending_of_format(format);
     if (asprintf(&out, "%s.cflame%s%s", base, ending ? "" : ".", ending ? ending : format) < 0)
       out = NULL;
@@ -602,7 +697,14 @@ static char *output_name(const opts_t *o, const char *format, int pid, char *err
 /* Says why a recording holds nothing to draw: what the program did to the
  * sampler (interfered: the warnings before said what), too little ran, or
  * what ran did without the library. */
-static void say_why_empty(const opts_t *o, bool interfered) {
+static void say_why_empty(const opts_t *o, const ran_t *run, bool interfered) {
+  if (run->attached) {
+    say("%s (pid %d) left no samples: it used less than half a sample of CPU (%g ms) on any "
+        "thread while attached (%.3f s of CPU in %.3f s); sample more often with --delay "
+        "0.001, or attach for longer; nothing is written",
+        run->name, run->pid, o->delay_s * 1e3, run->cpu_seconds, run->wall_seconds);
+    return;
+  }
   if (interfered && !o->allocs) {
     say("%s left no samples: what it did to the sampler, said above, stopped them before the "
         "first; nothing is written",
@@ -700,20 +802,21 @@ int rc_record_main(int argc, char **argv) {
   fl_profile_t *base = NULL;
   rc_recording_t rec = {0};
   rc_run_t run = {0};
+  rc_attached_t att = {0};
+  ran_t ran = {0};
   int status;
   fl_options_init(&o.draw, FL_FRONT_COMMAND);
   if ((status = parse(argc, argv, &o)) >= 0) goto done;
 
   const char *format;
   if ((status = check_output(&o, &format)) >= 0) goto done;
-  name = command_line(&o);
   if (o.diff_base && !(base = read_base(o.diff_base))) {
     status = 1;
     goto done;
   }
 
 #if defined(__SANITIZE_ADDRESS__)
-  if (o.allocs) {
+  if (o.allocs && !o.pid) {
     /* AddressSanitizer's runtime, preloaded first, takes every allocation
      * before the preloaded entry points could see it. */
     say("--allocs needs a build of cflame without sanitizers: this one (CFLAME_SANITIZE) "
@@ -722,7 +825,7 @@ int rc_record_main(int argc, char **argv) {
     goto done;
   }
 #endif
-  if ((status = rc_program_find(o.program[0], &path, err, sizeof err)) != 0) {
+  if (!o.pid && (status = rc_program_find(o.program[0], &path, err, sizeof err)) != 0) {
     say("%s", err);
     goto done;
   }
@@ -735,28 +838,49 @@ int rc_record_main(int argc, char **argv) {
     status = 1;
     goto done;
   }
-  if (check_room(tmp, dir, &o, err, sizeof err) < 0) {
-    say("%s", err);
-    status = 1;
-    goto done;
+  if (o.pid) {
+    if (rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.buffer_words, dir,
+                  &att, err, sizeof err) < 0) {
+      say("%s", err);
+      status = 1;
+      goto done;
+    }
+    say_attach_end(&att, o.pid);
+    name = fl__xasprintf("%s (pid %d)", att.command, o.pid);
+    ran = (ran_t){.name = att.result.name,
+                  .pid = o.pid,
+                  .cpu_seconds = att.result.cpu_seconds,
+                  .wall_seconds = att.result.wall_seconds,
+                  .attached = true};
+    status = 0;
+  } else {
+    name = command_line(&o);
+    if (check_room(tmp, dir, &o, err, sizeof err) < 0) {
+      say("%s", err);
+      status = 1;
+      goto done;
+    }
+    if (set_environment(&o, dir, err, sizeof err) < 0) {
+      say("%s", err);
+      status = 1;
+      goto done;
+    }
+    if ((status = rc_run(path, o.program, &run, err, sizeof err)) != 0) {
+      say("%s", err);
+      goto done;
+    }
+    if (WIFSIGNALED(run.status))
+      say("%s was ended by signal %d (%s)%s", o.program[0], WTERMSIG(run.status),
+          sigabbrev_np(WTERMSIG(run.status)) ? sigabbrev_np(WTERMSIG(run.status)) : "?",
+          WCOREDUMP(run.status) ? ", core dumped" : "");
+    /* From here on the program's status is cflame's, whatever becomes of
+     * the recording: what went wrong there is said, not exited with. */
+    status = rc_exit_status(run.status);
+    ran = (ran_t){.name = o.program[0],
+                  .pid = run.pid,
+                  .cpu_seconds = run.cpu_seconds,
+                  .wall_seconds = run.wall_seconds};
   }
-  if (set_environment(&o, dir, err, sizeof err) < 0) {
-    say("%s", err);
-    status = 1;
-    goto done;
-  }
-
-  if ((status = rc_run(path, o.program, &run, err, sizeof err)) != 0) {
-    say("%s", err);
-    goto done;
-  }
-  if (WIFSIGNALED(run.status))
-    say("%s was ended by signal %d (%s)%s", o.program[0], WTERMSIG(run.status),
-        sigabbrev_np(WTERMSIG(run.status)) ? sigabbrev_np(WTERMSIG(run.status)) : "?",
-        WCOREDUMP(run.status) ? ", core dumped" : "");
-  /* From here on the program's status is cflame's, whatever becomes of
-   * the recording: what went wrong there is said, not exited with. */
-  status = rc_exit_status(run.status);
   /* A SIGTERM now (a job's time limit, a CI runner cancelling) would
    * leave the recording's buffers in $TMPDIR: the guard removes them and
    * says so. */
@@ -771,18 +895,19 @@ int rc_record_main(int argc, char **argv) {
     goto done;
   }
   for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
-  say_not_followed(dir, &run);
+  if (!o.pid) say_not_followed(dir, &run);
   if (fl_profile_n_samples(rec.profile) == 0) {
-    say_why_empty(&o, rec.interfered);
+    say_why_empty(&o, &ran, rec.interfered);
+    if (o.pid) status = 1;
     goto done;
   }
-  fl_profile_info(rec.profile)->wall_seconds = run.wall_seconds;
-  fl_profile_info(rec.profile)->cpu_seconds = run.cpu_seconds;
-  if (!(output = output_name(&o, format, run.pid, err, sizeof err))) {
+  fl_profile_info(rec.profile)->wall_seconds = ran.wall_seconds;
+  fl_profile_info(rec.profile)->cpu_seconds = ran.cpu_seconds;
+  if (!(output = output_name(&o, format, &ran, err, sizeof err))) {
     say("%s", err);
     goto done;
   }
-  note = summary_of(&rec, &run, &o);
+  note = summary_of(&rec, &ran, &o);
   if (!o.draw.view.title) {
     if (asprintf(&title, "%s%s%s", name, base ? " against " : "", base ? o.diff_base : "") < 0)
       fl__oom(0);
@@ -802,6 +927,7 @@ done:
   rc_run_finish(dir);
   rc_recording_free(&rec);
   rc_run_free(&run);
+  rc_attached_free(&att);
   free(title);
   fl_profile_destroy(&base);
   fl_options_free(&o.draw);

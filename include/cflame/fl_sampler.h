@@ -162,6 +162,8 @@ enum {
   FL_SAMPLER_SOURCE_NONE = 0,
   FL_SAMPLER_SOURCE_PERF_TASK_CLOCK = 1, /* perf_event task-clock: high resolution */
   FL_SAMPLER_SOURCE_CPU_TIMER = 2,       /* timer_create(CLOCK_THREAD_CPUTIME_ID) */
+  FL_SAMPLER_SOURCE_PTRACE = 3,          /* another process's threads stopped by ptrace
+                                            (fl_attach.h) */
 };
 
 /* Bytes of buffer needed for n_words of records. */
@@ -330,6 +332,24 @@ int fl_sampler_next(const void *buf, size_t bytes, size_t *pos, fl_sampler_recor
 /* The same, with the threads' names too: a name record has n_pcs 0 and
  * thread_name set. */
 int fl_sampler_next_any(const void *buf, size_t bytes, size_t *pos, fl_sampler_record_t *rec);
+
+/* ---- writing a buffer from outside the sampled process ---- */
+
+/* For a recorder that samples another process (fl_attach.h) and is the
+ * buffer's one writer: writes a new buffer's header into buf (bytes long,
+ * 8-byte aligned, at least fl_sampler_buffer_bytes(0)): no records yet,
+ * the interval and source given. Returns 0, or -1 when buf is too small
+ * or misaligned. */
+int fl_sampler_buffer_start(void *buf, size_t bytes, uint64_t interval_ns, uint64_t source);
+/* Appends rec to such a buffer: a CPU sample (wait 0, 1 to
+ * FL_SAMPLER_MAX_DEPTH addresses, leaf first) or, with n_pcs 0, the name
+ * record of thread rec->tid (thread_name). Returns 0, or -1 when it does
+ * not fit in the bytes the header says (nothing written; the caller may
+ * grow the buffer, fl_sampler_buffer_grown, and append again, or count it
+ * dropped) or rec is not one of those. */
+int fl_sampler_append(void *buf, const fl_sampler_record_t *rec);
+/* Says in buf's header that it is now bytes long (a larger copy). */
+void fl_sampler_buffer_grown(void *buf, size_t bytes);
 
 CFLAME_END_DECLS
 

@@ -47,44 +47,74 @@ static fl_collect_verdict_t rule(void *ctx, const fl_frame_info_t *info, fl_fram
 
 /* ---- a sample buffer ---- */
 
+/* Written as a recorder outside the process writes one (fl_samples.c's
+ * fl_sampler_buffer_start and fl_sampler_append, fl_attach's writer). */
 typedef struct buf {
   uint64_t *w;
   size_t words; /* after the header */
-  size_t used;
+  size_t used;  /* an allocation buffer's words written (allocs_add) */
 } buf_t;
 
 static void samples_begin(buf_t *b, size_t words) {
   b->w = calloc(FL_SAMPLER_HEADER_WORDS + words, 8);
   b->words = words;
-  b->used = 0;
-  fl_sampler_header_t *h = (fl_sampler_header_t *)b->w;
-  h->magic = FL_SAMPLER_MAGIC;
-  h->capacity_words = words;
-  h->interval_ns = 250000;
-  h->dropped = 3;
+  CHECK_INT(fl_sampler_buffer_start(b->w, fl_sampler_buffer_bytes(words), 250000,
+                                    FL_SAMPLER_SOURCE_PTRACE),
+            0);
+  ((fl_sampler_header_t *)b->w)->dropped = 3;
 }
 
 static void samples_add(buf_t *b, int tid, uint64_t weight, const uint64_t *pcs, size_t n) {
-  uint64_t *r = b->w + FL_SAMPLER_HEADER_WORDS + b->used;
-  r[0] = (uint64_t)n << 32 | (uint32_t)tid;
-  r[1] = weight;
-  r[4] = 1000000 + b->used; /* a time stamp that grows */
-  memcpy(r + FL_SAMPLER_RECORD_WORDS, pcs, n * 8);
-  b->used += FL_SAMPLER_RECORD_WORDS + n;
-  ((fl_sampler_header_t *)b->w)->used_words = b->used;
+  /* A time stamp that grows. */
+  uint64_t time_ns = 1000000 + ((fl_sampler_header_t *)b->w)->used_words;
+  fl_sampler_record_t rec = {
+      .tid = tid, .weight = weight, .time_ns = time_ns, .pcs = pcs, .n_pcs = n};
+  CHECK_INT(fl_sampler_append(b->w, &rec), 0);
 }
 
 /* A record of thread tid's name, as the sampler writes one. */
 static void samples_name(buf_t *b, int tid, const char *name) {
-  uint64_t *r = b->w + FL_SAMPLER_HEADER_WORDS + b->used;
-  r[0] = (uint64_t)FL_SAMPLER_NAME_RECORD << 32 | (uint32_t)tid;
-  strncpy((char *)&r[1], name, 16);
-  b->used += FL_SAMPLER_RECORD_WORDS;
-  ((fl_sampler_header_t *)b->w)->used_words = b->used;
+  fl_sampler_record_t rec = {.tid = tid};
+  snprintf(rec.thread_name, sizeof rec.thread_name, "%s", name);
+  CHECK_INT(fl_sampler_append(b->w, &rec), 0);
 }
 
 static size_t samples_bytes(const buf_t *b) {
   return fl_sampler_buffer_bytes(b->words);
+}
+
+/* The writer keeps to the buffer: a record that does not fit is not
+ * written (-1), and what was written reads back as written. */
+static void test_writer(void) {
+  buf_t b;
+  samples_begin(&b, 2 * FL_SAMPLER_RECORD_WORDS + 3);
+  uint64_t pcs[] = {0x1000, 0x2001, 0x3001};
+  fl_sampler_record_t rec = {.tid = 42, .weight = 2, .cpu_ns = 7, .tag = 5, .time_ns = 9,
+                             .pcs = pcs, .n_pcs = 3};
+  CHECK_INT(fl_sampler_append(b.w, &rec), 0);
+  CHECK_INT(fl_sampler_append(b.w, &rec), -1); /* 8 words, 5 left */
+  samples_name(&b, 42, "a-name-longer-than-16");
+  fl_sampler_record_t name = {.tid = 42};
+  CHECK_INT(fl_sampler_append(b.w, &name), -1); /* full */
+  const fl_sampler_header_t *h = (const fl_sampler_header_t *)b.w;
+  CHECK_INT(h->samples, 1);
+  CHECK_INT(h->source, FL_SAMPLER_SOURCE_PTRACE);
+  size_t pos = 0;
+  fl_sampler_record_t got;
+  CHECK_INT(fl_sampler_next_any(b.w, samples_bytes(&b), &pos, &got), 1);
+  CHECK(got.tid == 42 && got.weight == 2 && got.cpu_ns == 7 && got.tag == 5 && got.time_ns == 9);
+  CHECK(got.n_pcs == 3 && got.pcs[0] == 0x1000 && got.pcs[2] == 0x3001);
+  CHECK_INT(fl_sampler_next_any(b.w, samples_bytes(&b), &pos, &got), 1);
+  CHECK(got.n_pcs == 0 && got.tid == 42);
+  CHECK_STR(got.thread_name, "a-name-longer-th");
+  CHECK_INT(fl_sampler_next_any(b.w, samples_bytes(&b), &pos, &got), 0);
+  /* A larger copy takes what did not fit. */
+  b.w = realloc(b.w, fl_sampler_buffer_bytes(64));
+  fl_sampler_buffer_grown(b.w, fl_sampler_buffer_bytes(64));
+  CHECK_INT(fl_sampler_append(b.w, &rec), 0);
+  CHECK_INT(fl_sampler_next_any(b.w, fl_sampler_buffer_bytes(64), &pos, &got), 1);
+  CHECK_INT(got.n_pcs, 3);
+  free(b.w);
 }
 
 /* "f;g;h" of sample i, and its weight and thread. */
@@ -291,6 +321,7 @@ int main(void) {
     fprintf(stderr, "cannot symbolize this process: %s\n", err);
     return 1;
   }
+  test_writer();
   test_samples(sym);
   test_allocs(sym);
   test_describe();

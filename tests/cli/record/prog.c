@@ -28,7 +28,10 @@
  *                              descriptors 3 to 19 and execs prog writefd,
  *                              which writes a line through each
  *   prog allocs                1000 mallocs of 48 bytes in leaky(), one in
- *                              four kept, and 300 callocs of 80 in zeroed() */
+ *                              four kept, and 300 callocs of 80 in zeroed()
+ *   prog await MODE ARGS...    waits for a line on stdin, then runs as
+ *                              `prog MODE ARGS...` (cflame record --pid
+ *                              attaches in between) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -121,6 +124,13 @@ __attribute__((noinline)) static void zeroed(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 2 && !strcmp(argv[1], "await")) {
+    char line[64];
+    if (!fgets(line, sizeof line, stdin)) return 3;
+    argv[1] = argv[0];
+    argv++;
+    argc--;
+  }
   const char *mode = argc > 1 ? argv[1] : "";
   long n = argc > 2 ? atol(argv[2]) : 0;
   if (!strcmp(mode, "split")) {
@@ -238,7 +248,7 @@ int main(int argc, char **argv) {
     zeroed();
     printf("%s\n", keep[0] ? "kept" : "none");
   } else {
-    fprintf(stderr, "usage: prog split|threads|fork|exec|io|kill|spin|allocs ...\n");
+    fprintf(stderr, "usage: prog [await] split|threads|fork|exec|io|kill|spin|allocs ...\n");
     return 2;
   }
   return 0;

@@ -1,0 +1,667 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fl_attach: sampling a running process from outside it, by ptrace (see
+ * fl_attach.h). */
+#define _GNU_SOURCE
+#include "cflame/fl_attach.h"
+
+#include <dirent.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cflame/fl_sampler.h"
+#include "fl__common.h"
+
+/* How often the maps and the children are looked at, in ticks' time. */
+#define LOOK_NS 100000000ll
+/* The buffer's first size, in words; it doubles up to buffer_words. */
+#define FIRST_WORDS 65536
+
+typedef struct thread {
+  pid_t tid;
+  int sched_fd;       /* /proc/PID/task/TID/schedstat, or -1 */
+  uint64_t cpu_ns;    /* its CPU time at its last sample (at the attach: then) */
+  uint64_t cpu_first; /* ... at the attach or when it was first seen */
+  int64_t carry_ns;   /* CPU time not yet weighed (may be negative: rounded up) */
+  bool listening;     /* in a group stop, kept with PTRACE_LISTEN */
+  bool gone;          /* exited (reaped) or no longer ours */
+  char name[17];
+} thread_t;
+
+typedef struct attach {
+  pid_t pid;
+  const fl_attach_opts_t *opts;
+  fl_attach_result_t *r;
+  thread_t *threads;
+  size_t n, cap;
+  Dwfl *dwfl;
+  char *maps; /* the last snapshot (also in r->maps) */
+  uint64_t *words;
+  size_t n_words; /* the buffer's size in words, header included */
+  uint64_t pcs[FL_SAMPLER_MAX_DEPTH];
+  size_t n_pcs;
+  int *before; /* the children the target had at the attach */
+  size_t n_before;
+} attach_t;
+
+/* ---- /proc ---- */
+
+/* The whole text of a /proc file (new), or NULL with errno. */
+static char *read_proc(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  fl__buf_t b = {0};
+  char chunk[8192];
+  ssize_t got;
+  while ((got = read(fd, chunk, sizeof chunk)) > 0) fl__buf_add(&b, chunk, (size_t)got);
+  int e = errno;
+  close(fd);
+  if (got < 0) {
+    fl__buf_free(&b);
+    errno = e;
+    return NULL;
+  }
+  fl__buf_add(&b, "", 0);
+  return fl__buf_take(&b);
+}
+
+/* The first number of a thread's schedstat: its CPU time in ns, exact
+ * when it is stopped (switched out); up to a scheduler tick behind while
+ * it runs. Returns -1 when it cannot be read. */
+static int64_t thread_cpu_ns(const thread_t *t) {
+  char text[96];
+  if (t->sched_fd < 0) return -1;
+  ssize_t got = pread(t->sched_fd, text, sizeof text - 1, 0);
+  if (got <= 0) return -1;
+  text[got] = '\0';
+  return strtoll(text, NULL, 10);
+}
+
+/* Whether thread tid of pid is running or runnable ('R' in its stat):
+ * not in a blocking call, which an interrupt could cut short. */
+static bool thread_running(pid_t pid, pid_t tid) {
+  char path[64], text[512];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t got = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (got <= 0) return false;
+  text[got] = '\0';
+  const char *paren = strrchr(text, ')'); /* the name may hold spaces and parentheses */
+  return paren && paren[1] == ' ' && paren[2] == 'R';
+}
+
+static void read_comm(pid_t pid, pid_t tid, char name[17]) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/comm", pid, tid);
+  char *text = read_proc(path);
+  if (!text) return;
+  text[strcspn(text, "\n")] = '\0';
+  snprintf(name, 17, "%.16s", text);
+  free(text);
+}
+
+/* ---- the threads ---- */
+
+static thread_t *find_thread(attach_t *a, pid_t tid) {
+  for (size_t i = 0; i < a->n; i++)
+    if (a->threads[i].tid == tid && !a->threads[i].gone) return &a->threads[i];
+  return NULL;
+}
+
+/* Adds thread tid (seized, or attached as a clone of one) unless known. */
+static void add_thread(attach_t *a, pid_t tid) {
+  if (find_thread(a, tid)) return;
+  a->threads = fl__grow(a->threads, &a->cap, a->n + 1, sizeof *a->threads);
+  thread_t *t = &a->threads[a->n++];
+  *t = (thread_t){.tid = tid, .sched_fd = -1};
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", a->pid, tid);
+  t->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
+  int64_t cpu = thread_cpu_ns(t);
+  t->cpu_ns = t->cpu_first = cpu > 0 ? (uint64_t)cpu : 0;
+  read_comm(a->pid, tid, t->name);
+}
+
+/* A thread that is stopped goes on, with sig delivered to it (0: none). */
+static void resume(thread_t *t, int sig) {
+  if (ptrace(PTRACE_CONT, t->tid, NULL, (void *)(intptr_t)sig) < 0 && errno == ESRCH)
+    t->gone = true; /* killed meanwhile: its exit is still to be reaped */
+}
+
+typedef enum stop {
+  STOP_HANDLED, /* an event dealt with; the thread goes on */
+  STOP_OURS,    /* a PTRACE_EVENT_STOP other than a group stop: it stays stopped */
+  STOP_GROUP,   /* a group stop (SIGSTOP and kin), kept */
+  STOP_GONE,    /* the thread ended */
+} stop_t;
+
+/* Deals with what waitpid said of thread t (status). Leaves it stopped
+ * only for STOP_OURS. A signal the thread was to receive is passed on to
+ * it; a clone it made joins the threads. */
+static stop_t on_status(attach_t *a, thread_t *t, int status) {
+  if (WIFEXITED(status) || WIFSIGNALED(status)) {
+    t->gone = true;
+    if (t->tid == a->pid) {
+      a->r->end = FL_ATTACH_EXITED;
+      a->r->status = status;
+    }
+    return STOP_GONE;
+  }
+  if (!WIFSTOPPED(status)) return STOP_HANDLED;
+  int sig = WSTOPSIG(status), event = status >> 16;
+  if (event == PTRACE_EVENT_CLONE) {
+    unsigned long tid;
+    if (ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &tid) == 0) add_thread(a, (pid_t)tid);
+    /* add_thread may have moved the array. */
+    t = find_thread(a, t->tid);
+    if (t) resume(t, 0);
+    return STOP_HANDLED;
+  }
+  if (event == PTRACE_EVENT_STOP) {
+    if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+      /* Stopped as the whole process is: it stays so, and a SIGCONT is
+       * still seen. */
+      t->listening = true;
+      ptrace(PTRACE_LISTEN, t->tid, NULL, NULL);
+      return STOP_GROUP;
+    }
+    t->listening = false;
+    return STOP_OURS;
+  }
+  /* A signal on its way to the thread: delivered as it would have been. */
+  resume(t, event ? 0 : sig);
+  return STOP_HANDLED;
+}
+
+/* Waits for thread t's next stop or end (blocking) and deals with it. */
+static stop_t wait_thread(attach_t *a, thread_t *t) {
+  int status;
+  pid_t tid = t->tid;
+  for (;;) {
+    pid_t got = waitpid(tid, &status, __WALL);
+    if (got == tid) return on_status(a, t, status);
+    if (got < 0 && errno != EINTR) {
+      t->gone = true; /* not ours any more */
+      return STOP_GONE;
+    }
+  }
+}
+
+/* Deals with every event waiting for the threads, without blocking:
+ * group stops, signals to pass on, clones, exits, the first stop of a
+ * thread just started. */
+static void drain(attach_t *a) {
+  for (size_t i = 0; i < a->n; i++) {
+    int status;
+    while (!a->threads[i].gone) {
+      pid_t tid = a->threads[i].tid;
+      pid_t got = waitpid(tid, &status, __WALL | WNOHANG);
+      if (got == 0) break;
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        a->threads[i].gone = true;
+        break;
+      }
+      if (on_status(a, &a->threads[i], status) == STOP_OURS) resume(&a->threads[i], 0);
+    }
+  }
+}
+
+/* ---- the stacks ---- */
+
+static char *debuginfo_path;
+static const Dwfl_Callbacks callbacks = {
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .debuginfo_path = &debuginfo_path,
+};
+
+/* Reports the target's modules (as its maps are now) to a->dwfl. */
+static int report_modules(attach_t *a) {
+  dwfl_report_begin(a->dwfl);
+  int rc = dwfl_linux_proc_report(a->dwfl, a->pid);
+  dwfl_report_end(a->dwfl, NULL, NULL);
+  return rc;
+}
+
+/* Takes a snapshot of the target's maps when they changed, and tells the
+ * unwinder the modules. Returns whether they changed. */
+static bool look_at_maps(attach_t *a) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/maps", a->pid);
+  char *text = read_proc(path);
+  if (!text || (a->maps && !strcmp(text, a->maps))) {
+    free(text);
+    return false;
+  }
+  a->r->maps = fl__xrealloc(a->r->maps, a->r->n_maps + 1, sizeof *a->r->maps);
+  a->r->maps[a->r->n_maps++] = text;
+  a->maps = text;
+  report_modules(a);
+  return true;
+}
+
+static int on_frame(Dwfl_Frame *state, void *arg) {
+  attach_t *a = arg;
+  Dwarf_Addr pc;
+  bool activation;
+  if (!dwfl_frame_pc(state, &pc, &activation)) return DWARF_CB_ABORT;
+  /* Every address but the leaf is read as a return address (the
+   * collector looks up pc - 1): an activation further up (a signal
+   * handler's interrupted instruction) is stored one on. */
+  a->pcs[a->n_pcs] = a->n_pcs && activation ? pc + 1 : pc;
+  a->n_pcs++;
+  return a->n_pcs < FL_SAMPLER_MAX_DEPTH ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+/* Unwinds stopped thread t into a->pcs. A leaf in no module known (code
+ * loaded since the maps were last read) reads the maps again, once. */
+static void unwind(attach_t *a, thread_t *t) {
+  for (int round = 0; round < 2; round++) {
+    a->n_pcs = 0;
+    dwfl_getthread_frames(a->dwfl, t->tid, on_frame, a);
+    if (a->n_pcs && dwfl_addrmodule(a->dwfl, a->pcs[0])) return;
+    if (round == 0 && !look_at_maps(a)) return;
+  }
+}
+
+/* Appends rec to the buffer, growing it up to opts->buffer_words;
+ * counts it dropped when it does not fit. */
+static void put(attach_t *a, const fl_sampler_record_t *rec) {
+  while (fl_sampler_append(a->words, rec) < 0) {
+    size_t most = (size_t)a->opts->buffer_words + FL_SAMPLER_HEADER_WORDS;
+    if (rec->n_pcs > FL_SAMPLER_MAX_DEPTH || a->n_words >= most) {
+      ((fl_sampler_header_t *)a->words)->dropped++;
+      return;
+    }
+    size_t more = a->n_words * 2 < most ? a->n_words * 2 : most;
+    a->words = fl__xrealloc(a->words, more, sizeof *a->words);
+    a->n_words = more;
+    fl_sampler_buffer_grown(a->words, a->n_words * sizeof *a->words);
+  }
+}
+
+/* Samples thread i if it is running and has used half an interval of CPU
+ * since its last sample. (An event on the way, a clone, may move the
+ * threads: each is found by its index.) */
+static void sample(attach_t *a, size_t i) {
+  int64_t iv = (int64_t)a->opts->interval_ns;
+  thread_t *t = &a->threads[i];
+  int64_t cpu = thread_cpu_ns(t);
+  if (t->listening || (cpu >= 0 && cpu - (int64_t)t->cpu_ns < iv / 2) ||
+      !thread_running(a->pid, t->tid))
+    return;
+  if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) return; /* its exit is to be reaped */
+  stop_t s;
+  while ((s = wait_thread(a, &a->threads[i])) == STOP_HANDLED) continue;
+  if (s != STOP_OURS) return;
+  t = &a->threads[i];
+  /* Stopped, so switched out: its CPU time is exact now. */
+  cpu = thread_cpu_ns(t);
+  int64_t used = cpu >= 0 ? cpu - (int64_t)t->cpu_ns : iv;
+  if (cpu >= 0) t->cpu_ns = (uint64_t)cpu;
+  int64_t total = used + t->carry_ns, weight = (total + iv / 2) / iv;
+  t->carry_ns = total - weight * iv;
+  if (weight > 0) {
+    unwind(a, t);
+    if (a->n_pcs) {
+      fl_sampler_record_t rec = {.tid = t->tid,
+                                 .weight = (uint64_t)weight,
+                                 .cpu_ns = (uint64_t)used,
+                                 .time_ns = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC),
+                                 .pcs = a->pcs,
+                                 .n_pcs = a->n_pcs};
+      put(a, &rec);
+    }
+  }
+  resume(t, 0);
+}
+
+/* ---- children ---- */
+
+/* The children of the target's threads now, as pids (new), *n of them. */
+static int *children_now(attach_t *a, size_t *n) {
+  int *pids = NULL;
+  size_t cap = 0;
+  *n = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    if (a->threads[i].gone) continue;
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", a->pid, a->threads[i].tid);
+    char *text = read_proc(path);
+    for (char *p = text, *end; p && *p; p = end) {
+      long pid = strtol(p, &end, 10);
+      if (end == p) break;
+      pids = fl__grow(pids, &cap, *n + 1, sizeof *pids);
+      pids[(*n)++] = (int)pid;
+    }
+    free(text);
+  }
+  return pids;
+}
+
+static bool among(const int *pids, size_t n, int pid) {
+  for (size_t i = 0; i < n; i++)
+    if (pids[i] == pid) return true;
+  return false;
+}
+
+/* Notes the children forked since the attach that were not seen yet. */
+static void look_at_children(attach_t *a) {
+  size_t n;
+  int *now = children_now(a, &n);
+  fl_attach_result_t *r = a->r;
+  for (size_t i = 0; i < n; i++) {
+    bool seen = among(a->before, a->n_before, now[i]);
+    for (size_t j = 0; j < r->n_children && !seen; j++) seen = r->children[j].pid == now[i];
+    if (seen) continue;
+    r->children = fl__xrealloc(r->children, r->n_children + 1, sizeof *r->children);
+    fl_attach_child_t *c = &r->children[r->n_children++];
+    *c = (fl_attach_child_t){.pid = now[i]};
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", now[i]);
+    char *text = read_proc(path);
+    snprintf(c->comm, sizeof c->comm, "%.16s", text ? text : "?");
+    c->comm[strcspn(c->comm, "\n")] = '\0';
+    free(text);
+  }
+  free(now);
+}
+
+/* ---- attaching and detaching ---- */
+
+/* Why pid cannot be attached to (after PTRACE_SEIZE failed with e), and
+ * what allows it, into err. */
+static void say_not_permitted(int pid, int e, char *err, size_t err_size) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/status", pid);
+  char *status = read_proc(path);
+  long tracer = 0;
+  unsigned uid = 0, my_uid = (unsigned)geteuid();
+  const char *line;
+  if (status && (line = strstr(status, "\nTracerPid:"))) tracer = strtol(line + 11, NULL, 10);
+  if (status && (line = strstr(status, "\nUid:"))) uid = (unsigned)strtoul(line + 5, NULL, 10);
+  bool zombie = status && (line = strstr(status, "\nState:")) && strchr(line + 7, 'Z') &&
+                strchr(line + 7, 'Z') < strchr(line + 1, '\n');
+  free(status);
+  char *scope_text = read_proc("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = scope_text ? atoi(scope_text) : -1;
+  free(scope_text);
+  snprintf(path, sizeof path, "/proc/%d/exe", pid);
+  if (e == ESRCH) {
+    snprintf(err, err_size, "--pid %d: no such process", pid);
+  } else if (zombie) {
+    snprintf(err, err_size,
+             "--pid %d: the process has exited (a zombie, which its parent has not waited for "
+             "yet): it runs no code to sample",
+             pid);
+  } else if (tracer) {
+    snprintf(err, err_size,
+             "--pid %d: the process is traced already, by pid %ld (a debugger, strace or "
+             "another cflame); a process has one tracer at a time: detach that one first",
+             pid, tracer);
+  } else if (scope == 3) {
+    snprintf(err, err_size,
+             "--pid %d: attaching is not permitted: kernel.yama.ptrace_scope is 3 (no process "
+             "may attach to another), which only a reboot undoes",
+             pid);
+  } else if (uid != my_uid && my_uid != 0) {
+    struct passwd *pw = getpwuid(uid);
+    snprintf(err, err_size,
+             "--pid %d: attaching is not permitted: the process runs as another user (%s, uid "
+             "%u); attach as that user (sudo -u %s cflame record --pid %d ...) or as root",
+             pid, pw ? pw->pw_name : "?", uid, pw ? pw->pw_name : "#uid", pid);
+  } else if (scope == 1 || scope == 2) {
+    snprintf(err, err_size,
+             "--pid %d: attaching is not permitted: kernel.yama.ptrace_scope is %d (%s); allow "
+             "it with `sudo sysctl kernel.yama.ptrace_scope=0`, or run cflame with "
+             "CAP_SYS_PTRACE (as root, or `sudo setcap cap_sys_ptrace+ep $(command -v cflame)`)",
+             pid, scope,
+             scope == 1 ? "only a process's ancestors may attach to it"
+                        : "only a process with CAP_SYS_PTRACE may attach");
+  } else if (access(path, R_OK) != 0 && errno == EACCES) {
+    snprintf(err, err_size,
+             "--pid %d: attaching is not permitted: the process is not dumpable (set-user-ID or "
+             "set-capability, or it called prctl(PR_SET_DUMPABLE, 0)); %s",
+             pid,
+             my_uid ? "attach as root"
+                    : "even root needs CAP_SYS_PTRACE over it, which cflame lacks here (a "
+                      "process outside this container's user namespace, or the capability "
+                      "dropped: start the container with --cap-add=SYS_PTRACE)");
+  } else {
+    snprintf(err, err_size,
+             "--pid %d: attaching is not permitted (%s): in a container without "
+             "CAP_SYS_PTRACE (start it with --cap-add=SYS_PTRACE), or under a security module "
+             "(seccomp, SELinux, AppArmor) that forbids ptrace",
+             pid, strerror(e));
+  }
+}
+
+/* Seizes every thread of the target, those it starts meanwhile too.
+ * Returns 0, or -1 with err when the first cannot be seized. */
+static int seize_all(attach_t *a, char *err, size_t err_size) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", a->pid);
+  for (bool more = true; more;) {
+    more = false;
+    DIR *d = opendir(path);
+    if (!d) {
+      if (a->n) return 0; /* it ended meanwhile: drain() reaps it */
+      say_not_permitted(a->pid, errno == ENOENT ? ESRCH : errno, err, err_size);
+      return -1;
+    }
+    for (struct dirent *e; (e = readdir(d));) {
+      pid_t tid = (pid_t)atoi(e->d_name);
+      if (tid <= 0 || find_thread(a, tid)) continue;
+      if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACECLONE) < 0) {
+        if (!a->n) {
+          int e0 = errno;
+          closedir(d);
+          say_not_permitted(a->pid, e0, err, err_size);
+          return -1;
+        }
+        /* A thread started since the first was seized: attached already,
+         * as a clone (EPERM), or ended (ESRCH). */
+        if (errno != EPERM) continue;
+      }
+      add_thread(a, tid);
+      more = true;
+    }
+    closedir(d);
+  }
+  return 0;
+}
+
+/* Detaches thread i: stopped first (a thread must be, to be detached),
+ * with a signal that was on its way passed on; one in a group stop stays
+ * stopped. A clone it made as it stopped joins the threads, to be
+ * detached in turn. */
+static void detach(attach_t *a, size_t i) {
+  pid_t tid = a->threads[i].tid;
+  if (a->threads[i].listening && ptrace(PTRACE_DETACH, tid, NULL, NULL) == 0) goto done;
+  if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) goto done;
+  for (;;) {
+    int status;
+    pid_t got = waitpid(tid, &status, __WALL);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
+      if (got == a->pid) {
+        a->r->end = FL_ATTACH_EXITED;
+        a->r->status = status;
+      }
+      break;
+    }
+    if (!WIFSTOPPED(status)) continue;
+    int event = status >> 16;
+    if (event == PTRACE_EVENT_CLONE) {
+      unsigned long child;
+      if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0) add_thread(a, (pid_t)child);
+    }
+    /* A signal's stop passes the signal on; from any other (ours, a group
+     * stop, a clone's) the thread goes on as it was, the interrupt still
+     * pending after a signal's stop dropped with the tracer. */
+    ptrace(PTRACE_DETACH, tid, NULL, (void *)(intptr_t)(event ? 0 : WSTOPSIG(status)));
+    break;
+  }
+done:
+  a->threads[i].gone = true;
+}
+
+/* ---- the run ---- */
+
+static void on_attached(attach_t *a) {
+  fl_attach_result_t *r = a->r;
+  char path[64], exe[PATH_MAX];
+  snprintf(path, sizeof path, "/proc/%d/exe", a->pid);
+  ssize_t n = readlink(path, exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    const char *deleted = strstr(exe, " (deleted)");
+    size_t len = deleted ? (size_t)(deleted - exe) : (size_t)n;
+    size_t base = fl__path_base(exe, len);
+    snprintf(r->name, sizeof r->name, "%.*s", (int)(len - base), exe + base);
+  } else {
+    read_comm(a->pid, a->pid, r->name);
+  }
+  snprintf(path, sizeof path, "/proc/%d/stat", a->pid);
+  char *stat = read_proc(path);
+  const char *paren = stat ? strrchr(stat, ')') : NULL;
+  if (paren) sscanf(paren + 2, "%*c %d", &r->ppid);
+  free(stat);
+  a->before = children_now(a, &a->n_before);
+}
+
+/* Writes each thread's name record, and the target's CPU time. */
+static void finish(attach_t *a) {
+  fl_attach_result_t *r = a->r;
+  uint64_t cpu = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    thread_t *t = &a->threads[i];
+    int64_t now = thread_cpu_ns(t);
+    if (now >= 0 && (uint64_t)now > t->cpu_ns) t->cpu_ns = (uint64_t)now;
+    cpu += t->cpu_ns - t->cpu_first;
+    read_comm(a->pid, t->tid, t->name); /* kept when it has ended */
+    fl_sampler_record_t rec = {.tid = t->tid,
+                               .time_ns = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC)};
+    memcpy(rec.thread_name, t->name, sizeof rec.thread_name);
+    if (rec.thread_name[0]) put(a, &rec);
+  }
+  r->cpu_seconds = (double)cpu / 1e9;
+  r->threads = a->n;
+  r->buf = a->words;
+  r->bytes = fl_sampler_buffer_bytes(((fl_sampler_header_t *)a->words)->used_words);
+  ((fl_sampler_header_t *)a->words)->capacity_words = r->bytes / sizeof(uint64_t) -
+                                                        FL_SAMPLER_HEADER_WORDS;
+  a->words = NULL;
+}
+
+static bool all_gone(const attach_t *a) {
+  for (size_t i = 0; i < a->n; i++)
+    if (!a->threads[i].gone) return false;
+  return true;
+}
+
+int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, char *err,
+                  size_t err_size) {
+  memset(r, 0, sizeof *r);
+  if (pid <= 0 || pid == getpid()) {
+    snprintf(err, err_size, "--pid %d: %s", pid,
+             pid <= 0 ? "not a process id" : "cflame cannot sample itself");
+    return -1;
+  }
+  if (opts->interval_ns < 1000000) {
+    snprintf(err, err_size, "the interval of an attach is at least 1 ms");
+    return -1;
+  }
+  attach_t a = {.pid = pid, .opts = opts, .r = r, .n_words = FIRST_WORDS};
+  int rc = -1;
+  a.words = fl__xcalloc(a.n_words, sizeof *a.words);
+  fl_sampler_buffer_start(a.words, a.n_words * sizeof *a.words, opts->interval_ns,
+                          FL_SAMPLER_SOURCE_PTRACE);
+  if (!(a.dwfl = dwfl_begin(&callbacks))) {
+    snprintf(err, err_size, "cannot start libdwfl: %s", dwfl_errmsg(-1));
+    goto done;
+  }
+  int64_t start = fl__clock_ns(CLOCK_MONOTONIC);
+  if (seize_all(&a, err, err_size) < 0) goto done;
+  look_at_maps(&a);
+  if (dwfl_linux_proc_attach(a.dwfl, pid, true) != 0) {
+    snprintf(err, err_size, "--pid %d: cannot read its threads' state: %s", pid, dwfl_errmsg(-1));
+    for (size_t i = 0; i < a.n; i++) detach(&a, i);
+    goto done;
+  }
+  on_attached(&a);
+  if (opts->attached) opts->attached(opts->ctx, pid, a.n);
+  int64_t iv = (int64_t)opts->interval_ns, next = start + iv, next_look = start + LOOK_NS;
+  int64_t end = opts->duration_s > 0 ? start + (int64_t)(opts->duration_s * 1e9) : INT64_MAX;
+  r->end = FL_ATTACH_STOPPED;
+  for (;;) {
+    drain(&a);
+    if (r->end == FL_ATTACH_EXITED || all_gone(&a)) {
+      r->end = FL_ATTACH_EXITED;
+      break;
+    }
+    int64_t now = fl__clock_ns(CLOCK_MONOTONIC);
+    if (now >= end) {
+      r->end = FL_ATTACH_DURATION;
+      break;
+    }
+    if (now >= next) {
+      for (size_t i = 0; i < a.n; i++)
+        if (!a.threads[i].gone) sample(&a, i);
+      next += iv;
+      if (next < now) next = now + iv; /* a late tick is not made up for */
+    }
+    if (now >= next_look) {
+      look_at_maps(&a);
+      look_at_children(&a);
+      next_look = now + LOOK_NS;
+    }
+    /* Wait for the next tick, a stop asked for, or (at most 2 ms) the
+     * threads' events: a signal to the target waits that long at most. */
+    int64_t wait_ns = (next < end ? next : end) - fl__clock_ns(CLOCK_MONOTONIC);
+    if (wait_ns > 2000000) wait_ns = 2000000;
+    struct pollfd pfd = {.fd = opts->stop_fd, .events = POLLIN};
+    int ms = wait_ns > 0 ? (int)((wait_ns + 999999) / 1000000) : 0;
+    if (poll(&pfd, opts->stop_fd >= 0 ? 1 : 0, ms) > 0) {
+      r->end = FL_ATTACH_STOPPED;
+      break;
+    }
+  }
+  if (r->end != FL_ATTACH_EXITED) look_at_children(&a);
+  for (size_t i = 0; i < a.n; i++)
+    if (!a.threads[i].gone) detach(&a, i);
+  r->wall_seconds = (double)(fl__clock_ns(CLOCK_MONOTONIC) - start) / 1e9;
+  finish(&a);
+  rc = 0;
+done:
+  for (size_t i = 0; i < a.n; i++)
+    if (a.threads[i].sched_fd >= 0) close(a.threads[i].sched_fd);
+  free(a.threads);
+  free(a.before);
+  free(a.words);
+  if (a.dwfl) dwfl_end(a.dwfl);
+  if (rc < 0) fl_attach_result_free(r);
+  return rc;
+}
+
+void fl_attach_result_free(fl_attach_result_t *r) {
+  free(r->buf);
+  for (size_t i = 0; i < r->n_maps; i++) free(r->maps[i]);
+  free(r->maps);
+  free(r->children);
+  memset(r, 0, sizeof *r);
+}

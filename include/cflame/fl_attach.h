@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fl_attach: samples a process that is already running, from outside it:
+ * no restart, nothing preloaded (`cflame record --pid`).
+ *
+ * Every thread of the process is seized with ptrace (PTRACE_SEIZE, which
+ * stops nothing), and threads it starts afterwards are followed
+ * (PTRACE_O_TRACECLONE). Each tick (an interval of wall time), a thread
+ * that is running and has used half an interval of CPU since its last
+ * sample (its schedstat) is stopped (PTRACE_INTERRUPT), its
+ * stack unwound by elfutils libdwfl (dwfl_getthread_frames over its
+ * call-frame information, reading its memory), its exact CPU time read,
+ * and it is resumed: the sample weighs that CPU time in intervals,
+ * rounded, the remainder carried to its next sample, as the in-process
+ * sampler's records do (fl_sampler.h). So totals follow each thread's CPU
+ * time, and a thread that sleeps is never stopped.
+ *
+ * What the target sees: nothing but time. A thread is only stopped while
+ * it is running (never in a blocking call, which an interrupt would cut
+ * short on some calls, epoll_wait among them, with EINTR); a signal it
+ * receives meanwhile is passed on to it (a signal-delivery stop is
+ * resumed with the signal), a stop signal stops it as before (group stops
+ * are kept with PTRACE_LISTEN), and it is detached on every way the
+ * attach ends. Should the attaching process die (SIGKILL), the kernel
+ * detaches it and resumes its threads. A child the target forks is not
+ * followed: its pid and name are reported (looked for every 100 ms in
+ * /proc/PID/task/TID/children; one that lives less is not seen).
+ *
+ * The records are those of fl_sampler.h's buffer (source
+ * FL_SAMPLER_SOURCE_PTRACE, each thread's name record at the end), with
+ * the snapshots of /proc/PID/maps that symbolize them: one at the attach,
+ * one at each change (looked for every 100 ms, and when a sample's leaf is
+ * in no module known). */
+#ifndef FL_ATTACH_H
+#define FL_ATTACH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cflame/fl_api.h"
+
+CFLAME_BEGIN_DECLS
+
+typedef struct fl_attach_opts {
+  uint64_t interval_ns;  /* of each thread's CPU time, at least 1 ms */
+  uint64_t buffer_words; /* the most record words kept (then samples are dropped) */
+  double duration_s;     /* the attach ends after this long; <= 0: no limit */
+  int stop_fd;           /* -1, or a descriptor whose being readable ends the attach
+                            (a signalfd of SIGINT and SIGTERM, an eventfd) */
+  /* Called once every thread is seized (the host says it is attached), or
+   * NULL. */
+  void (*attached)(void *ctx, int pid, size_t threads);
+  void *ctx;
+} fl_attach_opts_t;
+
+typedef enum fl_attach_end {
+  FL_ATTACH_STOPPED,  /* stop_fd became readable */
+  FL_ATTACH_DURATION, /* duration_s passed */
+  FL_ATTACH_EXITED,   /* the target ended (its wait status in status) */
+} fl_attach_end_t;
+
+typedef struct fl_attach_child {
+  int pid;
+  char comm[17];
+} fl_attach_child_t;
+
+typedef struct fl_attach_result {
+  void *buf; /* the sample buffer (fl_sampler.h), bytes long; owned */
+  size_t bytes;
+  char **maps; /* the /proc/PID/maps texts, oldest first; owned */
+  size_t n_maps;
+  char name[256]; /* the program's file name (of /proc/PID/exe), as the system names it */
+  int ppid;
+  fl_attach_end_t end;
+  int status;          /* with FL_ATTACH_EXITED: the target's wait status */
+  double wall_seconds; /* from the attach to its end */
+  double cpu_seconds;  /* the target's CPU time meanwhile (its threads' schedstat) */
+  size_t threads;      /* threads seen, those started after the attach included */
+  fl_attach_child_t *children; /* processes it forked meanwhile, not followed; owned */
+  size_t n_children;
+} fl_attach_result_t;
+
+/* Attaches to process pid, samples it until the attach ends (opts), and
+ * detaches from it. Returns 0 with *r, or -1 with err when it cannot
+ * attach: no such process, this process itself, one traced already, or
+ * attaching is not permitted, err then naming what forbids it (Yama's
+ * kernel.yama.ptrace_scope, another user's process, no CAP_SYS_PTRACE, a
+ * process that is not dumpable) and the command that allows it. The
+ * calling thread waits for the target's threads (waitpid with __WALL, on
+ * each of their ids; never on -1, so the caller's own children are not
+ * reaped). */
+int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, char *err,
+                  size_t err_size);
+
+void fl_attach_result_free(fl_attach_result_t *r);
+
+CFLAME_END_DECLS
+
+#endif

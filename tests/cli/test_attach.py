@@ -1,0 +1,381 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""`cflame record --pid PID` (docs/CLI.md): attaching to a program that is
+already running, as a user does.
+
+The programs are tests/cli/record's, compiled here: prog.c's known work
+(`prog await MODE ...` waits for a line on stdin, so that the test attaches
+before the work starts, and the whole of it is sampled), whose CPU time per
+function the profile's shares are held to within the binomial interval of
+the samples the profile has (test_record.py's check_share); unharmed.c,
+which checks every result of its own calls while it is sampled. Bounds come
+from what the tests measured (samples, the program's CPU time), never from
+the wall clock: the machine may be busy.
+
+Environment (tests/cli/CMakeLists.txt): CFLAME_BIN, the cflame binary.
+"""
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_record import (CC, CFLAGS, CFLAME, ITERS, SOURCES, check_share, folded,
+                         program_json, samples_in, share_points, weight)
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory):
+    d = tmp_path_factory.mktemp("attach-bins")
+    os.chmod(d, 0o755)  # the permission test runs cflame as another user
+
+    def cc(out, *args):
+        subprocess.run([CC, *CFLAGS, "-o", d / out, *map(str, args)], check=True,
+                       capture_output=True, text=True)
+        return d / out
+
+    return {"prog": cc("prog", SOURCES / "prog.c", "-pthread"),
+            "unharmed": cc("unharmed", SOURCES / "unharmed.c", "-pthread")}
+
+
+class Attached:
+    """cflame record --pid PID ARGS..., started and attached (it says so
+    on stderr before the test goes on)."""
+
+    def __init__(self, pid, *args, cwd, user=None):
+        cmd = [CFLAME, "record", "--pid", str(pid), *map(str, args)]
+        if user:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+        self.p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        self.first = self.p.stderr.readline()
+
+    def attached(self):
+        assert "attached to pid" in self.first, self.first + self.p.stderr.read()
+        return self
+
+    def finish(self, timeout=300):
+        out, err = self.p.communicate(timeout=timeout)
+        return self.p.returncode, out, self.first + err
+
+
+def started(bins, *args, **popen):
+    return subprocess.Popen([bins["prog"], *map(str, args)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, **popen)
+
+
+def go(prog):
+    prog.stdin.write("go\n")
+    prog.stdin.flush()
+
+
+@contextlib.contextmanager
+def spinning(bins, cwd):
+    """`prog spin ... handle`, ready (it has worked a little): yields it,
+    then sends it the SIGINT it handles to end, and checks it exited 0
+    having received exactly that one."""
+    prog = started(bins, "spin", ITERS, "handle", cwd=cwd)
+    assert prog.stdout.readline() == "ready\n"
+    try:
+        yield prog
+    finally:
+        prog.send_signal(signal.SIGINT)
+        out, _ = prog.communicate(timeout=120)
+    assert prog.returncode == 0 and out == "interrupts 1\n", out
+
+
+def tracer_of(pid):
+    """TracerPid and State of a live process."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return (int(re.search(r"TracerPid:\s*(\d+)", status).group(1)),
+            re.search(r"State:\s*(\S)", status).group(1))
+
+
+def cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_states(pid):
+    tasks = Path(f"/proc/{pid}/task")
+    return [re.search(r"State:\s*(\S)", (t / "status").read_text()).group(1)
+            for t in tasks.iterdir()]
+
+
+def wait_stopped(pid):
+    """Returns once every thread of pid is stopped; fails when it has used
+    0.2 s of CPU meanwhile: it runs on, not stopped."""
+    start = cpu_seconds(pid)
+    while not all(st in "tT" for st in thread_states(pid)):
+        assert cpu_seconds(pid) - start < 0.2, thread_states(pid)
+        os.sched_yield()
+
+
+def held_stopped(pid, cflame):
+    """Checks that every thread of pid stays stopped while cflame goes
+    through ten of its loop's rounds (each one a wait that ends, a
+    voluntary context switch: it drains the threads' events at least every
+    2 ms), and that pid's CPU clock does not move meanwhile."""
+    def wakeups():
+        status = Path(f"/proc/{cflame}/status").read_text()
+        return int(re.search(r"voluntary_ctxt_switches:\s*(\d+)", status).group(1))
+    start, cpu = wakeups(), cpu_seconds(pid)
+    while wakeups() - start < 10:
+        assert all(st in "tT" for st in thread_states(pid)), thread_states(pid)
+        os.sched_yield()
+    assert cpu_seconds(pid) - cpu <= 0.02
+
+
+def wait_for_cpu(pid, seconds):
+    """Returns once process pid has used this much more CPU: a bound from
+    the program's own clock, however busy the machine."""
+    start = cpu_seconds(pid)
+    while cpu_seconds(pid) - start < seconds:
+        os.sched_yield()
+
+
+# ---- the profile's truth ----
+
+def test_one_to_three_split_of_a_program_that_exits_while_attached(bins, tmp_path):
+    """The whole of the program's work is sampled: it starts after the
+    attach and the program exits while attached, which ends the recording
+    (no --duration, no signal). The split is the program's own CPU clock's,
+    within the binomial interval of the samples taken."""
+    prog = started(bins, "await", "split", 2 * ITERS, cwd=tmp_path)
+    c = Attached(prog.pid, "-o", "split.folded", "--no-lines", cwd=tmp_path).attached()
+    go(prog)
+    out, _ = prog.communicate(timeout=300)
+    assert prog.returncode == 0
+    rc, _, err = c.finish()
+    assert rc == 0, err
+    assert f"prog (pid {prog.pid}) exited with status 0 while attached" in err, err
+    cpu = program_json(out)
+    measured = share_points(cpu["three"], cpu["one"] + cpu["three"])
+    assert abs(measured - 75) <= 4, f"the work itself was not 1:3 here: {out}"
+    stacks = folded(tmp_path / "split.folded")
+    n1, n3 = weight(stacks, "one"), weight(stacks, "three")
+    check_share(share_points(n3, n1 + n3), measured, n1 + n3, err)
+    # The frames are a recording's: under the program's root and main,
+    # the work under one and three, symbolized as any other.
+    assert {s.split(";")[0] for s in stacks} == {"prog"}, stacks.keys()
+    assert weight(stacks, "main", "one", "burn") == n1
+    # At 100 Hz of CPU: the samples stand for the CPU time the program took.
+    n = samples_in(err)
+    took = cpu["one"] + cpu["three"]
+    assert n == sum(stacks.values())
+    assert 0.5 * took * 100 <= n <= took * 100 + 10, (n, took, err)
+    assert "(each a stop of the thread by ptrace)" in err
+
+
+def test_threads_started_after_the_attach_have_their_shares(bins, tmp_path):
+    """thread_a runs one(), thread_b three(): both start after the attach,
+    and are followed, with the CPU split their own clocks measured."""
+    prog = started(bins, "await", "threads", 2 * ITERS, cwd=tmp_path)
+    c = Attached(prog.pid, "-o", "threads.folded", "--no-lines", cwd=tmp_path).attached()
+    go(prog)
+    out, _ = prog.communicate(timeout=300)
+    rc, _, err = c.finish()
+    assert rc == 0 and prog.returncode == 0, err
+    cpu = program_json(out)
+    stacks = folded(tmp_path / "threads.folded")
+    wa, wb = weight(stacks, "thread_a", "one"), weight(stacks, "thread_b", "three")
+    assert wa and wb, stacks
+    check_share(share_points(wb, wa + wb), share_points(cpu["b"], cpu["a"] + cpu["b"]), wa + wb,
+                cpu, err)
+    # Each thread's stacks start at its start routine, as in any recording.
+    assert all(s.split(";")[1] in ("main", "thread_a", "thread_b") for s in stacks), stacks
+    assert re.search(r"in 1 process, [23] threads", err), err
+
+
+def test_a_forked_child_is_named_not_followed(bins, tmp_path):
+    prog = started(bins, "await", "fork", ITERS // 2, cwd=tmp_path)
+    c = Attached(prog.pid, "-o", "fork.folded", "--no-lines", cwd=tmp_path).attached()
+    go(prog)
+    out, _ = prog.communicate(timeout=300)
+    rc, _, err = c.finish()
+    assert rc == 0 and prog.returncode == 0, err
+    child = program_json(out)["child"]
+    assert (f"pid {child} (prog), forked by prog while attached, was not followed" in err), err
+    stacks = folded(tmp_path / "fork.folded")
+    assert weight(stacks, "parent_work") > 0 and weight(stacks, "child_work") == 0, stacks
+
+
+# ---- the target unharmed ----
+
+def test_a_program_checking_its_own_calls_sees_no_error_and_no_eintr(bins, tmp_path):
+    """unharmed writes 4 KiB records to a pipe the test drains in small
+    reads (so its writes block on a full pipe), sleeps and polls between
+    them, and a thread of it waits in epoll_wait, every result checked,
+    all while sampled: its output is whole and in order, its sums right,
+    and it exits 0 having seen no short write, no error and no EINTR."""
+    rounds = 400
+    prog = subprocess.Popen([bins["unharmed"], str(rounds)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, cwd=tmp_path)
+    c = Attached(prog.pid, "-o", "unharmed.folded", "--no-lines", cwd=tmp_path).attached()
+    prog.stdin.write(b"go\n")
+    prog.stdin.flush()
+    got = bytearray()
+    while chunk := prog.stdout.read1(512):
+        got += chunk
+    prog.wait(timeout=300)
+    rc, _, err = c.finish()
+    lines = got.decode().splitlines()
+    assert lines[-1] == f"end rounds={rounds} errors=0 eintr=0", lines[-1]
+    assert prog.returncode == 0
+    records = lines[:-1]
+    assert len(records) == rounds and all(len(r) == 4095 for r in records)
+    assert [int(r.split()[0]) for r in records] == list(range(rounds))
+    assert rc == 0, err
+    assert weight(folded(tmp_path / "unharmed.folded"), "known_sum") > 0, err
+
+
+def test_duration_ends_the_attach_and_the_program_goes_on(bins, tmp_path):
+    with spinning(bins, tmp_path) as prog:
+        c = Attached(prog.pid, "-o", "spin.folded", "--no-lines", "--duration", "1.5",
+                     cwd=tmp_path).attached()
+        rc, _, err = c.finish()
+        assert rc == 0, err
+        assert weight(folded(tmp_path / "spin.folded"), "spin", "burn") > 0
+        assert "while attached" not in err, err  # it did not exit
+        # Detached and running: no tracer, not stopped, and it still works.
+        assert tracer_of(prog.pid)[0] == 0
+        assert tracer_of(prog.pid)[1] in "RS", tracer_of(prog.pid)
+        wait_for_cpu(prog.pid, 0.05)
+
+
+def test_signals_and_stops_while_attached_reach_the_program(bins, tmp_path):
+    """While attached: SIGSTOP stops the program (it uses no CPU until
+    SIGCONT), SIGCONT lets it go on, and the SIGINT it handles reaches it
+    once; it exits 0 as it chose, which ends the recording."""
+    with spinning(bins, tmp_path) as prog:
+        c = Attached(prog.pid, "-o", "stops.folded", "--no-lines", cwd=tmp_path).attached()
+        wait_for_cpu(prog.pid, 0.1)
+        os.kill(prog.pid, signal.SIGSTOP)
+        wait_stopped(prog.pid)
+        held_stopped(prog.pid, c.p.pid)
+        os.kill(prog.pid, signal.SIGCONT)
+        wait_for_cpu(prog.pid, 0.1)
+    rc, _, err = c.finish()
+    assert rc == 0, err
+    assert f"prog (pid {prog.pid}) exited with status 0 while attached" in err, err
+
+
+def test_every_thread_stops_and_continues_with_the_process(bins, tmp_path):
+    """SIGSTOP to a program of three threads while attached stops all of
+    them (a group stop, kept while cflame samples on), SIGCONT lets all go
+    on, and the work ends with its results as without the stop."""
+    prog = started(bins, "await", "threads", 2 * ITERS, cwd=tmp_path)
+    c = Attached(prog.pid, "-o", "stopped.folded", "--no-lines", cwd=tmp_path).attached()
+    go(prog)
+    try:
+        tasks = Path(f"/proc/{prog.pid}/task")
+        while len(list(tasks.iterdir())) < 3:
+            os.sched_yield()
+        wait_for_cpu(prog.pid, 0.1)
+        os.kill(prog.pid, signal.SIGSTOP)
+        wait_stopped(prog.pid)
+        held_stopped(prog.pid, c.p.pid)
+    finally:
+        os.kill(prog.pid, signal.SIGCONT)
+    out, _ = prog.communicate(timeout=300)
+    assert prog.returncode == 0
+    cpu = program_json(out)
+    rc, _, err = c.finish()
+    assert rc == 0, err
+    stacks = folded(tmp_path / "stopped.folded")
+    wa, wb = weight(stacks, "thread_a", "one"), weight(stacks, "thread_b", "three")
+    check_share(share_points(wb, wa + wb), share_points(cpu["b"], cpu["a"] + cpu["b"]), wa + wb,
+                cpu, err)
+
+
+def test_cflame_killed_outright_leaves_the_program_running(bins, tmp_path):
+    """SIGKILL gives cflame no chance to detach: the kernel does, and the
+    program goes on untraced, as the docs say."""
+    with spinning(bins, tmp_path) as prog:
+        c = Attached(prog.pid, "-o", "killed.folded", cwd=tmp_path).attached()
+        wait_for_cpu(prog.pid, 0.2)
+        c.p.kill()
+        c.p.wait()
+        assert tracer_of(prog.pid)[0] == 0
+        wait_for_cpu(prog.pid, 0.05)
+        assert tracer_of(prog.pid)[1] in "RS"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_cflame_detaches_and_writes_the_profile(bins, tmp_path, sig):
+    """kill -TERM (or Ctrl-C: SIGINT) to cflame ends the recording: cflame
+    detaches, writes what it took and exits 0; the program never sees the
+    signal and goes on."""
+    with spinning(bins, tmp_path) as prog:
+        c = Attached(prog.pid, "-o", "sig.folded", "--no-lines", cwd=tmp_path).attached()
+        wait_for_cpu(prog.pid, 0.3)
+        c.p.send_signal(sig)
+        rc, _, err = c.finish()
+        assert rc == 0, err
+        n = samples_in(err)
+        assert n > 0 and weight(folded(tmp_path / "sig.folded"), "spin", "burn") > 0.8 * n, err
+        assert tracer_of(prog.pid)[0] == 0
+        wait_for_cpu(prog.pid, 0.05)
+
+
+# ---- what cannot be attached to ----
+
+def test_another_users_process_names_the_user_and_the_command(bins, tmp_path):
+    if os.geteuid() != 0:
+        print("not root: cannot run cflame as another user; the check is left out")
+        return
+    with spinning(bins, tmp_path) as prog:
+        rc, _, err = Attached(prog.pid, "-o", str(tmp_path / "x.folded"), cwd="/",
+                              user=65534).finish()
+        assert rc == 1, err
+        assert (f"--pid {prog.pid}: attaching is not permitted: the process runs as another "
+                "user (root, uid 0); attach as that user (sudo -u root cflame record --pid "
+                f"{prog.pid} ...) or as root") in err, err
+        assert tracer_of(prog.pid)[0] == 0
+
+
+def test_a_process_that_is_gone(bins, tmp_path):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    rc, _, err = Attached(gone.pid, "-o", "x.folded", cwd=tmp_path).finish()
+    assert rc == 1 and "no such process" in err, err
+    assert not (tmp_path / "x.folded").exists()
+
+
+def test_a_zombie_is_said_to_have_exited(bins, tmp_path):
+    zombie = subprocess.Popen(["true"])
+    # Not waited for: once it has exited it stays a zombie until wait().
+    while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        os.sched_yield()
+    try:
+        rc, _, err = Attached(zombie.pid, "-o", "z.folded", cwd=tmp_path).finish()
+        assert rc == 1, err
+        assert f"--pid {zombie.pid}: the process has exited (a zombie" in err, err
+    finally:
+        zombie.wait()
+
+
+def test_a_traced_process_names_its_tracer(bins, tmp_path):
+    with spinning(bins, tmp_path) as prog:
+        first = Attached(prog.pid, "-o", "first.folded", cwd=tmp_path).attached()
+        rc, _, err = Attached(prog.pid, "-o", "second.folded", cwd=tmp_path).finish()
+        assert rc == 1, err
+        assert f"--pid {prog.pid}: the process is traced already, by pid {first.p.pid}" in err, err
+        wait_for_cpu(prog.pid, 0.1)  # something for the first to have sampled
+        first.p.send_signal(signal.SIGTERM)
+        assert first.finish()[0] == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--pid", "1", "--", "true"], "--pid 1 attaches to a running program: give no -- PROGRAM"),
+    (["--duration", "3", "--", "true"], "--duration needs --pid PID"),
+    (["--pid", "1", "--allocs"], "--pid samples CPU time only: --allocs needs"),
+    (["--pid", "1", "--delay", "0.0001"], "--delay 0.0001: with --pid, at least 0.001 s"),
+    (["--pid", "x"], "--pid x: expected a process id"),
+    (["--pid", "1", "--duration", "0"], "--duration 0: expected seconds, more than 0"),
+])
+def test_bad_command_lines(tmp_path, args, message):
+    r = subprocess.run([CFLAME, "record", *args], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
