@@ -29,12 +29,12 @@
 #include "rc_files.h"
 #include "rc_program.h"
 #include "rc_run.h"
+#include "rc_say.h"
 
 #ifndef CFLAME_PRELOAD_FROM_BIN
 #error "CFLAME_PRELOAD_FROM_BIN comes from CMake: the preloaded libraries' directory from bindir"
 #endif
 
-#define EXIT_USAGE 2
 #define DEFAULT_DELAY_S 0.001
 /* --pid: 100 Hz, each sample a stop of the thread (fl_attach.h); at most
  * 1 kHz. */
@@ -141,34 +141,10 @@ static const char usage_text[] =
 
 /* ---- messages ---- */
 
-/* "cflame record: MESSAGE" on standard error, and the line hint after it
- * (NULL: none). */
-static void vsay(const char *hint, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
-static void vsay(const char *hint, const char *fmt, va_list ap) {
-  fputs("cflame record: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  if (hint) fprintf(stderr, "%s\n", hint);
-}
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsay(NULL, fmt, ap);
-  va_end(ap);
-}
-
-/* A bad command line: the message, where the options are; exit 2. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsay("(cflame record --help lists its options)", fmt, ap);
-  va_end(ap);
-  return EXIT_USAGE;
-}
+/* The messages: "cflame record: MESSAGE" on standard error (rc_say.h). */
+static const rc_voice_t voice = {"cflame record", "(cflame record --help lists its options)"};
+#define say(...) rc_say(&voice, __VA_ARGS__)
+#define usage_error(...) rc_usage_error(&voice, __VA_ARGS__)
 
 /* ---- options ---- */
 

@@ -38,6 +38,7 @@
 #include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 #include "rc_record.h"
+#include "rc_say.h"
 #include "term_picture.h"
 
 #define EXIT_USAGE 2
@@ -200,35 +201,10 @@ static const struct option *long_options(const char **valid) {
 
 /* ---- errors ---- */
 
-/* "cflame: MESSAGE" on standard error, and the line hint after it (NULL:
- * none), such as where the options are listed. */
-static void vsay(const char *hint, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
-static void vsay(const char *hint, const char *fmt, va_list ap) {
-  const char *who = "cflame";
-  fprintf(stderr, "%s: ", who);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  if (hint) fprintf(stderr, "%s\n", hint);
-}
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsay(NULL, fmt, ap);
-  va_end(ap);
-}
-
-/* A usage error: the message, a pointer to --help; exit 2. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsay("(cflame --help lists every option)", fmt, ap);
-  va_end(ap);
-  return EXIT_USAGE;
-}
+/* The messages: "cflame: MESSAGE" on standard error (rc_say.h). */
+static const rc_voice_t voice = {"cflame", "(cflame --help lists every option)"};
+#define say(...) rc_say(&voice, __VA_ARGS__)
+#define usage_error(...) rc_usage_error(&voice, __VA_ARGS__)
 
 static void say_io_error(const fl_io_error_t *e) {
   if (e->line)
