@@ -77,11 +77,11 @@ void fl__layout_of(const fl_view_opts_t *v, const fl__rows_t *r, fl__layout_t *l
   l->labels = l->level_px >= MIN_LABEL_LEVEL_PX;
 }
 
-void fl__band_label(int depth, int deep, size_t fit, char *out, size_t size) {
+void fl__band_label(int depth, int deep, size_t fit, bool still, char *out, size_t size) {
   static const char *const tails[] = {" more levels (click to open)", " more levels", ""};
   char n[32];
   fl__thousands((uint64_t)(deep - depth + 1), n);
-  for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+  for (size_t i = still ? 1 : 0; i < sizeof tails / sizeof *tails; i++) {
     /* "… " is two characters, four bytes. */
     snprintf(out, size, "\xe2\x80\xa6 %s%s", n, tails[i]);
     if (fit == 0 || strlen(out) - 2 <= fit) return;

@@ -99,9 +99,10 @@ static inline bool fl__row_in_band(const fl__layout_t *l, const fl__rows_t *r, s
 /* The band's label for a frame at depth with its deepest descendant at
  * deep, in at most fit characters (0: any): "… 812 more levels (click to
  * open)", else "… 812 more levels", else "… 812" (cut where even that is
- * too long); the number is what a reader needs most. The SVG's script
+ * too long); the number is what a reader needs most. A still picture
+ * (PNG, PDF) cannot be clicked: its label never says to. The SVG's script
  * writes the same words when a zoom moves the band. */
-void fl__band_label(int depth, int deep, size_t fit, char *out, size_t size);
+void fl__band_label(int depth, int deep, size_t fit, bool still, char *out, size_t size);
 /* The band's fill; a dashed outline in the theme's text colour sets it
  * apart from a grey frame. */
 #define FL__BAND_COLOR "#d8d8d8"

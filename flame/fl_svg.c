@@ -246,7 +246,7 @@ static void put_band(fl__buf_t *b, const fl_view_opts_t *v, const fl__theme_t *t
       double w = fmax(0.1, (double)n->count * scale - GAP_PX);
       if (pass) {
         char label[96];
-        fl__band_label(n->depth, r->deep[i], label_fit(w), label, sizeof label);
+        fl__band_label(n->depth, r->deep[i], label_fit(w), v->still, label, sizeof label);
         put_label(b, label, x, band_mid + 0.36 * LABEL_FONT_PX, w);
         continue;
       }

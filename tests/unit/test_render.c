@@ -751,6 +751,14 @@ static void test_deep(void) {
     CHECK(svg && strstr(svg, words) != NULL);
     CHECK(svg && strstr(svg, "height=") != NULL && strstr(svg, "recur=flat") != NULL);
     free(svg);
+    /* A still picture's band says how many levels, never to click. */
+    fl_view_opts_t still = v;
+    still.still = true;
+    svg = fl_svg(t, &still);
+    snprintf(words, sizeof words, ">\xe2\x80\xa6 %d more levels</text>", (int)(levels - shown + 1));
+    CHECK(strstr(svg, words) != NULL);
+    CHECK(strstr(svg, "click to open") == NULL);
+    free(svg);
     write_out(icicle ? "deep-icicle-dark.json" : "deep.json", bundle);
     json_decref(bundle);
   }
