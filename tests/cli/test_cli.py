@@ -469,7 +469,7 @@ def test_unknown_option_names_the_valid_ones():
     r = cflame("-x", DATA / "single.txt")
     assert r.returncode == 2 and "unknown option -x" in r.stderr
     r = cflame("--format", "jpeg", DATA / "single.txt")
-    assert r.returncode == 2 and "svg, html, vegalite, folded, text, pprof, png, pdf" in r.stderr, r.stderr
+    assert r.returncode == 2 and "svg, html, vegalite, folded, text, pprof, speedscope, trace, png, pdf" in r.stderr, r.stderr
     r = cflame("--width", "wide", DATA / "single.txt")
     assert r.returncode == 2 and "--width wide" in r.stderr
     r = cflame(DATA / "single.txt", "--format")

@@ -282,7 +282,8 @@ def test_profload_bad_pprof_names_the_file(kc, tmp_path):
 def test_profsave_bad_paths(kc, tmp_path):
     show(kc, PROFILED, "bad-paths")
     reply, _ = fails(kc, f"%profsave {tmp_path / 'x.jpeg'}", "MagicError")
-    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt", ".pb.gz", ".png", ".pdf"):
+    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt", ".pb.gz", ".speedscope.json",
+                ".trace.json", ".png", ".pdf"):
         assert ext in reply["evalue"], reply["evalue"]
     missing = tmp_path / "no" / "such" / "dir" / "x.svg"
     reply, _ = fails(kc, f"%profsave {missing}", "MagicError")

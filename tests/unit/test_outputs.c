@@ -22,12 +22,34 @@ static fl_profile_t *folded(const char *text) {
 static const struct {
   const char *format, *start;
 } starts[] = {
-    {"svg", "<svg"},     {"html", "<!DOCTYPE html>"}, {"vegalite", "{"},  {"folded", "main;"},
-    {"text", "Total: "}, {"pprof", "\x1f\x8b"},       {"png", "\x89PNG"}, {"pdf", "%PDF-"},
+    {"svg", "<svg"},
+    {"html", "<!DOCTYPE html>"},
+    {"vegalite", "{"},
+    {"folded", "main;"},
+    {"text", "Total: "},
+    {"pprof", "\x1f\x8b"},
+    {"speedscope", "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""},
+    {"trace", "{\"displayTimeUnit\""},
+    {"png", "\x89PNG"},
+    {"pdf", "%PDF-"},
 };
 
+/* main;work;spin 99 and main;tiny 1 with time stamps, as a recording has
+ * them (the trace's time line needs them). */
+static fl_profile_t *timed(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  uint32_t main_ = fl_profile_frame_id(p, &(fl_frame_t){.func = "main"});
+  uint32_t spin[] = {main_, fl_profile_frame_id(p, &(fl_frame_t){.func = "work"}),
+                     fl_profile_frame_id(p, &(fl_frame_t){.func = "spin"})};
+  uint32_t tiny[] = {main_, fl_profile_frame_id(p, &(fl_frame_t){.func = "tiny"})};
+  for (uint64_t i = 1; i <= 99; i++) fl_profile_add_sample_at(p, spin, 3, 1, 0, 1, i * 1000000);
+  fl_profile_add_sample_at(p, tiny, 2, 1, 0, 1, 100 * 1000000);
+  return p;
+}
+
 static void test_every_format(void) {
-  fl_profile_t *p = folded("main;work;spin 99\nmain;tiny 1\n");
+  fl_profile_t *p = timed();
   fl_options_t o;
   fl_options_init(&o, FL_FRONT_COMMAND);
   const fl_output_format_t *f;
@@ -47,7 +69,8 @@ static void test_every_format(void) {
   }
   CHECK_INT(n, sizeof starts / sizeof *starts);
   CHECK(!fl_output_format_known("jpeg"));
-  CHECK_STR(fl_output_formats(true), "svg, html, vegalite, folded, text, pprof, png or pdf");
+  CHECK_STR(fl_output_formats(true),
+            "svg, html, vegalite, folded, text, pprof, speedscope, trace, png or pdf");
   fl_options_free(&o);
   fl_profile_destroy(&p);
 }
@@ -101,7 +124,8 @@ static void test_diff(void) {
   r.format = "jpeg";
   CHECK(fl_output_render(&r, &len, err, sizeof err) == NULL);
   CHECK_STR(err,
-            "unknown format 'jpeg'; valid: svg, html, vegalite, folded, text, pprof, png or pdf");
+            "unknown format 'jpeg'; valid: svg, html, vegalite, folded, text, pprof, speedscope, "
+            "trace, png or pdf");
   fl_options_free(&o);
   fl_profile_destroy(&base);
   fl_profile_destroy(&target);
