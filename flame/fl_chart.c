@@ -664,8 +664,10 @@ static void put_us(fl__buf_t *b, uint64_t ns) {
 }
 
 /* The trace events of the chart's bars: a complete event ("ph":"X") per
- * bar, in the order made (a bar before those under it), its depth and
- * weight in its args (cflame reads them back; viewers nest by time), its
+ * bar, in the order made (a bar before those under it), its depth,
+ * weight, file and line in a "cflame" member (cflame reads them back;
+ * viewers nest by time, and speedscope would take args for a part of the
+ * function's name, one frame per bar), its
  * category what the thread was doing: "off-cpu", "runnable" or
  * "on-cpu"; and a thread_name event per lane. */
 char *fl_trace(const fl_tree_t *t, const fl_view_opts_t *v, fl_budget_t *budget, size_t *len,
@@ -725,7 +727,7 @@ char *fl_trace(const fl_tree_t *t, const fl_view_opts_t *v, fl_budget_t *budget,
     put_us(&b, bar->t0);
     fl__buf_puts(&b, ",\"dur\":");
     put_us(&b, bar->t1 - bar->t0);
-    fl__buf_printf(&b, ",\"args\":{\"depth\":%d,\"weight\":", bar->depth);
+    fl__buf_printf(&b, ",\"cflame\":{\"depth\":%d,\"weight\":", bar->depth);
     fl__buf_u64(&b, bar->weight);
     fl__buf_puts(&b, files[id]);
     if (f->line > 0) fl__buf_printf(&b, ",\"line\":%d", f->line);

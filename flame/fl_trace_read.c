@@ -9,7 +9,7 @@
  * what it holds beyond the events under it is one sample at its end, of
  * its function (name, args.file, args.line), off-CPU when its category
  * says "off-cpu" or "runnable". cflame's own files say each event's
- * depth and weight (args), and their order is the chart's, a bar before
+ * depth, weight, file and line (its "cflame" member), and their order is the chart's, a bar before
  * those under it: they read back as the profile that was written, by
  * function. Another tool's events nest by time (an event inside the one
  * that began before it and ends after it), and weigh their time: a
@@ -100,6 +100,7 @@ int fl__read_trace(fl_profile_t **out, const json_t *doc, const char *name, fl_b
   ev = fl__xmalloc(n_list ? n_list : 1, sizeof *ev);
   for (size_t i = 0; i < n_list; i++) {
     const json_t *e = json_array_get(list, i), *args = json_object_get(e, "args");
+    const json_t *own_args = json_object_get(e, "cflame");
     const char *ph = json_string_value(json_object_get(e, "ph"));
     const char *func = json_string_value(json_object_get(e, "name"));
     if (!ph) continue;
@@ -119,21 +120,23 @@ int fl__read_trace(fl_profile_t **out, const json_t *doc, const char *name, fl_b
                   i);
       goto done;
     }
-    const json_t *depth = json_object_get(args, "depth"), *weight = json_object_get(args, "weight");
+    const json_t *depth = json_object_get(own_args, "depth");
+    const json_t *weight = json_object_get(own_args, "weight");
+    const json_t *at = own ? own_args : args; /* file and line */
     if (own && (!json_is_integer(depth) || json_integer_value(depth) < 1 ||
                 json_integer_value(depth) > INT32_MAX || !json_is_integer(weight) ||
                 json_integer_value(weight) < 0)) {
       fl__io_fail(err, name, 0,
                   "event %zu lacks the \"depth\" (from 1) and \"weight\" (from 0) that cflame "
-                  "writes in its args",
+                  "writes in its \"cflame\" member",
                   i);
       goto done;
     }
     const char *cat = json_string_value(json_object_get(e, "cat"));
-    const json_t *line = json_object_get(args, "line");
+    const json_t *line = json_object_get(at, "line");
     json_int_t l = json_is_integer(line) ? json_integer_value(line) : 0;
     fl_frame_t f = {.func = func,
-                    .file = json_string_value(json_object_get(args, "file")),
+                    .file = json_string_value(json_object_get(at, "file")),
                     .line = l > 0 && l <= INT32_MAX ? (int)l : 0,
                     .flags = FL_FRAME_CELL};
     if (cat && !strcmp(cat, "off-cpu")) f.flags |= FL_FRAME_OFFCPU;

@@ -297,8 +297,9 @@ char *fl_speedscope(const fl_tree_t *t, const fl_tree_t *baseline, fl_budget_t *
  * the bars of view=chart (fl_chart.c, every one of them, within v's from
  * and to) as complete events ("ph":"X", ts and dur in microseconds from
  * the chart's start, pid 1, tid the thread), a bar before the bars under
- * it, each with its function's name and, in args, its file and line, its
- * depth (1 under the root) and weight; cat "off-cpu" or "runnable" for a
+ * it, each with its function's name and, in a "cflame" member, its file
+ * and line, its depth (1 under the root) and weight (args would make
+ * speedscope take each bar for a function of its own); cat "off-cpu" or "runnable" for a
  * wait's bars, "on-cpu" for the rest; a thread_name event ("ph":"M") per
  * thread; "otherData" holds cflame's "cflame" member (as fl_speedscope).
  * NULL with err when the samples carry no time stamps (folded stacks) or

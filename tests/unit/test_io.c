@@ -944,12 +944,12 @@ static void test_json_formats(void) {
   json_error("{\"traceEvents\":[{\"ph\":\"B\",\"name\":\"a\",\"ts\":1}]}", "no complete events");
   json_error(
       "{\"otherData\":{\"cflame\":{\"kind\":\"cpu\"}},\"traceEvents\":[{\"ph\":\"X\","
-      "\"name\":\"a\",\"ts\":1,\"args\":{\"depth\":3,\"weight\":1}}]}",
+      "\"name\":\"a\",\"ts\":1,\"cflame\":{\"depth\":3,\"weight\":1}}]}",
       "under no event of depth 2");
   json_error(
       "{\"otherData\":{\"cflame\":{\"kind\":\"cpu\"}},\"traceEvents\":[{\"ph\":\"X\","
-      "\"name\":\"a\",\"ts\":1,\"dur\":5,\"args\":{\"depth\":1,\"weight\":1}},{\"ph\":\"X\","
-      "\"name\":\"b\",\"ts\":1,\"args\":{\"depth\":2,\"weight\":2}}]}",
+      "\"name\":\"a\",\"ts\":1,\"dur\":5,\"cflame\":{\"depth\":1,\"weight\":1}},{\"ph\":\"X\","
+      "\"name\":\"b\",\"ts\":1,\"cflame\":{\"depth\":2,\"weight\":2}}]}",
       "weighs more than the event");
   /* A document that would take jansson past the budget is refused first. */
   fl_budget_t b;
