@@ -659,8 +659,17 @@ json_t *fl_chart_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, 
 
 /* Microseconds, as trace events count them, from ns: exact to the ns. */
 static void put_us(fl__buf_t *b, uint64_t ns) {
+  unsigned frac = (unsigned)(ns % 1000);
+  char digits[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+                    (char)('0' + frac % 10)};
   fl__buf_u64(b, ns / 1000);
-  fl__buf_printf(b, ".%03u", (unsigned)(ns % 1000));
+  fl__buf_add(b, digits, 4);
+}
+
+/* An int, as fl__buf_u64 writes it (without printf: one per event). */
+static void put_int(fl__buf_t *b, int v) {
+  if (v < 0) fl__buf_putc(b, '-');
+  fl__buf_u64(b, v < 0 ? (uint64_t)-(int64_t)v : (uint64_t)v);
 }
 
 /* The trace events of the chart's bars: a complete event ("ph":"X") per
@@ -684,8 +693,9 @@ char *fl_trace(const fl_tree_t *t, const fl_view_opts_t *v, fl_budget_t *budget,
     return NULL;
   }
   size_t n_nodes = fl_tree_n_nodes(t);
-  /* Each drawn node's quoted name and its file's member, made once. */
-  char **names = fl__xcalloc(n_nodes, sizeof *names), **files = fl__xcalloc(n_nodes, sizeof *files);
+  /* Each drawn node's text before and after its event's numbers, made
+   * once: bars are many, their functions few. */
+  char **heads = fl__xcalloc(n_nodes, sizeof *heads), **tails = fl__xcalloc(n_nodes, sizeof *tails);
   fl__buf_t b = FL__BUF_INIT, q = FL__BUF_INIT;
   fl__buf_puts(&b, "{\"displayTimeUnit\":\"ms\",\"otherData\":{");
   fl__json_info(&b, info, false);
@@ -696,50 +706,54 @@ char *fl_trace(const fl_tree_t *t, const fl_view_opts_t *v, fl_budget_t *budget,
     char name[300];
     snprintf(name, sizeof name, "thread %d%s%s", c.lanes[i].thread, c.lanes[i].name ? ": " : "",
              c.lanes[i].name ? c.lanes[i].name : "");
-    fl__buf_printf(
-        &b, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":",
-        i ? ",\n" : "\n", c.lanes[i].thread);
+    fl__buf_printf(&b,
+                   "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{"
+                   "\"name\":",
+                   i ? ",\n" : "\n", c.lanes[i].thread);
     fl__json_quote(&b, name);
     fl__buf_puts(&b, "}}");
   }
   for (size_t i = 0; i < c.n; i++) {
     const bar_t *bar = &c.bars[i];
-    const fl_frame_t *f = &bar->node->frame;
     uint32_t id = bar->node->id;
-    if (!names[id]) {
+    if (!heads[id]) {
+      const fl_frame_t *f = &bar->node->frame;
+      const char *cat = !(f->flags & FL_FRAME_OFFCPU)   ? "on-cpu"
+                        : (f->flags & FL_FRAME_RUNNABLE) ? "runnable"
+                                                         : "off-cpu";
       fl__buf_clear(&q);
+      fl__buf_puts(&q, ",\n{\"name\":");
       fl__json_quote(&q, f->func);
-      names[id] = fl__xstrdup(q.data);
+      fl__buf_printf(&q, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"ts\":", cat);
+      heads[id] = fl__xstrdup(q.data);
       fl__buf_clear(&q);
       if (f->file) {
         fl__buf_puts(&q, ",\"file\":");
         fl__json_quote(&q, f->file);
       }
-      files[id] = fl__xstrdup(q.data ? q.data : "");
+      if (f->line > 0) fl__buf_printf(&q, ",\"line\":%d", f->line);
+      fl__buf_puts(&q, "}}");
+      tails[id] = fl__xstrdup(q.data);
     }
-    const char *cat = !(f->flags & FL_FRAME_OFFCPU)    ? "on-cpu"
-                      : (f->flags & FL_FRAME_RUNNABLE) ? "runnable"
-                                                       : "off-cpu";
-    fl__buf_puts(&b, ",\n{\"name\":");
-    fl__buf_puts(&b, names[id]);
-    fl__buf_printf(&b, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":", cat,
-                   c.lanes[bar->lane].thread);
+    fl__buf_puts(&b, heads[id]);
     put_us(&b, bar->t0);
     fl__buf_puts(&b, ",\"dur\":");
     put_us(&b, bar->t1 - bar->t0);
-    fl__buf_printf(&b, ",\"cflame\":{\"depth\":%d,\"weight\":", bar->depth);
+    fl__buf_puts(&b, ",\"tid\":");
+    put_int(&b, c.lanes[bar->lane].thread);
+    fl__buf_puts(&b, ",\"cflame\":{\"depth\":");
+    put_int(&b, bar->depth);
+    fl__buf_puts(&b, ",\"weight\":");
     fl__buf_u64(&b, bar->weight);
-    fl__buf_puts(&b, files[id]);
-    if (f->line > 0) fl__buf_printf(&b, ",\"line\":%d", f->line);
-    fl__buf_puts(&b, "}}");
+    fl__buf_puts(&b, tails[id]);
   }
   fl__buf_puts(&b, "\n]}\n");
   for (size_t i = 0; i < n_nodes; i++) {
-    free(names[i]);
-    free(files[i]);
+    free(heads[i]);
+    free(tails[i]);
   }
-  free(names);
-  free(files);
+  free(heads);
+  free(tails);
   fl__buf_free(&q);
   chart_free(&c);
   *len = b.len;
