@@ -68,8 +68,11 @@ static const char *unit_of(const fl_tree_t *t, uint64_t *scale) {
   uint64_t most;
   *scale = 1;
   if (k->bytes) return "bytes";
+  /* Only while every weight, and their sum, stays a JSON integer that
+   * readers hold exactly (int64). */
   if (k->time && info->interval_ns &&
-      !__builtin_mul_overflow(fl_tree_root(t)->count, info->interval_ns, &most)) {
+      !__builtin_mul_overflow(fl_tree_root(t)->count, info->interval_ns, &most) &&
+      most <= INT64_MAX) {
     *scale = info->interval_ns;
     return "nanoseconds";
   }
@@ -223,9 +226,16 @@ typedef struct reader {
  * ns for time, else the number itself. -1 when it is not one. */
 static int weight_of(reader_t *r, const json_t *j, const char *what, size_t prof, size_t i,
                      uint64_t *out) {
-  double w = json_number_value(j);
-  double v = r->ns ? w * (double)r->ns : w;
-  if (!json_is_number(j) || !(v >= 0) || v >= 9.2e18)
+  /* A whole number exactly (cflame writes them so), else as a double. */
+  json_int_t k = json_integer_value(j);
+  uint64_t exact;
+  if (json_is_integer(j) && k >= 0 &&
+      !__builtin_mul_overflow((uint64_t)k, r->ns ? r->ns : 1, &exact) && exact <= INT64_MAX) {
+    *out = exact;
+    return 0;
+  }
+  double v = json_number_value(j) * (r->ns ? (double)r->ns : 1);
+  if (json_is_integer(j) || !json_is_real(j) || !(v >= 0) || v >= 9.2e18)
     return fl__io_fail(r->err, r->name, 0,
                        "profile %zu: %s %zu is not a number from 0 to 9.2e18 (in its unit)", prof,
                        what, i);
