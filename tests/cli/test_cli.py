@@ -430,6 +430,35 @@ def test_bad_input_writes_nothing(tmp_path):
     assert out.read_text() == "before"
 
 
+def test_speedscope_and_trace_of_a_capture_and_what_they_refuse(tmp_path):
+    """A perf capture of three threads as speedscope (a profile per thread,
+    in nanoseconds) and as trace events (a track per thread, its thread
+    named); each read back draws the capture's flame graph. Trace events
+    of folded stacks (no time stamps) and of a diff are refused, saying
+    why and what to write instead, and nothing is written."""
+    capture = DATA / "threads.txt"
+    ss, tr = tmp_path / "p.speedscope.json", tmp_path / "p.trace.json"
+    ok(capture, "-o", ss)
+    ok(capture, "-o", tr)
+    doc = json.loads(ss.read_text())
+    threads = ok(capture, "--view", "chart", "-f", "text").count("\nthread ")
+    assert len(doc["profiles"]) == threads == 3, (len(doc["profiles"]), threads)
+    assert {p["unit"] for p in doc["profiles"]} == {"nanoseconds"}
+    events = json.loads(tr.read_text())["traceEvents"]
+    assert len({e["tid"] for e in events if e["ph"] == "M"}) == threads
+    folded = ok(capture, "-f", "folded", "--no-lines")
+    for f in (ss, tr):
+        assert ok(f, "-f", "folded", "--no-lines") == folded, f
+    out = tmp_path / "x.trace.json"
+    r = cflame(DATA / "single.folded", "-o", out)
+    assert r.returncode == 1 and "no time stamps" in r.stderr and "folded" in r.stderr, r.stderr
+    r = cflame("--diff", capture, capture, "-o", out)
+    assert r.returncode == 1 and "diff" in r.stderr and "speedscope" in r.stderr, r.stderr
+    assert not out.exists()
+    r = cflame("--input-format", "speedscope", DATA / "single.folded")
+    assert r.returncode == 1 and "not valid JSON" in r.stderr, r.stderr
+
+
 def test_bad_perf_script_names_the_line(tmp_path):
     lines = (DATA / "single.txt").read_text().splitlines(keepends=True)
     lines.insert(6, "garbage in the middle\n")
