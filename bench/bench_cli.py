@@ -19,6 +19,12 @@ Generates a folded stacks file of 10^6 samples in 10^5 distinct stacks
                                            and a thread)
   cflame --format vegalite TIMED.pb.gz     ("timed pprof": the chart's
                                            yardstick)
+  cflame --format F TIMED.pb.gz -o OUT     (F pprof, speedscope, trace: the
+                                           10^6 timed samples written in
+                                           each data format; speedscope's
+                                           and the trace's time against
+                                           pprof's, the same reading in all
+                                           three; target: no slower)
 
 Each is run --runs times (flamegraph.pl --pl-runs times, it is slow), the
 runs interleaved; the figures are the median wall-clock time and the peak
@@ -55,6 +61,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 1.0
 TARGET_RATIO = 20.0
 VIEWS = ("flame", "callers", "top", "source", "chart", "sandwich")
+EXPORTS = {"pprof": ".pb.gz", "speedscope": ".speedscope.json", "trace": ".trace.json"}
 
 WORDS = ("alloc buffer cache chunk decode encode entry fetch flush frame hash heap index "
          "insert lookup merge node parse query queue read reduce render scan schedule "
@@ -292,6 +299,9 @@ def main():
                                       source, "-o", tmp / f"view-{view}.vl.json"], None)
         cases["timed pprof"] = ([cflame, "--format", "vegalite", timed_pb, "-o",
                                  tmp / "timed.vl.json"], None)
+        for fmt, ending in EXPORTS.items():
+            cases[f"timed -> {fmt}"] = ([cflame, "--format", fmt, timed_pb, "-o",
+                                         tmp / f"export{ending}"], None)
         if pl:
             cases["flamegraph.pl"] = (["perl", pl, folded], tmp / "pl.svg")
         times = {name: [] for name in cases}
@@ -308,6 +318,8 @@ def main():
                 rss[name].append(m)
         sizes = {f"view {v}": (tmp / f"view-{v}.vl.json").stat().st_size for v in VIEWS}
         sizes["timed pprof"] = (tmp / "timed.vl.json").stat().st_size
+        for fmt, ending in EXPORTS.items():
+            sizes[f"timed -> {fmt}"] = (tmp / f"export{ending}").stat().st_size
         sizes |= {"cflame svg": (tmp / "out.svg").stat().st_size,
                  "cflame vegalite": (tmp / "out.vl.json").stat().st_size,
                  "pprof write": pprof.stat().st_size,
@@ -326,7 +338,11 @@ def main():
         else:
             ok_time = med[name] <= TARGET_SECONDS
             target = f"<= {TARGET_SECONDS:g} s: {'met' if ok_time else 'MISSED'}"
-            if name.startswith("pprof") or name.startswith("view") or name.startswith("timed"):
+            if name in ("timed -> speedscope", "timed -> trace"):
+                ratio = med[name] / med["timed -> pprof"]
+                target += (f"; {ratio:.2f}x pprof's time (<= 1x: "
+                           f"{'met' if ratio <= 1 else 'MISSED'})")
+            elif name.startswith("pprof") or name.startswith("view") or name.startswith("timed"):
                 pass
             elif pl_s:
                 ratio = pl_s / med[name]

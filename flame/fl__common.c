@@ -204,6 +204,14 @@ void fl__buf_putc(fl__buf_t *b, char c) {
   fl__buf_add(b, &c, 1);
 }
 
+void fl__buf_u64(fl__buf_t *b, uint64_t v) {
+  char digits[20];
+  size_t n = 0;
+  do digits[sizeof digits - ++n] = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  fl__buf_add(b, digits + sizeof digits - n, n);
+}
+
 void fl__buf_clear(fl__buf_t *b) {
   b->len = 0;
   if (b->data) b->data[0] = '\0';

@@ -229,6 +229,8 @@ void fl__buf_putc(fl__buf_t *b, char c);
 void fl__buf_printf(fl__buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fl__buf_vprintf(fl__buf_t *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
+/* v in decimal, without printf: the data formats write millions. */
+void fl__buf_u64(fl__buf_t *b, uint64_t v);
 /* The string, now the caller's (free it; never NULL, "" for an empty
  * buffer). The buffer is left empty. */
 char *fl__buf_take(fl__buf_t *b);

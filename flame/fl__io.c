@@ -12,6 +12,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "fl__render.h"
+
 /* ---- lines and errors ---- */
 
 bool fl__blank(const char *s, size_t n) {
@@ -78,6 +80,115 @@ uint32_t fl__module_kind(const char *m, size_t n, uint64_t addr) {
 bool fl__bare_library(const char *m) {
   return !strchr(m, '/') && (!strncmp(m, "lib", 3) || !strncmp(m, "ld-", 3)) &&
          (strstr(m, ".so.") || (strlen(m) > 3 && !strcmp(m + strlen(m) - 3, ".so")));
+}
+
+/* ---- JSON ---- */
+
+/* What jansson holds per value, measured on jansson 2.14 with glibc's
+ * malloc (a block's header included): an array with its first table of 8
+ * slots, an object with its first hash table, and any other value with
+ * its slot in its container. A string's bytes come on top: at most the
+ * input's length in all. */
+enum { JSON_ARRAY_BYTES = 144, JSON_OBJECT_BYTES = 320, JSON_VALUE_BYTES = 56 };
+
+int fl__json_load(const char *data, size_t len, const char *name, fl_budget_t *budget, json_t **out,
+                  fl_io_error_t *err) {
+  *out = NULL;
+  /* Counted before anything is allocated: containers, and values (at most
+   * one per comma, plus one per container), outside strings. */
+  size_t arrays = 0, objects = 0, values = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < len; i++) {
+    char c = data[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[': arrays++; break;
+      case '{': objects++; break;
+      case ',': values++; break;
+      default: break;
+    }
+  }
+  values += arrays + objects;
+  size_t bytes = len;
+  if (__builtin_add_overflow(bytes, arrays * (size_t)JSON_ARRAY_BYTES, &bytes) ||
+      __builtin_add_overflow(bytes, objects * (size_t)JSON_OBJECT_BYTES, &bytes) ||
+      __builtin_add_overflow(bytes, values * (size_t)JSON_VALUE_BYTES, &bytes))
+    bytes = SIZE_MAX;
+  if (fl_budget_charge(budget, bytes, values) < 0) return fl__io_budget_fail(err, name, budget);
+  json_error_t je;
+  /* jansson stops at 2048 levels of nesting, never on the stack's end. */
+  json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+  if (!root)
+    return fl__io_fail_as(err, FL_IO_ERR_NOT_FORMAT, name, je.line > 0 ? (size_t)je.line : 0,
+                          "not valid JSON: %s (at column %d)", je.text, je.column);
+  *out = root;
+  return 0;
+}
+
+void fl__json_quote(fl__buf_t *b, const char *s) {
+  json_t *j = fl__json_text(s ? s : "");
+  char *text = fl__nonnull(json_dumps(j, JSON_ENCODE_ANY));
+  fl__buf_puts(b, text);
+  free(text);
+  json_decref(j);
+}
+
+void fl__json_info(fl__buf_t *b, const fl_profile_info_t *info, bool diff) {
+  fl__buf_puts(b, "\"cflame\":{\"kind\":");
+  fl__json_quote(b, fl_kind(info->kind)->name);
+  fl__buf_puts(b, ",\"interval_ns\":");
+  fl__buf_u64(b, fl_kind(info->kind)->time ? info->interval_ns : 0);
+  if (fl_kind(info->kind)->allocs) fl__buf_printf(b, ",\"sample_rate\":%.17g", info->sample_rate);
+  if (info->kind == FL_PROFILE_EVENT) {
+    fl__buf_puts(b, ",\"event\":");
+    fl__json_quote(b, info->event);
+  }
+  if (diff) fl__buf_puts(b, ",\"diff\":true");
+  fl__buf_putc(b, '}');
+}
+
+int fl__json_read_info(const json_t *doc, const char *name, const char *format, fl_profile_t **out,
+                       fl_io_error_t *err) {
+  const json_t *meta = json_object_get(doc, "cflame");
+  if (!meta) return 0;
+  if (!json_is_object(meta))
+    return fl__io_fail(err, name, 0, "its \"cflame\" member is not an object");
+  if (json_is_true(json_object_get(meta, "diff")))
+    return fl__io_fail(err, name, 0,
+                       "this %s file holds a diff (its target and its baseline), not one "
+                       "profile: read the two profiles the diff was made of",
+                       format);
+  const char *kind = json_string_value(json_object_get(meta, "kind"));
+  int k = 0;
+  while (kind && k < FL_PROFILE_N_KINDS && strcmp(fl_kind((fl_profile_kind_t)k)->name, kind)) k++;
+  if (!kind || k == FL_PROFILE_N_KINDS)
+    return fl__io_fail(err, name, 0,
+                       "its \"cflame\" member names no kind of profile cflame knows (\"kind\": "
+                       "\"cpu\", \"wall\", \"alloc_bytes\", ...)");
+  const json_t *interval = json_object_get(meta, "interval_ns");
+  const json_t *rate = json_object_get(meta, "sample_rate");
+  if (interval && (!json_is_integer(interval) || json_integer_value(interval) < 0))
+    return fl__io_fail(err, name, 0, "its \"interval_ns\" is not a whole number of nanoseconds");
+  if (rate &&
+      (!json_is_number(rate) || !(json_number_value(rate) > 0) || json_number_value(rate) > 1))
+    return fl__io_fail(err, name, 0, "its \"sample_rate\" is not a probability in (0, 1]");
+  fl_profile_t *p = fl_profile_new((fl_profile_kind_t)k);
+  fl_profile_info_t *info = fl_profile_info(p);
+  if (fl_kind(info->kind)->time && interval)
+    info->interval_ns = (uint64_t)json_integer_value(interval);
+  if (fl_kind(info->kind)->allocs) info->sample_rate = rate ? json_number_value(rate) : 1;
+  const char *event = json_string_value(json_object_get(meta, "event"));
+  if (info->kind == FL_PROFILE_EVENT && event)
+    snprintf(info->event, sizeof info->event, "%s", event);
+  *out = p;
+  return 0;
 }
 
 /* ---- the frame cache ---- */

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "cflame/fl_io.h"
 #include "fl__common.h"
 
@@ -91,6 +93,32 @@ uint32_t fl__module_kind(const char *module, size_t n, uint64_t addr);
  * as "./libfoo.so", and reads the "./" off again (fl_pprof.c). */
 bool fl__bare_library(const char *m);
 
+/* ---- JSON ---- */
+
+/* The JSON document data[0, len) (speedscope's files, trace events), as
+ * jansson's values: *out new. What jansson will hold is estimated from the
+ * input's containers and values and charged to budget before it parses
+ * (an input of "[[],[],...]" takes some fifty times its size), so a
+ * document past the budget is refused before it takes the memory.
+ * Returns 0, or -1 with err: the budget's refusal, or what jansson found
+ * wrong, with its line. */
+int fl__json_load(const char *data, size_t len, const char *name, fl_budget_t *budget, json_t **out,
+                  fl_io_error_t *err);
+
+/* s as a JSON string (quoted, escaped; not UTF-8: cleaned), appended. */
+void fl__json_quote(fl__buf_t *b, const char *s);
+/* What cflame's JSON formats say of the profile beside their own fields,
+ * which speedscope and trace viewers ignore and cflame reads back:
+ * "cflame":{"kind":"cpu","interval_ns":N[,"sample_rate":R][,"event":E]
+ * [,"diff":true]}, appended (a member, without a comma). */
+void fl__json_info(fl__buf_t *b, const fl_profile_info_t *info, bool diff);
+/* That member of doc read back: *out a new profile of its kind, interval
+ * and sample rate; left NULL when doc has none (another tool's file).
+ * A diff, or a member that is not what cflame writes, is an error naming
+ * the format. Returns 0 or -1 with err. */
+int fl__json_read_info(const json_t *doc, const char *name, const char *format, fl_profile_t **out,
+                       fl_io_error_t *err);
+
 /* ---- the frame cache ---- */
 
 /* Maps a byte string (a frame's text, as the reader sees it) to the id the
@@ -154,6 +182,15 @@ int fl__read_perf_script(fl_profile_t *p, const char *data, size_t len, const ch
  * bytes given are the unzipped profile.proto message. */
 int fl__read_pprof(fl_profile_t **out, const char *data, size_t len, const char *name, bool gzipped,
                    fl_budget_t *budget, fl_io_error_t *err);
+
+/* speedscope's file format (fl_speedscope.c) and Chrome's trace events
+ * (fl_trace_read.c), from their JSON document (fl__json_load'ed by
+ * fl_io.c, which tells them apart); *out a new profile of the kind the
+ * file says (cflame's own say it; others' are CPU profiles). */
+int fl__read_speedscope(fl_profile_t **out, const json_t *doc, const char *name,
+                        fl_budget_t *budget, fl_io_error_t *err);
+int fl__read_trace(fl_profile_t **out, const json_t *doc, const char *name, fl_budget_t *budget,
+                   fl_io_error_t *err);
 
 /* Does this line start a perf script sample (an event header)? On true,
  * comm_len is the length of the process name, and tid/pid digits are

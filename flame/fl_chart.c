@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_io.h"
 #include "cflame/fl_timeline.h"
+#include "fl__io.h"
 #include "fl__render.h"
 #include "fl__view.h"
 
@@ -37,6 +39,8 @@
 /* The text report lists the bars this deep (1: the frames under the root). */
 #define TEXT_DEPTH 3
 #define TEXT_BARS_PER_LANE 40
+/* What a trace event's text takes, its names aside (charged per bar). */
+#define TRACE_EVENT_BYTES 160
 
 typedef struct bar {
   size_t lane;
@@ -69,6 +73,11 @@ typedef struct chart {
   size_t dropped; /* bars left out to stay within max_bars */
   uint64_t total; /* the window's weight */
   double height;  /* pixels */
+  /* max_bars SIZE_MAX (every bar, for trace events): each bar charged
+   * here as it is made, what it takes and its event's text; refused
+   * once the budget says no, and no bar is kept after that */
+  fl_budget_t *budget;
+  bool refused;
 } chart_t;
 
 /* Whether bar a ranks after bar b, by length, then depth (a bar before
@@ -97,7 +106,17 @@ static void sift_down(bar_t *h, size_t n, size_t i) {
  * whose root ranks last), so that a profile of millions of samples never
  * holds more. */
 static void finish_bar(chart_t *c, const bar_t *b) {
-  if (c->max_bars == 0) return;
+  if (c->max_bars == 0 || c->refused) return;
+  if (c->max_bars == SIZE_MAX) {
+    /* Every bar: no heap, bars_in_order sorts them. */
+    if (fl_budget_charge(c->budget, sizeof *b + TRACE_EVENT_BYTES, 0) < 0) {
+      c->refused = true;
+      return;
+    }
+    c->bars = fl__grow(c->bars, &c->cap, c->n + 1, sizeof *c->bars);
+    c->bars[c->n++] = *b;
+    return;
+  }
   if (c->n < c->max_bars) {
     c->bars = fl__grow(c->bars, &c->cap, c->n + 1, sizeof *c->bars);
     size_t i = c->n++;
@@ -137,7 +156,9 @@ static void lane_bars(chart_t *c, size_t li, const fl_lane_t *lane, int max_dept
   for (size_t i = 0; i < lane->n_spans; i++) {
     const fl_span_t *sp = &lane->spans[i];
     uint64_t a = sp->start_ns - c->start_ns, b = sp->end_ns - c->start_ns;
-    if (b <= c->from || a >= c->to) continue;
+    /* A span of no length (a lane's first sample where weights are not
+     * time) counts where it lies, the window's ends included. */
+    if (a == b ? a < c->from || a > c->to : b <= c->from || a >= c->to) continue;
     /* The part of the span in the window, and its share of the weight. */
     uint64_t a_in = a < c->from ? c->from : a, b_in = b > c->to ? c->to : b;
     uint64_t w =
@@ -208,7 +229,8 @@ static void chart_free(chart_t *c) {
 
 static int chart_build(chart_t *c, const fl_tree_t *t, const fl_view_opts_t *v, size_t max_bars,
                        char *err, size_t err_size) {
-  *c = (chart_t){0};
+  fl_budget_t *budget = c->budget;
+  *c = (chart_t){.budget = budget};
   c->tl = fl_timeline_build(t, err, err_size);
   if (!c->tl) return -1;
   c->start_ns = fl_timeline_start_ns(c->tl);
@@ -464,8 +486,7 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   snprintf(description, sizeof description, "Stack chart of %s: %zu bars in %zu lanes",
            fl_tree_root(t)->frame.func, c->n, c->n_lanes);
   char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes =
-      chart_notes(t, v, c, "drag to pan, wheel to zoom, double-click to reset", notes);
+  int n_notes = chart_notes(t, v, c, "drag to pan, wheel to zoom, double-click to reset", notes);
   // clang-format off
   json_t *spec = fl__nonnull(json_pack(
       "{s:s,s:o,s:i,s:f,s:s,s:o,s:{s:o},s:o,s:{s:{s:s,s:s,s:I,s:I,s:f,s:f}}}",
@@ -590,7 +611,7 @@ static const fl_view_opts_t *prepare(const fl_tree_t *t, const fl_view_opts_t *v
 
 json_t *fl_chart_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
   fl_view_opts_t defaults;
-  chart_t c;
+  chart_t c = {0};
   if (!(v = prepare(t, v, &defaults, &c, err, err_size))) return NULL;
   json_t *spec = vegalite_of(t, v, &c);
   chart_free(&c);
@@ -599,7 +620,7 @@ json_t *fl_chart_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err
 
 char *fl_chart_svg(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
   fl_view_opts_t defaults;
-  chart_t c;
+  chart_t c = {0};
   if (!(v = prepare(t, v, &defaults, &c, err, err_size))) return NULL;
   char *svg = svg_of(t, v, &c);
   chart_free(&c);
@@ -608,7 +629,7 @@ char *fl_chart_svg(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_
 
 char *fl_text_chart(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
   fl_view_opts_t defaults;
-  chart_t c;
+  chart_t c = {0};
   if (!(v = prepare(t, v, &defaults, &c, err, err_size))) return NULL;
   char *text = text_of(t, &c);
   chart_free(&c);
@@ -619,7 +640,7 @@ char *fl_text_chart(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size
  * bars, by its overshoot, while it is too big. */
 json_t *fl_chart_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
   fl_view_opts_t defaults;
-  chart_t c;
+  chart_t c = {0};
   if (!(v = prepare(t, v, &defaults, &c, err, err_size))) return NULL;
   for (;;) {
     char *svg = svg_of(t, v, &c), *report = text_of(t, &c);
@@ -640,4 +661,109 @@ int fl__view_chart(const fl__view_in_t *in, fl__drawing_t what, fl__drawn_t *out
   static const fl__view_fns_t fns = {fl_chart_vegalite, fl_chart_svg, fl_text_chart,
                                      fl_chart_bundle};
   return fl__view_draw_fns(&fns, in, what, out);
+}
+
+/* ---- trace events ---- */
+
+/* Microseconds, as trace events count them, from ns: exact to the ns. */
+static void put_us(fl__buf_t *b, uint64_t ns) {
+  unsigned frac = (unsigned)(ns % 1000);
+  char digits[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+                    (char)('0' + frac % 10)};
+  fl__buf_u64(b, ns / 1000);
+  fl__buf_add(b, digits, 4);
+}
+
+/* An int, as fl__buf_u64 writes it (without printf: one per event). */
+static void put_int(fl__buf_t *b, int v) {
+  if (v < 0) fl__buf_putc(b, '-');
+  fl__buf_u64(b, v < 0 ? (uint64_t)-(int64_t)v : (uint64_t)v);
+}
+
+/* The trace events of the chart's bars: a complete event ("ph":"X") per
+ * bar, in the order made (a bar before those under it), its depth,
+ * weight, file and line in a "cflame" member (cflame reads them back;
+ * viewers nest by time, and speedscope would take args for a part of the
+ * function's name, one frame per bar), its
+ * category what the thread was doing: "off-cpu", "runnable" or
+ * "on-cpu"; and a thread_name event per lane. */
+char *fl_trace(const fl_tree_t *t, const fl_view_opts_t *v, fl_budget_t *budget, size_t *len,
+               char *err, size_t err_size) {
+  chart_t c = {.budget = budget};
+  if (chart_build(&c, t, v, SIZE_MAX, err, err_size) < 0) return NULL;
+  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  if (c.refused) {
+    char subject[300];
+    snprintf(subject, sizeof subject, "writing the trace events%s%s", *info->source ? " of " : "",
+             info->source);
+    fl_budget_message(budget, subject, err, err_size);
+    chart_free(&c);
+    return NULL;
+  }
+  size_t n_nodes = fl_tree_n_nodes(t);
+  /* Each drawn node's text before and after its event's numbers, made
+   * once: bars are many, their functions few. */
+  char **heads = fl__xcalloc(n_nodes, sizeof *heads), **tails = fl__xcalloc(n_nodes, sizeof *tails);
+  fl__buf_t b = FL__BUF_INIT, q = FL__BUF_INIT;
+  fl__buf_puts(&b, "{\"displayTimeUnit\":\"ms\",\"otherData\":{");
+  fl__json_info(&b, info, false);
+  fl__buf_puts(&b, ",\"source\":");
+  fl__json_quote(&b, info->source);
+  fl__buf_puts(&b, "},\"traceEvents\":[");
+  for (size_t i = 0; i < c.n_lanes; i++) {
+    char name[300];
+    snprintf(name, sizeof name, "thread %d%s%s", c.lanes[i].thread, c.lanes[i].name ? ": " : "",
+             c.lanes[i].name ? c.lanes[i].name : "");
+    fl__buf_printf(&b,
+                   "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{"
+                   "\"name\":",
+                   i ? ",\n" : "\n", c.lanes[i].thread);
+    fl__json_quote(&b, name);
+    fl__buf_puts(&b, "}}");
+  }
+  for (size_t i = 0; i < c.n; i++) {
+    const bar_t *bar = &c.bars[i];
+    uint32_t id = bar->node->id;
+    if (!heads[id]) {
+      const fl_frame_t *f = &bar->node->frame;
+      const char *cat = !(f->flags & FL_FRAME_OFFCPU)   ? "on-cpu"
+                        : (f->flags & FL_FRAME_RUNNABLE) ? "runnable"
+                                                         : "off-cpu";
+      fl__buf_clear(&q);
+      fl__buf_puts(&q, ",\n{\"name\":");
+      fl__json_quote(&q, f->func);
+      fl__buf_printf(&q, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"ts\":", cat);
+      heads[id] = fl__xstrdup(q.data);
+      fl__buf_clear(&q);
+      if (f->file) {
+        fl__buf_puts(&q, ",\"file\":");
+        fl__json_quote(&q, f->file);
+      }
+      if (f->line > 0) fl__buf_printf(&q, ",\"line\":%d", f->line);
+      fl__buf_puts(&q, "}}");
+      tails[id] = fl__xstrdup(q.data);
+    }
+    fl__buf_puts(&b, heads[id]);
+    put_us(&b, bar->t0);
+    fl__buf_puts(&b, ",\"dur\":");
+    put_us(&b, bar->t1 - bar->t0);
+    fl__buf_puts(&b, ",\"tid\":");
+    put_int(&b, c.lanes[bar->lane].thread);
+    fl__buf_puts(&b, ",\"cflame\":{\"depth\":");
+    put_int(&b, bar->depth);
+    fl__buf_puts(&b, ",\"weight\":");
+    fl__buf_u64(&b, bar->weight);
+    fl__buf_puts(&b, tails[id]);
+  }
+  fl__buf_puts(&b, "\n]}\n");
+  for (size_t i = 0; i < n_nodes; i++) {
+    free(heads[i]);
+    free(tails[i]);
+  }
+  free(heads);
+  free(tails);
+  fl__buf_free(&q);
+  chart_free(&c);
+  *len = b.len;
+  return fl__buf_take(&b);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fl_io: reading a profile, whichever of the three formats it is (the
+/* fl_io: reading a profile, whichever of the five formats it is (the
  * dispatch to the readers); which output a file name asks for; reading and
  * writing files, a file written whole or not at all. What the readers
  * share (lines, errors, gzip) is fl__io.c's.
@@ -7,8 +7,9 @@
  * A file is read only when it is a regular one, up to a limit (see
  * fl_io.h), whole (mapped), unzipped when it starts with gzip's magic
  * bytes (up to the same limit), its kind told when asked to (binary, with
- * a NUL byte: pprof; text: from its first lines, see detect_kind), parsed
- * into a profile of its own by fl_folded.c, fl_perfscript.c or fl_pprof.c,
+ * a NUL byte: pprof; JSON: by its members, see json_kind; text: from its
+ * first lines, see detect_kind), parsed into a profile of its own by
+ * fl_folded.c, fl_perfscript.c, fl_pprof.c, fl_speedscope.c or fl_trace_read.c,
  * and merged into the caller's profile only when all of it parsed: an
  * error leaves the caller's profile as it was. */
 #define _GNU_SOURCE
@@ -31,6 +32,8 @@ const char *fl_input_kind_name(fl_input_kind_t kind) {
     case FL_INPUT_FOLDED: return "folded stacks";
     case FL_INPUT_PERF_SCRIPT: return "perf script";
     case FL_INPUT_PPROF: return "pprof";
+    case FL_INPUT_SPEEDSCOPE: return "speedscope";
+    case FL_INPUT_TRACE: return "trace events";
     case FL_INPUT_AUTO: break;
   }
   return "auto";
@@ -101,6 +104,50 @@ static bool binary_start(const char *data, size_t len, bool gzipped) {
   return false;
 }
 
+/* A JSON document: after whitespace (and a UTF-8 byte order mark), "{"
+ * then a string or "}", or "[" then "{" or "]". A folded line never
+ * starts so ("[unknown];main 1" has a letter after its "["). */
+static bool json_start(const char *data, size_t len) {
+  size_t i = len >= 3 && !memcmp(data, "\xef\xbb\xbf", 3) ? 3 : 0;
+  while (i < len && fl__is_space(data[i])) i++;
+  if (i >= len || (data[i] != '{' && data[i] != '[')) return false;
+  char open = data[i++];
+  while (i < len && fl__is_space(data[i])) i++;
+  return i < len &&
+         (open == '{' ? data[i] == '"' || data[i] == '}' : data[i] == '{' || data[i] == ']');
+}
+
+/* Which JSON format doc is: speedscope's (an object with "profiles" or
+ * "shared") or trace events (an object with "traceEvents", or an array),
+ * else FL_INPUT_AUTO. */
+static fl_input_kind_t json_kind(const json_t *doc) {
+  if (json_is_array(doc) || json_object_get(doc, "traceEvents")) return FL_INPUT_TRACE;
+  if (json_object_get(doc, "profiles") || json_object_get(doc, "shared"))
+    return FL_INPUT_SPEEDSCOPE;
+  return FL_INPUT_AUTO;
+}
+
+/* Reads the JSON formats: doc parsed once, told apart, read into a new
+ * *out. */
+static int read_json(fl_profile_t **out, const char *data, size_t len, const char *name,
+                     fl_input_kind_t *kind, fl_budget_t *budget, fl_io_error_t *err) {
+  json_t *doc;
+  if (fl__json_load(data, len, name, budget, &doc, err) < 0) return -1;
+  if (*kind == FL_INPUT_AUTO) *kind = json_kind(doc);
+  int rc;
+  if (*kind == FL_INPUT_SPEEDSCOPE)
+    rc = fl__read_speedscope(out, doc, name, budget, err);
+  else if (*kind == FL_INPUT_TRACE)
+    rc = fl__read_trace(out, doc, name, budget, err);
+  else
+    rc = fl__io_fail_as(err, FL_IO_ERR_NOT_FORMAT, name, 0,
+                        "a JSON document of no format cflame reads: speedscope's file format is "
+                        "an object with \"profiles\" and \"shared\", the trace-event format an "
+                        "object with \"traceEvents\" (or the array of events)");
+  json_decref(doc);
+  return rc;
+}
+
 /* ---- reading ---- */
 
 /* Can what is in scratch go into p? An empty p takes scratch's kind and
@@ -135,19 +182,25 @@ static int read_plain(fl_profile_t *p, const char *data, size_t len, const char 
   fl_profile_t *scratch = NULL;
   const char *nul = len ? memchr(data, '\0', len) : NULL;
   size_t first = 0;
-  fl_input_kind_t detected =
-      binary_start(data, len, gzipped) ? FL_INPUT_PPROF : detect_kind(data, len, &first);
+  bool json = json_start(data, len);
+  fl_input_kind_t detected = binary_start(data, len, gzipped) ? FL_INPUT_PPROF
+                             : json                           ? FL_INPUT_AUTO
+                                                              : detect_kind(data, len, &first);
   if (kind == FL_INPUT_AUTO) kind = detected;
   if (kind_out) *kind_out = kind;
   if (nul && kind != FL_INPUT_PPROF) {
     size_t line = 1;
     for (const char *q = data; q < nul; q++) line += *q == '\n';
     return fl__io_fail_as(err, FL_IO_ERR_NOT_TEXT, name, line,
-                          "a NUL byte: this is not text (expected %s)", fl_input_kind_name(kind));
+                          "a NUL byte: this is not text (expected %s)",
+                          kind == FL_INPUT_AUTO ? "JSON" : fl_input_kind_name(kind));
   }
   int rc;
   if (kind == FL_INPUT_PPROF) {
     rc = fl__read_pprof(&scratch, data, len, name, gzipped, budget, err);
+  } else if (kind == FL_INPUT_AUTO || kind == FL_INPUT_SPEEDSCOPE || kind == FL_INPUT_TRACE) {
+    rc = read_json(&scratch, data, len, name, &kind, budget, err);
+    if (kind_out) *kind_out = kind;
   } else {
     scratch = fl_profile_new(FL_PROFILE_CPU);
     fl_profile_set_budget(scratch, budget);

@@ -54,6 +54,16 @@ static const fl_diff_t *diff_of(draw_t *d) {
   return d->diff;
 }
 
+/* The tree of an output that holds nothing without samples (the trace's
+ * time line, speedscope's): NULL with the reason in d->err when a filter
+ * left none. */
+static const fl_tree_t *tree_with_samples(draw_t *d) {
+  if (!tree_of(d)) return NULL;
+  if (!d->empty) return d->tree;
+  snprintf(d->err, d->err_size, "%s", d->empty);
+  return NULL;
+}
+
 /* ---- the views (fl__view.h) ---- */
 
 /* The row of the view d draws. */
@@ -84,11 +94,8 @@ static fl__drawn_t drawing(draw_t *d, fl__drawing_t what) {
     }
     if (!(in.diff = diff_of(d))) return out;
   } else {
-    if (!(in.tree = tree_of(d))) return out;
-    if ((view->flags & FL__VIEW_SAMPLES) && d->empty) {
-      snprintf(d->err, d->err_size, "%s", d->empty);
+    if (!(in.tree = (view->flags & FL__VIEW_SAMPLES) ? tree_with_samples(d) : tree_of(d)))
       return out;
-    }
   }
   view->draw(&in, what, &out);
   return out;
@@ -212,7 +219,8 @@ static char *write_pprof(draw_t *d, size_t *len) {
   if (__builtin_mul_overflow(root->count, ns, &most) || most > INT64_MAX ||
       root->allocs > INT64_MAX) {
     snprintf(d->err, d->err_size,
-             "the profile's counts (%" PRIu64 "%s) do not fit pprof's values, which go to "
+             "the profile's counts (%" PRIu64
+             "%s) do not fit pprof's values, which go to "
              "%" PRId64 ": write it as folded stacks, which hold any count",
              root->count, ns > 1 ? " intervals, as nanoseconds" : "", INT64_MAX);
     return NULL;
@@ -306,6 +314,32 @@ static char *write_folded(draw_t *d, size_t *len) {
   return fl__buf_take(&b);
 }
 
+/* speedscope's file: the tree's threads, or a diff's two trees. */
+static char *write_speedscope(draw_t *d, size_t *len) {
+  if (!(d->r->baseline ? tree_of(d) : tree_with_samples(d))) return NULL;
+  if (d->r->baseline && !(d->base_tree = fl_tree_build(d->r->baseline, &d->opts.tree, d->r->root,
+                                                       d->err, d->err_size)))
+    return NULL;
+  char *out = fl_speedscope(d->tree, d->base_tree, d->opts.tree.budget, len);
+  if (!out)
+    fl__budget_refused(d->opts.tree.budget, d->tree, "writing the speedscope file", d->err,
+                       d->err_size);
+  return out;
+}
+
+/* Trace events: the chart's bars, of one profile. */
+static char *write_trace(draw_t *d, size_t *len) {
+  if (d->r->baseline) {
+    snprintf(d->err, d->err_size,
+             "trace events hold one profile's time line, and this is a diff: write it as "
+             "speedscope (the target and the baseline as two profiles), svg, html, vegalite, "
+             "text or folded");
+    return NULL;
+  }
+  if (!tree_with_samples(d)) return NULL;
+  return fl_trace(d->tree, &d->opts.view, d->opts.tree.budget, len, d->err, d->err_size);
+}
+
 /* The view's SVG, as a still picture: its notes promise no
  * interaction. */
 static char *draw_still_svg(draw_t *d) {
@@ -354,6 +388,16 @@ static const struct format {
      write_folded},
     {{"text", ".txt", "the tree as text, as %profprint prints it"}, false, false, write_text},
     {{"pprof", ".pb.gz", "pprof's profile.proto, gzipped"}, true, true, write_pprof},
+    {{"speedscope", ".speedscope.json",
+      "speedscope's file format: a profile per thread, samples in time order"},
+     true,
+     false,
+     write_speedscope},
+    {{"trace", ".trace.json",
+      "Chrome's trace-event format: the chart's bars as complete events per thread"},
+     true,
+     false,
+     write_trace},
     {{"png", ".png", "the SVG as a PNG picture, at dpi="}, false, false, write_png},
     {{"pdf", ".pdf", "the SVG as a PDF page, vectors and text"}, false, false, write_pdf},
 };

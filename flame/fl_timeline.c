@@ -34,10 +34,10 @@ static int cmp_placed(const void *pa, const void *pb) {
   return (a->index > b->index) - (a->index < b->index);
 }
 
-/* The samples of t that have a time stamp and a drawn node, into *out
- * (new), sorted; those in a drawn node without a time stamp are counted in
- * *left_out. */
-static size_t place_samples(const fl_tree_t *t, placed_t **out, size_t *left_out) {
+/* The samples of t that have a drawn node, into *out (new), sorted; those
+ * without a time stamp are kept at time 0 when untimed says so, else
+ * counted in *left_out. */
+static size_t place_samples(const fl_tree_t *t, bool untimed, placed_t **out, size_t *left_out) {
   const fl_profile_t *p = fl_tree_profile(t);
   size_t n = fl_profile_n_samples(p), m = 0;
   placed_t *pl = fl__xmalloc(n ? n : 1, sizeof *pl);
@@ -47,7 +47,7 @@ static size_t place_samples(const fl_tree_t *t, placed_t **out, size_t *left_out
     fl_profile_sample(p, i, &s);
     const fl_node_t *node = fl_tree_node_of(t, &s);
     if (!node) continue;
-    if (!s.time_ns) {
+    if (!s.time_ns && !untimed) {
       (*left_out)++;
       continue;
     }
@@ -59,13 +59,13 @@ static size_t place_samples(const fl_tree_t *t, placed_t **out, size_t *left_out
   return m;
 }
 
-fl_timeline_t *fl_timeline_build(const fl_tree_t *t, char *err, size_t err_size) {
+static fl_timeline_t *build(const fl_tree_t *t, bool untimed, char *err, size_t err_size) {
   const fl_profile_t *p = fl_tree_profile(t);
   const fl_profile_info_t *info = fl_profile_info_const(p);
   uint64_t interval = fl_kind(info->kind)->time ? info->interval_ns : 0;
   placed_t *pl = NULL;
-  size_t left_out, n = place_samples(t, &pl, &left_out);
-  if (n == 0) {
+  size_t left_out, n = place_samples(t, untimed, &pl, &left_out);
+  if (n == 0 && !untimed) {
     snprintf(err, err_size,
              "the profile's samples carry no time stamps (folded stacks have none; perf script, "
              "pprof with timestamp_ns labels and cflame's own profiles do)");
@@ -74,9 +74,9 @@ fl_timeline_t *fl_timeline_build(const fl_tree_t *t, char *err, size_t err_size)
   }
   fl_timeline_t *tl = fl__xcalloc(1, sizeof *tl);
   tl->left_out = left_out;
-  tl->spans = fl__xmalloc(n, sizeof *tl->spans);
+  tl->spans = fl__xmalloc(n ? n : 1, sizeof *tl->spans);
   size_t n_spans = 0, lanes_cap = 0;
-  tl->start_ns = UINT64_MAX;
+  tl->start_ns = n ? UINT64_MAX : 0;
   for (size_t i = 0; i < n; i++) {
     const placed_t *s = &pl[i];
     bool new_lane = i == 0 || s->thread != pl[i - 1].thread;
@@ -121,6 +121,14 @@ fl_timeline_t *fl_timeline_build(const fl_tree_t *t, char *err, size_t err_size)
   }
   free(pl);
   return tl;
+}
+
+fl_timeline_t *fl_timeline_build(const fl_tree_t *t, char *err, size_t err_size) {
+  return build(t, false, err, err_size);
+}
+
+fl_timeline_t *fl_timeline_build_all(const fl_tree_t *t) {
+  return build(t, true, NULL, 0);
 }
 
 void fl_timeline_destroy(fl_timeline_t **tlp) {

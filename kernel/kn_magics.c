@@ -164,8 +164,9 @@ static const kn_magic_def_t magics[] = {
              "ending:\n.svg (the kernel's SVG), .html (a standalone page: the interactive view, "
              "and the SVG\nfor offline reading), .vl.json (the Vega-Lite spec), .folded (folded "
              "stacks, as\nflamegraph.pl reads them; a diff as 'stack BASE TARGET' lines), .txt "
-             "(the text\nreport) or .pb.gz (pprof, as go tool pprof reads it). Options redraw "
-             "it first."},
+             "(the text\nreport), .pb.gz (pprof, as go tool pprof reads it), .speedscope.json "
+             "(speedscope:\na profile per thread, in time order) or .trace.json (Chrome trace "
+             "events, the\ntime chart's bars). Options redraw it first."},
     {.name = "profload", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_load,
      .options = KN_OPTS_LOAD,
      .usage = "%profload PATH [PATH...] [as=NAME] [per_input=true] [max_input_size=SIZE] "

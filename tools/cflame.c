@@ -78,8 +78,8 @@ static const char usage_head[] =
 static const char usage_output[] =
     "  -o, --output FILE      write to FILE (default: standard output); on any\n"
     "                         error nothing is written and FILE is left as it was\n"
-    "      --input-format KIND  auto, folded, perf or pprof (default: auto, by\n"
-    "                         content)\n"
+    "      --input-format KIND  auto, folded, perf, pprof, speedscope or trace\n"
+    "                         (default: auto, by content)\n"
     "      --per-input        each INPUT under a root frame of its own, named after\n"
     "                         the file (default: merged)\n"
     "      --max-input-size SIZE  the most an INPUT (or BASE) may hold, and unzip\n"
@@ -234,9 +234,11 @@ static bool parse_double(const char *s, double *out) {
 /* Parses argv into c. Returns -1 to go on, else the exit status (0 after
  * --help or --version, 2 for a bad command line). */
 static int parse_args(int argc, char **argv, cli_t *c) {
-  static const char *const input_kinds[] = {"auto", "folded", "perf", "pprof"};
-  static const fl_input_kind_t input_kind_values[] = {FL_INPUT_AUTO, FL_INPUT_FOLDED,
-                                                      FL_INPUT_PERF_SCRIPT, FL_INPUT_PPROF};
+  static const char *const input_kinds[] = {"auto",  "folded",     "perf",
+                                            "pprof", "speedscope", "trace"};
+  static const fl_input_kind_t input_kind_values[] = {FL_INPUT_AUTO,        FL_INPUT_FOLDED,
+                                                      FL_INPUT_PERF_SCRIPT, FL_INPUT_PPROF,
+                                                      FL_INPUT_SPEEDSCOPE,  FL_INPUT_TRACE};
   const char *valid_options;
   const struct option *options = long_options(&valid_options);
   char err[512];
@@ -264,9 +266,10 @@ static int parse_args(int argc, char **argv, cli_t *c) {
         c->output = optarg;
         break;
       case OPT_INPUT_FORMAT:
-        if ((k = pick(optarg, input_kinds, 4)) < 0)
-          return usage_error("--input-format %s: unknown; valid: auto, folded, perf, pprof",
-                             optarg);
+        if ((k = pick(optarg, input_kinds, 6)) < 0)
+          return usage_error(
+              "--input-format %s: unknown; valid: auto, folded, perf, pprof, speedscope, trace",
+              optarg);
         c->input_kind = input_kind_values[k];
         break;
       case OPT_PER_INPUT: c->per_input = true; break;
@@ -316,7 +319,8 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   const char *by_path = c->output ? fl_output_format_of_path(c->output) : NULL;
   if (!c->format_given && by_path) c->format = by_path;
   const fl_diff_opts_t *diff = &c->draw.diff;
-  bool diff_only = diff->negate || diff->normalize || diff->delta != FL_DELTA_TOTAL || diff->root_prefix;
+  bool diff_only =
+      diff->negate || diff->normalize || diff->delta != FL_DELTA_TOTAL || diff->root_prefix;
   if (diff_only && !c->diff_base)
     return usage_error("--negate, --normalize, --delta and --root-prefix need --diff BASE");
   if (c->fail_above >= 0 && !c->diff_base)
@@ -459,9 +463,7 @@ static int gate(cli_t *c, const fl_profile_t *target, const fl_profile_t *base) 
       if (fl_options_given(&c->draw, emptying[i]) && used < sizeof given)
         used += (size_t)snprintf(given + used, sizeof given - used, "%s--%s", used ? ", " : "",
                                  emptying[i]);
-    const char *side = new_empty && base_empty ? "either side"
-                       : new_empty               ? "the INPUTs"
-                                                 : "BASE";
+    const char *side = new_empty && base_empty ? "either side" : new_empty ? "the INPUTs" : "BASE";
     say("--fail-above %g: nothing to compare: %s left no sample of %s; a gate passes only on "
         "a comparison",
         c->fail_above, used ? given : "the options", side);

@@ -56,12 +56,22 @@
  *                  named as a kind's pprof type ("wall") as that kind,
  *                  anything else as a CPU profile.
  *
+ *   speedscope     speedscope's file format (JSON): "sampled" and
+ *                  "evented" profiles, a thread each; cflame's own files
+ *                  say their kind and interval (fl_speedscope).
+ *
+ *   trace events   Chrome's trace-event format (JSON): complete events
+ *                  nested on their threads (fl_trace).
+ *
+ * A document that starts as JSON ("{" and a string, "[" and "{") is read
+ * as one of the two, told apart by its members.
+ *
  * The text formats accept "\r\n" line ends. Malformed input is an error
  * that names the input and the line (pprof: what in the message was wrong),
  * says what was found and what a valid line looks like, and adds nothing.
  *
- * Out: fl_folded writes folded stacks, fl_pprof pprof, fl_html_page a
- * standalone page; fl_output_format_of_path says which a file's name asks
+ * Out: fl_folded writes folded stacks, fl_pprof pprof, fl_speedscope and
+ * fl_trace their JSON, fl_html_page a standalone page; fl_output_format_of_path says which a file's name asks
  * for. */
 #ifndef FL_IO_H
 #define FL_IO_H
@@ -73,6 +83,7 @@
 #include "cflame/fl_api.h"
 #include "cflame/fl_budget.h"
 #include "cflame/fl_profile.h"
+#include "cflame/fl_render.h"
 #include "cflame/fl_tree.h"
 
 CFLAME_BEGIN_DECLS
@@ -108,9 +119,12 @@ typedef enum fl_input_kind {
   FL_INPUT_FOLDED,
   FL_INPUT_PERF_SCRIPT,
   FL_INPUT_PPROF,
+  FL_INPUT_SPEEDSCOPE,
+  FL_INPUT_TRACE,
 } fl_input_kind_t;
 
-/* "auto", "folded stacks", "perf script", "pprof". Static. */
+/* "auto", "folded stacks", "perf script", "pprof", "speedscope", "trace
+ * events". Static. */
 const char *fl_input_kind_name(fl_input_kind_t kind);
 
 /* Parses folded stacks, `perf script` text or pprof (kind FL_INPUT_AUTO:
@@ -258,6 +272,40 @@ size_t fl_folded_bytes(const fl_tree_t *t);
  * for every sample. pprof's values are int64: a larger value is written
  * as INT64_MAX. New buffer of *size bytes (free it). */
 char *fl_pprof(const fl_tree_t *t, size_t *size);
+
+/* speedscope's file format (its JSON schema,
+ * https://www.speedscope.app/file-format-schema.json) of a tree, as drawn
+ * (the tree options applied; build with minwidth 0 for every sample): a
+ * "sampled" profile per thread, "thread 2: worker", its samples in time
+ * order (fl_timeline_build_all: samples without a time stamp in the
+ * order added), consecutive samples of one stack merged, each a stack of
+ * the shared frames (function, file, line) root first, without the
+ * tree's root, and their weights in the kind's unit: "nanoseconds" (a
+ * time profile with a known interval), "bytes", else "none" (counts).
+ * With a baseline (a diff, both trees built alike), two profiles,
+ * "target" then "baseline", each its threads one after the other. Beside
+ * speedscope's members, cflame's own (fl_read_profile reads them back):
+ * "cflame" {kind, interval_ns, sample_rate, event, diff} and a profile's
+ * "thread" and "thread_name". What it writes is charged to budget first
+ * (a number per frame of each sample): NULL when the budget refuses.
+ * New buffer of *len bytes. */
+char *fl_speedscope(const fl_tree_t *t, const fl_tree_t *baseline, fl_budget_t *budget,
+                    size_t *len);
+
+/* Chrome's trace-event format (JSON, {"traceEvents": [...]}), read by
+ * Perfetto's UI, chrome://tracing, speedscope and the Firefox Profiler:
+ * the bars of view=chart (fl_chart.c, every one of them, within v's from
+ * and to) as complete events ("ph":"X", ts and dur in microseconds from
+ * the chart's start, pid 1, tid the thread), a bar before the bars under
+ * it, each with its function's name and, in a "cflame" member, its file
+ * and line, its depth (1 under the root) and weight (args would make
+ * speedscope take each bar for a function of its own); cat "off-cpu" or "runnable" for a
+ * wait's bars, "on-cpu" for the rest; a thread_name event ("ph":"M") per
+ * thread; "otherData" holds cflame's "cflame" member (as fl_speedscope).
+ * NULL with err when the samples carry no time stamps (folded stacks) or
+ * the budget refuses the bars. New buffer of *len bytes. */
+char *fl_trace(const fl_tree_t *t, const fl_view_opts_t *v, fl_budget_t *budget, size_t *len,
+               char *err, size_t err_size);
 
 /* Which output a file name asks for by its ending (case-insensitive):
  * ".svg" "svg", ".html" "html", ".vl.json" "vegalite", ".folded" "folded",

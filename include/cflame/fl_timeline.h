@@ -54,6 +54,12 @@ typedef struct fl_timeline fl_timeline_t;
  * a time stamp (folded stacks carry none). Out of memory aborts, as
  * everywhere in the flame library. */
 fl_timeline_t *fl_timeline_build(const fl_tree_t *t, char *err, size_t err_size);
+/* fl_timeline_build keeping the samples without a time stamp too, at time
+ * 0: a thread's come first, in the order they were added (a profile of
+ * folded stacks is then each thread's samples in that order). For the
+ * data formats that keep every sample in order (speedscope's). Never
+ * NULL: a tree that counts no sample gives a timeline without lanes. */
+fl_timeline_t *fl_timeline_build_all(const fl_tree_t *t);
 void fl_timeline_destroy(fl_timeline_t **tl);
 
 /* Lanes, by thread number, ascending; borrowed. */

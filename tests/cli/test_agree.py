@@ -4,7 +4,7 @@
 
 Folded stacks are generated from a seed (random trees, recursion); the
 command draws them as flame and top Vega-Lite specs, writes them as folded
-stacks and pprof and draws those again: every drawing's total and every
+stacks, pprof and speedscope and draws those again: every drawing's total and every
 function's total and self equal what the generated stacks say. A diff of
 two builds of a program (their roots named apart) drawn as a graph and as a
 table says new for the same functions, and a diff saved as folded stacks is refused when read back.
@@ -82,7 +82,7 @@ def test_every_format_and_view_counts_the_same(tmp_path, seed):
     assert graph_numbers(graph) == (total, {f: v for f, v in per.items()}), f"seed {seed}: flame"
     top = top_rows_of(json.loads(draw(tmp_path, "top.vl.json", src, "--view", "top").read_text()))
     assert {f: [r["total"], r["self"]] for f, r in top.items()} == per, f"seed {seed}: top"
-    for ending in ("folded", "pb.gz"):
+    for ending in ("folded", "pb.gz", "speedscope.json"):
         again = draw(tmp_path, f"again.{ending}", src)
         back = json.loads(draw(tmp_path, f"back-{ending}.vl.json", again).read_text())
         assert graph_numbers(back) == (total, per), f"seed {seed}: written as {ending}, read back"

@@ -475,6 +475,35 @@ def test_bad_input_writes_nothing(tmp_path):
     assert out.read_text() == "before"
 
 
+def test_speedscope_and_trace_of_a_capture_and_what_they_refuse(tmp_path):
+    """A perf capture of three threads as speedscope (a profile per thread,
+    in nanoseconds) and as trace events (a track per thread, its thread
+    named); each read back draws the capture's flame graph. Trace events
+    of folded stacks (no time stamps) and of a diff are refused, saying
+    why and what to write instead, and nothing is written."""
+    capture = DATA / "threads.txt"
+    ss, tr = tmp_path / "p.speedscope.json", tmp_path / "p.trace.json"
+    ok(capture, "-o", ss)
+    ok(capture, "-o", tr)
+    doc = json.loads(ss.read_text())
+    threads = ok(capture, "--view", "chart", "-f", "text").count("\nthread ")
+    assert len(doc["profiles"]) == threads == 3, (len(doc["profiles"]), threads)
+    assert {p["unit"] for p in doc["profiles"]} == {"nanoseconds"}
+    events = json.loads(tr.read_text())["traceEvents"]
+    assert len({e["tid"] for e in events if e["ph"] == "M"}) == threads
+    folded = ok(capture, "-f", "folded", "--no-lines")
+    for f in (ss, tr):
+        assert ok(f, "-f", "folded", "--no-lines") == folded, f
+    out = tmp_path / "x.trace.json"
+    r = cflame(DATA / "single.folded", "-o", out)
+    assert r.returncode == 1 and "no time stamps" in r.stderr and "folded" in r.stderr, r.stderr
+    r = cflame("--diff", capture, capture, "-o", out)
+    assert r.returncode == 1 and "diff" in r.stderr and "speedscope" in r.stderr, r.stderr
+    assert not out.exists()
+    r = cflame("--input-format", "speedscope", DATA / "single.folded")
+    assert r.returncode == 1 and "not valid JSON" in r.stderr, r.stderr
+
+
 def test_bad_perf_script_names_the_line(tmp_path):
     lines = (DATA / "single.txt").read_text().splitlines(keepends=True)
     lines.insert(6, "garbage in the middle\n")
@@ -514,7 +543,7 @@ def test_unknown_option_names_the_valid_ones():
     r = cflame("-x", DATA / "single.txt")
     assert r.returncode == 2 and "unknown option -x" in r.stderr
     r = cflame("--format", "jpeg", DATA / "single.txt")
-    assert r.returncode == 2 and "svg, html, vegalite, folded, text, pprof, png, pdf" in r.stderr, r.stderr
+    assert r.returncode == 2 and "svg, html, vegalite, folded, text, pprof, speedscope, trace, png, pdf" in r.stderr, r.stderr
     r = cflame("--width", "wide", DATA / "single.txt")
     assert r.returncode == 2 and "--width wide" in r.stderr
     r = cflame(DATA / "single.txt", "--format")
@@ -769,7 +798,8 @@ def test_a_graph_deeper_than_its_height_keeps_its_labels_and_a_band(tmp_path, vi
 def test_a_deep_graph_s_pdf_keeps_its_labels_and_band(tmp_path):
     """The PDF of a 1,000-level graph, read back by poppler's pdftotext: it
     has the root's and the widest frames' labels, the band's words with the
-    levels it holds, and the note that names --height."""
+    levels it holds (and no "click to open": a PDF cannot be clicked), and
+    the note that names --height."""
     src = tmp_path / "deep.folded"
     src.write_text(_deep_stacks(1000))
     ok(src, "-o", tmp_path / "deep.svg")
@@ -779,7 +809,8 @@ def test_a_deep_graph_s_pdf_keeps_its_labels_and_band(tmp_path):
                           capture_output=True, text=True, timeout=60).stdout
     words = set(text.split())
     assert {"all", "main", "level_0001", "level_0100"} <= words, sorted(words)[:40]
-    assert f"{max(p for p in said if p):,}" in words and "(click" in words, text[:2000]
+    assert f"{max(p for p in said if p):,}" in words and "levels" in words, text[:2000]
+    assert "(click" not in words, text[:2000]
     assert "--height" in text, text[:2000]
 
 

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Saving and loading profiles through the kernel (docs/PROFILING.md,
 "Saving and loading profiles"): %profsave in every format
-(.svg, .html, .vl.json, .folded, .txt, .pb.gz, for plain and diff graphs),
+(.svg, .html, .vl.json, .folded, .txt, .pb.gz, .speedscope.json, .trace.json,
+for plain and diff graphs),
 and %profload of folded stacks, `perf script` text and pprof, into the
 session profile or as a baseline, with the errors a user gets for bad
 files. What the kernel writes as pprof is read by `go tool pprof` (Debian's
@@ -244,6 +245,41 @@ def test_profsave_pprof_round_trips_through_profload(kc, tmp_path):
     assert raw(again) == raw(saved)
 
 
+def test_profsave_speedscope_and_trace_round_trip_through_profload(kc, tmp_path):
+    """%profsave x.speedscope.json and x.trace.json write the graph for
+    speedscope and the trace viewers: a profile (a track) per thread, the
+    cell's functions in it; %profload reads each back into the same tree
+    (the trace's by function: its events are the time chart's bars)."""
+    show(kc, PROFILED, "exports-before")
+    before = flame(kc, "%profshow minwidth=0")[0]
+    speedscope = tmp_path / "x.speedscope.json"
+    assert f"Saved {speedscope}" in ok(kc, f"%profsave {speedscope}")
+    by_function = flame(kc, "%profshow minwidth=0 lines=false")[0]
+    trace = tmp_path / "x.trace.json"
+    assert f"Saved {trace}" in ok(kc, f"%profsave {trace}")
+    doc = json.loads(speedscope.read_text())
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json", doc.keys()
+    assert doc["profiles"] and all(
+        p["type"] == "sampled" and p["unit"] == "nanoseconds" and p["name"].startswith("thread ")
+        for p in doc["profiles"]), [p["name"] for p in doc["profiles"]]
+    assert {"leaf", "other"} <= {f["name"] for f in doc["shared"]["frames"]}
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e["ph"] == "M" and e["name"] == "thread_name" for e in events), events[:3]
+    assert {"leaf", "other"} <= {e["name"] for e in events if e["ph"] == "X"}
+    assert "Loaded" in ok(kc, f"%profload {speedscope}")
+    after = flame(kc, "%profshow minwidth=0 lines=true")[0]
+    STORE.add(after, "speedscope-after")
+    assert shape(rows_of(after)) == shape(rows_of(before))
+
+    def named(rows):
+        return collections.Counter((path, count) for path, _, _, count in shape(rows).elements())
+
+    assert "Loaded" in ok(kc, f"%profload {trace}")
+    after = flame(kc, "%profshow minwidth=0 lines=false")[0]
+    STORE.add(after, "trace-after")
+    assert named(rows_of(after)) == named(rows_of(by_function))
+
+
 def test_profsave_pprof_of_allocations_and_of_a_diff(kc, tmp_path):
     bundle = flame(kc, "%%profallocs sample_rate=1\n"
                        "for (int i = 0; i < 100; i++) { char *volatile p = malloc(1000); "
@@ -282,7 +318,8 @@ def test_profload_bad_pprof_names_the_file(kc, tmp_path):
 def test_profsave_bad_paths(kc, tmp_path):
     show(kc, PROFILED, "bad-paths")
     reply, _ = fails(kc, f"%profsave {tmp_path / 'x.jpeg'}", "MagicError")
-    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt", ".pb.gz", ".png", ".pdf"):
+    for ext in (".svg", ".html", ".vl.json", ".folded", ".txt", ".pb.gz", ".speedscope.json",
+                ".trace.json", ".png", ".pdf"):
         assert ext in reply["evalue"], reply["evalue"]
     missing = tmp_path / "no" / "such" / "dir" / "x.svg"
     reply, _ = fails(kc, f"%profsave {missing}", "MagicError")

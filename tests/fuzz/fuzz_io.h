@@ -14,7 +14,8 @@
  *    folded stacks again (fl_folded's output is a fixed point of reading
  *    and writing), and the same total weight;
  *  - written as pprof and read back, it must give the same folded stacks
- *    (when its total weight fits pprof's int64 values).
+ *    (when its total weight fits pprof's int64 values), and so must it
+ *    written as speedscope's file.
  * Reading and each tree run under a budget of FUZZ_IO_BUDGET bytes (and
  * inputs unzip to no more), as the kernel and the command run under
  * theirs: a refusal is one more error, which must leave the profile as it
@@ -33,7 +34,7 @@
 #include <string.h>
 
 #include "cflame/fl_io.h"
-#include "fl__io.h"        /* fl__is_gzip, fl__gunzip */
+#include "fl__io.h" /* fl__is_gzip, fl__gunzip */
 
 /* What a read, and each tree, may take: far below the fuzzers' memory
  * limits under AddressSanitizer. */
@@ -108,30 +109,53 @@ static char *fuzz_io_folded_all(const fl_profile_t *p, bool lines) {
  * hostile module name that says otherwise than its path (a kernel frame
  * in "[kerne_64-linux-gnu/libc.so.6)") reads back by its name, and C=false
  * would fold it where the first reading did not. */
+/* file (size bytes, written by format's writer, new: freed here), read
+ * back, gives the folded stacks folded (lines as asked). */
+static void fuzz_io_reads_back(char *file, size_t size, const char *format, const char *folded,
+                               bool lines) {
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t err;
+  int rc = fuzz_io_read_into(q, file, size, format, FL_INPUT_AUTO, NULL, &err);
+  if (rc < 0 && err.code != FL_IO_ERR_BUDGET) fuzz_io_fail("an output does not read back", format);
+  char *again = rc < 0 ? NULL : fuzz_io_folded_all(q, lines);
+  if (again && strcmp(folded, again) != 0)
+    fuzz_io_fail("folded stacks changed through an output", format);
+  free(again);
+  free(file);
+  fl_profile_destroy(&q);
+}
+
 static void fuzz_io_pprof_round_trip(const fl_profile_t *p, bool lines) {
   if (fl_profile_info_const(p)->total_weight > INT64_MAX) return; /* fl_pprof caps them */
   char *folded = fuzz_io_folded_all(p, lines);
-  if (!folded) return;
-  fl_tree_t *t = fuzz_io_tree_C(p, lines, true);
-  if (!t) {
-    free(folded);
-    return;
+  fl_tree_t *t = folded ? fuzz_io_tree_C(p, lines, true) : NULL;
+  if (t) {
+    size_t size;
+    char *file = fl_pprof(t, &size);
+    fuzz_io_reads_back(file, size, "pprof", folded, lines);
   }
-  size_t size;
-  char *file = fl_pprof(t, &size);
   fl_tree_destroy(&t);
-  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
-  fl_io_error_t err;
-  int rc = fuzz_io_read_into(q, file, size, "pprof", FL_INPUT_AUTO, NULL, &err);
-  if (rc < 0 && err.code != FL_IO_ERR_BUDGET)
-    fuzz_io_fail("fl_pprof's output does not read back", err.message);
-  char *again = rc < 0 ? NULL : fuzz_io_folded_all(q, lines);
-  if (again && strcmp(folded, again) != 0)
-    fuzz_io_fail("folded stacks changed through pprof", NULL);
-  free(again);
   free(folded);
-  free(file);
-  fl_profile_destroy(&q);
+}
+
+/* p written as speedscope's file (the tree with every frame) and read
+ * back gives the same folded stacks: its frames are (function, file,
+ * line), which is all folded stacks say of a frame, and its weights,
+ * scaled to nanoseconds by the interval, scale back. JSON holds integers
+ * to INT64_MAX, and text as UTF-8 (other bytes are written cleaned). */
+static void fuzz_io_speedscope_round_trip(const fl_profile_t *p, bool lines) {
+  if (fl_profile_info_const(p)->total_weight > INT64_MAX) return;
+  char *folded = fuzz_io_folded_all(p, lines);
+  json_t *utf8 = folded ? json_string(folded) : NULL;
+  fl_tree_t *t = utf8 ? fuzz_io_tree_C(p, lines, true) : NULL;
+  json_decref(utf8);
+  fl_budget_t budget;
+  fl_budget_init(&budget, FUZZ_IO_BUDGET);
+  size_t size;
+  char *file = t ? fl_speedscope(t, NULL, &budget, &size) : NULL;
+  if (file) fuzz_io_reads_back(file, size, "speedscope", folded, lines);
+  fl_tree_destroy(&t);
+  free(folded);
 }
 
 /* Folded stacks written from a profile read under the budget read back
@@ -156,6 +180,7 @@ static void fuzz_io_round_trip(const fl_profile_t *p, bool lines) {
   if (second && strcmp(first, second) != 0)
     fuzz_io_fail("folded stacks changed in the round trip", NULL);
   if (second) fuzz_io_pprof_round_trip(p, lines);
+  if (second) fuzz_io_speedscope_round_trip(p, lines);
   free(first);
   free(second);
   fl_profile_destroy(&q);

@@ -16,7 +16,8 @@
  *   sandwich           the spec's total and self of its function
  *   source             fl_lines, the rows view=source draws
  *   chart              fl_timeline's lanes, the bars view=chart draws
- *   folded, pprof      written, read back, and counted again
+ *   folded, pprof,     written, read back, and counted again (speedscope
+ *   speedscope, trace  and trace events per thread too)
  * A diff's views: fl_diff_functions (the top table's rows) against the
  * graph's frames (a row is new exactly when none of its frames has a
  * partner and the baseline has no such function, vanished likewise), the top
@@ -474,7 +475,10 @@ static void check_lines_and_threads(const fl_profile_t *p, const tally_t *lines,
 
 /* Written as format and read back: the same total, and per function name
  * the same total and self. */
-static void check_round_trip(const fl_profile_t *p, const tally_t *by_name, const char *format) {
+/* threads (NULL: not compared): the formats that keep them
+ * (speedscope, trace events) read back with each thread's weight. */
+static void check_round_trip(const fl_profile_t *p, const tally_t *by_name, const tally_t *threads,
+                             const char *format) {
   size_t len;
   char *data = render(p, NULL, "flame", NULL, format, &len);
   if (!data) return;
@@ -490,6 +494,14 @@ static void check_round_trip(const fl_profile_t *p, const tally_t *by_name, cons
       if (!strcmp(got.key[i], format)) got.total[i] = 0;
     tally_same(by_name, &got, true, format);
     tally_free(&got);
+    if (threads) {
+      tally_t per_thread = {0};
+      tally_profile(back, true, &got, NULL, &per_thread);
+      per_thread.all = threads->all;
+      tally_same(threads, &per_thread, false, format);
+      tally_free(&got);
+      tally_free(&per_thread);
+    }
   }
   fl_profile_destroy(&back);
   free(data);
@@ -512,8 +524,10 @@ static void check_profile(uint64_t seed, fl_profile_kind_t kind) {
   if (kind == FL_PROFILE_CPU) check_top_text(p, &funcs); /* bytes print rounded (KiB) */
   check_sandwich(p, &by_name);
   check_lines_and_threads(p, &lines, &threads);
-  check_round_trip(p, &by_name, "folded");
-  if (kind == FL_PROFILE_CPU) check_round_trip(p, &by_name, "pprof");
+  check_round_trip(p, &by_name, NULL, "folded");
+  if (kind == FL_PROFILE_CPU) check_round_trip(p, &by_name, NULL, "pprof");
+  check_round_trip(p, &by_name, &threads, "speedscope");
+  check_round_trip(p, &by_name, &threads, "trace");
   tally_free(&funcs);
   tally_free(&by_name);
   tally_free(&lines);
@@ -663,6 +677,39 @@ static void check_diff_folded(const fl_profile_t *target, const fl_profile_t *ba
   free(data);
 }
 
+/* A diff written as speedscope holds the target and the baseline, each
+ * weighing its whole profile, and is refused when read as one profile. */
+static void check_diff_speedscope(const fl_profile_t *target, const fl_profile_t *base) {
+  size_t len;
+  char *data = render(target, base, "flame", NULL, "speedscope", &len);
+  if (!data) return;
+  json_t *doc = json_loadb(data, len, 0, NULL), *profiles = json_object_get(doc, "profiles");
+  AGREE(json_array_size(profiles) == 2, "a diff as speedscope holds %zu profiles",
+        json_array_size(profiles));
+  const fl_profile_t *side[2] = {target, base};
+  const char *names[2] = {"target", "baseline"};
+  for (size_t k = 0; k < 2 && json_array_size(profiles) == 2; k++) {
+    json_t *prof = json_array_get(profiles, k), *w;
+    size_t i;
+    uint64_t sum = 0;
+    json_array_foreach(json_object_get(prof, "weights"), i, w) sum +=
+        (uint64_t)json_integer_value(w);
+    uint64_t want =
+        fl_profile_info_const(side[k])->total_weight * fl_profile_info_const(side[k])->interval_ns;
+    AGREE(!strcmp(str(prof, "name"), names[k]) && sum == want,
+          "a diff's speedscope profile %zu is %s weighing %" PRIu64 " ns, not %s's %" PRIu64, k,
+          str(prof, "name"), sum, names[k], want);
+  }
+  json_decref(doc);
+  fl_profile_t *back = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t e = {0};
+  AGREE(fl_read_profile(back, data, len, "d.speedscope.json", FL_INPUT_AUTO, NULL, &e) < 0 &&
+            strstr(e.message, "diff") != NULL,
+        "a diff saved as speedscope read back as a profile: %s", e.message);
+  fl_profile_destroy(&back);
+  free(data);
+}
+
 static void check_diff(uint64_t seed) {
   seed_now = seed;
   rng_state = seed * 0x9e3779b97f4a7c15ull + 7;
@@ -693,6 +740,7 @@ static void check_diff(uint64_t seed) {
   if (d) check_diff_table(target, base, d);
   fl_diff_destroy(&d);
   check_diff_folded(target, base);
+  check_diff_speedscope(target, base);
   fl_profile_destroy(&base);
   fl_profile_destroy(&target);
 }

@@ -490,7 +490,8 @@ static fl_profile_t *sample_profile(void) {
   uint32_t work = add_frame(p, "work", "cell[1]", 12, "cell[1]", FL_FRAME_CELL | FL_FRAME_REPL);
   uint32_t qsort_ = add_frame(p, "qsort", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
   uint32_t cmp = add_frame(p, "cmp", "cell[2]", 3, "cell[2]", FL_FRAME_CELL | FL_FRAME_REPL);
-  uint32_t odd = add_frame(p, "odd;name with space", "cell[2]", 9, "cell[2]", FL_FRAME_CELL | FL_FRAME_REPL);
+  uint32_t odd =
+      add_frame(p, "odd;name with space", "cell[2]", 9, "cell[2]", FL_FRAME_CELL | FL_FRAME_REPL);
   uint32_t start = add_frame(p, "start_thread", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
   fl_profile_add_sample(p, (uint32_t[]){main5, work}, 2, 30, 0, 1);
   fl_profile_add_sample(p, (uint32_t[]){main5}, 1, 5, 0, 1);
@@ -862,7 +863,113 @@ static void test_write_file(void) {
   rmdir(dir);
 }
 
+/* The JSON readers on other tools' files, and on bad ones: each error says
+ * what was wrong, and the profile read into is left as it was. */
+static void json_error(const char *input, const char *says) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t e;
+  int rc = fl_read_profile(p, input, strlen(input), "x.json", FL_INPUT_AUTO, NULL, &e);
+  CHECK_INT(rc, -1);
+  if (!strstr(e.message, says)) {
+    fprintf(stderr, "%s: \"%s\" lacks \"%s\"\n", input, e.message, says);
+    test_failures++;
+  }
+  CHECK_INT(fl_profile_n_samples(p), 0);
+  fl_profile_destroy(&p);
+}
+
+/* input read into a new profile, told apart as want. */
+static fl_profile_t *json_read(const char *input, fl_input_kind_t want) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t e;
+  fl_input_kind_t kind;
+  CHECK_INT(fl_read_profile(p, input, strlen(input), "in.json", FL_INPUT_AUTO, &kind, &e), 0);
+  CHECK_INT(kind, want);
+  return p;
+}
+
+static void test_json_formats(void) {
+  fl_io_error_t e;
+  /* speedscope's own example shape: evented, in milliseconds. */
+  const char *evented =
+      "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":{\"frames\":"
+      "[{\"name\":\"a\"},{\"name\":\"b\",\"file\":\"b.c\",\"line\":4}]},\"profiles\":[{\"type\":"
+      "\"evented\",\"name\":\"main\",\"unit\":\"milliseconds\",\"startValue\":0,\"endValue\":6,"
+      "\"events\":[{\"type\":\"O\",\"frame\":0,\"at\":0},{\"type\":\"O\",\"frame\":1,\"at\":2},"
+      "{\"type\":\"C\",\"frame\":1,\"at\":6},{\"type\":\"C\",\"frame\":0,\"at\":6}]}]}";
+  fl_profile_t *p = json_read(evented, FL_INPUT_SPEEDSCOPE);
+  /* a for 2 ms, b under it for 4: the interval divides both */
+  CHECK_INT(fl_profile_info(p)->interval_ns, 2000000);
+  CHECK_INT(fl_profile_info(p)->total_weight, 3);
+  CHECK_STR(fl_profile_thread_name(p, 1), "main");
+  fl_profile_destroy(&p);
+  /* Trace events of another tool: nested by time, weighing microseconds. */
+  const char *trace =
+      "[{\"name\":\"outer\",\"ph\":\"X\",\"ts\":10,\"dur\":100,\"tid\":7},"
+      "{\"name\":\"inner\",\"ph\":\"X\",\"ts\":20,\"dur\":30,\"tid\":7},"
+      "{\"name\":\"thread_name\",\"ph\":\"M\",\"tid\":7,\"args\":{\"name\":\"io\"}},"
+      "{\"name\":\"i\",\"ph\":\"i\",\"ts\":5}]";
+  p = json_read(trace, FL_INPUT_TRACE);
+  CHECK_INT(fl_profile_info(p)->total_weight, 100);
+  CHECK_STR(fl_profile_thread_name(p, 7), "io");
+  fl_tree_t *t = fl_tree_build(p, NULL, NULL, e.message, sizeof e.message);
+  char *f = fl_folded(t);
+  CHECK_STR(f, "outer 70\nouter;inner 30\n");
+  free(f);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+
+  json_error("{\"profiles\": [}", "not valid JSON");
+  json_error("{\"a\": 1}", "no format cflame reads");
+  json_error(
+      "{\"profiles\":[{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[3]],"
+      "\"weights\":[1]}],\"shared\":{\"frames\":[{\"name\":\"a\"}]}}",
+      "not one of the 1 shared frames");
+  json_error(
+      "{\"profiles\":[{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[0]],"
+      "\"weights\":[-1]}],\"shared\":{\"frames\":[{\"name\":\"a\"}]}}",
+      "weight 0 is not a number from 0");
+  json_error(
+      "{\"profiles\":[{\"type\":\"sampled\",\"unit\":\"parsecs\",\"samples\":[],"
+      "\"weights\":[]}],\"shared\":{\"frames\":[]}}",
+      "nanoseconds, microseconds");
+  json_error(
+      "{\"profiles\":[{\"type\":\"evented\",\"unit\":\"none\",\"events\":[{\"type\":\"C\","
+      "\"frame\":0,\"at\":1}]}],\"shared\":{\"frames\":[{\"name\":\"a\"}]}}",
+      "closes a frame that is not the last one opened");
+  json_error(
+      "{\"cflame\":{\"kind\":\"cpu\",\"diff\":true},\"profiles\":[],\"shared\":{\"frames\":[]}}",
+      "holds a diff");
+  json_error("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":-1}]}", "microseconds from 0");
+  json_error("{\"traceEvents\":[{\"ph\":\"B\",\"name\":\"a\",\"ts\":1}]}", "no complete events");
+  json_error(
+      "{\"otherData\":{\"cflame\":{\"kind\":\"cpu\"}},\"traceEvents\":[{\"ph\":\"X\","
+      "\"name\":\"a\",\"ts\":1,\"cflame\":{\"depth\":3,\"weight\":1}}]}",
+      "under no event of depth 2");
+  json_error(
+      "{\"otherData\":{\"cflame\":{\"kind\":\"cpu\"}},\"traceEvents\":[{\"ph\":\"X\","
+      "\"name\":\"a\",\"ts\":1,\"dur\":5,\"cflame\":{\"depth\":1,\"weight\":1}},{\"ph\":\"X\","
+      "\"name\":\"b\",\"ts\":1,\"cflame\":{\"depth\":2,\"weight\":2}}]}",
+      "weighs more than the event");
+  /* A document that would take jansson past the budget is refused first. */
+  fl_budget_t b;
+  fl_budget_init(&b, (size_t)1 << 20);
+  fl_read_opts_t o;
+  fl_read_opts_init(&o);
+  o.budget = &b;
+  fl__buf_t big = FL__BUF_INIT;
+  fl__buf_puts(&big, "[{}");
+  for (int i = 0; i < 20000; i++) fl__buf_puts(&big, ",[]");
+  fl__buf_puts(&big, "]");
+  p = fl_profile_new(FL_PROFILE_CPU);
+  CHECK_INT(fl_read_profile_opts(p, big.data, big.len, "big.json", &o, NULL, &e), -1);
+  CHECK_INT(e.code, FL_IO_ERR_BUDGET);
+  fl_profile_destroy(&p);
+  fl__buf_free(&big);
+}
+
 int main(void) {
+  test_json_formats();
   test_folded_counts();
   test_folded_spaces_and_lines();
   test_folded_errors();

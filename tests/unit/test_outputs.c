@@ -22,12 +22,34 @@ static fl_profile_t *folded(const char *text) {
 static const struct {
   const char *format, *start;
 } starts[] = {
-    {"svg", "<svg"},     {"html", "<!DOCTYPE html>"}, {"vegalite", "{"},  {"folded", "main;"},
-    {"text", "Total: "}, {"pprof", "\x1f\x8b"},       {"png", "\x89PNG"}, {"pdf", "%PDF-"},
+    {"svg", "<svg"},
+    {"html", "<!DOCTYPE html>"},
+    {"vegalite", "{"},
+    {"folded", "main;"},
+    {"text", "Total: "},
+    {"pprof", "\x1f\x8b"},
+    {"speedscope", "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""},
+    {"trace", "{\"displayTimeUnit\""},
+    {"png", "\x89PNG"},
+    {"pdf", "%PDF-"},
 };
 
+/* main;work;spin 99 and main;tiny 1 with time stamps, as a recording has
+ * them (the trace's time line needs them). */
+static fl_profile_t *timed(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  uint32_t main_ = fl_profile_frame_id(p, &(fl_frame_t){.func = "main"});
+  uint32_t spin[] = {main_, fl_profile_frame_id(p, &(fl_frame_t){.func = "work"}),
+                     fl_profile_frame_id(p, &(fl_frame_t){.func = "spin"})};
+  uint32_t tiny[] = {main_, fl_profile_frame_id(p, &(fl_frame_t){.func = "tiny"})};
+  for (uint64_t i = 1; i <= 99; i++) fl_profile_add_sample_at(p, spin, 3, 1, 0, 1, i * 1000000);
+  fl_profile_add_sample_at(p, tiny, 2, 1, 0, 1, 100 * 1000000);
+  return p;
+}
+
 static void test_every_format(void) {
-  fl_profile_t *p = folded("main;work;spin 99\nmain;tiny 1\n");
+  fl_profile_t *p = timed();
   fl_options_t o;
   fl_options_init(&o, FL_FRONT_COMMAND);
   const fl_output_format_t *f;
@@ -47,7 +69,8 @@ static void test_every_format(void) {
   }
   CHECK_INT(n, sizeof starts / sizeof *starts);
   CHECK(!fl_output_format_known("jpeg"));
-  CHECK_STR(fl_output_formats(true), "svg, html, vegalite, folded, text, pprof, png or pdf");
+  CHECK_STR(fl_output_formats(true),
+            "svg, html, vegalite, folded, text, pprof, speedscope, trace, png or pdf");
   fl_options_free(&o);
   fl_profile_destroy(&p);
 }
@@ -101,7 +124,8 @@ static void test_diff(void) {
   r.format = "jpeg";
   CHECK(fl_output_render(&r, &len, err, sizeof err) == NULL);
   CHECK_STR(err,
-            "unknown format 'jpeg'; valid: svg, html, vegalite, folded, text, pprof, png or pdf");
+            "unknown format 'jpeg'; valid: svg, html, vegalite, folded, text, pprof, speedscope, "
+            "trace, png or pdf");
   fl_options_free(&o);
   fl_profile_destroy(&base);
   fl_profile_destroy(&target);
@@ -204,7 +228,64 @@ static void test_filter_leaves_nothing(void) {
   fl_profile_destroy(&p);
 }
 
+/* A wall-clock profile's waits as trace events: the wait's bars marked
+ * off-cpu and runnable by category, the rest on-cpu; read back, the
+ * thread's waiting weighs what it did. */
+static void test_trace_waits(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
+  fl_profile_info(p)->interval_ns = 1000000;
+  uint32_t main_ = fl_profile_frame_id(p, &(fl_frame_t){.func = "main"});
+  uint32_t run[] = {main_, fl_profile_frame_id(p, &(fl_frame_t){.func = "work"})};
+  uint32_t sleep_[] = {main_, fl_profile_frame_id(p, &(fl_frame_t){.func = "[off-CPU: sleep]",
+                                                                   .flags = FL_FRAME_OFFCPU})};
+  uint32_t cpu[] = {
+      main_, fl_profile_frame_id(p, &(fl_frame_t){.func = "[off-CPU: runnable]",
+                                                  .flags = FL_FRAME_OFFCPU | FL_FRAME_RUNNABLE})};
+  uint64_t t = 0;
+  for (int i = 0; i < 10; i++) fl_profile_add_sample_at(p, run, 2, 1, 0, 1, t += 1000000);
+  for (int i = 0; i < 6; i++) fl_profile_add_sample_at(p, sleep_, 2, 1, 0, 1, t += 1000000);
+  for (int i = 0; i < 3; i++) fl_profile_add_sample_at(p, cpu, 2, 1, 0, 1, t += 1000000);
+  fl_options_t o;
+  fl_options_init(&o, FL_FRONT_COMMAND);
+  fl_output_req_t r = {.profile = p, .opts = &o, .format = "trace"};
+  size_t len;
+  char err[256] = "";
+  char *out = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(out != NULL);
+  json_t *doc = out ? json_loadb(out, len, 0, NULL) : NULL, *e;
+  size_t i;
+  int seen = 0;
+  json_array_foreach(json_object_get(doc, "traceEvents"), i, e) {
+    const char *name = json_string_value(json_object_get(e, "name"));
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    if (!cat) continue;
+    const char *want = !strcmp(name, "[off-CPU: sleep]")      ? "off-cpu"
+                       : !strcmp(name, "[off-CPU: runnable]") ? "runnable"
+                                                              : "on-cpu";
+    CHECK_STR(cat, want);
+    seen++;
+  }
+  CHECK_INT(seen, 4); /* main, work, and the two waits */
+  fl_profile_t *back = fl_profile_new(FL_PROFILE_WALL);
+  fl_io_error_t e2;
+  CHECK_INT(fl_read_profile(back, out, len, "w.trace.json", FL_INPUT_AUTO, NULL, &e2), 0);
+  fl_thread_weights_t *w = NULL;
+  CHECK_INT(fl_profile_thread_weights(back, &w), 1);
+  if (w) {
+    CHECK_INT(w[0].on, 10);
+    CHECK_INT(w[0].off, 9);
+    CHECK_INT(w[0].runnable, 3);
+  }
+  free(w);
+  fl_profile_destroy(&back);
+  json_decref(doc);
+  free(out);
+  fl_options_free(&o);
+  fl_profile_destroy(&p);
+}
+
 int main(void) {
+  test_trace_waits();
   test_bundle();
   test_every_format();
   test_every_sample();

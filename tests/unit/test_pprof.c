@@ -489,7 +489,8 @@ static void test_bad_messages(void) {
          "no samples found in go.pb: every sample's value is 0");
   /* No period to take a unit from, and no value either: refused, never
    * divided by. */
-  BROKEN(m.pb.period = 0; m.pb.period_type = NULL; for (int i = 0; i < 3; i++) m.values[i][0] = 0,
+  BROKEN(m.pb.period = 0; m.pb.period_type = NULL;
+         for (int i = 0; i < 3; i++) m.values[i][0] = 0,
          "no samples found in go.pb: every sample's value is 0");
   BROKEN(m.pb.n_sample = 0, "no samples found in go.pb: the profile has no samples");
 #undef BROKEN
@@ -557,8 +558,15 @@ static void test_output_formats(void) {
   CHECK_STR(fl_output_format_of_path("x.txt"), "text");
   CHECK(fl_output_format_of_path("x.gz") == NULL);
   CHECK(fl_output_format_of_path(".svg") == NULL);
-  CHECK_STR(fl_output_endings(false), ".svg, .html, .vl.json, .folded, .txt, .pb.gz, .png, .pdf");
-  CHECK_STR(fl_output_endings(true), ".svg, .html, .vl.json, .folded, .txt, .pb.gz, .png or .pdf");
+  CHECK_STR(fl_output_format_of_path("x.speedscope.json"), "speedscope");
+  CHECK_STR(fl_output_format_of_path("x.Trace.JSON"), "trace");
+  CHECK(fl_output_format_of_path("x.json") == NULL);
+  CHECK_STR(fl_output_endings(false),
+            ".svg, .html, .vl.json, .folded, .txt, .pb.gz, "
+            ".speedscope.json, .trace.json, .png, .pdf");
+  CHECK_STR(fl_output_endings(true),
+            ".svg, .html, .vl.json, .folded, .txt, .pb.gz, "
+            ".speedscope.json, .trace.json, .png or .pdf");
 }
 
 /* Two runs' pprof files (durations 2.5 s and 4 s) read into one profile:
