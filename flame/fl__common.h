@@ -88,6 +88,13 @@ struct fl_budget;
 void *fl__grow_charged(struct fl_budget *budget, void *array, size_t *cap, size_t need,
                        size_t size);
 
+/* The number of elements of array a. A pointer is a compile error (the
+ * second sizeof's array would have a negative size), where sizeof p /
+ * sizeof *p would quietly give 1 or 0. */
+#define FL__ARRAY_SIZE(a) \
+  (sizeof(a) / sizeof((a)[0]) + \
+   0 * sizeof(char[1 - 2 * __builtin_types_compatible_p(__typeof__(a), __typeof__(&(a)[0]))]))
+
 /* ---- hashes ---- */
 
 /* murmur3's 64-bit finalizer: every bit of h moves every bit of the

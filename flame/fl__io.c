@@ -72,7 +72,7 @@ uint32_t fl__module_kind(const char *m, size_t n, uint64_t addr) {
   static const char *const system_dirs[] = {"/usr/lib/", "/usr/lib64/", "/usr/lib32/",
                                             "/lib/",     "/lib64/",     "/lib32/"};
   size_t b = fl__path_base(m, n);
-  for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(system_dirs); i++)
     if (starts_with(m, n, system_dirs[i]) && memmem(m + b, n - b, ".so", 3)) return FL_FRAME_SYSTEM;
   return FL_FRAME_CELL;
 }

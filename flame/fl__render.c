@@ -81,7 +81,7 @@ void fl__band_label(int depth, int deep, size_t fit, bool still, char *out, size
   static const char *const tails[] = {" more levels (click to open)", " more levels", ""};
   char n[32];
   fl__thousands((uint64_t)(deep - depth + 1), n);
-  for (size_t i = still ? 1 : 0; i < sizeof tails / sizeof *tails; i++) {
+  for (size_t i = still ? 1 : 0; i < FL__ARRAY_SIZE(tails); i++) {
     /* "… " is two characters, four bytes. */
     snprintf(out, size, "\xe2\x80\xa6 %s%s", n, tails[i]);
     if (fit == 0 || strlen(out) - 2 <= fit) return;
@@ -340,7 +340,7 @@ void fl__bytes(char *buf, size_t size, uint64_t bytes) {
   }
   double v = (double)bytes / 1024;
   size_t u = 0;
-  while (v >= 1024 && u + 1 < sizeof units / sizeof *units) {
+  while (v >= 1024 && u + 1 < FL__ARRAY_SIZE(units)) {
     v /= 1024;
     u++;
   }

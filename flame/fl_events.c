@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "fl__common.h"
 
 /* Software events signal at each occurrence (they are rare enough: a page
  * fault costs more than the sample); hardware ones every period. */
@@ -31,7 +32,7 @@ static const fl_event_t events[] = {
     {"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, 1000,
      "mispredicted branches"},
 };
-#define N_EVENTS (sizeof events / sizeof *events)
+#define N_EVENTS (FL__ARRAY_SIZE(events))
 
 const fl_event_t *fl_event_at(size_t i) {
   return i < N_EVENTS ? &events[i] : NULL;

@@ -285,7 +285,7 @@ int fl_input_limit_parse(const char *text, size_t *bytes, char *err, size_t err_
     char *end;
     errno = 0;
     unsigned long long n = strtoull(text, &end, 10);
-    for (size_t i = 0; errno == 0 && n > 0 && i < sizeof units / sizeof *units; i++) {
+    for (size_t i = 0; errno == 0 && n > 0 && i < FL__ARRAY_SIZE(units); i++) {
       if (strcasecmp(end, units[i].suffix) != 0) continue;
       if (n > (SIZE_MAX >> units[i].shift)) break;
       *bytes = (size_t)n << units[i].shift;

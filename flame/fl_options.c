@@ -209,7 +209,7 @@ static const row_t rows[] = {
      F_ROOT,
      0},
 };
-#define N_ROWS (sizeof rows / sizeof *rows)
+#define N_ROWS (FL__ARRAY_SIZE(rows))
 
 /* The enums a choice's index is stored as must keep the choices' order. */
 _Static_assert(FL_RECUR_OFF == 0 && FL_RECUR_FLAT == 1, "recur's choices are off|flat");

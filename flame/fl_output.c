@@ -401,7 +401,7 @@ static const struct format {
     {{"png", ".png", "the SVG as a PNG picture, at dpi="}, false, false, write_png},
     {{"pdf", ".pdf", "the SVG as a PDF page, vectors and text"}, false, false, write_pdf},
 };
-#define N_FORMATS (sizeof formats / sizeof *formats)
+#define N_FORMATS (FL__ARRAY_SIZE(formats))
 
 static const struct format *format_named(const char *name) {
   for (size_t i = 0; name && i < N_FORMATS; i++)

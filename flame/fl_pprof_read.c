@@ -289,7 +289,7 @@ static uint64_t unit_ns(const char *unit) {
   } units[] = {
       {"nanoseconds", 1},        {"ns", 1},       {"microseconds", 1000},  {"us", 1000},
       {"milliseconds", 1000000}, {"ms", 1000000}, {"seconds", 1000000000}, {"s", 1000000000}};
-  for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(units); i++)
     if (!strcmp(unit, units[i].name)) return units[i].ns;
   return 0;
 }

@@ -69,7 +69,7 @@ static int prepare_process(char *err, size_t err_size) {
    * handler; faults are left unblocked so that they still report. */
   sigfillset(&sa.sa_mask);
   int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
-  for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&sa.sa_mask, faults[i]);
+  for (size_t i = 0; i < FL__ARRAY_SIZE(faults); i++) sigdelset(&sa.sa_mask, faults[i]);
   struct sigaction now;
   fl__sampler.ours = sa;
   if (sigaction(PROF_SIGNAL, &sa, NULL) < 0 || sigaction(PROF_SIGNAL, NULL, &now) < 0 ||

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cflame/fl_sampler.h"
+#include "fl__common.h"
 
 static const struct {
   const char *call, *reason;
@@ -15,7 +16,7 @@ static const struct {
              FL_SAMPLER_WAIT_CALLS(WAIT_ROW)
 #undef WAIT_ROW
                  [FL_SAMPLER_WAIT_RUNNABLE] = {NULL, "runnable"}};
-_Static_assert(sizeof waits / sizeof waits[0] == FL_SAMPLER_N_WAITS, "a row per wait");
+_Static_assert(FL__ARRAY_SIZE(waits) == FL_SAMPLER_N_WAITS, "a row per wait");
 
 const char *fl_sampler_wait_call(unsigned wait) {
   return wait < FL_SAMPLER_N_WAITS ? waits[wait].call : NULL;

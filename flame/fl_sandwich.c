@@ -232,7 +232,7 @@ static json_t *half(json_t *spec, const char *suffix, int at_view, json_t *datas
   json_object_set(datasets, name, strings);
   json_t *part = fl__nonnull(json_object());
   static const char *const keep[] = {"width", "height", "data", "transform", "layer", "title"};
-  for (size_t i = 0; i < sizeof keep / sizeof *keep; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(keep); i++) {
     json_t *value = json_object_get(spec, keep[i]);
     if (value) json_object_set(part, keep[i], value);
   }

@@ -58,7 +58,7 @@ enum { X_BARS = 252, BARS_PX = 100, X_LINE = 395, X_TEXT = 405 };
 static const fl__table_head_t heads[] = {{"Self", X_SELF, true},   {"Self%", X_SELFPCT, true},
                                          {"Total", X_TOTAL, true}, {"Total%", X_TOTALPCT, true},
                                          {"Line", X_LINE, true},   {"Source", X_TEXT, false}};
-#define N_HEADS (sizeof heads / sizeof *heads)
+#define N_HEADS (FL__ARRAY_SIZE(heads))
 
 /* ---- which files are read ----
  *
@@ -135,7 +135,7 @@ static bool is_source_name(const char *file) {
       ".cu",  ".cuh", ".zig", ".d",   ".py", ".pyx", ".java", ".y",  ".l"};
   const char *dot = strrchr(file, '.'), *slash = strrchr(file, '/');
   if (!dot || (slash && dot < slash) || dot == file || dot[-1] == '/') return false;
-  for (size_t i = 0; i < sizeof endings / sizeof *endings; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(endings); i++)
     if (!strcmp(dot, endings[i])) return true;
   return false;
 }
@@ -757,7 +757,7 @@ void fl__source_text_layers(const fl__table_t *tb, int width, int x_text, json_t
        .opacity_field = "op"},
       {.field = "src", .x = 0, .limit = width, .filter = "datum.k === 'file'", .bold = true},
   };
-  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(columns); i++)
     json_array_append_new(rows_layer, fl__table_text(tb, &columns[i]));
 }
 
@@ -846,7 +846,7 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl
       rows_layer, fl__table_bar(&tb, "totalpct", total_bar_color(v), NULL, lines, X_BARS, BARS_PX));
   json_array_append_new(rows_layer,
                         fl__table_bar(&tb, "selfpct", HEAT_COLOR, NULL, lines, X_BARS, BARS_PX));
-  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(columns); i++)
     json_array_append_new(rows_layer, fl__table_text(&tb, &columns[i]));
   fl__source_text_layers(&tb, width, X_TEXT, rows_layer);
   json_t *layers = fl__nonnull(json_array());

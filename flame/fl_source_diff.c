@@ -276,7 +276,7 @@ static json_t *vegalite_of(sdiff_t *sd) {
                                       "(datum.k === 'line' || datum.k === 'removed') && "
                                       "datum.change !== ''",
                                       X_BARS, BARS_PX));
-  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(columns); i++)
     json_array_append_new(rows_layer, fl__table_text(&tb, &columns[i]));
   fl__source_text_layers(&tb, width, X_TEXT, rows_layer);
   json_t *layers = fl__nonnull(json_array());

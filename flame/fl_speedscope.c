@@ -381,7 +381,7 @@ static int64_t unit_ns(const char *unit) {
     int64_t ns;
   } units[] = {{"nanoseconds", 1},      {"microseconds", 1000}, {"milliseconds", 1000000},
                {"seconds", 1000000000}, {"bytes", 0},           {"none", 0}};
-  for (size_t i = 0; unit && i < sizeof units / sizeof *units; i++)
+  for (size_t i = 0; unit && i < FL__ARRAY_SIZE(units); i++)
     if (!strcmp(unit, units[i].name)) return units[i].ns;
   return -1;
 }

@@ -229,7 +229,7 @@ static const char *file_name(fl_symbolizer_t *sym, Dwarf_Die *cu, const char *pa
     path = joined;
   const char *key = intern(sym, path);
   size_t slot = (size_t)(fl__mix64((uint64_t)(uintptr_t)key) %
-                         (sizeof sym->file_names / sizeof *sym->file_names));
+                         (FL__ARRAY_SIZE(sym->file_names)));
   if (sym->file_names[slot].path == key) return sym->file_names[slot].name;
   const char *name = strip_comp_dir(cu, path);
   if (name != path && !sym->names_as_written && access(path, F_OK) == 0) name = path;

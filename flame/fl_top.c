@@ -211,7 +211,7 @@ json_t *fl_top_vegalite(const fl_tree_t *t, const fl_view_opts_t *view) {
   json_array_append_new(rows_layer,
                         fl__table_bar(&tb, "selfpct", NULL, "color", NULL, X_BARS, BARS_PX));
   json_t *layers = fl__nonnull(json_array());
-  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(columns); i++) {
     fl__table_column_t c = {.field = columns[i].field,
                             .x = columns[i].x,
                             .right = columns[i].right,
@@ -262,7 +262,7 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *view) {
   static const fl__table_head_t heads[] = {
       {"Self", X_SELF, true},   {"Self%", X_SELFPCT, true},   {"Sum%", X_SUMPCT, true},
       {"Total", X_TOTAL, true}, {"Total%", X_TOTALPCT, true}, {"Function", X_FUNC, false}};
-  fl__svg_table_headers(&b, &l, heads, sizeof heads / sizeof *heads);
+  fl__svg_table_headers(&b, &l, heads, FL__ARRAY_SIZE(heads));
   uint64_t running = 0;
   size_t name_chars = (size_t)((width - X_FUNC) / FL__TABLE_CHAR_PX);
   for (size_t i = 0; i < rows; i++) {

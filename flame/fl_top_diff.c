@@ -186,7 +186,7 @@ json_t *fl_top_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *view) {
   json_t *rows_layer = fl__nonnull(json_array());
   json_array_append_new(rows_layer,
                         fl__table_bar(&tb, "size", NULL, "color", NULL, X_BARS, BARS_PX));
-  for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(columns); i++)
     json_array_append_new(rows_layer, fl__table_text(&tb, &columns[i]));
   json_t *layers = fl__nonnull(json_array());
   json_array_append_new(layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values,

@@ -297,7 +297,7 @@ static void frames_data(const fl__rows_t *r, const fl__layout_t *l, bool alloc, 
                                               {NULL, "pct"},
                                               {"datum.depth + 1", "depth1"},
                                               {NULL, TOOLTIP_FIELD}};
-  for (size_t i = 0; i < sizeof calculated / sizeof *calculated; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(calculated); i++) {
     const char *expr = calculated[i][0] ? calculated[i][0] : i == 1 ? pct : tooltip;
     json_array_append_new(
         tr, fl__nonnull(json_pack("{s:s,s:s}", "calculate", expr, "as", calculated[i][1])));

@@ -37,7 +37,7 @@ VIEWS(DECLARE)
 #define ROW(name, label, flags, draw, help) \
   {{#name, label, help, ((flags)&FL__VIEW_DIFF) != 0, ((flags)&FL__VIEW_TOTALS) != 0}, flags, draw},
 static const fl__view_t views[] = {VIEWS(ROW)};
-#define N_VIEWS (sizeof views / sizeof *views)
+#define N_VIEWS (FL__ARRAY_SIZE(views))
 
 const fl__view_t *fl__view_at(size_t i) {
   return i < N_VIEWS ? &views[i] : NULL;

@@ -160,7 +160,7 @@ static bool is_message_line(const char *p, size_t len) {
   static const char *const marks[] = {
       ": error: ",     ": warning: ",           ": note: ",   ": fatal error: ", "In function",
       "At top level:", "In file included from", " generated."};
-  for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(marks); i++)
     if (memmem(p, len, marks[i], strlen(marks[i]))) return true;
   return false;
 }
@@ -276,10 +276,10 @@ static bool brings_foreign_code(const char *w) {
   static const char *const files[] = {".a", ".o", ".lo", ".obj", ".s", ".S", ".sx", ".asm"};
   static const char *const runtime_libs[] = {"-lm",  "-lc",    "-ldl",   "-lpthread",
                                              "-lrt", "-lutil", "-lgomp", "-latomic"};
-  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(files); i++)
     if (w[0] != '-' && ends_with(w, files[i])) return true;
   if (!strncmp(w, "-l", 2)) {
-    for (size_t i = 0; i < sizeof runtime_libs / sizeof runtime_libs[0]; i++)
+    for (size_t i = 0; i < FL__ARRAY_SIZE(runtime_libs); i++)
       if (!strcmp(w, runtime_libs[i])) return false;
     return true; /* -l:FILE, or a library that may be an archive */
   }
@@ -406,7 +406,7 @@ static int launch(kn_session_t *s, kn_compile_t *job, char *err, size_t err_size
     goto out;
   const char *fixed[] = {"-fPIC", "-shared", "-fdiagnostics-color=never", "-iquote", s->cwd, "-o",
                          path_so, path_c};
-  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) push(&argv, &argc, fixed[i]);
+  for (size_t i = 0; i < FL__ARRAY_SIZE(fixed); i++) push(&argv, &argc, fixed[i]);
   if (push_words(&argv, &argc, s->ldflags, err, err_size) < 0) goto out;
   job->frame_pointers = kn_session_flags_keep_frame_pointers(s->cflags, s->ldflags);
   rc = spawn_tool(argv, s->dir, job, err, err_size);

@@ -180,7 +180,7 @@ static const kn_magic_def_t magics[] = {
              "physical memory)."},
 };
 
-#define N_MAGICS (sizeof magics / sizeof magics[0])
+#define N_MAGICS (FL__ARRAY_SIZE(magics))
 
 const kn_magic_def_t *kn_magic_find(const char *name) {
   for (size_t i = 0; i < N_MAGICS; i++)

@@ -49,8 +49,8 @@ static const kn_optspec_t kernel_options[] = {
      "the most a file may hold, and unzip to: bytes, or with K, M, G, T", .def = "1G",
      .groups = KN_OPTS_LOAD},
 };
-#define N_SAMPLING (sizeof sampling_options / sizeof *sampling_options)
-#define N_KERNEL (sizeof kernel_options / sizeof *kernel_options)
+#define N_SAMPLING (FL__ARRAY_SIZE(sampling_options))
+#define N_KERNEL (FL__ARRAY_SIZE(kernel_options))
 #define MAX_OPTIONS 64
 
 const kn_optspec_t *kn_profreq_option(unsigned groups, size_t i) {

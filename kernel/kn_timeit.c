@@ -15,7 +15,7 @@ static const kn_optspec_t flags[] = {
     {"n", FL_OPT_INT, NULL, 1, 1e9, .help = "loops per run"},
     {"r", FL_OPT_INT, NULL, 1, 1e9, .help = "runs"},
 };
-#define N_FLAGS (sizeof flags / sizeof flags[0])
+#define N_FLAGS (FL__ARRAY_SIZE(flags))
 
 static bool blank(const char *s) {
   while (isspace((unsigned char)*s)) s++;
@@ -79,7 +79,7 @@ void kn_format_duration(char *buf, size_t size, double ns) {
   /* The largest unit the value reaches once rounded to three significant
    * digits: 999999 ns is "1.00 ms", not "1000 µs". */
   size_t u = 0;
-  while (u + 1 < sizeof units / sizeof units[0] && ns < units[u].scale * 0.9995) u++;
+  while (u + 1 < FL__ARRAY_SIZE(units) && ns < units[u].scale * 0.9995) u++;
   double v = ns / units[u].scale;
   int decimals = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
   snprintf(buf, size, "%.*f %s", decimals, v, units[u].unit);

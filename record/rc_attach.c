@@ -92,7 +92,7 @@ int rc_attach(int pid, uint64_t interval_ns, double duration_s, uint64_t buffer_
    * middle of a stop. What came is read before they are unblocked. */
   sigset_t set, old;
   sigemptyset(&set);
-  for (size_t i = 0; i < sizeof stopping / sizeof stopping[0]; i++) sigaddset(&set, stopping[i]);
+  for (size_t i = 0; i < FL__ARRAY_SIZE(stopping); i++) sigaddset(&set, stopping[i]);
   sigprocmask(SIG_BLOCK, &set, &old);
   int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   out->command = command_of(pid);

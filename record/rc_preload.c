@@ -72,6 +72,7 @@
 #include "fl__threads.h"
 #include "fl__waits.h"
 #include "rc_files.h"
+#include "fl__common.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #define MAX_GENERATIONS 10000
@@ -267,7 +268,7 @@ static void note_image(void) {
   info_add(RC_INFO_PID " %d\n" RC_INFO_PPID " %d\n" RC_INFO_NAME " %s\n", R.pid, (int)getppid(),
            program_name());
   static const char *const rank_envs[] = RC_RANK_ENVS;
-  for (size_t i = 0; i < sizeof rank_envs / sizeof rank_envs[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(rank_envs); i++) {
     const char *rank = getenv(rank_envs[i]);
     if (rank && *rank) {
       info_add(RC_INFO_RANK " %s\n", rank);

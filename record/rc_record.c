@@ -356,7 +356,7 @@ static int parse(int argc, char **argv, opts_t *o) {
 /* The MPI rank cflame runs as, or NULL. */
 static const char *mpi_rank(void) {
   static const char *const envs[] = RC_RANK_ENVS;
-  for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(envs); i++) {
     const char *v = getenv(envs[i]);
     if (v && *v) return v;
   }

@@ -26,7 +26,7 @@
 #include "rc_program.h"
 
 static const int forwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
-#define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
+#define N_FORWARDED (FL__ARRAY_SIZE(forwarded))
 /* With the signal's number in the byte the handler writes: send it on. */
 #define FORWARD 0x80
 

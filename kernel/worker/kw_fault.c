@@ -44,6 +44,7 @@
 
 #include "fl__platform.h"
 #include "kw.h"
+#include "fl__common.h"
 
 sigjmp_buf kw_cell_jmp;
 volatile sig_atomic_t kw_cell_running;
@@ -259,7 +260,7 @@ int kw_fault_init(void) {
   sigaddset(&sa.sa_mask, SIGINT);
   sigaddset(&sa.sa_mask, SIGUSR2);
   int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
-  for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(fatal); i++)
     if (sigaction(fatal[i], &sa, NULL) < 0) return -1;
 
   memset(&sa, 0, sizeof sa);

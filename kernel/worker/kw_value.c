@@ -142,7 +142,7 @@ static const char *c_spelling(const char *name) {
       {"__int128 unsigned", "unsigned __int128"},
   };
   if (!name) return "?";
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(names); i++)
     if (!strcmp(name, names[i][0])) return names[i][1];
   return name;
 }

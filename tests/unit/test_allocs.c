@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "fl__common.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 /* Huge requests fail with NULL, as glibc's do, instead of ending the
@@ -462,7 +463,7 @@ static void test_kinds(void) {
       {FL_ALLOC_MEMALIGN, 10, false},  {FL_ALLOC_MEMALIGN, 10, false},
       {FL_ALLOC_CALLOC, 21, false},    {FL_ALLOC_MALLOC, 0, false},
   };
-  const size_t n_want = sizeof want / sizeof want[0];
+  const size_t n_want = FL__ARRAY_SIZE(want);
   size_t pos = 0, i = 0;
   fl_allocs_record_t rec;
   while (fl_allocs_next(buf, buf_bytes, &pos, &rec) == 1) {

@@ -195,7 +195,7 @@ static const split_case_t split_cases[] = {
 };
 
 static void test_split_table(void) {
-  for (size_t i = 0; i < sizeof split_cases / sizeof split_cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(split_cases); i++) {
     kn_items_t items;
     CHECK_INT(kn_cell_split(split_cases[i].code, NULL, 1, &items), 0);
     char *got = summary(&items);
@@ -283,7 +283,7 @@ static const global_case_t global_cases[] = {
 };
 
 static void test_globals(void) {
-  for (size_t i = 0; i < sizeof global_cases / sizeof global_cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(global_cases); i++) {
     const global_case_t *c = &global_cases[i];
     kn_items_t items;
     kn_cell_split(c->code, NULL, 1, &items);
@@ -339,7 +339,7 @@ static const func_case_t func_cases[] = {
 };
 
 static void test_funcs(void) {
-  for (size_t i = 0; i < sizeof func_cases / sizeof func_cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(func_cases); i++) {
     const func_case_t *c = &func_cases[i];
     kn_items_t items;
     kn_cell_split(c->code, NULL, 1, &items);
@@ -568,7 +568,7 @@ static const completeness_case_t completeness_cases[] = {
 };
 
 static void test_completeness(void) {
-  for (size_t i = 0; i < sizeof completeness_cases / sizeof completeness_cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(completeness_cases); i++) {
     const char *got = kn_cell_completeness(completeness_cases[i].code);
     if (strcmp(got, completeness_cases[i].want) != 0)
       fprintf(stderr, "completeness case %zu: %s\n", i, completeness_cases[i].code);

@@ -351,7 +351,7 @@ static void run_oom_case(const oom_case_t *c) {
 }
 
 static void test_oom(void) {
-  for (size_t i = 0; i < sizeof oom_cases / sizeof *oom_cases; i++) run_oom_case(&oom_cases[i]);
+  for (size_t i = 0; i < FL__ARRAY_SIZE(oom_cases); i++) run_oom_case(&oom_cases[i]);
   /* Each setting returns the handler it replaces; NULL is the default. */
   CHECK(fl_set_oom_handler(exiting_handler) == NULL);
   CHECK(fl_set_oom_handler(returning_handler) == exiting_handler);

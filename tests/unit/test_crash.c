@@ -145,7 +145,7 @@ static void test_stack_overflow(void) {
       {-1024 * 1024, "Segmentation fault (address 0x"},
       {16 - SP, "Segmentation fault (address 0x10)"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     uint64_t addr = (uint64_t)(SP + cases[i].from_sp);
     char *text = report(SIGSEGV, addr, SP, chain.pc, 1, true);
     char *headline = NULL;
@@ -175,7 +175,7 @@ static void test_frame_limit(void) {
       {KN_CRASH_MAX_FRAMES + 1, KN_CRASH_MAX_FRAMES},
       {100, KN_CRASH_MAX_FRAMES},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     /* The leaf, then crash_middle's return address over and over, as a
      * runaway recursion would. */
     uint64_t pcs[128];
@@ -224,7 +224,7 @@ static void test_report_forms(void) {
       {0, SIGFPE, false, "SIGFPE: Floating point exception", 1},
       {SIGABRT, SIGSEGV, false, "SIGABRT: Aborted", 1},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     char *text = report(cases[i].report_sig, 0, 0, chain.pc, 3, cases[i].with_maps);
     char *headline = NULL;
     json_t *tb = json_array();
@@ -263,7 +263,7 @@ static void test_describe_exit(void) {
       {W_EXITCODE(0, SIGKILL), "the kernel stopped it: it did not answer for 10 s",
        "the kernel stopped it: it did not answer for 10 s"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     char *s = kn_describe_exit(cases[i].status, cases[i].reason);
     CHECK_STR(s, cases[i].sentence);
     free(s);
@@ -278,7 +278,7 @@ static void test_signal_name(void) {
       {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"}, {SIGALRM, "SIGALRM"},
       {SIGKILL, "SIGKILL"}, {SIGFPE, "SIGFPE"}, {SIGABRT, "SIGABRT"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++)
     CHECK_STR(kn_signal_name(cases[i].sig), cases[i].name);
 }
 
@@ -292,7 +292,7 @@ static void test_thread(void) {
       {4242, "Segmentation fault (address 0x0)"},
       {4300, "Segmentation fault (address 0x0), in a thread the cell started (thread id 4300)"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     report_tid = cases[i].tid;
     char *text = report(SIGSEGV, 0, 0x7ffe0000, NULL, 0, false);
     char *headline = NULL;

@@ -17,6 +17,7 @@
 
 #include "cflame/fl_render.h"
 #include "test.h"
+#include "fl__common.h"
 
 /* ---- helpers ---- */
 
@@ -373,7 +374,7 @@ static void check_run(const diff_run_t *r) {
 static void check_runs(const diff_run_t *runs, size_t n) {
   for (size_t i = 0; i < n; i++) check_run(&runs[i]);
 }
-#define CHECK_RUNS(runs) check_runs(runs, sizeof runs / sizeof runs[0])
+#define CHECK_RUNS(runs) check_runs(runs, FL__ARRAY_SIZE(runs))
 
 /* ---- a profile against itself ---- */
 

@@ -6,6 +6,7 @@
 
 #include "kn_history.h"
 #include "test.h"
+#include "fl__common.h"
 
 /* The session's inputs: execution counts need not be consecutive (a
  * store_history=false request takes none). */
@@ -19,7 +20,7 @@ static const struct {
     {5, "printf(\"%d\\n\", fib(10));"},
     {6, "int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }"},
 };
-#define N_INPUTS (sizeof inputs / sizeof inputs[0])
+#define N_INPUTS (FL__ARRAY_SIZE(inputs))
 
 static const char *input_of(int line) {
   for (size_t i = 0; i < N_INPUTS; i++)
@@ -72,7 +73,7 @@ static void test_query(void) {
   };
   kn_history_t *h = kn_history_new();
   for (size_t i = 0; i < N_INPUTS; i++) kn_history_add(h, inputs[i].line, inputs[i].input);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     json_t *request = json_loads(cases[i].request, 0, NULL);
     CHECK(request != NULL);
     json_t *history = kn_history_query(h, request);

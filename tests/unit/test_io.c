@@ -159,7 +159,7 @@ static const struct folded_error_case {
 };
 
 static void test_folded_errors(void) {
-  for (size_t i = 0; i < sizeof folded_errors / sizeof *folded_errors; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(folded_errors); i++) {
     const struct folded_error_case *c = &folded_errors[i];
     fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
     fl_io_error_t err;
@@ -726,7 +726,7 @@ static void test_input_limit(void) {
   CHECK_INT(fl_input_limit_parse("100", &bytes, why, sizeof why), 0);
   CHECK(bytes == 100);
   const char *bad[] = {"", "0", "-1", "1X", "G", "1.5G", "99999999999999999999", "20000000T"};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(bad); i++) {
     why[0] = '\0';
     CHECK_INT(fl_input_limit_parse(bad[i], &bytes, why, sizeof why), -1);
     CHECK(strstr(why, "such as 4G") != NULL);

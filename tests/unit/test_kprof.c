@@ -15,6 +15,7 @@
 
 #include "kn_prof.h"
 #include "test.h"
+#include "fl__common.h"
 
 static char dir[] = "/tmp/cflame-test-kprof-XXXXXX";
 
@@ -130,7 +131,7 @@ static void test_modes(void) {
   };
   fl_profile_t *a = make_run(&run_a), *b = make_run(&run_b);
   const fl_profile_info_t *ia = fl_profile_info_const(a), *ib = fl_profile_info_const(b);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     kn_prof_t *p = kn_prof_new(dir);
     kn_prof_session_take(p, a, cases[i].first);
     kn_prof_session_take(p, b, cases[i].second);
@@ -179,7 +180,7 @@ static void test_kinds(void) {
       {FL_PROFILE_ALLOC_BYTES, FL_PROFILE_CPU, KN_PROF_VIEW, false, true},
       {FL_PROFILE_ALLOC_BYTES, FL_PROFILE_ALLOC_BYTES, KN_PROF_VIEW, true, false},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     kn_prof_t *p = kn_prof_new(dir);
     fl_profile_t *a = make_run(&run_a), *b = make_run(&run_b);
     fl_profile_info(a)->kind = cases[i].session;
@@ -408,7 +409,7 @@ static void test_summary(void) {
        "1 sample every 1 ms of CPU represents 0.001 s of CPU, from 1 stack recorded (1000 per "
        "CPU-second); the run used 0.001 s CPU, 0.002 s wall"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     fl_profile_t *prof = fl_profile_new(FL_PROFILE_CPU);
     fl_frame_t f = {.func = "f", .module = "cell[1]"};
     uint32_t id = fl_profile_frame_id(prof, &f);

@@ -6,6 +6,7 @@
 #include "kn_magic.h"
 
 #include "test.h"
+#include "fl__common.h"
 
 static void test_split_none(void) {
   kn_cell_magics_t m;
@@ -178,7 +179,7 @@ static const kn_optspec_t view_spec[] = {
     {"pruned", FL_OPT_LIST, NULL, 1, 0, .help = "functions to cut"},
     {"offset", FL_OPT_INT, NULL, 1, 0, .help = "no range"},
 };
-#define N_VIEW (sizeof view_spec / sizeof view_spec[0])
+#define N_VIEW (FL__ARRAY_SIZE(view_spec))
 
 static void test_opts_values(void) {
   kn_opts_t o;
@@ -274,7 +275,7 @@ static const bad_case_t bad_cases[] = {
 };
 
 static void test_opts_bad_values(void) {
-  for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(bad_cases); i++) {
     kn_opts_t o;
     char err[512] = "";
     CHECK_INT(kn_opts_parse("profview", bad_cases[i].args, view_spec, N_VIEW, &o, err, sizeof err),

@@ -89,7 +89,7 @@ static void test_every_entry(void) {
      * when it is run without one. */
     if (!m->kernel_line && !m->prof_line) {
       static const char *const args[] = {"", "f();", "x", "width=600", "-n 3 g(1);"};
-      for (size_t k = 0; k < sizeof args / sizeof args[0]; k++)
+      for (size_t k = 0; k < FL__ARRAY_SIZE(args); k++)
         CHECK(kn_magic_is_statement(m, args[k]));
       kn_magic_result_t res;
       char err[512] = "";
@@ -131,7 +131,7 @@ static void test_is_statement(void) {
       {"profshow", "width=600", false},
       {"lsmagic", "", false},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     const kn_magic_def_t *m = kn_magic_find(cases[i].magic);
     CHECK(m != NULL);
     if (!m) continue;
@@ -143,7 +143,7 @@ static void test_is_statement(void) {
 
 static void test_unknown(void) {
   static const char *const names[] = {"nosuch", "", "%timeit", "TIMEIT", "time"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(names); i++) {
     CHECK(kn_magic_find(names[i]) == NULL);
     CHECK(kn_magic_help(names[i]) == NULL);
   }
@@ -181,7 +181,7 @@ static void test_kinds(void) {
   CHECK_INT(kn_magic_find("profallocs")->profile, KN_PROF_VIEW);
   CHECK_INT(kn_magic_find("profallocs")->kind, FL_PROFILE_ALLOC_BYTES);
   static const char *const cpu_magics[] = {"profview", "profile", "profbase", "profdiffview"};
-  for (size_t i = 0; i < sizeof cpu_magics / sizeof cpu_magics[0]; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cpu_magics); i++)
     CHECK_INT(kn_magic_find(cpu_magics[i])->kind, FL_PROFILE_CPU);
 
   static const struct {
@@ -206,7 +206,7 @@ static void test_kinds(void) {
       {"clock=cpu", FL_PROFILE_WALL, FL_PROFILE_CPU},
   };
   kn_prof_t *kp = kn_prof_new("/tmp");
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     kn_profreq_t req;
     char err[512] = "";
     CHECK_INT(

@@ -6,6 +6,7 @@
 
 #include "kn_names.h"
 #include "test.h"
+#include "fl__common.h"
 
 static const char *kind_name(kn_frame_kind_t k) {
   switch (k) {
@@ -40,7 +41,7 @@ static void test_classify(void) {
       {"/tmp/cell_12.so/libm.so.6", "sin", KN_FRAME_OTHER, 0}, /* a directory of that name */
       {"/usr/bin/cflame-worker-old", "main", KN_FRAME_OTHER, 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     fl_frame_info_t f = {.func = cases[i].func, .file = NULL, .module = cases[i].module};
     int cell = -1;
     kn_frame_kind_t kind = kn_frame_classify(&f, &cell);
@@ -95,7 +96,7 @@ static void test_plain_name(void) {
       {"my_cflame_c3_fib", "my_cflame_c3_fib"},
       {"", ""},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++)
     CHECK_STR(kn_plain_name(cases[i].symbol), cases[i].plain);
 }
 
@@ -113,7 +114,7 @@ static void test_files(void) {
       {"", false, false},
       {NULL, false, false},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     CHECK_INT(kn_is_cell_file(cases[i].file), cases[i].cell);
     CHECK_INT(kn_is_generated_file(cases[i].file), cases[i].generated);
   }
@@ -128,7 +129,7 @@ static void test_generated_identifiers(void) {
       KN_MAIN_ENTRY,       KN_MAIN_ARG0,           KN_MAIN_ARGV,    KN_VALUE_VAR,
       KN_VALUE_TYPE_VAR,   KN_VALUE_HOOK,
   };
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(names); i++) {
     CHECK(kn_is_generated_name(names[i]));
     CHECK_STR(kn_plain_name(names[i]), i == 1 ? "f" : names[i]);
   }
@@ -143,7 +144,7 @@ static void test_base_name(void) {
       {"/a/b/c.so", "c.so"}, {"c.so", "c.so"}, {"/c.so", "c.so"},
       {"/a/b/", ""},         {"", ""},         {NULL, NULL},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++)
     CHECK_STR(kn_base_name(cases[i].path), cases[i].base);
 }
 

@@ -12,6 +12,7 @@
 #include "cflame/fl_options.h"
 #include "cflame/fl_output.h"
 #include "test.h"
+#include "fl__common.h"
 
 #ifndef CFLAME_SOURCE_DIR
 #error "CFLAME_SOURCE_DIR comes from CMake"
@@ -57,7 +58,7 @@ static const set_case_t set_cases[] = {
 };
 
 static void test_set(void) {
-  for (size_t i = 0; i < sizeof set_cases / sizeof *set_cases; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(set_cases); i++) {
     const set_case_t *c = &set_cases[i];
     fl_options_t o;
     fl_options_init(&o, c->front);
@@ -226,7 +227,7 @@ static void check_doc_table(const char *doc, char *want, bool print) {
 }
 
 static void test_docs(bool print) {
-  for (size_t i = 0; i < sizeof doc_tables / sizeof *doc_tables; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(doc_tables); i++)
     check_doc_table(doc_tables[i].doc,
                     fl_options_markdown(doc_tables[i].groups, doc_tables[i].front), print);
   /* The formats (fl_output.c's table), which --help lists too. */

@@ -83,7 +83,7 @@ static void test_utf8_never_cut(void) {
       "ok \xf0\x9f\x98\x80!",                 /* 4-byte 😀 */
       "\xc3\xa9\xe2\x82\xac\xf0\x9f\x8e\x89", /* é€🎉 back to back */
   };
-  for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+  for (size_t t = 0; t < FL__ARRAY_SIZE(texts); t++) {
     size_t len = strlen(texts[t]);
     for (size_t cut = 1; cut < len; cut++) {
       capture_t c = {0};
@@ -156,7 +156,7 @@ static void test_limit(void) {
       {10, {"0123456789"}, "0123456789", NULL},
       {10, {"01234"}, "01234", NULL},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     capture_t c = {0};
     kn_output_t o;
     kn_output_init(&o, cases[i].limit, capture_publish, &c);
@@ -231,7 +231,7 @@ static void test_tick(void) {
   kn_output_t o;
   kn_output_init(&o, KN_OUTPUT_DEFAULT_LIMIT, capture_publish, &c);
   CHECK_INT(kn_output_tick(&o, 0), -1); /* nothing waits */
-  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(steps); i++) {
     if (steps[i].add) kn_output_add(&o, 'O', steps[i].add, strlen(steps[i].add), steps[i].now_ms);
     CHECK_INT(kn_output_tick(&o, steps[i].now_ms), steps[i].left);
     CHECK_INT(c.n, steps[i].published);
@@ -282,7 +282,7 @@ static void test_utf8_clean(void) {
       {"\xf4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD}, /* U+110000, past Unicode */
       {"\xf5\x80\x80\x80", 4, FFFD FFFD FFFD FFFD}, /* a lead byte no sequence has */
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     char *got = kn_utf8_clean((const unsigned char *)cases[i].in, cases[i].len);
     CHECK_STR(got, cases[i].out);
     json_t *s = json_string(got);
@@ -333,7 +333,7 @@ static void test_partial_line(void) {
       {'E', "give a: ", NULL, "give a: "},
       {'O', "caf\xe9: ", "caf" FFFD ": ", ""},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     capture_t c = {0};
     kn_output_t o;
     kn_output_init(&o, KN_OUTPUT_DEFAULT_LIMIT, capture_publish, &c);

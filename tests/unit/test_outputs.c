@@ -9,6 +9,7 @@
 #include "cflame/fl_io.h"
 #include "cflame/fl_output.h"
 #include "test.h"
+#include "fl__common.h"
 
 static fl_profile_t *folded(const char *text) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
@@ -67,7 +68,7 @@ static void test_every_format(void) {
     CHECK(out && len > 0 && !memcmp(out, starts[i].start, strlen(starts[i].start)));
     free(out);
   }
-  CHECK_INT(n, sizeof starts / sizeof *starts);
+  CHECK_INT(n, FL__ARRAY_SIZE(starts));
   CHECK(!fl_output_format_known("jpeg"));
   CHECK_STR(fl_output_formats(true),
             "svg, html, vegalite, folded, text, pprof, speedscope, trace, png or pdf");
@@ -184,7 +185,7 @@ static void test_filter_leaves_nothing(void) {
     bool refused = !strcmp(view->name, "chart") || !strcmp(view->name, "sandwich");
     if (!strcmp(view->name, "sandwich")) /* the table's last: focus= is source's too */
       CHECK_INT(fl_options_set(&o, "focus", "work", err, sizeof err), 0);
-    for (size_t k = 0; k < sizeof formats / sizeof *formats; k++) {
+    for (size_t k = 0; k < FL__ARRAY_SIZE(formats); k++) {
       fl_output_req_t r = {.profile = p, .opts = &o, .format = formats[k]};
       size_t len = 0;
       err[0] = '\0';

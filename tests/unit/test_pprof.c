@@ -292,7 +292,7 @@ static void go_like(msg_t *m) {
     int loc, fn;
     int64_t line;
   } lines[] = {{0, 0, 12}, {1, 2, 30}, {1, 1, 20}, {3, 3, 0}};
-  for (size_t k = 0; k < sizeof lines / sizeof *lines; k++) {
+  for (size_t k = 0; k < FL__ARRAY_SIZE(lines); k++) {
     Perftools__Profiles__Location *l = &m->locs[lines[k].loc];
     Perftools__Profiles__Line *line = &m->lines[lines[k].loc][l->n_line];
     perftools__profiles__line__init(line);

@@ -12,6 +12,7 @@
 
 #include "cflame/fl_tree.h"
 #include "test.h"
+#include "fl__common.h"
 
 static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int line,
                       const char *module, uint64_t addr, uint32_t flags) {
@@ -181,7 +182,7 @@ static void test_threads_many(void) {
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   uint32_t f = frame(p, "f", NULL, 0, NULL, 0, 0);
   static const int order[] = {5, 3, 5, 5, 0, 3, -2, 9, 0, 5};
-  for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+  for (size_t i = 0; i < FL__ARRAY_SIZE(order); i++)
     fl_profile_add_sample(p, &f, 1, 1, 0, order[i]);
   int *threads = NULL;
   size_t n = fl_profile_threads(p, &threads);
@@ -517,8 +518,8 @@ static void test_kinds(void) {
       {FL_PROFILE_LIVE_COUNT, "live_count", "allocation", "allocations", false, true, false, true},
       {FL_PROFILE_EVENT, "event", "event", "events", false, false, false, false},
   };
-  CHECK_INT(sizeof rows / sizeof *rows, FL_PROFILE_N_KINDS);
-  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+  CHECK_INT(FL__ARRAY_SIZE(rows), FL_PROFILE_N_KINDS);
+  for (size_t i = 0; i < FL__ARRAY_SIZE(rows); i++) {
     const fl_kind_info_t *k = fl_kind(rows[i].kind);
     CHECK_STR(k->name, rows[i].name);
     CHECK_STR(k->one, rows[i].one);
@@ -601,7 +602,7 @@ static size_t heap_bytes(void) {
 static void test_memory(void) {
   enum { SAMPLES = 1000000, DEPTH = 30, FRAMES = 1000 };
   static const size_t distinct[] = {100000, SAMPLES};
-  for (size_t k = 0; k < sizeof distinct / sizeof *distinct; k++) {
+  for (size_t k = 0; k < FL__ARRAY_SIZE(distinct); k++) {
     size_t before = heap_bytes();
     fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
     char name[16];
@@ -682,7 +683,7 @@ static void test_demangled(void) {
       {"[unknown]", NULL}, /* as they are */
   };
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(names); i++) {
     uint32_t id = frame(p, names[i].symbol, NULL, 0, "prog", 0, 0);
     const fl_frame_t *f = fl_profile_frame(p, id);
     if (names[i].readable) {

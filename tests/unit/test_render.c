@@ -71,7 +71,7 @@ static void check_rows(json_t *spec, const fl_tree_t *t, bool alloc) {
   json_t *row;
   int max_depth = 0;
   json_array_foreach(rows, i, row) {
-    for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
+    for (size_t f = 0; f < FL__ARRAY_SIZE(fields); f++) {
       if (!json_object_get(row, fields[f])) {
         fprintf(stderr, "row %zu has no %s\n", i, fields[f]);
         CHECK(0);
@@ -232,7 +232,7 @@ static void test_small(void) {
   const char *want[] = {
       "'function':", "'file:line':", "'module':", "'samples':", "'self':", "'percent':"};
   const char *at = tooltip;
-  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(want); i++) {
     at = at ? strstr(at, want[i]) : NULL;
     CHECK(at != NULL);
   }
@@ -350,7 +350,7 @@ static void test_kind_colours_match_the_legend(void) {
                {FL_FRAME_SYSTEM | FL_FRAME_ALLOC, "allocator"},
                {FL_FRAME_KERNEL, "kernel"},
                {0, "other code"}};
-  enum { N_KINDS = sizeof kinds / sizeof *kinds, N_NAMES = 60 };
+  enum { N_KINDS = FL__ARRAY_SIZE(kinds), N_NAMES = 60 };
   fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
   char name[64];
   for (size_t k = 0; k < N_KINDS; k++) {
@@ -414,7 +414,7 @@ static void test_kind_colours_match_the_legend(void) {
 static void test_wait_colours_keep_the_legends_hue(void) {
   static const char *const reasons[] = {"sleep", "futex",   "read",   "poll",     "waitpid",
                                         "write", "accept",  "connect", "signal", "runnable"};
-  enum { N = sizeof reasons / sizeof *reasons };
+  enum { N = FL__ARRAY_SIZE(reasons) };
   fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
   char name[64];
   for (size_t i = 0; i < N; i++) {

@@ -383,7 +383,7 @@ static void test_small(void) {
                         "'baseline':", "'new'",        "'delta':",  "% of the target)",
                         "'change':",   "'folded in'"};
   const char *at = tooltip;
-  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(want); i++) {
     at = at ? strstr(at, want[i]) : NULL;
     if (!at) fprintf(stderr, "tooltip lacks %s in order\n", want[i]);
     CHECK(at != NULL);

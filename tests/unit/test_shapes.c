@@ -12,6 +12,7 @@
 #include "cflame/fl_lines.h"
 #include "cflame/fl_timeline.h"
 #include "test.h"
+#include "fl__common.h"
 
 #define MS 1000000ull
 
@@ -102,7 +103,7 @@ static void test_timeline(void) {
       /* no interval: a sample covers the time since the thread's last one */
       {0, 1, "1 - 7: phase_a [1,3) 3/3 phase_b [3,20) 4/3\n"},
   };
-  for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+  for (size_t r = 0; r < FL__ARRAY_SIZE(rows); r++) {
     fl_profile_t *p = two_phases(rows[r].interval_ns);
     fl_tree_t *t = tree(p, rows[r].thread ? &rows[r].thread : NULL);
     char err[256];
@@ -169,7 +170,7 @@ static void test_lines(void) {
       {0, 0, "m.c:1 1/1\nm.c:3 4/9\nm.c:7 4/4\nm.c:10 1/18\nm.h:2 5/5\nqsort.c:40 3/4\n"},
       {FL_FRAME_SYSTEM, 2, "m.c:3 0/5\nm.c:10 0/5\nm.h:2 5/5\n"},
   };
-  for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+  for (size_t r = 0; r < FL__ARRAY_SIZE(rows); r++) {
     fl_tree_t *t = tree(p, rows[r].thread ? &rows[r].thread : NULL);
     fl_line_total_t *lines = NULL;
     size_t n = fl_lines_totals(t, rows[r].skip, &lines);

@@ -33,7 +33,7 @@ static const run_case_t run_cases[] = {
 };
 
 static void test_run(void) {
-  for (size_t i = 0; i < sizeof run_cases / sizeof *run_cases; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(run_cases); i++) {
     const run_case_t *c = &run_cases[i];
     char *argv_sh[] = {"sh", "-c", (char *)c->script, NULL};
     char *argv_missing[] = {"cflame-no-such-program", NULL};

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "fl__common.h"
 
 /* Line numbers below count from the #line directive: the line after it is 1.
  * The probe is exported, so -fPIC calls it through the PLT and cannot inline
@@ -155,7 +156,7 @@ static const struct cell_case {
 };
 
 static void check_cell(fl_symbolizer_t *sym) {
-  for (size_t i = 0; i < sizeof cell_cases / sizeof cell_cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cell_cases); i++) {
     const struct cell_case *c = &cell_cases[i];
     fl_frame_info_t fr[8];
     uint64_t pc = address_of(c->at);
@@ -613,7 +614,7 @@ static const struct {
 
 int main(void) {
   bool ready = setup();
-  for (size_t i = 0; ready && i < sizeof tests / sizeof tests[0]; i++) {
+  for (size_t i = 0; ready && i < FL__ARRAY_SIZE(tests); i++) {
     int failed = test_failures;
     tests[i].run();
     if (test_failures != failed) fprintf(stderr, "  in test \"%s\"\n", tests[i].name);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "test.h"
+#include "fl__common.h"
 
 static uint32_t frame(fl_profile_t *p, const char *func, const char *file, int line,
                       const char *module) {
@@ -140,7 +141,7 @@ static const report_case_t report_cases[] = {
 
 static void test_report_cases(void) {
   fl_profile_t *p = basic_profile();
-  for (size_t i = 0; i < sizeof report_cases / sizeof *report_cases; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(report_cases); i++) {
     const report_case_t *c = &report_cases[i];
     fl_tree_t *t = build(p, c->minwidth, true, "cell[1]");
     fl_text_opts_t o;
@@ -150,7 +151,7 @@ static void test_report_cases(void) {
     o.max_lines = c->max_lines;
     const char *const *lines = c->flat ? flat_lines : tree_lines;
     size_t n_lines =
-        c->flat ? sizeof flat_lines / sizeof *flat_lines : sizeof tree_lines / sizeof *tree_lines;
+        c->flat ? FL__ARRAY_SIZE(flat_lines) : FL__ARRAY_SIZE(tree_lines);
     char want[1024] = "";
     for (const char *k = c->keep; *k; k++)
       if ((size_t)(*k - '0') < n_lines) strcat(want, lines[*k - '0']);
@@ -183,7 +184,7 @@ static void test_tree_basic(void) {
   o.cols = 0;
   o.max_lines = 0;
   char want[1024] = "";
-  for (size_t i = 0; i < sizeof tree_lines / sizeof *tree_lines; i++) strcat(want, tree_lines[i]);
+  for (size_t i = 0; i < FL__ARRAY_SIZE(tree_lines); i++) strcat(want, tree_lines[i]);
   CHECK_REPORT(fl_text_tree(t, &o), want);
   fl_tree_destroy(&t);
 

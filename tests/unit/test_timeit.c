@@ -7,6 +7,7 @@
 
 #include "kn_timeit.h"
 #include "test.h"
+#include "fl__common.h"
 
 static void test_parse(void) {
   static const struct {
@@ -50,7 +51,7 @@ static void test_parse(void) {
       {"-q 5 f();", true, -1, 0, 0, NULL, {"-n", "-r"}},
       {"-n 0 f();", true, -1, 0, 0, NULL, {"out of range", NULL}},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     json_t *spec = NULL;
     char *stmt = NULL, err[256] = "";
     int rc = kn_timeit_parse(cases[i].args, cases[i].statement, &spec, &stmt, err, sizeof err);
@@ -112,7 +113,7 @@ static void test_report(void) {
        4,
        "4.00 ms \xc2\xb1 2.24 ms per loop (mean \xc2\xb1 std. dev. of 4 runs, 3 loops each)\n"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     json_t *times = json_array();
     for (size_t k = 0; k < cases[i].runs; k++)
       json_array_append_new(times, json_real(cases[i].per_loop_ns[k]));
@@ -155,7 +156,7 @@ static void test_format_duration(void) {
       {2.5e9, "2.50 s"},
       {123e9, "123 s"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
     char buf[32];
     kn_format_duration(buf, sizeof buf, cases[i].ns);
     CHECK_STR(buf, cases[i].text);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "test.h"
+#include "fl__common.h"
 
 /* ---- helpers ---- */
 
@@ -330,7 +331,7 @@ static void test_node_of(void) {
       {0, 0.3, false, {"other:20", NULL, NULL, "main:5", "work:12"}},
       {0, 0, true, {"main:7", "main:5", "main:5", "main:5", "main:5"}},
   };
-  for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+  for (size_t r = 0; r < FL__ARRAY_SIZE(rows); r++) {
     fl_tree_opts_t o = opts_default();
     o.minwidth = rows[r].minwidth;
     o.inverted = rows[r].inverted;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fl__common.h"
 
 #define HEADER                                                                         \
   "{\"msg_id\":\"a1b2c3d4-0000-4000-8000-000000000001\",\"session\":\"sess-1\","       \
@@ -339,7 +340,7 @@ static void test_decode_rejects(void) {
   size_t n;
   char sig[65];
 
-  for (size_t i = 0; i < sizeof rejects / sizeof rejects[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(rejects); i++) {
     const struct reject_case *c = &rejects[i];
     n = build_frames(frames, VEC_KEY, HEADER, PARENT, METADATA, CONTENT);
     if (c->frame >= 0) {
@@ -372,7 +373,7 @@ static void test_decode_rejects(void) {
   }
   free_frames(frames, n);
 
-  for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(bad_json); i++) {
     kn_blob_t parts[4];
     for (int j = 0; j < 4; j++)
       parts[j] = (kn_blob_t){(unsigned char *)bad_json[i].parts[j], strlen(bad_json[i].parts[j])};

@@ -7,11 +7,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+#include "fl__common.h"
 
 static inline const char *xml_entity(const char **pp) {
   const char *p = *pp; /* at '&' */
   static const char *const names[] = {"amp;", "lt;", "gt;", "apos;", "quot;"};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(names); i++) {
     size_t n = strlen(names[i]);
     if (strncmp(p + 1, names[i], n) == 0) {
       *pp = p + 1 + n;
@@ -105,7 +106,7 @@ static inline const char *xml_check(const char *s) {
         if (*q != ' ' && *q != '>' && *q != '/' && *q != '\n') return "attributes run together";
       }
       if (*q == '>') {
-        if (depth == (int)(sizeof stack / sizeof *stack)) return "too deep";
+        if (depth == (int)(FL__ARRAY_SIZE(stack))) return "too deep";
         memcpy(stack[depth], name, n);
         stack[depth++][n] = '\0';
         p = q + 1;
