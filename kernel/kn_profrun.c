@@ -52,6 +52,7 @@ struct kn_profrun {
   pid_t pid;             /* whose samples: the worker's, or the crashed one's */
   char *compiler;        /* the session's compiler and flags, for the profile's info */
   kn_exec_then_fn then;
+  bool kept; /* the job read the profile and kept it (written by the job) */
   /* What the job says, in order: records of a stream ('O', 'E'; 'L' for
    * the kernel's log), a length (size_t) and that many bytes. */
   fl__buf_t notes;
@@ -280,6 +281,7 @@ static int profile_run(kn_prof_t *kp, void *ctx, kn_magic_result_t *res, char *e
     snprintf(err, err_size, "cflame: %s could not be read: %s", c->what, why);
     return -1;
   }
+  pr->kept = true;
   fl_profile_info_t *pi = fl_profile_info(prof);
   snprintf(pi->compiler, sizeof pi->compiler, "%s", pr->compiler);
   kn_profmode_t mode = e->profreq.mode;
@@ -368,11 +370,10 @@ void kn_profrun_drawn(kn_exec_t *e) {
     at += 1 + sizeof len + len;
   }
   /* What the job did is what the cell shows: a graph finished before the
-   * interrupt reached it is shown, and the interrupt changed nothing. */
-  if (res.display)
-    e->graph_interrupted = false;
-  else if (rc < 0 && !e->graph_interrupted)
-    kn_exec_print(e, 'E', "%s\n", err);
+   * interrupt reached it is shown, and the interrupt changed nothing; a
+   * profile that could not be read says so, not that it was kept. */
+  if (res.display || !pr->kept) e->graph_interrupted = false;
+  if (rc < 0 && !e->graph_interrupted) kn_exec_print(e, 'E', "%s\n", err);
   if (res.display) kn_exec_display(e, res.display);
   free(res.output);
   kn_exec_then_fn then = pr->then;
