@@ -24,6 +24,42 @@
 #define INTERRUPT_FORCE_MS 250
 #define INTERRUPT_KILL_MS 800
 
+/* The rest of a cell that ran to its end, once its graph is drawn: the
+ * trailing expression's value (Out[n], after the graph), what main
+ * returned, the reply. */
+static void after_run(kn_exec_t *e) {
+  json_t *ev = e->done_ev;
+  if (e->graph_interrupted) {
+    char *note = kn_profrun_not_drawn_note(e);
+    kn_exec_fail(e, "Interrupted",
+                 "the cell ran to its end, and was interrupted while its "
+                 "flame graph was drawn.%s",
+                 note);
+    free(note);
+    return;
+  }
+  const char *value = json_string_value(json_object_get(ev, "value"));
+  const char *value_error = json_string_value(json_object_get(ev, "value_error"));
+  if (value)
+    kn_exec_result(e, value);
+  else if (value_error)
+    kn_exec_print(e, 'E', "cflame: %s\n", value_error);
+  int rc = (int)json_integer_value(json_object_get(ev, "rc"));
+  if (e->has_main && rc != 0) {
+    kn_exec_fail(e, "MainReturned", "main returned %d", rc);
+    return;
+  }
+  kn_exec_finish_ok(e);
+}
+
+/* The rest of a cell that was interrupted, once its graph is drawn. */
+static void after_interrupted_run(kn_exec_t *e) {
+  char *note = e->graph_interrupted ? kn_profrun_not_drawn_note(e)
+                                    : fl__xstrdup(kn_profrun_cut_short_note(e->profreq.mode));
+  kn_exec_fail(e, "Interrupted", "the cell was interrupted%s%s", *note ? "." : "", note);
+  free(note);
+}
+
 static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
   kn_session_t *session = kn_kernel_session(k);
   const char *status = json_string_value(json_object_get(ev, "status"));
@@ -39,44 +75,42 @@ static void on_done(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
     free(clean);
     return;
   }
-  /* It ran (perhaps partly): its definitions are now part of the session. */
-  if (e->compiled) {
-    bool has_main = e->compiled->has_main;
-    kn_session_commit(session, &e->compiled);
-    if (status && !strcmp(status, "interrupted") && json_is_false(json_object_get(ev, "started"))) {
-      kn_exec_fail(e, "Interrupted", "the cell was interrupted before it started; nothing ran");
-      return;
-    }
-    if (status && !strcmp(status, "interrupted")) {
-      /* What ran until the interrupt was sampled: that is how one sees
-       * where a cell that does not end spends its time. */
-      kn_profmode_t mode = e->profreq.mode;
-      if (mode != KN_PROF_NONE && mode != KN_PROF_BASE) kn_profrun_done(e, ev, NULL, 0);
-      const char *note = kn_profrun_cut_short_note(mode);
-      kn_exec_fail(e, "Interrupted", "the cell was interrupted%s%s", *note ? "." : "", note);
-      return;
-    }
-    json_t *t = json_object_get(ev, "timeit");
-    if (t) {
-      char *report = kn_timeit_report(t);
-      kn_exec_output(e, 'O', report, strlen(report));
-      free(report);
-    }
-    if (e->profreq.mode != KN_PROF_NONE) kn_profrun_done(e, ev, NULL, 0);
-    /* The trailing expression's value, after the graph (Out[n]). */
-    const char *value = json_string_value(json_object_get(ev, "value"));
-    const char *value_error = json_string_value(json_object_get(ev, "value_error"));
-    if (value)
-      kn_exec_result(e, value);
-    else if (value_error)
-      kn_exec_print(e, 'E', "cflame: %s\n", value_error);
-    int rc = (int)json_integer_value(json_object_get(ev, "rc"));
-    if (has_main && rc != 0) {
-      kn_exec_fail(e, "MainReturned", "main returned %d", rc);
-      return;
-    }
+  if (!e->compiled) {
+    kn_exec_finish_ok(e);
+    return;
   }
-  kn_exec_finish_ok(e);
+  /* It ran (perhaps partly): its definitions are now part of the session. */
+  bool has_main = e->compiled->has_main;
+  kn_session_commit(session, &e->compiled);
+  /* The worker has answered any interrupt: nothing escalates while the
+   * graph is drawn. */
+  e->interrupt_stage = 0;
+  if (status && !strcmp(status, "interrupted") && json_is_false(json_object_get(ev, "started"))) {
+    kn_exec_fail(e, "Interrupted", "the cell was interrupted before it started; nothing ran");
+    return;
+  }
+  if (status && !strcmp(status, "interrupted")) {
+    /* What ran until the interrupt was sampled: that is how one sees
+     * where a cell that does not end spends its time. */
+    kn_profmode_t mode = e->profreq.mode;
+    if (mode != KN_PROF_NONE && mode != KN_PROF_BASE)
+      kn_profrun_done(e, ev, NULL, 0, after_interrupted_run);
+    else
+      after_interrupted_run(e);
+    return;
+  }
+  json_t *t = json_object_get(ev, "timeit");
+  if (t) {
+    char *report = kn_timeit_report(t);
+    kn_exec_output(e, 'O', report, strlen(report));
+    free(report);
+  }
+  e->done_ev = json_incref(ev);
+  e->has_main = has_main;
+  if (e->profreq.mode != KN_PROF_NONE)
+    kn_profrun_done(e, ev, NULL, 0, after_run);
+  else
+    after_run(e);
 }
 
 static void send_to_worker(kn_kernel_t *k, json_t *cmd) {
@@ -227,6 +261,13 @@ void kn_execute_stop(kn_kernel_t *k) {
 
 void kn_execute_interrupt(kn_kernel_t *k) {
   kn_exec_t *e = kn_kernel_exec(k);
+  if (e && e->job && !e->job_magic) {
+    /* The profile of the cell's run: kept all the same, but its graph's
+     * drawing stops soon after (its budget's flag), and the job's end
+     * answers the cell. */
+    kn_profrun_interrupt(e);
+    return;
+  }
   if (e && e->job) {
     /* A line magic off the loop: cancelled, it changes nothing, and the
      * cell is answered now; the kernel joins its thread once its reading

@@ -40,6 +40,10 @@ void kn_exec_destroy(kn_exec_t **ep) {
   /* Shutdown while a line magic runs off the loop: it is stopped, and
    * waited for, since it owns the profiling state the kernel frees next. */
   kn_job_discard(&e->job);
+  kn_profrun_free(&e->profrun);
+  json_decref(e->done_ev);
+  free(e->died_reason);
+  free(e->died_profile_note);
   kn_cell_magics_free(&e->magics);
   free(e->statement);
   json_decref(e->timeit_spec);

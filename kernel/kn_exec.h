@@ -8,7 +8,8 @@
  *                 the worker;
  *   kn_events.c   the worker's events while it runs: output, input
  *                 requests, "done"; interrupts and their escalation;
- *   kn_profrun.c  what a profiled run leaves: its profile, graph, baseline;
+ *   kn_profrun.c  what a profiled run leaves: its profile, baseline, and
+ *                 graph (drawn off the loop, kn_job.h, as a line magic);
  *   kn_restart.c  a worker that died: the error, and a new worker; the end
  *                 of its start (cells whose code did not load again);
  *   kn_exec.c     (this header's own) output to iopub, and the reply.
@@ -24,6 +25,9 @@
 #include "kn_output.h"
 #include "kn_profmagic.h"
 #include "kn_session.h"
+
+typedef void (*kn_exec_then_fn)(kn_exec_t *e);
+typedef struct kn_profrun kn_profrun_t;
 
 /* ---- what the kernel's main loop calls ---- */
 
@@ -71,11 +75,26 @@ struct kn_exec {
   const kn_magic_t *stmt_magic;
   char *statement;
   json_t *timeit_spec;
-  /* A profiling line magic running off the loop (kn_job.h), and which of
-   * magics it is; while there is one, the job owns the profiling state. */
+  /* Work running off the loop (kn_job.h): a profiling line magic (which of
+   * magics it is in job_magic), or the profile of the cell's run
+   * (job_magic NULL, kn_profrun.c); while there is one, the job owns the
+   * profiling state. */
   kn_job_t *job;
   const kn_magic_t *job_magic;
   bool job_interrupted; /* an interrupt came once the job had claimed them */
+  /* The profile of the cell's run, read, kept and drawn by job
+   * (kn_profrun_done), and whether an interrupt stopped its drawing
+   * (kn_profrun_not_drawn_note says so). */
+  kn_profrun_t *profrun;
+  bool graph_interrupted;
+  /* What the rest of the cell needs once its profile is shown: the
+   * worker's "done" event and whether the cell defined main (whose return
+   * is checked); after a crash, the worker's exit status and why the
+   * kernel ended it ("" when it did not). */
+  json_t *done_ev;
+  bool has_main;
+  int died_status;
+  char *died_reason;
   kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
   char *cell_key;          /* the cell's key in the runs kept (kn_profhist_key) */
   kn_output_t out;
@@ -92,7 +111,7 @@ struct kn_exec {
    * once a new worker has started (ename NULL: it did not). */
   char *died_ename, *died_value;
   json_t *died_traceback;
-  const char *died_profile_note; /* kn_profrun_cut_short_note's, or "" */
+  char *died_profile_note; /* what became of its profile (" The flame graph ..."), or "" */
 };
 
 /* A new execution of request (owned from now on). */
@@ -118,10 +137,23 @@ void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, c
 void kn_exec_abort_queued(kn_kernel_t *k);
 
 /* kn_profrun.c: the profiled run of e ended (ev is the worker's "done"
- * event; or NULL after a crash, when maps_text and pid come from the crash
- * report): read its samples or allocations, and show, keep or add them as
- * e's magic says. */
-void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid);
+ * event; or NULL after a crash, when maps_text, in e->crash_report, and
+ * pid come from the crash report): its samples or allocations are read,
+ * shown, kept or added as e's magic says, on a job off the loop (e->job,
+ * kn_job.h, with e->profrun), after which the loop calls
+ * kn_profrun_drawn, and that then(e). e waits meanwhile. */
+void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid,
+                     kn_exec_then_fn then);
+/* An interrupt while e's profile is read or drawn: the graph is not drawn
+ * (its drawing stops soon after), the profile is kept all the same. */
+void kn_profrun_interrupt(kn_exec_t *e);
+/* e's profile job has ended (kn_job_done): what it said, its graph (or
+ * error), then the then of kn_profrun_done, which may finish e. */
+void kn_profrun_drawn(kn_exec_t *e);
+void kn_profrun_free(kn_profrun_t **pr);
+/* What an interrupt of the graph's drawing left, for the cell's error:
+ * " The flame graph was not drawn ...: %profshow draws it." New string. */
+char *kn_profrun_not_drawn_note(const kn_exec_t *e);
 /* The run command's member that starts the collector of e's kind of
  * samples (kn_profreq_t.kind: the CPU sampler, the allocation recorder),
  * under *key ("profile", "allocs"), with the file it records into

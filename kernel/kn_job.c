@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A profiling line magic on a thread of its own (see kn_job.h). */
+/* Work on profiles on a thread of its own (see kn_job.h). */
 #define _GNU_SOURCE
 #include "kn_job.h"
 
@@ -31,7 +31,9 @@ struct kn_job {
   /* What the thread is given, then what it gives back: written by the
    * thread before it writes done_fd, read by the loop after pthread_join. */
   kn_prof_t *kp;
-  kn_prof_line_fn fn;
+  kn_job_fn fn;
+  void *ctx;
+  kn_prof_line_fn line_fn; /* a line magic's handler, run by run_line */
   char *args;
   int rc;
   kn_magic_result_t res;
@@ -47,9 +49,16 @@ static bool claim(void *ctx) {
          expected == JOB_CLAIMED;
 }
 
+/* A line magic as a job's work: its handler with the job's own copy of
+ * its args. */
+static int run_line(kn_prof_t *kp, void *ctx, kn_magic_result_t *res, char *err, size_t err_size) {
+  kn_job_t *j = ctx;
+  return j->line_fn(kp, j->args, res, err, err_size);
+}
+
 static void *job_main(void *arg) {
   kn_job_t *j = arg;
-  j->rc = j->fn(j->kp, j->args, &j->res, j->err, sizeof j->err);
+  j->rc = j->fn(j->kp, j->ctx, &j->res, j->err, sizeof j->err);
   uint64_t one = 1;
   /* An eventfd's counter cannot overflow from one write: this write does
    * not fail, and the loop sees the descriptor readable. */
@@ -57,17 +66,15 @@ static void *job_main(void *arg) {
   return NULL;
 }
 
-kn_job_t *kn_job_start(kn_prof_t *kp, kn_prof_line_fn fn, const char *args, char *err,
-                       size_t err_size) {
-  kn_job_t *j = fl__xcalloc(1, sizeof *j);
+/* Starts j (its work set): NULL with err, j freed, when it cannot. */
+static kn_job_t *start(kn_job_t *j, kn_prof_t *kp, char *err, size_t err_size) {
   j->kp = kp;
-  j->fn = fn;
-  j->args = fl__xstrdup(args);
   atomic_init(&j->state, JOB_RUNNING);
   atomic_init(&j->cancel, false);
   j->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (j->done_fd < 0) {
-    snprintf(err, err_size, "cannot start the magic's work: eventfd: %s", strerror(errno));
+    snprintf(err, err_size, "cannot start the work off the main loop: eventfd: %s",
+             strerror(errno));
     goto fail;
   }
   /* The kernel's signals (SIGINT, SIGTERM: kn_kernel.c) are the main
@@ -80,7 +87,8 @@ kn_job_t *kn_job_start(kn_prof_t *kp, kn_prof_line_fn fn, const char *args, char
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
     kn_prof_set_owner(kp, NULL, NULL, NULL);
-    snprintf(err, err_size, "cannot start the magic's work: pthread_create: %s", strerror(rc));
+    snprintf(err, err_size, "cannot start the work off the main loop: pthread_create: %s",
+             strerror(rc));
     goto fail;
   }
   return j;
@@ -89,6 +97,23 @@ fail:
   free(j->args);
   free(j);
   return NULL;
+}
+
+kn_job_t *kn_job_start(kn_prof_t *kp, kn_prof_line_fn fn, const char *args, char *err,
+                       size_t err_size) {
+  kn_job_t *j = fl__xcalloc(1, sizeof *j);
+  j->fn = run_line;
+  j->ctx = j;
+  j->line_fn = fn;
+  j->args = fl__xstrdup(args);
+  return start(j, kp, err, err_size);
+}
+
+kn_job_t *kn_job_start_fn(kn_prof_t *kp, kn_job_fn fn, void *ctx, char *err, size_t err_size) {
+  kn_job_t *j = fl__xcalloc(1, sizeof *j);
+  j->fn = fn;
+  j->ctx = ctx;
+  return start(j, kp, err, err_size);
 }
 
 int kn_job_fd(const kn_job_t *j) { return j->done_fd; }
@@ -105,6 +130,10 @@ bool kn_job_cancel(kn_job_t *j) {
     return false;
   atomic_store(&j->cancel, true);
   return true;
+}
+
+void kn_job_stop(kn_job_t *j) {
+  atomic_store(&j->cancel, true);
 }
 
 bool kn_job_cancelled(const kn_job_t *j) { return atomic_load(&j->state) == JOB_CANCELLED; }
@@ -125,7 +154,10 @@ int kn_job_finish(kn_job_t **jp, kn_magic_result_t *res, char *err, size_t err_s
 
 void kn_job_discard(kn_job_t **j) {
   if (!*j) return;
+  /* Its result is dropped: whatever it claimed, its reading or drawing
+   * may stop too. */
   kn_job_cancel(*j);
+  kn_job_stop(*j);
   kn_magic_result_t res;
   char err[16];
   if (kn_job_finish(j, &res, err, sizeof err) == 0) {

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* kn_job: a profiling line magic run off the main loop.
+/* kn_job: work on profiles run off the main loop.
  *
  * Reading a profile (%profload) and drawing one (%profshow, %profsave,
- * %profprint, %profhistory N, %profdiffview NAME) take as long as their
- * input is large: seconds for millions of stacks. The main loop must keep
- * answering control (kernel_info, interrupt, shutdown) meanwhile, so such
- * a magic's handler (kn_magics.h's prof_line) runs on a thread of its own,
- * as the compiler runs in a process the loop polls: the loop polls the
- * job's descriptor, and when it is readable joins the thread and carries
- * on with the cell.
+ * %profprint, %profhistory N, %profdiffview NAME, and the graph after a
+ * profiled cell) take as long as their input is large: seconds for
+ * millions of stacks. The main loop must keep answering control
+ * (kernel_info, interrupt, shutdown) meanwhile, so such work (a magic's
+ * handler, kn_magics.h's prof_line; the cell's graph, kn_profrun.c) runs
+ * on a thread of its own, as the compiler runs in a process the loop
+ * polls: the loop polls the job's descriptor, and when it is readable
+ * joins the thread and carries on with the cell.
  *
  * Ownership: from kn_job_start to kn_job_finish the job owns the kernel's
  * profiling state (the kn_prof_t, with the session profile, the baselines,
@@ -36,10 +37,18 @@
 typedef struct kn_job kn_job_t;
 
 /* Runs fn(kp, args, ...) on a new thread; kp belongs to the job until
- * kn_job_finish. Returns the job, or NULL with err (no thread could be
- * started; then nothing ran). */
+ * kn_job_finish. args is copied, so the job may outlive its cell (an
+ * interrupt: kn_kernel_leave_job). Returns the job, or NULL with err (no
+ * thread could be started; then nothing ran). */
 kn_job_t *kn_job_start(kn_prof_t *kp, kn_prof_line_fn fn, const char *args, char *err,
                        size_t err_size);
+/* Work of the kernel's own on a job: fills res (or err), as a line magic. */
+typedef int (*kn_job_fn)(kn_prof_t *kp, void *ctx, kn_magic_result_t *res, char *err,
+                         size_t err_size);
+/* Runs fn(kp, ctx, ...) on a new thread, as kn_job_start. ctx is borrowed:
+ * it must outlive the job, which is therefore finished (kn_job_finish),
+ * never left to the kernel. */
+kn_job_t *kn_job_start_fn(kn_prof_t *kp, kn_job_fn fn, void *ctx, char *err, size_t err_size);
 /* A descriptor that becomes readable when the handler has returned. */
 int kn_job_fd(const kn_job_t *j);
 /* Whether the handler has returned (kn_job_fd is readable). */
@@ -49,14 +58,20 @@ bool kn_job_done(const kn_job_t *j);
  * it is too late: the handler has claimed the profiling state to change
  * it (kn_prof_set_owner), so its result stands. Safe to call again. */
 bool kn_job_cancel(kn_job_t *j);
+/* Stops the readers and views the job runs (they return an error soon
+ * after), whatever it has changed, which stands: for work that must keep
+ * what it made however it ends (a profiled cell's profile, kn_profrun.c).
+ * The job's work sees kn_prof_cancelled. */
+void kn_job_stop(kn_job_t *j);
 /* Whether kn_job_cancel succeeded. */
 bool kn_job_cancelled(const kn_job_t *j);
 /* Waits for the handler to return (at once when kn_job_fd is readable),
  * gives back its result and frees the job, setting *j to NULL: the
  * handler's return value (0, or -1 with err), *res as it filled it. */
 int kn_job_finish(kn_job_t **j, kn_magic_result_t *res, char *err, size_t err_size);
-/* Cancels *j if it can, waits for it and drops its result: a job whose
- * cell was answered already (an interrupt), or at shutdown. NULL: none. */
+/* Cancels *j if it can, stops its reading and drawing (kn_job_stop),
+ * waits for it and drops its result: a job whose cell was answered
+ * already (an interrupt), or at shutdown. NULL: none. */
 void kn_job_discard(kn_job_t **j);
 
 #endif

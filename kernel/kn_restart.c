@@ -57,6 +57,8 @@ static void start_again(kn_kernel_t *k) {
   if (kn_kernel_start_worker(k, err, sizeof err) < 0) kn_restart_on_started(k, err);
 }
 
+static void died_after_profile(kn_exec_t *e);
+
 /* The worker is gone while e ran: the error is made now and said once the
  * new worker has started (finish_died). */
 static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *reason) {
@@ -68,19 +70,38 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
     kn_session_commit(kn_kernel_session(k), &e->compiled);
   else
     kn_compiled_destroy(&e->compiled);
+  e->died_status = status;
+  e->died_reason = fl__xstrdup(reason ? reason : "");
   /* The samples survive the crash in the shared buffer: what was profiled up
    * to the crash is shown and joins the session profile, as it would have
-   * at the end of the run (a run cut short makes no baseline). */
-  const char *profile_note = e->profreq.mode == KN_PROF_BASE ? kn_profrun_cut_short_note(KN_PROF_BASE) : "";
-  if (kept && e->profreq.mode != KN_PROF_NONE && kn_profrun_after_crash(e) && e->crash_report) {
+   * at the end of the run (a run cut short makes no baseline). The rest
+   * waits for its graph (died_after_profile). */
+  kn_profmode_t mode = e->profreq.mode;
+  e->died_profile_note = fl__xstrdup(mode == KN_PROF_BASE ? kn_profrun_cut_short_note(mode) : "");
+  if (kept && mode != KN_PROF_NONE && kn_profrun_after_crash(e) && e->crash_report) {
     const char *maps = strstr(e->crash_report, "\nmaps\n");
     const char *tid = strstr(e->crash_report, "\nmain_tid ");
-    if (maps && tid && e->profreq.mode != KN_PROF_BASE) {
-      kn_profrun_done(e, NULL, maps + 6, (pid_t)atoi(tid + 10));
-      profile_note = kn_profrun_cut_short_note(e->profreq.mode);
+    if (maps && tid && mode != KN_PROF_BASE) {
+      free(e->died_profile_note);
+      e->died_profile_note = fl__xstrdup(kn_profrun_cut_short_note(mode));
+      kn_profrun_done(e, NULL, maps + 6, (pid_t)atoi(tid + 10), died_after_profile);
+      return;
     }
   }
+  died_after_profile(e);
+}
 
+/* during_cell's rest, once the profile of what ran is shown: the error,
+ * and a new worker. */
+static void died_after_profile(kn_exec_t *e) {
+  kn_kernel_t *k = e->k;
+  bool kept = e->loaded;
+  int status = e->died_status;
+  const char *reason = e->died_reason;
+  if (e->graph_interrupted) {
+    free(e->died_profile_note);
+    e->died_profile_note = kn_profrun_not_drawn_note(e);
+  }
   json_t *tb = json_array();
   fl__buf_t value = FL__BUF_INIT;
   const char *ename;
@@ -124,7 +145,6 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
   e->died_ename = fl__xstrdup(ename);
   e->died_value = fl__buf_take(&value);
   e->died_traceback = tb;
-  e->died_profile_note = profile_note;
   /* Whatever it was escalating to, the interrupt is over: the next one
    * speaks to the new worker's start. */
   e->interrupt_stage = 0;

@@ -470,6 +470,8 @@ void kn_execute_on_fds(kn_kernel_t *k) {
   /* Either may finish e: one at a time. */
   if (e && e->compiling)
     on_compiler(k, e);
+  else if (e && e->job && kn_job_done(e->job) && !e->job_magic)
+    kn_profrun_drawn(e);
   else if (e && e->job && kn_job_done(e->job))
     on_job_done(k, e);
 }

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """A large profile never makes the kernel deaf: while %profload reads
-5·10^6 stacks (10^6 under ASan), or %profshow draws them, control keeps answering, an
-interrupt (interrupt_request, or SIGINT to the kernel) stops the work and
-says so, the session keeps what it had (its variables and its profiles,
-never part of a cancelled load), and a shutdown does not wait for it.
+5·10^6 stacks (10^6 under ASan), or %profshow draws them, or a profiled
+cell's graph is drawn, control keeps answering, an interrupt
+(interrupt_request, or SIGINT to the kernel) stops the work and says so,
+the session keeps what it had (its variables and its profiles, never part
+of a cancelled load; a profiled cell's profile whether or not its graph
+was drawn), and a shutdown does not wait for it.
 
 Every bound is the test's own measure: a kernel_info round trip while the
 kernel is idle, and how long the same work takes when nothing stops it."""
@@ -14,8 +16,8 @@ import zlib
 
 import pytest
 
-from conftest import (WAIT_SCALE, _read, _stash, collect, control_request, fails, ok, send,
-                      start_kernel, stdout)
+from conftest import (WAIT_SCALE, _read, _stash, collect, control_request, fails,
+                      interrupt_when_printed, ok, send, start_kernel, stdout)
 
 # Under ASan every step costs some five times as much: a fifth of the
 # stacks keeps the load long beside a round trip, and the suite short.
@@ -173,3 +175,69 @@ def test_a_large_load_and_render_leave_control_answering_and_stop_when_interrupt
         assert ended <= max(bound, load_s / 4), (
             f"the kernel ended {ended:.2f} s after its shutdown_reply; the load takes "
             f"{load_s:.2f} s, and a shutdown must not wait for it")
+
+
+# A profiled cell's own code: some 100 ms of CPU in spin, then a line the
+# test waits for (the worker sends it with the cell's end).
+PROFILED_CELL = ("%%profdiffview big\n"
+                 "static volatile double sink;\n"
+                 "__attribute__((noinline)) static void spin(void) {\n"
+                 "  for (long i = 0; i < 100000000; i++) sink += i;\n"
+                 "}\n"
+                 "spin();\n"
+                 'printf("ran\\n");\n'
+                 "fflush(stdout);\n"
+                 "kept + 1")
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """Folded stacks: a quarter of N_STACKS lines, each its own stack. A diff
+    against them takes seconds to draw."""
+    path = tmp_path_factory.mktemp("large") / "baseline.folded"
+    with open(path, "w") as f:
+        f.writelines(f"main;run;work{i % 13};leaf{i} 1\n" for i in range(N_STACKS // 4))
+    return path
+
+
+def test_the_graph_after_a_profiled_cell_leaves_control_answering_and_an_interrupt_skips_it(
+        baseline, km, kc):
+    """The graph after a profiled cell is drawn off the loop: here the diff
+    of a short cell against a baseline of many stacks, which takes
+    seconds to draw. Control answers meanwhile; an interrupt stops the
+    drawing, keeps the cell's profile and says how to draw it."""
+    ok(kc, "int kept = 41;")
+    bound = max(1.0, 10 * idle_round_trip(kc))
+    r = collect(kc, send(kc, f"%profload {baseline} as=big"), timeout=600)
+    assert r.reply["status"] == "ok", r.reply
+
+    r, _, trips = served_while_busy(kc, PROFILED_CELL, bound)
+    assert r.reply["status"] == "ok", r.reply
+    ran = [o for o in r.outputs if o["msg_type"] == "stream" and "ran" in o["text"]]
+    shown = [o for o in r.outputs if o["msg_type"] == "display_data"]
+    assert ran and len(shown) == 1, r.outputs
+    # By the kernel's clock: the messages were read once the cell ended.
+    draw_s = (shown[0]["date"] - ran[0]["date"]).total_seconds()
+    # Asked every 0.1 s: a drawing of a second has been asked about.
+    assert [t for t in trips if t], trips
+    assert draw_s >= 1.0, (
+        f"the graph was drawn {draw_s:.2f} s after the cell's end: too short to show that "
+        "control answers meanwhile")
+    # The cell's value comes after its graph, as Out[n].
+    results = [o for o in r.outputs if o["msg_type"] == "execute_result"]
+    assert results and results[0]["data"]["text/plain"] == "(int) 42", r.outputs
+    assert results[0]["date"] >= shown[0]["date"], r.outputs
+
+    # Interrupted once the cell has run: the reply comes before the graph
+    # would have been drawn, and says what became of it.
+    r, dt = interrupt_when_printed(km, kc, PROFILED_CELL, "ran\n")
+    assert r.reply["status"] == "error" and r.reply["ename"] == "Interrupted", r.reply
+    assert "not drawn" in r.reply["evalue"] and "%profshow" in r.reply["evalue"], r.reply
+    assert not [o for o in r.outputs if o["msg_type"] == "display_data"], r.outputs
+    assert dt <= draw_s / 2, (
+        f"the interrupted cell was answered {dt:.2f} s after the interrupt; its graph takes "
+        f"{draw_s:.2f} s to draw, and an interrupt must cut it short")
+    # Its profile was kept: the session profile is this run's.
+    report = ok(kc, "%profprint format=flat")
+    assert "spin" in report and "leaf" not in report, report
+    assert "42" in ok(kc, 'printf("%d\\n", kept + 1);')
