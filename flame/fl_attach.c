@@ -630,6 +630,9 @@ int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, 
       look_at_children(&a);
       next_look = now + LOOK_NS;
     }
+    if (opts->progress)
+      opts->progress(opts->ctx, a.words,
+                     fl_sampler_buffer_bytes(((fl_sampler_header_t *)a.words)->used_words), r);
     /* Wait for the next tick, a stop asked for, or (at most 2 ms) the
      * threads' events: a signal to the target waits that long at most. */
     int64_t wait_ns = (next < end ? next : end) - fl__clock_ns(CLOCK_MONOTONIC);

@@ -100,6 +100,13 @@ static void put_line(fl__buf_t *out, const char *line, size_t len, int cols) {
   fl__buf_add(out, "\n", 1);
 }
 
+/* o, or (o NULL) the defaults, set in *defaults. */
+static const fl_text_opts_t *opts_or_defaults(const fl_text_opts_t *o, fl_text_opts_t *defaults) {
+  if (o) return o;
+  fl_text_opts_init(defaults);
+  return defaults;
+}
+
 /* ---- numbers ---- */
 
 static int digits(uint64_t v) {
@@ -283,10 +290,7 @@ static void plain_columns(fl__buf_t *line, const fl_node_t *node, const void *ct
 /* o NULL: the defaults. */
 size_t fl_text_bytes(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
-  if (!o) {
-    fl_text_opts_init(&defaults);
-    o = &defaults;
-  }
+  o = opts_or_defaults(o, &defaults);
   /* a line's "…" is 3 bytes, its end 1; a few header and footer lines */
   size_t line = (size_t)(o->cols > 0 ? o->cols : 0) + 4, lines = fl_tree_n_nodes(t) + 8;
   if (o->max_lines && o->max_lines < lines) lines = o->max_lines + 8;
@@ -295,10 +299,7 @@ size_t fl_text_bytes(const fl_tree_t *t, const fl_text_opts_t *o) {
 
 char *fl_text_tree(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
-  if (!o) {
-    fl_text_opts_init(&defaults);
-    o = &defaults;
-  }
+  o = opts_or_defaults(o, &defaults);
   layout_t l = layout_of(t);
   fl__buf_t out = {0}, line = {0};
   put_total(&out, t, &l, o->cols);
@@ -358,10 +359,7 @@ static void put_capitalized(fl__buf_t *line, int width, const char *word) {
 
 char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
-  if (!o) {
-    fl_text_opts_init(&defaults);
-    o = &defaults;
-  }
+  o = opts_or_defaults(o, &defaults);
   const fl_tree_t *t = fl_diff_tree(d);
   const fl_diff_opts_t *dopts = fl_diff_options(d);
   const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
@@ -440,10 +438,7 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
 /* o NULL: the defaults; maxdepth does not apply. */
 char *fl_text_flat(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
-  if (!o) {
-    fl_text_opts_init(&defaults);
-    o = &defaults;
-  }
+  o = opts_or_defaults(o, &defaults);
   fl__flat_row_t *rows = NULL;
   size_t n_rows = fl__flat_rows(t, false, &rows);
   layout_t l = layout_of(t);
@@ -528,11 +523,11 @@ static void put_top_line(fl__buf_t *line, const layout_t *l, uint64_t self, uint
   }
 }
 
-/* One table: its first FL_TOP_ROWS rows, in their order. */
+/* One table: its first max_rows rows, in their order. */
 static void put_top_table(fl__buf_t *out, const layout_t *l, const fl__flat_row_t *rows, size_t n,
-                          uint64_t total, const fl_text_opts_t *o) {
+                          size_t max_rows, uint64_t total, const fl_text_opts_t *o) {
   fl__buf_t line = {0};
-  size_t shown = n < FL_TOP_ROWS ? n : FL_TOP_ROWS;
+  size_t shown = n < max_rows ? n : max_rows;
   size_t func_w = strlen("Function");
   char **names = fl__xcalloc(shown ? shown : 1, sizeof *names);
   for (size_t i = 0; i < shown; i++) {
@@ -572,10 +567,7 @@ static int cmp_by_total(const void *pa, const void *pb) {
 
 char *fl_text_top(const fl_tree_t *t, const fl_text_opts_t *o) {
   fl_text_opts_t defaults;
-  if (!o) {
-    fl_text_opts_init(&defaults);
-    o = &defaults;
-  }
+  o = opts_or_defaults(o, &defaults);
   fl__flat_row_t *rows = NULL;
   size_t n = fl__flat_rows(t, true, &rows);
   layout_t l = layout_of(t);
@@ -601,11 +593,87 @@ char *fl_text_top(const fl_tree_t *t, const fl_text_opts_t *o) {
   }
   fl__buf_puts(&out, "\nBy self:\n");
   fl__flat_sort_by_self(rows, n);
-  put_top_table(&out, &l, rows, n, total, o);
+  put_top_table(&out, &l, rows, n, FL_TOP_ROWS, total, o);
   fl__buf_puts(&out, "\nBy total:\n");
   if (n) qsort(rows, n, sizeof *rows, cmp_by_total);
-  put_top_table(&out, &l, rows, n, total, o);
+  put_top_table(&out, &l, rows, n, FL_TOP_ROWS, total, o);
   fl__buf_free(&line);
+  free(rows);
+  return fl__buf_take(&out);
+}
+
+/* ---- the live table ---- */
+
+typedef struct share {
+  const char *name;
+  int thread; /* a thread's number; 0 for a process */
+  uint64_t weight;
+} share_t;
+
+static int cmp_share(const void *pa, const void *pb) {
+  const share_t *a = pa, *b = pb;
+  return (a->weight < b->weight) - (a->weight > b->weight);
+}
+
+/* "processes: solver 60.0%, helper 40.0%; threads: 1 55.1%, 2 worker
+ * 44.9%": each by its share of total, the largest first. The processes
+ * are the root's children that stand for one (FL_FRAME_ROOT, as
+ * fl_profile_merge_under puts them); a line cut to cols says no more. */
+static void put_shares(fl__buf_t *out, const fl_tree_t *t, uint64_t total, int cols) {
+  const fl_node_t *root = fl_tree_root(t);
+  const fl_profile_t *p = fl_tree_profile(t);
+  double whole = total ? (double)total : 1;
+  fl__buf_t line = {0};
+  share_t *procs = fl__xcalloc(root->n_children + 1, sizeof *procs);
+  size_t n_procs = 0;
+  for (size_t i = 0; i < root->n_children; i++)
+    if (root->children[i]->frame.flags & FL_FRAME_ROOT)
+      procs[n_procs++] = (share_t){root->children[i]->frame.func, 0, root->children[i]->count};
+  if (n_procs) qsort(procs, n_procs, sizeof *procs, cmp_share);
+  for (size_t i = 0; i < n_procs; i++)
+    fl__buf_printf(&line, "%s%s %.1f%%", i ? ", " : "processes: ", procs[i].name,
+                   100.0 * (double)procs[i].weight / whole);
+  fl_thread_weights_t *tw = NULL;
+  size_t n_threads = fl_profile_thread_weights(p, &tw);
+  share_t *threads = fl__xcalloc(n_threads + 1, sizeof *threads);
+  for (size_t i = 0; i < n_threads; i++)
+    threads[i] =
+        (share_t){fl_profile_thread_name(p, tw[i].thread), tw[i].thread, tw[i].on + tw[i].off};
+  if (n_threads) qsort(threads, n_threads, sizeof *threads, cmp_share);
+  for (size_t i = 0; i < n_threads; i++) {
+    const char *sep = i ? ", " : n_procs ? "; threads: " : "threads: ";
+    fl__buf_printf(&line, "%s%d", sep, threads[i].thread);
+    if (threads[i].name && *threads[i].name) fl__buf_printf(&line, " %s", threads[i].name);
+    fl__buf_printf(&line, " %.1f%%", 100.0 * (double)threads[i].weight / whole);
+  }
+  if (line.len) put_line(out, line.data, line.len, cols);
+  free(threads);
+  free(tw);
+  free(procs);
+  fl__buf_free(&line);
+}
+
+char *fl_text_top_live(const fl_tree_t *t, const char *headline, const fl_text_opts_t *o) {
+  fl_text_opts_t defaults;
+  o = opts_or_defaults(o, &defaults);
+  uint64_t total = fl_tree_root(t)->count;
+  fl__buf_t out = {0};
+  size_t lines = 0;
+  if (headline) {
+    put_line(&out, headline, strlen(headline), o->cols);
+    lines++;
+  }
+  size_t before = out.len;
+  put_shares(&out, t, total, o->cols);
+  if (out.len > before) lines++;
+  if (o->max_lines && o->max_lines <= lines) return fl__buf_take(&out);
+  /* The table's header, then as many rows as the lines left hold. */
+  size_t room = o->max_lines ? o->max_lines - lines - 1 : FL_TOP_ROWS;
+  fl__flat_row_t *rows = NULL;
+  size_t n = fl__flat_rows(t, true, &rows);
+  fl__flat_sort_by_self(rows, n);
+  layout_t l = layout_of(t);
+  put_top_table(&out, &l, rows, n, room < FL_TOP_ROWS ? room : FL_TOP_ROWS, total, o);
   free(rows);
   return fl__buf_take(&out);
 }

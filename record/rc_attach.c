@@ -85,7 +85,10 @@ static void say_attached(void *ctx, int pid, size_t threads) {
 }
 
 int rc_attach(int pid, uint64_t interval_ns, double duration_s, uint64_t buffer_words,
-              const char *dir, rc_attached_t *out, char *err, size_t err_size) {
+              const char *dir,
+              void (*progress)(void *ctx, const void *buf, size_t bytes,
+                               const fl_attach_result_t *sofar),
+              void *ctx, rc_attached_t *out, char *err, size_t err_size) {
   memset(out, 0, sizeof *out);
   /* The signals that end the attach are read from a signalfd, blocked
    * meanwhile: the loop sees them between ticks, and none arrives in the
@@ -100,7 +103,9 @@ int rc_attach(int pid, uint64_t interval_ns, double duration_s, uint64_t buffer_
                            .buffer_words = buffer_words,
                            .duration_s = duration_s,
                            .stop_fd = sfd,
-                           .attached = say_attached};
+                           .attached = say_attached,
+                           .progress = progress,
+                           .ctx = ctx};
   int rc = fl_attach_run(pid, &opts, &out->result, err, err_size);
   if (sfd >= 0) {
     struct signalfd_siginfo si;

@@ -27,9 +27,13 @@ typedef struct rc_attached {
  * at most buffer_words words of records, and writes the recording into
  * dir. Says on standard error once it is attached. Returns 0 with *out,
  * or -1 with err (not attached: err says why and what allows it; or the
- * recording could not be written). */
+ * recording could not be written). progress, when not NULL, is called
+ * with ctx as fl_attach_opts_t's is, with the records so far. */
 int rc_attach(int pid, uint64_t interval_ns, double duration_s, uint64_t buffer_words,
-              const char *dir, rc_attached_t *out, char *err, size_t err_size);
+              const char *dir,
+              void (*progress)(void *ctx, const void *buf, size_t bytes,
+                               const fl_attach_result_t *sofar),
+              void *ctx, rc_attached_t *out, char *err, size_t err_size);
 
 void rc_attached_free(rc_attached_t *a);
 

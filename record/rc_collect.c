@@ -471,6 +471,80 @@ static void collect_image(const char *dir, image_t *im, const rc_collect_opts_t 
   fl_profile_destroy(&p);
 }
 
+/* A kept symbolizer, by the maps text it was made from. */
+struct rc_symbols {
+  char **maps;
+  fl_symbolizer_t **syms;
+  size_t n, cap;
+};
+
+rc_symbols_t *rc_symbols_new(void) {
+  return fl__xcalloc(1, sizeof(rc_symbols_t));
+}
+
+void rc_symbols_destroy(rc_symbols_t **syms) {
+  rc_symbols_t *k = *syms;
+  if (!k) return;
+  for (size_t i = 0; i < k->n; i++) {
+    free(k->maps[i]);
+    fl_symbolizer_destroy(&k->syms[i]);
+  }
+  free(k->maps);
+  free(k->syms);
+  free(k);
+  *syms = NULL;
+}
+
+/* The kept symbolizer of maps, or NULL. */
+static fl_symbolizer_t *kept_symbolizer(const rc_symbols_t *k, const char *maps) {
+  for (size_t i = 0; k && i < k->n; i++)
+    if (!strcmp(k->maps[i], maps)) return k->syms[i];
+  return NULL;
+}
+
+static void keep_symbolizer(rc_symbols_t *k, const char *maps, fl_symbolizer_t *sym) {
+  size_t cap = k->cap;
+  k->maps = fl__grow(k->maps, &cap, k->n + 1, sizeof *k->maps);
+  k->syms = fl__grow(k->syms, &k->cap, k->n + 1, sizeof *k->syms);
+  k->maps[k->n] = fl__xstrdup(maps);
+  k->syms[k->n++] = sym;
+}
+
+/* Collects im with the symbolizer of its maps (merged from snapshots):
+ * the one keep holds for the same maps (a forked child's are its
+ * parent's; the same image a second ago), or a new one, kept there. */
+static void collect_symbolized(const char *dir, image_t *im, const char *snapshots,
+                               rc_symbols_t *keep, const rc_collect_opts_t *opts,
+                               rc_recording_t *rec) {
+  im->maps = rc_collect_merge_maps(snapshots ? snapshots : "", NULL);
+  fl_symbolizer_t *sym = kept_symbolizer(keep, im->maps);
+  char sym_err[256];
+  if (!sym) {
+    if (!(sym = fl_symbolizer_new_from_maps(im->maps, sym_err, sizeof sym_err))) {
+      warn(rec, "%s (pid %d) is left out: cannot read its modules: %s", im->name, im->pid, sym_err);
+      return;
+    }
+    keep_symbolizer(keep, im->maps, sym);
+  }
+  collect_image(dir, im, opts, sym, rec);
+}
+
+void rc_collect_image(int pid, const char *name, const void *buf, size_t bytes,
+                      const char *snapshots, const rc_collect_opts_t *opts, rc_recording_t *rec) {
+  memset(rec, 0, sizeof *rec);
+  rec->profile = new_profile(opts);
+  rec->images = 1;
+  image_t im = {.pid = pid, .name = (char *)name, .map = (void *)buf, .bytes = bytes};
+  snprintf(im.root, sizeof im.root, "%s", name);
+  rc_symbols_t *own = opts->keep ? NULL : rc_symbols_new();
+  if (has_records(&im, opts->allocs))
+    collect_symbolized("", &im, snapshots, opts->keep ? opts->keep : own, opts, rec);
+  rc_symbols_destroy(&own);
+  free(im.maps);
+  snprintf(fl_profile_info(rec->profile)->source, sizeof fl_profile_info(rec->profile)->source,
+           "cflame record");
+}
+
 int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *rec, char *err,
                size_t err_size) {
   memset(rec, 0, sizeof *rec);
@@ -491,29 +565,17 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
     kept[i] = has_records(im, opts->allocs);
   }
   name_roots(images, n, kept);
-  /* Symbolizers by maps text: a forked child's are its parent's. */
-  fl_symbolizer_t **syms = fl__xcalloc(n, sizeof *syms);
+  rc_symbols_t *own = opts->keep ? NULL : rc_symbols_new();
   for (size_t i = 0; i < n; i++) {
-    image_t *im = &images[i];
     if (!kept[i]) continue;
-    char *snapshots = read_text(dir, im, RC_SUFFIX_MAPS);
-    im->maps = rc_collect_merge_maps(snapshots ? snapshots : "", NULL);
+    char *snapshots = read_text(dir, &images[i], RC_SUFFIX_MAPS);
+    collect_symbolized(dir, &images[i], snapshots, opts->keep ? opts->keep : own, opts, rec);
     free(snapshots);
-    for (size_t j = 0; j < i && !syms[i]; j++)
-      if (syms[j] && !strcmp(images[j].maps, im->maps)) syms[i] = syms[j];
-    char sym_err[256];
-    if (!syms[i] && !(syms[i] = fl_symbolizer_new_from_maps(im->maps, sym_err, sizeof sym_err))) {
-      warn(rec, "%s (pid %d) is left out: cannot read its modules: %s", im->name, im->pid, sym_err);
-      continue;
-    }
-    collect_image(dir, im, opts, syms[i], rec);
   }
+  rc_symbols_destroy(&own);
   fl_profile_info_t *info = fl_profile_info(rec->profile);
   snprintf(info->source, sizeof info->source, "cflame record");
   for (size_t i = 0; i < n; i++) {
-    bool shared = false;
-    for (size_t j = i + 1; j < n && !shared; j++) shared = syms[j] == syms[i];
-    if (!shared) fl_symbolizer_destroy(&syms[i]);
     image_t *im = &images[i];
     if (im->map) munmap(im->map, im->bytes);
     free(im->name);
@@ -523,7 +585,6 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
     free(im->blocked);
     free(im->maps);
   }
-  free(syms);
   free(kept);
   free(images);
   return 0;

@@ -27,11 +27,19 @@
 #include "cflame/fl_collect.h"
 #include "cflame/fl_profile.h"
 
+/* Symbolizers kept from one collection of a recording to the next, while
+ * it is still being written (`cflame record --top`): each module's DWARF
+ * is read once, not once a second. */
+typedef struct rc_symbols rc_symbols_t;
+rc_symbols_t *rc_symbols_new(void);
+void rc_symbols_destroy(rc_symbols_t **syms);
+
 typedef struct rc_collect_opts {
   bool allocs;                    /* allocation buffers, not samples */
   bool wall;                      /* samples of wall time (--clock wall) */
   const char *event;              /* samples of a perf event (--event NAME), or NULL */
   fl_collect_allocs_opts_t aopts; /* with allocs */
+  rc_symbols_t *keep;             /* NULL, or where symbolizers are kept (borrowed) */
 } rc_collect_opts_t;
 
 typedef struct rc_recording {
@@ -45,12 +53,22 @@ typedef struct rc_recording {
   size_t n_warnings;
 } rc_recording_t;
 
-/* Reads the recording in dir into *rec. Returns 0, or -1 with err when
+/* Reads the recording in dir into *rec; while the program still runs, what
+ * it has recorded so far (the buffers are read as they are written: a
+ * record is read once its writer has finished it, fl_sampler.h; an image
+ * still starting is not read yet). Returns 0, or -1 with err when
  * the directory cannot be read. Images that cannot be read or symbolized
  * are left out with a warning; so is no other (memory that runs out ends
  * the command, fl__common.h). */
 int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *rec, char *err,
                size_t err_size);
+
+/* The same for one process image that is not in a directory: the
+ * buffer (bytes long) of process pid, whose program's file name is name,
+ * with its maps' snapshots (each ended by RC_MAPS_END), as an attach has
+ * them so far (`cflame record --pid --top`). */
+void rc_collect_image(int pid, const char *name, const void *buf, size_t bytes,
+                      const char *snapshots, const rc_collect_opts_t *opts, rc_recording_t *rec);
 
 void rc_recording_free(rc_recording_t *rec);
 

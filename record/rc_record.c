@@ -30,6 +30,7 @@
 #include "rc_program.h"
 #include "rc_run.h"
 #include "rc_say.h"
+#include "rc_top.h"
 
 #ifndef CFLAME_PRELOAD_FROM_BIN
 #error "CFLAME_PRELOAD_FROM_BIN comes from CMake: the preloaded libraries' directory from bindir"
@@ -53,6 +54,7 @@ typedef struct opts {
   bool delay_given;
   int pid;           /* --pid, or 0 */
   double duration_s; /* --duration, or 0: until the target ends or a signal */
+  bool top;          /* --top (--watch): the live table on a terminal */
   bool wall;               /* --clock wall */
   const fl_event_t *event; /* --event NAME, or NULL */
   bool allocs, live, weight_count;
@@ -109,6 +111,14 @@ static const char usage_text[] =
     "      --buffer WORDS     room for records of each process, in 8-byte words\n"
     "                         (default 67108864: about 45 minutes of CPU at 1 ms)\n"
     "\n"
+    "      --top, --watch     while it runs (or while attached), a table of the\n"
+    "                         hottest functions (self and total, the processes'\n"
+    "                         and threads' shares), redrawn every second at the\n"
+    "                         bottom of the terminal; the program's own output\n"
+    "                         scrolls above it. Only when standard error is a\n"
+    "                         terminal: otherwise nothing more is written than\n"
+    "                         without --top\n"
+    "\n"
     "Output:\n"
     "  -o, --output FILE      where to write; the format comes from the ending, as\n"
     "                         cflame's -o (cflame --help lists them); - is standard\n"
@@ -129,6 +139,7 @@ static const char usage_text[] =
     "  cflame record -o prof.html --delay 0.0001 -- ./solver\n"
     "  cflame record --allocs --sample-rate 1 --live -o leaks.svg -- ./server\n"
     "  cflame record --pid 4242 --duration 30 -o server.html   # a running server\n"
+    "  cflame record --top -- ./solver                 # the hottest functions, live\n"
     "  mpirun -n 4 cflame record -o prof.%h.%r.folded -- ./solver   # one per rank\n"
     "  cflame record -o all.svg -- mpirun -n 4 ./solver               # every rank\n"
     "\n"
@@ -216,6 +227,8 @@ static int parse(int argc, char **argv, opts_t *o) {
       return 0;
     } else if (!strcmp(argv[i], "--allocs")) {
       o->allocs = true;
+    } else if (!strcmp(argv[i], "--top") || !strcmp(argv[i], "--watch")) {
+      o->top = true;
     } else if (!strcmp(argv[i], "--live")) {
       o->live = o->alloc_opts_given = true;
     } else if (take(argv, argc, &i, "--output", "-o", &v, &missing)) {
@@ -779,6 +792,7 @@ int rc_record_main(int argc, char **argv) {
   rc_recording_t rec = {0};
   rc_run_t run = {0};
   rc_attached_t att = {0};
+  rc_top_t *top = NULL;
   ran_t ran = {0};
   int status;
   fl_options_init(&o.draw, FL_FRONT_COMMAND);
@@ -786,6 +800,10 @@ int rc_record_main(int argc, char **argv) {
 
   const char *format;
   if ((status = check_output(&o, &format)) >= 0) goto done;
+  rc_collect_opts_t copts = {.allocs = o.allocs,
+                             .wall = o.wall,
+                             .event = o.event ? o.event->name : NULL,
+                             .aopts = {.live = o.live, .weight_count = o.weight_count}};
   if (o.diff_base && !(base = read_base(o.diff_base))) {
     status = 1;
     goto done;
@@ -815,8 +833,13 @@ int rc_record_main(int argc, char **argv) {
     goto done;
   }
   if (o.pid) {
-    if (rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.buffer_words, dir,
-                  &att, err, sizeof err) < 0) {
+    char top_name[32];
+    snprintf(top_name, sizeof top_name, "pid %d", o.pid);
+    if (o.top) top = rc_top_new(dir, o.pid, &copts, &o.draw, top_name);
+    int rc = rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.buffer_words,
+                       dir, top ? rc_top_attached : NULL, top, &att, err, sizeof err);
+    rc_top_end(&top);
+    if (rc < 0) {
       say("%s", err);
       status = 1;
       goto done;
@@ -841,7 +864,10 @@ int rc_record_main(int argc, char **argv) {
       status = 1;
       goto done;
     }
-    if ((status = rc_run(path, o.program, &run, err, sizeof err)) != 0) {
+    if (o.top) top = rc_top_new(dir, 0, &copts, &o.draw, name);
+    status = rc_run(path, o.program, top ? rc_top_tick : NULL, top, &run, err, sizeof err);
+    rc_top_end(&top);
+    if (status != 0) {
       say("%s", err);
       goto done;
     }
@@ -862,10 +888,6 @@ int rc_record_main(int argc, char **argv) {
    * says so. */
   rc_run_guard(dir);
 
-  rc_collect_opts_t copts = {.allocs = o.allocs,
-                             .wall = o.wall,
-                             .event = o.event ? o.event->name : NULL,
-                             .aopts = {.live = o.live, .weight_count = o.weight_count}};
   if (rc_collect(dir, &copts, &rec, err, sizeof err) < 0) {
     say("%s", err);
     goto done;

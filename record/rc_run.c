@@ -208,7 +208,8 @@ static void note_descendants(rc_run_t *run, pid_t pid, size_t *cap, int depth) {
   closedir(d);
 }
 
-int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_t err_size) {
+int rc_run(const char *path, char *const argv[], void (*tick)(void *ctx), void *ctx, rc_run_t *run,
+           char *err, size_t err_size) {
   int rc = RC_CANNOT_RUN, pidfd = -1, sig_fds[2] = {-1, -1};
   struct sigaction old[N_FORWARDED], old_chld, sa;
   bool handlers = false;
@@ -255,6 +256,7 @@ int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_
      * either way a look at the child's descendants every RC_RUN_WATCH_MS. */
     int n = pidfd >= 0 ? poll(fds, 2, RC_RUN_WATCH_MS) : poll(fds + 1, 1, RC_RUN_WATCH_MS);
     note_descendants(run, pid, &cap_tasks, 0);
+    if (tick) tick(ctx);
     if (n < 0 && errno != EINTR) {
       waitpid(pid, &run->status, 0);
       break; /* no CPU time to tell */

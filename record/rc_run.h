@@ -42,10 +42,12 @@ typedef struct rc_run {
 #define RC_RUN_WATCH_MS 50
 
 /* Starts path with argv (argv[0] as it is given), in cflame's
- * environment, and waits for it to end. Returns 0 with *run, or
+ * environment, and waits for it to end, calling tick(ctx) (when not NULL)
+ * every RC_RUN_WATCH_MS meanwhile. Returns 0 with *run, or
  * RC_NOT_FOUND or RC_CANNOT_RUN (rc_program.h) with err naming the
  * program when it could not be started (exec failed). */
-int rc_run(const char *path, char *const argv[], rc_run_t *run, char *err, size_t err_size);
+int rc_run(const char *path, char *const argv[], void (*tick)(void *ctx), void *ctx, rc_run_t *run,
+           char *err, size_t err_size);
 
 /* After the program has ended, while cflame turns the recording in dir
  * into a profile: a signal among the forwarded ones (each of which ends

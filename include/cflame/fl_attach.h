@@ -41,6 +41,8 @@
 
 CFLAME_BEGIN_DECLS
 
+typedef struct fl_attach_result fl_attach_result_t;
+
 typedef struct fl_attach_opts {
   uint64_t interval_ns;  /* of each thread's CPU time, at least 1 ms */
   uint64_t buffer_words; /* the most record words kept (then samples are dropped) */
@@ -50,6 +52,13 @@ typedef struct fl_attach_opts {
   /* Called once every thread is seized (the host says it is attached), or
    * NULL. */
   void (*attached)(void *ctx, int pid, size_t threads);
+  /* Called between ticks (every 2 ms at most) with what is recorded so
+   * far, or NULL: buf, bytes long, the sample buffer r->buf will be (the
+   * threads' names not yet in it), and sofar's name and maps as known by
+   * then; all borrowed for the call. The attach waits for it: it must be
+   * quick, or do its work seldom (`cflame record --top` redraws once a
+   * second). */
+  void (*progress)(void *ctx, const void *buf, size_t bytes, const fl_attach_result_t *sofar);
   void *ctx;
 } fl_attach_opts_t;
 
@@ -64,7 +73,7 @@ typedef struct fl_attach_child {
   char comm[17];
 } fl_attach_child_t;
 
-typedef struct fl_attach_result {
+struct fl_attach_result {
   void *buf; /* the sample buffer (fl_sampler.h), bytes long; owned */
   size_t bytes;
   char **maps; /* the /proc/PID/maps texts, oldest first; owned */
@@ -78,7 +87,7 @@ typedef struct fl_attach_result {
   size_t threads;      /* threads seen, those started after the attach included */
   fl_attach_child_t *children; /* processes it forked meanwhile, not followed; owned */
   size_t n_children;
-} fl_attach_result_t;
+};
 
 /* Attaches to process pid, samples it until the attach ends (opts), and
  * detaches from it. Returns 0 with *r, or -1 with err when it cannot

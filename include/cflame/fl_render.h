@@ -149,6 +149,14 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *v);
  * (the sorted weight, its share, the running sum of shares, the other
  * weight and its share, the function and its file or module). New. */
 char *fl_text_top(const fl_tree_t *t, const fl_text_opts_t *o);
+/* The live table of a profile that is still being recorded (`cflame record
+ * --top` redraws it every second): headline (NULL: none), a line of the
+ * processes (the root's children that stand for one, FL_FRAME_ROOT) and
+ * the threads by their share of the total, the largest first, then one
+ * table by self as fl_text_top's, with as many rows as fit in o->max_lines
+ * lines in all (0: FL_TOP_ROWS rows), every line cut to o->cols columns.
+ * So the whole fits a terminal of max_lines rows and cols columns. New. */
+char *fl_text_top_live(const fl_tree_t *t, const char *headline, const fl_text_opts_t *o);
 /* The bundle of the three, as fl_bundle's. New reference. */
 json_t *fl_top_bundle(const fl_tree_t *t, const fl_view_opts_t *v);
 /* The top table of a diff: the functions whose weight changed most (by

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 from cflame_bundle import check_deep_drawing
 from cflame_load import busy_loops  # (tests/lib)
-from cflame_text import COUNT, count, count_in  # (tests/lib)
+from cflame_text import COUNT, count, count_in, folded_stacks as folded  # (tests/lib)
 from cflame_tmpfs import in_small_tmpdir
 
 CFLAME = os.path.abspath(os.environ.get("CFLAME_BIN", "build/bin/cflame"))
@@ -87,15 +87,6 @@ def recorded(*args, cwd, **kw):
     r = record(*args, cwd=cwd, **kw)
     assert r.returncode == 0, f"cflame record {' '.join(map(str, args))}: {r.returncode}\n{r.stderr}"
     return r
-
-
-def folded(path):
-    """{stack: count} of a folded file."""
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        out[stack] = out.get(stack, 0) + int(count)
-    return out
 
 
 def weight(stacks, *frames, root=None):

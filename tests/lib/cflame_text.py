@@ -31,3 +31,14 @@ def count_in(pattern, text):
     m = re.search(pattern.replace("{count}", f"({COUNT})"), text)
     assert m, f"{pattern!r} not found in {text[:500]!r}"
     return count(m.group(1))
+
+
+def folded_stacks(path):
+    """{stack: count} of a folded file as cflame writes one ("a;b;c 12" a
+    line), the counts of a stack given twice added."""
+    out = {}
+    with open(path) as f:
+        for line in f.read().splitlines():
+            stack, _, n = line.rpartition(" ")
+            out[stack] = out.get(stack, 0) + int(n)
+    return out

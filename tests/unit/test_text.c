@@ -2,7 +2,8 @@
 /* Tests the text reports (fl_text_tree, fl_text_flat) on small trees whose
  * every line is known: layout, cutting to cols, deep indentation, maxdepth,
  * mincount, max_lines, the hidden-frames note, flat aggregation counted
- * once per sample, allocation units. */
+ * once per sample, allocation units; the live table of cflame record --top
+ * (fl_text_top_live) within its lines and columns. */
 #include "cflame/fl_diff.h"
 #include "cflame/fl_render.h"
 
@@ -492,6 +493,70 @@ static void test_one_sample(void) {
   fl_profile_destroy(&p);
 }
 
+/* The number of lines of text, and whether each is at most cols columns
+ * (code points). */
+static size_t lines_within(const char *text, int cols, bool *fits) {
+  size_t n = 0;
+  *fits = true;
+  for (const char *line = text; *line; n++) {
+    const char *eol = strchr(line, '\n');
+    size_t w = 0;
+    for (const char *c = line; c < eol; c++) w += ((unsigned char)*c & 0xc0) != 0x80;
+    if (w > (size_t)cols) *fits = false;
+    line = eol + 1;
+  }
+  return n;
+}
+
+/* Two processes under roots of their own (as cflame record's), two
+ * threads: the shares line, the table by self, and the whole cut to a
+ * terminal's lines and columns. */
+static void test_top_live(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  fl_frame_t rs = {.func = "solver", .flags = FL_FRAME_ROOT},
+             rh = {.func = "helper", .flags = FL_FRAME_ROOT};
+  uint32_t solver = fl_profile_frame_id(p, &rs), helper = fl_profile_frame_id(p, &rh);
+  uint32_t m = cell(p, "main", 5), w = cell(p, "work", 12), io = cell(p, "io", 20);
+  uint32_t st1[] = {solver, m, w}, st2[] = {solver, m, io}, st3[] = {helper, m};
+  fl_profile_add_sample(p, st1, 3, 6, 0, 1);
+  fl_profile_add_sample(p, st2, 3, 2, 0, 2);
+  fl_profile_add_sample(p, st3, 2, 2, 0, 1);
+  fl_profile_set_thread_name(p, 2, "worker");
+  fl_tree_t *t = build(p, 0, false, "all");
+  fl_text_opts_t o;
+  fl_text_opts_init(&o);
+  o.cols = 200;
+  CHECK_REPORT(fl_text_top_live(t, "live: 10 samples", &o),
+               "live: 10 samples\n"
+               "processes: solver 80.0%, helper 20.0%; threads: 1 80.0%, 2 worker 20.0%\n"
+               " Self   Self%    Sum% Total  Total%  Function       File\n"
+               "    6  60.00%  60.00%     6  60.00%  work           cell[1]\n"
+               "    2  20.00%  80.00%     2  20.00%  io             cell[1]\n"
+               "    2  20.00% 100.00%     2  20.00%  main (helper)  cell[1]\n"
+               "    0   0.00% 100.00%     8  80.00%  main (solver)  cell[1]\n"
+               "    0   0.00% 100.00%     8  80.00%  solver\n"
+               "    0   0.00% 100.00%     2  20.00%  helper\n");
+  /* Each process's functions are rows of their own ("main (helper)"). A
+   * terminal of 5 rows and 45 columns: the headline, the shares, the
+   * header and two rows, each cut. */
+  o.cols = 45;
+  o.max_lines = 5;
+  char *r = fl_text_top_live(t, "live: 10 samples of a long command line", &o);
+  bool fits;
+  CHECK(lines_within(r, 45, &fits) == 5);
+  CHECK(fits);
+  CHECK(strstr(r, "work") && strstr(r, "io") && !strstr(r, "main"));
+  free(r);
+  /* Too few lines for a table: what fits of the rest. */
+  o.max_lines = 2;
+  r = fl_text_top_live(t, "live", &o);
+  CHECK(lines_within(r, 45, &fits) == 2);
+  free(r);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 int main(void) {
   test_opts_init();
   test_report_cases();
@@ -503,5 +568,6 @@ int main(void) {
   test_utf8_and_long_names();
   test_empty();
   test_one_sample();
+  test_top_live();
   return TEST_DONE();
 }
