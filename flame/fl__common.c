@@ -239,6 +239,14 @@ void fl__buf_printf(fl__buf_t *b, const char *fmt, ...) {
   va_end(ap);
 }
 
+void fl__errf(char *err, size_t err_size, const char *fmt, ...) {
+  if (!err || !err_size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, err_size, fmt, ap);
+  va_end(ap);
+}
+
 char *fl__buf_take(fl__buf_t *b) {
   char *s = b->data ? b->data : fl__xstrdup("");
   memset(b, 0, sizeof *b);

@@ -91,7 +91,7 @@ void *fl__grow_charged(struct fl_budget *budget, void *array, size_t *cap, size_
 /* The number of elements of array a. A pointer is a compile error (the
  * second sizeof's array would have a negative size), where sizeof p /
  * sizeof *p would quietly give 1 or 0. */
-#define FL__ARRAY_SIZE(a) \
+#define FL__ARRAY_SIZE(a)       \
   (sizeof(a) / sizeof((a)[0]) + \
    0 * sizeof(char[1 - 2 * __builtin_types_compatible_p(__typeof__(a), __typeof__(&(a)[0]))]))
 
@@ -236,6 +236,10 @@ void fl__buf_putc(fl__buf_t *b, char c);
 void fl__buf_printf(fl__buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fl__buf_vprintf(fl__buf_t *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
+/* The message fmt makes into err, err_size bytes at most (the library's
+ * error buffers); nothing when err is NULL or err_size 0. */
+void fl__errf(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* v in decimal, without printf: the data formats write millions. */
 void fl__buf_u64(fl__buf_t *b, uint64_t v);
 /* The string, now the caller's (free it; never NULL, "" for an empty

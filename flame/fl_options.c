@@ -247,16 +247,6 @@ static const row_t *row_of(const fl_option_t *o) {
 
 /* ---- values ---- */
 
-static void set_err(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t err_size, const char *fmt, ...) {
-  if (!err || !err_size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_size, fmt, ap);
-  va_end(ap);
-}
-
 /* " (1..100000)" for an option with a range, "" otherwise. */
 static void range_text(const fl_option_t *o, char *buf, size_t size) {
   if (o->min > o->max)
@@ -352,20 +342,20 @@ int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, 
   switch (o->type) {
     case FL_OPT_BOOL:
       if (strcmp(value, "true") && strcmp(value, "false")) {
-        set_err(err, err_size, "%s is not valid; choose true or false", shown);
+        fl__errf(err, err_size, "%s is not valid; choose true or false", shown);
         return -1;
       }
       v->b = !strcmp(value, "true");
       break;
     case FL_OPT_INT: {
       if (!is_decimal(value, false)) {
-        set_err(err, err_size, "%s is not an integer%s", shown, range);
+        fl__errf(err, err_size, "%s is not an integer%s", shown, range);
         return -1;
       }
       errno = 0;
       long long i = strtoll(value, NULL, 10);
       if (errno == ERANGE || (o->min <= o->max && ((double)i < o->min || (double)i > o->max))) {
-        set_err(err, err_size, "%s is out of range%s", shown, range[0] ? range : " (too large)");
+        fl__errf(err, err_size, "%s is out of range%s", shown, range[0] ? range : " (too large)");
         return -1;
       }
       v->i = i;
@@ -374,11 +364,11 @@ int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, 
     case FL_OPT_DOUBLE: {
       double d = is_decimal(value, true) ? strtod(value, NULL) : NAN;
       if (!isfinite(d)) {
-        set_err(err, err_size, "%s is not a number%s", shown, range);
+        fl__errf(err, err_size, "%s is not a number%s", shown, range);
         return -1;
       }
       if (o->min <= o->max && (d < o->min || d > o->max)) {
-        set_err(err, err_size, "%s is out of range%s", shown, range);
+        fl__errf(err, err_size, "%s is out of range%s", shown, range);
         return -1;
       }
       v->d = d;
@@ -388,7 +378,7 @@ int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, 
     case FL_OPT_ENUM:
       if (choice_index(o->choices, value) < 0) {
         char *choices = choices_text(o->choices);
-        set_err(err, err_size, "%s is not valid; choose %s", shown, choices);
+        fl__errf(err, err_size, "%s is not valid; choose %s", shown, choices);
         free(choices);
         return -1;
       }
@@ -396,7 +386,7 @@ int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, 
       break;
     case FL_OPT_LIST:
       if (!parse_list(value, v)) {
-        set_err(err, err_size, "%s is not valid; give a comma-separated list of non-empty names",
+        fl__errf(err, err_size, "%s is not valid; give a comma-separated list of non-empty names",
                 shown);
         return -1;
       }
@@ -424,7 +414,7 @@ static int check_threads(const fl_optval_t *v, const char *shown, char *err, siz
     if (!strcmp(v->list[i], "all")) continue;
     if (!is_decimal(v->list[i], false) || v->list[i][0] == '-' || v->list[i][0] == '+' ||
         strtoll(v->list[i], NULL, 10) > 2147483647) {
-      set_err(err, err_size,
+      fl__errf(err, err_size,
               "%s is not valid: %s is not a thread number; give thread numbers (1 = the main "
               "thread, 2, 3, ... in the order threads started; perf script's thread ids) or all",
               shown, v->list[i]);
@@ -436,7 +426,7 @@ static int check_threads(const fl_optval_t *v, const char *shown, char *err, siz
 
 static int check_not_empty(const fl_optval_t *v, const char *shown, char *err, size_t err_size) {
   if (*v->s) return 0;
-  set_err(err, err_size, "%s: the text is empty", shown);
+  fl__errf(err, err_size, "%s: the text is empty", shown);
   return -1;
 }
 
@@ -444,7 +434,7 @@ static int check_size(const fl_optval_t *v, const char *shown, char *err, size_t
   size_t bytes;
   char why[200];
   if (fl_input_limit_parse(v->s, &bytes, why, sizeof why) == 0) return 0;
-  set_err(err, err_size, "%s: %s", shown, why);
+  fl__errf(err, err_size, "%s: %s", shown, why);
   return -1;
 }
 
@@ -638,7 +628,7 @@ int fl_options_set(fl_options_t *o, const char *name, const char *value, char *e
                    size_t err_size) {
   const row_t *r = row_named(name);
   if (!r) {
-    set_err(err, err_size, "unknown option '%s'", name);
+    fl__errf(err, err_size, "unknown option '%s'", name);
     return -1;
   }
   char shown[512];

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,17 +17,6 @@ static bool is_blank(char c) {
 
 static bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-static void set_err(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_size, const char *fmt, ...) {
-  if (!err || !err_size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_size, fmt, ap);
-  va_end(ap);
 }
 
 /* ---- magic lines ---- */
@@ -76,12 +64,12 @@ int kn_magic_split(const char *code, kn_cell_magics_t *out, char *err, size_t er
     const char *name = q + (is_cell ? 2 : 1), *name_end = name;
     while (name_end < eol && is_name_char(*name_end)) name_end++;
     if (name_end == name) {
-      set_err(err, err_size, "line %d: '%s' must be followed by a magic name", line,
+      fl__errf(err, err_size, "line %d: '%s' must be followed by a magic name", line,
               is_cell ? "%%" : "%");
       goto fail;
     }
     if (is_cell && (seen_magic || out->cell)) {
-      set_err(err, err_size,
+      fl__errf(err, err_size,
               "%%%%%.*s must be on the first line of the cell (it is on line %d): a cell "
               "magic applies to the whole cell",
               (int)(name_end - name), name, line);
@@ -148,7 +136,7 @@ int kn_words_split(const char *args, char ***words, char *err, size_t err_size) 
       }
     }
     if (quoted) {
-      set_err(err, err_size, "unterminated quote in %s", start);
+      fl__errf(err, err_size, "unterminated quote in %s", start);
       goto fail;
     }
     v = fl__xrealloc(v, n + 2, sizeof *v);
@@ -194,7 +182,7 @@ static int set_value(const char *magic, const kn_optspec_t *s, const char *value
                      kn_optval_t *v, char *err, size_t err_size) {
   char why[512];
   if (fl_option_parse(s, value, shown, v, why, sizeof why) == 0) return 0;
-  set_err(err, err_size, "%s: %s", magic, why);
+  fl__errf(err, err_size, "%s: %s", magic, why);
   return -1;
 }
 
@@ -210,10 +198,10 @@ static void unknown_option(const char *magic, const char *word, size_t len,
     if (flag && spec[i].help) fl__buf_printf(&sb, " (%s)", spec[i].help);
   }
   if (n_spec)
-    set_err(err, err_size, "%s: unknown option '%.*s'; valid options: %s", magic, (int)len, word,
+    fl__errf(err, err_size, "%s: unknown option '%.*s'; valid options: %s", magic, (int)len, word,
             sb.data);
   else
-    set_err(err, err_size, "%s: unknown option '%.*s'; it takes no options", magic, (int)len, word);
+    fl__errf(err, err_size, "%s: unknown option '%.*s'; it takes no options", magic, (int)len, word);
   fl__buf_free(&sb);
 }
 
@@ -239,7 +227,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
   char werr[256];
   int n = kn_words_split(args, &words, werr, sizeof werr);
   if (n < 0) {
-    set_err(err, err_size, "%s: %s", name.data, werr);
+    fl__errf(err, err_size, "%s: %s", name.data, werr);
     goto fail;
   }
 
@@ -271,7 +259,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
         fl__buf_puts(&shown, w);
       } else if (idx >= 0) {
         if (i + 1 >= n) {
-          set_err(err, err_size, "%s: %s needs a value", name.data, w);
+          fl__errf(err, err_size, "%s: %s needs a value", name.data, w);
           goto fail;
         }
         value = words[++i];
@@ -293,7 +281,7 @@ int kn_opts_parse(const char *magic, const char *args, const kn_optspec_t *spec,
       continue;
     }
     if (out->vals[idx].set) {
-      set_err(err, err_size, "%s: option '%s' is given twice", name.data, spec[idx].name);
+      fl__errf(err, err_size, "%s: option '%s' is given twice", name.data, spec[idx].name);
       goto fail;
     }
     if (set_value(name.data, &spec[idx], value, shown.data, &out->vals[idx], err, err_size) < 0)
