@@ -13,8 +13,11 @@ figures: the program's speed with --top against the same round's without
 less the program's CPU, which cflame's summary says) with and without the
 table, per redraw.
 
-Usage: bench/bench_top.py [ROUNDS] [SECONDS]   (CFLAME_BIN: the cflame binary)
+Usage: bench/bench_top.py [--build DIR] [--json FILE] [--rounds N] [--seconds S]
+(scripts/bench top runs it on build/.)
 """
+import argparse
+import json
 import fcntl
 import os
 import pty
@@ -23,12 +26,11 @@ import select
 import statistics
 import struct
 import subprocess
-import sys
 import tempfile
 import termios
 from pathlib import Path
 
-CFLAME = os.environ.get("CFLAME_BIN", "build/bin/cflame")
+CFLAME = "build/bin/cflame"
 SOURCE = Path(__file__).resolve().parent.parent / "tests/cli/record/top.c"
 
 
@@ -59,8 +61,16 @@ def run(prog, seconds, top, out):
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5
+    global CFLAME
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build", help="the build tree (default: build)")
+    ap.add_argument("--json", help="write every round's figures here")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds (default: 5)")
+    ap.add_argument("--seconds", type=float, default=5,
+                    help="the program's CPU seconds a run (default: 5)")
+    args = ap.parse_args()
+    CFLAME = str(Path(args.build) / "bin" / "cflame")
+    rounds, seconds = args.rounds, args.seconds
     with tempfile.TemporaryDirectory() as d:
         prog = f"{d}/top"
         subprocess.run(["cc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", prog, SOURCE],
@@ -81,6 +91,11 @@ def main():
     print(f"cflame's own CPU: {statistics.median(own[False]):.3f} s without the table, "
           f"{statistics.median(own[True]):.3f} s with {n:.0f} redraws "
           f"({1e3 * extra / max(n, 1):.1f} ms a redraw)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rounds": rounds, "seconds": seconds, "speed_ratios": ratios,
+                       "own_cpu": {"without": own[False], "with": own[True]},
+                       "redraws": redraws}, f, indent=1)
 
 
 if __name__ == "__main__":
