@@ -270,7 +270,7 @@ typedef struct cell_rule {
 
 /* The kernel's rule for a frame of the worker: its own code is the
  * kernel's machinery, where the stack is cut (but for its allocator entry
- * points, kw_alloc.c, which are the allocator as the cell sees it); a
+ * points, fl_allocs_entry.c, which are the allocator as the cell sees it); a
  * cell's frames are the user's code, named by their plain names in module
  * "cell[N]", and its entry function is the cell's top-level statements,
  * the root's child. */

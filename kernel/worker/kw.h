@@ -13,7 +13,9 @@
  *   kw_threads.c  registers every thread a cell starts with the sampler
  *                 and the allocation recorder, and gives it an alternate
  *                 signal stack for crash reports
- *   kw_alloc.c  the allocator's entry points, for allocation profiling
+ * (The allocator's entry points, for allocation profiling, are the
+ * library's: flame/fl_allocs_entry.c, which the worker links and
+ * libcflame_preload_allocs.so is built from.)
  *   kw_value.c  the value of a cell's trailing expression, printed with the
  *               type its DWARF gives */
 #ifndef KW_H

@@ -115,7 +115,7 @@ static json_t *error_event(const char *ename, const char *evalue) {
  * "words": W, "table_slots": S (a power of two: see fl_allocs.h), "tag": T
  * (optional), "zeroed": Z (as above)}. PATH is a file the kernel made fl_allocs_buffer_bytes(W, S)
  * long, mapped shared the same way; the allocation calls of every thread
- * are recorded (kw_alloc.c, fl_allocs) from just before the cell's entry is
+ * are recorded (fl_allocs_entry.c, fl_allocs) from just before the cell's entry is
  * called to just after it returns. The "done" event then says "allocs":
  * {"records": N, "dropped": D, "calls": C, "frees": F, "sample_rate": R,
  * "space_errno": the errno with which the buffer's file could not grow (0: none),

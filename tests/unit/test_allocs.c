@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests fl_allocs and the worker's allocator entry points (kw_alloc.c),
+/* Tests fl_allocs and the worker's allocator entry points (fl_allocs_entry.c),
  * both linked into this executable, which exports its symbols as the
  * worker does, so that the C library's own calls (strdup, fopen) bind to
  * them too. Known answers: exact counts and bytes at sample_rate 1 by

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The worker's allocator entry points, for allocation profiling (see
- * include/cflame/fl_allocs.h).
+/* fl_allocs_entry: the allocator's entry points, for allocation profiling
+ * (see include/cflame/fl_allocs.h), linked into the worker and built into
+ * `cflame record`'s libcflame_preload_allocs.so.
  *
  * The worker executable defines malloc, free, calloc, realloc,
  * reallocarray, posix_memalign, aligned_alloc, memalign, valloc and
