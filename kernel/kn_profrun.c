@@ -19,6 +19,7 @@
 #include "cflame/fl_symbol.h"
 #include "fl__common.h"
 #include "kn_exec.h"
+#include "kn_live.h"
 #include "kn_names.h"
 #include "kn_prof.h"
 #include "kn_profmagic.h"
@@ -51,7 +52,9 @@ static void show_cell_profile(kn_exec_t *e, const fl_profile_t *prof) {
                                             &e->profreq, name, err, sizeof err)
                         : kn_prof_show(kp, prof, &e->profreq, name, err, sizeof err);
   if (content) {
-    kn_exec_display(e, content);
+    /* It replaces the live graph shown while the cell ran, if any. */
+    const char *live_id = e->live ? kn_live_display_id(e->live) : NULL;
+    kn_exec_display_id(e, content, live_id, live_id != NULL);
   } else {
     kn_exec_output(e, 'E', err, strlen(err));
     kn_exec_output(e, 'E', "\n", 1);
@@ -77,6 +80,11 @@ typedef struct collector {
                            pid_t pid, char *err, size_t err_size);
   /* What a view of no samples says (new string), or NULL for nothing. */
   char *(*empty)(const kn_exec_t *e, json_t *report, const fl_profile_t *prof);
+  /* Reads what the worker has recorded so far while the cell still runs
+   * (kn_live.c, off the loop): it touches neither the execution nor the
+   * loop. NULL with err. */
+  fl_profile_t *(*so_far)(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid, char *err,
+                          size_t err_size);
 } collector_t;
 
 /* ---- the CPU sampler ---- */
@@ -143,6 +151,12 @@ static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, con
   return prof;
 }
 
+static fl_profile_t *sampler_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
+                                    char *err, size_t err_size) {
+  kn_prof_run_t run = {.interval_ns = r->delay_ns, .cell = cell};
+  return kn_prof_collect(kp, pid, NULL, &run, err, err_size);
+}
+
 static char *sampler_empty(const kn_exec_t *e, json_t *info, const fl_profile_t *prof) {
   (void)e;
   /* The handler's note said why. */
@@ -191,6 +205,12 @@ static fl_profile_t *recorder_collect(kn_exec_t *e, json_t *ev, json_t *info, co
                                 err_size);
 }
 
+static fl_profile_t *recorder_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
+                                     char *err, size_t err_size) {
+  kn_allocs_run_t run = {.sample_rate = r->sample_rate, .kind = r->kind, .cell = cell};
+  return kn_prof_collect_allocs(kp, pid, &run, err, err_size);
+}
+
 static char *recorder_empty(const kn_exec_t *e, json_t *info, const fl_profile_t *prof) {
   (void)prof;
   uint64_t calls = (uint64_t)json_integer_value(json_object_get(info, "calls"));
@@ -217,9 +237,11 @@ static char *recorder_empty(const kn_exec_t *e, json_t *info, const fl_profile_t
 }
 
 static const collector_t sampler = {"profile",       "the profile",   true,
-                                    sampler_request, sampler_collect, sampler_empty};
+                                    sampler_request, sampler_collect, sampler_empty,
+                                    sampler_so_far};
 static const collector_t recorder = {"allocs",         "the allocation profile", false,
-                                     recorder_request, recorder_collect,         recorder_empty};
+                                     recorder_request, recorder_collect,         recorder_empty,
+                                     recorder_so_far};
 
 /* The collector of each kind of samples the kernel can take; NULL: none
  * (kinds only read from files). */
@@ -243,6 +265,13 @@ json_t *kn_profrun_request(kn_exec_t *e, const char **key, char *err, size_t err
   return c->request(kn_kernel_prof(e->k), e, err, err_size);
 }
 
+fl_profile_t *kn_profrun_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
+                               char *err, size_t err_size) {
+  const collector_t *c = collectors[r->kind];
+  assert(c);
+  return c->so_far(kp, r, cell, pid, err, err_size);
+}
+
 bool kn_profrun_after_crash(const kn_exec_t *e) {
   return collector_of(e)->after_crash;
 }
@@ -254,6 +283,10 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid)
   const collector_t *c = collector_of(e);
   json_t *report = json_object_get(ev, c->key);
   char err[512];
+  /* A live graph under way reads the buffer and the symbolizer the final
+   * one does: it ends first (at a crash; a cell that ends waits for it,
+   * kn_events.c, and finds it ended). */
+  if (e->live) kn_live_stop(e->live);
   fl_profile_t *prof = c->collect(e, ev, report, maps_text, pid, err, sizeof err);
   if (!prof) {
     fl__buf_t sb = FL__BUF_INIT;
