@@ -29,9 +29,10 @@ struct kn_live {
   char display_id[64];
   bool shown;
   uint64_t shown_records; /* the stacks the last graph shown was drawn from */
-  /* The drawing under way: the loop writes the fields above `thread`
-   * before it starts, the thread writes content, records and err before
-   * it writes done_fd, the loop reads them after pthread_join. */
+  /* The drawing under way (busy): the loop sets read_ns and clears the
+   * results and cancel before it starts the thread, which reads them and
+   * shown_records; the thread writes content, records and err before it
+   * writes done_fd, and the loop reads them after pthread_join. */
   bool busy;
   pthread_t thread;
   int done_fd; /* eventfd, or -1 */

@@ -153,7 +153,7 @@ static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, con
 
 static fl_profile_t *sampler_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
                                     char *err, size_t err_size) {
-  kn_prof_run_t run = {.interval_ns = r->delay_ns, .cell = cell};
+  kn_prof_run_t run = {.interval_ns = r->delay_ns, .cell = cell, .live = true};
   return kn_prof_collect(kp, pid, NULL, &run, err, err_size);
 }
 
@@ -207,7 +207,8 @@ static fl_profile_t *recorder_collect(kn_exec_t *e, json_t *ev, json_t *info, co
 
 static fl_profile_t *recorder_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
                                      char *err, size_t err_size) {
-  kn_allocs_run_t run = {.sample_rate = r->sample_rate, .kind = r->kind, .cell = cell};
+  kn_allocs_run_t run = {
+      .sample_rate = r->sample_rate, .kind = r->kind, .cell = cell, .live = true};
   return kn_prof_collect_allocs(kp, pid, &run, err, err_size);
 }
 
