@@ -288,6 +288,8 @@ void kn_execute_interrupt(kn_kernel_t *k) {
 void kn_execute_on_live(kn_kernel_t *k, kn_exec_t *e) {
   bool update;
   json_t *content = kn_live_take(e->live, &update);
+  if (!content && *kn_live_error(e->live))
+    kn_log(k, KN_LOG_DEBUG, "live graph of cell %d: %s", e->cell, kn_live_error(e->live));
   if (content && !e->live_done)
     kn_exec_display_id(e, content, kn_live_display_id(e->live), update);
   else

@@ -169,6 +169,10 @@ void kn_live_stop(kn_live_t *l) {
   l->content = NULL;
 }
 
+const char *kn_live_error(const kn_live_t *l) {
+  return l->err;
+}
+
 const char *kn_live_display_id(const kn_live_t *l) {
   return l->shown ? l->display_id : NULL;
 }

@@ -56,6 +56,9 @@ bool kn_live_ended(const kn_live_t *l);
  * graph, a drawing given up or failed). *update: the content replaces the
  * graph shown under kn_live_display_id (else it is the first). */
 json_t *kn_live_take(kn_live_t *l, bool *update);
+/* Why the drawing last taken gave no graph ("" when it did, or had
+ * nothing new to show): for the kernel's log. */
+const char *kn_live_error(const kn_live_t *l);
 /* Ends the live graphs: gives up the drawing under way, if any, waits for
  * its thread, and starts no other (the run ended, or its worker died). The
  * graph shown keeps its display_id, for the final graph. */
