@@ -145,6 +145,10 @@ static void on_input_request(kn_kernel_t *k, kn_exec_t *e, json_t *ev) {
  * sent again, and the time the cell has to stop counts from now, not from
  * while its object loaded. */
 static void on_running(kn_kernel_t *k, kn_exec_t *e) {
+  /* every=: the live graphs count the cell's time from here. */
+  if (e->profreq.every_ns && e->profreq.mode == KN_PROF_VIEW && !e->live)
+    e->live = kn_live_new(kn_kernel_prof(k), &e->profreq, e->cell,
+                          kn_worker_pid(kn_kernel_worker(k)), fl__clock_ns(CLOCK_MONOTONIC));
   if (e->interrupt_stage != 1 && e->interrupt_stage != 2) return;
   e->interrupt_stage = 1;
   e->interrupt_at_ms = fl__now_ms();
@@ -222,7 +226,15 @@ static void on_worker_event(void *ctx, const kn_wev_t *ev) {
 static void after_worker_events(kn_kernel_t *k, worker_ctx_t *c) {
   /* Both may come in one pass: the cell finished, then the worker ended
    * (a cell that closed its command channel). */
-  if (c->done && kn_kernel_exec(k)) on_done(k, kn_kernel_exec(k), c->done);
+  kn_exec_t *e = kn_kernel_exec(k);
+  if (c->done && e && e->live && kn_live_busy(e->live) && !c->exited) {
+    /* A live graph is being drawn: the final graph must come after it,
+     * which it replaces, and the loop does not wait for it: the cell ends
+     * when it has (kn_execute_on_live). */
+    e->live_done = json_incref(c->done);
+  } else if (c->done && e) {
+    on_done(k, e, c->done);
+  }
   /* A start: what it dropped, then its end (after which the worker may end
    * again, in a later pass). */
   for (size_t i = 0; i < json_array_size(c->dropped); i++) {
@@ -314,6 +326,21 @@ void kn_execute_interrupt(kn_kernel_t *k) {
   kn_worker_signal_group(kn_kernel_worker(k), SIGINT);
 }
 
+void kn_execute_on_live(kn_kernel_t *k, kn_exec_t *e) {
+  bool update;
+  json_t *content = kn_live_take(e->live, &update);
+  if (!content && *kn_live_error(e->live))
+    kn_log(k, KN_LOG_DEBUG, "live graph of cell %d: %s", e->cell, kn_live_error(e->live));
+  if (content && !e->live_done)
+    kn_exec_display_id(e, content, kn_live_display_id(e->live), update);
+  else
+    json_decref(content); /* the final graph follows at once */
+  json_t *done = e->live_done;
+  e->live_done = NULL;
+  if (done) on_done(k, e, done);
+  json_decref(done);
+}
+
 int kn_execute_tick(kn_kernel_t *k) {
   worker_ctx_t c = {.k = k, .e = kn_kernel_exec(k)};
   int timeout = kn_worker_tick(kn_kernel_worker(k), on_worker_event, &c);
@@ -323,6 +350,10 @@ int kn_execute_tick(kn_kernel_t *k) {
   long long now = fl__now_ms();
   int t = kn_output_tick(&e->out, now);
   if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+  if (e->live && !e->live_done && e->interrupt_stage == 0) {
+    t = kn_live_tick(e->live, fl__clock_ns(CLOCK_MONOTONIC));
+    if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+  }
   if (e->interrupt_stage == 1 && now - e->interrupt_at_ms >= INTERRUPT_FORCE_MS) {
     e->interrupt_stage = 2;
     kn_worker_signal(kn_kernel_worker(k), SIGUSR2);

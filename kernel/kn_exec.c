@@ -40,6 +40,8 @@ void kn_exec_destroy(kn_exec_t **ep) {
   /* Shutdown while a line magic runs off the loop: it is stopped, and
    * waited for, since it owns the profiling state the kernel frees next. */
   kn_job_discard(&e->job);
+  kn_live_destroy(&e->live);
+  json_decref(e->live_done);
   kn_profrun_free(&e->profrun);
   json_decref(e->done_ev);
   free(e->died_reason);
@@ -75,11 +77,14 @@ void kn_exec_print(kn_exec_t *e, char kind, const char *fmt, ...) {
   fl__buf_free(&sb);
 }
 
-void kn_exec_display(kn_exec_t *e, json_t *content) {
+void kn_exec_display_id(kn_exec_t *e, json_t *content, const char *display_id, bool update) {
   kn_output_flush(&e->out, true);
-  json_object_set_new(content, "transient", json_object());
-  kn_publish(e->k, e->request, "display_data", content);
+  json_object_set_new(content, "transient",
+                      display_id ? json_pack("{s:s}", "display_id", display_id) : json_object());
+  kn_publish(e->k, e->request, update ? "update_display_data" : "display_data", content);
 }
+
+void kn_exec_display(kn_exec_t *e, json_t *content) { kn_exec_display_id(e, content, NULL, false); }
 
 void kn_exec_result(kn_exec_t *e, const char *text) {
   kn_output_flush(&e->out, true);

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 
 #include "kn_kernel.h"
+#include "kn_live.h"
 #include "kn_output.h"
 #include "kn_profmagic.h"
 #include "kn_session.h"
@@ -38,9 +39,10 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg);
 /* Feeds the worker's output and events to the running execution. */
 void kn_execute_on_worker(kn_kernel_t *k);
 /* The running execution's own descriptors to poll (-1 where none): its
- * compiler's output and end (kn_compile.c), and the end of its line magic
- * off the loop (kn_job.c); and what to do when one is ready. */
-#define KN_EXEC_FDS 3
+ * compiler's output and end (kn_compile.c), the end of its line magic
+ * off the loop (kn_job.c), and of its live graph's drawing (kn_live.c);
+ * and what to do when one is ready. */
+#define KN_EXEC_FDS 4
 void kn_execute_fds(const kn_kernel_t *k, int fds[KN_EXEC_FDS]);
 void kn_execute_on_fds(kn_kernel_t *k);
 /* At shutdown: ends a compiler under way. */
@@ -96,6 +98,12 @@ struct kn_exec {
   int died_status;
   char *died_reason;
   kn_profreq_t profreq;    /* mode KN_PROF_NONE unless profiling */
+  /* every=: the graph of the run so far, drawn off the loop (kn_live.h),
+   * from the worker's "running" on; NULL without every=. The worker's
+   * "done" that comes while a drawing is under way waits in live_done
+   * until it ends, so that the final graph replaces the last live one. */
+  kn_live_t *live;
+  json_t *live_done;
   char *cell_key;          /* the cell's key in the runs kept (kn_profhist_key) */
   kn_output_t out;
   bool input_pending;
@@ -122,6 +130,9 @@ void kn_exec_print(kn_exec_t *e, char kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Publishes display_data content (stolen), after the output before it. */
 void kn_exec_display(kn_exec_t *e, json_t *content);
+/* The same under display_id, NULL: none; as update_display_data when
+ * update (it replaces what was shown under that id). */
+void kn_exec_display_id(kn_exec_t *e, json_t *content, const char *display_id, bool update);
 /* Publishes text as the execution's result (Out[n]), unless silent. */
 void kn_exec_result(kn_exec_t *e, const char *text);
 /* Ends e: publishes the error (if ename), replies, goes idle, frees e.
@@ -135,6 +146,10 @@ void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, c
 /* Replies "aborted" to execute requests queued behind a failed one
  * (stop_on_error), and serves the other requests waiting. */
 void kn_exec_abort_queued(kn_kernel_t *k);
+
+/* kn_events.c: e's live graph's drawing has ended (kn_live_ended): it is
+ * shown, and a "done" that waited for it is handled. */
+void kn_execute_on_live(kn_kernel_t *k, kn_exec_t *e);
 
 /* kn_profrun.c: the profiled run of e ended (ev is the worker's "done"
  * event; or NULL after a crash, when maps_text, in e->crash_report, and
@@ -159,6 +174,12 @@ char *kn_profrun_not_drawn_note(const kn_exec_t *e);
  * under *key ("profile", "allocs"), with the file it records into
  * prepared. NULL with err. */
 json_t *kn_profrun_request(kn_exec_t *e, const char **key, char *err, size_t err_size);
+/* What the worker pid has recorded so far of a run that r asked for and
+ * that still runs (cell: its number): the profile of the live graph
+ * (kn_live.c). Safe off the loop while the loop leaves kp alone. NULL with
+ * err. */
+fl_profile_t *kn_profrun_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
+                               char *err, size_t err_size);
 /* Whether e's samples can still be read once its worker crashed. */
 bool kn_profrun_after_crash(const kn_exec_t *e);
 /* What became of the profile of a run cut short (a crash, an interrupt),

@@ -98,7 +98,7 @@ static const kn_magic_def_t magics[] = {
     {.name = "lsmagic", .forms = KN_FORM_LINE, .kernel_line = magic_lsmagic,
      .usage = "%lsmagic", .help = "List the magics."},
     {.name = "profview", .forms = KN_FORM_LINE | KN_FORM_CELL, .profile = KN_PROF_VIEW,
-     .statement = always, .options = RUN_OPTS,
+     .statement = always, .options = RUN_OPTS | KN_OPTS_EVERY,
      .usage = "%%profview [opts]  /  %profview [opts] STATEMENT",
      .help = "Clear the session profile, run the cell (or the statement) under the sampling "
              "profiler\nand show its flame graph."},
@@ -148,7 +148,8 @@ static const kn_magic_def_t magics[] = {
              "N's graph.\n%%profdiffview prev compares a cell's run with its previous one, "
              "even after the cell was edited."},
     {.name = "profallocs", .forms = KN_FORM_LINE | KN_FORM_CELL, .profile = KN_PROF_VIEW,
-     .kind = FL_PROFILE_ALLOC_BYTES, .statement = always, .options = RUN_OPTS | KN_OPTS_ALLOC,
+     .kind = FL_PROFILE_ALLOC_BYTES, .statement = always,
+     .options = RUN_OPTS | KN_OPTS_ALLOC | KN_OPTS_EVERY,
      .usage = "%%profallocs [sample_rate=] [weight=bytes|count] [live=true] [opts]  /  "
               "%profallocs [opts] STATEMENT",
      .help = "Run the cell (or the statement) recording its memory allocations (malloc, "

@@ -348,6 +348,16 @@ static fl_symbolizer_t *symbolizer_for(kn_prof_t *p, pid_t pid, const char *maps
   return sym;
 }
 
+/* A refresh after a restart drops what was read of the small modules the
+ * new worker maps elsewhere (the large ones, libc's debug information
+ * first, stay in the symbolizer's store, kept by build-id), and glibc
+ * keeps freed pages in the heap: give them back, so that a long session's
+ * footprint stays that of one worker's libraries. Not during a live read
+ * (kn_prof_run_t.live): the run's own read at its end does it. */
+static void trim_heap(bool live) {
+  if (!live) malloc_trim(0);
+}
+
 /* What a profile of a cell's run says about the run. */
 static void note_run(fl_profile_info_t *info, uint64_t dropped, double cpu_seconds,
                      double wall_seconds, int cell) {
@@ -381,12 +391,7 @@ fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
 done:
   if (owned) fl_symbolizer_destroy(&sym);
   if (map != MAP_FAILED) munmap(map, bytes);
-  /* A refresh after a restart drops what was read of the small modules the
-   * new worker maps elsewhere (the large ones, libc's debug information
-   * first, stay in the symbolizer's store, kept by build-id), and glibc
-   * keeps freed pages in the heap: give them back, so that a long
-   * session's footprint stays that of one worker's libraries. */
-  malloc_trim(0);
+  trim_heap(run->live);
   return prof;
 }
 
@@ -503,12 +508,7 @@ fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_ru
 done:
   if (owned) fl_symbolizer_destroy(&sym);
   if (map != MAP_FAILED) munmap(map, bytes);
-  /* A refresh after a restart drops what was read of the small modules the
-   * new worker maps elsewhere (the large ones, libc's debug information
-   * first, stay in the symbolizer's store, kept by build-id), and glibc
-   * keeps freed pages in the heap: give them back, so that a long
-   * session's footprint stays that of one worker's libraries. */
-  malloc_trim(0);
+  trim_heap(run->live);
   return prof;
 }
 

@@ -114,6 +114,10 @@ typedef struct kn_prof_run {
   double wall_seconds;
   char source[32]; /* timer source the sampler used */
   int cell;
+  /* A read while the run goes on (a live graph, off the loop): the heap is
+   * left as it is, as trimming it takes every arena's lock, the loop's
+   * thread's too; the run's own read at its end trims it. */
+  bool live;
 } kn_prof_run_t;
 
 /* Reads the sample file after a run of cell (by worker pid, which must still
@@ -129,6 +133,7 @@ typedef struct kn_allocs_run {
   uint64_t records, dropped, calls, frees;
   double cpu_seconds, wall_seconds;
   int cell;
+  bool live; /* as kn_prof_run_t's */
 } kn_allocs_run_t;
 
 #define KN_ALLOCS_DEFAULT_WORDS (16ull << 20) /* 128 MiB of records, sparse */

@@ -53,15 +53,13 @@ static void remember(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t
 }
 
 /* The budget of a drawing with options o: their max_memory=, and
- * cancelled by an interrupt of the job the magic runs in
- * (kn_prof_cancel_flag). */
-static void draw_budget(const kn_prof_t *kp, const fl_options_t *o, fl_budget_t *b) {
+ * cancelled by cancel (an interrupt of the job the magic runs in,
+ * kn_prof_cancel_flag, or a live graph given up: kn_live.c). */
+static void draw_budget(const fl_options_t *o, const fl_cancel_flag_t *cancel, fl_budget_t *b) {
   fl_options_budget(o, b);
-  b->cancel = kn_prof_cancel_flag(kp);
+  b->cancel = cancel;
 }
 
-/* The line under a graph's title, and text/plain's summary line: what
- * prof holds, and for a diff against which baseline. New string. */
 static char *graph_note(kn_prof_t *kp, const fl_profile_t *prof, bool diff,
                         const kn_profreq_t *req) {
   char *summary = kn_prof_summary(kp, prof);
@@ -77,28 +75,44 @@ static char *graph_note(kn_prof_t *kp, const fl_profile_t *prof, bool diff,
   return fl__buf_take(&note);
 }
 
-/* The graph of prof (against baseline when not NULL: a diff) as
- * display_data content, remembered for %profsave. New, or NULL with err. */
-static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
-                    const kn_profreq_t *req, const char *root_name, char *err, size_t err_size) {
-  char *note = graph_note(kp, prof, baseline != NULL, req);
+/* The bundle of prof's graph (against baseline when not NULL: a diff) with
+ * note under its title. New, or NULL with err. */
+static json_t *draw_bundle(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
+                           const kn_profreq_t *req, const char *root_name, const char *note,
+                           const fl_cancel_flag_t *cancel, char *err, size_t err_size) {
   fl_options_t draw = req->draw; /* the same options, and what the notebook adds */
   draw.view.note = note;
   draw.view.markdown_hint = interactive_hint;
   if (!fl_options_given(&req->draw, "png")) draw.view.png = png_by_default();
   fl_budget_t budget;
-  draw_budget(kp, &draw, &budget);
+  draw_budget(&draw, cancel, &budget);
   fl_output_req_t r = {.profile = prof,
                        .baseline = baseline,
                        .root = root_name,
                        .opts = &draw,
                        .source = *kn_prof_source_reader(kp),
                        .budget = &budget};
-  json_t *bundle = fl_output_bundle(&r, err, err_size);
+  return fl_output_bundle(&r, err, err_size);
+}
+
+/* The graph of prof (against baseline when not NULL: a diff) as
+ * display_data content, remembered for %profsave. New, or NULL with err. */
+static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
+                    const kn_profreq_t *req, const char *root_name, char *err, size_t err_size) {
+  char *note = graph_note(kp, prof, baseline != NULL, req);
+  json_t *bundle = draw_bundle(kp, prof, baseline, req, root_name, note, kn_prof_cancel_flag(kp),
+                               err, err_size);
   if (bundle) remember(kp, prof, baseline, req, root_name, note, bundle);
   free(note);
   if (!bundle) return NULL;
   return json_pack("{s:o, s:{}}", "data", bundle, "metadata");
+}
+
+json_t *kn_prof_show_live(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
+                          const char *root_name, const char *note, const fl_cancel_flag_t *cancel,
+                          char *err, size_t err_size) {
+  json_t *bundle = draw_bundle(kp, prof, NULL, req, root_name, note, cancel, err, err_size);
+  return bundle ? json_pack("{s:o, s:{}}", "data", bundle, "metadata") : NULL;
 }
 
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
@@ -200,7 +214,7 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
                    info->source[0] ? info->source : root);
   }
   fl_budget_t budget;
-  draw_budget(kp, &opts->draw, &budget);
+  draw_budget(&opts->draw, kn_prof_cancel_flag(kp), &budget);
   fl_output_req_t draw = {.profile = prof,
                           .baseline = baseline,
                           .root = root,
@@ -521,7 +535,7 @@ static int show_session(kn_prof_t *kp, const char *name, bool show, const char *
    * unless the user said so. */
   if (req.draw.flat && !fl_options_given(&req.draw, "minwidth")) req.draw.tree.minwidth = 0;
   fl_budget_t budget; /* max_memory= */
-  draw_budget(kp, &req.draw, &budget);
+  draw_budget(&req.draw, kn_prof_cancel_flag(kp), &budget);
   req.draw.tree.budget = &budget;
   fl_tree_t *tree = fl_tree_build(session, &req.draw.tree, "all", err, err_size);
   if (!tree) goto out;

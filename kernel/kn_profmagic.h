@@ -26,6 +26,15 @@
 json_t *kn_prof_show(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
                      const char *root_name, char *err, size_t err_size);
 
+/* The graph of prof as kn_prof_show draws it, with note (the live graph's
+ * "live: 12.0 s so far, ...") under its title instead of the run's
+ * summary, and neither remembered nor changing kp: a graph of a cell that
+ * still runs (kn_live.c), drawn off the loop while kp's owner is the
+ * loop. cancel stops the drawing. New, or NULL with err. */
+json_t *kn_prof_show_live(kn_prof_t *kp, const fl_profile_t *prof, const kn_profreq_t *req,
+                          const char *root_name, const char *note, const fl_cancel_flag_t *cancel,
+                          char *err, size_t err_size);
+
 /* The differential flame graph of target against baseline, as display_data
  * content; remembered for %profsave. NULL with err (e.g. CPU against
  * allocation profile). */

@@ -39,6 +39,10 @@ static const kn_optspec_t kernel_options[] = {
      .def = "bytes", .groups = KN_OPTS_ALLOC},
     {"live", FL_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends",
      .def = "false", .groups = KN_OPTS_ALLOC},
+    {"every", FL_OPT_DOUBLE, NULL, 0, 3600,
+     "while the cell runs, show its graph so far this often, in seconds (0: only at the end; "
+     "else at least 0.2)",
+     .def = "0", .groups = KN_OPTS_EVERY},
     {"allocs", FL_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time",
      .shown_def = "as the baseline", .groups = KN_OPTS_KIND},
     {"as", FL_OPT_STRING, NULL, 1, 0, "keep it as baseline NAME instead of the session profile",
@@ -166,6 +170,18 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   if ((v = kn_opts_get(&o, "sample_rate")) && v->set) {
     req->sample_rate = v->d;
     req->sample_rate_set = true;
+  }
+  if ((v = kn_opts_get(&o, "every")) && v->set) {
+    /* Each live graph is a profile read and drawn: more often than this
+     * would spend the kernel's CPU on drawing rather than on the cell. */
+    if (v->d > 0 && v->d < KN_LIVE_MIN_EVERY) {
+      snprintf(err, err_size,
+               "%s: every=%g is too often; give 0 (no live graph) or at least %g seconds",
+               shown, v->d, KN_LIVE_MIN_EVERY);
+      kn_opts_free(&o);
+      return -1;
+    }
+    req->every_ns = (uint64_t)llround(v->d * 1e9);
   }
   bool count = false, live = false, allocs = req->sample_rate_set;
   if ((v = kn_opts_get(&o, "weight")) && v->set) {

@@ -32,7 +32,11 @@ enum {
   KN_OPTS_ALLOC = 1 << 17,                      /* sample_rate, weight, live */
   KN_OPTS_KIND = 1 << 18,                       /* allocs (baselines and diffs: which profiler) */
   KN_OPTS_LOAD = 1 << 19 | FL_OPTS_BUDGET, /* as, per_input, max_input_size, max_memory (%profload) */
+  KN_OPTS_EVERY = 1 << 21, /* every (magics that show the cell's graph while it runs: kn_live.h) */
 };
+
+/* every=SECONDS: 0 (off) or at least this long between live graphs. */
+#define KN_LIVE_MIN_EVERY 0.2
 
 /* One line per option of the groups, as the magics' help shows them:
  * "  delay=X              sampling interval in seconds (default: 0.001)".
@@ -57,6 +61,7 @@ typedef struct kn_profreq {
    * parser leaves the kind the options name; kn_profreq_kind settles it. */
   fl_profile_kind_t kind;
   double sample_rate; /* allocation kinds: the share of allocations recorded */
+  uint64_t every_ns;  /* every=: a live graph this often while the cell runs; 0: none */
   /* Which of the kernel's options were written (for defaults taken from a
    * baseline, and options that do not fit the kind of profile);
    * draw.given says which drawing options were. */

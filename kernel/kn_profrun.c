@@ -23,6 +23,7 @@
 #include "fl__common.h"
 #include "kn_exec.h"
 #include "kn_job.h"
+#include "kn_live.h"
 #include "kn_names.h"
 #include "kn_prof.h"
 #include "kn_profmagic.h"
@@ -106,6 +107,11 @@ typedef struct collector {
                            pid_t pid, char *err, size_t err_size);
   /* What a view of no samples says (new string), or NULL for nothing. */
   char *(*empty)(const kn_exec_t *e, json_t *report, const fl_profile_t *prof);
+  /* Reads what the worker has recorded so far while the cell still runs
+   * (kn_live.c, off the loop): it touches neither the execution nor the
+   * loop. NULL with err. */
+  fl_profile_t *(*so_far)(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid, char *err,
+                          size_t err_size);
 } collector_t;
 
 /* ---- the CPU sampler ---- */
@@ -165,6 +171,12 @@ static fl_profile_t *sampler_collect(kn_exec_t *e, json_t *ev, json_t *info, con
   return prof;
 }
 
+static fl_profile_t *sampler_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
+                                    char *err, size_t err_size) {
+  kn_prof_run_t run = {.interval_ns = r->delay_ns, .cell = cell, .live = true};
+  return kn_prof_collect(kp, pid, NULL, &run, err, err_size);
+}
+
 static char *sampler_empty(const kn_exec_t *e, json_t *info, const fl_profile_t *prof) {
   (void)e;
   /* The handler's note said why. */
@@ -208,6 +220,13 @@ static fl_profile_t *recorder_collect(kn_exec_t *e, json_t *ev, json_t *info, co
   return kn_prof_collect_allocs(kn_kernel_prof(e->k), pid, &run, err, err_size);
 }
 
+static fl_profile_t *recorder_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
+                                     char *err, size_t err_size) {
+  kn_allocs_run_t run = {
+      .sample_rate = r->sample_rate, .kind = r->kind, .cell = cell, .live = true};
+  return kn_prof_collect_allocs(kp, pid, &run, err, err_size);
+}
+
 static char *recorder_empty(const kn_exec_t *e, json_t *info, const fl_profile_t *prof) {
   (void)prof;
   uint64_t calls = (uint64_t)json_integer_value(json_object_get(info, "calls"));
@@ -234,9 +253,11 @@ static char *recorder_empty(const kn_exec_t *e, json_t *info, const fl_profile_t
 }
 
 static const collector_t sampler = {"profile",       "the profile",   true,
-                                    sampler_request, sampler_collect, sampler_empty};
+                                    sampler_request, sampler_collect, sampler_empty,
+                                    sampler_so_far};
 static const collector_t recorder = {"allocs",         "the allocation profile", false,
-                                     recorder_request, recorder_collect,         recorder_empty};
+                                     recorder_request, recorder_collect,         recorder_empty,
+                                     recorder_so_far};
 
 /* The collector of each kind of samples the kernel can take; NULL: none
  * (kinds only read from files). */
@@ -258,6 +279,13 @@ json_t *kn_profrun_request(kn_exec_t *e, const char **key, char *err, size_t err
   const collector_t *c = collector_of(e);
   *key = c->key;
   return c->request(kn_kernel_prof(e->k), e, err, err_size);
+}
+
+fl_profile_t *kn_profrun_so_far(kn_prof_t *kp, const kn_profreq_t *r, int cell, pid_t pid,
+                               char *err, size_t err_size) {
+  const collector_t *c = collectors[r->kind];
+  assert(c);
+  return c->so_far(kp, r, cell, pid, err, err_size);
 }
 
 bool kn_profrun_after_crash(const kn_exec_t *e) {
@@ -339,6 +367,10 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid,
   pr->notes = (fl__buf_t)FL__BUF_INIT;
   e->profrun = pr;
   e->graph_interrupted = false;
+  /* A live graph under way reads the buffer and the symbolizer the job
+   * does: it ends first (at a crash; a cell that ends waits for it,
+   * kn_events.c, and finds it ended). */
+  if (e->live) kn_live_stop(e->live);
   char err[512];
   e->job = kn_job_start_fn(kn_kernel_prof(k), profile_run, e, err, sizeof err);
   if (!e->job) {
@@ -374,7 +406,11 @@ void kn_profrun_drawn(kn_exec_t *e) {
    * profile that could not be read says so, not that it was kept. */
   if (res.display || !pr->kept) e->graph_interrupted = false;
   if (rc < 0 && !e->graph_interrupted) kn_exec_print(e, 'E', "%s\n", err);
-  if (res.display) kn_exec_display(e, res.display);
+  if (res.display) {
+    /* It replaces the live graph shown while the cell ran, if any. */
+    const char *live_id = e->live ? kn_live_display_id(e->live) : NULL;
+    kn_exec_display_id(e, res.display, live_id, live_id != NULL);
+  }
   free(res.output);
   kn_exec_then_fn then = pr->then;
   kn_profrun_free(&e->profrun);

@@ -66,6 +66,9 @@ static void during_cell(kn_kernel_t *k, kn_exec_t *e, int status, const char *re
    * though its run ended badly. One whose code never finished loading is
    * not kept: the new worker would load it again. */
   bool kept = e->loaded;
+  /* No live graph of a worker that is gone; the final one replaces the
+   * last shown. */
+  if (e->live) kn_live_stop(e->live);
   if (kept)
     kn_session_commit(kn_kernel_session(k), &e->compiled);
   else

@@ -463,6 +463,7 @@ void kn_execute_fds(const kn_kernel_t *k, int fds[KN_EXEC_FDS]) {
   const kn_exec_t *e = kn_kernel_exec(k);
   if (e && e->compiling) kn_compile_fds(e->compiling, fds);
   if (e && e->job) fds[2] = kn_job_fd(e->job);
+  if (e && e->live) fds[3] = kn_live_fd(e->live);
 }
 
 void kn_execute_on_fds(kn_kernel_t *k) {
@@ -474,6 +475,8 @@ void kn_execute_on_fds(kn_kernel_t *k) {
     kn_profrun_drawn(e);
   else if (e && e->job && kn_job_done(e->job))
     on_job_done(k, e);
+  else if (e && e->live && kn_live_ended(e->live))
+    kn_execute_on_live(k, e);
 }
 
 void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {

@@ -77,7 +77,18 @@
  *            every thread sampled in the run when sampling stops, or as the
  *            thread unregisters while it runs (never in the signal handler).
  *   A record with word 0 == 0 ends the buffer early (a reservation that was
- *   never filled, e.g. after a crash). */
+ *   never filled, e.g. after a crash).
+ *
+ * Reading while the sampler writes (the kernel's live graphs): a record is
+ * committed by one store-release of its word 0, after every other word of
+ * it is written, into a buffer whose words past used_words are zero; a
+ * reader that load-acquires used_words and then each record's word 0
+ * (fl_sampler_next does) sees whole records only, and stops at the first
+ * reservation not yet filled: what it reads is a prefix of what the run
+ * will hold. It takes no lock and stops nothing. The one word changed
+ * after its commit is the weight of each thread's last record, raised once
+ * by fl_sampler_stop (the CPU time since that sample): a reader during
+ * the run sees it before that. */
 #ifndef FL_SAMPLER_H
 #define FL_SAMPLER_H
 

@@ -22,44 +22,23 @@ import re
 
 import pytest
 
-from conftest import (VL_MIME, SpecStore, ancestors, by_id, children, flame, ok, rows_of, run,
-                      share_bound, start_kernel, stdout, summary_of, svg_of, top_rows_of,
-                      chart_bars_of, sandwich_halves_of)
+from conftest import (SPLIT_DEFS, VL_MIME, SpecStore, ancestors, by_id, children, flame,
+                      measured_b_share, ok, rows_of, run, share_bound, start_kernel, stdout,
+                      summary_of, svg_of, timed_split, top_rows_of, chart_bars_of,
+                      sandwich_halves_of)
 
 STORE = SpecStore("profile-truth")
 
-# Work of known cost: the same loop (a chain of dependent floating-point
-# additions, so its speed is steady) run u times in a(), 3u times in b().
-# calib() is a copy for measuring the machine without touching a or b.
+# SPLIT_DEFS (conftest.py): a() and b() split the work 1:3, calib() and the
+# clocks; and what the sleeping tests and the calibration add.
 DEFS = r"""
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-static volatile double sink;
-__attribute__((noinline)) void a(long u) { double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }
-__attribute__((noinline)) void b(long u) { double z = 0; for (long k = 0; k < 3 * u; k++) z += k * 0.5; sink += z; }
-__attribute__((noinline)) void calib(long u) { double z = 0; for (long k = 0; k < u; k++) z += k * 0.5; sink += z; }
-
-static double cpu_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-static double thread_cpu_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-static double mono_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
+""" + SPLIT_DEFS + r"""
 /* For the sleeping tests: a thread that burns CPU until told to stop, and
  * one that writes a byte to a pipe after 50 ms. */
 static volatile int burn_stop;
@@ -113,43 +92,6 @@ def b_share(rows):
     na, nb = func_total(rows, "a", tops), func_total(rows, "b", tops)
     assert na + nb > 0, rows[:10]
     return 100.0 * nb / (na + nb), na + nb
-
-
-def timed_split(count, ua, ub, fa="a", fb="b", cpu=None):
-    """C for a loop of count calls a(ua); b(ub) (fa and fb: other names for
-    a and b) that measures the thread CPU
-    time each call took and prints b's measured share: the truth the
-    sampled share is held to. It is 75 % by construction, but a loaded
-    machine (caches refilled after each preemption) moves it a little, and
-    the profiler must report what happened, not what was meant. Each
-    interval also holds about one clock read (the end of the one that
-    started it and the start of the one that ended it), which the samples
-    put outside a and b: its cost, measured first, is taken off, or short
-    calls would read as a share they do not have.
-
-    With cpu (seconds), the loop runs until the thread has used that much
-    CPU instead of count times: PER_MS was measured earlier, perhaps while
-    other work shared the core, and a count from it can run a third short
-    when the core is free again."""
-    more = (f"thread_cpu_now() - c_loop < {cpu}" if cpu is not None else f"i < {count}")
-    return (f"{{ double in_a = 0, in_b = 0, c0 = thread_cpu_now();\n"
-            f"for (int k = 0; k < 10000; k++) thread_cpu_now();\n"
-            f"double clock_cost = (thread_cpu_now() - c0) / 10001;\n"
-            f"double c_loop = thread_cpu_now(); long i;\n"
-            f"for (i = 0; {more}; i++) {{\n"
-            f"  double t0 = thread_cpu_now(); {fa}({ua});\n"
-            f"  double t1 = thread_cpu_now(); {fb}({ub});\n"
-            f"  in_b += thread_cpu_now() - t1; in_a += t1 - t0;\n"
-            f"}}\n"
-            f"(void)c_loop; in_a -= i * clock_cost; in_b -= i * clock_cost;\n"
-            f'printf("b measured %.4f\\n", 100 * in_b / (in_a + in_b)); }}')
-
-
-def measured_b_share(out):
-    """b's share of a + b (percent) as the cell measured it (timed_split)."""
-    truth = float(re.search(r"b measured ([\d.]+)", out).group(1))
-    assert 65 <= truth <= 85, f"the workload is not the 1:3 split it should be: b took {truth} %"
-    return truth
 
 
 def assert_totals_agree(s, root_count, where):

@@ -444,6 +444,79 @@ static void test_threads(double ns_per_it) {
   CHECK(in_work >= records * 90 / 100);
 }
 
+/* ---- l: reading while the sampler writes (the kernel's live graphs) ---- */
+
+/* What a record is, as a reader sees it: where it starts, its thread, time
+ * and stack (its weight left out: a thread's last one is raised at stop,
+ * fl_sampler.h). */
+static uint64_t record_key(size_t pos, const fl_sampler_record_t *r) {
+  uint64_t h = 1469598103934665603ull;
+  uint64_t words[5] = {pos, (uint64_t)r->tid, r->wait, r->time_ns, r->n_pcs};
+  for (size_t i = 0; i < 5 + r->n_pcs; i++) {
+    h ^= i < 5 ? words[i] : r->pcs[i - 5];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+#define LIVE_READS 400
+#define LIVE_MAX_RECORDS 20000
+
+static void test_live_reads(double ns_per_it) {
+  fprintf(stderr, "l. reads while two threads are sampled: whole records, a prefix of the end's\n");
+  uint64_t unit = (uint64_t)(200e6 / ns_per_it); /* 0.2 s */
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, NULL, 3);
+  worker_t wa = {.n = 3 * unit, .barrier = &barrier}, wb = {.n = 3 * unit, .barrier = &barrier};
+  static uint64_t seen[LIVE_READS][LIVE_MAX_RECORDS];
+  static size_t n_seen[LIVE_READS];
+  size_t reads = 0, bad = 0;
+  start(1 * MS);
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, thread_main, &wa);
+  pthread_create(&tb, NULL, thread_main, &wb);
+  pthread_barrier_wait(&barrier);
+  /* The main thread reads as the kernel does, while both threads run. */
+  bool joined_a = false;
+  while (reads < LIVE_READS && !(joined_a = pthread_tryjoin_np(ta, NULL) == 0)) {
+    size_t pos = 0, at = 0, n = 0;
+    fl_sampler_record_t r;
+    int rc;
+    while ((rc = fl_sampler_next_any(main_buf, main_bytes, &pos, &r)) == 1) {
+      if (n < LIVE_MAX_RECORDS) seen[reads][n++] = record_key(at, &r);
+      at = pos;
+    }
+    bad += rc != 0;
+    n_seen[reads++] = n;
+    usleep(1000);
+  }
+  if (!joined_a) pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  fl_sampler_stop();
+  pthread_barrier_destroy(&barrier);
+  /* The end's records, in buffer order. */
+  static uint64_t end[LIVE_MAX_RECORDS];
+  size_t n_end = 0, pos = 0, at = 0;
+  fl_sampler_record_t r;
+  while (fl_sampler_next_any(main_buf, main_bytes, &pos, &r) == 1) {
+    if (n_end < LIVE_MAX_RECORDS) end[n_end++] = record_key(at, &r);
+    at = pos;
+  }
+  size_t not_prefix = 0, shrank = 0;
+  for (size_t i = 0; i < reads; i++) {
+    if (i && n_seen[i] < n_seen[i - 1]) shrank++;
+    if (n_seen[i] > n_end || memcmp(seen[i], end, n_seen[i] * sizeof *end) != 0) not_prefix++;
+  }
+  fprintf(stderr, "  %zu reads while sampling (%zu to %zu records), %zu at the end\n", reads,
+          reads ? n_seen[0] : 0, reads ? n_seen[reads - 1] : 0, n_end);
+  CHECK(reads >= 10);
+  CHECK(n_end > 100 && n_end < LIVE_MAX_RECORDS);
+  CHECK(bad == 0);        /* never a torn or corrupt record */
+  CHECK(not_prefix == 0); /* each read is the start of what the run holds */
+  CHECK(shrank == 0);
+  CHECK(reads && n_seen[reads - 1] > 0);
+}
+
 /* ---- t: time stamps and thread names ---- */
 
 static void *named_thread(void *p) {
@@ -1258,6 +1331,7 @@ int main(void) {
   RUN('2', test_split(ns_per_it));
   RUN('3', test_aliasing(ns_per_it));
   RUN('4', test_threads(ns_per_it));
+  RUN('l', test_live_reads(ns_per_it));
   RUN('t', test_time_and_names());
   RUN('6', test_no_eintr());
   RUN('w', test_runnable());
