@@ -325,12 +325,18 @@ def interrupted(args, cwd, interrupt, **popen):
     prints "ready", calls interrupt(process), and returns (status, stdout,
     stderr). Whatever is left of the session is killed at the end."""
     popen.setdefault("start_new_session", True)
+    # Unbuffered, and "ready" read a byte at a time: on a busy machine the
+    # program may have printed more by the time it is read, which a
+    # buffered readline would keep from communicate().
     p = subprocess.Popen([CFLAME, "record", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, **popen)
+                         stderr=subprocess.PIPE, bufsize=0, **popen)
     try:
-        assert p.stdout.readline() == "ready\n"
+        line = b""
+        while not line.endswith(b"\n") and (c := p.stdout.read(1)):
+            line += c
+        assert line == b"ready\n", line
         interrupt(p)
-        out, err = p.communicate(timeout=120)
+        out, err = (b.decode() for b in p.communicate(timeout=120))
     finally:
         try:
             os.killpg(p.pid, signal.SIGKILL)  # the program too, should cflame be gone

@@ -146,10 +146,13 @@ async function along(page, y) {
   return seen.map(([name, ms]) => [name, ms]);
 }
 
-/* The Sandwich table: function -> [total, self] in ms. */
+/* The Sandwich table: function -> [total, self] in ms. Its rows are
+ * waited for, not only its header: on a busy machine they come later. */
 async function sandwich(page) {
   await page.keyboard.press('3');
-  await page.waitForFunction(() => /Symbol Name/.test(document.body.innerText), null, { timeout: WAIT_MS });
+  await page.waitForFunction(() => /Symbol Name/.test(document.body.innerText) &&
+                                   /[\d.]+ms \(\S+\)\s+[\d.]+(ms|ns) \(\S+\)\s+\S/.test(document.body.innerText),
+                             null, { timeout: WAIT_MS });
   const text = await shown(page);
   const rows = {};
   const re = /([\d.]+)ms \(\S+\)\s+([\d.]+)(ms|ns) \(\S+\)\s+(\S+)/g;
@@ -182,7 +185,10 @@ async function checkFile(browser, format) {
             `${format}, ${w.name}: ${func} is ${JSON.stringify(table[func])} ms in speedscope's Sandwich, ` +
             `[${total}, ${self}] in cflame's top view`);
     await page.keyboard.press('n');
-    await page.waitForTimeout(200);
+    /* The next profile is shown once the header says so. */
+    if (i + 1 < want.length)
+      await page.waitForFunction(n => document.body.innerText.includes(n), `(${i + 2}/${want.length})`,
+                                 { timeout: WAIT_MS });
   }
   check(asked.length === 0, `${format}: speedscope asked the network for ${asked.join(', ')}`);
   check(errors.length === 0, `${format}: the page threw ${errors.join('; ')}`);
