@@ -47,16 +47,21 @@ class Attached:
         cmd = [CFLAME, "record", "--pid", str(pid), *map(str, args)]
         if user:
             cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+        # Unbuffered, and the first line read a byte at a time: a buffered
+        # readline would keep what cflame wrote next from communicate().
         self.p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
-        self.first = self.p.stderr.readline()
+                                  stderr=subprocess.PIPE, bufsize=0)
+        first = b""
+        while not first.endswith(b"\n") and (c := self.p.stderr.read(1)):
+            first += c
+        self.first = first.decode()
 
     def attached(self):
-        assert "attached to pid" in self.first, self.first + self.p.stderr.read()
+        assert "attached to pid" in self.first, self.first + self.p.stderr.read().decode()
         return self
 
     def finish(self, timeout=300):
-        out, err = self.p.communicate(timeout=timeout)
+        out, err = (b.decode() for b in self.p.communicate(timeout=timeout))
         return self.p.returncode, out, self.first + err
 
 
