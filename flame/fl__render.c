@@ -109,14 +109,14 @@ static const struct kind_style {
   bool varies;
   bool shade_only; /* varies by one offset on every channel: lighter or darker */
 } kinds[FL__N_KINDS] = {
-    [FL__KIND_CELL] = {"cell code", "#eb911e", true},
-    [FL__KIND_PROGRAM] = {"program code", "#eb911e", true},
-    [FL__KIND_SYSTEM] = {"system library", "#73b6ed", true},
-    [FL__KIND_ALLOC] = {"allocator", "#c393ed", true},
-    [FL__KIND_KERNEL] = {"kernel", "#82cf78", true},
-    [FL__KIND_OTHER] = {"other code", "#c5c5ac", true},
+    [FL__KIND_CELL] = {"cell code", "#eb911e", true, false},
+    [FL__KIND_PROGRAM] = {"program code", "#eb911e", true, false},
+    [FL__KIND_SYSTEM] = {"system library", "#73b6ed", true, false},
+    [FL__KIND_ALLOC] = {"allocator", "#c393ed", true, false},
+    [FL__KIND_KERNEL] = {"kernel", "#82cf78", true, false},
+    [FL__KIND_OTHER] = {"other code", "#c5c5ac", true, false},
     [FL__KIND_OFFCPU] = {"off-CPU (waiting)", "#9aa8c4", true, true},
-    [FL__KIND_ROOT] = {"root", "#b0b0b0", false},
+    [FL__KIND_ROOT] = {"root", "#b0b0b0", false, false},
 };
 
 fl__kind_t fl__kind_of(const fl_node_t *n) {

@@ -135,10 +135,11 @@ static void add_thread(attach_t *a, pid_t tid) {
   read_comm(a->pid, tid, t->name);
 }
 
-/* A thread that is stopped goes on, with sig delivered to it (0: none). */
+/* A thread that is stopped goes on, with sig delivered to it (0: none).
+ * A thread killed meanwhile fails with ESRCH; it stays among the threads
+ * until waitpid reports its end. */
 static void resume(thread_t *t, int sig) {
-  if (ptrace(PTRACE_CONT, t->tid, NULL, (void *)(intptr_t)sig) < 0 && errno == ESRCH)
-    t->gone = true; /* killed meanwhile: its exit is still to be reaped */
+  ptrace(PTRACE_CONT, t->tid, NULL, (void *)(intptr_t)sig);
 }
 
 typedef enum stop {
@@ -306,7 +307,11 @@ static void sample(attach_t *a, size_t i) {
     return;
   if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) return; /* its exit is to be reaped */
   stop_t s;
-  while ((s = wait_thread(a, &a->threads[i])) == STOP_HANDLED) continue;
+  /* Any stop of the thread (a signal's, a clone's) drops an interrupt
+   * still pending: it is asked again, or the wait would last until the
+   * thread's next signal. */
+  while ((s = wait_thread(a, &a->threads[i])) == STOP_HANDLED)
+    if (ptrace(PTRACE_INTERRUPT, a->threads[i].tid, NULL, NULL) < 0) return;
   if (s != STOP_OURS) return;
   t = &a->threads[i];
   /* Stopped, so switched out: its CPU time is exact now. */

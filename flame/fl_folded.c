@@ -232,6 +232,19 @@ static void add_frame(fl__buf_t *b, const fl_frame_t *f) {
   }
 }
 
+/* Appends a line's stack (n bytes) to b. A stack that ends in " DIGITS"
+ * (a last frame named "worker 2", say), or is all digits, would read back
+ * as a diff's two counts: the space before the digits is written '_', and
+ * a stack of digits alone starts with '_'. */
+static void add_stack(fl__buf_t *b, const char *stack, size_t n) {
+  size_t digits = n;
+  while (digits > 0 && fl__is_digit(stack[digits - 1])) digits--;
+  if (digits == 0 && n > 0) fl__buf_add(b, "_", 1);
+  size_t at = b->len;
+  fl__buf_add(b, stack, n);
+  if (digits < n && digits > 0 && fl__is_space(stack[digits - 1])) b->data[at + digits - 1] = '_';
+}
+
 typedef struct line {
   size_t off, len; /* the path's text in the arena */
   uint64_t count;
@@ -264,9 +277,10 @@ size_t fl_folded_bytes(const fl_tree_t *t) {
     size_t own =
         d > 0 ? strlen(f->func) + 1 + (f->line > 0 && f->file ? strlen(f->file) + 14 : 0) : 0;
     ends[d] = add_sat(d > 0 ? ends[d - 1] : 0, own);
-    /* the line twice (gathered, then written), its count, its index entry */
+    /* the line twice (gathered, then written), its count, a guard
+     * (add_stack), its index entry */
     if (node->self)
-      total = add_sat(total, add_sat(2 * (ends[d] > SIZE_MAX / 2 ? SIZE_MAX / 2 : ends[d]), 22));
+      total = add_sat(total, add_sat(2 * (ends[d] > SIZE_MAX / 2 ? SIZE_MAX / 2 : ends[d]), 24));
     total = add_sat(total, sizeof(line_t));
   }
   free(ends);
@@ -287,8 +301,9 @@ char *fl_folded(const fl_tree_t *t) {
     if (d > 0) add_frame(&path, &node->frame);
     ends[d] = path.len;
     if (node->self == 0) continue;
-    lines[n_lines++] = (line_t){.off = arena.len, .len = path.len, .count = node->self};
-    fl__buf_add(&arena, path.data ? path.data : "", path.len);
+    size_t off = arena.len;
+    add_stack(&arena, path.data ? path.data : "", path.len);
+    lines[n_lines++] = (line_t){.off = off, .len = arena.len - off, .count = node->self};
   }
   if (n_lines) qsort_r(lines, n_lines, sizeof *lines, cmp_lines, arena.data);
   for (size_t i = 0; i < n_lines; i++) {

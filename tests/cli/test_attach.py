@@ -117,16 +117,19 @@ def wait_stopped(pid):
         os.sched_yield()
 
 
+def wakeups(cflame):
+    """How many times cflame's loop has waited (voluntary context
+    switches): it drains the threads' events at least every 2 ms."""
+    status = Path(f"/proc/{cflame}/status").read_text()
+    return int(re.search(r"voluntary_ctxt_switches:\s*(\d+)", status).group(1))
+
+
 def held_stopped(pid, cflame):
     """Checks that every thread of pid stays stopped while cflame goes
-    through ten of its loop's rounds (each one a wait that ends, a
-    voluntary context switch: it drains the threads' events at least every
-    2 ms), and that pid's CPU clock does not move meanwhile."""
-    def wakeups():
-        status = Path(f"/proc/{cflame}/status").read_text()
-        return int(re.search(r"voluntary_ctxt_switches:\s*(\d+)", status).group(1))
-    start, cpu = wakeups(), cpu_seconds(pid)
-    while wakeups() - start < 10:
+    through ten of its loop's rounds, and that pid's CPU clock does not
+    move meanwhile."""
+    start, cpu = wakeups(cflame), cpu_seconds(pid)
+    while wakeups(cflame) - start < 10:
         assert all(st in "tT" for st in thread_states(pid)), thread_states(pid)
         os.sched_yield()
     assert cpu_seconds(pid) - cpu <= 0.02
@@ -264,6 +267,42 @@ def test_signals_and_stops_while_attached_reach_the_program(bins, tmp_path):
     rc, _, err = c.finish()
     assert rc == 0, err
     assert f"prog (pid {prog.pid}) exited with status 0 while attached" in err, err
+
+
+def test_a_sigcont_that_overtakes_a_sigstop_lets_the_program_go_on(bins, tmp_path):
+    """SIGSTOP, then SIGCONT before cflame has passed the SIGSTOP on (cflame
+    is itself stopped meanwhile, so the SIGSTOP waits at its delivery): the
+    program goes on, as it would untraced, and does not stop for good with
+    the SIGCONT spent."""
+    with spinning(bins, tmp_path) as prog:
+        c = Attached(prog.pid, "-o", "overtaken.folded", "--no-lines", cwd=tmp_path).attached()
+        wait_for_cpu(prog.pid, 0.05)
+        # cflame stopped at a moment when the program is not at one of
+        # cflame's own stops of it (a sample): then only the SIGSTOP can stop it.
+        while True:
+            os.kill(c.p.pid, signal.SIGSTOP)
+            while thread_states(c.p.pid) != ["T"] * len(thread_states(c.p.pid)):
+                os.sched_yield()
+            if tracer_of(prog.pid)[1] in "RS":
+                break
+            os.kill(c.p.pid, signal.SIGCONT)
+            wait_for_cpu(prog.pid, 0.01)
+        os.kill(prog.pid, signal.SIGSTOP)
+        wait_stopped(prog.pid)  # at the SIGSTOP's delivery, which cflame has not seen
+        os.kill(prog.pid, signal.SIGCONT)
+        os.kill(c.p.pid, signal.SIGCONT)
+        # It runs on. Stopped for good, it would be seen stopped at every
+        # look while cflame goes through 50 rounds of its loop.
+        cpu, stopped_since = cpu_seconds(prog.pid), None
+        while cpu_seconds(prog.pid) - cpu < 0.05:
+            if all(st in "tT" for st in thread_states(prog.pid)):
+                stopped_since = wakeups(c.p.pid) if stopped_since is None else stopped_since
+                assert wakeups(c.p.pid) - stopped_since < 50, "the program stayed stopped"
+            else:
+                stopped_since = None
+            os.sched_yield()
+    rc, _, err = c.finish()
+    assert rc == 0, err
 
 
 def test_every_thread_stops_and_continues_with_the_process(bins, tmp_path):

@@ -611,15 +611,22 @@ static void test_folded_out_escapes(void) {
   uint32_t h = add_frame(p, "h (p:1) (q:2)", NULL, 0, NULL, FL_FRAME_CELL);
   uint32_t x = add_frame(p, "x\ry\nz", NULL, 0, NULL, FL_FRAME_CELL);
   uint32_t k = add_frame(p, "k", "dir (1)/k.c", 4, NULL, FL_FRAME_CELL);
+  uint32_t w = add_frame(p, "worker 2", NULL, 0, NULL, FL_FRAME_CELL);
+  uint32_t year = add_frame(p, "2024", NULL, 0, NULL, FL_FRAME_CELL);
   fl_profile_add_sample(p, (uint32_t[]){root, g}, 2, 1, 0, 0);
+  fl_profile_add_sample(p, (uint32_t[]){root, w}, 2, 5, 0, 0);
+  fl_profile_add_sample(p, (uint32_t[]){year}, 1, 6, 0, 0);
   fl_profile_add_sample(p, (uint32_t[]){root, h}, 2, 2, 0, 0);
   fl_profile_add_sample(p, (uint32_t[]){root, x}, 2, 3, 0, 0);
   fl_profile_add_sample(p, (uint32_t[]){root, k}, 2, 4, 0, 0);
   char *text = folded_of(p, true, true);
+  /* "r;worker 2 5" and "2024 6" would read as a diff's two counts. */
   CHECK_STR(text,
+            "_2024 6\n"
             "r;g_(a.c:3) 1\n"
             "r;h_(p:1)_(q:2) 2\n"
             "r;k (dir_(1)/k.c:4) 4\n"
+            "r;worker_2 5\n"
             "r;x\\x0dy\\x0az 3\n"); /* as the profile holds it (fl_profile_frame_id) */
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t err;
