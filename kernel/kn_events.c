@@ -286,6 +286,7 @@ void kn_execute_interrupt(kn_kernel_t *k) {
      * or drawing has stopped. Too late to cancel (it is changing the
      * profiles), its end answers the cell (kn_run.c). */
     if (!kn_job_cancel(e->job)) {
+      kn_job_interrupt(e->job);
       e->job_interrupted = true;
       return;
     }

@@ -28,6 +28,7 @@ struct kn_job {
   int done_fd; /* eventfd: written once, when the handler has returned */
   atomic_int state;
   fl_cancel_flag_t cancel; /* set once cancelled: the library's budgets stop */
+  fl_cancel_flag_t interrupt; /* set by an interrupt after the claim (kn_job_interrupt) */
   /* What the thread is given, then what it gives back: written by the
    * thread before it writes done_fd, read by the loop after pthread_join. */
   kn_prof_t *kp;
@@ -71,6 +72,7 @@ static kn_job_t *start(kn_job_t *j, kn_prof_t *kp, char *err, size_t err_size) {
   j->kp = kp;
   atomic_init(&j->state, JOB_RUNNING);
   atomic_init(&j->cancel, false);
+  atomic_init(&j->interrupt, false);
   j->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (j->done_fd < 0) {
     snprintf(err, err_size, "cannot start the work off the main loop: eventfd: %s",
@@ -83,10 +85,12 @@ static kn_job_t *start(kn_job_t *j, kn_prof_t *kp, char *err, size_t err_size) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   kn_prof_set_owner(kp, &j->cancel, claim, j);
+  kn_prof_set_interrupt(kp, &j->interrupt);
   int rc = pthread_create(&j->thread, NULL, job_main, j);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
     kn_prof_set_owner(kp, NULL, NULL, NULL);
+    kn_prof_set_interrupt(kp, NULL);
     snprintf(err, err_size, "cannot start the work off the main loop: pthread_create: %s",
              strerror(rc));
     goto fail;
@@ -132,6 +136,8 @@ bool kn_job_cancel(kn_job_t *j) {
   return true;
 }
 
+void kn_job_interrupt(kn_job_t *j) { atomic_store(&j->interrupt, true); }
+
 void kn_job_stop(kn_job_t *j) {
   atomic_store(&j->cancel, true);
 }
@@ -142,6 +148,7 @@ int kn_job_finish(kn_job_t **jp, kn_magic_result_t *res, char *err, size_t err_s
   kn_job_t *j = *jp;
   pthread_join(j->thread, NULL);
   kn_prof_set_owner(j->kp, NULL, NULL, NULL);
+  kn_prof_set_interrupt(j->kp, NULL);
   int rc = j->rc;
   *res = j->res;
   if (rc < 0) snprintf(err, err_size, "%s", j->err);

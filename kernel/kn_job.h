@@ -58,6 +58,10 @@ bool kn_job_done(const kn_job_t *j);
  * it is too late: the handler has claimed the profiling state to change
  * it (kn_prof_set_owner), so its result stands. Safe to call again. */
 bool kn_job_cancel(kn_job_t *j);
+/* Tells a job that kn_job_cancel refused (it has claimed the profiling
+ * state) that an interrupt came: work that waits on something outside
+ * (%profattach's helper) ends it and keeps what it has (kn_prof_interrupted). */
+void kn_job_interrupt(kn_job_t *j);
 /* Stops the readers and views the job runs (they return an error soon
  * after), whatever it has changed, which stands: for work that must keep
  * what it made however it ends (a profiled cell's profile, kn_profrun.c).

@@ -168,6 +168,15 @@ static const kn_magic_def_t magics[] = {
              "(the text\nreport), .pb.gz (pprof, as go tool pprof reads it), .speedscope.json "
              "(speedscope:\na profile per thread, in time order) or .trace.json (Chrome trace "
              "events, the\ntime chart's bars). Options redraw it first."},
+    {.name = "profattach", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_attach,
+     .options = KN_OPTS_ATTACH | KN_OPTS_TREE | KN_OPTS_VIEW,
+     .usage = "%profattach PID [duration=SECONDS] [opts]",
+     .help = "Sample a program that is already running, every thread of process PID, for "
+             "duration\nseconds (default 5) at 100 Hz of its CPU time, as `cflame record --pid` "
+             "does, from a\nhelper process; then show its flame graph, which becomes the "
+             "session profile\n(%profshow, %profsave, %profdiffview NAME). An interrupt ends the "
+             "sampling early\nand keeps what was taken. The program needs no restart; tracing it "
+             "takes the permission\nptrace does (docs/PROFILING.md, \"Attaching\")."},
     {.name = "profload", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_load,
      .options = KN_OPTS_LOAD,
      .usage = "%profload PATH [PATH...] [as=NAME] [per_input=true] [max_input_size=SIZE] "

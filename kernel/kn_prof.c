@@ -49,7 +49,9 @@ struct kn_prof {
   fl_symbolizer_t *sym;
   fl_source_reader_t source; /* cells from the session's inputs */
   kn_profhist_t *history;
-  /* The job that owns p (kn_prof_set_owner), or all NULL. */
+  /* The job that owns p (kn_prof_set_owner, kn_prof_set_interrupt), or
+   * all NULL. */
+  const fl_cancel_flag_t *interrupt;
   const fl_cancel_flag_t *cancel;
   bool (*claim)(void *ctx);
   void *claim_ctx;
@@ -99,6 +101,14 @@ void kn_prof_set_owner(kn_prof_t *p, const fl_cancel_flag_t *cancel, bool (*clai
 /* Whether p may change now: no job owns it, or its job claims it (and was
  * not cancelled first). */
 static bool may_change(kn_prof_t *p) { return !p->claim || p->claim(p->claim_ctx); }
+
+void kn_prof_set_interrupt(kn_prof_t *p, const fl_cancel_flag_t *interrupt) {
+  p->interrupt = interrupt;
+}
+
+bool kn_prof_claim(kn_prof_t *p) { return may_change(p); }
+
+bool kn_prof_interrupted(const kn_prof_t *p) { return p->interrupt && atomic_load(p->interrupt); }
 
 const fl_cancel_flag_t *kn_prof_cancel_flag(const kn_prof_t *p) { return p->cancel; }
 

@@ -85,6 +85,15 @@ const fl_source_reader_t *kn_prof_source_reader(const kn_prof_t *p);
  * Without an owner, changes are made. */
 void kn_prof_set_owner(kn_prof_t *p, const fl_cancel_flag_t *cancel, bool (*claim)(void *ctx),
                        void *ctx);
+/* The flag an interrupt sets once the owner has claimed p, when it can no
+ * longer cancel the job (kn_job_interrupt), or NULL. */
+void kn_prof_set_interrupt(kn_prof_t *p, const fl_cancel_flag_t *interrupt);
+/* Claims p for its owner before any change, for work whose end must stand
+ * however it ends (%profattach: an interrupt ends the sampling and keeps
+ * what was taken). Returns false when the job was cancelled first. */
+bool kn_prof_claim(kn_prof_t *p);
+/* Whether an interrupt came after the claim. */
+bool kn_prof_interrupted(const kn_prof_t *p);
 /* The owner's cancel flag, or NULL. */
 const fl_cancel_flag_t *kn_prof_cancel_flag(const kn_prof_t *p);
 /* Whether the owner's cancel flag is set. */

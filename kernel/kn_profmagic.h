@@ -65,6 +65,9 @@ int kn_profmagic_init(kn_prof_t *, const char *, kn_magic_result_t *, char *, si
 int kn_profmagic_size(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
 int kn_profmagic_save(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
 int kn_profmagic_load(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
+/* %profattach PID [duration=S] [opts]: a running program sampled by a
+ * helper (kn_profattach.c), into the session profile, shown. */
+int kn_profmagic_attach(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);
 /* %profhistory: the profiled runs kept; %profhistory N [opts]: run N's
  * graph. */
 int kn_profmagic_history(kn_prof_t *, const char *, kn_magic_result_t *, char *, size_t);

@@ -43,6 +43,9 @@ static const kn_optspec_t kernel_options[] = {
      "while the cell runs, show its graph so far this often, in seconds (0: only at the end; "
      "else at least 0.2)",
      .def = "0", .groups = KN_OPTS_EVERY},
+    {"duration", FL_OPT_DOUBLE, NULL, 0.1, 86400,
+     "how long to sample the program, in seconds (an interrupt ends it sooner)", .def = "5",
+     .groups = KN_OPTS_ATTACH},
     {"allocs", FL_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time",
      .shown_def = "as the baseline", .groups = KN_OPTS_KIND},
     {"as", FL_OPT_STRING, NULL, 1, 0, "keep it as baseline NAME instead of the session profile",
@@ -147,6 +150,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   req->draw.view.width = settings.width;
   req->draw.view.height = settings.height;
   req->sample_rate = strtod(own_option("sample_rate")->def, NULL);
+  req->duration_s = strtod(own_option("duration")->def, NULL);
   req->args = fl__xstrdup(args);
 
   kn_optspec_t specs[MAX_OPTIONS];
@@ -183,6 +187,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
     }
     req->every_ns = (uint64_t)llround(v->d * 1e9);
   }
+  if ((v = kn_opts_get(&o, "duration")) && v->set) req->duration_s = v->d;
   bool count = false, live = false, allocs = req->sample_rate_set;
   if ((v = kn_opts_get(&o, "weight")) && v->set) {
     count = !strcmp(v->s, "count");

@@ -33,6 +33,7 @@ enum {
   KN_OPTS_KIND = 1 << 18,                       /* allocs (baselines and diffs: which profiler) */
   KN_OPTS_LOAD = 1 << 19 | FL_OPTS_BUDGET, /* as, per_input, max_input_size, max_memory (%profload) */
   KN_OPTS_EVERY = 1 << 21, /* every (magics that show the cell's graph while it runs: kn_live.h) */
+  KN_OPTS_ATTACH = 1 << 22, /* duration (%profattach) */
 };
 
 /* every=SECONDS: 0 (off) or at least this long between live graphs. */
@@ -62,6 +63,7 @@ typedef struct kn_profreq {
   fl_profile_kind_t kind;
   double sample_rate; /* allocation kinds: the share of allocations recorded */
   uint64_t every_ns;  /* every=: a live graph this often while the cell runs; 0: none */
+  double duration_s;  /* %profattach: how long it samples the program */
   /* Which of the kernel's options were written (for defaults taken from a
    * baseline, and options that do not fit the kind of profile);
    * draw.given says which drawing options were. */

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -182,7 +183,15 @@ static const char *source_name(uint64_t s) {
 static void run_interval(uint64_t interval_ns, int64_t cpu_ns, const char *label) {
   int64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   start(interval_ns);
+  /* Weights cover the CPU time up to the last record; what follows it is
+   * not represented: up to one gap between records. A CPU timer fires only
+   * at a scheduler tick that finds the thread running, and on a busy
+   * machine such ticks are rare: the work goes on until 10 records came
+   * (at most 20 times as long), and the bound below is two mean gaps, or
+   * 5 %, whichever is wider. */
   burn_cpu(cpu_ns);
+  for (int more = 0; sum_all(main_buf, main_bytes).records < 10 && more < 20; more++)
+    burn_cpu(cpu_ns);
   uint64_t n = fl_sampler_stop();
   int64_t t = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0, p = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - p0;
   totals_t tot = sum_all(main_buf, main_bytes);
@@ -196,8 +205,10 @@ static void run_interval(uint64_t interval_ns, int64_t cpu_ns, const char *label
           label, source_name(header()->source), (unsigned long long)tot.records, cpu_s,
           (double)tot.records / cpu_s, 1e9 / (double)interval_ns, represented / 1e9, cpu_s,
           (double)p / 1e9);
-  CHECK_NEAR(represented / (double)t, 1.0, 0.05);
-  CHECK_NEAR(represented / (double)p, 1.0, 0.05);
+  CHECK(tot.records >= 10);
+  double tol = tot.records ? fmax(0.05, 2.0 / (double)tot.records) : 0.05;
+  CHECK_NEAR(represented / (double)t, 1.0, tol);
+  CHECK_NEAR(represented / (double)p, 1.0, tol);
   CHECK(header()->dropped == 0);
   CHECK(header()->interval_ns == interval_ns);
 
