@@ -135,12 +135,35 @@ def held_stopped(pid, cflame):
     assert cpu_seconds(pid) - cpu <= 0.02
 
 
-def wait_for_cpu(pid, seconds):
+def wait_for_cpu(pid, seconds, cflame=None):
     """Returns once process pid has used this much more CPU: a bound from
-    the program's own clock, however busy the machine."""
-    start = cpu_seconds(pid)
+    the program's own clock, however busy the machine. With cflame (its
+    tracer's pid): fails, saying what both were doing, when pid stays
+    stopped while cflame goes through 500 rounds of its loop."""
+    start, stopped_since = cpu_seconds(pid), None
     while cpu_seconds(pid) - start < seconds:
+        if cflame and all(st in "tT" for st in thread_states(pid)):
+            stopped_since = wakeups(cflame) if stopped_since is None else stopped_since
+            if wakeups(cflame) - stopped_since >= 500:
+                raise AssertionError("the program stays stopped under cflame:\n" +
+                                     diagnosis(pid, cflame))
+        else:
+            stopped_since = None
         os.sched_yield()
+
+
+def diagnosis(pid, cflame):
+    """What a stuck program and its tracer were doing, for a failure."""
+    lines = []
+    for p in (pid, cflame):
+        for t in Path(f"/proc/{p}/task").iterdir():
+            status = (t / "status").read_text()
+            keep = [ln for ln in status.splitlines()
+                    if ln.split(":")[0] in ("Name", "State", "TracerPid", "SigPnd", "ShdPnd",
+                                            "SigBlk", "SigCgt", "voluntary_ctxt_switches")]
+            lines.append(f"task {t.name} of {p}: wchan {(t / 'wchan').read_text()}; " +
+                         "; ".join(" ".join(k.split()) for k in keep))
+    return "\n".join(lines)
 
 
 # ---- the profile's truth ----
@@ -263,7 +286,7 @@ def test_signals_and_stops_while_attached_reach_the_program(bins, tmp_path):
         wait_stopped(prog.pid)
         held_stopped(prog.pid, c.p.pid)
         os.kill(prog.pid, signal.SIGCONT)
-        wait_for_cpu(prog.pid, 0.1)
+        wait_for_cpu(prog.pid, 0.1, cflame=c.p.pid)
     rc, _, err = c.finish()
     assert rc == 0, err
     assert f"prog (pid {prog.pid}) exited with status 0 while attached" in err, err
