@@ -154,6 +154,15 @@ typedef struct fl__theme {
   const char *highlight;  /* the outline of frames that match a search */
 } fl__theme_t;
 
+/* v, or (v NULL) the defaults, written into *defaults: what every drawing
+ * entry point draws with. */
+static inline const fl_view_opts_t *fl__view_opts(const fl_view_opts_t *v,
+                                                  fl_view_opts_t *defaults) {
+  if (v) return v;
+  fl_view_opts_init(defaults);
+  return defaults;
+}
+
 const fl__theme_t *fl__theme_of(const fl_view_opts_t *v);
 
 /* ---- words and notes ---- */

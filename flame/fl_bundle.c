@@ -169,28 +169,23 @@ static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_
   return bundle;
 }
 
-json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+/* The bundle of tree t, whose diff d is (NULL: a profile's), with its text
+ * report of up to 200 lines. */
+static json_t *bundle_with_report(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t *v) {
   fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
+  v = fl__view_opts(v, &defaults);
   fl_text_opts_t to;
   fl_text_opts_init(&to);
   to.max_lines = 200;
-  return bundle_fit(t, NULL, v, fl_text_tree(t, &to));
+  return bundle_fit(t, d, v, d ? fl_text_diff(d, &to) : fl_text_tree(t, &to));
+}
+
+json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+  return bundle_with_report(t, NULL, v);
 }
 
 json_t *fl_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size) {
-  fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
-  fl_text_opts_t to;
-  fl_text_opts_init(&to);
-  to.max_lines = 200;
-  return bundle_fit(fl_diff_tree(d), d, v, fl_text_diff(d, &to));
+  return bundle_with_report(fl_diff_tree(d), d, v);
 }
 
 /* ---- view=flame and view=callers (fl__view.h) ---- */

@@ -602,10 +602,7 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
 static const fl_view_opts_t *prepare(const fl_tree_t *t, const fl_view_opts_t *v,
                                      fl_view_opts_t *defaults, chart_t *c, char *err,
                                      size_t err_size) {
-  if (!v) {
-    fl_view_opts_init(defaults);
-    v = defaults;
-  }
+  v = fl__view_opts(v, defaults);
   return chart_build(c, t, v, MAX_BARS, err, err_size) < 0 ? NULL : v;
 }
 

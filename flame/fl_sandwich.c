@@ -311,10 +311,7 @@ static char *svg_of(const sandwich_t *s, const fl_view_opts_t *v, const fl_tree_
 static const fl_view_opts_t *prepare(const fl_tree_t *t, const fl_view_opts_t *v,
                                      fl_view_opts_t *defaults, sandwich_t *s, char *err,
                                      size_t err_size) {
-  if (!v) {
-    fl_view_opts_init(defaults);
-    v = defaults;
-  }
+  v = fl__view_opts(v, defaults);
   return sandwich_build(s, t, v, err, err_size) < 0 ? NULL : v;
 }
 

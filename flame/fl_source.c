@@ -931,10 +931,7 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__sourc
 static const fl_view_opts_t *prepare(const fl_tree_t *t, const fl_view_opts_t *v,
                                      fl_view_opts_t *defaults, const fl_source_reader_t *r,
                                      fl__source_t *s, char *err, size_t err_size) {
-  if (!v) {
-    fl_view_opts_init(defaults);
-    v = defaults;
-  }
+  v = fl__view_opts(v, defaults);
   return fl__source_build(s, t, NULL, v, r, err, err_size) < 0 ? NULL : v;
 }
 

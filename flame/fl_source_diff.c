@@ -86,10 +86,7 @@ static void more_line(const sdiff_t *sd, char *out, size_t size) {
 static int sdiff_init(sdiff_t *sd, const fl_diff_t *d, const fl_view_opts_t *v,
                       const fl_source_reader_t *r, char *err, size_t err_size) {
   *sd = (sdiff_t){.self = fl_diff_options(d)->delta == FL_DELTA_SELF, .k = fl_diff_factor(d)};
-  if (!v) {
-    fl_view_opts_init(&sd->defaults);
-    v = &sd->defaults;
-  }
+  v = fl__view_opts(v, &sd->defaults);
   sd->v = v;
   if (fl__source_build(&sd->s, NULL, d, v, r, err, err_size) < 0) {
     fl__source_free(&sd->s);

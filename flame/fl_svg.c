@@ -421,29 +421,20 @@ char *fl__svg_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t
   return fl__buf_take(&b);
 }
 
-char *fl_svg(const fl_tree_t *t, const fl_view_opts_t *v) {
+/* The SVG of tree t, whose diff d is (NULL: a profile's). */
+static char *svg_of(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t *v) {
   fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
+  v = fl__view_opts(v, &defaults);
   fl__rows_t r;
   fl__rows_get(t, v->max_rows, &r);
+  r.diff = d;
   char *svg = fl__svg_rows(t, v, &r);
   fl__rows_free(&r);
   return svg;
 }
 
+char *fl_svg(const fl_tree_t *t, const fl_view_opts_t *v) { return svg_of(t, NULL, v); }
+
 char *fl_svg_diff(const fl_diff_t *d, const fl_view_opts_t *v) {
-  fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
-  fl__rows_t r;
-  fl__rows_get(fl_diff_tree(d), v->max_rows, &r);
-  r.diff = d;
-  char *svg = fl__svg_rows(fl_diff_tree(d), v, &r);
-  fl__rows_free(&r);
-  return svg;
+  return svg_of(fl_diff_tree(d), d, v);
 }

@@ -103,10 +103,7 @@ static int top_notes(const fl_tree_t *t, const fl_view_opts_t *v, const top_t *t
 /* What both drawings start from: the rows, the view options (v NULL: the
  * defaults), the theme and the notes. */
 static void top_init(top_t *top, const fl_tree_t *t, const fl_view_opts_t *v) {
-  if (!v) {
-    fl_view_opts_init(&top->defaults);
-    v = &top->defaults;
-  }
+  v = fl__view_opts(v, &top->defaults);
   top->v = v;
   top->th = fl__theme_of(v);
   top->n = fl__flat_rows(t, true, &top->rows);
@@ -313,10 +310,7 @@ char *fl_top_svg(const fl_tree_t *t, const fl_view_opts_t *view) {
 
 json_t *fl_top_bundle(const fl_tree_t *t, const fl_view_opts_t *v) {
   fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
+  v = fl__view_opts(v, &defaults);
   fl_text_opts_t to;
   fl_text_opts_init(&to);
   char *svg = fl_top_svg(t, v), *report = fl_text_top(t, &to);

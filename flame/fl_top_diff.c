@@ -56,10 +56,7 @@ static void heading(const dtop_t *dt, char *out, size_t size);
 /* The rows of d, and what the drawings need (v NULL: the defaults). */
 static void dtop_init(dtop_t *dt, const fl_diff_t *d, const fl_view_opts_t *v) {
   *dt = (dtop_t){.d = d, .t = fl_diff_tree(d)};
-  if (!v) {
-    fl_view_opts_init(&dt->defaults);
-    v = &dt->defaults;
-  }
+  v = fl__view_opts(v, &dt->defaults);
   dt->v = v;
   dt->self = fl_diff_options(d)->delta == FL_DELTA_SELF;
   const fl_diff_func_t *funcs;
@@ -253,10 +250,7 @@ char *fl_top_diff_svg(const fl_diff_t *d, const fl_view_opts_t *view) {
 
 json_t *fl_top_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v) {
   fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
+  v = fl__view_opts(v, &defaults);
   char *svg = fl_top_diff_svg(d, v), *report = fl_text_top_diff(d, NULL);
   json_t *bundle = fl__bundle_assemble(fl_top_diff_vegalite(d, v), svg, report, v);
   free(svg);

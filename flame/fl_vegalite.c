@@ -802,29 +802,22 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
 
 // clang-format on
 
-json_t *fl_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+/* The spec of tree t, whose diff d is (NULL: a profile's). */
+static json_t *vegalite_of(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t *v) {
   fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
+  v = fl__view_opts(v, &defaults);
   fl__rows_t r;
   fl__rows_get(t, v->max_rows, &r);
+  r.diff = d;
   json_t *spec = fl__vegalite_rows(t, v, &r);
   fl__rows_free(&r);
   return spec;
 }
 
+json_t *fl_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t err_size) {
+  return vegalite_of(t, NULL, v);
+}
+
 json_t *fl_vegalite_diff(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size) {
-  fl_view_opts_t defaults;
-  if (!v) {
-    fl_view_opts_init(&defaults);
-    v = &defaults;
-  }
-  fl__rows_t r;
-  fl__rows_get(fl_diff_tree(d), v->max_rows, &r);
-  r.diff = d;
-  json_t *spec = fl__vegalite_rows(fl_diff_tree(d), v, &r);
-  fl__rows_free(&r);
-  return spec;
+  return vegalite_of(fl_diff_tree(d), d, v);
 }
