@@ -53,6 +53,7 @@ def test_nbconvert_execute(tmp_path):
 
 EXPORT_TEST = pathlib.Path(__file__).resolve().parents[1] / "render" / "export_test.mjs"
 INTERACTIVE_TEST = pathlib.Path(__file__).resolve().parents[1] / "render" / "interactive_test.mjs"
+LIVE_TEST = pathlib.Path(__file__).resolve().parents[1] / "render" / "live_notebook_test.mjs"
 DEMO = pathlib.Path(__file__).resolve().parents[2] / "examples" / "demo.ipynb"
 
 
@@ -235,6 +236,40 @@ def test_classic_notebook_trusted_is_interactive_and_untrusted_says_how(profiled
                                          source=trusted)
         report += interactive_in_chromium([f"{url}/notebooks/untrusted.ipynb?token={token}"], graphs=4,
                                           untrusted=True)
+    print(report)
+
+
+def test_classic_notebook_redraws_a_live_graph_and_keeps_the_final_one(tmp_path):
+    """%%profview every=0.5 of a cell that runs 4 s of its own CPU time, run
+    in the classic Notebook in Chromium: its graph is redrawn in place while
+    it runs (two live graphs at least, one at a time, growing), the final
+    graph takes its place, and it is still there after a save and a reload
+    (tests/render/live_notebook_test.mjs); the saved file holds that final
+    graph only."""
+    nb = notebook_of(nbformat.v4.new_code_cell(
+        "%%profview every=0.5\n"
+        "#include <time.h>\n"
+        "struct timespec t0, t;\n"
+        "clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);\n"
+        "do {\n"
+        "    spin(1000000);\n"
+        "    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);\n"
+        "} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < 4.0);"))
+    path = tmp_path / "live.ipynb"
+    nbformat.write(nb, path)
+    node = os.environ.get("CFLAME_NODE") or shutil.which("node")
+    assert node, "no node to run live_notebook_test.mjs (set CFLAME_NODE)"
+    with classic_notebook(tmp_path, tmp_path / "home") as (url, token):
+        p = subprocess.run([node, str(LIVE_TEST), f"{url}/notebooks/live.ipynb?token={token}"],
+                           capture_output=True, text=True, timeout=900)
+    report = p.stdout + p.stderr
+    assert p.returncode == 0, report
+    saw = json.loads(p.stdout.strip().splitlines()[-1])
+    outputs = nbformat.read(path, as_version=4).cells[-1].outputs
+    graphs = [o for o in outputs if "application/vnd.vegalite.v5+json" in o.get("data", {})]
+    assert len(graphs) == 1, [o.get("output_type") for o in outputs]
+    assert saw["final"] in graphs[0]["data"]["text/plain"], (saw, graphs[0]["data"]["text/plain"][:300])
+    assert "live:" not in graphs[0]["data"]["text/plain"]
     print(report)
 
 
