@@ -74,7 +74,9 @@ static int run_helper(kn_prof_t *kp, char *const argv[], fl__buf_t *log, bool *i
     if (fd >= 0) fl__spawn_drain(&fd, log);
     pid_t got = waitpid(pid, &status, WNOHANG);
     if (got == pid || (got < 0 && errno != EINTR)) break;
-    if (!*interrupted && kn_prof_interrupted(kp)) {
+    /* An interrupt, or the job stopped (a shutdown: kn_job_discard waits
+     * for the handler): the helper detaches and writes what it took. */
+    if (!*interrupted && (kn_prof_interrupted(kp) || kn_prof_cancelled(kp))) {
       kill(pid, SIGINT);
       *interrupted = true;
     }

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (COUNT, SOURCE_DIR, SpecStore, collect, count, displays, errors, fails,
-                      flame, ok, rows_of, send, stdout, summary_of)
+from conftest import (COUNT, SOURCE_DIR, SpecStore, collect, displays, fails, flame, ok,
+                      rows_of, send, start_kernel, stdout, summary_of)
 
 STORE = SpecStore("attach")
 
@@ -112,6 +112,23 @@ def test_an_interrupt_ends_the_attach_and_shows_what_was_taken(km, kc, prog_bin)
         spin, s = spin_samples(ds[0]["data"])
         assert spin > 0, s["line"]
         assert stdout(r.outputs).startswith("Interrupted: "), stdout(r.outputs)
+        assert tracer_and_state(prog.pid)[0] == 0
+        prog.used(0.05)
+
+
+def test_a_shutdown_during_an_attach_ends_it_and_leaves_the_program_running(prog_bin):
+    """shutdown_request while %profattach samples for an hour (sent alone,
+    without the interrupt jupyter_client's shutdown_kernel sends first):
+    the helper detaches, the kernel exits cleanly (0), and the program runs
+    on, untraced."""
+    with Spinning(prog_bin) as prog, start_kernel() as (km, kc):
+        send(kc, f"%profattach {prog.pid} duration=3600", stop_on_error=False)
+        while tracer_and_state(prog.pid)[0] == 0:
+            time.sleep(0.01)
+        prog.used(0.1)
+        proc = km.provisioner.process
+        kc.shutdown()
+        assert proc.wait(timeout=120) == 0, proc.returncode
         assert tracer_and_state(prog.pid)[0] == 0
         prog.used(0.05)
 
