@@ -165,9 +165,10 @@ static stop_t on_status(attach_t *a, thread_t *t, int status) {
   int sig = WSTOPSIG(status), event = status >> 16;
   if (event == PTRACE_EVENT_CLONE) {
     unsigned long tid;
-    if (ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &tid) == 0) add_thread(a, (pid_t)tid);
-    /* add_thread may have moved the array. */
-    t = find_thread(a, t->tid);
+    pid_t parent = t->tid;
+    if (ptrace(PTRACE_GETEVENTMSG, parent, NULL, &tid) == 0) add_thread(a, (pid_t)tid);
+    /* add_thread may have moved the array: t is found again. */
+    t = find_thread(a, parent);
     if (t) resume(t, 0);
     return STOP_HANDLED;
   }

@@ -219,6 +219,25 @@ def test_threads_started_after_the_attach_have_their_shares(bins, tmp_path):
     assert re.search(r"in 1 process, [23] threads", err), err
 
 
+def test_forty_threads_started_at_once_while_attached_are_followed(bins, tmp_path):
+    """Forty threads cloned at once while attached: cflame's table of
+    threads grows under their clone events (under ASan, a stale pointer
+    into it would be caught), each is followed, and the program ends
+    unharmed."""
+    prog = started(bins, "await", "many", ITERS, 40, cwd=tmp_path)
+    c = Attached(prog.pid, "-o", "many.folded", "--no-lines", cwd=tmp_path).attached()
+    go(prog)
+    out, _ = prog.communicate(timeout=300)
+    rc, _, err = c.finish()
+    assert prog.returncode == 0 and program_json(out)["threads"] == 40, out
+    assert rc == 0, err
+    # Each thread works one() once, some 1.5 intervals of CPU or more:
+    # most of them are sampled (the count is of threads with samples).
+    threads = int(re.search(r"in 1 process, (\d+) threads", err).group(1))
+    assert threads > 20, err
+    assert weight(folded(tmp_path / "many.folded"), "thread_one") > 0
+
+
 def test_a_forked_child_is_named_not_followed(bins, tmp_path):
     prog = started(bins, "await", "fork", ITERS // 2, cwd=tmp_path)
     c = Attached(prog.pid, "-o", "fork.folded", "--no-lines", cwd=tmp_path).attached()

@@ -7,6 +7,8 @@
  *   prog split ITERS           one() and three() (three times one()'s work),
  *                              alternating over rounds, on the main thread
  *   prog threads ITERS         thread_a runs one(), thread_b three()
+ *   prog many ITERS N          N threads at once, each running one() once;
+ *                              prints how many ran
  *   prog wall ITERS            main and wall_thread each run one() over
  *                              rounds; each prints the wall time and run
  *                              delay (schedstat) it measured around its
@@ -70,6 +72,10 @@ static double cpu_a, cpu_b;
 static void *thread_a(void *arg) {
   for (int r = 0; r < ROUNDS; r++) one(iters);
   cpu_a = thread_cpu();
+  return arg;
+}
+static void *thread_one(void *arg) {
+  one(iters);
   return arg;
 }
 static void *thread_b(void *arg) {
@@ -143,6 +149,14 @@ int main(int argc, char **argv) {
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     printf("{\"a\": %.6f, \"b\": %.6f}\n", cpu_a, cpu_b);
+  } else if (!strcmp(mode, "many")) {
+    iters = n;
+    int want = argc > 3 ? atoi(argv[3]) : 0, ran = 0;
+    pthread_t *t = calloc((size_t)(want > 0 ? want : 1), sizeof *t);
+    for (int k = 0; k < want; k++) ran += pthread_create(&t[k], NULL, thread_one, NULL) == 0;
+    for (int k = 0; k < ran; k++) pthread_join(t[k], NULL);
+    free(t);
+    printf("{\"threads\": %d}\n", ran);
   } else if (!strcmp(mode, "wall")) {
     iters = n;
     double w = mono(), d = run_delay();
@@ -248,7 +262,7 @@ int main(int argc, char **argv) {
     zeroed();
     printf("%s\n", keep[0] ? "kept" : "none");
   } else {
-    fprintf(stderr, "usage: prog [await] split|threads|fork|exec|io|kill|spin|allocs ...\n");
+    fprintf(stderr, "usage: prog [await] split|threads|many|fork|exec|io|kill|spin|allocs ...\n");
     return 2;
   }
   return 0;
