@@ -598,7 +598,7 @@ int kn_kernel_run(kn_kernel_t *k) {
       i_left = n;
       items[n++] = (zmq_pollitem_t){NULL, kn_job_fd(k->left_job), ZMQ_POLLIN, 0};
     }
-    /* Completion and inspection: the libclang thread's result, a man page. */
+    /* Completion and inspection: the result of libclang's process (cflame-clang), a man page. */
     int afds[2], i_complete = n;
     kn_complete_fds(k->complete, afds);
     for (int j = 0; j < 2; j++)

@@ -4,7 +4,7 @@
  * Data flow: a ZeroMQ frame list arrives on shell or control (kn_kernel.c),
  * is decoded and verified (kn_wire.c) and dispatched by msg_type: simple
  * requests are answered at once (kn_requests.c); complete and inspect when
- * the libclang thread has read the cell (kn_complete.c); execute_request
+ * libclang's process (cflame-clang) has read the cell (kn_complete.c); execute_request
  * starts an execution (kn_exec.h and the files it lists), which splits off
  * magics (kn_magic.c, the table in kn_magics.c), compiles the cell
  * (kn_session.c, kn_cell.c) and asks the worker process (kn_worker.c,
