@@ -27,16 +27,41 @@
 
 #include "fl__io.h"
 
+/* The input kinds: the word that asks for each (--input-format), and the
+ * name messages give it. In fl_input_kind_t's order. */
+static const struct {
+  const char *word, *name;
+} input_kinds[] = {
+    [FL_INPUT_AUTO] = {"auto", "auto"},
+    [FL_INPUT_FOLDED] = {"folded", "folded stacks"},
+    [FL_INPUT_PERF_SCRIPT] = {"perf", "perf script"},
+    [FL_INPUT_PPROF] = {"pprof", "pprof"},
+    [FL_INPUT_SPEEDSCOPE] = {"speedscope", "speedscope"},
+    [FL_INPUT_TRACE] = {"trace", "trace events"},
+};
+
 const char *fl_input_kind_name(fl_input_kind_t kind) {
-  switch (kind) {
-    case FL_INPUT_FOLDED: return "folded stacks";
-    case FL_INPUT_PERF_SCRIPT: return "perf script";
-    case FL_INPUT_PPROF: return "pprof";
-    case FL_INPUT_SPEEDSCOPE: return "speedscope";
-    case FL_INPUT_TRACE: return "trace events";
-    case FL_INPUT_AUTO: break;
+  return (size_t)kind < FL__ARRAY_SIZE(input_kinds) ? input_kinds[kind].name : "auto";
+}
+
+int fl_input_kind_parse(const char *word, fl_input_kind_t *kind) {
+  for (size_t i = 0; i < FL__ARRAY_SIZE(input_kinds); i++)
+    if (!strcmp(word, input_kinds[i].word)) {
+      *kind = (fl_input_kind_t)i;
+      return 0;
+    }
+  return -1;
+}
+
+const char *fl_input_kinds(void) {
+  static char list[128];
+  if (!list[0]) {
+    size_t used = 0;
+    for (size_t i = 0; i < FL__ARRAY_SIZE(input_kinds); i++)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                               input_kinds[i].word);
   }
-  return "auto";
+  return list;
 }
 
 /* ---- telling the kinds apart ---- */

@@ -74,11 +74,12 @@ static const char usage_head[] =
     "\n"
     "Output:\n";
 
-/* After the formats: the rest of the output options. */
+/* After the formats: the rest of the output options (the input kinds are
+ * the library's, printed between the two parts). */
 static const char usage_output[] =
     "  -o, --output FILE      write to FILE (default: standard output); on any\n"
-    "                         error nothing is written and FILE is left as it was\n"
-    "      --input-format KIND  auto, folded, perf, pprof, speedscope or trace\n"
+    "                         error nothing is written and FILE is left as it was\n";
+static const char usage_inputs[] =
     "                         (default: auto, by content)\n"
     "      --per-input        each INPUT under a root frame of its own, named after\n"
     "                         the file (default: merged)\n"
@@ -133,6 +134,8 @@ static void print_usage(void) {
   for (size_t i = 0; (f = fl_output_format_at(i)) != NULL; i++)
     printf("    %-9s %-9s %s\n", f->name, f->ending, f->help);
   fputs(usage_output, stdout);
+  printf("      --input-format KIND  %s\n", fl_input_kinds());
+  fputs(usage_inputs, stdout);
   for (size_t i = 0; i < sizeof help_sections / sizeof *help_sections; i++) {
     char *lines = fl_options_help(help_sections[i].groups, FL_FRONT_COMMAND);
     printf("%s\n%s%s%s\n", help_sections[i].heading,
@@ -215,13 +218,6 @@ static void say_io_error(const fl_io_error_t *e) {
 
 /* ---- option values ---- */
 
-/* The index of word in names, or -1. */
-static int pick(const char *word, const char *const *names, int n) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(word, names[i]) == 0) return i;
-  return -1;
-}
-
 static bool parse_double(const char *s, double *out) {
   char *end;
   errno = 0;
@@ -234,15 +230,9 @@ static bool parse_double(const char *s, double *out) {
 /* Parses argv into c. Returns -1 to go on, else the exit status (0 after
  * --help or --version, 2 for a bad command line). */
 static int parse_args(int argc, char **argv, cli_t *c) {
-  static const char *const input_kinds[] = {"auto",  "folded",     "perf",
-                                            "pprof", "speedscope", "trace"};
-  static const fl_input_kind_t input_kind_values[] = {FL_INPUT_AUTO,        FL_INPUT_FOLDED,
-                                                      FL_INPUT_PERF_SCRIPT, FL_INPUT_PPROF,
-                                                      FL_INPUT_SPEEDSCOPE,  FL_INPUT_TRACE};
   const char *valid_options;
   const struct option *options = long_options(&valid_options);
   char err[512];
-  int k;
   opterr = 0; /* unknown options are reported below, with the valid ones */
   for (int opt; (opt = getopt_long(argc, argv, ":f:o:hV", options, NULL)) != -1;) {
     if (opt >= OPT_DRAW) {
@@ -266,11 +256,8 @@ static int parse_args(int argc, char **argv, cli_t *c) {
         c->output = optarg;
         break;
       case OPT_INPUT_FORMAT:
-        if ((k = pick(optarg, input_kinds, 6)) < 0)
-          return usage_error(
-              "--input-format %s: unknown; valid: auto, folded, perf, pprof, speedscope, trace",
-              optarg);
-        c->input_kind = input_kind_values[k];
+        if (fl_input_kind_parse(optarg, &c->input_kind) < 0)
+          return usage_error("--input-format %s: unknown; valid: %s", optarg, fl_input_kinds());
         break;
       case OPT_PER_INPUT: c->per_input = true; break;
       case OPT_MAX_INPUT_SIZE: {

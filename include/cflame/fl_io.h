@@ -126,6 +126,12 @@ typedef enum fl_input_kind {
 /* "auto", "folded stacks", "perf script", "pprof", "speedscope", "trace
  * events". Static. */
 const char *fl_input_kind_name(fl_input_kind_t kind);
+/* The kind a front door's word names ("auto", "folded", "perf", "pprof",
+ * "speedscope", "trace"): 0, or -1 when it names none. */
+int fl_input_kind_parse(const char *word, fl_input_kind_t *kind);
+/* Those words, as a list for help and errors: "auto, folded, perf, pprof,
+ * speedscope, trace". Static. */
+const char *fl_input_kinds(void);
 
 /* Parses folded stacks, `perf script` text or pprof (kind FL_INPUT_AUTO:
  * told apart by content; gzip-compressed or not) of len bytes, named name

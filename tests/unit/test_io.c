@@ -602,6 +602,25 @@ static void test_folded_out(void) {
   check_round_trip(true, false);
 }
 
+/* The words --input-format takes: each names its kind, the list for help
+ * and errors holds each, and any other word names none. */
+static void test_input_kind_words(void) {
+  const char *words[] = {"auto", "folded", "perf", "pprof", "speedscope", "trace"};
+  const fl_input_kind_t kinds[] = {FL_INPUT_AUTO,  FL_INPUT_FOLDED,     FL_INPUT_PERF_SCRIPT,
+                                   FL_INPUT_PPROF, FL_INPUT_SPEEDSCOPE, FL_INPUT_TRACE};
+  for (size_t i = 0; i < FL__ARRAY_SIZE(words); i++) {
+    fl_input_kind_t kind = FL_INPUT_AUTO;
+    CHECK_INT(fl_input_kind_parse(words[i], &kind), 0);
+    CHECK_INT(kind, kinds[i]);
+    CHECK(strstr(fl_input_kinds(), words[i]) != NULL);
+  }
+  CHECK_STR(fl_input_kinds(), "auto, folded, perf, pprof, speedscope, trace");
+  CHECK_STR(fl_input_kind_name(FL_INPUT_PERF_SCRIPT), "perf script");
+  fl_input_kind_t kind = FL_INPUT_PPROF;
+  CHECK_INT(fl_input_kind_parse("perf script", &kind), -1);
+  CHECK_INT(kind, FL_INPUT_PPROF);
+}
+
 /* Names that would not split back into the same frames are written so that
  * they do (cases the fuzzer found). */
 static void test_folded_out_escapes(void) {
@@ -977,6 +996,7 @@ static void test_json_formats(void) {
 
 int main(void) {
   test_json_formats();
+  test_input_kind_words();
   test_folded_counts();
   test_folded_spaces_and_lines();
   test_folded_errors();
