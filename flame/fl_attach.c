@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -188,6 +189,26 @@ static stop_t on_status(attach_t *a, thread_t *t, int status) {
   return STOP_HANDLED;
 }
 
+/* The kernel's "restart the call unless a handler runs" (ERESTARTNOHAND,
+ * include/linux/errno.h): not in the user-space headers. */
+#define RESTART_NO_HANDLER 514
+
+/* Undoes what cflame's own stop did to a call thread tid was blocked in.
+ * A sample interrupts only a running thread, but it may block between the
+ * look and the interrupt; the interrupt then wakes it as a signal would,
+ * and calls that are not restarted after a stop (epoll_wait, semop, ...)
+ * fail with EINTR. At cflame's stop, on the way back from such a call,
+ * its result is set to ERESTARTNOHAND: the kernel restarts the call when
+ * the thread goes on, unless a signal's handler runs first, which then
+ * sees EINTR as it would have without cflame. x86-64's registers. */
+static void restart_interrupted_call(pid_t tid) {
+  struct user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0) return;
+  if ((long long)regs.orig_rax < 0 || (long long)regs.rax != -EINTR) return;
+  regs.rax = (unsigned long long)-RESTART_NO_HANDLER;
+  ptrace(PTRACE_SETREGS, tid, NULL, &regs);
+}
+
 /* Waits for thread t's next stop or end (blocking) and deals with it. */
 static stop_t wait_thread(attach_t *a, thread_t *t) {
   int status;
@@ -217,7 +238,10 @@ static void drain(attach_t *a) {
         a->threads[i].gone = true;
         break;
       }
-      if (on_status(a, &a->threads[i], status) == STOP_OURS) resume(&a->threads[i], 0);
+      if (on_status(a, &a->threads[i], status) == STOP_OURS) {
+        restart_interrupted_call(a->threads[i].tid);
+        resume(&a->threads[i], 0);
+      }
     }
   }
 }
@@ -309,12 +333,16 @@ static void sample(attach_t *a, size_t i) {
   if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) return; /* its exit is to be reaped */
   stop_t s;
   /* Any stop of the thread (a signal's, a clone's) drops an interrupt
-   * still pending: it is asked again, or the wait would last until the
-   * thread's next signal. */
+   * still pending: it is asked again of a thread still running, or the
+   * wait would last until the thread's next signal; one that blocked
+   * meanwhile is left alone until the next tick. */
   while ((s = wait_thread(a, &a->threads[i])) == STOP_HANDLED)
-    if (ptrace(PTRACE_INTERRUPT, a->threads[i].tid, NULL, NULL) < 0) return;
+    if (!thread_running(a->pid, a->threads[i].tid) ||
+        ptrace(PTRACE_INTERRUPT, a->threads[i].tid, NULL, NULL) < 0)
+      return;
   if (s != STOP_OURS) return;
   t = &a->threads[i];
+  restart_interrupted_call(t->tid);
   /* Stopped, so switched out: its CPU time is exact now. */
   cpu = thread_cpu_ns(t);
   int64_t used = cpu >= 0 ? cpu - (int64_t)t->cpu_ns : iv;
@@ -518,7 +546,9 @@ static void detach(attach_t *a, size_t i) {
     }
     /* A signal's stop passes the signal on; from any other (ours, a group
      * stop, a clone's) the thread goes on as it was, the interrupt still
-     * pending after a signal's stop dropped with the tracer. */
+     * pending after a signal's stop dropped with the tracer. A call our
+     * interrupt woke is restarted. */
+    if (event == PTRACE_EVENT_STOP) restart_interrupted_call(tid);
     ptrace(PTRACE_DETACH, tid, NULL, (void *)(intptr_t)(event ? 0 : WSTOPSIG(status)));
     break;
   }

@@ -9,6 +9,9 @@
  *   prog threads ITERS         thread_a runs one(), thread_b three()
  *   prog many ITERS N          N threads at once, each running one() once;
  *                              prints how many ran
+ *   prog block ITERS MS        prints "ready", then waits in epoll_wait for
+ *                              MS milliseconds on nothing; prints what it
+ *                              returned and its errno
  *   prog wall ITERS            main and wall_thread each run one() over
  *                              rounds; each prints the wall time and run
  *                              delay (schedstat) it measured around its
@@ -41,6 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,6 +162,15 @@ int main(int argc, char **argv) {
     for (int k = 0; k < ran; k++) pthread_join(t[k], NULL);
     free(t);
     printf("{\"threads\": %d}\n", ran);
+  } else if (!strcmp(mode, "block")) {
+    int ep = epoll_create1(0);
+    struct epoll_event ev;
+    printf("ready\n");
+    fflush(stdout);
+    int rc = epoll_wait(ep, &ev, 1, argc > 3 ? atoi(argv[3]) : 1000);
+    int e = rc < 0 ? errno : 0;
+    printf("{\"epoll_wait\": %d, \"errno\": %d, \"eintr\": %s}\n", rc, e,
+           e == EINTR ? "true" : "false");
   } else if (!strcmp(mode, "wall")) {
     iters = n;
     double w = mono(), d = run_delay();
