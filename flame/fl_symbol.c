@@ -23,7 +23,8 @@
  *
  * Debug files are searched the standard libdwfl way (build-id and
  * .gnu_debuglink under /usr/lib/debug); when DEBUGINFOD_URLS is set in the
- * environment, libdwfl also asks those debuginfod servers, as gdb and perf do.
+ * environment, libdwfl also asks those debuginfod servers, as gdb and perf do
+ * (find_debuginfo: without servers, libdwfl's client is never loaded).
  *
  * A symbolizer is not thread-safe: one thread at a time. */
 #define _GNU_SOURCE
@@ -113,9 +114,56 @@ static int find_elf_mapped(Dwfl_Module *mod, void **userdata, const char *modnam
   return -1;
 }
 
+/* Whether a debug file for module file may be found locally by its
+ * .gnu_debuglink name (debuglink; without one, libdwfl takes the file's
+ * name plus ".debug"): whether that name exists in one of the places
+ * libdwfl's default path (debuginfo_path NULL) looks, beside the file, in
+ * its .debug directory, or under /usr/lib/debug. libdwfl checks the
+ * candidate's CRC itself. */
+static bool debuglink_candidate(const char *file, const char *debuglink) {
+  if (!file) return false;
+  const char *slash = strrchr(file, '/');
+  if (!slash) return false; /* libdwfl names a process's modules by absolute paths */
+  int dir_len = (int)(slash - file);
+  char name[PATH_MAX], path[PATH_MAX];
+  if (debuglink)
+    snprintf(name, sizeof name, "%s", debuglink);
+  else
+    snprintf(name, sizeof name, "%s.debug", slash + 1);
+  static const char *const places[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+  for (size_t i = 0; i < FL__ARRAY_SIZE(places); i++) {
+    int n = snprintf(path, sizeof path, places[i], dir_len, file, name);
+    if (n > 0 && (size_t)n < sizeof path && access(path, R_OK) == 0) return true;
+  }
+  return false;
+}
+
+/* libdwfl's standard search for a module's debug file, less its last
+ * resort when no debuginfod server is configured. That search looks by
+ * build-id under /usr/lib/debug/.build-id, then by the .gnu_debuglink name,
+ * and when both fail asks the servers in DEBUGINFOD_URLS. For that last
+ * step libdwfl loads libdebuginfod, and with it libcurl, GnuTLS and some
+ * fifteen more libraries (megabytes of pages in every process that
+ * symbolizes, the kernel's included), even when DEBUGINFOD_URLS is unset.
+ * So without servers, the standard search runs only where a local file may
+ * answer it. With servers, it runs as gdb and perf run it. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file, const char *debuglink, GElf_Word crc,
+                          char **debuginfo_file_name) {
+  const char *servers = getenv("DEBUGINFOD_URLS");
+  if (servers && *servers)
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file, debuglink, crc,
+                                        debuginfo_file_name);
+  int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file, debuglink, crc,
+                                        debuginfo_file_name);
+  if (fd >= 0 || !debuglink_candidate(file, debuglink)) return fd;
+  return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file, debuglink, crc,
+                                      debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks proc_callbacks = {
     .find_elf = find_elf_mapped,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .debuginfo_path = &debuginfo_path,
 };
 

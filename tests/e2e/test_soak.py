@@ -53,10 +53,9 @@ def kernel_figures(pid):
     A leak grows the private part (RssAnon: heap, arenas, stacks). The rest
     is pages of files the kernel maps: its libraries, the debug files its
     symbol store keeps (bounded by that store's limits), and libraries
-    loaded once when first needed. libdw, for one, loads its debuginfod
-    client with libcurl and GnuTLS (some 4 MB of pages) the first time a
-    sample falls in a library without a local debug file, which in this
-    soak is a matter of chance."""
+    loaded once when first needed, at a moment this soak leaves to chance
+    (libdw's debuginfod client, with libcurl and GnuTLS, some 4 MB of
+    pages, was one until the kernel stopped loading it without servers)."""
     fds = open_files(pid)
     with open(f"/proc/{pid}/status") as f:
         status = {line.split(":")[0]: int(line.split()[1]) for line in f

@@ -46,14 +46,18 @@ enum { LINE_HELPER_CALL = 8, LINE_WORK = 11, LINE_WORK_CALL = 12, LINE_WORK_INLI
 #define SO_NAME "libcflame_test_cell7.so"
 #define NODEBUG_SO_NAME "libcflame_test_cell7_nodebug.so"
 #define IBT_SO_NAME "libcflame_test_cell7_ibt.so"
+#define LINKED_SO_NAME "libcflame_test_cell7_linked.so"
 
 static char dir[] = "/tmp/cflame_test_symbol.XXXXXX";
-static char src_path[256], so_path[256], nodebug_so_path[256], ibt_so_path[256];
+static char src_path[256], so_path[256], nodebug_so_path[256], ibt_so_path[256],
+    linked_so_path[256];
 
 /* Writes the cell into dir and compiles it twice, with and without debug
- * information; returns 0 or -1. Compiles it a third time with the PLT of
- * indirect branch tracking (.plt.sec), when the toolchain can: else
- * ibt_so_path is "". */
+ * information, and a third time with its debug information split into a
+ * file beside it that its .gnu_debuglink names (objcopy's recipe, which no
+ * build-id lookup finds); returns 0 or -1. Compiles it a fourth time with
+ * the PLT of indirect branch tracking (.plt.sec), when the toolchain can:
+ * else ibt_so_path is "". */
 static int build_cell(void) {
   char cmd[1024];
   const char *cc = getenv("CC");
@@ -69,6 +73,13 @@ static int build_cell(void) {
   snprintf(cmd, sizeof cmd, "%s -O2 -g -shared -fPIC -o '%s' '%s'", cc, so_path, src_path);
   if (system(cmd) != 0) return -1;
   snprintf(cmd, sizeof cmd, "%s -O2 -g0 -shared -fPIC -o '%s' '%s'", cc, nodebug_so_path, src_path);
+  if (system(cmd) != 0) return -1;
+  snprintf(linked_so_path, sizeof linked_so_path, "%s/" LINKED_SO_NAME, dir);
+  snprintf(cmd, sizeof cmd,
+           "%s -O2 -g -shared -fPIC -o '%s' '%s' && cd '%s' && "
+           "objcopy --only-keep-debug " LINKED_SO_NAME " " LINKED_SO_NAME ".debug && "
+           "objcopy --strip-debug --add-gnu-debuglink=" LINKED_SO_NAME ".debug " LINKED_SO_NAME,
+           cc, linked_so_path, src_path, dir);
   if (system(cmd) != 0) return -1;
   snprintf(ibt_so_path, sizeof ibt_so_path, "%s/" IBT_SO_NAME, dir);
   snprintf(cmd, sizeof cmd,
@@ -119,9 +130,9 @@ static int ends_with(const char *s, const char *suffix) {
  * ways, libc's qsort, and the symbolizer of this process's maps that the
  * tests share (one after the other, in main's order). */
 static struct {
-  void *so, *nodebug_so, *ibt_so, *libc;
+  void *so, *nodebug_so, *linked_so, *ibt_so, *libc;
   uint64_t work_pc, ra_work, ra_helper; /* work()'s entry, and the probe's return addresses */
-  void *nodebug_work, *ibt_work, *qsort_pc;
+  void *nodebug_work, *linked_work, *ibt_work, *qsort_pc;
   char *maps;
   fl_symbolizer_t *sym;
 } fx;
@@ -287,6 +298,12 @@ static bool setup(void) {
   fx.nodebug_work = fx.nodebug_so ? dlsym(fx.nodebug_so, "cflame_c7_work") : NULL;
   CHECK(fx.nodebug_work != NULL && fx.nodebug_work != (void *)work);
 
+  /* The same code with its DWARF in a file of its own. */
+  fx.linked_so = dlopen(linked_so_path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(fx.linked_so != NULL);
+  fx.linked_work = fx.linked_so ? dlsym(fx.linked_so, "cflame_c7_work") : NULL;
+  CHECK(fx.linked_work != NULL);
+
   /* The same code with the PLT of indirect branch tracking. */
   fx.ibt_so = ibt_so_path[0] ? dlopen(ibt_so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
   fx.ibt_work = fx.ibt_so ? dlsym(fx.ibt_so, "cflame_c7_work") : NULL;
@@ -313,6 +330,7 @@ static void teardown(void) {
   if (fx.libc) dlclose(fx.libc);
   if (fx.ibt_so) dlclose(fx.ibt_so);
   if (fx.nodebug_so) dlclose(fx.nodebug_so);
+  if (fx.linked_so) dlclose(fx.linked_so);
   if (fx.so) dlclose(fx.so);
   remove_dir();
 }
@@ -357,6 +375,31 @@ static void test_nodebug(void) {
   CHECK_INT(fr[0].line, 0);
   CHECK(!fr[0].inlined);
   CHECK(ends_with(fr[0].module, "/" NODEBUG_SO_NAME));
+}
+
+/* A debug file named by the module's .gnu_debuglink, beside it, with no
+ * debuginfod server configured: found (DWARF's name for work(), its cell
+ * and line). */
+static void test_debuglink(void) {
+  fl_frame_info_t fr[8];
+  if (!fx.linked_work) return;
+  CHECK(fl_symbolizer_lookup(fx.sym, (uint64_t)(uintptr_t)fx.linked_work, false, fr, 8) >= 1);
+  CHECK_STR(fr[0].func, "work");
+  CHECK_STR(fr[0].file, "cell[7]");
+  CHECK_INT(fr[0].line, LINE_WORK);
+  CHECK(ends_with(fr[0].module, "/" LINKED_SO_NAME));
+}
+
+/* With DEBUGINFOD_URLS unset (main), a module with no local debug file
+ * (nodebug's) does not bring libdwfl's debuginfod client, and libcurl with
+ * it, into the process. */
+static void test_no_debuginfod(void) {
+  char *maps = read_self_maps();
+  CHECK(maps != NULL);
+  if (!maps) return;
+  CHECK(strstr(maps, "libdebuginfod") == NULL);
+  CHECK(strstr(maps, "libcurl") == NULL);
+  free(maps);
 }
 
 /* Two functions in assembly without .size, as hand-written assembly often
@@ -602,6 +645,8 @@ static const struct {
     {"return address", test_return_address},
     {"max", test_max},
     {"nodebug", test_nodebug},
+    {"debuglink", test_debuglink},
+    {"no debuginfod", test_no_debuginfod},
     {"sizeless", test_sizeless},
     {"store", test_store},
     {"libc", test_libc},
@@ -613,6 +658,7 @@ static const struct {
 };
 
 int main(void) {
+  unsetenv("DEBUGINFOD_URLS"); /* no server: test_no_debuginfod */
   bool ready = setup();
   for (size_t i = 0; ready && i < FL__ARRAY_SIZE(tests); i++) {
     int failed = test_failures;
