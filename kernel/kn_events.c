@@ -148,7 +148,8 @@ static void on_running(kn_kernel_t *k, kn_exec_t *e) {
   /* every=: the live graphs count the cell's time from here. */
   if (e->profreq.every_ns && e->profreq.mode == KN_PROF_VIEW && !e->live)
     e->live = kn_live_new(kn_kernel_prof(k), &e->profreq, e->cell,
-                          kn_worker_pid(kn_kernel_worker(k)), fl__clock_ns(CLOCK_MONOTONIC));
+                          kn_worker_pid(kn_kernel_worker(k)), fl__clock_ns(CLOCK_MONOTONIC),
+                          kn_kernel_console(k));
   if (e->interrupt_stage != 1 && e->interrupt_stage != 2) return;
   e->interrupt_stage = 1;
   e->interrupt_at_ms = fl__now_ms();
@@ -332,7 +333,9 @@ void kn_execute_on_live(kn_kernel_t *k, kn_exec_t *e) {
   json_t *content = kn_live_take(e->live, &update);
   if (!content && *kn_live_error(e->live))
     kn_log(k, KN_LOG_DEBUG, "live graph of cell %d: %s", e->cell, kn_live_error(e->live));
-  if (content && !e->live_done)
+  if (content && !e->live_done && kn_live_line(e->live))
+    kn_exec_live_line(e, content);
+  else if (content && !e->live_done)
     kn_exec_display_id(e, content, kn_live_display_id(e->live), update);
   else
     json_decref(content); /* the final graph follows at once */

@@ -17,9 +17,22 @@ void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, c
                        kn_wire_text(text)));
 }
 
+/* A live line (kn_live.h) is erased before anything else the cell shows,
+ * which then starts where the line was; the next update writes it below. */
+static void erase_live_line(kn_exec_t *e) {
+  json_t *content = e->live ? kn_live_erase(e->live) : NULL;
+  if (content) kn_publish(e->k, e->request, "stream", content);
+}
+
 static void publish_output(void *ctx, char kind, const char *text) {
   kn_exec_t *e = ctx;
+  erase_live_line(e);
   kn_exec_publish_stream(e->k, e->request, kind, text);
+}
+
+void kn_exec_live_line(kn_exec_t *e, json_t *content) {
+  kn_output_flush(&e->out, true);
+  kn_publish(e->k, e->request, "stream", content);
 }
 
 kn_exec_t *kn_exec_new(kn_kernel_t *k, kn_msg_t *request) {
@@ -79,6 +92,7 @@ void kn_exec_print(kn_exec_t *e, char kind, const char *fmt, ...) {
 
 void kn_exec_display_id(kn_exec_t *e, json_t *content, const char *display_id, bool update) {
   kn_output_flush(&e->out, true);
+  erase_live_line(e);
   json_object_set_new(content, "transient",
                       display_id ? json_pack("{s:s}", "display_id", display_id) : json_object());
   kn_publish(e->k, e->request, update ? "update_display_data" : "display_data", content);
@@ -88,6 +102,7 @@ void kn_exec_display(kn_exec_t *e, json_t *content) { kn_exec_display_id(e, cont
 
 void kn_exec_result(kn_exec_t *e, const char *text) {
   kn_output_flush(&e->out, true);
+  erase_live_line(e);
   if (e->silent) return;
   kn_publish(e->k, e->request, "execute_result",
              json_pack("{s:i, s:{s:o}, s:{}}", "execution_count", e->count, "data", "text/plain",
@@ -98,6 +113,7 @@ void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t 
   kn_kernel_t *k = e->k;
   if (e->inspecting) kn_complete_forget(k, e);
   kn_output_end(&e->out);
+  erase_live_line(e);
   /* stop_on_error: requests queued behind a failed one are aborted before
    * its reply goes out, so that what a client sends after seeing the reply
    * always runs. */

@@ -133,6 +133,9 @@ void kn_exec_display(kn_exec_t *e, json_t *content);
 /* The same under display_id, NULL: none; as update_display_data when
  * update (it replaces what was shown under that id). */
 void kn_exec_display_id(kn_exec_t *e, json_t *content, const char *display_id, bool update);
+/* Publishes a live line's stream content (stolen, kn_live_take), after the
+ * output before it. */
+void kn_exec_live_line(kn_exec_t *e, json_t *content);
 /* Publishes text as the execution's result (Out[n]), unless silent. */
 void kn_exec_result(kn_exec_t *e, const char *text);
 /* Ends e: publishes the error (if ename), replies, goes idle, frees e.

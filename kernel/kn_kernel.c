@@ -33,6 +33,7 @@ struct kn_kernel {
   int sigint_pipe[2];  /* SIGINT to the kernel writes here */
   pid_t client_pid;    /* the process the kernel leaves with (watch_client), or 0 */
   int client_fd;       /* its pidfd, readable once it has ended; -1: none watched */
+  bool console;        /* that process is `jupyter console` (client_is_console) */
   kn_replay_t *replay; /* signatures seen: replayed messages are dropped */
 
   int execution_count;
@@ -61,6 +62,7 @@ kn_session_t *kn_kernel_session(kn_kernel_t *k) { return k->session; }
 kn_prof_t *kn_kernel_prof(kn_kernel_t *k) { return k->prof; }
 kn_worker_t *kn_kernel_worker(kn_kernel_t *k) { return k->worker; }
 kn_history_t *kn_kernel_history(kn_kernel_t *k) { return k->history; }
+bool kn_kernel_console(const kn_kernel_t *k) { return k->console; }
 kn_complete_t *kn_kernel_complete(kn_kernel_t *k) { return k->complete; }
 kn_exec_t *kn_kernel_exec(const kn_kernel_t *k) { return k->exec; }
 void kn_kernel_set_exec(kn_kernel_t *k, kn_exec_t *e) { k->exec = e; }
@@ -345,6 +347,28 @@ static int bind_socket(kn_kernel_t *k, void **sock, int type, int port, char *er
  * watched: it does not end, and a kernel whose parent is already 1 was
  * orphaned at birth or started by a container's init, which also does not
  * end. Returns 0, or -1 with err when the process has already ended. */
+/* Whether process pid is `jupyter console` (run as jupyter-console, or as
+ * python -m jupyter_console): a terminal, which prints display_data and
+ * ignores update_display_data, so that a live graph there is a line that
+ * refreshes (kn_live.h). A console attached to a kernel started by
+ * another client (--existing) is not known for one. */
+static bool client_is_console(pid_t pid) {
+  char path[64], args[4096];
+  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t got = read(fd, args, sizeof args - 1);
+  close(fd);
+  if (got <= 0) return false;
+  args[got] = '\0';
+  for (const char *arg = args; arg < args + got; arg += strlen(arg) + 1) {
+    const char *slash = strrchr(arg, '/');
+    const char *base = slash ? slash + 1 : arg;
+    if (!strcmp(base, "jupyter-console") || !strcmp(arg, "jupyter_console")) return true;
+  }
+  return false;
+}
+
 static int watch_client(kn_kernel_t *k, char *err, size_t err_size) {
   const char *given = getenv("JPY_PARENT_PID");
   pid_t pid = 0;
@@ -373,6 +397,7 @@ static int watch_client(kn_kernel_t *k, char *err, size_t err_size) {
   }
   fcntl(k->client_fd, F_SETFD, FD_CLOEXEC);
   k->client_pid = pid;
+  k->console = client_is_console(pid);
   return 0;
 }
 

@@ -95,6 +95,8 @@ kn_session_t *kn_kernel_session(kn_kernel_t *k);
 kn_prof_t *kn_kernel_prof(kn_kernel_t *k);
 kn_worker_t *kn_kernel_worker(kn_kernel_t *k);
 kn_history_t *kn_kernel_history(kn_kernel_t *k);
+/* Whether the client that started the kernel is `jupyter console`. */
+bool kn_kernel_console(const kn_kernel_t *k);
 kn_complete_t *kn_kernel_complete(kn_kernel_t *k);
 
 /* The execution under way (one at a time), or NULL; while there is one,

@@ -27,6 +27,8 @@ struct kn_live {
   pid_t pid;
   int64_t started_ns, due_ns;
   char display_id[64];
+  bool line;       /* a line that refreshes, not a graph (kn_live_new) */
+  size_t line_len; /* the characters of the line shown; 0: none shown */
   bool shown;
   uint64_t shown_records; /* the stacks the last graph shown was drawn from */
   /* The drawing under way (busy): the loop sets read_ns and clears the
@@ -44,9 +46,10 @@ struct kn_live {
 };
 
 kn_live_t *kn_live_new(kn_prof_t *kp, const kn_profreq_t *req, int cell, pid_t pid,
-                       int64_t now_ns) {
+                       int64_t now_ns, bool line) {
   static unsigned long long serial;
   kn_live_t *l = fl__xcalloc(1, sizeof *l);
+  l->line = line;
   l->kp = kp;
   l->req = req;
   l->cell = cell;
@@ -78,6 +81,21 @@ static char *live_note(const kn_live_t *l, const fl_profile_t *prof) {
                        count);
 }
 
+/* A stream message's content: text (freed here) on stderr. */
+static json_t *on_stderr(char *text) {
+  json_t *content = json_pack("{s:s, s:s}", "name", "stderr", "text", text);
+  free(text);
+  return content;
+}
+
+/* The stream content that turns the line shown into note: a carriage
+ * return, note, and blanks over what is left of a longer line. */
+static json_t *line_content(const kn_live_t *l, const char *note) {
+  size_t len = strlen(note);
+  int pad = l->line_len > len ? (int)(l->line_len - len) : 0;
+  return on_stderr(fl__xasprintf("\r%s%*s", note, pad, ""));
+}
+
 static void *draw_main(void *arg) {
   kn_live_t *l = arg;
   fl_profile_t *prof = kn_profrun_so_far(l->kp, l->req, l->cell, l->pid, l->err, sizeof l->err);
@@ -86,8 +104,11 @@ static void *draw_main(void *arg) {
     if (l->records && l->records != l->shown_records && !atomic_load(&l->cancel)) {
       char root[32], *note = live_note(l, prof);
       snprintf(root, sizeof root, KN_CELL_FILE_FMT, l->cell);
-      l->content =
-          kn_prof_show_live(l->kp, prof, l->req, root, note, &l->cancel, l->err, sizeof l->err);
+      if (l->line)
+        l->content = line_content(l, note);
+      else
+        l->content = kn_prof_show_live(l->kp, prof, l->req, root, note, &l->cancel, l->err,
+                                       sizeof l->err);
       free(note);
     }
     fl_profile_destroy(&prof);
@@ -155,8 +176,22 @@ json_t *kn_live_take(kn_live_t *l, bool *update) {
     json_decref(content);
     return NULL;
   }
-  l->shown = true;
+  if (l->line)
+    l->line_len = strlen(json_string_value(json_object_get(content, "text"))) - 1;
+  else
+    l->shown = true;
   l->shown_records = l->records;
+  return content;
+}
+
+bool kn_live_line(const kn_live_t *l) {
+  return l->line;
+}
+
+json_t *kn_live_erase(kn_live_t *l) {
+  if (!l->line_len) return NULL;
+  json_t *content = on_stderr(fl__xasprintf("\r%*s\r", (int)l->line_len, ""));
+  l->line_len = 0;
   return content;
 }
 

@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_live: a profiled cell's graph while it runs (every=SECONDS).
  *
+ * In `jupyter console` (kn_kernel_console), which prints display_data and
+ * ignores update_display_data, the graph is instead one line on stderr,
+ * "live: 12.0 s so far, 11,873 samples", that each update rewrites (a
+ * carriage return first, as progress bars do), and that is erased before
+ * anything else the cell shows: the final graph prints as a graph of its
+ * own.
+ *
  * From the worker's "running" on, every `every` seconds the loop starts a
  * drawing on a thread of its own (as kn_job.c runs a line magic): it reads
  * the records the worker has committed so far (kn_profrun_so_far: the
@@ -39,7 +46,8 @@ typedef struct kn_live kn_live_t;
  * borrowed, as kp, until kn_live_destroy), sampled by the worker pid,
  * whose run starts at now_ns (CLOCK_MONOTONIC): the first drawing is due
  * every_ns later. */
-kn_live_t *kn_live_new(kn_prof_t *kp, const kn_profreq_t *req, int cell, pid_t pid, int64_t now_ns);
+kn_live_t *kn_live_new(kn_prof_t *kp, const kn_profreq_t *req, int cell, pid_t pid, int64_t now_ns,
+                       bool line);
 /* Starts the drawing that is due at now_ns, unless one is under way.
  * Returns the milliseconds until the next is due, or -1 while one is
  * under way (its descriptor says when it ends). */
@@ -54,8 +62,14 @@ bool kn_live_ended(const kn_live_t *l);
 /* Joins the drawing that ended and gives its display_data content (new),
  * or NULL when there is nothing new to show (no sample since the last
  * graph, a drawing given up or failed). *update: the content replaces the
- * graph shown under kn_live_display_id (else it is the first). */
+ * graph shown under kn_live_display_id (else it is the first). A line's
+ * content (kn_live_line) is a stream message's instead. */
 json_t *kn_live_take(kn_live_t *l, bool *update);
+/* Whether l shows a line rather than graphs. */
+bool kn_live_line(const kn_live_t *l);
+/* The stream content that erases the line shown (new), once; NULL when no
+ * line is shown. */
+json_t *kn_live_erase(kn_live_t *l);
 /* Why the drawing last taken gave no graph ("" when it did, or had
  * nothing new to show): for the kernel's log. */
 const char *kn_live_error(const kn_live_t *l);

@@ -10,14 +10,15 @@
 # librsvg2-dev and libcairo2-dev draw PNG and PDF pictures (fl_picture.c);
 # poppler-utils' pdftoppm is the tests' reader of the PDFs.
 # python3-notebook is the tests' classic Notebook 6, where the SVG's own
-# script makes a trusted notebook's graphs interactive.
+# script makes a trusted notebook's graphs interactive; jupyter-console is
+# the tests' terminal front end (a live graph there is a line).
 CFLAME_DEBS="build-essential cmake pkg-config clang libclang-rt-14-dev \
 libzmq3-dev libjansson-dev uuid-dev libssl-dev libunwind-dev libdw-dev libelf-dev libiberty-dev \
 libprotobuf-c-dev protobuf-c-compiler zlib1g-dev golang-go \
 python3 python3-zmq python3-jupyter-client python3-jupyter-kernel-test python3-pytest \
 python3-nbconvert python3-nbformat python3-ipykernel jupyter-nbconvert jupyter-core \
 chromium linux-perf libclang-dev manpages-dev man-db openmpi-bin libopenmpi-dev g++ rustc time \
-librsvg2-dev libcairo2-dev poppler-utils python3-notebook"
+librsvg2-dev libcairo2-dev poppler-utils python3-notebook jupyter-console"
 
 cflame_missing_debs() {
   local missing=""
