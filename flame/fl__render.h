@@ -47,7 +47,8 @@
 /* ---- rows ---- */
 
 typedef struct fl__rows {
-  const fl_node_t **rows; /* pre-order, the root first; borrowed nodes */
+  const fl_node_t **rows; /* pre-order, the root first; borrowed nodes and
+                             the merged frames below */
   size_t n;
   size_t n_merged;       /* visible nodes left out to stay within max_rows */
   int levels;            /* deepest drawn depth + 1 */
@@ -55,11 +56,32 @@ typedef struct fl__rows {
                             (its own depth for a leaf) */
   uint64_t total;        /* the root's count */
   const fl_diff_t *diff; /* a diff's rows (of fl_diff_tree), or NULL */
+  const fl_tree_t *tree;
+  /* The merged frames (FL_STATUS_MERGED): one after the drawn children of
+   * each row whose narrow children minwidth hid (fl_tree_narrow), as wide
+   * as they are together, named "N narrow frames" and coloured as the
+   * widest of them. Its id is past the tree's; its parent the row. */
+  fl_node_t *merged;
+  char (*merged_names)[40];
+  size_t n_merged_frames;
+  size_t n_held; /* the narrow frames they hold */
+  uint64_t held_weight;
 } fl__rows_t;
 
-/* Fills r with the rows to draw: at most max_rows (0 or more than
- * FL__MAX_ROWS: FL__MAX_ROWS); r->diff NULL (a diff's caller sets it). */
-void fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r);
+/* Fills r with the rows to draw of t (d's drawn tree when d is not NULL):
+ * at most max_rows (0 or more than FL__MAX_ROWS: FL__MAX_ROWS), merged
+ * frames included (a diff's rows have none yet: their narrow frames leave
+ * a gap). */
+void fl__rows_get(const fl_tree_t *t, const fl_diff_t *d, size_t max_rows, fl__rows_t *r);
+/* The narrow frames merged frame n (FL_STATUS_MERGED) of r holds, widest
+ * first: *items borrowed. */
+size_t fl__rows_held(const fl__rows_t *r, const fl_node_t *n, const fl_narrow_t **items);
+/* How many of a merged frame's widest frames its tooltip names. */
+#define FL__HELD_LISTED 5
+/* What merged frame n holds, for its tooltip: its FL__HELD_LISTED widest
+ * frames, each "name (P%)" of the total, then "… and K more", each item
+ * after sep; raw text (escape it for the format). */
+void fl__held_text(const fl__rows_t *r, const fl_node_t *n, const char *sep, fl__buf_t *out);
 void fl__rows_free(fl__rows_t *r);
 
 /* ---- layout ---- */

@@ -90,9 +90,10 @@ static void put_folded(fl__buf_t *b, const fl_node_t *n) {
 }
 
 /* The tooltip: function; location and module; weight, percent and self;
- * what was folded in. */
-static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint64_t total,
-                      bool alloc, bool counts) {
+ * what was folded in. A merged frame's: "N narrow frames", their weight
+ * and percent, and the widest of them with their percents. */
+static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl__rows_t *r, const fl_node_t *n,
+                      uint64_t total, bool alloc, bool counts) {
   char count[64], self[64], allocs[64];
   const char *one = fl__unit_for(t, 1), *many = fl__unit(t);
   fl_count_noun(n->count, one, many, count, sizeof count);
@@ -105,6 +106,23 @@ static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint
 
   fl__buf_puts(b, "<title>");
   put_frame_id(b, n);
+  if (n->status & FL_STATUS_MERGED) {
+    /* Its count first: the script's search and share read the first percent. */
+    fl__buf_t held = {0};
+    fl__held_text(r, n, "\n", &held);
+    fl__buf_printf(b, "\n%s (%.4g%%), %s:\n", count, pct,
+                   fl__rows_held(r, n, &(const fl_narrow_t *){0}) > 1 ? "the widest" : "that is");
+    /* A line each: fl__svg_text would make the line breaks spaces. */
+    for (char *line = held.data, *end; line; line = end ? end + 1 : NULL) {
+      end = strchr(line, '\n');
+      if (end) *end = '\0';
+      fl__buf_puts(b, line == held.data ? "" : "\n");
+      fl__svg_text(b, line);
+    }
+    fl__buf_free(&held);
+    fl__buf_puts(b, "</title>");
+    return;
+  }
   fl__buf_printf(b, "\n%s (%.4g%%), self %s", count, pct, self);
   if (alloc && !counts) fl__buf_printf(b, ", %s", allocs);
   put_folded(b, n);
@@ -307,7 +325,7 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
     if (r->diff)
       put_diff_title(b, r->diff, n, r->total, alloc);
     else
-      put_title(b, t, n, r->total, alloc, fl__alloc_counts(t));
+      put_title(b, t, r, n, r->total, alloc, fl__alloc_counts(t));
     fl__buf_puts(b, "</path>\n");
   }
   fl__buf_puts(b, r->n ? "</g>\n</g>\n" : "</g>\n");
@@ -426,8 +444,7 @@ static char *svg_of(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t
   fl_view_opts_t defaults;
   v = fl__view_opts(v, &defaults);
   fl__rows_t r;
-  fl__rows_get(t, v->max_rows, &r);
-  r.diff = d;
+  fl__rows_get(t, d, v->max_rows, &r);
   char *svg = fl__svg_rows(t, v, &r);
   fl__rows_free(&r);
   return svg;
