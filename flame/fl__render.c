@@ -20,18 +20,18 @@
 /* The rows of t, at most max_rows of them with their merged frames: the
  * merged frame of a row goes after the row's subtree, which is where it
  * lies in pre-order (after the drawn children). */
-static void rows_with_merged(const fl_tree_t *t, size_t max_rows, fl__rows_t *r, bool merge) {
+static void rows_with_merged(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
   const fl_node_t **base = NULL;
   size_t n_base = fl_tree_rows(t, max_rows, &base, &r->n_merged), n_with = 0;
   const fl_narrow_t *items;
-  for (size_t i = 0; merge && i < n_base; i++) n_with += fl_tree_narrow(t, base[i], &items, NULL) > 0;
+  for (size_t i = 0; i < n_base; i++) n_with += fl_tree_narrow(t, base[i], &items, NULL) > 0;
   if (n_base + n_with > max_rows && n_base > 1) {
     /* Room for the merged frames: fewer tree rows (each leaves at most one). */
     free(base);
     size_t fewer = max_rows > n_with ? max_rows - n_with : 1;
     n_base = fl_tree_rows(t, fewer < max_rows / 2 ? max_rows / 2 : fewer, &base, &r->n_merged);
     n_with = 0;
-    for (size_t i = 0; merge && i < n_base; i++) n_with += fl_tree_narrow(t, base[i], &items, NULL) > 0;
+    for (size_t i = 0; i < n_base; i++) n_with += fl_tree_narrow(t, base[i], &items, NULL) > 0;
   }
   r->rows = fl__xmalloc(n_base + n_with + 1, sizeof *r->rows);
   r->merged = fl__xcalloc(n_with + 1, sizeof *r->merged);
@@ -42,7 +42,7 @@ static void rows_with_merged(const fl_tree_t *t, size_t max_rows, fl__rows_t *r,
     while (n_open && base[open[n_open - 1]]->depth >= depth) {
       const fl_node_t *p = base[open[--n_open]];
       uint64_t weight;
-      size_t held = merge ? fl_tree_narrow(t, p, &items, &weight) : 0;
+      size_t held = fl_tree_narrow(t, p, &items, &weight);
       if (!held) continue;
       fl_node_t *m = &r->merged[r->n_merged_frames];
       char *name = r->merged_names[r->n_merged_frames];
@@ -76,7 +76,7 @@ void fl__rows_get(const fl_tree_t *t, const fl_diff_t *d, size_t max_rows, fl__r
   if (max_rows == 0 || max_rows > FL__MAX_ROWS) max_rows = FL__MAX_ROWS;
   r->tree = t;
   r->diff = d;
-  rows_with_merged(t, max_rows, r, !d);
+  rows_with_merged(t, max_rows, r);
   r->deep = fl__xmalloc(r->n ? r->n : 1, sizeof *r->deep);
   /* Pre-order: a row's subtree is the rows after it that are deeper, so a
    * stack of the open rows hands each closed row's deepest to its parent. */
@@ -488,8 +488,13 @@ void fl__capitalized(char *out, size_t size, const char *word) {
 /* The full colours of growth and shrinkage, as in FL__DIFF_*_COLOR. */
 static const uint8_t grew_rgb[3] = {0xd7, 0x28, 0x28}, shrank_rgb[3] = {0x28, 0x64, 0xd7};
 
+const fl_diff_node_t *fl__row_diff(const fl_diff_t *d, const fl_node_t *n) {
+  if (n->status & FL_STATUS_MERGED) return fl_diff_narrow(d, n->parent->id);
+  return fl_diff_node(d, n->id);
+}
+
 void fl__diff_color(const fl_diff_t *d, const fl_node_t *n, char hex[8]) {
-  const fl_diff_node_t *dn = fl_diff_node(d, n->id);
+  const fl_diff_node_t *dn = fl__row_diff(d, n);
   fl_change_t change = dn ? dn->change : FL_CHANGE_SAME;
   if (change == FL_CHANGE_SAME || change == FL_CHANGE_NEW) {
     snprintf(hex, 8, "%s", change == FL_CHANGE_NEW ? FL__DIFF_NEW_COLOR : FL__DIFF_SAME_COLOR);
@@ -533,7 +538,7 @@ void fl__diff_summary(const fl_diff_t *d, const fl__rows_t *r, char *out, size_t
   size_t by_change[FL__N_CHANGES] = {0};
   size_t n = r ? r->n : fl_tree_n_nodes(t);
   for (size_t i = 0; i < n; i++) {
-    const fl_diff_node_t *dn = fl_diff_node(d, r ? r->rows[i]->id : (uint32_t)i);
+    const fl_diff_node_t *dn = r ? fl__row_diff(d, r->rows[i]) : fl_diff_node(d, (uint32_t)i);
     if (dn && (unsigned)dn->change < FL__N_CHANGES) by_change[dn->change]++;
   }
   const fl_vanished_t *vanished;

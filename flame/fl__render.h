@@ -70,8 +70,7 @@ typedef struct fl__rows {
 
 /* Fills r with the rows to draw of t (d's drawn tree when d is not NULL):
  * at most max_rows (0 or more than FL__MAX_ROWS: FL__MAX_ROWS), merged
- * frames included (a diff's rows have none yet: their narrow frames leave
- * a gap). */
+ * frames included. */
 void fl__rows_get(const fl_tree_t *t, const fl_diff_t *d, size_t max_rows, fl__rows_t *r);
 /* The narrow frames merged frame n (FL_STATUS_MERGED) of r holds, widest
  * first: *items borrowed. */
@@ -165,6 +164,10 @@ void fl__node_color(const fl_node_t *n, char hex[8]);
 static inline const char *fl__frame_symbol(const fl_frame_t *f) {
   return f->system_name && f->system_name != f->func ? f->system_name : NULL;
 }
+
+/* The diff of row n of a diff's rows: a merged frame's is its parent's
+ * fl_diff_narrow, any other's fl_diff_node. NULL: none. */
+const fl_diff_node_t *fl__row_diff(const fl_diff_t *d, const fl_node_t *n);
 
 /* A row's fill: fl__diff_color for a diff's rows, else fl__node_color. */
 void fl__row_color(const fl__rows_t *r, const fl_node_t *n, char hex[8]);

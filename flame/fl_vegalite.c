@@ -223,7 +223,7 @@ static void put_row(frames_data_t *fd, const fl__rows_t *r, size_t i) {
     fl__buf_free(&held);
   }
   if (r->diff) {
-    const fl_diff_node_t *dn = fl_diff_node(r->diff, n->id);
+    const fl_diff_node_t *dn = fl__row_diff(r->diff, n);
     bool base = dn && dn->has_base;
     fd->cell[COL_BASE][0] = fd->cell[COL_BASE_SELF][0] = '\0';
     if (base) {
