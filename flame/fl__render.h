@@ -5,7 +5,8 @@
  * Vega-Lite view and the SVG draw the same frames at the same places in the
  * same colours.
  *
- *   rows     the frames to draw: fl_tree_rows, at most FL__MAX_ROWS.
+ *   rows     the frames to draw: fl_tree_rows, at most FL__MAX_ROWS, and a
+ *            merged frame for each one's narrow children (fl_tree_narrow).
  *   layout   plot width and height, pixels per level, from the view options
  *            and the deepest drawn frame; and how many levels are drawn, the
  *            deeper ones collapsed into a band that a click opens.
@@ -205,8 +206,8 @@ const char *fl__unit_for(const fl_tree_t *t, double n);
 
 /* The lines under the title: v->note; for a diff (r->diff), its notes
  * (fl_diff_notes), "baseline layout, …" when negated, and the summary
- * (fl__diff_summary); and how many frames are not drawn (hidden by
- * minwidth, left out to stay within the rows). Each is wrapped at spaces
+ * (fl__diff_summary); and how many narrow frames are merged (minwidth)
+ * and left out to stay within the rows. Each is wrapped at spaces
  * to the plot's width. Returns how many lines were written. */
 int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
               char lines[FL__MAX_NOTES][FL__NOTE_SIZE]);

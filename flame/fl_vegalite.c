@@ -43,6 +43,9 @@
  *             frame with its func, file, line, module, count and pct, and
  *             "… and K more"), so that data.values stays the frames.
  *
+ * A merged frame (status 4: a parent's narrow frames, fl__rows_t) is a row
+ * like any other, with a "held" string its tooltip shows as "the widest".
+ *
  * usermeta.cflame.icicle says that the root is at the top (icicle=true,
  * view=icicle): each frame is drawn below its parent, not above.
  *
