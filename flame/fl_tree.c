@@ -58,8 +58,10 @@
  *    func and module.
  *  - minwidth: a node with count < minwidth * (root count) is hidden with
  *    its subtree; the parent keeps its self count, so the hidden weight
- *    shows as a gap. fl_tree_hidden counts every hidden node (descendants
- *    included) and the weight of the topmost ones. */
+ *    leaves a gap after the drawn children, which the drawings fill with
+ *    one merged frame per parent from its list of hidden children
+ *    (fl_tree_narrow). fl_tree_hidden counts every hidden node
+ *    (descendants included) and the weight of the topmost ones. */
 #define _GNU_SOURCE
 #include "cflame/fl_tree.h"
 
@@ -729,7 +731,9 @@ static int lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n
   size_t n_narrow = 0;
   for (size_t i = 1; i < nb; i++)
     n_narrow += id_of[i] == UINT32_MAX && bn[i].count && id_of[bn[i].parent] != UINT32_MAX;
-  if (fl_budget_charge_n(b->budget, n_narrow, sizeof(fl_narrow_t), 0) < 0) goto done;
+  if (fl_budget_charge_n(b->budget, n_narrow, sizeof(fl_narrow_t), 0) < 0 ||
+      fl_budget_charge_n(b->budget, n + 1, sizeof(size_t), 0) < 0)
+    goto done;
   t->narrow = fl__xmalloc(n_narrow ? n_narrow : 1, sizeof *t->narrow);
   t->narrow_first = fl__xcalloc(n + 1, sizeof *t->narrow_first);
   n_narrow = 0;
