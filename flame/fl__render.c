@@ -17,10 +17,66 @@
 
 /* ---- rows ---- */
 
-void fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
+/* The rows of t, at most max_rows of them with their merged frames: the
+ * merged frame of a row goes after the row's subtree, which is where it
+ * lies in pre-order (after the drawn children). */
+static void rows_with_merged(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
+  const fl_node_t **base = NULL;
+  size_t n_base = fl_tree_rows(t, max_rows, &base, &r->n_merged), n_with = 0;
+  const fl_narrow_t *items;
+  for (size_t i = 0; i < n_base; i++) n_with += fl_tree_narrow(t, base[i], &items, NULL) > 0;
+  if (n_base + n_with > max_rows && n_base > 1) {
+    /* Room for the merged frames: fewer tree rows (each leaves at most one). */
+    free(base);
+    size_t fewer = max_rows > n_with ? max_rows - n_with : 1;
+    n_base = fl_tree_rows(t, fewer < max_rows / 2 ? max_rows / 2 : fewer, &base, &r->n_merged);
+    n_with = 0;
+    for (size_t i = 0; i < n_base; i++) n_with += fl_tree_narrow(t, base[i], &items, NULL) > 0;
+  }
+  r->rows = fl__xmalloc(n_base + n_with + 1, sizeof *r->rows);
+  r->merged = fl__xcalloc(n_with + 1, sizeof *r->merged);
+  r->merged_names = fl__xcalloc(n_with + 1, sizeof *r->merged_names);
+  size_t *open = fl__xmalloc(n_base + 1, sizeof *open), n_open = 0;
+  for (size_t i = 0; i <= n_base; i++) {
+    int depth = i < n_base ? base[i]->depth : -1;
+    while (n_open && base[open[n_open - 1]]->depth >= depth) {
+      const fl_node_t *p = base[open[--n_open]];
+      uint64_t weight;
+      size_t held = fl_tree_narrow(t, p, &items, &weight);
+      if (!held) continue;
+      fl_node_t *m = &r->merged[r->n_merged_frames];
+      char *name = r->merged_names[r->n_merged_frames];
+      fl_count_noun(held, "narrow frame", "narrow frames", name, sizeof *r->merged_names);
+      uint64_t allocs = 0;
+      for (size_t k = 0; k < held; k++) allocs += items[k].allocs;
+      *m = (fl_node_t){.frame = {.func = name, .flags = items[0].frame.flags & ~FL_FRAME_ROOT},
+                       .count = weight,
+                       .allocs = allocs,
+                       .x0 = p->x1 - p->self - weight,
+                       .x1 = p->x1 - p->self,
+                       .depth = p->depth + 1,
+                       .status = FL_STATUS_MERGED,
+                       .id = (uint32_t)(fl_tree_n_nodes(t) + r->n_merged_frames),
+                       .parent = (fl_node_t *)p};
+      r->rows[r->n++] = m;
+      r->n_merged_frames++;
+      r->n_held += held;
+      r->held_weight += weight;
+    }
+    if (i == n_base) break;
+    r->rows[r->n++] = base[i];
+    open[n_open++] = i;
+  }
+  free(open);
+  free(base);
+}
+
+void fl__rows_get(const fl_tree_t *t, const fl_diff_t *d, size_t max_rows, fl__rows_t *r) {
   memset(r, 0, sizeof *r);
   if (max_rows == 0 || max_rows > FL__MAX_ROWS) max_rows = FL__MAX_ROWS;
-  r->n = fl_tree_rows(t, max_rows, &r->rows, &r->n_merged);
+  r->tree = t;
+  r->diff = d;
+  rows_with_merged(t, max_rows, r);
   r->deep = fl__xmalloc(r->n ? r->n : 1, sizeof *r->deep);
   /* Pre-order: a row's subtree is the rows after it that are deeper, so a
    * stack of the open rows hands each closed row's deepest to its parent. */
@@ -41,9 +97,28 @@ void fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r) {
   r->total = fl_tree_root(t)->count;
 }
 
+size_t fl__rows_held(const fl__rows_t *r, const fl_node_t *n, const fl_narrow_t **items) {
+  return fl_tree_narrow(r->tree, n->parent, items, NULL);
+}
+
+void fl__held_text(const fl__rows_t *r, const fl_node_t *n, const char *sep, fl__buf_t *out) {
+  const fl_narrow_t *items;
+  size_t held = fl__rows_held(r, n, &items);
+  for (size_t k = 0; k < held && k < FL__HELD_LISTED; k++)
+    fl__buf_printf(out, "%s%s (%.3g%%)", k ? sep : "", items[k].frame.func ? items[k].frame.func : "[unknown]",
+                   r->total ? 100.0 * (double)items[k].count / (double)r->total : 0.0);
+  if (held > FL__HELD_LISTED) {
+    char more[32];
+    fl__thousands(held - FL__HELD_LISTED, more);
+    fl__buf_printf(out, "%s\xe2\x80\xa6 and %s more", sep, more);
+  }
+}
+
 void fl__rows_free(fl__rows_t *r) {
   free(r->rows);
   free(r->deep);
+  free(r->merged);
+  free(r->merged_names);
   memset(r, 0, sizeof *r);
 }
 
@@ -316,6 +391,22 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
   if (hidden == 0 && r->n_merged == 0) return n;
 
   char a[48], b[48], c[32];
+  if (r->n_merged_frames) {
+    /* The merged frames hold the hidden ones (a hidden frame's subtree is
+     * in its count): their weight is the hidden weight, in sight. */
+    fl_count_noun(r->n_held, "narrow frame", "narrow frames", a, sizeof a);
+    fl_count_noun(r->n_merged_frames, "frame", "frames", b, sizeof b);
+    int len = snprintf(lines[n], FL__NOTE_SIZE, "%s merged into %s (%.2g%% of %s)", a, b,
+                       r->total ? 100.0 * (double)r->held_weight / (double)r->total : 0,
+                       fl__unit(t));
+    if (r->n_merged) {
+      fl__thousands(r->n_merged, b);
+      fl__thousands(r->n, c);
+      snprintf(lines[n] + len, FL__NOTE_SIZE - (size_t)len, ", %s more left out to draw at most %s",
+               b, c);
+    }
+    return n + 1;
+  }
   fl_count_noun(hidden, "narrow frame", "narrow frames", a, sizeof a);
   fl_count_noun(r->n_merged, "narrow frame", "narrow frames", b, sizeof b);
   fl__thousands(r->n, c);
@@ -397,8 +488,13 @@ void fl__capitalized(char *out, size_t size, const char *word) {
 /* The full colours of growth and shrinkage, as in FL__DIFF_*_COLOR. */
 static const uint8_t grew_rgb[3] = {0xd7, 0x28, 0x28}, shrank_rgb[3] = {0x28, 0x64, 0xd7};
 
+const fl_diff_node_t *fl__row_diff(const fl_diff_t *d, const fl_node_t *n) {
+  if (n->status & FL_STATUS_MERGED) return fl_diff_narrow(d, n->parent->id);
+  return fl_diff_node(d, n->id);
+}
+
 void fl__diff_color(const fl_diff_t *d, const fl_node_t *n, char hex[8]) {
-  const fl_diff_node_t *dn = fl_diff_node(d, n->id);
+  const fl_diff_node_t *dn = fl__row_diff(d, n);
   fl_change_t change = dn ? dn->change : FL_CHANGE_SAME;
   if (change == FL_CHANGE_SAME || change == FL_CHANGE_NEW) {
     snprintf(hex, 8, "%s", change == FL_CHANGE_NEW ? FL__DIFF_NEW_COLOR : FL__DIFF_SAME_COLOR);
@@ -442,7 +538,7 @@ void fl__diff_summary(const fl_diff_t *d, const fl__rows_t *r, char *out, size_t
   size_t by_change[FL__N_CHANGES] = {0};
   size_t n = r ? r->n : fl_tree_n_nodes(t);
   for (size_t i = 0; i < n; i++) {
-    const fl_diff_node_t *dn = fl_diff_node(d, r ? r->rows[i]->id : (uint32_t)i);
+    const fl_diff_node_t *dn = r ? fl__row_diff(d, r->rows[i]) : fl_diff_node(d, (uint32_t)i);
     if (dn && (unsigned)dn->change < FL__N_CHANGES) by_change[dn->change]++;
   }
   const fl_vanished_t *vanished;

@@ -5,7 +5,8 @@
  * Vega-Lite view and the SVG draw the same frames at the same places in the
  * same colours.
  *
- *   rows     the frames to draw: fl_tree_rows, at most FL__MAX_ROWS.
+ *   rows     the frames to draw: fl_tree_rows, at most FL__MAX_ROWS, and a
+ *            merged frame for each one's narrow children (fl_tree_narrow).
  *   layout   plot width and height, pixels per level, from the view options
  *            and the deepest drawn frame; and how many levels are drawn, the
  *            deeper ones collapsed into a band that a click opens.
@@ -47,7 +48,8 @@
 /* ---- rows ---- */
 
 typedef struct fl__rows {
-  const fl_node_t **rows; /* pre-order, the root first; borrowed nodes */
+  const fl_node_t **rows; /* pre-order, the root first; borrowed nodes and
+                             the merged frames below */
   size_t n;
   size_t n_merged;       /* visible nodes left out to stay within max_rows */
   int levels;            /* deepest drawn depth + 1 */
@@ -55,11 +57,31 @@ typedef struct fl__rows {
                             (its own depth for a leaf) */
   uint64_t total;        /* the root's count */
   const fl_diff_t *diff; /* a diff's rows (of fl_diff_tree), or NULL */
+  const fl_tree_t *tree;
+  /* The merged frames (FL_STATUS_MERGED): one after the drawn children of
+   * each row whose narrow children minwidth hid (fl_tree_narrow), as wide
+   * as they are together, named "N narrow frames" and coloured as the
+   * widest of them. Its id is past the tree's; its parent the row. */
+  fl_node_t *merged;
+  char (*merged_names)[40];
+  size_t n_merged_frames;
+  size_t n_held; /* the narrow frames they hold */
+  uint64_t held_weight;
 } fl__rows_t;
 
-/* Fills r with the rows to draw: at most max_rows (0 or more than
- * FL__MAX_ROWS: FL__MAX_ROWS); r->diff NULL (a diff's caller sets it). */
-void fl__rows_get(const fl_tree_t *t, size_t max_rows, fl__rows_t *r);
+/* Fills r with the rows to draw of t (d's drawn tree when d is not NULL):
+ * at most max_rows (0 or more than FL__MAX_ROWS: FL__MAX_ROWS), merged
+ * frames included. */
+void fl__rows_get(const fl_tree_t *t, const fl_diff_t *d, size_t max_rows, fl__rows_t *r);
+/* The narrow frames merged frame n (FL_STATUS_MERGED) of r holds, widest
+ * first: *items borrowed. */
+size_t fl__rows_held(const fl__rows_t *r, const fl_node_t *n, const fl_narrow_t **items);
+/* How many of a merged frame's widest frames its tooltip names. */
+#define FL__HELD_LISTED 5
+/* What merged frame n holds, for its tooltip: its FL__HELD_LISTED widest
+ * frames, each "name (P%)" of the total, then "… and K more", each item
+ * after sep; raw text (escape it for the format). */
+void fl__held_text(const fl__rows_t *r, const fl_node_t *n, const char *sep, fl__buf_t *out);
 void fl__rows_free(fl__rows_t *r);
 
 /* ---- layout ---- */
@@ -144,6 +166,10 @@ static inline const char *fl__frame_symbol(const fl_frame_t *f) {
   return f->system_name && f->system_name != f->func ? f->system_name : NULL;
 }
 
+/* The diff of row n of a diff's rows: a merged frame's is its parent's
+ * fl_diff_narrow, any other's fl_diff_node. NULL: none. */
+const fl_diff_node_t *fl__row_diff(const fl_diff_t *d, const fl_node_t *n);
+
 /* A row's fill: fl__diff_color for a diff's rows, else fl__node_color. */
 void fl__row_color(const fl__rows_t *r, const fl_node_t *n, char hex[8]);
 
@@ -180,8 +206,8 @@ const char *fl__unit_for(const fl_tree_t *t, double n);
 
 /* The lines under the title: v->note; for a diff (r->diff), its notes
  * (fl_diff_notes), "baseline layout, …" when negated, and the summary
- * (fl__diff_summary); and how many frames are not drawn (hidden by
- * minwidth, left out to stay within the rows). Each is wrapped at spaces
+ * (fl__diff_summary); and how many narrow frames are merged (minwidth)
+ * and left out to stay within the rows. Each is wrapped at spaces
  * to the plot's width. Returns how many lines were written. */
 int fl__notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_t *r,
               char lines[FL__MAX_NOTES][FL__NOTE_SIZE]);

@@ -151,8 +151,7 @@ static json_t *bundle_fit(const fl_tree_t *t, const fl_diff_t *d, const fl_view_
   free(raw_text);
   json_t *bundle = NULL;
   fl__rows_t r;
-  fl__rows_get(t, v->max_rows, &r);
-  r.diff = d;
+  fl__rows_get(t, d, v->max_rows, &r);
   for (int attempt = 0;; attempt++) {
     bundle = bundle_of(t, v, &r, text);
     size_t bytes = json_dumpb(bundle, NULL, 0, JSON_COMPACT);

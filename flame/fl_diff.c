@@ -89,6 +89,8 @@ struct fl_diff {
   fl_tree_t *full_drawn, *full_other; /* minwidth 0: what is matched */
   fl_tree_t *drawn, *other;           /* as shown; may be the full trees */
   fl_diff_node_t *nodes;              /* by drawn id */
+  fl_diff_node_t *narrow;             /* by drawn id: its narrow children's, summed
+                                         (fl_diff_narrow); NULL when none is hidden */
   fl_vanished_t *vanished;
   size_t n_vanished;
   uint32_t *partner; /* full drawn id -> full other id, or NONE: for the functions */
@@ -350,6 +352,37 @@ static int check_kinds(const fl_profile_info_t *ti, const fl_profile_info_t *bi,
 /* Deltas over the whole drawn tree (for the neutral share), then the
  * shown nodes (vis_to_full: shown drawn id -> full drawn id). k converts
  * the other side's counts to drawn units. */
+/* The diff of the narrow children of each shown node (full_to_vis NONE:
+ * hidden), summed as one frame: inclusive counts on both sides whatever
+ * opts.delta (a merged frame stands for whole subtrees, where the self
+ * deltas sum to about the inclusive one), new when none has a partner. */
+static void compute_narrow(fl_diff_t *d, const matcher_t *m, const uint32_t *vis_to_full,
+                           const uint32_t *full_to_vis, double k) {
+  size_t nsd = fl_tree_n_nodes(d->drawn);
+  d->narrow = fl__xcalloc(nsd, sizeof *d->narrow);
+  for (size_t v = 0; v < nsd; v++) {
+    const fl_node_t *f = fl_tree_node(d->full_drawn, vis_to_full[v]);
+    double x = 0, y = 0;
+    bool any = false, paired = false;
+    for (size_t c = 0; c < f->n_children; c++) {
+      const fl_node_t *kid = f->children[c];
+      if (full_to_vis[kid->id] != NONE) continue;
+      uint32_t p = m->d.partner[kid->id];
+      any = true;
+      x += (double)kid->count;
+      if (p == NONE) continue;
+      paired = true;
+      y += (double)fl_tree_node(d->full_other, p)->count;
+    }
+    if (!any) continue;
+    fl_diff_node_t *r = &d->narrow[v];
+    r->has_base = paired;
+    r->base = k * y;
+    r->delta = x - k * y;
+    r->change = paired ? change_of(&d->opts, x, y, k, &r->z) : FL_CHANGE_NEW;
+  }
+}
+
 static void compute_deltas(fl_diff_t *d, const matcher_t *m, const uint32_t *vis_to_full,
                            double k) {
   size_t nfd = m->d.n, nsd = fl_tree_n_nodes(d->drawn);
@@ -580,6 +613,7 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   }
 
   compute_deltas(d, &m, vis_to_full_d, k);
+  if (d->drawn != d->full_drawn) compute_narrow(d, &m, vis_to_full_d, full_to_vis_d, k);
   find_vanished(d, &m, full_to_vis_d, full_to_vis_o, k);
   d->partner = m.d.partner; /* kept for the functions */
   m.d.partner = NULL;
@@ -618,6 +652,7 @@ void fl_diff_destroy(fl_diff_t **dp) {
   fl_tree_destroy(&d->full_drawn);
   fl_tree_destroy(&d->full_other);
   free(d->nodes);
+  free(d->narrow);
   free(d->vanished);
   if (d->funcs) free(d->funcs->rows);
   free(d->funcs);
@@ -634,6 +669,10 @@ const fl_tree_t *fl_diff_other_tree(const fl_diff_t *d) {
 }
 const fl_diff_opts_t *fl_diff_options(const fl_diff_t *d) {
   return &d->opts;
+}
+
+const fl_diff_node_t *fl_diff_narrow(const fl_diff_t *d, uint32_t id) {
+  return d->narrow && id < fl_tree_n_nodes(d->drawn) ? &d->narrow[id] : NULL;
 }
 
 const fl_diff_node_t *fl_diff_node(const fl_diff_t *d, uint32_t id) {

@@ -92,8 +92,8 @@ static const row_t rows[] = {
      F_FILTER,
      0},
     {{"minwidth", FL_OPT_DOUBLE, NULL, 0, 1, .def = "0.001", .metavar = "SHARE",
-      .help = "hide frames narrower than this share of the total, 0 to 1 (files of every "
-              "sample, folded and pprof, take 0 unless it is given)",
+      .help = "merge frames narrower than this share of the total, 0 to 1, into one frame "
+              "per parent (files of every sample, folded and pprof, take 0 unless it is given)",
       .groups = FL_OPTS_TREE},
      F_DOUBLE,
      AT(tree.minwidth)},

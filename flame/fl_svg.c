@@ -82,17 +82,36 @@ static void put_frame_id(fl__buf_t *b, const fl_node_t *n) {
 }
 
 static void put_folded(fl__buf_t *b, const fl_node_t *n) {
-  if (!n->status) return;
+  if (!(n->status & (FL_STATUS_SYSTEM | FL_STATUS_ALLOC))) return;
   fl__buf_puts(b, "\nfolded in: ");
   if (n->status & FL_STATUS_SYSTEM) fl__buf_puts(b, "system libraries");
   if ((n->status & FL_STATUS_SYSTEM) && (n->status & FL_STATUS_ALLOC)) fl__buf_puts(b, ", ");
   if (n->status & FL_STATUS_ALLOC) fl__buf_puts(b, "allocator");
 }
 
+/* What merged frame n holds: ", the widest:" (", that is:" for one), then
+ * a line each. */
+static void put_held(fl__buf_t *b, const fl__rows_t *r, const fl_node_t *n) {
+  const fl_narrow_t *items;
+  fl__buf_printf(b, ", %s:", fl__rows_held(r, n, &items) > 1 ? "the widest" : "that is");
+  fl__buf_t held = {0};
+  fl__held_text(r, n, "\n", &held);
+  /* A line each: fl__svg_text would make the line breaks spaces. */
+  for (char *line = held.data, *end; line; line = end ? end + 1 : NULL) {
+    end = strchr(line, '\n');
+    if (end) *end = '\0';
+    fl__buf_puts(b, "\n");
+    fl__svg_text(b, line);
+  }
+  fl__buf_free(&held);
+}
+
 /* The tooltip: function; location and module; weight, percent and self;
- * what was folded in. */
-static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint64_t total,
-                      bool alloc, bool counts) {
+ * what was folded in. A merged frame's: "N narrow frames", their weight
+ * and percent, and the widest of them with their percents (a diff's adds
+ * them to its own). */
+static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl__rows_t *r, const fl_node_t *n,
+                      uint64_t total, bool alloc, bool counts) {
   char count[64], self[64], allocs[64];
   const char *one = fl__unit_for(t, 1), *many = fl__unit(t);
   fl_count_noun(n->count, one, many, count, sizeof count);
@@ -105,6 +124,13 @@ static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint
 
   fl__buf_puts(b, "<title>");
   put_frame_id(b, n);
+  if (n->status & FL_STATUS_MERGED) {
+    /* Its count first: the script's search and share read the first percent. */
+    fl__buf_printf(b, "\n%s (%.4g%%)", count, pct);
+    put_held(b, r, n);
+    fl__buf_puts(b, "</title>");
+    return;
+  }
   fl__buf_printf(b, "\n%s (%.4g%%), self %s", count, pct, self);
   if (alloc && !counts) fl__buf_printf(b, ", %s", allocs);
   put_folded(b, n);
@@ -115,9 +141,9 @@ static void put_title(fl__buf_t *b, const fl_tree_t *t, const fl_node_t *n, uint
  * profile's count and percent; the other's (or "new"); the delta with its
  * share of the drawn profile's total ("of the target"), and the change;
  * with delta=self the self counts; what was folded in. */
-static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n, uint64_t total,
-                           bool alloc) {
-  const fl_diff_node_t *dn = fl_diff_node(d, n->id);
+static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl__rows_t *r,
+                           const fl_node_t *n, uint64_t total, bool alloc) {
+  const fl_diff_node_t *dn = fl__row_diff(d, n);
   const fl_diff_opts_t *o = fl_diff_options(d);
   const fl_tree_t *t = fl_diff_tree(d);
   bool self = o->delta == FL_DELTA_SELF;
@@ -156,6 +182,10 @@ static void put_diff_title(fl__buf_t *b, const fl_diff_t *d, const fl_node_t *n,
   for (int i = 0; i < FL__N_CHANGES; i++)
     if (legend[i].change == change) fl__buf_puts(b, legend[i].label);
   put_folded(b, n);
+  if (n->status & FL_STATUS_MERGED) {
+    fl__buf_puts(b, "\nof the narrow frames");
+    put_held(b, r, n);
+  }
   fl__buf_puts(b, "</title>");
 }
 
@@ -305,9 +335,9 @@ static void put_frames(fl__buf_t *b, const fl_tree_t *t, const fl_view_opts_t *v
     fl__svg_px(b, fmax(0.1, w >= FL__OUTLINE_MIN_PX ? w - GAP_PX : w));
     fl__buf_puts(b, drawn_as_frame(l, r, row) ? "'>" : "' display='none'>");
     if (r->diff)
-      put_diff_title(b, r->diff, n, r->total, alloc);
+      put_diff_title(b, r->diff, r, n, r->total, alloc);
     else
-      put_title(b, t, n, r->total, alloc, fl__alloc_counts(t));
+      put_title(b, t, r, n, r->total, alloc, fl__alloc_counts(t));
     fl__buf_puts(b, "</path>\n");
   }
   fl__buf_puts(b, r->n ? "</g>\n</g>\n" : "</g>\n");
@@ -426,8 +456,7 @@ static char *svg_of(const fl_tree_t *t, const fl_diff_t *d, const fl_view_opts_t
   fl_view_opts_t defaults;
   v = fl__view_opts(v, &defaults);
   fl__rows_t r;
-  fl__rows_get(t, v->max_rows, &r);
-  r.diff = d;
+  fl__rows_get(t, d, v->max_rows, &r);
   char *svg = fl__svg_rows(t, v, &r);
   fl__rows_free(&r);
   return svg;

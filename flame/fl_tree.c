@@ -58,8 +58,10 @@
  *    func and module.
  *  - minwidth: a node with count < minwidth * (root count) is hidden with
  *    its subtree; the parent keeps its self count, so the hidden weight
- *    shows as a gap. fl_tree_hidden counts every hidden node (descendants
- *    included) and the weight of the topmost ones. */
+ *    leaves a gap after the drawn children, which the drawings fill with
+ *    one merged frame per parent from its list of hidden children
+ *    (fl_tree_narrow). fl_tree_hidden counts every hidden node
+ *    (descendants included) and the weight of the topmost ones. */
 #define _GNU_SOURCE
 #include "cflame/fl_tree.h"
 
@@ -81,6 +83,8 @@ struct fl_tree {
   int max_depth;
   size_t hidden;
   uint64_t hidden_weight;
+  fl_narrow_t *narrow;  /* every drawn node's hidden children, node by node */
+  size_t *narrow_first; /* n_nodes + 1: node i's are [narrow_first[i], [i + 1]) */
   uint32_t *stack_node; /* by the profile's stack id: the drawn node its
                            samples end in, or UINT32_MAX */
   size_t n_stacks;
@@ -643,6 +647,17 @@ char *fl_node_label(const fl_node_t *n) {
   return fl__buf_take(&out);
 }
 
+/* Widest first, then by name and line: pointers into one profile's
+ * interned strings are compared by their text, so that the order does not
+ * depend on where the strings lie. */
+static int cmp_narrow(const void *pa, const void *pb) {
+  const fl_narrow_t *a = pa, *b = pb;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  int c = strcmp(a->frame.func ? a->frame.func : "", b->frame.func ? b->frame.func : "");
+  if (c) return c;
+  return (a->frame.line > b->frame.line) - (a->frame.line < b->frame.line);
+}
+
 /* Lays the build nodes out into t: sums inclusive counts, orders children,
  * hides narrow ones, numbers the visible ones in pre-order. The drawn
  * nodes are charged to the budget once they are known: -1 when it
@@ -712,6 +727,16 @@ static int lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n
   }
   int rc = -1;
   if (fl_budget_charge_n(b->budget, n, DRAWN_NODE_BYTES, 0) < 0) goto done;
+  /* The narrow lists: a hidden node under a drawn parent each. */
+  size_t n_narrow = 0;
+  for (size_t i = 1; i < nb; i++)
+    n_narrow += id_of[i] == UINT32_MAX && bn[i].count && id_of[bn[i].parent] != UINT32_MAX;
+  if (fl_budget_charge_n(b->budget, n_narrow, sizeof(fl_narrow_t), 0) < 0 ||
+      fl_budget_charge_n(b->budget, n + 1, sizeof(size_t), 0) < 0)
+    goto done;
+  t->narrow = fl__xmalloc(n_narrow ? n_narrow : 1, sizeof *t->narrow);
+  t->narrow_first = fl__xcalloc(n + 1, sizeof *t->narrow_first);
+  n_narrow = 0;
 
   t->nodes = fl__xcalloc(n, sizeof *t->nodes);
   t->child_ptrs = fl__xmalloc(n > 1 ? n - 1 : 1, sizeof *t->child_ptrs);
@@ -736,8 +761,13 @@ static int lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n
     if (node->depth > t->max_depth) t->max_depth = node->depth;
     node->children = t->child_ptrs + next_child;
     uint64_t x = node->x0;
+    t->narrow_first[id] = n_narrow;
     for (size_t k = first[order[id]]; k < first[order[id] + 1]; k++) {
       uint32_t cid = id_of[kids[k].node];
+      const bnode_t *kid = &bn[kids[k].node];
+      if (cid == UINT32_MAX && kid->count)
+        t->narrow[n_narrow++] =
+            (fl_narrow_t){.frame = b->keys[kid->key], .count = kid->count, .allocs = kid->allocs};
       if (cid == UINT32_MAX) continue;
       fl_node_t *child = &t->nodes[cid];
       child->parent = node;
@@ -748,7 +778,10 @@ static int lay_out(builder_t *b, fl_tree_t *t, const stack_sum_t *sums, size_t n
       node->n_children++;
     }
     if (!node->n_children) node->children = NULL;
+    qsort(t->narrow + t->narrow_first[id], n_narrow - t->narrow_first[id], sizeof *t->narrow,
+          cmp_narrow);
   }
+  t->narrow_first[n] = n_narrow;
   set_label_details(t);
   t->n_stacks = fl_profile_n_stacks(b->p);
   t->stack_node = fl__xmalloc(t->n_stacks ? t->n_stacks : 1, sizeof *t->stack_node);
@@ -875,6 +908,8 @@ void fl_tree_destroy(fl_tree_t **tp) {
   free(t->root_name);
   free(t->stack_node);
   free(t->threads);
+  free(t->narrow);
+  free(t->narrow_first);
   free(t);
   *tp = NULL;
 }
@@ -911,6 +946,16 @@ int fl_tree_max_depth(const fl_tree_t *t) {
 size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight) {
   if (hidden_weight) *hidden_weight = t->hidden_weight;
   return t->hidden;
+}
+
+size_t fl_tree_narrow(const fl_tree_t *t, const fl_node_t *n, const fl_narrow_t **items,
+                      uint64_t *weight) {
+  size_t id = n->id, a = t->narrow_first[id], z = t->narrow_first[id + 1];
+  uint64_t sum = 0;
+  for (size_t i = a; i < z; i++) sum += t->narrow[i].count;
+  if (weight) *weight = sum;
+  *items = z > a ? t->narrow + a : NULL;
+  return z - a;
 }
 
 /* ---- rows ---- */

@@ -43,6 +43,9 @@
  *             frame with its func, file, line, module, count and pct, and
  *             "… and K more"), so that data.values stays the frames.
  *
+ * A merged frame (status 4: a parent's narrow frames, fl__rows_t) is a row
+ * like any other, with a "held" string its tooltip shows as "the widest".
+ *
  * usermeta.cflame.icicle says that the root is at the top (icicle=true,
  * view=icicle): each frame is drawn below its parent, not above.
  *
@@ -123,6 +126,7 @@ typedef enum col {
   COL_COLOR,
   COL_SYM,    /* where a frame's symbol is not its name (C++, Rust) */
   COL_CHANGE, /* diffs */
+  COL_HELD,   /* where there are merged frames: what each holds */
   N_COLS
 } col_t;
 
@@ -152,6 +156,7 @@ static const struct {
     [COL_COLOR] = {"c", "color"},
     [COL_SYM] = {"sy", "sym"},
     [COL_CHANGE] = {"ch", "change"},
+    [COL_HELD] = {"h", "held"},
 };
 
 typedef struct frames_data {
@@ -214,8 +219,14 @@ static void put_row(frames_data_t *fd, const fl__rows_t *r, size_t i) {
   put_string(fd, COL_MODULE, f->module);
   put_string(fd, COL_COLOR, color);
   if (fd->on[COL_SYM]) put_string(fd, COL_SYM, fl__frame_symbol(f));
+  if (fd->on[COL_HELD]) {
+    fl__buf_t held = {0};
+    if (n->status & FL_STATUS_MERGED) fl__held_text(r, n, "; ", &held);
+    put_string(fd, COL_HELD, held.data);
+    fl__buf_free(&held);
+  }
   if (r->diff) {
-    const fl_diff_node_t *dn = fl_diff_node(r->diff, n->id);
+    const fl_diff_node_t *dn = fl__row_diff(r->diff, n);
     bool base = dn && dn->has_base;
     fd->cell[COL_BASE][0] = fd->cell[COL_BASE_SELF][0] = '\0';
     if (base) {
@@ -269,6 +280,7 @@ static void frames_data(const fl__rows_t *r, const fl__layout_t *l, bool alloc, 
     fd.on[c] = c == COL_ALLOCS                                      ? alloc
                : c == COL_DEEP                                      ? l->band
                : c == COL_SYM                                       ? any_symbol(r)
+               : c == COL_HELD                                      ? r->n_merged_frames > 0
                : c == COL_BASE_SELF                                 ? self
                : c == COL_BASE || c == COL_DELTA || c == COL_CHANGE ? diff
                                                                     : true;
@@ -339,7 +351,8 @@ static char *tooltip_object(const char *fields, const char *folded) {
       "{'function': datum.func, 'symbol': datum.sym || datum.none, "
       "'file:line': datum.file ? datum.file + (datum.line ? ':' + datum.line : '') : datum.none, "
       "'module': datum.module && datum.module !== datum.file ? datum.module : datum.none, "
-      "%s, 'folded in': datum.status ? %s : datum.none}",
+      "%s, 'folded in': datum.status & 3 ? %s : datum.none, "
+      "'the widest': datum.held || datum.none}",
       fields, folded);
 }
 
@@ -807,8 +820,7 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_diff_t *d, const fl_view
   fl_view_opts_t defaults;
   v = fl__view_opts(v, &defaults);
   fl__rows_t r;
-  fl__rows_get(t, v->max_rows, &r);
-  r.diff = d;
+  fl__rows_get(t, d, v->max_rows, &r);
   json_t *spec = fl__vegalite_rows(t, v, &r);
   fl__rows_free(&r);
   return spec;

@@ -146,6 +146,13 @@ const fl_diff_opts_t *fl_diff_options(const fl_diff_t *d);
 
 /* The diff of drawn node id; NULL when there is no such node. Borrowed. */
 const fl_diff_node_t *fl_diff_node(const fl_diff_t *d, uint32_t id);
+/* The narrow children of drawn node id (fl_tree_narrow), summed as the
+ * one frame the graph draws for them: base and delta of their inclusive
+ * counts (whatever opts.delta: their subtrees are in them), the change of
+ * those sums, new when none has a partner. Zero (change same, no base)
+ * for a node without any; NULL for an id out of range or a diff without
+ * minwidth. */
+const fl_diff_node_t *fl_diff_narrow(const fl_diff_t *d, uint32_t id);
 
 /* Frames that vanished (of the other tree, with no partner), widest first;
  * only the topmost of a vanished subtree is listed, and only frames the

@@ -47,7 +47,11 @@
  *   threads  keep only samples of these n_threads threads (NULL: all).
  *   minwidth hide frames whose count is below this share of the root's
  *            count, with their subtrees (their weight stays in the parent's
- *            count, not in its self; fl_tree_hidden says how many).
+ *            count, not in its self; fl_tree_hidden says how many). The
+ *            hidden children of each drawn node are kept as a list
+ *            (fl_tree_narrow), which the drawings show as one merged frame
+ *            per parent; the nodes, the samples' nodes and the data
+ *            formats never include them.
  *   demangle false: a frame with a symbol (fl_frame_t.system_name: a
  *            mangled C++ or Rust name) is named by it, not by its readable
  *            name; filter and pruned match the name shown.
@@ -75,6 +79,8 @@ CFLAME_BEGIN_DECLS
 enum {
   FL_STATUS_SYSTEM = 1u << 0, /* system-library frames were folded into this one */
   FL_STATUS_ALLOC = 1u << 1,  /* allocator frames were folded into this one */
+  FL_STATUS_MERGED = 1u << 2, /* a drawing's merged frame: a parent's narrow
+                                 children (fl_tree_narrow), never a tree's node */
 };
 
 typedef enum fl_recur { FL_RECUR_OFF, FL_RECUR_FLAT } fl_recur_t;
@@ -160,6 +166,22 @@ bool fl_tree_inverted(const fl_tree_t *t);
 /* How many frames minwidth hid (descendants of hidden frames included),
  * and their total weight (that of the topmost hidden frames). */
 size_t fl_tree_hidden(const fl_tree_t *t, uint64_t *hidden_weight);
+
+/* A child minwidth hid, with its subtree: its frame (strings borrowed from
+ * the profile) and inclusive counts. */
+typedef struct fl_narrow {
+  fl_frame_t frame;
+  uint64_t count;
+  uint64_t allocs;
+} fl_narrow_t;
+
+/* The children of drawn node n that minwidth hid (their descendants are
+ * in their counts), widest first, then by name and line: *items borrowed
+ * (NULL when there are none). Returns how many; *weight (may be NULL) is
+ * their summed count, which is n's count less its self and its drawn
+ * children's. */
+size_t fl_tree_narrow(const fl_tree_t *t, const fl_node_t *n, const fl_narrow_t **items,
+                      uint64_t *weight);
 
 /* The drawn node sample s (of the tree's profile) ends in: the node its
  * weight is self weight of. NULL when the tree leaves it out (its thread

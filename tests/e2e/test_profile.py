@@ -536,22 +536,33 @@ def test_filter_keeps_stacks_through_a_match(kc, opt_profile):
     assert rows[0]["count"] == outermost(rows, "c") == outermost(rows0, "c")
 
 
-def test_minwidth_hides_narrow_frames(kc, opt_profile):
+def test_minwidth_merges_narrow_frames(kc, opt_profile):
     base, cell = session_profile(kc, opt_profile)
     rows0 = rows_of(base)
     total = rows0[0]["count"]
-    assert any(r["count"] < 0.2 * total for r in rows0), "no narrow frame to hide"
+    assert any(r["count"] < 0.2 * total for r in rows0), "no narrow frame to merge"
     b, rows, _, _ = show(kc, "%profshow minwidth=0.2", "minwidth")
     assert rows[0]["count"] == total
-    # The same profile: exactly its frames of 20 % or more are drawn (the
-    # root aside, which %profshow names "all"). Which those are is measured:
-    # a() takes about 12.5 % per line, c() 50 %.
+    # The same profile: exactly its frames of 20 % or more are drawn alone
+    # (the root aside, which %profshow names "all"). Which those are is
+    # measured: a() takes about 12.5 % per line, c() 50 %.
     def key(r):
         return (r["func"], r["file"], r["line"], r["depth"], r["count"])
-    assert sorted(map(key, rows[1:])) == sorted(
+    alone = [r for r in rows[1:] if not r["status"] & 4]
+    assert sorted(map(key, alone)) == sorted(
         key(r) for r in rows0[1:] if r["count"] >= 0.2 * total), ([key(r) for r in rows0], b["text/plain"])
     assert any(r["func"] == "c" for r in rows), "c (50 %) is gone"
-    assert "hidden" in b["text/plain"] or "hidden" in json.dumps(b[VL_MIME].get("title"))
+    # The narrower ones are drawn merged, one frame per parent, so that no
+    # weight is out of sight: each frame weighs its self and its children.
+    merged = [r for r in rows if r["status"] & 4]
+    assert merged and all(re.fullmatch(rf"{COUNT} narrow frames?", r["func"]) for r in merged), rows
+    assert len({r["parent"] for r in merged}) == len(merged), "two merged frames under one parent"
+    kids = {}
+    for r in rows[1:]:
+        kids[r["parent"]] = kids.get(r["parent"], 0) + r["count"]
+    assert all(r["count"] == r["self"] + kids.get(r["id"], 0) for r in alone + rows[:1]), rows
+    assert "narrow frames merged into" in json.dumps(b[VL_MIME].get("title"))
+    assert "hidden" in b["text/plain"]  # the text report's own line
 
 
 ALLOC_FUNCS = re.compile(r"^(__libc_|__interceptor_)?(malloc|free|calloc|realloc)$|^_int_(malloc|free)|^tcache_|^alloc_perturb$|^malloc_consolidate$|^unlink_chunk$")

@@ -24,6 +24,9 @@
 //   - a graph deeper than its height: a click on its band opens it, the
 //     levels laid out from the clicked frame's, and a double-click closes
 //     it (checkBandPage);
+//   - merged frames (a parent's narrow frames): hovering the widest shows
+//     its name, weight and the widest frames it holds, and a click on its
+//     parent zooms in with the merged frame still drawn (checkMergedPage);
 //   - for a bundle, the SVG parses as XML in the browser, with one titled
 //     path (a frame) per row.
 // For a differential flame graph (rows with a change field), also:
@@ -208,6 +211,47 @@ function pickFrame(rows) {
   const total = rows[0].count;
   const cands = rows.filter(r => r.depth >= 1 && r.count < total).sort((a, b) => b.count - a.count);
   return cands[0] || rows[0];
+}
+
+/* A graph with merged frames (status bit 4: a parent's narrow frames):
+ * hovering the widest shows its name, weight and the widest frames it
+ * holds; a click on its parent zooms to the parent and the merged frame is
+ * still drawn, within the parent's range; a double-click resets. */
+async function checkMergedPage(page, spec, rows) {
+  const merged = rows.filter(r => r.status & 4).sort((a, b) => b.count - a.count);
+  // A plain graph whose notes say narrow frames were hidden or merged draws
+  // them merged (a diff's are not merged yet); frames left out to stay
+  // within the rows are another matter.
+  const said = /narrow frames? (hidden|merged)/.test(JSON.stringify(spec.title || ''));
+  check(!said || merged.length > 0 || rows[0].change !== undefined,
+        `the notes say narrow frames were hidden, and none is drawn merged: ${JSON.stringify(spec.title)}`);
+  if (!merged.length) return '';
+  const m = merged[0], parent = rows.find(r => r.id === m.parent);
+  check(parent && m.x0 >= parent.x0 && m.x1 <= parent.x1 - parent.self,
+        `merged frame ${m.func} [${m.x0}, ${m.x1}) lies outside its parent's children`);
+  check(typeof m.held === 'string' && m.held.length > 0, `merged frame ${m.func} holds nothing`);
+  const hover = async () => {
+    const pt = await page.evaluate(r => cf.pointOf(r), m);
+    await page.mouse.move(pt.x + 1, pt.y);
+    await page.mouse.move(pt.x, pt.y);
+    const tip = page.locator('#vg-tooltip-element');
+    await tip.waitFor({ state: 'visible', timeout: WAIT_MS });
+    const text = await tip.innerText();
+    for (const want of [m.func, m.count.toLocaleString('en-US'), 'the widest', m.held.split('; ')[0]])
+      check(text.includes(want), `merged frame's tooltip lacks "${want}": ${JSON.stringify(text)}`);
+  };
+  await hover();
+  const pp = await page.evaluate(r => cf.pointOf(r), parent);
+  await page.mouse.click(pp.x, pp.y);
+  await waitDomain(page, `cf.domain()[0] === ${parent.x0} && cf.domain()[1] === ${parent.x1}`,
+                   `after clicking ${parent.func}, the merged frame's parent`);
+  const kept = await page.evaluate(id => cf.frameItems().some(it => it.datum.id === id && it.width > 0), m.id);
+  check(kept, `zoomed into ${parent.func}, its merged frame is not drawn`);
+  await hover();
+  await page.mouse.dblclick(pp.x, pp.y);
+  await waitDomain(page, `cf.domain()[0] === 0 && cf.domain()[1] === ${rows[0].count}`,
+                   'after double-click from the merged frame\'s parent');
+  return `; merged frame "${m.func}" hovered, kept in its parent's zoom`;
 }
 
 /* A graph deeper than its height (usermeta.cflame: levels, shown): a click
@@ -667,6 +711,7 @@ async function testFile(browser, file, screenshot) {
                      'after clicking the root while panned');
 
     const bandNote = await checkBandPage(page, spec, rows);
+    const mergedNote = await checkMergedPage(page, spec, rows);
 
     // The SVG of the bundle, parsed by the browser.
     if (typeof svg === 'string') {
@@ -682,7 +727,7 @@ async function testFile(browser, file, screenshot) {
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
     check(logged.length === 0, `console: ${logged.slice(0, 5).join(' | ')}`);
     console.log(`  ${rows.length} rows embedded in ${embedMs} ms; ${nLabels} labels; ` +
-                `search "${needle}" ${shown}${diffNote}${bandNote}`);
+                `search "${needle}" ${shown}${diffNote}${bandNote}${mergedNote}`);
     return null;
   } catch (e) {
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});

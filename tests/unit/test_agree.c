@@ -11,7 +11,9 @@
  * drawn through the one output function (fl_output_render), as
  * %profsave, the command and `cflame record` draw it, and read back:
  *   flame, icicle and callers  the Vega-Lite spec's frames (and the SVG's frames
- *                      against them); per function by the same rule
+ *                      against them); per function by the same rule; and
+ *                      with minwidth, the narrow frames merged one frame per
+ *                      parent, none of their weight out of sight
  *   top                the spec's rows, and its text (the flat report's rows)
  *   sandwich           the spec's total and self of its function
  *   source             fl_lines, the rows view=source draws
@@ -232,11 +234,14 @@ static void tally_same(const tally_t *want, const tally_t *got, bool selfs, cons
 
 /* ---- views, drawn as %profsave draws them ---- */
 
+static const char *minwidth = "0"; /* what the views are drawn with */
+static size_t merged_seen;         /* merged frames checked, over the seeds */
+
 static void options(fl_options_t *o, const char *view, const char *focus) {
   char err[256];
   fl_options_init(o, FL_FRONT_NOTEBOOK);
   CHECK(fl_options_set(o, "C", "true", err, sizeof err) == 0);
-  CHECK(fl_options_set(o, "minwidth", "0", err, sizeof err) == 0);
+  CHECK(fl_options_set(o, "minwidth", minwidth, err, sizeof err) == 0);
   CHECK(fl_options_set(o, "view", view, err, sizeof err) == 0);
   if (focus) CHECK(fl_options_set(o, "focus", focus, err, sizeof err) == 0);
 }
@@ -507,6 +512,77 @@ static void check_round_trip(const fl_profile_t *p, const tally_t *by_name, cons
   free(data);
 }
 
+/* With minwidth, the narrow frames are merged, one frame per parent: every
+ * frame's weight is its self and its children's, merged ones included, so
+ * no weight is lost from sight; a function's drawn frames never weigh more
+ * than its samples; the merged frames are exactly the parents' narrow
+ * ones; and the SVG draws what the spec holds. */
+static void check_merged(const fl_profile_t *p, const tally_t *want, const char *view) {
+  minwidth = "0.03";
+  json_t *spec = spec_of(p, view, NULL);
+  json_t *rows = spec ? frames_of(spec) : NULL;
+  AGREE(rows != NULL, "view=%s minwidth=%s has no frames", view, minwidth);
+  size_t n = rows ? json_array_size(rows) : 0, n_merged = 0;
+  double *kids = calloc(n + 1, sizeof *kids);
+  bool *merged_under = calloc(n + 1, sizeof *merged_under);
+  /* Rows by id: merged rows sit among the tree's, their ids past its. */
+  size_t *at = calloc(2 * n + 1, sizeof *at);
+  for (size_t i = 0; i < n; i++) {
+    size_t id = (size_t)json_integer_value(json_object_get(json_array_get(rows, i), "id"));
+    if (id < 2 * n) at[id] = i;
+  }
+  for (size_t i = 1; i < n; i++) {
+    json_t *r = json_array_get(rows, i);
+    size_t parent = at[(size_t)json_integer_value(json_object_get(r, "parent"))];
+    kids[parent] += num(r, "count");
+    if (!(json_integer_value(json_object_get(r, "status")) & 4)) continue;
+    n_merged++;
+    AGREE(!merged_under[parent], "view=%s: two merged frames under row %zu", view, parent);
+    merged_under[parent] = true;
+  }
+  for (size_t i = 0; i < n; i++) {
+    json_t *r = json_array_get(rows, i);
+    if (json_integer_value(json_object_get(r, "status")) & 4) continue;
+    AGREE(fabs(num(r, "count") - num(r, "self") - kids[i]) < 1e-6,
+          "view=%s: %s weighs %g, its self and children %g: narrow frames lost from sight", view,
+          str(r, "func"), num(r, "count"), num(r, "self") + kids[i]);
+  }
+  /* Each function's drawn frames (the merged left out) weigh at most its samples. */
+  json_t *plain = json_array();
+  for (size_t i = 0; i < n; i++) {
+    json_t *r = json_array_get(rows, i);
+    if (!(json_integer_value(json_object_get(r, "status")) & 4)) json_array_append(plain, r);
+  }
+  tally_t got = {0};
+  tally_frames(plain, !strcmp(view, "callers"), &got);
+  for (int k = 0; k < got.n; k++) {
+    double truth = 0;
+    for (int w = 0; w < want->n; w++)
+      if (!strcmp(want->key[w], got.key[k])) truth = want->total[w];
+    AGREE(got.total[k] <= truth + 1e-6, "view=%s: %s drawn as %g of %g", view, got.key[k],
+          got.total[k], truth);
+  }
+  tally_free(&got);
+  json_decref(plain);
+  size_t len;
+  char *svg = render(p, NULL, view, NULL, "svg", &len);
+  const char *problem = svg ? svg_frames_problem(svg, spec) : "no SVG";
+  AGREE(problem == NULL, "view=%s minwidth: the SVG and the spec differ: %s", view, problem);
+  merged_seen += n_merged;
+  size_t in_svg = 0;
+  for (const char *at = svg; at && (at = strstr(at, " narrow frame")); at++)
+    in_svg += at[13] == '\n' || (at[13] == 's' && at[14] == '\n');
+  AGREE(!svg || in_svg == n_merged, "view=%s: the SVG has %zu merged frames, the spec %zu", view,
+        in_svg, n_merged);
+  free(svg);
+  free(kids);
+  free(at);
+  free(merged_under);
+  json_decref(rows);
+  json_decref(spec);
+  minwidth = "0";
+}
+
 static void check_profile(uint64_t seed, fl_profile_kind_t kind) {
   seed_now = seed;
   rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -520,6 +596,9 @@ static void check_profile(uint64_t seed, fl_profile_kind_t kind) {
   check_graph(p, &funcs, "flame");
   check_graph(p, &funcs, "icicle");
   check_graph(p, &funcs, "callers");
+  check_merged(p, &funcs, "flame");
+  check_merged(p, &funcs, "icicle");
+  check_merged(p, &funcs, "callers");
   check_top(p, &funcs);
   if (kind == FL_PROFILE_CPU) check_top_text(p, &funcs); /* bytes print rounded (KiB) */
   check_sandwich(p, &by_name);
@@ -752,6 +831,7 @@ int main(void) {
     check_profile(seed, seed % 3 ? FL_PROFILE_CPU : FL_PROFILE_ALLOC_BYTES);
     check_diff(seed);
   }
-  printf("seeds %" PRIu64 "..%" PRIu64 "\n", first, last);
+  printf("seeds %" PRIu64 "..%" PRIu64 ": %zu merged frames\n", first, last, merged_seen);
+  if (!one) CHECK(merged_seen > 0); /* the profiles have narrow frames */
   return TEST_DONE();
 }

@@ -1165,6 +1165,20 @@ static void more_minwidth(const fl_diff_t *d, const diff_run_t *r, const fl_prof
   CHECK(at(fl_diff_other_tree(d), "top;t") == NULL);
   CHECK(at(fl_diff_tree(d), "top;s") == NULL && at(fl_diff_tree(d), "top;p") == NULL);
   CHECK(at(fl_diff_other_tree(d), "top;s") != NULL);
+  /* s and p are drawn merged, one frame under top: their 4 samples
+   * against the baseline's 100 (q with p), which shrank. */
+  const fl_node_t *top = at(fl_diff_tree(d), "top");
+  const fl_diff_node_t *m = top ? fl_diff_narrow(d, top->id) : NULL;
+  CHECK(m && m->has_base && m->change == FL_CHANGE_SHRANK);
+  CHECK(m && fabs(m->base - 100 * fl_diff_factor(d)) < 1e-9);
+  CHECK(m && fabs(m->delta - (4 - 100 * fl_diff_factor(d))) < 1e-9);
+  const fl_diff_node_t *none = fl_diff_narrow(d, 0);
+  CHECK(none && !none->has_base && none->delta == 0 && none->change == FL_CHANGE_SAME);
+  char *svg = fl_svg_diff(d, NULL);
+  const char *title = svg ? strstr(svg, "<title>2 narrow frames\ntarget: 4 samples") : NULL;
+  CHECK(title != NULL);
+  CHECK(title && strstr(title, "shrank\nof the narrow frames, the widest:\np (") != NULL);
+  free(svg);
 }
 
 static void test_minwidth(void) {

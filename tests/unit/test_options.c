@@ -170,7 +170,7 @@ static void test_defaults(void) {
 
 static void test_help(void) {
   char *nb = fl_options_help(FL_OPTS_TREE, FL_FRONT_NOTEBOOK);
-  CHECK(strstr(nb, "  minwidth=X           hide frames narrower than this share of the total") !=
+  CHECK(strstr(nb, "  minwidth=X           merge frames narrower than this share of the total") !=
         NULL);
   CHECK(strstr(nb, "(default: 0.001)\n") != NULL);
   CHECK(strstr(nb, "  recur=off|flat ") != NULL);

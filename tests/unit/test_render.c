@@ -79,6 +79,23 @@ static void check_rows(json_t *spec, const fl_tree_t *t, bool alloc) {
     }
     CHECK(alloc == (json_object_get(row, "allocs") != NULL));
     json_int_t id = json_integer_value(json_object_get(row, "id"));
+    if (json_integer_value(json_object_get(row, "status")) & FL_STATUS_MERGED) {
+      /* A merged frame: its parent's narrow children, after its drawn
+       * children, as wide as they are together. */
+      const fl_node_t *parent =
+          fl_tree_node(t, (size_t)json_integer_value(json_object_get(row, "parent")));
+      const fl_narrow_t *items;
+      uint64_t weight = 0;
+      size_t held = parent ? fl_tree_narrow(t, parent, &items, &weight) : 0;
+      char name[48];
+      fl_count_noun(held, "narrow frame", "narrow frames", name, sizeof name);
+      CHECK(held > 0 && (size_t)id >= fl_tree_n_nodes(t));
+      CHECK_STR(json_string_value(json_object_get(row, "func")), name);
+      CHECK_INT(json_integer_value(json_object_get(row, "count")), weight);
+      CHECK_INT(json_integer_value(json_object_get(row, "x1")), parent ? parent->x1 - parent->self : 0);
+      CHECK_INT(json_integer_value(json_object_get(row, "depth")), parent ? parent->depth + 1 : 0);
+      continue;
+    }
     const fl_node_t *node = fl_tree_node(t, (size_t)id);
     CHECK(node != NULL);
     if (!node) continue;
@@ -170,6 +187,53 @@ static json_t *default_bundle(const fl_tree_t *t) {
   if (!bundle) fprintf(stderr, "fl_bundle: %s\n", err);
   CHECK(bundle != NULL);
   return bundle;
+}
+
+/* ---- merged frames ---- */
+
+/* Narrow children are drawn as one merged frame per parent, after the
+ * drawn children, in the SVG and the spec alike: weight the sum of what it
+ * holds, its tooltip naming the widest first. */
+static void test_merged(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t F = FL_FRAME_CELL | FL_FRAME_REPL;
+  uint32_t m = frame(p, "main", "cell[1]", 1, "cell[1]", F), o = frame(p, "other", "cell[1]", 2, "cell[1]", F);
+  struct {
+    uint32_t parent;
+    const char *name;
+    uint64_t weight;
+  } kids[] = {{m, "big", 900}, {m, "n_a", 3}, {m, "n_b", 5}, {m, "n_c", 2},
+              {o, "big2", 80}, {o, "t1", 4},  {o, "t2", 6}};
+  for (size_t i = 0; i < FL__ARRAY_SIZE(kids); i++) {
+    uint32_t st[] = {kids[i].parent, frame(p, kids[i].name, "cell[1]", 10 + (int)i, "cell[1]", F)};
+    fl_profile_add_sample(p, st, 2, kids[i].weight, 0, 1);
+  }
+  fl_tree_t *t = tree_of(p, true, 0.01); /* 10 of 1,000 */
+  json_t *bundle = default_bundle(t);
+  json_t *spec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
+  check_rows(spec, t, false);
+  json_t *rows = frames_of(spec), *row;
+  size_t i, merged = 0;
+  json_array_foreach(rows, i, row) merged += (json_integer_value(json_object_get(row, "status")) & FL_STATUS_MERGED) != 0;
+  CHECK_INT(merged, 2);
+  json_decref(rows);
+  char *title = json_dumps(json_object_get(spec, "title"), 0);
+  CHECK(title && strstr(title, "5 narrow frames merged into 2 frames (2% of samples)"));
+  free(title);
+  char *svg = svg_of(bundle);
+  check_svg_matches(svg, spec);
+  CHECK(svg && strstr(svg, "<title>3 narrow frames\n10 samples (1%), the widest:\n"
+                           "n_b (0.5%)\nn_a (0.3%)\nn_c (0.2%)</title>") != NULL);
+  CHECK(svg && strstr(svg, "<title>2 narrow frames\n10 samples (1%), the widest:\n"
+                           "t2 (0.6%)\nt1 (0.4%)</title>") != NULL);
+  /* The spec's tooltip says the same. */
+  json_t *strings = json_object_get(json_object_get(spec, "datasets"), "strings");
+  CHECK(strstr(json_string_value(strings), "n_b (0.5%); n_a (0.3%); n_c (0.2%)") != NULL);
+  free(svg);
+  write_out("merged.json", bundle);
+  json_decref(bundle);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
 }
 
 /* ---- tests ---- */
@@ -820,7 +884,7 @@ static void test_big(void) {
   json_decref(bundle);
 
   /* A shallower recursion, with the default minwidth: the narrow frames
-   * are hidden, and said so. */
+   * are merged, and said so. */
   fl_profile_t *p2 = big_profile(30);
   fl_tree_t *t2_ = tree_of(p2, true, 0.001);
   bundle = fl_bundle(t2_, &v, err, sizeof err);
@@ -830,7 +894,7 @@ static void test_big(void) {
     json_t *bspec = json_object_get(bundle, "application/vnd.vegalite.v5+json");
     const char *note = json_string_value(
         json_array_get(json_object_get(json_object_get(bspec, "title"), "subtitle"), 0));
-    CHECK(note && strstr(note, "narrow frames hidden") != NULL);
+    CHECK(note && strstr(note, "narrow frames merged into") != NULL);
     write_out("big-minwidth.json", bundle);
   }
   json_decref(bundle);
@@ -879,6 +943,7 @@ int main(int argc, char **argv) {
   test_hostile_names();
   test_long_note();
   test_empty();
+  test_merged();
   test_deep();
   test_big();
   return TEST_DONE();

@@ -184,6 +184,8 @@ static const char *change_name(fl_change_t c) {
  * against the change: grey, teal, red (r over g = b) or blue (b over g over
  * r), with a chroma that never falls as |delta| grows, reaching the full
  * colour at fl_diff_max_delta. */
+static size_t n_merged_rows; /* merged frames check_diff_rows saw */
+
 static void check_diff_rows(json_t *spec, const fl_diff_t *d) {
   const fl_tree_t *t = fl_diff_tree(d);
   json_t *rows = rows_of(spec);
@@ -198,11 +200,25 @@ static void check_diff_rows(json_t *spec, const fl_diff_t *d) {
   json_t *row;
   json_array_foreach(rows, i, row) {
     const fl_node_t *node = fl_tree_node(t, (size_t)json_integer_value(json_object_get(row, "id")));
-    CHECK(node != NULL);
-    if (!node) continue;
-    const fl_diff_node_t *dn = fl_diff_node(d, node->id);
-    CHECK_INT(json_integer_value(json_object_get(row, "count")), node->count);
-    CHECK_STR(str_of(row, "func"), node->frame.func);
+    const fl_diff_node_t *dn;
+    if (json_integer_value(json_object_get(row, "status")) & FL_STATUS_MERGED) {
+      /* A merged frame: its parent's narrow children, their diff summed. */
+      const fl_node_t *parent =
+          fl_tree_node(t, (size_t)json_integer_value(json_object_get(row, "parent")));
+      const fl_narrow_t *items;
+      uint64_t weight = 0;
+      CHECK(parent && fl_tree_narrow(t, parent, &items, &weight) > 0);
+      if (!parent) continue;
+      CHECK_INT(json_integer_value(json_object_get(row, "count")), weight);
+      dn = fl_diff_narrow(d, parent->id);
+      n_merged_rows++;
+    } else {
+      CHECK(node != NULL);
+      if (!node) continue;
+      dn = fl_diff_node(d, node->id);
+      CHECK_INT(json_integer_value(json_object_get(row, "count")), node->count);
+      CHECK_STR(str_of(row, "func"), node->frame.func);
+    }
     json_t *base = json_object_get(row, "base");
     CHECK(base != NULL);
     CHECK(dn->has_base ? json_is_number(base) : json_is_null(base));
@@ -683,6 +699,39 @@ static fl_profile_t *big_profile(int variant) {
   return p;
 }
 
+/* A diff with minwidth draws each parent's narrow frames merged, coloured
+ * by their summed delta (check_diff_rows), in the spec and the SVG alike. */
+static void test_merged(void) {
+  fl_profile_t *base = big_profile(0), *target = big_profile(1);
+  fl_diff_opts_t o;
+  fl_diff_opts_init(&o);
+  fl_diff_t *d = diff_of(target, base, &o, 0.002);
+  if (!d) goto done;
+  fl_view_opts_t v;
+  fl_view_opts_init(&v);
+  v.title = "diff, merged";
+  char err[256] = "";
+  json_t *bundle = fl_diff_bundle(d, &v, err, sizeof err);
+  CHECK(bundle != NULL);
+  if (bundle) {
+    json_t *bspec = json_object_get(bundle, VL_MIME);
+    n_merged_rows = 0;
+    check_diff_rows(bspec, d);
+    CHECK(n_merged_rows > 0);
+    check_svg(svg_text(bundle), bspec);
+    char *lines = title_lines(bspec);
+    CHECK(strstr(lines, "narrow frames merged into") != NULL);
+    free(lines);
+    CHECK(strstr(svg_text(bundle), "\nof the narrow frames, the widest:\n") != NULL);
+    write_out("diff-merged.json", bundle);
+  }
+  json_decref(bundle);
+done:
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&target);
+  fl_profile_destroy(&base);
+}
+
 static void test_big(void) {
   fl_profile_t *base = big_profile(0), *target = big_profile(1);
   fl_diff_opts_t o;
@@ -747,6 +796,7 @@ int main(int argc, char **argv) {
   test_self_scaled_hostile();
   test_empty();
   test_big();
+  test_merged();
   json_decref(kept);
   return TEST_DONE();
 }

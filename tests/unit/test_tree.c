@@ -817,6 +817,59 @@ static void test_minwidth(void) {
   fl_profile_destroy(&p);
 }
 
+/* The children minwidth hides are listed under their drawn parent, one
+ * list per parent, widest first (ties by name), summing to the gap they
+ * leave; a hidden child's descendants are in its count, not listed. */
+static void test_narrow(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  uint32_t m = cell(p, "main", 1), big = cell(p, "big", 2), n1 = cell(p, "n1", 3),
+           n2 = cell(p, "n2", 4), n3 = cell(p, "n3", 5), deep = cell(p, "deep", 6),
+           other = cell(p, "other", 7), big2 = cell(p, "big2", 8), tiny = cell(p, "tiny", 9);
+  sample(p, 60, 1, 2, m, big);
+  sample(p, 3, 1, 2, m, n1);
+  sample(p, 1, 1, 3, m, n1, deep);
+  sample(p, 5, 1, 2, m, n3);
+  sample(p, 5, 1, 2, m, n2);
+  sample(p, 2, 1, 1, m);
+  sample(p, 20, 1, 2, other, big2);
+  sample(p, 1, 1, 2, other, tiny);
+  fl_tree_opts_t o = opts_default();
+  o.minwidth = 0.06; /* of 97: 5.82, so n1 (4), n2, n3 (5) and tiny (1) go */
+  fl_tree_t *t = build(p, &o);
+  CHECK_STR(dump(t),
+            "cell[1]:0 97/0 [0,97)\n"
+            "  main:1 76/2 [0,76)\n"
+            "    big:2 60/60 [0,60)\n"
+            "  other:7 21/0 [76,97)\n"
+            "    big2:8 20/20 [76,96)\n");
+  const fl_narrow_t *items = NULL;
+  uint64_t w = 0;
+  const fl_node_t *main_node = fl_tree_node(t, 1), *other_node = fl_tree_node(t, 3);
+  CHECK_INT(fl_tree_narrow(t, main_node, &items, &w), 3);
+  CHECK_INT(w, 14);
+  CHECK_INT(w, main_node->count - main_node->self - main_node->children[0]->count);
+  CHECK_STR(items[0].frame.func, "n2");
+  CHECK_INT(items[0].count, 5);
+  CHECK_STR(items[1].frame.func, "n3");
+  CHECK_INT(items[1].count, 5);
+  CHECK_STR(items[2].frame.func, "n1");
+  CHECK_INT(items[2].count, 4); /* deep's sample with it */
+  CHECK_INT(fl_tree_narrow(t, other_node, &items, &w), 1);
+  CHECK_STR(items[0].frame.func, "tiny");
+  CHECK_INT(w, 1);
+  CHECK_INT(fl_tree_narrow(t, fl_tree_root(t), &items, &w), 0);
+  CHECK(items == NULL && w == 0);
+  CHECK_INT(fl_tree_narrow(t, fl_tree_node(t, 2), &items, &w), 0);
+  fl_tree_destroy(&t);
+  /* minwidth 0 hides nothing and lists nothing. */
+  o.minwidth = 0;
+  t = build(p, &o);
+  for (size_t i = 0; i < fl_tree_n_nodes(t); i++)
+    CHECK_INT(fl_tree_narrow(t, fl_tree_node(t, i), &items, NULL), 0);
+  fl_tree_destroy(&t);
+  fl_profile_destroy(&p);
+}
+
 static void test_rows(void) {
   fl_profile_t *p = basic_profile();
   fl_tree_opts_t o = opts_default();
@@ -1046,6 +1099,7 @@ int main(void) {
   test_filter();
   test_threads();
   test_minwidth();
+  test_narrow();
   test_rows();
   test_alloc();
   test_performance();

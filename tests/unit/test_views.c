@@ -341,8 +341,11 @@ static void test_top_output(void) {
   CHECK(fl_options_set(&o, "view", "flame", err, sizeof err) == 0);
   r.format = "svg";
   text = fl_output_render(&r, &len, err, sizeof err);
-  CHECK(text && strstr(text, "1 narrow frame hidden (") != NULL);
+  CHECK(text && strstr(text, "1 narrow frame merged into 1 frame (") != NULL);
   CHECK(text && strstr(text, "1 narrow frames") == NULL);
+  /* ... drawn as a merged frame after big's drawn children, as wide as
+   * tiny, whose tooltip names it. */
+  CHECK(text && strstr(text, "<title>1 narrow frame\n1 sample (0.02%), that is:\ntiny (0.02%)") != NULL);
   free(text);
   r.format = "text";
   CHECK(fl_options_set(&o, "view", "top", err, sizeof err) == 0);
