@@ -499,8 +499,9 @@ void fl__svg_table_headers(fl__buf_t *b, const fl__svg_table_t *layout, const fl
 /* A cell's text at (x, y), anchored at its right (else its left, its
  * spaces kept). */
 void fl__svg_cell(fl__buf_t *b, double x, double y, bool right, const char *s);
-/* A horizontal bar from (x, y), w long and thick tall, with title (NULL:
- * none; lines kept) as its tooltip. */
+/* A horizontal bar from (x, y), w long and thick tall (0: as thick as the
+ * group it is in says), with title (NULL: none; lines kept) as its
+ * tooltip. */
 void fl__svg_hbar(fl__buf_t *b, const char *color, double thick, double x, double y, double w,
                   const char *title);
 /* s cleaned and cut to at most chars characters, the last one "…" when

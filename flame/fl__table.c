@@ -127,7 +127,9 @@ void fl__svg_cell(fl__buf_t *b, double x, double y, bool right, const char *s) {
 
 void fl__svg_hbar(fl__buf_t *b, const char *color, double thick, double x, double y, double w,
                   const char *title) {
-  fl__buf_printf(b, "<path stroke='%s' stroke-width='%g' d='M", color, thick);
+  fl__buf_printf(b, "<path stroke='%s'", color);
+  if (thick > 0) fl__buf_printf(b, " stroke-width='%g'", thick);
+  fl__buf_puts(b, " d='M");
   fl__svg_px(b, x);
   fl__buf_puts(b, " ");
   fl__svg_px(b, y);

@@ -366,8 +366,10 @@ static json_int_t string_index(strings_t *st, const char *s) {
 }
 
 /* A bar's row: f, fi, m (function, file, module), th (thread) and co
- * (colour) as indexes into the strings; depth, t0 and t1 (seconds), y
- * (pixels) and count. */
+ * (colour) as indexes into the strings; d (depth), t0 and t1 (seconds) and
+ * n (its weight). Its top, y, is made from its depth and its lane's top,
+ * which the dataset "lanetops" gives by th (vegalite_of). A page holds up
+ * to MAX_BARS of them: their keys are short. */
 static json_t *bar_value(const chart_t *c, const bar_t *b, strings_t *st) {
   const fl_frame_t *f = &b->node->frame;
   char color[8], thread[200];
@@ -378,9 +380,9 @@ static json_t *bar_value(const chart_t *c, const bar_t *b, strings_t *st) {
   else
     snprintf(thread, sizeof thread, "%d", l->thread);
   json_t *o = fl__nonnull(json_pack(
-      "{s:I,s:I,s:i,s:f,s:f,s:f,s:I,s:I}", "f", string_index(st, f->func ? f->func : "[unknown]"),
-      "th", string_index(st, thread), "depth", b->depth, "t0", round((double)b->t0 / 1e3) / 1e6,
-      "t1", round((double)b->t1 / 1e3) / 1e6, "y", bar_top(c, b), "count", (json_int_t)b->weight,
+      "{s:I,s:I,s:i,s:f,s:f,s:I,s:I}", "f", string_index(st, f->func ? f->func : "[unknown]"),
+      "th", string_index(st, thread), "d", b->depth, "t0", round((double)b->t0 / 1e3) / 1e6,
+      "t1", round((double)b->t1 / 1e3) / 1e6, "n", (json_int_t)b->weight,
       "co", string_index(st, color)));
   if (f->file) json_object_set_new(o, "fi", json_integer(string_index(st, f->file)));
   if (f->module && (!f->file || strcmp(f->module, f->file) != 0))
@@ -401,7 +403,14 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   const fl__theme_t *th = fl__theme_of(v);
   strings_t st = {.rows = fl__nonnull(json_array())};
   json_t *values = fl__nonnull(json_array());
-  for (size_t i = 0; i < c->n; i++) json_array_append_new(values, bar_value(c, &c->bars[i], &st));
+  json_t *tops = fl__nonnull(json_array());
+  for (size_t i = 0; i < c->n; i++) {
+    json_t *row = bar_value(c, &c->bars[i], &st);
+    if (i == 0 || c->bars[i].lane != c->bars[i - 1].lane)
+      json_array_append_new(tops, fl__nonnull(json_pack("{s:O,s:f}", "k", json_object_get(row, "th"),
+                                                        "ly", c->lanes[c->bars[i].lane].top)));
+    json_array_append_new(values, row);
+  }
   fl__strset_free(&st.set);
   json_t *lanes = fl__nonnull(json_array());
   for (size_t i = 0; i < c->n_lanes; i++) {
@@ -417,6 +426,11 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   json_array_append_new(tr, lookup("m", "module"));
   json_array_append_new(tr, lookup("th", "thread"));
   json_array_append_new(tr, lookup("co", "color"));
+  json_array_append_new(tr, fl__nonnull(json_pack("{s:s,s:{s:{s:s},s:s,s:[s]}}", "lookup", "th",
+                                                  "from", "data", "name", "lanetops", "key", "k",
+                                                  "fields", "ly")));
+  snprintf(expr, sizeof expr, "datum.ly + %g + %g * (datum.d - 1)", LANE_LABEL_PX, LEVEL_PX);
+  json_array_append_new(tr, fl__vl_calculate(expr, "y"));
   snprintf(expr, sizeof expr, "datum.y + %g", LEVEL_PX - 1);
   json_array_append_new(tr, fl__vl_calculate(expr, "y2"));
   snprintf(expr, sizeof expr,
@@ -424,7 +438,7 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
            "'module': datum.module || datum.none, "
            "'thread': datum.thread, "
            "'time': format(datum.t0, '.3f') + ' s to ' + format(datum.t1, '.3f') + ' s', "
-           "'%s': format(datum.count, ',')}",
+           "'%s': format(datum.n, ',')}",
            fl__unit(t));
   json_array_append_new(tr, fl__vl_calculate(expr, "tip"));
 
@@ -489,14 +503,14 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   int n_notes = chart_notes(t, v, c, "drag to pan, wheel to zoom, double-click to reset", notes);
   // clang-format off
   json_t *spec = fl__nonnull(json_pack(
-      "{s:s,s:o,s:i,s:f,s:s,s:o,s:{s:o},s:o,s:{s:{s:s,s:s,s:I,s:I,s:f,s:f}}}",
+      "{s:s,s:o,s:i,s:f,s:s,s:o,s:{s:o,s:o},s:o,s:{s:{s:s,s:s,s:I,s:I,s:f,s:f}}}",
       "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
       "description", fl__json_text(description),
       "width", v->width > 200 ? v->width : 200,
       "height", c->height,
       "background", th->background,
       "config", fl__vl_config(v),
-      "datasets", "strings", st.rows,
+      "datasets", "strings", st.rows, "lanetops", tops,
       "layer", layers,
       "usermeta", "cflame", "view", "chart", "unit", fl__unit(t), "total", (json_int_t)c->total,
                             "lanes", (json_int_t)c->n_lanes, "from", from, "to", to));
@@ -508,8 +522,8 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
 
 /* ---- SVG ---- */
 
-/* A bar: a horizontal line as thick as a level, titled with its
- * function, thread, time and weight. */
+/* A bar: a horizontal line as thick as a level (its lane's group says
+ * how thick), titled with its function, thread, time and weight. */
 static void put_bar(fl__buf_t *b, const fl_tree_t *t, const chart_t *c, const bar_t *bar, double x0,
                     double top, double scale) {
   const fl_frame_t *f = &bar->node->frame;
@@ -522,7 +536,7 @@ static void put_bar(fl__buf_t *b, const fl_tree_t *t, const chart_t *c, const ba
                (double)bar->t1 / 1e9, n, fl__unit(t),
                total > 0 ? 100.0 * (double)bar->weight / total : 0.0) < 0)
     fl__oom(0);
-  fl__svg_hbar(b, color, LEVEL_PX - 1, x0 + (double)(bar->t0 - c->from) * scale,
+  fl__svg_hbar(b, color, 0, x0 + (double)(bar->t0 - c->from) * scale,
                top + bar_top(c, bar) + LEVEL_PX / 2, (double)(bar->t1 - bar->t0) * scale, title);
   fl__buf_puts(b, "\n");
   free(title);
@@ -556,12 +570,13 @@ static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const chart_t *
     fl__svg_cell(&b, x0, top + c->lanes[i].top + 2, false, label);
   }
   fl__buf_puts(&b, "</g>\n");
-  /* Each lane's bars in a group of their own: the interactive SVG's search
-   * sums the matched time lane by lane. The bars come lane by lane
-   * (bars_in_order). */
+  /* Each lane's bars in a group of their own, which gives their thickness:
+   * the interactive SVG's search sums the matched time lane by lane. The
+   * bars come lane by lane (bars_in_order). */
   for (size_t i = 0; i < c->n; i++) {
     if (i == 0 || c->bars[i].lane != c->bars[i - 1].lane)
-      fl__buf_printf(&b, "%s<g data-lane='%zu'>\n", i ? "</g>\n" : "", c->bars[i].lane);
+      fl__buf_printf(&b, "%s<g data-lane='%zu' stroke-width='%g'>\n", i ? "</g>\n" : "",
+                     c->bars[i].lane, LEVEL_PX - 1);
     put_bar(&b, t, c, &c->bars[i], x0, top, scale);
   }
   if (c->n) fl__buf_puts(&b, "</g>\n");

@@ -95,7 +95,7 @@ def top_rows_of(spec):
 
 def chart_bars_of(spec):
     """The bars of a chart view's spec (or bundle), their strings read:
-    dicts with func, file, module, thread, color, depth, t0, t1, y, count
+    dicts with func, file, module, thread, color, depth, t0, t1, count
     (fl_chart.c)."""
     spec = spec.get(VL_MIME, spec)
     assert view_of(spec) == "chart", f"not a chart: {spec.get('description')}"
@@ -104,8 +104,8 @@ def chart_bars_of(spec):
     for r in spec["layer"][0]["data"]["values"]:
         bars.append({"func": strings[r["f"]], "file": strings.get(r.get("fi")),
                      "module": strings.get(r.get("m")), "thread": strings[r["th"]],
-                     "color": strings[r["co"]], "depth": r["depth"], "t0": r["t0"], "t1": r["t1"],
-                     "y": r["y"], "count": r["count"]})
+                     "color": strings[r["co"]], "depth": r["d"], "t0": r["t0"], "t1": r["t1"],
+                     "count": r["n"]})
     return bars
 
 

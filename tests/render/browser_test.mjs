@@ -514,13 +514,15 @@ async function checkChartPage(page, spec) {
   const drawn = await page.evaluate(() => cf.items('rect').filter(it => it.datum?.t1 !== undefined).length);
   check(drawn === bars.length, `${drawn} rects drawn for ${bars.length} bars`);
   const longest = [...bars].sort((a, b) => (b.t1 - b.t0) - (a.t1 - a.t0))[0];
-  const pt = await page.evaluate(([t0, t1, y]) => {
+  const pt = await page.evaluate(([t0, t1, depth]) => {
     const v = window.view, canvas = v.container().querySelector('canvas, svg');
     const pad = v.padding(), [ox, oy] = v.origin(), sx = v.scale('x');
     const box = canvas.getBoundingClientRect();
+    const it = cf.items('rect').find(i => i.datum?.t0 === t0 && i.datum?.t1 === t1 &&
+                                          i.datum?.d === depth);
     return { x: box.left + (pad.left || 0) + ox + sx((t0 + t1) / 2),
-             y: box.top + (pad.top || 0) + oy + y + 7 };
-  }, [longest.t0, longest.t1, longest.y]);
+             y: box.top + (pad.top || 0) + oy + it.y + 7 };
+  }, [longest.t0, longest.t1, longest.depth]);
   await page.mouse.move(pt.x, pt.y);
   const tip = page.locator('#vg-tooltip-element');
   await tip.waitFor({ state: 'visible', timeout: WAIT_MS });

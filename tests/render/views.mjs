@@ -153,16 +153,17 @@ export function hotLines(spec) {
 }
 
 // view=chart (flame/fl_chart.c): bar rows {f, fi, m, th, co (indexes into
-// datasets.strings), depth, t0, t1 (seconds), y (pixels), count}.
+// datasets.strings), d (depth), t0, t1 (seconds), n (count)}; the spec makes
+// each bar's top from its depth and its lane's (datasets.lanetops, by th).
 
 /* The bars of a chart spec, their strings read: {func, file, module,
- * thread, color, depth, t0, t1, y, count}. */
+ * thread, color, depth, t0, t1, count}. */
 export function chartBars(spec) {
   const strings = new Map((spec.datasets?.strings ?? []).map(r => [r.k, r.s]));
   return (spec.layer?.[0]?.data?.values ?? []).map(r => ({
     func: strings.get(r.f), file: strings.get(r.fi), module: strings.get(r.m),
     thread: strings.get(r.th), color: strings.get(r.co),
-    depth: r.depth, t0: r.t0, t1: r.t1, y: r.y, count: r.count,
+    depth: r.d, t0: r.t0, t1: r.t1, count: r.n,
   }));
 }
 

@@ -694,10 +694,10 @@ static size_t chart_bars(json_t *spec, char out[][96], size_t max) {
     const char *thread = json_string_value(json_object_get(
         json_array_get(strings, (size_t)json_integer_value(json_object_get(row, "th"))), "s"));
     snprintf(out[n++], 96, "%s %lld %s %.3f %.3f %lld", thread,
-             json_integer_value(json_object_get(row, "depth")), func,
+             json_integer_value(json_object_get(row, "d")), func,
              json_real_value(json_object_get(row, "t0")),
              json_real_value(json_object_get(row, "t1")),
-             json_integer_value(json_object_get(row, "count")));
+             json_integer_value(json_object_get(row, "n")));
   }
   return n;
 }
