@@ -228,6 +228,9 @@ static const struct {
     {"docs/PROFILING.md", FL_OPTS_ATTACH, FL_FRONT_NOTEBOOK},
     {"docs/PROFILING.md", FL_OPTS_ALLOC | FL_OPTS_KIND, FL_FRONT_NOTEBOOK},
     {"docs/CLI.md", FL_OPTS_TREE | FL_OPTS_VIEW | FL_OPTS_TEXT | FL_OPTS_DIFF, FL_FRONT_COMMAND},
+    /* The cflame command's own (its -f, -o, --input-format, -h and -V rows
+     * follow in the doc). */
+    {"docs/CLI.md", FL_OPTS_CLI, FL_FRONT_COMMAND},
     /* cflame record's options (its -o, -f and -h rows follow in the doc). */
     {"docs/CLI.md", FL_OPTS_RECORD, FL_FRONT_COMMAND},
 };
