@@ -759,6 +759,20 @@ void fl_options_copy(fl_options_t *dst, const fl_options_t *src) {
   }
 }
 
+int fl_options_take(fl_options_t *o, const fl_option_t *opt, const char *value, fl_optval_t *v,
+                    char *err, size_t err_size) {
+  const row_t *r = row_of(opt);
+  char shown[512];
+  fl_option_shown(opt, o->front, value, shown, sizeof shown);
+  if (fl_option_parse(opt, value, shown, v, err, err_size) < 0) return -1;
+  if (r) o->given |= 1ull << (r - rows);
+  if (r && r->field != F_NONE) {
+    store(o, r, v);
+    fl_optval_free(v);
+  }
+  return 0;
+}
+
 int fl_options_set(fl_options_t *o, const char *name, const char *value, char *err,
                    size_t err_size) {
   const row_t *r = row_named(name);
@@ -766,11 +780,8 @@ int fl_options_set(fl_options_t *o, const char *name, const char *value, char *e
     fl__errf(err, err_size, "unknown option '%s'", name);
     return -1;
   }
-  char shown[512];
-  fl_option_shown(&r->o, o->front, value, shown, sizeof shown);
   fl_optval_t v;
-  if (fl_option_parse(&r->o, value, shown, &v, err, err_size) < 0) return -1;
-  fl_options_store(o, &r->o, &v);
+  if (fl_options_take(o, &r->o, value, &v, err, err_size) < 0) return -1;
   fl_optval_free(&v);
   return 0;
 }

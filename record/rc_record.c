@@ -218,14 +218,11 @@ static int table_option(int argc, char **argv, int *i, opts_t *o) {
     value = argv[++*i];
   else
     return usage_error("%s needs a value", w);
-  char err[1024], shown[512];
+  char err[1024];
   fl_optval_t v;
-  fl_option_shown(opt, FL_FRONT_COMMAND, value, shown, sizeof shown);
-  if (fl_option_parse(opt, value, shown, &v, err, sizeof err) < 0) return usage_error("%s", err);
-  if (opt->groups & FL_OPTS_DRAWING)
-    fl_options_store(&o->draw, opt, &v);
-  else
-    store_recording(o, &v, value);
+  if (fl_options_take(&o->draw, opt, value, &v, err, sizeof err) < 0)
+    return usage_error("%s", err);
+  if (v.set) store_recording(o, &v, value);
   fl_optval_free(&v);
   return -1;
 }

@@ -223,14 +223,10 @@ static int parse_args(int argc, char **argv, cli_t *c) {
       const fl_option_t *o = fl_option_at((size_t)(opt - OPT_TABLE) / 2);
       const char *value =
           o->type != FL_OPT_BOOL ? optarg : (opt - OPT_TABLE) % 2 ? "false" : "true";
-      char shown[512];
       fl_optval_t v;
-      fl_option_shown(o, FL_FRONT_COMMAND, value, shown, sizeof shown);
-      if (fl_option_parse(o, value, shown, &v, err, sizeof err) < 0) return usage_error("%s", err);
-      if (o->groups & FL_OPTS_DRAWING)
-        fl_options_store(&c->draw, o, &v);
-      else
-        store_own(c, &v, value);
+      if (fl_options_take(&c->draw, o, value, &v, err, sizeof err) < 0)
+        return usage_error("%s", err);
+      if (v.set) store_own(c, &v, value);
       fl_optval_free(&v);
       continue;
     }

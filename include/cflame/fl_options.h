@@ -184,6 +184,14 @@ void fl_options_copy(fl_options_t *dst, const fl_options_t *src);
  * (100..100000)", "unknown option 'wdth'"). */
 int fl_options_set(fl_options_t *o, const char *name, const char *value, char *err,
                    size_t err_size);
+/* Parses value for opt (a row of the table) as o's front end writes it
+ * (messages say "--delay 0: ..." or "delay=0: ..."). A drawing option is
+ * stored in o and *v left empty; any other row's value (a sampling or
+ * reading option, which no field of o holds) is left in *v for the front
+ * end to read (fl_optval_free it). Either way o says it was given.
+ * Returns 0, or -1 with err. */
+int fl_options_take(fl_options_t *o, const fl_option_t *opt, const char *value, fl_optval_t *v,
+                    char *err, size_t err_size);
 /* Sets option opt (a row of the table) from a value fl_option_parse made. */
 void fl_options_store(fl_options_t *o, const fl_option_t *opt, const fl_optval_t *v);
 /* Whether the option called name was set (rather than left at its

@@ -95,6 +95,25 @@ static void test_set(void) {
   }
 }
 
+/* fl_options_take: a drawing option goes into the struct, another row's
+ * value back to the front end, and both are given; errors as the front
+ * end writes the option. */
+static void test_take(void) {
+  fl_options_t o;
+  fl_optval_t v;
+  char err[256] = "";
+  fl_options_init(&o, FL_FRONT_COMMAND);
+  CHECK_INT(fl_options_take(&o, fl_option_find("width"), "600", &v, err, sizeof err), 0);
+  CHECK(!v.set && o.view.width == 600 && fl_options_given(&o, "width"));
+  CHECK_INT(fl_options_take(&o, fl_option_find("delay"), "0.002", &v, err, sizeof err), 0);
+  CHECK(v.set && v.d == 0.002 && fl_options_given(&o, "delay"));
+  fl_optval_free(&v);
+  CHECK_INT(fl_options_take(&o, fl_option_find("pid"), "x", &v, err, sizeof err), -1);
+  CHECK_STR(err, "--pid x: expected a process id, such as 4242 (pgrep NAME finds one)");
+  CHECK(!fl_options_given(&o, "pid"));
+  fl_options_free(&o);
+}
+
 /* What each value does to the structs the renderers read. */
 static void test_values(void) {
   fl_options_t o;
@@ -278,6 +297,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   test_set();
+  test_take();
   test_values();
   test_defaults();
   test_help();
