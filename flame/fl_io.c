@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,15 +54,21 @@ int fl_input_kind_parse(const char *word, fl_input_kind_t *kind) {
   return -1;
 }
 
+/* The list is made once from the table; pthread_once, because a front end
+ * may first ask for it from any thread (a kernel job's error message). */
+static char input_kinds_list[128];
+static pthread_once_t input_kinds_once = PTHREAD_ONCE_INIT;
+
+static void make_input_kinds(void) {
+  size_t used = 0;
+  for (size_t i = 0; i < FL__ARRAY_SIZE(input_kinds); i++)
+    used += (size_t)snprintf(input_kinds_list + used, sizeof input_kinds_list - used, "%s%s",
+                             i ? ", " : "", input_kinds[i].word);
+}
+
 const char *fl_input_kinds(void) {
-  static char list[128];
-  if (!list[0]) {
-    size_t used = 0;
-    for (size_t i = 0; i < FL__ARRAY_SIZE(input_kinds); i++)
-      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
-                               input_kinds[i].word);
-  }
-  return list;
+  pthread_once(&input_kinds_once, make_input_kinds);
+  return input_kinds_list;
 }
 
 /* ---- telling the kinds apart ---- */

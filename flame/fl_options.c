@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflame/fl_events.h"
 #include "cflame/fl_io.h"
 #include "fl__common.h"
 #include "fl__render.h"
@@ -33,6 +34,7 @@ typedef enum field {
   F_THREADS,  /* tree.threads (all: no list) */
   F_VIEW,     /* view.view, and the tree options the view sets (tree.inverted) */
   F_SIZE,     /* size_t at offset, from a size ("64M": fl_input_limit_parse) */
+  F_NONE,     /* none: a sampling or reading option, whose front end reads its value */
 } field_t;
 
 typedef struct row {
@@ -46,9 +48,45 @@ typedef struct row {
 static int check_threads(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
 static int check_not_empty(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
 static int check_size(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
+static int check_event(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
+
+/* A row of an option no fl_options_t field holds. */
+#define NONE(...) {{__VA_ARGS__}, F_NONE, 0}
+
+/* The sampling interval's range, the same from every front door. Above
+ * 10 s a cell or program would end before its first sample. Below 0.1 ms
+ * a sample's own work (the signal, the unwind: tens of microseconds) is a
+ * share of the interval the graph would show instead of the program, and
+ * the CPU time it takes brings the next sample sooner: at 0.01 ms a
+ * program sampled on CPU time stops making progress. */
+#define DELAY_MIN "0.0001"
+/* The share of allocations recorded: below one in a million, a run
+ * records too few to estimate anything from. */
+#define SAMPLE_RATE_MIN "0.000001"
 
 /* The table. A default is written here and nowhere else. */
 static const row_t rows[] = {
+    /* What a run samples: the notebook's magics (sampling first in their
+     * help) and `cflame record`. */
+    NONE("delay", FL_OPT_DOUBLE, NULL, 1e-4, 10, .def = "0.001",
+         .shown_def_command = "0.001; 0.01 with --pid", .metavar = "SECONDS",
+         .expect = "a number of seconds from " DELAY_MIN " to 10, such as 0.001",
+         .help = "the sampling interval, in seconds of each thread's CPU time (or wall time, by "
+                 "the clock)",
+         .groups = FL_OPTS_SAMPLING | FL_OPTS_RECORD),
+    NONE("n", FL_OPT_INT, NULL, 1000, 1e9, .def = "1000000",
+         .help = "sample buffer size in frames (a sample costs its depth plus 4); when it is "
+                 "full, sampling stops and the output says so; the cell goes on",
+         .groups = FL_OPTS_SAMPLING),
+    NONE("clock", FL_OPT_ENUM, "cpu|wall", .def = "cpu",
+         .help = "what a sample is: an interval of CPU time, or of wall time, where the time a "
+                 "thread waits (sleep, read, a lock, a CPU) is off-CPU",
+         .groups = FL_OPTS_CLOCK | FL_OPTS_RECORD),
+    NONE("event", FL_OPT_STRING, .shown_def = "time", .metavar = "NAME",
+         .help = "weigh samples by a perf event instead of time: page-faults, minor-faults, "
+                 "major-faults, context-switches, cpu-migrations, or, with hardware counters, "
+                 "cycles, instructions, cache-misses, branch-misses",
+         .groups = FL_OPTS_CLOCK | FL_OPTS_RECORD, .check = check_event),
     {{"threads", FL_OPT_LIST, .def = "all", .metavar = "N,M",
       .help = "threads to show: numbers (1 = the main thread, 2, 3, ... in the order threads "
               "started; perf script's thread ids), or all",
@@ -208,6 +246,74 @@ static const row_t rows[] = {
       .groups = FL_OPTS_DIFF, .check = check_not_empty},
      F_ROOT,
      0},
+    /* Allocation profiles, live graphs, attaching, reading files. */
+    NONE("allocs", FL_OPT_BOOL, .shown_def = "as the baseline",
+         .def_command = "false", .shown_def_command = "CPU time",
+         .help = "record allocations instead of CPU time (malloc, calloc, realloc and the "
+                 "aligned allocators)",
+         .groups = FL_OPTS_KIND | FL_OPTS_RECORD),
+    NONE("sample_rate", FL_OPT_DOUBLE, NULL, 1e-6, 1, .def = "0.1", .metavar = "R",
+         .expect = "a share of the allocation calls from " SAMPLE_RATE_MIN " to 1, such as 0.1",
+         .help = "the share of allocation calls recorded, each at random; 1 records every one, "
+                 "and the numbers are exact",
+         .groups = FL_OPTS_ALLOC | FL_OPTS_RECORD),
+    NONE("weight", FL_OPT_ENUM, "bytes|count", .def = "bytes",
+         .help = "widths by bytes or by number of allocations",
+         .groups = FL_OPTS_ALLOC | FL_OPTS_RECORD),
+    NONE("live", FL_OPT_BOOL, .def = "false",
+         .help = "only what is still allocated at the end (of the cell, or of the program)",
+         .groups = FL_OPTS_ALLOC | FL_OPTS_RECORD),
+    NONE("every", FL_OPT_DOUBLE, NULL, 0, 3600, .def = "0",
+         .help = "while the cell runs, show its graph so far this often, in seconds (0: only at "
+                 "the end; else at least 0.2)",
+         .groups = FL_OPTS_EVERY),
+    NONE("pid", FL_OPT_INT, NULL, 1, 2147483647, .shown_def = "none: run PROGRAM",
+         .metavar = "PID", .expect = "a process id, such as 4242 (pgrep NAME finds one)",
+         .help = "attach to the running process PID instead of running a PROGRAM (no -- "
+                 "PROGRAM then)",
+         .groups = FL_OPTS_RECORD),
+    /* At least 0.1 s: at the 100 Hz an attach samples at by default, less
+     * is not a sample a thread. */
+    NONE("duration", FL_OPT_DOUBLE, NULL, 0.1, 1e7, .def = "5", .def_command = "",
+         .shown_def_command = "until the program exits, or Ctrl-C", .metavar = "SECONDS",
+         .expect = "seconds, more than 0 (at least 0.1), such as 30",
+         .help = "how long to sample a running program, in seconds (an interrupt ends it "
+                 "sooner)",
+         .groups = FL_OPTS_ATTACH | FL_OPTS_RECORD),
+    NONE("as", FL_OPT_STRING, .shown_def = "the session profile", .metavar = "NAME",
+         .help = "keep it as a baseline of this name instead of the session profile",
+         .groups = FL_OPTS_LOAD),
+    NONE("per_input", FL_OPT_BOOL, .def = "false",
+         .help = "each input file under a root frame of its own, named after it; without, "
+                 "they are merged",
+         .groups = FL_OPTS_LOAD | FL_OPTS_CLI_INPUT),
+    NONE("max_input_size", FL_OPT_STRING, .def = "1G", .metavar = "SIZE",
+         .help = "the most an input file may hold, and unzip to: bytes, or with K, M, G or T, "
+                 "such as 4G",
+         .groups = FL_OPTS_LOAD | FL_OPTS_CLI_INPUT, .check = check_size),
+    /* The command line's own. --buffer: 2^26 words, 512 MiB of sparse file
+     * a process, of which only what is written takes room; at 1 ms and some
+     * 25 words a sample, about 45 minutes of one process's CPU. */
+    NONE("buffer", FL_OPT_INT, NULL, 1024, 68719476736.0, .def = "67108864", .metavar = "WORDS",
+         .expect = "a number of 8-byte words from 1024 to 68719476736",
+         .help = "room for the records of each process, in 8-byte words (about 45 minutes of "
+                 "one process's CPU at 1 ms); a process that fills it stops recording",
+         .groups = FL_OPTS_RECORD),
+    NONE("top", FL_OPT_BOOL, .def = "false", .alias = "watch",
+         .help = "while it runs (or while attached), a table of the hottest functions, redrawn "
+                 "every second at the bottom of the terminal; only when standard error is a "
+                 "terminal",
+         .groups = FL_OPTS_RECORD),
+    NONE("diff", FL_OPT_STRING, .shown_def = "no diff", .metavar = "BASE",
+         .help = "a differential flame graph of the profile against the one in BASE (a file, "
+                 "or -): red grew, blue shrank",
+         .groups = FL_OPTS_RECORD | FL_OPTS_CLI_DIFF, .check = check_not_empty),
+    NONE("fail_above", FL_OPT_DOUBLE, NULL, 0, 100, .shown_def = "no gate", .metavar = "PCT",
+         .expect = "points of the total, a number from 0 to 100, such as 5",
+         .help = "a CI gate, with --diff: exit 1 when a frame's share of its profile's total "
+                 "grew by more than PCT points, and list those frames on stderr; the output is "
+                 "written either way, and bad input exits 2",
+         .groups = FL_OPTS_CLI_DIFF),
 };
 #define N_ROWS (FL__ARRAY_SIZE(rows))
 
@@ -230,7 +336,8 @@ static bool same_name(const char *name, const char *key) {
 
 static const row_t *row_named(const char *name) {
   for (size_t i = 0; i < N_ROWS; i++)
-    if (same_name(name, rows[i].o.name)) return &rows[i];
+    if (same_name(name, rows[i].o.name) || (rows[i].o.alias && same_name(name, rows[i].o.alias)))
+      return &rows[i];
   return NULL;
 }
 
@@ -349,12 +456,14 @@ int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, 
       break;
     case FL_OPT_INT: {
       if (!is_decimal(value, false)) {
+        if (o->expect) goto unexpected;
         fl__errf(err, err_size, "%s is not an integer%s", shown, range);
         return -1;
       }
       errno = 0;
       long long i = strtoll(value, NULL, 10);
       if (errno == ERANGE || (o->min <= o->max && ((double)i < o->min || (double)i > o->max))) {
+        if (o->expect) goto unexpected;
         fl__errf(err, err_size, "%s is out of range%s", shown, range[0] ? range : " (too large)");
         return -1;
       }
@@ -363,12 +472,10 @@ int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, 
     }
     case FL_OPT_DOUBLE: {
       double d = is_decimal(value, true) ? strtod(value, NULL) : NAN;
-      if (!isfinite(d)) {
-        fl__errf(err, err_size, "%s is not a number%s", shown, range);
-        return -1;
-      }
-      if (o->min <= o->max && (d < o->min || d > o->max)) {
-        fl__errf(err, err_size, "%s is out of range%s", shown, range);
+      if (!isfinite(d) || (o->min <= o->max && (d < o->min || d > o->max))) {
+        if (o->expect) goto unexpected;
+        fl__errf(err, err_size, isfinite(d) ? "%s is out of range%s" : "%s is not a number%s",
+                 shown, range);
         return -1;
       }
       v->d = d;
@@ -398,6 +505,10 @@ int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, 
     return -1;
   }
   return 0;
+
+unexpected:
+  fl__errf(err, err_size, "%s: expected %s", shown, o->expect);
+  return -1;
 }
 
 void fl_optval_free(fl_optval_t *v) {
@@ -438,6 +549,29 @@ static int check_size(const fl_optval_t *v, const char *shown, char *err, size_t
   return -1;
 }
 
+/* event: one that cflame counts, and this machine too. */
+static int check_event(const fl_optval_t *v, const char *shown, char *err, size_t err_size) {
+  const fl_event_t *event = fl_event_find(v->s);
+  if (event && fl_event_available(event)) return 0;
+  char here[512];
+  fl_events_available(here, sizeof here);
+  if (!here[0]) snprintf(here, sizeof here, "none of them");
+  if (event) {
+    fl__errf(err, err_size,
+             "%s: this machine does not count it (no hardware counters, or perf events are not "
+             "allowed); it counts: %s",
+             shown, here);
+    return -1;
+  }
+  fl__buf_t known = FL__BUF_INIT;
+  for (size_t i = 0; fl_event_at(i); i++)
+    fl__buf_printf(&known, "%s%s", i ? ", " : "", fl_event_at(i)->name);
+  fl__errf(err, err_size, "%s is not an event cflame counts; valid: %s; this machine counts: %s",
+           shown, known.data, here);
+  fl__buf_free(&known);
+  return -1;
+}
+
 /* ---- fl_options_t ---- */
 
 /* A NULL-terminated copy of the first n of names (n SIZE_MAX: up to
@@ -468,6 +602,7 @@ static void store(fl_options_t *o, const row_t *r, const fl_optval_t *v) {
     case F_SIZE: /* checked by check_size */
       if (fl_input_limit_parse(v->s, (size_t *)base, NULL, 0) < 0) *(size_t *)base = 0;
       break;
+    case F_NONE: break;
     case F_CHOICE: *(int *)base = choice_index(r->o.choices, v->s); break;
     case F_CHOICE_B: *(bool *)base = choice_index(r->o.choices, v->s) == 1; break;
     case F_LINES: *(fl_lines_t *)base = v->b ? FL_LINES_ON : FL_LINES_OFF; break;
@@ -624,6 +759,20 @@ void fl_options_copy(fl_options_t *dst, const fl_options_t *src) {
   }
 }
 
+int fl_options_take(fl_options_t *o, const fl_option_t *opt, const char *value, fl_optval_t *v,
+                    char *err, size_t err_size) {
+  const row_t *r = row_of(opt);
+  char shown[512];
+  fl_option_shown(opt, o->front, value, shown, sizeof shown);
+  if (fl_option_parse(opt, value, shown, v, err, err_size) < 0) return -1;
+  if (r) o->given |= 1ull << (r - rows);
+  if (r && r->field != F_NONE) {
+    store(o, r, v);
+    fl_optval_free(v);
+  }
+  return 0;
+}
+
 int fl_options_set(fl_options_t *o, const char *name, const char *value, char *err,
                    size_t err_size) {
   const row_t *r = row_named(name);
@@ -631,11 +780,8 @@ int fl_options_set(fl_options_t *o, const char *name, const char *value, char *e
     fl__errf(err, err_size, "unknown option '%s'", name);
     return -1;
   }
-  char shown[512];
-  fl_option_shown(&r->o, o->front, value, shown, sizeof shown);
   fl_optval_t v;
-  if (fl_option_parse(&r->o, value, shown, &v, err, err_size) < 0) return -1;
-  fl_options_store(o, &r->o, &v);
+  if (fl_options_take(o, &r->o, value, &v, err, err_size) < 0) return -1;
   fl_optval_free(&v);
   return 0;
 }
@@ -648,7 +794,8 @@ bool fl_options_given(const fl_options_t *o, const char *name) {
 /* ---- how options are written ---- */
 
 const char *fl_option_default(const fl_option_t *o, fl_front_t front) {
-  return front == FL_FRONT_COMMAND && o->def_command ? o->def_command : o->def;
+  if (front == FL_FRONT_COMMAND && o->def_command) return *o->def_command ? o->def_command : NULL;
+  return o->def;
 }
 
 /* The command's name of the option: '_' written '-'. */
@@ -685,6 +832,7 @@ const char *fl_option_placeholder(const fl_option_t *o, fl_front_t front) {
 /* What help and the docs say the default is. */
 static const char *shown_default(const fl_option_t *o, fl_front_t front, char *buf, size_t size) {
   const char *def = fl_option_default(o, front);
+  if (front == FL_FRONT_COMMAND && o->shown_def_command) return o->shown_def_command;
   if (o->shown_def) return o->shown_def;
   if (!def) return "none";
   if (front == FL_FRONT_COMMAND && o->type == FL_OPT_BOOL) {
@@ -701,6 +849,8 @@ static void left_column(const fl_option_t *o, fl_front_t front, char *out, size_
   command_name(o->name, name, sizeof name);
   if (front == FL_FRONT_NOTEBOOK)
     snprintf(out, size, "%s=%s", o->name, fl_option_placeholder(o, front));
+  else if (o->type == FL_OPT_BOOL && o->alias)
+    snprintf(out, size, "--%s, --%s", name, o->alias);
   else if (o->type == FL_OPT_BOOL)
     snprintf(out, size, "--%s, --no-%s", name, name);
   else
@@ -777,6 +927,8 @@ char *fl_options_markdown(unsigned groups, fl_front_t front) {
     command_name(o->name, name, sizeof name);
     if (notebook)
       snprintf(left, sizeof left, "%s=%s", o->name, fl_option_placeholder(o, front));
+    else if (o->type == FL_OPT_BOOL && o->alias)
+      snprintf(left, sizeof left, "--%s`, `--%s", name, o->alias);
     else if (o->type == FL_OPT_BOOL)
       snprintf(left, sizeof left, "--%s` / `--no-%s", name, name);
     else

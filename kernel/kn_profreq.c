@@ -12,83 +12,23 @@
 
 #include "kn_text.h"
 
-/* The kernel's own options, each in the groups (bits 16 and up) of the
- * magics that take it; the drawing options are the flame library's table
- * (fl_options.h). Listed in this order: the sampling options, the
- * library's, then the rest. */
-static const kn_optspec_t sampling_options[] = {
-    {"delay", FL_OPT_DOUBLE, NULL, 1e-6, 10, "sampling interval in seconds", .def = "0.001",
-     .groups = KN_OPTS_SAMPLING},
-    {"n", FL_OPT_INT, NULL, 1000, 1e9, "sample buffer size in frames", .def = "1000000",
-     .groups = KN_OPTS_SAMPLING},
-    {"clock", FL_OPT_ENUM, "cpu|wall", 1, 0,
-     "what a sample is: an interval of CPU time, or of wall time, where the time a thread "
-     "waits (sleep, read, a lock, a CPU) is off-CPU",
-     .def = "cpu", .groups = KN_OPTS_CLOCK},
-    {"event", FL_OPT_STRING, NULL, 1, 0,
-     "weigh samples by a perf event instead of time: page-faults, minor-faults, "
-     "major-faults, context-switches, cpu-migrations, or, with hardware counters, cycles, "
-     "instructions, cache-misses, branch-misses",
-     .shown_def = "time", .groups = KN_OPTS_CLOCK},
-};
-static const kn_optspec_t kernel_options[] = {
-    {"sample_rate", FL_OPT_DOUBLE, NULL, 1e-6, 1,
-     "share of allocations recorded (1: every one, exactly)", .def = "0.1",
-     .groups = KN_OPTS_ALLOC},
-    {"weight", FL_OPT_ENUM, "bytes|count", 1, 0, "widths by bytes or by allocation count",
-     .def = "bytes", .groups = KN_OPTS_ALLOC},
-    {"live", FL_OPT_BOOL, NULL, 1, 0, "only what is still allocated when the cell ends",
-     .def = "false", .groups = KN_OPTS_ALLOC},
-    {"every", FL_OPT_DOUBLE, NULL, 0, 3600,
-     "while the cell runs, show its graph so far this often, in seconds (0: only at the end; "
-     "else at least 0.2)",
-     .def = "0", .groups = KN_OPTS_EVERY},
-    {"duration", FL_OPT_DOUBLE, NULL, 0.1, 86400,
-     "how long to sample the program, in seconds (an interrupt ends it sooner)", .def = "5",
-     .groups = KN_OPTS_ATTACH},
-    {"allocs", FL_OPT_BOOL, NULL, 1, 0, "profile allocations instead of CPU time",
-     .shown_def = "as the baseline", .groups = KN_OPTS_KIND},
-    {"as", FL_OPT_STRING, NULL, 1, 0, "keep it as baseline NAME instead of the session profile",
-     .shown_def = "the session profile", .groups = KN_OPTS_LOAD},
-    {"per_input", FL_OPT_BOOL, NULL, 1, 0, "each file under a root frame of its own",
-     .def = "false", .groups = KN_OPTS_LOAD},
-    {"max_input_size", FL_OPT_STRING, NULL, 1, 0,
-     "the most a file may hold, and unzip to: bytes, or with K, M, G, T", .def = "1G",
-     .groups = KN_OPTS_LOAD},
-};
-#define N_SAMPLING (FL__ARRAY_SIZE(sampling_options))
-#define N_KERNEL (FL__ARRAY_SIZE(kernel_options))
+/* Every option is a row of the flame library's table (fl_options.h):
+ * the sampling options, the drawing ones, then allocations, live graphs,
+ * attaching and reading, in the table's order. */
 #define MAX_OPTIONS 64
 
 const kn_optspec_t *kn_profreq_option(unsigned groups, size_t i) {
   const kn_optspec_t *o;
-  for (size_t j = 0; j < N_SAMPLING; j++)
-    if ((sampling_options[j].groups & groups) && i-- == 0) return &sampling_options[j];
   for (size_t j = 0; (o = fl_option_at(j)) != NULL; j++)
     if ((o->groups & groups) && i-- == 0) return o;
-  for (size_t j = 0; j < N_KERNEL; j++)
-    if ((kernel_options[j].groups & groups) && i-- == 0) return &kernel_options[j];
   return NULL;
 }
 
 char *kn_profreq_options_help(unsigned groups) {
-  fl__buf_t sb = FL__BUF_INIT;
-  const kn_optspec_t *o;
-  for (size_t i = 0; (o = kn_profreq_option(groups, i)) != NULL; i++) {
-    char word[64];
-    const char *def = o->shown_def ? o->shown_def : o->def ? o->def : "none";
-    snprintf(word, sizeof word, "%s=%s", o->name, fl_option_placeholder(o, FL_FRONT_NOTEBOOK));
-    fl__buf_printf(&sb, "  %-20s %s (default: %s)\n", word, o->help, def);
-  }
-  if (sb.len) sb.data[--sb.len] = '\0';
-  return fl__buf_take(&sb);
-}
-
-/* The kernel's own option called name (which must be one). */
-static const kn_optspec_t *own_option(const char *name) {
-  for (size_t i = 0; i < N_KERNEL; i++)
-    if (!strcmp(kernel_options[i].name, name)) return &kernel_options[i];
-  abort();
+  char *help = fl_options_help(groups, FL_FRONT_NOTEBOOK);
+  size_t len = strlen(help);
+  if (len) help[len - 1] = '\0';
+  return help;
 }
 
 static size_t specs_for(unsigned groups, kn_optspec_t *out) {
@@ -149,8 +89,8 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   fl_options_init(&req->draw, FL_FRONT_NOTEBOOK);
   req->draw.view.width = settings.width;
   req->draw.view.height = settings.height;
-  req->sample_rate = strtod(own_option("sample_rate")->def, NULL);
-  req->duration_s = strtod(own_option("duration")->def, NULL);
+  req->sample_rate = strtod(fl_option_find("sample_rate")->def, NULL);
+  req->duration_s = strtod(fl_option_find("duration")->def, NULL);
   req->args = fl__xstrdup(args);
 
   kn_optspec_t specs[MAX_OPTIONS];
@@ -217,24 +157,7 @@ int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args,
   }
   const fl_event_t *event = NULL;
   if ((v = kn_opts_get(&o, "event")) && v->set) {
-    char here[512];
-    event = fl_event_find(v->s);
-    if (!event || !fl_event_available(event)) {
-      fl_events_available(here, sizeof here);
-      fl__buf_t known = FL__BUF_INIT;
-      for (size_t i = 0; fl_event_at(i); i++)
-        fl__buf_printf(&known, "%s%s", i ? ", " : "", fl_event_at(i)->name);
-      if (!event)
-        snprintf(err, err_size, "%s: event=%s is not an event cflame counts; valid: %s (this "
-                 "machine counts %s)", shown, v->s, known.data, here[0] ? here : "none of them");
-      else
-        snprintf(err, err_size, "%s: event=%s: this machine does not count it (no hardware "
-                 "counters, or perf events are not allowed); it counts: %s", shown, v->s,
-                 here[0] ? here : "none of them");
-      fl__buf_free(&known);
-      kn_opts_free(&o);
-      return -1;
-    }
+    event = fl_event_find(v->s); /* one this machine counts: the table's check */
     if (wall || allocs) {
       snprintf(err, err_size, "%s: event=%s weighs samples by the event, and %s: a profile "
                "is one of them", shown, v->s,

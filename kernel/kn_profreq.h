@@ -2,10 +2,10 @@
 /* kn_profreq: the profiling magics' options, and what a profiling magic
  * asks for (kn_profreq_t).
  *
- * The drawing options are the flame library's table (fl_options.h); the
- * kernel's own (sampling, allocations, which profiler, %profload's) are
- * rows of the same shape here. A magic takes the groups its entry of the
- * magic table names. kn_profreq_t travels with the execution (kn_run.c
+ * Every option is a row of the flame library's table (fl_options.h), the
+ * drawing options and the sampling, allocation and reading ones alike, as
+ * `cflame record` and the cflame command take them. A magic takes the
+ * groups its entry of the magic table names. kn_profreq_t travels with the execution (kn_run.c
  * starts it, kn_profrun.c uses it when the run ends). */
 #ifndef KN_PROFREQ_H
 #define KN_PROFREQ_H
@@ -18,22 +18,26 @@
 #include "kn_magic.h"
 #include "kn_prof.h"
 
-/* Which option groups a magic takes: the drawing options of the flame
- * library's table (fl_options.h), and the kernel's own (bits 16 and up). */
+/* Which option groups a magic takes: rows of the flame library's table
+ * (fl_options.h), named for the magics. */
 enum {
-  KN_OPTS_SAMPLING = 1 << 16, /* delay, n */
-  KN_OPTS_CLOCK = 1 << 20,     /* clock (what a run samples, not a session setting) */
-  KN_OPTS_PROFILER = KN_OPTS_SAMPLING | KN_OPTS_CLOCK | FL_OPTS_THREADS, /* delay, n, clock, threads */
+  KN_OPTS_SAMPLING = FL_OPTS_SAMPLING, /* delay, n */
+  KN_OPTS_CLOCK = FL_OPTS_CLOCK,       /* clock, event (what a run samples, not a session
+                                          setting) */
+  KN_OPTS_PROFILER = KN_OPTS_SAMPLING | KN_OPTS_CLOCK | FL_OPTS_THREADS, /* delay, n, clock,
+                                                                            event, threads */
   KN_OPTS_TREE = FL_OPTS_TREE, /* threads, C, combine, lines, recur, pruned, filter, minwidth */
   KN_OPTS_VIEW = FL_OPTS_VIEW, /* width, height, title, icicle, theme */
   KN_OPTS_PRINT = FL_OPTS_PRINT | FL_OPTS_TEXT, /* format, maxdepth, mincount, cols */
   KN_OPTS_DIFF = FL_OPTS_DIFF,                  /* negate, normalize, delta, noise, root_prefix */
   KN_OPTS_OUTPUT = FL_OPTS_OUTPUT,              /* png (magics that show a graph) */
-  KN_OPTS_ALLOC = 1 << 17,                      /* sample_rate, weight, live */
-  KN_OPTS_KIND = 1 << 18,                       /* allocs (baselines and diffs: which profiler) */
-  KN_OPTS_LOAD = 1 << 19 | FL_OPTS_BUDGET, /* as, per_input, max_input_size, max_memory (%profload) */
-  KN_OPTS_EVERY = 1 << 21, /* every (magics that show the cell's graph while it runs: kn_live.h) */
-  KN_OPTS_ATTACH = 1 << 22, /* duration (%profattach) */
+  KN_OPTS_ALLOC = FL_OPTS_ALLOC,                /* sample_rate, weight, live */
+  KN_OPTS_KIND = FL_OPTS_KIND,                  /* allocs (baselines and diffs: which profiler) */
+  KN_OPTS_LOAD = FL_OPTS_LOAD | FL_OPTS_BUDGET, /* as, per_input, max_input_size, max_memory
+                                                   (%profload) */
+  KN_OPTS_EVERY = FL_OPTS_EVERY, /* every (magics that show the cell's graph while it runs:
+                                    kn_live.h) */
+  KN_OPTS_ATTACH = FL_OPTS_ATTACH, /* duration (%profattach) */
 };
 
 /* every=SECONDS: 0 (off) or at least this long between live graphs. */

@@ -36,16 +36,11 @@
 #error "CFLAME_PRELOAD_FROM_BIN comes from CMake: the preloaded libraries' directory from bindir"
 #endif
 
-#define DEFAULT_DELAY_S 0.001
 /* --pid: 100 Hz, each sample a stop of the thread (fl_attach.h); at most
- * 1 kHz. */
+ * 1 kHz. The other defaults and ranges are the option table's rows
+ * (fl_options.c), which the notebook's magics read too. */
 #define DEFAULT_ATTACH_DELAY_S 0.01
 #define MIN_ATTACH_DELAY_S 0.001
-#define DEFAULT_SAMPLE_RATE 0.1
-/* 2^26 words: 512 MiB of sparse file a process, of which only what is
- * written takes room; at 1 ms and some 25 words a sample, about 45
- * minutes of one process's CPU. */
-#define DEFAULT_BUFFER_WORDS (1ull << 26)
 
 typedef struct opts {
   const char *output; /* -o; NULL: ./PROGRAM.cflame.EXT */
@@ -67,7 +62,9 @@ typedef struct opts {
   int n_program;
 } opts_t;
 
-static const char usage_text[] =
+/* --help: this, the recording options (the option table's, FL_OPTS_RECORD)
+ * and usage_tail. */
+static const char usage_head[] =
     "Usage: cflame record [OPTIONS] -- PROGRAM [ARGS...]\n"
     "       cflame record --pid PID [--duration SECONDS] [OPTIONS]\n"
     "\n"
@@ -84,40 +81,12 @@ static const char usage_text[] =
     "ptrace and unwinding it with libdw. It ends at Ctrl-C or SIGTERM to cflame,\n"
     "after --duration, or when the program exits, which goes on as before,\n"
     "detached. Attaching needs the right to ptrace PID (docs/CLI.md says which).\n"
+    "--duration needs --pid; --sample-rate, --live and --weight need --allocs; with\n"
+    "--pid, --delay is at least 0.001.\n"
     "\n"
-    "Recording:\n"
-    "      --pid PID          attach to the running process PID instead of running\n"
-    "                         a PROGRAM (no -- PROGRAM then)\n"
-    "      --duration SECONDS with --pid: end the recording after this long\n"
-    "                         (default: when the program exits, or at Ctrl-C)\n"
-    "      --delay SECONDS    sampling interval in seconds of each thread's CPU time\n"
-    "                         (default 0.001; at least 0.00001; with --pid 0.01,\n"
-    "                         at least 0.001)\n"
-    "      --clock cpu|wall   what a sample is: an interval of CPU time (default), or\n"
-    "                         of wall time, where the time a thread waits (sleep,\n"
-    "                         read, a lock) is off-CPU, under the call it waited in,\n"
-    "                         and its time waiting for a CPU under the code it ran\n"
-    "      --event NAME       weigh samples by a perf event instead of time:\n"
-    "                         page-faults, minor-faults, major-faults,\n"
-    "                         context-switches, cpu-migrations, or with hardware\n"
-    "                         counters cycles, instructions, cache-misses,\n"
-    "                         branch-misses\n"
-    "      --allocs           record allocations instead of CPU time (malloc, calloc,\n"
-    "                         realloc and the aligned allocators), as %%profallocs does\n"
-    "      --sample-rate R    with --allocs: share of allocation calls recorded, more\n"
-    "                         than 0 and at most 1 (default 0.1; 1: every one, exactly)\n"
-    "      --live             with --allocs: only what is still allocated at exit\n"
-    "      --weight bytes|count  with --allocs: widths by bytes (default) or count\n"
-    "      --buffer WORDS     room for records of each process, in 8-byte words\n"
-    "                         (default 67108864: about 45 minutes of CPU at 1 ms)\n"
-    "\n"
-    "      --top, --watch     while it runs (or while attached), a table of the\n"
-    "                         hottest functions (self and total, the processes'\n"
-    "                         and threads' shares), redrawn every second at the\n"
-    "                         bottom of the terminal; the program's own output\n"
-    "                         scrolls above it. Only when standard error is a\n"
-    "                         terminal: otherwise nothing more is written than\n"
-    "                         without --top\n"
+    "Recording:\n";
+
+static const char usage_tail[] =
     "\n"
     "Output:\n"
     "  -o, --output FILE      where to write; the format comes from the ending, as\n"
@@ -128,10 +97,11 @@ static const char usage_text[] =
     "                         (default: ./PROGRAM.cflame.svg, named after PROGRAM)\n"
     "  -f, --format FORMAT    any of cflame's formats (cflame --help), whatever the\n"
     "                         ending\n"
+    "  -h, --help             this text\n"
     "\n"
     "Every other option before -- is a drawing option of `cflame` (cflame --help\n"
-    "lists them), such as --no-C, --no-lines, --minwidth or --title, or --diff BASE\n"
-    "and the diff options. --threads N,M counts 1 for each process's main thread,\n"
+    "lists them), such as --no-C, --no-lines, --minwidth or --title, and the diff\n"
+    "options with --diff BASE. --threads N,M counts 1 for each process's main thread,\n"
     "then 2, 3, ... in the order they started.\n"
     "\n"
     "Examples:\n"
@@ -149,6 +119,14 @@ static const char usage_text[] =
     "(statically linked, set-user-ID), 1 when cflame cannot set up the recording.\n"
     "With --pid: 0 once the profile is written, 1 when cflame cannot attach (it\n"
     "says why, and what allows it) or nothing was recorded, 2 for a bad command line.\n";
+
+static void print_usage(void) {
+  char *options = fl_options_help(FL_OPTS_RECORD, FL_FRONT_COMMAND);
+  fputs(usage_head, stdout);
+  fputs(options, stdout);
+  fputs(usage_tail, stdout);
+  free(options);
+}
 
 /* ---- messages ---- */
 
@@ -181,26 +159,56 @@ static bool take(char **argv, int argc, int *i, const char *long_name, const cha
   return true;
 }
 
-static bool parse_double(const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
+/* The table's options cflame record takes: its own and the drawing ones. */
+#define RECORD_GROUPS (FL_OPTS_RECORD | FL_OPTS_DRAWING)
+
+/* A recording option's value (v, parsed by the table; raw as written)
+ * into o. */
+static void store_recording(opts_t *o, const fl_optval_t *v, const char *raw) {
+  const char *k = v->key;
+  if (!strcmp(k, "delay")) {
+    o->delay_s = v->d;
+    o->delay_given = true;
+  } else if (!strcmp(k, "clock")) {
+    o->wall = !strcmp(v->s, "wall");
+  } else if (!strcmp(k, "event")) {
+    o->event = fl_event_find(v->s); /* one this machine counts: the row's check */
+  } else if (!strcmp(k, "allocs")) {
+    o->allocs = v->b;
+  } else if (!strcmp(k, "sample_rate")) {
+    o->sample_rate = v->d;
+    o->alloc_opts_given = true;
+  } else if (!strcmp(k, "weight")) {
+    o->weight_count = !strcmp(v->s, "count");
+    o->alloc_opts_given = true;
+  } else if (!strcmp(k, "live")) {
+    o->live = v->b;
+    o->alloc_opts_given = true;
+  } else if (!strcmp(k, "duration")) {
+    o->duration_s = v->d;
+  } else if (!strcmp(k, "pid")) {
+    o->pid = (int)v->i;
+  } else if (!strcmp(k, "buffer")) {
+    o->buffer_words = (uint64_t)v->i;
+  } else if (!strcmp(k, "top")) {
+    o->top = v->b;
+  } else if (!strcmp(k, "diff")) {
+    o->diff_base = raw;
+  }
 }
 
-/* argv[*i] as a drawing option of the table (--NAME VALUE, --NAME=VALUE,
- * --no-NAME for a boolean) into o->draw: 0 when it is none, -1 when it
- * is one, else the exit status of a bad one. */
-static int draw_option(int argc, char **argv, int *i, opts_t *o) {
+/* argv[*i] as an option of the table (--NAME VALUE, --NAME=VALUE, --NAME
+ * or --no-NAME for a boolean): a drawing option into o->draw, a recording
+ * one by store_recording. Returns 0 when it is none, -1 when it is one,
+ * else the exit status of a bad one. */
+static int table_option(int argc, char **argv, int *i, opts_t *o) {
   const char *w = argv[*i], *eq = strchr(w, '=');
   if (strncmp(w, "--", 2) != 0) return 0;
   char name[64];
   snprintf(name, sizeof name, "%.*s", (int)(eq ? (size_t)(eq - w - 2) : strlen(w + 2)), w + 2);
   bool no = !strncmp(name, "no-", 3);
   const fl_option_t *opt = fl_option_find(no ? name + 3 : name);
-  if (!opt || !(opt->groups & FL_OPTS_DRAWING) || (no && opt->type != FL_OPT_BOOL)) return 0;
+  if (!opt || !(opt->groups & RECORD_GROUPS) || (no && opt->type != FL_OPT_BOOL)) return 0;
   const char *value;
   if (opt->type == FL_OPT_BOOL && !eq)
     value = no ? "false" : "true";
@@ -210,9 +218,12 @@ static int draw_option(int argc, char **argv, int *i, opts_t *o) {
     value = argv[++*i];
   else
     return usage_error("%s needs a value", w);
-  char err[512];
-  if (fl_options_set(&o->draw, opt->name, value, err, sizeof err) < 0)
+  char err[1024];
+  fl_optval_t v;
+  if (fl_options_take(&o->draw, opt, value, &v, err, sizeof err) < 0)
     return usage_error("%s", err);
+  if (v.set) store_recording(o, &v, value);
+  fl_optval_free(&v);
   return -1;
 }
 
@@ -223,84 +234,17 @@ static int parse(int argc, char **argv, opts_t *o) {
     const char *v;
     bool missing = false;
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(usage_text, stdout);
+      print_usage();
       return 0;
-    } else if (!strcmp(argv[i], "--allocs")) {
-      o->allocs = true;
-    } else if (!strcmp(argv[i], "--top") || !strcmp(argv[i], "--watch")) {
-      o->top = true;
-    } else if (!strcmp(argv[i], "--live")) {
-      o->live = o->alloc_opts_given = true;
     } else if (take(argv, argc, &i, "--output", "-o", &v, &missing)) {
       if (missing || !*v) return usage_error("-o needs a file name (- for standard output)");
       o->output = v;
     } else if (take(argv, argc, &i, "--format", "-f", &v, &missing)) {
       if (missing || !*v)
-        return usage_error(
-            "--format needs a format: svg, html, vegalite, "
-            "folded or text");
+        return usage_error("--format needs a format: %s", fl_output_formats(false));
       o->format = v;
-    } else if (take(argv, argc, &i, "--delay", NULL, &v, &missing)) {
-      if (missing || !parse_double(v, 1e-5, 10, &o->delay_s))
-        return usage_error("--delay %s: expected seconds from 0.00001 to 10, such as 0.001",
-                           missing ? "" : v);
-      o->delay_given = true;
-    } else if (take(argv, argc, &i, "--pid", NULL, &v, &missing)) {
-      char *end;
-      errno = 0;
-      long pid = missing ? 0 : strtol(v, &end, 10);
-      if (missing || errno || end == v || *end || pid <= 0 || pid > INT_MAX)
-        return usage_error("--pid %s: expected a process id, such as 4242 (pgrep NAME finds one)",
-                           missing ? "" : v);
-      o->pid = (int)pid;
-    } else if (take(argv, argc, &i, "--duration", NULL, &v, &missing)) {
-      if (missing || !parse_double(v, 0.001, 1e7, &o->duration_s))
-        return usage_error("--duration %s: expected seconds, more than 0, such as 30",
-                           missing ? "" : v);
-    } else if (take(argv, argc, &i, "--clock", NULL, &v, &missing)) {
-      if (missing || (strcmp(v, "cpu") && strcmp(v, "wall")))
-        return usage_error("--clock %s: valid: cpu, wall", missing ? "" : v);
-      o->wall = !strcmp(v, "wall");
-    } else if (take(argv, argc, &i, "--event", NULL, &v, &missing)) {
-      char here[512];
-      fl_events_available(here, sizeof here);
-      o->event = missing ? NULL : fl_event_find(v);
-      if (!o->event)
-        return usage_error("--event %s: not an event cflame counts; this machine counts: %s",
-                           missing ? "" : v, here[0] ? here : "none");
-      if (!fl_event_available(o->event))
-        return usage_error(
-            "--event %s: this machine does not count it (no hardware counters, "
-            "or perf events are not allowed); it counts: %s",
-            v, here[0] ? here : "none");
-    } else if (take(argv, argc, &i, "--sample-rate", NULL, &v, &missing)) {
-      if (missing || !parse_double(v, 1e-9, 1, &o->sample_rate) || o->sample_rate <= 0)
-        return usage_error(
-            "--sample-rate %s: expected a share of the allocation calls, more "
-            "than 0 and at most 1, such as 0.1",
-            missing ? "" : v);
-      o->alloc_opts_given = true;
-    } else if (take(argv, argc, &i, "--weight", NULL, &v, &missing)) {
-      if (missing || (strcmp(v, "bytes") && strcmp(v, "count")))
-        return usage_error("--weight %s: valid: bytes, count", missing ? "" : v);
-      o->weight_count = !strcmp(v, "count");
-      o->alloc_opts_given = true;
-    } else if (take(argv, argc, &i, "--buffer", NULL, &v, &missing)) {
-      char *end;
-      errno = 0;
-      unsigned long long n = missing ? 0 : strtoull(v, &end, 10);
-      if (missing || errno || end == v || *end || n < 1024 || n > (1ull << 36))
-        return usage_error(
-            "--buffer %s: expected a number of 8-byte words from 1024 to "
-            "68719476736",
-            missing ? "" : v);
-      o->buffer_words = n;
-    } else if (take(argv, argc, &i, "--diff", NULL, &v, &missing)) {
-      if (missing || !*v)
-        return usage_error("--diff needs the baseline's file (- for standard input)");
-      o->diff_base = v;
     } else {
-      int rc = draw_option(argc, argv, &i, o);
+      int rc = table_option(argc, argv, &i, o);
       if (rc > 0) return rc;
       if (rc == 0 && argv[i][0] != '-' && o->pid)
         return usage_error("%s: with --pid, cflame record takes no program: it attaches to "
@@ -783,9 +727,11 @@ static int check_output(const opts_t *o, const char **format) {
 }
 
 int rc_record_main(int argc, char **argv) {
-  opts_t o = {.delay_s = DEFAULT_DELAY_S,
-              .sample_rate = DEFAULT_SAMPLE_RATE,
-              .buffer_words = DEFAULT_BUFFER_WORDS};
+  opts_t o = {0};
+  /* The defaults are the table's rows (fl_options.c). */
+  o.delay_s = strtod(fl_option_default(fl_option_find("delay"), FL_FRONT_COMMAND), NULL);
+  o.sample_rate = strtod(fl_option_default(fl_option_find("sample_rate"), FL_FRONT_COMMAND), NULL);
+  o.buffer_words = strtoull(fl_option_default(fl_option_find("buffer"), FL_FRONT_COMMAND), NULL, 10);
   char err[1024], dir[PATH_MAX] = "";
   char *name = NULL, *path = NULL, *output = NULL, *note = NULL, *title = NULL;
   fl_profile_t *base = NULL;

@@ -79,14 +79,7 @@ static const char usage_head[] =
 static const char usage_output[] =
     "  -o, --output FILE      write to FILE (default: standard output); on any\n"
     "                         error nothing is written and FILE is left as it was\n";
-static const char usage_inputs[] =
-    "                         (default: auto, by content)\n"
-    "      --per-input        each INPUT under a root frame of its own, named after\n"
-    "                         the file (default: merged)\n"
-    "      --max-input-size SIZE  the most an INPUT (or BASE) may hold, and unzip\n"
-    "                         to: bytes, or with K, M, G or T, such as 4G (default:\n"
-    "                         1G). Only regular files and - are read\n"
-    "\n";
+static const char usage_inputs[] = "                         (default: auto, by content)\n";
 
 static const char usage_tail[] =
     "  -h, --help             this text\n"
@@ -106,26 +99,19 @@ static const char usage_tail[] =
     "one did, 2 for any error (bad input, bad command line, unwritable output).\n";
 
 /* The drawing options' sections of --help, with the command's own options
- * of the differential flame graph around the table's. */
+ * of the differential flame graph: each the table's rows of its groups. */
 static const struct {
   const char *heading;
   unsigned groups;
-  const char *before, *after;
 } help_sections[] = {
-    {"Graph (the tree options of the notebook's magics):", FL_OPTS_TREE, NULL, NULL},
-    {"View:", FL_OPTS_VIEW, NULL, NULL},
-    {"Text (--format text):", FL_OPTS_TEXT, NULL, NULL},
-    {"Differential flame graph:", FL_OPTS_DIFF,
-     "      --diff BASE        compare the INPUTs (the target) with the profile in\n"
-     "                         BASE (a file, or -): red grew, blue shrank (default:\n"
-     "                         no diff)\n",
-     "      --fail-above PCT   a CI gate: exit 1 when a frame's share of its\n"
-     "                         profile's total grew by more than PCT points, and\n"
-     "                         list those frames on stderr; the output is written\n"
-     "                         either way, and bad input exits 2 (default: no gate)\n"},
+    {"Graph (the tree options of the notebook's magics):", FL_OPTS_TREE},
+    {"View:", FL_OPTS_VIEW},
+    {"Text (--format text):", FL_OPTS_TEXT},
+    {"Differential flame graph:", FL_OPTS_DIFF | FL_OPTS_CLI_DIFF},
 };
 
-#define DRAW_GROUPS FL_OPTS_DRAWING
+/* The table's options the command takes: the drawing ones and its own. */
+#define TABLE_GROUPS (FL_OPTS_DRAWING | FL_OPTS_CLI)
 
 static void print_usage(void) {
   fputs(usage_head, stdout);
@@ -136,11 +122,12 @@ static void print_usage(void) {
   fputs(usage_output, stdout);
   printf("      --input-format KIND  %s\n", fl_input_kinds());
   fputs(usage_inputs, stdout);
+  char *lines = fl_options_help(FL_OPTS_CLI_INPUT, FL_FRONT_COMMAND);
+  printf("%s\n", lines);
+  free(lines);
   for (size_t i = 0; i < sizeof help_sections / sizeof *help_sections; i++) {
-    char *lines = fl_options_help(help_sections[i].groups, FL_FRONT_COMMAND);
-    printf("%s\n%s%s%s\n", help_sections[i].heading,
-           help_sections[i].before ? help_sections[i].before : "", lines,
-           help_sections[i].after ? help_sections[i].after : "");
+    lines = fl_options_help(help_sections[i].groups, FL_FRONT_COMMAND);
+    printf("%s\n%s\n", help_sections[i].heading, lines);
     free(lines);
   }
   fputs(usage_tail, stdout);
@@ -148,45 +135,37 @@ static void print_usage(void) {
 
 enum {
   OPT_INPUT_FORMAT = 256,
-  OPT_PER_INPUT,
-  OPT_MAX_INPUT_SIZE,
-  OPT_DIFF,
-  OPT_FAIL_ABOVE,
-  OPT_DRAW, /* OPT_DRAW + 2 i: the table's option i; + 1: its --no- form */
+  OPT_TABLE, /* OPT_TABLE + 2 i: the table's option i; + 1: its --no- form */
 };
 
-/* The command's own options; the drawing options follow (long_options). */
+/* The options the table does not hold; the table's follow (long_options). */
 static const struct option own_options[] = {
     {"format", required_argument, NULL, 'f'},
     {"output", required_argument, NULL, 'o'},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
-    {"per-input", no_argument, NULL, OPT_PER_INPUT},
-    {"max-input-size", required_argument, NULL, OPT_MAX_INPUT_SIZE},
-    {"diff", required_argument, NULL, OPT_DIFF},
-    {"fail-above", required_argument, NULL, OPT_FAIL_ABOVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
 };
 #define N_OWN (sizeof own_options / sizeof *own_options)
 #define MAX_LONG (N_OWN + 2 * 64 + 1)
 
-/* getopt's long options (made once): the command's own and, for each
- * drawing option of the table, --NAME ('_' written '-'), and --no-NAME
- * for a bool; *valid: the list an unknown option's message gives. */
+/* getopt's long options (made once): those the table does not hold and,
+ * for each option of the table the command takes, --NAME ('_' written
+ * '-'), and --no-NAME for a bool; *valid: the list an unknown option's
+ * message gives. */
 static const struct option *long_options(const char **valid) {
   static struct option all[MAX_LONG];
   static char names[MAX_LONG][72], list[2048];
   static size_t n;
   *valid = list;
   if (n) return all;
-  size_t used = (size_t)snprintf(list, sizeof list,
-                                 "-f/--format, -o/--output, --input-format, --per-input, "
-                                 "--max-input-size");
+  size_t used =
+      (size_t)snprintf(list, sizeof list, "-f/--format, -o/--output, --input-format");
   memcpy(all, own_options, sizeof own_options);
   n = N_OWN;
   const fl_option_t *o;
   for (size_t i = 0; (o = fl_option_at(i)) != NULL; i++) {
-    if (!(o->groups & DRAW_GROUPS)) continue;
+    if (!(o->groups & TABLE_GROUPS)) continue;
     bool is_bool = o->type == FL_OPT_BOOL;
     for (int no = 0; no <= is_bool; no++) {
       fl_option_shown(o, FL_FRONT_COMMAND, is_bool ? (no ? "false" : "true") : "", names[n],
@@ -194,11 +173,11 @@ static const struct option *long_options(const char **valid) {
       names[n][strcspn(names[n], " ")] = '\0';
       used += (size_t)snprintf(list + used, sizeof list - used, ", %s", names[n]);
       all[n] = (struct option){names[n] + 2, is_bool ? no_argument : required_argument, NULL,
-                               OPT_DRAW + 2 * (int)i + no};
+                               OPT_TABLE + 2 * (int)i + no};
       n++;
     }
   }
-  snprintf(list + used, sizeof list - used, ", --diff, --fail-above, -h/--help, -V/--version");
+  snprintf(list + used, sizeof list - used, ", -h/--help, -V/--version");
   return all;
 }
 
@@ -218,13 +197,17 @@ static void say_io_error(const fl_io_error_t *e) {
 
 /* ---- option values ---- */
 
-static bool parse_double(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end) return false;
-  *out = v;
-  return true;
+/* The value of one of the command's own rows of the table (v, parsed by
+ * it; raw as written) into c. */
+static void store_own(cli_t *c, const fl_optval_t *v, const char *raw) {
+  if (!strcmp(v->key, "per_input"))
+    c->per_input = v->b;
+  else if (!strcmp(v->key, "max_input_size")) /* checked by the row */
+    fl_input_limit_parse(v->s, &c->max_input, NULL, 0);
+  else if (!strcmp(v->key, "diff"))
+    c->diff_base = raw;
+  else if (!strcmp(v->key, "fail_above"))
+    c->fail_above = v->d;
 }
 
 /* Parses argv into c. Returns -1 to go on, else the exit status (0 after
@@ -235,12 +218,16 @@ static int parse_args(int argc, char **argv, cli_t *c) {
   char err[512];
   opterr = 0; /* unknown options are reported below, with the valid ones */
   for (int opt; (opt = getopt_long(argc, argv, ":f:o:hV", options, NULL)) != -1;) {
-    if (opt >= OPT_DRAW) {
-      /* A drawing option: its --no- form is the value false. */
-      const fl_option_t *o = fl_option_at((size_t)(opt - OPT_DRAW) / 2);
-      const char *value = o->type != FL_OPT_BOOL ? optarg : (opt - OPT_DRAW) % 2 ? "false" : "true";
-      if (fl_options_set(&c->draw, o->name, value, err, sizeof err) < 0)
+    if (opt >= OPT_TABLE) {
+      /* An option of the table: its --no- form is the value false. */
+      const fl_option_t *o = fl_option_at((size_t)(opt - OPT_TABLE) / 2);
+      const char *value =
+          o->type != FL_OPT_BOOL ? optarg : (opt - OPT_TABLE) % 2 ? "false" : "true";
+      fl_optval_t v;
+      if (fl_options_take(&c->draw, o, value, &v, err, sizeof err) < 0)
         return usage_error("%s", err);
+      if (v.set) store_own(c, &v, value);
+      fl_optval_free(&v);
       continue;
     }
     switch (opt) {
@@ -258,26 +245,6 @@ static int parse_args(int argc, char **argv, cli_t *c) {
       case OPT_INPUT_FORMAT:
         if (fl_input_kind_parse(optarg, &c->input_kind) < 0)
           return usage_error("--input-format %s: unknown; valid: %s", optarg, fl_input_kinds());
-        break;
-      case OPT_PER_INPUT: c->per_input = true; break;
-      case OPT_MAX_INPUT_SIZE: {
-        char why[200];
-        if (fl_input_limit_parse(optarg, &c->max_input, why, sizeof why) < 0)
-          return usage_error("--max-input-size %s: %s", optarg, why);
-        break;
-      }
-      case OPT_DIFF:
-        if (!*optarg) return usage_error("--diff: the baseline file name is empty");
-        c->diff_base = optarg;
-        break;
-      case OPT_FAIL_ABOVE:
-        /* Written so that NaN, which compares false with everything, is
-         * refused rather than a gate that can never fail. */
-        if (!parse_double(optarg, &c->fail_above) || !(c->fail_above >= 0 && c->fail_above <= 100))
-          return usage_error(
-              "--fail-above %s: expected points of the total, a number from 0 to 100, such "
-              "as 5",
-              optarg);
         break;
       case 'h': print_usage(); return 0;
       case 'V': printf("cflame %s\n", fl_version_string()); return 0;

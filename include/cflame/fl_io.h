@@ -130,7 +130,7 @@ const char *fl_input_kind_name(fl_input_kind_t kind);
  * "speedscope", "trace"): 0, or -1 when it names none. */
 int fl_input_kind_parse(const char *word, fl_input_kind_t *kind);
 /* Those words, as a list for help and errors: "auto, folded, perf, pprof,
- * speedscope, trace". Static. */
+ * speedscope, trace". Static; any thread may call it, first or not. */
 const char *fl_input_kinds(void);
 
 /* Parses folded stacks, `perf script` text or pprof (kind FL_INPUT_AUTO:

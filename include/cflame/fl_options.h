@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fl_options: every drawing option, defined once.
+/* fl_options: every option of every front door, defined once.
  *
  * One table (flame/fl_options.c) holds each option of the tree, the view,
- * the text reports and the diffs: its name, type, default, valid values,
- * one line of help, and the field of fl_options_t its value goes to. The
- * defaults are written there and nowhere else: fl_tree_opts_init,
- * fl_view_opts_init, fl_text_opts_init and fl_diff_opts_init read them.
- * From the table come the notebook's key=value options, the cflame
- * command's --long options, both help texts, completion of option names
- * and values, and the option tables of the docs (fl_options_markdown).
+ * the text reports and the diffs, and those of sampling (delay, clock,
+ * event, allocations), of reading files and of the command lines (--pid,
+ * --diff, --fail-above, ...): its name, type, default, valid values, one
+ * line of help, and the field of fl_options_t a drawing option's value
+ * goes to. The defaults are written there and nowhere else:
+ * fl_tree_opts_init, fl_view_opts_init, fl_text_opts_init and
+ * fl_diff_opts_init read them, and the front ends that sample read the
+ * sampling options' values and defaults (fl_option_default). From the
+ * table come the notebook's key=value options, the cflame command's and
+ * `cflame record`'s --long options, their help texts, completion of
+ * option names and values, and the option tables of the docs
+ * (fl_options_markdown).
  *
  * A front end (the notebook's magics, the cflame command) is a
  * fl_front_t: it decides how an option is written in messages and help
@@ -39,8 +44,9 @@ typedef enum fl_opt_type {
 } fl_opt_type_t;
 
 /* The groups of the table's options; a front end takes the groups it
- * draws with. Bits 16 and up are the front ends' own, for options of
- * theirs described by an fl_option_t of their own. */
+ * draws with, samples with and reads with. Bits 24 and up are the front
+ * ends' own, for options of theirs described by an fl_option_t of their
+ * own (%%timeit's -n and -r). */
 enum {
   FL_OPTS_THREADS = 1u << 0, /* threads (also for runs that draw nothing) */
   FL_OPTS_TREE = 1u << 1,    /* threads, C, combine, lines, demangle, recur, pruned, filter,
@@ -52,6 +58,23 @@ enum {
   FL_OPTS_OUTPUT = 1u << 6,  /* png (what a notebook's output carries) */
   FL_OPTS_BUDGET = 1u << 7,  /* max_memory: also in FL_OPTS_TREE, for what reads
                                 profiles without drawing (%profload) */
+  /* What a run samples. These have no field in fl_options_t: the front
+   * end that samples (the kernel, `cflame record`) reads their values. */
+  FL_OPTS_SAMPLING = 1u << 8, /* delay, n (the notebook's sampler; %profinit keeps them) */
+  FL_OPTS_CLOCK = 1u << 9,    /* clock, event: what a sample counts */
+  FL_OPTS_ALLOC = 1u << 10,   /* sample_rate, weight, live: an allocation profile's */
+  FL_OPTS_KIND = 1u << 11,    /* allocs: allocations or CPU time */
+  FL_OPTS_EVERY = 1u << 12,   /* every: a live graph while a cell runs */
+  FL_OPTS_ATTACH = 1u << 13,  /* duration: how long an attach samples */
+  FL_OPTS_LOAD = 1u << 14,    /* as, per_input, max_input_size: reading files (%profload) */
+  /* The options of the command line beyond the drawing ones, whatever
+   * group above they are in as well: `cflame record`'s (delay, clock,
+   * event, allocs, ..., pid, buffer, top, diff) and the cflame command's
+   * (per_input, max_input_size, diff, fail_above). */
+  FL_OPTS_RECORD = 1u << 15,
+  FL_OPTS_CLI_INPUT = 1u << 16, /* per_input, max_input_size */
+  FL_OPTS_CLI_DIFF = 1u << 17,  /* diff, fail_above */
+  FL_OPTS_CLI = FL_OPTS_CLI_INPUT | FL_OPTS_CLI_DIFF,
   /* What the cflame command (and `cflame record`) takes. */
   FL_OPTS_DRAWING = FL_OPTS_TREE | FL_OPTS_VIEW | FL_OPTS_TEXT | FL_OPTS_DIFF,
 };
@@ -74,7 +97,7 @@ typedef struct fl_optval {
 } fl_optval_t;
 
 /* An option. The table's rows are these; a front end may describe options
- * of its own the same way (its groups then use bits 16 and up) and parse
+ * of its own the same way (its groups then use bits 24 and up) and parse
  * their values with fl_option_parse: {"n", FL_OPT_INT, NULL, 1, 1000,
  * .help = "loops"}. */
 typedef struct fl_option {
@@ -84,10 +107,16 @@ typedef struct fl_option {
   double min, max;         /* FL_OPT_INT, FL_OPT_DOUBLE; no range when min > max */
   const char *help;        /* one line */
   const char *def;         /* the default, written as a value ("0.001"); NULL: none */
-  const char *def_command; /* the command's default where it differs; NULL: def */
+  const char *def_command; /* the command's default where it differs; NULL: def; "": none */
   const char *shown_def;   /* how help shows the default when def cannot say it
                               ("sized to the depth"); NULL: def, or "none" */
+  const char *shown_def_command; /* the command's, where it differs; NULL: shown_def */
   const char *metavar;     /* the command's placeholder ("SHARE"); NULL: by type */
+  /* For a number: what a valid value is, which a bad one's message says
+   * instead of the range ("seconds from 0.00001 to 10, such as 0.001":
+   * "--delay 0: expected seconds ..."). NULL: "is out of range (MIN..MAX)". */
+  const char *expect;
+  const char *alias; /* the command's other name for it ("watch" for top); NULL: none */
   unsigned groups;
   /* A check of a parsed value beyond its type (NULL: none): 0, or -1
    * with err as fl_option_parse's. */
@@ -97,7 +126,8 @@ typedef struct fl_option {
 /* The i-th option of the table, in its order; NULL past the last.
  * Static. */
 const fl_option_t *fl_option_at(size_t i);
-/* The table's option called name ('-' and '_' alike), or NULL. */
+/* The table's option called name ('-' and '_' alike), or by its alias, or
+ * NULL. */
 const fl_option_t *fl_option_find(const char *name);
 
 /* Parses value for o into *v (o may be a front end's own). shown is the
@@ -154,6 +184,14 @@ void fl_options_copy(fl_options_t *dst, const fl_options_t *src);
  * (100..100000)", "unknown option 'wdth'"). */
 int fl_options_set(fl_options_t *o, const char *name, const char *value, char *err,
                    size_t err_size);
+/* Parses value for opt (a row of the table) as o's front end writes it
+ * (messages say "--delay 0: ..." or "delay=0: ..."). A drawing option is
+ * stored in o and *v left empty; any other row's value (a sampling or
+ * reading option, which no field of o holds) is left in *v for the front
+ * end to read (fl_optval_free it). Either way o says it was given.
+ * Returns 0, or -1 with err. */
+int fl_options_take(fl_options_t *o, const fl_option_t *opt, const char *value, fl_optval_t *v,
+                    char *err, size_t err_size);
 /* Sets option opt (a row of the table) from a value fl_option_parse made. */
 void fl_options_store(fl_options_t *o, const fl_option_t *opt, const fl_optval_t *v);
 /* Whether the option called name was set (rather than left at its

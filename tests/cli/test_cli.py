@@ -593,6 +593,31 @@ def test_drawing_options_take_their_value_either_way():
     assert r.returncode == 2 and "x is not a thread number" in r.stderr, r.stderr
 
 
+def test_own_flags_are_rows_of_the_option_table(tmp_path):
+    """--per-input, --max-input-size, --diff and --fail-above are rows of
+    the one option table, as %profload's per_input= and max_input_size=
+    are: a boolean has its --no- form, a value may follow '=', --help
+    shows each with its default, and a bad value says what is valid."""
+    single = DATA / "single.txt"
+    assert ok("-f", "folded", "--per-input", "--no-per-input", single) == \
+        ok("-f", "folded", single)
+    assert ok("-f", "folded", "--max-input-size=4G", single) == ok("-f", "folded", single)
+    r = cflame("--max-input-size", "4Q", single)
+    assert r.returncode == 2 and "--max-input-size 4Q: expected a size in bytes" in r.stderr, \
+        r.stderr
+    r = cflame(f"--diff={single}", "--fail-above=101", single)
+    assert r.returncode == 2 and ("--fail-above 101: expected points of the total, a number "
+                                  "from 0 to 100") in r.stderr, r.stderr
+    r = cflame("--diff=", single)
+    assert r.returncode == 2 and "--diff: the text is empty" in r.stderr, r.stderr
+    text = ok("--help")
+    for flag, default in (("--per-input, --no-per-input", "--no-per-input"),
+                          ("--max-input-size SIZE", "1G"), ("--diff BASE", "no diff"),
+                          ("--fail-above PCT", "no gate")):
+        m = re.search(rf"^      {re.escape(flag)} .*?(?=^ {{2,6}}-|^$)", text, re.M | re.S)
+        assert m and f"(default: {default})" in " ".join(m.group(0).split()), (flag, text)
+
+
 def png_pixels(data):
     """(width, height, rows of RGBA bytes) of an 8-bit RGBA or RGB PNG."""
     import struct

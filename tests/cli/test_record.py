@@ -534,6 +534,41 @@ def test_bad_output_names_fail_before_the_program_runs(bins, tmp_path):
     assert r.returncode == 2 and "give the program after --" in r.stderr
 
 
+def test_sampling_ranges_are_the_notebooks(tmp_path):
+    """--delay and --sample-rate are the option table's rows, as delay= and
+    sample_rate= are in the notebook (tests/unit/test_magics.c): the same
+    bounds and the same words. The bounds are taken; past them is a bad
+    command line, and the program does not run."""
+    for args, message in [
+        (["--delay", "0.00005"], "--delay 0.00005: expected a number of seconds from 0.0001 to 10, such as 0.001"),
+        (["--delay=11"], "--delay 11: expected a number of seconds from 0.0001 to 10"),
+        (["--allocs", "--sample-rate", "0.0000001"],
+         "--sample-rate 0.0000001: expected a share of the allocation calls from 0.000001 to 1"),
+    ]:
+        r = record(*args, "--", "sh", "-c", "touch ran", cwd=tmp_path)
+        assert r.returncode == 2, (args, r.stderr)
+        assert message in r.stderr, (args, r.stderr)
+        assert not (tmp_path / "ran").exists(), args
+    for args in (["--delay", "0.0001"], ["--allocs", "--sample-rate", "0.000001"]):
+        r = record(*args, "-o", "x.folded", "--", "sh", "-c", "touch ran", cwd=tmp_path)
+        assert r.returncode == 0, (args, r.stderr)
+        assert (tmp_path / "ran").exists(), args
+        (tmp_path / "ran").unlink()
+
+
+def test_help_lists_the_tables_recording_options():
+    """--help's recording options are the table's rows, with their ranges'
+    defaults: every flag the notebook shares is there."""
+    r = subprocess.run([CFLAME, "record", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for flag in ("--delay SECONDS", "--clock cpu|wall", "--event NAME", "--allocs, --no-allocs",
+                 "--sample-rate R", "--live, --no-live", "--weight bytes|count",
+                 "--duration SECONDS", "--pid PID", "--buffer WORDS", "--top, --watch",
+                 "--diff BASE"):
+        assert "      " + flag in r.stdout, (flag, r.stdout)
+    assert "(default: 0.001; 0.01\n                         with --pid)" in r.stdout, r.stdout
+
+
 # ---- programs that cannot be recorded ----
 
 @pytest.mark.parametrize("which,status,message", [
@@ -984,7 +1019,7 @@ def test_clock_wall_and_allocs_are_one_or_the_other(bins, tmp_path):
     r = record("--clock", "wall", "--allocs", "--", bins["other"], cwd=tmp_path)
     assert r.returncode == 2 and "--clock wall" in r.stderr and "--allocs" in r.stderr, r.stderr
     r = record("--clock", "sometimes", "--", bins["other"], cwd=tmp_path)
-    assert r.returncode == 2 and "valid: cpu, wall" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--clock sometimes is not valid; choose cpu or wall" in r.stderr, r.stderr
 
 
 def test_clock_wall_pprof_has_a_wall_sample_type(bins, tmp_path):

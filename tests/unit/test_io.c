@@ -5,11 +5,13 @@
  * the limit on an input and what is not read, and writing a file whole. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cflame/fl_io.h"
@@ -621,6 +623,44 @@ static void test_input_kind_words(void) {
   CHECK_INT(kind, FL_INPUT_PPROF);
 }
 
+/* fl_input_kinds on its first call from several threads at once: each
+ * gets the whole list (each round a fresh process, so that the call is
+ * the first). */
+enum { KIND_THREADS = 8, KIND_ROUNDS = 1000 };
+static pthread_barrier_t kinds_start;
+
+static void *read_kinds(void *arg) {
+  (void)arg;
+  pthread_barrier_wait(&kinds_start);
+  const char *list = fl_input_kinds();
+  return (void *)(intptr_t)(strcmp(list, "auto, folded, perf, pprof, speedscope, trace") != 0);
+}
+
+static void test_input_kinds_threads(void) {
+  int torn = 0;
+  for (int round = 0; round < KIND_ROUNDS; round++) {
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      pthread_t t[KIND_THREADS];
+      pthread_barrier_init(&kinds_start, NULL, KIND_THREADS);
+      for (int i = 0; i < KIND_THREADS; i++) pthread_create(&t[i], NULL, read_kinds, NULL);
+      int bad = 0;
+      for (int i = 0; i < KIND_THREADS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad |= (int)(intptr_t)r;
+      }
+      _exit(bad);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    torn += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  if (torn) fprintf(stderr, "  %d of %d rounds saw a torn list\n", torn, KIND_ROUNDS);
+  CHECK_INT(torn, 0);
+}
+
 /* Names that would not split back into the same frames are written so that
  * they do (cases the fuzzer found). */
 static void test_folded_out_escapes(void) {
@@ -996,6 +1036,7 @@ static void test_json_formats(void) {
 
 int main(void) {
   test_json_formats();
+  test_input_kinds_threads();
   test_input_kind_words();
   test_folded_counts();
   test_folded_spaces_and_lines();

@@ -223,7 +223,56 @@ static void test_kinds(void) {
   CHECK_STR(kn_profreq_kind_words(FL_PROFILE_WALL, FL_PROFILE_CPU), "clock=wall");
 }
 
+/* The sampling options' ranges are the library table's rows, the same as
+ * `cflame record`'s flags (tests/cli/test_record.py tries that door):
+ * the bounds parse, a value past them is an error saying what is valid. */
+static void test_sampling_ranges(void) {
+  static const struct {
+    const char *magic, *args;
+    unsigned groups;
+    const char *err; /* NULL: accepted */
+  } cases[] = {
+      {"profinit", "delay=0.0001", KN_OPTS_SAMPLING, NULL},
+      {"profinit", "delay=10", KN_OPTS_SAMPLING, NULL},
+      {"profinit", "delay=0.00005", KN_OPTS_SAMPLING,
+       "%profinit: delay=0.00005: expected a number of seconds from 0.0001 to 10, such as 0.001"},
+      {"profinit", "delay=11", KN_OPTS_SAMPLING,
+       "%profinit: delay=11: expected a number of seconds from 0.0001 to 10, such as 0.001"},
+      {"profallocs", "sample_rate=0.000001", KN_OPTS_ALLOC, NULL},
+      {"profallocs", "sample_rate=0.0000001", KN_OPTS_ALLOC,
+       "%profallocs: sample_rate=0.0000001: expected a share of the allocation calls from "
+       "0.000001 to 1, such as 0.1"},
+      {"profattach", "duration=0.1", KN_OPTS_ATTACH, NULL},
+      {"profattach", "duration=0.05", KN_OPTS_ATTACH,
+       "%profattach: duration=0.05: expected seconds, more than 0 (at least 0.1), such as 30"},
+      {"profview", "event=banana", KN_OPTS_PROFILER, "%profview: event=banana is not an event"},
+  };
+  kn_prof_t *kp = kn_prof_new("/tmp");
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
+    kn_profreq_t req;
+    char err[1024] = "";
+    int rc = kn_profreq_parse(kp, cases[i].magic, cases[i].args, cases[i].groups, &req, err,
+                              sizeof err);
+    CHECK_INT(rc, cases[i].err ? -1 : 0);
+    if (cases[i].err) {
+      CHECK(!strncmp(err, cases[i].err, strlen(cases[i].err)));
+      if (strncmp(err, cases[i].err, strlen(cases[i].err)))
+        fprintf(stderr, "  %s: %s\n", cases[i].args, err);
+    } else {
+      kn_profreq_free(&req);
+    }
+  }
+  kn_profreq_t req;
+  char err[256];
+  CHECK_INT(kn_profreq_parse(kp, "profinit", "delay=0.0001", KN_OPTS_SAMPLING, &req, err,
+                             sizeof err), 0);
+  CHECK(req.delay_set && req.delay_ns == 100000);
+  kn_profreq_free(&req);
+  kn_prof_destroy(&kp);
+}
+
 int main(void) {
+  test_sampling_ranges();
   test_every_entry();
   test_kinds();
   test_usage_keys_are_options();

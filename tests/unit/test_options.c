@@ -55,6 +55,30 @@ static const set_case_t set_cases[] = {
     {FL_FRONT_NOTEBOOK, "wdth", "3", "unknown option 'wdth'"},
     {FL_FRONT_NOTEBOOK, "noise", "1000", NULL},
     {FL_FRONT_NOTEBOOK, "noise", "-1", "noise=-1 is out of range (0..1000)"},
+    /* The sampling options are rows too, one range for every front door. */
+    {FL_FRONT_NOTEBOOK, "delay", "0.0001", NULL},
+    {FL_FRONT_COMMAND, "delay", "0.0001", NULL},
+    {FL_FRONT_NOTEBOOK, "delay", "0.00005",
+     "delay=0.00005: expected a number of seconds from 0.0001 to 10, such as 0.001"},
+    {FL_FRONT_COMMAND, "delay", "0.00005",
+     "--delay 0.00005: expected a number of seconds from 0.0001 to 10, such as 0.001"},
+    {FL_FRONT_COMMAND, "sample-rate", "0.000001", NULL},
+    {FL_FRONT_NOTEBOOK, "sample_rate", "0.0000001",
+     "sample_rate=0.0000001: expected a share of the allocation calls from 0.000001 to 1, such "
+     "as 0.1"},
+    {FL_FRONT_COMMAND, "sample-rate", "0.0000001",
+     "--sample-rate 0.0000001: expected a share of the allocation calls from 0.000001 to 1, "
+     "such as 0.1"},
+    {FL_FRONT_COMMAND, "clock", "sometimes", "--clock sometimes is not valid; choose cpu or wall"},
+    {FL_FRONT_COMMAND, "watch", "true", NULL}, /* --top's other name */
+    {FL_FRONT_NOTEBOOK, "max_input_size", "4G", NULL},
+    {FL_FRONT_COMMAND, "max-input-size", "4Q",
+     "--max-input-size 4Q: expected a size in bytes: a whole number from 1, with an optional K, "
+     "M, G or T (KiB, MiB, GiB, TiB), such as 4G"},
+    {FL_FRONT_COMMAND, "fail-above", "101",
+     "--fail-above 101: expected points of the total, a number from 0 to 100, such as 5"},
+    {FL_FRONT_COMMAND, "fail-above", "nan",
+     "--fail-above nan: expected points of the total, a number from 0 to 100, such as 5"},
 };
 
 static void test_set(void) {
@@ -69,6 +93,25 @@ static void test_set(void) {
     CHECK(fl_options_given(&o, c->name) == !c->err);
     fl_options_free(&o);
   }
+}
+
+/* fl_options_take: a drawing option goes into the struct, another row's
+ * value back to the front end, and both are given; errors as the front
+ * end writes the option. */
+static void test_take(void) {
+  fl_options_t o;
+  fl_optval_t v;
+  char err[256] = "";
+  fl_options_init(&o, FL_FRONT_COMMAND);
+  CHECK_INT(fl_options_take(&o, fl_option_find("width"), "600", &v, err, sizeof err), 0);
+  CHECK(!v.set && o.view.width == 600 && fl_options_given(&o, "width"));
+  CHECK_INT(fl_options_take(&o, fl_option_find("delay"), "0.002", &v, err, sizeof err), 0);
+  CHECK(v.set && v.d == 0.002 && fl_options_given(&o, "delay"));
+  fl_optval_free(&v);
+  CHECK_INT(fl_options_take(&o, fl_option_find("pid"), "x", &v, err, sizeof err), -1);
+  CHECK_STR(err, "--pid x: expected a process id, such as 4242 (pgrep NAME finds one)");
+  CHECK(!fl_options_given(&o, "pid"));
+  fl_options_free(&o);
 }
 
 /* What each value does to the structs the renderers read. */
@@ -197,7 +240,18 @@ static const struct {
     {"docs/PROFILING.md", FL_OPTS_TREE, FL_FRONT_NOTEBOOK},
     {"docs/PROFILING.md", FL_OPTS_VIEW | FL_OPTS_OUTPUT, FL_FRONT_NOTEBOOK},
     {"docs/PROFILING.md", FL_OPTS_PRINT | FL_OPTS_TEXT, FL_FRONT_NOTEBOOK},
+    /* The kernel's sampling, allocation, live, attach and reading options. */
+    {"docs/PROFILING.md", FL_OPTS_SAMPLING | FL_OPTS_CLOCK, FL_FRONT_NOTEBOOK},
+    {"docs/PROFILING.md", FL_OPTS_EVERY, FL_FRONT_NOTEBOOK},
+    {"docs/PROFILING.md", FL_OPTS_LOAD, FL_FRONT_NOTEBOOK},
+    {"docs/PROFILING.md", FL_OPTS_ATTACH, FL_FRONT_NOTEBOOK},
+    {"docs/PROFILING.md", FL_OPTS_ALLOC | FL_OPTS_KIND, FL_FRONT_NOTEBOOK},
     {"docs/CLI.md", FL_OPTS_TREE | FL_OPTS_VIEW | FL_OPTS_TEXT | FL_OPTS_DIFF, FL_FRONT_COMMAND},
+    /* The cflame command's own (its -f, -o, --input-format, -h and -V rows
+     * follow in the doc). */
+    {"docs/CLI.md", FL_OPTS_CLI, FL_FRONT_COMMAND},
+    /* cflame record's options (its -o, -f and -h rows follow in the doc). */
+    {"docs/CLI.md", FL_OPTS_RECORD, FL_FRONT_COMMAND},
 };
 
 static char *read_doc(const char *doc) {
@@ -243,6 +297,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   test_set();
+  test_take();
   test_values();
   test_defaults();
   test_help();
