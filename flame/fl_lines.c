@@ -80,10 +80,12 @@ size_t fl_lines_totals(const fl_tree_t *t, uint32_t skip_flags, fl_line_total_t 
     if (!w) continue;
     weights[s.stack_id] = 0; /* walked */
     bool self_found = false;
-    for (size_t k = s.n; k-- > 0;) {
-      uint32_t l = of[s.stack[k]];
+    /* Leaf to root, up the profile's prefix tree of stacks. */
+    for (uint32_t node = s.node; node != FL_PROFILE_EMPTY_STACK;
+         node = fl_profile_node_parent(p, node)) {
+      uint32_t id = fl_profile_node_frame(p, node), l = of[id];
       if (l == FL__NONE) continue;
-      if (!self_found && !(fl_profile_frame(p, s.stack[k])->flags & skip_flags)) {
+      if (!self_found && !(fl_profile_frame(p, id)->flags & skip_flags)) {
         lines[l].self += w;
         self_found = true;
       }

@@ -7,13 +7,19 @@
  *    by every field of the frame. Strings are interned in an fl__strset,
  *    so equal strings are equal pointers and a frame is hashed and
  *    compared by its string pointers.
- *  - stacks: each distinct stack is stored once, as a run of frame ids in
- *    one flat array (ids[off .. off + len)), and found again by an
- *    fl__index keyed by its contents. A profile of 10^6 samples
- *    over 10^5 distinct stacks holds 10^5 runs, not 10^6. Samples with equal
- *    stacks share the run, so their fl_sample_t.stack pointers are equal,
- *    which lets fl_tree walk each distinct stack once. (The empty stack may
- *    point where a later run starts: (pointer, length) is the identity.)
+ *  - stack nodes: a prefix tree of the stacks. Node 0 is the empty stack;
+ *    every other node is a stack, its parent node plus one frame id. A
+ *    node's first child is found through it (a chain of callers, the
+ *    common case, needs no hashing), the others by an fl__index keyed by
+ *    (parent, frame). So a stack costs one node per distinct (prefix,
+ *    frame), not one id per frame: 10^4 stacks of depth 1,000 that share
+ *    999 frames are 10,999 nodes.
+ *    A node's parent has a lower number (it is added first), so walking
+ *    the nodes in order meets every parent before its children.
+ *  - stacks: the distinct stacks samples end at, numbered 0, 1, ... in
+ *    order of first appearance (fl_sample_t.stack_id): each its leaf node
+ *    and depth; a node knows the stack that ends at it, if any. A profile
+ *    of 10^6 samples over 10^5 distinct stacks holds 10^5, not 10^6.
  *  - samples: one record each (stack index, weight, allocations, thread,
  *    time stamp: 32 bytes), in the order they were added.
  *  - thread names: a short array of (thread, interned name), searched in
@@ -37,10 +43,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A node of the prefix tree of stacks (see the file comment). */
+typedef struct stack_node {
+  uint32_t parent; /* FL_PROFILE_NO_NODE for node 0, the empty stack */
+  uint32_t frame;  /* the frame it adds to its parent's stack */
+  uint32_t stack;  /* the distinct stack that ends here, or FL__NONE */
+  uint32_t first;  /* its first child, or FL__NONE; the others are in node_index */
+} stack_node_t;
+
 typedef struct stack_rec {
-  size_t off; /* into ids */
-  uint32_t len;
-  uint32_t hash;
+  uint32_t node; /* the leaf */
+  uint32_t depth;
 } stack_rec_t;
 
 typedef struct sample_rec {
@@ -65,11 +78,11 @@ struct fl_profile {
   size_t n_frames, frames_cap;
   fl__index_t frame_index;
 
-  uint32_t *ids; /* every distinct stack's frame ids, back to back */
-  size_t n_ids, ids_cap;
+  stack_node_t *nodes; /* node 0 is the empty stack */
+  size_t n_nodes, nodes_cap;
+  fl__index_t node_index; /* by (parent, frame): children but the first */
   stack_rec_t *stacks;
   size_t n_stacks, stacks_cap;
-  fl__index_t stack_index;
 
   sample_rec_t *samples;
   size_t n_samples, samples_cap;
@@ -130,18 +143,6 @@ fl_profile_kind_t fl_kind_alloc(bool count, bool live) {
 
 bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b) {
   return fl_kind(a)->measure == fl_kind(b)->measure;
-}
-
-/* ---- hashing ---- */
-
-/* Hashes a run of frame ids (FNV-1a over 32-bit words, then mixed). */
-static uint32_t hash_ids(const uint32_t *ids, size_t n) {
-  uint64_t h = 0xcbf29ce484222325u ^ n;
-  for (size_t i = 0; i < n; i++) {
-    h ^= ids[i];
-    h *= 0x100000001b3u;
-  }
-  return (uint32_t)fl__mix64(h);
 }
 
 /* ---- strings ---- */
@@ -248,44 +249,69 @@ size_t fl_profile_n_frames(const fl_profile_t *p) {
 
 /* ---- stacks ---- */
 
-/* The index of the distinct stack ids[0 .. n) with hash h, or FL__NONE. */
-static uint32_t find_stack(const fl_profile_t *p, const uint32_t *ids, size_t n, uint32_t h) {
+static uint64_t hash_node(uint32_t parent, uint32_t frame) {
+  return fl__mix64((uint64_t)parent << 32 | frame);
+}
+
+/* The child of node parent that adds frame, or FL__NONE. */
+static uint32_t find_node(const fl_profile_t *p, uint32_t parent, uint32_t frame) {
+  uint32_t first = p->nodes[parent].first;
+  if (first == FL__NONE) return FL__NONE; /* no children */
+  if (p->nodes[first].frame == frame) return first;
   fl__probe_t pr;
-  for (uint32_t i = fl__index_find(&p->stack_index, h, &pr); i != FL__NONE;
-       i = fl__index_next(&p->stack_index, &pr)) {
-    const stack_rec_t *s = &p->stacks[i];
-    if (s->len == n && (n == 0 || memcmp(p->ids + s->off, ids, n * sizeof *ids) == 0)) return i;
-  }
+  for (uint32_t i = fl__index_find(&p->node_index, hash_node(parent, frame), &pr); i != FL__NONE;
+       i = fl__index_next(&p->node_index, &pr))
+    if (p->nodes[i].parent == parent && p->nodes[i].frame == frame) return i;
   return FL__NONE;
 }
 
-/* The memory a new distinct stack of n frames takes (see the file
- * comment); saturated. */
-static size_t stack_bytes(size_t n) {
-  return n > SIZE_MAX / 16 ? SIZE_MAX
-                           : 2 * n * sizeof(uint32_t) + 2 * sizeof(stack_rec_t) + INDEX_ITEM_BYTES;
+/* Adds the child of parent that adds frame, which p does not hold. */
+static uint32_t add_node(fl_profile_t *p, uint32_t parent, uint32_t frame) {
+  if (p->n_nodes >= FL__NONE - 1) fl__oom(0); /* node numbers are 32 bits */
+  p->nodes = fl__grow(p->nodes, &p->nodes_cap, p->n_nodes + 1, sizeof *p->nodes);
+  uint32_t id = (uint32_t)p->n_nodes++;
+  p->nodes[id] =
+      (stack_node_t){.parent = parent, .frame = frame, .stack = FL__NONE, .first = FL__NONE};
+  if (p->nodes[parent].first == FL__NONE)
+    p->nodes[parent].first = id;
+  else
+    fl__index_add(&p->node_index, hash_node(parent, frame), id);
+  return id;
 }
 
-/* Adds the distinct stack ids[0 .. n) of hash h, which p does not hold,
- * and returns its index. ids must not point into p->ids (it may move). */
-static uint32_t add_stack(fl_profile_t *p, const uint32_t *ids, size_t n, uint32_t h) {
-  if (p->n_stacks >= UINT32_MAX - 1) fl__oom(0); /* stack numbers are 32 bits */
-  p->ids = fl__grow(p->ids, &p->ids_cap, p->n_ids + n, sizeof *p->ids);
+/* The node of the longest prefix of ids[0 .. n) that p holds; *len is
+ * that prefix's length. */
+static uint32_t find_prefix(const fl_profile_t *p, const uint32_t *ids, size_t n, size_t *len) {
+  uint32_t node = 0;
+  size_t k = 0;
+  for (uint32_t child; k < n && (child = find_node(p, node, ids[k])) != FL__NONE; k++) node = child;
+  *len = k;
+  return node;
+}
+
+/* The memory that new_nodes nodes under node, and a new distinct stack
+ * if new_stack, take (the arrays' doubling included: each element
+ * twice). Only the first of the new nodes can be indexed: each after it
+ * is the first child of a new node. Saturated. */
+static size_t stack_bytes(const fl_profile_t *p, uint32_t node, size_t new_nodes, bool new_stack) {
+  size_t bytes = new_stack ? 2 * sizeof(stack_rec_t) : 0;
+  if (new_nodes && p->nodes[node].first != FL__NONE) bytes += INDEX_ITEM_BYTES;
+  size_t each = 2 * sizeof(stack_node_t);
+  return new_nodes > (SIZE_MAX - bytes) / each ? SIZE_MAX : bytes + new_nodes * each;
+}
+
+/* The number of the distinct stack ids[0 .. n), whose longest prefix p
+ * holds ends at node after k frames: its missing nodes are added, and
+ * the stack if it is new. */
+static uint32_t add_stack(fl_profile_t *p, uint32_t node, const uint32_t *ids, size_t k, size_t n) {
+  for (; k < n; k++) node = add_node(p, node, ids[k]);
+  if (p->nodes[node].stack != FL__NONE) return p->nodes[node].stack;
+  if (p->n_stacks >= FL__NONE - 1) fl__oom(0); /* stack numbers are 32 bits */
   p->stacks = fl__grow(p->stacks, &p->stacks_cap, p->n_stacks + 1, sizeof *p->stacks);
-  if (n) memcpy(p->ids + p->n_ids, ids, n * sizeof *ids);
   uint32_t s = (uint32_t)p->n_stacks++;
-  p->stacks[s] = (stack_rec_t){.off = p->n_ids, .len = (uint32_t)n, .hash = h};
-  p->n_ids += n;
-  fl__index_add(&p->stack_index, h, s);
+  p->stacks[s] = (stack_rec_t){.node = node, .depth = (uint32_t)n};
+  p->nodes[node].stack = s;
   return s;
-}
-
-/* The index of the distinct stack ids[0 .. n), added if new. */
-static uint32_t intern_stack(fl_profile_t *p, const uint32_t *ids, size_t n) {
-  if (n > UINT32_MAX) fl__oom(0); /* lengths are 32 bits */
-  uint32_t h = hash_ids(ids, n);
-  uint32_t found = find_stack(p, ids, n, h);
-  return found != FL__NONE ? found : add_stack(p, ids, n, h);
 }
 
 static void push_sample(fl_profile_t *p, uint32_t stack, uint64_t weight, uint64_t allocs,
@@ -326,14 +352,23 @@ void fl_mixed_intervals_note(const fl_profile_info_t *info, char *out, size_t si
 
 /* ---- the profile ---- */
 
+/* Node 0, the empty stack: every profile has it, samples or not. */
+static void add_empty_stack(fl_profile_t *p) {
+  p->nodes = fl__grow(p->nodes, &p->nodes_cap, 1, sizeof *p->nodes);
+  p->nodes[0] = (stack_node_t){.parent = FL_PROFILE_NO_NODE,
+                               .frame = FL_PROFILE_NO_FRAME,
+                               .stack = FL__NONE,
+                               .first = FL__NONE};
+  p->n_nodes = 1;
+}
+
 fl_profile_t *fl_profile_new(fl_profile_kind_t kind) {
   fl_profile_t *p = fl__xcalloc(1, sizeof *p);
   p->info.kind = kind;
   p->info.sample_rate = 1;
   fl__index_init(&p->frame_index, 64);
-  fl__index_init(&p->stack_index, 64);
-  p->ids_cap = 1024; /* never NULL: an empty stack points into it too */
-  p->ids = fl__xmalloc(p->ids_cap, sizeof *p->ids);
+  fl__index_init(&p->node_index, 64);
+  add_empty_stack(p);
   return p;
 }
 
@@ -343,9 +378,9 @@ void fl_profile_destroy(fl_profile_t **pp) {
   fl__strset_free(&p->strings);
   free(p->frames);
   fl__index_free(&p->frame_index);
-  free(p->ids);
+  free(p->nodes);
+  fl__index_free(&p->node_index);
   free(p->stacks);
-  fl__index_free(&p->stack_index);
   free(p->samples);
   free(p->names);
   free(p->runs);
@@ -353,8 +388,9 @@ void fl_profile_destroy(fl_profile_t **pp) {
   *pp = NULL;
 }
 
-/* Frames are re-interned in id order, so they keep their ids; stacks and
- * samples are copied as they are, and the stacks indexed again. */
+/* Frames are re-interned in id order, so they keep their ids; nodes,
+ * stacks and samples are copied as they are, and the nodes indexed
+ * again. */
 fl_profile_t *fl_profile_copy(const fl_profile_t *src) {
   fl_profile_t *p = fl_profile_new(src->info.kind);
   p->info = src->info;
@@ -363,17 +399,18 @@ fl_profile_t *fl_profile_copy(const fl_profile_t *src) {
     assert(got == id);
     (void)got;
   }
-  p->ids = fl__grow(p->ids, &p->ids_cap, src->n_ids, sizeof *p->ids);
+  p->nodes = fl__grow(p->nodes, &p->nodes_cap, src->n_nodes, sizeof *p->nodes);
   p->stacks = fl__grow(p->stacks, &p->stacks_cap, src->n_stacks, sizeof *p->stacks);
   p->samples = fl__grow(p->samples, &p->samples_cap, src->n_samples, sizeof *p->samples);
-  if (src->n_ids) memcpy(p->ids, src->ids, src->n_ids * sizeof *p->ids);
+  memcpy(p->nodes, src->nodes, src->n_nodes * sizeof *p->nodes);
   if (src->n_stacks) memcpy(p->stacks, src->stacks, src->n_stacks * sizeof *p->stacks);
   if (src->n_samples) memcpy(p->samples, src->samples, src->n_samples * sizeof *p->samples);
-  p->n_ids = src->n_ids;
+  p->n_nodes = src->n_nodes;
   p->n_stacks = src->n_stacks;
   p->n_samples = src->n_samples;
-  for (size_t s = 0; s < p->n_stacks; s++)
-    fl__index_add(&p->stack_index, p->stacks[s].hash, (uint32_t)s);
+  for (size_t i = 1; i < p->n_nodes; i++)
+    if (p->nodes[p->nodes[i].parent].first != i)
+      fl__index_add(&p->node_index, hash_node(p->nodes[i].parent, p->nodes[i].frame), (uint32_t)i);
   for (size_t i = 0; i < src->n_names; i++)
     fl_profile_set_thread_name(p, src->names[i].thread, src->names[i].name);
   for (size_t i = 0; i < src->n_runs; i++)
@@ -389,8 +426,8 @@ size_t fl_profile_bytes(const fl_profile_t *p) {
   size_t bytes = sizeof *p + p->strings.cap * sizeof *p->strings.strs + index_bytes(&p->strings.index);
   for (size_t i = 0; i < p->strings.n; i++) bytes += strlen(p->strings.strs[i]) + 1;
   return bytes + p->frames_cap * sizeof *p->frames + index_bytes(&p->frame_index) +
-         p->ids_cap * sizeof *p->ids + p->stacks_cap * sizeof *p->stacks +
-         index_bytes(&p->stack_index) + p->samples_cap * sizeof *p->samples +
+         p->nodes_cap * sizeof *p->nodes + index_bytes(&p->node_index) +
+         p->stacks_cap * sizeof *p->stacks + p->samples_cap * sizeof *p->samples +
          p->names_cap * sizeof *p->names;
 }
 
@@ -408,14 +445,15 @@ void fl_profile_set_budget(fl_profile_t *p, fl_budget_t *b) {
 int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
                              uint64_t allocs, int thread, uint64_t time_ns) {
   for (size_t i = 0; i < n; i++) assert(stack[i] < p->n_frames);
-  if (n > UINT32_MAX) fl__oom(0); /* lengths are 32 bits */
-  uint32_t h = hash_ids(stack, n);
-  uint32_t s = find_stack(p, stack, n, h);
-  /* The stack is hashed and compared whatever it is: n frames of work; a
-   * new one is stored too. */
-  if (charge(p, 2 * sizeof(sample_rec_t) + (s == FL__NONE ? stack_bytes(n) : 0), n) < 0) return -1;
-  if (s == FL__NONE) s = add_stack(p, stack, n, h);
-  push_sample(p, s, weight, allocs, thread, time_ns);
+  if (n > UINT32_MAX) fl__oom(0); /* depths are 32 bits */
+  size_t known;
+  uint32_t node = find_prefix(p, stack, n, &known);
+  /* The stack is looked up whatever it is: n frames of work; what it
+   * adds (nodes past its known prefix, a new distinct stack) is stored. */
+  bool new_stack = known < n || p->nodes[node].stack == FL__NONE;
+  if (charge(p, 2 * sizeof(sample_rec_t) + stack_bytes(p, node, n - known, new_stack), n) < 0)
+    return -1;
+  push_sample(p, add_stack(p, node, stack, known, n), weight, allocs, thread, time_ns);
   return 0;
 }
 
@@ -527,10 +565,10 @@ bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src) {
          !__builtin_add_overflow(p->info.total_allocs, src->info.total_allocs, &sum);
 }
 
-/* Frames of src are interned into p once each, then each distinct stack of
- * src once (after the root, if any), then the samples are appended by
- * stack index, their weights converted when the intervals differ. Also
- * adds src's dropped count and CPU and wall-clock seconds, and takes its
+/* Frames of src are interned into p once each, then each node of src's
+ * prefix tree once, in order (a parent before its children; under the
+ * root's node, if any), then the samples are appended by stack number, their weights converted when
+ * the intervals differ. Also adds src's dropped count and CPU and wall-clock seconds, and takes its
  * interval when p has none or no samples. Merging a profile into
  * itself doubles it. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
@@ -541,22 +579,32 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
   double carry = 0;
   /* Recorded here only if all of it was. */
   p->info.recorded_here = (p->n_samples == 0 || p->info.recorded_here) && src->info.recorded_here;
-  size_t n_frames = src->n_frames, n_stacks = src->n_stacks, n_samples = src->n_samples;
-  size_t above = root ? 1 : 0; /* frames before each stack */
+  size_t n_frames = src->n_frames, n_nodes = src->n_nodes, n_stacks = src->n_stacks,
+         n_samples = src->n_samples;
   uint32_t *frame_map = fl__xcalloc(n_frames, sizeof *frame_map);
+  uint32_t *node_map = fl__xmalloc(n_nodes, sizeof *node_map);
   uint32_t *stack_map = fl__xcalloc(n_stacks, sizeof *stack_map);
-  uint32_t *buf = fl__xmalloc(1, sizeof *buf);
-  size_t buf_cap = 1;
-  if (root) buf[0] = fl_profile_frame_id(p, root);
+  uint32_t above = 0; /* the root's node: src's empty stack */
+  if (root) {
+    uint32_t id = fl_profile_frame_id(p, root);
+    above = find_node(p, 0, id);
+    if (above == FL__NONE) above = add_node(p, 0, id);
+  }
   for (size_t id = 0; id < n_frames; id++) {
     fl_frame_t f = src->frames[id]; /* p == src: frames may move */
     frame_map[id] = fl_profile_frame_id(p, &f);
   }
+  node_map[0] = above;
+  for (size_t i = 1; i < n_nodes; i++) {
+    stack_node_t nd = src->nodes[i]; /* p == src: nodes may move */
+    uint32_t parent = node_map[nd.parent], frame = frame_map[nd.frame];
+    uint32_t to = find_node(p, parent, frame);
+    node_map[i] = to != FL__NONE ? to : add_node(p, parent, frame);
+  }
   for (size_t s = 0; s < n_stacks; s++) {
-    stack_rec_t rec = src->stacks[s];
-    buf = fl__grow(buf, &buf_cap, above + rec.len, sizeof *buf);
-    for (uint32_t k = 0; k < rec.len; k++) buf[above + k] = frame_map[src->ids[rec.off + k]];
-    stack_map[s] = intern_stack(p, buf, above + rec.len);
+    stack_rec_t rec = src->stacks[s]; /* p == src: stacks may move */
+    uint32_t depth = rec.depth + (root ? 1 : 0);
+    stack_map[s] = add_stack(p, node_map[rec.node], NULL, depth, depth);
   }
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + n_samples, sizeof *p->samples);
   for (size_t i = 0; i < n_samples; i++) {
@@ -578,8 +626,8 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
   /* An empty profile's interval describes no weight: src's does. */
   if (!p->info.interval_ns || (was_empty && src_interval)) p->info.interval_ns = src_interval;
   if (unit || src->info.mixed_intervals) p->info.mixed_intervals = true;
-  free(buf);
   free(frame_map);
+  free(node_map);
   free(stack_map);
 }
 
@@ -591,12 +639,13 @@ void fl_profile_merge(fl_profile_t *p, const fl_profile_t *src) {
  * source, compiler and date are reset; kind, interval and sample rate
  * stay. */
 void fl_profile_clear(fl_profile_t *p) {
-  p->n_ids = 0;
+  p->n_nodes = 0;
+  add_empty_stack(p);
   p->n_stacks = 0;
   p->n_samples = 0;
   p->n_names = 0;
   p->n_runs = 0;
-  fl__index_clear(&p->stack_index);
+  fl__index_clear(&p->node_index);
   fl_profile_info_t old = p->info;
   memset(&p->info, 0, sizeof p->info);
   p->info.kind = old.kind;
@@ -616,13 +665,39 @@ void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out) {
   assert(i < p->n_samples);
   const sample_rec_t *r = &p->samples[i];
   const stack_rec_t *s = &p->stacks[r->stack];
-  out->stack = p->ids + s->off;
-  out->n = s->len;
+  out->node = s->node;
+  out->n = s->depth;
   out->weight = r->weight;
   out->allocs = r->allocs;
   out->thread = r->thread;
   out->time_ns = r->time_ns;
   out->stack_id = r->stack;
+}
+
+size_t fl_profile_n_nodes(const fl_profile_t *p) {
+  return p->n_nodes;
+}
+
+uint32_t fl_profile_node_parent(const fl_profile_t *p, uint32_t node) {
+  assert(node < p->n_nodes);
+  return p->nodes[node].parent;
+}
+
+uint32_t fl_profile_node_frame(const fl_profile_t *p, uint32_t node) {
+  assert(node < p->n_nodes);
+  return p->nodes[node].frame;
+}
+
+void fl_profile_stack_ids(const fl_profile_t *p, uint32_t node, size_t n, uint32_t *out) {
+  assert(node < p->n_nodes);
+  for (size_t k = n; k-- > 0; node = p->nodes[node].parent) out[k] = p->nodes[node].frame;
+}
+
+uint32_t fl_profile_sample_frame(const fl_profile_t *p, const fl_sample_t *s, size_t k) {
+  assert(k < s->n);
+  uint32_t node = s->node;
+  for (size_t up = s->n - 1 - k; up > 0; up--) node = p->nodes[node].parent;
+  return p->nodes[node].frame;
 }
 
 static int cmp_int(const void *a, const void *b) {
@@ -639,7 +714,7 @@ size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **ou
   for (size_t i = 0; i < p->n_samples; i++) {
     const sample_rec_t *s = &p->samples[i];
     const stack_rec_t *st = &p->stacks[s->stack];
-    uint32_t leaf = st->len ? p->frames[p->ids[st->off + st->len - 1]].flags : 0;
+    uint32_t leaf = st->depth ? p->frames[p->nodes[st->node].frame].flags : 0;
     bool off = leaf & FL_FRAME_OFFCPU;
     size_t lo = 0, hi = n; /* the thread, by bisection */
     while (hi - lo > 1) {

@@ -11,11 +11,12 @@
  *     the filter. Keys are numbered in the order their children should be
  *     drawn in (see "children order").
  *  2. Stacks. Samples that pass the thread filter are summed per distinct
- *     stack (the profile stores each distinct stack once and hands out the
- *     same (pointer, length) for it), so a profile of 10^6 samples over 10^5
- *     stacks goes on with 10^5 stacks.
- *  3. Paths. Each stack that passes the filter becomes its path of keys from
- *     the root: folded frames are dropped and mark the element above them,
+ *     stack (the profile numbers its distinct stacks: fl_sample_t.stack_id),
+ *     so a profile of 10^6 samples over 10^5 stacks goes on with 10^5
+ *     stacks.
+ *  3. Paths. Each stack that passes the filter (its frames read from the
+ *     profile's prefix tree, one stack at a time) becomes its path of keys
+ *     from the root: folded frames are dropped and mark the element above them,
  *     recursion rewinds, a pruned frame ends the path.
  *  4. Trie. The paths are sorted, so that paths with a common prefix are
  *     neighbours, and the nodes are made from each path's difference to the
@@ -344,7 +345,7 @@ static bool keeps_waiting_call(const frame_role_t *roles, const uint32_t *stack,
 /* ---- distinct stacks ---- */
 
 typedef struct stack_sum {
-  const uint32_t *stack; /* the profile's shared copy */
+  uint32_t node; /* the stack's leaf in the profile's prefix tree */
   size_t n;
   uint64_t weight, allocs;
   uint32_t stack_id;
@@ -360,15 +361,15 @@ static int cmp_int(const void *a, const void *b) {
 #define CANCEL_EVERY 0xffff
 
 /* Sums the samples that pass the thread filter per distinct stack, in the
- * order the stacks first appear, indexed by the stack's pointer and
- * length. *sums is new. Returns the count; stops early when budget is
- * cancelled (the caller asks it). */
+ * order the stacks first appear. *sums is new. Returns the count; stops
+ * early when budget is cancelled (the caller asks it). */
 static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, fl_budget_t *budget,
                          stack_sum_t **sums, size_t *max_len) {
   size_t n_samples = fl_profile_n_samples(p), n = 0, cap = 0;
   stack_sum_t *s = NULL;
-  fl__index_t index;
-  fl__index_init(&index, 64);
+  size_t n_stacks = fl_profile_n_stacks(p);
+  uint32_t *sum_of = fl__xmalloc(n_stacks ? n_stacks : 1, sizeof *sum_of); /* by stack id */
+  memset(sum_of, 0xff, n_stacks * sizeof *sum_of);
   int *threads = NULL;
   if (o->threads) {
     threads = fl__xmalloc(o->n_threads, sizeof *threads);
@@ -376,40 +377,22 @@ static size_t sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, fl_budg
     qsort(threads, o->n_threads, sizeof *threads, cmp_int);
   }
   *max_len = 0;
-  const uint32_t *last = NULL;
-  size_t last_i = 0;
   for (size_t i = 0; i < n_samples; i++) {
     if (!(i & CANCEL_EVERY) && fl_budget_stopped(budget)) break;
     fl_sample_t smp;
     fl_profile_sample(p, i, &smp);
     if (threads && !bsearch(&smp.thread, threads, o->n_threads, sizeof *threads, cmp_int)) continue;
-    size_t k;
-    if (n && smp.stack == last && smp.n == s[last_i].n) {
-      k = last_i; /* runs of one stack are common */
-    } else {
-      uint64_t h = fl__mix64((uint64_t)(uintptr_t)smp.stack);
-      fl__probe_t pr;
-      uint32_t found;
-      for (found = fl__index_find(&index, h, &pr); found != FL__NONE;
-           found = fl__index_next(&index, &pr))
-        if (s[found].stack == smp.stack && s[found].n == smp.n) break;
-      if (found != FL__NONE) {
-        k = found;
-      } else {
-        if (n >= FL__NONE) fl__oom(0);
-        s = fl__grow(s, &cap, n + 1, sizeof *s);
-        k = n++;
-        s[k] = (stack_sum_t){.stack = smp.stack, .n = smp.n, .stack_id = smp.stack_id};
-        fl__index_add(&index, h, (uint32_t)k);
-        if (smp.n > *max_len) *max_len = smp.n;
-      }
-      last = smp.stack;
-      last_i = k;
+    uint32_t k = sum_of[smp.stack_id];
+    if (k == FL__NONE) {
+      s = fl__grow(s, &cap, n + 1, sizeof *s);
+      k = sum_of[smp.stack_id] = (uint32_t)n++;
+      s[k] = (stack_sum_t){.node = smp.node, .n = smp.n, .stack_id = smp.stack_id};
+      if (smp.n > *max_len) *max_len = smp.n;
     }
     s[k].weight += smp.weight;
     s[k].allocs += smp.allocs;
   }
-  fl__index_free(&index);
+  free(sum_of);
   free(threads);
   *sums = s;
   return n;
@@ -433,6 +416,7 @@ static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, siz
   int *lcall = fl__xmalloc(levels, sizeof *lcall);
   uint32_t *lfunc = fl__xmalloc(levels, sizeof *lfunc);
   uint32_t *on_path = flat ? fl__xcalloc(b->n_funcs + 1, sizeof *on_path) : NULL; /* level, 0: no */
+  uint32_t *stack = fl__xmalloc(levels, sizeof *stack); /* the stack's frame ids, root first */
   b->paths = fl__xmalloc(n_sums, sizeof *b->paths);
   b->path_keys = fl__xmalloc(total, sizeof *b->path_keys);
   b->path_status = fl__xmalloc(total, 1);
@@ -442,8 +426,8 @@ static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, siz
   b->n_paths = 0;
   for (size_t s = 0; s < n_sums; s++) {
     if (!(s & CANCEL_EVERY) && fl_budget_stopped(b->budget)) break;
-    const uint32_t *stack = sums[s].stack;
     size_t n = sums[s].n;
+    fl_profile_stack_ids(b->p, sums[s].node, n, stack);
     if (b->o->filter) {
       bool match = false;
       for (size_t i = 0; i < n && !match; i++) match = b->roles[stack[i]].match;
@@ -499,6 +483,7 @@ static void make_paths(builder_t *b, const stack_sum_t *sums, size_t n_sums, siz
   free(lcall);
   free(lfunc);
   free(on_path);
+  free(stack);
 }
 
 /* ---- the trie ---- */
@@ -860,8 +845,7 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   size_t n_frames = fl_profile_n_frames(p), n_stacks = fl_profile_n_stacks(p);
   if (fl_budget_charge_n(b.budget, n_frames,
                          sizeof(frame_role_t) + sizeof(fl_frame_t) + sizeof(ident_t) + 16, 0) < 0 ||
-      fl_budget_charge_n(b.budget, n_stacks, 2 * sizeof(stack_sum_t) + 16 + sizeof(uint32_t), 0) <
-          0)
+      fl_budget_charge_n(b.budget, n_stacks, 2 * sizeof(stack_sum_t) + 2 * sizeof(uint32_t), 0) < 0)
     goto refused;
   compute_roles(&b);
   size_t max_len = 0;
@@ -877,7 +861,7 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   for (size_t s = 0; s < n_sums; s++) frames += sums[s].n;
   if (fl_budget_charge_n(b.budget, frames, sizeof(uint32_t) + 1 + sizeof(int), frames) < 0 ||
       fl_budget_charge_n(b.budget, n_sums, sizeof(path_t) + 1, 0) < 0 ||
-      fl_budget_charge_n(b.budget, max_len + 1, 5 * sizeof(uint32_t) + sizeof(uint32_t), 0) < 0)
+      fl_budget_charge_n(b.budget, max_len + 1, 6 * sizeof(uint32_t) + sizeof(uint32_t), 0) < 0)
     goto refused_sums;
   make_paths(&b, sums, n_sums, max_len);
   if (fl_budget_stopped(b.budget) || make_nodes(&b, sums, max_len) < 0) goto refused_sums;

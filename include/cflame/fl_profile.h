@@ -16,9 +16,15 @@
  * Samples keep the order they were added in, and each its own time stamp
  * and thread: the merged tree (fl_tree), the inverted tree, a thread's
  * samples in time order (fl_timeline) and the totals per source line
- * (fl_lines) are all shapes built from them. A sample is a few words: each
- * distinct stack is stored once, so 10^6 samples take some 32 MB beside
- * their distinct stacks.
+ * (fl_lines) are all shapes built from them. A sample is a few words: 10^6
+ * samples take some 32 MB beside their stacks.
+ *
+ * Stacks are stored as a prefix tree: a stack node is a stack, its parent
+ * node (the stack without its leaf) plus one frame id, and stacks that
+ * share a prefix share its nodes. So a stack costs one node (16 bytes, and
+ * a hash index's slot unless it is its parent's first child) per distinct
+ * (prefix, frame), not a word per frame per stack: 10^4 stacks of depth
+ * 1,000 that share 999 frames are 10,999 nodes.
  *
  * Frames are interned: two frames with the same fields get the same id, and
  * their strings are owned by the profile. */
@@ -278,15 +284,15 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
 void fl_profile_clear(fl_profile_t *p);
 
 /* Iterating the samples, in the order they were added. Each distinct stack
- * is stored once: samples with equal stacks get equal stack pointers, so
- * the pair (stack, n) identifies a distinct stack, as does stack_id (0 ..
- * fl_profile_n_stacks - 1). The pointers stay valid until the profile is
- * changed. */
+ * is stored once, as its leaf node in the prefix tree of stacks: samples
+ * with equal stacks get equal nodes, and equal stack_ids (0 ..
+ * fl_profile_n_stacks - 1, in order of first appearance). Node and stack
+ * numbers stay valid until the profile is cleared. */
 size_t fl_profile_n_samples(const fl_profile_t *p);
 size_t fl_profile_n_stacks(const fl_profile_t *p);
 typedef struct fl_sample {
-  const uint32_t *stack; /* root first; borrowed */
-  size_t n;
+  uint32_t node; /* the stack's leaf node (FL_PROFILE_EMPTY_STACK when n is 0) */
+  size_t n;      /* its depth: how many frames */
   uint64_t weight;
   uint64_t allocs;
   int thread;
@@ -294,6 +300,28 @@ typedef struct fl_sample {
   uint32_t stack_id; /* the distinct stack's number */
 } fl_sample_t;
 void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out);
+
+/* The frame ids of the stack of depth n that ends at node (a sample's
+ * node and n), root first, into out (room for n): a walk from the leaf
+ * node to the root. */
+void fl_profile_stack_ids(const fl_profile_t *p, uint32_t node, size_t n, uint32_t *out);
+/* The frame id at depth k of s's stack (0: the root, s->n - 1: the leaf,
+ * at once; a walk of s->n - 1 - k nodes). k < s->n. */
+uint32_t fl_profile_sample_frame(const fl_profile_t *p, const fl_sample_t *s, size_t k);
+
+/* The prefix tree itself, for walks from a leaf to the root. Node 0
+ * (FL_PROFILE_EMPTY_STACK) is the empty stack; every other node is its
+ * parent's stack plus its frame, and has a higher number than its parent,
+ * so walking nodes in order meets parents first. Nodes are numbered
+ * 0 .. fl_profile_n_nodes - 1. */
+#define FL_PROFILE_EMPTY_STACK 0u
+#define FL_PROFILE_NO_NODE UINT32_MAX
+size_t fl_profile_n_nodes(const fl_profile_t *p);
+/* node's parent (FL_PROFILE_NO_NODE for the empty stack). */
+uint32_t fl_profile_node_parent(const fl_profile_t *p, uint32_t node);
+/* The frame id node adds to its parent's stack (FL_PROFILE_NO_FRAME for
+ * the empty stack). */
+uint32_t fl_profile_node_frame(const fl_profile_t *p, uint32_t node);
 
 /* The distinct threads seen, ascending. *threads is new (free it). */
 size_t fl_profile_threads(const fl_profile_t *p, int **threads);

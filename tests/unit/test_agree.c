@@ -195,7 +195,7 @@ static void tally_profile(const fl_profile_t *p, bool by_name, tally_t *funcs, t
     char fk[MAX_DEPTH + 2][96], lk[MAX_DEPTH + 2][96], tk[1][96];
     size_t nl = 0;
     for (size_t d = 0; d < s.n; d++) {
-      const fl_frame_t *f = fl_profile_frame(p, s.stack[d]);
+      const fl_frame_t *f = fl_profile_frame(p, fl_profile_sample_frame(p, &s, d));
       if (by_name)
         snprintf(fk[d], sizeof fk[d], "%s", f->func);
       else

@@ -126,7 +126,7 @@ static void stack_text(const fl_profile_t *p, size_t i, char *out, size_t size, 
   out[0] = '\0';
   for (size_t k = 0; k < s.n && o < size; k++)
     o += (size_t)snprintf(out + o, size - o, "%s%s", k ? ";" : "",
-                          fl_profile_frame(p, s.stack[k])->func);
+                          fl_profile_frame(p, fl_profile_sample_frame(p, &s, k))->func);
   if (weight) *weight = s.weight;
   if (thread) *thread = s.thread;
 }
@@ -191,7 +191,7 @@ static void test_samples(fl_symbolizer_t *sym) {
   CHECK_INT(info->total_weight, 7);
   /* The rule's flags, and the describer's module. */
   fl_profile_sample(p, 0, &s);
-  const fl_frame_t *leaf = fl_profile_frame(p, s.stack[s.n - 1]);
+  const fl_frame_t *leaf = fl_profile_frame(p, fl_profile_sample_frame(p, &s, s.n - 1));
   CHECK(leaf->flags & FL_FRAME_CELL);
   CHECK_STR(leaf->module, "test_collect");
   CHECK_STR(leaf->file ? strrchr(leaf->file, '/') + 1 : NULL, "test_collect.c");

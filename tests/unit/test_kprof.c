@@ -53,7 +53,8 @@ static uint64_t weight_of(const fl_profile_t *p, const char *func) {
   for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
     fl_sample_t s;
     fl_profile_sample(p, i, &s);
-    if (s.n && !strcmp(fl_profile_frame(p, s.stack[s.n - 1])->func, func)) w += s.weight;
+    if (s.n && !strcmp(fl_profile_frame(p, fl_profile_sample_frame(p, &s, s.n - 1))->func, func))
+      w += s.weight;
   }
   return w;
 }
@@ -73,7 +74,8 @@ static bool same_profile(const fl_profile_t *a, const fl_profile_t *b) {
     fl_profile_sample(b, i, &t);
     if (s.n != t.n || s.weight != t.weight || s.thread != t.thread) return false;
     for (size_t k = 0; k < s.n; k++)
-      if (strcmp(fl_profile_frame(a, s.stack[k])->func, fl_profile_frame(b, t.stack[k])->func))
+      if (strcmp(fl_profile_frame(a, fl_profile_sample_frame(a, &s, k))->func,
+                 fl_profile_frame(b, fl_profile_sample_frame(b, &t, k))->func))
         return false;
   }
   return true;

@@ -138,26 +138,26 @@ static void test_samples(void) {
   fl_sample_t s;
   fl_profile_sample(p, 0, &s);
   CHECK_INT(s.n, 2);
-  CHECK_INT(s.stack[0], ids[0]);
-  CHECK_INT(s.stack[1], ids[1]);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 0), ids[0]);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 1), ids[1]);
   CHECK_INT(s.weight, 3);
   CHECK_INT(s.allocs, 0);
   CHECK_INT(s.thread, 1);
-  const uint32_t *first_stack = s.stack;
+  uint32_t first_stack = s.stack_id;
   fl_profile_sample(p, 1, &s);
   CHECK_INT(s.n, 1);
-  CHECK_INT(s.stack[0], ids[0]);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 0), ids[0]);
   CHECK_INT(s.thread, 7);
   fl_profile_sample(p, 2, &s);
   CHECK_INT(s.n, 2);
-  CHECK_INT(s.stack[0], ids[2]);
-  CHECK_INT(s.stack[1], ids[3]);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 0), ids[2]);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 1), ids[3]);
   CHECK_INT(s.weight, 4);
   fl_profile_sample(p, 3, &s);
   CHECK_INT(s.weight, 1);
   CHECK_INT(s.thread, 2);
   /* Equal stacks are stored once. */
-  CHECK(s.stack == first_stack);
+  CHECK(s.stack_id == first_stack);
 
   /* An empty stack is a sample too (its weight is the root's self). */
   fl_profile_add_sample(p, NULL, 0, 2, 0, 1);
@@ -220,8 +220,8 @@ static void test_copy(void) {
   fl_sample_t s, t;
   fl_profile_sample(c, 2, &s);
   CHECK_INT(s.n, 2);
-  CHECK_INT(s.stack[0], ids[2]);
-  CHECK_INT(s.stack[1], ids[3]);
+  CHECK_INT(fl_profile_sample_frame(c, &s, 0), ids[2]);
+  CHECK_INT(fl_profile_sample_frame(c, &s, 1), ids[3]);
   CHECK_INT(s.weight, 4);
   CHECK_INT(s.thread, 2);
   /* The copy interns and shares stacks like the original. */
@@ -230,7 +230,7 @@ static void test_copy(void) {
   fl_profile_add_sample(c, st, 2, 1, 0, 1);
   fl_profile_sample(c, 0, &s);
   fl_profile_sample(c, 4, &t);
-  CHECK(s.stack == t.stack);
+  CHECK(s.stack_id == t.stack_id);
   CHECK_INT(fl_profile_n_samples(c), 5);
 
   /* Changing the copy leaves the original alone. */
@@ -283,15 +283,15 @@ static void test_merge(void) {
   fl_sample_t s, t;
   fl_profile_sample(p, 4, &s);
   CHECK_INT(s.n, 2);
-  CHECK_INT(s.stack[0], ids[2]); /* re-interned to p's ids */
-  CHECK_INT(s.stack[1], ids[3]);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 0), ids[2]); /* re-interned to p's ids */
+  CHECK_INT(fl_profile_sample_frame(p, &s, 1), ids[3]);
   CHECK_INT(s.weight, 5);
   CHECK_INT(s.thread, 3);
   fl_profile_sample(p, 2, &t);
-  CHECK(s.stack == t.stack); /* the same stack as p's own main:7 -> other */
+  CHECK(s.stack_id == t.stack_id); /* the same stack as p's own main:7 -> other */
   fl_profile_sample(p, 5, &s);
-  CHECK_STR(fl_profile_frame(p, s.stack[1])->func, "extra");
-  CHECK_STR(fl_profile_frame(p, s.stack[1])->file, "cell[2]");
+  CHECK_STR(fl_profile_frame(p, fl_profile_sample_frame(p, &s, 1))->func, "extra");
+  CHECK_STR(fl_profile_frame(p, fl_profile_sample_frame(p, &s, 1))->file, "cell[2]");
   /* src is unchanged. */
   CHECK_INT(fl_profile_n_samples(src), 2);
   CHECK_INT(fl_profile_n_frames(src), 3);
@@ -310,7 +310,7 @@ static void test_merge(void) {
   CHECK_INT(fl_profile_n_frames(p), 5);
   fl_profile_sample(p, 10, &s);
   fl_profile_sample(p, 4, &t);
-  CHECK(s.stack == t.stack);
+  CHECK(s.stack_id == t.stack_id);
   CHECK_INT(s.weight, 5);
 
   /* Under a root: every stack of src gets it outermost, the empty one too;
@@ -324,17 +324,17 @@ static void test_merge(void) {
   for (size_t i = 0; i < 3; i++) {
     fl_profile_sample(under, i, &s);
     CHECK_INT(s.n, i < 2 ? 3 : 1);
-    CHECK_STR(fl_profile_frame(under, s.stack[0])->func, "rank0");
-    CHECK_INT(fl_profile_frame(under, s.stack[0])->flags, FL_FRAME_ROOT);
+    CHECK_STR(fl_profile_frame(under, fl_profile_sample_frame(under, &s, 0))->func, "rank0");
+    CHECK_INT(fl_profile_frame(under, fl_profile_sample_frame(under, &s, 0))->flags, FL_FRAME_ROOT);
   }
   fl_profile_sample(under, 0, &s);
-  CHECK_STR(fl_profile_frame(under, s.stack[2])->func, "other");
+  CHECK_STR(fl_profile_frame(under, fl_profile_sample_frame(under, &s, 2))->func, "other");
   fl_profile_merge_under(under, under, &(fl_frame_t){.func = "again", .flags = FL_FRAME_ROOT});
   CHECK_INT(fl_profile_n_samples(under), 6);
   fl_profile_sample(under, 3, &s);
   CHECK_INT(s.n, 4);
-  CHECK_STR(fl_profile_frame(under, s.stack[0])->func, "again");
-  CHECK_STR(fl_profile_frame(under, s.stack[1])->func, "rank0");
+  CHECK_STR(fl_profile_frame(under, fl_profile_sample_frame(under, &s, 0))->func, "again");
+  CHECK_STR(fl_profile_frame(under, fl_profile_sample_frame(under, &s, 1))->func, "rank0");
   fl_profile_destroy(&under);
 
   fl_profile_destroy(&empty);
@@ -358,7 +358,8 @@ static uint64_t weight_of(const fl_profile_t *p, const char *name) {
   fl_sample_t s;
   for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
     fl_profile_sample(p, i, &s);
-    if (s.n == 1 && !strcmp(fl_profile_frame(p, s.stack[0])->func, name)) w += s.weight;
+    if (s.n == 1 && !strcmp(fl_profile_frame(p, fl_profile_sample_frame(p, &s, 0))->func, name))
+      w += s.weight;
   }
   return w;
 }
@@ -462,8 +463,8 @@ static void test_clear(void) {
   fl_sample_t s, t;
   fl_profile_sample(p, 0, &s);
   fl_profile_sample(p, 1, &t);
-  CHECK(s.stack == t.stack);
-  CHECK_INT(s.stack[1], ids[1]);
+  CHECK(s.stack_id == t.stack_id);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 1), ids[1]);
   CHECK_INT(info->total_weight, 5);
   CHECK_INT(info->samples, 2);
   fl_profile_destroy(&p);
@@ -655,9 +656,72 @@ static void test_many_samples(void) {
   for (int i = 0; i + DISTINCT < SAMPLES; i += 97) {
     fl_profile_sample(p, (size_t)i, &a);
     fl_profile_sample(p, (size_t)i + DISTINCT, &b); /* the same s */
-    if (a.stack != b.stack || a.n != DEPTH) bad++;
+    if (a.stack_id != b.stack_id || a.n != DEPTH) bad++;
   }
   CHECK_INT(bad, 0);
+  fl_profile_destroy(&p);
+}
+
+/* Stacks that share a prefix share its storage: 10^4 stacks of depth
+ * 1,000 that differ only in their leaf are 999 + 10^4 stack nodes, and
+ * the profile holds and charges bytes per node, where a word per frame
+ * per stack would be 4·10^7 bytes. Each sample still reads back whole,
+ * and a copy and a merge under a root keep the sharing. */
+static void test_shared_prefixes(void) {
+  enum { STACKS = 10000, DEPTH = 1000, WORDS = STACKS * DEPTH };
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_budget_t b;
+  fl_budget_init(&b, WORDS * sizeof(uint32_t) / 4); /* a quarter of a word per frame */
+  fl_profile_set_budget(p, &b);
+  static uint32_t st[DEPTH];
+  char name[16];
+  for (int d = 0; d < DEPTH - 1; d++) {
+    snprintf(name, sizeof name, "f%d", d);
+    st[d] = frame(p, name, "x.c", d, "prog", 0, 0);
+  }
+  int refused = 0;
+  for (int i = 0; i < STACKS; i++) {
+    snprintf(name, sizeof name, "leaf%d", i);
+    st[DEPTH - 1] = frame(p, name, "x.c", 0, "prog", 0, 0);
+    refused += fl_profile_add_sample(p, st, DEPTH, 1, 0, 1) < 0;
+  }
+  CHECK_INT(refused, 0);
+  CHECK_INT(fl_profile_n_stacks(p), STACKS);
+  CHECK_INT(fl_profile_n_nodes(p), 1 + (DEPTH - 1) + STACKS);
+  CHECK(fl_profile_bytes(p) < WORDS * sizeof(uint32_t) / 10);
+
+  /* Read back, root first and leaf to root. */
+  static uint32_t got[DEPTH];
+  fl_sample_t s;
+  fl_profile_sample(p, 1234, &s);
+  CHECK_INT(s.n, DEPTH);
+  CHECK_INT(s.stack_id, 1234);
+  fl_profile_stack_ids(p, s.node, s.n, got);
+  CHECK_STR(fl_profile_frame(p, got[DEPTH - 1])->func, "leaf1234");
+  int wrong = 0;
+  for (int d = 0; d < DEPTH - 1; d++) wrong += got[d] != st[d];
+  CHECK_INT(wrong, 0);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 0), st[0]);
+  CHECK_INT(fl_profile_sample_frame(p, &s, 500), st[500]);
+  CHECK_INT(fl_profile_sample_frame(p, &s, DEPTH - 1), got[DEPTH - 1]);
+  size_t up = 0;
+  for (uint32_t node = s.node; node != FL_PROFILE_EMPTY_STACK;
+       node = fl_profile_node_parent(p, node))
+    up++;
+  CHECK_INT(up, DEPTH);
+  CHECK_INT(fl_profile_node_parent(p, FL_PROFILE_EMPTY_STACK), FL_PROFILE_NO_NODE);
+
+  fl_profile_t *c = fl_profile_copy(p);
+  CHECK_INT(fl_profile_n_nodes(c), fl_profile_n_nodes(p));
+  fl_profile_t *under = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_merge_under(under, p, &(fl_frame_t){.func = "run", .flags = FL_FRAME_ROOT});
+  CHECK_INT(fl_profile_n_nodes(under), fl_profile_n_nodes(p) + 1);
+  fl_profile_sample(under, 1234, &s);
+  CHECK_INT(s.n, DEPTH + 1);
+  CHECK_STR(fl_profile_frame(under, fl_profile_sample_frame(under, &s, 0))->func, "run");
+  CHECK_STR(fl_profile_frame(under, fl_profile_sample_frame(under, &s, DEPTH))->func, "leaf1234");
+  fl_profile_destroy(&under);
+  fl_profile_destroy(&c);
   fl_profile_destroy(&p);
 }
 
@@ -739,6 +803,7 @@ int main(void) {
   test_clear();
   test_alloc();
   test_many_samples();
+  test_shared_prefixes();
   test_time_and_names();
   test_demangled();
   test_memory();
