@@ -78,8 +78,8 @@ void kn_profreq_split_statement(const char *args, unsigned groups, char **opts, 
   *stmt = fl__xstrdup(s);
 }
 
-int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
-                     kn_profreq_t *req, char *err, size_t err_size) {
+static int parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
+                 kn_profreq_t *req, char *err, size_t err_size) {
   memset(req, 0, sizeof *req);
   char shown[48]; /* as messages name it: with its % signs, one if it had none */
   snprintf(shown, sizeof shown, "%s%s", magic[0] == '%' ? "" : "%", magic);
@@ -196,6 +196,13 @@ const char *kn_profreq_kind_words(fl_profile_kind_t kind, fl_profile_kind_t othe
   /* Against another time profile, CPU time is the clock's choice. */
   if (kind == FL_PROFILE_CPU && fl_kind(other)->time) return "clock=cpu";
   return words[kind] ? words[kind] : fl_kind(kind)->name;
+}
+
+int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
+                     kn_profreq_t *req, char *err, size_t err_size) {
+  int rc = parse(prof, magic, args, groups, req, err, err_size);
+  if (rc < 0) kn_profreq_free(req);
+  return rc;
 }
 
 void kn_profreq_free(kn_profreq_t *req) {

@@ -80,7 +80,8 @@ typedef struct kn_profreq {
 
 /* Parses args of magic (for messages: "profview") taking the option groups
  * in `groups`, with defaults from the session's settings. Returns 0, or -1
- * with err naming what is valid. */
+ * with err naming what is valid and req holding nothing (kn_profreq_free
+ * is still safe). */
 int kn_profreq_parse(const kn_prof_t *prof, const char *magic, const char *args, unsigned groups,
                      kn_profreq_t *req, char *err, size_t err_size);
 void kn_profreq_free(kn_profreq_t *req);
