@@ -213,4 +213,9 @@ bool fl__perf_event(const char *s, size_t n, fl__perf_event_t *ev);
 /* Is this line a perf script frame line ("\t4011d6 main+0x16 (/tmp/prog)")? */
 bool fl__perf_frame_line(const char *s, size_t n);
 
+/* The option input_format='s choices ("auto|folded|...") and help, from
+ * fl_io.c's table of kinds (fl_options.c's row points here). */
+extern char fl__input_kind_choices[128];
+extern char fl__input_kind_help[512];
+
 #endif

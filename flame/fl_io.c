@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +27,13 @@
 
 #include "fl__io.h"
 
-/* The input kinds: the word that asks for each (--input-format), and the
- * name messages give it. In fl_input_kind_t's order. */
+/* The input kinds: the word that asks for each (input_format=, the
+ * command's --input-format), and the name messages give it. In
+ * fl_input_kind_t's order. */
 static const struct {
   const char *word, *name;
 } input_kinds[] = {
-    [FL_INPUT_AUTO] = {"auto", "auto"},
+    [FL_INPUT_AUTO] = {"auto", "told by the content"},
     [FL_INPUT_FOLDED] = {"folded", "folded stacks"},
     [FL_INPUT_PERF_SCRIPT] = {"perf", "perf script"},
     [FL_INPUT_PPROF] = {"pprof", "pprof"},
@@ -42,7 +42,9 @@ static const struct {
 };
 
 const char *fl_input_kind_name(fl_input_kind_t kind) {
-  return (size_t)kind < FL__ARRAY_SIZE(input_kinds) ? input_kinds[kind].name : "auto";
+  return (size_t)kind < FL__ARRAY_SIZE(input_kinds) && kind != FL_INPUT_AUTO
+             ? input_kinds[kind].name
+             : "auto";
 }
 
 int fl_input_kind_parse(const char *word, fl_input_kind_t *kind) {
@@ -54,20 +56,35 @@ int fl_input_kind_parse(const char *word, fl_input_kind_t *kind) {
   return -1;
 }
 
-/* The list is made once from the table; pthread_once, because a front end
- * may first ask for it from any thread (a kernel job's error message). */
+/* The option input_format='s choices and help (fl_options.c's row points
+ * here) and fl_input_kinds' list, written from the table before main
+ * runs: the row is const like the rest, and the texts are never written
+ * while a thread may read them. */
+char fl__input_kind_choices[128];
+char fl__input_kind_help[512];
 static char input_kinds_list[128];
-static pthread_once_t input_kinds_once = PTHREAD_ONCE_INIT;
 
-static void make_input_kinds(void) {
-  size_t used = 0;
-  for (size_t i = 0; i < FL__ARRAY_SIZE(input_kinds); i++)
-    used += (size_t)snprintf(input_kinds_list + used, sizeof input_kinds_list - used, "%s%s",
-                             i ? ", " : "", input_kinds[i].word);
+__attribute__((constructor)) static void write_input_kind_texts(void) {
+  size_t choices = 0, list = 0, help = 0;
+  help = (size_t)snprintf(fl__input_kind_help, sizeof fl__input_kind_help, "the inputs' format (");
+  for (size_t i = 0; i < FL__ARRAY_SIZE(input_kinds); i++) {
+    const char *w = input_kinds[i].word, *name = input_kinds[i].name;
+    choices += (size_t)snprintf(fl__input_kind_choices + choices,
+                                sizeof fl__input_kind_choices - choices, "%s%s", i ? "|" : "", w);
+    list += (size_t)snprintf(input_kinds_list + list, sizeof input_kinds_list - list, "%s%s",
+                             i ? ", " : "", w);
+    if (strcmp(w, name))
+      help += (size_t)snprintf(fl__input_kind_help + help, sizeof fl__input_kind_help - help,
+                               "%s%s: %s", i ? "; " : "", w, name);
+  }
+  help += (size_t)snprintf(fl__input_kind_help + help, sizeof fl__input_kind_help - help, ")");
+  /* the buffers are the table's to size */
+  if (choices >= sizeof fl__input_kind_choices || list >= sizeof input_kinds_list ||
+      help >= sizeof fl__input_kind_help)
+    abort();
 }
 
 const char *fl_input_kinds(void) {
-  pthread_once(&input_kinds_once, make_input_kinds);
   return input_kinds_list;
 }
 

@@ -13,6 +13,7 @@
 #include "cflame/fl_events.h"
 #include "cflame/fl_io.h"
 #include "fl__common.h"
+#include "fl__io.h"
 #include "fl__render.h"
 #include "fl__view.h"
 
@@ -283,6 +284,8 @@ static const row_t rows[] = {
     NONE("as", FL_OPT_STRING, .shown_def = "the session profile", .metavar = "NAME",
          .help = "keep it as a baseline of this name instead of the session profile",
          .groups = FL_OPTS_LOAD),
+    NONE("input_format", FL_OPT_ENUM, fl__input_kind_choices, .def = "auto",
+         .help = fl__input_kind_help, .groups = FL_OPTS_LOAD | FL_OPTS_CLI_INPUT),
     NONE("per_input", FL_OPT_BOOL, .def = "false",
          .help = "each input file under a root frame of its own, named after it; without, "
                  "they are merged",

@@ -297,6 +297,8 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
       goto out;
     }
   }
+  /* one of the row's choices, checked when the words were parsed */
+  if ((v = kn_opts_get(&o, "input_format"))->set) fl_input_kind_parse(v->s, &read.kind);
   /* checked when the words were parsed (the option table's check_size) */
   if ((v = kn_opts_get(&o, "max_memory"))->set &&
       fl_input_limit_parse(v->s, &budget.max_bytes, NULL, 0) < 0)
@@ -305,8 +307,8 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     snprintf(err, err_size,
              "%%profload needs a PATH: folded stacks (flamegraph.pl, inferno, %%profsave "
              "x.folded), the text of perf script, or a pprof profile (Go's runtime/pprof, "
-             "%%profsave x.pb.gz); %%profload PATH [PATH...] [as=NAME] [per_input=true] "
-             "[max_input_size=SIZE] [max_memory=SIZE]");
+             "%%profsave x.pb.gz); %%profload PATH [PATH...] [as=NAME] [input_format=KIND] "
+             "[per_input=true] [max_input_size=SIZE] [max_memory=SIZE]");
     goto out;
   }
   p = fl_profile_new(FL_PROFILE_CPU);

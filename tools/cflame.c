@@ -79,7 +79,6 @@ static const char usage_head[] =
 static const char usage_output[] =
     "  -o, --output FILE      write to FILE (default: standard output); on any\n"
     "                         error nothing is written and FILE is left as it was\n";
-static const char usage_inputs[] = "                         (default: auto, by content)\n";
 
 static const char usage_tail[] =
     "  -h, --help             this text\n"
@@ -120,8 +119,6 @@ static void print_usage(void) {
   for (size_t i = 0; (f = fl_output_format_at(i)) != NULL; i++)
     printf("    %-9s %-9s %s\n", f->name, f->ending, f->help);
   fputs(usage_output, stdout);
-  printf("      --input-format KIND  %s\n", fl_input_kinds());
-  fputs(usage_inputs, stdout);
   char *lines = fl_options_help(FL_OPTS_CLI_INPUT, FL_FRONT_COMMAND);
   printf("%s\n", lines);
   free(lines);
@@ -133,16 +130,13 @@ static void print_usage(void) {
   fputs(usage_tail, stdout);
 }
 
-enum {
-  OPT_INPUT_FORMAT = 256,
-  OPT_TABLE, /* OPT_TABLE + 2 i: the table's option i; + 1: its --no- form */
-};
+/* OPT_TABLE + 2 i: the table's option i; + 1: its --no- form. */
+enum { OPT_TABLE = 256 };
 
 /* The options the table does not hold; the table's follow (long_options). */
 static const struct option own_options[] = {
     {"format", required_argument, NULL, 'f'},
     {"output", required_argument, NULL, 'o'},
-    {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
 };
@@ -160,7 +154,7 @@ static const struct option *long_options(const char **valid) {
   *valid = list;
   if (n) return all;
   size_t used =
-      (size_t)snprintf(list, sizeof list, "-f/--format, -o/--output, --input-format");
+      (size_t)snprintf(list, sizeof list, "-f/--format, -o/--output");
   memcpy(all, own_options, sizeof own_options);
   n = N_OWN;
   const fl_option_t *o;
@@ -202,6 +196,8 @@ static void say_io_error(const fl_io_error_t *e) {
 static void store_own(cli_t *c, const fl_optval_t *v, const char *raw) {
   if (!strcmp(v->key, "per_input"))
     c->per_input = v->b;
+  else if (!strcmp(v->key, "input_format")) /* one of the row's choices */
+    fl_input_kind_parse(v->s, &c->input_kind);
   else if (!strcmp(v->key, "max_input_size")) /* checked by the row */
     fl_input_limit_parse(v->s, &c->max_input, NULL, 0);
   else if (!strcmp(v->key, "diff"))
@@ -241,10 +237,6 @@ static int parse_args(int argc, char **argv, cli_t *c) {
       case 'o':
         if (!*optarg) return usage_error("-o: the output file name is empty");
         c->output = optarg;
-        break;
-      case OPT_INPUT_FORMAT:
-        if (fl_input_kind_parse(optarg, &c->input_kind) < 0)
-          return usage_error("--input-format %s: unknown; valid: %s", optarg, fl_input_kinds());
         break;
       case 'h': print_usage(); return 0;
       case 'V': printf("cflame %s\n", fl_version_string()); return 0;

@@ -510,6 +510,23 @@ def test_profload_many_files_merged_or_each_its_own_root(kc, tmp_path):
     assert "per_input=maybe" in reply["evalue"] and "true or false" in reply["evalue"]
 
 
+def test_profload_input_format_names_the_reader(kc, tmp_path):
+    """input_format= (the command's --input-format) reads a file as the
+    format it names instead of telling it by content: folded stacks read
+    as speedscope are refused by the JSON reader, and a word that names no
+    format is refused with the valid ones; nothing loaded is lost."""
+    f = tmp_path / "run.folded"
+    f.write_text("main;solve 30\nmain;exchange 10\n")
+    assert "Loaded 40 samples" in ok(kc, f"%profload {f} input_format=folded")
+    reply, _ = fails(kc, f"%profload {f} input_format=speedscope", "MagicError")
+    assert "not valid JSON" in reply["evalue"], reply["evalue"]
+    reply, _ = fails(kc, f"%profload {f} input_format=xml", "MagicError")
+    assert "input_format=xml" in reply["evalue"], reply["evalue"]
+    assert "folded, perf, pprof, speedscope or trace" in reply["evalue"], reply["evalue"]
+    rows = rows_of(flame(kc, "%profshow")[0])
+    assert sum(r["count"] for r in rows if r["func"] == "solve") == 30, rows
+
+
 @pytest.mark.parametrize("args, words", [
     ("", ["PATH", "perf script", "pprof", "as=NAME", "per_input=true"]),
     ("x.folded colour=red", ["colour", "as", "per_input", "max_input_size"]),
