@@ -618,8 +618,9 @@ int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, 
              pid <= 0 ? "not a process id" : "cflame cannot sample itself");
     return -1;
   }
-  if (opts->interval_ns < 1000000) {
-    snprintf(err, err_size, "the interval of an attach is at least 1 ms");
+  if (opts->interval_ns < FL_ATTACH_INTERVAL_MIN_NS) {
+    snprintf(err, err_size, "the interval of an attach is at least %g ms",
+             (double)FL_ATTACH_INTERVAL_MIN_NS / 1e6);
     return -1;
   }
   attach_t a = {.pid = pid, .opts = opts, .r = r, .n_words = FIRST_WORDS};

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cflame/fl_attach.h"
 #include "cflame/fl_events.h"
 #include "cflame/fl_io.h"
 #include "cflame/fl_options.h"
@@ -35,12 +36,6 @@
 #ifndef CFLAME_PRELOAD_FROM_BIN
 #error "CFLAME_PRELOAD_FROM_BIN comes from CMake: the preloaded libraries' directory from bindir"
 #endif
-
-/* --pid: 100 Hz, each sample a stop of the thread (fl_attach.h); at most
- * 1 kHz. The other defaults and ranges are the option table's rows
- * (fl_options.c), which the notebook's magics read too. */
-#define DEFAULT_ATTACH_DELAY_S 0.01
-#define MIN_ATTACH_DELAY_S 0.001
 
 typedef struct opts {
   const char *output; /* -o; NULL: ./PROGRAM.cflame.EXT */
@@ -279,12 +274,15 @@ static int parse(int argc, char **argv, opts_t *o) {
       return usage_error(
           "--pid samples CPU time only: %s needs the program run by cflame record -- PROGRAM",
           o->allocs ? "--allocs" : o->wall ? "--clock wall" : "--event");
-    if (!o->delay_given) o->delay_s = DEFAULT_ATTACH_DELAY_S;
-    if (o->delay_s < MIN_ATTACH_DELAY_S)
+    /* --pid's own default and least interval are the attach's (fl_attach.h);
+     * the other defaults and ranges are the option table's rows. */
+    const double least = (double)FL_ATTACH_INTERVAL_MIN_NS / 1e9;
+    if (!o->delay_given) o->delay_s = (double)FL_ATTACH_INTERVAL_NS / 1e9;
+    if (o->delay_s < least)
       return usage_error(
           "--delay %g: with --pid, at least %g s (each sample stops the thread: more often "
           "would slow the program down more than it tells)",
-          o->delay_s, MIN_ATTACH_DELAY_S);
+          o->delay_s, least);
   } else {
     if (i >= argc)
       return usage_error(

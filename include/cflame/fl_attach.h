@@ -43,8 +43,15 @@ CFLAME_BEGIN_DECLS
 
 typedef struct fl_attach_result fl_attach_result_t;
 
+/* The interval an attach samples at unless asked otherwise, 10 ms (100 Hz,
+ * as perf's and py-spy's attaches), and the shortest it takes, 1 ms: each
+ * sample stops the thread, which costs the target more than a sample in
+ * its own process does. */
+#define FL_ATTACH_INTERVAL_NS 10000000ull
+#define FL_ATTACH_INTERVAL_MIN_NS 1000000ull
+
 typedef struct fl_attach_opts {
-  uint64_t interval_ns;  /* of each thread's CPU time, at least 1 ms */
+  uint64_t interval_ns;  /* of each thread's CPU time, at least FL_ATTACH_INTERVAL_MIN_NS */
   uint64_t buffer_words; /* the most record words kept (then samples are dropped) */
   double duration_s;     /* the attach ends after this long; <= 0: no limit */
   int stop_fd;           /* -1, or a descriptor whose being readable ends the attach

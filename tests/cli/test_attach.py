@@ -214,8 +214,11 @@ def test_threads_started_after_the_attach_have_their_shares(bins, tmp_path):
     assert wa and wb, stacks
     check_share(share_points(wb, wa + wb), share_points(cpu["b"], cpu["a"] + cpu["b"]), wa + wb,
                 cpu, err)
-    # Each thread's stacks start at its start routine, as in any recording.
-    assert all(s.split(";")[1] in ("main", "thread_a", "thread_b") for s in stacks), stacks
+    # Each thread's work is under its start routine, as in any recording. A
+    # thread taken as it exits, in libc's teardown after its routine has
+    # returned (__call_tls_dtors), is rightly under no routine.
+    assert all(s.split(";")[1] in ("main", "thread_a", "thread_b") for s in stacks
+               if s.endswith((";one", ";three", ";burn"))), stacks
     assert re.search(r"in 1 process, [23] threads", err), err
 
 
