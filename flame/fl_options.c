@@ -76,8 +76,10 @@ static const row_t rows[] = {
                  "the clock)",
          .groups = FL_OPTS_SAMPLING | FL_OPTS_RECORD),
     NONE("n", FL_OPT_INT, NULL, 1000, 1e9, .def = "1000000",
-         .help = "sample buffer size in frames (a sample costs its depth plus 4); when it is "
-                 "full, sampling stops and the output says so; the cell goes on",
+         .shown_def = "1000000; 16777216 for allocations", .metavar = "WORDS",
+         .help = "the record buffer's size in 8-byte words (a sample costs its depth plus 4, "
+                 "an allocation its depth plus 5); when it is full, recording stops and the "
+                 "output says so; the cell goes on",
          .groups = FL_OPTS_SAMPLING),
     NONE("clock", FL_OPT_ENUM, "cpu|wall", .def = "cpu",
          .help = "what a sample is: an interval of CPU time, or of wall time, where the time a "

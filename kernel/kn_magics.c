@@ -119,7 +119,7 @@ static const kn_magic_def_t magics[] = {
     {.name = "profinit", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_init,
      .options = KN_OPTS_SAMPLING,
      .usage = "%profinit [n=FRAMES] [delay=SECONDS]",
-     .help = "Show or set the sample buffer size (frames) and the sampling interval "
+     .help = "Show or set the sample buffer size (8-byte words) and the sampling interval "
              "(seconds)."},
     {.name = "profsize", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_size,
      .usage = "%profsize WIDTH HEIGHT",

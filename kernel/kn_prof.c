@@ -15,6 +15,7 @@
 
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_collect.h"
+#include "cflame/fl_options.h"
 #include "cflame/fl_render.h"
 #include "cflame/fl_sampler.h"
 #include "cflame/fl_symbol.h"
@@ -61,11 +62,23 @@ struct kn_prof {
 };
 
 static void group_digits(char *buf, size_t size, uint64_t v);
+/* The default of the option table's row name, a number, times scale. */
+static uint64_t row_default(const char *name, double scale) {
+  return (uint64_t)(strtod(fl_option_default(fl_option_find(name), FL_FRONT_NOTEBOOK), NULL) *
+                        scale +
+                    0.5);
+}
+
 kn_prof_t *kn_prof_new(const char *session_dir) {
   kn_prof_t *p = fl__xcalloc(1, sizeof *p);
-  p->settings.delay_ns = KN_PROF_DEFAULT_DELAY_NS;
-  p->settings.n_words = KN_PROF_DEFAULT_WORDS;
-  p->settings.width = 800;
+  /* The settings start at the option table's defaults (delay=, n=, width=,
+   * height=), which %profinit and %profsize then change. */
+  p->settings.delay_ns = row_default("delay", 1e9);
+  p->settings.n_words = row_default("n", 1);
+  fl_view_opts_t view;
+  fl_view_opts_init(&view);
+  p->settings.width = view.width;
+  p->settings.height = view.height;
   kn_prof_set_dir(p, session_dir);
   p->session = fl_profile_new(FL_PROFILE_CPU);
   p->history = kn_profhist_new(KN_PROFHIST_BUDGET_BYTES);

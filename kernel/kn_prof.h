@@ -33,9 +33,6 @@
 #include "cflame/fl_symbol.h"
 #include "cflame/fl_tree.h"
 
-#define KN_PROF_DEFAULT_DELAY_NS 1000000ull
-#define KN_PROF_DEFAULT_WORDS 1000000ull
-
 /* How a profiled run is used, whatever kind of samples it takes (the
  * request's fl_profile_kind_t: CPU time, allocations, ...). */
 typedef enum kn_profmode {
@@ -51,7 +48,7 @@ typedef struct kn_prof kn_prof_t;
 /* What every profiled run starts from, unless its options say otherwise. */
 typedef struct kn_prof_settings {
   uint64_t delay_ns; /* %profinit delay= */
-  uint64_t n_words;  /* %profinit n= (buffer size in frames) */
+  uint64_t n_words;  /* %profinit n= (buffer size in 8-byte words) */
   int width, height; /* %profsize; height 0: sized to the depth */
 } kn_prof_settings_t;
 

@@ -457,7 +457,7 @@ int kn_profmagic_init(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
   if (kn_profreq_parse(kp, "profinit", args, KN_OPTS_SAMPLING, &req, err, err_size) < 0) return -1;
   if (req.positional[0]) {
     snprintf(err, err_size,
-             "%%profinit takes n= (buffer size in frames) and delay= (sampling "
+             "%%profinit takes n= (buffer size in 8-byte words) and delay= (sampling "
              "interval in seconds)");
     kn_profreq_free(&req);
     return -1;
