@@ -618,7 +618,11 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   d->partner = m.d.partner; /* kept for the functions */
   m.d.partner = NULL;
   d->funcs = fl__xcalloc(1, sizeof *d->funcs);
+  goto done;
 
+fail:
+  fl_diff_destroy(&d);
+done:
   free(vis_to_full_d);
   free(full_to_vis_d);
   free(vis_to_full_o);
@@ -629,19 +633,6 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
   fl__strset_free(&names);
   free(redefined);
   return d;
-
-fail:
-  free(vis_to_full_d);
-  free(full_to_vis_d);
-  free(vis_to_full_o);
-  free(full_to_vis_o);
-  free(m.work);
-  fl__diff_side_free(&m.d);
-  fl__diff_side_free(&m.o);
-  fl__strset_free(&names);
-  free(redefined);
-  fl_diff_destroy(&d);
-  return NULL;
 }
 
 void fl_diff_destroy(fl_diff_t **dp) {

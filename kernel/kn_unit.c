@@ -173,16 +173,6 @@ static void put_expression(fl__buf_t *sb, int cell, const kn_item_t *it) {
 #define VALUE_LARGE KN_VALUE_VAR "_large"
 #define VALUE_SIZE KN_VALUE_VAR "_size"
 
-/* The names in put_value_code's code: KN_VALUE_VAR and its locals. The
- * generated code is written one line of it a source line, clang-format
- * off. */
-#define VALUE KN_VALUE_VAR
-#define VALUE_TYPE KN_VALUE_TYPE_VAR
-#define VALUE_VOID KN_VALUE_VAR "_void"
-#define VALUE_DECAYS KN_VALUE_VAR "_decays"
-#define VALUE_LARGE KN_VALUE_VAR "_large"
-#define VALUE_SIZE KN_VALUE_VAR "_size"
-
 /* The code that shows the value of the cell's trailing expression EXPR:
  * it is evaluated once, as the initializer of cflame_value (arrays and
  * functions decay to pointers there), and appears three times more under
