@@ -393,7 +393,7 @@ void fl__svg_escaped(fl__buf_t *b, const char *s, size_t n);
 void fl__svg_text(fl__buf_t *b, const char *s);
 /* A pixel value with one decimal, without a trailing ".0". */
 void fl__svg_px(fl__buf_t *b, double px);
-/* What the interactive SVG's script (flame/fl_svg_script.js) is told of
+/* What the interactive SVG's script (flame/draw/fl_svg_script.js) is told of
  * an SVG: the kind of drawing in its data-cflame attribute. A graph's and
  * a chart's frames zoom along x, inside the plot from FL__SVG_MARGIN to
  * the width less FL__SVG_MARGIN (data-plot); a table's rows do not. */
@@ -406,7 +406,7 @@ void fl__svg_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *
                      char notes[][FL__NOTE_SIZE], const double *note_y, int n_notes);
 
 /* svg (what a view's SVG renderer wrote) made interactive by itself: the
- * script of flame/fl_svg_script.js before its closing tag, and when hint
+ * script of flame/draw/fl_svg_script.js before its closing tag, and when hint
  * is not NULL, that line at its top right, which the script takes away
  * (what a viewer without scripts shows instead). New string. */
 char *fl__svg_interactive(const char *svg, const char *hint);
