@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fl__render.h"
+#include "fl__table.h"
 
 typedef enum { FL__SRC_FILE, FL__SRC_LINE, FL__SRC_GAP, FL__SRC_REMOVED } fl__src_kind_t;
 
