@@ -63,13 +63,11 @@ char *fl__clean_text(const char *s, bool lines) {
   return out;
 }
 
-
 size_t fl__utf8_chars(const char *s) {
   size_t n = 0;
   for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
   return n;
 }
-
 
 int fl__cmp_str(const char *a, const char *b) {
   if (a == b) return 0;

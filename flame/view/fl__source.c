@@ -658,9 +658,9 @@ json_t *fl__source_layers(const fl__table_t *tb, const fl__table_column_t *colum
     json_array_append_new(rows_layer, fl__table_text(tb, &columns[i]));
   text_layers(tb, width, x_text, rows_layer);
   json_t *layers = fl__nonnull(json_array());
-  json_array_append_new(layers,
-                        fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values,
-                                              "transform", transform, "layer", rows_layer)));
+  json_array_append_new(
+      layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values, "transform",
+                                    transform, "layer", rows_layer)));
   fl__table_headers(tb, heads, n_heads, layers);
   return layers;
 }

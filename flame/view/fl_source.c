@@ -155,8 +155,8 @@ static char *text_of(void *state) {
 static json_t *row_value(const fl_tree_t *t, const fl__source_t *s, const fl__src_row_t *r,
                          size_t i) {
   json_t *o = fl__nonnull(json_pack("{s:I,s:s,s:o,s:I,s:I}", "i", (json_int_t)i, "k",
-                                    fl__source_kind_name(r->kind), "file", fl__json_text(r->file), "self",
-                                    (json_int_t)r->self, "total", (json_int_t)r->total));
+                                    fl__source_kind_name(r->kind), "file", fl__json_text(r->file),
+                                    "self", (json_int_t)r->self, "total", (json_int_t)r->total));
   if (r->kind == FL__SRC_FILE) {
     char heading[600];
     file_heading(heading, sizeof heading, t, r, s->total);
@@ -345,7 +345,8 @@ json_t *fl_source_bundle(const fl_tree_t *t, const fl_view_opts_t *v, const fl_s
 /* ---- view=source (fl__view.h): a tree's lines, or a diff's (fl_source_diff.c) ---- */
 
 int fl__view_source(const fl__view_in_t *in, fl__drawing_t what, fl__drawn_t *out) {
-  *out = in->diff ? fl__source_diff_draw(in->diff, in->view, in->source, what, in->err, in->err_size)
-                  : draw(in->tree, in->view, in->source, what, in->err, in->err_size);
+  *out = in->diff
+             ? fl__source_diff_draw(in->diff, in->view, in->source, what, in->err, in->err_size)
+             : draw(in->tree, in->view, in->source, what, in->err, in->err_size);
   return out->json || out->text ? 0 : -1;
 }

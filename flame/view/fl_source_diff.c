@@ -190,8 +190,8 @@ static char *text_of(void *state) {
 /* ---- Vega-Lite ---- */
 
 static json_t *row_value(const sdiff_t *sd, const fl__src_row_t *r, size_t i) {
-  json_t *o = fl__nonnull(json_pack("{s:I,s:s,s:o}", "i", (json_int_t)i, "k", fl__source_kind_name(r->kind),
-                                    "file", fl__json_text(r->file)));
+  json_t *o = fl__nonnull(json_pack("{s:I,s:s,s:o}", "i", (json_int_t)i, "k",
+                                    fl__source_kind_name(r->kind), "file", fl__json_text(r->file)));
   if (r->kind == FL__SRC_GAP) return o;
   char h[600];
   if (r->kind == FL__SRC_FILE) file_heading(sd, r, h, sizeof h);
