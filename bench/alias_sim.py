@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Simulates the sampler's jitter against aliasing (flame/fl_sampler.c).
+"""Simulates the sampler's jitter against aliasing (flame/sample/fl_sampler.c).
 
 A workload repeats a loop of period k intervals, the first quarter in a()
 and the rest in b(). The sampler fires after periods drawn uniformly from

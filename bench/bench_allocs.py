@@ -15,7 +15,7 @@ by a driver, bench/workloads/allocs_main.c, built twice with the cell
 flags and -Wl,-z,now:
 
   plain       the driver alone: the loop on glibc's malloc;
-  interposed  the driver with flame/fl_allocs_entry.c and
+  interposed  the driver with flame/sample/fl_allocs_entry.c and
               build/lib/libcflame_sampler.a, exporting its symbols, as the
               worker is: every malloc and free goes through cflame's entry
               points. Recording does what the worker does for a
@@ -87,7 +87,7 @@ def build(build_dir, out):
     for argv in ([*CFLAGS, "-fPIC", "-shared", "-o", out / "allocs_cell.so", CELL],
                  [*common, "-o", plain, WORKLOAD, "-ldl"],
                  [*common, "-DCFLAME_ALLOCS", f"-I{REPO / 'include'}", "-rdynamic", "-o",
-                  interposed, WORKLOAD, REPO / "flame" / "fl_allocs_entry.c", *libs,
+                  interposed, WORKLOAD, REPO / "flame" / "sample" / "fl_allocs_entry.c", *libs,
                   "-lunwind", "-lpthread", "-ldl", "-lm"]):
         r = subprocess.run([CC, *map(str, argv)], capture_output=True, text=True)
         if r.returncode != 0:

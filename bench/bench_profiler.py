@@ -141,7 +141,9 @@ def build_tools(build_dir, out):
     inc = ["-I", str(src / "include"), "-I", str(build_dir / "include")]
     obj = out / "deepstack.o"
     cc(*CFLAGS, "-c", WORKLOADS / "deepstack.c", "-o", obj)
-    cc(*CFLAGS, *inc, "-I", str(src / "flame"), "-c", WORKLOADS / "overhead_main.c",
+    # fl__rng.h: in flame/sample/, or flame/ in a tree from before the rooms.
+    inc += ["-I", str(src / "flame" / "sample"), "-I", str(src / "flame")]
+    cc(*CFLAGS, *inc, "-c", WORKLOADS / "overhead_main.c",
        "-o", out / "overhead_main.o")
     # Linked as the worker is: the sampler, libunwind, and -z now (the
     # handler must never enter the loader to bind a symbol).

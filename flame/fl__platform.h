@@ -6,7 +6,7 @@
  * and the C library when it configures; the #error below stops a build
  * that goes around it. The code that reads a signal's context or siginfo
  * or an instruction's bytes goes through the helpers here: the sampler
- * (flame/fl_sampler.c) and the worker's crash and interrupt handlers
+ * (flame/sample/fl_sampler.c) and the worker's crash and interrupt handlers
  * (kernel/worker/kw_fault.c), which include this header from flame/.
  *
  * Elsewhere, in its own code: fl_sampler_call (fl_sampler.c) is written in

@@ -7,7 +7,7 @@
  * Built twice by bench/bench_allocs.py with the cell flags (-O2 -g
  * -fno-omit-frame-pointer) and -Wl,-z,now:
  *   plain       this file alone: glibc's malloc, no interposition;
- *   interposed  with -DCFLAME_ALLOCS, flame/fl_allocs_entry.c and
+ *   interposed  with -DCFLAME_ALLOCS, flame/sample/fl_allocs_entry.c and
  *               build/lib/libcflame_sampler.a, exporting its symbols
  *               (-rdynamic), as the worker is.
  * Each dlopens allocs_cell.so as the worker dlopens a cell. The interposed

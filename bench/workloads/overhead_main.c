@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #include "cflame/fl_sampler.h"
-#include "fl__rng.h" /* flame/: the sampler's own generator */
+#include "fl__rng.h" /* flame/sample/: the sampler's own generator */
 
 uint64_t deepstack_run(long iters);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The floor under any sampler built on signals: what one perf task-clock
- * signal (SIGTRAP by attr.sigtrap, as flame/fl_sampler.c uses) costs the
+ * signal (SIGTRAP by attr.sigtrap, as flame/sample/fl_sampler.c uses) costs the
  * sampled thread when its handler does nothing, does what cflame's handler
  * does (unw_backtrace), or also reads the thread's CPU clock.
  *

@@ -4,7 +4,7 @@
  * Runs inside the profiled process (cflame's worker), which interposes the
  * allocator's entry points (malloc, calloc, realloc, reallocarray, free,
  * posix_memalign, aligned_alloc, memalign, valloc, pvalloc: see
- * flame/fl_allocs_entry.c) and calls the hooks below around glibc's own.
+ * flame/sample/fl_allocs_entry.c) and calls the hooks below around glibc's own.
  * While recording, each allocation call is sampled with probability
  * sample_rate (1: every one, exactly); a sampled one is unwound and
  * appended to a preallocated buffer the caller provides (cflame maps a

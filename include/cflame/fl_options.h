@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_options: every option of every front door, defined once.
  *
- * One table (flame/fl_options.c) holds each option of the tree, the view,
+ * One table (flame/output/fl_options.c) holds each option of the tree, the view,
  * the text reports and the diffs, and those of sampling (delay, clock,
  * event, allocations), of reading files and of the command lines (--pid,
  * --diff, --fail-above, ...): its name, type, default, valid values, one

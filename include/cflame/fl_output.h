@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fl_output: one way from a profile to an output, for every front end.
  *
- * A table of output formats (flame/fl_output.c: name, file ending,
+ * A table of output formats (flame/output/fl_output.c: name, file ending,
  * writer) and one function that draws a profile, or the diff of a profile
  * against a baseline, with the drawing options (fl_options.h) in a format:
  * the notebook's %profsave, the cflame command and `cflame record` all end

@@ -32,7 +32,7 @@
 CFLAME_BEGIN_DECLS
 
 /* A view: what a profile is drawn as (the option view=, fl_options.h). The
- * views are the rows of one table (flame/fl_views.c), in the order of the
+ * views are the rows of one table (flame/view/fl_views.c), in the order of the
  * HTML page's tabs; each view's tree is built by fl_tree with the options
  * that view sets. */
 typedef struct fl_view_info {

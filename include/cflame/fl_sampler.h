@@ -134,7 +134,7 @@ typedef enum fl_sampler_clock {
 } fl_sampler_clock_t;
 
 /* The calls a thread waits in, each with what it waits for: the functions
- * the recorders interpose (flame/fl__waits.c) to time, by name. A wait
+ * the recorders interpose (flame/sample/fl__waits.c) to time, by name. A wait
  * record's wait is 1 + the call's place in this list. */
 #define FL_SAMPLER_WAIT_CALLS(X)                                                                   \
   X(sleep, "sleep")                                                                                \

@@ -127,7 +127,7 @@ def test_live_true_shows_what_was_not_freed(kc):
 
 @pytest.mark.skipif(bool(os.environ.get("CFLAME_SANITIZED")),
                     reason="under AddressSanitizer, strdup is ASan's and allocates from ASan "
-                           "directly, not through the worker's malloc (flame/fl_allocs_entry.c)")
+                           "directly, not through the worker's malloc (flame/sample/fl_allocs_entry.c)")
 def test_strdup_inside_libc_counts_under_its_caller(kc):
     bundle, rows = show(kc, "%%profallocs sample_rate=1\nduplicate();", "strdup")
     assert total(rows, "duplicate") == 100 * 100 and total(rows, "duplicate", "allocs") == 100

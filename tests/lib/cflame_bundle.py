@@ -7,7 +7,7 @@ the fields docs/PROFILING.md names ("The data behind the graph"); and from
 the other views (view_of): a top view's rows (top_rows_of), a chart's bars
 (chart_bars_of), a sandwich's two halves (sandwich_halves_of).
 
-The spec holds them compactly (flame/fl_vegalite.c): data.values is a CSV
+The spec holds them compactly (flame/draw/fl_vegalite.c): data.values is a CSV
 table of numbers, a line per frame; lookup transforms turn the string
 columns' numbers into strings from datasets.strings, a CSV table of "k,s";
 x1, pct and depth1 follow from the rest. This reads them by the spec's own
@@ -25,7 +25,7 @@ MD_MIME = "text/markdown"
 
 def svg_of(bundle):
     """The SVG of a bundle: its one copy is in the markdown item, inside a
-    <div> (flame/fl_bundle.c), as %profsave NAME.svg writes it but for the
+    <div> (flame/draw/fl_bundle.c), as %profsave NAME.svg writes it but for the
     file's last newline and its hint (svg_of_file)."""
     m = re.search(r"<svg\b.*</svg>", bundle[MD_MIME], re.S)
     assert m, f"no SVG in the bundle's markdown: {bundle[MD_MIME][:200]!r}"
@@ -33,7 +33,7 @@ def svg_of(bundle):
 
 
 # The line an SVG file has, where a bundle's SVG does not, for viewers that
-# run no script (flame/fl_output.c's write_svg).
+# run no script (flame/output/fl_output.c's write_svg).
 SVG_FILE_HINT = ("<text class='cflame-hint' x='100%' dx='-10' y='12' font-size='10' "
                  "text-anchor='end' fill='#888888'>Open this file in a web browser to hover, "
                  "zoom and search.</text>\n")
@@ -119,8 +119,8 @@ def sandwich_halves_of(spec):
 
 
 _SVG = "{http://www.w3.org/2000/svg}"
-_LABEL_BASELINE = 0.36 * 11  # a label's baseline below its level's middle (flame/fl_svg.c)
-# A band's words, the longest that fit its piece (flame/fl__render.c).
+_LABEL_BASELINE = 0.36 * 11  # a label's baseline below its level's middle (flame/draw/fl_svg.c)
+# A band's words, the longest that fit its piece (flame/draw/fl__render.c).
 BAND_WORDS = re.compile(r"^\u2026 ([0-9,]+)(?: more levels(?: \(click to open\))?)?$")
 
 
@@ -163,7 +163,7 @@ def graph_drawing_of(svg):
 
 
 # A frame this wide has room for three characters of its label
-# (flame/fl_svg.c: 6.6 px each, 3 px of padding either side), whatever its
+# (flame/draw/fl_svg.c: 6.6 px each, 3 px of padding either side), whatever its
 # width before the SVG rounded it to 0.1 px.
 LABEL_MIN_WIDTH = 3 * 6.6 + 6 + 0.05
 
@@ -193,7 +193,7 @@ def check_deep_drawing(svg, levels=None):
     drawn = len({f["y"] for f in d["frames"]})
     said = [p["levels"] for p in d["band"] if p["levels"] is not None]
     # A part of the band says "… N": it is labelled where those 2 + digits
-    # characters fit (flame/fl__render.c, fl__band_label).
+    # characters fit (flame/draw/fl__render.c, fl__band_label).
     room = (2 + len(f"{max(said, default=0):,}")) * 6.6 + 6 + 0.05
     assert said and all(p["levels"] for p in d["band"] if p["w"] >= room), d["band"]
     if levels is not None:

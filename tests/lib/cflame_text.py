@@ -3,7 +3,7 @@
 
 cflame's messages and summaries print a count with thousands separators
 ("wrote x.pb.gz: 1,577 samples every 1 ms", the SVG's "1,577 samples, one
-every 1 ms": fl__thousands in flame/fl__render.c); its text reports' columns
+every 1 ms": fl__thousands in flame/draw/fl__render.c); its text reports' columns
 print plain digits ("Total: 1577 samples"). A test reads either with COUNT in
 its pattern and count() on what it matched, never with a bare \\d+, which
 matches a run of 999 samples and not one of 1,000.

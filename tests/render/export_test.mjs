@@ -81,7 +81,7 @@ for (const [k, file] of pages.entries()) {
       // one is the graph.
       if (svg.parentElement && svg.parentElement.closest('svg')) return;
       // A frame has a title, or, once the SVG's script has set it up, the
-      // title's text (flame/fl_svg_script.js).
+      // title's text (flame/draw/fl_svg_script.js).
       const titled = [...svg.querySelectorAll('path')].filter(r => r.querySelector('title') || (r.cflame && r.cflame.e === r));
       if (titled.length === 0) return;
       svg.setAttribute('data-export-test', String(i));

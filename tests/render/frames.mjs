@@ -3,7 +3,7 @@
 // of its Vega-Lite spec as rows (framesOf), one object per frame with the
 // fields docs/PROFILING.md names ("The data behind the graph").
 //
-// The spec holds them compactly (flame/fl_vegalite.c): data.values is a CSV
+// The spec holds them compactly (flame/draw/fl_vegalite.c): data.values is a CSV
 // table of numbers, a line per frame; lookup transforms turn the string
 // columns' numbers into strings from datasets.strings, a CSV table of
 // "k,s"; x1, pct and depth1 follow from the rest. This reads them the same
@@ -25,7 +25,7 @@ function numbers(text) {
 }
 
 /* A bundle's SVG: its one copy is in the markdown item, inside a <div>
- * (flame/fl_bundle.c). null when there is none. */
+ * (flame/draw/fl_bundle.c). null when there is none. */
 export function svgOf(bundle) {
   const md = bundle?.['text/markdown'];
   return (typeof md === 'string' && md.match(/<svg[\s\S]*<\/svg>/)?.[0]) || null;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Tries cflame's interactive SVG (flame/fl_svg_script.js) in a page, as a
+// Tries cflame's interactive SVG (flame/draw/fl_svg_script.js) in a page, as a
 // reader would: the checks that tests of every front end share.
 //
 // titlesOf(text) reads, from the file a page was made of (an SVG, an HTML

@@ -3,7 +3,7 @@
 // the flame graph: which view a spec draws (usermeta.cflame.view), its rows
 // and what they must show.
 //
-// view=top (flame/fl_top.c): the data rows are {func, file, module, symbol,
+// view=top (flame/view/fl_top.c): the data rows are {func, file, module, symbol,
 // self, total, color}; the spec ranks them by the param `sort` ("self" or
 // "total"; ties by the other, then by name) and keeps the first 50; sumpct
 // runs over the self shares in that order.
@@ -69,7 +69,7 @@ export function topDrawnProblem(spec, drawn, sort) {
   return null;
 }
 
-// view=source (flame/fl_source.c): rows {i, k, file, line, text, self,
+// view=source (flame/view/fl_source.c): rows {i, k, file, line, text, self,
 // total} in order: a "file" row, then its "line" and "gap" rows.
 
 /* The data rows of a source spec. */
@@ -105,7 +105,7 @@ export function sourceRowsProblem(spec) {
   return null;
 }
 
-// view=source of a diff (flame/fl_source_diff.c, usermeta.cflame.diff):
+// view=source of a diff (flame/view/fl_source_diff.c, usermeta.cflame.diff):
 // rows {i, k ("file", "line", "gap" or "removed"), file, line, ln, text,
 // self, total, base_self, base_total, delta, deltas, xs, ys, change ("" for
 // a line without weight), color}.
@@ -152,7 +152,7 @@ export function hotLines(spec) {
     .sort((a, b) => b.self - a.self || b.total - a.total);
 }
 
-// view=chart (flame/fl_chart.c): bar rows {f, fi, m, th, co (indexes into
+// view=chart (flame/view/fl_chart.c): bar rows {f, fi, m, th, co (indexes into
 // datasets.strings), d (depth), t0, t1 (seconds), n (count)}; the spec makes
 // each bar's top from its depth and its lane's (datasets.lanetops, by th).
 
@@ -190,7 +190,7 @@ export function chartProblem(spec) {
   return null;
 }
 
-// view=top of a diff (flame/fl_top_diff.c, usermeta.cflame.diff): rows
+// view=top of a diff (flame/view/fl_top_diff.c, usermeta.cflame.diff): rows
 // {rank, func, file, module, self, total, base_self, base_total, delta,
 // change, color}, by |delta|.
 
@@ -212,7 +212,7 @@ export function topDiffProblem(spec) {
   return null;
 }
 
-// view=sandwich (flame/fl_sandwich.c): two flame specs in a vconcat, the
+// view=sandwich (flame/view/fl_sandwich.c): two flame specs in a vconcat, the
 // callers' (a flame graph) above the callees' (an icicle), their names
 // suffixed _callers and _callees, their string tables in the top-level
 // datasets.

@@ -3,7 +3,7 @@
  * frames of its Vega-Lite spec as rows (frames_of), one object per frame
  * with the fields docs/PROFILING.md names ("The data behind the graph").
  *
- * The spec holds them compactly (flame/fl_vegalite.c): data.values is a
+ * The spec holds them compactly (flame/draw/fl_vegalite.c): data.values is a
  * CSV table of numbers, a line per frame; lookup transforms turn the
  * string columns' numbers into strings from datasets.strings, a CSV table
  * of "k,s"; x1, pct and depth1 follow from the rest. This reads them by
@@ -18,7 +18,7 @@
 #include <string.h>
 
 /* The SVG of a bundle, whose one copy is in the markdown item, inside a
- * <div> (flame/fl_bundle.c): from the first <svg to the last </svg> (a
+ * <div> (flame/draw/fl_bundle.c): from the first <svg to the last </svg> (a
  * sandwich nests two), as the Python and JavaScript readers take it. A new
  * string, or NULL when there is none. */
 static inline char *svg_of(json_t *bundle) {
@@ -189,7 +189,7 @@ static inline int cmp_str(const void *a, const void *b) {
 }
 
 /* What is wrong with the frames of svg against the spec's rows, or NULL:
- * each frame is a <path> in a <g stroke='COLOUR'> (flame/fl_svg.c), whose
+ * each frame is a <path> in a <g stroke='COLOUR'> (flame/draw/fl_svg.c), whose
  * <title> starts with its label (its function, with what tells it from a
  * sibling of the same name); the frames drawn in each colour must be the
  * rows of that colour, label for label. Static storage. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The wait wrappers (flame/fl__waits.c) in a wall-clock run, where a
+/* The wait wrappers (flame/sample/fl__waits.c) in a wall-clock run, where a
  * program's signal handler itself waits while a wait is being recorded,
  * as libuv's self-pipe handler writes: the inner wait must not re-enter
  * libunwind, whose per-thread cache the outer one is walking, and the

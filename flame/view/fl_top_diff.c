@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fl__render.h"
+#include "fl__table.h"
 
 #define ROW_PX 18.0
 #define BAR_PX 14.0

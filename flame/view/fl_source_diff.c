@@ -148,7 +148,8 @@ static void file_heading(const sdiff_t *sd, const fl__src_row_t *r, char *out, s
 
 /* ---- text ---- */
 
-static char *text_of(const sdiff_t *sd) {
+static char *text_of(void *state) {
+  sdiff_t *sd = state;
   const fl__source_t *s = &sd->s;
   fl__buf_t out = {0};
   char a[48], b[48], line[400];
@@ -188,18 +189,9 @@ static char *text_of(const sdiff_t *sd) {
 
 /* ---- Vega-Lite ---- */
 
-static const char *kind_name(fl__src_kind_t k) {
-  switch (k) {
-    case FL__SRC_FILE: return "file";
-    case FL__SRC_GAP: return "gap";
-    case FL__SRC_REMOVED: return "removed";
-    default: return "line";
-  }
-}
-
 static json_t *row_value(const sdiff_t *sd, const fl__src_row_t *r, size_t i) {
-  json_t *o = fl__nonnull(json_pack("{s:I,s:s,s:o}", "i", (json_int_t)i, "k", kind_name(r->kind),
-                                    "file", fl__json_text(r->file)));
+  json_t *o = fl__nonnull(json_pack("{s:I,s:s,s:o}", "i", (json_int_t)i, "k",
+                                    fl__source_kind_name(r->kind), "file", fl__json_text(r->file)));
   if (r->kind == FL__SRC_GAP) return o;
   char h[600];
   if (r->kind == FL__SRC_FILE) file_heading(sd, r, h, sizeof h);
@@ -227,10 +219,6 @@ static json_t *row_value(const sdiff_t *sd, const fl__src_row_t *r, size_t i) {
   return o;
 }
 
-static int spec_width(const fl_view_opts_t *v) {
-  return v->width > X_TEXT + 300 ? v->width : X_TEXT + 300;
-}
-
 static json_t *transform(const sdiff_t *sd) {
   char expr[600];
   json_t *tr = fl__nonnull(json_array());
@@ -251,13 +239,14 @@ static json_t *transform(const sdiff_t *sd) {
   return tr;
 }
 
-static json_t *vegalite_of(sdiff_t *sd) {
+static json_t *vegalite_of(void *state) {
+  sdiff_t *sd = state;
   const fl__source_t *s = &sd->s;
   const fl_view_opts_t *v = sd->v;
   const fl__theme_t *th = fl__theme_of(v);
   json_t *values = fl__nonnull(json_array());
   for (size_t i = 0; i < s->n; i++) json_array_append_new(values, row_value(sd, &s->rows[i], i));
-  int width = spec_width(v);
+  int width = fl__source_width(v, X_TEXT);
   fl__table_t tb = {.th = th, .y_field = "i", .row_px = ROW_PX, .bar_px = BAR_PX};
   const char *lines = "datum.k === 'line' || datum.k === 'removed'";
   const fl__table_column_t columns[] = {
@@ -273,14 +262,8 @@ static json_t *vegalite_of(sdiff_t *sd) {
                                       "(datum.k === 'line' || datum.k === 'removed') && "
                                       "datum.change !== ''",
                                       X_BARS, BARS_PX));
-  for (size_t i = 0; i < FL__ARRAY_SIZE(columns); i++)
-    json_array_append_new(rows_layer, fl__table_text(&tb, &columns[i]));
-  fl__source_text_layers(&tb, width, X_TEXT, rows_layer);
-  json_t *layers = fl__nonnull(json_array());
-  json_array_append_new(
-      layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values, "transform",
-                                    transform(sd), "layer", rows_layer)));
-  fl__table_headers(&tb, sd->heads, N_HEADS, layers);
+  json_t *layers = fl__source_layers(&tb, columns, FL__ARRAY_SIZE(columns), width, X_TEXT,
+                                     rows_layer, values, transform(sd), sd->heads, N_HEADS);
   char description[200];
   snprintf(description, sizeof description, "Source changes of %s: %zu rows of %zu files",
            fl_tree_root(s->t)->frame.func, s->n, s->files_shown);
@@ -293,10 +276,11 @@ static json_t *vegalite_of(sdiff_t *sd) {
 
 /* ---- SVG ---- */
 
-static char *svg_of(sdiff_t *sd) {
+static char *svg_of(void *state) {
+  sdiff_t *sd = state;
   const fl__source_t *s = &sd->s;
   const fl_view_opts_t *v = sd->v;
-  int width = spec_width(v);
+  int width = fl__source_width(v, X_TEXT);
   size_t text_chars = (size_t)((width - X_TEXT) / FL__TABLE_CHAR_PX);
   fl__buf_t b = {0};
   fl__svg_table_t l;
@@ -328,12 +312,7 @@ static char *svg_of(sdiff_t *sd) {
     fl__svg_cell(&b, l.x0 + X_OTHER, mid, true, y);
     if (any) fl__svg_cell(&b, l.x0 + X_CHANGE, mid, false, fl__change_name(r->change));
     fl__svg_cell(&b, l.x0 + X_LINE, mid, true, ln);
-    if (r->text) {
-      char *text = fl__source_text(r->text, r->len), *shown = fl__text_cut(text, text_chars);
-      fl__svg_cell(&b, l.x0 + X_TEXT, mid, false, shown);
-      free(shown);
-      free(text);
-    }
+    fl__source_svg_text(&b, &l, r, mid, X_TEXT, text_chars);
     if (!any) fl__buf_puts(&b, "</g>\n");
   }
   fl__buf_puts(&b, "</g>\n</svg>\n");
@@ -342,41 +321,35 @@ static char *svg_of(sdiff_t *sd) {
 
 /* ---- the entry points ---- */
 
+static const fl__source_drawings_t drawings = {vegalite_of, svg_of, text_of};
+
+fl__drawn_t fl__source_diff_draw(const fl_diff_t *d, const fl_view_opts_t *v,
+                                 const fl_source_reader_t *r, fl__drawing_t what, char *err,
+                                 size_t err_size) {
+  fl__drawn_t out = {0};
+  sdiff_t sd;
+  if (sdiff_init(&sd, d, v, r, err, err_size) < 0) return out;
+  fl__source_draw(&drawings, &sd, sd.v, what, &out);
+  fl__source_free(&sd.s);
+  return out;
+}
+
 json_t *fl_source_diff_vegalite(const fl_diff_t *d, const fl_view_opts_t *v,
                                 const fl_source_reader_t *r, char *err, size_t err_size) {
-  sdiff_t sd;
-  if (sdiff_init(&sd, d, v, r, err, err_size) < 0) return NULL;
-  json_t *spec = vegalite_of(&sd);
-  fl__source_free(&sd.s);
-  return spec;
+  return fl__source_diff_draw(d, v, r, FL__DRAW_VEGALITE, err, err_size).json;
 }
 
 char *fl_source_diff_svg(const fl_diff_t *d, const fl_view_opts_t *v, const fl_source_reader_t *r,
                          char *err, size_t err_size) {
-  sdiff_t sd;
-  if (sdiff_init(&sd, d, v, r, err, err_size) < 0) return NULL;
-  char *svg = svg_of(&sd);
-  fl__source_free(&sd.s);
-  return svg;
+  return fl__source_diff_draw(d, v, r, FL__DRAW_SVG, err, err_size).text;
 }
 
 char *fl_text_source_diff(const fl_diff_t *d, const fl_view_opts_t *v, const fl_source_reader_t *r,
                           char *err, size_t err_size) {
-  sdiff_t sd;
-  if (sdiff_init(&sd, d, v, r, err, err_size) < 0) return NULL;
-  char *text = text_of(&sd);
-  fl__source_free(&sd.s);
-  return text;
+  return fl__source_diff_draw(d, v, r, FL__DRAW_TEXT, err, err_size).text;
 }
 
 json_t *fl_source_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v,
                               const fl_source_reader_t *r, char *err, size_t err_size) {
-  sdiff_t sd;
-  if (sdiff_init(&sd, d, v, r, err, err_size) < 0) return NULL;
-  char *svg = svg_of(&sd), *report = text_of(&sd);
-  json_t *bundle = fl__bundle_assemble(vegalite_of(&sd), svg, report, sd.v);
-  free(svg);
-  free(report);
-  fl__source_free(&sd.s);
-  return bundle;
+  return fl__source_diff_draw(d, v, r, FL__DRAW_BUNDLE, err, err_size).json;
 }

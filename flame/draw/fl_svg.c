@@ -386,7 +386,7 @@ static void put_vanished(fl__buf_t *b, const fl_diff_t *d, const fl__theme_t *th
   fl__buf_puts(b, "</g>\n");
 }
 
-extern const char fl__svg_script[]; /* flame/fl_svg_script.js, generated */
+extern const char fl__svg_script[]; /* flame/draw/fl_svg_script.js, generated */
 
 char *fl__svg_interactive(const char *svg, const char *hint) {
   const char *end = NULL;

@@ -1,13 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fl_source: the source view (view=source), each source line with the
- * weight spent on it, as pprof list and perf annotate show it, drawn as a
- * text report, a Vega-Lite spec and an SVG.
- *
- * The weights per line are fl_lines's: self goes to the line of the
- * innermost frame that has one, passing over system libraries and the
- * allocator (a call into libc counts on the line that made it); total to
- * every line on the stack once. Inlined code counts on the line it came
- * from, since the symbolizer records inlined frames with their lines.
+/* fl__source: the source view's rows (fl__source.h), for a profile or a
+ * diff, and what its two drawings (fl_source.c, fl_source_diff.c) share:
+ * the table's width, its text columns and layers, a row's kind, the SVG's
+ * headings and texts, and the four drawings made from one set of rows.
  *
  * Which lines: the files with samples, the one with the most self weight
  * first, at most MAX_FILES (with focus=FUNC, the files of FUNC's frames).
@@ -15,13 +10,8 @@
  * cells, files on disk); a file of at most WHOLE_LINES lines is shown
  * whole, a longer one as windows of CONTEXT lines around its sampled
  * lines, a "⋮" row between windows. A file that cannot be read shows its
- * sampled lines without text. Lines with no samples are drawn dimmed.
- * A diff's source has the lines of both profiles (fl__source.h says how
- * they pair) and is drawn by fl_source_diff.c.
- *
- * Rows: a file row (k "file": its name, self, total and heading), then line rows
- * (k "line": line, text, self, total) and gap rows (k "gap"); the
- * Vega-Lite data holds them in order with their index i. */
+ * sampled lines without text. A diff's rows hold the lines of both
+ * profiles (fl__source.h says how they pair). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
@@ -36,7 +26,6 @@
 #include "cflame/fl_diff.h"
 #include "cflame/fl_lines.h"
 #include "fl__source.h"
-#include "fl__view.h"
 
 #define MAX_FILES 5
 #define WHOLE_LINES 150
@@ -48,17 +37,6 @@
  * lines (fl__source.h), in pairs of lines: 4 MB of table. */
 #define ALIGN_MAX_CELLS 1e6
 
-#define ROW_PX 16.0
-#define BAR_PX 12.0
-#define HEAT_COLOR "#e0452c"
-#define DIM_OPACITY 0.45
-
-enum { X_SELF = 60, X_SELFPCT = 115, X_TOTAL = 185, X_TOTALPCT = 240 };
-enum { X_BARS = 252, BARS_PX = 100, X_LINE = 395, X_TEXT = 405 };
-static const fl__table_head_t heads[] = {{"Self", X_SELF, true},   {"Self%", X_SELFPCT, true},
-                                         {"Total", X_TOTAL, true}, {"Total%", X_TOTALPCT, true},
-                                         {"Line", X_LINE, true},   {"Source", X_TEXT, false}};
-#define N_HEADS (FL__ARRAY_SIZE(heads))
 
 /* ---- which files are read ----
  *
@@ -593,49 +571,7 @@ int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d,
   return 0;
 }
 
-/* The lines under the title. */
-static int source_notes(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *s,
-                        char notes[FL__MAX_NOTES][FL__NOTE_SIZE]) {
-  char what[300], more[200];
-  const char *lines[3] = {what, more};
-  size_t n_lines = 1;
-  snprintf(what, sizeof what,
-           "source: the %s spent on each line (self: in the line itself, with the libraries it "
-           "calls; total: with the functions it calls)%s%s",
-           fl__unit(t), v->focus ? "; the files of " : "", v->focus ? v->focus : "");
-  if (s->n_files > s->files_shown || s->unreadable) {
-    snprintf(more, sizeof more, "%zu of %zu files with self %s shown%s", s->files_shown, s->n_files,
-             fl__unit(t),
-             s->unreadable ? "; a file that could not be read shows its sampled lines without "
-                             "their text"
-                           : "");
-    n_lines++;
-  }
-  fl__buf_t outside = FL__BUF_INIT;
-  fl__source_outside_note(s, &outside);
-  if (outside.len) lines[n_lines++] = outside.data;
-  int n = fl__view_notes(v, lines, n_lines, notes);
-  fl__buf_free(&outside);
-  return n;
-}
-
-/* "12.34%", or "." for nothing. */
-static void share_text(char out[16], uint64_t n, uint64_t total) {
-  if (n == 0)
-    snprintf(out, 16, ".");
-  else
-    snprintf(out, 16, "%.2f%%", 100.0 * (double)n / (double)(total ? total : 1));
-}
-
-/* A count as the table prints it: "." for nothing, bytes with units. */
-static void count_text(char out[48], const fl_tree_t *t, uint64_t n) {
-  if (n == 0)
-    snprintf(out, 48, ".");
-  else if (fl__is_alloc(t) && !fl__alloc_counts(t))
-    fl__bytes(out, 48, n);
-  else
-    fl__thousands(n, out);
-}
+/* ---- what the drawings share ---- */
 
 char *fl__source_text(const char *text, size_t len) {
   fl__buf_t b = {0};
@@ -655,67 +591,18 @@ char *fl__source_text(const char *text, size_t len) {
   return clean;
 }
 
-/* "cell[3]  self 947 samples (75.04%), hottest line 947 (75.04%)". */
-static void file_heading(char *out, size_t size, const fl_tree_t *t, const fl__src_row_t *r,
-                         uint64_t total) {
-  char self[48], share[16];
-  if (r->self == 0) { /* a file of callers only */
-    snprintf(out, size, "%s  no self %s", r->file, fl__unit(t));
-    return;
+const char *fl__source_kind_name(fl__src_kind_t k) {
+  switch (k) {
+    case FL__SRC_FILE: return "file";
+    case FL__SRC_GAP: return "gap";
+    case FL__SRC_REMOVED: return "removed";
+    default: return "line";
   }
-  count_text(self, t, r->self);
-  share_text(share, r->self, total);
-  snprintf(out, size, "%s  self %s %s (%s)", r->file, self, fl__unit(t), share);
 }
 
-/* ---- text ---- */
-
-static char *text_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *sp) {
-  const fl__source_t s = *sp; /* read only */
-  fl__buf_t out = {0};
-  char total[48];
-  count_text(total, t, s.total);
-  fl__buf_printf(&out, "Total: %s %s\n", total, fl__unit(t));
-  fl__buf_printf(&out, "Source: the %s spent on each line, self and total%s%s\n", fl__unit(t),
-                 v->focus ? "; the files of " : "", v->focus ? v->focus : "");
-  if (s.n_files > s.files_shown)
-    fl__buf_printf(&out, "(%zu of %zu files with self %s shown)\n", s.files_shown, s.n_files,
-                   fl__unit(t));
-  if (s.unreadable)
-    fl__buf_printf(&out, "(%zu file%s could not be read: %s sampled lines without their text)\n",
-                   s.unreadable, s.unreadable == 1 ? "" : "s", s.unreadable == 1 ? "its" : "their");
-  if (s.outside) {
-    fl__buf_puts(&out, "(");
-    fl__source_outside_note(&s, &out);
-    fl__buf_puts(&out, ")\n");
-  }
-  if (s.n == 0) fl__buf_puts(&out, "No sample has a source line.\n");
-  for (size_t i = 0; i < s.n; i++) {
-    const fl__src_row_t *row = &s.rows[i];
-    char a[48], b[16], c[48], d[16];
-    if (row->kind == FL__SRC_FILE) {
-      char heading[600];
-      file_heading(heading, sizeof heading, t, row, s.total);
-      fl__buf_printf(&out, "\n%s\n%10s %7s %10s %7s %6s  Source\n", heading, "Self", "Self%",
-                     "Total", "Total%", "Line");
-      continue;
-    }
-    if (row->kind == FL__SRC_GAP) {
-      fl__buf_printf(&out, "%*s\xe2\x8b\xae\n", 10 + 1 + 7 + 1 + 10 + 1 + 7 + 1 + 6 + 2, "");
-      continue;
-    }
-    count_text(a, t, row->self);
-    share_text(b, row->self, s.total);
-    count_text(c, t, row->total);
-    share_text(d, row->total, s.total);
-    char *text = row->text ? fl__source_text(row->text, row->len) : NULL;
-    fl__buf_printf(&out, "%10s %7s %10s %7s %6d  %s\n", a, b, c, d, row->line, text ? text : "");
-    free(text);
-  }
-  return fl__buf_take(&out);
+int fl__source_width(const fl_view_opts_t *v, int x_text) {
+  return v->width > x_text + 300 ? v->width : x_text + 300;
 }
-
-/* ---- Vega-Lite ---- */
 
 json_t *fl__source_src(void) {
   return fl__vl_calculate(
@@ -748,7 +635,9 @@ json_t *fl__source_indent(int x_text) {
   return fl__vl_calculate(expr, "tx");
 }
 
-void fl__source_text_layers(const fl__table_t *tb, int width, int x_text, json_t *rows_layer) {
+/* The layers that draw the rows' src: a line's text at its indentation,
+ * a file's heading in bold across the table. */
+static void text_layers(const fl__table_t *tb, int width, int x_text, json_t *rows_layer) {
   const fl__table_column_t columns[] = {
       {.field = "src",
        .x_field = "tx",
@@ -761,241 +650,43 @@ void fl__source_text_layers(const fl__table_t *tb, int width, int x_text, json_t
     json_array_append_new(rows_layer, fl__table_text(tb, &columns[i]));
 }
 
-static const char *kind_name(fl__src_kind_t k) {
-  return k == FL__SRC_FILE ? "file" : k == FL__SRC_GAP ? "gap" : "line";
-}
-
-static json_t *row_value(const fl_tree_t *t, const fl__source_t *s, const fl__src_row_t *r,
-                         size_t i) {
-  json_t *o = fl__nonnull(json_pack("{s:I,s:s,s:o,s:I,s:I}", "i", (json_int_t)i, "k",
-                                    kind_name(r->kind), "file", fl__json_text(r->file), "self",
-                                    (json_int_t)r->self, "total", (json_int_t)r->total));
-  if (r->kind == FL__SRC_FILE) {
-    char heading[600];
-    file_heading(heading, sizeof heading, t, r, s->total);
-    json_object_set_new(o, "heading", fl__json_text(heading));
-  }
-  if (r->kind == FL__SRC_LINE) {
-    json_object_set_new(o, "line", json_integer(r->line));
-    char *text = r->text ? fl__source_text(r->text, r->len) : fl__xstrdup("");
-    json_object_set_new(o, "text", fl__json_text(text));
-    free(text);
-  }
-  return o;
-}
-
-static int spec_width(const fl_view_opts_t *v) {
-  return v->width > X_TEXT + 300 ? v->width : X_TEXT + 300;
-}
-
-static json_t *source_transform(const fl_tree_t *t, uint64_t total_weight) {
-  char expr[600];
-  double total = total_weight ? (double)total_weight : 1;
-  const char *fmt = fl__is_alloc(t) && !fl__alloc_counts(t) ? "'.3~s'" : "','";
-  json_t *tr = fl__nonnull(json_array());
-  snprintf(expr, sizeof expr, "100 * datum.self / %.17g", total);
-  json_array_append_new(tr, fl__vl_calculate(expr, "selfpct"));
-  snprintf(expr, sizeof expr, "100 * datum.total / %.17g", total);
-  json_array_append_new(tr, fl__vl_calculate(expr, "totalpct"));
-  snprintf(expr, sizeof expr, "datum.self ? format(datum.self, %s) : '.'", fmt);
-  json_array_append_new(tr, fl__vl_calculate(expr, "selfs"));
-  snprintf(expr, sizeof expr, "datum.total ? format(datum.total, %s) : '.'", fmt);
-  json_array_append_new(tr, fl__vl_calculate(expr, "totals"));
-  json_array_append_new(
-      tr, fl__vl_calculate("datum.self ? format(datum.selfpct, '.2f') + '%' : '.'", "selfpcts"));
-  json_array_append_new(
-      tr, fl__vl_calculate("datum.total ? format(datum.totalpct, '.2f') + '%' : '.'", "totalpcts"));
-  snprintf(expr, sizeof expr, "datum.k === 'line' && datum.total === 0 ? %g : 1", DIM_OPACITY);
-  json_array_append_new(tr, fl__vl_calculate(expr, "op"));
-  json_array_append_new(tr, fl__source_src());
-  json_array_append_new(tr, fl__source_indent(X_TEXT));
-  json_array_append_new(tr, fl__vl_calculate("datum.k === 'line' ? '' + datum.line : ''", "ln"));
-  snprintf(expr, sizeof expr,
-           "{'file:line': datum.file + (datum.line ? ':' + datum.line : ''), 'self': datum.selfs "
-           "+ ' %s (' + datum.selfpcts + ')', 'total': datum.totals + ' %s (' + datum.totalpcts "
-           "+ ')'}",
-           fl__unit(t), fl__unit(t));
-  json_array_append_new(tr, fl__vl_calculate(expr, "tip"));
-  return tr;
-}
-
-static const char *total_bar_color(const fl_view_opts_t *v) {
-  return v->dark ? "#4a4a4a" : "#e4e4e4";
-}
-
-static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *s) {
-  const fl__theme_t *th = fl__theme_of(v);
-  json_t *values = fl__nonnull(json_array());
-  for (size_t i = 0; i < s->n; i++) json_array_append_new(values, row_value(t, s, &s->rows[i], i));
-  int width = spec_width(v);
-  fl__table_t tb = {.th = th, .y_field = "i", .row_px = ROW_PX, .bar_px = BAR_PX};
-  const char *lines = "datum.k === 'line'";
-  const fl__table_column_t columns[] = {
-      {.field = "selfs", .x = X_SELF, .right = true, .filter = lines, .opacity_field = "op"},
-      {.field = "selfpcts", .x = X_SELFPCT, .right = true, .filter = lines, .opacity_field = "op"},
-      {.field = "totals", .x = X_TOTAL, .right = true, .filter = lines, .opacity_field = "op"},
-      {.field = "totalpcts",
-       .x = X_TOTALPCT,
-       .right = true,
-       .filter = lines,
-       .opacity_field = "op"},
-      {.field = "ln", .x = X_LINE, .right = true, .filter = lines, .opacity_field = "op"},
-  };
-  json_t *rows_layer = fl__nonnull(json_array());
-  json_array_append_new(
-      rows_layer, fl__table_bar(&tb, "totalpct", total_bar_color(v), NULL, lines, X_BARS, BARS_PX));
-  json_array_append_new(rows_layer,
-                        fl__table_bar(&tb, "selfpct", HEAT_COLOR, NULL, lines, X_BARS, BARS_PX));
-  for (size_t i = 0; i < FL__ARRAY_SIZE(columns); i++)
-    json_array_append_new(rows_layer, fl__table_text(&tb, &columns[i]));
-  fl__source_text_layers(&tb, width, X_TEXT, rows_layer);
+json_t *fl__source_layers(const fl__table_t *tb, const fl__table_column_t *columns,
+                          size_t n_columns, int width, int x_text, json_t *rows_layer,
+                          json_t *values, json_t *transform, const fl__table_head_t *heads,
+                          size_t n_heads) {
+  for (size_t i = 0; i < n_columns; i++)
+    json_array_append_new(rows_layer, fl__table_text(tb, &columns[i]));
+  text_layers(tb, width, x_text, rows_layer);
   json_t *layers = fl__nonnull(json_array());
   json_array_append_new(
       layers, fl__nonnull(json_pack("{s:{s:o},s:o,s:o}", "data", "values", values, "transform",
-                                    source_transform(t, s->total), "layer", rows_layer)));
-  fl__table_headers(&tb, heads, N_HEADS, layers);
-
-  char description[200];
-  snprintf(description, sizeof description, "Source lines of %s: %zu rows of %zu files",
-           fl_tree_root(t)->frame.func, s->n, s->files_shown);
-  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = source_notes(t, v, s, notes);
-  json_t *meta = fl__nonnull(json_pack("{s:s,s:s,s:I,s:I,s:I}", "view", "source", "unit",
-                                       fl__unit(t), "total", (json_int_t)s->total, "files",
-                                       (json_int_t)s->n_files, "rows", (json_int_t)s->n));
-  return fl__table_spec(v, description, width, s->n, ROW_PX, layers, meta, notes, n_notes);
+                                    transform, "layer", rows_layer)));
+  fl__table_headers(tb, heads, n_heads, layers);
+  return layers;
 }
 
-/* ---- SVG ---- */
-
-static char *svg_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__source_t *s) {
-  char notes[FL__MAX_NOTES][FL__NOTE_SIZE];
-  int n_notes = source_notes(t, v, s, notes);
-  int width = spec_width(v);
-  double total = s->total ? (double)s->total : 1;
-  size_t text_chars = (size_t)((width - X_TEXT) / FL__TABLE_CHAR_PX);
-  fl__buf_t b = {0};
-  fl__svg_table_t l;
-  fl__svg_table_open(&b, v, notes, n_notes, width, s->n, ROW_PX, &l);
-  fl__svg_table_headers(&b, &l, heads, N_HEADS);
-  for (size_t i = 0; i < s->n; i++) {
-    const fl__src_row_t *row = &s->rows[i];
-    double mid = fl__svg_table_row_y(&l, i);
-    char heading[600] = "";
-    if (row->kind == FL__SRC_FILE) file_heading(heading, sizeof heading, t, row, s->total);
-    if (fl__source_svg_aside(&b, &l, row, mid, X_TEXT, heading)) continue;
-    bool dim = row->total == 0;
-    if (dim) fl__buf_printf(&b, "<g opacity='%g'>\n", DIM_OPACITY);
-    char num[48], share[16];
-    if (row->total) {
-      /* The bars, total pale with the line's tooltip, then self. */
-      char *title;
-      if (asprintf(&title, "%s:%d\nself %" PRIu64 " %s (%.2f%%), total %" PRIu64 " %s (%.2f%%)",
-                   row->file, row->line, row->self, fl__unit(t), 100.0 * (double)row->self / total,
-                   row->total, fl__unit(t), 100.0 * (double)row->total / total) < 0)
-        fl__oom(0);
-      fl__svg_hbar(&b, total_bar_color(v), BAR_PX, l.x0 + X_BARS, mid,
-                   BARS_PX * (double)row->total / total, title);
-      free(title);
-      if (row->self)
-        fl__svg_hbar(&b, HEAT_COLOR, BAR_PX, l.x0 + X_BARS, mid,
-                     BARS_PX * (double)row->self / total, NULL);
-      fl__buf_puts(&b, "\n");
-    }
-    count_text(num, t, row->self);
-    fl__svg_cell(&b, l.x0 + X_SELF, mid, true, num);
-    share_text(share, row->self, s->total);
-    fl__svg_cell(&b, l.x0 + X_SELFPCT, mid, true, share);
-    count_text(num, t, row->total);
-    fl__svg_cell(&b, l.x0 + X_TOTAL, mid, true, num);
-    share_text(share, row->total, s->total);
-    fl__svg_cell(&b, l.x0 + X_TOTALPCT, mid, true, share);
-    snprintf(num, sizeof num, "%d", row->line);
-    fl__svg_cell(&b, l.x0 + X_LINE, mid, true, num);
-    if (row->text) {
-      char *text = fl__source_text(row->text, row->len), *shown = fl__text_cut(text, text_chars);
-      fl__svg_cell(&b, l.x0 + X_TEXT, mid, false, shown);
-      free(shown);
-      free(text);
-    }
-    if (dim) fl__buf_puts(&b, "</g>\n");
-  }
-  fl__buf_puts(&b, "</g>\n</svg>\n");
-  return fl__buf_take(&b);
+void fl__source_svg_text(fl__buf_t *b, const fl__svg_table_t *l, const fl__src_row_t *row,
+                         double mid, int x_text, size_t chars) {
+  if (!row->text) return;
+  char *text = fl__source_text(row->text, row->len), *shown = fl__text_cut(text, chars);
+  fl__svg_cell(b, l->x0 + x_text, mid, false, shown);
+  free(shown);
+  free(text);
 }
 
-/* ---- the entry points ---- */
-
-/* *s for t with v (NULL: the defaults, in *defaults). Returns the view
- * options to draw with, or NULL with err (a focus that names nothing). */
-static const fl_view_opts_t *prepare(const fl_tree_t *t, const fl_view_opts_t *v,
-                                     fl_view_opts_t *defaults, const fl_source_reader_t *r,
-                                     fl__source_t *s, char *err, size_t err_size) {
-  v = fl__view_opts(v, defaults);
-  return fl__source_build(s, t, NULL, v, r, err, err_size) < 0 ? NULL : v;
-}
-
-json_t *fl_source_vegalite(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
-                           char *err, size_t err_size) {
-  fl_view_opts_t defaults;
-  fl__source_t s;
-  if (!(v = prepare(t, v, &defaults, r, &s, err, err_size))) return NULL;
-  json_t *spec = vegalite_of(t, v, &s);
-  fl__source_free(&s);
-  return spec;
-}
-
-char *fl_source_svg(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
-                    char *err, size_t err_size) {
-  fl_view_opts_t defaults;
-  fl__source_t s;
-  if (!(v = prepare(t, v, &defaults, r, &s, err, err_size))) return NULL;
-  char *svg = svg_of(t, v, &s);
-  fl__source_free(&s);
-  return svg;
-}
-
-char *fl_text_source(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
-                     char *err, size_t err_size) {
-  fl_view_opts_t defaults;
-  fl__source_t s;
-  if (!(v = prepare(t, v, &defaults, r, &s, err, err_size))) return NULL;
-  char *text = text_of(t, v, &s);
-  fl__source_free(&s);
-  return text;
-}
-
-json_t *fl_source_bundle(const fl_tree_t *t, const fl_view_opts_t *v, const fl_source_reader_t *r,
-                         char *err, size_t err_size) {
-  fl_view_opts_t defaults;
-  fl__source_t s;
-  if (!(v = prepare(t, v, &defaults, r, &s, err, err_size))) return NULL;
-  char *svg = svg_of(t, v, &s), *report = text_of(t, v, &s);
-  json_t *bundle = fl__bundle_assemble(vegalite_of(t, v, &s), svg, report, v);
-  free(svg);
-  free(report);
-  fl__source_free(&s);
-  return bundle;
-}
-
-/* ---- view=source (fl__view.h): a tree's lines, or a diff's (fl_source_diff.c) ---- */
-
-int fl__view_source(const fl__view_in_t *in, fl__drawing_t what, fl__drawn_t *out) {
-  const fl_diff_t *d = in->diff;
-  const fl_tree_t *t = in->tree;
-  const fl_view_opts_t *v = in->view;
-  const fl_source_reader_t *r = in->source;
-  char *e = in->err;
-  size_t n = in->err_size;
-#define OF_EITHER(diff_fn, tree_fn) (d ? diff_fn(d, v, r, e, n) : tree_fn(t, v, r, e, n))
+int fl__source_draw(const fl__source_drawings_t *dr, void *state, const fl_view_opts_t *v,
+                    fl__drawing_t what, fl__drawn_t *out) {
   switch (what) {
-    case FL__DRAW_VEGALITE:
-      out->json = OF_EITHER(fl_source_diff_vegalite, fl_source_vegalite);
+    case FL__DRAW_VEGALITE: out->json = dr->vegalite(state); break;
+    case FL__DRAW_SVG: out->text = dr->svg(state); break;
+    case FL__DRAW_TEXT: out->text = dr->text(state); break;
+    case FL__DRAW_BUNDLE: {
+      char *svg = dr->svg(state), *report = dr->text(state);
+      out->json = fl__bundle_assemble(dr->vegalite(state), svg, report, v);
+      free(svg);
+      free(report);
       break;
-    case FL__DRAW_SVG: out->text = OF_EITHER(fl_source_diff_svg, fl_source_svg); break;
-    case FL__DRAW_TEXT: out->text = OF_EITHER(fl_text_source_diff, fl_text_source); break;
-    case FL__DRAW_BUNDLE: out->json = OF_EITHER(fl_source_diff_bundle, fl_source_bundle); break;
+    }
   }
-#undef OF_EITHER
   return out->json || out->text ? 0 : -1;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fl__source: the rows of the source view, built in fl_source.c and drawn
- * there for a profile and in fl_source_diff.c for a diff.
+/* fl__source: the rows of the source view, built in fl__source.c and drawn
+ * by fl_source.c for a profile and by fl_source_diff.c for a diff.
  *
  * A diff's lines. Each profile's weights per line are fl_lines's, of the
  * drawn tree and of the other. A line is known by its file and number,
@@ -25,7 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fl__render.h"
+#include "fl__table.h"
+#include "fl__view.h"
 
 typedef enum { FL__SRC_FILE, FL__SRC_LINE, FL__SRC_GAP, FL__SRC_REMOVED } fl__src_kind_t;
 
@@ -71,7 +72,7 @@ typedef struct fl__source {
 /* The rows of t's source, or of diff d's (t NULL; t is then d's drawn
  * tree), for the files of v->focus when set, texts from r (cells; NULL,
  * or r->read NULL: none) and from disk under the source roots (see
- * fl_source.c). Returns 0, or -1 with err when focus names no function
+ * fl__source.c). Returns 0, or -1 with err when focus names no function
  * (err lists the nearest names). Free with fl__source_free either way. */
 int fl__source_build(fl__source_t *s, const fl_tree_t *t, const fl_diff_t *d,
                      const fl_view_opts_t *v, const fl_source_reader_t *r, char *err,
@@ -81,21 +82,55 @@ void fl__source_free(fl__source_t *s);
  * option that allows it; nothing when it left nothing. */
 void fl__source_outside_note(const fl__source_t *s, fl__buf_t *b);
 
+/* The four drawings of a source table, made of one prepared state (a
+ * profile's rows, fl_source.c; a diff's, fl_source_diff.c): each new, NULL
+ * when it failed. */
+typedef struct fl__source_drawings {
+  json_t *(*vegalite)(void *state);
+  char *(*svg)(void *state);
+  char *(*text)(void *state);
+} fl__source_drawings_t;
+/* Draws what of state into out (its json or text; a bundle assembles the
+ * three, as v says). Returns 0, or -1 when nothing was drawn. */
+int fl__source_draw(const fl__source_drawings_t *dr, void *state, const fl_view_opts_t *v,
+                    fl__drawing_t what, fl__drawn_t *out);
+/* The drawing what of a diff's source (fl_source_diff.c), fl__view_source's
+ * half for a diff; nothing drawn, with err, for a focus that names no
+ * function. */
+fl__drawn_t fl__source_diff_draw(const fl_diff_t *d, const fl_view_opts_t *v,
+                                 const fl_source_reader_t *r, fl__drawing_t what, char *err,
+                                 size_t err_size);
+
+/* The table's width: v's, but room for 300 pixels of text after x_text. */
+int fl__source_width(const fl_view_opts_t *v, int x_text);
+/* A row's k in the Vega-Lite data: "file", "line", "gap", "removed". */
+const char *fl__source_kind_name(fl__src_kind_t k);
+
 /* The text of a source table's rows, whose field src is a line's text
  * without its leading spaces (k "line" or "removed", with text) or a
  * file's heading (k "file", its field heading): the transforms that make
- * src (a gap's is "⋮") and place a line's text at
- * x_text plus its indentation (tx), and the layers that draw them, a
- * file's heading in bold across the table. */
+ * src (a gap's is "⋮") and place a line's text at x_text plus its
+ * indentation (tx). */
 json_t *fl__source_src(void);
 json_t *fl__source_indent(int x_text);
-void fl__source_text_layers(const fl__table_t *tb, int width, int x_text, json_t *rows_layer);
+/* A source table's layers: rows_layer (its bars) with a text mark per
+ * column and the layers that draw src (a file's heading in bold across
+ * the table), over values with transform; then the headers. Steals
+ * rows_layer, values and transform; new. */
+json_t *fl__source_layers(const fl__table_t *tb, const fl__table_column_t *columns,
+                          size_t n_columns, int width, int x_text, json_t *rows_layer,
+                          json_t *values, json_t *transform, const fl__table_head_t *heads,
+                          size_t n_heads);
 
 /* In a source table's SVG, the row at mid that is no line: a file's
  * heading (heading, bold across the table) or a gap's "⋮" (at x_text).
  * Returns false, drawing nothing, for a line's row. */
 bool fl__source_svg_aside(fl__buf_t *b, const fl__svg_table_t *l, const fl__src_row_t *row,
                           double mid, int x_text, const char *heading);
+/* A line's text in a source table's SVG, at x_text, cut to chars
+ * characters; nothing for a row without text. */
+void fl__source_svg_text(fl__buf_t *b, const fl__svg_table_t *l, const fl__src_row_t *row,
+                         double mid, int x_text, size_t chars);
 
 /* A line's text with tabs as spaces (to the next multiple of 8), cleaned
  * for JSON and XML. New. */

@@ -61,7 +61,7 @@
     for (var d = f.depth; (R.by[d + 1] || []).some(g => g.x > f.x - .05 && g.x < f.x + f.w - .05); d++);
     return d;
   }
-  // The words on frame f of a band, w pixels wide, as flame/fl__render.c's
+  // The words on frame f of a band, w pixels wide, as flame/draw/fl__render.c's
   // fl__band_label: the longest that fit; the hover box says them whole.
   function words(R, f, w) {
     var n = '\u2026 ' + (deep(R, f) - f.depth + 1).toLocaleString('en-US'), t = n + ' more levels';

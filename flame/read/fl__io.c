@@ -12,7 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "fl__render.h"
+#include "fl__text.h"
 
 /* ---- lines and errors ---- */
 

@@ -80,7 +80,7 @@
 
 #include "fl__common.h"
 #include "fl__diff.h"
-#include "fl__render.h"
+#include "fl__totals.h"
 
 enum { MAX_NOTES = 4 };
 

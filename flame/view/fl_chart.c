@@ -28,7 +28,7 @@
 #include "cflame/fl_io.h"
 #include "cflame/fl_timeline.h"
 #include "fl__io.h"
-#include "fl__render.h"
+#include "fl__table.h"
 #include "fl__view.h"
 
 #define MAX_BARS 1500

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fl__view: the table of views (flame/fl_views.c) and what a view's row
+/* fl__view: the table of views (flame/view/fl_views.c) and what a view's row
  * holds.
  *
  * A view is one file and one row of the table: its name (the value of

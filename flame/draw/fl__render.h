@@ -22,7 +22,8 @@
  *   diffs    what a differential flame graph adds (fl_diff.h): its colours
  *            (by change, saturation by |delta|), legend, the words for the
  *            drawn and the other profile, and the list of vanished frames.
- *   text     a valid UTF-8 copy of a string, for JSON and XML; amounts.
+ *   amounts  counts, bytes and shares in words (text itself: fl__text.h;
+ *            totals per function: fl__totals.h).
  *
  * A diff is drawn by the same code as a plain graph: rows of its drawn tree
  * (fl_diff_tree) with rows.diff set, which switches colours, tooltips,
@@ -37,6 +38,8 @@
 
 #include "cflame/fl_render.h"
 #include "fl__common.h"
+#include "fl__text.h"
+#include "fl__totals.h"
 
 /* The Vega-Lite data holds at most this many rows, whatever the profile, so
  * that a notebook stays usable (docs/PROFILING.md). */
@@ -283,66 +286,8 @@ void fl__vanished_line(const fl_diff_t *d, const fl_vanished_t *v, char *out, si
  * base); 0 when empty. */
 double fl__other_total(const fl_diff_t *d);
 
-/* A copy of s (NULL: "") that is valid UTF-8 without control characters,
- * for JSON and XML: each invalid byte and each control character becomes
- * '?', except tabs and line breaks, which stay when lines is true and
- * become spaces otherwise. New. */
-char *fl__clean_text(const char *s, bool lines);
-
-/* ---- totals per frame or per function (the flat report, the top view) ---- */
-
-typedef struct fl__flat_row {
-  const fl_node_t *node; /* a node of the group: its frame and colour */
-  uint64_t count, self, allocs;
-  size_t by_count;   /* its place in fl__flat_rows's order, from 0 */
-  const char *input; /* by_function: the input it was read from (the name of the
-                        FL_FRAME_ROOT frame it is under, one per file of
-                        --per-input), or NULL */
-  const char *from;  /* by_function: what tells it from another row of the same
-                        function and place (func, file or else module): its input,
-                        else its module; NULL when no row shares them */
-} fl__flat_row_t;
-
-/* Rows of every distinct frame among t's nodes (the tree's frame identity:
- * function, file, line, module, address), or with by_function of every
- * distinct function (function, file, module, and the input it was read
- * from: the same function of two files drawn per input is two rows), the
- * root left out. A row's
- * count is the weight of the samples whose stack holds it at least once
- * (a recursive function counts once per sample), its self the weight of
- * the samples that end in it. Sorted by count, the largest first, ties by
- * identity. *rows is new (NULL when there are none); returns how many. */
-size_t fl__flat_rows(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows);
-/* fl__flat_rows, and *row_of (new; NULL when there are no rows): the row
- * of each node by its id (the root's is FL__NONE). */
-size_t fl__flat_rows_of(const fl_tree_t *t, bool by_function, fl__flat_row_t **rows,
-                        uint32_t **row_of);
-
-/* The one rule every table counts by: the weights of t's nodes summed by
- * group (group[id] in [0, n_groups) for each node but the root), a node's
- * self always, its count (and allocs) only when no ancestor is of its group,
- * so that a sample counts once for a group however often its stack holds
- * it (recursion). sums[0 .. n_groups) are overwritten. */
-typedef struct fl__group_sum {
-  uint64_t count, self, allocs;
-} fl__group_sum_t;
-void fl__group_sums(const fl_tree_t *t, const uint32_t *group, size_t n_groups,
-                    fl__group_sum_t *sums);
-/* Orders by-function rows of two trees (of two profiles: strings
- * compared, not pointers) by the function they are: 0 for the same. */
-int fl__flat_row_cmp_function(const fl__flat_row_t *a, const fl__flat_row_t *b);
-/* strcmp, with NULL before every string. */
-int fl__cmp_str(const char *a, const char *b);
-/* Sorts rows by self, the largest first, ties in fl__flat_rows's order. */
-void fl__flat_sort_by_self(fl__flat_row_t *rows, size_t n);
-/* A row's function as the top tables show it: "diffuse", or with the row's
- * from "diffuse (A.pb.gz)". New string. */
-char *fl__flat_row_name(const fl__flat_row_t *row);
-
 /* ---- legends ---- */
 
-/* The number of characters (code points) of valid UTF-8 s. */
-size_t fl__utf8_chars(const char *s);
 /* An SVG legend's swatch and its label at x, on the line whose baseline is
  * y; returns the x of the next one. */
 double fl__svg_swatch(fl__buf_t *b, double x, double y, const char *color, const char *label);
@@ -357,19 +302,8 @@ json_t *fl__vl_kinds_legend(unsigned kinds);
  * legend object). Steals domain, range and legend; new. */
 json_t *fl__vl_legend_layer(const char *field, json_t *domain, json_t *range, json_t *legend);
 
-/* ---- names ---- */
-
-/* The tree's function names nearest to name, for an error that says what
- * was meant: those that contain it (ignoring case) first, then the others
- * by how few edits make them name; at most five, comma-separated, into out
- * ("" only when the tree has no function). */
-void fl__nearest_names(const fl_tree_t *t, const char *name, char *out, size_t size);
-
 /* ---- pieces of every Vega-Lite spec ---- */
 
-/* A JSON string of s: s as it is when it is valid UTF-8, else a cleaned
- * copy; json null for NULL. New. */
-json_t *fl__json_text(const char *s);
 
 /* The title: v->title with the notes as its subtitle (without a title,
  * the first note in the subtitle's style); NULL when there are neither.
@@ -393,7 +327,7 @@ void fl__svg_escaped(fl__buf_t *b, const char *s, size_t n);
 void fl__svg_text(fl__buf_t *b, const char *s);
 /* A pixel value with one decimal, without a trailing ".0". */
 void fl__svg_px(fl__buf_t *b, double px);
-/* What the interactive SVG's script (flame/fl_svg_script.js) is told of
+/* What the interactive SVG's script (flame/draw/fl_svg_script.js) is told of
  * an SVG: the kind of drawing in its data-cflame attribute. A graph's and
  * a chart's frames zoom along x, inside the plot from FL__SVG_MARGIN to
  * the width less FL__SVG_MARGIN (data-plot); a table's rows do not. */
@@ -406,7 +340,7 @@ void fl__svg_opening(fl__buf_t *b, const fl__theme_t *th, const fl_view_opts_t *
                      char notes[][FL__NOTE_SIZE], const double *note_y, int n_notes);
 
 /* svg (what a view's SVG renderer wrote) made interactive by itself: the
- * script of flame/fl_svg_script.js before its closing tag, and when hint
+ * script of flame/draw/fl_svg_script.js before its closing tag, and when hint
  * is not NULL, that line at its top right, which the script takes away
  * (what a viewer without scripts shows instead). New string. */
 char *fl__svg_interactive(const char *svg, const char *hint);
@@ -422,91 +356,6 @@ int fl__view_notes(const fl_view_opts_t *v, const char *const *lines, size_t n_l
  * (pprof) needs more than ..." (fl_budget_message). */
 void fl__budget_refused(const fl_budget_t *b, const fl_tree_t *t, const char *what, char *err,
                         size_t err_size);
-
-/* ---- tables (fl__table.c): the top and source views ---- */
-
-#define FL__MONOSPACE "Menlo, Consolas, DejaVu Sans Mono, monospace"
-#define FL__TABLE_FONT_PX 11.0
-#define FL__TABLE_CHAR_PX (0.6 * FL__TABLE_FONT_PX) /* a monospace character */
-#define FL__TABLE_HEADER_PX 18.0                    /* the column headers' row */
-
-/* A Vega-Lite table: a row's y is its place by the ordinal field y_field,
- * its bars bar_px tall in a row of row_px; every mark's tooltip is the
- * rows' field "tip". */
-typedef struct fl__table {
-  const fl__theme_t *th;
-  const char *y_field;
-  double row_px, bar_px;
-} fl__table_t;
-
-typedef struct fl__table_column {
-  const char *field;         /* the text */
-  int x;                     /* pixels from the plot's left edge */
-  const char *x_field;       /* instead of x: a field of pixels; NULL: x */
-  bool right;                /* aligned at its right edge, else its left */
-  int limit;                 /* pixels, cut with "…"; 0: none */
-  const char *filter;        /* the rows it shows (a Vega expression); NULL: all */
-  const char *opacity_field; /* NULL: opaque */
-  bool bold;
-} fl__table_column_t;
-
-/* {"calculate": expr, "as": as}. New. */
-json_t *fl__vl_calculate(const char *expr, const char *as);
-/* A layer of text marks: column c of the rows. New. */
-json_t *fl__table_text(const fl__table_t *tb, const fl__table_column_t *c);
-/* A column's header above the rows, its text a Vega expression. New. */
-json_t *fl__table_header(const fl__table_t *tb, const char *text_expr, int x, bool right);
-/* A column's header: its text (no quotes), where it stands (pixels from
- * the plot's left edge), and whether it is aligned at its right edge. */
-typedef struct fl__table_head {
-  const char *text;
-  int x;
-  bool right;
-} fl__table_head_t;
-/* The n headers h as layers, appended to layers. */
-void fl__table_headers(const fl__table_t *tb, const fl__table_head_t *h, size_t n, json_t *layers);
-/* A layer of bars, share_field (0 to 100) drawn over px pixels from x0, in
- * color or by color_field; filter as a column's. New. */
-json_t *fl__table_bar(const fl__table_t *tb, const char *share_field, const char *color,
-                      const char *color_field, const char *filter, int x0, int px);
-/* fl__vl_title, with room for the headers under it. */
-json_t *fl__table_title(const fl_view_opts_t *v, char notes[][FL__NOTE_SIZE], int n_notes);
-/* A table view's spec: description, width, rows of row_px, the layers
- * (taken), usermeta.cflame meta (taken, with the view's name and figures)
- * and the title with its notes. New. */
-json_t *fl__table_spec(const fl_view_opts_t *v, const char *description, int width, size_t rows,
-                       double row_px, json_t *layers, json_t *meta, char notes[][FL__NOTE_SIZE],
-                       int n_notes);
-
-/* An SVG table: where its header and rows are. */
-typedef struct fl__svg_table {
-  double x0;       /* the plot's left edge */
-  double header_y; /* the headers' middle */
-  double rows_top, row_px;
-} fl__svg_table_t;
-
-/* The svg element with the title and notes (fl__svg_opening), sized for
- * width and rows, then an open group of monospace text in the theme's
- * colour, which the caller closes with the svg. */
-void fl__svg_table_open(fl__buf_t *b, const fl_view_opts_t *v, char notes[][FL__NOTE_SIZE],
-                        int n_notes, int width, size_t rows, double row_px,
-                        fl__svg_table_t *layout);
-/* The middle of row i. */
-double fl__svg_table_row_y(const fl__svg_table_t *layout, size_t i);
-/* The n headers h of an SVG table, bold. */
-void fl__svg_table_headers(fl__buf_t *b, const fl__svg_table_t *layout, const fl__table_head_t *h,
-                           size_t n);
-/* A cell's text at (x, y), anchored at its right (else its left, its
- * spaces kept). */
-void fl__svg_cell(fl__buf_t *b, double x, double y, bool right, const char *s);
-/* A horizontal bar from (x, y), w long and thick tall (0: as thick as the
- * group it is in says), with title (NULL: none; lines kept) as its
- * tooltip. */
-void fl__svg_hbar(fl__buf_t *b, const char *color, double thick, double x, double y, double w,
-                  const char *title);
-/* s cleaned and cut to at most chars characters, the last one "…" when
- * cut. New. */
-char *fl__text_cut(const char *s, size_t chars);
 
 /* ---- bundles ---- */
 

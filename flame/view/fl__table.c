@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fl__table: what the table views (fl_top.c, fl_source.c) share, declared
- * in fl__render.h: a Vega-Lite table's rows, columns, headers and bars,
+ * in fl__table.h: a Vega-Lite table's rows, columns, headers and bars,
  * and an SVG table's cells, bars and layout. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fl__render.h"
+#include "fl__table.h"
 
 /* ---- Vega-Lite ---- */
 

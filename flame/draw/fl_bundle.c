@@ -27,7 +27,6 @@
 #include <string.h>
 
 #include "fl__render.h"
-#include "fl__view.h"
 
 /* ---- the bundle ---- */
 
@@ -185,34 +184,4 @@ json_t *fl_bundle(const fl_tree_t *t, const fl_view_opts_t *v, char *err, size_t
 
 json_t *fl_diff_bundle(const fl_diff_t *d, const fl_view_opts_t *v, char *err, size_t err_size) {
   return bundle_with_report(fl_diff_tree(d), d, v);
-}
-
-/* ---- view=flame and view=callers (fl__view.h) ---- */
-
-int fl__view_flame(const fl__view_in_t *in, fl__drawing_t what, fl__drawn_t *out) {
-  const fl_diff_t *d = in->diff;
-  const fl_tree_t *t = d ? fl_diff_tree(d) : in->tree;
-  const fl_view_opts_t *v = in->view;
-  switch (what) {
-    case FL__DRAW_VEGALITE:
-      out->json = d ? fl_vegalite_diff(d, v, in->err, in->err_size)
-                    : fl_vegalite(t, v, in->err, in->err_size);
-      break;
-    case FL__DRAW_SVG: out->text = d ? fl_svg_diff(d, v) : fl_svg(t, v); break;
-    case FL__DRAW_TEXT:
-      /* cols=10000 of 10^6 frames is 20 GB: charged before it is written. */
-      if (fl_budget_charge(in->budget, fl_text_bytes(t, in->text), 0) < 0) {
-        fl__budget_refused(in->budget, t, "printing the report", in->err, in->err_size);
-        return -1;
-      }
-      out->text = d          ? fl_text_diff(d, in->text)
-                  : in->flat ? fl_text_flat(t, in->text)
-                             : fl_text_tree(t, in->text);
-      break;
-    case FL__DRAW_BUNDLE:
-      out->json =
-          d ? fl_diff_bundle(d, v, in->err, in->err_size) : fl_bundle(t, v, in->err, in->err_size);
-      break;
-  }
-  return out->json || out->text ? 0 : -1;
 }

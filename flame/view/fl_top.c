@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fl__render.h"
+#include "fl__table.h"
 #include "fl__view.h"
 
 #define ROW_PX 18.0
