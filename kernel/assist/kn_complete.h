@@ -12,7 +12,7 @@
  *
  * A request that needs libclang is answered when its process has answered
  * (and a manual page, when one is shown, has come): the main loop polls
- * kn_complete_fds and calls kn_complete_on_ready. Meanwhile it serves
+ * their descriptors for this room (kn_complete_open). Meanwhile it serves
  * control, stdin and further shell requests; an execute_request goes ahead
  * (replies are matched to requests by their parent's msg_id, so their order
  * may differ from the requests'). Requests wait their turn in order, one in
@@ -25,37 +25,13 @@
 
 #include "kn_kernel.h"
 
-typedef struct kn_complete kn_complete_t;
-
-/* Ready to ask libclang's process (cflame-clang, next to the kernel),
- * started on the first request; without it (it cannot be run, or died on
- * the request's text), completion falls back to the session's names and
- * the keywords. */
-kn_complete_t *kn_complete_new(void);
-/* Drops the requests not yet answered, stops man and libclang's process. */
-void kn_complete_destroy(kn_complete_t **c);
-
-/* Whether msg is a request this module answers. */
-bool kn_complete_handles(const kn_msg_t *msg);
-/* Answers a complete_request or inspect_request from channel; takes msg. */
-void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg);
-
-/* Inspects name (a C identifier) for the execution e, whose cell is only
- * `name?` (detail 0) or `name??` (detail 1), as IPython answers them: the
- * inspection an inspect_request would get is shown as e's output, and e
- * finishes (with NameError when nothing is known of name). e waits
- * meanwhile (its inspecting flag); the loop goes on serving. */
-void kn_complete_inspect_for(kn_kernel_t *k, kn_exec_t *e, const char *name, int detail);
-/* e ends otherwise (an interrupt, the worker's end): its inspection is
- * answered to no one. */
-void kn_complete_forget(kn_kernel_t *k, const kn_exec_t *e);
-
-/* The descriptors to poll for reading: libclang's process's and a manual
- * page's (-1 where there is none). */
-void kn_complete_fds(const kn_complete_t *c, int fds[2]);
-/* Milliseconds until a manual page is given up on, or -1. */
-int kn_complete_timeout(const kn_complete_t *c);
-/* Takes what is ready and answers what it can; never blocks. */
-void kn_complete_on_ready(kn_kernel_t *k);
+/* Registers complete_request and inspect_request (on shell and control)
+ * on k's table, the room that polls libclang's process and man, and the
+ * inspector of a cell that is only `name?` (kn_exec.h); libclang's process
+ * (cflame-clang, next to the kernel) starts on the first request. Without
+ * it (it cannot be run, or died on the request's text), completion falls
+ * back to the session's names and the keywords. Shutdown drops the requests
+ * not yet answered and stops man and libclang's process. */
+void kn_complete_open(kn_kernel_t *k);
 
 #endif
