@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_exec: one execute_request, from the request to its reply.
  *
- * An execution is split over files that each own one step:
+ * An execution is split over files that each own one step, and call only
+ * the files listed after them:
  *   kn_run.c      starting it: the request's fields, the cell's magics (the
  *                 profiling line magics off the loop, kn_job.h), the
  *                 compiler (polled, never waited for), the run command to
  *                 the worker;
  *   kn_events.c   the worker's events while it runs: output, input
  *                 requests, "done"; interrupts and their escalation;
- *   kn_profrun.c  what a profiled run leaves: its profile, baseline, and
- *                 graph (drawn off the loop, kn_job.h, as a line magic);
  *   kn_restart.c  a worker that died: the error, and a new worker; the end
  *                 of its start (cells whose code did not load again);
+ *   kn_profrun.c  what a profiled run leaves: its profile, baseline, and
+ *                 graph (drawn off the loop, kn_job.h, as a line magic);
  *   kn_exec.c     (this header's own) output to iopub, and the reply.
  * kn_execute.c, above them all, is the room the kernel's loop polls
  * (kn_execute.h).
