@@ -640,7 +640,7 @@ int kn_kernel_run(kn_kernel_t *k) {
     if (items[i_control].revents) dispatch(k, KN_CONTROL);
     for (size_t r = 0; r < k->n_rooms; r++)
       for (int j = room_at[r]; j < room_at[r + 1]; j++)
-        if (items[j].revents) {
+        if (items[j].revents && k->rooms[r]->on_ready) {
           k->rooms[r]->on_ready(k);
           break;
         }
