@@ -257,12 +257,15 @@ static int tick(kn_kernel_t *k) {
   return complete_timeout(kn_kernel_complete(k));
 }
 
-static void fds(kn_kernel_t *k, int fds[KN_ROOM_FDS]) { complete_fds(kn_kernel_complete(k), fds); }
+static void fds(kn_kernel_t *k, int fds[KN_ROOM_FDS]) {
+  complete_fds(kn_kernel_complete(k), fds);
+}
 
-static void close_room(kn_kernel_t *k) { complete_destroy(&kn_kernel_parts(k)->complete); }
+static void close_room(kn_kernel_t *k) {
+  complete_destroy(&kn_kernel_parts(k)->complete);
+}
 
-static const kn_room_t room = {
-    .tick = tick, .fds = fds, .on_ready = on_ready, .close = close_room};
+static const kn_room_t room = {.tick = tick, .fds = fds, .on_ready = on_ready, .close = close_room};
 static const kn_exec_inspector_t inspector = {.inspect = inspect_for, .forget = forget};
 
 void kn_complete_open(kn_kernel_t *k) {

@@ -20,7 +20,9 @@ static void left_job_fds(kn_kernel_t *k, int fds[KN_ROOM_FDS]) {
   if (job) fds[0] = kn_job_fd(job);
 }
 
-static void left_job_ended(kn_kernel_t *k) { kn_job_discard(&kn_kernel_parts(k)->left_job); }
+static void left_job_ended(kn_kernel_t *k) {
+  kn_job_discard(&kn_kernel_parts(k)->left_job);
+}
 
 /* One execution at a time, and none while the worker starts or a cancelled
  * job still holds the profiling state. */

@@ -97,8 +97,8 @@ typedef void (*kn_handler_fn)(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *ms
 /* Registers fn for msg_type on channels (shell, control, stdin); a type is
  * registered once. A request no handler takes is logged and answered with
  * busy and idle only; interrupt_request is the kernel's own. */
-void kn_kernel_handle(kn_kernel_t *k, const char *msg_type, unsigned channels,
-                      kn_handling_t how, kn_handler_fn fn);
+void kn_kernel_handle(kn_kernel_t *k, const char *msg_type, unsigned channels, kn_handling_t how,
+                      kn_handler_fn fn);
 
 /* What the loop does for a room between messages; any member may be NULL.
  * Every pass calls each room's tick first (it may end work and it returns
