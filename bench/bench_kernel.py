@@ -54,7 +54,7 @@ from jupyter_client.session import Session
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
-# The kernel's defaults (kernel/kn_session.h KN_DEFAULT_CC/CFLAGS/LDFLAGS),
+# The kernel's defaults (kernel/session/kn_session.h KN_DEFAULT_CC/CFLAGS/LDFLAGS),
 # after KN_BASE_CFLAGS, plus the fixed flags kn_session_compile adds.
 CC = os.environ.get("CC") or "cc"
 CFLAGS = ["-fno-optimize-sibling-calls", "-std=gnu17", "-O2", "-g", "-fno-omit-frame-pointer",

@@ -152,9 +152,10 @@ def build_tools(build_dir, out):
     buffers = [lib / "libcflame_buffers.a"] if (lib / "libcflame_buffers.a").is_file() else []
     cc("-o", out / "overhead", obj, out / "overhead_main.o", lib / "libcflame_sampler.a",
        *buffers, "-lunwind", "-ldl", "-lpthread", "-lm", "-Wl,-z,now")
-    # The stage timer uses the kernel's internal interfaces (kernel/*.h):
+    # The stage timer uses the kernel's internal interfaces (kernel/*/*.h):
     # should they have moved on, the benchmark goes on without the breakdown.
-    err = cc("-std=gnu17", "-O2", "-g", "-Wall", *inc, "-I", str(src / "kernel"),
+    rooms = [a for d in sorted((src / "kernel").iterdir()) if d.is_dir() for a in ("-I", str(d))]
+    err = cc("-std=gnu17", "-O2", "-g", "-Wall", *inc, *rooms,
              "-o", out / "profview_stages", WORKLOADS / "profview_stages.c",
              lib / "libcflame_kn.a", lib / "libcflame.a", *buffers,
              "-ljansson", "-ldw", "-lelf", "-lprotobuf-c", "-lz", "-liberty", "-luuid",

@@ -52,7 +52,7 @@
 #endif
 
 /* The kernel's table for the run's rate (KN_ALLOCS_RUN_TABLE_SLOTS in
- * kernel/kn_prof.h: room for 2^19 live allocations); the records are sized
+ * kernel/profile/kn_prof.h: room for 2^19 live allocations); the records are sized
  * for the run (about 11 words a record here), so that none is dropped. */
 #define KERNEL_LIVE_BLOCKS (1ull << 19)
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* cflame-clang: libclang in a process of its own, for the kernel's
- * completion and inspection (kernel/kn_clang.h is the kernel's side, and
- * kernel/kn_clangmsg.h the descriptors and messages between them).
+ * completion and inspection (kernel/assist/kn_clang.h is the kernel's side, and
+ * kernel/assist/kn_clangmsg.h the descriptors and messages between them).
  *
  * libclang reads whatever a unit includes, to its end: an #include of
  * /dev/zero or /dev/urandom never ends and a 100 MB header takes

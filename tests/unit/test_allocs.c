@@ -822,7 +822,7 @@ static void test_fp_walk(void) {
     perror("mkdtemp");
     exit(2);
   }
-  /* The kernel's default cell flags (kernel/kn_session.h). */
+  /* The kernel's default cell flags (kernel/session/kn_session.h). */
   void *fp = build_object(dir, "fp", fp_source, "-std=gnu17 -O2 -g -fno-omit-frame-pointer");
   void *nofp = build_object(dir, "nofp", nofp_source, "-std=gnu17 -O2 -g -fomit-frame-pointer");
   rmdir(dir);

@@ -59,6 +59,16 @@ struct kn_profrun {
   fl__buf_t notes;
 };
 
+static void profrun_free(kn_profrun_t **prp) {
+  kn_profrun_t *pr = *prp;
+  if (!pr) return;
+  json_decref(pr->ev);
+  free(pr->compiler);
+  fl__buf_free(&pr->notes);
+  free(pr);
+  *prp = NULL;
+}
+
 /* Notes what the job says (kn_profrun.notes): the thread neither logs nor
  * publishes; kn_profrun_drawn says it, from the loop. */
 __attribute__((format(printf, 3, 4))) static void say(kn_exec_t *e, char stream, const char *fmt,
@@ -366,6 +376,7 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid,
   pr->then = then;
   pr->notes = (fl__buf_t)FL__BUF_INIT;
   e->profrun = pr;
+  e->profrun_free = profrun_free;
   e->graph_interrupted = false;
   /* A live graph under way reads the buffer and the symbolizer the job
    * does: it ends first (at a crash; a cell that ends waits for it,
@@ -375,7 +386,7 @@ void kn_profrun_done(kn_exec_t *e, json_t *ev, const char *maps_text, pid_t pid,
   e->job = kn_job_start_fn(kn_kernel_prof(k), profile_run, e, err, sizeof err);
   if (!e->job) {
     kn_exec_print(e, 'E', "cflame: %s could not be read: %s\n", collector_of(e)->what, err);
-    kn_profrun_free(&e->profrun);
+    profrun_free(&e->profrun);
     then(e);
   }
 }
@@ -413,16 +424,6 @@ void kn_profrun_drawn(kn_exec_t *e) {
   }
   free(res.output);
   kn_exec_then_fn then = pr->then;
-  kn_profrun_free(&e->profrun);
+  profrun_free(&e->profrun);
   then(e);
-}
-
-void kn_profrun_free(kn_profrun_t **prp) {
-  kn_profrun_t *pr = *prp;
-  if (!pr) return;
-  json_decref(pr->ev);
-  free(pr->compiler);
-  fl__buf_free(&pr->notes);
-  free(pr);
-  *prp = NULL;
 }

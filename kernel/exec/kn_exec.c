@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "fl__common.h"
-#include "kn_complete.h"
 #include "kn_job.h"
+#include "kn_worker.h"
 
 void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text) {
   kn_publish(k, parent, "stream",
@@ -55,7 +55,7 @@ void kn_exec_destroy(kn_exec_t **ep) {
   kn_job_discard(&e->job);
   kn_live_destroy(&e->live);
   json_decref(e->live_done);
-  kn_profrun_free(&e->profrun);
+  if (e->profrun) e->profrun_free(&e->profrun);
   json_decref(e->done_ev);
   free(e->died_reason);
   free(e->died_profile_note);
@@ -111,7 +111,7 @@ void kn_exec_result(kn_exec_t *e, const char *text) {
 
 void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t *traceback) {
   kn_kernel_t *k = e->k;
-  if (e->inspecting) kn_complete_forget(k, e);
+  if (e->inspecting) kn_kernel_parts(k)->inspector->forget(k, e);
   kn_output_end(&e->out);
   erase_live_line(e);
   /* stop_on_error: requests queued behind a failed one are aborted before
@@ -139,7 +139,7 @@ void kn_exec_finish(kn_exec_t *e, const char *ename, const char *evalue, json_t 
   /* Output from threads the cell left running is shown under it. */
   kn_kernel_keep_request(k, e->request);
   e->request = NULL;
-  if (kn_kernel_exec(k) == e) kn_kernel_set_exec(k, NULL);
+  if (kn_kernel_exec(k) == e) kn_kernel_parts(k)->exec = NULL;
   kn_exec_destroy(&e);
 }
 
@@ -153,6 +153,17 @@ void kn_exec_fail(kn_exec_t *e, const char *ename, const char *fmt, ...) {
   va_end(ap);
   kn_exec_finish(e, ename, sb.data ? sb.data : "", NULL);
   fl__buf_free(&sb);
+}
+
+void kn_exec_send_run(kn_exec_t *e) {
+  kn_kernel_t *k = e->k;
+  if (kn_worker_starting(kn_kernel_worker(k))) return; /* kn_restart_on_started sends it */
+  char err[256];
+  json_t *cmd = e->run_cmd;
+  e->run_cmd = NULL;
+  int rc = kn_worker_send(kn_kernel_worker(k), cmd, err, sizeof err);
+  json_decref(cmd);
+  if (rc < 0) kn_exec_fail(e, "KernelError", "%s", err);
 }
 
 void kn_exec_abort_queued(kn_kernel_t *k) {

@@ -391,31 +391,61 @@ static void note_run(fl_profile_info_t *info, uint64_t dropped, double cpu_secon
   info->taken_unix = (int64_t)time(NULL);
 }
 
-fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
-                              const kn_prof_run_t *run, char *err, size_t err_size) {
+/* How a collector reads a mapped buffer (map NULL: none could be mapped)
+ * into prof, under the kernel's rule (opts), and notes its run (one of
+ * kn_prof.h's run structs). 0, or -1 with err: then prof is dropped. */
+typedef struct collector {
+  const char *what; /* the buffer, in errors */
+  fl_profile_kind_t kind;
+  int (*read)(fl_profile_t *prof, fl_symbolizer_t *sym, const void *map, size_t bytes,
+              const fl_collect_opts_t *opts, const void *run, char *err, size_t err_size);
+} collector_t;
+
+/* A cell's buffer at path, read by c: the buffer mapped, the process's
+ * symbols (symbolizer_for), the cell's rule; after it the symbolizer and
+ * the mapping go, and the heap is trimmed (trim_heap). NULL with err. */
+static fl_profile_t *collect(kn_prof_t *p, const char *path, const collector_t *c, pid_t pid,
+                             const char *maps_text, bool live, const void *run, char *err,
+                             size_t err_size) {
   fl_profile_t *prof = NULL;
   void *map = MAP_FAILED;
   size_t bytes = 0;
   bool owned = false;
   fl_symbolizer_t *sym = NULL;
-  if (map_buffer(p->buffer_path, "sample buffer", &map, &bytes, err, err_size) < 0) goto done;
+  if (map_buffer(path, c->what, &map, &bytes, err, err_size) < 0) goto done;
   if (!(sym = symbolizer_for(p, pid, maps_text, &owned, err, err_size))) goto done;
-  prof = fl_profile_new(FL_PROFILE_CPU);
+  prof = fl_profile_new(c->kind);
   cell_rule_t rule;
   fl_collect_opts_t opts = {.rule = cell_rule, .ctx = &rule, .main_tid = pid};
-  char ignored[64];
-  /* A buffer the worker left corrupt (a crash) gives what it holds
-   * before the fault. */
-  fl_collect_samples(prof, sym, map != MAP_FAILED ? map : NULL, bytes, &opts, ignored,
-                     sizeof ignored);
-  fl_profile_info_t *info = fl_profile_info(prof);
-  info->interval_ns = run->interval_ns;
-  note_run(info, run->dropped, run->cpu_seconds, run->wall_seconds, run->cell);
+  if (c->read(prof, sym, map != MAP_FAILED ? map : NULL, bytes, &opts, run, err, err_size) < 0)
+    fl_profile_destroy(&prof);
 done:
   if (owned) fl_symbolizer_destroy(&sym);
   if (map != MAP_FAILED) munmap(map, bytes);
-  trim_heap(run->live);
+  trim_heap(live);
   return prof;
+}
+
+static int read_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *map, size_t bytes,
+                        const fl_collect_opts_t *opts, const void *arg, char *err,
+                        size_t err_size) {
+  (void)err, (void)err_size;
+  const kn_prof_run_t *run = arg;
+  char ignored[64];
+  /* A buffer the worker left corrupt (a crash) gives what it holds
+   * before the fault. */
+  fl_collect_samples(prof, sym, map, bytes, opts, ignored, sizeof ignored);
+  fl_profile_info_t *info = fl_profile_info(prof);
+  info->interval_ns = run->interval_ns;
+  note_run(info, run->dropped, run->cpu_seconds, run->wall_seconds, run->cell);
+  return 0;
+}
+
+static const collector_t samples = {"sample buffer", FL_PROFILE_CPU, read_samples};
+
+fl_profile_t *kn_prof_collect(kn_prof_t *p, pid_t pid, const char *maps_text,
+                              const kn_prof_run_t *run, char *err, size_t err_size) {
+  return collect(p, p->buffer_path, &samples, pid, maps_text, run->live, run, err, err_size);
 }
 
 const fl_profile_t *kn_prof_session(const kn_prof_t *p) {
@@ -505,34 +535,25 @@ int kn_prof_prepare_allocs(kn_prof_t *p, uint64_t n_words, char *err, size_t err
   return new_zero_file(p->allocs_path, bytes, 0, "allocation buffer", err, err_size);
 }
 
-fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run, char *err,
-                                     size_t err_size) {
-  fl_profile_t *prof = NULL;
-  void *map = MAP_FAILED;
-  size_t bytes = 0;
-  bool owned = false;
-  fl_symbolizer_t *sym = NULL;
-  if (map_buffer(p->allocs_path, "allocation buffer", &map, &bytes, err, err_size) < 0) goto done;
-  if (!(sym = symbolizer_for(p, pid, NULL, &owned, err, err_size))) goto done;
-  prof = fl_profile_new(FL_PROFILE_ALLOC_BYTES); /* fl_collect_allocs sets the kind */
-  cell_rule_t rule;
-  fl_collect_opts_t opts = {.rule = cell_rule, .ctx = &rule, .main_tid = pid};
+static int read_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *map, size_t bytes,
+                       const fl_collect_opts_t *opts, const void *arg, char *err, size_t err_size) {
+  const kn_allocs_run_t *run = arg;
   fl_collect_allocs_opts_t aopts = {.live = fl_kind(run->kind)->live,
                                     .weight_count = !fl_kind(run->kind)->bytes};
-  if (fl_collect_allocs(prof, sym, map != MAP_FAILED ? map : NULL, bytes, &opts, &aopts, err,
-                        err_size) < 0) {
-    fl_profile_destroy(&prof);
-    goto done;
-  }
+  if (fl_collect_allocs(prof, sym, map, bytes, opts, &aopts, err, err_size) < 0) return -1;
   fl_profile_info_t *info = fl_profile_info(prof);
   info->sample_rate = run->sample_rate;
   info->calls = run->calls;
   note_run(info, run->dropped, run->cpu_seconds, run->wall_seconds, run->cell);
-done:
-  if (owned) fl_symbolizer_destroy(&sym);
-  if (map != MAP_FAILED) munmap(map, bytes);
-  trim_heap(run->live);
-  return prof;
+  return 0;
+}
+
+/* fl_collect_allocs sets the kind the records say. */
+static const collector_t allocs = {"allocation buffer", FL_PROFILE_ALLOC_BYTES, read_allocs};
+
+fl_profile_t *kn_prof_collect_allocs(kn_prof_t *p, pid_t pid, const kn_allocs_run_t *run, char *err,
+                                     size_t err_size) {
+  return collect(p, p->allocs_path, &allocs, pid, NULL, run->live, run, err, err_size);
 }
 
 /* 1234567 -> "1,234,567" */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* kn_unit: a cell as a translation unit of the session (see kn_session.h:
- * what a unit holds, and kn__session.h). */
+/* kn_unit: a cell as a translation unit of the session, and what an item
+ * becomes among the session's entries (see kn_session.h: what a unit
+ * holds, and kn__session.h). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdio.h>
@@ -38,6 +39,62 @@ bool kn__writes_main(const kn_item_t *it) {
 static void put_main_symbol(fl__buf_t *sb, int cell) {
   fl__buf_printf(sb, " __asm__(" KN_SYMBOL_MACRO "_name(" KN_SYMBOL_MACRO "(%d, main)))", cell);
 }
+
+/* ---- items and the entries they become ---- */
+
+bool kn__item_key_is_macro(const kn_item_t *it) {
+  return it->kind == KN_ITEM_PREPROC && it->name &&
+         !strncmp(it->text + strspn(it->text, " \t#"), "define", 6);
+}
+
+char *kn__item_key(const kn_item_t *it) {
+  fl__buf_t sb = FL__BUF_INIT;
+  switch (it->kind) {
+  case KN_ITEM_FUNC:
+  case KN_ITEM_PROTO:
+  case KN_ITEM_GLOBAL:
+  case KN_ITEM_EXTERN:
+    if (!it->name) return NULL;
+    fl__buf_printf(&sb, "id:%s", it->name);
+    break;
+  case KN_ITEM_TYPE:
+    if (!it->name) return NULL;
+    if (!strncmp(it->name, "struct ", 7) || !strncmp(it->name, "union ", 6) ||
+        !strncmp(it->name, "enum ", 5))
+      fl__buf_printf(&sb, "tag:%s", it->name);
+    else
+      fl__buf_printf(&sb, "id:%s", it->name);
+    break;
+  case KN_ITEM_PREPROC:
+    if (kn__item_key_is_macro(it))
+      fl__buf_printf(&sb, "macro:%s", it->name);
+    else
+      fl__buf_printf(&sb, "pp:%s", it->text);
+    break;
+  case KN_ITEM_STMT:
+    return NULL;
+  }
+  return fl__buf_take(&sb);
+}
+
+/* FUNC and GLOBAL items carry definitions that prototypes and externs of the
+ * same name must not displace. */
+bool kn__item_is_definition(const kn_item_t *it) {
+  return it->kind == KN_ITEM_FUNC || it->kind == KN_ITEM_GLOBAL;
+}
+
+ssize_t kn__find_entry(const kn_session_t *s, const char *key) {
+  for (size_t i = 0; i < s->n_entries; i++)
+    if (!strcmp(s->entries[i].key, key)) return (ssize_t)i;
+  return -1;
+}
+
+/* Whether item it (with key) should take the place of entry e. */
+bool kn__replaces(const kn_item_t *it, const entry_t *e) {
+  return !(e->is_definition && !kn__item_is_definition(it));
+}
+
+/* ---- the unit ---- */
 
 /* Items a cell's unit takes where the cell has them, never at the place of
  * the earlier entry they replace: preprocessor directives (a macro means

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Sockets, the message loop and the heartbeat (see kn_kernel.h). */
+/* Sockets, the message loop, its table of handlers and rooms, and the
+ * heartbeat (see kn_kernel.h). */
 #define _GNU_SOURCE
 #include "kn_kernel.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -17,11 +19,12 @@
 #include <uuid/uuid.h>
 #include <zmq.h>
 
-#include "kn_complete.h"
 #include "kn_conn.h"
-#include "kn_exec.h"
-#include "kn_job.h"
-#include "kn_names.h"
+
+/* Enough for every request type of protocol 5.3, and for the rooms of
+ * kn_main.c; registering more is a programmer's error (an assert). */
+#define KN_MAX_HANDLERS 24
+#define KN_MAX_ROOMS 8
 
 struct kn_kernel {
   kn_conn_t conn;
@@ -39,15 +42,19 @@ struct kn_kernel {
   int execution_count;
   int unnumbered_cells; /* cell numbers of executions without history */
   kn_history_t *history;
-  kn_complete_t *complete; /* complete and inspect requests, and their thread */
+  kn_kernel_parts_t parts;
 
-  kn_session_t *session;
-  kn_prof_t *prof;
-  kn_worker_t *worker;
-  char *worker_path;
+  /* What the rooms registered: handlers by msg_type, and rooms in order. */
+  struct {
+    const char *msg_type;
+    unsigned channels;
+    kn_handling_t how;
+    kn_handler_fn fn;
+  } handlers[KN_MAX_HANDLERS];
+  size_t n_handlers;
+  const kn_room_t *rooms[KN_MAX_ROOMS];
+  size_t n_rooms;
 
-  kn_exec_t *exec;
-  kn_job_t *left_job; /* kn_kernel_leave_job's, until its thread has ended */
   kn_msg_t *last_request;
   char *between_cells_note;
   char *restart_cause; /* what ended the worker while no cell ran, during its restart */
@@ -58,18 +65,38 @@ struct kn_kernel {
 
 static const char *const channel_names[] = {"shell", "control", "stdin", "iopub"};
 
-kn_session_t *kn_kernel_session(kn_kernel_t *k) { return k->session; }
-kn_prof_t *kn_kernel_prof(kn_kernel_t *k) { return k->prof; }
-kn_worker_t *kn_kernel_worker(kn_kernel_t *k) { return k->worker; }
+kn_kernel_parts_t *kn_kernel_parts(kn_kernel_t *k) { return &k->parts; }
+kn_session_t *kn_kernel_session(kn_kernel_t *k) { return k->parts.session; }
+kn_prof_t *kn_kernel_prof(kn_kernel_t *k) { return k->parts.prof; }
+kn_worker_t *kn_kernel_worker(kn_kernel_t *k) { return k->parts.worker; }
+kn_complete_t *kn_kernel_complete(kn_kernel_t *k) { return k->parts.complete; }
+kn_exec_t *kn_kernel_exec(const kn_kernel_t *k) { return k->parts.exec; }
 kn_history_t *kn_kernel_history(kn_kernel_t *k) { return k->history; }
 bool kn_kernel_console(const kn_kernel_t *k) { return k->console; }
-kn_complete_t *kn_kernel_complete(kn_kernel_t *k) { return k->complete; }
-kn_exec_t *kn_kernel_exec(const kn_kernel_t *k) { return k->exec; }
-void kn_kernel_set_exec(kn_kernel_t *k, kn_exec_t *e) { k->exec = e; }
 
-void kn_kernel_leave_job(kn_kernel_t *k, kn_job_t *job) {
-  kn_job_discard(&k->left_job); /* one at a time: shell waits for each */
-  k->left_job = job;
+void kn_kernel_handle(kn_kernel_t *k, const char *msg_type, unsigned channels,
+                      kn_handling_t how, kn_handler_fn fn) {
+  assert(k->n_handlers < KN_MAX_HANDLERS);
+  for (size_t i = 0; i < k->n_handlers; i++) assert(strcmp(k->handlers[i].msg_type, msg_type));
+  k->handlers[k->n_handlers].msg_type = msg_type;
+  k->handlers[k->n_handlers].channels = channels;
+  k->handlers[k->n_handlers].how = how;
+  k->handlers[k->n_handlers].fn = fn;
+  k->n_handlers++;
+}
+
+void kn_kernel_add_room(kn_kernel_t *k, const kn_room_t *room) {
+  assert(k->n_rooms < KN_MAX_ROOMS);
+  k->rooms[k->n_rooms++] = room;
+}
+
+/* The handler of msg's type on channel, or -1. */
+static int handler_of(const kn_kernel_t *k, kn_channel_t channel, const kn_msg_t *msg) {
+  const char *type = kn_msg_type(msg);
+  for (size_t i = 0; i < k->n_handlers; i++)
+    if ((k->handlers[i].channels & KN_ON(channel)) && !strcmp(k->handlers[i].msg_type, type))
+      return (int)i;
+  return -1;
 }
 int kn_kernel_execution_count(const kn_kernel_t *k) { return k->execution_count; }
 
@@ -401,19 +428,6 @@ static int watch_client(kn_kernel_t *k, char *err, size_t err_size) {
   return 0;
 }
 
-int kn_kernel_start_worker(kn_kernel_t *k, char *err, size_t err_size) {
-  if (!k->worker) k->worker = kn_worker_new(k->worker_path);
-  /* Earlier cells' code comes back; their statements do not run again. */
-  size_t n = kn_session_n_objects(k->session);
-  kn_worker_object_t *objects = fl__xcalloc(n ? n : 1, sizeof *objects);
-  for (size_t i = 0; i < n; i++)
-    objects[i] = (kn_worker_object_t){kn_session_object(k->session, i),
-                                      kn_session_object_frame_pointers(k->session, i)};
-  int rc = kn_worker_start(k->worker, NULL, objects, n, err, err_size);
-  free(objects);
-  return rc;
-}
-
 void kn_kernel_set_restart_cause(kn_kernel_t *k, char *what) {
   free(swap_text(&k->restart_cause, what));
 }
@@ -462,19 +476,7 @@ static int init(kn_kernel_t *k, const char *connection_file, char *err, size_t e
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  if (watch_client(k, err, err_size) < 0) return -1;
-
-  k->session = kn_session_new(err, err_size);
-  if (!k->session) return -1;
-  k->prof = kn_prof_new(kn_session_dir(k->session));
-  kn_prof_set_cells(k->prof, k->history);
-  k->complete = kn_complete_new();
-  char *dir = kn_self_dir();
-  fl__buf_t path = FL__BUF_INIT;
-  fl__buf_printf(&path, "%s/" KN_WORKER_NAME, dir);
-  free(dir);
-  k->worker_path = fl__buf_take(&path);
-  return kn_kernel_start_worker(k, err, err_size);
+  return watch_client(k, err, err_size);
 }
 
 kn_kernel_t *kn_kernel_new(const char *connection_file, char *err, size_t err_size) {
@@ -491,13 +493,8 @@ kn_kernel_t *kn_kernel_new(const char *connection_file, char *err, size_t err_si
 void kn_kernel_destroy(kn_kernel_t **kp) {
   kn_kernel_t *k = *kp;
   if (!k) return;
-  kn_execute_stop(k);
-  kn_exec_destroy(&k->exec);
-  kn_job_discard(&k->left_job);
-  kn_complete_destroy(&k->complete);
-  if (k->worker) kn_worker_destroy(&k->worker);
-  kn_prof_destroy(&k->prof);
-  kn_session_destroy(&k->session);
+  for (size_t i = k->n_rooms; i-- > 0;)
+    if (k->rooms[i]->close) k->rooms[i]->close(k);
   for (size_t i = 0; i < 4; i++) {
     if (!k->sockets[i]) continue;
     int linger = 100;
@@ -517,59 +514,57 @@ void kn_kernel_destroy(kn_kernel_t **kp) {
   kn_msg_destroy(&k->last_request);
   free(k->between_cells_note);
   free(k->restart_cause);
-  free(k->worker_path);
   kn_conn_free(&k->conn);
   free(k);
   *kp = NULL;
 }
 
-/* Answers a request from shell or control (not execute) with busy/idle
- * around it. */
+/* Answers a request from shell or control with its KN_SERVE handler,
+ * busy/idle around it. */
 void kn_serve(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
   kn_publish_status(k, msg, "busy");
-  if (!kn_requests_dispatch(k, channel, msg))
+  int h = handler_of(k, channel, msg);
+  if (h >= 0 && k->handlers[h].how == KN_SERVE)
+    k->handlers[h].fn(k, channel, msg);
+  else
     kn_log(k, KN_LOG_WARN, "ignored a %s request", kn_msg_type(msg));
   kn_publish_status(k, msg, "idle");
 }
 
-static void on_control(kn_kernel_t *k) {
-  kn_msg_t *msg = kn_receive(k, KN_CONTROL);
-  if (!msg) return;
-  kn_log(k, KN_LOG_DEBUG, "control: %s", kn_msg_type(msg));
-  if (!strcmp(kn_msg_type(msg), "interrupt_request")) {
-    kn_publish_status(k, msg, "busy");
-    kn_execute_interrupt(k);
-    kn_reply(k, KN_CONTROL, msg, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
-    kn_publish_status(k, msg, "idle");
-  } else if (kn_complete_handles(msg)) {
-    kn_complete_request(k, KN_CONTROL, msg); /* takes msg */
-    return;
-  } else {
-    kn_serve(k, KN_CONTROL, msg);
-  }
-  kn_msg_destroy(&msg);
+static void interrupt(kn_kernel_t *k) {
+  for (size_t i = 0; i < k->n_rooms; i++)
+    if (k->rooms[i]->interrupt) k->rooms[i]->interrupt(k);
 }
 
-static void on_shell(kn_kernel_t *k) {
-  kn_msg_t *msg = kn_receive(k, KN_SHELL);
+/* A message from shell or control to its handler; interrupt_request is the
+ * kernel's own. */
+static void dispatch(kn_kernel_t *k, kn_channel_t channel) {
+  kn_msg_t *msg = kn_receive(k, channel);
   if (!msg) return;
-  kn_log(k, KN_LOG_DEBUG, "shell: %s", kn_msg_type(msg));
-  if (!strcmp(kn_msg_type(msg), "execute_request")) {
-    kn_execute_start(k, msg); /* takes msg */
+  kn_log(k, KN_LOG_DEBUG, "%s: %s", channel_names[channel], kn_msg_type(msg));
+  int h = handler_of(k, channel, msg);
+  if (channel == KN_CONTROL && !strcmp(kn_msg_type(msg), "interrupt_request")) {
+    kn_publish_status(k, msg, "busy");
+    interrupt(k);
+    kn_reply(k, KN_CONTROL, msg, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
+    kn_publish_status(k, msg, "idle");
+  } else if (h >= 0 && k->handlers[h].how == KN_TAKE) {
+    k->handlers[h].fn(k, channel, msg);
     return;
+  } else {
+    kn_serve(k, channel, msg);
   }
-  if (kn_complete_handles(msg)) {
-    kn_complete_request(k, KN_SHELL, msg); /* takes msg */
-    return;
-  }
-  kn_serve(k, KN_SHELL, msg);
   kn_msg_destroy(&msg);
 }
 
 static void on_stdin(kn_kernel_t *k) {
   kn_msg_t *msg = kn_receive(k, KN_STDIN);
   if (!msg) return;
-  if (!strcmp(kn_msg_type(msg), "input_reply")) kn_execute_on_input_reply(k, msg);
+  int h = handler_of(k, KN_STDIN, msg);
+  if (h >= 0 && k->handlers[h].how == KN_TAKE) {
+    k->handlers[h].fn(k, KN_STDIN, msg);
+    return;
+  }
   kn_msg_destroy(&msg);
 }
 
@@ -579,23 +574,31 @@ static void on_signal_pipe(kn_kernel_t *k) {
   while ((n = read(k->sigint_pipe[0], buf, sizeof buf)) > 0) {
     for (ssize_t i = 0; i < n; i++) {
       if (buf[i] == 'i')
-        kn_execute_interrupt(k);
+        interrupt(k);
       else
         k->shutting_down = true;
     }
   }
 }
 
+static bool shell_held(kn_kernel_t *k) {
+  for (size_t i = 0; i < k->n_rooms; i++)
+    if (k->rooms[i]->holds_shell && k->rooms[i]->holds_shell(k)) return true;
+  return false;
+}
+
 int kn_kernel_run(kn_kernel_t *k) {
   while (!k->shutting_down) {
-    /* First: the tick may end the running execution (a worker that ended,
+    /* First: a tick may end the running execution (a worker that ended,
      * output due), which decides whether shell is polled. */
-    int timeout = kn_execute_tick(k);
-    int complete_timeout = kn_complete_timeout(k->complete);
-    if (complete_timeout >= 0 && (timeout < 0 || complete_timeout < timeout))
-      timeout = complete_timeout;
-    zmq_pollitem_t items[9 + KN_WORKER_FDS + KN_EXEC_FDS];
-    int n = 0, i_control, i_stdin, i_sig, i_client = -1, i_shell = -1, i_worker = -1;
+    int timeout = -1;
+    for (size_t r = 0; r < k->n_rooms; r++) {
+      int t = k->rooms[r]->tick ? k->rooms[r]->tick(k) : -1;
+      if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+    }
+    zmq_pollitem_t items[5 + KN_MAX_ROOMS * KN_ROOM_FDS];
+    int n = 0, i_control, i_stdin, i_sig, i_client = -1, i_shell = -1;
+    int room_at[KN_MAX_ROOMS + 1]; /* room r's items: room_at[r] to room_at[r + 1] */
     i_control = n;
     items[n++] = (zmq_pollitem_t){k->sockets[KN_CONTROL], 0, ZMQ_POLLIN, 0};
     i_stdin = n;
@@ -606,33 +609,18 @@ int kn_kernel_run(kn_kernel_t *k) {
       i_client = n;
       items[n++] = (zmq_pollitem_t){NULL, k->client_fd, ZMQ_POLLIN, 0};
     }
-    int wfds[KN_WORKER_FDS];
-    kn_worker_fds(k->worker, wfds);
-    i_worker = n;
-    for (int j = 0; j < KN_WORKER_FDS; j++)
-      if (wfds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, wfds[j], ZMQ_POLLIN, 0};
-    int n_worker = n - i_worker;
-    /* The execution's own: its compiler, its line magic off the loop. */
-    int efds[KN_EXEC_FDS], i_exec = n;
-    kn_execute_fds(k, efds);
-    for (int j = 0; j < KN_EXEC_FDS; j++)
-      if (efds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, efds[j], ZMQ_POLLIN, 0};
-    int n_exec = n - i_exec;
-    int i_left = -1;
-    if (k->left_job) {
-      i_left = n;
-      items[n++] = (zmq_pollitem_t){NULL, kn_job_fd(k->left_job), ZMQ_POLLIN, 0};
+    for (size_t r = 0; r < k->n_rooms; r++) {
+      room_at[r] = n;
+      int fds[KN_ROOM_FDS] = {-1, -1, -1, -1};
+      if (k->rooms[r]->fds) k->rooms[r]->fds(k, fds);
+      for (int j = 0; j < KN_ROOM_FDS; j++)
+        if (fds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, fds[j], ZMQ_POLLIN, 0};
     }
-    /* Completion and inspection: the result of libclang's process (cflame-clang), a man page. */
-    int afds[2], i_complete = n;
-    kn_complete_fds(k->complete, afds);
-    for (int j = 0; j < 2; j++)
-      if (afds[j] >= 0) items[n++] = (zmq_pollitem_t){NULL, afds[j], ZMQ_POLLIN, 0};
-    int n_complete = n - i_complete;
-    /* One execution at a time, and none while the worker starts or a
-     * cancelled job still holds the profiling state: further shell
-     * requests wait in the socket. */
-    if (!k->exec && !k->left_job && !kn_worker_starting(k->worker)) {
+    room_at[k->n_rooms] = n;
+    /* While a room holds shell (one execution at a time, the worker
+     * starting, a cancelled job still holding the profiling state),
+     * further shell requests wait in the socket. */
+    if (!shell_held(k)) {
       i_shell = n;
       items[n++] = (zmq_pollitem_t){k->sockets[KN_SHELL], 0, ZMQ_POLLIN, 0};
     }
@@ -649,25 +637,15 @@ int kn_kernel_run(kn_kernel_t *k) {
       k->shutting_down = true;
       break;
     }
-    if (items[i_control].revents) on_control(k);
-    bool worker_ready = false;
-    for (int j = 0; j < n_worker; j++)
-      if (items[i_worker + j].revents) worker_ready = true;
-    if (worker_ready) kn_execute_on_worker(k);
-    for (int j = 0; j < n_exec; j++)
-      if (items[i_exec + j].revents) {
-        kn_execute_on_fds(k);
-        break;
-      }
-    bool complete_ready = complete_timeout == 0;
-    for (int j = 0; j < n_complete; j++)
-      if (items[i_complete + j].revents) complete_ready = true;
-    if (complete_ready) kn_complete_on_ready(k);
+    if (items[i_control].revents) dispatch(k, KN_CONTROL);
+    for (size_t r = 0; r < k->n_rooms; r++)
+      for (int j = room_at[r]; j < room_at[r + 1]; j++)
+        if (items[j].revents && k->rooms[r]->on_ready) {
+          k->rooms[r]->on_ready(k);
+          break;
+        }
     if (items[i_stdin].revents) on_stdin(k);
-    if (i_left >= 0 && items[i_left].revents) kn_job_discard(&k->left_job);
-    if (i_shell >= 0 && items[i_shell].revents && !k->exec && !k->left_job &&
-        !kn_worker_starting(k->worker))
-      on_shell(k);
+    if (i_shell >= 0 && items[i_shell].revents && !shell_held(k)) dispatch(k, KN_SHELL);
   }
   return 0;
 }

@@ -10,7 +10,8 @@
  *                        session's definition and its comment, a manual page.
  *   kn_complete_queue.c  requests waiting their turn in libclang's process
  *                        and for man, answered when ready or when their time
- *                        is up. */
+ *                        is up; the room (kn_complete_open).
+ * Each calls only the files listed before it. */
 #ifndef KN__COMPLETE_H
 #define KN__COMPLETE_H
 
@@ -100,6 +101,12 @@ struct kn_complete {
 
 /* ---- kn_complete.c ---- */
 
+/* What kn__start leaves to do: nothing but the end (the reply is sent),
+ * an answer now with what there is, or libclang's reading first. */
+typedef enum { KN__REPLIED, KN__ANSWER, KN__ASK } kn__next_t;
+
+request_t *kn__request_read(kn_msg_t *msg, kn_channel_t channel, size_t *cur);
+kn__next_t kn__start(kn_kernel_t *k, request_t *r, size_t cur);
 void kn__request_free(request_t *r);
 int kn__make_job(kn_kernel_t *k, request_t *r, kn_clang_job_t *job);
 void kn__reply_completion(kn_kernel_t *k, request_t *r);
@@ -107,11 +114,5 @@ void kn__reply_completion(kn_kernel_t *k, request_t *r);
 /* ---- kn_inspect.c ---- */
 
 void kn__reply_inspection(kn_kernel_t *k, request_t *r);
-
-/* ---- kn_complete_queue.c ---- */
-
-void kn__finish(kn_kernel_t *k, request_t *r);
-void kn__answer(kn_kernel_t *k, request_t *r);
-void kn__advance(kn_kernel_t *k);
 
 #endif

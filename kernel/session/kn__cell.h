@@ -4,14 +4,16 @@
  *
  *   kn_cell_tokens.c  the lexer (a cell's text -> tokens), the tables of C's
  *                     words, and reading tokens: keywords, typedef names,
- *                     brackets matched, attributes skipped.
+ *                     brackets matched, attributes skipped; an item made of
+ *                     tokens.
  *   kn_cell_decl.c    declarations: their specifiers and declarators, and
  *                     the items they give (FUNC, PROTO, TYPE, EXTERN,
  *                     GLOBAL) with their texts rewritten (signature,
  *                     definition, decl).
  *   kn_cell.c         the walk over the pieces at bracket depth 0
  *                     (directives, statements, the trailing expression),
- *                     the items it builds, and completeness. */
+ *                     and completeness.
+ * Each calls only the files listed before it. */
 #ifndef KN__CELL_H
 #define KN__CELL_H
 
@@ -167,9 +169,6 @@ bool kn__is_typedef_name(const splitter_t *sp, long k);
 long kn__match(const splitter_t *sp, long k);
 long kn__scan_to(const splitter_t *sp, long k, const char *stops);
 long kn__skip_attrs(const splitter_t *sp, long k);
-
-/* ---- kn_cell.c: items ---- */
-
 kn_item_t *kn__new_item(splitter_t *sp, kn_item_kind_t kind, long first);
 char *kn__slice(const splitter_t *sp, long first, long last);
 char *kn__tok_text(const splitter_t *sp, long k);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Requests answered at once: kernel_info, is_complete, history, comm_info,
- * shutdown (see kn_kernel.h). complete and inspect are kn_complete.c's. */
+ * shutdown, comms (see kn_requests.h). complete and inspect are
+ * kn_complete.c's. */
 #define _GNU_SOURCE
+#include "kn_requests.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +12,6 @@
 
 #include "cflame/fl_api.h"
 #include "kn_cell.h"
-#include "kn_kernel.h"
 
 static json_t *language_info(void) {
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", "c", "version", "C17", "mimetype",
@@ -60,26 +62,34 @@ static void shutdown_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg
   kn_kernel_shutdown(k, restart);
 }
 
-bool kn_requests_dispatch(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
-  const char *type = kn_msg_type(msg);
-  if (!strcmp(type, "kernel_info_request"))
-    kernel_info(k, channel, msg);
-  else if (!strcmp(type, "is_complete_request"))
-    is_complete(k, channel, msg);
-  else if (!strcmp(type, "history_request"))
-    history(k, channel, msg);
-  else if (!strcmp(type, "comm_info_request"))
-    kn_reply(k, channel, msg, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
-  else if (!strcmp(type, "shutdown_request"))
-    shutdown_request(k, channel, msg);
-  else if (!strcmp(type, "comm_open")) {
-    /* No comm targets: close it, as ipykernel does for unknown targets. */
-    json_t *id = json_object_get(msg->content, "comm_id");
-    kn_publish(k, msg, "comm_close", json_pack("{s:O, s:{}}", "comm_id", id ? id : json_null(),
-                                               "data"));
-  } else if (!strcmp(type, "comm_msg") || !strcmp(type, "comm_close"))
-    ; /* nothing is open */
-  else
-    return false;
-  return true;
+static void comm_info(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
+  kn_reply(k, channel, msg, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
+}
+
+/* No comm targets: a comm_open is closed, as ipykernel does for unknown
+ * targets, and nothing else of comms is ever open. */
+static void comm_open(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
+  (void)channel;
+  json_t *id = json_object_get(msg->content, "comm_id");
+  kn_publish(k, msg, "comm_close", json_pack("{s:O, s:{}}", "comm_id", id ? id : json_null(),
+                                             "data"));
+}
+
+static void comm_ignored(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
+  (void)k, (void)channel, (void)msg;
+}
+
+void kn_requests_register(kn_kernel_t *k) {
+  static const struct {
+    const char *msg_type;
+    kn_handler_fn fn;
+  } requests[] = {
+      {"kernel_info_request", kernel_info}, {"is_complete_request", is_complete},
+      {"history_request", history},         {"comm_info_request", comm_info},
+      {"shutdown_request", shutdown_request}, {"comm_open", comm_open},
+      {"comm_msg", comm_ignored},           {"comm_close", comm_ignored},
+  };
+  for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++)
+    kn_kernel_handle(k, requests[i].msg_type, KN_ON(KN_SHELL) | KN_ON(KN_CONTROL), KN_SERVE,
+                     requests[i].fn);
 }

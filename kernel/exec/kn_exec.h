@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_exec: one execute_request, from the request to its reply.
  *
- * An execution is split over files that each own one step:
+ * An execution is split over files that each own one step, and call only
+ * the files listed after them:
  *   kn_run.c      starting it: the request's fields, the cell's magics (the
  *                 profiling line magics off the loop, kn_job.h), the
  *                 compiler (polled, never waited for), the run command to
  *                 the worker;
  *   kn_events.c   the worker's events while it runs: output, input
  *                 requests, "done"; interrupts and their escalation;
- *   kn_profrun.c  what a profiled run leaves: its profile, baseline, and
- *                 graph (drawn off the loop, kn_job.h, as a line magic);
  *   kn_restart.c  a worker that died: the error, and a new worker; the end
  *                 of its start (cells whose code did not load again);
+ *   kn_profrun.c  what a profiled run leaves: its profile, baseline, and
+ *                 graph (drawn off the loop, kn_job.h, as a line magic);
  *   kn_exec.c     (this header's own) output to iopub, and the reply.
+ * kn_execute.c, above them all, is the room the kernel's loop polls
+ * (kn_execute.h).
  * At most one execution runs at a time (kn_kernel_exec); the shell socket
  * is not read while it does, nor while the worker starts. */
 #ifndef KN_EXEC_H
@@ -30,7 +33,19 @@
 typedef void (*kn_exec_then_fn)(kn_exec_t *e);
 typedef struct kn_profrun kn_profrun_t;
 
-/* ---- what the kernel's main loop calls ---- */
+/* ---- what the kernel's main loop calls through the room (kn_execute.c) ---- */
+
+/* Who answers a cell that is only `name?` (detail 0) or `name??` (detail
+ * 1), as IPython answers them (kn_complete_open sets it in k's parts). */
+struct kn_exec_inspector {
+  /* The inspection an inspect_request would get for name is shown as e's
+   * output, and e finishes (with NameError when nothing is known of name).
+   * e waits meanwhile (its inspecting flag); the loop goes on serving. */
+  void (*inspect)(kn_kernel_t *k, kn_exec_t *e, const char *name, int detail);
+  /* e ends otherwise (an interrupt, the worker's end): its inspection is
+   * answered to no one. */
+  void (*forget)(kn_kernel_t *k, const kn_exec_t *e);
+};
 
 /* Starts executing msg (an execute_request from shell). Either finishes at
  * once (errors, magics that need no worker) or becomes the running
@@ -43,11 +58,11 @@ void kn_execute_on_worker(kn_kernel_t *k);
  * off the loop (kn_job.c), and of its live graph's drawing (kn_live.c);
  * and what to do when one is ready. */
 #define KN_EXEC_FDS 4
-void kn_execute_fds(const kn_kernel_t *k, int fds[KN_EXEC_FDS]);
+void kn_execute_fds(kn_kernel_t *k, int fds[KN_EXEC_FDS]);
 void kn_execute_on_fds(kn_kernel_t *k);
 /* At shutdown: ends a compiler under way. */
 void kn_execute_stop(kn_kernel_t *k);
-/* Handles an input_reply from the stdin socket. */
+/* Handles an input_reply from the stdin socket (msg borrowed). */
 void kn_execute_on_input_reply(kn_kernel_t *k, kn_msg_t *msg);
 /* Interrupt request: stop the running cell (or cancel its line magic off
  * the loop, whose end then answers it). */
@@ -88,6 +103,7 @@ struct kn_exec {
    * (kn_profrun_done), and whether an interrupt stopped its drawing
    * (kn_profrun_not_drawn_note says so). */
   kn_profrun_t *profrun;
+  void (*profrun_free)(kn_profrun_t **pr); /* kn_profrun.c's (above kn_exec.c), set with it */
   bool graph_interrupted;
   /* What the rest of the cell needs once its profile is shown: the
    * worker's "done" event and whether the cell defined main (whose return
@@ -146,6 +162,9 @@ void kn_exec_fail(kn_exec_t *e, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Publishes a stream message under parent, outside any execution. */
 void kn_exec_publish_stream(kn_kernel_t *k, const kn_msg_t *parent, char kind, const char *text);
+/* Sends e's run command (e->run_cmd) to the worker, or keeps it while the
+ * worker starts; fails e when the worker cannot be reached. */
+void kn_exec_send_run(kn_exec_t *e);
 /* Replies "aborted" to execute requests queued behind a failed one
  * (stop_on_error), and serves the other requests waiting. */
 void kn_exec_abort_queued(kn_kernel_t *k);
@@ -168,7 +187,6 @@ void kn_profrun_interrupt(kn_exec_t *e);
 /* e's profile job has ended (kn_job_done): what it said, its graph (or
  * error), then the then of kn_profrun_done, which may finish e. */
 void kn_profrun_drawn(kn_exec_t *e);
-void kn_profrun_free(kn_profrun_t **pr);
 /* What an interrupt of the graph's drawing left, for the cell's error:
  * " The flame graph was not drawn ...: %profshow draws it." New string. */
 char *kn_profrun_not_drawn_note(const kn_exec_t *e);
@@ -189,11 +207,14 @@ bool kn_profrun_after_crash(const kn_exec_t *e);
  * for the error message: " The flame graph shows ..." or "". */
 const char *kn_profrun_cut_short_note(kn_profmode_t mode);
 
-/* kn_run.c: sends e's run command (e->run_cmd) to the worker, or keeps it
- * while the worker starts; fails e when the worker cannot be reached. */
-void kn_exec_send_run(kn_exec_t *e);
 
-/* kn_restart.c: the worker ended (status from wait, reason when the kernel
+/* kn_restart.c: starts (or restarts) the worker and has it load every
+ * committed cell, a job the main loop carries on (kn_worker_start):
+ * kn_worker_starting is true until its end, which kn_restart_on_started
+ * turns into what the user sees; meanwhile shell requests wait, and control
+ * is served. Returns 0, or -1 with err when no process could be started. */
+int kn_restart_worker(kn_kernel_t *k, char *err, size_t err_size);
+/* The worker ended (status from wait, reason when the kernel
  * ended it) while e ran, or while no cell ran (e NULL): say why, start a
  * new worker, reload the session's code. */
 void kn_restart_after_exit(kn_kernel_t *k, kn_exec_t *e, int status, const char *reason);

@@ -24,7 +24,7 @@
  * (kn_prof_set_owner) each try to settle the job, and the first wins. A
  * cancelled job changes nothing from then on, and its reading or drawing
  * stops soon after (the flag its budgets check), so the loop may answer
- * its cell at once and join the thread later (kn_kernel_leave_job). */
+ * its cell at once and join the thread later (kn_kernel_parts_t.left_job). */
 #ifndef KN_JOB_H
 #define KN_JOB_H
 
@@ -38,7 +38,7 @@ typedef struct kn_job kn_job_t;
 
 /* Runs fn(kp, args, ...) on a new thread; kp belongs to the job until
  * kn_job_finish. args is copied, so the job may outlive its cell (an
- * interrupt: kn_kernel_leave_job). Returns the job, or NULL with err (no
+ * interrupt: kn_kernel_parts_t.left_job). Returns the job, or NULL with err (no
  * thread could be started; then nothing ran). */
 kn_job_t *kn_job_start(kn_prof_t *kp, kn_prof_line_fn fn, const char *args, char *err,
                        size_t err_size);

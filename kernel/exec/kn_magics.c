@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_exec.h"
 #include "kn_session.h"
 #include "kn_text.h"
 
@@ -48,7 +49,7 @@ static int magic_reset(kn_kernel_t *k, const char *args, kn_magic_result_t *res,
     return -1;
   }
   kn_session_reset(kn_kernel_session(k));
-  if (kn_kernel_start_worker(k, err, err_size) < 0) return -1;
+  if (kn_restart_worker(k, err, err_size) < 0) return -1;
   res->output = fl__xstrdup(
       "Session reset: every definition was forgotten and the worker "
       "restarted.\n");

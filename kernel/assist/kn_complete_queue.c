@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kn_complete_queue: requests in their turn for libclang's process and
- * for man (see kn_complete.h and kn__complete.h). */
+ * for man, and the room that takes them (see kn_complete.h and
+ * kn__complete.h). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <limits.h>
@@ -15,17 +16,17 @@
 #include "kn_worker.h"
 
 /* The reply is sent: idle, and the request is done. */
-void kn__finish(kn_kernel_t *k, request_t *r) {
+static void finish(kn_kernel_t *k, request_t *r) {
   if (r->msg) kn_publish_status(k, r->msg, "idle");
   kn__request_free(r);
 }
 
-void kn__answer(kn_kernel_t *k, request_t *r) {
+static void answer(kn_kernel_t *k, request_t *r) {
   if (r->inspect)
     kn__reply_inspection(k, r);
   else
     kn__reply_completion(k, r);
-  kn__finish(k, r);
+  finish(k, r);
 }
 
 static request_t *pop(kn_complete_t *c) {
@@ -62,7 +63,7 @@ static void log_clang_error(kn_kernel_t *k, const char *why) {
 
 /* Starts the head request in libclang if none is under way; answers at
  * once those that libclang cannot help with. */
-void kn__advance(kn_kernel_t *k) {
+static void advance(kn_kernel_t *k) {
   kn_complete_t *c = kn_kernel_complete(k);
   /* One job at a time: the head request's. */
   while (c->head && !c->head->submitted && !kn_clang_busy(c->clang)) {
@@ -80,7 +81,7 @@ void kn__advance(kn_kernel_t *k) {
       rc = -1;
     }
     if (rc < 0) {
-      kn__answer(k, pop(c));
+      answer(k, pop(c));
       continue;
     }
     r->submitted = true;
@@ -128,7 +129,10 @@ static bool take_result(kn_kernel_t *k, request_t *r) {
   return !r->man;
 }
 
-void kn_complete_on_ready(kn_kernel_t *k) {
+/* Takes what is ready (libclang's result, a manual page) and answers what
+ * it can, in order, and requests past their deadline with what there is;
+ * never blocks. */
+static void on_ready(kn_kernel_t *k) {
   kn_complete_t *c = kn_kernel_complete(k);
   kn_clang_result_t *res = kn_clang_take(c->clang);
   long long now = fl__now_ms();
@@ -143,7 +147,7 @@ void kn_complete_on_ready(kn_kernel_t *k) {
       ready = kn_manpage_poll(r->man);
     }
     if (!ready && now >= r->deadline_ms) {
-      /* Waited too long: kn__answer with what there is. */
+      /* Waited too long: answered with what there is. */
       kn_log(k, KN_LOG_DEBUG, "%s took longer than %d ms: answered without %s",
              r->inspect ? "inspection" : "completion", r->man ? MANPAGE_TIMEOUT_MS : c->timeout_ms,
              r->man ? "the manual page" : "libclang");
@@ -155,24 +159,28 @@ void kn_complete_on_ready(kn_kernel_t *k) {
       ready = true;
     }
     if (!ready) break;
-    kn__answer(k, pop(c));
+    answer(k, pop(c));
   }
   kn_clangmsg_result_free(&res);
-  kn__advance(k);
+  advance(k);
 }
 
-void kn_complete_fds(const kn_complete_t *c, int fds[2]) {
+/* The descriptors to poll for reading: libclang's process's and a manual
+ * page's (-1 where there is none). */
+static void complete_fds(const kn_complete_t *c, int fds[2]) {
   fds[0] = kn_clang_fd(c->clang);
   fds[1] = c->head && c->head->man ? kn_manpage_fd(c->head->man) : -1;
 }
 
-int kn_complete_timeout(const kn_complete_t *c) {
+/* Milliseconds until the request under way is given up on, or -1. */
+static int complete_timeout(const kn_complete_t *c) {
   if (!c->head) return -1;
   long long left = c->head->deadline_ms - fl__now_ms();
   return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
-kn_complete_t *kn_complete_new(void) {
+/* Ready to ask libclang's process, which starts on the first request. */
+static kn_complete_t *complete_new(void) {
   kn_complete_t *c = fl__xcalloc(1, sizeof *c);
   const char *t = getenv("CFLAME_COMPLETE_TIMEOUT_MS");
   c->timeout_ms = t && atoi(t) > 0 ? atoi(t) : CLANG_TIMEOUT_MS;
@@ -187,11 +195,85 @@ kn_complete_t *kn_complete_new(void) {
   return c;
 }
 
-void kn_complete_destroy(kn_complete_t **cp) {
+/* Drops the requests not yet answered, stops man and libclang's process. */
+static void complete_destroy(kn_complete_t **cp) {
   kn_complete_t *c = *cp;
   if (!c) return;
   while (c->head) kn__request_free(pop(c));
   kn_clang_destroy(&c->clang);
   free(c);
   *cp = NULL;
+}
+
+/* ---- the room ---- */
+
+/* Answers r, whose word is at byte cur of its code: at once, or queued for
+ * libclang. */
+static void start(kn_kernel_t *k, request_t *r, size_t cur) {
+  kn_complete_t *c = kn_kernel_complete(k);
+  switch (kn__start(k, r, cur)) {
+    case KN__REPLIED: finish(k, r); return;
+    case KN__ANSWER: answer(k, r); return;
+    case KN__ASK: break;
+  }
+  r->deadline_ms = fl__now_ms() + c->timeout_ms;
+  if (c->tail)
+    c->tail->next = r;
+  else
+    c->head = r;
+  c->tail = r;
+  advance(k);
+}
+
+/* A complete_request or inspect_request from channel; takes msg. */
+static void request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
+  kn_publish_status(k, msg, "busy");
+  size_t cur;
+  request_t *r = kn__request_read(msg, channel, &cur);
+  start(k, r, cur);
+}
+
+/* kn_exec_inspector_t's (kn_exec.h). */
+static void inspect_for(kn_kernel_t *k, kn_exec_t *e, const char *name, int detail) {
+  request_t *r = fl__xcalloc(1, sizeof *r);
+  r->exec = e;
+  e->inspecting = true;
+  r->inspect = true;
+  r->code = fl__xstrdup(name);
+  r->detail = detail;
+  start(k, r, strlen(r->code));
+}
+
+static void forget(kn_kernel_t *k, const kn_exec_t *e) {
+  for (request_t *r = kn_kernel_complete(k)->head; r; r = r->next)
+    if (r->exec == e) r->exec = NULL;
+}
+
+/* A request past its deadline is answered now, with what there is. */
+static int tick(kn_kernel_t *k) {
+  int timeout = complete_timeout(kn_kernel_complete(k));
+  if (timeout != 0) return timeout;
+  on_ready(k);
+  return complete_timeout(kn_kernel_complete(k));
+}
+
+static void fds(kn_kernel_t *k, int fds[KN_ROOM_FDS]) {
+  complete_fds(kn_kernel_complete(k), fds);
+}
+
+static void close_room(kn_kernel_t *k) {
+  complete_destroy(&kn_kernel_parts(k)->complete);
+}
+
+static const kn_room_t room = {.tick = tick, .fds = fds, .on_ready = on_ready, .close = close_room};
+static const kn_exec_inspector_t inspector = {.inspect = inspect_for, .forget = forget};
+
+void kn_complete_open(kn_kernel_t *k) {
+  kn_kernel_parts_t *p = kn_kernel_parts(k);
+  p->complete = complete_new();
+  p->inspector = &inspector;
+  kn_kernel_add_room(k, &room);
+  unsigned channels = KN_ON(KN_SHELL) | KN_ON(KN_CONTROL);
+  kn_kernel_handle(k, "complete_request", channels, KN_TAKE, request);
+  kn_kernel_handle(k, "inspect_request", channels, KN_TAKE, request);
 }

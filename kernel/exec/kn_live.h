@@ -42,12 +42,16 @@
 
 typedef struct kn_live kn_live_t;
 
+/* What the worker pid has recorded so far of cell's run that req asked
+ * for (kn_profrun_so_far), read on the drawing's thread. NULL with err. */
+typedef fl_profile_t *(*kn_live_read_fn)(kn_prof_t *kp, const kn_profreq_t *req, int cell,
+                                         pid_t pid, char *err, size_t err_size);
 /* The live graphs of cell's run (req: its magic's, with every_ns > 0;
- * borrowed, as kp, until kn_live_destroy), sampled by the worker pid,
- * whose run starts at now_ns (CLOCK_MONOTONIC): the first drawing is due
- * every_ns later. */
-kn_live_t *kn_live_new(kn_prof_t *kp, const kn_profreq_t *req, int cell, pid_t pid, int64_t now_ns,
-                       bool line);
+ * borrowed, as kp, until kn_live_destroy), sampled by the worker pid and
+ * read by read, whose run starts at now_ns (CLOCK_MONOTONIC): the first
+ * drawing is due every_ns later. */
+kn_live_t *kn_live_new(kn_prof_t *kp, const kn_profreq_t *req, int cell, pid_t pid,
+                       kn_live_read_fn read, int64_t now_ns, bool line);
 /* Starts the drawing that is due at now_ns, unless one is under way.
  * Returns the milliseconds until the next is due, or -1 while one is
  * under way (its descriptor says when it ends). */

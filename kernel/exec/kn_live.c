@@ -17,14 +17,15 @@
 
 #include "cflame/fl_render.h"
 #include "fl__common.h"
-#include "kn_exec.h"
 #include "kn_names.h"
+#include "kn_profmagic.h"
 
 struct kn_live {
   kn_prof_t *kp;
   const kn_profreq_t *req;
   int cell;
   pid_t pid;
+  kn_live_read_fn read;
   int64_t started_ns, due_ns;
   char display_id[64];
   bool line;       /* a line that refreshes, not a graph (kn_live_new) */
@@ -46,7 +47,7 @@ struct kn_live {
 };
 
 kn_live_t *kn_live_new(kn_prof_t *kp, const kn_profreq_t *req, int cell, pid_t pid,
-                       int64_t now_ns, bool line) {
+                       kn_live_read_fn read, int64_t now_ns, bool line) {
   static unsigned long long serial;
   kn_live_t *l = fl__xcalloc(1, sizeof *l);
   l->line = line;
@@ -54,6 +55,7 @@ kn_live_t *kn_live_new(kn_prof_t *kp, const kn_profreq_t *req, int cell, pid_t p
   l->req = req;
   l->cell = cell;
   l->pid = pid;
+  l->read = read;
   l->started_ns = now_ns;
   l->due_ns = now_ns + (int64_t)req->every_ns;
   l->done_fd = -1;
@@ -98,7 +100,7 @@ static json_t *line_content(const kn_live_t *l, const char *note) {
 
 static void *draw_main(void *arg) {
   kn_live_t *l = arg;
-  fl_profile_t *prof = kn_profrun_so_far(l->kp, l->req, l->cell, l->pid, l->err, sizeof l->err);
+  fl_profile_t *prof = l->read(l->kp, l->req, l->cell, l->pid, l->err, sizeof l->err);
   if (prof) {
     l->records = fl_profile_info_const(prof)->samples;
     if (l->records && l->records != l->shown_records && !atomic_load(&l->cancel)) {

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kn_complete.h"
 #include "kn_exec.h"
 #include "kn_job.h"
 #include "kn_magics.h"
@@ -59,7 +58,7 @@ static void compile_and_run(kn_kernel_t *k, kn_exec_t *e, const char *code, int 
     return;
   }
   e->timeit_spec = timeit;
-  kn_kernel_set_exec(k, e);
+  kn_kernel_parts(k)->exec = e;
 }
 
 static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics, const char *err,
@@ -130,25 +129,14 @@ static void run_compiled(kn_kernel_t *k, kn_exec_t *e, int rc, char *diagnostics
     json_object_set_new(cmd, key, req);
   }
   e->run_cmd = cmd;
-  kn_kernel_set_exec(k, e);
+  kn_kernel_parts(k)->exec = e;
   kn_worker_t *worker = kn_kernel_worker(k);
   if (!kn_worker_alive(worker) && !kn_worker_starting(worker) &&
-      kn_kernel_start_worker(k, err, sizeof err) < 0) {
+      kn_restart_worker(k, err, sizeof err) < 0) {
     kn_exec_fail(e, "KernelError", "%s", err);
     return;
   }
   kn_exec_send_run(e);
-}
-
-void kn_exec_send_run(kn_exec_t *e) {
-  kn_kernel_t *k = e->k;
-  if (kn_worker_starting(kn_kernel_worker(k))) return; /* kn_restart_on_started sends it */
-  char err[256];
-  json_t *cmd = e->run_cmd;
-  e->run_cmd = NULL;
-  int rc = kn_worker_send(kn_kernel_worker(k), cmd, err, sizeof err);
-  json_decref(cmd);
-  if (rc < 0) kn_exec_fail(e, "KernelError", "%s", err);
 }
 
 /* Checks that every magic of the cell exists in the form it is written in.
@@ -408,7 +396,7 @@ static void run_rest(kn_kernel_t *k, kn_exec_t *e) {
       return;
     }
     e->job_magic = m;
-    kn_kernel_set_exec(k, e);
+    kn_kernel_parts(k)->exec = e;
     return;
   }
   json_t *timeit = e->timeit_spec;
@@ -458,7 +446,7 @@ static void on_job_done(kn_kernel_t *k, kn_exec_t *e) {
   run_rest(k, e);
 }
 
-void kn_execute_fds(const kn_kernel_t *k, int fds[KN_EXEC_FDS]) {
+void kn_execute_fds(kn_kernel_t *k, int fds[KN_EXEC_FDS]) {
   for (int i = 0; i < KN_EXEC_FDS; i++) fds[i] = -1;
   const kn_exec_t *e = kn_kernel_exec(k);
   if (e && e->compiling) kn_compile_fds(e->compiling, fds);
@@ -548,8 +536,8 @@ void kn_execute_start(kn_kernel_t *k, kn_msg_t *msg) {
   char *help_name;
   int help_detail;
   if (cm.n_lines == 0 && !cm.cell && help_request(cm.body, &help_name, &help_detail)) {
-    kn_kernel_set_exec(k, e);
-    kn_complete_inspect_for(k, e, help_name, help_detail);
+    kn_kernel_parts(k)->exec = e;
+    kn_kernel_parts(k)->inspector->inspect(k, e, help_name, help_detail);
     free(help_name);
     goto out;
   }

@@ -472,15 +472,9 @@ void kn__request_free(request_t *r) {
   free(r);
 }
 
-bool kn_complete_handles(const kn_msg_t *msg) {
-  const char *type = kn_msg_type(msg);
-  return !strcmp(type, "complete_request") || !strcmp(type, "inspect_request");
-}
-
-static void start(kn_kernel_t *k, request_t *r, size_t cur);
-
-void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
-  kn_publish_status(k, msg, "busy");
+/* A complete_request or inspect_request from channel (msg taken) as a
+ * request; *cur: the byte of its code the cursor is at. */
+request_t *kn__request_read(kn_msg_t *msg, kn_channel_t channel, size_t *cur) {
   request_t *r = fl__xcalloc(1, sizeof *r);
   r->msg = msg;
   r->channel = channel;
@@ -488,30 +482,14 @@ void kn_complete_request(kn_kernel_t *k, kn_channel_t channel, kn_msg_t *msg) {
   const char *code = json_string_value(json_object_get(msg->content, "code"));
   r->code = fl__xstrdup(code ? code : "");
   r->detail = (int)json_integer_value(json_object_get(msg->content, "detail_level"));
-  start(k, r,
-        byte_offset(r->code, strlen(r->code),
-                    json_integer_value(json_object_get(msg->content, "cursor_pos"))));
+  *cur = byte_offset(r->code, strlen(r->code),
+                     json_integer_value(json_object_get(msg->content, "cursor_pos")));
+  return r;
 }
 
-void kn_complete_inspect_for(kn_kernel_t *k, kn_exec_t *e, const char *name, int detail) {
-  request_t *r = fl__xcalloc(1, sizeof *r);
-  r->exec = e;
-  e->inspecting = true;
-  r->inspect = true;
-  r->code = fl__xstrdup(name);
-  r->detail = detail;
-  start(k, r, strlen(r->code));
-}
-
-void kn_complete_forget(kn_kernel_t *k, const kn_exec_t *e) {
-  for (request_t *r = kn_kernel_complete(k)->head; r; r = r->next)
-    if (r->exec == e) r->exec = NULL;
-}
-
-/* Answers r, whose word is at byte cur of its code: at once, or queued for
- * libclang. */
-static void start(kn_kernel_t *k, request_t *r, size_t cur) {
-  kn_complete_t *c = kn_kernel_complete(k);
+/* Reads r, whose word is at byte cur of its code, and answers it at once
+ * where it can: returns what is left to do (kn__next_t). */
+kn__next_t kn__start(kn_kernel_t *k, request_t *r, size_t cur) {
   size_t len = strlen(r->code);
   ident_at(r->code, len, cur, &r->start, &r->end);
 
@@ -560,15 +538,13 @@ static void start(kn_kernel_t *k, request_t *r, size_t cur) {
     } else {
       complete_magic_line(k, r, ls, cur);
     }
-    kn__finish(k, r);
-    return;
+    return KN__REPLIED;
   }
   if (!split) {
     /* Magic lines that do not parse: nothing runs, so nothing completes. */
     r->start = r->end = cur;
     r->prefix = fl__xstrdup("");
-    kn__answer(k, r);
-    return;
+    return KN__ANSWER;
   }
   if (r->inspect) {
     r->mark_at = r->end;
@@ -577,15 +553,6 @@ static void start(kn_kernel_t *k, request_t *r, size_t cur) {
     r->mark_at = cur;
     r->prefix = fl__xstrndup(r->code + r->start, cur - r->start);
   }
-  if ((r->inspect && r->end == r->start) || r->mark_at < r->body_off) {
-    kn__answer(k, r);
-    return;
-  }
-  r->deadline_ms = fl__now_ms() + c->timeout_ms;
-  if (c->tail)
-    c->tail->next = r;
-  else
-    c->head = r;
-  c->tail = r;
-  kn__advance(k);
+  if ((r->inspect && r->end == r->start) || r->mark_at < r->body_off) return KN__ANSWER;
+  return KN__ASK;
 }

@@ -2,16 +2,18 @@
 /* kn__session: what the files of the session share. Internal: the
  * interface is kn_session.h.
  *
+ *   kn_unit.c     a cell as a translation unit: the prelude, the session's
+ *                 entries, the cell's pieces under their assembler names,
+ *                 the entry function, the code that shows a value; and an
+ *                 item's key, the entry it replaces and its text there.
  *   kn_session.c  the session: its directory, compiler and flags, and what
  *                 it has declared (the entries later cells see) and loaded
  *                 (the objects, in order).
- *   kn_unit.c     a cell as a translation unit: the prelude, the session's
- *                 entries, the cell's pieces under their assembler names,
- *                 the entry function, the code that shows a value.
  *   kn_compile.c  the compiler as a job the main loop polls: the unit and
  *                 the cell written, the compiler run, its messages made the
  *                 cell's, and the object read for what main became; and
- *                 what the flags mean for frame pointers and tail calls. */
+ *                 what the flags mean for frame pointers and tail calls.
+ * Each calls only the files listed before it. */
 #ifndef KN__SESSION_H
 #define KN__SESSION_H
 
@@ -55,16 +57,13 @@ struct kn_session {
 /* What each file gives the others; each function's contract is written
  * where it is defined. */
 
-/* ---- kn_session.c ---- */
+/* ---- kn_unit.c ---- */
 
 bool kn__item_key_is_macro(const kn_item_t *it);
 char *kn__item_key(const kn_item_t *it);
 bool kn__item_is_definition(const kn_item_t *it);
 ssize_t kn__find_entry(const kn_session_t *s, const char *key);
 bool kn__replaces(const kn_item_t *it, const entry_t *e);
-
-/* ---- kn_unit.c ---- */
-
 bool kn__writes_main(const kn_item_t *it);
 bool kn__is_include(const kn_item_t *it);
 char *kn__header_text(const kn_item_t *it, int cell);

@@ -75,38 +75,6 @@ static long stmt_end(const splitter_t *sp, long k, int nesting) {
   }
 }
 
-/* ---- building items ---- */
-
-kn_item_t *kn__new_item(splitter_t *sp, kn_item_kind_t kind, long first) {
-  kn_items_t *o = sp->out;
-  if (o->n == sp->cap) {
-    sp->cap = sp->cap ? sp->cap * 2 : 16;
-    o->items = fl__xrealloc(o->items, sp->cap, sizeof *o->items);
-  }
-  kn_item_t *it = &o->items[o->n++];
-  memset(it, 0, sizeof *it);
-  it->kind = kind;
-  it->line = sp->t.v[first].line + sp->line_offset;
-  it->col = sp->t.v[first].col;
-  return it;
-}
-
-char *kn__slice(const splitter_t *sp, long first, long last) {
-  size_t a = sp->t.v[first].start, b = sp->t.v[last].end;
-  return fl__xstrndup(sp->code + a, b - a);
-}
-
-char *kn__tok_text(const splitter_t *sp, long k) {
-  return kn__slice(sp, k, k);
-}
-
-/* An item whose text is the tokens first..last. */
-kn_item_t *kn__add_item(splitter_t *sp, kn_item_kind_t kind, long first, long last) {
-  kn_item_t *it = kn__new_item(sp, kind, first);
-  it->text = kn__slice(sp, first, last);
-  return it;
-}
-
 /* Whether the tokens from k to the end are an expression left without its
  * ';': balanced brackets, no ';' or directive among them, and not the start
  * of a statement of another kind (a keyword, a block, a label). */

@@ -148,8 +148,8 @@ static void on_running(kn_kernel_t *k, kn_exec_t *e) {
   /* every=: the live graphs count the cell's time from here. */
   if (e->profreq.every_ns && e->profreq.mode == KN_PROF_VIEW && !e->live)
     e->live = kn_live_new(kn_kernel_prof(k), &e->profreq, e->cell,
-                          kn_worker_pid(kn_kernel_worker(k)), fl__clock_ns(CLOCK_MONOTONIC),
-                          kn_kernel_console(k));
+                          kn_worker_pid(kn_kernel_worker(k)), kn_profrun_so_far,
+                          fl__clock_ns(CLOCK_MONOTONIC), kn_kernel_console(k));
   if (e->interrupt_stage != 1 && e->interrupt_stage != 2) return;
   e->interrupt_stage = 1;
   e->interrupt_at_ms = fl__now_ms();
@@ -291,7 +291,9 @@ void kn_execute_interrupt(kn_kernel_t *k) {
       e->job_interrupted = true;
       return;
     }
-    kn_kernel_leave_job(k, e->job);
+    kn_kernel_parts_t *parts = kn_kernel_parts(k);
+    kn_job_discard(&parts->left_job); /* one at a time: shell waits for each */
+    parts->left_job = e->job;
     e->job = NULL;
     kn_exec_fail(e, "Interrupted",
                  "the cell was interrupted while %%%s ran; it was stopped and changed nothing "

@@ -498,3 +498,35 @@ long kn__skip_attrs(const splitter_t *sp, long k) {
     }
   }
 }
+
+/* ---- items made of tokens ---- */
+
+kn_item_t *kn__new_item(splitter_t *sp, kn_item_kind_t kind, long first) {
+  kn_items_t *o = sp->out;
+  if (o->n == sp->cap) {
+    sp->cap = sp->cap ? sp->cap * 2 : 16;
+    o->items = fl__xrealloc(o->items, sp->cap, sizeof *o->items);
+  }
+  kn_item_t *it = &o->items[o->n++];
+  memset(it, 0, sizeof *it);
+  it->kind = kind;
+  it->line = sp->t.v[first].line + sp->line_offset;
+  it->col = sp->t.v[first].col;
+  return it;
+}
+
+char *kn__slice(const splitter_t *sp, long first, long last) {
+  size_t a = sp->t.v[first].start, b = sp->t.v[last].end;
+  return fl__xstrndup(sp->code + a, b - a);
+}
+
+char *kn__tok_text(const splitter_t *sp, long k) {
+  return kn__slice(sp, k, k);
+}
+
+/* An item whose text is the tokens first..last. */
+kn_item_t *kn__add_item(splitter_t *sp, kn_item_kind_t kind, long first, long last) {
+  kn_item_t *it = kn__new_item(sp, kind, first);
+  it->text = kn__slice(sp, first, last);
+  return it;
+}

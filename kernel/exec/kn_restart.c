@@ -20,6 +20,7 @@
 
 #include "kn_crash.h"
 #include "kn_exec.h"
+#include "kn_worker.h"
 
 /* Says text to the user: in the running cell's output, or at the start of
  * the next cell's (first: before what is already to be said there). */
@@ -51,10 +52,23 @@ static void restart_outcome(kn_kernel_t *k, const char *failure, fl__buf_t *out)
     fl__buf_puts(out, "The worker was restarted: earlier cells' definitions were reloaded.");
 }
 
+int kn_restart_worker(kn_kernel_t *k, char *err, size_t err_size) {
+  kn_session_t *s = kn_kernel_session(k);
+  /* Earlier cells' code comes back; their statements do not run again. */
+  size_t n = kn_session_n_objects(s);
+  kn_worker_object_t *objects = fl__xcalloc(n ? n : 1, sizeof *objects);
+  for (size_t i = 0; i < n; i++)
+    objects[i] =
+        (kn_worker_object_t){kn_session_object(s, i), kn_session_object_frame_pointers(s, i)};
+  int rc = kn_worker_start(kn_kernel_worker(k), NULL, objects, n, err, err_size);
+  free(objects);
+  return rc;
+}
+
 /* Starts a new worker; a start that fails at once ends at once. */
 static void start_again(kn_kernel_t *k) {
   char err[512];
-  if (kn_kernel_start_worker(k, err, sizeof err) < 0) kn_restart_on_started(k, err);
+  if (kn_restart_worker(k, err, sizeof err) < 0) kn_restart_on_started(k, err);
 }
 
 static void died_after_profile(kn_exec_t *e);
