@@ -4,7 +4,7 @@
  *
  * It is the kernel's worker's recorder in another program: the same
  * in-process sampler (fl_sampler) and allocation recorder (fl_allocs), the
- * same thread wrappers (flame/fl__threads.c), linked from the same
+ * same thread wrappers (flame/sample/fl__threads.c), linked from the same
  * libraries. The dynamic loader puts a preloaded library right after the
  * executable in symbol lookup, so its pthread_create, thrd_create, dlopen,
  * dlclose, sigaction, signal, the exec functions and dl_iterate_phdr (the

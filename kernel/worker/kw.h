@@ -14,7 +14,7 @@
  *                 and the allocation recorder, and gives it an alternate
  *                 signal stack for crash reports
  * (The allocator's entry points, for allocation profiling, are the
- * library's: flame/fl_allocs_entry.c, which the worker links and
+ * library's: flame/sample/fl_allocs_entry.c, which the worker links and
  * libcflame_preload_allocs.so is built from.)
  *   kw_value.c  the value of a cell's trailing expression, printed with the
  *               type its DWARF gives */
@@ -92,7 +92,7 @@ extern volatile sig_atomic_t kw_run_active;
 /* ---- kw_threads.c ---- */
 
 /* Resolves the C library's pthread_create; the worker's own pthread_create
- * and thrd_create (flame/fl__threads.c, exported, so cells and libgomp bind
+ * and thrd_create (flame/sample/fl__threads.c, exported, so cells and libgomp bind
  * to them) register each new thread with fl_sampler and fl_allocs, and
  * give it an alternate signal stack (kw_fault_thread_enter), for its
  * lifetime. Returns 0 or -1. */

@@ -2,7 +2,7 @@
 /* Threads that cells start (see kw.h).
  *
  * The pthread_create and thrd_create wrappers are the flame library's
- * (flame/fl__threads.c), linked into the worker, which exports them: cells'
+ * (flame/sample/fl__threads.c), linked into the worker, which exports them: cells'
  * shared objects and the libraries they load bind to the executable's
  * symbols first, so every thread a cell starts, OpenMP's included, goes
  * through them. This file gives them the worker's hooks:
@@ -14,7 +14,7 @@
  * which is per thread: each new thread gets its own (kw_fault.c), so that
  * a stack overflow in it is reported as one on the main thread is.
  *
- * The wrappers of the calls a thread waits in (flame/fl__waits.c) are
+ * The wrappers of the calls a thread waits in (flame/sample/fl__waits.c) are
  * linked and exported the same way, for wall-clock profiles. */
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
