@@ -44,12 +44,15 @@
 #ifndef FL__COMMON_H
 #define FL__COMMON_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- memory ---- */
 
@@ -252,10 +255,6 @@ void fl__buf_free(fl__buf_t *b);
 
 /* ---- clock and paths ---- */
 
-/* Clock id in nanoseconds: CLOCK_MONOTONIC for elapsed time, the CPU
- * time of the process (CLOCK_PROCESS_CPUTIME_ID) or of a thread
- * (CLOCK_THREAD_CPUTIME_ID, a thread's CPU clock); 0 when it cannot be
- * read. Async-signal-safe, as clock_gettime is. */
 /* The greatest common divisor of a and b (gcd(a, 0) = a). */
 static inline uint64_t fl__gcd(uint64_t a, uint64_t b) {
   while (b) {
@@ -266,6 +265,10 @@ static inline uint64_t fl__gcd(uint64_t a, uint64_t b) {
   return a;
 }
 
+/* Clock id in nanoseconds: CLOCK_MONOTONIC for elapsed time, the CPU
+ * time of the process (CLOCK_PROCESS_CPUTIME_ID) or of a thread
+ * (CLOCK_THREAD_CPUTIME_ID, a thread's CPU clock); 0 when it cannot be
+ * read. Async-signal-safe, as clock_gettime is. */
 static inline int64_t fl__clock_ns(clockid_t id) {
   struct timespec ts;
   if (clock_gettime(id, &ts) < 0) return 0;
@@ -284,6 +287,21 @@ static inline size_t fl__path_base(const char *path, size_t n) {
   size_t b = n;
   while (b > 0 && path[b - 1] != '/') b--;
   return b;
+}
+
+/* Reads at most size - 1 bytes of the file at path into buf (size > 0),
+ * NUL-terminated: a small /proc file's text, whole when it fits, as one
+ * read gives it. Returns how many bytes, or -1 with errno. Allocates
+ * nothing and takes no lock, so the sampler's paths may call it. */
+static inline ssize_t fl__read_small(const char *path, char *buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t got = read(fd, buf, size - 1);
+  int e = errno;
+  close(fd);
+  buf[got > 0 ? got : 0] = '\0';
+  errno = e;
+  return got;
 }
 
 #endif

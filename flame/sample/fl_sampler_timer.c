@@ -199,12 +199,7 @@ static bool thread_blocks(pid_t tid, int sig) {
   }
   char path[64], text[4096];
   snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return false;
-  text[n] = '\0';
+  if (fl__read_small(path, text, sizeof text) <= 0) return false;
   const char *line = strstr(text, "\nSigBlk:");
   return line && (strtoull(line + 8, NULL, 16) >> (sig - 1) & 1);
 }

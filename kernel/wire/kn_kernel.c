@@ -382,12 +382,8 @@ static int bind_socket(kn_kernel_t *k, void **sock, int type, int port, char *er
 static bool client_is_console(pid_t pid) {
   char path[64], args[4096];
   snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t got = read(fd, args, sizeof args - 1);
-  close(fd);
+  ssize_t got = fl__read_small(path, args, sizeof args);
   if (got <= 0) return false;
-  args[got] = '\0';
   for (const char *arg = args; arg < args + got; arg += strlen(arg) + 1) {
     const char *slash = strrchr(arg, '/');
     const char *base = slash ? slash + 1 : arg;
