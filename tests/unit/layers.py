@@ -15,7 +15,12 @@ Outside flame/ (the kernel, its worker, `cflame record`, the command) a
 program may include only the internal headers ARCHITECTURE.md's "Internal
 headers" lists as theirs: OUTSIDE.
 
-Usage: layers.py [SOURCE_DIR]; exits 1 and lists each offending include.
+No source file of the product (flame/, kernel/, record/, tools/) is over
+MAX_LINES lines: a longer one holds more than one concern, and is split
+along a seam (a file a concern, named for it).
+
+Usage: layers.py [SOURCE_DIR]; exits 1 and lists each offending include
+and each file over the limit.
 """
 import pathlib
 import re
@@ -42,6 +47,8 @@ OUTSIDE = {
     "fl__platform.h",  # kw_fault.c reads a signal's context as the sampler does
 }
 OUTSIDE_DIRS = ("kernel", "record", "tools")
+
+MAX_LINES = 900
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCE = (".c", ".h")
@@ -116,6 +123,14 @@ def main():
                         problems.append(f"{path.relative_to(top)}: includes the library's "
                                         f"internal {name}; outside flame/ only "
                                         f"{', '.join(sorted(OUTSIDE))} may be")
+
+    for d in ("flame",) + OUTSIDE_DIRS:
+        for path in sorted((top / d).rglob("*")):
+            if path.suffix in SOURCE and path.is_file():
+                n = path.read_text().count("\n")
+                if n > MAX_LINES:
+                    problems.append(f"{path.relative_to(top)}: {n} lines, over {MAX_LINES}; "
+                                    f"split it along a seam, a file a concern")
 
     for p in problems:
         print(p)
