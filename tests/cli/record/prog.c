@@ -20,6 +20,9 @@
  *                              parent_work (one); the parent waits
  *   prog exec ITERS OTHER      a child execs OTHER (other.c) and the parent
  *                              runs one(); the parent waits
+ *   prog shexec ITERS OTHER    the same, the child running sh -c 'OTHER ITERS'
+ *                              (fork, exec and the child's CPU time, from
+ *                              wait4, printed as child_cpu)
  *   prog io STATUS             echoes a line of stdin to stdout and stderr,
  *                              exits with STATUS
  *   prog kill ITERS SIGNAL     works, then kills itself with SIGNAL
@@ -46,6 +49,7 @@
 #include <string.h>
 #include <errno.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -180,12 +184,16 @@ int main(int argc, char **argv) {
     pthread_join(a, NULL);
     double wall = mono() - w, delay = run_delay() - d;
     printf("{\"main\": [%.6f, %.6f], \"thread\": [%.6f, %.6f]}\n", wall, delay, wall_a, delay_a);
-  } else if (!strcmp(mode, "fork") || !strcmp(mode, "exec")) {
+  } else if (!strcmp(mode, "fork") || !strcmp(mode, "exec") || !strcmp(mode, "shexec")) {
     fflush(stdout);
     pid_t child = fork();
     if (child == 0) {
       if (!strcmp(mode, "exec")) {
         execl(argv[3], argv[3], argv[2], (char *)NULL);
+        _exit(127);
+      }
+      if (!strcmp(mode, "shexec")) {
+        execl("/bin/sh", "sh", "-c", "\"$0\" \"$1\"", argv[3], argv[2], (char *)NULL);
         _exit(127);
       }
       for (int r = 0; r < ROUNDS; r++) child_work(n);
@@ -194,9 +202,13 @@ int main(int argc, char **argv) {
     for (int r = 0; r < ROUNDS; r++) parent_work(n);
     double parent = thread_cpu();
     int status;
-    waitpid(child, &status, 0);
-    printf("{\"parent\": %d, \"child\": %d, \"parent_cpu\": %.6f, \"status\": %d}\n", (int)getpid(),
-           (int)child, parent, status);
+    struct rusage ru;
+    wait4(child, &status, 0, &ru);
+    double child_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    printf("{\"parent\": %d, \"child\": %d, \"parent_cpu\": %.6f, \"child_cpu\": %.6f, "
+           "\"status\": %d}\n",
+           (int)getpid(), (int)child, parent, child_cpu, status);
   } else if (!strcmp(mode, "io")) {
     char line[256] = "";
     if (!fgets(line, sizeof line, stdin)) strcpy(line, "(eof)\n");
