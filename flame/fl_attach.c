@@ -36,6 +36,9 @@ typedef struct thread {
   uint64_t cpu_first; /* ... at the attach, when it was first seen, or its image began */
   int64_t carry_ns;   /* CPU time not yet weighed (may be negative: rounded up) */
   bool listening;     /* in a group stop, kept with PTRACE_LISTEN */
+  bool vforking;      /* from its vfork to its child's exec or exit, it waits for the
+                         child (and may be 'R' on its way there), in a wait no
+                         interrupt ends: it is not stopped for samples meanwhile */
   bool gone;          /* exited (reaped) or no longer ours */
   char name[17];
 } thread_t;
@@ -184,6 +187,7 @@ static void resume(thread_t *t, int sig) {
 
 typedef enum stop {
   STOP_HANDLED, /* an event dealt with; the thread goes on */
+  STOP_VFORKED, /* a vfork dealt with: the thread goes on, to wait for its child */
   STOP_OURS,    /* a PTRACE_EVENT_STOP other than a group stop: it stays stopped */
   STOP_GROUP,   /* a group stop (SIGSTOP and kin), kept */
   STOP_GONE,    /* the thread ended */
@@ -220,8 +224,10 @@ static stop_t on_status(attach_t *a, thread_t *t, int status) {
     }
     /* The threads may have moved: t is found again. */
     t = find_thread(a, tid);
-    if (t) resume(t, 0);
-    return STOP_HANDLED;
+    if (!t) return STOP_HANDLED;
+    t->vforking = event == PTRACE_EVENT_VFORK;
+    resume(t, 0);
+    return t->vforking ? STOP_VFORKED : STOP_HANDLED;
   }
   if (event == PTRACE_EVENT_STOP) {
     if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
@@ -234,6 +240,7 @@ static stop_t on_status(attach_t *a, thread_t *t, int status) {
     t->listening = false;
     return STOP_OURS;
   }
+  if (event == PTRACE_EVENT_VFORK_DONE) t->vforking = false;
   /* A signal on its way to the thread: delivered as it would have been. */
   resume(t, event ? 0 : sig);
   return STOP_HANDLED;
@@ -305,7 +312,7 @@ static void sample(attach_t *a, size_t i) {
   int64_t iv = (int64_t)a->opts->interval_ns;
   thread_t *t = &a->threads[i];
   int64_t cpu = thread_cpu_ns(t);
-  if (t->listening || (cpu >= 0 && cpu - (int64_t)t->cpu_ns < iv / 2) ||
+  if (t->listening || t->vforking || (cpu >= 0 && cpu - (int64_t)t->cpu_ns < iv / 2) ||
       !thread_running(t->pid, t->tid))
     return;
   if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) return; /* its exit is to be reaped */
@@ -313,7 +320,10 @@ static void sample(attach_t *a, size_t i) {
   /* Any stop of the thread (a signal's, a clone's) drops an interrupt
    * still pending: it is asked again of a thread still running, or the
    * wait would last until the thread's next signal; one that blocked
-   * meanwhile is left alone until the next tick. */
+   * meanwhile is left alone until the next tick. Not after a vfork: the
+   * thread goes on to wait for its child to exec or exit, a wait no
+   * interrupt ends, and the child, followed, may be in its first stop,
+   * which only this loop's caller would end. */
   while ((s = wait_thread(a, &a->threads[i])) == STOP_HANDLED)
     if (!thread_running(a->threads[i].pid, a->threads[i].tid) ||
         ptrace(PTRACE_INTERRUPT, a->threads[i].tid, NULL, NULL) < 0)
@@ -464,10 +474,12 @@ static void say_not_permitted(int pid, int e, char *err, size_t err_size) {
 }
 
 /* What is traced: the threads the target starts, and with follow_forks
- * the processes it forks and the programs they exec. */
+ * the processes it forks, the end of a vfork's wait for its child, and
+ * the programs they exec. */
 static long trace_options(const attach_t *a) {
   return PTRACE_O_TRACECLONE |
-         (a->opts->follow_forks ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC
+         (a->opts->follow_forks ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+                                      PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXEC
                                 : 0);
 }
 
@@ -545,6 +557,21 @@ done:
   a->threads[i].gone = true;
 }
 
+/* Detaches every thread, the newest first: a vfork's parent waits for
+ * its child to exec or exit before any stop can take it, and the child,
+ * followed, may be in a stop of its own until it is detached. Those the
+ * detach adds (a clone or fork made meanwhile) are detached in turn. */
+static void detach_all(attach_t *a) {
+  for (bool more = true; more;) {
+    more = false;
+    for (size_t i = a->n; i-- > 0;)
+      if (!a->threads[i].gone) {
+        detach(a, i);
+        more = true;
+      }
+  }
+}
+
 /* ---- the run ---- */
 
 static void on_attached(attach_t *a) {
@@ -606,7 +633,7 @@ int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, 
   a.procs = fl__grow(NULL, &a.cap_procs, 1, sizeof *a.procs);
   a.n_procs = 1;
   if (fl__attach_proc_start(&a.procs[0], pid, 0, opts, err, err_size) < 0) {
-    for (size_t i = 0; i < a.n; i++) detach(&a, i);
+    detach_all(&a);
     goto done;
   }
   on_attached(&a);
@@ -658,8 +685,7 @@ int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, 
     }
   }
   if (r->end != FL_ATTACH_EXITED && !opts->follow_forks) look_at_children(&a);
-  for (size_t i = 0; i < a.n; i++)
-    if (!a.threads[i].gone) detach(&a, i);
+  detach_all(&a);
   r->wall_seconds = (double)(fl__clock_ns(CLOCK_MONOTONIC) - start) / 1e9;
   finish(&a);
   rc = 0;

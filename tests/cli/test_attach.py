@@ -256,19 +256,19 @@ def test_a_forked_child_is_named_not_followed(bins, tmp_path):
 
 # ---- --follow-forks ----
 
-def followed(bins, tmp_path, *mode):
-    """`prog await MODE ...` recorded with --follow-forks from before its
-    work: checks that it and its child exited 0, as untraced; returns what
-    it printed, the folded stacks and cflame's stderr."""
+def followed(bins, tmp_path, *mode, extra=()):
+    """`prog await MODE ...` recorded with --follow-forks (and extra) from
+    before its work: checks that it and its child exited 0, as untraced;
+    returns what it printed, the folded stacks and cflame's stderr."""
     prog = started(bins, "await", *mode, cwd=tmp_path)
-    c = Attached(prog.pid, "--follow-forks", "-o", "follow.folded", "--no-lines",
+    c = Attached(prog.pid, "--follow-forks", *extra, "-o", "follow.folded", "--no-lines",
                  cwd=tmp_path).attached()
     go(prog)
     out, _ = prog.communicate(timeout=300)
     rc, _, err = c.finish()
     assert rc == 0 and prog.returncode == 0, err
     pids = program_json(out)
-    assert pids["status"] == 0, pids
+    assert pids.get("status", 0) == 0, pids
     return pids, folded(tmp_path / "follow.folded"), err
 
 
@@ -306,6 +306,26 @@ def test_follow_forks_follows_a_child_across_sh_and_exec(bins, tmp_path):
     assert wo > 0 and wp > 0, stacks
     assert weight(stacks, "other_work") == wo and weight(stacks, "parent_work") == wp, stacks
     check_child_share(pids, wo, wp, err)
+
+
+def test_a_parent_that_vforks_again_and_again_is_never_held(bins, tmp_path):
+    """prog spawn: 300 posix_spawns (a vfork each) in a row, with 20,000
+    descriptors open, so that the program's CPU time is spent inside the
+    vfork, and on one CPU with cflame, so that a program cflame resumes is
+    still runnable when cflame looks at it next. A vfork's parent waits for
+    its child, which is in its first stop until cflame resumes it: cflame
+    must never wait for that parent to stop (it did, and hung, in every
+    run before the fix). Every child runs and exits 0, and the program
+    ends with its result."""
+    cpu = min(os.sched_getaffinity(0))
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})  # inherited by the program and cflame
+    try:
+        pids, stacks, err = followed(bins, tmp_path, "spawn", 300, bins["other"], 0, 20000)
+    finally:
+        os.sched_setaffinity(0, mask)
+    assert pids == {"spawned": 300, "failed": 0}, pids
+    assert weight(stacks, "main", root="prog") > 0, (stacks, err)
 
 
 def test_followed_children_still_running_at_the_end_are_detached(bins, tmp_path):
