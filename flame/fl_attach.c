@@ -574,6 +574,31 @@ static void detach_all(attach_t *a) {
 
 /* ---- the run ---- */
 
+/* Calls opts->progress with what is recorded so far: the target's buffer,
+ * name and maps, and each followed image's, as r will have them. */
+static void progress(attach_t *a) {
+  fl_attach_result_t *r = a->r;
+  snprintf(r->name, sizeof r->name, "%s", a->procs[0].part.name);
+  r->maps = a->procs[0].part.maps;
+  r->n_maps = a->procs[0].part.n_maps;
+  r->n_followed = a->n_procs - 1;
+  r->followed = r->n_followed ? fl__xcalloc(r->n_followed, sizeof *r->followed) : NULL;
+  for (size_t i = 1; i < a->n_procs; i++) {
+    fl_attach_process_t *f = &r->followed[i - 1];
+    *f = a->procs[i].part;
+    if (a->procs[i].words) {
+      f->buf = a->procs[i].words;
+      f->bytes = fl__attach_proc_bytes(&a->procs[i]);
+    }
+  }
+  a->opts->progress(a->opts->ctx, a->procs[0].words, fl__attach_proc_bytes(&a->procs[0]), r);
+  free(r->followed);
+  r->followed = NULL;
+  r->n_followed = 0;
+  r->maps = NULL;
+  r->n_maps = 0;
+}
+
 static void on_attached(attach_t *a) {
   if (!a->opts->follow_forks) a->before = children_now(a, &a->n_before);
 }
@@ -664,15 +689,7 @@ int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, 
       if (!opts->follow_forks) look_at_children(&a);
       next_look = now + LOOK_NS;
     }
-    if (opts->progress) {
-      /* The target's name and maps so far, as r will have them. */
-      snprintf(r->name, sizeof r->name, "%s", a.procs[0].part.name);
-      r->maps = a.procs[0].part.maps;
-      r->n_maps = a.procs[0].part.n_maps;
-      opts->progress(opts->ctx, a.procs[0].words, fl__attach_proc_bytes(&a.procs[0]), r);
-      r->maps = NULL;
-      r->n_maps = 0;
-    }
+    if (opts->progress) progress(&a);
     /* Wait for the next tick, a stop asked for, or (at most 2 ms) the
      * threads' events: a signal to the target waits that long at most. */
     int64_t wait_ns = (next < end ? next : end) - fl__clock_ns(CLOCK_MONOTONIC);

@@ -72,8 +72,9 @@ typedef struct fl_attach_opts {
   void (*attached)(void *ctx, int pid, size_t threads);
   /* Called between ticks (every 2 ms at most) with what is recorded so
    * far, or NULL: buf, bytes long, the sample buffer r->buf will be (the
-   * threads' names not yet in it), and sofar's name and maps as known by
-   * then; all borrowed for the call. The attach waits for it: it must be
+   * threads' names not yet in it), and sofar's name, maps and followed
+   * images (each buffer so far) as known by then; all borrowed for the
+   * call. The attach waits for it: it must be
    * quick, or do its work seldom (`cflame record --top` redraws once a
    * second). */
   void (*progress)(void *ctx, const void *buf, size_t bytes, const fl_attach_result_t *sofar);
