@@ -38,8 +38,10 @@
  * as without follow_forks (stop_fd, duration_s, the target's exit), and
  * followed processes still running then are detached as the target's
  * threads are. A vfork child shares its parent's memory until it execs or
- * exits, and is sampled with its parent's maps meanwhile; a process that
- * lives less than an interval of CPU leaves no sample.
+ * exits, and is sampled with its parent's maps meanwhile; its parent,
+ * waiting for it then in a wait no stop ends, is not sampled until that
+ * wait's end (PTRACE_O_TRACEVFORKDONE). A process that lives less than an
+ * interval of CPU leaves no sample.
  *
  * The records are those of fl_sampler.h's buffer (source
  * FL_SAMPLER_SOURCE_PTRACE, each thread's name record at the end), with
