@@ -18,11 +18,12 @@
 
 static const int stopping[] = {SIGINT, SIGTERM, SIGHUP};
 
-/* Writes len bytes of data to dir/PID.0.suffix. Returns 0, or -1 with err. */
-static int write_file(const char *dir, int pid, const char *suffix, const void *data, size_t len,
-                      char *err, size_t err_size) {
+/* Writes len bytes of data to dir/PID.GEN.suffix. Returns 0, or -1 with
+ * err. */
+static int write_file(const char *dir, int pid, int gen, const char *suffix, const void *data,
+                      size_t len, char *err, size_t err_size) {
   char path[PATH_MAX];
-  snprintf(path, sizeof path, RC_FILE_FMT, dir, pid, 0, suffix);
+  snprintf(path, sizeof path, RC_FILE_FMT, dir, pid, gen, suffix);
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   const char *p = data;
   while (fd >= 0 && len) {
@@ -39,24 +40,42 @@ static int write_file(const char *dir, int pid, const char *suffix, const void *
   return -1;
 }
 
-/* The info file, the maps snapshots and the samples of the attach. */
-static int write_recording(const char *dir, int pid, const fl_attach_result_t *r, char *err,
-                           size_t err_size) {
-  char *info = fl__xasprintf(RC_INFO_PID " %d\n" RC_INFO_PPID " %d\n" RC_INFO_NAME " %s\n", pid,
-                             r->ppid, r->name[0] ? r->name : "?");
+/* The info file, the maps snapshots and the samples of one process
+ * image, as the preloaded library writes them (rc_files.h). */
+static int write_image(const char *dir, const fl_attach_process_t *im, char *err, size_t err_size) {
+  char *info = fl__xasprintf(RC_INFO_PID " %d\n" RC_INFO_PPID " %d\n" RC_INFO_NAME " %s\n", im->pid,
+                             im->ppid, im->name[0] ? im->name : "?");
   fl__buf_t maps = {0};
-  for (size_t i = 0; i < r->n_maps; i++) {
-    fl__buf_puts(&maps, r->maps[i]);
+  for (size_t i = 0; i < im->n_maps; i++) {
+    fl__buf_puts(&maps, im->maps[i]);
     fl__buf_puts(&maps, RC_MAPS_END);
   }
   fl__buf_add(&maps, "", 0);
   char *maps_text = fl__buf_take(&maps);
-  int rc = write_file(dir, pid, RC_SUFFIX_INFO, info, strlen(info), err, err_size);
+  int rc = write_file(dir, im->pid, im->image, RC_SUFFIX_INFO, info, strlen(info), err, err_size);
   if (rc == 0)
-    rc = write_file(dir, pid, RC_SUFFIX_MAPS, maps_text, strlen(maps_text), err, err_size);
-  if (rc == 0) rc = write_file(dir, pid, RC_SUFFIX_SAMPLES, r->buf, r->bytes, err, err_size);
+    rc = write_file(dir, im->pid, im->image, RC_SUFFIX_MAPS, maps_text, strlen(maps_text), err,
+                    err_size);
+  if (rc == 0)
+    rc = write_file(dir, im->pid, im->image, RC_SUFFIX_SAMPLES, im->buf, im->bytes, err, err_size);
   free(info);
   free(maps_text);
+  return rc;
+}
+
+/* The target's image (PID.0), and each followed one's (CHILD.IMAGE). */
+static int write_recording(const char *dir, int pid, const fl_attach_result_t *r, char *err,
+                           size_t err_size) {
+  fl_attach_process_t target = {.pid = pid,
+                                .ppid = r->ppid,
+                                .buf = r->buf,
+                                .bytes = r->bytes,
+                                .maps = r->maps,
+                                .n_maps = r->n_maps};
+  snprintf(target.name, sizeof target.name, "%s", r->name);
+  int rc = write_image(dir, &target, err, err_size);
+  for (size_t i = 0; rc == 0 && i < r->n_followed; i++)
+    rc = write_image(dir, &r->followed[i], err, err_size);
   return rc;
 }
 
@@ -84,8 +103,8 @@ static void say_attached(void *ctx, int pid, size_t threads) {
           pid, threads, threads == 1 ? "" : "s");
 }
 
-int rc_attach(int pid, uint64_t interval_ns, double duration_s, uint64_t buffer_words,
-              const char *dir,
+int rc_attach(int pid, uint64_t interval_ns, double duration_s, bool follow_forks,
+              uint64_t buffer_words, const char *dir,
               void (*progress)(void *ctx, const void *buf, size_t bytes,
                                const fl_attach_result_t *sofar),
               void *ctx, rc_attached_t *out, char *err, size_t err_size) {
@@ -103,6 +122,7 @@ int rc_attach(int pid, uint64_t interval_ns, double duration_s, uint64_t buffer_
                            .buffer_words = buffer_words,
                            .duration_s = duration_s,
                            .stop_fd = sfd,
+                           .follow_forks = follow_forks,
                            .attached = say_attached,
                            .progress = progress,
                            .ctx = ctx};

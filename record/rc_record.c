@@ -42,9 +42,10 @@ typedef struct opts {
   const char *format; /* -f; NULL: by the output's ending, or svg */
   double delay_s;
   bool delay_given;
-  int pid;           /* --pid, or 0 */
-  double duration_s; /* --duration, or 0: until the target ends or a signal */
-  bool top;          /* --top (--watch): the live table on a terminal */
+  int pid;                 /* --pid, or 0 */
+  double duration_s;       /* --duration, or 0: until the target ends or a signal */
+  bool follow_forks;       /* --follow-forks */
+  bool top;                /* --top (--watch): the live table on a terminal */
   bool wall;               /* --clock wall */
   const fl_event_t *event; /* --event NAME, or NULL */
   bool allocs, live, weight_count;
@@ -75,9 +76,11 @@ static const char usage_head[] =
     "100 Hz of each thread's CPU time, stopping the thread for each sample with\n"
     "ptrace and unwinding it with libdw. It ends at Ctrl-C or SIGTERM to cflame,\n"
     "after --duration, or when the program exits, which goes on as before,\n"
-    "detached. Attaching needs the right to ptrace PID (docs/CLI.md says which).\n"
-    "--duration needs --pid; --sample-rate, --live and --weight need --allocs; with\n"
-    "--pid, --delay is at least 0.001.\n"
+    "detached. With --follow-forks, the processes it forks meanwhile are sampled\n"
+    "too, across their execs, each under a root of its own. Attaching needs the\n"
+    "right to ptrace PID (docs/CLI.md says which).\n"
+    "--duration and --follow-forks need --pid; --sample-rate, --live and --weight\n"
+    "need --allocs; with --pid, --delay is at least 0.001.\n"
     "\n"
     "Recording:\n";
 
@@ -181,6 +184,8 @@ static void store_recording(opts_t *o, const fl_optval_t *v, const char *raw) {
     o->alloc_opts_given = true;
   } else if (!strcmp(k, "duration")) {
     o->duration_s = v->d;
+  } else if (!strcmp(k, "follow_forks")) {
+    o->follow_forks = v->b;
   } else if (!strcmp(k, "pid")) {
     o->pid = (int)v->i;
   } else if (!strcmp(k, "buffer")) {
@@ -264,6 +269,10 @@ static int parse(int argc, char **argv, opts_t *o) {
     }
   }
   if (o->duration_s && !o->pid) return usage_error("--duration needs --pid PID");
+  if (o->follow_forks && !o->pid)
+    return usage_error(
+        "--follow-forks needs --pid PID: cflame record -- PROGRAM follows every process "
+        "PROGRAM forks already");
   if (o->pid) {
     if (i < argc)
       return usage_error(
@@ -514,7 +523,7 @@ static void say_not_followed(const char *dir, const rc_run_t *run) {
 }
 
 /* What became of the attached program: its exit, the children it forked
- * (not followed). */
+ * (not followed; or followed, and still running at the end: detached). */
 static void say_attach_end(const rc_attached_t *att, int pid) {
   const fl_attach_result_t *r = &att->result;
   if (r->end == FL_ATTACH_EXITED && WIFEXITED(r->status))
@@ -527,8 +536,18 @@ static void say_attach_end(const rc_attached_t *att, int pid) {
     say("%s (pid %d) ended while attached", r->name, pid);
   for (size_t i = 0; i < r->n_children; i++)
     say("pid %d (%s), forked by %s while attached, was not followed: --pid samples the one "
-        "process (attach to the child with a --pid of its own)",
+        "process (--follow-forks samples its children too, or attach to the child with a "
+        "--pid of its own)",
         r->children[i].pid, r->children[i].comm, r->name);
+  for (size_t i = 0; i < r->n_followed; i++) {
+    const fl_attach_process_t *f = &r->followed[i];
+    bool later = false; /* an image of it after this one: it exec'd */
+    for (size_t j = i + 1; j < r->n_followed && !later; j++) later = r->followed[j].pid == f->pid;
+    if (!f->exited && !later)
+      say("pid %d (%s), followed, was still running as the recording ended: detached, it goes "
+          "on",
+          f->pid, f->name);
+  }
 }
 
 /* ---- the summary ---- */
@@ -780,8 +799,9 @@ int rc_record_main(int argc, char **argv) {
     char top_name[32];
     snprintf(top_name, sizeof top_name, "pid %d", o.pid);
     if (o.top) top = rc_top_new(dir, o.pid, &copts, &o.draw, top_name);
-    int rc = rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.buffer_words,
-                       dir, top ? rc_top_attached : NULL, top, &att, err, sizeof err);
+    int rc = rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.follow_forks,
+                       o.buffer_words, dir, top ? rc_top_attached : NULL, top, &att, err,
+                       sizeof err);
     rc_top_end(&top);
     if (rc < 0) {
       say("%s", err);
@@ -790,9 +810,11 @@ int rc_record_main(int argc, char **argv) {
     }
     say_attach_end(&att, o.pid);
     name = fl__xasprintf("%s (pid %d)", att.command, o.pid);
+    double cpu = att.result.cpu_seconds;
+    for (size_t i = 0; i < att.result.n_followed; i++) cpu += att.result.followed[i].cpu_seconds;
     ran = (ran_t){.name = att.result.name,
                   .pid = o.pid,
-                  .cpu_seconds = att.result.cpu_seconds,
+                  .cpu_seconds = cpu,
                   .wall_seconds = att.result.wall_seconds,
                   .attached = true};
     status = 0;

@@ -90,19 +90,36 @@ typedef struct sofar {
   const fl_attach_result_t *r;
 } sofar_t;
 
-/* What is recorded so far into *rec. Returns 0, or -1 when it cannot be
+/* One image of an attach so far into *rec (rc_collect_image). */
+static void collect_image(rc_top_t *top, int pid, const char *name, const void *buf, size_t bytes,
+                          char *const *snapshots, size_t n_snapshots, rc_recording_t *rec) {
+  fl__buf_t maps = {0};
+  for (size_t i = 0; i < n_snapshots; i++) {
+    fl__buf_puts(&maps, snapshots[i]);
+    fl__buf_puts(&maps, RC_MAPS_END);
+  }
+  fl__buf_add(&maps, "", 0);
+  rc_collect_image(pid, name, buf, bytes, maps.data, &top->copts, rec);
+  fl__buf_free(&maps);
+}
+
+/* What is recorded so far into *rec: the target's image and, with
+ * --follow-forks, each followed one's. Returns 0, or -1 when it cannot be
  * read (yet). */
 static int collect(rc_top_t *top, const sofar_t *sofar, rc_recording_t *rec) {
   char err[512];
   if (!sofar) return rc_collect(top->dir, &top->copts, rec, err, sizeof err);
-  fl__buf_t maps = {0};
-  for (size_t i = 0; i < sofar->r->n_maps; i++) {
-    fl__buf_puts(&maps, sofar->r->maps[i]);
-    fl__buf_puts(&maps, RC_MAPS_END);
+  const fl_attach_result_t *r = sofar->r;
+  collect_image(top, top->pid, r->name, sofar->buf, sofar->bytes, r->maps, r->n_maps, rec);
+  for (size_t i = 0; i < r->n_followed; i++) {
+    const fl_attach_process_t *f = &r->followed[i];
+    rc_recording_t more;
+    collect_image(top, f->pid, f->name, f->buf, f->bytes, f->maps, f->n_maps, &more);
+    fl_profile_merge(rec->profile, more.profile);
+    rec->processes += more.processes;
+    rec->threads += more.threads;
+    rc_recording_free(&more);
   }
-  fl__buf_add(&maps, "", 0);
-  rc_collect_image(top->pid, sofar->r->name, sofar->buf, sofar->bytes, maps.data, &top->copts, rec);
-  fl__buf_free(&maps);
   return 0;
 }
 

@@ -44,7 +44,8 @@ rc_top_t *rc_top_new(const char *dir, int pid, const rc_collect_opts_t *copts,
  * an rc_top_t (rc_run's tick). */
 void rc_top_tick(void *ctx);
 /* The same for an attach (fl_attach_opts_t.progress, ctx an rc_top_t):
- * the table of what it has recorded so far. */
+ * the table of what it has recorded so far, of the target and of each
+ * process it follows. */
 void rc_top_attached(void *ctx, const void *buf, size_t bytes, const fl_attach_result_t *sofar);
 /* Clears the table, gives the terminal's rows back, and frees top. */
 void rc_top_end(rc_top_t **top);

@@ -284,6 +284,11 @@ static const row_t rows[] = {
          .help = "how long to sample a running program, in seconds (an interrupt ends it "
                  "sooner)",
          .groups = FL_OPTS_ATTACH | FL_OPTS_RECORD),
+    NONE("follow_forks", FL_OPT_BOOL, .def = "false",
+         .help = "also sample the processes a running program forks after the attach (and "
+                 "theirs, across their execs), each under a root of its own; off, they are "
+                 "named and not sampled",
+         .groups = FL_OPTS_ATTACH | FL_OPTS_RECORD),
     NONE("as", FL_OPT_STRING, .shown_def = "the session profile", .metavar = "NAME",
          .help = "keep it as a baseline of this name instead of the session profile",
          .groups = FL_OPTS_LOAD),

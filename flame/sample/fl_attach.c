@@ -5,7 +5,6 @@
 #include "cflame/fl_attach.h"
 
 #include <dirent.h>
-#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,20 +21,24 @@
 #include <unistd.h>
 
 #include "cflame/fl_sampler.h"
+#include "fl__attach.h"
 #include "fl__common.h"
 
 /* How often the maps and the children are looked at, in ticks' time. */
 #define LOOK_NS 100000000ll
-/* The buffer's first size, in words; it doubles up to buffer_words. */
-#define FIRST_WORDS 65536
 
 typedef struct thread {
   pid_t tid;
+  pid_t pid;          /* its process's */
+  size_t proc;        /* its process image, in attach_t.procs */
   int sched_fd;       /* /proc/PID/task/TID/schedstat, or -1 */
   uint64_t cpu_ns;    /* its CPU time at its last sample (at the attach: then) */
-  uint64_t cpu_first; /* ... at the attach or when it was first seen */
+  uint64_t cpu_first; /* ... at the attach, when it was first seen, or its image began */
   int64_t carry_ns;   /* CPU time not yet weighed (may be negative: rounded up) */
   bool listening;     /* in a group stop, kept with PTRACE_LISTEN */
+  bool vforking;      /* from its vfork to its child's exec or exit, it waits for the
+                         child (and may be 'R' on its way there), in a wait no
+                         interrupt ends: it is not stopped for samples meanwhile */
   bool gone;          /* exited (reaped) or no longer ours */
   char name[17];
 } thread_t;
@@ -46,36 +49,15 @@ typedef struct attach {
   fl_attach_result_t *r;
   thread_t *threads;
   size_t n, cap;
-  Dwfl *dwfl;
-  char *maps; /* the last snapshot (also in r->maps) */
-  uint64_t *words;
-  size_t n_words; /* the buffer's size in words, header included */
-  uint64_t pcs[FL_SAMPLER_MAX_DEPTH];
-  size_t n_pcs;
+  /* The process images: the target's first, then each followed one's in
+   * the order it started (the ended ones kept, for the result). */
+  fl__attach_proc_t *procs;
+  size_t n_procs, cap_procs;
   int *before; /* the children the target had at the attach */
   size_t n_before;
 } attach_t;
 
 /* ---- /proc ---- */
-
-/* The whole text of a /proc file (new), or NULL with errno. */
-static char *read_proc(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  fl__buf_t b = {0};
-  char chunk[8192];
-  ssize_t got;
-  while ((got = read(fd, chunk, sizeof chunk)) > 0) fl__buf_add(&b, chunk, (size_t)got);
-  int e = errno;
-  close(fd);
-  if (got < 0) {
-    fl__buf_free(&b);
-    errno = e;
-    return NULL;
-  }
-  fl__buf_add(&b, "", 0);
-  return fl__buf_take(&b);
-}
 
 /* The first number of a thread's schedstat: its CPU time in ns, exact
  * when it is stopped (switched out); up to a scheduler tick behind while
@@ -107,7 +89,7 @@ static bool thread_running(pid_t pid, pid_t tid) {
 static void read_comm(pid_t pid, pid_t tid, char name[17]) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/task/%d/comm", pid, tid);
-  char *text = read_proc(path);
+  char *text = fl__attach_read_proc(path);
   if (!text) return;
   text[strcspn(text, "\n")] = '\0';
   snprintf(name, 17, "%.16s", text);
@@ -122,18 +104,78 @@ static thread_t *find_thread(attach_t *a, pid_t tid) {
   return NULL;
 }
 
-/* Adds thread tid (seized, or attached as a clone of one) unless known. */
-static void add_thread(attach_t *a, pid_t tid) {
+/* Adds thread tid of process pid, image proc (seized, or attached as a
+ * clone or fork of one) unless known. */
+static void add_thread(attach_t *a, pid_t pid, pid_t tid, size_t proc) {
   if (find_thread(a, tid)) return;
   a->threads = fl__grow(a->threads, &a->cap, a->n + 1, sizeof *a->threads);
   thread_t *t = &a->threads[a->n++];
-  *t = (thread_t){.tid = tid, .sched_fd = -1};
+  *t = (thread_t){.tid = tid, .pid = pid, .proc = proc, .sched_fd = -1};
   char path[64];
-  snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", a->pid, tid);
+  snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, tid);
   t->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
   int64_t cpu = thread_cpu_ns(t);
   t->cpu_ns = t->cpu_first = cpu > 0 ? (uint64_t)cpu : 0;
-  read_comm(a->pid, tid, t->name);
+  read_comm(pid, tid, t->name);
+}
+
+/* ---- followed processes ---- */
+
+/* Starts image `image` of process pid as a.procs' next. Returns its
+ * index. A process libdwfl cannot unwind is still followed (and detached
+ * at the end), without samples. */
+static size_t start_proc(attach_t *a, pid_t pid, int image) {
+  a->procs = fl__grow(a->procs, &a->cap_procs, a->n_procs + 1, sizeof *a->procs);
+  char err[256];
+  fl__attach_proc_start(&a->procs[a->n_procs], pid, image, a->opts, err, sizeof err);
+  return a->n_procs++;
+}
+
+/* Writes thread t's name record into its image's buffer (unless the
+ * image has no samples: a child that exec'd at once is no process of the
+ * graph's), and adds the CPU time it used in that image to the image's. */
+static void end_thread_in_image(attach_t *a, thread_t *t) {
+  int64_t now = thread_cpu_ns(t);
+  if (now >= 0 && (uint64_t)now > t->cpu_ns) t->cpu_ns = (uint64_t)now;
+  fl__attach_proc_t *p = &a->procs[t->proc];
+  p->part.cpu_seconds += (double)(t->cpu_ns - t->cpu_first) / 1e9;
+  t->cpu_first = t->cpu_ns;
+  fl_sampler_record_t rec = {.tid = t->tid, .time_ns = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC)};
+  memcpy(rec.thread_name, t->name, sizeof rec.thread_name);
+  if (rec.thread_name[0] && p->words && ((fl_sampler_header_t *)p->words)->used_words)
+    fl__attach_proc_put(p, &rec);
+}
+
+/* A child forked (PTRACE_EVENT_FORK or VFORK, which only follow_forks
+ * asks for): attached by the kernel at its birth, in its first stop or on
+ * its way there, which drain() sees. */
+static void follow_child(attach_t *a, pid_t child) {
+  add_thread(a, child, child, start_proc(a, child, 0));
+}
+
+/* Thread t's process exec'd (PTRACE_EVENT_EXEC: t is its leader, whose
+ * tid the exec'ing thread took; former, that thread's tid before). The
+ * target reads its maps again; a followed child ends its image and
+ * starts the next: the new program's name, maps and unwinder. */
+static void on_exec(attach_t *a, pid_t leader, pid_t former) {
+  thread_t *t = find_thread(a, leader);
+  if (former != leader) {
+    thread_t *gone = find_thread(a, former);
+    if (gone) gone->gone = true;
+  }
+  if (!t) return;
+  if (t->proc == 0) {
+    fl__attach_proc_look_at_maps(&a->procs[0]);
+    return;
+  }
+  end_thread_in_image(a, t);
+  size_t old = t->proc;
+  fl__attach_proc_end(&a->procs[old]);
+  int image = a->procs[old].part.image + 1;
+  size_t proc = start_proc(a, leader, image);
+  t = find_thread(a, leader);
+  t->proc = proc;
+  read_comm(t->pid, t->tid, t->name);
 }
 
 /* A thread that is stopped goes on, with sig delivered to it (0: none).
@@ -145,6 +187,7 @@ static void resume(thread_t *t, int sig) {
 
 typedef enum stop {
   STOP_HANDLED, /* an event dealt with; the thread goes on */
+  STOP_VFORKED, /* a vfork dealt with: the thread goes on, to wait for its child */
   STOP_OURS,    /* a PTRACE_EVENT_STOP other than a group stop: it stays stopped */
   STOP_GROUP,   /* a group stop (SIGSTOP and kin), kept */
   STOP_GONE,    /* the thread ended */
@@ -159,19 +202,32 @@ static stop_t on_status(attach_t *a, thread_t *t, int status) {
     if (t->tid == a->pid) {
       a->r->end = FL_ATTACH_EXITED;
       a->r->status = status;
+    } else if (t->tid == t->pid && t->proc) {
+      a->procs[t->proc].part.exited = true;
+      a->procs[t->proc].part.status = status;
     }
     return STOP_GONE;
   }
   if (!WIFSTOPPED(status)) return STOP_HANDLED;
   int sig = WSTOPSIG(status), event = status >> 16;
-  if (event == PTRACE_EVENT_CLONE) {
-    unsigned long tid;
-    pid_t parent = t->tid;
-    if (ptrace(PTRACE_GETEVENTMSG, parent, NULL, &tid) == 0) add_thread(a, (pid_t)tid);
-    /* add_thread may have moved the array: t is found again. */
-    t = find_thread(a, parent);
-    if (t) resume(t, 0);
-    return STOP_HANDLED;
+  if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+      event == PTRACE_EVENT_EXEC) {
+    unsigned long msg;
+    pid_t tid = t->tid;
+    if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) == 0) {
+      if (event == PTRACE_EVENT_CLONE)
+        add_thread(a, t->pid, (pid_t)msg, t->proc);
+      else if (event == PTRACE_EVENT_EXEC)
+        on_exec(a, tid, (pid_t)msg);
+      else
+        follow_child(a, (pid_t)msg);
+    }
+    /* The threads may have moved: t is found again. */
+    t = find_thread(a, tid);
+    if (!t) return STOP_HANDLED;
+    t->vforking = event == PTRACE_EVENT_VFORK;
+    resume(t, 0);
+    return t->vforking ? STOP_VFORKED : STOP_HANDLED;
   }
   if (event == PTRACE_EVENT_STOP) {
     if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
@@ -184,6 +240,7 @@ static stop_t on_status(attach_t *a, thread_t *t, int status) {
     t->listening = false;
     return STOP_OURS;
   }
+  if (event == PTRACE_EVENT_VFORK_DONE) t->vforking = false;
   /* A signal on its way to the thread: delivered as it would have been. */
   resume(t, event ? 0 : sig);
   return STOP_HANDLED;
@@ -248,78 +305,6 @@ static void drain(attach_t *a) {
 
 /* ---- the stacks ---- */
 
-static char *debuginfo_path;
-static const Dwfl_Callbacks callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .debuginfo_path = &debuginfo_path,
-};
-
-/* Reports the target's modules (as its maps are now) to a->dwfl. */
-static int report_modules(attach_t *a) {
-  dwfl_report_begin(a->dwfl);
-  int rc = dwfl_linux_proc_report(a->dwfl, a->pid);
-  dwfl_report_end(a->dwfl, NULL, NULL);
-  return rc;
-}
-
-/* Takes a snapshot of the target's maps when they changed, and tells the
- * unwinder the modules. Returns whether they changed. */
-static bool look_at_maps(attach_t *a) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/maps", a->pid);
-  char *text = read_proc(path);
-  if (!text || (a->maps && !strcmp(text, a->maps))) {
-    free(text);
-    return false;
-  }
-  a->r->maps = fl__xrealloc(a->r->maps, a->r->n_maps + 1, sizeof *a->r->maps);
-  a->r->maps[a->r->n_maps++] = text;
-  a->maps = text;
-  report_modules(a);
-  return true;
-}
-
-static int on_frame(Dwfl_Frame *state, void *arg) {
-  attach_t *a = arg;
-  Dwarf_Addr pc;
-  bool activation;
-  if (!dwfl_frame_pc(state, &pc, &activation)) return DWARF_CB_ABORT;
-  /* Every address but the leaf is read as a return address (the
-   * collector looks up pc - 1): an activation further up (a signal
-   * handler's interrupted instruction) is stored one on. */
-  a->pcs[a->n_pcs] = a->n_pcs && activation ? pc + 1 : pc;
-  a->n_pcs++;
-  return a->n_pcs < FL_SAMPLER_MAX_DEPTH ? DWARF_CB_OK : DWARF_CB_ABORT;
-}
-
-/* Unwinds stopped thread t into a->pcs. A leaf in no module known (code
- * loaded since the maps were last read) reads the maps again, once. */
-static void unwind(attach_t *a, thread_t *t) {
-  for (int round = 0; round < 2; round++) {
-    a->n_pcs = 0;
-    dwfl_getthread_frames(a->dwfl, t->tid, on_frame, a);
-    if (a->n_pcs && dwfl_addrmodule(a->dwfl, a->pcs[0])) return;
-    if (round == 0 && !look_at_maps(a)) return;
-  }
-}
-
-/* Appends rec to the buffer, growing it up to opts->buffer_words;
- * counts it dropped when it does not fit. */
-static void put(attach_t *a, const fl_sampler_record_t *rec) {
-  while (fl_sampler_append(a->words, rec) < 0) {
-    size_t most = (size_t)a->opts->buffer_words + FL_SAMPLER_HEADER_WORDS;
-    if (rec->n_pcs > FL_SAMPLER_MAX_DEPTH || a->n_words >= most) {
-      ((fl_sampler_header_t *)a->words)->dropped++;
-      return;
-    }
-    size_t more = a->n_words * 2 < most ? a->n_words * 2 : most;
-    a->words = fl__xrealloc(a->words, more, sizeof *a->words);
-    a->n_words = more;
-    fl_sampler_buffer_grown(a->words, a->n_words * sizeof *a->words);
-  }
-}
-
 /* Samples thread i if it is running and has used half an interval of CPU
  * since its last sample. (An event on the way, a clone, may move the
  * threads: each is found by its index.) */
@@ -327,17 +312,20 @@ static void sample(attach_t *a, size_t i) {
   int64_t iv = (int64_t)a->opts->interval_ns;
   thread_t *t = &a->threads[i];
   int64_t cpu = thread_cpu_ns(t);
-  if (t->listening || (cpu >= 0 && cpu - (int64_t)t->cpu_ns < iv / 2) ||
-      !thread_running(a->pid, t->tid))
+  if (t->listening || t->vforking || (cpu >= 0 && cpu - (int64_t)t->cpu_ns < iv / 2) ||
+      !thread_running(t->pid, t->tid))
     return;
   if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) return; /* its exit is to be reaped */
   stop_t s;
   /* Any stop of the thread (a signal's, a clone's) drops an interrupt
    * still pending: it is asked again of a thread still running, or the
    * wait would last until the thread's next signal; one that blocked
-   * meanwhile is left alone until the next tick. */
+   * meanwhile is left alone until the next tick. Not after a vfork: the
+   * thread goes on to wait for its child to exec or exit, a wait no
+   * interrupt ends, and the child, followed, may be in its first stop,
+   * which only this loop's caller would end. */
   while ((s = wait_thread(a, &a->threads[i])) == STOP_HANDLED)
-    if (!thread_running(a->pid, a->threads[i].tid) ||
+    if (!thread_running(a->threads[i].pid, a->threads[i].tid) ||
         ptrace(PTRACE_INTERRUPT, a->threads[i].tid, NULL, NULL) < 0)
       return;
   if (s != STOP_OURS) return;
@@ -349,16 +337,17 @@ static void sample(attach_t *a, size_t i) {
   if (cpu >= 0) t->cpu_ns = (uint64_t)cpu;
   int64_t total = used + t->carry_ns, weight = (total + iv / 2) / iv;
   t->carry_ns = total - weight * iv;
-  if (weight > 0) {
-    unwind(a, t);
-    if (a->n_pcs) {
+  fl__attach_proc_t *p = &a->procs[t->proc];
+  if (weight > 0 && p->words) {
+    fl__attach_proc_unwind(p, t->tid);
+    if (p->n_pcs) {
       fl_sampler_record_t rec = {.tid = t->tid,
                                  .weight = (uint64_t)weight,
                                  .cpu_ns = (uint64_t)used,
                                  .time_ns = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC),
-                                 .pcs = a->pcs,
-                                 .n_pcs = a->n_pcs};
-      put(a, &rec);
+                                 .pcs = p->pcs,
+                                 .n_pcs = p->n_pcs};
+      fl__attach_proc_put(p, &rec);
     }
   }
   resume(t, 0);
@@ -372,10 +361,10 @@ static int *children_now(attach_t *a, size_t *n) {
   size_t cap = 0;
   *n = 0;
   for (size_t i = 0; i < a->n; i++) {
-    if (a->threads[i].gone) continue;
+    if (a->threads[i].gone || a->threads[i].pid != a->pid) continue;
     char path[96];
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", a->pid, a->threads[i].tid);
-    char *text = read_proc(path);
+    char *text = fl__attach_read_proc(path);
     for (char *p = text, *end; p && *p; p = end) {
       long pid = strtol(p, &end, 10);
       if (end == p) break;
@@ -407,7 +396,7 @@ static void look_at_children(attach_t *a) {
     *c = (fl_attach_child_t){.pid = now[i]};
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", now[i]);
-    char *text = read_proc(path);
+    char *text = fl__attach_read_proc(path);
     snprintf(c->comm, sizeof c->comm, "%.16s", text ? text : "?");
     c->comm[strcspn(c->comm, "\n")] = '\0';
     free(text);
@@ -422,7 +411,7 @@ static void look_at_children(attach_t *a) {
 static void say_not_permitted(int pid, int e, char *err, size_t err_size) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/status", pid);
-  char *status = read_proc(path);
+  char *status = fl__attach_read_proc(path);
   long tracer = 0;
   unsigned uid = 0, my_uid = (unsigned)geteuid();
   const char *line;
@@ -431,7 +420,7 @@ static void say_not_permitted(int pid, int e, char *err, size_t err_size) {
   bool zombie = status && (line = strstr(status, "\nState:")) && strchr(line + 7, 'Z') &&
                 strchr(line + 7, 'Z') < strchr(line + 1, '\n');
   free(status);
-  char *scope_text = read_proc("/proc/sys/kernel/yama/ptrace_scope");
+  char *scope_text = fl__attach_read_proc("/proc/sys/kernel/yama/ptrace_scope");
   int scope = scope_text ? atoi(scope_text) : -1;
   free(scope_text);
   snprintf(path, sizeof path, "/proc/%d/exe", pid);
@@ -484,6 +473,16 @@ static void say_not_permitted(int pid, int e, char *err, size_t err_size) {
   }
 }
 
+/* What is traced: the threads the target starts, and with follow_forks
+ * the processes it forks, the end of a vfork's wait for its child, and
+ * the programs they exec. */
+static long trace_options(const attach_t *a) {
+  return PTRACE_O_TRACECLONE |
+         (a->opts->follow_forks ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+                                      PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXEC
+                                : 0);
+}
+
 /* Seizes every thread of the target, those it starts meanwhile too.
  * Returns 0, or -1 with err when the first cannot be seized. */
 static int seize_all(attach_t *a, char *err, size_t err_size) {
@@ -500,7 +499,7 @@ static int seize_all(attach_t *a, char *err, size_t err_size) {
     for (struct dirent *e; (e = readdir(d));) {
       pid_t tid = (pid_t)atoi(e->d_name);
       if (tid <= 0 || find_thread(a, tid)) continue;
-      if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACECLONE) < 0) {
+      if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)trace_options(a)) < 0) {
         if (!a->n) {
           int e0 = errno;
           closedir(d);
@@ -511,7 +510,7 @@ static int seize_all(attach_t *a, char *err, size_t err_size) {
          * as a clone (EPERM), or ended (ESRCH). */
         if (errno != EPERM) continue;
       }
-      add_thread(a, tid);
+      add_thread(a, a->pid, tid, 0);
       more = true;
     }
     closedir(d);
@@ -521,8 +520,8 @@ static int seize_all(attach_t *a, char *err, size_t err_size) {
 
 /* Detaches thread i: stopped first (a thread must be, to be detached),
  * with a signal that was on its way passed on; one in a group stop stays
- * stopped. A clone it made as it stopped joins the threads, to be
- * detached in turn. */
+ * stopped. A clone or a child it made as it stopped (attached by the
+ * kernel) joins the threads, to be detached in turn. */
 static void detach(attach_t *a, size_t i) {
   pid_t tid = a->threads[i].tid;
   if (a->threads[i].listening && ptrace(PTRACE_DETACH, tid, NULL, NULL) == 0) goto done;
@@ -540,10 +539,12 @@ static void detach(attach_t *a, size_t i) {
     }
     if (!WIFSTOPPED(status)) continue;
     int event = status >> 16;
-    if (event == PTRACE_EVENT_CLONE) {
-      unsigned long child;
-      if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0) add_thread(a, (pid_t)child);
-    }
+    unsigned long child;
+    if ((event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
+         event == PTRACE_EVENT_VFORK) &&
+        ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0)
+      add_thread(a, event == PTRACE_EVENT_CLONE ? a->threads[i].pid : (pid_t)child, (pid_t)child,
+                 a->threads[i].proc);
     /* A signal's stop passes the signal on; from any other (ours, a group
      * stop, a clone's) the thread goes on as it was, the interrupt still
      * pending after a signal's stop dropped with the tracer. A call our
@@ -556,52 +557,80 @@ done:
   a->threads[i].gone = true;
 }
 
-/* ---- the run ---- */
-
-static void on_attached(attach_t *a) {
-  fl_attach_result_t *r = a->r;
-  char path[64], exe[PATH_MAX];
-  snprintf(path, sizeof path, "/proc/%d/exe", a->pid);
-  ssize_t n = readlink(path, exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    const char *deleted = strstr(exe, " (deleted)");
-    size_t len = deleted ? (size_t)(deleted - exe) : (size_t)n;
-    size_t base = fl__path_base(exe, len);
-    snprintf(r->name, sizeof r->name, "%.*s", (int)(len - base), exe + base);
-  } else {
-    read_comm(a->pid, a->pid, r->name);
+/* Detaches every thread, the newest first: a vfork's parent waits for
+ * its child to exec or exit before any stop can take it, and the child,
+ * followed, may be in a stop of its own until it is detached. Those the
+ * detach adds (a clone or fork made meanwhile) are detached in turn. */
+static void detach_all(attach_t *a) {
+  for (bool more = true; more;) {
+    more = false;
+    for (size_t i = a->n; i-- > 0;)
+      if (!a->threads[i].gone) {
+        detach(a, i);
+        more = true;
+      }
   }
-  snprintf(path, sizeof path, "/proc/%d/stat", a->pid);
-  char *stat = read_proc(path);
-  const char *paren = stat ? strrchr(stat, ')') : NULL;
-  if (paren) sscanf(paren + 2, "%*c %d", &r->ppid);
-  free(stat);
-  a->before = children_now(a, &a->n_before);
 }
 
-/* Writes each thread's name record, and the target's CPU time. */
+/* ---- the run ---- */
+
+/* Calls opts->progress with what is recorded so far: the target's buffer,
+ * name and maps, and each followed image's, as r will have them. */
+static void progress(attach_t *a) {
+  fl_attach_result_t *r = a->r;
+  snprintf(r->name, sizeof r->name, "%s", a->procs[0].part.name);
+  r->maps = a->procs[0].part.maps;
+  r->n_maps = a->procs[0].part.n_maps;
+  r->n_followed = a->n_procs - 1;
+  r->followed = r->n_followed ? fl__xcalloc(r->n_followed, sizeof *r->followed) : NULL;
+  for (size_t i = 1; i < a->n_procs; i++) {
+    fl_attach_process_t *f = &r->followed[i - 1];
+    *f = a->procs[i].part;
+    if (a->procs[i].words) {
+      f->buf = a->procs[i].words;
+      f->bytes = fl__attach_proc_bytes(&a->procs[i]);
+    }
+  }
+  a->opts->progress(a->opts->ctx, a->procs[0].words, fl__attach_proc_bytes(&a->procs[0]), r);
+  free(r->followed);
+  r->followed = NULL;
+  r->n_followed = 0;
+  r->maps = NULL;
+  r->n_maps = 0;
+}
+
+static void on_attached(attach_t *a) {
+  if (!a->opts->follow_forks) a->before = children_now(a, &a->n_before);
+}
+
+/* Ends every image: each thread's name record, each image's CPU time;
+ * the target's into r, the followed ones' into r->followed. */
 static void finish(attach_t *a) {
   fl_attach_result_t *r = a->r;
-  uint64_t cpu = 0;
   for (size_t i = 0; i < a->n; i++) {
     thread_t *t = &a->threads[i];
-    int64_t now = thread_cpu_ns(t);
-    if (now >= 0 && (uint64_t)now > t->cpu_ns) t->cpu_ns = (uint64_t)now;
-    cpu += t->cpu_ns - t->cpu_first;
-    read_comm(a->pid, t->tid, t->name); /* kept when it has ended */
-    fl_sampler_record_t rec = {.tid = t->tid,
-                               .time_ns = (uint64_t)fl__clock_ns(CLOCK_MONOTONIC)};
-    memcpy(rec.thread_name, t->name, sizeof rec.thread_name);
-    if (rec.thread_name[0]) put(a, &rec);
+    read_comm(t->pid, t->tid, t->name); /* kept when it has ended */
+    end_thread_in_image(a, t);
   }
-  r->cpu_seconds = (double)cpu / 1e9;
   r->threads = a->n;
-  r->buf = a->words;
-  r->bytes = fl_sampler_buffer_bytes(((fl_sampler_header_t *)a->words)->used_words);
-  ((fl_sampler_header_t *)a->words)->capacity_words = r->bytes / sizeof(uint64_t) -
-                                                        FL_SAMPLER_HEADER_WORDS;
-  a->words = NULL;
+  for (size_t i = 0; i < a->n_procs; i++) fl__attach_proc_end(&a->procs[i]);
+  fl_attach_process_t *target = &a->procs[0].part;
+  r->buf = target->buf;
+  r->bytes = target->bytes;
+  r->maps = target->maps;
+  r->n_maps = target->n_maps;
+  snprintf(r->name, sizeof r->name, "%s", target->name);
+  r->ppid = target->ppid;
+  r->cpu_seconds = target->cpu_seconds;
+  *target = (fl_attach_process_t){0};
+  if (a->n_procs > 1) {
+    r->n_followed = a->n_procs - 1;
+    r->followed = fl__xcalloc(r->n_followed, sizeof *r->followed);
+    for (size_t i = 1; i < a->n_procs; i++) {
+      r->followed[i - 1] = a->procs[i].part;
+      a->procs[i].part = (fl_attach_process_t){0};
+    }
+  }
 }
 
 static bool all_gone(const attach_t *a) {
@@ -623,21 +652,14 @@ int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, 
              (double)FL_ATTACH_INTERVAL_MIN_NS / 1e6);
     return -1;
   }
-  attach_t a = {.pid = pid, .opts = opts, .r = r, .n_words = FIRST_WORDS};
+  attach_t a = {.pid = pid, .opts = opts, .r = r};
   int rc = -1;
-  a.words = fl__xcalloc(a.n_words, sizeof *a.words);
-  fl_sampler_buffer_start(a.words, a.n_words * sizeof *a.words, opts->interval_ns,
-                          FL_SAMPLER_SOURCE_PTRACE);
-  if (!(a.dwfl = dwfl_begin(&callbacks))) {
-    snprintf(err, err_size, "cannot start libdwfl: %s", dwfl_errmsg(-1));
-    goto done;
-  }
   int64_t start = fl__clock_ns(CLOCK_MONOTONIC);
   if (seize_all(&a, err, err_size) < 0) goto done;
-  look_at_maps(&a);
-  if (dwfl_linux_proc_attach(a.dwfl, pid, true) != 0) {
-    snprintf(err, err_size, "--pid %d: cannot read its threads' state: %s", pid, dwfl_errmsg(-1));
-    for (size_t i = 0; i < a.n; i++) detach(&a, i);
+  a.procs = fl__grow(NULL, &a.cap_procs, 1, sizeof *a.procs);
+  a.n_procs = 1;
+  if (fl__attach_proc_start(&a.procs[0], pid, 0, opts, err, err_size) < 0) {
+    detach_all(&a);
     goto done;
   }
   on_attached(&a);
@@ -663,13 +685,12 @@ int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, 
       if (next < now) next = now + iv; /* a late tick is not made up for */
     }
     if (now >= next_look) {
-      look_at_maps(&a);
-      look_at_children(&a);
+      for (size_t i = 0; i < a.n_procs; i++)
+        if (a.procs[i].words) fl__attach_proc_look_at_maps(&a.procs[i]);
+      if (!opts->follow_forks) look_at_children(&a);
       next_look = now + LOOK_NS;
     }
-    if (opts->progress)
-      opts->progress(opts->ctx, a.words,
-                     fl_sampler_buffer_bytes(((fl_sampler_header_t *)a.words)->used_words), r);
+    if (opts->progress) progress(&a);
     /* Wait for the next tick, a stop asked for, or (at most 2 ms) the
      * threads' events: a signal to the target waits that long at most. */
     int64_t wait_ns = (next < end ? next : end) - fl__clock_ns(CLOCK_MONOTONIC);
@@ -681,9 +702,8 @@ int fl_attach_run(int pid, const fl_attach_opts_t *opts, fl_attach_result_t *r, 
       break;
     }
   }
-  if (r->end != FL_ATTACH_EXITED) look_at_children(&a);
-  for (size_t i = 0; i < a.n; i++)
-    if (!a.threads[i].gone) detach(&a, i);
+  if (r->end != FL_ATTACH_EXITED && !opts->follow_forks) look_at_children(&a);
+  detach_all(&a);
   r->wall_seconds = (double)(fl__clock_ns(CLOCK_MONOTONIC) - start) / 1e9;
   finish(&a);
   rc = 0;
@@ -692,8 +712,8 @@ done:
     if (a.threads[i].sched_fd >= 0) close(a.threads[i].sched_fd);
   free(a.threads);
   free(a.before);
-  free(a.words);
-  if (a.dwfl) dwfl_end(a.dwfl);
+  for (size_t i = 0; i < a.n_procs; i++) fl__attach_proc_free(&a.procs[i]);
+  free(a.procs);
   if (rc < 0) fl_attach_result_free(r);
   return rc;
 }
@@ -703,5 +723,12 @@ void fl_attach_result_free(fl_attach_result_t *r) {
   for (size_t i = 0; i < r->n_maps; i++) free(r->maps[i]);
   free(r->maps);
   free(r->children);
+  for (size_t i = 0; i < r->n_followed; i++) {
+    fl_attach_process_t *f = &r->followed[i];
+    free(f->buf);
+    for (size_t j = 0; j < f->n_maps; j++) free(f->maps[j]);
+    free(f->maps);
+  }
+  free(r->followed);
   memset(r, 0, sizeof *r);
 }

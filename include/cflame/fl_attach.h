@@ -21,15 +21,33 @@
  * resumed with the signal), a stop signal stops it as before (group stops
  * are kept with PTRACE_LISTEN), and it is detached on every way the
  * attach ends. Should the attaching process die (SIGKILL), the kernel
- * detaches it and resumes its threads. A child the target forks is not
- * followed: its pid and name are reported (looked for every 100 ms in
- * /proc/PID/task/TID/children; one that lives less is not seen).
+ * detaches it and resumes its threads.
+ *
+ * Children. A child the target forks after the attach is not followed
+ * unless follow_forks asks for it: its pid and name are reported (looked
+ * for every 100 ms in /proc/PID/task/TID/children; one that lives less is
+ * not seen). With follow_forks, every fork, vfork and exec is traced
+ * (PTRACE_O_TRACEFORK, TRACEVFORK, TRACEEXEC): the kernel attaches a child
+ * at its birth, before it runs, and the children it forks in turn, and
+ * each is sampled as the target's threads are, but as a process of its
+ * own: its own unwinder (a Dwfl of its pid), maps snapshots, program name,
+ * ppid and sample buffer (fl_attach_process_t). A child's exec ends that
+ * image and starts the next (image 1, 2, ...: the new program's name,
+ * maps and symbols); the target's own exec only reads its maps again, as
+ * without follow_forks. A child that exits ends its part; the attach ends
+ * as without follow_forks (stop_fd, duration_s, the target's exit), and
+ * followed processes still running then are detached as the target's
+ * threads are. A vfork child shares its parent's memory until it execs or
+ * exits, and is sampled with its parent's maps meanwhile; its parent,
+ * waiting for it then in a wait no stop ends, is not sampled until that
+ * wait's end (PTRACE_O_TRACEVFORKDONE). A process that lives less than an
+ * interval of CPU leaves no sample.
  *
  * The records are those of fl_sampler.h's buffer (source
  * FL_SAMPLER_SOURCE_PTRACE, each thread's name record at the end), with
  * the snapshots of /proc/PID/maps that symbolize them: one at the attach,
  * one at each change (looked for every 100 ms, and when a sample's leaf is
- * in no module known). */
+ * in no module known); a buffer and snapshots for each process image. */
 #ifndef FL_ATTACH_H
 #define FL_ATTACH_H
 
@@ -56,13 +74,16 @@ typedef struct fl_attach_opts {
   double duration_s;     /* the attach ends after this long; <= 0: no limit */
   int stop_fd;           /* -1, or a descriptor whose being readable ends the attach
                             (a signalfd of SIGINT and SIGTERM, an eventfd) */
+  bool follow_forks;     /* follow the processes the target forks after the attach,
+                            and theirs (fl_attach_result_t.followed) */
   /* Called once every thread is seized (the host says it is attached), or
    * NULL. */
   void (*attached)(void *ctx, int pid, size_t threads);
   /* Called between ticks (every 2 ms at most) with what is recorded so
    * far, or NULL: buf, bytes long, the sample buffer r->buf will be (the
-   * threads' names not yet in it), and sofar's name and maps as known by
-   * then; all borrowed for the call. The attach waits for it: it must be
+   * threads' names not yet in it), and sofar's name, maps and followed
+   * images (each buffer so far) as known by then; all borrowed for the
+   * call. The attach waits for it: it must be
    * quick, or do its work seldom (`cflame record --top` redraws once a
    * second). */
   void (*progress)(void *ctx, const void *buf, size_t bytes, const fl_attach_result_t *sofar);
@@ -80,6 +101,23 @@ typedef struct fl_attach_child {
   char comm[17];
 } fl_attach_child_t;
 
+/* One image of a process followed with follow_forks: a child as it was
+ * forked (image 0), or the program it exec'd (image 1, 2, ...). */
+typedef struct fl_attach_process {
+  int pid, ppid;
+  int image;      /* 0 as forked, then one more at each exec followed */
+  char name[256]; /* its program's file name (of /proc/PID/exe) */
+  void *buf;      /* its sample buffer (fl_sampler.h), bytes long; owned */
+  size_t bytes;
+  char **maps; /* its /proc/PID/maps texts, oldest first; owned */
+  size_t n_maps;
+  double cpu_seconds; /* its CPU time while followed */
+  bool exited;        /* it ended while attached (an exec ends an image, not this) */
+  int status;         /* ... its wait status */
+} fl_attach_process_t;
+
+/* What the attach took. buf, maps, name, ppid and cpu_seconds are the
+ * target's own; followed, the other processes' (with follow_forks). */
 struct fl_attach_result {
   void *buf; /* the sample buffer (fl_sampler.h), bytes long; owned */
   size_t bytes;
@@ -88,12 +126,17 @@ struct fl_attach_result {
   char name[256]; /* the program's file name (of /proc/PID/exe), as the system names it */
   int ppid;
   fl_attach_end_t end;
-  int status;          /* with FL_ATTACH_EXITED: the target's wait status */
-  double wall_seconds; /* from the attach to its end */
-  double cpu_seconds;  /* the target's CPU time meanwhile (its threads' schedstat) */
-  size_t threads;      /* threads seen, those started after the attach included */
+  int status;                  /* with FL_ATTACH_EXITED: the target's wait status */
+  double wall_seconds;         /* from the attach to its end */
+  double cpu_seconds;          /* the target's CPU time meanwhile (its threads' schedstat) */
+  size_t threads;              /* threads seen, those started after the attach and the followed
+                                  processes' included */
   fl_attach_child_t *children; /* processes it forked meanwhile, not followed; owned */
   size_t n_children;
+  /* With follow_forks: each image of each process followed, in the order
+   * they started; owned. Without, none. */
+  fl_attach_process_t *followed;
+  size_t n_followed;
 };
 
 /* Attaches to process pid, samples it until the attach ends (opts), and

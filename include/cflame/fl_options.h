@@ -65,7 +65,8 @@ enum {
   FL_OPTS_ALLOC = 1u << 10,   /* sample_rate, weight, live: an allocation profile's */
   FL_OPTS_KIND = 1u << 11,    /* allocs: allocations or CPU time */
   FL_OPTS_EVERY = 1u << 12,   /* every: a live graph while a cell runs */
-  FL_OPTS_ATTACH = 1u << 13,  /* duration: how long an attach samples */
+  FL_OPTS_ATTACH = 1u << 13,  /* duration, follow_forks: how long an attach samples, and
+                                whether it follows the children forked meanwhile */
   FL_OPTS_LOAD = 1u << 14,    /* as, per_input, max_input_size: reading files (%profload) */
   /* The options of the command line beyond the drawing ones, whatever
    * group above they are in as well: `cflame record`'s (delay, clock,

@@ -171,13 +171,15 @@ static const kn_magic_def_t magics[] = {
              "events, the\ntime chart's bars). Options redraw it first."},
     {.name = "profattach", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_attach,
      .options = KN_OPTS_ATTACH | KN_OPTS_TREE | KN_OPTS_VIEW,
-     .usage = "%profattach PID [duration=SECONDS] [opts]",
+     .usage = "%profattach PID [duration=SECONDS] [follow_forks=true] [opts]",
      .help = "Sample a program that is already running, every thread of process PID, for "
              "duration\nseconds (default 5) at 100 Hz of its CPU time, as `cflame record --pid` "
              "does, from a\nhelper process; then show its flame graph, which becomes the "
-             "session profile\n(%profshow, %profsave, %profdiffview NAME). An interrupt ends the "
-             "sampling early\nand keeps what was taken. The program needs no restart; tracing it "
-             "takes the permission\nptrace does (docs/PROFILING.md, \"Attaching\")."},
+             "session profile\n(%profshow, %profsave, %profdiffview NAME). follow_forks=true "
+             "samples the processes it\nforks meanwhile too, each under a root of its own. An "
+             "interrupt ends the sampling\nearly and keeps what was taken. The program needs no "
+             "restart; tracing it takes the\npermission ptrace does (docs/PROFILING.md, "
+             "\"Attaching\")."},
     {.name = "profload", .forms = KN_FORM_LINE, .prof_line = kn_profmagic_load,
      .options = KN_OPTS_LOAD,
      .usage = "%profload PATH [PATH...] [as=NAME] [per_input=true] [max_input_size=SIZE] "

@@ -8,7 +8,9 @@
  * helper writes a speedscope file (threads, frames with file and line,
  * time order: what the kernel's views need) into the session directory,
  * which the handler reads as %profload does, into the session profile,
- * then shows as %profshow does.
+ * then shows as %profshow does. follow_forks=true is the helper's
+ * --follow-forks: the file then holds each followed process's threads
+ * under a root frame of the process, as any recording of several does.
  *
  * The handler runs off the main loop (kn_job.h) and claims the profiling
  * state as soon as the helper runs, so that an interrupt no longer cancels
@@ -120,7 +122,8 @@ int kn_profmagic_attach(kn_prof_t *kp, const char *args, kn_magic_result_t *res,
   char pid_text[24], duration[32];
   snprintf(pid_text, sizeof pid_text, "%ld", pid);
   snprintf(duration, sizeof duration, "%.17g", req.duration_s);
-  char *argv[] = {helper, "record", "--pid", pid_text, "--duration", duration, "-o", path, NULL};
+  char *argv[] = {helper, "record", "--pid", pid_text, "--duration", duration, "-o", path,
+                  req.follow_forks ? "--follow-forks" : NULL, NULL};
   bool interrupted = false;
   int status = run_helper(kp, argv, &log, &interrupted, err, err_size);
   if (status == -1) goto out;

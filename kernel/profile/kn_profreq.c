@@ -128,6 +128,7 @@ static int parse(const kn_prof_t *prof, const char *magic, const char *args, uns
     req->every_ns = (uint64_t)llround(v->d * 1e9);
   }
   if ((v = kn_opts_get(&o, "duration")) && v->set) req->duration_s = v->d;
+  if ((v = kn_opts_get(&o, "follow_forks")) && v->set) req->follow_forks = v->b;
   bool count = false, live = false, allocs = req->sample_rate_set;
   if ((v = kn_opts_get(&o, "weight")) && v->set) {
     count = !strcmp(v->s, "count");

@@ -37,7 +37,7 @@ enum {
                                                    (%profload) */
   KN_OPTS_EVERY = FL_OPTS_EVERY, /* every (magics that show the cell's graph while it runs:
                                     kn_live.h) */
-  KN_OPTS_ATTACH = FL_OPTS_ATTACH, /* duration (%profattach) */
+  KN_OPTS_ATTACH = FL_OPTS_ATTACH, /* duration, follow_forks (%profattach) */
 };
 
 /* every=SECONDS: 0 (off) or at least this long between live graphs. */
@@ -68,6 +68,7 @@ typedef struct kn_profreq {
   double sample_rate; /* allocation kinds: the share of allocations recorded */
   uint64_t every_ns;  /* every=: a live graph this often while the cell runs; 0: none */
   double duration_s;  /* %profattach: how long it samples the program */
+  bool follow_forks;  /* %profattach: and the processes it forks meanwhile */
   /* Which of the kernel's options were written (for defaults taken from a
    * baseline, and options that do not fit the kind of profile);
    * draw.given says which drawing options were. */

@@ -4,7 +4,8 @@ already running, as a user does.
 
 The programs are tests/cli/record's, compiled here: prog.c's known work
 (`prog await MODE ...` waits for a line on stdin, so that the test attaches
-before the work starts, and the whole of it is sampled), whose CPU time per
+before the work starts, and the whole of it is sampled; with --follow-forks
+its children's too, and other.c, which one of them execs), whose CPU time per
 function the profile's shares are held to within the binomial interval of
 the samples the profile has (test_record.py's check_share); unharmed.c,
 which checks every result of its own calls while it is sampled. Bounds come
@@ -36,7 +37,8 @@ def bins(tmp_path_factory):
         return d / out
 
     return {"prog": cc("prog", SOURCES / "prog.c", "-pthread"),
-            "unharmed": cc("unharmed", SOURCES / "unharmed.c", "-pthread")}
+            "unharmed": cc("unharmed", SOURCES / "unharmed.c", "-pthread"),
+            "other": cc("other", SOURCES / "other.c")}
 
 
 class Attached:
@@ -253,6 +255,105 @@ def test_a_forked_child_is_named_not_followed(bins, tmp_path):
     assert (f"pid {child} (prog), forked by prog while attached, was not followed" in err), err
     stacks = folded(tmp_path / "fork.folded")
     assert weight(stacks, "parent_work") > 0 and weight(stacks, "child_work") == 0, stacks
+
+
+# ---- --follow-forks ----
+
+def followed(bins, tmp_path, *mode, extra=()):
+    """`prog await MODE ...` recorded with --follow-forks (and extra) from
+    before its work: checks that it and its child exited 0, as untraced;
+    returns what it printed, the folded stacks and cflame's stderr."""
+    prog = started(bins, "await", *mode, cwd=tmp_path)
+    c = Attached(prog.pid, "--follow-forks", *extra, "-o", "follow.folded", "--no-lines",
+                 cwd=tmp_path).attached()
+    go(prog)
+    out, _ = prog.communicate(timeout=300)
+    rc, _, err = c.finish()
+    assert rc == 0 and prog.returncode == 0, err
+    pids = program_json(out)
+    assert pids.get("status", 0) == 0, pids
+    return pids, folded(tmp_path / "follow.folded"), err
+
+
+def check_child_share(pids, child_weight, parent_weight, err):
+    """The child's share of the samples is the share of the CPU time the
+    program measured (its child's from wait4), within the binomial interval
+    of the samples taken."""
+    measured = share_points(pids["child_cpu"], pids["child_cpu"] + pids["parent_cpu"])
+    n = child_weight + parent_weight
+    check_share(share_points(child_weight, n), measured, n, pids, err)
+
+
+def test_follow_forks_samples_a_forked_child_under_its_own_pid(bins, tmp_path):
+    """prog fork, started after the attach: the child runs child_work, three
+    times the parent's parent_work. With --follow-forks both processes are
+    in the profile, each under a root naming its pid, at their shares."""
+    pids, stacks, err = followed(bins, tmp_path, "fork", ITERS)
+    parent, child = f"prog (pid {pids['parent']})", f"prog (pid {pids['child']})"
+    assert {s.split(";")[0] for s in stacks} == {parent, child}, stacks.keys()
+    wc, wp = weight(stacks, "child_work", root=child), weight(stacks, "parent_work", root=parent)
+    assert weight(stacks, "child_work", root=parent) == 0
+    assert weight(stacks, "parent_work", root=child) == 0
+    check_child_share(pids, wc, wp, err)
+    assert "in 2 processes, 2 threads" in err, err
+    assert "was not followed" not in err, err
+
+
+def test_follow_forks_follows_a_child_across_sh_and_exec(bins, tmp_path):
+    """prog shexec: the child runs sh -c 'other N', which execs (or forks
+    and execs) other. The child is followed across each exec, and other's
+    samples are under other's own root, symbolized from its own program
+    (other_work), at its share of the CPU the program measured."""
+    pids, stacks, err = followed(bins, tmp_path, "shexec", ITERS, bins["other"])
+    wo, wp = weight(stacks, "other_work", root="other"), weight(stacks, "parent_work", root="prog")
+    assert wo > 0 and wp > 0, stacks
+    assert weight(stacks, "other_work") == wo and weight(stacks, "parent_work") == wp, stacks
+    check_child_share(pids, wo, wp, err)
+
+
+def test_a_parent_that_vforks_again_and_again_is_never_held(bins, tmp_path):
+    """prog spawn: 300 posix_spawns (a vfork each) in a row, with 20,000
+    descriptors open, so that the program's CPU time is spent inside the
+    vfork, and on one CPU with cflame, so that a program cflame resumes is
+    still runnable when cflame looks at it next. A vfork's parent waits for
+    its child, which is in its first stop until cflame resumes it: cflame
+    must never wait for that parent to stop (it did, and hung, in every
+    run before the fix). Every child runs and exits 0, and the program
+    ends with its result."""
+    cpu = min(os.sched_getaffinity(0))
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})  # inherited by the program and cflame
+    try:
+        pids, stacks, err = followed(bins, tmp_path, "spawn", 300, bins["other"], 0, 20000)
+    finally:
+        os.sched_setaffinity(0, mask)
+    assert pids == {"spawned": 300, "failed": 0}, pids
+    assert weight(stacks, "main", root="prog") > 0, (stacks, err)
+
+
+def test_followed_children_still_running_at_the_end_are_detached(bins, tmp_path):
+    """SIGTERM ends the attach while the followed child still works (it has
+    used 0.1 s of its 2.4 s of CPU): the parent and the child are detached
+    (no tracer), cflame says the child was still running, and the program
+    ends as it would have: its child exits 0 and it prints its result."""
+    prog = started(bins, "await", "fork", 4 * ITERS, cwd=tmp_path)
+    c = Attached(prog.pid, "--follow-forks", "-o", "early.folded", "--no-lines",
+                 cwd=tmp_path).attached()
+    go(prog)
+    children = Path(f"/proc/{prog.pid}/task/{prog.pid}/children")
+    while not (kids := children.read_text().split()):
+        os.sched_yield()
+    child = int(kids[0])
+    wait_for_cpu(child, 0.1)
+    c.p.send_signal(signal.SIGTERM)
+    rc, _, err = c.finish()
+    assert rc == 0, err
+    assert f"pid {child} (prog), followed, was still running as the recording ended" in err, err
+    assert tracer_of(prog.pid)[0] == 0 and tracer_of(child)[0] == 0
+    out, _ = prog.communicate(timeout=300)
+    assert prog.returncode == 0 and program_json(out)["status"] == 0, out
+    stacks = folded(tmp_path / "early.folded")
+    assert weight(stacks, "child_work", root=f"prog (pid {child})") > 0, stacks
 
 
 # ---- the target unharmed ----
@@ -479,6 +580,7 @@ def test_a_traced_process_names_its_tracer(bins, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--pid", "1", "--", "true"], "--pid 1 attaches to a running program: give no -- PROGRAM"),
     (["--duration", "3", "--", "true"], "--duration needs --pid PID"),
+    (["--follow-forks", "--", "true"], "--follow-forks needs --pid PID"),
     (["--pid", "1", "--allocs"], "--pid samples CPU time only: --allocs needs"),
     (["--pid", "1", "--delay", "0.0001"], "--delay 0.0001: with --pid, at least 0.001 s"),
     (["--pid", "x"], "--pid x: expected a process id"),

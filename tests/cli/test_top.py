@@ -10,7 +10,8 @@ program ran, growing, within the terminal, naming three() with a self share
 that agrees with the final profile's (its samples are a prefix of the
 final's: the bound is the binomial interval of the table's own count); the
 program's own lines all there; the final profile what a run without --top
-writes. The same attached to the program running (--pid). On pipes (no terminal) --top writes nothing more: the output is
+writes. The same attached to the program running (--pid), and to a shell
+whose child does the work (--follow-forks). On pipes (no terminal) --top writes nothing more: the output is
 that of a run without it, but for the numbers.
 
 Environment (set by tests/cli/CMakeLists.txt): CFLAME_BIN, the cflame binary.
@@ -21,9 +22,12 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import subprocess
 import termios
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -112,9 +116,10 @@ def drawn_tables(out):
             assert ROWS // 2 < row <= ROWS, (row, line)
             assert len(line) <= COLS, line
     # The terminal is given back: its scrolling region reset, the table
-    # cleared, before cflame says what it wrote.
-    assert re.search(r"\x1b\[r\x1b\[\d+;1H\x1b\[J\x1b8cflame record: wrote top\.folded", text), \
-        text[-1000:]
+    # cleared, before cflame says what became of the program (a followed
+    # child left running) and what it wrote.
+    assert re.search(r"\x1b\[r\x1b\[\d+;1H\x1b\[J\x1b8(?:cflame record: [^\x1b]*?\r\n)*"
+                     r"cflame record: wrote top\.folded", text), text[-1000:]
     return drawn
 
 
@@ -161,6 +166,36 @@ def test_top_while_attached(top_bin, tmp_path):
         assert target.poll() is None, "the target did not go on"
     finally:
         target.kill()
+        target.wait()
+
+
+def test_top_while_attached_shows_the_children_it_follows(top_bin, tmp_path):
+    """--top --follow-forks on a shell that, once attached to, runs the
+    work as a child: the table is of the child's samples too, and agrees
+    with the final profile. (Without the children, the table had nothing
+    but the shell's.)"""
+    target = subprocess.Popen(["sh", "-c", 'read go; "$0" 60; exit 0', top_bin],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              start_new_session=True)
+    ran = {}
+    argv = [CFLAME, "record", "--top", "--follow-forks", "--pid", target.pid, "--duration",
+            SECONDS, "-o", "top.folded", "--no-lines"]
+    watching = threading.Thread(target=lambda: ran.update(r=in_terminal(argv, tmp_path)))
+    watching.start()
+    try:
+        # Seized: what the shell forks from now on is followed.
+        status_file = Path(f"/proc/{target.pid}/status")
+        while re.search(r"TracerPid:\s*0\n", status_file.read_text()) and watching.is_alive():
+            time.sleep(0.01)
+        target.stdin.write(b"go\n")
+        target.stdin.flush()
+        watching.join(NET_S)
+        status, out = ran["r"]
+        text = out.decode(errors="replace")
+        assert status == 0, text[-3000:]
+        check_agrees(drawn_tables(out)[-1], tmp_path / "top.folded")
+    finally:
+        os.killpg(target.pid, signal.SIGKILL)
         target.wait()
 
 

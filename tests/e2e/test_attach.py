@@ -8,6 +8,7 @@ the tests also see that it comes out unharmed and untraced.
 
 Bounds come from the program's own CPU clock, never from the wall clock:
 the machine may be busy."""
+import json
 import os
 import re
 import signal
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (COUNT, SOURCE_DIR, SpecStore, collect, displays, fails, flame, ok,
-                      rows_of, send, start_kernel, stdout, summary_of)
+                      rows_of, send, share_bound, start_kernel, stdout, summary_of)
 
 STORE = SpecStore("attach")
 
@@ -131,6 +132,46 @@ def test_a_shutdown_during_an_attach_ends_it_and_leaves_the_program_running(prog
         assert proc.wait(timeout=120) == 0, proc.returncode
         assert tracer_and_state(prog.pid)[0] == 0
         prog.used(0.05)
+
+
+def test_follow_forks_shows_each_process_the_program_forks(kc, prog_bin):
+    """`prog await fork`, attached with follow_forks=true before it works:
+    its child runs child_work (three times the parent's parent_work). The
+    graph has a root for each process, named with its pid, the child's work
+    under the child's root at the share of the CPU the program measured
+    (the child's from wait4), within the binomial bound of the samples; the
+    program and its child exit 0, as untraced."""
+    prog = subprocess.Popen([prog_bin, "await", "fork", "14000000"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    msg_id = send(kc, f"%profattach {prog.pid} follow_forks=true duration=3600",
+                  stop_on_error=False)
+    while tracer_and_state(prog.pid)[0] == 0:
+        time.sleep(0.01)
+    prog.stdin.write("go\n")
+    prog.stdin.flush()
+    out, _ = prog.communicate(timeout=300)
+    r = collect(kc, msg_id, timeout=300)
+    assert r.reply["status"] == "ok", r.reply
+    pids = json.loads(out.splitlines()[-1])
+    assert prog.returncode == 0 and pids["status"] == 0, out
+    ds = displays(r.outputs)
+    assert len(ds) == 1, r.outputs
+    STORE.add(ds[0]["data"], "profattach_follow_forks")
+    rows, s = rows_of(ds[0]["data"]), summary_of(ds[0]["data"])
+    roots = {row["func"]: row for row in rows if row["depth"] == 1}
+    parent, child = roots[f"prog (pid {pids['parent']})"], roots[f"prog (pid {pids['child']})"]
+    assert set(roots) == {f"prog (pid {pids['parent']})", f"prog (pid {pids['child']})"}, roots
+
+    def work_under(func, root):
+        return sum(row["count"] for row in rows if row["func"] == func
+                   and root["x0"] <= row["x0"] and row["x1"] <= root["x1"])
+
+    wc, wp = work_under("child_work", child), work_under("parent_work", parent)
+    assert work_under("child_work", parent) == 0 and work_under("parent_work", child) == 0
+    p = pids["child_cpu"] / (pids["child_cpu"] + pids["parent_cpu"])
+    got = 100.0 * wc / (wc + wp)
+    assert abs(got - 100 * p) <= share_bound(p, wc + wp, s), (got, p, wc, wp, s["line"])
+    assert "in 2 processes" in stdout(r.outputs), stdout(r.outputs)
 
 
 def test_bad_pids_are_errors_and_the_session_goes_on(kc):

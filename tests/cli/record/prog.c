@@ -20,6 +20,14 @@
  *                              parent_work (one); the parent waits
  *   prog exec ITERS OTHER      a child execs OTHER (other.c) and the parent
  *                              runs one(); the parent waits
+ *   prog shexec ITERS OTHER    the same, the child running sh -c 'OTHER ITERS'
+ *                              (fork, exec and the child's CPU time, from
+ *                              wait4, printed as child_cpu)
+ *   prog spawn N OTHER ARG FDS posix_spawn (a vfork) of `OTHER ARG` N times in
+ *                              a row, each waited for, with FDS descriptors
+ *                              open (close-on-exec: each vfork copies their
+ *                              table, so the parent spends its CPU time inside
+ *                              the vfork); prints how many failed
  *   prog io STATUS             echoes a line of stdin to stdout and stderr,
  *                              exits with STATUS
  *   prog kill ITERS SIGNAL     works, then kills itself with SIGNAL
@@ -41,11 +49,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -180,12 +190,16 @@ int main(int argc, char **argv) {
     pthread_join(a, NULL);
     double wall = mono() - w, delay = run_delay() - d;
     printf("{\"main\": [%.6f, %.6f], \"thread\": [%.6f, %.6f]}\n", wall, delay, wall_a, delay_a);
-  } else if (!strcmp(mode, "fork") || !strcmp(mode, "exec")) {
+  } else if (!strcmp(mode, "fork") || !strcmp(mode, "exec") || !strcmp(mode, "shexec")) {
     fflush(stdout);
     pid_t child = fork();
     if (child == 0) {
       if (!strcmp(mode, "exec")) {
         execl(argv[3], argv[3], argv[2], (char *)NULL);
+        _exit(127);
+      }
+      if (!strcmp(mode, "shexec")) {
+        execl("/bin/sh", "sh", "-c", "\"$0\" \"$1\"", argv[3], argv[2], (char *)NULL);
         _exit(127);
       }
       for (int r = 0; r < ROUNDS; r++) child_work(n);
@@ -194,9 +208,34 @@ int main(int argc, char **argv) {
     for (int r = 0; r < ROUNDS; r++) parent_work(n);
     double parent = thread_cpu();
     int status;
-    waitpid(child, &status, 0);
-    printf("{\"parent\": %d, \"child\": %d, \"parent_cpu\": %.6f, \"status\": %d}\n", (int)getpid(),
-           (int)child, parent, status);
+    struct rusage ru;
+    wait4(child, &status, 0, &ru);
+    double child_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    printf(
+        "{\"parent\": %d, \"child\": %d, \"parent_cpu\": %.6f, \"child_cpu\": %.6f, "
+        "\"status\": %d}\n",
+        (int)getpid(), (int)child, parent, child_cpu, status);
+  } else if (!strcmp(mode, "spawn")) {
+    extern char **environ;
+    int failed = 0, fds = argc > 5 ? atoi(argv[5]) : 0;
+    struct rlimit lim;
+    getrlimit(RLIMIT_NOFILE, &lim);
+    if (lim.rlim_cur < (rlim_t)fds + 64 && lim.rlim_max >= (rlim_t)fds + 64) {
+      lim.rlim_cur = (rlim_t)fds + 64;
+      setrlimit(RLIMIT_NOFILE, &lim);
+    }
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    for (int k = 0; k < fds; k++) fcntl(null, F_DUPFD_CLOEXEC, 3);
+    for (long k = 0; k < n; k++) {
+      pid_t child;
+      char *args[] = {argv[3], argv[4], NULL};
+      int status = -1;
+      if (posix_spawn(&child, argv[3], NULL, NULL, args, environ) != 0 ||
+          waitpid(child, &status, 0) != child || status != 0)
+        failed++;
+    }
+    printf("{\"spawned\": %ld, \"failed\": %d}\n", n, failed);
   } else if (!strcmp(mode, "io")) {
     char line[256] = "";
     if (!fgets(line, sizeof line, stdin)) strcpy(line, "(eof)\n");
