@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "cflame/fl_allocs.h"
 #include "cflame/fl_sampler.h"
@@ -90,7 +91,7 @@ static inline size_t rc_start_bytes(bool allocs, double rate, size_t *end, size_
 #define RC_INFO_PID "pid"     /* the process's pid */
 #define RC_INFO_PPID "ppid"   /* its parent's */
 #define RC_INFO_NAME "name"   /* the program's file name, as the system names it (AT_EXECFN) */
-#define RC_INFO_RANK "rank"   /* its MPI rank, when RC_RANK_ENVS give one */
+#define RC_INFO_RANK "rank"   /* its MPI rank, when rc_mpi_rank gives one */
 #define RC_INFO_ERROR "error" /* why it records nothing (the rest of the line) */
 /* What the program did to the sampler, noted when sampling stops (at exit,
  * before an exec, as the program sets a handler): */
@@ -100,9 +101,17 @@ static inline size_t rc_start_bytes(bool allocs, double rate, size_t *end, size_
 /* threads whose timer ended with a descriptor it closed */
 #define RC_INFO_CLOSED "closed"
 
-/* Where an MPI rank is found, first set wins: Open MPI's, then the PMI
- * name that MPICH, Intel MPI and Slurm's srun set. */
-#define RC_RANK_ENVS \
-  { "OMPI_COMM_WORLD_RANK", "PMI_RANK" }
+/* The MPI rank this process runs as, or NULL: the first set of Open MPI's
+ * variable and the PMI name that MPICH, Intel MPI and Slurm's srun set
+ * (RC_RANK_ENVS_TEXT names them for messages). */
+#define RC_RANK_ENVS_TEXT "OMPI_COMM_WORLD_RANK or PMI_RANK"
+static inline const char *rc_mpi_rank(void) {
+  static const char *const envs[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
+  for (const char *const *e = envs; *e; e++) {
+    const char *v = getenv(*e);
+    if (v && *v) return v;
+  }
+  return NULL;
+}
 
 #endif

@@ -267,14 +267,8 @@ static void leave_thread(void) {
 static void note_image(void) {
   info_add(RC_INFO_PID " %d\n" RC_INFO_PPID " %d\n" RC_INFO_NAME " %s\n", R.pid, (int)getppid(),
            program_name());
-  static const char *const rank_envs[] = RC_RANK_ENVS;
-  for (size_t i = 0; i < FL__ARRAY_SIZE(rank_envs); i++) {
-    const char *rank = getenv(rank_envs[i]);
-    if (rank && *rank) {
-      info_add(RC_INFO_RANK " %s\n", rank);
-      break;
-    }
-  }
+  const char *rank = rc_mpi_rank();
+  if (rank) info_add(RC_INFO_RANK " %s\n", rank);
 }
 
 /* Starts recording this image (the process, or a forked child): its

@@ -28,6 +28,7 @@
 #include "rc_attach.h"
 #include "rc_collect.h"
 #include "rc_files.h"
+#include "rc_output.h"
 #include "rc_program.h"
 #include "rc_run.h"
 #include "rc_say.h"
@@ -317,69 +318,6 @@ static int parse(int argc, char **argv, opts_t *o) {
   return -1;
 }
 
-/* The MPI rank cflame runs as, or NULL. */
-static const char *mpi_rank(void) {
-  static const char *const envs[] = RC_RANK_ENVS;
-  for (size_t i = 0; i < FL__ARRAY_SIZE(envs); i++) {
-    const char *v = getenv(envs[i]);
-    if (v && *v) return v;
-  }
-  return NULL;
-}
-
-/* The output's name with %p, %h, %r and %% replaced (new string); NULL
- * with err for an unknown % or a %r without a rank. pid 0: %p is only
- * checked. */
-static char *expand_output(const char *pattern, int pid, char *err, size_t err_size) {
-  char *out = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&out, &len);
-  if (!f) fl__oom(0);
-  bool ok = true;
-  for (const char *p = pattern; *p && ok; p++) {
-    if (*p != '%') {
-      fputc(*p, f);
-      continue;
-    }
-    char host[HOST_NAME_MAX + 1] = "localhost";
-    const char *rank;
-    switch (*++p) {
-      case 'p': fprintf(f, "%d", pid); break;
-      case 'h':
-        gethostname(host, sizeof host);
-        host[sizeof host - 1] = '\0';
-        fputs(host, f);
-        break;
-      case 'r':
-        if (!(rank = mpi_rank())) {
-          snprintf(err, err_size,
-                   "-o %s: %%r is the MPI rank, from OMPI_COMM_WORLD_RANK or PMI_RANK, and "
-                   "neither is set (run cflame record under mpirun: mpirun -n 4 cflame record "
-                   "-o %s -- PROGRAM)",
-                   pattern, pattern);
-          ok = false;
-        } else {
-          fputs(rank, f);
-        }
-        break;
-      case '%': fputc('%', f); break;
-      default:
-        snprintf(err, err_size,
-                 "-o %s: unknown %%%c; valid: %%p (pid), %%h (host), %%r (MPI "
-                 "rank), %%%% (a %%)",
-                 pattern, *p ? *p : ' ');
-        ok = false;
-        if (!*p) p--;
-    }
-  }
-  fclose(f);
-  if (!ok) {
-    free(out);
-    return NULL;
-  }
-  return out;
-}
-
 /* ---- the preloaded libraries ---- */
 
 /* The preloaded libraries next to the running cflame: in the build tree
@@ -630,7 +568,7 @@ static char *output_name(const opts_t *o, const char *format, const ran_t *run, 
                          size_t err_size) {
   char *out = NULL;
   if (o->output && strcmp(o->output, "-") != 0)
-    return expand_output(o->output, run->pid, err, err_size);
+    return rc_output_name(o->output, run->pid, err, err_size);
   if (o->output) {
     out = strdup("-");
   } else {
@@ -736,7 +674,7 @@ static int check_output(const opts_t *o, const char **format) {
         "--diff with pprof output: a pprof file holds one profile; write the diff as svg, html, "
         "vegalite or text, or as folded stacks with both counts");
   if (o->output && strcmp(o->output, "-") != 0) {
-    char err[1024], *checked = expand_output(o->output, 1, err, sizeof err);
+    char err[1024], *checked = rc_output_name(o->output, 1, err, sizeof err);
     if (!checked) return usage_error("%s", err);
     free(checked);
   }
