@@ -76,24 +76,17 @@ static int64_t thread_cpu_ns(const thread_t *t) {
 static bool thread_running(pid_t pid, pid_t tid) {
   char path[64], text[512];
   snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t got = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (got <= 0) return false;
-  text[got] = '\0';
+  if (fl__read_small(path, text, sizeof text) <= 0) return false;
   const char *paren = strrchr(text, ')'); /* the name may hold spaces and parentheses */
   return paren && paren[1] == ' ' && paren[2] == 'R';
 }
 
 static void read_comm(pid_t pid, pid_t tid, char name[17]) {
-  char path[64];
+  char path[64], text[64];
   snprintf(path, sizeof path, "/proc/%d/task/%d/comm", pid, tid);
-  char *text = fl__attach_read_proc(path);
-  if (!text) return;
+  if (fl__read_small(path, text, sizeof text) < 0) return;
   text[strcspn(text, "\n")] = '\0';
   snprintf(name, 17, "%.16s", text);
-  free(text);
 }
 
 /* ---- the threads ---- */

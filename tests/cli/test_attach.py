@@ -129,10 +129,17 @@ def wakeups(cflame):
 def held_stopped(pid, cflame):
     """Checks that every thread of pid stays stopped while cflame goes
     through ten of its loop's rounds, and that pid's CPU clock does not
-    move meanwhile."""
-    start, cpu = wakeups(cflame), cpu_seconds(pid)
+    move meanwhile. The rounds are counted from cflame's second since the
+    stop was seen: a stop signal first stops a traced thread at its
+    delivery, and cflame passes it on in its next round, when the thread
+    is running ('R') for the moment it takes to enter the stop proper."""
+    first, cpu = wakeups(cflame), cpu_seconds(pid)
+    while wakeups(cflame) - first < 2:
+        os.sched_yield()
+    start = wakeups(cflame)
     while wakeups(cflame) - start < 10:
-        assert all(st in "tT" for st in thread_states(pid)), thread_states(pid)
+        states = thread_states(pid)
+        assert all(st in "tT" for st in states), states
         os.sched_yield()
     assert cpu_seconds(pid) - cpu <= 0.02
 
