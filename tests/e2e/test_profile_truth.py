@@ -176,7 +176,7 @@ printf("cpu %.6f\n", cpu_now() - tw_t0);""", "total-weight")
 
 def test_one_to_three_split(kc):
     """a() does 1 unit and b() 3 units per iteration: b's share of a + b is
-    75 % within what its samples can tell (share_bound: about 3 points for
+    the share the cell measured (about 75 %) within what its samples can tell (share_bound: about 3 points for
     the 3,000 samples of 3 s of CPU in units of 2 ms)."""
     bundle, rows, s, out = profile(
         kc, "%%profview\n" + timed_split(None, "2 * PER_MS", "2 * PER_MS", cpu=3.0), "split")
@@ -230,7 +230,7 @@ def test_callers_view_puts_the_shared_leaf_on_the_root(kc):
     """view=callers turns the 1:3 split around: one_part() and three_parts()
     both spend their time in one leaf, spin(), which sits on the root with
     nearly every sample, and its callers above it split as the cell
-    measured (75 % within what the samples can tell)."""
+    measured (about 75 %, within what the samples can tell)."""
     ok(kc, SHARED_LEAF)
     bundle, rows, s, out = profile(
         kc, "%%profview view=callers lines=false C=true\n" +
@@ -257,7 +257,7 @@ def test_top_view_lists_self_and_total_by_function(kc):
     """view=top on the 1:3 split through a shared leaf: spin() has nearly
     all the self time and heads the "By self:" table; one_part() and
     three_parts() have no self time of their own, and their totals split as
-    the cell measured (75 % within what the samples can tell). Both tables
+    the cell measured (about 75 %, within what the samples can tell). Both tables
     are in the text, and the session profile re-drawn as the flame graph
     agrees with the table."""
     bundle, s, truth = shared_leaf_split(kc, "%%profview view=top C=true", "top")
@@ -410,7 +410,7 @@ pthread_join(th, NULL);""")
 def test_sandwich_splits_a_shared_leaf_between_its_callers(kc):
     """view=sandwich focus=spin on the 1:3 split through a shared leaf:
     above spin its callers one_part and three_parts split as the cell
-    measured (75 % within what the samples can tell); spin is as wide as
+    measured (about 75 %, within what the samples can tell); spin is as wide as
     its total in both halves, and the title gives its total and self."""
     bundle, s, truth = shared_leaf_split(
         kc, "%%profview view=sandwich focus=spin lines=false C=true", "sandwich")
@@ -432,7 +432,7 @@ def test_sandwich_splits_a_shared_leaf_between_its_callers(kc):
 def test_no_aliasing_with_a_period_equal_to_the_interval(kc):
     """The 1:3 split in a loop whose iteration takes exactly 1 ms of CPU
     (calibrated on the pair itself inside the profiled cell, so the
-    profiler's own cost is included): still 75 % within what the samples can tell. Without
+    profiler's own cost is included): still the share measured, within what the samples can tell. Without
     jittered intervals every sample would land at the same point of the
     loop. With them, consecutive samples' phases in the loop are a random
     walk, which spreads the estimate up to 1.35 times as wide as independent

@@ -439,16 +439,22 @@ static void test_threads(double ns_per_it) {
     if ((r.tid == wa.tid || r.tid == wb.tid) && !strcmp(leaf_func(&r), "tsamp_thread_work"))
       in_work++;
   }
+  /* The truth is the CPU each thread measured: A does three times B's
+   * iterations, but the two share caches (and, on some machines, a core)
+   * while both run and A finishes alone, so its share of the CPU can sit
+   * several points under 75. */
   double share_a = 100.0 * (double)w_a / (double)(w_a + w_b);
+  double cpu_share_a = 100.0 * (double)wa.cpu_ns / (double)(wa.cpu_ns + wb.cpu_ns);
   double total_s = (double)(w_a + w_b + w_other) * 1e-3;
   fprintf(stderr,
-          "  thread A (tid %d) %.2f%% of the weight (75 expected; its CPU %.3f s, weights %.3f s), "
+          "  thread A (tid %d) %.2f%% of the weight (%.2f%% of the CPU; its CPU %.3f s, weights %.3f s), "
           "thread B (tid %d) CPU %.3f s, weights %.3f s; other threads %.3f s\n"
           "  total weight x interval %.4f s, process CPU %.4f s\n",
-          wa.tid, share_a, (double)wa.cpu_ns / 1e9, (double)w_a * 1e-3, wb.tid,
+          wa.tid, share_a, cpu_share_a, (double)wa.cpu_ns / 1e9, (double)w_a * 1e-3, wb.tid,
           (double)wb.cpu_ns / 1e9, (double)w_b * 1e-3, (double)w_other * 1e-3, total_s,
           (double)p / 1e9);
-  CHECK_NEAR(share_a, 75.0, 3.0);
+  CHECK(cpu_share_a > 60.0 && cpu_share_a < 90.0); /* A did the larger part */
+  CHECK_NEAR(share_a, cpu_share_a, 3.0);
   CHECK_NEAR((double)w_a * 1e6 / (double)wa.cpu_ns, 1.0, 0.05);
   CHECK_NEAR((double)w_b * 1e6 / (double)wb.cpu_ns, 1.0, 0.05);
   CHECK_NEAR(total_s * 1e9 / (double)p, 1.0, 0.05);
