@@ -18,7 +18,9 @@ scripts/bench compare REF on this build and REF's, side by side.
             notebook's file (nbformat writes JSON items indented, a value
             per line, and text items as lists of lines).
   demo      examples/demo.ipynb executed by each build's kernel (nbconvert
-            --execute): the bytes of all its outputs together.
+            --execute): the bytes of all its outputs together, over the
+            cells every build ran without an error (an older build lacks
+            what later cells use).
 
 The target: this build's output of the profile is at most a third of what
 5f48cbc's made, before the SVG was sent once and the data written as CSV
@@ -124,18 +126,33 @@ def draw(build, saved, workdir):
         s.close()
 
 
-def demo_size(build, workdir):
-    """The bytes of all of examples/demo.ipynb's outputs, executed by build."""
+def demo_cells(build, workdir):
+    """examples/demo.ipynb executed by build: per code cell, the bytes of
+    all its outputs as sent, or None for a cell that failed (an older
+    build that lacks what the cell uses)."""
     d = pathlib.Path(tempfile.mkdtemp(dir=workdir))
     nb = d / "demo.ipynb"
     shutil.copy(DEMO, nb)
     env = dict(os.environ, JUPYTER_PATH=str(pathlib.Path(build).resolve() / "share" / "jupyter"))
     subprocess.run(["jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
-                    "--ExecutePreprocessor.kernel_name=cflame", "--ExecutePreprocessor.timeout=300",
-                    str(nb)], cwd=d, env=env, check=True, capture_output=True)
-    cells = json.loads(nb.read_text())["cells"]
-    return sum(sum(v for k, v in item_sizes(o.get("data", {})).items() if k != "notebook")
-               for c in cells for o in c.get("outputs", []))
+                    "--allow-errors", "--ExecutePreprocessor.kernel_name=cflame",
+                    "--ExecutePreprocessor.timeout=300", str(nb)],
+                   cwd=d, env=env, check=True, capture_output=True)
+    cells = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+    return [None if any(o.get("output_type") == "error" for o in c.get("outputs", []))
+            else sum(sum(v for k, v in item_sizes(o.get("data", {})).items() if k != "notebook")
+                     for o in c.get("outputs", []))
+            for c in cells]
+
+
+def demo_sizes(builds, workdir):
+    """{build name: bytes of the demo's outputs}, over the cells that every
+    build ran without an error, so that the builds are compared on the
+    same cells; and how many cells that is, of how many."""
+    cells = {name: demo_cells(b, workdir) for name, b in builds.items()}
+    n = len(next(iter(cells.values())))
+    both = [i for i in range(n) if all(c[i] is not None for c in cells.values())]
+    return {name: sum(c[i] for i in both) for name, c in cells.items()}, len(both), n
 
 
 def main():
@@ -152,7 +169,7 @@ def main():
         workdir = pathlib.Path(tmp)
         saved = record_profile(args.build, workdir)
         drawn = {name: draw(b, saved, workdir) for name, b in builds.items()}
-        demo = {name: demo_size(b, workdir) for name, b in builds.items()}
+        demo, ran, cells = demo_sizes(builds, workdir)
 
     items = sorted({k for d in drawn.values() for v in d.values() for k in v if k != "notebook"})
     print("The same binarytrees profile (pprof, %profload), drawn by each build: bytes per item "
@@ -166,10 +183,11 @@ def main():
             print(f"{name:<12}{view:<12}" + "".join(f"{sizes.get(k, 0):>22,}" for k in items)
                   + f"{total:>10,}{sizes['notebook']:>10,}")
     print()
-    print("examples/demo.ipynb executed: bytes of all outputs, as sent")
+    print(f"examples/demo.ipynb executed: bytes of all outputs, as sent, of the {ran} code cells "
+          f"(of {cells}) that every build ran")
     for name, size in demo.items():
         print(f"  {name:<12}{size:>10,}")
-    result = {"profile": drawn, "demo": demo}
+    result = {"profile": drawn, "demo": demo, "demo_cells": {"compared": ran, "of": cells}}
     if args.reference:
         print()
         for _, view in VIEWS:

@@ -154,12 +154,19 @@ def build_tools(build_dir, out):
        *buffers, "-lunwind", "-ldl", "-lpthread", "-lm", "-Wl,-z,now")
     # The stage timer uses the kernel's internal interfaces (kernel/*/*.h):
     # should they have moved on, the benchmark goes on without the breakdown.
-    rooms = [a for d in sorted((src / "kernel").iterdir()) if d.is_dir() for a in ("-I", str(d))]
+    # Their folders: kernel/ and flame/ with their rooms, or flat in a tree
+    # from before the rooms.
+    rooms = [a for top in ("kernel", "flame")
+             for d in [src / top, *sorted((src / top).glob("*/")), *sorted((src / top).glob("*/*/"))]
+             if d.is_dir() for a in ("-I", str(d))]
+    # The pictures (PNG, PDF) link librsvg and cairo in trees that have them.
+    pictures = subprocess.run(["pkg-config", "--libs", "librsvg-2.0", "cairo"],
+                              capture_output=True, text=True).stdout.split()
     err = cc("-std=gnu17", "-O2", "-g", "-Wall", *inc, *rooms,
              "-o", out / "profview_stages", WORKLOADS / "profview_stages.c",
              lib / "libcflame_kn.a", lib / "libcflame.a", *buffers,
              "-ljansson", "-ldw", "-lelf", "-lprotobuf-c", "-lz", "-liberty", "-luuid",
-             "-lcrypto", "-lm", "-lpthread", optional=True)
+             "-lcrypto", *pictures, "-lm", "-lpthread", optional=True)
     if err:
         print(f"bench: no breakdown of %%profview's stages: {err}", file=sys.stderr)
     return {"overhead": out / "overhead", "stages": None if err else out / "profview_stages",
