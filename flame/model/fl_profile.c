@@ -20,8 +20,11 @@
  *    order of first appearance (fl_sample_t.stack_id): each its leaf node
  *    and depth; a node knows the stack that ends at it, if any. A profile
  *    of 10^6 samples over 10^5 distinct stacks holds 10^5, not 10^6.
- *  - samples: one record each (stack index, weight, allocations, thread,
- *    time stamp: 32 bytes), in the order they were added.
+ *  - samples: one record each (stack index, kind, weight, allocations,
+ *    thread, time stamp: 32 bytes), in the order they were added. The kind
+ *    takes the stack number's top bits, so a profile of several kinds
+ *    costs no more per sample than one of one, and the totals of each
+ *    kind are a fixed array in the profile: nothing to charge a budget.
  *  - thread names: a short array of (thread, interned name), searched in
  *    order: a profile has threads in the tens, not thousands.
  *
@@ -56,11 +59,18 @@ typedef struct stack_rec {
   uint32_t depth;
 } stack_rec_t;
 
+/* Stack numbers are below 2^28 (a profile of as many distinct stacks
+ * would take gigabytes first), so the kind fits beside one. */
+#define KIND_BITS 4
+#define MAX_STACKS ((1u << (32 - KIND_BITS)) - 1)
+_Static_assert(FL_PROFILE_N_KINDS <= 1u << KIND_BITS, "a sample's kind fits in KIND_BITS");
+
 typedef struct sample_rec {
   uint64_t weight;
   uint64_t allocs;
   uint64_t time_ns;
-  uint32_t stack; /* index into stacks */
+  uint32_t stack : 32 - KIND_BITS; /* index into stacks */
+  uint32_t kind : KIND_BITS;       /* fl_profile_kind_t */
   int thread;
 } sample_rec_t;
 
@@ -70,7 +80,8 @@ typedef struct thread_name {
 } thread_name_t;
 
 struct fl_profile {
-  fl_profile_info_t info;
+  fl_profile_info_t info; /* its samples, total_weight, total_allocs: totals[info.kind]'s */
+  fl_kind_totals_t totals[FL_PROFILE_N_KINDS]; /* by kind */
 
   fl__strset_t strings; /* interned strings */
 
@@ -306,7 +317,7 @@ static size_t stack_bytes(const fl_profile_t *p, uint32_t node, size_t new_nodes
 static uint32_t add_stack(fl_profile_t *p, uint32_t node, const uint32_t *ids, size_t k, size_t n) {
   for (; k < n; k++) node = add_node(p, node, ids[k]);
   if (p->nodes[node].stack != FL__NONE) return p->nodes[node].stack;
-  if (p->n_stacks >= FL__NONE - 1) fl__oom(0); /* stack numbers are 32 bits */
+  if (p->n_stacks >= MAX_STACKS) fl__oom(0); /* stack numbers are 28 bits */
   p->stacks = fl__grow(p->stacks, &p->stacks_cap, p->n_stacks + 1, sizeof *p->stacks);
   uint32_t s = (uint32_t)p->n_stacks++;
   p->stacks[s] = (stack_rec_t){.node = node, .depth = (uint32_t)n};
@@ -314,14 +325,28 @@ static uint32_t add_stack(fl_profile_t *p, uint32_t node, const uint32_t *ids, s
   return s;
 }
 
-static void push_sample(fl_profile_t *p, uint32_t stack, uint64_t weight, uint64_t allocs,
-                        int thread, uint64_t time_ns) {
+/* info's totals from totals[info.kind]. */
+static void sync_info(fl_profile_t *p) {
+  const fl_kind_totals_t *t = &p->totals[p->info.kind];
+  p->info.samples = t->samples;
+  p->info.total_weight = t->weight;
+  p->info.total_allocs = t->allocs;
+}
+
+static void push_sample(fl_profile_t *p, fl_profile_kind_t kind, uint32_t stack, uint64_t weight,
+                        uint64_t allocs, int thread, uint64_t time_ns) {
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + 1, sizeof *p->samples);
-  p->samples[p->n_samples++] = (sample_rec_t){
-      .weight = weight, .allocs = allocs, .time_ns = time_ns, .stack = stack, .thread = thread};
-  p->info.samples++;
-  p->info.total_weight += weight;
-  p->info.total_allocs += allocs;
+  p->samples[p->n_samples++] = (sample_rec_t){.weight = weight,
+                                              .allocs = allocs,
+                                              .time_ns = time_ns,
+                                              .stack = stack,
+                                              .kind = kind,
+                                              .thread = thread};
+  fl_kind_totals_t *t = &p->totals[kind];
+  t->samples++;
+  t->weight += weight;
+  t->allocs += allocs;
+  if (kind == p->info.kind) sync_info(p);
 }
 
 /* ---- words ---- */
@@ -394,6 +419,7 @@ void fl_profile_destroy(fl_profile_t **pp) {
 fl_profile_t *fl_profile_copy(const fl_profile_t *src) {
   fl_profile_t *p = fl_profile_new(src->info.kind);
   p->info = src->info;
+  memcpy(p->totals, src->totals, sizeof p->totals);
   for (size_t id = 0; id < src->n_frames; id++) {
     uint32_t got = fl_profile_frame_id(p, &src->frames[id]);
     assert(got == id);
@@ -442,8 +468,10 @@ void fl_profile_set_budget(fl_profile_t *p, fl_budget_t *b) {
   p->budget = b;
 }
 
-int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
-                             uint64_t allocs, int thread, uint64_t time_ns) {
+int fl_profile_add_sample_of(fl_profile_t *p, fl_profile_kind_t kind, const uint32_t *stack,
+                             size_t n, uint64_t weight, uint64_t allocs, int thread,
+                             uint64_t time_ns) {
+  assert((unsigned)kind < FL_PROFILE_N_KINDS);
   for (size_t i = 0; i < n; i++) assert(stack[i] < p->n_frames);
   if (n > UINT32_MAX) fl__oom(0); /* depths are 32 bits */
   size_t known;
@@ -453,13 +481,30 @@ int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, u
   bool new_stack = known < n || p->nodes[node].stack == FL__NONE;
   if (charge(p, 2 * sizeof(sample_rec_t) + stack_bytes(p, node, n - known, new_stack), n) < 0)
     return -1;
-  push_sample(p, add_stack(p, node, stack, known, n), weight, allocs, thread, time_ns);
+  push_sample(p, kind, add_stack(p, node, stack, known, n), weight, allocs, thread, time_ns);
   return 0;
+}
+
+int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                             uint64_t allocs, int thread, uint64_t time_ns) {
+  return fl_profile_add_sample_of(p, p->info.kind, stack, n, weight, allocs, thread, time_ns);
 }
 
 int fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
                           uint64_t allocs, int thread) {
   return fl_profile_add_sample_at(p, stack, n, weight, allocs, thread, 0);
+}
+
+void fl_profile_kind_totals(const fl_profile_t *p, fl_profile_kind_t kind, fl_kind_totals_t *out) {
+  assert((unsigned)kind < FL_PROFILE_N_KINDS);
+  *out = p->totals[kind];
+}
+
+uint32_t fl_profile_kinds(const fl_profile_t *p) {
+  uint32_t set = 0;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (p->totals[k].samples) set |= 1u << k;
+  return set;
 }
 
 static thread_name_t *find_name(const fl_profile_t *p, int thread) {
@@ -505,11 +550,20 @@ const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i) {
 
 /* ---- merging time by time ---- */
 
+/* How many samples of time kinds p holds: the samples an interval weighs. */
+static uint64_t time_samples(const fl_profile_t *p) {
+  uint64_t n = 0;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (kinds[k].time) n += p->totals[k].samples;
+  return n;
+}
+
 /* The interval p and src count in once merged (fl_profile_merge's rule),
- * or 0 when no weight changes: not time, an interval unknown, or equal. */
+ * or 0 when no weight changes: no time samples, an interval unknown, or
+ * equal. */
 static uint64_t merge_unit(const fl_profile_t *p, const fl_profile_t *src) {
   uint64_t a = p->info.interval_ns, b = src->info.interval_ns;
-  if (!fl_kind(p->info.kind)->time || !a || !b || a == b || p->n_samples == 0) return 0;
+  if (!a || !b || a == b || !time_samples(p) || !time_samples(src)) return 0;
   uint64_t g = fl__gcd(a, b);
   if (a / g <= FL_PROFILE_MAX_SCALE && b / g <= FL_PROFILE_MAX_SCALE) return g;
   return a < b ? a : b;
@@ -532,17 +586,21 @@ static uint64_t convert_weight(uint64_t weight, uint64_t from, uint64_t to, doub
   return out;
 }
 
-/* p's weights as intervals of unit (its interval becomes unit). */
+/* p's weights of time as intervals of unit (its interval becomes unit). */
 static void convert_profile(fl_profile_t *p, uint64_t unit) {
   uint64_t from = p->info.interval_ns;
   double carry = 0;
-  uint64_t total = 0;
+  uint64_t total[FL_PROFILE_N_KINDS] = {0};
   for (size_t i = 0; i < p->n_samples; i++) {
-    uint64_t w = convert_weight(p->samples[i].weight, from, unit, &carry);
-    p->samples[i].weight = w;
-    total = total > UINT64_MAX - w ? UINT64_MAX : total + w;
+    sample_rec_t *r = &p->samples[i];
+    if (!kinds[r->kind].time) continue;
+    uint64_t w = convert_weight(r->weight, from, unit, &carry);
+    r->weight = w;
+    total[r->kind] = total[r->kind] > UINT64_MAX - w ? UINT64_MAX : total[r->kind] + w;
   }
-  p->info.total_weight = total;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (kinds[k].time) p->totals[k].weight = total[k];
+  sync_info(p);
   p->info.interval_ns = unit;
   p->info.mixed_intervals = true;
 }
@@ -557,12 +615,30 @@ static bool total_in(uint64_t total, uint64_t from, uint64_t to, uint64_t *out) 
   return !__builtin_mul_overflow(total, scale, out);
 }
 
+/* The kind of p a sample of src of kind k becomes (fl_profile_merge):
+ * its own if p holds it, p's info.kind for src's when comparable, else
+ * the first kind comparable to it that p holds, else its own. */
+static fl_profile_kind_t merge_kind(const fl_profile_t *p, const fl_profile_t *src, unsigned k) {
+  if (p->totals[k].samples) return (fl_profile_kind_t)k;
+  if (k == src->info.kind && fl_kind_comparable(p->info.kind, k)) return p->info.kind;
+  for (unsigned j = 0; j < FL_PROFILE_N_KINDS; j++)
+    if (p->totals[j].samples && kinds[j].measure == kinds[k].measure) return (fl_profile_kind_t)j;
+  return (fl_profile_kind_t)k;
+}
+
 bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src) {
   uint64_t unit = merge_unit(p, src), a, b, sum;
-  return total_in(p->info.total_weight, p->info.interval_ns, unit, &a) &&
-         total_in(src->info.total_weight, src->info.interval_ns, unit, &b) &&
-         !__builtin_add_overflow(a, b, &sum) &&
-         !__builtin_add_overflow(p->info.total_allocs, src->info.total_allocs, &sum);
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    const fl_kind_totals_t *s = &src->totals[k];
+    if (!s->samples) continue;
+    const fl_kind_totals_t *t = &p->totals[merge_kind(p, src, k)];
+    uint64_t to = kinds[k].time ? unit : 0;
+    if (!total_in(t->weight, p->info.interval_ns, to, &a) ||
+        !total_in(s->weight, src->info.interval_ns, to, &b) || __builtin_add_overflow(a, b, &sum) ||
+        __builtin_add_overflow(t->allocs, s->allocs, &sum))
+      return false;
+  }
+  return true;
 }
 
 /* Frames of src are interned into p once each, then each node of src's
@@ -572,7 +648,13 @@ bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src) {
  * interval when p has none or no samples. Merging a profile into
  * itself doubles it. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
-  assert(fl_kind_comparable(p->info.kind, src->info.kind));
+  fl_profile_kind_t to_kind[FL_PROFILE_N_KINDS]; /* before p changes (p may be src) */
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) to_kind[k] = merge_kind(p, src, k);
+  /* src's main kind joins p's or one p holds; a kind of another measure is the caller's
+   * mistake (fl_kind_comparable). */
+  fl_profile_kind_t joins = to_kind[src->info.kind];
+  assert(!src->n_samples || fl_kind_comparable(p->info.kind, joins) || p->totals[joins].samples);
+  (void)joins;
   uint64_t unit = merge_unit(p, src), src_interval = src->info.interval_ns;
   bool was_empty = p->n_samples == 0;
   if (unit && p->info.interval_ns != unit) convert_profile(p, unit);
@@ -609,8 +691,9 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + n_samples, sizeof *p->samples);
   for (size_t i = 0; i < n_samples; i++) {
     sample_rec_t r = src->samples[i];
-    uint64_t w = unit ? convert_weight(r.weight, src_interval, unit, &carry) : r.weight;
-    push_sample(p, stack_map[r.stack], w, r.allocs, r.thread, r.time_ns);
+    uint64_t w = unit && kinds[r.kind].time ? convert_weight(r.weight, src_interval, unit, &carry)
+                                            : r.weight;
+    push_sample(p, to_kind[r.kind], stack_map[r.stack], w, r.allocs, r.thread, r.time_ns);
   }
   for (size_t i = 0; i < src->n_names; i++) {
     thread_name_t t = src->names[i]; /* p == src: names may move */
@@ -648,6 +731,7 @@ void fl_profile_clear(fl_profile_t *p) {
   fl__index_clear(&p->node_index);
   fl_profile_info_t old = p->info;
   memset(&p->info, 0, sizeof p->info);
+  memset(p->totals, 0, sizeof p->totals);
   p->info.kind = old.kind;
   p->info.interval_ns = old.interval_ns;
   p->info.sample_rate = old.sample_rate;
@@ -665,6 +749,7 @@ void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out) {
   assert(i < p->n_samples);
   const sample_rec_t *r = &p->samples[i];
   const stack_rec_t *s = &p->stacks[r->stack];
+  out->kind = (fl_profile_kind_t)r->kind;
   out->node = s->node;
   out->n = s->depth;
   out->weight = r->weight;

@@ -317,6 +317,24 @@ static void name_threads(conv_t *c) {
   }
 }
 
+/* What the run of the buffer with header h measured, as prof's kind: a
+ * wall-clock run's waits are in the records, an event's count in their
+ * weights. Set before the samples are added, which take it. */
+static void take_clock(fl_profile_t *prof, const fl_sampler_header_t *h) {
+  fl_profile_info_t *info = fl_profile_info(prof);
+  if (h->clock == FL_SAMPLER_CLOCK_WALL && info->kind == FL_PROFILE_CPU)
+    info->kind = FL_PROFILE_WALL;
+  if (h->clock == FL_SAMPLER_CLOCK_EVENT) {
+    const fl_event_t *ev = fl_event_by_config((uint32_t)h->event_type, h->event_config);
+    info->kind = FL_PROFILE_EVENT;
+    if (ev)
+      snprintf(info->event, sizeof info->event, "%s", ev->name);
+    else
+      snprintf(info->event, sizeof info->event, "perf event %llu:%llu",
+               (unsigned long long)h->event_type, (unsigned long long)h->event_config);
+  }
+}
+
 int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf, size_t bytes,
                        const fl_collect_opts_t *opts, char *err, size_t err_size) {
   if (!bytes) return 0;
@@ -327,6 +345,7 @@ int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf
   int r;
   while ((r = fl_sampler_next(buf, bytes, &pos, &rec)) == 1) note_tid(&c, rec.tid, &cap_tids);
   if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
+  if (c.n_tids) take_clock(prof, buf); /* a record was read: the header is valid */
   pos = 0;
   while ((r = fl_sampler_next_any(buf, bytes, &pos, &rec)) == 1) {
     if (rec.n_pcs == 0) {
@@ -348,18 +367,6 @@ int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf
   const fl_sampler_header_t *h = buf;
   fl_profile_info_t *info = fl_profile_info(prof);
   if (!info->interval_ns) info->interval_ns = h->interval_ns;
-  /* What the run measured: a wall-clock run's waits are in the records. */
-  if (h->clock == FL_SAMPLER_CLOCK_WALL && info->kind == FL_PROFILE_CPU)
-    info->kind = FL_PROFILE_WALL;
-  if (h->clock == FL_SAMPLER_CLOCK_EVENT) {
-    const fl_event_t *ev = fl_event_by_config((uint32_t)h->event_type, h->event_config);
-    info->kind = FL_PROFILE_EVENT;
-    if (ev)
-      snprintf(info->event, sizeof info->event, "%s", ev->name);
-    else
-      snprintf(info->event, sizeof info->event, "perf event %llu:%llu",
-               (unsigned long long)h->event_type, (unsigned long long)h->event_config);
-  }
   info->dropped += h->dropped;
   return 0;
 }
@@ -398,6 +405,7 @@ int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf,
     alloc_frame[k] = fl_profile_frame_id(prof, &fr);
   }
   const fl_allocs_header_t *h = buf;
+  fl_profile_info(prof)->kind = fl_collect_allocs_kind(aopts); /* before the samples */
   double rate = 1;
   if (bytes >= sizeof *h) memcpy(&rate, &h->sample_rate_bits, sizeof rate);
   if (!(rate > 0 && rate <= 1)) rate = 1;
@@ -428,7 +436,6 @@ int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf,
   }
   fl_profile_info_t *info = fl_profile_info(prof);
   info->sample_rate = rate;
-  info->kind = fl_collect_allocs_kind(aopts);
   if (bytes) {
     info->calls += h->calls;
     info->dropped += h->dropped;
