@@ -221,8 +221,7 @@ static int table_option(int argc, char **argv, int *i, opts_t *o) {
     return usage_error("%s needs a value", w);
   char err[1024];
   fl_optval_t v;
-  if (fl_options_take(&o->draw, opt, value, &v, err, sizeof err) < 0)
-    return usage_error("%s", err);
+  if (fl_options_take(&o->draw, opt, value, &v, err, sizeof err) < 0) return usage_error("%s", err);
   if (v.set) store_recording(o, &v, value);
   fl_optval_free(&v);
   return -1;
@@ -248,9 +247,10 @@ static int parse(int argc, char **argv, opts_t *o) {
       int rc = table_option(argc, argv, &i, o);
       if (rc > 0) return rc;
       if (rc == 0 && argv[i][0] != '-' && o->pid)
-        return usage_error("%s: with --pid, cflame record takes no program: it attaches to "
-                           "the one running as pid %d",
-                           argv[i], o->pid);
+        return usage_error(
+            "%s: with --pid, cflame record takes no program: it attaches to "
+            "the one running as pid %d",
+            argv[i], o->pid);
       if (rc == 0 && argv[i][0] != '-') {
         bool ends = false;
         for (int j = i + 1; j < argc && !ends; j++) ends = !strcmp(argv[j], "--");
@@ -283,7 +283,9 @@ static int parse(int argc, char **argv, opts_t *o) {
     if (o->allocs || o->wall || o->event)
       return usage_error(
           "--pid samples CPU time only: %s needs the program run by cflame record -- PROGRAM",
-          o->allocs ? "--allocs" : o->wall ? "--clock wall" : "--event");
+          o->allocs ? "--allocs"
+          : o->wall ? "--clock wall"
+                    : "--event");
     /* --pid's own default and least interval are the attach's (fl_attach.h);
      * the other defaults and ranges are the option table's rows. */
     const double least = (double)FL_ATTACH_INTERVAL_MIN_NS / 1e9;
@@ -467,8 +469,7 @@ static void say_attach_end(const rc_attached_t *att, int pid) {
   if (r->end == FL_ATTACH_EXITED && WIFEXITED(r->status))
     say("%s (pid %d) exited with status %d while attached", r->name, pid, WEXITSTATUS(r->status));
   else if (r->end == FL_ATTACH_EXITED && WIFSIGNALED(r->status))
-    say("%s (pid %d) was ended by signal %d (%s) while attached", r->name, pid,
-        WTERMSIG(r->status),
+    say("%s (pid %d) was ended by signal %d (%s) while attached", r->name, pid, WTERMSIG(r->status),
         sigabbrev_np(WTERMSIG(r->status)) ? sigabbrev_np(WTERMSIG(r->status)) : "?");
   else if (r->end == FL_ATTACH_EXITED)
     say("%s (pid %d) ended while attached", r->name, pid);
@@ -533,7 +534,7 @@ static char *summary_of(const rc_recording_t *rec, const ran_t *run, const opts_
       fprintf(f, "%s counted", n);
     } else if (o->wall) {
       fl_thread_weights_t *tw;
-      size_t nt = fl_profile_thread_weights(rec->profile, &tw);
+      size_t nt = fl_profile_thread_weights(rec->profile, info->kind, &tw);
       uint64_t on = 0, off = 0, runnable = 0;
       for (size_t i = 0; i < nt; i++) on += tw[i].on, off += tw[i].off, runnable += tw[i].runnable;
       free(tw);
@@ -686,7 +687,8 @@ int rc_record_main(int argc, char **argv) {
   /* The defaults are the table's rows (fl_options.c). */
   o.delay_s = strtod(fl_option_default(fl_option_find("delay"), FL_FRONT_COMMAND), NULL);
   o.sample_rate = strtod(fl_option_default(fl_option_find("sample_rate"), FL_FRONT_COMMAND), NULL);
-  o.buffer_words = strtoull(fl_option_default(fl_option_find("buffer"), FL_FRONT_COMMAND), NULL, 10);
+  o.buffer_words =
+      strtoull(fl_option_default(fl_option_find("buffer"), FL_FRONT_COMMAND), NULL, 10);
   char err[1024], dir[PATH_MAX] = "";
   char *name = NULL, *path = NULL, *output = NULL, *note = NULL, *title = NULL;
   fl_profile_t *base = NULL;
@@ -737,9 +739,9 @@ int rc_record_main(int argc, char **argv) {
     char top_name[32];
     snprintf(top_name, sizeof top_name, "pid %d", o.pid);
     if (o.top) top = rc_top_new(dir, o.pid, &copts, &o.draw, top_name);
-    int rc = rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.follow_forks,
-                       o.buffer_words, dir, top ? rc_top_attached : NULL, top, &att, err,
-                       sizeof err);
+    int rc =
+        rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.follow_forks,
+                  o.buffer_words, dir, top ? rc_top_attached : NULL, top, &att, err, sizeof err);
     rc_top_end(&top);
     if (rc < 0) {
       say("%s", err);

@@ -554,7 +554,11 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
            *full_to_vis_o = NULL;
   const char **redefined = NULL;
 
-  const fl_profile_info_t *ti = fl_profile_info_const(target), *bi = fl_profile_info_const(base);
+  /* The kinds compared: the profiles' own, or the one kind= draws of both. */
+  fl_profile_info_t tinfo = *fl_profile_info_const(target), binfo = *fl_profile_info_const(base);
+  if (tree_opts && tree_opts->kind != FL_TREE_KIND_MAIN)
+    tinfo.kind = binfo.kind = (fl_profile_kind_t)tree_opts->kind;
+  const fl_profile_info_t *ti = &tinfo, *bi = &binfo;
   if (check_kinds(ti, bi, err, err_size) < 0) return NULL;
 
   fl_tree_opts_t shown_opts, full_opts;

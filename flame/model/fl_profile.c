@@ -39,6 +39,7 @@
 
 #include "fl__common.h"
 #include "fl__demangle.h"
+#include "fl__kind.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -114,32 +115,37 @@ struct fl_profile {
  * allocation counts as the matching "..._objects". */
 static const fl_kind_info_t kinds[FL_PROFILE_N_KINDS] = {
     [FL_PROFILE_CPU] = {"cpu", "CPU", "a CPU profile", "sample", "samples", "samples",
-                        FL_PROFILE_CPU, .time = true, .pprof_type = "cpu",
+                        FL_PROFILE_CPU, .time = true, .what = "CPU time", .pprof_type = "cpu",
                         .pprof_unit = "nanoseconds", .pprof_count = "samples"},
     [FL_PROFILE_WALL] = {"wall", "wall", "a wall-clock profile", "sample", "samples", "samples",
-                         FL_PROFILE_WALL, .time = true, .pprof_type = "wall",
-                         .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+                         FL_PROFILE_WALL, .time = true, .what = "wall-clock time",
+                         .pprof_type = "wall", .pprof_unit = "nanoseconds",
+                         .pprof_count = "samples"},
     [FL_PROFILE_OFFCPU] = {"offcpu", "off-CPU", "an off-CPU profile", "sample", "samples",
-                           "samples", FL_PROFILE_OFFCPU, .time = true, .pprof_type = "off_cpu",
-                           .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+                           "samples", FL_PROFILE_OFFCPU, .time = true, .what = "off-CPU time",
+                           .pprof_type = "off_cpu", .pprof_unit = "nanoseconds",
+                           .pprof_count = "samples"},
     [FL_PROFILE_ALLOC_BYTES] = {"alloc_bytes", "alloc", "an allocation profile", "byte", "bytes",
                                 "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
-                                .pprof_type = "alloc_space", .pprof_unit = "bytes",
-                                .pprof_count = "alloc_objects"},
+                                .what = "allocated bytes", .pprof_type = "alloc_space",
+                                .pprof_unit = "bytes", .pprof_count = "alloc_objects"},
     [FL_PROFILE_ALLOC_COUNT] = {"alloc_count", "alloc", "an allocation profile", "allocation",
                                 "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
-                                .allocs = true, .pprof_type = "alloc_objects",
-                                .pprof_unit = "count"},
+                                .allocs = true, .what = "allocations",
+                                .pprof_type = "alloc_objects", .pprof_unit = "count"},
     [FL_PROFILE_LIVE_BYTES] = {"live_bytes", "alloc", "an allocation profile", "byte", "bytes",
                                "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
-                               .live = true, .pprof_type = "inuse_space", .pprof_unit = "bytes",
+                               .live = true, .what = "bytes still allocated at the end",
+                               .pprof_type = "inuse_space", .pprof_unit = "bytes",
                                .pprof_count = "inuse_objects"},
     [FL_PROFILE_LIVE_COUNT] = {"live_count", "alloc", "an allocation profile", "allocation",
                                "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
-                               .allocs = true, .live = true, .pprof_type = "inuse_objects",
-                               .pprof_unit = "count"},
+                               .allocs = true, .live = true,
+                               .what = "allocations still live at the end",
+                               .pprof_type = "inuse_objects", .pprof_unit = "count"},
     [FL_PROFILE_EVENT] = {"event", "event", "an event profile", "event", "events", "events",
-                          FL_PROFILE_EVENT, .pprof_type = "events", .pprof_unit = "count"},
+                          FL_PROFILE_EVENT, .what = "event counts", .pprof_type = "events",
+                          .pprof_unit = "count"},
 };
 
 const fl_kind_info_t *fl_kind(fl_profile_kind_t kind) {
@@ -150,6 +156,35 @@ const fl_kind_info_t *fl_kind(fl_profile_kind_t kind) {
 fl_profile_kind_t fl_kind_alloc(bool count, bool live) {
   if (live) return count ? FL_PROFILE_LIVE_COUNT : FL_PROFILE_LIVE_BYTES;
   return count ? FL_PROFILE_ALLOC_COUNT : FL_PROFILE_ALLOC_BYTES;
+}
+
+int fl_kind_named(const char *name, fl_profile_kind_t *out) {
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (name && !strcmp(kinds[k].name, name)) {
+      *out = (fl_profile_kind_t)k;
+      return 0;
+    }
+  return -1;
+}
+
+/* The option kind='s choices and help (fl__kind.h), from the table. */
+char fl__kind_choices[160];
+char fl__kind_help[512];
+
+__attribute__((constructor)) static void write_kind_texts(void) {
+  fl__buf_t c = FL__BUF_INIT, h = FL__BUF_INIT;
+  fl__buf_puts(&h, "which of the profile's samples to draw, when it holds several kinds (");
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    fl__buf_printf(&c, "%s%s", k ? "|" : "", kinds[k].name);
+    fl__buf_printf(&h, "%s%s: %s", k ? "; " : "", kinds[k].name, kinds[k].what);
+  }
+  fl__buf_puts(&h, ")");
+  /* the buffers are the table's to size */
+  if (c.len >= sizeof fl__kind_choices || h.len >= sizeof fl__kind_help) abort();
+  memcpy(fl__kind_choices, c.data, c.len + 1);
+  memcpy(fl__kind_help, h.data, h.len + 1);
+  fl__buf_free(&c);
+  fl__buf_free(&h);
 }
 
 bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b) {
@@ -449,7 +484,8 @@ static size_t index_bytes(const fl__index_t *ix) {
 }
 
 size_t fl_profile_bytes(const fl_profile_t *p) {
-  size_t bytes = sizeof *p + p->strings.cap * sizeof *p->strings.strs + index_bytes(&p->strings.index);
+  size_t bytes =
+      sizeof *p + p->strings.cap * sizeof *p->strings.strs + index_bytes(&p->strings.index);
   for (size_t i = 0; i < p->strings.n; i++) bytes += strlen(p->strings.strs[i]) + 1;
   return bytes + p->frames_cap * sizeof *p->frames + index_bytes(&p->frame_index) +
          p->nodes_cap * sizeof *p->nodes + index_bytes(&p->node_index) +
@@ -790,7 +826,8 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **out) {
+size_t fl_profile_thread_weights(const fl_profile_t *p, fl_profile_kind_t kind,
+                                 fl_thread_weights_t **out) {
   int *threads;
   size_t n = fl_profile_threads(p, &threads);
   fl_thread_weights_t *w = n ? fl__xcalloc(n, sizeof *w) : NULL;
@@ -798,6 +835,7 @@ size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **ou
   free(threads);
   for (size_t i = 0; i < p->n_samples; i++) {
     const sample_rec_t *s = &p->samples[i];
+    if (s->kind != kind) continue;
     const stack_rec_t *st = &p->stacks[s->stack];
     uint32_t leaf = st->depth ? p->frames[p->nodes[st->node].frame].flags : 0;
     bool off = leaf & FL_FRAME_OFFCPU;
@@ -815,8 +853,15 @@ size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **ou
     else
       w[lo].on += s->weight;
   }
+  size_t m = 0; /* the threads with a sample of kind: weights are at least 1 */
+  for (size_t i = 0; i < n; i++)
+    if (w[i].on + w[i].off) w[m++] = w[i];
+  if (!m) {
+    free(w);
+    w = NULL;
+  }
   *out = w;
-  return n;
+  return m;
 }
 
 size_t fl_profile_threads(const fl_profile_t *p, int **threads) {

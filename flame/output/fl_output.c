@@ -25,22 +25,48 @@ typedef struct draw {
   fl_tree_t *tree, *base_tree;
   fl_diff_t *diff;
   char *empty; /* fl_output_empty_note of the tree, or NULL */
-  char *note;  /* owned: opts.view.note with empty added */
+  char *kinds; /* kinds_note of the tree, or NULL */
+  char *note;  /* owned: opts.view.note with kinds and empty added */
   char *err;
   size_t err_size;
   fl_budget_t budget; /* when the request brings none: of its options' max_memory */
 } draw_t;
 
+/* What t draws of a profile that holds several kinds, and the others
+ * with the option that draws each: "CPU time (kind=cpu); also holds:
+ * allocated bytes (kind=alloc_bytes)". NULL for a profile of one kind. */
+static char *kinds_note(const fl_tree_t *t, const fl_options_t *o) {
+  uint32_t held = fl_profile_kinds(fl_tree_profile(t));
+  fl_profile_kind_t shown = fl_tree_kind(t);
+  if (!(held & ~(1u << shown))) return NULL;
+  const fl_option_t *opt = fl_option_find("kind");
+  char as[64];
+  fl__buf_t b = FL__BUF_INIT;
+  fl_option_shown(opt, o->front, fl_kind(shown)->name, as, sizeof as);
+  fl__buf_printf(&b, "%s (%s); also holds:", fl_kind(shown)->what, as);
+  const char *sep = " ";
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    if (k == shown || !(held & (1u << k))) continue;
+    fl_option_shown(opt, o->front, fl_kind(k)->name, as, sizeof as);
+    fl__buf_printf(&b, "%s%s (%s)", sep, fl_kind(k)->what, as);
+    sep = ", ";
+  }
+  return fl__buf_take(&b);
+}
+
 static const fl_tree_t *tree_of(draw_t *d) {
   if (d->tree) return d->tree;
   d->tree = fl_tree_build(d->r->profile, &d->opts.tree, d->r->root, d->err, d->err_size);
-  if (d->tree && (d->empty = fl_output_empty_note(d->tree, &d->opts)) != NULL) {
-    /* The note every view shows under its title: the request's, then why
-     * nothing is drawn. */
+  if (!d->tree) return NULL;
+  d->kinds = kinds_note(d->tree, &d->opts);
+  d->empty = fl_output_empty_note(d->tree, &d->opts);
+  if (d->kinds || d->empty) {
+    /* The note every view shows under its title: the request's, what
+     * kind it draws, then why nothing is drawn. */
     fl__buf_t note = FL__BUF_INIT;
-    const char *given = d->opts.view.note;
-    fl__buf_printf(&note, "%s%s%s", given && *given ? given : "", given && *given ? "; " : "",
-                   d->empty);
+    const char *parts[] = {d->opts.view.note, d->kinds, d->empty};
+    for (size_t i = 0; i < FL__ARRAY_SIZE(parts); i++)
+      if (parts[i] && *parts[i]) fl__buf_printf(&note, "%s%s", note.len ? "; " : "", parts[i]);
     free(d->note);
     d->opts.view.note = d->note = fl__buf_take(&note);
   }
@@ -133,6 +159,7 @@ static void draw_free(draw_t *d) {
   fl_diff_destroy(&d->diff);
   fl_options_free(&d->opts);
   free(d->empty);
+  free(d->kinds);
   free(d->note);
 }
 
@@ -195,9 +222,11 @@ static char *write_html(draw_t *d, size_t *len) {
 /* The text report, after the line that says why it is empty when it is. */
 static char *write_text(draw_t *d, size_t *len) {
   char *report = drawing(d, FL__DRAW_TEXT).text;
-  if (!report || !d->empty) return report;
+  if (!report || (!d->empty && !d->kinds)) return report;
   fl__buf_t b = FL__BUF_INIT;
-  fl__buf_printf(&b, "%s\n%s", d->empty, report);
+  if (d->kinds) fl__buf_printf(&b, "%s\n", d->kinds);
+  if (d->empty) fl__buf_printf(&b, "%s\n", d->empty);
+  fl__buf_puts(&b, report);
   free(report);
   *len = 0;
   return fl__buf_take(&b);
@@ -214,7 +243,7 @@ static char *write_pprof(draw_t *d, size_t *len) {
   /* pprof's values are int64: a count past INT64_MAX (times the interval,
    * for a time profile's nanoseconds) would be written as another. */
   const fl_node_t *root = fl_tree_root(d->tree);
-  const fl_profile_info_t *info = fl_profile_info_const(d->r->profile);
+  const fl_profile_info_t *info = fl_tree_info(d->tree);
   uint64_t ns = fl_kind(info->kind)->time && info->interval_ns ? info->interval_ns : 1, most;
   if (__builtin_mul_overflow(root->count, ns, &most) || most > INT64_MAX ||
       root->allocs > INT64_MAX) {
@@ -513,13 +542,13 @@ static size_t n_functions(const fl_profile_t *p) {
 
 char *fl_output_empty_note(const fl_tree_t *t, const fl_options_t *o) {
   const fl_profile_t *p = fl_tree_profile(t);
-  const fl_profile_info_t *info = fl_profile_info_const(p);
+  const fl_profile_info_t *info = fl_tree_info(t);
   if (fl_tree_root(t)->count || !info->total_weight) return NULL;
   const fl_kind_info_t *kind = fl_kind(info->kind);
   fl__buf_t b = FL__BUF_INIT;
   char shown[512], weight[64];
   fl_thread_weights_t *w = NULL;
-  size_t n = fl_profile_thread_weights(p, &w);
+  size_t n = fl_profile_thread_weights(p, info->kind, &w);
   uint64_t kept = 0; /* the weight of the threads the filter keeps */
   for (size_t i = 0; i < n; i++)
     if (!o->tree.threads || has_thread(&o->tree, w[i].thread)) kept += w[i].on + w[i].off;

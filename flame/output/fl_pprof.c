@@ -393,7 +393,7 @@ static void samples_free(samples_t *o, size_t n_nodes) {
 }
 
 char *fl_pprof(const fl_tree_t *t, size_t *size) {
-  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  const fl_profile_info_t *info = fl_tree_info(t);
   size_t n_nodes = fl_tree_n_nodes(t);
   writer_t w = {.t = t};
   pb_profile_t pb = PERFTOOLS__PROFILES__PROFILE__INIT;

@@ -80,6 +80,9 @@ typedef struct fl_kind_info {
                                 info.sample_rate applies */
   bool bytes;                /* weights are bytes (drawn as B, KiB, MiB) */
   bool live;                 /* only what was still allocated when the run ended */
+  const char *what;          /* what its samples count, for a reader choosing among
+                                the kinds a profile holds: "CPU time",
+                                "allocated bytes" */
   /* pprof: the sample type of the weights and its unit ("cpu"/"nanoseconds",
    * "alloc_space"/"bytes", "inuse_objects"/"count"), and the companion
    * count ("samples" for time, the "..._objects" of bytes; NULL: none). */
@@ -88,6 +91,9 @@ typedef struct fl_kind_info {
 
 /* The row of kind (an out-of-range kind is a programmer's error). */
 const fl_kind_info_t *fl_kind(fl_profile_kind_t kind);
+/* The kind called name (fl_kind_info_t.name) into *out. Returns 0, or -1
+ * when no kind is. */
+int fl_kind_named(const char *name, fl_profile_kind_t *out);
 /* The allocation kind that weighs bytes or counts (count) of every
  * allocation or only the live ones (live). */
 fl_profile_kind_t fl_kind_alloc(bool count, bool live);
@@ -322,8 +328,8 @@ size_t fl_profile_n_samples(const fl_profile_t *p);
 size_t fl_profile_n_stacks(const fl_profile_t *p);
 typedef struct fl_sample {
   fl_profile_kind_t kind; /* what its weight counts */
-  uint32_t node; /* the stack's leaf node (FL_PROFILE_EMPTY_STACK when n is 0) */
-  size_t n;      /* its depth: how many frames */
+  uint32_t node;          /* the stack's leaf node (FL_PROFILE_EMPTY_STACK when n is 0) */
+  size_t n;               /* its depth: how many frames */
   uint64_t weight;
   uint64_t allocs;
   int thread;
@@ -357,16 +363,19 @@ uint32_t fl_profile_node_frame(const fl_profile_t *p, uint32_t node);
 /* The distinct threads seen, ascending. *threads is new (free it). */
 size_t fl_profile_threads(const fl_profile_t *p, int **threads);
 
-/* A thread's weight running and waiting: off is the weight of its samples
+/* A thread's weight running and waiting, of the samples of one kind: off
+ * is the weight of its samples
  * whose innermost frame is a wait (FL_FRAME_OFFCPU), on the rest; runnable
  * the part of off whose wait was for a CPU (FL_FRAME_RUNNABLE). */
 typedef struct fl_thread_weights {
   int thread;
   uint64_t on, off, runnable;
 } fl_thread_weights_t;
-/* Each thread's weights, by thread ascending, into *out (new: free it;
- * NULL when there are no samples). Returns how many threads. */
-size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **out);
+/* Each thread's weights in p's samples of kind, by thread ascending, into
+ * *out (new: free it; NULL when there are none); a thread without a sample
+ * of kind is left out. Returns how many threads. */
+size_t fl_profile_thread_weights(const fl_profile_t *p, fl_profile_kind_t kind,
+                                 fl_thread_weights_t **out);
 
 CFLAME_END_DECLS
 

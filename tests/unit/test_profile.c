@@ -381,8 +381,9 @@ static void test_merge_by_time(void) {
     CHECK_INT(info->samples, 2000);
     char note[160];
     fl_mixed_intervals_note(info, note, sizeof note);
-    CHECK_STR(note, "inputs sampled at different intervals, merged by time: each count is an "
-                    "interval of 0.25 ms");
+    CHECK_STR(note,
+              "inputs sampled at different intervals, merged by time: each count is an "
+              "interval of 0.25 ms");
     fl_profile_destroy(&a);
     fl_profile_destroy(&b);
   }
@@ -632,12 +633,12 @@ static void test_kinds(void) {
        false, false, false},
       {FL_PROFILE_ALLOC_BYTES, "alloc_bytes", "alloc", "byte", "bytes", "alloc_space", "bytes",
        false, true, true, false},
-      {FL_PROFILE_ALLOC_COUNT, "alloc_count", "alloc", "allocation", "allocations",
-       "alloc_objects", "count", false, true, false, false},
-      {FL_PROFILE_LIVE_BYTES, "live_bytes", "alloc", "byte", "bytes", "inuse_space", "bytes",
-       false, true, true, true},
-      {FL_PROFILE_LIVE_COUNT, "live_count", "alloc", "allocation", "allocations",
-       "inuse_objects", "count", false, true, false, true},
+      {FL_PROFILE_ALLOC_COUNT, "alloc_count", "alloc", "allocation", "allocations", "alloc_objects",
+       "count", false, true, false, false},
+      {FL_PROFILE_LIVE_BYTES, "live_bytes", "alloc", "byte", "bytes", "inuse_space", "bytes", false,
+       true, true, true},
+      {FL_PROFILE_LIVE_COUNT, "live_count", "alloc", "allocation", "allocations", "inuse_objects",
+       "count", false, true, false, true},
       {FL_PROFILE_EVENT, "event", "event", "event", "events", "events", "count", false, false,
        false, false},
   };
