@@ -232,6 +232,25 @@ static char *write_text(draw_t *d, size_t *len) {
   return fl__buf_take(&b);
 }
 
+/* Whether t's counts fit pprof's values (int64, a time's as nanoseconds);
+ * else says so in d->err. */
+static bool pprof_fits(draw_t *d, const fl_tree_t *t) {
+  const fl_node_t *root = fl_tree_root(t);
+  const fl_profile_info_t *info = fl_tree_info(t);
+  uint64_t ns = fl_kind(info->kind)->time && info->interval_ns ? info->interval_ns : 1, most;
+  if (!__builtin_mul_overflow(root->count, ns, &most) && most <= INT64_MAX &&
+      root->allocs <= INT64_MAX)
+    return true;
+  snprintf(d->err, d->err_size,
+           "the profile's counts (%" PRIu64
+           "%s) do not fit pprof's values, which go to "
+           "%" PRId64 ": write it as folded stacks, which hold any count",
+           root->count, ns > 1 ? " intervals, as nanoseconds" : "", INT64_MAX);
+  return false;
+}
+
+/* The drawn kind's tree first, then a tree of each other kind the
+ * profile holds, under the same options: a file of every kind. */
 static char *write_pprof(draw_t *d, size_t *len) {
   if (d->r->baseline) {
     snprintf(d->err, d->err_size,
@@ -239,22 +258,22 @@ static char *write_pprof(draw_t *d, size_t *len) {
              "vegalite or text, or as folded stacks with both counts");
     return NULL;
   }
-  if (!tree_of(d)) return NULL;
-  /* pprof's values are int64: a count past INT64_MAX (times the interval,
-   * for a time profile's nanoseconds) would be written as another. */
-  const fl_node_t *root = fl_tree_root(d->tree);
-  const fl_profile_info_t *info = fl_tree_info(d->tree);
-  uint64_t ns = fl_kind(info->kind)->time && info->interval_ns ? info->interval_ns : 1, most;
-  if (__builtin_mul_overflow(root->count, ns, &most) || most > INT64_MAX ||
-      root->allocs > INT64_MAX) {
-    snprintf(d->err, d->err_size,
-             "the profile's counts (%" PRIu64
-             "%s) do not fit pprof's values, which go to "
-             "%" PRId64 ": write it as folded stacks, which hold any count",
-             root->count, ns > 1 ? " intervals, as nanoseconds" : "", INT64_MAX);
-    return NULL;
+  if (!tree_of(d) || !pprof_fits(d, d->tree)) return NULL;
+  fl_tree_t *trees[FL_PROFILE_N_KINDS] = {d->tree};
+  size_t n = 1;
+  uint32_t held = fl_profile_kinds(d->r->profile) & ~(1u << fl_tree_kind(d->tree));
+  fl_tree_opts_t o = d->opts.tree;
+  char *out = NULL;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    if (!(held & (1u << k))) continue;
+    o.kind = (int)k;
+    trees[n] = fl_tree_build(d->r->profile, &o, d->r->root, d->err, d->err_size);
+    if (!trees[n] || !pprof_fits(d, trees[n++])) goto done;
   }
-  return fl_pprof(d->tree, len);
+  out = fl_pprof_kinds((const fl_tree_t *const *)trees, n, len);
+done:
+  for (size_t i = 1; i < n; i++) fl_tree_destroy(&trees[i]);
+  return out;
 }
 
 typedef struct folded_line {

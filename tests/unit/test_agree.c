@@ -620,7 +620,7 @@ static void check_views(const fl_profile_t *p) {
   check_sandwich(p, &by_name);
   check_lines_and_threads(p, &lines, &threads);
   check_round_trip(p, &by_name, NULL, "folded");
-  if (kind == FL_PROFILE_CPU) check_round_trip(p, &by_name, NULL, "pprof");
+  check_round_trip(p, &by_name, NULL, "pprof");
   check_round_trip(p, &by_name, &threads, "speedscope");
   check_round_trip(p, &by_name, &threads, "trace");
   tally_free(&funcs);
