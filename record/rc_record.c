@@ -424,13 +424,16 @@ static int set_environment(const opts_t *o, const char *dir, char *err, size_t e
   setenv(RC_ENV_DIR, dir, 1);
   snprintf(number, sizeof number, "%" PRIu64, o->buffer_words);
   setenv(RC_ENV_WORDS, number, 1);
+  /* CPU time is sampled in an allocation recording too: a second kind of
+   * its profile (--kind cpu draws it). */
+  snprintf(number, sizeof number, "%" PRIu64, (uint64_t)llround(o->delay_s * 1e9));
+  setenv(RC_ENV_INTERVAL, number, 1);
   if (o->allocs) {
     snprintf(number, sizeof number, "%.17g", o->sample_rate);
     setenv(RC_ENV_ALLOCS, number, 1);
-    unsetenv(RC_ENV_INTERVAL);
+    unsetenv(RC_ENV_CLOCK);
+    unsetenv(RC_ENV_EVENT);
   } else {
-    snprintf(number, sizeof number, "%" PRIu64, (uint64_t)llround(o->delay_s * 1e9));
-    setenv(RC_ENV_INTERVAL, number, 1);
     unsetenv(RC_ENV_ALLOCS);
     if (o->wall)
       setenv(RC_ENV_CLOCK, "wall", 1);
@@ -526,6 +529,11 @@ static char *summary_of(const rc_recording_t *rec, const ran_t *run, const opts_
               info->sample_rate);
     else
       fputs(", every one recorded", f);
+    fl_kind_totals_t cpu;
+    fl_profile_kind_totals(rec->profile, FL_PROFILE_CPU, &cpu);
+    fl_count_noun(cpu.weight, "sample", "samples", n, sizeof n);
+    if (cpu.samples)
+      fprintf(f, ", and %s every %g ms of CPU (--kind cpu)", n, (double)info->interval_ns / 1e6);
   } else {
     fl_count_noun(info->total_weight, "sample", "samples", n, sizeof n);
     double iv = (double)info->interval_ns / 1e9;
@@ -800,7 +808,7 @@ int rc_record_main(int argc, char **argv) {
   }
   for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
   if (!o.pid) say_not_followed(dir, &run);
-  if (fl_profile_n_samples(rec.profile) == 0) {
+  if (fl_profile_info(rec.profile)->samples == 0) { /* of the kind recorded (--allocs: CPU aside) */
     say_why_empty(&o, &ran, rec.interfered);
     if (o.pid) status = 1;
     goto done;

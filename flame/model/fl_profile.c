@@ -686,11 +686,6 @@ bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src) {
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
   fl_profile_kind_t to_kind[FL_PROFILE_N_KINDS]; /* before p changes (p may be src) */
   for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) to_kind[k] = merge_kind(p, src, k);
-  /* src's main kind joins p's or one p holds; a kind of another measure is the caller's
-   * mistake (fl_kind_comparable). */
-  fl_profile_kind_t joins = to_kind[src->info.kind];
-  assert(!src->n_samples || fl_kind_comparable(p->info.kind, joins) || p->totals[joins].samples);
-  (void)joins;
   uint64_t unit = merge_unit(p, src), src_interval = src->info.interval_ns;
   bool was_empty = p->n_samples == 0;
   if (unit && p->info.interval_ns != unit) convert_profile(p, unit);

@@ -284,10 +284,13 @@ const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i);
  * count, CPU and wall-clock seconds and runs, and the names of its threads
  * that p has no name for; p takes src's interval if it has none.
  * Kinds are matched one by one: a sample of src's info.kind becomes one of
- * p's info.kind, which must be comparable (fl_kind_comparable), unless p
- * holds a sample of src's kind already; a sample of another kind becomes
- * one of the kind p holds that is comparable to it, else keeps its own.
- * p keeps its info.kind. p may be src (which doubles it).
+ * p's info.kind when the two are comparable (fl_kind_comparable) and p
+ * holds no sample of src's kind already; a sample of another kind becomes
+ * one of the kind p holds that is comparable to it, else keeps its own
+ * (a collector of two kinds merges the second into the first so). p
+ * keeps its info.kind. p may be src (which doubles it). Whether profiles
+ * of different kinds may join is the caller's to say (fl_read_profile
+ * refuses to add an allocation profile to a CPU one).
  *
  * Time is merged as time: when p and src are time profiles (fl_kind's
  * time) sampled at different known intervals, every weight of both is

@@ -42,6 +42,9 @@
  *                              which writes a line through each
  *   prog allocs                1000 mallocs of 48 bytes in leaky(), one in
  *                              four kept, and 300 callocs of 80 in zeroed()
+ *   prog splitallocs ITERS     split, then 1000 mallocs of 100 bytes in
+ *                              small_allocs() and 1000 of 300 in
+ *                              big_allocs(), each freed
  *   prog await MODE ARGS...    waits for a line on stdin, then runs as
  *                              `prog MODE ARGS...` (cflame record --pid
  *                              attaches in between) */
@@ -140,6 +143,21 @@ __attribute__((noinline)) static void leaky(void **keep) {
 __attribute__((noinline)) static void zeroed(void) {
   for (int i = 0; i < 300; i++) {
     keep_sink = calloc(10, 8);
+    free(keep_sink);
+  }
+}
+
+/* Each its own loop: a shared one would be a tail call, its caller gone
+ * from the stack. */
+__attribute__((noinline)) static void small_allocs(void) {
+  for (int i = 0; i < 1000; i++) {
+    keep_sink = malloc(100);
+    free(keep_sink);
+  }
+}
+__attribute__((noinline)) static void big_allocs(void) {
+  for (int i = 0; i < 1000; i++) {
+    keep_sink = malloc(300);
     free(keep_sink);
   }
 }
@@ -309,6 +327,10 @@ int main(int argc, char **argv) {
     printf("child status %d\n", status);
   } else if (!strcmp(mode, "writefd")) {
     for (int fd = 3; fd < 20; fd++) dprintf(fd, "%d\n", fd);
+  } else if (!strcmp(mode, "splitallocs")) {
+    split(n);
+    small_allocs();
+    big_allocs();
   } else if (!strcmp(mode, "allocs")) {
     static void *keep[250];
     leaky(keep);
