@@ -439,7 +439,12 @@ static void collect_image(const char *dir, image_t *im, const rc_collect_opts_t 
                           fl_symbolizer_t *sym, rc_recording_t *rec) {
   fl_frame_t root = {.func = im->root, .flags = FL_FRAME_ROOT};
   rule_ctx_t rule;
-  fl_collect_opts_t co = {.rule = record_rule, .ctx = &rule, .main_tid = im->pid, .root = &root};
+  fl_collect_opts_t co = {.rule = record_rule,
+                          .ctx = &rule,
+                          .main_tid = im->pid,
+                          .root = &root,
+                          .also = im->cpu_map,
+                          .also_bytes = im->cpu_bytes};
   fl_profile_t *p = new_profile(opts);
   char err[256];
   int rc = opts->allocs
@@ -450,6 +455,9 @@ static void collect_image(const char *dir, image_t *im, const rc_collect_opts_t 
   if (buffer_has_records(im->cpu_map, im->cpu_bytes, false)) {
     /* The CPU samples of an allocation recording: a second kind. */
     fl_profile_t *cpu = fl_profile_new(FL_PROFILE_CPU);
+    co.also = im->map; /* the threads numbered as in the allocations */
+    co.also_bytes = im->bytes;
+    co.also_allocs = true;
     if (fl_collect_samples(cpu, sym, im->cpu_map, im->cpu_bytes, &co, err, sizeof err) < 0)
       warn(rec, "%s (pid %d): %s; its samples after the fault are left out", im->name, im->pid,
            err);

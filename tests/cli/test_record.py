@@ -844,6 +844,31 @@ def test_allocs_keep_the_cpu_samples_as_a_second_kind(bins, tmp_path):
     assert "small_allocs" not in on_cpu or on_cpu["small_allocs"] < 5, said
 
 
+
+def test_allocs_and_cpu_samples_number_threads_alike(bins, tmp_path):
+    """A thread has one number in both kinds of an --allocs recording: the
+    burner, started first, allocates nothing; the allocator's allocations
+    are on the thread its CPU samples name "allocator" (speedscope's
+    profile per thread, "thread N: name")."""
+    skip_allocs_in_sanitizer_builds(bins, tmp_path)
+    recorded("--allocs", "--sample-rate", "1", "-o", "t.pb.gz", "--", bins["prog"],
+             "threadallocs", ITERS, cwd=tmp_path)
+
+    def threads(*args):
+        out = tmp_path / "t.speedscope.json"
+        d = subprocess.run([CFLAME, str(tmp_path / "t.pb.gz"), "-o", str(out), *args],
+                           capture_output=True, text=True, timeout=120)
+        assert d.returncode == 0, d.stderr
+        doc = json.loads(out.read_text())
+        return {p["name"]: sum(p["weights"]) for p in doc["profiles"]}
+
+    allocs, cpu = threads(), threads("--kind", "cpu")
+    named = [name for name in allocs if name.endswith(": allocator")]
+    assert named and allocs[named[0]] >= 1000 * 100, (allocs, cpu)
+    assert not any(name.endswith(": burner") for name in allocs), (allocs, cpu)
+    assert named[0] in cpu and any(name.endswith(": burner") for name in cpu), (allocs, cpu)
+
+
 # ---- MPI ----
 
 def mpi_launcher():

@@ -45,6 +45,9 @@
  *   prog splitallocs ITERS     split, then 1000 mallocs of 100 bytes in
  *                              small_allocs() and 1000 of 300 in
  *                              big_allocs(), each freed
+ *   prog threadallocs ITERS    a thread named "burner" runs three(), then
+ *                              one named "allocator" runs one() and
+ *                              small_allocs(); the burner allocates nothing
  *   prog await MODE ARGS...    waits for a line on stdin, then runs as
  *                              `prog MODE ARGS...` (cflame record --pid
  *                              attaches in between) */
@@ -160,6 +163,18 @@ __attribute__((noinline)) static void big_allocs(void) {
     keep_sink = malloc(300);
     free(keep_sink);
   }
+}
+
+static void *burner(void *arg) {
+  pthread_setname_np(pthread_self(), "burner");
+  three(iters);
+  return arg;
+}
+static void *allocator(void *arg) {
+  pthread_setname_np(pthread_self(), "allocator");
+  one(iters);
+  small_allocs();
+  return arg;
 }
 
 int main(int argc, char **argv) {
@@ -327,6 +342,13 @@ int main(int argc, char **argv) {
     printf("child status %d\n", status);
   } else if (!strcmp(mode, "writefd")) {
     for (int fd = 3; fd < 20; fd++) dprintf(fd, "%d\n", fd);
+  } else if (!strcmp(mode, "threadallocs")) {
+    iters = n;
+    pthread_t b, a;
+    pthread_create(&b, NULL, burner, NULL); /* first: the lower thread id */
+    pthread_join(b, NULL);
+    pthread_create(&a, NULL, allocator, NULL);
+    pthread_join(a, NULL);
   } else if (!strcmp(mode, "splitallocs")) {
     split(n);
     small_allocs();
