@@ -25,29 +25,27 @@ typedef struct draw {
   fl_tree_t *tree, *base_tree;
   fl_diff_t *diff;
   char *empty; /* fl_output_empty_note of the tree, or NULL */
-  char *kinds; /* kinds_note of the tree, or NULL */
+  char *kinds; /* fl_output_kinds_note of the tree's kind, or NULL */
   char *note;  /* owned: opts.view.note with kinds and empty added */
   char *err;
   size_t err_size;
   fl_budget_t budget; /* when the request brings none: of its options' max_memory */
 } draw_t;
 
-/* What t draws of a profile that holds several kinds, and the others
- * with the option that draws each: "CPU time (kind=cpu); also holds:
- * allocated bytes (kind=alloc_bytes)". NULL for a profile of one kind. */
-static char *kinds_note(const fl_tree_t *t, const fl_options_t *o) {
-  uint32_t held = fl_profile_kinds(fl_tree_profile(t));
-  fl_profile_kind_t shown = fl_tree_kind(t);
+char *fl_output_kinds_note(const fl_profile_t *p, int kind, fl_front_t front) {
+  uint32_t held = fl_profile_kinds(p);
+  fl_profile_kind_t shown =
+      kind == FL_TREE_KIND_MAIN ? fl_profile_info_const(p)->kind : (fl_profile_kind_t)kind;
   if (!(held & ~(1u << shown))) return NULL;
   const fl_option_t *opt = fl_option_find("kind");
   char as[64];
   fl__buf_t b = FL__BUF_INIT;
-  fl_option_shown(opt, o->front, fl_kind(shown)->name, as, sizeof as);
+  fl_option_shown(opt, front, fl_kind(shown)->name, as, sizeof as);
   fl__buf_printf(&b, "%s (%s); also holds:", fl_kind(shown)->what, as);
   const char *sep = " ";
   for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
     if (k == shown || !(held & (1u << k))) continue;
-    fl_option_shown(opt, o->front, fl_kind(k)->name, as, sizeof as);
+    fl_option_shown(opt, front, fl_kind(k)->name, as, sizeof as);
     fl__buf_printf(&b, "%s%s (%s)", sep, fl_kind(k)->what, as);
     sep = ", ";
   }
@@ -58,7 +56,7 @@ static const fl_tree_t *tree_of(draw_t *d) {
   if (d->tree) return d->tree;
   d->tree = fl_tree_build(d->r->profile, &d->opts.tree, d->r->root, d->err, d->err_size);
   if (!d->tree) return NULL;
-  d->kinds = kinds_note(d->tree, &d->opts);
+  d->kinds = fl_output_kinds_note(d->r->profile, (int)fl_tree_kind(d->tree), d->opts.front);
   d->empty = fl_output_empty_note(d->tree, &d->opts);
   if (d->kinds || d->empty) {
     /* The note every view shows under its title: the request's, what

@@ -307,7 +307,7 @@ def test_profload_of_two_kinds_draws_each_by_kind(kc, tmp_path):
     type, bytes, the format's default) loads as one profile: the graph draws the bytes and
     says what else it holds, kind=cpu the CPU time, %profsave kind=cpu
     saves it, and a kind it does not hold is refused naming those it
-    does."""
+    does; %profload says which kinds it holds."""
     from pprof_write import profile  # (tests/lib)
     ms = 1_000_000
     data = profile(["main", "one", "three", "small", "big"],
@@ -318,7 +318,9 @@ def test_profload_of_two_kinds_draws_each_by_kind(kc, tmp_path):
                    gzipped=True)
     path = tmp_path / "two.pb.gz"
     path.write_bytes(data)
-    ok(kc, f"%profload {path}")
+    said = ok(kc, f"%profload {path}")
+    assert ("Its kinds: allocated bytes (kind=alloc_bytes); also holds: CPU time (kind=cpu)."
+            in said), said
 
     def counts(bundle):
         return {r["func"]: r["count"] for r in rows_of(bundle) if r["parent"] is not None}
