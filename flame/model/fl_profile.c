@@ -158,15 +158,6 @@ fl_profile_kind_t fl_kind_alloc(bool count, bool live) {
   return count ? FL_PROFILE_ALLOC_COUNT : FL_PROFILE_ALLOC_BYTES;
 }
 
-int fl_kind_named(const char *name, fl_profile_kind_t *out) {
-  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
-    if (name && !strcmp(kinds[k].name, name)) {
-      *out = (fl_profile_kind_t)k;
-      return 0;
-    }
-  return -1;
-}
-
 /* The option kind='s choices and help (fl__kind.h), from the table. */
 char fl__kind_choices[160];
 char fl__kind_help[512];

@@ -91,9 +91,6 @@ typedef struct fl_kind_info {
 
 /* The row of kind (an out-of-range kind is a programmer's error). */
 const fl_kind_info_t *fl_kind(fl_profile_kind_t kind);
-/* The kind called name (fl_kind_info_t.name) into *out. Returns 0, or -1
- * when no kind is. */
-int fl_kind_named(const char *name, fl_profile_kind_t *out);
 /* The allocation kind that weighs bytes or counts (count) of every
  * allocation or only the live ones (live). */
 fl_profile_kind_t fl_kind_alloc(bool count, bool live);
