@@ -36,6 +36,8 @@ typedef struct image {
   unsigned closed_threads;  /* threads whose timer ended with a descriptor it closed */
   void *map;                /* its buffer (samples or allocations), or NULL */
   size_t bytes;
+  void *cpu_map; /* with allocations, the CPU samples the run also took, or NULL */
+  size_t cpu_bytes;
   char *maps; /* the merged maps text, or NULL */
   char root[320];
 } image_t;
@@ -76,9 +78,10 @@ static char *read_text(const char *dir, const image_t *im, const char *suffix) {
   return text;
 }
 
-/* Maps dir/PID.GEN.suffix for reading into im->map (none when missing or
- * empty). */
-static void map_buffer(const char *dir, image_t *im, const char *suffix) {
+/* Maps dir/PID.GEN.suffix for reading into *map and *bytes (none when
+ * missing or empty). */
+static void map_buffer(const char *dir, const image_t *im, const char *suffix, void **map_out,
+                       size_t *bytes) {
   char path[PATH_MAX];
   snprintf(path, sizeof path, RC_FILE_FMT, dir, im->pid, im->gen, suffix);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -87,8 +90,8 @@ static void map_buffer(const char *dir, image_t *im, const char *suffix) {
   if (fstat(fd, &st) == 0 && st.st_size > 0) {
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (map != MAP_FAILED) {
-      im->map = map;
-      im->bytes = (size_t)st.st_size;
+      *map_out = map;
+      *bytes = (size_t)st.st_size;
     }
   }
   close(fd);
@@ -360,15 +363,21 @@ static int cmp_image(const void *a, const void *b) {
   return (x->gen > y->gen) - (x->gen < y->gen);
 }
 
-/* Whether the image's buffer holds records. */
-static bool has_records(const image_t *im, bool allocs) {
-  if (!im->map) return false;
+/* Whether a buffer (of allocations, else of samples) holds records. */
+static bool buffer_has_records(const void *map, size_t bytes, bool allocs) {
+  if (!map) return false;
   if (allocs) {
-    const fl_allocs_header_t *h = im->map;
-    return im->bytes >= sizeof *h && h->magic == FL_ALLOCS_MAGIC && h->used_words > 0;
+    const fl_allocs_header_t *h = map;
+    return bytes >= sizeof *h && h->magic == FL_ALLOCS_MAGIC && h->used_words > 0;
   }
-  const fl_sampler_header_t *h = im->map;
-  return im->bytes >= sizeof *h && h->magic == FL_SAMPLER_MAGIC && h->used_words > 0;
+  const fl_sampler_header_t *h = map;
+  return bytes >= sizeof *h && h->magic == FL_SAMPLER_MAGIC && h->used_words > 0;
+}
+
+/* Whether the image's buffers hold records. */
+static bool has_records(const image_t *im, bool allocs) {
+  return buffer_has_records(im->map, im->bytes, allocs) ||
+         buffer_has_records(im->cpu_map, im->cpu_bytes, false);
 }
 
 /* The images of dir, sorted, with their info read. NULL with err. */
@@ -430,7 +439,12 @@ static void collect_image(const char *dir, image_t *im, const rc_collect_opts_t 
                           fl_symbolizer_t *sym, rc_recording_t *rec) {
   fl_frame_t root = {.func = im->root, .flags = FL_FRAME_ROOT};
   rule_ctx_t rule;
-  fl_collect_opts_t co = {.rule = record_rule, .ctx = &rule, .main_tid = im->pid, .root = &root};
+  fl_collect_opts_t co = {.rule = record_rule,
+                          .ctx = &rule,
+                          .main_tid = im->pid,
+                          .root = &root,
+                          .also = im->cpu_map,
+                          .also_bytes = im->cpu_bytes};
   fl_profile_t *p = new_profile(opts);
   char err[256];
   int rc = opts->allocs
@@ -438,12 +452,25 @@ static void collect_image(const char *dir, image_t *im, const rc_collect_opts_t 
                : fl_collect_samples(p, sym, im->map, im->bytes, &co, err, sizeof err);
   if (rc < 0)
     warn(rec, "%s (pid %d): %s; its records after the fault are left out", im->name, im->pid, err);
+  if (buffer_has_records(im->cpu_map, im->cpu_bytes, false)) {
+    /* The CPU samples of an allocation recording: a second kind. */
+    fl_profile_t *cpu = fl_profile_new(FL_PROFILE_CPU);
+    co.also = im->map; /* the threads numbered as in the allocations */
+    co.also_bytes = im->bytes;
+    co.also_allocs = true;
+    if (fl_collect_samples(cpu, sym, im->cpu_map, im->cpu_bytes, &co, err, sizeof err) < 0)
+      warn(rec, "%s (pid %d): %s; its samples after the fault are left out", im->name, im->pid,
+           err);
+    fl_profile_merge(p, cpu);
+    fl_profile_destroy(&cpu);
+  }
   int *threads = NULL;
   rec->threads += fl_profile_threads(p, &threads);
   free(threads);
   const fl_profile_info_t *info = fl_profile_info_const(p);
-  uint64_t space_errno = opts->allocs ? ((const fl_allocs_header_t *)im->map)->space_errno
-                                      : ((const fl_sampler_header_t *)im->map)->space_errno;
+  uint64_t space_errno = !im->map       ? 0
+                         : opts->allocs ? ((const fl_allocs_header_t *)im->map)->space_errno
+                                        : ((const fl_sampler_header_t *)im->map)->space_errno;
   /* The recording's directory is TMPDIR/cflame-record-XXXXXX. */
   const char *slash = strrchr(dir, '/');
   int tmp_len = slash ? (int)(slash - dir) : (int)strlen(dir);
@@ -561,7 +588,8 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
      * generation) lost nothing of note. */
     bool exec_followed = i + 1 < n && images[i + 1].pid == im->pid;
     say_interference(rec, im, exec_followed);
-    map_buffer(dir, im, opts->allocs ? RC_SUFFIX_ALLOCS : RC_SUFFIX_SAMPLES);
+    map_buffer(dir, im, opts->allocs ? RC_SUFFIX_ALLOCS : RC_SUFFIX_SAMPLES, &im->map, &im->bytes);
+    if (opts->allocs) map_buffer(dir, im, RC_SUFFIX_SAMPLES, &im->cpu_map, &im->cpu_bytes);
     kept[i] = has_records(im, opts->allocs);
   }
   name_roots(images, n, kept);
@@ -578,6 +606,7 @@ int rc_collect(const char *dir, const rc_collect_opts_t *opts, rc_recording_t *r
   for (size_t i = 0; i < n; i++) {
     image_t *im = &images[i];
     if (im->map) munmap(im->map, im->bytes);
+    if (im->cpu_map) munmap(im->cpu_map, im->cpu_bytes);
     free(im->name);
     free(im->rank);
     free(im->errors);

@@ -221,8 +221,7 @@ static int table_option(int argc, char **argv, int *i, opts_t *o) {
     return usage_error("%s needs a value", w);
   char err[1024];
   fl_optval_t v;
-  if (fl_options_take(&o->draw, opt, value, &v, err, sizeof err) < 0)
-    return usage_error("%s", err);
+  if (fl_options_take(&o->draw, opt, value, &v, err, sizeof err) < 0) return usage_error("%s", err);
   if (v.set) store_recording(o, &v, value);
   fl_optval_free(&v);
   return -1;
@@ -248,9 +247,10 @@ static int parse(int argc, char **argv, opts_t *o) {
       int rc = table_option(argc, argv, &i, o);
       if (rc > 0) return rc;
       if (rc == 0 && argv[i][0] != '-' && o->pid)
-        return usage_error("%s: with --pid, cflame record takes no program: it attaches to "
-                           "the one running as pid %d",
-                           argv[i], o->pid);
+        return usage_error(
+            "%s: with --pid, cflame record takes no program: it attaches to "
+            "the one running as pid %d",
+            argv[i], o->pid);
       if (rc == 0 && argv[i][0] != '-') {
         bool ends = false;
         for (int j = i + 1; j < argc && !ends; j++) ends = !strcmp(argv[j], "--");
@@ -283,7 +283,9 @@ static int parse(int argc, char **argv, opts_t *o) {
     if (o->allocs || o->wall || o->event)
       return usage_error(
           "--pid samples CPU time only: %s needs the program run by cflame record -- PROGRAM",
-          o->allocs ? "--allocs" : o->wall ? "--clock wall" : "--event");
+          o->allocs ? "--allocs"
+          : o->wall ? "--clock wall"
+                    : "--event");
     /* --pid's own default and least interval are the attach's (fl_attach.h);
      * the other defaults and ranges are the option table's rows. */
     const double least = (double)FL_ATTACH_INTERVAL_MIN_NS / 1e9;
@@ -422,13 +424,16 @@ static int set_environment(const opts_t *o, const char *dir, char *err, size_t e
   setenv(RC_ENV_DIR, dir, 1);
   snprintf(number, sizeof number, "%" PRIu64, o->buffer_words);
   setenv(RC_ENV_WORDS, number, 1);
+  /* CPU time is sampled in an allocation recording too: a second kind of
+   * its profile (--kind cpu draws it). */
+  snprintf(number, sizeof number, "%" PRIu64, (uint64_t)llround(o->delay_s * 1e9));
+  setenv(RC_ENV_INTERVAL, number, 1);
   if (o->allocs) {
     snprintf(number, sizeof number, "%.17g", o->sample_rate);
     setenv(RC_ENV_ALLOCS, number, 1);
-    unsetenv(RC_ENV_INTERVAL);
+    unsetenv(RC_ENV_CLOCK);
+    unsetenv(RC_ENV_EVENT);
   } else {
-    snprintf(number, sizeof number, "%" PRIu64, (uint64_t)llround(o->delay_s * 1e9));
-    setenv(RC_ENV_INTERVAL, number, 1);
     unsetenv(RC_ENV_ALLOCS);
     if (o->wall)
       setenv(RC_ENV_CLOCK, "wall", 1);
@@ -467,8 +472,7 @@ static void say_attach_end(const rc_attached_t *att, int pid) {
   if (r->end == FL_ATTACH_EXITED && WIFEXITED(r->status))
     say("%s (pid %d) exited with status %d while attached", r->name, pid, WEXITSTATUS(r->status));
   else if (r->end == FL_ATTACH_EXITED && WIFSIGNALED(r->status))
-    say("%s (pid %d) was ended by signal %d (%s) while attached", r->name, pid,
-        WTERMSIG(r->status),
+    say("%s (pid %d) was ended by signal %d (%s) while attached", r->name, pid, WTERMSIG(r->status),
         sigabbrev_np(WTERMSIG(r->status)) ? sigabbrev_np(WTERMSIG(r->status)) : "?");
   else if (r->end == FL_ATTACH_EXITED)
     say("%s (pid %d) ended while attached", r->name, pid);
@@ -525,6 +529,11 @@ static char *summary_of(const rc_recording_t *rec, const ran_t *run, const opts_
               info->sample_rate);
     else
       fputs(", every one recorded", f);
+    fl_kind_totals_t cpu;
+    fl_profile_kind_totals(rec->profile, FL_PROFILE_CPU, &cpu);
+    fl_count_noun(cpu.weight, "sample", "samples", n, sizeof n);
+    if (cpu.samples)
+      fprintf(f, ", and %s every %g ms of CPU (--kind cpu)", n, (double)info->interval_ns / 1e6);
   } else {
     fl_count_noun(info->total_weight, "sample", "samples", n, sizeof n);
     double iv = (double)info->interval_ns / 1e9;
@@ -533,7 +542,7 @@ static char *summary_of(const rc_recording_t *rec, const ran_t *run, const opts_
       fprintf(f, "%s counted", n);
     } else if (o->wall) {
       fl_thread_weights_t *tw;
-      size_t nt = fl_profile_thread_weights(rec->profile, &tw);
+      size_t nt = fl_profile_thread_weights(rec->profile, info->kind, &tw);
       uint64_t on = 0, off = 0, runnable = 0;
       for (size_t i = 0; i < nt; i++) on += tw[i].on, off += tw[i].off, runnable += tw[i].runnable;
       free(tw);
@@ -686,7 +695,8 @@ int rc_record_main(int argc, char **argv) {
   /* The defaults are the table's rows (fl_options.c). */
   o.delay_s = strtod(fl_option_default(fl_option_find("delay"), FL_FRONT_COMMAND), NULL);
   o.sample_rate = strtod(fl_option_default(fl_option_find("sample_rate"), FL_FRONT_COMMAND), NULL);
-  o.buffer_words = strtoull(fl_option_default(fl_option_find("buffer"), FL_FRONT_COMMAND), NULL, 10);
+  o.buffer_words =
+      strtoull(fl_option_default(fl_option_find("buffer"), FL_FRONT_COMMAND), NULL, 10);
   char err[1024], dir[PATH_MAX] = "";
   char *name = NULL, *path = NULL, *output = NULL, *note = NULL, *title = NULL;
   fl_profile_t *base = NULL;
@@ -737,9 +747,9 @@ int rc_record_main(int argc, char **argv) {
     char top_name[32];
     snprintf(top_name, sizeof top_name, "pid %d", o.pid);
     if (o.top) top = rc_top_new(dir, o.pid, &copts, &o.draw, top_name);
-    int rc = rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.follow_forks,
-                       o.buffer_words, dir, top ? rc_top_attached : NULL, top, &att, err,
-                       sizeof err);
+    int rc =
+        rc_attach(o.pid, (uint64_t)llround(o.delay_s * 1e9), o.duration_s, o.follow_forks,
+                  o.buffer_words, dir, top ? rc_top_attached : NULL, top, &att, err, sizeof err);
     rc_top_end(&top);
     if (rc < 0) {
       say("%s", err);
@@ -798,7 +808,7 @@ int rc_record_main(int argc, char **argv) {
   }
   for (size_t i = 0; i < rec.n_warnings; i++) say("%s", rec.warnings[i]);
   if (!o.pid) say_not_followed(dir, &run);
-  if (fl_profile_n_samples(rec.profile) == 0) {
+  if (fl_profile_info(rec.profile)->samples == 0) { /* of the kind recorded (--allocs: CPU aside) */
     say_why_empty(&o, &ran, rec.interfered);
     if (o.pid) status = 1;
     goto done;

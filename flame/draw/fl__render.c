@@ -105,7 +105,8 @@ void fl__held_text(const fl__rows_t *r, const fl_node_t *n, const char *sep, fl_
   const fl_narrow_t *items;
   size_t held = fl__rows_held(r, n, &items);
   for (size_t k = 0; k < held && k < FL__HELD_LISTED; k++)
-    fl__buf_printf(out, "%s%s (%.3g%%)", k ? sep : "", items[k].frame.func ? items[k].frame.func : "[unknown]",
+    fl__buf_printf(out, "%s%s (%.3g%%)", k ? sep : "",
+                   items[k].frame.func ? items[k].frame.func : "[unknown]",
                    r->total ? 100.0 * (double)items[k].count / (double)r->total : 0.0);
   if (held > FL__HELD_LISTED) {
     char more[32];
@@ -261,10 +262,9 @@ const fl__theme_t *fl__theme_of(const fl_view_opts_t *v) {
 
 /* ---- words and notes ---- */
 
-/* The kind of t's profile (a tree without one: CPU). */
+/* The kind of the samples t draws. */
 static const fl_kind_info_t *kind_of(const fl_tree_t *t) {
-  const fl_profile_t *p = fl_tree_profile(t);
-  return fl_kind(p ? fl_profile_info_const(p)->kind : FL_PROFILE_CPU);
+  return fl_kind(fl_tree_kind(t));
 }
 
 bool fl__is_alloc(const fl_tree_t *t) {
@@ -396,9 +396,9 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
      * in its count): their weight is the hidden weight, in sight. */
     fl_count_noun(r->n_held, "narrow frame", "narrow frames", a, sizeof a);
     fl_count_noun(r->n_merged_frames, "frame", "frames", b, sizeof b);
-    int len = snprintf(lines[n], FL__NOTE_SIZE, "%s merged into %s (%.2g%% of %s)", a, b,
-                       r->total ? 100.0 * (double)r->held_weight / (double)r->total : 0,
-                       fl__unit(t));
+    int len =
+        snprintf(lines[n], FL__NOTE_SIZE, "%s merged into %s (%.2g%% of %s)", a, b,
+                 r->total ? 100.0 * (double)r->held_weight / (double)r->total : 0, fl__unit(t));
     if (r->n_merged) {
       fl__thousands(r->n_merged, b);
       fl__thousands(r->n, c);
@@ -413,8 +413,9 @@ static int notes_of(const fl_tree_t *t, const fl_view_opts_t *v, const fl__rows_
   double share = r->total ? 100.0 * (double)hidden_weight / (double)r->total : 0;
   if (hidden && r->n_merged) {
     fl__thousands(r->n_merged, b);
-    snprintf(lines[n++], FL__NOTE_SIZE, "%s hidden (%.2g%% of %s), %s more left out to draw at most %s",
-             a, share, fl__unit(t), b, c);
+    snprintf(lines[n++], FL__NOTE_SIZE,
+             "%s hidden (%.2g%% of %s), %s more left out to draw at most %s", a, share, fl__unit(t),
+             b, c);
   } else if (hidden) {
     snprintf(lines[n++], FL__NOTE_SIZE, "%s hidden (%.2g%% of %s)", a, share, fl__unit(t));
   } else {
@@ -612,10 +613,10 @@ json_t *fl__vl_kinds_legend(unsigned kinds) {
     json_array_append_new(domain, json_string(fl__kind_label((fl__kind_t)k)));
     json_array_append_new(range, json_string(fl__kind_color((fl__kind_t)k)));
   }
-  return fl__vl_legend_layer("kind", domain, range,
-                             fl__nonnull(json_pack("{s:n,s:s,s:s,s:s}", "title", "orient",
-                                                   "bottom", "direction", "horizontal",
-                                                   "symbolType", "square")));
+  return fl__vl_legend_layer(
+      "kind", domain, range,
+      fl__nonnull(json_pack("{s:n,s:s,s:s,s:s}", "title", "orient", "bottom", "direction",
+                            "horizontal", "symbolType", "square")));
 }
 
 json_t *fl__vl_legend_layer(const char *field, json_t *domain, json_t *range, json_t *legend) {

@@ -135,7 +135,7 @@ static bool weighs_counts(const fl_profile_info_t *info) {
 
 static layout_t layout_of(const fl_tree_t *t) {
   const fl_node_t *root = fl_tree_root(t);
-  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  const fl_profile_info_t *info = fl_tree_info(t);
   layout_t l = {.alloc = fl_kind(info->kind)->bytes,
                 .counts = weighs_counts(info),
                 .kind = fl_kind(info->kind)};
@@ -158,7 +158,7 @@ static void put_callers_line(fl__buf_t *out, const fl_tree_t *t, int cols) {
 
 static void put_total(fl__buf_t *out, const fl_tree_t *t, const layout_t *l, int cols) {
   const fl_node_t *root = fl_tree_root(t);
-  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  const fl_profile_info_t *info = fl_tree_info(t);
   fl__buf_t line = {0};
   if (l->alloc) {
     char bytes[32];
@@ -362,7 +362,7 @@ char *fl_text_diff(const fl_diff_t *d, const fl_text_opts_t *o) {
   o = opts_or_defaults(o, &defaults);
   const fl_tree_t *t = fl_diff_tree(d);
   const fl_diff_opts_t *dopts = fl_diff_options(d);
-  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  const fl_profile_info_t *info = fl_tree_info(t);
   const fl_node_t *root = fl_tree_root(t);
   double other_total = fl__other_total(d);
   diff_layout_t l = {.d = d, .alloc = fl_kind(info->kind)->bytes};
@@ -634,7 +634,7 @@ static void put_shares(fl__buf_t *out, const fl_tree_t *t, uint64_t total, int c
     fl__buf_printf(&line, "%s%s %.1f%%", i ? ", " : "processes: ", procs[i].name,
                    100.0 * (double)procs[i].weight / whole);
   fl_thread_weights_t *tw = NULL;
-  size_t n_threads = fl_profile_thread_weights(p, &tw);
+  size_t n_threads = fl_profile_thread_weights(p, fl_tree_kind(t), &tw);
   share_t *threads = fl__xcalloc(n_threads + 1, sizeof *threads);
   for (size_t i = 0; i < n_threads; i++)
     threads[i] =

@@ -775,7 +775,7 @@ json_t *fl__vegalite_rows(const fl_tree_t *t, const fl_view_opts_t *v, const fl_
     }
   }
   char *tooltip = r->diff ? diff_tooltip_of(r->diff, alloc, r->total)
-                          : tooltip_of(fl_kind(fl_profile_info_const(fl_tree_profile(t))->kind));
+                          : tooltip_of(fl_kind(fl_tree_info(t)->kind));
   json_t *data, *datasets, *transform;
   frames_data(r, &l, alloc, tooltip, &data, &datasets, &transform);
   free(tooltip);

@@ -26,6 +26,30 @@ typedef struct ident {
                     and C=false folds one and not the other */
 } ident_t;
 
+/* Which of a profile's samples a tree takes: those of its kind, on its
+ * threads. The one rule: the tree's sums and fl_tree_node_of, and so
+ * every shape built from a tree, follow it. */
+typedef struct fl__select {
+  fl_profile_kind_t kind;
+  const int *threads; /* sorted; NULL: all */
+  size_t n_threads;
+} fl__select_t;
+
+static inline bool fl__select_takes(const fl__select_t *sel, const fl_sample_t *s) {
+  if (s->kind != sel->kind) return false;
+  if (!sel->threads) return true;
+  size_t lo = 0, hi = sel->n_threads; /* the thread, by bisection */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (sel->threads[mid] == s->thread) return true;
+    if (sel->threads[mid] < s->thread)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return false;
+}
+
 typedef struct frame_role {
   uint32_t key;  /* node identity: index into keys, in drawing order */
   uint32_t func; /* function identity (func, module), for recur=flat */
@@ -102,11 +126,10 @@ static inline int fl__tree_cmp_int(const void *a, const void *b) {
 
 /* Step 1: the role and key of each of the profile's frames, into b. */
 void fl__tree_roles(builder_t *b);
-/* Step 2: sums the samples that pass the thread filter per distinct stack,
- * in the order the stacks first appear; *sums is new, *max_len the longest
- * stack. Returns the count; stops early when budget is cancelled (the
- * caller asks it). */
-size_t fl__tree_sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, fl_budget_t *budget,
+/* Step 2: sums the samples sel takes per distinct stack, in the order the
+ * stacks first appear; *sums is new, *max_len the longest stack. Returns
+ * the count; stops early when budget is cancelled (the caller asks it). */
+size_t fl__tree_sum_stacks(const fl_profile_t *p, const fl__select_t *sel, fl_budget_t *budget,
                            stack_sum_t **sums, size_t *max_len);
 /* Step 3: every stack that passes the filter as a path of keys, into b;
  * stops early when the budget is cancelled (the caller asks it). */

@@ -554,8 +554,22 @@ fl_diff_t *fl_diff_build(const fl_profile_t *target, const fl_profile_t *base,
            *full_to_vis_o = NULL;
   const char **redefined = NULL;
 
-  const fl_profile_info_t *ti = fl_profile_info_const(target), *bi = fl_profile_info_const(base);
-  if (check_kinds(ti, bi, err, err_size) < 0) return NULL;
+  /* The kinds compared: the profiles' own, or the one kind= draws of both. */
+  fl_profile_info_t tinfo = *fl_profile_info_const(target), binfo = *fl_profile_info_const(base);
+  if (tree_opts && tree_opts->kind != FL_TREE_KIND_MAIN)
+    tinfo.kind = binfo.kind = (fl_profile_kind_t)tree_opts->kind;
+  const fl_profile_info_t *ti = &tinfo, *bi = &binfo;
+  if (check_kinds(ti, bi, err, err_size) < 0) {
+    /* Profiles of several kinds may share one that compares. */
+    uint32_t both = fl_profile_kinds(target) & fl_profile_kinds(base);
+    if (both) {
+      const fl_kind_info_t *k = fl_kind((fl_profile_kind_t)__builtin_ctz(both));
+      size_t len = strlen(err);
+      snprintf(err + len, err_size - len, "; both hold %s: kind=%s compares them", k->what,
+               k->name);
+    }
+    return NULL;
+  }
 
   fl_tree_opts_t shown_opts, full_opts;
   if (tree_opts)

@@ -20,8 +20,11 @@
  *    order of first appearance (fl_sample_t.stack_id): each its leaf node
  *    and depth; a node knows the stack that ends at it, if any. A profile
  *    of 10^6 samples over 10^5 distinct stacks holds 10^5, not 10^6.
- *  - samples: one record each (stack index, weight, allocations, thread,
- *    time stamp: 32 bytes), in the order they were added.
+ *  - samples: one record each (stack index, kind, weight, allocations,
+ *    thread, time stamp: 32 bytes), in the order they were added. The kind
+ *    takes the stack number's top bits, so a profile of several kinds
+ *    costs no more per sample than one of one, and the totals of each
+ *    kind are a fixed array in the profile: nothing to charge a budget.
  *  - thread names: a short array of (thread, interned name), searched in
  *    order: a profile has threads in the tens, not thousands.
  *
@@ -36,6 +39,7 @@
 
 #include "fl__common.h"
 #include "fl__demangle.h"
+#include "fl__kind.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -56,11 +60,18 @@ typedef struct stack_rec {
   uint32_t depth;
 } stack_rec_t;
 
+/* Stack numbers are below 2^28 (a profile of as many distinct stacks
+ * would take gigabytes first), so the kind fits beside one. */
+#define KIND_BITS 4
+#define MAX_STACKS ((1u << (32 - KIND_BITS)) - 1)
+_Static_assert(FL_PROFILE_N_KINDS <= 1u << KIND_BITS, "a sample's kind fits in KIND_BITS");
+
 typedef struct sample_rec {
   uint64_t weight;
   uint64_t allocs;
   uint64_t time_ns;
-  uint32_t stack; /* index into stacks */
+  uint32_t stack : 32 - KIND_BITS; /* index into stacks */
+  uint32_t kind : KIND_BITS;       /* fl_profile_kind_t */
   int thread;
 } sample_rec_t;
 
@@ -70,7 +81,8 @@ typedef struct thread_name {
 } thread_name_t;
 
 struct fl_profile {
-  fl_profile_info_t info;
+  fl_profile_info_t info; /* its samples, total_weight, total_allocs: totals[info.kind]'s */
+  fl_kind_totals_t totals[FL_PROFILE_N_KINDS]; /* by kind */
 
   fl__strset_t strings; /* interned strings */
 
@@ -103,32 +115,37 @@ struct fl_profile {
  * allocation counts as the matching "..._objects". */
 static const fl_kind_info_t kinds[FL_PROFILE_N_KINDS] = {
     [FL_PROFILE_CPU] = {"cpu", "CPU", "a CPU profile", "sample", "samples", "samples",
-                        FL_PROFILE_CPU, .time = true, .pprof_type = "cpu",
+                        FL_PROFILE_CPU, .time = true, .what = "CPU time", .pprof_type = "cpu",
                         .pprof_unit = "nanoseconds", .pprof_count = "samples"},
     [FL_PROFILE_WALL] = {"wall", "wall", "a wall-clock profile", "sample", "samples", "samples",
-                         FL_PROFILE_WALL, .time = true, .pprof_type = "wall",
-                         .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+                         FL_PROFILE_WALL, .time = true, .what = "wall-clock time",
+                         .pprof_type = "wall", .pprof_unit = "nanoseconds",
+                         .pprof_count = "samples"},
     [FL_PROFILE_OFFCPU] = {"offcpu", "off-CPU", "an off-CPU profile", "sample", "samples",
-                           "samples", FL_PROFILE_OFFCPU, .time = true, .pprof_type = "off_cpu",
-                           .pprof_unit = "nanoseconds", .pprof_count = "samples"},
+                           "samples", FL_PROFILE_OFFCPU, .time = true, .what = "off-CPU time",
+                           .pprof_type = "off_cpu", .pprof_unit = "nanoseconds",
+                           .pprof_count = "samples"},
     [FL_PROFILE_ALLOC_BYTES] = {"alloc_bytes", "alloc", "an allocation profile", "byte", "bytes",
                                 "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
-                                .pprof_type = "alloc_space", .pprof_unit = "bytes",
-                                .pprof_count = "alloc_objects"},
+                                .what = "allocated bytes", .pprof_type = "alloc_space",
+                                .pprof_unit = "bytes", .pprof_count = "alloc_objects"},
     [FL_PROFILE_ALLOC_COUNT] = {"alloc_count", "alloc", "an allocation profile", "allocation",
                                 "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
-                                .allocs = true, .pprof_type = "alloc_objects",
-                                .pprof_unit = "count"},
+                                .allocs = true, .what = "allocations",
+                                .pprof_type = "alloc_objects", .pprof_unit = "count"},
     [FL_PROFILE_LIVE_BYTES] = {"live_bytes", "alloc", "an allocation profile", "byte", "bytes",
                                "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
-                               .live = true, .pprof_type = "inuse_space", .pprof_unit = "bytes",
+                               .live = true, .what = "bytes still allocated at the end",
+                               .pprof_type = "inuse_space", .pprof_unit = "bytes",
                                .pprof_count = "inuse_objects"},
     [FL_PROFILE_LIVE_COUNT] = {"live_count", "alloc", "an allocation profile", "allocation",
                                "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
-                               .allocs = true, .live = true, .pprof_type = "inuse_objects",
-                               .pprof_unit = "count"},
+                               .allocs = true, .live = true,
+                               .what = "allocations still live at the end",
+                               .pprof_type = "inuse_objects", .pprof_unit = "count"},
     [FL_PROFILE_EVENT] = {"event", "event", "an event profile", "event", "events", "events",
-                          FL_PROFILE_EVENT, .pprof_type = "events", .pprof_unit = "count"},
+                          FL_PROFILE_EVENT, .what = "event counts", .pprof_type = "events",
+                          .pprof_unit = "count"},
 };
 
 const fl_kind_info_t *fl_kind(fl_profile_kind_t kind) {
@@ -139,6 +156,26 @@ const fl_kind_info_t *fl_kind(fl_profile_kind_t kind) {
 fl_profile_kind_t fl_kind_alloc(bool count, bool live) {
   if (live) return count ? FL_PROFILE_LIVE_COUNT : FL_PROFILE_LIVE_BYTES;
   return count ? FL_PROFILE_ALLOC_COUNT : FL_PROFILE_ALLOC_BYTES;
+}
+
+/* The option kind='s choices and help (fl__kind.h), from the table. */
+char fl__kind_choices[160];
+char fl__kind_help[512];
+
+__attribute__((constructor)) static void write_kind_texts(void) {
+  fl__buf_t c = FL__BUF_INIT, h = FL__BUF_INIT;
+  fl__buf_puts(&h, "which of the profile's samples to draw, when it holds several kinds (");
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    fl__buf_printf(&c, "%s%s", k ? "|" : "", kinds[k].name);
+    fl__buf_printf(&h, "%s%s: %s", k ? "; " : "", kinds[k].name, kinds[k].what);
+  }
+  fl__buf_puts(&h, ")");
+  /* the buffers are the table's to size */
+  if (c.len >= sizeof fl__kind_choices || h.len >= sizeof fl__kind_help) abort();
+  memcpy(fl__kind_choices, c.data, c.len + 1);
+  memcpy(fl__kind_help, h.data, h.len + 1);
+  fl__buf_free(&c);
+  fl__buf_free(&h);
 }
 
 bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b) {
@@ -306,7 +343,7 @@ static size_t stack_bytes(const fl_profile_t *p, uint32_t node, size_t new_nodes
 static uint32_t add_stack(fl_profile_t *p, uint32_t node, const uint32_t *ids, size_t k, size_t n) {
   for (; k < n; k++) node = add_node(p, node, ids[k]);
   if (p->nodes[node].stack != FL__NONE) return p->nodes[node].stack;
-  if (p->n_stacks >= FL__NONE - 1) fl__oom(0); /* stack numbers are 32 bits */
+  if (p->n_stacks >= MAX_STACKS) fl__oom(0); /* stack numbers are 28 bits */
   p->stacks = fl__grow(p->stacks, &p->stacks_cap, p->n_stacks + 1, sizeof *p->stacks);
   uint32_t s = (uint32_t)p->n_stacks++;
   p->stacks[s] = (stack_rec_t){.node = node, .depth = (uint32_t)n};
@@ -314,14 +351,28 @@ static uint32_t add_stack(fl_profile_t *p, uint32_t node, const uint32_t *ids, s
   return s;
 }
 
-static void push_sample(fl_profile_t *p, uint32_t stack, uint64_t weight, uint64_t allocs,
-                        int thread, uint64_t time_ns) {
+/* info's totals from totals[info.kind]. */
+static void sync_info(fl_profile_t *p) {
+  const fl_kind_totals_t *t = &p->totals[p->info.kind];
+  p->info.samples = t->samples;
+  p->info.total_weight = t->weight;
+  p->info.total_allocs = t->allocs;
+}
+
+static void push_sample(fl_profile_t *p, fl_profile_kind_t kind, uint32_t stack, uint64_t weight,
+                        uint64_t allocs, int thread, uint64_t time_ns) {
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + 1, sizeof *p->samples);
-  p->samples[p->n_samples++] = (sample_rec_t){
-      .weight = weight, .allocs = allocs, .time_ns = time_ns, .stack = stack, .thread = thread};
-  p->info.samples++;
-  p->info.total_weight += weight;
-  p->info.total_allocs += allocs;
+  p->samples[p->n_samples++] = (sample_rec_t){.weight = weight,
+                                              .allocs = allocs,
+                                              .time_ns = time_ns,
+                                              .stack = stack,
+                                              .kind = kind,
+                                              .thread = thread};
+  fl_kind_totals_t *t = &p->totals[kind];
+  t->samples++;
+  t->weight += weight;
+  t->allocs += allocs;
+  if (kind == p->info.kind) sync_info(p);
 }
 
 /* ---- words ---- */
@@ -394,6 +445,7 @@ void fl_profile_destroy(fl_profile_t **pp) {
 fl_profile_t *fl_profile_copy(const fl_profile_t *src) {
   fl_profile_t *p = fl_profile_new(src->info.kind);
   p->info = src->info;
+  memcpy(p->totals, src->totals, sizeof p->totals);
   for (size_t id = 0; id < src->n_frames; id++) {
     uint32_t got = fl_profile_frame_id(p, &src->frames[id]);
     assert(got == id);
@@ -423,7 +475,8 @@ static size_t index_bytes(const fl__index_t *ix) {
 }
 
 size_t fl_profile_bytes(const fl_profile_t *p) {
-  size_t bytes = sizeof *p + p->strings.cap * sizeof *p->strings.strs + index_bytes(&p->strings.index);
+  size_t bytes =
+      sizeof *p + p->strings.cap * sizeof *p->strings.strs + index_bytes(&p->strings.index);
   for (size_t i = 0; i < p->strings.n; i++) bytes += strlen(p->strings.strs[i]) + 1;
   return bytes + p->frames_cap * sizeof *p->frames + index_bytes(&p->frame_index) +
          p->nodes_cap * sizeof *p->nodes + index_bytes(&p->node_index) +
@@ -442,8 +495,10 @@ void fl_profile_set_budget(fl_profile_t *p, fl_budget_t *b) {
   p->budget = b;
 }
 
-int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
-                             uint64_t allocs, int thread, uint64_t time_ns) {
+int fl_profile_add_sample_of(fl_profile_t *p, fl_profile_kind_t kind, const uint32_t *stack,
+                             size_t n, uint64_t weight, uint64_t allocs, int thread,
+                             uint64_t time_ns) {
+  assert((unsigned)kind < FL_PROFILE_N_KINDS);
   for (size_t i = 0; i < n; i++) assert(stack[i] < p->n_frames);
   if (n > UINT32_MAX) fl__oom(0); /* depths are 32 bits */
   size_t known;
@@ -453,13 +508,30 @@ int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, u
   bool new_stack = known < n || p->nodes[node].stack == FL__NONE;
   if (charge(p, 2 * sizeof(sample_rec_t) + stack_bytes(p, node, n - known, new_stack), n) < 0)
     return -1;
-  push_sample(p, add_stack(p, node, stack, known, n), weight, allocs, thread, time_ns);
+  push_sample(p, kind, add_stack(p, node, stack, known, n), weight, allocs, thread, time_ns);
   return 0;
+}
+
+int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
+                             uint64_t allocs, int thread, uint64_t time_ns) {
+  return fl_profile_add_sample_of(p, p->info.kind, stack, n, weight, allocs, thread, time_ns);
 }
 
 int fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
                           uint64_t allocs, int thread) {
   return fl_profile_add_sample_at(p, stack, n, weight, allocs, thread, 0);
+}
+
+void fl_profile_kind_totals(const fl_profile_t *p, fl_profile_kind_t kind, fl_kind_totals_t *out) {
+  assert((unsigned)kind < FL_PROFILE_N_KINDS);
+  *out = p->totals[kind];
+}
+
+uint32_t fl_profile_kinds(const fl_profile_t *p) {
+  uint32_t set = 0;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (p->totals[k].samples) set |= 1u << k;
+  return set;
 }
 
 static thread_name_t *find_name(const fl_profile_t *p, int thread) {
@@ -505,11 +577,20 @@ const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i) {
 
 /* ---- merging time by time ---- */
 
+/* How many samples of time kinds p holds: the samples an interval weighs. */
+static uint64_t time_samples(const fl_profile_t *p) {
+  uint64_t n = 0;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (kinds[k].time) n += p->totals[k].samples;
+  return n;
+}
+
 /* The interval p and src count in once merged (fl_profile_merge's rule),
- * or 0 when no weight changes: not time, an interval unknown, or equal. */
+ * or 0 when no weight changes: no time samples, an interval unknown, or
+ * equal. */
 static uint64_t merge_unit(const fl_profile_t *p, const fl_profile_t *src) {
   uint64_t a = p->info.interval_ns, b = src->info.interval_ns;
-  if (!fl_kind(p->info.kind)->time || !a || !b || a == b || p->n_samples == 0) return 0;
+  if (!a || !b || a == b || !time_samples(p) || !time_samples(src)) return 0;
   uint64_t g = fl__gcd(a, b);
   if (a / g <= FL_PROFILE_MAX_SCALE && b / g <= FL_PROFILE_MAX_SCALE) return g;
   return a < b ? a : b;
@@ -532,17 +613,21 @@ static uint64_t convert_weight(uint64_t weight, uint64_t from, uint64_t to, doub
   return out;
 }
 
-/* p's weights as intervals of unit (its interval becomes unit). */
+/* p's weights of time as intervals of unit (its interval becomes unit). */
 static void convert_profile(fl_profile_t *p, uint64_t unit) {
   uint64_t from = p->info.interval_ns;
   double carry = 0;
-  uint64_t total = 0;
+  uint64_t total[FL_PROFILE_N_KINDS] = {0};
   for (size_t i = 0; i < p->n_samples; i++) {
-    uint64_t w = convert_weight(p->samples[i].weight, from, unit, &carry);
-    p->samples[i].weight = w;
-    total = total > UINT64_MAX - w ? UINT64_MAX : total + w;
+    sample_rec_t *r = &p->samples[i];
+    if (!kinds[r->kind].time) continue;
+    uint64_t w = convert_weight(r->weight, from, unit, &carry);
+    r->weight = w;
+    total[r->kind] = total[r->kind] > UINT64_MAX - w ? UINT64_MAX : total[r->kind] + w;
   }
-  p->info.total_weight = total;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (kinds[k].time) p->totals[k].weight = total[k];
+  sync_info(p);
   p->info.interval_ns = unit;
   p->info.mixed_intervals = true;
 }
@@ -557,12 +642,30 @@ static bool total_in(uint64_t total, uint64_t from, uint64_t to, uint64_t *out) 
   return !__builtin_mul_overflow(total, scale, out);
 }
 
+/* The kind of p a sample of src of kind k becomes (fl_profile_merge):
+ * its own if p holds it, p's info.kind for src's when comparable, else
+ * the first kind comparable to it that p holds, else its own. */
+static fl_profile_kind_t merge_kind(const fl_profile_t *p, const fl_profile_t *src, unsigned k) {
+  if (p->totals[k].samples) return (fl_profile_kind_t)k;
+  if (k == src->info.kind && fl_kind_comparable(p->info.kind, k)) return p->info.kind;
+  for (unsigned j = 0; j < FL_PROFILE_N_KINDS; j++)
+    if (p->totals[j].samples && kinds[j].measure == kinds[k].measure) return (fl_profile_kind_t)j;
+  return (fl_profile_kind_t)k;
+}
+
 bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src) {
   uint64_t unit = merge_unit(p, src), a, b, sum;
-  return total_in(p->info.total_weight, p->info.interval_ns, unit, &a) &&
-         total_in(src->info.total_weight, src->info.interval_ns, unit, &b) &&
-         !__builtin_add_overflow(a, b, &sum) &&
-         !__builtin_add_overflow(p->info.total_allocs, src->info.total_allocs, &sum);
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    const fl_kind_totals_t *s = &src->totals[k];
+    if (!s->samples) continue;
+    const fl_kind_totals_t *t = &p->totals[merge_kind(p, src, k)];
+    uint64_t to = kinds[k].time ? unit : 0;
+    if (!total_in(t->weight, p->info.interval_ns, to, &a) ||
+        !total_in(s->weight, src->info.interval_ns, to, &b) || __builtin_add_overflow(a, b, &sum) ||
+        __builtin_add_overflow(t->allocs, s->allocs, &sum))
+      return false;
+  }
+  return true;
 }
 
 /* Frames of src are interned into p once each, then each node of src's
@@ -572,7 +675,8 @@ bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src) {
  * interval when p has none or no samples. Merging a profile into
  * itself doubles it. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root) {
-  assert(fl_kind_comparable(p->info.kind, src->info.kind));
+  fl_profile_kind_t to_kind[FL_PROFILE_N_KINDS]; /* before p changes (p may be src) */
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) to_kind[k] = merge_kind(p, src, k);
   uint64_t unit = merge_unit(p, src), src_interval = src->info.interval_ns;
   bool was_empty = p->n_samples == 0;
   if (unit && p->info.interval_ns != unit) convert_profile(p, unit);
@@ -609,8 +713,9 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + n_samples, sizeof *p->samples);
   for (size_t i = 0; i < n_samples; i++) {
     sample_rec_t r = src->samples[i];
-    uint64_t w = unit ? convert_weight(r.weight, src_interval, unit, &carry) : r.weight;
-    push_sample(p, stack_map[r.stack], w, r.allocs, r.thread, r.time_ns);
+    uint64_t w = unit && kinds[r.kind].time ? convert_weight(r.weight, src_interval, unit, &carry)
+                                            : r.weight;
+    push_sample(p, to_kind[r.kind], stack_map[r.stack], w, r.allocs, r.thread, r.time_ns);
   }
   for (size_t i = 0; i < src->n_names; i++) {
     thread_name_t t = src->names[i]; /* p == src: names may move */
@@ -648,6 +753,7 @@ void fl_profile_clear(fl_profile_t *p) {
   fl__index_clear(&p->node_index);
   fl_profile_info_t old = p->info;
   memset(&p->info, 0, sizeof p->info);
+  memset(p->totals, 0, sizeof p->totals);
   p->info.kind = old.kind;
   p->info.interval_ns = old.interval_ns;
   p->info.sample_rate = old.sample_rate;
@@ -665,6 +771,7 @@ void fl_profile_sample(const fl_profile_t *p, size_t i, fl_sample_t *out) {
   assert(i < p->n_samples);
   const sample_rec_t *r = &p->samples[i];
   const stack_rec_t *s = &p->stacks[r->stack];
+  out->kind = (fl_profile_kind_t)r->kind;
   out->node = s->node;
   out->n = s->depth;
   out->weight = r->weight;
@@ -705,7 +812,8 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **out) {
+size_t fl_profile_thread_weights(const fl_profile_t *p, fl_profile_kind_t kind,
+                                 fl_thread_weights_t **out) {
   int *threads;
   size_t n = fl_profile_threads(p, &threads);
   fl_thread_weights_t *w = n ? fl__xcalloc(n, sizeof *w) : NULL;
@@ -713,6 +821,7 @@ size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **ou
   free(threads);
   for (size_t i = 0; i < p->n_samples; i++) {
     const sample_rec_t *s = &p->samples[i];
+    if (s->kind != kind) continue;
     const stack_rec_t *st = &p->stacks[s->stack];
     uint32_t leaf = st->depth ? p->frames[p->nodes[st->node].frame].flags : 0;
     bool off = leaf & FL_FRAME_OFFCPU;
@@ -730,8 +839,15 @@ size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **ou
     else
       w[lo].on += s->weight;
   }
+  size_t m = 0; /* the threads with a sample of kind: weights are at least 1 */
+  for (size_t i = 0; i < n; i++)
+    if (w[i].on + w[i].off) w[m++] = w[i];
+  if (!m) {
+    free(w);
+    w = NULL;
+  }
   *out = w;
-  return n;
+  return m;
 }
 
 size_t fl_profile_threads(const fl_profile_t *p, int **threads) {

@@ -61,7 +61,7 @@ static size_t place_samples(const fl_tree_t *t, bool untimed, placed_t **out, si
 
 static fl_timeline_t *build(const fl_tree_t *t, bool untimed, char *err, size_t err_size) {
   const fl_profile_t *p = fl_tree_profile(t);
-  const fl_profile_info_t *info = fl_profile_info_const(p);
+  const fl_profile_info_t *info = fl_tree_info(t);
   uint64_t interval = fl_kind(info->kind)->time ? info->interval_ns : 0;
   placed_t *pl = NULL;
   size_t left_out, n = place_samples(t, untimed, &pl, &left_out);

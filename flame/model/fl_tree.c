@@ -93,7 +93,9 @@ struct fl_tree {
   size_t n_stacks;
   int *threads; /* the thread filter, sorted; NULL: all */
   size_t n_threads;
-  bool inverted; /* the callers' tree */
+  fl__select_t sel;       /* the samples it takes: its kind, on threads */
+  fl_profile_info_t info; /* the profile's, with sel.kind and its totals */
+  bool inverted;          /* the callers' tree */
 };
 
 /* ---- layout ---- */
@@ -345,6 +347,30 @@ static void refused_message(const fl_profile_t *p, const fl_budget_t *budget, ch
   fl_budget_message(budget, subject, err, err_size);
 }
 
+/* The kind opts ask p's samples of into *kind. Returns 0, or -1 with err
+ * naming the kinds p holds when it holds samples, none of that kind. */
+static int choose_kind(const fl_profile_t *p, const fl_tree_opts_t *opts, fl_profile_kind_t *kind,
+                       char *err, size_t err_size) {
+  *kind = opts->kind == FL_TREE_KIND_MAIN ? fl_profile_info_const(p)->kind
+                                          : (fl_profile_kind_t)opts->kind;
+  uint32_t held = fl_profile_kinds(p);
+  if (!held || held & (1u << *kind)) return 0;
+  fl__buf_t b = FL__BUF_INIT;
+  fl__buf_printf(&b, "kind: the profile holds no %s (%s); choose", fl_kind(*kind)->what,
+                 fl_kind(*kind)->name);
+  unsigned n = (unsigned)__builtin_popcount(held), i = 0;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (held & (1u << k))
+      fl__buf_printf(&b, "%s %s (%s)",
+                     !i++     ? ""
+                     : i == n ? " or"
+                              : ",",
+                     fl_kind(k)->name, fl_kind(k)->what);
+  snprintf(err, err_size, "%s", b.data);
+  fl__buf_free(&b);
+  return -1;
+}
+
 /* opts NULL: the defaults; root_name NULL: "all". */
 fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, const char *root_name,
                          char *err, size_t err_size) {
@@ -353,6 +379,8 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
     fl_tree_opts_init(&defaults);
     opts = &defaults;
   }
+  fl_profile_kind_t kind;
+  if (choose_kind(p, opts, &kind, err, err_size) < 0) return NULL;
   fl_budget_t own;
   fl_budget_init(&own, opts->max_memory);
   builder_t b = {.p = p, .o = opts, .budget = opts->budget ? opts->budget : &own};
@@ -364,6 +392,20 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   t->root_name = fl__xstrdup(root_name ? root_name : "all");
   t->profile = p;
   t->inverted = opts->inverted;
+  t->info = *fl_profile_info_const(p);
+  t->info.kind = kind;
+  fl_kind_totals_t totals;
+  fl_profile_kind_totals(p, kind, &totals);
+  t->info.samples = totals.samples;
+  t->info.total_weight = totals.weight;
+  t->info.total_allocs = totals.allocs;
+  if (opts->threads) {
+    t->n_threads = opts->n_threads;
+    t->threads = fl__xmalloc(t->n_threads ? t->n_threads : 1, sizeof *t->threads);
+    if (t->n_threads) memcpy(t->threads, opts->threads, t->n_threads * sizeof *t->threads);
+    qsort(t->threads, t->n_threads, sizeof *t->threads, fl__tree_cmp_int);
+  }
+  t->sel = (fl__select_t){.kind = kind, .threads = t->threads, .n_threads = t->n_threads};
   if (opts->filter && opts->filter_is_regex) {
     int rc = regcomp(&b.re, opts->filter, REG_EXTENDED | REG_NOSUB);
     if (rc != 0) {
@@ -386,7 +428,7 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   fl__tree_roles(&b);
   size_t max_len = 0;
   stack_sum_t *sums = NULL;
-  size_t n_sums = fl__tree_sum_stacks(p, opts, b.budget, &sums, &max_len);
+  size_t n_sums = fl__tree_sum_stacks(p, &t->sel, b.budget, &sums, &max_len);
   if (fl_budget_stopped(b.budget)) goto refused_sums;
   b.sum_node = fl__xmalloc(n_sums ? n_sums : 1, sizeof *b.sum_node);
   memset(b.sum_node, 0xff, n_sums * sizeof *b.sum_node);
@@ -402,12 +444,6 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
   fl__tree_paths(&b, sums, n_sums, max_len);
   if (fl_budget_stopped(b.budget) || fl__tree_nodes(&b, sums, max_len) < 0) goto refused_sums;
   if (lay_out(&b, t, sums, n_sums) < 0) goto refused_sums;
-  if (opts->threads) {
-    t->n_threads = opts->n_threads;
-    t->threads = fl__xmalloc(t->n_threads ? t->n_threads : 1, sizeof *t->threads);
-    if (t->n_threads) memcpy(t->threads, opts->threads, t->n_threads * sizeof *t->threads);
-    qsort(t->threads, t->n_threads, sizeof *t->threads, fl__tree_cmp_int);
-  }
   builder_free(&b);
   free(sums);
   return t;
@@ -448,11 +484,17 @@ const fl_node_t *fl_tree_node(const fl_tree_t *t, size_t i) {
   return i < t->n_nodes ? &t->nodes[i] : NULL;
 }
 
+fl_profile_kind_t fl_tree_kind(const fl_tree_t *t) {
+  return t->sel.kind;
+}
+
+const fl_profile_info_t *fl_tree_info(const fl_tree_t *t) {
+  return &t->info;
+}
+
 const fl_node_t *fl_tree_node_of(const fl_tree_t *t, const fl_sample_t *s) {
   if (s->stack_id >= t->n_stacks || t->stack_node[s->stack_id] == UINT32_MAX) return NULL;
-  if (t->threads &&
-      !bsearch(&s->thread, t->threads, t->n_threads, sizeof *t->threads, fl__tree_cmp_int))
-    return NULL;
+  if (!fl__select_takes(&t->sel, s)) return NULL;
   return &t->nodes[t->stack_node[s->stack_id]];
 }
 

@@ -190,29 +190,22 @@ static bool keeps_waiting_call(const frame_role_t *roles, const uint32_t *stack,
 
 /* ---- distinct stacks ---- */
 
-/* Sums the samples that pass the thread filter per distinct stack, in the
- * order the stacks first appear. *sums is new. Returns the count; stops
- * early when budget is cancelled (the caller asks it). */
-size_t fl__tree_sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, fl_budget_t *budget,
+/* Sums the samples sel takes per distinct stack, in the order the stacks
+ * first appear. *sums is new. Returns the count; stops early when budget
+ * is cancelled (the caller asks it). */
+size_t fl__tree_sum_stacks(const fl_profile_t *p, const fl__select_t *sel, fl_budget_t *budget,
                            stack_sum_t **sums, size_t *max_len) {
   size_t n_samples = fl_profile_n_samples(p), n = 0, cap = 0;
   stack_sum_t *s = NULL;
   size_t n_stacks = fl_profile_n_stacks(p);
   uint32_t *sum_of = fl__xmalloc(n_stacks ? n_stacks : 1, sizeof *sum_of); /* by stack id */
   memset(sum_of, 0xff, n_stacks * sizeof *sum_of);
-  int *threads = NULL;
-  if (o->threads) {
-    threads = fl__xmalloc(o->n_threads, sizeof *threads);
-    if (o->n_threads) memcpy(threads, o->threads, o->n_threads * sizeof *threads);
-    qsort(threads, o->n_threads, sizeof *threads, fl__tree_cmp_int);
-  }
   *max_len = 0;
   for (size_t i = 0; i < n_samples; i++) {
     if (!(i & CANCEL_EVERY) && fl_budget_stopped(budget)) break;
     fl_sample_t smp;
     fl_profile_sample(p, i, &smp);
-    if (threads && !bsearch(&smp.thread, threads, o->n_threads, sizeof *threads, fl__tree_cmp_int))
-      continue;
+    if (!fl__select_takes(sel, &smp)) continue;
     uint32_t k = sum_of[smp.stack_id];
     if (k == FL__NONE) {
       s = fl__grow(s, &cap, n + 1, sizeof *s);
@@ -224,7 +217,6 @@ size_t fl__tree_sum_stacks(const fl_profile_t *p, const fl_tree_opts_t *o, fl_bu
     s[k].allocs += smp.allocs;
   }
   free(sum_of);
-  free(threads);
   *sums = s;
   return n;
 }

@@ -15,6 +15,7 @@
 #include "cflame/fl_io.h"
 #include "fl__common.h"
 #include "fl__io.h"
+#include "fl__kind.h"
 #include "fl__render.h"
 #include "fl__view.h"
 
@@ -53,7 +54,8 @@ static int check_size(const fl_optval_t *v, const char *shown, char *err, size_t
 static int check_event(const fl_optval_t *v, const char *shown, char *err, size_t err_size);
 
 /* A row of an option no fl_options_t field holds. */
-#define NONE(...) {{__VA_ARGS__}, F_NONE, 0}
+#define NONE(...) \
+  { {__VA_ARGS__}, F_NONE, 0 }
 
 /* The sampling interval's range, the same from every front door. Above
  * 10 s a cell or program would end before its first sample. Below 0.1 ms
@@ -97,6 +99,13 @@ static const row_t rows[] = {
       .groups = FL_OPTS_THREADS | FL_OPTS_TREE, .check = check_threads},
      F_THREADS,
      0},
+    /* The kinds' table (fl_profile.c) writes the choices and the help;
+     * unset, the tree draws the profile's main kind (FL_TREE_KIND_MAIN,
+     * set by init_all). */
+    {{"kind", FL_OPT_ENUM, fl__kind_choices, .help = fl__kind_help, .metavar = "KIND",
+      .shown_def = "the profile's first (what its collector took first)", .groups = FL_OPTS_TREE},
+     F_CHOICE,
+     AT(tree.kind)},
     {{"C", FL_OPT_BOOL, .def = "false", .def_command = "true",
       .help = "show frames of system libraries; off, their time is folded into their callers",
       .groups = FL_OPTS_TREE},
@@ -251,8 +260,8 @@ static const row_t rows[] = {
      F_ROOT,
      0},
     /* Allocation profiles, live graphs, attaching, reading files. */
-    NONE("allocs", FL_OPT_BOOL, .shown_def = "as the baseline",
-         .def_command = "false", .shown_def_command = "CPU time",
+    NONE("allocs", FL_OPT_BOOL, .shown_def = "as the baseline", .def_command = "false",
+         .shown_def_command = "CPU time",
          .help = "record allocations instead of CPU time (malloc, calloc, realloc and the "
                  "aligned allocators)",
          .groups = FL_OPTS_KIND | FL_OPTS_RECORD),
@@ -271,8 +280,8 @@ static const row_t rows[] = {
          .help = "while the cell runs, show its graph so far this often, in seconds (0: only at "
                  "the end; else at least 0.2)",
          .groups = FL_OPTS_EVERY),
-    NONE("pid", FL_OPT_INT, NULL, 1, 2147483647, .shown_def = "none: run PROGRAM",
-         .metavar = "PID", .expect = "a process id, such as 4242 (pgrep NAME finds one)",
+    NONE("pid", FL_OPT_INT, NULL, 1, 2147483647, .shown_def = "none: run PROGRAM", .metavar = "PID",
+         .expect = "a process id, such as 4242 (pgrep NAME finds one)",
          .help = "attach to the running process PID instead of running a PROGRAM (no -- "
                  "PROGRAM then)",
          .groups = FL_OPTS_RECORD),
@@ -505,7 +514,7 @@ int fl_option_parse(const fl_option_t *o, const char *value, const char *shown, 
     case FL_OPT_LIST:
       if (!parse_list(value, v)) {
         fl__errf(err, err_size, "%s is not valid; give a comma-separated list of non-empty names",
-                shown);
+                 shown);
         return -1;
       }
       break;
@@ -537,9 +546,9 @@ static int check_threads(const fl_optval_t *v, const char *shown, char *err, siz
     if (!is_decimal(v->list[i], false) || v->list[i][0] == '-' || v->list[i][0] == '+' ||
         strtoll(v->list[i], NULL, 10) > 2147483647) {
       fl__errf(err, err_size,
-              "%s is not valid: %s is not a thread number; give thread numbers (1 = the main "
-              "thread, 2, 3, ... in the order threads started; perf script's thread ids) or all",
-              shown, v->list[i]);
+               "%s is not valid: %s is not a thread number; give thread numbers (1 = the main "
+               "thread, 2, 3, ... in the order threads started; perf script's thread ids) or all",
+               shown, v->list[i]);
       return -1;
     }
   }
@@ -704,6 +713,7 @@ static void init_all(fl_options_t *o, fl_front_t front) {
   memset(o, 0, sizeof *o);
   o->front = front;
   o->view.max_rows = FL__MAX_ROWS;
+  o->tree.kind = FL_TREE_KIND_MAIN;
   set_defaults(o, front);
 }
 

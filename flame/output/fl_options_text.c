@@ -44,8 +44,9 @@ const char *fl_option_placeholder(const fl_option_t *o, fl_front_t front) {
       [FL_OPT_BOOL] = "true|false", [FL_OPT_INT] = "N",   [FL_OPT_DOUBLE] = "X",
       [FL_OPT_STRING] = "TEXT",     [FL_OPT_ENUM] = NULL, [FL_OPT_LIST] = "A,B",
   };
-  if (o->type == FL_OPT_ENUM) return o->choices;
+  /* A command's enum of many choices names them in its help instead. */
   if (front == FL_FRONT_COMMAND && o->metavar) return o->metavar;
+  if (o->type == FL_OPT_ENUM) return o->choices;
   return by_type[o->type];
 }
 

@@ -25,22 +25,46 @@ typedef struct draw {
   fl_tree_t *tree, *base_tree;
   fl_diff_t *diff;
   char *empty; /* fl_output_empty_note of the tree, or NULL */
-  char *note;  /* owned: opts.view.note with empty added */
+  char *kinds; /* fl_output_kinds_note of the tree's kind, or NULL */
+  char *note;  /* owned: opts.view.note with kinds and empty added */
   char *err;
   size_t err_size;
   fl_budget_t budget; /* when the request brings none: of its options' max_memory */
 } draw_t;
 
+char *fl_output_kinds_note(const fl_profile_t *p, int kind, fl_front_t front) {
+  uint32_t held = fl_profile_kinds(p);
+  fl_profile_kind_t shown =
+      kind == FL_TREE_KIND_MAIN ? fl_profile_info_const(p)->kind : (fl_profile_kind_t)kind;
+  if (!(held & ~(1u << shown))) return NULL;
+  const fl_option_t *opt = fl_option_find("kind");
+  char as[64];
+  fl__buf_t b = FL__BUF_INIT;
+  fl_option_shown(opt, front, fl_kind(shown)->name, as, sizeof as);
+  fl__buf_printf(&b, "%s (%s); also holds:", fl_kind(shown)->what, as);
+  const char *sep = " ";
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    if (k == shown || !(held & (1u << k))) continue;
+    fl_option_shown(opt, front, fl_kind(k)->name, as, sizeof as);
+    fl__buf_printf(&b, "%s%s (%s)", sep, fl_kind(k)->what, as);
+    sep = ", ";
+  }
+  return fl__buf_take(&b);
+}
+
 static const fl_tree_t *tree_of(draw_t *d) {
   if (d->tree) return d->tree;
   d->tree = fl_tree_build(d->r->profile, &d->opts.tree, d->r->root, d->err, d->err_size);
-  if (d->tree && (d->empty = fl_output_empty_note(d->tree, &d->opts)) != NULL) {
-    /* The note every view shows under its title: the request's, then why
-     * nothing is drawn. */
+  if (!d->tree) return NULL;
+  d->kinds = fl_output_kinds_note(d->r->profile, (int)fl_tree_kind(d->tree), d->opts.front);
+  d->empty = fl_output_empty_note(d->tree, &d->opts);
+  if (d->kinds || d->empty) {
+    /* The note every view shows under its title: the request's, what
+     * kind it draws, then why nothing is drawn. */
     fl__buf_t note = FL__BUF_INIT;
-    const char *given = d->opts.view.note;
-    fl__buf_printf(&note, "%s%s%s", given && *given ? given : "", given && *given ? "; " : "",
-                   d->empty);
+    const char *parts[] = {d->opts.view.note, d->kinds, d->empty};
+    for (size_t i = 0; i < FL__ARRAY_SIZE(parts); i++)
+      if (parts[i] && *parts[i]) fl__buf_printf(&note, "%s%s", note.len ? "; " : "", parts[i]);
     free(d->note);
     d->opts.view.note = d->note = fl__buf_take(&note);
   }
@@ -133,6 +157,7 @@ static void draw_free(draw_t *d) {
   fl_diff_destroy(&d->diff);
   fl_options_free(&d->opts);
   free(d->empty);
+  free(d->kinds);
   free(d->note);
 }
 
@@ -195,14 +220,35 @@ static char *write_html(draw_t *d, size_t *len) {
 /* The text report, after the line that says why it is empty when it is. */
 static char *write_text(draw_t *d, size_t *len) {
   char *report = drawing(d, FL__DRAW_TEXT).text;
-  if (!report || !d->empty) return report;
+  if (!report || (!d->empty && !d->kinds)) return report;
   fl__buf_t b = FL__BUF_INIT;
-  fl__buf_printf(&b, "%s\n%s", d->empty, report);
+  if (d->kinds) fl__buf_printf(&b, "%s\n", d->kinds);
+  if (d->empty) fl__buf_printf(&b, "%s\n", d->empty);
+  fl__buf_puts(&b, report);
   free(report);
   *len = 0;
   return fl__buf_take(&b);
 }
 
+/* Whether t's counts fit pprof's values (int64, a time's as nanoseconds);
+ * else says so in d->err. */
+static bool pprof_fits(draw_t *d, const fl_tree_t *t) {
+  const fl_node_t *root = fl_tree_root(t);
+  const fl_profile_info_t *info = fl_tree_info(t);
+  uint64_t ns = fl_kind(info->kind)->time && info->interval_ns ? info->interval_ns : 1, most;
+  if (!__builtin_mul_overflow(root->count, ns, &most) && most <= INT64_MAX &&
+      root->allocs <= INT64_MAX)
+    return true;
+  snprintf(d->err, d->err_size,
+           "the profile's counts (%" PRIu64
+           "%s) do not fit pprof's values, which go to "
+           "%" PRId64 ": write it as folded stacks, which hold any count",
+           root->count, ns > 1 ? " intervals, as nanoseconds" : "", INT64_MAX);
+  return false;
+}
+
+/* The drawn kind's tree first, then a tree of each other kind the
+ * profile holds, under the same options: a file of every kind. */
 static char *write_pprof(draw_t *d, size_t *len) {
   if (d->r->baseline) {
     snprintf(d->err, d->err_size,
@@ -210,22 +256,22 @@ static char *write_pprof(draw_t *d, size_t *len) {
              "vegalite or text, or as folded stacks with both counts");
     return NULL;
   }
-  if (!tree_of(d)) return NULL;
-  /* pprof's values are int64: a count past INT64_MAX (times the interval,
-   * for a time profile's nanoseconds) would be written as another. */
-  const fl_node_t *root = fl_tree_root(d->tree);
-  const fl_profile_info_t *info = fl_profile_info_const(d->r->profile);
-  uint64_t ns = fl_kind(info->kind)->time && info->interval_ns ? info->interval_ns : 1, most;
-  if (__builtin_mul_overflow(root->count, ns, &most) || most > INT64_MAX ||
-      root->allocs > INT64_MAX) {
-    snprintf(d->err, d->err_size,
-             "the profile's counts (%" PRIu64
-             "%s) do not fit pprof's values, which go to "
-             "%" PRId64 ": write it as folded stacks, which hold any count",
-             root->count, ns > 1 ? " intervals, as nanoseconds" : "", INT64_MAX);
-    return NULL;
+  if (!tree_of(d) || !pprof_fits(d, d->tree)) return NULL;
+  fl_tree_t *trees[FL_PROFILE_N_KINDS] = {d->tree};
+  size_t n = 1;
+  uint32_t held = fl_profile_kinds(d->r->profile) & ~(1u << fl_tree_kind(d->tree));
+  fl_tree_opts_t o = d->opts.tree;
+  char *out = NULL;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    if (!(held & (1u << k))) continue;
+    o.kind = (int)k;
+    trees[n] = fl_tree_build(d->r->profile, &o, d->r->root, d->err, d->err_size);
+    if (!trees[n] || !pprof_fits(d, trees[n++])) goto done;
   }
-  return fl_pprof(d->tree, len);
+  out = fl_pprof_kinds((const fl_tree_t *const *)trees, n, len);
+done:
+  for (size_t i = 1; i < n; i++) fl_tree_destroy(&trees[i]);
+  return out;
 }
 
 typedef struct folded_line {
@@ -513,13 +559,13 @@ static size_t n_functions(const fl_profile_t *p) {
 
 char *fl_output_empty_note(const fl_tree_t *t, const fl_options_t *o) {
   const fl_profile_t *p = fl_tree_profile(t);
-  const fl_profile_info_t *info = fl_profile_info_const(p);
+  const fl_profile_info_t *info = fl_tree_info(t);
   if (fl_tree_root(t)->count || !info->total_weight) return NULL;
   const fl_kind_info_t *kind = fl_kind(info->kind);
   fl__buf_t b = FL__BUF_INIT;
   char shown[512], weight[64];
   fl_thread_weights_t *w = NULL;
-  size_t n = fl_profile_thread_weights(p, &w);
+  size_t n = fl_profile_thread_weights(p, info->kind, &w);
   uint64_t kept = 0; /* the weight of the threads the filter keeps */
   for (size_t i = 0; i < n; i++)
     if (!o->tree.threads || has_thread(&o->tree, w[i].thread)) kept += w[i].on + w[i].off;

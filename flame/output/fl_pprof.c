@@ -3,7 +3,10 @@
  * generated at build time from fl_pprof.proto) and gzip (fl_io.c);
  * fl_pprof_read.c reads it.
  *
- * Writing (fl_pprof): from a tree, as fl_folded writes folded stacks. Each
+ * Writing (fl_pprof): from a tree, as fl_folded writes folded stacks; a
+ * profile of several kinds (fl_pprof_kinds) from a tree of each, their
+ * sample types side by side, each sample's values in its kind's and 0 in
+ * the others' (fl_pprof_read.c reads each sample back as its kind). Each
  * node's location is the node and the chain of callers it was inlined
  * into (up to the first frame that was not inlined, within one module),
  * worked out once per node, and so is each node's list of locations. A
@@ -255,9 +258,9 @@ static pb_value_type_t *value_type(writer_t *w, const char *type, const char *un
  * thread's labels are shared by the samples that have them. */
 typedef struct out_sample {
   pb_sample_t s;
-  int64_t value[2];
   pb_label_t *labels[3];
   pb_label_t time;
+  int64_t value[]; /* one per sample type */
 } out_sample_t;
 
 typedef struct thread_labels {
@@ -268,8 +271,9 @@ typedef struct thread_labels {
 
 typedef struct samples {
   writer_t *w;
-  const fl_kind_info_t *kind;
-  const fl_profile_info_t *info;
+  const fl_kind_info_t *kind;    /* of the tree being written */
+  const fl_profile_info_t *info; /* its */
+  size_t first, n_cols;          /* its sample types: [first, first + n_cols) */
   size_t n_types;
   pb_sample_t **samples;
   size_t n, cap;
@@ -298,18 +302,19 @@ static const uint64_t *node_locations(samples_t *o, const fl_node_t *node, size_
 /* A new sample of node with these weights, appended. */
 static out_sample_t *add_sample(samples_t *o, const fl_node_t *node, uint64_t weight,
                                 uint64_t allocs) {
-  out_sample_t *os = fl__xcalloc(1, sizeof *os);
+  out_sample_t *os = fl__xcalloc(1, sizeof *os + o->n_types * sizeof *os->value);
   pb_sample_t *s = &os->s;
   perftools__profiles__sample__init(s);
   s->location_id = (uint64_t *)node_locations(o, node, &s->n_location_id);
   s->n_value = o->n_types;
   s->value = os->value;
+  int64_t *v = os->value + o->first;
   if (o->kind->allocs) {
-    os->value[0] = clamp64(o->kind->bytes ? allocs : weight);
-    if (o->n_types > 1) os->value[1] = clamp64(weight);
+    v[0] = clamp64(o->kind->bytes ? allocs : weight);
+    if (o->n_cols > 1) v[1] = clamp64(weight);
   } else {
-    os->value[0] = clamp64(weight);
-    if (o->n_types > 1) os->value[1] = times(weight, o->info->interval_ns);
+    v[0] = clamp64(weight);
+    if (o->n_cols > 1) v[1] = times(weight, o->info->interval_ns);
   }
   s->label = os->labels;
   o->samples = fl__grow(o->samples, &o->cap, o->n + 1, sizeof *o->samples);
@@ -350,8 +355,6 @@ static bool has_labels(const fl_profile_t *p) {
 static void write_samples(samples_t *o, const fl_tree_t *t) {
   size_t n_nodes = fl_tree_n_nodes(t);
   const fl_profile_t *p = fl_tree_profile(t);
-  o->node_locs = fl__xcalloc(n_nodes, sizeof *o->node_locs);
-  o->node_n_locs = fl__xcalloc(n_nodes, sizeof *o->node_n_locs);
   if (!has_labels(p)) {
     for (size_t i = 0; i < n_nodes; i++) {
       const fl_node_t *node = fl_tree_node(t, i);
@@ -382,18 +385,57 @@ static void write_samples(samples_t *o, const fl_tree_t *t) {
   }
 }
 
-static void samples_free(samples_t *o, size_t n_nodes) {
+/* The locations worked out for a tree's n_nodes nodes, which its
+ * samples point into. */
+static void node_locs_free(uint64_t **node_locs, size_t *node_n_locs, size_t n_nodes) {
+  for (size_t i = 0; i < n_nodes; i++) free(node_locs[i]);
+  free(node_locs);
+  free(node_n_locs);
+}
+
+static void samples_free(samples_t *o) {
   for (size_t i = 0; i < o->n; i++) free(o->samples[i]);
   free(o->samples);
-  for (size_t i = 0; i < n_nodes; i++) free(o->node_locs[i]);
-  free(o->node_locs);
-  free(o->node_n_locs);
   for (size_t i = 0; i < o->n_threads; i++) free(o->threads[i]);
   free(o->threads);
 }
 
+/* The sample types of the kind of info, appended to types: its count
+ * first (allocations, samples), then its measure (bytes, nanoseconds)
+ * when it has one. Returns how many. With pb (the kind drawn), its
+ * period too. */
+static size_t kind_types(writer_t *w, const fl_profile_info_t *info, pb_value_type_t **types,
+                         pb_profile_t *pb) {
+  const fl_kind_info_t *kind = fl_kind(info->kind);
+  size_t n = 0;
+  if (kind->allocs) {
+    types[n++] = value_type(w, kind->pprof_count ? kind->pprof_count : kind->pprof_type, "count");
+    if (kind->bytes) types[n++] = value_type(w, kind->pprof_type, kind->pprof_unit);
+    if (pb) {
+      pb->period_type = value_type(w, "allocations", "count");
+      pb->period = info->sample_rate > 0 ? (int64_t)(1.0 / info->sample_rate + 0.5) : 1;
+      pb->default_sample_type = types[n - 1]->type;
+    }
+  } else if (kind->time) {
+    types[n++] = value_type(w, kind->pprof_count, "count");
+    if (info->interval_ns) types[n++] = value_type(w, kind->pprof_type, kind->pprof_unit);
+    if (pb) {
+      pb->period_type = value_type(w, kind->pprof_type, kind->pprof_unit);
+      pb->period = clamp64(info->interval_ns);
+    }
+  } else { /* a count of events, named after the event */
+    types[n++] = value_type(w, info->event[0] ? info->event : kind->pprof_type, "count");
+  }
+  return n;
+}
+
 char *fl_pprof(const fl_tree_t *t, size_t *size) {
-  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  return fl_pprof_kinds(&t, 1, size);
+}
+
+char *fl_pprof_kinds(const fl_tree_t *const *trees, size_t n_trees, size_t *size) {
+  const fl_tree_t *t = trees[0];
+  const fl_profile_info_t *info = fl_tree_info(t);
   size_t n_nodes = fl_tree_n_nodes(t);
   writer_t w = {.t = t};
   pb_profile_t pb = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -402,30 +444,17 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   w.strings.n = w.strings.cap = 1;
   w.functions.width = 3;
   w.mappings.width = 1;
-  w.node_loc = fl__xcalloc(n_nodes, sizeof *w.node_loc);
-  w.node_next = fl__xcalloc(n_nodes, sizeof *w.node_next);
 
-  /* What the values are: the kind's count first (allocations, samples),
-   * then its measure (bytes, nanoseconds) when it has one. */
-  const fl_kind_info_t *kind = fl_kind(info->kind);
-  bool alloc = kind->allocs;
-  pb_value_type_t *types[2];
-  size_t n_types = 0;
-  if (alloc) {
-    types[n_types++] =
-        value_type(&w, kind->pprof_count ? kind->pprof_count : kind->pprof_type, "count");
-    if (kind->bytes) types[n_types++] = value_type(&w, kind->pprof_type, kind->pprof_unit);
-    pb.period_type = value_type(&w, "allocations", "count");
-    pb.period = info->sample_rate > 0 ? (int64_t)(1.0 / info->sample_rate + 0.5) : 1;
-    pb.default_sample_type = types[n_types - 1]->type;
-  } else if (kind->time) {
-    types[n_types++] = value_type(&w, kind->pprof_count, "count");
-    if (info->interval_ns) types[n_types++] = value_type(&w, kind->pprof_type, kind->pprof_unit);
-    pb.period_type = value_type(&w, kind->pprof_type, kind->pprof_unit);
-    pb.period = clamp64(info->interval_ns);
-  } else { /* a count of events, named after the event */
-    types[n_types++] = value_type(&w, info->event[0] ? info->event : kind->pprof_type, "count");
+  /* Each kind's types, the drawn kind's first: its period, and the
+   * default sample type its measure. */
+  pb_value_type_t **types = fl__xmalloc(2 * n_trees, sizeof *types);
+  size_t *first = fl__xmalloc(n_trees + 1, sizeof *first), n_types = 0;
+  for (size_t i = 0; i < n_trees; i++) {
+    first[i] = n_types;
+    n_types += kind_types(&w, fl_tree_info(trees[i]), types + n_types, i ? NULL : &pb);
   }
+  first[n_trees] = n_types;
+  if (n_trees > 1) pb.default_sample_type = types[first[1] - 1]->type;
   pb.n_sample_type = n_types;
   pb.sample_type = types;
 
@@ -439,8 +468,26 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
     }
   }
 
-  samples_t out_samples = {.w = &w, .kind = kind, .info = info, .n_types = n_types};
-  write_samples(&out_samples, t);
+  samples_t out_samples = {.w = &w, .n_types = n_types};
+  uint64_t ***kept_locs = fl__xcalloc(n_trees, sizeof *kept_locs); /* each tree's node_locs */
+  size_t **kept_n = fl__xcalloc(n_trees, sizeof *kept_n);
+  for (size_t i = 0; i < n_trees; i++) { /* locations found again by content */
+    size_t n = fl_tree_n_nodes(trees[i]);
+    w.t = trees[i];
+    w.node_loc = fl__xcalloc(n, sizeof *w.node_loc);
+    w.node_next = fl__xcalloc(n, sizeof *w.node_next);
+    out_samples.node_locs = fl__xcalloc(n, sizeof *out_samples.node_locs);
+    out_samples.node_n_locs = fl__xcalloc(n, sizeof *out_samples.node_n_locs);
+    out_samples.info = fl_tree_info(trees[i]);
+    out_samples.kind = fl_kind(out_samples.info->kind);
+    out_samples.first = first[i];
+    out_samples.n_cols = first[i + 1] - first[i];
+    write_samples(&out_samples, trees[i]);
+    kept_locs[i] = out_samples.node_locs;
+    kept_n[i] = out_samples.node_n_locs;
+    free(w.node_loc);
+    free(w.node_next);
+  }
   pb.n_sample = out_samples.n;
   pb.sample = out_samples.samples;
   pb.n_mapping = w.n_maps;
@@ -466,7 +513,11 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   char *out = fl__gzip(packed, packed_size, size);
   free(packed);
 
-  samples_free(&out_samples, n_nodes);
+  samples_free(&out_samples);
+  for (size_t i = 0; i < n_trees; i++)
+    node_locs_free(kept_locs[i], kept_n[i], fl_tree_n_nodes(trees[i]));
+  free(kept_locs);
+  free(kept_n);
   for (size_t i = 0; i < w.n_locs; i++) {
     for (size_t j = 0; j < w.locs[i]->n_line; j++) free(w.locs[i]->line[j]);
     free(w.locs[i]->line);
@@ -480,9 +531,9 @@ char *fl_pprof(const fl_tree_t *t, size_t *size) {
   for (size_t i = 0; i < w.n_names; i++) free(w.names[i]);
   free(w.names);
   for (size_t i = 0; i < n_types; i++) free(types[i]);
+  free(types);
+  free(first);
   free(pb.period_type);
-  free(w.node_loc);
-  free(w.node_next);
   free(w.strings.strs);
   fl__index_free(&w.strings.index);
   keyed_free(&w.functions);

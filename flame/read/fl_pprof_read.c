@@ -13,6 +13,8 @@
  * root (its last location) to the leaf.
  *
  * Which value is the weight:
+ *  - a profile whose default sample type (else its last) is a time, or
+ *    "samples", is a profile of time (below), whatever other types it has;
  *  - a profile with a sample type in bytes is an allocation profile: its
  *    weight is the default sample type (unset: the last, as the format
  *    says) when that is in bytes, else "alloc_space", else the first in
@@ -30,6 +32,16 @@
  *    is counted in units of the greatest common divisor of every value and
  *    the period, which becomes the interval, so that weights stay whole and
  *    exact; anything else (contentions, events) is its value as it is.
+ * A profile of several kinds, as fl_pprof_kinds writes it, has the types
+ * of time and of allocations side by side, each sample's values in its
+ * kind's and 0 in the others': a profile of time with "alloc_space" or
+ * "inuse_space" in bytes (else "alloc_objects" or "inuse_objects"), or an
+ * allocation profile with a time kind's type in a time unit, holds that
+ * second kind too, read by the same rules; a sample whose weight is 0
+ * and whose second kind's is not is a sample of the second kind. Its
+ * sample rate or interval is not in the file (the period is the first
+ * kind's): an allocation kind's is 1, a time's the greatest common
+ * divisor of its values.
  * Samples whose weight is 0 add nothing; a negative value is an error (a
  * difference of two profiles, which cflame draws with --diff instead).
  * Labels: a numeric "thread_id" ("thread", "tid") is the sample's thread,
@@ -302,6 +314,10 @@ typedef struct choice {
   uint64_t divisor;   /* each value is divided by it (the gcd of times), else 1 */
   uint64_t interval_ns;
   double sample_rate;
+  /* A second kind, as fl_pprof_kinds writes it (weight2 -1: none). */
+  fl_profile_kind_t kind2;
+  int weight2, allocs2;
+  uint64_t unit_ns2;
 } choice_t;
 
 static int type_named(char *const *types, size_t n, const char *name) {
@@ -323,6 +339,50 @@ static fl_profile_kind_t time_kind(const char *period_type, char *const *types, 
   return FL_PROFILE_CPU;
 }
 
+/* An allocation kind's types among types[0 .. n). */
+typedef struct alloc_choice {
+  fl_profile_kind_t kind;
+  int weight, allocs; /* -1: none */
+} alloc_choice_t;
+
+/* The allocation kind of types (see the file comment): by bytes,
+ * preferred first when it is in bytes (preferred -1: only as cflame
+ * names them, "alloc_space" or "inuse_space"), else by objects. */
+static void choose_allocs(char *const *types, char *const *units, size_t n, int preferred,
+                          alloc_choice_t *a) {
+  int bytes = -1;
+  if (preferred >= 0 && !strcmp(units[preferred], "bytes")) bytes = preferred;
+  if (bytes < 0 && (bytes = type_named(types, n, "alloc_space")) >= 0 &&
+      strcmp(units[bytes], "bytes"))
+    bytes = -1;
+  if (bytes < 0 && preferred < 0 && (bytes = type_named(types, n, "inuse_space")) >= 0 &&
+      strcmp(units[bytes], "bytes"))
+    bytes = -1;
+  for (size_t i = 0; i < n && bytes < 0 && preferred >= 0; i++)
+    if (!strcmp(units[i], "bytes")) bytes = (int)i;
+  if (bytes >= 0) {
+    /* "alloc_space" counts with "alloc_objects", "inuse_space" with
+     * "inuse_objects". */
+    a->weight = bytes;
+    const char *t = types[bytes], *end = strrchr(t, '_');
+    if (end && !strcmp(end, "_space")) {
+      char objects[256];
+      snprintf(objects, sizeof objects, "%.*s_objects", (int)(end - t), t);
+      a->allocs = type_named(types, n, objects);
+    }
+    a->kind = fl_kind_alloc(false, !strncmp(t, "inuse", 5));
+    return;
+  }
+  int objects = preferred >= 0 && strstr(types[preferred], "_objects")
+                    ? preferred
+                    : type_named(types, n, "alloc_objects");
+  if (objects < 0) objects = type_named(types, n, "inuse_objects");
+  if (objects >= 0) {
+    a->kind = fl_kind_alloc(true, !strncmp(types[objects], "inuse", 5));
+    a->weight = a->allocs = objects;
+  }
+}
+
 static int choose(reader_t *r, choice_t *c) {
   const pb_profile_t *pb = r->pb;
   size_t n = pb->n_sample_type;
@@ -342,34 +402,34 @@ static int choose(reader_t *r, choice_t *c) {
       (string_at(r, pb->period_type->type, "the period's type", &period_type) < 0 ||
        string_at(r, pb->period_type->unit, "the period's unit", &period_unit) < 0))
     goto done;
-  *c = (choice_t){
-      .kind = FL_PROFILE_CPU, .weight = -1, .allocs = -1, .divisor = 1, .sample_rate = 1};
-  int bytes = -1, preferred = def >= 0 ? def : (int)n - 1; /* the format's default: the last */
-  if (!strcmp(units[preferred], "bytes")) bytes = preferred;
-  if (bytes < 0 && (bytes = type_named(types, n, "alloc_space")) >= 0 &&
-      strcmp(units[bytes], "bytes"))
-    bytes = -1;
-  for (size_t i = 0; i < n && bytes < 0; i++)
-    if (!strcmp(units[i], "bytes")) bytes = (int)i;
-  if (bytes >= 0) {
-    /* "alloc_space" counts with "alloc_objects", "inuse_space" with
-     * "inuse_objects". */
-    c->weight = bytes;
-    const char *t = types[bytes], *end = strrchr(t, '_');
-    if (end && !strcmp(end, "_space")) {
-      char objects[256];
-      snprintf(objects, sizeof objects, "%.*s_objects", (int)(end - t), t);
-      c->allocs = type_named(types, n, objects);
-    }
-    c->kind = fl_kind_alloc(false, !strncmp(t, "inuse", 5));
+  *c = (choice_t){.kind = FL_PROFILE_CPU,
+                  .weight = -1,
+                  .allocs = -1,
+                  .divisor = 1,
+                  .sample_rate = 1,
+                  .weight2 = -1,
+                  .allocs2 = -1};
+  int preferred = def >= 0 ? def : (int)n - 1; /* the format's default: the last */
+  bool timed = unit_ns(units[preferred]) || !strcmp(types[preferred], "samples");
+  alloc_choice_t a = {.weight = -1, .allocs = -1};
+  if (!timed) choose_allocs(types, units, n, preferred, &a);
+  if (a.weight >= 0) {
+    c->kind = a.kind;
+    c->weight = a.weight;
+    c->allocs = a.allocs;
+    for (size_t i = 0; i < n && c->weight2 < 0; i++) /* and a time kind's */
+      for (int k = 0; k < FL_PROFILE_N_KINDS && c->weight2 < 0; k++)
+        if (fl_kind(k)->time && unit_ns(units[i]) && !strcmp(types[i], fl_kind(k)->pprof_type)) {
+          c->kind2 = k;
+          c->weight2 = (int)i;
+          c->unit_ns2 = unit_ns(units[i]);
+        }
   } else {
-    int objects =
-        strstr(types[preferred], "_objects") ? preferred : type_named(types, n, "alloc_objects");
-    if (objects < 0) objects = type_named(types, n, "inuse_objects");
-    if (objects >= 0) {
-      c->kind = fl_kind_alloc(true, !strncmp(types[objects], "inuse", 5));
-      c->weight = c->allocs = objects;
-    }
+    /* Of time, and maybe allocations named as cflame names them. */
+    choose_allocs(types, units, n, -1, &a);
+    c->kind2 = a.kind;
+    c->weight2 = a.weight;
+    c->allocs2 = a.allocs;
   }
   if (fl_kind(c->kind)->allocs) {
     if (!strcmp(period_type, "allocations") && !strcmp(period_unit, "count") && pb->period >= 1)
@@ -437,30 +497,40 @@ static int labels_of(reader_t *r, const pb_sample_t *sample, labels_t *out) {
   return 0;
 }
 
+/* The divisor of the values at type index weight, times in unit_ns, that
+ * keeps every one whole, with the interval it makes (a multiple of
+ * interval_ns, when given) into *interval. */
+static uint64_t time_divisor(const pb_profile_t *pb, int weight, uint64_t unit_ns,
+                             uint64_t interval_ns, uint64_t *interval) {
+  uint64_t g = interval_ns, divisor = 1;
+  for (size_t s = 0; s < pb->n_sample; s++) {
+    if (pb->sample[s]->n_value != pb->n_sample_type) break; /* said by read_samples */
+    if (pb->sample[s]->value[weight] > 0) {
+      uint64_t v = (uint64_t)pb->sample[s]->value[weight];
+      g = fl__gcd(g, v <= UINT64_MAX / unit_ns ? v * unit_ns : v);
+    }
+  }
+  /* g is 0 when no period is given and every value is 0: no unit then
+   * (the profile is refused for having no weight). */
+  if (g && g % unit_ns == 0) divisor = g / unit_ns;
+  *interval = divisor * unit_ns;
+  return divisor;
+}
+
 static int read_samples(reader_t *r, const choice_t *c) {
   const pb_profile_t *pb = r->pb;
   uint32_t *stack = NULL;
   size_t cap = 0;
-  uint64_t total = 0, divisor = 1;
+  uint64_t total = 0, divisor = 1, divisor2 = 1;
   const char *last_name = NULL;
   int last_thread = 0, rc = -1;
   /* Times: the unit that keeps every value whole. */
-  if (c->unit_ns) {
-    uint64_t g = c->interval_ns;
-    for (size_t s = 0; s < pb->n_sample; s++) {
-      if (pb->sample[s]->n_value != pb->n_sample_type) break; /* said below */
-      if (pb->sample[s]->value[c->weight] > 0) {
-        uint64_t v = (uint64_t)pb->sample[s]->value[c->weight];
-        g = fl__gcd(g, v <= UINT64_MAX / c->unit_ns ? v * c->unit_ns : v);
-      }
-    }
-    /* g is 0 when no period is given and every value is 0: no unit then
-     * (the profile is refused below for having no weight). */
-    if (g && g % c->unit_ns == 0) divisor = g / c->unit_ns;
-    fl_profile_info(r->p)->interval_ns = divisor * c->unit_ns;
-  } else {
-    fl_profile_info(r->p)->interval_ns = c->interval_ns;
-  }
+  fl_profile_info_t *info = fl_profile_info(r->p);
+  info->interval_ns = c->interval_ns;
+  if (c->unit_ns)
+    divisor = time_divisor(pb, c->weight, c->unit_ns, c->interval_ns, &info->interval_ns);
+  if (c->weight2 >= 0 && c->unit_ns2) /* the first kind is allocations: no interval */
+    divisor2 = time_divisor(pb, c->weight2, c->unit_ns2, 0, &info->interval_ns);
   for (size_t s = 0; s < pb->n_sample; s++) {
     const pb_sample_t *sample = pb->sample[s];
     if (sample->n_value != pb->n_sample_type) {
@@ -469,12 +539,21 @@ static int read_samples(reader_t *r, const choice_t *c) {
       goto done;
     }
     uint64_t weight = 0, allocs = 0;
+    fl_profile_kind_t kind = c->kind;
     labels_t labels;
     if (value_at(r, s, sample, c->weight, &weight) < 0 ||
         (c->allocs >= 0 && value_at(r, s, sample, c->allocs, &allocs) < 0) ||
         labels_of(r, sample, &labels) < 0)
       goto done;
     weight /= divisor;
+    if (!weight && c->weight2 >= 0) { /* a sample of the second kind? */
+      kind = c->kind2;
+      allocs = 0;
+      if (value_at(r, s, sample, c->weight2, &weight) < 0 ||
+          (c->allocs2 >= 0 && value_at(r, s, sample, c->allocs2, &allocs) < 0))
+        goto done;
+      weight /= divisor2;
+    }
     size_t n = 0;
     for (size_t k = sample->n_location_id; k-- > 0;) { /* root first */
       uint32_t loc =
@@ -502,7 +581,7 @@ static int read_samples(reader_t *r, const choice_t *c) {
       goto done;
     }
     total += weight;
-    if (fl_profile_add_sample_at(r->p, stack, n, weight, fl_kind(c->kind)->allocs ? allocs : 0,
+    if (fl_profile_add_sample_of(r->p, kind, stack, n, weight, fl_kind(kind)->allocs ? allocs : 0,
                                  labels.thread, labels.time_ns) < 0) {
       fl__io_budget_fail(r->err, r->name, r->budget);
       goto done;

@@ -158,6 +158,30 @@ static void note_tid(conv_t *c, int tid, size_t *cap) {
   c->tids[c->n_tids++] = tid;
 }
 
+/* Notes the threads of a buffer's records (allocs: an allocation
+ * buffer, else a sample buffer). Returns how many records it read. */
+static size_t note_tids(conv_t *c, const void *buf, size_t bytes, bool allocs, size_t *cap) {
+  size_t pos = 0, n = 0;
+  if (allocs) {
+    fl_allocs_record_t rec;
+    for (; bytes && fl_allocs_next(buf, bytes, &pos, &rec) == 1; n++) note_tid(c, rec.tid, cap);
+  } else {
+    fl_sampler_record_t rec;
+    for (; bytes && fl_sampler_next(buf, bytes, &pos, &rec) == 1; n++) note_tid(c, rec.tid, cap);
+  }
+  return n;
+}
+
+/* Notes the threads of the buffer and of opts' other buffer of the run,
+ * sorted for thread_index. Returns how many records the buffer has. */
+static size_t note_all_tids(conv_t *c, const void *buf, size_t bytes, bool allocs) {
+  size_t cap = 0, n = note_tids(c, buf, bytes, allocs, &cap);
+  const fl_collect_opts_t *o = c->opts;
+  if (o->also) note_tids(c, o->also, o->also_bytes, o->also_allocs, &cap);
+  if (c->n_tids > 1) qsort(c->tids, c->n_tids, sizeof *c->tids, cmp_int);
+  return n;
+}
+
 static int thread_index(const conv_t *c, int tid) {
   if (tid == c->opts->main_tid) return 1;
   int idx = 2;
@@ -317,17 +341,33 @@ static void name_threads(conv_t *c) {
   }
 }
 
+/* What the run of the buffer with header h measured, as prof's kind: a
+ * wall-clock run's waits are in the records, an event's count in their
+ * weights. Set before the samples are added, which take it. */
+static void take_clock(fl_profile_t *prof, const fl_sampler_header_t *h) {
+  fl_profile_info_t *info = fl_profile_info(prof);
+  if (h->clock == FL_SAMPLER_CLOCK_WALL && info->kind == FL_PROFILE_CPU)
+    info->kind = FL_PROFILE_WALL;
+  if (h->clock == FL_SAMPLER_CLOCK_EVENT) {
+    const fl_event_t *ev = fl_event_by_config((uint32_t)h->event_type, h->event_config);
+    info->kind = FL_PROFILE_EVENT;
+    if (ev)
+      snprintf(info->event, sizeof info->event, "%s", ev->name);
+    else
+      snprintf(info->event, sizeof info->event, "perf event %llu:%llu",
+               (unsigned long long)h->event_type, (unsigned long long)h->event_config);
+  }
+}
+
 int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf, size_t bytes,
                        const fl_collect_opts_t *opts, char *err, size_t err_size) {
   if (!bytes) return 0;
   conv_t c;
   conv_begin(&c, prof, sym, opts, FL_SAMPLER_MAX_DEPTH);
-  size_t pos = 0, cap_tids = 0;
+  size_t pos = 0;
   fl_sampler_record_t rec;
   int r;
-  while ((r = fl_sampler_next(buf, bytes, &pos, &rec)) == 1) note_tid(&c, rec.tid, &cap_tids);
-  if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
-  pos = 0;
+  if (note_all_tids(&c, buf, bytes, false)) take_clock(prof, buf); /* the header is valid */
   while ((r = fl_sampler_next_any(buf, bytes, &pos, &rec)) == 1) {
     if (rec.n_pcs == 0) {
       c.names = fl__grow(c.names, &c.cap_names, c.n_names + 1, sizeof *c.names);
@@ -348,18 +388,6 @@ int fl_collect_samples(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf
   const fl_sampler_header_t *h = buf;
   fl_profile_info_t *info = fl_profile_info(prof);
   if (!info->interval_ns) info->interval_ns = h->interval_ns;
-  /* What the run measured: a wall-clock run's waits are in the records. */
-  if (h->clock == FL_SAMPLER_CLOCK_WALL && info->kind == FL_PROFILE_CPU)
-    info->kind = FL_PROFILE_WALL;
-  if (h->clock == FL_SAMPLER_CLOCK_EVENT) {
-    const fl_event_t *ev = fl_event_by_config((uint32_t)h->event_type, h->event_config);
-    info->kind = FL_PROFILE_EVENT;
-    if (ev)
-      snprintf(info->event, sizeof info->event, "%s", ev->name);
-    else
-      snprintf(info->event, sizeof info->event, "perf event %llu:%llu",
-               (unsigned long long)h->event_type, (unsigned long long)h->event_config);
-  }
   info->dropped += h->dropped;
   return 0;
 }
@@ -382,12 +410,10 @@ int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf,
                       char *err, size_t err_size) {
   conv_t c;
   conv_begin(&c, prof, sym, opts, FL_ALLOCS_MAX_DEPTH);
-  size_t pos = 0, cap_tids = 0;
+  size_t pos = 0;
   fl_allocs_record_t rec;
   int r = 0;
-  while (bytes && (r = fl_allocs_next(buf, bytes, &pos, &rec)) == 1)
-    note_tid(&c, rec.tid, &cap_tids);
-  if (c.n_tids > 1) qsort(c.tids, c.n_tids, sizeof *c.tids, cmp_int);
+  note_all_tids(&c, buf, bytes, true);
 
   /* The allocation functions, as the leaf frames under their callers. */
   uint32_t alloc_frame[FL_ALLOC_MEMALIGN + 1];
@@ -398,6 +424,7 @@ int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf,
     alloc_frame[k] = fl_profile_frame_id(prof, &fr);
   }
   const fl_allocs_header_t *h = buf;
+  fl_profile_info(prof)->kind = fl_collect_allocs_kind(aopts); /* before the samples */
   double rate = 1;
   if (bytes >= sizeof *h) memcpy(&rate, &h->sample_rate_bits, sizeof rate);
   if (!(rate > 0 && rate <= 1)) rate = 1;
@@ -428,7 +455,6 @@ int fl_collect_allocs(fl_profile_t *prof, fl_symbolizer_t *sym, const void *buf,
   }
   fl_profile_info_t *info = fl_profile_info(prof);
   info->sample_rate = rate;
-  info->kind = fl_collect_allocs_kind(aopts);
   if (bytes) {
     info->calls += h->calls;
     info->dropped += h->dropped;

@@ -249,7 +249,7 @@ static int chart_build(chart_t *c, const fl_tree_t *t, const fl_view_opts_t *v, 
   c->max_bars = max_bars;
   c->n_lanes = fl_timeline_n_lanes(c->tl);
   c->lanes = fl__xcalloc(c->n_lanes ? c->n_lanes : 1, sizeof *c->lanes);
-  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  const fl_profile_info_t *info = fl_tree_info(t);
   int max_depth = fl_tree_max_depth(t);
   for (size_t i = 0; i < c->n_lanes; i++) {
     const fl_lane_t *lane = fl_timeline_lane(c->tl, i);
@@ -380,10 +380,9 @@ static json_t *bar_value(const chart_t *c, const bar_t *b, strings_t *st) {
   else
     snprintf(thread, sizeof thread, "%d", l->thread);
   json_t *o = fl__nonnull(json_pack(
-      "{s:I,s:I,s:i,s:f,s:f,s:I,s:I}", "f", string_index(st, f->func ? f->func : "[unknown]"),
-      "th", string_index(st, thread), "d", b->depth, "t0", round((double)b->t0 / 1e3) / 1e6,
-      "t1", round((double)b->t1 / 1e3) / 1e6, "n", (json_int_t)b->weight,
-      "co", string_index(st, color)));
+      "{s:I,s:I,s:i,s:f,s:f,s:I,s:I}", "f", string_index(st, f->func ? f->func : "[unknown]"), "th",
+      string_index(st, thread), "d", b->depth, "t0", round((double)b->t0 / 1e3) / 1e6, "t1",
+      round((double)b->t1 / 1e3) / 1e6, "n", (json_int_t)b->weight, "co", string_index(st, color)));
   if (f->file) json_object_set_new(o, "fi", json_integer(string_index(st, f->file)));
   if (f->module && (!f->file || strcmp(f->module, f->file) != 0))
     json_object_set_new(o, "m", json_integer(string_index(st, f->module)));
@@ -407,8 +406,9 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   for (size_t i = 0; i < c->n; i++) {
     json_t *row = bar_value(c, &c->bars[i], &st);
     if (i == 0 || c->bars[i].lane != c->bars[i - 1].lane)
-      json_array_append_new(tops, fl__nonnull(json_pack("{s:O,s:f}", "k", json_object_get(row, "th"),
-                                                        "ly", c->lanes[c->bars[i].lane].top)));
+      json_array_append_new(
+          tops, fl__nonnull(json_pack("{s:O,s:f}", "k", json_object_get(row, "th"), "ly",
+                                      c->lanes[c->bars[i].lane].top)));
     json_array_append_new(values, row);
   }
   fl__strset_free(&st.set);
@@ -426,9 +426,9 @@ static json_t *vegalite_of(const fl_tree_t *t, const fl_view_opts_t *v, const ch
   json_array_append_new(tr, lookup("m", "module"));
   json_array_append_new(tr, lookup("th", "thread"));
   json_array_append_new(tr, lookup("co", "color"));
-  json_array_append_new(tr, fl__nonnull(json_pack("{s:s,s:{s:{s:s},s:s,s:[s]}}", "lookup", "th",
-                                                  "from", "data", "name", "lanetops", "key", "k",
-                                                  "fields", "ly")));
+  json_array_append_new(
+      tr, fl__nonnull(json_pack("{s:s,s:{s:{s:s},s:s,s:[s]}}", "lookup", "th", "from", "data",
+                                "name", "lanetops", "key", "k", "fields", "ly")));
   snprintf(expr, sizeof expr, "datum.ly + %g + %g * (datum.d - 1)", LANE_LABEL_PX, LEVEL_PX);
   json_array_append_new(tr, fl__vl_calculate(expr, "y"));
   snprintf(expr, sizeof expr, "datum.y + %g", LEVEL_PX - 1);
@@ -689,7 +689,7 @@ static void put_us(fl__buf_t *b, uint64_t ns) {
 /* An int, as fl__buf_u64 writes it (without printf: one per event). */
 static void put_int(fl__buf_t *b, int v) {
   if (v < 0) fl__buf_putc(b, '-');
-  fl__buf_u64(b, v < 0 ? (uint64_t)-(int64_t)v : (uint64_t)v);
+  fl__buf_u64(b, v < 0 ? (uint64_t) - (int64_t)v : (uint64_t)v);
 }
 
 /* The trace events of the chart's bars: a complete event ("ph":"X") per
@@ -703,7 +703,7 @@ char *fl_trace(const fl_tree_t *t, const fl_view_opts_t *v, fl_budget_t *budget,
                char *err, size_t err_size) {
   chart_t c = {.budget = budget};
   if (chart_build(&c, t, v, SIZE_MAX, err, err_size) < 0) return NULL;
-  const fl_profile_info_t *info = fl_profile_info_const(fl_tree_profile(t));
+  const fl_profile_info_t *info = fl_tree_info(t);
   if (c.refused) {
     char subject[300];
     snprintf(subject, sizeof subject, "writing the trace events%s%s", *info->source ? " of " : "",
@@ -738,7 +738,7 @@ char *fl_trace(const fl_tree_t *t, const fl_view_opts_t *v, fl_budget_t *budget,
     uint32_t id = bar->node->id;
     if (!heads[id]) {
       const fl_frame_t *f = &bar->node->frame;
-      const char *cat = !(f->flags & FL_FRAME_OFFCPU)   ? "on-cpu"
+      const char *cat = !(f->flags & FL_FRAME_OFFCPU)    ? "on-cpu"
                         : (f->flags & FL_FRAME_RUNNABLE) ? "runnable"
                                                          : "off-cpu";
       fl__buf_clear(&q);

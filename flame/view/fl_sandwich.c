@@ -54,11 +54,12 @@ static int sandwich_build(sandwich_t *s, const fl_tree_t *t, const fl_view_opts_
              "callees (for example focus=main)");
     return -1;
   }
+  /* Profiles of the kind t draws: their samples are t's. */
   const fl_profile_t *p = fl_tree_profile(t);
-  s->callers = fl_profile_new(fl_profile_info_const(p)->kind);
-  s->callees = fl_profile_new(fl_profile_info_const(p)->kind);
-  *fl_profile_info(s->callers) = *fl_profile_info_const(p);
-  *fl_profile_info(s->callees) = *fl_profile_info_const(p);
+  s->callers = fl_profile_new(fl_tree_kind(t));
+  s->callees = fl_profile_new(fl_tree_kind(t));
+  *fl_profile_info(s->callers) = *fl_tree_info(t);
+  *fl_profile_info(s->callees) = *fl_tree_info(t);
   int depth = fl_tree_max_depth(t);
   const fl_node_t **path = fl__xmalloc((size_t)depth + 1, sizeof *path);
   uint32_t *stack = fl__xmalloc((size_t)depth + 1, sizeof *stack);

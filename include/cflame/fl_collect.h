@@ -63,6 +63,12 @@ typedef struct fl_collect_opts {
   void *ctx;               /* the rule's */
   int main_tid;            /* the thread numbered 1: the process's pid */
   const fl_frame_t *root;  /* NULL, or a frame above every stack */
+  /* The run's other buffer (an allocation recording's samples of CPU
+   * time), whose threads are numbered too, so that a thread has one
+   * number in the samples of both kinds. NULL: none. */
+  const void *also;
+  size_t also_bytes;
+  bool also_allocs; /* also is an allocation buffer, else a sample buffer */
 } fl_collect_opts_t;
 
 /* The description of a frame the symbolizer found at pc: func (NULL:

@@ -71,8 +71,8 @@
  * says what was found and what a valid line looks like, and adds nothing.
  *
  * Out: fl_folded writes folded stacks, fl_pprof pprof, fl_speedscope and
- * fl_trace their JSON, fl_html_page a standalone page; fl_output_format_of_path says which a file's name asks
- * for. */
+ * fl_trace their JSON, fl_html_page a standalone page; fl_output_format_of_path says which a file's
+ * name asks for. */
 #ifndef FL_IO_H
 #define FL_IO_H
 
@@ -278,6 +278,13 @@ size_t fl_folded_bytes(const fl_tree_t *t);
  * for every sample. pprof's values are int64: a larger value is written
  * as INT64_MAX. New buffer of *size bytes (free it). */
 char *fl_pprof(const fl_tree_t *t, size_t *size);
+/* fl_pprof of a profile of several kinds: trees[0 .. n) of one profile,
+ * each of another kind (fl_tree_opts_t.kind), the first the kind drawn.
+ * Each kind's sample types follow the previous kind's, the first's its
+ * period and the default sample type its measure; a sample has its
+ * values in its kind's types and 0 in the others', as fl_read_profile
+ * reads it back, each sample of its kind. */
+char *fl_pprof_kinds(const fl_tree_t *const *trees, size_t n, size_t *size);
 
 /* speedscope's file format (its JSON schema,
  * https://www.speedscope.app/file-format-schema.json) of a tree, as drawn

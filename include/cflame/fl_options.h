@@ -104,15 +104,16 @@ typedef struct fl_optval {
 typedef struct fl_option {
   const char *name;
   fl_opt_type_t type;
-  const char *choices;     /* FL_OPT_ENUM */
-  double min, max;         /* FL_OPT_INT, FL_OPT_DOUBLE; no range when min > max */
-  const char *help;        /* one line */
-  const char *def;         /* the default, written as a value ("0.001"); NULL: none */
-  const char *def_command; /* the command's default where it differs; NULL: def; "": none */
-  const char *shown_def;   /* how help shows the default when def cannot say it
-                              ("sized to the depth"); NULL: def, or "none" */
+  const char *choices;           /* FL_OPT_ENUM */
+  double min, max;               /* FL_OPT_INT, FL_OPT_DOUBLE; no range when min > max */
+  const char *help;              /* one line */
+  const char *def;               /* the default, written as a value ("0.001"); NULL: none */
+  const char *def_command;       /* the command's default where it differs; NULL: def; "": none */
+  const char *shown_def;         /* how help shows the default when def cannot say it
+                                    ("sized to the depth"); NULL: def, or "none" */
   const char *shown_def_command; /* the command's, where it differs; NULL: shown_def */
-  const char *metavar;     /* the command's placeholder ("SHARE"); NULL: by type */
+  const char *metavar;           /* the command's placeholder ("SHARE"; an enum's instead of
+                                    its choices, which its help then names); NULL: by type */
   /* For a number: what a valid value is, which a bad one's message says
    * instead of the range ("seconds from 0.00001 to 10, such as 0.001":
    * "--delay 0: expected seconds ..."). NULL: "is out of range (MIN..MAX)". */

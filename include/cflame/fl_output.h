@@ -70,6 +70,14 @@ char *fl_views_markdown(fl_front_t front);
  * front end that draws a tree by itself says it too. New string. */
 char *fl_output_empty_note(const fl_tree_t *t, const fl_options_t *o);
 
+/* Of a profile of several kinds, the one drawn (kind, or FL_TREE_KIND_MAIN:
+ * info.kind) and the others, each with the option that draws it as
+ * front writes it: "CPU time (kind=cpu); also holds: allocated bytes
+ * (kind=alloc_bytes)". NULL for a profile of one kind. Every output of
+ * fl_output says it (the views' note, a text's first line), and so does
+ * %profload. New string. */
+char *fl_output_kinds_note(const fl_profile_t *p, int kind, fl_front_t front);
+
 /* The output of r, *len bytes. Formats of every sample (folded, pprof)
  * take minwidth 0 unless the options give it; pprof takes every frame by
  * line unless lines is given (its readers merge lines into functions). A diff as folded stacks is

@@ -8,10 +8,14 @@
  * sample hit), with a weight, the thread it came from and when it was
  * taken, and the names of threads where they are known.
  *
- * Weights are in the unit of the profile's kind (fl_kind): for CPU time one
- * unit is one sampling interval of CPU time (so a weight of 3 says "this
- * stack ran for three intervals"); for allocated bytes it is bytes, and each
- * sample also carries the number of allocations it stands for.
+ * Each sample says what it counts, its kind (fl_kind), and its weight is
+ * in that kind's unit: for CPU time one unit is one sampling interval of
+ * CPU time (so a weight of 3 says "this stack ran for three intervals");
+ * for allocated bytes it is bytes, and each sample also carries the number
+ * of allocations it stands for. A profile may hold samples of several
+ * kinds (CPU time and allocations from one run): info.kind is the one a
+ * view draws unless told otherwise, and the shapes built from samples take
+ * the samples of one kind.
  *
  * Samples keep the order they were added in, and each its own time stamp
  * and thread: the merged tree (fl_tree), the inverted tree, a thread's
@@ -40,7 +44,7 @@
 
 CFLAME_BEGIN_DECLS
 
-/* What a profile's samples measure: one dimension of the profile. Every
+/* What a sample measures. Every
  * consumer asks fl_kind() what a kind's weights are (their unit, the words
  * that name them, whether they are time, their pprof sample type) rather
  * than naming kinds, so that a new kind of sample is one value here, one
@@ -76,6 +80,9 @@ typedef struct fl_kind_info {
                                 info.sample_rate applies */
   bool bytes;                /* weights are bytes (drawn as B, KiB, MiB) */
   bool live;                 /* only what was still allocated when the run ended */
+  const char *what;          /* what its samples count, for a reader choosing among
+                                the kinds a profile holds: "CPU time",
+                                "allocated bytes" */
   /* pprof: the sample type of the weights and its unit ("cpu"/"nanoseconds",
    * "alloc_space"/"bytes", "inuse_objects"/"count"), and the companion
    * count ("samples" for time, the "..._objects" of bytes; NULL: none). */
@@ -133,7 +140,11 @@ typedef struct fl_frame {
 typedef struct fl_profile fl_profile_t;
 
 typedef struct fl_profile_info {
-  fl_profile_kind_t kind; /* what the weights measure: fl_kind(kind) */
+  fl_profile_kind_t kind; /* the kind a view draws unless told otherwise: the
+                             first collector's, and the kind of the samples
+                             fl_profile_add_sample adds. samples,
+                             total_weight and total_allocs are its totals
+                             (fl_profile_kind_totals: any kind's) */
   uint64_t interval_ns;   /* sampling interval (time kinds); 0 for allocations */
   double sample_rate;     /* allocation sampling probability (1 = every call) */
   uint64_t samples;       /* samples taken (not weighted) */
@@ -202,10 +213,11 @@ size_t fl_profile_n_frames(const fl_profile_t *p);
  * indexes and its strings, as allocated (malloc's own overhead aside). */
 size_t fl_profile_bytes(const fl_profile_t *p);
 
-/* Adds a sample: n frame ids from the root to the leaf (n may be 0: the
- * root's own time). thread is the thread it was taken on (an OS thread id,
- * or 0). weight >= 1; allocs is the number of allocations it stands for (0
- * for CPU profiles). Its time stamp is 0 (unknown). Returns 0, or -1 when
+/* Adds a sample of info.kind: n frame ids from the root to the leaf (n may
+ * be 0: the root's own time). thread is the thread it was taken on (an OS
+ * thread id, or 0). weight >= 1; allocs is the number of allocations it
+ * stands for (0 for CPU profiles). Its time stamp is 0 (unknown). Set
+ * info.kind before adding: a sample's kind never changes. Returns 0, or -1 when
  * the profile's budget refuses it (fl_profile_set_budget), and then adds
  * nothing; without a budget it always returns 0. Out of memory aborts
  * with a message: a profile that silently lost samples would mislead. */
@@ -216,6 +228,23 @@ int fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint
  * epoch), the same for every sample of a profile; 0 when unknown. */
 int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, uint64_t weight,
                              uint64_t allocs, int thread, uint64_t time_ns);
+/* fl_profile_add_sample_at of a sample of kind, which need not be
+ * info.kind: a collector that takes two kinds in one run (CPU time and
+ * allocations) adds each sample with its own. */
+int fl_profile_add_sample_of(fl_profile_t *p, fl_profile_kind_t kind, const uint32_t *stack,
+                             size_t n, uint64_t weight, uint64_t allocs, int thread,
+                             uint64_t time_ns);
+
+/* What a profile holds of one kind: its samples (not weighted), the sum of
+ * their weights and of their allocation counts. */
+typedef struct fl_kind_totals {
+  uint64_t samples, weight, allocs;
+} fl_kind_totals_t;
+/* The totals of p's samples of kind (all 0 when it holds none). For
+ * info.kind they are info's samples, total_weight and total_allocs. */
+void fl_profile_kind_totals(const fl_profile_t *p, fl_profile_kind_t kind, fl_kind_totals_t *out);
+/* The kinds p holds a sample of, a bit (1u << kind) each; 0 when empty. */
+uint32_t fl_profile_kinds(const fl_profile_t *p);
 
 /* From now on, charges b (borrowed; NULL: none) for what p grows by as
  * samples and frames are added: a new distinct stack, frame or sample
@@ -251,8 +280,14 @@ const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i);
 /* Adds every sample of src to p (frames re-interned), and src's dropped
  * count, CPU and wall-clock seconds and runs, and the names of its threads
  * that p has no name for; p takes src's interval if it has none.
- * Their kinds must be comparable (fl_kind_comparable); p keeps its own.
- * p may be src (which doubles it).
+ * Kinds are matched one by one: a sample of src's info.kind becomes one of
+ * p's info.kind when the two are comparable (fl_kind_comparable) and p
+ * holds no sample of src's kind already; a sample of another kind becomes
+ * one of the kind p holds that is comparable to it, else keeps its own
+ * (a collector of two kinds merges the second into the first so). p
+ * keeps its info.kind. p may be src (which doubles it). Whether profiles
+ * of different kinds may join is the caller's to say (fl_read_profile
+ * refuses to add an allocation profile to a CPU one).
  *
  * Time is merged as time: when p and src are time profiles (fl_kind's
  * time) sampled at different known intervals, every weight of both is
@@ -278,7 +313,8 @@ bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src);
  * --per-input). root NULL: fl_profile_merge. */
 void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_frame_t *root);
 
-/* Removes every sample and thread name; keeps the kind, interval and
+/* Removes every sample and thread name (and so every kind but info's);
+ * keeps the kind, interval and
  * sample rate, and the frames (their ids stay valid). The other info
  * fields are zeroed. */
 void fl_profile_clear(fl_profile_t *p);
@@ -291,8 +327,9 @@ void fl_profile_clear(fl_profile_t *p);
 size_t fl_profile_n_samples(const fl_profile_t *p);
 size_t fl_profile_n_stacks(const fl_profile_t *p);
 typedef struct fl_sample {
-  uint32_t node; /* the stack's leaf node (FL_PROFILE_EMPTY_STACK when n is 0) */
-  size_t n;      /* its depth: how many frames */
+  fl_profile_kind_t kind; /* what its weight counts */
+  uint32_t node;          /* the stack's leaf node (FL_PROFILE_EMPTY_STACK when n is 0) */
+  size_t n;               /* its depth: how many frames */
   uint64_t weight;
   uint64_t allocs;
   int thread;
@@ -326,16 +363,19 @@ uint32_t fl_profile_node_frame(const fl_profile_t *p, uint32_t node);
 /* The distinct threads seen, ascending. *threads is new (free it). */
 size_t fl_profile_threads(const fl_profile_t *p, int **threads);
 
-/* A thread's weight running and waiting: off is the weight of its samples
+/* A thread's weight running and waiting, of the samples of one kind: off
+ * is the weight of its samples
  * whose innermost frame is a wait (FL_FRAME_OFFCPU), on the rest; runnable
  * the part of off whose wait was for a CPU (FL_FRAME_RUNNABLE). */
 typedef struct fl_thread_weights {
   int thread;
   uint64_t on, off, runnable;
 } fl_thread_weights_t;
-/* Each thread's weights, by thread ascending, into *out (new: free it;
- * NULL when there are no samples). Returns how many threads. */
-size_t fl_profile_thread_weights(const fl_profile_t *p, fl_thread_weights_t **out);
+/* Each thread's weights in p's samples of kind, by thread ascending, into
+ * *out (new: free it; NULL when there are none); a thread without a sample
+ * of kind is left out. Returns how many threads. */
+size_t fl_profile_thread_weights(const fl_profile_t *p, fl_profile_kind_t kind,
+                                 fl_thread_weights_t **out);
 
 CFLAME_END_DECLS
 

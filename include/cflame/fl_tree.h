@@ -44,6 +44,12 @@
  *            contains the text (or matches the POSIX extended regex when
  *            filter_is_regex). Every recorded frame counts, also those that
  *            C=false folds away.
+ *   kind     keep only samples of this kind (fl_profile_kind_t;
+ *            FL_TREE_KIND_MAIN: the profile's info.kind). A profile that
+ *            holds samples but none of kind is an error naming the kinds
+ *            it holds. Every shape built from the tree (its timeline,
+ *            lines, totals, the views and writers) takes the samples it
+ *            takes (fl_tree_node_of).
  *   threads  keep only samples of these n_threads threads (NULL: all).
  *   minwidth hide frames whose count is below this share of the root's
  *            count, with their subtrees (their weight stays in the parent's
@@ -89,7 +95,11 @@ typedef enum fl_recur { FL_RECUR_OFF, FL_RECUR_FLAT } fl_recur_t;
  * 0: the option table has no default for lines, so it is the zero. */
 typedef enum fl_lines { FL_LINES_AUTO, FL_LINES_ON, FL_LINES_OFF } fl_lines_t;
 
+/* fl_tree_opts_t.kind's default: the profile's info.kind. */
+#define FL_TREE_KIND_MAIN (-1)
+
 typedef struct fl_tree_opts {
+  int kind; /* a fl_profile_kind_t, or FL_TREE_KIND_MAIN (the default) */
   bool C;
   bool combine;
   fl_lines_t lines;
@@ -156,6 +166,12 @@ void fl_tree_destroy(fl_tree_t **t);
 
 const fl_node_t *fl_tree_root(const fl_tree_t *t);
 const fl_profile_t *fl_tree_profile(const fl_tree_t *t);
+/* The kind of the samples t takes (fl_tree_opts_t.kind, resolved). */
+fl_profile_kind_t fl_tree_kind(const fl_tree_t *t);
+/* The profile's info as t draws it: its kind is t's, and samples,
+ * total_weight and total_allocs that kind's totals (fl_profile_kind_totals).
+ * What every drawing of t reads for units, words and totals. Borrowed. */
+const fl_profile_info_t *fl_tree_info(const fl_tree_t *t);
 /* The visible nodes in depth-first pre-order (the root first), node i
  * having id i; borrowed. fl_tree_node: NULL when i is out of range. */
 size_t fl_tree_n_nodes(const fl_tree_t *t);
@@ -184,8 +200,8 @@ size_t fl_tree_narrow(const fl_tree_t *t, const fl_node_t *n, const fl_narrow_t 
                       uint64_t *weight);
 
 /* The drawn node sample s (of the tree's profile) ends in: the node its
- * weight is self weight of. NULL when the tree leaves it out (its thread
- * or the filter) or minwidth hides its node. */
+ * weight is self weight of. NULL when the tree leaves it out (its kind,
+ * its thread or the filter) or minwidth hides its node. */
 const fl_node_t *fl_tree_node_of(const fl_tree_t *t, const fl_sample_t *s);
 
 /* What a frame is called on the graph: its function name, and where a

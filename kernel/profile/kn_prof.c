@@ -113,19 +113,29 @@ void kn_prof_set_owner(kn_prof_t *p, const fl_cancel_flag_t *cancel, bool (*clai
 
 /* Whether p may change now: no job owns it, or its job claims it (and was
  * not cancelled first). */
-static bool may_change(kn_prof_t *p) { return !p->claim || p->claim(p->claim_ctx); }
+static bool may_change(kn_prof_t *p) {
+  return !p->claim || p->claim(p->claim_ctx);
+}
 
 void kn_prof_set_interrupt(kn_prof_t *p, const fl_cancel_flag_t *interrupt) {
   p->interrupt = interrupt;
 }
 
-bool kn_prof_claim(kn_prof_t *p) { return may_change(p); }
+bool kn_prof_claim(kn_prof_t *p) {
+  return may_change(p);
+}
 
-bool kn_prof_interrupted(const kn_prof_t *p) { return p->interrupt && atomic_load(p->interrupt); }
+bool kn_prof_interrupted(const kn_prof_t *p) {
+  return p->interrupt && atomic_load(p->interrupt);
+}
 
-const fl_cancel_flag_t *kn_prof_cancel_flag(const kn_prof_t *p) { return p->cancel; }
+const fl_cancel_flag_t *kn_prof_cancel_flag(const kn_prof_t *p) {
+  return p->cancel;
+}
 
-bool kn_prof_cancelled(const kn_prof_t *p) { return p->cancel && atomic_load(p->cancel); }
+bool kn_prof_cancelled(const kn_prof_t *p) {
+  return p->cancel && atomic_load(p->cancel);
+}
 
 void kn_prof_set_dir(kn_prof_t *p, const char *session_dir) {
   free(p->buffer_path);
@@ -667,7 +677,7 @@ char *kn_prof_summary(kn_prof_t *p, const fl_profile_t *prof) {
   }
   bool wall = kind->measure == FL_PROFILE_WALL;
   fl_thread_weights_t *threads = NULL;
-  size_t n_threads = wall ? fl_profile_thread_weights(prof, &threads) : 0;
+  size_t n_threads = wall ? fl_profile_thread_weights(prof, info->kind, &threads) : 0;
   /* Time runnable (waiting for a CPU) is said apart from waits in calls,
    * where there was any: a thread's three parts add up to its wall time. */
   uint64_t runnable = 0;

@@ -100,8 +100,8 @@ static json_t *draw_bundle(kn_prof_t *kp, const fl_profile_t *prof, const fl_pro
 static json_t *show(kn_prof_t *kp, const fl_profile_t *prof, const fl_profile_t *baseline,
                     const kn_profreq_t *req, const char *root_name, char *err, size_t err_size) {
   char *note = graph_note(kp, prof, baseline != NULL, req);
-  json_t *bundle = draw_bundle(kp, prof, baseline, req, root_name, note, kn_prof_cancel_flag(kp),
-                               err, err_size);
+  json_t *bundle =
+      draw_bundle(kp, prof, baseline, req, root_name, note, kn_prof_cancel_flag(kp), err, err_size);
   if (bundle) remember(kp, prof, baseline, req, root_name, note, bundle);
   free(note);
   if (!bundle) return NULL;
@@ -204,8 +204,8 @@ int kn_profmagic_save(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
     opts->draw.tree.lines = FL_LINES_OFF;
   /* The graph as the notebook drew it: its note, and an HTML page named
    * after what it shows. */
-  char *note = shown && last.note ? fl__xstrdup(last.note)
-                                  : graph_note(NULL, prof, baseline != NULL, opts);
+  char *note =
+      shown && last.note ? fl__xstrdup(last.note) : graph_note(NULL, prof, baseline != NULL, opts);
   opts->draw.view.note = note;
   fl__buf_t page_title = FL__BUF_INIT;
   if (!opts->draw.view.title) {
@@ -367,6 +367,10 @@ int kn_profmagic_load(kn_prof_t *kp, const char *args, kn_magic_result_t *res, c
       fl__buf_printf(&sb, " (it replaces the %llu samples there)", (unsigned long long)before);
     fl__buf_puts(&sb, "; show it with %profshow or %profprint.\n");
   }
+  char *kinds =
+      fl_output_kinds_note(p ? p : kn_prof_session(kp), FL_TREE_KIND_MAIN, FL_FRONT_NOTEBOOK);
+  if (kinds) fl__buf_printf(&sb, "Its kinds: %s.\n", kinds);
+  free(kinds);
   *output = fl__buf_take(&sb);
   rc = 0;
 out:

@@ -482,17 +482,15 @@ def test_format_from_the_ending(bins, tmp_path, name, check):
     assert check((tmp_path / name).read_text())
 
 
-def test_pprof_output_read_by_go_tool_pprof(bins, tmp_path):
-    # The recording as pprof: go tool pprof, the reference reader, gives the
-    # split the folded output gives.
+def go_pprof_cum(path, tmp_path, *args):
+    """{function: cum %} from `go tool pprof -top` (the reference reader) of
+    the pprof file path, and what it printed."""
     go = shutil.which("go")
     if not go:
         pytest.fail("go is missing: install Debian's golang-go (scripts/deps.sh lists it)")
-    r = recorded("-o", "split.pb.gz", "--no-lines", "--", bins["prog"], "split", ITERS,
-                 cwd=tmp_path)
     env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"),
                GOENV="off", GOPROXY="off")
-    top = subprocess.run([go, "tool", "pprof", "-top", "-nodefraction=0", str(tmp_path / "split.pb.gz")],
+    top = subprocess.run([go, "tool", "pprof", "-top", "-nodefraction=0", *args, str(path)],
                          capture_output=True, text=True, env=env, timeout=120)
     assert top.returncode == 0, top.stderr
     cum = {}
@@ -500,11 +498,20 @@ def test_pprof_output_read_by_go_tool_pprof(bins, tmp_path):
         m = re.match(r"\s*\S+\s+[\d.]+%\s+[\d.]+%\s+\S+\s+([\d.]+)%\s+(\S+)", line)
         if m:
             cum[m.group(2)] = float(m.group(1))
+    return cum, top.stdout
+
+
+def test_pprof_output_read_by_go_tool_pprof(bins, tmp_path):
+    # The recording as pprof: go tool pprof, the reference reader, gives the
+    # split the folded output gives.
+    r = recorded("-o", "split.pb.gz", "--no-lines", "--", bins["prog"], "split", ITERS,
+                 cwd=tmp_path)
+    cum, said = go_pprof_cum(tmp_path / "split.pb.gz", tmp_path)
     cpu = program_json(r.stdout)
     measured = share_points(cpu["three"], cpu["one"] + cpu["three"])
     got = share_points(cum["three"], cum["one"] + cum["three"])
     n = samples_in(r.stderr) * (cum["one"] + cum["three"]) / 100.0
-    check_share(got, measured, n, top.stdout)
+    check_share(got, measured, n, said)
 
 
 def test_output_names_pid_and_format_option(bins, tmp_path):
@@ -788,6 +795,78 @@ def test_allocs_estimated_below_rate_1(bins, tmp_path):
                  bins["prog"], "allocs", cwd=tmp_path)
     assert "estimated from" in r.stderr and "sample rate 0.1" in r.stderr
     assert weight(folded(tmp_path / "est.folded"), "leaky", "malloc") > 0
+
+
+
+def test_allocs_keep_the_cpu_samples_as_a_second_kind(bins, tmp_path):
+    """--allocs also samples CPU time: one profile of two kinds. By default
+    it draws the allocations (bytes split 1:3 between small_allocs() and
+    big_allocs(), exact at --sample-rate 1), with --kind cpu the CPU time
+    (one() and three() split as the program measured); go tool pprof, the
+    reference reader, finds both in the pprof file."""
+    skip_allocs_in_sanitizer_builds(bins, tmp_path)
+    r = recorded("--allocs", "--sample-rate", "1", "--no-lines", "-o", "both.pb.gz", "--",
+                 bins["prog"], "splitallocs", ITERS, cwd=tmp_path)
+    assert re.search(r"and [\d,]+ samples every 1 ms of CPU \(--kind cpu\)", r.stderr), r.stderr
+    both = tmp_path / "both.pb.gz"
+
+    def drawn(name, *args):
+        d = subprocess.run([CFLAME, str(both), "--no-lines", "-o", str(tmp_path / name), *args],
+                           capture_output=True, text=True, timeout=120)
+        assert d.returncode == 0, d.stderr
+        return tmp_path / name
+
+    stacks = folded(drawn("bytes.folded"))
+    assert weight(stacks, "small_allocs", "malloc") == 1000 * 100, stacks
+    assert weight(stacks, "big_allocs", "malloc") == 1000 * 300, stacks
+    assert weight(stacks, "one") == weight(stacks, "three") == 0
+    stacks = folded(drawn("cpu.folded", "--kind", "cpu"))
+    assert weight(stacks, "small_allocs", "malloc") < 0.05 * weight(stacks, "three"), stacks
+    cpu = program_json(r.stdout)
+    measured = share_points(cpu["three"], cpu["one"] + cpu["three"])
+    n = weight(stacks, "one") + weight(stacks, "three")
+    check_share(share_points(weight(stacks, "three"), n), measured, n)
+    text = drawn("cpu.txt", "--kind", "cpu").read_text()
+    assert text.startswith("CPU time (--kind cpu); also holds: allocated bytes "
+                           "(--kind alloc_bytes)\n"), text[:200]
+    bad = subprocess.run([CFLAME, str(both), "--kind", "live_bytes"], capture_output=True,
+                         text=True)
+    assert bad.returncode != 0
+    assert ("the profile holds no bytes still allocated at the end (live_bytes); choose cpu "
+            "(CPU time) or alloc_bytes (allocated bytes)") in bad.stderr, bad.stderr
+    # go tool pprof: the same file, each kind by its sample type.
+    space, said = go_pprof_cum(both, tmp_path, "-sample_index=alloc_space")
+    assert abs(space["big_allocs"] - 3 * space["small_allocs"]) < 0.1, said
+    assert "one" not in space and "three" not in space, said
+    on_cpu, said = go_pprof_cum(both, tmp_path, "-sample_index=cpu")
+    got = share_points(on_cpu["three"], on_cpu["one"] + on_cpu["three"])
+    check_share(got, measured, n, said)
+    assert "small_allocs" not in on_cpu or on_cpu["small_allocs"] < 5, said
+
+
+
+def test_allocs_and_cpu_samples_number_threads_alike(bins, tmp_path):
+    """A thread has one number in both kinds of an --allocs recording: the
+    burner, started first, allocates nothing; the allocator's allocations
+    are on the thread its CPU samples name "allocator" (speedscope's
+    profile per thread, "thread N: name")."""
+    skip_allocs_in_sanitizer_builds(bins, tmp_path)
+    recorded("--allocs", "--sample-rate", "1", "-o", "t.pb.gz", "--", bins["prog"],
+             "threadallocs", ITERS, cwd=tmp_path)
+
+    def threads(*args):
+        out = tmp_path / "t.speedscope.json"
+        d = subprocess.run([CFLAME, str(tmp_path / "t.pb.gz"), "-o", str(out), *args],
+                           capture_output=True, text=True, timeout=120)
+        assert d.returncode == 0, d.stderr
+        doc = json.loads(out.read_text())
+        return {p["name"]: sum(p["weights"]) for p in doc["profiles"]}
+
+    allocs, cpu = threads(), threads("--kind", "cpu")
+    named = [name for name in allocs if name.endswith(": allocator")]
+    assert named and allocs[named[0]] >= 1000 * 100, (allocs, cpu)
+    assert not any(name.endswith(": burner") for name in allocs), (allocs, cpu)
+    assert named[0] in cpu and any(name.endswith(": burner") for name in cpu), (allocs, cpu)
 
 
 # ---- MPI ----

@@ -301,6 +301,50 @@ def test_profsave_pprof_of_allocations_and_of_a_diff(kc, tmp_path):
     assert not (tmp_path / "diff.pb.gz").exists()
 
 
+def test_profload_of_two_kinds_draws_each_by_kind(kc, tmp_path):
+    """A pprof file of two kinds (CPU time split 1:3 between one and three,
+    samples of 1 ms; bytes split 1:3 between small and big; its last sample
+    type, bytes, the format's default) loads as one profile: the graph draws the bytes and
+    says what else it holds, kind=cpu the CPU time, %profsave kind=cpu
+    saves it, and a kind it does not hold is refused naming those it
+    does; %profload says which kinds it holds."""
+    from pprof_write import profile  # (tests/lib)
+    ms = 1_000_000
+    data = profile(["main", "one", "three", "small", "big"],
+                   [([1, 0], [1, ms, 0, 0])] * 10 + [([2, 0], [1, ms, 0, 0])] * 30
+                   + [([3, 0], [0, 0, 4, 1000]), ([4, 0], [0, 0, 4, 3000])],
+                   sample_type=[("samples", "count"), ("cpu", "nanoseconds"),
+                                ("alloc_objects", "count"), ("alloc_space", "bytes")],
+                   gzipped=True)
+    path = tmp_path / "two.pb.gz"
+    path.write_bytes(data)
+    said = ok(kc, f"%profload {path}")
+    assert ("Its kinds: allocated bytes (kind=alloc_bytes); also holds: CPU time (kind=cpu)."
+            in said), said
+
+    def counts(bundle):
+        return {r["func"]: r["count"] for r in rows_of(bundle) if r["parent"] is not None}
+
+    bundle = flame(kc, "%profshow minwidth=0")[0]
+    STORE.add(bundle, "two-kinds-bytes")
+    got = counts(bundle)
+    assert (got["small"], got["big"]) == (1000, 3000) and "one" not in got, got
+    assert ("allocated bytes (kind=alloc_bytes); also holds: CPU time (kind=cpu)"
+            in bundle["text/plain"]), bundle["text/plain"]
+    bundle = flame(kc, "%profshow minwidth=0 kind=cpu")[0]
+    STORE.add(bundle, "two-kinds-cpu")
+    got = counts(bundle)
+    assert (got["one"], got["three"]) == (10, 30) and "small" not in got, got
+    saved = tmp_path / "cpu.folded"
+    ok(kc, f"%profsave {saved} kind=cpu")
+    assert sorted(folded_lines(saved)) == [("main;one", 10), ("main;three", 30)]
+    reply, _ = fails(kc, "%profshow kind=live_bytes", "MagicError")
+    assert ("the profile holds no bytes still allocated at the end (live_bytes); choose cpu "
+            "(CPU time) or alloc_bytes (allocated bytes)") in reply["evalue"], reply["evalue"]
+    reply, _ = fails(kc, "%profshow kind=heap", "MagicError")
+    assert "kind=heap is not valid; choose cpu, wall, offcpu, alloc_bytes" in reply["evalue"]
+
+
 def test_profload_bad_pprof_names_the_file(kc, tmp_path):
     show(kc, PROFILED, "before-bad-pprof")
     good = tmp_path / "good.pb.gz"

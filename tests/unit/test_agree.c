@@ -2,7 +2,9 @@
 /* Every view of one profile tells the same numbers: property tests over
  * generated profiles (random trees, several threads, CPU and allocation
  * kinds, recursion, cell functions redefined in a later cell) and over
- * diffs of two of them.
+ * diffs of two of them. A profile that holds CPU and allocation samples
+ * together is drawn with kind= each of them: every view and format shows
+ * the samples of that kind and none of the other's.
  *
  * What the samples say is computed here, from the samples themselves: per
  * function (name, file, module) the weight of the samples whose stack
@@ -115,7 +117,8 @@ static uint32_t frame_of(fl_profile_t *p, const gfunc_t *gf, int line) {
 /* n_samples random stacks from the cell's statements down: each frame a
  * function of g (recursion: a function may come again), on up to three
  * threads, time stamps increasing. */
-static void gen_samples(fl_profile_t *p, const gen_t *g, int n_stacks, bool allocs) {
+static void gen_samples(fl_profile_t *p, const gen_t *g, int n_stacks, fl_profile_kind_t kind) {
+  bool allocs = fl_kind(kind)->allocs;
   uint64_t t = 1000000;
   for (int s = 0; s < n_stacks; s++) {
     uint32_t ids[MAX_DEPTH];
@@ -130,15 +133,23 @@ static void gen_samples(fl_profile_t *p, const gen_t *g, int n_stacks, bool allo
     }
     uint64_t w = allocs ? 16 * (1 + pick(64)) : 1 + pick(5);
     t += 1000000 * (1 + pick(3));
-    fl_profile_add_sample_at(p, ids, depth, w, allocs ? 1 : 0, 1 + (int)pick(3), t);
+    fl_profile_add_sample_of(p, kind, ids, depth, w, allocs ? 1 : 0, 1 + (int)pick(3), t);
   }
 }
 
 static fl_profile_t *gen_profile(const gen_t *g, fl_profile_kind_t kind, int n_stacks) {
   fl_profile_t *p = fl_profile_new(kind);
-  if (kind == FL_PROFILE_CPU) fl_profile_info(p)->interval_ns = 1000000;
-  gen_samples(p, g, n_stacks, kind == FL_PROFILE_ALLOC_BYTES);
+  fl_profile_info(p)->interval_ns = 1000000;
+  gen_samples(p, g, n_stacks, kind);
   return p;
+}
+
+/* The kind the views are drawn with (kind=) and the samples tallied; -1:
+ * the profile's own. */
+static int kind_shown = -1;
+
+static fl_profile_kind_t shown_of(const fl_profile_t *p) {
+  return kind_shown < 0 ? fl_profile_info_const(p)->kind : (fl_profile_kind_t)kind_shown;
 }
 
 /* ---- what the samples say ---- */
@@ -192,6 +203,7 @@ static void tally_profile(const fl_profile_t *p, bool by_name, tally_t *funcs, t
   fl_sample_t s;
   for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
     fl_profile_sample(p, i, &s);
+    if (s.kind != shown_of(p)) continue;
     char fk[MAX_DEPTH + 2][96], lk[MAX_DEPTH + 2][96], tk[1][96];
     size_t nl = 0;
     for (size_t d = 0; d < s.n; d++) {
@@ -243,6 +255,9 @@ static void options(fl_options_t *o, const char *view, const char *focus) {
   CHECK(fl_options_set(o, "C", "true", err, sizeof err) == 0);
   CHECK(fl_options_set(o, "minwidth", minwidth, err, sizeof err) == 0);
   CHECK(fl_options_set(o, "view", view, err, sizeof err) == 0);
+  if (kind_shown >= 0)
+    CHECK(fl_options_set(o, "kind", fl_kind((fl_profile_kind_t)kind_shown)->name, err,
+                         sizeof err) == 0);
   if (focus) CHECK(fl_options_set(o, "focus", focus, err, sizeof err) == 0);
 }
 
@@ -433,6 +448,7 @@ static fl_tree_t *tree_of(const fl_profile_t *p) {
   fl_tree_opts_init(&o);
   o.C = true;
   o.minwidth = 0;
+  o.kind = kind_shown;
   char err[256];
   fl_tree_t *t = fl_tree_build(p, &o, "all", err, sizeof err);
   AGREE(t != NULL, "tree: %s", err);
@@ -487,10 +503,12 @@ static void check_round_trip(const fl_profile_t *p, const tally_t *by_name, cons
   size_t len;
   char *data = render(p, NULL, "flame", NULL, format, &len);
   if (!data) return;
-  fl_profile_t *back = fl_profile_new(fl_profile_info_const(p)->kind);
+  fl_profile_t *back = fl_profile_new(shown_of(p));
   fl_io_error_t e = {0};
   int rc = fl_read_profile(back, data, len, format, FL_INPUT_AUTO, NULL, &e);
   AGREE(rc == 0, "%s read back: %s", format, e.message);
+  int shown = kind_shown;
+  kind_shown = -1; /* what was read back is of one kind: all of it */
   if (rc == 0) {
     tally_t got = {0};
     tally_profile(back, true, &got, NULL, NULL);
@@ -508,6 +526,7 @@ static void check_round_trip(const fl_profile_t *p, const tally_t *by_name, cons
       tally_free(&per_thread);
     }
   }
+  kind_shown = shown;
   fl_profile_destroy(&back);
   free(data);
 }
@@ -583,12 +602,9 @@ static void check_merged(const fl_profile_t *p, const tally_t *want, const char 
   minwidth = "0";
 }
 
-static void check_profile(uint64_t seed, fl_profile_kind_t kind) {
-  seed_now = seed;
-  rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
-  gen_t g;
-  gen_init(&g);
-  fl_profile_t *p = gen_profile(&g, kind, 40 + (int)pick(160));
+/* Every view of p's samples of the kind shown agrees with them. */
+static void check_views(const fl_profile_t *p) {
+  fl_profile_kind_t kind = shown_of(p);
   tally_t funcs = {0}, by_name = {0}, lines = {0}, threads = {0};
   tally_profile(p, false, &funcs, &lines, &threads);
   tally_profile(p, true, &by_name, NULL, NULL);
@@ -604,13 +620,32 @@ static void check_profile(uint64_t seed, fl_profile_kind_t kind) {
   check_sandwich(p, &by_name);
   check_lines_and_threads(p, &lines, &threads);
   check_round_trip(p, &by_name, NULL, "folded");
-  if (kind == FL_PROFILE_CPU) check_round_trip(p, &by_name, NULL, "pprof");
+  check_round_trip(p, &by_name, NULL, "pprof");
   check_round_trip(p, &by_name, &threads, "speedscope");
   check_round_trip(p, &by_name, &threads, "trace");
   tally_free(&funcs);
   tally_free(&by_name);
   tally_free(&lines);
   tally_free(&threads);
+}
+
+/* A profile of kind; with other, it holds samples of that kind too
+ * (of other stacks), and is checked as each kind. */
+static void check_profile(uint64_t seed, fl_profile_kind_t kind, int other) {
+  seed_now = seed;
+  rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
+  gen_t g;
+  gen_init(&g);
+  fl_profile_t *p = gen_profile(&g, kind, 40 + (int)pick(160));
+  if (other < 0) {
+    check_views(p);
+  } else {
+    gen_samples(p, &g, 40 + (int)pick(160), (fl_profile_kind_t)other);
+    check_views(p); /* its main kind */
+    kind_shown = other;
+    check_views(p);
+    kind_shown = -1;
+  }
   fl_profile_destroy(&p);
 }
 
@@ -828,7 +863,9 @@ int main(void) {
   const char *one = getenv("CFLAME_AGREE_SEED");
   uint64_t first = one ? strtoull(one, NULL, 10) : 1, last = one ? first : 40;
   for (uint64_t seed = first; seed <= last; seed++) {
-    check_profile(seed, seed % 3 ? FL_PROFILE_CPU : FL_PROFILE_ALLOC_BYTES);
+    fl_profile_kind_t kind = seed % 3 ? FL_PROFILE_CPU : FL_PROFILE_ALLOC_BYTES;
+    int other = kind == FL_PROFILE_CPU ? FL_PROFILE_ALLOC_BYTES : FL_PROFILE_CPU;
+    check_profile(seed, kind, seed % 2 ? other : -1);
     check_diff(seed);
   }
   printf("seeds %" PRIu64 "..%" PRIu64 ": %zu merged frames\n", first, last, merged_seen);

@@ -1138,6 +1138,22 @@ static void test_refusals(void) {
   to.filter_is_regex = true;
   CHECK(fl_diff_build(c, c, &to, NULL, "x", err, sizeof err) == NULL);
   CHECK(strncmp(err, "filter: bad regular expression", 30) == 0);
+  /* An allocation profile that holds CPU samples too (cflame record
+   * --allocs) compares with a CPU profile by kind=cpu, which the refusal
+   * names; kind=cpu compares the CPU samples alone. */
+  uint32_t id = fl_profile_frame_id(a, &(fl_frame_t){.func = "f"});
+  fl_profile_add_sample_of(a, FL_PROFILE_CPU, &id, 1, 7, 0, 0, 0);
+  CHECK(fl_diff_build(a, c, NULL, NULL, "x", err, sizeof err) == NULL);
+  CHECK_STR(err,
+            "a CPU profile cannot be compared with an allocation profile: the baseline is a CPU "
+            "profile and the target an allocation profile; both hold CPU time: kind=cpu "
+            "compares them");
+  to = topts(true, 0);
+  to.kind = FL_PROFILE_CPU;
+  fl_diff_t *d = fl_diff_build(a, c, &to, NULL, "x", err, sizeof err);
+  CHECK(d != NULL);
+  if (d) CHECK_INT(fl_tree_root(fl_diff_tree(d))->count, 7);
+  fl_diff_destroy(&d);
   fl_profile_destroy(&c);
   fl_profile_destroy(&a);
 }

@@ -229,6 +229,91 @@ static void test_filter_leaves_nothing(void) {
   fl_profile_destroy(&p);
 }
 
+/* CPU samples split 1:3 between one() and three(), allocations split 1:3
+ * by bytes between small() and big(), in one profile: kind= draws each
+ * split, the default the first (CPU); each drawing says what it shows and
+ * what else the profile holds; a kind it does not hold is refused naming
+ * those it does, a word that is no kind naming every kind. */
+static void test_two_kinds(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  const char *names[] = {"main", "one", "three", "small", "big"};
+  uint32_t id[5];
+  for (int i = 0; i < 5; i++) id[i] = fl_profile_frame_id(p, &(fl_frame_t){.func = names[i]});
+  for (int i = 0; i < 40; i++) {
+    uint32_t st[] = {id[0], id[i < 10 ? 1 : 2]};
+    fl_profile_add_sample_at(p, st, 2, 1, 0, 1, 1000000 * (uint64_t)(i + 1));
+  }
+  for (int i = 0; i < 8; i++) {
+    uint32_t st[] = {id[0], id[i < 4 ? 3 : 4]};
+    fl_profile_add_sample_of(p, FL_PROFILE_ALLOC_BYTES, st, 2, i < 4 ? 250 : 750, 1, 1,
+                             1000000 * (uint64_t)(i + 1));
+  }
+  static const struct {
+    const char *kind, *folded, *note;
+  } cases[] = {
+      {NULL, "main;one 10\nmain;three 30\n",
+       "CPU time (kind=cpu); also holds: allocated bytes (kind=alloc_bytes)"},
+      {"cpu", "main;one 10\nmain;three 30\n",
+       "CPU time (kind=cpu); also holds: allocated bytes (kind=alloc_bytes)"},
+      {"alloc_bytes", "main;big 3000\nmain;small 1000\n",
+       "allocated bytes (kind=alloc_bytes); also holds: CPU time (kind=cpu)"},
+  };
+  char err[256];
+  for (size_t i = 0; i < FL__ARRAY_SIZE(cases); i++) {
+    fl_options_t o;
+    fl_options_init(&o, FL_FRONT_NOTEBOOK);
+    if (cases[i].kind) CHECK_INT(fl_options_set(&o, "kind", cases[i].kind, err, sizeof err), 0);
+    fl_output_req_t r = {.profile = p, .opts = &o, .format = "folded"};
+    size_t len;
+    char *out = fl_output_render(&r, &len, err, sizeof err);
+    CHECK_STR(out, cases[i].folded);
+    free(out);
+    r.format = "text";
+    out = fl_output_render(&r, &len, err, sizeof err);
+    CHECK(out && !strncmp(out, cases[i].note, strlen(cases[i].note)));
+    free(out);
+    r.format = NULL;
+    json_t *b = fl_output_bundle(&r, err, sizeof err);
+    const char *plain = b ? json_string_value(json_object_get(b, "text/plain")) : NULL;
+    CHECK(plain && strstr(plain, cases[i].note));
+    json_decref(b);
+    fl_options_free(&o);
+  }
+  /* The command's spelling. */
+  fl_options_t o;
+  fl_options_init(&o, FL_FRONT_COMMAND);
+  CHECK_INT(fl_options_set(&o, "kind", "alloc_bytes", err, sizeof err), 0);
+  fl_output_req_t r = {.profile = p, .opts = &o, .format = "text"};
+  size_t len;
+  char *out = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(out && strstr(out,
+                      "allocated bytes (--kind alloc_bytes); also holds: CPU time "
+                      "(--kind cpu)\nTotal: "));
+  free(out);
+  CHECK_INT(fl_options_set(&o, "kind", "live_bytes", err, sizeof err), 0);
+  err[0] = '\0';
+  CHECK(fl_output_render(&r, &len, err, sizeof err) == NULL);
+  CHECK_STR(err,
+            "kind: the profile holds no bytes still allocated at the end (live_bytes); "
+            "choose cpu (CPU time) or alloc_bytes (allocated bytes)");
+  CHECK_INT(fl_options_set(&o, "kind", "heap", err, sizeof err), -1);
+  CHECK_STR(err,
+            "--kind heap is not valid; choose cpu, wall, offcpu, alloc_bytes, alloc_count, "
+            "live_bytes, live_count or event");
+  fl_options_free(&o);
+  /* A profile of one kind says nothing of kinds. */
+  fl_profile_t *one = folded("main;one 3\n");
+  fl_options_init(&o, FL_FRONT_NOTEBOOK);
+  r = (fl_output_req_t){.profile = one, .opts = &o, .format = "text"};
+  out = fl_output_render(&r, &len, err, sizeof err);
+  CHECK(out && !strncmp(out, "Total: 3 samples", 16) && !strstr(out, "also holds"));
+  free(out);
+  fl_options_free(&o);
+  fl_profile_destroy(&one);
+  fl_profile_destroy(&p);
+}
+
 /* A wall-clock profile's waits as trace events: the wait's bars marked
  * off-cpu and runnable by category, the rest on-cpu; read back, the
  * thread's waiting weighs what it did. */
@@ -271,7 +356,7 @@ static void test_trace_waits(void) {
   fl_io_error_t e2;
   CHECK_INT(fl_read_profile(back, out, len, "w.trace.json", FL_INPUT_AUTO, NULL, &e2), 0);
   fl_thread_weights_t *w = NULL;
-  CHECK_INT(fl_profile_thread_weights(back, &w), 1);
+  CHECK_INT(fl_profile_thread_weights(back, FL_PROFILE_WALL, &w), 1);
   if (w) {
     CHECK_INT(w[0].on, 10);
     CHECK_INT(w[0].off, 9);
@@ -287,6 +372,7 @@ static void test_trace_waits(void) {
 
 int main(void) {
   test_trace_waits();
+  test_two_kinds();
   test_bundle();
   test_every_format();
   test_every_sample();

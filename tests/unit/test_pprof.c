@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "cflame/fl_io.h"
+#include "cflame/fl_options.h"
+#include "cflame/fl_output.h"
 #include "fl__io.h" /* fl__gzip, fl__gunzip */
 #include "fl_pprof.pb-c.h"
 #include "profile_check.h"
@@ -209,6 +211,74 @@ static void test_alloc_round_trip(void) {
     fl_profile_destroy(&q);
     fl_profile_destroy(&p);
   }
+}
+
+/* The weight of p's samples of kind whose leaf is func. */
+static uint64_t leaf_weight(const fl_profile_t *p, fl_profile_kind_t kind, const char *func) {
+  uint64_t w = 0;
+  fl_sample_t s;
+  for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
+    fl_profile_sample(p, i, &s);
+    if (s.kind == kind && s.n &&
+        !strcmp(fl_profile_frame(p, fl_profile_sample_frame(p, &s, s.n - 1))->func, func))
+      w += s.weight;
+  }
+  return w;
+}
+
+/* A profile of CPU time split 1:3 between one() and three() and of
+ * allocated bytes split 1:3 between small() and big(), written as pprof
+ * drawing each kind and read back: one profile of both kinds again, each
+ * sample of its own, the kind drawn the file's first (its default sample
+ * type) and so the profile's. */
+static void test_kinds_round_trip(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  uint32_t main_ = add_frame(p, "main", "prog.c", 3, "prog", FL_FRAME_CELL);
+  uint32_t fn[4];
+  const char *names[] = {"one", "three", "small", "big"};
+  for (int i = 0; i < 4; i++)
+    fn[i] = add_frame(p, names[i], "prog.c", 10 + i, "prog", FL_FRAME_CELL);
+  for (int i = 0; i < 40; i++) {
+    uint32_t st[] = {main_, fn[i < 10 ? 0 : 1]};
+    fl_profile_add_sample_at(p, st, 2, 1, 0, 1, 1000000 * (uint64_t)(i + 1));
+  }
+  for (int i = 0; i < 8; i++) {
+    uint32_t st[] = {main_, fn[i < 4 ? 2 : 3]};
+    fl_profile_add_sample_of(p, FL_PROFILE_ALLOC_BYTES, st, 2, i < 4 ? 250 : 750, 1, 1,
+                             1000000 * (uint64_t)(i + 1));
+  }
+  const char *kinds[] = {"cpu", "alloc_bytes"};
+  for (int k = 0; k < 2; k++) {
+    fl_options_t o;
+    fl_options_init(&o, FL_FRONT_COMMAND);
+    char err[256];
+    CHECK_INT(fl_options_set(&o, "kind", kinds[k], err, sizeof err), 0);
+    fl_output_req_t r = {.profile = p, .opts = &o, .format = "pprof"};
+    size_t size = 0;
+    char *file = fl_output_render(&r, &size, err, sizeof err);
+    CHECK(file != NULL);
+    fl_options_free(&o);
+    fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+    fl_io_error_t e = {0};
+    CHECK_INT(fl_read_profile(q, file, size, "k.pb.gz", FL_INPUT_AUTO, NULL, &e), 0);
+    const fl_profile_info_t *info = fl_profile_info_const(q);
+    CHECK_INT(info->kind, k ? FL_PROFILE_ALLOC_BYTES : FL_PROFILE_CPU);
+    CHECK_INT(fl_profile_kinds(q), 1u << FL_PROFILE_CPU | 1u << FL_PROFILE_ALLOC_BYTES);
+    CHECK_INT(info->interval_ns, 1000000);
+    CHECK_INT(leaf_weight(q, FL_PROFILE_CPU, "one"), 10);
+    CHECK_INT(leaf_weight(q, FL_PROFILE_CPU, "three"), 30);
+    CHECK_INT(leaf_weight(q, FL_PROFILE_ALLOC_BYTES, "small"), 1000);
+    CHECK_INT(leaf_weight(q, FL_PROFILE_ALLOC_BYTES, "big"), 3000);
+    CHECK_INT(leaf_weight(q, FL_PROFILE_CPU, "big"), 0);
+    fl_kind_totals_t t;
+    fl_profile_kind_totals(q, FL_PROFILE_ALLOC_BYTES, &t);
+    CHECK_INT(t.samples, 8);
+    CHECK_INT(t.allocs, 8);
+    fl_profile_destroy(&q);
+    free(file);
+  }
+  fl_profile_destroy(&p);
 }
 
 /* ---- profiles as other tools write them ---- */
@@ -616,6 +686,7 @@ static void test_runs_of_merged_inputs(void) {
 }
 
 int main(void) {
+  test_kinds_round_trip();
   test_cpu_round_trip();
   test_alloc_round_trip();
   test_labels_round_trip();

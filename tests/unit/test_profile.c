@@ -381,8 +381,9 @@ static void test_merge_by_time(void) {
     CHECK_INT(info->samples, 2000);
     char note[160];
     fl_mixed_intervals_note(info, note, sizeof note);
-    CHECK_STR(note, "inputs sampled at different intervals, merged by time: each count is an "
-                    "interval of 0.25 ms");
+    CHECK_STR(note,
+              "inputs sampled at different intervals, merged by time: each count is an "
+              "interval of 0.25 ms");
     fl_profile_destroy(&a);
     fl_profile_destroy(&b);
   }
@@ -432,6 +433,121 @@ static void test_merge_by_time(void) {
   CHECK(fl_profile_merge_fits(b, b));
   fl_profile_destroy(&a);
   fl_profile_destroy(&b);
+}
+
+/* CPU samples split 1:3 between one() and three(), allocations split 1:3
+ * by bytes between small() and big(): one profile of two kinds, whose
+ * CPU samples are info's (the first collector's). */
+static fl_profile_t *two_kinds(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(p)->interval_ns = 1000000;
+  uint32_t one = frame(p, "one", NULL, 0, NULL, 0, FL_FRAME_CELL);
+  uint32_t three = frame(p, "three", NULL, 0, NULL, 0, FL_FRAME_CELL);
+  uint32_t small = frame(p, "small", NULL, 0, NULL, 0, FL_FRAME_CELL);
+  uint32_t big = frame(p, "big", NULL, 0, NULL, 0, FL_FRAME_CELL);
+  for (int i = 0; i < 10; i++) fl_profile_add_sample(p, &one, 1, 1, 0, 1);
+  for (int i = 0; i < 30; i++) fl_profile_add_sample(p, &three, 1, 1, 0, 1);
+  for (int i = 0; i < 5; i++) {
+    fl_profile_add_sample_of(p, FL_PROFILE_ALLOC_BYTES, &small, 1, 200, 2, 1, 0);
+    fl_profile_add_sample_of(p, FL_PROFILE_ALLOC_BYTES, &big, 1, 600, 2, 1, 0);
+  }
+  return p;
+}
+
+/* The weight of the stack {name} in p's samples of kind. */
+static uint64_t kind_weight_of(const fl_profile_t *p, fl_profile_kind_t kind, const char *name) {
+  uint64_t w = 0;
+  fl_sample_t s;
+  for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
+    fl_profile_sample(p, i, &s);
+    if (s.kind == kind && s.n == 1 &&
+        !strcmp(fl_profile_frame(p, fl_profile_sample_frame(p, &s, 0))->func, name))
+      w += s.weight;
+  }
+  return w;
+}
+
+/* Checks that p holds two_kinds() times times, its CPU weights in
+ * intervals of cpu_unit milliseconds. */
+static void check_two_kinds(const fl_profile_t *p, uint64_t times, uint64_t cpu_unit) {
+  CHECK_INT(fl_profile_kinds(p), 1u << FL_PROFILE_CPU | 1u << FL_PROFILE_ALLOC_BYTES);
+  const fl_profile_info_t *info = fl_profile_info_const(p);
+  CHECK_INT(info->kind, FL_PROFILE_CPU);
+  CHECK_INT(info->samples, 40 * times);
+  CHECK_INT(info->total_weight, 40 * times * cpu_unit);
+  CHECK_INT(info->total_allocs, 0);
+  fl_kind_totals_t t;
+  fl_profile_kind_totals(p, FL_PROFILE_ALLOC_BYTES, &t);
+  CHECK_INT(t.samples, 10 * times);
+  CHECK_INT(t.weight, 4000 * times);
+  CHECK_INT(t.allocs, 20 * times);
+  fl_profile_kind_totals(p, FL_PROFILE_CPU, &t);
+  CHECK_INT(t.weight, info->total_weight);
+  fl_profile_kind_totals(p, FL_PROFILE_WALL, &t);
+  CHECK_INT(t.samples + t.weight + t.allocs, 0);
+  CHECK_INT(kind_weight_of(p, FL_PROFILE_CPU, "one"), 10 * times * cpu_unit);
+  CHECK_INT(kind_weight_of(p, FL_PROFILE_CPU, "three"), 30 * times * cpu_unit);
+  CHECK_INT(kind_weight_of(p, FL_PROFILE_ALLOC_BYTES, "small"), 1000 * times);
+  CHECK_INT(kind_weight_of(p, FL_PROFILE_ALLOC_BYTES, "big"), 3000 * times);
+  CHECK_INT(kind_weight_of(p, FL_PROFILE_CPU, "big"), 0);
+}
+
+/* Each sample keeps its kind through copy, merge (a profile into itself,
+ * into one of one kind either way round, across intervals: only time is
+ * converted) and clear. */
+static void test_sample_kinds(void) {
+  fl_profile_t *p = two_kinds();
+  check_two_kinds(p, 1, 1);
+  fl_profile_t *c = fl_profile_copy(p);
+  check_two_kinds(c, 1, 1);
+  fl_profile_merge(c, c);
+  check_two_kinds(c, 2, 1);
+  CHECK(fl_profile_merge_fits(c, p));
+  fl_profile_destroy(&c);
+
+  /* An allocation profile merged into p joins p's allocations; p merged
+   * into a CPU profile keeps its allocations apart. */
+  fl_profile_t *a = fl_profile_new(FL_PROFILE_ALLOC_BYTES);
+  uint32_t big = frame(a, "big", NULL, 0, NULL, 0, FL_FRAME_CELL);
+  fl_profile_add_sample(a, &big, 1, 1000, 1, 1);
+  c = fl_profile_copy(p);
+  fl_profile_merge(c, a);
+  CHECK_INT(kind_weight_of(c, FL_PROFILE_ALLOC_BYTES, "big"), 4000);
+  CHECK_INT(fl_profile_kinds(c), 1u << FL_PROFILE_CPU | 1u << FL_PROFILE_ALLOC_BYTES);
+  fl_profile_destroy(&c);
+  fl_profile_destroy(&a);
+  c = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_info(c)->interval_ns = 1000000;
+  fl_profile_merge(c, p);
+  check_two_kinds(c, 1, 1);
+  fl_profile_destroy(&c);
+
+  /* At 0.25 ms, p's CPU weights are four times what they were; bytes are
+   * bytes. */
+  fl_profile_t *fine = timed("fine", 250000, 1);
+  fl_profile_merge(fine, p);
+  CHECK_INT(kind_weight_of(fine, FL_PROFILE_CPU, "three"), 120);
+  CHECK_INT(kind_weight_of(fine, FL_PROFILE_ALLOC_BYTES, "big"), 3000);
+  fl_kind_totals_t t;
+  fl_profile_kind_totals(fine, FL_PROFILE_ALLOC_BYTES, &t);
+  CHECK_INT(t.weight, 4000);
+  fl_profile_destroy(&fine);
+  fine = timed("fine", 250000, 1);
+  fl_profile_merge(p, fine);
+  CHECK_INT(kind_weight_of(p, FL_PROFILE_CPU, "three"), 120);
+  CHECK_INT(kind_weight_of(p, FL_PROFILE_CPU, "fine"), 1);
+  CHECK_INT(fl_profile_info_const(p)->total_weight, 161);
+  fl_profile_kind_totals(p, FL_PROFILE_ALLOC_BYTES, &t);
+  CHECK_INT(t.weight, 4000);
+  CHECK_INT(kind_weight_of(p, FL_PROFILE_ALLOC_BYTES, "big"), 3000);
+  CHECK_INT(fl_profile_info_const(p)->interval_ns, 250000);
+  fl_profile_destroy(&fine);
+
+  fl_profile_clear(p);
+  CHECK_INT(fl_profile_kinds(p), 0);
+  fl_profile_kind_totals(p, FL_PROFILE_ALLOC_BYTES, &t);
+  CHECK_INT(t.samples, 0);
+  fl_profile_destroy(&p);
 }
 
 static void test_clear(void) {
@@ -506,30 +622,43 @@ static void test_alloc(void) {
 static void test_kinds(void) {
   static const struct {
     fl_profile_kind_t kind;
-    const char *name, *one, *many;
+    const char *name, *label, *one, *many, *pprof_type, *pprof_unit;
     bool time, allocs, bytes, live;
   } rows[] = {
-      {FL_PROFILE_CPU, "cpu", "sample", "samples", true, false, false, false},
-      {FL_PROFILE_WALL, "wall", "sample", "samples", true, false, false, false},
-      {FL_PROFILE_OFFCPU, "offcpu", "sample", "samples", true, false, false, false},
-      {FL_PROFILE_ALLOC_BYTES, "alloc_bytes", "byte", "bytes", false, true, true, false},
-      {FL_PROFILE_ALLOC_COUNT, "alloc_count", "allocation", "allocations", false, true, false,
+      {FL_PROFILE_CPU, "cpu", "CPU", "sample", "samples", "cpu", "nanoseconds", true, false, false,
        false},
-      {FL_PROFILE_LIVE_BYTES, "live_bytes", "byte", "bytes", false, true, true, true},
-      {FL_PROFILE_LIVE_COUNT, "live_count", "allocation", "allocations", false, true, false, true},
-      {FL_PROFILE_EVENT, "event", "event", "events", false, false, false, false},
+      {FL_PROFILE_WALL, "wall", "wall", "sample", "samples", "wall", "nanoseconds", true, false,
+       false, false},
+      {FL_PROFILE_OFFCPU, "offcpu", "off-CPU", "sample", "samples", "off_cpu", "nanoseconds", true,
+       false, false, false},
+      {FL_PROFILE_ALLOC_BYTES, "alloc_bytes", "alloc", "byte", "bytes", "alloc_space", "bytes",
+       false, true, true, false},
+      {FL_PROFILE_ALLOC_COUNT, "alloc_count", "alloc", "allocation", "allocations", "alloc_objects",
+       "count", false, true, false, false},
+      {FL_PROFILE_LIVE_BYTES, "live_bytes", "alloc", "byte", "bytes", "inuse_space", "bytes", false,
+       true, true, true},
+      {FL_PROFILE_LIVE_COUNT, "live_count", "alloc", "allocation", "allocations", "inuse_objects",
+       "count", false, true, false, true},
+      {FL_PROFILE_EVENT, "event", "event", "event", "events", "events", "count", false, false,
+       false, false},
   };
   CHECK_INT(FL__ARRAY_SIZE(rows), FL_PROFILE_N_KINDS);
   for (size_t i = 0; i < FL__ARRAY_SIZE(rows); i++) {
     const fl_kind_info_t *k = fl_kind(rows[i].kind);
     CHECK_STR(k->name, rows[i].name);
+    CHECK_STR(k->label, rows[i].label);
     CHECK_STR(k->one, rows[i].one);
     CHECK_STR(k->many, rows[i].many);
-    CHECK(k->label && k->profile && k->weighs && k->pprof_type && k->pprof_unit);
+    CHECK_STR(k->pprof_type, rows[i].pprof_type);
+    CHECK_STR(k->pprof_unit, rows[i].pprof_unit);
+    CHECK(k->profile && k->weighs);
     CHECK(k->time == rows[i].time && k->allocs == rows[i].allocs);
     CHECK(k->bytes == rows[i].bytes && k->live == rows[i].live);
     CHECK(fl_kind_comparable(rows[i].kind, rows[i].kind));
     if (k->allocs) CHECK_INT(fl_kind_alloc(!k->bytes, k->live), rows[i].kind);
+    /* Two kinds never share a pprof sample type: a file of several reads
+     * back each by its type. */
+    for (size_t j = 0; j < i; j++) CHECK(strcmp(fl_kind(rows[j].kind)->pprof_type, k->pprof_type));
   }
   CHECK(fl_kind_comparable(FL_PROFILE_ALLOC_BYTES, FL_PROFILE_LIVE_BYTES));
   CHECK(fl_kind_comparable(FL_PROFILE_LIVE_COUNT, FL_PROFILE_ALLOC_COUNT));
@@ -800,6 +929,7 @@ int main(void) {
   test_copy();
   test_merge();
   test_merge_by_time();
+  test_sample_kinds();
   test_clear();
   test_alloc();
   test_many_samples();

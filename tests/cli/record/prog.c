@@ -42,6 +42,12 @@
  *                              which writes a line through each
  *   prog allocs                1000 mallocs of 48 bytes in leaky(), one in
  *                              four kept, and 300 callocs of 80 in zeroed()
+ *   prog splitallocs ITERS     split, then 1000 mallocs of 100 bytes in
+ *                              small_allocs() and 1000 of 300 in
+ *                              big_allocs(), each freed
+ *   prog threadallocs ITERS    a thread named "burner" runs three(), then
+ *                              one named "allocator" runs one() and
+ *                              small_allocs(); the burner allocates nothing
  *   prog await MODE ARGS...    waits for a line on stdin, then runs as
  *                              `prog MODE ARGS...` (cflame record --pid
  *                              attaches in between) */
@@ -142,6 +148,33 @@ __attribute__((noinline)) static void zeroed(void) {
     keep_sink = calloc(10, 8);
     free(keep_sink);
   }
+}
+
+/* Each its own loop: a shared one would be a tail call, its caller gone
+ * from the stack. */
+__attribute__((noinline)) static void small_allocs(void) {
+  for (int i = 0; i < 1000; i++) {
+    keep_sink = malloc(100);
+    free(keep_sink);
+  }
+}
+__attribute__((noinline)) static void big_allocs(void) {
+  for (int i = 0; i < 1000; i++) {
+    keep_sink = malloc(300);
+    free(keep_sink);
+  }
+}
+
+static void *burner(void *arg) {
+  pthread_setname_np(pthread_self(), "burner");
+  three(iters);
+  return arg;
+}
+static void *allocator(void *arg) {
+  pthread_setname_np(pthread_self(), "allocator");
+  one(iters);
+  small_allocs();
+  return arg;
 }
 
 int main(int argc, char **argv) {
@@ -309,6 +342,17 @@ int main(int argc, char **argv) {
     printf("child status %d\n", status);
   } else if (!strcmp(mode, "writefd")) {
     for (int fd = 3; fd < 20; fd++) dprintf(fd, "%d\n", fd);
+  } else if (!strcmp(mode, "threadallocs")) {
+    iters = n;
+    pthread_t b, a;
+    pthread_create(&b, NULL, burner, NULL); /* first: the lower thread id */
+    pthread_join(b, NULL);
+    pthread_create(&a, NULL, allocator, NULL);
+    pthread_join(a, NULL);
+  } else if (!strcmp(mode, "splitallocs")) {
+    split(n);
+    small_allocs();
+    big_allocs();
   } else if (!strcmp(mode, "allocs")) {
     static void *keep[250];
     leaky(keep);
