@@ -262,8 +262,9 @@ static const row_t rows[] = {
     /* Allocation profiles, live graphs, attaching, reading files. */
     NONE("allocs", FL_OPT_BOOL, .shown_def = "as the baseline", .def_command = "false",
          .shown_def_command = "CPU time",
-         .help = "record allocations instead of CPU time (malloc, calloc, realloc and the "
-                 "aligned allocators)",
+         .help = "record allocations (malloc, calloc, realloc and the aligned allocators) and "
+                 "draw them; cflame record keeps the run's CPU time beside them, which kind cpu "
+                 "draws",
          .groups = FL_OPTS_KIND | FL_OPTS_RECORD),
     NONE("sample_rate", FL_OPT_DOUBLE, NULL, 1e-6, 1, .def = "0.1", .metavar = "R",
          .expect = "a share of the allocation calls from " SAMPLE_RATE_MIN " to 1, such as 0.1",
