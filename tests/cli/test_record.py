@@ -1135,17 +1135,17 @@ def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
     it in one(), and --kind offcpu its naps as long as it measured them,
     the rest of the waits time runnable (in one(), waiting for a CPU),
     within 2% of the two plus an interval, as the wall tests above; --kind
-    wall is the default graph, stack for stack the two added."""
+    wall is the default graph, stack for stack the two added; --kind offcpu
+    saved as pprof is an off-CPU profile go tool pprof reads."""
     r = recorded("--clock", "wall", "-o", "wall.pb.gz", "--no-lines", "--", bins["prog"], "naps",
                  ITERS, cwd=tmp_path)
     measured = program_json(r.stdout)
 
-    def drawn(*args):
-        out = tmp_path / "kind.folded"
+    def drawn(*args, out="kind.folded"):
         c = subprocess.run([CFLAME, str(tmp_path / "wall.pb.gz"), "--no-lines", *args, "-o",
-                            str(out)], capture_output=True, text=True, timeout=120)
+                            str(tmp_path / out)], capture_output=True, text=True, timeout=120)
         assert c.returncode == 0, c.stderr
-        return folded(out)
+        return folded(tmp_path / out) if out.endswith(".folded") else None
 
     graphs = {kind: drawn("--kind", kind) for kind in ("wall", "cpu", "offcpu")}
     assert drawn() == graphs["wall"]
@@ -1166,6 +1166,12 @@ def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
     assert abs(naps - measured["sleep"]) <= bound, (naps, measured, r.stderr)
     assert all(s.endswith(";[off-CPU: sleep]") for s in off if "nap" in s.split(";")), off
     assert all(s.endswith(";[off-CPU: runnable]") for s in off if "nap" not in s.split(";")), off
+    # The off-CPU part saved as pprof is an off-CPU profile, which go tool
+    # pprof, the reference reader, reads: the naps' share of it as drawn.
+    drawn("--kind", "offcpu", out="off.pb.gz")
+    cum, said = go_pprof_cum(tmp_path / "off.pb.gz", tmp_path)
+    assert "Type: off_cpu" in said, said
+    assert abs(cum["nap"] - 100 * naps / (sum(off.values()) * interval)) <= 0.1, (cum, said)
     held = subprocess.run([CFLAME, str(tmp_path / "wall.pb.gz"), "--kind", "alloc_bytes"],
                           capture_output=True, text=True, timeout=120)
     assert held.returncode != 0 and ("choose cpu (CPU time), wall (wall-clock time) or offcpu "

@@ -234,8 +234,24 @@ static uint64_t leaf_weight(const fl_profile_t *p, fl_profile_kind_t kind, const
   return w;
 }
 
-/* p drawn as format with kind= (NULL: the default) and read back. New. */
-static fl_profile_t *read_back(const fl_profile_t *p, const char *format, const char *kind) {
+/* How many sample types a pprof file has. */
+static size_t pprof_types(const char *file, size_t size) {
+  char *plain, why[200];
+  size_t len, n = 0;
+  CHECK_INT(fl__gunzip(file, size, FL_INPUT_LIMIT_DEFAULT, &plain, &len, why, sizeof why), 0);
+  pb_profile_t *pb = perftools__profiles__profile__unpack(NULL, len, (const uint8_t *)plain);
+  CHECK(pb != NULL);
+  if (pb) n = pb->n_sample_type;
+  if (pb) perftools__profiles__profile__free_unpacked(pb, NULL);
+  free(plain);
+  return n;
+}
+
+/* p drawn as format with kind= (NULL: the default) and read back, and
+ * how many sample types it had as pprof into *types (NULL: not asked).
+ * New. */
+static fl_profile_t *read_back(const fl_profile_t *p, const char *format, const char *kind,
+                               size_t *types) {
   fl_options_t o;
   fl_options_init(&o, FL_FRONT_COMMAND);
   char err[256];
@@ -245,6 +261,7 @@ static fl_profile_t *read_back(const fl_profile_t *p, const char *format, const 
   char *file = fl_output_render(&r, &size, err, sizeof err);
   CHECK(file != NULL);
   fl_options_free(&o);
+  if (types) *types = pprof_types(file, size);
   fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
   fl_io_error_t e = {0};
   CHECK_INT(fl_read_profile(q, file, size, format, FL_INPUT_AUTO, NULL, &e), 0);
@@ -276,7 +293,7 @@ static void test_kinds_round_trip(void) {
   }
   const char *kinds[] = {"cpu", "alloc_bytes"};
   for (int k = 0; k < 2; k++) {
-    fl_profile_t *q = read_back(p, "pprof", kinds[k]);
+    fl_profile_t *q = read_back(p, "pprof", kinds[k], NULL);
     const fl_profile_info_t *info = fl_profile_info_const(q);
     CHECK_INT(info->kind, k ? FL_PROFILE_ALLOC_BYTES : FL_PROFILE_CPU);
     CHECK_INT(fl_profile_kinds(q), 1u << FL_PROFILE_CPU | 1u << FL_PROFILE_ALLOC_BYTES);
@@ -299,7 +316,8 @@ static void test_kinds_round_trip(void) {
  * waits' leaves named, "[off-CPU: sleep]"), written by default (kind=wall)
  * as pprof, and as speedscope, and read back: each sample is CPU time or
  * off-CPU time again, the waits are waits, and the profile wall-clock
- * time, the sum. */
+ * time, the sum. Written with kind=cpu or kind=offcpu, a pprof file is
+ * that part alone. */
 static void test_wall_round_trip(void) {
   uint32_t main_, work;
   fl_profile_t *p = wall_main_work(&main_, &work);
@@ -313,7 +331,9 @@ static void test_wall_round_trip(void) {
   }
   const char *formats[] = {"pprof", "speedscope"};
   for (int k = 0; k < 2; k++) {
-    fl_profile_t *q = read_back(p, formats[k], NULL);
+    size_t types = 0;
+    fl_profile_t *q = read_back(p, formats[k], NULL, k ? NULL : &types);
+    if (!k) CHECK_INT(types, 2); /* "samples" and "wall", as before */
     const fl_profile_info_t *info = fl_profile_info_const(q);
     CHECK_INT(info->kind, FL_PROFILE_WALL);
     CHECK_INT(fl_profile_kinds(q),
@@ -332,6 +352,17 @@ static void test_wall_round_trip(void) {
         CHECK_INT(f->flags & (FL_FRAME_OFFCPU | FL_FRAME_RUNNABLE),
                   FL_FRAME_OFFCPU | FL_FRAME_RUNNABLE);
     }
+    fl_profile_destroy(&q);
+  }
+  /* Drawn as one part, it is a profile of that part alone. */
+  const fl_profile_kind_t parts[] = {FL_PROFILE_CPU, FL_PROFILE_OFFCPU};
+  for (int k = 0; k < 2; k++) {
+    size_t types = 0;
+    fl_profile_t *q = read_back(p, "pprof", fl_kind(parts[k])->name, &types);
+    CHECK_INT(types, 2); /* "samples" and the part's, no other */
+    CHECK_INT(fl_profile_info_const(q)->kind, parts[k]);
+    CHECK_INT(fl_profile_kinds(q), 1u << parts[k]);
+    CHECK_INT(fl_profile_info_const(q)->total_weight, k ? 35 : 10);
     fl_profile_destroy(&q);
   }
   fl_profile_destroy(&p);
