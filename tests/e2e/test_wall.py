@@ -258,7 +258,8 @@ def test_a_diff_against_a_wall_clock_baseline_is_one_of_wall_time(kc):
     """%%profdiffview against a baseline taken with clock=wall profiles
     with the wall clock too, without being told: a sleep that doubled
     grew. Against a CPU baseline, clock=wall is refused with the words
-    that would make the two alike."""
+    that would make the two alike, and with kind=cpu compares the CPU time
+    of each."""
     ok(kc, DEFS)
     timed = 'double t0 = mono_now(); usleep({}); printf("took %.4f\\n", mono_now() - t0);'
     base = ok(kc, "%%profbase short clock=wall\n" + timed.format(300000), timeout=30)
@@ -274,6 +275,15 @@ def test_a_diff_against_a_wall_clock_baseline_is_one_of_wall_time(kc):
                                      timeout=30)["content"]
     assert content["status"] == "error" and "cannot be compared" in content["evalue"], content
     assert "clock=cpu" in content["evalue"] and "clock=wall" in content["evalue"], content
+    assert content["evalue"].endswith("or compare the CPU time both hold with kind=cpu"), content
+    # kind=cpu compares the run's CPU time with the CPU baseline: the sleep
+    # is no part of it, and compute() is on both sides.
+    bundle, _, _ = flame(kc, "%%profdiffview busy clock=wall kind=cpu minwidth=0\n"
+                             "compute(0.1); usleep(200000);", timeout=30)
+    rows = frames_of(bundle)
+    assert not [r for r in rows if r["func"].startswith("[off-CPU")], rows
+    computed = [r for r in rows if r["func"] == "compute"]
+    assert computed and all(r["count"] > 0 and r["base"] > 0 for r in computed), computed
 
 
 def test_every_view_draws_the_waits(kc):
