@@ -26,17 +26,19 @@ typedef struct ident {
                     and C=false folds one and not the other */
 } ident_t;
 
-/* Which of a profile's samples a tree takes: those of its kind, on its
- * threads. The one rule: the tree's sums and fl_tree_node_of, and so
- * every shape built from a tree, follow it. */
+/* Which of a profile's samples a tree takes: those its kind takes (its
+ * own; wall-clock time's, CPU and off-CPU time), on its threads. The one
+ * rule: the tree's sums and fl_tree_node_of, and so every shape built
+ * from a tree, follow it. */
 typedef struct fl__select {
   fl_profile_kind_t kind;
+  uint32_t takes;     /* fl_kind_takes(kind) */
   const int *threads; /* sorted; NULL: all */
   size_t n_threads;
 } fl__select_t;
 
 static inline bool fl__select_takes(const fl__select_t *sel, const fl_sample_t *s) {
-  if (s->kind != sel->kind) return false;
+  if (!(sel->takes & 1u << s->kind)) return false;
   if (!sel->threads) return true;
   size_t lo = 0, hi = sel->n_threads; /* the thread, by bisection */
   while (lo < hi) {

@@ -39,7 +39,6 @@
 
 #include "fl__common.h"
 #include "fl__demangle.h"
-#include "fl__kind.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -108,80 +107,6 @@ struct fl_profile {
   fl_budget_t *budget; /* charged for what samples and frames add; NULL: none */
 };
 
-/* ---- kinds ---- */
-
-/* The table of kinds (fl_profile.h). A time kind's companion count in
- * pprof is "samples"; an allocation kind weighed in bytes carries its
- * allocation counts as the matching "..._objects". */
-static const fl_kind_info_t kinds[FL_PROFILE_N_KINDS] = {
-    [FL_PROFILE_CPU] = {"cpu", "CPU", "a CPU profile", "sample", "samples", "samples",
-                        FL_PROFILE_CPU, .time = true, .what = "CPU time", .pprof_type = "cpu",
-                        .pprof_unit = "nanoseconds", .pprof_count = "samples"},
-    [FL_PROFILE_WALL] = {"wall", "wall", "a wall-clock profile", "sample", "samples", "samples",
-                         FL_PROFILE_WALL, .time = true, .what = "wall-clock time",
-                         .pprof_type = "wall", .pprof_unit = "nanoseconds",
-                         .pprof_count = "samples"},
-    [FL_PROFILE_OFFCPU] = {"offcpu", "off-CPU", "an off-CPU profile", "sample", "samples",
-                           "samples", FL_PROFILE_OFFCPU, .time = true, .what = "off-CPU time",
-                           .pprof_type = "off_cpu", .pprof_unit = "nanoseconds",
-                           .pprof_count = "samples"},
-    [FL_PROFILE_ALLOC_BYTES] = {"alloc_bytes", "alloc", "an allocation profile", "byte", "bytes",
-                                "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
-                                .what = "allocated bytes", .pprof_type = "alloc_space",
-                                .pprof_unit = "bytes", .pprof_count = "alloc_objects"},
-    [FL_PROFILE_ALLOC_COUNT] = {"alloc_count", "alloc", "an allocation profile", "allocation",
-                                "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
-                                .allocs = true, .what = "allocations",
-                                .pprof_type = "alloc_objects", .pprof_unit = "count"},
-    [FL_PROFILE_LIVE_BYTES] = {"live_bytes", "alloc", "an allocation profile", "byte", "bytes",
-                               "bytes", FL_PROFILE_ALLOC_BYTES, .allocs = true, .bytes = true,
-                               .live = true, .what = "bytes still allocated at the end",
-                               .pprof_type = "inuse_space", .pprof_unit = "bytes",
-                               .pprof_count = "inuse_objects"},
-    [FL_PROFILE_LIVE_COUNT] = {"live_count", "alloc", "an allocation profile", "allocation",
-                               "allocations", "allocation counts", FL_PROFILE_ALLOC_COUNT,
-                               .allocs = true, .live = true,
-                               .what = "allocations still live at the end",
-                               .pprof_type = "inuse_objects", .pprof_unit = "count"},
-    [FL_PROFILE_EVENT] = {"event", "event", "an event profile", "event", "events", "events",
-                          FL_PROFILE_EVENT, .what = "event counts", .pprof_type = "events",
-                          .pprof_unit = "count"},
-};
-
-const fl_kind_info_t *fl_kind(fl_profile_kind_t kind) {
-  assert((unsigned)kind < FL_PROFILE_N_KINDS);
-  return &kinds[kind];
-}
-
-fl_profile_kind_t fl_kind_alloc(bool count, bool live) {
-  if (live) return count ? FL_PROFILE_LIVE_COUNT : FL_PROFILE_LIVE_BYTES;
-  return count ? FL_PROFILE_ALLOC_COUNT : FL_PROFILE_ALLOC_BYTES;
-}
-
-/* The option kind='s choices and help (fl__kind.h), from the table. */
-char fl__kind_choices[160];
-char fl__kind_help[512];
-
-__attribute__((constructor)) static void write_kind_texts(void) {
-  fl__buf_t c = FL__BUF_INIT, h = FL__BUF_INIT;
-  fl__buf_puts(&h, "which of the profile's samples to draw, when it holds several kinds (");
-  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
-    fl__buf_printf(&c, "%s%s", k ? "|" : "", kinds[k].name);
-    fl__buf_printf(&h, "%s%s: %s", k ? "; " : "", kinds[k].name, kinds[k].what);
-  }
-  fl__buf_puts(&h, ")");
-  /* the buffers are the table's to size */
-  if (c.len >= sizeof fl__kind_choices || h.len >= sizeof fl__kind_help) abort();
-  memcpy(fl__kind_choices, c.data, c.len + 1);
-  memcpy(fl__kind_help, h.data, h.len + 1);
-  fl__buf_free(&c);
-  fl__buf_free(&h);
-}
-
-bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b) {
-  return fl_kind(a)->measure == fl_kind(b)->measure;
-}
-
 /* ---- strings ---- */
 
 /* The interned copy of s (owned by p); NULL for NULL. */
@@ -236,11 +161,23 @@ static bool frame_equal(const fl_frame_t *a, const fl_frame_t *b) {
          a->line == b->line && a->addr == b->addr && a->flags == b->flags;
 }
 
+/* A frame named as the collector names a wait's leaf is a wait,
+ * whoever read it: a file (folded stacks, pprof, speedscope) keeps its
+ * name and no flag, and a sample of wall-clock time is off-CPU time by
+ * its leaf (stored_kind). */
+static uint32_t wait_flags(const char *func) {
+  size_t n = strlen(func), pre = strlen(FL_FRAME_WAIT_PREFIX);
+  if (n <= pre || strncmp(func, FL_FRAME_WAIT_PREFIX, pre) || func[n - 1] != ']') return 0;
+  return strcmp(func, FL_FRAME_RUNNABLE_NAME) ? FL_FRAME_OFFCPU
+                                              : FL_FRAME_OFFCPU | FL_FRAME_RUNNABLE;
+}
+
 /* Strings of frame are copied into p (a NULL function becomes
  * "[unknown]"); the same fields always give the same id. */
 uint32_t fl_profile_frame_id(fl_profile_t *p, const fl_frame_t *frame) {
   fl_frame_t f = *frame;
   f.func = intern(p, frame->func ? frame->func : "[unknown]");
+  f.flags |= wait_flags(f.func);
   f.file = intern(p, frame->file);
   f.module = intern(p, frame->module);
   f.system_name = intern(p, frame->system_name);
@@ -351,12 +288,13 @@ static uint32_t add_stack(fl_profile_t *p, uint32_t node, const uint32_t *ids, s
   return s;
 }
 
-/* info's totals from totals[info.kind]. */
+/* info's totals from info.kind's. */
 static void sync_info(fl_profile_t *p) {
-  const fl_kind_totals_t *t = &p->totals[p->info.kind];
-  p->info.samples = t->samples;
-  p->info.total_weight = t->weight;
-  p->info.total_allocs = t->allocs;
+  fl_kind_totals_t t;
+  fl_profile_kind_totals(p, p->info.kind, &t);
+  p->info.samples = t.samples;
+  p->info.total_weight = t.weight;
+  p->info.total_allocs = t.allocs;
 }
 
 static void push_sample(fl_profile_t *p, fl_profile_kind_t kind, uint32_t stack, uint64_t weight,
@@ -372,7 +310,7 @@ static void push_sample(fl_profile_t *p, fl_profile_kind_t kind, uint32_t stack,
   t->samples++;
   t->weight += weight;
   t->allocs += allocs;
-  if (kind == p->info.kind) sync_info(p);
+  if (fl_kind_takes(p->info.kind) & 1u << kind) sync_info(p);
 }
 
 /* ---- words ---- */
@@ -495,11 +433,27 @@ void fl_profile_set_budget(fl_profile_t *p, fl_budget_t *b) {
   p->budget = b;
 }
 
+/* The kind a sample of kind is stored as. A sample of wall-clock time
+ * is CPU time or off-CPU time, which its leaf says: a wait
+ * (FL_FRAME_OFFCPU, "[off-CPU: sleep]") is off-CPU time, anything else
+ * (the empty stack too) the thread running. Decided here, where every
+ * sample of a wall-clock profile arrives, so that the collector and every
+ * reader of a file of one (pprof, speedscope, trace) give each sample its
+ * kind by one rule: a wait's leaf is the one thing all of them keep. */
+static fl_profile_kind_t stored_kind(const fl_profile_t *p, fl_profile_kind_t kind,
+                                     const uint32_t *stack, size_t n) {
+  if (fl_kind_takes(kind) == 1u << kind) return kind;
+  assert(kind == FL_PROFILE_WALL); /* the one kind of two: a new one says how here */
+  return n && p->frames[stack[n - 1]].flags & FL_FRAME_OFFCPU ? FL_PROFILE_OFFCPU
+                                                              : FL_PROFILE_CPU;
+}
+
 int fl_profile_add_sample_of(fl_profile_t *p, fl_profile_kind_t kind, const uint32_t *stack,
                              size_t n, uint64_t weight, uint64_t allocs, int thread,
                              uint64_t time_ns) {
   assert((unsigned)kind < FL_PROFILE_N_KINDS);
   for (size_t i = 0; i < n; i++) assert(stack[i] < p->n_frames);
+  kind = stored_kind(p, kind, stack, n);
   if (n > UINT32_MAX) fl__oom(0); /* depths are 32 bits */
   size_t known;
   uint32_t node = find_prefix(p, stack, n, &known);
@@ -522,15 +476,29 @@ int fl_profile_add_sample(fl_profile_t *p, const uint32_t *stack, size_t n, uint
   return fl_profile_add_sample_at(p, stack, n, weight, allocs, thread, 0);
 }
 
+/* A kind that takes others (wall-clock time) has no samples of its own:
+ * its totals are theirs, summed, in a profile of it (fl_profile_kinds). */
 void fl_profile_kind_totals(const fl_profile_t *p, fl_profile_kind_t kind, fl_kind_totals_t *out) {
-  assert((unsigned)kind < FL_PROFILE_N_KINDS);
-  *out = p->totals[kind];
+  uint32_t takes = fl_kind_takes(kind);
+  *out = (fl_kind_totals_t){0};
+  if (takes != 1u << kind && kind != p->info.kind) return;
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
+    if (!(takes & 1u << k)) continue;
+    out->samples += p->totals[k].samples;
+    out->weight += p->totals[k].weight;
+    out->allocs += p->totals[k].allocs;
+  }
 }
 
+/* The kinds samples are stored as, and info.kind when it takes others
+ * and p holds one of them: a wall-clock profile holds wall-clock time
+ * beside its parts. (A CPU profile holds no wall-clock time, though its
+ * samples are of a kind wall-clock time takes.) */
 uint32_t fl_profile_kinds(const fl_profile_t *p) {
   uint32_t set = 0;
   for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
     if (p->totals[k].samples) set |= 1u << k;
+  if (set & fl_kind_takes(p->info.kind)) set |= 1u << p->info.kind;
   return set;
 }
 
@@ -581,7 +549,7 @@ const fl_profile_run_t *fl_profile_run(const fl_profile_t *p, size_t i) {
 static uint64_t time_samples(const fl_profile_t *p) {
   uint64_t n = 0;
   for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
-    if (kinds[k].time) n += p->totals[k].samples;
+    if (fl_kind(k)->time) n += p->totals[k].samples;
   return n;
 }
 
@@ -620,13 +588,13 @@ static void convert_profile(fl_profile_t *p, uint64_t unit) {
   uint64_t total[FL_PROFILE_N_KINDS] = {0};
   for (size_t i = 0; i < p->n_samples; i++) {
     sample_rec_t *r = &p->samples[i];
-    if (!kinds[r->kind].time) continue;
+    if (!fl_kind(r->kind)->time) continue;
     uint64_t w = convert_weight(r->weight, from, unit, &carry);
     r->weight = w;
     total[r->kind] = total[r->kind] > UINT64_MAX - w ? UINT64_MAX : total[r->kind] + w;
   }
   for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
-    if (kinds[k].time) p->totals[k].weight = total[k];
+    if (fl_kind(k)->time) p->totals[k].weight = total[k];
   sync_info(p);
   p->info.interval_ns = unit;
   p->info.mixed_intervals = true;
@@ -649,7 +617,7 @@ static fl_profile_kind_t merge_kind(const fl_profile_t *p, const fl_profile_t *s
   if (p->totals[k].samples) return (fl_profile_kind_t)k;
   if (k == src->info.kind && fl_kind_comparable(p->info.kind, k)) return p->info.kind;
   for (unsigned j = 0; j < FL_PROFILE_N_KINDS; j++)
-    if (p->totals[j].samples && kinds[j].measure == kinds[k].measure) return (fl_profile_kind_t)j;
+    if (p->totals[j].samples && fl_kind_comparable(j, k)) return (fl_profile_kind_t)j;
   return (fl_profile_kind_t)k;
 }
 
@@ -659,7 +627,7 @@ bool fl_profile_merge_fits(const fl_profile_t *p, const fl_profile_t *src) {
     const fl_kind_totals_t *s = &src->totals[k];
     if (!s->samples) continue;
     const fl_kind_totals_t *t = &p->totals[merge_kind(p, src, k)];
-    uint64_t to = kinds[k].time ? unit : 0;
+    uint64_t to = fl_kind(k)->time ? unit : 0;
     if (!total_in(t->weight, p->info.interval_ns, to, &a) ||
         !total_in(s->weight, src->info.interval_ns, to, &b) || __builtin_add_overflow(a, b, &sum) ||
         __builtin_add_overflow(t->allocs, s->allocs, &sum))
@@ -713,7 +681,7 @@ void fl_profile_merge_under(fl_profile_t *p, const fl_profile_t *src, const fl_f
   p->samples = fl__grow(p->samples, &p->samples_cap, p->n_samples + n_samples, sizeof *p->samples);
   for (size_t i = 0; i < n_samples; i++) {
     sample_rec_t r = src->samples[i];
-    uint64_t w = unit && kinds[r.kind].time ? convert_weight(r.weight, src_interval, unit, &carry)
+    uint64_t w = unit && fl_kind(r.kind)->time ? convert_weight(r.weight, src_interval, unit, &carry)
                                             : r.weight;
     push_sample(p, to_kind[r.kind], stack_map[r.stack], w, r.allocs, r.thread, r.time_ns);
   }
@@ -821,7 +789,7 @@ size_t fl_profile_thread_weights(const fl_profile_t *p, fl_profile_kind_t kind,
   free(threads);
   for (size_t i = 0; i < p->n_samples; i++) {
     const sample_rec_t *s = &p->samples[i];
-    if (s->kind != kind) continue;
+    if (!(fl_kind_takes(kind) & 1u << s->kind)) continue;
     const stack_rec_t *st = &p->stacks[s->stack];
     uint32_t leaf = st->depth ? p->frames[p->nodes[st->node].frame].flags : 0;
     bool off = leaf & FL_FRAME_OFFCPU;

@@ -405,7 +405,8 @@ fl_tree_t *fl_tree_build(const fl_profile_t *p, const fl_tree_opts_t *opts, cons
     if (t->n_threads) memcpy(t->threads, opts->threads, t->n_threads * sizeof *t->threads);
     qsort(t->threads, t->n_threads, sizeof *t->threads, fl__tree_cmp_int);
   }
-  t->sel = (fl__select_t){.kind = kind, .threads = t->threads, .n_threads = t->n_threads};
+  t->sel = (fl__select_t){
+      .kind = kind, .takes = fl_kind_takes(kind), .threads = t->threads, .n_threads = t->n_threads};
   if (opts->filter && opts->filter_is_regex) {
     int rc = regcomp(&b.re, opts->filter, REG_EXTENDED | REG_NOSUB);
     if (rc != 0) {

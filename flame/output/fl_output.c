@@ -248,7 +248,11 @@ static bool pprof_fits(draw_t *d, const fl_tree_t *t) {
 }
 
 /* The drawn kind's tree first, then a tree of each other kind the
- * profile holds, under the same options: a file of every kind. */
+ * profile holds, under the same options: a file of every kind. A kind
+ * that shares samples with the drawn one (fl_kind_takes) is left out: a
+ * wall-clock profile is written as its wall-clock time, whose waits'
+ * leaves give each sample its kind when read (fl_profile_add_sample_of),
+ * and as its CPU or off-CPU time alone when one of those is drawn. */
 static char *write_pprof(draw_t *d, size_t *len) {
   if (d->r->baseline) {
     snprintf(d->err, d->err_size,
@@ -259,11 +263,14 @@ static char *write_pprof(draw_t *d, size_t *len) {
   if (!tree_of(d) || !pprof_fits(d, d->tree)) return NULL;
   fl_tree_t *trees[FL_PROFILE_N_KINDS] = {d->tree};
   size_t n = 1;
-  uint32_t held = fl_profile_kinds(d->r->profile) & ~(1u << fl_tree_kind(d->tree));
+  uint32_t held = fl_profile_kinds(d->r->profile), drawn = fl_kind_takes(fl_tree_kind(d->tree));
+  uint32_t shared = drawn; /* the samples of the kinds that take some of the drawn one's */
+  for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++)
+    if (held & (1u << k) && fl_kind_takes(k) & drawn) shared |= fl_kind_takes(k);
   fl_tree_opts_t o = d->opts.tree;
   char *out = NULL;
   for (unsigned k = 0; k < FL_PROFILE_N_KINDS; k++) {
-    if (!(held & (1u << k))) continue;
+    if (!(held & (1u << k)) || fl_kind_takes(k) & shared) continue;
     o.kind = (int)k;
     trees[n] = fl_tree_build(d->r->profile, &o, d->r->root, d->err, d->err_size);
     if (!trees[n] || !pprof_fits(d, trees[n++])) goto done;

@@ -284,9 +284,9 @@ static size_t add_wait(conv_t *c, unsigned wait, uint32_t *stack, size_t m) {
   const char *func = fl_sampler_wait_call(wait);
   if (!ids[1]) {
     char what[64];
-    snprintf(what, sizeof what, "[off-CPU: %s]", fl_sampler_wait_reason(wait));
-    fl_frame_t off = {.func = what, .flags = FL_FRAME_OFFCPU};
-    if (wait == FL_SAMPLER_WAIT_RUNNABLE) off.flags |= FL_FRAME_RUNNABLE;
+    /* a wait, and runnable time, by its name (fl_profile_frame_id) */
+    snprintf(what, sizeof what, FL_FRAME_WAIT_PREFIX "%s]", fl_sampler_wait_reason(wait));
+    fl_frame_t off = {.func = what};
     if (func) {
       fl_frame_t call = {.func = func, .flags = FL_FRAME_SYSTEM};
       ids[0] = fl_profile_frame_id(c->prof, &call) + 1;

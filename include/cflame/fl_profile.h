@@ -87,6 +87,10 @@ typedef struct fl_kind_info {
    * "alloc_space"/"bytes", "inuse_objects"/"count"), and the companion
    * count ("samples" for time, the "..._objects" of bytes; NULL: none). */
   const char *pprof_type, *pprof_unit, *pprof_count;
+  uint32_t takes; /* the kinds whose samples it draws, a bit (1u << kind) each;
+                     0: itself alone (fl_kind_takes). Wall-clock time takes
+                     CPU time and off-CPU time, which its samples are stored
+                     as (fl_profile_add_sample_of) */
 } fl_kind_info_t;
 
 /* The row of kind (an out-of-range kind is a programmer's error). */
@@ -97,6 +101,9 @@ fl_profile_kind_t fl_kind_alloc(bool count, bool live);
 /* Whether profiles of kinds a and b can be merged and compared: the same
  * measure (fl_kind_info_t.measure). */
 bool fl_kind_comparable(fl_profile_kind_t a, fl_profile_kind_t b);
+/* The kinds whose samples a view of kind draws, a bit (1u << kind) each:
+ * 1u << kind, or for wall-clock time CPU and off-CPU time. */
+uint32_t fl_kind_takes(fl_profile_kind_t kind);
 
 /* What kind of code a frame is, for colours and for C=false folding. */
 enum {
@@ -123,6 +130,13 @@ enum {
                                    runnable, waiting for a CPU, not for a
                                    call: "[off-CPU: runnable]" */
 };
+
+/* A wait's leaf is named "[off-CPU: WHY]" ("sleep", "read", ...), and
+ * time runnable "[off-CPU: runnable]": fl_profile_frame_id gives a frame
+ * so named FL_FRAME_OFFCPU (and FL_FRAME_RUNNABLE) whoever read it, so that
+ * a wall-clock profile read from a file knows its waits. */
+#define FL_FRAME_WAIT_PREFIX "[off-CPU: "
+#define FL_FRAME_RUNNABLE_NAME FL_FRAME_WAIT_PREFIX "runnable]"
 
 typedef struct fl_frame {
   const char *func;        /* never NULL: unknown functions are "[unknown]" */
@@ -230,7 +244,10 @@ int fl_profile_add_sample_at(fl_profile_t *p, const uint32_t *stack, size_t n, u
                              uint64_t allocs, int thread, uint64_t time_ns);
 /* fl_profile_add_sample_at of a sample of kind, which need not be
  * info.kind: a collector that takes two kinds in one run (CPU time and
- * allocations) adds each sample with its own. */
+ * allocations) adds each sample with its own. A sample of wall-clock time
+ * (FL_PROFILE_WALL, which takes others: fl_kind_takes) is stored as the
+ * thread running, FL_PROFILE_CPU, or waiting, FL_PROFILE_OFFCPU when its
+ * leaf is a wait (FL_FRAME_OFFCPU): its fl_sample_t.kind says which. */
 int fl_profile_add_sample_of(fl_profile_t *p, fl_profile_kind_t kind, const uint32_t *stack,
                              size_t n, uint64_t weight, uint64_t allocs, int thread,
                              uint64_t time_ns);
@@ -240,10 +257,13 @@ int fl_profile_add_sample_of(fl_profile_t *p, fl_profile_kind_t kind, const uint
 typedef struct fl_kind_totals {
   uint64_t samples, weight, allocs;
 } fl_kind_totals_t;
-/* The totals of p's samples of kind (all 0 when it holds none). For
- * info.kind they are info's samples, total_weight and total_allocs. */
+/* The totals of p's samples of kind (all 0 when it holds none): of
+ * wall-clock time, its CPU and off-CPU time's summed. For info.kind they
+ * are info's samples, total_weight and total_allocs. */
 void fl_profile_kind_totals(const fl_profile_t *p, fl_profile_kind_t kind, fl_kind_totals_t *out);
-/* The kinds p holds a sample of, a bit (1u << kind) each; 0 when empty. */
+/* The kinds p holds a sample of, a bit (1u << kind) each, and info.kind
+ * when it takes one of those (a wall-clock profile holds wall-clock time,
+ * and CPU time or off-CPU time or both); 0 when empty. */
 uint32_t fl_profile_kinds(const fl_profile_t *p);
 
 /* From now on, charges b (borrowed; NULL: none) for what p grows by as
@@ -363,7 +383,8 @@ uint32_t fl_profile_node_frame(const fl_profile_t *p, uint32_t node);
 /* The distinct threads seen, ascending. *threads is new (free it). */
 size_t fl_profile_threads(const fl_profile_t *p, int **threads);
 
-/* A thread's weight running and waiting, of the samples of one kind: off
+/* A thread's weight running and waiting, of the samples one kind takes
+ * (fl_kind_takes): off
  * is the weight of its samples
  * whose innermost frame is a wait (FL_FRAME_OFFCPU), on the rest; runnable
  * the part of off whose wait was for a CPU (FL_FRAME_RUNNABLE). */

@@ -174,7 +174,7 @@ static int check_magics(kn_exec_t *e, const kn_cell_magics_t *cm) {
 /* Settles the kind of samples req takes (kn_profreq_kind): the magic's
  * (def->kind), or for %%profdiffview its baseline's, unless the options
  * choose another; refuses options of another kind and a diff of one kind
- * against another. Returns 0, or -1 with err. */
+ * against another but by a kind= both take. Returns 0, or -1 with err. */
 static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_def_t *def,
                                 const char *magic, const char *cell_key, char *err,
                                 size_t err_size) {
@@ -185,7 +185,12 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_
   const fl_profile_info_t *bi = base ? fl_profile_info_const(base) : NULL;
   r->kind = kn_profreq_kind(r, bi ? bi->kind : def->kind);
   const fl_kind_info_t *kind = fl_kind(r->kind);
-  if (bi && strcmp(kind->profile, fl_kind(bi->kind)->profile) != 0) {
+  /* kind= may name a kind both take: a wall-clock run's CPU time against
+   * a CPU baseline (fl_diff_build compares those samples of each). */
+  int drawn = r->draw.tree.kind;
+  bool both_hold = bi && drawn != FL_TREE_KIND_MAIN &&
+                   fl_kind_takes(r->kind) & fl_kind_takes(bi->kind) & 1u << drawn;
+  if (bi && !both_hold && strcmp(kind->profile, fl_kind(bi->kind)->profile) != 0) {
     /* %%profbase's words for this kind: none for the kind it takes plain. */
     bool plain = r->kind == kn_magic_find("profbase")->kind;
     snprintf(err, err_size,
@@ -195,6 +200,13 @@ static int resolve_profile_kind(kn_kernel_t *k, kn_profreq_t *r, const kn_magic_
              magic, r->baseline, r->baseline, fl_kind(bi->kind)->profile, kind->profile,
              kind->label, fl_kind(bi->kind)->label, kn_profreq_kind_words(bi->kind, r->kind),
              plain ? "" : " ", plain ? "" : kn_profreq_kind_words(r->kind, bi->kind));
+    uint32_t shared = fl_kind_takes(r->kind) & fl_kind_takes(bi->kind);
+    if (shared) {
+      const fl_kind_info_t *both = fl_kind((fl_profile_kind_t)__builtin_ctz(shared));
+      size_t len = strlen(err);
+      snprintf(err + len, err_size - len, "; or compare the %s both hold with kind=%s",
+               both->what, both->name);
+    }
     return -1;
   }
   if (bi && kind->allocs && !r->sample_rate_set) r->sample_rate = bi->sample_rate;

@@ -1127,6 +1127,57 @@ def test_clock_wall_pprof_has_a_wall_sample_type(bins, tmp_path):
     assert 0.998 <= seconds <= wall, (seconds, wall, top.stdout)
 
 
+def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
+    """cflame record --clock wall of prog naps, whose main thread computes
+    in one() and naps in nanosleep by turns: each sample is CPU time or
+    off-CPU time. Drawn from the pprof file written (which keeps each
+    sample's kind), --kind cpu is the CPU time the thread measured, all of
+    it in one(), and --kind offcpu its naps as long as it measured them,
+    the rest of the waits time runnable (in one(), waiting for a CPU),
+    within 2% of the two plus an interval, as the wall tests above; --kind
+    wall is the default graph, stack for stack the two added; --kind offcpu
+    saved as pprof is an off-CPU profile go tool pprof reads."""
+    r = recorded("--clock", "wall", "-o", "wall.pb.gz", "--no-lines", "--", bins["prog"], "naps",
+                 ITERS, cwd=tmp_path)
+    measured = program_json(r.stdout)
+
+    def drawn(*args, out="kind.folded"):
+        c = subprocess.run([CFLAME, str(tmp_path / "wall.pb.gz"), "--no-lines", *args, "-o",
+                            str(tmp_path / out)], capture_output=True, text=True, timeout=120)
+        assert c.returncode == 0, c.stderr
+        return folded(tmp_path / out) if out.endswith(".folded") else None
+
+    graphs = {kind: drawn("--kind", kind) for kind in ("wall", "cpu", "offcpu")}
+    assert drawn() == graphs["wall"]
+    summed = {}
+    for kind in ("cpu", "offcpu"):
+        for stack, n in graphs[kind].items():
+            summed[stack] = summed.get(stack, 0) + n
+    assert summed == graphs["wall"], (graphs, summed)
+
+    interval = 0.001
+    bound = 0.02 * (measured["cpu"] + measured["sleep"]) + interval
+    cpu = graphs["cpu"]
+    assert not [s for s in cpu if "[off-CPU" in s], cpu
+    ran = sum(n for s, n in cpu.items() if "one" in s.split(";")) * interval
+    assert abs(ran - measured["cpu"]) <= bound, (ran, measured, r.stderr)
+    off = graphs["offcpu"]
+    naps = sum(n for s, n in off.items() if "nap" in s.split(";")) * interval
+    assert abs(naps - measured["sleep"]) <= bound, (naps, measured, r.stderr)
+    assert all(s.endswith(";[off-CPU: sleep]") for s in off if "nap" in s.split(";")), off
+    assert all(s.endswith(";[off-CPU: runnable]") for s in off if "nap" not in s.split(";")), off
+    # The off-CPU part saved as pprof is an off-CPU profile, which go tool
+    # pprof, the reference reader, reads: the naps' share of it as drawn.
+    drawn("--kind", "offcpu", out="off.pb.gz")
+    cum, said = go_pprof_cum(tmp_path / "off.pb.gz", tmp_path)
+    assert "Type: off_cpu" in said, said
+    assert abs(cum["nap"] - 100 * naps / (sum(off.values()) * interval)) <= 0.1, (cum, said)
+    held = subprocess.run([CFLAME, str(tmp_path / "wall.pb.gz"), "--kind", "alloc_bytes"],
+                          capture_output=True, text=True, timeout=120)
+    assert held.returncode != 0 and ("choose cpu (CPU time), wall (wall-clock time) or offcpu "
+                                     "(off-CPU time)") in held.stderr, held.stderr
+
+
 def test_event_page_faults_counts_the_pages_touched(bins, tmp_path):
     """cflame record --event page-faults of a program that maps 8,000 fresh
     pages and touches each once: the recording counts 8,000 page faults

@@ -56,6 +56,21 @@ def waits_under(rows, reason):
             if r["func"] == f"[off-CPU: {reason}]"]
 
 
+def compute_then_sleep(kc, options, clock, compute_s, sleep_call):
+    """A cell drawn by %%profview options that computes compute_s seconds of
+    CPU and then waits in sleep_call: (its bundle, the computing's time on
+    clock, mono_now or thread_cpu_now, and the wait's wall time)."""
+    ok(kc, DEFS)
+    bundle, _, outputs = flame(
+        kc, f'%%profview {options}\n'
+            f'double c0 = {clock}(); compute({compute_s}); double c1 = {clock}();\n'
+            f'double w0 = mono_now(); {sleep_call}; double w1 = mono_now();\n'
+            'printf("computed %.4f slept %.4f\\n", c1 - c0, w1 - w0);', timeout=60)
+    computed, slept = map(float, re.search(r"computed ([\d.]+) slept ([\d.]+)",
+                                           stdout(outputs)).groups())
+    return bundle, computed, slept
+
+
 def test_a_profiled_sleep_sleeps_its_time(kc):
     """sleep(3) under clock=wall sleeps 3 s (within 0.1 s), and the graph
     puts those 3 s under sleep, off-CPU."""
@@ -132,14 +147,8 @@ def test_computing_then_sleeping_splits_by_the_time_of_each(kc):
     profile's computing (running, or waiting for a CPU on a busy machine)
     and sleeping parts split as the wall time the cell measured around
     each, within 3 points (25/75 on an idle machine)."""
-    ok(kc, DEFS)
-    bundle, reply, outputs = flame(
-        kc, '%%profview clock=wall minwidth=0\n'
-            'double c0 = mono_now(); compute(1.0); double c1 = mono_now();\n'
-            'double w0 = mono_now(); sleep(3); double w1 = mono_now();\n'
-            'printf("computed %.4f slept %.4f\\n", c1 - c0, w1 - w0);', timeout=60)
-    computed, slept = map(float, re.search(r"computed ([\d.]+) slept ([\d.]+)",
-                                           stdout(outputs)).groups())
+    bundle, computed, slept = compute_then_sleep(kc, "clock=wall minwidth=0", "mono_now", 1.0,
+                                                 "sleep(3)")
     rows = frames_of(bundle)
     total = rows[0]["count"]
     off = sum(c for c, _ in waits_under(rows, "sleep"))
@@ -147,6 +156,31 @@ def test_computing_then_sleeping_splits_by_the_time_of_each(kc):
     share = 100 * off / total
     assert abs(share - truth) <= 3, f"off-CPU {share:.2f} % of {total}, the cell measured {truth:.2f} %"
     assert computed >= 1.0 and abs(slept - 3) <= 0.1, (computed, slept)
+
+
+def test_kind_offcpu_draws_the_waits_and_kind_cpu_the_running(kc):
+    """A cell that computes about 0.3 s of CPU and then sleeps 0.6 s, drawn
+    with clock=wall kind=offcpu: the off-CPU flame graph, where every frame
+    with time of its own is a wait ("[off-CPU: sleep]", or runnable on a busy
+    machine), the sleep as long as the cell measured it; the title's note
+    names the kinds the profile holds. kind=cpu of the same profile has no
+    wait, and compute() is the CPU time the cell measured, within 2% of the
+    cell's time plus an interval (as cli.record's wall tests)."""
+    bundle, computed, slept = compute_then_sleep(kc, "clock=wall kind=offcpu minwidth=0",
+                                                 "thread_cpu_now", 0.3, "usleep(600000)")
+    rows = frames_of(bundle)
+    own = [r for r in rows if r["self"] > 0]
+    assert own and all(r["func"].startswith("[off-CPU: ") for r in own), own
+    sleeps = [r for r in rows if r["func"] == "[off-CPU: sleep]"]
+    assert len(sleeps) == 1 and agrees(sleeps[0]["count"], slept), (sleeps, slept)
+    title = bundle[VL_MIME]["title"]
+    title = " ".join([title["text"], *title.get("subtitle", [])])  # its lines, wrapped
+    assert "off-CPU time (kind=offcpu); also holds: CPU time (kind=cpu), wall-clock time " \
+           "(kind=wall)" in title, title
+    rows = frames_of(flame(kc, "%profshow kind=cpu minwidth=0")[0])
+    assert not [r for r in rows if r["func"].startswith("[off-CPU")], rows
+    ran = sum(r["count"] for r in rows if r["func"] == "compute") * INTERVAL
+    assert abs(ran - computed) <= 0.02 * (computed + slept) + INTERVAL, (ran, computed)
 
 
 def test_a_thread_waiting_for_a_lock_shows_under_pthread_mutex_lock(kc):
@@ -224,7 +258,8 @@ def test_a_diff_against_a_wall_clock_baseline_is_one_of_wall_time(kc):
     """%%profdiffview against a baseline taken with clock=wall profiles
     with the wall clock too, without being told: a sleep that doubled
     grew. Against a CPU baseline, clock=wall is refused with the words
-    that would make the two alike."""
+    that would make the two alike, and with kind=cpu compares the CPU time
+    of each."""
     ok(kc, DEFS)
     timed = 'double t0 = mono_now(); usleep({}); printf("took %.4f\\n", mono_now() - t0);'
     base = ok(kc, "%%profbase short clock=wall\n" + timed.format(300000), timeout=30)
@@ -240,6 +275,15 @@ def test_a_diff_against_a_wall_clock_baseline_is_one_of_wall_time(kc):
                                      timeout=30)["content"]
     assert content["status"] == "error" and "cannot be compared" in content["evalue"], content
     assert "clock=cpu" in content["evalue"] and "clock=wall" in content["evalue"], content
+    assert content["evalue"].endswith("or compare the CPU time both hold with kind=cpu"), content
+    # kind=cpu compares the run's CPU time with the CPU baseline: the sleep
+    # is no part of it, and compute() is on both sides.
+    bundle, _, _ = flame(kc, "%%profdiffview busy clock=wall kind=cpu minwidth=0\n"
+                             "compute(0.1); usleep(200000);", timeout=30)
+    rows = frames_of(bundle)
+    assert not [r for r in rows if r["func"].startswith("[off-CPU")], rows
+    computed = [r for r in rows if r["func"] == "compute"]
+    assert computed and all(r["count"] > 0 and r["base"] > 0 for r in computed), computed
 
 
 def test_every_view_draws_the_waits(kc):

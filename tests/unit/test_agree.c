@@ -4,7 +4,9 @@
  * kinds, recursion, cell functions redefined in a later cell) and over
  * diffs of two of them. A profile that holds CPU and allocation samples
  * together is drawn with kind= each of them: every view and format shows
- * the samples of that kind and none of the other's.
+ * the samples of that kind and none of the other's. So is a wall-clock
+ * profile, some of whose stacks end in a wait: kind=wall shows all of
+ * them, kind=cpu those that ran, kind=offcpu the waits.
  *
  * What the samples say is computed here, from the samples themselves: per
  * function (name, file, module) the weight of the samples whose stack
@@ -99,6 +101,14 @@ static void gen_init(gen_t *g) {
   }
 }
 
+/* g's functions for seed, the generator started from seed and a salt
+ * of each check's own. */
+static void gen_seeded(gen_t *g, uint64_t seed, uint64_t salt) {
+  seed_now = seed;
+  rng_state = seed * 0x9e3779b97f4a7c15ull + salt;
+  gen_init(g);
+}
+
 static uint32_t frame_of(fl_profile_t *p, const gfunc_t *gf, int line) {
   fl_frame_t f = {.func = gf->name};
   if (gf->kind == 1 || gf->kind == 2) {
@@ -131,6 +141,11 @@ static void gen_samples(fl_profile_t *p, const gen_t *g, int n_stacks, fl_profil
       ids[d] = frame_of(p, &g->f[k], 2 + (int)pick(3));
       prev = k;
     }
+    if (kind == FL_PROFILE_WALL && pick(3) == 0) { /* a wait, as the collector's leaf */
+      fl_frame_t wait = {.func = pick(2) ? "[off-CPU: sleep]" : "[off-CPU: runnable]",
+                         .flags = FL_FRAME_OFFCPU};
+      ids[depth++] = fl_profile_frame_id(p, &wait);
+    }
     uint64_t w = allocs ? 16 * (1 + pick(64)) : 1 + pick(5);
     t += 1000000 * (1 + pick(3));
     fl_profile_add_sample_of(p, kind, ids, depth, w, allocs ? 1 : 0, 1 + (int)pick(3), t);
@@ -150,6 +165,15 @@ static int kind_shown = -1;
 
 static fl_profile_kind_t shown_of(const fl_profile_t *p) {
   return kind_shown < 0 ? fl_profile_info_const(p)->kind : (fl_profile_kind_t)kind_shown;
+}
+
+/* Whether s counts in the kind shown: of a wall-clock profile every
+ * sample is wall-clock time (check_wall holds each to its leaf as CPU or
+ * off-CPU time); of any other kind its own. */
+static bool counts(const fl_profile_t *p, const fl_sample_t *s) {
+  fl_profile_kind_t shown = shown_of(p);
+  if (shown == FL_PROFILE_WALL) return s->kind == FL_PROFILE_CPU || s->kind == FL_PROFILE_OFFCPU;
+  return s->kind == shown;
 }
 
 /* ---- what the samples say ---- */
@@ -203,7 +227,7 @@ static void tally_profile(const fl_profile_t *p, bool by_name, tally_t *funcs, t
   fl_sample_t s;
   for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
     fl_profile_sample(p, i, &s);
-    if (s.kind != shown_of(p)) continue;
+    if (!counts(p, &s)) continue;
     char fk[MAX_DEPTH + 2][96], lk[MAX_DEPTH + 2][96], tk[1][96];
     size_t nl = 0;
     for (size_t d = 0; d < s.n; d++) {
@@ -616,7 +640,7 @@ static void check_views(const fl_profile_t *p) {
   check_merged(p, &funcs, "icicle");
   check_merged(p, &funcs, "callers");
   check_top(p, &funcs);
-  if (kind == FL_PROFILE_CPU) check_top_text(p, &funcs); /* bytes print rounded (KiB) */
+  if (!fl_kind(kind)->bytes) check_top_text(p, &funcs); /* bytes print rounded (KiB) */
   check_sandwich(p, &by_name);
   check_lines_and_threads(p, &lines, &threads);
   check_round_trip(p, &by_name, NULL, "folded");
@@ -632,10 +656,8 @@ static void check_views(const fl_profile_t *p) {
 /* A profile of kind; with other, it holds samples of that kind too
  * (of other stacks), and is checked as each kind. */
 static void check_profile(uint64_t seed, fl_profile_kind_t kind, int other) {
-  seed_now = seed;
-  rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
   gen_t g;
-  gen_init(&g);
+  gen_seeded(&g, seed, 1);
   fl_profile_t *p = gen_profile(&g, kind, 40 + (int)pick(160));
   if (other < 0) {
     check_views(p);
@@ -646,6 +668,30 @@ static void check_profile(uint64_t seed, fl_profile_kind_t kind, int other) {
     check_views(p);
     kind_shown = -1;
   }
+  fl_profile_destroy(&p);
+}
+
+/* A wall-clock profile: each sample whose leaf is a wait is off-CPU
+ * time, each other CPU time, and it is checked as wall-clock time (all of
+ * them), CPU time and off-CPU time. */
+static void check_wall(uint64_t seed) {
+  gen_t g;
+  gen_seeded(&g, seed, 3);
+  fl_profile_t *p = gen_profile(&g, FL_PROFILE_WALL, 40 + (int)pick(160));
+  fl_sample_t s;
+  for (size_t i = 0; i < fl_profile_n_samples(p); i++) {
+    fl_profile_sample(p, i, &s);
+    const fl_frame_t *leaf = fl_profile_frame(p, fl_profile_sample_frame(p, &s, s.n - 1));
+    bool wait = !strncmp(leaf->func, "[off-CPU: ", 10);
+    AGREE(s.kind == (wait ? FL_PROFILE_OFFCPU : FL_PROFILE_CPU), "sample %zu ending in %s is %s", i,
+          leaf->func, fl_kind(s.kind)->name);
+  }
+  const fl_profile_kind_t shown[] = {FL_PROFILE_WALL, FL_PROFILE_CPU, FL_PROFILE_OFFCPU};
+  for (size_t k = 0; k < 3; k++) {
+    kind_shown = (int)shown[k];
+    check_views(p);
+  }
+  kind_shown = -1;
   fl_profile_destroy(&p);
 }
 
@@ -825,10 +871,8 @@ static void check_diff_speedscope(const fl_profile_t *target, const fl_profile_t
 }
 
 static void check_diff(uint64_t seed) {
-  seed_now = seed;
-  rng_state = seed * 0x9e3779b97f4a7c15ull + 7;
   gen_t g;
-  gen_init(&g);
+  gen_seeded(&g, seed, 7);
   fl_profile_t *base = gen_profile(&g, FL_PROFILE_CPU, 60 + (int)pick(200));
   /* The target: some functions redefined in a later cell, one renamed. */
   for (int i = 1; i < g.n; i++)
@@ -866,6 +910,7 @@ int main(void) {
     fl_profile_kind_t kind = seed % 3 ? FL_PROFILE_CPU : FL_PROFILE_ALLOC_BYTES;
     int other = kind == FL_PROFILE_CPU ? FL_PROFILE_ALLOC_BYTES : FL_PROFILE_CPU;
     check_profile(seed, kind, seed % 2 ? other : -1);
+    if (seed % 4 == 0) check_wall(seed);
     check_diff(seed);
   }
   printf("seeds %" PRIu64 "..%" PRIu64 ": %zu merged frames\n", first, last, merged_seen);

@@ -1154,6 +1154,25 @@ static void test_refusals(void) {
   CHECK(d != NULL);
   if (d) CHECK_INT(fl_tree_root(fl_diff_tree(d))->count, 7);
   fl_diff_destroy(&d);
+  /* A wall-clock profile's CPU time compares with a CPU profile by
+   * kind=cpu: its waits are left out. Without it, wall-clock time is not
+   * CPU time, and the refusal names the kind both hold. */
+  fl_profile_t *w = fl_profile_new(FL_PROFILE_WALL);
+  fl_profile_info(w)->interval_ns = 1000000;
+  uint32_t ran = fl_profile_frame_id(w, &(fl_frame_t){.func = "f"});
+  uint32_t wait[2] = {ran, fl_profile_frame_id(w, &(fl_frame_t){.func = "[off-CPU: sleep]"})};
+  fl_profile_add_sample(w, &ran, 1, 5, 0, 0);
+  fl_profile_add_sample(w, wait, 2, 40, 0, 0);
+  CHECK(fl_diff_build(w, c, NULL, NULL, "x", err, sizeof err) == NULL);
+  CHECK_STR(err,
+            "a CPU profile cannot be compared with a wall-clock profile: the baseline is a CPU "
+            "profile and the target a wall-clock profile; both hold CPU time: kind=cpu "
+            "compares them");
+  d = fl_diff_build(w, c, &to, NULL, "x", err, sizeof err);
+  CHECK(d != NULL);
+  if (d) CHECK_INT(fl_tree_root(fl_diff_tree(d))->count, 5);
+  fl_diff_destroy(&d);
+  fl_profile_destroy(&w);
   fl_profile_destroy(&c);
   fl_profile_destroy(&a);
 }

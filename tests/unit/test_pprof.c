@@ -117,14 +117,22 @@ static void test_cpu_round_trip(void) {
   fl_profile_destroy(&p);
 }
 
+/* A wall-clock profile of 1 ms intervals with the frames main() and
+ * work() of m.c, and no sample yet. New. */
+static fl_profile_t *wall_main_work(uint32_t *main_, uint32_t *work) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
+  fl_profile_info(p)->interval_ns = 1000000;
+  *main_ = add_frame(p, "main", "m.c", 3, "prog", FL_FRAME_CELL);
+  *work = add_frame(p, "work", "m.c", 9, "prog", FL_FRAME_CELL);
+  return p;
+}
+
 /* Threads, their names and time stamps go out as labels and come back;
  * the tree's thread filter and minwidth decide which samples go out, as
  * for a profile without them. */
 static void test_labels_round_trip(void) {
-  fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
-  fl_profile_info(p)->interval_ns = 1000000;
-  uint32_t main_ = add_frame(p, "main", "m.c", 3, "prog", FL_FRAME_CELL);
-  uint32_t work = add_frame(p, "work", "m.c", 9, "prog", FL_FRAME_CELL);
+  uint32_t main_, work;
+  fl_profile_t *p = wall_main_work(&main_, &work);
   uint32_t s[] = {main_, work};
   static const struct {
     size_t n;
@@ -226,6 +234,41 @@ static uint64_t leaf_weight(const fl_profile_t *p, fl_profile_kind_t kind, const
   return w;
 }
 
+/* How many sample types a pprof file has. */
+static size_t pprof_types(const char *file, size_t size) {
+  char *plain, why[200];
+  size_t len, n = 0;
+  CHECK_INT(fl__gunzip(file, size, FL_INPUT_LIMIT_DEFAULT, &plain, &len, why, sizeof why), 0);
+  pb_profile_t *pb = perftools__profiles__profile__unpack(NULL, len, (const uint8_t *)plain);
+  CHECK(pb != NULL);
+  if (pb) n = pb->n_sample_type;
+  if (pb) perftools__profiles__profile__free_unpacked(pb, NULL);
+  free(plain);
+  return n;
+}
+
+/* p drawn as format with kind= (NULL: the default) and read back, and
+ * how many sample types it had as pprof into *types (NULL: not asked).
+ * New. */
+static fl_profile_t *read_back(const fl_profile_t *p, const char *format, const char *kind,
+                               size_t *types) {
+  fl_options_t o;
+  fl_options_init(&o, FL_FRONT_COMMAND);
+  char err[256];
+  if (kind) CHECK_INT(fl_options_set(&o, "kind", kind, err, sizeof err), 0);
+  fl_output_req_t r = {.profile = p, .opts = &o, .format = format};
+  size_t size = 0;
+  char *file = fl_output_render(&r, &size, err, sizeof err);
+  CHECK(file != NULL);
+  fl_options_free(&o);
+  if (types) *types = pprof_types(file, size);
+  fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
+  fl_io_error_t e = {0};
+  CHECK_INT(fl_read_profile(q, file, size, format, FL_INPUT_AUTO, NULL, &e), 0);
+  free(file);
+  return q;
+}
+
 /* A profile of CPU time split 1:3 between one() and three() and of
  * allocated bytes split 1:3 between small() and big(), written as pprof
  * drawing each kind and read back: one profile of both kinds again, each
@@ -250,18 +293,7 @@ static void test_kinds_round_trip(void) {
   }
   const char *kinds[] = {"cpu", "alloc_bytes"};
   for (int k = 0; k < 2; k++) {
-    fl_options_t o;
-    fl_options_init(&o, FL_FRONT_COMMAND);
-    char err[256];
-    CHECK_INT(fl_options_set(&o, "kind", kinds[k], err, sizeof err), 0);
-    fl_output_req_t r = {.profile = p, .opts = &o, .format = "pprof"};
-    size_t size = 0;
-    char *file = fl_output_render(&r, &size, err, sizeof err);
-    CHECK(file != NULL);
-    fl_options_free(&o);
-    fl_profile_t *q = fl_profile_new(FL_PROFILE_CPU);
-    fl_io_error_t e = {0};
-    CHECK_INT(fl_read_profile(q, file, size, "k.pb.gz", FL_INPUT_AUTO, NULL, &e), 0);
+    fl_profile_t *q = read_back(p, "pprof", kinds[k], NULL);
     const fl_profile_info_t *info = fl_profile_info_const(q);
     CHECK_INT(info->kind, k ? FL_PROFILE_ALLOC_BYTES : FL_PROFILE_CPU);
     CHECK_INT(fl_profile_kinds(q), 1u << FL_PROFILE_CPU | 1u << FL_PROFILE_ALLOC_BYTES);
@@ -276,7 +308,62 @@ static void test_kinds_round_trip(void) {
     CHECK_INT(t.samples, 8);
     CHECK_INT(t.allocs, 8);
     fl_profile_destroy(&q);
-    free(file);
+  }
+  fl_profile_destroy(&p);
+}
+
+/* A wall-clock profile, its stacks as the collector writes them (the
+ * waits' leaves named, "[off-CPU: sleep]"), written by default (kind=wall)
+ * as pprof, and as speedscope, and read back: each sample is CPU time or
+ * off-CPU time again, the waits are waits, and the profile wall-clock
+ * time, the sum. Written with kind=cpu or kind=offcpu, a pprof file is
+ * that part alone. */
+static void test_wall_round_trip(void) {
+  uint32_t main_, work;
+  fl_profile_t *p = wall_main_work(&main_, &work);
+  uint32_t sleep_ = add_frame(p, "nanosleep", NULL, 0, "libc.so.6", FL_FRAME_SYSTEM);
+  uint32_t slept = add_frame(p, "[off-CPU: sleep]", NULL, 0, NULL, 0);
+  uint32_t queued = add_frame(p, "[off-CPU: runnable]", NULL, 0, NULL, 0);
+  uint32_t ran[] = {main_, work}, waited[] = {main_, sleep_, slept}, runnable[] = {main_, work, queued};
+  for (int i = 0; i < 45; i++) {
+    const uint32_t *st = i < 10 ? ran : i < 40 ? waited : runnable;
+    fl_profile_add_sample_at(p, st, i < 10 ? 2 : 3, 1, 0, 1, 1000000 * (uint64_t)(i + 1));
+  }
+  const char *formats[] = {"pprof", "speedscope"};
+  for (int k = 0; k < 2; k++) {
+    size_t types = 0;
+    fl_profile_t *q = read_back(p, formats[k], NULL, k ? NULL : &types);
+    if (!k) CHECK_INT(types, 2); /* "samples" and "wall", as before */
+    const fl_profile_info_t *info = fl_profile_info_const(q);
+    CHECK_INT(info->kind, FL_PROFILE_WALL);
+    CHECK_INT(fl_profile_kinds(q),
+              1u << FL_PROFILE_CPU | 1u << FL_PROFILE_WALL | 1u << FL_PROFILE_OFFCPU);
+    CHECK_INT(info->interval_ns, 1000000);
+    CHECK_INT(info->total_weight, 45);
+    CHECK_INT(leaf_weight(q, FL_PROFILE_CPU, "work"), 10);
+    CHECK_INT(leaf_weight(q, FL_PROFILE_OFFCPU, "[off-CPU: sleep]"), 30);
+    CHECK_INT(leaf_weight(q, FL_PROFILE_OFFCPU, "[off-CPU: runnable]"), 5);
+    fl_kind_totals_t t;
+    fl_profile_kind_totals(q, FL_PROFILE_CPU, &t);
+    CHECK_INT(t.weight, 10);
+    for (size_t id = 0; id < fl_profile_n_frames(q); id++) {
+      const fl_frame_t *f = fl_profile_frame(q, (uint32_t)id);
+      if (!strcmp(f->func, "[off-CPU: runnable]"))
+        CHECK_INT(f->flags & (FL_FRAME_OFFCPU | FL_FRAME_RUNNABLE),
+                  FL_FRAME_OFFCPU | FL_FRAME_RUNNABLE);
+    }
+    fl_profile_destroy(&q);
+  }
+  /* Drawn as one part, it is a profile of that part alone. */
+  const fl_profile_kind_t parts[] = {FL_PROFILE_CPU, FL_PROFILE_OFFCPU};
+  for (int k = 0; k < 2; k++) {
+    size_t types = 0;
+    fl_profile_t *q = read_back(p, "pprof", fl_kind(parts[k])->name, &types);
+    CHECK_INT(types, 2); /* "samples" and the part's, no other */
+    CHECK_INT(fl_profile_info_const(q)->kind, parts[k]);
+    CHECK_INT(fl_profile_kinds(q), 1u << parts[k]);
+    CHECK_INT(fl_profile_info_const(q)->total_weight, k ? 35 : 10);
+    fl_profile_destroy(&q);
   }
   fl_profile_destroy(&p);
 }
@@ -687,6 +774,7 @@ static void test_runs_of_merged_inputs(void) {
 
 int main(void) {
   test_kinds_round_trip();
+  test_wall_round_trip();
   test_cpu_round_trip();
   test_alloc_round_trip();
   test_labels_round_trip();

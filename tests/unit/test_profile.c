@@ -550,6 +550,64 @@ static void test_sample_kinds(void) {
   fl_profile_destroy(&p);
 }
 
+/* A wall-clock profile's samples are CPU time or off-CPU time by their
+ * leaf, a frame named as a wait a wait whoever interned it (here without
+ * a flag, as a file's reader does); it holds wall-clock time as well, the
+ * sum of the two, and keeps each sample's kind through copy and merge. */
+static void test_wall_kinds(void) {
+  fl_profile_t *p = fl_profile_new(FL_PROFILE_WALL);
+  fl_profile_info(p)->interval_ns = 1000000;
+  uint32_t run = frame(p, "run", NULL, 0, NULL, 0, FL_FRAME_CELL);
+  uint32_t read = frame(p, "[off-CPU: read]", NULL, 0, NULL, 0, 0);
+  uint32_t queued = frame(p, "[off-CPU: runnable]", NULL, 0, NULL, 0, 0);
+  uint32_t odd = frame(p, "[off-CPU: read", NULL, 0, NULL, 0, 0); /* not closed: a function */
+  CHECK_INT(fl_profile_frame(p, read)->flags, FL_FRAME_OFFCPU);
+  CHECK_INT(fl_profile_frame(p, queued)->flags, FL_FRAME_OFFCPU | FL_FRAME_RUNNABLE);
+  CHECK_INT(fl_profile_frame(p, odd)->flags, 0);
+  fl_profile_add_sample(p, &run, 1, 3, 0, 1);
+  fl_profile_add_sample(p, &read, 1, 5, 0, 1);
+  fl_profile_add_sample(p, &queued, 1, 2, 0, 2);
+  fl_profile_add_sample(p, &odd, 1, 7, 0, 2);
+  fl_profile_add_sample(p, NULL, 0, 1, 0, 2); /* the root's own time ran */
+  for (int round = 0; round < 3; round++) {
+    uint64_t times = round == 2 ? 2 : 1;
+    CHECK_INT(kind_weight_of(p, FL_PROFILE_CPU, "run"), 3 * times);
+    CHECK_INT(kind_weight_of(p, FL_PROFILE_CPU, "[off-CPU: read"), 7 * times);
+    CHECK_INT(kind_weight_of(p, FL_PROFILE_OFFCPU, "[off-CPU: read]"), 5 * times);
+    CHECK_INT(kind_weight_of(p, FL_PROFILE_OFFCPU, "[off-CPU: runnable]"), 2 * times);
+    fl_kind_totals_t cpu, off, wall;
+    fl_profile_kind_totals(p, FL_PROFILE_CPU, &cpu);
+    fl_profile_kind_totals(p, FL_PROFILE_OFFCPU, &off);
+    fl_profile_kind_totals(p, FL_PROFILE_WALL, &wall);
+    CHECK_INT(cpu.weight, 11 * times);
+    CHECK_INT(off.weight, 7 * times);
+    CHECK_INT(wall.weight, 18 * times);
+    CHECK_INT(wall.samples, 5 * times);
+    CHECK_INT(fl_profile_info_const(p)->total_weight, 18 * times);
+    CHECK_INT(fl_profile_info_const(p)->kind, FL_PROFILE_WALL);
+    CHECK_INT(fl_profile_kinds(p),
+              1u << FL_PROFILE_CPU | 1u << FL_PROFILE_WALL | 1u << FL_PROFILE_OFFCPU);
+    fl_thread_weights_t *w;
+    CHECK_INT(fl_profile_thread_weights(p, FL_PROFILE_OFFCPU, &w), 2);
+    CHECK_INT(w[0].on + w[0].off + w[1].on, 5 * times);
+    free(w);
+    fl_profile_t *next = round == 0 ? fl_profile_copy(p) : p;
+    if (round == 1) fl_profile_merge(p, p);
+    if (next != p) fl_profile_destroy(&p);
+    p = next;
+  }
+  /* Samples of CPU time are no wall-clock time without a wall-clock
+   * profile. */
+  fl_profile_t *c = fl_profile_new(FL_PROFILE_CPU);
+  fl_profile_merge(c, p);
+  CHECK_INT(fl_profile_kinds(c), 1u << FL_PROFILE_CPU | 1u << FL_PROFILE_OFFCPU);
+  CHECK_INT(kind_weight_of(c, FL_PROFILE_OFFCPU, "[off-CPU: read]"), 10);
+  fl_profile_destroy(&c);
+  CHECK_INT(fl_kind_takes(FL_PROFILE_WALL), 1u << FL_PROFILE_CPU | 1u << FL_PROFILE_OFFCPU);
+  CHECK_INT(fl_kind_takes(FL_PROFILE_OFFCPU), 1u << FL_PROFILE_OFFCPU);
+  fl_profile_destroy(&p);
+}
+
 static void test_clear(void) {
   uint32_t ids[4];
   fl_profile_t *p = small_profile(ids);
@@ -930,6 +988,7 @@ int main(void) {
   test_merge();
   test_merge_by_time();
   test_sample_kinds();
+  test_wall_kinds();
   test_clear();
   test_alloc();
   test_many_samples();

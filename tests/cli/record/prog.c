@@ -16,6 +16,10 @@
  *                              rounds; each prints the wall time and run
  *                              delay (schedstat) it measured around its
  *                              work, main's around the thread's too
+ *   prog naps ITERS            the main thread runs one() and then naps
+ *                              (nanosleep, 30 ms), over rounds; prints the
+ *                              CPU time it measured around the rounds and
+ *                              the time it measured around its naps
  *   prog fork ITERS            a child runs child_work (three), the parent
  *                              parent_work (one); the parent waits
  *   prog exec ITERS OTHER      a child execs OTHER (other.c) and the parent
@@ -123,6 +127,11 @@ static void *wall_thread(void *arg) {
   return arg;
 }
 
+__attribute__((noinline)) static void nap(void) {
+  struct timespec t = {0, 30000000};
+  nanosleep(&t, NULL);
+}
+
 static volatile sig_atomic_t interrupts;
 static void on_sigint(int sig) {
   (void)sig;
@@ -223,6 +232,15 @@ int main(int argc, char **argv) {
     pthread_join(a, NULL);
     double wall = mono() - w, delay = run_delay() - d;
     printf("{\"main\": [%.6f, %.6f], \"thread\": [%.6f, %.6f]}\n", wall, delay, wall_a, delay_a);
+  } else if (!strcmp(mode, "naps")) {
+    double cpu = thread_cpu(), slept = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+      one(n);
+      double t = mono();
+      nap();
+      slept += mono() - t;
+    }
+    printf("{\"cpu\": %.6f, \"sleep\": %.6f}\n", thread_cpu() - cpu, slept);
   } else if (!strcmp(mode, "fork") || !strcmp(mode, "exec") || !strcmp(mode, "shexec")) {
     fflush(stdout);
     pid_t child = fork();
