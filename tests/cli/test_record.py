@@ -243,8 +243,10 @@ def test_two_threads_both_with_their_shares(bins, tmp_path):
     assert wa and wb, stacks
     # Each thread's stacks begin at its start routine (the wrapper below it is
     # cut), but for a sample in the wrapper's own exit hook, after the routine
-    # returned: the recorder's cost, under its own name.
-    assert all(s.split(";")[1] in ("main", "thread_a", "thread_b", "fl__thread_leave")
+    # returned: the recorder's cost, under its own name (the hook, or the
+    # recorder's leave_thread that it calls).
+    assert all(s.split(";")[1] in ("main", "thread_a", "thread_b", "fl__thread_leave",
+                                   "leave_thread")
                for s in stacks), stacks
     got, measured = share_points(wb, wa + wb), share_points(cpu["b"], cpu["a"] + cpu["b"])
     check_share(got, measured, wa + wb, cpu)
@@ -267,10 +269,14 @@ def test_forked_child_has_its_own_root(bins, tmp_path):
     assert weight(stacks, "child_work", root=parent) == 0
     assert weight(stacks, "parent_work", root=parent) > 0
     assert weight(stacks, "parent_work", root=child) == 0
-    # The child did three times the parent's work.
-    got = share_points(weight(stacks, "child_work"),
-                       weight(stacks, "child_work") + weight(stacks, "parent_work"))
-    assert abs(got - 75) <= 4, got
+    # The child did three times the parent's work: its share of the CPU
+    # the two measured (near 75%, but the two ran at once and shared the
+    # machine) is its share of the samples.
+    n = weight(stacks, "child_work") + weight(stacks, "parent_work")
+    got = share_points(weight(stacks, "child_work"), n)
+    measured = share_points(pids["child_cpu"], pids["child_cpu"] + pids["parent_cpu"])
+    assert 60 <= measured <= 90, pids
+    check_share(got, measured, n, pids)
     assert "2 processes" in r.stderr
 
 
@@ -1132,8 +1138,9 @@ def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
     in one() and naps in nanosleep by turns: each sample is CPU time or
     off-CPU time. Drawn from the pprof file written (which keeps each
     sample's kind), --kind cpu is the CPU time the thread measured, all of
-    it in one(), and --kind offcpu its naps as long as it measured them,
-    the rest of the waits time runnable (in one(), waiting for a CPU),
+    it in one(), and --kind offcpu its naps as long as it measured them
+    (less the run delay), the rest of the waits time runnable (waiting
+    for a CPU, in one() or woken in nap()),
     within 2% of the two plus an interval, as the wall tests above; --kind
     wall is the default graph, stack for stack the two added; --kind offcpu
     saved as pprof is an off-CPU profile go tool pprof reads."""
@@ -1162,16 +1169,20 @@ def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
     ran = sum(n for s, n in cpu.items() if "one" in s.split(";")) * interval
     assert abs(ran - measured["cpu"]) <= bound, (ran, measured, r.stderr)
     off = graphs["offcpu"]
-    naps = sum(n for s, n in off.items() if "nap" in s.split(";")) * interval
+    naps = sum(n for s, n in off.items()
+               if "nap" in s.split(";") and s.endswith(";[off-CPU: sleep]")) * interval
     assert abs(naps - measured["sleep"]) <= bound, (naps, measured, r.stderr)
-    assert all(s.endswith(";[off-CPU: sleep]") for s in off if "nap" in s.split(";")), off
-    assert all(s.endswith(";[off-CPU: runnable]") for s in off if "nap" not in s.split(";")), off
+    # The rest is runnable: preempted in one(), or woken in nap() and not
+    # yet on a CPU, which the program did not count as sleep either.
+    assert all(s.endswith(";[off-CPU: runnable]") for s in off
+               if "nap" not in s.split(";") or not s.endswith(";[off-CPU: sleep]")), off
     # The off-CPU part saved as pprof is an off-CPU profile, which go tool
     # pprof, the reference reader, reads: the naps' share of it as drawn.
     drawn("--kind", "offcpu", out="off.pb.gz")
     cum, said = go_pprof_cum(tmp_path / "off.pb.gz", tmp_path)
     assert "Type: off_cpu" in said, said
-    assert abs(cum["nap"] - 100 * naps / (sum(off.values()) * interval)) <= 0.1, (cum, said)
+    under_nap = sum(n for s, n in off.items() if "nap" in s.split(";"))
+    assert abs(cum["nap"] - 100 * under_nap / sum(off.values())) <= 0.1, (cum, said)
     held = subprocess.run([CFLAME, str(tmp_path / "wall.pb.gz"), "--kind", "alloc_bytes"],
                           capture_output=True, text=True, timeout=120)
     assert held.returncode != 0 and ("choose cpu (CPU time), wall (wall-clock time) or offcpu "

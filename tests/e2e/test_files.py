@@ -193,8 +193,9 @@ def test_profsave_svg_vegalite_txt_of_a_diff_and_its_folded_has_two_counts(kc, t
         rows3.append((m.group(1), int(m.group(2)), int(m.group(3))))
     stacks = {s: (b, t) for s, b, t in rows3}
     leaf, oth = stacks["top-level scope;middle;leaf"], stacks["top-level scope;other"]
-    assert leaf[0] > 1.5 * leaf[1], leaf  # leaf shrank (to a third)
-    assert oth[1] > 1.5 * oth[0], oth  # other grew (threefold)
+    # Within each run leaf and other split 3:1, then 1:3: shares, which a
+    # busy machine's slower second run does not move as it moves counts.
+    assert leaf[0] > oth[0] and oth[1] > leaf[1], (leaf, oth)  # leaf shrank, other grew
     lined = tmp_path / "lines.folded"
     ok(kc, f"%profsave {lined} lines=true")
     assert re.search(r"^top-level scope \(cell\[\d+\]:\d+\);", lined.read_text(), re.M)
