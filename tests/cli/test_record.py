@@ -1138,9 +1138,9 @@ def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
     in one() and naps in nanosleep by turns: each sample is CPU time or
     off-CPU time. Drawn from the pprof file written (which keeps each
     sample's kind), --kind cpu is the CPU time the thread measured, all of
-    it in one(), and --kind offcpu its naps as long as it measured them
-    (less the run delay), the rest of the waits time runnable (waiting
-    for a CPU, in one() or woken in nap()),
+    it in one(), and --kind offcpu its naps, at least as long as asked and
+    at most as long as they took, the rest of the waits time runnable
+    (waiting for a CPU, in one() or woken in nap()),
     within 2% of the two plus an interval, as the wall tests above; --kind
     wall is the default graph, stack for stack the two added; --kind offcpu
     saved as pprof is an off-CPU profile go tool pprof reads."""
@@ -1169,9 +1169,13 @@ def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
     ran = sum(n for s, n in cpu.items() if "one" in s.split(";")) * interval
     assert abs(ran - measured["cpu"]) <= bound, (ran, measured, r.stderr)
     off = graphs["offcpu"]
+    # The sleep drawn is at least the 10 naps of 30 ms the program asked for
+    # and at most what they took. Their late wake-ups (a millisecond or more
+    # each on a busy machine, the run delay only part of it) are drawn as
+    # the sleep's or elsewhere, by where the thread's samples fell.
     naps = sum(n for s, n in off.items()
                if "nap" in s.split(";") and s.endswith(";[off-CPU: sleep]")) * interval
-    assert abs(naps - measured["sleep"]) <= bound, (naps, measured, r.stderr)
+    assert 0.300 - bound <= naps <= measured["sleep"] + bound, (naps, measured, r.stderr)
     # The rest is runnable: preempted in one(), or woken in nap() and not
     # yet on a CPU, which the program did not count as sleep either.
     assert all(s.endswith(";[off-CPU: runnable]") for s in off

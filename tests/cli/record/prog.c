@@ -19,8 +19,9 @@
  *   prog naps ITERS            the main thread runs one() and then naps
  *                              (nanosleep, 30 ms), over rounds; prints the
  *                              CPU time it measured around the rounds and
- *                              the time it measured around its naps, less
- *                              the run delay that grew meanwhile
+ *                              the time it measured around its naps
+ *                              (sleep) and the run delay that grew
+ *                              meanwhile (woken: waiting for a CPU)
  *   prog fork ITERS            a child runs child_work (three), the parent
  *                              parent_work (one); the parent waits
  *   prog exec ITERS OTHER      a child execs OTHER (other.c) and the parent
@@ -234,14 +235,16 @@ int main(int argc, char **argv) {
     double wall = mono() - w, delay = run_delay() - d;
     printf("{\"main\": [%.6f, %.6f], \"thread\": [%.6f, %.6f]}\n", wall, delay, wall_a, delay_a);
   } else if (!strcmp(mode, "naps")) {
-    double cpu = thread_cpu(), slept = 0;
+    double cpu = thread_cpu(), slept = 0, woken = 0;
     for (int r = 0; r < ROUNDS; r++) {
       one(n);
       double t = mono(), d = run_delay();
       nap();
-      slept += mono() - t - (run_delay() - d); /* the wake-up's wait for a CPU is not sleep */
+      slept += mono() - t;
+      woken += run_delay() - d;
     }
-    printf("{\"cpu\": %.6f, \"sleep\": %.6f}\n", thread_cpu() - cpu, slept);
+    printf("{\"cpu\": %.6f, \"sleep\": %.6f, \"woken\": %.6f}\n", thread_cpu() - cpu, slept,
+           woken);
   } else if (!strcmp(mode, "fork") || !strcmp(mode, "exec") || !strcmp(mode, "shexec")) {
     fflush(stdout);
     pid_t child = fork();
