@@ -13,9 +13,12 @@
  *                              MS milliseconds on nothing; prints what it
  *                              returned and its errno
  *   prog wall ITERS            main and wall_thread each run one() over
- *                              rounds; each prints the wall time and run
- *                              delay (schedstat) it measured around its
- *                              work, main's around the thread's too
+ *                              rounds; each prints the wall time, run
+ *                              delay (schedstat) and CPU time it measured
+ *                              around its work (main's around the
+ *                              thread's too), and the time it waited in
+ *                              a call (main's join, less its CPU time and
+ *                              run delay)
  *   prog naps ITERS            the main thread runs one() and then naps
  *                              (nanosleep, 30 ms), over rounds; prints the
  *                              CPU time it measured around the rounds and
@@ -120,12 +123,13 @@ static double mono(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
-static double wall_a, delay_a;
+static double wall_a, delay_a, cpu_wall_a;
 static void *wall_thread(void *arg) {
-  double w = mono(), d = run_delay();
+  double w = mono(), d = run_delay(), c = thread_cpu();
   for (int r = 0; r < 2 * ROUNDS; r++) one(iters);
   wall_a = mono() - w;
   delay_a = run_delay() - d;
+  cpu_wall_a = thread_cpu() - c;
   return arg;
 }
 
@@ -227,13 +231,16 @@ int main(int argc, char **argv) {
            e == EINTR ? "true" : "false");
   } else if (!strcmp(mode, "wall")) {
     iters = n;
-    double w = mono(), d = run_delay();
+    double w = mono(), d = run_delay(), c = thread_cpu();
     pthread_t a;
     pthread_create(&a, NULL, wall_thread, NULL);
     for (int r = 0; r < 2 * ROUNDS; r++) one(iters);
+    double jw = mono(), jd = run_delay(), jc = thread_cpu();
     pthread_join(a, NULL);
-    double wall = mono() - w, delay = run_delay() - d;
-    printf("{\"main\": [%.6f, %.6f], \"thread\": [%.6f, %.6f]}\n", wall, delay, wall_a, delay_a);
+    double waited = (mono() - jw) - (run_delay() - jd) - (thread_cpu() - jc);
+    double wall = mono() - w, delay = run_delay() - d, cpu = thread_cpu() - c;
+    printf("{\"main\": [%.6f, %.6f, %.6f, %.6f], \"thread\": [%.6f, %.6f, %.6f, 0]}\n", wall,
+           delay, cpu, waited, wall_a, delay_a, cpu_wall_a);
   } else if (!strcmp(mode, "naps")) {
     double cpu = thread_cpu(), slept = 0, woken = 0;
     for (int r = 0; r < ROUNDS; r++) {
