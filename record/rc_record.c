@@ -227,6 +227,34 @@ static int table_option(int argc, char **argv, int *i, opts_t *o) {
   return -1;
 }
 
+/* The kinds of sample a recording under o holds (fl_profile.h): its
+ * collector's, with the parts that one takes (a wall-clock recording's
+ * CPU and off-CPU time); an allocation recording keeps its CPU samples
+ * too. --kind is checked against them before the program runs, so that a
+ * kind the run cannot hold does not cost the run. */
+static uint32_t kinds_recorded(const opts_t *o) {
+  fl_profile_kind_t k = o->event    ? FL_PROFILE_EVENT
+                        : o->wall   ? FL_PROFILE_WALL
+                        : o->allocs ? fl_kind_alloc(o->weight_count, o->live)
+                                    : FL_PROFILE_CPU;
+  return 1u << k | fl_kind_takes(k) | (o->allocs ? 1u << FL_PROFILE_CPU : 0);
+}
+
+/* What records kind, as advice. Static. */
+static const char *how_recorded(fl_profile_kind_t kind) {
+  switch (kind) {
+    case FL_PROFILE_CPU: return "every recording but --event's holds it";
+    case FL_PROFILE_WALL:
+    case FL_PROFILE_OFFCPU: return "--clock wall records it";
+    case FL_PROFILE_ALLOC_BYTES: return "--allocs records it";
+    case FL_PROFILE_ALLOC_COUNT: return "--allocs --weight count records it";
+    case FL_PROFILE_LIVE_BYTES: return "--allocs --live records it";
+    case FL_PROFILE_LIVE_COUNT: return "--allocs --live --weight count records it";
+    case FL_PROFILE_EVENT: return "--event NAME records it";
+    default: return "";
+  }
+}
+
 /* Parses argv into o. Returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, opts_t *o) {
   int i = 1;
@@ -313,6 +341,11 @@ static int parse(int argc, char **argv, opts_t *o) {
     return usage_error(
         "--clock wall samples time and --allocs records allocations: a recording is one "
         "of them");
+  if (o->draw.tree.kind != FL_TREE_KIND_MAIN && !(kinds_recorded(o) & 1u << o->draw.tree.kind)) {
+    fl_profile_kind_t want = (fl_profile_kind_t)o->draw.tree.kind;
+    return usage_error("--kind %s draws %s, which this recording would not hold; %s",
+                       fl_kind(want)->name, fl_kind(want)->what, how_recorded(want));
+  }
   const fl_diff_opts_t *diff = &o->draw.diff;
   if ((diff->negate || diff->normalize || diff->delta != FL_DELTA_TOTAL || diff->root_prefix) &&
       !o->diff_base)

@@ -1203,6 +1203,28 @@ def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
                                      "(off-CPU time)") in held.stderr, held.stderr
 
 
+def test_a_kind_the_recording_cannot_hold_is_refused_before_the_program_runs(tmp_path):
+    """--kind names what to draw of the recording: a kind that the
+    recording's options do not record is refused at once, naming the
+    options that record it, and the program is not run (a long run is not
+    spent on a graph that cannot be drawn); a kind they record is drawn."""
+    for args, hint in ((["--kind", "offcpu"], "--clock wall records it"),
+                       (["--kind", "wall", "--allocs"], "--clock wall records it"),
+                       (["--kind", "alloc_count", "--allocs"], "--allocs --weight count records it"),
+                       (["--kind", "live_bytes"], "--allocs --live records it"),
+                       (["--kind", "event", "--clock", "wall"], "--event NAME records it"),
+                       (["--kind", "cpu", "--event", "page-faults"],
+                        "every recording but --event's holds it")):
+        r = record(*args, "-o", "x.folded", "--", "sh", "-c", "touch ran", cwd=tmp_path)
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert f"--kind {args[1]} draws " in r.stderr and hint in r.stderr, (args, r.stderr)
+        assert not (tmp_path / "ran").exists() and not (tmp_path / "x.folded").exists(), args
+    recorded("--kind", "offcpu", "--clock", "wall", "-o", "off.folded", "--", "sleep", "0.2",
+             cwd=tmp_path)
+    off = folded(tmp_path / "off.folded")
+    assert off and all("[off-CPU" in s for s in off), off
+
+
 def test_event_page_faults_counts_the_pages_touched(bins, tmp_path):
     """cflame record --event page-faults of a program that maps 8,000 fresh
     pages and touches each once: the recording counts 8,000 page faults
