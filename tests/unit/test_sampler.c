@@ -228,9 +228,15 @@ static void run_interval(uint64_t interval_ns, int64_t cpu_ns, const char *label
       if (!strcmp(f, "run_interval")) complete++;
     }
   }
-  CHECK(in_burn >= tot.records * 95 / 100);
+  /* At least 95% of the records, less three binomial standard
+   * deviations: a CPU timer's few records on a busy machine (19 in one
+   * run) come on the tick, often on the way out of burn_cpu's clock reads,
+   * and one or two of them outside tsamp_burn is chance, not a wrong leaf. */
+  double records = (double)tot.records;
+  double least = 0.95 * records - 3 * sqrt(0.05 * 0.95 * records);
+  CHECK((double)in_burn >= least);
   CHECK_INT(with_handler, 0);
-  CHECK(complete >= tot.records * 95 / 100);
+  CHECK((double)complete >= least);
 }
 
 static void test_interval(void) {
