@@ -15,7 +15,8 @@ static const struct {
 #define WAIT_ROW(call, reason) {#call, reason},
              FL_SAMPLER_WAIT_CALLS(WAIT_ROW)
 #undef WAIT_ROW
-                 [FL_SAMPLER_WAIT_RUNNABLE] = {NULL, "runnable"}};
+                 [FL_SAMPLER_WAIT_RUNNABLE] = {NULL, "runnable"},
+             [FL_SAMPLER_WAIT_OTHER] = {NULL, "other"}};
 _Static_assert(FL__ARRAY_SIZE(waits) == FL_SAMPLER_N_WAITS, "a row per wait");
 
 const char *fl_sampler_wait_call(unsigned wait) {

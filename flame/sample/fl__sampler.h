@@ -79,6 +79,15 @@ typedef struct slot {
    * it records, whose wall time holds it already. */
   int64_t delay_last_ns;
   int64_t delay_carry_ns;
+  /* Clock wall: the thread's wall, CPU and run-delay clocks when its time
+   * was last accounted for (arming, then each measuring record); the
+   * off-CPU time its waits have taken since, less the run delay inside
+   * them (fl_sampler_wait_done adds it, atomically: the handler may
+   * interrupt); and the time none of them accounts for not yet in a record
+   * (FL_SAMPLER_WAIT_OTHER), in ns. */
+  int64_t seen_wall_ns, seen_cpu_ns, seen_delay_ns;
+  int64_t seen_waits_ns;
+  int64_t other_carry_ns;
   /* /proc/self/task/TID/schedstat, open while armed on clock wall (moved
    * high, as perf_fd); -1 none; DELAY_FD_LOST once a read of it failed
    * (the program closed it): each reading then opens the file itself. */
@@ -185,8 +194,10 @@ FL__HIDDEN void fl__sampler_delay_close(slot_t *sl);
 /* Disarming, once sl's thread is out of the handler and its waits: the
  * delay since the last reading goes to a runnable record of the stack of
  * the thread's last CPU record (sl->last_rec), as the CPU time since goes
- * to that record. */
-FL__HIDDEN void fl__sampler_delay_tail(slot_t *sl);
+ * to that record, and the time since that no clock accounts for to an
+ * other record of its outermost frame; cpu_ns is the thread's CPU clock
+ * now. */
+FL__HIDDEN void fl__sampler_delay_tail(slot_t *sl, int64_t cpu_ns);
 
 /* ---- fl_sampler_timer.c (under fl__sampler_lock) ---- */
 

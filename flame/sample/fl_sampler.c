@@ -416,6 +416,11 @@ void fl__sampler_delay_open(slot_t *sl) {
   sl->delay_fd = fl__sampler_move_high(open(path, O_RDONLY | O_CLOEXEC));
   sl->delay_last_ns = read_run_delay(sl);
   sl->delay_carry_ns = 0;
+  sl->seen_delay_ns = sl->delay_last_ns;
+  sl->seen_cpu_ns = fl__clock_ns(sl->cpu_clock);
+  sl->seen_wall_ns = fl__clock_ns(CLOCK_MONOTONIC);
+  __atomic_store_n(&sl->seen_waits_ns, 0, __ATOMIC_RELAXED);
+  sl->other_carry_ns = 0;
 }
 
 void fl__sampler_delay_close(slot_t *sl) {
@@ -466,34 +471,77 @@ static int64_t take_run_delay(slot_t *sl, int64_t now_ns, int64_t *ns) {
   return weight;
 }
 
+/* A thread's wall time is its CPU time, its run delay, its waits in the
+ * wrapped calls, and the rest: where it waited with no call wrapped (a
+ * wait inside the C library, a raw system call, a page fault that reads
+ * the disk, a lock inside a library) and, on a virtual machine, the time
+ * the host took from its CPU, which Linux counts in neither its CPU time
+ * nor its run delay. The rest since sl's last accounting, from the wall
+ * (wall_ns), CPU (cpu_ns) and run-delay (delay_ns) clocks read now and
+ * the waits recorded since, plus the carry: its weight in intervals,
+ * rounded to the nearest, the rest carried (negative too: the clocks are
+ * read microseconds apart, and what one reading puts in the rest the next
+ * takes out). The readings become the last accounting. 0: nothing to
+ * record. */
+static int64_t take_other(slot_t *sl, int64_t wall_ns, int64_t cpu_ns, int64_t delay_ns,
+                          int64_t *ns) {
+  int64_t iv = (int64_t)fl__sampler.interval_ns;
+  int64_t waits = __atomic_exchange_n(&sl->seen_waits_ns, 0, __ATOMIC_RELAXED);
+  int64_t rest = (wall_ns - sl->seen_wall_ns) - (cpu_ns - sl->seen_cpu_ns) -
+                 (delay_ns - sl->seen_delay_ns) - waits;
+  sl->seen_wall_ns = wall_ns;
+  sl->seen_cpu_ns = cpu_ns;
+  sl->seen_delay_ns = delay_ns;
+  int64_t acc = sl->other_carry_ns + rest;
+  int64_t weight = acc > 0 ? (acc + iv / 2) / iv : 0;
+  sl->other_carry_ns = acc - weight * iv;
+  *ns = weight * iv;
+  return weight;
+}
+
 /* From the handler, after a CPU record: the run delay since the last
  * reading, as a runnable record of the same stack (sl->pcs, n addresses,
- * the first the interrupted instruction). It ends where the CPU record's
- * intervals begin (cpu_start_ns), so that a time line draws the wait and
- * then the run, side by side, rather than one over the other. Not while
- * the thread is in fl_sampler_wait_done, which takes the carry in its
- * turn. */
+ * the first the interrupted instruction); then, on a record that read the
+ * thread's clocks (wall_ns, cpu_ns; 0: it did not), the rest of its wall
+ * time (take_other), as an other record of the stack. Each ends where the
+ * next begins, the last where the CPU record's intervals begin
+ * (cpu_start_ns), so that a time line draws the waits and then the run,
+ * side by side, rather than one over the other. Not while the thread is
+ * in fl_sampler_wait_done, which takes the carry in its turn. */
 static inline __attribute__((always_inline)) void record_run_delay(slot_t *sl, size_t n,
-                                                                   int64_t cpu_start_ns) {
+                                                                   int64_t cpu_start_ns,
+                                                                   int64_t wall_ns,
+                                                                   int64_t cpu_ns) {
   if (sl->delay_last_ns < 0 || __atomic_load_n(&sl->in_wait, __ATOMIC_RELAXED)) return;
-  int64_t now = read_run_delay(sl), ns;
+  int64_t now = read_run_delay(sl), ns, other_ns;
   if (now < 0) return;
   int64_t weight = take_run_delay(sl, now, &ns);
   if (weight > 0)
     put_wait(sl, FL_SAMPLER_WAIT_RUNNABLE, weight, ns, cpu_start_ns > 0 ? cpu_start_ns : 0, sl->pcs,
              n, false, 0, 1);
+  if (!wall_ns) return;
+  int64_t other = take_other(sl, wall_ns, cpu_ns, now, &other_ns);
+  if (other > 0 && n > 0) {
+    int64_t end = cpu_start_ns - weight * (int64_t)fl__sampler.interval_ns;
+    put_wait(sl, FL_SAMPLER_WAIT_OTHER, other, other_ns, end > 0 ? end : 0, sl->pcs + n - 1, 1,
+             false, 0, n == 1);
+  }
 }
 
-void fl__sampler_delay_tail(slot_t *sl) {
+void fl__sampler_delay_tail(slot_t *sl, int64_t cpu_ns) {
   if (sl->delay_last_ns < 0 || !sl->last_rec) return;
-  int64_t now = read_run_delay(sl), ns;
+  int64_t now = read_run_delay(sl), ns, other_ns;
   if (now < 0) return;
   int64_t weight = take_run_delay(sl, now, &ns);
+  int64_t other = take_other(sl, fl__clock_ns(CLOCK_MONOTONIC), cpu_ns, now, &other_ns);
   const uint64_t *rec = sl->last_rec;
   size_t n = (size_t)(rec[0] >> 32 & 0xffff);
   if (weight > 0)
     put_wait(sl, FL_SAMPLER_WAIT_RUNNABLE, weight, ns, 0, rec + FL_SAMPLER_RECORD_WORDS, n, true, 0,
              1);
+  if (other > 0 && n > 0)
+    put_wait(sl, FL_SAMPLER_WAIT_OTHER, other, other_ns, 0, rec + FL_SAMPLER_RECORD_WORDS + n - 1,
+             1, true, 0, n == 1);
 }
 
 int64_t fl_sampler_run_delay_ns(void) {
@@ -541,6 +589,11 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
   bool late = sig == SIGTRAP && (fl__siginfo_perf_flags(si) & TRAP_PERF_FLAG_ASYNC);
   bool measure = !counting && (late || sl->perf_fd < 0 || ++sl->unmeasured >= CLOCK_EVERY);
   int64_t now = measure ? fl__clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+  /* On a clock wall run, the wall clock at the same moment: what the
+   * thread's time adds up to (take_other). */
+  int64_t wall_now = measure && __atomic_load_n(&fl__sampler.waits, __ATOMIC_RELAXED)
+                         ? fl__clock_ns(CLOCK_MONOTONIC)
+                         : 0;
   /* A perf event keeps its period (its hrtimer is forwarded from its last
    * expiry, so the handler's own time does not stretch it); a new one is
    * drawn for one sample in PERIOD_EVERY at random, as PERF_EVENT_IOC_PERIOD
@@ -622,7 +675,7 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv) {
     sl->unmeasured = 0;
   }
   if (__atomic_load_n(&fl__sampler.waits, __ATOMIC_RELAXED))
-    record_run_delay(sl, n, taken_ns - weight * iv);
+    record_run_delay(sl, n, taken_ns - weight * iv, wall_now, now);
 done:
   __atomic_store_n(&sl->busy, 0, __ATOMIC_SEQ_CST);
 out:
@@ -686,6 +739,9 @@ __attribute__((noinline)) bool fl_sampler_wait_done(unsigned wait, int64_t wall0
       inside = delay - sl->delay_last_ns + __atomic_load_n(&sl->delay_carry_ns, __ATOMIC_RELAXED);
     if (inside > off) inside = off;
     if (inside > 0) __atomic_fetch_sub(&sl->delay_carry_ns, inside, __ATOMIC_RELAXED);
+    /* The wait's time in the thread's wall time, but for the delay inside
+     * it, which the run delay holds (take_other). */
+    __atomic_fetch_add(&sl->seen_waits_ns, off - (inside > 0 ? inside : 0), __ATOMIC_RELAXED);
   }
   int64_t acc = sl->wait_carry_ns + off, weight = (acc + iv / 2) / iv;
   if (weight <= 0) {

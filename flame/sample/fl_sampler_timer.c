@@ -233,9 +233,9 @@ void fl__sampler_disarm(slot_t *sl) {
   if (sl->last_rec && !__atomic_load_n(&fl__sampler.full, __ATOMIC_RELAXED) && !blocked &&
       !closed && !fl__sampler.event_period) {
     int64_t iv = (int64_t)fl__sampler.interval_ns;
-    int64_t tail = fl__clock_ns(sl->cpu_clock) - sl->cpu_last_ns + sl->carry_ns;
+    int64_t cpu = fl__clock_ns(sl->cpu_clock), tail = cpu - sl->cpu_last_ns + sl->carry_ns;
     if (tail >= iv / 2) sl->last_rec[1] += (uint64_t)((tail + iv / 2) / iv);
-    fl__sampler_delay_tail(sl); /* the same for its run delay */
+    fl__sampler_delay_tail(sl, cpu); /* the same for its run delay, and the rest */
   }
   fl__sampler_delay_close(sl);
   sl->last_rec = NULL;

@@ -160,12 +160,20 @@ enum {
 #undef FL_SAMPLER_WAIT_ID
   /* Not a call: the thread was runnable, waiting for a CPU. */
   FL_SAMPLER_WAIT_RUNNABLE,
+  /* Not a call: the thread's wall time that neither its CPU time, its run
+   * delay nor its waits in the calls above account for. It waited where
+   * no call is wrapped (a wait inside the C library, a raw system call, a
+   * page fault that reads the disk) or, on a virtual machine, the host
+   * took its CPU, which Linux counts in neither its CPU time nor its run
+   * delay. */
+  FL_SAMPLER_WAIT_OTHER,
   FL_SAMPLER_N_WAITS
 };
 
 /* The function a wait record's wait names ("nanosleep") and what it waits
  * for ("sleep"); NULL for 0 or an unknown wait. FL_SAMPLER_WAIT_RUNNABLE
- * names no function (NULL) and waits for "runnable". */
+ * and FL_SAMPLER_WAIT_OTHER name no function (NULL) and wait for
+ * "runnable" and "other". */
 const char *fl_sampler_wait_call(unsigned wait);
 const char *fl_sampler_wait_reason(unsigned wait);
 
@@ -263,9 +271,10 @@ void fl_sampler_interference(fl_sampler_interference_t *out);
  * set). With FL_SAMPLER_CLOCK_WALL, the waits that the interposed calls
  * report (fl_sampler_wait_done) are recorded too, and the time each
  * thread was runnable but waiting for a CPU (FL_SAMPLER_WAIT_RUNNABLE);
- * CPU samples are taken as with FL_SAMPLER_CLOCK_CPU. So a thread's
- * records add up to its wall time, but for the waits no wrapper sees
- * (fl__waits.h). The header says the run's clock. */
+ * CPU samples are taken as with FL_SAMPLER_CLOCK_CPU, and the rest of a
+ * thread's wall time, which none of those accounts for, is recorded too
+ * (FL_SAMPLER_WAIT_OTHER). So a thread's records add up to its wall time.
+ * The header says the run's clock. */
 void fl_sampler_set_clock(fl_sampler_clock_t clock);
 
 /* The event of the next fl_sampler_start instead of time (period 0: time,

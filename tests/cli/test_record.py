@@ -1082,28 +1082,29 @@ def test_clock_wall_adds_up_beside_busy_loops(bins, tmp_path):
     and the thread it starts each run 0.4 s of CPU and wait for a CPU much
     of the time. Each thread's stacks (running, waiting and runnable) add
     up to the wall time it measured around its work, within 2% plus an
-    interval, less the time its own clocks say it spent neither running,
-    waiting for a CPU nor in a call (blocked where no call is wrapped, or
-    taken by a virtual machine's host: what a wall profile cannot see);
-    their running part is the CPU time it measured and their
-    [off-CPU: runnable] leaves the run delay (schedstat), within as much;
-    the summary says the runnable time."""
+    interval, whatever else took its time ([off-CPU: other]); their
+    running part is the CPU time it measured and their [off-CPU: runnable]
+    leaves the run delay (schedstat), within as much; the summary says the
+    runnable time."""
     with busy_loops():
-        r = recorded("--clock", "wall", "-o", "wall.folded", "--no-lines", "--", bins["prog"],
+        r = recorded("--clock", "wall", "-o", "wall.pb.gz", "--no-lines", "--", bins["prog"],
                      "wall", ITERS, cwd=tmp_path)
     measured = program_json(r.stdout)
-    stacks = folded(tmp_path / "wall.folded")
     interval = 0.001
-    for thread, start in (("main", "main"), ("thread", "wall_thread")):
-        wall, delay, cpu, waited = measured[thread]
-        unseen = max(0.0, wall - cpu - delay - waited)
-        mine = {s: c for s, c in stacks.items() if s.split(";")[1] == start}
+    for thread, number in (("main", 1), ("thread", 2)):
+        wall, delay, cpu, _ = measured[thread]
+        out = tmp_path / f"thread{number}.folded"
+        drawn = subprocess.run([CFLAME, tmp_path / "wall.pb.gz", "--threads", str(number),
+                                "--no-lines", "-o", out], capture_output=True, text=True,
+                               timeout=120)
+        assert drawn.returncode == 0, drawn.stderr
+        mine = folded(out)
         total = sum(mine.values()) * interval
         running = sum(c for s, c in mine.items() if "[off-CPU" not in s) * interval
         runnable = sum(c for s, c in mine.items() if s.endswith(";[off-CPU: runnable]")) * interval
         bound = 0.02 * wall + interval
         assert delay >= 0.2 * wall, f"{thread}: the busy loops left it no run delay: {measured}"
-        assert -bound - unseen <= total - wall <= bound, (thread, total, measured, r.stderr)
+        assert abs(total - wall) <= bound, (thread, total, measured, r.stderr)
         assert abs(running - cpu) <= bound, (thread, running, measured, r.stderr)
         assert abs(runnable - delay) <= bound, (thread, runnable, measured, r.stderr)
     assert re.search(r"[\d.]+ s running, [\d.]+ s waiting, [\d.]+ s runnable\)", r.stderr), r.stderr
@@ -1186,8 +1187,10 @@ def test_clock_wall_kinds_part_running_from_waiting(bins, tmp_path):
     # yet on a CPU, which the program did not count as sleep either. The
     # program's own reads of /proc/self/schedstat (run_delay) around each
     # nap may wait in read(), as any read of a file may; they are neither
-    # workload nor nap, and the program counted them in neither.
-    assert all(s.endswith(";[off-CPU: runnable]") for s in off
+    # workload nor nap, and the program counted them in neither. Time no
+    # clock accounts for (a wait in no wrapped call, the host taking the
+    # CPU) is other, at the top: it is not known where it was spent.
+    assert all(s.endswith(";[off-CPU: runnable]") or s == "prog;[off-CPU: other]" for s in off
                if "run_delay" not in s.split(";")
                and ("nap" not in s.split(";") or not s.endswith(";[off-CPU: sleep]"))), off
     # The off-CPU part saved as pprof is an off-CPU profile, which go tool

@@ -671,6 +671,73 @@ static void test_runnable(void) {
   CHECK_INT(foreign, 0);
 }
 
+/* ---- o: clock wall counts the time no clock and no wrapper sees ---- */
+
+/* A thread that computes, then waits 200 ms in a raw system call (which
+ * no wrapper times), then computes again, on clock wall: its CPU,
+ * runnable and other records (FL_SAMPLER_WAIT_OTHER) add up to the wall
+ * time it measured, within 2% and an interval; the other ones hold the
+ * wait, as long as the thread measured it (less its run delay when it
+ * woke, which is runnable time) within as much; and each names only the
+ * thread's outermost frame, since where the thread waited is not known. */
+static void test_other(void) {
+  CHECK(fl_sampler_wait_call(FL_SAMPLER_WAIT_OTHER) == NULL);
+  CHECK(!strcmp(fl_sampler_wait_reason(FL_SAMPLER_WAIT_OTHER), "other"));
+  if (test_run_delay_ns() < 0) {
+    fprintf(stderr, "  other: no /proc/thread-self/schedstat here: not tested\n");
+    return;
+  }
+  fl_sampler_set_clock(FL_SAMPLER_CLOCK_WALL);
+  start(MS);
+  int64_t w0 = clock_ns(CLOCK_MONOTONIC), d0 = test_run_delay_ns(),
+          c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  burn_cpu(50 * (int64_t)MS);
+  int64_t s0 = clock_ns(CLOCK_MONOTONIC), sd0 = test_run_delay_ns(),
+          sc0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  struct timespec nap = {0, 200000000};
+  while (syscall(SYS_nanosleep, &nap, &nap) != 0 && errno == EINTR) continue;
+  int64_t s1 = clock_ns(CLOCK_MONOTONIC), sd1 = test_run_delay_ns(),
+          sc1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  burn_cpu(50 * (int64_t)MS);
+  int64_t w1 = clock_ns(CLOCK_MONOTONIC), d1 = test_run_delay_ns(),
+          c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  fl_sampler_stop();
+  fl_sampler_set_clock(FL_SAMPLER_CLOCK_CPU);
+  uint64_t cpu = 0, runnable = 0, other = 0, waits = 0, deep = 0;
+  size_t pos = 0;
+  fl_sampler_record_t r;
+  int me = gettid_();
+  while (fl_sampler_next(main_buf, main_bytes, &pos, &r) == 1) {
+    if (r.tid != me) continue;
+    if (r.wait == 0) {
+      cpu += r.weight;
+    } else if (r.wait == FL_SAMPLER_WAIT_RUNNABLE) {
+      runnable += r.weight;
+    } else if (r.wait == FL_SAMPLER_WAIT_OTHER) {
+      other += r.weight;
+      if (r.n_pcs != 1) deep++;
+    } else {
+      waits += r.weight;
+    }
+  }
+  /* ms: the thread's wall, CPU time and run delay, and the nap's wall
+   * time less its run delay and CPU time. */
+  double wall = (double)(w1 - w0) / 1e6, ran = (double)(c1 - c0) / 1e6,
+         delay = (double)(d1 - d0) / 1e6;
+  double napped = (double)((s1 - s0) - (sd1 - sd0) - (sc1 - sc0)) / 1e6;
+  fprintf(stderr,
+          "  other: %.1f ms wall, %.1f ms CPU, %.1f ms run delay, a nap of %.1f ms measured; "
+          "records: %llu ms CPU, %llu ms runnable, %llu ms other, %llu ms waits\n",
+          wall, ran, delay, napped, (unsigned long long)cpu, (unsigned long long)runnable,
+          (unsigned long long)other, (unsigned long long)waits);
+  CHECK_NEAR((double)(cpu + runnable + other + waits), wall, 0.02 * wall + 1);
+  CHECK_NEAR((double)cpu, ran, 0.02 * wall + 1);
+  CHECK_NEAR((double)other, napped, 0.02 * wall + 1);
+  CHECK(napped >= 199);
+  CHECK_INT(deep, 0);
+  CHECK_INT(waits, 0);
+}
+
 /* ---- 6: no EINTR ---- */
 
 typedef struct pipe_writer {
@@ -1358,6 +1425,7 @@ int main(void) {
   RUN('t', test_time_and_names());
   RUN('6', test_no_eintr());
   RUN('w', test_runnable());
+  RUN('o', test_other());
   RUN('7', test_qsort());
   RUN('r', test_root());
   RUN('8', test_handler_safety(tmpdir));
