@@ -789,6 +789,7 @@ int rc_record_main(int argc, char **argv) {
       status = 1;
       goto done;
     }
+    rc_run_guard(dir); /* as below, for the attach's recording */
     say_attach_end(&att, o.pid);
     name = fl__xasprintf("%s (pid %d)", att.command, o.pid);
     double cpu = att.result.cpu_seconds;
@@ -812,6 +813,11 @@ int rc_record_main(int argc, char **argv) {
       goto done;
     }
     if (o.top) top = rc_top_new(dir, 0, &copts, &o.draw, name);
+    /* A SIGTERM once the program has ended (a job's time limit, a CI
+     * runner cancelling) would leave the recording's buffers in $TMPDIR:
+     * the guard removes them and says so. rc_run forwards the signals
+     * until the program ends, and hands over to the guard then. */
+    rc_run_guard(dir);
     status = rc_run(path, o.program, top ? rc_top_tick : NULL, top, &run, err, sizeof err);
     rc_top_end(&top);
     if (status != 0) {
@@ -830,10 +836,6 @@ int rc_record_main(int argc, char **argv) {
                   .cpu_seconds = run.cpu_seconds,
                   .wall_seconds = run.wall_seconds};
   }
-  /* A SIGTERM now (a job's time limit, a CI runner cancelling) would
-   * leave the recording's buffers in $TMPDIR: the guard removes them and
-   * says so. */
-  rc_run_guard(dir);
 
   if (rc_collect(dir, &copts, &rec, err, sizeof err) < 0) {
     say("%s", err);

@@ -113,7 +113,12 @@ void rc_run_guard(const char *dir) {
   guard_dir[len] = '\0';
   struct sigaction sa = {.sa_handler = on_guarded_signal};
   sigfillset(&sa.sa_mask); /* one at a time: the first ends cflame */
-  for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &sa, &guard_old[i]);
+  /* A signal ignored when cflame started (nohup's SIGHUP) stays ignored:
+   * it would not have ended cflame, nor does it end the program. */
+  for (size_t i = 0; i < N_FORWARDED; i++) {
+    sigaction(forwarded[i], NULL, &guard_old[i]);
+    if (guard_old[i].sa_handler != SIG_IGN) sigaction(forwarded[i], &sa, NULL);
+  }
   guarded = true;
 }
 
@@ -279,6 +284,16 @@ done:
   if (handlers) {
     for (size_t i = 0; i < N_FORWARDED; i++) sigaction(forwarded[i], &old[i], NULL);
     sigaction(SIGCHLD, &old_chld, NULL);
+    /* A signal sent to cflame since the pipe was last read came as the
+     * program ended, and was forwarded to nothing: it is cflame's own now,
+     * raised again under the dispositions just restored (rc_run_guard's,
+     * while the recording is converted). A terminal's (SI_KERNEL) reached
+     * the program too, and is not. */
+    unsigned char bytes[64];
+    ssize_t k;
+    while ((k = read(sig_fds[0], bytes, sizeof bytes)) > 0)
+      for (ssize_t i = 0; i < k; i++)
+        if (bytes[i] & FORWARD) raise(bytes[i] & ~FORWARD);
   }
   signal_pipe = -1;
   for (int i = 0; i < 2; i++)

@@ -43,17 +43,22 @@ typedef struct rc_run {
 
 /* Starts path with argv (argv[0] as it is given), in cflame's
  * environment, and waits for it to end, calling tick(ctx) (when not NULL)
- * every RC_RUN_WATCH_MS meanwhile. Returns 0 with *run, or
+ * every RC_RUN_WATCH_MS meanwhile. The forwarded signals sent to cflame
+ * meanwhile go to the program; one that comes as the program ends is
+ * raised again in cflame, under the dispositions it had before (the
+ * guard's, when rc_run_guard came first). Returns 0 with *run, or
  * RC_NOT_FOUND or RC_CANNOT_RUN (rc_program.h) with err naming the
  * program when it could not be started (exec failed). */
 int rc_run(const char *path, char *const argv[], void (*tick)(void *ctx), void *ctx, rc_run_t *run,
            char *err, size_t err_size);
 
-/* After the program has ended, while cflame turns the recording in dir
- * into a profile: a signal among the forwarded ones (each of which ends
- * a process by default) removes dir, says on standard error that it did
- * and that no profile was written, and ends cflame by that signal, as it
- * would have (128 + N). Until rc_run_finish. dir is copied. */
+/* While cflame turns the recording in dir into a profile: a signal
+ * among the forwarded ones (each of which ends a process by default, and
+ * was not ignored when cflame started) removes dir, says on standard
+ * error that it did and that no profile was written, and ends cflame by
+ * that signal, as it would have (128 + N). Until rc_run_finish. Set
+ * before rc_run, so that no signal falls between the program's end and
+ * the guard (rc_run forwards them meanwhile); dir is copied. */
 void rc_run_guard(const char *dir);
 /* Removes the recording dir (if not NULL or "") and ends the guard, the
  * signals held meanwhile: one that comes now ends cflame afterwards by
