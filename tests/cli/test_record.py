@@ -423,7 +423,7 @@ def test_a_signal_ignored_when_cflame_started_stays_ignored_while_converting(bin
     into a profile, neither ends cflame nor removes the recording (it did
     not end cflame before it started the program): the profile is
     written and cflame exits with the program's status. (A sanitizer's
-    build converts 2,000 cycles in as long as the plain one 20,000.)"""
+    build takes longer over 2,000 cycles than the plain one over 20,000.)"""
     out = tmp_path / "out.folded"
     cycles = 2000 if SANITIZED else 20000
     p = subprocess.Popen([CFLAME, "record", "-o", out, "--", bins["cycles"], bins["plugin"],
